@@ -1,0 +1,23 @@
+"""attnscope: Transformer self-attention you can see every number of.
+
+    >>> import torch, attnscope
+    >>> q = k = v = torch.randn(1, 12, 9, 64)            # (B, H, L, d_head)
+    >>> out, w = attnscope.attention(q, k, v, return_weights=True)
+    >>> w.sum(-1)                                          # every row sums to 1
+"""
+
+from .config import TransformerConfig
+from .errors import AttnscopeError, ConfigError, InputError, ModelLoadError, ShapeError
+from .functional import SCORINGS, attention, attention_steps, log_softmax, softmax
+from .hooks import HookPoint, name_hook_points
+from .modules import (Embeddings, Encoder, EncoderLayer, FeedForward, MultiHeadAttention,
+                      SingleHeadAttention, TransformerEncoder, sinusoidal_positions)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "TransformerConfig", "AttnscopeError", "ConfigError", "InputError", "ModelLoadError", "ShapeError",
+    "SCORINGS", "attention", "attention_steps", "log_softmax", "softmax", "HookPoint", "name_hook_points",
+    "Embeddings", "Encoder", "EncoderLayer", "FeedForward", "MultiHeadAttention", "SingleHeadAttention",
+    "TransformerEncoder", "sinusoidal_positions", "__version__",
+]

@@ -1,0 +1,35 @@
+"""Errors that attnscope raises on bad input.
+
+Every public entry point validates its arguments up front and raises one of these with a message
+that names the argument and what it got, so that a user never has to read a traceback from inside
+torch. They subclass the builtin exceptions that callers already catch.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class AttnscopeError(Exception):
+    """Base class of every error attnscope raises on purpose."""
+
+
+class ShapeError(AttnscopeError, ValueError):
+    """A tensor has the wrong rank, size or dtype for the argument it was passed as."""
+
+
+class ConfigError(AttnscopeError, ValueError):
+    """A configuration value is impossible (e.g. ``d_model % n_heads != 0``) or unknown."""
+
+
+class ModelLoadError(AttnscopeError, ValueError):
+    """A checkpoint folder is missing, unreadable, or does not match the model it claims to be."""
+
+
+class InputError(AttnscopeError, ValueError):
+    """User input (text, file, token, index) is invalid for the requested operation."""
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    """``(2, 3, 4)`` for a torch.Size or tuple, so messages read the same everywhere."""
+    return "(" + ", ".join(str(int(s)) for s in shape) + ")"

@@ -1,0 +1,261 @@
+"""Single- and multi-head attention modules.
+
+``SingleHeadAttention`` is the first article's module (d_k = d_model, returns weights).
+``MultiHeadAttention`` is the fourth article's fused form: one (d_model → 3·d_model) projection
+computes Q, K and V for every head at once; ``view`` + ``transpose`` split the heads into a batch
+dimension ``(B, H, L, d_head)``; attention runs batched over heads; the heads are merged back by
+the inverse reshape and mixed by W_O.
+
+Head i is *not* a slice of the input: it is the projection ``x @ W_Q^(i)`` with its own
+``(d_model, d_head)`` matrix. :meth:`MultiHeadAttention.head_weights` returns those matrices.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import functional as AF
+from ..errors import ConfigError, ShapeError, fmt_shape
+from ..hooks import HookPoint
+
+Tensor = torch.Tensor
+
+
+class SingleHeadAttention(nn.Module):
+    """One head with d_k = d_model, as in the first article.
+
+    ``forward(x (B, L, d_model)) -> (output (B, L, d_model), weights (B, L, L))``.
+    """
+
+    def __init__(self, hidden_size: int = 768, *, bias: bool = True) -> None:
+        super().__init__()
+        if hidden_size <= 0:
+            raise ConfigError(f"hidden_size must be positive, got {hidden_size}")
+        self.W_Q = nn.Linear(hidden_size, hidden_size, bias=bias)
+        self.W_K = nn.Linear(hidden_size, hidden_size, bias=bias)
+        self.W_V = nn.Linear(hidden_size, hidden_size, bias=bias)
+        self.d_k = hidden_size
+
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+        _check_input("x", x, self.d_k)
+        q = self.W_Q(x)  # (B, L, d)
+        k = self.W_K(x)  # (B, L, d)
+        v = self.W_V(x)  # (B, L, d)
+        return AF.attention(q, k, v, mask, return_weights=True)  # (B, L, d), (B, L, L)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with a fused Q/K/V projection and hook points on every step.
+
+    Args:
+        d_model: width of the residual stream.
+        n_heads: number of heads; ``d_head = d_model // n_heads``.
+        bias: biases on the projections.
+        scoring: how scores are formed, see :data:`attnscope.functional.SCORINGS`. "cosine" gets
+            a learnable temperature per head (Swin V2), "qknorm" a learnable LayerNorm on q and k
+            (ViT-22B).
+        dropout: dropout on the attention weights while training.
+        cosine_temperature: initial τ for "cosine".
+
+    Hook points (names relative to this module): ``q``, ``k``, ``v`` (B, H, L|S, d_head);
+    ``scores`` (raw q·k), ``scaled``, ``masked``, ``weights`` (B, H, L, S); ``z`` (weights·V,
+    (B, H, L, d_head)); ``merged`` (B, L, d_model, heads concatenated); ``out`` (after W_O).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, *, bias: bool = True, scoring: str = "scaled",
+                 dropout: float = 0.0, cosine_temperature: float = AF.DEFAULT_COSINE_TEMPERATURE,
+                 layer_norm_eps: float = 1e-6) -> None:
+        super().__init__()
+        if d_model <= 0 or n_heads <= 0:
+            raise ConfigError(f"d_model and n_heads must be positive, got d_model={d_model}, n_heads={n_heads}")
+        if d_model % n_heads != 0:
+            raise ConfigError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}); "
+                              f"d_model % n_heads = {d_model % n_heads}")
+        AF.check_scoring(scoring)
+        if not 0.0 <= dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.scoring, self.dropout = scoring, dropout
+        self.W_qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # rows: [W_Q; W_K; W_V]
+        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+        if scoring == "cosine":
+            # Learnable log(1/τ) per head, clamped at 1/τ ≤ 100 as Swin V2 does.
+            self.logit_scale = nn.Parameter(torch.full((n_heads, 1, 1), math.log(1.0 / cosine_temperature)))
+        if scoring == "qknorm":
+            self.q_norm = nn.LayerNorm(self.d_head, eps=layer_norm_eps)
+            self.k_norm = nn.LayerNorm(self.d_head, eps=layer_norm_eps)
+        for name in ("q", "k", "v", "scores", "scaled", "masked", "weights", "z", "merged", "out"):
+            setattr(self, name, HookPoint())
+
+    # ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
+        """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring)."""
+        if not isinstance(m, nn.MultiheadAttention):
+            raise ConfigError(f"from_torch expects torch.nn.MultiheadAttention, got {type(m).__name__}")
+        if not m._qkv_same_embed_dim:
+            raise ConfigError("from_torch needs kdim == vdim == embed_dim (one fused in_proj_weight)")
+        if m.bias_k is not None or m.add_zero_attn:
+            raise ConfigError("from_torch does not support add_bias_kv or add_zero_attn")
+        has_bias = m.in_proj_bias is not None
+        new = cls(m.embed_dim, m.num_heads, bias=has_bias, dropout=m.dropout)
+        new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype)
+        with torch.no_grad():
+            new.W_qkv.weight.copy_(m.in_proj_weight)
+            new.W_O.weight.copy_(m.out_proj.weight)
+            if has_bias:
+                new.W_qkv.bias.copy_(m.in_proj_bias)
+                new.W_O.bias.copy_(m.out_proj.bias)
+        return new
+
+    def head_weights(self, i: int) -> dict[str, Optional[Tensor]]:
+        """Head i's own matrices in ``x @ W`` convention.
+
+        Returns ``W_Q``, ``W_K``, ``W_V`` (d_model, d_head), their biases ``b_Q``, ``b_K``,
+        ``b_V`` (d_head,) or None, and ``W_O`` (d_head, d_model): the rows of W_O that head i's
+        output is multiplied with (the output is Σ_i z_i @ W_O^(i) + b_O).
+        """
+        if not 0 <= i < self.n_heads:
+            raise ConfigError(f"head index {i} out of range: this module has {self.n_heads} heads (0..{self.n_heads - 1})")
+        d, dh = self.d_model, self.d_head
+        W, b = self.W_qkv.weight, self.W_qkv.bias  # (3d, d), (3d,)
+        rows = [slice(part * d + i * dh, part * d + (i + 1) * dh) for part in range(3)]
+        out = {}
+        for name, r in zip(("Q", "K", "V"), rows):
+            out[f"W_{name}"] = W[r].T  # (d_model, d_head)
+            out[f"b_{name}"] = None if b is None else b[r]  # (d_head,)
+        out["W_O"] = self.W_O.weight[:, i * dh:(i + 1) * dh].T  # (d_head, d_model)
+        return out
+
+    # ------------------------------------------------------------------------------------------
+    def split_heads(self, t: Tensor) -> Tensor:
+        """(B, L, d_model) → (B, H, L, d_head): a view and a transpose, no arithmetic."""
+        B, L, _ = t.shape
+        return t.view(B, L, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, L, d_head)
+
+    def merge_heads(self, t: Tensor) -> Tensor:
+        """(B, H, L, d_head) → (B, L, d_model): heads concatenated along features."""
+        B, H, L, dh = t.shape
+        return t.transpose(1, 2).reshape(B, L, H * dh)  # (B, L, d_model)
+
+    def project(self, x: Tensor, context: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Q from x and K, V from ``context`` (x itself for self-attention); each (B, L|S, d_model)."""
+        d = self.d_model
+        if context is None:
+            return self.W_qkv(x).split(d, dim=-1)  # 3 × (B, L, d)
+        W, b = self.W_qkv.weight, self.W_qkv.bias
+        q = F.linear(x, W[:d], None if b is None else b[:d])  # (B, L, d)
+        k, v = F.linear(context, W[d:], None if b is None else b[d:]).split(d, dim=-1)  # 2 × (B, S, d)
+        return q, k, v
+
+    def build_mask(self, B: int, L: int, S: int, key_padding_mask: Optional[Tensor],
+                   attn_mask: Optional[Tensor], device: torch.device) -> Optional[Tensor]:
+        """Combine the masks into one, broadcastable to (B, H, L, S), in SDPA's semantics."""
+        mask = None
+        if attn_mask is not None:
+            if not isinstance(attn_mask, torch.Tensor):
+                raise ShapeError(f"attn_mask must be a tensor, got {type(attn_mask).__name__}")
+            if attn_mask.dim() == 3:
+                attn_mask = attn_mask.unsqueeze(1)  # (B, 1, L, S): one mask per sample, all heads
+            AF.check_mask(attn_mask, L, S, torch.Size((B, self.n_heads)), name="attn_mask")
+            mask = attn_mask
+        if key_padding_mask is not None:
+            if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.shape != (B, S):
+                got = fmt_shape(key_padding_mask.shape) if isinstance(key_padding_mask, torch.Tensor) else type(key_padding_mask).__name__
+                raise ShapeError(f"key_padding_mask must have shape (B, S) = ({B}, {S}), got {got}")
+            if key_padding_mask.dtype == torch.bool:
+                keep = ~key_padding_mask.to(device)[:, None, None, :]  # (B, 1, 1, S)
+                if mask is None:
+                    mask = keep
+                elif mask.dtype == torch.bool:
+                    mask = mask & keep
+                else:
+                    mask = mask.masked_fill(~keep, float("-inf"))
+            elif key_padding_mask.is_floating_point():
+                add = key_padding_mask.to(device)[:, None, None, :]  # (B, 1, 1, S), added
+                if mask is None:
+                    mask = add
+                elif mask.dtype == torch.bool:
+                    mask = torch.zeros(mask.shape, dtype=add.dtype, device=device).masked_fill(~mask, float("-inf")) + add
+                else:
+                    mask = mask + add
+            else:
+                raise ShapeError(f"key_padding_mask must be bool (True = padding) or float, got {key_padding_mask.dtype}")
+        return mask
+
+    def _temperature(self) -> Optional[Tensor]:
+        if self.scoring != "cosine":
+            return None
+        return torch.exp(-self.logit_scale.clamp(max=math.log(100.0)))  # (H, 1, 1) = τ
+
+    @property
+    def _needs_explicit(self) -> bool:
+        return any(getattr(self, n).active for n in ("scores", "scaled", "masked", "weights"))
+
+    def forward(self, x: Tensor, context: Optional[Tensor] = None, *,
+                key_padding_mask: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
+                causal: bool = False, need_weights: bool = False):
+        """Self-attention over ``x (B, L, d_model)``, or cross-attention over ``context (B, S, d_model)``.
+
+        Args:
+            key_padding_mask: ``(B, S)``, True = padding (ignored), as in ``nn.MultiheadAttention``.
+            attn_mask: bool (True = attend) or float (added), shape (L, S), (B, L, S) or
+                (B, H, L, S) — the semantics of ``attnscope.attention`` / SDPA. Note that
+                ``nn.MultiheadAttention``'s boolean ``attn_mask`` means the opposite.
+            causal: query i attends to keys 0..i only.
+            need_weights: also return the weights ``(B, H, L, S)``.
+        Returns:
+            ``out (B, L, d_model)``, or ``(out, weights)``.
+        """
+        _check_input("x", x, self.d_model)
+        if context is not None:
+            _check_input("context", context, self.d_model)
+            if context.shape[0] != x.shape[0]:
+                raise ShapeError(f"context batch {context.shape[0]} != x batch {x.shape[0]} "
+                                 f"(x {fmt_shape(x.shape)}, context {fmt_shape(context.shape)})")
+        B, L, _ = x.shape
+        S = L if context is None else context.shape[1]
+        mask = self.build_mask(B, L, S, key_padding_mask, attn_mask, x.device)
+
+        q, k, v = self.project(x, context)
+        q = self.split_heads(q)  # (B, H, L, d_head)
+        k = self.split_heads(k)  # (B, H, S, d_head)
+        v = self.split_heads(v)  # (B, H, S, d_head)
+        scoring = self.scoring
+        if scoring == "qknorm":
+            q, k = self.q_norm(q), self.k_norm(k)  # learnable LayerNorm over d_head
+            scoring = "scaled"  # the normalisation is done; what remains is ÷√d_head
+        q, k, v = self.q(q), self.k(k), self.v(v)
+        dropout_p = self.dropout if self.training else 0.0
+
+        if not need_weights and not self._needs_explicit and scoring == "scaled":
+            z = AF.attention(q, k, v, mask, causal=causal, dropout_p=dropout_p)  # (B, H, L, d_head)
+            weights = None
+        else:
+            # Step by step, so that a hook replacing one step changes every later one.
+            qn, kn = AF.prepare_qk(q, k, scoring)
+            scores = self.scores(AF.raw_scores(qn, kn))  # (B, H, L, S)
+            scaled = self.scaled(scores * AF.score_factor(scoring, self.d_head, None, self._temperature()))
+            add = AF.combine_masks(mask, L, S, causal=causal, dtype=scaled.dtype, device=scaled.device)
+            masked = self.masked(scaled if add is None else scaled + add)  # (B, H, L, S)
+            weights = self.weights(AF.softmax(masked, dim=-1))  # (B, H, L, S)
+            dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+            z = torch.matmul(dropped, v)  # (B, H, L, d_head)
+        z = self.z(z)
+        merged = self.merged(self.merge_heads(z))  # (B, L, d_model)
+        out = self.out(self.W_O(merged))  # (B, L, d_model)
+        return (out, weights) if need_weights else out
+
+
+def _check_input(name: str, x: Tensor, d_model: int) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise ShapeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise ShapeError(f"{name} must be floating point, got dtype {x.dtype}")
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ShapeError(f"{name} must have shape (B, L, d_model={d_model}), got {fmt_shape(x.shape)}")

@@ -1,0 +1,84 @@
+"""Token, segment and position embeddings.
+
+``embed.out = LayerNorm(token + segment + position)`` for BERT; GPT-2 has no segments and no
+LayerNorm here. Sinusoidal encodings are those of "Attention Is All You Need":
+``PE[pos, 2i] = sin(pos / 10000^(2i/d))``, ``PE[pos, 2i+1] = cos(pos / 10000^(2i/d))``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+from torch import nn
+
+from ..config import TransformerConfig
+from ..errors import InputError, ShapeError, fmt_shape
+from ..hooks import HookPoint
+
+Tensor = torch.Tensor
+
+
+def sinusoidal_positions(n_positions: int, d_model: int, *, dtype=torch.float32, device=None) -> Tensor:
+    """The fixed encoding ``(n_positions, d_model)`` (sin on even, cos on odd features)."""
+    pos = torch.arange(n_positions, dtype=torch.float64, device=device)[:, None]  # (P, 1)
+    inv_freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64, device=device) / d_model)  # (d/2,)
+    angles = pos * inv_freq  # (P, d/2)
+    pe = torch.empty(n_positions, d_model, dtype=torch.float64, device=device)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles)
+    return pe.to(dtype)
+
+
+class Embeddings(nn.Module):
+    """ids ``(B, L)`` → vectors ``(B, L, d_model)``.
+
+    Hook points: ``tokens``, ``segments``, ``positions`` (each (B, L, d_model) or (1, L, d_model)),
+    ``out`` (after the sum, LayerNorm and dropout).
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        self.token_embedding = nn.Embedding(c.vocab_size, c.d_model, padding_idx=None)
+        self.segment_embedding = nn.Embedding(c.type_vocab_size, c.d_model) if c.type_vocab_size > 0 else None
+        if c.position == "learned":
+            self.position_embedding = nn.Embedding(c.max_positions + c.position_offset, c.d_model)
+        else:
+            self.position_embedding = None
+            if c.position == "sinusoidal":
+                self.register_buffer("sinusoid", sinusoidal_positions(c.max_positions + c.position_offset, c.d_model),
+                                     persistent=False)
+        self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps) if c.embed_norm else None
+        self.drop = nn.Dropout(c.dropout)
+        self.tokens, self.segments, self.positions, self.out = HookPoint(), HookPoint(), HookPoint(), HookPoint()
+
+    def forward(self, input_ids: Tensor, token_type_ids: Optional[Tensor] = None,
+                position_ids: Optional[Tensor] = None) -> Tensor:
+        c = self.config
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
+            got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+            raise ShapeError(f"input_ids must be an integer tensor (B, L), got {got}")
+        B, L = input_ids.shape
+        if L > c.max_positions:
+            raise InputError(f"sequence of {L} tokens is longer than the model's {c.max_positions} positions")
+        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= c.vocab_size):
+            raise InputError(f"token ids must be in [0, {c.vocab_size}), got min {int(input_ids.min())}, max {int(input_ids.max())}")
+        x = self.tokens(self.token_embedding(input_ids))  # (B, L, d)
+        if self.segment_embedding is not None:
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(input_ids)
+            x = x + self.segments(self.segment_embedding(token_type_ids))  # (B, L, d)
+        if c.position != "none":
+            if position_ids is None:
+                position_ids = (torch.arange(L, device=input_ids.device) + c.position_offset)[None]  # (1, L)
+            if self.position_embedding is not None:
+                pos = self.position_embedding(position_ids)  # (B|1, L, d)
+            else:
+                pos = self.sinusoid.to(x.dtype)[position_ids]  # (B|1, L, d)
+            x = x + self.positions(pos)
+        if self.norm is not None:
+            x = self.norm(x)
+        return self.out(self.drop(x))  # (B, L, d)

@@ -1,0 +1,132 @@
+"""Transformer layers and stacks built from :class:`MultiHeadAttention`.
+
+One layer, post-LN (BERT, the original Transformer)::
+
+    attn_in    = x
+    attn_resid = x + Dropout(Attn(x))
+    ffn_in     = LN1(attn_resid)
+    ffn_resid  = ffn_in + Dropout(FFN(ffn_in))
+    out        = LN2(ffn_resid)
+
+pre-LN (GPT-2)::
+
+    attn_in    = LN1(x)
+    attn_resid = x + Dropout(Attn(attn_in))
+    ffn_in     = LN2(attn_resid)
+    ffn_resid  = attn_resid + Dropout(FFN(ffn_in))
+    out        = ffn_resid
+
+Each name above is a hook point of the layer, so the names mean the same role in every family.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..config import TransformerConfig
+from ..hooks import HookPoint
+from .attention import MultiHeadAttention
+from .embeddings import Embeddings
+
+Tensor = torch.Tensor
+
+
+def activation_fn(name: str):
+    if name == "gelu":
+        return F.gelu
+    if name == "gelu_tanh":
+        return lambda x: F.gelu(x, approximate="tanh")
+    return F.relu
+
+
+class FeedForward(nn.Module):
+    """``W_2 · act(W_1 · x + b_1) + b_2``; hook points ``hidden`` (B, L, d_ff) and ``out`` (B, L, d_model)."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.W_1 = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.W_2 = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
+        self.act = activation_fn(config.activation)
+        self.hidden, self.out = HookPoint(), HookPoint()
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.hidden(self.act(self.W_1(x)))  # (B, L, d_ff)
+        return self.out(self.W_2(h))  # (B, L, d_model)
+
+
+class EncoderLayer(nn.Module):
+    """Attention + FFN with residuals and LayerNorm, post-LN or pre-LN (see module docstring)."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = config
+        self.pre_norm = c.norm == "pre"
+        self.attn = MultiHeadAttention(c.d_model, c.n_heads, bias=c.bias, scoring=c.scoring,
+                                       dropout=c.attn_dropout)
+        self.ln1 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
+        self.ffn = FeedForward(c)
+        self.ln2 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
+        self.drop = nn.Dropout(c.dropout)
+        for name in ("attn_in", "attn_resid", "ffn_in", "ffn_resid", "out"):
+            setattr(self, name, HookPoint())
+
+    def forward(self, x: Tensor, *, key_padding_mask: Optional[Tensor] = None,
+                attn_mask: Optional[Tensor] = None, causal: bool = False) -> Tensor:
+        """``x (B, L, d_model)`` → ``(B, L, d_model)``; masks as in :meth:`MultiHeadAttention.forward`."""
+        a_in = self.attn_in(self.ln1(x) if self.pre_norm else x)  # (B, L, d)
+        a = self.attn(a_in, key_padding_mask=key_padding_mask, attn_mask=attn_mask, causal=causal)  # (B, L, d)
+        r = self.attn_resid(x + self.drop(a))  # (B, L, d)
+        f_in = self.ffn_in(self.ln2(r) if self.pre_norm else self.ln1(r))  # (B, L, d)
+        f = self.ffn(f_in)  # (B, L, d)
+        base = r if self.pre_norm else f_in
+        s = self.ffn_resid(base + self.drop(f))  # (B, L, d)
+        return self.out(s if self.pre_norm else self.ln2(s))  # (B, L, d)
+
+
+class Encoder(nn.Module):
+    """A stack of ``n_layers`` :class:`EncoderLayer` s (and the final LayerNorm of pre-LN stacks).
+
+    ``causal=True`` in the config (or per call) makes it a decoder-only stack.
+    Hook point ``final_norm`` holds the output after the final LayerNorm, when there is one.
+    """
+
+    def __init__(self, config: TransformerConfig, *, embeddings: bool = False) -> None:
+        super().__init__()
+        self.config = config
+        if embeddings:  # registered first, so that named_modules() lists names in forward order
+            self.embed = Embeddings(config)
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.final_norm else None
+        self.final_norm = HookPoint()
+
+    def forward(self, x: Tensor, *, key_padding_mask: Optional[Tensor] = None,
+                attn_mask: Optional[Tensor] = None, causal: Optional[bool] = None) -> Tensor:
+        causal = self.config.causal if causal is None else causal
+        for layer in self.layers:
+            x = layer(x, key_padding_mask=key_padding_mask, attn_mask=attn_mask, causal=causal)  # (B, L, d)
+        if self.ln_f is not None:
+            x = self.final_norm(self.ln_f(x))
+        return x
+
+
+class TransformerEncoder(Encoder):
+    """Embeddings + the layer stack: token ids ``(B, L)`` → hidden states ``(B, L, d_model)``.
+
+    Hook point names are the module paths: ``embed.tokens``, ``embed.positions``, ``embed.out``,
+    ``layers.{i}.attn.weights``, ``layers.{i}.out``, ``final_norm`` (see
+    :func:`attnscope.hooks.name_hook_points`).
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__(config, embeddings=True)
+
+    def forward(self, input_ids: Tensor, *, attention_mask: Optional[Tensor] = None,
+                token_type_ids: Optional[Tensor] = None, causal: Optional[bool] = None) -> Tensor:
+        """``attention_mask (B, L)``: 1/True = real token, 0/False = padding (Hugging Face's meaning)."""
+        x = self.embed(input_ids, token_type_ids)  # (B, L, d)
+        kpm = None if attention_mask is None else ~attention_mask.bool()  # (B, L), True = padding
+        return super().forward(x, key_padding_mask=kpm, causal=causal)  # (B, L, d)
