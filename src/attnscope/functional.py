@@ -74,6 +74,7 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
     row_max = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
     shifted = work - row_max.detach()
     lse = torch.logsumexp(shifted, dim=dim, keepdim=True)
+    lse = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)  # -inf - -inf would be NaN
     return (shifted - lse).to(x.dtype)
 
 

@@ -1,0 +1,49 @@
+"""Bad input gives a ValueError that names the argument and the shapes, never a torch traceback."""
+
+import pytest
+import torch
+
+from attnscope import attention, ShapeError, ConfigError
+
+q = torch.randn(2, 5, 8)
+k = torch.randn(2, 7, 8)
+v = torch.randn(2, 7, 3)
+
+
+@pytest.mark.parametrize("args, pattern", [
+    ((torch.randn(8), k, v), r"q must have at least 2 dims.*\(8\)"),
+    ((q, torch.randn(2, 7, 9), v), r"q and k must have the same last dim.*\(2, 5, 8\).*\(2, 7, 9\)"),
+    ((q, k, torch.randn(2, 6, 3)), r"k and v must have the same length S.*\(2, 7, 8\).*\(2, 6, 3\)"),
+    ((q.long(), k, v), r"q must be a floating-point tensor, got dtype torch.int64"),
+    ((q, k.double(), v), r"share a dtype"),
+    ((torch.randn(3, 5, 8), k, v), r"leading.*do not broadcast"),
+    (([[1.0]], k, v), r"q must be a torch.Tensor, got list"),
+])
+def test_bad_qkv(args, pattern):
+    with pytest.raises(ShapeError, match=pattern):
+        attention(*args)
+
+
+@pytest.mark.parametrize("mask, pattern", [
+    (torch.ones(5, 6, dtype=torch.bool), r"mask of shape \(5, 6\) does not broadcast to the scores' shape \(2, 5, 7\)"),
+    (torch.ones(3, 5, 7, dtype=torch.bool), r"mask of shape \(3, 5, 7\)"),
+    (torch.ones(5, 7, dtype=torch.int64), r"mask must be boolean .* got dtype torch.int64"),
+])
+def test_bad_mask(mask, pattern):
+    for return_weights in (False, True):
+        with pytest.raises(ShapeError, match=pattern):
+            attention(q, k, v, mask, return_weights=return_weights)
+
+
+def test_unknown_scoring_lists_choices():
+    with pytest.raises(ConfigError, match=r"unknown scoring 'sqrt'.*scaled, unscaled, inv_d, cosine, qknorm"):
+        attention(q, k, v, scoring="sqrt")
+
+
+def test_bad_dropout():
+    with pytest.raises(ConfigError, match="dropout_p must be in"):
+        attention(q, k, v, dropout_p=1.5)
+
+
+def test_errors_are_value_errors():
+    assert issubclass(ShapeError, ValueError) and issubclass(ConfigError, ValueError)

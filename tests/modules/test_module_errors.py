@@ -1,0 +1,56 @@
+import pytest
+import torch
+
+from attnscope import ConfigError, MultiHeadAttention, ShapeError, TransformerConfig
+
+
+def test_d_model_not_divisible():
+    with pytest.raises(ConfigError, match=r"d_model \(10\) must be divisible by n_heads \(3\)"):
+        MultiHeadAttention(10, 3)
+    with pytest.raises(ConfigError, match=r"config.d_model \(10\) must be divisible"):
+        TransformerConfig(d_model=10, n_heads=3)
+
+
+def test_unknown_config_values():
+    with pytest.raises(ConfigError, match="config.norm = 'middle' is unknown"):
+        TransformerConfig(norm="middle")
+
+
+@pytest.mark.parametrize("x, pattern", [
+    (torch.randn(2, 5, 7), r"x must have shape \(B, L, d_model=8\), got \(2, 5, 7\)"),
+    (torch.randn(5, 8), r"got \(5, 8\)"),
+    (torch.ones(2, 5, 8, dtype=torch.long), "x must be floating point"),
+])
+def test_bad_input(x, pattern):
+    with pytest.raises(ShapeError, match=pattern):
+        MultiHeadAttention(8, 2)(x)
+
+
+def test_bad_masks():
+    m = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ShapeError, match=r"key_padding_mask must have shape \(B, S\) = \(2, 5\), got \(2, 4\)"):
+        m(x, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool))
+    with pytest.raises(ShapeError, match=r"attn_mask of shape \(4, 4\) does not broadcast"):
+        m(x, attn_mask=torch.ones(4, 4, dtype=torch.bool))
+    with pytest.raises(ShapeError, match=r"context batch 3 != x batch 2"):
+        m(x, torch.randn(3, 5, 8))
+
+
+def test_head_index_out_of_range():
+    with pytest.raises(ConfigError, match=r"head index 4 out of range: this module has 4 heads"):
+        MultiHeadAttention(8, 4).head_weights(4)
+
+
+@pytest.mark.parametrize("scoring", ["cosine", "qknorm", "unscaled", "inv_d"])
+def test_other_scorings_run_and_learn(scoring):
+    torch.manual_seed(0)
+    m = MultiHeadAttention(16, 4, scoring=scoring)
+    x = torch.randn(2, 6, 16)
+    out, w = m(x, need_weights=True)
+    torch.testing.assert_close(m(x), out)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 6))
+    out.sum().backward()
+    extra = {"cosine": "logit_scale", "qknorm": "q_norm.weight"}.get(scoring)
+    if extra:
+        assert dict(m.named_parameters())[extra].grad is not None
