@@ -56,13 +56,17 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
         Tensor of ``x``'s shape and dtype.
     """
     _require_float("x", x)
-    work = x.float() if x.dtype in _LOW_PRECISION else x
-    row_max = work.amax(dim=dim, keepdim=True)
-    # A fully masked row has max = -inf and x - max = NaN; shift it by 0 instead, exp gives 0.
-    row_max = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
-    e = torch.exp(work - row_max.detach())
-    total = e.sum(dim=dim, keepdim=True)
-    out = e / torch.where(total == 0, torch.ones_like(total), total)
+    # torch.softmax subtracts the row max before exp (the stable form) in one fused kernel;
+    # the only case it gets wrong for attention is a row with no finite entry: max = -inf,
+    # x - max = NaN. Those rows are shifted to 0 first and zeroed after, so that neither the
+    # weights nor their gradients are NaN.
+    dead = torch.isneginf(x.amax(dim=dim, keepdim=True))  # rows where every entry is -inf
+    any_dead = bool(dead.any())
+    if any_dead:
+        x = x.masked_fill(dead, 0.0)
+    out = torch.softmax(x, dim=dim, dtype=torch.float32 if x.dtype in _LOW_PRECISION else None)
+    if any_dead:
+        out = out.masked_fill(dead, 0.0)
     return out.to(x.dtype)
 
 
@@ -258,12 +262,16 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
     if not return_weights and scoring == "scaled":
         return _sdpa(q, k, v, mask, causal=causal, scale=scale, dropout_p=dropout_p)
 
-    steps = attention_steps(q, k, v, mask, causal=causal, scale=scale, scoring=scoring, temperature=temperature)
-    weights = steps["weights"]
-    if dropout_p > 0.0:
-        out = torch.matmul(F.dropout(weights, p=dropout_p), v)  # (..., L, d_v)
-    else:
-        out = steps["out"]
+    # Explicit path. Only what the result needs is kept: the factor goes on q (L·d multiplies
+    # instead of L·S) and the raw scores are never stored, so the peak is about two L×S matrices.
+    qn, kn = prepare_qk(q, k, scoring)
+    factor = score_factor(scoring, q.shape[-1], scale, temperature)
+    scaled = raw_scores(qn * factor, kn)  # (..., L, S)
+    add = combine_masks(mask, L, S, causal=causal, dtype=scaled.dtype, device=scaled.device)
+    weights = softmax(scaled if add is None else scaled + add, dim=-1)  # (..., L, S)
+    del scaled
+    dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights
+    out = torch.matmul(dropped, v)  # (..., L, d_v)
     return (out, weights) if return_weights else out
 
 
