@@ -12,6 +12,8 @@ from .functional import SCORINGS, attention, attention_steps, log_softmax, softm
 from .hooks import HookPoint, name_hook_points
 from .modules import (Embeddings, Encoder, EncoderLayer, FeedForward, MultiHeadAttention,
                       SingleHeadAttention, TransformerEncoder, sinusoidal_positions)
+from .models import Model, load
+from .trace import TRACE_NAMES, Trace
 
 __version__ = "0.1.0"
 
@@ -19,5 +21,5 @@ __all__ = [
     "TransformerConfig", "AttnscopeError", "ConfigError", "InputError", "ModelLoadError", "ShapeError",
     "SCORINGS", "attention", "attention_steps", "log_softmax", "softmax", "HookPoint", "name_hook_points",
     "Embeddings", "Encoder", "EncoderLayer", "FeedForward", "MultiHeadAttention", "SingleHeadAttention",
-    "TransformerEncoder", "sinusoidal_positions", "__version__",
+    "TransformerEncoder", "sinusoidal_positions", "__version__", "load", "Model", "Trace", "TRACE_NAMES",
 ]

@@ -91,6 +91,11 @@ class MultiHeadAttention(nn.Module):
             self.k_norm = nn.LayerNorm(self.d_head, eps=layer_norm_eps)
         for name in ("q", "k", "v", "scores", "scaled", "masked", "weights", "z", "merged", "out"):
             setattr(self, name, HookPoint())
+        # Per-head recording (set by attnscope.trace): step name → heads whose slice to record into
+        # head_sink under "<hook name>[h]". For scores…weights only those heads are computed, beside
+        # the fused kernel, so that one head costs about 1/H of the explicit path.
+        self.head_taps: dict[str, set[int]] = {}
+        self.head_sink: Optional[dict] = None
 
     # ------------------------------------------------------------------------------------------
     @classmethod
@@ -197,6 +202,47 @@ class MultiHeadAttention(nn.Module):
     def _needs_explicit(self) -> bool:
         return any(getattr(self, n).active for n in ("scores", "scaled", "masked", "weights"))
 
+    def _tap(self, step: str, t: Tensor) -> None:
+        """Record the requested heads of a per-head tensor (B, H, …) into ``head_sink``."""
+        heads = self.head_taps.get(step)
+        if heads and self.head_sink is not None:
+            name = getattr(self, step).name
+            for h in sorted(heads):
+                self.head_sink[f"{name}[{h}]"] = t[:, h]  # (B, L, …)
+
+    def _tap_score_heads(self, q: Tensor, k: Tensor, mask: Optional[Tensor], causal: bool, scoring: str) -> None:
+        """scores…weights of the tapped heads only, computed beside the fused kernel."""
+        heads = sorted(set().union(*(self.head_taps.get(s, ()) for s in ("scores", "scaled", "masked", "weights"))))
+        if not heads or self.head_sink is None:
+            return
+        L, S = q.shape[-2], k.shape[-2]
+        qn, kn = AF.prepare_qk(q[:, heads], k[:, heads], scoring)  # (B, h, L|S, d_head)
+        temp = self._temperature()
+        scores = AF.raw_scores(qn, kn)  # (B, h, L, S)
+        scaled = scores * AF.score_factor(scoring, self.d_head, None, None if temp is None else temp[heads])
+        add = AF.combine_masks(mask, L, S, causal=causal, dtype=scaled.dtype, device=scaled.device)
+        if add is not None and add.dim() == 4 and add.shape[1] == self.n_heads:
+            add = add[:, heads]  # a per-head mask: the same heads
+        masked = scaled if add is None else scaled + add  # (B, h, L, S)
+        steps = {"scores": scores, "scaled": scaled, "masked": masked, "weights": AF.softmax(masked, dim=-1)}
+        for step, t in steps.items():
+            for h in sorted(self.head_taps.get(step, ())):
+                self.head_sink[f"{getattr(self, step).name}[{h}]"] = t[:, heads.index(h)]  # (B, L, S)
+
+    def _lean_weights(self, q: Tensor, k: Tensor, mask: Optional[Tensor], causal: bool) -> Tensor:
+        """softmax(q kᵀ/√d_head + mask) in as few passes as eager BERT takes, when no hook wants
+        scores, scaled or masked: the product is scaled and masked in place, and torch's fused
+        softmax is used unless some query row is fully masked (then ours, which gives 0 not NaN)."""
+        L, S = q.shape[-2], k.shape[-2]
+        att = torch.matmul(q, k.transpose(-2, -1)) * AF.score_factor("scaled", self.d_head)  # (B, H, L, S)
+        add = AF.combine_masks(mask, L, S, causal=causal, dtype=att.dtype, device=att.device)
+        if add is None:
+            return torch.softmax(att, dim=-1)
+        att = att.add_(add)  # the mask was checked to broadcast to (B, H, L, S)
+        if bool(torch.isneginf(add).all(dim=-1).any()):
+            return AF.softmax(att, dim=-1)  # (B, H, L, S)
+        return torch.softmax(att, dim=-1)  # (B, H, L, S)
+
     def forward(self, x: Tensor, context: Optional[Tensor] = None, *,
                 key_padding_mask: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
                 causal: bool = False, need_weights: bool = False):
@@ -231,11 +277,24 @@ class MultiHeadAttention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)  # learnable LayerNorm over d_head
             scoring = "scaled"  # the normalisation is done; what remains is ÷√d_head
         q, k, v = self.q(q), self.k(k), self.v(v)
+        if self.head_taps:
+            for step, t in (("q", q), ("k", k), ("v", v)):
+                self._tap(step, t)
         dropout_p = self.dropout if self.training else 0.0
+        tapped_steps = set(self.head_taps) & {"scores", "scaled", "masked"}
 
         if not need_weights and not self._needs_explicit and scoring == "scaled":
             z = AF.attention(q, k, v, mask, causal=causal, dropout_p=dropout_p)  # (B, H, L, d_head)
             weights = None
+            if self.head_taps:
+                self._tap_score_heads(q, k, mask, causal, scoring)
+        elif (scoring == "scaled" and not tapped_steps
+              and not any(getattr(self, n).active for n in ("scores", "scaled", "masked"))):
+            # Only the weights are wanted: no need to keep scores, scaled and masked apart.
+            weights = self.weights(self._lean_weights(q, k, mask, causal))  # (B, H, L, S)
+            self._tap("weights", weights)
+            dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+            z = torch.matmul(dropped, v)  # (B, H, L, d_head)
         else:
             # Step by step, so that a hook replacing one step changes every later one.
             qn, kn = AF.prepare_qk(q, k, scoring)
@@ -244,9 +303,14 @@ class MultiHeadAttention(nn.Module):
             add = AF.combine_masks(mask, L, S, causal=causal, dtype=scaled.dtype, device=scaled.device)
             masked = self.masked(scaled if add is None else scaled + add)  # (B, H, L, S)
             weights = self.weights(AF.softmax(masked, dim=-1))  # (B, H, L, S)
+            if self.head_taps:
+                for step, t in (("scores", scores), ("scaled", scaled), ("masked", masked), ("weights", weights)):
+                    self._tap(step, t)
             dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
             z = torch.matmul(dropped, v)  # (B, H, L, d_head)
         z = self.z(z)
+        if self.head_taps:
+            self._tap("z", z)
         merged = self.merged(self.merge_heads(z))  # (B, L, d_model)
         out = self.out(self.W_O(merged))  # (B, L, d_model)
         return (out, weights) if need_weights else out

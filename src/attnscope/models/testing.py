@@ -1,0 +1,149 @@
+"""Tiny randomly initialised checkpoints written by ``transformers``, for tests.
+
+Each builder creates a Hugging Face model with tiny sizes (2 layers, 4 heads, d_model 32), fills
+every parameter with random values (so a swapped or transposed weight cannot go unnoticed), saves
+it with ``save_pretrained`` together with a tokenizer in one of the formats real checkpoints use,
+and returns the folder. They need ``transformers`` (a test dependency); attnscope itself does not.
+
+* :func:`tiny_bert_chinese` — BertForMaskedLM (keys prefixed ``bert.``) with a ``vocab.txt`` of
+  bert-base-chinese's size (21128) whose lines put ``[CLS]``, ``[SEP]`` and the characters of
+  ``我喜欢人工智能`` at their bert-base-chinese ids (101, 102, 2769, 1599, 3614, 782, 2339, 3255,
+  5543), so ids come out as in the first article. No ``tokenizer.json``.
+* :func:`tiny_bert` — BertModel (no prefix) with the English uncased WordPiece ``vocab.txt`` of
+  the packaged MiniLM.
+* :func:`tiny_roberta` — RobertaForMaskedLM (``roberta.``) with a byte-level BPE trained here,
+  saved as ``vocab.json`` + ``merges.txt``.
+* :func:`tiny_gpt2` — GPT2LMHeadModel (``transformer.``, tied ``lm_head``) with the same kind of
+  BPE.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+
+#: bert-base-chinese ids of the characters the tests use (checked against published encodings of
+#: 我喜欢人工智能 → [101, 2769, 1599, 3614, 782, 2339, 3255, 5543, 102]).
+BERT_BASE_CHINESE_IDS = {
+    "[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103,
+    "。": 511, "世": 686, "京": 776, "人": 782, "你": 872, "北": 1266, "喜": 1599, "好": 1962,
+    "工": 2339, "我": 2769, "是": 3221, "智": 3255, "欢": 3614, "爱": 4263, "界": 4518, "的": 4638,
+    "能": 5543, "都": 6963, "首": 7674, "中": 704, "国": 1744,
+}
+BERT_BASE_CHINESE_VOCAB_SIZE = 21128
+
+CORPUS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Attention is all you need, said the paper in 2017.",
+    "Every token looks at every other token and decides how much to listen.",
+    "Queries, keys and values are three projections of the same input.",
+    "The softmax turns scores into weights that sum to one.",
+    "Heads are independent learned projections, not slices of the input!",
+    "Scaling by the square root of d_k keeps the softmax out of saturation.",
+    "GPT-2 reads text left to right; BERT reads both ways.",
+    "I like cats. I like dogs. Cats and dogs like me?",
+] * 3
+
+
+def _randomise(model: torch.nn.Module, seed: int) -> None:
+    """Every parameter random: weights N(0, 0.15²), LayerNorm scales 1 + N(0, 0.1²)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g, dtype=p.dtype)
+            if name.endswith("weight") and ("LayerNorm" in name or ".ln_" in name):
+                p.copy_(1.0 + 0.1 * noise)
+            else:
+                p.copy_(0.15 * noise)
+
+
+def _save(model, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    model.save_pretrained(str(folder))
+    return folder
+
+
+def tiny_bert_chinese(folder, *, seed: int = 0) -> Path:
+    from transformers import BertConfig, BertForMaskedLM
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"[unused{i}]" for i in range(BERT_BASE_CHINESE_VOCAB_SIZE)]
+    for tok, i in BERT_BASE_CHINESE_IDS.items():
+        lines[i] = tok
+    (folder / "vocab.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": False, "tokenize_chinese_chars": True, "tokenizer_class": "BertTokenizer"}), encoding="utf-8")
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=BERT_BASE_CHINESE_VOCAB_SIZE, hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    model = BertForMaskedLM(cfg)
+    _randomise(model, seed)
+    return _save(model, folder)
+
+
+def tiny_bert(folder, *, seed: int = 1) -> Path:
+    from transformers import BertConfig, BertModel
+
+    from .loader import default_model_path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(default_model_path() / "vocab.txt", folder / "vocab.txt")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}), encoding="utf-8")
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, max_position_embeddings=64)
+    model = BertModel(cfg, add_pooling_layer=True)
+    _randomise(model, seed)
+    return _save(model, folder)
+
+
+def _train_bpe(folder: Path, special: list[str], vocab_size: int = 400) -> dict:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS, trainer=trainer)
+    tok.model.save(str(folder))  # vocab.json + merges.txt
+    return tok.get_vocab()
+
+
+def tiny_roberta(folder, *, seed: int = 2) -> Path:
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = _train_bpe(folder, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    torch.manual_seed(seed)
+    cfg = RobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=66, pad_token_id=1, bos_token_id=0,
+                        eos_token_id=2, type_vocab_size=1, layer_norm_eps=1e-5)
+    model = RobertaForMaskedLM(cfg)
+    _randomise(model, seed)
+    return _save(model, folder)
+
+
+def tiny_gpt2(folder, *, seed: int = 3) -> Path:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = _train_bpe(folder, ["<|endoftext|>"])
+    eos = vocab["<|endoftext|>"]
+    torch.manual_seed(seed)
+    cfg = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=32, n_layer=2, n_head=4,
+                     bos_token_id=eos, eos_token_id=eos)
+    model = GPT2LMHeadModel(cfg)
+    _randomise(model, seed)
+    return _save(model, folder)
+
+
+BUILDERS = {"bert": tiny_bert, "bert-chinese": tiny_bert_chinese, "roberta": tiny_roberta, "gpt2": tiny_gpt2}

@@ -1,0 +1,285 @@
+"""Text → token ids with the Hugging Face ``tokenizers`` library, padded into one batch.
+
+A checkpoint folder carries its tokenizer either as ``tokenizer.json`` (everything in one file) or
+as the older pieces: ``vocab.txt`` for BERT's WordPiece, ``vocab.json`` + ``merges.txt`` for the
+byte-level BPE of GPT-2 and RoBERTa. :func:`load_tokenizer` builds the same pipeline from either,
+so that ``我喜欢人工智能`` in a bert-base-chinese vocabulary becomes, as in the first article::
+
+    tokens  [CLS] 我   喜   欢   人  工   智   能   [SEP]
+    ids     101   2769 1599 3614 782 2339 3255 5543 102
+
+A batch of texts is padded on the right to the longest text; ``attention_mask`` is 1 on real
+tokens and 0 on padding. Text longer than the model's positions is an error unless the caller
+asks for truncation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+import torch
+
+from .errors import InputError, ModelLoadError
+
+Tensor = torch.Tensor
+
+
+@dataclass
+class Batch:
+    """Token ids of several texts, right-padded to one length L.
+
+    Attributes:
+        input_ids: (B, L) int64; padded positions hold ``pad_token_id``.
+        attention_mask: (B, L) int64; 1 = real token, 0 = padding.
+        token_type_ids: (B, L) int64 segment ids (all 0 for single texts).
+        tokens: per text, its token strings without padding (``[CLS] 我 … [SEP]``).
+        texts: the input texts.
+    """
+
+    input_ids: Tensor
+    attention_mask: Tensor
+    token_type_ids: Tensor
+    tokens: list[list[str]]
+    texts: list[str]
+    truncated: list[bool] = field(default_factory=list)
+
+    @property
+    def lengths(self) -> list[int]:
+        """Number of real tokens of each text."""
+        return [len(t) for t in self.tokens]
+
+    @property
+    def ids(self) -> list[list[int]]:
+        """Token ids of each text without padding (plain ints, e.g. ``[101, 2769, …]``)."""
+        return [row[:n].tolist() for row, n in zip(self.input_ids, self.lengths)]
+
+    def to(self, device) -> "Batch":
+        return Batch(self.input_ids.to(device), self.attention_mask.to(device),
+                     self.token_type_ids.to(device), self.tokens, self.texts, self.truncated)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+class Tokenizer:
+    """A ``tokenizers.Tokenizer`` plus what attnscope needs: padding id and a length limit.
+
+    Args:
+        backend: the ``tokenizers.Tokenizer`` (its own padding and truncation are switched off;
+            padding is done here, truncation only on request).
+        pad_token_id: id written into padded positions.
+        max_length: the longest sequence (special tokens included) the model accepts.
+        source: where the tokenizer came from, for messages.
+    """
+
+    def __init__(self, backend, *, pad_token_id: int, max_length: int, source: str = "") -> None:
+        backend.no_padding()
+        backend.no_truncation()
+        self.backend = backend
+        self.pad_token_id = int(pad_token_id)
+        self.max_length = int(max_length)
+        self.source = source
+
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size(with_added_tokens=True)
+
+    def token_to_id(self, token: str) -> Optional[int]:
+        return self.backend.token_to_id(token)
+
+    def id_to_token(self, i: int) -> Optional[str]:
+        return self.backend.id_to_token(int(i))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.backend.decode([int(i) for i in ids])
+
+    def tokenize(self, text: str) -> list[str]:
+        """Token strings of one text, special tokens included."""
+        return self.encode(text).tokens[0]
+
+    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False) -> Batch:
+        """Tokenize ``texts`` (a string or a list of strings) into one right-padded :class:`Batch`.
+
+        Raises InputError for a non-string, an empty list, a text that gives no tokens, or a text
+        longer than ``max_length`` tokens (unless ``truncate=True``, which keeps the first
+        ``max_length`` tokens, special tokens at the end kept by the post-processor).
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, (list, tuple)) or not texts:
+            raise InputError(f"texts must be a string or a non-empty list of strings, got {texts!r}")
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise InputError(f"texts[{i}] must be a string, got {type(t).__name__}")
+        encs = self.backend.encode_batch(list(texts))
+        truncated = [False] * len(texts)
+        too_long = [i for i, e in enumerate(encs) if len(e.ids) > self.max_length]
+        if too_long:
+            if not truncate:
+                i = too_long[0]
+                more = f" (and {len(too_long) - 1} more)" if len(too_long) > 1 else ""
+                raise InputError(f"text {i} has {len(encs[i].ids)} tokens, longer than the model's limit of "
+                                 f"{self.max_length} positions{more}; shorten it or pass truncate=True "
+                                 f"to keep the first {self.max_length} tokens")
+            self.backend.enable_truncation(self.max_length)
+            try:
+                for i in too_long:
+                    encs[i] = self.backend.encode(texts[i])
+                    truncated[i] = True
+            finally:
+                self.backend.no_truncation()
+        for i, e in enumerate(encs):
+            if not e.ids:
+                raise InputError(f"text {i} ({texts[i]!r}) gives no tokens")
+        L = max(len(e.ids) for e in encs)
+        B = len(encs)
+        input_ids = torch.full((B, L), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((B, L), dtype=torch.long)
+        types = torch.zeros((B, L), dtype=torch.long)
+        for b, e in enumerate(encs):
+            n = len(e.ids)
+            input_ids[b, :n] = torch.tensor(e.ids, dtype=torch.long)
+            mask[b, :n] = 1
+            types[b, :n] = torch.tensor(e.type_ids, dtype=torch.long)
+        return Batch(input_ids, mask, types, [list(e.tokens) for e in encs], list(texts), truncated)
+
+    def __repr__(self) -> str:
+        return f"Tokenizer(vocab_size={self.vocab_size}, max_length={self.max_length}, source={self.source!r})"
+
+
+# ----------------------------------------------------------------------------------------------
+# building tokenizers from a checkpoint folder
+# ----------------------------------------------------------------------------------------------
+
+def _read_json(path: Path) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ModelLoadError(f"cannot read {path}: {e}") from None
+
+
+def tokenizer_settings(folder: Path) -> dict:
+    """``tokenizer_config.json`` merged over ``special_tokens_map.json`` (both optional)."""
+    settings: dict = {}
+    for name in ("special_tokens_map.json", "tokenizer_config.json"):
+        p = folder / name
+        if p.is_file():
+            for k, v in _read_json(p).items():
+                if isinstance(v, dict) and "content" in v:  # AddedToken serialised as a dict
+                    v = v["content"]
+                settings[k] = v
+    return settings
+
+
+def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_chars: bool = True,
+                         strip_accents: Optional[bool] = None, unk: str = "[UNK]", cls: str = "[CLS]",
+                         sep: str = "[SEP]"):
+    """BERT's tokenizer from ``vocab.txt`` (token on line n has id n), as ``BertTokenizer`` does it.
+
+    Basic tokenization (clean text, split CJK characters into single tokens when
+    ``chinese_chars``, lowercase + strip accents when ``lowercase``, split on spaces and
+    punctuation), then greedy longest-match WordPiece with ``##`` continuations, then
+    ``[CLS] … [SEP]``.
+    """
+    from tokenizers import Tokenizer as HFTokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+
+    try:
+        lines = vocab_file.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelLoadError(f"cannot read {vocab_file}: {e}") from None
+    if lines and lines[-1] == "":
+        lines.pop()
+    vocab: dict[str, int] = {}
+    for i, tok in enumerate(lines):
+        vocab[tok] = i  # a repeated line: the last one wins, as in BertTokenizer's load_vocab
+    for special in (unk, cls, sep):
+        if special not in vocab:
+            raise ModelLoadError(f"{vocab_file} has no {special} token; a BERT vocabulary needs {unk}, {cls} and {sep}")
+    tok = HFTokenizer(WordPiece(vocab, unk_token=unk, max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=chinese_chars,
+                                                strip_accents=strip_accents, lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+        special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
+    tok.decoder = decoders.WordPiece(prefix="##")
+    return tok
+
+
+def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Optional[str] = None,
+                             eos: Optional[str] = None, add_prefix_space: bool = False):
+    """GPT-2 / RoBERTa byte-level BPE from ``vocab.json`` + ``merges.txt``.
+
+    With ``bos`` and ``eos`` (RoBERTa) each text becomes ``<s> … </s>``; without (GPT-2) nothing
+    is added.
+    """
+    from tokenizers import Tokenizer as HFTokenizer, decoders, pre_tokenizers, processors
+    from tokenizers.models import BPE
+
+    vocab = _read_json(vocab_file)
+    try:
+        merges = []
+        for line in merges_file.read_text(encoding="utf-8").split("\n"):
+            if not line or line.startswith("#version"):
+                continue
+            a, _, b = line.partition(" ")
+            merges.append((a, b))
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelLoadError(f"cannot read {merges_file}: {e}") from None
+    tok = HFTokenizer(BPE(vocab, merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
+    tok.decoder = decoders.ByteLevel()
+    if bos is not None and eos is not None:
+        for t in (bos, eos):
+            if t not in vocab:
+                raise ModelLoadError(f"{vocab_file} has no {t} token")
+        tok.post_processor = processors.RobertaProcessing((eos, vocab[eos]), (bos, vocab[bos]),
+                                                          add_prefix_space=add_prefix_space)
+    else:
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tok
+
+
+def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: int) -> Tokenizer:
+    """The tokenizer of a checkpoint folder.
+
+    ``kind`` is "wordpiece" (BERT), "bpe-roberta" or "bpe-gpt2". ``tokenizer.json`` is used when
+    present; otherwise ``vocab.txt`` (wordpiece) or ``vocab.json`` + ``merges.txt`` (bpe).
+    """
+    from tokenizers import Tokenizer as HFTokenizer
+
+    folder = Path(folder)
+    settings = tokenizer_settings(folder)
+    tj = folder / "tokenizer.json"
+    if tj.is_file():
+        try:
+            backend = HFTokenizer.from_file(str(tj))
+        except Exception as e:  # the Rust library raises plain Exception subclasses
+            raise ModelLoadError(f"cannot read {tj}: {e}") from None
+        return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=str(tj))
+    if kind == "wordpiece":
+        vf = folder / "vocab.txt"
+        if not vf.is_file():
+            raise ModelLoadError(f"{folder} has no tokenizer: expected tokenizer.json or vocab.txt")
+        backend = wordpiece_from_vocab(
+            vf, lowercase=bool(settings.get("do_lower_case", True)),
+            chinese_chars=bool(settings.get("tokenize_chinese_chars", True)),
+            strip_accents=settings.get("strip_accents"),
+            unk=settings.get("unk_token", "[UNK]"), cls=settings.get("cls_token", "[CLS]"),
+            sep=settings.get("sep_token", "[SEP]"))
+        return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=str(vf))
+    vf, mf = folder / "vocab.json", folder / "merges.txt"
+    if not (vf.is_file() and mf.is_file()):
+        raise ModelLoadError(f"{folder} has no tokenizer: expected tokenizer.json, or vocab.json and merges.txt")
+    if kind == "bpe-roberta":
+        backend = bytelevel_bpe_from_files(vf, mf, bos=settings.get("bos_token", "<s>"),
+                                           eos=settings.get("eos_token", "</s>"),
+                                           add_prefix_space=bool(settings.get("add_prefix_space", False)))
+    else:
+        backend = bytelevel_bpe_from_files(vf, mf, add_prefix_space=bool(settings.get("add_prefix_space", False)))
+    return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=f"{vf} + {mf}")
