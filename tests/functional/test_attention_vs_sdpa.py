@@ -111,3 +111,19 @@ def test_dropout_only_changes_output_in_expectation():
     assert not torch.allclose(out, ref)
     mean = torch.stack([attention(q, k, v, dropout_p=0.5, return_weights=True)[0] for _ in range(4000)]).mean(0)
     torch.testing.assert_close(mean, ref, rtol=0, atol=0.08)
+
+
+@pytest.mark.parametrize("return_weights", [False, True])
+def test_fully_masked_query_gives_zero_output_and_finite_gradients(return_weights):
+    q, k, v = (torch.randn(1, 2, 4, 8, dtype=torch.float64).requires_grad_() for _ in range(3))
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[2] = False  # query 2 may look at nothing
+    out = attention(q, k, v, mask, return_weights=return_weights)
+    if return_weights:
+        out, w = out
+        assert torch.equal(w[..., 2, :], torch.zeros(1, 2, 4, dtype=torch.float64))
+    assert torch.equal(out[..., 2, :], torch.zeros(1, 2, 8, dtype=torch.float64))
+    out.sum().backward()
+    for t in (q, k, v):
+        assert torch.isfinite(t.grad).all()
+    assert torch.equal(q.grad[..., 2, :], torch.zeros(1, 2, 8, dtype=torch.float64))
