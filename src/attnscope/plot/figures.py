@@ -1,0 +1,163 @@
+"""The figure functions of :mod:`attnscope.plot`."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+from ..errors import InputError
+from ..fonts import matplotlib_rc
+from ..viewer import source
+
+#: Heatmaps of at most this many tokens write each weight in its cell.
+ANNOTATE_MAX_TOKENS = 16
+
+
+def _labels(toks: Sequence[str]) -> list[str]:
+    return [t if t.strip() else repr(t) for t in toks]
+
+
+def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
+                 annotate: Optional[bool] = None, decimals: int = 2, cmap: str = "viridis") -> Figure:
+    """One head's attention weights as a heatmap: queries down, keys across, tokens as labels.
+
+    Args:
+        trace: a Trace (or anything :mod:`attnscope.viewer.source` reads).
+        layer, head: which head (0-based).
+        text: which text of the trace.
+        annotate: write each weight in its cell (default: when there are at most
+            :data:`ANNOTATE_MAX_TOKENS` tokens).
+        decimals: decimals of the annotations.
+    """
+    h = source.check_index("head", head, source.n_heads(trace), "head")
+    w = source.weights(trace, layer, text)[h]  # (n, n)
+    toks = _labels(source.tokens(trace, text))
+    n = len(toks)
+    if annotate is None:
+        annotate = n <= ANNOTATE_MAX_TOKENS
+    side = min(max(3.0 + 0.42 * n, 4.0), 24.0)
+    with rc_context(matplotlib_rc()):
+        fig = Figure(figsize=(side + 1.2, side), layout="constrained")
+        ax = fig.add_subplot()
+        im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
+        fs = 10 if n <= 24 else max(3.5, 10 - n / 12)
+        ax.set_xticks(range(n), toks, rotation=90, fontsize=fs)
+        ax.set_yticks(range(n), toks, fontsize=fs)
+        ax.set_xlabel("key (attended to)")
+        ax.set_ylabel("query (attending)")
+        ax.set_title(f"{source.model_name(trace)} · layer {int(layer)} · head {h}")
+        if annotate:
+            for i in range(n):
+                for j in range(n):
+                    ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
+                            fontsize=max(5.0, 9 - n / 4), color="black" if w[i, j] > 0.6 else "white")
+        fig.colorbar(im, ax=ax, shrink=0.8, label="attention weight")
+    return fig
+
+
+def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3) -> Figure:
+    """Every layer × head as a small heatmap (layers down, heads across), one colour scale 0..1."""
+    L, H = source.n_layers(trace), source.n_heads(trace)
+    with rc_context(matplotlib_rc()):
+        fig = Figure(figsize=(cell * H + 1.0, cell * L + 0.8), layout="constrained")
+        axes = fig.subplots(L, H, squeeze=False)
+        im = None
+        for layer in range(L):
+            w = source.weights(trace, layer, text)  # (H, n, n)
+            for h in range(H):
+                ax = axes[layer, h]
+                im = ax.imshow(w[h], cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
+                ax.set_xticks([])
+                ax.set_yticks([])
+                if layer == 0:
+                    ax.set_title(f"head {h}", fontsize=8)
+                if h == 0:
+                    ax.set_ylabel(f"layer {layer}", fontsize=8)
+        fig.suptitle(f"{source.model_name(trace)}: attention of every head "
+                     f"({len(source.tokens(trace, text))} tokens)")
+        fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
+    return fig
+
+
+def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, d_k: int = 256,
+                     n: int = 1000, seed: int = 0, bins: int = 50) -> Figure:
+    """Histograms of unscaled and scaled scores side by side, each titled with its variance.
+
+    With a trace: the raw scores q·k of every head of ``layer`` (all layers when None) of text
+    ``text``, and the same × 1/√d_k. Without one, the second article's experiment: q and k drawn
+    from N(0, 1) with ``d_k`` dimensions, ``n`` of each (variance ≈ d_k unscaled, ≈ 1 scaled).
+    """
+    if trace is None:
+        if not isinstance(d_k, int) or d_k <= 0 or not isinstance(n, int) or n <= 0:
+            raise InputError(f"d_k and n must be positive integers, got d_k={d_k!r}, n={n!r}")
+        rng = np.random.default_rng(seed)
+        q = rng.standard_normal((n, d_k))
+        k = rng.standard_normal((n, d_k))
+        raw = (q @ k.T).ravel()  # (n·n,)
+        factor = 1.0 / math.sqrt(d_k)
+        where = f"random q, k ~ N(0, 1), d_k = {d_k}"
+    else:
+        layers = range(source.n_layers(trace)) if layer is None else [layer]
+        parts = []
+        for i in layers:
+            q, k, _ = source.head_qkv(trace, i, text)  # (H, n, d_head)
+            s = np.einsum("hid,hjd->hij", q.astype(np.float64), k.astype(np.float64))  # (H, n, n)
+            if trace.config.causal:
+                s = s[:, np.tril(np.ones(s.shape[1:], dtype=bool))]
+            parts.append(s.ravel())
+        raw = np.concatenate(parts)
+        factor = source.score_factor(trace)
+        d_k = trace.config.d_head
+        where = f"{source.model_name(trace)}, {'all layers' if layer is None else f'layer {layer}'}, d_k = {d_k}"
+    scaled = raw * factor
+    with rc_context(matplotlib_rc()):
+        fig = Figure(figsize=(11, 4.5), layout="constrained")
+        a, b = fig.subplots(1, 2)
+        a.hist(raw, bins=bins, color="tab:red")
+        a.set_title(f"unscaled q·k (var = {raw.var():.1f})")
+        b.hist(scaled, bins=bins, color="tab:blue")
+        b.set_title(f"scaled q·k / √d_k (var = {scaled.var():.2f})")
+        for ax in (a, b):
+            ax.set_xlabel("score")
+            ax.set_ylabel("count")
+        fig.suptitle(where)
+    return fig
+
+
+def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0), *,
+                         labels: Optional[Sequence[str]] = None) -> Figure:
+    """softmax(x / T) as bars for each temperature T: low T approaches argmax, high T uniform.
+
+    ``x`` is a 1-d sequence of scores (e.g. one row of raw scores); ``labels`` name its entries
+    (tokens). T = √d_k is the Transformer's own scaling.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)):
+        raise InputError(f"x must be a non-empty 1-d sequence of finite numbers, got shape {x.shape}")
+    temps = [float(t) for t in temperatures]
+    if not temps or any(not t > 0 or not math.isfinite(t) for t in temps):
+        raise InputError(f"temperatures must be positive numbers, got {list(temperatures)}")
+    if labels is None:
+        labels = [str(i) for i in range(x.size)]
+    elif len(labels) != x.size:
+        raise InputError(f"labels has {len(labels)} entries but x has {x.size}")
+    width = 0.8 / len(temps)
+    pos = np.arange(x.size)
+    with rc_context(matplotlib_rc()):
+        fig = Figure(figsize=(max(6.0, 0.7 * x.size + 2), 4.5), layout="constrained")
+        ax = fig.add_subplot()
+        for i, t in enumerate(temps):
+            z = x / t
+            p = np.exp(z - z.max())
+            p /= p.sum()
+            ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=f"T = {t:g}")
+        ax.set_xticks(pos, _labels(list(labels)))
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("softmax(x / T)")
+        ax.set_title("softmax at several temperatures")
+        ax.legend()
+    return fig

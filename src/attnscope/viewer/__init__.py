@@ -1,0 +1,48 @@
+"""The interactive attention viewer: one self-contained HTML file, also served by ``attnscope serve``.
+
+    >>> import attnscope
+    >>> from attnscope import viewer
+    >>> tr = attnscope.load().trace(["The bank of the river.", "Money in the bank."])
+    >>> viewer.save_html(tr, "attention.html", compare=True)    # open it in any browser, offline
+
+The page has four views: the head view (tokens on two sides, lines weighted by attention, layer
+selector, head toggles), the model view (a thumbnail of every layer × head), the step view (for a
+query token: raw score, scaled score, exp and weight of every key, and the weighted sum, with the
+numbers of ``attnscope explain``) and the context view (how one token's vector differs between two
+texts, layer by layer). Every view exports as PNG and SVG. See :mod:`attnscope.viewer.data` for
+what the file stores and how exact it is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+from ..errors import InputError
+from . import data as _data
+from .html import iframe, render, render_server_page
+
+
+def to_html(trace, *, compare=None, token: Optional[str] = None, decimals: int = 4,
+            title: Optional[str] = None) -> str:
+    """The viewer page for ``trace`` as a string (see :func:`attnscope.viewer.data.build`)."""
+    return render(_data.build(trace, compare=compare, token=token, decimals=decimals), title=title)
+
+
+def save_html(trace, path: Union[str, Path], **kw) -> Path:
+    """Write :func:`to_html` to ``path`` (UTF-8); return the path."""
+    path = Path(path)
+    page = to_html(trace, **kw)
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+    return path
+
+
+def repr_html(trace, *, height: int = 640) -> str:
+    """What ``Trace._repr_html_`` shows in Jupyter: the viewer in an isolated iframe."""
+    return iframe(to_html(trace), height=height)
+
+
+__all__ = ["to_html", "save_html", "repr_html", "render", "render_server_page", "iframe"]

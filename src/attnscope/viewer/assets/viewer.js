@@ -1,0 +1,857 @@
+/* attnscope viewer: attention you can look at, offline, in any browser.
+ *
+ * No dependencies and no network. The page data (see attnscope/viewer/data.py) holds, per text,
+ * q, k, v of every layer and head as float32; attention is recomputed here in float64:
+ *   scaled = factor · q·k   (factor = 1/√d_k),  weights = softmax(scaled) by row.
+ * Numbers are displayed exactly as `attnscope explain` displays them (see show()).
+ *
+ *   attnscope.mount(element, data, options) -> viewer   (data may be null with options.server)
+ */
+(function () {
+  "use strict";
+  if (window.attnscope && window.attnscope.mount) return;  // a second copy in one notebook
+
+  // ---------------------------------------------------------------------------------------------
+  // numbers: the same display rule as attnscope.explain.numbers.show
+  // ---------------------------------------------------------------------------------------------
+  var BIG = 1e6;
+
+  // x's shortest round-trip decimal form (the digits of Python's repr) -> {neg, digits, point}:
+  // value = ±0.d1d2d3… × 10^point.
+  function decimalParts(x) {
+    var s = String(Math.abs(x)), e = 0, i = s.indexOf("e");
+    if (i >= 0) { e = parseInt(s.slice(i + 1), 10); s = s.slice(0, i); }
+    var dot = s.indexOf("."), intPart = dot < 0 ? s : s.slice(0, dot), frac = dot < 0 ? "" : s.slice(dot + 1);
+    var digits = intPart + frac, point = intPart.length + e;
+    var lead = 0;
+    while (lead < digits.length - 1 && digits[lead] === "0") { lead++; point--; }
+    digits = digits.slice(lead);
+    return { neg: x < 0 || (x === 0 && 1 / x < 0), digits: digits, point: point };
+  }
+
+  // Round half-up (away from zero on a tie, like Decimal ROUND_HALF_UP) at `dec` decimals and write
+  // with exactly `dec` decimals, as Python's f"{Decimal.quantize(...):f}".
+  function roundHalfUp(x, dec) {
+    var p = decimalParts(x), digits = p.digits, point = p.point;
+    if (digits === "0") return (p.neg ? "-" : "") + (dec > 0 ? "0." + "0".repeat(dec) : "0");
+    var keep = point + dec;  // digits at places 10^(point-1) .. 10^-dec; < 0: all of x is below
+    var kept = [];
+    for (var i = 0; i < keep; i++) kept.push(i < digits.length ? +digits[i] : 0);
+    var next = keep >= 0 && keep < digits.length ? +digits[keep] : 0;
+    if (next >= 5) {  // carry
+      var j = kept.length - 1;
+      while (j >= 0) { if (kept[j] === 9) { kept[j] = 0; j--; } else { kept[j]++; break; } }
+      if (j < 0) { kept.unshift(1); point++; }
+    }
+    // kept holds the digits from 10^(point-1) down to 10^-dec
+    var nInt = kept.length - dec, intStr, fracStr;
+    if (nInt <= 0) { intStr = "0"; fracStr = "0".repeat(-nInt) + kept.join(""); }
+    else { intStr = kept.slice(0, nInt).join(""); fracStr = kept.slice(nInt).join(""); }
+    intStr = intStr.replace(/^0+(?=\d)/, "");
+    if (intStr === "") intStr = "0";
+    var out = dec > 0 ? intStr + "." + fracStr : intStr;
+    return (p.neg ? "-" : "") + out;
+  }
+
+  function clean(s) {
+    if (s[0] === "-" && /^[0.]+$/.test(s.slice(1))) return s.slice(1);  // no "-0.0000"
+    return s;
+  }
+
+  function isInt(x) { return isFinite(x) && Math.floor(x) === x && Math.abs(x) < BIG; }
+
+  function pow10(e) { return parseFloat("1e" + e); }  // correctly rounded, as Python's 10.0 ** e
+
+  // The displayed form of x with `dec` decimals (integer-valued x without decimals; non-zero values
+  // that would round to 0, and values >= 1e6, as mantissa e exponent), like explain's fmt(x, dec).
+  function show(x, dec, asInt) {
+    if (Number.isNaN(x)) return "NaN";
+    if (x === Infinity) return "\u221e";
+    if (x === -Infinity) return "\u2212\u221e";
+    if (asInt === undefined || asInt === null) asInt = isInt(x);
+    if (asInt && isInt(x)) return String(Math.trunc(x) === 0 ? 0 : Math.trunc(x));
+    var tiny = x !== 0 && Math.abs(x) < 0.5 * pow10(-dec);
+    if (Math.abs(x) >= BIG || tiny) {
+      var e = Math.floor(Math.log10(Math.abs(x)));
+      var mant = roundHalfUp(x / pow10(e), dec);
+      if (Math.abs(parseFloat(mant)) >= 10) { e += 1; mant = roundHalfUp(x / pow10(e), dec); }
+      return clean(mant) + "e" + e;
+    }
+    return clean(roundHalfUp(x, dec));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // data decoding
+  // ---------------------------------------------------------------------------------------------
+  function b64bytes(s) {
+    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(s);
+    var bin = atob(s), n = bin.length, out = new Uint8Array(n);
+    for (var i = 0; i < n; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+
+  function inflate(bytes) {
+    if (typeof DecompressionStream === "undefined")
+      return Promise.reject(new Error("this browser lacks DecompressionStream (needs Chromium 80+, Firefox 113+ or Safari 16.4+)"));
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).arrayBuffer().then(function (b) { return new Uint8Array(b); });
+  }
+
+  function decodeArray(d) {
+    return inflate(b64bytes(d.b64)).then(function (raw) {
+      if (d.codec === "shuffle4+zlib") {
+        var n = raw.length / 4, out = new Uint8Array(raw.length);
+        for (var b = 0; b < 4; b++) { var off = b * n; for (var i = 0; i < n; i++) out[4 * i + b] = raw[off + i]; }
+        return new Float32Array(out.buffer);
+      }
+      return raw;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // the model of one text: attention recomputed from q, k, v
+  // ---------------------------------------------------------------------------------------------
+  function Text(entry, cfg, data) {
+    this.entry = entry; this.cfg = cfg; this.tokens = entry.tokens; this.n = entry.tokens.length;
+    this.d = cfg.d_head; this.H = cfg.n_heads; this.L = cfg.n_layers; this.limit = data.exp_show_limit;
+    this.cache = new Map();
+  }
+  Text.prototype.load = function () {
+    var self = this;
+    return Promise.all([decodeArray(this.entry.qkv), decodeArray(this.entry.thumbs)]).then(function (r) {
+      self.qkv = r[0]; self.thumbs = r[1]; self.T = self.entry.thumbs.shape[2];
+    });
+  };
+  // q (kind 0), k (1) or v (2) of one head: a Float32Array view (n × d_head)
+  Text.prototype.vec = function (layer, kind, head) {
+    var size = this.n * this.d, off = ((layer * 3 + kind) * this.H + head) * size;
+    return this.qkv.subarray(off, off + size);
+  };
+  // float64 scaled scores of one row (query i), -Infinity at masked keys
+  Text.prototype.scaledRow = function (layer, head, i) {
+    var q = this.vec(layer, 0, head), k = this.vec(layer, 1, head), n = this.n, d = this.d;
+    var f = this.cfg.factor, raw = new Float64Array(n), scaled = new Float64Array(n);
+    for (var j = 0; j < n; j++) {
+      var s = 0;
+      for (var t = 0; t < d; t++) s += q[i * d + t] * k[j * d + t];
+      raw[j] = s;
+      scaled[j] = this.cfg.causal && j > i ? -Infinity : s * f;
+    }
+    return { raw: raw, scaled: scaled };
+  };
+  function softmaxInto(scaled, out) {
+    var m = -Infinity, n = scaled.length, j;
+    for (j = 0; j < n; j++) if (scaled[j] > m) m = scaled[j];
+    var sum = 0;
+    for (j = 0; j < n; j++) { out[j] = Math.exp(scaled[j] - m); sum += out[j]; }
+    for (j = 0; j < n; j++) out[j] /= sum;
+    return m;
+  }
+  // The first article's walk-through of one row: raw, scaled, exp, Σ, weights, weighted sum.
+  Text.prototype.steps = function (layer, head, i) {
+    var r = this.scaledRow(layer, head, i), n = this.n, d = this.d;
+    var w = new Float64Array(n), m = softmaxInto(r.scaled, w);
+    var shift = m > this.limit ? m : 0, e = new Float64Array(n), sum = 0, j;
+    for (j = 0; j < n; j++) { e[j] = Math.exp(r.scaled[j] - shift); sum += e[j]; }
+    var v = this.vec(layer, 2, head), out = new Float64Array(d);
+    for (j = 0; j < n; j++) for (var t = 0; t < d; t++) out[t] += w[j] * v[j * d + t];
+    return { raw: r.raw, scaled: r.scaled, shift: shift, exp: e, sum: sum, weights: w, out: out, max: m };
+  };
+  // All weights of one head (n × n, Float32Array for drawing), cached.
+  Text.prototype.weights = function (layer, head) {
+    var key = layer * this.H + head, hit = this.cache.get(key);
+    if (hit) { this.cache.delete(key); this.cache.set(key, hit); return hit; }
+    var n = this.n, out = new Float32Array(n * n), row = new Float64Array(n);
+    for (var i = 0; i < n; i++) {
+      softmaxInto(this.scaledRow(layer, head, i).scaled, row);
+      out.set(row, i * n);
+    }
+    this.cache.set(key, out);
+    var budget = Math.max(8, Math.floor(64e6 / (4 * n * n)));  // at most ~64 MB of cached heads
+    while (this.cache.size > budget) this.cache.delete(this.cache.keys().next().value);
+    return out;
+  };
+
+  // ---------------------------------------------------------------------------------------------
+  // painting: one code path for the screen (canvas) and for PNG / SVG export
+  // ---------------------------------------------------------------------------------------------
+  var FONT = 'system-ui, "DejaVu Sans", sans-serif, "attnscope CJK"';
+  function esc(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;"); }
+
+  function CanvasPainter(ctx) { this.ctx = ctx; }
+  CanvasPainter.prototype.rect = function (x, y, w, h, fill) { this.ctx.fillStyle = fill; this.ctx.fillRect(x, y, w, h); };
+  CanvasPainter.prototype.lines = function (segs, stroke, alpha, width) {
+    if (!segs.length) return;
+    var c = this.ctx; c.save(); c.strokeStyle = stroke; c.globalAlpha = alpha; c.lineWidth = width; c.beginPath();
+    for (var i = 0; i < segs.length; i += 4) { c.moveTo(segs[i], segs[i + 1]); c.lineTo(segs[i + 2], segs[i + 3]); }
+    c.stroke(); c.restore();
+  };
+  CanvasPainter.prototype.polyline = function (pts, stroke, width) {
+    var c = this.ctx; c.save(); c.strokeStyle = stroke; c.lineWidth = width; c.beginPath();
+    for (var i = 0; i < pts.length; i += 2) { if (i) c.lineTo(pts[i], pts[i + 1]); else c.moveTo(pts[i], pts[i + 1]); }
+    c.stroke(); c.restore();
+  };
+  CanvasPainter.prototype.circle = function (x, y, r, fill) {
+    var c = this.ctx; c.fillStyle = fill; c.beginPath(); c.arc(x, y, r, 0, 2 * Math.PI); c.fill();
+  };
+  CanvasPainter.prototype.text = function (x, y, s, o) {
+    o = o || {}; var c = this.ctx;
+    c.font = (o.bold ? "bold " : "") + (o.size || 13) + "px " + FONT;
+    c.fillStyle = o.fill || "#1d2330"; c.textBaseline = "middle";
+    c.textAlign = o.anchor === "end" ? "right" : o.anchor === "middle" ? "center" : "left";
+    c.fillText(s, x, y);
+  };
+  CanvasPainter.prototype.image = function (canvas, x, y, w, h) {
+    this.ctx.imageSmoothingEnabled = false; this.ctx.drawImage(canvas, x, y, w, h);
+  };
+
+  function SvgPainter(w, h, fontCss) {
+    this.w = w; this.h = h;
+    this.parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="' + w + '" height="' + h + '" viewBox="0 0 ' + w + " " + h + '">',
+      "<style>" + (fontCss || "") + "text{font-family:" + FONT.replace(/"/g, "'") + "}</style>",
+      '<rect width="100%" height="100%" fill="#fff"/>'];
+  }
+  function r2(x) { return Math.round(x * 100) / 100; }
+  SvgPainter.prototype.rect = function (x, y, w, h, fill) {
+    this.parts.push('<rect x="' + r2(x) + '" y="' + r2(y) + '" width="' + r2(w) + '" height="' + r2(h) + '" fill="' + fill + '"/>');
+  };
+  SvgPainter.prototype.lines = function (segs, stroke, alpha, width) {
+    if (!segs.length) return;
+    var d = [];
+    for (var i = 0; i < segs.length; i += 4) d.push("M" + r2(segs[i]) + " " + r2(segs[i + 1]) + "L" + r2(segs[i + 2]) + " " + r2(segs[i + 3]));
+    this.parts.push('<path d="' + d.join("") + '" stroke="' + stroke + '" stroke-opacity="' + r2(alpha) + '" stroke-width="' + width + '" fill="none"/>');
+  };
+  SvgPainter.prototype.polyline = function (pts, stroke, width) {
+    var p = [];
+    for (var i = 0; i < pts.length; i += 2) p.push(r2(pts[i]) + "," + r2(pts[i + 1]));
+    this.parts.push('<polyline points="' + p.join(" ") + '" stroke="' + stroke + '" stroke-width="' + width + '" fill="none"/>');
+  };
+  SvgPainter.prototype.circle = function (x, y, r, fill) {
+    this.parts.push('<circle cx="' + r2(x) + '" cy="' + r2(y) + '" r="' + r + '" fill="' + fill + '"/>');
+  };
+  SvgPainter.prototype.text = function (x, y, s, o) {
+    o = o || {};
+    this.parts.push('<text x="' + r2(x) + '" y="' + r2(y) + '" font-size="' + (o.size || 13) + '" dominant-baseline="middle"' +
+      (o.anchor ? ' text-anchor="' + o.anchor + '"' : "") + (o.bold ? ' font-weight="bold"' : "") +
+      ' fill="' + (o.fill || "#1d2330") + '">' + esc(s) + "</text>");
+  };
+  SvgPainter.prototype.image = function (canvas, x, y, w, h) {
+    this.parts.push('<image x="' + r2(x) + '" y="' + r2(y) + '" width="' + w + '" height="' + h +
+      '" preserveAspectRatio="none" style="image-rendering:pixelated" href="' + canvas.toDataURL("image/png") + '"/>');
+  };
+  SvgPainter.prototype.toString = function () { return this.parts.join("\n") + "\n</svg>\n"; };
+
+  // viridis, 9 stops
+  var VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142], [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37]];
+  function viridis(t) {
+    t = Math.max(0, Math.min(1, t)) * (VIRIDIS.length - 1);
+    var i = Math.min(VIRIDIS.length - 2, Math.floor(t)), f = t - i, a = VIRIDIS[i], b = VIRIDIS[i + 1];
+    return [a[0] + f * (b[0] - a[0]), a[1] + f * (b[1] - a[1]), a[2] + f * (b[2] - a[2])];
+  }
+  var HEAD_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"];
+  function headColor(h) { return HEAD_COLORS[h % HEAD_COLORS.length]; }
+
+  function el(tag, attrs, parent) {
+    var e = document.createElement(tag);
+    if (attrs) for (var k in attrs) {
+      if (k === "text") e.textContent = attrs[k];
+      else if (k === "cls") e.className = attrs[k];
+      else if (k === "style") e.style.cssText = attrs[k];
+      else e.setAttribute(k, attrs[k]);
+    }
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // the viewer
+  // ---------------------------------------------------------------------------------------------
+  var ROW = 20, TOKW = 150, LINEW = 240;
+
+  function Viewer(root, data, opts) {
+    this.root = root; this.opts = opts || {}; this.fontCss = this.opts.fontCss || "";
+    root.classList.add("as-root");
+    root.innerHTML = "";
+    root.__attnscope = this;
+    this.tip = el("div", { cls: "as-tip" }, root);
+    if (this.opts.server) this.buildForm();
+    this.main = el("div", {}, root);
+    this.ready = data ? this.setData(data) : Promise.resolve(this);
+  }
+
+  Viewer.prototype.buildForm = function () {
+    var self = this, f = el("form", { cls: "as-form", "data-testid": "form" }, this.root);
+    var l1 = el("label", { text: "text" }, f);
+    this.inText = el("textarea", { name: "text", "data-testid": "text-input", placeholder: "Type a sentence, e.g. The bank of the river." }, l1);
+    var l2 = el("label", { text: "compare with (optional)" }, f);
+    this.inCompare = el("input", { name: "compare", "data-testid": "compare-input", placeholder: "I deposited money at the bank." }, l2);
+    var l3 = el("label", { text: "shared token (optional)" }, f);
+    this.inToken = el("input", { name: "token", "data-testid": "token-input", style: "width:120px" }, l3);
+    el("button", { type: "submit", text: "Show attention", "data-testid": "submit" }, f);
+    this.formMsg = el("div", { "data-testid": "form-message" }, this.root);
+    f.addEventListener("submit", function (ev) { ev.preventDefault(); self.submit(); });
+  };
+
+  Viewer.prototype.submit = function () {
+    var self = this, body = { text: this.inText.value };
+    if (this.inCompare.value.trim()) body.compare = this.inCompare.value;
+    if (this.inToken.value.trim()) body.token = this.inToken.value.trim();
+    this.formMsg.className = "as-note"; this.formMsg.textContent = "computing…";
+    return fetch(this.opts.server.endpoint || "api/view", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body)
+    }).then(function (r) {
+      return r.json().then(function (j) {
+        if (!r.ok) throw new Error(typeof j.detail === "string" ? j.detail : JSON.stringify(j.detail));
+        return j;
+      });
+    }).then(function (data) {
+      self.formMsg.className = ""; self.formMsg.textContent = "";
+      if (data.font_css !== undefined) { self.setFontCss(data.font_css); delete data.font_css; }
+      return self.setData(data);
+    }).catch(function (e) {
+      self.formMsg.className = "as-err"; self.formMsg.textContent = String(e.message || e);
+    });
+  };
+
+  Viewer.prototype.setFontCss = function (css) {
+    this.fontCss = css || "";
+    if (!this.fontStyle) this.fontStyle = el("style", {}, document.head || this.root);
+    this.fontStyle.textContent = this.fontCss;
+  };
+
+  Viewer.prototype.setData = function (data) {
+    var self = this;
+    if (!data || data.format !== "attnscope.view") return Promise.reject(new Error("not attnscope view data"));
+    this.data = data; this.cfg = data.config;
+    this.texts = data.texts.map(function (t) { return new Text(t, data.config, data); });
+    var t0 = performance.now();
+    return Promise.all(this.texts.map(function (t) { return t.load(); })).then(function () {
+      self.decodeMs = performance.now() - t0;
+      self.state = { view: "head", text: 0, layer: 0, heads: self.allHeads(), focus: 0, query: null, hover: null,
+        dec: data.decimals };
+      self.build();
+      self.render();
+      return new Promise(function (res) {
+        requestAnimationFrame(function () {
+          self.firstRender = performance.now();
+          self.root.setAttribute("data-ready", "1");
+          res(self);
+        });
+      });
+    }).catch(function (e) {
+      self.main.innerHTML = "";
+      el("div", { cls: "as-err", text: "attnscope viewer: " + (e.message || e) }, self.main);
+      throw e;
+    });
+  };
+
+  Viewer.prototype.allHeads = function () { var s = []; for (var h = 0; h < this.cfg.n_heads; h++) s.push(h); return s; };
+  Viewer.prototype.text = function () { return this.texts[this.state.text]; };
+
+  Viewer.prototype.build = function () {
+    var self = this, d = this.data, cfg = this.cfg;
+    this.main.innerHTML = "";
+    var bar = el("div", { cls: "as-bar" }, this.main);
+    el("span", { cls: "as-title", text: d.model + " · " + cfg.n_layers + " layers × " + cfg.n_heads + " heads" }, bar);
+    if (this.texts.length > 1) {
+      var lt = el("label", { text: "text " }, bar);
+      this.selText = el("select", { "data-testid": "text-select" }, lt);
+      this.texts.forEach(function (t, i) {
+        var label = (t.entry.text || t.tokens.join(" ")); if (label.length > 40) label = label.slice(0, 39) + "…";
+        el("option", { value: i, text: (i + 1) + ": " + label }, self.selText);
+      });
+      this.selText.addEventListener("change", function () { self.set({ text: +self.selText.value, query: null }); });
+    }
+    var tabs = el("div", { cls: "as-tabs" }, bar);
+    this.tabs = {};
+    [["head", "Head view"], ["model", "Model view"], ["step", "Step view"], ["compare", "Context"]].forEach(function (v) {
+      var b = el("button", { type: "button", text: v[1], "data-testid": "tab-" + v[0] }, tabs);
+      b.addEventListener("click", function () { self.set({ view: v[0] }); });
+      self.tabs[v[0]] = b;
+    });
+    var ll = el("label", { text: "layer " }, bar);
+    this.selLayer = el("select", { "data-testid": "layer-select" }, ll);
+    for (var l = 0; l < cfg.n_layers; l++) el("option", { value: l, text: String(l) }, this.selLayer);
+    this.selLayer.addEventListener("change", function () { self.set({ layer: +self.selLayer.value }); });
+    var ld = el("label", { text: "decimals " }, bar);
+    this.selDec = el("select", { "data-testid": "decimals-select" }, ld);
+    for (var k = 0; k <= 8; k++) el("option", { value: k, text: String(k) }, this.selDec);
+    this.selDec.addEventListener("change", function () { self.set({ dec: +self.selDec.value }); });
+    var ex = el("span", { cls: "as-export" }, bar);
+    el("button", { type: "button", text: "Export PNG", "data-testid": "export-png" }, ex)
+      .addEventListener("click", function () { self.exportView("png"); });
+    el("button", { type: "button", text: "Export SVG", "data-testid": "export-svg" }, ex)
+      .addEventListener("click", function () { self.exportView("svg"); });
+
+    this.headBar = el("div", { cls: "as-heads", "data-testid": "heads" }, this.main);
+    el("span", { text: "heads ", style: "color:var(--muted);font-size:13px" }, this.headBar);
+    this.headBtns = [];
+    for (var h = 0; h < cfg.n_heads; h++) (function (h) {
+      var b = el("button", { type: "button", cls: "as-hbtn", text: String(h), title: "head " + h + " (click: toggle, double-click: only this head)",
+        "data-testid": "head-" + h, style: "--c:" + headColor(h) }, self.headBar);
+      b.addEventListener("click", function () {
+        var s = self.state.heads.slice(), i = s.indexOf(h);
+        if (i >= 0) s.splice(i, 1); else { s.push(h); s.sort(function (a, b) { return a - b; }); }
+        self.set({ heads: s, focus: s.indexOf(self.state.focus) >= 0 || !s.length ? self.state.focus : s[0] });
+      });
+      b.addEventListener("dblclick", function () { self.set({ heads: [h], focus: h }); });
+      self.headBtns.push(b);
+    })(h);
+    el("button", { type: "button", cls: "as-small", text: "all", "data-testid": "heads-all" }, this.headBar)
+      .addEventListener("click", function () { self.set({ heads: self.allHeads() }); });
+    el("button", { type: "button", cls: "as-small", text: "none", "data-testid": "heads-none" }, this.headBar)
+      .addEventListener("click", function () { self.set({ heads: [] }); });
+    this.body = el("div", { cls: "as-body" }, this.main);
+  };
+
+  Viewer.prototype.set = function (patch) {
+    for (var k in patch) this.state[k] = patch[k];
+    this.render();
+  };
+
+  Viewer.prototype.render = function () {
+    var s = this.state;
+    for (var v in this.tabs) this.tabs[v].classList.toggle("on", v === s.view);
+    this.selLayer.value = String(s.layer);
+    this.selDec.value = String(s.dec);
+    if (this.selText) this.selText.value = String(s.text);
+    this.headBar.style.display = s.view === "head" ? "" : "none";
+    for (var h = 0; h < this.headBtns.length; h++) this.headBtns[h].classList.toggle("off", s.heads.indexOf(h) < 0);
+    this.body.innerHTML = "";
+    this.hideTip();
+    if (this.observer) { this.observer.disconnect(); this.observer = null; }
+    this.root.setAttribute("data-view", s.view);
+    if (s.view === "head") this.renderHead();
+    else if (s.view === "model") this.renderModel();
+    else if (s.view === "step") this.renderStep();
+    else this.renderCompare();
+  };
+
+  Viewer.prototype.showTip = function (ev, text) {
+    this.tip.textContent = text; this.tip.style.display = "block";
+    var x = ev.clientX + 14, y = ev.clientY + 12, w = this.tip.offsetWidth, h = this.tip.offsetHeight;
+    if (x + w > window.innerWidth - 4) x = Math.max(4, ev.clientX - w - 14);
+    if (y + h > window.innerHeight - 4) y = Math.max(4, ev.clientY - h - 12);
+    this.tip.style.left = x + "px"; this.tip.style.top = y + "px";
+  };
+  Viewer.prototype.hideTip = function () { this.tip.style.display = "none"; };
+
+  // ---- head view ---------------------------------------------------------------------------
+  // Lines are drawn for every (query, key) whose weight is at least minWeight (all of the focused
+  // query's lines when one is selected or hovered), batched by opacity: 16 paths per head.
+  Viewer.prototype.minWeight = function () { var n = this.text().n; return n <= 64 ? 0.0 : n <= 192 ? 0.01 : 0.02; };
+
+  Viewer.prototype.headSegments = function (x0, x1, y0) {
+    var t = this.text(), n = t.n, s = this.state, only = s.hover !== null ? s.hover : s.query, out = [];
+    var minw = only !== null ? 0 : this.minWeight();
+    for (var hi = 0; hi < s.heads.length; hi++) {
+      var h = s.heads[hi], W = t.weights(s.layer, h), buckets = [];
+      for (var b = 0; b < 16; b++) buckets.push([]);
+      var i0 = only !== null ? only : 0, i1 = only !== null ? only + 1 : n;
+      for (var i = i0; i < i1; i++) {
+        var yi = y0 + i * ROW + ROW / 2;
+        for (var j = 0; j < n; j++) {
+          var w = W[i * n + j];
+          if (w < minw || w <= 0) continue;
+          buckets[Math.min(15, Math.floor(w * 16))].push(x0, yi, x1, y0 + j * ROW + ROW / 2);
+        }
+      }
+      out.push({ head: h, buckets: buckets });
+    }
+    return out;
+  };
+
+  Viewer.prototype.paintHeadLines = function (p, x0, x1, y0) {
+    var self = this, nh = this.state.heads.length;
+    this.headSegments(x0, x1, y0).forEach(function (g) {
+      for (var b = 0; b < 16; b++) {
+        var a = (b + 0.5) / 16;
+        p.lines(g.buckets[b], headColor(g.head), Math.min(1, a * (nh > 1 ? 0.9 : 1)), 1 + 2 * a);
+      }
+    });
+    void self;
+  };
+
+  Viewer.prototype.renderHead = function () {
+    var self = this, t = this.text(), n = t.n, s = this.state;
+    var note = el("div", { cls: "as-note" }, this.body);
+    note.textContent = "Left: each token as a query; right: the keys it attends to. Line opacity = attention weight" +
+      (this.minWeight() > 0 ? " (lines below " + this.minWeight() + " hidden until you pick a token)" : "") +
+      ". Hover a token for its row; click a query to open its step-by-step calculation.";
+    var scroll = el("div", { cls: "as-hv-scroll" }, this.body);
+    var box = el("div", { cls: "as-hv", "data-testid": "head-view", style: "height:" + (n * ROW + 8) + "px;width:" + (2 * TOKW + LINEW) + "px" }, scroll);
+    var canvas = el("canvas", { style: "left:" + TOKW + "px;width:" + LINEW + "px;height:" + (n * ROW) + "px" }, box);
+    var dpr = Math.min(2, window.devicePixelRatio || 1);
+    canvas.width = Math.round(LINEW * dpr); canvas.height = Math.round(n * ROW * dpr);
+    var ctx = canvas.getContext("2d");
+    this.redrawLines = function () {
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.clearRect(0, 0, LINEW, n * ROW);
+      self.paintHeadLines(new CanvasPainter(ctx), 4, LINEW - 4, 0);
+    };
+    var frag = document.createDocumentFragment();
+    this.qEls = [];
+    for (var i = 0; i < n; i++) {
+      var tok = t.tokens[i];
+      var a = el("div", { cls: "as-tok q" + (s.query === i ? " sel" : ""), "data-i": i, "data-testid": "q-" + i,
+        style: "top:" + (i * ROW + 1) + "px;left:0;width:" + TOKW + "px", text: tok }, frag);
+      var b = el("div", { cls: "as-tok k", "data-j": i, "data-testid": "k-" + i,
+        style: "top:" + (i * ROW + 1) + "px;left:" + (TOKW + LINEW) + "px;width:" + TOKW + "px", text: tok }, frag);
+      this.qEls.push(a);
+      void b;
+    }
+    box.appendChild(frag);
+    box.addEventListener("mouseover", function (ev) {
+      var e = ev.target.closest(".as-tok"); if (!e) return;
+      if (e.classList.contains("q")) { self.state.hover = +e.getAttribute("data-i"); self.redrawLines(); }
+    });
+    box.addEventListener("mousemove", function (ev) {
+      var e = ev.target.closest(".as-tok"); if (!e) { self.hideTip(); return; }
+      self.showTip(ev, self.tokenTip(e));
+    });
+    box.addEventListener("mouseleave", function () { self.state.hover = null; self.hideTip(); self.redrawLines(); });
+    box.addEventListener("mouseout", function (ev) {
+      var e = ev.target.closest(".as-tok");
+      if (e && e.classList.contains("q") && !(ev.relatedTarget && e.contains(ev.relatedTarget))) { self.state.hover = null; self.redrawLines(); }
+    });
+    box.addEventListener("click", function (ev) {
+      var e = ev.target.closest(".as-tok"); if (!e) return;
+      if (e.classList.contains("q")) {
+        var i = +e.getAttribute("data-i");
+        self.state.query = self.state.query === i ? null : i;
+        for (var k = 0; k < self.qEls.length; k++) self.qEls[k].classList.toggle("sel", k === self.state.query);
+        self.redrawLines();
+      }
+    });
+    box.addEventListener("dblclick", function (ev) {
+      var e = ev.target.closest(".as-tok.q"); if (!e) return;
+      self.set({ view: "step", query: +e.getAttribute("data-i"), focus: self.state.heads.length ? (self.state.heads.indexOf(self.state.focus) >= 0 ? self.state.focus : self.state.heads[0]) : self.state.focus });
+    });
+    this.redrawLines();
+  };
+
+  // Hover text: a query shows its strongest keys per head; a key shows weight from the selected query.
+  Viewer.prototype.tokenTip = function (e) {
+    var t = this.text(), s = this.state, dec = s.dec, lines = [];
+    if (e.classList.contains("q")) {
+      var i = +e.getAttribute("data-i");
+      lines.push("query " + i + ": " + t.tokens[i] + "  (layer " + s.layer + ")");
+      s.heads.slice(0, 12).forEach(function (h) {
+        var st = t.steps(s.layer, h, i), best = 0;
+        for (var j = 1; j < t.n; j++) if (st.weights[j] > st.weights[best]) best = j;
+        lines.push("head " + h + ": max " + show(st.weights[best], dec) + " → " + best + " " + t.tokens[best]);
+      });
+      lines.push("click: select · double-click: step view");
+    } else {
+      var j = +e.getAttribute("data-j"), q = s.hover !== null ? s.hover : s.query;
+      lines.push("key " + j + ": " + t.tokens[j]);
+      if (q === null) lines.push("hover or select a query on the left");
+      else s.heads.forEach(function (h) {
+        var st = t.steps(s.layer, h, q);
+        lines.push("head " + h + ": weight(" + t.tokens[q] + " → " + t.tokens[j] + ") = " + show(st.weights[j], dec) +
+          "   exact " + String(st.weights[j]));
+      });
+    }
+    return lines.join("\n");
+  };
+
+  Viewer.prototype.paintHead = function (p, w, h) {
+    var t = this.text(), n = t.n, s = this.state, top = 30;
+    p.rect(0, 0, w, h, "#fff");
+    p.text(8, 14, this.data.model + " · layer " + s.layer + " · heads " + (s.heads.join(",") || "none"), { size: 13, bold: true });
+    this.paintHeadLines(p, TOKW + 4, TOKW + LINEW - 4, top);
+    for (var i = 0; i < n; i++) {
+      var y = top + i * ROW + ROW / 2, sel = s.query === i;
+      p.text(TOKW - 6, y, t.tokens[i], { anchor: "end", bold: sel });
+      p.text(TOKW + LINEW + 6, y, t.tokens[i], {});
+    }
+  };
+
+  // ---- model view ---------------------------------------------------------------------------
+  Viewer.prototype.thumbCanvas = function (layer, head, canvas) {
+    var t = this.text(), T = t.T, c = canvas || document.createElement("canvas");
+    c.width = T; c.height = T;
+    var ctx = c.getContext("2d"), img = ctx.createImageData(T, T), off = (layer * this.cfg.n_heads + head) * T * T;
+    for (var i = 0; i < T * T; i++) {
+      var rgb = viridis(t.thumbs[off + i] / 255);
+      img.data[4 * i] = rgb[0]; img.data[4 * i + 1] = rgb[1]; img.data[4 * i + 2] = rgb[2]; img.data[4 * i + 3] = 255;
+    }
+    ctx.putImageData(img, 0, 0);
+    return c;
+  };
+
+  Viewer.prototype.renderModel = function () {
+    var self = this, cfg = this.cfg, s = this.state;
+    el("div", { cls: "as-note", text: "Every layer × head (colours scaled to each head's largest weight). Click one to open it in the head view." }, this.body);
+    var grid = el("div", { cls: "as-mv", "data-testid": "model-view", style: "grid-template-columns:56px repeat(" + cfg.n_heads + ",72px)" }, this.body);
+    el("div", {}, grid);
+    for (var h = 0; h < cfg.n_heads; h++) el("div", { cls: "as-lab", text: "head " + h }, grid);
+    var pending = [];
+    for (var l = 0; l < cfg.n_layers; l++) {
+      el("div", { cls: "as-lab", text: "layer " + l }, grid);
+      for (h = 0; h < cfg.n_heads; h++) {
+        var c = el("canvas", { "data-layer": l, "data-head": h, "data-testid": "thumb-" + l + "-" + h,
+          cls: l === s.layer && s.heads.length === 1 && s.heads[0] === h ? "cur" : "" }, grid);
+        pending.push(c);
+      }
+    }
+    var draw = function (c) {
+      if (c.__drawn) return; c.__drawn = true;
+      self.thumbCanvas(+c.getAttribute("data-layer"), +c.getAttribute("data-head"), c);
+    };
+    if ("IntersectionObserver" in window) {  // lazy: a thumbnail is painted when it scrolls into view
+      this.observer = new IntersectionObserver(function (entries) {
+        entries.forEach(function (e) { if (e.isIntersecting) draw(e.target); });
+      }, { rootMargin: "200px" });
+      pending.forEach(function (c) { self.observer.observe(c); });
+    } else pending.forEach(draw);
+    grid.addEventListener("click", function (ev) {
+      var c = ev.target.closest("canvas"); if (!c) return;
+      var h = +c.getAttribute("data-head");
+      self.set({ view: "head", layer: +c.getAttribute("data-layer"), heads: [h], focus: h });
+    });
+    grid.addEventListener("mousemove", function (ev) {
+      var c = ev.target.closest("canvas"); if (!c) { self.hideTip(); return; }
+      var l = +c.getAttribute("data-layer"), h = +c.getAttribute("data-head"), t = self.text();
+      var r = c.getBoundingClientRect(), T = t.T;
+      var ci = Math.min(T - 1, Math.floor((ev.clientY - r.top) / r.height * T)), cj = Math.min(T - 1, Math.floor((ev.clientX - r.left) / r.width * T));
+      var text = "layer " + l + " · head " + h;
+      if (T === t.n) {
+        var st = t.steps(l, h, ci);
+        text += "\n" + t.tokens[ci] + " → " + t.tokens[cj] + ": " + show(st.weights[cj], s.dec) + "\nexact " + String(st.weights[cj]);
+      }
+      self.showTip(ev, text + "\nclick to open");
+    });
+    grid.addEventListener("mouseleave", function () { self.hideTip(); });
+  };
+
+  Viewer.prototype.paintModel = function (p) {
+    var cfg = this.cfg, S = 64, G = 8, x0 = 64, y0 = 44;
+    p.rect(0, 0, x0 + cfg.n_heads * (S + G), y0 + cfg.n_layers * (S + G), "#fff");
+    p.text(8, 14, this.data.model + " · every layer × head", { size: 13, bold: true });
+    for (var h = 0; h < cfg.n_heads; h++) p.text(x0 + h * (S + G) + S / 2, y0 - 10, "head " + h, { size: 11, anchor: "middle" });
+    for (var l = 0; l < cfg.n_layers; l++) {
+      p.text(8, y0 + l * (S + G) + S / 2, "layer " + l, { size: 11 });
+      for (h = 0; h < cfg.n_heads; h++) p.image(this.thumbCanvas(l, h), x0 + h * (S + G), y0 + l * (S + G), S, S);
+    }
+  };
+
+  // ---- step view ----------------------------------------------------------------------------
+  Viewer.prototype.renderStep = function () {
+    var self = this, t = this.text(), s = this.state, cfg = this.cfg, dec = s.dec;
+    var wrap = el("div", { cls: "as-sv", "data-testid": "step-view" }, this.body);
+    var ctl = el("div", { cls: "as-ctl" }, wrap);
+    var lq = el("label", { text: "query token " }, ctl), selQ = el("select", { "data-testid": "query-select" }, lq);
+    el("option", { value: "", text: "— pick one —" }, selQ);
+    t.tokens.forEach(function (tok, i) { el("option", { value: i, text: i + ": " + tok }, selQ); });
+    selQ.value = s.query === null ? "" : String(s.query);
+    selQ.addEventListener("change", function () { self.set({ query: selQ.value === "" ? null : +selQ.value }); });
+    var lh = el("label", { text: "head " }, ctl), selH = el("select", { "data-testid": "focus-head-select" }, lh);
+    for (var h = 0; h < cfg.n_heads; h++) el("option", { value: h, text: String(h) }, selH);
+    selH.value = String(s.focus);
+    selH.addEventListener("change", function () { self.set({ focus: +selH.value }); });
+    el("span", { cls: "as-note", text: "layer " + s.layer + " (change it above)" }, ctl);
+    if (s.query === null) {
+      el("div", { cls: "as-note", text: "Pick a query token here, or click one in the head view. The table then shows, for every key, " +
+        "the raw score q·k, the scaled score, its exponential and the softmax weight, and below it the weighted sum of the value vectors." }, wrap);
+      var chips = el("div", {}, wrap);
+      t.tokens.forEach(function (tok, i) {
+        el("button", { type: "button", cls: "as-small", text: tok, "data-testid": "pick-" + i, style: "margin:2px" }, chips)
+          .addEventListener("click", function () { self.set({ query: i }); });
+      });
+      return;
+    }
+    var q = s.query, st = t.steps(s.layer, s.focus, q), f = cfg.factor;
+    var scaleText = cfg.scoring === "scaled" ? "÷ √" + cfg.d_head + " = ÷ " + show(Math.sqrt(cfg.d_head), dec) :
+      cfg.scoring === "unscaled" ? "× 1" : "× " + show(f, dec);
+    var expText = st.shift ? "exp(s − " + show(st.shift, dec) + ")" : "exp(s)";
+    el("div", { cls: "as-note", "data-testid": "step-caption", text: "Query " + q + " “" + t.tokens[q] + "”, layer " + s.layer + ", head " + s.focus +
+      ", d_k = " + cfg.d_head + ". Hover a number for its exact value." + (st.shift ? " The largest score exceeds " + this.data.exp_show_limit +
+      ", so the row maximum is subtracted before exp (the weights are unchanged)." : "") }, wrap);
+    var box = el("div", { cls: "as-wrap" }, wrap);
+    var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), tr = el("tr", {}, thead);
+    ["#", "key", "raw score q·k", "scaled s " + scaleText, expText, "weight"].forEach(function (x, i) {
+      el("th", { text: x, cls: i === 1 ? "tok" : "" }, tr);
+    });
+    var tbody = el("tbody", {}, table), best = 0, j;
+    for (j = 1; j < t.n; j++) if (st.weights[j] > st.weights[best]) best = j;
+    var frag = document.createDocumentFragment();
+    var cell = function (row, name, x) {
+      var td = el("td", { "data-col": name, "data-value": String(x), title: "exact: " + String(x), text: show(x, dec) }, row);
+      return td;
+    };
+    for (j = 0; j < t.n; j++) {
+      var masked = st.scaled[j] === -Infinity;
+      var row = el("tr", { "data-j": j, "data-testid": "step-row-" + j, cls: (j === best ? "max" : "") + (masked ? " masked" : "") }, frag);
+      el("td", { text: String(j) }, row);
+      el("td", { cls: "tok", text: t.tokens[j] }, row);
+      cell(row, "raw", st.raw[j]); cell(row, "scaled", st.scaled[j]); cell(row, "exp", st.exp[j]);
+      var wtd = cell(row, "weight", st.weights[j]);
+      el("span", { cls: "as-bar-w", style: "width:" + Math.round(60 * st.weights[j]) + "px" }, wtd);
+    }
+    tbody.appendChild(frag);
+    var tf = el("tr", { cls: "as-sum" }, tbody);
+    el("td", {}, tf); el("td", { cls: "tok", text: "Σ" }, tf); el("td", {}, tf); el("td", {}, tf);
+    cell(tf, "sum", st.sum);
+    var sw = 0; for (j = 0; j < t.n; j++) sw += st.weights[j];
+    cell(tf, "weight-sum", sw);
+    var out = el("div", { cls: "as-out", "data-testid": "step-out" }, wrap);
+    el("div", { cls: "as-note", text: "weighted sum z = Σ_j weight_j · v_j (" + cfg.d_head + " numbers, head " + s.focus + "'s slice of the new vector of “" + t.tokens[q] + "”):" }, out);
+    for (j = 0; j < st.out.length; j++)
+      el("span", { "data-col": "out", "data-value": String(st.out[j]), title: "z[" + j + "] exact: " + String(st.out[j]), text: show(st.out[j], dec) }, out);
+  };
+
+  Viewer.prototype.paintStep = function (p, w, h) {
+    var t = this.text(), s = this.state, dec = s.dec;
+    p.rect(0, 0, w, h, "#fff");
+    if (s.query === null) { p.text(10, 20, "no query token selected", {}); return; }
+    var st = t.steps(s.layer, s.focus, s.query), cols = [30, 150, 130, 130, 130, 110], x = 10, y = 16;
+    p.text(10, y, this.data.model + " · layer " + s.layer + " · head " + s.focus + " · query " + s.query + " “" + t.tokens[s.query] + "”", { bold: true });
+    y += 24;
+    var heads = ["#", "key", "q·k", "scaled", st.shift ? "exp(s − m)" : "exp(s)", "weight"], cx = [];
+    for (var c = 0; c < cols.length; c++) { cx.push(x); x += cols[c]; }
+    heads.forEach(function (hd, c) { p.text(cx[c] + (c > 1 ? cols[c] - 8 : 0), y, hd, { bold: true, anchor: c > 1 ? "end" : "start" }); });
+    for (var j = 0; j < t.n; j++) {
+      y += ROW;
+      var vals = [String(j), t.tokens[j], show(st.raw[j], dec), show(st.scaled[j], dec), show(st.exp[j], dec), show(st.weights[j], dec)];
+      vals.forEach(function (v, c) { p.text(cx[c] + (c > 1 ? cols[c] - 8 : 0), y, v, { anchor: c > 1 ? "end" : "start" }); });
+    }
+    y += ROW;
+    p.text(cx[1], y, "Σ", { bold: true });
+    p.text(cx[4] + cols[4] - 8, y, show(st.sum, dec), { anchor: "end", bold: true });
+    y += ROW * 1.5;
+    var outs = []; for (j = 0; j < st.out.length; j++) outs.push(show(st.out[j], dec));
+    for (var k = 0; k < outs.length; k += 8) { p.text(10, y, (k ? "   " : "z = [") + outs.slice(k, k + 8).join(", ") + (k + 8 >= outs.length ? "]" : ","), {}); y += ROW; }
+  };
+  Viewer.prototype.stepSize = function () { var t = this.text(); return [800, 60 + (t.n + 3) * ROW + Math.ceil(this.cfg.d_head / 8) * ROW + 20]; };
+
+  // ---- context comparison -----------------------------------------------------------------------
+  var CMP = [["across", "cos(A, B): same token, two texts", "#d62728"], ["drift_a", "cos(A, A at embedding)", "#1f77b4"], ["drift_b", "cos(B, B at embedding)", "#2ca02c"]];
+
+  Viewer.prototype.renderCompare = function () {
+    var c = this.data.compare, dec = this.state.dec, self = this;
+    var wrap = el("div", { cls: "as-cv", "data-testid": "compare-view" }, this.body);
+    if (!c) {
+      el("div", { cls: "as-note", text: "No comparison in this page. Context awareness (the first article): the same token gets a different vector in a different sentence. " +
+        (this.opts.server ? "Type a second text in “compare with” above." : "Export with  attnscope view TEXT --compare OTHER_TEXT  to see it.") }, wrap);
+      return;
+    }
+    el("div", { cls: "as-note", text: "Token “" + c.token + "” (position " + c.pos_a + " in A, " + c.pos_b + " in B). A: " + c.tokens_a.join(" ") +
+      " · B: " + c.tokens_b.join(" ") + ". Cosine similarity per layer; hover a point for its exact value." }, wrap);
+    var W = 640, H = 300, svgNS = "http://www.w3.org/2000/svg";
+    var holder = el("div", {}, wrap);
+    var sp = new SvgPainter(W, H, "");
+    this.paintCompare(sp, W, H);
+    holder.innerHTML = sp.toString();
+    var svg = holder.querySelector("svg");
+    var geo = this.compareGeometry(W, H);
+    CMP.forEach(function (m) {
+      c[m[0]].forEach(function (v, i) {
+        var dot = document.createElementNS(svgNS, "circle");
+        dot.setAttribute("cx", geo.x(i)); dot.setAttribute("cy", geo.y(v)); dot.setAttribute("r", 7); dot.setAttribute("fill", "transparent");
+        dot.setAttribute("data-series", m[0]); dot.setAttribute("data-layer", i);
+        var title = document.createElementNS(svgNS, "title");
+        title.textContent = m[1] + " at " + c.layers[i] + ": " + show(v, dec) + " (exact " + String(v) + ")";
+        dot.appendChild(title); svg.appendChild(dot);
+      });
+    });
+    var table = el("table", { "data-testid": "compare-table" }, wrap), tr = el("tr", {}, table);
+    ["layer"].concat(CMP.map(function (m) { return m[1]; })).forEach(function (x) { el("th", { text: x }, tr); });
+    c.layers.forEach(function (name, i) {
+      var row = el("tr", {}, table);
+      el("td", { text: name }, row);
+      CMP.forEach(function (m) { el("td", { "data-col": m[0], "data-value": String(c[m[0]][i]), title: "exact: " + String(c[m[0]][i]), text: show(c[m[0]][i], dec) }, row); });
+    });
+    void self;
+  };
+
+  Viewer.prototype.compareGeometry = function (W, H) {
+    var c = this.data.compare, lo = 1, all = c.across.concat(c.drift_a, c.drift_b);
+    all.forEach(function (v) { if (v < lo) lo = v; });
+    lo = Math.floor(Math.min(lo, 0.9) * 10) / 10;
+    var L = 60, R = W - 20, T = 30, B = H - 50, n = c.layers.length;
+    return { L: L, R: R, T: T, B: B, lo: lo, x: function (i) { return L + (n > 1 ? i * (R - L) / (n - 1) : 0); }, y: function (v) { return B - (v - lo) / (1 - lo) * (B - T); } };
+  };
+
+  Viewer.prototype.paintCompare = function (p, W, H) {
+    var c = this.data.compare, g = this.compareGeometry(W, H);
+    p.rect(0, 0, W, H, "#fff");
+    p.text(10, 14, "“" + c.token + "”: cosine similarity per layer", { bold: true });
+    p.lines([g.L, g.B, g.R, g.B, g.L, g.T, g.L, g.B], "#667085", 1, 1);
+    for (var k = 0; k <= 4; k++) {
+      var v = g.lo + k * (1 - g.lo) / 4;
+      p.text(g.L - 6, g.y(v), v.toFixed(2), { size: 11, anchor: "end", fill: "#667085" });
+      p.lines([g.L, g.y(v), g.R, g.y(v)], "#d0d5dd", 0.6, 1);
+    }
+    c.layers.forEach(function (name, i) { p.text(g.x(i), g.B + 14, i === 0 ? "embed" : String(i - 1), { size: 11, anchor: "middle", fill: "#667085" }); });
+    p.text((g.L + g.R) / 2, g.B + 32, "layer output", { size: 11, anchor: "middle", fill: "#667085" });
+    CMP.forEach(function (m, mi) {
+      var pts = [];
+      c[m[0]].forEach(function (v, i) { pts.push(g.x(i), g.y(v)); });
+      p.polyline(pts, m[2], 2);
+      for (var i = 0; i < pts.length; i += 2) p.circle(pts[i], pts[i + 1], 3.5, m[2]);
+      p.lines([g.R - 210, g.T + 6 + mi * 16, g.R - 190, g.T + 6 + mi * 16], m[2], 1, 3);
+      p.text(g.R - 185, g.T + 6 + mi * 16, m[1], { size: 11 });
+    });
+  };
+
+  // ---- export ------------------------------------------------------------------------------------
+  Viewer.prototype.viewSize = function () {
+    var s = this.state, t = this.text(), cfg = this.cfg;
+    if (s.view === "head") return [2 * TOKW + LINEW, 40 + t.n * ROW];
+    if (s.view === "model") return [64 + cfg.n_heads * 72, 44 + cfg.n_layers * 72];
+    if (s.view === "step") return this.stepSize();
+    return [640, 300];
+  };
+
+  Viewer.prototype.paintView = function (p, w, h) {
+    var v = this.state.view;
+    if (v === "head") this.paintHead(p, w, h);
+    else if (v === "model") this.paintModel(p, w, h);
+    else if (v === "step") this.paintStep(p, w, h);
+    else if (this.data.compare) this.paintCompare(p, w, h);
+    else { p.rect(0, 0, w, h, "#fff"); p.text(10, 20, "no comparison in this page", {}); }
+  };
+
+  // The current view as a PNG Blob (2× pixels) or an SVG string.
+  Viewer.prototype.exportBlob = function (kind) {
+    var self = this, size = this.viewSize(), w = size[0], h = size[1];
+    var fontsReady = document.fonts && document.fonts.load ? document.fonts.load('13px "attnscope CJK"', this.text().tokens.join("")).catch(function () {}) : Promise.resolve();
+    return fontsReady.then(function () {
+      if (kind === "svg") {
+        var sp = new SvgPainter(w, h, self.fontCss);
+        self.paintView(sp, w, h);
+        return new Blob([sp.toString()], { type: "image/svg+xml" });
+      }
+      var scale = Math.min(2, 16000 / Math.max(w, h)), c = document.createElement("canvas");
+      c.width = Math.round(w * scale); c.height = Math.round(h * scale);
+      var ctx = c.getContext("2d"); ctx.scale(scale, scale);
+      self.paintView(new CanvasPainter(ctx), w, h);
+      return new Promise(function (res) { c.toBlob(res, "image/png"); });
+    });
+  };
+
+  Viewer.prototype.exportName = function (kind) {
+    var s = this.state;
+    return "attnscope-" + s.view + "-layer" + s.layer + (s.view === "step" ? "-head" + s.focus + "-q" + s.query : "") + "." + kind;
+  };
+
+  Viewer.prototype.exportView = function (kind) {
+    var self = this;
+    return this.exportBlob(kind).then(function (blob) {
+      var url = URL.createObjectURL(blob), a = document.createElement("a");
+      a.href = url; a.download = self.exportName(kind); a.style.display = "none";
+      self.root.appendChild(a); a.click();
+      setTimeout(function () { URL.revokeObjectURL(url); a.remove(); }, 1000);
+      return blob;
+    });
+  };
+
+  function mount(root, data, opts) {
+    if (typeof root === "string") root = document.querySelector(root);
+    return new Viewer(root, data, opts);
+  }
+
+  window.attnscope = { mount: mount, show: show, Viewer: Viewer, version: 1 };
+})();

@@ -1,0 +1,145 @@
+"""The data an attnscope viewer page carries, and its compact encoding.
+
+**What is stored.** For each text: its tokens, and q, k, v of every layer and head as float32,
+exactly as traced. The page recomputes attention from them in JavaScript in float64:
+``weights = softmax(factor · q·kᵀ)`` (causal models mask future keys). Products of two float32
+numbers are exact in float64, so the page's scores agree with a float64 computation in Python to
+~1e-15 relative: every number the step view shows is the one ``attnscope explain`` prints at the
+same decimals (rounding half-up on the shortest decimal form; only a value within ~1e-15 of a
+rounding boundary could differ). Storing q, k, v (3·d_model floats per token and layer) instead
+of the weights (n_heads·n floats per token and layer) is also the smaller choice once a text has
+more than 3·d_head tokens, e.g. at 512 tokens it is 5× smaller for all-MiniLM-L6-v2.
+
+Thumbnails for the model view are stored too: each head's weights averaged into at most 64×64
+cells, scaled to the head's largest cell and quantised to uint8 (colour only, no numbers are read
+from them; error ≤ 1/510 of that maximum).
+
+**Encoding.** Arrays are little-endian; float32 bytes are shuffled (all first bytes, then all
+second bytes, …) and deflated (zlib), then base64. The browser inflates with the standard
+``DecompressionStream`` (Chromium 80+, Firefox 113+, Safari 16.4+), no library.
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+from typing import Optional
+
+import numpy as np
+
+from ..errors import InputError
+from . import source
+
+FORMAT = "attnscope.view"
+VERSION = 1
+#: Thumbnails have at most this many cells a side.
+THUMB = 64
+#: Largest |weights from q, k − traced weights| accepted (float32 round-off is ~1e-7).
+REPRODUCE_TOL = 1e-4
+
+
+def encode(a: np.ndarray) -> dict:
+    """``{"dtype", "shape", "codec", "b64"}`` for float32 or uint8 arrays (see the module doc)."""
+    a = np.ascontiguousarray(a)
+    if a.dtype == np.float32:
+        raw = a.astype("<f4").view(np.uint8).reshape(-1, 4).T.tobytes()  # byte planes
+        codec = "shuffle4+zlib"
+    elif a.dtype == np.uint8:
+        raw = a.tobytes()
+        codec = "zlib"
+    else:
+        raise TypeError(f"encode: float32 or uint8 only, got {a.dtype}")
+    return {"dtype": str(a.dtype), "shape": list(a.shape), "codec": codec,
+            "b64": base64.b64encode(zlib.compress(raw, 6)).decode("ascii")}
+
+
+def decode(d: dict) -> np.ndarray:
+    """Inverse of :func:`encode` (for tests and tools)."""
+    raw = zlib.decompress(base64.b64decode(d["b64"]))
+    if d["codec"] == "shuffle4+zlib":
+        raw = np.frombuffer(raw, np.uint8).reshape(4, -1).T.tobytes()
+        return np.frombuffer(raw, "<f4").reshape(d["shape"]).astype(np.float32)
+    return np.frombuffer(raw, np.uint8).reshape(d["shape"]).copy()
+
+
+def thumbnails(w: np.ndarray, size: int = THUMB) -> np.ndarray:
+    """(H, n, n) weights → (H, T, T) uint8, T = min(n, size): cell means scaled to each head's max."""
+    H, n, _ = w.shape
+    T = min(n, size)
+    edges = np.linspace(0, n, T + 1).round().astype(int)[:-1]
+    counts = np.diff(np.append(edges, n)).astype(np.float64)  # (T,)
+    pooled = np.add.reduceat(np.add.reduceat(w, edges, axis=1), edges, axis=2)  # (H, T, T)
+    pooled /= counts[None, :, None] * counts[None, None, :]
+    top = pooled.reshape(H, -1).max(-1)[:, None, None]
+    return np.rint(255.0 * pooled / np.where(top > 0, top, 1.0)).astype(np.uint8)
+
+
+def _text_entry(trace, index: int, check: bool) -> dict:
+    L, H = source.n_layers(trace), source.n_heads(trace)
+    toks = source.tokens(trace, index)
+    qkv, thumbs = [], []
+    for layer in range(L):
+        q, k, v = source.head_qkv(trace, layer, index)  # (H, n, d_head) each
+        qkv.append(np.stack([q, k, v]))  # (3, H, n, d_head)
+        w = source._softmax_rows(source._scaled(trace, q, k))  # (H, n, n) float64
+        name = f"layers.{layer}.attn.weights"
+        if check and name in trace:
+            traced = trace[name][index][:, :len(toks), :len(toks)].detach().cpu().double().numpy()
+            err = float(np.max(np.abs(traced - w)))
+            if not err <= REPRODUCE_TOL:
+                raise InputError(f"layer {layer}: softmax(factor·q·kᵀ) differs from the traced attention "
+                                 f"weights by {err:.3g}; the viewer only shows plain dot-product attention")
+        thumbs.append(thumbnails(w))
+    text = (getattr(trace, "texts", None) or [None] * (index + 1))
+    return {"text": text[index] if index < len(text) else None, "tokens": toks,
+            "qkv": encode(np.stack(qkv).astype(np.float32)),  # (L, 3, H, n, d_head)
+            "thumbs": encode(np.stack(thumbs))}  # (L, H, T, T)
+
+
+def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Optional[str] = None,
+          decimals: int = 4, check: bool = True) -> dict:
+    """The page data for ``trace``.
+
+    Args:
+        trace: a Trace holding q, k, v of every layer (and embed.out/layers.*.out for a comparison).
+        texts: which texts of the trace to include (default: all).
+        compare: a second Trace, or True to compare the trace's first two texts, for the
+            "context awareness" view of ``token`` (default: the first token the texts share).
+        decimals: decimals the page starts with (explain's default is 4).
+        check: verify that q and k reproduce the traced weights (when they were recorded).
+    """
+    if not isinstance(decimals, int) or not 0 <= decimals <= 12:
+        raise InputError(f"decimals must be an integer in 0..12, got {decimals!r}")
+    factor = source.score_factor(trace)
+    cfg = trace.config
+    idx = list(range(len(trace.tokens))) if texts is None else [source.check_text(trace, i) for i in texts]
+    data = {
+        "format": FORMAT, "version": VERSION,
+        "model": source.model_name(trace), "family": getattr(trace, "family", None),
+        "config": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "d_model": cfg.d_model,
+                   "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
+                   "causal": bool(cfg.causal)},
+        "exp_show_limit": source.EXP_SHOW_LIMIT,
+        "decimals": decimals,
+        "texts": [_text_entry(trace, i, check) for i in idx],
+        "compare": None,
+    }
+    if compare is True:
+        data["compare"] = source.context_comparison(trace, None, token=token, index_a=0, index_b=1)
+    elif compare is not None:
+        data["compare"] = source.context_comparison(trace, compare, token=token)
+    if data["compare"] is not None:
+        for k in ("texts_a", "texts_b"):
+            data["compare"].pop(k, None)
+    return data
+
+
+def all_text(data: dict) -> str:
+    """Every string the page shows from the data (for the font subset)."""
+    parts = [data.get("model") or ""]
+    for t in data["texts"]:
+        parts += t["tokens"]
+        parts.append(t.get("text") or "")
+    if data.get("compare"):
+        parts += data["compare"]["tokens_a"] + data["compare"]["tokens_b"]
+    return "".join(parts)

@@ -1,0 +1,37 @@
+"""Launch Debian's Chromium headless through Playwright (for the browser tests and the benchmark).
+
+Playwright cannot download its own browsers here, so it drives the system ``chromium``
+(``ATTNSCOPE_CHROMIUM`` overrides the path) with flags that keep it off the network and quiet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage"]
+
+
+def chromium_path() -> str:
+    """The Chromium executable: $ATTNSCOPE_CHROMIUM, /usr/bin/chromium, or ``chromium`` on PATH."""
+    for p in (os.environ.get("ATTNSCOPE_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
+              shutil.which("chromium-browser")):
+        if p and Path(p).exists():
+            return p
+    raise FileNotFoundError("chromium not found; install Debian's chromium (apt-get install chromium) "
+                            "or set ATTNSCOPE_CHROMIUM")
+
+
+def launch(playwright, user_data_dir: str | None = None):
+    """A persistent Chromium context (a browser with one profile in a temp folder).
+
+    Returns ``(context, profile_dir)``; close the context, then remove the folder.
+    """
+    profile = user_data_dir or tempfile.mkdtemp(prefix="attnscope-chromium-")
+    ctx = playwright.chromium.launch_persistent_context(
+        profile, executable_path=chromium_path(), headless=True, args=FLAGS, accept_downloads=True,
+        viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+    return ctx, profile

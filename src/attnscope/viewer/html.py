@@ -1,0 +1,63 @@
+"""Assemble the viewer page: one HTML file with the script, the styles and the data inline."""
+
+from __future__ import annotations
+
+import html
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Optional
+
+from ..fonts import font_face_css
+from .data import all_text
+
+
+@lru_cache(maxsize=None)
+def asset(name: str) -> str:
+    """The text of ``viewer/assets/<name>`` (shipped as package data)."""
+    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def json_for_script(obj) -> str:
+    """JSON that is safe inside ``<script type="application/json">``: every ``<`` escaped."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+
+
+def _page(title: str, head_css: str, body: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>{html.escape(title)}</title>\n<style>\n{head_css}\n{asset('viewer.css')}</style>\n"
+            f"</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+def render(data: dict, *, title: Optional[str] = None) -> str:
+    """The self-contained page for ``data`` (from :func:`attnscope.viewer.data.build`)."""
+    font_css = font_face_css(all_text(data))
+    first = " ".join(data["texts"][0]["tokens"]) if data["texts"] else ""
+    title = title or f"attnscope · {data['model']} · {first[:60]}"
+    body = (
+        "<div id=\"attnscope-root\"></div>\n"
+        f"<script type=\"application/json\" id=\"attnscope-data\">{json_for_script(data)}</script>\n"
+        f"<script>\n{asset('viewer.js')}</script>\n"
+        "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'),\n"
+        "  JSON.parse(document.getElementById('attnscope-data').textContent),\n"
+        f"  {{fontCss: {json.dumps(font_css)}}});\n</script>"
+    )
+    return _page(title, font_css, body)
+
+
+def render_server_page(model_name: str, *, api: str = "api/view") -> str:
+    """The page of ``attnscope serve``: the same viewer under a text box that asks the JSON API."""
+    body = (
+        "<div id=\"attnscope-root\"></div>\n"
+        f"<script>\n{asset('viewer.js')}</script>\n"
+        "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'), null,\n"
+        f"  {{server: {{endpoint: {json.dumps(api)}}}}});\n</script>"
+    )
+    return _page(f"attnscope · {model_name}", "", body)
+
+
+def iframe(page: str, *, height: int = 640) -> str:
+    """``page`` inside an ``<iframe srcdoc>``, for Jupyter: its script and styles stay isolated."""
+    return (f"<iframe srcdoc=\"{html.escape(page, quote=True)}\" style=\"width:100%;height:{height}px;"
+            "border:1px solid #ddd;border-radius:4px\" sandbox=\"allow-scripts allow-downloads\"></iframe>")
