@@ -1,0 +1,1 @@
+from tests.models.fixtures import hf_models, minilm, tiny_dirs, tiny_models  # noqa: F401

