@@ -1,0 +1,45 @@
+"""``attnscope view``: write the interactive viewer for a text as one self-contained HTML file.
+
+    attnscope view "The bank of the river." -o attention.html
+    attnscope view "The bank of the river." --compare "Money in the bank." --token bank -o bank.html
+
+Open the file in any browser, offline: everything (script, styles, data, CJK glyphs) is inside.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("view", help="write an interactive attention viewer (one HTML file)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("text", help="the text to look at")
+    p.add_argument("--compare", default=None, help="a second text, for the context view")
+    p.add_argument("--token", default=None, help="the token the two texts share (default: the first shared one)")
+    p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
+    p.add_argument("--decimals", type=int, default=4, help="decimals the page starts with (default 4)")
+    p.add_argument("-o", "--output", default="attention.html", help="output file (default attention.html)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    for what, t in (("text", args.text), ("--compare", args.compare)):
+        if t is not None and not t.strip():
+            raise InputError(f"{what} is empty")
+    from ..models import load
+    from ..viewer.html import render
+    from ..viewer.run import view_data
+
+    model = load(args.model)
+    page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals))
+    out = Path(args.output)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+    print(f"wrote {out} ({len(page.encode('utf-8')) / 1024:.0f} KB); open it in a browser")
+    return 0

@@ -1,0 +1,25 @@
+"""Trace texts with exactly what the viewer needs (shared by ``attnscope view`` and the server)."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from . import data as _data
+
+#: q, k, v of every layer; the hidden states for the context view; layer 0's weights, against
+#: which the page's recomputation is checked (the other layers stay on the fast fused kernel).
+VIEW_NAMES = ("layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v", "embed.out", "layers.*.out",
+              "layers.0.attn.weights")
+
+
+def trace_texts(model, texts: Sequence[str]):
+    """``model.trace(texts)`` recording :data:`VIEW_NAMES` (one padded batch)."""
+    return model.trace(list(texts), names=list(VIEW_NAMES))
+
+
+def view_data(model, text: str, *, compare: Optional[str] = None, token: Optional[str] = None,
+              decimals: int = 4) -> dict:
+    """Page data for ``text`` (and the context comparison with ``compare``)."""
+    texts = [text] if compare is None else [text, compare]
+    tr = trace_texts(model, texts)
+    return _data.build(tr, compare=True if compare is not None else None, token=token, decimals=decimals)
