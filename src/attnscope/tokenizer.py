@@ -100,13 +100,21 @@ class Tokenizer:
         """Token strings of one text, special tokens included."""
         return self.encode(text).tokens[0]
 
-    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False) -> Batch:
+    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False,
+               max_length: Optional[int] = None) -> Batch:
         """Tokenize ``texts`` (a string or a list of strings) into one right-padded :class:`Batch`.
 
+        ``max_length`` lowers the limit below the model's (default: the model's positions).
         Raises InputError for a non-string, an empty list, a text that gives no tokens, or a text
-        longer than ``max_length`` tokens (unless ``truncate=True``, which keeps the first
-        ``max_length`` tokens, special tokens at the end kept by the post-processor).
+        longer than the limit (unless ``truncate=True``, which keeps the first tokens up to the
+        limit, the closing special tokens kept by the post-processor).
         """
+        limit = self.max_length
+        if max_length is not None:
+            if isinstance(max_length, bool) or not isinstance(max_length, int) or not 1 <= max_length <= self.max_length:
+                raise InputError(f"max_length must be an integer in [1, {self.max_length}] (the model's positions), "
+                                 f"got {max_length!r}")
+            limit = max_length
         if isinstance(texts, str):
             texts = [texts]
         if not isinstance(texts, (list, tuple)) or not texts:
@@ -116,15 +124,16 @@ class Tokenizer:
                 raise InputError(f"texts[{i}] must be a string, got {type(t).__name__}")
         encs = self.backend.encode_batch(list(texts))
         truncated = [False] * len(texts)
-        too_long = [i for i, e in enumerate(encs) if len(e.ids) > self.max_length]
+        too_long = [i for i, e in enumerate(encs) if len(e.ids) > limit]
         if too_long:
             if not truncate:
                 i = too_long[0]
                 more = f" (and {len(too_long) - 1} more)" if len(too_long) > 1 else ""
-                raise InputError(f"text {i} has {len(encs[i].ids)} tokens, longer than the model's limit of "
-                                 f"{self.max_length} positions{more}; shorten it or pass truncate=True "
-                                 f"to keep the first {self.max_length} tokens")
-            self.backend.enable_truncation(self.max_length)
+                what = "the model's limit of" if limit == self.max_length else "max_length ="
+                raise InputError(f"text {i} has {len(encs[i].ids)} tokens, longer than {what} "
+                                 f"{limit} positions{more}; shorten it or pass truncate=True "
+                                 f"to keep the first {limit} tokens")
+            self.backend.enable_truncation(limit)
             try:
                 for i in too_long:
                     encs[i] = self.backend.encode(texts[i])

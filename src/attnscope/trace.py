@@ -272,8 +272,13 @@ class Trace:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the recorded tensors."""
-        return sum(t.numel() * t.element_size() for t in self._tensors.values())
+        """Bytes of memory the recorded tensors hold. Names that are the same tensor (BERT's
+        ``layers.{i}.out`` is ``layers.{i+1}.attn_in``) and the batch-broadcast positions count once."""
+        storages = {}
+        for t in self._tensors.values():
+            st = t.untyped_storage()
+            storages[(st.device.type, st.data_ptr())] = st.nbytes()
+        return sum(storages.values())
 
     def numpy(self) -> dict[str, np.ndarray]:
         """Every tensor as a NumPy array (copied to the CPU), by name."""

@@ -143,3 +143,14 @@ def test_too_long_text_is_an_error_unless_truncation_is_asked(tiny_models):
 
 def test_every_error_is_an_attnscope_error():
     assert issubclass(ModelLoadError, AttnscopeError)
+
+
+def test_max_length_lowers_the_limit(tiny_models):
+    model = tiny_models["bert"]
+    text = "word " * 20
+    with pytest.raises(attnscope.InputError, match=r"text 0 has 22 tokens, longer than max_length = 10 positions"):
+        model.encode(text, max_length=10)
+    assert model.encode(text, max_length=10, truncate=True).lengths == [10]
+    for bad in (0, 65, 3.5, True):
+        with pytest.raises(attnscope.InputError, match=r"max_length must be an integer in \[1, 64\]"):
+            model.encode(text, max_length=bad)

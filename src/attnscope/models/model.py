@@ -69,16 +69,18 @@ class Model(TransformerEncoder):
     def dtype(self) -> torch.dtype:
         return self.embed.token_embedding.weight.dtype
 
-    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False) -> Batch:
+    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False,
+               max_length: Optional[int] = None) -> Batch:
         """Tokenize into one right-padded :class:`~attnscope.tokenizer.Batch` (CPU tensors).
 
         ``batch.input_ids`` (B, L), ``batch.attention_mask`` (B, L) (1 = real token),
         ``batch.tokens`` the token strings of each text without padding. A text longer than the
-        model's positions raises InputError unless ``truncate=True``.
+        model's positions (or than ``max_length``, if given) raises InputError unless
+        ``truncate=True``.
         """
         if self.tokenizer is None:
             raise InputError(f"model {self.name!r} has no tokenizer; pass token ids to forward()")
-        return self.tokenizer.encode(texts, truncate=truncate)
+        return self.tokenizer.encode(texts, truncate=truncate, max_length=max_length)
 
     def as_batch(self, texts: Texts, *, truncate: bool = False) -> Batch:
         batch = texts if isinstance(texts, Batch) else self.encode(texts, truncate=truncate)
