@@ -54,6 +54,7 @@ def tokens(trace, index: int = 0) -> list[str]:
 
 
 def _get(trace, name: str, index: int):
+    index = check_text(trace, index)
     if name not in trace:
         raise InputError(f"the trace has no {name!r}; trace the text with names=None (everything) "
                          f"or include {name!r}")

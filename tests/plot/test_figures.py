@@ -1,0 +1,114 @@
+"""The figures show the trace's numbers: image data, annotations, labels, histogram variances,
+softmax bars — each compared with a reference computed another way."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnscope import plot
+from attnscope.errors import InputError
+from attnscope.viewer import source
+
+
+def _image(ax):
+    (im,) = ax.get_images()
+    return np.asarray(im.get_array(), dtype=np.float64)
+
+
+def test_heatmap_shows_the_traced_weights_with_labels(full_trace):
+    fig = plot.head_heatmap(full_trace, layer=2, head=5)
+    ax = fig.axes[0]
+    n = len(full_trace.tokens[0])
+    traced = full_trace["layers.2.attn.weights"][0, 5].double().numpy()  # (n, n) float32 from the model
+    np.testing.assert_allclose(_image(ax), traced, atol=0, rtol=0)
+    assert [t.get_text() for t in ax.get_xticklabels()] == full_trace.tokens[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == full_trace.tokens[0]
+    texts = [t for t in ax.texts]
+    assert len(texts) == n * n  # annotated: n ≤ ANNOTATE_MAX_TOKENS
+    for t in texts:
+        i, j = round(t.get_position()[1]), round(t.get_position()[0])
+        assert t.get_text() == f"{traced[i, j]:.2f}"
+
+
+def test_heatmap_without_recorded_weights_computes_them_from_q_k(trace, full_trace):
+    # `trace` records only layer 0's weights; layer 3's come from q and k in float64.
+    a = _image(plot.head_heatmap(trace, layer=3, head=1).axes[0])
+    b = full_trace["layers.3.attn.weights"][0, 1].double().numpy()
+    np.testing.assert_allclose(a, b, atol=2e-6)
+
+
+def test_long_texts_are_not_annotated(minilm):
+    tr = minilm.trace(" ".join(["word"] * 30), names=["layers.0.attn.weights"])
+    assert len(plot.head_heatmap(tr).axes[0].texts) == 0
+    assert len(plot.head_heatmap(tr, annotate=True).axes[0].texts) == 32 * 32
+
+
+def test_grid_has_every_layer_and_head(full_trace):
+    fig = plot.heads_grid(full_trace)
+    L, H = full_trace.config.n_layers, full_trace.config.n_heads
+    heat = [ax for ax in fig.axes if ax.get_images() and ax.get_label() != "<colorbar>"]
+    assert len(heat) == L * H
+    for idx in (0, 13, L * H - 1):
+        layer, head = divmod(idx, H)
+        np.testing.assert_array_equal(_image(heat[idx]), full_trace[f"layers.{layer}.attn.weights"][0, head].double().numpy())
+
+
+def test_histograms_of_the_random_experiment():
+    fig = plot.score_histograms(d_k=256, n=400, seed=1)
+    a, b = fig.axes[:2]
+    # the same draw, made independently, gives the variances in the titles
+    rng = np.random.default_rng(1)
+    q, k = rng.standard_normal((400, 256)), rng.standard_normal((400, 256))
+    raw = torch.from_numpy(q) @ torch.from_numpy(k).T
+    assert a.get_title() == f"unscaled q·k (var = {raw.var(unbiased=False).item():.1f})"
+    assert b.get_title() == f"scaled q·k / √d_k (var = {(raw / 16).var(unbiased=False).item():.2f})"
+    assert 230 < raw.var().item() < 285  # ≈ d_k, as the article says
+    assert sum(p.get_height() for p in a.patches) == 400 * 400
+
+
+def test_histograms_of_a_trace_use_its_scores(full_trace):
+    fig = plot.score_histograms(full_trace, layer=1)
+    raw = full_trace["layers.1.attn.scores"][0].double()
+    a, b = fig.axes[:2]
+    assert a.get_title() == f"unscaled q·k (var = {raw.var(unbiased=False).item():.1f})"
+    scaled = full_trace["layers.1.attn.scaled"][0].double()
+    assert b.get_title() == f"scaled q·k / √d_k (var = {scaled.var(unbiased=False).item():.2f})"
+
+
+def test_softmax_temperature_bars():
+    x = [15.3, 22.7, 18.2, 2.1, 1.8]  # the first article's row of 喜 (first five keys)
+    fig = plot.softmax_temperatures(x, (1.0, 8.0), labels=list("我喜欢人工"))
+    ax = fig.axes[0]
+    heights = np.array([p.get_height() for p in ax.patches]).reshape(2, 5)
+    for row, t in zip(heights, (1.0, 8.0)):
+        np.testing.assert_allclose(row, torch.softmax(torch.tensor(x, dtype=torch.float64) / t, 0).numpy(), rtol=1e-12)
+    # the article prints scaled ÷8 as [0.187, 0.473, 0.270, 0.036, 0.035]; 0.270 is a slip for 0.2693
+    assert np.round(heights[1], 3).tolist() == [0.187, 0.473, 0.269, 0.036, 0.035]
+    # unscaled it is nearly one-hot on 喜 (the article's 0.997 is really 0.9884)
+    assert np.round(heights[0], 4).tolist() == [0.0006, 0.9884, 0.011, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda tr: plot.head_heatmap(tr, layer=6), "layer 6 is out of range"),
+    (lambda tr: plot.head_heatmap(tr, head=-1), "head -1 is out of range"),
+    (lambda tr: plot.head_heatmap(tr, text=5), "text 5 is out of range"),
+    (lambda tr: plot.softmax_temperatures([1, 2], (0.0,)), "temperatures must be positive"),
+    (lambda tr: plot.softmax_temperatures([], (1,)), "non-empty"),
+    (lambda tr: plot.softmax_temperatures([1, math.inf], (1,)), "finite"),
+    (lambda tr: plot.softmax_temperatures([1, 2], (1,), labels=["a"]), "labels has 1"),
+    (lambda tr: plot.score_histograms(d_k=0), "positive integers"),
+])
+def test_bad_arguments_name_the_problem(full_trace, call, msg):
+    with pytest.raises(InputError, match=msg):
+        call(full_trace)
+
+
+def test_figures_do_not_touch_pyplot(full_trace):
+    import matplotlib.pyplot as plt
+    before = plt.get_fignums()
+    plot.head_heatmap(full_trace)
+    plot.heads_grid(full_trace)
+    assert plt.get_fignums() == before
+    assert source.n_layers(full_trace) == 6

@@ -1,0 +1,36 @@
+"""``attnscope plot`` writes PNG, SVG and PDF by extension and reports bad input in one line."""
+
+import pytest
+
+from attnscope.cli import main
+
+MAGIC = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF-", ".svg": b"<?xml"}
+
+
+@pytest.mark.parametrize("ext", [".png", ".svg", ".pdf"])
+def test_formats_by_extension(tmp_path, capsys, ext):
+    out = tmp_path / f"fig{ext}"
+    assert main(["plot", "我喜欢人工智能 the bank", "--layer", "1", "--head", "2", "-o", str(out)]) == 0
+    assert out.read_bytes().startswith(MAGIC[ext])
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_other_kinds(tmp_path):
+    assert main(["plot", "--kind", "hist", "--d-k", "64", "-o", str(tmp_path / "h.png")]) == 0
+    assert main(["plot", "--kind", "softmax", "--scores", "15.3,22.7,18.2", "--temperatures", "1,8",
+                 "-o", str(tmp_path / "s.svg")]) == 0
+    assert main(["plot", "the cat sat", "--kind", "grid", "-o", str(tmp_path / "g.png")]) == 0
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["plot", "hi", "-o", "x.bmp"], "use a .png, .svg or .pdf"),
+    (["plot", "hi", "--layer", "9", "-o", "x.png"], "layer 9 is out of range: there are 6 layers (0..5)"),
+    (["plot", "hi", "--head", "12", "-o", "x.png"], "head 12 is out of range"),
+    (["plot", "--kind", "grid", "-o", "x.png"], "--kind grid needs a text"),
+    (["plot", "--kind", "softmax", "--scores", "1,a", "-o", "x.png"], "--scores must be comma-separated numbers"),
+])
+def test_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, msg):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1 and "Traceback" not in err
