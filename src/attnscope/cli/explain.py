@@ -1,0 +1,139 @@
+"""``attnscope explain``: a step-by-step worked calculation of attention.
+
+  attnscope explain --example three-tokens                  the article's three tokens, by hand
+  attnscope explain input.yaml --lang zh --format markdown  your own X, W_Q, W_K, W_V (YAML/JSON/TOML)
+  attnscope explain -X "1,0;0,1;1,1" --wq "1,0;1,1" --wk "1,2;0,1" --wv "2,0;0,1"
+  attnscope explain --text "我喜欢人工智能" --layer 0 --head 3 --token 我 --dims 3
+  attnscope explain --scores 15.3,22.7,18.2,2.1,1.8 --dk 64 --labels 我,喜,歡,人,工
+  attnscope explain scaling --dk 64                          why divide by √d_k
+
+Formats: rich (terminal, default), markdown, latex, json. All arithmetic is float64; numbers are
+rounded only for display (--decimals, half-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import InputError
+
+FORMATS = ("rich", "markdown", "latex", "json")
+
+
+def add_output_options(p, default_decimals: int = 4) -> None:
+    g = p.add_argument_group("output")
+    g.add_argument("--format", "-f", choices=FORMATS, default="rich", help="output format (default: rich)")
+    g.add_argument("--lang", choices=("en", "zh"), default="en", help="language of every label (default: en)")
+    g.add_argument("--decimals", type=int, default=default_decimals,
+                   help=f"decimals shown (default {default_decimals}); the arithmetic is never rounded")
+    g.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of the terminal")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("explain", help="print a worked calculation step by step",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("source", nargs="?", metavar="INPUT|scaling",
+                   help="a YAML/JSON/TOML file with X, W_Q, W_K, W_V (optional W_O, mask, causal, scoring, "
+                        "tokens), or 'scaling' for the √d_k lesson")
+    p.add_argument("--example", metavar="NAME", help="a built-in toy input: three-tokens")
+    toy = p.add_argument_group("toy input on the command line (rows separated by ';')")
+    toy.add_argument("-X", dest="X", metavar="M", help='token vectors, e.g. "1,0; 0,1; 1,1"')
+    toy.add_argument("--wq", metavar="M", help="W_Q (d_model × d_k)")
+    toy.add_argument("--wk", metavar="M", help="W_K (d_model × d_k)")
+    toy.add_argument("--wv", metavar="M", help="W_V (d_model × d_v)")
+    toy.add_argument("--wo", metavar="M", help="W_O (d_v × d_out), optional")
+    toy.add_argument("--labels", metavar="A,B,C", help="token labels, comma separated")
+    toy.add_argument("--scoring", choices=("scaled", "unscaled", "inv_d", "cosine", "qknorm"),
+                     help="how scores are formed (default: scaled)")
+    toy.add_argument("--causal", action="store_true", help="each token sees only itself and earlier tokens")
+    toy.add_argument("--expand", choices=("auto", "always", "never"), default="auto",
+                     help="write out row·column products and weighted sums (default: while small)")
+    real = p.add_argument_group("one row of a real model")
+    real.add_argument("--text", help="the text to run through the model")
+    real.add_argument("--model", metavar="FOLDER", help="a local Hugging Face folder (default: all-MiniLM-L6-v2)")
+    real.add_argument("--layer", type=int, default=0, help="layer, from 0 (default 0)")
+    real.add_argument("--head", type=int, default=0, help="head, from 0 (default 0)")
+    real.add_argument("--token", help="the query token, e.g. 喜 (the first one if it occurs twice)")
+    real.add_argument("--position", type=int, help="the query's position, from 0 ([CLS] is 0)")
+    real.add_argument("--dims", type=int, default=3, help="dimensions of V written out (default 3)")
+    row = p.add_argument_group("one row from given raw scores, and the scaling lesson")
+    row.add_argument("--scores", action="append", metavar="S1,S2,…",
+                     help="raw scores of one query (the scaling lesson takes several)")
+    row.add_argument("--values", metavar="M", help="the V rows for --scores, one per score")
+    row.add_argument("--query", type=int, help="position of the query among the --scores keys (for labels)")
+    row.add_argument("--dk", type=int, help="d_k: scores are divided by √d_k (scaling: default 64)")
+    row.add_argument("--seed", type=int, default=0, help="scaling: seed of the sampled variance (default 0)")
+    row.add_argument("--samples", type=int, default=10000, help="scaling: sampled pairs per d_k (default 10000)")
+    add_output_options(p)
+    p.set_defaults(func=run)
+
+
+def build(args):
+    """The Worked object the arguments ask for (raises AttnscopeError subclasses on bad input)."""
+    from ..explain import explain
+    from ..explain.inputs import parse_labels_arg, parse_matrix_arg, parse_vector_arg
+
+    if args.source == "scaling":
+        vectors = [parse_vector_arg(s, f"--scores {s!r}") for s in args.scores] if args.scores else None
+        return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed,
+                       samples=args.samples, scores=vectors)
+    labels = parse_labels_arg(args.labels) if args.labels else None
+    if args.text is not None:
+        return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
+                       position=args.position, dims=args.dims, expand=args.expand)
+    if args.scores:
+        if len(args.scores) > 1:
+            raise InputError("--scores: give one row of scores here (several only with 'explain scaling')")
+        values = parse_matrix_arg(args.values, "--values") if args.values else None
+        return explain(scores=parse_vector_arg(args.scores[0], "--scores"), tokens=labels, d_k=args.dk,
+                       values=values, query=args.query, dims=args.dims, expand=args.expand)
+    matrices = {}
+    for key, flag in (("X", "X"), ("W_Q", "wq"), ("W_K", "wk"), ("W_V", "wv"), ("W_O", "wo")):
+        value = getattr(args, flag)
+        if value is not None:
+            opt = "-X" if flag == "X" else f"--{flag}"
+            matrices[key] = parse_matrix_arg(value, opt)
+    extra = {}
+    if args.scoring:
+        extra["scoring"] = args.scoring
+    if args.causal:
+        extra["causal"] = True
+    if matrices:
+        if args.source or args.example:
+            raise InputError("give the toy input once: an input file, --example, or -X/--wq/--wk/--wv")
+        return explain(tokens=labels, expand=args.expand, **matrices, **extra)
+    if args.source is None and args.example is None:
+        raise InputError("nothing to explain: give an input file, --example three-tokens, -X/--wq/--wk/--wv, "
+                         "--text (a real model), --scores, or 'scaling'")
+    if extra or labels:
+        from ..explain import toy_problem
+        from ..explain.toy import explain_toy
+        p = toy_problem(args.source, example=args.example)
+        if "scoring" in extra:
+            p.scoring = extra["scoring"]
+        if extra.get("causal"):
+            p.causal = True
+        if labels:
+            from ..explain.inputs import labels as check_labels
+            p.tokens = check_labels(labels, "--labels", p.L)
+        return explain_toy(p, expand=args.expand)
+    return explain(args.source, example=args.example, expand=args.expand)
+
+
+def emit(w, args) -> None:
+    if args.output:
+        text = w.render(args.format, lang=args.lang, decimals=args.decimals)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise InputError(f"cannot write {args.output}: {e.strerror}") from None
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        w.print(args.format, lang=args.lang, decimals=args.decimals)
+
+
+def run(args) -> int:
+    emit(build(args), args)
+    return 0

@@ -1,0 +1,204 @@
+"""Fresh hand-calculation exercises in the style of the three-token article.
+
+    >>> from attnscope.exercise import make_exercise
+    >>> ex = make_exercise(tokens=3, dim=2, seed=7)
+    >>> print(ex.problem().render("markdown"))      # the problem and the questions
+    >>> open("answers.yaml", "w").write(ex.answers_file())   # blank answers, for `attnscope check`
+    >>> print(ex.solution().render("markdown"))     # the worked solution and the answers
+
+Inputs are small integers (``style="int"``) or one-decimal numbers (``style="decimal"``), drawn
+with a seeded generator and redrawn until the arithmetic stays humane: Q, K, V entries within ±6,
+raw scores within ±9, no query row of zeros, no row of equal scores (softmax would be uniform), and
+distinct tokens. The same seed gives the same numbers in every language; only the labels change.
+
+The three conceptual questions are the first article's quiz (why ÷√d_k; the two operations of
+softmax; whose information a token's new vector holds); their answers quote this exercise's own
+numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InputError
+from .explain.doc import Formula, Matrix, Para, Step, Sym, VecParam, Worked, t
+from .explain.numbers import fmt, short
+from .explain.toy import ToyProblem, compute, explain_toy
+
+TOKENS = {
+    "en": ["I", "love", "you", "cats", "eat", "fish", "we", "run"],
+    "zh": ["我", "爱", "你", "猫", "吃", "鱼", "我们", "跑"],
+}
+
+STEPS = ("Q", "K", "V", "scores", "scaled", "exp", "sums", "weights", "output")
+
+MAX_TRIES = 10000
+
+
+@dataclass
+class Exercise:
+    problem_input: ToyProblem
+    seed: int
+    style: str
+    lang: str
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def values(self) -> dict:
+        return compute(self.problem_input)
+
+    def problem(self) -> Worked:
+        """The problem: inputs, the tasks, the questions."""
+        p = self.problem_input
+        L, d = p.L, p.d_k
+        intro = [Para(t("ex.intro", L=L, d=d)),
+                 Matrix(Sym("X", "X"), p.X, rows=p.tokens, caption=t("toy.x_caption", d=d), exact=True)]
+        for k in ("W_Q", "W_K", "W_V"):
+            intro.append(Matrix(Sym(k, k), getattr(p, k), exact=True))
+        tasks = [Para(t(f"ex.task_{i}")) for i in range(1, 7)]
+        tasks.append(Para(t("ex.decimals"), style="note"))
+        questions = [Para(t("ex.q1")), Para(t("ex.q2")), Para(t("ex.q3", tok=p.tokens[self._q3_row()]))]
+        steps = [Step("tasks", t("ex.step_tasks"), tasks), Step("questions", t("ex.step_questions"), questions)]
+        return Worked("exercise", t("ex.title", seed=self.seed, L=L, d=d), intro, steps,
+                      values={}, meta={"seed": self.seed, "tokens": L, "dim": d, "style": self.style})
+
+    def solution(self) -> Worked:
+        """The worked solution (every step of ``explain``) and the answers to the questions."""
+        w = explain_toy(self.problem_input)
+        w.title = t("ex.solution_title", seed=self.seed)
+        w.intro = self.problem().intro + [b for b in w.intro if isinstance(b, Formula)]
+        w.steps.append(Step("answers", t("ex.step_answers"), self._answers()))
+        w.meta = dict(w.meta, seed=self.seed, style=self.style)
+        return w
+
+    def answers_file(self) -> str:
+        """A blank answers file (YAML) in the format ``attnscope check`` reads."""
+        p, v = self.problem_input, self.values
+        lines = [f"# {_plain(t('ex.file_comment1', seed=self.seed), self.lang)}",
+                 f"# {_plain(t('ex.file_comment2'), self.lang)}",
+                 "problem:",
+                 f"  name: exercise-{self.seed}",
+                 f"  tokens: [{', '.join(_yaml_str(s) for s in p.tokens)}]"]
+        for k in ("X", "W_Q", "W_K", "W_V"):
+            lines.append(f"  {k}: {_flow(getattr(p, k))}")
+        lines.append("answers:")
+        for name in STEPS:
+            if name == "sums":
+                lines.append(f"  sums: [{', '.join('~' for _ in range(p.L))}]")
+                continue
+            shape = v[name].shape
+            blank = "[" + ", ".join("[" + ", ".join("~" for _ in range(shape[1])) + "]" for _ in range(shape[0])) + "]"
+            lines.append(f"  {name}: {blank}")
+        return "\n".join(lines) + "\n"
+
+    # ------------------------------------------------------------------------------------------
+    def _q3_row(self) -> int:
+        """The token whose output takes most from another token (the article asked about 喜)."""
+        w = self.values["weights"]
+        off = w - np.diag(np.diag(w))
+        return int(np.unravel_index(np.argmax(off), off.shape)[0])
+
+    def _answers(self) -> list:
+        p, v = self.problem_input, self.values
+        d = p.d_k
+        # 1: the row whose softmax the scale changes most
+        raw_soft = np.array([_softmax(r) for r in v["scores"]])
+        i = int(np.argmax(np.abs(raw_soft - v["weights"]).max(1)))
+        from .explain.scaling import sampled_variance
+        var64, _ = sampled_variance(64, 10000, np.random.default_rng(0))
+        a1 = Para(t("ex.a1", tok=p.tokens[i], s=VecParam(list(v["scores"][i])), p=VecParam(list(raw_soft[i])),
+                    root=short(math.sqrt(d)) if math.sqrt(d).is_integer() else math.sqrt(d), dk=d,
+                    ps=VecParam(list(v["weights"][i])), var=var64))
+        # 2: exp and normalisation, on the row with the widest spread
+        j = int(np.argmax(np.ptp(v["scaled"], axis=1)))
+        row = v["scaled"][j]
+        lo, hi = int(np.argmin(row)), int(np.argmax(row))
+        a2 = Para(t("ex.a2", tok=p.tokens[j], s=VecParam(list(row)), e=VecParam(list(v["exp"][j])),
+                    gap=float(row[hi] - row[lo]), ratio=float(v["exp"][j][hi] / v["exp"][j][lo]),
+                    sum=float(v["sums"][j]), w=VecParam(list(v["weights"][j]))))
+        # 3: whose information
+        k = self._q3_row()
+        order = np.argsort(-v["weights"][k], kind="stable")
+        shares = [t("toy.share", pct=fmt(100 * v["weights"][k, m], 1) + "%", tok=p.tokens[m]) for m in order]
+        a3 = Para(t("ex.a3", tok=p.tokens[k], shares=shares, top=p.tokens[int(order[0])],
+                    o=VecParam(list(v["output"][k])), x=VecParam(list(p.X[k]), exact=True)))
+        return [Para(t("ex.q1")), a1, Para(t("ex.q2")), a2, Para(t("ex.q3", tok=p.tokens[k])), a3]
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def _plain(x, lang: str) -> str:
+    from .explain.render.base import Ctx
+    return Ctx(lang).text(x)
+
+
+def _yaml_str(s: str) -> str:
+    import json
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _flow(m: np.ndarray) -> str:
+    return "[" + ", ".join("[" + ", ".join(short(x) for x in r) + "]" for r in m) + "]"
+
+
+# ----------------------------------------------------------------------------------------------
+
+def _draw(rng: np.random.Generator, shape, style: str) -> np.ndarray:
+    if style == "int":
+        return rng.choice(np.array([-1.0, 0.0, 1.0, 2.0]), size=shape, p=[0.15, 0.3, 0.35, 0.2])
+    return rng.choice(np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 1.5]), size=shape)
+
+
+def _draw_x(rng: np.random.Generator, shape, style: str) -> np.ndarray:
+    if style == "int":
+        return rng.choice(np.array([0.0, 1.0, 2.0]), size=shape, p=[0.35, 0.45, 0.2])
+    return rng.choice(np.array([0.0, 0.5, 1.0, 1.5, 2.0]), size=shape)
+
+
+def _humane(p: ToyProblem) -> bool:
+    v = compute(p)
+    if np.abs(np.concatenate([v["Q"], v["K"], v["V"]], 1)).max() > 6:
+        return False
+    if np.abs(v["scores"]).max() > 9:
+        return False
+    if (np.abs(v["Q"]).sum(1) == 0).any() or (np.abs(v["K"]).sum(1) == 0).all():
+        return False
+    if (np.ptp(v["scores"], axis=1) == 0).any():
+        return False
+    if len({tuple(r) for r in p.X}) < p.L or (np.abs(p.X).sum(1) == 0).any():
+        return False
+    if len({tuple(r) for r in v["V"]}) < min(p.L, 2):
+        return False
+    return True
+
+
+def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "int", lang: str = "en") -> Exercise:
+    """A fresh exercise; see the module doc. ``tokens`` 2..8, ``dim`` 1..4."""
+    for name, value, lo, hi in (("tokens", tokens, 2, 8), ("dim", dim, 1, 4)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
+            raise InputError(f"{name} must be an integer from {lo} to {hi} (a hand calculation), got {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    if style not in ("int", "decimal"):
+        raise InputError(f"style must be 'int' or 'decimal', got {style!r}")
+    if lang not in TOKENS:
+        raise InputError(f"unknown language {lang!r}; choose one of {', '.join(TOKENS)}")
+    rng = np.random.default_rng(seed)
+    labels = TOKENS[lang][:tokens]
+    for _ in range(MAX_TRIES):
+        X = _draw_x(rng, (tokens, dim), style)
+        W = [_draw(rng, (dim, dim), style) for _ in range(3)]
+        p = ToyProblem(X=X, W_Q=W[0], W_K=W[1], W_V=W[2], tokens=list(labels), name=f"exercise-{seed}",
+                       source=f"exercise seed {seed}")
+        if _humane(p):
+            return Exercise(p, int(seed), style, lang)
+    raise InputError(f"no humane exercise found for tokens={tokens}, dim={dim}, seed={seed}; try another seed")
+
+
+__all__ = ["Exercise", "make_exercise", "STEPS", "TOKENS"]

@@ -1,0 +1,92 @@
+"""Worked calculations that a learner can follow.
+
+    >>> import attnscope
+    >>> w = attnscope.explain(example="three-tokens")        # a Worked object
+    >>> print(w.render("markdown", lang="zh", decimals=4))
+
+:func:`explain` returns a :class:`~.doc.Worked` (the numbers and the steps, no formatting);
+``w.render(format, lang, decimals)`` turns it into text ("rich", "markdown", "latex", "json").
+
+Three kinds:
+
+* toy inputs (``example=``, ``source=`` a YAML/JSON/TOML file or a mapping, or ``X=, W_Q=, …``):
+  :func:`.toy.explain_toy`;
+* one query row — of a real model (``text=, layer=, head=, token=|position=``, from the trace)
+  or of given raw scores (``scores=``, the first article's row of 喜): :mod:`.row`;
+* the scaling lesson (``lesson="scaling"``): :mod:`.scaling`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..errors import InputError
+from .doc import Worked
+from .toy import ToyProblem, compute, explain_toy
+
+
+def toy_problem(source=None, *, example: Optional[str] = None, **matrices) -> ToyProblem:
+    """A :class:`ToyProblem` from a built-in example name, a file path, a mapping or keyword matrices."""
+    from ..examples import EXAMPLES
+    given = [x for x in (source is not None, example is not None, bool(matrices)) if x]
+    if len(given) > 1:
+        raise InputError("give one of: an input file/mapping, an example name, or matrices (X=, W_Q=, …)")
+    if example is not None:
+        if example not in EXAMPLES:
+            raise InputError(f"unknown example {example!r}; choose one of {', '.join(sorted(EXAMPLES))}")
+        return ToyProblem.from_mapping(dict(EXAMPLES[example]), source=f"example {example}")
+    if isinstance(source, dict):
+        return ToyProblem.from_mapping(source, source="input")
+    if isinstance(source, ToyProblem):
+        return source
+    if isinstance(source, str):
+        from .inputs import load_mapping
+        return ToyProblem.from_mapping(load_mapping(source), source=source)
+    if matrices:
+        clean = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in matrices.items() if v is not None}
+        return ToyProblem.from_mapping(clean, source="arguments")
+    raise InputError("nothing to explain: give an input file, example=..., or X=, W_Q=, W_K=, W_V=")
+
+
+def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str] = None,
+            text: Optional[str] = None, model=None, layer: int = 0, head: int = 0,
+            token: Optional[str] = None, position: Optional[int] = None, dims: int = 3,
+            scores=None, values=None, tokens=None, d_k: Optional[int] = None, query: Optional[int] = None,
+            expand: str = "auto", seed: int = 0, samples: int = 10000, **matrices) -> Worked:
+    """A worked calculation.
+
+    Args:
+        source: toy input — path of a YAML/JSON/TOML file, a mapping, or a ToyProblem.
+        example: a built-in toy input ("three-tokens").
+        lesson: "scaling" for the √d_k lesson (``d_k`` defaults to 64; ``seed``, ``samples``).
+        text, model, layer, head, token, position, dims: one query row of a real model — the
+            model (an ``attnscope`` Model or a path; None = the default), the text, the layer and
+            head (0-based), the query by token string or 0-based position, and how many leading
+            dimensions of V to write out.
+        scores, values, tokens, d_k, query: one row from given raw scores (and optional V rows),
+            e.g. the first article's row of 喜.
+        expand: "auto" | "always" | "never" — write out products and weighted sums.
+        **matrices: X, W_Q, W_K, W_V, W_O, mask, causal, scoring, tokens for a toy input.
+    Returns:
+        :class:`Worked`; ``.render(format, lang, decimals)`` formats it.
+    """
+    if lesson is not None:
+        if lesson != "scaling":
+            raise InputError(f"unknown lesson {lesson!r}; the lessons are: scaling")
+        from .scaling import explain_scaling
+        return explain_scaling(d_k=d_k or 64, seed=seed, samples=samples,
+                               vectors=scores if scores is not None else None)
+    if text is not None:
+        from .row import explain_model_row
+        return explain_model_row(text, model=model, layer=layer, head=head, token=token,
+                                 position=position, dims=dims, expand=expand)
+    if scores is not None:
+        from .row import explain_scores_row
+        return explain_scores_row(scores, tokens=tokens, d_k=d_k, values=values, query=query,
+                                  dims=dims, expand=expand)
+    if tokens is not None:
+        matrices["tokens"] = tokens
+    return explain_toy(toy_problem(source, example=example, **matrices), expand=expand)
+
+
+__all__ = ["explain", "explain_toy", "toy_problem", "ToyProblem", "compute", "Worked"]

@@ -1,0 +1,284 @@
+"""Reading matrices from YAML, JSON, TOML files and from command-line strings.
+
+Every error names where the problem is — file, key, row, column — in one line, because these
+files are written by hand and the person who wrote them needs to find the slip.
+
+``load_mapping(path, keep_text=True)`` keeps each number as a :class:`~.numbers.Written` (its value
+and the decimals it was written with), which the checker needs: YAML would read ``0.710`` as 0.71
+and forget the third decimal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from .numbers import Written, parse_written
+
+FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
+
+
+# ----------------------------------------------------------------------------------------------
+# files
+# ----------------------------------------------------------------------------------------------
+
+def load_mapping(path: str, keep_text: bool = False) -> dict:
+    """The top-level mapping of a YAML, JSON or TOML file (chosen by extension).
+
+    With ``keep_text`` numbers are :class:`Written` objects, else floats/ints.
+    Raises InputError for an unknown extension, a syntax error (with line and column), or a
+    top level that is not a mapping. A missing file raises FileNotFoundError (the CLI reports it).
+    """
+    ext = os.path.splitext(path)[1].lower()
+    kind = FORMATS.get(ext)
+    if kind is None:
+        raise InputError(f"{path}: unknown file type {ext or '(none)'!r}; use .yaml, .yml, .json or .toml")
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    return loads(text, kind, name=path, keep_text=keep_text)
+
+
+def loads(text: str, kind: str, name: str = "<input>", keep_text: bool = False) -> dict:
+    """Parse ``text`` as ``kind`` ("yaml", "json", "toml"); see :func:`load_mapping`."""
+    if kind == "yaml":
+        data = _load_yaml(text, name, keep_text)
+    elif kind == "json":
+        data = _load_json(text, name, keep_text)
+    elif kind == "toml":
+        data = _load_toml(text, name, keep_text)
+    else:
+        raise InputError(f"{name}: unknown format {kind!r}")
+    if not isinstance(data, dict):
+        raise InputError(f"{name}: the top level must be a mapping (key: value), got {_kind(data)}")
+    return data
+
+
+def _load_yaml(text: str, name: str, keep_text: bool):
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    if keep_text:
+        def number(loader, node):
+            w = parse_written(node.value)
+            if w is None:  # YAML-specific spellings such as 0x1F or 1_000: value only
+                value = yaml.SafeLoader.construct_yaml_float(loader, node) if node.tag.endswith("float") \
+                    else yaml.SafeLoader.construct_yaml_int(loader, node)
+                return Written(float(value), 0, node.value)
+            return w
+        Loader.add_constructor("tag:yaml.org,2002:float", number)
+        Loader.add_constructor("tag:yaml.org,2002:int", number)
+    try:
+        return yaml.load(text, Loader=Loader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InputError(f"{name}: not valid YAML{where}: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise InputError(f"{name}: not valid YAML: {e}") from None
+
+
+def _load_json(text: str, name: str, keep_text: bool):
+    kw = {}
+    if keep_text:
+        kw = dict(parse_float=parse_written, parse_int=parse_written,
+                  parse_constant=lambda s: parse_written(s.replace("Infinity", "inf")))
+    try:
+        return json.loads(text, **kw)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{name}: not valid JSON, line {e.lineno}, column {e.colno}: {e.msg}") from None
+
+
+def _load_toml(text: str, name: str, keep_text: bool):
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(text, parse_float=parse_written if keep_text else float)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{name}: not valid TOML: {e}") from None
+    if keep_text:
+        data = _ints_to_written(data)
+    return data
+
+
+def _ints_to_written(x):
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, int):
+        return Written(float(x), 0, str(x))
+    if isinstance(x, dict):
+        return {k: _ints_to_written(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_ints_to_written(v) for v in x]
+    return x
+
+
+def _kind(x) -> str:
+    if x is None:
+        return "nothing"
+    if isinstance(x, (list, tuple)):
+        return "a list"
+    if isinstance(x, dict):
+        return "a mapping"
+    if isinstance(x, Written):
+        return f"the number {x.text}"
+    return f"{type(x).__name__} {x!r}"
+
+
+# ----------------------------------------------------------------------------------------------
+# matrices
+# ----------------------------------------------------------------------------------------------
+
+def number(x: Any, where: str, allow_none: bool = False, allow_inf: bool = False) -> Any:
+    """One entry as float (or Written kept as is); ``where`` names its place for the error."""
+    if x is None:
+        if allow_none:
+            return None
+        raise InputError(f"{where}: an entry is empty")
+    if isinstance(x, bool):
+        raise InputError(f"{where}: {str(x).lower()} is not a number")
+    if isinstance(x, Written):
+        value = x.value
+    elif isinstance(x, (int, float, np.floating, np.integer)):
+        value = float(x)
+    elif isinstance(x, str):
+        w = parse_written(x)
+        if w is None:
+            raise InputError(f"{where}: {x!r} is not a number")
+        x, value = w, w.value
+    else:
+        raise InputError(f"{where}: expected a number, got {_kind(x)}")
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        raise InputError(f"{where}: {value} is not a finite number")
+    return x if isinstance(x, Written) else value
+
+
+def matrix(x: Any, where: str, *, rows: Optional[int] = None, cols: Optional[int] = None,
+           allow_none: bool = False, allow_inf: bool = False, raw: bool = False):
+    """A rectangular matrix (list of rows) → float64 array (L, d), or the entries as given (raw).
+
+    ``where`` is e.g. "answers.yaml, key weights"; errors add "row r, column c" (1-based).
+    ``rows``/``cols`` require a size.
+    """
+    if isinstance(x, np.ndarray):
+        x = x.tolist()
+    if not isinstance(x, (list, tuple)) or len(x) == 0:
+        raise InputError(f"{where}: expected a matrix (a list of rows), got {_kind(x)}")
+    if not all(isinstance(r, (list, tuple)) for r in x):
+        bad = next(i for i, r in enumerate(x) if not isinstance(r, (list, tuple)))
+        raise InputError(f"{where}, row {bad + 1}: expected a row (a list of numbers), got {_kind(x[bad])}")
+    width = len(x[0])
+    out = []
+    for i, r in enumerate(x):
+        if len(r) != width:
+            raise InputError(f"{where}, row {i + 1}: has {len(r)} entries but row 1 has {width}; "
+                             "a matrix must be rectangular")
+        out.append([number(v, f"{where}, row {i + 1}, column {j + 1}", allow_none, allow_inf)
+                    for j, v in enumerate(r)])
+    if width == 0:
+        raise InputError(f"{where}: the rows are empty")
+    if rows is not None and len(out) != rows:
+        raise InputError(f"{where}: expected {rows} rows, got {len(out)}")
+    if cols is not None and width != cols:
+        raise InputError(f"{where}: expected {cols} columns, got {width}")
+    if raw:
+        return out
+    return np.array([[_value(v) for v in r] for r in out], dtype=np.float64)
+
+
+def vector(x: Any, where: str, *, size: Optional[int] = None, allow_none: bool = False,
+           allow_inf: bool = False, raw: bool = False, max_size: Optional[int] = None):
+    """A list of numbers → float64 array (n,), or the entries as given (raw)."""
+    if isinstance(x, np.ndarray):
+        x = x.tolist()
+    if not isinstance(x, (list, tuple)) or len(x) == 0:
+        raise InputError(f"{where}: expected a list of numbers, got {_kind(x)}")
+    out = []
+    for j, v in enumerate(x):
+        if isinstance(v, (list, tuple)):
+            raise InputError(f"{where}, entry {j + 1}: expected a number, got a list "
+                             "(this key takes one row, not a matrix)")
+        out.append(number(v, f"{where}, entry {j + 1}", allow_none, allow_inf))
+    if size is not None and len(out) != size:
+        raise InputError(f"{where}: expected {size} numbers, got {len(out)}")
+    if max_size is not None and len(out) > max_size:
+        raise InputError(f"{where}: expected at most {max_size} numbers, got {len(out)}")
+    if raw:
+        return out
+    return np.array([_value(v) for v in out], dtype=np.float64)
+
+
+def _value(v) -> float:
+    if v is None:
+        return math.nan
+    return v.value if isinstance(v, Written) else float(v)
+
+
+def parse_matrix_arg(text: str, where: str) -> np.ndarray:
+    """A matrix from the command line: ``"1,0; 0,1; 1,1"`` (rows by ``;``) or JSON ``[[1,0],[0,1]]``."""
+    t = text.strip()
+    if t.startswith("["):
+        try:
+            value = json.loads(t)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}: {text!r} is not a JSON matrix ({e.msg}, column {e.colno})") from None
+        if isinstance(value, list) and value and not isinstance(value[0], list):
+            value = [value]
+        return matrix(value, where)
+    rows = [r for r in t.split(";")]
+    return matrix([_split_numbers(r) for r in rows], where)
+
+
+def parse_vector_arg(text: str, where: str) -> np.ndarray:
+    """A vector from the command line: ``"15.3, 22.7, 18.2"`` or ``"[15.3, 22.7]"``."""
+    t = text.strip()
+    if t.startswith("[") and t.endswith("]"):
+        t = t[1:-1]
+    return vector(_split_numbers(t), where)
+
+
+def parse_labels_arg(text: str) -> list[str]:
+    """Token labels from the command line: comma separated (``我,爱,你``)."""
+    return [s.strip() for s in text.split(",")]
+
+
+def _split_numbers(text: str) -> list[str]:
+    parts = [p for p in text.replace(",", " ").split()]
+    return parts
+
+
+def labels(x: Any, where: str, n: int) -> list[str]:
+    """``n`` token labels (strings); numbers are accepted and turned into text."""
+    if not isinstance(x, (list, tuple)):
+        raise InputError(f"{where}: expected a list of {n} token labels, got {_kind(x)}")
+    if len(x) != n:
+        raise InputError(f"{where}: expected {n} token labels (one per row of X), got {len(x)}")
+    return [v.text if isinstance(v, Written) else str(v) for v in x]
+
+
+def plain(x):
+    """Undo keep_text: Written → float, recursively."""
+    if isinstance(x, Written):
+        return x.value
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [plain(v) for v in x]
+    return x
+
+
+def ordinal_list(items: Sequence[str]) -> str:
+    """``0:[CLS] 1:我 2:喜`` — tokens with their positions, for error messages."""
+    return " ".join(f"{i}:{t}" for i, t in enumerate(items))

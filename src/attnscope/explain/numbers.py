@@ -1,0 +1,173 @@
+"""How numbers are shown, and how a written number is read back.
+
+All arithmetic in attnscope is float64; rounding happens here, at display time only. Display
+rounding is *half-up on the shortest decimal form of the float* (``repr``), which is what a
+learner does with a calculator: 0.0825 shown to 3 decimals is 0.083, even though the binary
+float nearest to 0.0825 lies just below it. The checker (:mod:`attnscope.check`) uses the same
+rule, so what ``explain`` prints is exactly what ``check`` accepts.
+
+A shown number is a :class:`Shown`: its digits, and a power of ten when the value is too large or
+too small (non-zero, but it would round to 0) to be read in fixed notation. Each renderer writes
+the power its own way (``3.0590e-7``, ``3.0590\\times10^{-7}``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Optional
+
+#: Above this magnitude numbers are shown as mantissa × 10^e.
+BIG = 1e6
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A number as it is displayed: ``digits`` (e.g. "-3.0590"), times ``10**exp`` when exp is set.
+
+    ``special`` is "inf", "-inf" or "nan" for non-finite values (digits is then empty).
+    """
+
+    digits: str
+    exp: Optional[int] = None
+    special: Optional[str] = None
+
+    def plain(self) -> str:
+        """Unicode form for terminals and Markdown: ``1.5``, ``3.0590e-7``, ``−∞``."""
+        if self.special == "inf":
+            return "∞"
+        if self.special == "-inf":
+            return "−∞"
+        if self.special == "nan":
+            return "NaN"
+        return self.digits if self.exp is None else f"{self.digits}e{self.exp}"
+
+    def tex(self) -> str:
+        if self.special == "inf":
+            return r"\infty"
+        if self.special == "-inf":
+            return r"-\infty"
+        if self.special == "nan":
+            return r"\mathrm{NaN}"
+        return self.digits if self.exp is None else rf"{self.digits}\times10^{{{self.exp}}}"
+
+
+def round_half_up(x: float, decimals: int) -> Decimal:
+    """``x`` rounded half-up at ``decimals`` places, from its shortest decimal form (``repr``)."""
+    q = Decimal(1).scaleb(-decimals)
+    return Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP)
+
+
+def is_int(x: float) -> bool:
+    return math.isfinite(x) and float(x).is_integer() and abs(x) < BIG
+
+
+def show(x: float, decimals: int, as_int: Optional[bool] = None) -> Shown:
+    """The displayed form of ``x`` with ``decimals`` places.
+
+    ``as_int``: True shows an integer-valued x without decimals, False always with them, None
+    decides per number. Non-zero values that would round to zero, and values ≥ 1e6 in size, are
+    shown as ``decimals + 1`` significant digits times a power of ten.
+    """
+    x = float(x)
+    if math.isnan(x):
+        return Shown("", special="nan")
+    if math.isinf(x):
+        return Shown("", special="inf" if x > 0 else "-inf")
+    if as_int is None:
+        as_int = is_int(x)
+    if as_int and is_int(x):
+        return Shown(str(int(x)))
+    tiny = x != 0.0 and abs(x) < 0.5 * 10.0 ** (-decimals)
+    if abs(x) >= BIG or tiny:
+        exp = math.floor(math.log10(abs(x)))
+        mant = round_half_up(x / 10.0 ** exp, decimals)
+        if abs(mant) >= 10:  # 9.99996 -> 10.0000: renormalise
+            exp += 1
+            mant = round_half_up(x / 10.0 ** exp, decimals)
+        return Shown(_clean(mant), exp=exp)
+    return Shown(_clean(round_half_up(x, decimals)))
+
+
+def _clean(d: Decimal) -> str:
+    s = f"{d:f}"
+    if s.startswith("-") and set(s[1:]) <= set("0."):
+        s = s[1:]  # no "-0.0000"
+    return s
+
+
+def short(x: float) -> str:
+    """The shortest text that reads back as ``x`` (15.3, -10, 0.76): for numbers given as input."""
+    x = float(x)
+    if is_int(x):
+        return str(int(x))
+    return repr(x)
+
+
+def fmt(x: float, decimals: int, as_int: Optional[bool] = None) -> str:
+    """``show(...).plain()``."""
+    return show(x, decimals, as_int).plain()
+
+
+def matrix_is_int(values) -> bool:
+    """True when every finite entry is an integer (then a matrix is shown without decimals)."""
+    flat = [float(v) for v in _flat(values)]
+    finite = [v for v in flat if math.isfinite(v)]
+    return bool(finite) and all(is_int(v) for v in finite)
+
+
+def _flat(values):
+    try:
+        import numpy as np
+        return np.asarray(values, dtype=float).ravel().tolist()
+    except Exception:  # pragma: no cover - values are always array-like here
+        return list(values)
+
+
+# ----------------------------------------------------------------------------------------------
+# reading a written number back (used by the checker)
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Written:
+    """A number as a learner wrote it: its value and the place of its last written digit.
+
+    ``decimals`` is the number of digits after the decimal point (3 for ``0.710``; 4 for
+    ``1.2e-3``; 0 for ``5``; -2 for ``5e2``). ``text`` is the literal text.
+    """
+
+    value: float
+    decimals: int
+    text: str
+
+    @property
+    def unit(self) -> float:
+        """One unit in the last written digit: 10**-decimals."""
+        return 10.0 ** (-self.decimals)
+
+
+_INF_WORDS = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "∞": math.inf, "-∞": -math.inf,
+              "−∞": -math.inf, "infinity": math.inf, "-infinity": -math.inf, ".inf": math.inf,
+              "-.inf": -math.inf, "+.inf": math.inf}
+
+
+def parse_written(text: str) -> Optional[Written]:
+    """Read ``text`` as a written number, keeping its precision; None if it is not a number.
+
+    Accepts plain decimals, scientific notation, a Unicode minus sign and infinities
+    (``-inf``, ``−∞``), which stand for masked scores.
+    """
+    t = str(text).strip().replace("−", "-").replace("_", "")
+    low = t.lower()
+    if low in _INF_WORDS:
+        return Written(_INF_WORDS[low], 0, str(text).strip())
+    if low.startswith("+"):
+        t = t[1:]
+    try:
+        d = Decimal(t)
+    except InvalidOperation:
+        return None
+    if not d.is_finite():
+        return None
+    return Written(float(d), -int(d.as_tuple().exponent), str(text).strip())

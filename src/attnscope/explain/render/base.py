@@ -1,0 +1,219 @@
+"""What every renderer shares: looking labels up, filling their parameters, showing numbers, and
+writing the expansion lines (row·column products, sums, divisions, weighted sums) as text.
+
+Labels are written with inline TeX math between ``$…$`` (see :mod:`..i18n`). The LaTeX renderer
+keeps it; the others turn it into Unicode with :func:`tex_to_text` (``\\sqrt{d_k}`` → ``√d_k``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ...errors import ConfigError
+from .. import i18n
+from ..doc import T, Sym, VecParam
+from ..numbers import Shown, show
+
+FORMATS = ("rich", "markdown", "latex", "json")
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def check_options(format: str, lang: str, decimals: int) -> None:
+    if format not in FORMATS:
+        raise ConfigError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    if lang not in i18n.LANGS:
+        raise ConfigError(f"unknown language {lang!r}; choose one of {', '.join(i18n.LANGS)}")
+    if not isinstance(decimals, int) or not 0 <= decimals <= 12:
+        raise ConfigError(f"decimals must be an integer from 0 to 12, got {decimals!r}")
+
+
+# ----------------------------------------------------------------------------------------------
+# TeX → Unicode for the handful of commands the labels use
+# ----------------------------------------------------------------------------------------------
+
+_SUPER = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
+_SUBS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+_WORDS = {
+    r"\cdot": "·", r"\times": "×", r"\approx": "≈", r"\sum": "Σ", r"\Sigma": "Σ", r"\leq": "≤",
+    r"\le": "≤", r"\geq": "≥", r"\ge": "≥", r"\infty": "∞", r"\to": "→", r"\ldots": "…", r"\dots": "…",
+    r"\neq": "≠", r"\in": "∈", r"\propto": "∝", r"\sigma": "σ", r"\tau": "τ", r"\partial": "∂",
+    r"\delta": "δ", r"\top": "ᵀ", r"\exp": "exp", r"\log": "log", r"\max": "max", r"\min": "min",
+    r"\quad": "   ", r"\qquad": "    ", r"\,": " ", r"\;": " ", r"\!": "", r"\left": "", r"\right": "",
+    r"\%": "%", r"\{": "{", r"\}": "}", r"\mid": "|", r"\|": "‖", r"\lvert": "|", r"\rvert": "|",
+    r"\pm": "±", r"\mu": "μ", r"\lambda": "λ", r"\Rightarrow": "⇒", r"\ll": "≪", r"\gg": "≫",
+    r"\sim": "~", r"\equiv": "≡", r"\prime": "′", r"\,\cdot\,": "·", r"\backslash": "\\",
+}
+_ARG = r"\{([^{}]*)\}"
+
+
+def tex_to_text(s: str) -> str:
+    """Unicode form of the small TeX subset used in labels and formulas."""
+    prev = None
+    while prev != s:  # innermost first, until nothing changes
+        prev = s
+        s = re.sub(r"\\(?:mathrm|operatorname|text|mathbf|mathit|boldsymbol)" + _ARG, r"\1", s)
+        s = re.sub(r"\\mathbb" + _ARG, r"\1", s)
+        s = re.sub(r"\\hat" + _ARG, lambda m: m.group(1) + "\u0302", s)
+        s = re.sub(r"\\sqrt" + _ARG, lambda m: "√" + _wrap(m.group(1)), s)
+        s = re.sub(r"\\frac" + _ARG + _ARG, lambda m: _wrap(m.group(1)) + "/" + _wrap(m.group(2)), s)
+        s = re.sub(r"\^\{\\top\}|\^\\top", "ᵀ", s)
+        s = re.sub(r"\^\{([0-9+-]+)\}|\^([0-9])", lambda m: (m.group(1) or m.group(2)).translate(_SUPER), s)
+        s = re.sub(r"_\{([0-9]+)\}", lambda m: m.group(1).translate(_SUBS), s)
+    for word in sorted(_WORDS, key=len, reverse=True):
+        guard = r"(?![A-Za-z])" if word[-1].isalpha() else ""
+        s = re.sub(re.escape(word) + guard, lambda m, w=word: _WORDS[w], s)
+    s = re.sub(r"\^\{([^{}]*)\}", lambda m: "^" + _wrap(m.group(1)), s)
+    s = re.sub(r"_\{([^{}]*)\}", r"_\1", s)
+    return s.replace("{", "").replace("}", "")
+
+
+def _wrap(x: str) -> str:
+    x = x.strip()
+    return x if re.fullmatch("[\\w.'^ᵀ√\x00]+", x) else f"({x})"
+
+
+def tex_escape(s: str) -> str:
+    """Text-mode LaTeX escaping of a plain string (tokens, names)."""
+    rep = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(rep.get(c, c) for c in str(s))
+
+
+# ----------------------------------------------------------------------------------------------
+# the context every renderer carries
+# ----------------------------------------------------------------------------------------------
+
+class Ctx:
+    """Language, decimals and output flavour ("text" or "tex") of one rendering."""
+
+    def __init__(self, lang: str = "en", decimals: int = 4, flavour: str = "text") -> None:
+        self.lang, self.decimals, self.flavour = lang, decimals, flavour
+        self.labels = i18n.LABELS[lang]
+
+    # numbers ----------------------------------------------------------------------------------
+    def shown(self, x, as_int: Optional[bool] = None) -> Shown:
+        return show(x, self.decimals, as_int)
+
+    def num(self, x, as_int: Optional[bool] = None) -> str:
+        """A number in this flavour (TeX math for "tex")."""
+        s = self.shown(x, as_int)
+        return s.tex() if self.flavour == "tex" else s.plain()
+
+    def vec(self, xs, as_int: Optional[bool] = None, more: bool = False, exact: bool = False) -> str:
+        sep = ",\\ " if self.flavour == "tex" else ", "
+        body = sep.join(self.cell(x, as_int, exact) for x in xs)
+        if more:
+            body += sep + (r"\ldots" if self.flavour == "tex" else "…")
+        return f"[{body}]"
+
+    def cell(self, x, as_int: Optional[bool] = None, exact: bool = False) -> str:
+        """A matrix entry: at the decimals, or as given (``exact``, for inputs)."""
+        if exact:
+            from ..numbers import short
+            import math as _math
+            if _math.isfinite(float(x)):
+                s = short(x)
+                return s.replace("e", r"\times10^{") + "}" if (self.flavour == "tex" and "e" in s) else s
+        return self.num(x, as_int)
+
+    def sym(self, s: Sym) -> str:
+        return s.tex if self.flavour == "tex" else s.text
+
+    # labels -----------------------------------------------------------------------------------
+    def label(self, key: str) -> str:
+        try:
+            return self.labels[key]
+        except KeyError:
+            raise KeyError(f"label {key!r} has no {self.lang} text in attnscope.explain.i18n") from None
+
+    def text(self, x) -> str:
+        """A T (or str/Sym/number) as text of this flavour: Unicode, or LaTeX text mode."""
+        if isinstance(x, T):
+            return self._fill(self.label(x.key), x.params)
+        if isinstance(x, Sym):
+            return f"${x.tex}$" if self.flavour == "tex" else x.text
+        if isinstance(x, (float, int)) and not isinstance(x, bool):
+            return f"${self.num(x)}$" if self.flavour == "tex" else self.num(x)
+        if x is None:
+            return ""
+        return tex_escape(x) if self.flavour == "tex" else str(x)
+
+    def _fill(self, template: str, params: dict) -> str:
+        parts = template.split("$")
+        if len(parts) % 2 == 0:
+            raise ValueError(f"unbalanced $ in label {template!r}")
+        out = []
+        for n, part in enumerate(parts):
+            math = n % 2 == 1
+            values: list[str] = []
+
+            def keep(m, math=math, values=values):
+                name = m.group(1)
+                if name not in params:
+                    return m.group(0)
+                values.append(self._param(params[name], math))
+                return f"\x00{len(values) - 1}\x00"
+
+            part = _PLACEHOLDER.sub(keep, part)
+            if math:
+                part = part if self.flavour == "tex" else tex_to_text(part)
+            elif self.flavour == "tex":
+                part = tex_escape(part)
+            part = re.sub("\x00(\\d+)\x00", lambda m: values[int(m.group(1))], part)
+            out.append(f"${part}$" if math and self.flavour == "tex" else part)
+        return "".join(out)
+
+    def _param(self, v, math: bool) -> str:
+        tex = self.flavour == "tex"
+        if isinstance(v, (list, tuple)):
+            return self.label("list_sep").join(self._param(x, math) for x in v)
+        if isinstance(v, T):
+            inner = self.text(v)
+            return rf"\text{{{inner}}}" if (tex and math) else inner
+        if isinstance(v, Sym):
+            if not tex:
+                return v.text
+            return v.tex if math else f"${v.tex}$"
+        if isinstance(v, VecParam):
+            s = self.vec(v.values, exact=v.exact)
+            return s if (math or not tex) else f"${s}$"
+        if isinstance(v, bool):
+            return str(v)
+        if isinstance(v, (int, float)):
+            s = self.num(v)
+            return s if (math or not tex) else f"${s}$"
+        s = str(v)
+        if not tex:
+            return s
+        return rf"\text{{{tex_escape(s)}}}" if math else tex_escape(s)
+
+    # expansion lines (text and TeX alike) -------------------------------------------------------
+    def factor(self, x) -> str:
+        """A number as a factor: negatives in parentheses."""
+        s = self.num(x)
+        return f"({s})" if s.startswith("-") else s
+
+    @property
+    def times(self) -> str:
+        return r"\times " if self.flavour == "tex" else "×"
+
+    def dot_terms(self, pairs) -> str:
+        return " + ".join(f"{self.factor(a)}{self.times}{self.factor(b)}" for a, b in pairs)
+
+
+def wrap_terms(head: str, terms: list, tail: str, width: int = 96, joiner: str = " + ") -> list:
+    """``head t1 + t2 + … tail`` as lines no wider than ``width`` (continuations indented)."""
+    lines, cur = [], head
+    indent = " " * min(len(head), 12)
+    for n, term in enumerate(terms):
+        piece = term if n == 0 else joiner + term
+        if len(cur) + len(piece) > width and cur.strip() and n > 0:
+            lines.append(cur.rstrip())
+            cur = indent + joiner.lstrip() + term
+        else:
+            cur += piece
+    cur += tail
+    lines.append(cur)
+    return lines

@@ -1,0 +1,88 @@
+"""Markdown for blog posts and slides: headings per step, matrices as tables, formulas as code
+spans, the written-out arithmetic in code blocks (so columns stay aligned in any viewer)."""
+
+from __future__ import annotations
+
+from ..doc import Formula, Matrix, Para, Table, Worked
+from ..numbers import matrix_is_int
+from .base import Ctx
+from .lines import text_lines
+
+
+def render(w: Worked, lang: str = "en", decimals: int = 4) -> str:
+    ctx = Ctx(lang, decimals, "text")
+    out = [f"# {ctx.text(w.title)}", ""]
+    out += _blocks(ctx, w.intro)
+    for n, step in enumerate(w.steps, 1):
+        out += [f"## {ctx.text(_step_title(n, step))}", ""]
+        out += _blocks(ctx, step.blocks)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _step_title(n, step):
+    from ..doc import T
+    return T("step_n", {"n": n, "title": step.title})
+
+
+def _cell(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def _blocks(ctx: Ctx, blocks) -> list:
+    out: list = []
+    pending: list = []  # consecutive expansion lines share one code block
+
+    def flush():
+        if pending:
+            out.extend(["```text", *pending, "```", ""])
+            pending.clear()
+
+    for b in blocks:
+        if isinstance(b, Para):
+            flush()
+            text = ctx.text(b.text)
+            if b.style == "note":
+                text = "> " + text.replace("\n", "\n> ")
+            elif b.style == "warn":
+                text = "> **" + ctx.label("warning") + "** " + text
+            out += [text, ""]
+        elif isinstance(b, Formula):
+            flush()
+            out += [f"`{b.text}`", ""]
+        elif isinstance(b, Matrix):
+            flush()
+            out += matrix(ctx, b) + [""]
+        elif isinstance(b, Table):
+            flush()
+            out += table(ctx, b) + [""]
+        else:
+            pending.extend(text_lines(ctx, b))
+    flush()
+    return out
+
+
+def matrix(ctx: Ctx, m: Matrix) -> list:
+    as_int = m.as_int if m.as_int is not None else matrix_is_int(m.values)
+    vals = m.values if m.values.ndim == 2 else m.values[None, :]
+    rows = m.rows or [str(i + 1) for i in range(vals.shape[0])]
+    cols = m.cols or [str(j + 1) for j in range(vals.shape[1])]
+    corner = f"**{m.sym.text}**" if m.sym is not None else ""
+    lines = []
+    if m.caption is not None:
+        lines += [f"*{ctx.text(m.caption)}*", ""]
+    lines.append("| " + " | ".join([corner] + [_cell(c) for c in cols]) + " |")
+    lines.append("|" + "---|" + "---:|" * len(cols))
+    for r, row in zip(rows, vals):
+        lines.append("| " + " | ".join([_cell(r)] + [ctx.cell(x, as_int, m.exact) for x in row]) + " |")
+    return lines
+
+
+def table(ctx: Ctx, t: Table) -> list:
+    lines = []
+    if t.caption is not None:
+        lines += [f"*{ctx.text(t.caption)}*", ""]
+    lines.append("| " + " | ".join(_cell(ctx.text(h)) for h in t.header) + " |")
+    lines.append("|" + "".join("---|" if i == 0 else "---:|" for i in range(len(t.header))))
+    for row in t.rows:
+        lines.append("| " + " | ".join(_cell(ctx.text(c)) for c in row) + " |")
+    return lines

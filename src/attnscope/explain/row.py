@@ -1,0 +1,304 @@
+"""One query row worked out: the first article's walk-through of the row of 喜, for any row.
+
+    s_j = q · k_j            raw score against every key j          (S,)
+    s'_j = s_j / √d_k        scaled                                   (S,)
+    e_j = exp(s'_j)          (or exp(s'_j − m) when the scores are large; see toy.EXP_SHOW_LIMIT)
+    Σ = Σ_j e_j,  p_j = e_j / Σ
+    z = Σ_j p_j v_j          the row of the head's output              (d_head,), first n dims shown
+
+Two sources: :func:`explain_model_row` takes q, k, v of one layer and head of a real model from
+its trace and recomputes the row in float64 (and says how far the model's own float32 numbers are
+from it); :func:`explain_scores_row` starts from given raw scores (the article's row of 喜).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError, InputError
+from . import inputs
+from .doc import (Divide, Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked,
+                  sub, t)
+from .toy import EXP_SHOW_LIMIT
+
+
+def row_values(raw: np.ndarray, factor: float, allowed: Optional[np.ndarray] = None,
+               V: Optional[np.ndarray] = None) -> dict:
+    """Every quantity of one row, float64: scores, scaled, masked, shift, exp, sum, weights, output."""
+    raw = np.asarray(raw, dtype=np.float64)  # (S,)
+    allowed = np.ones(raw.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    scaled = raw * factor  # (S,)
+    masked = np.where(allowed, scaled, -np.inf)  # (S,)
+    m = masked[allowed].max() if allowed.any() else 0.0
+    shift = m if m > EXP_SHOW_LIMIT else 0.0
+    e = np.exp(masked - shift)  # (S,)
+    stable = np.exp(masked - m)
+    weights = stable / stable.sum() if allowed.any() else np.zeros_like(raw)  # (S,)
+    out = {"scores": raw, "scaled": scaled, "masked": masked, "shift": shift, "exp": e,
+           "sum": float(e.sum()), "weights": weights}
+    if V is not None:
+        out["output"] = weights @ np.asarray(V, dtype=np.float64)  # (d_v,)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# choosing the query
+# ----------------------------------------------------------------------------------------------
+
+def _bare(tok: str) -> str:
+    """A token without its word-piece marks (##ing → ing, Ġword → word), lower case."""
+    for mark in ("##", "Ġ", "▁", "Ċ"):
+        if tok.startswith(mark) and len(tok) > len(mark):
+            tok = tok[len(mark):]
+    return tok.lower()
+
+
+def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: Optional[int] = None,
+                  text: Optional[str] = None) -> tuple[int, list]:
+    """The 0-based position of the query and notes to print (e.g. "喜 occurs twice; the first").
+
+    Raises InputError when the token is not in the text (listing the tokens with positions),
+    the position is out of range, or neither/both disagreeing are given.
+    """
+    listing = inputs.ordinal_list(tokens)
+    n = len(tokens)
+    notes = []
+    if position is not None:
+        if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
+            raise InputError(f"position must be an integer, got {position!r}")
+        if not 0 <= position < n:
+            raise InputError(f"position {position} is out of range: the text has {n} tokens "
+                             f"(positions 0..{n - 1}): {listing}")
+        if token is not None and tokens[position] != token and _bare(tokens[position]) != _bare(token):
+            raise InputError(f"token {token!r} is not at position {position} (that is {tokens[position]!r}); "
+                             f"the tokens are {listing}")
+        return int(position), notes
+    if token is None:
+        raise InputError(f"choose the query token: give a token or a position; the tokens are {listing}")
+    hits = [i for i, tk in enumerate(tokens) if tk == token]
+    if not hits:
+        hits = [i for i, tk in enumerate(tokens) if _bare(tk) == _bare(token)]
+    if not hits:
+        hint = ""
+        if text is not None and token in text and any("UNK" in tk.upper() for tk in tokens):
+            hint = f" ({token!r} is in the text, but the model's vocabulary does not have it: it became [UNK])"
+        raise InputError(f"token {token!r} is not in the text{hint}; the tokens are {listing}")
+    if len(hits) > 1:
+        notes.append(t("row.ambiguous", tok=token, positions=", ".join(str(i) for i in hits), pos=hits[0]))
+    return hits[0], notes
+
+
+def _check_index(what: str, value, n: int, unit: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{what} must be an integer, got {value!r}")
+    if not 0 <= value < n:
+        raise InputError(f"{what} {value} is out of range: the model has {n} {unit} (0..{n - 1})")
+    return int(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# the worked row
+# ----------------------------------------------------------------------------------------------
+
+def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float, d_k: int,
+              scale_kind: str = "scaled", allowed=None, V=None, dims: int = 3, title, intro: list,
+              meta: dict, expand: str = "auto", trace_check: Optional[dict] = None,
+              source_key: str = "row.raw_why") -> Worked:
+    """The steps of one row (see the module doc); ``trace_check`` adds the comparison with the model."""
+    if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or dims < 1:
+        raise InputError(f"dims must be a positive integer, got {dims!r}")
+    v = row_values(raw, factor, allowed, V)
+    S = len(keys)
+    keys = [str(k) for k in keys]
+    qtok = keys[qpos] if 0 <= qpos < S else "q"
+    qlabel = f"{qpos}:{qtok}" if 0 <= qpos < S else qtok
+    pos_keys = [f"{j}:{k}" for j, k in enumerate(keys)]
+    ok = np.isfinite(v["masked"])
+    steps = []
+
+    tab = Table([t("col.pos"), t("col.key"), t("col.raw")], [[j, keys[j], v["scores"][j]] for j in range(S)])
+    steps.append(Step("scores", t("row.step_raw"),
+                      [Formula("s_j = q · k_j", r"s_j = q\cdot k_j"), Para(t(source_key, tok=qlabel)), tab]))
+
+    if scale_kind == "scaled":
+        blocks = [Formula("s'_j = s_j / √d_k", r"s'_j = \frac{s_j}{\sqrt{d_k}}"),
+                  Para(t("toy.scale_why", dk=d_k, sqrt=math.sqrt(d_k))),
+                  ScaleLine(Sym("s'", "s'"), list(v["scores"]), list(v["scaled"]),
+                            divisor=Sym(f"√{d_k}", rf"\sqrt{{{d_k}}}"))]
+    else:
+        blocks = [Formula("s'_j = c · s_j", r"s'_j = c\, s_j"), Para(t("row.scale_factor", c=factor)),
+                  ScaleLine(Sym("s'", "s'"), list(v["scores"]), list(v["scaled"]), factor=factor)]
+    steps.append(Step("scaled", t("step.scaled"), blocks))
+
+    blocks = [Formula("e_j = exp(s'_j)", r"e_j = e^{s'_j}"), Para(t("toy.exp_why"))]
+    if not ok.all():
+        blocks.append(Para(t("row.masked", keys=", ".join(pos_keys[j] for j in range(S) if not ok[j])), style="note"))
+    if v["shift"]:
+        blocks.append(Para(t("row.exp_shift", m=v["shift"], limit=EXP_SHOW_LIMIT), style="note"))
+        e_head = t("col.exp_shift")
+    else:
+        e_head = t("col.exp")
+    blocks.append(Table([t("col.pos"), t("col.key"), t("col.scaled"), e_head],
+                        [[j, keys[j], v["masked"][j], v["exp"][j]] for j in range(S)]))
+    steps.append(Step("exp", t("step.exp"), blocks))
+
+    steps.append(Step("sum", t("row.step_sum"),
+                      [Formula("Σ = Σ_j e_j", r"\Sigma = \sum_j e_j"), SumLine(Sym("Σ", r"\Sigma"), list(v["exp"]), v["sum"])]))
+
+    blocks = [Formula("p_j = e_j / Σ", r"p_j = \frac{e_j}{\Sigma}"), Para(t("toy.weights_why"))]
+    blocks.append(Table([t("col.pos"), t("col.key"), t("col.exp"), t("col.prob"), t("col.percent")],
+                        [[j, keys[j], v["exp"][j], v["weights"][j], _pct(v["weights"][j])] for j in range(S)]))
+    blocks.append(Para(t("row.prob_sum", total=float(v["weights"].sum()))))
+    steps.append(Step("weights", t("row.step_prob"), blocks))
+
+    if V is not None:
+        V = np.asarray(V, dtype=np.float64)
+        d_v = V.shape[1]
+        n = min(int(dims), d_v)
+        more = n < d_v
+        blocks = [Formula("z = Σ_j p_j · v_j", r"z = \sum_j p_j\, v_j"),
+                  Para(t("row.sum_why", n=n, d=d_v) if more else t("toy.output_why"))]
+        blocks.append(Matrix(Sym("V", "V"), V[:, :n], rows=pos_keys, cols=[str(c + 1) for c in range(n)],
+                             caption=t("row.v_caption", n=n, d=d_v)))
+        if expand != "never" and (expand == "always" or S <= 40):
+            zsym = Sym("z", "z") if qpos < 0 else (sub("z", "z", qpos) if qpos < 10 else Sym(f"z_{qpos}", f"z_{{{qpos}}}"))
+            blocks.append(WeightedSum(zsym,
+                                      list(v["weights"]), [list(r[:n]) for r in V], list(v["output"][:n]),
+                                      labels=keys, truncated=more))
+        steps.append(Step("output", t("row.step_output"), blocks))
+
+    # summary
+    blocks = [Table([t("col.pos"), t("col.key"), t("col.raw"), t("col.scaled"), e_head, t("col.prob")],
+                    [[j, keys[j], v["scores"][j], v["masked"][j], v["exp"][j], v["weights"][j]] for j in range(S)])]
+    order = [j for j in np.argsort(-v["weights"], kind="stable") if ok[j]]
+    shares = [t("toy.share", pct=_pct(v["weights"][j]), tok=pos_keys[j]) for j in order[:4]]
+    blocks.append(Para(t("row.meaning", tok=qlabel, shares=shares)))
+    if V is not None:
+        blocks.append(Para(t("row.result", tok=qlabel, n=n, z=_vecp(v["output"][:n]))))
+    if trace_check:
+        blocks.append(Para(t("row.trace_check", **trace_check), style="note"))
+    steps.append(Step("result", t("row.step_result"), blocks))
+
+    values = {k: v[k] for k in ("scores", "scaled", "exp", "weights")}
+    values["sum"] = v["sum"]
+    if not ok.all():
+        values["masked"] = v["masked"]
+    if V is not None:
+        values["output"] = v["output"][:n]
+        values["output_full"] = v["output"]
+    meta = dict(meta, query_position=qpos if qpos >= 0 else None, query_token=qtok, keys=keys, factor=factor, d_k=d_k,
+                exp_shift=v["shift"])
+    return Worked("row", title, intro, steps, values=values, meta=meta)
+
+
+def _pct(p: float):
+    from .numbers import fmt
+    return fmt(100 * p, 1) + "%"
+
+
+def _vecp(x):
+    from .doc import VecParam
+    return VecParam([float(a) for a in x])
+
+
+def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=None, query: Optional[int] = None,
+                       dims: int = 3, expand: str = "auto", factor: Optional[float] = None) -> Worked:
+    """A row from given raw scores (``scores (S,)``), e.g. the first article's row of 喜.
+
+    ``tokens``: labels of the keys; ``d_k``: divide by √d_k (else ``factor``, else 1);
+    ``values (S, d_v)``: the V rows, for the weighted sum; ``query``: the query's position among
+    the keys (only for labels).
+    """
+    raw = inputs.vector(scores, "scores")
+    S = len(raw)
+    keys = list(tokens) if tokens is not None else [f"k{j + 1}" for j in range(S)]
+    if len(keys) != S:
+        raise InputError(f"tokens: {len(keys)} labels for {S} scores; give one label per score")
+    if d_k is not None:
+        if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or d_k < 1:
+            raise InputError(f"d_k must be a positive integer, got {d_k!r}")
+        f, kind = 1.0 / math.sqrt(d_k), "scaled"
+    elif factor is not None:
+        f, kind = float(factor), "factor"
+    else:
+        raise InputError("give d_k (divide by √d_k) or a scale factor for the scores")
+    V = None
+    if values is not None:
+        V = inputs.matrix(values, "values")
+        if V.shape[0] != S:
+            raise InputError(f"values: {V.shape[0]} rows for {S} scores; give one V row per key")
+    qpos = -1
+    if query is not None:
+        qpos = _check_index("query", query, S, "keys")
+    intro = [Para(t("row.intro_scores", S=S, dk=d_k) if kind == "scaled" else t("row.intro_scores_factor", S=S, c=f))]
+    title = t("row.title_scores", tok=keys[qpos]) if query is not None else t("row.title_scores_plain")
+    return build_row(raw, keys, qpos, factor=f, d_k=d_k or 0, scale_kind=kind,
+                     V=V, dims=dims, title=title, intro=intro, meta={"source": "scores"}, expand=expand,
+                     source_key="row.raw_given")
+
+
+def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: Optional[str] = None,
+                   position: Optional[int] = None) -> dict:
+    """q·k of one query against every key of ``layer``/``head`` on ``text``, from the model's trace.
+
+    Returns raw (S,) float64 scores recomputed from the trace's q and k, allowed (S,) bool, V (S, d_head),
+    factor, d_k, tokens, qpos, notes, the model's own float32 scores/weights/z of the row, and the model.
+    Raises InputError for an empty text, a layer/head out of range, or a query token not in the text.
+    """
+    import torch
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("text must be a non-empty string")
+    if model is None or isinstance(model, str):
+        from ..models import load
+        model = load(model)
+    cfg = model.config
+    layer = _check_index("layer", layer, cfg.n_layers, "layers")
+    head = _check_index("head", head, cfg.n_heads, "heads")
+    if cfg.scoring not in ("scaled", "unscaled", "inv_d"):
+        raise ConfigError(f"explain works a row out for dot-product scoring; this model uses {cfg.scoring!r}")
+    tokens = model.encode(text).tokens[0]
+    qpos, notes = resolve_query(tokens, token, position, text)
+    base = f"layers.{layer}.attn"
+    names = [f"{base}.{s}[{head}]" for s in ("q", "k", "v", "scores", "masked", "weights", "z")]
+    tr = model.trace(text, names=names)
+    q, k, v, scores, masked, weights, z = (tr[n][0].detach().cpu().to(torch.float64).numpy() for n in names)
+    # q, k, v, z: (L, d_head); scores, masked, weights: (L, L)
+    d_k = q.shape[-1]
+    factor = {"scaled": 1 / math.sqrt(d_k), "unscaled": 1.0, "inv_d": 1.0 / d_k}[cfg.scoring]
+    return {"raw": k @ q[qpos],  # (L,) float64 from the trace's q and k
+            "allowed": np.isfinite(masked[qpos]),  # padding / future keys are -inf in the model's masked scores
+            "V": v, "factor": factor, "d_k": d_k, "tokens": list(tokens), "qpos": qpos, "notes": notes,
+            "scoring": cfg.scoring, "layer": layer, "head": head, "model": model,
+            "trace_scores": scores[qpos], "trace_weights": weights[qpos], "trace_z": z[qpos]}
+
+
+def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, token: Optional[str] = None,
+                      position: Optional[int] = None, dims: int = 3, expand: str = "auto") -> Worked:
+    """One query row of ``layer``/``head`` of a real model on ``text``, recomputed in float64 from
+    the trace's q, k, v (``layers.{layer}.attn.q[head]`` …) and compared with its weights and z."""
+    d = model_row_data(text, model, layer, head, token, position)
+    model, tokens, qpos, d_k = d["model"], d["tokens"], d["qpos"], d["d_k"]
+    vals = row_values(d["raw"], d["factor"], d["allowed"], d["V"])
+    check = {
+        "scores": float(np.abs(d["raw"] - d["trace_scores"]).max()),
+        "weights": float(np.abs(vals["weights"] - d["trace_weights"]).max()),
+        "z": float(np.abs(vals["output"] - d["trace_z"]).max()),
+    }
+    meta = {"source": "model", "model": model.name, "family": model.family, "text": text, "tokens": tokens,
+            "layer": d["layer"], "head": d["head"], "d_head": d_k, "dims": dims, "trace_max_abs_diff": check,
+            "trace_weights": d["trace_weights"].tolist(), "trace_z": d["trace_z"].tolist()}
+    intro = [Para(t("row.intro_model", model=model.name, layer=d["layer"], head=d["head"], L=len(tokens),
+                    tokens=inputs.ordinal_list(tokens), tok=f"{qpos}:{tokens[qpos]}", dk=d_k))]
+    intro += [Para(n, style="note") for n in d["notes"]]
+    trace_check = {"ds": _sci(check["scores"]), "dw": _sci(check["weights"]), "dz": _sci(check["z"])}
+    return build_row(d["raw"], tokens, qpos, factor=d["factor"], d_k=d_k,
+                     scale_kind="scaled" if d["scoring"] == "scaled" else "factor", allowed=d["allowed"],
+                     V=d["V"], dims=dims, title=t("row.title_model", tok=tokens[qpos], layer=d["layer"], head=d["head"]),
+                     intro=intro, meta=meta, expand=expand, trace_check=trace_check)
+
+
+def _sci(x: float) -> str:
+    return f"{x:.1e}"

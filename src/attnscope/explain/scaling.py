@@ -1,0 +1,173 @@
+"""The lesson "why divide by √d_k", every number computed.
+
+1. Dot products grow with the dimension (the article's q = k = [0.5, …, 0.5]: q·k = d/4).
+2. The variance argument: entries of q and k independent, mean 0, variance 1 ⇒ each product q_i k_i
+   has mean 0 and variance E[q_i²]E[k_i²] = 1, so Var(q·k) = d_k and Var(q·k/√d_k) = 1; checked
+   against a seeded sample for a ladder of d_k.
+3. softmax of score vectors with and without the scale (the articles' [20, −10, 5] and
+   [15.3, 22.7, 18.2, 2.1, 1.8]), next to what the article printed where it printed something.
+4. The softmax Jacobian ∂p/∂s = diag(p) − p pᵀ: near one-hot rows make every entry ≈ 0, so the
+   scores (and q, k behind them) get almost no gradient — saturated rows stop learning.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from .doc import Formula, Matrix, Para, Step, Sym, Table, VecParam, Worked, t
+from .numbers import fmt, short
+
+#: The score vectors of the articles (000: the row of 喜 and the saturation example).
+DEFAULT_VECTORS = ([20.0, -10.0, 5.0], [15.3, 22.7, 18.2, 2.1, 1.8])
+
+#: What the source article (000) printed for softmax of these vectors at d_k = 64 (÷8), so that the
+#: lesson can set the computed values beside them. Keys: (vector, scaled).
+ARTICLE_PRINTED = {
+    ((20.0, -10.0, 5.0), False): [0.9999, 0.0000, 0.0001],
+    ((20.0, -10.0, 5.0), True): [0.76, 0.02, 0.22],
+    ((15.3, 22.7, 18.2, 2.1, 1.8), False): [0.001, 0.997, 0.002, 0.0, 0.0],
+    ((15.3, 22.7, 18.2, 2.1, 1.8), True): [0.187, 0.473, 0.270, 0.036, 0.035],
+}
+
+LADDER = (4, 16, 64, 256, 1024)
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def jacobian(p: np.ndarray) -> np.ndarray:
+    """∂p_i/∂s_j = p_i (δ_ij − p_j) = diag(p) − p pᵀ, (n, n)."""
+    return np.diag(p) - np.outer(p, p)
+
+
+def sampled_variance(d: int, samples: int, rng: np.random.Generator, chunk: int = 2048) -> tuple[float, float]:
+    """Sample variance of q·k and of q·k/√d over ``samples`` pairs of standard normal vectors."""
+    dots = []
+    left = samples
+    while left > 0:
+        n = min(chunk, left)
+        q = rng.standard_normal((n, d))  # (n, d)
+        k = rng.standard_normal((n, d))  # (n, d)
+        dots.append(np.einsum("nd,nd->n", q, k))  # (n,)
+        left -= n
+    x = np.concatenate(dots)
+    return float(x.var(ddof=1)), float((x / math.sqrt(d)).var(ddof=1))
+
+
+def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
+                    vectors: Optional[Sequence[Sequence[float]]] = None) -> Worked:
+    """The scaling lesson for ``d_k``; ``vectors``: score vectors to softmax (default: the articles')."""
+    if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or not 1 <= d_k <= 65536:
+        raise InputError(f"d_k must be an integer from 1 to 65536, got {d_k!r}")
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 2 <= samples <= 10**7:
+        raise InputError(f"samples must be an integer from 2 to 10000000, got {samples!r}")
+    if vectors is None:
+        vectors = DEFAULT_VECTORS
+    if len(vectors) and not isinstance(vectors[0], (list, tuple, np.ndarray)):
+        vectors = [vectors]
+    vecs = []
+    for i, vec in enumerate(vectors):
+        from .inputs import vector
+        vecs.append(vector(vec, f"scores vector {i + 1}"))
+    root = math.sqrt(d_k)
+    steps = []
+    root_shown = short(root) if float(root).is_integer() else root
+    intro = [Para(t("sc.intro", dk=d_k, root=root_shown)),
+             Formula("Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V",
+                     r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}}\right)V")]
+
+    # 1. growth with d
+    ds = sorted({2, 4, d_k})
+    steps.append(Step("growth", t("sc.step_growth"), [
+        Para(t("sc.growth")),
+        Table([t("sc.col_d"), t("sc.col_qk_half")], [[d, short(np.full(d, 0.5) @ np.full(d, 0.5))] for d in ds])]))
+
+    # 2. variance
+    rng = np.random.default_rng(seed)
+    ladder = sorted(set(LADDER) | {d_k})
+    rows = []
+    sampled = {}
+    for d in ladder:
+        var, var_scaled = sampled_variance(d, samples, rng)
+        sampled[d] = (var, var_scaled)
+        rows.append([d, float(d), var, math.sqrt(d), var_scaled])
+    steps.append(Step("variance", t("sc.step_variance"), [
+        Para(t("sc.var_theory")),
+        Formula("Var(q·k) = Σ_i Var(q_i k_i) = Σ_i E[q_i²] E[k_i²] = d_k,   Var(q·k / √d_k) = 1",
+                r"\operatorname{Var}(q\cdot k)=\sum_{i=1}^{d_k}\operatorname{Var}(q_i k_i)"
+                r"=\sum_{i=1}^{d_k}\mathbb{E}[q_i^2]\,\mathbb{E}[k_i^2]=d_k,\qquad"
+                r"\operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right)=1"),
+        Para(t("sc.var_sample", n=samples, seed=seed)),
+        Table([t("sc.col_d"), t("sc.col_var_theory"), t("sc.col_var_sampled"), t("sc.col_std"),
+               t("sc.col_var_scaled")], rows),
+        Para(t("sc.var_result", dk=d_k, var=sampled[d_k][0], std=math.sqrt(sampled[d_k][0]),
+               vs=sampled[d_k][1])),
+    ]))
+
+    # 3. softmax with and without the scale
+    blocks = [Para(t("sc.softmax_intro", dk=d_k, root=root_shown))]
+    jac_vec = None
+    for vec in vecs:
+        p_raw, p_scaled = softmax(vec), softmax(vec / root)
+        if jac_vec is None:
+            jac_vec = (vec, p_raw, p_scaled)
+        rows = [[j + 1, short(vec[j]), p_raw[j], vec[j] / root, p_scaled[j]] for j in range(len(vec))]
+        blocks.append(Table([t("sc.col_j"), t("sc.col_s"), t("sc.col_p_raw"), t("sc.col_s_scaled"),
+                             t("sc.col_p_scaled")], rows, caption=t("sc.vec_caption", v=_lit(vec))))
+        blocks.append(Para(t("sc.softmax_max", top=float(p_raw.max()), top_s=float(p_scaled.max()),
+                             h=_entropy(p_raw), h_s=_entropy(p_scaled), hmax=math.log(len(vec)))))
+        key = tuple(float(x) for x in vec)
+        for scaled, p in ((False, p_raw), (True, p_scaled)):
+            printed = ARTICLE_PRINTED.get((key, scaled))
+            if printed is not None and (not scaled or d_k == 64):
+                blocks.append(Para(t("sc.article_scaled" if scaled else "sc.article_raw",
+                                     printed=_lit(printed), computed=VecParam(list(p)),
+                                     v=_lit(vec)), style="warn"))
+    steps.append(Step("softmax", t("sc.step_softmax"), blocks))
+
+    # 4. Jacobian
+    vec, p_raw, p_scaled = jac_vec
+    J_raw, J_scaled = jacobian(p_raw), jacobian(p_scaled)
+    names = [str(j + 1) for j in range(len(vec))]
+    target = int(np.argmax(vec))
+    y = np.zeros_like(p_raw)
+    y[target] = 1.0
+    blocks = [Formula("∂p_i/∂s_j = p_i (δ_ij − p_j),   J = diag(p) − p·pᵀ",
+                      r"\frac{\partial p_i}{\partial s_j}=p_i(\delta_{ij}-p_j),\qquad J=\operatorname{diag}(p)-pp^{\top}"),
+              Para(t("sc.jac_why")),
+              Matrix(Sym("J", "J"), J_raw, rows=names, cols=names, caption=t("sc.jac_raw", v=_lit(vec))),
+              Matrix(Sym("J", "J"), J_scaled, rows=names, cols=names,
+                     caption=t("sc.jac_scaled", v=_lit(vec), root=short(root) if float(root).is_integer() else root)),
+              Para(t("sc.jac_norms", a=float(np.abs(J_raw).max()), b=float(np.abs(J_scaled).max()),
+                     fa=float(np.linalg.norm(J_raw)), fb=float(np.linalg.norm(J_scaled)),
+                     ratio=fmt(float(np.linalg.norm(J_scaled) / max(np.linalg.norm(J_raw), 1e-300)), 0))),
+              Para(t("sc.ce_grad", target=target + 1, g=VecParam(list(p_raw - y)), gs=VecParam(list(p_scaled - y)))),
+              Para(t("sc.jac_conclusion"))]
+    key = tuple(float(x) for x in vec)
+    if key == DEFAULT_VECTORS[0] or key == tuple(DEFAULT_VECTORS[0]):
+        blocks.append(Para(t("sc.article_grad", g="[-0.0001, 0, 0]", gs="[-0.24, 0.02, 0.22]"), style="warn"))
+    steps.append(Step("jacobian", t("sc.step_jacobian"), blocks))
+
+    values = {"variance": {d: {"theory": float(d), "sampled": sampled[d][0], "sampled_scaled": sampled[d][1]}
+                           for d in ladder},
+              "softmax": [{"scores": list(map(float, v)), "unscaled": softmax(v).tolist(),
+                           "scaled": softmax(v / root).tolist()} for v in vecs],
+              "jacobian_unscaled": J_raw, "jacobian_scaled": J_scaled}
+    meta = {"d_k": d_k, "sqrt_d_k": root, "seed": seed, "samples": samples}
+    return Worked("scaling", t("sc.title", dk=d_k), intro, steps, values=values, meta=meta)
+
+
+def _lit(xs) -> str:
+    """A vector given as input or quoted from the article, shown as written: [15.3, 22.7]."""
+    return "[" + ", ".join(short(x) for x in xs) + "]"
+
+
+def _entropy(p: np.ndarray) -> float:
+    nz = p[p > 0]
+    return float(-(nz * np.log(nz)).sum())

@@ -1,0 +1,427 @@
+"""The worked calculation of attention on a small, hand-sized input.
+
+    Q = X·W_Q,  K = X·W_K,  V = X·W_V                    (L, d_k), (L, d_k), (L, d_v)
+    S = Q·Kᵀ                                               (L, L)  raw scores
+    S' = S / √d_k                                          (L, L)  scaled ("why √d_k" is shown)
+    E = exp(S'),  Σ_i = Σ_j E_ij,  A = E / Σ              (L, L)  softmax, row by row
+    O = A·V                                                (L, d_v) each row a weighted sum of V rows
+    Y = O·W_O                                              (L, d_out) only when W_O is given
+
+Everything is numpy float64; :func:`compute` returns the exact values, :func:`explain_toy` the
+:class:`~.doc.Worked` that shows them. Inputs come from a mapping (a YAML/JSON/TOML file, the
+built-in examples, the command line) through :meth:`ToyProblem.from_mapping`, which names the
+file, key, row and column of anything that does not fit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from ..errors import ConfigError, InputError, ShapeError
+from ..functional import DEFAULT_COSINE_TEMPERATURE, SCORINGS
+from . import inputs
+from .numbers import fmt
+from .doc import (DotRow, Divide, Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, VecParam,
+                  WeightedSum, Worked, sub, t)
+
+#: exp(s) is shown as the learner computes it while the largest score is at most this; above it
+#: the row maximum is subtracted first (exp(s - m)), which leaves the weights unchanged.
+EXP_SHOW_LIMIT = 50.0
+
+#: Keys a toy input may have, by their normalised spelling (case, "_" and "-" ignored).
+_KEYS = {"x": "X", "wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O", "q": "Q", "k": "K", "v": "V",
+         "mask": "mask", "causal": "causal", "scoring": "scoring", "temperature": "temperature",
+         "tokens": "tokens", "labels": "tokens", "name": "name", "description": "description"}
+
+
+def norm_key(key: str) -> str:
+    return str(key).lower().replace("_", "").replace("-", "").replace(" ", "")
+
+
+@dataclass
+class ToyProblem:
+    """A toy attention input.
+
+    Either ``X`` (L, d_model) with ``W_Q``, ``W_K`` (d_model, d_k) and ``W_V`` (d_model, d_v), or
+    ``Q``, ``K`` (L, d_k) and ``V`` (L, d_v) given directly. Optional ``W_O`` (d_v, d_out), a
+    boolean ``mask`` (L, L; True = may attend), ``causal``, ``scoring`` (one of SCORINGS),
+    ``temperature`` (τ of cosine scoring) and token ``tokens`` (labels of the rows).
+    """
+
+    X: Optional[np.ndarray] = None
+    W_Q: Optional[np.ndarray] = None
+    W_K: Optional[np.ndarray] = None
+    W_V: Optional[np.ndarray] = None
+    W_O: Optional[np.ndarray] = None
+    Q: Optional[np.ndarray] = None
+    K: Optional[np.ndarray] = None
+    V: Optional[np.ndarray] = None
+    mask: Optional[np.ndarray] = None
+    causal: bool = False
+    scoring: str = "scaled"
+    temperature: float = DEFAULT_COSINE_TEMPERATURE
+    tokens: list = field(default_factory=list)
+    name: Optional[str] = None
+    source: str = "input"
+
+    @property
+    def L(self) -> int:
+        return int((self.X if self.X is not None else self.Q).shape[0])
+
+    @property
+    def d_k(self) -> int:
+        return int(self.W_Q.shape[1] if self.X is not None else self.Q.shape[1])
+
+    @property
+    def projected(self) -> bool:
+        """True when Q, K, V are computed from X (False: given directly)."""
+        return self.X is not None
+
+    # ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_mapping(cls, d: dict, source: str = "input") -> "ToyProblem":
+        """Build and validate from a mapping such as ``examples.THREE_TOKENS`` or a parsed file.
+
+        Raises InputError (unknown/missing key, malformed matrix) or ShapeError (sizes that do not
+        conform), each naming ``source`` and the key.
+        """
+        if not isinstance(d, dict):
+            raise InputError(f"{source}: expected a mapping of matrices (X, W_Q, W_K, W_V), got {inputs._kind(d)}")
+        fields = {}
+        for key, value in d.items():
+            canon = _KEYS.get(norm_key(key))
+            if canon is None:
+                raise InputError(f"{source}: unknown key {key!r}; expected X, W_Q, W_K, W_V and optionally "
+                                 "W_O, mask, causal, scoring, temperature, tokens (or Q, K, V instead of X and W_*)")
+            if canon in fields:
+                raise InputError(f"{source}: key {key!r} given twice (as {canon})")
+            fields[canon] = (key, inputs.plain(value))
+        p = cls(source=source)
+        for canon in ("X", "W_Q", "W_K", "W_V", "W_O", "Q", "K", "V"):
+            if canon in fields:
+                key, value = fields[canon]
+                setattr(p, canon, inputs.matrix(value, f"{source}, key {key}"))
+        if "mask" in fields:
+            key, value = fields["mask"]
+            m = inputs.matrix([[_bool01(v, f"{source}, key {key}, row {i + 1}, column {j + 1}") for j, v in
+                                enumerate(r)] if isinstance(r, list) else r for i, r in enumerate(value)]
+                              if isinstance(value, list) else value, f"{source}, key {key}")
+            p.mask = m.astype(bool)
+        if "causal" in fields:
+            key, value = fields["causal"]
+            if not isinstance(value, bool):
+                raise InputError(f"{source}, key {key}: expected true or false, got {value!r}")
+            p.causal = value
+        if "scoring" in fields:
+            key, value = fields["scoring"]
+            if value not in SCORINGS:
+                raise ConfigError(f"{source}, key {key}: unknown scoring {value!r}; choose one of {', '.join(SCORINGS)}")
+            p.scoring = value
+        if "temperature" in fields:
+            key, value = fields["temperature"]
+            tau = inputs.number(value, f"{source}, key {key}")
+            if tau <= 0:
+                raise InputError(f"{source}, key {key}: the temperature must be positive, got {tau}")
+            p.temperature = float(tau)
+        if "name" in fields:
+            p.name = str(fields["name"][1])
+        p.validate()
+        if "tokens" in fields:
+            key, value = fields["tokens"]
+            p.tokens = inputs.labels(value, f"{source}, key {key}", p.L)
+        else:
+            p.tokens = [f"x{i + 1}" for i in range(p.L)]
+        return p
+
+    def validate(self) -> None:
+        """Check that every size conforms; raise ShapeError/InputError naming the keys."""
+        src = self.source
+        by_x = [k for k in ("X", "W_Q", "W_K", "W_V") if getattr(self, k) is not None]
+        direct = [k for k in ("Q", "K", "V") if getattr(self, k) is not None]
+        if by_x and direct:
+            raise InputError(f"{src}: give either X with W_Q, W_K, W_V or Q, K, V directly, not both "
+                             f"(got {', '.join(by_x + direct)})")
+        if direct:
+            missing = [k for k in ("Q", "K", "V") if getattr(self, k) is None]
+            if missing:
+                raise InputError(f"{src}: missing key {', '.join(missing)} (Q, K and V are all needed)")
+            L, d_k = self.Q.shape
+            if self.K.shape[1] != d_k:
+                raise ShapeError(f"{src}, key K: K has {self.K.shape[1]} columns but Q has {d_k}; "
+                                 "q·k needs the same length d_k")
+            if self.K.shape[0] != L or self.V.shape[0] != L:
+                bad = "K" if self.K.shape[0] != L else "V"
+                raise ShapeError(f"{src}, key {bad}: {bad} has {getattr(self, bad).shape[0]} rows but Q has {L}; "
+                                 "self-attention needs one row per token")
+            d_v = self.V.shape[1]
+        else:
+            missing = [k for k in ("X", "W_Q", "W_K", "W_V") if getattr(self, k) is None]
+            if missing:
+                raise InputError(f"{src}: missing key {', '.join(missing)} (X, W_Q, W_K and W_V are all needed)")
+            L, d_model = self.X.shape
+            for k in ("W_Q", "W_K", "W_V"):
+                w = getattr(self, k)
+                if w.shape[0] != d_model:
+                    raise ShapeError(f"{src}, key {k}: {k} has {w.shape[0]} rows but X has {d_model} columns; "
+                                     f"X·{k} needs as many rows in {k} as columns in X")
+            if self.W_K.shape[1] != self.W_Q.shape[1]:
+                raise ShapeError(f"{src}, key W_K: W_K has {self.W_K.shape[1]} columns but W_Q has "
+                                 f"{self.W_Q.shape[1]}; q·k needs the same d_k")
+            d_v = self.W_V.shape[1]
+        if self.W_O is not None and self.W_O.shape[0] != d_v:
+            raise ShapeError(f"{src}, key W_O: W_O has {self.W_O.shape[0]} rows but V has {d_v} columns; "
+                             "O·W_O needs as many rows in W_O as columns in V")
+        if self.mask is not None and self.mask.shape != (L, L):
+            raise ShapeError(f"{src}, key mask: the mask is {self.mask.shape[0]}×{self.mask.shape[1]} but "
+                             f"there are {L} tokens; it must be {L}×{L}")
+        if self.scoring not in SCORINGS:
+            raise ConfigError(f"{src}: unknown scoring {self.scoring!r}; choose one of {', '.join(SCORINGS)}")
+
+    def allowed(self) -> np.ndarray:
+        """(L, L) bool, True where query i may look at key j (mask and causal combined)."""
+        ok = np.ones((self.L, self.L), dtype=bool)
+        if self.mask is not None:
+            ok &= self.mask
+        if self.causal:
+            ok &= ~np.triu(np.ones((self.L, self.L), dtype=bool), k=1)
+        return ok
+
+    def factor(self) -> float:
+        """The number that multiplies the raw scores (1/√d_k for "scaled")."""
+        d = self.d_k
+        return {"scaled": 1 / math.sqrt(d), "qknorm": 1 / math.sqrt(d), "unscaled": 1.0,
+                "inv_d": 1 / d, "cosine": 1 / self.temperature}[self.scoring]
+
+
+def _bool01(v, where):
+    v = inputs.plain(v)
+    if isinstance(v, bool):
+        return 1.0 if v else 0.0
+    if v in (0, 1):
+        return float(v)
+    raise InputError(f"{where}: a mask entry must be 1/true (may attend) or 0/false (blocked), got {v!r}")
+
+
+# ----------------------------------------------------------------------------------------------
+# the numbers
+# ----------------------------------------------------------------------------------------------
+
+def normalise(x: np.ndarray, scoring: str, eps: float = 1e-6) -> np.ndarray:
+    """What cosine / qknorm scoring does to q and k before the dot product (as functional.prepare_qk)."""
+    if scoring == "cosine":
+        return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), eps)
+    if scoring == "qknorm":
+        mu = x.mean(-1, keepdims=True)
+        var = x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + eps)
+    return x
+
+
+def exp_shift(masked: np.ndarray) -> np.ndarray:
+    """(L, 1): 0 where exp(s) can be shown as is, else the row maximum (see EXP_SHOW_LIMIT)."""
+    finite = np.where(np.isfinite(masked), masked, -np.inf)
+    m = finite.max(-1, keepdims=True)  # (L, 1)
+    m = np.where(np.isfinite(m), m, 0.0)
+    return np.where(m > EXP_SHOW_LIMIT, m, 0.0)
+
+
+def softmax_rows(masked: np.ndarray) -> np.ndarray:
+    """Stable row softmax; a fully blocked row gives zeros."""
+    m = np.where(np.isfinite(masked), masked, -np.inf).max(-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(masked - m)
+    s = e.sum(-1, keepdims=True)
+    return e / np.where(s == 0, 1.0, s)
+
+
+def compute(p: ToyProblem) -> dict:
+    """Every intermediate, float64: X, Q, K, V, (Qn, Kn), scores, scaled, masked, shift, exp,
+    sums, weights, output and (with W_O) projected."""
+    out: dict = {}
+    if p.projected:
+        out["X"] = p.X
+        Q, K, V = p.X @ p.W_Q, p.X @ p.W_K, p.X @ p.W_V  # (L, d_k), (L, d_k), (L, d_v)
+    else:
+        Q, K, V = p.Q, p.K, p.V
+    out.update(Q=Q, K=K, V=V)
+    qn, kn = normalise(Q, p.scoring), normalise(K, p.scoring)
+    if p.scoring in ("cosine", "qknorm"):
+        out.update(Qn=qn, Kn=kn)
+    scores = qn @ kn.T  # (L, L)
+    scaled = scores * p.factor()  # (L, L)
+    masked = np.where(p.allowed(), scaled, -np.inf)  # (L, L)
+    shift = exp_shift(masked)  # (L, 1)
+    e = np.exp(masked - shift)  # (L, L)
+    out.update(scores=scores, scaled=scaled, masked=masked, shift=shift[:, 0], exp=e, sums=e.sum(-1))
+    weights = softmax_rows(masked)  # (L, L)
+    out["weights"] = weights
+    out["output"] = weights @ V  # (L, d_v)
+    if p.W_O is not None:
+        out["projected"] = out["output"] @ p.W_O  # (L, d_out)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# the worked calculation
+# ----------------------------------------------------------------------------------------------
+
+S_SYM = Sym("S", "S")
+S2_SYM = Sym("S'", "S'")
+
+
+def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
+    """The worked calculation of ``p`` as a :class:`Worked`.
+
+    ``expand``: "auto" writes out row·column products and weighted sums while the sizes are small
+    (d ≤ 4 and at most 6 tokens), "always", or "never".
+    """
+    if expand not in ("auto", "always", "never"):
+        raise ConfigError(f"expand must be auto, always or never, got {expand!r}")
+    v = compute(p)
+    L, d_k, d_v = p.L, p.d_k, v["V"].shape[1]
+    toks = p.tokens
+    d_model = p.X.shape[1] if p.projected else None
+    small_dot = expand == "always" or (expand == "auto" and L <= 6 and d_k <= 4 and (d_model or 0) <= 4)
+    small_sum = expand == "always" or (expand == "auto" and L <= 6 and d_v <= 6)
+    steps: list[Step] = []
+
+    intro = [Para(t("toy.intro", L=L, tokens=" ".join(toks), dk=d_k, dv=d_v))]
+    intro.append(Formula("Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V",
+                         r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}}\right)V"))
+    if p.projected:
+        intro.append(Matrix(Sym("X", "X"), p.X, rows=toks, caption=t("toy.x_caption", d=d_model), exact=True))
+        for k in ("W_Q", "W_K", "W_V") + (("W_O",) if p.W_O is not None else ()):
+            intro.append(Matrix(Sym(k, k), getattr(p, k), exact=True))
+    if p.scoring != "scaled":
+        intro.append(Para(t(f"scoring.{p.scoring}"), style="note"))
+
+    # 1-3. projections
+    if p.projected:
+        for name in ("Q", "K", "V"):
+            W = getattr(p, f"W_{name}")
+            blocks = [Formula(f"{name} = X·W_{name}", f"{name} = X W_{{{name[0]}}}"),
+                      Para(t(f"toy.{name.lower()}_why"))]
+            if small_dot:
+                low = name.lower()
+                for i in range(L):
+                    blocks.append(DotRow(sub(low, low, i + 1),
+                                         [[(p.X[i, m], W[m, j]) for m in range(W.shape[0])] for j in range(W.shape[1])],
+                                         list(v[name][i])))
+            blocks.append(Matrix(Sym(name, name), v[name], rows=toks))
+            steps.append(Step(f"project_{name.lower()}", t(f"step.{name.lower()}"), blocks))
+    else:
+        steps.append(Step("given_qkv", t("step.given_qkv"),
+                          [Matrix(Sym(n, n), v[n], rows=toks) for n in ("Q", "K", "V")]))
+
+    if p.scoring in ("cosine", "qknorm"):
+        steps.append(Step("normalise", t(f"step.normalise_{p.scoring}"),
+                          [Matrix(Sym("Q̂", r"\hat{Q}"), v["Qn"], rows=toks),
+                           Matrix(Sym("K̂", r"\hat{K}"), v["Kn"], rows=toks)]))
+        qs, ks = v["Qn"], v["Kn"]
+    else:
+        qs, ks = v["Q"], v["K"]
+
+    # 4. raw scores
+    blocks = [Formula("S = Q·Kᵀ,   S_ij = q_i · k_j", r"S = QK^{\top},\quad S_{ij} = q_i\cdot k_j"),
+              Para(t("toy.scores_why"))]
+    if small_dot:
+        for i in range(L):
+            blocks.append(DotRow(sub("s", "s", i + 1),
+                                 [[(qs[i, m], ks[j, m]) for m in range(d_k)] for j in range(L)],
+                                 list(v["scores"][i])))
+    blocks.append(Matrix(S_SYM, v["scores"], rows=toks, cols=toks, caption=t("toy.rows_cols")))
+    steps.append(Step("scores", t("step.scores"), blocks))
+
+    # 5. scale
+    f = p.factor()
+    if p.scoring in ("scaled", "qknorm"):
+        blocks = [Formula("S' = S / √d_k", r"S' = \frac{S}{\sqrt{d_k}}"),
+                  Para(t("toy.scale_why", dk=d_k, sqrt=math.sqrt(d_k)))]
+        div = Sym(f"√{d_k}", rf"\sqrt{{{d_k}}}")
+    else:
+        blocks = [Formula("S' = S · c", r"S' = c\,S"), Para(t(f"toy.scale_{p.scoring}", c=f))]
+        div = None
+    for i in range(L):
+        blocks.append(ScaleLine(sub("s'", "s'", i + 1), list(v["scores"][i]), list(v["scaled"][i]),
+                                factor=None if div is not None else f, divisor=div))
+    blocks.append(Matrix(S2_SYM, v["scaled"], rows=toks, cols=toks))
+    steps.append(Step("scaled", t("step.scaled"), blocks))
+
+    allowed = p.allowed()
+    if not allowed.all():
+        steps.append(Step("masked", t("step.masked"),
+                          [Para(t("toy.mask_why")), Matrix(S2_SYM, v["masked"], rows=toks, cols=toks)]))
+
+    # 6. exp
+    blocks = [Formula("E_ij = exp(S'_ij)", r"E_{ij} = e^{S'_{ij}}"), Para(t("toy.exp_why"))]
+    shifted = [i for i in range(L) if v["shift"][i] != 0]
+    if shifted:
+        blocks.append(Para(t("toy.exp_shift", rows=", ".join(str(i + 1) for i in shifted),
+                             limit=EXP_SHOW_LIMIT), style="note"))
+    blocks.append(Matrix(Sym("E", "E"), v["exp"], rows=toks, cols=toks))
+    steps.append(Step("exp", t("step.exp"), blocks))
+
+    # 7. row sums
+    blocks = [Formula("Σ_i = Σ_j E_ij", r"\Sigma_i = \sum_j E_{ij}")]
+    for i in range(L):
+        blocks.append(SumLine(sub("Σ", r"\Sigma", i + 1), list(v["exp"][i]), v["sums"][i]))
+    steps.append(Step("sums", t("step.sums"), blocks))
+
+    # 8. weights
+    blocks = [Formula("A_ij = E_ij / Σ_i", r"A_{ij} = \frac{E_{ij}}{\Sigma_i}"), Para(t("toy.weights_why"))]
+    for i in range(L):
+        blocks.append(Divide(sub("a", "a", i + 1), list(v["exp"][i]), v["sums"][i], list(v["weights"][i])))
+    blocks.append(Matrix(Sym("A", "A"), v["weights"], rows=toks, cols=toks, caption=t("toy.rows_sum_one")))
+    steps.append(Step("weights", t("step.weights"), blocks))
+
+    # 9. output
+    blocks = [Formula("O = A·V,   o_i = Σ_j A_ij · v_j", r"O = AV,\quad o_i = \sum_j A_{ij}\, v_j"),
+              Para(t("toy.output_why"))]
+    if small_sum:
+        for i in range(L):
+            blocks.append(WeightedSum(sub("o", "o", i + 1), list(v["weights"][i]),
+                                      [list(r) for r in v["V"]], list(v["output"][i]),
+                                      labels=[f"v{j + 1}" for j in range(L)]))
+    blocks.append(Matrix(Sym("O", "O"), v["output"], rows=toks))
+    steps.append(Step("output", t("step.output"), blocks))
+
+    if p.W_O is not None:
+        blocks = [Formula("Y = O·W_O", r"Y = O W_O")]
+        if expand == "always" or (expand == "auto" and L <= 6 and d_v <= 4 and p.W_O.shape[1] <= 4):
+            for i in range(L):
+                blocks.append(DotRow(sub("y", "y", i + 1),
+                                     [[(v["output"][i, m], p.W_O[m, j]) for m in range(d_v)]
+                                      for j in range(p.W_O.shape[1])], list(v["projected"][i])))
+        blocks.append(Matrix(Sym("Y", "Y"), v["projected"], rows=toks))
+        steps.append(Step("projected", t("step.projected"), blocks))
+
+    # 10. what it means
+    blocks = []
+    for i in range(L):
+        top = np.argsort(-v["weights"][i], kind="stable")
+        shares = [t("toy.share", pct=fmt(100 * v["weights"][i, j], 1) + "%", tok=toks[j])
+                  for j in top if allowed[i, j]]
+        blocks.append(Para(t("toy.meaning_row", tok=toks[i], shares=shares)))
+    if p.projected:
+        blocks.append(Para(t("toy.meaning_first", tok=toks[0],
+                             x=_vec_text(p.X[0], exact=True), o=_vec_text(v["output"][0]))))
+    blocks.append(Para(t("toy.meaning")))
+    steps.append(Step("meaning", t("step.meaning"), blocks))
+
+    values = {k: v[k] for k in ("Q", "K", "V", "scores", "scaled", "exp", "sums", "weights", "output")}
+    if "projected" in v:
+        values["projected"] = v["projected"]
+    if not allowed.all():
+        values["masked"] = v["masked"]
+    meta = {"name": p.name, "tokens": list(toks), "L": L, "d_k": d_k, "d_v": d_v, "scoring": p.scoring,
+            "factor": f, "causal": p.causal, "masked": bool(not allowed.all())}
+    title = t("toy.title_named", name=p.name) if p.name else t("toy.title")
+    return Worked("toy", title, intro, steps, values=values, meta=meta)
+
+
+def _vec_text(x, exact: bool = False) -> VecParam:
+    return VecParam([float(a) for a in x], exact=exact)
