@@ -14,6 +14,7 @@ from .modules import (Embeddings, Encoder, EncoderLayer, FeedForward, MultiHeadA
                       SingleHeadAttention, TransformerEncoder, sinusoidal_positions)
 from .models import Model, load
 from .trace import TRACE_NAMES, Trace
+from . import check, explain  # noqa: E402  callable packages: attnscope.explain(...), attnscope.check(...)
 
 __version__ = "0.1.0"
 
@@ -21,5 +22,5 @@ __all__ = [
     "TransformerConfig", "AttnscopeError", "ConfigError", "InputError", "ModelLoadError", "ShapeError",
     "SCORINGS", "attention", "attention_steps", "log_softmax", "softmax", "HookPoint", "name_hook_points",
     "Embeddings", "Encoder", "EncoderLayer", "FeedForward", "MultiHeadAttention", "SingleHeadAttention",
-    "TransformerEncoder", "sinusoidal_positions", "__version__", "load", "Model", "Trace", "TRACE_NAMES",
+    "TransformerEncoder", "sinusoidal_positions", "__version__", "load", "Model", "Trace", "TRACE_NAMES", "explain", "check",
 ]

@@ -34,6 +34,9 @@ malformed file, as every attnscope error).
 
 from __future__ import annotations
 
+import sys as _sys
+import types as _types
+
 import math
 import os
 from dataclasses import dataclass, field
@@ -377,3 +380,14 @@ def example_path(name: str) -> str:
 
 __all__ = ["check", "Report", "Entry", "judge", "run", "EXAMPLES", "VERDICTS", "parse_answers",
            "problem_chain", "example_path"]
+
+
+class _Callable(_types.ModuleType):
+    """Lets the package be called: ``attnscope.check(...)`` is :func:`check`, while
+    ``attnscope.check.<submodule>`` imports keep working."""
+
+    def __call__(self, *args, **kwargs):
+        return check(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _Callable
