@@ -63,7 +63,7 @@ def subset_font(text: str) -> Optional[bytes]:
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
-    font = TTFont(str(CJK_FONT_PATH))
+    font = TTFont(str(CJK_FONT_PATH), recalcTimestamp=False)  # same text, same bytes
     opts = subset.Options()
     opts.name_IDs = [0, 1, 2, 4, 6, 13, 14]  # keep the copyright and licence notices
     opts.layout_features = []

@@ -1,0 +1,104 @@
+"""The page data carries the traced q, k, v exactly, and the numbers recomputed from them are the
+model's attention (checked against the traced weights and against torch's own attention)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnscope.errors import InputError
+from attnscope.functional import attention_steps
+from attnscope.viewer import data, source
+from tests.viewer.fixtures import OTHER, TEXT
+
+
+def test_qkv_are_the_traced_tensors_bit_for_bit(trace):
+    d = data.build(trace)
+    assert d["format"] == "attnscope.view" and [t["text"] for t in d["texts"]] == [TEXT, OTHER]
+    for b, entry in enumerate(d["texts"]):
+        n = len(trace.tokens[b])
+        assert entry["tokens"] == trace.tokens[b]
+        qkv = data.decode(entry["qkv"])  # (L, 3, H, n, d_head)
+        assert qkv.shape == (6, 3, 12, n, 32)
+        for layer in (0, 5):
+            for kind, step in enumerate("qkv"):
+                ref = trace[f"layers.{layer}.attn.{step}"][b, :, :n].numpy()
+                assert qkv[layer, kind].tobytes() == ref.tobytes()
+    assert d["config"]["factor"] == 1 / math.sqrt(32)
+
+
+def test_weights_from_q_k_are_the_models(full_trace):
+    # every layer of the full trace, against the weights the model itself computed (float32)
+    for layer in range(6):
+        q, k, _ = source.head_qkv(full_trace, layer)
+        w = source._softmax_rows(source._scaled(full_trace, q, k))
+        np.testing.assert_allclose(w, full_trace[f"layers.{layer}.attn.weights"][0].double().numpy(), atol=2e-6)
+
+
+def test_steps_match_torch_attention_in_float64(full_trace):
+    q = full_trace["layers.4.attn.q"][0].double()  # (H, n, d)
+    k = full_trace["layers.4.attn.k"][0].double()
+    v = full_trace["layers.4.attn.v"][0].double()
+    ref = attention_steps(q, k, v)  # torch float64, whole matrices at once
+    for head, query in ((0, 0), (7, 3), (11, len(full_trace.tokens[0]) - 1)):
+        s = source.steps(full_trace, 4, head, query)
+        np.testing.assert_allclose(s["raw"], ref["scores"][head, query].numpy(), rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(s["scaled"], ref["scaled"][head, query].numpy(), rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(s["weights"], ref["weights"][head, query].numpy(), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(s["out"], ref["out"][head, query].numpy(), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(s["exp"] / s["sum"], s["weights"], rtol=1e-12)
+        assert s["shift"] == 0.0 and s["d_k"] == 32
+
+
+def test_causal_models_mask_future_keys(tiny_models):
+    tr = tiny_models["gpt2"].trace(["the quick brown fox jumps"])
+    n = len(tr.tokens[0])
+    s = source.steps(tr, 1, 2, 1)
+    assert np.isneginf(s["scaled"][2:]).all() and (s["exp"][2:] == 0).all() and (s["weights"][2:] == 0).all()
+    w = source.weights(tr, 1)  # computed from q, k with the causal mask
+    np.testing.assert_allclose(w, tr["layers.1.attn.weights"][0].double().numpy(), atol=2e-6)
+    d = data.build(tr)
+    assert d["config"]["causal"] is True and len(d["texts"][0]["tokens"]) == n
+
+
+def test_mismatched_weights_are_refused(trace):
+    class Tampered:
+        def __init__(self, tr):
+            self.tr, self.tokens, self.config, self.model_name = tr, tr.tokens, tr.config, tr.model_name
+
+        def __contains__(self, name):
+            return name in self.tr
+
+        def __getitem__(self, name):
+            t = self.tr[name]
+            return t.flip(-1) if name.endswith("attn.weights") else t
+
+    with pytest.raises(InputError, match="differs from the traced attention weights"):
+        data.build(Tampered(trace))
+
+
+def test_context_comparison_is_cosine_of_the_token_vectors(trace):
+    c = source.context_comparison(trace, token="bank")
+    ia, ib = trace.tokens[0].index("bank"), trace.tokens[1].index("bank")
+    assert (c["token"], c["pos_a"], c["pos_b"]) == ("bank", ia, ib)
+    names = ["embed.out"] + [f"layers.{i}.out" for i in range(6)]
+    assert c["layers"] == names
+    for i, name in enumerate(names):
+        a, b = trace[name][0, ia].double(), trace[name][1, ib].double()
+        assert c["across"][i] == pytest.approx(torch.nn.functional.cosine_similarity(a, b, dim=0).item(), abs=1e-12)
+        a0 = trace["embed.out"][0, ia].double()
+        assert c["drift_a"][i] == pytest.approx(torch.nn.functional.cosine_similarity(a, a0, dim=0).item(), abs=1e-12)
+    assert c["drift_a"][0] == pytest.approx(1.0, abs=1e-12)
+    # context awareness: after the layers "bank" differs between the two sentences
+    assert c["across"][-1] < c["across"][0]
+
+
+def test_default_shared_token_and_errors(trace):
+    assert source.context_comparison(trace)["token"] == "the"  # first non-special token in both
+    with pytest.raises(InputError, match="token 'cat' is not among the tokens"):
+        source.context_comparison(trace, token="cat")
+    with pytest.raises(InputError, match="decimals"):
+        data.build(trace, decimals=20)
+    with pytest.raises(InputError, match="query token 99 is out of range"):
+        source.steps(trace, 0, 0, 99)
