@@ -74,6 +74,24 @@ def thumbnails(w: np.ndarray, size: int = THUMB) -> np.ndarray:
     return np.rint(255.0 * pooled / np.where(top > 0, top, 1.0)).astype(np.uint8)
 
 
+def _check_weights(trace, layer: int, index: int, w: np.ndarray) -> None:
+    """Compare ``w`` (H, n, n) with whatever weights of ``layer`` the trace recorded (all heads,
+    or single heads recorded as ``weights[h]``); InputError when they differ."""
+    n = w.shape[-1]
+    name = f"layers.{layer}.attn.weights"
+    pairs = []
+    if name in trace:
+        pairs.append((trace[name][index][:, :n, :n], w))
+    for h in range(w.shape[0]):
+        if f"{name}[{h}]" in trace:
+            pairs.append((trace[f"{name}[{h}]"][index][:n, :n], w[h]))
+    for traced, ours in pairs:
+        err = float(np.max(np.abs(traced.detach().cpu().double().numpy() - ours)))
+        if not err <= REPRODUCE_TOL:
+            raise InputError(f"layer {layer}: softmax(factor·q·kᵀ) differs from the traced attention "
+                             f"weights by {err:.3g}; the viewer only shows plain dot-product attention")
+
+
 def _text_entry(trace, index: int, check: bool) -> dict:
     L, H = source.n_layers(trace), source.n_heads(trace)
     toks = source.tokens(trace, index)
@@ -82,13 +100,8 @@ def _text_entry(trace, index: int, check: bool) -> dict:
         q, k, v = source.head_qkv(trace, layer, index)  # (H, n, d_head) each
         qkv.append(np.stack([q, k, v]))  # (3, H, n, d_head)
         w = source._softmax_rows(source._scaled(trace, q, k))  # (H, n, n) float64
-        name = f"layers.{layer}.attn.weights"
-        if check and name in trace:
-            traced = trace[name][index][:, :len(toks), :len(toks)].detach().cpu().double().numpy()
-            err = float(np.max(np.abs(traced - w)))
-            if not err <= REPRODUCE_TOL:
-                raise InputError(f"layer {layer}: softmax(factor·q·kᵀ) differs from the traced attention "
-                                 f"weights by {err:.3g}; the viewer only shows plain dot-product attention")
+        if check:
+            _check_weights(trace, layer, index, w)
         thumbs.append(thumbnails(w))
     text = (getattr(trace, "texts", None) or [None] * (index + 1))
     return {"text": text[index] if index < len(text) else None, "tokens": toks,

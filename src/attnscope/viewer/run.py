@@ -6,10 +6,12 @@ from typing import Optional, Sequence
 
 from . import data as _data
 
-#: q, k, v of every layer; the hidden states for the context view; layer 0's weights, against
-#: which the page's recomputation is checked (the other layers stay on the fast fused kernel).
+#: q, k, v of every layer; the hidden states for the context view; head 0's weights of every
+#: layer, against which the page's recomputation is checked. A single head's weights are computed
+#: beside the fused kernel, so every layer's output, and thus every q, k, v, is bit for bit what
+#: any other trace that records no full weight matrix gets (``attnscope explain`` included).
 VIEW_NAMES = ("layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v", "embed.out", "layers.*.out",
-              "layers.0.attn.weights")
+              "layers.*.attn.weights[0]")
 
 
 def trace_texts(model, texts: Sequence[str]):

@@ -1,0 +1,118 @@
+"""The JSON API: right numbers, clear 4xx messages for bad input, and it keeps serving."""
+
+import math
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from attnscope.server import create_app
+from attnscope.viewer import source
+from attnscope.viewer.run import trace_texts
+
+
+@pytest.fixture(scope="module")
+def client(minilm):
+    return TestClient(create_app(minilm, max_chars=200))
+
+
+def test_model_info(client):
+    r = client.get("/api/model")
+    assert r.status_code == 200
+    assert r.json() | {"version": None} == {"name": "sentence-transformers/all-MiniLM-L6-v2", "family": "bert",
+                                            "n_layers": 6, "n_heads": 12, "d_model": 384, "d_head": 32,
+                                            "max_tokens": 512, "max_chars": 200, "version": None}
+
+
+def test_index_is_the_viewer_with_a_text_box(client):
+    r = client.get("/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert "attnscope.mount" in r.text and "server:" in r.text
+
+
+def test_steps_are_the_traced_models_numbers(client, minilm):
+    r = client.post("/api/steps", json={"text": "The bank of the river.", "layer": 2, "head": 7, "query": 2})
+    assert r.status_code == 200
+    s = r.json()
+    tr = minilm.trace("The bank of the river.", names=["layers.2.attn.*"])  # layers 0, 1 on the fast path, as the API
+    q = tr["layers.2.attn.q"][0, 7].double()  # (n, d)
+    k = tr["layers.2.attn.k"][0, 7].double()
+    v = tr["layers.2.attn.v"][0, 7].double()
+    raw = (k @ q[2]).numpy()
+    np.testing.assert_allclose(s["raw"], raw, rtol=1e-12)
+    np.testing.assert_allclose(s["scaled"], raw / math.sqrt(32), rtol=1e-12)
+    np.testing.assert_allclose(s["weights"], tr["layers.2.attn.weights"][0, 7, 2].double().numpy(), atol=2e-7)
+    np.testing.assert_allclose(s["out"], tr["layers.2.attn.z"][0, 7, 2].double().numpy(), atol=2e-6)
+    assert s["tokens"] == tr.tokens[0] and s["d_k"] == 32 and s["sum"] == pytest.approx(sum(s["exp"]))
+
+
+def test_attention_matrix(client, minilm):
+    r = client.post("/api/attention", json={"text": "我喜欢人工智能", "layer": 5, "head": 0})
+    assert r.status_code == 200
+    tr = minilm.trace("我喜欢人工智能", names=["layers.5.attn.weights"])
+    np.testing.assert_allclose(r.json()["weights"], tr["layers.5.attn.weights"][0, 0].double().numpy(), atol=2e-7)
+
+
+def test_view_data_is_what_the_file_carries(client, minilm):
+    r = client.post("/api/view", json={"text": "The bank of the river.", "compare": "Money in the bank.", "token": "bank"})
+    assert r.status_code == 200
+    d = r.json()
+    assert d["format"] == "attnscope.view" and d["compare"]["token"] == "bank" and d["font_css"] == ""
+    ref = source.context_comparison(trace_texts(minilm, ["The bank of the river.", "Money in the bank."]), token="bank")
+    assert d["compare"]["across"] == pytest.approx(ref["across"], abs=1e-12)
+    r = client.post("/api/view", json={"text": "我喜欢"})
+    assert "attnscope CJK" in r.json()["font_css"]
+
+
+BAD = [
+    ("/api/view", b'{"text": "hi"', 400, "request body is not valid JSON"),
+    ("/api/view", b"not json at all", 400, "request body is not valid JSON"),
+    ("/api/view", {"text": ""}, 422, "text is empty"),
+    ("/api/view", {"text": "   \n "}, 422, "text is empty"),
+    ("/api/view", {"text": "x" * 201}, 422, "text has 201 characters; the limit is 200"),
+    ("/api/view", {"text": "hi", "compare": ""}, 422, "compare is empty"),
+    ("/api/view", {"text": "a b", "compare": "c d"}, 422, "share no token"),
+    ("/api/view", {"text": "hi", "colour": "red"}, 422, "unknown field 'colour'"),
+    ("/api/view", {}, 422, "missing field 'text'"),
+    ("/api/view", [1, 2], 422, "request body must be a JSON object"),
+    ("/api/view", {"text": 5}, 422, "text: Input should be a valid string"),
+    ("/api/attention", {"text": "hi", "layer": 6, "head": 0}, 422, "layer 6 is out of range: there are 6 layers (0..5)"),
+    ("/api/attention", {"text": "hi", "layer": 0, "head": 12}, 422, "head 12 is out of range: there are 12 heads (0..11)"),
+    ("/api/steps", {"text": "hi", "layer": 0, "head": -1, "query": 0}, 422, "head -1 is out of range"),
+    ("/api/steps", {"text": "hi", "layer": 0, "head": 0, "query": 3}, 422, "query token 3 is out of range: there are 3 tokens (0..2)"),
+    ("/api/steps", {"text": "hi", "layer": "two"}, 422, "layer: Input should be a valid integer"),
+]
+
+
+@pytest.mark.parametrize("path, body, status, msg", BAD)
+def test_bad_requests_get_a_clear_4xx_and_the_server_goes_on(client, path, body, status, msg):
+    kw = {"content": body, "headers": {"content-type": "application/json"}} if isinstance(body, bytes) else {"json": body}
+    r = client.post(path, **kw)
+    assert r.status_code == status
+    assert msg in r.json()["detail"]
+    assert client.post("/api/attention", json={"text": "ok", "layer": 0, "head": 0}).status_code == 200
+
+
+def test_too_many_tokens_for_the_model(minilm):
+    c = TestClient(create_app(minilm, max_chars=10_000))
+    r = c.post("/api/attention", json={"text": "word " * 600})
+    assert r.status_code == 422 and "512" in r.json()["detail"]
+
+
+def test_openapi_documents_the_api(client):
+    spec = client.get("/openapi.json").json()
+    assert {"/api/model", "/api/view", "/api/attention", "/api/steps"} <= set(spec["paths"])
+    assert spec["paths"]["/api/steps"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert "StepRequest" in spec["components"]["schemas"]
+    assert client.get("/docs").status_code == 200
+    assert client.get("/nope").status_code == 404
+
+
+def test_the_model_is_loaded_once(monkeypatch, minilm):
+    import attnscope.models
+    calls = []
+    monkeypatch.setattr(attnscope.models, "load", lambda path=None: calls.append(path) or minilm)
+    c = TestClient(create_app(model_path=None))
+    for _ in range(3):
+        assert c.post("/api/attention", json={"text": "hello there"}).status_code == 200
+    assert calls == [None]
