@@ -114,36 +114,54 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
     """The page data for ``trace``.
 
     Args:
-        trace: a Trace holding q, k, v of every layer (and embed.out/layers.*.out for a comparison).
-        texts: which texts of the trace to include (default: all).
-        compare: a second Trace, or True to compare the trace's first two texts, for the
-            "context awareness" view of ``token`` (default: the first token the texts share).
+        trace: a Trace holding q, k, v of every layer (and embed.out/layers.*.out for a
+            comparison), or a list of Traces (their first texts; see below).
+        texts: which texts of a single trace to include (default: all).
+        compare: True compares the first two texts in the "context awareness" view of ``token``
+            (default: the first token they share); a Trace compares the first text with its first.
         decimals: decimals the page starts with (explain's default is 4).
-        check: verify that q and k reproduce the traced weights (when they were recorded).
+        check: verify that q and k reproduce the traced weights (when any were recorded).
+
+    For numbers bit for bit equal to ``attnscope explain``, trace each text on its own (a list of
+    Traces, as ``attnscope view`` does): a padded batch computes the same model with different
+    float32 rounding (~1e-6 relative).
     """
     if not isinstance(decimals, int) or not 0 <= decimals <= 12:
         raise InputError(f"decimals must be an integer in 0..12, got {decimals!r}")
-    factor = source.score_factor(trace)
-    cfg = trace.config
-    idx = list(range(len(trace.tokens))) if texts is None else [source.check_text(trace, i) for i in texts]
+    if isinstance(trace, (list, tuple)):
+        if not trace:
+            raise InputError("no trace to show")
+        if texts is not None:
+            raise InputError("texts= selects texts of one trace; with a list of traces, pass only those to show")
+        pairs = [(t, 0) for t in trace]
+    else:
+        idx = list(range(len(trace.tokens))) if texts is None else [source.check_text(trace, i) for i in texts]
+        pairs = [(trace, i) for i in idx]
+    first = pairs[0][0]
+    factor = source.score_factor(first)
+    cfg = first.config
+    for t, _ in pairs[1:]:
+        if t.config != cfg or source.model_name(t) != source.model_name(first):
+            raise InputError("all traces of one page must come from the same model")
     data = {
         "format": FORMAT, "version": VERSION,
-        "model": source.model_name(trace), "family": getattr(trace, "family", None),
+        "model": source.model_name(first), "family": getattr(first, "family", None),
         "config": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "d_model": cfg.d_model,
                    "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
                    "causal": bool(cfg.causal)},
         "exp_show_limit": source.EXP_SHOW_LIMIT,
         "decimals": decimals,
-        "texts": [_text_entry(trace, i, check) for i in idx],
+        "texts": [_text_entry(t, i, check) for t, i in pairs],
         "compare": None,
     }
     if compare is True:
-        data["compare"] = source.context_comparison(trace, None, token=token, index_a=0, index_b=1)
+        if len(pairs) < 2:
+            raise InputError("a comparison needs two texts")
+        (ta, ia), (tb, ib) = pairs[0], pairs[1]
+        data["compare"] = source.context_comparison(ta, tb if tb is not ta else None, token=token,
+                                                    index_a=ia, index_b=ib)
     elif compare is not None:
-        data["compare"] = source.context_comparison(trace, compare, token=token)
-    if data["compare"] is not None:
-        for k in ("texts_a", "texts_b"):
-            data["compare"].pop(k, None)
+        data["compare"] = source.context_comparison(first, compare, token=token, index_a=pairs[0][1])
     return data
 
 

@@ -19,9 +19,14 @@ def trace_texts(model, texts: Sequence[str]):
     return model.trace(list(texts), names=list(VIEW_NAMES))
 
 
+def trace_each(model, texts: Sequence[str]) -> list:
+    """One trace per text, so that every number equals what ``attnscope explain`` computes for
+    that text (a padded batch rounds differently in float32)."""
+    return [model.trace([t], names=list(VIEW_NAMES)) for t in texts]
+
+
 def view_data(model, text: str, *, compare: Optional[str] = None, token: Optional[str] = None,
               decimals: int = 4) -> dict:
     """Page data for ``text`` (and the context comparison with ``compare``)."""
-    texts = [text] if compare is None else [text, compare]
-    tr = trace_texts(model, texts)
-    return _data.build(tr, compare=True if compare is not None else None, token=token, decimals=decimals)
+    traces = trace_each(model, [text] if compare is None else [text, compare])
+    return _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals)
