@@ -262,6 +262,22 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
     if not return_weights and scoring == "scaled":
         return _sdpa(q, k, v, mask, causal=causal, scale=scale, dropout_p=dropout_p)
 
+    from . import blockwise  # here, not at the top: blockwise builds on this module
+    if not return_weights:
+        # The fused kernel only forms q·kᵀ/√d_k; every other scoring gets the blockwise kernel:
+        # the same numbers (≤ 1e-6 apart in float32) in O(L·d) memory, no L×S matrix.
+        return blockwise.blockwise_attention(q, k, v, mask, causal=causal, scale=scale, scoring=scoring,
+                                             temperature=temperature, dropout_p=dropout_p)
+    if not (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))) and \
+            not _dense_fits(3 * _nbytes(lead, L, S, q), q.device):
+        # Inference on a long input: the explicit path would hold ~3 L×S matrices at once. Only
+        # the weights themselves are needed: one pass for each row's log-sum-exp, one that writes
+        # exp(score − lse) straight into the result.
+        weights = blockwise.attention_weights(q, k, mask, causal=causal, scale=scale, scoring=scoring,
+                                              temperature=temperature)  # (..., L, S)
+        dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights
+        return torch.matmul(dropped, v), weights  # (..., L, d_v), (..., L, S)
+
     # Explicit path. Only what the result needs is kept: the factor goes on q (L·d multiplies
     # instead of L·S) and the raw scores are never stored, so the peak is about two L×S matrices.
     qn, kn = prepare_qk(q, k, scoring)
@@ -273,6 +289,34 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights
     out = torch.matmul(dropped, v)  # (..., L, d_v)
     return (out, weights) if return_weights else out
+
+
+#: Bytes the explicit path may use for its L×S matrices before ``attention(return_weights=True)``
+#: switches to the blockwise weights (inference only). None: what the device has available now.
+DENSE_MEMORY_LIMIT: Optional[int] = None
+
+
+def _nbytes(lead: torch.Size, L: int, S: int, q: Tensor) -> int:
+    """Bytes of one (*lead, L, S) matrix in q's dtype."""
+    return math.prod(lead) * L * S * q.element_size()
+
+
+def _dense_fits(nbytes: int, device: torch.device) -> bool:
+    """Would ``nbytes`` more fit in the device's free memory (or under DENSE_MEMORY_LIMIT)?"""
+    if DENSE_MEMORY_LIMIT is not None:
+        return nbytes <= DENSE_MEMORY_LIMIT
+    if nbytes < 1 << 26:  # below 64 MiB nobody needs to ask
+        return True
+    try:
+        if device.type == "cuda":
+            return nbytes <= torch.cuda.mem_get_info(device)[0]
+        if device.type == "cpu":
+            with open("/proc/meminfo") as f:
+                info = dict(line.split(":", 1) for line in f)
+            return nbytes <= int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError, RuntimeError):
+        pass
+    return True  # cannot tell: the explicit path, as before
 
 
 def _sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], *, causal: bool,

@@ -216,6 +216,16 @@ class MultiHeadAttention(nn.Module):
         if not heads or self.head_sink is None:
             return
         L, S = q.shape[-2], k.shape[-2]
+        n_bytes = 4 * q.shape[0] * len(heads) * L * S * q.element_size()  # the 4 steps below
+        if not any(self.head_taps.get(s) for s in ("scores", "scaled", "masked")) and not AF._dense_fits(n_bytes, q.device):
+            # Only weights, of a text too long for the steps below: two blockwise passes (row
+            # log-sum-exp, then exp(score − lse)) write them into the one (B, h, L, S) matrix held.
+            from ..blockwise import attention_weights
+            w = attention_weights(q, k, mask, heads=heads, causal=causal, scoring=scoring,
+                                  temperature=self._temperature())  # (B, h, L, S)
+            for h in sorted(self.head_taps["weights"]):
+                self.head_sink[f"{self.weights.name}[{h}]"] = w[:, heads.index(h)]  # (B, L, S)
+            return
         qn, kn = AF.prepare_qk(q[:, heads], k[:, heads], scoring)  # (B, h, L|S, d_head)
         temp = self._temperature()
         scores = AF.raw_scores(qn, kn)  # (B, h, L, S)
