@@ -18,7 +18,7 @@ from typing import Optional
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import __version__
@@ -189,6 +189,10 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
                      scaled=[None if x == float("-inf") else x for x in s["scaled"].tolist()],
                      shift=s["shift"], exp=s["exp"].tolist(), sum=s["sum"], weights=s["weights"].tolist(),
                      out=s["out"].tolist())
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response(status_code=204)  # browsers ask for it; nothing to show, no 404 in the console
 
     @app.get("/healthz", include_in_schema=False)
     def health() -> dict:
