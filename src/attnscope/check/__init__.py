@@ -28,6 +28,10 @@ How an entry is judged (``d`` = the number of decimals the learner wrote it with
 * **wrong** — none of the above: a new mistake. The first step that has one is "where the
   calculation went wrong".
 
+Numbers are read with the decimals as written in the file (``0.710`` has 3). Python floats passed
+to :func:`check` are read by their shortest form (``0.40`` is the float 0.4: 1 decimal); pass
+strings (``"0.40"``) to keep trailing zeros.
+
 Exit status of ``attnscope check``: 0 when nothing is wrong or carried, 1 otherwise (2 for a
 malformed file, as every attnscope error).
 """
@@ -300,8 +304,12 @@ def problem_chain(spec: Any, source: str, answers_raw: Optional[dict] = None) ->
         if extra:
             raise InputError(f"{where}: unknown key {extra[0]!r}; a model row has text, layer, head, token "
                              "or position, and optionally model")
-        d = model_row_data(spec["text"], spec.get("model"), spec.get("layer", 0), spec.get("head", 0),
-                           spec.get("token"), spec.get("position"))
+        from ..errors import AttnscopeError
+        try:
+            d = model_row_data(spec["text"], spec.get("model"), spec.get("layer", 0), spec.get("head", 0),
+                               spec.get("token"), spec.get("position"))
+        except AttnscopeError as e:
+            raise type(e)(f"{where}: {e}") from None
         desc = {"kind": "model", "model": d["model"].name, "text": spec["text"], "layer": d["layer"],
                 "head": d["head"], "position": d["qpos"], "token": d["tokens"][d["qpos"]], "tokens": d["tokens"]}
         return row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc), desc
@@ -330,7 +338,7 @@ def problem_chain(spec: Any, source: str, answers_raw: Optional[dict] = None) ->
             V = inputs.matrix(spec[vkey], f"{where}.{vkey}", rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
         return row_chain(raw, toks, factor, None, V, meta=desc), desc
-    p = ToyProblem.from_mapping(spec, source=where)
+    p = ToyProblem.from_mapping(spec, source=f"{source}, problem")
     return toy_chain(p), {"kind": "toy", "tokens": p.tokens, "name": p.name}
 
 

@@ -149,7 +149,7 @@ def print_rich(r, lang: str = "en", file=None, width=None, color: bool = True) -
         verdict = [v for v in ("wrong", "carried", "rounding") if r.by_verdict(v)][n]
         mark, style = {"wrong": marks[0], "carried": marks[1], "rounding": marks[2]}[verdict]
         for ln in lines:
-            console.print(Text(mark + ln, style=style))
+            console.print(Text(mark + ln, style=style), soft_wrap=True)  # one line each: the terminal wraps
         console.print(Text(""))
     for i, ln in enumerate(_verdict(ctx, r)):
         console.print(Text(ln, style="bold green" if r.ok else ("bold red" if i == 0 else "bold")))

@@ -77,7 +77,7 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
         if lesson != "scaling":
             raise InputError(f"unknown lesson {lesson!r}; the lessons are: scaling")
         from .scaling import explain_scaling
-        return explain_scaling(d_k=d_k or 64, seed=seed, samples=samples,
+        return explain_scaling(d_k=64 if d_k is None else d_k, seed=seed, samples=samples,
                                vectors=scores if scores is not None else None)
     if text is not None:
         from .row import explain_model_row

@@ -53,9 +53,9 @@ EN = {
     "step.exp": "exponentials $\\exp(S')$",
     "toy.exp_why": "exp makes every score positive and stretches the gaps between them: a score higher by 1 "
                    "becomes $e \\approx 2.718$ times as large.",
-    "toy.exp_shift": "Rows {rows} have scores above {limit}, whose exponentials would be huge; these rows show "
-                     "$e^{s - m}$ with $m$ the row maximum. Dividing numerator and denominator by the same $e^{m}$ "
-                     "leaves the weights unchanged.",
+    "toy.exp_shift": "In row(s) {rows} the largest score is above {limit} and its exponential would be huge, "
+                     "so these rows show $e^{s - m}$ with $m$ the row maximum. Dividing numerator and denominator "
+                     "by the same $e^{m}$ leaves the weights unchanged.",
     "step.sums": "row sums",
     "step.weights": "softmax weights $A = E / \\Sigma$",
     "toy.weights_why": "Dividing each exponential by its row sum turns the row into a probability distribution: "

@@ -269,8 +269,10 @@ def labels(x: Any, where: str, n: int) -> list[str]:
 
 
 def plain(x):
-    """Undo keep_text: Written → float, recursively."""
+    """Undo keep_text: Written → float (int when written as an integer), recursively."""
     if isinstance(x, Written):
+        if x.decimals == 0 and x.value.is_integer() and not any(c in x.text for c in ".eE"):
+            return int(x.value)
         return x.value
     if isinstance(x, dict):
         return {k: plain(v) for k, v in x.items()}

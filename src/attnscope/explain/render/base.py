@@ -17,7 +17,9 @@ from ..numbers import Shown, show
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: ``{name}`` is a parameter unless it is a TeX group: after a letter, "_", "^" or "\\"
+#: (``\\sqrt{d_k}``, ``e^{s}``, ``x_{ij}`` stay TeX).
+_PLACEHOLDER = re.compile(r"(?<![A-Za-z_^\\])\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def check_options(format: str, lang: str, decimals: int) -> None:

@@ -1,0 +1,51 @@
+"""A malformed answers file: one line naming file, key, row and column; exit 2 (1 means wrong answers)."""
+
+import re
+
+import pytest
+
+from attnscope import AttnscopeError
+from attnscope.check import check
+from attnscope.cli import main
+
+HEAD = "problem:\n  example: three-tokens\nanswers:\n"
+
+
+@pytest.mark.parametrize("text, msg", [
+    (HEAD + "  weights: [[0.4, 0.2, 0.4], [0.3, 0.1]]\n", "key weights: expected 3 rows (one per token), got 2"),
+    (HEAD + "  weights: [[0.4, 0.2, 0.4], [0.3, 0.1], [1, 1, 1]]\n", "key weights, row 2: expected 3 numbers, got 2"),
+    (HEAD + "  output: [[1.6, x], [1, 1], [1, 1]]\n", "key output, row 1, column 2: 'x' is not a number"),
+    (HEAD + "  softmx: [[1]]\n", "answers: unknown key 'softmx'; this problem's steps are Q, K, V, scores"),
+    (HEAD + "  sums: [1, 2]\n", "key sums: expected 3 numbers, got 2"),
+    (HEAD + "  Q: ~\n", "no numbers to check: every answer is empty"),
+    ("answers:\n  Q: [[1, 0]]\n", "missing key 'problem'"),
+    (HEAD.replace("example: three-tokens", "example: four-tokens") + "  Q: [[1, 0], [1, 1], [2, 1]]\n",
+     "unknown example 'four-tokens'"),
+    ("problem:\n  X: [[1, 0]]\n  W_Q: [[1], [0], [2]]\n  W_K: [[1]]\n  W_V: [[1]]\nanswers:\n  Q: [[1]]\n",
+     "problem, key W_Q: W_Q has 3 rows but X has 2 columns"),
+    ("problem:\n  scores: [1, 2]\n  d_k: 4\nanswers:\n  weights: [0.3, 0.7, 0.1]\n",
+     "key weights: expected 2 numbers, got 3"),
+    ("problem: [1, 2]\nanswers: {}\n", "key problem: expected a mapping"),
+    ("problem:\n  example: three-tokens\n answers:\n", "not valid YAML, line 3"),
+    (HEAD + "  extra: 1\nfoo: 2\n", "unknown top-level key 'foo'"),
+])
+def test_malformed_answers(tmp_path, capsys, text, msg):
+    f = tmp_path / "answers.yaml"
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(AttnscopeError, match=re.escape(msg)) as e:
+        check(str(f))
+    assert str(f) in str(e.value) or "unknown example" in msg
+    assert main(["check", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnscope check: error: ") and err.count("\n") == 1
+
+
+def test_exit_codes_are_distinct(tmp_path, capsys):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text(HEAD + "  Q: [[1, 0], [1, 1], [2, 1]]\n", encoding="utf-8")
+    bad.write_text(HEAD + "  Q: [[1, 0], [1, 1], [2, 2]]\n", encoding="utf-8")
+    assert main(["check", str(good)]) == 0
+    assert main(["check", str(bad)]) == 1
+    assert main(["check", str(tmp_path / "none.yaml")]) == 2
+    assert main(["check"]) == 2
+    capsys.readouterr()

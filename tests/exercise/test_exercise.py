@@ -1,0 +1,96 @@
+"""Exercises: humane, reproducible, checkable; both languages; answers that quote their own numbers."""
+
+import re
+
+import numpy as np
+import pytest
+import yaml
+
+from attnscope import InputError
+from attnscope.check import check
+from attnscope.cli import main
+from attnscope.exercise import STEPS, make_exercise
+from attnscope.explain.numbers import fmt
+from attnscope.explain.toy import compute
+
+
+@pytest.mark.parametrize("tokens, dim, style", [(3, 2, "int"), (4, 3, "int"), (3, 2, "decimal"), (2, 1, "int")])
+def test_inputs_are_humane_for_many_seeds(tokens, dim, style):
+    for seed in range(25):
+        ex = make_exercise(tokens, dim, seed, style=style)
+        p, v = ex.problem_input, compute(ex.problem_input)
+        assert p.X.shape == (tokens, dim) and p.W_Q.shape == (dim, dim)
+        for m in (p.X, p.W_Q, p.W_K, p.W_V):
+            assert np.all(np.abs(m) <= 2) and np.all(np.round(m * (1 if style == "int" else 10)) ==
+                                                     m * (1 if style == "int" else 10))
+        assert np.abs(v["scores"]).max() <= 9 and (np.ptp(v["scores"], axis=1) > 0).all()
+        assert len({tuple(r) for r in p.X}) == tokens
+
+
+def test_same_seed_same_numbers_in_both_languages():
+    a, b = make_exercise(3, 2, 7, lang="en"), make_exercise(3, 2, 7, lang="zh")
+    assert (a.problem_input.X == b.problem_input.X).all() and (a.problem_input.W_V == b.problem_input.W_V).all()
+    assert a.problem_input.tokens == ["I", "love", "you"] and b.problem_input.tokens == ["我", "爱", "你"]
+    assert not (make_exercise(3, 2, 8).problem_input.X == a.problem_input.X).all() or \
+        not (make_exercise(3, 2, 8).problem_input.W_Q == a.problem_input.W_Q).all()
+
+
+def test_blank_answers_file_round_trips_through_check(tmp_path):
+    ex = make_exercise(3, 2, 7)
+    text = ex.answers_file()
+    data = yaml.safe_load(text)
+    assert list(data["answers"]) == list(STEPS) and all(x is None for x in data["answers"]["sums"])
+    f = tmp_path / "a.yaml"
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match="every answer is empty"):
+        check(str(f))
+    # a learner who writes every value to 4 decimals passes
+    v = compute(ex.problem_input)
+    filled = text
+    for name in STEPS:
+        rows = v[name] if v[name].ndim == 2 else v[name][:, None]
+        body = "[" + ", ".join(fmt(x, 4, as_int=False) for x in v[name]) + "]" if name == "sums" else \
+            "[" + ", ".join("[" + ", ".join(fmt(x, 4, as_int=False) for x in r) + "]" for r in rows) + "]"
+        filled = re.sub(rf"^  {name}: .*$", f"  {name}: {body}", filled, flags=re.M)
+    f.write_text(filled, encoding="utf-8")
+    r = check(str(f))
+    assert r.ok and r.counts()["wrong"] == 0 and sum(r.counts().values()) == 6 * 3 + 9 * 4 + 3 + 6
+
+
+def test_solution_and_answers_quote_the_exercise_numbers():
+    ex = make_exercise(3, 2, 7)
+    v = compute(ex.problem_input)
+    md = ex.solution().render("markdown")
+    k = ex._q3_row()
+    top = int(np.argmax(v["weights"][k]))
+    assert f"{fmt(100 * v['weights'][k, top], 1)}% from {ex.problem_input.tokens[top]}" in md
+    assert "Answer 1." in md and "Answer 2." in md and "Answer 3." in md
+    assert fmt(v["output"][k][0], 4) in md
+    zh = make_exercise(3, 2, 7, lang="zh").solution().render("markdown", lang="zh")
+    assert "答 3：" in zh and "Answer" not in zh
+    problem = ex.problem().render("markdown")
+    assert "Question 3." in problem and "Answer" not in problem and fmt(v["output"][0][0], 4) not in problem
+
+
+def test_cli_writes_the_answers_file_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["exercise", "--tokens", "3", "--dim", "2", "--seed", "7", "-f", "markdown"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("# Exercise 7: self-attention by hand (3 tokens, 2 dimensions)")
+    assert "exercise-7-answers.yaml" in err and (tmp_path / "exercise-7-answers.yaml").exists()
+    (tmp_path / "exercise-7-answers.yaml").write_text("mine", encoding="utf-8")
+    assert main(["exercise", "--seed", "7", "--solution", "--lang", "zh", "-f", "markdown"]) == 0
+    out, err = capsys.readouterr()
+    assert (tmp_path / "exercise-7-answers.yaml").read_text(encoding="utf-8") == "mine" and "已存在" in err
+    assert "练习 7：详细解答" in out and "答 1：" in out
+
+
+@pytest.mark.parametrize("kw, msg", [(dict(tokens=1), "tokens must be an integer from 2 to 8"),
+                                     (dict(dim=9), "dim must be an integer from 1 to 4"),
+                                     (dict(seed=-1), "seed must be a non-negative integer"),
+                                     (dict(style="big"), "style must be 'int' or 'decimal'")])
+def test_bad_options(kw, msg, capsys):
+    with pytest.raises(InputError, match=re.escape(msg)):
+        make_exercise(**kw)
+    assert main(["exercise", "--no-answers", "--tokens", "1"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -1,0 +1,40 @@
+import json
+
+import numpy as np
+
+from attnscope.cli import main
+
+
+def test_example_in_markdown_and_chinese(capsys):
+    assert main(["explain", "--example", "three-tokens", "--format", "markdown", "--lang", "zh", "--decimals", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# 手算自注意力：three-tokens") and "= [0.306, 0.074, 0.620]" in out
+
+
+def test_matrices_on_the_command_line_match_the_example(capsys):
+    assert main(["explain", "-X", "1,0; 0,1; 1,1", "--wq", "[[1,0],[1,1]]", "--wk", "1 2; 0 1", "--wv", "2,0;0,1",
+                 "--labels", "我,爱,你", "-f", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    np.testing.assert_allclose(d["values"]["output"][2], [1.92384136, 0.6823368], atol=1e-8)
+    assert d["meta"]["tokens"] == ["我", "爱", "你"]
+
+
+def test_output_file_scaling_and_scores(tmp_path, capsys):
+    out = tmp_path / "lesson.tex"
+    assert main(["explain", "scaling", "--dk", "64", "--samples", "500", "-f", "latex", "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("% compile") and "wrote" in capsys.readouterr().err
+    assert main(["explain", "--scores", "15.3,22.7,18.2", "--dk", "64", "--labels", "我,喜,歡", "--query", "1",
+                 "-f", "markdown"]) == 0
+    assert "# The row of 喜 worked out" in capsys.readouterr().out
+
+
+def test_causal_and_scoring_flags_on_an_example(capsys):
+    assert main(["explain", "--example", "three-tokens", "--causal", "--scoring", "unscaled", "-f", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["values"]["weights"][0] == [1.0, 0.0, 0.0] and d["meta"]["scoring"] == "unscaled"
+    assert d["values"]["masked"][0][1] is None                           # −∞ is null in JSON
+
+
+def test_example_command_still_works(capsys):
+    assert main(["example"]) == 0
+    assert "[0.3057, 0.0743, 0.6200]" in capsys.readouterr().out

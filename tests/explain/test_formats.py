@@ -1,0 +1,95 @@
+"""The three-token example in every format and both languages prints the correct numbers."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from attnscope.explain import explain, i18n
+
+from .reference import THREE, attention_by_hand, half_up
+
+REF = attention_by_hand(**THREE)
+
+
+@pytest.fixture(scope="module")
+def worked():
+    return explain(example="three-tokens")
+
+
+def _expected_numbers(d):
+    """Rounded weights and outputs, written out independently."""
+    return [half_up(x, d) for r in REF["weights"] + REF["output"] for x in r]
+
+
+@pytest.mark.parametrize("fmt", ["rich", "markdown", "latex"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("decimals", [2, 4])
+def test_every_weight_and_output_is_printed_correctly(worked, fmt, lang, decimals):
+    text = worked.render(fmt, lang=lang, decimals=decimals)
+    numbers = set(re.findall(r"-?\d+\.\d+", text))
+    for want in _expected_numbers(decimals):
+        assert want in numbers, (fmt, lang, decimals, want)
+    # the article's wrong softmax rows never appear
+    assert "0.289" not in text and "0.636" not in text
+
+
+def test_weights_and_outputs_rows_as_written_lines(worked):
+    md = worked.render("markdown")
+    assert "a₂ = [8.3421, 2.0281, 16.9188] / 27.2891" in md
+    assert "   = [0.3057, 0.0743, 0.6200]" in md
+    assert "o₃ = 0.3177×[2, 0] + 0.0381×[0, 1] + 0.6443×[2, 1]" in md
+    assert "   = [1.9238, 0.6823]" in md
+    assert "s'₂ = [3, 1, 4] / √2" in md and "q₃ = [1×1 + 1×1, 1×0 + 1×1]" in md
+    assert "| 爱 | 0.3057 | 0.0743 | 0.6200 |" in md
+
+
+def test_chinese_output_has_no_english_labels(worked):
+    zh = worked.render("markdown", lang="zh")
+    en_only = [v for k, v in i18n.EN.items() if i18n.ZH[k] != v]
+    for label in en_only:
+        fixed = re.split(r"\{[A-Za-z_]+\}|\$", label)[0].strip()
+        if len(fixed) > 8:
+            assert fixed not in zh, fixed
+    assert "## 第 8 步：softmax 权重 A = E / Σ" in zh and "Step" not in zh
+
+
+def test_json_holds_unrounded_values_and_translated_text(worked):
+    d = json.loads(worked.render("json", lang="zh", decimals=2))
+    assert d["kind"] == "toy" and d["lang"] == "zh" and d["meta"]["tokens"] == ["我", "爱", "你"]
+    for name in ("scaled", "weights", "output", "exp"):
+        np.testing.assert_allclose(np.array(d["values"][name]), np.array(REF[name]), rtol=1e-15, atol=1e-15)
+    assert d["steps"][7]["title"] == "softmax 权重 A = E / Σ"
+    blocks = [b for s in d["steps"] for b in s["blocks"]]
+    ws = next(b for b in blocks if b["type"] == "weighted_sum" and b["lhs"] == "o₂")
+    np.testing.assert_allclose(ws["value"], REF["output"][1], rtol=1e-15)
+
+
+def test_latex_is_a_balanced_document(worked):
+    for lang in ("en", "zh"):
+        tex = worked.render("latex", lang=lang)
+        assert tex.startswith("% ") and r"\begin{document}" in tex and tex.rstrip().endswith(r"\end{document}")
+        assert r"\usepackage{xeCJK}" in tex                       # the tokens are Chinese characters
+        for env in ("align*", "array", "document"):
+            assert tex.count(rf"\begin{{{env}}}") == tex.count(rf"\end{{{env}}}") > 0
+        body = re.sub(r"\\[{}$%&#_]", "", tex)
+        assert body.count("{") == body.count("}")
+        for line in body.splitlines():
+            if not line.startswith("%"):
+                assert line.count("$") % 2 == 0, line
+        assert r"\frac{S}{\sqrt{d_k}}" in tex and r"a_{2} &= [8.3421,\ 2.0281,\ 16.9188] \,/\, 27.2891" in tex
+
+
+def test_rich_layout_tables(worked):
+    txt = worked.render("rich", decimals=3)
+    assert re.search(r"爱\s+0\.306\s+0\.074\s+0\.620", txt)
+    assert "Step 9: output O = A V" in txt
+
+
+def test_bad_render_options():
+    from attnscope import ConfigError
+    w = explain(example="three-tokens")
+    for kw in ({"format": "html"}, {"lang": "fr"}, {"decimals": -1}, {"decimals": 13}):
+        with pytest.raises(ConfigError):
+            w.render(**{"format": "markdown", **kw})

@@ -1,0 +1,47 @@
+"""The first article's row of 喜, from its raw scores."""
+
+import math
+
+import numpy as np
+import pytest
+
+from attnscope.explain import explain
+
+SCORES = [15.3, 22.7, 18.2, 2.1, 1.8, 3.2, 2.9, 5.6, 4.1]
+TOKENS = ["我", "喜", "歡", "人", "工", "智", "能", "CLS", "SEP"]
+
+
+def test_row_of_xi_matches_an_independent_softmax():
+    w = explain(scores=SCORES, tokens=TOKENS, d_k=64, query=1)
+    scaled = [s / 8 for s in SCORES]
+    e = [math.exp(s) for s in scaled]
+    total = sum(e)
+    np.testing.assert_allclose(w.values["scaled"], scaled, rtol=1e-15)
+    np.testing.assert_allclose(w.values["exp"], e, rtol=1e-15)
+    assert w.values["sum"] == pytest.approx(total, rel=1e-15)
+    np.testing.assert_allclose(w.values["weights"], [x / total for x in e], rtol=1e-14)
+    md = w.render("markdown", decimals=2)
+    # the article's rounded numbers hold: 6.77, 17.07, 0.16, 0.40, 0.23 …; its sum 42.73 is really 42.74
+    for want in ("| 0 | 我 | 6.77 | 0.16 | 15.8% |", "| 1 | 喜 | 17.07 | 0.40 | 40.0% |", "= 42.74"):
+        assert want in md
+    assert "The row of 喜 worked out" in md
+
+
+def test_row_with_values_writes_the_weighted_sum():
+    V = [[0.31, -0.12, 0.45, 1.0], [0.42, 0.15, -0.08, 2.0], [0.05, 0.28, -0.18, 3.0]]
+    w = explain(scores=[15.3, 22.7, 18.2], tokens=["我", "喜", "歡"], d_k=64, values=V, query=1, dims=2)
+    p = np.exp(np.array([15.3, 22.7, 18.2]) / 8)
+    p /= p.sum()
+    np.testing.assert_allclose(w.values["output"], (p @ np.array(V))[:2], rtol=1e-14)
+    np.testing.assert_allclose(w.values["output_full"], p @ np.array(V), rtol=1e-14)
+    md = w.render("markdown")
+    assert "first 2 of 4 dimensions" in md and "z₁ = " in md and ", …]" in md
+
+
+def test_large_scores_are_shown_shifted():
+    w = explain(scores=[800.0, 790.0, 0.0], d_k=1)
+    assert w.meta["exp_shift"] == 800.0
+    np.testing.assert_allclose(w.values["exp"], [1.0, math.exp(-10), 0.0], atol=1e-300)
+    np.testing.assert_allclose(w.values["weights"][:2], [1 / (1 + math.exp(-10)), math.exp(-10) / (1 + math.exp(-10))])
+    md = w.render("markdown")
+    assert "m = 800" in md and "e^(s' - m)" in md
