@@ -342,6 +342,11 @@ class Trace:
         return (f"Trace(model={self.model_name!r}, texts={len(self.tokens)}, length={self.input_ids.shape[-1]}, "
                 f"names={len(self._tensors)}, {self.nbytes / 2**20:.1f} MiB)")
 
+    def _repr_html_(self) -> str:
+        """Jupyter shows the interactive viewer (:mod:`attnscope.viewer`); it needs q, k, v."""
+        from .viewer import repr_html
+        return repr_html(self)
+
 
 class TraceKeyError(InputError, KeyError):
     """A name that the trace does not hold."""

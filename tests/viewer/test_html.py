@@ -49,3 +49,11 @@ def test_save_html_and_view_cli(tmp_path, capsys):
     assert "share no token" in capsys.readouterr().err
     assert main(["view", "hi", "-o", str(tmp_path / "missing" / "a.html")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_trace_repr_html_in_jupyter(minilm):
+    tr = minilm.trace("hello world")
+    assert tr._repr_html_() == viewer.repr_html(tr) and tr._repr_html_().startswith("<iframe srcdoc=")
+    partial = minilm.trace("hello world", names=["layers.0.attn.weights"])
+    out = partial._repr_html_()
+    assert out.startswith("<pre>Trace(") and "has no &#x27;layers.0.attn.q&#x27;" in out

@@ -41,8 +41,18 @@ def save_html(trace, path: Union[str, Path], **kw) -> Path:
 
 
 def repr_html(trace, *, height: int = 640) -> str:
-    """What ``Trace._repr_html_`` shows in Jupyter: the viewer in an isolated iframe."""
-    return iframe(to_html(trace), height=height)
+    """What ``Trace._repr_html_`` shows in Jupyter: the viewer in an isolated iframe.
+
+    A trace without q, k, v of every layer shows its repr and why there is no viewer.
+    """
+    import html as _html
+
+    from ..errors import AttnscopeError
+    try:
+        return iframe(to_html(trace), height=height)
+    except AttnscopeError as e:
+        return (f"<pre>{_html.escape(repr(trace))}</pre><p style=\"color:#667085\">attnscope viewer: "
+                f"{_html.escape(str(e))}</p>")
 
 
 __all__ = ["to_html", "save_html", "repr_html", "render", "render_server_page", "iframe"]

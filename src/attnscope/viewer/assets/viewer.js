@@ -559,7 +559,8 @@
   Viewer.prototype.paintHead = function (p, w, h) {
     var t = this.text(), n = t.n, s = this.state, top = 30;
     p.rect(0, 0, w, h, "#fff");
-    p.text(8, 14, this.data.model + " · layer " + s.layer + " · heads " + (s.heads.join(",") || "none"), { size: 13, bold: true });
+    var hs = s.heads.length === this.cfg.n_heads ? "all heads" : s.heads.length ? "heads " + s.heads.join(",") : "no heads";
+    p.text(8, 14, "layer " + s.layer + " · " + hs, { size: 13, bold: true });
     this.paintHeadLines(p, TOKW + 4, TOKW + LINEW - 4, top);
     for (var i = 0; i < n; i++) {
       var y = top + i * ROW + ROW / 2, sel = s.query === i;
@@ -663,15 +664,14 @@
       return;
     }
     var q = s.query, st = t.steps(s.layer, s.focus, q), f = cfg.factor;
-    var scaleText = cfg.scoring === "scaled" ? "÷ √" + cfg.d_head + " = ÷ " + show(Math.sqrt(cfg.d_head), dec) :
-      cfg.scoring === "unscaled" ? "× 1" : "× " + show(f, dec);
+    var scaleText = cfg.scoring === "scaled" ? "÷ √" + cfg.d_head : cfg.scoring === "unscaled" ? "× 1" : "× " + show(f, dec);
     var expText = st.shift ? "exp(s − " + show(st.shift, dec) + ")" : "exp(s)";
     el("div", { cls: "as-note", "data-testid": "step-caption", text: "Query " + q + " “" + t.tokens[q] + "”, layer " + s.layer + ", head " + s.focus +
-      ", d_k = " + cfg.d_head + ". Hover a number for its exact value." + (st.shift ? " The largest score exceeds " + this.data.exp_show_limit +
+      ", d_k = " + cfg.d_head + (cfg.scoring === "scaled" ? ", √d_k = " + show(Math.sqrt(cfg.d_head), dec) : "") + ". Hover a number for its exact value." + (st.shift ? " The largest score exceeds " + this.data.exp_show_limit +
       ", so the row maximum is subtracted before exp (the weights are unchanged)." : "") }, wrap);
     var box = el("div", { cls: "as-wrap" }, wrap);
     var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), tr = el("tr", {}, thead);
-    ["#", "key", "raw score q·k", "scaled s " + scaleText, expText, "weight"].forEach(function (x, i) {
+    ["#", "key", "raw score q·k", "scaled s = q·k " + scaleText, expText, "weight"].forEach(function (x, i) {
       el("th", { text: x, cls: i === 1 ? "tok" : "" }, tr);
     });
     var tbody = el("tbody", {}, table), best = 0, j;
