@@ -1,0 +1,27 @@
+"""The outputs shown in the README are what the tool prints now (no stale numbers in the docs)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from attnscope.check import check
+from attnscope.explain import explain
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _block(name: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    m = re.search(rf"<!-- explain:{name} -->\n````markdown\n(.*?)\n````\n<!-- /explain:{name} -->", text, re.S)
+    assert m, f"README block {name} missing"
+    return m.group(1)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_three_token_markdown_in_readme_is_current(lang):
+    assert _block(f"three-tokens-{lang}") == explain(example="three-tokens").render("markdown", lang=lang).rstrip()
+
+
+def test_check_report_in_readme_is_current():
+    assert _block("check-article") == check(example="three-tokens-article").render("markdown").rstrip()
