@@ -1,0 +1,34 @@
+"""Bad arguments to the blockwise functions raise attnscope errors that name the problem."""
+
+import pytest
+import torch
+
+from attnscope import ConfigError, ShapeError
+from attnscope.blockwise import attention_lse, attention_weights, blockwise_attention
+
+q = k = v = torch.randn(1, 2, 10, 4)
+
+
+@pytest.mark.parametrize("bad", [0, -4, (8,), (8, 0), 2.5, True, "256"])
+def test_block_size(bad):
+    with pytest.raises(ConfigError, match="block"):
+        blockwise_attention(q, k, v, block_size=bad)
+
+
+def test_shapes_and_options():
+    with pytest.raises(ShapeError, match=r"q and k must have the same last dim d_k"):
+        blockwise_attention(q, torch.randn(1, 2, 10, 5), v)
+    with pytest.raises(ShapeError, match=r"k and v must have the same length S"):
+        blockwise_attention(q, k, torch.randn(1, 2, 9, 4))
+    with pytest.raises(ShapeError, match=r"mask of shape \(3, 10\) does not broadcast"):
+        blockwise_attention(q, k, v, torch.ones(3, 10, dtype=torch.bool))
+    with pytest.raises(ShapeError, match=r"temperature of shape \(1, 7\) does not broadcast"):
+        blockwise_attention(q, k, v, scoring="cosine", temperature=torch.ones(7))
+    with pytest.raises(ConfigError, match=r"unknown scoring 'flash'"):
+        blockwise_attention(q, k, v, scoring="flash")
+    with pytest.raises(ConfigError, match=r"dropout_p must be in \[0, 1\)"):
+        blockwise_attention(q, k, v, dropout_p=1.0)
+    with pytest.raises(ShapeError, match="floating-point"):
+        attention_lse(q, torch.ones(1, 2, 10, 4, dtype=torch.long))
+    with pytest.raises(ShapeError, match=r"heads= needs q with a head dim"):
+        attention_weights(q[0, 0], k[0, 0], heads=0)

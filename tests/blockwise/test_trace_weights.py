@@ -1,0 +1,41 @@
+"""Weights on demand for a traced model: a head's weights tapped from a text too long for the
+step-by-step path, and any layer/head/query range from a trace's q and k, equal the full
+traced weights — with padding (MiniLM) and causality (GPT-2)."""
+
+import pytest
+import torch
+
+import attnscope.blockwise as BW
+import attnscope.functional as AF
+from attnscope import InputError
+
+from tests.models.fixtures import minilm, tiny_dirs, tiny_models  # noqa: F401
+
+TEXTS = ["Attention lets every token look at every other token of the sentence.", "Short one."]
+
+
+@pytest.mark.parametrize("which", ["minilm", "gpt2"])
+def test_trace_weights_from_q_and_k(which, minilm, tiny_models):
+    model = minilm if which == "minilm" else tiny_models["gpt2"]
+    full = model.trace(TEXTS, names="layers.1.attn.weights")["layers.1.attn.weights"]  # (B, H, L, L)
+    tr = model.trace(TEXTS, names=["layers.1.attn.q", "layers.1.attn.k"])
+    got = BW.trace_weights(tr, 1, heads=[2, 0], queries=slice(3, 9))
+    torch.testing.assert_close(got, full[:, [2, 0], 3:9], rtol=0, atol=2e-6)
+    one = model.trace(TEXTS, names=["layers.1.attn.q[3]", "layers.1.attn.k[3]"])
+    torch.testing.assert_close(BW.trace_weights(one, 1, heads=3, queries=4), full[:, 3, 4], rtol=0, atol=2e-6)
+    with pytest.raises(InputError, match=r"the trace lacks layers\.0\.attn\.q"):
+        BW.trace_weights(tr, 0)
+
+
+def test_tapped_head_of_a_long_text_is_computed_blockwise(minilm, monkeypatch):
+    """When the head's step-by-step matrices would not fit, ``weights[h]`` comes from
+    attention_weights (simulated here by a memory limit of 0 bytes)."""
+    full = minilm.trace(TEXTS, names="layers.2.attn.weights")["layers.2.attn.weights"]
+    calls = []
+    real = BW.attention_weights
+    monkeypatch.setattr(BW, "attention_weights", lambda *a, **kw: calls.append(kw["heads"]) or real(*a, **kw))
+    monkeypatch.setattr(AF, "DENSE_MEMORY_LIMIT", 0)
+    tr = minilm.trace(TEXTS, names=["layers.2.attn.weights[5]", "layers.2.attn.weights[1]"])
+    assert calls == [[1, 5]]
+    for h in (1, 5):
+        torch.testing.assert_close(tr[f"layers.2.attn.weights[{h}]"], full[:, h], rtol=0, atol=2e-6)
