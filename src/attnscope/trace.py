@@ -368,8 +368,6 @@ def run_trace(model, texts, names=None, hooks: Optional[dict] = None, *, truncat
         hooks: ``{name_or_glob: fn(tensor, name) -> tensor | None}``.
         truncate: cut texts longer than the model's positions instead of raising.
     """
-    from .hooks import name_hook_points
-
     all_names = model.hook_names
     n_heads = model.config.n_heads
     wanted = resolve(names, all_names, n_heads)
@@ -384,6 +382,26 @@ def run_trace(model, texts, names=None, hooks: Optional[dict] = None, *, truncat
                 hook_targets.append((n, h, fn, pattern))
 
     batch = model.as_batch(texts, truncate=truncate)
+    with model.lock:  # hooks sit on the shared modules until the finally below removes them
+        output, sink = _traced_forward(model, batch, wanted, hook_targets)
+    B = batch.input_ids.shape[0]
+    tensors = {}
+    for n, h in wanted:
+        k = key(n, h)
+        if k not in sink:  # cannot happen for names from model.hook_names; guard the invariant
+            raise RuntimeError(f"internal: {k} was requested but not recorded")
+        t = sink[k]
+        if t.shape[0] != B:  # positions are shared by the batch: (1, L, d) → (B, L, d), a view
+            t = t.expand(B, *t.shape[1:])
+        tensors[k] = t
+    return Trace(tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(),
+                 attention_mask=batch.attention_mask.cpu(), model_name=model.name, family=model.family,
+                 config=model.config, texts=batch.texts, output=output)
+
+
+def _traced_forward(model, batch, wanted, hook_targets):
+    from .hooks import name_hook_points
+
     points = name_hook_points(model)
     sink = _Sink()
     touched = []
@@ -409,16 +427,4 @@ def run_trace(model, texts, names=None, hooks: Optional[dict] = None, *, truncat
                 t.head_sink = None
             else:
                 t.reset()
-    B = batch.input_ids.shape[0]
-    tensors = {}
-    for n, h in wanted:
-        k = key(n, h)
-        if k not in sink:  # cannot happen for names from model.hook_names; guard the invariant
-            raise RuntimeError(f"internal: {k} was requested but not recorded")
-        t = sink[k]
-        if t.shape[0] != B:  # positions are shared by the batch: (1, L, d) → (B, L, d), a view
-            t = t.expand(B, *t.shape[1:])
-        tensors[k] = t
-    return Trace(tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(),
-                 attention_mask=batch.attention_mask.cpu(), model_name=model.name, family=model.family,
-                 config=model.config, texts=batch.texts, output=output)
+    return output, sink

@@ -8,6 +8,7 @@ models and, for GPT-2, the tied language-model head.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -52,7 +53,19 @@ class Model(TransformerEncoder):
         self.pooling = pooling
         self.normalize = normalize
         self.unused_weights: list[str] = []
+        # Hooks live on the shared modules while a trace runs: one forward pass at a time, so
+        # that a server answering from several threads never mixes one request's hooks into another.
+        self.lock = threading.RLock()
         name_hook_points(self)  # hook points know their names from the start ("layers.0.attn.q")
+
+    def __getstate__(self):  # copy.deepcopy / pickle: a lock cannot be copied; a copy gets its own
+        state = super().__getstate__().copy()
+        state.pop("lock", None)
+        return state
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        self.lock = threading.RLock()
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -101,15 +114,16 @@ class Model(TransformerEncoder):
         """
         if position_ids is None:
             position_ids = self.position_ids(input_ids)
-        x = self.embed(input_ids, token_type_ids, position_ids)  # (B, L, d)
         kpm = None
         if attention_mask is not None:
-            if attention_mask.shape != input_ids.shape:
-                raise InputError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, "
-                                 f"got {tuple(attention_mask.shape)}")
+            if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+                got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
+                raise InputError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got {got}")
             if not bool(attention_mask.bool().all()):  # no padding: no mask, the fastest kernels
                 kpm = ~attention_mask.bool()  # (B, L), True = padding
-        return super(TransformerEncoder, self).forward(x, key_padding_mask=kpm)  # (B, L, d)
+        with self.lock:
+            x = self.embed(input_ids, token_type_ids, position_ids)  # (B, L, d)
+            return super(TransformerEncoder, self).forward(x, key_padding_mask=kpm)  # (B, L, d)
 
     def run(self, texts: Texts, *, truncate: bool = False) -> Tensor:
         """Hidden states ``(B, L, d_model)`` of texts (or a Batch), padded as :meth:`encode` pads."""
