@@ -1,0 +1,93 @@
+"""Functions run on every rank by attnscope.distributed.run_local (module level: importable in
+the child processes). Each returns plain tensors/strings; the tests compare them in the parent."""
+
+import time
+
+import torch
+
+from attnscope import ShapeError
+from attnscope import distributed as D
+
+#: (causal, scoring, per-head temperature, key mask) cases run by exact_battery.
+CASES = [(False, "scaled", False, False), (True, "scaled", False, True),
+         (False, "cosine", True, True), (True, "inv_d", False, False)]
+
+
+def full_inputs(lens, seed, dtype=torch.float64, B=2, H=3, d=8, d_v=5):
+    """The whole sequence, identical on every rank (and in the parent)."""
+    g = torch.Generator().manual_seed(seed)
+    L = sum(lens)
+    q = torch.randn(B, H, L, d, generator=g, dtype=dtype)
+    k = torch.randn(B, H, L, d, generator=g, dtype=dtype)
+    v = torch.randn(B, H, L, d_v, generator=g, dtype=dtype)
+    key_mask = torch.rand(B, 1, L, generator=g) > 0.25  # (B, 1, S): per sample, all heads
+    key_mask[0, 0, :3] = False  # with causal: the first queries of sample 0 see nothing
+    tau = torch.rand(H, 1, 1, generator=g, dtype=dtype) + 0.05
+    g_out = torch.randn(B, H, L, d_v, generator=g, dtype=dtype)
+    return q, k, v, key_mask, tau, g_out
+
+
+def exact_battery(rank, world, lens, seed):
+    q, k, v, key_mask, tau, g_out = full_inputs(lens, seed)
+    lo = sum(lens[:rank])
+    part = slice(lo, lo + lens[rank])
+    results = []
+    for causal, scoring, per_head_tau, masked in CASES:
+        ql, kl, vl = (t[..., part, :].clone().requires_grad_() for t in (q, k, v))
+        taul = tau.clone().requires_grad_() if per_head_tau else None
+        out, lse = D.ring_attention(ql, kl, vl, causal=causal, scoring=scoring, temperature=taul,
+                                    key_mask=key_mask[..., part] if masked else None,
+                                    block_size=(4, 3), return_lse=True, timeout=30)
+        (out * g_out[..., part, :]).sum().backward()
+        results.append({"out": out.detach(), "lse": lse.detach(), "dq": ql.grad, "dk": kl.grad, "dv": vl.grad,
+                        "dtau": None if taul is None else taul.grad})
+    # the helpers: shard splits as tensor_split does, gather puts the blocks back together
+    x = torch.arange(2 * sum(lens) * 3).reshape(2, sum(lens), 3)
+    mine = D.shard(x, dim=1)
+    return {"cases": results, "shard": mine, "gather": D.gather(mine.float(), dim=1)}
+
+
+def float32_causal(rank, world, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, 4, n * world, 32, generator=g) for _ in range(3))
+    part = slice(rank * n, (rank + 1) * n)
+    return D.ring_attention(q[..., part, :], k[..., part, :], v[..., part, :], causal=True, block_size=32)
+
+
+def error_battery(rank, world):
+    """Mismatched inputs: every rank must raise, and the group must still work afterwards."""
+    errors = {}
+    good = torch.randn(1, 2, 6, 8)
+
+    def attempt(name, q, k, v, **kw):
+        try:
+            D.ring_attention(q, k, v, timeout=20, **kw)
+            errors[name] = None
+        except ShapeError as e:
+            errors[name] = str(e)
+
+    bad_d = torch.randn(1, 2, 6, 4) if rank == world - 1 else good
+    attempt("head_dim", bad_d, bad_d, bad_d)
+    bad_dtype = good.double() if rank == 0 else good
+    attempt("dtype", bad_dtype, bad_dtype, bad_dtype)
+    bad_heads = torch.randn(1, 3, 6, 8) if rank == 1 else good
+    attempt("heads", bad_heads, bad_heads, bad_heads)
+    local = torch.ones(1, 2, 6, 8, dtype=torch.long) if rank == 1 else good
+    attempt("local", local, good, good)
+    attempt("causal", good, good, good, causal=(rank == 0))
+    # still usable: a correct call after all those errors
+    out = D.ring_attention(good, good, good, timeout=20)
+    return {"errors": errors, "after": out}
+
+
+def missing_rank(rank, world):
+    """Rank 0 calls ring_attention, the others never do: rank 0 must time out, not hang."""
+    if rank != 0:
+        time.sleep(2.5)
+        return None
+    t0 = time.monotonic()
+    try:
+        D.ring_attention(torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 8), timeout=1.5)
+    except D.RingTimeout as e:
+        return {"error": str(e), "seconds": time.monotonic() - t0}
+    return {"error": None, "seconds": time.monotonic() - t0}
