@@ -96,6 +96,30 @@ class Tokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         return self.backend.decode([int(i) for i in ids])
 
+    @property
+    def byte_level(self) -> bool:
+        """True for GPT-2/RoBERTa byte-level BPE, whose token strings spell bytes (``Ġ`` = space)."""
+        return type(self.backend.decoder).__name__ == "ByteLevel"
+
+    def readable(self, tokens: Sequence[str]) -> list[str]:
+        """Token strings for people: byte-level BPE tokens turned back into text (``Ġcat`` →
+        `` cat``; a token holding part of a multi-byte character shows ``�``). WordPiece tokens
+        (``[CLS]``, ``##ing``) are already readable and come back unchanged."""
+        if not self.byte_level:
+            return list(tokens)
+        table = _byte_decoder()
+        out = []
+        for tok in tokens:
+            if self.backend.token_to_id(tok) is not None and tok in self._special_tokens():
+                out.append(tok)
+                continue
+            data = bytes(table[ch] for ch in tok if ch in table)
+            out.append(data.decode("utf-8", errors="replace"))
+        return out
+
+    def _special_tokens(self) -> set[str]:
+        return {t.content for t in self.backend.get_added_tokens_decoder().values() if t.special}
+
     def tokenize(self, text: str) -> list[str]:
         """Token strings of one text, special tokens included."""
         return self.encode(text).tokens[0]
@@ -157,6 +181,18 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size}, max_length={self.max_length}, source={self.source!r})"
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's printable stand-in character for each byte, inverted (character → byte)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    chars, n = printable[:], 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + n)  # bytes without a printable form get characters from U+0100 on
+            n += 1
+    return {chr(c): b for b, c in zip(printable, chars)}
 
 
 # ----------------------------------------------------------------------------------------------

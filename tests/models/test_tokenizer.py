@@ -91,3 +91,17 @@ def test_tokenizer_settings_are_read_from_tokenizer_config(tiny_dirs, tmp_path):
     lower = attnscope.load(tiny_dirs["bert"]).encode("Hello").tokens[0]
     assert lower == ["[CLS]", "hello", "[SEP]"]
     assert cased != lower  # "Hello" is not in the uncased vocabulary as such
+
+
+def test_readable_tokens(tiny_models, minilm):
+    gpt2 = tiny_models["gpt2"]
+    text = "The cat sat, didn't it?"
+    toks = gpt2.encode(text).tokens[0]
+    assert any(t.startswith("Ġ") for t in toks)
+    readable = gpt2.tokenizer.readable(toks)
+    assert "".join(readable) == text and not any("Ġ" in t for t in readable)
+    roberta = tiny_models["roberta"].tokenizer
+    toks = tiny_models["roberta"].encode("a 我").tokens[0]
+    assert roberta.readable(toks)[0] == "<s>" and roberta.readable(toks)[-1] == "</s>"
+    assert "".join(roberta.readable(toks)[1:-1]).startswith("a ")
+    assert minilm.tokenizer.readable(["[CLS]", "play", "##ing"]) == ["[CLS]", "play", "##ing"]
