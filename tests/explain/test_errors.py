@@ -67,6 +67,8 @@ def test_cli_errors_are_one_line_and_exit_2(tmp_path, capsys):
         ["explain", str(tmp_path / "missing.yaml")],
         ["explain", "scaling", "--dk", "0"],
         ["explain", "--scores", "1,2,x", "--dk", "4"],
+        ["explain", "--text", "the cat", "--token", "cat", "--layer", "6"],
+        ["explain", "--text", "the cat", "--token", "dog"],
     ]
     for argv in cases:
         assert main(argv) == 2, argv

@@ -26,4 +26,4 @@ def test_math_in_labels_becomes_plain_unicode():
 def test_tex_to_text_examples():
     assert tex_to_text(r"\frac{QK^{\top}}{\sqrt{d_k}}") == "QKᵀ/√d_k"
     assert tex_to_text(r"\mathbb{E}[q_i^2]\,\mathbb{E}[k_i^2] = 1") == "E[q_i²] E[k_i²] = 1"
-    assert tex_to_text(r"e^{-\infty} = 0") == "e^(-∞) = 0"
+    assert tex_to_text(r"e^{-\infty} = 0") == "e^(−∞) = 0"

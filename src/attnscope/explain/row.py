@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from . import inputs
-from .doc import (Divide, Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked,
+from .doc import (Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked,
                   sub, t)
 from .toy import EXP_SHOW_LIMIT
 

@@ -68,7 +68,7 @@ def tex_to_text(s: str) -> str:
         s = re.sub(re.escape(word) + guard, lambda m, w=word: _WORDS[w], s)
     s = re.sub(r"\^\{([^{}]*)\}", lambda m: "^" + _wrap(m.group(1)), s)
     s = re.sub(r"_\{([^{}]*)\}", r"_\1", s)
-    return s.replace("{", "").replace("}", "")
+    return s.replace("{", "").replace("}", "").replace("-∞", "−∞")  # the minus sign numbers use
 
 
 def _wrap(x: str) -> str:

@@ -13,8 +13,7 @@ import math
 
 import numpy as np
 
-from ..doc import (DotRow, Divide, Formula, Matrix, Para, ScaleLine, SumLine, Sym, T, Table, VecParam,
-                   WeightedSum, Worked)
+from ..doc import Formula, Matrix, Para, Sym, Table, VecParam, Worked
 from .base import Ctx
 
 
@@ -88,4 +87,4 @@ def render(w: Worked, lang: str = "en", decimals: int = 4) -> str:
     return json.dumps(to_dict(w, lang, decimals), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
 
 
-__all__ = ["to_dict", "render", "block", "T", "DotRow", "Divide", "ScaleLine", "SumLine", "WeightedSum"]
+__all__ = ["to_dict", "render", "block"]
