@@ -1,0 +1,318 @@
+"""The corpus analysis pipeline: stream → batch → trace with a statistics hook → reduce → result.
+
+    >>> from attnscope.analysis import analyze
+    >>> result = analyze("builtin:python-docs", max_texts=200)
+    >>> result.means["distance"].shape                     # (n_layers, n_heads)
+    >>> result.write("report/")                           # CSV, JSON, PNG heatmaps, report.md
+
+The statistics are computed inside a hook on ``layers.*.attn.weights``: each layer's weights are
+reduced to per-head sums while the forward pass runs and then dropped, so no (B, H, L, L) tensor
+outlives its layer and nothing is kept per text.
+
+Distributed: inside a ``torch.distributed`` job (``torchrun``), process r analyses the windows
+of ``chunk_size`` texts whose number k satisfies ``k % world_size == r`` and the importance
+batches ``k % world_size == r``; the sums are added with one all-reduce. Batches are formed per
+window, so every batch is the one a single process forms and the results agree to float64
+rounding.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+import torch
+
+from ..errors import AttnscopeError, ConfigError, InputError
+from .accumulate import StatsAccumulator
+from .batching import TextEncoder, bucket, chunks
+from .classify import Thresholds, classify_heads
+from .corpus import CorpusReader
+from .importance import ablation_sums, as_model_batch, metric_name
+from .stats import STAT_NAMES, StatOptions, attention_sums
+from .summary import layer_summary
+
+NAMES = STAT_NAMES + ("importance",)
+
+
+@dataclass
+class AnalysisConfig:
+    """Settings of a corpus analysis (every field is a CLI option of ``attnscope analyze``).
+
+    Attributes:
+        batch_size: texts per forward pass.
+        chunk_size: texts per length-bucketing window (sorted by length, then cut into batches).
+        max_length: longest sequence in tokens (special tokens included); longer texts are
+            truncated and counted. None = the model's position limit.
+        max_texts: analyse only the first N texts.
+        unit: "line", "paragraph" or "file" (what one text is, see :mod:`.corpus`).
+        on_decode_error: "stop" or "skip" for bytes that are not UTF-8.
+        special_queries: count [CLS]/[SEP] rows as queries (see :mod:`.stats`).
+        window: half-width of the ``to_local`` window, in tokens.
+        importance_texts: texts (the first N of the corpus) for head ablation; 0 = skip it.
+        importance_batch: texts per ablation batch (each runs H times over).
+        thresholds: classification thresholds, see :class:`.classify.Thresholds`.
+        progress: show a progress bar (on process 0).
+    """
+
+    batch_size: int = 32
+    chunk_size: int = 1024
+    max_length: Optional[int] = None
+    max_texts: Optional[int] = None
+    unit: str = "line"
+    on_decode_error: str = "stop"
+    special_queries: bool = True
+    window: int = 3
+    importance_texts: int = 128
+    importance_batch: int = 8
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    progress: bool = True
+
+    def validate(self) -> None:
+        for name in ("batch_size", "chunk_size", "importance_batch"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.chunk_size < self.batch_size:
+            raise ConfigError(f"chunk_size ({self.chunk_size}) must be at least batch_size ({self.batch_size})")
+        if self.importance_texts < 0:
+            raise ConfigError(f"importance_texts must be ≥ 0, got {self.importance_texts}")
+        if self.window < 0:
+            raise ConfigError(f"window must be ≥ 0, got {self.window}")
+        if self.max_length is not None and self.max_length < 2:
+            raise ConfigError(f"max_length must be at least 2, got {self.max_length}")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["thresholds"] = self.thresholds.to_dict()
+        return d
+
+
+@dataclass
+class AnalysisResult:
+    """What :func:`analyze` returns: per-head means, labels, importance, layer summary, counters."""
+
+    model_name: str
+    family: str
+    corpus: str
+    n_layers: int
+    n_heads: int
+    means: dict
+    labels: np.ndarray
+    importance: Optional[np.ndarray]
+    importance_metric: str
+    summary: dict
+    counters: dict
+    decode_examples: list
+    config: AnalysisConfig
+    accumulator: StatsAccumulator
+    seconds: float = 0.0
+    world_size: int = 1
+
+    def reclassify(self, thresholds: Thresholds) -> "AnalysisResult":
+        """Labels and summary again with other thresholds (the statistics are not recomputed)."""
+        self.config.thresholds = thresholds
+        self.labels = classify_heads(self.means, thresholds)
+        self.summary = layer_summary(self.means, self.labels, self.importance)
+        return self
+
+    def heads(self) -> list[dict]:
+        """One row per head: layer, head, every statistic, importance, label."""
+        rows = []
+        for l in range(self.n_layers):
+            for h in range(self.n_heads):
+                row = {"layer": l, "head": h}
+                row.update({s: float(self.means[s][l, h]) for s in STAT_NAMES})
+                row["importance"] = None if self.importance is None else float(self.importance[l, h])
+                row["label"] = str(self.labels[l, h])
+                rows.append(row)
+        return rows
+
+    def write(self, out_dir: Union[str, Path]) -> dict:
+        """Write heads.csv, heads.json, layers.csv, heatmaps/*.png and report.md; return their paths."""
+        from .report import write_report
+        return write_report(self, out_dir)
+
+
+# ----------------------------------------------------------------------------------------------
+
+def _load_model(model, device):
+    if model is None or isinstance(model, (str, Path)):
+        from ..models import load
+        return load(model, device=device)
+    if device is not None:
+        model = model.to(device)
+    return model
+
+
+def _distributed() -> tuple[int, int]:
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _sync_error(err: Optional[BaseException], world: int) -> None:
+    """Re-raise on every process an error that any process hit (so that no process hangs)."""
+    if world == 1:
+        if err is not None:
+            raise err
+        return
+    import torch.distributed as dist
+    msgs: list = [None] * world
+    dist.all_gather_object(msgs, None if err is None else (type(err).__name__, str(err)))
+    for rank, m in enumerate(msgs):
+        if m is not None:
+            if err is not None:
+                raise err
+            raise InputError(f"process {rank} of {world} failed: {m[1]}")
+
+
+class _Progress:
+    """A tqdm bar in texts with tokens/s beside it, on process 0 only."""
+
+    def __init__(self, total: Optional[int], enabled: bool, desc: str) -> None:
+        self.bar = None
+        self.tokens = 0
+        self.t0 = time.perf_counter()
+        if enabled:
+            from tqdm.auto import tqdm
+            self.bar = tqdm(total=total, unit="text", desc=desc, dynamic_ncols=True, file=sys.stderr,
+                            smoothing=0.1)
+
+    def update(self, texts: int, tokens: int) -> None:
+        self.tokens += tokens
+        if self.bar is not None:
+            self.bar.update(texts)
+            dt = max(time.perf_counter() - self.t0, 1e-9)
+            self.bar.set_postfix_str(f"{self.tokens / dt:,.0f} tok/s", refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfig] = None, *,
+            device=None, **overrides) -> AnalysisResult:
+    """Analyse every head of ``model`` over ``corpus``.
+
+    Args:
+        corpus: a text file (``.gz`` ok), a folder of ``.txt`` files, or ``builtin:python-docs``.
+        model: an :class:`attnscope.Model`, a checkpoint folder, or None (all-MiniLM-L6-v2).
+        config: :class:`AnalysisConfig`; keyword ``overrides`` replace its fields
+            (``analyze(path, max_texts=100)``).
+        device: where to run the model (default: where it is).
+    Returns:
+        :class:`AnalysisResult` (the same on every process of a distributed job).
+    """
+    cfg = config or AnalysisConfig()
+    for k, v in overrides.items():
+        if k not in AnalysisConfig.__dataclass_fields__:
+            raise ConfigError(f"unknown analysis option {k!r}; options: {', '.join(AnalysisConfig.__dataclass_fields__)}")
+        setattr(cfg, k, v)
+    cfg.validate()
+    rank, world = _distributed()
+    t0 = time.perf_counter()
+    # Read-side checks first: a bad corpus fails before the model loads.
+    CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error, max_texts=cfg.max_texts)
+    model = _load_model(model, device)
+    model.eval()
+    c = model.config
+    limit = model.tokenizer.max_length if model.tokenizer is not None else c.max_positions
+    max_length = limit if cfg.max_length is None else cfg.max_length
+    if max_length > limit:
+        raise ConfigError(f"max_length {max_length} is longer than the model's {limit} positions")
+    encoder = TextEncoder(model.tokenizer, max_length)
+    acc = StatsAccumulator(c.n_layers, c.n_heads, NAMES)
+    opt = StatOptions(special_queries=cfg.special_queries, window=cfg.window, causal=c.causal)
+
+    err: Optional[BaseException] = None
+    reader = None
+    try:
+        reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error,
+                              owner=lambda i: (i // cfg.chunk_size) % world == rank, max_texts=cfg.max_texts)
+        n_total = reader.count()
+        if n_total == 0:
+            raise InputError(f"corpus {str(corpus)!r} is empty: it holds no non-blank {cfg.unit}")
+        mine = sum(min(cfg.chunk_size, n_total - k * cfg.chunk_size)
+                   for k in range(rank, math.ceil(n_total / cfg.chunk_size), world))
+        _run_statistics(model, reader, encoder, acc, opt, cfg,
+                        _Progress(mine, cfg.progress and rank == 0, "analyze"))
+        if cfg.importance_texts > 0:
+            _run_importance(model, corpus, encoder, acc, cfg, rank, world)
+    except AttnscopeError as e:
+        err = e
+    _sync_error(err, world)
+
+    log = reader.log
+    acc.count(skipped_decode=log.skipped_decode, empty=(log.empty if rank == 0 else 0) + log.blank_owned)
+    examples = list(log.decode_examples)
+    if world > 1:
+        import torch.distributed as dist
+        acc.all_reduce()
+        gathered: list = [None] * world
+        dist.all_gather_object(gathered, examples)
+        examples = sorted(x for part in gathered for x in part)[:100]
+    if acc.counters["texts"] == 0:
+        raise InputError(f"corpus {str(corpus)!r} has no text left to analyse: {acc.counters['skipped_decode']} "
+                         f"line(s) skipped as undecodable, {acc.counters['empty']} empty")
+    means = acc.means()
+    importance = means.pop("importance") if cfg.importance_texts > 0 else None
+    labels = classify_heads(means, cfg.thresholds)
+    return AnalysisResult(
+        model_name=model.name, family=model.family, corpus=str(corpus), n_layers=c.n_layers, n_heads=c.n_heads,
+        means=means, labels=labels, importance=importance, importance_metric=metric_name(model),
+        summary=layer_summary(means, labels, importance), counters=dict(acc.counters),
+        decode_examples=examples, config=cfg, accumulator=acc, seconds=time.perf_counter() - t0,
+        world_size=world)
+
+
+def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, opt: StatOptions,
+                    cfg: AnalysisConfig, progress: _Progress) -> None:
+    current: dict = {}
+
+    def on_weights(w: torch.Tensor, name: str) -> None:
+        layer = int(name.split(".")[1])
+        acc.add(layer, attention_sums(w, current["mask"], current["kinds"], opt))
+        return None  # observe only
+
+    hooks = {"layers.*.attn.weights": on_weights}
+    dev = model.device
+    try:
+        for group in chunks(reader, cfg.chunk_size):
+            encoded = encoder.encode(group)
+            acc.count(empty=len(group) - len(encoded))  # texts that gave no tokens at all
+            for items in bucket(encoded, cfg.batch_size):
+                tb = encoder.pad(items)
+                current["mask"] = tb.attention_mask.to(dev)
+                current["kinds"] = {k: v.to(dev) for k, v in tb.kinds.items()}
+                model.trace(as_model_batch(tb, dev), names=[], hooks=hooks)
+                n_tok = tb.n_tokens
+                acc.count(texts=len(tb), tokens=n_tok, batches=1, truncated=tb.truncated,
+                          truncated_tokens=tb.cut_tokens)
+                progress.update(len(tb), n_tok)
+    finally:
+        progress.close()
+
+
+def _run_importance(model, corpus, encoder: TextEncoder, acc: StatsAccumulator, cfg: AnalysisConfig,
+                    rank: int, world: int) -> None:
+    """Ablate every head on the first ``importance_texts`` texts; batch k runs on process k % world."""
+    reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip", max_texts=cfg.importance_texts)
+    sample = encoder.encode(list(reader))  # small by construction: every process tokenizes it all
+    batches = bucket(sample, cfg.importance_batch)
+    mine = batches[rank::world]
+    progress = _Progress(sum(len(b) for b in mine), cfg.progress and rank == 0, "importance")
+    try:
+        for items in mine:
+            tb = encoder.pad(items)
+            for layer, sums in ablation_sums(model, tb).items():
+                acc.add(layer, {"importance": sums})
+            acc.count(importance_texts=len(tb))
+            progress.update(len(tb), tb.n_tokens)
+    finally:
+        progress.close()

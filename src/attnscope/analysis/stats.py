@@ -1,0 +1,229 @@
+"""Per-head attention statistics as streaming sums, computed from the weights alone.
+
+Everything here is a function of ``weights (B, H, L, L)``, ``attention_mask (B, L)`` and boolean
+token-kind masks ``(B, L)``; no model is involved, so every statistic can be checked on hand-made
+attention patterns.
+
+Which queries count
+-------------------
+A *query* is a row ``i`` of a weight matrix. Only real tokens are queries: rows of padding
+positions (``attention_mask == 0``) never count. By default the special tokens ([CLS], [SEP],
+``<s>``, ``</s>``) count as queries too, because the model computes their rows like any other and
+Clark et al. (2019) average over all tokens; ``special_queries=False`` leaves them out. On top of
+that, a statistic that needs a particular key only counts the queries that have it:
+
+=================  ====================================================  ===========================
+statistic          value of one query i (keys j visible to i)            queries counted
+=================  ====================================================  ===========================
+``entropy``        ``-Σ_j w_ij ln w_ij`` (nats)                           all
+``entropy_norm``   ``entropy / ln(n_i)``, n_i = number of visible keys   n_i ≥ 2
+``distance``       ``Σ_j w_ij |i - j|`` (tokens)                         all
+``to_cls``         ``Σ_{j is [CLS]} w_ij``                                all (texts that have one)
+``to_sep``         ``Σ_{j is [SEP]} w_ij``                                all (texts that have one)
+``to_punct``       ``Σ_{j is punctuation} w_ij``                          all
+``to_self``        ``w_ii``                                               all
+``to_prev``        ``w_{i,i-1}``                                          key i-1 is real
+``to_next``        ``w_{i,i+1}``                                          key i+1 is real and visible
+``argmax_prev``    1 if ``w_{i,i-1}`` is the row's unique maximum         key i-1 is real
+``argmax_next``    1 if ``w_{i,i+1}`` is the row's unique maximum         key i+1 is real and visible
+``to_local``       ``Σ_{|i-j| ≤ window} w_ij``                            all
+=================  ====================================================  ===========================
+
+``distance_content`` is the mean distance of the attention that lands on non-special keys,
+weighted by that attention: ``Σ_i Σ_{j content} w_ij |i-j| / Σ_i Σ_{j content} w_ij``. It removes
+the long jumps to [CLS]/[SEP] that dominate ``distance`` in the middle layers of BERT.
+
+"Unique maximum" means ties do not count: a uniform row has no most-attended token, so a uniform
+head scores 0 on ``argmax_prev``, not ``1/(n-1)``. In a causal model the next token is never
+visible, so ``to_next``/``argmax_next`` count no queries and come out as NaN ("not applicable").
+
+The means reported per head are ``Σ value / Σ count`` over all counted queries of all texts,
+i.e. every counted query of the corpus weighs the same (long texts weigh more than short ones).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+import torch
+
+from ..errors import ShapeError, fmt_shape
+
+Tensor = torch.Tensor
+
+#: Statistic names, in the order of every table.
+STAT_NAMES = (
+    "entropy", "entropy_norm", "distance", "distance_content", "to_cls", "to_sep", "to_punct",
+    "to_self", "to_prev", "to_next", "argmax_prev", "argmax_next", "to_local",
+)
+
+#: One line per statistic, for reports and ``--help``.
+STAT_DOCS = {
+    "entropy": "attention entropy -Σ w ln w of a query's row, in nats",
+    "entropy_norm": "entropy / ln(number of visible keys): 1 = uniform, 0 = one key",
+    "distance": "mean attention distance Σ w |i-j|, in tokens",
+    "distance_content": "mean distance of the attention on non-special keys, in tokens",
+    "to_cls": "fraction of attention on [CLS] (the leading special token)",
+    "to_sep": "fraction of attention on [SEP] (the trailing special token)",
+    "to_punct": "fraction of attention on punctuation tokens",
+    "to_self": "fraction of attention on the query token itself",
+    "to_prev": "fraction of attention on the previous token",
+    "to_next": "fraction of attention on the next token",
+    "argmax_prev": "fraction of queries whose unique most-attended token is the previous one",
+    "argmax_next": "fraction of queries whose unique most-attended token is the next one",
+    "to_local": "fraction of attention within ±window tokens (the query included)",
+}
+
+#: Token kinds a batch carries, each a (B, L) bool mask.
+KINDS = ("cls", "sep", "punct", "special")
+
+
+@dataclass
+class StatOptions:
+    """How the statistics are measured.
+
+    Attributes:
+        special_queries: count the rows of [CLS]/[SEP]-like tokens as queries (default True).
+        window: half-width of the window of ``to_local`` (|i - j| ≤ window), in tokens.
+        causal: the model is causal (each query sees keys 0..i); decides n_i and ``to_next``.
+    """
+
+    special_queries: bool = True
+    window: int = 3
+    causal: bool = False
+
+
+def _unique_max(w: Tensor, row_max: Tensor, rows: Tensor) -> Tensor:
+    """(B, H, L) bool: the row's maximum is reached once, checked only on the ``rows`` asked
+    (those whose previous or next token is at the maximum), which are few: a gather, not a pass."""
+    out = torch.zeros_like(rows)
+    idx = rows.nonzero(as_tuple=True)  # 3 × (K,)
+    if idx[0].numel():
+        ties = (w[idx] == row_max[idx][:, None]).sum(-1)  # (K,)
+        out[idx] = ties == 1
+    return out
+
+
+def check_inputs(weights: Tensor, attention_mask: Tensor, kinds: Mapping[str, Tensor]) -> None:
+    """Raise ShapeError unless weights (B, H, L, L), attention_mask (B, L) and kinds (B, L) agree."""
+    if not isinstance(weights, Tensor) or weights.dim() != 4 or not weights.is_floating_point():
+        got = fmt_shape(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
+        raise ShapeError(f"weights must be a floating tensor of shape (B, H, L, L), got {got}")
+    B, H, L, S = weights.shape
+    if L != S:
+        raise ShapeError(f"weights must be self-attention weights (B, H, L, L), got {fmt_shape(weights.shape)}")
+    if not isinstance(attention_mask, Tensor) or tuple(attention_mask.shape) != (B, L):
+        got = fmt_shape(attention_mask.shape) if isinstance(attention_mask, Tensor) else type(attention_mask).__name__
+        raise ShapeError(f"attention_mask must have shape (B, L) = ({B}, {L}), got {got}")
+    for name, m in kinds.items():
+        if name not in KINDS:
+            raise ShapeError(f"unknown token kind {name!r}; kinds are {', '.join(KINDS)}")
+        if not isinstance(m, Tensor) or tuple(m.shape) != (B, L):
+            got = fmt_shape(m.shape) if isinstance(m, Tensor) else type(m).__name__
+            raise ShapeError(f"kinds[{name!r}] must have shape (B, L) = ({B}, {L}), got {got}")
+
+
+@torch.no_grad()
+def attention_sums(weights: Tensor, attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] = None,
+                   options: Optional[StatOptions] = None) -> dict[str, tuple[Tensor, Tensor]]:
+    """Sums over the counted queries of one batch, per head.
+
+    Args:
+        weights: ``(B, H, L, L)`` attention weights, rows summing to 1 over visible keys.
+        attention_mask: ``(B, L)``, 1/True = real token, 0/False = padding.
+        kinds: ``{"cls", "sep", "punct", "special"}`` → ``(B, L)`` bool; missing ones are all
+            False, and ``special`` defaults to ``cls | sep``.
+        options: :class:`StatOptions`.
+    Returns:
+        ``{stat: (sum (H,), count (H,))}``, float64 on the weights' device; the per-head mean of a
+        stat is ``sum / count`` (see the module docstring for what a query's value is).
+    """
+    kinds = dict(kinds or {})
+    check_inputs(weights, attention_mask, kinds)
+    opt = options or StatOptions()
+    w = weights
+    B, H, L, _ = w.shape
+    dev, dt = w.device, w.dtype
+    real = attention_mask.to(dev).bool()  # (B, L)
+    no = torch.zeros(B, L, dtype=torch.bool, device=dev)
+    cls, sep, punct = (kinds.get(k, no).to(dev).bool() & real for k in ("cls", "sep", "punct"))
+    special = kinds.get("special", cls | sep).to(dev).bool() & real  # (B, L)
+    query = real & ~special if not opt.special_queries else real  # (B, L)
+
+    pos = torch.arange(L, device=dev)
+    if opt.causal:
+        visible = real[:, None, :] & (pos[None, None, :] <= pos[None, :, None])  # (B, L, L)
+        n_keys = visible.sum(-1)  # (B, L)
+    else:
+        n_keys = real.sum(-1, keepdim=True).expand(B, L)  # (B, L)
+    prev_ok = query & torch.cat([no[:, :1], real[:, :-1]], dim=1)  # (B, L): key i-1 is real
+    next_ok = query & torch.cat([real[:, 1:], no[:, :1]], dim=1) if not opt.causal else no  # (B, L)
+
+    # A few passes over w (B, H, L, L); everything after is (B, H, L) or smaller. The forms are
+    # the fastest measured on CPU (benchmarks/analysis.py): clamp+log beats xlogy, vecdot beats
+    # a product and a sum, a GEMM with the kinds as the short side beats a skinny bmm.
+    tiny = torch.finfo(dt).tiny  # w·log(max(w, tiny)) is exactly 0 at w = 0
+    entropy = -w.clamp_min(tiny).log_().mul_(w).sum(-1)  # (B, H, L)
+    content = real & ~special  # (B, L)
+    key_rows = torch.stack([cls, sep, punct, content], dim=1).to(dt)  # (B, 4, L)
+    mass = torch.bmm(key_rows, w.reshape(B, H * L, L).transpose(1, 2))  # (B, 4, H·L): Σ_j w_ij kind_j
+    mass = mass.view(B, 4, H, L).permute(0, 2, 3, 1)  # (B, H, L, 4)
+    dist = (pos[:, None] - pos[None, :]).abs().to(dt)  # (L, L): |i - j|
+    d_all = torch.linalg.vecdot(w, dist.expand_as(w))  # (B, H, L): Σ_j w_ij |i-j|
+    d_content = torch.linalg.vecdot(w, (dist * content[:, None, :].to(dt))[:, None].expand_as(w))  # (B, H, L)
+    row_max = w.amax(-1)  # (B, H, L)
+    # The band |i - j| ≤ W around the diagonal, gathered once (a diagonal read directly touches
+    # one cache line per element; a row's band is one or two lines).
+    W = max(opt.window, 1)
+    offsets = torch.arange(-W, W + 1, device=dev)  # (2W+1,)
+    cols = pos[:, None] + offsets[None, :]  # (L, 2W+1): key j = i + offset
+    inside = (cols >= 0) & (cols < L)  # (L, 2W+1)
+    band = w.gather(-1, cols.clamp(0, L - 1).expand(B, H, L, 2 * W + 1))  # (B, H, L, 2W+1)
+    band = band * inside.to(dt)  # keys outside 0..L-1 do not exist
+    w_self, w_prev, w_next = band[..., W], band[..., W - 1], band[..., W + 1]  # (B, H, L) each
+    local = band[..., W - opt.window:W + opt.window + 1].sum(-1)  # (B, H, L)
+    top_prev, top_next = w_prev == row_max, w_next == row_max  # (B, H, L): the maximum, maybe tied
+    unique = _unique_max(w, row_max, top_prev | top_next)  # (B, H, L)
+
+    log_n = torch.log(n_keys.clamp(min=2).to(torch.float64))  # (B, L)
+    has_cls = (cls.any(-1, keepdim=True) & query)  # (B, L): texts without a [CLS] are n/a
+    has_sep = (sep.any(-1, keepdim=True) & query)
+    per_query = {  # stat -> (value (B, H, L), counted queries (B, L))
+        "entropy": (entropy, query),
+        "entropy_norm": (entropy.double() / log_n[:, None, :], query & (n_keys >= 2)),
+        "distance": (d_all, query),
+        "to_cls": (mass[..., 0], has_cls),
+        "to_sep": (mass[..., 1], has_sep),
+        "to_punct": (mass[..., 2], query),
+        "to_self": (w_self, query),
+        "to_prev": (w_prev, prev_ok),
+        "to_next": (w_next, next_ok),
+        "argmax_prev": (top_prev & unique, prev_ok),
+        "argmax_next": (top_next & unique, next_ok),
+        "to_local": (local, query),
+    }
+    # Content distance is a ratio of sums: Σ w|i-j| over content keys / Σ w over content keys.
+    per_query["distance_content"] = (d_content, query)
+    per_query["_content_mass"] = (mass[..., 3], query)
+    names = list(per_query)
+    values = torch.stack([v.to(torch.float64) for v, _ in per_query.values()], dim=-1)  # (B, H, L, K)
+    counted = torch.stack([ok for _, ok in per_query.values()], dim=-1)  # (B, L, K)
+    # where(), not a product: rows of padding queries may hold NaN (fully masked rows).
+    sums = torch.where(counted[:, None], values, 0.0).sum(dim=(0, 2))  # (H, K)
+    counts = counted.sum(dim=(0, 1)).to(torch.float64)  # (K,)
+    out = {n: (sums[:, k], counts[k].expand(H)) for k, n in enumerate(names)}
+    out["distance_content"] = (out["distance_content"][0], out.pop("_content_mass")[0])
+    return {name: out[name] for name in STAT_NAMES}
+
+
+def attention_means(weights: Tensor, attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] = None,
+                    options: Optional[StatOptions] = None) -> dict[str, Tensor]:
+    """``{stat: mean (H,)}`` of one batch (NaN where no query counts); see :func:`attention_sums`."""
+    return {k: s / c for k, (s, c) in attention_sums(weights, attention_mask, kinds, options).items()}
+
+
+def entropy_of_uniform(n: int) -> float:
+    """ln n: the entropy of attention spread evenly over n keys (for the reader of reports)."""
+    return math.log(n)
