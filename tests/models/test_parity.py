@@ -59,3 +59,26 @@ def test_minilm_shape_is_the_real_one(minilm, hf_models):
     hf = hf_models("minilm")
     pooler = sum(p.numel() for p in hf.pooler.parameters())
     assert sum(p.numel() for p in minilm.parameters()) == sum(p.numel() for p in hf.parameters()) - pooler
+
+
+def test_gpt2_without_scaling_matches_transformers(tiny_dirs, tmp_path):
+    import json
+    import shutil
+
+    import transformers
+
+    import attnscope
+
+    folder = tmp_path / "unscaled"
+    shutil.copytree(tiny_dirs["gpt2"], folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "scale_attn_weights": False}))
+    model = attnscope.load(folder)
+    hf = transformers.GPT2Model.from_pretrained(str(folder), attn_implementation="eager").eval()
+    texts = TEXTS["en"]
+    tr = model.trace(texts, names=["final_norm", "layers.*.attn.weights"])
+    ref = hf_forward(hf, model.encode(texts))
+    for b, n in enumerate(tr.lengths):
+        assert (tr["final_norm"][b, :n] - ref.last_hidden_state[b, :n]).abs().max().item() <= TOL
+        for i, theirs in enumerate(ref.attentions):
+            assert (tr[f"layers.{i}.attn.weights"][b, :, :n, :n] - theirs[b, :, :n, :n]).abs().max().item() <= TOL

@@ -1,0 +1,69 @@
+"""config.json of the real checkpoints (bert-base-chinese, roberta-base, gpt2) translate into the
+architecture they describe; unsupported settings are refused by name."""
+
+import pytest
+
+from attnscope import ModelLoadError
+from attnscope.models.registry import family_for
+
+BERT_BASE_CHINESE = {
+    "architectures": ["BertForMaskedLM"], "attention_probs_dropout_prob": 0.1, "directionality": "bidi",
+    "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768, "initializer_range": 0.02,
+    "intermediate_size": 3072, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert",
+    "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 0, "pooler_fc_size": 768,
+    "pooler_num_attention_heads": 12, "pooler_num_fc_layers": 3, "pooler_size_per_head": 128,
+    "pooler_type": "first_token_transform", "type_vocab_size": 2, "vocab_size": 21128,
+}
+ROBERTA_BASE = {
+    "architectures": ["RobertaForMaskedLM"], "attention_probs_dropout_prob": 0.1, "bos_token_id": 0,
+    "eos_token_id": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768,
+    "initializer_range": 0.02, "intermediate_size": 3072, "layer_norm_eps": 1e-05, "max_position_embeddings": 514,
+    "model_type": "roberta", "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 1,
+    "type_vocab_size": 1, "vocab_size": 50265,
+}
+GPT2 = {
+    "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1, "bos_token_id": 50256,
+    "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05,
+    "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024,
+    "resid_pdrop": 0.1, "vocab_size": 50257,
+}
+
+
+def _config(hf):
+    return family_for(hf["model_type"]).config_from_hf(hf, "config.json")
+
+
+def test_bert_base_chinese():
+    c = _config(BERT_BASE_CHINESE)
+    assert (c.vocab_size, c.d_model, c.n_heads, c.d_head, c.n_layers, c.d_ff) == (21128, 768, 12, 64, 12, 3072)
+    assert (c.norm, c.embed_norm, c.final_norm, c.causal, c.activation) == ("post", True, False, False, "gelu")
+    assert c.max_positions == 512 and c.type_vocab_size == 2
+
+
+def test_roberta_base_positions():
+    c = _config(ROBERTA_BASE)
+    assert (c.max_positions, c.position_offset, c.pad_token_id, c.type_vocab_size) == (512, 2, 1, 1)
+    assert c.layer_norm_eps == 1e-5
+
+
+def test_gpt2_small():
+    c = _config(GPT2)
+    assert (c.vocab_size, c.d_model, c.n_heads, c.n_layers, c.d_ff, c.max_positions) == (50257, 768, 12, 12, 3072, 1024)
+    assert (c.norm, c.embed_norm, c.final_norm, c.causal, c.activation, c.type_vocab_size) == ("pre", False, True, True, "gelu_tanh", 0)
+    assert c.pad_token_id == 50256  # no padding token: padded positions hold eos and are masked
+
+
+@pytest.mark.parametrize("hf,change,message", [
+    (BERT_BASE_CHINESE, {"hidden_act": "swish"}, r"config\.json: activation 'swish' is not supported"),
+    (BERT_BASE_CHINESE, {"hidden_size": "768"}, r"config\.json: 'hidden_size' must be an integer, got '768'"),
+    (BERT_BASE_CHINESE, {"is_decoder": True}, r"is_decoder / add_cross_attention are not supported"),
+    (GPT2, {"scale_attn_by_inverse_layer_idx": True}, r"scale_attn_by_inverse_layer_idx is not supported"),
+    (BERT_BASE_CHINESE, {"vocab_size": None}, r"config\.json: missing 'vocab_size'"),
+])
+def test_refused_settings(hf, change, message):
+    with pytest.raises(ModelLoadError, match=message):
+        _config({**hf, **change})
+
+
+def test_unscaled_gpt2_is_run_unscaled():
+    assert _config({**GPT2, "scale_attn_weights": False}).scoring == "unscaled"
