@@ -1,0 +1,153 @@
+"""``attnscope experiment NAME``: run one of the √d_k experiments and write its results.
+
+    attnscope experiment list                       # what there is
+    attnscope experiment variance --quick           # seconds
+    attnscope experiment saturation --out out/sat
+    attnscope experiment training --jobs 2          # the full grid (~15 min on 2 cores)
+    attnscope experiment training --tasks recall --variants scaled,unscaled --d-k 64,512 --steps 300
+    attnscope experiment training --from out/experiments/training   # re-render, no training
+
+Each writes results.json (every number; the same seed gives the same file), CSV tables, PNG
+figures and report.md into --out (default out/experiments/NAME).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("experiment", help="run an experiment on the 1/√d_k factor (variance, saturation, training)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", help="variance | saturation | training | all | list")
+    p.add_argument("--quick", action="store_true", help="the small CI version (seconds to a minute)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default out/experiments/NAME)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g = p.add_argument_group("variance and saturation")
+    g.add_argument("--d-k", type=_ints, default=None, help="comma-separated d_k values")
+    g.add_argument("--samples", type=int, default=None, help="variance: dot products per (distribution, d_k)")
+    g.add_argument("--distributions", type=_names, default=None, help="variance: normal,uniform,rademacher")
+    g.add_argument("--rows", type=int, default=None, help="saturation: query rows per d_k")
+    g.add_argument("--length", type=int, default=None, help="saturation: keys per row (default 16)")
+    t = p.add_argument_group("training")
+    t.add_argument("--tasks", type=_names, default=None, help="recall,lm")
+    t.add_argument("--variants", type=_names, default=None, help="scaled,unscaled,inv_d,cosine,qknorm,t5")
+    t.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: recall 3, lm 2)")
+    t.add_argument("--steps", type=int, default=None, help="training steps per run")
+    t.add_argument("--batch", type=int, default=None, help="batch size")
+    t.add_argument("--d-model", type=int, default=None, help="model width (default 512; quick 64)")
+    t.add_argument("--layers", type=int, default=None, help="encoder layers (default 1)")
+    t.add_argument("--lr", type=float, default=None, help="peak learning rate (default 1e-3)")
+    t.add_argument("--eval-every", type=int, default=None, help="steps between evaluations (default 10)")
+    t.add_argument("--init", default=None, help="lecun (default) | small (std 0.02)")
+    t.add_argument("--from", dest="from_dir", type=Path, default=None, metavar="DIR",
+                   help="re-make tables, figures and report from DIR/results.json without training "
+                        "(written to --out, default DIR itself)")
+    t.add_argument("--jobs", type=int, default=None,
+                   help="worker processes (default: 1 with --quick, else min(2, CPUs))")
+    p.set_defaults(func=run)
+
+
+# CLI option -> (library keyword, experiments that take it)
+_OPTIONS = {
+    "d_k": ("d_ks", ("variance", "saturation", "training")),
+    "samples": ("samples", ("variance",)),
+    "distributions": ("distributions", ("variance",)),
+    "rows": ("rows", ("saturation",)),
+    "length": ("length", ("saturation",)),
+    "tasks": ("tasks", ("training",)),
+    "variants": ("variants", ("training",)),
+    "seeds": ("seeds", ("training",)),
+    "steps": ("steps", ("training",)),
+    "batch": ("batch", ("training",)),
+    "d_model": ("d_model", ("training",)),
+    "layers": ("n_layers", ("training",)),
+    "lr": ("lr", ("training",)),
+    "eval_every": ("eval_every", ("training",)),
+    "init": ("init", ("training",)),
+    "jobs": ("jobs", ("training",)),
+}
+
+
+def options_for(name: str, args) -> dict:
+    """The library keywords of experiment ``name`` from the parsed CLI options; refuse foreign ones."""
+    opts = {}
+    for cli, (kw, owners) in _OPTIONS.items():
+        value = getattr(args, cli)
+        if value is None:
+            continue
+        if name not in owners:
+            if args.name == "all":
+                continue
+            flag = "--" + cli.replace("_", "-")
+            raise ConfigError(f"option {flag} does not apply to experiment {name!r} (it is for {', '.join(owners)})")
+        opts[kw] = value
+    if name == "training" and "jobs" not in opts:
+        opts["jobs"] = 1 if args.quick else max(1, min(2, os.cpu_count() or 1))
+    return opts
+
+
+def run(args) -> int:
+    from .. import experiments
+
+    if args.name == "list":
+        for name, (_, desc) in experiments.EXPERIMENTS.items():
+            print(f"{name:11s} {desc}")
+        return 0
+    names = list(experiments.EXPERIMENTS) if args.name == "all" else [args.name]
+    for name in names:
+        experiments.get(name)  # unknown name -> ConfigError before any work
+    if args.from_dir is not None and names != ["training"]:
+        raise ConfigError("--from re-renders a training run; use it with 'attnscope experiment training'")
+    for name in names:
+        opts = options_for(name, args)
+        out = args.out if args.out is not None else Path("out") / "experiments" / name
+        if args.name == "all" and args.out is not None:
+            out = args.out / name
+        if args.from_dir is not None:
+            from ..experiments import training
+
+            out = args.out if args.out is not None else args.from_dir
+            result = training.load(args.from_dir)
+        else:
+            result = experiments.run(name, quick=args.quick, seed=args.seed, progress=not args.no_progress, **opts)
+        files = result.write(out)
+        result.close_figures()
+        print(f"{name}: {result.timing.get('total_s', 0.0):.1f} s; wrote {len(files)} files to {out}/ "
+              f"(report: {files['report']})")
+        summary = _one_line(result)
+        if summary:
+            print(summary)
+    sys.stdout.flush()
+    return 0
+
+
+def _one_line(result) -> str:
+    d = result.data
+    if result.name == "variance":
+        return f"  largest |z| of Var(q·k) vs d_k: {d['max_abs_z']:.2f}; largest |Var(q·k/√d_k) − 1|: {d['max_rel_error_scaled']:.3f}"
+    if result.name == "saturation":
+        s = d["summary"]
+        return (f"  d_k={s['d_k']}: entropy scaled {s['entropy_scaled']:.3f} vs unscaled {s['entropy_unscaled']:.3f} nats; "
+                f"Jacobian norm ratio unscaled/scaled {s['jacobian_ratio']:.3f}")
+    if result.name == "training":
+        c = d["claims"]
+        return "\n".join("  " + x for x in (c["speed_sentence"], c["stall_sentence"]) if x)
+    return ""

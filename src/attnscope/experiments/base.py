@@ -1,0 +1,226 @@
+"""What every experiment shares: its result object, how results are written, progress, seeding.
+
+An experiment is a function ``run(*, quick, seed, progress, **options) -> ExperimentResult``.
+The result holds plain numbers (``data`` and ``tables``), matplotlib figures and a Markdown
+report; :meth:`ExperimentResult.write` puts them into a folder::
+
+    results.json     every number, no wall-clock times (same seed -> identical file)
+    <table>.csv      one file per table in ``tables``
+    <figure>.png     one file per figure
+    report.md        the Markdown report (it includes the timings)
+    timing.json      wall-clock seconds, kept apart so that results.json is reproducible
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import platform
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional, Sequence
+
+import torch
+
+from ..errors import ConfigError
+
+
+@dataclass
+class ExperimentResult:
+    """The outcome of one experiment.
+
+    Attributes:
+        name: the experiment's registry name ("variance", ...).
+        params: the options it ran with, after defaults were filled in.
+        data: JSON-able numbers (nested dicts/lists of float, int, str, bool, None).
+        tables: CSV tables, name -> list of rows (dicts with the same keys).
+        figures: matplotlib figures, name -> Figure (saved as ``name.png``).
+        report: the Markdown report.
+        timing: wall-clock seconds by phase (not part of results.json).
+    """
+
+    name: str
+    params: dict
+    data: dict
+    tables: dict[str, list[dict]] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+    report: str = ""
+    timing: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        """What ``results.json`` holds: the numbers, the options, the software that made them."""
+        return {"experiment": self.name, "params": self.params, "environment": environment(),
+                "data": self.data, "tables": self.tables}
+
+    def write(self, out: "str | Path", *, dpi: int = 100) -> dict[str, Path]:
+        """Write every output file into ``out`` (created if missing); return them by kind/name."""
+        out = Path(out)
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"output folder {str(out)!r} exists and is not a folder")
+        out.mkdir(parents=True, exist_ok=True)
+        files: dict[str, Path] = {}
+        files["json"] = out / "results.json"
+        files["json"].write_text(json.dumps(jsonable(self.to_json()), indent=1, allow_nan=False) + "\n")
+        for name, rows in self.tables.items():
+            path = out / f"{name}.csv"
+            write_csv(path, rows)
+            files[f"csv:{name}"] = path
+        for name, fig in self.figures.items():
+            path = out / f"{name}.png"
+            fig.savefig(path, dpi=dpi)
+            files[f"png:{name}"] = path
+        files["report"] = out / "report.md"
+        files["report"].write_text(self.report.rstrip() + "\n")
+        files["timing"] = out / "timing.json"
+        files["timing"].write_text(json.dumps({k: round(v, 3) for k, v in self.timing.items()}, indent=1) + "\n")
+        return files
+
+    def close_figures(self) -> None:
+        import matplotlib.pyplot as plt
+
+        for fig in self.figures.values():
+            plt.close(fig)
+
+
+def environment() -> dict:
+    """Versions that the numbers depend on (a different torch may change the last digits)."""
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "platform": sys.platform}
+
+
+def jsonable(x: Any) -> Any:
+    """Plain JSON values: tensors and numpy scalars become Python numbers; NaN/inf become None.
+
+    JSON has no NaN; a number that could not be measured is written as ``null`` instead, so that
+    the file is strict JSON and readers never meet a silent NaN.
+    """
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, torch.Tensor):
+        return jsonable(x.tolist())
+    if hasattr(x, "item") and not isinstance(x, (str, bytes)):  # numpy scalar
+        x = x.item()
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    return x
+
+
+def write_csv(path: Path, rows: Sequence[dict]) -> None:
+    """Rows of dicts as CSV; the header is the union of keys in first-seen order."""
+    keys: list[str] = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        for row in rows:
+            w.writerow({k: _csv_value(row.get(k)) for k in keys})
+
+
+def _csv_value(v: Any) -> Any:
+    v = jsonable(v)
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return v
+
+
+# ----------------------------------------------------------------------------------------------
+# progress and threads
+# ----------------------------------------------------------------------------------------------
+
+def progress_bar(iterable: Optional[Iterable] = None, *, total: Optional[int] = None, desc: str = "",
+                 enabled: bool = True, unit: str = "it"):
+    """A tqdm bar on stderr (a silent one when ``enabled`` is False)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, disable=not enabled, unit=unit, dynamic_ncols=True,
+                leave=True, file=sys.stderr)
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the body with ``n`` intra-op threads, then restore the caller's setting.
+
+    The experiments run on one thread: matrix products then sum in one fixed order, so that the
+    same seed gives bit-identical numbers whatever machine or ``--jobs`` setting is used.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# ----------------------------------------------------------------------------------------------
+# option checking
+# ----------------------------------------------------------------------------------------------
+
+def check_positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise ConfigError(f"seed must be an integer in [0, 2^31), got {seed!r}")
+    return seed
+
+
+def check_int_list(name: str, values: Any, *, low: int = 1, high: Optional[int] = None) -> tuple[int, ...]:
+    """A non-empty list of distinct integers in [low, high], returned sorted."""
+    if isinstance(values, int):
+        values = (values,)
+    try:
+        vals = tuple(values)
+    except TypeError:
+        raise ConfigError(f"{name} must be a list of integers, got {values!r}") from None
+    if not vals:
+        raise ConfigError(f"{name} must not be empty")
+    for v in vals:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(f"{name} must contain integers, got {v!r}")
+        if v < low or (high is not None and v > high):
+            hi = "" if high is None else f", at most {high}"
+            raise ConfigError(f"{name}: {v} is out of range (at least {low}{hi})")
+    if len(set(vals)) != len(vals):
+        raise ConfigError(f"{name} has duplicates: {list(vals)}")
+    return tuple(sorted(vals))
+
+
+def check_names(name: str, values: Any, allowed: Sequence[str]) -> tuple[str, ...]:
+    """A non-empty list of distinct names from ``allowed``, kept in the order of ``allowed``."""
+    if isinstance(values, str):
+        values = (values,)
+    vals = tuple(values)
+    if not vals:
+        raise ConfigError(f"{name} must not be empty; choose from {', '.join(allowed)}")
+    unknown = [v for v in vals if v not in allowed]
+    if unknown:
+        raise ConfigError(f"unknown {name} {', '.join(map(repr, unknown))}; choose from {', '.join(allowed)}")
+    return tuple(a for a in allowed if a in vals)
+
+
+def fmt_num(x: Optional[float], digits: int = 3) -> str:
+    """A number for a Markdown table: ``—`` for missing, general format otherwise."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.{digits}g}"
+
+
+def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""Bad names, sizes and budgets: one clear line and exit code 2 from the CLI; ConfigError in Python."""
+
+import pytest
+
+from attnscope import experiments
+from attnscope.cli import main
+from attnscope.errors import ConfigError
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["experiment", "varience"], "unknown experiment 'varience'; choose from variance, saturation, training"),
+    (["experiment", "training", "--variants", "scaled,sqrt2"], "unknown variant 'sqrt2'"),
+    (["experiment", "training", "--tasks", "sort"], "unknown task 'sort'"),
+    (["experiment", "training", "--d-k", "48"], "d_k = 48 does not divide d_model = 512"),
+    (["experiment", "training", "--d-k", "1024"], "d_k = 1024 does not divide d_model = 512"),
+    (["experiment", "training", "--steps", "-5"], "steps must be a positive integer, got -5"),
+    (["experiment", "training", "--steps", "5"], "eval_every (10) is larger than the 5 steps"),
+    (["experiment", "training", "--seeds", "0"], "seeds must be a positive integer, got 0"),
+    (["experiment", "training", "--lr", "-1"], "learning rate must be a number in (0, 10)"),
+    (["experiment", "training", "--jobs", "0"], "jobs must be a positive integer, got 0"),
+    (["experiment", "training", "--init", "xavier"], "unknown init 'xavier'"),
+    (["experiment", "variance", "--variants", "scaled"], "option --variants does not apply to experiment 'variance'"),
+    (["experiment", "variance", "--samples", "1"], "samples must be at least 2"),
+    (["experiment", "variance", "--d-k", "0"], "d_k: 0 is out of range"),
+    (["experiment", "variance", "--distributions", "cauchy"], "unknown distribution 'cauchy'"),
+    (["experiment", "saturation", "--length", "1"], "length (keys per row) must be at least 2"),
+    (["experiment", "saturation", "--rows", "-3"], "rows must be a positive integer, got -3"),
+])
+def test_cli_reports_one_line_and_exits_2(capsys, tmp_path, argv, message):
+    code = main(argv + ["--out", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()  # nothing written, nothing run
+
+
+def test_library_raises_config_error():
+    with pytest.raises(ConfigError, match="does not take option"):
+        experiments.run("saturation", variants=["scaled"])
+    with pytest.raises(ConfigError, match="unknown experiment"):
+        experiments.get("nope")
+    with pytest.raises(ConfigError, match="seed must be"):
+        experiments.run("variance", seed=-1)
+
+
+def test_list(capsys):
+    assert main(["experiment", "list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("variance", "saturation", "training"))

@@ -1,0 +1,79 @@
+"""Saturation experiment: closed forms vs Monte Carlo, and the direction of the effects."""
+
+import math
+
+import pytest
+import torch
+
+from attnscope.experiments import saturation
+
+
+def test_gap_density_two_keys_is_one_over_sqrt_pi():
+    # Two standard normals: the gap |X1 − X2| is half-normal with scale √2, density 1/√π at 0.
+    assert saturation.top_two_gap_density(2) == pytest.approx(1 / math.sqrt(math.pi), rel=1e-9)
+
+
+def test_gap_density_matches_a_sampled_histogram():
+    g = torch.Generator().manual_seed(3)
+    S, n, h = 16, 400_000, 0.05
+    top2 = torch.randn(n, S, generator=g, dtype=torch.float64).topk(2, dim=-1).values
+    gap = top2[:, 0] - top2[:, 1]
+    # P(gap < h)/h → f(0) as h → 0; the density's slope makes the estimate a little low at h > 0.
+    est = float((gap < h).double().mean()) / h
+    f = saturation.top_two_gap_density(S)
+    assert abs(est / f - 1) < 0.06, (est, f)
+
+
+def test_inverse_chi_mean_matches_sampling():
+    g = torch.Generator().manual_seed(4)
+    for d in (3, 16, 256):
+        x = torch.randn(100_000, d, generator=g, dtype=torch.float64).norm(dim=-1)
+        assert float((1 / x).mean()) == pytest.approx(saturation.inverse_chi_mean(d), rel=0.01)
+    assert saturation.inverse_chi_mean(1) == math.inf
+
+
+def test_sampled_scores_have_variance_d_k():
+    g = torch.Generator().manual_seed(5)
+    for d in (4, 512):
+        s = saturation.sample_scores(d, 20_000, 16, g)
+        assert float(s.var()) == pytest.approx(d, rel=0.03)
+
+
+@pytest.fixture(scope="module")
+def quick():
+    res = saturation.run(quick=True, seed=0, progress=False)
+    yield res
+    res.close_figures()
+
+
+def _at(res, d_k, mode):
+    return next(r for r in res.data["rows"] if r["d_k"] == d_k and r["mode"] == mode)
+
+
+def test_unscaled_saturates_as_d_k_grows_and_scaled_does_not(quick):
+    d_ks = quick.params["d_ks"]
+    unscaled = [_at(quick, d, "unscaled") for d in d_ks]
+    scaled = [_at(quick, d, "scaled") for d in d_ks]
+    ents = [r["entropy"] for r in unscaled]
+    assert all(a > b for a, b in zip(ents, ents[1:])), ents  # strictly falling
+    assert unscaled[-1]["max_weight"] > 0.9 and unscaled[-1]["entropy"] < 0.2
+    # scaled: every d_k has (nearly) the same statistics as scores ~ N(0, 1)
+    for key in ("max_weight", "entropy", "jacobian"):
+        vals = [r[key] for r in scaled if r["d_k"] >= 16]
+        assert max(vals) - min(vals) < 0.05 * max(vals), (key, vals)
+    assert _at(quick, 1024, "unscaled")["jacobian"] < 0.25 * _at(quick, 1024, "scaled")["jacobian"]
+
+
+def test_unscaled_tail_follows_the_saturated_limit(quick):
+    # E‖J‖_F ≈ f·E[1/|q|] and E[1 − max p] ≈ ln2·f·E[1/|q|] at large d_k (within MC error).
+    r = _at(quick, 1024, "unscaled")
+    assert r["jacobian"] == pytest.approx(r["asym_jacobian"], rel=0.15)
+    assert 1 - r["max_weight"] == pytest.approx(r["asym_one_minus_max"], rel=0.2)
+    assert r["entropy"] == pytest.approx(r["asym_entropy"], rel=0.2)
+
+
+def test_article_example(quick):
+    ex = quick.data["example"]
+    assert [round(x, 2) for x in ex["1,2,3"]["weights"]] == [0.09, 0.24, 0.67]
+    assert ex["10,20,30"]["weights"][2] > 0.9999
+    assert ex["10,20,30"]["jacobian"] < 1e-3 * ex["1,2,3"]["jacobian"]

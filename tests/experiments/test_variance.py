@@ -1,0 +1,43 @@
+"""Experiment "variance": the sampled Var(q·k) follows d_k, and ≈ 1 after ÷√d_k."""
+
+import math
+
+import torch
+
+from attnscope.experiments import variance
+
+
+def test_entry_distributions_have_mean_0_variance_1_and_the_stated_fourth_moment():
+    g = torch.Generator().manual_seed(1)
+    for dist, m4 in variance.DISTRIBUTIONS.items():
+        x = variance.sample_entries(dist, (400_000,), g)
+        assert abs(float(x.mean())) < 0.01, dist
+        assert abs(float(x.var()) - 1.0) < 0.01, dist
+        assert abs(float((x ** 4).mean()) - m4) < 0.05 * m4, dist
+
+
+def test_standard_error_formula_matches_the_spread_of_repeated_estimates():
+    # The SE of s²/d_k comes from the fourth moment of q·k; check it against 200 repetitions.
+    g = torch.Generator().manual_seed(2)
+    d, n = 8, 500
+    for dist, m4 in variance.DISTRIBUTIONS.items():
+        ratios = torch.tensor([float(variance.sample_dot_products(dist, d, n, g).var()) / d for _ in range(200)])
+        se = variance.relative_standard_error(d, n, m4)
+        assert abs(float(ratios.std()) / se - 1.0) < 0.2, (dist, float(ratios.std()), se)
+
+
+def test_quick_run_agrees_with_theory_within_five_standard_errors():
+    res = variance.run(quick=True, seed=0, progress=False)
+    rows = res.data["rows"]
+    assert {r["d_k"] for r in rows} == set(variance.DEFAULT_D_KS)
+    for r in rows:
+        assert abs(r["z"]) < 5, r
+        # the two views of the same number: Var(q·k/√d_k) = Var(q·k)/d_k
+        assert math.isclose(r["var_scaled"], r["var_unscaled"] / r["d_k"], rel_tol=1e-12)
+    # d_k = 1024 vs 2: the unscaled variance grows ~512-fold, the scaled one does not
+    normal = {r["d_k"]: r for r in rows if r["distribution"] == "normal"}
+    assert 400 < normal[1024]["var_unscaled"] / normal[2]["var_unscaled"] < 650
+    h = res.data["histogram"]
+    assert abs(h["var_unscaled"] / 256 - 1) < 0.1 and abs(h["var_scaled"] - 1) < 0.1
+    assert set(res.figures) == {"variance", "histograms"}
+    res.close_figures()
