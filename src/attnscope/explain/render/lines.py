@@ -49,5 +49,19 @@ def text_lines(ctx: Ctx, b, width: int = 96) -> list[str]:
     pad = " " * len(lhs)
     for n, terms in enumerate(chain):
         head = f"{lhs} = " if n == 0 else f"{pad} = "
-        lines.extend(wrap_terms(head, terms, "", width=width))
+        for line in wrap_terms(head, terms, "", width=width):
+            lines.extend(_wrap_commas(line, width, " " * (len(pad) + 4)))
     return lines
+
+
+def _wrap_commas(line: str, width: int, indent: str) -> list:
+    """A line still wider than ``width`` (one long vector) broken after ", " inside it."""
+    out = []
+    while len(line) > width:
+        cut = line.rfind(", ", 0, width)
+        if cut <= len(indent):
+            break
+        out.append(line[:cut + 1])
+        line = indent + line[cut + 2:]
+    out.append(line)
+    return out
