@@ -1,4 +1,9 @@
-"""The outputs shown in the README are what the tool prints now (no stale numbers in the docs)."""
+"""The outputs shown in the README are what the tool prints now (no stale numbers in the docs).
+
+When a label changes, paste the new output between the markers of README.md:
+``attnscope explain --example three-tokens --format markdown [--lang zh]`` and
+``attnscope check --example three-tokens-article --format markdown``.
+"""
 
 import re
 from pathlib import Path
