@@ -180,11 +180,19 @@
 
   function CanvasPainter(ctx) { this.ctx = ctx; }
   CanvasPainter.prototype.rect = function (x, y, w, h, fill) { this.ctx.fillStyle = fill; this.ctx.fillRect(x, y, w, h); };
+  // One path of 1-px lines rasterises fast; a wide stroked path with thousands of crossing segments
+  // takes seconds in software rendering, so wider lines are stroked one by one.
   CanvasPainter.prototype.lines = function (segs, stroke, alpha, width) {
     if (!segs.length) return;
-    var c = this.ctx; c.save(); c.strokeStyle = stroke; c.globalAlpha = alpha; c.lineWidth = width; c.beginPath();
-    for (var i = 0; i < segs.length; i += 4) { c.moveTo(segs[i], segs[i + 1]); c.lineTo(segs[i + 2], segs[i + 3]); }
-    c.stroke(); c.restore();
+    var c = this.ctx, i; c.save(); c.strokeStyle = stroke; c.globalAlpha = alpha; c.lineWidth = width;
+    if (width <= 1) {
+      c.beginPath();
+      for (i = 0; i < segs.length; i += 4) { c.moveTo(segs[i], segs[i + 1]); c.lineTo(segs[i + 2], segs[i + 3]); }
+      c.stroke();
+    } else {
+      for (i = 0; i < segs.length; i += 4) { c.beginPath(); c.moveTo(segs[i], segs[i + 1]); c.lineTo(segs[i + 2], segs[i + 3]); c.stroke(); }
+    }
+    c.restore();
   };
   CanvasPainter.prototype.polyline = function (pts, stroke, width) {
     var c = this.ctx; c.save(); c.strokeStyle = stroke; c.lineWidth = width; c.beginPath();
@@ -326,15 +334,18 @@
     this.data = data; this.cfg = data.config;
     this.texts = data.texts.map(function (t) { return new Text(t, data.config, data); });
     var t0 = performance.now();
+    this.timing = { start: t0 };
     return Promise.all(this.texts.map(function (t) { return t.load(); })).then(function () {
-      self.decodeMs = performance.now() - t0;
+      self.timing.decoded = performance.now();
+      self.decodeMs = self.timing.decoded - t0;
       self.state = { view: "head", text: 0, layer: 0, heads: self.allHeads(), focus: 0, query: null, hover: null,
         dec: data.decimals };
       self.build();
       self.render();
+      self.timing.rendered = performance.now();
       return new Promise(function (res) {
         requestAnimationFrame(function () {
-          self.firstRender = performance.now();
+          self.firstRender = self.timing.frame = performance.now();
           self.root.setAttribute("data-ready", "1");
           res(self);
         });
@@ -438,9 +449,24 @@
   Viewer.prototype.hideTip = function () { this.tip.style.display = "none"; };
 
   // ---- head view ---------------------------------------------------------------------------
-  // Lines are drawn for every (query, key) whose weight is at least minWeight (all of the focused
-  // query's lines when one is selected or hovered), batched by opacity: 16 paths per head.
-  Viewer.prototype.minWeight = function () { var n = this.text().n; return n <= 64 ? 0.0 : n <= 192 ? 0.01 : 0.02; };
+  // Lines are drawn for the (query, key) pairs whose weight is at least minWeight(): the smallest
+  // weight that keeps the picture under LINE_BUDGET lines (rasterising more costs seconds and shows
+  // nothing more), and all of the focused query's lines when one is selected or hovered. They are
+  // batched by opacity: 16 paths per head.
+  var LINE_BUDGET = 8000;
+  Viewer.prototype.minWeight = function () {
+    var t = this.text(), s = this.state, n = t.n, key = s.text + ":" + s.layer + ":" + s.heads.join(",");
+    if (this._minw && this._minw.key === key) return this._minw.value;
+    var bins = new Float64Array(1001), total = 0;  // weights in steps of 0.001
+    for (var hi = 0; hi < s.heads.length; hi++) {
+      var W = t.weights(s.layer, s.heads[hi]);
+      for (var i = 0; i < n * n; i++) { if (W[i] > 0) { bins[Math.min(1000, Math.floor(W[i] * 1000))]++; total++; } }
+    }
+    var value = 0, kept = total, b = 0;
+    while (kept > LINE_BUDGET && b < 1000) { kept -= bins[b]; b++; value = b / 1000; }
+    this._minw = { key: key, value: value };
+    return value;
+  };
 
   Viewer.prototype.headSegments = function (x0, x1, y0) {
     var t = this.text(), n = t.n, s = this.state, only = s.hover !== null ? s.hover : s.query, out = [];
@@ -467,7 +493,7 @@
     this.headSegments(x0, x1, y0).forEach(function (g) {
       for (var b = 0; b < 16; b++) {
         var a = (b + 0.5) / 16;
-        p.lines(g.buckets[b], headColor(g.head), Math.min(1, a * (nh > 1 ? 0.9 : 1)), 1 + 2 * a);
+        p.lines(g.buckets[b], headColor(g.head), Math.min(1, a * (nh > 1 ? 0.9 : 1)), a < 0.4 ? 1 : 1 + 2 * a);
       }
     });
     void self;
@@ -475,10 +501,10 @@
 
   Viewer.prototype.renderHead = function () {
     var self = this, t = this.text(), n = t.n, s = this.state;
-    var note = el("div", { cls: "as-note" }, this.body);
+    var note = el("div", { cls: "as-note", "data-testid": "head-note" }, this.body), minw = this.minWeight();
     note.textContent = "Left: each token as a query; right: the keys it attends to. Line opacity = attention weight" +
-      (this.minWeight() > 0 ? " (lines below " + this.minWeight() + " hidden until you pick a token)" : "") +
-      ". Hover a token for its row; click a query to open its step-by-step calculation.";
+      (minw > 0 ? " (weights below " + show(minw, 3) + " are not drawn until you hover or pick a query)" : "") +
+      ". Hover a token for its row; click a query to select it, double-click for its step-by-step calculation.";
     var scroll = el("div", { cls: "as-hv-scroll" }, this.body);
     var box = el("div", { cls: "as-hv", "data-testid": "head-view", style: "height:" + (n * ROW + 8) + "px;width:" + (2 * TOKW + LINEW) + "px" }, scroll);
     var canvas = el("canvas", { style: "left:" + TOKW + "px;width:" + LINEW + "px;height:" + (n * ROW) + "px" }, box);
@@ -853,5 +879,5 @@
     return new Viewer(root, data, opts);
   }
 
-  window.attnscope = { mount: mount, show: show, Viewer: Viewer, version: 1 };
+  window.attnscope = { mount: mount, show: show, Viewer: Viewer, CanvasPainter: CanvasPainter, SvgPainter: SvgPainter, version: 1 };
 })();
