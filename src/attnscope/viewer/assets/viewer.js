@@ -331,7 +331,7 @@
   Viewer.prototype.setData = function (data) {
     var self = this;
     if (!data || data.format !== "attnscope.view") return Promise.reject(new Error("not attnscope view data"));
-    this.data = data; this.cfg = data.config;
+    this.data = data; this.cfg = data.config; this._minw = null;
     this.texts = data.texts.map(function (t) { return new Text(t, data.config, data); });
     var t0 = performance.now();
     this.timing = { start: t0 };
