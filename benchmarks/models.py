@@ -83,7 +83,9 @@ def timed(fns: dict, repeats: int) -> tuple[dict, dict]:
         fn()  # warm-up
     wall = {k: [] for k in fns}
     cpu = {k: [] for k in fns}
-    for _ in range(repeats):  # interleaved, so that a noisy neighbour hits every method alike
+    from tqdm import tqdm
+    for _ in tqdm(range(repeats), desc="timing", unit="round", file=sys.stderr):  # interleaved, so
+        # that a noisy neighbour hits every method alike
         for k, fn in fns.items():
             t0, c0 = time.perf_counter(), time.process_time()
             fn()

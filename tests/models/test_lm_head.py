@@ -35,3 +35,30 @@ def test_loss_matches_gpt2lmheadmodel_with_padding_ignored(tiny_models, hf_model
 def test_encoders_have_no_lm_head(minilm):
     with pytest.raises(InputError, match=r"has no language-model head"):
         minilm.loss("hello")
+
+
+def test_untied_output_layer_is_used(tiny_dirs, tmp_path):
+    import json
+    import shutil
+
+    import transformers
+
+    import attnscope
+
+    folder = tmp_path / "untied"
+    shutil.copytree(tiny_dirs["gpt2"], folder)
+    cfg = transformers.GPT2Config.from_pretrained(str(folder))
+    cfg.tie_word_embeddings = False
+    hf = transformers.GPT2LMHeadModel.from_pretrained(str(folder), config=cfg).eval()
+    with torch.no_grad():
+        hf.lm_head.weight.copy_(torch.randn_like(hf.lm_head.weight) * 0.1)
+    hf.save_pretrained(str(folder))
+    assert json.loads((folder / "config.json").read_text())["tie_word_embeddings"] is False
+    model = attnscope.load(folder)
+    assert model.lm_head_weight is not None and "lm_head.weight" not in model.unused_weights
+    batch = model.encode(TEXTS)
+    with torch.no_grad():
+        ref = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        ours = model.logits(TEXTS)
+    for b, n in enumerate(batch.lengths):
+        assert (ours[b, :n] - ref[b, :n]).abs().max().item() <= 1e-5

@@ -154,6 +154,16 @@ def map_weights(model: Model, family: Family, sd: dict[str, torch.Tensor], sourc
                                  f"{rule.target} needs {fmt_shape(want)}")
         new_state[rule.target] = value
     model.load_state_dict(new_state, strict=True)
+    if family.lm_head and "lm_head.weight" in sd:
+        # Usually the tied token embedding again; a checkpoint saved with
+        # tie_word_embeddings=False has its own output matrix, which the logits must then use.
+        W, wte = sd["lm_head.weight"], new_state["embed.token_embedding.weight"]
+        if W.shape != wte.shape:
+            raise ModelLoadError(f"{source}: weight shape does not match config.json: lm_head.weight "
+                                 f"{fmt_shape(W.shape)}; the output layer needs {fmt_shape(wte.shape)}")
+        if not torch.equal(W, wte):
+            model.lm_head_weight = torch.nn.Parameter(W.to(wte.dtype), requires_grad=False)
+        used.add("lm_head.weight")
     return sorted(k for k in sd if k not in used)
 
 

@@ -53,6 +53,7 @@ class Model(TransformerEncoder):
         self.pooling = pooling
         self.normalize = normalize
         self.unused_weights: list[str] = []
+        self.lm_head_weight: Optional[torch.nn.Parameter] = None  # set only for an untied output layer
         # Hooks live on the shared modules while a trace runs: one forward pass at a time, so
         # that a server answering from several threads never mixes one request's hooks into another.
         self.lock = threading.RLock()
@@ -164,9 +165,11 @@ class Model(TransformerEncoder):
                              f"logits and loss are available for gpt2 models")
 
     def lm_logits(self, hidden: Tensor) -> Tensor:
-        """Next-token logits ``(B, L, vocab)`` from last hidden states, with the tied token embedding."""
+        """Next-token logits ``(B, L, vocab)`` from last hidden states: ``hidden @ W_Eᵀ`` with the tied
+        token embedding (or the checkpoint's own ``lm_head.weight`` when it is not tied)."""
         self._require_lm()
-        return F.linear(hidden, self.embed.token_embedding.weight)  # (B, L, V)
+        W = self.lm_head_weight if self.lm_head_weight is not None else self.embed.token_embedding.weight
+        return F.linear(hidden, W)  # (B, L, V)
 
     def logits(self, texts: Texts, *, truncate: bool = False) -> Tensor:
         """Next-token logits ``(B, L, vocab)`` of texts; position t predicts token t + 1."""
