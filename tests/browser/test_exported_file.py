@@ -139,3 +139,16 @@ def test_context_view_shows_the_cosines(page, exported, minilm, artifacts):
     for series in ("across", "drift_a", "drift_b"):
         shown = page.eval_on_selector_all(f"[data-testid=compare-table] td[data-col={series}]", "tds => tds.map(t => t.textContent)")
         assert shown == [fmt(x, 4) for x in ref[series]]
+
+
+def test_a_link_opens_a_given_state(page, exported, minilm):
+    page.goto(exported.as_uri() + "#view=step&layer=2&head=4&query=10&dec=3")
+    wait_ready(page)
+    assert page.get_attribute("#attnscope-root", "data-view") == "step"
+    assert_table_matches(page, minilm, TEXT, 2, 4, 10, 3)
+    page.goto(exported.as_uri() + "#view=head&layer=99&heads=1,5,x&query=500")  # bad values are ignored
+    page.reload()
+    wait_ready(page)
+    assert page.input_value("[data-testid=layer-select]") == "0"
+    on = page.eval_on_selector_all(".as-hbtn", "bs => bs.map(b => !b.classList.contains('off'))")
+    assert on == [h in (1, 5) for h in range(12)]

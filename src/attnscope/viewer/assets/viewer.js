@@ -340,6 +340,7 @@
       self.decodeMs = self.timing.decoded - t0;
       self.state = { view: "head", text: 0, layer: 0, heads: self.allHeads(), focus: 0, query: null, hover: null,
         dec: data.decimals };
+      self.applyHash();
       self.build();
       self.render();
       self.timing.rendered = performance.now();
@@ -354,6 +355,30 @@
       self.main.innerHTML = "";
       el("div", { cls: "as-err", text: "attnscope viewer: " + (e.message || e) }, self.main);
       throw e;
+    });
+  };
+
+  // A link can open a given state: page.html#view=step&text=0&layer=2&head=4&query=3&dec=6
+  // (also heads=0,3,9 for the head view's toggles). Values out of range are ignored.
+  Viewer.prototype.applyHash = function () {
+    var hash = this.opts.server || !window.location.hash ? "" : window.location.hash.slice(1), s = this.state, self = this;
+    var int = function (v, n) { var x = Number(v); return Number.isInteger(x) && x >= 0 && x < n ? x : null; };
+    hash.split("&").forEach(function (kv) {
+      var i = kv.indexOf("="); if (i < 0) return;
+      var k = kv.slice(0, i), v = decodeURIComponent(kv.slice(i + 1)), x;
+      if (k === "view" && ["head", "model", "step", "compare"].indexOf(v) >= 0) s.view = v;
+      else if (k === "text" && (x = int(v, self.texts.length)) !== null) s.text = x;
+      else if (k === "layer" && (x = int(v, self.cfg.n_layers)) !== null) s.layer = x;
+      else if (k === "head" && (x = int(v, self.cfg.n_heads)) !== null) s.focus = x;
+      else if (k === "dec" && (x = int(v, 9)) !== null) s.dec = x;
+      else if (k === "heads") {
+        var hs = v.split(",").map(function (h) { return int(h, self.cfg.n_heads); }).filter(function (h) { return h !== null; });
+        if (hs.length) s.heads = hs.sort(function (a, b) { return a - b; });
+      }
+    });
+    hash.split("&").forEach(function (kv) {  // after text=, whose length bounds the query
+      var i = kv.indexOf("="), x;
+      if (i > 0 && kv.slice(0, i) === "query" && (x = int(kv.slice(i + 1), self.texts[s.text].n)) !== null) s.query = x;
     });
   };
 
