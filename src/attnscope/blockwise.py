@@ -30,7 +30,9 @@ writes exp(score − lse).
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Union
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
 import torch.nn.functional as F
@@ -135,39 +137,113 @@ def _forward(T: _Tiles, dropout_p: float = 0.0) -> tuple[Optional[Tensor], Tenso
     """Online softmax over the key tiles of every query tile → ``out (*lead, L, d_v)`` (None
     without v) and ``lse (*lead, L)``. Differentiable by autograd when the inputs need it (then
     every tile's probabilities are kept by autograd; :class:`_Blockwise` avoids that)."""
-    outs, lses = [], []
-    lead = T.q.shape[:-2]
-    dtype, dev = T.q.dtype, T.q.device
-    for ti, (i0, i1) in enumerate(T.q_tiles):
-        n = i1 - i0
-        m = torch.full((*lead, n), _NEG_INF, dtype=dtype, device=dev)  # running max (*lead, bq), base 2
-        l = torch.zeros((*lead, n), dtype=dtype, device=dev)  # running Σ 2^(s − m)
-        acc = None if T.v is None else torch.zeros((*lead, n, T.v.shape[-1]), dtype=dtype, device=dev)
-        for tj, (j0, j1) in enumerate(T.k_tiles):
-            rel = T.relation(ti, tj)
-            if rel == "skip":
-                continue
-            s = T.scores(ti, tj, rel)  # (*lead, bq, bk)
-            grad = s.requires_grad
-            # The max only keeps exp in range; the result does not depend on it, so no gradient.
-            m_new = torch.maximum(m, s.detach().amax(dim=-1))  # (*lead, bq)
-            shift = torch.where(torch.isneginf(m_new), 0.0, m_new)  # rows with nothing visible yet
-            p = torch.exp2(s - shift[..., None]) if grad else torch.exp2(s.sub_(shift[..., None]), out=s)  # (*lead, bq, bk)
-            alpha = torch.exp2(m - shift)  # rescales the old sums to the new max; 0 while m = −∞
-            l = l * alpha + p.sum(dim=-1)
-            if acc is not None:
-                pv = F.dropout(p, p=dropout_p) if dropout_p > 0.0 else p
-                acc = acc * alpha[..., None] + torch.matmul(pv, T.v[..., j0:j1, :])  # (*lead, bq, d_v)
-            m = m_new
-        empty = l == 0  # queries that could see no key
-        l_safe = torch.where(empty, 1.0, l)
-        shift = torch.where(torch.isneginf(m), 0.0, m)
-        lses.append(torch.where(empty, _NEG_INF, (shift + torch.log2(l_safe)) * LN2))  # (*lead, bq), natural log
-        if acc is not None:
-            outs.append(acc / l_safe[..., None])  # (*lead, bq, d_v); 0 where empty
-    lse = torch.cat(lses, dim=-1)  # (*lead, L)
-    out = torch.cat(outs, dim=-2) if T.v is not None else None  # (*lead, L, d_v)
+    parallel = not torch.is_grad_enabled() and dropout_p == 0.0
+    parts = _map_query_tiles(lambda ti: _forward_tile(T, ti, dropout_p), T, parallel)
+    lse = torch.cat([p[1] for p in parts], dim=-1)  # (*lead, L)
+    out = torch.cat([p[0] for p in parts], dim=-2) if T.v is not None else None  # (*lead, L, d_v)
     return out, lse
+
+
+def _forward_tile(T: _Tiles, ti: int, dropout_p: float) -> tuple[Optional[Tensor], Tensor]:
+    """The recurrence for query tile ti: ``out (*lead, bq, d_v)`` (or None), ``lse (*lead, bq)``."""
+    i0, i1 = T.q_tiles[ti]
+    lead, n = T.q.shape[:-2], i1 - i0
+    dtype, dev = T.q.dtype, T.q.device
+    m = torch.full((*lead, n), _NEG_INF, dtype=dtype, device=dev)  # running max (*lead, bq), base 2
+    l = torch.zeros((*lead, n), dtype=dtype, device=dev)  # running Σ 2^(s − m)
+    acc = None if T.v is None else torch.zeros((*lead, n, T.v.shape[-1]), dtype=dtype, device=dev)
+    for tj, (j0, j1) in enumerate(T.k_tiles):
+        rel = T.relation(ti, tj)
+        if rel == "skip":
+            continue
+        s = T.scores(ti, tj, rel)  # (*lead, bq, bk)
+        grad = s.requires_grad
+        # The max only keeps exp in range; the result does not depend on it, so no gradient.
+        m_new = torch.maximum(m, s.detach().amax(dim=-1))  # (*lead, bq)
+        shift = torch.where(torch.isneginf(m_new), 0.0, m_new)  # rows with nothing visible yet
+        p = torch.exp2(s - shift[..., None]) if grad else torch.exp2(s.sub_(shift[..., None]), out=s)  # (*lead, bq, bk)
+        alpha = torch.exp2(m - shift)  # rescales the old sums to the new max; 0 while m = −∞
+        l = l * alpha + p.sum(dim=-1)
+        if acc is not None:
+            pv = F.dropout(p, p=dropout_p) if dropout_p > 0.0 else p
+            acc = acc * alpha[..., None] + torch.matmul(pv, T.v[..., j0:j1, :])  # (*lead, bq, d_v)
+        m = m_new
+    empty = l == 0  # queries that could see no key
+    l_safe = torch.where(empty, 1.0, l)
+    shift = torch.where(torch.isneginf(m), 0.0, m)
+    lse = torch.where(empty, _NEG_INF, (shift + torch.log2(l_safe)) * LN2)  # (*lead, bq), natural log
+    return (None if acc is None else acc / l_safe[..., None]), lse  # out 0 where empty
+
+
+# ----------------------------------------------------------------------------------------------
+# parallel over query tiles
+# ----------------------------------------------------------------------------------------------
+#
+# Query tiles are independent, so they can run side by side, each on one core with
+# single-threaded ops — the way the fused kernels split their work. Leaving the parallelism to
+# each op instead (torch's default) puts an OpenMP barrier after every small op on a tile; where
+# the cores are shared that costs several times the arithmetic (measured: 4-6× slower at 2
+# threads on this project's busy 2-core machine, against 1.2-1.6× SDPA's time with the tiles
+# spread over threads).
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _tile_pool(n: int) -> Optional[ThreadPoolExecutor]:
+    """n worker threads whose torch ops run on one thread each; None where that cannot be set.
+
+    OpenMP keeps the thread count per thread: a worker's first torch call copies the process
+    default, ``torch.set_num_threads(1)`` then lowers its own. That call also lowers the process
+    default, which is restored once every worker has started.
+    """
+    with _POOL_LOCK:
+        if n in _POOLS:
+            return _POOLS[n]
+        if "OpenMP" not in torch.__config__.parallel_info():
+            _POOLS[n] = None  # other backends have one process-wide pool: leave it alone
+            return None
+        before = torch.get_num_threads()
+        started = threading.Barrier(n + 1)
+
+        def init() -> None:
+            torch.get_num_threads()
+            torch.set_num_threads(1)
+            started.wait()
+        pool = ThreadPoolExecutor(n, thread_name_prefix="attnscope-tiles", initializer=init)
+        for _ in range(n):  # a pool starts its threads on demand: make it start all n now
+            pool.submit(lambda: None)
+        started.wait()
+        torch.set_num_threads(before)
+        _POOLS[n] = pool
+        return pool
+
+
+def _map_query_tiles(fn: Callable[[int], Any], T: _Tiles, parallel: bool) -> list:
+    """``[fn(ti) for every query tile]``, spread over torch's thread count when that helps."""
+    n_tiles = len(T.q_tiles)
+    threads = torch.get_num_threads()
+    work = T.q.shape[:-2].numel() * T.L * T.S
+    pool = None
+    if parallel and threads > 1 and n_tiles >= threads and work >= _PARALLEL_MIN_WORK \
+            and T.q.device.type == "cpu" and not _in_pool():
+        pool = _tile_pool(threads)
+    if pool is None:
+        return [fn(ti) for ti in range(n_tiles)]
+
+    def task(ti: int):
+        with torch.no_grad():  # grad mode is per thread
+            return fn(ti)
+    # Causal: later tiles see more keys; handing the tiles out one by one balances the load.
+    return list(pool.map(task, range(n_tiles)))
+
+
+#: Below this many scores (lead · L · S) the tiles run one after the other.
+_PARALLEL_MIN_WORK = 1 << 22
+
+
+def _in_pool() -> bool:
+    return threading.current_thread().name.startswith("attnscope-tiles")
 
 
 def _backward(T: _Tiles, out: Tensor, lse: Tensor, d_out: Optional[Tensor],
@@ -424,13 +500,16 @@ def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, he
         lse_fix = torch.where(torch.isneginf(lse), float("inf"), lse * LOG2E)  # rows seeing nothing → 0
         l_sel = qs.shape[-2]
         w = torch.zeros((*lead, l_sel, S), dtype=qs.dtype, device=qs.device)  # (..., h, l, S)
-        for ti, (i0, i1) in enumerate(T.q_tiles):
+
+        def fill(ti: int) -> None:  # query tiles write disjoint rows: safe side by side
+            i0, i1 = T.q_tiles[ti]
             for tj, (j0, j1) in enumerate(T.k_tiles):
                 rel = T.relation(ti, tj)
                 if rel == "skip":
                     continue
                 s = T.scores(ti, tj, rel)
                 w[..., i0:i1, j0:j1] = torch.exp2(s.sub_(lse_fix[..., i0:i1, None]), out=s)
+        _map_query_tiles(fill, T, parallel=True)
     w = w.to(q.dtype)
     if q_drop:
         w = w.squeeze(-2)
