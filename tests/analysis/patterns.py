@@ -57,11 +57,15 @@ to_first = lambda i, n: onehot(0, n)
 to_last = lambda i, n: onehot(n - 1, n)
 
 
-def reference(w, am, kinds, *, special_queries=True, window=3, causal=False):
-    """Per-head means of every statistic, by explicit loops over texts, heads and queries (float64).
+def reference(w, am, kinds, **options):
+    """Per-head means of every statistic (NaN where nothing counts); see :func:`reference_sums`."""
+    return {n: np.array([s / c if c > 0 else np.nan for s, c in v]) for n, v in reference_sums(w, am, kinds, **options).items()}
 
-    Written from the definitions in attnscope.analysis.stats' docstring, independently of its code.
-    """
+
+def reference_sums(w, am, kinds, *, special_queries=True, window=3, causal=False):
+    """Per-head [sum, count] of every statistic, by explicit loops over texts, heads and queries
+    (float64). Written from the definitions in attnscope.analysis.stats' docstring, independently
+    of its code."""
     w = w.double().numpy()
     am = am.numpy().astype(bool)
     k = {n: t.numpy().astype(bool) for n, t in kinds.items()}
@@ -107,4 +111,4 @@ def reference(w, am, kinds, *, special_queries=True, window=3, causal=False):
                     add("argmax_next", h, float(unique_best == [i + 1]))
                 content = {j: p for j, p in row.items() if not special[b, j]}
                 add("distance_content", h, sum(p * abs(i - j) for j, p in content.items()), sum(content.values()))
-    return {n: np.array([s / c if c > 0 else np.nan for s, c in v]) for n, v in sums.items()}
+    return sums

@@ -53,15 +53,19 @@ def to_json(result) -> dict:
 
 
 def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", cmap: str = "viridis",
-            labels: np.ndarray = None) -> None:
-    """A layer (rows) × head (columns) heatmap with the values written in the cells."""
+            labels: np.ndarray = None, vmin=None, vmax=None) -> None:
+    """A layer (rows) × head (columns) heatmap with the values (or ``labels``) written in the cells."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     n_layers, n_heads = values.shape
-    fig, ax = plt.subplots(figsize=(1.0 + 0.62 * n_heads, 1.2 + 0.5 * n_layers), dpi=110)
-    im = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto")
+    w_in, h_in = 1.6 + 0.62 * n_heads, 1.0 + 0.5 * n_layers
+    fig, ax = plt.subplots(figsize=(w_in, h_in), dpi=100)
+    # fixed margins in inches (tight_layout would lay the text out a second time)
+    fig.subplots_adjust(left=0.6 / w_in, right=1 - (1.0 if labels is None else 0.2) / w_in,
+                        bottom=0.5 / h_in, top=1 - 0.35 / h_in)
+    im = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
     ax.set_xticks(range(n_heads))
     ax.set_yticks(range(n_layers))
     ax.set_xlabel("head")
@@ -73,12 +77,11 @@ def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", 
             for j in range(n_heads):
                 v = values[i, j]
                 text = labels[i, j] if labels is not None else ("–" if not np.isfinite(v) else fmt.format(v))
-                dark = np.isfinite(v) and hi > lo and (v - lo) / (hi - lo) < 0.6
-                ax.text(j, i, text, ha="center", va="center", fontsize=6.5 if labels is None else 5.5,
+                dark = labels is None and np.isfinite(v) and hi > lo and (v - lo) / (hi - lo) < 0.6
+                ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
                         color="white" if dark else "black")
     if labels is None:
-        fig.colorbar(im, ax=ax, fraction=0.04)
-    fig.tight_layout()
+        fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
     fig.savefig(path)
     plt.close(fig)
 
@@ -126,8 +129,10 @@ def write_report(result, out_dir: Union[str, Path]) -> dict:
     short = {"previous": "prev", "next": "next", "self": "self", "cls": "CLS", "sep": "SEP", "punct": "punc",
              "local": "loc", "broad": "brd", "other": "·"}
     p = out / "heatmaps" / "labels.png"
-    heatmap(np.vectorize(codes.get)(result.labels).astype(float), "head labels", p, cmap="tab10",
-            labels=np.vectorize(short.get)(result.labels))
+    # Pastel1 has 9 colours, one per label, fixed by vmin/vmax so a label keeps its colour
+    heatmap(np.vectorize(codes.get)(result.labels).astype(float), "head labels (" + ", ".join(
+            f"{short[lab]} = {lab}" for lab in LABELS if short[lab] != lab) + ")", p, cmap="Pastel1",
+            labels=np.vectorize(short.get)(result.labels), vmin=-0.5, vmax=len(LABELS) - 0.5)
     paths["heatmaps/labels.png"] = p
     (out / "report.md").write_text(markdown(result), encoding="utf-8")
     paths["report.md"] = out / "report.md"

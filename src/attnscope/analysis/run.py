@@ -18,6 +18,7 @@ rounding.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -28,7 +29,7 @@ from typing import Optional, Union
 import numpy as np
 import torch
 
-from ..errors import AttnscopeError, ConfigError, InputError
+from ..errors import ConfigError, InputError
 from .accumulate import StatsAccumulator
 from .batching import TextEncoder, bucket, chunks
 from .classify import Thresholds, classify_heads
@@ -209,16 +210,18 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     Returns:
         :class:`AnalysisResult` (the same on every process of a distributed job).
     """
-    cfg = config or AnalysisConfig()
-    for k, v in overrides.items():
+    for k in overrides:
         if k not in AnalysisConfig.__dataclass_fields__:
             raise ConfigError(f"unknown analysis option {k!r}; options: {', '.join(AnalysisConfig.__dataclass_fields__)}")
-        setattr(cfg, k, v)
+    cfg = dataclasses.replace(config or AnalysisConfig(), **overrides)  # the caller's config is not changed
     cfg.validate()
     rank, world = _distributed()
     t0 = time.perf_counter()
-    # Read-side checks first: a bad corpus fails before the model loads.
-    CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error, max_texts=cfg.max_texts)
+    # Read-side checks first: a missing or empty corpus fails before the model loads. The count
+    # reads raw bytes only (no decoding); every process gets the same answer.
+    n_total = CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error, max_texts=cfg.max_texts).count()
+    if n_total == 0:
+        raise InputError(f"corpus {str(corpus)!r} is empty: it holds no non-blank {cfg.unit}")
     model = _load_model(model, device)
     model.eval()
     c = model.config
@@ -235,16 +238,13 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     try:
         reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error,
                               owner=lambda i: (i // cfg.chunk_size) % world == rank, max_texts=cfg.max_texts)
-        n_total = reader.count()
-        if n_total == 0:
-            raise InputError(f"corpus {str(corpus)!r} is empty: it holds no non-blank {cfg.unit}")
         mine = sum(min(cfg.chunk_size, n_total - k * cfg.chunk_size)
                    for k in range(rank, math.ceil(n_total / cfg.chunk_size), world))
         _run_statistics(model, reader, encoder, acc, opt, cfg,
                         _Progress(mine, cfg.progress and rank == 0, "analyze"))
         if cfg.importance_texts > 0:
             _run_importance(model, corpus, encoder, acc, cfg, rank, world)
-    except AttnscopeError as e:
+    except Exception as e:  # every process must reach the collective below, or the others hang
         err = e
     _sync_error(err, world)
 

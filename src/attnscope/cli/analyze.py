@@ -1,0 +1,140 @@
+"""``attnscope analyze CORPUS``: what every head attends to, over a whole corpus.
+
+Streams the corpus through the model in length-bucketed batches and reports, per layer and head:
+entropy, mean attention distance, attention on [CLS], [SEP], punctuation, the token itself, the
+previous and the next token, and how often the previous/next token is the most attended; a label
+per head (previous, next, self, cls, sep, punct, local, broad, other); a per-layer summary that
+tests "local in low layers, global in high layers"; and each head's importance by ablation.
+
+Writes heads.csv, layers.csv, analysis.json, heatmaps/*.png and report.md into --out.
+
+CORPUS is a text file (one text per line; .gz ok), a folder of .txt files, or
+builtin:python-docs (English prose of the Python Language Reference, shipped with CPython).
+
+Scale out: ``torchrun --nproc-per-node N $(which attnscope) analyze CORPUS ...`` shards the
+corpus over N processes (gloo on CPU, nccl on CUDA) and gives the single-process result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def register(sub) -> None:
+    from ..analysis.classify import Thresholds
+
+    p = sub.add_parser("analyze", help="per-head attention statistics, head types and importance over a corpus",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("corpus", metavar="CORPUS", help="text file, folder of .txt files, or builtin:python-docs")
+    p.add_argument("--model", default=None, metavar="PATH",
+                   help="Hugging Face checkpoint folder (default: the packaged all-MiniLM-L6-v2)")
+    p.add_argument("--out", default="analysis", metavar="DIR", help="output folder (default: %(default)s)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu; under torchrun on "
+                   "CUDA each process takes cuda:LOCAL_RANK)")
+    g = p.add_argument_group("reading")
+    g.add_argument("--unit", choices=("line", "paragraph", "file"), default="line",
+                   help="what one text is (default: %(default)s)")
+    g.add_argument("--on-decode-error", choices=("stop", "skip"), default="stop",
+                   help="a line that is not UTF-8: stop with its location, or skip and count it (default: %(default)s)")
+    g.add_argument("--max-texts", type=int, default=None, metavar="N", help="only the first N texts")
+    g.add_argument("--max-length", type=int, default=None, metavar="T",
+                   help="truncate texts to T tokens, counted in the report (default: the model's limit)")
+    g.add_argument("--batch-size", type=int, default=32, metavar="B", help="texts per batch (default: %(default)s)")
+    g.add_argument("--chunk-size", type=int, default=1024, metavar="C",
+                   help="texts sorted by length together before batching (default: %(default)s)")
+    g = p.add_argument_group("statistics")
+    g.add_argument("--no-special-queries", action="store_true",
+                   help="leave the rows of [CLS]/[SEP] out of the query averages (default: they count)")
+    g.add_argument("--window", type=int, default=3, metavar="W", help="to_local window ±W tokens (default: %(default)s)")
+    g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
+                   help="classification threshold, repeatable; names: " +
+                   ", ".join(f"{k} ({v:g})" for k, v in Thresholds().to_dict().items()))
+    g.add_argument("--importance-texts", type=int, default=128, metavar="N",
+                   help="ablate every head on the first N texts (0 = no importance; default: %(default)s)")
+    g.add_argument("--importance-batch", type=int, default=8, metavar="B",
+                   help="texts per ablation batch, each run n_heads times (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _init_distributed(device_arg):
+    """Join the torchrun job named by the environment; returns (device, we_started_it)."""
+    import torch
+    import torch.distributed as dist
+
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or dist.is_initialized():
+        return device_arg, False
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    use_cuda = (device_arg or "cpu").startswith("cuda") and torch.cuda.is_available()
+    if use_cuda:
+        torch.cuda.set_device(local)
+        device_arg = f"cuda:{local}"
+    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    return device_arg, True
+
+
+def run(args) -> int:
+    import torch
+
+    from ..analysis import AnalysisConfig, Thresholds, analyze
+    from ..errors import ConfigError
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    for name in ("batch_size", "chunk_size", "importance_batch"):
+        if getattr(args, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.max_texts is not None and args.max_texts < 1:
+        raise ConfigError(f"--max-texts must be at least 1, got {args.max_texts}")
+    cfg = AnalysisConfig(batch_size=args.batch_size, chunk_size=max(args.chunk_size, args.batch_size),
+                         max_length=args.max_length, max_texts=args.max_texts, unit=args.unit,
+                         on_decode_error=args.on_decode_error, special_queries=not args.no_special_queries,
+                         window=args.window, importance_texts=args.importance_texts,
+                         importance_batch=args.importance_batch, thresholds=Thresholds.parse(args.threshold),
+                         progress=not args.no_progress and sys.stderr.isatty())
+    device, started = _init_distributed(args.device)
+    try:
+        result = analyze(args.corpus, args.model, cfg, device=device)
+        if result is not None and _rank() == 0:
+            paths = result.write(args.out)
+            _print_summary(result, args.out, len(paths))
+    finally:
+        if started:
+            import torch.distributed as dist
+            dist.destroy_process_group()
+    return 0
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def _print_summary(result, out, n_files) -> None:
+    c = result.counters
+    rate = c["texts"] / result.seconds if result.seconds else float("nan")
+    print(f"{result.model_name}: {c['texts']:,} texts, {c['tokens']:,} tokens from {result.corpus} "
+          f"in {result.seconds:.1f} s ({rate:,.1f} texts/s, {c['tokens'] / max(result.seconds, 1e-9):,.0f} tokens/s"
+          f"{f', {result.world_size} processes' if result.world_size > 1 else ''})")
+    left = []
+    if c["truncated"]:
+        left.append(f"{c['truncated']} truncated ({c['truncated_tokens']:,} tokens cut)")
+    if c["skipped_decode"]:
+        left.append(f"{c['skipped_decode']} undecodable line(s) skipped")
+    if c["empty"]:
+        left.append(f"{c['empty']} empty")
+    if left:
+        print("left out: " + "; ".join(left) + " (see report.md)")
+    print(f"{'layer':>5} {'distance':>9} {'content':>8} {'entropy':>8} {'ent/ln n':>8} {'local':>6} {'[CLS]':>6} "
+          f"{'[SEP]':>6}  labels")
+    for r in result.summary["layers"]:
+        labels = ", ".join(f"{k} {v}" for k, v in r["labels"].items())
+        print(f"{r['layer']:>5} {r['distance']:>9.2f} {r['distance_content']:>8.2f} {r['entropy']:>8.3f} "
+              f"{r['entropy_norm']:>8.3f} {r['to_local']:>6.3f} {r['to_cls']:>6.3f} {r['to_sep']:>6.3f}  {labels}")
+    t = result.summary["trends"]["distance"]
+    print(f"local in low layers, global in high? {result.summary['claim']} "
+          f"(distance vs layer: Spearman ρ = {t['rho_heads']:+.2f}, p = {t['p_heads']:.3g})")
+    print(f"wrote {n_files} files to {out}/ (report.md, heads.csv, layers.csv, analysis.json, heatmaps/)")

@@ -1,0 +1,98 @@
+"""``attnscope analyze``: the files it writes agree with each other, and bad input is one clear line."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from attnscope.analysis.stats import STAT_NAMES
+from attnscope.cli import main
+
+TEXTS = ["The cat sat on the mat.", "Heads attend to the previous token, or to [SEP].",
+         "Lower layers local; higher layers global?"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    corpus = root / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    out = root / "out"
+    import io
+    from contextlib import redirect_stdout
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = main(["analyze", str(corpus), "--out", str(out), "--importance-texts", "2", "--no-progress",
+                   "--threshold", "broad=0.9", "--batch-size", "2"])
+    return rc, buf.getvalue(), out
+
+
+def test_outputs_agree(run):
+    rc, stdout, out = run
+    assert rc == 0
+    assert "3 texts" in stdout and "local in low layers, global in high?" in stdout
+    data = json.loads((out / "analysis.json").read_text(encoding="utf-8"))
+    assert data["counters"]["texts"] == 3 and data["settings"]["thresholds"]["broad"] == 0.9
+    assert data["importance_metric"] == "one_minus_cosine"
+    rows = list(csv.DictReader(open(out / "heads.csv", encoding="utf-8")))
+    assert len(rows) == len(data["heads"]) == 72
+    for row, head in zip(rows, data["heads"]):
+        assert (int(row["layer"]), int(row["head"]), row["label"]) == (head["layer"], head["head"], head["label"])
+        for s in STAT_NAMES + ("importance",):
+            assert float(row[s]) == pytest.approx(head[s], rel=1e-5, abs=1e-9)
+    layers = list(csv.DictReader(open(out / "layers.csv", encoding="utf-8")))
+    assert len(layers) == 6
+    for l, row in enumerate(layers):
+        mean = np.mean([h["distance"] for h in data["heads"] if h["layer"] == l])
+        assert float(row["distance"]) == pytest.approx(mean, rel=1e-5)
+        assert sum(int(row[lab]) for lab in ("previous", "next", "self", "cls", "sep", "punct", "local", "broad",
+                                             "other")) == 12
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "**Verdict:" in report and "| layer | distance |" in report and "broad: entropy_norm ≥ 0.9" in report
+    pngs = sorted(p.name for p in (out / "heatmaps").glob("*.png"))
+    assert len(pngs) == len(STAT_NAMES) + 2  # + importance, labels
+    assert all((out / "heatmaps" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def error_line(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    return err
+
+
+def test_empty_corpus(tmp_path, capsys):
+    f = tmp_path / "empty.txt"
+    f.write_text("\n   \n\n", encoding="utf-8")
+    assert error_line(capsys, ["analyze", str(f)]) == (
+        f"attnscope analyze: error: corpus '{f}' is empty: it holds no non-blank line")
+
+
+def test_missing_corpus(tmp_path, capsys):
+    assert "not found" in error_line(capsys, ["analyze", str(tmp_path / "nope.txt")])
+
+
+def test_decode_error_stops_with_the_line(tmp_path, capsys):
+    f = tmp_path / "c.txt"
+    f.write_bytes(b"fine\nfine too\nnot \x80 fine\n")
+    err = error_line(capsys, ["analyze", str(f), "--importance-texts", "0", "--no-progress"])
+    assert f"{f}:3: byte 80 at byte 4 is not valid utf-8" in err and "--on-decode-error skip" in err
+
+
+def test_nothing_decodable_left(tmp_path, capsys):
+    f = tmp_path / "c.txt"
+    f.write_bytes(b"\x80\x81\n\xfe\n")
+    err = error_line(capsys, ["analyze", str(f), "--on-decode-error", "skip", "--importance-texts", "0", "--no-progress"])
+    assert "has no text left to analyse: 2 line(s) skipped as undecodable" in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--threshold", "wide=0.3"], "--threshold expects NAME=VALUE"),
+    (["--batch-size", "0"], "--batch-size must be at least 1"),
+    (["--max-length", "600"], "max_length 600 is longer than the model's 512 positions"),
+])
+def test_bad_options(tmp_path, capsys, extra, message):
+    f = tmp_path / "c.txt"
+    f.write_text("a text\n", encoding="utf-8")
+    assert message in error_line(capsys, ["analyze", str(f), "--importance-texts", "0", "--no-progress", *extra])
