@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 from ..errors import AttnscopeError
 
 #: Subcommand modules, in the order ``attnscope --help`` lists them.
-COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", "experiment"]
+COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", "experiment", "analyze"]
 
 
 def build_parser() -> argparse.ArgumentParser:
