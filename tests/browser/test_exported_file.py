@@ -152,3 +152,23 @@ def test_a_link_opens_a_given_state(page, exported, minilm):
     assert page.input_value("[data-testid=layer-select]") == "0"
     on = page.eval_on_selector_all(".as-hbtn", "bs => bs.map(b => !b.classList.contains('off'))")
     assert on == [h in (1, 5) for h in range(12)]
+
+
+def test_head_view_lines_use_the_models_weights(page, exported, minilm):
+    open_page(page, exported)
+    (tr,) = trace_each(minilm, [TEXT])
+    for layer, head in ((0, 0), (3, 7), (5, 11)):
+        got = page.evaluate("([l, h]) => Array.from(window.attnscopeViewer.texts[0].weights(l, h))", [layer, head])
+        want = source.weights(tr, layer)[head].ravel()  # float64 from the traced q, k
+        assert got == pytest.approx(want.tolist(), abs=1e-7)  # stored as float32 for drawing
+    # the tooltip of a key gives the exact weight from the hovered query
+    page.hover("[data-testid=q-4]")
+    page.hover("[data-testid=k-9]")
+    page.hover("[data-testid=q-4]")
+    page.click("[data-testid=q-4]")
+    page.hover("[data-testid=k-9]")
+    tip = page.locator(".as-tip").text_content()
+    w = source.steps(tr, 0, 2, 4)["weights"][9]
+    line = next(x for x in tip.split("\n") if x.startswith("head 2: "))
+    shown, exact = line.split(" = ")[1].split("   exact ")
+    assert shown == fmt(w, 4) and float(exact) == pytest.approx(float(w), rel=1e-14)

@@ -161,10 +161,20 @@
   Text.prototype.weights = function (layer, head) {
     var key = layer * this.H + head, hit = this.cache.get(key);
     if (hit) { this.cache.delete(key); this.cache.set(key, hit); return hit; }
-    var n = this.n, out = new Float32Array(n * n), row = new Float64Array(n);
+    // the same arithmetic as scaledRow + softmaxInto, with q and k copied to float64 once
+    var n = this.n, d = this.d, out = new Float32Array(n * n), row = new Float64Array(n);
+    var q = Float64Array.from(this.vec(layer, 0, head)), k = Float64Array.from(this.vec(layer, 1, head));
+    var f = this.cfg.factor, causal = this.cfg.causal;
     for (var i = 0; i < n; i++) {
-      softmaxInto(this.scaledRow(layer, head, i).scaled, row);
-      out.set(row, i * n);
+      var qi = i * d, m = -Infinity, j, t, sum = 0;
+      for (j = 0; j < n; j++) {
+        var s = 0, kj = j * d;
+        for (t = 0; t < d; t++) s += q[qi + t] * k[kj + t];
+        s = causal && j > i ? -Infinity : s * f;
+        row[j] = s; if (s > m) m = s;
+      }
+      for (j = 0; j < n; j++) { row[j] = Math.exp(row[j] - m); sum += row[j]; }
+      for (j = 0; j < n; j++) out[i * n + j] = row[j] / sum;
     }
     this.cache.set(key, out);
     var budget = Math.max(8, Math.floor(64e6 / (4 * n * n)));  // at most ~64 MB of cached heads
