@@ -81,11 +81,15 @@ def show(x: float, decimals: int, as_int: Optional[bool] = None) -> Shown:
         return Shown(str(int(x)))
     tiny = x != 0.0 and abs(x) < 0.5 * 10.0 ** (-decimals)
     if abs(x) >= BIG or tiny:
-        exp = math.floor(math.log10(abs(x)))
-        mant = round_half_up(x / 10.0 ** exp, decimals)
+        # In Decimal, so that subnormal values (exp of about -745 gives ~1e-324) do not make
+        # 10.0 ** exp underflow to 0.
+        d = Decimal(repr(x))
+        exp = d.adjusted()
+        q = Decimal(1).scaleb(-decimals)
+        mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP)
         if abs(mant) >= 10:  # 9.99996 -> 10.0000: renormalise
             exp += 1
-            mant = round_half_up(x / 10.0 ** exp, decimals)
+            mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP)
         return Shown(_clean(mant), exp=exp)
     return Shown(_clean(round_half_up(x, decimals)))
 
