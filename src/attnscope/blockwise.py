@@ -70,9 +70,12 @@ class _Tiles:
     def __init__(self, q: Tensor, k: Tensor, v: Optional[Tensor], *, blocked: Optional[Tensor] = None,
                  bias: Optional[Tensor] = None, mult: Optional[Tensor] = None, causal: bool = False,
                  q_pos: Optional[Tensor] = None, k_pos: Optional[Tensor] = None,
-                 block_q: int = DEFAULT_BLOCK[0], block_k: int = DEFAULT_BLOCK[1]) -> None:
+                 block_q: int = DEFAULT_BLOCK[0], block_k: int = DEFAULT_BLOCK[1], base2: bool = False) -> None:
         self.q, self.k, self.v = q, k, v  # (*lead, L, d), (*lead, S, d), (*lead, S, d_v)
-        self.q2 = q * LOG2E  # (*lead, L, d): base-2 scores straight out of the matmul
+        # q × log₂e gives base-2 scores straight out of the matmul. ``base2``: q already carries
+        # it (forward only; the backward needs the natural q, and one copy fewer is held).
+        self.base2 = base2
+        self.q2 = q if base2 else q * LOG2E  # (*lead, L, d)
         self.blocked, self.bias, self.mult = blocked, bias, mult  # broadcastable to (*lead, L, S)
         self.causal = causal
         L, S = q.shape[-2], k.shape[-2]
@@ -137,10 +140,23 @@ def _forward(T: _Tiles, dropout_p: float = 0.0) -> tuple[Optional[Tensor], Tenso
     """Online softmax over the key tiles of every query tile → ``out (*lead, L, d_v)`` (None
     without v) and ``lse (*lead, L)``. Differentiable by autograd when the inputs need it (then
     every tile's probabilities are kept by autograd; :class:`_Blockwise` avoids that)."""
-    parallel = not torch.is_grad_enabled() and dropout_p == 0.0
-    parts = _map_query_tiles(lambda ti: _forward_tile(T, ti, dropout_p), T, parallel)
-    lse = torch.cat([p[1] for p in parts], dim=-1)  # (*lead, L)
-    out = torch.cat([p[0] for p in parts], dim=-2) if T.v is not None else None  # (*lead, L, d_v)
+    if torch.is_grad_enabled() or dropout_p > 0.0:
+        parts = [_forward_tile(T, ti, dropout_p) for ti in range(len(T.q_tiles))]
+        lse = torch.cat([p[1] for p in parts], dim=-1)  # (*lead, L)
+        out = torch.cat([p[0] for p in parts], dim=-2) if T.v is not None else None  # (*lead, L, d_v)
+        return out, lse
+    # No autograd: every tile writes its rows of preallocated results, side by side if possible.
+    lead, L = T.q.shape[:-2], T.L
+    lse = torch.empty((*lead, L), dtype=T.q.dtype, device=T.q.device)  # (*lead, L)
+    out = None if T.v is None else torch.empty((*lead, L, T.v.shape[-1]), dtype=T.q.dtype, device=T.q.device)
+
+    def run(ti: int) -> None:
+        i0, i1 = T.q_tiles[ti]
+        o, l = _forward_tile(T, ti, 0.0)
+        lse[..., i0:i1] = l
+        if out is not None:
+            out[..., i0:i1, :] = o
+    _map_query_tiles(run, T, parallel=True)
     return out, lse
 
 
@@ -253,6 +269,7 @@ def _backward(T: _Tiles, out: Tensor, lse: Tensor, d_out: Optional[Tensor],
     With P = exp(S − lse) the softmax tile, dV = Pᵀ dO, dP = dO Vᵀ and
     dS = P ∘ (dP − D + d_lse) where D = rowsum(dO ∘ O); then dQ = dS K and dK = dSᵀ Q.
     """
+    assert not T.base2, "the backward needs the natural q"
     q, k, v = T.q, T.k, T.v
     dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     if d_out is None:
@@ -333,12 +350,13 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def _prepare(q: Tensor, k: Tensor, v: Optional[Tensor], mask: Optional[Tensor], *, scale, scoring: str,
-             temperature) -> tuple[Tensor, Tensor, Optional[Tensor], dict, torch.Size]:
+             temperature, base2: bool = False) -> tuple[Tensor, Tensor, Optional[Tensor], dict, torch.Size]:
     """Normalise and scale q, split the mask into bool/additive parts, expand to the common lead.
 
-    Returns ``q (*lead, L, d)`` carrying the factor, ``k``, ``v``, the mask/factor parts for
-    :class:`_Tiles`, and ``lead``.
+    Returns ``q (*lead, L, d)`` carrying the factor (and log₂e too with ``base2``), ``k``, ``v``,
+    the mask/factor parts for :class:`_Tiles`, and ``lead``.
     """
+    c = LOG2E if base2 else 1.0
     L, S = q.shape[-2], k.shape[-2]
     cdt = _compute_dtype(q.dtype)
     qn, kn = AF.prepare_qk(q.to(cdt), k.to(cdt), scoring)
@@ -356,11 +374,12 @@ def _prepare(q: Tensor, k: Tensor, v: Optional[Tensor], mask: Optional[Tensor], 
                              f"scores' shape (..., L={L}, S={S})")
         shapes.append(factor.shape[:-2])
         if factor.shape[-1] == 1:
-            qn = qn * factor  # constant over keys: fold into q, L·d multiplies instead of L·S
+            qn = qn * (factor * c)  # constant over keys: fold into q, L·d multiplies instead of L·S
         else:
             mult = factor  # varies over keys: multiply each score tile
+            qn = qn * c
     else:
-        qn = qn * factor
+        qn = qn * (factor * c)
     blocked = bias = None
     if mask is not None:
         mask = _as_2d(mask.to(q.device))
@@ -412,17 +431,22 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
     if not 0.0 <= dropout_p < 1.0:
         raise ConfigError(f"dropout_p must be in [0, 1), got {dropout_p}")
     bq, bk = _block_sizes(block_size)
-    qs, ks, vs, parts, _ = _prepare(q, k, v, mask, scale=scale, scoring=scoring, temperature=temperature)
-    spec = dict(parts, causal=causal, block_q=bq, block_k=bk)
-    needs_autograd = dropout_p > 0.0 or any(
-        t is not None and t.requires_grad for t in (parts["bias"], parts["mult"]))
-    if needs_autograd and torch.is_grad_enabled():
-        out, lse = _forward(_Tiles(qs, ks, vs, **spec), dropout_p)
-    elif torch.is_grad_enabled() and any(t.requires_grad for t in (qs, ks, vs)):
-        out, lse = _Blockwise.apply(qs, ks, vs, spec)
-    else:
-        with torch.no_grad():
-            out, lse = _forward(_Tiles(qs, ks, vs, **spec), dropout_p)
+    grad = torch.is_grad_enabled() and any(
+        isinstance(t, Tensor) and t.requires_grad for t in (q, k, v, mask, temperature))
+    tau_per_key = (isinstance(temperature, Tensor) and scoring == "cosine" and scale is None
+                   and _as_2d(temperature).shape[-1] != 1)
+    # The memory-light custom backward covers q, k, v (and τ folded into q); dropout, a float
+    # mask that wants its gradient or τ varying over keys go through autograd, tile by tile.
+    custom = grad and dropout_p == 0.0 and not (isinstance(mask, Tensor) and mask.requires_grad) \
+        and not (tau_per_key and temperature.requires_grad)
+    with torch.set_grad_enabled(grad):
+        qs, ks, vs, parts, _ = _prepare(q, k, v, mask, scale=scale, scoring=scoring, temperature=temperature,
+                                        base2=not custom)
+        spec = dict(parts, causal=causal, block_q=bq, block_k=bk)
+        if custom:
+            out, lse = _Blockwise.apply(qs, ks, vs, spec)
+        else:  # forward only (or autograd through the loop): q held once, already in base 2
+            out, lse = _forward(_Tiles(qs, ks, vs, base2=True, **spec), dropout_p)
     out = out.to(q.dtype)
     return (out, lse) if return_lse else out
 
@@ -439,8 +463,9 @@ def attention_lse(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, causal
     _check_common(q, k, mask, scoring)
     bq, bk = _block_sizes(block_size)
     with torch.no_grad():
-        qs, ks, _, parts, _ = _prepare(q, k, None, mask, scale=scale, scoring=scoring, temperature=temperature)
-        _, lse = _forward(_Tiles(qs, ks, None, causal=causal, block_q=bq, block_k=bk, **parts))
+        qs, ks, _, parts, _ = _prepare(q, k, None, mask, scale=scale, scoring=scoring, temperature=temperature,
+                                       base2=True)
+        _, lse = _forward(_Tiles(qs, ks, None, causal=causal, block_q=bq, block_k=bk, base2=True, **parts))
     return lse
 
 
@@ -494,8 +519,9 @@ def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, he
     q_pos = None if q_idx is None else q_idx  # true positions of the selected queries, for causal
 
     with torch.no_grad():
-        qs, ks, _, parts, lead = _prepare(q_sel, k_sel, None, m_sel, scale=scale, scoring=scoring, temperature=t_sel)
-        T = _Tiles(qs, ks, None, causal=causal, q_pos=q_pos, block_q=bq, block_k=bk, **parts)
+        qs, ks, _, parts, lead = _prepare(q_sel, k_sel, None, m_sel, scale=scale, scoring=scoring,
+                                          temperature=t_sel, base2=True)
+        T = _Tiles(qs, ks, None, causal=causal, q_pos=q_pos, block_q=bq, block_k=bk, base2=True, **parts)
         _, lse = _forward(T)  # (*lead, l)
         lse_fix = torch.where(torch.isneginf(lse), float("inf"), lse * LOG2E)  # rows seeing nothing → 0
         l_sel = qs.shape[-2]

@@ -232,7 +232,7 @@ class _Ring:
             return False
         return not self.causal or self.k_off[src] <= self.q_off[self.rank] + self.q_lens[self.rank] - 1
 
-    def tiles(self, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor], src: int) -> BW._Tiles:
+    def tiles(self, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor], src: int, base2: bool) -> BW._Tiles:
         n = self.k_lens[src]
         k, v = k[..., :n, :], v[..., :n, :]  # drop the padding that made the buffers equal
         bias = None if bias is None else bias[..., :n].unsqueeze(-2)  # (..., 1, S_src)
@@ -247,7 +247,7 @@ class _Ring:
             q_pos = torch.arange(self.q_lens[self.rank], device=dev) + self.q_off[self.rank]
             k_pos = torch.arange(n, device=dev) + self.k_off[src]
         return BW._Tiles(q, k, v, bias=bias, causal=self.causal, q_pos=q_pos, k_pos=k_pos,
-                         block_q=self.block[0], block_k=self.block[1])
+                         block_q=self.block[0], block_k=self.block[1], base2=base2)
 
     def exchange(self, send: list[Tensor], recv_like: Optional[list[Tensor]] = None):
         """Post sends of ``send`` to the next rank and receives from the previous one.
@@ -274,8 +274,22 @@ def _pad_seq(t: Optional[Tensor], n: int, dim: int) -> Optional[Tensor]:
     return torch.cat([t, t.new_zeros(pad_shape)], dim=dim)
 
 
-def _ring_forward(R: _Ring, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor]) -> tuple[Tensor, Tensor]:
-    """out (*lead, L_r, d_v) and lse (*lead, L_r) of this rank's queries over the whole sequence."""
+def _merge_into(out: Tensor, lse: Tensor, o: Tensor, l: Tensor) -> Tensor:
+    """:func:`merge_partials` writing into ``out`` (no copies of the (…, L, d_v) results); → lse."""
+    m = torch.maximum(lse, l)
+    m = torch.where(torch.isneginf(m), 0.0, m)
+    w_a, w_b = torch.exp(lse - m), torch.exp(l - m)  # (..., L), ≤ 1
+    total = w_a + w_b
+    empty = total == 0
+    total = torch.where(empty, 1.0, total)
+    out.mul_((w_a / total)[..., None]).add_(o.mul_((w_b / total)[..., None]))
+    return torch.where(empty, float("-inf"), m + torch.log(total))
+
+
+def _ring_forward(R: _Ring, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
+                  base2: bool = False) -> tuple[Tensor, Tensor]:
+    """out (*lead, L_r, d_v) and lse (*lead, L_r) of this rank's queries over the whole sequence.
+    ``base2``: q already carries log₂e (forward only)."""
     s_max = max(R.k_lens)
     block = [_pad_seq(k, s_max, -2), _pad_seq(v, s_max, -2)] + ([] if bias is None else [_pad_seq(bias, s_max, -1)])
     out = lse = None
@@ -283,9 +297,13 @@ def _ring_forward(R: _Ring, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tens
         src = (R.rank - step) % R.world
         pending = R.exchange(block) if step < R.world - 1 else None  # next block, while we compute
         if R.visible(src):
-            T = R.tiles(q, block[0], block[1], block[2] if bias is not None else None, src)
+            T = R.tiles(q, block[0], block[1], block[2] if bias is not None else None, src, base2)
             o, l = BW._forward(T)
-            out, lse = (o, l) if out is None else merge_partials(out, lse, o, l)
+            if out is None:
+                out, lse = o, l
+            else:
+                lse = _merge_into(out, lse, o, l)
+            del T, o
         if pending is not None:
             block = R.finish(*pending, q.device, f"step {step + 1} of the ring (receiving from rank {(R.rank - 1) % R.world})")
     if out is None:  # no key visible at all (an empty block of queries)
@@ -304,7 +322,7 @@ def _ring_backward(R: _Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Ten
         src = (R.rank - step) % R.world
         pending = R.exchange(block) if step < R.world - 1 else None
         if R.visible(src):
-            T = R.tiles(q, block[0], block[1], block[2] if bias is not None else None, src)
+            T = R.tiles(q, block[0], block[1], block[2] if bias is not None else None, src, False)
             dq_s, dk_s, dv_s = BW._backward(T, out, lse, d_out, d_lse)  # this block's share
             n = R.k_lens[src]
             dq += dq_s.sum_to_size(dq.shape)
@@ -427,7 +445,7 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
         out, lse = _RingAttention.apply(qn, kn, vn, bias, R)
     else:
         with torch.no_grad():
-            out, lse = _ring_forward(R, qn, kn, vn, bias)
+            out, lse = _ring_forward(R, qn.mul_(BW.LOG2E), kn, vn, bias, base2=True)
     out = out.to(q.dtype)
     return (out, lse) if return_lse else out
 
