@@ -86,3 +86,12 @@ def test_claim_contradicted_when_distance_falls():
     s = layer_summary(m, classify_heads(m))
     assert s["claim"].startswith("contradicted")
     assert "contradicts" in s["trends"]["distance"]["verdict"]
+
+
+def test_claim_notes_when_the_first_layer_is_not_the_most_local():
+    rows = [[5, 6, 5.5, 6.5], [1, 2, 1.5, 2.5], [5, 4.5, 6, 5.5], [7, 8, 6.5, 7.5], [9, 8.5, 9.5, 10]]
+    m = synthetic(rows)
+    s = layer_summary(m, classify_heads(m))
+    assert s["claim"].startswith("supported")
+    assert s["claim"].endswith("the most local layer is layer 1 (content distance 1.8 tokens against 5.8 in "
+                               "layer 0, whose normalised entropy is 0.50)")

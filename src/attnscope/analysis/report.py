@@ -40,7 +40,8 @@ def to_json(result) -> dict:
         "format": "attnscope.analysis", "version": 1,
         "model": result.model_name, "family": result.family, "corpus": result.corpus,
         "n_layers": result.n_layers, "n_heads": result.n_heads, "processes": result.world_size,
-        "seconds": result.seconds, "settings": result.config.to_dict(),
+        "seconds": result.seconds, "timings": result.timings, "max_length": result.max_length,
+        "settings": result.config.to_dict(),
         "counters": result.counters, "decode_errors": result.decode_examples,
         "statistics": {k: STAT_DOCS[k] for k in STAT_NAMES},
         "importance_metric": result.importance_metric,
@@ -144,12 +145,14 @@ def markdown(result) -> str:
     c, s, cfg = result.counters, result.summary, result.config
     L = []
     L.append(f"# Head analysis: {result.model_name}\n")
-    L.append(f"Corpus `{result.corpus}` (unit: {cfg.unit}): **{c['texts']:,} texts, {c['tokens']:,} tokens** "
+    unit = "paragraph (built-in corpus)" if result.corpus.startswith("builtin:") else cfg.unit
+    L.append(f"Corpus `{result.corpus}` (one text per {unit}): **{c['texts']:,} texts, {c['tokens']:,} tokens** "
              f"in {c['batches']:,} batches of ≤ {cfg.batch_size} texts; {result.n_layers} layers × "
-             f"{result.n_heads} heads; {result.world_size} process(es), {result.seconds:.1f} s.\n")
+             f"{result.n_heads} heads; {result.world_size} process(es), {result.seconds:.1f} s"
+             + "".join(f"; {k} pass {v:.1f} s" for k, v in result.timings.items() if v) + ".\n")
     notes = []
     if c["truncated"]:
-        notes.append(f"{c['truncated']} text(s) longer than {cfg.max_length or 'the model limit'} tokens were truncated "
+        notes.append(f"{c['truncated']} text(s) longer than {result.max_length} tokens were truncated "
                      f"({c['truncated_tokens']:,} tokens cut)")
     if c["skipped_decode"]:
         notes.append(f"{c['skipped_decode']} line(s) were not valid UTF-8 and were skipped (listed at the end)")

@@ -113,6 +113,8 @@ class AnalysisResult:
     accumulator: StatsAccumulator
     seconds: float = 0.0
     world_size: int = 1
+    max_length: int = 0          # the token limit used (cfg.max_length, or the model's)
+    timings: dict = field(default_factory=dict)  # seconds of the "statistics" and "importance" passes
 
     def reclassify(self, thresholds: Thresholds) -> "AnalysisResult":
         """Labels and summary again with other thresholds (the statistics are not recomputed)."""
@@ -235,15 +237,19 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
 
     err: Optional[BaseException] = None
     reader = None
+    timings: dict = {}
     try:
         reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error,
                               owner=lambda i: (i // cfg.chunk_size) % world == rank, max_texts=cfg.max_texts)
         mine = sum(min(cfg.chunk_size, n_total - k * cfg.chunk_size)
                    for k in range(rank, math.ceil(n_total / cfg.chunk_size), world))
+        t1 = time.perf_counter()
         _run_statistics(model, reader, encoder, acc, opt, cfg,
                         _Progress(mine, cfg.progress and rank == 0, "analyze"))
+        t2 = time.perf_counter()
         if cfg.importance_texts > 0:
             _run_importance(model, corpus, encoder, acc, cfg, rank, world)
+        timings = {"statistics": t2 - t1, "importance": time.perf_counter() - t2}
     except Exception as e:  # every process must reach the collective below, or the others hang
         err = e
     _sync_error(err, world)
@@ -268,7 +274,7 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         means=means, labels=labels, importance=importance, importance_metric=metric_name(model),
         summary=layer_summary(means, labels, importance), counters=dict(acc.counters),
         decode_examples=examples, config=cfg, accumulator=acc, seconds=time.perf_counter() - t0,
-        world_size=world)
+        world_size=world, max_length=max_length, timings=timings)
 
 
 def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, opt: StatOptions,

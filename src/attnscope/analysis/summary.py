@@ -135,7 +135,16 @@ def layer_summary(means: Mapping[str, np.ndarray], labels: np.ndarray,
         t["predicted_sign"] = CLAIM[s]
         t["verdict"] = verdict(s, t)
         trends[s] = t
-    return {"layers": layers, "trends": trends, "claim": claim_sentence(trends)}
+    claim = claim_sentence(trends)
+    # The trend test asks for a monotone tendency; say so when the most local layer is not the first.
+    content = [r["distance_content"] for r in layers]
+    if not all(math.isnan(x) for x in content):
+        k = int(np.nanargmin(content))
+        if k != 0:
+            claim += (f"; but not from the very bottom: the most local layer is layer {k} (content distance "
+                      f"{content[k]:.1f} tokens against {content[0]:.1f} in layer 0, whose normalised entropy is "
+                      f"{layers[0]['entropy_norm']:.2f})")
+    return {"layers": layers, "trends": trends, "claim": claim}
 
 
 def claim_sentence(trends: Mapping[str, Mapping], alpha: float = 0.05) -> str:

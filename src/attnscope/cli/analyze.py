@@ -115,10 +115,13 @@ def _rank() -> int:
 
 def _print_summary(result, out, n_files) -> None:
     c = result.counters
-    rate = c["texts"] / result.seconds if result.seconds else float("nan")
+    t = max(result.timings.get("statistics", result.seconds), 1e-9)
+    imp = result.timings.get("importance", 0.0)
     print(f"{result.model_name}: {c['texts']:,} texts, {c['tokens']:,} tokens from {result.corpus} "
-          f"in {result.seconds:.1f} s ({rate:,.1f} texts/s, {c['tokens'] / max(result.seconds, 1e-9):,.0f} tokens/s"
-          f"{f', {result.world_size} processes' if result.world_size > 1 else ''})")
+          f"in {result.seconds:.1f} s{f' on {result.world_size} processes' if result.world_size > 1 else ''}; "
+          f"statistics {t:.1f} s ({c['texts'] / t:,.1f} texts/s, {c['tokens'] / t:,.0f} tokens/s)"
+          + (f", importance {imp:.1f} s ({c['importance_texts']} texts × {result.n_layers * result.n_heads} heads)"
+             if c["importance_texts"] else ""))
     left = []
     if c["truncated"]:
         left.append(f"{c['truncated']} truncated ({c['truncated_tokens']:,} tokens cut)")
