@@ -9,6 +9,7 @@
 from .config import TransformerConfig
 from .errors import AttnscopeError, ConfigError, InputError, ModelLoadError, ShapeError
 from .functional import SCORINGS, attention, attention_steps, log_softmax, softmax
+from .blockwise import attention_weights, blockwise_attention
 from .hooks import HookPoint, name_hook_points
 from .modules import (Embeddings, Encoder, EncoderLayer, FeedForward, MultiHeadAttention,
                       SingleHeadAttention, TransformerEncoder, sinusoidal_positions)
@@ -23,4 +24,5 @@ __all__ = [
     "SCORINGS", "attention", "attention_steps", "log_softmax", "softmax", "HookPoint", "name_hook_points",
     "Embeddings", "Encoder", "EncoderLayer", "FeedForward", "MultiHeadAttention", "SingleHeadAttention",
     "TransformerEncoder", "sinusoidal_positions", "__version__", "load", "Model", "Trace", "TRACE_NAMES", "explain", "check",
+    "blockwise_attention", "attention_weights",
 ]

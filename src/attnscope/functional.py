@@ -11,7 +11,10 @@ through so that each step can be inspected on its own:
 
 ``attention`` runs them all; when the weights are not wanted and the scoring is the standard one it
 hands the work to ``torch.nn.functional.scaled_dot_product_attention`` (fused kernels, no L×S
-matrix kept), otherwise it computes the steps explicitly.
+matrix kept); other scorings without weights go to the blockwise online-softmax kernel of
+:mod:`attnscope.blockwise` (no L×S matrix either); with weights it computes the steps explicitly,
+or — for inference on inputs whose step-by-step matrices would not fit — writes the weights
+blockwise straight into the one L×S result.
 
 Masks follow ``scaled_dot_product_attention``: a boolean mask is True where attention is allowed,
 a float mask is added to the scaled scores. Both broadcast to ``(..., L, S)``.
