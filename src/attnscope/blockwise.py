@@ -30,6 +30,7 @@ writes exp(score − lse).
 from __future__ import annotations
 
 import math
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional, Sequence, Union
@@ -202,8 +203,9 @@ def _forward_tile(T: _Tiles, ti: int, dropout_p: float) -> tuple[Optional[Tensor
 # threads on this project's busy 2-core machine, against 1.2-1.6× SDPA's time with the tiles
 # spread over threads).
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS: dict[int, Optional[ThreadPoolExecutor]] = {}
 _POOL_LOCK = threading.Lock()
+_POOL_PID = os.getpid()  # a forked child inherits the dict but not the threads: start afresh
 
 
 def _tile_pool(n: int) -> Optional[ThreadPoolExecutor]:
@@ -213,7 +215,11 @@ def _tile_pool(n: int) -> Optional[ThreadPoolExecutor]:
     default, ``torch.set_num_threads(1)`` then lowers its own. That call also lowers the process
     default, which is restored once every worker has started.
     """
+    global _POOL_PID
     with _POOL_LOCK:
+        if _POOL_PID != os.getpid():
+            _POOLS.clear()
+            _POOL_PID = os.getpid()
         if n in _POOLS:
             return _POOLS[n]
         if "OpenMP" not in torch.__config__.parallel_info():

@@ -31,3 +31,21 @@ def test_parallel_equals_sequential(monkeypatch):
         torch.testing.assert_close(o2, o1, rtol=0, atol=1e-6)
         torch.testing.assert_close(l2, l1, rtol=0, atol=1e-5)
     torch.testing.assert_close(par_w, seq_w, rtol=0, atol=1e-7)
+
+
+
+def test_a_forked_child_does_not_reuse_the_parents_workers(monkeypatch):
+    """After fork the child has the parent's pool objects but not their threads; a changed pid
+    makes it start its own (simulated: a real fork after OpenMP ran hangs inside libgomp itself,
+    plain matmuls included, before attnscope is involved)."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        first = BW._tile_pool(2)
+        assert BW._tile_pool(2) is first
+        monkeypatch.setattr(BW, "_POOL_PID", -1)
+        second = BW._tile_pool(2)
+        assert second is not first and BW._POOL_PID > 0
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
