@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import datetime
 import io
-import math
 import os
 import queue as queue_mod
 import struct
