@@ -81,3 +81,9 @@ def test_truncation_is_counted(minilm, corpus):
     assert r.counters["truncated"] == sum(n > 8 for n in lengths)
     assert r.counters["truncated_tokens"] == sum(n - 8 for n in lengths if n > 8)
     assert r.counters["tokens"] == sum(min(n, 8) for n in lengths)
+
+
+def test_baseline_distance(minilm, corpus):
+    r = analyze(corpus, minilm, batch_size=3, chunk_size=4, importance_texts=0, progress=False)
+    ns = [len(minilm.tokenizer.tokenize(t)) for t in TEXTS]
+    assert r.baseline_distance == pytest.approx(sum((n * n - 1) / 3 for n in ns) / sum(ns), rel=1e-12)

@@ -111,3 +111,16 @@ def test_float32_and_heads_independent():
     assert m["to_self"].dtype == torch.float64
     np.testing.assert_allclose(m["to_self"].numpy(), [1.0, T / N], rtol=1e-6)
     np.testing.assert_allclose(m["to_prev"].numpy(), [0.0, 1.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_uniform_distance_baseline_is_the_distance_of_uniform_attention(causal):
+    from attnscope.analysis.stats import uniform_distance_sums
+    am, kinds = batch(LENGTHS)
+    row = (lambda i, n: np.r_[np.full(i + 1, 1 / (i + 1)), np.zeros(n - i - 1)]) if causal else uniform
+    m = means(row, causal=causal)
+    s, c = uniform_distance_sums(am, kinds, StatOptions(causal=causal))
+    assert c.item() == N
+    np.testing.assert_allclose(s.item() / c.item(), m["distance"], rtol=1e-12)
+    if not causal:
+        assert s.item() / c.item() == pytest.approx(sum((n * n - 1) / 3 for n in LENGTHS) / N, rel=1e-12)

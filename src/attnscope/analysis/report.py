@@ -41,6 +41,7 @@ def to_json(result) -> dict:
         "model": result.model_name, "family": result.family, "corpus": result.corpus,
         "n_layers": result.n_layers, "n_heads": result.n_heads, "processes": result.world_size,
         "seconds": result.seconds, "timings": result.timings, "max_length": result.max_length,
+        "baseline_distance": _num(result.baseline_distance),
         "settings": result.config.to_dict(),
         "counters": result.counters, "decode_errors": result.decode_examples,
         "statistics": {k: STAT_DOCS[k] for k in STAT_NAMES},
@@ -162,7 +163,9 @@ def markdown(result) -> str:
     L.append("")
     L.append("Queries are real tokens" + (" including [CLS]/[SEP]" if cfg.special_queries else " except [CLS]/[SEP]")
              + "; padding never counts. Each head's value is the mean over all counted queries of the corpus "
-             f"(`to_local`: window ±{cfg.window}). Entropy in nats, distances in tokens.\n")
+             f"(`to_local`: window ±{cfg.window}). Entropy in nats, distances in tokens. A head that spread "
+             f"every query's attention evenly over the keys it sees would have distance "
+             f"**{_fmt(result.baseline_distance, 2)}** on this corpus: the scale against which to read `distance`.\n")
 
     L.append("## Per layer (means over heads)\n")
     show = ["distance", "distance_content", "entropy", "entropy_norm", "to_local", "to_cls", "to_sep", "to_punct",

@@ -35,10 +35,10 @@ from .batching import TextEncoder, bucket, chunks
 from .classify import Thresholds, classify_heads
 from .corpus import CorpusReader
 from .importance import ablation_sums, as_model_batch, metric_name
-from .stats import STAT_NAMES, StatOptions, attention_sums
+from .stats import STAT_NAMES, StatOptions, attention_sums, uniform_distance_sums
 from .summary import layer_summary
 
-NAMES = STAT_NAMES + ("importance",)
+NAMES = STAT_NAMES + ("importance", "baseline_distance")
 
 
 @dataclass
@@ -114,6 +114,7 @@ class AnalysisResult:
     seconds: float = 0.0
     world_size: int = 1
     max_length: int = 0          # the token limit used (cfg.max_length, or the model's)
+    baseline_distance: float = float("nan")  # ``distance`` of attention spread evenly (tokens)
     timings: dict = field(default_factory=dict)  # seconds of the "statistics" and "importance" passes
 
     def reclassify(self, thresholds: Thresholds) -> "AnalysisResult":
@@ -268,13 +269,14 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
                          f"line(s) skipped as undecodable, {acc.counters['empty']} empty")
     means = acc.means()
     importance = means.pop("importance") if cfg.importance_texts > 0 else None
+    baseline = float(means.pop("baseline_distance")[0, 0])
     labels = classify_heads(means, cfg.thresholds)
     return AnalysisResult(
         model_name=model.name, family=model.family, corpus=str(corpus), n_layers=c.n_layers, n_heads=c.n_heads,
         means=means, labels=labels, importance=importance, importance_metric=metric_name(model),
         summary=layer_summary(means, labels, importance), counters=dict(acc.counters),
         decode_examples=examples, config=cfg, accumulator=acc, seconds=time.perf_counter() - t0,
-        world_size=world, max_length=max_length, timings=timings)
+        world_size=world, max_length=max_length, timings=timings, baseline_distance=baseline)
 
 
 def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, opt: StatOptions,
@@ -297,6 +299,8 @@ def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, 
                 current["mask"] = tb.attention_mask.to(dev)
                 current["kinds"] = {k: v.to(dev) for k, v in tb.kinds.items()}
                 model.trace(as_model_batch(tb, dev), names=[], hooks=hooks)
+                s, c = uniform_distance_sums(current["mask"], current["kinds"], opt)  # the same for every head
+                acc.add(0, {"baseline_distance": (s.expand(acc.n_heads), c.expand(acc.n_heads))})
                 n_tok = tb.n_tokens
                 acc.count(texts=len(tb), tokens=n_tok, batches=1, truncated=tb.truncated,
                           truncated_tokens=tb.cut_tokens)

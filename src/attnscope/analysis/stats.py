@@ -218,6 +218,28 @@ def attention_sums(weights: Tensor, attention_mask: Tensor, kinds: Optional[Mapp
     return {name: out[name] for name in STAT_NAMES}
 
 
+@torch.no_grad()
+def uniform_distance_sums(attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] = None,
+                          options: Optional[StatOptions] = None) -> tuple[Tensor, Tensor]:
+    """The ``distance`` a head would have if it spread every query's attention evenly over the
+    keys it can see: ``(sum, count)`` over the counted queries, float64 scalars. A baseline that
+    depends only on the texts' lengths, against which ``distance`` reads as near or far."""
+    opt = options or StatOptions()
+    real = attention_mask.bool()  # (B, L)
+    B, L = real.shape
+    kinds = dict(kinds or {})
+    no = torch.zeros_like(real)
+    special = kinds.get("special", kinds.get("cls", no) | kinds.get("sep", no)).to(real.device).bool() & real
+    query = real if opt.special_queries else real & ~special  # (B, L)
+    pos = torch.arange(L, device=real.device)
+    visible = real[:, None, :].expand(B, L, L)  # (B, L, L): key j visible to query i
+    if opt.causal:
+        visible = visible & (pos[None, None, :] <= pos[None, :, None])
+    dist = (pos[:, None] - pos[None, :]).abs().to(torch.float64)  # (L, L)
+    mean = (visible * dist).sum(-1) / visible.sum(-1).clamp(min=1)  # (B, L)
+    return torch.where(query, mean, 0.0).sum(), query.sum().to(torch.float64)
+
+
 def attention_means(weights: Tensor, attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] = None,
                     options: Optional[StatOptions] = None) -> dict[str, Tensor]:
     """``{stat: mean (H,)}`` of one batch (NaN where no query counts); see :func:`attention_sums`."""

@@ -137,6 +137,7 @@ def _print_summary(result, out, n_files) -> None:
         labels = ", ".join(f"{k} {v}" for k, v in r["labels"].items())
         print(f"{r['layer']:>5} {r['distance']:>9.2f} {r['distance_content']:>8.2f} {r['entropy']:>8.3f} "
               f"{r['entropy_norm']:>8.3f} {r['to_local']:>6.3f} {r['to_cls']:>6.3f} {r['to_sep']:>6.3f}  {labels}")
+    print(f"(attention spread evenly would have distance {result.baseline_distance:.2f} on these texts)")
     t = result.summary["trends"]["distance"]
     print(f"local in low layers, global in high? {result.summary['claim']} "
           f"(distance vs layer: Spearman ρ = {t['rho_heads']:+.2f}, p = {t['p_heads']:.3g})")
