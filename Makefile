@@ -29,8 +29,15 @@ $(VENV)/.installed-test: $(VENV)/.installed
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
+# The main job: the second article's three-token example worked out step by step (with the
+# article's slips corrected), then the first article's walk-through for a real sentence in the
+# real default model, and the interactive viewer of that sentence as one offline HTML file.
+SENTENCE ?= The cat sat on the mat because it was tired.
 run: install
-	$(BIN)/attnscope example three-tokens
+	$(BIN)/attnscope explain --example three-tokens
+	$(BIN)/attnscope explain --text "$(SENTENCE)" --layer 2 --head 3 --token cat
+	$(BIN)/attnscope view "$(SENTENCE)" -o attention.html
+	@echo "Open attention.html in a browser (it works offline)."
 
 test: install-test
 	$(BIN)/python -m pytest -q -n 2
