@@ -77,3 +77,11 @@ def test_article_example(quick):
     assert [round(x, 2) for x in ex["1,2,3"]["weights"]] == [0.09, 0.24, 0.67]
     assert ex["10,20,30"]["weights"][2] > 0.9999
     assert ex["10,20,30"]["jacobian"] < 1e-3 * ex["1,2,3"]["jacobian"]
+
+
+def test_unscaled_gradient_first_grows_then_shrinks(quick):
+    # ‖J‖_F peaks for moderately peaked rows: unscaled (σ = √d_k) beats scaled (σ ≈ 1) at d_k ≤ 8,
+    # then falls below it for good from d_k = 16.
+    s = quick.data["summary"]
+    assert s["jacobian_larger_upto"] == 8 and s["jacobian_smaller_from"] == 16
+    assert _at(quick, 4, "unscaled")["jacobian"] > _at(quick, 4, "scaled")["jacobian"] + 0.01

@@ -9,8 +9,10 @@ assert which variant learns faster; only that nothing diverges and the lm loss f
 import csv
 import json
 import math
+import os
 
 import pytest
+from filelock import FileLock
 
 from attnscope.cli import main
 from attnscope.experiments import training
@@ -18,8 +20,13 @@ from attnscope.experiments import training
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
-    out = tmp_path_factory.mktemp("training")
-    assert main(["experiment", "training", "--quick", "--out", str(out), "--no-progress"]) == 0
+    # One run shared by the pytest-xdist workers of this session (their base temps share a parent).
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out = shared / "attnscope-training-quick"
+    with FileLock(str(shared / "attnscope-training-quick.lock")):
+        if not (out / "report.md").exists():
+            assert main(["experiment", "training", "--quick", "--out", str(out), "--no-progress"]) == 0
     return out, json.loads((out / "results.json").read_text())
 
 

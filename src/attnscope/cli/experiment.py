@@ -40,8 +40,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default out/experiments/NAME)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--d-k", type=_ints, default=None,
+                   help="comma-separated d_k values (variance/saturation default 2,4,…,1024; training 16,64,256,512)")
     g = p.add_argument_group("variance and saturation")
-    g.add_argument("--d-k", type=_ints, default=None, help="comma-separated d_k values")
     g.add_argument("--samples", type=int, default=None, help="variance: dot products per (distribution, d_k)")
     g.add_argument("--distributions", type=_names, default=None, help="variance: normal,uniform,rademacher")
     g.add_argument("--rows", type=int, default=None, help="saturation: query rows per d_k")
@@ -130,8 +131,9 @@ def run(args) -> int:
             result = experiments.run(name, quick=args.quick, seed=args.seed, progress=not args.no_progress, **opts)
         files = result.write(out)
         result.close_figures()
-        print(f"{name}: {result.timing.get('total_s', 0.0):.1f} s; wrote {len(files)} files to {out}/ "
-              f"(report: {files['report']})")
+        what = (f"re-rendered from {args.from_dir}/results.json" if args.from_dir is not None
+                else f"{result.timing.get('total_s', 0.0):.1f} s")
+        print(f"{name}: {what}; wrote {len(files)} files to {out}/ (report: {files['report']})")
         summary = _one_line(result)
         if summary:
             print(summary)

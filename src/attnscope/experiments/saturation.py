@@ -195,7 +195,12 @@ def summary(table: list[dict]) -> dict:
     d_max = max(r["d_k"] for r in table)
     at = {r["mode"]: r for r in table if r["d_k"] == d_max}
     s, u = at["scaled"], at["unscaled"]
-    return {"d_k": d_max, "jacobian_ratio": u["jacobian"] / s["jacobian"] if s["jacobian"] > 0 else None,
+    # The smallest d_k from which on the unscaled Jacobian is smaller than the scaled one.
+    d_ks = sorted({r["d_k"] for r in table})
+    jac = {(r["d_k"], r["mode"]): r["jacobian"] for r in table}
+    below = [d for d in d_ks if all(jac[(e, "unscaled")] < jac[(e, "scaled")] for e in d_ks if e >= d)]
+    return {"d_k": d_max, "jacobian_smaller_from": below[0] if below else None,
+            "jacobian_larger_upto": max((d for d in d_ks if jac[(d, "unscaled")] > jac[(d, "scaled")]), default=None), "jacobian_ratio": u["jacobian"] / s["jacobian"] if s["jacobian"] > 0 else None,
             "entropy_scaled": s["entropy"], "entropy_unscaled": u["entropy"],
             "max_weight_scaled": s["max_weight"], "max_weight_unscaled": u["max_weight"],
             "saturated_frac_unscaled": u["saturated_frac"], "saturated_frac_scaled": s["saturated_frac"]}
@@ -263,8 +268,13 @@ def report(result: ExperimentResult) -> str:
         f"At d_k = {sm['d_k']}, unscaled softmax puts on average {sm['max_weight_unscaled']:.3f} of the weight "
         f"on one key ({100 * sm['saturated_frac_unscaled']:.0f}% of rows above {SATURATED}), entropy "
         f"{sm['entropy_unscaled']:.3f} nats against {sm['entropy_scaled']:.3f} scaled, and the Jacobian norm "
-        f"is {fmt_num(sm['jacobian_ratio'])}× the scaled one. It falls like 1/√d_k (the dotted line): "
-        "the gradient reaching the scores shrinks steadily with d_k; the scaled curves do not move.",
+        f"is {fmt_num(sm['jacobian_ratio'])}× the scaled one. "
+        + (f"For small d_k (up to {sm['jacobian_larger_upto']}) the unscaled Jacobian is *larger* than the scaled "
+           "one — a moderately peaked softmax passes more gradient than a flat one — " if sm["jacobian_larger_upto"] else "")
+        + (f"from d_k = {sm['jacobian_smaller_from']} on it is smaller and falls towards the saturated limit, "
+           "like 1/√d_k (dotted line): the gradient reaching the scores shrinks steadily, it does not vanish "
+           "at some threshold. The scaled curves do not move with d_k." if sm["jacobian_smaller_from"] else
+           "The scaled curves do not move with d_k."),
         "",
         f"The article's example: softmax([1, 2, 3]) = [{w1}] (‖J‖_F = {ex['1,2,3']['jacobian']:.3f}); "
         f"softmax([10, 20, 30]) = [{w2}] (‖J‖_F = {ex['10,20,30']['jacobian']:.2e}).",

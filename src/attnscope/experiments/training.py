@@ -366,21 +366,12 @@ def _train_one(spec: dict) -> dict:
         opt.step()
         sched.step()
 
-    losses = curve["eval_loss"]
     thr, base = task.threshold, task.baseline
-    reached_at = next((st for st, l in zip(curve["step"], losses) if math.isfinite(l) and l <= thr), None)
-    final = losses[-1] if losses and not diverged else math.nan
-    init_loss = losses[0] if losses else math.nan
-    if math.isfinite(final) and math.isfinite(init_loss) and final > init_loss:
-        diverged = True
-    stall_line = base - STALL_FRACTION * (base - thr)
+    flags = run_flags(curve["step"], curve["eval_loss"], thr, base, crashed=diverged)
     return {
         "task": task.name, "variant": variant, "d_k": d_k, "n_heads": s.d_model // d_k, "seed": seed,
-        "steps": steps, "threshold": thr, "baseline": base,
-        "steps_to_threshold": reached_at, "reached": reached_at is not None,
-        "final_loss": final, "final_acc": curve["eval_acc"][-1] if curve["eval_acc"] and not diverged else math.nan,
-        "init_loss": init_loss, "min_loss": min((l for l in losses if math.isfinite(l)), default=math.nan),
-        "stalled": (not diverged) and not (final < stall_line), "diverged": diverged,
+        "steps": steps, "threshold": thr, "baseline": base, **flags,
+        "final_acc": curve["eval_acc"][-1] if curve["eval_acc"] and not diverged else math.nan,
         "init_entropy": curve["entropy"][0] if curve["entropy"] else math.nan,
         "final_entropy": curve["entropy"][-1] if curve["entropy"] else math.nan,
         "init_entropy_norm": curve["entropy_norm"][0] if curve["entropy_norm"] else math.nan,
@@ -450,6 +441,24 @@ def _median_steps(xs: list[Optional[int]]) -> Optional[float]:
     return None if math.isinf(m) else float(m)
 
 
+def run_flags(steps: Sequence[int], losses: Sequence[float], threshold: float, baseline: float, *,
+              crashed: bool = False) -> dict:
+    """Steps to threshold and the reached/stalled/diverged flags of one run (see the module doc).
+
+    ``crashed``: the training loss became NaN/inf (the run was stopped there).
+    """
+    finite = [l for l in losses if l is not None and math.isfinite(l)]
+    reached_at = next((st for st, l in zip(steps, losses) if l is not None and math.isfinite(l) and l <= threshold),
+                      None)
+    final = losses[-1] if losses and not crashed else math.nan
+    init_loss = losses[0] if losses else math.nan
+    diverged = crashed or not math.isfinite(final) or (math.isfinite(init_loss) and final > init_loss)
+    stall_line = baseline - STALL_FRACTION * (baseline - threshold)
+    return {"steps_to_threshold": reached_at, "reached": reached_at is not None, "final_loss": final,
+            "init_loss": init_loss, "min_loss": min(finite, default=math.nan),
+            "stalled": (not diverged) and not (final < stall_line), "diverged": diverged}
+
+
 def _mean(xs) -> float:
     xs = [x for x in xs if x is not None and math.isfinite(x)]
     return sum(xs) / len(xs) if xs else math.nan
@@ -486,10 +495,24 @@ def summarise(runs: list[dict]) -> list[dict]:
     return rows
 
 
-def speedups(summary: list[dict], fast: str = "scaled", slow: str = "unscaled") -> list[dict]:
-    """steps(slow) / steps(fast) per task and d_k; a lower bound when ``slow`` never got there."""
+def _first_step_at_or_below(run: dict, loss: float) -> Optional[int]:
+    return next((st for st, l in zip(run["curve"]["step"], run["curve"]["eval_loss"])
+                 if l is not None and math.isfinite(l) and l <= loss), None)
+
+
+def speedups(summary: list[dict], runs: list[dict], fast: str = "scaled", slow: str = "unscaled") -> list[dict]:
+    """How many times the steps ``slow`` needed compared with ``fast``, per task and d_k, two ways.
+
+    * ``ratio``: median steps to the task's threshold, slow ÷ fast. When ``slow`` never got there
+      it is a lower bound (``bound`` = ">"): total steps ÷ fast's steps.
+    * ``ratio_matched``: for each seed, the loss ``slow`` ended with (its final held-out loss), and
+      the first evaluation step at which each run was at or below it; slow ÷ fast, median over
+      seeds. Defined whenever ``fast`` gets down to that loss, so it also measures cells where
+      ``slow`` never reaches the threshold. ``bound_matched`` = "<" when ``fast`` never got there.
+    """
     out = []
     idx = {(r["task"], r["variant"], r["d_k"]): r for r in summary}
+    by_run = {(r["task"], r["variant"], r["d_k"], r["seed_index"]): r for r in runs}
     for (task, variant, d_k), r in idx.items():
         if variant != fast or (task, slow, d_k) not in idx:
             continue
@@ -500,38 +523,69 @@ def speedups(summary: list[dict], fast: str = "scaled", slow: str = "unscaled") 
             item["ratio"], item["bound"] = su / sf, "="
         elif sf is not None and sf > 0:  # slow never got there within its steps: a lower bound
             item["ratio"], item["bound"] = u["steps"] / sf, ">"
+        matched, bounds, losses = [], [], []
+        for key, rs in by_run.items():
+            if key[:3] != (task, slow, d_k) or (task, fast, d_k, key[3]) not in by_run:
+                continue
+            rf = by_run[(task, fast, d_k, key[3])]
+            target = rs["final_loss"]
+            if target is None or not math.isfinite(target):
+                continue
+            s_slow = _first_step_at_or_below(rs, target)
+            s_fast = _first_step_at_or_below(rf, target)
+            losses.append(target)
+            if s_fast is None:  # fast never got as low as slow's end: slow was faster
+                matched.append(s_slow / rf["steps"])
+                bounds.append("<")
+            elif s_fast > 0:
+                matched.append(s_slow / s_fast)
+                bounds.append("=")
+        if matched:
+            m = statistics.median(matched)
+            item["loss_matched"] = statistics.median(losses)
+            item["ratio_matched"] = m
+            item["bound_matched"] = "<" if bounds.count("<") * 2 > len(bounds) else "="
+        else:
+            item["loss_matched"] = item["ratio_matched"] = item["bound_matched"] = None
         out.append(item)
     return out
 
 
-def claims(summary: list[dict], settings: Settings) -> dict:
-    """The article's two claims, answered from the data in one sentence each."""
-    sp = speedups(summary)
+def claims(summary: list[dict], settings: Settings, runs: list[dict]) -> dict:
+    """The article's two claims, answered from the data in one sentence each.
+
+    The speed verdict uses the matched-loss ratio (see :func:`speedups`), which is defined even
+    where unscaled never reaches the threshold; the threshold ratios are quoted beside it.
+    """
+    sp = speedups(summary, runs)
     idx = {(r["task"], r["variant"], r["d_k"]): r for r in summary}
 
-    def fmt_ratio(x):
-        if x["ratio"] is None:
-            return "n/a (neither reached it)" if x["steps_scaled"] is None else "n/a"
-        return f"{'>' if x['bound'] == '>' else ''}{x['ratio']:.1f}×"
+    def fmt(ratio, bound):
+        if ratio is None:
+            return "n/a"
+        return f"{bound if bound in ('>', '<') else ''}{ratio:.1f}×"
 
-    parts, big = [], []
+    parts, thr_parts, big, measured = [], [], [], []
     for t in settings.tasks:
         items = [x for x in sp if x["task"] == t]
         if not items:
             continue
-        parts.append(f"{t}: " + ", ".join(f"d_k={x['d_k']} {fmt_ratio(x)}" for x in items))
-        big += [x for x in items if x["ratio"] is not None and x["ratio"] >= 3]
-    n_cells = sum(1 for x in sp if x["ratio"] is not None)
+        parts.append(f"{t} " + ", ".join(f"d_k={x['d_k']}: {fmt(x['ratio_matched'], x['bound_matched'])}"
+                                         for x in items))
+        thr_parts.append(f"{t} " + ", ".join(f"{x['d_k']}: {fmt(x['ratio'], x['bound'])}" for x in items))
+        measured += [x for x in items if x["ratio_matched"] is not None]
+        big += [x for x in items if x["ratio_matched"] is not None and x["ratio_matched"] >= 3
+                and x["bound_matched"] != "<"]
     speed = None
     if sp:
-        where = sorted({(x["task"], x["d_k"]) for x in big})
-        verdict = ("cannot be judged with this budget (scaled never reached the threshold)" if n_cells == 0 else
-                   "holds in every cell" if len(big) == len(sp) else
+        where = [f"{x['task']} d_k={x['d_k']}" for x in big]
+        verdict = ("cannot be judged (no unscaled run finished)" if not measured else
+                   "holds in every cell" if len(big) == len(measured) else
                    "does not hold anywhere" if not big else
-                   "holds only at " + ", ".join(f"{t} d_k={d}" for t, d in where))
-        speed = (f"\"Scaling trained over 3× faster\" {verdict}: steps to the loss threshold, unscaled ÷ "
-                 f"scaled, were {'; '.join(parts)} ('>' = unscaled never got there; the bound is "
-                 "total steps ÷ scaled steps).")
+                   "holds only at " + ", ".join(where))
+        speed = (f"\"Scaling trained over 3× faster\" {verdict}: to reach the loss that unscaled ended with, "
+                 f"unscaled needed this many times the steps of scaled — {'; '.join(parts)} (to reach the "
+                 f"threshold: {'; '.join(thr_parts)}; '>' = unscaled never got there, a lower bound).")
     d_top = max(settings.d_ks)
     stall_parts = []
     for t in settings.tasks:
@@ -554,7 +608,7 @@ def claims(summary: list[dict], settings: Settings) -> dict:
                   if n_st and scaled_st >= n_st else "")
         stall = (f"\"Unscaled training at d_k = {d_top} stalled\" {verdict} ({n_st}/{n_all} runs stalled{caveat}): "
                  + "; ".join(stall_parts) + ".")
-    return {"speedups": sp, "speed_sentence": speed, "stall_sentence": stall, "speed_cells": n_cells}
+    return {"speedups": sp, "speed_sentence": speed, "stall_sentence": stall, "speed_cells": len(measured)}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -607,7 +661,7 @@ def assemble(runs: list[dict], params: dict, tasks_desc: dict, timing: dict) -> 
     """Summary, claims, tables, figures and report from the runs (also used to re-render a folder)."""
     settings = settings_from_params(params)
     summary = summarise(runs)
-    answer = claims(summary, settings)
+    answer = claims(summary, settings, runs)
     data = {"tasks": tasks_desc, "runs": runs, "summary": summary, "claims": answer}
     tables = {"summary": summary, "speedups": answer["speedups"],
               "runs": [{k: v for k, v in r.items() if k != "curve"} for r in runs],
@@ -689,7 +743,8 @@ def curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: di
                 axes[i][j].plot(st, ys, color=COLORS[v], label=v, lw=1.5)
         axes[0][j].axhline(task_desc["threshold"], color="k", ls=":", lw=1, label="threshold")
         axes[0][j].axhline(task_desc["baseline"], color="gray", ls="--", lw=1, label="baseline (stall level)")
-        axes[0][j].set_title(f"d_k = {d_k} ({settings.d_model // d_k} heads)")
+        n_heads = settings.d_model // d_k
+        axes[0][j].set_title(f"d_k = {d_k} ({n_heads} head{'s' if n_heads > 1 else ''})")
         axes[1][j].set_ylim(-0.02, 1.02)
         axes[2][j].set_yscale("log")
         axes[2][j].set_xlabel("step")
@@ -708,12 +763,14 @@ def summary_figure(summary: list[dict], settings: Settings):
     tasks = settings.tasks
     fig = Figure(figsize=(10, 3.4 * len(tasks)), layout="constrained")
     axes = fig.subplots(len(tasks), 2, squeeze=False)
+    nv = len(settings.variants)
     for i, t in enumerate(tasks):
-        for v in settings.variants:
+        for j, v in enumerate(settings.variants):
             rs = sorted((r for r in summary if r["task"] == t and r["variant"] == v), key=lambda r: r["d_k"])
             if not rs:
                 continue
-            ds = [r["d_k"] for r in rs]
+            # a small sideways offset per variant, so that equal values do not hide each other
+            ds = [r["d_k"] * 2 ** (0.07 * (j - (nv - 1) / 2)) for r in rs]
             axes[i][0].errorbar(ds, [r["final_loss_mean"] for r in rs],
                                 yerr=[0 if math.isnan(r["final_loss_sd"]) else r["final_loss_sd"] for r in rs],
                                 fmt="o-", color=COLORS[v], label=v, ms=4, capsize=2)
@@ -728,7 +785,9 @@ def summary_figure(summary: list[dict], settings: Settings):
         axes[i][1].set(xscale="log", xlabel="d_k", ylabel="steps (median over seeds)",
                        title=f"{t}: steps to loss {thr:.3g}", ylim=(0, settings.steps[t] * 1.25))
         for ax in axes[i]:
+            ax.set_xscale("log", base=2)
             ax.set_xticks(list(settings.d_ks), [str(d) for d in settings.d_ks])
+            ax.minorticks_off()
         axes[i][0].legend(fontsize=7)
     return fig
 

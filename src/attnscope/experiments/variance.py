@@ -148,6 +148,7 @@ def variance_figure(rows: list[dict]):
     ax2.set(xscale="log", xlabel="d_k", ylabel="sampled Var(q·k / √d_k)", title="scaled q·k / √d_k")
     for ax in (ax1, ax2):
         ax.set_xticks(d_all, [str(d) for d in d_all], fontsize=7)
+        ax.minorticks_off()
         ax.legend(fontsize=7)
     return fig
 
