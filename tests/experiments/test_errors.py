@@ -38,6 +38,8 @@ def test_cli_reports_one_line_and_exits_2(capsys, tmp_path, argv, message):
 def test_library_raises_config_error():
     with pytest.raises(ConfigError, match="does not take option"):
         experiments.run("saturation", variants=["scaled"])
+    with pytest.raises(ConfigError, match="does not take option.*dk"):
+        experiments.run("training", dk=[16])
     with pytest.raises(ConfigError, match="unknown experiment"):
         experiments.get("nope")
     with pytest.raises(ConfigError, match="seed must be"):

@@ -632,6 +632,13 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
     t0 = time.perf_counter()
     seed = check_seed(seed)
     jobs = check_positive_int("jobs", jobs)
+    import inspect
+
+    known = set(inspect.signature(make_settings).parameters) - {"quick"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigError(f"experiment 'training' does not take option(s) {', '.join(unknown)}; "
+                          f"it takes {', '.join(sorted(known | {'jobs'}))}")
     settings = make_settings(quick=quick, **options)
     task_objs = {t: make_task(t) for t in settings.tasks}
     specs = run_specs(settings, seed, task_objs)
