@@ -7,7 +7,9 @@ Runs, all in this process, interleaved round by round so that machine noise hits
   reference   transformers BertModel (attn_implementation="sdpa"), forward only
   plain       attnscope's model forward (its fused SDPA kernel)
   explicit    model.trace with a no-op hook on every layer's weights (the weights materialised)
-  analysis    model.trace with the statistics hook (what ``attnscope analyze`` runs per batch)
+  analysis    what ``attnscope analyze`` runs per batch (BatchAnalyzer): model.trace with a hook on
+              every layer's weights, whose statistics a background thread (torch single-threaded)
+              reduces while the model computes the next layers
   importance  head ablation (every head of every layer, H·B rows per layer) — reported per text,
               not part of the ratio: it does n_layers × n_heads forward passes by design
 
@@ -61,7 +63,7 @@ def main() -> None:
     import attnscope
     from attnscope.analysis.batching import TokenBatch
     from attnscope.analysis.importance import ablation_sums, as_model_batch
-    from attnscope.analysis.stats import StatOptions, attention_sums
+    from attnscope.analysis.stats import StatOptions
     from attnscope.models.loader import default_model_path
 
     transformers.logging.set_verbosity_error()
@@ -85,7 +87,6 @@ def main() -> None:
         return TokenBatch(ids, am, k, [[]] * B, list(range(B)))
 
     tbs = [tb_of(ids) for ids in batches]
-    stats_hook = {}
 
     def reference(i):
         hf(input_ids=batches[i], attention_mask=am)
@@ -96,13 +97,13 @@ def main() -> None:
     def explicit(i):
         model.trace(as_model_batch(tbs[i], "cpu"), names=[], hooks={"layers.*.attn.weights": lambda w, n: None})
 
+    from attnscope.analysis.accumulate import StatsAccumulator
+    from attnscope.analysis.run import NAMES, BatchAnalyzer
+    acc = StatsAccumulator(model.config.n_layers, model.config.n_heads, NAMES)
+    analyzer = BatchAnalyzer(model, acc, opt)  # exactly what `attnscope analyze` runs per batch
+
     def analysis(i):
-        tb = tbs[i]
-
-        def hook(w, name):
-            attention_sums(w, tb.attention_mask, tb.kinds, opt)
-
-        model.trace(as_model_batch(tb, "cpu"), names=[], hooks={"layers.*.attn.weights": hook})
+        analyzer(tbs[i])
 
     runs = {"reference": reference, "plain": plain, "explicit": explicit, "analysis": analysis}
     times = {k: [] for k in runs}

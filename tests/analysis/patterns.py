@@ -69,7 +69,7 @@ def reference_sums(w, am, kinds, *, special_queries=True, window=3, causal=False
     w = w.double().numpy()
     am = am.numpy().astype(bool)
     k = {n: t.numpy().astype(bool) for n, t in kinds.items()}
-    special = k["cls"] | k["sep"]
+    special = k.get("special", k["cls"] | k["sep"]) & am
     B, H, L, _ = w.shape
     sums = {}
 

@@ -42,3 +42,32 @@ def test_ties_in_random_rows_with_duplicated_maximum():
     # prev queries: rows 1 (prev = [CLS] 1.0, unique), 2 (0.4 tied with [CLS]), 3 (0.6 unique)
     assert got["argmax_prev"].item() == pytest.approx(2 / 3)
     np.testing.assert_allclose(got["argmax_prev"].numpy(), reference(w, am, kinds)["argmax_prev"])
+
+
+def test_extra_special_tokens_in_the_middle():
+    """A sentence pair: [CLS] a b [SEP] c d [SEP]; the middle [SEP] is special (not content) too."""
+    lengths = [9, 7, 8]
+    w, am, kinds = random_weights(lengths, H=2, causal=False, seed=5)
+    kinds["special"] = kinds["cls"] | kinds["sep"]
+    kinds["special"][:, 3] = True
+    got = attention_means(w, am, kinds, StatOptions(special_queries=False))
+    want = reference(w, am, kinds, special_queries=False)
+    for name in STAT_NAMES:
+        np.testing.assert_allclose(got[name].numpy(), want[name], rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("chunk_texts", [1, 3])
+def test_chunked_passes_equal_one_pass(monkeypatch, chunk_texts):
+    """On a CPU the statistics run a few texts at a time; any chunking gives the same sums."""
+    import attnscope.analysis.stats as S
+    lengths = [7, 12, 4, 9, 11]
+    w, am, kinds = random_weights(lengths, H=3, causal=False, seed=7)
+    whole = S.attention_sums(w, am, kinds)
+    per_text = 3 * 12 * 12 * w.element_size()
+    monkeypatch.setattr(S, "CPU_CHUNK_BYTES", chunk_texts * per_text)
+    parts = S.attention_sums(w, am, kinds)
+    want = reference(w, am, kinds)
+    for name in STAT_NAMES:
+        np.testing.assert_allclose(parts[name][0].numpy(), whole[name][0].numpy(), rtol=1e-13, atol=1e-13, err_msg=name)
+        np.testing.assert_array_equal(parts[name][1].numpy(), whole[name][1].numpy())
+        np.testing.assert_allclose((parts[name][0] / parts[name][1]).numpy(), want[name], rtol=1e-10, err_msg=name)

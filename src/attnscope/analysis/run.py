@@ -35,7 +35,7 @@ from .batching import TextEncoder, bucket, chunks
 from .classify import Thresholds, classify_heads
 from .corpus import CorpusReader
 from .importance import ablation_sums, as_model_batch, metric_name
-from .stats import STAT_NAMES, StatOptions, attention_sums, uniform_distance_sums
+from .stats import STAT_NAMES, StatOptions, attention_sums, batch_context, uniform_distance_sums
 from .summary import layer_summary
 
 NAMES = STAT_NAMES + ("importance", "baseline_distance")
@@ -279,34 +279,111 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         world_size=world, max_length=max_length, timings=timings, baseline_distance=baseline)
 
 
-def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, opt: StatOptions,
-                    cfg: AnalysisConfig, progress: _Progress) -> None:
-    current: dict = {}
+class BatchAnalyzer:
+    """Runs one padded batch through the model and adds its statistics to an accumulator.
 
-    def on_weights(w: torch.Tensor, name: str) -> None:
+    ``analyzer(tb)`` traces the batch with a hook on every layer's weights. On a CPU each layer's
+    weights go to a background thread (see :class:`_StatsWorker`) while the model computes the next
+    layers; the sums are added, in layer order, before the call returns. Use as a context manager
+    (or call :meth:`close`) to stop the thread.
+    """
+
+    def __init__(self, model, acc: StatsAccumulator, options: StatOptions) -> None:
+        self.model, self.acc, self.options = model, acc, options
+        self.device = model.device
+        self.worker = _StatsWorker() if self.device.type == "cpu" else None
+        self._context = None
+        self.hooks = {"layers.*.attn.weights": self._on_weights}
+
+    def _on_weights(self, w: torch.Tensor, name: str) -> None:
         layer = int(name.split(".")[1])
-        acc.add(layer, attention_sums(w, current["mask"], current["kinds"], opt))
+        if self.worker is None:
+            self.acc.add(layer, attention_sums(w, context=self._context))
+        else:  # reduced beside the next layers' forward
+            self.worker.submit(layer, w, self._context)
         return None  # observe only
 
-    hooks = {"layers.*.attn.weights": on_weights}
-    dev = model.device
+    def __call__(self, tb) -> None:
+        mask = tb.attention_mask.to(self.device)
+        kinds = {k: v.to(self.device) for k, v in tb.kinds.items()}
+        # masks, kinds and index tables once per batch, for all layers
+        self._context = batch_context(mask, kinds, self.options, dtype=self.model.dtype, device=self.device)
+        try:
+            self.model.trace(as_model_batch(tb, self.device), names=[], hooks=self.hooks)
+        finally:
+            done = self.worker.drain() if self.worker is not None else []
+        for layer, sums in done:
+            self.acc.add(layer, sums)
+        s, c = uniform_distance_sums(mask, kinds, self.options)  # the same for every head
+        self.acc.add(0, {"baseline_distance": (s.expand(self.acc.n_heads), c.expand(self.acc.n_heads))})
+        self.acc.count(texts=len(tb), tokens=tb.n_tokens, batches=1, truncated=tb.truncated,
+                       truncated_tokens=tb.cut_tokens)
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+
+    def __enter__(self) -> "BatchAnalyzer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, opt: StatOptions,
+                    cfg: AnalysisConfig, progress: _Progress) -> None:
     try:
-        for group in chunks(reader, cfg.chunk_size):
-            encoded = encoder.encode(group)
-            acc.count(empty=len(group) - len(encoded))  # texts that gave no tokens at all
-            for items in bucket(encoded, cfg.batch_size):
-                tb = encoder.pad(items)
-                current["mask"] = tb.attention_mask.to(dev)
-                current["kinds"] = {k: v.to(dev) for k, v in tb.kinds.items()}
-                model.trace(as_model_batch(tb, dev), names=[], hooks=hooks)
-                s, c = uniform_distance_sums(current["mask"], current["kinds"], opt)  # the same for every head
-                acc.add(0, {"baseline_distance": (s.expand(acc.n_heads), c.expand(acc.n_heads))})
-                n_tok = tb.n_tokens
-                acc.count(texts=len(tb), tokens=n_tok, batches=1, truncated=tb.truncated,
-                          truncated_tokens=tb.cut_tokens)
-                progress.update(len(tb), n_tok)
+        with BatchAnalyzer(model, acc, opt) as analyzer:
+            for group in chunks(reader, cfg.chunk_size):
+                encoded = encoder.encode(group)
+                acc.count(empty=len(group) - len(encoded))  # texts that gave no tokens at all
+                for items in bucket(encoded, cfg.batch_size):
+                    tb = encoder.pad(items)
+                    analyzer(tb)
+                    progress.update(len(tb), tb.n_tokens)
     finally:
         progress.close()
+
+
+class _StatsWorker:
+    """One background thread (torch ops single-threaded) that reduces each layer's weights while
+    the model computes the next layers. On a CPU this hides most of the statistics' cost behind
+    the forward pass (benchmarks/analysis.py). At most ``max_bytes`` of weights wait at a time,
+    so memory stays bounded; :meth:`drain` returns the sums in submission order."""
+
+    def __init__(self, max_bytes: int = 2**29) -> None:
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        before = torch.get_num_threads()
+        ready = threading.Event()
+
+        def init() -> None:
+            torch.set_num_threads(1)  # OpenMP keeps this per thread; the caller's is restored below
+            ready.set()
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="attnscope-analyze", initializer=init)
+        self.pool.submit(lambda: None).result()
+        ready.wait()
+        torch.set_num_threads(before)
+        self.pending: list = []
+        self.max_bytes = max_bytes
+
+    def submit(self, layer: int, w: torch.Tensor, context) -> None:
+        nbytes = w.numel() * w.element_size()
+        while True:  # wait for the oldest unfinished layer until the waiting weights fit
+            waiting = [(f, n) for _, f, n in self.pending if not f.done()]
+            if not waiting or sum(n for _, n in waiting) + nbytes <= self.max_bytes:
+                break
+            waiting[0][0].result()
+        self.pending.append((layer, self.pool.submit(attention_sums, w, context=context), nbytes))
+
+    def drain(self) -> list:
+        """``[(layer, sums)]`` of everything submitted, in order (re-raises a worker's error)."""
+        pending, self.pending = self.pending, []
+        return [(layer, f.result()) for layer, f, _ in pending]
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _run_importance(model, corpus, encoder: TextEncoder, acc: StatsAccumulator, cfg: AnalysisConfig,

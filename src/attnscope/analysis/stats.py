@@ -43,7 +43,9 @@ i.e. every counted query of the corpus weighs the same (long texts weigh more th
 
 from __future__ import annotations
 
-import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -125,9 +127,79 @@ def check_inputs(weights: Tensor, attention_mask: Tensor, kinds: Mapping[str, Te
             raise ShapeError(f"kinds[{name!r}] must have shape (B, L) = ({B}, {L}), got {got}")
 
 
+@dataclass
+class BatchContext:
+    """What the statistics need from a batch besides the weights: the same for every layer, so
+    built once per batch (:func:`batch_context`) and shared by the layers' calls."""
+
+    B: int
+    L: int
+    key_rows: Tensor       # (B, 4, L): [CLS], [SEP], punctuation, content keys (weights' dtype)
+    dist: Tensor           # (L, L): |i - j|
+    special_idx: Tensor    # (B, S): positions of the special tokens of each text (padded with 0)
+    special_dist: Tensor   # (B, L, S): |i - special_idx| where valid, else 0
+    band_cols: Tensor      # (L, 2W+1): key j = i + offset, clamped into 0..L-1
+    band_inside: Tensor    # (L, 2W+1): 1 where i + offset is inside 0..L-1
+    counted: Tensor        # (B, L, K): which queries count for each per-query value (see _VALUES)
+    log_n: Tensor          # (B, L) float64: ln(number of visible keys), ≥ ln 2
+    options: StatOptions
+
+
+#: The per-query values summed, in order; the last two are the content distance's numerator and
+#: denominator (a ratio of sums, see the module docstring).
+_VALUES = ("entropy", "entropy_norm", "distance", "to_cls", "to_sep", "to_punct", "to_self", "to_prev",
+           "to_next", "argmax_prev", "argmax_next", "to_local", "distance_content", "_content_mass")
+
+
+def batch_context(attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] = None,
+                  options: Optional[StatOptions] = None, *, dtype=torch.float32, device=None) -> BatchContext:
+    """Masks, token kinds and index tables of one batch, for :func:`attention_sums`."""
+    opt = options or StatOptions()
+    dev = attention_mask.device if device is None else torch.device(device)
+    real = attention_mask.to(dev).bool()  # (B, L)
+    B, L = real.shape
+    kinds = dict(kinds or {})
+    no = torch.zeros(B, L, dtype=torch.bool, device=dev)
+    cls, sep, punct = (kinds.get(k, no).to(dev).bool() & real for k in ("cls", "sep", "punct"))
+    special = kinds.get("special", cls | sep).to(dev).bool() & real  # (B, L)
+    query = real & ~special if not opt.special_queries else real  # (B, L)
+    content = real & ~special  # (B, L)
+    pos = torch.arange(L, device=dev)
+    if opt.causal:
+        n_keys = (real[:, None, :] & (pos[None, None, :] <= pos[None, :, None])).sum(-1)  # (B, L)
+    else:
+        n_keys = real.sum(-1, keepdim=True).expand(B, L)  # (B, L)
+    prev_ok = query & torch.cat([no[:, :1], real[:, :-1]], dim=1)  # (B, L): key i-1 is real
+    next_ok = query & torch.cat([real[:, 1:], no[:, :1]], dim=1) if not opt.causal else no  # (B, L)
+    has_cls = cls.any(-1, keepdim=True) & query  # (B, L): texts without a [CLS] are n/a
+    has_sep = sep.any(-1, keepdim=True) & query
+    ok = {"entropy": query, "entropy_norm": query & (n_keys >= 2), "distance": query, "to_cls": has_cls,
+          "to_sep": has_sep, "to_punct": query, "to_self": query, "to_prev": prev_ok, "to_next": next_ok,
+          "argmax_prev": prev_ok, "argmax_next": next_ok, "to_local": query, "distance_content": query,
+          "_content_mass": query}
+    # special positions: few per text, so their distances are gathered rather than a full pass
+    S = int(special.sum(-1).max()) if B else 0
+    rank = special.long().cumsum(-1) - 1  # (B, L): index of each special among its text's specials
+    idx = torch.zeros(B, max(S, 1), dtype=torch.long, device=dev)
+    valid = torch.zeros(B, max(S, 1), dtype=torch.bool, device=dev)
+    b, j = special.nonzero(as_tuple=True)
+    idx[b, rank[b, j]] = j
+    valid[b, rank[b, j]] = True
+    sp_dist = (pos[None, :, None] - idx[:, None, :]).abs().to(dtype) * valid[:, None, :]  # (B, L, S)
+    W = max(opt.window, 1)
+    cols = pos[:, None] + torch.arange(-W, W + 1, device=dev)[None, :]  # (L, 2W+1)
+    return BatchContext(
+        B=B, L=L, key_rows=torch.stack([cls, sep, punct, content], dim=1).to(dtype),
+        dist=(pos[:, None] - pos[None, :]).abs().to(dtype), special_idx=idx[:, :S], special_dist=sp_dist[..., :S],
+        band_cols=cols.clamp(0, L - 1), band_inside=((cols >= 0) & (cols < L)).to(dtype),
+        counted=torch.stack([ok[v] for v in _VALUES], dim=-1), log_n=torch.log(n_keys.clamp(min=2).double()),
+        options=opt)
+
+
 @torch.no_grad()
-def attention_sums(weights: Tensor, attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] = None,
-                   options: Optional[StatOptions] = None) -> dict[str, tuple[Tensor, Tensor]]:
+def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
+                   kinds: Optional[Mapping[str, Tensor]] = None, options: Optional[StatOptions] = None, *,
+                   context: Optional[BatchContext] = None) -> dict[str, tuple[Tensor, Tensor]]:
     """Sums over the counted queries of one batch, per head.
 
     Args:
@@ -136,86 +208,120 @@ def attention_sums(weights: Tensor, attention_mask: Tensor, kinds: Optional[Mapp
         kinds: ``{"cls", "sep", "punct", "special"}`` → ``(B, L)`` bool; missing ones are all
             False, and ``special`` defaults to ``cls | sep``.
         options: :class:`StatOptions`.
+        context: a :func:`batch_context` of this batch instead of the three arguments above
+            (what a per-layer hook passes, so that the batch is prepared once).
     Returns:
         ``{stat: (sum (H,), count (H,))}``, float64 on the weights' device; the per-head mean of a
         stat is ``sum / count`` (see the module docstring for what a query's value is).
     """
-    kinds = dict(kinds or {})
-    check_inputs(weights, attention_mask, kinds)
-    opt = options or StatOptions()
+    if context is None:
+        if attention_mask is None:
+            raise ShapeError("attention_sums needs attention_mask (or a batch context)")
+        check_inputs(weights, attention_mask, dict(kinds or {}))
+        context = batch_context(attention_mask, kinds, options, dtype=weights.dtype, device=weights.device)
+    ctx = context
     w = weights
+    if not isinstance(w, Tensor) or w.dim() != 4 or tuple(w.shape[::2]) != (ctx.B, ctx.L) or w.shape[-1] != ctx.L:
+        got = fmt_shape(w.shape) if isinstance(w, Tensor) else type(w).__name__
+        raise ShapeError(f"weights must have shape (B, H, L, L) = ({ctx.B}, H, {ctx.L}, {ctx.L}) for this batch, got {got}")
     B, H, L, _ = w.shape
-    dev, dt = w.device, w.dtype
-    real = attention_mask.to(dev).bool()  # (B, L)
-    no = torch.zeros(B, L, dtype=torch.bool, device=dev)
-    cls, sep, punct = (kinds.get(k, no).to(dev).bool() & real for k in ("cls", "sep", "punct"))
-    special = kinds.get("special", cls | sep).to(dev).bool() & real  # (B, L)
-    query = real & ~special if not opt.special_queries else real  # (B, L)
+    # On a CPU the statistics make several passes over the weights; done a few texts at a time,
+    # the passes after the first read from the core's cache instead of memory (about 1.4× faster
+    # on MiniLM's 32×128 batches). On a GPU one launch per op is best.
+    per_text = H * L * L * w.element_size()
+    step = B if w.device.type != "cpu" else max(1, min(B, CPU_CHUNK_BYTES // per_text))
+    starts = range(0, B, step)
+    pool = _worker_pool(torch.get_num_threads()) if w.device.type == "cpu" and len(starts) > 1 else None
+    if pool is None:
+        parts = [_chunk_sums(w[b:b + step], ctx, b) for b in starts]
+    else:  # chunks side by side on single-threaded workers: no OpenMP barrier after each small op
+        parts = list(pool.map(lambda b: _chunk_sums(w[b:b + step], ctx, b), starts))
+    sums = sum(parts)  # (H, K), added in chunk order whatever the workers' timing
+    counts = ctx.counted.sum(dim=(0, 1)).to(torch.float64)  # (K,)
+    out = {v: (sums[:, k], counts[k].expand(H)) for k, v in enumerate(_VALUES)}
+    # the content distance is Σ w|i-j| / Σ w over content keys: its count is the content mass
+    out["distance_content"] = (out["distance_content"][0], out.pop("_content_mass")[0])
+    return {name: out[name] for name in STAT_NAMES}
 
-    pos = torch.arange(L, device=dev)
-    if opt.causal:
-        visible = real[:, None, :] & (pos[None, None, :] <= pos[None, :, None])  # (B, L, L)
-        n_keys = visible.sum(-1)  # (B, L)
-    else:
-        n_keys = real.sum(-1, keepdim=True).expand(B, L)  # (B, L)
-    prev_ok = query & torch.cat([no[:, :1], real[:, :-1]], dim=1)  # (B, L): key i-1 is real
-    next_ok = query & torch.cat([real[:, 1:], no[:, :1]], dim=1) if not opt.causal else no  # (B, L)
+
+#: Bytes of weights processed at once on a CPU: about one core's L2 cache.
+CPU_CHUNK_BYTES = 3 * 2**19
+
+_POOLS: dict = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _worker_pool(n: int) -> Optional[ThreadPoolExecutor]:
+    """n threads whose torch ops each run on one thread (None for n = 1, or without OpenMP).
+
+    The statistics are many small ops; split over torch's own threads, each op ends in an OpenMP
+    barrier, which on a shared machine costs more than the arithmetic. OpenMP keeps its thread
+    count per thread, so workers set theirs to 1 and the caller's stays as it was (restored once
+    every worker has started, since the first set also moves the process default).
+    """
+    if n <= 1 or "OpenMP" not in torch.__config__.parallel_info():
+        return None
+    with _POOL_LOCK:
+        key = (os.getpid(), n)  # a forked child has the dict but not the threads
+        if key not in _POOLS:
+            before = torch.get_num_threads()
+            started = threading.Barrier(n + 1)
+
+            def init() -> None:
+                torch.set_num_threads(1)
+                started.wait()
+            pool = ThreadPoolExecutor(n, thread_name_prefix="attnscope-stats", initializer=init)
+            for _ in range(n):  # start all n now, so that the barrier is reached
+                pool.submit(lambda: None)
+            started.wait()
+            torch.set_num_threads(before)
+            _POOLS[key] = pool
+        return _POOLS[key]
+
+
+def _chunk_sums(w: Tensor, ctx: BatchContext, b0: int) -> Tensor:
+    """Σ over the counted queries of texts b0..b0+B of each per-query value: (H, K) float64."""
+    B, H, L, _ = w.shape
+    dt = w.dtype
+    opt = ctx.options
+    rows = slice(b0, b0 + B)
+    key_rows, special_idx, special_dist = ctx.key_rows[rows], ctx.special_idx[rows], ctx.special_dist[rows]
+    counted, log_n = ctx.counted[rows], ctx.log_n[rows]
 
     # A few passes over w (B, H, L, L); everything after is (B, H, L) or smaller. The forms are
-    # the fastest measured on CPU (benchmarks/analysis.py): clamp+log beats xlogy, vecdot beats
-    # a product and a sum, a GEMM with the kinds as the short side beats a skinny bmm.
+    # the fastest measured on CPU (benchmarks/analysis.py): clamp+log beats xlogy, a GEMM with the
+    # kinds as its short side beats a skinny bmm, gathers beat passes for the few special keys.
     tiny = torch.finfo(dt).tiny  # w·log(max(w, tiny)) is exactly 0 at w = 0
     entropy = -w.clamp_min(tiny).log_().mul_(w).sum(-1)  # (B, H, L)
-    content = real & ~special  # (B, L)
-    key_rows = torch.stack([cls, sep, punct, content], dim=1).to(dt)  # (B, 4, L)
-    mass = torch.bmm(key_rows, w.reshape(B, H * L, L).transpose(1, 2))  # (B, 4, H·L): Σ_j w_ij kind_j
+    mass = torch.bmm(key_rows.to(dt), w.reshape(B, H * L, L).transpose(1, 2))  # (B, 4, H·L): Σ_j w_ij kind_j
     mass = mass.view(B, 4, H, L).permute(0, 2, 3, 1)  # (B, H, L, 4)
-    dist = (pos[:, None] - pos[None, :]).abs().to(dt)  # (L, L): |i - j|
-    d_all = torch.linalg.vecdot(w, dist.expand_as(w))  # (B, H, L): Σ_j w_ij |i-j|
-    d_content = torch.linalg.vecdot(w, (dist * content[:, None, :].to(dt))[:, None].expand_as(w))  # (B, H, L)
+    d_all = torch.linalg.vecdot(w, ctx.dist.to(dt).expand_as(w))  # (B, H, L): Σ_j w_ij |i-j|
+    S = special_idx.shape[1]
+    if S:
+        g = w.gather(-1, special_idx[:, None, None, :].expand(B, H, L, S))  # (B, H, L, S)
+        d_special = (g.double() * special_dist[:, None].double()).sum(-1)  # (B, H, L)
+        d_content = d_all.double() - d_special  # Σ_j over content keys of w_ij |i-j|
+    else:
+        d_content = d_all
     row_max = w.amax(-1)  # (B, H, L)
     # The band |i - j| ≤ W around the diagonal, gathered once (a diagonal read directly touches
     # one cache line per element; a row's band is one or two lines).
-    W = max(opt.window, 1)
-    offsets = torch.arange(-W, W + 1, device=dev)  # (2W+1,)
-    cols = pos[:, None] + offsets[None, :]  # (L, 2W+1): key j = i + offset
-    inside = (cols >= 0) & (cols < L)  # (L, 2W+1)
-    band = w.gather(-1, cols.clamp(0, L - 1).expand(B, H, L, 2 * W + 1))  # (B, H, L, 2W+1)
-    band = band * inside.to(dt)  # keys outside 0..L-1 do not exist
+    W = (ctx.band_cols.shape[1] - 1) // 2
+    band = w.gather(-1, ctx.band_cols.expand(B, H, L, 2 * W + 1)) * ctx.band_inside.to(dt)  # (B, H, L, 2W+1)
     w_self, w_prev, w_next = band[..., W], band[..., W - 1], band[..., W + 1]  # (B, H, L) each
     local = band[..., W - opt.window:W + opt.window + 1].sum(-1)  # (B, H, L)
     top_prev, top_next = w_prev == row_max, w_next == row_max  # (B, H, L): the maximum, maybe tied
     unique = _unique_max(w, row_max, top_prev | top_next)  # (B, H, L)
 
-    log_n = torch.log(n_keys.clamp(min=2).to(torch.float64))  # (B, L)
-    has_cls = (cls.any(-1, keepdim=True) & query)  # (B, L): texts without a [CLS] are n/a
-    has_sep = (sep.any(-1, keepdim=True) & query)
-    per_query = {  # stat -> (value (B, H, L), counted queries (B, L))
-        "entropy": (entropy, query),
-        "entropy_norm": (entropy.double() / log_n[:, None, :], query & (n_keys >= 2)),
-        "distance": (d_all, query),
-        "to_cls": (mass[..., 0], has_cls),
-        "to_sep": (mass[..., 1], has_sep),
-        "to_punct": (mass[..., 2], query),
-        "to_self": (w_self, query),
-        "to_prev": (w_prev, prev_ok),
-        "to_next": (w_next, next_ok),
-        "argmax_prev": (top_prev & unique, prev_ok),
-        "argmax_next": (top_next & unique, next_ok),
-        "to_local": (local, query),
+    per_query = {  # stat -> value (B, H, L), in the order of _VALUES
+        "entropy": entropy, "entropy_norm": entropy.double() / log_n[:, None, :], "distance": d_all,
+        "to_cls": mass[..., 0], "to_sep": mass[..., 1], "to_punct": mass[..., 2], "to_self": w_self,
+        "to_prev": w_prev, "to_next": w_next, "argmax_prev": top_prev & unique, "argmax_next": top_next & unique,
+        "to_local": local, "distance_content": d_content, "_content_mass": mass[..., 3],
     }
-    # Content distance is a ratio of sums: Σ w|i-j| over content keys / Σ w over content keys.
-    per_query["distance_content"] = (d_content, query)
-    per_query["_content_mass"] = (mass[..., 3], query)
-    names = list(per_query)
-    values = torch.stack([v.to(torch.float64) for v, _ in per_query.values()], dim=-1)  # (B, H, L, K)
-    counted = torch.stack([ok for _, ok in per_query.values()], dim=-1)  # (B, L, K)
+    values = torch.stack([per_query[v].to(torch.float64) for v in _VALUES], dim=-1)  # (B, H, L, K)
     # where(), not a product: rows of padding queries may hold NaN (fully masked rows).
-    sums = torch.where(counted[:, None], values, 0.0).sum(dim=(0, 2))  # (H, K)
-    counts = counted.sum(dim=(0, 1)).to(torch.float64)  # (K,)
-    out = {n: (sums[:, k], counts[k].expand(H)) for k, n in enumerate(names)}
-    out["distance_content"] = (out["distance_content"][0], out.pop("_content_mass")[0])
-    return {name: out[name] for name in STAT_NAMES}
+    return torch.where(counted[:, None], values, 0.0).sum(dim=(0, 2))  # (H, K)
 
 
 @torch.no_grad()
@@ -245,7 +351,3 @@ def attention_means(weights: Tensor, attention_mask: Tensor, kinds: Optional[Map
     """``{stat: mean (H,)}`` of one batch (NaN where no query counts); see :func:`attention_sums`."""
     return {k: s / c for k, (s, c) in attention_sums(weights, attention_mask, kinds, options).items()}
 
-
-def entropy_of_uniform(n: int) -> float:
-    """ln n: the entropy of attention spread evenly over n keys (for the reader of reports)."""
-    return math.log(n)
