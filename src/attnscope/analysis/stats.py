@@ -299,8 +299,7 @@ def _chunk_sums(w: Tensor, ctx: BatchContext, b0: int) -> Tensor:
     S = special_idx.shape[1]
     if S:
         g = w.gather(-1, special_idx[:, None, None, :].expand(B, H, L, S))  # (B, H, L, S)
-        d_special = (g.double() * special_dist[:, None].double()).sum(-1)  # (B, H, L)
-        d_content = d_all.double() - d_special  # Σ_j over content keys of w_ij |i-j|
+        d_content = d_all - (g * special_dist[:, None].to(dt)).sum(-1)  # (B, H, L): Σ over content keys
     else:
         d_content = d_all
     row_max = w.amax(-1)  # (B, H, L)
@@ -314,12 +313,14 @@ def _chunk_sums(w: Tensor, ctx: BatchContext, b0: int) -> Tensor:
     unique = _unique_max(w, row_max, top_prev | top_next)  # (B, H, L)
 
     per_query = {  # stat -> value (B, H, L), in the order of _VALUES
-        "entropy": entropy, "entropy_norm": entropy.double() / log_n[:, None, :], "distance": d_all,
+        "entropy": entropy, "entropy_norm": entropy / log_n[:, None, :].to(dt), "distance": d_all,
         "to_cls": mass[..., 0], "to_sep": mass[..., 1], "to_punct": mass[..., 2], "to_self": w_self,
-        "to_prev": w_prev, "to_next": w_next, "argmax_prev": top_prev & unique, "argmax_next": top_next & unique,
-        "to_local": local, "distance_content": d_content, "_content_mass": mass[..., 3],
+        "to_prev": w_prev, "to_next": w_next, "argmax_prev": (top_prev & unique).to(dt),
+        "argmax_next": (top_next & unique).to(dt), "to_local": local, "distance_content": d_content,
+        "_content_mass": mass[..., 3],
     }
-    values = torch.stack([per_query[v].to(torch.float64) for v in _VALUES], dim=-1)  # (B, H, L, K)
+    # one stack in the weights' dtype, one conversion: the sums over queries are float64
+    values = torch.stack([per_query[v] for v in _VALUES], dim=-1).double()  # (B, H, L, K)
     # where(), not a product: rows of padding queries may hold NaN (fully masked rows).
     return torch.where(counted[:, None], values, 0.0).sum(dim=(0, 2))  # (H, K)
 
