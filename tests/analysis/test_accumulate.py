@@ -8,7 +8,7 @@ from attnscope.analysis.accumulate import StatsAccumulator
 from attnscope.analysis.stats import STAT_NAMES, attention_sums
 from attnscope.errors import ShapeError
 
-from .patterns import batch, reference
+from .patterns import reference
 from .test_stats_reference import random_weights
 
 

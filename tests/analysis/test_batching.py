@@ -1,7 +1,6 @@
 """Length-bucketed batches of the real MiniLM tokenizer: padding, masks, token kinds, truncation."""
 
 import pytest
-import torch
 
 from attnscope.analysis.batching import TextEncoder, bucket, chunks, is_punctuation
 from attnscope.analysis.corpus import Text

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from attnscope.analysis import AnalysisConfig, analyze

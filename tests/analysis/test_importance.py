@@ -3,7 +3,6 @@ zeroed (an independent way to remove a head): MiniLM's pooled-embedding cosine, 
 
 import copy
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F

@@ -2,7 +2,6 @@
 layer trend verdicts on synthetic heads."""
 
 import itertools
-import math
 import statistics
 
 import numpy as np

@@ -13,7 +13,7 @@ kept, as the tokenizer's truncation keeps them) and counted.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence
 
 import torch
