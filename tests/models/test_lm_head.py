@@ -62,3 +62,9 @@ def test_untied_output_layer_is_used(tiny_dirs, tmp_path):
         ours = model.logits(TEXTS)
     for b, n in enumerate(batch.lengths):
         assert (ours[b, :n] - ref[b, :n]).abs().max().item() <= 1e-5
+
+
+def test_has_lm_head_tells_language_models_apart(minilm, tiny_models):
+    assert minilm.has_lm_head is False
+    assert tiny_models["gpt2"].has_lm_head is True
+    assert tiny_models["bert"].has_lm_head is False

@@ -29,8 +29,7 @@ Tensor = torch.Tensor
 
 def is_language_model(model) -> bool:
     """True when the model has a language-model head (GPT-2), so importance is a loss change."""
-    fam = getattr(model, "_family", None)
-    return bool(getattr(fam, "lm_head", False))
+    return bool(getattr(model, "has_lm_head", False))
 
 
 def metric_name(model) -> str:

@@ -159,8 +159,13 @@ class Model(TransformerEncoder):
         return pooled
 
     # ------------------------------------------------------------------------------------------
+    @property
+    def has_lm_head(self) -> bool:
+        """True for language models (GPT-2): :meth:`logits` and :meth:`loss` are available."""
+        return bool(self._family.lm_head)
+
     def _require_lm(self) -> None:
-        if not self._family.lm_head:
+        if not self.has_lm_head:
             raise InputError(f"model {self.name!r} ({self.family}) has no language-model head; "
                              f"logits and loss are available for gpt2 models")
 
