@@ -47,3 +47,13 @@ def test_bad_dropout():
 
 def test_errors_are_value_errors():
     assert issubclass(ShapeError, ValueError) and issubclass(ConfigError, ValueError)
+
+
+@pytest.mark.parametrize("shapes", [((2, 1, 3), (1, 4, 3)), ((5,), (2, 5)), ((), (3, 1)), ((2, 3), (3, 2)), ((0, 1), (1, 4))])
+def test_broadcast_shapes_agrees_with_torch(shapes):
+    from attnscope.functional import broadcast_shapes
+    try:
+        expected = torch.broadcast_shapes(*shapes)
+    except RuntimeError:
+        expected = None
+    assert broadcast_shapes(*shapes) == expected
