@@ -25,6 +25,9 @@ from ..hooks import HookPoint
 
 Tensor = torch.Tensor
 
+#: Scores per head (L·S) from which a non-"scaled" module without weights uses blockwise attention.
+BLOCKWISE_MIN_SCORES = 1 << 20
+
 
 class SingleHeadAttention(nn.Module):
     """One head with d_k = d_model, as in the first article.
@@ -293,8 +296,12 @@ class MultiHeadAttention(nn.Module):
         dropout_p = self.dropout if self.training else 0.0
         tapped_steps = set(self.head_taps) & {"scores", "scaled", "masked"}
 
-        if not need_weights and not self._needs_explicit and scoring == "scaled":
-            z = AF.attention(q, k, v, mask, causal=causal, dropout_p=dropout_p)  # (B, H, L, d_head)
+        # Without weights, "scaled" goes to SDPA; other scorings go to the blockwise kernel once
+        # the L×S scores get big (short sequences are faster through the dense steps below).
+        fused = scoring == "scaled" or L * S >= BLOCKWISE_MIN_SCORES
+        if not need_weights and not self._needs_explicit and fused:
+            z = AF.attention(q, k, v, mask, causal=causal, dropout_p=dropout_p, scoring=scoring,
+                             temperature=self._temperature())  # (B, H, L, d_head)
             weights = None
             if self.head_taps:
                 self._tap_score_heads(q, k, mask, causal, scoring)
