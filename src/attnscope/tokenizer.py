@@ -155,8 +155,8 @@ class Tokenizer:
                 more = f" (and {len(too_long) - 1} more)" if len(too_long) > 1 else ""
                 what = "the model's limit of" if limit == self.max_length else "max_length ="
                 raise InputError(f"text {i} has {len(encs[i].ids)} tokens, longer than {what} "
-                                 f"{limit} positions{more}; shorten it or pass truncate=True "
-                                 f"to keep the first {limit} tokens")
+                                 f"{limit} positions{more}; shorten it (in Python, truncate=True "
+                                 f"keeps the first {limit} tokens)")
             self.backend.enable_truncation(limit)
             try:
                 for i in too_long:
