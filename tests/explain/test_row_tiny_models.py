@@ -7,8 +7,7 @@ import pytest
 import attnscope
 from attnscope.explain import explain
 
-pytest.importorskip("transformers")
-from attnscope.models.testing import tiny_bert_chinese, tiny_gpt2  # noqa: E402
+from attnscope.models.testing import tiny_bert_chinese, tiny_gpt2  # needs transformers (test extra)
 
 
 @pytest.fixture(scope="module")
