@@ -7,17 +7,8 @@ import torch
 from attnscope import attention, attention_steps
 from attnscope.functional import DEFAULT_COSINE_TEMPERATURE
 
+from tests.blockwise.reference import np_prepare
 from tests.functional.reference import bool_to_additive, np_attention
-
-
-def np_prepare(q, k, scoring):
-    if scoring == "cosine":
-        return q / np.linalg.norm(q, axis=-1, keepdims=True), k / np.linalg.norm(k, axis=-1, keepdims=True)
-    if scoring == "qknorm":
-        def ln(x):
-            return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-6)
-        return ln(q), ln(k)
-    return q, k
 
 
 FACTORS = {
