@@ -8,7 +8,7 @@ keeps it; the others turn it into Unicode with :func:`tex_to_text` (``\\sqrt{d_k
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 from ...errors import ConfigError
 from .. import i18n
@@ -219,3 +219,34 @@ def wrap_terms(head: str, terms: list, tail: str, width: int = 96, joiner: str =
     cur += tail
     lines.append(cur)
     return lines
+
+
+def text_blocks(ctx: "Ctx", blocks, *, para: Callable, formula: Callable, matrix: Callable,
+                table: Callable, expansion: Callable, group: Callable) -> list:
+    """Lines of a text document (Markdown, LaTeX) from a step's blocks, in order.
+
+    A Para, Formula, Matrix or Table becomes the lines its function returns, then a blank line;
+    consecutive expansion blocks (row·column products, sums, …) are gathered, as the lines
+    ``expansion(ctx, block)`` returns, into one group that ``group(lines)`` wraps (a code block,
+    an ``align*``).
+    """
+    from ..doc import Formula, Matrix, Para, Table
+
+    kinds = ((Para, para), (Formula, formula), (Matrix, matrix), (Table, table))
+    out: list = []
+    pending: list = []
+
+    def flush():
+        if pending:
+            out.extend(group(list(pending)) + [""])
+            pending.clear()
+
+    for b in blocks:
+        render = next((fn for cls, fn in kinds if isinstance(b, cls)), None)
+        if render is None:
+            pending.extend(expansion(ctx, b))
+            continue
+        flush()
+        out += render(ctx, b) + [""]
+    flush()
+    return out

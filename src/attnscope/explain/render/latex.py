@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-from ..doc import Formula, Matrix, Para, T, Table, Worked
+from ..doc import Matrix, Para, T, Table, Worked
 from ..numbers import matrix_is_int
-from .base import Ctx, tex_escape
+from .base import Ctx, tex_escape, text_blocks
 from .lines import expansion
 
 TERMS_PER_LINE = 4
@@ -33,37 +33,19 @@ def render(w: Worked, lang: str = "en", decimals: int = 4) -> str:
     return "\n".join(pre) + "\n" + text.rstrip() + "\n\n\\end{document}\n"
 
 
+def _para(ctx: Ctx, b: Para) -> list:
+    text = ctx.text(b.text)
+    if b.style == "note":
+        text = r"\emph{" + text + "}"
+    elif b.style == "warn":
+        text = r"\textbf{" + tex_escape(ctx.label("warning")) + "} " + text
+    return [text]
+
+
 def _blocks(ctx: Ctx, blocks) -> list:
-    out: list = []
-    pending: list = []
-
-    def flush():
-        if pending:
-            out.extend([r"\begin{align*}", " \\\\\n".join(pending), r"\end{align*}", ""])
-            pending.clear()
-
-    for b in blocks:
-        if isinstance(b, Para):
-            flush()
-            text = ctx.text(b.text)
-            if b.style == "note":
-                text = r"\emph{" + text + "}"
-            elif b.style == "warn":
-                text = r"\textbf{" + tex_escape(ctx.label("warning")) + "} " + text
-            out += [text, ""]
-        elif isinstance(b, Formula):
-            flush()
-            out += [r"\[", b.tex, r"\]", ""]
-        elif isinstance(b, Matrix):
-            flush()
-            out += matrix(ctx, b) + [""]
-        elif isinstance(b, Table):
-            flush()
-            out += table(ctx, b) + [""]
-        else:
-            pending.extend(_align_lines(ctx, b))
-    flush()
-    return out
+    return text_blocks(ctx, blocks, para=_para, formula=lambda ctx, b: [r"\[", b.tex, r"\]"],
+                       matrix=matrix, table=table, expansion=_align_lines,
+                       group=lambda lines: [r"\begin{align*}", " \\\\\n".join(lines), r"\end{align*}"])
 
 
 def _align_lines(ctx: Ctx, b) -> list:

@@ -3,9 +3,9 @@ spans, the written-out arithmetic in code blocks (so columns stay aligned in any
 
 from __future__ import annotations
 
-from ..doc import Formula, Matrix, Para, Table, Worked
+from ..doc import Matrix, Para, Table, Worked
 from ..numbers import matrix_is_int
-from .base import Ctx
+from .base import Ctx, text_blocks
 from .lines import text_lines
 
 
@@ -28,37 +28,19 @@ def _cell(s: str) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+def _para(ctx: Ctx, b: Para) -> list:
+    text = ctx.text(b.text)
+    if b.style == "note":
+        text = "> " + text.replace("\n", "\n> ")
+    elif b.style == "warn":
+        text = "> **" + ctx.label("warning") + "** " + text
+    return [text]
+
+
 def _blocks(ctx: Ctx, blocks) -> list:
-    out: list = []
-    pending: list = []  # consecutive expansion lines share one code block
-
-    def flush():
-        if pending:
-            out.extend(["```text", *pending, "```", ""])
-            pending.clear()
-
-    for b in blocks:
-        if isinstance(b, Para):
-            flush()
-            text = ctx.text(b.text)
-            if b.style == "note":
-                text = "> " + text.replace("\n", "\n> ")
-            elif b.style == "warn":
-                text = "> **" + ctx.label("warning") + "** " + text
-            out += [text, ""]
-        elif isinstance(b, Formula):
-            flush()
-            out += [f"`{b.text}`", ""]
-        elif isinstance(b, Matrix):
-            flush()
-            out += matrix(ctx, b) + [""]
-        elif isinstance(b, Table):
-            flush()
-            out += table(ctx, b) + [""]
-        else:
-            pending.extend(text_lines(ctx, b))
-    flush()
-    return out
+    return text_blocks(ctx, blocks, para=_para, formula=lambda ctx, b: [f"`{b.text}`"],
+                       matrix=matrix, table=table, expansion=text_lines,
+                       group=lambda lines: ["```text", *lines, "```"])
 
 
 def matrix(ctx: Ctx, m: Matrix) -> list:
