@@ -286,17 +286,22 @@ class Trace:
 
     # ------------------------------------------------------------------------------------------
     def save(self, folder: Union[str, Path]) -> Path:
-        """Write ``tensors.safetensors`` and ``trace.json`` (names, tokens, ids, model, config)."""
+        """Write ``tensors.safetensors`` and ``trace.json`` (names, tokens, ids, model, config).
+
+        Names that are one tensor (BERT's ``layers.{i}.out`` is ``layers.{i+1}.attn_in``;
+        ``scaled`` is ``masked`` when nothing is masked) are written once and listed as aliases,
+        so that the file holds each number once and loads back with the same names.
+        """
         from safetensors.torch import save_file
         folder = Path(folder)
+        tensors, aliases = _distinct_tensors(self._tensors)
+        if self.output is not None:
+            tensors["__output__"] = self.output.detach().cpu().contiguous().clone()
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            tensors = {n: t.detach().cpu().contiguous() for n, t in self._tensors.items()}
-            if self.output is not None:
-                tensors["__output__"] = self.output.detach().cpu().contiguous()
             save_file(tensors, str(folder / "tensors.safetensors"))
             meta = {
-                "format": FORMAT, "version": FORMAT_VERSION, "names": self.names,
+                "format": FORMAT, "version": FORMAT_VERSION, "names": self.names, "aliases": aliases,
                 "model_name": self.model_name, "family": self.family, "config": self.config.to_dict(),
                 "texts": self.texts, "tokens": self.tokens, "input_ids": self.input_ids.tolist(),
                 "attention_mask": self.attention_mask.tolist(),
@@ -328,6 +333,11 @@ class Trace:
             tensors = load_file(str(tensor_file))
         except Exception as e:  # safetensors raises its own error types
             raise InputError(f"cannot read {tensor_file}: {type(e).__name__}: {e}") from None
+        aliases = meta.get("aliases") or {}
+        if not isinstance(aliases, dict) or any(a not in tensors for a in aliases.values()):
+            raise InputError(f"{meta_file}: its aliases name tensors that {tensor_file.name} lacks")
+        for name, same in aliases.items():
+            tensors[name] = tensors[same]
         missing = [n for n in meta["names"] if n not in tensors]
         if missing:
             raise InputError(f"{tensor_file} lacks {missing[:3]} listed in {meta_file.name}")
@@ -346,6 +356,32 @@ class Trace:
         """Jupyter shows the interactive viewer (:mod:`attnscope.viewer`); it needs q, k, v."""
         from .viewer import repr_html
         return repr_html(self)
+
+
+def _distinct_tensors(named: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[str, str]]:
+    """``(tensors, aliases)``: one compact CPU tensor per distinct tensor of ``named`` (safetensors
+    refuses tensors that share memory), and ``{name: the name saved in its place}`` for the rest."""
+    distinct: dict[str, Tensor] = {}
+    aliases: dict[str, str] = {}
+    seen: dict[tuple, str] = {}
+    users: dict[tuple, int] = {}  # storage → how many distinct tensors view it
+    for name, t in named.items():
+        t = t.detach()
+        storage = (t.device, t.untyped_storage().data_ptr())
+        same = (*storage, t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+        if same in seen:
+            aliases[name] = seen[same]
+            continue
+        seen[same] = name
+        users[storage] = users.get(storage, 0) + 1
+        distinct[name] = t
+    out = {}
+    for name, t in distinct.items():
+        own = users[(t.device, t.untyped_storage().data_ptr())] == 1 and t.is_contiguous() \
+            and t.untyped_storage().nbytes() == t.numel() * t.element_size()
+        t = t.cpu()
+        out[name] = t if own else t.contiguous().clone()  # views of one buffer get copies of their own
+    return out, aliases
 
 
 class TraceKeyError(InputError, KeyError):

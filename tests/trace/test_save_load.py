@@ -51,3 +51,55 @@ def test_trace_keeps_only_the_bytes_it_shows(minilm):
         t = tr[n]
         assert t.untyped_storage().nbytes() == t.numel() * t.element_size(), n
     assert tr.nbytes == sum(t.numel() * 4 for t in tr._tensors.values())
+
+
+@pytest.mark.parametrize("which", ["minilm", "gpt2"])
+def test_the_default_full_trace_saves_and_loads_back_equal(which, minilm, tiny_models, tmp_path):
+    """Every name, the ones that are one tensor included (BERT's layers.{i}.out is
+    layers.{i+1}.attn_in; scaled is masked when nothing is masked; embed.out is layers.0.attn_in)."""
+    model = minilm if which == "minilm" else tiny_models["gpt2"]
+    tr = model.trace(["hi there", "a longer second text"])  # names=None: everything
+    assert len(tr.names) == len(model.hook_names)
+    tr.save(tmp_path / "t")
+    back = Trace.load(tmp_path / "t")
+    assert back.names == tr.names
+    for n in tr.names:
+        assert back[n].shape == tr[n].shape and torch.equal(back[n], tr[n]), n
+    assert torch.equal(back.output, tr.output)
+
+
+def _aliased_pairs(tr):
+    """Pairs of recorded names whose tensors share memory (one tensor, or views of one buffer)."""
+    by_storage = {}
+    for n, t in tr.items():
+        by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(n)
+    return [(a, b) for group in by_storage.values() for i, a in enumerate(group) for b in group[i + 1:]]
+
+
+@pytest.mark.parametrize("which", ["minilm", "gpt2"])
+def test_every_pair_of_aliased_names_saves_alone(which, minilm, tiny_models, tmp_path):
+    model = minilm if which == "minilm" else tiny_models["gpt2"]
+    pairs = _aliased_pairs(model.trace("one text"))
+    named = {frozenset(p) for p in pairs}
+    if which == "gpt2":  # pre-LN: a layer's output is its second residual sum
+        assert frozenset(("layers.0.ffn_resid", "layers.0.out")) in named
+    else:  # nothing masked in one text: masked is scaled
+        assert frozenset(("layers.0.attn.scaled", "layers.0.attn.masked")) in named  # post-LN: the embedding output and each layer's output feed the next layer
+        last = model.config.n_layers - 1
+        assert frozenset(("embed.out", "layers.0.attn_in")) in named
+        assert frozenset((f"layers.{last - 1}.out", f"layers.{last}.attn_in")) in named
+    for i, (a, b) in enumerate(pairs):
+        tr = model.trace("one text", names=[a, b])
+        back = Trace.load(tr.save(tmp_path / str(i)))
+        assert torch.equal(back[a], tr[a]) and torch.equal(back[b], tr[b]), (a, b)
+        if tr[a].data_ptr() == tr[b].data_ptr() and tr[a].shape == tr[b].shape:  # one tensor: one copy on disk
+            data = (tmp_path / str(i) / "tensors.safetensors").stat().st_size
+            one = tr[a].numel() * tr[a].element_size()
+            assert data < one + tr.output.numel() * tr.output.element_size() + min(one, 4096), (a, b)
+
+
+def test_the_last_layer_output_saves(minilm, tmp_path):
+    name = f"layers.{minilm.config.n_layers - 1}.out"
+    tr = minilm.trace("hi", names=[name])
+    back = Trace.load(tr.save(tmp_path / "t"))
+    assert torch.equal(back[name], tr[name]) and torch.equal(back.output, tr.output)
