@@ -84,7 +84,8 @@ def test_every_pair_of_aliased_names_saves_alone(which, minilm, tiny_models, tmp
     if which == "gpt2":  # pre-LN: a layer's output is its second residual sum
         assert frozenset(("layers.0.ffn_resid", "layers.0.out")) in named
     else:  # nothing masked in one text: masked is scaled
-        assert frozenset(("layers.0.attn.scaled", "layers.0.attn.masked")) in named  # post-LN: the embedding output and each layer's output feed the next layer
+        assert frozenset(("layers.0.attn.scaled", "layers.0.attn.masked")) in named
+        # post-LN: the embedding output and each layer's output are the next layer's input
         last = model.config.n_layers - 1
         assert frozenset(("embed.out", "layers.0.attn_in")) in named
         assert frozenset((f"layers.{last - 1}.out", f"layers.{last}.attn_in")) in named
