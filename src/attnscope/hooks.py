@@ -4,56 +4,234 @@ A :class:`HookPoint` is an identity module placed on a tensor that a user may wa
 replace. Its *name* is its path in the model (``layers.3.attn.weights``), so that the names are
 stable, documented, and the same as ``model.named_modules()``.
 
-While nothing is attached a hook point costs one attribute check. Modules ask ``hp.active`` before
-computing an optional intermediate (for example the attention weights), so that a trace of one
-layer does not slow the others down.
+Hooks::
+
+    hp.add_hook(fn)                      # forward: fn(tensor, name) -> replacement or None
+    hp.add_hook(fn, dir="bwd")           # backward: fn(grad, name) -> replacement grad or None
+    hp.add_hook(fn, head=3)              # head 3's slice t[:, 3] of a (B, H, …) tensor only
+    handle = hp.add_hook(fn); handle.remove()
+
+Hooks run in the order they were added; a replacement flows into every later hook and step. A
+head hook sees ``t[:, h]`` and its answer is written back into that head only. While nothing is
+attached a hook point costs one attribute check. Modules ask :attr:`HookPoint.active` before
+computing an optional intermediate in full (the attention weights, say) and :attr:`HookPoint.heads`
+for the heads that are wanted alone, so that hooking one head of one layer leaves the fast fused
+kernel running everywhere else.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from dataclasses import dataclass
+from typing import Callable, Iterable, Literal, Optional
 
 import torch
 from torch import nn
 
+from .errors import InputError
+
 #: ``fn(tensor, name)`` returns a replacement tensor, or None to leave it unchanged.
 HookFn = Callable[[torch.Tensor, str], Optional[torch.Tensor]]
+Direction = Literal["fwd", "bwd"]
+DIRECTIONS = ("fwd", "bwd")
+
+
+@dataclass(eq=False)
+class Hook:
+    """One attached function: its direction and, for a head hook, the head (dim 1) it sees."""
+
+    fn: HookFn
+    dir: Direction = "fwd"
+    head: Optional[int] = None
+
+
+class HookHandle:
+    """Returned by :meth:`HookPoint.add_hook`; ``remove()`` detaches that hook (idempotent)."""
+
+    def __init__(self, point: "HookPoint", hook: Hook) -> None:
+        self.point, self.hook = point, hook
+
+    def remove(self) -> None:
+        hooks = self.point.hooks
+        if self.hook in hooks:
+            hooks.remove(self.hook)
+
+    def __enter__(self) -> "HookHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
 
 
 class HookPoint(nn.Module):
-    """Identity on a named intermediate; records it and/or lets hook functions replace it."""
+    """Identity on a named intermediate that lets hook functions read or replace it."""
 
     def __init__(self) -> None:
         super().__init__()
         self.name: str = ""
-        self.fns: list[HookFn] = []
-        self.sink: Optional[dict] = None  # where to record the (possibly replaced) tensor
+        self.hooks: list[Hook] = []
+
+    # ------------------------------------------------------------------------------------------
+    def add_hook(self, fn: HookFn, dir: Direction = "fwd", *, head: Optional[int] = None) -> HookHandle:
+        """Attach ``fn``; see the module docstring. Returns a handle whose ``remove()`` detaches it."""
+        if not callable(fn):
+            raise InputError(f"a hook on {self.name!r} must be callable fn(tensor, name), got {type(fn).__name__}")
+        if dir not in DIRECTIONS:
+            raise InputError(f"dir must be 'fwd' or 'bwd', got {dir!r}")
+        if head is not None and (isinstance(head, bool) or not isinstance(head, int) or head < 0):
+            raise InputError(f"head must be a non-negative integer or None, got {head!r}")
+        hook = Hook(fn, dir, head)
+        self.hooks.append(hook)
+        return HookHandle(self, hook)
+
+    def remove_hooks(self, dir: Literal["fwd", "bwd", "both"] = "both") -> None:
+        """Detach every hook of direction ``dir`` ("both": all of them)."""
+        self.hooks = [h for h in self.hooks if dir != "both" and h.dir != dir]
+
+    reset = remove_hooks
 
     @property
     def active(self) -> bool:
-        return self.sink is not None or bool(self.fns)
+        """True when some hook wants the whole tensor (so the module must compute it in full).
 
+        TODO(lead): head hooks count too until the attention modules compute :attr:`heads` alone
+        beside the fused kernel (then: ``any(h.head is None for h in self.hooks)``).
+        """
+        return bool(self.hooks)
+
+    @property
+    def heads(self) -> list[int]:
+        """The heads that hooks want alone, sorted (empty when none)."""
+        return sorted({h.head for h in self.hooks if h.head is not None})
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.hooks)
+
+    # ------------------------------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.fns and self.sink is None:
+        if not self.hooks:
             return x
-        for fn in self.fns:
-            out = fn(x, self.name)
-            if out is not None:
-                if not isinstance(out, torch.Tensor) or out.shape != x.shape:
-                    got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-                    raise ValueError(f"hook on {self.name!r} must return None or a tensor of shape "
-                                     f"{tuple(x.shape)}, got {got}")
-                x = out
-        if self.sink is not None:
-            self.sink[self.name] = x.detach()
+        return self._run(x, None)
+
+    def forward_heads(self, x: torch.Tensor, heads: Iterable[int]) -> torch.Tensor:
+        """The hooks of ``heads`` on a tensor that holds only those heads, ``(B, len(heads), …)``.
+
+        Modules call this for a step they computed for a few heads only, beside a fused kernel
+        that never formed the full tensor. Whole-tensor hooks are not run (none may be attached
+        when a module takes this path: see :attr:`active`).
+        """
+        if not self.hooks:
+            return x
+        return self._run(x, list(heads))
+
+    def _run(self, x: torch.Tensor, only: Optional[list[int]]) -> torch.Tensor:
+        # only=None: x holds every head (dim 1 = head h); else x[:, j] is head only[j].
+        def where(head: int) -> int:
+            return head if only is None else only.index(head)
+
+        for hook in self.hooks:
+            if hook.dir != "fwd" or (only is not None and hook.head not in only):
+                continue
+            if hook.head is None:
+                x = _apply(hook.fn, x, self.name, self.name)
+            else:
+                _check_head(x, hook.head, self.name)
+                j = where(hook.head)
+                part = x[:, j]
+                out = _apply(hook.fn, part, f"{self.name}[{hook.head}]", self.name)
+                if out is not part:
+                    x = x.clone()
+                    x[:, j] = out
+        bwd = [h for h in self.hooks if h.dir == "bwd" and (only is None or h.head in only)]
+        if bwd and x.requires_grad:
+            x.register_hook(_backward(bwd, self.name, where))
         return x
 
-    def reset(self) -> None:
-        self.fns = []
-        self.sink = None
-
     def extra_repr(self) -> str:
-        return f"name={self.name!r}"
+        return f"name={self.name!r}" + (f", hooks={len(self.hooks)}" if self.hooks else "")
+
+    # Transitional: the attribute API of the first release (``hp.fns.append(fn)``, ``hp.sink = d``)
+    # on top of hooks, until every caller uses add_hook. TODO(lead): remove with the last caller.
+    @property
+    def fns(self) -> "_ForwardFns":
+        return _ForwardFns(self)
+
+    @fns.setter
+    def fns(self, fns: list) -> None:
+        self.hooks = [h for h in self.hooks if not (h.dir == "fwd" and h.head is None and not isinstance(h.fn, Recorder))]
+        for fn in fns:
+            self.add_hook(fn)
+
+    @property
+    def sink(self) -> Optional[dict]:
+        rec = [h.fn for h in self.hooks if isinstance(h.fn, Recorder)]
+        return rec[0].sink if rec else None
+
+    @sink.setter
+    def sink(self, sink: Optional[dict]) -> None:
+        self.hooks = [h for h in self.hooks if not isinstance(h.fn, Recorder)]
+        if sink is not None:
+            self.add_hook(Recorder(sink))
+
+
+class Recorder:
+    """A forward hook that stores what it sees in ``sink[name]`` (detached unless ``grad``)."""
+
+    def __init__(self, sink: dict, *, grad: bool = False) -> None:
+        self.sink, self.grad = sink, grad
+
+    def __call__(self, t: torch.Tensor, name: str) -> None:
+        self.sink[name] = t if self.grad else t.detach()
+
+
+class _ForwardFns:
+    def __init__(self, point: HookPoint) -> None:
+        self.point = point
+
+    def _fns(self) -> list:
+        return [h.fn for h in self.point.hooks if h.dir == "fwd" and h.head is None and not isinstance(h.fn, Recorder)]
+
+    def append(self, fn: HookFn) -> None:
+        self.point.add_hook(fn)
+
+    def __iter__(self):
+        return iter(self._fns())
+
+    def __len__(self) -> int:
+        return len(self._fns())
+
+
+def _apply(fn: HookFn, t: torch.Tensor, name: str, point: str) -> torch.Tensor:
+    out = fn(t, name)
+    if out is None:
+        return t
+    if not isinstance(out, torch.Tensor) or out.shape != t.shape:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise InputError(f"hook on {name!r} must return None or a tensor of shape {tuple(t.shape)}, got {got}")
+    return out
+
+
+def _check_head(x: torch.Tensor, head: int, name: str) -> None:
+    if x.dim() < 2 or head >= x.shape[1]:
+        raise InputError(f"head {head} is out of range for {name!r} of shape {tuple(x.shape)} "
+                         f"(heads on dim 1: 0..{x.shape[1] - 1 if x.dim() > 1 else 0})")
+
+
+def _backward(hooks: list[Hook], name: str, where: Callable[[int], int]):
+    """A tensor hook that runs ``hooks`` on the gradient, in order, like forward hooks."""
+    def on_grad(g: torch.Tensor) -> torch.Tensor:
+        for hook in hooks:
+            if hook.head is None:
+                g = _apply(hook.fn, g, name, name)
+            else:
+                j = where(hook.head)
+                part = g[:, j]
+                out = _apply(hook.fn, part, f"{name}[{hook.head}]", name)
+                if out is not part:
+                    g = g.clone()
+                    g[:, j] = out
+        return g
+    return on_grad
 
 
 def name_hook_points(root: nn.Module) -> dict[str, HookPoint]:

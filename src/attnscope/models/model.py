@@ -204,10 +204,21 @@ class Model(TransformerEncoder):
         return total if reduction == "sum" else total / (target != -100).sum().clamp(min=1)
 
     # ------------------------------------------------------------------------------------------
-    def trace(self, texts: Texts, names=None, hooks=None, *, truncate: bool = False):
+    def trace(self, texts: Texts, names=None, hooks=None, *, truncate: bool = False, grad: bool = False,
+              bwd_hooks=None):
         """Run texts and record intermediates; see :func:`attnscope.trace.run_trace`."""
         from ..trace import run_trace
-        return run_trace(self, texts, names=names, hooks=hooks, truncate=truncate)
+        return run_trace(self, texts, names=names, hooks=hooks, truncate=truncate, grad=grad,
+                         bwd_hooks=bwd_hooks)
+
+    def hooks(self, fwd=None, *, bwd=None):
+        """``with model.hooks({"layers.3.attn.z": fn}, bwd={…}):`` — hooks for the block's passes.
+
+        Names, globs and ``[h]`` as in :meth:`trace`; ``fn(tensor, name)`` returns a replacement or
+        None (backward: the gradient and its replacement). Always removed when the block ends.
+        """
+        from ..trace import attached_hooks
+        return attached_hooks(self, fwd, bwd)
 
     def extra_repr(self) -> str:
         c = self.config

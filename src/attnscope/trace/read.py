@@ -1,0 +1,205 @@
+"""The read API of a :class:`~attnscope.trace.Trace`: heads, weights, tokens and masks by index.
+
+Everything that draws or explains a trace (viewer, plots, server, CLI) reads it through these
+methods instead of building trace names itself::
+
+    tr = model.trace(text, names=["layers.3.attn.q", "layers.3.attn.k", "layers.3.attn.v"])
+    q, k, v = tr.qkv(3, head=5, text=0)        # (n, d_head) each: text 0, its n real tokens
+    w = tr.weights(3, heads=5, queries=slice(0, 4), text=0)   # (4, n), computed from q and k
+    tr.mask(3, text=0)                         # (1, n, n) bool: True = query may see key
+
+Indices are checked (an InputError names the valid range). With ``text=None`` results keep the
+batch axis and every (padded) position; with ``text=i`` the batch axis is dropped and positions
+are cut to that text's real tokens. Weights that were not recorded are computed on demand from
+the recorded q and k, blockwise (only the requested rows exist at any time), with the mask the
+model used.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import torch
+
+from ..errors import InputError
+
+Tensor = torch.Tensor
+Index = Union[None, int, slice, Sequence[int]]
+
+#: Per-head steps whose last two axes are (query, key) positions; the others end in (position, d).
+SCORE_STEPS = ("scores", "scaled", "masked", "weights")
+
+
+def check_index(what: str, i, n: int, unit: str) -> int:
+    """``i`` as an int in ``range(n)``, else InputError("layer 7 is out of range: …")."""
+    if isinstance(i, bool) or not hasattr(i, "__index__"):
+        raise InputError(f"{what} must be an integer, got {i!r}")
+    i = int(i.__index__())
+    if not 0 <= i < n:
+        raise InputError(f"{what} {i} is out of range: there {'is' if n == 1 else 'are'} {n} {unit}"
+                         f"{'' if n == 1 else 's'} (0..{n - 1})")
+    return i
+
+
+class TraceReader:
+    """Mixin of :class:`~attnscope.trace.Trace` (needs ``self[name]``, ``name in self``, ``tokens``,
+    ``config``, ``attention_mask``)."""
+
+    tokens: list[list[str]]
+    attention_mask: Tensor
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def n_layers(self) -> int:
+        return int(self.config.n_layers)  # type: ignore[attr-defined]
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.config.n_heads)  # type: ignore[attr-defined]
+
+    def check_layer(self, layer) -> int:
+        return check_index("layer", layer, self.n_layers, "layer")
+
+    def check_head(self, head) -> int:
+        return check_index("head", head, self.n_heads, "head")
+
+    def check_text(self, text) -> int:
+        return check_index("text", text, len(self.tokens), "text")
+
+    def text_tokens(self, text: int = 0) -> list[str]:
+        """The token strings of text ``text`` (no padding)."""
+        return list(self.tokens[self.check_text(text)])
+
+    def length(self, text: int = 0) -> int:
+        """Real tokens of text ``text``."""
+        return len(self.tokens[self.check_text(text)])
+
+    # ------------------------------------------------------------------------------------------
+    def step(self, layer: int, step: str, head: Optional[int] = None, *, text: Optional[int] = None) -> Tensor:
+        """``layers.{layer}.attn.{step}``: (B, H, L, …), or one head's (B, L, …); ``text`` as above.
+
+        Found under the full name or, for one head, under ``…{step}[h]`` when only that head was
+        traced. InputError naming what to trace when neither is recorded.
+        """
+        layer = self.check_layer(layer)
+        name = f"layers.{layer}.attn.{step}"
+        if head is not None:
+            head = self.check_head(head)
+        if name in self:  # type: ignore[operator]
+            t = self[name]  # type: ignore[index]
+            t = t if head is None else t[:, head]
+        elif head is not None and f"{name}[{head}]" in self:  # type: ignore[operator]
+            t = self[f"{name}[{head}]"]  # type: ignore[index]
+        else:
+            also = f" or {name}[{head}]" if head is not None else ""
+            raise InputError(f"the trace has no {name}{also}; trace with names=None (everything) or "
+                             f"names=[{name!r}]")
+        return t if text is None else self._cut(t, text, step)
+
+    def qkv(self, layer: int, head: Optional[int] = None, *, text: Optional[int] = None) -> tuple[Tensor, Tensor, Tensor]:
+        """q, k, v of ``layer``: each (B, H, L, d_head), or (B, L, d_head) for one head."""
+        q, k, v = (self.step(layer, s, head, text=text) for s in ("q", "k", "v"))
+        return q, k, v
+
+    def key_mask(self, text: Optional[int] = None) -> Tensor:
+        """Bool (B, S), True at real tokens (keys that may be attended); (n,) for one text."""
+        am = self.attention_mask.bool()
+        if text is None:
+            return am
+        text = self.check_text(text)
+        return am[text, : self.length(text)]
+
+    def mask(self, layer: int, *, text: Optional[int] = None) -> Tensor:
+        """The boolean mask ``layer`` used, True = the query may see the key: (B, 1, L, S) —
+        padded keys and, in causal models, later keys are False. (1, n, n) for one text."""
+        self.check_layer(layer)
+        keys = self.key_mask()  # (B, S)
+        L = keys.shape[-1]
+        allowed = keys[:, None, None, :].expand(-1, 1, L, L)  # (B, 1, L, S)
+        if self.config.causal:  # type: ignore[attr-defined]
+            allowed = allowed & torch.ones(L, L, dtype=torch.bool, device=keys.device).tril()
+        if text is None:
+            return allowed
+        text = self.check_text(text)
+        n = self.length(text)
+        return allowed[text, :, :n, :n]
+
+    def weights(self, layer: int, heads: Index = None, queries: Index = None, *, text: Optional[int] = None,
+                block_size: Union[None, int, tuple[int, int]] = None) -> Tensor:
+        """Attention weights of ``layer``: (B, h, l, S), dims of int selections dropped.
+
+        ``heads`` and ``queries``: None (all), an int, a slice or a list. The recorded
+        ``layers.{layer}.attn.weights`` (or ``…weights[h]``) is sliced when present; otherwise the
+        requested rows are computed from the recorded q and k, blockwise, with the padding mask and
+        causality the model used — a long text's weights never need to fit in memory at once.
+        Keys at padding get 0. With ``text``, the batch axis is dropped and positions are cut to
+        the text's tokens (queries then index those tokens).
+        """
+        layer = self.check_layer(layer)
+        heads = self._check_selection("head", heads, self.n_heads)
+        name = f"layers.{layer}.attn.weights"
+        if name in self or (isinstance(heads, int) and f"{name}[{heads}]" in self):  # type: ignore[operator]
+            w = self.step(layer, "weights", heads if isinstance(heads, int) else None)
+            if not isinstance(heads, int) and heads is not None:
+                w = w[:, heads]
+            return self._rows(w, queries, text)
+        return self._weights_from_qk(layer, heads, queries, text, block_size)
+
+    # ------------------------------------------------------------------------------------------
+    def _check_selection(self, what: str, sel: Index, n: int) -> Index:
+        if sel is None or isinstance(sel, slice):
+            return sel
+        if isinstance(sel, int) and not isinstance(sel, bool):
+            return check_index(what, sel, n, what)
+        try:
+            return [check_index(what, i, n, what) for i in sel]  # type: ignore[union-attr]
+        except TypeError:
+            raise InputError(f"{what}s must be None, an int, a slice or a list of ints, got {sel!r}") from None
+
+    def _cut(self, t: Tensor, text: int, step: str) -> Tensor:
+        """Text ``text`` of a per-head tensor ``t`` (batch first), its position axes cut to its
+        tokens: the query axis (-2) of every step, and the key axis (-1) of the score steps."""
+        text = self.check_text(text)
+        n = self.length(text)
+        t = t[text][..., :n, :]  # (…, n, d | S)
+        return t[..., :n] if step in SCORE_STEPS else t
+
+    def _rows(self, w: Tensor, queries: Index, text: Optional[int]) -> Tensor:
+        if text is not None:
+            text = self.check_text(text)
+            n = self.length(text)
+            w = w[text][..., :n, :n]
+        if queries is None:
+            return w
+        queries = self._check_selection("query", queries, w.shape[-2])
+        return w[..., queries, :]
+
+    def _weights_from_qk(self, layer: int, heads: Index, queries: Index, text: Optional[int],
+                         block_size) -> Tensor:
+        from ..blockwise import attention_weights
+
+        one = isinstance(heads, int)
+        q = self.step(layer, "q", heads if one else None)
+        k = self.step(layer, "k", heads if one else None)
+        if one:
+            q, k = q.unsqueeze(1), k.unsqueeze(1)  # (B, 1, L, d)
+        scoring = self.config.scoring  # type: ignore[attr-defined]
+        if scoring == "cosine":
+            raise InputError("cosine scoring uses the model's learned temperature, which a trace does not "
+                             f"record; trace the weights themselves (names='layers.{layer}.attn.weights')")
+        if scoring == "qknorm":
+            scoring = "scaled"  # the recorded q, k are after the LayerNorm; what remains is ÷√d_head
+        if text is not None:
+            t = self.check_text(text)
+            n = self.length(t)
+            q, k = q[t:t + 1, :, :n], k[t:t + 1, :, :n]  # (1, h, n, d)
+            mask = None
+        else:
+            am = self.key_mask().to(q.device)  # (B, S)
+            mask = None if bool(am.all()) else am[:, None, None, :]  # (B, 1, 1, S)
+        L = q.shape[-2]
+        queries = self._check_selection("query", queries, L)
+        w = attention_weights(q, k, mask, heads=0 if one else heads, queries=queries,
+                              causal=bool(self.config.causal), scoring=scoring,  # type: ignore[attr-defined]
+                              block_size=block_size)
+        return w[0] if text is not None else w

@@ -1,0 +1,203 @@
+"""The :class:`Trace` container: recorded intermediates by name, their tokens, save and load."""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+import torch
+
+from ..config import TransformerConfig
+from ..errors import InputError
+from .read import TraceReader
+
+Tensor = torch.Tensor
+
+FORMAT = "attnscope.trace"
+FORMAT_VERSION = 1
+
+
+class Trace(TraceReader):
+    """The intermediates of one forward pass, by name, with the tokens they belong to.
+
+    ``trace[name]`` is a tensor with the batch first (see the table in :mod:`attnscope.trace`);
+    ``trace.names`` lists the recorded names in forward order; ``trace.tokens`` the token strings
+    of each text (no padding); ``trace.output`` the model's last hidden states (B, L, d).
+    """
+
+    def __init__(self, tensors: dict[str, Tensor], *, tokens: list[list[str]], input_ids: Tensor,
+                 attention_mask: Tensor, model_name: str, family: str, config: TransformerConfig,
+                 texts: Optional[list[str]] = None, output: Optional[Tensor] = None) -> None:
+        self._tensors = dict(tensors)
+        self.tokens = tokens
+        self.input_ids = input_ids
+        self.attention_mask = attention_mask
+        self.model_name = model_name
+        self.family = family
+        self.config = config
+        self.texts = texts or []
+        self.output = output
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tensors)
+
+    @property
+    def lengths(self) -> list[int]:
+        """Real tokens of each text (positions ``[:n]`` of every tensor)."""
+        return [len(t) for t in self.tokens]
+
+    @property
+    def ids(self) -> list[list[int]]:
+        return [row[:n].tolist() for row, n in zip(self.input_ids, self.lengths)]
+
+    def __getitem__(self, name: str) -> Tensor:
+        if name in self._tensors:
+            return self._tensors[name]
+        close = difflib.get_close_matches(name, self.names, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise TraceKeyError(f"{name!r} is not in this trace ({len(self._tensors)} names recorded; "
+                            f"trace with names=[{name!r}] to record it){hint}")
+
+    def get(self, name: str, default=None):
+        return self._tensors.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tensors
+
+    def __iter__(self):
+        return iter(self._tensors)
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+    def items(self):
+        return self._tensors.items()
+
+    def select(self, pattern: str) -> dict[str, Tensor]:
+        """The recorded tensors whose names match a glob, in order."""
+        return {n: t for n, t in self._tensors.items() if fnmatch.fnmatchcase(n, pattern)}
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of memory the recorded tensors hold. Names that are the same tensor (BERT's
+        ``layers.{i}.out`` is ``layers.{i+1}.attn_in``) and the batch-broadcast positions count once."""
+        storages = {}
+        for t in self._tensors.values():
+            st = t.untyped_storage()
+            storages[(st.device.type, st.data_ptr())] = st.nbytes()
+        return sum(storages.values())
+
+    def numpy(self) -> dict[str, np.ndarray]:
+        """Every tensor as a NumPy array (copied to the CPU), by name."""
+        return {n: t.detach().cpu().numpy() for n, t in self._tensors.items()}
+
+    # ------------------------------------------------------------------------------------------
+    def save(self, folder: Union[str, Path]) -> Path:
+        """Write ``tensors.safetensors`` and ``trace.json`` (names, tokens, ids, model, config).
+
+        Names that are one tensor (BERT's ``layers.{i}.out`` is ``layers.{i+1}.attn_in``;
+        ``scaled`` is ``masked`` when nothing is masked) are written once and listed as aliases,
+        so that the file holds each number once and loads back with the same names.
+        """
+        from safetensors.torch import save_file
+        folder = Path(folder)
+        tensors, aliases = _distinct_tensors(self._tensors)
+        if self.output is not None:
+            tensors["__output__"] = self.output.detach().cpu().contiguous().clone()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            save_file(tensors, str(folder / "tensors.safetensors"))
+            meta = {
+                "format": FORMAT, "version": FORMAT_VERSION, "names": self.names, "aliases": aliases,
+                "model_name": self.model_name, "family": self.family, "config": self.config.to_dict(),
+                "texts": self.texts, "tokens": self.tokens, "input_ids": self.input_ids.tolist(),
+                "attention_mask": self.attention_mask.tolist(),
+            }
+            (folder / "trace.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"cannot save the trace to {folder}: {e}") from None
+        return folder
+
+    @classmethod
+    def load(cls, folder: Union[str, Path]) -> "Trace":
+        """Read a trace written by :meth:`save`."""
+        from safetensors.torch import load_file
+        folder = Path(folder)
+        meta_file, tensor_file = folder / "trace.json", folder / "tensors.safetensors"
+        for f in (meta_file, tensor_file):
+            if not f.is_file():
+                raise InputError(f"{f} not found; a saved trace is a folder with trace.json and tensors.safetensors")
+        try:
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise InputError(f"cannot read {meta_file}: {e}") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise InputError(f"{meta_file} is not an attnscope trace (format {meta.get('format') if isinstance(meta, dict) else None!r})")
+        if meta.get("version") != FORMAT_VERSION:
+            raise InputError(f"{meta_file}: trace format version {meta.get('version')!r} is not supported "
+                             f"(this attnscope reads version {FORMAT_VERSION})")
+        try:
+            tensors = load_file(str(tensor_file))
+        except Exception as e:  # safetensors raises its own error types
+            raise InputError(f"cannot read {tensor_file}: {type(e).__name__}: {e}") from None
+        aliases = meta.get("aliases") or {}
+        if not isinstance(aliases, dict) or any(a not in tensors for a in aliases.values()):
+            raise InputError(f"{meta_file}: its aliases name tensors that {tensor_file.name} lacks")
+        for name, same in aliases.items():
+            tensors[name] = tensors[same]
+        missing = [n for n in meta["names"] if n not in tensors]
+        if missing:
+            raise InputError(f"{tensor_file} lacks {missing[:3]} listed in {meta_file.name}")
+        return cls({n: tensors[n] for n in meta["names"]}, tokens=meta["tokens"],
+                   input_ids=torch.tensor(meta["input_ids"], dtype=torch.long),
+                   attention_mask=torch.tensor(meta["attention_mask"], dtype=torch.long),
+                   model_name=meta["model_name"], family=meta["family"],
+                   config=TransformerConfig.from_dict(meta["config"]), texts=meta.get("texts"),
+                   output=tensors.get("__output__"))
+
+    def __repr__(self) -> str:
+        return (f"Trace(model={self.model_name!r}, texts={len(self.tokens)}, length={self.input_ids.shape[-1]}, "
+                f"names={len(self._tensors)}, {self.nbytes / 2**20:.1f} MiB)")
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the interactive viewer (:mod:`attnscope.viewer`); it needs q, k, v."""
+        from ..viewer import repr_html
+        return repr_html(self)
+
+
+def _distinct_tensors(named: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[str, str]]:
+    """``(tensors, aliases)``: one compact CPU tensor per distinct tensor of ``named`` (safetensors
+    refuses tensors that share memory), and ``{name: the name saved in its place}`` for the rest."""
+    distinct: dict[str, Tensor] = {}
+    aliases: dict[str, str] = {}
+    seen: dict[tuple, str] = {}
+    users: dict[tuple, int] = {}  # storage → how many distinct tensors view it
+    for name, t in named.items():
+        t = t.detach()
+        storage = (t.device, t.untyped_storage().data_ptr())
+        same = (*storage, t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+        if same in seen:
+            aliases[name] = seen[same]
+            continue
+        seen[same] = name
+        users[storage] = users.get(storage, 0) + 1
+        distinct[name] = t
+    out = {}
+    for name, t in distinct.items():
+        own = users[(t.device, t.untyped_storage().data_ptr())] == 1 and t.is_contiguous() \
+            and t.untyped_storage().nbytes() == t.numel() * t.element_size()
+        t = t.cpu()
+        out[name] = t if own else t.contiguous().clone()  # views of one buffer get copies of their own
+    return out, aliases
+
+
+class TraceKeyError(InputError, KeyError):
+    """A name that the trace does not hold."""
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0])

@@ -1,0 +1,149 @@
+"""Running a model with recorders and hooks: :func:`run_trace` and :func:`attached_hooks`.
+
+Both resolve names and globs (``layers.*.attn.weights[3]``) against the model's hook points and
+attach plain :class:`~attnscope.hooks.HookPoint` hooks for the duration of one forward pass (or of
+a ``with`` block), under the model's lock, and always remove them again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator, Optional
+
+import torch
+
+from ..errors import InputError
+from ..hooks import HookHandle, HookPoint, Recorder, name_hook_points
+from .names import key, resolve
+from .record import Trace
+
+Tensor = torch.Tensor
+HookMap = Optional[dict]
+
+
+class _Sink(dict):
+    """Where recorders write. A tensor that is a view of a bigger buffer (q of the fused qkv, one
+    head of all heads) is copied, so that the trace keeps only the bytes it shows. With ``grad``
+    the tensors stay in the autograd graph (the copy too: clone is differentiable)."""
+
+    def __init__(self, *, grad: bool = False) -> None:
+        super().__init__()
+        self.grad = grad
+
+    def __setitem__(self, name: str, t: Tensor) -> None:
+        if not self.grad:
+            t = t.detach()
+        if t.untyped_storage().nbytes() > t.numel() * t.element_size():
+            t = t.clone()
+        super().__setitem__(name, t)
+
+
+def _checked(fn: Callable, pattern: str) -> Callable:
+    """``fn`` with errors that name the pattern the user wrote, not only the hook point."""
+    def hook(t: Tensor, name: str):
+        out = fn(t, name)
+        if out is None:
+            return None
+        if not isinstance(out, torch.Tensor):
+            raise InputError(f"hook {pattern!r} on {name} must return None or a tensor, got {type(out).__name__}")
+        if out.shape != t.shape:
+            raise InputError(f"hook {pattern!r} on {name} must return a tensor of shape {tuple(t.shape)}, "
+                             f"got {tuple(out.shape)}")
+        return out
+    return hook
+
+
+def _targets(model, hooks: HookMap, what: str) -> list[tuple[str, Optional[int], Callable, str]]:
+    if hooks is None:
+        return []
+    if not isinstance(hooks, dict):
+        raise InputError(f"{what} must be a dict {{name_or_glob: fn}}, got {type(hooks).__name__}")
+    out = []
+    for pattern, fn in hooks.items():
+        if not callable(fn):
+            raise InputError(f"{what}[{pattern!r}] must be callable fn(tensor, name), got {type(fn).__name__}")
+        for n, h in resolve([pattern], model.hook_names, model.config.n_heads, what=what):
+            out.append((n, h, fn, pattern))
+    return out
+
+
+def _attach(points: dict[str, HookPoint], targets, dir: str) -> list[HookHandle]:
+    return [points[n].add_hook(_checked(fn, pattern), dir, head=h) for n, h, fn, pattern in targets]  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def attached_hooks(model, fwd: HookMap = None, bwd: HookMap = None) -> Iterator[None]:
+    """Attach ``{name_or_glob: fn}`` forward and backward hooks while the block runs.
+
+    ``fn(tensor, name)`` returns a replacement of the same shape or None; a ``[h]`` suffix gives
+    fn head h's slice and writes its answer back into that head. Backward hooks receive the
+    gradient of the step's output and may return a replacement gradient. The model's lock is
+    held for the block (one hooked pass at a time); the hooks are removed however it ends.
+    """
+    targets = _targets(model, fwd, "hooks"), _targets(model, bwd, "bwd hooks")
+    with model.lock:
+        points = name_hook_points(model)
+        handles: list[HookHandle] = []
+        try:
+            handles += _attach(points, targets[0], "fwd")
+            handles += _attach(points, targets[1], "bwd")
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool = False,
+              grad: bool = False, bwd_hooks: HookMap = None) -> Trace:
+    """Run ``texts`` through ``model`` recording ``names`` and applying ``hooks``; see :mod:`attnscope.trace`.
+
+    Args:
+        model: an :class:`attnscope.models.Model`.
+        texts: a string, a list of strings (one padded batch), or a Batch from ``model.encode``.
+        names: exact names or globs, optionally with ``[h]``; None records every name; ``[]``
+            records nothing (useful with hooks).
+        hooks: ``{name_or_glob: fn(tensor, name) -> tensor | None}``, forward.
+        truncate: cut texts longer than the model's positions instead of raising.
+        grad: run with autograd on: the recorded tensors and ``trace.output`` stay in the graph,
+            so that ``torch.autograd.grad(loss(trace.output), trace[name])`` works.
+        bwd_hooks: ``{name_or_glob: fn(grad, name) -> grad | None}``, called during a later
+            ``backward()`` of the output (so only useful with ``grad=True``).
+    """
+    wanted = resolve(names, model.hook_names, model.config.n_heads)
+    targets = _targets(model, hooks, "hooks")
+    batch = model.as_batch(texts, truncate=truncate)
+    sink = _Sink(grad=grad)
+    with attached_hooks(model, bwd=bwd_hooks), model.lock:
+        points = name_hook_points(model)
+        handles = _attach(points, targets, "fwd")  # before the recorders: they record the replacement
+        tapped = []
+        try:
+            for n, h in wanted:
+                if h is None:
+                    handles.append(points[n].add_hook(Recorder(sink, grad=grad)))
+                else:  # per-head recording protocol of the attention modules
+                    module = model.get_submodule(n.rsplit(".", 1)[0])
+                    module.head_taps.setdefault(n.rsplit(".", 1)[1], set()).add(h)
+                    module.head_sink = sink
+                    tapped.append(module)
+            with torch.enable_grad() if grad else torch.no_grad():
+                output = model(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # (B, L, d)
+        finally:
+            for handle in handles:
+                handle.remove()
+            for module in tapped:
+                module.head_taps = {}
+                module.head_sink = None
+    B = batch.input_ids.shape[0]
+    tensors = {}
+    for n, h in wanted:
+        k = key(n, h)
+        if k not in sink:  # cannot happen for names from model.hook_names; guard the invariant
+            raise RuntimeError(f"internal: {k} was requested but not recorded")
+        t = sink[k]
+        if t.shape[0] != B:  # positions are shared by the batch: (1, L, d) → (B, L, d), a view
+            t = t.expand(B, *t.shape[1:])
+        tensors[k] = t
+    return Trace(tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(),
+                 attention_mask=batch.attention_mask.cpu(), model_name=model.name, family=model.family,
+                 config=model.config, texts=batch.texts, output=output if grad else output.detach())
