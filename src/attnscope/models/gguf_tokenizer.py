@@ -1,0 +1,269 @@
+"""A ``tokenizers.Tokenizer`` built from a GGUF file's metadata, plus its chat template.
+
+A GGUF file carries its tokenizer as metadata: ``tokenizer.ggml.model`` (the kind), ``tokens``,
+``token_type`` (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), ``merges`` or
+``scores``, the special ids, ``add_bos_token`` / ``add_eos_token`` / ``add_space_prefix``, and
+``tokenizer.chat_template``. Two kinds are built here, as ``transformers`` builds them from the
+same file (``tests/models/test_gguf_tokenizer.py`` compares ids):
+
+* ``gpt2`` — byte-level BPE with the file's merges (SmolLM2, Llama 3, Qwen2). ``tokenizer.ggml.pre``
+  names the split before BPE; SmolLM2's "smollm" (like StarCoder's) puts every digit on its own,
+  as the model's own tokenizer and llama.cpp do. transformers ≤ 5.24 ignores that name and keeps
+  ``2017`` whole, so on digits this tokenizer follows the model, not transformers.
+* ``llama`` on a Gemma architecture — SentencePiece-style BPE (Gemma 3): spaces become ``▁``, no
+  space is prepended (``add_space_prefix`` false), bytes without a token fall back to
+  ``<0xNN>``. The file lists no merges; they are rebuilt from the vocabulary, best first in file
+  order, as transformers' converter does (Gemma's scores do not follow its merge order).
+
+Control tokens (``<bos>``, ``<|im_end|>``, ``<start_of_turn>``…) are added as special tokens, so
+their text is one token; user-defined ones as plain added tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from ..errors import InputError, ModelLoadError
+
+CONTROL, USER_DEFINED = 3, 4
+
+# tokenizer.ggml.pre → the regex that splits text before byte-level BPE (None: GPT-2's own,
+# applied by the ByteLevel pre-tokenizer; "digits": GPT-2's after isolating each digit)
+_LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_PRE_SPLITS = {
+    None: None, "default": None, "gpt2": None, "gpt-2": None,
+    "smollm": "digits", "starcoder": "digits", "refact": "digits", "codeshell": "digits",
+    "llama3": _LLAMA3_SPLIT, "llama-v3": _LLAMA3_SPLIT, "llama-bpe": _LLAMA3_SPLIT, "smaug-bpe": _LLAMA3_SPLIT,
+    "qwen2": _QWEN2_SPLIT, "deepseek-r1-qwen": _QWEN2_SPLIT,
+}
+_GEMMA_ARCHS = ("gemma", "gemma2", "gemma3")
+
+
+@dataclass
+class GGUFTokenizer:
+    """The tokenizer of a GGUF file.
+
+    Attributes:
+        backend: the ``tokenizers.Tokenizer`` (pass it to :class:`attnscope.tokenizer.Tokenizer`).
+        bos_token_id, eos_token_id, pad_token_id, unk_token_id: ids from the file (None if absent).
+        special_tokens: "bos_token"/"eos_token"/"pad_token"/"unk_token" → token text.
+        add_bos_token, add_eos_token: whether encoding adds them (already in ``backend``'s
+            post-processor).
+        chat_template: the Jinja chat template string, or None when the file has none (Gemma 3
+            270M's has none).
+        kind: "bpe-bytelevel" or "bpe-sentencepiece".
+    """
+
+    backend: object = field(repr=False)
+    bos_token_id: Optional[int]
+    eos_token_id: Optional[int]
+    pad_token_id: Optional[int]
+    unk_token_id: Optional[int]
+    special_tokens: dict
+    add_bos_token: bool
+    add_eos_token: bool
+    chat_template: Optional[str] = field(default=None, repr=False)
+    kind: str = ""
+
+    def apply_chat_template(self, messages: Sequence[dict], *, add_generation_prompt: bool = False) -> str:
+        """The prompt text of ``messages`` (``[{"role": "user", "content": "Hi"}]``) rendered with the
+        file's chat template, as ``transformers``' ``apply_chat_template(tokenize=False)`` does.
+
+        Raises InputError when the file has no chat template or the template rejects the messages.
+        """
+        if self.chat_template is None:
+            raise InputError("this model's GGUF file has no chat template (tokenizer.chat_template); "
+                             "pass the prompt text yourself")
+        return render_chat_template(self.chat_template, messages, add_generation_prompt=add_generation_prompt,
+                                    **self.special_tokens)
+
+
+def render_chat_template(template: str, messages: Sequence[dict], *, add_generation_prompt: bool = False,
+                         **special_tokens) -> str:
+    """Render a Hugging Face chat template (Jinja, sandboxed, ``trim_blocks`` and ``lstrip_blocks``
+    on, ``raise_exception`` defined), as transformers does."""
+    try:
+        import jinja2
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:  # pragma: no cover - jinja2 comes with torch
+        raise ModelLoadError("rendering a chat template needs jinja2 (pip install jinja2)") from None
+    if not isinstance(messages, (list, tuple)) or not all(isinstance(m, dict) and "role" in m for m in messages):
+        raise InputError(f"messages must be a list of {{'role': …, 'content': …}} dicts, got {messages!r}")
+
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.globals["raise_exception"] = raise_exception
+    try:
+        return env.from_string(template).render(messages=list(messages), add_generation_prompt=add_generation_prompt,
+                                                **special_tokens)
+    except jinja2.exceptions.TemplateError as e:
+        raise InputError(f"the chat template rejected the messages: {e}") from None
+
+
+def tokenizer_from_metadata(meta: dict, path="GGUF file") -> GGUFTokenizer:
+    """Build the tokenizer a GGUF file's metadata describes.
+
+    Raises ModelLoadError for a tokenizer kind other than "gpt2" (byte-level BPE) and Gemma's
+    "llama" (SentencePiece BPE), an unknown ``tokenizer.ggml.pre``, or missing tokens/merges.
+    """
+    kind = meta.get("tokenizer.ggml.model")
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if not isinstance(tokens, list) or not tokens:
+        raise ModelLoadError(f"{path}: the GGUF metadata has no tokenizer.ggml.tokens (the vocabulary)")
+    types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+    if len(types) != len(tokens):
+        raise ModelLoadError(f"{path}: tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} tokens")
+    arch = meta.get("general.architecture")
+    if kind == "gpt2":
+        backend, control = _bytelevel(meta, tokens, types, path), True
+        name = "bpe-bytelevel"
+    elif kind == "llama" and arch in _GEMMA_ARCHS:
+        backend, name = _gemma(meta, tokens, path), "bpe-sentencepiece"
+    else:
+        raise ModelLoadError(f"{path}: GGUF tokenizer {kind!r} for architecture {arch!r} is not supported; "
+                             f"attnscope builds 'gpt2' (byte-level BPE) and Gemma's 'llama' (SentencePiece BPE)")
+    from tokenizers import AddedToken
+
+    byte_alphabet = _byte_alphabet() if kind == "gpt2" else None
+    specials, plain = [], []
+    for tok, t in zip(tokens, types):
+        if t == CONTROL and (byte_alphabet is None or set(tok) <= byte_alphabet):
+            specials.append(AddedToken(tok, normalized=False, special=True))
+        elif t == USER_DEFINED:
+            plain.append(AddedToken(tok, normalized=False, special=False))
+    if specials:
+        backend.add_special_tokens(specials)
+    if plain:
+        backend.add_tokens(plain)
+
+    ids = {k: meta.get(f"tokenizer.ggml.{g}") for k, g in (("bos", "bos_token_id"), ("eos", "eos_token_id"),
+                                                             ("pad", "padding_token_id"), ("unk", "unknown_token_id"))}
+    for k, i in ids.items():
+        if i is not None and not 0 <= i < len(tokens):
+            raise ModelLoadError(f"{path}: tokenizer.ggml.{k} id {i} is outside the vocabulary of {len(tokens)}")
+    # llama.cpp adds BOS to SentencePiece vocabularies that do not say otherwise
+    add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", kind == "llama"))
+    add_eos = bool(meta.get("tokenizer.ggml.add_eos_token", False))
+    _post_processor(backend, tokens, ids, add_bos, add_eos, gemma=kind == "llama", path=path)
+    special = {f"{k}_token": tokens[i] for k, i in ids.items() if i is not None}
+    return GGUFTokenizer(backend, ids["bos"], ids["eos"], ids["pad"], ids["unk"], special, add_bos, add_eos,
+                         meta.get("tokenizer.chat_template"), name)
+
+
+def _post_processor(backend, tokens, ids, add_bos, add_eos, *, gemma: bool, path) -> None:
+    from tokenizers import processors
+
+    for flag, k in ((add_bos, "bos"), (add_eos, "eos")):
+        if flag and ids[k] is None:
+            raise ModelLoadError(f"{path}: tokenizer.ggml.add_{k}_token is set but there is no {k} token id")
+    bos = [f"{tokens[ids['bos']]}:0"] if add_bos else []
+    eos = [f"{tokens[ids['eos']]}:0"] if add_eos else []
+    single = bos + ["$A:0"] + eos
+    # the second text of a pair gets type id 1 (as in transformers' TemplateProcessing)
+    pair = single + [s.replace(":0", ":1") for s in bos] + ["$B:1"] + [s.replace(":0", ":1") for s in eos]
+    used = {tokens[ids[k]]: ids[k] for k, f in (("bos", add_bos), ("eos", add_eos)) if f}
+    if gemma or used:
+        backend.post_processor = processors.TemplateProcessing(single=single, pair=pair,
+                                                               special_tokens=list(used.items()))
+    else:
+        backend.post_processor = processors.ByteLevel(trim_offsets=False)
+
+
+def _byte_alphabet() -> set:
+    from tokenizers import pre_tokenizers
+
+    return set(pre_tokenizers.ByteLevel.alphabet())
+
+
+def _bytelevel(meta: dict, tokens: list, types: list, path):
+    from tokenizers import Regex, Tokenizer, decoders, pre_tokenizers
+    from tokenizers.models import BPE
+
+    merges_raw = meta.get("tokenizer.ggml.merges")
+    if not isinstance(merges_raw, list):
+        raise ModelLoadError(f"{path}: a 'gpt2' GGUF tokenizer needs tokenizer.ggml.merges, which is missing")
+    pre = meta.get("tokenizer.ggml.pre")
+    if pre not in _PRE_SPLITS:
+        raise ModelLoadError(f"{path}: tokenizer.ggml.pre = {pre!r} names a pre-tokenizer attnscope does not know "
+                             f"(known: {', '.join(sorted(k for k in _PRE_SPLITS if k))})")
+    alphabet = _byte_alphabet()
+    table = _bytes_to_unicode()
+    vocab = {}
+    for i, tok in enumerate(tokens):
+        # a token outside the byte alphabet (a mislabelled added token) is spelled in bytes, as transformers does
+        vocab[tok if set(tok) <= alphabet else "".join(table[b] for b in tok.encode("utf-8"))] = i
+    merges = []
+    for m in merges_raw:
+        a, sep, b = m.partition(" ")
+        if not sep:
+            raise ModelLoadError(f"{path}: tokenizer.ggml.merges entry {m!r} is not 'left right'")
+        merges.append((a, b))
+    tok = Tokenizer(BPE(vocab, merges, dropout=None, continuing_subword_prefix="", end_of_word_suffix="",
+                        fuse_unk=False, byte_fallback=False))
+    split = _PRE_SPLITS[pre]
+    if split is None:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    elif split == "digits":
+        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                     pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(split), behavior="isolated"),
+                                                     pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    return tok
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's printable character for each byte."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def _gemma(meta: dict, tokens: list, path):
+    from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers
+    from tokenizers.models import BPE
+
+    if meta.get("tokenizer.ggml.add_space_prefix", False):
+        raise ModelLoadError(f"{path}: tokenizer.ggml.add_space_prefix is true; Gemma's tokenizer as attnscope "
+                             f"builds it prepends no space")
+    unk_id = meta.get("tokenizer.ggml.unknown_token_id")
+    if unk_id is None:
+        raise ModelLoadError(f"{path}: a SentencePiece GGUF tokenizer needs tokenizer.ggml.unknown_token_id")
+    # a token of two or more spaces is stored as spaces; the normalizer below turns text spaces into ▁
+    tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in tokens]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tok = Tokenizer(BPE(vocab, gemma_merges(tokens), fuse_unk=True, unk_token=tokens[unk_id], dropout=None,
+                        byte_fallback=True))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous", invert=False)
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    return tok
+
+
+def gemma_merges(tokens: list) -> list[tuple[str, str]]:
+    """BPE merges implied by a SentencePiece vocabulary: every split of a token into two tokens,
+    ordered by the token's position in the file (earlier first), then longer left part first —
+    the order transformers' ``generate_merges`` gives with the file position as the score."""
+    vocab = {t: i for i, t in enumerate(tokens)}
+    rank = {t: i for i, t in enumerate(tokens)}  # a repeated token keeps its last position, as dicts do
+    found = []
+    for tok, r in rank.items():
+        n = len(tok)
+        for k in range(n - 1, 0, -1):  # longer left part first
+            left, right = tok[:k], tok[k:]
+            if left in vocab and right in vocab:
+                found.append((r, k, left, right))
+    found.sort(key=lambda x: (x[0], -x[1]))
+    return [(a, b) for _, _, a, b in found]
