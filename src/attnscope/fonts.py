@@ -52,12 +52,17 @@ def has_glyph(ch: str) -> bool:
     return ord(ch) in _cmap()
 
 
+def subset_chars(text: str) -> list[str]:
+    """The non-ASCII characters of ``text`` that the bundled font draws, sorted."""
+    return sorted({c for c in text if ord(c) >= 0x80 and has_glyph(c)})
+
+
 def subset_font(text: str) -> Optional[bytes]:
     """The bundled font cut down to the non-ASCII characters of ``text`` it has (OpenType bytes).
 
     None when there are none, so pure-ASCII pages carry no font at all.
     """
-    chars = sorted({c for c in text if ord(c) >= 0x80 and has_glyph(c)})
+    chars = subset_chars(text)
     if not chars:
         return None
     from fontTools import subset
@@ -77,10 +82,17 @@ def subset_font(text: str) -> Optional[bytes]:
 
 
 def font_face_css(text: str) -> str:
-    """A CSS ``@font-face`` rule with :func:`subset_font` inline as a data URL, or ``""``."""
+    """A CSS ``@font-face`` rule with :func:`subset_font` inline as a data URL, or ``""``.
+
+    Its ``unicode-range`` is exactly the subset's characters, so the viewer can name the family
+    first in every font list: those characters are always drawn with the embedded glyphs (also on
+    a machine that has CJK fonts of its own, so that every machine shows the same picture), and
+    every other character with the usual system font.
+    """
     data = subset_font(text)
     if data is None:
         return ""
     b64 = base64.b64encode(data).decode("ascii")
-    return (f"@font-face{{font-family:'{CJK_FAMILY}';font-style:normal;font-weight:400;"
-            f"src:url(data:font/otf;base64,{b64}) format('opentype');}}")
+    ranges = ",".join(f"U+{ord(c):X}" for c in subset_chars(text))
+    return (f"@font-face{{font-family:'{CJK_FAMILY}';font-style:normal;font-weight:400;font-display:block;"
+            f"unicode-range:{ranges};src:url(data:font/otf;base64,{b64}) format('opentype');}}")

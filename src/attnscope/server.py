@@ -2,24 +2,36 @@
 
     attnscope serve --port 8000        # then open http://127.0.0.1:8000/
 
-The model is loaded once, when the app is created. Every request runs under one lock (a trace
-attaches recorders to the model's hook points, so two traces must not overlap). The OpenAPI
-schema is at ``/openapi.json`` and browsable at ``/docs``.
+The model is loaded once, when the app is created, and runs on one worker thread (a trace attaches
+recorders to the model's hook points, so two traces must not overlap): requests wait for it in a
+queue of at most ``max_waiting``; when that is full the answer is 503 at once, with Retry-After,
+rather than an unbounded pile of waiting requests. Bodies over :data:`MAX_BODY` bytes are refused
+with 413 before they are read whole (by Content-Length, and by counting while they stream). The
+OpenAPI schema is at ``/openapi.json`` and browsable offline at ``/docs`` (Swagger UI) and
+``/redoc``, from files that ship in a Python package (fastapi-offline), never from a CDN.
 
-Errors are JSON ``{"detail": "<one clear sentence>"}``: 400 for a body that is not JSON, 422 for
-a request that is JSON but wrong (empty or over-long text, a layer, head or query token out of
-range, an unknown field), 404 for an unknown path. The server keeps serving after any of them.
+Errors are JSON ``{"detail": "<one clear sentence>"}``: 400 for a body that is not JSON, 413 for
+a body over the limit, 422 for a request that is JSON but wrong (empty, over-long or invalid-Unicode
+text, a value of the wrong type, a layer, head or query token out of range, an unknown field),
+404 for an unknown path, 503 when busy. Types are strict: ``"head": true``, ``"layer": 1.0`` and
+``"decimals": "4"`` are 422, not coerced. The server keeps serving after any of them.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Optional
+import asyncio
+import ipaddress
+import json
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from . import __version__
 from .errors import AttnscopeError, InputError
@@ -27,14 +39,32 @@ from .fonts import font_face_css
 from .viewer import data as view_data_mod
 from .viewer import source
 from .viewer.html import render_server_page
-from .viewer.run import trace_texts, view_data
+from .viewer.run import check_text, trace_texts, unicode_problem, view_data
 
 #: Default limit on the characters of one text (the model's own limit on tokens applies too).
 MAX_CHARS = 2000
+#: Largest request body in bytes: a 2,000-character text is at most ~24 KB of JSON (\\uXXXX
+#: escapes of astral characters), so 1 MB leaves room for anything valid and refuses the rest.
+MAX_BODY = 1_000_000
+#: Requests that may wait for the model while one runs; more get 503 at once.
+MAX_WAITING = 16
+#: Requests in progress (reading a body, waiting, running) before new ones get 503 at once: each
+#: holds at most MAX_BODY bytes, so this bounds the memory requests can take.
+MAX_ACTIVE = 64
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: JSON true is not head 1, 1.0 is not layer 1, "4" is not 4
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _valid_unicode(cls, v, info):
+        if isinstance(v, str):
+            problem = unicode_problem(v)
+            if problem:
+                raise PydanticCustomError("invalid_unicode", "{what} " + problem, {"what": info.field_name})
+        return v
 
 
 class ViewRequest(_Strict):
@@ -42,7 +72,7 @@ class ViewRequest(_Strict):
     compare: Optional[str] = Field(None, description="A second text for the context view.",
                                    examples=["I deposited money at the bank."])
     token: Optional[str] = Field(None, description="The token the two texts share (default: the first shared one).")
-    decimals: int = Field(4, ge=0, le=12, description="Decimals the page starts with.")
+    decimals: int = Field(4, ge=0, le=view_data_mod.MAX_DECIMALS, description="Decimals the page starts with.")
 
 
 class HeadRequest(_Strict):
@@ -90,8 +120,12 @@ class Steps(BaseModel):
     out: list[float] = Field(description="Σ weight · v: this head's part of the query's new vector.")
 
 
-def _error(status: int, detail: str) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"detail": detail})
+def _error(status: int, detail: str, headers: Optional[dict] = None) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
+
+
+_TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "true or false",
+          "float_type": "a number"}
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
@@ -104,28 +138,130 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
     for e in errors:
         loc = [str(x) for x in e.get("loc", ()) if x != "body"]
         where = ".".join(loc) or "body"
-        if e.get("type") == "extra_forbidden":
+        kind = e.get("type")
+        if kind == "extra_forbidden":
             parts.append(f"unknown field {where!r}")
-        elif e.get("type") == "missing":
+        elif kind == "missing" and not loc:
+            return 422, 'request body is empty; send a JSON object such as {"text": "The bank of the river."}'
+        elif kind == "missing":
             parts.append(f"missing field {where!r}")
-        elif e.get("type") in ("model_attributes_type", "dict_type") and not loc:
+        elif kind in ("model_attributes_type", "model_type", "dict_type") and not loc:
             parts.append("request body must be a JSON object")
+        elif kind == "invalid_unicode":
+            parts.append(e.get("msg"))
+        elif kind in _TYPES:
+            parts.append(f"{where} must be {_TYPES[kind]}, got {json.dumps(e.get('input'))[:40]}")
         else:
             parts.append(f"{where}: {e.get('msg')}")
     return 422, "; ".join(parts) or "invalid request"
 
 
-def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int = MAX_CHARS) -> FastAPI:
-    """The ASGI app. ``model``: an attnscope Model (loaded from ``model_path`` when None)."""
+class Busy(Exception):
+    """Every place in the model's queue is taken."""
+
+
+class ModelWorker:
+    """Runs model work on one thread, with at most ``max_waiting`` calls queued behind the running
+    one; :meth:`run` raises :class:`Busy` at once when the queue is full. The count follows the
+    thread's own futures, so a client that disconnects frees its place only when its work is done
+    or was cancelled before it started."""
+
+    def __init__(self, max_waiting: int = MAX_WAITING):
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnscope-model")
+        self.limit = max_waiting + 1
+        self.pending = 0
+
+    async def run(self, fn: Callable, *args):
+        if self.pending >= self.limit:
+            raise Busy()
+        loop = asyncio.get_running_loop()
+        fut = self.pool.submit(fn, *args)
+        self.pending += 1
+        fut.add_done_callback(lambda _: loop.call_soon_threadsafe(self._done))
+        return await asyncio.wrap_future(fut)
+
+    def _done(self) -> None:
+        self.pending -= 1
+
+
+async def _send_json(send, status: int, detail: str, headers: tuple = ()) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Limits:
+    """ASGI middleware that bounds what requests can take before the app sees them.
+
+    413 for a body over ``max_body`` bytes, decided from Content-Length before reading anything,
+    else while counting the streamed chunks (never holding more than ``max_body``); 503 at once
+    when ``max_active`` requests are already in progress.
+    """
+
+    def __init__(self, app, max_body: int = MAX_BODY, max_active: int = MAX_ACTIVE):
+        self.app, self.limit, self.max_active = app, max_body, max_active
+        self.active = 0
+
+    async def _refuse(self, send, size: str) -> None:
+        await _send_json(send, 413, f"request body is {size}; the limit is {self.limit:,} bytes "
+                                    "(the longest text is a few KB)", ((b"connection", b"close"),))
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if self.active >= self.max_active:
+            return await _send_json(send, 503, f"the server is busy ({self.active} requests in progress); "
+                                               "try again in a moment", ((b"retry-after", b"1"),))
+        self.active += 1
+        try:
+            await self._call(scope, receive, send)
+        finally:
+            self.active -= 1
+
+    async def _call(self, scope, receive, send):
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            return await self._refuse(send, f"{int(length):,} bytes")
+        chunks, size = [], 0
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                return await self._refuse(send, f"over {self.limit:,} bytes")
+            chunks.append(chunk)
+            if not msg.get("more_body"):
+                break
+        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def receive_again():
+            return replay.pop() if replay else await receive()
+
+        await self.app(scope, receive_again, send)
+
+
+def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int = MAX_CHARS,
+               max_waiting: int = MAX_WAITING, max_body: int = MAX_BODY):
+    """The ASGI app. ``model``: an attnscope Model (loaded from ``model_path`` when None).
+
+    Returns a FastAPI app (``app.state.model``, ``app.state.worker``) wrapped in the body limit.
+    """
+    from fastapi_offline import FastAPIOffline
+
     if model is None:
         from .models import load
         model = load(model_path)
-    lock = threading.Lock()
+    worker = ModelWorker(max_waiting)
     cfg = model.config
-    app = FastAPI(title="attnscope", version=__version__,
-                  description="Attention of a Transformer, every number visible. The page at / is the "
-                              "interactive viewer; these endpoints return the same numbers as JSON.")
+    app = FastAPIOffline(title="attnscope", version=__version__,
+                         description="Attention of a Transformer, every number visible. The page at / is the "
+                                     "interactive viewer; these endpoints return the same numbers as JSON.")
     app.state.model = model
+    app.state.worker = worker
 
     @app.exception_handler(RequestValidationError)
     async def _on_validation(request: Request, exc: RequestValidationError):
@@ -136,20 +272,19 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
     async def _on_attnscope(request: Request, exc: AttnscopeError):
         return _error(422, str(exc))
 
-    def check_text(text: str, what: str = "text") -> str:
-        if not text.strip():
-            raise InputError(f"{what} is empty; type a sentence")
-        if len(text) > max_chars:
-            raise InputError(f"{what} has {len(text)} characters; the limit is {max_chars}")
-        return text
+    @app.exception_handler(Busy)
+    async def _on_busy(request: Request, exc: Busy):
+        return _error(503, f"the server is busy ({worker.pending} requests are running or waiting for the "
+                           "model); try again in a moment", headers={"Retry-After": "1"})
 
-    def traced(texts: list[str]):
-        with lock:
-            return trace_texts(model, texts)
+    def check_head(req: HeadRequest) -> None:
+        check_text(req.text, max_chars=max_chars)
+        source.check_index("layer", req.layer, cfg.n_layers, "layer")
+        source.check_index("head", req.head, cfg.n_heads, "head")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> str:
-        return render_server_page(model.name)
+        return render_server_page(model.name, max_chars=max_chars)
 
     @app.get("/api/model", response_model=ModelInfo, summary="The loaded model and the input limits")
     def info() -> ModelInfo:
@@ -158,37 +293,41 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
                          max_tokens=cfg.max_positions, max_chars=max_chars, version=__version__)
 
     @app.post("/api/view", summary="Page data for the viewer (the format of attnscope view's HTML file)")
-    def view(req: ViewRequest) -> JSONResponse:
-        check_text(req.text)
+    async def view(req: ViewRequest) -> JSONResponse:
+        check_text(req.text, max_chars=max_chars)
         if req.compare is not None:
-            check_text(req.compare, "compare")
-        with lock:
+            check_text(req.compare, "compare", max_chars)
+
+        def work():
             d = view_data(model, req.text, compare=req.compare, token=req.token, decimals=req.decimals)
-        d["font_css"] = font_face_css(view_data_mod.all_text(d))
-        return JSONResponse(d)
+            d["font_css"] = font_face_css(view_data_mod.all_text(d))
+            return d
+        return JSONResponse(await worker.run(work))
 
     @app.post("/api/attention", response_model=Attention, summary="One head's attention weights")
-    def attention(req: HeadRequest) -> Attention:
-        check_text(req.text)
-        source.check_index("layer", req.layer, cfg.n_layers, "layer")
-        source.check_index("head", req.head, cfg.n_heads, "head")
-        tr = traced([req.text])
-        w = source.weights(tr, req.layer)[req.head]  # (n, n) float64 from the traced q, k
-        return Attention(tokens=source.tokens(tr), layer=req.layer, head=req.head, weights=w.tolist())
+    async def attention(req: HeadRequest) -> Attention:
+        check_head(req)
+
+        def work():
+            tr = trace_texts(model, [req.text])
+            w = source.weights(tr, req.layer)[req.head]  # (n, n) float64 from the traced q, k
+            return Attention(tokens=source.tokens(tr), layer=req.layer, head=req.head, weights=w.tolist())
+        return await worker.run(work)
 
     @app.post("/api/steps", response_model=Steps,
               summary="The walk-through of one query row: raw score, scaled, exp, weight, weighted sum")
-    def steps(req: StepRequest) -> Steps:
-        check_text(req.text)
-        source.check_index("layer", req.layer, cfg.n_layers, "layer")
-        source.check_index("head", req.head, cfg.n_heads, "head")
-        tr = traced([req.text])
-        s = source.steps(tr, req.layer, req.head, req.query)
-        return Steps(tokens=s["tokens"], layer=req.layer, head=req.head, query=req.query, d_k=s["d_k"],
-                     factor=s["factor"], raw=s["raw"].tolist(),
-                     scaled=[None if x == float("-inf") else x for x in s["scaled"].tolist()],
-                     shift=s["shift"], exp=s["exp"].tolist(), sum=s["sum"], weights=s["weights"].tolist(),
-                     out=s["out"].tolist())
+    async def steps(req: StepRequest) -> Steps:
+        check_head(req)
+
+        def work():
+            tr = trace_texts(model, [req.text])
+            s = source.steps(tr, req.layer, req.head, req.query)
+            return Steps(tokens=s["tokens"], layer=req.layer, head=req.head, query=req.query, d_k=s["d_k"],
+                         factor=s["factor"], raw=s["raw"].tolist(),
+                         scaled=[None if x == float("-inf") else x for x in s["scaled"].tolist()],
+                         shift=s["shift"], exp=s["exp"].tolist(), sum=s["sum"], weights=s["weights"].tolist(),
+                         out=s["out"].tolist())
+        return await worker.run(work)
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:
@@ -198,14 +337,73 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
     def health() -> dict:
         return {"ok": True}
 
+    app.add_middleware(Limits, max_body=max_body)
     return app
 
 
+def is_loopback(host: str) -> bool:
+    """True when every address ``host`` resolves to is this machine's loopback."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``; InputError with one sentence when that fails."""
+    import errno
+
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror:
+        raise InputError(f"--host {host!r} is not an address or a known host name") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart may reuse the port at once
+    try:
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise InputError(f"port {port} is in use; choose another with --port") from None
+        if e.errno == errno.EACCES:
+            raise InputError(f"port {port} needs more privileges on this machine (ports below 1024 "
+                             "usually need root); choose another with --port") from None
+        if e.errno == errno.EADDRNOTAVAIL:
+            raise InputError(f"--host {host} is not an address of this machine") from None
+        raise InputError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
+
+
 def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str] = None,
-          max_chars: int = MAX_CHARS, log_level: str = "info") -> None:
-    """Load the model and run the app with uvicorn until interrupted."""
+          max_chars: int = MAX_CHARS, log_level: str = "warning", say: Callable[[str], None] = print) -> None:
+    """Check the address, load the model, then run the app with uvicorn until interrupted.
+
+    The socket is bound first, so a port in use is one sentence before the model loads; ``say``
+    gets "serving http://…" only once uvicorn accepts requests.
+    """
     import uvicorn
 
+    sock = bind(host, port)
+    port = sock.getsockname()[1]  # the real one when port is 0
+    if not is_loopback(host):
+        print(f"attnscope serve: warning: listening on {host} opens the API to other machines on the "
+              "network, without authentication; use --host 127.0.0.1 to keep it local", file=sys.stderr, flush=True)
+    say("attnscope: loading the model…")
     app = create_app(model_path=model_path, max_chars=max_chars)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/"
 
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                say(f"attnscope: serving {url} (API docs at {url}docs); press Ctrl+C to stop")
+
+    # uvicorn's own limit on connections is only a backstop behind Limits' clear JSON 503
+    config = uvicorn.Config(app, log_level=log_level, limit_concurrency=4 * MAX_ACTIVE, timeout_keep_alive=5)
+    try:
+        Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

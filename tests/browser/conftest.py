@@ -5,19 +5,14 @@ Screenshots and exported images are kept under artifacts/browser/ (git-ignored) 
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from attnscope.viewer.html import render
 from attnscope.viewer.run import view_data
+from tests.server.live import live_server
 from tests.viewer.fixtures import OTHER, TEXT, full_trace, minilm, tiny_models, trace  # noqa: F401
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
@@ -53,8 +48,10 @@ def page(browser_context):
     pg.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
     pg.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
     pg.errors = errors
+    pg.ignored = []  # substrings of messages a test's own instruments cause
     yield pg
     pg.close()
+    errors = [e for e in errors if not any(x in e for x in pg.ignored)]
     assert errors == [], errors
 
 
@@ -70,38 +67,8 @@ def exported(minilm, tmp_path_factory) -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def server_url():
     """`attnscope serve` as a real uvicorn process on a free port."""
-    port = _free_port()
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "attnscope", "serve", "--port", str(port), "--max-chars", "300"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 90
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(url + "healthz", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None:
-                raise RuntimeError(f"attnscope serve exited: {proc.stdout.read().decode(errors='replace')}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("attnscope serve did not come up in 90 s")
-            time.sleep(0.3)
+    with live_server("--max-chars", "300") as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()

@@ -37,7 +37,7 @@ def test_type_a_sentence_and_check_the_numbers(page, server_url, minilm, artifac
         page.click("[data-testid=export-png]")
     dl.value.save_as(artifacts / "served-export-step.png")
     assert (artifacts / "served-export-step.png").read_bytes()[:4] == b"\x89PNG"
-    page.click("[data-testid=tab-compare]")
+    page.click("[data-testid=tab-context]")
     assert page.locator("[data-testid=compare-table] tr").count() == 1 + 7
 
 
@@ -47,7 +47,9 @@ def test_bad_input_shows_the_message_and_the_page_goes_on(page, server_url, mini
     msg = page.locator("[data-testid=form-message]")
     msg.locator("text=text is empty").wait_for()
     assert "as-err" in msg.get_attribute("class")
-    submit(page, "x" * 301)
+    assert page.get_attribute("[data-testid=text-input]", "maxlength") == "300"  # the box takes no more
+    page.eval_on_selector("[data-testid=text-input]", "e => { e.value = 'x'.repeat(301); }")  # a script can
+    page.click("[data-testid=submit]")
     msg.locator("text=the limit is 300").wait_for()
     submit(page, "我喜欢人工智能")
     wait_ready(page)

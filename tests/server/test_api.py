@@ -27,7 +27,7 @@ def test_model_info(client):
 def test_index_is_the_viewer_with_a_text_box(client):
     r = client.get("/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
-    assert "attnscope.mount" in r.text and "server:" in r.text
+    assert "attnscope.mount" in r.text and '"server":{"endpoint":"api/view"' in r.text and '"maxChars":200' in r.text
 
 
 def test_steps_are_the_traced_models_numbers(client, minilm):
@@ -75,12 +75,31 @@ BAD = [
     ("/api/view", {"text": "hi", "colour": "red"}, 422, "unknown field 'colour'"),
     ("/api/view", {}, 422, "missing field 'text'"),
     ("/api/view", [1, 2], 422, "request body must be a JSON object"),
-    ("/api/view", {"text": 5}, 422, "text: Input should be a valid string"),
+    ("/api/view", {"text": 5}, 422, "text must be a string, got 5"),
     ("/api/attention", {"text": "hi", "layer": 6, "head": 0}, 422, "layer 6 is out of range: there are 6 layers (0..5)"),
     ("/api/attention", {"text": "hi", "layer": 0, "head": 12}, 422, "head 12 is out of range: there are 12 heads (0..11)"),
     ("/api/steps", {"text": "hi", "layer": 0, "head": -1, "query": 0}, 422, "head -1 is out of range"),
     ("/api/steps", {"text": "hi", "layer": 0, "head": 0, "query": 3}, 422, "query token 3 is out of range: there are 3 tokens (0..2)"),
-    ("/api/steps", {"text": "hi", "layer": "two"}, 422, "layer: Input should be a valid integer"),
+    ("/api/steps", {"text": "hi", "layer": "two"}, 422, 'layer must be an integer, got "two"'),
+    # strict types: nothing is coerced
+    ("/api/attention", {"text": "hi", "head": True}, 422, "head must be an integer, got true"),
+    ("/api/attention", {"text": "hi", "layer": 1.0}, 422, "layer must be an integer, got 1.0"),
+    ("/api/steps", {"text": "hi", "query": "1"}, 422, 'query must be an integer, got "1"'),
+    ("/api/view", {"text": "hi", "decimals": "4"}, 422, 'decimals must be an integer, got "4"'),
+    ("/api/view", {"text": "hi", "decimals": 9}, 422, "decimals: Input should be less than or equal to 8"),
+    ("/api/view", {"text": ["hi"]}, 422, 'text must be a string, got ["hi"]'),
+    ("/api/view", {"text": "hi", "token": 3}, 422, "token must be a string, got 3"),
+    # empty and null bodies
+    ("/api/view", b"", 422, "request body is empty"),
+    ("/api/steps", b"", 422, "request body is empty"),
+    ("/api/view", b"null", 422, "request body must be a JSON object"),
+    ("/api/view", b'"text"', 422, "request body must be a JSON object"),
+    # text that is not valid Unicode: a lone surrogate escape, in every text field and endpoint
+    ("/api/view", b'{"text": "a\\ud800b"}', 422, "text is not valid Unicode: a lone surrogate U+D800 at character 1"),
+    ("/api/attention", b'{"text": "a\\ud800b"}', 422, "text is not valid Unicode: a lone surrogate U+D800"),
+    ("/api/steps", b'{"text": "a\\udc00b", "query": 1}', 422, "text is not valid Unicode: a lone surrogate U+DC00"),
+    ("/api/view", b'{"text": "bank", "compare": "\\udfff bank"}', 422, "compare is not valid Unicode"),
+    ("/api/view", b'{"text": "bank", "compare": "a bank", "token": "\\ud83d"}', 422, "token is not valid Unicode"),
 ]
 
 
@@ -116,3 +135,21 @@ def test_the_model_is_loaded_once(monkeypatch, minilm):
     for _ in range(3):
         assert c.post("/api/attention", json={"text": "hello there"}).status_code == 200
     assert calls == [None]
+
+
+def test_valid_surrogate_pairs_are_text(client, minilm):
+    r = client.post("/api/attention", content=b'{"text": "caf\\u00e9 \\ud83d\\ude00 bank"}',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 200 and r.json()["tokens"] == minilm.trace("café 😀 bank").tokens[0]
+
+
+def test_the_docs_are_served_from_packaged_files(client):
+    """/docs and /redoc point at files this server serves itself, none at a CDN (Chromium renders
+    them offline in tests/browser/test_docs_offline.py)."""
+    import re
+    for page in ("/docs", "/redoc"):
+        html = client.get(page).text
+        urls = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)""", html) + re.findall(r"url:\s*'([^']+)'", html)
+        assert urls and not [u for u in urls if "//" in u], (page, urls)
+        for u in urls:
+            assert client.get(u).status_code == 200, u

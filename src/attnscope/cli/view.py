@@ -15,28 +15,42 @@ from ..errors import InputError
 
 
 def register(sub) -> None:
+    from ..viewer.data import MAX_DECIMALS
+
     p = sub.add_parser("view", help="write an interactive attention viewer (one HTML file)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("text", help="the text to look at")
     p.add_argument("--compare", default=None, help="a second text, for the context view")
     p.add_argument("--token", default=None, help="the token the two texts share (default: the first shared one)")
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
-    p.add_argument("--decimals", type=int, default=4, help="decimals the page starts with (default 4)")
+    p.add_argument("--decimals", type=int, default=4,
+                   help=f"decimals the page starts with, 0..{MAX_DECIMALS} (default 4; the page can change it)")
     p.add_argument("-o", "--output", default="attention.html", help="output file (default attention.html)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    for what, t in (("text", args.text), ("--compare", args.compare)):
-        if t is not None and not t.strip():
-            raise InputError(f"{what} is empty")
+    from ..viewer.data import MAX_DECIMALS
+    from ..viewer.run import check_text
+
+    check_text(args.text, "text")
+    if args.compare is not None:
+        check_text(args.compare, "--compare")
+    if args.token is not None:
+        check_text(args.token, "--token")
+    if not 0 <= args.decimals <= MAX_DECIMALS:
+        raise InputError(f"--decimals must be in 0..{MAX_DECIMALS}, got {args.decimals}")
+    out = Path(args.output)
+    if out.is_dir():
+        raise InputError(f"--output {out} is a folder; give a file name such as {out / 'attention.html'}")
+    if not out.parent.is_dir():
+        raise InputError(f"cannot write {out}: the folder {out.parent} does not exist")
     from ..models import load
     from ..viewer.html import render
     from ..viewer.run import view_data
 
     model = load(args.model)
     page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals))
-    out = Path(args.output)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:

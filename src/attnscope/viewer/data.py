@@ -34,6 +34,9 @@ FORMAT = "attnscope.view"
 VERSION = 1
 #: Thumbnails have at most this many cells a side.
 THUMB = 64
+#: The page offers 0..MAX_DECIMALS decimals (float64 shows ~15 significant digits; the numbers of
+#: interest are below 1, so 8 decimals already show what float32 inputs can say).
+MAX_DECIMALS = 8
 #: Largest |weights from q, k − traced weights| accepted (float32 round-off is ~1e-7).
 REPRODUCE_TOL = 1e-4
 
@@ -126,8 +129,8 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
     Traces, as ``attnscope view`` does): a padded batch computes the same model with different
     float32 rounding (~1e-6 relative).
     """
-    if not isinstance(decimals, int) or not 0 <= decimals <= 12:
-        raise InputError(f"decimals must be an integer in 0..12, got {decimals!r}")
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= MAX_DECIMALS:
+        raise InputError(f"decimals must be an integer in 0..{MAX_DECIMALS}, got {decimals!r}")
     if isinstance(trace, (list, tuple)):
         if not trace:
             raise InputError("no trace to show")
@@ -150,7 +153,7 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
                    "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
                    "causal": bool(cfg.causal)},
         "exp_show_limit": source.EXP_SHOW_LIMIT,
-        "decimals": decimals,
+        "decimals": decimals, "max_decimals": MAX_DECIMALS,
         "texts": [_text_entry(t, i, check) for t, i in pairs],
         "compare": None,
     }

@@ -46,13 +46,15 @@ def render(data: dict, *, title: Optional[str] = None) -> str:
     return _page(title, font_css, body)
 
 
-def render_server_page(model_name: str, *, api: str = "api/view") -> str:
-    """The page of ``attnscope serve``: the same viewer under a text box that asks the JSON API."""
+def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Optional[int] = None) -> str:
+    """The page of ``attnscope serve``: a short introduction with examples, a text box that asks
+    the JSON API, and the same viewer under it."""
+    opts = {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars}}
     body = (
         "<div id=\"attnscope-root\"></div>\n"
         f"<script>\n{asset('viewer.js')}</script>\n"
         "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'), null,\n"
-        f"  {{server: {{endpoint: {json.dumps(api)}}}}});\n</script>"
+        f"  {json_for_script(opts)});\n</script>"
     )
     return _page(f"attnscope · {model_name}", "", body)
 

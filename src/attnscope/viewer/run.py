@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ..errors import InputError
 from . import data as _data
 
 #: q, k, v of every layer; the hidden states for the context view; head 0's weights of every
@@ -30,3 +31,33 @@ def view_data(model, text: str, *, compare: Optional[str] = None, token: Optiona
     """Page data for ``text`` (and the context comparison with ``compare``)."""
     traces = trace_each(model, [text] if compare is None else [text, compare])
     return _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals)
+
+
+def unicode_problem(text: str) -> Optional[str]:
+    """Why ``text`` is not valid Unicode (a sentence), or None when it is.
+
+    Python strings can hold lone surrogates: from a JSON ``"\\ud800"`` escape without its pair,
+    or from command-line bytes that are not UTF-8 (decoded with surrogateescape to U+DC80..DCFF).
+    No tokenizer can read them.
+    """
+    for i, c in enumerate(text):
+        o = ord(c)
+        if 0xDC80 <= o <= 0xDCFF:
+            return (f"is not valid UTF-8: byte 0x{o - 0xDC00:02X} at character {i} (is the terminal's "
+                    "or the file's encoding UTF-8?)")
+        if 0xD800 <= o <= 0xDFFF:
+            return f"is not valid Unicode: a lone surrogate U+{o:04X} at character {i}"
+    return None
+
+
+def check_text(text: str, what: str = "text", max_chars: Optional[int] = None) -> str:
+    """``text`` when the viewer can show it, else InputError naming ``what`` and the problem:
+    empty, longer than ``max_chars`` characters, or not valid Unicode."""
+    if not text.strip():
+        raise InputError(f"{what} is empty; type a sentence")
+    if max_chars is not None and len(text) > max_chars:
+        raise InputError(f"{what} has {len(text)} characters; the limit is {max_chars}")
+    problem = unicode_problem(text)
+    if problem:
+        raise InputError(f"{what} {problem}")
+    return text

@@ -185,7 +185,15 @@
   // ---------------------------------------------------------------------------------------------
   // painting: one code path for the screen (canvas) and for PNG / SVG export
   // ---------------------------------------------------------------------------------------------
-  var FONT = 'system-ui, "DejaVu Sans", sans-serif, "attnscope CJK"';
+  // The embedded CJK face comes first: its unicode-range is exactly the page's CJK characters, so
+  // those are always drawn with its glyphs and everything else with the system font.
+  var FONT = '"attnscope CJK", system-ui, "DejaVu Sans", sans-serif';
+  // Resolves once the embedded glyphs of `text` are loaded (at once when the page has none): the
+  // page paints only then, so no glyph is ever drawn with a fallback font first.
+  function fontsReady(text) {
+    if (!document.fonts || !document.fonts.load) return Promise.resolve();
+    return document.fonts.load('13px "attnscope CJK"', text).then(function () {}, function () {});
+  }
   function esc(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;"); }
 
   function CanvasPainter(ctx) { this.ctx = ctx; }
@@ -298,10 +306,33 @@
     this.ready = data ? this.setData(data) : Promise.resolve(this);
   }
 
+  // The served page's top: what this is, examples to click, the form, and where the API is.
+  var EXAMPLES = [["The bank of the river was muddy.", "I deposited money at the bank.", "bank"],
+    ["The cat sat on the mat because it was tired.", "", ""], ["我喜欢人工智能", "", ""]];
   Viewer.prototype.buildForm = function () {
-    var self = this, f = el("form", { cls: "as-form", "data-testid": "form" }, this.root);
-    var l1 = el("label", { text: "text" }, f);
+    var self = this, srv = this.opts.server, intro = el("div", { cls: "as-intro", "data-testid": "intro" }, this.root);
+    el("h1", { text: "attnscope" + (srv.model ? " · " + srv.model : "") }, intro);
+    el("p", { text: "Type a text to see how every attention head of the model reads it: the head view draws each " +
+      "token's attention as lines, the step view works out one row (score, scaling, exp, softmax, weighted sum) " +
+      "with every number, and with a second text the context view shows how a shared word's vector differs." }, intro);
+    var ex = el("p", { cls: "as-examples", text: "Try: " }, intro);
+    EXAMPLES.forEach(function (e, i) {
+      var a = el("button", { type: "button", cls: "as-link", "data-testid": "example-" + i,
+        text: e[0] + (e[1] ? "  vs  " + e[1] : "") }, ex);
+      a.addEventListener("click", function () {
+        self.inText.value = e[0]; self.inCompare.value = e[1]; self.inToken.value = e[2]; self.submit();
+      });
+    });
+    var api = el("p", { cls: "as-note", text: "The same numbers as JSON: " }, intro);
+    el("a", { href: "docs", text: "API documentation" }, api);
+    api.appendChild(document.createTextNode(" (works offline)."));
+    var f = el("form", { cls: "as-form", "data-testid": "form" }, this.root);
+    var l1 = el("label", { text: "text" + (srv.maxChars ? " (up to " + srv.maxChars + " characters)" : "") }, f);
     this.inText = el("textarea", { name: "text", "data-testid": "text-input", placeholder: "Type a sentence, e.g. The bank of the river." }, l1);
+    if (srv.maxChars) this.inText.setAttribute("maxlength", String(srv.maxChars));
+    this.inText.addEventListener("keydown", function (ev) {  // Enter shows, Shift+Enter breaks the line
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); self.submit(); }
+    });
     var l2 = el("label", { text: "compare with (optional)" }, f);
     this.inCompare = el("input", { name: "compare", "data-testid": "compare-input", placeholder: "I deposited money at the bank." }, l2);
     var l3 = el("label", { text: "shared token (optional)" }, f);
@@ -316,20 +347,29 @@
     if (this.inCompare.value.trim()) body.compare = this.inCompare.value;
     if (this.inToken.value.trim()) body.token = this.inToken.value.trim();
     this.formMsg.className = "as-note"; this.formMsg.textContent = "computing…";
+    this.root.removeAttribute("data-ready");  // set again once the answer is drawn
+    var seq = this.seq = (this.seq || 0) + 1;  // only the latest answer is shown
     return fetch(this.opts.server.endpoint || "api/view", {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body)
     }).then(function (r) {
-      return r.json().then(function (j) {
+      return r.json().catch(function () { throw new Error("the server answered " + r.status + " " + r.statusText); }).then(function (j) {
         if (!r.ok) throw new Error(typeof j.detail === "string" ? j.detail : JSON.stringify(j.detail));
         return j;
       });
-    }).then(function (data) {
+    }, function () { throw new Error("cannot reach the server; is attnscope serve still running?"); }).then(function (data) {
+      if (seq !== self.seq) return;
       self.formMsg.className = ""; self.formMsg.textContent = "";
       if (data.font_css !== undefined) { self.setFontCss(data.font_css); delete data.font_css; }
       return self.setData(data);
     }).catch(function (e) {
+      if (seq !== self.seq) return;
+      self.clear();  // the old result must not stand under a message about the new text
       self.formMsg.className = "as-err"; self.formMsg.textContent = String(e.message || e);
     });
+  };
+
+  Viewer.prototype.clear = function () {
+    this.main.innerHTML = ""; this.data = null; this.state = null; this.root.removeAttribute("data-ready");
   };
 
   Viewer.prototype.setFontCss = function (css) {
@@ -343,13 +383,17 @@
     if (!data || data.format !== "attnscope.view") return Promise.reject(new Error("not attnscope view data"));
     this.data = data; this.cfg = data.config; this._minw = null;
     this.texts = data.texts.map(function (t) { return new Text(t, data.config, data); });
+    this.root.removeAttribute("data-ready");
     var t0 = performance.now();
     this.timing = { start: t0 };
-    return Promise.all(this.texts.map(function (t) { return t.load(); })).then(function () {
+    var loads = this.texts.map(function (t) { return t.load(); });
+    loads.push(fontsReady(this.allText()));
+    return Promise.all(loads).then(function () {
       self.timing.decoded = performance.now();
       self.decodeMs = self.timing.decoded - t0;
+      self.maxDec = data.max_decimals === undefined ? 8 : data.max_decimals;
       self.state = { view: "head", text: 0, layer: 0, heads: self.allHeads(), focus: 0, query: null, hover: null,
-        dec: data.decimals };
+        dec: Math.min(data.decimals, self.maxDec) };
       self.applyHash();
       self.build();
       self.render();
@@ -369,18 +413,35 @@
   };
 
   // A link can open a given state: page.html#view=step&text=0&layer=2&head=4&query=3&dec=6
-  // (also heads=0,3,9 for the head view's toggles). Values out of range are ignored.
+  // (also heads=0,3,9 for the head view's toggles). Values out of range are ignored. The page
+  // keeps its address in step with what it shows, so the address bar is always such a link.
+  var VIEWS = [["head", "Head view"], ["model", "Model view"], ["step", "Step view"], ["context", "Context view"]];
+  var VIEW_ALIASES = { head: "head", model: "model", step: "step", context: "context", compare: "context" };
+  Viewer.prototype.hashOf = function () {
+    var s = this.state, parts = ["view=" + s.view];
+    if (this.texts.length > 1) parts.push("text=" + s.text);
+    if (s.view !== "context" && s.view !== "model") parts.push("layer=" + s.layer);
+    if (s.view === "step") parts.push("head=" + s.focus);
+    if (s.view === "head" && s.heads.length !== this.cfg.n_heads) parts.push("heads=" + s.heads.join(","));
+    if (s.query !== null && s.view !== "context" && s.view !== "model") parts.push("query=" + s.query);
+    if (s.dec !== this.data.decimals) parts.push("dec=" + s.dec);
+    return "#" + parts.join("&");
+  };
+  Viewer.prototype.writeHash = function () {
+    if (this.opts.server || this.opts.noHash) return;
+    try { if (window.location.hash !== this.hashOf()) history.replaceState(null, "", this.hashOf()); } catch (e) { /* sandboxed iframe */ }
+  };
   Viewer.prototype.applyHash = function () {
     var hash = this.opts.server || !window.location.hash ? "" : window.location.hash.slice(1), s = this.state, self = this;
     var int = function (v, n) { var x = Number(v); return Number.isInteger(x) && x >= 0 && x < n ? x : null; };
     hash.split("&").forEach(function (kv) {
       var i = kv.indexOf("="); if (i < 0) return;
       var k = kv.slice(0, i), v = decodeURIComponent(kv.slice(i + 1)), x;
-      if (k === "view" && ["head", "model", "step", "compare"].indexOf(v) >= 0) s.view = v;
+      if (k === "view" && VIEW_ALIASES[v]) s.view = VIEW_ALIASES[v];
       else if (k === "text" && (x = int(v, self.texts.length)) !== null) s.text = x;
       else if (k === "layer" && (x = int(v, self.cfg.n_layers)) !== null) s.layer = x;
       else if (k === "head" && (x = int(v, self.cfg.n_heads)) !== null) s.focus = x;
-      else if (k === "dec" && (x = int(v, 9)) !== null) s.dec = x;
+      else if (k === "dec" && (x = int(v, self.maxDec + 1)) !== null) s.dec = x;
       else if (k === "heads") {
         var hs = v.split(",").map(function (h) { return int(h, self.cfg.n_heads); }).filter(function (h) { return h !== null; });
         if (hs.length) s.heads = hs.sort(function (a, b) { return a - b; });
@@ -390,6 +451,14 @@
       var i = kv.indexOf("="), x;
       if (i > 0 && kv.slice(0, i) === "query" && (x = int(kv.slice(i + 1), self.texts[s.text].n)) !== null) s.query = x;
     });
+  };
+
+  // Every string the page shows from its data (as attnscope.viewer.data.all_text).
+  Viewer.prototype.allText = function () {
+    var d = this.data, parts = [d.model || ""];
+    d.texts.forEach(function (t) { parts.push(t.tokens.join(""), t.text || ""); });
+    if (d.compare) parts.push(d.compare.tokens_a.join(""), d.compare.tokens_b.join(""));
+    return parts.join("");
   };
 
   Viewer.prototype.allHeads = function () { var s = []; for (var h = 0; h < this.cfg.n_heads; h++) s.push(h); return s; };
@@ -411,18 +480,18 @@
     }
     var tabs = el("div", { cls: "as-tabs" }, bar);
     this.tabs = {};
-    [["head", "Head view"], ["model", "Model view"], ["step", "Step view"], ["compare", "Context"]].forEach(function (v) {
+    VIEWS.forEach(function (v) {
       var b = el("button", { type: "button", text: v[1], "data-testid": "tab-" + v[0] }, tabs);
       b.addEventListener("click", function () { self.set({ view: v[0] }); });
       self.tabs[v[0]] = b;
     });
-    var ll = el("label", { text: "layer " }, bar);
+    var ll = this.layerLabel = el("label", { text: "layer " }, bar);
     this.selLayer = el("select", { "data-testid": "layer-select" }, ll);
     for (var l = 0; l < cfg.n_layers; l++) el("option", { value: l, text: String(l) }, this.selLayer);
     this.selLayer.addEventListener("change", function () { self.set({ layer: +self.selLayer.value }); });
     var ld = el("label", { text: "decimals " }, bar);
     this.selDec = el("select", { "data-testid": "decimals-select" }, ld);
-    for (var k = 0; k <= 8; k++) el("option", { value: k, text: String(k) }, this.selDec);
+    for (var k = 0; k <= this.maxDec; k++) el("option", { value: k, text: String(k) }, this.selDec);
     this.selDec.addEventListener("change", function () { self.set({ dec: +self.selDec.value }); });
     var ex = el("span", { cls: "as-export" }, bar);
     el("button", { type: "button", text: "Export PNG", "data-testid": "export-png" }, ex)
@@ -463,6 +532,7 @@
     this.selDec.value = String(s.dec);
     if (this.selText) this.selText.value = String(s.text);
     this.headBar.style.display = s.view === "head" ? "" : "none";
+    this.layerLabel.style.display = s.view === "head" || s.view === "step" ? "" : "none";  // the others show every layer
     for (var h = 0; h < this.headBtns.length; h++) this.headBtns[h].classList.toggle("off", s.heads.indexOf(h) < 0);
     this.body.innerHTML = "";
     this.hideTip();
@@ -472,6 +542,7 @@
     else if (s.view === "model") this.renderModel();
     else if (s.view === "step") this.renderStep();
     else this.renderCompare();
+    this.writeHash();
   };
 
   Viewer.prototype.showTip = function (ev, text) {
@@ -788,11 +859,12 @@
   Viewer.prototype.stepSize = function () { var t = this.text(); return [800, 60 + (t.n + 3) * ROW + Math.ceil(this.cfg.d_head / 8) * ROW + 20]; };
 
   // ---- context comparison -----------------------------------------------------------------------
+  var CMP_W = 640, CMP_H = 330;  // the chart; its legend sits under the axis, never over a curve
   var CMP = [["across", "cos(A, B): same token, two texts", "#d62728"], ["drift_a", "cos(A, A at embedding)", "#1f77b4"], ["drift_b", "cos(B, B at embedding)", "#2ca02c"]];
 
   Viewer.prototype.renderCompare = function () {
     var c = this.data.compare, dec = this.state.dec, self = this;
-    var wrap = el("div", { cls: "as-cv", "data-testid": "compare-view" }, this.body);
+    var wrap = el("div", { cls: "as-cv", "data-testid": "context-view" }, this.body);
     if (!c) {
       el("div", { cls: "as-note", text: "No comparison in this page. Context awareness (the first article): the same token gets a different vector in a different sentence. " +
         (this.opts.server ? "Type a second text in “compare with” above." : "Export with  attnscope view TEXT --compare OTHER_TEXT  to see it.") }, wrap);
@@ -800,7 +872,7 @@
     }
     el("div", { cls: "as-note", text: "Token “" + c.token + "” (position " + c.pos_a + " in A, " + c.pos_b + " in B). A: " + c.tokens_a.join(" ") +
       " · B: " + c.tokens_b.join(" ") + ". Cosine similarity per layer; hover a point for its exact value." }, wrap);
-    var W = 640, H = 300, svgNS = "http://www.w3.org/2000/svg";
+    var W = CMP_W, H = CMP_H, svgNS = "http://www.w3.org/2000/svg";
     var holder = el("div", {}, wrap);
     var sp = new SvgPainter(W, H, "");
     this.paintCompare(sp, W, H);
@@ -813,7 +885,7 @@
         dot.setAttribute("cx", geo.x(i)); dot.setAttribute("cy", geo.y(v)); dot.setAttribute("r", 7); dot.setAttribute("fill", "transparent");
         dot.setAttribute("data-series", m[0]); dot.setAttribute("data-layer", i);
         var title = document.createElementNS(svgNS, "title");
-        title.textContent = m[1] + " at " + c.layers[i] + ": " + show(v, dec) + " (exact " + String(v) + ")";
+        title.textContent = m[1] + " at " + c.layers[i] + ": " + show(v, dec, false) + " (exact " + String(v) + ")";
         dot.appendChild(title); svg.appendChild(dot);
       });
     });
@@ -822,7 +894,8 @@
     c.layers.forEach(function (name, i) {
       var row = el("tr", {}, table);
       el("td", { text: name }, row);
-      CMP.forEach(function (m) { el("td", { "data-col": m[0], "data-value": String(c[m[0]][i]), title: "exact: " + String(c[m[0]][i]), text: show(c[m[0]][i], dec) }, row); });
+      // cosines are never shown as integers: a column reads 1.0000 beside 0.9876, not 1
+      CMP.forEach(function (m) { el("td", { "data-col": m[0], "data-value": String(c[m[0]][i]), title: "exact: " + String(c[m[0]][i]), text: show(c[m[0]][i], dec, false) }, row); });
     });
     void self;
   };
@@ -831,7 +904,7 @@
     var c = this.data.compare, lo = 1, all = c.across.concat(c.drift_a, c.drift_b);
     all.forEach(function (v) { if (v < lo) lo = v; });
     lo = Math.floor(Math.min(lo, 0.9) * 10) / 10;
-    var L = 60, R = W - 20, T = 30, B = H - 50, n = c.layers.length;
+    var L = 60, R = W - 20, T = 30, B = H - 72, n = c.layers.length;
     return { L: L, R: R, T: T, B: B, lo: lo, x: function (i) { return L + (n > 1 ? i * (R - L) / (n - 1) : 0); }, y: function (v) { return B - (v - lo) / (1 - lo) * (B - T); } };
   };
 
@@ -847,13 +920,15 @@
     }
     c.layers.forEach(function (name, i) { p.text(g.x(i), g.B + 14, i === 0 ? "embed" : String(i - 1), { size: 11, anchor: "middle", fill: "#667085" }); });
     p.text((g.L + g.R) / 2, g.B + 32, "layer output", { size: 11, anchor: "middle", fill: "#667085" });
-    CMP.forEach(function (m, mi) {
+    var lx = g.L, ly = H - 14;
+    CMP.forEach(function (m) {
       var pts = [];
       c[m[0]].forEach(function (v, i) { pts.push(g.x(i), g.y(v)); });
       p.polyline(pts, m[2], 2);
       for (var i = 0; i < pts.length; i += 2) p.circle(pts[i], pts[i + 1], 3.5, m[2]);
-      p.lines([g.R - 210, g.T + 6 + mi * 16, g.R - 190, g.T + 6 + mi * 16], m[2], 1, 3);
-      p.text(g.R - 185, g.T + 6 + mi * 16, m[1], { size: 11 });
+      p.lines([lx, ly, lx + 20, ly], m[2], 1, 3);
+      p.text(lx + 25, ly, m[1], { size: 11 });
+      lx += 25 + 6.2 * m[1].length + 22;  // ~6.2 px a character at 11 px
     });
   };
 
@@ -863,7 +938,7 @@
     if (s.view === "head") return [2 * TOKW + LINEW, 40 + t.n * ROW];
     if (s.view === "model") return [64 + cfg.n_heads * 72, 44 + cfg.n_layers * 72];
     if (s.view === "step") return this.stepSize();
-    return [640, 300];
+    return [CMP_W, CMP_H];
   };
 
   Viewer.prototype.paintView = function (p, w, h) {
@@ -878,8 +953,7 @@
   // The current view as a PNG Blob (2× pixels) or an SVG string.
   Viewer.prototype.exportBlob = function (kind) {
     var self = this, size = this.viewSize(), w = size[0], h = size[1];
-    var fontsReady = document.fonts && document.fonts.load ? document.fonts.load('13px "attnscope CJK"', this.text().tokens.join("")).catch(function () {}) : Promise.resolve();
-    return fontsReady.then(function () {
+    return fontsReady(this.allText()).then(function () {
       if (kind === "svg") {
         var sp = new SvgPainter(w, h, self.fontCss);
         self.paintView(sp, w, h);

@@ -1,0 +1,132 @@
+"""CJK tokens are drawn with the embedded font, on a machine without CJK system fonts, from the
+first paint on: the exported file and the served page, every view, after switching text.
+
+Chromium's DevTools protocol tells which font drew each element's glyphs
+(``CSS.getPlatformFontsForNode``); a glyph that fell back to a system font (DejaVu Sans draws a
+box for 我) shows up there as another family.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from attnscope.fonts import CJK_FAMILY
+from attnscope.viewer.html import render
+from attnscope.viewer.run import view_data
+from tests.browser.conftest import wait_ready
+
+pytestmark = pytest.mark.browser
+
+ZH = "我喜欢人工智能"
+ZH2 = "银行在河边"  # other characters than ZH: the served page must load their glyphs too
+
+
+def _is_cjk(ch: str) -> bool:
+    return 0x2E80 <= ord(ch) <= 0x9FFF or 0xAC00 <= ord(ch) <= 0xD7AF or 0xF900 <= ord(ch) <= 0xFAFF
+
+
+def test_this_machine_has_no_cjk_system_font():
+    """The case the embedded font exists for: otherwise the checks below could not fail."""
+    fc = shutil.which("fc-list")
+    assert fc, "fc-list (fontconfig) is needed to check the system fonts"
+    out = subprocess.run([fc, ":lang=zh", "family"], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "", f"CJK system fonts installed ({out.strip()}); this test needs a machine without them"
+
+
+# what an element draws: a <select> shows only its selected option
+SHOWN_TEXT = ("function () { return this.tagName === 'SELECT' ? (this.selectedIndex < 0 ? '' : "
+              "this.options[this.selectedIndex].text) : this.textContent; }")
+
+
+def fallbacks(page, selector: str) -> list[tuple[str, list]]:
+    """[(element text, fonts)] for the elements matching ``selector`` that hold CJK characters
+    drawn by any font other than the embedded one (checked right now, no waiting)."""
+    # DevTools' CSS agent re-reads a file: page's styles and logs "Unsafe attempt to load URL": ours
+    page.ignored.append("'file:' URLs are treated as unique security origins")
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+        ids = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": selector})["nodeIds"]
+        bad, checked = [], 0
+        for nid in ids:
+            text = cdp.send("DOM.resolveNode", {"nodeId": nid})["object"]["objectId"]
+            text = cdp.send("Runtime.callFunctionOn", {"objectId": text, "returnByValue": True,
+                                                      "functionDeclaration": SHOWN_TEXT})
+            text = text["result"]["value"]
+            n_cjk = sum(_is_cjk(c) for c in text)
+            if not n_cjk:
+                continue
+            checked += 1
+            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": nid})["fonts"]
+            ours = sum(f["glyphCount"] for f in fonts if f["familyName"] == CJK_FAMILY)
+            if ours < n_cjk:
+                bad.append((text, fonts))
+        assert checked, f"no element with CJK text matches {selector!r}"
+        return bad
+    finally:
+        cdp.detach()
+
+
+VIEWS = {
+    "head": ".as-hv .as-tok",
+    "step": ".as-sv td.tok, .as-sv [data-testid=step-caption], .as-sv select",
+    "context": ".as-cv .as-note, .as-cv svg text",
+    "model": None,  # no tokens in the model view; its title and tips are Latin
+}
+
+
+def _check_all_views(page, first_query: int = 1):
+    assert fallbacks(page, VIEWS["head"]) == []  # first paint, no wait
+    page.dblclick(f"[data-testid=q-{first_query}]")
+    assert fallbacks(page, VIEWS["step"]) == []
+
+
+@pytest.fixture(scope="module")
+def zh_file(minilm, tmp_path_factory):
+    path = tmp_path_factory.mktemp("zh") / "zh.html"
+    path.write_text(render(view_data(minilm, ZH + "的银行", compare=ZH2, token="行")), encoding="utf-8")
+    return path
+
+
+def test_exported_file_every_view_every_load(page, zh_file):
+    page.goto(zh_file.as_uri())
+    for _ in range(4):  # it varied from load to load
+        page.reload()
+        wait_ready(page)
+        _check_all_views(page)
+        page.click("[data-testid=tab-context]")
+        assert fallbacks(page, VIEWS["context"]) == []
+        page.select_option("[data-testid=text-select]", "1")  # the second text's characters
+        page.click("[data-testid=tab-head]")
+        assert fallbacks(page, VIEWS["head"]) == []
+
+
+def test_served_page_first_text_and_after_switching(page, server_url):
+    page.goto(server_url)
+    for text in (ZH, "the bank", ZH2, ZH + ZH2):
+        page.fill("[data-testid=text-input]", text)
+        page.click("[data-testid=submit]")  # the page is not ready from here until it has drawn the answer
+        wait_ready(page)
+        if any(map(_is_cjk, text)):
+            _check_all_views(page)
+        page.click("[data-testid=tab-head]")
+
+
+def test_exported_png_uses_the_embedded_glyphs(page, zh_file):
+    """Canvas text (PNG export) cannot be asked for its fonts: compare its glyph widths with the
+    embedded font's and with a fallback's."""
+    page.goto(zh_file.as_uri())
+    wait_ready(page)
+    widths = page.evaluate("""async () => {
+        await window.attnscopeViewer.exportBlob('png');  // waits for the glyphs as export does
+        const c = document.createElement('canvas').getContext('2d'), w = f => { c.font = f; return c.measureText('我喜欢人工智能').width; };
+        const p = new attnscope.CanvasPainter(c); p.text(0, 0, 'x', {});  // the font the painter sets
+        const painter = c.font;
+        return {painter: w(painter), ours: w('13px "attnscope CJK"'), fallback: w('13px monospace')};
+    }""")
+    assert widths["painter"] == widths["ours"] != widths["fallback"], widths
