@@ -7,8 +7,9 @@ recorders to the model's hook points, so two traces must not overlap): requests 
 queue of at most ``max_waiting``; when that is full the answer is 503 at once, with Retry-After,
 rather than an unbounded pile of waiting requests. Bodies over :data:`MAX_BODY` bytes are refused
 with 413 before they are read whole (by Content-Length, and by counting while they stream). The
-OpenAPI schema is at ``/openapi.json`` and browsable offline at ``/docs`` (Swagger UI) and
-``/redoc``, from files that ship in a Python package (fastapi-offline), never from a CDN.
+OpenAPI schema is at ``/openapi.json`` and browsable offline at ``/docs`` (Swagger UI, from files
+that ship in a Python package, fastapi-offline; never from a CDN. No ReDoc page: its sidebar loads
+a logo from the network).
 
 Errors are JSON ``{"detail": "<one clear sentence>"}``: 400 for a body that is not JSON, 413 for
 a body over the limit, 422 for a request that is JSON but wrong (empty, over-long or invalid-Unicode
@@ -257,7 +258,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
         model = load(model_path)
     worker = ModelWorker(max_waiting)
     cfg = model.config
-    app = FastAPIOffline(title="attnscope", version=__version__,
+    app = FastAPIOffline(title="attnscope", version=__version__, redoc_url=None,
                          description="Attention of a Transformer, every number visible. The page at / is the "
                                      "interactive viewer; these endpoints return the same numbers as JSON.")
     app.state.model = model

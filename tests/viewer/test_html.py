@@ -57,3 +57,46 @@ def test_trace_repr_html_in_jupyter(minilm):
     partial = minilm.trace("hello world", names=["layers.0.attn.weights"])
     out = partial._repr_html_()
     assert out.startswith("<pre>Trace(") and "has no &#x27;layers.0.attn.q&#x27;" in out
+
+
+def test_view_cli_refuses_text_that_is_not_utf8(tmp_path):
+    """$'caf\\xe9 bank' (Latin-1 bytes in a UTF-8 shell): one line, exit 2, no file."""
+    import os
+    import subprocess
+    import sys
+    out = tmp_path / "a.html"
+    r = subprocess.run([sys.executable, "-m", "attnscope", "view", b"caf\xe9 bank", "-o", str(out)],
+                       capture_output=True, env=dict(os.environ, PYTHONIOENCODING="utf-8"))
+    assert r.returncode == 2 and not out.exists()
+    assert r.stderr.decode() == ("attnscope view: error: text is not valid UTF-8: byte 0xE9 at character 3 "
+                                 "(is the terminal's or the file's encoding UTF-8?)\n")
+
+
+def test_view_cli_option_ranges(tmp_path, capsys):
+    from attnscope.cli import main
+    from attnscope.viewer.data import MAX_DECIMALS
+    out = tmp_path / "a.html"
+    for argv, msg in [(["--decimals", "11"], f"--decimals must be in 0..{MAX_DECIMALS}, got 11"),
+                      (["--decimals", "-1"], f"--decimals must be in 0..{MAX_DECIMALS}, got -1"),
+                      (["--compare", "a\udcff"], "--compare is not valid UTF-8: byte 0xFF at character 1"),
+                      (["--token", " "], "--token is empty")]:
+        assert main(["view", "the bank", "-o", str(out), *argv]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1, err
+    assert main(["view", "the bank", "-o", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_one_decimals_range_everywhere(trace):
+    """The library, the CLI, the API and the page's selector take the same 0..MAX_DECIMALS."""
+    import pytest
+
+    from attnscope.errors import InputError
+    from attnscope.server import ViewRequest
+    assert data.MAX_DECIMALS == 8
+    assert data.build(trace, decimals=8)["max_decimals"] == 8
+    for bad in (9, -1, True, 2.0):
+        with pytest.raises(InputError, match="decimals must be an integer in 0..8"):
+            data.build(trace, decimals=bad)
+    assert ViewRequest.model_json_schema()["properties"]["decimals"]["maximum"] == 8
