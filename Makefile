@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test install install-test clean
+.PHONY: run test chromium install install-test clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -46,8 +46,13 @@ run: install
 	$(BIN)/attnscope view "$(SENTENCE)" -o attention.html
 	@echo "Open attention.html in a browser (it works offline)."
 
-test: install-test
+# Chromium first (the browser tests need it): installed when it is missing and this user may (root,
+# or sudo without a password), else one line with the command to run, before any long install.
+test: chromium install-test
 	$(BIN)/python -m pytest -q -n 2
+
+chromium:
+	@bash tools/ensure_chromium.sh
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

@@ -26,11 +26,33 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """No Chromium: one clear line saying how to get it, instead of one traceback per browser test,
+    and never a skip. Without xdist the run stops at once; an xdist worker cannot stop the run, so
+    one test that opens the browser fails with that line and the other browser tests are left out."""
+    from attnscope.viewer.headless import chromium_path
+    browser = [i for i in items if "browser_context" in getattr(i, "fixturenames", ())]
+    if not browser:
+        return
+    try:
+        chromium_path()
+    except FileNotFoundError as e:
+        if not hasattr(config, "workerinput"):
+            pytest.exit(f"the browser tests need Chromium: {e}", returncode=1)
+        left_out = browser[1:]
+        items[:] = [i for i in items if i not in left_out]
+        config.hook.pytest_deselected(items=left_out)
+
+
 @pytest.fixture(scope="session")
 def browser_context():
     from playwright.sync_api import sync_playwright
 
-    from attnscope.viewer.headless import launch
+    from attnscope.viewer.headless import chromium_path, launch
+    try:
+        chromium_path()
+    except FileNotFoundError as e:
+        pytest.fail(f"the browser tests need Chromium: {e}", pytrace=False)
     with sync_playwright() as p:
         ctx, profile = launch(p)
         try:

@@ -15,14 +15,23 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage"]
 
 
+#: The one line to show when there is no Chromium.
+MISSING = ("chromium not found: run `make test` (it installs Debian's chromium when it may), or "
+           "`sudo apt-get install -y chromium`, or set ATTNSCOPE_CHROMIUM to a Chromium executable")
+
+
 def chromium_path() -> str:
-    """The Chromium executable: $ATTNSCOPE_CHROMIUM, /usr/bin/chromium, or ``chromium`` on PATH."""
-    for p in (os.environ.get("ATTNSCOPE_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-              shutil.which("chromium-browser")):
+    """The Chromium executable: $ATTNSCOPE_CHROMIUM when set, else /usr/bin/chromium or
+    ``chromium`` on PATH. FileNotFoundError with :data:`MISSING` when there is none."""
+    env = os.environ.get("ATTNSCOPE_CHROMIUM")
+    if env:  # a path the user chose is never silently replaced by another browser
+        if Path(env).is_file():
+            return env
+        raise FileNotFoundError(f"ATTNSCOPE_CHROMIUM={env} is not a file; {MISSING}")
+    for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
         if p and Path(p).exists():
             return p
-    raise FileNotFoundError("chromium not found; install Debian's chromium (apt-get install chromium) "
-                            "or set ATTNSCOPE_CHROMIUM")
+    raise FileNotFoundError(MISSING)
 
 
 def launch(playwright, user_data_dir: str | None = None):
