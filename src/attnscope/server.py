@@ -330,6 +330,13 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
                          out=s["out"].tolist())
         return await worker.run(work)
 
+    @app.get("/assets/attnscope-cjk.otf", include_in_schema=False)
+    def cjk_font() -> Response:
+        from fastapi.responses import FileResponse
+
+        from .fonts import CJK_FONT_PATH
+        return FileResponse(CJK_FONT_PATH, media_type="font/otf", headers={"Cache-Control": "max-age=86400"})
+
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:
         return Response(status_code=204)  # browsers ask for it; nothing to show, no 404 in the console

@@ -130,3 +130,11 @@ def test_exported_png_uses_the_embedded_glyphs(page, zh_file):
         return {painter: w(painter), ours: w('13px "attnscope CJK"'), fallback: w('13px monospace')};
     }""")
     assert widths["painter"] == widths["ours"] != widths["fallback"], widths
+
+
+def test_served_page_own_words_use_the_bundled_font(page, server_url):
+    """The intro's Chinese example (and what a user types, same font rule) is drawn with the whole bundled font,
+    which the server sends when such a character is on screen."""
+    page.goto(server_url)
+    page.evaluate("() => document.fonts.ready")
+    assert fallbacks(page, ".as-examples .as-link") == []  # the platform name of the font inside

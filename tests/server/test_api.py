@@ -147,6 +147,8 @@ def test_the_docs_are_served_from_packaged_files(client):
     """/docs and /redoc point at files this server serves itself, none at a CDN (Chromium renders
     them offline in tests/browser/test_docs_offline.py)."""
     import re
+    font = client.get("/assets/attnscope-cjk.otf")  # the served page's own CJK words
+    assert font.status_code == 200 and font.headers["content-type"] == "font/otf" and font.content[:4] == b"OTTO"
     assert client.get("/redoc").status_code == 404  # ReDoc's page loads a logo from the network
     for page in ("/docs",):
         html = client.get(page).text

@@ -46,7 +46,12 @@ def render(data: dict, *, title: Optional[str] = None) -> str:
     return _page(title, font_css, body)
 
 
-def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Optional[int] = None) -> str:
+#: Unicode blocks of CJK text (punctuation, kana, ideographs, Hangul, full-width forms).
+CJK_RANGES = "U+2E80-9FFF,U+AC00-D7AF,U+F900-FAFF,U+FE30-FE4F,U+FF00-FFEF"
+
+
+def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Optional[int] = None,
+                       font_url: str = "assets/attnscope-cjk.otf") -> str:
     """The page of ``attnscope serve``: a short introduction with examples, a text box that asks
     the JSON API, and the same viewer under it."""
     opts = {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars}}
@@ -56,7 +61,12 @@ def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Opt
         "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'), null,\n"
         f"  {json_for_script(opts)});\n</script>"
     )
-    return _page(f"attnscope · {model_name}", "", body)
+    # The served page's own words (examples, what a user types) may be any CJK text: the whole
+    # bundled font, fetched from the server only when such a character is on screen.
+    ui_font = ("@font-face{font-family:'attnscope CJK UI';font-style:normal;font-weight:400;"
+               f"unicode-range:{CJK_RANGES};src:url({font_url}) format('opentype');}}\n"
+               ".as-intro,.as-form,.as-form *{font-family:'attnscope CJK UI',system-ui,'DejaVu Sans',sans-serif}")
+    return _page(f"attnscope · {model_name}", ui_font, body)
 
 
 def iframe(page: str, *, height: int = 640) -> str:

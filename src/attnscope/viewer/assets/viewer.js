@@ -293,7 +293,17 @@
   // ---------------------------------------------------------------------------------------------
   // the viewer
   // ---------------------------------------------------------------------------------------------
-  var ROW = 20, TOKW = 150, LINEW = 240;
+  var ROW = 20;
+  // The head view's geometry: token columns as wide as the longest token (within limits), and the
+  // lines between them as wide as the window allows, so that the view uses the room it has.
+  function headGeometry(tokens, avail) {
+    var c = document.createElement("canvas").getContext("2d"), widest = 0;
+    c.font = "13px " + FONT;
+    for (var i = 0; i < tokens.length; i++) widest = Math.max(widest, c.measureText(tokens[i]).width);
+    var tokW = Math.round(Math.min(220, Math.max(70, widest + 20)));
+    var lineW = Math.round(Math.min(640, Math.max(240, (avail || 0) - 2 * tokW - 24)));
+    return { tokW: tokW, lineW: lineW };
+  }
 
   function Viewer(root, data, opts) {
     this.root = root; this.opts = opts || {}; this.fontCss = this.opts.fontCss || "";
@@ -304,6 +314,14 @@
     if (this.opts.server) this.buildForm();
     this.main = el("div", {}, root);
     this.ready = data ? this.setData(data) : Promise.resolve(this);
+    var self = this, timer = null;
+    window.addEventListener("resize", function () {  // the head view follows the window's width
+      clearTimeout(timer);
+      timer = setTimeout(function () {
+        if (self.state && self.state.view === "head" && self.headGeo &&
+            headGeometry(self.text().tokens, self.body.clientWidth).lineW !== self.headGeo.lineW) self.render();
+      }, 150);
+    });
   }
 
   // The served page's top: what this is, examples to click, the form, and where the API is.
@@ -467,13 +485,14 @@
   Viewer.prototype.build = function () {
     var self = this, d = this.data, cfg = this.cfg;
     this.main.innerHTML = "";
+    var top = el("div", { cls: "as-top" }, this.main);
+    el("span", { cls: "as-title", text: d.model + " · " + cfg.n_layers + " layers × " + cfg.n_heads + " heads" }, top);
     var bar = el("div", { cls: "as-bar" }, this.main);
-    el("span", { cls: "as-title", text: d.model + " · " + cfg.n_layers + " layers × " + cfg.n_heads + " heads" }, bar);
     if (this.texts.length > 1) {
-      var lt = el("label", { text: "text " }, bar);
+      var lt = el("label", { text: "text " }, top);
       this.selText = el("select", { "data-testid": "text-select" }, lt);
       this.texts.forEach(function (t, i) {
-        var label = (t.entry.text || t.tokens.join(" ")); if (label.length > 40) label = label.slice(0, 39) + "…";
+        var label = (t.entry.text || t.tokens.join(" ")); if (label.length > 60) label = label.slice(0, 59) + "…";
         el("option", { value: i, text: (i + 1) + ": " + label }, self.selText);
       });
       this.selText.addEventListener("change", function () { self.set({ text: +self.selText.value, query: null }); });
@@ -612,6 +631,7 @@
       (minw > 0 ? " (weights below " + show(minw, 3) + " are not drawn until you hover or pick a query)" : "") +
       ". Hover a token for its row; click a query to select it, double-click for its step-by-step calculation.";
     var scroll = el("div", { cls: "as-hv-scroll" }, this.body);
+    var geo = this.headGeo = headGeometry(t.tokens, this.body.clientWidth), TOKW = geo.tokW, LINEW = geo.lineW;
     var box = el("div", { cls: "as-hv", "data-testid": "head-view", style: "height:" + (n * ROW + 8) + "px;width:" + (2 * TOKW + LINEW) + "px" }, scroll);
     var canvas = el("canvas", { style: "left:" + TOKW + "px;width:" + LINEW + "px;height:" + (n * ROW) + "px" }, box);
     var dpr = Math.min(2, window.devicePixelRatio || 1);
@@ -689,7 +709,8 @@
   };
 
   Viewer.prototype.paintHead = function (p, w, h) {
-    var t = this.text(), n = t.n, s = this.state, top = 30;
+    var t = this.text(), n = t.n, s = this.state, top = 30, geo = this.headGeo || headGeometry(t.tokens, 0);
+    var TOKW = geo.tokW, LINEW = geo.lineW;
     p.rect(0, 0, w, h, "#fff");
     var hs = s.heads.length === this.cfg.n_heads ? "all heads" : s.heads.length ? "heads " + s.heads.join(",") : "no heads";
     p.text(8, 14, "layer " + s.layer + " · " + hs, { size: 13, bold: true });
@@ -859,7 +880,7 @@
   Viewer.prototype.stepSize = function () { var t = this.text(); return [800, 60 + (t.n + 3) * ROW + Math.ceil(this.cfg.d_head / 8) * ROW + 20]; };
 
   // ---- context comparison -----------------------------------------------------------------------
-  var CMP_W = 640, CMP_H = 330;  // the chart; its legend sits under the axis, never over a curve
+  var CMP_W = 720, CMP_H = 330;  // the chart; its legend sits under the axis, never over a curve
   var CMP = [["across", "cos(A, B): same token, two texts", "#d62728"], ["drift_a", "cos(A, A at embedding)", "#1f77b4"], ["drift_b", "cos(B, B at embedding)", "#2ca02c"]];
 
   Viewer.prototype.renderCompare = function () {
@@ -928,14 +949,14 @@
       for (var i = 0; i < pts.length; i += 2) p.circle(pts[i], pts[i + 1], 3.5, m[2]);
       p.lines([lx, ly, lx + 20, ly], m[2], 1, 3);
       p.text(lx + 25, ly, m[1], { size: 11 });
-      lx += 25 + 6.2 * m[1].length + 22;  // ~6.2 px a character at 11 px
+      lx += 25 + 6.6 * m[1].length + 18;  // ~6.6 px a character at 11 px
     });
   };
 
   // ---- export ------------------------------------------------------------------------------------
   Viewer.prototype.viewSize = function () {
     var s = this.state, t = this.text(), cfg = this.cfg;
-    if (s.view === "head") return [2 * TOKW + LINEW, 40 + t.n * ROW];
+    if (s.view === "head") { var g = this.headGeo || headGeometry(t.tokens, 0); return [2 * g.tokW + g.lineW, 40 + t.n * ROW]; }
     if (s.view === "model") return [64 + cfg.n_heads * 72, 44 + cfg.n_layers * 72];
     if (s.view === "step") return this.stepSize();
     return [CMP_W, CMP_H];
