@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, asdict, field
 
 from .errors import ConfigError
-from .functional import SCORINGS
+from .positions import get_position, position_names
+from .scorings import SCORINGS
 
-POSITIONS = ("learned", "sinusoidal", "none")
+#: Position schemes known at import; :func:`attnscope.positions.position_names` is the live list.
+POSITIONS = position_names()
 NORMS = ("post", "pre")
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
 
@@ -55,12 +57,13 @@ class TransformerConfig:
         if self.d_model % self.n_heads:
             raise ConfigError(f"config.d_model ({self.d_model}) must be divisible by config.n_heads "
                               f"({self.n_heads}); d_model % n_heads = {self.d_model % self.n_heads}")
-        for name, allowed in (("position", POSITIONS), ("norm", NORMS), ("activation", ACTIVATIONS),
+        for name, allowed in (("position", position_names()), ("norm", NORMS), ("activation", ACTIVATIONS),
                               ("scoring", SCORINGS)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"config.{name} = {getattr(self, name)!r} is unknown; choose one of {', '.join(allowed)}")
-        if self.position == "sinusoidal" and self.d_model % 2:
-            raise ConfigError(f"sinusoidal positions need an even d_model, got {self.d_model}")
+        scheme = get_position(self.position)
+        if scheme.check is not None:
+            scheme.check(self)
         for name in ("dropout", "attn_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"config.{name} must be in [0, 1), got {getattr(self, name)}")

@@ -30,6 +30,14 @@ class InputError(AttnscopeError, ValueError):
     """User input (text, file, token, index) is invalid for the requested operation."""
 
 
+class NonFiniteError(InputError):
+    """A NaN or ±inf where a finite number is needed, with the step where it appeared.
+
+    Raised only where finite checks were asked for (``check_finite=True`` or
+    :func:`attnscope.kernels.finite.checking_finite`), because looking costs a pass over the data.
+    """
+
+
 def fmt_shape(shape: Sequence[int]) -> str:
     """``(2, 3, 4)`` for a torch.Size or tuple, so messages read the same everywhere."""
     return "(" + ", ".join(str(int(s)) for s in shape) + ")"

@@ -1,20 +1,21 @@
-"""attnscope.attention picks the kernel: SDPA for "scaled" without weights (unchanged), the
-blockwise kernel for every other scoring without weights, and blockwise weights when the
-step-by-step weights path would not fit (inference only). Results agree across the paths."""
+"""attnscope.attention picks the kernel: SDPA on the prepared q, k for every scoring without
+weights, the blockwise kernel for scores SDPA cannot form (a temperature that varies over keys)
+on long inputs, and blockwise weights when the step-by-step weights path would not fit
+(inference only). Results agree across the paths."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-import attnscope.blockwise as BW
-import attnscope.functional as AF
+import attnscope.kernels.blockwise as BW
+import attnscope.kernels.memory as memory
 from attnscope import attention
 
 
 @pytest.fixture
 def spies(monkeypatch):
     calls = {"sdpa": 0, "blockwise": 0, "weights": 0}
-    real_sdpa, real_bw, real_w = F.scaled_dot_product_attention, BW.blockwise_attention, BW.attention_weights
+    real_sdpa, real_bw, real_w = F.scaled_dot_product_attention, BW.run, BW.weights_of
 
     def count(name, fn):
         def wrapped(*a, **kw):
@@ -22,8 +23,8 @@ def spies(monkeypatch):
             return fn(*a, **kw)
         return wrapped
     monkeypatch.setattr(F, "scaled_dot_product_attention", count("sdpa", real_sdpa))
-    monkeypatch.setattr(BW, "blockwise_attention", count("blockwise", real_bw))
-    monkeypatch.setattr(BW, "attention_weights", count("weights", real_w))
+    monkeypatch.setattr(BW, "run", count("blockwise", real_bw))
+    monkeypatch.setattr(BW, "weights_of", count("weights", real_w))
     return calls
 
 
@@ -33,10 +34,23 @@ mask = torch.rand(2, 1, 300, 300, generator=g) > 0.2
 
 
 @pytest.mark.parametrize("scoring", ["unscaled", "inv_d", "cosine", "qknorm"])
-def test_other_scorings_go_blockwise(spies, scoring):
+def test_other_scorings_go_to_the_fused_kernel(spies, scoring):
     out = attention(q, k, v, mask, causal=True, scoring=scoring)
-    assert spies == {"sdpa": 0, "blockwise": 1, "weights": 0}
+    assert spies == {"sdpa": 1, "blockwise": 0, "weights": 0}
     ref, _ = attention(q.double(), k.double(), v.double(), mask, causal=True, scoring=scoring, return_weights=True)
+    assert (out.double() - ref).abs().max().item() <= 1e-5
+
+
+def test_scores_sdpa_cannot_form_go_blockwise_when_long(spies):
+    """τ per key: no ``scale=`` expresses it, so a long input takes the blockwise kernel."""
+    tau = torch.linspace(0.05, 0.2, 1100)  # (S,) varies over keys
+    ql, kl, vl = (torch.randn(1, 1, 1100, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    out = attention(ql, kl, vl, scoring="cosine", temperature=tau)
+    assert spies == {"sdpa": 0, "blockwise": 1, "weights": 0}
+    attention(ql[..., :50, :], kl, vl, scoring="cosine", temperature=tau)
+    assert spies == {"sdpa": 0, "blockwise": 1, "weights": 0}  # short: the explicit steps
+    ref, _ = attention(ql.double(), kl.double(), vl.double(), scoring="cosine", temperature=tau.double(),
+                       return_weights=True)
     assert (out.double() - ref).abs().max().item() <= 1e-5
 
 
@@ -49,7 +63,7 @@ def test_scaled_keeps_the_fused_kernel(spies):
 def test_weights_of_a_long_input_are_computed_blockwise(spies, monkeypatch):
     ref_out, ref_w = attention(q, k, v, mask, scoring="cosine", return_weights=True)
     assert spies["weights"] == 0
-    monkeypatch.setattr(AF, "DENSE_MEMORY_LIMIT", 0)  # "the dense steps would not fit"
+    monkeypatch.setattr(memory, "DENSE_MEMORY_LIMIT", 0)  # "the dense steps would not fit"
     with torch.no_grad():
         out, w = attention(q, k, v, mask, scoring="cosine", return_weights=True)
     assert spies["weights"] == 1

@@ -5,9 +5,12 @@ thread count is left as it was."""
 import torch
 
 import attnscope.blockwise as BW
+import attnscope.kernels.blockwise.pool as tile_pools
+import attnscope.kernels.fused as fused
 
 
 def test_parallel_equals_sequential(monkeypatch):
+    monkeypatch.setattr(fused, "flash_lse_ok", lambda *a: False)  # this tests attnscope's own kernel
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, 2048, 32, generator=g) for _ in range(3))
     mask = torch.rand(1, 1, 1, 2048, generator=g) > 0.1
@@ -15,8 +18,8 @@ def test_parallel_equals_sequential(monkeypatch):
     seq = [BW.blockwise_attention(q, k, v, mask, causal=c, scoring="cosine", return_lse=True) for c in (False, True)]
     seq_w = BW.attention_weights(q, k, mask, heads=[1, 0], queries=slice(0, 1500))
     used = []
-    real = BW._tile_pool
-    monkeypatch.setattr(BW, "_tile_pool", lambda n: used.append(n) or real(n))
+    real = tile_pools.tile_pool
+    monkeypatch.setattr(tile_pools, "tile_pool", lambda n: used.append(n) or real(n))
     try:
         torch.set_num_threads(2)
         par = [BW.blockwise_attention(q, k, v, mask, causal=c, scoring="cosine", return_lse=True) for c in (False, True)]
@@ -41,11 +44,11 @@ def test_a_forked_child_does_not_reuse_the_parents_workers(monkeypatch):
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        first = BW._tile_pool(2)
-        assert BW._tile_pool(2) is first
-        monkeypatch.setattr(BW, "_POOL_PID", -1)
-        second = BW._tile_pool(2)
-        assert second is not first and BW._POOL_PID > 0
+        first = tile_pools.tile_pool(2)
+        assert tile_pools.tile_pool(2) is first
+        monkeypatch.setattr(tile_pools, "POOL_PID", -1)
+        second = tile_pools.tile_pool(2)
+        assert second is not first and tile_pools.POOL_PID > 0
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)

@@ -4,7 +4,8 @@ watching every allocation), and causal attention never computes tiles above the 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from attnscope.blockwise import _Tiles, attention_weights, blockwise_attention
+from attnscope.blockwise import attention_weights, blockwise_attention
+from attnscope.kernels.blockwise.tiles import Tiles
 
 
 class LargestAllocation(TorchDispatchMode):
@@ -39,8 +40,8 @@ def test_no_score_matrix_is_allocated():
 
 def test_causal_skips_tiles_above_the_diagonal(monkeypatch):
     seen = []
-    real = _Tiles.scores
-    monkeypatch.setattr(_Tiles, "scores", lambda self, ti, tj, rel: seen.append((ti, tj, rel)) or real(self, ti, tj, rel))
+    real = Tiles.scores
+    monkeypatch.setattr(Tiles, "scores", lambda self, ti, tj, rel: seen.append((ti, tj, rel)) or real(self, ti, tj, rel))
     q, k, v = (torch.randn(1, 1, 1024, 8) for _ in range(3))
     blockwise_attention(q, k, v, causal=True, block_size=256)
     assert sorted((ti, tj) for ti, tj, _ in seen) == [(i, j) for i in range(4) for j in range(i + 1)]

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import attnscope.blockwise as BW
-import attnscope.functional as AF
+import attnscope.kernels.blockwise as KB
+import attnscope.kernels.memory as memory
 from attnscope import InputError
 
 from tests.models.fixtures import minilm, tiny_dirs, tiny_models  # noqa: F401
@@ -28,14 +29,14 @@ def test_trace_weights_from_q_and_k(which, minilm, tiny_models):
 
 
 def test_tapped_head_of_a_long_text_is_computed_blockwise(minilm, monkeypatch):
-    """When the head's step-by-step matrices would not fit, ``weights[h]`` comes from
-    attention_weights (simulated here by a memory limit of 0 bytes)."""
+    """When the head's step-by-step matrices would not fit, ``weights[h]`` comes from the
+    blockwise weights of those heads only (simulated here by a memory limit of 0 bytes)."""
     full = minilm.trace(TEXTS, names="layers.2.attn.weights")["layers.2.attn.weights"]
     calls = []
-    real = BW.attention_weights
-    monkeypatch.setattr(BW, "attention_weights", lambda *a, **kw: calls.append(kw["heads"]) or real(*a, **kw))
-    monkeypatch.setattr(AF, "DENSE_MEMORY_LIMIT", 0)
+    real = KB.weights_of
+    monkeypatch.setattr(KB, "weights_of", lambda p, *a, **kw: calls.append(p.q.shape[1]) or real(p, *a, **kw))
+    monkeypatch.setattr(memory, "DENSE_MEMORY_LIMIT", 0)
     tr = minilm.trace(TEXTS, names=["layers.2.attn.weights[5]", "layers.2.attn.weights[1]"])
-    assert calls == [[1, 5]]
+    assert calls == [2]  # one call, for the two tapped heads
     for h in (1, 5):
         torch.testing.assert_close(tr[f"layers.2.attn.weights[{h}]"], full[:, h], rtol=0, atol=2e-6)

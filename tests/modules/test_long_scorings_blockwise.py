@@ -1,9 +1,11 @@
-"""A non-"scaled" module on a long input, without weights, runs the blockwise kernel (no L×S
-matrix) and gives the dense path's output and gradients."""
+"""A non-"scaled" module without weights runs the fused kernel on its prepared q, k (no L×S
+matrix), short or long, and gives the dense path's output and gradients."""
 
 import pytest
 import torch
 
+import attnscope.kernels.blockwise as blockwise
+import attnscope.kernels.fused as fused
 import attnscope.modules.attention as attention_module
 from attnscope import MultiHeadAttention
 
@@ -17,13 +19,12 @@ def test_long_input_matches_dense_path(scoring, monkeypatch):
     kpm[0, -7:] = True
 
     calls = []
-    import attnscope.blockwise as blockwise
-    real = blockwise.blockwise_attention
-    monkeypatch.setattr(blockwise, "blockwise_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = fused.sdpa
+    monkeypatch.setattr(fused, "sdpa", lambda *a, **k: calls.append(1) or real(*a, **k))
 
     xa = x.clone().requires_grad_()
     fast = m(xa, key_padding_mask=kpm, causal=True)
-    assert calls, "the blockwise kernel was not used"
+    assert calls, "the fused kernel was not used"
     (fast * torch.linspace(-1, 1, 16, dtype=torch.float64)).sum().backward()
     grads_fast = [xa.grad] + [p.grad.clone() for p in m.parameters()]
 
@@ -38,11 +39,12 @@ def test_long_input_matches_dense_path(scoring, monkeypatch):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-10)
 
 
-def test_short_inputs_keep_the_dense_steps(monkeypatch):
-    calls = []
-    import attnscope.blockwise as blockwise
-    monkeypatch.setattr(blockwise, "blockwise_attention", lambda *a, **k: calls.append(1))
+def test_short_inputs_take_the_fused_kernel_too(monkeypatch):
+    calls, fused_calls = [], []
+    real = fused.sdpa
+    monkeypatch.setattr(blockwise, "run", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(fused, "sdpa", lambda *a, **k: fused_calls.append(1) or real(*a, **k))
     m = MultiHeadAttention(16, 2, scoring="cosine")
     m(torch.randn(2, 64, 16))
-    assert not calls
+    assert not calls and fused_calls == [1]
     assert 64 * 64 < attention_module.BLOCKWISE_MIN_SCORES

@@ -4,9 +4,9 @@ head only, without moving the layer (or any other layer) off the fused kernel.""
 import pytest
 import torch
 
-import attnscope.functional as AF
+import attnscope.kernels.dense as AF
+import attnscope.kernels.fused as fused
 from attnscope import InputError
-from attnscope.modules import attention as attention_module
 from attnscope.trace import HEAD_STEPS
 
 TEXTS = ["The cat sat on the mat.", "Attention, please!"]
@@ -36,11 +36,10 @@ def test_glob_with_head(minilm):
 def test_one_head_costs_one_head(minilm, monkeypatch):
     """Spy on the score products: one (B, 1, L, S) for the head, and every layer keeps SDPA."""
     products, sdpa, lean = [], [], []
-    real_raw, real_sdpa, real_lean = AF.raw_scores, AF._sdpa, attention_module.MultiHeadAttention._lean_weights
+    real_raw, real_sdpa, real_lean = AF.raw_scores, fused.sdpa, AF.lean_weights
     monkeypatch.setattr(AF, "raw_scores", lambda q, k: products.append(tuple(q.shape)) or real_raw(q, k))
-    monkeypatch.setattr(AF, "_sdpa", lambda *a, **kw: sdpa.append(1) or real_sdpa(*a, **kw))
-    monkeypatch.setattr(attention_module.MultiHeadAttention, "_lean_weights",
-                        lambda self, *a: lean.append(1) or real_lean(self, *a))
+    monkeypatch.setattr(fused, "sdpa", lambda *a, **kw: sdpa.append(1) or real_sdpa(*a, **kw))
+    monkeypatch.setattr(AF, "lean_weights", lambda *a: lean.append(1) or real_lean(*a))
     minilm.trace(TEXTS, names="layers.3.attn.weights[5]")
     L = minilm.encode(TEXTS).input_ids.shape[1]
     assert products == [(2, 1, L, 64 // 2)]  # MiniLM: d_head = 384 / 12 = 32

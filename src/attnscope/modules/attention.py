@@ -12,7 +12,6 @@ Head i is *not* a slice of the input: it is the projection ``x @ W_Q^(i)`` with 
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import torch
@@ -22,11 +21,12 @@ from torch import nn
 from .. import functional as AF
 from ..errors import ConfigError, ShapeError, fmt_shape
 from ..hooks import HookPoint
+from ..kernels.memory import BLOCKWISE_MIN_SCORES  # noqa: F401  (kept importable from here)
+from ..kernels.steps import STEPS, ModuleHooks, attend
+from ..kernels.validate import check_dropout, check_positive_int
+from ..scorings import DEFAULT_COSINE_TEMPERATURE, get_scoring
 
 Tensor = torch.Tensor
-
-#: Scores per head (L·S) from which a non-"scaled" module without weights uses blockwise attention.
-BLOCKWISE_MIN_SCORES = 1 << 20
 
 
 class SingleHeadAttention(nn.Module):
@@ -37,8 +37,7 @@ class SingleHeadAttention(nn.Module):
 
     def __init__(self, hidden_size: int = 768, *, bias: bool = True) -> None:
         super().__init__()
-        if hidden_size <= 0:
-            raise ConfigError(f"hidden_size must be positive, got {hidden_size}")
+        hidden_size = check_positive_int("hidden_size", hidden_size)
         self.W_Q = nn.Linear(hidden_size, hidden_size, bias=bias)
         self.W_K = nn.Linear(hidden_size, hidden_size, bias=bias)
         self.W_V = nn.Linear(hidden_size, hidden_size, bias=bias)
@@ -71,34 +70,32 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, *, bias: bool = True, scoring: str = "scaled",
-                 dropout: float = 0.0, cosine_temperature: float = AF.DEFAULT_COSINE_TEMPERATURE,
+                 dropout: float = 0.0, cosine_temperature: float = DEFAULT_COSINE_TEMPERATURE,
                  layer_norm_eps: float = 1e-6) -> None:
         super().__init__()
-        if d_model <= 0 or n_heads <= 0:
-            raise ConfigError(f"d_model and n_heads must be positive, got d_model={d_model}, n_heads={n_heads}")
+        d_model = check_positive_int("d_model", d_model)
+        n_heads = check_positive_int("n_heads", n_heads)
         if d_model % n_heads != 0:
             raise ConfigError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}); "
                               f"d_model % n_heads = {d_model % n_heads}")
-        AF.check_scoring(scoring)
-        if not 0.0 <= dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
+        sc = get_scoring(scoring)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.scoring, self.dropout = scoring, dropout
+        self.scoring, self.dropout = scoring, check_dropout(dropout, "dropout")
         self.W_qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # rows: [W_Q; W_K; W_V]
         self.W_O = nn.Linear(d_model, d_model, bias=bias)
-        if scoring == "cosine":
-            # Learnable log(1/τ) per head, clamped at 1/τ ≤ 100 as Swin V2 does.
-            self.logit_scale = nn.Parameter(torch.full((n_heads, 1, 1), math.log(1.0 / cosine_temperature)))
-        if scoring == "qknorm":
-            self.q_norm = nn.LayerNorm(self.d_head, eps=layer_norm_eps)
-            self.k_norm = nn.LayerNorm(self.d_head, eps=layer_norm_eps)
-        for name in ("q", "k", "v", "scores", "scaled", "masked", "weights", "z", "merged", "out"):
+        if sc.learnable is not None:  # e.g. cosine's logit_scale (H, 1, 1), qknorm's q_norm, k_norm
+            options = {"cosine_temperature": cosine_temperature, "layer_norm_eps": layer_norm_eps}
+            for name, part in sc.learnable.create(n_heads, self.d_head, options).items():
+                setattr(self, name, part)
+        for name in (*STEPS, "merged", "out"):
             setattr(self, name, HookPoint())
         # Per-head recording (set by attnscope.trace): step name → heads whose slice to record into
         # head_sink under "<hook name>[h]". For scores…weights only those heads are computed, beside
         # the fused kernel, so that one head costs about 1/H of the explicit path.
         self.head_taps: dict[str, set[int]] = {}
         self.head_sink: Optional[dict] = None
+        #: NaN/±inf checks naming the step (None: follow attnscope.kernels.checking_finite).
+        self.check_finite: Optional[bool] = None
 
     # ------------------------------------------------------------------------------------------
     @classmethod
@@ -196,65 +193,10 @@ class MultiHeadAttention(nn.Module):
                 raise ShapeError(f"key_padding_mask must be bool (True = padding) or float, got {key_padding_mask.dtype}")
         return mask
 
-    def _temperature(self) -> Optional[Tensor]:
-        if self.scoring != "cosine":
-            return None
-        return torch.exp(-self.logit_scale.clamp(max=math.log(100.0)))  # (H, 1, 1) = τ
-
-    @property
-    def _needs_explicit(self) -> bool:
-        return any(getattr(self, n).active for n in ("scores", "scaled", "masked", "weights"))
-
-    def _tap(self, step: str, t: Tensor) -> None:
-        """Record the requested heads of a per-head tensor (B, H, …) into ``head_sink``."""
-        heads = self.head_taps.get(step)
-        if heads and self.head_sink is not None:
-            name = getattr(self, step).name
-            for h in sorted(heads):
-                self.head_sink[f"{name}[{h}]"] = t[:, h]  # (B, L, …)
-
-    def _tap_score_heads(self, q: Tensor, k: Tensor, mask: Optional[Tensor], causal: bool, scoring: str) -> None:
-        """scores…weights of the tapped heads only, computed beside the fused kernel."""
-        heads = sorted(set().union(*(self.head_taps.get(s, ()) for s in ("scores", "scaled", "masked", "weights"))))
-        if not heads or self.head_sink is None:
-            return
-        L, S = q.shape[-2], k.shape[-2]
-        n_bytes = 4 * q.shape[0] * len(heads) * L * S * q.element_size()  # the 4 steps below
-        if not any(self.head_taps.get(s) for s in ("scores", "scaled", "masked")) and not AF._dense_fits(n_bytes, q.device):
-            # Only weights, of a text too long for the steps below: two blockwise passes (row
-            # log-sum-exp, then exp(score − lse)) write them into the one (B, h, L, S) matrix held.
-            from ..blockwise import attention_weights
-            w = attention_weights(q, k, mask, heads=heads, causal=causal, scoring=scoring,
-                                  temperature=self._temperature())  # (B, h, L, S)
-            for h in sorted(self.head_taps["weights"]):
-                self.head_sink[f"{self.weights.name}[{h}]"] = w[:, heads.index(h)]  # (B, L, S)
-            return
-        qn, kn = AF.prepare_qk(q[:, heads], k[:, heads], scoring)  # (B, h, L|S, d_head)
-        temp = self._temperature()
-        scores = AF.raw_scores(qn, kn)  # (B, h, L, S)
-        scaled = scores * AF.score_factor(scoring, self.d_head, None, None if temp is None else temp[heads])
-        add = AF.combine_masks(mask, L, S, causal=causal, dtype=scaled.dtype, device=scaled.device)
-        if add is not None and add.dim() == 4 and add.shape[1] == self.n_heads:
-            add = add[:, heads]  # a per-head mask: the same heads
-        masked = scaled if add is None else scaled + add  # (B, h, L, S)
-        steps = {"scores": scores, "scaled": scaled, "masked": masked, "weights": AF.softmax(masked, dim=-1)}
-        for step, t in steps.items():
-            for h in sorted(self.head_taps.get(step, ())):
-                self.head_sink[f"{getattr(self, step).name}[{h}]"] = t[:, heads.index(h)]  # (B, L, S)
-
-    def _lean_weights(self, q: Tensor, k: Tensor, mask: Optional[Tensor], causal: bool) -> Tensor:
-        """softmax(q kᵀ/√d_head + mask) in as few passes as eager BERT takes, when no hook wants
-        scores, scaled or masked: the product is scaled and masked in place, and torch's fused
-        softmax is used unless some query row is fully masked (then ours, which gives 0 not NaN)."""
-        L, S = q.shape[-2], k.shape[-2]
-        att = torch.matmul(q, k.transpose(-2, -1)) * AF.score_factor("scaled", self.d_head)  # (B, H, L, S)
-        add = AF.combine_masks(mask, L, S, causal=causal, dtype=att.dtype, device=att.device)
-        if add is None:
-            return torch.softmax(att, dim=-1)
-        att = att.add_(add)  # the mask was checked to broadcast to (B, H, L, S)
-        if bool(torch.isneginf(add).all(dim=-1).any()):
-            return AF.softmax(att, dim=-1)  # (B, H, L, S)
-        return torch.softmax(att, dim=-1)  # (B, H, L, S)
+    def temperature(self) -> Optional[Tensor]:
+        """τ of a scoring with a learnable temperature (cosine: ``(H, 1, 1)``), else None."""
+        learn = get_scoring(self.scoring).learnable
+        return None if learn is None or learn.temperature is None else learn.temperature(self)
 
     def forward(self, x: Tensor, context: Optional[Tensor] = None, *,
                 key_padding_mask: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
@@ -285,49 +227,9 @@ class MultiHeadAttention(nn.Module):
         q = self.split_heads(q)  # (B, H, L, d_head)
         k = self.split_heads(k)  # (B, H, S, d_head)
         v = self.split_heads(v)  # (B, H, S, d_head)
-        scoring = self.scoring
-        if scoring == "qknorm":
-            q, k = self.q_norm(q), self.k_norm(k)  # learnable LayerNorm over d_head
-            scoring = "scaled"  # the normalisation is done; what remains is ÷√d_head
-        q, k, v = self.q(q), self.k(k), self.v(v)
-        if self.head_taps:
-            for step, t in (("q", q), ("k", k), ("v", v)):
-                self._tap(step, t)
-        dropout_p = self.dropout if self.training else 0.0
-        tapped_steps = set(self.head_taps) & {"scores", "scaled", "masked"}
-
-        # Without weights, "scaled" goes to SDPA; other scorings go to the blockwise kernel once
-        # the L×S scores get big (short sequences are faster through the dense steps below).
-        fused = scoring == "scaled" or L * S >= BLOCKWISE_MIN_SCORES
-        if not need_weights and not self._needs_explicit and fused:
-            z = AF.attention(q, k, v, mask, causal=causal, dropout_p=dropout_p, scoring=scoring,
-                             temperature=self._temperature())  # (B, H, L, d_head)
-            weights = None
-            if self.head_taps:
-                self._tap_score_heads(q, k, mask, causal, scoring)
-        elif (scoring == "scaled" and not tapped_steps
-              and not any(getattr(self, n).active for n in ("scores", "scaled", "masked"))):
-            # Only the weights are wanted: no need to keep scores, scaled and masked apart.
-            weights = self.weights(self._lean_weights(q, k, mask, causal))  # (B, H, L, S)
-            self._tap("weights", weights)
-            dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
-            z = torch.matmul(dropped, v)  # (B, H, L, d_head)
-        else:
-            # Step by step, so that a hook replacing one step changes every later one.
-            qn, kn = AF.prepare_qk(q, k, scoring)
-            scores = self.scores(AF.raw_scores(qn, kn))  # (B, H, L, S)
-            scaled = self.scaled(scores * AF.score_factor(scoring, self.d_head, None, self._temperature()))
-            add = AF.combine_masks(mask, L, S, causal=causal, dtype=scaled.dtype, device=scaled.device)
-            masked = self.masked(scaled if add is None else scaled + add)  # (B, H, L, S)
-            weights = self.weights(AF.softmax(masked, dim=-1))  # (B, H, L, S)
-            if self.head_taps:
-                for step, t in (("scores", scores), ("scaled", scaled), ("masked", masked), ("weights", weights)):
-                    self._tap(step, t)
-            dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
-            z = torch.matmul(dropped, v)  # (B, H, L, d_head)
-        z = self.z(z)
-        if self.head_taps:
-            self._tap("z", z)
+        z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, params=self,
+                            dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
+                            hooks=ModuleHooks(self), check_finite=self.check_finite)  # (B, H, L, d_head)
         merged = self.merged(self.merge_heads(z))  # (B, L, d_model)
         out = self.out(self.W_O(merged))  # (B, L, d_model)
         return (out, weights) if need_weights else out

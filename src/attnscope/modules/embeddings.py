@@ -7,28 +7,17 @@ LayerNorm here. Sinusoidal encodings are those of "Attention Is All You Need":
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import torch
 from torch import nn
 
 from ..config import TransformerConfig
-from ..errors import InputError, ShapeError, fmt_shape
+from ..errors import ConfigError, InputError, ShapeError, fmt_shape
 from ..hooks import HookPoint
+from ..positions import get_position, sinusoidal_positions  # noqa: F401  (sinusoidal_positions: public here too)
 
 Tensor = torch.Tensor
-
-
-def sinusoidal_positions(n_positions: int, d_model: int, *, dtype=torch.float32, device=None) -> Tensor:
-    """The fixed encoding ``(n_positions, d_model)`` (sin on even, cos on odd features)."""
-    pos = torch.arange(n_positions, dtype=torch.float64, device=device)[:, None]  # (P, 1)
-    inv_freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64, device=device) / d_model)  # (d/2,)
-    angles = pos * inv_freq  # (P, d/2)
-    pe = torch.empty(n_positions, d_model, dtype=torch.float64, device=device)
-    pe[:, 0::2] = torch.sin(angles)
-    pe[:, 1::2] = torch.cos(angles)
-    return pe.to(dtype)
 
 
 class Embeddings(nn.Module):
@@ -44,13 +33,11 @@ class Embeddings(nn.Module):
         self.config = c
         self.token_embedding = nn.Embedding(c.vocab_size, c.d_model, padding_idx=None)
         self.segment_embedding = nn.Embedding(c.type_vocab_size, c.d_model) if c.type_vocab_size > 0 else None
-        if c.position == "learned":
-            self.position_embedding = nn.Embedding(c.max_positions + c.position_offset, c.d_model)
-        else:
-            self.position_embedding = None
-            if c.position == "sinusoidal":
-                self.register_buffer("sinusoid", sinusoidal_positions(c.max_positions + c.position_offset, c.d_model),
-                                     persistent=False)
+        scheme = get_position(c.position)
+        if scheme.acts_on != "embeddings":
+            raise ConfigError(f"position scheme {c.position!r} acts on {scheme.acts_on}, not on the embeddings")
+        # learned: nn.Embedding (weights "position_embedding.weight"); sinusoidal: a fixed table
+        self.position_embedding = scheme.build(c)
         self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps) if c.embed_norm else None
         self.drop = nn.Dropout(c.dropout)
         self.tokens, self.segments, self.positions, self.out = HookPoint(), HookPoint(), HookPoint(), HookPoint()
@@ -71,13 +58,10 @@ class Embeddings(nn.Module):
             if token_type_ids is None:
                 token_type_ids = torch.zeros_like(input_ids)
             x = x + self.segments(self.segment_embedding(token_type_ids))  # (B, L, d)
-        if c.position != "none":
+        if self.position_embedding is not None:
             if position_ids is None:
                 position_ids = (torch.arange(L, device=input_ids.device) + c.position_offset)[None]  # (1, L)
-            if self.position_embedding is not None:
-                pos = self.position_embedding(position_ids)  # (B|1, L, d)
-            else:
-                pos = self.sinusoid.to(x.dtype)[position_ids]  # (B|1, L, d)
+            pos = self.position_embedding(position_ids).to(x.dtype)  # (B|1, L, d)
             x = x + self.positions(pos)
         if self.norm is not None:
             x = self.norm(x)

@@ -1,0 +1,253 @@
+"""The blockwise kernel's entry points: on prepared inputs (for the step function and the ring)
+and the public functions with attention()'s arguments.
+
+:func:`attention_weights` returns selected softmax rows (some heads, some queries) of a long
+input without building the others: one pass for their log-sum-exp, one that writes
+``exp(score − lse)``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import torch
+
+from ...errors import ShapeError, fmt_shape
+from .. import fused
+from ..backend import FUSED_LSE, Facts, choose_backend
+from ..qk import Prepared, as_2d, fold_factor, prepare
+from ..validate import (broadcast_or_raise, check_dropout, check_mask, check_qkv, check_scale, check_scoring,
+                        check_temperature, kv_groups, require_float)
+from .kernel import BlockwiseFn, forward
+from .pool import map_query_tiles
+from .prepare import BlockSize, Index, block_sizes, check_qk, compute_dtype, index, tile_operands
+from .tiles import LOG2E, Tiles
+
+Tensor = torch.Tensor
+
+
+def repeat_kv(t: Tensor, groups: int) -> Tensor:
+    """``(..., H_kv, S, d)`` → ``(..., H_kv·groups, S, d)``: each k/v head repeated for the query
+    heads it serves (grouped-query attention)."""
+    return t if groups == 1 else t.repeat_interleave(groups, dim=-3)
+
+
+def empty_result(p: Prepared, v: Optional[Tensor], lead) -> tuple[Optional[Tensor], Tensor]:
+    """out 0 and lse −∞ for every query when there is no key (S = 0) or no query (L = 0)."""
+    L = p.q.shape[-2]
+    lse = p.q.new_full((*lead, L), float("-inf"))
+    out = None if v is None else p.q.new_zeros((*lead, L, v.shape[-1]))
+    return out, lse
+
+
+def run(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, causal: bool, dropout_p: float = 0.0,
+        block_size: BlockSize = None, bias: Optional[Tensor] = None) -> tuple[Optional[Tensor], Tensor]:
+    """``out (*lead, L, d_v)`` (None without v) and ``lse (*lead, L)`` of prepared q', k'.
+
+    Differentiable in q', k', v (FlashAttention's memory-light backward) unless dropout, a mask
+    or bias that wants its gradient, or a factor varying over keys that wants its gradient
+    send the gradient through autograd tile by tile.
+    """
+    bq, bk = block_sizes(block_size)
+    grad = torch.is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad
+                                           for t in (p.q, p.k, v, mask, bias, p.factor))
+    custom = grad and v is not None and dropout_p == 0.0 \
+        and not any(isinstance(t, Tensor) and t.requires_grad for t in (mask, bias)) \
+        and not (p.per_key and p.factor.requires_grad)
+    with torch.set_grad_enabled(grad):
+        qs, ks, vs, parts, lead = tile_operands(p, v, mask, bias=bias, base2=not custom)
+        if qs.shape[-2] == 0 or ks.shape[-2] == 0:
+            return empty_result(Prepared(qs, ks, 1.0), vs, lead)
+        spec = dict(parts, causal=causal, block_q=bq, block_k=bk)
+        if custom:
+            return BlockwiseFn.apply(qs, ks, vs, spec)
+        # forward only (or autograd through the loop): q held once, already in base 2
+        return forward(Tiles(qs, ks, vs, base2=True, **spec), dropout_p)
+
+
+def flash_usable(p: Prepared, v: Optional[Tensor], *, grad: bool = False, q_pos: Optional[Tensor] = None,
+                 causal: bool = False) -> bool:
+    """The facts of :func:`choose_backend` for a log-sum-exp: may the CPU flash kernel serve?"""
+    ok = fused.flash_lse_ok(p.q, p.k, v, grad, 0.0) and not (causal and q_pos is not None)
+    return choose_backend(Facts(lse=True, fusable=not p.per_key, grad=grad, flash_lse=ok)) == FUSED_LSE
+
+
+def run_flash(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, causal: bool,
+              bias: Optional[Tensor] = None) -> tuple[Optional[Tensor], Tensor]:
+    q, scale = fold_factor(p)
+    return fused.flash_lse(q, p.k, v, mask, causal=causal, scale=scale, bias=bias)
+
+
+def lse_of(p: Prepared, mask: Optional[Tensor], *, causal: bool, block_size: BlockSize = None,
+           bias: Optional[Tensor] = None, q_pos: Optional[Tensor] = None) -> Tensor:
+    """log Σ_j exp(score_ij) ``(*lead, L)`` of prepared q', k' (no gradient)."""
+    with torch.no_grad():
+        if flash_usable(p, None, q_pos=q_pos, causal=causal):
+            return run_flash(p, None, mask, causal=causal, bias=bias)[1]
+        bq, bk = block_sizes(block_size)
+        qs, ks, _, parts, lead = tile_operands(p, None, mask, bias=bias, base2=True)
+        if qs.shape[-2] == 0 or ks.shape[-2] == 0:
+            return empty_result(Prepared(qs, ks, 1.0), None, lead)[1]
+        return forward(Tiles(qs, ks, None, causal=causal, q_pos=q_pos, block_q=bq, block_k=bk, base2=True, **parts))[1]
+
+
+def weights_of(p: Prepared, mask: Optional[Tensor], *, causal: bool, block_size: BlockSize = None,
+               bias: Optional[Tensor] = None, q_pos: Optional[Tensor] = None) -> Tensor:
+    """The softmax weights ``(*lead, L, S)`` of prepared q', k', written tile by tile into the one
+    result (no gradient): the lse of every row first, then ``exp(score − lse)``. Peak memory is
+    the result plus one tile."""
+    bq, bk = block_sizes(block_size)
+    with torch.no_grad():
+        lse = lse_of(p, mask, causal=causal, block_size=block_size, bias=bias, q_pos=q_pos)  # (*lead, L)
+        qs, ks, _, parts, lead = tile_operands(p, None, mask, bias=bias, base2=True)
+        T = Tiles(qs, ks, None, causal=causal, q_pos=q_pos, block_q=bq, block_k=bk, base2=True, **parts)
+        lse_fix = torch.where(torch.isneginf(lse), float("inf"), lse * LOG2E).expand(*lead, T.L)  # rows seeing nothing → 0
+        w = torch.zeros((*lead, T.L, T.S), dtype=qs.dtype, device=qs.device)  # (*lead, L, S)
+
+        def fill(ti: int) -> None:  # query tiles write disjoint rows: safe side by side
+            i0, i1 = T.q_tiles[ti]
+            for tj, (j0, j1) in enumerate(T.k_tiles):
+                rel = T.relation(ti, tj)
+                if rel == "skip":
+                    continue
+                s = T.scores(ti, tj, rel)
+                w[..., i0:i1, j0:j1] = torch.exp2(s.sub_(lse_fix[..., i0:i1, None]), out=s)
+        map_query_tiles(fill, T, parallel=True)
+    return w
+
+
+# ----------------------------------------------------------------------------------------------
+# public functions
+# ----------------------------------------------------------------------------------------------
+
+def _check_common(q: Tensor, k: Tensor, mask: Optional[Tensor], scoring, scale, temperature):
+    sc = check_scoring(scoring)
+    scale = check_scale(scale)
+    check_temperature(temperature, sc)
+    lead = broadcast_or_raise("leading dims of q, k", q.shape[:-2], k.shape[:-2]) if kv_groups(q, k) == 1 \
+        else broadcast_or_raise("leading dims of q, k", q.shape[:-2], (*k.shape[:-3], q.shape[-3]))
+    check_mask(mask, q.shape[-2], k.shape[-2], lead)
+    return sc, scale
+
+
+def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
+                        causal: bool = False, scale: Optional[float] = None, scoring: str = "scaled",
+                        temperature: Union[None, float, Tensor] = None, dropout_p: float = 0.0,
+                        block_size: BlockSize = None, return_lse: bool = False):
+    """Exact attention, same arguments and result as :func:`attnscope.attention`, in O(L·d) memory.
+
+    Args:
+        q, k, v: ``(..., L, d_k)``, ``(..., S, d_k)``, ``(..., S, d_v)``; k, v may have fewer
+            heads (dim −3) than q (grouped-query attention).
+        mask: bool (True = attend) or float (added to the scaled scores), broadcastable to
+            ``(..., L, S)``; sliced tile by tile, never expanded.
+        causal: query i sees keys 0..i (top-left aligned, as SDPA's ``is_causal``).
+        scale, scoring, temperature: as in :func:`attnscope.attention`.
+        dropout_p: dropout on the probabilities (training only; the backward then goes through
+            autograd and keeps every tile, O(L·S) memory).
+        block_size: ``block_q`` = ``block_k`` (int) or ``(block_q, block_k)``; default 256 × 256.
+        return_lse: also return the log-sum-exp of every query's scaled, masked scores. Without
+            gradients on CPU this comes from PyTorch's flash kernel where it takes the inputs.
+    Returns:
+        ``out (..., L, d_v)`` in q's dtype, or ``(out, lse (..., L))`` with ``return_lse``
+        (lse in float32 for half inputs). A query that may see no key: out 0, lse −∞.
+    """
+    check_qkv(q, k, v)
+    _check_common(q, k, mask, scoring, scale, temperature)
+    dropout_p = check_dropout(dropout_p)
+    block_sizes(block_size)
+    g = kv_groups(q, k)
+    k, v = repeat_kv(k, g), repeat_kv(v, g)
+    cdt = compute_dtype(q.dtype)
+    grad = torch.is_grad_enabled() and any(
+        isinstance(t, Tensor) and t.requires_grad for t in (q, k, v, mask, temperature))
+    with torch.set_grad_enabled(grad):
+        p = prepare(q.to(cdt), k.to(cdt), scoring, scale=scale, temperature=temperature)
+        vc = v.to(cdt)
+        if return_lse and dropout_p == 0.0 and flash_usable(p, vc, grad=grad, causal=causal):
+            out, lse = run_flash(p, vc, mask, causal=causal)
+        else:
+            out, lse = run(p, vc, mask, causal=causal, dropout_p=dropout_p, block_size=block_size)
+    out = out.to(q.dtype)
+    return (out, lse) if return_lse else out
+
+
+def attention_lse(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, causal: bool = False,
+                  scale: Optional[float] = None, scoring: str = "scaled",
+                  temperature: Union[None, float, Tensor] = None, block_size: BlockSize = None) -> Tensor:
+    """log Σ_j exp(score_ij) of every query ``(..., L)``, blockwise (no values needed); −∞ for a
+    query that may see no key. Not differentiable (a statistic for inspection)."""
+    require_float("q", q)
+    require_float("k", k)
+    check_qk(q, k)
+    _check_common(q, k, mask, scoring, scale, temperature)
+    block_sizes(block_size)
+    k = repeat_kv(k, kv_groups(q, k))
+    cdt = compute_dtype(q.dtype)
+    with torch.no_grad():
+        p = prepare(q.to(cdt), k.to(cdt), scoring, scale=scale, temperature=temperature)
+        return lse_of(p, mask, causal=causal, block_size=block_size)
+
+
+def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, heads: Index = None,
+                      queries: Index = None, causal: bool = False, scale: Optional[float] = None,
+                      scoring: str = "scaled", temperature: Union[None, float, Tensor] = None,
+                      block_size: BlockSize = None) -> Tensor:
+    """Selected rows of the softmax weights, without building the others.
+
+    For a long input the full weights ``(B, H, L, S)`` may not fit; this returns only the heads
+    and queries asked for, computed from q and k in two passes over key tiles: the log-sum-exp of
+    the selected rows, then ``exp(score − lse)`` written tile by tile into the result. Peak memory
+    is the result plus one tile.
+
+    Args:
+        q: ``(..., H, L, d_k)``; k: ``(..., H, S, d_k)`` or ``(..., H_kv, S, d_k)`` with H a
+            multiple of H_kv (leading dims broadcast).
+        mask: bool (True = attend) or float, broadcastable to ``(..., H, L, S)``.
+        heads: which (query) heads (dim −3): an int (that dim is dropped), a
+            slice/range/list/1-D tensor (kept), or None for all.
+        queries: which query positions (dim −2), same forms.
+        causal, scale, scoring, temperature: as in :func:`attnscope.attention`; causal masking
+            uses the queries' true positions.
+    Returns:
+        ``(..., h, l, S)`` weights in q's dtype; each row sums to 1, or is all 0 for a query that
+        may see no key. Equal to ``attention(..., return_weights=True)[1]`` at those indices.
+    """
+    require_float("q", q)
+    require_float("k", k)
+    check_qk(q, k)
+    sc, scale = _check_common(q, k, mask, scoring, scale, temperature)
+    block_sizes(block_size)
+    L = q.shape[-2]
+    if heads is not None and q.dim() < 3:
+        raise ShapeError(f"heads= needs q with a head dim (..., H, L, d_k), got q {fmt_shape(q.shape)}")
+    g = kv_groups(q, k)
+    n_heads = q.shape[-3] if q.dim() >= 3 else 1
+    h_idx, h_drop = index("heads", heads, max(n_heads, k.shape[-3] * g if k.dim() >= 3 else 1), q.device)
+    q_idx, q_drop = index("queries", queries, L, q.device)
+
+    def pick(t, dims_from_end, idx):
+        # Select along a dim counted from the end, unless t broadcasts there (size 1 or absent).
+        if idx is None or t.dim() < dims_from_end or t.shape[-dims_from_end] == 1:
+            return t
+        return t.index_select(t.dim() - dims_from_end, idx)
+
+    q_sel = pick(pick(q, 3, h_idx), 2, q_idx)  # (..., h, l, d_k)
+    if g > 1:  # query head h reads k/v head h // g
+        k_sel = repeat_kv(k, g) if h_idx is None else k.index_select(k.dim() - 3, h_idx // g)  # (..., h, S, d_k)
+    else:
+        k_sel = pick(k, 3, h_idx)  # (..., h, S, d_k)
+    m_sel = None if mask is None else pick(pick(as_2d(mask), 3, h_idx), 2, q_idx)
+    t_sel = temperature
+    if isinstance(temperature, Tensor):
+        t_sel = pick(pick(as_2d(temperature), 3, h_idx), 2, q_idx)
+    cdt = compute_dtype(q.dtype)
+    with torch.no_grad():
+        p = prepare(q_sel.to(cdt), k_sel.to(cdt), sc, scale=scale, temperature=t_sel)
+        w = weights_of(p, m_sel, causal=causal, block_size=block_size, q_pos=q_idx)  # (..., h, l, S)
+    w = w.to(q.dtype)
+    if q_drop:
+        w = w.squeeze(-2)
+    if h_drop:
+        w = w.squeeze(-3 if not q_drop else -2)
+    return w

@@ -1,0 +1,131 @@
+"""From attention's arguments to the blockwise kernel's operands: tile sizes, the compute dtype,
+the factor and mask split into what a tile needs, selections of heads and queries."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import torch
+
+from ...errors import ConfigError, InputError, ShapeError, fmt_shape
+from ..qk import Prepared, as_2d
+from ..validate import broadcast_shapes
+from .tiles import DEFAULT_BLOCK, LOG2E
+
+Tensor = torch.Tensor
+Index = Union[None, int, slice, range, Sequence[int], Tensor]
+BlockSize = Union[None, int, tuple[int, int]]
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def block_sizes(block_size: BlockSize) -> tuple[int, int]:
+    """``(block_q, block_k)`` from an int, a pair or None (the default); ConfigError otherwise."""
+    if block_size is None:
+        return DEFAULT_BLOCK
+    if isinstance(block_size, int) and not isinstance(block_size, bool):
+        pair = (block_size, block_size)
+    elif isinstance(block_size, (tuple, list)) and len(block_size) == 2:
+        pair = tuple(block_size)
+    else:
+        raise ConfigError(f"block_size must be an int or a pair (block_q, block_k), got {block_size!r}")
+    if not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in pair):
+        raise ConfigError(f"block sizes must be positive integers, got {block_size!r}")
+    return pair  # type: ignore[return-value]
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Half precision exp/sums lose too much over thousands of keys: accumulate in float32."""
+    return torch.float32 if dtype in LOW_PRECISION else dtype
+
+
+def tile_operands(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, bias: Optional[Tensor] = None,
+                  base2: bool = False) -> tuple[Tensor, Tensor, Optional[Tensor], dict, torch.Size]:
+    """Fold the factor into q where it is constant over keys, split the mask into its bool and
+    additive parts, expand q, k, v to the common leading shape.
+
+    Returns ``q (*lead, L, d)`` carrying the factor (and log₂e too with ``base2``), ``k``, ``v``,
+    the ``blocked``/``bias``/``mult`` parts for :class:`~.tiles.Tiles`, and ``lead``.
+    """
+    c = LOG2E if base2 else 1.0
+    q, k = p.q, p.k
+    L, S = q.shape[-2], k.shape[-2]
+    cdt = q.dtype
+    shapes = [q.shape[:-2], k.shape[:-2]] + ([v.shape[:-2]] if v is not None else [])
+    mult = None
+    factor = p.factor
+    if isinstance(factor, Tensor):
+        factor = as_2d(factor.to(device=q.device, dtype=cdt))
+        full = broadcast_shapes(factor.shape, (*broadcast_shapes(*shapes), L, S))
+        if full is None or tuple(full[-2:]) != (L, S):
+            raise ShapeError(f"temperature of shape {fmt_shape(factor.shape)} does not broadcast to the "
+                             f"scores' shape (..., L={L}, S={S})")
+        shapes.append(factor.shape[:-2])
+        if factor.shape[-1] == 1:
+            q = q * (factor * c)  # constant over keys: fold into q, L·d multiplies instead of L·S
+        else:
+            mult = factor  # varies over keys: multiply each score tile
+            q = q * c
+    else:
+        q = q * (factor * c)
+    blocked = add = None
+    if mask is not None:
+        mask = as_2d(mask.to(q.device))
+        shapes.append(mask.shape[:-2])
+        if mask.dtype == torch.bool:
+            blocked = ~mask  # True = may not attend
+        else:
+            add = mask.to(cdt)
+    if bias is not None:
+        bias = as_2d(bias.to(device=q.device, dtype=cdt))
+        shapes.append(bias.shape[:-2])
+        add = bias if add is None else add + bias
+    lead = broadcast_shapes(*shapes)
+    q = q.expand(*lead, L, q.shape[-1])
+    k = k.expand(*lead, S, k.shape[-1])
+    if v is not None:
+        v = v.to(cdt).expand(*lead, S, v.shape[-1])
+    return q, k, v, {"blocked": blocked, "bias": add, "mult": mult}, lead
+
+
+def check_qk(q: Tensor, k: Tensor) -> None:
+    for name, t in (("q", q), ("k", k)):
+        if t.dim() < 2:
+            raise ShapeError(f"{name} must have at least 2 dims (..., length, dim), got shape {fmt_shape(t.shape)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ShapeError(f"q and k must have the same last dim d_k, got q {fmt_shape(q.shape)} and k {fmt_shape(k.shape)}")
+    if q.dtype != k.dtype or q.device != k.device:
+        raise ShapeError(f"q and k must share dtype and device, got {q.dtype}/{q.device} and {k.dtype}/{k.device}")
+
+
+def index(name: str, sel: Index, n: int, device: torch.device) -> tuple[Optional[Tensor], bool]:
+    """A selection → (1-D long index tensor or None for all, whether the dim is dropped)."""
+    if sel is None:
+        return None, False
+    if isinstance(sel, bool):
+        raise bad_index(name, sel)
+    if isinstance(sel, int):
+        if not -n <= sel < n:
+            raise InputError(f"{name} index {sel} out of range: there are {n} (0..{n - 1})")
+        return torch.tensor([sel % n], device=device), True
+    if isinstance(sel, slice):
+        sel = range(*sel.indices(n))
+    if isinstance(sel, Tensor):
+        if sel.dim() != 1 or sel.is_floating_point() or sel.dtype == torch.bool:
+            raise bad_index(name, sel)
+        sel = sel.tolist()
+    try:
+        idx = [int(i) for i in sel]
+    except (TypeError, ValueError):
+        raise bad_index(name, sel) from None
+    if not idx:
+        raise InputError(f"{name} selects nothing (empty selection)")
+    bad = [i for i in idx if not -n <= i < n]
+    if bad:
+        raise InputError(f"{name} index {bad[0]} out of range: there are {n} (0..{n - 1})")
+    return torch.tensor([i % n for i in idx], device=device), False
+
+
+def bad_index(name: str, sel) -> InputError:
+    return InputError(f"{name} must be an int, a slice, a range, a list of ints or a 1-D integer tensor, "
+                      f"got {type(sel).__name__}")

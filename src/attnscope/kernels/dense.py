@@ -1,0 +1,139 @@
+"""The explicit steps of attention, each an (..., L, S) matrix that a hook may read or replace:
+
+    scores  = q' @ k'ᵀ                    (..., L, S)   q', k' prepared by the scoring
+    scaled  = scores · factor             (..., L, S)
+    masked  = scaled + bias + mask        (..., L, S)   −inf where a query may not look
+    weights = softmax(masked, dim=-1)     (..., L, S)   each row sums to 1 (0 if fully masked)
+    z       = weights @ v                 (..., L, d_v)
+
+plus the stable softmax and log-softmax themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+import torch
+import torch.nn.functional as F
+
+from .validate import broadcast_shapes, check_dim, require_float
+
+Tensor = torch.Tensor
+Hook = Optional[Callable[[str, Tensor], Tensor]]
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """Numerically stable softmax along ``dim``.
+
+    Subtracts the row maximum before ``exp`` so that no finite input overflows. A row whose entries
+    are all ``-inf`` (a query that may look at nothing) gives zeros instead of ``0/0 = NaN``.
+    float16/bfloat16 inputs are computed in float32 and returned in their own dtype. An empty
+    ``dim`` gives an empty result.
+
+    Args:
+        x: scores of any shape, floating point.
+        dim: the dimension that sums to 1.
+    Returns:
+        Tensor of ``x``'s shape and dtype.
+    """
+    require_float("x", x)
+    dim = check_dim("x", x, dim)
+    if x.shape[dim] == 0:
+        return x.clone()
+    # torch.softmax subtracts the row max before exp (the stable form) in one fused kernel;
+    # the only case it gets wrong for attention is a row with no finite entry: max = -inf,
+    # x - max = NaN. Those rows are shifted to 0 first and zeroed after, so that neither the
+    # weights nor their gradients are NaN.
+    dead = torch.isneginf(x.amax(dim=dim, keepdim=True))  # rows where every entry is -inf
+    any_dead = bool(dead.any())
+    if any_dead:
+        x = x.masked_fill(dead, 0.0)
+    out = torch.softmax(x, dim=dim, dtype=torch.float32 if x.dtype in LOW_PRECISION else None)
+    if any_dead:
+        out = out.masked_fill(dead, 0.0)
+    return out.to(x.dtype)
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """log of :func:`softmax`, stable; ``-inf`` for fully masked rows (never NaN)."""
+    require_float("x", x)
+    dim = check_dim("x", x, dim)
+    if x.shape[dim] == 0:
+        return x.clone()
+    work = x.float() if x.dtype in LOW_PRECISION else x
+    row_max = work.amax(dim=dim, keepdim=True)
+    row_max = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
+    shifted = work - row_max.detach()
+    lse = torch.logsumexp(shifted, dim=dim, keepdim=True)
+    lse = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)  # -inf - -inf would be NaN
+    return (shifted - lse).to(x.dtype)
+
+
+def raw_scores(q: Tensor, k: Tensor) -> Tensor:
+    """``q @ kᵀ``: (..., L, d) × (..., S, d) → (..., L, S)."""
+    return torch.matmul(q, k.transpose(-2, -1))  # (..., L, S)
+
+
+def causal_blocked(L: int, S: int, device) -> Tensor:
+    """True above the diagonal (top-left aligned, as SDPA's ``is_causal``: query i sees keys 0..i)."""
+    return torch.ones(L, S, dtype=torch.bool, device=device).triu(diagonal=1)  # (L, S)
+
+
+def combine_masks(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype: torch.dtype,
+                  device: torch.device, bias: Optional[Tensor] = None) -> Optional[Tensor]:
+    """One additive float mask (0 = attend, -inf = blocked, plus any score ``bias``), or None if
+    nothing is masked or added."""
+    additive = None if bias is None else bias.to(dtype)
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            m = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, float("-inf"))
+        else:
+            m = mask.to(dtype)
+        additive = m if additive is None else additive + m
+    if causal:
+        causal_add = torch.zeros(L, S, dtype=dtype, device=device).masked_fill(causal_blocked(L, S, device), float("-inf"))
+        additive = causal_add if additive is None else additive + causal_add
+    return additive
+
+
+def steps(q: Tensor, k: Tensor, v: Optional[Tensor], factor: Union[float, Tensor], add: Optional[Tensor], *,
+          hook: Hook = None, dropout_p: float = 0.0, check: Optional[Callable[[Tensor], None]] = None
+          ) -> dict[str, Tensor]:
+    """Every step kept apart, each passed through ``hook(step, tensor)`` (which may replace it).
+
+    ``q (..., L, d)``, ``k (..., S, d)`` prepared; ``add`` the additive mask (or None).
+    Returns ``scores``, ``scaled``, ``masked``, ``weights`` (..., L, S) and ``z`` (..., L, d_v)
+    (no ``z`` without v).
+    """
+    h = hook or (lambda name, t: t)
+    scores = h("scores", raw_scores(q, k))  # (..., L, S)
+    scaled = h("scaled", scores * factor)  # (..., L, S)
+    if check is not None:
+        check(scaled)
+    masked = h("masked", scaled if add is None else scaled + add)  # (..., L, S)
+    weights = h("weights", softmax(masked, dim=-1))  # (..., L, S)
+    out = {"scores": scores, "scaled": scaled, "masked": masked, "weights": weights}
+    if v is not None:
+        dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights
+        out["z"] = torch.matmul(dropped, v)  # (..., L, d_v)
+    return out
+
+
+def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Optional[Tensor]) -> Tensor:
+    """``softmax(q kᵀ · factor + add)`` in as few passes as eager BERT takes, when no step but the
+    weights is wanted: a factor constant over keys goes on q (L·d multiplies, not L·S), the mask
+    is added in place, and torch's fused softmax is used unless some row is fully masked (then
+    ours, which gives 0 not NaN). Peak: about two L×S matrices."""
+    per_key = isinstance(factor, Tensor) and factor.shape[-1] != 1
+    att = torch.matmul(q if per_key else q * factor, k.transpose(-2, -1))  # (..., L, S)
+    if per_key:
+        att = att * factor
+    if add is None:
+        return torch.softmax(att, dim=-1) if att.shape[-1] else att
+    same = broadcast_shapes(att.shape, add.shape) == att.shape
+    att = att.add_(add) if same else att + add  # (..., L, S)
+    if att.shape[-1] == 0 or bool(torch.isneginf(add).all(dim=-1).any()):
+        return softmax(att, dim=-1)  # (..., L, S)
+    return torch.softmax(att, dim=-1)  # (..., L, S)

@@ -1,0 +1,8 @@
+"""Ring attention over a sequence split across processes: the protocol (metadata exchange,
+time-outs), the ring itself, and a local process launcher."""
+
+from .launch import run_local
+from .protocol import DEFAULT_TIMEOUT, RingTimeout
+from .ring import gather, merge_partials, ring_attention, shard
+
+__all__ = ["run_local", "DEFAULT_TIMEOUT", "RingTimeout", "gather", "merge_partials", "ring_attention", "shard"]

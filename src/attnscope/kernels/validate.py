@@ -1,0 +1,161 @@
+"""Argument checks shared by every kernel: each raises an attnscope error that names the argument.
+
+Checks cost microseconds (plain Python on shapes, no device work): they run on every call.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Optional
+
+import torch
+
+from ..errors import ConfigError, ShapeError, fmt_shape
+from ..scorings import Scoring, get_scoring
+
+Tensor = torch.Tensor
+
+
+def require_float(name: str, t) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise ShapeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not t.is_floating_point():
+        raise ShapeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+
+
+def check_dim(name: str, t: Tensor, dim) -> int:
+    """``dim`` as a non-negative index into ``t``'s dims; ShapeError naming the valid range."""
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+        raise ShapeError(f"dim must be an integer, got {dim!r}")
+    n = t.dim()
+    if n == 0:
+        raise ShapeError(f"{name} must have at least 1 dim to take a softmax over, got a 0-dim tensor")
+    if not -n <= dim < n:
+        raise ShapeError(f"dim {dim} is out of range for {name} of shape {fmt_shape(t.shape)} "
+                         f"({n} dims: dim must be in {-n}..{n - 1})")
+    return int(dim) % n
+
+
+def broadcast_shapes(*shapes) -> Optional[torch.Size]:
+    """The broadcast of ``shapes`` (NumPy rules), or None if they do not broadcast.
+
+    Plain Python: ``torch.broadcast_shapes`` costs ~30-100 µs a call, more than a small SDPA.
+    """
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        for i, n in enumerate(s, start=ndim - len(s)):
+            n = int(n)
+            if n != 1:
+                if out[i] != 1 and out[i] != n:
+                    return None
+                out[i] = n
+    return torch.Size(out)
+
+
+def broadcast_or_raise(what: str, *shapes) -> torch.Size:
+    out = broadcast_shapes(*shapes)
+    if out is None:
+        raise ShapeError(f"{what}: shapes " + " and ".join(fmt_shape(s) for s in shapes) + " do not broadcast")
+    return out
+
+
+def kv_groups(q: Tensor, k: Tensor) -> int:
+    """Query heads per key/value head: ``H / H_kv`` where q is ``(..., H, L, d)`` and k
+    ``(..., H_kv, S, d)`` with H a multiple of H_kv > 1 (grouped-query attention), else 1."""
+    if q.dim() >= 3 and k.dim() >= 3:
+        H, H_kv = q.shape[-3], k.shape[-3]
+        if H_kv not in (1, H) and H_kv > 0 and H % H_kv == 0:
+            return H // H_kv
+    return 1
+
+
+def check_qkv(q: Tensor, k: Tensor, v: Tensor) -> torch.Size:
+    """Validate ``q (..., L, d)``, ``k (..., S, d)``, ``v (..., S, d_v)``; raise ShapeError.
+
+    k and v may have fewer heads (dim −3) than q when q's count is a multiple of theirs
+    (grouped-query attention: one k/v head serves ``H / H_kv`` query heads).
+    Returns the broadcast leading (batch/head) dims, with q's head count.
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        require_float(name, t)
+        if t.dim() < 2:
+            raise ShapeError(f"{name} must have at least 2 dims (..., length, dim), got shape {fmt_shape(t.shape)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ShapeError(f"q and k must have the same last dim d_k, got q {fmt_shape(q.shape)} and k {fmt_shape(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ShapeError(f"k and v must have the same length S (dim -2), got k {fmt_shape(k.shape)} and v {fmt_shape(v.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ShapeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ShapeError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+    kl, vl = k.shape[:-2], v.shape[:-2]
+    g = kv_groups(q, k)
+    if g > 1:
+        if v.dim() < 3 or v.shape[-3] != k.shape[-3]:
+            raise ShapeError(f"grouped-query attention: k and v must have the same number of heads (dim -3), "
+                             f"got k {fmt_shape(k.shape)} and v {fmt_shape(v.shape)}")
+        kl = vl = (*kl[:-1], q.shape[-3])  # each k/v head serves g query heads
+    return broadcast_or_raise("leading (batch/head) dims of q, k, v", q.shape[:-2], kl, vl)
+
+
+def check_mask(mask: Optional[Tensor], L: int, S: int, lead: torch.Size, name: str = "mask") -> None:
+    """A mask must be bool or floating and broadcast to ``(*lead, L, S)``."""
+    if mask is None:
+        return
+    if not isinstance(mask, torch.Tensor):
+        raise ShapeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
+    if mask.dtype != torch.bool and not mask.is_floating_point():
+        raise ShapeError(f"{name} must be boolean (True = attend) or floating (added to scores), got dtype {mask.dtype}")
+    target = (*lead, L, S)
+    out = broadcast_shapes(mask.shape, target)
+    if out is None or tuple(out) != tuple(target):
+        raise ShapeError(f"{name} of shape {fmt_shape(mask.shape)} does not broadcast to the scores' shape "
+                         f"{fmt_shape(target)} (..., L={L}, S={S})")
+
+
+def check_scoring(scoring) -> Scoring:
+    """The registered :class:`~attnscope.scorings.Scoring`; ConfigError listing the choices."""
+    return get_scoring(scoring)
+
+
+def check_scale(scale) -> Optional[float]:
+    """``scale`` must be None or a finite real number (not a bool, string or tensor)."""
+    if scale is None:
+        return None
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise ConfigError(f"scale must be a real number or None, got {type(scale).__name__} {scale!r}")
+    scale = float(scale)
+    if not math.isfinite(scale):
+        raise ConfigError(f"scale must be finite, got {scale}")
+    return scale
+
+
+def check_dropout(p, name: str = "dropout_p") -> float:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
+        raise ConfigError(f"{name} must be in [0, 1), got {p!r}")
+    return float(p)
+
+
+def check_temperature(temperature, scoring: Scoring) -> None:
+    """A float τ must be finite and positive; a tensor τ must be floating point."""
+    if temperature is None:
+        return
+    if isinstance(temperature, torch.Tensor):
+        if not temperature.is_floating_point():
+            raise ShapeError(f"temperature must be a floating-point tensor, got dtype {temperature.dtype}")
+        return
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise ConfigError(f"temperature must be a positive number or a tensor, got {type(temperature).__name__} {temperature!r}")
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ConfigError(f"temperature must be finite and positive, got {temperature}")
+
+
+def check_positive_int(name: str, value) -> int:
+    """A module size (d_model, n_heads, …): an int > 0, else ConfigError saying which."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return int(value)

@@ -1,0 +1,194 @@
+"""The float64 NumPy twin of every step: one reference for explain, check, the viewer's data,
+plot, exercise and the experiments.
+
+Each function is the formula written plainly in NumPy, float64, independent of the torch
+kernels (tested once against torch float64 in ``tests/reference``). Scorings come from the same
+registry as the kernels (:mod:`attnscope.scorings`): their ``prepare_np`` and ``factor``.
+
+    >>> from attnscope import reference as R
+    >>> steps = R.attention_steps(q, k, v, causal=True)        # (..., L, d) arrays
+    >>> steps["weights"].sum(-1)                                # 1 (0 for a row that sees nothing)
+
+Shapes follow the kernels: ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``; masks
+are bool (True = may attend) or additive float, broadcastable to ``(..., L, S)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Union
+
+import numpy as np
+
+from .errors import NonFiniteError, fmt_shape
+from .scorings import DEFAULT_EPS, get_scoring
+
+Array = np.ndarray
+
+__all__ = ["as_f64", "prepare_qk", "score_factor", "raw_scores", "causal_mask", "additive_mask", "combine_masks",
+           "softmax", "log_softmax", "logsumexp", "weighted_sum", "attention_steps", "attention", "layer_norm",
+           "linear", "gelu", "relu", "split_heads", "merge_heads", "check_finite"]
+
+
+def as_f64(x) -> Array:
+    """Any array-like (a torch tensor included, detached, on the CPU) as a float64 ndarray."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().double().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def prepare_qk(q, k, scoring: str = "scaled", eps: float = DEFAULT_EPS) -> tuple[Array, Array]:
+    """q', k' as the scoring prepares them (cosine: unit length; qknorm: LayerNorm, no affine)."""
+    return get_scoring(scoring).prepare_qk_np(as_f64(q), as_f64(k), eps)
+
+
+def score_factor(scoring: str, d_k: int, scale: Optional[float] = None,
+                 temperature: Union[None, float, Array] = None) -> Union[float, Array]:
+    """The factor on q'·k': 1/√d_k for "scaled", 1/τ for "cosine", …; ``scale`` overrides."""
+    if scale is not None:
+        return float(scale)
+    t = None if temperature is None else as_f64(temperature)
+    f = get_scoring(scoring).factor_for(d_k, t if t is None or t.ndim else float(t))
+    return f if isinstance(f, np.ndarray) else float(f)
+
+
+def raw_scores(q, k) -> Array:
+    """``q @ kᵀ`` → ``(..., L, S)``."""
+    return np.einsum("...ld,...sd->...ls", as_f64(q), as_f64(k))
+
+
+def causal_mask(L: int, S: int) -> Array:
+    """Bool ``(L, S)``, True where query i may see key j (j ≤ i, top-left aligned)."""
+    return np.arange(S)[None, :] <= np.arange(L)[:, None]
+
+
+def additive_mask(mask) -> Array:
+    """A bool mask as 0 / −inf; a float mask as it is."""
+    m = np.asarray(mask.detach().cpu().numpy() if hasattr(mask, "detach") else mask)
+    return np.where(m, 0.0, -np.inf) if m.dtype == bool else m.astype(np.float64)
+
+
+def combine_masks(mask, L: int, S: int, causal: bool = False) -> Optional[Array]:
+    """One additive mask (0 attend, −inf blocked), or None if nothing is masked."""
+    add = None if mask is None else additive_mask(mask)
+    if causal:
+        c = np.where(causal_mask(L, S), 0.0, -np.inf)
+        add = c if add is None else add + c
+    return add
+
+
+def softmax(x, axis: int = -1) -> Array:
+    """Stable softmax (max subtracted); a row with no finite entry gives 0, never NaN."""
+    x = as_f64(x)
+    if x.shape[axis] == 0:
+        return x.copy()
+    alive = np.isfinite(x).any(axis=axis, keepdims=True)
+    m = np.where(alive, np.max(np.where(np.isfinite(x), x, -np.inf), axis=axis, keepdims=True), 0.0)
+    e = np.exp(x - m)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.where(alive, e / np.where(alive, total, 1.0), 0.0)
+
+
+def logsumexp(x, axis: int = -1) -> Array:
+    """log Σ exp(x) along ``axis``, stable; −inf for a row with no finite entry."""
+    x = as_f64(x)
+    alive = np.isfinite(x).any(axis=axis)
+    m = np.where(alive, np.max(np.where(np.isfinite(x), x, -np.inf), axis=axis), 0.0)
+    total = np.exp(x - np.expand_dims(m, axis)).sum(axis=axis)
+    return np.where(alive, m + np.log(np.where(alive, total, 1.0)), -np.inf)
+
+
+def log_softmax(x, axis: int = -1) -> Array:
+    """``x − logsumexp(x)``; −inf throughout a row with no finite entry."""
+    x = as_f64(x)
+    lse = np.expand_dims(logsumexp(x, axis), axis)
+    return np.where(np.isneginf(lse), -np.inf, x - np.where(np.isneginf(lse), 0.0, lse))
+
+
+def weighted_sum(weights, v) -> Array:
+    """``weights @ v`` → ``(..., L, d_v)``."""
+    return np.einsum("...ls,...sd->...ld", as_f64(weights), as_f64(v))
+
+
+def attention_steps(q, k, v, mask=None, *, causal: bool = False, scoring: str = "scaled",
+                    scale: Optional[float] = None, temperature=None, eps: float = DEFAULT_EPS) -> dict[str, Array]:
+    """Every step as in :func:`attnscope.attention_steps`, plus ``q``/``k`` (prepared) and ``lse``.
+
+    Returns ``q``, ``k`` (..., L|S, d_k), ``scores``, ``scaled``, ``masked``, ``weights``
+    (..., L, S), ``out`` (..., L, d_v) and ``lse`` (..., L).
+    """
+    qp, kp = prepare_qk(q, k, scoring, eps)
+    v = as_f64(v)
+    scores = raw_scores(qp, kp)
+    L, S = scores.shape[-2:]
+    scaled = scores * score_factor(scoring, qp.shape[-1], scale, temperature)
+    add = combine_masks(mask, L, S, causal)
+    masked = scaled if add is None else scaled + add
+    weights = softmax(masked)
+    return {"q": qp, "k": kp, "scores": scores, "scaled": scaled, "masked": masked, "weights": weights,
+            "out": weighted_sum(weights, v), "lse": logsumexp(masked)}
+
+
+def attention(q, k, v, mask=None, **kwargs) -> tuple[Array, Array]:
+    """``(out, weights)`` of :func:`attention_steps`."""
+    s = attention_steps(q, k, v, mask, **kwargs)
+    return s["out"], s["weights"]
+
+
+def layer_norm(x, weight=None, bias=None, eps: float = 1e-5) -> Array:
+    """``(x − mean) / √(var + ε) · weight + bias`` over the last axis (biased variance, as torch)."""
+    x = as_f64(x)
+    y = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    if weight is not None:
+        y = y * as_f64(weight)
+    if bias is not None:
+        y = y + as_f64(bias)
+    return y
+
+
+def linear(x, weight, bias=None) -> Array:
+    """``x @ Wᵀ + b`` with ``W (out, in)`` as stored by ``nn.Linear``."""
+    y = as_f64(x) @ as_f64(weight).T
+    return y if bias is None else y + as_f64(bias)
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def gelu(x, approximate: str = "none") -> Array:
+    """GELU: ``x·Φ(x)`` exactly (erf), or the tanh approximation (GPT-2's ``gelu_new``)."""
+    x = as_f64(x)
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def relu(x) -> Array:
+    return np.maximum(as_f64(x), 0.0)
+
+
+def split_heads(x, n_heads: int) -> Array:
+    """``(..., L, d_model)`` → ``(..., H, L, d_head)``: head i is features i·d_head … (i+1)·d_head."""
+    x = as_f64(x)
+    *lead, L, d = x.shape
+    return np.moveaxis(x.reshape(*lead, L, n_heads, d // n_heads), -2, -3)
+
+
+def merge_heads(x) -> Array:
+    """``(..., H, L, d_head)`` → ``(..., L, H·d_head)``: heads concatenated along features."""
+    x = np.moveaxis(as_f64(x), -3, -2)
+    return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
+
+
+def check_finite(step: str, x, *, allow_neg_inf: bool = False) -> Array:
+    """``x`` as float64, or NonFiniteError naming ``step`` when it holds NaN or ±inf (−inf
+    allowed with ``allow_neg_inf``: a masked score)."""
+    a = as_f64(x)
+    bad = np.isnan(a) | (np.isposinf(a) if allow_neg_inf else np.isinf(a))
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        kinds = [f"{name} ×{int(n)}" for name, n in (("NaN", np.isnan(a).sum()), ("+inf", np.isposinf(a).sum()),
+                                                    ("-inf", 0 if allow_neg_inf else np.isneginf(a).sum())) if n]
+        raise NonFiniteError(f"{step} has non-finite values ({', '.join(kinds)}) in shape {fmt_shape(a.shape)}, "
+                             f"first at index {first}")
+    return a

@@ -1,0 +1,245 @@
+"""The ways of turning q and k into scores, each defined once.
+
+Every scoring here is *dot-product attention on prepared inputs*::
+
+    q', k' = prepare(q, k)              (..., L|S, d_k)   e.g. unit length for cosine
+    scaled = (q' @ k'ᵀ) · factor(d_k)   (..., L, S)       e.g. 1/√d_k, or 1/τ for cosine
+
+so every kernel (the fused SDPA call, the blockwise online softmax, the explicit steps) serves
+every scoring: the kernels call :meth:`Scoring.prepare` and :meth:`Scoring.factor_for` and never
+name a scoring. The float64 twin (:attr:`Scoring.prepare_np`), the formula for ``explain`` and the
+viewer's name live in the same entry, so adding a scoring is one :func:`register_scoring` call::
+
+    register_scoring(Scoring(
+        name="pow075", factor=lambda d_k, tau=None: d_k ** -0.75,
+        title="q·k / d_k^0.75", latex=r"\\frac{q \\cdot k}{d_k^{0.75}}",
+        words={"en": "Scoring: the dot product divided by d_k to the power 0.75.",
+               "zh": "打分方式：点积除以 d_k 的 0.75 次方。"}))
+
+A scoring with learnable parts in a module (cosine's logit scale per head, qknorm's LayerNorms)
+gives a :class:`Learnable`: what to create on the module, and how the module's parameters take
+the place of the functional preparation or temperature.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Union
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .errors import ConfigError
+
+Tensor = torch.Tensor
+Factor = Union[float, Tensor, np.ndarray]
+
+#: Default temperature τ of cosine scoring (Swin V2 starts its learnable logit scale at 1/τ = 10).
+DEFAULT_COSINE_TEMPERATURE = 0.1
+
+#: ε of the functional normalisations (cosine's L2 norm, qknorm's LayerNorm).
+DEFAULT_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class Learnable:
+    """The learnable parts of a scoring inside an attention module.
+
+    ``create(n_heads, d_head, options)`` returns ``{attribute name: nn.Parameter | nn.Module}``
+    that the module sets on itself (so the state-dict keys are ``logit_scale``, ``q_norm.weight``,
+    …); ``options`` holds the module's ``cosine_temperature`` and ``layer_norm_eps``.
+    ``prepare(module, q, k)`` replaces :attr:`Scoring.prepare` and ``temperature(module)`` gives τ
+    (e.g. ``(H, 1, 1)``) in place of the call's ``temperature``.
+    """
+
+    create: Callable[[int, int, Mapping[str, Any]], dict]
+    prepare: Optional[Callable[[nn.Module, Tensor, Tensor], tuple[Tensor, Tensor]]] = None
+    temperature: Optional[Callable[[nn.Module], Tensor]] = None
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """One scoring: how q and k are prepared, the factor on their dot product, and its words.
+
+    Args:
+        name: the ``scoring=`` value.
+        factor: ``factor(d_k, temperature)`` → the number (or tensor, broadcastable to the
+            scores) that multiplies ``q'·k'``. Plain arithmetic, so that it serves torch tensors,
+            NumPy arrays and floats alike. ``temperature`` is None unless :attr:`uses_temperature`.
+        title: short name for the viewer and tables, e.g. ``"q·k / √d_k"``.
+        latex: the score as LaTeX, in q, k, d_k (and τ).
+        words: one sentence per language (``"en"``, ``"zh"``) for ``explain``.
+        prepare: ``prepare(q, k, eps)`` → q', k' (torch); None = unchanged.
+        prepare_np: its float64 NumPy twin; None = unchanged.
+        uses_temperature: the factor is ``1/τ`` with τ from the call (``temperature=``).
+        default_temperature: τ when the call gives none.
+        learnable: the module's learnable parts, if any.
+        source: where the scoring comes from (a paper), for tables.
+    """
+
+    name: str
+    factor: Callable[..., Factor]
+    title: str = ""
+    latex: str = ""
+    words: Mapping[str, str] = field(default_factory=dict)
+    prepare: Optional[Callable[[Tensor, Tensor, float], tuple[Tensor, Tensor]]] = None
+    prepare_np: Optional[Callable[[np.ndarray, np.ndarray, float], tuple[np.ndarray, np.ndarray]]] = None
+    uses_temperature: bool = False
+    default_temperature: Optional[float] = None
+    learnable: Optional[Learnable] = None
+    source: str = ""
+
+    def factor_for(self, d_k: int, temperature: Union[None, float, Tensor, np.ndarray] = None) -> Factor:
+        """The factor for keys of width ``d_k`` (an empty dot product, d_k = 0, is 0 whatever
+        the factor: d_k is taken as 1 there so that no factor divides by zero)."""
+        if self.uses_temperature and temperature is None:
+            temperature = self.default_temperature
+        return self.factor(max(int(d_k), 1), temperature if self.uses_temperature else None)
+
+    def prepare_qk(self, q: Tensor, k: Tensor, eps: float = DEFAULT_EPS) -> tuple[Tensor, Tensor]:
+        """q', k' of the functional form (no learnable parts)."""
+        return (q, k) if self.prepare is None else self.prepare(q, k, eps)
+
+    def prepare_qk_np(self, q: np.ndarray, k: np.ndarray, eps: float = DEFAULT_EPS) -> tuple[np.ndarray, np.ndarray]:
+        return (q, k) if self.prepare_np is None else self.prepare_np(q, k, eps)
+
+
+_REGISTRY: dict[str, Scoring] = {}
+
+
+def register_scoring(scoring: Scoring, *, replace: bool = False) -> Scoring:
+    """Add a scoring; every kernel, module and the reference then accept ``scoring=name``."""
+    if not isinstance(scoring, Scoring):
+        raise ConfigError(f"register_scoring expects a Scoring, got {type(scoring).__name__}")
+    if not scoring.name.isidentifier():
+        raise ConfigError(f"a scoring's name must be an identifier, got {scoring.name!r}")
+    if scoring.name in _REGISTRY and not replace:
+        raise ConfigError(f"scoring {scoring.name!r} is already registered (pass replace=True to redefine it)")
+    _REGISTRY[scoring.name] = scoring
+    return scoring
+
+
+def unregister_scoring(name: str) -> None:
+    """Remove a scoring added by :func:`register_scoring` (the built-in ones stay)."""
+    if name in BUILTIN:
+        raise ConfigError(f"scoring {name!r} is built in and cannot be removed")
+    _REGISTRY.pop(name, None)
+
+
+def get_scoring(name: Union[str, Scoring]) -> Scoring:
+    """The registered scoring of that name; ConfigError listing the choices otherwise."""
+    if isinstance(name, Scoring):
+        return name
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ConfigError(f"unknown scoring {name!r}; choose one of {', '.join(_REGISTRY)}") from None
+
+
+class ScoringNames(Sequence):
+    """A live, read-only view of the registered names, in registration order (a tuple's API)."""
+
+    def __getitem__(self, i):
+        return tuple(_REGISTRY)[i]
+
+    def __len__(self) -> int:
+        return len(_REGISTRY)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in _REGISTRY
+
+    def __iter__(self):
+        return iter(tuple(_REGISTRY))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (tuple, list, ScoringNames)) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(tuple(_REGISTRY))
+
+
+#: Names of every registered scoring; stays current as scorings are registered.
+SCORINGS = ScoringNames()
+
+
+# ----------------------------------------------------------------------------------------------
+# the built-in scorings
+# ----------------------------------------------------------------------------------------------
+
+def _unit(q: Tensor, k: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    return F.normalize(q, dim=-1, eps=eps), F.normalize(k, dim=-1, eps=eps)  # (..., L|S, d_k)
+
+
+def _unit_np(q: np.ndarray, k: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    def norm(x):  # x / max(‖x‖, ε), as F.normalize
+        return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), eps)
+    return norm(q), norm(k)
+
+
+def _layer_norm(q: Tensor, k: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    d = q.shape[-1]
+    return F.layer_norm(q, (d,), eps=eps), F.layer_norm(k, (d,), eps=eps)  # (..., L|S, d_k)
+
+
+def _layer_norm_np(q: np.ndarray, k: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    def ln(x):
+        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    return ln(q), ln(k)
+
+
+def _cosine_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) -> dict:
+    tau = float(options.get("cosine_temperature", DEFAULT_COSINE_TEMPERATURE))
+    # Learnable log(1/τ) per head, clamped at 1/τ ≤ 100 as Swin V2 does.
+    return {"logit_scale": nn.Parameter(torch.full((n_heads, 1, 1), math.log(1.0 / tau)))}
+
+
+def _cosine_temperature(m: nn.Module) -> Tensor:
+    return torch.exp(-m.logit_scale.clamp(max=math.log(100.0)))  # (H, 1, 1) = τ
+
+
+def _qknorm_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) -> dict:
+    eps = float(options.get("layer_norm_eps", DEFAULT_EPS))
+    return {"q_norm": nn.LayerNorm(d_head, eps=eps), "k_norm": nn.LayerNorm(d_head, eps=eps)}
+
+
+def _qknorm_module_prepare(m: nn.Module, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+    return m.q_norm(q), m.k_norm(k)  # learnable LayerNorm over d_head
+
+
+BUILTIN = ("scaled", "unscaled", "inv_d", "cosine", "qknorm")
+
+register_scoring(Scoring(
+    name="scaled", factor=lambda d_k, tau=None: 1.0 / math.sqrt(d_k),
+    title="q·k / √d_k", latex=r"\frac{q \cdot k}{\sqrt{d_k}}", source="Vaswani et al. 2017 (the default)",
+    words={"en": "Scoring: the dot product of $q$ and $k$ divided by $\\sqrt{d_k}$.",
+           "zh": "打分方式：$q$ 与 $k$ 的点积除以 $\\sqrt{d_k}$。"}))
+register_scoring(Scoring(
+    name="unscaled", factor=lambda d_k, tau=None: 1.0,
+    title="q·k", latex=r"q \cdot k", source="what the second article warns of",
+    words={"en": "Scoring: the plain dot product of $q$ and $k$, not scaled.",
+           "zh": "打分方式：$q$ 与 $k$ 的点积，不缩放。"}))
+register_scoring(Scoring(
+    name="inv_d", factor=lambda d_k, tau=None: 1.0 / d_k,
+    title="q·k / d_k", latex=r"\frac{q \cdot k}{d_k}", source="μP (Yang et al. 2022)",
+    words={"en": "Scoring: the dot product of $q$ and $k$ divided by $d_k$.",
+           "zh": "打分方式：$q$ 与 $k$ 的点积除以 $d_k$。"}))
+register_scoring(Scoring(
+    name="cosine", factor=lambda d_k, tau: 1.0 / tau, uses_temperature=True,
+    default_temperature=DEFAULT_COSINE_TEMPERATURE, prepare=_unit, prepare_np=_unit_np,
+    title="cos(q, k) / τ", latex=r"\frac{\cos(q, k)}{\tau}", source="Swin Transformer V2",
+    learnable=Learnable(create=_cosine_parameters, temperature=_cosine_temperature),
+    words={"en": "Scoring: cosine similarity of $q$ and $k$ divided by a temperature $\\tau$.",
+           "zh": "打分方式：$q$ 与 $k$ 的余弦相似度除以温度 $\\tau$。"}))
+register_scoring(Scoring(
+    name="qknorm", factor=lambda d_k, tau=None: 1.0 / math.sqrt(d_k),
+    prepare=_layer_norm, prepare_np=_layer_norm_np,
+    title="LN(q)·LN(k) / √d_k", latex=r"\frac{\mathrm{LN}(q) \cdot \mathrm{LN}(k)}{\sqrt{d_k}}", source="ViT-22B",
+    learnable=Learnable(create=_qknorm_parameters, prepare=_qknorm_module_prepare),
+    words={"en": "Scoring: $q$ and $k$ are layer-normalised first, then divided by $\\sqrt{d_k}$.",
+           "zh": "打分方式：先对 $q$ 和 $k$ 做层归一化，再除以 $\\sqrt{d_k}$。"}))
