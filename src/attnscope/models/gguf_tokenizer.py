@@ -8,8 +8,8 @@ same file (``tests/models/test_gguf_tokenizer.py`` compares ids):
 
 * ``gpt2`` — byte-level BPE with the file's merges (SmolLM2, Llama 3, Qwen2). ``tokenizer.ggml.pre``
   names the split before BPE; SmolLM2's "smollm" (like StarCoder's) puts every digit on its own,
-  as the model's own tokenizer and llama.cpp do. transformers ≤ 5.24 ignores that name and keeps
-  ``2017`` whole, so on digits this tokenizer follows the model, not transformers.
+  as the model's own tokenizer and llama.cpp do. (transformers 5.24 ignores that name; the ids
+  agree all the same, since SmolLM2's vocabulary has no token with more than one digit.)
 * ``llama`` on a Gemma architecture — SentencePiece-style BPE (Gemma 3): spaces become ``▁``, no
   space is prepended (``add_space_prefix`` false), bytes without a token fall back to
   ``<0xNN>``. The file lists no merges; they are rebuilt from the vocabulary, best first in file
@@ -121,24 +121,25 @@ def tokenizer_from_metadata(meta: dict, path="GGUF file") -> GGUFTokenizer:
         raise ModelLoadError(f"{path}: tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} tokens")
     arch = meta.get("general.architecture")
     if kind == "gpt2":
-        backend, control = _bytelevel(meta, tokens, types, path), True
-        name = "bpe-bytelevel"
+        backend, name = _bytelevel(meta, tokens, path), "bpe-bytelevel"
     elif kind == "llama" and arch in _GEMMA_ARCHS:
-        backend, name = _gemma(meta, tokens, path), "bpe-sentencepiece"
+        backend, name = _gemma(meta, gemma_spelling(tokens), path), "bpe-sentencepiece"
     else:
         raise ModelLoadError(f"{path}: GGUF tokenizer {kind!r} for architecture {arch!r} is not supported; "
                              f"attnscope builds 'gpt2' (byte-level BPE) and Gemma's 'llama' (SentencePiece BPE)")
     from tokenizers import AddedToken
 
+    # as transformers does: a control token outside the byte alphabet is a mislabel (adding it would
+    # grow the vocabulary), and a user-defined one only when its stored spelling is the model's (so
+    # Gemma's space runs, respelled as ▁▁…, stay ordinary vocabulary tokens)
     byte_alphabet = _byte_alphabet() if kind == "gpt2" else None
-    specials, plain = [], []
-    for tok, t in zip(tokens, types):
-        if t == CONTROL and (byte_alphabet is None or set(tok) <= byte_alphabet):
-            specials.append(AddedToken(tok, normalized=False, special=True))
-        elif t == USER_DEFINED:
-            plain.append(AddedToken(tok, normalized=False, special=False))
+    specials = [AddedToken(tok, normalized=False, special=True) for tok, t in zip(tokens, types)
+                if t == CONTROL and (byte_alphabet is None or set(tok) <= byte_alphabet)]
     if specials:
         backend.add_special_tokens(specials)
+    vocab = backend.get_vocab(with_added_tokens=True)
+    plain = [AddedToken(tok, normalized=False, special=False) for tok, t in zip(tokens, types)
+             if t == USER_DEFINED and tok in vocab]
     if plain:
         backend.add_tokens(plain)
 
@@ -150,13 +151,13 @@ def tokenizer_from_metadata(meta: dict, path="GGUF file") -> GGUFTokenizer:
     # llama.cpp adds BOS to SentencePiece vocabularies that do not say otherwise
     add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", kind == "llama"))
     add_eos = bool(meta.get("tokenizer.ggml.add_eos_token", False))
-    _post_processor(backend, tokens, ids, add_bos, add_eos, gemma=kind == "llama", path=path)
+    _post_processor(backend, tokens, ids, add_bos, add_eos, path=path)
     special = {f"{k}_token": tokens[i] for k, i in ids.items() if i is not None}
     return GGUFTokenizer(backend, ids["bos"], ids["eos"], ids["pad"], ids["unk"], special, add_bos, add_eos,
                          meta.get("tokenizer.chat_template"), name)
 
 
-def _post_processor(backend, tokens, ids, add_bos, add_eos, *, gemma: bool, path) -> None:
+def _post_processor(backend, tokens, ids, add_bos, add_eos, *, path) -> None:
     from tokenizers import processors
 
     for flag, k in ((add_bos, "bos"), (add_eos, "eos")):
@@ -168,11 +169,7 @@ def _post_processor(backend, tokens, ids, add_bos, add_eos, *, gemma: bool, path
     # the second text of a pair gets type id 1 (as in transformers' TemplateProcessing)
     pair = single + [s.replace(":0", ":1") for s in bos] + ["$B:1"] + [s.replace(":0", ":1") for s in eos]
     used = {tokens[ids[k]]: ids[k] for k, f in (("bos", add_bos), ("eos", add_eos)) if f}
-    if gemma or used:
-        backend.post_processor = processors.TemplateProcessing(single=single, pair=pair,
-                                                               special_tokens=list(used.items()))
-    else:
-        backend.post_processor = processors.ByteLevel(trim_offsets=False)
+    backend.post_processor = processors.TemplateProcessing(single=single, pair=pair, special_tokens=list(used.items()))
 
 
 def _byte_alphabet() -> set:
@@ -181,7 +178,7 @@ def _byte_alphabet() -> set:
     return set(pre_tokenizers.ByteLevel.alphabet())
 
 
-def _bytelevel(meta: dict, tokens: list, types: list, path):
+def _bytelevel(meta: dict, tokens: list, path):
     from tokenizers import Regex, Tokenizer, decoders, pre_tokenizers
     from tokenizers.models import BPE
 
@@ -241,8 +238,6 @@ def _gemma(meta: dict, tokens: list, path):
     unk_id = meta.get("tokenizer.ggml.unknown_token_id")
     if unk_id is None:
         raise ModelLoadError(f"{path}: a SentencePiece GGUF tokenizer needs tokenizer.ggml.unknown_token_id")
-    # a token of two or more spaces is stored as spaces; the normalizer below turns text spaces into ▁
-    tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in tokens]
     vocab = {t: i for i, t in enumerate(tokens)}
     tok = Tokenizer(BPE(vocab, gemma_merges(tokens), fuse_unk=True, unk_token=tokens[unk_id], dropout=None,
                         byte_fallback=True))
@@ -250,6 +245,12 @@ def _gemma(meta: dict, tokens: list, path):
     tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous", invert=False)
     tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
     return tok
+
+
+def gemma_spelling(tokens: list) -> list:
+    """Gemma's vocabulary as its tokenizer looks tokens up: a token of two or more spaces is stored
+    as spaces, but text reaches the BPE with every space turned into ``▁``."""
+    return ["\u2581" * len(t) if " " in t and not t.strip() else t for t in tokens]
 
 
 def gemma_merges(tokens: list) -> list[tuple[str, str]]:
