@@ -152,12 +152,13 @@ def _add_tokenizer(w, vocab: int, kind: str) -> None:
         alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
         specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
         base = specials + alphabet
-        tokens = base[:vocab] + [f"<extra_{i}>" for i in range(max(0, vocab - len(base)))]
+        tokens = base[:vocab - 1] + [f"<extra_{i}>" for i in range(max(0, vocab - 1 - len(base)))]
+        tokens.append(tokens[3] + tokens[4])  # one merge, so that the merge list is not empty
         w.add_tokenizer_model("gpt2")
         w.add_tokenizer_pre("smollm")
         w.add_token_list(tokens)
         w.add_token_types([3 if t in specials else 1 for t in tokens])
-        w.add_token_merges([])
+        w.add_token_merges([f"{tokens[3]} {tokens[4]}"])
         w.add_bos_token_id(1)
         w.add_eos_token_id(2)
         w.add_pad_token_id(2)
