@@ -58,7 +58,7 @@ def main() -> None:
         page.dblclick("[data-testid=q-2]")
         page.select_option("[data-testid=focus-head-select]", "4")
         page.screenshot(path=str(OUT / "viewer-step.png"))
-        page.click("[data-testid=tab-compare]")
+        page.click("[data-testid=tab-context]")
         page.screenshot(path=str(OUT / "viewer-context.png"))
 
         with socket.socket() as s:
