@@ -1,8 +1,9 @@
 """Opt-in checks for NaN and ±inf, naming the step where they appear.
 
-attnscope's choice, as PyTorch's: by default non-finite values flow through as IEEE arithmetic
-makes them (a NaN input gives NaN outputs), because looking for them costs a pass over every
-tensor and a device sync. Asked for — ``check_finite=True`` on a call, or every call inside
+attnscope's choice, as PyTorch's: by default non-finite values flow through as the kernel makes
+them — NaN outputs on the explicit path, while PyTorch's fused CPU kernel silently gives a query
+row with a NaN score output 0 — because looking for them costs a pass over every tensor and a
+device sync. Asked for — ``check_finite=True`` on a call, or every call inside
 ``with checking_finite():`` — each step is checked as it is made and the first bad one raises
 :class:`~attnscope.errors.NonFiniteError` naming it:
 

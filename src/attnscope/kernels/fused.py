@@ -54,6 +54,20 @@ def flash_lse_ok(q: Tensor, k: Tensor, v: Optional[Tensor], grad: bool, dropout_
     return q.shape[:-2] == k.shape[:-2] and (v is None or v.shape[:-2] == k.shape[:-2])
 
 
+def no_key_visible(add: Tensor, causal: bool, L: int) -> Tensor:
+    """``(…, L|1)`` True for a query that sees no key under the additive mask ``(…, L|1, S)``
+    (and causality, top-left aligned)."""
+    allowed = ~torch.isneginf(add)  # (…, L|1, S)
+    if not causal:
+        return ~allowed.any(dim=-1)
+    S = add.shape[-1]
+    if add.shape[-2] == 1:  # a key mask: query i sees a key iff one of keys 0..i is allowed
+        seen = allowed.cummax(dim=-1).values  # (…, 1, S)
+        return ~seen[..., 0, :].index_select(-1, torch.arange(L, device=add.device).clamp(max=S - 1))
+    keep = torch.ones(L, S, dtype=torch.bool, device=add.device).tril()
+    return ~(allowed & keep).any(dim=-1)
+
+
 def flash_lse(q: Tensor, k: Tensor, v: Optional[Tensor], mask: Optional[Tensor], *, causal: bool,
               scale: float, bias: Optional[Tensor] = None) -> tuple[Optional[Tensor], Tensor]:
     """``out (B, H, L, d)`` (None without v) and ``lse (B, H, L)`` from the CPU flash kernel.
@@ -70,7 +84,7 @@ def flash_lse(q: Tensor, k: Tensor, v: Optional[Tensor], mask: Optional[Tensor],
     out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
         q, k, k if v is None else v, 0.0, causal, attn_mask=add, scale=scale)
     if add is not None:
-        dead = torch.isneginf(add).all(dim=-1)  # (B|1, H|1, L): no key visible
+        dead = no_key_visible(add, causal, L)  # (B|1, H|1, L|1)
         if bool(dead.any()):
             lse = lse.masked_fill(dead, float("-inf"))
             out = out.masked_fill(dead[..., None], 0.0)
