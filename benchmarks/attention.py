@@ -1,6 +1,7 @@
 """Attention speed and memory: attnscope against torch's SDPA, in one run, as ratios.
 
     python benchmarks/attention.py [--lengths 128 512 2048 8192] [--repeats 5]
+                                   [--scoring-lengths 512 2048 8192] [--no-scorings]
 
 For batch 1, 12 heads, d_head 64 it times
   - attnscope.attention, fast path (no weights: hands over to SDPA),
@@ -9,6 +10,11 @@ For batch 1, 12 heads, d_head 64 it times
   - torch.nn.functional.scaled_dot_product_attention (the reference),
 and measures each one's peak memory in a fresh subprocess (peak RSS after the inputs exist minus
 RSS before the call: everything the call allocates, kernels' own buffers included).
+
+Then every registered scoring without weights (``attnscope.attention(q, k, v, scoring=…)``, which
+prepares q and k itself and hands them to the fused kernel) against SDPA called directly on the
+same inputs prepared beforehand (``q', k'`` and the scoring's factor as ``scale=``), causal and
+not: the ratio is everything attnscope adds (validation, preparation, dispatch).
 
 Then the fourth article's claim: one fused (d → 3d) projection against per-head projections
 (3·H small matmuls), for the same FLOPs.
@@ -121,6 +127,38 @@ def peak_memory(method: str, L: int) -> int:
     return json.loads(r.stdout.strip().splitlines()[-1])["bytes"]
 
 
+def prepared(scoring: str, q, k):
+    """q', k' and the scale that SDPA needs to compute ``scoring``, from its registry entry."""
+    from attnscope.scorings import get_scoring
+    sc = get_scoring(scoring)
+    qp, kp = sc.prepare_qk(q, k)
+    return qp, kp, float(sc.factor_for(q.shape[-1]))
+
+
+def scoring_times(L: int, causal: bool, repeats: int) -> dict[str, tuple[float, float, float]]:
+    """scoring → (attnscope time, SDPA-on-prepared time, max |difference|), interleaved, minimum."""
+    q, k, v = inputs(L)
+    out = {}
+    for name in attnscope.SCORINGS:
+        qp, kp, scale = prepared(name, q, k)
+        ours = lambda: attnscope.attention(q, k, v, scoring=name, causal=causal)  # noqa: E731
+        ref = lambda: F.scaled_dot_product_attention(qp, kp, v, is_causal=causal, scale=scale)  # noqa: E731
+        diff = (ours() - ref()).abs().max().item()
+        t0 = time.perf_counter()
+        ref()
+        n = max(repeats, min(100, int(0.5 / max(time.perf_counter() - t0, 1e-6))))
+        a, b = [], []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            ours()
+            a.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            ref()
+            b.append(time.perf_counter() - t0)
+        out[name] = (min(a), min(b), diff)
+    return out
+
+
 def fused_vs_per_head(L: int, repeats: int) -> tuple[float, float, float]:
     """The article's claim: one (d → 3d) projection vs 3·H projections (d → d_head)."""
     d = H * D_HEAD
@@ -150,6 +188,9 @@ def main(argv=None) -> int:
     p.add_argument("--lengths", type=int, nargs="+", default=[128, 512, 2048, 8192])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--no-memory", action="store_true", help="skip the subprocess memory probes")
+    p.add_argument("--scoring-lengths", type=int, nargs="+", default=[512, 2048, 8192])
+    p.add_argument("--scoring-repeats", type=int, default=3)
+    p.add_argument("--no-scorings", action="store_true", help="skip the table of scorings")
     p.add_argument("--child", nargs=2, metavar=("METHOD", "L"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -180,6 +221,22 @@ def main(argv=None) -> int:
         table.add_section()
     console.print(table)
 
+    worst_scoring = None
+    if not args.no_scorings:
+        st = Table(title="every scoring without weights vs SDPA on the same prepared inputs")
+        for col in ("L", "causal", "scoring", "attnscope", "SDPA (prepared)", "× SDPA", "max |diff|"):
+            st.add_column(col, justify="right", no_wrap=True)
+        runs = [(L, c) for L in args.scoring_lengths for c in (False, True)]
+        for L, c in track(runs, description="scorings", console=console, transient=True):
+            with torch.inference_mode():
+                res = scoring_times(L, c, args.scoring_repeats)
+            for name, (ta, tb, diff) in res.items():
+                worst_scoring = max(worst_scoring or 0.0, ta / tb)
+                st.add_row(str(L), str(c), name, f"{ta * 1e3:,.2f} ms", f"{tb * 1e3:,.2f} ms", f"{ta / tb:.3f}",
+                           f"{diff:.1e}")
+            st.add_section()
+        console.print(st)
+
     proj = Table(title="fused Q/K/V projection vs per-head projections (same FLOPs)")
     for col in ("L", "fused", "3·H per-head", "per-head / fused", "same result"):
         proj.add_column(col, justify="right")
@@ -191,6 +248,8 @@ def main(argv=None) -> int:
 
     worst = max(r[3] for r in rows if r[1] == "attnscope fast")
     console.print(f"fast path worst ratio to SDPA: {worst:.3f} (target ≤ 1.05)")
+    if worst_scoring is not None:
+        console.print(f"scorings: worst ratio to SDPA on prepared inputs: {worst_scoring:.3f} (target ≤ 1.05)")
     return 0
 
 

@@ -38,6 +38,9 @@ Tensor = torch.Tensor
 #: Every step a hook can see, in order.
 STEPS = ("q", "k", "v", "scores", "scaled", "masked", "weights", "z")
 
+#: The facts of a call without weights or hooks whose scores SDPA can form.
+PLAIN = Facts()
+
 
 class StepHooks(Protocol):
     """What :func:`attend` asks of its hooks."""
@@ -106,7 +109,8 @@ class ModuleHooks:
 
     def __call__(self, step: str, t: Tensor) -> Tensor:
         point = getattr(self.m, step)
-        t = point(t)
+        if point.active:  # an idle hook point would cost nn.Module.__call__ for nothing
+            t = point(t)
         for h in sorted(self.taps.get(step, ())):
             self.m.head_sink[f"{point.name}[{h}]"] = t[:, h]  # (B, …)
         return t
@@ -135,8 +139,18 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
     Returns:
         ``z (..., H, L, d_v)`` and ``weights (..., H, L, S)`` or None.
     """
-    hooks = NO_HOOKS if hooks is None else hooks
     finite = finite_checks_on(check_finite)
+    if hooks is None and not need_weights and not finite:
+        # The common call (a model's forward, attention() without weights): the facts are those
+        # of Facts() unless the factor varies over keys; spare the rest of the bookkeeping.
+        p = prepare(q, k, scoring, scale=scale, temperature=temperature, params=params, eps=eps)
+        if not p.per_key and choose_backend(PLAIN) == FUSED:
+            g = kv_groups(q, k)
+            if isinstance(p.factor, Tensor):
+                check_factor(p.factor, q.shape[:-2], q.shape[-2], k.shape[-2])
+            qf, sc = fold_factor(p)
+            return fused.sdpa(qf, p.k, v, mask, causal=causal, scale=sc, dropout_p=dropout_p, bias=bias, groups=g), None
+    hooks = NO_HOOKS if hooks is None else hooks
     if finite:
         check_inputs(q, k, v, mask, temperature)
     p = prepare(q, k, scoring, scale=scale, temperature=temperature, params=params, eps=eps)
@@ -146,12 +160,16 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
     L, S = q.shape[-2], k.shape[-2]
     k_lead = k.shape[:-2] if g == 1 else (*k.shape[:-3], q.shape[-3])
     lead = broadcast_shapes(q.shape[:-2], k_lead, v.shape[:-2] if g == 1 else k_lead)
-    check_factor(p.factor, lead, L, S)
+    if isinstance(p.factor, Tensor):
+        check_factor(p.factor, lead, L, S)
     grad = torch.is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad
                                            for t in (q, k, v, mask, bias, p.factor))
     hooked = frozenset(s for s in MATRIX_STEPS if hooks.active(s))
-    facts = Facts(weights=need_weights, hooked=hooked, fusable=not p.per_key, grad=grad,
-                  fits=memory.dense_fits(3 * memory.matrix_bytes(lead, L, S, q.element_size()), q.device),
+    # Whether the L×S matrices fit is only asked (a look at free memory) where it can matter.
+    fits = True
+    if need_weights or hooked or p.per_key:
+        fits = memory.dense_fits(3 * memory.matrix_bytes(lead, L, S, q.element_size()), q.device)
+    facts = Facts(weights=need_weights, hooked=hooked, fusable=not p.per_key, grad=grad, fits=fits,
                   long=L * S >= memory.BLOCKWISE_MIN_SCORES)
     backend = choose_backend(facts)
     weights, formed = None, frozenset()

@@ -42,6 +42,9 @@ def broadcast_shapes(*shapes) -> Optional[torch.Size]:
 
     Plain Python: ``torch.broadcast_shapes`` costs ~30-100 µs a call, more than a small SDPA.
     """
+    first = shapes[0]
+    if all(s == first for s in shapes):  # the common case, without the loop below
+        return torch.Size(first)
     ndim = max(len(s) for s in shapes)
     out = [1] * ndim
     for s in shapes:
@@ -64,9 +67,10 @@ def broadcast_or_raise(what: str, *shapes) -> torch.Size:
 def kv_groups(q: Tensor, k: Tensor) -> int:
     """Query heads per key/value head: ``H / H_kv`` where q is ``(..., H, L, d)`` and k
     ``(..., H_kv, S, d)`` with H a multiple of H_kv > 1 (grouped-query attention), else 1."""
-    if q.dim() >= 3 and k.dim() >= 3:
-        H, H_kv = q.shape[-3], k.shape[-3]
-        if H_kv not in (1, H) and H_kv > 0 and H % H_kv == 0:
+    qs, ks = q.shape, k.shape
+    if len(qs) >= 3 and len(ks) >= 3 and qs[-3] != ks[-3]:
+        H, H_kv = qs[-3], ks[-3]
+        if H_kv > 1 and H % H_kv == 0:
             return H // H_kv
     return 1
 
@@ -91,7 +95,7 @@ def check_qkv(q: Tensor, k: Tensor, v: Tensor) -> torch.Size:
     if not (q.device == k.device == v.device):
         raise ShapeError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
     kl, vl = k.shape[:-2], v.shape[:-2]
-    g = kv_groups(q, k)
+    g = 1 if kl == q.shape[:-2] else kv_groups(q, k)
     if g > 1:
         if v.dim() < 3 or v.shape[-3] != k.shape[-3]:
             raise ShapeError(f"grouped-query attention: k and v must have the same number of heads (dim -3), "
@@ -124,6 +128,8 @@ def check_scale(scale) -> Optional[float]:
     """``scale`` must be None or a finite real number (not a bool, string or tensor)."""
     if scale is None:
         return None
+    if scale.__class__ is float and math.isfinite(scale):
+        return scale
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise ConfigError(f"scale must be a real number or None, got {type(scale).__name__} {scale!r}")
     scale = float(scale)
@@ -133,6 +139,8 @@ def check_scale(scale) -> Optional[float]:
 
 
 def check_dropout(p, name: str = "dropout_p") -> float:
+    if p.__class__ is float and 0.0 <= p < 1.0:  # the common case, without the ABC checks below
+        return p
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
         raise ConfigError(f"{name} must be in [0, 1), got {p!r}")
     return float(p)
