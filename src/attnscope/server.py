@@ -399,7 +399,11 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str
         print(f"attnscope serve: warning: listening on {host} opens the API to other machines on the "
               "network, without authentication; use --host 127.0.0.1 to keep it local", file=sys.stderr, flush=True)
     say("attnscope: loading the model…")
-    app = create_app(model_path=model_path, max_chars=max_chars)
+    try:
+        app = create_app(model_path=model_path, max_chars=max_chars)
+    except BaseException:
+        sock.close()
+        raise
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
 

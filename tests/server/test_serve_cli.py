@@ -74,3 +74,16 @@ def test_a_non_loopback_host_is_warned_about():
     lines, err = _serve_until_serving("--host", "0.0.0.0")
     assert ("attnscope serve: warning: listening on 0.0.0.0 opens the API to other machines on the network, "
             "without authentication; use --host 127.0.0.1 to keep it local") in err
+
+
+@pytest.mark.parametrize("command", ["serve", "view"])
+def test_help_is_plain_text(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "``" not in out and f"attnscope {command}:" in out
+    import re
+    options = re.findall(r"^\s+(--[a-z-]+)", out, re.M)
+    helpless = [o for o in options if re.search(rf"^\s+{o}(?: [A-Z_]+)?\s*$", out, re.M)
+                and not re.search(rf"^\s+{o}(?: [A-Z_]+)?\n\s{{20,}}\S", out, re.M)]
+    assert helpless == [], helpless  # every option says what it does

@@ -19,7 +19,7 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 def register(sub) -> None:
     p = sub.add_parser("serve", help="serve the viewer and a JSON API on 127.0.0.1",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 opens it to the network)")
     p.add_argument("--port", type=int, default=8000, help="port, 1..65535, or 0 for any free one (default 8000)")

@@ -18,7 +18,7 @@ def register(sub) -> None:
     from ..viewer.data import MAX_DECIMALS
 
     p = sub.add_parser("view", help="write an interactive attention viewer (one HTML file)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("text", help="the text to look at")
     p.add_argument("--compare", default=None, help="a second text, for the context view")
     p.add_argument("--token", default=None, help="the token the two texts share (default: the first shared one)")
