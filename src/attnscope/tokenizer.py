@@ -146,6 +146,7 @@ class Tokenizer:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise InputError(f"texts[{i}] must be a string, got {type(t).__name__}")
+            check_unicode(t, "the text" if len(texts) == 1 else f"texts[{i}]")
         encs = self.backend.encode_batch(list(texts))
         truncated = [False] * len(texts)
         too_long = [i for i, e in enumerate(encs) if len(e.ids) > limit]
@@ -154,7 +155,8 @@ class Tokenizer:
                 i = too_long[0]
                 more = f" (and {len(too_long) - 1} more)" if len(too_long) > 1 else ""
                 what = "the model's limit of" if limit == self.max_length else "max_length ="
-                raise InputError(f"text {i} has {len(encs[i].ids)} tokens, longer than {what} "
+                which = "the text" if len(texts) == 1 else f"text {i}"
+                raise InputError(f"{which} has {len(encs[i].ids)} tokens, longer than {what} "
                                  f"{limit} positions{more}; shorten it (in Python, truncate=True "
                                  f"keeps the first {limit} tokens)")
             self.backend.enable_truncation(limit)
@@ -166,7 +168,8 @@ class Tokenizer:
                 self.backend.no_truncation()
         for i, e in enumerate(encs):
             if not e.ids:
-                raise InputError(f"text {i} ({texts[i]!r}) gives no tokens")
+                which = "the text" if len(texts) == 1 else f"text {i}"
+                raise InputError(f"{which} ({texts[i]!r}) gives no tokens")
         L = max(len(e.ids) for e in encs)
         B = len(encs)
         input_ids = torch.full((B, L), self.pad_token_id, dtype=torch.long)
@@ -181,6 +184,27 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size}, max_length={self.max_length}, source={self.source!r})"
+
+
+def check_unicode(text: str, what: str = "the text") -> str:
+    """``text`` unchanged if it is valid Unicode (encodable as UTF-8), else InputError.
+
+    A Python ``str`` can hold lone surrogates (U+D800..U+DFFF) that no encoding accepts: they come
+    from ``"a\\ud800b"`` literals and from command-line bytes that are not UTF-8, which Python
+    decodes with ``surrogateescape`` (byte 0xE9 becomes U+DCE9). The tokenizer library would fail
+    on them with a bare TypeError; this names the character and, for an escaped byte, the byte.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        code = ord(text[e.start])
+        if 0xDC80 <= code <= 0xDCFF:
+            why = (f"byte 0x{code - 0xDC00:02X} at character {e.start} is not UTF-8 (was the text written "
+                   f"in another encoding, such as Latin-1? convert it to UTF-8)")
+        else:
+            why = f"character {e.start} is a lone surrogate U+{code:04X}, which no encoding can represent"
+        raise InputError(f"{what} is not valid Unicode: {why}") from None
+    return text
 
 
 def _byte_decoder() -> dict[str, int]:

@@ -132,7 +132,7 @@ def test_default_model_is_found_without_importing_its_package():
 def test_too_long_text_is_an_error_unless_truncation_is_asked(tiny_models):
     model = tiny_models["bert"]  # 64 positions
     text = "word " * 100
-    with pytest.raises(attnscope.InputError, match=r"text 0 has 102 tokens, longer than the model's limit of 64 positions.*truncate=True"):
+    with pytest.raises(attnscope.InputError, match=r"^the text has 102 tokens, longer than the model's limit of 64 positions.*truncate=True"):
         model.encode(text)
     with pytest.raises(attnscope.InputError, match=r"text 1 has 102 tokens"):
         model.trace(["short", text], names=[])
@@ -148,7 +148,7 @@ def test_every_error_is_an_attnscope_error():
 def test_max_length_lowers_the_limit(tiny_models):
     model = tiny_models["bert"]
     text = "word " * 20
-    with pytest.raises(attnscope.InputError, match=r"text 0 has 22 tokens, longer than max_length = 10 positions"):
+    with pytest.raises(attnscope.InputError, match=r"^the text has 22 tokens, longer than max_length = 10 positions"):
         model.encode(text, max_length=10)
     assert model.encode(text, max_length=10, truncate=True).lengths == [10]
     for bad in (0, 65, 3.5, True):

@@ -105,3 +105,17 @@ def test_readable_tokens(tiny_models, minilm):
     assert roberta.readable(toks)[0] == "<s>" and roberta.readable(toks)[-1] == "</s>"
     assert "".join(roberta.readable(toks)[1:-1]).startswith("a ")
     assert minilm.tokenizer.readable(["[CLS]", "play", "##ing"]) == ["[CLS]", "play", "##ing"]
+
+
+@pytest.mark.parametrize("texts, what, why", [
+    ("a\ud800b", "the text", "character 1 is a lone surrogate U+D800"),
+    ("caf\udce9 bank", "the text", "byte 0xE9 at character 3 is not UTF-8"),   # argv's surrogateescape of b"caf\xe9"
+    (["fine", "x\udfff"], "texts[1]", "character 1 is a lone surrogate U+DFFF"),
+])
+def test_text_that_is_not_valid_unicode_is_an_input_error(minilm, texts, what, why):
+    with pytest.raises(attnscope.InputError) as e:
+        minilm.encode(texts)
+    assert str(e.value).startswith(f"{what} is not valid Unicode: {why}")
+    with pytest.raises(attnscope.InputError, match="not valid Unicode"):
+        minilm.trace(texts)
+    assert minilm.encode("café bank").tokens[0][1] == "cafe"  # real accents are fine

@@ -20,6 +20,7 @@ from typing import Union
 import numpy as np
 
 from ..errors import InputError
+from ..explain.numbers import counted
 from .classify import FAMILY, LABELS, RULE_STAT
 from .stats import STAT_DOCS, STAT_NAMES
 from .summary import CLAIM, LAYER_STATS
@@ -141,24 +142,44 @@ def write_report(result, out_dir: Union[str, Path]) -> dict:
     return paths
 
 
+def pass_sentence(result) -> str:
+    """How many texts each pass used and how long it took (the report and the CLI say it alike)."""
+    c, t = result.counters, result.timings
+    stats = f"statistics pass: {counted(c['texts'], 'text')}"
+    if t.get("statistics"):
+        stats += f" in {t['statistics']:.1f} s"
+    if result.importance is None:
+        imp = "importance pass: not run (--importance-texts 0)"
+    else:
+        imp = (f"importance pass: {counted(c['importance_texts'], 'text')} (the first ones) × "
+               f"{counted(result.n_layers * result.n_heads, 'head')} ablated")
+        if t.get("importance"):
+            imp += f" in {t['importance']:.1f} s"
+    return f"Texts used: {stats}; {imp}."
+
+
 def markdown(result) -> str:
     """The report in Markdown: corpus, per-layer table, trend tests, classification, importance."""
     c, s, cfg = result.counters, result.summary, result.config
     L = []
     L.append(f"# Head analysis: {result.model_name}\n")
     unit = "paragraph (built-in corpus)" if result.corpus.startswith("builtin:") else cfg.unit
-    L.append(f"Corpus `{result.corpus}` (one text per {unit}): **{c['texts']:,} texts, {c['tokens']:,} tokens** "
-             f"in {c['batches']:,} batches of ≤ {cfg.batch_size} texts; {result.n_layers} layers × "
-             f"{result.n_heads} heads; {result.world_size} process(es), {result.seconds:.1f} s"
-             + "".join(f"; {k} pass {v:.1f} s" for k, v in result.timings.items() if v) + ".\n")
+    L.append(f"Corpus `{result.corpus}` (one text per {unit}): **{counted(c['texts'], 'text')}, "
+             f"{counted(c['tokens'], 'token')}** in {counted(c['batches'], 'batch', 'batches')} of ≤ "
+             f"{counted(cfg.batch_size, 'text')}; {counted(result.n_layers, 'layer')} × "
+             f"{counted(result.n_heads, 'head')}; {counted(result.world_size, 'process', 'processes')}, "
+             f"{result.seconds:.1f} s.\n")
+    L.append(pass_sentence(result) + "\n")
     notes = []
     if c["truncated"]:
-        notes.append(f"{c['truncated']} text(s) longer than {result.max_length} tokens were truncated "
+        notes.append(f"{counted(c['truncated'], 'text')} longer than {result.max_length} tokens "
+                     f"{'was' if c['truncated'] == 1 else 'were'} truncated "
                      f"({c['truncated_tokens']:,} tokens cut)")
     if c["skipped_decode"]:
-        notes.append(f"{c['skipped_decode']} line(s) were not valid UTF-8 and were skipped (listed at the end)")
+        notes.append(f"{counted(c['skipped_decode'], 'line')} {'was' if c['skipped_decode'] == 1 else 'were'} "
+                     "not valid UTF-8 and skipped (listed at the end)")
     if c["empty"]:
-        notes.append(f"{c['empty']} empty text(s) were skipped")
+        notes.append(f"{counted(c['empty'], 'empty text')} {'was' if c['empty'] == 1 else 'were'} skipped")
     L.append("Nothing else was left out." if not notes else "Left out: " + "; ".join(notes) + ".")
     L.append("")
     L.append("Queries are real tokens" + (" including [CLS]/[SEP]" if cfg.special_queries else " except [CLS]/[SEP]")
@@ -206,7 +227,7 @@ def markdown(result) -> str:
     if result.importance is not None:
         metric = ("1 − cosine similarity of the pooled sentence embedding"
                   if result.importance_metric == "one_minus_cosine" else "change of the next-token loss (nats/token)")
-        L.append(f"## Head importance\n\nAblating one head (z = 0) on the first {c['importance_texts']} texts; "
+        L.append(f"## Head importance\n\nAblating one head (z = 0) on the first {counted(c['importance_texts'], 'text')}; "
                  f"measure: {metric}. Most important heads:\n")
         imp = result.importance
         order = np.argsort(-np.nan_to_num(imp, nan=-np.inf), axis=None)[:10]

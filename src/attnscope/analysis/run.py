@@ -55,7 +55,8 @@ class AnalysisConfig:
         on_decode_error: "stop" or "skip" for bytes that are not UTF-8.
         special_queries: count [CLS]/[SEP] rows as queries (see :mod:`.stats`).
         window: half-width of the ``to_local`` window, in tokens.
-        importance_texts: texts (the first N of the corpus) for head ablation; 0 = skip it.
+        importance_texts: texts (the first N of the corpus, at most ``max_texts``) for head
+            ablation; 0 = skip it.
         importance_batch: texts per ablation batch (each runs H times over).
         thresholds: classification thresholds, see :class:`.classify.Thresholds`.
         progress: show a progress bar (on process 0).
@@ -389,7 +390,9 @@ class _StatsWorker:
 def _run_importance(model, corpus, encoder: TextEncoder, acc: StatsAccumulator, cfg: AnalysisConfig,
                     rank: int, world: int) -> None:
     """Ablate every head on the first ``importance_texts`` texts; batch k runs on process k % world."""
-    reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip", max_texts=cfg.importance_texts)
+    # --max-texts bounds this pass too: the ablation uses the first texts of those analysed.
+    n = cfg.importance_texts if cfg.max_texts is None else min(cfg.importance_texts, cfg.max_texts)
+    reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip", max_texts=n)
     sample = encoder.encode(list(reader))  # small by construction: every process tokenizes it all
     batches = bucket(sample, cfg.importance_batch)
     mine = batches[rank::world]

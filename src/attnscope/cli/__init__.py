@@ -9,13 +9,67 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from pathlib import Path
 from typing import Optional, Sequence
 
-from ..errors import AttnscopeError
+from ..errors import AttnscopeError, InputError
 
 #: Subcommand modules, in the order ``attnscope --help`` lists them.
 COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", "experiment", "analyze"]
+
+
+def check_range(value, flag: str, low, high=None):
+    """``value`` unless it lies outside ``[low, high]`` (``high`` None: no upper end): InputError
+    naming the option, so that every numeric option fails the same way, in one line."""
+    if value is None:
+        return value
+    if value < low or (high is not None and value > high):
+        span = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise InputError(f"{flag} must be {span}, got {value}")
+    return value
+
+
+def check_out_dir(out: Path) -> None:
+    """Check (creating nothing) that --out can be made, so that it fails before the work, not after."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {str(out)!r} exists and is not a folder")
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"cannot create the output folder {str(out)!r}: {str(parent)!r} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"cannot create the output folder {str(out)!r}: {str(parent)!r} is not writable")
+
+
+def check_device(device: Optional[str], flag: str = "--device") -> Optional[str]:
+    """``device`` if torch can use it here (cpu, cuda, cuda:N, mps), else InputError saying why."""
+    if device is None:
+        return None
+    import torch
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise InputError(f"{flag}: {device!r} is not a device; use cpu, cuda, cuda:N or mps") from None
+    if dev.type == "cpu":
+        return device
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = ("this torch is built without CUDA" if torch.version.cuda is None
+                   else "no CUDA GPU is visible")
+            raise InputError(f"{flag} {device}: {why}; use --device cpu")
+        n = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= n:
+            raise InputError(f"{flag} {device}: there {'is' if n == 1 else 'are'} {n} CUDA "
+                             f"device{'' if n == 1 else 's'} (cuda:0..cuda:{n - 1})")
+        return device
+    if dev.type == "mps":
+        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise InputError(f"{flag} {device}: MPS is not available on this machine; use --device cpu")
+        return device
+    raise InputError(f"{flag} {device}: attnscope runs on cpu, cuda or mps, not {dev.type}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +100,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except FileNotFoundError as e:
         print(f"attnscope {args.command}: error: file not found: {e.filename}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM where a command turns it into this
+        import signal
+        signum = getattr(e, "signum", signal.SIGINT)
+        print("interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}",
+              file=sys.stderr)
+        return 128 + int(signum)

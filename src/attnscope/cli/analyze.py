@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -55,7 +56,7 @@ def register(sub) -> None:
                    help="ablate every head on the first N texts (0 = no importance; default: %(default)s)")
     g.add_argument("--importance-batch", type=int, default=8, metavar="B",
                    help="texts per ablation batch, each run n_heads times (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -80,15 +81,17 @@ def run(args) -> int:
     import torch
 
     from ..analysis import AnalysisConfig, Thresholds, analyze
-    from ..errors import ConfigError
-
+    
+    from . import check_device, check_out_dir, check_range
+    for name in ("batch_size", "chunk_size", "importance_batch", "max_texts", "threads"):
+        check_range(getattr(args, name), "--" + name.replace("_", "-"), 1)
+    check_range(args.max_length, "--max-length", 2)
+    check_range(args.window, "--window", 0)
+    check_range(args.importance_texts, "--importance-texts", 0)
+    check_device(args.device)
+    check_out_dir(Path(args.out))  # fail before the work, not after it, when the results cannot be written
     if args.threads:
         torch.set_num_threads(args.threads)
-    for name in ("batch_size", "chunk_size", "importance_batch"):
-        if getattr(args, name) < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if args.max_texts is not None and args.max_texts < 1:
-        raise ConfigError(f"--max-texts must be at least 1, got {args.max_texts}")
     cfg = AnalysisConfig(batch_size=args.batch_size, chunk_size=max(args.chunk_size, args.batch_size),
                          max_length=args.max_length, max_texts=args.max_texts, unit=args.unit,
                          on_decode_error=args.on_decode_error, special_queries=not args.no_special_queries,
@@ -114,21 +117,22 @@ def _rank() -> int:
 
 
 def _print_summary(result, out, n_files) -> None:
+    from ..analysis.report import pass_sentence
+    from ..explain.numbers import counted
     c = result.counters
     t = max(result.timings.get("statistics", result.seconds), 1e-9)
-    imp = result.timings.get("importance", 0.0)
-    print(f"{result.model_name}: {c['texts']:,} texts, {c['tokens']:,} tokens from {result.corpus} "
-          f"in {result.seconds:.1f} s{f' on {result.world_size} processes' if result.world_size > 1 else ''}; "
-          f"statistics {t:.1f} s ({c['texts'] / t:,.1f} texts/s, {c['tokens'] / t:,.0f} tokens/s)"
-          + (f", importance {imp:.1f} s ({c['importance_texts']} texts × {result.n_layers * result.n_heads} heads)"
-             if c["importance_texts"] else ""))
+    print(f"{result.model_name}: {counted(c['texts'], 'text')}, {counted(c['tokens'], 'token')} from {result.corpus} "
+          f"in {result.seconds:.1f} s"
+          f"{f' on {result.world_size} processes' if result.world_size > 1 else ''} "
+          f"({c['texts'] / t:,.1f} texts/s, {c['tokens'] / t:,.0f} tokens/s in the statistics pass)")
+    print(pass_sentence(result))
     left = []
     if c["truncated"]:
-        left.append(f"{c['truncated']} truncated ({c['truncated_tokens']:,} tokens cut)")
+        left.append(f"{counted(c['truncated'], 'text')} truncated ({counted(c['truncated_tokens'], 'token')} cut)")
     if c["skipped_decode"]:
-        left.append(f"{c['skipped_decode']} undecodable line(s) skipped")
+        left.append(f"{counted(c['skipped_decode'], 'undecodable line')} skipped")
     if c["empty"]:
-        left.append(f"{c['empty']} empty")
+        left.append(f"{counted(c['empty'], 'empty text')}")
     if left:
         print("left out: " + "; ".join(left) + " (see report.md)")
     print(f"{'layer':>5} {'distance':>9} {'content':>8} {'entropy':>8} {'ent/ln n':>8} {'local':>6} {'[CLS]':>6} "

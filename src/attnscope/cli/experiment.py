@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
+from . import check_out_dir
 
 
 def _ints(text: str) -> list[int]:
@@ -106,6 +107,13 @@ def options_for(name: str, args) -> dict:
 
 
 def run(args) -> int:
+    from ..experiments.runstore import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():  # a kill stops the command like Ctrl-C: finished runs are kept
+        return _run(args)
+
+
+def _run(args) -> int:
     from .. import experiments
 
     if args.name == "list":
@@ -126,10 +134,25 @@ def run(args) -> int:
             from ..experiments import training
 
             out = args.out if args.out is not None else args.from_dir
+            check_out_dir(out)
             result = training.load(args.from_dir)
+            files = result.write(out)
         else:
-            result = experiments.run(name, quick=args.quick, seed=args.seed, progress=not args.no_progress, **opts)
-        files = result.write(out)
+            check_out_dir(out)
+            store = None
+            if name == "training":  # each finished run is kept here until the whole grid is written
+                from ..experiments.runstore import RunStore
+
+                store = RunStore(out / PARTIAL)
+                opts["resume_dir"] = store.folder
+            try:
+                result = experiments.run(name, quick=args.quick, seed=args.seed, progress=not args.no_progress,
+                                         **opts)
+            except KeyboardInterrupt as e:
+                return _interrupted(e, store)
+            files = result.write(out)
+            if store is not None:
+                store.clear()
         result.close_figures()
         what = (f"re-rendered from {args.from_dir}/results.json" if args.from_dir is not None
                 else f"{result.timing.get('total_s', 0.0):.1f} s")
@@ -139,6 +162,25 @@ def run(args) -> int:
             print(summary)
     sys.stdout.flush()
     return 0
+
+
+#: Sub-folder of --out where `experiment training` keeps finished runs until the grid is done.
+PARTIAL = "partial-runs"
+
+
+def _interrupted(e: KeyboardInterrupt, store) -> int:
+    """One line saying what was kept; exit status 128 + the signal (130 Ctrl-C, 143 SIGTERM)."""
+    import signal
+
+    signum = getattr(e, "signum", signal.SIGINT)
+    what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    if store is not None and store.count():
+        n = store.count()
+        print(f"attnscope experiment: {what}; {n} finished run{'' if n == 1 else 's'} kept in {store.folder}/: "
+              "run the same command again to resume", file=sys.stderr)
+    else:
+        print(f"attnscope experiment: {what}", file=sys.stderr)
+    return 128 + int(signum)
 
 
 def _one_line(result) -> str:

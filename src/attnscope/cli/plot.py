@@ -16,6 +16,10 @@ from ..errors import InputError
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
 FORMATS = (".png", ".svg", ".pdf")
+MIN_DPI, MAX_DPI = 10, 2400
+#: The largest PNG written (pixels): 100 megapixels is 400 MB of RGBA while it is drawn.
+MAX_PIXELS = 100_000_000
+MAX_D_K = 16384  # the random experiment draws 2 × 1000 × d_k normals
 
 
 def register(sub) -> None:
@@ -32,21 +36,33 @@ def register(sub) -> None:
     p.add_argument("--temperatures", default=None,
                    help="comma-separated temperatures for --kind softmax (default 0.5,1,2,8; with a "
                         "text 1,√d_k,2√d_k)")
-    p.add_argument("--d-k", type=int, default=256, help="d_k of the random experiment of --kind hist without text")
+    p.add_argument("--d-k", type=int, default=256,
+                   help=f"d_k of the random experiment of --kind hist without text, 1..{MAX_D_K} (default 256)")
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
-    p.add_argument("--dpi", type=int, default=150)
+    p.add_argument("--dpi", type=int, default=150,
+                   help=f"resolution of a .png in dots per inch, {MIN_DPI}..{MAX_DPI} (default 150; "
+                        "SVG and PDF are vector drawings)")
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg or .pdf")
     p.set_defaults(func=run)
 
 
 def _floats(s: str, what: str) -> list[float]:
     try:
-        return [float(x) for x in s.replace(" ", "").split(",") if x]
+        xs = [float(x) for x in s.replace(" ", "").split(",") if x]
     except ValueError:
         raise InputError(f"{what} must be comma-separated numbers, got {s!r}") from None
+    if not xs:
+        raise InputError(f"{what} is empty: give comma-separated numbers")
+    bad = [x for x in xs if not math.isfinite(x)]
+    if bad:
+        raise InputError(f"{what} must be finite numbers, got {bad[0]}")
+    return xs
 
 
 def run(args) -> int:
+    from . import check_range
+    check_range(args.dpi, "--dpi", MIN_DPI, MAX_DPI)
+    check_range(args.d_k, "--d-k", 1, MAX_D_K)
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
         raise InputError(f"cannot tell the format of {out.name!r}: use a .png, .svg or .pdf file name")
@@ -78,6 +94,12 @@ def run(args) -> int:
             r = math.sqrt(s["d_k"])
             temps = _floats(args.temperatures, "--temperatures") if args.temperatures else (1.0, r, 2 * r)
         fig = plot.softmax_temperatures(x, temps, labels=labels)
+    if out.suffix.lower() == ".png":
+        w, h = (float(v) * args.dpi for v in fig.get_size_inches())
+        if w * h > MAX_PIXELS:
+            most = int(math.sqrt(MAX_PIXELS / (w * h)) * args.dpi)
+            raise InputError(f"--dpi {args.dpi} would make a {w:,.0f} × {h:,.0f}-pixel PNG; the most is "
+                             f"{MAX_PIXELS // 10**6} megapixels: use --dpi {most} or less, or an .svg/.pdf file")
     try:
         fig.savefig(out, dpi=args.dpi)
     except OSError as e:

@@ -163,9 +163,12 @@ def torch_threads(n: int) -> Iterator[None]:
 # option checking
 # ----------------------------------------------------------------------------------------------
 
-def check_positive_int(name: str, value: Any) -> int:
+def check_positive_int(name: str, value: Any, high: Optional[int] = None) -> int:
+    """``value`` if it is an integer in [1, high] (``high`` bounds what memory or time allows)."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    if high is not None and value > high:
+        raise ConfigError(f"{name} must be at most {high:,}, got {value:,}")
     return value
 
 

@@ -145,10 +145,12 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     t0 = time.perf_counter()
     seed = check_seed(seed)
     d_ks = check_int_list("d_k", DEFAULT_D_KS if d_ks is None else d_ks, low=1, high=65536)
-    S = check_positive_int("length", length)
+    S = check_positive_int("length", length, high=4096)
     if S < 2:
         raise ConfigError(f"length (keys per row) must be at least 2 for softmax to choose, got {S}")
-    R = check_positive_int("rows", rows if rows is not None else (4000 if quick else 20000))
+    R = check_positive_int("rows", rows if rows is not None else (4000 if quick else 20000), high=10**6)
+    if R * S > 2**25:  # each (rows, length) float64 array would pass 256 MiB
+        raise ConfigError(f"rows × length = {R:,} × {S:,} is too large (at most {2**25:,} scores per d_k)")
     if R < 2:
         raise ConfigError(f"rows must be at least 2 to estimate standard errors, got {R}")
     params = {"quick": quick, "seed": seed, "d_ks": list(d_ks), "length": S, "rows": R,

@@ -118,18 +118,18 @@ def make_settings(*, quick: bool = False, tasks=None, variants=None, d_ks=None, 
     s = Settings.quick() if quick else Settings()
     tasks = check_names("task", tasks if tasks is not None else s.tasks, TASKS)
     variants = check_names("variant", variants if variants is not None else s.variants, VARIANTS)
-    d_model = check_positive_int("d_model", d_model if d_model is not None else s.d_model)
+    d_model = check_positive_int("d_model", d_model if d_model is not None else s.d_model, high=4096)
     d_ks = check_int_list("d_k", d_ks if d_ks is not None else s.d_ks, low=1)
     for d in d_ks:
         if d > d_model or d_model % d:
             raise ConfigError(f"d_k = {d} does not divide d_model = {d_model}: each of the n_heads = "
                               f"d_model / d_k heads needs d_k dimensions (choose d_k from the divisors of "
                               f"{d_model}, or change --d-model)")
-    seeds = _per_task("seeds", seeds if seeds is not None else s.seeds, tasks, check_positive_int)
-    steps = _per_task("steps", steps if steps is not None else s.steps, tasks, check_positive_int)
-    batch = _per_task("batch", batch if batch is not None else s.batch, tasks, check_positive_int)
-    eval_size = _per_task("eval_size", eval_size if eval_size is not None else s.eval_size, tasks,
-                          check_positive_int)
+    at_most = lambda high: (lambda n, v: check_positive_int(n, v, high=high))  # noqa: E731
+    seeds = _per_task("seeds", seeds if seeds is not None else s.seeds, tasks, at_most(100))
+    steps = _per_task("steps", steps if steps is not None else s.steps, tasks, at_most(10**6))
+    batch = _per_task("batch", batch if batch is not None else s.batch, tasks, at_most(4096))
+    eval_size = _per_task("eval_size", eval_size if eval_size is not None else s.eval_size, tasks, at_most(4096))
     eval_every = check_positive_int("eval_every", eval_every if eval_every is not None else s.eval_every)
     for t in tasks:
         if eval_every > steps[t]:
@@ -143,8 +143,8 @@ def make_settings(*, quick: bool = False, tasks=None, variants=None, d_ks=None, 
         raise ConfigError(f"unknown init {init!r}; choose from {', '.join(INITS)}")
     return replace(s, tasks=tasks, variants=variants, d_ks=d_ks, seeds=seeds, steps=steps, batch=batch,
                    eval_size=eval_size, d_model=d_model,
-                   n_layers=check_positive_int("n_layers", n_layers if n_layers is not None else s.n_layers),
-                   d_ff=check_positive_int("d_ff", d_ff if d_ff is not None else s.d_ff),
+                   n_layers=check_positive_int("n_layers", n_layers if n_layers is not None else s.n_layers, high=48),
+                   d_ff=check_positive_int("d_ff", d_ff if d_ff is not None else s.d_ff, high=16384),
                    lr=float(lr), eval_every=eval_every, init=init)
 
 
@@ -405,32 +405,74 @@ def run_specs(settings: Settings, seed: int, task_objs: dict) -> list[dict]:
     return specs
 
 
-def execute(specs: list[dict], *, jobs: int = 1, progress: bool = True) -> list[dict]:
-    """Run the specs (in ``jobs`` spawned processes when > 1); results in the order of ``specs``."""
-    jobs = check_positive_int("jobs", jobs)
-    results: list[Optional[dict]] = [None] * len(specs)
-    bar = progress_bar(total=len(specs), desc="training", enabled=progress, unit="run")
-    label = lambda sp: f"{sp['task']['name']} {sp['variant']} d_k={sp['d_k']} s{sp['seed_index']}"
-    if jobs == 1 or len(specs) == 1:
-        for i, sp in enumerate(specs):
-            bar.set_postfix_str(label(sp))
-            results[i] = train_one(sp)
-            bar.update(1)
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+def _train_indexed(item: tuple) -> tuple:
+    """Worker entry point: ``(i, spec)`` → ``(i, train_one(spec))``."""
+    i, spec = item
+    return i, train_one(spec)
 
-        # Longest runs first, so that the last ones to finish are short.
-        order = sorted(range(len(specs)), key=lambda i: -specs[i]["steps"] * specs[i]["batch"] *
-                       (32 if specs[i]["task"]["name"] == "lm" else 12))
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
-            futures = {pool.submit(train_one, specs[i]): i for i in order}
-            for fut in as_completed(futures):
-                i = futures[fut]
-                results[i] = fut.result()
-                bar.set_postfix_str(label(specs[i]))
-                bar.update(1)
-    bar.close()
+
+def _run_label(sp: dict) -> str:
+    return f"{sp['task']['name']}-{sp['variant']}-dk{sp['d_k']}-s{sp['seed_index']}"
+
+
+def execute(specs: list[dict], *, jobs: int = 1, progress: bool = True, store=None) -> list[dict]:
+    """Run the specs (in ``jobs`` spawned processes when > 1); results in the order of ``specs``.
+
+    ``store``: a :class:`~.runstore.RunStore`; runs found in it are not trained again, and every
+    run is saved to it as soon as it finishes. SIGTERM stops the grid like Ctrl-C: the workers are
+    terminated, the finished runs stay in the store, and KeyboardInterrupt propagates.
+    """
+    import os
+
+    from .runstore import ignore_interrupts, sigterm_as_interrupt
+
+    cpus = os.cpu_count() or 1
+    jobs = check_positive_int("jobs", jobs, high=max(4 * cpus, 4))
+    results: list[Optional[dict]] = [None] * len(specs)
+    if store is not None:
+        for i, sp in enumerate(specs):
+            results[i] = store.load(sp, _run_label(sp))
+    todo = [i for i, r in enumerate(results) if r is None]
+    resumed = len(specs) - len(todo)
+    bar = progress_bar(total=len(specs), desc="training", enabled=progress, unit="run")
+    if resumed:
+        import sys
+        print(f"training: {resumed} of {len(specs)} runs already finished in {store.folder}/, "
+              f"training the other {len(todo)}", file=sys.stderr, flush=True)
+        bar.update(resumed)
+    label = lambda sp: f"{sp['task']['name']} {sp['variant']} d_k={sp['d_k']} s{sp['seed_index']}"
+
+    def finished(i: int, result: dict) -> None:
+        results[i] = result
+        if store is not None:
+            store.save(specs[i], result, _run_label(specs[i]))
+        bar.set_postfix_str(label(specs[i]))
+        bar.update(1)
+
+    try:
+        with sigterm_as_interrupt():
+            if jobs == 1 or len(todo) <= 1:
+                for i in todo:
+                    bar.set_postfix_str(label(specs[i]))
+                    finished(i, train_one(specs[i]))
+            else:
+                import multiprocessing as mp
+
+                # Longest runs first, so that the last ones to finish are short.
+                order = sorted(todo, key=lambda i: -specs[i]["steps"] * specs[i]["batch"] *
+                               (32 if specs[i]["task"]["name"] == "lm" else 12))
+                pool = mp.get_context("spawn").Pool(min(jobs, len(todo)), initializer=ignore_interrupts)
+                try:
+                    for i, result in pool.imap_unordered(_train_indexed, [(i, specs[i]) for i in order]):
+                        finished(i, result)
+                    pool.close()
+                except BaseException:
+                    pool.terminate()  # stop the workers now; join() below reaps them
+                    raise
+                finally:
+                    pool.join()
+    finally:
+        bar.close()
     return results  # type: ignore[return-value]
 
 
@@ -615,7 +657,8 @@ def claims(summary: list[dict], settings: Settings, runs: list[dict]) -> dict:
 # entry point
 # ----------------------------------------------------------------------------------------------
 
-def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int = 1, **options) -> ExperimentResult:
+def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int = 1, resume_dir=None,
+        **options) -> ExperimentResult:
     """Train the grid of (task, variant, d_k, seed) and report.
 
     Args:
@@ -623,6 +666,9 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
         seed: base seed; run i of a cell uses seed ``1000·seed + i`` (the same for every variant).
         progress: show a progress bar over runs.
         jobs: worker processes (each run is single-threaded; results do not depend on jobs).
+        resume_dir: a folder where each finished run is saved at once (one JSON file per run);
+            a rerun with the same options reuses them and trains only the rest, so an interrupted
+            grid (Ctrl-C, SIGTERM) resumes. The caller removes it when done (the CLI does).
         **options: any field of :func:`make_settings` (tasks, variants, d_ks, seeds, steps, batch,
             eval_size, d_model, n_layers, d_ff, lr, eval_every, init).
     Returns:
@@ -631,7 +677,6 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
     """
     t0 = time.perf_counter()
     seed = check_seed(seed)
-    jobs = check_positive_int("jobs", jobs)
     import inspect
 
     known = set(inspect.signature(make_settings).parameters) - {"quick"}
@@ -642,7 +687,10 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
     settings = make_settings(quick=quick, **options)
     task_objs = {t: make_task(t) for t in settings.tasks}
     specs = run_specs(settings, seed, task_objs)
-    runs = execute(specs, jobs=jobs, progress=progress)
+    from .runstore import RunStore
+
+    store = RunStore(resume_dir) if resume_dir is not None else None
+    runs = execute(specs, jobs=jobs, progress=progress, store=store)
     t_train = time.perf_counter() - t0
     for r, sp in zip(runs, specs):
         r["seed_index"] = sp["seed_index"]

@@ -30,6 +30,7 @@ DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))
 #: Unit-variance, zero-mean entry distributions and their fourth moments E[x⁴].
 DISTRIBUTIONS = {"normal": 3.0, "uniform": 9.0 / 5.0, "rademacher": 1.0}
 HIST_D_K = 256  # the article's histogram
+MAX_SAMPLES = 10**7  # dot products per (distribution, d_k): 80 MB of float64 each
 
 
 def sample_entries(dist: str, shape: Sequence[int], generator: torch.Generator,
@@ -53,6 +54,7 @@ def sample_dot_products(dist: str, d_k: int, n: int, generator: torch.Generator,
                         chunk: int = 8192) -> torch.Tensor:
     """n independent q·k with q, k of dimension d_k (float64), sampled in chunks to bound memory."""
     out = []
+    chunk = max(1, min(chunk, 2**26 // d_k))  # ≤ 512 MiB per (m, d_k) draw; unchanged for d_k ≤ 8192
     for start in range(0, n, chunk):
         m = min(chunk, n - start)
         q = sample_entries(dist, (m, d_k), generator)  # (m, d_k)
@@ -80,7 +82,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     t0 = time.perf_counter()
     seed = check_seed(seed)
     d_ks = check_int_list("d_k", DEFAULT_D_KS if d_ks is None else d_ks, low=1, high=65536)
-    n = check_positive_int("samples", samples if samples is not None else (4000 if quick else 40000))
+    n = check_positive_int("samples", samples if samples is not None else (4000 if quick else 40000), high=MAX_SAMPLES)
     if n < 2:
         raise ConfigError(f"samples must be at least 2 to estimate a variance, got {n}")
     dists = check_names("distribution", distributions or tuple(DISTRIBUTIONS), tuple(DISTRIBUTIONS))

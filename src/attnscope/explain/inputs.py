@@ -175,7 +175,7 @@ def matrix(x: Any, where: str, *, rows: Optional[int] = None, cols: Optional[int
     if isinstance(x, np.ndarray):
         x = x.tolist()
     if not isinstance(x, (list, tuple)) or len(x) == 0:
-        raise InputError(f"{where}: expected a matrix (a list of rows), got {_kind(x)}")
+        raise InputError(f"{where}: expected a matrix (a list of rows), got {_kind(x) if x != [] else 'nothing'}")
     if not all(isinstance(r, (list, tuple)) for r in x):
         bad = next(i for i, r in enumerate(x) if not isinstance(r, (list, tuple)))
         raise InputError(f"{where}, row {bad + 1}: expected a row (a list of numbers), got {_kind(x[bad])}")
@@ -204,7 +204,7 @@ def vector(x: Any, where: str, *, size: Optional[int] = None, allow_none: bool =
     if isinstance(x, np.ndarray):
         x = x.tolist()
     if not isinstance(x, (list, tuple)) or len(x) == 0:
-        raise InputError(f"{where}: expected a list of numbers, got {_kind(x)}")
+        raise InputError(f"{where}: expected a list of numbers, got {_kind(x) if x != [] else 'nothing'}")
     out = []
     for j, v in enumerate(x):
         if isinstance(v, (list, tuple)):
@@ -251,7 +251,8 @@ def parse_vector_arg(text: str, where: str) -> np.ndarray:
 
 def parse_labels_arg(text: str) -> list[str]:
     """Token labels from the command line: comma separated (``我,爱,你``)."""
-    return [s.strip() for s in text.split(",")]
+    from ..tokenizer import check_unicode
+    return [s.strip() for s in check_unicode(text, "--labels").split(",")]
 
 
 def _split_numbers(text: str) -> list[str]:

@@ -175,3 +175,15 @@ def parse_written(text: str) -> Optional[Written]:
     if not d.is_finite():
         return None
     return Written(float(d), -int(d.as_tuple().exponent), str(text).strip())
+
+
+# ----------------------------------------------------------------------------------------------
+# counts in sentences
+# ----------------------------------------------------------------------------------------------
+
+def counted(n: int, singular: str, plural: str = "") -> str:
+    """``1 batch``, ``3 batches``, ``1,024 texts``: a count with its noun in the right number.
+
+    ``plural`` defaults to ``singular + "s"``. Thousands are grouped with commas.
+    """
+    return f"{n:,} {singular if n == 1 else (plural or singular + 's')}"

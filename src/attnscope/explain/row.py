@@ -63,6 +63,9 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
     Raises InputError when the token is not in the text (listing the tokens with positions),
     the position is out of range, or neither/both disagreeing are given.
     """
+    from ..tokenizer import check_unicode
+    if token is not None:
+        check_unicode(str(token), "the query token")
     listing = inputs.ordinal_list(tokens)
     n = len(tokens)
     notes = []
@@ -95,7 +98,8 @@ def _check_index(what: str, value, n: int, unit: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputError(f"{what} must be an integer, got {value!r}")
     if not 0 <= value < n:
-        raise InputError(f"{what} {value} is out of range: the model has {n} {unit} (0..{n - 1})")
+        owner = "there are" if unit == "keys" else "the model has"
+        raise InputError(f"{what} {value} is out of range: {owner} {n} {unit} (0..{n - 1})")
     return int(value)
 
 

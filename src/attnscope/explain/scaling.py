@@ -51,7 +51,7 @@ def sampled_variance(d: int, samples: int, rng: np.random.Generator, chunk: int 
     dots = []
     left = samples
     while left > 0:
-        n = min(chunk, left)
+        n = min(chunk, left, max(1, 2**22 // d))  # at most 32 MiB per array, whatever d is
         q = rng.standard_normal((n, d))  # (n, d)
         k = rng.standard_normal((n, d))  # (n, d)
         dots.append(np.einsum("nd,nd->n", q, k))  # (n,)
@@ -67,6 +67,8 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
         raise InputError(f"d_k must be an integer from 1 to 65536, got {d_k!r}")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 2 <= samples <= 10**7:
         raise InputError(f"samples must be an integer from 2 to 10000000, got {samples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     if vectors is None:
         vectors = DEFAULT_VECTORS
     if len(vectors) and not isinstance(vectors[0], (list, tuple, np.ndarray)):

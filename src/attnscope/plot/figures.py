@@ -94,6 +94,9 @@ def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, 
     if trace is None:
         if not isinstance(d_k, int) or d_k <= 0 or not isinstance(n, int) or n <= 0:
             raise InputError(f"d_k and n must be positive integers, got d_k={d_k!r}, n={n!r}")
+        if n * d_k > 2**24 or n > 4000:  # q, k (n, d_k) and the n² scores, in float64
+            raise InputError(f"d_k = {d_k} with n = {n} is too large for the random experiment "
+                             f"(n · d_k ≤ {2**24:,} and n ≤ 4000)")
         rng = np.random.default_rng(seed)
         q = rng.standard_normal((n, d_k))
         k = rng.standard_normal((n, d_k))
@@ -136,8 +139,11 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
     (tokens). T = √d_k is the Transformer's own scaling.
     """
     x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)):
-        raise InputError(f"x must be a non-empty 1-d sequence of finite numbers, got shape {x.shape}")
+    if x.ndim != 1 or x.size == 0:
+        raise InputError(f"x must be a non-empty 1-d sequence of numbers, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise InputError(f"x must hold finite numbers, got {x[~np.isfinite(x)][0]} at entry "
+                         f"{int(np.flatnonzero(~np.isfinite(x))[0])}")
     temps = [float(t) for t in temperatures]
     if not temps or any(not t > 0 or not math.isfinite(t) for t in temps):
         raise InputError(f"temperatures must be positive numbers, got {list(temperatures)}")
@@ -151,7 +157,11 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
         fig = Figure(figsize=(max(6.0, 0.7 * x.size + 2), 4.5), layout="constrained")
         ax = fig.add_subplot()
         for i, t in enumerate(temps):
-            z = x / t
+            with np.errstate(over="ignore"):
+                z = x / t
+            if not np.all(np.isfinite(z)):
+                raise InputError(f"x / T overflows float64 at T = {t:g} (largest |x| is {np.abs(x).max():g}); "
+                                 "use a larger temperature or smaller scores")
             p = np.exp(z - z.max())
             p /= p.sum()
             ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=f"T = {t:g}")
