@@ -49,3 +49,35 @@ def test_exit_codes_are_distinct(tmp_path, capsys):
     assert main(["check", str(tmp_path / "none.yaml")]) == 2
     assert main(["check"]) == 2
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("text, msg", [
+    (HEAD + "  Q: [[1e400, 0], [1, 1], [2, 1]]\n", "key Q, row 1, column 1: 1e400 is beyond the range of float64"),
+    (HEAD + "  Q: [[1, -1e400], [1, 1], [2, 1]]\n", "key Q, row 1, column 2: -1e400 is beyond the range of float64"),
+    ("a: &x [*x]\n" + HEAD + "  Q: [[1, 0], [1, 1], [2, 1]]\n", "key a[1] contains itself (a YAML alias"),
+    ("problem: &p\n  example: three-tokens\n  again: *p\nanswers:\n  Q: [[1, 0], [1, 1], [2, 1]]\n",
+     "key problem.again contains itself"),
+    (HEAD + "  Q: " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply to read"),
+])
+def test_unreadable_numbers_and_alias_loops(tmp_path, capsys, text, msg):
+    test_malformed_answers(tmp_path, capsys, text, msg)
+
+
+@pytest.mark.parametrize("written, verdict", [
+    ("1e-30", "wrong"),                                # Q[0][0] is 1: a tiny number is judged like any
+    ("1e-400", "wrong"),                               # below float64's range: 0, still a readable answer
+    ("2.00000000000000000000000000001", "wrong"),      # 29 decimals, wrong
+    ("1.00000000000000000000000000000", "correct"),    # 29 decimals, right
+    ("0.99999999999999999999999999999", "correct"),    # right within float64's precision
+])
+def test_numbers_with_many_decimals_or_tiny_are_judged(tmp_path, capsys, written, verdict):
+    f = tmp_path / "a.yaml"
+    f.write_text(HEAD + f"  Q: [[{written}, 0], [1, 1], [2, 1]]\n", encoding="utf-8")
+    report = check(str(f))
+    e = next(e for e in report.entries if (e.step, e.row, e.col) == ("Q", 0, 0))
+    assert e.verdict == verdict and e.written == written
+    for fmt in ("rich", "markdown", "json"):
+        assert main(["check", str(f), "--format", fmt]) == (0 if verdict == "correct" else 1)
+    out = capsys.readouterr().out
+    if verdict == "wrong":
+        assert "1.00000000000000000" in out and "1.000000000000000000" not in out  # 17 decimals shown at most

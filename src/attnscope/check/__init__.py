@@ -28,6 +28,10 @@ How an entry is judged (``d`` = the number of decimals the learner wrote it with
 * **wrong** — none of the above: a new mistake. The first step that has one is "where the
   calculation went wrong".
 
+Judging happens in float64: digits past its ~16 significant ones cannot be told apart, so an answer
+written with 29 decimals is judged at float64's precision (and shown against at most 17 decimals).
+A number beyond float64's range (``1e400``) is an error; ``inf``/``-inf`` stand for masked scores.
+
 Numbers are read with the decimals as written in the file (``0.710`` has 3). Python floats passed
 to :func:`check` are read by their shortest form (``0.40`` is the float 0.4: 1 decimal); pass
 strings (``"0.40"``) to keep trailing zeros.

@@ -21,14 +21,21 @@ def _where(ctx: Ctx, e) -> str:
     return ctx.text(T("check.where", {"step": e.step, "row": e.row_label, "col": e.col_label}))
 
 
+#: Decimals beyond this say nothing about a float64 value; an answer written with more is shown
+#: against the exact value at this many (it is judged at float64's precision, see attnscope.check).
+SHOWN_DECIMALS = 17
+
+
 def _exact(x: float, d: int) -> str:
     if not math.isfinite(x):
         return fmt(x, 0)
+    d = min(d, SHOWN_DECIMALS)
     return fmt(x, max(0, d), as_int=False) if d > 0 else fmt(x, 0, as_int=True)
 
 
 def _more(x: float, d: int) -> str:
     """More digits than the learner wrote, trailing zeros dropped (0.711000 → 0.711)."""
+    d = min(d, SHOWN_DECIMALS)
     s = fmt(x, min(max(d, 0) + 3, 10), as_int=False)
     if "." in s and "e" not in s:
         keep = max(d, 0)

@@ -59,7 +59,37 @@ def loads(text: str, kind: str, name: str = "<input>", keep_text: bool = False) 
         raise InputError(f"{name}: unknown format {kind!r}")
     if not isinstance(data, dict):
         raise InputError(f"{name}: the top level must be a mapping (key: value), got {_kind(data)}")
+    loop = _cycle_path(data)
+    if loop is not None:
+        raise InputError(f"{name}: {loop} contains itself (a YAML alias used inside its own anchor, as in "
+                         "'a: &x [*x]'); write the values out")
     return data
+
+
+def _cycle_path(data) -> Optional[str]:
+    """The key path of the first container that contains itself, or None. YAML aliases can build
+    such loops, and everything that walks the data would recurse forever. Iterative, so that deep
+    (but finite) nesting cannot exhaust the stack here either."""
+    stack = [(data, "the top level", iter(_children(data)))]
+    on_path = {id(data)}
+    while stack:
+        _, path, children = stack[-1]
+        for key, child in children:
+            if isinstance(child, (dict, list)):
+                sub = f"{path}[{key + 1}]" if isinstance(key, int) else (
+                    f"key {key}" if path == "the top level" else f"{path}.{key}")
+                if id(child) in on_path:
+                    return sub
+                on_path.add(id(child))
+                stack.append((child, sub, iter(_children(child))))
+                break
+        else:
+            on_path.discard(id(stack.pop()[0]))
+    return None
+
+
+def _children(x):
+    return x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
 
 
 def _load_yaml(text: str, name: str, keep_text: bool):
@@ -80,6 +110,8 @@ def _load_yaml(text: str, name: str, keep_text: bool):
         Loader.add_constructor("tag:yaml.org,2002:int", number)
     try:
         return yaml.load(text, Loader=Loader)
+    except RecursionError:
+        raise InputError(f"{name}: nested too deeply to read") from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -95,6 +127,8 @@ def _load_json(text: str, name: str, keep_text: bool):
                   parse_constant=lambda s: parse_written(s.replace("Infinity", "inf")))
     try:
         return json.loads(text, **kw)
+    except RecursionError:
+        raise InputError(f"{name}: nested too deeply to read") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{name}: not valid JSON, line {e.lineno}, column {e.colno}: {e.msg}") from None
 
@@ -150,6 +184,8 @@ def number(x: Any, where: str, allow_none: bool = False, allow_inf: bool = False
     if isinstance(x, bool):
         raise InputError(f"{where}: {str(x).lower()} is not a number")
     if isinstance(x, Written):
+        if x.overflows:
+            raise InputError(f"{where}: {x.text} is beyond the range of float64 numbers (about ±1.8e308)")
         value = x.value
     elif isinstance(x, (int, float, np.floating, np.integer)):
         value = float(x)
@@ -157,6 +193,8 @@ def number(x: Any, where: str, allow_none: bool = False, allow_inf: bool = False
         w = parse_written(x)
         if w is None:
             raise InputError(f"{where}: {x!r} is not a number")
+        if w.overflows:
+            raise InputError(f"{where}: {x} is beyond the range of float64 numbers (about ±1.8e308)")
         x, value = w, w.value
     else:
         raise InputError(f"{where}: expected a number, got {_kind(x)}")

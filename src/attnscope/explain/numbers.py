@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Optional
 
 #: Above this magnitude numbers are shown as mantissa × 10^e.
@@ -53,10 +53,17 @@ class Shown:
         return self.digits if self.exp is None else rf"{self.digits}\times10^{{{self.exp}}}"
 
 
+def _context(d: Decimal, decimals: int) -> Context:
+    """A decimal context precise enough to hold ``d`` at ``decimals`` places (the default 28
+    digits are not: 1e-30 at 30 decimals, or a 29-decimal answer, would raise InvalidOperation)."""
+    return Context(prec=max(28, d.adjusted() + 1 + max(decimals, 0) + 2), Emin=-999999, Emax=999999)
+
+
 def round_half_up(x: float, decimals: int) -> Decimal:
     """``x`` rounded half-up at ``decimals`` places, from its shortest decimal form (``repr``)."""
     q = Decimal(1).scaleb(-decimals)
-    return Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP)
+    d = Decimal(repr(float(x)))
+    return d.quantize(q, rounding=ROUND_HALF_UP, context=_context(d, decimals))
 
 
 def is_int(x: float) -> bool:
@@ -86,10 +93,11 @@ def show(x: float, decimals: int, as_int: Optional[bool] = None) -> Shown:
         d = Decimal(repr(x))
         exp = d.adjusted()
         q = Decimal(1).scaleb(-decimals)
-        mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP)
+        ctx = _context(Decimal(1), decimals)
+        mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
         if abs(mant) >= 10:  # 9.99996 -> 10.0000: renormalise
             exp += 1
-            mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP)
+            mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
         return Shown(_clean(mant), exp=exp)
     return Shown(_clean(round_half_up(x, decimals)))
 
@@ -147,8 +155,13 @@ class Written:
 
     @property
     def unit(self) -> float:
-        """One unit in the last written digit: 10**-decimals."""
-        return 10.0 ** (-self.decimals)
+        """One unit in the last written digit: 10**-decimals (0.0 below float64's range)."""
+        return 10.0 ** (-self.decimals) if -self.decimals < 308 else math.inf
+
+    @property
+    def overflows(self) -> bool:
+        """True for a number too large for float64 (``1e400``), as opposed to a written infinity."""
+        return math.isinf(self.value) and self.text.strip().replace("−", "-").lower() not in _INF_WORDS
 
 
 _INF_WORDS = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "∞": math.inf, "-∞": -math.inf,
