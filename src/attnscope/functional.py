@@ -36,8 +36,8 @@ import torch
 from .kernels import memory
 from .kernels.dense import combine_masks, log_softmax, raw_scores, softmax
 from .kernels.steps import RecordSteps, attend
-from .kernels.validate import (broadcast_or_raise, broadcast_shapes, check_dropout, check_mask, check_qkv,
-                               check_scale, check_scoring, check_temperature, require_float)
+from .kernels.validate import (broadcast_shapes, check_dropout, check_mask, check_qkv, check_scale, check_scoring,
+                               check_temperature)
 from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, get_scoring
 
 Tensor = torch.Tensor
@@ -45,11 +45,6 @@ Tensor = torch.Tensor
 __all__ = ["SCORINGS", "DEFAULT_COSINE_TEMPERATURE", "softmax", "log_softmax", "attention", "attention_steps",
            "score_factor", "prepare_qk", "raw_scores", "combine_masks", "check_qkv", "check_mask", "check_scoring",
            "broadcast_shapes"]
-
-# Kept for callers of the first release's private names.
-_require_float = require_float
-_broadcast_or_raise = broadcast_or_raise
-
 
 def __getattr__(name: str):
     if name == "DENSE_MEMORY_LIMIT":  # the setting lives in attnscope.kernels.memory

@@ -24,3 +24,9 @@ def test_merge_equals_attention_over_the_union():
     torch.testing.assert_close(merged, lse, rtol=0, atol=1e-9)
     assert torch.isneginf(merged[..., 3]).all() and torch.equal(out[..., 3, :], torch.zeros_like(out[..., 3, :]))
     assert not torch.isnan(out).any()
+    # the ring merges in place (no copies of the results): the same numbers, written into out_a
+    out_a = a[0].clone()
+    got, got_lse = merge_partials(out_a, a[1], b[0].clone(), b[1], inplace=True)
+    assert got.data_ptr() == out_a.data_ptr()
+    torch.testing.assert_close(got, out, rtol=0, atol=0)
+    torch.testing.assert_close(got_lse, merged, rtol=0, atol=0)

@@ -28,7 +28,7 @@ from torch import nn
 
 from ..scorings import DEFAULT_EPS
 from . import blockwise, dense, fused, memory
-from .backend import BLOCKWISE, EXPLICIT, FUSED, MATRIX_STEPS, WEIGHTS_ON_DEMAND, Facts, choose_backend
+from .backend import BLOCKWISE, FUSED, MATRIX_STEPS, WEIGHTS_ON_DEMAND, Facts, choose_backend
 from .finite import check_inputs, check_output, check_scaled, finite_checks_on
 from .qk import Prepared, check_factor, fold_factor, prepare
 from .validate import broadcast_shapes, kv_groups

@@ -58,15 +58,18 @@ class MultiHeadAttention(nn.Module):
         d_model: width of the residual stream.
         n_heads: number of heads; ``d_head = d_model // n_heads``.
         bias: biases on the projections.
-        scoring: how scores are formed, see :data:`attnscope.functional.SCORINGS`. "cosine" gets
-            a learnable temperature per head (Swin V2), "qknorm" a learnable LayerNorm on q and k
-            (ViT-22B).
+        scoring: how scores are formed, a name registered in :mod:`attnscope.scorings`. "cosine"
+            gets a learnable temperature per head (Swin V2), "qknorm" a learnable LayerNorm on q
+            and k (ViT-22B): the parts a scoring's ``learnable`` entry creates.
         dropout: dropout on the attention weights while training.
         cosine_temperature: initial τ for "cosine".
 
-    Hook points (names relative to this module): ``q``, ``k``, ``v`` (B, H, L|S, d_head);
-    ``scores`` (raw q·k), ``scaled``, ``masked``, ``weights`` (B, H, L, S); ``z`` (weights·V,
-    (B, H, L, d_head)); ``merged`` (B, L, d_model, heads concatenated); ``out`` (after W_O).
+    Hook points (names relative to this module): ``q``, ``k``, ``v`` (B, H, L|S, d_head) — q and
+    k as the scoring prepares them, the operands of the dot product (the projections for
+    scaled/unscaled/inv_d, after the learnable LayerNorms for qknorm, unit length for cosine), so
+    that ``scores == q @ kᵀ`` for every scoring; ``scores``, ``scaled``, ``masked``, ``weights``
+    (B, H, L, S); ``z`` (weights·V, (B, H, L, d_head)); ``merged`` (B, L, d_model, heads
+    concatenated); ``out`` (after W_O). Every step runs in :func:`attnscope.kernels.steps.attend`.
     """
 
     def __init__(self, d_model: int, n_heads: int, *, bias: bool = True, scoring: str = "scaled",

@@ -62,7 +62,7 @@ def merge_partials(out_a: Tensor, lse_a: Tensor, out_b: Tensor, lse_b: Tensor, *
     total = torch.where(empty, 1.0, total)
     lse = torch.where(empty, float("-inf"), m + torch.log(total))
     if inplace:
-        out = out_a.mul_((w_a / total)[..., None]).add_(out_b.mul_((w_b / total)[..., None]))
+        out = out_a.mul_(w_a[..., None]).add_(out_b.mul_(w_b[..., None])).div_(total[..., None])  # as below
     else:
         out = (w_a[..., None] * out_a + w_b[..., None] * out_b) / total[..., None]  # (..., L, d_v)
     return out, lse
@@ -245,6 +245,7 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
     try:
         check_qkv(q, k, v)
         check_scoring(scoring)
+        check_scale(scale)
         if q.dim() > META_DIMS or k.dim() > META_DIMS or v.dim() > META_DIMS:
             raise ShapeError(f"ring_attention supports tensors of up to {META_DIMS} dims")
         if q.dtype not in DTYPES:
