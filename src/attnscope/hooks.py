@@ -42,6 +42,7 @@ class Hook:
     fn: HookFn
     dir: Direction = "fwd"
     head: Optional[int] = None
+    read_only: bool = False
 
 
 class HookHandle:
@@ -71,15 +72,22 @@ class HookPoint(nn.Module):
         self.hooks: list[Hook] = []
 
     # ------------------------------------------------------------------------------------------
-    def add_hook(self, fn: HookFn, dir: Direction = "fwd", *, head: Optional[int] = None) -> HookHandle:
-        """Attach ``fn``; see the module docstring. Returns a handle whose ``remove()`` detaches it."""
+    def add_hook(self, fn: HookFn, dir: Direction = "fwd", *, head: Optional[int] = None,
+                 read_only: bool = False) -> HookHandle:
+        """Attach ``fn``; see the module docstring. Returns a handle whose ``remove()`` detaches it.
+
+        ``read_only=True`` (with ``head``) promises that ``fn`` only reads: a module may then
+        compute that head of an L×S step aside, beside a fused kernel that never forms the step,
+        and the answer of ``fn`` is ignored. A hook that may replace its head makes the module
+        form the whole step, so that the replacement flows into the output.
+        """
         if not callable(fn):
             raise InputError(f"a hook on {self.name!r} must be callable fn(tensor, name), got {type(fn).__name__}")
         if dir not in DIRECTIONS:
             raise InputError(f"dir must be 'fwd' or 'bwd', got {dir!r}")
         if head is not None and (isinstance(head, bool) or not isinstance(head, int) or head < 0):
             raise InputError(f"head must be a non-negative integer or None, got {head!r}")
-        hook = Hook(fn, dir, head)
+        hook = Hook(fn, dir, head, read_only and head is not None and dir == "fwd")
         self.hooks.append(hook)
         return HookHandle(self, hook)
 
@@ -91,17 +99,13 @@ class HookPoint(nn.Module):
 
     @property
     def active(self) -> bool:
-        """True when some hook wants the whole tensor (so the module must compute it in full).
-
-        TODO(lead): head hooks count too until the attention modules compute :attr:`heads` alone
-        beside the fused kernel (then: ``any(h.head is None for h in self.hooks)``).
-        """
-        return bool(self.hooks)
+        """True when the whole tensor must exist: a hook on all of it, or one that may replace a head."""
+        return any(not h.read_only for h in self.hooks)
 
     @property
     def heads(self) -> list[int]:
-        """The heads that hooks want alone, sorted (empty when none)."""
-        return sorted({h.head for h in self.hooks if h.head is not None})
+        """The heads that read-only hooks want alone, sorted (empty when none)."""
+        return sorted({h.head for h in self.hooks if h.read_only})  # type: ignore[misc]
 
     @property
     def wanted(self) -> bool:
@@ -135,7 +139,8 @@ class HookPoint(nn.Module):
             if hook.head is None:
                 x = _apply(hook.fn, x, self.name, self.name)
             else:
-                _check_head(x, hook.head, self.name)
+                if only is None:
+                    _check_head(x, hook.head, self.name)
                 j = where(hook.head)
                 part = x[:, j]
                 out = _apply(hook.fn, part, f"{self.name}[{hook.head}]", self.name)

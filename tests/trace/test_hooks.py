@@ -84,5 +84,5 @@ def test_bad_hook_results_are_clear_errors_and_leave_the_model_clean(minilm):
     with pytest.raises(InputError, match=r"hooks: 'nowhere' matches no trace name"):
         minilm.trace(TEXTS, hooks={"nowhere": lambda t, n: None})
     assert all(not m.active for m in minilm.modules() if hasattr(m, "active"))
-    assert all(not m.head_taps for m in minilm.modules() if hasattr(m, "head_taps"))
+    assert all(not m.hooks for m in minilm.modules() if hasattr(m, "add_hook"))
     assert torch.equal(minilm.run(TEXTS), before)

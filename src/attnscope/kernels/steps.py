@@ -91,37 +91,29 @@ class RecordSteps(NoHooks):
 
 
 class ModuleHooks:
-    """The hook points of an attention module (attributes named after :data:`STEPS`) and its
-    per-head taps (``module.head_taps``: step → heads, recorded into ``module.head_sink`` under
-    ``"<hook name>[h]"``, as set by :mod:`attnscope.trace`)."""
+    """The hook points of an attention module (attributes named after :data:`STEPS`).
+
+    A step's whole tensor goes through its hook point when any hook is attached (head hooks see
+    their slice of it). Heads that only read-only hooks want (:attr:`HookPoint.heads`) of an L×S
+    step that the chosen kernel never forms are computed aside and handed to
+    :meth:`HookPoint.forward_heads`.
+    """
 
     def __init__(self, module: nn.Module) -> None:
         self.m = module
-        sink = getattr(module, "head_sink", None)
-        self.taps = getattr(module, "head_taps", {}) if sink is not None else {}
 
     def active(self, step: str) -> bool:
         return getattr(self.m, step).active
 
     def heads(self, step: str) -> list[int]:
-        point = getattr(self.m, step)
-        return sorted(set(self.taps.get(step, ())) | set(getattr(point, "heads", ())))
+        return getattr(self.m, step).heads
 
     def __call__(self, step: str, t: Tensor) -> Tensor:
         point = getattr(self.m, step)
-        if point.active:  # an idle hook point would cost nn.Module.__call__ for nothing
-            t = point(t)
-        for h in sorted(self.taps.get(step, ())):
-            self.m.head_sink[f"{point.name}[{h}]"] = t[:, h]  # (B, …)
-        return t
+        return point(t) if point.hooks else t  # an idle hook point would cost nn.Module.__call__
 
     def heads_only(self, step: str, t: Tensor, heads: list[int]) -> None:
-        point = getattr(self.m, step)
-        for h in sorted(self.taps.get(step, ())):
-            self.m.head_sink[f"{point.name}[{h}]"] = t[:, heads.index(h)]  # (B, …)
-        wanted = getattr(point, "heads", ())
-        if wanted and hasattr(point, "forward_heads"):
-            point.forward_heads(t, heads)
+        getattr(self.m, step).forward_heads(t, heads)
 
 
 def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, causal: bool = False,

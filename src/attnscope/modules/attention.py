@@ -92,11 +92,6 @@ class MultiHeadAttention(nn.Module):
                 setattr(self, name, part)
         for name in (*STEPS, "merged", "out"):
             setattr(self, name, HookPoint())
-        # Per-head recording (set by attnscope.trace): step name → heads whose slice to record into
-        # head_sink under "<hook name>[h]". For scores…weights only those heads are computed, beside
-        # the fused kernel, so that one head costs about 1/H of the explicit path.
-        self.head_taps: dict[str, set[int]] = {}
-        self.head_sink: Optional[dict] = None
         #: NaN/±inf checks naming the step (None: follow attnscope.kernels.checking_finite).
         self.check_finite: Optional[bool] = None
 

@@ -116,24 +116,16 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool
     with attached_hooks(model, bwd=bwd_hooks), model.lock:
         points = name_hook_points(model)
         handles = _attach(points, targets, "fwd")  # before the recorders: they record the replacement
-        tapped = []
         try:
             for n, h in wanted:
-                if h is None:
-                    handles.append(points[n].add_hook(Recorder(sink, grad=grad)))
-                else:  # per-head recording protocol of the attention modules
-                    module = model.get_submodule(n.rsplit(".", 1)[0])
-                    module.head_taps.setdefault(n.rsplit(".", 1)[1], set()).add(h)
-                    module.head_sink = sink
-                    tapped.append(module)
+                # One head of an L×S step is computed aside (about 1/H of the explicit path) unless
+                # its gradient is wanted: then it must be the slice the output was computed from.
+                handles.append(points[n].add_hook(Recorder(sink, grad=grad), head=h, read_only=not grad))
             with torch.enable_grad() if grad else torch.no_grad():
                 output = model(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # (B, L, d)
         finally:
             for handle in handles:
                 handle.remove()
-            for module in tapped:
-                module.head_taps = {}
-                module.head_sink = None
     B = batch.input_ids.shape[0]
     tensors = {}
     for n, h in wanted:
