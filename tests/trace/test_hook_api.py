@@ -115,3 +115,13 @@ def test_grad_trace_of_a_language_model(tiny_models, hf_models):
     (ref,) = torch.autograd.grad(out.loss, out.attentions[0])
     torch.testing.assert_close(gw, ref, rtol=1e-4, atol=1e-6)
     assert not hf_forward(hf, batch).attentions[0].requires_grad  # the reference helper runs without grad
+
+
+def test_gradient_with_respect_to_a_traced_head(minilm, hf_models):
+    """With grad=True a one-head name is the slice the output was computed from."""
+    batch = minilm.encode(TEXT)
+    ref = _hf_grad_of_weights(hf_models("minilm"), batch, LAYER)[:, HEAD]  # (B, L, L)
+    name = f"layers.{LAYER}.attn.weights[{HEAD}]"
+    tr = minilm.trace(batch, names=[name], grad=True)
+    (g,) = torch.autograd.grad(tr.output.pow(2).sum(), tr[name])
+    torch.testing.assert_close(g, ref, rtol=1e-4, atol=1e-5)
