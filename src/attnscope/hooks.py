@@ -144,7 +144,9 @@ class HookPoint(nn.Module):
                 j = where(hook.head)
                 part = x[:, j]
                 out = _apply(hook.fn, part, f"{self.name}[{hook.head}]", self.name)
-                if out is not part:
+                # Written back when replaced, and under autograd also when not, so that what the
+                # hook saw is what later steps are computed from (its gradient exists).
+                if out is not part or (part.requires_grad and not hook.read_only):
                     x = x.clone()
                     x[:, j] = out
         bwd = [h for h in self.hooks if h.dir == "bwd" and (only is None or h.head in only)]

@@ -125,3 +125,20 @@ def test_gradient_with_respect_to_a_traced_head(minilm, hf_models):
     tr = minilm.trace(batch, names=[name], grad=True)
     (g,) = torch.autograd.grad(tr.output.pow(2).sum(), tr[name])
     torch.testing.assert_close(g, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_gradient_with_respect_to_q_a_view_of_the_fused_projection(minilm):
+    """q is a view of the fused W_qkv output; with grad=True the trace keeps that view, so its
+    gradient exists and equals the one a hook-free autograd graph gives (q → scores → …)."""
+    name = f"layers.{LAYER}.attn.q"
+    tr = minilm.trace(TEXT, names=[name, f"{name}[{HEAD}]"], grad=True)
+    (g_all,) = torch.autograd.grad(tr.output.pow(2).sum(), tr[name], retain_graph=True)
+    (g_one,) = torch.autograd.grad(tr.output.pow(2).sum(), tr[f"{name}[{HEAD}]"])
+    torch.testing.assert_close(g_one, g_all[:, HEAD], rtol=1e-5, atol=1e-7)
+    eps = 1e-3  # a central finite difference along the gradient's direction, through a q hook
+    probe = g_all / g_all.norm()
+    with torch.no_grad(), minilm.hooks({name: lambda t, n: t + eps * probe}):
+        up = minilm.run(TEXT).double().pow(2).sum()
+    with torch.no_grad(), minilm.hooks({name: lambda t, n: t - eps * probe}):
+        down = minilm.run(TEXT).double().pow(2).sum()
+    assert float((up - down) / (2 * eps)) == pytest.approx(float(g_all.norm()), rel=2e-2)

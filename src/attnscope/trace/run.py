@@ -24,15 +24,17 @@ HookMap = Optional[dict]
 class _Sink(dict):
     """Where recorders write. A tensor that is a view of a bigger buffer (q of the fused qkv, one
     head of all heads) is copied, so that the trace keeps only the bytes it shows. With ``grad``
-    the tensors stay in the autograd graph (the copy too: clone is differentiable)."""
+    the tensors are kept as they are, in the autograd graph."""
 
     def __init__(self, *, grad: bool = False) -> None:
         super().__init__()
         self.grad = grad
 
     def __setitem__(self, name: str, t: Tensor) -> None:
-        if not self.grad:
-            t = t.detach()
+        if self.grad:  # the tensor itself, the one later steps use: a copy would have no gradient
+            super().__setitem__(name, t)
+            return
+        t = t.detach()
         if t.untyped_storage().nbytes() > t.numel() * t.element_size():
             t = t.clone()
         super().__setitem__(name, t)
