@@ -5,7 +5,6 @@ traced weights — with padding (MiniLM) and causality (GPT-2)."""
 import pytest
 import torch
 
-import attnscope.blockwise as BW
 import attnscope.kernels.blockwise as KB
 import attnscope.kernels.memory as memory
 from attnscope import InputError
@@ -20,12 +19,12 @@ def test_trace_weights_from_q_and_k(which, minilm, tiny_models):
     model = minilm if which == "minilm" else tiny_models["gpt2"]
     full = model.trace(TEXTS, names="layers.1.attn.weights")["layers.1.attn.weights"]  # (B, H, L, L)
     tr = model.trace(TEXTS, names=["layers.1.attn.q", "layers.1.attn.k"])
-    got = BW.trace_weights(tr, 1, heads=[2, 0], queries=slice(3, 9))
+    got = tr.weights(1, heads=[2, 0], queries=slice(3, 9))
     torch.testing.assert_close(got, full[:, [2, 0], 3:9], rtol=0, atol=2e-6)
     one = model.trace(TEXTS, names=["layers.1.attn.q[3]", "layers.1.attn.k[3]"])
-    torch.testing.assert_close(BW.trace_weights(one, 1, heads=3, queries=4), full[:, 3, 4], rtol=0, atol=2e-6)
-    with pytest.raises(InputError, match=r"the trace lacks layers\.0\.attn\.q"):
-        BW.trace_weights(tr, 0)
+    torch.testing.assert_close(one.weights(1, heads=3, queries=4), full[:, 3, 4], rtol=0, atol=2e-6)
+    with pytest.raises(InputError, match=r"the trace has no layers\.0\.attn\.q"):
+        tr.weights(0)
 
 
 def test_tapped_head_of_a_long_text_is_computed_blockwise(minilm, monkeypatch):
