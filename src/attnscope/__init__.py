@@ -7,10 +7,14 @@
 """
 
 from .config import TransformerConfig
-from .errors import AttnscopeError, ConfigError, InputError, ModelLoadError, ShapeError
+from .errors import AttnscopeError, ConfigError, InputError, ModelLoadError, NonFiniteError, ShapeError
 from .functional import SCORINGS, attention, attention_steps, log_softmax, softmax
 from .blockwise import attention_weights, blockwise_attention
 from .hooks import HookPoint, name_hook_points
+from .kernels import checking_finite
+from .scorings import Scoring, register_scoring
+from .positions import PositionScheme, register_position
+from . import reference, scorings, positions  # noqa: E402
 from .modules import (Embeddings, Encoder, EncoderLayer, FeedForward, MultiHeadAttention,
                       SingleHeadAttention, TransformerEncoder, sinusoidal_positions)
 from .models import Model, load
@@ -20,9 +24,10 @@ from . import check, explain  # noqa: E402  callable packages: attnscope.explain
 __version__ = "0.1.0"
 
 __all__ = [
-    "TransformerConfig", "AttnscopeError", "ConfigError", "InputError", "ModelLoadError", "ShapeError",
+    "TransformerConfig", "AttnscopeError", "ConfigError", "InputError", "ModelLoadError", "NonFiniteError", "ShapeError",
     "SCORINGS", "attention", "attention_steps", "log_softmax", "softmax", "HookPoint", "name_hook_points",
     "Embeddings", "Encoder", "EncoderLayer", "FeedForward", "MultiHeadAttention", "SingleHeadAttention",
     "TransformerEncoder", "sinusoidal_positions", "__version__", "load", "Model", "Trace", "TRACE_NAMES", "explain", "check",
-    "blockwise_attention", "attention_weights",
+    "blockwise_attention", "attention_weights", "checking_finite", "Scoring", "register_scoring",
+    "PositionScheme", "register_position", "reference", "scorings", "positions",
 ]
