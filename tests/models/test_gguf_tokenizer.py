@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from attnscope.errors import InputError, ModelLoadError
-from attnscope.models.gguf_file import GGUFFile
-from attnscope.models.gguf_tokenizer import tokenizer_from_metadata
+from attnscope.models.gguf_tokenizer import tokenizer_from_gguf, tokenizer_from_metadata
 from attnscope.models.packages import package_model_path
 from attnscope.tokenizer import Tokenizer
 from tests.models.decoders.reference import CHAT, PROBES, reference, tokenizer_json_parts
@@ -21,8 +20,7 @@ def tok():
 
     def get(name):
         if name not in cache:
-            with GGUFFile(package_model_path(name)) as f:
-                cache[name] = tokenizer_from_metadata(f.metadata, f.path)
+            cache[name] = tokenizer_from_gguf(package_model_path(name))
         return cache[name]
     return get
 

@@ -268,3 +268,11 @@ def gemma_merges(tokens: list) -> list[tuple[str, str]]:
                 found.append((r, k, left, right))
     found.sort(key=lambda x: (x[0], -x[1]))
     return [(a, b) for _, _, a, b in found]
+
+
+def tokenizer_from_gguf(path) -> GGUFTokenizer:
+    """The tokenizer of a ``.gguf`` file (reads the metadata only, not the weights)."""
+    from .gguf_file import GGUFFile
+
+    with GGUFFile(path) as f:
+        return tokenizer_from_metadata(f.metadata, f.path)

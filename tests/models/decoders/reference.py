@@ -118,6 +118,8 @@ def reference(config, path: Path, *, fresh: bool = False) -> dict:
     """The cached reference of ``path`` (computed under a lock by one pytest worker)."""
     import fcntl
 
+    if getattr(config, "cache", None) is None:  # pytest -p no:cacheprovider: no cache, compute each time
+        return compute_reference(path)
     root = Path(config.cache.mkdir("attnscope-gguf-reference"))
     f = root / (_key(path) + ".json")
     refresh = fresh or os.environ.get("ATTNSCOPE_REFRESH_REFERENCE") == "1"
