@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     from rich.table import Table
 
     import attnscope
-    from attnscope.viewer.headless import launch
+    from attnscope.testing.headless import launch
     from attnscope.viewer.html import render
     from attnscope.viewer import data as vdata
     from attnscope.viewer.run import trace_each

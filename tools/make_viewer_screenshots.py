@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attnscope
 from attnscope import plot
-from attnscope.viewer.headless import launch
+from attnscope.testing.headless import launch
 from attnscope.viewer.html import render
 from attnscope.viewer.run import trace_each, view_data
 

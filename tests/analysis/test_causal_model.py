@@ -12,7 +12,7 @@ import attnscope
 from attnscope.analysis import analyze
 from attnscope.analysis.batching import is_punctuation
 from attnscope.analysis.stats import STAT_NAMES
-from attnscope.models import testing
+from attnscope.testing import tiny as testing
 
 from .patterns import batch, reference_sums
 

@@ -11,7 +11,8 @@ import attnscope
 from attnscope.analysis.batching import TextEncoder, bucket
 from attnscope.analysis.corpus import Text
 from attnscope.analysis.importance import ablation_sums, metric_name
-from attnscope.models import default_model_path, testing
+from attnscope.models import default_model_path
+from attnscope.testing import tiny as testing
 
 TEXTS = ["Heads attend to different things.", "The previous token, the next token, or [SEP]?",
          "Ablate one head and see what changes in the sentence embedding."]

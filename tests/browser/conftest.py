@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(session, config, items):
     """No Chromium: one clear line saying how to get it, instead of one traceback per browser test,
     and never a skip. Without xdist the run stops at once; an xdist worker cannot stop the run, so
     one test that opens the browser fails with that line and the other browser tests are left out."""
-    from attnscope.viewer.headless import chromium_path
+    from attnscope.testing.headless import chromium_path
     browser = [i for i in items if "browser_context" in getattr(i, "fixturenames", ())]
     if not browser:
         return
@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(session, config, items):
 def browser_context():
     from playwright.sync_api import sync_playwright
 
-    from attnscope.viewer.headless import chromium_path, launch
+    from attnscope.testing.headless import chromium_path, launch
     try:
         chromium_path()
     except FileNotFoundError as e:

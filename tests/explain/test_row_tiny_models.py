@@ -7,7 +7,7 @@ import pytest
 import attnscope
 from attnscope.explain import explain
 
-from attnscope.models.testing import tiny_bert_chinese, tiny_gpt2  # needs transformers (test extra)
+from attnscope.testing.tiny import tiny_bert_chinese, tiny_gpt2  # needs transformers (test extra)
 
 
 @pytest.fixture(scope="module")

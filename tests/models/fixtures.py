@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import attnscope
-from attnscope.models import testing
+from attnscope.testing import tiny as testing
 
 FAMILIES = ("bert", "bert-chinese", "roberta", "gpt2")
 

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 import attnscope
-from attnscope.models.testing import BERT_BASE_CHINESE_IDS
+from attnscope.testing.tiny import BERT_BASE_CHINESE_IDS
 from attnscope.tokenizer import Tokenizer, wordpiece_from_vocab
 
 ZH = ["我喜欢人工智能", "你好，世界！我爱北京。", "我喜欢AI和cats", "  北京\t是中国的首都 "]

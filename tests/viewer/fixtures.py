@@ -32,6 +32,6 @@ def full_trace(minilm):
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory):
     """Tiny random checkpoints: "bert-chinese" (tokens 我 喜 欢 … as in the article) and "gpt2" (causal)."""
-    from attnscope.models import testing
+    from attnscope.testing import tiny as testing
     root = tmp_path_factory.mktemp("tiny-viewer")
     return {name: attnscope.load(testing.BUILDERS[name](root / name)) for name in ("bert-chinese", "gpt2")}

@@ -89,7 +89,7 @@ def tiny_bert_chinese(folder, *, seed: int = 0) -> Path:
 def tiny_bert(folder, *, seed: int = 1) -> Path:
     from transformers import BertConfig, BertModel
 
-    from .loader import default_model_path
+    from ..models.loader import default_model_path
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
