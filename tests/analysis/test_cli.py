@@ -84,7 +84,7 @@ def test_nothing_decodable_left(tmp_path, capsys):
     f = tmp_path / "c.txt"
     f.write_bytes(b"\x80\x81\n\xfe\n")
     err = error_line(capsys, ["analyze", str(f), "--on-decode-error", "skip", "--importance-texts", "0", "--no-progress"])
-    assert "has no text left to analyse: 2 line(s) skipped as undecodable" in err
+    assert "has no text left to analyse: 2 lines skipped as undecodable" in err
 
 
 @pytest.mark.parametrize("extra, message", [

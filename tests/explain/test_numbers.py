@@ -38,3 +38,22 @@ def test_parse_written_keeps_the_written_precision(text, value, decimals):
 def test_parse_written_infinity_and_garbage():
     assert parse_written("-inf").value == -math.inf and parse_written("−∞").value == -math.inf
     assert parse_written("abc") is None and parse_written("nan") is None
+
+
+def test_a_value_just_below_the_last_place_reads_like_its_neighbours():
+    from attnscope.explain.numbers import show
+    # alone, -0.000022839 at 4 decimals keeps its digits; among 4-decimal numbers it is 0.0000
+    assert show(-2.2839e-5, 4).plain() == "-2.2839e-5"
+    assert show(-2.2839e-5, 4, in_group=True).plain() == "0.0000"
+    assert show(4.8776e-5, 4, in_group=True).plain() == "0.0000"
+    assert show(6.2e-5, 4, in_group=True).plain() == "0.0001"
+    # far below the last place the power of ten is the information (a saturated softmax)
+    assert show(9.3576e-14, 4, in_group=True).plain() == "9.3576e-14"
+    assert show(3.059e-7, 4, in_group=True).plain() == "3.0590e-7"
+
+
+def test_vectors_in_a_worked_calculation_use_fixed_decimals_for_near_zero_entries():
+    from attnscope.exercise import make_exercise
+    md = make_exercise(tokens=3, dim=2, seed=35, style="int", lang="en").solution().render("markdown")
+    assert "= [0.0283, 0.0000, 0.9716]" in md and "| I | 0.0283 | 0.0000 | 0.9716 |" in md
+    assert "e-5" not in md

@@ -174,7 +174,7 @@ def markdown(result) -> str:
     if c["truncated"]:
         notes.append(f"{counted(c['truncated'], 'text')} longer than {result.max_length} tokens "
                      f"{'was' if c['truncated'] == 1 else 'were'} truncated "
-                     f"({c['truncated_tokens']:,} tokens cut)")
+                     f"({counted(c['truncated_tokens'], 'token')} cut)")
     if c["skipped_decode"]:
         notes.append(f"{counted(c['skipped_decode'], 'line')} {'was' if c['skipped_decode'] == 1 else 'were'} "
                      "not valid UTF-8 and skipped (listed at the end)")

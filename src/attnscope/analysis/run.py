@@ -266,8 +266,9 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         dist.all_gather_object(gathered, examples)
         examples = sorted(x for part in gathered for x in part)[:100]
     if acc.counters["texts"] == 0:
-        raise InputError(f"corpus {str(corpus)!r} has no text left to analyse: {acc.counters['skipped_decode']} "
-                         f"line(s) skipped as undecodable, {acc.counters['empty']} empty")
+        n = acc.counters["skipped_decode"]
+        raise InputError(f"corpus {str(corpus)!r} has no text left to analyse: {n} line{'' if n == 1 else 's'} "
+                         f"skipped as undecodable, {acc.counters['empty']} empty")
     means = acc.means()
     importance = means.pop("importance") if cfg.importance_texts > 0 else None
     baseline = float(means.pop("baseline_distance")[0, 0])

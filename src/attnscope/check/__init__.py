@@ -55,7 +55,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..explain import inputs
-from ..explain.numbers import Written, parse_written
+from ..explain.numbers import Written, counted, parse_written
 from .chain import Chain, Link, row_chain, toy_chain
 
 VERDICTS = ("correct", "rounding", "carried", "wrong")
@@ -273,15 +273,15 @@ def _parse_link(value, lk: Link, where: str) -> np.ndarray:
         cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
         return np.array([[_written(c, f"{where}, row {i + 1}")] for i, c in enumerate(cells)], dtype=object)
     if not isinstance(value, (list, tuple)):
-        raise InputError(f"{where}: expected {n_rows} rows of {n_cols} numbers, got {inputs._kind(value)}")
+        raise InputError(f"{where}: expected {counted(n_rows, 'row')} of {counted(n_cols, 'number')}, got {inputs._kind(value)}")
     if len(value) != n_rows:
-        raise InputError(f"{where}: expected {n_rows} rows (one per token), got {len(value)}")
+        raise InputError(f"{where}: expected {counted(n_rows, 'row')} (one per token), got {len(value)}")
     rows = [[None] * n_cols if r is None else r for r in value]
     for i, r in enumerate(rows):
         if not isinstance(r, (list, tuple)):
-            raise InputError(f"{where}, row {i + 1}: expected a row of {n_cols} numbers, got {inputs._kind(r)}")
+            raise InputError(f"{where}, row {i + 1}: expected a row of {counted(n_cols, 'number')}, got {inputs._kind(r)}")
         if len(r) != n_cols:
-            raise InputError(f"{where}, row {i + 1}: expected {n_cols} numbers, got {len(r)}")
+            raise InputError(f"{where}, row {i + 1}: expected {counted(n_cols, 'number')}, got {len(r)}")
     return np.array([[_written(c, f"{where}, row {i + 1}, column {j + 1}") for j, c in enumerate(r)]
                      for i, r in enumerate(rows)], dtype=object)
 
@@ -316,7 +316,7 @@ def problem_chain(spec: Any, source: str, answers_raw: Optional[dict] = None) ->
             raise type(e)(f"{where}: {e}") from None
         desc = {"kind": "model", "model": d["model"].name, "text": spec["text"], "layer": d["layer"],
                 "head": d["head"], "position": d["qpos"], "token": d["tokens"][d["qpos"]], "tokens": d["tokens"]}
-        return row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc), desc
+        return row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc, source=where), desc
     if "scores" in spec:
         import math as _m
         allowed_keys = {"scores", "tokens", "d_k", "dk", "values", "V", "query", "factor"}
@@ -341,7 +341,7 @@ def problem_chain(spec: Any, source: str, answers_raw: Optional[dict] = None) ->
         if vkey:
             V = inputs.matrix(spec[vkey], f"{where}.{vkey}", rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
-        return row_chain(raw, toks, factor, None, V, meta=desc), desc
+        return row_chain(raw, toks, factor, None, V, meta=desc, source=where), desc
     p = ToyProblem.from_mapping(spec, source=f"{source}, problem")
     return toy_chain(p), {"kind": "toy", "tokens": p.tokens, "name": p.name}
 

@@ -104,11 +104,11 @@ def toy_chain(p: ToyProblem) -> Chain:
 
 
 def row_chain(raw: np.ndarray, keys: list, factor: float, allowed: Optional[np.ndarray] = None,
-              V: Optional[np.ndarray] = None, meta: Optional[dict] = None) -> Chain:
+              V: Optional[np.ndarray] = None, meta: Optional[dict] = None, source: str = "problem") -> Chain:
     """One query row: raw scores (S,) are given (or come from a model), V (S, d_v) optional."""
     from ..explain.row import row_values
     S = len(raw)
-    vals = row_values(raw, factor, allowed, V)
+    vals = row_values(raw, factor, allowed, V, source)
     ok = np.isfinite(vals["masked"])[None, :]  # (1, S)
     shift = vals["shift"]
     labels = [f"{j} ({k})" for j, k in enumerate(keys)]

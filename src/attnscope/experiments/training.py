@@ -106,7 +106,7 @@ def _per_task(name: str, value, tasks: Sequence[str], check) -> dict:
     if isinstance(value, dict):
         missing = [t for t in tasks if t not in value]
         if missing:
-            raise ConfigError(f"{name} has no value for task(s) {', '.join(missing)}")
+            raise ConfigError(f"{name} has no value for task{'' if len(missing) == 1 else 's'} {', '.join(missing)}")
         return {t: check(f"{name}[{t}]", value[t]) for t in tasks}
     return {t: check(name, value) for t in tasks}
 
@@ -501,6 +501,11 @@ def run_flags(steps: Sequence[int], losses: Sequence[float], threshold: float, b
             "stalled": (not diverged) and not (final < stall_line), "diverged": diverged}
 
 
+def _n(n: int, noun: str) -> str:
+    """``1 seed``, ``3 seeds``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _mean(xs) -> float:
     xs = [x for x in xs if x is not None and math.isfinite(x)]
     return sum(xs) / len(xs) if xs else math.nan
@@ -646,7 +651,7 @@ def claims(summary: list[dict], settings: Settings, runs: list[dict]) -> dict:
         n_all = sum(r["seeds"] for r in rows)
         scaled_st = sum(idx[(t, "scaled", d_top)]["stalled"] for t in settings.tasks if (t, "scaled", d_top) in idx)
         verdict = ("is confirmed" if n_st == n_all else "is not confirmed" if n_st == 0 else "is partly confirmed")
-        caveat = (f" — but scaled stalled too ({scaled_st} runs), so this budget cannot tell the factor's effect"
+        caveat = (f" — but scaled stalled too ({scaled_st} run{'' if scaled_st == 1 else 's'}), so this budget cannot tell the factor's effect"
                   if n_st and scaled_st >= n_st else "")
         stall = (f"\"Unscaled training at d_k = {d_top} stalled\" {verdict} ({n_st}/{n_all} runs stalled{caveat}): "
                  + "; ".join(stall_parts) + ".")
@@ -682,7 +687,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
     known = set(inspect.signature(make_settings).parameters) - {"quick"}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise ConfigError(f"experiment 'training' does not take option(s) {', '.join(unknown)}; "
+        raise ConfigError(f"experiment 'training' does not take {'option' if len(unknown) == 1 else 'options'} {', '.join(unknown)}; "
                           f"it takes {', '.join(sorted(known | {'jobs'}))}")
     settings = make_settings(quick=quick, **options)
     task_objs = {t: make_task(t) for t in settings.tasks}
@@ -807,7 +812,7 @@ def curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: di
     axes[1][0].set_ylabel("attention entropy / ln(#keys)")
     axes[2][0].set_ylabel("‖∂loss/∂scores‖")
     axes[0][-1].legend(fontsize=7)
-    fig.suptitle(f"task {task}: mean over {settings.seeds[task]} seed(s)", fontsize=10)
+    fig.suptitle(f"task {task}: mean over {_n(settings.seeds[task], 'seed')}", fontsize=10)
     return fig
 
 
@@ -861,7 +866,7 @@ def report(result: ExperimentResult, settings: Settings) -> str:
         "",
         "## Set-up",
         "",
-        f"- Model: attnscope TransformerEncoder, {s.n_layers} pre-LN layer(s), d_model = {s.d_model}, "
+        f"- Model: attnscope TransformerEncoder, {_n(s.n_layers, 'pre-LN layer')}, d_model = {s.d_model}, "
         f"d_ff = {s.d_ff}, n_heads = d_model / d_k, no dropout, linear read-out; init {s.init} "
         "(LeCun: q and k entries start with unit variance).",
         f"- Optimiser: AdamW (lr {s.lr:g}, no weight decay, clip 1.0), {int(100 * s.warmup_frac)} % linear warm-up, "
@@ -874,13 +879,13 @@ def report(result: ExperimentResult, settings: Settings) -> str:
         if t == "recall":
             lines.append(f"- recall: {td['n_pairs']} key-value pairs + {td['n_queries']} queries, {td['n_keys']} keys × "
                          f"{td['n_values']} values; baseline ln {td['n_values']} = {td['baseline']:.3f}; threshold "
-                         f"{td['threshold']:.3g}; {s.steps[t]} steps × batch {s.batch[t]}; {s.seeds[t]} seed(s).")
+                         f"{td['threshold']:.3g}; {_n(s.steps[t], 'step')} × batch {s.batch[t]}; {_n(s.seeds[t], 'seed')}.")
         else:
             lines.append(f"- lm: {td['corpus']} ({td['corpus_chars']} chars, sha256 {td['corpus_sha256']}…), "
                          f"{td['vocab_size']} symbols, windows of {td['seq_len']}; count-model losses on the "
                          f"held-out text: unigram {td['unigram_loss']:.3f} (baseline), bigram {td['bigram_loss']:.3f} "
                          f"(threshold), trigram {td['trigram_loss']:.3f}; {s.steps[t]} steps × batch {s.batch[t]}; "
-                         f"{s.seeds[t]} seed(s).")
+                         f"{_n(s.seeds[t], 'seed')}.")
     lines += [
         f"- stalled: final loss above baseline − {STALL_FRACTION}·(baseline − threshold); diverged: NaN/inf "
         "or final > initial loss. Steps to threshold: median over seeds (a run that never got there counts "
@@ -904,6 +909,6 @@ def report(result: ExperimentResult, settings: Settings) -> str:
                             for r in sorted(rows, key=lambda r: (r["d_k"], VARIANTS.index(r["variant"])))]),
                   "", f"![curves {t}](curves_{t}.png)", ""]
     lines += ["![summary](summary.png)", "",
-              f"Time: {result.timing.get('total_s', 0.0):.0f} s wall ({result.timing.get('jobs', 1)} job(s)); "
+              f"Time: {result.timing.get('total_s', 0.0):.0f} s wall ({_n(result.timing.get('jobs', 1), 'job')}); "
               f"sum of run times {result.timing.get('run_seconds_sum', 0.0):.0f} s."]
     return "\n".join(lines)

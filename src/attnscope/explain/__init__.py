@@ -47,7 +47,7 @@ def toy_problem(source=None, *, example: Optional[str] = None, **matrices) -> To
         return ToyProblem.from_mapping(load_mapping(source), source=source)
     if matrices:
         clean = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in matrices.items() if v is not None}
-        return ToyProblem.from_mapping(clean, source="arguments")
+        return ToyProblem.from_mapping(clean, source="the given matrices")
     raise InputError("nothing to explain: give an input file, example=..., or X=, W_Q=, W_K=, W_V=")
 
 

@@ -53,9 +53,12 @@ EN = {
     "step.exp": "exponentials $\\exp(S')$",
     "toy.exp_why": "exp makes every score positive and stretches the gaps between them: a score higher by 1 "
                    "becomes $e \\approx 2.718$ times as large.",
-    "toy.exp_shift": "In row(s) {rows} the largest score is above {limit} and its exponential would be huge, "
+    "toy.exp_shift": "In rows {rows} the largest score is above {limit} and its exponential would be huge, "
                      "so these rows show $e^{s - m}$ with $m$ the row maximum. Dividing numerator and denominator "
                      "by the same $e^{m}$ leaves the weights unchanged.",
+    "toy.exp_shift_one": "In row {rows} the largest score is above {limit} and its exponential would be huge, "
+                         "so this row shows $e^{s - m}$ with $m$ the row maximum. Dividing numerator and "
+                         "denominator by the same $e^{m}$ leaves the weights unchanged.",
     "step.sums": "row sums",
     "step.weights": "softmax weights $A = E / \\Sigma$",
     "toy.weights_why": "Dividing each exponential by its row sum turns the row into a probability distribution: "
@@ -265,6 +268,8 @@ ZH = {
     "toy.exp_why": "exp 让每个分数都变成正数，并拉大它们之间的差距：分数高 1，指数就大 $e \\approx 2.718$ 倍。",
     "toy.exp_shift": "第 {rows} 行有大于 {limit} 的分数，其指数会非常大；这些行显示 $e^{s - m}$，$m$ 为该行最大值。"
                      "分子分母同除以 $e^{m}$，权重不变。",
+    "toy.exp_shift_one": "第 {rows} 行有大于 {limit} 的分数，其指数会非常大；这一行显示 $e^{s - m}$，$m$ 为该行最大值。"
+                         "分子分母同除以 $e^{m}$，权重不变。",
     "step.sums": "每行求和",
     "step.weights": "softmax 权重 $A = E / \\Sigma$",
     "toy.weights_why": "每个指数除以所在行的和，这一行就变成概率分布：权重都为正，且每行之和为 1。",

@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..errors import InputError
-from .numbers import Written, parse_written
+from .numbers import Written, counted, parse_written
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
 
@@ -221,16 +221,16 @@ def matrix(x: Any, where: str, *, rows: Optional[int] = None, cols: Optional[int
     out = []
     for i, r in enumerate(x):
         if len(r) != width:
-            raise InputError(f"{where}, row {i + 1}: has {len(r)} entries but row 1 has {width}; "
+            raise InputError(f"{where}, row {i + 1}: has {counted(len(r), 'entry', 'entries')} but row 1 has {width}; "
                              "a matrix must be rectangular")
         out.append([number(v, f"{where}, row {i + 1}, column {j + 1}", allow_none, allow_inf)
                     for j, v in enumerate(r)])
     if width == 0:
         raise InputError(f"{where}: the rows are empty")
     if rows is not None and len(out) != rows:
-        raise InputError(f"{where}: expected {rows} rows, got {len(out)}")
+        raise InputError(f"{where}: expected {counted(rows, 'row')}, got {len(out)}")
     if cols is not None and width != cols:
-        raise InputError(f"{where}: expected {cols} columns, got {width}")
+        raise InputError(f"{where}: expected {counted(cols, 'column')}, got {width}")
     if raw:
         return out
     return np.array([[_value(v) for v in r] for r in out], dtype=np.float64)
@@ -250,9 +250,9 @@ def vector(x: Any, where: str, *, size: Optional[int] = None, allow_none: bool =
                              "(this key takes one row, not a matrix)")
         out.append(number(v, f"{where}, entry {j + 1}", allow_none, allow_inf))
     if size is not None and len(out) != size:
-        raise InputError(f"{where}: expected {size} numbers, got {len(out)}")
+        raise InputError(f"{where}: expected {counted(size, 'number')}, got {len(out)}")
     if max_size is not None and len(out) > max_size:
-        raise InputError(f"{where}: expected at most {max_size} numbers, got {len(out)}")
+        raise InputError(f"{where}: expected at most {counted(max_size, 'number')}, got {len(out)}")
     if raw:
         return out
     return np.array([_value(v) for v in out], dtype=np.float64)

@@ -70,12 +70,17 @@ def is_int(x: float) -> bool:
     return math.isfinite(x) and float(x).is_integer() and abs(x) < BIG
 
 
-def show(x: float, decimals: int, as_int: Optional[bool] = None) -> Shown:
+def show(x: float, decimals: int, as_int: Optional[bool] = None, in_group: bool = False) -> Shown:
     """The displayed form of ``x`` with ``decimals`` places.
 
     ``as_int``: True shows an integer-valued x without decimals, False always with them, None
     decides per number. Non-zero values that would round to zero, and values ≥ 1e6 in size, are
     shown as ``decimals + 1`` significant digits times a power of ten.
+
+    ``in_group``: the number stands among others at ``decimals`` places (a vector, a matrix row).
+    There a value that is merely below the last place (|x| ≥ 10^-(decimals+2)) is written 0.0000
+    like its neighbours instead of ``-2.2839e-5``; far smaller ones (a saturated softmax's
+    9.3576e-14) keep their power of ten, which is the point of showing them.
     """
     x = float(x)
     if math.isnan(x):
@@ -87,6 +92,8 @@ def show(x: float, decimals: int, as_int: Optional[bool] = None) -> Shown:
     if as_int and is_int(x):
         return Shown(str(int(x)))
     tiny = x != 0.0 and abs(x) < 0.5 * 10.0 ** (-decimals)
+    if tiny and in_group and abs(x) >= 10.0 ** (-decimals - 2):
+        tiny = False
     if abs(x) >= BIG or tiny:
         # In Decimal, so that subnormal values (exp of about -745 gives ~1e-324) do not make
         # 10.0 ** exp underflow to 0.

@@ -20,17 +20,23 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from . import inputs
+from .numbers import counted
 from .doc import (Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked,
                   sub, t)
-from .toy import EXP_SHOW_LIMIT
+from .toy import EXP_SHOW_LIMIT, check_finite
 
 
 def row_values(raw: np.ndarray, factor: float, allowed: Optional[np.ndarray] = None,
-               V: Optional[np.ndarray] = None) -> dict:
-    """Every quantity of one row, float64: scores, scaled, masked, shift, exp, sum, weights, output."""
+               V: Optional[np.ndarray] = None, source: str = "input") -> dict:
+    """Every quantity of one row, float64: scores, scaled, masked, shift, exp, sum, weights, output.
+
+    Raises InputError naming the step when a value there is ∞ or NaN (``source`` names the input)."""
     raw = np.asarray(raw, dtype=np.float64)  # (S,)
     allowed = np.ones(raw.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
-    scaled = raw * factor  # (S,)
+    check_finite("scores", raw, source, allowed)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = raw * factor  # (S,)
+    check_finite("scaled", scaled, source, allowed)
     masked = np.where(allowed, scaled, -np.inf)  # (S,)
     m = masked[allowed].max() if allowed.any() else 0.0
     shift = m if m > EXP_SHOW_LIMIT else 0.0
@@ -40,7 +46,11 @@ def row_values(raw: np.ndarray, factor: float, allowed: Optional[np.ndarray] = N
     out = {"scores": raw, "scaled": scaled, "masked": masked, "shift": shift, "exp": e,
            "sum": float(e.sum()), "weights": weights}
     if V is not None:
-        out["output"] = weights @ np.asarray(V, dtype=np.float64)  # (d_v,)
+        V = np.asarray(V, dtype=np.float64)
+        check_finite("V", V, source)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out["output"] = weights @ V  # (d_v,)
+        check_finite("output", out["output"], source)
     return out
 
 
@@ -110,11 +120,11 @@ def _check_index(what: str, value, n: int, unit: str) -> int:
 def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float, d_k: int,
               scale_kind: str = "scaled", allowed=None, V=None, dims: int = 3, title, intro: list,
               meta: dict, expand: str = "auto", trace_check: Optional[dict] = None,
-              source_key: str = "row.raw_why") -> Worked:
+              source_key: str = "row.raw_why", source: str = "input") -> Worked:
     """The steps of one row (see the module doc); ``trace_check`` adds the comparison with the model."""
     if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or dims < 1:
         raise InputError(f"dims must be a positive integer, got {dims!r}")
-    v = row_values(raw, factor, allowed, V)
+    v = row_values(raw, factor, allowed, V, source)
     S = len(keys)
     keys = [str(k) for k in keys]
     qtok = keys[qpos] if 0 <= qpos < S else "q"
@@ -220,7 +230,7 @@ def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=No
     S = len(raw)
     keys = list(tokens) if tokens is not None else [f"k{j + 1}" for j in range(S)]
     if len(keys) != S:
-        raise InputError(f"tokens: {len(keys)} labels for {S} scores; give one label per score")
+        raise InputError(f"tokens: {counted(len(keys), 'label')} for {counted(S, 'score')}; give one label per score")
     if d_k is not None:
         if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or d_k < 1:
             raise InputError(f"d_k must be a positive integer, got {d_k!r}")
@@ -233,7 +243,7 @@ def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=No
     if values is not None:
         V = inputs.matrix(values, "values")
         if V.shape[0] != S:
-            raise InputError(f"values: {V.shape[0]} rows for {S} scores; give one V row per key")
+            raise InputError(f"values: {counted(V.shape[0], 'row')} for {counted(S, 'score')}; give one V row per key")
     qpos = -1
     if query is not None:
         qpos = _check_index("query", query, S, "keys")
@@ -241,7 +251,7 @@ def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=No
     title = t("row.title_scores", tok=keys[qpos]) if query is not None else t("row.title_scores_plain")
     return build_row(raw, keys, qpos, factor=f, d_k=d_k or 0, scale_kind=kind,
                      V=V, dims=dims, title=title, intro=intro, meta={"source": "scores"}, expand=expand,
-                     source_key="row.raw_given")
+                     source_key="row.raw_given", source="scores")
 
 
 def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: Optional[str] = None,
@@ -285,7 +295,8 @@ def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, toke
     the trace's q, k, v (``layers.{layer}.attn.q[head]`` …) and compared with its weights and z."""
     d = model_row_data(text, model, layer, head, token, position)
     model, tokens, qpos, d_k = d["model"], d["tokens"], d["qpos"], d["d_k"]
-    vals = row_values(d["raw"], d["factor"], d["allowed"], d["V"])
+    where = f"{d['model'].name}, layer {d['layer']}, head {d['head']}"
+    vals = row_values(d["raw"], d["factor"], d["allowed"], d["V"], where)
     check = {
         "scores": float(np.abs(d["raw"] - d["trace_scores"]).max()),
         "weights": float(np.abs(vals["weights"] - d["trace_weights"]).max()),
@@ -301,7 +312,7 @@ def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, toke
     return build_row(d["raw"], tokens, qpos, factor=d["factor"], d_k=d_k,
                      scale_kind="scaled" if d["scoring"] == "scaled" else "factor", allowed=d["allowed"],
                      V=d["V"], dims=dims, title=t("row.title_model", tok=tokens[qpos], layer=d["layer"], head=d["head"]),
-                     intro=intro, meta=meta, expand=expand, trace_check=trace_check)
+                     intro=intro, meta=meta, expand=expand, trace_check=trace_check, source=where)
 
 
 def _sci(x: float) -> str:

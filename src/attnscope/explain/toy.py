@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import ConfigError, InputError, ShapeError
 from ..functional import DEFAULT_COSINE_TEMPERATURE, SCORINGS
 from . import inputs
-from .numbers import fmt
+from .numbers import counted, fmt
 from .doc import (DotRow, Divide, Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, VecParam,
                   WeightedSum, Worked, sub, t)
 
@@ -151,11 +151,11 @@ class ToyProblem:
                 raise InputError(f"{src}: missing key {', '.join(missing)} (Q, K and V are all needed)")
             L, d_k = self.Q.shape
             if self.K.shape[1] != d_k:
-                raise ShapeError(f"{src}, key K: K has {self.K.shape[1]} columns but Q has {d_k}; "
+                raise ShapeError(f"{src}, key K: K has {counted(self.K.shape[1], 'column')} but Q has {d_k}; "
                                  "q·k needs the same length d_k")
             if self.K.shape[0] != L or self.V.shape[0] != L:
                 bad = "K" if self.K.shape[0] != L else "V"
-                raise ShapeError(f"{src}, key {bad}: {bad} has {getattr(self, bad).shape[0]} rows but Q has {L}; "
+                raise ShapeError(f"{src}, key {bad}: {bad} has {counted(getattr(self, bad).shape[0], 'row')} but Q has {L}; "
                                  "self-attention needs one row per token")
             d_v = self.V.shape[1]
         else:
@@ -166,14 +166,14 @@ class ToyProblem:
             for k in ("W_Q", "W_K", "W_V"):
                 w = getattr(self, k)
                 if w.shape[0] != d_model:
-                    raise ShapeError(f"{src}, key {k}: {k} has {w.shape[0]} rows but X has {d_model} columns; "
+                    raise ShapeError(f"{src}, key {k}: {k} has {counted(w.shape[0], 'row')} but X has {counted(d_model, 'column')}; "
                                      f"X·{k} needs as many rows in {k} as columns in X")
             if self.W_K.shape[1] != self.W_Q.shape[1]:
-                raise ShapeError(f"{src}, key W_K: W_K has {self.W_K.shape[1]} columns but W_Q has "
+                raise ShapeError(f"{src}, key W_K: W_K has {counted(self.W_K.shape[1], 'column')} but W_Q has "
                                  f"{self.W_Q.shape[1]}; q·k needs the same d_k")
             d_v = self.W_V.shape[1]
         if self.W_O is not None and self.W_O.shape[0] != d_v:
-            raise ShapeError(f"{src}, key W_O: W_O has {self.W_O.shape[0]} rows but V has {d_v} columns; "
+            raise ShapeError(f"{src}, key W_O: W_O has {counted(self.W_O.shape[0], 'row')} but V has {counted(d_v, 'column')}; "
                              "O·W_O needs as many rows in W_O as columns in V")
         if self.mask is not None and self.mask.shape != (L, L):
             raise ShapeError(f"{src}, key mask: the mask is {self.mask.shape[0]}×{self.mask.shape[1]} but "
@@ -211,14 +211,47 @@ def _bool01(v, where):
 # ----------------------------------------------------------------------------------------------
 
 def normalise(x: np.ndarray, scoring: str, eps: float = 1e-6) -> np.ndarray:
-    """What cosine / qknorm scoring does to q and k before the dot product (as functional.prepare_qk)."""
+    """What cosine / qknorm scoring does to q and k before the dot product (as functional.prepare_qk).
+
+    Rows with entries above 1e150 are divided by their largest |entry| first: their squares would
+    overflow and the row would silently become 0 (the result is the same, ε aside)."""
+    if scoring not in ("cosine", "qknorm"):
+        return x
+    m = np.abs(x).max(-1, keepdims=True)  # (L, 1)
+    big = m > 1e150
+    if big.any():
+        scale = np.where(big, m, 1.0)
+        y = x / scale
+        if scoring == "cosine":
+            return y / np.maximum(np.linalg.norm(y, axis=-1, keepdims=True), eps / scale)
+        centred = y - y.mean(-1, keepdims=True)
+        spread = np.sqrt(y.var(-1, keepdims=True) + eps / scale**2)  # eps/scale² may underflow to 0
+        return np.divide(centred, spread, out=np.zeros_like(centred), where=centred != 0)
     if scoring == "cosine":
         return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), eps)
-    if scoring == "qknorm":
-        mu = x.mean(-1, keepdims=True)
-        var = x.var(-1, keepdims=True)
-        return (x - mu) / np.sqrt(var + eps)
-    return x
+    mu = x.mean(-1, keepdims=True)
+    var = x.var(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps)
+
+
+#: How an overflow error names each step.
+STEP_NAMES = {"Q": "Q = X·W_Q", "K": "K = X·W_K", "V": "V = X·W_V", "scores": "S = Q·Kᵀ (the raw scores)",
+              "scaled": "S' (the scaled scores)", "output": "O = A·V (the output)", "projected": "Y = O·W_O"}
+
+
+def check_finite(step: str, values: np.ndarray, source: str = "input", allowed=None) -> None:
+    """InputError naming the step and the first entry when ``values`` holds ∞ or NaN (where
+    ``allowed``; blocked scores are −∞ by design). A worked calculation full of ∞ and NaN explains
+    nothing: the inputs are beyond what float64 holds at this step."""
+    values = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if allowed is not None:
+        bad &= np.broadcast_to(np.asarray(allowed, dtype=bool), bad.shape)
+    if bad.any():
+        idx = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
+        at = "[" + ", ".join(str(int(i) + 1) for i in idx) + "]" if idx else ""
+        raise InputError(f"{source}: float64 overflows in the step {STEP_NAMES.get(step, step)}: entry {at} is "
+                         f"{values[idx]}; a worked calculation needs smaller inputs")
 
 
 def exp_shift(masked: np.ndarray) -> np.ndarray:
@@ -241,27 +274,40 @@ def softmax_rows(masked: np.ndarray) -> np.ndarray:
 def compute(p: ToyProblem) -> dict:
     """Every intermediate, float64: X, Q, K, V, (Qn, Kn), scores, scaled, masked, shift, exp,
     sums, weights, output and (with W_O) projected."""
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, by step
+        return _compute(p)
+
+
+def _compute(p: ToyProblem) -> dict:
     out: dict = {}
+    src = p.source
     if p.projected:
         out["X"] = p.X
         Q, K, V = p.X @ p.W_Q, p.X @ p.W_K, p.X @ p.W_V  # (L, d_k), (L, d_k), (L, d_v)
     else:
         Q, K, V = p.Q, p.K, p.V
+    for name, m in (("Q", Q), ("K", K), ("V", V)):
+        check_finite(name, m, src)
     out.update(Q=Q, K=K, V=V)
     qn, kn = normalise(Q, p.scoring), normalise(K, p.scoring)
     if p.scoring in ("cosine", "qknorm"):
         out.update(Qn=qn, Kn=kn)
+    allowed = p.allowed()
     scores = qn @ kn.T  # (L, L)
+    check_finite("scores", scores, src)
     scaled = scores * p.factor()  # (L, L)
-    masked = np.where(p.allowed(), scaled, -np.inf)  # (L, L)
+    check_finite("scaled", scaled, src)
+    masked = np.where(allowed, scaled, -np.inf)  # (L, L)
     shift = exp_shift(masked)  # (L, 1)
     e = np.exp(masked - shift)  # (L, L)
     out.update(scores=scores, scaled=scaled, masked=masked, shift=shift[:, 0], exp=e, sums=e.sum(-1))
     weights = softmax_rows(masked)  # (L, L)
     out["weights"] = weights
     out["output"] = weights @ V  # (L, d_v)
+    check_finite("output", out["output"], src)
     if p.W_O is not None:
         out["projected"] = out["output"] @ p.W_O  # (L, d_out)
+        check_finite("projected", out["projected"], src)
     return out
 
 
@@ -360,7 +406,8 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
     blocks = [Formula("E_ij = exp(S'_ij)", r"E_{ij} = e^{S'_{ij}}"), Para(t("toy.exp_why"))]
     shifted = [i for i in range(L) if v["shift"][i] != 0]
     if shifted:
-        blocks.append(Para(t("toy.exp_shift", rows=", ".join(str(i + 1) for i in shifted),
+        blocks.append(Para(t("toy.exp_shift_one" if len(shifted) == 1 else "toy.exp_shift",
+                             rows=", ".join(str(i + 1) for i in shifted),
                              limit=EXP_SHOW_LIMIT), style="note"))
     blocks.append(Matrix(Sym("E", "E"), v["exp"], rows=toks, cols=toks))
     steps.append(Step("exp", t("step.exp"), blocks))

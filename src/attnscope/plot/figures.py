@@ -150,7 +150,7 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
     if labels is None:
         labels = [str(i) for i in range(x.size)]
     elif len(labels) != x.size:
-        raise InputError(f"labels has {len(labels)} entries but x has {x.size}")
+        raise InputError(f"labels has {len(labels)} {'entry' if len(labels) == 1 else 'entries'} but x has {x.size}")
     width = 0.8 / len(temps)
     pos = np.arange(x.size)
     with rc_context(matplotlib_rc()):

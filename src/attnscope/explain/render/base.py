@@ -95,12 +95,12 @@ class Ctx:
         self.labels = i18n.LABELS[lang]
 
     # numbers ----------------------------------------------------------------------------------
-    def shown(self, x, as_int: Optional[bool] = None) -> Shown:
-        return show(x, self.decimals, as_int)
+    def shown(self, x, as_int: Optional[bool] = None, in_group: bool = False) -> Shown:
+        return show(x, self.decimals, as_int, in_group)
 
-    def num(self, x, as_int: Optional[bool] = None) -> str:
-        """A number in this flavour (TeX math for "tex")."""
-        s = self.shown(x, as_int)
+    def num(self, x, as_int: Optional[bool] = None, in_group: bool = False) -> str:
+        """A number in this flavour (TeX math for "tex"); ``in_group``: see :func:`show`."""
+        s = self.shown(x, as_int, in_group)
         return s.tex() if self.flavour == "tex" else s.plain()
 
     def vec(self, xs, as_int: Optional[bool] = None, more: bool = False, exact: bool = False) -> str:
@@ -118,7 +118,7 @@ class Ctx:
             if _math.isfinite(float(x)):
                 s = short(x)
                 return s.replace("e", r"\times10^{") + "}" if (self.flavour == "tex" and "e" in s) else s
-        return self.num(x, as_int)
+        return self.num(x, as_int, in_group=True)
 
     def sym(self, s: Sym) -> str:
         return s.tex if self.flavour == "tex" else s.text
@@ -194,7 +194,7 @@ class Ctx:
     # expansion lines (text and TeX alike) -------------------------------------------------------
     def factor(self, x) -> str:
         """A number as a factor: negatives in parentheses."""
-        s = self.num(x)
+        s = self.num(x, in_group=True)
         return f"({s})" if s.startswith("-") else s
 
     @property

@@ -21,7 +21,8 @@ def expansion(ctx: Ctx, b) -> tuple[str, list[list[str]]]:
         inner = sep.join(ctx.dot_terms(e) for e in b.entries)
         return lhs, [[f"[{inner}]"], [ctx.vec(b.values)]]
     if isinstance(b, SumLine):
-        return lhs, [[ctx.factor(x) if i else ctx.num(x) for i, x in enumerate(b.terms)], [ctx.num(b.value)]]
+        return lhs, [[ctx.factor(x) if i else ctx.num(x, in_group=True) for i, x in enumerate(b.terms)],
+                     [ctx.num(b.value)]]
     if isinstance(b, Divide):
         slash = r" \,/\, " if ctx.flavour == "tex" else " / "
         if len(b.nums) == 1:
@@ -35,7 +36,7 @@ def expansion(ctx: Ctx, b) -> tuple[str, list[list[str]]]:
         return lhs, [[ctx.vec(b.items) + op], [ctx.vec(b.values)]]
     if isinstance(b, WeightedSum):
         more = b.truncated
-        first = [f"{ctx.num(w)}{ctx.times}{ctx.vec(v, more=more)}" for w, v in zip(b.weights, b.vectors)]
+        first = [f"{ctx.num(w, in_group=True)}{ctx.times}{ctx.vec(v, more=more)}" for w, v in zip(b.weights, b.vectors)]
         prods = [ctx.vec([w * x for x in v], more=more) for w, v in zip(b.weights, b.vectors)]
         return lhs, [first, prods, [ctx.vec(b.value, more=more)]]
     raise TypeError(f"not an expansion block: {type(b).__name__}")
