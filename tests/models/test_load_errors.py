@@ -154,3 +154,59 @@ def test_max_length_lowers_the_limit(tiny_models):
     for bad in (0, 65, 3.5, True):
         with pytest.raises(attnscope.InputError, match=r"max_length must be an integer in \[1, 64\]"):
             model.encode(text, max_length=bad)
+
+
+def _weights_to_bin(folder):
+    sd = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    return sd
+
+
+class Pickled:  # a class in the pickle: weights-only loading refuses it
+    pass
+
+
+@pytest.mark.parametrize("write, why", [
+    (lambda p: p.write_bytes(bytes(range(256)) * 4), "not a PyTorch checkpoint (unreadable pickle: "),
+    (lambda p: p.write_text("hello"), "not a PyTorch checkpoint ("),
+    (lambda p: p.write_bytes(b""), "not a PyTorch checkpoint ("),
+    (lambda p: torch.save({"w": Pickled()}, str(p)),
+     f"it holds a pickled {__name__}.Pickled object, which weights-only loading refuses"),
+])
+def test_unreadable_pytorch_model_bin_is_one_line_naming_the_file(bert_copy, write, why):
+    _weights_to_bin(bert_copy)
+    write(bert_copy / "pytorch_model.bin")
+    with pytest.raises(ModelLoadError) as e:
+        attnscope.load(bert_copy)
+    msg = str(e.value)
+    assert msg.startswith(f"cannot read weights from {bert_copy / 'pytorch_model.bin'}: {why}"), msg
+    assert "\n" not in msg and "weights_only" not in msg and "add_safe_globals" not in msg
+
+
+def test_a_readable_pytorch_model_bin_loads(bert_copy, tiny_models):
+    sd = _weights_to_bin(bert_copy)
+    torch.save(sd, str(bert_copy / "pytorch_model.bin"))
+    out = attnscope.load(bert_copy).trace("hello world", names=["embed.out"])
+    ref = tiny_models["bert"].trace("hello world", names=["embed.out"])
+    assert torch.equal(out["embed.out"], ref["embed.out"])
+
+
+@pytest.mark.parametrize("name, write, message", [
+    ("model.safetensors", lambda p: p.write_bytes(p.read_bytes()[:5000]), "cannot read weights from {p}: SafetensorError"),
+    ("model.safetensors", lambda p: p.write_bytes(b""), "cannot read weights from {p}: SafetensorError"),
+    ("model.safetensors", lambda p: p.write_bytes(bytes(range(256)) * 400), "cannot read weights from {p}: SafetensorError"),
+    ("config.json", lambda p: p.write_text("[1, 2]"), "{p} must hold a JSON object, got list"),
+    ("config.json", lambda p: (p.unlink(), p.mkdir()), "{p} is a folder, not a JSON file"),
+    ("config.json", lambda p: p.write_bytes(b"\xff\xfe{}"), "cannot read {p}: "),
+    ("tokenizer.json", lambda p: p.write_text("garbage"), "cannot read {p}: "),
+    ("modules.json", lambda p: p.write_text("{oops"), "cannot read {p}: "),
+    ("model.safetensors.index.json", lambda p: p.write_text("{oops"), "cannot read {p}: "),
+])
+def test_every_broken_file_is_named(bert_copy, name, write, message):
+    p = bert_copy / name
+    if name == "model.safetensors.index.json":
+        (bert_copy / "model.safetensors").unlink()
+    write(p)
+    with pytest.raises(ModelLoadError) as e:
+        attnscope.load(bert_copy)
+    assert str(e.value).startswith(message.format(p=p)) and "\n" not in str(e.value), str(e.value)

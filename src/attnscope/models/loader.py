@@ -47,6 +47,8 @@ def default_model_path() -> Path:
 
 
 def read_json(path: Path) -> dict:
+    if path.is_dir():
+        raise ModelLoadError(f"{path} is a folder, not a JSON file")
     if not path.is_file():
         raise ModelLoadError(f"{path} not found")
     try:
@@ -93,12 +95,33 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         else:
             sd = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as e:  # safetensors/pickle/zip raise many unrelated types; name the file
-        raise ModelLoadError(f"cannot read weights from {path}: {type(e).__name__}: {e}") from None
+        why = _pickle_reason(e) if path.suffix != ".safetensors" else f"{type(e).__name__}: {_first_line(e)}"
+        raise ModelLoadError(f"cannot read weights from {path}: {why}") from None
     if isinstance(sd, dict) and "state_dict" in sd and isinstance(sd["state_dict"], dict):
         sd = sd["state_dict"]
     if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
         raise ModelLoadError(f"{path} does not hold a state dict (a mapping of names to tensors)")
     return sd
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+def _pickle_reason(e: BaseException) -> str:
+    """Why ``torch.load(weights_only=True)`` refused a file, in one line and without PyTorch's advice
+    to retry with ``weights_only=False`` (that runs code from the file; attnscope never does)."""
+    import re
+    text = str(e)
+    wanted = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+    if wanted:
+        return (f"it holds a pickled {wanted.group(1)} object, which weights-only loading refuses; "
+                "attnscope reads plain state dicts of tensors (or save the weights as model.safetensors)")
+    if "WeightsUnpickler error" in text:
+        detail = text.split("WeightsUnpickler error:", 1)[1].strip().splitlines()[0].strip()
+        return f"not a PyTorch checkpoint (unreadable pickle: {detail})"
+    return f"not a PyTorch checkpoint ({type(e).__name__}: {_first_line(e)})"
 
 
 def normalise_keys(sd: dict[str, torch.Tensor], family: Family) -> dict[str, torch.Tensor]:
@@ -178,8 +201,9 @@ def pooling_settings(folder: Path) -> tuple[str, bool]:
         return "mean", False
     try:
         entries = json.loads(modules.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return "mean", False
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        # the pooling decides what a sentence embedding is: a broken file is an error, not a default
+        raise ModelLoadError(f"cannot read {modules}: {e}") from None
     mode, normalize = "mean", False
     for e in entries if isinstance(entries, list) else []:
         kind = str(e.get("type", "")) if isinstance(e, dict) else ""
@@ -187,10 +211,14 @@ def pooling_settings(folder: Path) -> tuple[str, bool]:
             normalize = True
         elif kind.endswith(".Pooling"):
             cfg = folder / str(e.get("path", "")) / "config.json"
+            if not cfg.is_file():
+                continue
             try:
                 pc = json.loads(cfg.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-                continue
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+                raise ModelLoadError(f"cannot read {cfg}: {err}") from None
+            if not isinstance(pc, dict):
+                raise ModelLoadError(f"{cfg} must hold a JSON object, got {type(pc).__name__}")
             if pc.get("pooling_mode_cls_token"):
                 mode = "cls"
             elif pc.get("pooling_mode_max_tokens"):
