@@ -83,7 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f".{name.replace('-', '_')}", __name__).register(sub)
+    for p in sub.choices.values():  # the module docstrings are reST; --help is plain text
+        p.description = plain_text(p.description)
     return parser
+
+
+def plain_text(doc: Optional[str]) -> Optional[str]:
+    """A docstring for --help: reST literals ``x`` and `x` written as plain x."""
+    import re
+    if not doc:
+        return doc
+    return re.sub(r"`{1,2}([^`\n]+?)`{1,2}", r"\1", doc)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -23,8 +23,10 @@ def register(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("answers", nargs="?", metavar="ANSWERS", help="a YAML/JSON/TOML file with problem and answers")
     p.add_argument("--example", choices=sorted(EXAMPLES), help="a built-in answers file")
-    p.add_argument("--format", "-f", choices=("rich", "markdown", "json"), default="rich")
-    p.add_argument("--lang", choices=("en", "zh"), default="en")
+    p.add_argument("--format", "-f", choices=("rich", "markdown", "json"), default="rich",
+                   help="rich: coloured terminal tables; markdown; json: every entry with its verdict "
+                        "(default: rich)")
+    p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the report (default: en)")
     p.set_defaults(func=run)
 
 

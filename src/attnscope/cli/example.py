@@ -1,7 +1,9 @@
-"""``attnscope example``: a built-in worked example (kept for compatibility).
+"""``attnscope example``: a built-in worked example, step by step in float64.
 
-Same as ``attnscope explain --example NAME``: the three-token example of the second article,
-computed step by step in float64.
+The short form of ``attnscope explain --example NAME``, with the same output options:
+
+  attnscope example                          the three-token example of the second article
+  attnscope example three-tokens --lang zh --format markdown
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ def register(sub) -> None:
     from .explain import add_output_options
     p = sub.add_parser("example", help="a built-in worked example (= explain --example NAME)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("name", nargs="?", default="three-tokens", choices=sorted(EXAMPLES))
+    p.add_argument("name", nargs="?", default="three-tokens", choices=sorted(EXAMPLES),
+                   help="which example (default: three-tokens)")
     add_output_options(p)
     p.set_defaults(func=run)
 

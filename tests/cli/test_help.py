@@ -1,0 +1,35 @@
+"""--help of every command reads as plain text: no reST markup, every option explained."""
+
+import argparse
+
+import pytest
+
+from attnscope.cli import COMMANDS, build_parser, main
+
+
+def _subparsers():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_option_has_help_and_no_rest_markup(name, capsys):
+    sp = _subparsers()[name]
+    undocumented = [a.option_strings or a.dest for a in sp._actions
+                    if not isinstance(a, argparse._HelpAction) and not a.help]
+    assert not undocumented, f"{name}: options without help: {undocumented}"
+    with pytest.raises(SystemExit) as e:
+        main([name, "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert "``" not in text and "`" not in text, text
+    assert "kept for compatibility" not in text
+
+
+def test_example_help_says_what_it_is(capsys):
+    with pytest.raises(SystemExit):
+        main(["example", "--help"])
+    out = capsys.readouterr().out
+    assert "attnscope example: a built-in worked example" in out and "attnscope explain --example NAME" in out
+    assert "which example (default: three-tokens)" in out
