@@ -133,3 +133,18 @@ def test_max_texts_bounds_the_importance_pass_too(capsys, tmp_path):
     stdout = capsys.readouterr().out
     assert "statistics pass: 1 text" in stdout and "importance pass: not run (--importance-texts 0)" in stdout
     assert "1 text, " in stdout
+
+
+@pytest.mark.parametrize("content", ["{bad", "[]", '{"experiment": "training", "data": {"runs": [1]}}',
+                                     '{"experiment": "training", "data": {"runs": []}}'])
+def test_experiment_from_a_broken_results_file(capsys, tmp_path, content):
+    (tmp_path / "results.json").write_text(content, encoding="utf-8")
+    err = one_line(capsys, ["experiment", "training", "--from", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert str(tmp_path / "results.json") in err
+
+
+def test_exercise_answers_into_a_folder(capsys, tmp_path):
+    err = one_line(capsys, ["exercise", "--seed", "3", "--answers", str(tmp_path)])
+    assert err == (f"attnscope exercise: error: --answers {tmp_path} is a folder; give the answers file's name, "
+                   f"e.g. {tmp_path / 'exercise-3-answers.yaml'}")
+    assert capsys.readouterr().out == "" and not list(tmp_path.iterdir())

@@ -41,6 +41,9 @@ def run(args) -> int:
     from ..explain.render.base import Ctx
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") % 100000
     ex = make_exercise(tokens=args.tokens, dim=args.dim, seed=seed, style=args.style, lang=args.lang)
+    if not args.no_answers and args.answers and os.path.isdir(args.answers):
+        raise InputError(f"--answers {args.answers} is a folder; give the answers file's name, e.g. "
+                         f"{os.path.join(args.answers, f'exercise-{seed}-answers.yaml')}")
     emit(ex.solution() if args.solution else ex.problem(), args)
     if not args.no_answers:
         path = args.answers or f"exercise-{seed}-answers.yaml"

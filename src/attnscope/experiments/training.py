@@ -749,12 +749,25 @@ def load(folder) -> ExperimentResult:
     path = folder / "results.json"
     if not path.is_file():
         raise ConfigError(f"no results.json in {str(folder)!r} to re-render")
-    saved = json.loads(path.read_text())
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ConfigError(f"cannot read {str(path)!r}: {e}") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("data"), dict):
+        raise ConfigError(f"{str(path)!r} is not an attnscope results file (expected an object with 'data')")
     if saved.get("experiment") != "training":
         raise ConfigError(f"{str(path)!r} holds experiment {saved.get('experiment')!r}, not 'training'")
     timing_path = folder / "timing.json"
-    timing = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
-    runs = saved["data"]["runs"]
+    try:
+        timing = json.loads(timing_path.read_text(encoding="utf-8")) if timing_path.is_file() else {}
+    except (OSError, UnicodeDecodeError, ValueError):
+        timing = {}  # wall-clock times only: the report says "0 s" rather than refusing to re-render
+    runs = saved["data"].get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise ConfigError(f"{str(path)!r}: data.runs must be a list of runs")
+    if not isinstance(saved.get("params"), dict) or not isinstance(saved["data"].get("tasks"), dict):
+        raise ConfigError(f"{str(path)!r} lacks params or data.tasks (written by another version of attnscope?); "
+                          "run the experiment again")
     needed = {"task", "variant", "d_k", "seed", "seed_index", "curve", "steps_to_threshold", "final_loss",
               "init_entropy_norm", "init_grad_scores", "mean_grad_scores", "stalled", "diverged"}
     missing = sorted(needed - set(runs[0])) if runs else ["runs"]
