@@ -1,12 +1,14 @@
 """A query that may look at no key gets output 0 and lse −∞, never NaN — also in the gradients,
 and also when whole tiles of it are masked (the running max stays −∞ across tiles)."""
 
+import pytest
 import torch
 
 from attnscope.blockwise import blockwise_attention
 
 
-def test_fully_masked_rows_and_tiles():
+@pytest.mark.parametrize("kernel", ["fused", "online"])
+def test_fully_masked_rows_and_tiles(kernel):
     g = torch.Generator().manual_seed(0)
     q = torch.randn(1, 2, 40, 8, generator=g, dtype=torch.float64, requires_grad=True)
     k = torch.randn(1, 2, 50, 8, generator=g, dtype=torch.float64, requires_grad=True)
@@ -15,7 +17,7 @@ def test_fully_masked_rows_and_tiles():
     mask[0, 0, 3] = False  # one dead row
     mask[0, 1, :16] = False  # a whole query tile dead (block_q = 16)
     mask[0, 1, 20, :45] = False  # a row alive only in its last key tile
-    out, lse = blockwise_attention(q, k, v, mask, block_size=16, return_lse=True)
+    out, lse = blockwise_attention(q, k, v, mask, block_size=16, return_lse=True, kernel=kernel)
     assert torch.equal(out[0, 0, 3], torch.zeros(4, dtype=torch.float64))
     assert torch.equal(out[0, 1, :16], torch.zeros(16, 4, dtype=torch.float64))
     assert torch.isneginf(lse[0, 0, 3]) and torch.isneginf(lse[0, 1, :16]).all()
@@ -30,7 +32,8 @@ def test_fully_masked_rows_and_tiles():
     assert torch.equal(q.grad[0, 0, 3], torch.zeros(8, dtype=torch.float64))
 
 
-def test_float_mask_of_minus_inf_and_causal_with_more_queries_than_keys():
+@pytest.mark.parametrize("kernel", ["fused", "online"])
+def test_float_mask_of_minus_inf_and_causal_with_more_queries_than_keys(kernel):
     """Causal with L > S (top-left aligned): queries past S see every key; float −inf masks."""
     g = torch.Generator().manual_seed(1)
     q = torch.randn(3, 30, 8, generator=g)
@@ -38,7 +41,7 @@ def test_float_mask_of_minus_inf_and_causal_with_more_queries_than_keys():
     v = torch.randn(3, 10, 8, generator=g)
     add = torch.zeros(3, 30, 10)
     add[:, :, 0] = float("-inf")  # query 0 sees only key 0 (causal) and that one is masked
-    out, lse = blockwise_attention(q, k, v, add, causal=True, block_size=4, return_lse=True)
+    out, lse = blockwise_attention(q, k, v, add, causal=True, block_size=4, return_lse=True, kernel=kernel)
     assert not torch.isnan(out).any()
     assert torch.isneginf(lse[:, 0]).all() and torch.isfinite(lse[:, 1:]).all()
     ref = torch.nn.functional.scaled_dot_product_attention(q[:, 1:], k, v, attn_mask=add[:, 1:] + torch.zeros(29, 10).masked_fill(

@@ -1,6 +1,7 @@
-"""Gradients of the blockwise kernel (the FlashAttention backward, which recomputes each tile from
-the saved log-sum-exp) equal autograd through the dense float64 path — for q, k, v, a learnable
-temperature and the lse itself — and pass torch.autograd.gradcheck."""
+"""Gradients of both blockwise kernels — attnscope's online softmax (the FlashAttention backward,
+which recomputes each tile from the saved log-sum-exp) and PyTorch's fused kernel with its fused
+backward — equal autograd through the dense float64 path — for q, k, v, a learnable temperature
+and the lse itself — and pass torch.autograd.gradcheck."""
 
 import pytest
 import torch
@@ -20,7 +21,8 @@ def dense(q, k, v, mask, **kw):
 
 @pytest.mark.parametrize("scoring", ["scaled", "cosine", "qknorm", "inv_d"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_grads_match_dense(scoring, causal):
+@pytest.mark.parametrize("kernel", ["fused", "online"])
+def test_grads_match_dense(scoring, causal, kernel):
     g = torch.Generator().manual_seed(7)
     q = torch.randn(2, 3, 37, 8, generator=g, dtype=torch.float64, requires_grad=True)
     k = torch.randn(2, 3, 45, 8, generator=g, dtype=torch.float64, requires_grad=True)
@@ -35,7 +37,7 @@ def test_grads_match_dense(scoring, causal):
 
     ref_out, ref_lse = dense(q, k, v, mask, **kw)
     ref = torch.autograd.grad((ref_out * go).sum() + (ref_lse * gl).sum(), inputs)
-    out, lse = blockwise_attention(q, k, v, mask, block_size=(16, 16), return_lse=True, **kw)
+    out, lse = blockwise_attention(q, k, v, mask, block_size=(16, 16), return_lse=True, kernel=kernel, **kw)
     assert out.grad_fn is not None
     lse = torch.where(torch.isinf(lse), 0.0, lse)
     got = torch.autograd.grad((out * go).sum() + (lse * gl).sum(), inputs)
@@ -43,23 +45,25 @@ def test_grads_match_dense(scoring, causal):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-11, msg=name)
 
 
-def test_backward_does_not_keep_tiles():
+@pytest.mark.parametrize("kernel", ["fused", "online"])
+def test_backward_does_not_keep_tiles(kernel):
     """The custom backward saves only q, k, v, out and lse: no tensor with an L×S-sized tail."""
     q, k, v = (torch.randn(1, 2, 300, 8, requires_grad=True) for _ in range(3))
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.shape) or t, lambda t: t):
-        out = blockwise_attention(q, k, v, scoring="inv_d", block_size=64)
+        out = blockwise_attention(q, k, v, scoring="inv_d", block_size=64, kernel=kernel)
     assert saved and max(s.numel() for s in saved) == 2 * 300 * 8, saved  # (B, H, L, d) at most
     out.sum().backward()
     assert q.grad.shape == q.shape
 
 
-def test_gradcheck_custom_backward():
+@pytest.mark.parametrize("kernel", ["fused", "online"])
+def test_gradcheck_custom_backward(kernel):
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, n, 4, generator=g, dtype=torch.float64, requires_grad=True) for n in (7, 9, 9))
     mask = torch.ones(7, 9, dtype=torch.bool)
     mask[3] = False
-    fn = lambda q, k, v: blockwise_attention(q, k, v, mask, causal=True, scoring="unscaled", block_size=3)
+    fn = lambda q, k, v: blockwise_attention(q, k, v, mask, causal=True, scoring="unscaled", block_size=3, kernel=kernel)
     assert torch.autograd.gradcheck(fn, (q, k, v))
 
 

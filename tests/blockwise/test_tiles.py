@@ -29,7 +29,7 @@ def test_no_score_matrix_is_allocated():
     mask = torch.ones(1, 1, 1, L, dtype=torch.bool)  # a key mask (B, 1, 1, S): O(S), not O(L·S)
     for scoring in ("cosine", "inv_d"):
         with LargestAllocation() as watch:
-            blockwise_attention(q, k, v, mask, scoring=scoring, block_size=(128, 256))
+            blockwise_attention(q, k, v, mask, scoring=scoring, block_size=(128, 256), kernel="online")
         # one tile of scores (H·128·256) is the largest thing (q, k, v are H·L·d = half of it);
         # the L×S matrix would be H·L·L, 32 times more
         assert watch.largest == H * 128 * 256, (scoring, watch.largest)
@@ -43,9 +43,9 @@ def test_causal_skips_tiles_above_the_diagonal(monkeypatch):
     real = Tiles.scores
     monkeypatch.setattr(Tiles, "scores", lambda self, ti, tj, rel: seen.append((ti, tj, rel)) or real(self, ti, tj, rel))
     q, k, v = (torch.randn(1, 1, 1024, 8) for _ in range(3))
-    blockwise_attention(q, k, v, causal=True, block_size=256)
+    blockwise_attention(q, k, v, causal=True, block_size=256, kernel="online")
     assert sorted((ti, tj) for ti, tj, _ in seen) == [(i, j) for i in range(4) for j in range(i + 1)]
     assert {rel for ti, tj, rel in seen if ti == tj} == {"part"} and {rel for ti, tj, rel in seen if ti != tj} == {"full"}
     seen.clear()
-    blockwise_attention(q, k, v, causal=False, block_size=256)
+    blockwise_attention(q, k, v, causal=False, block_size=256, kernel="online")
     assert len(seen) == 16

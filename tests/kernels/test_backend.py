@@ -9,7 +9,7 @@ S = frozenset({"scores"})
 ALL = frozenset({"scores", "scaled", "masked", "weights"})
 
 TABLE = [
-    # weights hooked   fusable grad   fits   long   lse    flash  → backend
+    # weights hooked   fusable grad   fits   long   lse    flash  [mask_grad] → backend
     (False, frozenset(), True, False, True, False, False, False, "fused"),
     (False, frozenset(), True, True, True, False, False, False, "fused"),       # SDPA has a backward
     (False, frozenset(), True, False, False, True, False, False, "fused"),      # long: SDPA keeps no L×S
@@ -25,15 +25,19 @@ TABLE = [
     (True, ALL, True, True, True, False, False, False, "explicit"),
     (False, frozenset(), True, False, True, False, True, True, "fused_lse"),
     (False, frozenset(), True, False, True, False, True, False, "blockwise"),  # flash cannot take them
-    (False, frozenset(), True, True, True, False, True, True, "blockwise"),    # flash's lse has no gradient
+    (False, frozenset(), True, True, True, False, True, True, "fused_lse"),    # the fused backward serves q, k, v
+    (False, frozenset(), True, True, True, False, True, True, True, "blockwise"),  # ... but gives a mask no gradient
+    (False, frozenset(), True, False, True, False, True, True, True, "blockwise"),  # (the fact alone decides)
     (False, frozenset(), False, False, True, False, True, True, "blockwise"),   # τ per key
+    (False, frozenset(), False, True, True, True, True, True, "blockwise"),     # τ per key, long, with grad
 ]
+TABLE = [row if len(row) == 10 else (*row[:8], False, row[8]) for row in TABLE]
 
 
-@pytest.mark.parametrize("weights, hooked, fusable, grad, fits, long, lse, flash, expected", TABLE)
-def test_table(weights, hooked, fusable, grad, fits, long, lse, flash, expected):
+@pytest.mark.parametrize("weights, hooked, fusable, grad, fits, long, lse, flash, mask_grad, expected", TABLE)
+def test_table(weights, hooked, fusable, grad, fits, long, lse, flash, mask_grad, expected):
     f = Facts(weights=weights, hooked=hooked, fusable=fusable, grad=grad, fits=fits, long=long, lse=lse,
-              flash_lse=flash)
+              flash_lse=flash, mask_grad=mask_grad)
     assert choose_backend(f) == expected
 
 

@@ -64,11 +64,18 @@ def test_the_two_kernels_agree_in_bfloat16(monkeypatch):
 
 
 def test_flash_is_not_used_where_it_cannot_serve():
-    assert not fused.flash_lse_ok(q[0], k[0], v[0], False, 0.0)  # 3 dims
-    assert not fused.flash_lse_ok(q, k, v[..., :8], False, 0.0)  # d_v ≠ d_k
-    assert not fused.flash_lse_ok(q[..., :0, :], k, v, False, 0.0)  # L = 0 (the kernel would crash)
-    assert not fused.flash_lse_ok(q, k, v, True, 0.0)  # its lse has no gradient
-    assert fused.flash_lse_ok(q, k, v, False, 0.0)
+    assert not fused.flash_lse_ok(q[..., :0, :], k, v)  # L = 0 (the kernel would crash)
+    assert not fused.flash_lse_ok(q, k[..., :0, :], v[..., :0, :])  # S = 0
+    assert not fused.flash_lse_ok(q[..., :0], k[..., :0], v)  # d_k = 0
+    assert not fused.flash_lse_ok(q, k, v, 0.1)  # dropout
+    assert not fused.flash_lse_ok(q.long(), k.long(), v.long())
+    assert not fused.flash_lse_ok(q, k.double(), v)  # mixed dtypes
+    assert not fused.flash_lse_ok(q, k[:1, :2], v[:1, :2])  # leading dims that do not broadcast
+    # what it takes: 3-D or 5-D (flattened), d_v ≠ d_k (padded), broadcast leading dims, gradients
+    assert fused.flash_lse_ok(q[0], k[0], v[0]) and fused.flash_lse_ok(q[None], k[None], v[None])
+    assert fused.flash_lse_ok(q, k, v[..., :8]) and fused.flash_lse_ok(q, k[:1], v[:1])
+    assert fused.flash_lse_ok(q.requires_grad_(), k, v) and fused.flash_lse_ok(q.half(), k.half(), v.half())
+    q.requires_grad_(False)
 
 
 def test_causal_key_mask_whose_first_keys_are_blocked(kernel):

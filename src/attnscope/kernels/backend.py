@@ -4,7 +4,8 @@
 backend                what it is
 =====================  ==========================================================================
 ``fused``              ``torch.nn.functional.scaled_dot_product_attention`` on the prepared q, k
-``fused_lse``          PyTorch's CPU flash kernel, which also returns the log-sum-exp per query
+``fused_lse``          the device's fused kernel that also returns the log-sum-exp per query, and
+                       its fused backward from it (CPU flash, CUDA memory-efficient)
 ``blockwise``          the online-softmax kernel of :mod:`attnscope.kernels.blockwise`: O(L·d)
 ``explicit``           the steps one by one (scores, scaled, masked, weights), each hookable
 ``weights_on_demand``  weights written blockwise into the one L×S result, then ``weights @ v``
@@ -41,8 +42,9 @@ class Facts:
         fits: the explicit path's L×S matrices fit in memory now.
         long: L·S per head is at least ``BLOCKWISE_MIN_SCORES``.
         lse: the log-sum-exp per query is wanted (blockwise APIs, the ring).
-        flash_lse: PyTorch's CPU flash kernel can take these inputs (CPU, 4-D, d_k = d_v,
-            no dropout, nothing empty, no gradient).
+        flash_lse: the device's fused log-sum-exp kernel can take these inputs (a device and
+            dtype it serves, no dropout, nothing empty); see :func:`.fused.flash_lse_ok`.
+        mask_grad: a mask or bias needs its gradient (the fused backward gives none).
     """
 
     weights: bool = False
@@ -53,12 +55,14 @@ class Facts:
     long: bool = False
     lse: bool = False
     flash_lse: bool = False
+    mask_grad: bool = False
 
 
 def choose_backend(f: Facts) -> str:
     """The backend for ``f``; see the module's table and the rules below, in order.
 
-    1. The log-sum-exp is wanted: the CPU flash kernel if it can take the inputs, else blockwise.
+    1. The log-sum-exp is wanted: the fused lse kernel if it can take the inputs and no mask
+       needs its gradient (its backward serves q, k, v), else blockwise.
     2. Neither weights nor an L×S step wanted: fused if SDPA can form the scores; otherwise
        blockwise when the input is long or the matrices would not fit, explicit when short.
     3. scores, scaled or masked wanted: explicit (each step exists on its own).
@@ -66,7 +70,7 @@ def choose_backend(f: Facts) -> str:
        else explicit (the lean form: no scores kept apart).
     """
     if f.lse:
-        return FUSED_LSE if f.flash_lse and f.fusable and not f.grad else BLOCKWISE
+        return FUSED_LSE if f.flash_lse and f.fusable and not f.mask_grad else BLOCKWISE
     if not f.weights and not f.hooked:
         if f.fusable:
             return FUSED

@@ -12,7 +12,7 @@ from typing import Optional, Union
 
 import torch
 
-from ...errors import ShapeError, fmt_shape
+from ...errors import ConfigError, ShapeError, fmt_shape
 from .. import fused
 from ..backend import FUSED_LSE, Facts, choose_backend
 from ..qk import Prepared, as_2d, fold_factor, prepare
@@ -65,24 +65,44 @@ def run(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, causal: boo
         return forward(Tiles(qs, ks, vs, base2=True, **spec), dropout_p)
 
 
-def flash_usable(p: Prepared, v: Optional[Tensor], *, grad: bool = False, q_pos: Optional[Tensor] = None,
-                 causal: bool = False) -> bool:
-    """The facts of :func:`choose_backend` for a log-sum-exp: may the CPU flash kernel serve?"""
-    ok = fused.flash_lse_ok(p.q, p.k, v, grad, 0.0) and not (causal and q_pos is not None)
-    return choose_backend(Facts(lse=True, fusable=not p.per_key, grad=grad, flash_lse=ok)) == FUSED_LSE
+#: ``kernel=`` of the public functions: the fused kernel where it serves, always, or never.
+KERNELS = ("auto", "fused", "online")
+
+
+def check_kernel(kernel: str) -> str:
+    if kernel not in KERNELS:
+        raise ConfigError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
+    return kernel
+
+
+def flash_usable(p: Prepared, v: Optional[Tensor], *, mask_grad: bool = False, q_pos: Optional[Tensor] = None,
+                 causal: bool = False, kernel: str = "auto") -> bool:
+    """The facts of :func:`choose_backend` for a log-sum-exp: may the fused kernel serve?
+    ``kernel="fused"`` where it cannot: a ConfigError that says why."""
+    if kernel == "online":
+        return False
+    ok = fused.flash_lse_ok(p.q, p.k, v) and not (causal and q_pos is not None)
+    use = choose_backend(Facts(lse=True, fusable=not p.per_key, flash_lse=ok, mask_grad=mask_grad)) == FUSED_LSE
+    if kernel == "fused" and not use:
+        why = ("a temperature that varies over keys" if p.per_key else
+               "a mask that needs its gradient" if mask_grad else
+               f"these inputs ({p.q.dtype} on {p.q.device.type}, q {fmt_shape(p.q.shape)}, k {fmt_shape(p.k.shape)})")
+        raise ConfigError(f"kernel='fused': PyTorch's fused kernel cannot take {why}; use kernel='auto'")
+    return use
 
 
 def run_flash(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, causal: bool,
               bias: Optional[Tensor] = None) -> tuple[Optional[Tensor], Tensor]:
+    """``run`` by the fused kernel: differentiable in q', k', v (and a folded factor)."""
     q, scale = fold_factor(p)
     return fused.flash_lse(q, p.k, v, mask, causal=causal, scale=scale, bias=bias)
 
 
 def lse_of(p: Prepared, mask: Optional[Tensor], *, causal: bool, block_size: BlockSize = None,
-           bias: Optional[Tensor] = None, q_pos: Optional[Tensor] = None) -> Tensor:
+           bias: Optional[Tensor] = None, q_pos: Optional[Tensor] = None, kernel: str = "auto") -> Tensor:
     """log Σ_j exp(score_ij) ``(*lead, L)`` of prepared q', k' (no gradient)."""
     with torch.no_grad():
-        if flash_usable(p, None, q_pos=q_pos, causal=causal):
+        if flash_usable(p, None, q_pos=q_pos, causal=causal, kernel=kernel):
             return run_flash(p, None, mask, causal=causal, bias=bias)[1]
         bq, bk = block_sizes(block_size)
         qs, ks, _, parts, lead = tile_operands(p, None, mask, bias=bias, base2=True)
@@ -133,7 +153,7 @@ def _check_common(q: Tensor, k: Tensor, mask: Optional[Tensor], scoring, scale, 
 def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
                         causal: bool = False, scale: Optional[float] = None, scoring: str = "scaled",
                         temperature: Union[None, float, Tensor] = None, dropout_p: float = 0.0,
-                        block_size: BlockSize = None, return_lse: bool = False):
+                        block_size: BlockSize = None, return_lse: bool = False, kernel: str = "auto"):
     """Exact attention, same arguments and result as :func:`attnscope.attention`, in O(L·d) memory.
 
     Args:
@@ -146,8 +166,12 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
         dropout_p: dropout on the probabilities (training only; the backward then goes through
             autograd and keeps every tile, O(L·S) memory).
         block_size: ``block_q`` = ``block_k`` (int) or ``(block_q, block_k)``; default 256 × 256.
-        return_lse: also return the log-sum-exp of every query's scaled, masked scores. Without
-            gradients on CPU this comes from PyTorch's flash kernel where it takes the inputs.
+        return_lse: also return the log-sum-exp of every query's scaled, masked scores.
+        kernel: ``"auto"``: PyTorch's fused kernel that returns the log-sum-exp (CPU flash, CUDA
+            memory-efficient; SDPA's speed, forward and backward) where it takes the inputs, else
+            attnscope's online softmax; ``"fused"``: that kernel or a ConfigError saying why
+            not; ``"online"``: attnscope's own online softmax in PyTorch, the reference (its
+            tiles are ``block_size``; the fused kernel tiles itself).
     Returns:
         ``out (..., L, d_v)`` in q's dtype, or ``(out, lse (..., L))`` with ``return_lse``
         (lse in float32 for half inputs). A query that may see no key: out 0, lse −∞.
@@ -156,15 +180,19 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
     _check_common(q, k, mask, scoring, scale, temperature)
     dropout_p = check_dropout(dropout_p)
     block_sizes(block_size)
+    check_kernel(kernel)
+    if kernel == "fused" and dropout_p > 0.0:
+        raise ConfigError("kernel='fused' takes no dropout (its backward is the deterministic one); use kernel='auto'")
     g = kv_groups(q, k)
     k, v = repeat_kv(k, g), repeat_kv(v, g)
     cdt = compute_dtype(q.dtype)
     grad = torch.is_grad_enabled() and any(
         isinstance(t, Tensor) and t.requires_grad for t in (q, k, v, mask, temperature))
+    mask_grad = grad and isinstance(mask, Tensor) and mask.requires_grad
     with torch.set_grad_enabled(grad):
         p = prepare(q.to(cdt), k.to(cdt), scoring, scale=scale, temperature=temperature)
         vc = v.to(cdt)
-        if return_lse and dropout_p == 0.0 and flash_usable(p, vc, grad=grad, causal=causal):
+        if dropout_p == 0.0 and flash_usable(p, vc, mask_grad=mask_grad, causal=causal, kernel=kernel):
             out, lse = run_flash(p, vc, mask, causal=causal)
         else:
             out, lse = run(p, vc, mask, causal=causal, dropout_p=dropout_p, block_size=block_size)
@@ -174,19 +202,22 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
 
 def attention_lse(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, causal: bool = False,
                   scale: Optional[float] = None, scoring: str = "scaled",
-                  temperature: Union[None, float, Tensor] = None, block_size: BlockSize = None) -> Tensor:
-    """log Σ_j exp(score_ij) of every query ``(..., L)``, blockwise (no values needed); −∞ for a
-    query that may see no key. Not differentiable (a statistic for inspection)."""
+                  temperature: Union[None, float, Tensor] = None, block_size: BlockSize = None,
+                  kernel: str = "auto") -> Tensor:
+    """log Σ_j exp(score_ij) of every query ``(..., L)`` in O(L·d) memory (no values needed); −∞
+    for a query that may see no key. Not differentiable (a statistic for inspection).
+    ``kernel`` as in :func:`blockwise_attention`."""
     require_float("q", q)
     require_float("k", k)
     check_qk(q, k)
     _check_common(q, k, mask, scoring, scale, temperature)
     block_sizes(block_size)
+    check_kernel(kernel)
     k = repeat_kv(k, kv_groups(q, k))
     cdt = compute_dtype(q.dtype)
     with torch.no_grad():
         p = prepare(q.to(cdt), k.to(cdt), scoring, scale=scale, temperature=temperature)
-        return lse_of(p, mask, causal=causal, block_size=block_size)
+        return lse_of(p, mask, causal=causal, block_size=block_size, kernel=kernel)
 
 
 def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, heads: Index = None,
