@@ -19,7 +19,7 @@ Tensor = torch.Tensor
 
 #: Corpus counters every run reports (all integers, summed across processes).
 COUNTERS = ("texts", "tokens", "batches", "truncated", "truncated_tokens",
-            "skipped_decode", "empty", "importance_texts")
+            "skipped_decode", "empty", "importance_texts", "repeat_texts")
 
 
 class StatsAccumulator:

@@ -50,6 +50,9 @@ class Thresholds:
     Defaults follow Clark et al.: a head is previous/next/[CLS]/[SEP]-attending when more than half
     of its attention goes there. ``broad`` needs an entropy of at least 0.75 of the uniform
     entropy ln(n); ``local`` at least half of the attention within the ``to_local`` window.
+    Decoder roles of causal models: ``induction``, ``duplicate`` and ``prev_token`` heads put at
+    least 0.4 of their attention on that key of the repeated random tokens (the usual cut-off of
+    head-detector exercises); a ``sink`` head at least half of it on the first token.
     """
 
     previous: float = 0.5
@@ -60,6 +63,11 @@ class Thresholds:
     punct: float = 0.5
     local: float = 0.5
     broad: float = 0.75
+    # decoder roles (:mod:`.decoder_heads`), read on the scores of the same names
+    induction: float = 0.4
+    duplicate: float = 0.4
+    prev_token: float = 0.4
+    sink: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..explain.numbers import counted
+from . import decoder_report
 from .classify import FAMILY, LABELS, RULE_STAT
 from .stats import STAT_DOCS, STAT_NAMES
 from .summary import CLAIM, LAYER_STATS
@@ -52,6 +53,7 @@ def to_json(result) -> dict:
         "trends": {k: {kk: _num(vv) if not isinstance(vv, str) else vv for kk, vv in t.items()}
                    for k, t in s["trends"].items()},
         "claim": s["claim"],
+        **({"decoder": decoder_report.to_json(result)} if decoder_report.has_decoder(result) else {}),
     }
 
 
@@ -97,7 +99,7 @@ def write_report(result, out_dir: Union[str, Path]) -> dict:
         raise InputError(f"cannot create the output folder {str(out)!r}: {e}") from None
     paths = {}
     rows = result.heads()
-    cols = ["layer", "head", "label", "importance", *STAT_NAMES]
+    cols = ["layer", "head", "label", "importance", *STAT_NAMES, *decoder_report.head_columns(result)]
     with open(out / "heads.csv", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -107,13 +109,15 @@ def write_report(result, out_dir: Union[str, Path]) -> dict:
     paths["heads.csv"] = out / "heads.csv"
     layers = result.summary["layers"]
     lcols = ["layer", *LAYER_STATS, *(["importance"] if result.importance is not None else []), *LABELS]
+    extra = decoder_report.layer_rows(result)  # causal models: sink and induction per layer
+    lcols += list(decoder_report.LAYER_COLUMNS) if extra else []
     with open(out / "layers.csv", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(lcols)
-        for r in layers:
+        for r, x in zip(layers, extra or [None] * len(layers)):
             w.writerow([r["layer"], *[_fmt(r[s], 6) for s in LAYER_STATS],
                         *([_fmt(r["importance"], 6)] if result.importance is not None else []),
-                        *[r["labels"].get(lab, 0) for lab in LABELS]])
+                        *[r["labels"].get(lab, 0) for lab in LABELS], *decoder_report.layer_cells(x)])
     paths["layers.csv"] = out / "layers.csv"
     (out / "analysis.json").write_text(json.dumps(to_json(result), indent=1, ensure_ascii=False), encoding="utf-8")
     paths["analysis.json"] = out / "analysis.json"
@@ -128,6 +132,7 @@ def write_report(result, out_dir: Union[str, Path]) -> dict:
                 fmt="{:.2f}" if name not in ("distance", "distance_content") else "{:.1f}",
                 cmap="magma" if name == "importance" else "viridis")
         paths[f"heatmaps/{name}.png"] = p
+    paths.update(decoder_report.write_heatmaps(result, out / "heatmaps", heatmap))
     codes = {lab: i for i, lab in enumerate(LABELS)}
     short = {"previous": "prev", "next": "next", "self": "self", "cls": "CLS", "sep": "SEP", "punct": "punc",
              "local": "loc", "broad": "brd", "other": "·"}
@@ -238,8 +243,11 @@ def markdown(result) -> str:
             L.append(f"| {l}.{h} | {_fmt(float(imp[l, h]), 4)} | {result.labels[l, h]} | "
                      f"{_fmt(float(result.means['distance'][l, h]), 2)} | {_fmt(float(result.means['entropy_norm'][l, h]), 3)} |")
         L.append("")
+    if decoder_report.has_decoder(result):
+        L.append(decoder_report.markdown(result))
     L.append("## Heatmaps\n")
     names = list(STAT_NAMES) + (["importance"] if result.importance is not None else []) + ["labels"]
+    names += decoder_report.heatmap_names(result)
     L.append(" · ".join(f"[{n}](heatmaps/{n}.png)" for n in names) + "\n")
     L.append("![labels](heatmaps/labels.png)\n")
     L.append("![distance](heatmaps/distance.png)\n")

@@ -34,6 +34,7 @@ from .accumulate import StatsAccumulator
 from .batching import TextEncoder, bucket, chunks
 from .classify import Thresholds, classify_heads
 from .corpus import CorpusReader
+from .decoder_heads import DECODER_STATS, causal_attention_sums, decoder_roles, repeat_settings, run_repeat_pass
 from .importance import ablation_sums, as_model_batch, metric_name
 from .stats import STAT_NAMES, StatOptions, attention_sums, batch_context, uniform_distance_sums
 from .summary import layer_summary
@@ -58,6 +59,10 @@ class AnalysisConfig:
         importance_texts: texts (the first N of the corpus, at most ``max_texts``) for head
             ablation; 0 = skip it.
         importance_batch: texts per ablation batch (each runs H times over).
+        induction_seqs: causal models: repeated random token sequences for the previous-token,
+            duplicate and induction scores (:mod:`.decoder_heads`); 0 = skip them.
+        induction_length: tokens of one copy of those sequences (None: 50, or fewer to fit).
+        seed: the seed the sequences are drawn with.
         thresholds: classification thresholds, see :class:`.classify.Thresholds`.
         progress: show a progress bar (on process 0).
     """
@@ -72,6 +77,9 @@ class AnalysisConfig:
     window: int = 3
     importance_texts: int = 128
     importance_batch: int = 8
+    induction_seqs: int = 64
+    induction_length: Optional[int] = None
+    seed: int = 0
     thresholds: Thresholds = field(default_factory=Thresholds)
     progress: bool = True
 
@@ -83,6 +91,9 @@ class AnalysisConfig:
             raise ConfigError(f"chunk_size ({self.chunk_size}) must be at least batch_size ({self.batch_size})")
         if self.importance_texts < 0:
             raise ConfigError(f"importance_texts must be ≥ 0, got {self.importance_texts}")
+        if self.induction_seqs < 0 or (self.induction_length is not None and self.induction_length < 2):
+            raise ConfigError(f"induction_seqs must be ≥ 0 and induction_length ≥ 2, got "
+                              f"{self.induction_seqs} and {self.induction_length}")
         if self.window < 0:
             raise ConfigError(f"window must be ≥ 0, got {self.window}")
         if self.max_length is not None and self.max_length < 2:
@@ -117,6 +128,12 @@ class AnalysisResult:
     max_length: int = 0          # the token limit used (cfg.max_length, or the model's)
     baseline_distance: float = float("nan")  # ``distance`` of attention spread evenly (tokens)
     timings: dict = field(default_factory=dict)  # seconds of the "statistics" and "importance" passes
+    repeat: dict = field(default_factory=dict)   # causal models: the random sequences of the induction pass
+
+    @property
+    def roles(self) -> Optional[np.ndarray]:
+        """Causal models: ``(n_layers, n_heads)`` decoder roles (:func:`.decoder_heads.decoder_roles`)."""
+        return decoder_roles(self.means, self.config.thresholds) if "sink" in self.means else None
 
     def reclassify(self, thresholds: Thresholds) -> "AnalysisResult":
         """Labels and summary again with other thresholds (the statistics are not recomputed)."""
@@ -134,6 +151,9 @@ class AnalysisResult:
                 row.update({s: float(self.means[s][l, h]) for s in STAT_NAMES})
                 row["importance"] = None if self.importance is None else float(self.importance[l, h])
                 row["label"] = str(self.labels[l, h])
+                if "sink" in self.means:  # a causal model's decoder scores and roles
+                    row.update({s: float(self.means[s][l, h]) for s in DECODER_STATS})
+                    row["roles"] = str(self.roles[l, h])
                 rows.append(row)
         return rows
 
@@ -234,7 +254,9 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     if max_length > limit:
         raise ConfigError(f"max_length {max_length} is longer than the model's {limit} positions")
     encoder = TextEncoder(model.tokenizer, max_length)
-    acc = StatsAccumulator(c.n_layers, c.n_heads, NAMES)
+    acc = StatsAccumulator(c.n_layers, c.n_heads, NAMES + (DECODER_STATS if c.causal else ()))
+    repeat = (repeat_settings(model, cfg.induction_seqs, cfg.induction_length, cfg.seed, max_length)
+              if c.causal and cfg.induction_seqs > 0 else None)
     opt = StatOptions(special_queries=cfg.special_queries, window=cfg.window, causal=c.causal)
 
     err: Optional[BaseException] = None
@@ -251,7 +273,12 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         t2 = time.perf_counter()
         if cfg.importance_texts > 0:
             _run_importance(model, corpus, encoder, acc, cfg, rank, world)
-        timings = {"statistics": t2 - t1, "importance": time.perf_counter() - t2}
+        t3 = time.perf_counter()
+        timings = {"statistics": t2 - t1, "importance": t3 - t2}
+        if repeat is not None:  # causal models: previous-token, duplicate and induction scores
+            run_repeat_pass(model, acc, repeat, cfg.batch_size, rank=rank, world=world,
+                            progress=cfg.progress and rank == 0)
+            timings["induction"] = time.perf_counter() - t3
     except Exception as e:  # every process must reach the collective below, or the others hang
         err = e
     _sync_error(err, world)
@@ -278,7 +305,8 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         means=means, labels=labels, importance=importance, importance_metric=metric_name(model),
         summary=layer_summary(means, labels, importance), counters=dict(acc.counters),
         decode_examples=examples, config=cfg, accumulator=acc, seconds=time.perf_counter() - t0,
-        world_size=world, max_length=max_length, timings=timings, baseline_distance=baseline)
+        world_size=world, max_length=max_length, timings=timings, baseline_distance=baseline,
+        repeat=repeat.to_dict() if repeat is not None else {})
 
 
 class BatchAnalyzer:
@@ -296,13 +324,15 @@ class BatchAnalyzer:
         self.worker = _StatsWorker() if self.device.type == "cpu" else None
         self._context = None
         self.hooks = {"layers.*.attn.weights": self._on_weights}
+        # a causal model's corpus pass also measures the attention sink (:mod:`.decoder_heads`)
+        self.reduce = causal_attention_sums if options.causal else attention_sums
 
     def _on_weights(self, w: torch.Tensor, name: str) -> None:
         layer = int(name.split(".")[1])
         if self.worker is None:
-            self.acc.add(layer, attention_sums(w, context=self._context))
+            self.acc.add(layer, self.reduce(w, context=self._context))
         else:  # reduced beside the next layers' forward
-            self.worker.submit(layer, w, self._context)
+            self.worker.submit(layer, w, self._context, self.reduce)
         return None  # observe only
 
     def __call__(self, tb) -> None:
@@ -370,14 +400,14 @@ class _StatsWorker:
         self.pending: list = []
         self.max_bytes = max_bytes
 
-    def submit(self, layer: int, w: torch.Tensor, context) -> None:
+    def submit(self, layer: int, w: torch.Tensor, context, reduce=attention_sums) -> None:
         nbytes = w.numel() * w.element_size()
         while True:  # wait for the oldest unfinished layer until the waiting weights fit
             waiting = [(f, n) for _, f, n in self.pending if not f.done()]
             if not waiting or sum(n for _, n in waiting) + nbytes <= self.max_bytes:
                 break
             waiting[0][0].result()
-        self.pending.append((layer, self.pool.submit(attention_sums, w, context=context), nbytes))
+        self.pending.append((layer, self.pool.submit(reduce, w, context=context), nbytes))
 
     def drain(self) -> list:
         """``[(layer, sums)]`` of everything submitted, in order (re-raises a worker's error)."""

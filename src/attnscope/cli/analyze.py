@@ -5,6 +5,9 @@ entropy, mean attention distance, attention on [CLS], [SEP], punctuation, the to
 previous and the next token, and how often the previous/next token is the most attended; a label
 per head (previous, next, self, cls, sep, punct, local, broad, other); a per-layer summary that
 tests "local in low layers, global in high layers"; and each head's importance by ablation.
+For causal language models also the attention sink (weight on the first token) and, on repeated
+random token sequences, previous-token, duplicate-token and induction scores, with the heads that
+pass their thresholds (--threshold induction=0.4 …).
 
 Writes heads.csv, layers.csv, analysis.json, heatmaps/*.png and report.md into --out.
 
@@ -56,6 +59,14 @@ def register(sub) -> None:
                    help="ablate every head on the first N texts (0 = no importance; default: %(default)s)")
     g.add_argument("--importance-batch", type=int, default=8, metavar="B",
                    help="texts per ablation batch, each run n_heads times (default: %(default)s)")
+    g = p.add_argument_group("decoder heads (causal models)")
+    g.add_argument("--induction-seqs", type=int, default=64, metavar="N",
+                   help="repeated random token sequences for the previous-token, duplicate and induction "
+                   "scores (0 = skip them; default: %(default)s)")
+    g.add_argument("--induction-length", type=int, default=None, metavar="T",
+                   help="distinct random tokens in one copy, each sequence being T tokens twice "
+                   "(default: 50, or what the positions allow)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the random sequences (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -88,6 +99,8 @@ def run(args) -> int:
     check_range(args.max_length, "--max-length", 2)
     check_range(args.window, "--window", 0)
     check_range(args.importance_texts, "--importance-texts", 0)
+    check_range(args.induction_seqs, "--induction-seqs", 0)
+    check_range(args.induction_length, "--induction-length", 2)
     check_device(args.device)
     check_out_dir(Path(args.out))  # fail before the work, not after it, when the results cannot be written
     if args.threads:
@@ -96,7 +109,8 @@ def run(args) -> int:
                          max_length=args.max_length, max_texts=args.max_texts, unit=args.unit,
                          on_decode_error=args.on_decode_error, special_queries=not args.no_special_queries,
                          window=args.window, importance_texts=args.importance_texts,
-                         importance_batch=args.importance_batch, thresholds=Thresholds.parse(args.threshold),
+                         importance_batch=args.importance_batch, induction_seqs=args.induction_seqs,
+                         induction_length=args.induction_length, seed=args.seed, thresholds=Thresholds.parse(args.threshold),
                          progress=not args.no_progress and sys.stderr.isatty())
     device, started = _init_distributed(args.device)
     try:
@@ -145,4 +159,8 @@ def _print_summary(result, out, n_files) -> None:
     t = result.summary["trends"]["distance"]
     print(f"local in low layers, global in high? {result.summary['claim']} "
           f"(distance vs layer: Spearman ρ = {t['rho_heads']:+.2f}, p = {t['p_heads']:.3g})")
+    if result.roles is not None:
+        from ..analysis.decoder_report import summary_lines
+        for line in summary_lines(result):
+            print(line)
     print(f"wrote {n_files} files to {out}/ (report.md, heads.csv, layers.csv, analysis.json, heatmaps/)")

@@ -1,0 +1,174 @@
+"""The decoder part of an analysis report (causal models): sink, previous-token, duplicate and
+induction scores per head and per layer, in CSV columns, JSON, heatmaps and a Markdown section.
+
+Everything here reads an :class:`.run.AnalysisResult` whose means hold the :data:`.decoder_heads.DECODER_STATS`
+(``result.roles`` is not None); for other models every function returns nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..explain.numbers import counted
+from .decoder_heads import DECODER_DOCS, DECODER_STATS, REPEAT_STATS, ROLE_STAT
+
+#: Per-layer columns (layers.csv, the JSON's ``decoder.layers``, the Markdown table).
+LAYER_COLUMNS = ("sink", "sink_max", "sink_heads", "prev_token_max", "duplicate_max", "induction_max",
+                 "induction_heads")
+
+
+def has_decoder(result) -> bool:
+    return getattr(result, "roles", None) is not None
+
+
+def _ran(result) -> bool:
+    """Whether the repeated-token pass ran (``--induction-seqs 0`` skips it)."""
+    return bool(result.repeat) and result.counters.get("repeat_texts", 0) > 0
+
+
+def _max(v) -> float:
+    v = np.asarray(v, dtype=float)
+    return float(np.nanmax(v)) if np.isfinite(v).any() else float("nan")
+
+
+def head_columns(result) -> list:
+    """Extra heads.csv columns: the four scores and the roles."""
+    return [*DECODER_STATS, "roles"] if has_decoder(result) else []
+
+
+def layer_rows(result) -> list[dict]:
+    """One dict per layer with :data:`LAYER_COLUMNS` (empty list for encoders)."""
+    if not has_decoder(result):
+        return []
+    m, t, roles = result.means, result.config.thresholds, result.roles
+    rows = []
+    for l in range(result.n_layers):
+        sink = np.asarray(m["sink"][l], dtype=float)
+        rows.append({
+            "layer": l, "sink": float(np.nanmean(sink)) if np.isfinite(sink).any() else float("nan"),
+            "sink_max": _max(sink), "sink_heads": int(np.sum(np.nan_to_num(sink, nan=-1) >= t.sink)),
+            "prev_token_max": _max(m["prev_token"][l]), "duplicate_max": _max(m["duplicate"][l]),
+            "induction_max": _max(m["induction"][l]),
+            "induction_heads": int(sum("induction" in r.split("+") for r in roles[l])),
+        })
+    return rows
+
+
+def layer_cells(row) -> list:
+    """layers.csv cells of one :func:`layer_rows` row (``[]`` for None), NaN written as the file's other
+    columns write it (n/a)."""
+    if row is None:
+        return []
+    return [_fmt(v, 6) if isinstance(v, float) else v for v in (row[c] for c in LAYER_COLUMNS)]
+
+
+def heads_with(result, role: str) -> list[tuple[int, int, float]]:
+    """``[(layer, head, score)]`` of the heads with ``role``, strongest first."""
+    stat = ROLE_STAT[role]
+    out = [(l, h, float(result.means[stat][l, h])) for l in range(result.n_layers) for h in range(result.n_heads)
+           if role in result.roles[l, h].split("+")]
+    return sorted(out, key=lambda x: -x[2])
+
+
+def to_json(result) -> dict:
+    """The ``decoder`` entry of analysis.json (``{}`` for encoders); per-head scores are in ``heads``."""
+    if not has_decoder(result):
+        return {}
+    t = result.config.thresholds
+    num = lambda x: None if isinstance(x, float) and math.isnan(x) else x  # noqa: E731
+    return {
+        "statistics": dict(DECODER_DOCS), "repeat": result.repeat or None, "repeat_ran": _ran(result),
+        "thresholds": {stat: getattr(t, stat) for stat in ROLE_STAT.values()},
+        "roles": {role: [f"{l}.{h}" for l, h, _ in heads_with(result, role)] for role in ROLE_STAT},
+        "layers": [{k: num(v) for k, v in r.items()} for r in layer_rows(result)],
+    }
+
+
+def heatmap_names(result) -> list:
+    """The decoder scores that were measured (each has a heatmap)."""
+    if not has_decoder(result):
+        return []
+    return [s for s in DECODER_STATS if s not in REPEAT_STATS or _ran(result)]
+
+
+def write_heatmaps(result, folder: Path, heatmap) -> dict:
+    """heatmaps/{sink,prev_token,duplicate,induction}.png (the scores that were measured)."""
+    paths = {}
+    for stat in heatmap_names(result):
+        p = folder / f"{stat}.png"
+        heatmap(np.asarray(result.means[stat], dtype=float), f"{stat}: {DECODER_DOCS[stat]}", p,
+                cmap="cividis", vmin=0.0, vmax=1.0)
+        paths[f"heatmaps/{stat}.png"] = p
+    return paths
+
+
+def _fmt(x, digits=3) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def markdown(result) -> str:
+    """The "Decoder heads" section of report.md ('' for encoders)."""
+    if not has_decoder(result):
+        return ""
+    t, rep = result.config.thresholds, result.repeat
+    L = ["## Decoder heads\n"]
+    L.append(f"- `sink`: {DECODER_DOCS['sink']}.")
+    if _ran(result):
+        prefix = " ".join(f"`{x}`" for x in rep["prefix_tokens"]) or "nothing (the tokenizer adds no special token)"
+        L.append(f"- `prev_token`, `duplicate`, `induction`: on {counted(result.counters['repeat_texts'], 'sequence')} "
+                 f"of {rep['length']} distinct random tokens written twice (Olsson et al. 2022), after {prefix}; "
+                 f"drawn with seed {rep['seed']} from the {rep['candidates']:,} ordinary tokens of the vocabulary "
+                 f"(special tokens excluded)" + (f"; the length is {rep['length']} rather than 50 to fit "
+                                                 f"{result.max_length} positions" if rep.get("capped") else "") + ". "
+                 "`duplicate` is the attention from each token of the second copy to its earlier occurrence, "
+                 "`induction` to the token after it.")
+    else:
+        L.append("- `prev_token`, `duplicate`, `induction`: not measured (--induction-seqs 0).")
+    L.append("\nRoles (settable with `--threshold NAME=VALUE`): " + "; ".join(
+        f"{role}: {stat} ≥ {getattr(t, stat):g}" for role, stat in ROLE_STAT.items()) + ". A head may have several.\n")
+    for role in ROLE_STAT:
+        if ROLE_STAT[role] in REPEAT_STATS and not _ran(result):
+            continue
+        found = heads_with(result, role)
+        stat = ROLE_STAT[role]
+        if found:
+            L.append(f"**{role.capitalize()} heads ({len(found)}):** " + ", ".join(
+                f"{l}.{h} ({s:.2f})" for l, h, s in found) + "\n")
+        else:
+            v = np.nan_to_num(np.asarray(result.means[stat], dtype=float), nan=-np.inf)
+            l, h = np.unravel_index(int(np.argmax(v)), v.shape)
+            L.append(f"**{role.capitalize()} heads:** none at {stat} ≥ {getattr(t, stat):g}; the strongest is "
+                     f"{l}.{h} ({_fmt(float(v[l, h]), 2)}).\n")
+    L.append("Per layer (sink: mean over heads, its strongest head, and heads at or above the threshold; "
+             "the strongest head of each other score):\n")
+    L.append("| layer | sink | sink max | sink heads | prev_token max | duplicate max | induction max | induction heads |")
+    L.append("|---|---|---|---|---|---|---|---|")
+    for r in layer_rows(result):
+        L.append(f"| {r['layer']} | {_fmt(r['sink'])} | {_fmt(r['sink_max'])} | {r['sink_heads']} | "
+                 f"{_fmt(r['prev_token_max'])} | {_fmt(r['duplicate_max'])} | {_fmt(r['induction_max'])} | "
+                 f"{r['induction_heads']} |")
+    L.append("")
+    L.extend(f"![{s}](heatmaps/{s}.png)\n" for s in heatmap_names(result) if s in ("sink", "induction"))
+    return "\n".join(L)
+
+
+def summary_lines(result) -> list[str]:
+    """What ``attnscope analyze`` prints for a causal model: the sink per layer and the heads of each role."""
+    if not has_decoder(result):
+        return []
+    t = result.config.thresholds
+    rows = layer_rows(result)
+    out = ["attention sink (mean weight on the first token, per layer): "
+           + " ".join(f"{r['layer']}:{_fmt(r['sink'], 2)}" for r in rows)]
+    for role, stat in ROLE_STAT.items():
+        if stat in REPEAT_STATS and not _ran(result):
+            continue
+        found = heads_with(result, role)
+        shown = ", ".join(f"{l}.{h} ({s:.2f})" for l, h, s in found[:12]) + (" …" if len(found) > 12 else "")
+        out.append(f"{role} heads ({stat} ≥ {getattr(t, stat):g}): {len(found)}" + (f": {shown}" if found else ""))
+    if not _ran(result):
+        out.append("previous-token, duplicate and induction scores: not measured (--induction-seqs 0)")
+    return out
