@@ -1,12 +1,19 @@
-"""One dataclass describes every Transformer stack attnscope builds.
+"""Dataclasses that describe every Transformer stack attnscope builds.
 
-BERT (post-LN, learned positions, segment embeddings, LayerNorm on the embeddings), GPT-2 (pre-LN,
-causal, a final LayerNorm) and the small encoders of the experiments are all points in this space.
+:class:`TransformerConfig`: BERT (post-LN, learned positions, segment embeddings, LayerNorm on the
+embeddings), GPT-2 (pre-LN, causal, a final LayerNorm) and the small encoders of the experiments
+are all points in this space. Grouped-query heads (``n_kv_heads``) and a head width that is not
+``d_model / n_heads`` (``head_dim``) belong to attention itself and live here too.
+
+:class:`DecoderConfig` adds what today's decoders (Llama, Qwen2, Mistral, Gemma 3) are made of:
+RMSNorm, a gated MLP, rotary positions (with Llama 3 / linear / dynamic scaling), sliding windows
+on some layers, QK-norm, Gemma's scaled embeddings and sandwich norms.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, asdict, field
+from typing import Optional
 
 from .errors import ConfigError
 from .positions import get_position, position_names
@@ -15,7 +22,7 @@ from .scorings import SCORINGS
 #: Position schemes known at import; :func:`attnscope.positions.position_names` is the live list.
 POSITIONS = position_names()
 NORMS = ("post", "pre")
-ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
+ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")
 
 
 @dataclass
@@ -41,22 +48,41 @@ class TransformerConfig:
     causal: bool = False              # decoder-style stack: each token sees only its past
     pad_token_id: int = 0
     extra: dict = field(default_factory=dict)  # family-specific facts kept for the record
+    n_kv_heads: Optional[int] = None  # key/value heads (grouped-query attention); None = n_heads
+    head_dim: Optional[int] = None    # width of one head; None = d_model // n_heads
 
     def __post_init__(self) -> None:
         self.validate()
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_heads
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: ``n_kv_heads``, or ``n_heads`` without grouped-query attention."""
+        return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
+
+    @property
+    def kv_group(self) -> int:
+        """Query heads that share one key/value head (query head h uses k/v head ``h // kv_group``)."""
+        return self.n_heads // self.kv_heads
 
     def validate(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_positions"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"config.{name} must be a positive integer, got {value!r}")
-        if self.d_model % self.n_heads:
+        for name in ("n_kv_heads", "head_dim"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ConfigError(f"config.{name} must be a positive integer or None, got {value!r}")
+        if self.head_dim is None and self.d_model % self.n_heads:
             raise ConfigError(f"config.d_model ({self.d_model}) must be divisible by config.n_heads "
                               f"({self.n_heads}); d_model % n_heads = {self.d_model % self.n_heads}")
+        if self.n_heads % self.kv_heads:
+            raise ConfigError(f"config.n_heads ({self.n_heads}) must be a multiple of config.n_kv_heads "
+                              f"({self.kv_heads}): each key/value head serves n_heads / n_kv_heads query heads")
         for name, allowed in (("position", position_names()), ("norm", NORMS), ("activation", ACTIVATIONS),
                               ("scoring", SCORINGS)):
             if getattr(self, name) not in allowed:
@@ -69,9 +95,113 @@ class TransformerConfig:
                 raise ConfigError(f"config.{name} must be in [0, 1), got {getattr(self, name)}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["kind"] = self.kind
+        return d
+
+    #: What :meth:`from_dict` reads back (a saved trace records it).
+    kind = "transformer"
 
     @classmethod
     def from_dict(cls, d: dict) -> "TransformerConfig":
+        """The config of :meth:`to_dict` (a decoder's dict gives a :class:`DecoderConfig`)."""
+        if cls is TransformerConfig and d.get("kind") == DecoderConfig.kind:
+            cls = DecoderConfig
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+LAYER_TYPES = ("full", "sliding")
+ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
+
+
+@dataclass
+class DecoderConfig(TransformerConfig):
+    """A pre-norm decoder of the Llama kind (Llama, Qwen2, Mistral, Gemma 3), one layer::
+
+        attn_in  = RMSNorm_1(x)
+        a        = Attn(attn_in)            rotary q, k (after QK-norm in Gemma), GQA, window
+        attn_resid = x + a                  Gemma: x + RMSNorm(a)  (sandwich_norm)
+        ffn_in   = RMSNorm_2(attn_resid)
+        f        = W_2 (act(W_gate ffn_in) ⊙ W_up ffn_in)      SwiGLU (silu) / GeGLU (gelu_tanh)
+        out      = attn_resid + f           Gemma: attn_resid + RMSNorm(f)
+
+    RMSNorm's ε is ``layer_norm_eps``; ``norm_offset`` 1 is Gemma's ``(1 + w)`` scale.
+    """
+
+    # the base fields, with a decoder's defaults
+    vocab_size: int = 32000
+    d_model: int = 576
+    n_heads: int = 9
+    n_layers: int = 30
+    d_ff: int = 1536
+    max_positions: int = 8192
+    type_vocab_size: int = 0
+    position: str = "rotary"
+    norm: str = "pre"
+    embed_norm: bool = False
+    final_norm: bool = True
+    activation: str = "silu"
+    layer_norm_eps: float = 1e-5
+    dropout: float = 0.0
+    attn_dropout: float = 0.0
+    bias: bool = False                # q/k/v projection biases (Qwen2)
+    causal: bool = True
+    # what decoders add
+    out_bias: bool = False            # bias on W_O
+    mlp_bias: bool = False            # biases on the MLP's projections
+    norm_offset: float = 0.0          # RMSNorm scales by (norm_offset + w): Gemma 1
+    sandwich_norm: bool = False       # Gemma: RMSNorm after attention and after the MLP too
+    qk_norm: bool = False             # Gemma 3: RMSNorm of each head's q and k before rotation
+    embed_scale: float = 1.0          # Gemma: token embeddings × √d_model
+    query_scale: Optional[float] = None   # factor on q·k (None: 1/√head_dim); Gemma: query_pre_attn_scalar^-½
+    rope_theta: float = 10000.0       # RoPE base of full-attention layers
+    rope_scaling: Optional[dict] = None   # {"rope_type": "linear"|"dynamic"|"llama3", "factor": …, …}
+    rope_local_theta: Optional[float] = None  # RoPE base of sliding-window layers (Gemma 3), unscaled
+    sliding_window: Optional[int] = None  # keys within this distance (q − k < window) on sliding layers
+    layer_types: Optional[list] = None    # "full" | "sliding" per layer (None: all full)
+    tie_embeddings: bool = True       # logits use the token embedding (else the loader sets lm_head_weight)
+    final_logit_softcap: Optional[float] = None  # logits = cap · tanh(logits / cap)
+    bos_token_id: Optional[int] = None
+    eos_token_ids: list = field(default_factory=list)
+
+    kind = "decoder"
+
+    def validate(self) -> None:
+        super().validate()
+        if self.position != "rotary":
+            raise ConfigError(f"a decoder's positions are rotary; config.position = {self.position!r}")
+        if self.d_head % 2:
+            raise ConfigError(f"rotary positions rotate pairs of features; head_dim must be even, got {self.d_head}")
+        if self.layer_types is not None:
+            if not isinstance(self.layer_types, (list, tuple)) or len(self.layer_types) != self.n_layers or \
+                    any(t not in LAYER_TYPES for t in self.layer_types):
+                raise ConfigError(f"config.layer_types must list 'full' or 'sliding' for each of the "
+                                  f"{self.n_layers} layers, got {self.layer_types!r}")
+            self.layer_types = list(self.layer_types)
+        if self.sliding_window is not None and (isinstance(self.sliding_window, bool) or
+                                                not isinstance(self.sliding_window, int) or self.sliding_window <= 0):
+            raise ConfigError(f"config.sliding_window must be a positive integer or None, got {self.sliding_window!r}")
+        if any(self.layer_type(i) == "sliding" for i in range(self.n_layers)) and self.sliding_window is None:
+            raise ConfigError("config.layer_types has sliding layers but config.sliding_window is None")
+        for name in ("rope_theta", "rope_local_theta", "query_scale", "final_logit_softcap"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+                raise ConfigError(f"config.{name} must be a positive number, got {v!r}")
+        if self.rope_scaling is not None:
+            kind = self.rope_scaling.get("rope_type") if isinstance(self.rope_scaling, dict) else None
+            if kind not in ROPE_TYPES:
+                raise ConfigError(f"config.rope_scaling type {kind!r} is not supported; attnscope runs "
+                                  f"{', '.join(ROPE_TYPES)}")
+
+    def layer_type(self, i: int) -> str:
+        """"full" or "sliding" for layer ``i``."""
+        return "full" if self.layer_types is None else self.layer_types[i]
+
+    def window(self, i: int) -> Optional[int]:
+        """The sliding window of layer ``i`` (None: full causal attention)."""
+        return self.sliding_window if self.layer_type(i) == "sliding" else None
+
+    def rope(self, i: int) -> str:
+        """Which rotary table layer ``i`` uses: "local" (sliding layers with their own base) or "global"."""
+        return "local" if self.layer_type(i) == "sliding" and self.rope_local_theta is not None else "global"

@@ -139,3 +139,176 @@ register_position(PositionScheme(
     name="none", acts_on="embeddings", build=lambda c: None,
     words={"en": "Positions: none; the model sees a bag of tokens (or a causal mask orders them).",
            "zh": "位置：无；模型只看到词的集合（或由因果掩码给出顺序）。"}))
+
+
+# ----------------------------------------------------------------------------------------------
+# rotary positions: a rotation of q and k by their positions (acts on qk)
+# ----------------------------------------------------------------------------------------------
+
+def rope_inv_freq(head_dim: int, theta: float, scaling: Optional[Mapping] = None, *,
+                  seq_len: Optional[int] = None, max_positions: Optional[int] = None,
+                  dtype: torch.dtype = torch.float32) -> Tensor:
+    """The rotation speed of each feature pair, ``inv_freq[i] = θ^(−2i/d)`` (head_dim/2,).
+
+    Computed in float32 with the same operations as transformers (and Meta's reference code),
+    so that the angles are the model's own (``dtype=torch.float64``: the same formula in float64,
+    for float64 runs); ``scaling`` (the Hub's ``rope_scaling``) bends them:
+
+    * ``linear``: every frequency ÷ factor (positions interpolated);
+    * ``dynamic``: NTK scaling; once the text is longer than ``max_positions`` the base grows to
+      ``θ·(factor·len/max − (factor − 1))^(d/(d−2))`` (``seq_len`` = largest position + 1);
+    * ``llama3``: long wavelengths (> original/low_freq_factor) ÷ factor, short ones
+      (< original/high_freq_factor) kept, a smooth blend between.
+    """
+    kind = (scaling or {}).get("rope_type", "default")
+    fdt = torch.float64 if dtype == torch.float64 else torch.float32
+    if kind == "dynamic":
+        factor = float(scaling["factor"])
+        n = max(int(seq_len or 0), int(max_positions))
+        theta = theta * ((factor * n / max_positions) - (factor - 1)) ** (head_dim / (head_dim - 2))
+    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(dtype=fdt) / head_dim))
+    if kind == "linear":
+        inv = inv / float(scaling["factor"])
+    elif kind == "llama3":
+        factor, low, high = (float(scaling[k]) for k in ("factor", "low_freq_factor", "high_freq_factor"))
+        old = scaling["original_max_position_embeddings"]
+        low_wavelen, high_wavelen = old / low, old / high
+        wavelen = 2 * math.pi / inv
+        scaled = torch.where(wavelen > low_wavelen, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+        inv = torch.where(medium, smoothed, scaled)
+    return inv  # (d/2,)
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """``(x₁, x₂) → (−x₂, x₁)`` on the two halves of the last axis: Hugging Face's pairing, in which
+    feature i turns together with feature i + d/2 (llama.cpp pairs adjacent features instead; its
+    GGUF files store q and k rows permuted accordingly, see :mod:`attnscope.models.gguf`)."""
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+class Rotary(nn.Module):
+    """Rotary position embedding (RoFormer, Su et al. 2021) in Hugging Face's convention.
+
+    Position p turns feature pair (i, i + d/2) by the angle ``p · inv_freq[i]``::
+
+        x' = x · cos(p·ω) + rotate_half(x) · sin(p·ω)        ω = cat(inv_freq, inv_freq)  (d,)
+
+    so that ``q'_m · k'_n`` depends on m − n only. :meth:`cos_sin` makes the tables for some
+    positions once per forward pass; :meth:`rotate` applies them to a ``(B, H, L, d)`` tensor.
+    """
+
+    def __init__(self, head_dim: int, theta: float, scaling: Optional[Mapping] = None, *,
+                 max_positions: Optional[int] = None) -> None:
+        super().__init__()
+        self.head_dim, self.theta, self.max_positions = head_dim, float(theta), max_positions
+        self.scaling = dict(scaling) if scaling else None
+        self.dynamic = (self.scaling or {}).get("rope_type") == "dynamic"
+        # a plain float32 tensor, not a buffer: model.to(dtype) must not round the model's angles
+        self.inv_freq = rope_inv_freq(head_dim, theta, self.scaling, max_positions=max_positions)  # (d/2,)
+
+    def frequencies(self, position_ids: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+        """``inv_freq`` for a pass over ``position_ids`` (dynamic scaling depends on the length),
+        float32, or float64 for ``dtype`` float64."""
+        n = None
+        if self.dynamic:
+            n = int(position_ids.max()) + 1 if position_ids.numel() else 0
+            n = n if n > self.max_positions else None
+        if n is None and dtype != torch.float64:
+            if self.inv_freq.device != position_ids.device:
+                self.inv_freq = self.inv_freq.to(position_ids.device)
+            return self.inv_freq
+        return rope_inv_freq(self.head_dim, self.theta, self.scaling, seq_len=n, max_positions=self.max_positions,
+                             dtype=dtype if dtype == torch.float64 else torch.float32).to(position_ids.device)
+
+    def cos_sin(self, position_ids: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """``position_ids (B|1, L)`` → ``cos, sin`` each ``(B|1, 1, L, d)`` in ``dtype``. The angles are
+        float32 (bit for bit transformers') for float32 and narrower models, float64 for float64
+        ones (transformers' ``.double()`` models keep float32 angles)."""
+        fdt = torch.float64 if dtype == torch.float64 else torch.float32
+        inv = self.frequencies(position_ids, fdt)
+        freqs = position_ids[..., None].to(fdt) * inv  # (B|1, L, d/2)
+        emb = torch.cat((freqs, freqs), dim=-1)  # (B|1, L, d)
+        return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]  # (B|1, 1, L, d)
+
+    @staticmethod
+    def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+        """``x (B, H, L, d)`` turned by the tables of its positions."""
+        return x * cos + rotate_half(x) * sin  # (B, H, L, d)
+
+    def forward(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
+        """The ``qk`` scheme's contract: q at ``q_pos (B|1, L)``, k at ``k_pos (B|1, S)`` → rotated."""
+        cq, sq = self.cos_sin(q_pos, q.dtype)
+        ck, sk = self.cos_sin(k_pos, k.dtype)
+        return self.rotate(q, cq, sq), self.rotate(k, ck, sk)
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, theta={self.theta:g}, scaling={self.scaling}"
+
+
+def rotary_np(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray) -> np.ndarray:
+    """Float64 twin of :meth:`Rotary.rotate`: ``x (…, L, d)`` at ``positions (L,)``."""
+    freqs = np.asarray(positions, dtype=np.float64)[:, None] * np.asarray(inv_freq, dtype=np.float64)[None]
+    emb = np.concatenate([freqs, freqs], axis=-1)  # (L, d)
+    h = x.shape[-1] // 2
+    rot = np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+    return x * np.cos(emb) + rot * np.sin(emb)
+
+
+def _check_rotary(config) -> None:
+    if config.d_head % 2:
+        raise ConfigError(f"rotary positions rotate pairs of features; the head width must be even, got {config.d_head}")
+
+
+register_position(PositionScheme(
+    name="rotary", acts_on="qk",
+    build=lambda c: Rotary(c.d_head, c.rope_theta, c.rope_scaling, max_positions=c.max_positions),
+    check=_check_rotary,
+    words={"en": "Positions: rotary (RoPE); q and k of each head are turned by an angle proportional to their "
+                 "position, so that q·k depends on the distance between the tokens.",
+           "zh": "位置：旋转位置编码（RoPE）；每个头的 q 和 k 按位置转过一个角度，使 q·k 只取决于两个词的距离。"}))
+
+
+# ----------------------------------------------------------------------------------------------
+# masks: keys hidden from a query (causality, sliding windows)
+# ----------------------------------------------------------------------------------------------
+
+def causal_window_mask(q_pos: Tensor, k_pos: Tensor, window: Optional[int] = None) -> Tensor:
+    """Bool ``(…, L, S)``, True = the query may attend the key: ``k ≤ q`` and, with a window,
+    ``q − k < window`` (the query sees itself and the ``window − 1`` keys before it, as in
+    transformers and Mistral). ``q_pos (…, L)``, ``k_pos (…, S)`` are absolute positions."""
+    d = q_pos[..., :, None] - k_pos[..., None, :]  # (…, L, S)
+    allowed = d >= 0
+    if window is not None:
+        allowed = allowed & (d < window)
+    return allowed
+
+
+def causal_window_mask_np(n_q: int, n_k: int, window: Optional[int] = None, offset: int = 0) -> np.ndarray:
+    """Float64-side twin of :func:`causal_window_mask` for queries at ``offset … offset + n_q − 1``."""
+    d = (np.arange(n_q)[:, None] + offset) - np.arange(n_k)[None, :]
+    return (d >= 0) & (d < window) if window is not None else d >= 0
+
+
+class SlidingWindow(nn.Module):
+    """The ``mask`` scheme of sliding-window attention: ``(q_pos, k_pos)`` → bool ``(…, L, S)``."""
+
+    def __init__(self, window: int) -> None:
+        super().__init__()
+        self.window = int(window)
+
+    def forward(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        return causal_window_mask(q_pos, k_pos, self.window)
+
+    def extra_repr(self) -> str:
+        return f"window={self.window}"
+
+
+register_position(PositionScheme(
+    name="sliding_window", acts_on="mask",
+    build=lambda c: SlidingWindow(c.sliding_window) if c.sliding_window else None,
+    words={"en": "Sliding window: a query sees only the keys less than `window` positions before it.",
+           "zh": "滑动窗口：每个查询只看到它之前不到 window 个位置内的键。"}))

@@ -7,19 +7,29 @@ from attnscope.hooks import HookPoint
 PINNED = (
     "embed.tokens", "embed.segments", "embed.positions", "embed.out",
     "layers.{i}.attn_in",
-    "layers.{i}.attn.q", "layers.{i}.attn.k", "layers.{i}.attn.v",
+    "layers.{i}.attn.q_proj", "layers.{i}.attn.k_proj", "layers.{i}.attn.q_normed", "layers.{i}.attn.k_normed",
+    "layers.{i}.attn.q", "layers.{i}.attn.k", "layers.{i}.attn.v", "layers.{i}.attn.mask",
     "layers.{i}.attn.scores", "layers.{i}.attn.scaled", "layers.{i}.attn.masked", "layers.{i}.attn.weights",
-    "layers.{i}.attn.z", "layers.{i}.attn.merged", "layers.{i}.attn.out",
-    "layers.{i}.attn_resid", "layers.{i}.ffn_in", "layers.{i}.ffn.hidden", "layers.{i}.ffn.out",
-    "layers.{i}.ffn_resid", "layers.{i}.out",
+    "layers.{i}.attn.z", "layers.{i}.attn.merged", "layers.{i}.attn.out", "layers.{i}.attn_post_norm",
+    "layers.{i}.attn_resid", "layers.{i}.ffn_in", "layers.{i}.ffn.gate", "layers.{i}.ffn.hidden", "layers.{i}.ffn.out",
+    "layers.{i}.ffn_post_norm", "layers.{i}.ffn_resid", "layers.{i}.out",
     "final_norm",
 )
-LAYER = [t.split("{i}.")[1] for t in PINNED if "{i}" in t]
+#: names only the decoders of the Llama kind have
+DECODER = ("attn.q_proj", "attn.k_proj", "attn.q_normed", "attn.k_normed", "attn.mask", "attn_post_norm",
+           "ffn.gate", "ffn_post_norm")
+LAYER = [t.split("{i}.")[1] for t in PINNED if "{i}" in t and t.split("{i}.")[1] not in DECODER]
+#: a Llama/Qwen2/Mistral layer; Gemma 3 adds QK-norm and its sandwich norms
+LLAMA_LAYER = [t.split("{i}.")[1] for t in PINNED if "{i}" in t and t.split("{i}.")[1] not in
+               ("attn.q_normed", "attn.k_normed", "attn_post_norm", "ffn_post_norm")]
+GEMMA_LAYER = [t.split("{i}.")[1] for t in PINNED if "{i}" in t]
 
 
 def test_trace_names_are_pinned():
     assert TRACE_NAMES == PINNED
     assert attnscope.trace.HEAD_STEPS == ("q", "k", "v", "scores", "scaled", "masked", "weights", "z")
+    assert attnscope.trace.names.PRE_ROTARY_STEPS == ("q_proj", "k_proj", "q_normed", "k_normed")
+    assert attnscope.trace.names.KV_STEPS == ("k_proj", "k_normed", "k", "v")
 
 
 def test_minilm_names_in_forward_order(minilm):
@@ -41,3 +51,16 @@ def test_every_name_is_a_hook_point_and_is_recorded(tiny_models):
         assert set(model.hook_names) <= points
         tr = model.trace(["a b", "a b c d"])  # names=None: everything
         assert tr.names == model.hook_names  # recorded in forward order
+
+
+def test_decoder_names_only_those_that_fire(decoders):
+    llama, gemma = decoders["llama_gqa"], decoders["gemma3"]
+    assert llama.hook_names == ["embed.tokens", "embed.out"] + [f"layers.{i}.{s}" for i in range(2) for s in LLAMA_LAYER] \
+        + ["final_norm"]  # no segments, no position embedding (rotary acts on q and k)
+    assert gemma.hook_names == ["embed.tokens", "embed.out"] + [f"layers.{i}.{s}" for i in range(3) for s in GEMMA_LAYER] \
+        + ["final_norm"]
+    for model in decoders.values():
+        points = {n for n, m in model.named_modules() if isinstance(m, HookPoint)}
+        assert set(model.hook_names) == points  # every hook point is a name, every name a hook point
+        tr = model.trace(["a b", "a b c d"])
+        assert tr.names == model.hook_names

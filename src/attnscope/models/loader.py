@@ -235,17 +235,23 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
     Args:
         path: a local Hugging Face folder (``config.json`` + ``model.safetensors`` or
             ``pytorch_model.bin`` + ``tokenizer.json`` or ``vocab.txt`` / ``vocab.json`` and
-            ``merges.txt``). None loads the packaged all-MiniLM-L6-v2.
+            ``merges.txt``), a ``.gguf`` file, or the name of an installed model package
+            (``"smollm2-135m"``, ``"gemma-3-270m"``: see :mod:`attnscope.models.packages`).
+            None loads the packaged all-MiniLM-L6-v2.
         device, dtype: where and in what precision to put the weights (default CPU, float32).
         tokenizer: False skips the tokenizer (then feed token ids to ``model(...)`` yourself).
     Returns:
-        :class:`attnscope.models.Model`.
+        :class:`attnscope.models.Model`, or :class:`attnscope.models.DecoderModel` for the
+        decoder families (llama, qwen2, mistral, gemma3).
     Raises:
         ModelLoadError naming the file, key or setting that is missing, unreadable or unsupported.
     """
     if path is None:
         folder, name = default_model_path(), DEFAULT_NAME
     else:
+        from .gguf_model import is_gguf_source, load_gguf_model  # a .gguf file or "smollm2-135m"
+        if is_gguf_source(path):
+            return load_gguf_model(path, device=device, dtype=dtype, tokenizer=tokenizer)
         if not isinstance(path, (str, Path)):
             raise ModelLoadError(f"path must be a folder name, got {type(path).__name__}")
         folder = Path(path).expanduser()
@@ -263,8 +269,9 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
         raise ModelLoadError(f"{cfg_file}: {e}") from None
     config.extra["source"] = str(folder)
 
-    model = Model(config, family, name=name, path=folder)
-    model.pooling, model.normalize = pooling_settings(folder)
+    model = (family.model_class or Model)(config, family, name=name, path=folder)
+    if isinstance(model, Model):
+        model.pooling, model.normalize = pooling_settings(folder)
     files = weight_files(folder)
     sd: dict[str, torch.Tensor] = {}
     for f in files:

@@ -1,32 +1,32 @@
-"""A pretrained Transformer on attnscope's own modules, with its tokenizer.
+"""A pretrained encoder-style Transformer (BERT, RoBERTa, GPT-2) on attnscope's own modules.
 
 ``Model`` is a :class:`~attnscope.modules.TransformerEncoder` (so its hook-point names are the
-module paths: ``embed.out``, ``layers.3.attn.weights``, …) plus what a checkpoint brings: the
-tokenizer, the family's position numbering, the sentence-embedding pooling of sentence-transformers
-models and, for GPT-2, the tied language-model head.
+module paths: ``embed.out``, ``layers.3.attn.weights``, …) plus what a checkpoint brings
+(:class:`~attnscope.models.base.LoadedModel`: the tokenizer, tracing, the language-model head of
+GPT-2) and what only these families have: the family's position numbering (RoBERTa) and the
+sentence-embedding pooling of sentence-transformers models. The decoders of the Llama kind are
+:class:`~attnscope.models.DecoderModel`.
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
 from ..errors import InputError
-from ..hooks import name_hook_points
 from ..modules import TransformerEncoder
-from ..tokenizer import Batch, Tokenizer
+from ..tokenizer import Tokenizer
+from .base import LoadedModel, Texts
 from .registry import Family
 
 Tensor = torch.Tensor
-Texts = Union[str, Sequence[str], Batch]
 
 
-class Model(TransformerEncoder):
+class Model(LoadedModel, TransformerEncoder):
     """A loaded checkpoint. Build it with :func:`attnscope.load`.
 
     Attributes:
@@ -45,60 +45,9 @@ class Model(TransformerEncoder):
                  tokenizer: Optional[Tokenizer] = None, path: Optional[Path] = None,
                  pooling: str = "mean", normalize: bool = False) -> None:
         super().__init__(config)
-        self._family = family
-        self.family = family.name
-        self.name = name or family.name
-        self.tokenizer = tokenizer
-        self.path = path
         self.pooling = pooling
         self.normalize = normalize
-        self.unused_weights: list[str] = []
-        self.lm_head_weight: Optional[torch.nn.Parameter] = None  # set only for an untied output layer
-        # Hooks live on the shared modules while a trace runs: one forward pass at a time, so
-        # that a server answering from several threads never mixes one request's hooks into another.
-        self.lock = threading.RLock()
-        name_hook_points(self)  # hook points know their names from the start ("layers.0.attn.q")
-
-    def __getstate__(self):  # copy.deepcopy / pickle: a lock cannot be copied; a copy gets its own
-        state = super().__getstate__().copy()
-        state.pop("lock", None)
-        return state
-
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        self.lock = threading.RLock()
-
-    # ------------------------------------------------------------------------------------------
-    @property
-    def hook_names(self) -> list[str]:
-        """Every name :meth:`trace` can record for this model, in forward order."""
-        from ..trace import expand_names
-        return expand_names(self.config)
-
-    @property
-    def device(self) -> torch.device:
-        return self.embed.token_embedding.weight.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.embed.token_embedding.weight.dtype
-
-    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False,
-               max_length: Optional[int] = None) -> Batch:
-        """Tokenize into one right-padded :class:`~attnscope.tokenizer.Batch` (CPU tensors).
-
-        ``batch.input_ids`` (B, L), ``batch.attention_mask`` (B, L) (1 = real token),
-        ``batch.tokens`` the token strings of each text without padding. A text longer than the
-        model's positions (or than ``max_length``, if given) raises InputError unless
-        ``truncate=True``.
-        """
-        if self.tokenizer is None:
-            raise InputError(f"model {self.name!r} has no tokenizer; pass token ids to forward()")
-        return self.tokenizer.encode(texts, truncate=truncate, max_length=max_length)
-
-    def as_batch(self, texts: Texts, *, truncate: bool = False) -> Batch:
-        batch = texts if isinstance(texts, Batch) else self.encode(texts, truncate=truncate)
-        return batch.to(self.device)
+        self._setup(family, name=name, tokenizer=tokenizer, path=path)
 
     def position_ids(self, input_ids: Tensor) -> Optional[Tensor]:
         """(B, L) position ids for families that number positions themselves (RoBERTa), else None."""
@@ -126,11 +75,6 @@ class Model(TransformerEncoder):
             x = self.embed(input_ids, token_type_ids, position_ids)  # (B, L, d)
             return super(TransformerEncoder, self).forward(x, key_padding_mask=kpm)  # (B, L, d)
 
-    def run(self, texts: Texts, *, truncate: bool = False) -> Tensor:
-        """Hidden states ``(B, L, d_model)`` of texts (or a Batch), padded as :meth:`encode` pads."""
-        batch = self.as_batch(texts, truncate=truncate)
-        return self(batch.input_ids, batch.attention_mask, batch.token_type_ids)
-
     # ------------------------------------------------------------------------------------------
     def pool(self, hidden: Tensor, attention_mask: Tensor) -> Tensor:
         """Pool ``hidden (B, L, d)`` over real tokens into ``(B, d)`` with :attr:`pooling`."""
@@ -157,70 +101,3 @@ class Model(TransformerEncoder):
         if self.normalize if normalize is None else normalize:
             pooled = F.normalize(pooled, p=2, dim=-1)
         return pooled
-
-    # ------------------------------------------------------------------------------------------
-    @property
-    def has_lm_head(self) -> bool:
-        """True for language models (GPT-2): :meth:`logits` and :meth:`loss` are available."""
-        return bool(self._family.lm_head)
-
-    def _require_lm(self) -> None:
-        if not self.has_lm_head:
-            raise InputError(f"model {self.name!r} ({self.family}) has no language-model head; "
-                             f"logits and loss are available for gpt2 models")
-
-    def lm_logits(self, hidden: Tensor) -> Tensor:
-        """Next-token logits ``(B, L, vocab)`` from last hidden states: ``hidden @ W_Eᵀ`` with the tied
-        token embedding (or the checkpoint's own ``lm_head.weight`` when it is not tied)."""
-        self._require_lm()
-        W = self.lm_head_weight if self.lm_head_weight is not None else self.embed.token_embedding.weight
-        return F.linear(hidden, W)  # (B, L, V)
-
-    def logits(self, texts: Texts, *, truncate: bool = False) -> Tensor:
-        """Next-token logits ``(B, L, vocab)`` of texts; position t predicts token t + 1."""
-        self._require_lm()
-        return self.lm_logits(self.run(texts, truncate=truncate))
-
-    def loss(self, texts: Texts, *, reduction: str = "mean", truncate: bool = False) -> Tensor:
-        """Causal language-model cross-entropy (nats per token), as ``GPT2LMHeadModel(labels=ids)``.
-
-        Position t predicts token t + 1; padded targets are ignored. ``reduction``: "mean"
-        (over every predicted real token of the batch, a scalar), "sum", or "none" ((B, L-1),
-        0 at padded targets).
-        """
-        self._require_lm()
-        if reduction not in ("mean", "sum", "none"):
-            raise InputError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        batch = self.as_batch(texts, truncate=truncate)
-        if batch.input_ids.shape[1] < 2:
-            raise InputError("the loss needs at least two tokens in some text (one to predict from, one to predict)")
-        logits = self.lm_logits(self(batch.input_ids, batch.attention_mask))  # (B, L, V)
-        target = batch.input_ids[:, 1:].masked_fill(batch.attention_mask[:, 1:] == 0, -100)  # (B, L-1)
-        flat = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), target.flatten(), ignore_index=-100,
-                               reduction="none").view_as(target)  # (B, L-1)
-        if reduction == "none":
-            return flat
-        total = flat.sum()
-        return total if reduction == "sum" else total / (target != -100).sum().clamp(min=1)
-
-    # ------------------------------------------------------------------------------------------
-    def trace(self, texts: Texts, names=None, hooks=None, *, truncate: bool = False, grad: bool = False,
-              bwd_hooks=None):
-        """Run texts and record intermediates; see :func:`attnscope.trace.run_trace`."""
-        from ..trace import run_trace
-        return run_trace(self, texts, names=names, hooks=hooks, truncate=truncate, grad=grad,
-                         bwd_hooks=bwd_hooks)
-
-    def hooks(self, fwd=None, *, bwd=None):
-        """``with model.hooks({"layers.3.attn.z": fn}, bwd={…}):`` — hooks for the block's passes.
-
-        Names, globs and ``[h]`` as in :meth:`trace`; ``fn(tensor, name)`` returns a replacement or
-        None (backward: the gradient and its replacement). Always removed when the block ends.
-        """
-        from ..trace import attached_hooks
-        return attached_hooks(self, fwd, bwd)
-
-    def extra_repr(self) -> str:
-        c = self.config
-        return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={c.n_heads}, "
-                f"d_model={c.d_model}")

@@ -1,6 +1,7 @@
 """What a model family is: its config translation and its checkpoint weight names, in one place.
 
-Each family module (``bert.py``, ``roberta.py``, ``gpt2.py``) builds one :class:`Family` and
+Each family module (``bert.py``, ``roberta.py``, ``gpt2.py``, ``llama.py``, ``qwen2.py``,
+``mistral.py``, ``gemma3.py``) builds one :class:`Family` and
 registers it here under the ``model_type`` values of Hugging Face ``config.json`` that it reads.
 The loader (``loader.py``) only ever talks to a family through this record.
 
@@ -62,6 +63,8 @@ class Family:
             positions after the padding index and gives padding the padding index).
         lm_head: the model predicts next tokens with the tied token embedding (GPT-2).
         renames: old → new key fragments applied first (``LayerNorm.gamma`` → ``LayerNorm.weight``).
+        model_class: the class the loader builds (default :class:`~attnscope.models.Model`; the
+            decoder families build :class:`~attnscope.models.DecoderModel`).
     """
 
     name: str
@@ -73,6 +76,7 @@ class Family:
     position_ids: Optional[Callable[[Tensor, TransformerConfig], Tensor]] = None
     lm_head: bool = False
     renames: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    model_class: Optional[type] = None
 
 
 FAMILIES: dict[str, Family] = {}       # by family name
@@ -102,7 +106,7 @@ def family_for(model_type, source: str = "config.json") -> Family:
 
 
 def _ensure_registered() -> None:
-    from . import bert, gpt2, roberta  # noqa: F401  (each registers itself on import)
+    from . import bert, gemma3, gpt2, llama, mistral, qwen2, roberta  # noqa: F401  (each registers itself on import)
 
 
 def hf_activation(name, source: str) -> str:

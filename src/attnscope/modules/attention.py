@@ -8,6 +8,12 @@ the inverse reshape and mixed by W_O.
 
 Head i is *not* a slice of the input: it is the projection ``x @ W_Q^(i)`` with its own
 ``(d_model, d_head)`` matrix. :meth:`MultiHeadAttention.head_weights` returns those matrices.
+
+Grouped-query attention (Llama 2 70B, Llama 3, Mistral, Gemma): ``n_kv_heads`` key/value heads,
+each shared by ``n_heads / n_kv_heads`` query heads — query head h reads k/v head
+``h // (n_heads / n_kv_heads)`` (one k/v head for all: multi-query attention). The projection then
+has ``(n_heads + 2·n_kv_heads)·d_head`` rows, and ``d_head`` may differ from ``d_model / n_heads``
+(Gemma 3 270M: d_model 640, 4 heads × 256).
 """
 
 from __future__ import annotations
@@ -51,20 +57,46 @@ class SingleHeadAttention(nn.Module):
         return AF.attention(q, k, v, mask, return_weights=True)  # (B, L, d), (B, L, L)
 
 
+class SharedHeadPoint(HookPoint):
+    """The hook point of a k/v step with grouped-query heads: ``add_hook(fn, head=h)`` takes a
+    *query* head h and hooks the k/v head it reads, ``h // group``; fn still sees the name with h
+    (``layers.0.attn.k[5]``). A replacement changes the shared head, for every query head of its group."""
+
+    def __init__(self, group: int) -> None:
+        super().__init__()
+        self.group = group
+
+    def add_hook(self, fn, dir="fwd", *, head: Optional[int] = None, read_only: bool = False):
+        if head is None or self.group == 1 or not callable(fn) or isinstance(head, bool) or not isinstance(head, int) \
+                or head < 0:
+            return super().add_hook(fn, dir, head=head, read_only=read_only)
+        point, asked = self, head
+
+        def named(t: Tensor, name: str):
+            return fn(t, f"{point.name}[{asked}]")
+        return super().add_hook(named, dir, head=head // self.group, read_only=read_only)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with a fused Q/K/V projection and hook points on every step.
 
     Args:
         d_model: width of the residual stream.
-        n_heads: number of heads; ``d_head = d_model // n_heads``.
-        bias: biases on the projections.
+        n_heads: number of (query) heads.
+        n_kv_heads: number of key/value heads (grouped-query attention); None = n_heads.
+        head_dim: width of one head; None = ``d_model // n_heads``.
+        bias: biases on the projections (on W_qkv; on W_O too unless ``out_bias`` says otherwise).
+        out_bias: bias on W_O (None: as ``bias``; Qwen2 has q/k/v biases and none on W_O).
+        scale: the factor on q·kᵀ (None: the scoring's, 1/√d_head for "scaled"; Gemma 3 uses
+            ``query_pre_attn_scalar^-½``).
         scoring: how scores are formed, a name registered in :mod:`attnscope.scorings`. "cosine"
             gets a learnable temperature per head (Swin V2), "qknorm" a learnable LayerNorm on q
             and k (ViT-22B): the parts a scoring's ``learnable`` entry creates.
         dropout: dropout on the attention weights while training.
         cosine_temperature: initial τ for "cosine".
 
-    Hook points (names relative to this module): ``q``, ``k``, ``v`` (B, H, L|S, d_head) — q and
+    Hook points (names relative to this module): ``q`` (B, H, L, d_head), ``k``, ``v``
+    (B, H_kv, S, d_head; H_kv = n_kv_heads) — q and
     k as the scoring prepares them, the operands of the dot product (the projections for
     scaled/unscaled/inv_d, after the learnable LayerNorms for qknorm, unit length for cosine), so
     that ``scores == q @ kᵀ`` for every scoring; ``scores``, ``scaled``, ``masked``, ``weights``
@@ -72,26 +104,35 @@ class MultiHeadAttention(nn.Module):
     concatenated); ``out`` (after W_O). Every step runs in :func:`attnscope.kernels.steps.attend`.
     """
 
-    def __init__(self, d_model: int, n_heads: int, *, bias: bool = True, scoring: str = "scaled",
-                 dropout: float = 0.0, cosine_temperature: float = DEFAULT_COSINE_TEMPERATURE,
-                 layer_norm_eps: float = 1e-6) -> None:
+    def __init__(self, d_model: int, n_heads: int, *, n_kv_heads: Optional[int] = None,
+                 head_dim: Optional[int] = None, bias: bool = True, out_bias: Optional[bool] = None,
+                 scale: Optional[float] = None, scoring: str = "scaled", dropout: float = 0.0,
+                 cosine_temperature: float = DEFAULT_COSINE_TEMPERATURE, layer_norm_eps: float = 1e-6) -> None:
         super().__init__()
         d_model = check_positive_int("d_model", d_model)
         n_heads = check_positive_int("n_heads", n_heads)
-        if d_model % n_heads != 0:
+        n_kv = n_heads if n_kv_heads is None else check_positive_int("n_kv_heads", n_kv_heads)
+        if head_dim is None and d_model % n_heads != 0:
             raise ConfigError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}); "
                               f"d_model % n_heads = {d_model % n_heads}")
+        if n_heads % n_kv:
+            raise ConfigError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv}): each key/value "
+                              f"head serves n_heads / n_kv_heads query heads")
         sc = get_scoring(scoring)
-        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        dh = d_model // n_heads if head_dim is None else check_positive_int("head_dim", head_dim)
+        self.d_model, self.n_heads, self.n_kv_heads, self.d_head = d_model, n_heads, n_kv, dh
+        self.group = n_heads // n_kv  # query heads per k/v head
+        self.scale = scale
         self.scoring, self.dropout = scoring, check_dropout(dropout, "dropout")
-        self.W_qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # rows: [W_Q; W_K; W_V]
-        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+        # rows: [W_Q (H·d_head); W_K (H_kv·d_head); W_V (H_kv·d_head)]
+        self.W_qkv = nn.Linear(d_model, (n_heads + 2 * n_kv) * dh, bias=bias)
+        self.W_O = nn.Linear(n_heads * dh, d_model, bias=bias if out_bias is None else out_bias)
         if sc.learnable is not None:  # e.g. cosine's logit_scale (H, 1, 1), qknorm's q_norm, k_norm
             options = {"cosine_temperature": cosine_temperature, "layer_norm_eps": layer_norm_eps}
             for name, part in sc.learnable.create(n_heads, self.d_head, options).items():
                 setattr(self, name, part)
         for name in (*STEPS, "merged", "out"):
-            setattr(self, name, HookPoint())
+            setattr(self, name, SharedHeadPoint(self.group) if name in ("k", "v") else HookPoint())
         #: NaN/±inf checks naming the step (None: follow attnscope.kernels.checking_finite).
         self.check_finite: Optional[bool] = None
 
@@ -121,13 +162,15 @@ class MultiHeadAttention(nn.Module):
 
         Returns ``W_Q``, ``W_K``, ``W_V`` (d_model, d_head), their biases ``b_Q``, ``b_K``,
         ``b_V`` (d_head,) or None, and ``W_O`` (d_head, d_model): the rows of W_O that head i's
-        output is multiplied with (the output is Σ_i z_i @ W_O^(i) + b_O).
+        output is multiplied with (the output is Σ_i z_i @ W_O^(i) + b_O). With grouped-query
+        heads, W_K and W_V are those of the shared k/v head ``i // group``.
         """
         if not 0 <= i < self.n_heads:
             raise ConfigError(f"head index {i} out of range: this module has {self.n_heads} heads (0..{self.n_heads - 1})")
-        d, dh = self.d_model, self.d_head
-        W, b = self.W_qkv.weight, self.W_qkv.bias  # (3d, d), (3d,)
-        rows = [slice(part * d + i * dh, part * d + (i + 1) * dh) for part in range(3)]
+        dh, H, j = self.d_head, self.n_heads, i // self.group
+        W, b = self.W_qkv.weight, self.W_qkv.bias  # ((H + 2 H_kv)·d_head, d), (…,)
+        k0, v0 = H * dh, (H + self.n_kv_heads) * dh  # first rows of W_K and W_V
+        rows = [slice(i * dh, (i + 1) * dh), slice(k0 + j * dh, k0 + (j + 1) * dh), slice(v0 + j * dh, v0 + (j + 1) * dh)]
         out = {}
         for name, r in zip(("Q", "K", "V"), rows):
             out[f"W_{name}"] = W[r].T  # (d_model, d_head)
@@ -136,10 +179,10 @@ class MultiHeadAttention(nn.Module):
         return out
 
     # ------------------------------------------------------------------------------------------
-    def split_heads(self, t: Tensor) -> Tensor:
-        """(B, L, d_model) → (B, H, L, d_head): a view and a transpose, no arithmetic."""
+    def split_heads(self, t: Tensor, n_heads: Optional[int] = None) -> Tensor:
+        """(B, L, n·d_head) → (B, n, L, d_head) (n = ``n_heads`` by default): a view and a transpose."""
         B, L, _ = t.shape
-        return t.view(B, L, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, L, d_head)
+        return t.view(B, L, n_heads or self.n_heads, self.d_head).transpose(1, 2)  # (B, n, L, d_head)
 
     def merge_heads(self, t: Tensor) -> Tensor:
         """(B, H, L, d_head) → (B, L, d_model): heads concatenated along features."""
@@ -147,13 +190,14 @@ class MultiHeadAttention(nn.Module):
         return t.transpose(1, 2).reshape(B, L, H * dh)  # (B, L, d_model)
 
     def project(self, x: Tensor, context: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]:
-        """Q from x and K, V from ``context`` (x itself for self-attention); each (B, L|S, d_model)."""
-        d = self.d_model
+        """Q from x and K, V from ``context`` (x itself for self-attention): (B, L, H·d_head) and
+        (B, S, H_kv·d_head) twice."""
+        dq, dkv = self.n_heads * self.d_head, self.n_kv_heads * self.d_head
         if context is None:
-            return self.W_qkv(x).split(d, dim=-1)  # 3 × (B, L, d)
+            return self.W_qkv(x).split((dq, dkv, dkv), dim=-1)  # (B, L, ·) × 3
         W, b = self.W_qkv.weight, self.W_qkv.bias
-        q = F.linear(x, W[:d], None if b is None else b[:d])  # (B, L, d)
-        k, v = F.linear(context, W[d:], None if b is None else b[d:]).split(d, dim=-1)  # 2 × (B, S, d)
+        q = F.linear(x, W[:dq], None if b is None else b[:dq])  # (B, L, H·d_head)
+        k, v = F.linear(context, W[dq:], None if b is None else b[dq:]).split(dkv, dim=-1)  # 2 × (B, S, H_kv·d_head)
         return q, k, v
 
     def build_mask(self, B: int, L: int, S: int, key_padding_mask: Optional[Tensor],
@@ -223,12 +267,12 @@ class MultiHeadAttention(nn.Module):
 
         q, k, v = self.project(x, context)
         q = self.split_heads(q)  # (B, H, L, d_head)
-        k = self.split_heads(k)  # (B, H, S, d_head)
-        v = self.split_heads(v)  # (B, H, S, d_head)
-        z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, params=self,
+        k = self.split_heads(k, self.n_kv_heads)  # (B, H_kv, S, d_head)
+        v = self.split_heads(v, self.n_kv_heads)  # (B, H_kv, S, d_head)
+        z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, scale=self.scale, params=self,
                             dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
                             hooks=ModuleHooks(self), check_finite=self.check_finite)  # (B, H, L, d_head)
-        merged = self.merged(self.merge_heads(z))  # (B, L, d_model)
+        merged = self.merged(self.merge_heads(z))  # (B, L, H·d_head)
         out = self.out(self.W_O(merged))  # (B, L, d_model)
         return (out, weights) if need_weights else out
 

@@ -40,6 +40,8 @@ def activation_fn(name: str):
         return F.gelu
     if name == "gelu_tanh":
         return lambda x: F.gelu(x, approximate="tanh")
+    if name == "silu":
+        return F.silu
     return F.relu
 
 
@@ -65,8 +67,8 @@ class EncoderLayer(nn.Module):
         super().__init__()
         c = config
         self.pre_norm = c.norm == "pre"
-        self.attn = MultiHeadAttention(c.d_model, c.n_heads, bias=c.bias, scoring=c.scoring,
-                                       dropout=c.attn_dropout)
+        self.attn = MultiHeadAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
+                                       bias=c.bias, scoring=c.scoring, dropout=c.attn_dropout)
         self.ln1 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
         self.ffn = FeedForward(c)
         self.ln2 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)

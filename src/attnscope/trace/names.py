@@ -18,38 +18,64 @@ from ..errors import InputError
 TRACE_NAMES: tuple[str, ...] = (
     "embed.tokens", "embed.segments", "embed.positions", "embed.out",
     "layers.{i}.attn_in",
-    "layers.{i}.attn.q", "layers.{i}.attn.k", "layers.{i}.attn.v",
+    "layers.{i}.attn.q_proj", "layers.{i}.attn.k_proj", "layers.{i}.attn.q_normed", "layers.{i}.attn.k_normed",
+    "layers.{i}.attn.q", "layers.{i}.attn.k", "layers.{i}.attn.v", "layers.{i}.attn.mask",
     "layers.{i}.attn.scores", "layers.{i}.attn.scaled", "layers.{i}.attn.masked", "layers.{i}.attn.weights",
-    "layers.{i}.attn.z", "layers.{i}.attn.merged", "layers.{i}.attn.out",
-    "layers.{i}.attn_resid", "layers.{i}.ffn_in", "layers.{i}.ffn.hidden", "layers.{i}.ffn.out",
-    "layers.{i}.ffn_resid", "layers.{i}.out",
+    "layers.{i}.attn.z", "layers.{i}.attn.merged", "layers.{i}.attn.out", "layers.{i}.attn_post_norm",
+    "layers.{i}.attn_resid", "layers.{i}.ffn_in", "layers.{i}.ffn.gate", "layers.{i}.ffn.hidden", "layers.{i}.ffn.out",
+    "layers.{i}.ffn_post_norm", "layers.{i}.ffn_resid", "layers.{i}.out",
     "final_norm",
 )
 
-#: Steps of ``layers.{i}.attn`` that have a head axis (dim 1) and accept a ``[h]`` suffix.
+#: Steps of ``layers.{i}.attn`` that have a head axis (dim 1) and accept a ``[h]`` suffix, in every family.
 HEAD_STEPS: tuple[str, ...] = ("q", "k", "v", "scores", "scaled", "masked", "weights", "z")
+
+#: The per-head steps before the dot product's operands in the rotary (decoder) families: the
+#: projections and the QK-norm outputs. ``[h]`` works on them too.
+PRE_ROTARY_STEPS: tuple[str, ...] = ("q_proj", "k_proj", "q_normed", "k_normed")
+
+#: Per-head steps whose head axis counts key/value heads (n_kv_heads): ``name[h]`` takes a *query*
+#: head h and gives the k/v head it reads, ``h // (n_heads / n_kv_heads)``.
+KV_STEPS: tuple[str, ...] = ("k_proj", "k_normed", "k", "v")
+
+#: Names that only decoders of the Llama kind have (which of them fire: :func:`fires`).
+DECODER_ONLY: tuple[str, ...] = ("attn.q_proj", "attn.k_proj", "attn.q_normed", "attn.k_normed", "attn.mask",
+                                 "attn_post_norm", "ffn.gate", "ffn_post_norm")
 
 _HEAD_SUFFIX = re.compile(r"^(.*)\[(\d+)\]$")
 
-def expand_names(config: TransformerConfig) -> list[str]:
-    """Every concrete name for a model with ``config``, in forward order.
+def fires(template: str, config: TransformerConfig) -> bool:
+    """Does the name ``template`` (a :data:`TRACE_NAMES` entry) exist in a model with ``config``?
 
-    Names that never fire for this architecture are left out: ``embed.segments`` without segment
-    embeddings (GPT-2), ``embed.positions`` without positions, ``final_norm`` without a final
-    LayerNorm (BERT, RoBERTa).
+    Left out: ``embed.segments`` without segment embeddings (GPT-2, decoders), ``embed.positions``
+    without a position embedding (none, or rotary positions that act on q and k), ``final_norm``
+    without a final norm (BERT, RoBERTa); the decoder steps in encoders; ``q_normed``/``k_normed``
+    without QK-norm, and ``attn_post_norm``/``ffn_post_norm`` without Gemma's sandwich norms.
     """
-    out = []
-    for t in TRACE_NAMES:
-        if t == "embed.segments" and config.type_vocab_size == 0:
-            continue
-        if t == "embed.positions" and config.position == "none":
-            continue
-        if t == "final_norm" and not config.final_norm:
-            continue
-        if "{i}" in t:
-            continue
-        out.append(t)
-    layer_templates = [t for t in TRACE_NAMES if "{i}" in t]
+    decoder = getattr(config, "kind", "") == "decoder"
+    step = template.split("{i}.")[-1]
+    if step in DECODER_ONLY:
+        if not decoder:
+            return False
+        if step in ("attn.q_normed", "attn.k_normed"):
+            return bool(config.qk_norm)
+        if step in ("attn_post_norm", "ffn_post_norm"):
+            return bool(config.sandwich_norm)
+        return True
+    if template == "embed.segments":
+        return config.type_vocab_size > 0
+    if template == "embed.positions":
+        return config.position not in ("none", "rotary")
+    if template == "final_norm":
+        return bool(config.final_norm)
+    return True
+
+
+def expand_names(config: TransformerConfig) -> list[str]:
+    """Every concrete name for a model with ``config``, in forward order; only names that fire
+    for this architecture (see :func:`fires`)."""
+    out = [t for t in TRACE_NAMES if "{i}" not in t and fires(t, config)]
+    layer_templates = [t for t in TRACE_NAMES if "{i}" in t and fires(t, config)]
     head = out[: out.index("embed.out") + 1]
     tail = [n for n in out if n not in head]
     return head + [t.format(i=i) for i in range(config.n_layers) for t in layer_templates] + tail
@@ -62,14 +88,15 @@ def _split_head(pattern: str) -> tuple[str, Optional[int]]:
 
 def _is_head_step(name: str) -> bool:
     parts = name.split(".")
-    return len(parts) == 4 and parts[0] == "layers" and parts[2] == "attn" and parts[3] in HEAD_STEPS
+    return len(parts) == 4 and parts[0] == "layers" and parts[2] == "attn" and parts[3] in HEAD_STEPS + PRE_ROTARY_STEPS
 
 
 def resolve(patterns: Union[None, str, Iterable[str]], all_names: Sequence[str], n_heads: int,
             what: str = "names") -> list[tuple[str, Optional[int]]]:
     """Exact names or globs (with an optional ``[h]`` suffix) → ``[(name, head or None)]``, in
     forward order, without repeats. InputError for a pattern that matches nothing (with the
-    closest names), a ``[h]`` on a name without heads, or h out of range."""
+    closest names), a ``[h]`` on a name without heads, or h out of range. ``h`` is a query head
+    on every per-head name (on k/v names, the one k/v head it reads: see :data:`KV_STEPS`)."""
     if patterns is None:
         return [(n, None) for n in all_names]
     if isinstance(patterns, str):

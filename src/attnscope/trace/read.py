@@ -8,7 +8,10 @@ methods instead of building trace names itself::
     w = tr.weights(3, heads=5, queries=slice(0, 4), text=0)   # (4, n), computed from q and k
     tr.mask(3, text=0)                         # (1, n, n) bool: True = query may see key
 
-Indices are checked (an InputError names the valid range). With ``text=None`` results keep the
+Heads are query heads everywhere: with grouped-query attention (k and v have fewer heads),
+``tr.qkv(3, head=5)`` gives query head 5 and the k/v head it shares, ``5 // (n_heads / n_kv_heads)``.
+Masks include sliding windows (``mask(layer)`` of a windowed layer hides keys ``window`` or more
+positions back). Indices are checked (an InputError names the valid range). With ``text=None`` results keep the
 batch axis and every (padded) position; with ``text=i`` the batch axis is dropped and positions
 are cut to that text's real tokens. Weights that were not recorded are computed on demand from
 the recorded q and k, blockwise (only the requested rows exist at any time), with the mask the
@@ -87,7 +90,7 @@ class TraceReader:
             head = self.check_head(head)
         if name in self:  # type: ignore[operator]
             t = self[name]  # type: ignore[index]
-            t = t if head is None else t[:, head]
+            t = t if head is None else t[:, head // self._group(step)]
         elif head is not None and f"{name}[{head}]" in self:  # type: ignore[operator]
             t = self[f"{name}[{head}]"]  # type: ignore[index]
         else:
@@ -96,8 +99,14 @@ class TraceReader:
                              f"names=[{name!r}]")
         return t if text is None else self._cut(t, text, step)
 
+    def _group(self, step: str) -> int:
+        """Query heads per head of ``step``'s tensor: n_heads / n_kv_heads for k and v, else 1."""
+        from .names import KV_STEPS
+        return int(getattr(self.config, "kv_group", 1)) if step in KV_STEPS else 1  # type: ignore[attr-defined]
+
     def qkv(self, layer: int, head: Optional[int] = None, *, text: Optional[int] = None) -> tuple[Tensor, Tensor, Tensor]:
-        """q, k, v of ``layer``: each (B, H, L, d_head), or (B, L, d_head) for one head."""
+        """q, k, v of ``layer``: q (B, H, L, d_head), k and v (B, H_kv, L, d_head); for one (query)
+        head h, each (B, L, d_head) — k and v of the k/v head that h reads."""
         q, k, v = (self.step(layer, s, head, text=text) for s in ("q", "k", "v"))
         return q, k, v
 
@@ -109,15 +118,24 @@ class TraceReader:
         text = self.check_text(text)
         return am[text, : self.length(text)]
 
+    def window(self, layer: int) -> Optional[int]:
+        """The sliding window of ``layer`` (keys fewer than this many positions back), or None."""
+        fn = getattr(self.config, "window", None)
+        return fn(self.check_layer(layer)) if callable(fn) else None
+
     def mask(self, layer: int, *, text: Optional[int] = None) -> Tensor:
         """The boolean mask ``layer`` used, True = the query may see the key: (B, 1, L, S) —
-        padded keys and, in causal models, later keys are False. (1, n, n) for one text."""
+        padded keys, in causal models later keys, and on sliding-window layers keys ``window`` or
+        more positions back are False. (1, n, n) for one text."""
+        from ..positions import causal_window_mask
+
         self.check_layer(layer)
         keys = self.key_mask()  # (B, S)
         L = keys.shape[-1]
         allowed = keys[:, None, None, :].expand(-1, 1, L, L)  # (B, 1, L, S)
         if self.config.causal:  # type: ignore[attr-defined]
-            allowed = allowed & torch.ones(L, L, dtype=torch.bool, device=keys.device).tril()
+            pos = torch.arange(L, device=keys.device)
+            allowed = allowed & causal_window_mask(pos, pos, self.window(layer))
         if text is None:
             return allowed
         text = self.check_text(text)
@@ -184,11 +202,14 @@ class TraceReader:
         if one:
             q, k = q.unsqueeze(1), k.unsqueeze(1)  # (B, 1, L, d)
         scoring = self.config.scoring  # type: ignore[attr-defined]
+        scale = getattr(self.config, "query_scale", None)  # Gemma 3's query_pre_attn_scalar^-½
+        window = self.window(layer)
         if scoring == "cosine":
             raise InputError("cosine scoring uses the model's learned temperature, which a trace does not "
                              f"record; trace the weights themselves (names='layers.{layer}.attn.weights')")
         if scoring == "qknorm":
             scoring = "scaled"  # the recorded q, k are after the LayerNorm; what remains is ÷√d_head
+        causal = bool(self.config.causal)  # type: ignore[attr-defined]
         if text is not None:
             t = self.check_text(text)
             n = self.length(t)
@@ -198,8 +219,12 @@ class TraceReader:
             am = self.key_mask().to(q.device)  # (B, S)
             mask = None if bool(am.all()) else am[:, None, None, :]  # (B, 1, 1, S)
         L = q.shape[-2]
+        if window is not None and causal:  # the window as a mask; causality comes with it
+            from ..positions import causal_window_mask
+            pos = torch.arange(L, device=q.device)
+            win = causal_window_mask(pos, pos, window)[None, None]  # (1, 1, L, L)
+            mask, causal = (win if mask is None else win & mask), False
         queries = self._check_selection("query", queries, L)
-        w = attention_weights(q, k, mask, heads=0 if one else heads, queries=queries,
-                              causal=bool(self.config.causal), scoring=scoring,  # type: ignore[attr-defined]
-                              block_size=block_size)
+        w = attention_weights(q, k, mask, heads=0 if one else heads, queries=queries, causal=causal,
+                              scoring=scoring, scale=scale, block_size=block_size)
         return w[0] if text is not None else w

@@ -1,0 +1,171 @@
+"""What every loaded checkpoint has, encoder or decoder: a name, a family, a tokenizer, a lock,
+trace names, tracing and hooks, and (for language models) logits and the loss.
+
+:class:`LoadedModel` is a mixin of ``nn.Module`` stacks: :class:`~attnscope.models.Model`
+(BERT, RoBERTa, GPT-2 on a :class:`~attnscope.modules.TransformerEncoder`) and
+:class:`~attnscope.models.DecoderModel` (Llama, Qwen2, Mistral, Gemma 3 on a
+:class:`~attnscope.modules.TransformerDecoder`). A subclass calls :meth:`_setup` after its stack's
+``__init__`` and defines ``forward(input_ids, attention_mask, token_type_ids)`` → last hidden states.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import InputError
+from ..hooks import name_hook_points
+from ..tokenizer import Batch, Tokenizer
+from .registry import Family
+
+Tensor = torch.Tensor
+Texts = Union[str, Sequence[str], Batch]
+
+
+class LoadedModel:
+    """The shared part of a loaded checkpoint (see the module docstring).
+
+    Attributes:
+        config: the config translated from the checkpoint.
+        name: a display name (the folder's name, or the packaged model's name).
+        family: the family name ("bert", "gpt2", "llama", "gemma3", …).
+        tokenizer: the :class:`attnscope.tokenizer.Tokenizer` (None when loaded without one).
+        path: the checkpoint folder or file.
+        unused_weights: checkpoint keys that attnscope does not use.
+        lm_head_weight: the output matrix when it is not the token embedding (else None).
+    """
+
+    config: object
+    embed: torch.nn.Module
+
+    def _setup(self, family: Family, *, name: str = "", tokenizer: Optional[Tokenizer] = None,
+               path: Optional[Path] = None) -> None:
+        self._family = family
+        self.family = family.name
+        self.name = name or family.name
+        self.tokenizer = tokenizer
+        self.path = path
+        self.unused_weights: list[str] = []
+        self.lm_head_weight: Optional[torch.nn.Parameter] = None  # set only for an untied output layer
+        # Hooks live on the shared modules while a trace runs: one forward pass at a time, so
+        # that a server answering from several threads never mixes one request's hooks into another.
+        self.lock = threading.RLock()
+        name_hook_points(self)  # hook points know their names from the start ("layers.0.attn.q")
+
+    def __getstate__(self):  # copy.deepcopy / pickle: a lock cannot be copied; a copy gets its own
+        state = super().__getstate__().copy()  # type: ignore[misc]
+        state.pop("lock", None)
+        return state
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)  # type: ignore[misc]
+        self.lock = threading.RLock()
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def hook_names(self) -> list[str]:
+        """Every name :meth:`trace` can record for this model, in forward order."""
+        from ..trace import expand_names
+        return expand_names(self.config)  # type: ignore[arg-type]
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed.token_embedding.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.embed.token_embedding.weight.dtype
+
+    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False,
+               max_length: Optional[int] = None) -> Batch:
+        """Tokenize into one right-padded :class:`~attnscope.tokenizer.Batch` (CPU tensors).
+
+        ``batch.input_ids`` (B, L), ``batch.attention_mask`` (B, L) (1 = real token),
+        ``batch.tokens`` the token strings of each text without padding. A text longer than the
+        model's positions (or than ``max_length``, if given) raises InputError unless
+        ``truncate=True``.
+        """
+        if self.tokenizer is None:
+            raise InputError(f"model {self.name!r} has no tokenizer; pass token ids to forward()")
+        return self.tokenizer.encode(texts, truncate=truncate, max_length=max_length)
+
+    def as_batch(self, texts: Texts, *, truncate: bool = False) -> Batch:
+        batch = texts if isinstance(texts, Batch) else self.encode(texts, truncate=truncate)
+        return batch.to(self.device)
+
+    def run(self, texts: Texts, *, truncate: bool = False) -> Tensor:
+        """Hidden states ``(B, L, d_model)`` of texts (or a Batch), padded as :meth:`encode` pads."""
+        batch = self.as_batch(texts, truncate=truncate)
+        return self(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # type: ignore[operator]
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def has_lm_head(self) -> bool:
+        """True for language models: :meth:`logits` and :meth:`loss` are available."""
+        return bool(self._family.lm_head)
+
+    def _require_lm(self) -> None:
+        if not self.has_lm_head:
+            raise InputError(f"model {self.name!r} ({self.family}) has no language-model head; "
+                             f"logits and loss are available for language models (gpt2 and the decoders)")
+
+    def lm_logits(self, hidden: Tensor) -> Tensor:
+        """Next-token logits ``(B, L, vocab)`` from last hidden states: ``hidden @ W_Eᵀ`` with the tied
+        token embedding (or the checkpoint's own ``lm_head.weight`` when it is not tied)."""
+        self._require_lm()
+        W = self.lm_head_weight if self.lm_head_weight is not None else self.embed.token_embedding.weight
+        return F.linear(hidden, W)  # (B, L, V)
+
+    def logits(self, texts: Texts, *, truncate: bool = False) -> Tensor:
+        """Next-token logits ``(B, L, vocab)`` of texts; position t predicts token t + 1."""
+        self._require_lm()
+        return self.lm_logits(self.run(texts, truncate=truncate))
+
+    def loss(self, texts: Texts, *, reduction: str = "mean", truncate: bool = False) -> Tensor:
+        """Causal language-model cross-entropy (nats per token), as ``…ForCausalLM(labels=ids)``.
+
+        Position t predicts token t + 1; padded targets are ignored. ``reduction``: "mean"
+        (over every predicted real token of the batch, a scalar), "sum", or "none" ((B, L-1),
+        0 at padded targets).
+        """
+        self._require_lm()
+        if reduction not in ("mean", "sum", "none"):
+            raise InputError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        batch = self.as_batch(texts, truncate=truncate)
+        if batch.input_ids.shape[1] < 2:
+            raise InputError("the loss needs at least two tokens in some text (one to predict from, one to predict)")
+        logits = self.lm_logits(self(batch.input_ids, batch.attention_mask))  # type: ignore[operator]  # (B, L, V)
+        target = batch.input_ids[:, 1:].masked_fill(batch.attention_mask[:, 1:] == 0, -100)  # (B, L-1)
+        flat = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), target.flatten(), ignore_index=-100,
+                               reduction="none").view_as(target)  # (B, L-1)
+        if reduction == "none":
+            return flat
+        total = flat.sum()
+        return total if reduction == "sum" else total / (target != -100).sum().clamp(min=1)
+
+    # ------------------------------------------------------------------------------------------
+    def trace(self, texts: Texts, names=None, hooks=None, *, truncate: bool = False, grad: bool = False,
+              bwd_hooks=None):
+        """Run texts and record intermediates; see :func:`attnscope.trace.run_trace`."""
+        from ..trace import run_trace
+        return run_trace(self, texts, names=names, hooks=hooks, truncate=truncate, grad=grad,
+                         bwd_hooks=bwd_hooks)
+
+    def hooks(self, fwd=None, *, bwd=None):
+        """``with model.hooks({"layers.3.attn.z": fn}, bwd={…}):`` — hooks for the block's passes.
+
+        Names, globs and ``[h]`` as in :meth:`trace`; ``fn(tensor, name)`` returns a replacement or
+        None (backward: the gradient and its replacement). Always removed when the block ends.
+        """
+        from ..trace import attached_hooks
+        return attached_hooks(self, fwd, bwd)
+
+    def extra_repr(self) -> str:
+        c = self.config
+        heads = f"{c.n_heads}" if c.kv_heads == c.n_heads else f"{c.n_heads} (k/v {c.kv_heads})"  # type: ignore[attr-defined]
+        return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={heads}, "  # type: ignore[attr-defined]
+                f"d_model={c.d_model}")  # type: ignore[attr-defined]

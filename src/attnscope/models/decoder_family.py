@@ -1,0 +1,200 @@
+"""What the decoder families (llama, qwen2, mistral, gemma3) share: reading a Hugging Face
+``config.json`` into a :class:`~attnscope.config.DecoderConfig`, and the weight-name table.
+
+Hugging Face names → attnscope names (``{i}`` = layer)::
+
+    model.embed_tokens                  embed.token_embedding   (also the output layer when tied)
+    model.layers.{i}.input_layernorm    layers.{i}.ln1
+    self_attn.q_proj | k_proj | v_proj  layers.{i}.attn.W_qkv   rows [W_Q; W_K; W_V], biases too (Qwen2)
+    self_attn.o_proj                    layers.{i}.attn.W_O
+    self_attn.q_norm | k_norm           layers.{i}.attn.q_norm | k_norm      (Gemma 3)
+    post_attention_layernorm            layers.{i}.ln2          (Llama, Qwen2, Mistral: the norm before the MLP)
+                                        layers.{i}.ln_attn_post (Gemma 3: the norm after attention)
+    pre_feedforward_layernorm           layers.{i}.ln2          (Gemma 3)
+    post_feedforward_layernorm          layers.{i}.ln_ffn_post  (Gemma 3)
+    mlp.gate_proj | up_proj             layers.{i}.ffn.W_1      rows [W_gate; W_up]
+    mlp.down_proj                       layers.{i}.ffn.W_2
+    model.norm                          ln_f
+    lm_head                             lm_head_weight          (only when not tied to the embedding)
+
+RoPE settings are read in both spellings: transformers 5 writes ``rope_parameters`` (one dict,
+or one per layer type for Gemma 3), Hub checkpoints and GGUF files ``rope_theta`` /
+``rope_scaling`` / ``rope_local_base_freq``. Scaling kinds run: default, linear, dynamic, llama3.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..config import DecoderConfig, ROPE_TYPES
+from ..errors import ConfigError, ModelLoadError
+from .registry import WeightRule, fuse_rows, setting
+
+_MISSING = object()
+
+
+def _rope_dict(d, source: str, what: str) -> tuple[Optional[float], Optional[dict]]:
+    """``(theta, scaling or None)`` of one RoPE parameter dict (either spelling)."""
+    if d is None:
+        return None, None
+    if not isinstance(d, dict):
+        raise ModelLoadError(f"{source}: {what} must be an object, got {d!r}")
+    kind = d.get("rope_type", d.get("type", "default"))
+    theta = d.get("rope_theta")
+    if theta is not None and (isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0):
+        raise ModelLoadError(f"{source}: {what}.rope_theta must be a positive number, got {theta!r}")
+    if kind in (None, "default"):
+        return theta, None
+    if kind not in ROPE_TYPES:
+        raise ModelLoadError(f"{source}: {what} type {kind!r} is not supported; attnscope runs rotary "
+                             f"positions of type {', '.join(ROPE_TYPES)}")
+    need = {"linear": ("factor",), "dynamic": ("factor",),
+            "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}[kind]
+    scaling = {"rope_type": kind}
+    for key in need:
+        v = d.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise ModelLoadError(f"{source}: {what} of type {kind!r} needs a positive {key!r}, got {v!r}")
+        scaling[key] = v
+    if kind == "llama3" and not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
+        raise ModelLoadError(f"{source}: {what}: llama3 needs high_freq_factor > low_freq_factor, got "
+                             f"{scaling['high_freq_factor']} and {scaling['low_freq_factor']}")
+    return theta, scaling
+
+
+def rope_settings(hf: dict, source: str, *, default_theta: float = 10000.0,
+                  local: bool = False) -> tuple[float, Optional[dict], Optional[float]]:
+    """``(theta, scaling, local_theta)`` from a config dict in either spelling (see the module
+    docstring). ``local``: the family has sliding layers with their own base (Gemma 3)."""
+    params = hf.get("rope_parameters")
+    local_theta: Optional[float] = None
+    if isinstance(params, dict) and ("full_attention" in params or "sliding_attention" in params):
+        theta, scaling = _rope_dict(params.get("full_attention"), source, "rope_parameters.full_attention")
+        local_theta, local_scaling = _rope_dict(params.get("sliding_attention"), source,
+                                                "rope_parameters.sliding_attention")
+        if local_scaling is not None:
+            raise ModelLoadError(f"{source}: rope scaling on sliding-window layers "
+                                 f"({local_scaling['rope_type']!r}) is not supported")
+    elif params is not None:
+        theta, scaling = _rope_dict(params, source, "rope_parameters")
+    else:
+        theta, scaling = _rope_dict(hf.get("rope_scaling") or {}, source, "rope_scaling")
+        if hf.get("rope_theta") is not None:
+            theta, _ = _rope_dict({"rope_theta": hf["rope_theta"]}, source, "config")
+    if local and local_theta is None:
+        local_theta = float(setting(hf, "rope_local_base_freq", source, 10000.0, float))
+    return float(theta if theta is not None else default_theta), scaling, local_theta
+
+
+def decoder_activation(name, source: str) -> str:
+    """The gate's activation: silu (SwiGLU: Llama, Qwen2, Mistral) or gelu_tanh (GeGLU: Gemma)."""
+    table = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
+             "gelu_fast": "gelu_tanh", "gelu": "gelu"}
+    if name not in table:
+        raise ModelLoadError(f"{source}: activation {name!r} is not supported for a gated MLP; attnscope runs "
+                             f"{', '.join(sorted(table))}")
+    return table[name]
+
+
+def _eos_ids(hf: dict, source: str) -> list[int]:
+    eos = hf.get("eos_token_id")
+    if eos is None:
+        return []
+    ids = eos if isinstance(eos, list) else [eos]
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise ModelLoadError(f"{source}: 'eos_token_id' must be a token id or a list of them, got {eos!r}")
+    return list(ids)
+
+
+def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act", default_activation: str = "silu",
+                   tie_default: bool = False, **fields) -> DecoderConfig:
+    """The settings every decoder family shares, read from ``hf``; ``fields`` are the family's own."""
+    d = setting(hf, "hidden_size", source)
+    n_heads = setting(hf, "num_attention_heads", source)
+    n_kv = setting(hf, "num_key_value_heads", source, n_heads)
+    head_dim = setting(hf, "head_dim", source, None)
+    if head_dim is None:
+        if n_heads <= 0 or d % n_heads:
+            raise ModelLoadError(f"{source}: hidden_size {d} is not a multiple of num_attention_heads {n_heads} "
+                                 f"and 'head_dim' is not given")
+        head_dim = d // n_heads
+    if n_kv <= 0 or n_heads % n_kv:
+        raise ModelLoadError(f"{source}: num_attention_heads ({n_heads}) must be a multiple of "
+                             f"num_key_value_heads ({n_kv})")
+    for key in ("partial_rotary_factor",):
+        if hf.get(key) not in (None, 1, 1.0):
+            raise ModelLoadError(f"{source}: {key} = {hf[key]} (rotating part of each head) is not supported")
+    act = hf.get(activation_key) or hf.get("hidden_act") or default_activation
+    eos = _eos_ids(hf, source)
+    pad = hf.get("pad_token_id")
+    pad = pad if isinstance(pad, int) and not isinstance(pad, bool) else (eos[0] if eos else 0)
+    base = dict(
+        vocab_size=setting(hf, "vocab_size", source), d_model=d, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim,
+        n_layers=setting(hf, "num_hidden_layers", source), d_ff=setting(hf, "intermediate_size", source),
+        max_positions=setting(hf, "max_position_embeddings", source, 4096),
+        layer_norm_eps=float(setting(hf, "rms_norm_eps", source, 1e-6, float)),
+        activation=decoder_activation(act, source), attn_dropout=0.0, dropout=0.0,
+        tie_embeddings=bool(setting(hf, "tie_word_embeddings", source, tie_default, bool)),
+        pad_token_id=pad, bos_token_id=hf.get("bos_token_id") if isinstance(hf.get("bos_token_id"), int) else None,
+        eos_token_ids=eos,
+        extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
+               "name_or_path": hf.get("_name_or_path")},
+    )
+    base.update(fields)
+    try:
+        return DecoderConfig(**base)
+    except ConfigError as e:
+        raise ModelLoadError(f"{source}: {e}") from None
+
+
+def window_layer_types(n_layers: int, window: Optional[int], layer_types, source: str) -> Optional[list]:
+    """``layer_types`` in attnscope's spelling ("full"/"sliding") from the Hub's
+    ("full_attention"/"sliding_attention"), or all sliding when only a window is given (Mistral)."""
+    if layer_types is not None:
+        table = {"full_attention": "full", "sliding_attention": "sliding"}
+        if not isinstance(layer_types, list) or len(layer_types) != n_layers or \
+                any(t not in table for t in layer_types):
+            raise ModelLoadError(f"{source}: layer_types must list 'full_attention' or 'sliding_attention' for "
+                                 f"each of the {n_layers} layers, got {layer_types!r}")
+        out = [table[t] for t in layer_types]
+        if window is None and "sliding" in out:
+            raise ModelLoadError(f"{source}: layer_types has sliding layers but 'sliding_window' is not set")
+        return out
+    return ["sliding"] * n_layers if window is not None else None
+
+
+def rules(config: DecoderConfig) -> list[WeightRule]:
+    """The weight table of the module docstring for ``config``."""
+    out = [WeightRule("embed.token_embedding.weight", ("model.embed_tokens.weight",)),
+           WeightRule("ln_f.weight", ("model.norm.weight",))]
+    if not config.tie_embeddings:
+        out.append(WeightRule("lm_head_weight", ("lm_head.weight",)))
+    gemma = config.sandwich_norm
+    for i in range(config.n_layers):
+        src, dst = f"model.layers.{i}.", f"layers.{i}."
+        att = src + "self_attn."
+        qkv = tuple(f"{att}{p}_proj.weight" for p in "qkv")
+        out.append(WeightRule(f"{dst}attn.W_qkv.weight", qkv, fuse_rows))
+        if config.bias:
+            out.append(WeightRule(f"{dst}attn.W_qkv.bias", tuple(f"{att}{p}_proj.bias" for p in "qkv"), fuse_rows))
+        out.append(WeightRule(f"{dst}attn.W_O.weight", (att + "o_proj.weight",)))
+        if config.out_bias:
+            out.append(WeightRule(f"{dst}attn.W_O.bias", (att + "o_proj.bias",)))
+        if config.qk_norm:
+            out += [WeightRule(f"{dst}attn.q_norm.weight", (att + "q_norm.weight",)),
+                    WeightRule(f"{dst}attn.k_norm.weight", (att + "k_norm.weight",))]
+        out.append(WeightRule(f"{dst}ln1.weight", (src + "input_layernorm.weight",)))
+        if gemma:
+            out += [WeightRule(f"{dst}ln_attn_post.weight", (src + "post_attention_layernorm.weight",)),
+                    WeightRule(f"{dst}ln2.weight", (src + "pre_feedforward_layernorm.weight",)),
+                    WeightRule(f"{dst}ln_ffn_post.weight", (src + "post_feedforward_layernorm.weight",))]
+        else:
+            out.append(WeightRule(f"{dst}ln2.weight", (src + "post_attention_layernorm.weight",)))
+        out.append(WeightRule(f"{dst}ffn.W_1.weight", (src + "mlp.gate_proj.weight", src + "mlp.up_proj.weight"),
+                              fuse_rows))
+        out.append(WeightRule(f"{dst}ffn.W_2.weight", (src + "mlp.down_proj.weight",)))
+        if config.mlp_bias:
+            out.append(WeightRule(f"{dst}ffn.W_1.bias", (src + "mlp.gate_proj.bias", src + "mlp.up_proj.bias"),
+                                  fuse_rows))
+            out.append(WeightRule(f"{dst}ffn.W_2.bias", (src + "mlp.down_proj.bias",)))
+    return out

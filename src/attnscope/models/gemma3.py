@@ -1,0 +1,69 @@
+"""Gemma 3 (text model, ``gemma3_text``; also the text part of ``gemma3`` configs).
+
+What differs from Llama:
+
+* token embeddings × √d_model (rounded to the weights' dtype, as transformers does);
+* RMSNorm scales by ``(1 + w)`` (the stored w is near 0), four per layer: before and after
+  attention, before and after the MLP (sandwich norms); GeGLU MLP (``gelu_pytorch_tanh``);
+* QK-norm: RMSNorm of each head's q and k (over head_dim) before the rotation;
+* scores × ``query_pre_attn_scalar^-½`` (256 in 270M = head_dim; not always head_dim);
+* sliding-window layers (``sliding_window``, 512 in 270M) and full layers: ``layer_types`` when
+  given, else every ``_sliding_window_pattern``-th layer (default 6: layers 5, 11, 17 of 18) is
+  full; the two kinds use different RoPE bases (local 10 000, global 1 000 000 with the global
+  scaling, if any);
+* a multimodal ``gemma3`` checkpoint loads its text model (``text_config``, weights under
+  ``language_model.``; the vision tower is left unused);
+* optional ``final_logit_softcapping`` (logits = cap·tanh(logits/cap)); attention softcapping
+  (Gemma 2) is refused.
+
+Weights: the shared decoder table (:mod:`.decoder_family`), with all four norms.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..config import DecoderConfig
+from ..errors import ModelLoadError
+from . import decoder_family as D
+from .decoder_model import DecoderModel
+from .registry import Family, register, setting
+
+
+def config_from_hf(hf: dict, source: str) -> DecoderConfig:
+    if isinstance(hf.get("text_config"), dict):  # Gemma3ForConditionalGeneration: its text model
+        hf = dict(hf["text_config"], model_type="gemma3_text", architectures=hf.get("architectures"))
+    if hf.get("attn_logit_softcapping") is not None:
+        raise ModelLoadError(f"{source}: attn_logit_softcapping = {hf['attn_logit_softcapping']} (Gemma 2's attention "
+                             f"softcapping) is not supported")
+    if hf.get("use_bidirectional_attention"):
+        raise ModelLoadError(f"{source}: use_bidirectional_attention (EmbeddingGemma) is not supported; attnscope "
+                             f"runs Gemma 3 as a causal decoder")
+    theta, scaling, local = D.rope_settings(hf, source, default_theta=1_000_000.0, local=True)
+    n_layers = setting(hf, "num_hidden_layers", source)
+    window = setting(hf, "sliding_window", source, 4096)
+    types = hf.get("layer_types")
+    if types is None:
+        pattern = hf.get("_sliding_window_pattern", hf.get("sliding_window_pattern", 6))
+        if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern <= 0:
+            raise ModelLoadError(f"{source}: sliding_window_pattern must be a positive integer, got {pattern!r}")
+        types = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n_layers)]
+    types = D.window_layer_types(n_layers, window, types, source)
+    head_dim = setting(hf, "head_dim", source, 256)
+    scalar = setting(hf, "query_pre_attn_scalar", source, head_dim, float)
+    d = setting(hf, "hidden_size", source)
+    cap = hf.get("final_logit_softcapping")
+    return D.decoder_config(
+        dict(hf, head_dim=head_dim), source, activation_key="hidden_activation", default_activation="gelu_pytorch_tanh",
+        tie_default=True, rope_theta=theta, rope_scaling=scaling, rope_local_theta=local,
+        sliding_window=window if "sliding" in types else None, layer_types=types if "sliding" in types else None,
+        bias=bool(setting(hf, "attention_bias", source, False, bool)),
+        out_bias=bool(setting(hf, "attention_bias", source, False, bool)),
+        norm_offset=1.0, sandwich_norm=True, qk_norm=True, embed_scale=math.sqrt(d),
+        query_scale=float(scalar) ** -0.5, final_logit_softcap=float(cap) if cap is not None else None)
+
+
+FAMILY = register(Family(
+    name="gemma3", model_types=("gemma3_text", "gemma3"), prefixes=("language_model.",), config_from_hf=config_from_hf, rules=D.rules,
+    tokenizer_kind="bpe-gpt2", lm_head=False, model_class=DecoderModel,
+))

@@ -1,0 +1,228 @@
+"""Text generation with a key/value cache, and the attention of every generated token.
+
+    >>> m = attnscope.load("smollm2-135m")
+    >>> g = m.generate("What is the capital of France?", chat=True, max_new_tokens=20)
+    >>> g.text                                  # 'The capital of France is Paris.'
+    >>> g = m.generate("The capital of France is", max_new_tokens=8, attentions=True)
+    >>> g.attentions[0].shape                   # (n_layers, n_heads, n_prompt): what produced token 0
+
+The prompt runs once; each new token then runs alone against the cached keys and values of
+everything before it (:class:`~attnscope.modules.decoder_attention.KVCache`), so a step costs one
+token's work. ``temperature=0`` (the default) is greedy: the most likely token, as transformers'
+``generate(do_sample=False)``. Otherwise logits are divided by the temperature, cut to the
+``top_k`` most likely and to the smallest set whose probability reaches ``top_p`` (in that order,
+as transformers), and sampled with a ``torch.Generator`` seeded by ``seed``.
+
+**Attention of a generated token.** ``attentions[t]`` is the attention of the step that *chose*
+new token t: its query is the token just before it (the last prompt token for t = 0), its keys are
+the prompt and new tokens 0 … t−1, ``(n_layers, n_heads, n_prompt + t)`` per query head, rows
+summing to 1 — the same numbers as that row of a full forward pass over the whole sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence, Union
+
+import torch
+
+from ..errors import ConfigError, InputError
+from ..modules.decoder_attention import KVCache
+from ..tokenizer import check_unicode
+
+Tensor = torch.Tensor
+Prompt = Union[str, Sequence[dict]]
+
+
+@dataclass
+class Generation:
+    """What :func:`generate` returns.
+
+    Attributes:
+        prompt: the text given to the model (after the chat template, when one was applied).
+        prompt_ids: its token ids; ``new_ids``: the generated ones (an EOS that stopped it included).
+        tokens: token strings of prompt and new tokens (``model.tokenizer.readable`` spells them).
+        text: the generated text (decoded new ids, without the stopping EOS).
+        finish_reason: "eos" (an end-of-sequence token was generated) or "length".
+        attentions: with ``attentions=True``, per new token t a ``(n_layers, n_heads, n_prompt + t)``
+            float32 tensor (see the module docstring); else None.
+        logits: with ``logits=True``, per new token the ``(vocab,)`` logits it was chosen from.
+        settings: the sampling settings used.
+    """
+
+    prompt: str
+    prompt_ids: list
+    new_ids: list
+    tokens: list
+    text: str
+    finish_reason: str
+    attentions: Optional[list] = None
+    logits: Optional[list] = None
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def ids(self) -> list:
+        """Prompt and new token ids."""
+        return self.prompt_ids + self.new_ids
+
+    @property
+    def n_prompt(self) -> int:
+        return len(self.prompt_ids)
+
+    def __repr__(self) -> str:
+        return (f"Generation({len(self.new_ids)} new tokens after {self.n_prompt}, finish_reason="
+                f"{self.finish_reason!r}, text={self.text!r})")
+
+
+def _positive_int(name: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ConfigError(f"{name} must be a positive integer, got {v!r}")
+    return v
+
+
+def check_settings(temperature, top_k, top_p) -> tuple[float, Optional[int], Optional[float]]:
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0 \
+            or temperature == float("inf"):
+        raise ConfigError(f"temperature must be a number ≥ 0 (0 = greedy), got {temperature!r}")
+    if top_k is not None:
+        top_k = _positive_int("top_k", top_k)
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
+        raise ConfigError(f"top_p must be in (0, 1], got {top_p!r}")
+    return float(temperature), top_k, (float(top_p) if top_p is not None else None)
+
+
+def choose(logits: Tensor, temperature: float, top_k: Optional[int], top_p: Optional[float],
+           generator: Optional[torch.Generator]) -> int:
+    """The next token from ``logits (V,)``: argmax when ``temperature == 0``, else a sample."""
+    if temperature == 0.0:
+        return int(logits.argmax())
+    scores = logits.float() / temperature
+    if top_k is not None and top_k < scores.shape[-1]:
+        kth = torch.topk(scores, top_k).values[-1]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        # transformers' TopPLogitsWarper: drop the least likely tokens whose total is ≤ 1 − top_p
+        sorted_scores, order = torch.sort(scores, descending=False)
+        cum = sorted_scores.softmax(-1).cumsum(-1)
+        drop = cum <= (1 - top_p)
+        drop[-1] = False  # keep at least the most likely token
+        scores = scores.masked_fill(drop.scatter(0, order, drop), float("-inf"))
+    probs = scores.softmax(-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = None) -> tuple[str, list]:
+    """``(text, ids)`` of the prompt; with ``chat``, rendered by the model's chat template and
+    tokenized without adding special tokens again (as transformers' ``apply_chat_template``)."""
+    if model.tokenizer is None:
+        raise InputError(f"model {model.name!r} has no tokenizer; load it with tokenizer=True to generate from text")
+    if chat or not isinstance(prompt, str):
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        if system is not None:
+            messages = [{"role": "system", "content": system}] + messages
+        text = model.apply_chat_template(messages, add_generation_prompt=True)
+        check_unicode(text, "the prompt")
+        ids = model.tokenizer.backend.encode(text, add_special_tokens=False).ids
+    else:
+        if system is not None:
+            raise InputError("system= needs chat=True (a system message is part of the chat template)")
+        text = check_unicode(prompt, "the prompt")
+        ids = model.tokenizer.backend.encode(text).ids
+    if not ids:
+        raise InputError("the prompt gives no tokens")
+    limit = model.config.max_positions
+    if len(ids) > limit:
+        raise InputError(f"the prompt has {len(ids)} tokens, more than the model's context of {limit} positions; "
+                         f"shorten it")
+    return text, list(ids)
+
+
+class _Stream:
+    """Calls ``fn(piece)`` with each new piece of text as soon as it decodes to whole characters."""
+
+    def __init__(self, model, fn: Optional[Callable[[str], None]]) -> None:
+        self.model, self.fn, self.ids, self.sent = model, fn, [], ""
+
+    def push(self, token_id: int, final: bool = False) -> None:
+        if token_id is not None:
+            self.ids.append(token_id)
+        if self.fn is None:
+            return
+        text = self.model.tokenizer.decode(self.ids)
+        if text.endswith("\ufffd") and not final:  # part of a multi-byte character: wait for the rest
+            return
+        if len(text) > len(self.sent) and text.startswith(self.sent):
+            self.fn(text[len(self.sent):])
+            self.sent = text
+
+
+def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: float = 0.0,
+             top_k: Optional[int] = None, top_p: Optional[float] = None, seed: Optional[int] = None,
+             chat: bool = False, system: Optional[str] = None, attentions: bool = False, logits: bool = False,
+             eos_token_ids: Optional[Sequence[int]] = None, stream: Optional[Callable[[str], None]] = None) -> Generation:
+    """Continue ``prompt`` with up to ``max_new_tokens`` tokens (see the module docstring).
+
+    Args:
+        model: a :class:`~attnscope.models.DecoderModel`.
+        prompt: the text, or chat messages ``[{"role": …, "content": …}]`` (then ``chat`` is implied).
+        max_new_tokens: at most this many new tokens; ConfigError when ≤ 0 or when prompt + new
+            tokens would pass the model's context.
+        temperature, top_k, top_p, seed: sampling (temperature 0: greedy; seed: reproducible samples).
+        chat: apply the model's chat template to a user message ``prompt`` (and ``system``).
+        attentions: keep each new token's attention (per layer and query head).
+        logits: keep the logits each token was chosen from.
+        eos_token_ids: tokens that end the generation (default: the model's end-of-sequence ids).
+        stream: ``fn(text_piece)``, called as the text grows (for printing as it comes).
+    """
+    max_new_tokens = _positive_int("max_new_tokens", max_new_tokens)
+    temperature, top_k, top_p = check_settings(temperature, top_k, top_p)
+    text, ids = prompt_ids(model, prompt, chat=chat, system=system)
+    limit = model.config.max_positions
+    if len(ids) + max_new_tokens > limit:
+        raise ConfigError(f"max_new_tokens = {max_new_tokens} after a {len(ids)}-token prompt passes the model's "
+                          f"context of {limit} positions; at most {limit - len(ids)} new tokens fit")
+    eos = set(model.config.eos_token_ids if eos_token_ids is None else eos_token_ids)
+    gen = None
+    if temperature > 0.0:
+        gen = torch.Generator(device="cpu")
+        gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
+    device = model.device
+    cache = KVCache(model.config.n_layers)
+    new: list[int] = []
+    atts: Optional[list] = [] if attentions else None
+    kept: Optional[list] = [] if logits else None
+    out = _Stream(model, stream)
+    reason = "length"
+    with torch.no_grad(), model.lock:
+        # With attentions, the last prompt token runs as a step of its own, so that only its row
+        # of weights is formed (not the prompt's full L×L matrices).
+        first = ids[:-1] if attentions else ids
+        h = model.decode(torch.tensor([first], device=device), cache=cache) if first else None
+        step_in = [ids[-1]] if attentions else None
+        for t in range(max_new_tokens):
+            if step_in is not None:
+                h, w = model.decode(torch.tensor([step_in], device=device), cache=cache, need_weights=attentions)
+                if atts is not None:
+                    atts.append(torch.stack([x[0, :, -1].float().cpu() for x in w]))  # (n_layers, H, S)
+            scores = model.lm_logits(h[0, -1])  # (V,)
+            if kept is not None:
+                kept.append(scores.float().cpu())
+            token = choose(scores, temperature, top_k, top_p, gen)
+            new.append(token)
+            if token in eos:
+                reason = "eos"
+                break
+            out.push(token)
+            step_in = [token]
+            if not attentions:
+                if t + 1 < max_new_tokens:
+                    h = model.decode(torch.tensor([step_in], device=device), cache=cache)
+                step_in = None
+    out.push(None, final=True)
+    body = new[:-1] if reason == "eos" else new
+    tok = model.tokenizer
+    return Generation(prompt=text, prompt_ids=ids, new_ids=new,
+                      tokens=[tok.id_to_token(i) for i in ids + new], text=tok.decode(body),
+                      finish_reason=reason, attentions=atts, logits=kept,
+                      settings={"max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k,
+                                "top_p": top_p, "seed": seed, "chat": bool(chat or not isinstance(prompt, str))})

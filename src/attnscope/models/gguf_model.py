@@ -1,0 +1,86 @@
+"""``attnscope.load`` for GGUF files and installed model packages: a ``.gguf`` path or a name
+(``"smollm2-135m"``, ``"gemma-3-270m"``) → :class:`~attnscope.models.DecoderModel`.
+
+The file is read by :func:`.gguf.load_gguf` (config in the Hub's spelling, weights dequantized
+with ``gguf`` under their Hugging Face names, tokenizer and chat template from the metadata), then
+goes through the same family translation and weight table as a Hugging Face folder. No
+``transformers``, no network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+import torch
+
+from ..errors import ModelLoadError
+from ..tokenizer import Tokenizer
+from .packages import find_package, license_notice, package_model_path
+from .registry import family_for
+
+GGUF_MAGIC = b"GGUF"
+
+
+def is_gguf_source(path) -> bool:
+    """True for a model package name (when no folder of that name exists) or a GGUF file."""
+    if not isinstance(path, (str, Path)):
+        return False
+    p = Path(path).expanduser()
+    if find_package(str(path)) is not None and not p.exists():
+        return True
+    if p.suffix.lower() == ".gguf":
+        return True
+    if p.is_file():
+        try:
+            with open(p, "rb") as f:
+                return f.read(4) == GGUF_MAGIC
+        except OSError:
+            return False
+    return False
+
+
+def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torch.dtype] = None,
+                    tokenizer: bool = True, progress: Optional[bool] = None):
+    """A :class:`~attnscope.models.DecoderModel` from a ``.gguf`` file or an installed package name.
+
+    Weights are dequantized to float32 (``dtype=torch.float64`` dequantizes to float64 directly;
+    other dtypes are a cast afterwards). ``model.gguf`` keeps the storage type of each weight and
+    the config values the file does not store (with where they came from).
+    """
+    from .gguf import load_gguf
+    from .loader import map_weights  # the folder loader's weight mapping (a function-level import: no cycle)
+
+    package = find_package(str(path)) if not Path(str(path)).expanduser().exists() else None
+    file = package_model_path(str(path)) if package is not None else Path(path).expanduser()
+    if not file.is_file():
+        raise ModelLoadError(f"GGUF file {file} not found")
+    read_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+    ckpt = load_gguf(file, dtype=read_dtype, tokenizer=tokenizer, progress=progress)
+    source = str(file)
+    family = family_for(ckpt.config.get("model_type"), source)
+    config = family.config_from_hf(ckpt.config, source)
+    config.extra["source"] = source
+    name = package.name if package is not None else (ckpt.config.get("_name_or_path") or file.stem)
+    model = family.model_class(config, family, name=str(name), path=file)  # type: ignore[misc]
+    model.to(read_dtype)
+    model.unused_weights = map_weights(model, family, ckpt.state_dict, source)
+    model.gguf = {"architecture": ckpt.architecture, "qtypes": ckpt.qtypes, "defaults": ckpt.defaults,
+                  "license": license_notice(package.name) if package is not None else None}
+    del ckpt.state_dict
+    if tokenizer:
+        t = ckpt.tokenizer
+        pad = t.pad_token_id if t.pad_token_id is not None else (t.eos_token_id or 0)
+        model.tokenizer = Tokenizer(t.backend, pad_token_id=pad, max_length=config.max_positions, source=source)
+        if model.tokenizer.vocab_size > config.vocab_size:
+            raise ModelLoadError(f"{source}: the tokenizer has {model.tokenizer.vocab_size} tokens but the model's "
+                                 f"vocabulary is {config.vocab_size}")
+        model.chat_template = t.chat_template
+        model.special_tokens = dict(t.special_tokens)
+    model.eval()
+    if device is not None or (dtype is not None and dtype != read_dtype):
+        try:
+            model.to(device=device, dtype=dtype)
+        except (RuntimeError, TypeError) as e:
+            raise ModelLoadError(f"cannot move the model to device={device}, dtype={dtype}: {e}") from None
+    return model

@@ -1,0 +1,198 @@
+"""Pre-norm decoder layers and stacks of the Llama kind (Llama, Qwen2, Mistral, Gemma 3).
+
+One layer (hook point names; Gemma's two extra norms in brackets)::
+
+    attn_in        = RMSNorm_1(x)
+    [attn_post_norm = RMSNorm(Attn(attn_in))]        Gemma's sandwich norm
+    attn_resid     = x + Attn(attn_in)  [or + attn_post_norm]
+    ffn_in         = RMSNorm_2(attn_resid)
+    ffn.gate       = act(W_gate ffn_in)               silu (SwiGLU) or gelu_tanh (GeGLU)
+    ffn.hidden     = ffn.gate ⊙ W_up ffn_in
+    ffn.out        = W_down ffn.hidden
+    [ffn_post_norm = RMSNorm(ffn.out)]
+    ffn_resid      = attn_resid + ffn.out  [or + ffn_post_norm]
+    out            = ffn_resid
+
+The names mean what they mean in the encoder families (``attn_in`` enters attention, ``ffn_in``
+enters the MLP, ``out`` leaves the layer); only the norms differ. The stack computes the rotary
+tables once per pass for each base (Gemma's sliding layers use their own) and the mask once per
+window size, and hands both to every layer.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+from ..config import DecoderConfig
+from ..errors import InputError, ShapeError, fmt_shape
+from ..hooks import HookPoint
+from ..positions import Rotary, causal_window_mask
+from .decoder_attention import DecoderAttention, KVCache
+from .encoder import activation_fn
+from .rmsnorm import RMSNorm
+
+Tensor = torch.Tensor
+
+
+class DecoderEmbeddings(nn.Module):
+    """ids ``(B, L)`` → ``(B, L, d)``: hook points ``tokens`` (the rows) and ``out`` (× ``embed_scale``:
+    √d_model in Gemma, in the weights' dtype as transformers rounds it; 1 elsewhere)."""
+
+    def __init__(self, config: DecoderConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
+        self.tokens, self.out = HookPoint(), HookPoint()
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        c = self.config
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
+            got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+            raise ShapeError(f"input_ids must be an integer tensor (B, L), got {got}")
+        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= c.vocab_size):
+            raise InputError(f"token ids must be in [0, {c.vocab_size}), got min {int(input_ids.min())}, "
+                             f"max {int(input_ids.max())}")
+        x = self.tokens(self.token_embedding(input_ids))  # (B, L, d)
+        if c.embed_scale != 1.0:
+            x = x * torch.tensor(c.embed_scale, dtype=torch.float32).to(x.dtype)
+        return self.out(x)  # (B, L, d)
+
+
+class GatedFeedForward(nn.Module):
+    """``W_2 (act(W_gate x) ⊙ W_up x)`` (Shazeer 2020); ``W_1`` holds ``[W_gate; W_up]`` (2·d_ff, d)
+    so that both come from one matrix product. Hook points ``gate``, ``hidden`` (B, L, d_ff), ``out``."""
+
+    def __init__(self, config: DecoderConfig) -> None:
+        super().__init__()
+        c = config
+        self.d_ff = c.d_ff
+        self.W_1 = nn.Linear(c.d_model, 2 * c.d_ff, bias=c.mlp_bias)  # rows: [W_gate; W_up]
+        self.W_2 = nn.Linear(c.d_ff, c.d_model, bias=c.mlp_bias)
+        self.act = activation_fn(c.activation)
+        self.gate, self.hidden, self.out = HookPoint(), HookPoint(), HookPoint()
+
+    def forward(self, x: Tensor) -> Tensor:
+        g, u = self.W_1(x).split(self.d_ff, dim=-1)  # (B, L, d_ff) × 2
+        h = self.hidden(self.gate(self.act(g)) * u)  # (B, L, d_ff)
+        return self.out(self.W_2(h))  # (B, L, d_model)
+
+
+class DecoderLayer(nn.Module):
+    """RMSNorm → attention → residual → RMSNorm → gated MLP → residual (see the module docstring)."""
+
+    def __init__(self, config: DecoderConfig, index: int) -> None:
+        super().__init__()
+        c = config
+        self.index, self.window, self.rope = index, c.window(index), c.rope(index)
+        norm = lambda: RMSNorm(c.d_model, c.layer_norm_eps, offset=c.norm_offset)  # noqa: E731
+        self.attn_in = HookPoint()
+        self.ln1 = norm()
+        self.attn = DecoderAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
+                                     bias=c.bias, out_bias=c.out_bias, scale=c.query_scale, dropout=c.attn_dropout,
+                                     layer_index=index, qk_norm_eps=c.layer_norm_eps if c.qk_norm else None,
+                                     norm_offset=c.norm_offset)
+        self.sandwich = c.sandwich_norm
+        if self.sandwich:
+            self.ln_attn_post = norm()
+            self.attn_post_norm = HookPoint()
+        self.attn_resid = HookPoint()
+        self.ln2 = norm()
+        self.ffn_in = HookPoint()
+        self.ffn = GatedFeedForward(c)
+        if self.sandwich:
+            self.ln_ffn_post = norm()
+            self.ffn_post_norm = HookPoint()
+        self.ffn_resid, self.out = HookPoint(), HookPoint()
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, *, mask: Optional[Tensor] = None, causal: bool = True,
+                cache: Optional[KVCache] = None, need_weights: bool = False):
+        """``x (B, L, d)`` → ``(B, L, d)`` (and the weights with ``need_weights``)."""
+        a = self.attn(self.attn_in(self.ln1(x)), cos, sin, mask=mask, causal=causal, cache=cache,
+                      need_weights=need_weights)  # (B, L, d)
+        a, w = a if need_weights else (a, None)
+        if self.sandwich:
+            a = self.attn_post_norm(self.ln_attn_post(a))
+        r = self.attn_resid(x + a)  # (B, L, d)
+        f = self.ffn(self.ffn_in(self.ln2(r)))  # (B, L, d)
+        if self.sandwich:
+            f = self.ffn_post_norm(self.ln_ffn_post(f))
+        out = self.out(self.ffn_resid(r + f))  # (B, L, d)
+        return (out, w) if need_weights else out
+
+
+class TransformerDecoder(nn.Module):
+    """Embeddings, the decoder layers and the final RMSNorm: ids ``(B, L)`` → ``(B, L, d_model)``.
+
+    Hook point names are the module paths (``embed.out``, ``layers.3.attn.q_proj``,
+    ``layers.3.attn.weights``, ``final_norm``); see :mod:`attnscope.trace` for the table.
+    """
+
+    def __init__(self, config: DecoderConfig) -> None:
+        super().__init__()
+        c = self.config = config
+        self.embed = DecoderEmbeddings(c)
+        self.layers = nn.ModuleList(DecoderLayer(c, i) for i in range(c.n_layers))
+        self.ln_f = RMSNorm(c.d_model, c.layer_norm_eps, offset=c.norm_offset)
+        self.final_norm = HookPoint()
+        ropes = {"global": Rotary(c.d_head, c.rope_theta, c.rope_scaling, max_positions=c.max_positions)}
+        if any(layer.rope == "local" for layer in self.layers):
+            ropes["local"] = Rotary(c.d_head, c.rope_local_theta, None, max_positions=c.max_positions)
+        self.rotary = nn.ModuleDict(ropes)
+
+    def decode(self, input_ids: Tensor, *, attention_mask: Optional[Tensor] = None,
+               position_ids: Optional[Tensor] = None, cache: Optional[KVCache] = None,
+               need_weights: bool = False):
+        """The stack on ``input_ids (B, L)`` that follow ``cache.length`` cached positions.
+
+        ``attention_mask (B, S)`` (S = cached + L; 1 = real token) hides padded keys; a query at a
+        padded position still sees itself, so that its (meaningless) row stays finite. Returns the
+        hidden states after the final norm ``(B, L, d)``, and with ``need_weights`` also the list
+        of every layer's weights ``(B, H, L, S)``.
+        """
+        past = cache.length if cache is not None else 0
+        B, L = input_ids.shape
+        x = self.embed(input_ids)  # (B, L, d)
+        if position_ids is None:
+            position_ids = torch.arange(past, past + L, device=x.device)[None]  # (1, L)
+        tables = {kind: r.cos_sin(position_ids, x.dtype) for kind, r in self.rotary.items()}
+        masks = {w: self.mask_for(w, B, L, past, attention_mask, x.device) for w in {l.window for l in self.layers}}
+        weights = []
+        for layer in self.layers:
+            cos, sin = tables[layer.rope]
+            mask, causal = masks[layer.window]
+            x = layer(x, cos, sin, mask=mask, causal=causal, cache=cache, need_weights=need_weights)  # (B, L, d)
+            if need_weights:
+                x, w = x
+                weights.append(w)
+        if cache is not None:
+            cache.advance(L)
+        x = self.final_norm(self.ln_f(x))  # (B, L, d)
+        return (x, weights) if need_weights else x
+
+    @staticmethod
+    def mask_for(window: Optional[int], B: int, L: int, past: int, attention_mask: Optional[Tensor],
+                 device) -> tuple[Optional[Tensor], bool]:
+        """``(mask, causal)`` for queries at ``past … past + L − 1`` over keys ``0 … past + L − 1``:
+        SDPA's ``is_causal`` when nothing else hides a key (no padding, the window wider than the
+        text), no mask at all for one new token, else a bool mask ``(B|1, 1, L, S)``."""
+        S = past + L
+        reaches = window is not None and S > window  # some key is farther than the window
+        pad = attention_mask is not None and not bool(attention_mask.bool().all())
+        if not pad and not reaches:
+            if past == 0:
+                return None, True
+            if L == 1:
+                return None, False
+        q_pos = torch.arange(past, S, device=device)
+        k_pos = torch.arange(S, device=device)
+        allowed = causal_window_mask(q_pos, k_pos, window if reaches else None)[None, None]  # (1, 1, L, S)
+        if pad:
+            if attention_mask.shape != (B, S):
+                raise InputError(f"attention_mask must have shape (B, S) = ({B}, {S}) (cached and new "
+                                 f"positions), got {tuple(attention_mask.shape)}")
+            real = attention_mask.to(device).bool()[:, None, None, :]  # (B, 1, 1, S)
+            allowed = (allowed & real) | (q_pos[:, None] == k_pos[None, :])  # (B, 1, L, S)
+        return allowed, False

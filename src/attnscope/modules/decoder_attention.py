@@ -1,0 +1,128 @@
+"""Causal self-attention of today's decoders: rotary q/k, optional QK-norm, grouped-query heads,
+sliding windows and a key/value cache, on the one step function.
+
+One layer's attention, with the hook point of each step (names relative to the module)::
+
+    q_proj, k_proj = split(x W_Q), split(x W_K)     (B, H, L, d) and (B, H_kv, L, d)
+    q_normed, k_normed = RMSNorm(q_proj), …         Gemma 3's QK-norm (per head, over d)
+    q, k = rotate(·, positions)                     rotary; k joins the cache: (B, H_kv, S, d)
+    v                                               (B, H_kv, S, d)
+    mask                                            bool (B|1, 1, L, S): causal ∧ window ∧ real keys
+    scores … weights, z, merged, out                as in every family (kernels.steps.attend)
+
+``q`` and ``k`` are the operands of the dot product in every family (``scores = q @ kᵀ``, so
+``trace.weights`` and the viewer recompute weights from them); the names before them say what
+each earlier step is. The mask exists as a tensor only when something asks for it (a trace or a
+hook of ``mask``); otherwise the fused kernel runs with ``is_causal`` or the window mask alone.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..hooks import HookPoint
+from ..kernels.steps import STEPS, ModuleHooks, attend
+from ..positions import Rotary
+from .attention import MultiHeadAttention, SharedHeadPoint
+from .rmsnorm import RMSNorm
+
+Tensor = torch.Tensor
+
+
+class KVCache:
+    """Keys and values of every layer for the positions seen so far, in buffers that grow by doubling.
+
+    ``cache.update(layer, k_new, v_new)`` appends ``(B, H_kv, L, d)`` at position :attr:`length`
+    and returns every key and value so far, ``(B, H_kv, length + L, d)`` views. After all layers
+    have run, :meth:`advance` moves :attr:`length` on by L. Keys are stored rotated (each at its
+    own position), so a new query attends them without recomputing anything.
+    """
+
+    def __init__(self, n_layers: int) -> None:
+        self.k: list[Optional[Tensor]] = [None] * n_layers
+        self.v: list[Optional[Tensor]] = [None] * n_layers
+        self.length = 0
+
+    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        end = self.length + k.shape[-2]
+        buf = self.k[layer]
+        if buf is None or buf.shape[-2] < end or buf.shape[0] != k.shape[0]:
+            size = max(end, 2 * (buf.shape[-2] if buf is not None else 0), 64)
+            for store, t in ((self.k, k), (self.v, v)):
+                new = t.new_empty((*t.shape[:-2], size, t.shape[-1]))  # (B, H_kv, size, d)
+                if store[layer] is not None and self.length:
+                    new[..., :self.length, :] = store[layer][..., :self.length, :]
+                store[layer] = new
+        kb, vb = self.k[layer], self.v[layer]
+        kb[..., self.length:end, :] = k
+        vb[..., self.length:end, :] = v
+        return kb[..., :end, :], vb[..., :end, :]  # (B, H_kv, S, d)
+
+    def advance(self, n: int) -> None:
+        self.length += n
+
+
+class DecoderAttention(MultiHeadAttention):
+    """Causal self-attention with rotary positions, grouped-query heads and (optionally) QK-norm.
+
+    Args are those of :class:`MultiHeadAttention`, plus ``qk_norm_eps`` (None: no QK-norm; else
+    RMSNorm of each head's q and k over d_head with this ε) and ``norm_offset`` (Gemma's 1 + w).
+    ``forward(x, cos, sin, mask=…, causal=…, cache=…)`` takes the rotary tables of x's positions.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, *, layer_index: int = 0, qk_norm_eps: Optional[float] = None,
+                 norm_offset: float = 0.0, **kw) -> None:
+        super().__init__(d_model, n_heads, **kw)
+        self.layer_index = layer_index
+        self.q_norm = RMSNorm(self.d_head, qk_norm_eps, offset=norm_offset) if qk_norm_eps is not None else None
+        self.k_norm = RMSNorm(self.d_head, qk_norm_eps, offset=norm_offset) if qk_norm_eps is not None else None
+        # the hook points again, in forward order (named_modules lists them in registration order)
+        points = ["q_proj", "k_proj"] + (["q_normed", "k_normed"] if self.q_norm is not None else [])
+        for name in (*points, *STEPS[:3], "mask", *STEPS[3:], "merged", "out"):
+            self._modules.pop(name, None)
+            shared = name in ("k_proj", "k_normed", "k", "v")
+            setattr(self, name, SharedHeadPoint(self.group) if shared else HookPoint())
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, *, mask: Optional[Tensor] = None, causal: bool = True,
+                cache: Optional[KVCache] = None, need_weights: bool = False):
+        """``x (B, L, d_model)`` at the positions of ``cos, sin (B|1, 1, L, d_head)`` → ``(B, L, d_model)``.
+
+        ``mask``: bool, broadcastable to (B, 1, L, S), True = may attend (it carries causality and
+        the window when given); ``causal``: SDPA's top-left causality when ``mask`` is None.
+        With ``cache``, the new keys and values are appended and attention runs over all S.
+        Returns ``out`` or ``(out, weights (B, H, L, S))`` with ``need_weights``.
+        """
+        B, L, _ = x.shape
+        q, k, v = self.project(x)
+        q = self.q_proj(self.split_heads(q))  # (B, H, L, d)
+        k = self.k_proj(self.split_heads(k, self.n_kv_heads))  # (B, H_kv, L, d)
+        v = self.split_heads(v, self.n_kv_heads)  # (B, H_kv, L, d)
+        if self.q_norm is not None:
+            q = self.q_normed(self.q_norm(q))  # (B, H, L, d)
+            k = self.k_normed(self.k_norm(k))  # (B, H_kv, L, d)
+        q, k = Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
+        if cache is not None:
+            k, v = cache.update(self.layer_index, k, v)  # (B, H_kv, S, d)
+        if self.mask.hooks:  # the mask as a tensor: recorded, or replaced by a hook
+            mask, causal = self.mask(full_mask(mask, causal, B, L, k.shape[-2], x.device)), False
+        # idle hook points: the step function's lean path (no per-step bookkeeping)
+        hooked = any(getattr(self, s).hooks for s in STEPS)
+        z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, scale=self.scale,
+                            dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
+                            hooks=ModuleHooks(self) if hooked else None, check_finite=self.check_finite)  # (B, H, L, d)
+        merged = self.merged(self.merge_heads(z))  # (B, L, H·d)
+        out = self.out(self.W_O(merged))  # (B, L, d_model)
+        return (out, weights) if need_weights else out
+
+
+def full_mask(mask: Optional[Tensor], causal: bool, B: int, L: int, S: int, device) -> Tensor:
+    """The bool mask ``(B|1, 1, L, S)`` that ``mask`` and ``causal`` (top-left, as SDPA) stand for."""
+    allowed = torch.ones(L, S, dtype=torch.bool, device=device)
+    if causal:
+        allowed = allowed.tril()
+    allowed = allowed[None, None]  # (1, 1, L, S)
+    if mask is not None:
+        allowed = allowed & mask.to(torch.bool)
+    return allowed

@@ -1,0 +1,118 @@
+"""Generation with a key/value cache on the tiny decoders: cached logits and attentions equal a
+full recompute (windows crossed included), greedy ids equal transformers' generate, sampling
+settings do what they say, EOS stops, and bad settings are one clear error."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnscope.errors import ConfigError, InputError
+from attnscope.models.generation import choose
+
+PROMPT = "Queries and keys are rotated by"
+FAMILIES = ["llama_gqa", "llama_mqa", "llama3_scaled", "qwen2_window", "mistral_window", "gemma3"]
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_cached_steps_equal_a_full_recompute(name, decoders):
+    """24 new tokens after an 8-token prompt: past every window (5, 6) and llama3's 16 positions."""
+    model = decoders[name]
+    g = model.generate(PROMPT, max_new_tokens=24, eos_token_ids=[], attentions=True, logits=True)
+    assert len(g.new_ids) == 24 and g.finish_reason == "length"
+    ids = torch.tensor([g.ids])
+    P = g.n_prompt
+    with torch.no_grad():
+        full = model.lm_logits(model(ids))[0]  # (L, V)
+    tr = model.trace(_batch(model, g.ids), names="layers.*.attn.weights")  # the whole sequence at once
+    for t in range(24):
+        assert float((g.logits[t] - full[P - 1 + t]).abs().max()) <= 1e-5
+        att = g.attentions[t]  # (n_layers, H, P + t): the step that chose token t
+        assert att.shape == (model.config.n_layers, model.config.n_heads, P + t)
+        for layer in range(model.config.n_layers):
+            row = tr[f"layers.{layer}.attn.weights"][0, :, P - 1 + t, : P + t]
+            assert float((att[layer] - row).abs().max()) <= 1e-5
+    assert torch.allclose(g.attentions[-1].sum(-1), torch.ones(()), atol=1e-5)
+
+
+def _batch(model, ids):
+    from attnscope.tokenizer import Batch
+
+    t = torch.tensor([ids])
+    return Batch(t, torch.ones_like(t), torch.zeros_like(t), [[model.tokenizer.id_to_token(i) for i in ids]],
+                 [model.tokenizer.decode(ids)])
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_greedy_ids_equal_transformers_generate(name, decoders, hf_decoders):
+    model = decoders[name]
+    g = model.generate(PROMPT, max_new_tokens=16, eos_token_ids=[])
+    hf = hf_decoders(name)
+    ids = torch.tensor([g.prompt_ids])
+    with torch.no_grad():
+        out = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=16, min_new_tokens=16,
+                          do_sample=False, pad_token_id=0, eos_token_id=None)
+    assert g.new_ids == out[0, ids.shape[1]:].tolist()
+    assert g.text == model.tokenizer.decode(g.new_ids)
+    assert g.tokens[: g.n_prompt] == model.encode(PROMPT).tokens[0]
+
+
+def test_eos_stops_and_is_not_in_the_text(decoders):
+    model = decoders["llama_gqa"]
+    free = model.generate(PROMPT, max_new_tokens=10, eos_token_ids=[])
+    stop = free.new_ids[3]
+    first = free.new_ids.index(stop)
+    g = model.generate(PROMPT, max_new_tokens=10, eos_token_ids=[stop])
+    assert g.finish_reason == "eos" and g.new_ids == free.new_ids[: first + 1]
+    assert g.text == model.tokenizer.decode(free.new_ids[:first])
+
+
+def test_streaming_pieces_add_up_to_the_text(decoders):
+    model = decoders["gemma3"]
+    pieces = []
+    g = model.generate("我喜欢", max_new_tokens=12, eos_token_ids=[], stream=pieces.append)
+    assert "".join(pieces) == g.text and len(pieces) >= 2
+
+
+def test_sampling_settings():
+    logits = torch.tensor([3.0, 2.0, 1.0, 0.0, -1.0])
+    g = torch.Generator().manual_seed(0)
+    assert choose(logits, 0.0, None, None, None) == 0
+    assert {choose(logits, 1.0, 2, None, g) for _ in range(200)} == {0, 1}  # top_k = 2
+    # top_p: softmax = .64 .24 .09 .03 .01; the smallest set reaching 0.8 is {0, 1}
+    assert {choose(logits, 1.0, None, 0.8, g) for _ in range(300)} == {0, 1}
+    assert {choose(logits, 1.0, None, 0.5, g) for _ in range(50)} == {0}
+    draws = torch.tensor([choose(logits, 1.0, None, None, g) for _ in range(4000)])
+    freq = torch.bincount(draws, minlength=5).double() / 4000
+    assert torch.allclose(freq, logits.softmax(-1).double(), atol=0.03)  # temperature 1: the softmax
+    hot = torch.tensor([choose(logits, 100.0, None, None, g) for _ in range(2000)])
+    assert torch.bincount(hot, minlength=5).min() > 300  # a high temperature flattens it
+
+
+def test_seed_makes_samples_reproducible(decoders):
+    model = decoders["qwen2_full"]
+    a = model.generate(PROMPT, max_new_tokens=12, temperature=1.0, seed=3, eos_token_ids=[])
+    b = model.generate(PROMPT, max_new_tokens=12, temperature=1.0, seed=3, eos_token_ids=[])
+    c = model.generate(PROMPT, max_new_tokens=12, temperature=1.0, seed=4, eos_token_ids=[])
+    assert a.new_ids == b.new_ids and a.new_ids != c.new_ids
+    one = model.generate(PROMPT, max_new_tokens=12, temperature=1.0, top_k=1, seed=5, eos_token_ids=[])
+    assert one.new_ids == model.generate(PROMPT, max_new_tokens=12, eos_token_ids=[]).new_ids
+
+
+def test_bad_settings_are_one_clear_error(decoders):
+    model = decoders["llama_mqa"]  # 128 positions
+    for n in (0, -1, 2.5, True):
+        with pytest.raises(ConfigError, match="max_new_tokens must be a positive integer"):
+            model.generate(PROMPT, max_new_tokens=n)
+    with pytest.raises(ConfigError, match=r"passes the model's context of 128 positions; at most \d+ new tokens fit"):
+        model.generate(PROMPT, max_new_tokens=125)
+    with pytest.raises(InputError, match="more than the model's context of 128"):
+        model.generate("a b c d " * 100, max_new_tokens=1)
+    with pytest.raises(ConfigError, match="temperature"):
+        model.generate(PROMPT, temperature=-1)
+    with pytest.raises(ConfigError, match="top_p"):
+        model.generate(PROMPT, temperature=1, top_p=0)
+    with pytest.raises(ConfigError, match="top_k"):
+        model.generate(PROMPT, temperature=1, top_k=0)
+    with pytest.raises(InputError, match="no chat template"):
+        model.generate(PROMPT, chat=True)
