@@ -1,37 +1,47 @@
-"""Long sequences: time and peak memory of exact attention at L ∈ {2k, 8k, 16k} tokens.
+"""Long sequences: the log-sum-exp kernels and ring attention against SDPA, as ratios in one run.
 
-Shape: batch 1 × 12 heads × L × d_head 64, float32, self-attention, not causal. Runs:
+Shape: batch 1 × 12 heads × L × d_head 64, float32, self-attention, not causal.
 
-  naive           softmax(q kᵀ / √d) v with the L×L matrices in memory (skipped where it would
-                  need more than --naive-limit GiB: the machine is shared)
-  sdpa            torch.nn.functional.scaled_dot_product_attention ("scaled" scoring)
-  blockwise       attnscope.blockwise_attention, cosine scoring (which SDPA cannot form)
-  blockwise/sc    the same kernel on "scaled" scoring: the same maths as sdpa
-  ring ×2, ×4     attnscope.distributed.ring_attention, cosine, on 2 / 4 local gloo processes,
-                  each holding L/P tokens
+Part 1, blockwise (this process, ``--threads`` threads, default 2): for every registered scoring,
+``attnscope.blockwise_attention(q, k, v, scoring=…, return_lse=True)`` — which prepares q and k
+(cosine: unit length; qknorm: LayerNorm) and runs PyTorch's fused kernel that returns the
+log-sum-exp — against ``F.scaled_dot_product_attention(q, k, v)`` on the same tensors: forward
+(no gradient), and the backward alone (``out.backward(g)`` after a forward with gradients; the
+scorings' preparation is differentiated too). ``--online`` adds attnscope's own online softmax
+(``kernel="online"``, the reference kernel) for comparison.
 
-One run each (after a warm-up call on 512 tokens), every run in a fresh process forked from a
-server that has torch loaded, with the whole machine's cores (ring: cores / P threads per rank).
+Part 2, ring (``--ranks`` local gloo processes, 1 thread each, each holding L/P tokens): per
+round, rank 0 first runs the single-process references on the whole sequence with ``--threads``
+threads while the other ranks wait at a barrier — SDPA forward, SDPA backward, and the
+blockwise forward (``--ring-scoring``, return_lse) whose peak memory is the memory reference —
+then all ranks run ``ring_attention`` forward, and forward + backward (the backward timed alone).
+Time: the slowest rank's. Memory: the growth of each process's peak resident set during one call
+(the kernel's peak-RSS counter is reset through ``/proc/self/clear_refs`` right before it), the
+largest rank's for the ring: what the call added on top of its inputs, allocator slack included.
 
-Time: wall-clock seconds of the call (ring: the slowest rank, all ranks released together).
-Memory: the growth of the process's peak resident set during the call — the kernel's peak-RSS
-counter is reset (``/proc/self/clear_refs``) right before it and read after, so it is what the
-call itself added on top of its inputs, as seen by the OS (CPU torch frees large blocks back to
-it). Ring: the largest per-rank value. tracemalloc cannot see torch's allocations; this can.
+Timing: the reference and the candidates are interleaved round by round in the same process (the
+ring: in the same processes), ``--rounds`` rounds after a warm-up, and each ratio is the median
+of the per-round ratios (the machine is shared: bursts of load hit a round, not a method). The
+load is reported beside the numbers: the load average, and SDPA's time at L = 128 at the start
+and the end (quiet: ~0.39 ms on this project's 2-core machine).
 
-Usage: ``python benchmarks/long.py [--lengths 2048 8192 16384] [--naive-limit 4] [--only blockwise]``.
+Usage: ``python benchmarks/long.py [--lengths 2048 8192 16384] [--ring-lengths 8192 16384]
+[--ranks 2 4] [--rounds 3] [--scorings scaled cosine] [--only blockwise|ring] [--online]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
 import torch
+import torch.nn.functional as F
 
 HEADS, D_HEAD = 12, 64
+PEAK_OK = os.path.exists("/proc/self/clear_refs")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -57,125 +67,246 @@ def _reset_peak() -> bool:
 
 
 def measure(fn) -> tuple[float, float]:
-    """(seconds, MiB of peak RSS growth) of one call of fn()."""
-    import resource
+    """(seconds, MiB of peak RSS growth, NaN where it cannot be reset) of one call of fn()."""
     rss0 = _status_kib("VmRSS")
-    if _reset_peak():
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        peak = _status_kib("VmHWM")
-    else:  # fallback: ru_maxrss, a lifetime peak (this process only ran small things before)
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return dt, max(0, peak - rss0) / 1024
+    ok = _reset_peak()
+    t0 = time.perf_counter()
+    fn()
+    dt = time.perf_counter() - t0
+    return dt, (max(0, _status_kib("VmHWM") - rss0) / 1024 if ok else float("nan"))
 
 
-def _inputs(L: int, seed: int):
+def inputs(L: int, seed: int, grad: bool = False):
     g = torch.Generator().manual_seed(seed)
-    return [torch.randn(1, HEADS, L, D_HEAD, generator=g) for _ in range(3)]  # (B, H, L, d_head) ×3
+    return [torch.randn(1, HEADS, L, D_HEAD, generator=g).requires_grad_(grad) for _ in range(3)]  # (B, H, L, d)
 
 
-def _call(method: str, q, k, v):
-    import torch.nn.functional as F
-    from attnscope.blockwise import blockwise_attention
-    if method == "naive":
-        return torch.softmax((q @ k.transpose(-2, -1)) * D_HEAD ** -0.5, dim=-1) @ v
-    if method == "sdpa":
-        return F.scaled_dot_product_attention(q, k, v)
-    if method == "blockwise":
-        return blockwise_attention(q, k, v, scoring="cosine")
-    if method == "blockwise/sc":
-        return blockwise_attention(q, k, v, scoring="scaled")
-    raise ValueError(method)
-
-
-def single(rank: int, world: int, method: str, L: int, threads: int):
-    """One process, whole sequence."""
-    torch.set_num_threads(threads)
+def sdpa_small_ms(repeats: int = 50) -> float:
+    """SDPA at L = 128 (median ms): the load gauge (quiet: ~0.39 ms at 2 threads)."""
+    q, k, v = inputs(128, 9)
     with torch.no_grad():
-        _call(method, *_inputs(512, 1))  # warm-up: kernels, thread pool, allocator
-        q, k, v = _inputs(L, 0)
-        return measure(lambda: _call(method, q, k, v))
+        F.scaled_dot_product_attention(q, k, v)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            F.scaled_dot_product_attention(q, k, v)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
 
 
-def ring(rank: int, world: int, L: int):
-    """One rank of the ring: its own L/P tokens (values do not matter for time and memory)."""
+# ----------------------------------------------------------------------------------------------
+# the calls
+# ----------------------------------------------------------------------------------------------
+
+def forward_call(name: str, scoring: str):
+    if name == "sdpa":
+        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v)
+    kernel = "online" if name == "online" else "auto"
+    return lambda q, k, v: blockwise_attention(q, k, v, scoring=scoring, return_lse=True, kernel=kernel)[0]
+
+
+def time_forward(fn, q, k, v) -> tuple[float, float]:
+    with torch.no_grad():
+        return measure(lambda: fn(q, k, v))
+
+
+def time_backward(fn, q, k, v, g_out) -> float:
+    """Seconds of ``out.backward(g_out)`` alone."""
+    for t in (q, k, v):
+        t.grad = None
+    out = fn(q, k, v)
+    t0 = time.perf_counter()
+    out.backward(g_out)
+    return time.perf_counter() - t0
+
+
+def blockwise_part(lengths, scorings, rounds: int, online: bool, backward: bool):
+    """Rows (L, scoring, kernel, fwd sdpa s, fwd s, fwd ratio, bwd sdpa s, bwd s, bwd ratio, MiB sdpa, MiB)."""
+    from tqdm import tqdm
+    cands = [("fused", s) for s in scorings] + ([("online", "cosine")] if online else [])
+    rows = []
+    total = len(lengths) * rounds
+    bar = tqdm(total=total, desc="blockwise (rounds)", file=sys.stderr)
+    for L in lengths:
+        q, k, v = inputs(L, 0)
+        qg, kg, vg = inputs(L, 0, grad=True)
+        g_out = torch.randn(1, HEADS, L, D_HEAD)
+        sdpa = forward_call("sdpa", "scaled")
+        fns = {c: forward_call(*c) for c in cands}
+        small_q = inputs(256, 1)
+        for fn in [sdpa, *fns.values()]:  # warm-up: kernels, allocator
+            time_forward(fn, *small_q)
+        fwd = {c: [] for c in cands}
+        bwd = {c: [] for c in cands}
+        mem = {c: [] for c in cands}
+        ref_f, ref_b, ref_m = [], [], []
+        for r in range(rounds):
+            order = cands if r % 2 == 0 else cands[::-1]
+            t_ref, m_ref = time_forward(sdpa, q, k, v)
+            ref_f.append(t_ref)
+            ref_m.append(m_ref)
+            for c in order:
+                t, m = time_forward(fns[c], q, k, v)
+                fwd[c].append(t / t_ref)
+                mem[c].append(m)
+            if backward:
+                b_ref = time_backward(sdpa, qg, kg, vg, g_out)
+                ref_b.append(b_ref)
+                for c in order:
+                    bwd[c].append(time_backward(fns[c], qg, kg, vg, g_out) / b_ref)
+            bar.update(1)
+        med = statistics.median
+        for c in cands:
+            rows.append((L, c[1], c[0], med(ref_f), med(ref_f) * med(fwd[c]), med(fwd[c]),
+                         med(ref_b) if backward else None, med(ref_b) * med(bwd[c]) if backward else None,
+                         med(bwd[c]) if backward else None, med(ref_m), med(mem[c])))
+        del q, k, v, qg, kg, vg, g_out
+    bar.close()
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------
+# ring: one function run on every rank
+# ----------------------------------------------------------------------------------------------
+
+def ring_worker(rank: int, world: int, L: int, rounds: int, threads: int, scoring: str):
+    """Per round: rank 0 runs the references (``threads`` threads) while the others wait; then
+    every rank runs the ring (1 thread). Returns per-round times and peaks."""
     import torch.distributed as dist
     from attnscope.distributed import ring_attention
+
+    torch.set_num_threads(1)
+    n = L // world
+    part = slice(rank * n, (rank + 1) * n)
+    full = inputs(L, 0)  # the same sequence on every rank; rank 0 keeps it for the references
+    q, k, v = (t[..., part, :].clone() for t in full)  # (B, H, L/P, d)
+    q_full, k_full, v_full = full if rank == 0 else (None, None, None)
+    del full
+    g_out = torch.randn(1, HEADS, n, D_HEAD, generator=torch.Generator().manual_seed(rank))
     with torch.no_grad():
-        ring_attention(*_inputs(512 // world, rank), scoring="cosine")  # warm-up, opens the links
-        q, k, v = _inputs(L // world, rank)
+        ring_attention(*inputs(256 // world, rank), scoring=scoring)  # warm-up, opens the links
+    res = {k_: [] for k_ in ("sdpa_f", "sdpa_b", "bw_f", "bw_mem", "sdpa_mem", "ring_f", "ring_mem", "ring_b")}
+
+    def ring_fwd():
+        with torch.no_grad():
+            ring_attention(q, k, v, scoring=scoring)
+
+    def ring_bwd() -> float:
+        ql, kl, vl = (t.clone().requires_grad_() for t in (q, k, v))
+        out = ring_attention(ql, kl, vl, scoring=scoring)
         dist.barrier()
-        return measure(lambda: ring_attention(q, k, v, scoring="cosine"))
+        t0 = time.perf_counter()
+        out.backward(g_out)
+        return time.perf_counter() - t0
+
+    for r in range(rounds):
+        dist.barrier()
+        if rank == 0:
+            torch.set_num_threads(threads)
+            if r == 0:
+                time_forward(forward_call("sdpa", "scaled"), *inputs(256, 1))
+                time_forward(forward_call("fused", scoring), *inputs(256, 1))
+            t, m = time_forward(forward_call("sdpa", "scaled"), q_full, k_full, v_full)
+            res["sdpa_f"].append(t)
+            res["sdpa_mem"].append(m)
+            t, m = time_forward(forward_call("fused", scoring), q_full, k_full, v_full)
+            res["bw_f"].append(t)
+            res["bw_mem"].append(m)
+            qg, kg, vg = (t_.clone().requires_grad_() for t_ in (q_full, k_full, v_full))
+            res["sdpa_b"].append(time_backward(forward_call("sdpa", "scaled"), qg, kg, vg,
+                                               torch.randn(1, HEADS, L, D_HEAD)))
+            del qg, kg, vg
+            torch.set_num_threads(1)
+        dist.barrier()
+        t, m = measure(ring_fwd)
+        res["ring_f"].append(t)
+        res["ring_mem"].append(m)
+        res["ring_b"].append(ring_bwd())
+    return res
+
+
+def ring_part(lengths, ranks, rounds: int, threads: int, scoring: str):
+    from tqdm import tqdm
+    from attnscope.distributed import run_local
+    rows = []
+    jobs = [(L, P) for L in lengths for P in ranks]
+    for L, P in tqdm(jobs, desc="ring (L, P)", file=sys.stderr):
+        res = run_local(ring_worker, P, (L, rounds, threads, scoring), timeout=3600, threads=1)
+        med = statistics.median
+        r0 = res[0]
+        ring_f = [max(r["ring_f"][i] for r in res) for i in range(rounds)]  # the slowest rank
+        ring_b = [max(r["ring_b"][i] for r in res) for i in range(rounds)]
+        ring_mem = max(med(r["ring_mem"]) for r in res)
+        rows.append(dict(L=L, P=P, sdpa_f=med(r0["sdpa_f"]), ring_f=med(ring_f),
+                         f_ratio=med([a / b for a, b in zip(ring_f, r0["sdpa_f"])]),
+                         sdpa_b=med(r0["sdpa_b"]), ring_b=med(ring_b),
+                         b_ratio=med([a / b for a, b in zip(ring_b, r0["sdpa_b"])]),
+                         bw_f=med(r0["bw_f"]), bw_mem=med(r0["bw_mem"]), sdpa_mem=med(r0["sdpa_mem"]),
+                         ring_mem=ring_mem))
+    return rows
 
 
 # ----------------------------------------------------------------------------------------------
 # driver
 # ----------------------------------------------------------------------------------------------
 
-def mem_available_gib() -> float:
-    try:
-        with open("/proc/meminfo") as f:
-            info = dict(line.split(":", 1) for line in f)
-        return int(info["MemAvailable"].split()[0]) / 2 ** 20
-    except (OSError, KeyError, ValueError):
-        return 0.0
+def fmt_s(s: float) -> str:
+    return f"{s * 1e3:,.0f} ms" if s < 10 else f"{s:,.1f} s"
 
 
 def main() -> None:
+    from attnscope.scorings import SCORINGS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lengths", type=int, nargs="+", default=[2048, 8192, 16384])
-    ap.add_argument("--naive-limit", type=float, default=4.0,
-                    help="GiB the naive run may take (also at most 30%% of available memory)")
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads of the single-process runs")
+    ap.add_argument("--ring-lengths", type=int, nargs="+", default=[8192, 16384])
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    ap.add_argument("--only", nargs="+", default=None, help="run only these (e.g. sdpa blockwise 'ring ×2')")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1),
+                    help="threads of the single-process runs (the ring: 1 per rank)")
+    ap.add_argument("--scorings", nargs="+", default=list(SCORINGS))
+    ap.add_argument("--ring-scoring", default="cosine")
+    ap.add_argument("--only", choices=["blockwise", "ring"], default=None)
+    ap.add_argument("--no-backward", action="store_true", help="blockwise: forward only")
+    ap.add_argument("--online", action="store_true", help="also time attnscope's online softmax (cosine)")
     args = ap.parse_args()
 
-    from tqdm import tqdm
-    from attnscope.distributed import run_local
-
-    cores = os.cpu_count() or 1
-    runs = [(L, m) for L in args.lengths for m in ("naive", "sdpa", "blockwise", "blockwise/sc")]
-    runs += [(L, f"ring ×{p}") for L in args.lengths for p in args.ranks]
-    runs.sort(key=lambda r: r[0])
-    if args.only:
-        runs = [r for r in runs if r[1] in args.only or r[1] == "sdpa"]  # sdpa: the reference
-    rows = []
+    torch.set_num_threads(args.threads)
     t_start = time.perf_counter()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    bar = tqdm(runs, desc="long-sequence benchmark", file=sys.stderr, unit="run")
-    for L, method in bar:
-        bar.set_postfix_str(f"L={L} {method}")
-        if method == "naive":
-            need = 2 * HEADS * L * L * 4 / 2 ** 30  # the scores and the softmax, float32
-            limit = min(args.naive_limit, 0.3 * mem_available_gib())
-            if need > limit:
-                rows.append((L, method, None, None, f"skipped: needs {need:.1f} GiB (limit {limit:.1f})"))
-                continue
-        if method.startswith("ring"):
-            p = int(method.split("×")[1])
-            res = run_local(ring, p, (L,), timeout=900, threads=max(1, cores // p))
-            seconds, mib = max(r[0] for r in res), max(r[1] for r in res)
-        else:
-            seconds, mib = run_local(single, 1, (method, L, args.threads), timeout=900, threads=args.threads)[0]
-        rows.append((L, method, seconds, mib, ""))
-    bar.close()
+    load0, small0 = os.getloadavg()[0], sdpa_small_ms()
+    bw_rows = ring_rows = []
+    if args.only != "ring":
+        bw_rows = blockwise_part(args.lengths, args.scorings, args.rounds, args.online, not args.no_backward)
+    if args.only != "blockwise":
+        ring_rows = ring_part(args.ring_lengths, args.ranks, args.rounds, args.threads, args.ring_scoring)
+    torch.set_num_threads(args.threads)
+    load1, small1 = os.getloadavg()[0], sdpa_small_ms()
 
-    sdpa = {L: s for L, m, s, _, _ in rows if m == "sdpa"}
-    print(f"\nB=1, H={HEADS}, d_head={D_HEAD}, float32, {cores} cores, load average at start {load:.1f}; "
-          f"total {time.perf_counter() - t_start:.0f} s\n")
-    print("| L | run | seconds | × sdpa | peak MiB (per rank) | MiB per 1k tokens | note |")
-    print("|---:|---|---:|---:|---:|---:|---|")
-    for L, method, s, mib, note in rows:
-        if s is None:
-            print(f"| {L} | {method} | – | – | – | – | {note} |")
-            continue
-        per_rank_tokens = L / (int(method.split("×")[1]) if method.startswith("ring") else 1)
-        print(f"| {L} | {method} | {s:.2f} | {s / sdpa[L]:.2f} | {mib:.0f} | {mib / per_rank_tokens * 1000:.1f} | {note} |")
+    print(f"\nB=1, H={HEADS}, d_head={D_HEAD}, float32, not causal; {os.cpu_count()} cores; torch "
+          f"{torch.__version__}; {args.rounds} interleaved rounds, medians; total "
+          f"{time.perf_counter() - t_start:.0f} s")
+    print(f"load: load average {load0:.1f} at the start, {load1:.1f} at the end; SDPA at L = 128 "
+          f"{small0:.2f} ms / {small1:.2f} ms (quiet ~0.39 ms)\n")
+    if bw_rows:
+        print(f"blockwise_attention(..., return_lse=True) vs SDPA, {args.threads} threads "
+              "(target: forward ≤ 1.05×, backward ≤ 1.1×)\n")
+        print("| L | scoring | kernel | SDPA fwd | attnscope fwd | × SDPA | SDPA bwd | attnscope bwd | × SDPA "
+              "| peak MiB: SDPA / attnscope |")
+        print("|---:|---|---|---:|---:|---:|---:|---:|---:|---|")
+        for L, sc, kern, sf, af, fr, sb, ab, br, ms, ma in bw_rows:
+            b = f"{fmt_s(sb)} | {fmt_s(ab)} | {br:.3f}" if sb is not None else "– | – | –"
+            print(f"| {L} | {sc} | {kern} | {fmt_s(sf)} | {fmt_s(af)} | {fr:.3f} | {b} | {ms:.0f} / {ma:.0f} |")
+    if ring_rows:
+        print(f"\nring_attention ({args.ring_scoring}), P ranks × 1 thread vs single-process SDPA × "
+              f"{args.threads} threads (target: 2 ranks ≤ 1.10×, 4 ranks ≤ 1.25×; per-rank peak "
+              "≤ 1.5/P of the single-process blockwise peak)\n")
+        print("| L | P | SDPA fwd | ring fwd | × SDPA | SDPA bwd | ring bwd | × SDPA | peak MiB: SDPA / "
+              "blockwise / ring per rank | ring / blockwise | 1.5/P |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+        for r in ring_rows:
+            print(f"| {r['L']} | {r['P']} | {fmt_s(r['sdpa_f'])} | {fmt_s(r['ring_f'])} | {r['f_ratio']:.3f} | "
+                  f"{fmt_s(r['sdpa_b'])} | {fmt_s(r['ring_b'])} | {r['b_ratio']:.3f} | "
+                  f"{r['sdpa_mem']:.0f} / {r['bw_mem']:.0f} / {r['ring_mem']:.0f} | "
+                  f"{r['ring_mem'] / max(r['bw_mem'], 1e-9):.2f} | {1.5 / r['P']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -19,9 +19,12 @@ def test_mismatches_raise_on_every_rank():
         assert "ranks disagree on dtype: rank 0 torch.float64, rank 1 torch.float32" in e["dtype"]
         assert "rank 0 (1, 2, 6, 8), rank 1 (1, 3, 6, 8)" in e["heads"]
         assert "ranks disagree on causal: rank 0 True, rank 1 False" in e["causal"]
+        assert "ranks disagree on head_chunks: rank 0 1, rank 1 2" in e["head_chunks"]
         assert r["after"].shape == (1, 2, 6, 8)
     assert "q must be a floating-point tensor" in results[1]["errors"]["local"]  # its own error
     assert "rank(s) 1 rejected their inputs" in results[0]["errors"]["local"]
+    assert results[1]["errors"]["kernel"].startswith("ConfigError: kernel must be one of")
+    assert "rank(s) 1 rejected their inputs" in results[0]["errors"]["kernel"]
 
 
 def test_missing_rank_times_out():

@@ -1,6 +1,8 @@
 """Ring attention on 2 and 4 CPU processes (gloo) equals single-process attention: outputs,
 log-sum-exp and gradients (q, k, v, temperature), causal and not, with key masks and blocks of
-unequal length; float64 to 1e-12 and float32 to 1e-5."""
+unequal length; float64 to 1e-12 and float32 to 1e-5 — with each step on PyTorch's fused kernel
+(forward and backward, counted) and on attnscope's online softmax, in one pass and in head
+chunks. Transfers overlap the computation in both passes (the order of posts and waits)."""
 
 import numpy as np
 import pytest
@@ -18,15 +20,25 @@ pytestmark = pytest.mark.distributed
 LAYOUTS = {2: [6, 6], 4: [4, 3, 3, 3]}
 
 
-@pytest.fixture(scope="module", params=[2, 4], ids=["2 ranks", "4 ranks"])
+RUNS = [(2, "fused", None), (4, "fused", 2), (2, "online", None), (4, "online", 3), (4, "auto", None)]
+
+
+@pytest.fixture(scope="module", params=RUNS, ids=[f"{w} ranks, {k}, head_chunks={c}" for w, k, c in RUNS])
 def ring(request):
-    world = request.param
+    world, kernel, chunks = request.param
     lens = LAYOUTS[world]
-    return world, lens, D.run_local(workers.exact_battery, world, (lens, 0), timeout=150)
+    return world, lens, kernel, D.run_local(workers.exact_battery, world, (lens, 0, kernel, chunks), timeout=150)
 
 
 def test_matches_single_process(ring):
-    world, lens, results = ring
+    world, lens, kernel, results = ring
+    for r in results:
+        for case in r["cases"]:
+            fused_calls = case["calls"]
+            if kernel == "online":
+                assert fused_calls == {"forward": 0, "backward": 0}
+            else:  # float64 on CPU: every visible block's forward and backward run the fused kernel
+                assert fused_calls["forward"] > 0 and fused_calls["backward"] > 0, fused_calls
     q, k, v, key_mask, tau, g_out = workers.full_inputs(lens, 0)
     for i, (causal, scoring, per_head_tau, masked) in enumerate(workers.CASES):
         got = {name: torch.cat([r["cases"][i][name] for r in results], dim=-2) for name in ("out", "dq", "dk", "dv")}
@@ -52,7 +64,7 @@ def test_matches_single_process(ring):
 
 
 def test_shard_and_gather(ring):
-    world, lens, results = ring
+    world, lens, _, results = ring
     x = torch.arange(2 * sum(lens) * 3).reshape(2, sum(lens), 3)
     for rank, r in enumerate(results):
         assert torch.equal(r["shard"], torch.tensor_split(x, world, dim=1)[rank])
@@ -66,3 +78,28 @@ def test_float32_causal_four_ranks():
     q, k, v = (torch.randn(1, 4, 4 * n, 32, generator=g) for _ in range(3))
     ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
     assert (torch.cat(outs, dim=-2).double() - ref).abs().max().item() <= 1e-5
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_transfers_overlap_the_computation(world):
+    """Forward: every block transfer is posted before a computation and awaited after it.
+    Backward: the same for the blocks, and each gradient accumulator a rank passes on is awaited
+    by the next only after its next computation; only the last hop home follows no computation."""
+    lens = [5] * world
+    for r in D.run_local(workers.event_log, world, (lens, 1), timeout=150):
+        for phase, expected_bare in (("forward", 0), ("backward", 1)):
+            log = r[phase]
+            assert sum(e == "compute" for e, _ in log) == world, (phase, log)
+            posted = {}
+            bare = 0
+            for i, (event, key) in enumerate(log):
+                if event == "post":
+                    posted[key] = i
+                elif event == "wait":
+                    start = posted.pop(key)
+                    if not any(e == "compute" for e, _ in log[start:i]):
+                        bare += 1
+            assert not posted, (phase, log)  # every transfer was awaited
+            n_posts = sum(e == "post" for e, _ in log)
+            assert n_posts == (world - 1 if phase == "forward" else 2 * world - 1), (phase, log)
+            assert bare == expected_bare, (phase, log)

@@ -5,7 +5,9 @@ import time
 
 import torch
 
-from attnscope import ShapeError
+import attnscope.kernels.fused as KF
+import attnscope.kernels.ring.ring as RR
+from attnscope import AttnscopeError
 from attnscope import distributed as D
 
 #: (causal, scoring, per-head temperature, key mask) cases run by exact_battery.
@@ -27,7 +29,26 @@ def full_inputs(lens, seed, dtype=torch.float64, B=2, H=3, d=8, d_v=5):
     return q, k, v, key_mask, tau, g_out
 
 
-def exact_battery(rank, world, lens, seed):
+class Counting:
+    """Counts calls of the fused kernel's forward and backward in this process."""
+
+    def __enter__(self):
+        self.calls = {"forward": 0, "backward": 0}
+        self.real = KF.LseProblem.forward, KF.LseProblem.backward
+
+        def wrap(name, fn):
+            def counted(*a, **kw):
+                self.calls[name] += 1
+                return fn(*a, **kw)
+            return counted
+        KF.LseProblem.forward, KF.LseProblem.backward = wrap("forward", self.real[0]), wrap("backward", self.real[1])
+        return self.calls
+
+    def __exit__(self, *exc):
+        KF.LseProblem.forward, KF.LseProblem.backward = self.real
+
+
+def exact_battery(rank, world, lens, seed, kernel="auto", head_chunks=None):
     q, k, v, key_mask, tau, g_out = full_inputs(lens, seed)
     lo = sum(lens[:rank])
     part = slice(lo, lo + lens[rank])
@@ -35,12 +56,14 @@ def exact_battery(rank, world, lens, seed):
     for causal, scoring, per_head_tau, masked in CASES:
         ql, kl, vl = (t[..., part, :].clone().requires_grad_() for t in (q, k, v))
         taul = tau.clone().requires_grad_() if per_head_tau else None
-        out, lse = D.ring_attention(ql, kl, vl, causal=causal, scoring=scoring, temperature=taul,
-                                    key_mask=key_mask[..., part] if masked else None,
-                                    block_size=(4, 3), return_lse=True, timeout=30)
-        (out * g_out[..., part, :]).sum().backward()
+        with Counting() as calls:
+            out, lse = D.ring_attention(ql, kl, vl, causal=causal, scoring=scoring, temperature=taul,
+                                        key_mask=key_mask[..., part] if masked else None,
+                                        block_size=(4, 3), return_lse=True, timeout=30, kernel=kernel,
+                                        head_chunks=head_chunks)
+            (out * g_out[..., part, :]).sum().backward()
         results.append({"out": out.detach(), "lse": lse.detach(), "dq": ql.grad, "dk": kl.grad, "dv": vl.grad,
-                        "dtau": None if taul is None else taul.grad})
+                        "dtau": None if taul is None else taul.grad, "calls": dict(calls)})
     # the helpers: shard splits as tensor_split does, gather puts the blocks back together
     x = torch.arange(2 * sum(lens) * 3).reshape(2, sum(lens), 3)
     mine = D.shard(x, dim=1)
@@ -63,8 +86,8 @@ def error_battery(rank, world):
         try:
             D.ring_attention(q, k, v, timeout=20, **kw)
             errors[name] = None
-        except ShapeError as e:
-            errors[name] = str(e)
+        except AttnscopeError as e:
+            errors[name] = f"{type(e).__name__}: {e}"
 
     bad_d = torch.randn(1, 2, 6, 4) if rank == world - 1 else good
     attempt("head_dim", bad_d, bad_d, bad_d)
@@ -75,6 +98,8 @@ def error_battery(rank, world):
     local = torch.ones(1, 2, 6, 8, dtype=torch.long) if rank == 1 else good
     attempt("local", local, good, good)
     attempt("causal", good, good, good, causal=(rank == 0))
+    attempt("head_chunks", good, good, good, head_chunks=1 if rank == 0 else 2)
+    attempt("kernel", good, good, good, kernel="bogus" if rank == 1 else "auto")
     # still usable: a correct call after all those errors
     out = D.ring_attention(good, good, good, timeout=20)
     return {"errors": errors, "after": out}
@@ -91,3 +116,39 @@ def missing_rank(rank, world):
     except D.RingTimeout as e:
         return {"error": str(e), "seconds": time.monotonic() - t0}
     return {"error": None, "seconds": time.monotonic() - t0}
+
+
+def event_log(rank, world, lens, seed):
+    """The order of posts, waits and block computations in one forward and one backward, non-causal
+    (every block visible): which transfers were in flight during a computation."""
+    q, k, v, _, _, g_out = full_inputs(lens, seed, B=1, H=2, d=8, d_v=8)
+    lo = sum(lens[:rank])
+    part = slice(lo, lo + lens[rank])
+    log = []
+    real = RR.Ring.exchange, RR.Ring.finish, RR.Ring.block_forward, RR.Ring.block_backward
+
+    def exchange(self, *a, **kw):
+        bufs, works = real[0](self, *a, **kw)
+        log.append(("post", id(works)))
+        return bufs, works
+
+    def finish(self, bufs, works, *a, **kw):
+        log.append(("wait", id(works)))
+        return real[1](self, bufs, works, *a, **kw)
+
+    def compute(i):
+        def fn(self, *a, **kw):
+            log.append(("compute", None))
+            return real[i](self, *a, **kw)
+        return fn
+    RR.Ring.exchange, RR.Ring.finish = exchange, finish
+    RR.Ring.block_forward, RR.Ring.block_backward = compute(2), compute(3)
+    try:
+        ql, kl, vl = (t[..., part, :].clone().requires_grad_() for t in (q, k, v))
+        out = D.ring_attention(ql, kl, vl, timeout=30, head_chunks=1)
+        forward_log = list(log)
+        log.clear()
+        (out * g_out[..., part, :]).sum().backward()
+        return {"forward": forward_log, "backward": list(log)}
+    finally:
+        RR.Ring.exchange, RR.Ring.finish, RR.Ring.block_forward, RR.Ring.block_backward = real

@@ -3,6 +3,7 @@ time-outs), the ring itself, and a local process launcher."""
 
 from .launch import run_local
 from .protocol import DEFAULT_TIMEOUT, RingTimeout
-from .ring import gather, merge_partials, ring_attention, shard
+from .api import gather, ring_attention, shard
+from .ring import merge_partials
 
 __all__ = ["run_local", "DEFAULT_TIMEOUT", "RingTimeout", "gather", "merge_partials", "ring_attention", "shard"]

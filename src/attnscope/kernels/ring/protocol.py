@@ -95,14 +95,14 @@ def float_bits(x) -> int:
     return -1 if x is None else -3  # a tensor temperature: only its presence is compared
 
 
-def meta_row(q, k, v, key_mask, causal, scoring, scale, temperature, ok: bool) -> list[int]:
+def meta_row(q, k, v, key_mask, causal, scoring, scale, temperature, ok: bool, head_chunks: int = 0) -> list[int]:
     dtype = q.dtype if isinstance(q, Tensor) else None
     row = [0 if ok else 1,
            DTYPES.index(dtype) if dtype in DTYPES else -1,
            {"cpu": 0, "cuda": 1}.get(q.device.type, 2) if isinstance(q, Tensor) else -1,
            int(bool(causal)),
            SCORINGS.index(scoring) if scoring in SCORINGS else -1,
-           float_bits(scale), float_bits(temperature), 0]
+           float_bits(scale), float_bits(temperature), head_chunks]
     for t in (q, k, v, key_mask):
         row += shape_row(t if isinstance(t, Tensor) else None)
     return row[:META_LEN] + [0] * (META_LEN - len(row))
@@ -145,6 +145,7 @@ def check_agreement(rows: list[list[int]], rank: int) -> None:
     disagree("scoring", [SCORINGS[row[4]] for row in rows])
     disagree("scale", [row[5] for row in rows])
     disagree("temperature", [row[6] for row in rows])
+    disagree("head_chunks", ["auto" if row[7] == 0 else row[7] for row in rows])
     for which, name in enumerate(("q", "k", "v", "key_mask")):
         # Everything but the sequence dim (−2 for q/k/v, −1 for the key mask) must agree.
         seq = -1 if which == 3 else -2

@@ -35,21 +35,16 @@ evenly: ranks may hold blocks of different lengths (:func:`shard` splits as even
 from __future__ import annotations
 
 import datetime
-from typing import Optional, Union
+import math
+from typing import Optional
 
 import torch
 import torch.distributed as dist
 
-from ...errors import AttnscopeError, ConfigError, ShapeError, fmt_shape
 from .. import fused
-from ..blockwise.api import check_kernel
 from ..blockwise.kernel import backward, forward
-from ..blockwise.prepare import block_sizes, compute_dtype
-from ..blockwise.tiles import LOG2E, Tiles
-from ..qk import as_2d, prepare
-from ..validate import broadcast_or_raise, check_qkv, check_scale, check_scoring
-from .protocol import (META_DIMS, DTYPES, as_timedelta, check_agreement, comm_device, exchange_meta, global_rank,
-                       group_info, meta_row, seg, wait_all)
+from ..blockwise.tiles import Tiles
+from .protocol import global_rank, wait_all
 
 Tensor = torch.Tensor
 
@@ -82,11 +77,12 @@ class Ring:
 
     def __init__(self, group, rank: int, world: int, q_lens: list[int], k_lens: list[int], causal: bool,
                  block: tuple[int, int], timeout: datetime.timedelta, comm: torch.device, *,
-                 use_fused: bool = False, scale: float = 1.0) -> None:
+                 use_fused: bool = False, scale: float = 1.0, chunks: int = 1) -> None:
         self.group, self.rank, self.world = group, rank, world
         # use_fused: each step runs the fused kernel, with ``scale`` on q kᵀ; otherwise the
         # online softmax, with the factor already on q
         self.use_fused, self.scale = use_fused, scale
+        self.chunks = chunks  # head chunks run one after the other (see n_head_chunks)
         self.q_lens, self.k_lens = q_lens, k_lens
         self.q_off = [sum(q_lens[:r]) for r in range(world)]
         self.k_off = [sum(k_lens[:r]) for r in range(world)]
@@ -249,11 +245,79 @@ def ring_backward(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Tenso
     return dq, grads[0][..., :n, :], grads[1][..., :n, :]
 
 
+#: Auto head chunks: a rank's K/V block of at least this many bytes travels in RING_HEAD_CHUNKS parts.
+CHUNK_MIN_BYTES = 4 << 20
+RING_HEAD_CHUNKS = 4
+
+
+def n_head_chunks(requested: Optional[int], lead, s_max: int, d: int, itemsize: int) -> int:
+    """How many head chunks (dim −3) the ring runs one after the other. Each rank holds two K/V
+    blocks at once (the one computed, the one arriving) plus one partial result: in chunks those
+    are 1/c of the size. ``lead`` and ``s_max`` agree across ranks, so the auto choice does too."""
+    H = lead[-1] if len(lead) else 1
+    if requested is not None:
+        return max(1, min(requested, H))
+    block = math.prod(lead) * s_max * d * itemsize
+    return 1 if block < CHUNK_MIN_BYTES else min(H, RING_HEAD_CHUNKS)
+
+
+def head_part(t: Optional[Tensor], sl: Optional[slice], dim_from_end: int) -> Optional[Tensor]:
+    """Heads ``sl`` of ``t`` at dim −dim_from_end, or all of t where it broadcasts there."""
+    if t is None or sl is None or t.dim() < dim_from_end or t.shape[-dim_from_end] == 1:
+        return t
+    return t.narrow(t.dim() - dim_from_end, sl.start, sl.stop - sl.start)
+
+
+def chunk_slices(R: Ring, lead) -> list[Optional[slice]]:
+    if R.chunks == 1:
+        return [None]
+    H = lead[-1]
+    bounds = [round(i * H / R.chunks) for i in range(R.chunks + 1)]
+    return [slice(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def ring_forward_heads(R: Ring, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
+                       base2: bool = False) -> tuple[Tensor, Tensor]:
+    """:func:`ring_forward`, one head chunk after the other, written into the one result."""
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], *([] if bias is None else [bias.shape[:-1]]))
+    parts = chunk_slices(R, lead)
+    if parts == [None]:
+        return ring_forward(R, q, k, v, bias, base2)
+    out = q.new_empty((*lead, q.shape[-2], v.shape[-1]))  # (*lead, L_r, d_v)
+    lse = q.new_empty((*lead, q.shape[-2]))  # (*lead, L_r)
+    for sl in parts:
+        o, l = ring_forward(R, head_part(q, sl, 3), head_part(k, sl, 3), head_part(v, sl, 3),
+                            head_part(bias, sl, 2), base2)
+        out.narrow(out.dim() - 3, sl.start, sl.stop - sl.start).copy_(o.expand(*o.shape[:-3], sl.stop - sl.start, *o.shape[-2:]))
+        lse.narrow(lse.dim() - 2, sl.start, sl.stop - sl.start).copy_(l.expand(*l.shape[:-2], sl.stop - sl.start, l.shape[-1]))
+        del o, l
+    return out, lse
+
+
+def ring_backward_heads(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`ring_backward`, one head chunk after the other; a tensor that broadcasts over the
+    heads sums its chunks' gradients."""
+    lead = out.shape[:-2]
+    parts = chunk_slices(R, lead)
+    if parts == [None]:
+        return ring_backward(R, q, k, v, bias, out, lse, d_out, d_lse)
+    grads = [torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)]
+    for sl in parts:
+        got = ring_backward(R, head_part(q, sl, 3), head_part(k, sl, 3), head_part(v, sl, 3), head_part(bias, sl, 2),
+                            head_part(out, sl, 3), head_part(lse, sl, 2), head_part(d_out, sl, 3),
+                            head_part(d_lse, sl, 2))
+        for g, t, dg in zip(grads, (q, k, v), got):
+            part = head_part(g, sl, 3)
+            part += dg.sum_to_size(part.shape)
+        del got
+    return grads[0], grads[1], grads[2]
+
+
 class RingAttentionFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, R):
         with torch.no_grad():
-            out, lse = ring_forward(R, q, k, v, bias)
+            out, lse = ring_forward_heads(R, q, k, v, bias)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.bias, ctx.R = bias, R
         ctx.set_materialize_grads(False)  # an unused lse sends no gradient (and costs none)
@@ -265,136 +329,5 @@ class RingAttentionFn(torch.autograd.Function):
         if d_out is None:
             d_out = torch.zeros_like(out)
         with torch.no_grad():
-            dq, dk, dv = ring_backward(ctx.R, q, k, v, ctx.bias, out, lse, d_out, d_lse)
+            dq, dk, dv = ring_backward_heads(ctx.R, q, k, v, ctx.bias, out, lse, d_out, d_lse)
         return dq, dk, dv, None, None
-
-
-# ----------------------------------------------------------------------------------------------
-# public API
-# ----------------------------------------------------------------------------------------------
-
-def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = False, *,
-                   key_mask: Optional[Tensor] = None, scale: Optional[float] = None,
-                   scoring: str = "scaled", temperature: Union[None, float, Tensor] = None,
-                   block_size: Union[None, int, tuple[int, int]] = None,
-                   timeout: Union[None, float, datetime.timedelta] = None, return_lse: bool = False,
-                   kernel: str = "auto"):
-    """Exact attention over a sequence whose contiguous blocks live on the ranks of ``group``.
-
-    Call it on every rank of the group with that rank's block; rank r's block comes after rank
-    r−1's. The result on each rank is that rank's rows of single-process
-    ``attention(q_full, k_full, v_full, causal=causal, ...)``.
-
-    Args:
-        q: this rank's queries ``(..., L_r, d_k)``.
-        k, v: this rank's keys and values ``(..., S_r, d_k)``, ``(..., S_r, d_v)``. L_r and S_r
-            may differ between ranks (uneven split); every other dim must agree.
-        group: a ``torch.distributed`` process group (default: the world).
-        causal: query at global position i sees keys at global positions 0..i.
-        key_mask: this rank's keys' mask ``(..., S_r)``: bool (True = may be attended, like
-            :func:`attnscope.attention`'s masks) or float (added to the scores); it travels with
-            the keys. E.g. padding of a batch of texts.
-        scale, scoring, temperature: as in :func:`attnscope.attention` (a tensor temperature
-            must not vary over keys).
-        block_size: tile sizes of the online-softmax kernel (where a rank runs it).
-        timeout: seconds (or timedelta) to wait for the other ranks at each exchange before
-            raising :class:`RingTimeout`; default :data:`DEFAULT_TIMEOUT`.
-        return_lse: also return the log-sum-exp per query ``(..., L_r)``.
-        kernel: each step's kernel, as in :func:`attnscope.blockwise_attention`: ``"auto"``
-            (PyTorch's fused kernel where it takes the inputs, forward and backward),
-            ``"fused"`` (or a ConfigError), ``"online"`` (attnscope's online softmax).
-    Returns:
-        ``out (..., L_r, d_v)`` (or ``(out, lse)``), differentiable: the backward runs the ring
-        again, so every rank must call backward too.
-    Raises:
-        ShapeError on every rank when the ranks' shapes, dtypes or options disagree;
-        RingTimeout when a rank does not answer in time.
-    """
-    rank, world = group_info(group)
-    timeout = as_timedelta(timeout)
-    # Validate locally but raise only after the exchange, so the other ranks learn of it too.
-    local_error: Optional[Exception] = None
-    try:
-        check_qkv(q, k, v)
-        check_scoring(scoring)
-        check_scale(scale)
-        if q.dim() > META_DIMS or k.dim() > META_DIMS or v.dim() > META_DIMS:
-            raise ShapeError(f"ring_attention supports tensors of up to {META_DIMS} dims")
-        if q.dtype not in DTYPES:
-            raise ShapeError(f"ring_attention supports {', '.join(map(str, DTYPES))}, got {q.dtype}")
-        if key_mask is not None:
-            if not isinstance(key_mask, Tensor) or (key_mask.dtype != torch.bool and not key_mask.is_floating_point()):
-                raise ShapeError("key_mask must be a bool (True = attend) or float tensor (..., S_r)")
-            if key_mask.dim() == 0 or key_mask.shape[-1] != k.shape[-2]:
-                raise ShapeError(f"key_mask must have shape (..., S_r={k.shape[-2]}) for k {fmt_shape(k.shape)}, "
-                                 f"got {fmt_shape(key_mask.shape)}")
-            broadcast_or_raise("leading dims of key_mask and q, k, v", key_mask.shape[:-1], q.shape[:-2], k.shape[:-2])
-        if isinstance(temperature, Tensor) and temperature.dim() >= 1 and temperature.shape[-1] != 1:
-            raise ShapeError(f"ring_attention needs a temperature that is constant over keys (last dim 1), "
-                             f"got shape {fmt_shape(temperature.shape)}")
-        bq, bk = block_sizes(block_size)
-        check_kernel(kernel)
-        if kernel == "fused" and not fused.flash_lse_ok(q, k, v):
-            raise ConfigError(f"kernel='fused': PyTorch's fused kernel cannot take {q.dtype} on {q.device.type} "
-                              f"with q {fmt_shape(q.shape)}, k {fmt_shape(k.shape)}, v {fmt_shape(v.shape)}; "
-                              f"use kernel='auto'")
-    except AttnscopeError as e:
-        local_error = e
-        bq = bk = 1
-    row = meta_row(q, k, v, key_mask, causal, scoring, scale, temperature, ok=local_error is None)
-    comm = comm_device(group, q.device if isinstance(q, Tensor) else torch.device("cpu"))
-    rows = exchange_meta(row, group, world, comm, timeout)
-    if local_error is not None:
-        raise local_error
-    check_agreement(rows, rank)
-
-    q_lens = [seg(row, 0)[-2] for row in rows]  # every rank's L_r (dim −2 of q)
-    k_lens = [seg(row, 1)[-2] for row in rows]  # every rank's S_r
-    cdt = compute_dtype(q.dtype)
-    p = prepare(q.to(cdt), k.to(cdt), scoring, scale=scale, temperature=temperature)
-    vn = v.to(cdt)
-    use_fused = kernel != "online" and fused.flash_lse_ok(p.q, p.k, vn)
-    if use_fused and not isinstance(p.factor, Tensor):
-        qn, kn, sc = p.q, p.k, p.factor  # the factor is the kernel's scale: no scaled copy of q
-    else:  # the factor is constant over keys: it goes on q
-        qn, kn, sc = p.q * (as_2d(p.factor) if isinstance(p.factor, Tensor) else p.factor), p.k, 1.0  # (..., L_r, d_k)
-    R = Ring(group, rank, world, q_lens, k_lens, causal, (bq, bk), timeout, comm, use_fused=use_fused, scale=sc)
-    bias = None
-    if key_mask is not None:
-        key_mask = key_mask.to(q.device)
-        bias = (torch.zeros(key_mask.shape, dtype=cdt, device=q.device).masked_fill(~key_mask, float("-inf"))
-                if key_mask.dtype == torch.bool else key_mask.to(cdt))  # (..., S_r), added to scores
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (qn, kn, vn)):
-        out, lse = RingAttentionFn.apply(qn, kn, vn, bias, R)
-    else:
-        with torch.no_grad():
-            if use_fused:
-                out, lse = ring_forward(R, qn, kn, vn, bias)
-            else:
-                qn = qn.mul_(LOG2E) if qn is not q else qn * LOG2E
-                out, lse = ring_forward(R, qn, kn, vn, bias, base2=True)
-    out = out.to(q.dtype)
-    return (out, lse) if return_lse else out
-
-
-def shard(x: Tensor, dim: int = -2, group=None) -> Tensor:
-    """This rank's contiguous block of ``x`` along ``dim`` (as even as possible: the first
-    ``n % P`` ranks get one more), the split :func:`ring_attention` expects. A view."""
-    rank, world = group_info(group)
-    return torch.tensor_split(x, world, dim=dim)[rank]
-
-
-def gather(x: Tensor, dim: int = -2, group=None, timeout=None) -> Tensor:
-    """Concatenate every rank's block along ``dim`` in rank order (blocks may differ in length)."""
-    rank, world = group_info(group)
-    timeout = as_timedelta(timeout)
-    comm = comm_device(group, x.device)
-    dim = dim % x.dim()
-    n = torch.tensor([x.shape[dim]], device=comm)
-    lens = [torch.empty_like(n) for _ in range(world)]
-    wait_all([dist.all_gather(lens, n, group=group, async_op=True)], timeout, "gather (lengths)")
-    lens = [int(t) for t in lens]
-    padded = pad_seq(x.to(comm), max(lens), dim)
-    parts = [torch.empty_like(padded) for _ in range(world)]
-    wait_all([dist.all_gather(parts, padded, group=group, async_op=True)], timeout, "gather")
-    return torch.cat([p.narrow(dim, 0, n_r) for p, n_r in zip(parts, lens)], dim=dim).to(x.device)
