@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import reference as R
 from .errors import InputError
 from .explain.doc import Formula, Matrix, Para, Step, Sym, VecParam, Worked, t
 from .explain.numbers import fmt, short
@@ -105,7 +106,7 @@ class Exercise:
         p, v = self.problem_input, self.values
         d = p.d_k
         # 1: the row whose softmax the scale changes most
-        raw_soft = np.array([_softmax(r) for r in v["scores"]])
+        raw_soft = R.softmax(v["scores"])  # each row unscaled
         i = int(np.argmax(np.abs(raw_soft - v["weights"]).max(1)))
         from .explain.scaling import sampled_variance
         var64, _ = sampled_variance(64, 10000, np.random.default_rng(0))
@@ -126,11 +127,6 @@ class Exercise:
         a3 = Para(t("ex.a3", tok=p.tokens[k], shares=shares, top=p.tokens[int(order[0])],
                     o=VecParam(list(v["output"][k])), x=VecParam(list(p.X[k]), exact=True)))
         return [Para(t("ex.q1")), a1, Para(t("ex.q2")), a2, Para(t("ex.q3", tok=p.tokens[k])), a3]
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max())
-    return e / e.sum()
 
 
 def _plain(x, lang: str) -> str:

@@ -20,14 +20,20 @@ from typing import Optional, Union
 
 import numpy as np
 
-from .errors import NonFiniteError, fmt_shape
-from .scorings import DEFAULT_EPS, get_scoring
+from .errors import ConfigError, NonFiniteError, fmt_shape
+from .scorings import DEFAULT_EPS, SCORINGS, get_scoring
 
 Array = np.ndarray
 
-__all__ = ["as_f64", "prepare_qk", "score_factor", "raw_scores", "causal_mask", "additive_mask", "combine_masks",
-           "softmax", "log_softmax", "logsumexp", "weighted_sum", "attention_steps", "attention", "layer_norm",
-           "linear", "gelu", "relu", "split_heads", "merge_heads", "check_finite"]
+__all__ = ["as_f64", "prepare_qk", "score_factor", "operand_factor", "raw_scores", "causal_mask", "additive_mask",
+           "combine_masks", "softmax", "log_softmax", "logsumexp", "weighted_sum", "attention_steps", "attention",
+           "EXP_SHOW_LIMIT", "exp_shift", "softmax_parts", "shifted_exp", "divide_by_sum", "row_steps", "attention_weights", "layer_norm", "linear",
+           "gelu", "relu", "split_heads", "merge_heads", "check_finite", "trace_factor", "trace_weights", "trace_row"]
+
+#: A worked calculation shows exp(s) as the learner computes it while a row's largest score is at
+#: most this; above it the row maximum m is subtracted first (exp(s − m)), which leaves the weights
+#: unchanged (explain, check, the viewer's step view and the server all show the same numbers).
+EXP_SHOW_LIMIT = 50.0
 
 
 def as_f64(x) -> Array:
@@ -52,9 +58,27 @@ def score_factor(scoring: str, d_k: int, scale: Optional[float] = None,
     return f if isinstance(f, np.ndarray) else float(f)
 
 
+def operand_factor(scoring: str, d_k: int) -> float:
+    """The factor on a model's *prepared* q', k' (what a trace records as ``attn.q``/``attn.k``:
+    after qknorm's LayerNorms, say), for a scoring whose factor depends on d_k alone.
+
+    ConfigError for a scoring with a temperature (cosine): its τ is a learned parameter of the
+    model that the prepared operands do not carry.
+    """
+    sc = get_scoring(scoring)
+    if sc.uses_temperature:
+        raise ConfigError(f"{scoring} scoring divides by the model's learned temperature, which q and k do not "
+                         f"carry; the scorings whose factor depends on d_k alone are "
+                         f"{', '.join(n for n in SCORINGS if not get_scoring(n).uses_temperature)}")
+    return float(sc.factor_for(d_k))
+
+
 def raw_scores(q, k) -> Array:
-    """``q @ kᵀ`` → ``(..., L, S)``."""
-    return np.einsum("...ld,...sd->...ls", as_f64(q), as_f64(k))
+    """``q @ kᵀ`` → ``(..., L, S)``; one query ``q (d_k,)`` gives its row ``(S,)``."""
+    q, k = as_f64(q), as_f64(k)
+    # (the batched einsum gives each row the same float64 sums as the one-row k @ q: a row of a
+    # matrix and the row alone read the same digits)
+    return k @ q if q.ndim == 1 else np.einsum("...ld,...sd->...ls", q, k)
 
 
 def causal_mask(L: int, S: int) -> Array:
@@ -106,8 +130,8 @@ def log_softmax(x, axis: int = -1) -> Array:
 
 
 def weighted_sum(weights, v) -> Array:
-    """``weights @ v`` → ``(..., L, d_v)``."""
-    return np.einsum("...ls,...sd->...ld", as_f64(weights), as_f64(v))
+    """``weights @ v`` → ``(..., L, d_v)``; one row ``weights (S,)`` gives ``(d_v,)``."""
+    return as_f64(weights) @ as_f64(v)
 
 
 def attention_steps(q, k, v, mask=None, *, causal: bool = False, scoring: str = "scaled",
@@ -133,6 +157,73 @@ def attention(q, k, v, mask=None, **kwargs) -> tuple[Array, Array]:
     """``(out, weights)`` of :func:`attention_steps`."""
     s = attention_steps(q, k, v, mask, **kwargs)
     return s["out"], s["weights"]
+
+
+def exp_shift(masked, axis: int = -1) -> Array:
+    """What a worked calculation subtracts before exp, with ``axis`` kept (size 1): 0 while the
+    row's largest finite score is at most :data:`EXP_SHOW_LIMIT` (exp(s) shown as is), else that
+    maximum. A row with no finite score gets 0."""
+    x = as_f64(masked)
+    if x.shape[axis] == 0:
+        return np.zeros(x.shape[:axis % x.ndim] + (1,) + x.shape[axis % x.ndim + 1:])
+    m = np.where(np.isfinite(x), x, -np.inf).max(axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    return np.where(m > EXP_SHOW_LIMIT, m, 0.0)
+
+
+def softmax_parts(masked, axis: int = -1) -> dict[str, Array]:
+    """The softmax as a learner writes it: ``shift`` (:func:`exp_shift`, axis kept), ``exp`` =
+    exp(masked − shift) (0 where masked is −inf), ``sum`` of those along ``axis`` and ``weights``
+    (:func:`softmax`, computed stably, so equal to exp / sum)."""
+    x = as_f64(masked)
+    shift = exp_shift(x, axis)
+    e = shifted_exp(x, shift)
+    return {"shift": shift, "exp": e, "sum": e.sum(axis), "weights": softmax(x, axis)}
+
+
+def shifted_exp(masked, shift) -> Array:
+    """``exp(masked − shift)`` (0 where masked is −inf), overflow to inf without a warning."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.exp(as_f64(masked) - as_f64(shift))
+
+
+def divide_by_sum(e, total) -> Array:
+    """``e / total``: the weights from the exponentials and their (broadcast) sum; 0 where the
+    sum is 0 (a row that sees no key)."""
+    e, total = as_f64(e), as_f64(total)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total == 0, 0.0, e / np.where(total == 0, 1.0, total))
+
+
+def row_steps(raw, factor, allowed=None, v=None) -> dict:
+    """One query row, every step of the first article's walk-through, float64.
+
+    ``raw (S,)`` q·k against every key, ``factor`` on it, ``allowed (S,)`` bool (None: every key),
+    ``v (S, d_v)``. Returns ``scores``, ``scaled`` (S,), ``masked`` (−inf where not allowed),
+    ``shift`` (a float: 0 or the row maximum, see :data:`EXP_SHOW_LIMIT`), ``exp``, ``sum``
+    (a float), ``weights`` (S,; 0 everywhere when no key is allowed) and, with ``v``, ``output``.
+    Overflow is not checked here (see :func:`check_finite`).
+    """
+    raw = as_f64(raw)  # (S,)
+    allowed = np.ones(raw.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = raw * factor  # (S,)
+        masked = np.where(allowed, scaled, -np.inf)  # (S,)
+        parts = softmax_parts(masked)
+        out = {"scores": raw, "scaled": scaled, "masked": masked, "shift": float(parts["shift"][0]) if raw.size else 0.0,
+               "exp": parts["exp"], "sum": float(parts["sum"]), "weights": parts["weights"]}
+        if v is not None:
+            out["output"] = weighted_sum(out["weights"], v)  # (d_v,)
+    return out
+
+
+def attention_weights(q, k, factor, *, causal: bool = False, mask=None) -> Array:
+    """``softmax(factor · q·kᵀ)`` of prepared q, k ``(..., L|S, d_k)`` → ``(..., L, S)``, with the
+    bool or additive ``mask`` and causality; rows that see nothing are 0."""
+    q, k = as_f64(q), as_f64(k)
+    scaled = raw_scores(q, k) * factor
+    add = combine_masks(mask, scaled.shape[-2], scaled.shape[-1], causal)
+    return softmax(scaled if add is None else scaled + add)
 
 
 def layer_norm(x, weight=None, bias=None, eps: float = 1e-5) -> Array:
@@ -192,3 +283,47 @@ def check_finite(step: str, x, *, allow_neg_inf: bool = False) -> Array:
         raise NonFiniteError(f"{step} has non-finite values ({', '.join(kinds)}) in shape {fmt_shape(a.shape)}, "
                              f"first at index {first}")
     return a
+
+
+# ----------------------------------------------------------------------------------------------
+# a trace's attention, recomputed in float64 from its recorded q, k, v (read through the Trace
+# read API: ``tr.qkv``, ``tr.mask``, ``tr.text_tokens``)
+# ----------------------------------------------------------------------------------------------
+
+def trace_factor(trace) -> float:
+    """The factor on the trace's q·k (:func:`operand_factor` of its model's scoring and d_head)."""
+    return operand_factor(trace.config.scoring, int(trace.config.d_head))
+
+
+def trace_weights(trace, layer: int, text: int = 0, *, recorded: bool = True) -> Array:
+    """Attention weights of every head of ``layer`` for text ``text``: float64 (H, n, n).
+
+    The recorded ``layers.{layer}.attn.weights`` when the trace holds the whole matrix (and
+    ``recorded``), else computed from the recorded q and k with the mask the model used.
+    """
+    if recorded and f"layers.{trace.check_layer(layer)}.attn.weights" in trace:
+        return as_f64(trace.step(layer, "weights", text=text))  # (H, n, n)
+    q, k, _ = trace.qkv(layer, text=text)  # (H, n, d_head) each
+    allowed = trace.mask(layer, text=text).detach().cpu().numpy()  # (1, n, n)
+    return attention_weights(as_f64(q), as_f64(k), trace_factor(trace), mask=allowed)
+
+
+def trace_row(trace, layer: int, head: int, query: int, text: int = 0) -> dict:
+    """One query row of one head, recomputed in float64 from the trace's q, k, v.
+
+    Returns ``tokens``, ``raw`` (q·k per key), ``scaled`` (× the factor, −inf at keys the query
+    may not see), ``shift``, ``exp``, ``sum``, ``weights`` and ``out`` (Σ weight·v, d_head numbers)
+    of :func:`row_steps`, with ``factor``, ``d_k`` and ``allowed`` (n,) bool. InputError names a
+    layer, head, text or query out of range.
+    """
+    from .trace.read import check_index
+    q, k, v = trace.qkv(layer, head, text=text)  # (n, d_head) each
+    n = q.shape[0]
+    query = check_index("query token", query, n, "token")
+    allowed = trace.mask(layer, text=text)[0, query].detach().cpu().numpy()  # (n,)
+    factor = trace_factor(trace)
+    s = row_steps(raw_scores(as_f64(q)[query], as_f64(k)), factor, allowed, as_f64(v))
+    return {"tokens": trace.text_tokens(text), "raw": s["scores"], "scaled": s["masked"], "shift": s["shift"],
+            "exp": s["exp"], "sum": s["sum"], "weights": s["weights"], "out": s["output"], "factor": factor,
+            "d_k": int(q.shape[-1]), "allowed": allowed}
+

@@ -72,7 +72,7 @@ class Scoring:
             NumPy arrays and floats alike. ``temperature`` is None unless :attr:`uses_temperature`.
         title: short name for the viewer and tables, e.g. ``"q·k / √d_k"``.
         latex: the score as LaTeX, in q, k, d_k (and τ).
-        words: one sentence per language (``"en"``, ``"zh"``) for ``explain``.
+        words: one sentence per language (``"en"``, ``"zh"``) for ``explain`` (inline TeX in ``$…$``).
         prepare: ``prepare(q, k, eps)`` → q', k' (torch); None = unchanged.
         prepare_np: its float64 NumPy twin; None = unchanged.
         uses_temperature: the factor is ``1/τ`` with τ from the call (``temperature=``).
@@ -177,9 +177,30 @@ def _unit(q: Tensor, k: Tensor, eps: float) -> tuple[Tensor, Tensor]:
 
 
 def _unit_np(q: np.ndarray, k: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    def norm(x):  # x / max(‖x‖, ε), as F.normalize
+    return _unit_rows(q, eps), _unit_rows(k, eps)
+
+
+#: float64 rows with an entry above this are divided by their largest |entry| before a norm or a
+#: variance (their squares would overflow and the row would silently become 0).
+_HUGE = 1e150
+
+
+def _huge_rows(x: np.ndarray) -> Optional[np.ndarray]:
+    """(..., 1): each row's largest |entry| where it is above _HUGE, else 1; None when no row is."""
+    if x.size == 0:
+        return None
+    m = np.abs(x).max(-1, keepdims=True)
+    big = m > _HUGE
+    return np.where(big, m, 1.0) if big.any() else None
+
+
+def _unit_rows(x: np.ndarray, eps: float) -> np.ndarray:
+    """x / max(‖x‖, ε) over the last axis, as F.normalize (huge rows computed as (x/s)/max(‖x/s‖, ε/s))."""
+    s = _huge_rows(x)
+    if s is None:
         return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), eps)
-    return norm(q), norm(k)
+    y = x / s
+    return y / np.maximum(np.linalg.norm(y, axis=-1, keepdims=True), eps / s)
 
 
 def _layer_norm(q: Tensor, k: Tensor, eps: float) -> tuple[Tensor, Tensor]:
@@ -188,9 +209,18 @@ def _layer_norm(q: Tensor, k: Tensor, eps: float) -> tuple[Tensor, Tensor]:
 
 
 def _layer_norm_np(q: np.ndarray, k: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    def ln(x):
+    return _layer_norm_rows(q, eps), _layer_norm_rows(k, eps)
+
+
+def _layer_norm_rows(x: np.ndarray, eps: float) -> np.ndarray:
+    """(x − mean) / √(var + ε) over the last axis, no affine (huge rows computed on x/s, ε/s²)."""
+    s = _huge_rows(x)
+    if s is None:
         return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
-    return ln(q), ln(k)
+    y = x / s
+    centred = y - y.mean(-1, keepdims=True)
+    spread = np.sqrt(y.var(-1, keepdims=True) + eps / s**2)  # ε/s² may underflow to 0
+    return np.divide(centred, spread, out=np.zeros_like(centred), where=centred != 0)
 
 
 def _cosine_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) -> dict:
@@ -222,13 +252,13 @@ register_scoring(Scoring(
 register_scoring(Scoring(
     name="unscaled", factor=lambda d_k, tau=None: 1.0,
     title="q·k", latex=r"q \cdot k", source="what the second article warns of",
-    words={"en": "Scoring: the plain dot product of $q$ and $k$, not scaled.",
-           "zh": "打分方式：$q$ 与 $k$ 的点积，不缩放。"}))
+    words={"en": "Scoring: unscaled ($S' = S$, no division by $\\sqrt{d_k}$).",
+           "zh": "打分方式：不缩放（$S' = S$，不除以 $\\sqrt{d_k}$）。"}))
 register_scoring(Scoring(
     name="inv_d", factor=lambda d_k, tau=None: 1.0 / d_k,
     title="q·k / d_k", latex=r"\frac{q \cdot k}{d_k}", source="μP (Yang et al. 2022)",
-    words={"en": "Scoring: the dot product of $q$ and $k$ divided by $d_k$.",
-           "zh": "打分方式：$q$ 与 $k$ 的点积除以 $d_k$。"}))
+    words={"en": "Scoring: divided by $d_k$ instead of $\\sqrt{d_k}$.",
+           "zh": "打分方式：除以 $d_k$ 而不是 $\\sqrt{d_k}$。"}))
 register_scoring(Scoring(
     name="cosine", factor=lambda d_k, tau: 1.0 / tau, uses_temperature=True,
     default_temperature=DEFAULT_COSINE_TEMPERATURE, prepare=_unit, prepare_np=_unit_np,

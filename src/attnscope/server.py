@@ -35,12 +35,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from . import __version__
+from . import reference as R
 from .errors import AttnscopeError, InputError
 from .fonts import font_face_css
+from .trace.read import check_index
 from .viewer import data as view_data_mod
-from .viewer import source
 from .viewer.html import render_server_page
-from .viewer.run import check_text, trace_texts, unicode_problem, view_data
+from .viewer.run import check_text, unicode_problem, view_data
 
 #: Default limit on the characters of one text (the model's own limit on tokens applies too).
 MAX_CHARS = 2000
@@ -280,8 +281,13 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
 
     def check_head(req: HeadRequest) -> None:
         check_text(req.text, max_chars=max_chars)
-        source.check_index("layer", req.layer, cfg.n_layers, "layer")
-        source.check_index("head", req.head, cfg.n_heads, "head")
+        check_index("layer", req.layer, cfg.n_layers, "layer")
+        check_index("head", req.head, cfg.n_heads, "head")
+
+    def trace_layer(text: str, layer: int):
+        """The text's trace with q, k, v of ``layer``: bit for bit those of the viewer's trace
+        (no trace that records no full weight matrix changes a layer's numbers)."""
+        return model.trace([text], names=[f"layers.{layer}.attn.{s}" for s in ("q", "k", "v")])
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> str:
@@ -310,9 +316,9 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
         check_head(req)
 
         def work():
-            tr = trace_texts(model, [req.text])
-            w = source.weights(tr, req.layer)[req.head]  # (n, n) float64 from the traced q, k
-            return Attention(tokens=source.tokens(tr), layer=req.layer, head=req.head, weights=w.tolist())
+            tr = trace_layer(req.text, req.layer)
+            w = R.trace_weights(tr, req.layer)[req.head]  # (n, n) float64 from the traced q, k
+            return Attention(tokens=tr.text_tokens(0), layer=req.layer, head=req.head, weights=w.tolist())
         return await worker.run(work)
 
     @app.post("/api/steps", response_model=Steps,
@@ -321,8 +327,8 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
         check_head(req)
 
         def work():
-            tr = trace_texts(model, [req.text])
-            s = source.steps(tr, req.layer, req.head, req.query)
+            tr = trace_layer(req.text, req.layer)
+            s = R.trace_row(tr, req.layer, req.head, req.query)
             return Steps(tokens=s["tokens"], layer=req.layer, head=req.head, query=req.query, d_k=s["d_k"],
                          factor=s["factor"], raw=s["raw"].tolist(),
                          scaled=[None if x == float("-inf") else x for x in s["scaled"].tolist()],

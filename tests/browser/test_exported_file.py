@@ -11,7 +11,8 @@ import pytest
 
 from attnscope.explain.numbers import fmt
 from attnscope.explain.row import model_row_data, row_values
-from attnscope.viewer import source
+from attnscope import reference as R
+from attnscope.viewer.context import context_comparison
 from attnscope.viewer.run import trace_each
 from tests.browser.conftest import wait_ready
 from tests.viewer.fixtures import OTHER, TEXT
@@ -135,7 +136,7 @@ def test_context_view_shows_the_cosines(page, exported, minilm, artifacts):
     open_page(page, exported)
     page.click("[data-testid=tab-context]")
     page.screenshot(path=str(artifacts / "file-context-view.png"))
-    ref = source.context_comparison(*trace_each(minilm, [TEXT, OTHER]), token="bank")
+    ref = context_comparison(*trace_each(minilm, [TEXT, OTHER]), token="bank")
     for series in ("across", "drift_a", "drift_b"):
         shown = page.eval_on_selector_all(f"[data-testid=compare-table] td[data-col={series}]", "tds => tds.map(t => t.textContent)")
         assert shown == [fmt(x, 4, as_int=False) for x in ref[series]]  # 1.0000, never 1, among 0.9876
@@ -159,7 +160,7 @@ def test_head_view_lines_use_the_models_weights(page, exported, minilm):
     (tr,) = trace_each(minilm, [TEXT])
     for layer, head in ((0, 0), (3, 7), (5, 11)):
         got = page.evaluate("([l, h]) => Array.from(window.attnscopeViewer.texts[0].weights(l, h))", [layer, head])
-        want = source.weights(tr, layer)[head].ravel()  # float64 from the traced q, k
+        want = R.trace_weights(tr, layer)[head].ravel()  # float64 from the traced q, k
         assert got == pytest.approx(want.tolist(), abs=1e-7)  # stored as float32 for drawing
     # the tooltip of a key gives the exact weight from the hovered query
     page.hover("[data-testid=q-4]")
@@ -168,7 +169,7 @@ def test_head_view_lines_use_the_models_weights(page, exported, minilm):
     page.click("[data-testid=q-4]")
     page.hover("[data-testid=k-9]")
     tip = page.locator(".as-tip").text_content()
-    w = source.steps(tr, 0, 2, 4)["weights"][9]
+    w = R.trace_row(tr, 0, 2, 4)["weights"][9]
     line = next(x for x in tip.split("\n") if x.startswith("head 2: "))
     shown, exact = line.split(" = ")[1].split("   exact ")
     assert shown == fmt(w, 4) and float(exact) == pytest.approx(float(w), rel=1e-14)

@@ -4,7 +4,7 @@ import pytest
 
 from attnscope import viewer
 from attnscope.explain.numbers import fmt
-from attnscope.viewer import source
+from attnscope import reference as R
 from attnscope.viewer.html import render
 from attnscope.viewer.run import trace_each, view_data
 
@@ -17,7 +17,7 @@ def test_repr_html_iframe_runs(page, minilm, artifacts):
     frame = page.frame_locator("iframe")
     frame.locator("#attnscope-root[data-ready='1']").wait_for(timeout=30_000)
     frame.locator("[data-testid=q-1]").dblclick()
-    s = source.steps(tr, 0, 0, 1)
+    s = R.trace_row(tr, 0, 0, 1)
     shown = frame.locator("tr[data-j] td[data-col=weight]").evaluate_all("tds => tds.map(t => t.firstChild.textContent)")
     assert shown == [fmt(x, 4) for x in s["weights"]]
     page.screenshot(path=str(artifacts / "notebook-iframe.png"))
@@ -31,7 +31,7 @@ def test_causal_model_masks_future_keys(page, tiny_models, tmp_path):
     page.wait_for_selector("#attnscope-root[data-ready='1']")
     page.dblclick("[data-testid=q-1]")
     (tr,) = trace_each(model, ["the quick brown fox"])
-    s = source.steps(tr, 0, 0, 1)
+    s = R.trace_row(tr, 0, 0, 1)
     col = lambda c: page.eval_on_selector_all(f"tr[data-j] td[data-col={c}]", "tds => tds.map(t => t.firstChild.textContent)")
     assert col("scaled") == [fmt(x, 4) for x in s["scaled"]]
     assert col("scaled")[2:] == ["−∞"] * (len(s["scaled"]) - 2)

@@ -9,7 +9,6 @@ import torch
 
 from attnscope import plot
 from attnscope.errors import InputError
-from attnscope.viewer import source
 
 
 def _image(ax):
@@ -111,4 +110,4 @@ def test_figures_do_not_touch_pyplot(full_trace):
     plot.head_heatmap(full_trace)
     plot.heads_grid(full_trace)
     assert plt.get_fignums() == before
-    assert source.n_layers(full_trace) == 6
+    assert full_trace.n_layers == 6

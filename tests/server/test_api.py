@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from attnscope.server import create_app
-from attnscope.viewer import source
+from attnscope.viewer.context import context_comparison
 from attnscope.viewer.run import trace_each
 
 
@@ -58,7 +58,7 @@ def test_view_data_is_what_the_file_carries(client, minilm):
     assert r.status_code == 200
     d = r.json()
     assert d["format"] == "attnscope.view" and d["compare"]["token"] == "bank" and d["font_css"] == ""
-    ref = source.context_comparison(*trace_each(minilm, ["The bank of the river.", "Money in the bank."]), token="bank")
+    ref = context_comparison(*trace_each(minilm, ["The bank of the river.", "Money in the bank."]), token="bank")
     assert d["compare"]["across"] == pytest.approx(ref["across"], abs=1e-12)
     r = client.post("/api/view", json={"text": "我喜欢"})
     assert "attnscope CJK" in r.json()["font_css"]

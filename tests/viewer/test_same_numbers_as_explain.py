@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from attnscope.explain.row import model_row_data, row_values
-from attnscope.viewer import source
+from attnscope import reference as R
 from attnscope.viewer.run import trace_each
 from tests.viewer.fixtures import OTHER, TEXT
 
@@ -13,7 +13,7 @@ from tests.viewer.fixtures import OTHER, TEXT
 @pytest.mark.parametrize("text, layer, head, query", [(TEXT, 0, 0, 2), (TEXT, 5, 11, 13), (OTHER, 3, 4, 6)])
 def test_step_numbers_equal_explain(minilm, text, layer, head, query):
     (tr,) = trace_each(minilm, [text])
-    ours = source.steps(tr, layer, head, query)
+    ours = R.trace_row(tr, layer, head, query)
     d = model_row_data(text, minilm, layer, head, position=query)
     ref = row_values(d["raw"], d["factor"], d["allowed"], d["V"])
     assert ours["tokens"] == d["tokens"]

@@ -9,7 +9,10 @@ import torch
 
 from attnscope.errors import InputError
 from attnscope.functional import attention_steps
-from attnscope.viewer import data, source
+from attnscope import reference as R
+from attnscope.trace import Trace
+from attnscope.viewer import data
+from attnscope.viewer.context import context_comparison
 from tests.viewer.fixtures import OTHER, TEXT
 
 
@@ -31,8 +34,7 @@ def test_qkv_are_the_traced_tensors_bit_for_bit(trace):
 def test_weights_from_q_k_are_the_models(full_trace):
     # every layer of the full trace, against the weights the model itself computed (float32)
     for layer in range(6):
-        q, k, _ = source.head_qkv(full_trace, layer)
-        w = source._softmax_rows(source._scaled(full_trace, q, k))
+        w = R.trace_weights(full_trace, layer, recorded=False)  # from q and k, float64
         np.testing.assert_allclose(w, full_trace[f"layers.{layer}.attn.weights"][0].double().numpy(), atol=2e-6)
 
 
@@ -42,7 +44,7 @@ def test_steps_match_torch_attention_in_float64(full_trace):
     v = full_trace["layers.4.attn.v"][0].double()
     ref = attention_steps(q, k, v)  # torch float64, whole matrices at once
     for head, query in ((0, 0), (7, 3), (11, len(full_trace.tokens[0]) - 1)):
-        s = source.steps(full_trace, 4, head, query)
+        s = R.trace_row(full_trace, 4, head, query)
         np.testing.assert_allclose(s["raw"], ref["scores"][head, query].numpy(), rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(s["scaled"], ref["scaled"][head, query].numpy(), rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(s["weights"], ref["weights"][head, query].numpy(), rtol=1e-12, atol=1e-15)
@@ -54,32 +56,26 @@ def test_steps_match_torch_attention_in_float64(full_trace):
 def test_causal_models_mask_future_keys(tiny_models):
     tr = tiny_models["gpt2"].trace(["the quick brown fox jumps"])
     n = len(tr.tokens[0])
-    s = source.steps(tr, 1, 2, 1)
+    s = R.trace_row(tr, 1, 2, 1)
     assert np.isneginf(s["scaled"][2:]).all() and (s["exp"][2:] == 0).all() and (s["weights"][2:] == 0).all()
-    w = source.weights(tr, 1)  # computed from q, k with the causal mask
+    w = R.trace_weights(tr, 1, recorded=False)  # computed from q, k with the causal mask
     np.testing.assert_allclose(w, tr["layers.1.attn.weights"][0].double().numpy(), atol=2e-6)
     d = data.build(tr)
     assert d["config"]["causal"] is True and len(d["texts"][0]["tokens"]) == n
 
 
 def test_mismatched_weights_are_refused(trace):
-    class Tampered:
-        def __init__(self, tr):
-            self.tr, self.tokens, self.config, self.model_name = tr, tr.tokens, tr.config, tr.model_name
-
-        def __contains__(self, name):
-            return name in self.tr
-
-        def __getitem__(self, name):
-            t = self.tr[name]
-            return t.flip(-1) if "attn.weights" in name else t
+    def tampered(tr):  # the same trace with its recorded weights flipped
+        return Trace({n: t.flip(-1) if "attn.weights" in n else t for n, t in tr.items()}, tokens=tr.tokens,
+                     input_ids=tr.input_ids, attention_mask=tr.attention_mask, model_name=tr.model_name,
+                     family=tr.family, config=tr.config, texts=tr.texts)
 
     with pytest.raises(InputError, match="differs from the traced attention weights"):
-        data.build(Tampered(trace))
+        data.build(tampered(trace))
 
 
 def test_context_comparison_is_cosine_of_the_token_vectors(trace):
-    c = source.context_comparison(trace, token="bank")
+    c = context_comparison(trace, token="bank")
     ia, ib = trace.tokens[0].index("bank"), trace.tokens[1].index("bank")
     assert (c["token"], c["pos_a"], c["pos_b"]) == ("bank", ia, ib)
     names = ["embed.out"] + [f"layers.{i}.out" for i in range(6)]
@@ -95,10 +91,10 @@ def test_context_comparison_is_cosine_of_the_token_vectors(trace):
 
 
 def test_default_shared_token_and_errors(trace):
-    assert source.context_comparison(trace)["token"] == "the"  # first non-special token in both
+    assert context_comparison(trace)["token"] == "the"  # first non-special token in both
     with pytest.raises(InputError, match="token 'cat' is not among the tokens"):
-        source.context_comparison(trace, token="cat")
+        context_comparison(trace, token="cat")
     with pytest.raises(InputError, match="decimals"):
         data.build(trace, decimals=20)
     with pytest.raises(InputError, match="query token 99 is out of range"):
-        source.steps(trace, 0, 0, 99)
+        R.trace_row(trace, 0, 0, 99)

@@ -16,7 +16,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..explain.toy import ToyProblem, compute, normalise
+from .. import reference as R
+from ..explain.toy import ToyProblem, compute
 
 
 @dataclass
@@ -52,16 +53,6 @@ class Chain:
         return next(lk for lk in self.links if lk.name == name)
 
 
-def _exp(scaled: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", over="ignore"):
-        return np.where(np.isneginf(scaled), 0.0, np.exp(scaled - shift))
-
-
-def _div(e: np.ndarray, s: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(s == 0, 0.0, e / np.where(s == 0, 1.0, s))
-
-
 def toy_chain(p: ToyProblem) -> Chain:
     v = compute(p)
     L, toks = p.L, list(p.tokens)
@@ -77,7 +68,7 @@ def toy_chain(p: ToyProblem) -> Chain:
     sc = p.scoring
 
     def scores(w):
-        return normalise(w["Q"], sc) @ normalise(w["K"], sc).T  # (L, L)
+        return R.raw_scores(*R.prepare_qk(w["Q"], w["K"], sc))  # (L, L)
 
     links.append(Link("scores", v["scores"], scores,
                       lambda T: {"Q": np.repeat(T["Q"].any(1, keepdims=True), L, 1),
@@ -85,11 +76,11 @@ def toy_chain(p: ToyProblem) -> Chain:
     links.append(Link("scaled", np.where(allowed, v["scaled"], -np.inf),
                       lambda w: np.where(allowed, w["scores"] * f, -np.inf),
                       lambda T: {"scores": T["scores"]}, rows, keys))
-    links.append(Link("exp", v["exp"], lambda w: _exp(w["scaled"], shift),
+    links.append(Link("exp", v["exp"], lambda w: R.shifted_exp(w["scaled"], shift),
                       lambda T: {"scaled": T["scaled"]}, rows, keys))
     links.append(Link("sums", v["sums"][:, None], lambda w: w["exp"].sum(1, keepdims=True),
                       lambda T: {"exp": T["exp"].any(1, keepdims=True)}, rows, ["Σ"], vector="col"))
-    links.append(Link("weights", v["weights"], lambda w: _div(w["exp"], w["sums"]),
+    links.append(Link("weights", v["weights"], lambda w: R.divide_by_sum(w["exp"], w["sums"]),
                       lambda T: {"exp": T["exp"], "sums": np.repeat(T["sums"], L, 1)}, rows, keys))
     d_v = v["V"].shape[1]
     links.append(Link("output", v["output"], lambda w: w["weights"] @ w["V"],
@@ -117,11 +108,11 @@ def row_chain(raw: np.ndarray, keys: list, factor: float, allowed: Optional[np.n
              ["-"], labels, vector="row"),
         Link("scaled", vals["masked"][None, :], lambda w: np.where(ok, w["scores"] * factor, -np.inf),
              lambda T: {"scores": T["scores"]}, ["-"], labels, vector="row"),
-        Link("exp", vals["exp"][None, :], lambda w: _exp(w["scaled"], shift),
+        Link("exp", vals["exp"][None, :], lambda w: R.shifted_exp(w["scaled"], shift),
              lambda T: {"scaled": T["scaled"]}, ["-"], labels, vector="row"),
         Link("sum", np.array([[vals["sum"]]]), lambda w: w["exp"].sum(1, keepdims=True),
              lambda T: {"exp": T["exp"].any(1, keepdims=True)}, ["-"], ["Σ"], vector="row"),
-        Link("weights", vals["weights"][None, :], lambda w: _div(w["exp"], w["sum"]),
+        Link("weights", vals["weights"][None, :], lambda w: R.divide_by_sum(w["exp"], w["sum"]),
              lambda T: {"exp": T["exp"], "sum": np.repeat(T["sum"], S, 1)}, ["-"], labels, vector="row"),
     ]
     if V is not None:

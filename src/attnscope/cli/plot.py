@@ -74,8 +74,7 @@ def run(args) -> int:
     tr = None
     if args.text and args.text.strip() and not (args.kind == "softmax" and args.scores is not None):
         from ..models import load
-        from ..viewer.run import trace_texts
-        tr = trace_texts(load(args.model), [args.text])
+        tr = load(args.model).trace([args.text], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"])
     if args.kind == "heatmap":
         fig = plot.head_heatmap(tr, args.layer, args.head)
     elif args.kind == "grid":
@@ -88,8 +87,8 @@ def run(args) -> int:
             x, labels = _floats(args.scores, "--scores"), None
             temps = _floats(args.temperatures, "--temperatures") if args.temperatures else (0.5, 1.0, 2.0, 8.0)
         else:
-            from ..viewer import source
-            s = source.steps(tr, args.layer, args.head, args.query)
+            from ..reference import trace_row
+            s = trace_row(tr, args.layer, args.head, args.query)
             x, labels = s["raw"], s["tokens"]
             r = math.sqrt(s["d_k"])
             temps = _floats(args.temperatures, "--temperatures") if args.temperatures else (1.0, r, 2 * r)

@@ -33,6 +33,7 @@ import torch
 
 from ..errors import ConfigError
 from ..functional import softmax
+from ..reference import score_factor
 from .base import (ExperimentResult, check_int_list, check_positive_int, check_seed, fmt_num, md_table,
                    progress_bar)
 
@@ -164,7 +165,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     for d in d_ks:
         scores = sample_scores(d, R, S, g)  # (R, S), variance d_k
         for mode in MODES:
-            factor = 1.0 / math.sqrt(d) if mode == "scaled" else 1.0
+            factor = float(score_factor(mode, d))  # 1/√d_k, or 1
             p = softmax(scores * factor, dim=-1)  # (R, S)
             row = {"d_k": d, "mode": mode, "score_var": float((scores * factor).var())}
             row.update(row_stats(p))

@@ -11,7 +11,7 @@ Math symbols are :class:`Sym` s with a Unicode form (terminal, Markdown) and a T
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 
@@ -39,15 +39,28 @@ class T:
     """Translatable text: a key of :data:`.i18n.LABELS` and the values of its ``{placeholders}``.
 
     Parameter values may be str, int, float (formatted with the output's decimals), :class:`Sym`
-    or another :class:`T`.
+    or another :class:`T`. ``texts`` (language → template) gives the text itself instead of a
+    key, for words that live elsewhere (a scoring's words in :mod:`attnscope.scorings`).
     """
 
     key: str
     params: dict = field(default_factory=dict)
+    texts: Optional[Mapping[str, str]] = None
 
 
 def t(key: str, **params: Any) -> T:
     return T(key, params)
+
+
+def t_or(key: str, fallback: str, **params: Any) -> T:
+    """``t(key)`` when the labels have ``key`` (a scoring's own wording), else ``t(fallback)``."""
+    from .i18n import EN
+    return T(key if key in EN else fallback, params)
+
+
+def words(texts: Mapping[str, str], **params: Any) -> T:
+    """Text given in every language (``{"en": …, "zh": …}``; English where a language is missing)."""
+    return T("", params, dict(texts))
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
     s_j = q · k_j            raw score against every key j          (S,)
     s'_j = s_j / √d_k        scaled                                   (S,)
-    e_j = exp(s'_j)          (or exp(s'_j − m) when the scores are large; see toy.EXP_SHOW_LIMIT)
+    e_j = exp(s'_j)          (or exp(s'_j − m) when the scores are large; see reference.EXP_SHOW_LIMIT)
     Σ = Σ_j e_j,  p_j = e_j / Σ
     z = Σ_j p_j v_j          the row of the head's output              (d_head,), first n dims shown
 
@@ -18,38 +18,32 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, InputError
+from .. import reference as R
+from ..errors import InputError
+from ..reference import EXP_SHOW_LIMIT
 from . import inputs
 from .numbers import counted
 from .doc import (Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked,
                   sub, t)
-from .toy import EXP_SHOW_LIMIT, check_finite
+from .toy import check_finite, divides_by_root
 
 
 def row_values(raw: np.ndarray, factor: float, allowed: Optional[np.ndarray] = None,
                V: Optional[np.ndarray] = None, source: str = "input") -> dict:
-    """Every quantity of one row, float64: scores, scaled, masked, shift, exp, sum, weights, output.
+    """Every quantity of one row, float64 (:func:`attnscope.reference.row_steps`): scores,
+    scaled, masked, shift, exp, sum, weights, output.
 
     Raises InputError naming the step when a value there is ∞ or NaN (``source`` names the input)."""
     raw = np.asarray(raw, dtype=np.float64)  # (S,)
     allowed = np.ones(raw.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
     check_finite("scores", raw, source, allowed)
-    with np.errstate(over="ignore", invalid="ignore"):
-        scaled = raw * factor  # (S,)
-    check_finite("scaled", scaled, source, allowed)
-    masked = np.where(allowed, scaled, -np.inf)  # (S,)
-    m = masked[allowed].max() if allowed.any() else 0.0
-    shift = m if m > EXP_SHOW_LIMIT else 0.0
-    e = np.exp(masked - shift)  # (S,)
-    stable = np.exp(masked - m)
-    weights = stable / stable.sum() if allowed.any() else np.zeros_like(raw)  # (S,)
-    out = {"scores": raw, "scaled": scaled, "masked": masked, "shift": shift, "exp": e,
-           "sum": float(e.sum()), "weights": weights}
+    out = R.row_steps(raw, factor, allowed)
+    check_finite("scaled", out["scaled"], source, allowed)
     if V is not None:
         V = np.asarray(V, dtype=np.float64)
         check_finite("V", V, source)
         with np.errstate(over="ignore", invalid="ignore"):
-            out["output"] = weights @ V  # (d_v,)
+            out["output"] = R.weighted_sum(out["weights"], V)  # (d_v,)
         check_finite("output", out["output"], source)
     return out
 
@@ -234,7 +228,7 @@ def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=No
     if d_k is not None:
         if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or d_k < 1:
             raise InputError(f"d_k must be a positive integer, got {d_k!r}")
-        f, kind = 1.0 / math.sqrt(d_k), "scaled"
+        f, kind = R.score_factor("scaled", int(d_k)), "scaled"
     elif factor is not None:
         f, kind = float(factor), "factor"
     else:
@@ -262,7 +256,6 @@ def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: 
     factor, d_k, tokens, qpos, notes, the model's own float32 scores/weights/z of the row, and the model.
     Raises InputError for an empty text, a layer/head out of range, or a query token not in the text.
     """
-    import torch
     if not isinstance(text, str) or not text.strip():
         raise InputError("text must be a non-empty string")
     if model is None or isinstance(model, str):
@@ -271,22 +264,16 @@ def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: 
     cfg = model.config
     layer = _check_index("layer", layer, cfg.n_layers, "layers")
     head = _check_index("head", head, cfg.n_heads, "heads")
-    if cfg.scoring not in ("scaled", "unscaled", "inv_d"):
-        raise ConfigError(f"explain works a row out for dot-product scoring; this model uses {cfg.scoring!r}")
+    R.operand_factor(cfg.scoring, cfg.d_head)  # ConfigError for a scoring whose factor the trace lacks
     tokens = model.encode(text).tokens[0]
     qpos, notes = resolve_query(tokens, token, position, text)
-    base = f"layers.{layer}.attn"
-    names = [f"{base}.{s}[{head}]" for s in ("q", "k", "v", "scores", "masked", "weights", "z")]
-    tr = model.trace(text, names=names)
-    q, k, v, scores, masked, weights, z = (tr[n][0].detach().cpu().to(torch.float64).numpy() for n in names)
-    # q, k, v, z: (L, d_head); scores, masked, weights: (L, L)
-    d_k = q.shape[-1]
-    factor = {"scaled": 1 / math.sqrt(d_k), "unscaled": 1.0, "inv_d": 1.0 / d_k}[cfg.scoring]
-    return {"raw": k @ q[qpos],  # (L,) float64 from the trace's q and k
-            "allowed": np.isfinite(masked[qpos]),  # padding / future keys are -inf in the model's masked scores
-            "V": v, "factor": factor, "d_k": d_k, "tokens": list(tokens), "qpos": qpos, "notes": notes,
+    tr = model.trace(text, names=[f"layers.{layer}.attn.{s}[{head}]" for s in ("q", "k", "v", "scores", "weights", "z")])
+    row = R.trace_row(tr, layer, head, qpos)  # float64 from the trace's q, k, v
+    scores, weights, z = (R.as_f64(tr.step(layer, s, head, text=0))[qpos] for s in ("scores", "weights", "z"))
+    return {"raw": row["raw"], "allowed": row["allowed"], "V": R.as_f64(tr.step(layer, "v", head, text=0)),
+            "factor": row["factor"], "d_k": row["d_k"], "tokens": list(tokens), "qpos": qpos, "notes": notes,
             "scoring": cfg.scoring, "layer": layer, "head": head, "model": model,
-            "trace_scores": scores[qpos], "trace_weights": weights[qpos], "trace_z": z[qpos]}
+            "trace_scores": scores, "trace_weights": weights, "trace_z": z}
 
 
 def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, token: Optional[str] = None,
@@ -310,7 +297,7 @@ def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, toke
     intro += [Para(n, style="note") for n in d["notes"]]
     trace_check = {"ds": _sci(check["scores"]), "dw": _sci(check["weights"]), "dz": _sci(check["z"])}
     return build_row(d["raw"], tokens, qpos, factor=d["factor"], d_k=d_k,
-                     scale_kind="scaled" if d["scoring"] == "scaled" else "factor", allowed=d["allowed"],
+                     scale_kind="scaled" if divides_by_root(d["scoring"]) else "factor", allowed=d["allowed"],
                      V=d["V"], dims=dims, title=t("row.title_model", tok=tokens[qpos], layer=d["layer"], head=d["head"]),
                      intro=intro, meta=meta, expand=expand, trace_check=trace_check, source=where)
 

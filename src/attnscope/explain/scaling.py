@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..reference import softmax
 from .doc import Formula, Matrix, Para, Step, Sym, Table, VecParam, Worked, t
 from .numbers import fmt, short
 
@@ -34,11 +35,6 @@ ARTICLE_PRINTED = {
 }
 
 LADDER = (4, 16, 64, 256, 1024)
-
-
-def softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max())
-    return e / e.sum()
 
 
 def jacobian(p: np.ndarray) -> np.ndarray:

@@ -21,16 +21,14 @@ from typing import Optional
 
 import numpy as np
 
+from .. import reference as R
 from ..errors import ConfigError, InputError, ShapeError
-from ..functional import DEFAULT_COSINE_TEMPERATURE, SCORINGS
+from ..reference import EXP_SHOW_LIMIT
+from ..scorings import DEFAULT_COSINE_TEMPERATURE, SCORINGS, Scoring, get_scoring
 from . import inputs
 from .numbers import counted, fmt
 from .doc import (DotRow, Divide, Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, VecParam,
-                  WeightedSum, Worked, sub, t)
-
-#: exp(s) is shown as the learner computes it while the largest score is at most this; above it
-#: the row maximum is subtracted first (exp(s - m)), which leaves the weights unchanged.
-EXP_SHOW_LIMIT = 50.0
+                  WeightedSum, Worked, sub, t, t_or, words)
 
 #: Keys a toy input may have, by their normalised spelling (case, "_" and "-" ignored).
 _KEYS = {"x": "X", "wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O", "q": "Q", "k": "K", "v": "V",
@@ -191,10 +189,8 @@ class ToyProblem:
         return ok
 
     def factor(self) -> float:
-        """The number that multiplies the raw scores (1/√d_k for "scaled")."""
-        d = self.d_k
-        return {"scaled": 1 / math.sqrt(d), "qknorm": 1 / math.sqrt(d), "unscaled": 1.0,
-                "inv_d": 1 / d, "cosine": 1 / self.temperature}[self.scoring]
+        """The number that multiplies the raw scores (1/√d_k for "scaled"; the scoring's own)."""
+        return float(R.score_factor(self.scoring, self.d_k, temperature=self.temperature))
 
 
 def _bool01(v, where):
@@ -209,30 +205,6 @@ def _bool01(v, where):
 # ----------------------------------------------------------------------------------------------
 # the numbers
 # ----------------------------------------------------------------------------------------------
-
-def normalise(x: np.ndarray, scoring: str, eps: float = 1e-6) -> np.ndarray:
-    """What cosine / qknorm scoring does to q and k before the dot product (as functional.prepare_qk).
-
-    Rows with entries above 1e150 are divided by their largest |entry| first: their squares would
-    overflow and the row would silently become 0 (the result is the same, ε aside)."""
-    if scoring not in ("cosine", "qknorm"):
-        return x
-    m = np.abs(x).max(-1, keepdims=True)  # (L, 1)
-    big = m > 1e150
-    if big.any():
-        scale = np.where(big, m, 1.0)
-        y = x / scale
-        if scoring == "cosine":
-            return y / np.maximum(np.linalg.norm(y, axis=-1, keepdims=True), eps / scale)
-        centred = y - y.mean(-1, keepdims=True)
-        spread = np.sqrt(y.var(-1, keepdims=True) + eps / scale**2)  # eps/scale² may underflow to 0
-        return np.divide(centred, spread, out=np.zeros_like(centred), where=centred != 0)
-    if scoring == "cosine":
-        return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), eps)
-    mu = x.mean(-1, keepdims=True)
-    var = x.var(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + eps)
-
 
 #: How an overflow error names each step.
 STEP_NAMES = {"Q": "Q = X·W_Q", "K": "K = X·W_K", "V": "V = X·W_V", "scores": "S = Q·Kᵀ (the raw scores)",
@@ -254,21 +226,23 @@ def check_finite(step: str, values: np.ndarray, source: str = "input", allowed=N
                          f"{values[idx]}; a worked calculation needs smaller inputs")
 
 
-def exp_shift(masked: np.ndarray) -> np.ndarray:
-    """(L, 1): 0 where exp(s) can be shown as is, else the row maximum (see EXP_SHOW_LIMIT)."""
-    finite = np.where(np.isfinite(masked), masked, -np.inf)
-    m = finite.max(-1, keepdims=True)  # (L, 1)
-    m = np.where(np.isfinite(m), m, 0.0)
-    return np.where(m > EXP_SHOW_LIMIT, m, 0.0)
+def prepares(scoring: str) -> bool:
+    """Whether the scoring prepares q and k before the dot product (cosine, qknorm)."""
+    return get_scoring(scoring).prepare_np is not None
 
 
-def softmax_rows(masked: np.ndarray) -> np.ndarray:
-    """Stable row softmax; a fully blocked row gives zeros."""
-    m = np.where(np.isfinite(masked), masked, -np.inf).max(-1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    e = np.exp(masked - m)
-    s = e.sum(-1, keepdims=True)
-    return e / np.where(s == 0, 1.0, s)
+def divides_by_root(scoring: str) -> bool:
+    """Whether the scoring's factor is 1/√d_k, whatever d_k (scaled, qknorm): its step is shown as
+    a division by √d_k, with the variance argument."""
+    sc = get_scoring(scoring)
+    return not sc.uses_temperature and all(
+        math.isclose(float(sc.factor_for(d)), 1 / math.sqrt(d), rel_tol=1e-15) for d in (2, 3, 64))
+
+
+def scoring_note(scoring: str):
+    """The scoring's own sentence (from the registry) for the introduction."""
+    sc: Scoring = get_scoring(scoring)
+    return words(sc.words) if sc.words else t("toy.scale_factor", name=sc.name, c=sc.title)
 
 
 def compute(p: ToyProblem) -> dict:
@@ -289,21 +263,19 @@ def _compute(p: ToyProblem) -> dict:
     for name, m in (("Q", Q), ("K", K), ("V", V)):
         check_finite(name, m, src)
     out.update(Q=Q, K=K, V=V)
-    qn, kn = normalise(Q, p.scoring), normalise(K, p.scoring)
-    if p.scoring in ("cosine", "qknorm"):
+    qn, kn = R.prepare_qk(Q, K, p.scoring)  # (L, d_k) each: unchanged unless the scoring prepares them
+    if prepares(p.scoring):
         out.update(Qn=qn, Kn=kn)
     allowed = p.allowed()
-    scores = qn @ kn.T  # (L, L)
+    scores = R.raw_scores(qn, kn)  # (L, L)
     check_finite("scores", scores, src)
     scaled = scores * p.factor()  # (L, L)
     check_finite("scaled", scaled, src)
     masked = np.where(allowed, scaled, -np.inf)  # (L, L)
-    shift = exp_shift(masked)  # (L, 1)
-    e = np.exp(masked - shift)  # (L, L)
-    out.update(scores=scores, scaled=scaled, masked=masked, shift=shift[:, 0], exp=e, sums=e.sum(-1))
-    weights = softmax_rows(masked)  # (L, L)
-    out["weights"] = weights
-    out["output"] = weights @ V  # (L, d_v)
+    soft = R.softmax_parts(masked)  # shift (L, 1), exp (L, L), sum (L,), weights (L, L)
+    out.update(scores=scores, scaled=scaled, masked=masked, shift=soft["shift"][:, 0], exp=soft["exp"],
+               sums=soft["sum"], weights=soft["weights"])
+    out["output"] = R.weighted_sum(soft["weights"], V)  # (L, d_v)
     check_finite("output", out["output"], src)
     if p.W_O is not None:
         out["projected"] = out["output"] @ p.W_O  # (L, d_out)
@@ -343,7 +315,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
         for k in ("W_Q", "W_K", "W_V") + (("W_O",) if p.W_O is not None else ()):
             intro.append(Matrix(Sym(k, k), getattr(p, k), exact=True))
     if p.scoring != "scaled":
-        intro.append(Para(t(f"scoring.{p.scoring}"), style="note"))
+        intro.append(Para(scoring_note(p.scoring), style="note"))
 
     # 1-3. projections
     if p.projected:
@@ -363,8 +335,8 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
         steps.append(Step("given_qkv", t("step.given_qkv"),
                           [Matrix(Sym(n, n), v[n], rows=toks) for n in ("Q", "K", "V")]))
 
-    if p.scoring in ("cosine", "qknorm"):
-        steps.append(Step("normalise", t(f"step.normalise_{p.scoring}"),
+    if prepares(p.scoring):
+        steps.append(Step("normalise", t_or(f"step.normalise_{p.scoring}", "step.normalise", name=p.scoring),
                           [Matrix(Sym("Q̂", r"\hat{Q}"), v["Qn"], rows=toks),
                            Matrix(Sym("K̂", r"\hat{K}"), v["Kn"], rows=toks)]))
         qs, ks = v["Qn"], v["Kn"]
@@ -384,12 +356,13 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
 
     # 5. scale
     f = p.factor()
-    if p.scoring in ("scaled", "qknorm"):
+    if divides_by_root(p.scoring):
         blocks = [Formula("S' = S / √d_k", r"S' = \frac{S}{\sqrt{d_k}}"),
                   Para(t("toy.scale_why", dk=d_k, sqrt=math.sqrt(d_k)))]
         div = Sym(f"√{d_k}", rf"\sqrt{{{d_k}}}")
     else:
-        blocks = [Formula("S' = S · c", r"S' = c\,S"), Para(t(f"toy.scale_{p.scoring}", c=f))]
+        blocks = [Formula("S' = S · c", r"S' = c\,S"),
+                  Para(t_or(f"toy.scale_{p.scoring}", "toy.scale_factor", name=p.scoring, c=f))]
         div = None
     for i in range(L):
         blocks.append(ScaleLine(sub("s'", "s'", i + 1), list(v["scores"][i]), list(v["scaled"][i]),

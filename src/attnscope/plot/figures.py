@@ -9,12 +9,16 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from .. import reference as R
 from ..errors import InputError
 from ..fonts import matplotlib_rc
-from ..viewer import source
 
 #: Heatmaps of at most this many tokens write each weight in its cell.
 ANNOTATE_MAX_TOKENS = 16
+
+
+def _model_name(trace) -> str:
+    return str(getattr(trace, "model_name", "") or "model")
 
 
 def _labels(toks: Sequence[str]) -> list[str]:
@@ -26,16 +30,16 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
     """One head's attention weights as a heatmap: queries down, keys across, tokens as labels.
 
     Args:
-        trace: a Trace (or anything :mod:`attnscope.viewer.source` reads).
+        trace: a :class:`~attnscope.trace.Trace` with q and k of ``layer`` (or its weights).
         layer, head: which head (0-based).
         text: which text of the trace.
         annotate: write each weight in its cell (default: when there are at most
             :data:`ANNOTATE_MAX_TOKENS` tokens).
         decimals: decimals of the annotations.
     """
-    h = source.check_index("head", head, source.n_heads(trace), "head")
-    w = source.weights(trace, layer, text)[h]  # (n, n)
-    toks = _labels(source.tokens(trace, text))
+    h = trace.check_head(head)
+    w = R.trace_weights(trace, layer, text)[h]  # (n, n) float64
+    toks = _labels(trace.text_tokens(text))
     n = len(toks)
     if annotate is None:
         annotate = n <= ANNOTATE_MAX_TOKENS
@@ -49,7 +53,7 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         ax.set_yticks(range(n), toks, fontsize=fs)
         ax.set_xlabel("key (attended to)")
         ax.set_ylabel("query (attending)")
-        ax.set_title(f"{source.model_name(trace)} · layer {int(layer)} · head {h}")
+        ax.set_title(f"{_model_name(trace)} · layer {int(layer)} · head {h}")
         if annotate:
             for i in range(n):
                 for j in range(n):
@@ -61,13 +65,13 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
 
 def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3) -> Figure:
     """Every layer × head as a small heatmap (layers down, heads across), one colour scale 0..1."""
-    L, H = source.n_layers(trace), source.n_heads(trace)
+    L, H = trace.n_layers, trace.n_heads
     with rc_context(matplotlib_rc()):
         fig = Figure(figsize=(cell * H + 1.0, cell * L + 0.8), layout="constrained")
         axes = fig.subplots(L, H, squeeze=False)
         im = None
         for layer in range(L):
-            w = source.weights(trace, layer, text)  # (H, n, n)
+            w = R.trace_weights(trace, layer, text)  # (H, n, n)
             for h in range(H):
                 ax = axes[layer, h]
                 im = ax.imshow(w[h], cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
@@ -77,8 +81,7 @@ def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3
                     ax.set_title(f"head {h}", fontsize=8)
                 if h == 0:
                     ax.set_ylabel(f"layer {layer}", fontsize=8)
-        fig.suptitle(f"{source.model_name(trace)}: attention of every head "
-                     f"({len(source.tokens(trace, text))} tokens)")
+        fig.suptitle(f"{_model_name(trace)}: attention of every head ({trace.length(text)} tokens)")
         fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
     return fig
 
@@ -101,21 +104,19 @@ def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, 
         q = rng.standard_normal((n, d_k))
         k = rng.standard_normal((n, d_k))
         raw = (q @ k.T).ravel()  # (n·n,)
-        factor = 1.0 / math.sqrt(d_k)
+        factor = R.score_factor("scaled", d_k)
         where = f"random q, k ~ N(0, 1), d_k = {d_k}"
     else:
-        layers = range(source.n_layers(trace)) if layer is None else [layer]
+        layers = range(trace.n_layers) if layer is None else [layer]
         parts = []
         for i in layers:
-            q, k, _ = source.head_qkv(trace, i, text)  # (H, n, d_head)
-            s = np.einsum("hid,hjd->hij", q.astype(np.float64), k.astype(np.float64))  # (H, n, n)
-            if trace.config.causal:
-                s = s[:, np.tril(np.ones(s.shape[1:], dtype=bool))]
-            parts.append(s.ravel())
+            q, k, _ = trace.qkv(i, text=text)  # (H, n, d_head)
+            s = R.raw_scores(q, k)  # (H, n, n)
+            parts.append(s[:, trace.mask(i, text=text)[0].cpu().numpy()].ravel())  # the keys each query sees
         raw = np.concatenate(parts)
-        factor = source.score_factor(trace)
+        factor = R.trace_factor(trace)
         d_k = trace.config.d_head
-        where = f"{source.model_name(trace)}, {'all layers' if layer is None else f'layer {layer}'}, d_k = {d_k}"
+        where = f"{_model_name(trace)}, {'all layers' if layer is None else f'layer {layer}'}, d_k = {d_k}"
     scaled = raw * factor
     with rc_context(matplotlib_rc()):
         fig = Figure(figsize=(11, 4.5), layout="constrained")
@@ -162,8 +163,7 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
             if not np.all(np.isfinite(z)):
                 raise InputError(f"x / T overflows float64 at T = {t:g} (largest |x| is {np.abs(x).max():g}); "
                                  "use a larger temperature or smaller scores")
-            p = np.exp(z - z.max())
-            p /= p.sum()
+            p = R.softmax(z)
             ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=f"T = {t:g}")
         ax.set_xticks(pos, _labels(list(labels)))
         ax.set_ylim(0, 1)

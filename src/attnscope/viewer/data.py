@@ -27,8 +27,9 @@ from typing import Optional
 
 import numpy as np
 
+from .. import reference as R
 from ..errors import InputError
-from . import source
+from .context import context_comparison
 
 FORMAT = "attnscope.view"
 VERSION = 1
@@ -80,14 +81,13 @@ def thumbnails(w: np.ndarray, size: int = THUMB) -> np.ndarray:
 def _check_weights(trace, layer: int, index: int, w: np.ndarray) -> None:
     """Compare ``w`` (H, n, n) with whatever weights of ``layer`` the trace recorded (all heads,
     or single heads recorded as ``weights[h]``); InputError when they differ."""
-    n = w.shape[-1]
     name = f"layers.{layer}.attn.weights"
     pairs = []
     if name in trace:
-        pairs.append((trace[name][index][:, :n, :n], w))
+        pairs.append((trace.step(layer, "weights", text=index), w))
     for h in range(w.shape[0]):
         if f"{name}[{h}]" in trace:
-            pairs.append((trace[f"{name}[{h}]"][index][:n, :n], w[h]))
+            pairs.append((trace.step(layer, "weights", h, text=index), w[h]))
     for traced, ours in pairs:
         err = float(np.max(np.abs(traced.detach().cpu().double().numpy() - ours)))
         if not err <= REPRODUCE_TOL:
@@ -96,13 +96,15 @@ def _check_weights(trace, layer: int, index: int, w: np.ndarray) -> None:
 
 
 def _text_entry(trace, index: int, check: bool) -> dict:
-    L, H = source.n_layers(trace), source.n_heads(trace)
-    toks = source.tokens(trace, index)
+    toks = trace.text_tokens(index)
+    _require(trace, [f"layers.{i}.attn.{s}" for i in range(trace.n_layers) for s in ("q", "k", "v")])
+    factor = R.trace_factor(trace)
     qkv, thumbs = [], []
-    for layer in range(L):
-        q, k, v = source.head_qkv(trace, layer, index)  # (H, n, d_head) each
+    for layer in range(trace.n_layers):
+        q, k, v = (x.detach().cpu().float().numpy() for x in trace.qkv(layer, text=index))  # (H, n, d_head) each
         qkv.append(np.stack([q, k, v]))  # (3, H, n, d_head)
-        w = source._softmax_rows(source._scaled(trace, q, k))  # (H, n, n) float64
+        # the page's arithmetic: softmax(factor · q·kᵀ) from the float32 numbers it stores, in float64
+        w = R.attention_weights(q, k, factor, mask=trace.mask(layer, text=index).cpu().numpy())  # (H, n, n)
         if check:
             _check_weights(trace, layer, index, w)
         thumbs.append(thumbnails(w))
@@ -138,21 +140,21 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
             raise InputError("texts= selects texts of one trace; with a list of traces, pass only those to show")
         pairs = [(t, 0) for t in trace]
     else:
-        idx = list(range(len(trace.tokens))) if texts is None else [source.check_text(trace, i) for i in texts]
+        idx = list(range(len(trace.tokens))) if texts is None else [trace.check_text(i) for i in texts]
         pairs = [(trace, i) for i in idx]
     first = pairs[0][0]
-    factor = source.score_factor(first)
+    factor = R.trace_factor(first)
     cfg = first.config
     for t, _ in pairs[1:]:
-        if t.config != cfg or source.model_name(t) != source.model_name(first):
+        if t.config != cfg or _model_name(t) != _model_name(first):
             raise InputError("all traces of one page must come from the same model")
     data = {
         "format": FORMAT, "version": VERSION,
-        "model": source.model_name(first), "family": getattr(first, "family", None),
+        "model": _model_name(first), "family": getattr(first, "family", None),
         "config": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "d_model": cfg.d_model,
                    "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
                    "causal": bool(cfg.causal)},
-        "exp_show_limit": source.EXP_SHOW_LIMIT,
+        "exp_show_limit": R.EXP_SHOW_LIMIT,
         "decimals": decimals, "max_decimals": MAX_DECIMALS,
         "texts": [_text_entry(t, i, check) for t, i in pairs],
         "compare": None,
@@ -161,11 +163,22 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
         if len(pairs) < 2:
             raise InputError("a comparison needs two texts")
         (ta, ia), (tb, ib) = pairs[0], pairs[1]
-        data["compare"] = source.context_comparison(ta, tb if tb is not ta else None, token=token,
-                                                    index_a=ia, index_b=ib)
+        data["compare"] = context_comparison(ta, tb if tb is not ta else None, token=token, index_a=ia, index_b=ib)
     elif compare is not None:
-        data["compare"] = source.context_comparison(first, compare, token=token, index_a=pairs[0][1])
+        data["compare"] = context_comparison(first, compare, token=token, index_a=pairs[0][1])
     return data
+
+
+def _require(trace, names: list[str]) -> None:
+    """InputError naming the first of ``names`` the trace lacks (the page needs them all)."""
+    for name in names:
+        if name not in trace:
+            raise InputError(f"the trace has no {name!r}; trace the text with names=None (everything) "
+                             f"or include {name!r}")
+
+
+def _model_name(trace) -> str:
+    return str(getattr(trace, "model_name", "") or "model")
 
 
 def all_text(data: dict) -> str:

@@ -133,6 +133,8 @@ class Ctx:
     def text(self, x) -> str:
         """A T (or str/Sym/number) as text of this flavour: Unicode, or LaTeX text mode."""
         if isinstance(x, T):
+            if x.texts is not None:
+                return self._fill(x.texts.get(self.lang, x.texts.get("en", "")), x.params)
             return self._fill(self.label(x.key), x.params)
         if isinstance(x, Sym):
             return f"${x.tex}$" if self.flavour == "tex" else x.text

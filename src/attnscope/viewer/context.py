@@ -1,0 +1,82 @@
+"""The viewer's context view: how one token's vector changes from layer to layer in two texts
+("context awareness"), read from a trace's ``embed.out`` and ``layers.{i}.out``."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..errors import InputError
+
+#: Tokens a comparison never picks by itself (the first token two texts share is compared).
+SPECIAL = {"[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>", "<|endoftext|>"}
+
+
+def hidden_states(trace, text: int = 0) -> list[tuple[str, np.ndarray]]:
+    """``[(name, (n, d) float64)]``: the embedding output, then each layer's output, of text ``text``.
+
+    (A candidate for the Trace read API: it reads names the trace may lack, and says which.)
+    """
+    text = trace.check_text(text)
+    n = trace.length(text)
+    out = []
+    for name in ["embed.out"] + [f"layers.{i}.out" for i in range(trace.n_layers)]:
+        if name not in trace:
+            raise InputError(f"the trace has no {name!r}; trace the text with names=None (everything) "
+                             f"or include {name!r}")
+        out.append((name, trace[name][text][:n].detach().cpu().double().numpy()))
+    return out
+
+
+def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]] = None) -> int:
+    """Position of ``token`` in ``toks`` (first match; "##" and "Ġ" ignored), or of the first
+    non-special token also in ``other`` when ``token`` is None. InputError when there is none."""
+    def norm(s: str) -> str:
+        return s.removeprefix("##").removeprefix("Ġ").removeprefix("▁").lower()
+
+    if token is not None:
+        want = norm(token)
+        for i, t in enumerate(toks):
+            if norm(t) == want:
+                return i
+        raise InputError(f"token {token!r} is not among the tokens {toks}")
+    others = {norm(t) for t in (other or []) if t not in SPECIAL}
+    for i, t in enumerate(toks):
+        if t not in SPECIAL and norm(t) in others:
+            return i
+    raise InputError(f"the two texts share no token (tokens {toks} and {other}); "
+                     "pick texts with a common word")
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """cos(a, b); 0 when either vector is 0."""
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(np.dot(a, b) / (na * nb))
+
+
+def context_comparison(trace_a, trace_b=None, *, token: Optional[str] = None, index_a: int = 0,
+                       index_b: int = 1) -> dict:
+    """How one token's vector changes from layer to layer in two texts.
+
+    Text A is ``trace_a`` text ``index_a``; text B is ``trace_b`` text 0, or ``trace_a`` text
+    ``index_b`` when ``trace_b`` is None. Returns per layer (embedding output, then each layer's
+    output) the cosine similarity of the token's vector in A and in B (``across``), and of each
+    vector with its own embedding-layer vector (``drift_a``, ``drift_b``).
+    """
+    if trace_b is None:
+        trace_b, ib = trace_a, index_b
+    else:
+        ib = 0
+    ta, tb = trace_a.text_tokens(index_a), trace_b.text_tokens(ib)
+    pa = find_token(ta, token, tb)
+    pb = find_token(tb, token if token is not None else ta[pa])
+    ha, hb = hidden_states(trace_a, index_a), hidden_states(trace_b, ib)
+    layers = [name for name, _ in ha]
+    across = [cosine(x[pa], y[pb]) for (_, x), (_, y) in zip(ha, hb)]
+    drift_a = [cosine(x[pa], ha[0][1][pa]) for _, x in ha]
+    drift_b = [cosine(y[pb], hb[0][1][pb]) for _, y in hb]
+    return {"token": ta[pa], "pos_a": pa, "pos_b": pb, "tokens_a": ta, "tokens_b": tb,
+            "layers": layers, "across": across, "drift_a": drift_a, "drift_b": drift_b}
