@@ -76,8 +76,8 @@ def operand_factor(scoring: str, d_k: int) -> float:
 def raw_scores(q, k) -> Array:
     """``q @ kᵀ`` → ``(..., L, S)``; one query ``q (d_k,)`` gives its row ``(S,)``."""
     q, k = as_f64(q), as_f64(k)
-    # (the batched einsum gives each row the same float64 sums as the one-row k @ q: a row of a
-    # matrix and the row alone read the same digits)
+    # einsum for matrices, BLAS for one row: the summation orders explain, the viewer and the
+    # server have always used, so that their printed digits do not move
     return k @ q if q.ndim == 1 else np.einsum("...ld,...sd->...ls", q, k)
 
 

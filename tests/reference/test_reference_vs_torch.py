@@ -83,3 +83,83 @@ def test_factor_and_check_finite():
     R.check_finite("masked", np.array([0.0, -np.inf]), allow_neg_inf=True)
     with pytest.raises(NonFiniteError, match=r"^scaled has non-finite values \(\+inf ×1\) in shape \(2\), first at index \(1,\)"):
         R.check_finite("scaled", [1.0, np.inf])
+
+
+# ----------------------------------------------------------------------------------------------
+# the steps the applications show (explain, check, the viewer's step view, the server), and a
+# trace's attention recomputed from its q and k
+# ----------------------------------------------------------------------------------------------
+
+def test_softmax_parts_and_the_shown_exp():
+    x = torch.randn(5, 6, generator=g, dtype=torch.float64) * 40
+    x[0] = torch.tensor([80.0, 55.0, 10.0, -3.0, 0.0, 51.0], dtype=torch.float64)  # max > 50: shifted
+    x[1, 2:] = float("-inf")
+    x[2] = float("-inf")  # sees nothing
+    x[3] = torch.tensor([50.0, 49.0, 1.0, 2.0, 3.0, 4.0], dtype=torch.float64)  # max = 50: as is
+    got = R.softmax_parts(x.numpy())
+    finite_max = torch.where(x.isfinite(), x, torch.tensor(float("-inf"), dtype=torch.float64)).amax(-1, keepdim=True)
+    shift = torch.where(finite_max > 50, finite_max, torch.zeros_like(finite_max))
+    e = torch.exp(x - shift)
+    np.testing.assert_array_equal(got["shift"][:, 0], [80.0, 0.0, 0.0, 0.0, shift[4, 0].item()])
+    np.testing.assert_allclose(got["exp"], e.numpy(), rtol=1e-14, atol=0)
+    np.testing.assert_allclose(got["sum"], e.sum(-1).numpy(), rtol=1e-14, atol=0)
+    alive = [0, 1, 3, 4]
+    np.testing.assert_allclose(got["weights"][alive], torch.softmax(x[alive], -1).numpy(), rtol=1e-13, atol=1e-300)
+    assert np.array_equal(got["weights"][2], np.zeros(6)) and got["sum"][2] == 0.0
+    np.testing.assert_allclose(R.divide_by_sum(got["exp"], got["sum"][:, None])[alive], got["weights"][alive], rtol=1e-13)
+    assert np.array_equal(R.divide_by_sum(got["exp"], got["sum"][:, None])[2], np.zeros(6))
+    np.testing.assert_array_equal(R.shifted_exp(x.numpy(), got["shift"]), got["exp"])
+    assert R.EXP_SHOW_LIMIT == 50.0
+
+
+def test_row_steps_against_torch():
+    q1, k1, v1 = q[0, 1, 3], k[0, 1], v[0, 1]  # (8,), (5, 8), (5, 4)
+    allowed = np.array([True, False, True, True, False])
+    got = R.row_steps(R.raw_scores(q1, k1), 8 ** -0.5, allowed, v1)
+    raw = k1 @ q1
+    scaled = raw * 8 ** -0.5
+    masked = scaled.masked_fill(~torch.from_numpy(allowed), float("-inf"))
+    w = torch.softmax(masked, -1)
+    for name, want in (("scores", raw), ("scaled", scaled), ("masked", masked), ("weights", w), ("output", w @ v1),
+                       ("exp", torch.exp(masked))):
+        np.testing.assert_allclose(got[name], want.numpy(), rtol=1e-13, atol=1e-15, err_msg=name)
+    assert got["shift"] == 0.0 and got["sum"] == pytest.approx(torch.exp(masked).sum().item(), rel=1e-14)
+    assert isinstance(got["shift"], float) and isinstance(got["sum"], float)
+    big = R.row_steps(np.array([60.0, 58.0, 1.0]), 1.0)
+    assert big["shift"] == 60.0
+    np.testing.assert_allclose(big["exp"], np.exp(np.array([0.0, -2.0, -59.0])), rtol=1e-15)
+    nothing = R.row_steps(np.array([1.0, 2.0]), 1.0, np.array([False, False]))
+    assert np.array_equal(nothing["weights"], [0.0, 0.0]) and nothing["sum"] == 0.0
+    np.testing.assert_allclose(R.raw_scores(q[0, 1], k[0, 1])[3], R.raw_scores(q1, k1), rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_weights_of_prepared_operands(causal):
+    got = R.attention_weights(q, k, 0.3, causal=causal, mask=mask.numpy())
+    allowed = mask if not causal else mask & torch.ones(6, 5, dtype=torch.bool).tril()
+    masked = (q @ k.transpose(-1, -2) * 0.3).masked_fill(~allowed, float("-inf"))
+    alive = allowed.any(-1, keepdim=True)
+    want = torch.softmax(masked.masked_fill(~alive, 0.0), -1) * alive
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_operand_factor_and_a_models_prepared_q_k():
+    from attnscope import MultiHeadAttention, name_hook_points
+    from attnscope.errors import ConfigError
+    assert R.operand_factor("scaled", 64) == 0.125 and R.operand_factor("inv_d", 8) == 0.125
+    assert R.operand_factor("qknorm", 16) == 0.25 and R.operand_factor("unscaled", 5) == 1.0
+    with pytest.raises(ConfigError, match="cosine scoring divides by the model's learned temperature"):
+        R.operand_factor("cosine", 8)
+    # what a model's hook points q and k hold are the prepared operands: qknorm's q, k after its
+    # LayerNorms, so that softmax(q·kᵀ/√d) of them is the model's own weights
+    m = MultiHeadAttention(16, 2, scoring="qknorm").double()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_(generator=g)
+    points = name_hook_points(m)
+    seen = {}
+    for name in ("q", "k", "weights"):
+        points[name].add_hook(lambda t, n: seen.__setitem__(n, t.detach()))
+    m(torch.randn(2, 7, 16, generator=g, dtype=torch.float64), need_weights=True)
+    np.testing.assert_allclose(R.attention_weights(seen["q"], seen["k"], R.operand_factor("qknorm", 8)),
+                               seen["weights"].numpy(), rtol=1e-12, atol=1e-14)

@@ -17,6 +17,7 @@ import argparse
 import sys
 
 from ..errors import InputError
+from ..scorings import SCORINGS
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -44,7 +45,7 @@ def register(sub) -> None:
     toy.add_argument("--wv", metavar="M", help="W_V (d_model × d_v)")
     toy.add_argument("--wo", metavar="M", help="W_O (d_v × d_out), optional")
     toy.add_argument("--labels", metavar="A,B,C", help="token labels, comma separated")
-    toy.add_argument("--scoring", choices=("scaled", "unscaled", "inv_d", "cosine", "qknorm"),
+    toy.add_argument("--scoring", choices=tuple(SCORINGS),
                      help="how scores are formed (default: scaled)")
     toy.add_argument("--causal", action="store_true", help="each token sees only itself and earlier tokens")
     toy.add_argument("--expand", choices=("auto", "always", "never"), default="auto",
