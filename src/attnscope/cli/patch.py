@@ -1,0 +1,130 @@
+"""``attnscope patch``: activation patching of heads (or of the residual stream) between two prompts.
+
+    attnscope patch --clean "When Mary and John went to the store, John gave a drink to" \\
+                    --corrupted "When Mary and John went to the store, Mary gave a drink to" \\
+                    --answer " Mary" --wrong " John" -o ioi.png -o ioi.json
+    attnscope patch ... --what residual --site resid_pre -o resid.png
+
+Runs the clean and the corrupted prompt, then the corrupted one again with one activation taken
+from the clean run: one head's output z (--what heads, every layer x head) or the residual stream
+at one position (--what residual, every layer x position). Each time it measures the logit
+difference logit(answer) - logit(wrong) at the last position, raw and normalised as
+(patched - corrupted) / (clean - corrupted): 0 = no effect, 1 = the clean answer is restored.
+
+Both prompts must be the same number of tokens, and --answer and --wrong one token each (mind
+the leading space of a word that follows another). -o writes a figure (.png, .svg, .pdf) or the
+numbers (.json); give it more than once for several files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+
+FIGURES = (".png", ".svg", ".pdf")
+
+
+def register(sub) -> None:
+    from ..patching import BATCH, SITES
+
+    p = sub.add_parser("patch", help="activation patching: which heads or positions carry the answer",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--clean", required=True, metavar="TEXT", help="the prompt whose activations are copied")
+    p.add_argument("--corrupted", required=True, metavar="TEXT",
+                   help="the prompt they are copied into (the same number of tokens)")
+    p.add_argument("--answer", required=True, metavar="TOKEN", help="the clean prompt's answer token, e.g. ' Mary'")
+    p.add_argument("--wrong", required=True, metavar="TOKEN", help="the token it is compared with, e.g. ' John'")
+    p.add_argument("--model", default="smollm2-135m", metavar="NAME_OR_PATH",
+                   help="a causal language model: smollm2-135m, gemma-3-270m, a folder or a .gguf file "
+                        "(default: %(default)s)")
+    p.add_argument("--what", choices=("heads", "residual"), default="heads",
+                   help="heads: each head's output z; residual: the residual stream at one position "
+                        "(default: %(default)s)")
+    p.add_argument("--site", choices=tuple(SITES), default="resid_pre",
+                   help="where --what residual patches: resid_pre (what enters the layer), attn_in (the "
+                        "attention's normalised input), resid_mid (after the attention), resid_post (after "
+                        "the layer) (default: %(default)s)")
+    p.add_argument("--layers", default=None, metavar="LIST",
+                   help="comma-separated layers to patch, e.g. 0,5,10 (default: all)")
+    p.add_argument("--batch-size", type=int, default=BATCH, metavar="K",
+                   help="patched copies per forward pass (default: %(default)s)")
+    p.add_argument("--raw", action="store_true", help="colour the figure by the raw metric, not the normalised one")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="print the N strongest cells (default: %(default)s)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu)")
+    p.add_argument("--dpi", type=int, default=150, help="resolution of a .png, 10..2400 (default: %(default)s)")
+    p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
+                   help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _layers(s):
+    if s is None:
+        return None
+    try:
+        out = [int(x) for x in s.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise InputError(f"--layers must be comma-separated layer numbers, got {s!r}") from None
+    if not out:
+        raise InputError("--layers is empty: give comma-separated layer numbers")
+    return out
+
+
+def _check_outputs(paths) -> list[Path]:
+    outs = [Path(p) for p in paths]
+    for out in outs:
+        if out.suffix.lower() not in FIGURES + (".json",):
+            raise InputError(f"cannot tell what to write to {out.name!r}: use .png, .svg, .pdf (the figure) or "
+                             f".json (the numbers)")
+        if out.is_dir():
+            raise InputError(f"-o {str(out)!r} is a folder; give a file name")
+        if not out.parent.exists():
+            raise InputError(f"cannot write {str(out)!r}: the folder {str(out.parent)!r} does not exist")
+    return outs
+
+
+def run(args) -> int:
+    from . import check_device, check_range
+
+    check_range(args.batch_size, "--batch-size", 1)
+    check_range(args.top, "--top", 0)
+    check_range(args.dpi, "--dpi", 10, 2400)
+    check_device(args.device)
+    layers = _layers(args.layers)
+    outs = _check_outputs(args.output)  # before the work, not after it
+
+    from ..models import load
+    from ..patching import patch
+
+    model = load(args.model, device=args.device)
+    r = patch(model, args.clean, args.corrupted, args.answer, args.wrong, what=args.what, site=args.site,
+              layers=layers, batch_size=args.batch_size, progress=not args.no_progress and sys.stderr.isatty())
+    print(f"{r.model_name}: {len(r.clean_tokens)} tokens per prompt; metric {r.metric} at the last position")
+    diff = [i for i, (a, b) in enumerate(zip(r.clean_tokens, r.corrupted_tokens)) if a != b]
+    print("  the prompts differ at position" + ("s " if len(diff) != 1 else " ") + ", ".join(
+        f"{i} ({r.clean_tokens[i]!r} → {r.corrupted_tokens[i]!r})" for i in diff) if diff
+        else "  the prompts are the same tokens")
+    print(f"  clean {r.clean:+.4f}, corrupted {r.corrupted:+.4f}")
+    if r.note():
+        print(f"  note: {r.note()}")
+    if args.top:
+        what = "heads (layer.head)" if r.what == "heads" else f"positions at {r.site} (layer@position)"
+        scale = "normalised" if r.defined else "raw metric"
+        print(f"strongest {what}, {scale}:")
+        for label, v in r.top(args.top):
+            print(f"  {label:>24}  {v:+.3f}" if not math.isnan(v) else f"  {label:>24}  n/a")
+    for out in outs:
+        if out.suffix.lower() == ".json":
+            r.save(out)
+        else:
+            fig = r.figure(normalized=not args.raw)
+            try:
+                fig.savefig(out, dpi=args.dpi)
+            except OSError as e:
+                raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+        print(f"wrote {out}")
+    return 0

@@ -1,0 +1,193 @@
+"""Patching runs: one clean trace, one corrupted run, then batches of patched corrupted runs.
+
+Every patch is a copy of the corrupted prompt in a batch: copy k carries patch k, written by a
+hook on the one layer it touches, and nothing else. Rows of a batch never interact in a
+Transformer (no padding here: both prompts have the same length), so a batch of K patched copies
+gives each what it gets alone (up to float rounding of the batched matrix products).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional, Sequence, Union
+
+import torch
+
+from ..errors import InputError
+from ..tokenizer import Batch
+from .pair import Metric, PatchPair, checked_metric, encode_pair, require_lm
+from .result import PatchingResult
+
+Tensor = torch.Tensor
+
+#: Residual-stream sites: site -> the trace name of layer i's activation there.
+SITES = {
+    "resid_pre": "layers.{prev}.out",   # what enters layer i (the embedding output for layer 0)
+    "attn_in": "layers.{i}.attn_in",    # the attention's input (after the pre-norm in pre-norm models)
+    "resid_mid": "layers.{i}.attn_resid",  # the stream after the attention's residual add
+    "resid_post": "layers.{i}.out",     # what layer i writes: the stream after the whole layer
+}
+
+#: The default batch: patched copies per forward pass.
+BATCH = 32
+
+
+def site_name(site: str, layer: int) -> str:
+    """The trace name of ``site`` at ``layer`` (``resid_pre`` of layer 0 is ``embed.out``)."""
+    if site not in SITES:
+        raise InputError(f"unknown residual site {site!r}; sites: {', '.join(SITES)}")
+    if site == "resid_pre" and layer == 0:
+        return "embed.out"
+    return SITES[site].format(i=layer, prev=layer - 1)
+
+
+def _batch(ids: Tensor, n: int, tokens) -> Batch:
+    rep = ids.repeat(n, 1)  # (n, L)
+    return Batch(rep, torch.ones_like(rep), torch.zeros_like(rep), [tokens] * n, [""] * n)
+
+
+def _last_logits(model, hidden: Tensor) -> Tensor:
+    return model.lm_logits(hidden[:, -1])  # (B, V): what the last token predicts
+
+
+def _layers(model, layers) -> list[int]:
+    n = model.config.n_layers
+    if layers is None:
+        return list(range(n))
+    out = []
+    for l in layers:
+        if isinstance(l, bool) or not isinstance(l, int) or not -n <= l < n:
+            raise InputError(f"layers: {l!r} is not a layer; the model has {n} (0..{n - 1})")
+        out.append(l % n)
+    return sorted(set(out))
+
+
+def _run_patches(model, pair: PatchPair, patches: list, hook_for, metric: Metric, batch_size: int,
+                 progress: bool, desc: str) -> Tensor:
+    """Metric of every patch, float64 ``(len(patches),)``. ``patches`` are ``(layer, index)``;
+    ``hook_for(layer, rows, index)`` gives the hook writing patch ``index[r]`` into batch row ``rows[r]``."""
+    from tqdm.auto import tqdm
+
+    out = torch.empty(len(patches), dtype=torch.float64)
+    with tqdm(total=len(patches), unit="patch", desc=desc, disable=not progress, file=sys.stderr,
+              dynamic_ncols=True) as bar:
+        for s in range(0, len(patches), batch_size):
+            chunk = patches[s:s + batch_size]
+            by_layer: dict = {}
+            for row, (layer, index) in enumerate(chunk):
+                by_layer.setdefault(layer, ([], []))
+                by_layer[layer][0].append(row)
+                by_layer[layer][1].append(index)
+            hooks = {name: fn for layer, (rows, idx) in by_layer.items() for name, fn in [hook_for(layer, rows, idx)]}
+            batch = _batch(pair.corrupted_ids, len(chunk), pair.corrupted_tokens).to(model.device)
+            hidden = model.trace(batch, names=[], hooks=hooks).output  # (K, L, d)
+            out[s:s + len(chunk)] = metric(_last_logits(model, hidden)).detach().to("cpu", torch.float64)
+            bar.update(len(chunk))
+    return out
+
+
+def _prepare(model, clean, corrupted, answer, wrong, metric, batch_size):
+    if model is None or isinstance(model, str) or hasattr(model, "__fspath__"):
+        from ..models import load
+        model = load(model)
+    require_lm(model)
+    model.eval()
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+    pair = encode_pair(model, clean, corrupted)
+    fn, name, tokens = checked_metric(metric, answer, wrong, model)
+    return model, pair, fn, name, tokens
+
+
+def _metric_of(model, metric, ids, tokens, names=None):
+    tr = model.trace(_batch(ids, 1, tokens).to(model.device), names=names if names is not None else [])
+    m = metric(_last_logits(model, tr.output))
+    if not isinstance(m, Tensor) or m.shape != (1,):
+        raise InputError(f"the metric must return one value per row, shape (B,), got "
+                         f"{tuple(m.shape) if isinstance(m, Tensor) else type(m).__name__}")
+    return tr, float(m.double())
+
+
+@torch.no_grad()
+def patch(model, clean: str, corrupted: str, answer: Union[str, int, None] = None,
+          wrong: Union[str, int, None] = None, *, what: str = "heads", site: str = "resid_pre",
+          metric: Optional[Metric] = None, layers: Optional[Sequence[int]] = None,
+          batch_size: int = BATCH, progress: bool = False) -> PatchingResult:
+    """Patch activations of the clean run into the corrupted run and measure the metric each time.
+
+    Args:
+        model: a loaded causal language model, or a name/path for :func:`attnscope.load`.
+        clean, corrupted: the two prompts; they must tokenize to the same number of tokens.
+        answer, wrong: the default metric's tokens (text that is one token, or an id):
+            ``logit[answer] − logit[wrong]`` at the last position.
+        what: ``"heads"``: one head's output ``layers.{i}.attn.z[h]`` at every position, for every
+            layer × head; ``"residual"``: the residual stream at ``site`` at one position, for
+            every layer × position.
+        site: for ``what="residual"``: one of :data:`SITES` (``resid_pre``: what enters the layer).
+        metric: instead of answer/wrong, ``metric(logits (B, V)) -> (B,)`` on the last position.
+        layers: the layers to patch (default: all).
+        batch_size: patched copies per forward pass.
+        progress: show a progress bar.
+    Returns:
+        :class:`PatchingResult`: ``values (n_layers, n_heads | L)`` of the metric after each patch
+        (float64; NaN for layers not patched), the clean and corrupted metrics, and the labels.
+    """
+    if what not in ("heads", "residual"):
+        raise InputError(f"what must be 'heads' or 'residual', got {what!r}")
+    model, pair, fn, name, tokens = _prepare(model, clean, corrupted, answer, wrong, metric, batch_size)
+    chosen = _layers(model, layers)
+    c = model.config
+    if what == "heads":
+        names = [f"layers.{l}.attn.z" for l in chosen]
+    else:
+        names = [site_name(site, l) for l in chosen]
+    tr, clean_m = _metric_of(model, fn, pair.clean_ids, pair.clean_tokens, names)
+    _, corrupted_m = _metric_of(model, fn, pair.corrupted_ids, pair.corrupted_tokens)
+    acts = {n: tr[n][0] for n in names}  # clean activations, batch axis dropped
+    dev = model.device
+
+    if what == "heads":
+        def hook_for(layer, rows, heads):
+            src = acts[f"layers.{layer}.attn.z"]  # (H, L, d_head)
+            r, h = torch.tensor(rows, device=dev), torch.tensor(heads, device=dev)
+
+            def write(z: Tensor, _name: str) -> Tensor:
+                z = z.clone()  # (K, H, L, d_head)
+                z[r, h] = src[h].to(z.dtype)
+                return z
+            return f"layers.{layer}.attn.z", write
+        width, cols = c.n_heads, [f"head {h}" for h in range(c.n_heads)]
+    else:
+        def hook_for(layer, rows, positions):
+            n = site_name(site, layer)
+            src = acts[n]  # (L, d)
+            r, p = torch.tensor(rows, device=dev), torch.tensor(positions, device=dev)
+
+            def write(x: Tensor, _name: str) -> Tensor:
+                x = x.clone()  # (K, L, d)
+                x[r, p] = src[p].to(x.dtype)
+                return x
+            return n, write
+        width, cols = pair.length, list(pair.clean_tokens)
+    patches = [(l, j) for l in chosen for j in range(width)]
+    flat = _run_patches(model, pair, patches, hook_for, fn, batch_size, progress,
+                        "patch heads" if what == "heads" else f"patch {site}")
+    values = torch.full((c.n_layers, width), float("nan"), dtype=torch.float64)
+    for (l, j), v in zip(patches, flat.tolist()):
+        values[l, j] = v
+    return PatchingResult(
+        what=what, site="z" if what == "heads" else site, values=values, clean=clean_m, corrupted=corrupted_m,
+        rows=[f"layer {l}" for l in range(c.n_layers)], cols=cols, metric=name, model_name=model.name,
+        clean_text=pair.clean_text, corrupted_text=pair.corrupted_text, clean_tokens=pair.clean_tokens,
+        corrupted_tokens=pair.corrupted_tokens, tokens=tokens, layers=chosen)
+
+
+def patch_heads(model, clean: str, corrupted: str, answer=None, wrong=None, **kw) -> PatchingResult:
+    """:func:`patch` with ``what="heads"``: every layer × head's output z."""
+    return patch(model, clean, corrupted, answer, wrong, what="heads", **kw)
+
+
+def patch_residual(model, clean: str, corrupted: str, answer=None, wrong=None, *, site: str = "resid_pre",
+                   **kw) -> PatchingResult:
+    """:func:`patch` with ``what="residual"``: every layer × position of the residual stream at ``site``."""
+    return patch(model, clean, corrupted, answer, wrong, what="residual", site=site, **kw)
