@@ -19,7 +19,8 @@ from .modules import (Embeddings, Encoder, EncoderLayer, FeedForward, MultiHeadA
                       SingleHeadAttention, TransformerEncoder, sinusoidal_positions)
 from .models import Model, load
 from .trace import TRACE_NAMES, Trace
-from . import check, explain  # noqa: E402  callable packages: attnscope.explain(...), attnscope.check(...)
+from .check import check  # noqa: E402  the function (its package is attnscope.check's modules)
+from .explain import explain  # noqa: E402
 
 __version__ = "0.1.0"
 

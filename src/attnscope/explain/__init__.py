@@ -18,9 +18,6 @@ Three kinds:
 
 from __future__ import annotations
 
-import sys as _sys
-import types as _types
-
 from typing import Optional
 
 from ..errors import InputError
@@ -94,13 +91,3 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
 
 __all__ = ["explain", "explain_toy", "toy_problem", "ToyProblem", "compute", "Worked"]
 
-
-class _Callable(_types.ModuleType):
-    """Lets the package be called: ``attnscope.explain(...)`` is :func:`explain`, while
-    ``attnscope.explain.<submodule>`` imports keep working."""
-
-    def __call__(self, *args, **kwargs):
-        return explain(*args, **kwargs)
-
-
-_sys.modules[__name__].__class__ = _Callable

@@ -1,5 +1,6 @@
 """Renderers of a :class:`~attnscope.explain.doc.Worked`: ``rich`` (terminal tables), ``markdown``,
-``latex`` and ``json``. All take the same object; only the look differs."""
+``latex`` and ``json``. All take the same object; only the look differs. They read it as data and
+import only :mod:`..blocks`, never :mod:`..doc`, which imports them."""
 
 from __future__ import annotations
 

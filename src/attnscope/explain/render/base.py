@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from ...errors import ConfigError
 from .. import i18n
-from ..doc import T, Sym, VecParam
+from ..blocks import T, Sym, VecParam
 from ..numbers import Shown, show
 
 FORMATS = ("rich", "markdown", "latex", "json")
@@ -232,7 +232,7 @@ def text_blocks(ctx: "Ctx", blocks, *, para: Callable, formula: Callable, matrix
     ``expansion(ctx, block)`` returns, into one group that ``group(lines)`` wraps (a code block,
     an ``align*``).
     """
-    from ..doc import Formula, Matrix, Para, Table
+    from ..blocks import Formula, Matrix, Para, Table
 
     kinds = ((Para, para), (Formula, formula), (Matrix, matrix), (Table, table))
     out: list = []

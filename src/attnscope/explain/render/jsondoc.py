@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..doc import Formula, Matrix, Para, Sym, Table, VecParam, Worked
+from ..blocks import Formula, Matrix, Para, Sym, Table, VecParam
 from .base import Ctx
 
 
@@ -68,7 +68,7 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
-def to_dict(w: Worked, lang: str = "en", decimals: int = 4) -> dict:
+def to_dict(w, lang: str = "en", decimals: int = 4) -> dict:
     ctx = Ctx(lang, decimals, "text")
     return {
         "kind": w.kind,
@@ -83,7 +83,7 @@ def to_dict(w: Worked, lang: str = "en", decimals: int = 4) -> dict:
     }
 
 
-def render(w: Worked, lang: str = "en", decimals: int = 4) -> str:
+def render(w, lang: str = "en", decimals: int = 4) -> str:
     return json.dumps(to_dict(w, lang, decimals), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ..doc import Matrix, Para, T, Table, Worked
+from ..blocks import Matrix, Para, T, Table
 from ..numbers import matrix_is_int
 from .base import Ctx, tex_escape, text_blocks
 from .lines import expansion
@@ -14,7 +14,7 @@ from .lines import expansion
 TERMS_PER_LINE = 4
 
 
-def render(w: Worked, lang: str = "en", decimals: int = 4) -> str:
+def render(w, lang: str = "en", decimals: int = 4) -> str:
     ctx = Ctx(lang, decimals, "tex")
     body = [rf"\section*{{{ctx.text(w.title)}}}", ""]
     body += _blocks(ctx, w.intro)

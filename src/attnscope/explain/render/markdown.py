@@ -3,13 +3,13 @@ spans, the written-out arithmetic in code blocks (so columns stay aligned in any
 
 from __future__ import annotations
 
-from ..doc import Matrix, Para, Table, Worked
+from ..blocks import Matrix, Para, Table
 from ..numbers import matrix_is_int
 from .base import Ctx, text_blocks
 from .lines import text_lines
 
 
-def render(w: Worked, lang: str = "en", decimals: int = 4) -> str:
+def render(w, lang: str = "en", decimals: int = 4) -> str:
     ctx = Ctx(lang, decimals, "text")
     out = [f"# {ctx.text(w.title)}", ""]
     out += _blocks(ctx, w.intro)
@@ -20,7 +20,7 @@ def render(w: Worked, lang: str = "en", decimals: int = 4) -> str:
 
 
 def _step_title(n, step):
-    from ..doc import T
+    from ..blocks import T
     return T("step_n", {"n": n, "title": step.title})
 
 

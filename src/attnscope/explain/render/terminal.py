@@ -10,13 +10,13 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..doc import Formula, Matrix, Para, T, Table, Worked
+from ..blocks import Formula, Matrix, Para, T, Table
 from ..numbers import matrix_is_int
 from .base import Ctx
 from .lines import text_lines
 
 
-def _renderables(w: Worked, ctx: Ctx, width: int):
+def _renderables(w, ctx: Ctx, width: int):
     yield Text(ctx.text(w.title), style="bold underline")
     yield from _blocks(ctx, w.intro, width)
     for n, step in enumerate(w.steps, 1):
@@ -74,14 +74,14 @@ def table(ctx: Ctx, t: Table) -> RichTable:
     return tab
 
 
-def print_rich(w: Worked, lang: str = "en", decimals: int = 4, file=None, console: Console = None) -> None:
+def print_rich(w, lang: str = "en", decimals: int = 4, file=None, console: Console = None) -> None:
     console = console or Console(file=file, highlight=False, soft_wrap=False)
     ctx = Ctx(lang, decimals, "text")
     for r in _renderables(w, ctx, console.width):
         console.print(r)
 
 
-def render_text(w: Worked, lang: str = "en", decimals: int = 4, width: int = 100) -> str:
+def render_text(w, lang: str = "en", decimals: int = 4, width: int = 100) -> str:
     """The terminal layout as plain text (no colour codes), e.g. for tests and files."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system=None, highlight=False, force_terminal=False,

@@ -1,0 +1,85 @@
+"""Reading a learner's answers: the ``answers`` mapping as written numbers (:class:`Written`, with
+the decimals as written) per step of the chain, every shape checked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..explain import inputs
+from ..explain.numbers import Written, counted, parse_written
+from .chain import Chain, Link
+
+#: Spellings accepted for the answer keys.
+ALIASES = {
+    "q": "Q", "k": "K", "v": "V",
+    "scores": "scores", "score": "scores", "raw": "scores", "qkt": "scores", "s": "scores",
+    "scaled": "scaled", "scaledscores": "scaled",
+    "exp": "exp", "exps": "exp", "e": "exp", "exponentials": "exp",
+    "sums": "sums", "sum": "sum", "rowsums": "sums",
+    "weights": "weights", "softmax": "weights", "probabilities": "weights", "probs": "weights", "a": "weights",
+    "output": "output", "outputs": "output", "out": "output", "o": "output", "z": "output",
+    "projected": "projected", "y": "projected",
+}
+
+
+def _written(x, where: str):
+    """A Written (or None for a blank) from a parsed value."""
+    x = inputs.number(x, where, allow_none=True, allow_inf=True)
+    if x is None or isinstance(x, Written):
+        return x
+    return parse_written(repr(float(x)))
+
+
+def parse_answers(raw: Any, chain: Chain, source: str) -> dict:
+    """The ``answers`` mapping → {link name: object array of Written/None}, shapes checked."""
+    if not isinstance(raw, dict):
+        raise InputError(f"{source}, key answers: expected a mapping such as 'weights: [[…], …]', "
+                         f"got {inputs._kind(raw)}")
+    names = chain.names()
+    out = {}
+    for key, value in raw.items():
+        canon = ALIASES.get(str(key).lower().replace("_", "").replace("-", "").replace(" ", ""), None)
+        if canon == "sums" and "sums" not in names and "sum" in names:
+            canon = "sum"
+        if canon == "sum" and "sum" not in names and "sums" in names:
+            canon = "sums"
+        if canon not in names:
+            raise InputError(f"{source}, answers: unknown key {key!r}; this problem's steps are {', '.join(names)}")
+        if canon in out:
+            raise InputError(f"{source}, answers: {key!r} given twice (as {canon})")
+        where = f"{source}, key {key}"
+        out[canon] = _parse_link(value, chain.link(canon), where)
+    if not out:
+        raise InputError(f"{source}, key answers: empty; write at least one of {', '.join(names)}")
+    return out
+
+
+def _parse_link(value, lk: Link, where: str) -> np.ndarray:
+    n_rows, n_cols = lk.exact.shape
+    if value is None:
+        return np.full((n_rows, n_cols), None, dtype=object)
+    if lk.vector == "row":
+        if n_cols == 1 and not isinstance(value, (list, tuple)):
+            value = [value]
+        cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True,
+                              size=None if lk.max_cols else n_cols, max_size=n_cols if lk.max_cols else None)
+        arr = np.array([[_written(c, f"{where}, entry {j + 1}") for j, c in enumerate(cells)]], dtype=object)
+        return arr
+    if lk.vector == "col":
+        cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
+        return np.array([[_written(c, f"{where}, row {i + 1}")] for i, c in enumerate(cells)], dtype=object)
+    if not isinstance(value, (list, tuple)):
+        raise InputError(f"{where}: expected {counted(n_rows, 'row')} of {counted(n_cols, 'number')}, got {inputs._kind(value)}")
+    if len(value) != n_rows:
+        raise InputError(f"{where}: expected {counted(n_rows, 'row')} (one per token), got {len(value)}")
+    rows = [[None] * n_cols if r is None else r for r in value]
+    for i, r in enumerate(rows):
+        if not isinstance(r, (list, tuple)):
+            raise InputError(f"{where}, row {i + 1}: expected a row of {counted(n_cols, 'number')}, got {inputs._kind(r)}")
+        if len(r) != n_cols:
+            raise InputError(f"{where}, row {i + 1}: expected {counted(n_cols, 'number')}, got {len(r)}")
+    return np.array([[_written(c, f"{where}, row {i + 1}, column {j + 1}") for j, c in enumerate(r)]
+                     for i, r in enumerate(rows)], dtype=object)

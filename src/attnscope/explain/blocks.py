@@ -1,0 +1,187 @@
+"""The pieces of a worked calculation (:class:`~.doc.Worked`), independent of how they are shown.
+
+A step (:class:`Step`) is a list of blocks. Blocks hold float64 numbers (never rounded) and
+translatable text (:class:`T`, a label key with parameters, looked up in :mod:`.i18n` by the
+renderer), which :mod:`.render` shows as a terminal table, Markdown, LaTeX or JSON.
+
+Math symbols are :class:`Sym` s with a Unicode form (terminal, Markdown) and a TeX form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Union
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Sym:
+    """A math symbol: ``text`` for terminals/Markdown, ``tex`` for LaTeX."""
+
+    text: str
+    tex: str
+
+
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def sub(name: str, tex: str, *idx: int) -> Sym:
+    """``sub("o", "o", 2)`` → o₂ / o_{2}; several indices are joined (a₂₃ / a_{2,3})."""
+    text = name + "".join(str(i) for i in idx).translate(_SUB) if all(0 <= i < 10 for i in idx) \
+        else name + "_" + ",".join(str(i) for i in idx)
+    return Sym(text, f"{tex}_{{{','.join(str(i) for i in idx)}}}")
+
+
+@dataclass
+class T:
+    """Translatable text: a key of :data:`.i18n.LABELS` and the values of its ``{placeholders}``.
+
+    Parameter values may be str, int, float (formatted with the output's decimals), :class:`Sym`
+    or another :class:`T`. ``texts`` (language → template) gives the text itself instead of a
+    key, for words that live elsewhere (a scoring's words in :mod:`attnscope.scorings`).
+    """
+
+    key: str
+    params: dict = field(default_factory=dict)
+    texts: Optional[Mapping[str, str]] = None
+
+
+def t(key: str, **params: Any) -> T:
+    return T(key, params)
+
+
+def t_or(key: str, fallback: str, **params: Any) -> T:
+    """``t(key)`` when the labels have ``key`` (a scoring's own wording), else ``t(fallback)``."""
+    from .i18n import EN
+    return T(key if key in EN else fallback, params)
+
+
+def words(texts: Mapping[str, str], **params: Any) -> T:
+    """Text given in every language (``{"en": …, "zh": …}``; English where a language is missing)."""
+    return T("", params, dict(texts))
+
+
+@dataclass
+class VecParam:
+    """A vector used as a text parameter; renderers show it as [a, b, …] at the output's decimals."""
+
+    values: list
+    exact: bool = False  # show as given (15.3, 1.5), not at the output's decimals
+
+
+# ----------------------------------------------------------------------------------------------
+# blocks
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Para:
+    """A paragraph of text."""
+
+    text: T
+    style: str = ""  # "" | "note" | "warn"
+
+
+@dataclass
+class Formula:
+    """A displayed formula, language-neutral."""
+
+    text: str
+    tex: str
+
+
+@dataclass
+class Matrix:
+    """A labelled matrix (m, n) of float64 values.
+
+    ``rows``/``cols``: header labels (tokens or 1..n when None). ``as_int``: show without decimals
+    (None: decide from the values).
+    """
+
+    sym: Optional[Sym]
+    values: np.ndarray
+    rows: Optional[list] = None
+    cols: Optional[list] = None
+    as_int: Optional[bool] = None
+    caption: Optional[T] = None
+    exact: bool = False  # input numbers: shown as given (1.5), not at the output's decimals
+
+
+Cell = Union[float, int, str, T, Sym, None]
+
+
+@dataclass
+class Table:
+    """A table whose header cells are text; body cells are numbers, text or symbols."""
+
+    header: list
+    rows: list
+    caption: Optional[T] = None
+
+
+@dataclass
+class DotRow:
+    """Row·column products written out: ``lhs = [a·b + c·d, …] = [v, …]``.
+
+    ``entries[j]`` is the list of (a, b) pairs that sum to ``values[j]``. One entry is a scalar.
+    """
+
+    lhs: Sym
+    entries: list
+    values: list
+
+
+@dataclass
+class SumLine:
+    """``lhs = t₁ + t₂ + … = value``."""
+
+    lhs: Sym
+    terms: list
+    value: float
+
+
+@dataclass
+class Divide:
+    """``lhs = [n₁, n₂, …] / den = [v₁, v₂, …]`` (or a scalar when one numerator)."""
+
+    lhs: Sym
+    nums: list
+    den: float
+    values: list
+
+
+@dataclass
+class ScaleLine:
+    """``lhs = [s₁, …] × factor = [v₁, …]``, or ``÷ divisor`` when ``divisor`` is given."""
+
+    lhs: Sym
+    items: list
+    values: list
+    factor: Optional[float] = None
+    divisor: Optional[Sym] = None
+
+
+@dataclass
+class WeightedSum:
+    """``lhs = w₁·v₁ + w₂·v₂ + … = [products summed] = value``.
+
+    ``vectors`` may be truncated to their first dimensions (``truncated`` says so); ``labels``
+    name the rows (tokens) and are shown in a legend.
+    """
+
+    lhs: Sym
+    weights: list
+    vectors: list
+    value: list
+    labels: Optional[list] = None
+    truncated: bool = False
+
+
+Block = Union[Para, Formula, Matrix, Table, DotRow, SumLine, Divide, ScaleLine, WeightedSum]
+
+
+@dataclass
+class Step:
+    key: str
+    title: T
+    blocks: list
