@@ -20,6 +20,10 @@ LAYER_COLUMNS = ("sink", "sink_max", "sink_heads", "prev_token_max", "duplicate_
                  "induction_heads")
 
 
+#: Heads listed by name per role in report.md (the strongest first; all of them are in heads.csv).
+SHOWN = 24
+
+
 def has_decoder(result) -> bool:
     return getattr(result, "roles", None) is not None
 
@@ -87,6 +91,11 @@ def to_json(result) -> dict:
     }
 
 
+#: Heatmap titles (short: the figure is as wide as the heads).
+TITLES = {"sink": "sink: weight on the first token", "prev_token": "prev_token: on the previous token",
+          "duplicate": "duplicate: on the earlier same token", "induction": "induction: on the token after it"}
+
+
 def heatmap_names(result) -> list:
     """The decoder scores that were measured (each has a heatmap)."""
     if not has_decoder(result):
@@ -99,7 +108,7 @@ def write_heatmaps(result, folder: Path, heatmap) -> dict:
     paths = {}
     for stat in heatmap_names(result):
         p = folder / f"{stat}.png"
-        heatmap(np.asarray(result.means[stat], dtype=float), f"{stat}: {DECODER_DOCS[stat]}", p,
+        heatmap(np.asarray(result.means[stat], dtype=float), TITLES[stat], p,
                 cmap="cividis", vmin=0.0, vmax=1.0)
         paths[f"heatmaps/{stat}.png"] = p
     return paths
@@ -135,8 +144,10 @@ def markdown(result) -> str:
         found = heads_with(result, role)
         stat = ROLE_STAT[role]
         if found:
+            more = len(found) - SHOWN
             L.append(f"**{role.capitalize()} heads ({len(found)}):** " + ", ".join(
-                f"{l}.{h} ({s:.2f})" for l, h, s in found) + "\n")
+                f"{l}.{h} ({s:.2f})" for l, h, s in found[:SHOWN])
+                + (f", … and {more} more (every head's scores are in heads.csv)" if more > 0 else "") + "\n")
         else:
             v = np.nan_to_num(np.asarray(result.means[stat], dtype=float), nan=-np.inf)
             l, h = np.unravel_index(int(np.argmax(v)), v.shape)

@@ -33,7 +33,8 @@ def register(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("corpus", metavar="CORPUS", help="text file, folder of .txt files, or builtin:python-docs")
     p.add_argument("--model", default=None, metavar="PATH",
-                   help="Hugging Face checkpoint folder (default: the packaged all-MiniLM-L6-v2)")
+                   help="a checkpoint folder, a .gguf file or an installed model (smollm2-135m, gemma-3-270m); "
+                   "default: the packaged all-MiniLM-L6-v2")
     p.add_argument("--out", default="analysis", metavar="DIR", help="output folder (default: %(default)s)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu; under torchrun on "
                    "CUDA each process takes cuda:LOCAL_RANK)")
