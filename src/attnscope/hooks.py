@@ -157,29 +157,6 @@ class HookPoint(nn.Module):
     def extra_repr(self) -> str:
         return f"name={self.name!r}" + (f", hooks={len(self.hooks)}" if self.hooks else "")
 
-    # Transitional: the attribute API of the first release (``hp.fns.append(fn)``, ``hp.sink = d``)
-    # on top of hooks, until every caller uses add_hook. TODO(lead): remove with the last caller.
-    @property
-    def fns(self) -> "_ForwardFns":
-        return _ForwardFns(self)
-
-    @fns.setter
-    def fns(self, fns: list) -> None:
-        self.hooks = [h for h in self.hooks if not (h.dir == "fwd" and h.head is None and not isinstance(h.fn, Recorder))]
-        for fn in fns:
-            self.add_hook(fn)
-
-    @property
-    def sink(self) -> Optional[dict]:
-        rec = [h.fn for h in self.hooks if isinstance(h.fn, Recorder)]
-        return rec[0].sink if rec else None
-
-    @sink.setter
-    def sink(self, sink: Optional[dict]) -> None:
-        self.hooks = [h for h in self.hooks if not isinstance(h.fn, Recorder)]
-        if sink is not None:
-            self.add_hook(Recorder(sink))
-
 
 class Recorder:
     """A forward hook that stores what it sees in ``sink[name]`` (detached unless ``grad``)."""
@@ -189,23 +166,6 @@ class Recorder:
 
     def __call__(self, t: torch.Tensor, name: str) -> None:
         self.sink[name] = t if self.grad else t.detach()
-
-
-class _ForwardFns:
-    def __init__(self, point: HookPoint) -> None:
-        self.point = point
-
-    def _fns(self) -> list:
-        return [h.fn for h in self.point.hooks if h.dir == "fwd" and h.head is None and not isinstance(h.fn, Recorder)]
-
-    def append(self, fn: HookFn) -> None:
-        self.point.add_hook(fn)
-
-    def __iter__(self):
-        return iter(self._fns())
-
-    def __len__(self) -> int:
-        return len(self._fns())
 
 
 def _apply(fn: HookFn, t: torch.Tensor, name: str, point: str) -> torch.Tensor:

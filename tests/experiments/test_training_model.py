@@ -56,10 +56,10 @@ def test_probe_gradient_equals_autograd_at_the_scaled_scores():
     m = _model("unscaled", d_k=16)
     probe = training.Probe(m, causal=False)
     kept = []
-    m.encoder.layers[0].attn.scaled.fns.append(lambda x, name: kept.append(x) or None)
+    m.encoder.layers[0].attn.scaled.add_hook(lambda x, name: kept.append(x) or None)
     ids, tgt = task.batch(8, torch.Generator().manual_seed(1))
     probe.want_grad = True
-    loss = training._loss(m(ids), tgt)
+    loss = training.loss_fn(m(ids), tgt)
     loss.backward(retain_graph=True)
     assert len(probe.grad_sq) == 1
     got = math.sqrt(float(probe.grad_sq[0]))

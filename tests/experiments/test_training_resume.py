@@ -82,7 +82,7 @@ def test_the_store_is_keyed_by_everything_that_makes_a_run(tmp_path, monkeypatch
     specs = training.run_specs(settings, 0, {"recall": training.make_task("recall")})
     store = RunStore(tmp_path / "store")
     calls = []
-    monkeypatch.setattr(training, "train_one", lambda sp: calls.append(sp) or {"marker": sp["seed"]})
+    monkeypatch.setattr(training.grid, "train_one", lambda sp: calls.append(sp) or {"marker": sp["seed"]})  # what execute calls
     assert training.execute(specs, progress=False, store=store) == [{"marker": specs[0]["seed"]}]
     assert training.execute(specs, progress=False, store=store) == [{"marker": specs[0]["seed"]}]
     assert len(calls) == 1  # the second time it came from the store
@@ -90,7 +90,7 @@ def test_the_store_is_keyed_by_everything_that_makes_a_run(tmp_path, monkeypatch
     assert spec_key(other[0]) != spec_key(specs[0])
     training.execute(other, progress=False, store=store)
     assert len(calls) == 2  # a changed option is trained, never served from a stale file
-    (store.path(specs[0], training._run_label(specs[0]))).write_text("{truncated")
+    (store.path(specs[0], training.run_label(specs[0]))).write_text("{truncated")
     training.execute(specs, progress=False, store=store)
     assert len(calls) == 3  # an unreadable file is trained again
 

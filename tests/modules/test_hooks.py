@@ -5,6 +5,7 @@ import torch
 
 import attnscope
 from attnscope import MultiHeadAttention, TransformerConfig, TransformerEncoder, name_hook_points
+from attnscope.hooks import Recorder
 
 
 def small_model():
@@ -31,9 +32,9 @@ def test_recording_weights_equals_need_weights():
     m, points = small_model()
     ids = torch.randint(0, 30, (2, 7))
     sink = {}
-    points["layers.1.attn.weights"].sink = sink
-    points["layers.1.attn.q"].sink = sink
-    points["layers.1.attn.k"].sink = sink
+    points["layers.1.attn.weights"].add_hook(Recorder(sink))
+    points["layers.1.attn.q"].add_hook(Recorder(sink))
+    points["layers.1.attn.k"].add_hook(Recorder(sink))
     out = m(ids)
     w = sink["layers.1.attn.weights"]
     assert w.shape == (2, 4, 7, 7)
@@ -55,8 +56,8 @@ def test_replacing_a_head_propagates_to_the_output():
         w[:, 2] = 0
         return w
 
-    points["layers.0.attn.weights"].fns = [zero_head_2]
-    points["layers.0.attn.z"].sink = sink
+    points["layers.0.attn.weights"].add_hook(zero_head_2)
+    points["layers.0.attn.z"].add_hook(Recorder(sink))
     ablated = m(ids)
     assert torch.equal(sink["layers.0.attn.z"][:, 2], torch.zeros(1, 6, 4))
     assert not torch.allclose(ablated, base)
@@ -70,7 +71,7 @@ def test_idle_hooks_keep_the_fast_path(monkeypatch):
     m, points = small_model()
     m(torch.randint(0, 30, (1, 5)))
     assert len(calls) == 2  # one fused call per layer
-    points["layers.0.attn.weights"].sink = {}
+    points["layers.0.attn.weights"].add_hook(Recorder({}))
     calls.clear()
     m(torch.randint(0, 30, (1, 5)))
     assert len(calls) == 1  # layer 0 explicit, layer 1 still fused
@@ -78,6 +79,6 @@ def test_idle_hooks_keep_the_fast_path(monkeypatch):
 
 def test_hook_returning_wrong_shape_is_a_clear_error():
     m, points = small_model()
-    points["layers.0.attn.weights"].fns = [lambda w, n: w[:, :1]]
+    points["layers.0.attn.weights"].add_hook(lambda w, n: w[:, :1])
     with pytest.raises(ValueError, match="hook on 'layers.0.attn.weights' must return None or a tensor of shape"):
         m(torch.randint(0, 30, (1, 5)))

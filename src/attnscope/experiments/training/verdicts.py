@@ -1,0 +1,195 @@
+"""What the runs say: flags per run, the summary per cell, the speed-ups and the article's claims."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Optional, Sequence
+
+from ..base import fmt_num
+from .settings import Settings
+
+#: A run "stalled" when its final loss is not below baseline − STALL_FRACTION·(baseline − threshold).
+STALL_FRACTION = 0.1
+
+
+def median_steps(xs: list[Optional[int]]) -> Optional[float]:
+    """Median steps-to-threshold, counting a run that never got there as infinitely slow."""
+    vals = sorted(math.inf if x is None else x for x in xs)
+    m = statistics.median(vals)
+    return None if math.isinf(m) else float(m)
+
+
+def run_flags(steps: Sequence[int], losses: Sequence[float], threshold: float, baseline: float, *,
+              crashed: bool = False) -> dict:
+    """Steps to threshold and the reached/stalled/diverged flags of one run (see the module doc).
+
+    ``crashed``: the training loss became NaN/inf (the run was stopped there).
+    """
+    finite = [l for l in losses if l is not None and math.isfinite(l)]
+    reached_at = next((st for st, l in zip(steps, losses) if l is not None and math.isfinite(l) and l <= threshold),
+                      None)
+    final = losses[-1] if losses and not crashed else math.nan
+    init_loss = losses[0] if losses else math.nan
+    diverged = crashed or not math.isfinite(final) or (math.isfinite(init_loss) and final > init_loss)
+    stall_line = baseline - STALL_FRACTION * (baseline - threshold)
+    return {"steps_to_threshold": reached_at, "reached": reached_at is not None, "final_loss": final,
+            "init_loss": init_loss, "min_loss": min(finite, default=math.nan),
+            "stalled": (not diverged) and not (final < stall_line), "diverged": diverged}
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 seed``, ``3 seeds``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def mean_finite(xs) -> float:
+    xs = [x for x in xs if x is not None and math.isfinite(x)]
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def sd_finite(xs) -> float:
+    xs = [x for x in xs if x is not None and math.isfinite(x)]
+    return statistics.stdev(xs) if len(xs) > 1 else math.nan
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    """One row per (task, variant, d_k): seeds aggregated."""
+    groups: dict = {}
+    for r in runs:
+        groups.setdefault((r["task"], r["variant"], r["d_k"]), []).append(r)
+    rows = []
+    for (task, variant, d_k), rs in groups.items():
+        rows.append({
+            "task": task, "variant": variant, "d_k": d_k, "n_heads": rs[0]["n_heads"], "seeds": len(rs),
+            "steps": rs[0]["steps"], "threshold": rs[0]["threshold"],
+            "median_steps_to_threshold": median_steps([r["steps_to_threshold"] for r in rs]),
+            "reached": sum(r["reached"] for r in rs),
+            "final_loss_mean": mean_finite([r["final_loss"] for r in rs]), "final_loss_sd": sd_finite([r["final_loss"] for r in rs]),
+            "final_acc_mean": mean_finite([r["final_acc"] for r in rs]),
+            "init_loss_mean": mean_finite([r["init_loss"] for r in rs]),
+            "init_entropy_norm": mean_finite([r["init_entropy_norm"] for r in rs]),
+            "final_entropy_norm": mean_finite([r["final_entropy_norm"] for r in rs]),
+            "init_max_weight": mean_finite([r["init_max_weight"] for r in rs]),
+            "init_grad_scores": mean_finite([r["init_grad_scores"] for r in rs]),
+            "mean_grad_scores": mean_finite([r["mean_grad_scores"] for r in rs]),
+            "init_grad_qk": mean_finite([r["init_grad_qk"] for r in rs]),
+            "stalled": sum(r["stalled"] for r in rs), "diverged": sum(r["diverged"] for r in rs),
+        })
+    return rows
+
+
+def first_step_at_or_below(run: dict, loss: float) -> Optional[int]:
+    return next((st for st, l in zip(run["curve"]["step"], run["curve"]["eval_loss"])
+                 if l is not None and math.isfinite(l) and l <= loss), None)
+
+
+def speedups(summary: list[dict], runs: list[dict], fast: str = "scaled", slow: str = "unscaled") -> list[dict]:
+    """How many times the steps ``slow`` needed compared with ``fast``, per task and d_k, two ways.
+
+    * ``ratio``: median steps to the task's threshold, slow ÷ fast. When ``slow`` never got there
+      it is a lower bound (``bound`` = ">"): total steps ÷ fast's steps.
+    * ``ratio_matched``: for each seed, the loss ``slow`` ended with (its final held-out loss), and
+      the first evaluation step at which each run was at or below it; slow ÷ fast, median over
+      seeds. Defined whenever ``fast`` gets down to that loss, so it also measures cells where
+      ``slow`` never reaches the threshold. ``bound_matched`` = "<" when ``fast`` never got there.
+    """
+    out = []
+    idx = {(r["task"], r["variant"], r["d_k"]): r for r in summary}
+    by_run = {(r["task"], r["variant"], r["d_k"], r["seed_index"]): r for r in runs}
+    for (task, variant, d_k), r in idx.items():
+        if variant != fast or (task, slow, d_k) not in idx:
+            continue
+        u = idx[(task, slow, d_k)]
+        sf, su = r["median_steps_to_threshold"], u["median_steps_to_threshold"]
+        item = {"task": task, "d_k": d_k, "steps_" + fast: sf, "steps_" + slow: su, "ratio": None, "bound": None}
+        if sf is not None and sf > 0 and su is not None:
+            item["ratio"], item["bound"] = su / sf, "="
+        elif sf is not None and sf > 0:  # slow never got there within its steps: a lower bound
+            item["ratio"], item["bound"] = u["steps"] / sf, ">"
+        matched, bounds, losses = [], [], []
+        for key, rs in by_run.items():
+            if key[:3] != (task, slow, d_k) or (task, fast, d_k, key[3]) not in by_run:
+                continue
+            rf = by_run[(task, fast, d_k, key[3])]
+            target = rs["final_loss"]
+            if target is None or not math.isfinite(target):
+                continue
+            s_slow = first_step_at_or_below(rs, target)
+            s_fast = first_step_at_or_below(rf, target)
+            losses.append(target)
+            if s_fast is None:  # fast never got as low as slow's end: slow was faster
+                matched.append(s_slow / rf["steps"])
+                bounds.append("<")
+            elif s_fast > 0:
+                matched.append(s_slow / s_fast)
+                bounds.append("=")
+        if matched:
+            m = statistics.median(matched)
+            item["loss_matched"] = statistics.median(losses)
+            item["ratio_matched"] = m
+            item["bound_matched"] = "<" if bounds.count("<") * 2 > len(bounds) else "="
+        else:
+            item["loss_matched"] = item["ratio_matched"] = item["bound_matched"] = None
+        out.append(item)
+    return out
+
+
+def claims(summary: list[dict], settings: Settings, runs: list[dict]) -> dict:
+    """The article's two claims, answered from the data in one sentence each.
+
+    The speed verdict uses the matched-loss ratio (see :func:`speedups`), which is defined even
+    where unscaled never reaches the threshold; the threshold ratios are quoted beside it.
+    """
+    sp = speedups(summary, runs)
+    idx = {(r["task"], r["variant"], r["d_k"]): r for r in summary}
+
+    def fmt(ratio, bound):
+        if ratio is None:
+            return "n/a"
+        return f"{bound if bound in ('>', '<') else ''}{ratio:.1f}×"
+
+    parts, thr_parts, big, measured = [], [], [], []
+    for t in settings.tasks:
+        items = [x for x in sp if x["task"] == t]
+        if not items:
+            continue
+        parts.append(f"{t} " + ", ".join(f"d_k={x['d_k']}: {fmt(x['ratio_matched'], x['bound_matched'])}"
+                                         for x in items))
+        thr_parts.append(f"{t} " + ", ".join(f"{x['d_k']}: {fmt(x['ratio'], x['bound'])}" for x in items))
+        measured += [x for x in items if x["ratio_matched"] is not None]
+        big += [x for x in items if x["ratio_matched"] is not None and x["ratio_matched"] >= 3
+                and x["bound_matched"] != "<"]
+    speed = None
+    if sp:
+        where = [f"{x['task']} d_k={x['d_k']}" for x in big]
+        verdict = ("cannot be judged (no unscaled run finished)" if not measured else
+                   "holds in every cell" if len(big) == len(measured) else
+                   "does not hold anywhere" if not big else
+                   "holds only at " + ", ".join(where))
+        speed = (f"\"Scaling trained over 3× faster\" {verdict}: to reach the loss that unscaled ended with, "
+                 f"unscaled needed this many times the steps of scaled — {'; '.join(parts)} (to reach the "
+                 f"threshold: {'; '.join(thr_parts)}; '>' = unscaled never got there, a lower bound).")
+    d_top = max(settings.d_ks)
+    stall_parts = []
+    for t in settings.tasks:
+        u, s = idx.get((t, "unscaled", d_top)), idx.get((t, "scaled", d_top))
+        if u is None:
+            continue
+        txt = (f"{t}: unscaled stalled in {u['stalled']}/{u['seeds']} seeds, loss {fmt_num(u['init_loss_mean'])} → "
+               f"{fmt_num(u['final_loss_mean'])} (threshold {u['threshold']:.3g}, reached in {u['reached']}/{u['seeds']})")
+        if s is not None:
+            txt += f" vs scaled → {fmt_num(s['final_loss_mean'])} (reached {s['reached']}/{s['seeds']})"
+        stall_parts.append(txt)
+    stall = None
+    if stall_parts:
+        rows = [idx[(t, "unscaled", d_top)] for t in settings.tasks if (t, "unscaled", d_top) in idx]
+        n_st = sum(r["stalled"] for r in rows)
+        n_all = sum(r["seeds"] for r in rows)
+        scaled_st = sum(idx[(t, "scaled", d_top)]["stalled"] for t in settings.tasks if (t, "scaled", d_top) in idx)
+        verdict = ("is confirmed" if n_st == n_all else "is not confirmed" if n_st == 0 else "is partly confirmed")
+        caveat = (f" — but scaled stalled too ({scaled_st} run{'' if scaled_st == 1 else 's'}), so this budget cannot tell the factor's effect"
+                  if n_st and scaled_st >= n_st else "")
+        stall = (f"\"Unscaled training at d_k = {d_top} stalled\" {verdict} ({n_st}/{n_all} runs stalled{caveat}): "
+                 + "; ".join(stall_parts) + ".")
+    return {"speedups": sp, "speed_sentence": speed, "stall_sentence": stall, "speed_cells": len(measured)}
