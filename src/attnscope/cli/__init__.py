@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 from ..errors import AttnscopeError, InputError
 
 #: Subcommand modules, in the order ``attnscope --help`` lists them.
-COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", "experiment", "analyze", "patch"]
+COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", "experiment", "analyze", "patch", "generate"]
 
 
 def check_range(value, flag: str, low, high=None):

@@ -1,0 +1,74 @@
+"""``attnscope generate``: continue a prompt with a decoder model, printing the text as it comes.
+
+    attnscope generate "The capital of France is" --model smollm2-135m
+    attnscope generate "What is the capital of France?" --chat --max-new-tokens 40
+    attnscope generate "我喜欢人工智能，因为" --model gemma-3-270m --temperature 0.8 --seed 1 --view gen.html
+
+--model takes an installed model package (smollm2-135m, gemma-3-270m), a .gguf file or a Hugging
+Face folder of a llama, qwen2, mistral or gemma3 model. --temperature 0 (the default) is greedy
+decoding. --view writes the viewer page of the prompt and the generated tokens (one HTML file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+from . import check_device, check_range
+
+
+def register(sub) -> None:
+    p = sub.add_parser("generate", help="continue a prompt with a decoder model (streams the text)",
+                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("prompt", help="the text to continue (with --chat: the user's message)")
+    p.add_argument("--model", default="smollm2-135m",
+                   help="model package name, .gguf file or Hugging Face folder (default smollm2-135m)")
+    p.add_argument("--max-new-tokens", type=int, default=64, help="at most this many new tokens (default 64)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); higher = more random")
+    p.add_argument("--top-k", type=int, default=None, help="sample among the k most likely tokens")
+    p.add_argument("--top-p", type=float, default=None, help="sample among the most likely tokens whose probability reaches p")
+    p.add_argument("--seed", type=int, default=None, help="random seed, for reproducible samples")
+    p.add_argument("--chat", action="store_true", help="apply the model's chat template to the prompt")
+    p.add_argument("--system", default=None, help="a system message (with --chat)")
+    p.add_argument("--view", default=None, metavar="OUT.html", help="also write the viewer of the generation")
+    p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N or mps")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..viewer.run import check_text
+
+    check_text(args.prompt, "the prompt")
+    check_range(args.max_new_tokens, "--max-new-tokens", 1)
+    check_range(args.temperature, "--temperature", 0.0)
+    check_range(args.top_k, "--top-k", 1)
+    if args.top_p is not None and not 0.0 < args.top_p <= 1.0:
+        raise InputError(f"--top-p must be in (0, 1], got {args.top_p}")
+    device = check_device(args.device)
+    view = Path(args.view) if args.view else None
+    if view is not None and (view.is_dir() or not view.parent.is_dir()):
+        raise InputError(f"--view {view}: give a file name in an existing folder, such as gen.html")
+    from ..models import DecoderModel, load
+
+    model = load(args.model, device=device)
+    if not isinstance(model, DecoderModel):
+        raise InputError(f"--model {args.model}: a {model.family} model does not generate; use a decoder "
+                         f"(smollm2-135m, gemma-3-270m, or a llama/qwen2/mistral/gemma3 folder or .gguf file)")
+
+    def show(piece: str) -> None:
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    gen = model.generate(args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                         top_k=args.top_k, top_p=args.top_p, seed=args.seed, chat=args.chat, system=args.system,
+                         stream=show)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    if view is not None:
+        from ..viewer.generation import save_generation_html
+
+        save_generation_html(model, gen, view)
+        print(f"wrote {view} ({view.stat().st_size / 1024:.0f} KB); open it in a browser", file=sys.stderr)
+    return 0

@@ -1,0 +1,61 @@
+"""``attnscope generate``: streams the text, --view writes the viewer of the generation, and bad
+options or a model that does not generate are one line on stderr (exit 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+import attnscope
+from attnscope.cli import main
+from tests.models.decoders.tiny import llama_gqa, mistral_window
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return llama_gqa(tmp_path_factory.mktemp("gen") / "llama")
+
+
+def test_streams_the_greedy_text(folder, capsys):
+    assert main(["generate", "Queries and keys are", "--model", str(folder), "--max-new-tokens", "12"]) == 0
+    out = capsys.readouterr().out
+    g = attnscope.load(folder).generate("Queries and keys are", max_new_tokens=12)
+    assert out == g.text + "\n"
+
+
+def test_sampling_options_and_view(folder, tmp_path, capsys):
+    page = tmp_path / "gen.html"
+    args = ["generate", "Queries and keys are", "--model", str(folder), "--max-new-tokens", "8",
+            "--temperature", "0.9", "--top-k", "20", "--top-p", "0.95", "--seed", "7", "--view", str(page)]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert main(args) == 0
+    assert capsys.readouterr().out == first.out  # the seed reproduces the sample
+    assert page.is_file() and page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert f"wrote {page}" in first.err
+
+
+def test_view_refuses_a_window_it_cannot_draw(tmp_path, capsys):
+    folder = mistral_window(tmp_path / "mistral")  # window 5
+    assert main(["generate", "Queries and keys are", "--model", str(folder), "--max-new-tokens", "8",
+                 "--view", str(tmp_path / "g.html")]) == 2
+    assert "does not show sliding windows yet" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--max-new-tokens", "0"], "--max-new-tokens must be at least 1, got 0"),
+    (["--max-new-tokens", "500"], "passes the model's context of 128 positions"),
+    (["--temperature", "-1"], "--temperature must be at least 0.0"),
+    (["--top-p", "1.5"], r"--top-p must be in (0, 1], got 1.5"),
+    (["--top-k", "0"], "--top-k must be at least 1"),
+    (["--chat"], "has no chat template"),
+    (["--view", "/nonexistent/dir/g.html"], "give a file name in an existing folder"),
+])
+def test_errors_are_one_line(folder, capsys, extra, message):
+    assert main(["generate", "hello", "--model", str(folder)] + extra) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_an_encoder_does_not_generate(capsys):
+    assert main(["generate", "hello", "--model", str(attnscope.models.default_model_path())]) == 2
+    assert "does not generate" in capsys.readouterr().err
