@@ -303,7 +303,7 @@ def trace_weights(trace, layer: int, text: int = 0, *, recorded: bool = True) ->
     """
     if recorded and f"layers.{trace.check_layer(layer)}.attn.weights" in trace:
         return as_f64(trace.step(layer, "weights", text=text))  # (H, n, n)
-    q, k, _ = trace.qkv(layer, text=text)  # (H, n, d_head) each
+    q, k = (trace.step(layer, s, text=text) for s in ("q", "k"))  # (H, n, d_head) each
     allowed = trace.mask(layer, text=text).detach().cpu().numpy()  # (1, n, n)
     return attention_weights(as_f64(q), as_f64(k), trace_factor(trace), mask=allowed)
 

@@ -111,3 +111,26 @@ def test_figures_do_not_touch_pyplot(full_trace):
     plot.heads_grid(full_trace)
     assert plt.get_fignums() == before
     assert full_trace.n_layers == 6
+
+
+def test_a_415_token_heatmap_labels_every_kth_token_legibly(minilm):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    tr = minilm.trace(" ".join(["word"] * 413), names=["layers.0.attn.q", "layers.0.attn.k"])
+    n = tr.length(0)
+    assert n == 415
+    fig = plot.head_heatmap(tr, 0, 1)
+    ax = fig.axes[0]
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    for labels, ticks, along in ((ax.get_xticklabels(), ax.get_xticks(), 0), (ax.get_yticklabels(), ax.get_yticks(), 1)):
+        k = int(ticks[1] - ticks[0])
+        assert 1 < k < 10 and list(ticks) == list(range(0, n, k))  # every k-th token, from the first
+        assert [t.get_text() for t in labels] == [f"{i}:{tr.tokens[0][i]}" for i in range(0, n, k)]
+        assert all(t.get_fontsize() >= plot.figures.TICK_MIN_FONT for t in labels)
+        boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: (b.x0, b.y0)[along])
+        for a, b in zip(boxes, boxes[1:]):  # neighbouring labels do not overlap
+            assert (a.x1 <= b.x0) if along == 0 else (a.y1 <= b.y0)
+    assert "every" in ax.get_xlabel() and "labelled" in ax.get_ylabel()
+    # the weights are still every token's, computed from q and k
+    np.testing.assert_allclose(_image(ax).sum(-1), np.ones(n), atol=1e-12)

@@ -16,6 +16,20 @@ from ..fonts import matplotlib_rc
 #: Heatmaps of at most this many tokens write each weight in its cell.
 ANNOTATE_MAX_TOKENS = 16
 
+#: Tick labels are never smaller than this (points); a long text labels every k-th token instead.
+TICK_MIN_FONT = 6.0
+
+
+def tick_step(n: int, side: float, fontsize: float) -> int:
+    """Label every k-th of ``n`` tokens along an axis of a ``side``-inch figure so that labels of
+    ``fontsize`` points are at least 1.3 font sizes apart (the axis takes ~80 % of the side)."""
+    fits = max(1, int(0.8 * side * 72 / (1.3 * fontsize)))
+    return max(1, math.ceil(n / fits))
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
 
 def _model_name(trace) -> str:
     return str(getattr(trace, "model_name", "") or "model")
@@ -48,11 +62,15 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         fig = Figure(figsize=(side + 1.2, side), layout="constrained")
         ax = fig.add_subplot()
         im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
-        fs = 10 if n <= 24 else max(3.5, 10 - n / 12)
-        ax.set_xticks(range(n), toks, rotation=90, fontsize=fs)
-        ax.set_yticks(range(n), toks, fontsize=fs)
-        ax.set_xlabel("key (attended to)")
-        ax.set_ylabel("query (attending)")
+        fs = 10 if n <= 24 else max(TICK_MIN_FONT, 10 - n / 12)
+        every = tick_step(n, side, fs)
+        at = list(range(0, n, every))
+        names = toks if every == 1 else [f"{i}:{toks[i]}" for i in at]  # positions, when some are skipped
+        ax.set_xticks(at, names, rotation=90, fontsize=fs)
+        ax.set_yticks(at, names, fontsize=fs)
+        note = "" if every == 1 else f"; every {_ordinal(every)} token labelled"
+        ax.set_xlabel(f"key (attended to){note}")
+        ax.set_ylabel(f"query (attending){note}")
         ax.set_title(f"{_model_name(trace)} · layer {int(layer)} · head {h}")
         if annotate:
             for i in range(n):
