@@ -27,7 +27,8 @@ from . import reference as R
 from .errors import InputError
 from .explain.doc import Formula, Matrix, Para, Step, Sym, VecParam, Worked, t
 from .explain.numbers import fmt, short
-from .explain.toy import ToyProblem, compute, explain_toy
+from .explain.toy import compute, explain_toy
+from .explain.toy_input import ToyProblem
 
 TOKENS = {
     "en": ["I", "love", "you", "cats", "eat", "fish", "we", "run"],

@@ -8,7 +8,7 @@ sums and counters into one tensor and sums it with ``torch.distributed.all_reduc
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping
 
 import numpy as np
 import torch
@@ -95,12 +95,3 @@ class StatsAccumulator:
         acc.counts = torch.tensor(d["counts"], dtype=torch.float64)
         acc.counters.update(d["counters"])
         return acc
-
-
-def distributed_context() -> tuple[int, int, Optional[object]]:
-    """``(rank, world_size, group)`` of the current torch.distributed job, or ``(0, 1, None)``."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size(), None
-    return 0, 1, None

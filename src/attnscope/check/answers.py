@@ -37,7 +37,7 @@ def parse_answers(raw: Any, chain: Chain, source: str) -> dict:
     """The ``answers`` mapping → {link name: object array of Written/None}, shapes checked."""
     if not isinstance(raw, dict):
         raise InputError(f"{source}, key answers: expected a mapping such as 'weights: [[…], …]', "
-                         f"got {inputs._kind(raw)}")
+                         f"got {inputs.kind_of(raw)}")
     names = chain.names()
     out = {}
     for key, value in raw.items():
@@ -72,13 +72,13 @@ def _parse_link(value, lk: Link, where: str) -> np.ndarray:
         cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
         return np.array([[_written(c, f"{where}, row {i + 1}")] for i, c in enumerate(cells)], dtype=object)
     if not isinstance(value, (list, tuple)):
-        raise InputError(f"{where}: expected {counted(n_rows, 'row')} of {counted(n_cols, 'number')}, got {inputs._kind(value)}")
+        raise InputError(f"{where}: expected {counted(n_rows, 'row')} of {counted(n_cols, 'number')}, got {inputs.kind_of(value)}")
     if len(value) != n_rows:
         raise InputError(f"{where}: expected {counted(n_rows, 'row')} (one per token), got {len(value)}")
     rows = [[None] * n_cols if r is None else r for r in value]
     for i, r in enumerate(rows):
         if not isinstance(r, (list, tuple)):
-            raise InputError(f"{where}, row {i + 1}: expected a row of {counted(n_cols, 'number')}, got {inputs._kind(r)}")
+            raise InputError(f"{where}, row {i + 1}: expected a row of {counted(n_cols, 'number')}, got {inputs.kind_of(r)}")
         if len(r) != n_cols:
             raise InputError(f"{where}, row {i + 1}: expected {counted(n_cols, 'number')}, got {len(r)}")
     return np.array([[_written(c, f"{where}, row {i + 1}, column {j + 1}") for j, c in enumerate(r)]

@@ -17,7 +17,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from .. import reference as R
-from ..explain.toy import ToyProblem, compute
+from ..explain.toy import compute
+from ..explain.toy_input import ToyProblem
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import Any, Optional
 from .. import reference as R
 from ..errors import AttnscopeError, InputError
 from ..explain import inputs
-from ..explain.toy import ToyProblem
+from ..explain.toy_input import ToyProblem
 from .answers import parse_answers
 from .chain import row_chain, toy_chain
 from .judge import Report, run
@@ -27,7 +27,7 @@ def problem_chain(spec: Any, source: str) -> tuple:
     where = f"{source}, key problem"
     if not isinstance(spec, dict):
         raise InputError(f"{where}: expected a mapping (example: three-tokens, or X/W_Q/W_K/W_V, or scores, "
-                         f"or text/layer/head/token), got {inputs._kind(spec)}")
+                         f"or text/layer/head/token), got {inputs.kind_of(spec)}")
     spec = inputs.plain(spec)
     if "example" in spec:
         extra = [k for k in spec if k != "example"]

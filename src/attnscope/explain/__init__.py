@@ -22,7 +22,8 @@ from typing import Optional
 
 from ..errors import InputError
 from .doc import Worked
-from .toy import ToyProblem, compute, explain_toy
+from .toy import compute, explain_toy
+from .toy_input import ToyProblem
 
 
 def toy_problem(source=None, *, example: Optional[str] = None, **matrices) -> ToyProblem:

@@ -58,7 +58,7 @@ def loads(text: str, kind: str, name: str = "<input>", keep_text: bool = False) 
     else:
         raise InputError(f"{name}: unknown format {kind!r}")
     if not isinstance(data, dict):
-        raise InputError(f"{name}: the top level must be a mapping (key: value), got {_kind(data)}")
+        raise InputError(f"{name}: the top level must be a mapping (key: value), got {kind_of(data)}")
     loop = _cycle_path(data)
     if loop is not None:
         raise InputError(f"{name}: {loop} contains itself (a YAML alias used inside its own anchor, as in "
@@ -159,7 +159,7 @@ def _ints_to_written(x):
     return x
 
 
-def _kind(x) -> str:
+def kind_of(x) -> str:
     if x is None:
         return "nothing"
     if isinstance(x, (list, tuple)):
@@ -197,7 +197,7 @@ def number(x: Any, where: str, allow_none: bool = False, allow_inf: bool = False
             raise InputError(f"{where}: {x} is beyond the range of float64 numbers (about ±1.8e308)")
         x, value = w, w.value
     else:
-        raise InputError(f"{where}: expected a number, got {_kind(x)}")
+        raise InputError(f"{where}: expected a number, got {kind_of(x)}")
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
         raise InputError(f"{where}: {value} is not a finite number")
     return x if isinstance(x, Written) else value
@@ -213,10 +213,10 @@ def matrix(x: Any, where: str, *, rows: Optional[int] = None, cols: Optional[int
     if isinstance(x, np.ndarray):
         x = x.tolist()
     if not isinstance(x, (list, tuple)) or len(x) == 0:
-        raise InputError(f"{where}: expected a matrix (a list of rows), got {_kind(x) if x != [] else 'nothing'}")
+        raise InputError(f"{where}: expected a matrix (a list of rows), got {kind_of(x) if x != [] else 'nothing'}")
     if not all(isinstance(r, (list, tuple)) for r in x):
         bad = next(i for i, r in enumerate(x) if not isinstance(r, (list, tuple)))
-        raise InputError(f"{where}, row {bad + 1}: expected a row (a list of numbers), got {_kind(x[bad])}")
+        raise InputError(f"{where}, row {bad + 1}: expected a row (a list of numbers), got {kind_of(x[bad])}")
     width = len(x[0])
     out = []
     for i, r in enumerate(x):
@@ -242,7 +242,7 @@ def vector(x: Any, where: str, *, size: Optional[int] = None, allow_none: bool =
     if isinstance(x, np.ndarray):
         x = x.tolist()
     if not isinstance(x, (list, tuple)) or len(x) == 0:
-        raise InputError(f"{where}: expected a list of numbers, got {_kind(x) if x != [] else 'nothing'}")
+        raise InputError(f"{where}: expected a list of numbers, got {kind_of(x) if x != [] else 'nothing'}")
     out = []
     for j, v in enumerate(x):
         if isinstance(v, (list, tuple)):
@@ -301,7 +301,7 @@ def _split_numbers(text: str) -> list[str]:
 def labels(x: Any, where: str, n: int) -> list[str]:
     """``n`` token labels (strings); numbers are accepted and turned into text."""
     if not isinstance(x, (list, tuple)):
-        raise InputError(f"{where}: expected a list of {n} token labels, got {_kind(x)}")
+        raise InputError(f"{where}: expected a list of {n} token labels, got {kind_of(x)}")
     if len(x) != n:
         raise InputError(f"{where}: expected {n} token labels (one per row of X), got {len(x)}")
     return [v.text if isinstance(v, Written) else str(v) for v in x]

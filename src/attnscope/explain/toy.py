@@ -7,200 +7,28 @@
     O = A·V                                                (L, d_v) each row a weighted sum of V rows
     Y = O·W_O                                              (L, d_out) only when W_O is given
 
-Everything is numpy float64; :func:`compute` returns the exact values, :func:`explain_toy` the
-:class:`~.doc.Worked` that shows them. Inputs come from a mapping (a YAML/JSON/TOML file, the
-built-in examples, the command line) through :meth:`ToyProblem.from_mapping`, which names the
-file, key, row and column of anything that does not fit.
+Everything is numpy float64 (:mod:`attnscope.reference`); :func:`compute` returns the exact
+values, :func:`explain_toy` the :class:`~.doc.Worked` that shows them. The input is a
+:class:`~.toy_input.ToyProblem`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
 from .. import reference as R
-from ..errors import ConfigError, InputError, ShapeError
+from ..errors import ConfigError, InputError
 from ..reference import EXP_SHOW_LIMIT
-from ..scorings import DEFAULT_COSINE_TEMPERATURE, SCORINGS, Scoring, get_scoring
-from . import inputs
-from .numbers import counted, fmt
+from ..scorings import Scoring, get_scoring
+from .numbers import fmt
 from .doc import (DotRow, Divide, Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, VecParam,
                   WeightedSum, Worked, sub, t, t_or, words)
+from .toy_input import ToyProblem
 
-#: Keys a toy input may have, by their normalised spelling (case, "_" and "-" ignored).
-_KEYS = {"x": "X", "wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O", "q": "Q", "k": "K", "v": "V",
-         "mask": "mask", "causal": "causal", "scoring": "scoring", "temperature": "temperature",
-         "tokens": "tokens", "labels": "tokens", "name": "name", "description": "description"}
-
-
-def norm_key(key: str) -> str:
-    return str(key).lower().replace("_", "").replace("-", "").replace(" ", "")
-
-
-@dataclass
-class ToyProblem:
-    """A toy attention input.
-
-    Either ``X`` (L, d_model) with ``W_Q``, ``W_K`` (d_model, d_k) and ``W_V`` (d_model, d_v), or
-    ``Q``, ``K`` (L, d_k) and ``V`` (L, d_v) given directly. Optional ``W_O`` (d_v, d_out), a
-    boolean ``mask`` (L, L; True = may attend), ``causal``, ``scoring`` (one of SCORINGS),
-    ``temperature`` (τ of cosine scoring) and token ``tokens`` (labels of the rows).
-    """
-
-    X: Optional[np.ndarray] = None
-    W_Q: Optional[np.ndarray] = None
-    W_K: Optional[np.ndarray] = None
-    W_V: Optional[np.ndarray] = None
-    W_O: Optional[np.ndarray] = None
-    Q: Optional[np.ndarray] = None
-    K: Optional[np.ndarray] = None
-    V: Optional[np.ndarray] = None
-    mask: Optional[np.ndarray] = None
-    causal: bool = False
-    scoring: str = "scaled"
-    temperature: float = DEFAULT_COSINE_TEMPERATURE
-    tokens: list = field(default_factory=list)
-    name: Optional[str] = None
-    source: str = "input"
-
-    @property
-    def L(self) -> int:
-        return int((self.X if self.X is not None else self.Q).shape[0])
-
-    @property
-    def d_k(self) -> int:
-        return int(self.W_Q.shape[1] if self.X is not None else self.Q.shape[1])
-
-    @property
-    def projected(self) -> bool:
-        """True when Q, K, V are computed from X (False: given directly)."""
-        return self.X is not None
-
-    # ------------------------------------------------------------------------------------------
-    @classmethod
-    def from_mapping(cls, d: dict, source: str = "input") -> "ToyProblem":
-        """Build and validate from a mapping such as ``examples.THREE_TOKENS`` or a parsed file.
-
-        Raises InputError (unknown/missing key, malformed matrix) or ShapeError (sizes that do not
-        conform), each naming ``source`` and the key.
-        """
-        if not isinstance(d, dict):
-            raise InputError(f"{source}: expected a mapping of matrices (X, W_Q, W_K, W_V), got {inputs._kind(d)}")
-        fields = {}
-        for key, value in d.items():
-            canon = _KEYS.get(norm_key(key))
-            if canon is None:
-                raise InputError(f"{source}: unknown key {key!r}; expected X, W_Q, W_K, W_V and optionally "
-                                 "W_O, mask, causal, scoring, temperature, tokens (or Q, K, V instead of X and W_*)")
-            if canon in fields:
-                raise InputError(f"{source}: key {key!r} given twice (as {canon})")
-            fields[canon] = (key, inputs.plain(value))
-        p = cls(source=source)
-        for canon in ("X", "W_Q", "W_K", "W_V", "W_O", "Q", "K", "V"):
-            if canon in fields:
-                key, value = fields[canon]
-                setattr(p, canon, inputs.matrix(value, f"{source}, key {key}"))
-        if "mask" in fields:
-            key, value = fields["mask"]
-            m = inputs.matrix([[_bool01(v, f"{source}, key {key}, row {i + 1}, column {j + 1}") for j, v in
-                                enumerate(r)] if isinstance(r, list) else r for i, r in enumerate(value)]
-                              if isinstance(value, list) else value, f"{source}, key {key}")
-            p.mask = m.astype(bool)
-        if "causal" in fields:
-            key, value = fields["causal"]
-            if not isinstance(value, bool):
-                raise InputError(f"{source}, key {key}: expected true or false, got {value!r}")
-            p.causal = value
-        if "scoring" in fields:
-            key, value = fields["scoring"]
-            if value not in SCORINGS:
-                raise ConfigError(f"{source}, key {key}: unknown scoring {value!r}; choose one of {', '.join(SCORINGS)}")
-            p.scoring = value
-        if "temperature" in fields:
-            key, value = fields["temperature"]
-            tau = inputs.number(value, f"{source}, key {key}")
-            if tau <= 0:
-                raise InputError(f"{source}, key {key}: the temperature must be positive, got {tau}")
-            p.temperature = float(tau)
-        if "name" in fields:
-            p.name = str(fields["name"][1])
-        p.validate()
-        if "tokens" in fields:
-            key, value = fields["tokens"]
-            p.tokens = inputs.labels(value, f"{source}, key {key}", p.L)
-        else:
-            p.tokens = [f"x{i + 1}" for i in range(p.L)]
-        return p
-
-    def validate(self) -> None:
-        """Check that every size conforms; raise ShapeError/InputError naming the keys."""
-        src = self.source
-        by_x = [k for k in ("X", "W_Q", "W_K", "W_V") if getattr(self, k) is not None]
-        direct = [k for k in ("Q", "K", "V") if getattr(self, k) is not None]
-        if by_x and direct:
-            raise InputError(f"{src}: give either X with W_Q, W_K, W_V or Q, K, V directly, not both "
-                             f"(got {', '.join(by_x + direct)})")
-        if direct:
-            missing = [k for k in ("Q", "K", "V") if getattr(self, k) is None]
-            if missing:
-                raise InputError(f"{src}: missing key {', '.join(missing)} (Q, K and V are all needed)")
-            L, d_k = self.Q.shape
-            if self.K.shape[1] != d_k:
-                raise ShapeError(f"{src}, key K: K has {counted(self.K.shape[1], 'column')} but Q has {d_k}; "
-                                 "q·k needs the same length d_k")
-            if self.K.shape[0] != L or self.V.shape[0] != L:
-                bad = "K" if self.K.shape[0] != L else "V"
-                raise ShapeError(f"{src}, key {bad}: {bad} has {counted(getattr(self, bad).shape[0], 'row')} but Q has {L}; "
-                                 "self-attention needs one row per token")
-            d_v = self.V.shape[1]
-        else:
-            missing = [k for k in ("X", "W_Q", "W_K", "W_V") if getattr(self, k) is None]
-            if missing:
-                raise InputError(f"{src}: missing key {', '.join(missing)} (X, W_Q, W_K and W_V are all needed)")
-            L, d_model = self.X.shape
-            for k in ("W_Q", "W_K", "W_V"):
-                w = getattr(self, k)
-                if w.shape[0] != d_model:
-                    raise ShapeError(f"{src}, key {k}: {k} has {counted(w.shape[0], 'row')} but X has {counted(d_model, 'column')}; "
-                                     f"X·{k} needs as many rows in {k} as columns in X")
-            if self.W_K.shape[1] != self.W_Q.shape[1]:
-                raise ShapeError(f"{src}, key W_K: W_K has {counted(self.W_K.shape[1], 'column')} but W_Q has "
-                                 f"{self.W_Q.shape[1]}; q·k needs the same d_k")
-            d_v = self.W_V.shape[1]
-        if self.W_O is not None and self.W_O.shape[0] != d_v:
-            raise ShapeError(f"{src}, key W_O: W_O has {counted(self.W_O.shape[0], 'row')} but V has {counted(d_v, 'column')}; "
-                             "O·W_O needs as many rows in W_O as columns in V")
-        if self.mask is not None and self.mask.shape != (L, L):
-            raise ShapeError(f"{src}, key mask: the mask is {self.mask.shape[0]}×{self.mask.shape[1]} but "
-                             f"there are {L} tokens; it must be {L}×{L}")
-        if self.scoring not in SCORINGS:
-            raise ConfigError(f"{src}: unknown scoring {self.scoring!r}; choose one of {', '.join(SCORINGS)}")
-
-    def allowed(self) -> np.ndarray:
-        """(L, L) bool, True where query i may look at key j (mask and causal combined)."""
-        ok = np.ones((self.L, self.L), dtype=bool)
-        if self.mask is not None:
-            ok &= self.mask
-        if self.causal:
-            ok &= ~np.triu(np.ones((self.L, self.L), dtype=bool), k=1)
-        return ok
-
-    def factor(self) -> float:
-        """The number that multiplies the raw scores (1/√d_k for "scaled"; the scoring's own)."""
-        return float(R.score_factor(self.scoring, self.d_k, temperature=self.temperature))
-
-
-def _bool01(v, where):
-    v = inputs.plain(v)
-    if isinstance(v, bool):
-        return 1.0 if v else 0.0
-    if v in (0, 1):
-        return float(v)
-    raise InputError(f"{where}: a mask entry must be 1/true (may attend) or 0/false (blocked), got {v!r}")
-
+__all__ = ["compute", "explain_toy", "check_finite", "prepares", "divides_by_root", "scoring_note",
+           "STEP_NAMES"]
 
 # ----------------------------------------------------------------------------------------------
 # the numbers
