@@ -10,10 +10,11 @@ log-sum-exp — against ``F.scaled_dot_product_attention(q, k, v)`` on the same 
 scorings' preparation is differentiated too). ``--online`` adds attnscope's own online softmax
 (``kernel="online"``, the reference kernel) for comparison.
 
-Part 2, ring (``--ranks`` local gloo processes, 1 thread each, each holding L/P tokens): per
+Part 2, ring (``--ranks`` local gloo processes, 1 thread each, each holding L/P tokens; each of
+``--ring-scorings``, default scaled — the maths SDPA runs — and cosine): per
 round, rank 0 first runs the single-process references on the whole sequence with ``--threads``
 threads while the other ranks wait at a barrier — SDPA forward, SDPA backward, and the
-blockwise forward (``--ring-scoring``, return_lse) whose peak memory is the memory reference —
+blockwise forward (the same scoring, return_lse) whose peak memory is the memory reference —
 then all ranks run ``ring_attention`` forward, and forward + backward (the backward timed alone).
 Time: the slowest rank's. Memory: the growth of each process's peak resident set during one call
 (the kernel's peak-RSS counter is reset through ``/proc/self/clear_refs`` right before it), the
@@ -26,7 +27,8 @@ load is reported beside the numbers: the load average, and SDPA's time at L = 12
 and the end (quiet: ~0.39 ms on this project's 2-core machine).
 
 Usage: ``python benchmarks/long.py [--lengths 2048 8192 16384] [--ring-lengths 8192 16384]
-[--ranks 2 4] [--rounds 3] [--scorings scaled cosine] [--only blockwise|ring] [--online]``.
+[--ranks 2 4] [--rounds 3] [--scorings scaled cosine] [--ring-scorings scaled] [--only blockwise|ring]
+[--online]``.
 """
 
 from __future__ import annotations
@@ -66,14 +68,28 @@ def _reset_peak() -> bool:
         return False
 
 
-def measure(fn) -> tuple[float, float]:
-    """(seconds, MiB of peak RSS growth, NaN where it cannot be reset) of one call of fn()."""
+def exact_rss() -> None:
+    """Make freed memory leave the resident set: glibc otherwise raises its mmap threshold after
+    the first large free and keeps later large blocks on its heap, so that a second call's peak
+    would hide in memory the first one freed. A fixed threshold turns that off."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 256 << 10)  # M_MMAP_THRESHOLD: blocks ≥ 256 KiB are mapped, unmapped on free
+        libc.mallopt(-1, 1 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+def measure(fn) -> tuple[float, float, float]:
+    """(seconds, MiB of peak RSS growth — NaN where it cannot be reset —, CPU seconds of the
+    whole process, every thread) of one call of fn()."""
     rss0 = _status_kib("VmRSS")
     ok = _reset_peak()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     fn()
-    dt = time.perf_counter() - t0
-    return dt, (max(0, _status_kib("VmHWM") - rss0) / 1024 if ok else float("nan"))
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return dt, (max(0, _status_kib("VmHWM") - rss0) / 1024 if ok else float("nan")), cpu
 
 
 def inputs(L: int, seed: int, grad: bool = False):
@@ -99,13 +115,14 @@ def sdpa_small_ms(repeats: int = 50) -> float:
 # ----------------------------------------------------------------------------------------------
 
 def forward_call(name: str, scoring: str):
+    from attnscope.blockwise import blockwise_attention
     if name == "sdpa":
         return lambda q, k, v: F.scaled_dot_product_attention(q, k, v)
     kernel = "online" if name == "online" else "auto"
     return lambda q, k, v: blockwise_attention(q, k, v, scoring=scoring, return_lse=True, kernel=kernel)[0]
 
 
-def time_forward(fn, q, k, v) -> tuple[float, float]:
+def time_forward(fn, q, k, v) -> tuple[float, float, float]:
     with torch.no_grad():
         return measure(lambda: fn(q, k, v))
 
@@ -142,11 +159,11 @@ def blockwise_part(lengths, scorings, rounds: int, online: bool, backward: bool)
         ref_f, ref_b, ref_m = [], [], []
         for r in range(rounds):
             order = cands if r % 2 == 0 else cands[::-1]
-            t_ref, m_ref = time_forward(sdpa, q, k, v)
+            t_ref, m_ref, _ = time_forward(sdpa, q, k, v)
             ref_f.append(t_ref)
             ref_m.append(m_ref)
             for c in order:
-                t, m = time_forward(fns[c], q, k, v)
+                t, m, _ = time_forward(fns[c], q, k, v)
                 fwd[c].append(t / t_ref)
                 mem[c].append(m)
             if backward:
@@ -175,6 +192,7 @@ def ring_worker(rank: int, world: int, L: int, rounds: int, threads: int, scorin
     import torch.distributed as dist
     from attnscope.distributed import ring_attention
 
+    exact_rss()
     torch.set_num_threads(1)
     n = L // world
     part = slice(rank * n, (rank + 1) * n)
@@ -185,7 +203,8 @@ def ring_worker(rank: int, world: int, L: int, rounds: int, threads: int, scorin
     g_out = torch.randn(1, HEADS, n, D_HEAD, generator=torch.Generator().manual_seed(rank))
     with torch.no_grad():
         ring_attention(*inputs(256 // world, rank), scoring=scoring)  # warm-up, opens the links
-    res = {k_: [] for k_ in ("sdpa_f", "sdpa_b", "bw_f", "bw_mem", "sdpa_mem", "ring_f", "ring_mem", "ring_b")}
+    res = {k_: [] for k_ in ("sdpa_f", "sdpa_b", "bw_f", "bw_mem", "sdpa_mem", "ring_f", "ring_mem", "ring_b",
+                             "sdpa_cpu", "ring_cpu", "idle_cpu")}
 
     def ring_fwd():
         with torch.no_grad():
@@ -201,15 +220,17 @@ def ring_worker(rank: int, world: int, L: int, rounds: int, threads: int, scorin
 
     for r in range(rounds):
         dist.barrier()
+        c_idle = time.process_time()
         if rank == 0:
             torch.set_num_threads(threads)
             if r == 0:
                 time_forward(forward_call("sdpa", "scaled"), *inputs(256, 1))
                 time_forward(forward_call("fused", scoring), *inputs(256, 1))
-            t, m = time_forward(forward_call("sdpa", "scaled"), q_full, k_full, v_full)
+            t, m, c = time_forward(forward_call("sdpa", "scaled"), q_full, k_full, v_full)
             res["sdpa_f"].append(t)
             res["sdpa_mem"].append(m)
-            t, m = time_forward(forward_call("fused", scoring), q_full, k_full, v_full)
+            res["sdpa_cpu"].append(c)
+            t, m, _ = time_forward(forward_call("fused", scoring), q_full, k_full, v_full)
             res["bw_f"].append(t)
             res["bw_mem"].append(m)
             qg, kg, vg = (t_.clone().requires_grad_() for t_ in (q_full, k_full, v_full))
@@ -218,31 +239,37 @@ def ring_worker(rank: int, world: int, L: int, rounds: int, threads: int, scorin
             del qg, kg, vg
             torch.set_num_threads(1)
         dist.barrier()
-        t, m = measure(ring_fwd)
+        res["idle_cpu"].append(time.process_time() - c_idle)  # ranks > 0: CPU spent waiting for rank 0
+        t, m, c = measure(ring_fwd)
         res["ring_f"].append(t)
         res["ring_mem"].append(m)
+        res["ring_cpu"].append(c)
         res["ring_b"].append(ring_bwd())
     return res
 
 
-def ring_part(lengths, ranks, rounds: int, threads: int, scoring: str):
+def ring_part(lengths, ranks, rounds: int, threads: int, scorings):
     from tqdm import tqdm
     from attnscope.distributed import run_local
     rows = []
-    jobs = [(L, P) for L in lengths for P in ranks]
-    for L, P in tqdm(jobs, desc="ring (L, P)", file=sys.stderr):
+    jobs = [(L, P, sc) for L in lengths for P in ranks for sc in scorings]
+    for L, P, scoring in tqdm(jobs, desc="ring (L, P, scoring)", file=sys.stderr):
         res = run_local(ring_worker, P, (L, rounds, threads, scoring), timeout=3600, threads=1)
         med = statistics.median
         r0 = res[0]
         ring_f = [max(r["ring_f"][i] for r in res) for i in range(rounds)]  # the slowest rank
         ring_b = [max(r["ring_b"][i] for r in res) for i in range(rounds)]
         ring_mem = max(med(r["ring_mem"]) for r in res)
-        rows.append(dict(L=L, P=P, sdpa_f=med(r0["sdpa_f"]), ring_f=med(ring_f),
+        ring_cpu = [sum(r["ring_cpu"][i] for r in res) for i in range(rounds)]  # all ranks' CPU
+        inputs_mib = 3 * HEADS * L * D_HEAD * 4 / 2 ** 20  # q, k, v of the whole sequence
+        rows.append(dict(L=L, P=P, scoring=scoring, sdpa_f=med(r0["sdpa_f"]), ring_f=med(ring_f),
                          f_ratio=med([a / b for a, b in zip(ring_f, r0["sdpa_f"])]),
                          sdpa_b=med(r0["sdpa_b"]), ring_b=med(ring_b),
                          b_ratio=med([a / b for a, b in zip(ring_b, r0["sdpa_b"])]),
                          bw_f=med(r0["bw_f"]), bw_mem=med(r0["bw_mem"]), sdpa_mem=med(r0["sdpa_mem"]),
-                         ring_mem=ring_mem))
+                         ring_mem=ring_mem, cpu_ratio=med([a / b for a, b in zip(ring_cpu, r0["sdpa_cpu"])]),
+                         idle_cpu=max(med(r["idle_cpu"]) for r in res[1:]) if P > 1 else 0.0,
+                         with_inputs=(ring_mem + inputs_mib / P) / (med(r0["bw_mem"]) + inputs_mib)))
     return rows
 
 
@@ -264,12 +291,14 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1),
                     help="threads of the single-process runs (the ring: 1 per rank)")
     ap.add_argument("--scorings", nargs="+", default=list(SCORINGS))
-    ap.add_argument("--ring-scoring", default="cosine")
+    ap.add_argument("--ring-scorings", nargs="+", default=["scaled", "cosine"],
+                    help="the ring's scorings (scaled: the maths SDPA runs; cosine: prepared q', k' copies)")
     ap.add_argument("--only", choices=["blockwise", "ring"], default=None)
     ap.add_argument("--no-backward", action="store_true", help="blockwise: forward only")
     ap.add_argument("--online", action="store_true", help="also time attnscope's online softmax (cosine)")
     args = ap.parse_args()
 
+    exact_rss()
     torch.set_num_threads(args.threads)
     t_start = time.perf_counter()
     load0, small0 = os.getloadavg()[0], sdpa_small_ms()
@@ -277,7 +306,7 @@ def main() -> None:
     if args.only != "ring":
         bw_rows = blockwise_part(args.lengths, args.scorings, args.rounds, args.online, not args.no_backward)
     if args.only != "blockwise":
-        ring_rows = ring_part(args.ring_lengths, args.ranks, args.rounds, args.threads, args.ring_scoring)
+        ring_rows = ring_part(args.ring_lengths, args.ranks, args.rounds, args.threads, args.ring_scorings)
     torch.set_num_threads(args.threads)
     load1, small1 = os.getloadavg()[0], sdpa_small_ms()
 
@@ -296,17 +325,21 @@ def main() -> None:
             b = f"{fmt_s(sb)} | {fmt_s(ab)} | {br:.3f}" if sb is not None else "– | – | –"
             print(f"| {L} | {sc} | {kern} | {fmt_s(sf)} | {fmt_s(af)} | {fr:.3f} | {b} | {ms:.0f} / {ma:.0f} |")
     if ring_rows:
-        print(f"\nring_attention ({args.ring_scoring}), P ranks × 1 thread vs single-process SDPA × "
+        print(f"\nring_attention, P ranks × 1 thread vs single-process SDPA × "
               f"{args.threads} threads (target: 2 ranks ≤ 1.10×, 4 ranks ≤ 1.25×; per-rank peak "
               "≤ 1.5/P of the single-process blockwise peak)\n")
-        print("| L | P | SDPA fwd | ring fwd | × SDPA | SDPA bwd | ring bwd | × SDPA | peak MiB: SDPA / "
-              "blockwise / ring per rank | ring / blockwise | 1.5/P |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+        print("| L | P | scoring | SDPA fwd | ring fwd | × SDPA | CPU × SDPA | SDPA bwd | ring bwd | × SDPA | peak MiB: "
+              "SDPA / blockwise / ring per rank | ring / blockwise | with inputs | 1.5/P |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
         for r in ring_rows:
-            print(f"| {r['L']} | {r['P']} | {fmt_s(r['sdpa_f'])} | {fmt_s(r['ring_f'])} | {r['f_ratio']:.3f} | "
-                  f"{fmt_s(r['sdpa_b'])} | {fmt_s(r['ring_b'])} | {r['b_ratio']:.3f} | "
+            print(f"| {r['L']} | {r['P']} | {r['scoring']} | {fmt_s(r['sdpa_f'])} | {fmt_s(r['ring_f'])} | {r['f_ratio']:.3f} | "
+                  f"{r['cpu_ratio']:.3f} | {fmt_s(r['sdpa_b'])} | {fmt_s(r['ring_b'])} | {r['b_ratio']:.3f} | "
                   f"{r['sdpa_mem']:.0f} / {r['bw_mem']:.0f} / {r['ring_mem']:.0f} | "
-                  f"{r['ring_mem'] / max(r['bw_mem'], 1e-9):.2f} | {1.5 / r['P']:.2f} |")
+                  f"{r['ring_mem'] / max(r['bw_mem'], 1e-9):.2f} | {r['with_inputs']:.2f} | {1.5 / r['P']:.2f} |")
+        print("\nCPU × SDPA: all ranks' CPU seconds (gloo's threads included) over SDPA's; with inputs: "
+              "(ring peak + the rank's q, k, v) / (blockwise peak + the whole q, k, v). CPU spent by the "
+              "waiting ranks while rank 0 ran the references: "
+              + ", ".join(f"{r['idle_cpu'] * 1e3:.0f} ms" for r in ring_rows) + ".")
 
 
 if __name__ == "__main__":

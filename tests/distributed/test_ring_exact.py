@@ -103,3 +103,23 @@ def test_transfers_overlap_the_computation(world):
             n_posts = sum(e == "post" for e, _ in log)
             assert n_posts == (world - 1 if phase == "forward" else 2 * world - 1), (phase, log)
             assert bare == expected_bare, (phase, log)
+
+
+@pytest.mark.parametrize("kernel", ["fused", "online"])
+def test_bfloat16_ring(kernel):
+    """bfloat16 in, bfloat16 out, lse float32; within bfloat16's rounding of the float64 answer on
+    the same (rounded) inputs, gradients included."""
+    n, world = 40, 2
+    res = D.run_local(workers.half_ring, world, (n, 5, kernel), timeout=150)
+    got = {name: torch.cat([r[name] for r in res], dim=-1 if name == "lse" else -2) for name in res[0]}
+    assert got["out"].dtype == torch.bfloat16 and got["lse"].dtype == torch.float32
+    assert got["dq"].dtype == torch.bfloat16
+    g = torch.Generator().manual_seed(5)
+    q, k, v, g_out = (torch.randn(2, 3, n * world, 16, generator=g).bfloat16().double() for _ in range(4))
+    keys = torch.rand(2, 1, n * world, generator=g) > 0.2
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    ref = AF.attention_steps(*leaves, keys[:, :, None, :], causal=True, scoring="cosine")["out"]
+    grads = torch.autograd.grad((ref * g_out).sum(), leaves)
+    assert (got["out"].double() - ref).abs().max().item() < 2e-2
+    for name, r in zip(("dq", "dk", "dv"), grads):
+        assert (got[name].double() - r).abs().max().item() < 3e-2 * max(1.0, r.abs().max().item()), name

@@ -152,3 +152,16 @@ def event_log(rank, world, lens, seed):
         return {"forward": forward_log, "backward": list(log)}
     finally:
         RR.Ring.exchange, RR.Ring.finish, RR.Ring.block_forward, RR.Ring.block_backward = real
+
+
+def half_ring(rank, world, n, seed, kernel):
+    """bfloat16 inputs with gradients: the fused kernel runs in bfloat16, partials merge in float32."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v, g_out = (torch.randn(2, 3, n * world, 16, generator=g).bfloat16() for _ in range(4))
+    keys = torch.rand(2, 1, n * world, generator=g) > 0.2
+    part = slice(rank * n, (rank + 1) * n)
+    ql, kl, vl = (t[..., part, :].clone().requires_grad_() for t in (q, k, v))
+    out, lse = D.ring_attention(ql, kl, vl, causal=True, key_mask=keys[..., part], scoring="cosine", return_lse=True,
+                                kernel=kernel, timeout=30)
+    (out.float() * g_out[..., part, :].float()).sum().backward()
+    return {"out": out, "lse": lse, "dq": ql.grad, "dk": kl.grad, "dv": vl.grad}

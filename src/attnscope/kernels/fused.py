@@ -193,7 +193,7 @@ class LseProblem:
         """
         q, k, v = self.q, self.k, self.v
         lse = lse.masked_fill(torch.isneginf(lse), float("inf"))  # dead rows: P = exp(s − ∞) = 0
-        d_out = d_out.to(q.dtype)
+        d_out, out = d_out.to(q.dtype), out.to(q.dtype)  # the ring's merged out is float32 for half inputs
         if d_lse is not None:
             extra = CUDA_HEAD_ALIGN if self.cuda else 1
             q, k, v = (F.pad(t, (0, extra)) for t in (q, k, v))

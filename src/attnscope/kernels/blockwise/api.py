@@ -92,10 +92,14 @@ def flash_usable(p: Prepared, v: Optional[Tensor], *, mask_grad: bool = False, q
 
 
 def run_flash(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, causal: bool,
-              bias: Optional[Tensor] = None) -> tuple[Optional[Tensor], Tensor]:
-    """``run`` by the fused kernel: differentiable in q', k', v (and a folded factor)."""
+              bias: Optional[Tensor] = None, dtype: Optional[torch.dtype] = None) -> tuple[Optional[Tensor], Tensor]:
+    """``run`` by the fused kernel: differentiable in q', k', v (and a folded factor).
+    ``dtype``: the kernel's operand dtype (half inputs run the half kernel, as SDPA does)."""
     q, scale = fold_factor(p)
-    return fused.flash_lse(q, p.k, v, mask, causal=causal, scale=scale, bias=bias)
+    k = p.k
+    if dtype is not None and dtype != q.dtype:
+        q, k, v = q.to(dtype), k.to(dtype), None if v is None else v.to(dtype)
+    return fused.flash_lse(q, k, v, mask, causal=causal, scale=scale, bias=bias)
 
 
 def lse_of(p: Prepared, mask: Optional[Tensor], *, causal: bool, block_size: BlockSize = None,
@@ -166,7 +170,10 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
         dropout_p: dropout on the probabilities (training only; the backward then goes through
             autograd and keeps every tile, O(L·S) memory).
         block_size: ``block_q`` = ``block_k`` (int) or ``(block_q, block_k)``; default 256 × 256.
-        return_lse: also return the log-sum-exp of every query's scaled, masked scores.
+        return_lse: also return the log-sum-exp of every query's scaled, masked scores. Half
+            inputs on the fused kernel: q', k' are prepared in float32 and rounded to the input
+            dtype for the kernel (as SDPA takes them), so the lse carries that rounding of the
+            scores (≈ |score|·2⁻⁸ in bfloat16); the online kernel keeps q', k' in float32.
         kernel: ``"auto"``: PyTorch's fused kernel that returns the log-sum-exp (CPU flash, CUDA
             memory-efficient; SDPA's speed, forward and backward) where it takes the inputs, else
             attnscope's online softmax; ``"fused"``: that kernel or a ConfigError saying why
@@ -193,7 +200,9 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
         p = prepare(q.to(cdt), k.to(cdt), scoring, scale=scale, temperature=temperature)
         vc = v.to(cdt)
         if dropout_p == 0.0 and flash_usable(p, vc, mask_grad=mask_grad, causal=causal, kernel=kernel):
-            out, lse = run_flash(p, vc, mask, causal=causal)
+            # Half inputs: the prepared q', k' (prepared in float32) go back to the input dtype, so
+            # that the kernel runs at SDPA's half speed, accumulating in float32 as SDPA does.
+            out, lse = run_flash(p, vc, mask, causal=causal, dtype=q.dtype)
         else:
             out, lse = run(p, vc, mask, causal=causal, dropout_p=dropout_p, block_size=block_size)
     out = out.to(q.dtype)

@@ -117,6 +117,8 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
         qn, kn, sc = p.q, p.k, p.factor  # the factor is the kernel's scale: no scaled copy of q
     else:  # the factor is constant over keys: it goes on q
         qn, kn, sc = p.q * (as_2d(p.factor) if isinstance(p.factor, Tensor) else p.factor), p.k, 1.0  # (..., L_r, d_k)
+    if use_fused and q.dtype != cdt:  # half inputs: the half kernel (SDPA's speed), merged in float32
+        qn, kn, vn = qn.to(q.dtype), kn.to(q.dtype), v
     bias = None
     if key_mask is not None:
         key_mask = key_mask.to(q.device)

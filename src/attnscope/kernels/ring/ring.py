@@ -43,6 +43,7 @@ import torch.distributed as dist
 
 from .. import fused
 from ..blockwise.kernel import backward, forward
+from ..blockwise.prepare import compute_dtype
 from ..blockwise.tiles import Tiles
 from .protocol import global_rank, wait_all
 
@@ -130,7 +131,7 @@ class Ring:
                     future = (torch.arange(n, device=q.device) + k0)[None, :] > (torch.arange(L, device=q.device) + q0)[:, None]
                     pos = torch.zeros(L, n, dtype=q.dtype, device=q.device).masked_fill(future, float("-inf"))
                     add = pos if add is None else add + pos
-        return fused.LseProblem(q, k, v, add, causal=causal, scale=self.scale)
+        return fused.LseProblem(q, k, v, None if add is None else add.to(q.dtype), causal=causal, scale=self.scale)
 
     def block_forward(self, q: Tensor, block: list[Tensor], bias: Optional[Tensor], src: int,
                       base2: bool) -> tuple[Tensor, Tensor]:
@@ -138,7 +139,8 @@ class Ring:
         k, v = block[0], block[1]
         if self.use_fused:
             p = self.problem(q, k, v, bias, src)
-            return p.result(*p.forward())
+            o, lse = p.result(*p.forward())
+            return o.to(compute_dtype(o.dtype)), lse  # partials merge in float32 for half inputs
         return forward(self.tiles(q, k, v, bias, src, base2))
 
     def block_backward(self, q: Tensor, block: list[Tensor], bias: Optional[Tensor], src: int, out: Tensor,
@@ -215,7 +217,8 @@ def ring_backward(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Tenso
     """
     s_max = max(R.k_lens)
     block = [pad_seq(k, s_max, -2), pad_seq(v, s_max, -2)] + ([] if bias is None else [pad_seq(bias, s_max, -1)])
-    dq = torch.zeros_like(q)
+    acc = compute_dtype(q.dtype)  # half inputs: the gradients add up in float32
+    dq = torch.zeros_like(q, dtype=acc)
     acc_in = None  # the accumulator (dK, dV) in flight to this rank
     for step in range(R.world):
         src = (R.rank - step) % R.world
@@ -229,7 +232,7 @@ def ring_backward(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Tenso
             shares = (n, dk_s.sum_to_size((*k.shape[:-2], n, k.shape[-1])), dv_s.sum_to_size((*v.shape[:-2], n, v.shape[-1])))
             del dq_s, dk_s, dv_s
         if acc_in is None:  # the first step: this rank starts its own block's accumulator
-            grads = [torch.zeros_like(block[0]), torch.zeros_like(block[1])]
+            grads = [torch.zeros_like(block[0], dtype=acc), torch.zeros_like(block[1], dtype=acc)]
         else:
             grads = R.finish(*acc_in, q.device, f"step {step} of the backward ring (gradients)")
         if shares is not None:
@@ -301,7 +304,7 @@ def ring_backward_heads(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple
     parts = chunk_slices(R, lead)
     if parts == [None]:
         return ring_backward(R, q, k, v, bias, out, lse, d_out, d_lse)
-    grads = [torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)]
+    grads = [torch.zeros_like(t, dtype=compute_dtype(t.dtype)) for t in (q, k, v)]
     for sl in parts:
         got = ring_backward(R, head_part(q, sl, 3), head_part(k, sl, 3), head_part(v, sl, 3), head_part(bias, sl, 2),
                             head_part(out, sl, 3), head_part(lse, sl, 2), head_part(d_out, sl, 3),
@@ -330,4 +333,4 @@ class RingAttentionFn(torch.autograd.Function):
             d_out = torch.zeros_like(out)
         with torch.no_grad():
             dq, dk, dv = ring_backward_heads(ctx.R, q, k, v, ctx.bias, out, lse, d_out, d_lse)
-        return dq, dk, dv, None, None
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None
