@@ -225,19 +225,23 @@ class Rotary(nn.Module):
                              dtype=dtype if dtype == torch.float64 else torch.float32).to(position_ids.device)
 
     def cos_sin(self, position_ids: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """``position_ids (B|1, L)`` → ``cos, sin`` each ``(B|1, 1, L, d)`` in ``dtype``. The angles are
-        float32 (bit for bit transformers') for float32 and narrower models, float64 for float64
-        ones (transformers' ``.double()`` models keep float32 angles)."""
+        """``position_ids (B|1, L)`` → the tables ``cos, sin`` each ``(B|1, 1, L, d)`` in ``dtype``,
+        ``sin`` with its first half negated (so that :meth:`rotate` needs no negation). The angles
+        are float32 (bit for bit transformers') for float32 and narrower models, float64 for
+        float64 ones (transformers' ``.double()`` models keep float32 angles)."""
         fdt = torch.float64 if dtype == torch.float64 else torch.float32
         inv = self.frequencies(position_ids, fdt)
         freqs = position_ids[..., None].to(fdt) * inv  # (B|1, L, d/2)
         emb = torch.cat((freqs, freqs), dim=-1)  # (B|1, L, d)
-        return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]  # (B|1, 1, L, d)
+        sin = emb.sin()
+        sin[..., : self.head_dim // 2].neg_()
+        return emb.cos().to(dtype)[:, None], sin.to(dtype)[:, None]  # (B|1, 1, L, d)
 
     @staticmethod
     def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-        """``x (B, H, L, d)`` turned by the tables of its positions."""
-        return x * cos + rotate_half(x) * sin  # (B, H, L, d)
+        """``x (B, H, L, d)`` turned by the tables of :meth:`cos_sin`: ``x·cos + rotate_half(x)·sin``,
+        written with a roll (``roll(x)·(−sin₁, sin₂) = (−x₂ sin₁, x₁ sin₂)``, the same numbers)."""
+        return x * cos + x.roll(x.shape[-1] // 2, -1) * sin  # (B, H, L, d)
 
     def forward(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
         """The ``qk`` scheme's contract: q at ``q_pos (B|1, L)``, k at ``k_pos (B|1, S)`` → rotated."""

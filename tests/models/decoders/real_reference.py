@@ -103,7 +103,8 @@ def reference(config, name: str, path: Path) -> tuple[dict, dict]:
     """The cached reference of model ``name`` (computed under a lock by one pytest worker)."""
     import fcntl
 
-    root = Path(config.cache.mkdir("attnscope-decoder-reference")) if config.cache is not None else None
+    cache = getattr(config, "cache", None)
+    root = Path(cache.mkdir("attnscope-decoder-reference")) if cache is not None else None
     if root is None:  # pytest's cache disabled: compute every time
         return compute(name, path)
     key = _key(name, path)
