@@ -28,7 +28,8 @@ Array = np.ndarray
 __all__ = ["as_f64", "prepare_qk", "score_factor", "operand_factor", "raw_scores", "causal_mask", "additive_mask",
            "combine_masks", "softmax", "log_softmax", "logsumexp", "weighted_sum", "attention_steps", "attention",
            "EXP_SHOW_LIMIT", "exp_shift", "softmax_parts", "shifted_exp", "divide_by_sum", "row_steps", "attention_weights", "layer_norm", "linear",
-           "gelu", "relu", "split_heads", "merge_heads", "check_finite", "trace_factor", "trace_weights", "trace_row"]
+           "gelu", "relu", "split_heads", "merge_heads", "check_finite", "trace_factor", "trace_weights", "trace_row",
+           "PAIRINGS", "rope_pairs", "rope_inv_freq", "rope_angles", "rotate", "rms_norm", "window_mask", "kv_head"]
 
 #: A worked calculation shows exp(s) as the learner computes it while a row's largest score is at
 #: most this; above it the row maximum m is subtracted first (exp(s − m)), which leaves the weights
@@ -286,12 +287,81 @@ def check_finite(step: str, x, *, allow_neg_inf: bool = False) -> Array:
 
 
 # ----------------------------------------------------------------------------------------------
+# today's decoders: rotary positions, RMSNorm (QK-norm), shared k/v heads, sliding windows
+# ----------------------------------------------------------------------------------------------
+
+#: How rotary positions pair a head's features: "half" turns feature i with feature i + d/2
+#: (Hugging Face's rotate_half: Llama, Qwen2, Mistral, Gemma checkpoints); "adjacent" turns
+#: 2i with 2i + 1 (RoFormer's paper, GPT-J, llama.cpp's permuted rows). Pair i turns by angle
+#: position · inv_freq[i] either way.
+PAIRINGS = ("half", "adjacent")
+
+
+def rope_pairs(d: int, pairing: str = "half") -> tuple[Array, Array]:
+    """The feature indices ``(a, b)`` of the d/2 pairs, each (d/2,): pair i is (a[i], b[i])."""
+    if pairing not in PAIRINGS:
+        raise ConfigError(f"unknown rotary pairing {pairing!r}; choose one of {', '.join(PAIRINGS)}")
+    if d % 2:
+        raise ConfigError(f"rotary positions turn pairs of features; the head width must be even, got {d}")
+    i = np.arange(d // 2)
+    return (i, i + d // 2) if pairing == "half" else (2 * i, 2 * i + 1)
+
+
+def rope_inv_freq(d: int, base: float) -> Array:
+    """``inv_freq[i] = base^(−2i/d)`` for i = 0 … d/2 − 1, float64 (radians per position)."""
+    return np.power(float(base), -np.arange(0, d, 2, dtype=np.float64) / d)
+
+
+def rope_angles(positions, inv_freq) -> Array:
+    """``positions (L,)`` × ``inv_freq (d/2,)`` → the angles ``(L, d/2)`` in radians."""
+    return np.asarray(positions, dtype=np.float64)[:, None] * as_f64(inv_freq)[None, :]
+
+
+def rotate(x, positions, inv_freq, pairing: str = "half") -> Array:
+    """``x (…, L, d)`` with each pair (a, b) of row l turned by ``positions[l] · inv_freq[i]``:
+    ``(a, b) → (a cos φ − b sin φ, a sin φ + b cos φ)``."""
+    x = as_f64(x)
+    a, b = rope_pairs(x.shape[-1], pairing)
+    phi = rope_angles(positions, inv_freq)  # (L, d/2)
+    c, s = np.cos(phi), np.sin(phi)
+    out = np.empty_like(x)
+    out[..., a] = x[..., a] * c - x[..., b] * s
+    out[..., b] = x[..., a] * s + x[..., b] * c
+    return out
+
+
+def rms_norm(x, weight=None, eps: float = 1e-6, offset: float = 0.0) -> Array:
+    """``x / √(mean(x²) + ε) · (offset + w)`` over the last axis (Llama: offset 0, Gemma: 1)."""
+    x = as_f64(x)
+    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    if weight is None:
+        return y * (offset + 1.0) if offset else y
+    return y * (offset + as_f64(weight))
+
+
+def window_mask(n_q: int, n_k: int, window: Optional[int] = None, causal: bool = True) -> Array:
+    """Bool ``(n_q, n_k)``, True = query i may see key j: ``j ≤ i`` (causal) and ``i − j < window``."""
+    d = np.arange(n_q)[:, None] - np.arange(n_k)[None, :]
+    ok = d >= 0 if causal else np.ones((n_q, n_k), dtype=bool)
+    return ok & (d < window) if window is not None else ok
+
+
+def kv_head(head: int, n_heads: int, n_kv_heads: int) -> int:
+    """The key/value head that query head ``head`` reads: ``head // (n_heads / n_kv_heads)``."""
+    return int(head) // (int(n_heads) // int(n_kv_heads))
+
+
+# ----------------------------------------------------------------------------------------------
 # a trace's attention, recomputed in float64 from its recorded q, k, v (read through the Trace
 # read API: ``tr.qkv``, ``tr.mask``, ``tr.text_tokens``)
 # ----------------------------------------------------------------------------------------------
 
 def trace_factor(trace) -> float:
-    """The factor on the trace's q·k (:func:`operand_factor` of its model's scoring and d_head)."""
+    """The factor on the trace's q·k: the model's own ``query_scale`` (Gemma 3's
+    query_pre_attn_scalar^−½) when it has one, else :func:`operand_factor` of its scoring and d_head."""
+    scale = getattr(trace.config, "query_scale", None)
+    if scale is not None:
+        return float(scale)
     return operand_factor(trace.config.scoring, int(trace.config.d_head))
 
 
@@ -303,9 +373,10 @@ def trace_weights(trace, layer: int, text: int = 0, *, recorded: bool = True) ->
     """
     if recorded and f"layers.{trace.check_layer(layer)}.attn.weights" in trace:
         return as_f64(trace.step(layer, "weights", text=text))  # (H, n, n)
-    q, k = (trace.step(layer, s, text=text) for s in ("q", "k"))  # (H, n, d_head) each
+    q, k = (as_f64(trace.step(layer, s, text=text)) for s in ("q", "k"))  # (H, n, d), (H_kv, n, d)
+    k = np.repeat(k, q.shape[0] // k.shape[0], axis=0)  # (H, n, d): query head h reads k/v head h // group
     allowed = trace.mask(layer, text=text).detach().cpu().numpy()  # (1, n, n)
-    return attention_weights(as_f64(q), as_f64(k), trace_factor(trace), mask=allowed)
+    return attention_weights(q, k, trace_factor(trace), mask=allowed)
 
 
 def trace_row(trace, layer: int, head: int, query: int, text: int = 0) -> dict:
