@@ -105,10 +105,19 @@ class TransformerConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "TransformerConfig":
         """The config of :meth:`to_dict` (a decoder's dict gives a :class:`DecoderConfig`)."""
-        if cls is TransformerConfig and d.get("kind") == DecoderConfig.kind:
-            cls = DecoderConfig
+        if cls is TransformerConfig:  # the subclass that wrote it (DecoderConfig, a family's own)
+            cls = _kinds().get(d.get("kind"), TransformerConfig)
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+def _kinds(root: type = TransformerConfig) -> dict:
+    """``kind`` → config class, over every subclass defined so far."""
+    out = {root.kind: root}
+    for sub in root.__subclasses__():
+        for kind, c in _kinds(sub).items():
+            out.setdefault(kind, c)  # a subclass that keeps its parent's kind does not replace it
+    return out
 
 
 LAYER_TYPES = ("full", "sliding")

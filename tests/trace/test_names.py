@@ -3,26 +3,32 @@
 import attnscope
 from attnscope import TRACE_NAMES
 from attnscope.hooks import HookPoint
+from tests.models.encoders.fixtures import encoder_dirs, encoders  # noqa: F401
 
 PINNED = (
-    "embed.tokens", "embed.segments", "embed.positions", "embed.out",
+    "embed.tokens", "embed.segments", "embed.positions", "embed.out", "embed.projected",
     "layers.{i}.attn_in",
     "layers.{i}.attn.q_proj", "layers.{i}.attn.k_proj", "layers.{i}.attn.q_normed", "layers.{i}.attn.k_normed",
-    "layers.{i}.attn.q", "layers.{i}.attn.k", "layers.{i}.attn.v", "layers.{i}.attn.mask",
+    "layers.{i}.attn.q", "layers.{i}.attn.k", "layers.{i}.attn.v",
+    "layers.{i}.attn.pos_q", "layers.{i}.attn.pos_k",
+    "layers.{i}.attn.scores_c2c", "layers.{i}.attn.scores_c2p", "layers.{i}.attn.scores_p2c", "layers.{i}.attn.bias",
+    "layers.{i}.attn.mask",
     "layers.{i}.attn.scores", "layers.{i}.attn.scaled", "layers.{i}.attn.masked", "layers.{i}.attn.weights",
     "layers.{i}.attn.z", "layers.{i}.attn.merged", "layers.{i}.attn.out", "layers.{i}.attn_post_norm",
     "layers.{i}.attn_resid", "layers.{i}.ffn_in", "layers.{i}.ffn.gate", "layers.{i}.ffn.hidden", "layers.{i}.ffn.out",
     "layers.{i}.ffn_post_norm", "layers.{i}.ffn_resid", "layers.{i}.out",
     "final_norm",
 )
+#: DeBERTa's relative terms (``bias`` is T5's relative position bias too)
+RELATIVE = ("attn.pos_q", "attn.pos_k", "attn.scores_c2c", "attn.scores_c2p", "attn.scores_p2c", "attn.bias")
 #: names only the decoders of the Llama kind have
 DECODER = ("attn.q_proj", "attn.k_proj", "attn.q_normed", "attn.k_normed", "attn.mask", "attn_post_norm",
            "ffn.gate", "ffn_post_norm")
-LAYER = [t.split("{i}.")[1] for t in PINNED if "{i}" in t and t.split("{i}.")[1] not in DECODER]
+LAYER = [t.split("{i}.")[1] for t in PINNED if "{i}" in t and t.split("{i}.")[1] not in DECODER + RELATIVE]
 #: a Llama/Qwen2/Mistral layer; Gemma 3 adds QK-norm and its sandwich norms
 LLAMA_LAYER = [t.split("{i}.")[1] for t in PINNED if "{i}" in t and t.split("{i}.")[1] not in
-               ("attn.q_normed", "attn.k_normed", "attn_post_norm", "ffn_post_norm")]
-GEMMA_LAYER = [t.split("{i}.")[1] for t in PINNED if "{i}" in t]
+               ("attn.q_normed", "attn.k_normed", "attn_post_norm", "ffn_post_norm") + RELATIVE]
+GEMMA_LAYER = [t.split("{i}.")[1] for t in PINNED if "{i}" in t and t.split("{i}.")[1] not in RELATIVE]
 
 
 def test_trace_names_are_pinned():
@@ -30,6 +36,7 @@ def test_trace_names_are_pinned():
     assert attnscope.trace.HEAD_STEPS == ("q", "k", "v", "scores", "scaled", "masked", "weights", "z")
     assert attnscope.trace.names.PRE_ROTARY_STEPS == ("q_proj", "k_proj", "q_normed", "k_normed")
     assert attnscope.trace.names.KV_STEPS == ("k_proj", "k_normed", "k", "v")
+    assert attnscope.trace.names.SCORE_TERM_STEPS == ("pos_q", "pos_k", "scores_c2c", "scores_c2p", "scores_p2c", "bias")
 
 
 def test_minilm_names_in_forward_order(minilm):
@@ -64,3 +71,32 @@ def test_decoder_names_only_those_that_fire(decoders):
         assert set(model.hook_names) == points  # every hook point is a name, every name a hook point
         tr = model.trace(["a b", "a b c d"])
         assert tr.names == model.hook_names
+
+
+def test_encoder_family_names(encoders):
+    """ALBERT/ELECTRA add ``embed.projected`` when E ≠ d_model; DeBERTa its relative terms (only those
+    of its ``pos_att_type``) and no ``embed.positions`` without absolute positions."""
+    def layer(model, extra=()):
+        return [f"layers.{i}.{s}" for i in range(model.config.n_layers) for s in LAYER[:4] + list(extra) + LAYER[4:]]
+    albert, electra_zh, distil = encoders["albert"], encoders["electra_zh"], encoders["distilbert"]
+    assert albert.hook_names == ["embed.tokens", "embed.segments", "embed.positions", "embed.out", "embed.projected"] \
+        + layer(albert)
+    assert electra_zh.hook_names == ["embed.tokens", "embed.segments", "embed.positions", "embed.out"] + layer(electra_zh)
+    assert distil.hook_names == ["embed.tokens", "embed.positions", "embed.out"] + layer(distil)
+    v3, v2, c2p = encoders["deberta_v3"], encoders["deberta_v2"], encoders["deberta_c2p"]
+    assert v3.hook_names == ["embed.tokens", "embed.out"] + layer(v3, RELATIVE)
+    # in TRACE_NAMES' order (DeBERTa projects before its LayerNorm, so embed.projected runs first)
+    assert v2.hook_names == ["embed.tokens", "embed.segments", "embed.positions", "embed.out", "embed.projected"] \
+        + layer(v2, RELATIVE)
+    assert c2p.hook_names == ["embed.tokens", "embed.out"] + layer(c2p, ("attn.pos_k", "attn.scores_c2c",
+                                                                       "attn.scores_c2p", "attn.bias"))
+    for model in encoders.values():
+        points = {n for n, m in model.named_modules() if isinstance(m, HookPoint)}
+        assert set(model.hook_names) <= points  # BERT's stack has final_norm/segments points that never fire
+        if model.family == "deberta-v2":
+            assert set(model.hook_names) == points
+        tr = model.trace(["a b", "a b c d"])
+        assert set(tr.names) == set(model.hook_names)
+    tr = v3.trace("a b c", names=["layers.1.attn.scores_p2c[2]", "layers.0.attn.bias[0]"])
+    n = tr.lengths[0]
+    assert tr["layers.1.attn.scores_p2c[2]"].shape == tr["layers.0.attn.bias[0]"].shape == (1, n, n)

@@ -11,10 +11,13 @@ file: :mod:`.bert`, :mod:`.roberta`, :mod:`.gpt2`, :mod:`.llama`, :mod:`.qwen2`,
 
 from .base import LoadedModel
 from .decoder_model import DecoderModel
+from .deberta_v2 import DebertaModel
+from .encoder_model import EncoderModel
 from .generation import Generation
 from .loader import DEFAULT_NAME, default_model_path, load
 from .model import Model
 from .registry import FAMILIES, Family, WeightRule, supported_model_types
 
-__all__ = ["load", "default_model_path", "DEFAULT_NAME", "Model", "DecoderModel", "LoadedModel", "Generation",
+__all__ = ["load", "default_model_path", "DEFAULT_NAME", "Model", "DecoderModel", "EncoderModel", "DebertaModel",
+           "LoadedModel", "Generation",
            "Family", "WeightRule", "FAMILIES", "supported_model_types"]

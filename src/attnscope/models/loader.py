@@ -281,7 +281,7 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
     del sd
 
     if tokenizer:
-        kind = family.tokenizer_kind
+        kind = family.tokenizer_kind(folder) if callable(family.tokenizer_kind) else family.tokenizer_kind
         model.tokenizer = load_tokenizer(folder, kind=kind, max_length=config.max_positions,
                                          pad_token_id=config.pad_token_id)
         if model.tokenizer.vocab_size > config.vocab_size:

@@ -13,7 +13,8 @@ and GPT-2's Conv1D weights are stored transposed ((in, out) instead of nn.Linear
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from pathlib import Path
+from typing import Callable, Optional, Sequence, Union
 
 import torch
 
@@ -58,7 +59,8 @@ class Family:
         config_from_hf: ``(config.json dict, its path)`` → :class:`TransformerConfig` (raise ConfigError or
             ModelLoadError on what attnscope cannot run).
         rules: config → the list of :class:`WeightRule` s covering every parameter.
-        tokenizer_kind: "wordpiece", "bpe-roberta" or "bpe-gpt2" (see ``attnscope.tokenizer``).
+        tokenizer_kind: "wordpiece", "bpe-roberta" or "bpe-gpt2" (see ``attnscope.tokenizer``), or
+            ``fn(folder) → kind`` for families whose checkpoints ship either (:func:`tokenizer_by_files`).
         position_ids: optional ``(input_ids, config) → (B, L)`` position ids (RoBERTa numbers
             positions after the padding index and gives padding the padding index).
         lm_head: the model predicts next tokens with the tied token embedding (GPT-2).
@@ -72,7 +74,7 @@ class Family:
     prefixes: tuple[str, ...]
     config_from_hf: Callable[[dict, str], TransformerConfig]
     rules: Callable[[TransformerConfig], list[WeightRule]]
-    tokenizer_kind: str
+    tokenizer_kind: Union[str, Callable[[Path], str]]
     position_ids: Optional[Callable[[Tensor, TransformerConfig], Tensor]] = None
     lm_head: bool = False
     renames: tuple[tuple[str, str], ...] = field(default_factory=tuple)
@@ -107,6 +109,34 @@ def family_for(model_type, source: str = "config.json") -> Family:
 
 def _ensure_registered() -> None:
     from . import bert, gemma3, gpt2, llama, mistral, qwen2, roberta  # noqa: F401  (each registers itself on import)
+    from . import albert, deberta_v2, distilbert, electra, xlm_roberta  # noqa: F401
+
+
+#: SentencePiece model files that some checkpoints carry instead of a tokenizer.json.
+SENTENCEPIECE_FILES = ("spiece.model", "sentencepiece.bpe.model", "spm.model", "sentencepiece.model")
+
+
+def tokenizer_by_files(bpe_kind: str = "bpe-roberta") -> Callable[[Path], str]:
+    """``fn(folder) → kind`` for families whose checkpoints ship different tokenizers (ALBERT's
+    English SentencePiece and Chinese ``vocab.txt``; BART's byte-level BPE and Chinese
+    ``vocab.txt``): ``tokenizer.json`` is read as it is, else ``vocab.txt`` is WordPiece and
+    ``vocab.json`` + ``merges.txt`` byte-level BPE. A folder with only a SentencePiece model file
+    is a ModelLoadError saying how to write its ``tokenizer.json`` (attnscope reads SentencePiece
+    vocabularies from that file: the ``sentencepiece`` library is not a dependency)."""
+    def kind(folder: Path) -> str:
+        folder = Path(folder)
+        if (folder / "tokenizer.json").is_file() or (folder / "vocab.json").is_file():
+            return bpe_kind
+        if (folder / "vocab.txt").is_file():
+            return "wordpiece"
+        sp = [f for f in SENTENCEPIECE_FILES if (folder / f).is_file()]
+        if sp:
+            raise ModelLoadError(f"{folder} has the SentencePiece model {sp[0]} but no tokenizer.json; attnscope "
+                                 f"reads SentencePiece vocabularies from tokenizer.json (write it once with "
+                                 f"transformers: AutoTokenizer.from_pretrained(folder).save_pretrained(folder)), "
+                                 f"or load with tokenizer=False and pass token ids")
+        return bpe_kind  # the loader names the files it expected
+    return kind
 
 
 def hf_activation(name, source: str) -> str:

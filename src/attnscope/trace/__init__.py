@@ -13,12 +13,18 @@ name                               shape                 what
 ``embed.tokens``                   (B, L, d)             token embedding rows
 ``embed.segments``                 (B, L, d)             segment (token type) embeddings; not GPT-2
 ``embed.positions``                (B, L, d)             position embeddings (one row per position)
-``embed.out``                      (B, L, d)             sum (+ LayerNorm in BERT/RoBERTa)
+``embed.out``                      (B, L, d)             sum (+ LayerNorm in BERT/RoBERTa); width E in ALBERT/ELECTRA
+``embed.projected``                (B, L, d)             E → d projection (ALBERT, ELECTRA, DeBERTa when E ≠ d)
 ``layers.{i}.attn_in``             (B, L, d)             attention input (after ln1 in GPT-2)
 ``layers.{i}.attn.q|k|v``          (B, H, L, d_head)     per-head projections
+``layers.{i}.attn.pos_q|pos_k``    (1, H, 2k, d_head)    DeBERTa: relative embeddings projected (p2c, c2p)
+``layers.{i}.attn.scores_c2c``     (B, H, L, L)          DeBERTa: content→content q·kᵀ (= ``scores``)
+``layers.{i}.attn.scores_c2p``     (B, H, L, L)          DeBERTa: content→position q_i·pos_k[δ(i,j)]
+``layers.{i}.attn.scores_p2c``     (B, H, L, L)          DeBERTa: position→content k_j·pos_q[−δ(j,i)]
+``layers.{i}.attn.bias``           (B, H, L, L)          score term added to ``scaled``: DeBERTa (c2p+p2c)/√(3d)
 ``layers.{i}.attn.scores``         (B, H, L, L)          raw q·kᵀ
-``layers.{i}.attn.scaled``         (B, H, L, L)          scores / √d_head
-``layers.{i}.attn.masked``         (B, H, L, L)          + mask (-inf at padding / future keys)
+``layers.{i}.attn.scaled``         (B, H, L, L)          scores / √d_head (DeBERTa: / √(3·d_head))
+``layers.{i}.attn.masked``         (B, H, L, L)          + bias + mask (-inf at padding / future keys)
 ``layers.{i}.attn.weights``        (B, H, L, L)          softmax; each row sums to 1
 ``layers.{i}.attn.z``              (B, H, L, d_head)     weights · v, per head
 ``layers.{i}.attn.merged``         (B, L, d)             heads concatenated

@@ -16,10 +16,13 @@ from ..errors import InputError
 
 #: Name templates of every traceable intermediate, in forward order. Public API.
 TRACE_NAMES: tuple[str, ...] = (
-    "embed.tokens", "embed.segments", "embed.positions", "embed.out",
+    "embed.tokens", "embed.segments", "embed.positions", "embed.out", "embed.projected",
     "layers.{i}.attn_in",
     "layers.{i}.attn.q_proj", "layers.{i}.attn.k_proj", "layers.{i}.attn.q_normed", "layers.{i}.attn.k_normed",
-    "layers.{i}.attn.q", "layers.{i}.attn.k", "layers.{i}.attn.v", "layers.{i}.attn.mask",
+    "layers.{i}.attn.q", "layers.{i}.attn.k", "layers.{i}.attn.v",
+    "layers.{i}.attn.pos_q", "layers.{i}.attn.pos_k",
+    "layers.{i}.attn.scores_c2c", "layers.{i}.attn.scores_c2p", "layers.{i}.attn.scores_p2c", "layers.{i}.attn.bias",
+    "layers.{i}.attn.mask",
     "layers.{i}.attn.scores", "layers.{i}.attn.scaled", "layers.{i}.attn.masked", "layers.{i}.attn.weights",
     "layers.{i}.attn.z", "layers.{i}.attn.merged", "layers.{i}.attn.out", "layers.{i}.attn_post_norm",
     "layers.{i}.attn_resid", "layers.{i}.ffn_in", "layers.{i}.ffn.gate", "layers.{i}.ffn.hidden", "layers.{i}.ffn.out",
@@ -33,6 +36,15 @@ HEAD_STEPS: tuple[str, ...] = ("q", "k", "v", "scores", "scaled", "masked", "wei
 #: The per-head steps before the dot product's operands in the rotary (decoder) families: the
 #: projections and the QK-norm outputs. ``[h]`` works on them too.
 PRE_ROTARY_STEPS: tuple[str, ...] = ("q_proj", "k_proj", "q_normed", "k_normed")
+
+#: DeBERTa's disentangled attention: the relative-position projections ``pos_q``, ``pos_k``
+#: (1, H, 2k, d_head), its three score terms (B, H, L, S) — content→content (``scores_c2c``, the
+#: ``scores`` of every family), content→position, position→content — and ``bias``, the score term
+#: added to the scaled scores (DeBERTa: (c2p + p2c)/√(3·d_head); T5: the relative position bias).
+SCORE_TERM_STEPS: tuple[str, ...] = ("pos_q", "pos_k", "scores_c2c", "scores_c2p", "scores_p2c", "bias")
+
+#: Names that only DeBERTa-v2 has (``bias`` is DeBERTa's and T5's).
+DEBERTA_ONLY: tuple[str, ...] = ("attn.pos_q", "attn.pos_k", "attn.scores_c2c", "attn.scores_c2p", "attn.scores_p2c")
 
 #: Per-head steps whose head axis counts key/value heads (n_kv_heads): ``name[h]`` takes a *query*
 #: head h and gives the k/v head it reads, ``h // (n_heads / n_kv_heads)``.
@@ -50,10 +62,19 @@ def fires(template: str, config: TransformerConfig) -> bool:
     Left out: ``embed.segments`` without segment embeddings (GPT-2, decoders), ``embed.positions``
     without a position embedding (none, or rotary positions that act on q and k), ``final_norm``
     without a final norm (BERT, RoBERTa); the decoder steps in encoders; ``q_normed``/``k_normed``
-    without QK-norm, and ``attn_post_norm``/``ffn_post_norm`` without Gemma's sandwich norms.
+    without QK-norm, and ``attn_post_norm``/``ffn_post_norm`` without Gemma's sandwich norms;
+    ``embed.projected`` without factorised embeddings (ALBERT, ELECTRA, DeBERTa with E ≠ d); the
+    relative terms outside DeBERTa (only those of its ``pos_att_type``) and ``attn.bias`` in
+    families without an additive score term (all but DeBERTa and T5).
     """
     decoder = getattr(config, "kind", "") == "decoder"
     step = template.split("{i}.")[-1]
+    if step in DEBERTA_ONLY:
+        return step.split(".")[-1] in getattr(config, "score_terms", ())
+    if step == "attn.bias":
+        return bool(getattr(config, "score_bias", False))
+    if template == "embed.projected":
+        return bool(getattr(config, "factorised", False))
     if step in DECODER_ONLY:
         if not decoder:
             return False
@@ -76,7 +97,7 @@ def expand_names(config: TransformerConfig) -> list[str]:
     for this architecture (see :func:`fires`)."""
     out = [t for t in TRACE_NAMES if "{i}" not in t and fires(t, config)]
     layer_templates = [t for t in TRACE_NAMES if "{i}" in t and fires(t, config)]
-    head = out[: out.index("embed.out") + 1]
+    head = [n for n in out if n.startswith("embed.")]
     tail = [n for n in out if n not in head]
     return head + [t.format(i=i) for i in range(config.n_layers) for t in layer_templates] + tail
 
@@ -88,7 +109,8 @@ def _split_head(pattern: str) -> tuple[str, Optional[int]]:
 
 def _is_head_step(name: str) -> bool:
     parts = name.split(".")
-    return len(parts) == 4 and parts[0] == "layers" and parts[2] == "attn" and parts[3] in HEAD_STEPS + PRE_ROTARY_STEPS
+    return len(parts) == 4 and parts[0] == "layers" and parts[2] == "attn" and \
+        parts[3] in HEAD_STEPS + PRE_ROTARY_STEPS + SCORE_TERM_STEPS
 
 
 def resolve(patterns: Union[None, str, Iterable[str]], all_names: Sequence[str], n_heads: int,

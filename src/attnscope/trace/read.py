@@ -30,7 +30,7 @@ Tensor = torch.Tensor
 Index = Union[None, int, slice, Sequence[int]]
 
 #: Per-head steps whose last two axes are (query, key) positions; the others end in (position, d).
-SCORE_STEPS = ("scores", "scaled", "masked", "weights")
+SCORE_STEPS = ("scores", "scaled", "masked", "weights", "scores_c2c", "scores_c2p", "scores_p2c", "bias")
 
 
 def check_index(what: str, i, n: int, unit: str) -> int:
@@ -192,6 +192,19 @@ class TraceReader:
         queries = self._check_selection("query", queries, w.shape[-2])
         return w[..., queries, :]
 
+    def _score_bias(self, layer: int, head: Optional[int]) -> Optional[Tensor]:
+        """The recorded additive score term of ``layer`` (T5's relative position bias, DeBERTa's
+        relative terms), (B, H|1, L, S), for families that have one; None for the others."""
+        if not getattr(self.config, "score_bias", False):
+            return None
+        name = f"layers.{layer}.attn.bias"
+        if name not in self and not (head is not None and f"{name}[{head}]" in self):  # type: ignore[operator]
+            raise InputError(f"the weights of this {getattr(self, 'family', 'model')} model need the score term "
+                             f"{name} besides q and k; trace it too (names=[..., {name!r}]) or trace the "
+                             f"weights themselves")
+        b = self.step(layer, "bias", head)
+        return b.unsqueeze(1) if head is not None else b
+
     def _weights_from_qk(self, layer: int, heads: Index, queries: Index, text: Optional[int],
                          block_size) -> Tensor:
         from ..blockwise import attention_weights
@@ -210,14 +223,17 @@ class TraceReader:
         if scoring == "qknorm":
             scoring = "scaled"  # the recorded q, k are after the LayerNorm; what remains is ÷√d_head
         causal = bool(self.config.causal)  # type: ignore[attr-defined]
+        bias = self._score_bias(layer, heads if one else None)  # (B, h, L, S) or None
         if text is not None:
             t = self.check_text(text)
             n = self.length(t)
             q, k = q[t:t + 1, :, :n], k[t:t + 1, :, :n]  # (1, h, n, d)
-            mask = None
+            mask = None if bias is None else bias[t:t + 1, :, :n, :n]
         else:
             am = self.key_mask().to(q.device)  # (B, S)
             mask = None if bool(am.all()) else am[:, None, None, :]  # (B, 1, 1, S)
+            if bias is not None:
+                mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))  # (B, h, L, S)
         L = q.shape[-2]
         if window is not None and causal:  # the window as a mask; causality comes with it
             from ..positions import causal_window_mask

@@ -1,0 +1,146 @@
+"""DeBERTa-v2 and -v3 (microsoft/deberta-v3-xsmall … -large, mdeberta-v3-base, deberta-v2-xlarge's
+relatives without convolution, IDEA-CCNL's Chinese Erlangshen-DeBERTa-v2): disentangled attention
+(:mod:`attnscope.modules.deberta`), model_type ``deberta-v2``.
+
+Settings read from ``config.json`` (transformers' defaults when absent): ``relative_attention``
+(False), ``max_relative_positions`` (−1 → ``max_position_embeddings``), ``position_buckets``
+(−1: none), ``pos_att_type`` (a list or "p2c|c2p"), ``share_att_key`` (False), ``norm_rel_ebd``
+("layer_norm" or "none"), ``position_biased_input`` (True), ``embedding_size`` (hidden_size),
+``type_vocab_size`` (0), ``layer_norm_eps`` (1e-7). ``conv_kernel_size`` > 0 (the convolution
+beside the first layer of deberta-v2-xlarge/-xxlarge) is refused, as is ``z_steps``.
+
+Hugging Face names → attnscope names (``{i}`` = layer)::
+
+    embeddings.word_embeddings / position_embeddings / token_type_embeddings
+                                                   embed.token_embedding / position_embedding / segment_embedding
+    embeddings.embed_proj                          embed.proj             (E → d, no bias; when E ≠ d)
+    embeddings.LayerNorm                           embed.norm
+    encoder.rel_embeddings                         rel_embeddings         (2k, d), shared by the layers
+    encoder.LayerNorm                              rel_norm               (with norm_rel_ebd "layer_norm")
+    encoder.layer.{i}.attention.self.{query,key,value}_proj   layers.{i}.attn.W_qkv  (rows Q; K; V)
+    encoder.layer.{i}.attention.self.pos_key_proj             layers.{i}.attn.pos_key_proj    (not shared)
+    encoder.layer.{i}.attention.self.pos_query_proj           layers.{i}.attn.pos_query_proj  (not shared)
+    encoder.layer.{i}.attention.output.dense / LayerNorm      layers.{i}.attn.W_O / ln1
+    encoder.layer.{i}.intermediate.dense                      layers.{i}.ffn.W_1
+    encoder.layer.{i}.output.dense / LayerNorm                layers.{i}.ffn.W_2 / ln2
+
+Keys may carry the prefix ``deberta.`` (DebertaV2ForMaskedLM, …); heads are not used. English
+checkpoints ship a SentencePiece vocabulary (read from ``tokenizer.json``), the Chinese ones a
+BERT ``vocab.txt``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..errors import InputError, ModelLoadError
+from ..modules.deberta import POS_ATT_TYPES, DebertaConfig, DebertaEncoder
+from .model import Model
+from .registry import Family, WeightRule, fuse_rows, hf_activation, register, setting, tokenizer_by_files
+
+Tensor = torch.Tensor
+
+
+def _pos_att_type(hf: dict, source: str) -> tuple:
+    t = hf.get("pos_att_type")
+    if t is None:
+        return ()
+    if isinstance(t, str):
+        t = [x.strip() for x in t.lower().split("|") if x.strip()]
+    if not isinstance(t, list) or any(x not in POS_ATT_TYPES for x in t):
+        raise ModelLoadError(f"{source}: pos_att_type must list 'c2p' and/or 'p2c', got {hf.get('pos_att_type')!r}")
+    return tuple(dict.fromkeys(t))
+
+
+def config_from_hf(hf: dict, source: str) -> DebertaConfig:
+    for key in ("conv_kernel_size", "z_steps"):
+        if (hf.get(key) or 0) > 0:
+            raise ModelLoadError(f"{source}: {key} = {hf[key]} is not supported; attnscope runs DeBERTa-v2/v3 "
+                                 f"without the convolution layer (deberta-v3-*, mdeberta, Erlangshen)")
+    d = setting(hf, "hidden_size", source, 1536)
+    n_heads = setting(hf, "num_attention_heads", source, 24)
+    n_pos = setting(hf, "max_position_embeddings", source, 512)
+    max_rel = setting(hf, "max_relative_positions", source, -1)
+    norm_rel = [x.strip() for x in str(setting(hf, "norm_rel_ebd", source, "none", str)).lower().split("|")]
+    E = setting(hf, "embedding_size", source, d)
+    head_dim = setting(hf, "attention_head_size", source, None)
+    return DebertaConfig(
+        vocab_size=setting(hf, "vocab_size", source), d_model=d, n_heads=n_heads,
+        n_layers=setting(hf, "num_hidden_layers", source, 24), d_ff=setting(hf, "intermediate_size", source, 6144),
+        head_dim=head_dim if head_dim is not None and head_dim != d // n_heads else None,
+        max_positions=n_pos, type_vocab_size=setting(hf, "type_vocab_size", source, 0),
+        position="learned" if setting(hf, "position_biased_input", source, True, bool) else "none",
+        norm="post", embed_norm=True, final_norm=False,
+        activation=hf_activation(setting(hf, "hidden_act", source, "gelu", str), source),
+        layer_norm_eps=float(setting(hf, "layer_norm_eps", source, 1e-7, float)),
+        dropout=float(setting(hf, "hidden_dropout_prob", source, 0.1, float)),
+        attn_dropout=float(setting(hf, "attention_probs_dropout_prob", source, 0.1, float)),
+        pad_token_id=setting(hf, "pad_token_id", source, 0),
+        embedding_size=E if E != d else None,
+        relative_attention=setting(hf, "relative_attention", source, False, bool),
+        max_relative_positions=max_rel if max_rel >= 1 else n_pos,
+        position_buckets=max(setting(hf, "position_buckets", source, -1), 0),
+        pos_att_type=_pos_att_type(hf, source),
+        share_att_key=setting(hf, "share_att_key", source, False, bool),
+        norm_rel_embed="layer_norm" in norm_rel,
+        extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
+               "name_or_path": hf.get("_name_or_path")},
+    )
+
+
+def rules(config: DebertaConfig) -> list[WeightRule]:
+    both = ("weight", "bias")
+    out = [WeightRule("embed.token_embedding.weight", ("embeddings.word_embeddings.weight",))]
+    out += [WeightRule(f"embed.norm.{p}", (f"embeddings.LayerNorm.{p}",)) for p in both]
+    if config.position == "learned":
+        out.append(WeightRule("embed.position_embedding.weight", ("embeddings.position_embeddings.weight",)))
+    if config.type_vocab_size > 0:
+        out.append(WeightRule("embed.segment_embedding.weight", ("embeddings.token_type_embeddings.weight",)))
+    if config.embedding_size is not None:
+        out.append(WeightRule("embed.proj.weight", ("embeddings.embed_proj.weight",)))
+    if config.relative_attention:
+        out.append(WeightRule("rel_embeddings.weight", ("encoder.rel_embeddings.weight",)))
+        if config.norm_rel_embed:
+            out += [WeightRule(f"rel_norm.{p}", (f"encoder.LayerNorm.{p}",)) for p in both]
+    separate = config.relative_attention and not config.share_att_key
+    for i in range(config.n_layers):
+        src, dst = f"encoder.layer.{i}.", f"layers.{i}."
+        att = src + "attention.self."
+        for p in both:
+            out += [
+                WeightRule(f"{dst}attn.W_qkv.{p}", tuple(f"{att}{n}_proj.{p}" for n in ("query", "key", "value")),
+                           fuse_rows),
+                WeightRule(f"{dst}attn.W_O.{p}", (f"{src}attention.output.dense.{p}",)),
+                WeightRule(f"{dst}ln1.{p}", (f"{src}attention.output.LayerNorm.{p}",)),
+                WeightRule(f"{dst}ffn.W_1.{p}", (f"{src}intermediate.dense.{p}",)),
+                WeightRule(f"{dst}ffn.W_2.{p}", (f"{src}output.dense.{p}",)),
+                WeightRule(f"{dst}ln2.{p}", (f"{src}output.LayerNorm.{p}",)),
+            ]
+            if separate and "c2p" in config.pos_att_type:
+                out.append(WeightRule(f"{dst}attn.pos_key_proj.{p}", (f"{att}pos_key_proj.{p}",)))
+            if separate and "p2c" in config.pos_att_type:
+                out.append(WeightRule(f"{dst}attn.pos_query_proj.{p}", (f"{att}pos_query_proj.{p}",)))
+    return out
+
+
+class DebertaModel(Model, DebertaEncoder):
+    """A loaded DeBERTa-v2/v3 encoder: :class:`~attnscope.models.Model` (tokenizer, trace, hooks,
+    sentence embeddings) on a :class:`~attnscope.modules.deberta.DebertaEncoder`."""
+
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,
+                token_type_ids: Optional[Tensor] = None, position_ids: Optional[Tensor] = None) -> Tensor:
+        """Token ids ``(B, L)`` → last hidden states ``(B, L, d_model)``; ``attention_mask`` 1 = real token."""
+        if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor)
+                                           or attention_mask.shape != input_ids.shape):
+            got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
+            raise InputError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got {got}")
+        with self.lock:
+            return self.forward_stack(input_ids, attention_mask, token_type_ids, position_ids)  # (B, L, d)
+
+
+FAMILY = register(Family(
+    name="deberta-v2", model_types=("deberta-v2",), prefixes=("deberta.",), config_from_hf=config_from_hf,
+    rules=rules, tokenizer_kind=tokenizer_by_files("bpe-roberta"), model_class=DebertaModel,
+))

@@ -1,0 +1,71 @@
+"""DistilBERT (distilbert-base-uncased, distilbert-base-multilingual-cased): BERT with half the
+layers, no segment embeddings and its own weight names; otherwise BERT's post-LN encoder with
+learned positions (a checkpoint trained with ``sinusoidal_pos_embds`` stores its fixed table in
+the same weight, so it loads the same way).
+
+Hugging Face names → attnscope names (``{i}`` = layer)::
+
+    embeddings.word_embeddings                    embed.token_embedding
+    embeddings.position_embeddings                embed.position_embedding
+    embeddings.LayerNorm                          embed.norm               (ε = 1e-12, fixed)
+    transformer.layer.{i}.attention.{q,k,v}_lin   layers.{i}.attn.W_qkv    (rows stacked Q; K; V)
+    transformer.layer.{i}.attention.out_lin       layers.{i}.attn.W_O
+    transformer.layer.{i}.sa_layer_norm           layers.{i}.ln1
+    transformer.layer.{i}.ffn.lin1                layers.{i}.ffn.W_1
+    transformer.layer.{i}.ffn.lin2                layers.{i}.ffn.W_2
+    transformer.layer.{i}.output_layer_norm       layers.{i}.ln2
+
+Keys may carry the prefix ``distilbert.`` (DistilBertForMaskedLM, …); task heads are not used.
+"""
+
+from __future__ import annotations
+
+from ..config import TransformerConfig
+from .registry import Family, WeightRule, fuse_rows, hf_activation, register, setting
+
+
+def config_from_hf(hf: dict, source: str) -> TransformerConfig:
+    return TransformerConfig(
+        vocab_size=setting(hf, "vocab_size", source),
+        d_model=setting(hf, "dim", source, 768),
+        n_heads=setting(hf, "n_heads", source, 12),
+        n_layers=setting(hf, "n_layers", source, 6),
+        d_ff=setting(hf, "hidden_dim", source, 3072),
+        max_positions=setting(hf, "max_position_embeddings", source, 512),
+        type_vocab_size=0, position="learned", norm="post", embed_norm=True, final_norm=False,
+        activation=hf_activation(setting(hf, "activation", source, "gelu", str), source),
+        layer_norm_eps=1e-12,  # DistilBERT's LayerNorms do not read the config
+        dropout=float(setting(hf, "dropout", source, 0.1, float)),
+        attn_dropout=float(setting(hf, "attention_dropout", source, 0.1, float)),
+        pad_token_id=setting(hf, "pad_token_id", source, 0),
+        extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
+               "name_or_path": hf.get("_name_or_path"),
+               "sinusoidal_pos_embds": bool(hf.get("sinusoidal_pos_embds", False))},
+    )
+
+
+def rules(config: TransformerConfig) -> list[WeightRule]:
+    out = [
+        WeightRule("embed.token_embedding.weight", ("embeddings.word_embeddings.weight",)),
+        WeightRule("embed.position_embedding.weight", ("embeddings.position_embeddings.weight",)),
+        WeightRule("embed.norm.weight", ("embeddings.LayerNorm.weight",)),
+        WeightRule("embed.norm.bias", ("embeddings.LayerNorm.bias",)),
+    ]
+    for i in range(config.n_layers):
+        src, dst = f"transformer.layer.{i}.", f"layers.{i}."
+        for p in ("weight", "bias"):
+            out += [
+                WeightRule(f"{dst}attn.W_qkv.{p}", tuple(f"{src}attention.{n}_lin.{p}" for n in "qkv"), fuse_rows),
+                WeightRule(f"{dst}attn.W_O.{p}", (f"{src}attention.out_lin.{p}",)),
+                WeightRule(f"{dst}ln1.{p}", (f"{src}sa_layer_norm.{p}",)),
+                WeightRule(f"{dst}ffn.W_1.{p}", (f"{src}ffn.lin1.{p}",)),
+                WeightRule(f"{dst}ffn.W_2.{p}", (f"{src}ffn.lin2.{p}",)),
+                WeightRule(f"{dst}ln2.{p}", (f"{src}output_layer_norm.{p}",)),
+            ]
+    return out
+
+
+FAMILY = register(Family(
+    name="distilbert", model_types=("distilbert",), prefixes=("distilbert.",), config_from_hf=config_from_hf,
+    rules=rules, tokenizer_kind="wordpiece",
+))

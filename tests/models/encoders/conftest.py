@@ -1,0 +1,1 @@
+from tests.models.encoders.fixtures import encoder_dirs, encoders, hf_encoders  # noqa: F401
