@@ -15,31 +15,48 @@ name                               shape                 what
 ``embed.positions``                (B, L, d)             position embeddings (one row per position)
 ``embed.out``                      (B, L, d)             sum (+ LayerNorm in BERT/RoBERTa); width E in ALBERT/ELECTRA
 ``embed.projected``                (B, L, d)             E → d projection (ALBERT, ELECTRA, DeBERTa when E ≠ d)
-``layers.{i}.attn_in``             (B, L, d)             attention input (after ln1 in GPT-2)
-``layers.{i}.attn.q|k|v``          (B, H, L, d_head)     per-head projections
+``layers.{i}.attn_in``             (B, L, d)             attention input (after ln1 in GPT-2; RMSNorm in decoders)
+``layers.{i}.attn.q_proj``         (B, H, L, d_head)     decoders: x W_Q per head, before anything else
+``layers.{i}.attn.k_proj``         (B, H_kv, L, d_head)  decoders: x W_K per key/value head
+``layers.{i}.attn.q_normed``       (B, H, L, d_head)     Gemma 3: QK-norm (RMSNorm over d_head) of q_proj
+``layers.{i}.attn.k_normed``       (B, H_kv, L, d_head)  Gemma 3: QK-norm of k_proj
+``layers.{i}.attn.q|k|v``          (B, H, L, d_head)     per-head projections as the dot product takes them;
+                                                         decoders: q, k after the rotation, k and v with
+                                                         H_kv = n_kv_heads heads
 ``layers.{i}.attn.pos_q|pos_k``    (1, H, 2k, d_head)    DeBERTa: relative embeddings projected (p2c, c2p)
 ``layers.{i}.attn.scores_c2c``     (B, H, L, L)          DeBERTa: content→content q·kᵀ (= ``scores``)
 ``layers.{i}.attn.scores_c2p``     (B, H, L, L)          DeBERTa: content→position q_i·pos_k[δ(i,j)]
 ``layers.{i}.attn.scores_p2c``     (B, H, L, L)          DeBERTa: position→content k_j·pos_q[−δ(j,i)]
 ``layers.{i}.attn.bias``           (B, H, L, L)          score term added to ``scaled``: DeBERTa (c2p+p2c)/√(3d)
-``layers.{i}.attn.scores``         (B, H, L, L)          raw q·kᵀ
+``layers.{i}.attn.mask``           (B|1, 1, L, S) bool   decoders: True = may attend (causal ∧ window ∧ real key)
+``layers.{i}.attn.scores``         (B, H, L, L)          raw q·kᵀ (per query head)
 ``layers.{i}.attn.scaled``         (B, H, L, L)          scores / √d_head (DeBERTa: / √(3·d_head))
 ``layers.{i}.attn.masked``         (B, H, L, L)          + bias + mask (-inf at padding / future keys)
 ``layers.{i}.attn.weights``        (B, H, L, L)          softmax; each row sums to 1
 ``layers.{i}.attn.z``              (B, H, L, d_head)     weights · v, per head
 ``layers.{i}.attn.merged``         (B, L, d)             heads concatenated
 ``layers.{i}.attn.out``            (B, L, d)             after W_O
+``layers.{i}.attn_post_norm``      (B, L, d)             Gemma 3: RMSNorm of attn.out (what attention adds)
 ``layers.{i}.attn_resid``          (B, L, d)             residual stream + attention
-``layers.{i}.ffn_in``              (B, L, d)             FFN input (LayerNorm of the above)
-``layers.{i}.ffn.hidden``          (B, L, d_ff)          act(W_1 x + b_1)
+``layers.{i}.ffn_in``              (B, L, d)             FFN input (LayerNorm / RMSNorm of the above)
+``layers.{i}.ffn.gate``            (B, L, d_ff)          decoders: act(W_gate x), SwiGLU / GeGLU
+``layers.{i}.ffn.hidden``          (B, L, d_ff)          act(W_1 x + b_1); decoders: gate ⊙ W_up x
 ``layers.{i}.ffn.out``             (B, L, d)             W_2 hidden + b_2
+``layers.{i}.ffn_post_norm``       (B, L, d)             Gemma 3: RMSNorm of ffn.out (what the MLP adds)
 ``layers.{i}.ffn_resid``           (B, L, d)             + the residual
 ``layers.{i}.out``                 (B, L, d)             the layer's output (after ln2 in BERT)
-``final_norm``                     (B, L, d)             after the final LayerNorm; GPT-2 only
+``final_norm``                     (B, L, d)             after the final norm; GPT-2 and the decoders
 =================================  ====================  ========================================
 
-**One head.** A ``[h]`` suffix on a per-head name (``q k v scores scaled masked weights z``)
-selects head h and drops the head axis: ``layers.3.attn.weights[5]`` is ``(B, L, L)``. Globs
+Only the names a model's architecture has are listed (``model.hook_names``): the decoder steps
+(``q_proj`` … ``mask``, ``ffn.gate``) only in Llama, Qwen2, Mistral and Gemma 3, QK-norm and the
+post-norms only in Gemma 3, no ``embed.positions`` with rotary positions.
+
+**One head.** A ``[h]`` suffix on a per-head name (``q k v scores scaled masked weights z``, and
+``q_proj k_proj q_normed k_normed``) selects head h and drops the head axis:
+``layers.3.attn.weights[5]`` is ``(B, L, L)``. h is always a query head: on a k/v name it is the
+key/value head that query head h reads, ``h // (n_heads / n_kv_heads)`` (SmolLM2's
+``layers.0.attn.k[5]``, 9 query heads sharing 3, is k/v head 1). Globs
 work with it (``layers.*.attn.weights[0]``). Asking for one head's scores/weights computes them
 for that head only, beside the fast fused kernel that still computes the layer's output, so it
 costs about 1/H of a full weights trace of that layer; asking for the full ``layers.3.attn.weights``
