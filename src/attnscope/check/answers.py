@@ -22,6 +22,9 @@ ALIASES = {
     "weights": "weights", "softmax": "weights", "probabilities": "weights", "probs": "weights", "a": "weights",
     "output": "output", "outputs": "output", "out": "output", "o": "output", "z": "output",
     "projected": "projected", "y": "projected",
+    "qnormed": "Q_normed", "knormed": "K_normed", "qhat": "Q_normed", "khat": "K_normed",
+    "qrot": "Q_rot", "krot": "K_rot", "qrotated": "Q_rot", "krotated": "K_rot", "rotatedq": "Q_rot",
+    "rotatedk": "K_rot", "qprime": "Q_rot", "kprime": "K_rot",
 }
 
 

@@ -66,14 +66,34 @@ def toy_chain(p: ToyProblem) -> Chain:
     for n in ("Q", "K", "V"):
         links.append(Link(n, v[n], recompute=lambda w, n=n: v[n], depends=none(v[n].shape),
                           rows=rows, cols=dims(v[n].shape[1])))
-    sc = p.scoring
+    sc, m, d = p.scoring, p.modern, p.d_k
+    # the dot product's operands, step by step: (link name, value from the world, taint (L, d))
+    qcols = slice(m.head * d, (m.head + 1) * d)
+    kcols = slice(m.kv_head * d, (m.kv_head + 1) * d)
+    q_op = ("Q", lambda w: m.q_head(w["Q"]), lambda T: T["Q"][:, qcols])
+    k_op = ("K", lambda w: m.kv_slice(w["K"]), lambda T: T["K"][:, kcols])
+    feats = dims(d)
+    steps = []
+    if m.qk_norm:
+        steps.append(("Q_normed", "K_normed", lambda x, which: m.rms(x, which), "row"))
+    if m.rope_base is not None:
+        steps.append(("Q_rot", "K_rot", lambda x, which: m.rotate(x), "pair"))
+    for qname, kname, fn, reach in steps:
+        new_ops = []
+        for name, (prev, value, taint), which in ((qname, q_op, "q"), (kname, k_op, "k")):
+            links.append(Link(name, v[name], lambda w, value=value, fn=fn, which=which: fn(value(w), which),
+                              lambda T, prev=prev, taint=taint, reach=reach: {prev: _reach(taint(T), reach, m.pairing)},
+                              rows, feats))
+            new_ops.append((name, lambda w, name=name: w[name], lambda T, name=name: T[name]))
+        q_op, k_op = new_ops
+    (qn, qval, qtaint), (kn, kval, ktaint) = q_op, k_op
 
     def scores(w):
-        return R.raw_scores(*R.prepare_qk(w["Q"], w["K"], sc))  # (L, L)
+        return R.raw_scores(*R.prepare_qk(qval(w), kval(w), sc))  # (L, L)
 
     links.append(Link("scores", v["scores"], scores,
-                      lambda T: {"Q": np.repeat(T["Q"].any(1, keepdims=True), L, 1),
-                                 "K": np.repeat(T["K"].any(1)[None, :], L, 0)}, rows, keys))
+                      lambda T: {qn: np.repeat(qtaint(T).any(1, keepdims=True), L, 1),
+                                 kn: np.repeat(ktaint(T).any(1)[None, :], L, 0)}, rows, keys))
     links.append(Link("scaled", np.where(allowed, v["scaled"], -np.inf),
                       lambda w: np.where(allowed, w["scores"] * f, -np.inf),
                       lambda T: {"scores": T["scores"]}, rows, keys))
@@ -83,16 +103,28 @@ def toy_chain(p: ToyProblem) -> Chain:
                       lambda T: {"exp": T["exp"].any(1, keepdims=True)}, rows, ["Σ"], vector="col"))
     links.append(Link("weights", v["weights"], lambda w: R.divide_by_sum(w["exp"], w["sums"]),
                       lambda T: {"exp": T["exp"], "sums": np.repeat(T["sums"], L, 1)}, rows, keys))
-    d_v = v["V"].shape[1]
-    links.append(Link("output", v["output"], lambda w: w["weights"] @ w["V"],
+    d_v = v["Vh"].shape[1]
+    vcols = slice(m.kv_head * d_v, (m.kv_head + 1) * d_v)
+    links.append(Link("output", v["output"], lambda w: w["weights"] @ m.kv_slice(w["V"]),
                       lambda T: {"weights": np.repeat(T["weights"].any(1, keepdims=True), d_v, 1),
-                                 "V": np.repeat(T["V"].any(0)[None, :], L, 0)}, rows, dims(d_v)))
+                                 "V": np.repeat(T["V"][:, vcols].any(0)[None, :], L, 0)}, rows, dims(d_v)))
     if p.W_O is not None:
         d_o = p.W_O.shape[1]
         links.append(Link("projected", v["projected"], lambda w: w["output"] @ p.W_O,
                           lambda T: {"output": np.repeat(T["output"].any(1, keepdims=True), d_o, 1)},
                           rows, dims(d_o)))
     return Chain("toy", links, meta={"tokens": toks, "name": p.name, "L": L})
+
+
+def _reach(taint: np.ndarray, reach: str, pairing: str) -> np.ndarray:
+    """Which entries of a step (L, d) come from tainted entries of its input ``taint`` (L, d):
+    "row" (RMSNorm: every feature of the row), "pair" (a rotation: the entry and its partner)."""
+    if reach == "row":
+        return np.repeat(taint.any(1, keepdims=True), taint.shape[1], 1)
+    a, b = R.rope_pairs(taint.shape[1], pairing)
+    partner = np.empty(taint.shape[1], dtype=int)
+    partner[a], partner[b] = b, a
+    return taint | taint[:, partner]
 
 
 def row_chain(raw: np.ndarray, keys: list, factor: float, allowed: Optional[np.ndarray] = None,

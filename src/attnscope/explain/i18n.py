@@ -8,8 +8,12 @@ parameter's name.
 
 from __future__ import annotations
 
-from .labels_en import EN
-from .labels_zh import ZH
+from . import labels_modern
+from .labels_en import EN as _EN
+from .labels_zh import ZH as _ZH
+
+EN = {**_EN, **labels_modern.EN}
+ZH = {**_ZH, **labels_modern.ZH}
 
 LANGS = ("en", "zh")
 

@@ -25,6 +25,7 @@ from ..scorings import Scoring, get_scoring
 from .numbers import fmt
 from .doc import (DotRow, Divide, Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, VecParam,
                   WeightedSum, Worked, sub, t, t_or, words)
+from .modern import distance_step, gemma_scale_para, heads_step, rms_step, rotation_step, window_paras
 from .toy_input import ToyProblem
 
 __all__ = ["compute", "explain_toy", "check_finite", "prepares", "divides_by_root", "scoring_note",
@@ -36,6 +37,7 @@ __all__ = ["compute", "explain_toy", "check_finite", "prepares", "divides_by_roo
 
 #: How an overflow error names each step.
 STEP_NAMES = {"Q": "Q = X·W_Q", "K": "K = X·W_K", "V": "V = X·W_V", "scores": "S = Q·Kᵀ (the raw scores)",
+              "Q_normed": "RMSNorm(Q)", "K_normed": "RMSNorm(K)", "Q_rot": "Q' (rotated)", "K_rot": "K' (rotated)",
               "scaled": "S' (the scaled scores)", "output": "O = A·V (the output)", "projected": "Y = O·W_O"}
 
 
@@ -91,7 +93,13 @@ def _compute(p: ToyProblem) -> dict:
     for name, m in (("Q", Q), ("K", K), ("V", V)):
         check_finite(name, m, src)
     out.update(Q=Q, K=K, V=V)
-    qn, kn = R.prepare_qk(Q, K, p.scoring)  # (L, d_k) each: unchanged unless the scoring prepares them
+    ops = p.modern.operands(Q, K, V)  # the worked head; QK-norm and rotation when asked for
+    for name in ("Q_normed", "K_normed", "Q_rot", "K_rot"):
+        if name in ops:
+            check_finite(name, ops[name], src)
+            out[name] = ops[name]
+    out.update(Qh=ops["Qh"], Kh=ops["Kh"], Vh=ops["Vh"], Qop=ops["q"], Kop=ops["k"])
+    qn, kn = R.prepare_qk(ops["q"], ops["k"], p.scoring)  # (L, d_k) each: unchanged unless the scoring prepares them
     if prepares(p.scoring):
         out.update(Qn=qn, Kn=kn)
     allowed = p.allowed()
@@ -103,7 +111,7 @@ def _compute(p: ToyProblem) -> dict:
     soft = R.softmax_parts(masked)  # shift (L, 1), exp (L, L), sum (L,), weights (L, L)
     out.update(scores=scores, scaled=scaled, masked=masked, shift=soft["shift"][:, 0], exp=soft["exp"],
                sums=soft["sum"], weights=soft["weights"])
-    out["output"] = R.weighted_sum(soft["weights"], V)  # (L, d_v)
+    out["output"] = R.weighted_sum(soft["weights"], ops["Vh"])  # (L, d_v)
     check_finite("output", out["output"], src)
     if p.W_O is not None:
         out["projected"] = out["output"] @ p.W_O  # (L, d_out)
@@ -128,7 +136,8 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
     if expand not in ("auto", "always", "never"):
         raise ConfigError(f"expand must be auto, always or never, got {expand!r}")
     v = compute(p)
-    L, d_k, d_v = p.L, p.d_k, v["V"].shape[1]
+    m = p.modern
+    L, d_k, d_v = p.L, p.d_k, v["Vh"].shape[1]
     toks = p.tokens
     d_model = p.X.shape[1] if p.projected else None
     small_dot = expand == "always" or (expand == "auto" and L <= 6 and d_k <= 4 and (d_model or 0) <= 4)
@@ -163,28 +172,36 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
         steps.append(Step("given_qkv", t("step.given_qkv"),
                           [Matrix(Sym(n, n), v[n], rows=toks) for n in ("Q", "K", "V")]))
 
+    steps += _modern_steps(p, v)
+
     if prepares(p.scoring):
         steps.append(Step("normalise", t_or(f"step.normalise_{p.scoring}", "step.normalise", name=p.scoring),
                           [Matrix(Sym("Q̂", r"\hat{Q}"), v["Qn"], rows=toks),
                            Matrix(Sym("K̂", r"\hat{K}"), v["Kn"], rows=toks)]))
         qs, ks = v["Qn"], v["Kn"]
     else:
-        qs, ks = v["Q"], v["K"]
+        qs, ks = v["Qop"], v["Kop"]
 
     # 4. raw scores
-    blocks = [Formula("S = Q·Kᵀ,   S_ij = q_i · k_j", r"S = QK^{\top},\quad S_{ij} = q_i\cdot k_j"),
-              Para(t("toy.scores_why"))]
+    if m.rope_base is not None:
+        blocks = [Formula("S = Q'·K'ᵀ,   S_ij = q'_i · k'_j", r"S = Q'K'^{\top},\quad S_{ij} = q'_i\cdot k'_j")]
+    else:
+        blocks = [Formula("S = Q·Kᵀ,   S_ij = q_i · k_j", r"S = QK^{\top},\quad S_{ij} = q_i\cdot k_j")]
+    blocks.append(Para(t("toy.scores_why")))
     if small_dot:
         for i in range(L):
             blocks.append(DotRow(sub("s", "s", i + 1),
                                  [[(qs[i, m], ks[j, m]) for m in range(d_k)] for j in range(L)],
                                  list(v["scores"][i])))
     blocks.append(Matrix(S_SYM, v["scores"], rows=toks, cols=toks, caption=t("toy.rows_cols")))
-    steps.append(Step("scores", t("step.scores"), blocks))
+    steps.append(Step("scores", t("step.scores_rot" if m.rope_base is not None else "step.scores"), blocks))
 
     # 5. scale
     f = p.factor()
-    if divides_by_root(p.scoring):
+    if m.query_pre_attn_scalar is not None:
+        blocks = [Formula("S' = S · c", r"S' = c\,S"), gemma_scale_para(f, d_k)]
+        div = None
+    elif divides_by_root(p.scoring):
         blocks = [Formula("S' = S / √d_k", r"S' = \frac{S}{\sqrt{d_k}}"),
                   Para(t("toy.scale_why", dk=d_k, sqrt=math.sqrt(d_k)))]
         div = Sym(f"√{d_k}", rf"\sqrt{{{d_k}}}")
@@ -200,8 +217,13 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
 
     allowed = p.allowed()
     if not allowed.all():
-        steps.append(Step("masked", t("step.masked"),
-                          [Para(t("toy.mask_why")), Matrix(S2_SYM, v["masked"], rows=toks, cols=toks)]))
+        blocks = [Para(t("toy.mask_why"))]
+        if m.window is not None:
+            win = p.window_allowed()
+            blocks += window_paras(m.window, L, [(toks[i], [toks[j] for j in range(L) if not win[i, j]])
+                                                 for i in range(L)])
+        blocks.append(Matrix(S2_SYM, v["masked"], rows=toks, cols=toks))
+        steps.append(Step("masked", t("step.masked"), blocks))
 
     # 6. exp
     blocks = [Formula("E_ij = exp(S'_ij)", r"E_{ij} = e^{S'_{ij}}"), Para(t("toy.exp_why"))]
@@ -232,7 +254,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
     if small_sum:
         for i in range(L):
             blocks.append(WeightedSum(sub("o", "o", i + 1), list(v["weights"][i]),
-                                      [list(r) for r in v["V"]], list(v["output"][i]),
+                                      [list(r) for r in v["Vh"]], list(v["output"][i]),
                                       labels=[f"v{j + 1}" for j in range(L)]))
     blocks.append(Matrix(Sym("O", "O"), v["output"], rows=toks))
     steps.append(Step("output", t("step.output"), blocks))
@@ -265,10 +287,51 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
         values["projected"] = v["projected"]
     if not allowed.all():
         values["masked"] = v["masked"]
+    for name in ("Q_normed", "K_normed", "Q_rot", "K_rot"):
+        if name in v:
+            values[name] = v[name]
+    if "distance" in v:
+        values["distance"] = v["distance"]
     meta = {"name": p.name, "tokens": list(toks), "L": L, "d_k": d_k, "d_v": d_v, "scoring": p.scoring,
-            "factor": f, "causal": p.causal, "masked": bool(not allowed.all())}
+            "factor": f, "causal": p.causal, "masked": bool(not allowed.all()), **m.to_meta()}
     title = t("toy.title_named", name=p.name) if p.name else t("toy.title")
     return Worked("toy", title, intro, steps, values=values, meta=meta)
+
+
+def _modern_steps(p: ToyProblem, v: dict) -> list:
+    """The decoder steps between the projections and the scores: shared heads, QK-norm, rotation
+    and the distance proof (adds ``v["distance"]``)."""
+    m, L, d = p.modern, p.L, p.d_k
+    steps = []
+    qsym = lambda i: sub("q", "q", i + 1)  # noqa: E731
+    ksym = lambda i: sub("k", "k", i + 1)  # noqa: E731
+    if m.n_heads > 1:
+        st = heads_step(m.n_heads, m.n_kv_heads, m.head)
+        g = m.kv_head
+        st.blocks += [Matrix(Sym(f"Q[head {m.head}]", rf"Q^{{({m.head})}}"), v["Qh"], rows=p.tokens),
+                      Matrix(Sym(f"K[head {g}]", rf"K^{{({g})}}"), v["Kh"], rows=p.tokens),
+                      Matrix(Sym(f"V[head {g}]", rf"V^{{({g})}}"), v["Vh"], rows=p.tokens)]
+        steps.append(st)
+    q, k = v["Qh"], v["Kh"]
+    if m.qk_norm:
+        rows = [(qsym(i), "q", q[i], v["Q_normed"][i]) for i in range(L)] + \
+               [(ksym(i), "k", k[i], v["K_normed"][i]) for i in range(L)]
+        steps.append(rms_step(rows, eps=m.rms_eps, offset=m.rms_offset, weights={"q": m.q_weight, "k": m.k_weight},
+                              dims=d, matrices=[Matrix(Sym("Q̂", r"\hat{Q}"), v["Q_normed"], rows=p.tokens),
+                                                Matrix(Sym("K̂", r"\hat{K}"), v["K_normed"], rows=p.tokens)]))
+        q, k = v["Q_normed"], v["K_normed"]
+    if m.rope_base is not None:
+        pos, inv = m.pos(L), m.inv_freq(d)
+        rows = [(qsym(i), pos[i], q[i], v["Q_rot"][i]) for i in range(L)] + \
+               [(ksym(i), pos[i], k[i], v["K_rot"][i]) for i in range(L)]
+        steps.append(rotation_step(rows, inv_freq=inv, pairing=m.pairing, base=m.rope_base, dims=d,
+                                   matrices=[Matrix(Sym("Q'", "Q'"), v["Q_rot"], rows=p.tokens),
+                                             Matrix(Sym("K'", "K'"), v["K_rot"], rows=p.tokens)]))
+        j = min(1, L - 1)
+        st, v["distance"] = distance_step(q[0], k[j], inv_freq=inv, pairing=m.pairing, qlabel=qsym(0),
+                                          klabel=ksym(j))
+        steps.append(st)
+    return steps
 
 
 def _vec_text(x, exact: bool = False) -> VecParam:

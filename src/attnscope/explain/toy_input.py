@@ -15,11 +15,13 @@ from ..errors import ConfigError, InputError, ShapeError
 from ..scorings import DEFAULT_COSINE_TEMPERATURE, SCORINGS
 from . import inputs
 from .numbers import counted
+from .toy_modern import KEYS as MODERN_KEYS
+from .toy_modern import Modern, check_sizes, parse_modern
 
 #: Keys a toy input may have, by their normalised spelling (case, "_" and "-" ignored).
 _KEYS = {"x": "X", "wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O", "q": "Q", "k": "K", "v": "V",
          "mask": "mask", "causal": "causal", "scoring": "scoring", "temperature": "temperature",
-         "tokens": "tokens", "labels": "tokens", "name": "name", "description": "description"}
+         "tokens": "tokens", "labels": "tokens", "name": "name", "description": "description", **MODERN_KEYS}
 
 
 def norm_key(key: str) -> str:
@@ -33,7 +35,10 @@ class ToyProblem:
     Either ``X`` (L, d_model) with ``W_Q``, ``W_K`` (d_model, d_k) and ``W_V`` (d_model, d_v), or
     ``Q``, ``K`` (L, d_k) and ``V`` (L, d_v) given directly. Optional ``W_O`` (d_v, d_out), a
     boolean ``mask`` (L, L; True = may attend), ``causal``, ``scoring`` (one of SCORINGS),
-    ``temperature`` (τ of cosine scoring) and token ``tokens`` (labels of the rows).
+    ``temperature`` (τ of cosine scoring) and token ``tokens`` (labels of the rows). ``modern``:
+    what today's decoders add (rotary positions, shared k/v heads, a window, QK-norm, Gemma's
+    scale; see :mod:`.toy_modern`); with several heads, Q/K/V hold every head side by side and
+    the calculation works out query head ``modern.head`` with the k/v head it shares.
     """
 
     X: Optional[np.ndarray] = None
@@ -51,6 +56,7 @@ class ToyProblem:
     tokens: list = field(default_factory=list)
     name: Optional[str] = None
     source: str = "input"
+    modern: Modern = field(default_factory=Modern)
 
     @property
     def L(self) -> int:
@@ -58,7 +64,8 @@ class ToyProblem:
 
     @property
     def d_k(self) -> int:
-        return int(self.W_Q.shape[1] if self.X is not None else self.Q.shape[1])
+        """The width of one head's q and k (all of Q's columns with one head)."""
+        return int(self.W_Q.shape[1] if self.X is not None else self.Q.shape[1]) // self.modern.n_heads
 
     @property
     def projected(self) -> bool:
@@ -80,7 +87,8 @@ class ToyProblem:
             canon = _KEYS.get(norm_key(key))
             if canon is None:
                 raise InputError(f"{source}: unknown key {key!r}; expected X, W_Q, W_K, W_V and optionally "
-                                 "W_O, mask, causal, scoring, temperature, tokens (or Q, K, V instead of X and W_*)")
+                                 "W_O, mask, causal, scoring, temperature, tokens (or Q, K, V instead of X and W_*), "
+                                 "rope, n_heads, n_kv_heads, head, window, qk_norm, query_pre_attn_scalar")
             if canon in fields:
                 raise InputError(f"{source}: key {key!r} given twice (as {canon})")
             fields[canon] = (key, inputs.plain(value))
@@ -113,6 +121,9 @@ class ToyProblem:
             p.temperature = float(tau)
         if "name" in fields:
             p.name = str(fields["name"][1])
+        p.modern = parse_modern({k: v for k, v in fields.items() if k in MODERN_KEYS.values()}, source)
+        if p.modern.window is not None and "causal" not in fields:
+            p.causal = True  # a sliding window is causal
         p.validate()
         if "tokens" in fields:
             key, value = fields["tokens"]
@@ -134,7 +145,7 @@ class ToyProblem:
             if missing:
                 raise InputError(f"{src}: missing key {', '.join(missing)} (Q, K and V are all needed)")
             L, d_k = self.Q.shape
-            if self.K.shape[1] != d_k:
+            if self.K.shape[1] != d_k and self.modern.n_heads == 1:
                 raise ShapeError(f"{src}, key K: K has {counted(self.K.shape[1], 'column')} but Q has {d_k}; "
                                  "q·k needs the same length d_k")
             if self.K.shape[0] != L or self.V.shape[0] != L:
@@ -152,10 +163,21 @@ class ToyProblem:
                 if w.shape[0] != d_model:
                     raise ShapeError(f"{src}, key {k}: {k} has {counted(w.shape[0], 'row')} but X has {counted(d_model, 'column')}; "
                                      f"X·{k} needs as many rows in {k} as columns in X")
-            if self.W_K.shape[1] != self.W_Q.shape[1]:
+            if self.W_K.shape[1] != self.W_Q.shape[1] and self.modern.n_heads == 1:
                 raise ShapeError(f"{src}, key W_K: W_K has {counted(self.W_K.shape[1], 'column')} but W_Q has "
                                  f"{self.W_Q.shape[1]}; q·k needs the same d_k")
             d_v = self.W_V.shape[1]
+        if self.modern.any:
+            src_keys = ("W_Q", "W_K", "W_V") if not direct else ("Q", "K", "V")
+            mats = [getattr(self, k) for k in (("W_Q", "W_K", "W_V") if not direct else ("Q", "K", "V"))]
+            check_sizes(self.modern, L=L, q_cols=mats[0].shape[1], k_cols=mats[1].shape[1], v_cols=mats[2].shape[1],
+                        scoring=self.scoring, causal=self.causal, source=src, q_key=src_keys[0], k_key=src_keys[1],
+                        v_key=src_keys[2])
+            d_v = d_v // self.modern.n_kv_heads
+            if self.W_O is not None and self.modern.n_heads > 1:
+                raise InputError(f"{src}, key W_O: the worked calculation follows one head (head "
+                                 f"{self.modern.head}) of {self.modern.n_heads}; W_O mixes all heads' outputs, so "
+                                 "leave it out here")
         if self.W_O is not None and self.W_O.shape[0] != d_v:
             raise ShapeError(f"{src}, key W_O: W_O has {counted(self.W_O.shape[0], 'row')} but V has {counted(d_v, 'column')}; "
                              "O·W_O needs as many rows in W_O as columns in V")
@@ -172,10 +194,20 @@ class ToyProblem:
             ok &= self.mask
         if self.causal:
             ok &= ~np.triu(np.ones((self.L, self.L), dtype=bool), k=1)
-        return ok
+        return ok & self.window_allowed()
+
+    def window_allowed(self) -> np.ndarray:
+        """(L, L) bool: False where the sliding window hides key j from query i (i − j ≥ window)."""
+        if self.modern.window is None:
+            return np.ones((self.L, self.L), dtype=bool)
+        return R.window_mask(self.L, self.L, self.modern.window, causal=False)
 
     def factor(self) -> float:
-        """The number that multiplies the raw scores (1/√d_k for "scaled"; the scoring's own)."""
+        """The number that multiplies the raw scores (1/√d_k for "scaled"; the scoring's own;
+        query_pre_attn_scalar^(−½) when given)."""
+        f = self.modern.factor()
+        if f is not None:
+            return f
         return float(R.score_factor(self.scoring, self.d_k, temperature=self.temperature))
 
 

@@ -46,6 +46,8 @@ _WORDS = {
     r"\%": "%", r"\{": "{", r"\}": "}", r"\mid": "|", r"\|": "‖", r"\lvert": "|", r"\rvert": "|",
     r"\pm": "±", r"\mu": "μ", r"\lambda": "λ", r"\Rightarrow": "⇒", r"\ll": "≪", r"\gg": "≫",
     r"\sim": "~", r"\equiv": "≡", r"\prime": "′", r"\,\cdot\,": "·", r"\backslash": "\\",
+    r"\theta": "θ", r"\varphi": "φ", r"\phi": "φ", r"\cos": "cos", r"\sin": "sin", r"\varepsilon": "ε",
+    r"\epsilon": "ε", r"\lfloor": "⌊", r"\rfloor": "⌋", r"\mapsto": "↦",
 }
 _ARG = r"\{([^{}]*)\}"
 
