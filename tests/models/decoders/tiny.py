@@ -117,6 +117,27 @@ def llama3_scaled(folder, *, seed: int = 12) -> Path:
     return _save(m, folder, VOCAB)
 
 
+def llama_rope_scaled(folder, *, seed: int, rope: dict) -> Path:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, rope_parameters=rope, **_COMMON)
+    m = LlamaForCausalLM(cfg)
+    randomise(m, seed)
+    return _save(m, folder, VOCAB)
+
+
+def llama_linear(folder, *, seed: int = 17) -> Path:
+    """Linear RoPE scaling (positions divided by the factor)."""
+    return llama_rope_scaled(folder, seed=seed, rope={"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0})
+
+
+def llama_dynamic(folder, *, seed: int = 18) -> Path:
+    """Dynamic NTK scaling: the base grows once a text is longer than max_position_embeddings
+    (128 here; the parity test's long text stays below it, so a longer one is tested apart)."""
+    return llama_rope_scaled(folder, seed=seed, rope={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0})
+
+
 def qwen2_window(folder, *, seed: int = 13, use_sliding_window: bool = True) -> Path:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -159,6 +180,7 @@ def gemma3(folder, *, seed: int = 16) -> Path:
 #: name → builder(folder) → folder
 BUILDERS: dict[str, Callable[..., Path]] = {
     "llama_gqa": llama_gqa, "llama_mqa": llama_mqa, "llama3_scaled": llama3_scaled,
+    "llama_linear": llama_linear, "llama_dynamic": llama_dynamic,
     "qwen2_window": qwen2_window, "qwen2_full": qwen2_full, "mistral_window": mistral_window, "gemma3": gemma3,
 }
 
