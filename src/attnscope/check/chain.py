@@ -127,18 +127,49 @@ def _reach(taint: np.ndarray, reach: str, pairing: str) -> np.ndarray:
     return taint | taint[:, partner]
 
 
+def _rotation_links(o: dict, qpos: int, labels: list) -> list:
+    """A decoder row's steps before the scores (:func:`attnscope.explain.row_decoder.decoder_row`):
+    QK-norm of the query's q and every k (with QK-norm), then q and every k turned at their
+    positions, and the raw scores from them."""
+    n, d = o["k_pre"].shape
+    feats = [str(c + 1) for c in range(d)]
+    links = []
+    q_prev = (None, lambda w: o["q_pre"][None, :])
+    k_prev = (None, lambda w: o["k_pre"])
+    if "rms" in o:
+        r = o["rms"]
+        links += [Link("Q_normed", r["q_normed"][None, :], lambda w: r["q_normed"][None, :], lambda T: {}, ["-"], feats,
+                       vector="row"),
+                  Link("K_normed", r["k_normed"], lambda w: r["k_normed"], lambda T: {}, labels, feats)]
+        q_prev = ("Q_normed", lambda w: w["Q_normed"])
+        k_prev = ("K_normed", lambda w: w["K_normed"])
+    inv, pos = o["inv_freq"], np.arange(n)
+    for name, exact, prev, where, rows, vec in (("Q_rot", o["q_rot"][None, :], q_prev, [qpos], ["-"], "row"),
+                                                ("K_rot", o["k_rot"], k_prev, pos, labels, None)):
+        links.append(Link(name, exact, lambda w, prev=prev, where=where: R.rotate(prev[1](w), where, inv, "half"),
+                          lambda T, prev=prev: {} if prev[0] is None else {prev[0]: _reach(T[prev[0]], "pair", "half")},
+                          rows, feats, vector=vec))
+    links.append(Link("scores", o["raw"][None, :], lambda w: R.raw_scores(w["Q_rot"][0], w["K_rot"])[None, :],
+                      lambda T: {"Q_rot": np.repeat(T["Q_rot"].any(1, keepdims=True), n, 1),
+                                 "K_rot": T["K_rot"].any(1)[None, :]}, ["-"], labels, vector="row"))
+    return links
+
+
 def row_chain(raw: np.ndarray, keys: list, factor: float, allowed: Optional[np.ndarray] = None,
-              V: Optional[np.ndarray] = None, meta: Optional[dict] = None, source: str = "problem") -> Chain:
-    """One query row: raw scores (S,) are given (or come from a model), V (S, d_v) optional."""
+              V: Optional[np.ndarray] = None, meta: Optional[dict] = None, source: str = "problem",
+              operands: Optional[dict] = None, qpos: int = 0) -> Chain:
+    """One query row: raw scores (S,) are given (or come from a model), V (S, d_v) optional.
+    ``operands``: a decoder row's q and k before rotation (then the chain starts there)."""
     from ..explain.row import row_values
     S = len(raw)
     vals = row_values(raw, factor, allowed, V, source)
     ok = np.isfinite(vals["masked"])[None, :]  # (1, S)
     shift = vals["shift"]
     labels = [f"{j} ({k})" for j, k in enumerate(keys)]
-    links = [
+    first = _rotation_links(operands, qpos, labels) if operands is not None else [
         Link("scores", vals["scores"][None, :], lambda w: vals["scores"][None, :], lambda T: {},
-             ["-"], labels, vector="row"),
+             ["-"], labels, vector="row")]
+    links = first + [
         Link("scaled", vals["masked"][None, :], lambda w: np.where(ok, w["scores"] * factor, -np.inf),
              lambda T: {"scores": T["scores"]}, ["-"], labels, vector="row"),
         Link("exp", vals["exp"][None, :], lambda w: R.shifted_exp(w["scaled"], shift),

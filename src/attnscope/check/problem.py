@@ -49,7 +49,8 @@ def problem_chain(spec: Any, source: str) -> tuple:
             raise type(e)(f"{where}: {e}") from None
         desc = {"kind": "model", "model": d["model"].name, "text": spec["text"], "layer": d["layer"],
                 "head": d["head"], "position": d["qpos"], "token": d["tokens"][d["qpos"]], "tokens": d["tokens"]}
-        return row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc, source=where), desc
+        return row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc, source=where,
+                         operands=d.get("decoder"), qpos=d["qpos"]), desc
     if "scores" in spec:
         allowed_keys = {"scores", "tokens", "d_k", "dk", "values", "V", "query", "factor"}
         extra = [k for k in spec if k not in allowed_keys]

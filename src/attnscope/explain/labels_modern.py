@@ -71,6 +71,7 @@ EN = {
     "window.row": "{tok}: keys {keys} come before it but are {w} or more positions back, outside the sliding "
                   "window of {w}.",
     "window.none": "The sliding window is {w}; with {n} tokens no key is far enough back to be hidden.",
+    "row.window_reach": "This layer's sliding window is {w}; every key before {tok} lies within it.",
     "window.why": "Why a window: a query then reads at most {w} keys, so memory and time grow with the window, not "
                   "with the text (Mistral; Gemma 3's local layers). What lies farther back still arrives, indirectly, "
                   "through earlier layers and the layers without a window.",
@@ -141,6 +142,7 @@ ZH = {
                         "$1/\\sqrt{d_k}$ = $1/\\sqrt{{d}}$，但这个系数来自配置，而不是头的宽度。",
     "window.row": "{tok}：键 {keys} 在它之前，但相距 {w} 个或更多位置，在 {w} 的滑动窗口之外。",
     "window.none": "滑动窗口是 {w}；只有 {n} 个 token，没有键远到被遮住。",
+    "row.window_reach": "这一层的滑动窗口是 {w}；{tok} 之前的每个键都在窗口之内。",
     "window.why": "为什么要窗口：每个查询最多读 {w} 个键，内存和时间随窗口而不是随文本增长（Mistral；Gemma 3 的局部层）。"
                   "更远处的信息仍会间接到达：经过前面的层和没有窗口的层。",
     "row.masked_causal": "键 {keys} 在 {tok} 之后：因果模型不让任何 token 看到未来（$-\\infty$，权重 0）。",

@@ -20,6 +20,12 @@ from .numbers import short
 DISTANCE_PAIRS = ((3, 1), (7, 5), (3, 0))
 
 
+def _given(x: float) -> str:
+    """A number given as input, as written: 1000000, 0.5, 1e-06."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e16 else short(x)
+
+
 def _x(name: str, i: int, prime: bool = False) -> Sym:
     p = "'" if prime else ""
     return Sym(f"{name}{p}[{i}]", rf"{name}{p}_{{{i}}}")
@@ -57,7 +63,7 @@ def rms_step(rows: Sequence[tuple], *, eps: float, offset: float, weights: dict,
                "RMS(x) = √(mean(x²) + ε),   x̂ = x / RMS(x) · w")
     tex = (r"\mathrm{RMS}(x)=\sqrt{\tfrac{1}{d}\textstyle\sum_i x_i^2+\varepsilon},\quad \hat{x}=\frac{x}{\mathrm{RMS}(x)}"
            + (r"\,(1+w)" if offset else r"\,w"))
-    blocks = [Formula(formula, tex), Para(t("rms.why_gemma" if offset else "rms.why", d=d, eps=short(eps)))]
+    blocks = [Formula(formula, tex), Para(t("rms.why_gemma" if offset else "rms.why", d=d, eps=_given(eps)))]
     for which in ("q", "k"):
         w = weights.get(which)
         if w is not None:
@@ -73,7 +79,7 @@ def rms_step(rows: Sequence[tuple], *, eps: float, offset: float, weights: dict,
     blocks.append(Table(header, body, caption=t("rms.caption", n=n, d=d) if n < d else None))
     blocks += list(matrices)
     if trace_diff is not None:
-        blocks.append(Para(t("rms.trace_check", diff=trace_diff), style="note"))
+        blocks.append(Para(t("rms.trace_check", diff=f"{trace_diff:.1e}"), style="note"))
     return Step("qk_norm", t("step.qk_norm"), blocks)
 
 
@@ -96,9 +102,9 @@ def rotation_step(rows: Sequence[tuple], *, inv_freq: np.ndarray, pairing: str, 
     else:
         blocks.append(Para(t("rope.pairs_adjacent")))
     if scaling:
-        blocks.append(Para(t("rope.scaled", kind=scaling, base=short(base)), style="note"))
+        blocks.append(Para(t("rope.scaled", kind=scaling, base=_given(base)), style="note"))
     else:
-        blocks.append(Para(t("rope.freq", base=short(base), d=d,
+        blocks.append(Para(t("rope.freq", base=_given(base), d=d,
                              last=float(inv_freq[-1]), n=d // 2)))
     blocks.append(Table([t("col.pair"), t("col.features"), Sym("θ_i", r"\theta_i")],
                         [[i, f"{a[i]}, {b[i]}", float(inv_freq[i])] for i in range(n)],
@@ -156,7 +162,7 @@ def gemma_scale_para(query_scale: float, d: int) -> Para:
     s = 1.0 / query_scale ** 2
     s = round(s) if abs(s - round(s)) < 1e-9 * max(1.0, s) else s
     same = math.isclose(query_scale, 1 / math.sqrt(d), rel_tol=1e-12)
-    return Para(t("scale.gemma_same" if same else "scale.gemma", s=VecParam([s], exact=True), c=query_scale,
+    return Para(t("scale.gemma_same" if same else "scale.gemma", s=_given(s), c=query_scale,
                   root=1 / math.sqrt(d), d=d))
 
 

@@ -114,8 +114,14 @@ def _check_index(what: str, value, n: int, unit: str) -> int:
 def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float, d_k: int,
               scale_kind: str = "scaled", allowed=None, V=None, dims: int = 3, title, intro: list,
               meta: dict, expand: str = "auto", trace_check: Optional[dict] = None,
-              source_key: str = "row.raw_why", source: str = "input") -> Worked:
-    """The steps of one row (see the module doc); ``trace_check`` adds the comparison with the model."""
+              source_key: str = "row.raw_why", source: str = "input", pre_steps: Sequence[Step] = (),
+              scale_para: Optional[Para] = None, mask_paras: Optional[list] = None,
+              trace_key: str = "row.trace_check") -> Worked:
+    """The steps of one row (see the module doc); ``trace_check`` adds the comparison with the model.
+
+    ``pre_steps`` come before the raw scores (a decoder's heads, QK-norm, rotation); ``scale_para``
+    explains a factor that is not 1/√d_k (Gemma's); ``mask_paras`` say why keys are hidden (else
+    one sentence lists them)."""
     if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or dims < 1:
         raise InputError(f"dims must be a positive integer, got {dims!r}")
     v = row_values(raw, factor, allowed, V, source)
@@ -125,7 +131,7 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
     qlabel = f"{qpos}:{qtok}" if 0 <= qpos < S else qtok
     pos_keys = [f"{j}:{k}" for j, k in enumerate(keys)]
     ok = np.isfinite(v["masked"])
-    steps = []
+    steps = list(pre_steps)
 
     tab = Table([t("col.pos"), t("col.key"), t("col.raw")], [[j, keys[j], v["scores"][j]] for j in range(S)])
     steps.append(Step("scores", t("row.step_raw"),
@@ -137,12 +143,14 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
                   ScaleLine(Sym("s'", "s'"), list(v["scores"]), list(v["scaled"]),
                             divisor=Sym(f"√{d_k}", rf"\sqrt{{{d_k}}}"))]
     else:
-        blocks = [Formula("s'_j = c · s_j", r"s'_j = c\, s_j"), Para(t("row.scale_factor", c=factor)),
+        blocks = [Formula("s'_j = c · s_j", r"s'_j = c\, s_j"), scale_para or Para(t("row.scale_factor", c=factor)),
                   ScaleLine(Sym("s'", "s'"), list(v["scores"]), list(v["scaled"]), factor=factor)]
     steps.append(Step("scaled", t("step.scaled"), blocks))
 
     blocks = [Formula("e_j = exp(s'_j)", r"e_j = e^{s'_j}"), Para(t("toy.exp_why"))]
-    if not ok.all():
+    if mask_paras:
+        blocks += mask_paras
+    elif not ok.all():
         blocks.append(Para(t("row.masked", keys=", ".join(pos_keys[j] for j in range(S) if not ok[j])), style="note"))
     if v["shift"]:
         blocks.append(Para(t("row.exp_shift", m=v["shift"], limit=EXP_SHOW_LIMIT), style="note"))
@@ -187,7 +195,7 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
     if V is not None:
         blocks.append(Para(t("row.result", tok=qlabel, n=n, z=_vecp(v["output"][:n]))))
     if trace_check:
-        blocks.append(Para(t("row.trace_check", **trace_check), style="note"))
+        blocks.append(Para(t(trace_key, **trace_check), style="note"))
     steps.append(Step("result", t("row.step_result"), blocks))
 
     values = {k: v[k] for k in ("scores", "scaled", "exp", "weights")}
@@ -267,6 +275,13 @@ def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: 
     R.operand_factor(cfg.scoring, cfg.d_head)  # ConfigError for a scoring whose factor the trace lacks
     tokens = model.encode(text).tokens[0]
     qpos, notes = resolve_query(tokens, token, position, text)
+    if getattr(cfg, "kind", "") == "decoder":
+        from .row_decoder import decoder_row
+        d = decoder_row(model, text, layer, head, qpos)
+        return {"raw": d["raw"], "allowed": d["allowed"], "V": d["V"], "factor": d["factor"], "d_k": int(cfg.d_head),
+                "tokens": list(tokens), "qpos": qpos, "notes": notes, "scoring": cfg.scoring, "layer": layer,
+                "head": head, "model": model, "trace_scores": d["trace"]["scores"],
+                "trace_weights": d["trace"]["weights"], "trace_z": d["trace"]["z"], "decoder": d}
     tr = model.trace(text, names=[f"layers.{layer}.attn.{s}[{head}]" for s in ("q", "k", "v", "scores", "weights", "z")])
     row = R.trace_row(tr, layer, head, qpos)  # float64 from the trace's q, k, v
     scores, weights, z = (R.as_f64(tr.step(layer, s, head, text=0))[qpos] for s in ("scores", "weights", "z"))
@@ -292,14 +307,26 @@ def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, toke
     meta = {"source": "model", "model": model.name, "family": model.family, "text": text, "tokens": tokens,
             "layer": d["layer"], "head": d["head"], "d_head": d_k, "dims": dims, "trace_max_abs_diff": check,
             "trace_weights": d["trace_weights"].tolist(), "trace_z": d["trace_z"].tolist()}
-    intro = [Para(t("row.intro_model", model=model.name, layer=d["layer"], head=d["head"], L=len(tokens),
-                    tokens=inputs.ordinal_list(tokens), tok=f"{qpos}:{tokens[qpos]}", dk=d_k))]
-    intro += [Para(n, style="note") for n in d["notes"]]
     trace_check = {"ds": _sci(check["scores"]), "dw": _sci(check["weights"]), "dz": _sci(check["z"])}
-    return build_row(d["raw"], tokens, qpos, factor=d["factor"], d_k=d_k,
-                     scale_kind="scaled" if divides_by_root(d["scoring"]) else "factor", allowed=d["allowed"],
-                     V=d["V"], dims=dims, title=t("row.title_model", tok=tokens[qpos], layer=d["layer"], head=d["head"]),
-                     intro=intro, meta=meta, expand=expand, trace_check=trace_check, source=where)
+    extra: dict = {}
+    if "decoder" in d:
+        from .row_decoder import decoder_parts
+        extra = decoder_parts(model, d, vals, dims)
+        meta.update(extra.pop("meta"))
+        trace_check.update(extra.pop("trace_check"))
+        intro = extra.pop("intro")
+    else:
+        intro = [Para(t("row.intro_model", model=model.name, layer=d["layer"], head=d["head"], L=len(tokens),
+                        tokens=inputs.ordinal_list(tokens), tok=f"{qpos}:{tokens[qpos]}", dk=d_k))]
+    intro += [Para(n, style="note") for n in d["notes"]]
+    kind = "scaled" if divides_by_root(d["scoring"]) and not extra.get("scale_para") else "factor"
+    w = build_row(d["raw"], tokens, qpos, factor=d["factor"], d_k=d_k, scale_kind=kind, allowed=d["allowed"],
+                  V=d["V"], dims=dims, title=t("row.title_model", tok=tokens[qpos], layer=d["layer"], head=d["head"]),
+                  intro=intro, meta=meta, expand=expand, trace_check=trace_check, source=where,
+                  pre_steps=extra.get("pre_steps", ()), scale_para=extra.get("scale_para"),
+                  mask_paras=extra.get("mask_paras"), trace_key=extra.get("trace_key", "row.trace_check"))
+    w.values.update(extra.get("values", {}))
+    return w
 
 
 def _sci(x: float) -> str:

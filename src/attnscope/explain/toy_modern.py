@@ -248,7 +248,7 @@ def check_sizes(m: Modern, *, L: int, q_cols: int, k_cols: int, v_cols: int, sco
     d = q_cols // m.n_heads
     if k_cols != m.n_kv_heads * d:
         raise InputError(f"{source}, key {k_key}: {k_key} has {k_cols} columns but the {m.n_kv_heads} key/value "
-                         f"head{'s' if m.n_kv_heads > 1 else ''} need n_kv_heads × d_head = {m.n_kv_heads * d}")
+                         f"head{'s need' if m.n_kv_heads > 1 else ' needs'} n_kv_heads × d_head = {m.n_kv_heads * d}")
     if v_cols % m.n_kv_heads:
         raise InputError(f"{source}, key {v_key}: {v_key} has {v_cols} columns, not a multiple of n_kv_heads = "
                          f"{m.n_kv_heads}")
