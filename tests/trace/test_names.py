@@ -4,6 +4,7 @@ import attnscope
 from attnscope import TRACE_NAMES
 from attnscope.hooks import HookPoint
 from tests.models.encoders.fixtures import encoder_dirs, encoders  # noqa: F401
+from tests.models.seq2seq.fixtures import seq2seq, seq2seq_dirs  # noqa: F401
 
 PINNED = (
     "embed.tokens", "embed.segments", "embed.positions", "embed.out", "embed.projected",
@@ -100,3 +101,50 @@ def test_encoder_family_names(encoders):
     tr = v3.trace("a b c", names=["layers.1.attn.scores_p2c[2]", "layers.0.attn.bias[0]"])
     n = tr.lengths[0]
     assert tr["layers.1.attn.scores_p2c[2]"].shape == tr["layers.0.attn.bias[0]"].shape == (1, n, n)
+
+
+SEQ2SEQ_PINNED = (
+    "encoder.embed.tokens", "encoder.embed.positions", "encoder.embed.out",
+    "encoder.layers.{i}.attn_in",
+    "encoder.layers.{i}.attn.q", "encoder.layers.{i}.attn.k", "encoder.layers.{i}.attn.v", "encoder.layers.{i}.attn.bias",
+    "encoder.layers.{i}.attn.scores", "encoder.layers.{i}.attn.scaled", "encoder.layers.{i}.attn.masked",
+    "encoder.layers.{i}.attn.weights", "encoder.layers.{i}.attn.z", "encoder.layers.{i}.attn.merged",
+    "encoder.layers.{i}.attn.out", "encoder.layers.{i}.attn_resid", "encoder.layers.{i}.ffn_in",
+    "encoder.layers.{i}.ffn.gate", "encoder.layers.{i}.ffn.hidden", "encoder.layers.{i}.ffn.out",
+    "encoder.layers.{i}.ffn_resid", "encoder.layers.{i}.out", "encoder.final_norm",
+    "decoder.embed.tokens", "decoder.embed.positions", "decoder.embed.out",
+    "decoder.layers.{i}.self_attn_in",
+    "decoder.layers.{i}.self_attn.q", "decoder.layers.{i}.self_attn.k", "decoder.layers.{i}.self_attn.v",
+    "decoder.layers.{i}.self_attn.bias", "decoder.layers.{i}.self_attn.scores", "decoder.layers.{i}.self_attn.scaled",
+    "decoder.layers.{i}.self_attn.masked", "decoder.layers.{i}.self_attn.weights", "decoder.layers.{i}.self_attn.z",
+    "decoder.layers.{i}.self_attn.merged", "decoder.layers.{i}.self_attn.out", "decoder.layers.{i}.self_attn_resid",
+    "decoder.layers.{i}.cross_attn_in",
+    "decoder.layers.{i}.cross_attn.q", "decoder.layers.{i}.cross_attn.k", "decoder.layers.{i}.cross_attn.v",
+    "decoder.layers.{i}.cross_attn.scores", "decoder.layers.{i}.cross_attn.scaled", "decoder.layers.{i}.cross_attn.masked",
+    "decoder.layers.{i}.cross_attn.weights", "decoder.layers.{i}.cross_attn.z", "decoder.layers.{i}.cross_attn.merged",
+    "decoder.layers.{i}.cross_attn.out", "decoder.layers.{i}.cross_attn_resid",
+    "decoder.layers.{i}.ffn_in", "decoder.layers.{i}.ffn.gate", "decoder.layers.{i}.ffn.hidden", "decoder.layers.{i}.ffn.out",
+    "decoder.layers.{i}.ffn_resid", "decoder.layers.{i}.out", "decoder.final_norm",
+)
+
+
+def test_seq2seq_names_are_pinned(seq2seq):
+    assert attnscope.trace.names.SEQ2SEQ_NAMES == SEQ2SEQ_PINNED
+    t5, v11, bart = seq2seq["t5"], seq2seq["t5_v11"], seq2seq["bart"]
+
+    def stack(model, prefix, n, drop):
+        ts = [t for t in SEQ2SEQ_PINNED if t.startswith(prefix) and not any(t.endswith(d) for d in drop)]
+        return [t for t in ts if "{i}" not in t and "final" not in t] + \
+            [t.format(i=i) for i in range(n) for t in ts if "{i}" in t] + [t for t in ts if "final" in t]
+    t5_drop = ("embed.positions", "ffn.gate")  # relative positions; v1.0's relu FFN
+    assert t5.hook_names == stack(t5, "encoder.", 2, t5_drop) + stack(t5, "decoder.", 3, t5_drop)
+    assert v11.hook_names == stack(v11, "encoder.", 2, ("embed.positions",)) + stack(v11, "decoder.", 2, ("embed.positions",))
+    bart_drop = (".bias", "ffn.gate", "final_norm")  # no score bias, no gated FFN, post-LN without final norms
+    assert bart.hook_names == stack(bart, "encoder.", 2, bart_drop) + stack(bart, "decoder.", 2, bart_drop)
+    for model in (t5, v11, bart):
+        points = [n for n, m in model.named_modules() if isinstance(m, HookPoint)]
+        assert points == model.hook_names  # every hook point is a name, in forward order
+        tr = model.trace(["a b", "a b c d"], ["x", "y z"])
+        assert tr.names == model.hook_names
+    tr = t5.trace("a b c", "x y", names=["decoder.layers.*.cross_attn.weights[2]", "encoder.layers.1.attn.bias[0]"])
+    assert tr["decoder.layers.2.cross_attn.weights[2]"].shape == (1, tr.target_lengths[0], tr.lengths[0])

@@ -17,7 +17,8 @@ from .generation import Generation
 from .loader import DEFAULT_NAME, default_model_path, load
 from .model import Model
 from .registry import FAMILIES, Family, WeightRule, supported_model_types
+from .seq2seq_model import Seq2SeqModel
 
 __all__ = ["load", "default_model_path", "DEFAULT_NAME", "Model", "DecoderModel", "EncoderModel", "DebertaModel",
-           "LoadedModel", "Generation",
+           "Seq2SeqModel", "LoadedModel", "Generation",
            "Family", "WeightRule", "FAMILIES", "supported_model_types"]

@@ -109,7 +109,7 @@ def family_for(model_type, source: str = "config.json") -> Family:
 
 def _ensure_registered() -> None:
     from . import bert, gemma3, gpt2, llama, mistral, qwen2, roberta  # noqa: F401  (each registers itself on import)
-    from . import albert, deberta_v2, distilbert, electra, xlm_roberta  # noqa: F401
+    from . import albert, bart, deberta_v2, distilbert, electra, t5, xlm_roberta  # noqa: F401
 
 
 #: SentencePiece model files that some checkpoints carry instead of a tokenizer.json.

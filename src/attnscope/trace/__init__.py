@@ -52,6 +52,30 @@ Only the names a model's architecture has are listed (``model.hook_names``): the
 (``q_proj`` … ``mask``, ``ffn.gate``) only in Llama, Qwen2, Mistral and Gemma 3, QK-norm and the
 post-norms only in Gemma 3, no ``embed.positions`` with rotary positions.
 
+**Encoder–decoder models** (T5, BART: ``model.trace(source, target)``, names
+:data:`~attnscope.trace.names.SEQ2SEQ_NAMES`, a :class:`~attnscope.trace.seq2seq.Seq2SeqTrace`;
+S = source length, T = decoder length, start token included):
+
+=============================================  ====================  ==================================
+name                                           shape                 what
+=============================================  ====================  ==================================
+``encoder.embed.tokens|positions|out``         (B, S, d)             as above (positions: BART only)
+``encoder.layers.{i}.attn.*``                  (B, H, S, S), …       encoder self-attention, every step
+``encoder.layers.{i}.attn.bias``               (B, H, S, S)          T5's relative position bias (one
+                                                                     tensor in every layer)
+``encoder.layers.{i}.{attn_in … out}``         (B, S, d)             the layer's stream, as above
+``encoder.final_norm``                         (B, S, d)             T5's final RMS norm
+``decoder.embed.*``                            (B, T, d)             the target's embeddings
+``decoder.layers.{i}.self_attn_in|_resid``     (B, T, d)             around causal self-attention
+``decoder.layers.{i}.self_attn.*``             (B, H, T, T), …       causal self-attention (T5: + bias)
+``decoder.layers.{i}.cross_attn_in|_resid``    (B, T, d)             around cross-attention
+``decoder.layers.{i}.cross_attn.q``            (B, H, T, d_head)     queries from the target
+``decoder.layers.{i}.cross_attn.k|v``          (B, H, S, d_head)     keys and values from the source
+``decoder.layers.{i}.cross_attn.weights``      (B, H, T, S)          target rows over source columns
+``decoder.layers.{i}.{ffn_in … out}``          (B, T, d)             FFN (``ffn.gate``: T5 v1.1)
+``decoder.final_norm``                         (B, T, d)             T5's final RMS norm
+=============================================  ====================  ==================================
+
 **One head.** A ``[h]`` suffix on a per-head name (``q k v scores scaled masked weights z``, and
 ``q_proj k_proj q_normed k_normed``) selects head h and drops the head axis:
 ``layers.3.attn.weights[5]`` is ``(B, L, L)``. h is always a query head: on a k/v name it is the
@@ -81,9 +105,9 @@ there, ``weights`` 0); rows and vectors *at* padded positions are computed but m
 slice ``[:n]`` with ``n = trace.lengths[b]``.
 """
 
-from .names import HEAD_STEPS, TRACE_NAMES, expand_names, key, resolve
+from .names import HEAD_STEPS, SEQ2SEQ_NAMES, TRACE_NAMES, expand_names, key, resolve
 from .record import FORMAT, FORMAT_VERSION, Trace, TraceKeyError
 from .run import attached_hooks, run_trace
 
-__all__ = ["TRACE_NAMES", "HEAD_STEPS", "Trace", "TraceKeyError", "run_trace", "attached_hooks",
+__all__ = ["TRACE_NAMES", "SEQ2SEQ_NAMES", "HEAD_STEPS", "Trace", "TraceKeyError", "run_trace", "attached_hooks",
            "expand_names", "resolve", "key", "FORMAT", "FORMAT_VERSION"]

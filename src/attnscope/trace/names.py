@@ -30,6 +30,28 @@ TRACE_NAMES: tuple[str, ...] = (
     "final_norm",
 )
 
+_ATTN = ("q", "k", "v", "bias", "scores", "scaled", "masked", "weights", "z", "merged", "out")
+_FFN = ("ffn_in", "ffn.gate", "ffn.hidden", "ffn.out", "ffn_resid", "out")
+
+#: Name templates of an encoder–decoder model (T5, BART), in forward order. Public API. ``{i}``
+#: counts the encoder's layers in ``encoder.*`` and the decoder's in ``decoder.*``; ``bias`` is
+#: T5's relative position bias (self-attention only), ``ffn.gate`` its gated FFN (v1.1).
+SEQ2SEQ_NAMES: tuple[str, ...] = (
+    "encoder.embed.tokens", "encoder.embed.positions", "encoder.embed.out",
+    "encoder.layers.{i}.attn_in", *(f"encoder.layers.{{i}}.attn.{s}" for s in _ATTN),
+    "encoder.layers.{i}.attn_resid", *(f"encoder.layers.{{i}}.{s}" for s in _FFN),
+    "encoder.final_norm",
+    "decoder.embed.tokens", "decoder.embed.positions", "decoder.embed.out",
+    "decoder.layers.{i}.self_attn_in", *(f"decoder.layers.{{i}}.self_attn.{s}" for s in _ATTN),
+    "decoder.layers.{i}.self_attn_resid",
+    "decoder.layers.{i}.cross_attn_in", *(f"decoder.layers.{{i}}.cross_attn.{s}" for s in _ATTN if s != "bias"),
+    "decoder.layers.{i}.cross_attn_resid", *(f"decoder.layers.{{i}}.{s}" for s in _FFN),
+    "decoder.final_norm",
+)
+
+#: The attention blocks of a layer whose steps take a ``[h]`` suffix.
+ATTENTION_BLOCKS: tuple[str, ...] = ("attn", "self_attn", "cross_attn")
+
 #: Steps of ``layers.{i}.attn`` that have a head axis (dim 1) and accept a ``[h]`` suffix, in every family.
 HEAD_STEPS: tuple[str, ...] = ("q", "k", "v", "scores", "scaled", "masked", "weights", "z")
 
@@ -95,11 +117,37 @@ def fires(template: str, config: TransformerConfig) -> bool:
 def expand_names(config: TransformerConfig) -> list[str]:
     """Every concrete name for a model with ``config``, in forward order; only names that fire
     for this architecture (see :func:`fires`)."""
+    if getattr(config, "kind", "") == "seq2seq":
+        return _seq2seq_names(config)
     out = [t for t in TRACE_NAMES if "{i}" not in t and fires(t, config)]
     layer_templates = [t for t in TRACE_NAMES if "{i}" in t and fires(t, config)]
     head = [n for n in out if n.startswith("embed.")]
     tail = [n for n in out if n not in head]
     return head + [t.format(i=i) for i in range(config.n_layers) for t in layer_templates] + tail
+
+
+def _seq2seq_names(config) -> list[str]:
+    """:data:`SEQ2SEQ_NAMES` for an encoder–decoder config: each stack's layers, only names that fire
+    (no positions, final norms or bias without them; ``ffn.gate`` only in a gated FFN)."""
+    def fires_here(t: str) -> bool:
+        step = t.split("{i}.")[-1] if "{i}" in t else t.split(".", 1)[1]
+        if step == "embed.positions":
+            return config.position == "learned"
+        if step == "final_norm":
+            return bool(config.final_norm)
+        if step.endswith(".bias"):
+            return bool(config.score_bias)
+        if step == "ffn.gate":
+            return bool(config.gated_ffn)
+        return True
+
+    out = []
+    for stack, n in (("encoder", config.n_layers), ("decoder", config.n_decoder_layers)):
+        ts = [t for t in SEQ2SEQ_NAMES if t.startswith(stack + ".") and fires_here(t)]
+        out += [t for t in ts if "{i}" not in t and not t.endswith("final_norm")]
+        out += [t.format(i=i) for i in range(n) for t in ts if "{i}" in t]
+        out += [t for t in ts if t.endswith("final_norm")]
+    return out
 
 
 def _split_head(pattern: str) -> tuple[str, Optional[int]]:
@@ -109,8 +157,8 @@ def _split_head(pattern: str) -> tuple[str, Optional[int]]:
 
 def _is_head_step(name: str) -> bool:
     parts = name.split(".")
-    return len(parts) == 4 and parts[0] == "layers" and parts[2] == "attn" and \
-        parts[3] in HEAD_STEPS + PRE_ROTARY_STEPS + SCORE_TERM_STEPS
+    return len(parts) >= 4 and parts[-4] == "layers" and parts[-2] in ATTENTION_BLOCKS and \
+        parts[-1] in HEAD_STEPS + PRE_ROTARY_STEPS + SCORE_TERM_STEPS
 
 
 def resolve(patterns: Union[None, str, Iterable[str]], all_names: Sequence[str], n_heads: int,

@@ -1,0 +1,103 @@
+"""Bad input to the encoder–decoder models: one clear error each."""
+
+import json
+import re
+import shutil
+
+import pytest
+from safetensors.torch import load_file, save_file
+
+import attnscope
+from attnscope import InputError, ModelLoadError
+
+
+def _copy(dirs, name, tmp_path):
+    folder = tmp_path / name
+    shutil.copytree(dirs[name], folder)
+    return folder
+
+
+def test_a_target_without_a_source(seq2seq):
+    with pytest.raises(InputError, match=r"a target needs its source"):
+        seq2seq["t5"].trace(None, "Die Katze")
+
+
+def test_a_source_without_a_target_in_trace(seq2seq):
+    with pytest.raises(InputError, match=r"needs a target text for the decoder"):
+        seq2seq["bart"].trace("The cat")
+
+
+def test_sources_and_targets_must_pair(seq2seq):
+    with pytest.raises(InputError, match=r"2 source text\(s\) but 1 target\(s\)"):
+        seq2seq["bart"].trace(["a", "b"], ["c"])
+
+
+def test_a_source_past_the_positions(seq2seq):
+    with pytest.raises(InputError, match=r"longer than the model's limit of 64 positions"):
+        seq2seq["bart"].generate("the cat " * 60)
+    with pytest.raises(InputError, match=r"longer than the model's limit of 512 positions"):
+        seq2seq["t5"].trace("the cat " * 400, "x")
+
+
+def test_too_many_new_tokens_for_learned_positions(seq2seq):
+    with pytest.raises(attnscope.ConfigError, match=r"max_new_tokens = 64 passes the decoder's 64 positions"):
+        seq2seq["bart"].generate("the cat", max_new_tokens=64)
+
+
+def test_forward_needs_the_decoder_input(seq2seq):
+    model = seq2seq["t5"]
+    with pytest.raises(InputError, match=r"needs the decoder's input too"):
+        model(model.encode("a b").input_ids)
+
+
+@pytest.mark.parametrize("name,key", [
+    ("t5", "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"),
+    ("t5_v11", "lm_head.weight"),
+    ("t5", "decoder.block.2.layer.1.EncDecAttention.k.weight"),
+    ("bart", "final_logits_bias"),
+    ("bart", "model.decoder.layers.1.encoder_attn.v_proj.bias"),
+])
+def test_a_missing_weight_is_named(name, key, seq2seq_dirs, tmp_path):
+    folder = _copy(seq2seq_dirs, name, tmp_path)
+    sd = load_file(str(folder / "model.safetensors"))
+    del sd[key]
+    save_file(sd, str(folder / "model.safetensors"))
+    short = key[len("model."):] if key.startswith("model.") else key
+    with pytest.raises(ModelLoadError, match=re.escape(f"missing weight {short!r}")):
+        attnscope.load(folder)
+
+
+def test_an_encoder_only_t5_checkpoint(seq2seq_dirs, tmp_path):
+    folder = _copy(seq2seq_dirs, "t5", tmp_path)
+    sd = {k: v for k, v in load_file(str(folder / "model.safetensors")).items() if not k.startswith("decoder.")}
+    save_file(sd, str(folder / "model.safetensors"))
+    with pytest.raises(ModelLoadError, match=r"missing weight 'decoder\.block\.0"):
+        attnscope.load(folder)
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"feed_forward_proj": "gated-tanh"}, r"feed_forward_proj 'gated-tanh' is not supported"),
+])
+def test_unsupported_t5_settings(change, message, seq2seq_dirs, tmp_path):
+    folder = _copy(seq2seq_dirs, "t5", tmp_path)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, **change}))
+    with pytest.raises(ModelLoadError, match=message):
+        attnscope.load(folder)
+
+
+def test_mbart_style_bart_is_refused(seq2seq_dirs, tmp_path):
+    folder = _copy(seq2seq_dirs, "bart", tmp_path)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "normalize_before": True}))
+    with pytest.raises(ModelLoadError, match=r"normalize_before / add_final_layer_norm"):
+        attnscope.load(folder)
+
+
+def test_save_and_load_a_seq2seq_trace(seq2seq, tmp_path):
+    from attnscope.trace.seq2seq import Seq2SeqTrace
+
+    tr = seq2seq["bart_zh"].trace(["我喜欢人工智能", "你好"], ["你好世界。", "我"], names="decoder.layers.*.cross_attn.*")
+    back = Seq2SeqTrace.load(tr.save(tmp_path / "t"))
+    assert back.target_tokens == tr.target_tokens and back.config.n_decoder_layers == 2
+    assert (back.weights(1, attention="cross", text=1) - tr.weights(1, attention="cross", text=1)).abs().max() == 0
