@@ -36,6 +36,7 @@ Usage: ``python benchmarks/long.py [--lengths 2048 8192 16384] [--ring-lengths 8
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import statistics
 import sys
@@ -232,16 +233,21 @@ def ring_worker(rank: int, world: int, L: int, rounds: int, threads: int, scorin
         with torch.no_grad():
             ring_attention(q, k, v, scoring=scoring)
 
+    def wait_all_ranks() -> None:
+        # rank 0's references may take minutes on a loaded machine: longer than the group's
+        # time-out, which a plain barrier obeys
+        dist.monitored_barrier(timeout=datetime.timedelta(hours=2), wait_all_ranks=True)
+
     def ring_bwd() -> float:
         ql, kl, vl = (t.clone().requires_grad_() for t in (q, k, v))
         out = ring_attention(ql, kl, vl, scoring=scoring)
-        dist.barrier()
+        wait_all_ranks()
         t0 = time.perf_counter()
         out.backward(g_out)
         return time.perf_counter() - t0
 
     for r in range(rounds):
-        dist.barrier()
+        wait_all_ranks()
         c_idle = time.process_time()
         if rank == 0:
             torch.set_num_threads(threads)
@@ -260,7 +266,7 @@ def ring_worker(rank: int, world: int, L: int, rounds: int, threads: int, scorin
                                                torch.randn(1, HEADS, L, D_HEAD)))
             del qg, kg, vg
             torch.set_num_threads(1)
-        dist.barrier()
+        wait_all_ranks()
         res["idle_cpu"].append(time.process_time() - c_idle)  # ranks > 0: CPU spent waiting for rank 0
         t, m, c = measure(ring_fwd)
         res["ring_f"].append(t)
@@ -292,6 +298,7 @@ def ring_part(lengths, ranks, rounds: int, threads: int, scorings):
                          ring_mem=ring_mem, cpu_ratio=min(ring_cpu) / min(r0["sdpa_cpu"]),
                          idle_cpu=max(med(r["idle_cpu"]) for r in res[1:]) if P > 1 else 0.0,
                          with_inputs=(ring_mem + inputs_mib / P) / (med(r0["bw_mem"]) + inputs_mib)))
+        print(f"[ring] {rows[-1]}", file=sys.stderr, flush=True)  # kept even if a later run fails
     return rows
 
 
