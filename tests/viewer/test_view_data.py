@@ -22,12 +22,12 @@ def test_qkv_are_the_traced_tensors_bit_for_bit(trace):
     for b, entry in enumerate(d["texts"]):
         n = len(trace.tokens[b])
         assert entry["tokens"] == trace.tokens[b]
-        qkv = data.decode(entry["qkv"])  # (L, 3, H, n, d_head)
-        assert qkv.shape == (6, 3, 12, n, 32)
-        for layer in (0, 5):
-            for kind, step in enumerate("qkv"):
+        for step in "qkv":
+            arr = data.decode(entry[step])  # (L, H, n, d_head)
+            assert arr.shape == (6, 12, n, 32)
+            for layer in (0, 5):
                 ref = trace[f"layers.{layer}.attn.{step}"][b, :, :n].numpy()
-                assert qkv[layer, kind].tobytes() == ref.tobytes()
+                assert arr[layer].tobytes() == ref.tobytes()
     assert d["config"]["factor"] == 1 / math.sqrt(32)
 
 

@@ -1,8 +1,14 @@
 """The data an attnscope viewer page carries, and its compact encoding.
 
-**What is stored.** For each text: its tokens, and q, k, v of every layer and head as float32,
-exactly as traced. The page recomputes attention from them in JavaScript in float64:
-``weights = softmax(factor · q·kᵀ)`` (causal models mask future keys). Products of two float32
+**What is stored.** For each text: its tokens, and q, k, v of every layer as float32, exactly as
+traced: q of every query head, k and v of every key/value head (grouped-query models store fewer;
+query head h reads k/v head ``h // kv_group``). The page recomputes attention from them in
+JavaScript in float64: ``weights = softmax(factor · q·kᵀ)`` with the layer's mask (causal models
+hide later keys, sliding-window layers keys ``window`` or more positions back). For rotary models
+(Llama, Qwen2, Mistral, Gemma 3) q and k are stored *before* the rotation (after QK-norm, where the
+model has it) with the layer's frequencies, and the page turns them itself in float64, pair
+(i, i + d/2) by position · θ_i, exactly as ``attnscope explain`` does; the factor is the model's
+(Gemma's query_pre_attn_scalar^−½). Products of two float32
 numbers are exact in float64, so the page's scores agree with a float64 computation in Python to
 ~1e-15 relative: every number the step view shows is the one ``attnscope explain`` prints at the
 same decimals (rounding half-up on the shortest decimal form; only a value within ~1e-15 of a
@@ -32,7 +38,7 @@ from ..errors import InputError
 from .context import context_comparison
 
 FORMAT = "attnscope.view"
-VERSION = 1
+VERSION = 2
 #: Thumbnails have at most this many cells a side.
 THUMB = 64
 #: The page offers 0..MAX_DECIMALS decimals (float64 shows ~15 significant digits; the numbers of
@@ -95,23 +101,60 @@ def _check_weights(trace, layer: int, index: int, w: np.ndarray) -> None:
                              f"weights by {err:.3g}; the viewer only shows plain dot-product attention")
 
 
-def _text_entry(trace, index: int, check: bool) -> dict:
+def operand_steps(config) -> tuple[str, str]:
+    """The trace steps the page stores as q and k: ``q``/``k`` (the dot product's operands), or
+    for rotary models the operands before the rotation (``q_normed``/``k_normed`` with QK-norm,
+    else ``q_proj``/``k_proj``), which the page turns itself."""
+    if getattr(config, "position", None) != "rotary":
+        return "q", "k"
+    return ("q_normed", "k_normed") if getattr(config, "qk_norm", False) else ("q_proj", "k_proj")
+
+
+def rope_tables(config, n: int) -> Optional[list]:
+    """Per layer, what the page needs to turn q and k: ``{"base", "inv_freq" (d/2 float64),
+    "scaling", "pairing": "half"}``; None for models without rotary positions."""
+    if getattr(config, "position", None) != "rotary":
+        return None
+    from ..explain.row_decoder import inv_freq
+    out = []
+    for layer in range(config.n_layers):
+        inv, base, scaling = inv_freq(config, layer, n)
+        out.append({"base": base, "inv_freq": [float(x) for x in inv], "scaling": scaling, "pairing": "half"})
+    return out
+
+
+def page_weights(q: np.ndarray, k: np.ndarray, factor: float, mask: np.ndarray, rope: Optional[dict]) -> np.ndarray:
+    """The page's arithmetic in float64: q (H, n, d), k (H_kv, n, d) as stored, turned at positions
+    0 … n − 1 when ``rope`` is given, k/v head h // group for query head h → weights (H, n, n)."""
+    q, k = R.as_f64(q), R.as_f64(k)
+    if rope is not None:
+        pos = np.arange(q.shape[1])
+        q, k = (R.rotate(x, pos, rope["inv_freq"], rope["pairing"]) for x in (q, k))
+    k = np.repeat(k, q.shape[0] // k.shape[0], axis=0)  # (H, n, d)
+    return R.attention_weights(q, k, factor, mask=mask)
+
+
+def _text_entry(trace, index: int, check: bool, rope: Optional[list] = None) -> dict:
     toks = trace.text_tokens(index)
-    _require(trace, [f"layers.{i}.attn.{s}" for i in range(trace.n_layers) for s in ("q", "k", "v")])
+    qs, ks = operand_steps(trace.config)
+    _require(trace, [f"layers.{i}.attn.{s}" for i in range(trace.n_layers) for s in (qs, ks, "v")])
     factor = R.trace_factor(trace)
-    qkv, thumbs = [], []
+    arrays: dict = {"q": [], "k": [], "v": []}
+    thumbs = []
     for layer in range(trace.n_layers):
-        q, k, v = (x.detach().cpu().float().numpy() for x in trace.qkv(layer, text=index))  # (H, n, d_head) each
-        qkv.append(np.stack([q, k, v]))  # (3, H, n, d_head)
-        # the page's arithmetic: softmax(factor · q·kᵀ) from the float32 numbers it stores, in float64
-        w = R.attention_weights(q, k, factor, mask=trace.mask(layer, text=index).cpu().numpy())  # (H, n, n)
+        q, k, v = (trace.step(layer, s, text=index).detach().cpu().float().numpy() for s in (qs, ks, "v"))
+        for name, x in (("q", q), ("k", k), ("v", v)):
+            arrays[name].append(x)  # (H | H_kv, n, d_head)
+        w = page_weights(q, k, factor, trace.mask(layer, text=index).cpu().numpy(), rope[layer] if rope else None)
         if check:
             _check_weights(trace, layer, index, w)
         thumbs.append(thumbnails(w))
     text = (getattr(trace, "texts", None) or [None] * (index + 1))
-    return {"text": text[index] if index < len(text) else None, "tokens": toks,
-            "qkv": encode(np.stack(qkv).astype(np.float32)),  # (L, 3, H, n, d_head)
-            "thumbs": encode(np.stack(thumbs))}  # (L, H, T, T)
+    entry = {"text": text[index] if index < len(text) else None, "tokens": toks,
+             "thumbs": encode(np.stack(thumbs))}  # (L, H, T, T)
+    for name, xs in arrays.items():
+        entry[name] = encode(np.stack(xs).astype(np.float32))  # (L, H | H_kv, n, d_head)
+    return entry
 
 
 def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Optional[str] = None,
@@ -145,6 +188,11 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
     first = pairs[0][0]
     factor = R.trace_factor(first)
     cfg = first.config
+    n_max = max(t.length(i) for t, i in pairs)
+    rope = rope_tables(cfg, n_max)
+    if rope is not None and cfg.rope_scaling and cfg.rope_scaling.get("rope_type") == "dynamic" and \
+            len({t.length(i) for t, i in pairs}) > 1:
+        raise InputError("dynamic RoPE scaling depends on the text's length; show texts of one length per page")
     for t, _ in pairs[1:]:
         if t.config != cfg or _model_name(t) != _model_name(first):
             raise InputError("all traces of one page must come from the same model")
@@ -153,10 +201,14 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
         "model": _model_name(first), "family": getattr(first, "family", None),
         "config": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "d_model": cfg.d_model,
                    "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
-                   "causal": bool(cfg.causal)},
+                   "causal": bool(cfg.causal), "n_kv_heads": int(getattr(cfg, "kv_heads", cfg.n_heads)),
+                   "query_scale": getattr(cfg, "query_scale", None),
+                   "windows": [first.window(i) for i in range(cfg.n_layers)],
+                   "rope": rope, "qk_norm": bool(getattr(cfg, "qk_norm", False)),
+                   "operands": list(operand_steps(cfg))},
         "exp_show_limit": R.EXP_SHOW_LIMIT,
         "decimals": decimals, "max_decimals": MAX_DECIMALS,
-        "texts": [_text_entry(t, i, check) for t, i in pairs],
+        "texts": [_text_entry(t, i, check, rope) for t, i in pairs],
         "compare": None,
     }
     if compare is True:

@@ -18,6 +18,11 @@ def asset(name: str) -> str:
     return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
 
 
+def script() -> str:
+    """The viewer's JavaScript: the core views, then the generation view that extends them."""
+    return asset("viewer.js") + "\n" + asset("viewer_generation.js")
+
+
 def json_for_script(obj) -> str:
     """JSON that is safe inside ``<script type="application/json">``: every ``<`` escaped."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
@@ -38,7 +43,7 @@ def render(data: dict, *, title: Optional[str] = None) -> str:
     body = (
         "<div id=\"attnscope-root\"></div>\n"
         f"<script type=\"application/json\" id=\"attnscope-data\">{json_for_script(data)}</script>\n"
-        f"<script>\n{asset('viewer.js')}</script>\n"
+        f"<script>\n{script()}</script>\n"
         "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'),\n"
         "  JSON.parse(document.getElementById('attnscope-data').textContent),\n"
         f"  {{fontCss: {json.dumps(font_css)}}});\n</script>"
@@ -57,7 +62,7 @@ def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Opt
     opts = {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars}}
     body = (
         "<div id=\"attnscope-root\"></div>\n"
-        f"<script>\n{asset('viewer.js')}</script>\n"
+        f"<script>\n{script()}</script>\n"
         "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'), null,\n"
         f"  {json_for_script(opts)});\n</script>"
     )

@@ -15,22 +15,52 @@ VIEW_NAMES = ("layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v", "embed.ou
               "layers.*.attn.weights[0]")
 
 
+def view_names(config) -> list:
+    """:data:`VIEW_NAMES` for a model with ``config``: rotary models store q and k before the
+    rotation (``q_proj``/``k_proj``, or ``q_normed``/``k_normed`` with QK-norm) instead."""
+    qs, ks = _data.operand_steps(config)
+    return [n.replace("attn.q", f"attn.{qs}").replace("attn.k", f"attn.{ks}") if n.endswith((".q", ".k")) else n
+            for n in VIEW_NAMES]
+
+
 def trace_texts(model, texts: Sequence[str]):
-    """``model.trace(texts)`` recording :data:`VIEW_NAMES` (one padded batch)."""
-    return model.trace(list(texts), names=list(VIEW_NAMES))
+    """``model.trace(texts)`` recording :func:`view_names` (one padded batch)."""
+    return model.trace(list(texts), names=view_names(model.config))
 
 
 def trace_each(model, texts: Sequence[str]) -> list:
     """One trace per text, so that every number equals what ``attnscope explain`` computes for
     that text (a padded batch rounds differently in float32)."""
-    return [model.trace([t], names=list(VIEW_NAMES)) for t in texts]
+    return [model.trace([t], names=view_names(model.config)) for t in texts]
 
 
 def view_data(model, text: str, *, compare: Optional[str] = None, token: Optional[str] = None,
               decimals: int = 4) -> dict:
     """Page data for ``text`` (and the context comparison with ``compare``)."""
     traces = trace_each(model, [text] if compare is None else [text, compare])
-    return _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals)
+    data = _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals)
+    for entry, tr in zip(data["texts"], traces):
+        entry["tokens"] = display_tokens(model, tr.text_tokens(0))
+    return data
+
+
+def display_tokens(model, tokens: Sequence[str]) -> list:
+    """Tokens as a person reads them: byte-level BPE tokens as text (``ĠMary`` → `` Mary``), and a
+    token that holds only part of a character's UTF-8 bytes as those bytes (``‹e68891›``), not ``�``."""
+    import re
+
+    tok = getattr(model, "tokenizer", None)
+    if tok is None or not hasattr(tok, "readable"):
+        return list(tokens)
+    out = tok.readable(list(tokens))
+    if getattr(tok, "byte_level", False):
+        from ..tokenizer import _byte_decoder  # GPT-2's byte ↔ character table, defined once there
+        table = _byte_decoder()
+        for i, (raw, shown) in enumerate(zip(tokens, out)):
+            if "\ufffd" in shown:
+                text = bytes(table[c] for c in raw if c in table).decode("utf-8", errors="backslashreplace")
+                out[i] = re.sub(r"((?:\\x[0-9a-f]{2})+)", lambda m: "‹" + m.group(1).replace("\\x", "") + "›", text)
+    return out
 
 
 def unicode_problem(text: str) -> Optional[str]:

@@ -1,8 +1,12 @@
 /* attnscope viewer: attention you can look at, offline, in any browser.
  *
  * No dependencies and no network. The page data (see attnscope/viewer/data.py) holds, per text,
- * q, k, v of every layer and head as float32; attention is recomputed here in float64:
- *   scaled = factor · q·k   (factor = 1/√d_k),  weights = softmax(scaled) by row.
+ * q (every query head), k and v (every key/value head) of every layer as float32; attention is
+ * recomputed here in float64:
+ *   scaled = factor · q·k   (factor = 1/√d_k, or the model's),  weights = softmax(scaled) by row,
+ * with query head h reading k/v head ⌊h / group⌋, later keys hidden in causal models and keys
+ * `window` or more positions back hidden on sliding-window layers. For rotary models q and k are
+ * stored before the rotation and turned here: pair (i, i + d/2) of position p by p·θ_i.
  * Numbers are displayed exactly as `attnscope explain` displays them (see show()).
  *
  *   attnscope.mount(element, data, options) -> viewer   (data may be null with options.server)
@@ -114,28 +118,60 @@
   function Text(entry, cfg, data) {
     this.entry = entry; this.cfg = cfg; this.tokens = entry.tokens; this.n = entry.tokens.length;
     this.d = cfg.d_head; this.H = cfg.n_heads; this.L = cfg.n_layers; this.limit = data.exp_show_limit;
-    this.cache = new Map();
+    this.Hkv = cfg.n_kv_heads || cfg.n_heads; this.group = this.H / this.Hkv;
+    this.cache = new Map(); this.ops = new Map();
   }
   Text.prototype.load = function () {
     var self = this;
-    return Promise.all([decodeArray(this.entry.qkv), decodeArray(this.entry.thumbs)]).then(function (r) {
-      self.qkv = r[0]; self.thumbs = r[1]; self.T = self.entry.thumbs.shape[2];
+    return Promise.all([decodeArray(this.entry.q), decodeArray(this.entry.k), decodeArray(this.entry.v),
+      decodeArray(this.entry.thumbs)]).then(function (r) {
+      self.arrays = [r[0], r[1], r[2]]; self.thumbs = r[3]; self.T = self.entry.thumbs.shape[2];
     });
   };
-  // q (kind 0), k (1) or v (2) of one head: a Float32Array view (n × d_head)
+  // The key/value head that query head h reads.
+  Text.prototype.kvHead = function (head) { return Math.floor(head / this.group); };
+  // q (kind 0) of query head `head`, or k (1) / v (2) of the k/v head it reads, as stored: a
+  // Float32Array view (n × d_head); for rotary models q and k are the vectors before the rotation.
   Text.prototype.vec = function (layer, kind, head) {
-    var size = this.n * this.d, off = ((layer * 3 + kind) * this.H + head) * size;
-    return this.qkv.subarray(off, off + size);
+    var size = this.n * this.d, h = kind === 0 ? head : this.kvHead(head), per = kind === 0 ? this.H : this.Hkv;
+    var off = (layer * per + h) * size;
+    return this.arrays[kind].subarray(off, off + size);
   };
+  // The dot product's operands in float64 (n × d): q or k turned at their positions on rotary
+  // layers (pair (i, i + d/2) of row p by φ = p·θ_i: (a, b) → (a cos φ − b sin φ, a sin φ + b cos φ)).
+  Text.prototype.operand = function (layer, kind, head) {
+    var rope = this.cfg.rope ? this.cfg.rope[layer] : null, h = kind === 0 ? head : this.kvHead(head);
+    var key = (layer * 2 + kind) * this.H + h, hit = this.ops.get(key);
+    if (hit) return hit;
+    var x = this.vec(layer, kind, head), n = this.n, d = this.d, out = Float64Array.from(x);
+    if (rope) {
+      var half = d / 2, inv = rope.inv_freq;
+      for (var p = 0; p < n; p++) for (var i = 0; i < half; i++) {
+        var phi = p * inv[i], c = Math.cos(phi), s = Math.sin(phi), a = x[p * d + i], b = x[p * d + i + half];
+        out[p * d + i] = a * c - b * s; out[p * d + i + half] = a * s + b * c;
+      }
+    }
+    this.ops.set(key, out);
+    if (this.ops.size > 4 * this.H) this.ops.delete(this.ops.keys().next().value);
+    return out;
+  };
+  // Why query i cannot see key j on `layer`: 0 it can, 1 the key comes later (causal), 2 it is
+  // `window` or more positions back (sliding window).
+  Text.prototype.hidden = function (layer, i, j) {
+    if (this.cfg.causal && j > i) return 1;
+    var w = this.cfg.windows ? this.cfg.windows[layer] : null;
+    return w !== null && w !== undefined && i - j >= w ? 2 : 0;
+  };
+  Text.prototype.window = function (layer) { var w = this.cfg.windows ? this.cfg.windows[layer] : null; return w === undefined ? null : w; };
   // float64 scaled scores of one row (query i), -Infinity at masked keys
   Text.prototype.scaledRow = function (layer, head, i) {
-    var q = this.vec(layer, 0, head), k = this.vec(layer, 1, head), n = this.n, d = this.d;
+    var q = this.operand(layer, 0, head), k = this.operand(layer, 1, head), n = this.n, d = this.d;
     var f = this.cfg.factor, raw = new Float64Array(n), scaled = new Float64Array(n);
     for (var j = 0; j < n; j++) {
       var s = 0;
       for (var t = 0; t < d; t++) s += q[i * d + t] * k[j * d + t];
       raw[j] = s;
-      scaled[j] = this.cfg.causal && j > i ? -Infinity : s * f;
+      scaled[j] = this.hidden(layer, i, j) ? -Infinity : s * f;
     }
     return { raw: raw, scaled: scaled };
   };
@@ -163,14 +199,14 @@
     if (hit) { this.cache.delete(key); this.cache.set(key, hit); return hit; }
     // the same arithmetic as scaledRow + softmaxInto, with q and k copied to float64 once
     var n = this.n, d = this.d, out = new Float32Array(n * n), row = new Float64Array(n);
-    var q = Float64Array.from(this.vec(layer, 0, head)), k = Float64Array.from(this.vec(layer, 1, head));
-    var f = this.cfg.factor, causal = this.cfg.causal;
+    var q = this.operand(layer, 0, head), k = this.operand(layer, 1, head);
+    var f = this.cfg.factor, causal = this.cfg.causal, win = this.window(layer);
     for (var i = 0; i < n; i++) {
       var qi = i * d, m = -Infinity, j, t, sum = 0;
       for (j = 0; j < n; j++) {
         var s = 0, kj = j * d;
         for (t = 0; t < d; t++) s += q[qi + t] * k[kj + t];
-        s = causal && j > i ? -Infinity : s * f;
+        s = (causal && j > i) || (win !== null && i - j >= win) ? -Infinity : s * f;
         row[j] = s; if (s > m) m = s;
       }
       for (j = 0; j < n; j++) { row[j] = Math.exp(row[j] - m); sum += row[j]; }
@@ -194,6 +230,8 @@
     if (!document.fonts || !document.fonts.load) return Promise.resolve();
     return document.fonts.load('13px "attnscope CJK"', text).then(function () {}, function () {});
   }
+  // A token as shown: line breaks and tabs made visible (a "\n\n" token is not an empty box).
+  function tokLabel(s) { s = String(s); return /^\s*$/.test(s) && s.length ? s.replace(/\n/g, "↵").replace(/\t/g, "⇥").replace(/ /g, "␣") : s.replace(/\n/g, "↵").replace(/\t/g, "⇥"); }
   function esc(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;"); }
 
   function CanvasPainter(ctx) { this.ctx = ctx; }
@@ -410,7 +448,8 @@
       self.timing.decoded = performance.now();
       self.decodeMs = self.timing.decoded - t0;
       self.maxDec = data.max_decimals === undefined ? 8 : data.max_decimals;
-      self.state = { view: "head", text: 0, layer: 0, heads: self.allHeads(), focus: 0, query: null, hover: null,
+      self.state = { view: data.generation ? "generation" : "head", text: 0, layer: 0, heads: self.allHeads(), focus: 0, query: null, hover: null,
+        key: null, step: data.generation ? data.generation.steps.length - 1 : 0, genHead: -1,
         dec: Math.min(data.decimals, self.maxDec) };
       self.applyHash();
       self.build();
@@ -434,14 +473,16 @@
   // (also heads=0,3,9 for the head view's toggles). Values out of range are ignored. The page
   // keeps its address in step with what it shows, so the address bar is always such a link.
   var VIEWS = [["head", "Head view"], ["model", "Model view"], ["step", "Step view"], ["context", "Context view"]];
-  var VIEW_ALIASES = { head: "head", model: "model", step: "step", context: "context", compare: "context" };
+  var VIEW_ALIASES = { head: "head", model: "model", step: "step", context: "context", compare: "context", generation: "generation" };
   Viewer.prototype.hashOf = function () {
     var s = this.state, parts = ["view=" + s.view];
     if (this.texts.length > 1) parts.push("text=" + s.text);
     if (s.view !== "context" && s.view !== "model") parts.push("layer=" + s.layer);
     if (s.view === "step") parts.push("head=" + s.focus);
     if (s.view === "head" && s.heads.length !== this.cfg.n_heads) parts.push("heads=" + s.heads.join(","));
-    if (s.query !== null && s.view !== "context" && s.view !== "model") parts.push("query=" + s.query);
+    if (s.query !== null && s.view !== "context" && s.view !== "model" && s.view !== "generation") parts.push("query=" + s.query);
+    if (s.view === "step" && s.key !== null) parts.push("key=" + s.key);
+    if (s.view === "generation") parts.push("step=" + s.step, "ghead=" + s.genHead);
     if (s.dec !== this.data.decimals) parts.push("dec=" + s.dec);
     return "#" + parts.join("&");
   };
@@ -468,6 +509,9 @@
     hash.split("&").forEach(function (kv) {  // after text=, whose length bounds the query
       var i = kv.indexOf("="), x;
       if (i > 0 && kv.slice(0, i) === "query" && (x = int(kv.slice(i + 1), self.texts[s.text].n)) !== null) s.query = x;
+      if (i > 0 && kv.slice(0, i) === "key" && (x = int(kv.slice(i + 1), self.texts[s.text].n)) !== null) s.key = x;
+      if (i > 0 && kv.slice(0, i) === "step" && self.data.generation && (x = int(kv.slice(i + 1), self.data.generation.steps.length)) !== null) s.step = x;
+      if (i > 0 && kv.slice(0, i) === "ghead" && (x = Number(kv.slice(i + 1))) >= -1 && x < self.cfg.n_heads && Number.isInteger(x)) s.genHead = x;
     });
   };
 
@@ -499,7 +543,7 @@
     }
     var tabs = el("div", { cls: "as-tabs" }, bar);
     this.tabs = {};
-    VIEWS.forEach(function (v) {
+    (d.generation ? [["generation", "Generation view"]] : []).concat(VIEWS).forEach(function (v) {
       var b = el("button", { type: "button", text: v[1], "data-testid": "tab-" + v[0] }, tabs);
       b.addEventListener("click", function () { self.set({ view: v[0] }); });
       self.tabs[v[0]] = b;
@@ -521,9 +565,13 @@
     this.headBar = el("div", { cls: "as-heads", "data-testid": "heads" }, this.main);
     el("span", { text: "heads ", style: "color:var(--muted);font-size:13px" }, this.headBar);
     this.headBtns = [];
+    var Hkv = cfg.n_kv_heads || cfg.n_heads, group = cfg.n_heads / Hkv;
     for (var h = 0; h < cfg.n_heads; h++) (function (h) {
-      var b = el("button", { type: "button", cls: "as-hbtn", text: String(h), title: "head " + h + " (click: toggle, double-click: only this head)",
-        "data-testid": "head-" + h, style: "--c:" + headColor(h) }, self.headBar);
+      var g = Math.floor(h / group), shared = Hkv < cfg.n_heads;
+      var b = el("button", { type: "button", cls: "as-hbtn" + (shared && h % group === 0 && h ? " as-gap" : ""), text: String(h),
+        title: "query head " + h + (shared ? " · reads k/v head " + g + " (with query heads " + (g * group) + "–" + (g * group + group - 1) + ")" : "") +
+          " (click: toggle, double-click: only this head)",
+        "data-testid": "head-" + h, "data-kv": g, style: "--c:" + headColor(h) }, self.headBar);
       b.addEventListener("click", function () {
         var s = self.state.heads.slice(), i = s.indexOf(h);
         if (i >= 0) s.splice(i, 1); else { s.push(h); s.sort(function (a, b) { return a - b; }); }
@@ -532,11 +580,21 @@
       b.addEventListener("dblclick", function () { self.set({ heads: [h], focus: h }); });
       self.headBtns.push(b);
     })(h);
+    if (Hkv < cfg.n_heads) el("span", { cls: "as-kvnote", "data-testid": "kv-note", text: (Hkv === 1 ? "multi-query: all " + cfg.n_heads +
+      " query heads read one k/v head" : "grouped-query: " + cfg.n_heads + " query heads read " + Hkv + " k/v heads, " + group +
+      " each (" + this.kvGroupsText() + ")") }, this.headBar);
     el("button", { type: "button", cls: "as-small", text: "all", "data-testid": "heads-all" }, this.headBar)
       .addEventListener("click", function () { self.set({ heads: self.allHeads() }); });
     el("button", { type: "button", cls: "as-small", text: "none", "data-testid": "heads-none" }, this.headBar)
       .addEventListener("click", function () { self.set({ heads: [] }); });
     this.body = el("div", { cls: "as-body" }, this.main);
+  };
+
+  // "k/v 0: q 0–2 · k/v 1: q 3–5 · …"
+  Viewer.prototype.kvGroupsText = function () {
+    var cfg = this.cfg, Hkv = cfg.n_kv_heads || cfg.n_heads, group = cfg.n_heads / Hkv, parts = [];
+    for (var g = 0; g < Hkv; g++) parts.push("k/v " + g + ": q " + (g * group) + (group > 1 ? "–" + (g * group + group - 1) : ""));
+    return parts.join(" · ");
   };
 
   Viewer.prototype.set = function (patch) {
@@ -552,6 +610,7 @@
     if (this.selText) this.selText.value = String(s.text);
     this.headBar.style.display = s.view === "head" ? "" : "none";
     this.layerLabel.style.display = s.view === "head" || s.view === "step" ? "" : "none";  // the others show every layer
+    if (s.view === "generation" && !this.data.generation) s.view = "head";
     for (var h = 0; h < this.headBtns.length; h++) this.headBtns[h].classList.toggle("off", s.heads.indexOf(h) < 0);
     this.body.innerHTML = "";
     this.hideTip();
@@ -560,6 +619,7 @@
     if (s.view === "head") this.renderHead();
     else if (s.view === "model") this.renderModel();
     else if (s.view === "step") this.renderStep();
+    else if (s.view === "generation") this.renderGeneration();
     else this.renderCompare();
     this.writeHash();
   };
@@ -627,9 +687,12 @@
   Viewer.prototype.renderHead = function () {
     var self = this, t = this.text(), n = t.n, s = this.state;
     var note = el("div", { cls: "as-note", "data-testid": "head-note" }, this.body), minw = this.minWeight();
+    var win = t.window(s.layer);
     note.textContent = "Left: each token as a query; right: the keys it attends to. Line opacity = attention weight" +
       (minw > 0 ? " (weights below " + show(minw, 3) + " are not drawn until you hover or pick a query)" : "") +
-      ". Hover a token for its row; click a query to select it, double-click for its step-by-step calculation.";
+      ". Hover a token for its row; click a query to select it, double-click for its step-by-step calculation." +
+      (this.cfg.causal ? " For the query in focus, keys it cannot see are shaded: grey = later (causal mask)" +
+        (win !== null ? ", orange = " + win + " or more positions back (this layer's sliding window of " + win + ")" : "") + "." : "");
     var scroll = el("div", { cls: "as-hv-scroll" }, this.body);
     var geo = this.headGeo = headGeometry(t.tokens, this.body.clientWidth), TOKW = geo.tokW, LINEW = geo.lineW;
     var box = el("div", { cls: "as-hv", "data-testid": "head-view", style: "height:" + (n * ROW + 8) + "px;width:" + (2 * TOKW + LINEW) + "px" }, scroll);
@@ -641,17 +704,17 @@
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.clearRect(0, 0, LINEW, n * ROW);
       self.paintHeadLines(new CanvasPainter(ctx), 4, LINEW - 4, 0);
+      self.shadeKeys();
     };
     var frag = document.createDocumentFragment();
-    this.qEls = [];
+    this.qEls = []; this.kEls = [];
     for (var i = 0; i < n; i++) {
-      var tok = t.tokens[i];
+      var tok = tokLabel(t.tokens[i]);
       var a = el("div", { cls: "as-tok q" + (s.query === i ? " sel" : ""), "data-i": i, "data-testid": "q-" + i,
         style: "top:" + (i * ROW + 1) + "px;left:0;width:" + TOKW + "px", text: tok }, frag);
       var b = el("div", { cls: "as-tok k", "data-j": i, "data-testid": "k-" + i,
         style: "top:" + (i * ROW + 1) + "px;left:" + (TOKW + LINEW) + "px;width:" + TOKW + "px", text: tok }, frag);
-      this.qEls.push(a);
-      void b;
+      this.qEls.push(a); this.kEls.push(b);
     }
     box.appendChild(frag);
     box.addEventListener("mouseover", function (ev) {
@@ -681,6 +744,17 @@
       self.set({ view: "step", query: +e.getAttribute("data-i"), focus: self.state.heads.length ? (self.state.heads.indexOf(self.state.focus) >= 0 ? self.state.focus : self.state.heads[0]) : self.state.focus });
     });
     this.redrawLines();
+  };
+
+  // The keys the focused query cannot see: class "hid-causal" (later) or "hid-window" (too far back).
+  Viewer.prototype.shadeKeys = function () {
+    var s = this.state, t = this.text(), q = s.hover !== null ? s.hover : s.query;
+    if (!this.kEls) return;
+    for (var j = 0; j < this.kEls.length; j++) {
+      var why = q === null ? 0 : t.hidden(s.layer, q, j);
+      this.kEls[j].classList.toggle("hid-causal", why === 1);
+      this.kEls[j].classList.toggle("hid-window", why === 2);
+    }
   };
 
   // Hover text: a query shows its strongest keys per head; a key shows weight from the selected query.
@@ -740,7 +814,8 @@
     el("div", { cls: "as-note", text: "Every layer × head (colours scaled to each head's largest weight). Click one to open it in the head view." }, this.body);
     var grid = el("div", { cls: "as-mv", "data-testid": "model-view", style: "grid-template-columns:56px repeat(" + cfg.n_heads + ",72px)" }, this.body);
     el("div", {}, grid);
-    for (var h = 0; h < cfg.n_heads; h++) el("div", { cls: "as-lab", text: "head " + h }, grid);
+    var shared = (cfg.n_kv_heads || cfg.n_heads) < cfg.n_heads, grp = cfg.n_heads / (cfg.n_kv_heads || cfg.n_heads);
+    for (var h = 0; h < cfg.n_heads; h++) el("div", { cls: "as-lab", text: "head " + h + (shared ? " · kv " + Math.floor(h / grp) : "") }, grid);
     var pending = [];
     for (var l = 0; l < cfg.n_layers; l++) {
       el("div", { cls: "as-lab", text: "layer " + l }, grid);
@@ -800,7 +875,7 @@
     el("option", { value: "", text: "— pick one —" }, selQ);
     t.tokens.forEach(function (tok, i) { el("option", { value: i, text: i + ": " + tok }, selQ); });
     selQ.value = s.query === null ? "" : String(s.query);
-    selQ.addEventListener("change", function () { self.set({ query: selQ.value === "" ? null : +selQ.value }); });
+    selQ.addEventListener("change", function () { self.set({ query: selQ.value === "" ? null : +selQ.value, key: null }); });
     var lh = el("label", { text: "head " }, ctl), selH = el("select", { "data-testid": "focus-head-select" }, lh);
     for (var h = 0; h < cfg.n_heads; h++) el("option", { value: h, text: String(h) }, selH);
     selH.value = String(s.focus);
@@ -816,43 +891,88 @@
       });
       return;
     }
-    var q = s.query, st = t.steps(s.layer, s.focus, q), f = cfg.factor;
-    var scaleText = cfg.scoring === "scaled" ? "÷ √" + cfg.d_head : cfg.scoring === "unscaled" ? "× 1" : "× " + show(f, dec);
+    var q = s.query, st = t.steps(s.layer, s.focus, q), f = cfg.factor, win = t.window(s.layer);
+    var plainRoot = cfg.scoring === "scaled" && (cfg.query_scale === null || cfg.query_scale === undefined);
+    var scaleText = plainRoot ? "÷ √" + cfg.d_head : cfg.scoring === "unscaled" ? "× 1" : "× " + show(f, dec);
     var expText = st.shift ? "exp(s − " + show(st.shift, dec) + ")" : "exp(s)";
+    var g = t.kvHead(s.focus), Hkv = cfg.n_kv_heads || cfg.n_heads, rope = cfg.rope ? cfg.rope[s.layer] : null;
+    var facts = ["d_k = " + cfg.d_head + (plainRoot ? ", √d_k = " + show(Math.sqrt(cfg.d_head), dec) : "")];
+    if (cfg.query_scale !== null && cfg.query_scale !== undefined)
+      facts.push("factor " + show(f, dec) + " = query_pre_attn_scalar^(−1/2) = " + String(Math.round(1 / (f * f) * 1e6) / 1e6) + "^(−1/2) (Gemma)");
+    if (Hkv < cfg.n_heads) facts.push("query head " + s.focus + " reads k/v head " + g + " (shared by query heads " + (g * t.group) + "–" + (g * t.group + t.group - 1) + ")");
+    if (rope) facts.push("q and k turned by rotary positions (base " + rope.base + (rope.scaling ? ", " + rope.scaling + " scaling" : "") + ", pairs (i, i + " + cfg.d_head / 2 + "))");
+    if (win !== null) facts.push("sliding window " + win + ": keys " + win + " or more positions back are hidden");
     el("div", { cls: "as-note", "data-testid": "step-caption", text: "Query " + q + " “" + t.tokens[q] + "”, layer " + s.layer + ", head " + s.focus +
-      ", d_k = " + cfg.d_head + (cfg.scoring === "scaled" ? ", √d_k = " + show(Math.sqrt(cfg.d_head), dec) : "") + ". Hover a number for its exact value." + (st.shift ? " The largest score exceeds " + this.data.exp_show_limit +
-      ", so the row maximum is subtracted before exp (the weights are unchanged)." : "") }, wrap);
+      ": " + facts.join("; ") + ". Hover a number for its exact value" + (rope ? "; click a key row to see its rotation below" : "") + "." +
+      (st.shift ? " The largest score exceeds " + this.data.exp_show_limit + ", so the row maximum is subtracted before exp (the weights are unchanged)." : "") }, wrap);
     var box = el("div", { cls: "as-wrap" }, wrap);
     var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), tr = el("tr", {}, thead);
-    ["#", "key", "raw score q·k", "scaled s = q·k " + scaleText, expText, "weight"].forEach(function (x, i) {
+    var masks = this.cfg.causal || win !== null;
+    ["#", "key", rope ? "raw score q′·k′" : "raw score q·k", "scaled s = " + (rope ? "q′·k′ " : "q·k ") + scaleText, expText, "weight"].concat(masks ? ["hidden because"] : []).forEach(function (x, i) {
       el("th", { text: x, cls: i === 1 ? "tok" : "" }, tr);
     });
     var tbody = el("tbody", {}, table), best = 0, j;
     for (j = 1; j < t.n; j++) if (st.weights[j] > st.weights[best]) best = j;
+    var keySel = s.key !== null && s.key !== undefined && s.key < t.n ? s.key : best;
     var frag = document.createDocumentFragment();
     var cell = function (row, name, x) {
       var td = el("td", { "data-col": name, "data-value": String(x), title: "exact: " + String(x), text: show(x, dec) }, row);
       return td;
     };
+    var WHY = ["", "later token (causal mask)", "outside the window (" + q + " − j ≥ " + win + ")"];
     for (j = 0; j < t.n; j++) {
-      var masked = st.scaled[j] === -Infinity;
-      var row = el("tr", { "data-j": j, "data-testid": "step-row-" + j, cls: (j === best ? "max" : "") + (masked ? " masked" : "") }, frag);
+      var why = t.hidden(s.layer, q, j);
+      var row = el("tr", { "data-j": j, "data-testid": "step-row-" + j, "data-hidden": String(why),
+        cls: (j === best ? "max" : "") + (why ? " masked" : "") + (why === 1 ? " causal" : why === 2 ? " window" : "") + (rope && j === keySel ? " keysel" : "") }, frag);
       el("td", { text: String(j) }, row);
-      el("td", { cls: "tok", text: t.tokens[j] }, row);
+      el("td", { cls: "tok", text: tokLabel(t.tokens[j]) }, row);
       cell(row, "raw", st.raw[j]); cell(row, "scaled", st.scaled[j]); cell(row, "exp", st.exp[j]);
       var wtd = cell(row, "weight", st.weights[j]);
       el("span", { cls: "as-bar-w", style: "width:" + Math.round(60 * st.weights[j]) + "px" }, wtd);
+      if (masks) el("td", { cls: "why", text: WHY[why] }, row);
     }
     tbody.appendChild(frag);
+    if (rope) tbody.addEventListener("click", function (ev) {
+      var r = ev.target.closest("tr[data-j]"); if (r) self.set({ key: +r.getAttribute("data-j") });
+    });
     var tf = el("tr", { cls: "as-sum" }, tbody);
     el("td", {}, tf); el("td", { cls: "tok", text: "Σ" }, tf); el("td", {}, tf); el("td", {}, tf);
     cell(tf, "sum", st.sum);
     var sw = 0; for (j = 0; j < t.n; j++) sw += st.weights[j];
     cell(tf, "weight-sum", sw);
+    if (masks) el("td", {}, tf);
     var out = el("div", { cls: "as-out", "data-testid": "step-out" }, wrap);
-    el("div", { cls: "as-note", text: "weighted sum z = Σ_j weight_j · v_j (" + cfg.d_head + " numbers, head " + s.focus + "'s slice of the new vector of “" + t.tokens[q] + "”):" }, out);
+    el("div", { cls: "as-note", text: "weighted sum z = Σ_j weight_j · v_j (" + cfg.d_head + " numbers, head " + s.focus + "'s slice of the new vector of “" + t.tokens[q] + "”" +
+      (Hkv < cfg.n_heads ? "; v of k/v head " + g : "") + "):" }, out);
     for (j = 0; j < st.out.length; j++)
       el("span", { "data-col": "out", "data-value": String(st.out[j]), title: "z[" + j + "] exact: " + String(st.out[j]), text: show(st.out[j], dec) }, out);
+    if (rope) this.renderRotation(wrap, q, keySel);
+  };
+
+  // q of the query and k of one key before and after the rotation, pair by pair.
+  Viewer.prototype.renderRotation = function (wrap, q, key) {
+    var t = this.text(), s = this.state, cfg = this.cfg, dec = s.dec, d = cfg.d_head, half = d / 2;
+    var rope = cfg.rope[s.layer], inv = rope.inv_freq;
+    var qp = t.vec(s.layer, 0, s.focus), qr = t.operand(s.layer, 0, s.focus), kp = t.vec(s.layer, 1, s.focus), kr = t.operand(s.layer, 1, s.focus);
+    var box = el("div", { cls: "as-rot", "data-testid": "rotation" }, wrap);
+    el("div", { cls: "as-note", text: "Rotation: pair i = features (i, i + " + half + ") of q (position " + q + ") and of k “" + t.tokens[key] + "” (position " + key +
+      ") turned by φ = position · θ_i, θ_i = " + (rope.scaling ? "the model's " + rope.scaling + "-scaled frequency" : rope.base + "^(−2i/" + d + ")") +
+      "; (a, b) → (a cos φ − b sin φ, a sin φ + b cos φ). " + (cfg.qk_norm ? "q and k before the rotation are after the model's QK-norm. " : "") +
+      "Lengths are unchanged; the score depends on the two positions only through their distance." }, box);
+    var wrapT = el("div", { cls: "as-wrap as-rotwrap" }, box);
+    var table = el("table", { "data-testid": "rotation-table" }, wrapT), tr = el("tr", {}, el("thead", {}, table));
+    ["pair i", "θ_i", "q: φ", "q_a", "q_b", "q′_a", "q′_b", "k: φ", "k_a", "k_b", "k′_a", "k′_b"].forEach(function (x) { el("th", { text: x }, tr); });
+    var tb = el("tbody", {}, table), frag = document.createDocumentFragment();
+    var num = function (row, name, x) { el("td", { "data-col": name, "data-value": String(x), title: "exact: " + String(x), text: show(x, dec) }, row); };
+    for (var i = 0; i < half; i++) {
+      var row = el("tr", { "data-testid": "rot-row-" + i }, frag);
+      el("td", { text: i + " (" + i + ", " + (i + half) + ")" }, row);
+      num(row, "theta", inv[i]); num(row, "phi_q", q * inv[i]);
+      num(row, "q_a", qp[q * d + i]); num(row, "q_b", qp[q * d + i + half]); num(row, "qr_a", qr[q * d + i]); num(row, "qr_b", qr[q * d + i + half]);
+      num(row, "phi_k", key * inv[i]);
+      num(row, "k_a", kp[key * d + i]); num(row, "k_b", kp[key * d + i + half]); num(row, "kr_a", kr[key * d + i]); num(row, "kr_b", kr[key * d + i + half]);
+    }
+    tb.appendChild(frag);
   };
 
   Viewer.prototype.paintStep = function (p, w, h) {
@@ -959,6 +1079,7 @@
     if (s.view === "head") { var g = this.headGeo || headGeometry(t.tokens, 0); return [2 * g.tokW + g.lineW, 40 + t.n * ROW]; }
     if (s.view === "model") return [64 + cfg.n_heads * 72, 44 + cfg.n_layers * 72];
     if (s.view === "step") return this.stepSize();
+    if (s.view === "generation") return this.generationSize();
     return [CMP_W, CMP_H];
   };
 
@@ -967,6 +1088,7 @@
     if (v === "head") this.paintHead(p, w, h);
     else if (v === "model") this.paintModel(p, w, h);
     else if (v === "step") this.paintStep(p, w, h);
+    else if (v === "generation") this.paintGeneration(p, w, h);
     else if (this.data.compare) this.paintCompare(p, w, h);
     else { p.rect(0, 0, w, h, "#fff"); p.text(10, 20, "no comparison in this page", {}); }
   };
@@ -1009,5 +1131,7 @@
     return new Viewer(root, data, opts);
   }
 
-  window.attnscope = { mount: mount, show: show, Viewer: Viewer, CanvasPainter: CanvasPainter, SvgPainter: SvgPainter, version: 1 };
+  window.attnscope = { mount: mount, show: show, Viewer: Viewer, CanvasPainter: CanvasPainter, SvgPainter: SvgPainter, version: 2,
+    // for the views in viewer_generation.js
+    util: { el: el, esc: esc, viridis: viridis, headColor: headColor, FONT: FONT, ROW: ROW, tokLabel: tokLabel } };
 })();
