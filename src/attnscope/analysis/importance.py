@@ -1,17 +1,29 @@
-"""Head importance by ablation: zero one head's output z through a trace hook, measure the change.
+"""Head importance by ablation: remove one head's output z, measure the change.
 
-For every layer l, one forward pass runs the batch H times over (``H·B`` rows); a hook on
-``layers.{l}.attn.z`` (B', H, L, d_head) multiplies copy c's head c by 0, so copy c is the model
-without head (l, c). Zeroing z removes the head's contribution ``z_c · W_O^(c)`` from the attention
-output (the bias b_O stays), which is "the model without this head".
+Ablating head (l, c) zeroes ``z_c`` at layer l, which removes its contribution ``z_c · W_O^(c)``
+from the attention output (the bias b_O stays): "the model without this head". Everything below
+layer l, and layer l's attention up to z, is the clean model's, so one clean pass is traced per
+batch and reused for every head:
+
+* the clean trace keeps each layer's input (``layers.{l-1}.out``; the embeddings for l = 0), its
+  z and its attention output;
+* for layer l, one forward pass of ``H·B`` rows (copy c = the batch without head c) starts at
+  layer l from the kept input: on a replica of the model (parameters shared) the layers below
+  hand the kept input on instead of computing it, and layer l's attention returns the clean
+  output minus ``z_c · W_O^(c)`` (attention is linear in z after the softmax) instead of
+  recomputing q, k, v and the weights for every copy; the layers above run as usual.
+
+The layers below l thus run once per batch (in the clean pass), not once per head. A model whose
+stack does not follow that shape (checked once against the clean output) runs the plain form: a
+full forward pass per layer with a hook on ``layers.{l}.attn.z``.
 
 What is measured (per head, averaged over the sample of texts):
 
 * sentence-embedding models (BERT/RoBERTa families): ``1 - cos(e, e_ablated)`` of the pooled
   sentence embedding (the model's own pooling, mean over real tokens for all-MiniLM-L6-v2);
   0 = the head changes nothing.
-* language models (GPT-2): the change in next-token cross-entropy, ``loss_ablated - loss`` in
-  nats per predicted token (> 0: the head helped).
+* language models (GPT-2, Llama, …): the change in next-token cross-entropy,
+  ``loss_ablated - loss`` in nats per predicted token (> 0: the head helped).
 """
 
 from __future__ import annotations
@@ -20,9 +32,11 @@ from typing import Optional
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from ..tokenizer import Batch
 from .batching import TokenBatch
+from .replica import replicate
 
 Tensor = torch.Tensor
 
@@ -46,23 +60,126 @@ def _token_losses(model, hidden: Tensor, ids: Tensor, mask: Tensor) -> tuple[Ten
     """Next-token cross-entropy ``(B, L-1)`` (0 at padded targets) and the target mask."""
     logits = model.lm_logits(hidden[:, :-1])  # (B, L-1, V)
     ok = mask[:, 1:].bool()  # (B, L-1)
-    ce = F.cross_entropy(logits.flatten(0, 1).float(), ids[:, 1:].flatten(), reduction="none").view_as(ok)
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # half → float32, float64 kept
+    ce = F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten(), reduction="none").view_as(ok)
     return ce.masked_fill(~ok, 0.0), ok
 
 
+class _StandIn(nn.Module):
+    """Takes the place of a module of the replica during one pass. Its stack may read the
+    module's attributes (a decoder layer's ``window`` and ``rope``): those come from the module."""
+
+    def __init__(self, module: nn.Module, given: Optional[Tensor] = None) -> None:
+        super().__init__()
+        object.__setattr__(self, "module", module)  # not registered: no parameters of its own
+        self.given = given
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(object.__getattribute__(self, "module"), name)
+
+    def forward(self, x: Tensor, *args, **kwargs) -> Tensor:
+        # a known output (the kept input of the next layer, an attention output), or x handed on
+        return x if self.given is None else self.given
+
+
+class Ladder:
+    """A replica of ``model`` (:func:`.analyzer.replicate`) whose stack can start at any layer.
+
+    ``run(batch, layer, start, attn_out)``: the model's output on ``batch`` with layers below
+    ``layer`` skipped, ``start`` fed to ``layer`` (the input of layer 0 is the embeddings,
+    computed as usual) and ``attn_out`` returned by that layer's attention.
+    """
+
+    def __init__(self, model) -> None:
+        self.replica = replicate(model)
+        self.layers = list(self.replica.layers)
+        self.attn = [layer.attn for layer in self.layers]
+        self.checked, self.ok = False, False  # set by the first batch (:func:`_check_ladder`)
+
+    @classmethod
+    def for_model(cls, model) -> Optional["Ladder"]:
+        """A ladder, or None when the model is not a stack of ``layers`` with an ``attn`` each."""
+        layers = getattr(model, "layers", None)
+        n = model.config.n_layers
+        if not isinstance(layers, nn.ModuleList) or len(layers) != n:
+            return None
+        if not all(isinstance(getattr(m, "attn", None), nn.Module) and hasattr(m.attn, "W_O") for m in layers):
+            return None
+        names = set(model.hook_names)
+        if not all({f"layers.{l}.out", f"layers.{l}.attn.z", f"layers.{l}.attn.out"} <= names for l in range(n)):
+            return None
+        return cls(model)
+
+    def run(self, batch: Batch, layer: int, start: Optional[Tensor], attn_out: Tensor) -> Tensor:
+        stack = self.replica.layers
+        try:
+            for i in range(layer):
+                stack[i] = _StandIn(self.layers[i], start if i == layer - 1 else None)
+            self.layers[layer].attn = _StandIn(self.attn[layer], attn_out)
+            return self.replica(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # (B', L, d)
+        finally:
+            for i in range(layer):
+                stack[i] = self.layers[i]
+            self.layers[layer].attn = self.attn[layer]
+
+
+def _ablated_outputs(model, layer: int, z: Tensor, out: Tensor) -> Tensor:
+    """``(H·B, L, d)``: copy c = layer ``layer``'s attention output ``out (B, L, d)`` without head
+    c's term ``z_c · W_O^(c)``, from its ``z (B, H, L, d_head)``."""
+    B, H, L, dh = z.shape
+    W = model.layers[layer].attn.W_O.weight  # (d, H·d_head): head c's columns c·dh..(c+1)·dh
+    term = torch.einsum("bhld,ehd->hble", z, W.view(W.shape[0], H, dh))  # (H, B, L, d)
+    return (out[None] - term).reshape(H * B, L, -1)  # (H·B, L, d)
+
+
+def _check_ladder(ladder: Ladder, model, batch: Batch, tr) -> bool:
+    """Does the ladder started at the top layer, with that layer's clean attention output, give
+    the clean output? (It does for every stack attnscope builds; a stack that does not is run
+    the plain way.)"""
+    def close(got: Tensor, want: Tensor) -> bool:
+        atol = 1e-5 * float(want.abs().max().clamp(min=1))
+        return got.shape == want.shape and bool(torch.allclose(got, want, rtol=1e-4, atol=atol))
+
+    top = model.config.n_layers - 1
+    z, out = tr[f"layers.{top}.attn.z"], tr[f"layers.{top}.attn.out"]  # (B, H, L, d_head), (B, L, d)
+    W_O = model.layers[top].attn.W_O
+    B, H, L, dh = z.shape
+    if not close(W_O(z.transpose(1, 2).reshape(B, L, H * dh)), out):  # out = W_O(heads concatenated)
+        return False
+    start = tr[f"layers.{top - 1}.out"] if top > 0 else None
+    return close(ladder.run(batch, top, start, out), tr.output)
+
+
 @torch.no_grad()
-def ablation_sums(model, tb: TokenBatch, layers: Optional[list[int]] = None) -> dict[int, tuple[Tensor, Tensor]]:
+def ablation_sums(model, tb: TokenBatch, layers: Optional[list[int]] = None, *,
+                  ladder: Optional[Ladder] = None, plain: bool = False) -> dict[int, tuple[Tensor, Tensor]]:
     """``{layer: (sum (H,), count (H,))}`` of the importance measure for one batch.
 
     Mean importance of head (l, h) = sum / count over all batches (count = texts for the
     cosine measure, predicted tokens for the loss measure).
+
+    Args:
+        ladder: a :class:`Ladder` of the model to reuse across batches (one is built if None).
+        plain: run a full forward pass per layer with a zeroing hook on z (the reference form).
     """
     H = model.config.n_heads
     dev = model.device
     batch = as_model_batch(tb, dev)
     B = batch.input_ids.shape[0]
     lm = is_language_model(model)
-    clean = model.trace(batch, names=[]).output  # (B, L, d)
+    if not plain and ladder is None:
+        ladder = Ladder.for_model(model)
+    fast = not plain and ladder is not None
+    names = ["layers.*.out", "layers.*.attn.z", "layers.*.attn.out"] if fast else []
+    tr = model.trace(batch, names=names)
+    clean = tr.output  # (B, L, d)
+    if fast and not ladder.checked:
+        ladder.ok = _check_ladder(ladder, model, batch, tr)
+        ladder.checked = True
+    fast = fast and ladder.ok
     if lm:
         ce0, ok = _token_losses(model, clean, batch.input_ids, batch.attention_mask)  # (B, L-1)
     else:
@@ -79,11 +196,15 @@ def ablation_sums(model, tb: TokenBatch, layers: Optional[list[int]] = None) -> 
 
     out = {}
     for layer in (range(model.config.n_layers) if layers is None else layers):
-        hidden = model.trace(rep, names=[], hooks={f"layers.{layer}.attn.z": ablate}).output  # (H·B, L, d)
-        if lm:
-            ce, _ = _token_losses(model, hidden, rep.input_ids, rep.attention_mask)  # (H·B, L-1)
-            delta = (ce.view(H, B, -1) - ce0).double()  # (H, B, L-1)
-            s = delta.sum(dim=(1, 2))  # (H,)
+        if fast:
+            start = tr[f"layers.{layer - 1}.out"].repeat(H, 1, 1) if layer > 0 else None  # (H·B, L, d)
+            attn_out = _ablated_outputs(model, layer, tr[f"layers.{layer}.attn.z"], tr[f"layers.{layer}.attn.out"])
+            hidden = ladder.run(rep, layer, start, attn_out)  # (H·B, L, d)
+        else:
+            hidden = model.trace(rep, names=[], hooks={f"layers.{layer}.attn.z": ablate}).output  # (H·B, L, d)
+        if lm:  # copy by copy: the logits of all H·B rows at once would be H·B·L·V floats
+            s = torch.stack([(_token_losses(model, hidden[c * B:(c + 1) * B], batch.input_ids, batch.attention_mask)[0]
+                              - ce0).double().sum() for c in range(H)])  # (H,)
             c = ok.sum().double().expand(H)
         else:
             e = model.pool(hidden, rep.attention_mask).view(H, B, -1)  # (H, B, d)

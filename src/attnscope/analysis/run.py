@@ -7,7 +7,8 @@
 
 The statistics are computed inside a hook on ``layers.*.attn.weights``: each layer's weights are
 reduced to per-head sums while the forward pass runs and then dropped, so no (B, H, L, L) tensor
-outlives its layer and nothing is kept per text.
+outlives its layer and nothing is kept per text. On a CPU several batches run at once, one per
+core (:mod:`.analyzer`); their sums are added in corpus order.
 
 Distributed: inside a ``torch.distributed`` job (``torchrun``), process r analyses the windows
 of ``chunk_size`` texts whose number k satisfies ``k % world_size == r`` and the importance
@@ -31,12 +32,13 @@ import torch
 
 from ..errors import ConfigError, InputError
 from .accumulate import StatsAccumulator
+from .analyzer import BatchAnalyzer
 from .batching import TextEncoder, bucket, chunks
 from .classify import Thresholds, classify_heads
 from .corpus import CorpusReader
-from .decoder_heads import DECODER_STATS, causal_attention_sums, decoder_roles, repeat_settings, run_repeat_pass
-from .importance import ablation_sums, as_model_batch, metric_name
-from .stats import STAT_NAMES, StatOptions, attention_sums, batch_context, uniform_distance_sums
+from .decoder_heads import DECODER_STATS, decoder_roles, repeat_settings, run_repeat_pass
+from .importance import ablation_sums, metric_name
+from .stats import STAT_NAMES, StatOptions
 from .summary import layer_summary
 
 NAMES = STAT_NAMES + ("importance", "baseline_distance")
@@ -63,6 +65,8 @@ class AnalysisConfig:
             duplicate and induction scores (:mod:`.decoder_heads`); 0 = skip them.
         induction_length: tokens of one copy of those sequences (None: 50, or fewer to fit).
         seed: the seed the sequences are drawn with.
+        lanes: CPU: batches analysed at once, each on one thread with its own replica of the
+            model (:mod:`.analyzer`); None = torch's thread count.
         thresholds: classification thresholds, see :class:`.classify.Thresholds`.
         progress: show a progress bar (on process 0).
     """
@@ -80,6 +84,7 @@ class AnalysisConfig:
     induction_seqs: int = 64
     induction_length: Optional[int] = None
     seed: int = 0
+    lanes: Optional[int] = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     progress: bool = True
 
@@ -94,6 +99,8 @@ class AnalysisConfig:
         if self.induction_seqs < 0 or (self.induction_length is not None and self.induction_length < 2):
             raise ConfigError(f"induction_seqs must be ≥ 0 and induction_length ≥ 2, got "
                               f"{self.induction_seqs} and {self.induction_length}")
+        if self.lanes is not None and (isinstance(self.lanes, bool) or not isinstance(self.lanes, int) or self.lanes < 1):
+            raise ConfigError(f"lanes must be a positive integer (or None: torch's thread count), got {self.lanes!r}")
         if self.window < 0:
             raise ConfigError(f"window must be ≥ 0, got {self.window}")
         if self.max_length is not None and self.max_length < 2:
@@ -309,113 +316,19 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         repeat=repeat.to_dict() if repeat is not None else {})
 
 
-class BatchAnalyzer:
-    """Runs one padded batch through the model and adds its statistics to an accumulator.
-
-    ``analyzer(tb)`` traces the batch with a hook on every layer's weights. On a CPU each layer's
-    weights go to a background thread (see :class:`_StatsWorker`) while the model computes the next
-    layers; the sums are added, in layer order, before the call returns. Use as a context manager
-    (or call :meth:`close`) to stop the thread.
-    """
-
-    def __init__(self, model, acc: StatsAccumulator, options: StatOptions) -> None:
-        self.model, self.acc, self.options = model, acc, options
-        self.device = model.device
-        self.worker = _StatsWorker() if self.device.type == "cpu" else None
-        self._context = None
-        self.hooks = {"layers.*.attn.weights": self._on_weights}
-        # a causal model's corpus pass also measures the attention sink (:mod:`.decoder_heads`)
-        self.reduce = causal_attention_sums if options.causal else attention_sums
-
-    def _on_weights(self, w: torch.Tensor, name: str) -> None:
-        layer = int(name.split(".")[1])
-        if self.worker is None:
-            self.acc.add(layer, self.reduce(w, context=self._context))
-        else:  # reduced beside the next layers' forward
-            self.worker.submit(layer, w, self._context, self.reduce)
-        return None  # observe only
-
-    def __call__(self, tb) -> None:
-        mask = tb.attention_mask.to(self.device)
-        kinds = {k: v.to(self.device) for k, v in tb.kinds.items()}
-        # masks, kinds and index tables once per batch, for all layers
-        self._context = batch_context(mask, kinds, self.options, dtype=self.model.dtype, device=self.device)
-        try:
-            self.model.trace(as_model_batch(tb, self.device), names=[], hooks=self.hooks)
-        finally:
-            done = self.worker.drain() if self.worker is not None else []
-        for layer, sums in done:
-            self.acc.add(layer, sums)
-        s, c = uniform_distance_sums(mask, kinds, self.options)  # the same for every head
-        self.acc.add(0, {"baseline_distance": (s.expand(self.acc.n_heads), c.expand(self.acc.n_heads))})
-        self.acc.count(texts=len(tb), tokens=tb.n_tokens, batches=1, truncated=tb.truncated,
-                       truncated_tokens=tb.cut_tokens)
-
-    def close(self) -> None:
-        if self.worker is not None:
-            self.worker.close()
-
-    def __enter__(self) -> "BatchAnalyzer":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
 def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, opt: StatOptions,
                     cfg: AnalysisConfig, progress: _Progress) -> None:
+    done = lambda tb: progress.update(len(tb), tb.n_tokens)  # noqa: E731
     try:
-        with BatchAnalyzer(model, acc, opt) as analyzer:
+        with BatchAnalyzer(model, acc, opt, lanes=cfg.lanes, on_done=done) as analyzer:
             for group in chunks(reader, cfg.chunk_size):
-                encoded = encoder.encode(group)
+                encoded = encoder.encode(group)  # while the lanes run the previous chunk's batches
                 acc.count(empty=len(group) - len(encoded))  # texts that gave no tokens at all
                 for items in bucket(encoded, cfg.batch_size):
-                    tb = encoder.pad(items)
-                    analyzer(tb)
-                    progress.update(len(tb), tb.n_tokens)
+                    analyzer.submit(encoder.pad(items))
+            analyzer.flush()
     finally:
         progress.close()
-
-
-class _StatsWorker:
-    """One background thread (torch ops single-threaded) that reduces each layer's weights while
-    the model computes the next layers. On a CPU this hides most of the statistics' cost behind
-    the forward pass (benchmarks/analysis.py). At most ``max_bytes`` of weights wait at a time,
-    so memory stays bounded; :meth:`drain` returns the sums in submission order."""
-
-    def __init__(self, max_bytes: int = 2**29) -> None:
-        import threading
-        from concurrent.futures import ThreadPoolExecutor
-
-        before = torch.get_num_threads()
-        ready = threading.Event()
-
-        def init() -> None:
-            torch.set_num_threads(1)  # OpenMP keeps this per thread; the caller's is restored below
-            ready.set()
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="attnscope-analyze", initializer=init)
-        self.pool.submit(lambda: None).result()
-        ready.wait()
-        torch.set_num_threads(before)
-        self.pending: list = []
-        self.max_bytes = max_bytes
-
-    def submit(self, layer: int, w: torch.Tensor, context, reduce=attention_sums) -> None:
-        nbytes = w.numel() * w.element_size()
-        while True:  # wait for the oldest unfinished layer until the waiting weights fit
-            waiting = [(f, n) for _, f, n in self.pending if not f.done()]
-            if not waiting or sum(n for _, n in waiting) + nbytes <= self.max_bytes:
-                break
-            waiting[0][0].result()
-        self.pending.append((layer, self.pool.submit(reduce, w, context=context), nbytes))
-
-    def drain(self) -> list:
-        """``[(layer, sums)]`` of everything submitted, in order (re-raises a worker's error)."""
-        pending, self.pending = self.pending, []
-        return [(layer, f.result()) for layer, f, _ in pending]
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _run_importance(model, corpus, encoder: TextEncoder, acc: StatsAccumulator, cfg: AnalysisConfig,

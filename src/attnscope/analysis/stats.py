@@ -100,12 +100,13 @@ class StatOptions:
 def _unique_max(w: Tensor, row_max: Tensor, rows: Tensor) -> Tensor:
     """(B, H, L) bool: the row's maximum is reached once, checked only on the ``rows`` asked
     (those whose previous or next token is at the maximum), which are few: a gather, not a pass."""
-    out = torch.zeros_like(rows)
-    idx = rows.nonzero(as_tuple=True)  # 3 × (K,)
-    if idx[0].numel():
-        ties = (w[idx] == row_max[idx][:, None]).sum(-1)  # (K,)
+    L = w.shape[-1]
+    out = torch.zeros(rows.numel(), dtype=torch.bool, device=rows.device)
+    idx = rows.reshape(-1).nonzero().squeeze(1)  # (K,) flat row numbers
+    if idx.numel():
+        ties = (w.reshape(-1, L).index_select(0, idx) == row_max.reshape(-1)[idx, None]).sum(-1)  # (K,)
         out[idx] = ties == 1
-    return out
+    return out.view_as(rows)
 
 
 def check_inputs(weights: Tensor, attention_mask: Tensor, kinds: Mapping[str, Tensor]) -> None:
@@ -231,12 +232,16 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     per_text = H * L * L * w.element_size()
     step = B if w.device.type != "cpu" else max(1, min(B, CPU_CHUNK_BYTES // per_text))
     starts = range(0, B, step)
+    values = torch.empty(B, H, L, len(_VALUES), dtype=w.dtype, device=w.device)  # (B, H, L, K) per query
     pool = _worker_pool(torch.get_num_threads()) if w.device.type == "cpu" and len(starts) > 1 else None
     if pool is None:
-        parts = [_chunk_sums(w[b:b + step], ctx, b) for b in starts]
+        for b in starts:
+            _chunk_values(w[b:b + step], ctx, b, values[b:b + step])
     else:  # chunks side by side on single-threaded workers: no OpenMP barrier after each small op
-        parts = list(pool.map(lambda b: _chunk_sums(w[b:b + step], ctx, b), starts))
-    sums = sum(parts)  # (H, K), added in chunk order whatever the workers' timing
+        list(pool.map(lambda b: _chunk_values(w[b:b + step], ctx, b, values[b:b + step]), starts))
+    # One reduction for the whole batch: uncounted queries are set to 0 (not multiplied: rows of
+    # padding queries may hold NaN, fully masked rows), then summed in float64.
+    sums = values.masked_fill_(~ctx.counted[:, None], 0.0).sum(dim=(0, 2), dtype=torch.float64)  # (H, K)
     counts = ctx.counted.sum(dim=(0, 1)).to(torch.float64)  # (K,)
     out = {v: (sums[:, k], counts[k].expand(H)) for k, v in enumerate(_VALUES)}
     # the content distance is Σ w|i-j| / Σ w over content keys: its count is the content mass
@@ -249,6 +254,16 @@ CPU_CHUNK_BYTES = 3 * 2**19
 
 _POOLS: dict = {}
 _POOL_LOCK = threading.Lock()
+
+
+def one_thread() -> None:
+    """Make the calling thread's torch ops run on one thread, whatever the process's setting.
+
+    torch sets a thread's OpenMP thread count from the process's setting lazily, at the thread's
+    first op; asking for the count first does that now, so that the 1 set after it sticks (a set
+    before it would be undone once the process's setting is restored)."""
+    torch.get_num_threads()
+    torch.set_num_threads(1)
 
 
 def _worker_pool(n: int) -> Optional[ThreadPoolExecutor]:
@@ -268,7 +283,7 @@ def _worker_pool(n: int) -> Optional[ThreadPoolExecutor]:
             started = threading.Barrier(n + 1)
 
             def init() -> None:
-                torch.set_num_threads(1)
+                one_thread()
                 started.wait()
             pool = ThreadPoolExecutor(n, thread_name_prefix="attnscope-stats", initializer=init)
             for _ in range(n):  # start all n now, so that the barrier is reached
@@ -279,50 +294,49 @@ def _worker_pool(n: int) -> Optional[ThreadPoolExecutor]:
         return _POOLS[key]
 
 
-def _chunk_sums(w: Tensor, ctx: BatchContext, b0: int) -> Tensor:
-    """Σ over the counted queries of texts b0..b0+B of each per-query value: (H, K) float64."""
+def _chunk_values(w: Tensor, ctx: BatchContext, b0: int, out: Tensor) -> None:
+    """Every per-query value of texts b0..b0+B, written into ``out (B, H, L, K)`` (order of _VALUES)."""
     B, H, L, _ = w.shape
     dt = w.dtype
     opt = ctx.options
     rows = slice(b0, b0 + B)
     key_rows, special_idx, special_dist = ctx.key_rows[rows], ctx.special_idx[rows], ctx.special_dist[rows]
-    counted, log_n = ctx.counted[rows], ctx.log_n[rows]
 
     # A few passes over w (B, H, L, L); everything after is (B, H, L) or smaller. The forms are
-    # the fastest measured on CPU (benchmarks/analysis.py): clamp+log beats xlogy, a GEMM with the
-    # kinds as its short side beats a skinny bmm, gathers beat passes for the few special keys.
+    # the fastest measured on CPU (benchmarks/analysis.py): clamp+log beats xlogy and entr, a GEMM
+    # with the kinds as its short side beats a skinny bmm, gathers beat passes for the few special
+    # keys, and one scratch matrix serves the two products (entropy, distance).
     tiny = torch.finfo(dt).tiny  # w·log(max(w, tiny)) is exactly 0 at w = 0
-    entropy = -w.clamp_min(tiny).log_().mul_(w).sum(-1)  # (B, H, L)
+    scratch = torch.clamp_min(w, tiny)  # (B, H, L, L)
+    entropy = scratch.log_().mul_(w).sum(-1).neg_()  # (B, H, L)
+    d_all = torch.mul(w, ctx.dist.to(dt), out=scratch).sum(-1)  # (B, H, L): Σ_j w_ij |i-j|
+    del scratch
     mass = torch.bmm(key_rows.to(dt), w.reshape(B, H * L, L).transpose(1, 2))  # (B, 4, H·L): Σ_j w_ij kind_j
-    mass = mass.view(B, 4, H, L).permute(0, 2, 3, 1)  # (B, H, L, 4)
-    d_all = torch.linalg.vecdot(w, ctx.dist.to(dt).expand_as(w))  # (B, H, L): Σ_j w_ij |i-j|
+    mass = mass.view(B, 4, H, L)
     S = special_idx.shape[1]
     if S:
         g = w.gather(-1, special_idx[:, None, None, :].expand(B, H, L, S))  # (B, H, L, S)
-        d_content = d_all - (g * special_dist[:, None].to(dt)).sum(-1)  # (B, H, L): Σ over content keys
+        d_content = d_all - torch.linalg.vecdot(g, special_dist[:, None].to(dt))  # (B, H, L): Σ over content keys
     else:
         d_content = d_all
     row_max = w.amax(-1)  # (B, H, L)
     # The band |i - j| ≤ W around the diagonal, gathered once (a diagonal read directly touches
     # one cache line per element; a row's band is one or two lines).
     W = (ctx.band_cols.shape[1] - 1) // 2
-    band = w.gather(-1, ctx.band_cols.expand(B, H, L, 2 * W + 1)) * ctx.band_inside.to(dt)  # (B, H, L, 2W+1)
+    band = w.gather(-1, ctx.band_cols.expand(B, H, L, 2 * W + 1)).mul_(ctx.band_inside.to(dt))  # (B, H, L, 2W+1)
     w_self, w_prev, w_next = band[..., W], band[..., W - 1], band[..., W + 1]  # (B, H, L) each
     local = band[..., W - opt.window:W + opt.window + 1].sum(-1)  # (B, H, L)
     top_prev, top_next = w_prev == row_max, w_next == row_max  # (B, H, L): the maximum, maybe tied
     unique = _unique_max(w, row_max, top_prev | top_next)  # (B, H, L)
 
     per_query = {  # stat -> value (B, H, L), in the order of _VALUES
-        "entropy": entropy, "entropy_norm": entropy / log_n[:, None, :].to(dt), "distance": d_all,
-        "to_cls": mass[..., 0], "to_sep": mass[..., 1], "to_punct": mass[..., 2], "to_self": w_self,
+        "entropy": entropy, "entropy_norm": entropy / ctx.log_n[rows, None, :].to(dt), "distance": d_all,
+        "to_cls": mass[:, 0], "to_sep": mass[:, 1], "to_punct": mass[:, 2], "to_self": w_self,
         "to_prev": w_prev, "to_next": w_next, "argmax_prev": (top_prev & unique).to(dt),
         "argmax_next": (top_next & unique).to(dt), "to_local": local, "distance_content": d_content,
-        "_content_mass": mass[..., 3],
+        "_content_mass": mass[:, 3],
     }
-    # one stack in the weights' dtype, one conversion: the sums over queries are float64
-    values = torch.stack([per_query[v] for v in _VALUES], dim=-1).double()  # (B, H, L, K)
-    # where(), not a product: rows of padding queries may hold NaN (fully masked rows).
-    return torch.where(counted[:, None], values, 0.0).sum(dim=(0, 2))  # (H, K)
+    torch.stack([per_query[v] for v in _VALUES], dim=-1, out=out)  # (B, H, L, K)
 
 
 @torch.no_grad()

@@ -69,6 +69,8 @@ def register(sub) -> None:
                    "(default: 50, or what the positions allow)")
     g.add_argument("--seed", type=int, default=0, help="seed of the random sequences (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--lanes", type=int, default=None, metavar="N",
+                   help="CPU: batches analysed at once, each on one thread (default: the number of threads)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -93,9 +95,9 @@ def run(args) -> int:
     import torch
 
     from ..analysis import AnalysisConfig, Thresholds, analyze
-    
+
     from . import check_device, check_out_dir, check_range
-    for name in ("batch_size", "chunk_size", "importance_batch", "max_texts", "threads"):
+    for name in ("batch_size", "chunk_size", "importance_batch", "max_texts", "threads", "lanes"):
         check_range(getattr(args, name), "--" + name.replace("_", "-"), 1)
     check_range(args.max_length, "--max-length", 2)
     check_range(args.window, "--window", 0)
@@ -111,7 +113,8 @@ def run(args) -> int:
                          on_decode_error=args.on_decode_error, special_queries=not args.no_special_queries,
                          window=args.window, importance_texts=args.importance_texts,
                          importance_batch=args.importance_batch, induction_seqs=args.induction_seqs,
-                         induction_length=args.induction_length, seed=args.seed, thresholds=Thresholds.parse(args.threshold),
+                         induction_length=args.induction_length, seed=args.seed, lanes=args.lanes,
+                         thresholds=Thresholds.parse(args.threshold),
                          progress=not args.no_progress and sys.stderr.isatty())
     device, started = _init_distributed(args.device)
     try:

@@ -1,0 +1,129 @@
+"""Batches on lanes (one thread and one model replica each): the same sums as one batch at a time,
+added in corpus order whatever the lanes' timing; replicas share the weights but not the hooks;
+a lane's error reaches the caller."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import attnscope
+from attnscope.analysis import analyze
+from attnscope.analysis.accumulate import StatsAccumulator
+from attnscope.analysis.analyzer import BatchAnalyzer
+from attnscope.analysis.batching import TextEncoder, bucket
+from attnscope.analysis.corpus import Text
+from attnscope.analysis.replica import replicate
+from attnscope.analysis.run import NAMES
+from attnscope.analysis.stats import StatOptions
+from attnscope.errors import ConfigError
+
+TEXTS = [f"Sentence number {i} has {'many ' * (i % 5)}words, and a comma." for i in range(23)]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return attnscope.load()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    f = tmp_path_factory.mktemp("corpus") / "texts.txt"
+    f.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    return f
+
+
+def test_replica_shares_weights_not_hooks(minilm):
+    r = replicate(minilm)
+    assert r is not minilm and r.lock is not minilm.lock and r.tokenizer is minilm.tokenizer
+    for (n, p), (m, q) in zip(minilm.named_parameters(), r.named_parameters()):
+        assert n == m and p is q
+    assert r.layers[0].attn.weights is not minilm.layers[0].attn.weights
+    ids = minilm.encode(["one text", "and another text"]).input_ids
+    seen = []
+    with r.hooks({"layers.0.attn.weights": lambda w, name: seen.append(name)}):
+        r(ids)
+        minilm(ids)  # no hook on the original
+    assert seen == ["layers.0.attn.weights"]
+    torch.testing.assert_close(r(ids), minilm(ids), rtol=0, atol=0)  # the same modules on the same weights
+
+
+def test_lanes_equal_one_batch_at_a_time(minilm, corpus):
+    kw = dict(batch_size=3, chunk_size=8, importance_texts=0, progress=False)
+    one = analyze(corpus, minilm, lanes=1, **kw)
+    two = analyze(corpus, minilm, lanes=2, **kw)
+    three = analyze(corpus, minilm, lanes=3, **kw)
+    assert one.counters == two.counters == three.counters
+    for s in one.means:
+        # every lane runs a batch on one thread: 2 and 3 lanes add the same numbers in the same order
+        np.testing.assert_array_equal(two.means[s], three.means[s], err_msg=s)
+        # one lane runs on torch's threads: the forward's rounding may differ in the last bits
+        np.testing.assert_allclose(one.means[s], two.means[s], rtol=1e-5, atol=1e-7, err_msg=s)
+
+
+def test_sums_are_added_in_submission_order(minilm, monkeypatch):
+    """Batches finish out of order (the first is slowed down); the accumulator still gets them
+    in the order they were submitted."""
+    import attnscope.analysis.analyzer as A
+
+    enc = TextEncoder(minilm.tokenizer, 64)
+    batches = [enc.pad(items) for items in bucket(enc.encode([Text(i, t, "") for i, t in enumerate(TEXTS)]), 4)]
+    order, slow = [], threading.Event()
+    real_run = A._Lane.run
+
+    def run(self, tb, options):
+        if tb.indices == batches[0].indices and not slow.is_set():
+            slow.set()
+            time.sleep(0.5)
+        return real_run(self, tb, options)
+
+    monkeypatch.setattr(A._Lane, "run", run)
+    acc = StatsAccumulator(6, 12, NAMES)
+    with BatchAnalyzer(minilm, acc, StatOptions(), lanes=2, on_done=lambda tb: order.append(tb.indices)) as an:
+        for tb in batches:
+            an.submit(tb)
+        an.flush()
+    assert order == [tb.indices for tb in batches]
+    assert acc.counters["texts"] == len(TEXTS) and acc.counters["batches"] == len(batches)
+
+
+def test_a_lane_error_reaches_the_caller(minilm, corpus, monkeypatch):
+    import attnscope.analysis.analyzer as A
+
+    def broken(self, tb, options):
+        raise RuntimeError("lane broke")
+
+    monkeypatch.setattr(A._Lane, "run", broken)
+    with pytest.raises(RuntimeError, match="lane broke"):
+        analyze(corpus, minilm, lanes=2, batch_size=3, importance_texts=0, progress=False)
+    assert not [t for t in threading.enumerate() if t.name == "attnscope-analyze"]  # the lanes stopped
+
+
+def test_a_small_memory_budget_runs_one_batch_at_a_time(minilm, corpus):
+    enc = TextEncoder(minilm.tokenizer, 64)
+    batches = [enc.pad(items) for items in bucket(enc.encode([Text(i, t, "") for i, t in enumerate(TEXTS)]), 5)]
+    acc, ref = StatsAccumulator(6, 12, NAMES), StatsAccumulator(6, 12, NAMES)
+    with BatchAnalyzer(minilm, acc, StatOptions(), lanes=2, max_bytes=1) as an:
+        for tb in batches:
+            an.submit(tb)
+            assert len(an._pending) <= 1
+        an.flush()
+    with BatchAnalyzer(minilm, ref, StatOptions(), lanes=3) as an:
+        for tb in batches:
+            an(tb)
+    assert torch.equal(acc.sums, ref.sums) and acc.counters == ref.counters
+
+
+def test_lanes_must_be_positive(minilm, corpus):
+    with pytest.raises(ConfigError, match="lanes"):
+        analyze(corpus, minilm, lanes=0, progress=False)
+    with pytest.raises(ConfigError, match="lanes"):
+        BatchAnalyzer(minilm, StatsAccumulator(6, 12, NAMES), StatOptions(), lanes=True)
+
+
+def test_the_callers_thread_count_is_kept(minilm, corpus):
+    before = torch.get_num_threads()
+    analyze(corpus, minilm, lanes=2, batch_size=4, importance_texts=0, progress=False)
+    assert torch.get_num_threads() == before
