@@ -174,3 +174,23 @@ def test_generation_view_in_chinese_with_gemma(page, tmp_path, artifacts):
     for w, h in SIZES:
         page.set_viewport_size({"width": w, "height": h})
         page.screenshot(path=str(artifacts / f"generation-zh-{w}.png"))
+
+
+def test_served_page_with_smollm2(page, smollm2, artifacts):
+    from tests.server.live import live_server
+
+    with live_server("--model", "smollm2-135m", timeout=180) as (url, _):
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        page.goto(url)
+        page.fill("[data-testid=text-input]", TEXT)
+        page.click("[data-testid=submit]")
+        wait_ready(page, 120_000)
+        assert "grouped-query" in page.inner_text("[data-testid=kv-note]")
+        page.dblclick("[data-testid=q-13]")
+        page.select_option("[data-testid=layer-select]", "17")
+        page.select_option("[data-testid=focus-head-select]", "3")
+        ref = _by_hand(smollm2, TEXT, 17, 3, 13)
+        np.testing.assert_allclose(_values(page, "[data-testid=step-table] td[data-col=weight]"), ref["weights"],
+                                   rtol=1e-12, atol=1e-15)
+        assert page.locator("[data-testid=rotation-table] tbody tr").count() == 32
+        page.screenshot(path=str(artifacts / "served-smollm2-step.png"))

@@ -178,3 +178,20 @@ def test_gemma_3_270m_row(gemma):
     assert "The sliding window is 512" in md and "10000^(-2i/d)" in md and "(1 + w)" in md
     zh = w.render("markdown", lang="zh")
     assert "多查询注意力" in zh and "滑动窗口是 512" in zh
+
+
+def test_readme_and_docs_row_is_current(smollm2):
+    """The rotary row quoted in README.md and written to docs/modern-attention-row.md is what the
+    tool prints now (the numbers; the float32 differences depend on the thread count)."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    doc = (root / "docs" / "modern-attention-row.md").read_text(encoding="utf-8")
+    md = explain(text=REAL, model=smollm2, layer=23, head=3, position=13).render("markdown")
+    strip = lambda s: [ln for ln in s.splitlines() if "float32" not in ln and "float64 rounding" not in ln]  # noqa: E731
+    assert strip(md) == strip(doc)
+    for line in ("13:Ġto puts its attention on 74.0% from 9:ĠJohn, 14.9% from 0:When, 4.8% from 1:ĠMary, 4.2% from 3:ĠJohn.",
+                 "| 0 | 0, 32 | 13 | 0.9074 | 0.4202 | -0.3836 | 0.4130 | -0.5216 | 0.2136 |",
+                 "| 7 | 5 | 2 | 30.3169 | 30.3169 |", "| 3 | 0 | 3 | 29.6383 | 29.6383 |"):
+        assert line in md
+        assert " ".join(line.replace("|", " ").split()) in " ".join(readme.replace("|", " ").split())

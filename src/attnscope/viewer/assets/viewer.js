@@ -907,7 +907,8 @@
       (st.shift ? " The largest score exceeds " + this.data.exp_show_limit + ", so the row maximum is subtracted before exp (the weights are unchanged)." : "") }, wrap);
     var box = el("div", { cls: "as-wrap" }, wrap);
     var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), tr = el("tr", {}, thead);
-    var masks = this.cfg.causal || win !== null;
+    var masks = false;
+    for (var jj = 0; jj < t.n; jj++) if (t.hidden(s.layer, q, jj)) { masks = true; break; }
     ["#", "key", rope ? "raw score q′·k′" : "raw score q·k", "scaled s = " + (rope ? "q′·k′ " : "q·k ") + scaleText, expText, "weight"].concat(masks ? ["hidden because"] : []).forEach(function (x, i) {
       el("th", { text: x, cls: i === 1 ? "tok" : "" }, tr);
     });
