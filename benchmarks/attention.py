@@ -26,6 +26,7 @@ so that the ratios compare like with like.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -141,8 +142,8 @@ def scoring_times(L: int, causal: bool, repeats: int) -> dict[str, tuple[float, 
     out = {}
     for name in attnscope.SCORINGS:
         qp, kp, scale = prepared(name, q, k)
-        ours = lambda: attnscope.attention(q, k, v, scoring=name, causal=causal)  # noqa: E731
-        ref = lambda: F.scaled_dot_product_attention(qp, kp, v, is_causal=causal, scale=scale)  # noqa: E731
+        ours = functools.partial(attnscope.attention, q, k, v, scoring=name, causal=causal)
+        ref = functools.partial(F.scaled_dot_product_attention, qp, kp, v, is_causal=causal, scale=scale)
         diff = (ours() - ref()).abs().max().item()
         t0 = time.perf_counter()
         ref()
@@ -198,8 +199,8 @@ def main(argv=None) -> int:
         return 0
 
     from rich.console import Console
-    from rich.table import Table
     from rich.progress import track
+    from rich.table import Table
 
     console = Console(width=110)
     console.print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch 1, {H} heads, d_head {D_HEAD}")

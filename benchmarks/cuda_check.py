@@ -25,6 +25,7 @@ tables into the README's Performance section (replacing the line that says CUDA 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -168,8 +169,9 @@ def check_ring(backend: str = "nccl", device_type: str = "cuda") -> None:
 
 
 def check_model(dev) -> None:
-    import attnscope
     from transformers import AutoModel
+
+    import attnscope
     from attnscope.models.loader import default_model_path
     texts = ["The cat sat on the mat.", "Attention is all you need, said the paper in 2017!"]
     model = attnscope.load(device=dev)
@@ -183,7 +185,8 @@ def check_model(dev) -> None:
     plain = model.run(texts)
     for b, n in enumerate(tr.lengths):
         last = ref.last_hidden_state[b, :n]
-        record("model", f"MiniLM text {b}: last hidden state (trace)", maxdiff(tr[f"layers.{n_layers - 1}.out"][b, :n], last), 1e-4)
+        record("model", f"MiniLM text {b}: last hidden state (trace)",
+               maxdiff(tr[f"layers.{n_layers - 1}.out"][b, :n], last), 1e-4)
         record("model", f"MiniLM text {b}: last hidden state (plain, fused)", maxdiff(plain[b, :n], last), 1e-4)
         err = max(maxdiff(tr[f"layers.{i}.attn.weights"][b, :, :n, :n], a[b, :, :n, :n]) for i, a in enumerate(ref.attentions))
         record("model", f"MiniLM text {b}: every layer's attention weights", err, 1e-5)
@@ -205,6 +208,15 @@ def cuda_time(fn, repeats: int) -> list[float]:
     return times
 
 
+def _forward(fn, q, k, v) -> None:
+    with torch.no_grad():
+        fn(q, k, v)
+
+
+def _forward_backward(fn, q, k, v, grad_out) -> None:
+    fn(q, k, v).backward(grad_out)
+
+
 def ratios(dev, lengths, repeats: int) -> list[tuple]:
     from attnscope.blockwise import blockwise_attention
     from attnscope.scorings import SCORINGS
@@ -219,26 +231,22 @@ def ratios(dev, lengths, repeats: int) -> list[tuple]:
                 calls[sc] = lambda a, b, c, sc=sc: blockwise_attention(a, b, c, scoring=sc, return_lse=True,
                                                                        kernel="fused")[0]
 
-            def fwd(fn):
-                with torch.no_grad():
-                    fn(q, k, v)
-
-            def fwd_bwd(fn):
-                fn(qg, kg, vg).backward(go)
-            for fn in calls.values():  # warm-up
-                fwd(fn)
-                fwd_bwd(fn)
+            fwds = {name: functools.partial(_forward, fn, q, k, v) for name, fn in calls.items()}
+            bwds = {name: functools.partial(_forward_backward, fn, qg, kg, vg, go) for name, fn in calls.items()}
+            for name in calls:  # warm-up
+                fwds[name]()
+                bwds[name]()
             f = {name: [] for name in calls}
             b = {name: [] for name in calls}
             for _ in range(repeats):
-                for name, fn in calls.items():
-                    f[name] += cuda_time(lambda: fwd(fn), 1)
-                    b[name] += cuda_time(lambda: fwd_bwd(fn), 1)
+                for name in calls:
+                    f[name] += cuda_time(fwds[name], 1)
+                    b[name] += cuda_time(bwds[name], 1)
             med = statistics.median
             for sc in SCORINGS:
                 rows.append((str(dtype).split(".")[1], L, sc, med(f["sdpa"]), med(f[sc]), med(f[sc]) / med(f["sdpa"]),
                              med(b["sdpa"]), med(b[sc]), med(b[sc]) / med(b["sdpa"])))
-            del q, k, v, qg, kg, vg, go
+            del q, k, v, qg, kg, vg, go, fwds, bwds
             torch.cuda.empty_cache()
     return rows
 

@@ -20,6 +20,7 @@ times are the fastest of ``--repeat`` alternating runs after a warm-up.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -116,7 +117,7 @@ def main() -> int:
         hf_eager = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                                      attn_implementation="eager").eval()
         a, b, ac, bc = compare(lambda: ours.trace(batch, names="layers.*.attn.weights"),
-                               lambda: hf_eager.model(input_ids=ids, output_attentions=True), args.repeat)
+                               functools.partial(hf_eager.model, input_ids=ids, output_attentions=True), args.repeat)
         del hf_eager
         rows.append(("weights trace (all layers), s", a, b, a / b, ac / bc, "≤ 1.0"))
 

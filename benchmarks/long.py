@@ -213,6 +213,7 @@ def ring_worker(rank: int, world: int, L: int, rounds: int, threads: int, scorin
     """Per round: rank 0 runs the references (``threads`` threads) while the others wait; then
     every rank runs the ring (1 thread). Returns per-round times and peaks."""
     import torch.distributed as dist
+
     from attnscope.distributed import ring_attention
 
     exact_rss()
@@ -278,6 +279,7 @@ def ring_worker(rank: int, world: int, L: int, rounds: int, threads: int, scorin
 
 def ring_part(lengths, ranks, rounds: int, threads: int, scorings):
     from tqdm import tqdm
+
     from attnscope.distributed import run_local
     rows = []
     jobs = [(L, P, sc) for L in lengths for P in ranks for sc in scorings]

@@ -22,6 +22,7 @@ need (``trace.nbytes``) plus the working set of the same forward pass without ca
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 import weakref
@@ -170,7 +171,7 @@ def main(argv=None) -> None:
     print(f"| {'plain forward':<30} | {plain_peak / mib:8.1f} | {0:8.1f} | {'':>21} | {'':>11} |")
     for label, names in (("trace all weights", "layers.*.attn.weights"), ("trace everything", None),
                          ("trace one layer+head", "layers.3.attn.weights[5]")):
-        peak, tr = peak_bytes(lambda: ours.trace(batch, names=names), existing)
+        peak, tr = peak_bytes(functools.partial(ours.trace, batch, names=names), existing)
         need = tr.nbytes + plain_peak
         print(f"| {label:<30} | {peak / mib:8.1f} | {tr.nbytes / mib:8.1f} | {need / mib:21.1f} | {peak / need:11.3f} |")
         del tr

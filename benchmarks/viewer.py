@@ -77,8 +77,8 @@ def main(argv=None) -> int:
 
     import attnscope
     from attnscope.testing.headless import launch
-    from attnscope.viewer.html import render
     from attnscope.viewer import data as vdata
+    from attnscope.viewer.html import render
     from attnscope.viewer.run import trace_each
 
     console = Console()
@@ -110,7 +110,9 @@ def main(argv=None) -> int:
                     m = page.evaluate("""async () => {
                         const v = window.attnscopeViewer;
                         const frame = () => new Promise(r => requestAnimationFrame(r));
-                        const timed = async patch => { const t = performance.now(); v.set(patch); await frame(); return performance.now() - t; };
+                        const timed = async patch => {
+                            const t = performance.now(); v.set(patch); await frame(); return performance.now() - t;
+                        };
                         const sw = await timed({layer: 5});
                         const st = await timed({view: 'step', query: v.text().n - 1});
                         return {first: v.firstRender, decode: v.decodeMs, sw, st};

@@ -6,21 +6,29 @@
     >>> w.sum(-1)                                          # every row sums to 1
 """
 
+from . import positions, reference, scorings
+from .blockwise import attention_weights, blockwise_attention
+from .check import check  # the function (its package is attnscope.check's modules)
 from .config import TransformerConfig
 from .errors import AttnscopeError, ConfigError, InputError, ModelLoadError, NonFiniteError, ShapeError
+from .explain import explain
 from .functional import SCORINGS, attention, attention_steps, log_softmax, softmax
-from .blockwise import attention_weights, blockwise_attention
 from .hooks import HookPoint, name_hook_points
 from .kernels import checking_finite
-from .scorings import Scoring, register_scoring
-from .positions import PositionScheme, register_position
-from . import reference, scorings, positions  # noqa: E402
-from .modules import (Embeddings, Encoder, EncoderLayer, FeedForward, MultiHeadAttention,
-                      SingleHeadAttention, TransformerEncoder, sinusoidal_positions)
 from .models import Model, load
+from .modules import (
+    Embeddings,
+    Encoder,
+    EncoderLayer,
+    FeedForward,
+    MultiHeadAttention,
+    SingleHeadAttention,
+    TransformerEncoder,
+    sinusoidal_positions,
+)
+from .positions import PositionScheme, register_position
+from .scorings import Scoring, register_scoring
 from .trace import TRACE_NAMES, Trace
-from .check import check  # noqa: E402  the function (its package is attnscope.check's modules)
-from .explain import explain  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -12,7 +12,7 @@ on some layers, QK-norm, Gemma's scaled embeddings and sandwich norms.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, asdict, field
+from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from .errors import ConfigError

@@ -36,8 +36,15 @@ import torch
 from .kernels import memory
 from .kernels.dense import combine_masks, log_softmax, raw_scores, softmax
 from .kernels.steps import RecordSteps, attend
-from .kernels.validate import (broadcast_shapes, check_dropout, check_mask, check_qkv, check_scale, check_scoring,
-                               check_temperature)
+from .kernels.validate import (
+    broadcast_shapes,
+    check_dropout,
+    check_mask,
+    check_qkv,
+    check_scale,
+    check_scoring,
+    check_temperature,
+)
 from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, get_scoring
 
 Tensor = torch.Tensor

@@ -27,7 +27,8 @@ Array = np.ndarray
 
 __all__ = ["as_f64", "prepare_qk", "score_factor", "operand_factor", "raw_scores", "causal_mask", "additive_mask",
            "combine_masks", "softmax", "log_softmax", "logsumexp", "weighted_sum", "attention_steps", "attention",
-           "EXP_SHOW_LIMIT", "exp_shift", "softmax_parts", "shifted_exp", "divide_by_sum", "row_steps", "attention_weights", "layer_norm", "linear",
+           "EXP_SHOW_LIMIT", "exp_shift", "softmax_parts", "shifted_exp", "divide_by_sum", "row_steps", "attention_weights",
+           "layer_norm", "linear",
            "gelu", "relu", "split_heads", "merge_heads", "check_finite", "trace_factor", "trace_weights", "trace_row",
            "PAIRINGS", "rope_pairs", "rope_inv_freq", "rope_angles", "rotate", "rms_norm", "window_mask", "kv_head"]
 

@@ -254,7 +254,8 @@ def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_ch
     punctuation), then greedy longest-match WordPiece with ``##`` continuations, then
     ``[CLS] … [SEP]``.
     """
-    from tokenizers import Tokenizer as HFTokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordPiece
 
     try:
@@ -287,7 +288,8 @@ def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Option
     With ``bos`` and ``eos`` (RoBERTa) each text becomes ``<s> … </s>``; without (GPT-2) nothing
     is added.
     """
-    from tokenizers import Tokenizer as HFTokenizer, decoders, pre_tokenizers, processors
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, pre_tokenizers, processors
     from tokenizers.models import BPE
 
     vocab = _read_json(vocab_file)

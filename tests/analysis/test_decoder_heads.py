@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from attnscope.analysis.classify import Thresholds
-from attnscope.analysis.decoder_heads import (DECODER_STATS, candidate_ids, decoder_roles, repeat_sums,
-                                              repeated_tokens, sink_sums)
+from attnscope.analysis.decoder_heads import DECODER_STATS, candidate_ids, decoder_roles, repeat_sums, repeated_tokens, sink_sums
 from attnscope.analysis.stats import StatOptions, batch_context
 from attnscope.errors import ConfigError, ShapeError
 

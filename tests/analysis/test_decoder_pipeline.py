@@ -47,8 +47,9 @@ def alone(model, texts, n_seqs, length, seed):
     ids = repeated_tokens(candidate_ids(model.tokenizer, c), n_seqs, length, seed, leading_specials(model.tokenizer))
     rep = {k: np.zeros((c.n_layers, c.n_heads)) for k in ("prev_token", "duplicate", "induction")}
     for row in ids:
-        from attnscope.tokenizer import Batch
         import torch
+
+        from attnscope.tokenizer import Batch
         b = Batch(row[None], torch.ones_like(row[None]), torch.zeros_like(row[None]), [[""] * len(row)], [""])
         tr = model.trace(b, names="layers.*.attn.weights")
         for l in range(c.n_layers):

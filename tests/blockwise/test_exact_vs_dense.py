@@ -8,7 +8,6 @@ import torch
 
 from attnscope.blockwise import blockwise_attention
 from attnscope.functional import SCORINGS
-
 from tests.blockwise.reference import np_attention
 
 B, H, L, S, D, DV = 2, 3, 75, 133, 16, 12

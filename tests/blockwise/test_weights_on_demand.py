@@ -7,7 +7,6 @@ import torch
 
 from attnscope import InputError
 from attnscope.blockwise import attention_weights
-
 from tests.blockwise.reference import np_attention
 
 g = torch.Generator().manual_seed(11)

@@ -82,7 +82,7 @@ def wait_ready(pg, timeout: float = 30_000) -> None:
 
 
 @pytest.fixture(scope="session")
-def exported(minilm, tmp_path_factory) -> Path:
+def exported(minilm, tmp_path_factory) -> Path:  # noqa: F811 (the imported fixture)
     """The page `attnscope view TEXT --compare OTHER --token bank` writes (same code path)."""
     path = tmp_path_factory.mktemp("page") / "attention.html"
     path.write_text(render(view_data(minilm, TEXT, compare=OTHER, token="bank")), encoding="utf-8")

@@ -124,7 +124,8 @@ def test_exported_png_uses_the_embedded_glyphs(page, zh_file):
     wait_ready(page)
     widths = page.evaluate("""async () => {
         await window.attnscopeViewer.exportBlob('png');  // waits for the glyphs as export does
-        const c = document.createElement('canvas').getContext('2d'), w = f => { c.font = f; return c.measureText('我喜欢人工智能').width; };
+        const c = document.createElement('canvas').getContext('2d');
+        const w = f => { c.font = f; return c.measureText('我喜欢人工智能').width; };
         const p = new attnscope.CanvasPainter(c); p.text(0, 0, 'x', {});  // the font the painter sets
         const painter = c.font;
         return {painter: w(painter), ours: w('13px "attnscope CJK"'), fallback: w('13px monospace')};

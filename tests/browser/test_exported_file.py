@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from attnscope import reference as R
 from attnscope.explain.numbers import fmt
 from attnscope.explain.row import model_row_data, row_values
-from attnscope import reference as R
 from attnscope.viewer.context import context_comparison
 from attnscope.viewer.run import trace_each
 from tests.browser.conftest import wait_ready
@@ -138,7 +138,8 @@ def test_context_view_shows_the_cosines(page, exported, minilm, artifacts):
     page.screenshot(path=str(artifacts / "file-context-view.png"))
     ref = context_comparison(*trace_each(minilm, [TEXT, OTHER]), token="bank")
     for series in ("across", "drift_a", "drift_b"):
-        shown = page.eval_on_selector_all(f"[data-testid=compare-table] td[data-col={series}]", "tds => tds.map(t => t.textContent)")
+        cells = f"[data-testid=compare-table] td[data-col={series}]"
+        shown = page.eval_on_selector_all(cells, "tds => tds.map(t => t.textContent)")
         assert shown == [fmt(x, 4, as_int=False) for x in ref[series]]  # 1.0000, never 1, among 0.9876
 
 

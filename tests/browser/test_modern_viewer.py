@@ -61,7 +61,8 @@ def _by_hand(model, text, layer, head, qpos):
 
     def half(x, p):
         a = p * theta
-        return np.concatenate([x[: d // 2] * np.cos(a) - x[d // 2:] * np.sin(a), x[d // 2:] * np.cos(a) + x[: d // 2] * np.sin(a)])
+        lo, hi = x[: d // 2], x[d // 2:]
+        return np.concatenate([lo * np.cos(a) - hi * np.sin(a), hi * np.cos(a) + lo * np.sin(a)])
 
     qr, kr = half(q[qpos], qpos), np.array([half(k[j], j) for j in range(n)])
     s = np.where(np.arange(n) <= qpos, kr @ qr / np.sqrt(d), -np.inf)

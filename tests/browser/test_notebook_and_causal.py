@@ -2,9 +2,9 @@
 
 import pytest
 
+from attnscope import reference as R
 from attnscope import viewer
 from attnscope.explain.numbers import fmt
-from attnscope import reference as R
 from attnscope.viewer.html import render
 from attnscope.viewer.run import trace_each, view_data
 

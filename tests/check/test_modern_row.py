@@ -27,7 +27,8 @@ def _rows(folder, qpos):
 
     def half(x, p):
         a = p * theta
-        return np.concatenate([x[: d // 2] * np.cos(a) - x[d // 2:] * np.sin(a), x[d // 2:] * np.cos(a) + x[: d // 2] * np.sin(a)])
+        lo, hi = x[: d // 2], x[d // 2:]
+        return np.concatenate([lo * np.cos(a) - hi * np.sin(a), hi * np.cos(a) + lo * np.sin(a)])
 
     qr, kr = half(q, qpos), np.array([half(k[j], j) for j in range(n)])
     return qr, kr, kr @ qr

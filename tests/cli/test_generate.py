@@ -34,11 +34,15 @@ def test_sampling_options_and_view(folder, tmp_path, capsys):
     assert f"wrote {page}" in first.err
 
 
-def test_view_refuses_a_window_it_cannot_draw(tmp_path, capsys):
-    folder = mistral_window(tmp_path / "mistral")  # window 5
+def test_view_draws_a_window(tmp_path, capsys):
+    import json
+    import re
+    folder = mistral_window(tmp_path / "mistral")  # window 5, shorter than prompt + outputs
+    page = tmp_path / "g.html"
     assert main(["generate", "Queries and keys are", "--model", str(folder), "--max-new-tokens", "8",
-                 "--view", str(tmp_path / "g.html")]) == 2
-    assert "does not show sliding windows yet" in capsys.readouterr().err
+                 "--view", str(page)]) == 0
+    data = json.loads(re.search(r'id="attnscope-data">(.*?)</script>', page.read_text(encoding="utf-8"), re.S).group(1))
+    assert set(data["config"]["windows"]) == {5} and len(data["generation"]["steps"]) == 8
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -4,7 +4,6 @@ the group still works afterwards); a rank that never calls makes the others time
 import pytest
 
 from attnscope import distributed as D
-
 from tests.distributed import workers
 
 pytestmark = pytest.mark.distributed
@@ -12,7 +11,7 @@ pytestmark = pytest.mark.distributed
 
 def test_mismatches_raise_on_every_rank():
     results = D.run_local(workers.error_battery, 2, timeout=120)
-    for rank, r in enumerate(results):
+    for r in results:
         e = r["errors"]
         assert "q must have the same shape on every rank except the sequence length" in e["head_dim"]
         assert "rank 0 (1, 2, 6, 8), rank 1 (1, 2, 6, 4)" in e["head_dim"]

@@ -10,7 +10,6 @@ import torch
 
 import attnscope.functional as AF
 from attnscope import distributed as D
-
 from tests.blockwise.reference import np_attention
 from tests.distributed import workers
 

@@ -3,7 +3,6 @@
 import re
 
 import numpy as np
-
 import pytest
 
 from attnscope import ConfigError, InputError, ShapeError

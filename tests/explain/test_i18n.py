@@ -1,10 +1,8 @@
-import re
 
 from attnscope.explain import i18n
 from attnscope.explain.doc import T
-from attnscope.explain.render.base import Ctx, tex_to_text
-
 from attnscope.explain.render.base import _PLACEHOLDER as PH  # noqa: E402
+from attnscope.explain.render.base import Ctx, tex_to_text
 
 
 def test_both_languages_have_every_label_with_the_same_placeholders():

@@ -104,7 +104,8 @@ def test_distance_proof_on_the_models_vectors(tiny):
 
     def half(x, p):
         a = p * theta
-        return np.concatenate([x[: d // 2] * np.cos(a) - x[d // 2:] * np.sin(a), x[d // 2:] * np.cos(a) + x[: d // 2] * np.sin(a)])
+        lo, hi = x[: d // 2], x[d // 2:]
+        return np.concatenate([lo * np.cos(a) - hi * np.sin(a), hi * np.cos(a) + lo * np.sin(a)])
 
     want = {(a, b): float(half(q, a) @ half(k, b)) for a, b in ((3, 1), (7, 5), (3, 0))}
     got = {(v["m"], v["n"]): v["rotated"] for v in w.values["distance"]}
@@ -178,6 +179,16 @@ def test_gemma_3_270m_row(gemma):
     assert "The sliding window is 512" in md and "10000^(-2i/d)" in md and "(1 + w)" in md
     zh = w.render("markdown", lang="zh")
     assert "多查询注意力" in zh and "滑动窗口是 512" in zh
+    import re
+    for lang in ("en", "zh"):
+        tex = w.render("latex", lang=lang)
+        body = re.sub(r"\\[{}$%&#_]", "", tex)
+        assert body.count("{") == body.count("}") and r"\varphi" in tex
+        rich = w.render("rich", lang=lang)
+        for x in ref["weights"][ref["weights"] > 1e-4]:
+            assert half_up(x, 4) in rich and half_up(x, 4) in tex
+    d = json.loads(w.render("json", lang="zh"))
+    np.testing.assert_allclose(d["values"]["q_rot"], w.values["q_rot"], rtol=0, atol=0)
 
 
 def test_readme_and_docs_row_is_current(smollm2):

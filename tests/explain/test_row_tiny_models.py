@@ -6,7 +6,6 @@ import pytest
 
 import attnscope
 from attnscope.explain import explain
-
 from attnscope.testing.tiny import tiny_bert_chinese, tiny_gpt2  # needs transformers (test extra)
 
 

@@ -50,5 +50,6 @@ def test_other_dk_and_vectors_in_chinese():
     w = explain(lesson="scaling", d_k=16, samples=500, scores=[[1.0, 2.0, 3.0]])
     zh = w.render("markdown", lang="zh")
     assert "为什么要除以 √d_k？（d_k = 16）" in zh and "原文" not in zh            # no article note for other vectors
-    np.testing.assert_allclose(w.values["softmax"][0]["scaled"], torch.softmax(torch.tensor([0.25, 0.5, 0.75]), 0).numpy(), rtol=1e-6)
+    want = torch.softmax(torch.tensor([0.25, 0.5, 0.75]), 0).numpy()
+    np.testing.assert_allclose(w.values["softmax"][0]["scaled"], want, rtol=1e-6)
     assert 16 in w.values["variance"]

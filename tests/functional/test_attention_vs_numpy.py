@@ -6,10 +6,8 @@ import torch
 
 from attnscope import attention, attention_steps
 from attnscope.functional import DEFAULT_COSINE_TEMPERATURE
-
 from tests.blockwise.reference import np_prepare
 from tests.functional.reference import bool_to_additive, np_attention
-
 
 FACTORS = {
     "scaled": lambda d: 1 / np.sqrt(d),

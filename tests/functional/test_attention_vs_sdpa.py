@@ -3,7 +3,8 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attnscope import attention
 
@@ -49,8 +50,8 @@ def sdpa_reference(q, k, v, mask, causal):
             mask = mask & keep
         else:
             mask = mask.masked_fill(~keep, float("-inf"))
-    return F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
-                                          attn_mask=None if mask is None else (mask if mask.dtype == torch.bool else mask.double()))
+    attn_mask = None if mask is None else (mask if mask.dtype == torch.bool else mask.double())
+    return F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=attn_mask)
 
 
 @settings(max_examples=120, deadline=None)

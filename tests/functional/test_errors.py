@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnscope import attention, ShapeError, ConfigError
+from attnscope import ConfigError, ShapeError, attention
 
 q = torch.randn(2, 5, 8)
 k = torch.randn(2, 7, 8)

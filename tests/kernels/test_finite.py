@@ -20,7 +20,8 @@ def with_value(t, value, at=(0, 1, 2, 3)):
 
 
 @pytest.mark.parametrize("name, args, pattern", [
-    ("q", (with_value(q, float("nan")), k, v), r"^q has non-finite values \(NaN ×1\) in shape \(1, 2, 5, 4\), first at index \(0, 1, 2, 3\)"),
+    ("q", (with_value(q, float("nan")), k, v),
+     r"^q has non-finite values \(NaN ×1\) in shape \(1, 2, 5, 4\), first at index \(0, 1, 2, 3\)"),
     ("k", (q, with_value(k, float("inf")), v), r"^k has non-finite values \(\+inf ×1\)"),
     ("v", (q, k, with_value(v, -float("inf"))), r"^v has non-finite values \(-inf ×1\)"),
 ])
@@ -44,7 +45,8 @@ def test_overflow_of_q_dot_k_is_named(weights):
     big = torch.full((1, 1, 3, 4), 1e20)  # q·k = 4e40 > float32's 3.4e38
     with pytest.raises(NonFiniteError, match="overflow"):
         attention(big, big, torch.ones(1, 1, 3, 2), return_weights=weights, check_finite=True)
-    with pytest.raises(NonFiniteError, match=r"^scaled scores \(q·k × factor\) has non-finite values.*q·k overflowed torch.float32"):
+    with pytest.raises(NonFiniteError,
+                       match=r"^scaled scores \(q·k × factor\) has non-finite values.*q·k overflowed torch.float32"):
         attention_steps(big, big, torch.ones(1, 1, 3, 2), check_finite=True)
     attention(big.double(), big.double(), torch.ones(1, 1, 3, 2, dtype=torch.float64), check_finite=True)  # fits float64
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnscope import SCORINGS, attention, reference as R
+from attnscope import SCORINGS, attention
+from attnscope import reference as R
 
 g = torch.Generator().manual_seed(3)
 q, k, v = (torch.randn(2, 3, 40, 16, generator=g) for _ in range(3))

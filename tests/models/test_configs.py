@@ -49,7 +49,8 @@ def test_roberta_base_positions():
 def test_gpt2_small():
     c = _config(GPT2)
     assert (c.vocab_size, c.d_model, c.n_heads, c.n_layers, c.d_ff, c.max_positions) == (50257, 768, 12, 12, 3072, 1024)
-    assert (c.norm, c.embed_norm, c.final_norm, c.causal, c.activation, c.type_vocab_size) == ("pre", False, True, True, "gelu_tanh", 0)
+    got = (c.norm, c.embed_norm, c.final_norm, c.causal, c.activation, c.type_vocab_size)
+    assert got == ("pre", False, True, True, "gelu_tanh", 0)
     assert c.pad_token_id == 50256  # no padding token: padded positions hold eos and are masked
 
 

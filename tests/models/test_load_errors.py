@@ -50,7 +50,8 @@ def test_unreadable_config(bert_copy):
 
 def test_unknown_model_type(bert_copy):
     _edit_config(bert_copy, model_type="xlnet")
-    with pytest.raises(ModelLoadError, match=r"config\.json: model_type 'xlnet' is not supported; attnscope loads (.+, )?bert, (.+, )?gpt2, (.+, )?roberta"):
+    with pytest.raises(ModelLoadError, match=r"config\.json: model_type 'xlnet' is not supported; "
+                                             r"attnscope loads (.+, )?bert, (.+, )?gpt2, (.+, )?roberta"):
         attnscope.load(bert_copy)
 
 
@@ -132,7 +133,8 @@ def test_default_model_is_found_without_importing_its_package():
 def test_too_long_text_is_an_error_unless_truncation_is_asked(tiny_models):
     model = tiny_models["bert"]  # 64 positions
     text = "word " * 100
-    with pytest.raises(attnscope.InputError, match=r"^the text has 102 tokens, longer than the model's limit of 64 positions.*truncate=True"):
+    with pytest.raises(attnscope.InputError,
+                       match=r"^the text has 102 tokens, longer than the model's limit of 64 positions.*truncate=True"):
         model.encode(text)
     with pytest.raises(attnscope.InputError, match=r"text 1 has 102 tokens"):
         model.trace(["short", text], names=[])

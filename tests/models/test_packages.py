@@ -10,8 +10,7 @@ import pytest
 
 from attnscope.errors import ModelLoadError
 from attnscope.models import packages
-from attnscope.models.packages import (GEMMA3, SMOLLM2, find_package, license_notice, model_names,
-                                       package_model_path)
+from attnscope.models.packages import GEMMA3, SMOLLM2, find_package, license_notice, model_names, package_model_path
 
 
 def test_names_and_aliases():

@@ -3,7 +3,6 @@
 RoBERTa and GPT-2 checkpoints, for one text and for a padded batch (real tokens compared)."""
 
 import pytest
-import torch
 
 from tests.models.fixtures import hf_forward
 

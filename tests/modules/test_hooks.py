@@ -3,8 +3,7 @@
 import pytest
 import torch
 
-import attnscope
-from attnscope import MultiHeadAttention, TransformerConfig, TransformerEncoder, name_hook_points
+from attnscope import TransformerConfig, TransformerEncoder, name_hook_points
 from attnscope.hooks import Recorder
 
 

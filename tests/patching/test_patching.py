@@ -181,7 +181,7 @@ def test_attn_in_and_resid_mid_sites_and_layer_selection(gpt2):
         src = tr[name.format(l=1)]
         a, w = token_id(gpt2, " cats"), token_id(gpt2, " dogs")
         for p in (0, 4, r.values.shape[1] - 1):
-            def put(x, n, p=p):
+            def put(x, n, p=p, src=src):
                 x = x.clone()
                 x[:, p] = src[:, p]
                 return x

@@ -8,7 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnscope import ConfigError, MultiHeadAttention, SCORINGS, TransformerConfig, attention, attention_steps, reference as R
+from attnscope import SCORINGS, ConfigError, MultiHeadAttention, TransformerConfig, attention, attention_steps
+from attnscope import reference as R
 from attnscope.blockwise import attention_weights, blockwise_attention
 from attnscope.functional import score_factor
 from attnscope.scorings import Scoring, get_scoring, register_scoring, unregister_scoring

@@ -43,6 +43,7 @@ def test_steps_are_the_traced_models_numbers(client, minilm):
     np.testing.assert_allclose(s["scaled"], raw / math.sqrt(32), rtol=1e-12)
     np.testing.assert_allclose(s["weights"], tr["layers.2.attn.weights"][0, 7, 2].double().numpy(), atol=2e-7)
     np.testing.assert_allclose(s["out"], tr["layers.2.attn.z"][0, 7, 2].double().numpy(), atol=2e-6)
+    np.testing.assert_allclose(s["out"], np.asarray(s["weights"]) @ v.numpy(), rtol=1e-12, atol=1e-14)
     assert s["tokens"] == tr.tokens[0] and s["d_k"] == 32 and s["sum"] == pytest.approx(sum(s["exp"]))
 
 
@@ -79,7 +80,8 @@ BAD = [
     ("/api/attention", {"text": "hi", "layer": 6, "head": 0}, 422, "layer 6 is out of range: there are 6 layers (0..5)"),
     ("/api/attention", {"text": "hi", "layer": 0, "head": 12}, 422, "head 12 is out of range: there are 12 heads (0..11)"),
     ("/api/steps", {"text": "hi", "layer": 0, "head": -1, "query": 0}, 422, "head -1 is out of range"),
-    ("/api/steps", {"text": "hi", "layer": 0, "head": 0, "query": 3}, 422, "query token 3 is out of range: there are 3 tokens (0..2)"),
+    ("/api/steps", {"text": "hi", "layer": 0, "head": 0, "query": 3}, 422,
+     "query token 3 is out of range: there are 3 tokens (0..2)"),
     ("/api/steps", {"text": "hi", "layer": "two"}, 422, 'layer must be an integer, got "two"'),
     # strict types: nothing is coerced
     ("/api/attention", {"text": "hi", "head": True}, 422, "head must be an integer, got true"),

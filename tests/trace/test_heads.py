@@ -58,7 +58,8 @@ def test_head_errors(minilm):
 
 
 def test_unknown_name_suggests(minilm):
-    with pytest.raises(InputError, match=r"'layers\.0\.attn\.weight' matches no trace name; did you mean layers\.0\.attn\.weights"):
+    with pytest.raises(InputError,
+                       match=r"'layers\.0\.attn\.weight' matches no trace name; did you mean layers\.0\.attn\.weights"):
         minilm.trace("hi", names="layers.0.attn.weight")
     tr = minilm.trace("hi", names="layers.0.out")
     with pytest.raises(KeyError, match=r"'layers\.1\.out' is not in this trace"):

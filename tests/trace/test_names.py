@@ -3,8 +3,6 @@
 import attnscope
 from attnscope import TRACE_NAMES
 from attnscope.hooks import HookPoint
-from tests.models.encoders.fixtures import encoder_dirs, encoders  # noqa: F401
-from tests.models.seq2seq.fixtures import seq2seq, seq2seq_dirs  # noqa: F401
 
 PINNED = (
     "embed.tokens", "embed.segments", "embed.positions", "embed.out", "embed.projected",

@@ -9,8 +9,6 @@ import attnscope.kernels.blockwise as KB
 import attnscope.kernels.memory as memory
 from attnscope import InputError
 
-from tests.models.fixtures import minilm, tiny_dirs, tiny_models  # noqa: F401
-
 TEXTS = ["Attention lets every token look at every other token of the sentence.", "Short one."]
 
 

@@ -4,8 +4,8 @@
 import numpy as np
 import pytest
 
-from attnscope.explain.row import model_row_data, row_values
 from attnscope import reference as R
+from attnscope.explain.row import model_row_data, row_values
 from attnscope.viewer.run import trace_each
 from tests.viewer.fixtures import OTHER, TEXT
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from attnscope import reference as R
 from attnscope.errors import InputError
 from attnscope.functional import attention_steps
-from attnscope import reference as R
 from attnscope.trace import Trace
 from attnscope.viewer import data
 from attnscope.viewer.context import context_comparison

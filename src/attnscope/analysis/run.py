@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Optional, Union
 
 import numpy as np
-import torch
 
 from ..errors import ConfigError, InputError
 from .accumulate import StatsAccumulator
@@ -37,7 +36,7 @@ from .batching import TextEncoder, bucket, chunks
 from .classify import Thresholds, classify_heads
 from .corpus import CorpusReader
 from .decoder_heads import DECODER_STATS, decoder_roles, repeat_settings, run_repeat_pass
-from .importance import ablation_sums, metric_name
+from .importance import Ladder, ablation_sums, metric_name
 from .stats import STAT_NAMES, StatOptions
 from .summary import layer_summary
 
@@ -341,10 +340,11 @@ def _run_importance(model, corpus, encoder: TextEncoder, acc: StatsAccumulator, 
     batches = bucket(sample, cfg.importance_batch)
     mine = batches[rank::world]
     progress = _Progress(sum(len(b) for b in mine), cfg.progress and rank == 0, "importance")
+    ladder = Ladder.for_model(model)  # one replica for every batch
     try:
         for items in mine:
             tb = encoder.pad(items)
-            for layer, sums in ablation_sums(model, tb).items():
+            for layer, sums in ablation_sums(model, tb, ladder=ladder).items():
                 acc.add(layer, {"importance": sums})
             acc.count(importance_texts=len(tb))
             progress.update(len(tb), tb.n_tokens)

@@ -75,7 +75,8 @@ def _parse_link(value, lk: Link, where: str) -> np.ndarray:
         cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
         return np.array([[_written(c, f"{where}, row {i + 1}")] for i, c in enumerate(cells)], dtype=object)
     if not isinstance(value, (list, tuple)):
-        raise InputError(f"{where}: expected {counted(n_rows, 'row')} of {counted(n_cols, 'number')}, got {inputs.kind_of(value)}")
+        raise InputError(f"{where}: expected {counted(n_rows, 'row')} of {counted(n_cols, 'number')}, "
+                         f"got {inputs.kind_of(value)}")
     if len(value) != n_rows:
         raise InputError(f"{where}: expected {counted(n_rows, 'row')} (one per token), got {len(value)}")
     rows = [[None] * n_cols if r is None else r for r in value]

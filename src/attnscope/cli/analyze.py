@@ -95,7 +95,6 @@ def run(args) -> int:
     import torch
 
     from ..analysis import AnalysisConfig, Thresholds, analyze
-
     from . import check_device, check_out_dir, check_range
     for name in ("batch_size", "chunk_size", "importance_batch", "max_texts", "threads", "lanes"):
         check_range(getattr(args, name), "--" + name.replace("_", "-"), 1)

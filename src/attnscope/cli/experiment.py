@@ -186,7 +186,8 @@ def _interrupted(e: KeyboardInterrupt, store) -> int:
 def _one_line(result) -> str:
     d = result.data
     if result.name == "variance":
-        return f"  largest |z| of Var(q·k) vs d_k: {d['max_abs_z']:.2f}; largest |Var(q·k/√d_k) − 1|: {d['max_rel_error_scaled']:.3f}"
+        return (f"  largest |z| of Var(q·k) vs d_k: {d['max_abs_z']:.2f}; "
+                f"largest |Var(q·k/√d_k) − 1|: {d['max_rel_error_scaled']:.3f}")
     if result.name == "saturation":
         s = d["summary"]
         return (f"  d_k={s['d_k']}: entropy scaled {s['entropy_scaled']:.3f} vs unscaled {s['entropy_unscaled']:.3f} nats; "

@@ -50,7 +50,8 @@ def run(name: str, *, quick: bool = False, seed: int = 0, progress: bool = True,
     if not takes_any:
         extra = sorted(set(options) - accepted)
         if extra:
-            raise ConfigError(f"experiment {name!r} does not take {'option' if len(extra) == 1 else 'options'} {', '.join(extra)}; "
+            raise ConfigError(f"experiment {name!r} does not take {'option' if len(extra) == 1 else 'options'} "
+                              f"{', '.join(extra)}; "
                               f"it takes {', '.join(sorted(accepted - {'quick', 'seed', 'progress'}))}")
     return module.run(quick=quick, seed=seed, progress=progress, **options)
 

@@ -34,8 +34,7 @@ import torch
 from ..errors import ConfigError
 from ..functional import softmax
 from ..reference import score_factor
-from .base import (ExperimentResult, check_int_list, check_positive_int, check_seed, fmt_num, md_table,
-                   progress_bar)
+from .base import ExperimentResult, check_int_list, check_positive_int, check_seed, fmt_num, md_table, progress_bar
 
 DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))
 DEFAULT_LENGTH = 16
@@ -203,7 +202,8 @@ def summary(table: list[dict]) -> dict:
     jac = {(r["d_k"], r["mode"]): r["jacobian"] for r in table}
     below = [d for d in d_ks if all(jac[(e, "unscaled")] < jac[(e, "scaled")] for e in d_ks if e >= d)]
     return {"d_k": d_max, "jacobian_smaller_from": below[0] if below else None,
-            "jacobian_larger_upto": max((d for d in d_ks if jac[(d, "unscaled")] > jac[(d, "scaled")]), default=None), "jacobian_ratio": u["jacobian"] / s["jacobian"] if s["jacobian"] > 0 else None,
+            "jacobian_larger_upto": max((d for d in d_ks if jac[(d, "unscaled")] > jac[(d, "scaled")]), default=None),
+            "jacobian_ratio": u["jacobian"] / s["jacobian"] if s["jacobian"] > 0 else None,
             "entropy_scaled": s["entropy"], "entropy_unscaled": u["entropy"],
             "max_weight_scaled": s["max_weight"], "max_weight_unscaled": u["max_weight"],
             "saturated_frac_unscaled": u["saturated_frac"], "saturated_frac_scaled": s["saturated_frac"]}

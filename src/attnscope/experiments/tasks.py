@@ -31,6 +31,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+
 import numpy as np
 import torch
 

@@ -22,8 +22,7 @@ from typing import Optional, Sequence
 import torch
 
 from ..errors import ConfigError
-from .base import (ExperimentResult, check_int_list, check_names, check_positive_int, check_seed,
-                   fmt_num, md_table, progress_bar)
+from .base import ExperimentResult, check_int_list, check_names, check_positive_int, check_seed, fmt_num, md_table, progress_bar
 
 #: d_k = 2, 4, …, 1024.
 DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))

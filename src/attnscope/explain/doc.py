@@ -10,8 +10,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .blocks import (Block, Cell, Divide, DotRow, Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, T, Table,
-                     VecParam, WeightedSum, sub, t, t_or, words)
+from .blocks import (
+    Block,
+    Cell,
+    Divide,
+    DotRow,
+    Formula,
+    Matrix,
+    Para,
+    ScaleLine,
+    Step,
+    SumLine,
+    Sym,
+    T,
+    Table,
+    VecParam,
+    WeightedSum,
+    sub,
+    t,
+    t_or,
+    words,
+)
 
 __all__ = ["Worked", "Block", "Cell", "Divide", "DotRow", "Formula", "Matrix", "Para", "ScaleLine", "Step", "SumLine",
            "Sym", "T", "Table", "VecParam", "WeightedSum", "sub", "t", "t_or", "words"]

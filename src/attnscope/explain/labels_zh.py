@@ -61,7 +61,8 @@ ZH = {
     "row.title_scores": "逐步计算 {tok} 这一行",
     "row.title_scores_plain": "逐步计算注意力的一行",
     "row.intro_model": "模型 {model}，第 {layer} 层，第 {head} 个头；文本共 {L} 个 token：{tokens}。"
-                       "查询是 {tok}；每个头的维度 $d_k = {dk}$。q、k、v 取自模型的追踪记录，之后的每一步都在这里用 float64 重新计算。",
+                       "查询是 {tok}；每个头的维度 $d_k = {dk}$。q、k、v 取自模型的追踪记录，"
+                       "之后的每一步都在这里用 float64 重新计算。",
     "row.intro_scores": "给定一个查询对每个键的 {S} 个原始分数；它们除以 $\\sqrt{d_k} = \\sqrt{{dk}}$。",
     "row.intro_scores_factor": "给定一个查询对每个键的 {S} 个原始分数；它们乘以 $c = {c}$。",
     "row.ambiguous": "{tok} 出现在位置 {positions}；使用第一个，位置 {pos}（指定位置可选择其他的）。",
@@ -116,7 +117,8 @@ ZH = {
     "sc.col_p_raw": "softmax($s$)",
     "sc.col_s_scaled": "$s_j / \\sqrt{d_k}$",
     "sc.col_p_scaled": "softmax($s / \\sqrt{d_k}$)",
-    "sc.softmax_max": "最大权重：不缩放 {top}，缩放后 {top_s}。熵：{h} 对 {h_s} nats（均匀分布为 {hmax}）。不缩放时这一行几乎是 one-hot。",
+    "sc.softmax_max": "最大权重：不缩放 {top}，缩放后 {top_s}。熵：{h} 对 {h_s} nats（均匀分布为 {hmax}）。"
+                      "不缩放时这一行几乎是 one-hot。",
     "sc.article_raw": "原文给出 softmax({v}) $\\approx$ {printed}；计算结果：{computed}。",
     "sc.article_scaled": "原文给出 softmax({v} / 8) = {printed}；计算结果：{computed}。",
     "sc.step_jacobian": "softmax 的雅可比矩阵：饱和的行为什么学不动",
@@ -134,7 +136,8 @@ ZH = {
     "check.problem_toy": "题目：{what}，{L} 个 token（{tokens}）。",
     "check.problem_model": "题目：模型 {model}，第 {layer} 层，第 {head} 个头，查询 {tok}，文本“{text}”。",
     "check.problem_scores": "题目：给定的一行 {S} 个分数，$d_k = {dk}$。",
-    "check.rule": "每个数按你写出的小数位数判断：0.71 必须等于精确值四舍五入到 2 位小数，0.707 必须等于精确值四舍五入到 3 位小数。",
+    "check.rule": "每个数按你写出的小数位数判断：0.71 必须等于精确值四舍五入到 2 位小数，"
+                  "0.707 必须等于精确值四舍五入到 3 位小数。",
     "check.col_step": "步骤",
     "check.col_n": "已作答",
     "check.col_correct": "正确",

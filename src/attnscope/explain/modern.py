@@ -98,7 +98,8 @@ def rotation_step(rows: Sequence[tuple], *, inv_freq: np.ndarray, pairing: str, 
                       r"(x_a, x_b)\mapsto(x_a\cos\varphi - x_b\sin\varphi,\; x_a\sin\varphi + x_b\cos\varphi),"
                       r"\quad \varphi = p\,\theta_i,\quad \theta_i = \mathrm{base}^{-2i/d}")]
     if pairing == "half":
-        blocks.append(Para(t("rope.pairs_half_model" if model else "rope.pairs_half", half=d // 2, last=f"{d // 2 - 1}, {d - 1}")))
+        key = "rope.pairs_half_model" if model else "rope.pairs_half"
+        blocks.append(Para(t(key, half=d // 2, last=f"{d // 2 - 1}, {d - 1}")))
     else:
         blocks.append(Para(t("rope.pairs_adjacent")))
     if scaling:
@@ -145,7 +146,8 @@ def distance_step(q: np.ndarray, k: np.ndarray, *, inv_freq: np.ndarray, pairing
     vals = distance_values(q, k, inv_freq, pairing)
     blocks = [Para(t("dist.intro", q=qlabel, k=klabel)),
               Formula("q'_m · k'_n = Σ_i [(q_a k_a + q_b k_b)·cos((m − n)θ_i) + (q_a k_b − q_b k_a)·sin((m − n)θ_i)]",
-                      r"q'_m\cdot k'_n=\sum_i\big[(q_a k_a+q_b k_b)\cos((m-n)\theta_i)+(q_a k_b-q_b k_a)\sin((m-n)\theta_i)\big]"),
+                      r"q'_m\cdot k'_n=\sum_i\big[(q_a k_a+q_b k_b)\cos((m-n)\theta_i)"
+                      r"+(q_a k_b-q_b k_a)\sin((m-n)\theta_i)\big]"),
               Table([Sym("m", "m"), Sym("n", "n"), Sym("m − n", "m-n"), t("col.score_rotated"), t("col.score_formula")],
                     [[v["m"], v["n"], v["m"] - v["n"], v["rotated"], v["formula"]] for v in vals])]
     s31, s75, s30 = (v["rotated"] for v in vals)

@@ -22,9 +22,8 @@ from .. import reference as R
 from ..errors import InputError
 from ..reference import EXP_SHOW_LIMIT
 from . import inputs
+from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t
 from .numbers import counted
-from .doc import (Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked,
-                  sub, t)
 from .toy import check_finite, divides_by_root
 
 

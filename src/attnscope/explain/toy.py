@@ -22,10 +22,26 @@ from .. import reference as R
 from ..errors import ConfigError, InputError
 from ..reference import EXP_SHOW_LIMIT
 from ..scorings import Scoring, get_scoring
-from .numbers import fmt
-from .doc import (DotRow, Divide, Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, VecParam,
-                  WeightedSum, Worked, sub, t, t_or, words)
+from .doc import (
+    Divide,
+    DotRow,
+    Formula,
+    Matrix,
+    Para,
+    ScaleLine,
+    Step,
+    SumLine,
+    Sym,
+    VecParam,
+    WeightedSum,
+    Worked,
+    sub,
+    t,
+    t_or,
+    words,
+)
 from .modern import distance_step, gemma_scale_para, heads_step, rms_step, rotation_step, window_paras
+from .numbers import fmt
 from .toy_input import ToyProblem
 
 __all__ = ["compute", "explain_toy", "check_finite", "prepares", "divides_by_root", "scoring_note",

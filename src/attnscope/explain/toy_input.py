@@ -161,7 +161,8 @@ class ToyProblem:
             for k in ("W_Q", "W_K", "W_V"):
                 w = getattr(self, k)
                 if w.shape[0] != d_model:
-                    raise ShapeError(f"{src}, key {k}: {k} has {counted(w.shape[0], 'row')} but X has {counted(d_model, 'column')}; "
+                    raise ShapeError(f"{src}, key {k}: {k} has {counted(w.shape[0], 'row')} "
+                                     f"but X has {counted(d_model, 'column')}; "
                                      f"X·{k} needs as many rows in {k} as columns in X")
             if self.W_K.shape[1] != self.W_Q.shape[1] and self.modern.n_heads == 1:
                 raise ShapeError(f"{src}, key W_K: W_K has {counted(self.W_K.shape[1], 'column')} but W_Q has "

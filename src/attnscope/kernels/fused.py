@@ -210,7 +210,8 @@ class LseProblem:
                 scale=self.scale)
         else:
             dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
-                d_out, q, k, v, out, lse.to(torch.float64 if q.dtype == torch.float64 else torch.float32), 0.0, self.causal, attn_mask=self.add, scale=self.scale)
+                d_out, q, k, v, out, lse.to(torch.float64 if q.dtype == torch.float64 else torch.float32), 0.0, self.causal,
+                attn_mask=self.add, scale=self.scale)
         D = self.D
         return dq[..., :D], dk[..., :D], dv[..., :D]
 

@@ -10,8 +10,8 @@ file: :mod:`.bert`, :mod:`.roberta`, :mod:`.gpt2`, :mod:`.llama`, :mod:`.qwen2`,
 """
 
 from .base import LoadedModel
-from .decoder_model import DecoderModel
 from .deberta_v2 import DebertaModel
+from .decoder_model import DecoderModel
 from .encoder_model import EncoderModel
 from .generation import Generation
 from .loader import DEFAULT_NAME, default_model_path, load

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..config import DecoderConfig, ROPE_TYPES
+from ..config import ROPE_TYPES, DecoderConfig
 from ..errors import ConfigError, ModelLoadError
 from .registry import WeightRule, fuse_rows, setting
 

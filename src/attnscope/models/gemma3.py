@@ -64,6 +64,7 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
 
 
 FAMILY = register(Family(
-    name="gemma3", model_types=("gemma3_text", "gemma3"), prefixes=("language_model.",), config_from_hf=config_from_hf, rules=D.rules,
+    name="gemma3", model_types=("gemma3_text", "gemma3"), prefixes=("language_model.",), config_from_hf=config_from_hf,
+    rules=D.rules,
     tokenizer_kind="bpe-gpt2", lm_head=False, model_class=DecoderModel,
 ))

@@ -108,8 +108,22 @@ def family_for(model_type, source: str = "config.json") -> Family:
 
 
 def _ensure_registered() -> None:
-    from . import bert, gemma3, gpt2, llama, mistral, qwen2, roberta  # noqa: F401  (each registers itself on import)
-    from . import albert, bart, deberta_v2, distilbert, electra, t5, xlm_roberta  # noqa: F401
+    from . import (  # noqa: F401  (each registers itself on import)
+        albert,
+        bart,
+        bert,
+        deberta_v2,
+        distilbert,
+        electra,
+        gemma3,
+        gpt2,
+        llama,
+        mistral,
+        qwen2,
+        roberta,
+        t5,
+        xlm_roberta,
+    )
 
 
 #: SentencePiece model files that some checkpoints carry instead of a tokenizer.json.

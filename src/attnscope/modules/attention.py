@@ -213,7 +213,8 @@ class MultiHeadAttention(nn.Module):
             mask = attn_mask
         if key_padding_mask is not None:
             if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.shape != (B, S):
-                got = fmt_shape(key_padding_mask.shape) if isinstance(key_padding_mask, torch.Tensor) else type(key_padding_mask).__name__
+                got = (fmt_shape(key_padding_mask.shape) if isinstance(key_padding_mask, torch.Tensor)
+                       else type(key_padding_mask).__name__)
                 raise ShapeError(f"key_padding_mask must have shape (B, S) = ({B}, {S}), got {got}")
             if key_padding_mask.dtype == torch.bool:
                 keep = ~key_padding_mask.to(device)[:, None, None, :]  # (B, 1, 1, S)

@@ -52,7 +52,8 @@ class Embeddings(nn.Module):
         if L > c.max_positions:
             raise InputError(f"sequence of {L} tokens is longer than the model's {c.max_positions} positions")
         if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= c.vocab_size):
-            raise InputError(f"token ids must be in [0, {c.vocab_size}), got min {int(input_ids.min())}, max {int(input_ids.max())}")
+            raise InputError(f"token ids must be in [0, {c.vocab_size}), "
+                             f"got min {int(input_ids.min())}, max {int(input_ids.max())}")
         x = self.tokens(self.token_embedding(input_ids))  # (B, L, d)
         if self.segment_embedding is not None:
             if token_type_ids is None:

@@ -12,8 +12,7 @@ Korean are drawn with the CJK font attnscope ships (:mod:`attnscope.fonts`).
     >>> plot.heads_grid(tr).savefig("grid.svg")
 """
 
-from .figures import (ANNOTATE_MAX_TOKENS, head_heatmap, heads_grid, score_histograms,
-                      softmax_temperatures)
+from .figures import ANNOTATE_MAX_TOKENS, head_heatmap, heads_grid, score_histograms, softmax_temperatures
 
 __all__ = ["head_heatmap", "heads_grid", "score_histograms", "softmax_temperatures",
            "ANNOTATE_MAX_TOKENS"]

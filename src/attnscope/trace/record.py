@@ -137,7 +137,8 @@ class Trace(TraceReader):
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InputError(f"cannot read {meta_file}: {e}") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise InputError(f"{meta_file} is not an attnscope trace (format {meta.get('format') if isinstance(meta, dict) else None!r})")
+            found = meta.get("format") if isinstance(meta, dict) else None
+            raise InputError(f"{meta_file} is not an attnscope trace (format {found!r})")
         if meta.get("version") != FORMAT_VERSION:
             raise InputError(f"{meta_file}: trace format version {meta.get('version')!r} is not supported "
                              f"(this attnscope reads version {FORMAT_VERSION})")

@@ -148,6 +148,19 @@ class Seq2SeqTrace(Trace):
         queries = self._check_selection("query", queries, w.shape[-2])
         return w[..., queries, :]
 
+    def __repr__(self) -> str:
+        return (f"Seq2SeqTrace(model={self.model_name!r}, texts={len(self.tokens)}, source length="
+                f"{self.input_ids.shape[-1]}, target length={self.decoder_input_ids.shape[-1]}, "
+                f"names={len(self)}, {self.nbytes / 2**20:.1f} MiB)")
+
+    def _repr_html_(self) -> str:
+        """A summary (the interactive viewer does not show encoder–decoder traces yet)."""
+        import html
+        return (f"<pre>{html.escape(repr(self))}\nsource: {html.escape(' '.join(self.tokens[0]))}\n"
+                f"target: {html.escape(' '.join(self.target_tokens[0]))}</pre>"
+                "<p>The viewer does not show encoder–decoder traces yet; read them with "
+                "<code>trace.weights(layer, attention='encoder'|'self'|'cross')</code>.</p>")
+
     # ------------------------------------------------------------------------------------------
     def save(self, folder: Union[str, Path]) -> Path:
         folder = super().save(folder)

@@ -59,7 +59,7 @@ def test_score_terms_are_the_definitions(name, encoders):
     assert n > 2 * c.span or name == "deberta_v3", "the text should reach past the relative span"
     for layer in range(c.n_layers):
         c2c, c2p, p2c = terms_np(tr, model, layer)
-        at = lambda s: tr[f"layers.{layer}.attn.{s}"][0, :, :n, :n].double().numpy()  # noqa: E731
+        at = lambda s, layer=layer: tr[f"layers.{layer}.attn.{s}"][0, :, :n, :n].double().numpy()
         np.testing.assert_allclose(at("scores_c2c"), c2c, atol=2e-5)
         assert torch.equal(tr[f"layers.{layer}.attn.scores_c2c"], tr[f"layers.{layer}.attn.scores"])
         if "c2p" in c.pos_att_type:

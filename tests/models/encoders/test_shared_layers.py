@@ -41,3 +41,12 @@ def test_gradients_add_up_over_the_sharing_layers(encoders):
     tr.output.sum().backward()
     g = model.layers[0].ffn.W_1.weight.grad
     assert g is not None and g is model.layers[2].ffn.W_1.weight.grad and g.abs().sum() > 0
+
+
+def test_sharing_survives_a_dtype_change(encoders):
+    import copy
+
+    model = copy.deepcopy(encoders["albert_groups"]).double()
+    assert model.layers[0].attn.W_qkv.weight is model.layers[1].attn.W_qkv.weight
+    assert model.layers[1].attn.W_qkv.weight.dtype == torch.float64
+    assert model.run("我喜欢人工智能").dtype == torch.float64

@@ -101,3 +101,9 @@ def test_save_and_load_a_seq2seq_trace(seq2seq, tmp_path):
     back = Seq2SeqTrace.load(tr.save(tmp_path / "t"))
     assert back.target_tokens == tr.target_tokens and back.config.n_decoder_layers == 2
     assert (back.weights(1, attention="cross", text=1) - tr.weights(1, attention="cross", text=1)).abs().max() == 0
+
+
+def test_a_trace_shows_a_summary_in_jupyter(seq2seq):
+    tr = seq2seq["t5"].trace("the cat", "die Katze", names=["decoder.layers.0.cross_attn.weights"])
+    html = tr._repr_html_()
+    assert "source length" in html and "attention='encoder'|'self'|'cross'" in html

@@ -95,7 +95,8 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
     known = set(inspect.signature(make_settings).parameters) - {"quick"}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise ConfigError(f"experiment 'training' does not take {'option' if len(unknown) == 1 else 'options'} {', '.join(unknown)}; "
+        raise ConfigError(f"experiment 'training' does not take {'option' if len(unknown) == 1 else 'options'} "
+                          f"{', '.join(unknown)}; "
                           f"it takes {', '.join(sorted(known | {'jobs'}))}")
     settings = make_settings(quick=quick, **options)
     task_objs = {t: make_task(t) for t in settings.tasks}

@@ -82,8 +82,8 @@ def build_model(task, variant: str, d_k: int, settings: Settings, seed: int) -> 
 class Probe:
     """Reads the attention of every layer through attnscope's hook points.
 
-    A forward hook (:meth:`~attnscope.hooks.HookPoint.add_hook`) on ``layers.{i}.attn.scaled`` registers a tensor hook that records
-    ``‖∂loss/∂scaled‖²`` when ``want_grad`` is set; one on ``layers.{i}.attn.weights`` records
+    A forward hook (:meth:`~attnscope.hooks.HookPoint.add_hook`) on ``layers.{i}.attn.scaled`` registers a tensor hook
+    that records ``‖∂loss/∂scaled‖²`` when ``want_grad`` is set; one on ``layers.{i}.attn.weights`` records
     entropy and largest weight when ``rows`` (a (B, L) mask of rows to average over) is set.
     The functions stay attached for the whole run, so every variant takes the same explicit
     attention path (softmax of materialised scores) at every step.

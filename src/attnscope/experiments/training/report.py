@@ -8,7 +8,6 @@ from ..base import ExperimentResult, fmt_num, md_table
 from .settings import VARIANTS, Settings
 from .verdicts import STALL_FRACTION, counted, mean_finite
 
-
 COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "inv_d": "tab:purple", "cosine": "tab:green",
           "qknorm": "tab:orange", "t5": "tab:brown"}
 
@@ -115,7 +114,8 @@ def report(result: ExperimentResult, settings: Settings) -> str:
         if t == "recall":
             lines.append(f"- recall: {td['n_pairs']} key-value pairs + {td['n_queries']} queries, {td['n_keys']} keys × "
                          f"{td['n_values']} values; baseline ln {td['n_values']} = {td['baseline']:.3f}; threshold "
-                         f"{td['threshold']:.3g}; {counted(s.steps[t], 'step')} × batch {s.batch[t]}; {counted(s.seeds[t], 'seed')}.")
+                         f"{td['threshold']:.3g}; {counted(s.steps[t], 'step')} × batch {s.batch[t]}; "
+                         f"{counted(s.seeds[t], 'seed')}.")
         else:
             lines.append(f"- lm: {td['corpus']} ({td['corpus_chars']} chars, sha256 {td['corpus_sha256']}…), "
                          f"{td['vocab_size']} symbols, windows of {td['seq_len']}; count-model losses on the "
@@ -136,7 +136,8 @@ def report(result: ExperimentResult, settings: Settings) -> str:
                             "stalled", "diverged"],
                            [[r["variant"], r["d_k"], fmt_num(r["median_steps_to_threshold"]),
                              f"{r['reached']}/{r['seeds']}",
-                             fmt_num(r["final_loss_mean"]) + ("" if math.isnan(r["final_loss_sd"]) else f" ± {r['final_loss_sd']:.2g}"),
+                             fmt_num(r["final_loss_mean"])
+                             + ("" if math.isnan(r["final_loss_sd"]) else f" ± {r['final_loss_sd']:.2g}"),
                              fmt_num(r["final_acc_mean"]),
                              f"{fmt_num(r['init_entropy_norm'], 2)} → {fmt_num(r['final_entropy_norm'], 2)}",
                              fmt_num(r["init_max_weight"], 2),

@@ -65,7 +65,8 @@ def summarise(runs: list[dict]) -> list[dict]:
             "steps": rs[0]["steps"], "threshold": rs[0]["threshold"],
             "median_steps_to_threshold": median_steps([r["steps_to_threshold"] for r in rs]),
             "reached": sum(r["reached"] for r in rs),
-            "final_loss_mean": mean_finite([r["final_loss"] for r in rs]), "final_loss_sd": sd_finite([r["final_loss"] for r in rs]),
+            "final_loss_mean": mean_finite([r["final_loss"] for r in rs]),
+            "final_loss_sd": sd_finite([r["final_loss"] for r in rs]),
             "final_acc_mean": mean_finite([r["final_acc"] for r in rs]),
             "init_loss_mean": mean_finite([r["init_loss"] for r in rs]),
             "init_entropy_norm": mean_finite([r["init_entropy_norm"] for r in rs]),
@@ -188,7 +189,8 @@ def claims(summary: list[dict], settings: Settings, runs: list[dict]) -> dict:
         n_all = sum(r["seeds"] for r in rows)
         scaled_st = sum(idx[(t, "scaled", d_top)]["stalled"] for t in settings.tasks if (t, "scaled", d_top) in idx)
         verdict = ("is confirmed" if n_st == n_all else "is not confirmed" if n_st == 0 else "is partly confirmed")
-        caveat = (f" — but scaled stalled too ({scaled_st} run{'' if scaled_st == 1 else 's'}), so this budget cannot tell the factor's effect"
+        caveat = (f" — but scaled stalled too ({scaled_st} run{'' if scaled_st == 1 else 's'}), "
+                  "so this budget cannot tell the factor's effect"
                   if n_st and scaled_st >= n_st else "")
         stall = (f"\"Unscaled training at d_k = {d_top} stalled\" {verdict} ({n_st}/{n_all} runs stalled{caveat}): "
                  + "; ".join(stall_parts) + ".")

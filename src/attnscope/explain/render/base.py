@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from ...errors import ConfigError
 from .. import i18n
-from ..blocks import T, Sym, VecParam
+from ..blocks import Sym, T, VecParam
 from ..numbers import Shown, show
 
 FORMATS = ("rich", "markdown", "latex", "json")
@@ -115,8 +115,9 @@ class Ctx:
     def cell(self, x, as_int: Optional[bool] = None, exact: bool = False) -> str:
         """A matrix entry: at the decimals, or as given (``exact``, for inputs)."""
         if exact:
-            from ..numbers import short
             import math as _math
+
+            from ..numbers import short
             if _math.isfinite(float(x)):
                 s = short(x)
                 return s.replace("e", r"\times10^{") + "}" if (self.flavour == "tex" and "e" in s) else s
@@ -167,7 +168,7 @@ class Ctx:
                 part = part if self.flavour == "tex" else tex_to_text(part)
             elif self.flavour == "tex":
                 part = tex_escape(part)
-            part = re.sub("\x00(\\d+)\x00", lambda m: values[int(m.group(1))], part)
+            part = re.sub("\x00(\\d+)\x00", lambda m, values=values: values[int(m.group(1))], part)
             out.append(f"${part}$" if math and self.flavour == "tex" else part)
         return "".join(out)
 

@@ -7,7 +7,7 @@ come out in the context's flavour (Unicode text or TeX math).
 
 from __future__ import annotations
 
-from ..blocks import DotRow, Divide, ScaleLine, SumLine, WeightedSum
+from ..blocks import Divide, DotRow, ScaleLine, SumLine, WeightedSum
 from .base import Ctx
 
 

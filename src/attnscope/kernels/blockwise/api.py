@@ -16,8 +16,17 @@ from ...errors import ConfigError, ShapeError, fmt_shape
 from .. import fused
 from ..backend import FUSED_LSE, Facts, choose_backend
 from ..qk import Prepared, as_2d, fold_factor, prepare
-from ..validate import (broadcast_or_raise, check_dropout, check_mask, check_qkv, check_scale, check_scoring,
-                        check_temperature, kv_groups, require_float)
+from ..validate import (
+    broadcast_or_raise,
+    check_dropout,
+    check_mask,
+    check_qkv,
+    check_scale,
+    check_scoring,
+    check_temperature,
+    kv_groups,
+    require_float,
+)
 from .kernel import BlockwiseFn, forward
 from .pool import map_query_tiles
 from .prepare import BlockSize, Index, block_sizes, check_qk, compute_dtype, index, tile_operands

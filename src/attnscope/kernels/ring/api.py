@@ -17,8 +17,18 @@ from ..blockwise.prepare import block_sizes, compute_dtype
 from ..blockwise.tiles import LOG2E
 from ..qk import as_2d, prepare
 from ..validate import broadcast_or_raise, check_qkv, check_scale, check_scoring
-from .protocol import (META_DIMS, DTYPES, as_timedelta, check_agreement, comm_device, exchange_meta, group_info,
-                       meta_row, seg, wait_all)
+from .protocol import (
+    DTYPES,
+    META_DIMS,
+    as_timedelta,
+    check_agreement,
+    comm_device,
+    exchange_meta,
+    group_info,
+    meta_row,
+    seg,
+    wait_all,
+)
 from .ring import Ring, RingAttentionFn, n_head_chunks, pad_seq, ring_forward_heads
 
 Tensor = torch.Tensor

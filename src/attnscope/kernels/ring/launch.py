@@ -73,7 +73,7 @@ def run_local(fn: Callable, world_size: int, args: tuple = (), *, backend: str =
                     dead = [r for r, p in enumerate(procs) if not p.is_alive() and p.exitcode not in (0, None)
                             and r not in got]
                     if dead:
-                        raise RuntimeError(f"run_local: rank {dead[0]} died with exit code {procs[dead[0]].exitcode}")
+                        raise RuntimeError(f"run_local: rank {dead[0]} died with exit code {procs[dead[0]].exitcode}") from None
                     continue
                 if not ok:
                     raise RuntimeError(f"run_local: rank {rank} failed: {payload}")

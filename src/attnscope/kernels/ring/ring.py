@@ -309,7 +309,7 @@ def ring_backward_heads(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple
         got = ring_backward(R, head_part(q, sl, 3), head_part(k, sl, 3), head_part(v, sl, 3), head_part(bias, sl, 2),
                             head_part(out, sl, 3), head_part(lse, sl, 2), head_part(d_out, sl, 3),
                             head_part(d_lse, sl, 2))
-        for g, t, dg in zip(grads, (q, k, v), got):
+        for g, dg in zip(grads, got):
             part = head_part(g, sl, 3)
             part += dg.sum_to_size(part.shape)
         del got
