@@ -56,3 +56,14 @@ chromium:
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache
+
+# The habits (#12): ruff over the repository and mypy over the package, both configured in
+# pyproject.toml; then the wheel built from this tree, installed into an empty venv, runs the
+# worked example there (tools/check_wheel.sh).
+.PHONY: lint wheel-check
+lint: install-test
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+wheel-check: install-test
+	bash tools/check_wheel.sh $(BIN)/python
