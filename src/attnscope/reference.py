@@ -399,3 +399,17 @@ def trace_row(trace, layer: int, head: int, query: int, text: int = 0) -> dict:
             "exp": s["exp"], "sum": s["sum"], "weights": s["weights"], "out": s["output"], "factor": factor,
             "d_k": int(q.shape[-1]), "allowed": allowed}
 
+
+
+
+# relative position schemes (T5's bias buckets, DeBERTa's disentangled terms): their own module,
+# read through this one
+from .reference_relative import (  # noqa: E402
+    deberta_bucket,
+    deberta_bucket_steps,
+    deberta_terms,
+    t5_bucket,
+    t5_bucket_steps,
+)
+
+__all__ += ["t5_bucket_steps", "t5_bucket", "deberta_bucket_steps", "deberta_bucket", "deberta_terms"]

@@ -351,6 +351,8 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
     def health() -> dict:
         return {"ok": True}
 
+    from .viewer.seq2seq_server import add_routes
+    add_routes(app, model, worker, max_chars, _Strict)  # T5, BART: their own page and /api/view
     app.add_middleware(Limits, max_body=max_body)
     return app
 

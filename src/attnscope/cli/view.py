@@ -2,6 +2,7 @@
 
     attnscope view "The bank of the river." -o attention.html
     attnscope view "The bank of the river." --compare "Money in the bank." --token bank -o bank.html
+    attnscope view "translate English to German: The cat sat." --target "Die Katze sass." --model ./t5-small
 
 Open the file in any browser, offline: everything (script, styles, data, CJK glyphs) is inside.
 """
@@ -22,6 +23,8 @@ def register(sub) -> None:
     p.add_argument("text", help="the text to look at")
     p.add_argument("--compare", default=None, help="a second text, for the context view")
     p.add_argument("--token", default=None, help="the token the two texts share (default: the first shared one)")
+    p.add_argument("--target", default=None, help="encoder–decoder models (T5, BART): the decoder's text; TEXT is "
+                   "then the source (encoder, decoder and cross-attention views)")
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
     p.add_argument("--decimals", type=int, default=4,
                    help=f"decimals the page starts with, 0..{MAX_DECIMALS} (default 4; the page can change it)")
@@ -38,6 +41,8 @@ def run(args) -> int:
         check_text(args.compare, "--compare")
     if args.token is not None:
         check_text(args.token, "--token")
+    if args.target is not None:
+        check_text(args.target, "--target")
     if not 0 <= args.decimals <= MAX_DECIMALS:
         raise InputError(f"--decimals must be in 0..{MAX_DECIMALS}, got {args.decimals}")
     out = Path(args.output)
@@ -50,7 +55,10 @@ def run(args) -> int:
     from ..viewer.run import view_data
 
     model = load(args.model)
-    page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals))
+    from ..viewer.seq2seq_page import cli_page
+    page = cli_page(model, args.text, args.target, compare=args.compare, decimals=args.decimals)  # None: not seq2seq
+    if page is None:
+        page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals))
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:

@@ -85,6 +85,8 @@ class Seq2SeqTrace(Trace):
             return t
         text = self.check_text(text)
         nq, nk = (x[text] for x in self._lengths(attention))
+        if attention == "cross" and step in ("k", "v"):  # cross-attention keys and values are the source's
+            return t[text][..., :nk, :]
         t = t[text][..., :nq, :]
         return t[..., :nk] if step in ("scores", "scaled", "masked", "weights", "bias") else t
 

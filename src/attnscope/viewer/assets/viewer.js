@@ -1134,5 +1134,6 @@
 
   window.attnscope = { mount: mount, show: show, Viewer: Viewer, CanvasPainter: CanvasPainter, SvgPainter: SvgPainter, version: 2,
     // for the views in viewer_generation.js
-    util: { el: el, esc: esc, viridis: viridis, headColor: headColor, FONT: FONT, ROW: ROW, tokLabel: tokLabel } };
+    util: { el: el, esc: esc, viridis: viridis, headColor: headColor, FONT: FONT, ROW: ROW, tokLabel: tokLabel,
+      decodeArray: decodeArray, fontsReady: fontsReady } };  // the last two: for viewer_seq2seq.js
 })();

@@ -1,0 +1,175 @@
+"""The viewer's data for encoder–decoder models (T5, BART): encoder, decoder and cross views.
+
+One page shows three kinds of attention of a (source, target) pair, each with its own layers:
+
+==========  =====================  =====================  =========================================
+attention   queries (left)         keys and values        mask, bias
+==========  =====================  =====================  =========================================
+encoder     source tokens          source tokens          none; T5 adds its bidirectional bias
+self        target tokens          target tokens          causal; T5 adds its causal bias
+cross       target tokens          source tokens          none (no bias in any family)
+==========  =====================  =====================  =========================================
+
+**What is stored**, per text and attention, q, k, v of every layer as traced (float32, shuffled
+and deflated as in :mod:`attnscope.viewer.data`): ``q (L, H, n_q, d)``, ``k``/``v (L, H, n_k, d)``.
+For T5, the relative position bias is stored as what it is made of: the bucket of every
+(query, key) pair (``buckets``, uint8 ``(n_q, n_k)``, the same in every layer of a stack) and the
+stack's learned table ``config.bias.<stack>.table (num_buckets, H)`` (float32 values, exact in
+float64). The page computes, in float64,
+
+    s_ij = factor · q_i·k_j + table[bucket_ij, h]       factor 1 for T5, 1/√d_head for BART
+    weights = softmax over the keys the query may see
+
+which is the model's arithmetic: every number of the step view is what ``attnscope explain
+--target … --attention …`` prints (same decimals, same half-up rounding).
+
+``data["seq2seq"]`` marks such a page; the script ``viewer_seq2seq.js`` draws it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .. import reference as R
+from ..errors import InputError
+from .data import FORMAT, MAX_DECIMALS, REPRODUCE_TOL, VERSION, encode
+
+#: The three attentions of an encoder–decoder model, in the order the page offers them.
+ATTENTIONS = ("encoder", "self", "cross")
+#: What the page calls them.
+TITLES = {"encoder": "Encoder", "self": "Decoder", "cross": "Cross"}
+
+
+def is_seq2seq(model_or_config) -> bool:
+    """True for an encoder–decoder model (or its config)."""
+    cfg = getattr(model_or_config, "config", model_or_config)
+    return getattr(cfg, "kind", "") == "seq2seq"
+
+
+def view_names(config) -> list[str]:
+    """What a viewer trace records: q, k, v of every attention of every layer, and head 0's
+    weights, against which the page's arithmetic is checked."""
+    out = []
+    for prefix in ("encoder.layers.*.attn", "decoder.layers.*.self_attn", "decoder.layers.*.cross_attn"):
+        out += [f"{prefix}.{s}" for s in ("q", "k", "v")] + [f"{prefix}.weights[0]"]
+    return out
+
+
+def bias_tables(model) -> Optional[dict]:
+    """T5: ``{"kind": "t5", "num_buckets", "max_distance", "encoder": {"bidirectional": True,
+    "table": (buckets × H) list}, "self": {…}}``; None for models without a score bias."""
+    cfg = model.config
+    if not getattr(cfg, "score_bias", False):
+        return None
+    out = {"kind": "t5", "num_buckets": int(cfg.relative_buckets), "max_distance": int(cfg.relative_max_distance)}
+    for att, stack in (("encoder", model.encoder), ("self", model.decoder)):
+        rb = stack.rel_bias
+        out[att] = {"bidirectional": bool(rb.bidirectional),
+                    "table": R.as_f64(rb.embedding.weight.detach().float()).tolist()}  # (buckets, H)
+    return out
+
+
+def buckets(bias: dict, attention: str, n_q: int, n_k: int) -> np.ndarray:
+    """int64 (n_q, n_k): T5's bucket of every (query i, key j), distance δ = j − i."""
+    rel = np.arange(n_k)[None, :] - np.arange(n_q)[:, None]  # (n_q, n_k)
+    return R.t5_bucket(rel, bidirectional=bias[attention]["bidirectional"], num_buckets=bias["num_buckets"],
+                       max_distance=bias["max_distance"])
+
+
+def allowed(attention: str, n_q: int, n_k: int) -> np.ndarray:
+    """Bool (n_q, n_k): keys a query may see (decoder self-attention: itself and earlier)."""
+    return R.causal_mask(n_q, n_k) if attention == "self" else np.ones((n_q, n_k), dtype=bool)
+
+
+def page_weights(q: np.ndarray, k: np.ndarray, factor: float, attention: str,
+                 bias: Optional[dict] = None) -> np.ndarray:
+    """The page's arithmetic in float64: q (H, n_q, d), k (H, n_k, d) as stored → weights (H, n_q, n_k)."""
+    q, k = R.as_f64(q), R.as_f64(k)
+    n_q, n_k = q.shape[1], k.shape[1]
+    add = np.where(allowed(attention, n_q, n_k), 0.0, -np.inf)[None]  # (1, n_q, n_k)
+    if bias is not None and attention in bias:
+        table = np.asarray(bias[attention]["table"], dtype=np.float64)  # (buckets, H)
+        add = add + np.moveaxis(table[buckets(bias, attention, n_q, n_k)], -1, 0)  # (H, n_q, n_k)
+    return R.attention_weights(q, k, factor, mask=add)
+
+
+def _stack(trace, attention: str, layers: int, step: str) -> np.ndarray:
+    """(layers, H, n, d) float32 of one step of one attention, text 0's real tokens."""
+    return np.stack([trace.step(i, step, text=0, attention=attention).detach().cpu().float().numpy()
+                     for i in range(layers)])
+
+
+def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> dict:
+    from .run import display_tokens
+
+    cfg = trace.config
+    entry = {"source": (trace.texts or [None])[0], "target": (trace.target_texts or [None])[0],
+             "source_tokens": display_tokens(model, trace.text_tokens(0)),
+             "target_tokens": display_tokens(model, trace.target_tokens[0])}
+    for att in ATTENTIONS:
+        n_layers = cfg.n_layers if att == "encoder" else cfg.n_decoder_layers
+        q, k, v = (_stack(trace, att, n_layers, s) for s in ("q", "k", "v"))
+        part = {"q": encode(q), "k": encode(k), "v": encode(v)}  # (L, H, n, d_head)
+        if bias is not None and att in bias:
+            b = buckets(bias, att, q.shape[2], k.shape[2])
+            if b.max() > 255:
+                raise InputError(f"T5 buckets above 255 ({b.max()}) do not fit the page's uint8 table")
+            part["buckets"] = encode(b.astype(np.uint8))  # (n_q, n_k)
+        if check:
+            for layer in range(n_layers):
+                w = page_weights(q[layer], k[layer], factor, att, bias)
+                traced = R.as_f64(trace.step(layer, "weights", 0, text=0, attention=att))  # (n_q, n_k)
+                err = float(np.max(np.abs(traced - w[0])))
+                if not err <= REPRODUCE_TOL:
+                    raise InputError(f"{att} attention, layer {layer}: the page's softmax(factor·q·kᵀ + bias) differs "
+                                     f"from the model's weights by {err:.3g}")
+        entry[att] = part
+    return entry
+
+
+def trace_pair(model, source: str, target: str):
+    """One (source, target) traced with :func:`view_names` (one text: explain's numbers bit for bit)."""
+    return model.trace([source], [target], names=view_names(model.config))
+
+
+def seq2seq_view_data(model, source: str, target: str, *, decimals: int = 4, check: bool = True) -> dict:
+    """The page data of one (source, target) pair; see the module docstring."""
+    return build_pairs(model, [(source, target)], decimals=decimals, check=check)
+
+
+def build_pairs(model, pairs: Sequence[tuple[str, str]], *, decimals: int = 4, check: bool = True) -> dict:
+    """The page data of several (source, target) pairs, each traced on its own."""
+    if not is_seq2seq(model):
+        raise InputError(f"{model.name} is not an encoder–decoder model; a target text is only for T5 and BART")
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= MAX_DECIMALS:
+        raise InputError(f"decimals must be an integer in 0..{MAX_DECIMALS}, got {decimals!r}")
+    if not pairs:
+        raise InputError("no (source, target) pair to show")
+    for source, target in pairs:
+        if source is None or not str(source).strip():
+            raise InputError("the source text is empty: an encoder–decoder model reads the source first")
+        if target is None:
+            raise InputError("an encoder–decoder page needs the decoder's text too: give a target")
+    cfg = model.config
+    factor = R.operand_factor(cfg.scoring, int(cfg.d_head))
+    bias = bias_tables(model)
+    texts = [_entry(trace_pair(model, s, t), model, factor, bias, check) for s, t in pairs]
+    return {
+        "format": FORMAT, "version": VERSION, "seq2seq": True,
+        "model": model.name, "family": model.family,
+        "config": {"n_layers": cfg.n_layers, "n_decoder_layers": cfg.n_decoder_layers, "n_heads": cfg.n_heads,
+                   "d_model": cfg.d_model, "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
+                   "bias": bias},
+        "exp_show_limit": R.EXP_SHOW_LIMIT, "decimals": decimals, "max_decimals": MAX_DECIMALS,
+        "texts": texts, "compare": None,
+    }
+
+
+def all_text(data: dict) -> str:
+    """Every string the page shows from the data (for the font subset)."""
+    parts = [data.get("model") or ""]
+    for t in data["texts"]:
+        parts += t["source_tokens"] + t["target_tokens"] + [t.get("source") or "", t.get("target") or ""]
+    return "".join(parts)

@@ -1,0 +1,92 @@
+"""Pages of the encoder–decoder viewer: the single file of ``attnscope view SOURCE --target TARGET``
+and the page ``attnscope serve`` shows for T5 and BART (a source box and a target box).
+
+    >>> from attnscope.viewer.seq2seq_page import save_html
+    >>> save_html(model, "translate English to German: The cat sat.", "Die Katze sass.", "t5.html")
+
+Both pages carry the same script as every viewer page plus ``viewer_seq2seq.js``, which draws
+data marked ``seq2seq`` (see :mod:`attnscope.viewer.seq2seq`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional, Union
+
+from ..errors import InputError
+from ..fonts import font_face_css
+from .html import CJK_RANGES, _page, asset, json_for_script, script
+from .seq2seq import all_text, seq2seq_view_data
+
+
+def seq2seq_script() -> str:
+    """Every viewer script, the encoder–decoder views last (they extend ``attnscope.mount``)."""
+    return script() + "\n" + asset("viewer_seq2seq.js")
+
+
+def render(data: dict, *, title: Optional[str] = None) -> str:
+    """The self-contained page for encoder–decoder ``data`` (:func:`~.seq2seq.seq2seq_view_data`)."""
+    font_css = font_face_css(all_text(data))
+    first = data["texts"][0] if data["texts"] else None
+    pair = (" ".join(first["source_tokens"])[:40] + " → " + " ".join(first["target_tokens"])[:30]) if first else ""
+    title = title or f"attnscope · {data['model']} · {pair}"
+    body = (
+        "<div id=\"attnscope-root\"></div>\n"
+        f"<script type=\"application/json\" id=\"attnscope-data\">{json_for_script(data)}</script>\n"
+        f"<script>\n{seq2seq_script()}</script>\n"
+        "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'),\n"
+        "  JSON.parse(document.getElementById('attnscope-data').textContent),\n"
+        f"  {{fontCss: {json.dumps(font_css)}}});\n</script>"
+    )
+    return _page(title, font_css, body)
+
+
+def save_html(model, source: str, target: str, path: Union[str, Path], *, decimals: int = 4) -> Path:
+    """Write the page of one (source, target) pair to ``path``; return the path."""
+    path = Path(path)
+    page = render(seq2seq_view_data(model, source, target, decimals=decimals))
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+    return path
+
+
+def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Optional[int] = None,
+                       font_url: str = "assets/attnscope-cjk.otf") -> str:
+    """The page of ``attnscope serve`` for an encoder–decoder model: source and target boxes that
+    ask the JSON API, and the encoder / decoder / cross views under them."""
+    opts = {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars, "seq2seq": True}}
+    body = (
+        "<div id=\"attnscope-root\"></div>\n"
+        f"<script>\n{seq2seq_script()}</script>\n"
+        "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'), null,\n"
+        f"  {json_for_script(opts)});\n</script>"
+    )
+    ui_font = ("@font-face{font-family:'attnscope CJK UI';font-style:normal;font-weight:400;"
+               f"unicode-range:{CJK_RANGES};src:url({font_url}) format('opentype');}}\n"
+               ".as-intro,.as-form,.as-form *{font-family:'attnscope CJK UI',system-ui,'DejaVu Sans',sans-serif}")
+    return _page(f"attnscope · {model_name}", ui_font, body)
+
+
+def cli_page(model, text: str, target: Optional[str], *, compare: Optional[str] = None,
+             decimals: int = 4) -> Optional[str]:
+    """What ``attnscope view`` writes for ``model``: the encoder–decoder page of (``text``,
+    ``target``), or None for a model without a decoder over a source (the ordinary page).
+    InputError when the two do not fit: a target for an encoder or decoder, a T5/BART model
+    without a target, or ``--compare`` (the context view) with one."""
+    from .seq2seq import is_seq2seq
+
+    if not is_seq2seq(model):
+        if target is not None:
+            raise InputError(f"--target is the decoder's text of an encoder–decoder model (T5, BART); {model.name} "
+                             f"({model.family}) reads one text: leave --target out")
+        return None
+    if target is None:
+        raise InputError(f"{model.name} is an encoder–decoder model: TEXT is its source; give the decoder's text with "
+                         f"--target (e.g. the model's own output, from attnscope generate)")
+    if compare is not None:
+        raise InputError("--compare (the context view) is for one-text models; an encoder–decoder page shows "
+                         "encoder, decoder and cross-attention of TEXT and --target")
+    return render(seq2seq_view_data(model, text, target, decimals=decimals))

@@ -1,0 +1,72 @@
+"""``attnscope serve`` for an encoder–decoder model (T5, BART): its page and its ``/api/view``.
+
+The served page has a source box and a target box; ``POST /api/view`` takes
+``{"source": …, "target": …, "decimals": 4}`` and answers the page data of
+:func:`attnscope.viewer.seq2seq.seq2seq_view_data` (with ``font_css``). Each missing or misplaced
+text is one 422 sentence: a target without its source, a source without a target, or the
+one-text field ``text`` sent to this model.
+
+:func:`add_routes` is called at the end of :func:`attnscope.server.create_app`: for such a model it
+replaces the one-text routes (``/``, ``/api/view``, and ``/api/attention``, ``/api/steps``, which
+read one text) with these; nothing changes for other models.
+"""
+
+# no "from __future__ import annotations": FastAPI reads the local request class from the signature
+
+from typing import Optional
+
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import Field
+
+from ..errors import InputError
+from ..fonts import font_face_css
+from .data import MAX_DECIMALS
+from .run import check_text
+from .seq2seq import all_text, is_seq2seq, seq2seq_view_data
+from .seq2seq_page import render_server_page
+
+
+def add_routes(app, model, worker, max_chars: int, base) -> bool:
+    """Register ``/`` and ``/api/view`` of an encoder–decoder ``model`` on ``app`` (``worker``:
+    the server's model thread; ``base``: its strict pydantic request class). False, and nothing
+    registered, for other models."""
+    if not is_seq2seq(model):
+        return False
+    one_text = ("/", "/api/view", "/api/attention", "/api/steps")
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in one_text]
+
+    class Seq2SeqViewRequest(base):
+        source: Optional[str] = Field(None, description="The source text (what the encoder reads).",
+                                      examples=["translate English to German: The house is wonderful."])
+        target: Optional[str] = Field(None, description="The target text (what the decoder reads and writes).",
+                                      examples=["Das Haus ist wunderbar."])
+        text: Optional[str] = Field(None, description="Not for this model: an encoder–decoder model reads a source "
+                                    "and a target.")
+        decimals: int = Field(4, ge=0, le=MAX_DECIMALS, description="Decimals the page starts with.")
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index() -> str:
+        return render_server_page(model.name, max_chars=max_chars)
+
+    @app.post("/api/view", summary="Page data for the encoder–decoder viewer (encoder, decoder and cross views)")
+    async def seq2seq_view(req: Seq2SeqViewRequest) -> JSONResponse:
+        if req.text is not None:
+            raise InputError(f"{model.name} is an encoder–decoder model: send the encoder's text as 'source' and "
+                             f"the decoder's as 'target', not 'text'")
+        if req.source is None and req.target is not None:
+            raise InputError("a target needs its source: an encoder–decoder model reads the source first; send "
+                             "'source' too")
+        if req.source is None:
+            raise InputError("send the encoder's text as 'source' and the decoder's as 'target'")
+        check_text(req.source, "source", max_chars)
+        if req.target is None:
+            raise InputError("an encoder–decoder model needs the decoder's text too: send 'target'")
+        check_text(req.target, "target", max_chars)
+
+        def work():
+            d = seq2seq_view_data(model, req.source, req.target, decimals=req.decimals)
+            d["font_css"] = font_face_css(all_text(d))
+            return d
+        return JSONResponse(await worker.run(work))
+
+    return True
