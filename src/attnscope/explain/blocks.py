@@ -165,7 +165,8 @@ class ScaleLine:
 class WeightedSum:
     """``lhs = w₁·v₁ + w₂·v₂ + … = [products summed] = value``.
 
-    ``vectors`` may be truncated to their first dimensions (``truncated`` says so); ``labels``
+    ``products``: the products w_j·v_j as the caller computed them (exactly, for a toy); None:
+    the renderer multiplies the floats. ``vectors`` may be truncated to their first dimensions (``truncated`` says so); ``labels``
     name the rows (tokens) and are shown in a legend.
     """
 
@@ -175,6 +176,7 @@ class WeightedSum:
     value: list
     labels: Optional[list] = None
     truncated: bool = False
+    products: Optional[list] = None  # products[j][c] = weights[j]·vectors[j][c], computed by the caller
 
 
 Block = Union[Para, Formula, Matrix, Table, DotRow, SumLine, Divide, ScaleLine, WeightedSum]

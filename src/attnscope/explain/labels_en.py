@@ -11,7 +11,8 @@ EN = {
     "toy.title": "Self-attention worked out by hand",
     "toy.title_named": "Self-attention worked out by hand: {name}",
     "toy.intro": "{L} tokens ({tokens}); queries and keys have $d_k = {dk}$ dimensions, values $d_v = {dv}$. "
-                 "Every number below is computed in float64 and only rounded for display.",
+                 "The sums and products below are exact (the numbers are taken as written), square roots, exp and "
+                 "the softmax are computed to 100 digits, and only the display rounds (half-up).",
     "toy.x_caption": "X: one row per token, {d} numbers each (e.g. its embedding)",
     "step.q": "queries $Q = X W_Q$",
     "step.k": "keys $K = X W_K$",
@@ -58,8 +59,20 @@ EN = {
     "step.meaning": "what the output means",
     "toy.meaning_row": "{tok} takes {shares}.",
     "toy.share": "{pct} from {tok}",
-    "toy.meaning_first": "Token {tok} started as {x} and comes out as {o}: its own content mixed with what it "
-                         "took from the other tokens.",
+    "toy.meaning_first_vo": "Token {tok} offered the value {vs} = {v}; its output is {os} = {o}: its own "
+                            "value mixed with the values of the tokens it attends to (both vectors live in the "
+                            "value space, $d_v$ wide).",
+    "toy.meaning_first_xy": "Token {tok} started as {x} and, after $W_O$ (which maps back to the width of $X$), "
+                            "comes out as {y}: its own content mixed with what it took from the other tokens.",
+    "toy.meaning_blind": "{tok} sees no key (every key is masked): it takes nothing, and its output is the zero "
+                         "vector.",
+    "toy.blind_row": "Row {rows} ({toks}) sees no key at all: its exponentials are all 0, so its sum is 0 and "
+                     "it gets no weights (0 everywhere, not a probability distribution).",
+    "toy.blind_rows": "Rows {rows} ({toks}) see no key at all: their exponentials are all 0, so their sums are 0 "
+                      "and they get no weights (0 everywhere, not a probability distribution).",
+    "toy.blind_weights": "Row {row} ({tok}): the sum is 0, nothing to divide; every weight is 0.",
+    "toy.rows_sum_one_but": "each row sums to 1, except row {rows}, which sees no key (all 0)",
+    "toy.rows_sum_one_but_many": "each row sums to 1, except rows {rows}, which see no key (all 0)",
     "toy.meaning": "The output is no longer the token's own vector: the query chose (through the scores) which "
                    "tokens matter, and the weights blended their values in. Same token, different context, "
                    "different output.",

@@ -11,7 +11,8 @@ ZH = {
     "toy.title": "手算自注意力",
     "toy.title_named": "手算自注意力：{name}",
     "toy.intro": "{L} 个 token（{tokens}）；查询和键的维度 $d_k = {dk}$，值的维度 $d_v = {dv}$。"
-                 "下面每个数都用 float64 计算，只在显示时四舍五入。",
+                 "下面的加法和乘法都是精确的（数按写下的样子取），平方根、exp 和 softmax 算到 100 位有效数字，"
+                 "只在显示时四舍五入。",
     "toy.x_caption": "X：每个 token 一行，每行 {d} 个数（例如它的词向量）",
     "step.q": "查询 $Q = X W_Q$",
     "step.k": "键 $K = X W_K$",
@@ -53,7 +54,16 @@ ZH = {
     "step.meaning": "输出表示什么",
     "toy.meaning_row": "{tok} 的注意力：{shares}。",
     "toy.share": "{tok} {pct}",
-    "toy.meaning_first": "token {tok} 原来是 {x}，输出是 {o}：它自己的内容，加上从其他 token 取来的信息。",
+    "toy.meaning_first_vo": "token {tok} 提供的值是 {vs} = {v}，它的输出是 {os} = {o}：它自己的值，混合了它所关注的 "
+                            "token 的值（两个向量都在值空间里，宽 $d_v$）。",
+    "toy.meaning_first_xy": "token {tok} 原来是 {x}，经过 $W_O$（映射回 $X$ 的宽度）后输出是 {y}：它自己的内容，加上从其他 "
+                            "token 取来的信息。",
+    "toy.meaning_blind": "{tok} 看不到任何键（所有键都被遮蔽）：它什么也不取，输出是零向量。",
+    "toy.blind_row": "第 {rows} 行（{toks}）看不到任何键：它的指数全是 0，和为 0，没有权重（全为 0，不是概率分布）。",
+    "toy.blind_rows": "第 {rows} 行（{toks}）看不到任何键：它们的指数全是 0，和为 0，没有权重（全为 0，不是概率分布）。",
+    "toy.blind_weights": "第 {row} 行（{tok}）：和为 0，无可相除；每个权重都是 0。",
+    "toy.rows_sum_one_but": "每行之和为 1，第 {rows} 行除外：它看不到任何键（全为 0）",
+    "toy.rows_sum_one_but_many": "每行之和为 1，第 {rows} 行除外：它们看不到任何键（全为 0）",
     "toy.meaning": "输出已经不只是这个 token 自己的向量：查询（通过分数）决定哪些 token 重要，权重再把它们的值融合进来。"
                    "同一个 token，换一个上下文，输出就不同。",
     # one row --------------------------------------------------------------------------------

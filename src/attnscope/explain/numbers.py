@@ -1,10 +1,11 @@
 """How numbers are shown, and how a written number is read back.
 
-All arithmetic in attnscope is float64; rounding happens here, at display time only. Display
-rounding is *half-up on the shortest decimal form of the float* (``repr``), which is what a
-learner does with a calculator: 0.0825 shown to 3 decimals is 0.083, even though the binary
-float nearest to 0.0825 lies just below it. The checker (:mod:`attnscope.check`) uses the same
-rule, so what ``explain`` prints is exactly what ``check`` accepts.
+Rounding happens here, at display time only, and it is *half-up on the decimal value*: the exact
+value of a hand-sized calculation (:mod:`attnscope.exact`: 4.445 is 4.445, so it shows as 4.45 at
+two places), or the shortest decimal form of a float (``repr``), which is what a learner does with
+a calculator: 0.0825 shown to 3 decimals is 0.083, even though the binary float nearest to 0.0825
+lies just below it. The checker (:mod:`attnscope.check`) judges with the same values, so what
+``explain`` prints is exactly what ``check`` accepts.
 
 A shown number is a :class:`Shown`: its digits, and a power of ten when the value is too large or
 too small (non-zero, but it would round to 0) to be read in fixed notation. Each renderer writes
@@ -16,7 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Optional
+
+import numpy as np
 
 #: Above this magnitude numbers are shown as mantissa × 10^e.
 BIG = 1e6
@@ -56,22 +60,42 @@ class Shown:
 def _context(d: Decimal, decimals: int) -> Context:
     """A decimal context precise enough to hold ``d`` at ``decimals`` places (the default 28
     digits are not: 1e-30 at 30 decimals, or a 29-decimal answer, would raise InvalidOperation)."""
-    return Context(prec=max(28, d.adjusted() + 1 + max(decimals, 0) + 2), Emin=-999999, Emax=999999)
+    return Context(prec=max(28, d.adjusted() + 1 + max(decimals, 0) + 2), Emin=-999999999, Emax=999999999)
 
 
-def round_half_up(x: float, decimals: int) -> Decimal:
-    """``x`` rounded half-up at ``decimals`` places, from its shortest decimal form (``repr``)."""
+def as_decimal(x) -> Decimal:
+    """The decimal value of a shown number: a Decimal as it is (the exact values of
+    :mod:`attnscope.exact`), a Fraction exactly where it terminates, an int exactly, a float by
+    its shortest form (``repr``: what a learner reads on a calculator)."""
+    if isinstance(x, Decimal):
+        return x
+    if isinstance(x, Fraction):
+        from ..exact import dec
+        return dec(x)
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return Decimal(int(x))
+    x = float(x)
+    if math.isnan(x):
+        return Decimal("NaN")
+    if math.isinf(x):
+        return Decimal("Infinity") if x > 0 else Decimal("-Infinity")
+    return Decimal(repr(x))
+
+
+def round_half_up(x, decimals: int) -> Decimal:
+    """``x`` rounded half-up at ``decimals`` places, from its decimal value (:func:`as_decimal`)."""
     q = Decimal(1).scaleb(-decimals)
-    d = Decimal(repr(float(x)))
+    d = as_decimal(x)
     return d.quantize(q, rounding=ROUND_HALF_UP, context=_context(d, decimals))
 
 
-def is_int(x: float) -> bool:
-    return math.isfinite(x) and float(x).is_integer() and abs(x) < BIG
+def is_int(x) -> bool:
+    d = as_decimal(x)
+    return d.is_finite() and abs(d) < BIG and d == d.to_integral_value()
 
 
-def show(x: float, decimals: int, as_int: Optional[bool] = None, in_group: bool = False) -> Shown:
-    """The displayed form of ``x`` with ``decimals`` places.
+def show(x, decimals: int, as_int: Optional[bool] = None, in_group: bool = False) -> Shown:
+    """The displayed form of ``x`` (a float, or an exact Decimal/Fraction) with ``decimals`` places.
 
     ``as_int``: True shows an integer-valued x without decimals, False always with them, None
     decides per number. Non-zero values that would round to zero, and values ≥ 1e6 in size, are
@@ -82,22 +106,20 @@ def show(x: float, decimals: int, as_int: Optional[bool] = None, in_group: bool 
     like its neighbours instead of ``-2.2839e-5``; far smaller ones (a saturated softmax's
     9.3576e-14) keep their power of ten, which is the point of showing them.
     """
-    x = float(x)
-    if math.isnan(x):
+    d = as_decimal(x)
+    if d.is_nan():
         return Shown("", special="nan")
-    if math.isinf(x):
-        return Shown("", special="inf" if x > 0 else "-inf")
+    if d.is_infinite():
+        return Shown("", special="inf" if d > 0 else "-inf")
     if as_int is None:
-        as_int = is_int(x)
-    if as_int and is_int(x):
-        return Shown(str(int(x)))
-    tiny = x != 0.0 and abs(x) < 0.5 * 10.0 ** (-decimals)
-    if tiny and in_group and abs(x) >= 10.0 ** (-decimals - 2):
+        as_int = is_int(d)
+    if as_int and is_int(d):
+        return Shown(str(int(d)))
+    size = abs(d)
+    tiny = d != 0 and size < Decimal(5).scaleb(-decimals - 1)
+    if tiny and in_group and size >= Decimal(1).scaleb(-decimals - 2):
         tiny = False
-    if abs(x) >= BIG or tiny:
-        # In Decimal, so that subnormal values (exp of about -745 gives ~1e-324) do not make
-        # 10.0 ** exp underflow to 0.
-        d = Decimal(repr(x))
+    if size >= BIG or tiny:
         exp = d.adjusted()
         q = Decimal(1).scaleb(-decimals)
         ctx = _context(Decimal(1), decimals)
@@ -106,7 +128,7 @@ def show(x: float, decimals: int, as_int: Optional[bool] = None, in_group: bool 
             exp += 1
             mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
         return Shown(_clean(mant), exp=exp)
-    return Shown(_clean(round_half_up(x, decimals)))
+    return Shown(_clean(round_half_up(d, decimals)))
 
 
 def _clean(d: Decimal) -> str:
@@ -131,17 +153,9 @@ def fmt(x: float, decimals: int, as_int: Optional[bool] = None) -> str:
 
 def matrix_is_int(values) -> bool:
     """True when every finite entry is an integer (then a matrix is shown without decimals)."""
-    flat = [float(v) for v in _flat(values)]
-    finite = [v for v in flat if math.isfinite(v)]
+    flat = [as_decimal(v) for v in np.asarray(values, dtype=object).ravel()]
+    finite = [v for v in flat if v.is_finite()]
     return bool(finite) and all(is_int(v) for v in finite)
-
-
-def _flat(values):
-    try:
-        import numpy as np
-        return np.asarray(values, dtype=float).ravel().tolist()
-    except Exception:  # pragma: no cover - values are always array-like here
-        return list(values)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ keeps it; the others turn it into Unicode with :func:`tex_to_text` (``\\sqrt{d_k
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Callable, Optional
 
 from ...errors import ConfigError
@@ -37,6 +38,7 @@ def check_options(format: str, lang: str, decimals: int) -> None:
 
 _SUPER = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
 _SUBS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+_SUPER_IDX = str.maketrans("0123456789ighjkn", "⁰¹²³⁴⁵⁶⁷⁸⁹ⁱᵍʰʲᵏⁿ")  # a head index: W_Q^{(i)} → W_Q⁽ⁱ⁾
 _WORDS = {
     r"\cdot": "·", r"\times": "×", r"\approx": "≈", r"\sum": "Σ", r"\Sigma": "Σ", r"\leq": "≤",
     r"\le": "≤", r"\geq": "≥", r"\ge": "≥", r"\infty": "∞", r"\to": "→", r"\ldots": "…", r"\dots": "…",
@@ -63,6 +65,7 @@ def tex_to_text(s: str) -> str:
         s = re.sub(r"\\sqrt" + _ARG, lambda m: "√" + _wrap(m.group(1)), s)
         s = re.sub(r"\\frac" + _ARG + _ARG, lambda m: _wrap(m.group(1)) + "/" + _wrap(m.group(2)), s)
         s = re.sub(r"\^\{\\top\}|\^\\top", "ᵀ", s)
+        s = re.sub(r"\^\{\(([0-9a-z])\)\}", lambda m: "⁽" + m.group(1).translate(_SUPER_IDX) + "⁾", s)  # W_Q^{(i)}
         s = re.sub(r"\^\{([0-9+-]+)\}|\^([0-9])", lambda m: (m.group(1) or m.group(2)).translate(_SUPER), s)
         s = re.sub(r"_\{([0-9]+)\}", lambda m: m.group(1).translate(_SUBS), s)
     for word in sorted(_WORDS, key=len, reverse=True):
@@ -121,6 +124,8 @@ class Ctx:
             if _math.isfinite(float(x)):
                 s = short(x)
                 return s.replace("e", r"\times10^{") + "}" if (self.flavour == "tex" and "e" in s) else s
+        if _is_zero(x):
+            return "0"  # an exact zero is 0; 0.0000 would be a value that merely rounds to zero
         return self.num(x, as_int, in_group=True)
 
     def sym(self, s: Sym) -> str:
@@ -141,7 +146,7 @@ class Ctx:
             return self._fill(self.label(x.key), x.params)
         if isinstance(x, Sym):
             return f"${x.tex}$" if self.flavour == "tex" else x.text
-        if isinstance(x, (float, int)) and not isinstance(x, bool):
+        if isinstance(x, (float, int, Decimal)) and not isinstance(x, bool):
             return f"${self.num(x)}$" if self.flavour == "tex" else self.num(x)
         if x is None:
             return ""
@@ -188,7 +193,7 @@ class Ctx:
             return s if (math or not tex) else f"${s}$"
         if isinstance(v, bool):
             return str(v)
-        if isinstance(v, (int, float)):
+        if isinstance(v, (int, float, Decimal)):
             s = self.num(v)
             return s if (math or not tex) else f"${s}$"
         s = str(v)
@@ -208,6 +213,13 @@ class Ctx:
 
     def dot_terms(self, pairs) -> str:
         return " + ".join(f"{self.factor(a)}{self.times}{self.factor(b)}" for a, b in pairs)
+
+
+def _is_zero(x) -> bool:
+    try:
+        return x == 0 and not isinstance(x, bool)
+    except TypeError:
+        return False
 
 
 def wrap_terms(head: str, terms: list, tail: str, width: int = 96, joiner: str = " + ") -> list:

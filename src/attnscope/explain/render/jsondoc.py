@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from decimal import Decimal
 
 import numpy as np
 
@@ -26,14 +27,14 @@ def _num(x):
         return bool(x)
     if isinstance(x, (int, np.integer)):
         return int(x)
-    if isinstance(x, (float, np.floating)):
+    if isinstance(x, (float, np.floating, Decimal)):  # Decimal: an exact value, as the nearest double
         x = float(x)
         return x if math.isfinite(x) else None
     return x
 
 
 def _cell(ctx: Ctx, c):
-    if isinstance(c, (float, int, np.floating, np.integer)) and not isinstance(c, bool):
+    if isinstance(c, (float, int, np.floating, np.integer, Decimal)) and not isinstance(c, bool):
         return _num(c)
     if isinstance(c, Sym):
         return c.text

@@ -37,7 +37,8 @@ def expansion(ctx: Ctx, b) -> tuple[str, list[list[str]]]:
     if isinstance(b, WeightedSum):
         more = b.truncated
         first = [f"{ctx.num(w, in_group=True)}{ctx.times}{ctx.vec(v, more=more)}" for w, v in zip(b.weights, b.vectors)]
-        prods = [ctx.vec([w * x for x in v], more=more) for w, v in zip(b.weights, b.vectors)]
+        products = b.products if b.products is not None else [[w * x for x in v] for w, v in zip(b.weights, b.vectors)]
+        prods = [ctx.vec(pr, more=more) for pr in products]
         return lhs, [first, prods, [ctx.vec(b.value, more=more)]]
     raise TypeError(f"not an expansion block: {type(b).__name__}")
 
