@@ -26,7 +26,7 @@ def open_page(page, exported):
 
 
 def expected_row(minilm, text, layer, head, query):
-    d = model_row_data(text, minilm, layer, head, position=query)
+    d = model_row_data(text, minilm, layer, head, position=query, operands="trace")
     return d["tokens"], row_values(d["raw"], d["factor"], d["allowed"], d["V"])
 
 

@@ -155,7 +155,8 @@ def test_smollm2_row_by_the_command_line(smollm2, tmp_path, capsys, monkeypatch)
     ref = by_hand(smollm2, REAL, 20, 0, qpos)
     np.testing.assert_allclose(d["values"]["weights"], ref["weights"], rtol=0, atol=1e-6)
     np.testing.assert_allclose(d["values"]["weights"], ref["model_w"], rtol=0, atol=2e-5)
-    np.testing.assert_allclose(d["values"]["q_rot"], ref["q_rot"], rtol=0, atol=1e-9)
+    # explain works from the weights in float64; the trace's float32 projections are within float32 error
+    np.testing.assert_allclose(d["values"]["q_rot"], ref["q_rot"], rtol=0, atol=2e-5)
     assert d["meta"]["n_kv_heads"] == 3 and d["meta"]["kv_head"] == 0 and d["meta"]["rope"]["base"] == 1e5
     assert main(["explain", "--text", REAL, "--model", "smollm2-135m", "--layer", "20", "--head", "0",
                  "--token", "to", "--format", "markdown"]) == 0

@@ -14,7 +14,7 @@ from tests.viewer.fixtures import OTHER, TEXT
 def test_step_numbers_equal_explain(minilm, text, layer, head, query):
     (tr,) = trace_each(minilm, [text])
     ours = R.trace_row(tr, layer, head, query)
-    d = model_row_data(text, minilm, layer, head, position=query)
+    d = model_row_data(text, minilm, layer, head, position=query, operands="trace")
     ref = row_values(d["raw"], d["factor"], d["allowed"], d["V"])
     assert ours["tokens"] == d["tokens"]
     for a, b in (("raw", "scores"), ("scaled", "scaled"), ("exp", "exp"), ("weights", "weights"), ("out", "output")):

@@ -8,12 +8,12 @@ parameter's name.
 
 from __future__ import annotations
 
-from . import labels_modern
+from . import labels_modern, labels_path
 from .labels_en import EN as _EN
 from .labels_zh import ZH as _ZH
 
-EN = {**_EN, **labels_modern.EN}
-ZH = {**_ZH, **labels_modern.ZH}
+EN = {**_EN, **labels_modern.EN, **labels_path.EN}
+ZH = {**_ZH, **labels_modern.ZH, **labels_path.ZH}
 
 LANGS = ("en", "zh")
 

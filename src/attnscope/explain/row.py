@@ -6,9 +6,11 @@
     Σ = Σ_j e_j,  p_j = e_j / Σ
     z = Σ_j p_j v_j          the row of the head's output              (d_head,), first n dims shown
 
-Two sources: :func:`explain_model_row` takes q, k, v of one layer and head of a real model from
-its trace and recomputes the row in float64 (and says how far the model's own float32 numbers are
-from it); :func:`explain_scores_row` starts from given raw scores (the article's row of 喜).
+Two sources: :func:`explain_model_row` works one layer and head of a real model, with q, k, v
+recomputed in float64 from the model's weights through every earlier layer
+(:mod:`attnscope.reference_model`; or, with ``operands="trace"``, taken from its float32 trace as
+the viewer stores them), and says how far the model's own float32 numbers are from it;
+:func:`explain_scores_row` starts from given raw scores (the article's row of 喜).
 """
 
 from __future__ import annotations
@@ -255,46 +257,81 @@ def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=No
                      source_key="row.raw_given", source="scores")
 
 
-def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: Optional[str] = None,
-                   position: Optional[int] = None) -> dict:
-    """q·k of one query against every key of ``layer``/``head`` on ``text``, from the model's trace.
+OPERANDS = ("weights", "trace")
 
-    Returns raw (S,) float64 scores recomputed from the trace's q and k, allowed (S,) bool, V (S, d_head),
-    factor, d_k, tokens, qpos, notes, the model's own float32 scores/weights/z of the row, and the model.
-    Raises InputError for an empty text, a layer/head out of range, or a query token not in the text.
+
+def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: Optional[str] = None,
+                   position: Optional[int] = None, *, operands: str = "weights", forward: Optional[dict] = None) -> dict:
+    """q·k of one query against every key of ``layer``/``head`` on ``text``, float64.
+
+    ``operands="weights"`` (the default): q, k, v are recomputed in float64 from the model's weights,
+    the embeddings and every earlier layer included (:func:`attnscope.reference_model.forward`; pass
+    its result as ``forward`` to reuse it), so that the digits are the formula's. ``"trace"``: they
+    are the model's own float32 q, k, v from its trace (what the viewer stores), recomputed from
+    there in float64.
+
+    Returns raw (S,) float64 scores, allowed (S,) bool, V (S, d_head), factor, d_k, tokens, qpos,
+    notes, operands, the model's own float32 scores/weights/z of the row (``trace_*``), the largest
+    differences of the model's float32 q, k, v from the float64 ones (``operand_diff``, weights only),
+    and the model. Raises InputError for an empty text, a layer/head out of range, a query token not
+    in the text, or a model whose attention the row cannot recompute (DeBERTa's relative terms).
     """
     if not isinstance(text, str) or not text.strip():
         raise InputError("text must be a non-empty string")
+    if operands not in OPERANDS:
+        raise InputError(f"operands must be one of {', '.join(OPERANDS)}, got {operands!r}")
     if model is None or isinstance(model, str):
         from ..models import load
         model = load(model)
     cfg = model.config
+    if getattr(cfg, "kind", "") == "deberta":
+        raise InputError(f"{model.name} is DeBERTa: its scores add relative-position terms (c2p, p2c) that this row "
+                         f"does not include; its row would be wrong")
     layer = _check_index("layer", layer, cfg.n_layers, "layers")
     head = _check_index("head", head, cfg.n_heads, "heads")
     R.operand_factor(cfg.scoring, cfg.d_head)  # ConfigError for a scoring whose factor the trace lacks
     tokens = model.encode(text).tokens[0]
     qpos, notes = resolve_query(tokens, token, position, text)
+    if operands == "weights" and forward is None:
+        from ..reference_model import forward as run_forward
+        forward = run_forward(model, text, upto=layer)
+    f = forward if operands == "weights" else None
+    base = {"text": text, "tokens": list(tokens), "qpos": qpos, "notes": notes, "scoring": cfg.scoring, "layer": layer,
+            "head": head, "model": model, "d_k": int(cfg.d_head), "operands": operands, "forward": f}
     if getattr(cfg, "kind", "") == "decoder":
         from .row_decoder import decoder_row
-        d = decoder_row(model, text, layer, head, qpos)
-        return {"raw": d["raw"], "allowed": d["allowed"], "V": d["V"], "factor": d["factor"], "d_k": int(cfg.d_head),
-                "tokens": list(tokens), "qpos": qpos, "notes": notes, "scoring": cfg.scoring, "layer": layer,
-                "head": head, "model": model, "trace_scores": d["trace"]["scores"],
-                "trace_weights": d["trace"]["weights"], "trace_z": d["trace"]["z"], "decoder": d}
+        d = decoder_row(model, text, layer, head, qpos, forward=f)
+        return dict(base, raw=d["raw"], allowed=d["allowed"], V=d["V"], factor=d["factor"],
+                    trace_scores=d["trace"]["scores"], trace_weights=d["trace"]["weights"], trace_z=d["trace"]["z"],
+                    operand_diff=d.get("operand_diff"), decoder=d)
     tr = model.trace(text, names=[f"layers.{layer}.attn.{s}[{head}]" for s in ("q", "k", "v", "scores", "weights", "z")])
-    row = R.trace_row(tr, layer, head, qpos)  # float64 from the trace's q, k, v
     scores, weights, z = (R.as_f64(tr.step(layer, s, head, text=0))[qpos] for s in ("scores", "weights", "z"))
-    return {"raw": row["raw"], "allowed": row["allowed"], "V": R.as_f64(tr.step(layer, "v", head, text=0)),
-            "factor": row["factor"], "d_k": row["d_k"], "tokens": list(tokens), "qpos": qpos, "notes": notes,
-            "scoring": cfg.scoring, "layer": layer, "head": head, "model": model,
-            "trace_scores": scores, "trace_weights": weights, "trace_z": z}
+    trace = dict(trace_scores=scores, trace_weights=weights, trace_z=z)
+    if f is None:
+        row = R.trace_row(tr, layer, head, qpos)  # float64 from the trace's q, k, v
+        return dict(base, raw=row["raw"], allowed=row["allowed"], V=R.as_f64(tr.step(layer, "v", head, text=0)),
+                    factor=row["factor"], **trace)
+    g = R.kv_head(head, cfg.n_heads, cfg.kv_heads)
+    p = f"layers.{layer}.attn"
+    q, k, v = f[f"{p}.q"][head], f[f"{p}.k"][g], f[f"{p}.v"][g]  # (n, d_head) each
+    diff = {s: float(np.abs(R.as_f64(tr.step(layer, s, head, text=0)) - x).max()) for s, x in (("q", q), ("k", k),
+                                                                                               ("v", v))}
+    factor = R.score_factor(cfg.scoring, int(cfg.d_head), model.layers[layer].attn.scale)
+    return dict(base, raw=R.raw_scores(q[qpos], k), allowed=f[f"{p}.allowed"][qpos], V=v, factor=float(factor),
+                q=q[qpos], K=k, operand_diff=diff, **trace)
 
 
 def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, token: Optional[str] = None,
-                      position: Optional[int] = None, dims: int = 3, expand: str = "auto") -> Worked:
-    """One query row of ``layer``/``head`` of a real model on ``text``, recomputed in float64 from
-    the trace's q, k, v (``layers.{layer}.attn.q[head]`` …) and compared with its weights and z."""
-    d = model_row_data(text, model, layer, head, token, position)
+                      position: Optional[int] = None, dims: int = 3, expand: str = "auto",
+                      operands: str = "weights") -> Worked:
+    """One query row of ``layer``/``head`` of a real model on ``text``, recomputed in float64 from the
+    model's weights (``operands="trace"``: from the trace's q, k, v) and compared with the model's
+    own float32 trace (``layers.{layer}.attn.q[head]`` …, its weights and z)."""
+    return row_worked(model_row_data(text, model, layer, head, token, position, operands=operands), dims, expand)
+
+
+def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
+    """The :class:`Worked` of a row from :func:`model_row_data`."""
     model, tokens, qpos, d_k = d["model"], d["tokens"], d["qpos"], d["d_k"]
     where = f"{d['model'].name}, layer {d['layer']}, head {d['head']}"
     vals = row_values(d["raw"], d["factor"], d["allowed"], d["V"], where)
@@ -303,9 +340,12 @@ def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, toke
         "weights": float(np.abs(vals["weights"] - d["trace_weights"]).max()),
         "z": float(np.abs(vals["output"] - d["trace_z"]).max()),
     }
-    meta = {"source": "model", "model": model.name, "family": model.family, "text": text, "tokens": tokens,
+    weights = d["operands"] == "weights"
+    if weights:
+        check.update({k: v for k, v in d["operand_diff"].items()})
+    meta = {"source": "model", "model": model.name, "family": model.family, "text": d.get("text"), "tokens": tokens,
             "layer": d["layer"], "head": d["head"], "d_head": d_k, "dims": dims, "trace_max_abs_diff": check,
-            "trace_weights": d["trace_weights"].tolist(), "trace_z": d["trace_z"].tolist()}
+            "operands": d["operands"], "trace_weights": d["trace_weights"].tolist(), "trace_z": d["trace_z"].tolist()}
     trace_check = {"ds": _sci(check["scores"]), "dw": _sci(check["weights"]), "dz": _sci(check["z"])}
     extra: dict = {}
     if "decoder" in d:
@@ -315,8 +355,12 @@ def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, toke
         trace_check.update(extra.pop("trace_check"))
         intro = extra.pop("intro")
     else:
-        intro = [Para(t("row.intro_model", model=model.name, layer=d["layer"], head=d["head"], L=len(tokens),
+        key = "row.intro_model_weights" if weights else "row.intro_model"
+        intro = [Para(t(key, model=model.name, layer=d["layer"], head=d["head"], L=len(tokens),
                         tokens=inputs.ordinal_list(tokens), tok=f"{qpos}:{tokens[qpos]}", dk=d_k))]
+        if weights:
+            trace_check.update(dq=_sci(check["q"]), dk=_sci(check["k"]), dv=_sci(check["v"]))
+            extra["trace_key"] = "row.trace_check_weights"
     intro += [Para(n, style="note") for n in d["notes"]]
     kind = "scaled" if divides_by_root(d["scoring"]) and not extra.get("scale_para") else "factor"
     w = build_row(d["raw"], tokens, qpos, factor=d["factor"], d_k=d_k, scale_kind=kind, allowed=d["allowed"],
@@ -325,6 +369,8 @@ def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, toke
                   pre_steps=extra.get("pre_steps", ()), scale_para=extra.get("scale_para"),
                   mask_paras=extra.get("mask_paras"), trace_key=extra.get("trace_key", "row.trace_check"))
     w.values.update(extra.get("values", {}))
+    if weights and "q" in d:
+        w.values.update(q=d["q"], K=d["K"])
     return w
 
 

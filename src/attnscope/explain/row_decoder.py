@@ -9,9 +9,10 @@ What is recomputed here in float64 (:mod:`attnscope.reference`):
     s_j = q' · k'_j,  × the model's factor            1/√d_head, or Gemma's query_pre_attn_scalar^−½
     masked: later keys (causal), keys ≥ window back   then softmax and Σ p_j v_j as for every row
 
-The rotation starts from the model's own (float32) pre-rotation operands, so that these numbers
-are the viewer's (which stores the same operands); the model's float32 rotated q, k, scores,
-weights and z are compared at the end.
+The operands before the rotation are recomputed in float64 from the model's weights through every
+earlier layer (:mod:`attnscope.reference_model`), or, without that pass, taken from the trace's
+float32 ones (the viewer's, which stores the same operands); the model's float32 rotated q, k,
+scores, weights and z are compared at the end.
 """
 
 from __future__ import annotations
@@ -19,42 +20,43 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-import torch
 
 from .. import reference as R
 from ..errors import InputError
 
 
 def inv_freq(config, layer: int, n: int) -> tuple[np.ndarray, float, Optional[str]]:
-    """The rotation speeds of ``layer`` for a text of ``n`` tokens, float64: ``(inv_freq (d/2,),
-    base, scaling kind or None)``. Gemma 3's sliding layers have their own (unscaled) base."""
-    from ..positions import rope_inv_freq
-
-    d = int(config.d_head)
-    local = config.rope(layer) == "local"
-    base = float(config.rope_local_theta if local else config.rope_theta)
-    scaling = None if local else config.rope_scaling
-    if not scaling:
-        return R.rope_inv_freq(d, base), base, None
-    inv = rope_inv_freq(d, base, scaling, seq_len=n, max_positions=config.max_positions, dtype=torch.float64)
-    return inv.cpu().numpy(), base, str(scaling.get("rope_type"))
+    """The rotation speeds of ``layer`` for a text of ``n`` tokens (see
+    :func:`attnscope.reference_model.layer_inv_freq`)."""
+    from ..reference_model import layer_inv_freq
+    return layer_inv_freq(config, layer, n)
 
 
-def decoder_row(model, text: str, layer: int, head: int, qpos: int) -> dict:
+def decoder_row(model, text: str, layer: int, head: int, qpos: int, forward: Optional[dict] = None) -> dict:
     """Every float64 number of one decoder row, and the model's own float32 ones to compare with.
+
+    ``forward``: the float64 pass from the weights (:func:`attnscope.reference_model.forward`); the
+    operands before the rotation come from it. None: they are the trace's float32 ones.
 
     Returns ``q_pre (d,)``, ``k_pre (n, d)`` (the operands before rotation), ``q_rot``, ``k_rot``,
     ``V (n, d)``, ``raw (n,)``, ``factor``, ``allowed (n,)``, ``window``, ``inv_freq``, ``base``,
     ``scaling``, ``kv_head``; with QK-norm ``rms`` (q_proj, k_proj, weights, eps, offset, the
-    float64 norms); ``trace`` (the model's q_rot, k_rot, scores, weights, z) and ``diff``.
+    float64 norms); ``trace`` (the model's q_rot, k_rot, scores, weights, z), ``diff`` and, from the
+    weights, ``operand_diff`` (the model's float32 q, k, v against these, largest differences).
     """
     cfg = model.config
     steps = ["q_proj", "k_proj", "q", "k", "v", "scores", "weights", "z"]
     if cfg.qk_norm:
         steps += ["q_normed", "k_normed"]
     tr = model.trace(text, names=[f"layers.{layer}.attn.{s}[{head}]" for s in steps])
-    get = lambda s: R.as_f64(tr.step(layer, s, head, text=0))  # noqa: E731  (n, d) or (n, n)
+    model_f32 = lambda s: R.as_f64(tr.step(layer, s, head, text=0))  # noqa: E731  (n, d) or (n, n)
     n = tr.length(0)
+    g = R.kv_head(head, cfg.n_heads, cfg.kv_heads)
+    if forward is None:
+        get = model_f32
+    else:
+        p = f"layers.{layer}.attn"
+        get = lambda s: forward[f"{p}.{s}"][g if s[0] in "kv" else head]  # noqa: E731
     pre = "normed" if cfg.qk_norm else "proj"
     q_pre, k_pre, V = get(f"q_{pre}")[qpos], get(f"k_{pre}"), get("v")
     inv, base, scaling = inv_freq(cfg, layer, n)
@@ -63,22 +65,25 @@ def decoder_row(model, text: str, layer: int, head: int, qpos: int) -> dict:
     raw = R.raw_scores(q_rot, k_rot)  # (n,)
     out = {"q_pre": q_pre, "k_pre": k_pre, "q_rot": q_rot, "k_rot": k_rot, "V": V, "raw": raw,
            "factor": R.trace_factor(tr), "allowed": tr.mask(layer, text=0)[0, qpos].cpu().numpy(),
-           "window": cfg.window(layer), "inv_freq": inv, "base": base, "scaling": scaling,
-           "kv_head": R.kv_head(head, cfg.n_heads, cfg.kv_heads), "n": n}
-    trace = {"q_rot": get("q")[qpos], "k_rot": get("k"), "scores": get("scores")[qpos],
-             "weights": get("weights")[qpos], "z": get("z")[qpos]}
+           "window": cfg.window(layer), "inv_freq": inv, "base": base, "scaling": scaling, "kv_head": g, "n": n}
+    trace = {"q_rot": model_f32("q")[qpos], "k_rot": model_f32("k"), "scores": model_f32("scores")[qpos],
+             "weights": model_f32("weights")[qpos], "z": model_f32("z")[qpos]}
     out["trace"] = trace
     out["diff"] = {"q": float(np.abs(q_rot - trace["q_rot"]).max()), "k": float(np.abs(k_rot - trace["k_rot"]).max()),
                    "scores": float(np.abs(raw - trace["scores"]).max())}
+    if forward is not None:
+        out["operand_diff"] = {"q": out["diff"]["q"], "k": out["diff"]["k"],
+                               "v": float(np.abs(V - model_f32("v")).max())}
     if cfg.qk_norm:
         attn = model.layers[layer].attn
         wq, wk = (R.as_f64(m.weight) for m in (attn.q_norm, attn.k_norm))
         eps, offset = float(attn.q_norm.eps), float(attn.q_norm.offset)
         q_proj, k_proj = get("q_proj")[qpos], get("k_proj")
         qn, kn = R.rms_norm(q_proj, wq, eps, offset), R.rms_norm(k_proj, wk, eps, offset)
+        mq, mk = model_f32("q_normed")[qpos], model_f32("k_normed")
         out["rms"] = {"q_proj": q_proj, "k_proj": k_proj, "q_weight": wq, "k_weight": wk, "eps": eps,
                       "offset": offset, "q_normed": qn, "k_normed": kn,
-                      "diff": float(max(np.abs(qn - q_pre).max(), np.abs(kn - k_pre).max()))}
+                      "diff": float(max(np.abs(qn - mq).max(), np.abs(kn - mk).max()))}
     return out
 
 
@@ -104,9 +109,13 @@ def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:
     ok = np.isfinite(vals["masked"])
     top = int(max(np.flatnonzero(ok), key=lambda j: vals["weights"][j]))
     qsym, ksym = Sym(f"q ({label(qpos)})", "q"), Sym(f"k ({label(top)})", "k")
-    intro = [Para(t("row.intro_decoder", model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n,
-                    tokens=inputs.ordinal_list(tokens), tok=label(qpos), dk=d["d_k"],
-                    operands=T("row.operands_normed" if cfg.qk_norm else "row.operands", {})))]
+    if d.get("operands") == "weights":
+        intro = [Para(t("row.intro_decoder_weights", model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n,
+                        tokens=inputs.ordinal_list(tokens), tok=label(qpos), dk=d["d_k"]))]
+    else:
+        intro = [Para(t("row.intro_decoder", model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n,
+                        tokens=inputs.ordinal_list(tokens), tok=label(qpos), dk=d["d_k"],
+                        operands=T("row.operands_normed" if cfg.qk_norm else "row.operands", {})))]
     steps = []
     if cfg.kv_heads != cfg.n_heads:
         steps.append(heads_step(cfg.n_heads, cfg.kv_heads, head))

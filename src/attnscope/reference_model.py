@@ -1,0 +1,299 @@
+"""A loaded model's forward pass in float64 NumPy, from its weights: the float64 twin of its trace.
+
+:mod:`attnscope.reference` holds each step's formula; this module composes them the way each
+family's layer does, so that every trace name up to a layer gets a float64 value computed from the
+checkpoint's weights alone (no torch kernel, no float32 intermediate). ``explain``'s whole path and
+its real-model rows take their numbers from here and set the model's own float32 trace beside them.
+
+    >>> f = forward(model, "我喜欢人工智能", upto=1)       # layers 0 and 1
+    >>> f["layers.1.attn.weights"].shape                   # (H, L, L)
+    >>> f["embed.out"].shape                               # (L, d)
+
+Keys are the trace names (:data:`attnscope.trace.TRACE_NAMES`) without the batch axis — per-head
+steps ``(H, L, ·)`` (k, v, k_proj, k_normed: ``(H_kv, L, d_head)``), the rest ``(L, ·)`` — plus
+what a worked calculation shows between two of them:
+
+=============================  ======================================================================
+``embed.sum``                  token + segment + position rows, before the embedding LayerNorm
+``layers.{i}.ffn.pre``         encoders: ``W_1 x + b_1``, before the activation
+``layers.{i}.ffn.gate_pre``    decoders: ``W_gate x``, before the activation
+``layers.{i}.ffn.up``          decoders: ``W_up x``
+``layers.{i}.attn.allowed``    bool (L, L): True = the query may see the key
+=============================  ======================================================================
+
+and ``ids``, ``tokens``, ``positions`` (the position ids the embedding rows were looked up with),
+``segments`` (or None). Layers run on the whole text (every key of a later row needs them).
+DeBERTa's relative terms and the encoder–decoder families are not modelled here (InputError).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from . import reference as R
+from .errors import InputError
+
+Array = np.ndarray
+
+
+def silu(x) -> Array:
+    """SiLU (swish): ``x·σ(x) = x / (1 + e^(−x))``, the gate of SwiGLU (Llama, Qwen2, Mistral)."""
+    x = R.as_f64(x)
+    with np.errstate(over="ignore"):
+        return x / (1.0 + np.exp(-x))
+
+
+def activation(name: str, x) -> Array:
+    """The activation a config names ("gelu", "gelu_tanh", "relu", "silu") applied to ``x``, float64."""
+    fns = {"gelu": R.gelu, "gelu_tanh": lambda v: R.gelu(v, "tanh"), "relu": R.relu, "silu": silu}
+    if name not in fns:
+        raise InputError(f"unknown activation {name!r}; the float64 path knows {', '.join(fns)}")
+    return fns[name](x)
+
+
+def _lin(x: Array, lin) -> Array:
+    """``x Wᵀ + b`` of an ``nn.Linear`` in float64."""
+    return R.linear(x, lin.weight, lin.bias)
+
+
+def _ln(x: Array, norm) -> Array:
+    """An ``nn.LayerNorm`` in float64 (its γ, β and ε)."""
+    return R.layer_norm(x, norm.weight, norm.bias, float(norm.eps))
+
+
+def _rms(x: Array, norm) -> Array:
+    """attnscope's RMSNorm in float64 (its w, ε and offset: Gemma's 1 + w)."""
+    return R.rms_norm(x, norm.weight, float(norm.eps), float(norm.offset))
+
+
+def check_supported(model) -> None:
+    """InputError for a model this module cannot recompute (named, with what it can)."""
+    kind = getattr(model.config, "kind", "")
+    if kind == "seq2seq":
+        raise InputError(f"{model.name} is an encoder–decoder model ({model.family}); the float64 path from the "
+                         f"weights covers encoders (BERT and its relatives), GPT-2 and the decoders")
+    if kind == "deberta":
+        raise InputError(f"{model.name} is DeBERTa: its attention adds relative-position terms (c2p, p2c) that the "
+                         f"float64 path from the weights does not recompute; explain its row from the trace instead")
+    from .scorings import get_scoring
+    if get_scoring(model.config.scoring).learnable is not None:
+        raise InputError(f"{model.name} uses {model.config.scoring!r} scoring, whose learned parts the float64 "
+                         f"path from the weights does not recompute")
+
+
+# ----------------------------------------------------------------------------------------------
+# embeddings
+# ----------------------------------------------------------------------------------------------
+
+def position_ids(model, input_ids) -> Array:
+    """The position ids the model looks its position rows up with: (L,) int (RoBERTa: after the
+    padding index; decoders: 0 … L − 1, the rotation's positions)."""
+    n = int(input_ids.shape[-1])
+    fn = getattr(model, "position_ids", None)
+    ids = fn(input_ids[None] if input_ids.dim() == 1 else input_ids) if callable(fn) else None
+    if ids is not None:
+        return ids.reshape(-1)[:n].cpu().numpy().astype(np.int64)
+    offset = int(getattr(getattr(model.embed, "config", model.config), "position_offset", 0) or 0)
+    return np.arange(n, dtype=np.int64) + offset
+
+
+def sinusoid_rows(positions, d: int) -> Array:
+    """``PE[p, 2i] = sin(p / 10000^(2i/d))``, ``PE[p, 2i+1] = cos(p / 10000^(2i/d))`` for the given
+    positions: (L, d) float64, each computed from the formula."""
+    p = np.asarray(positions, dtype=np.float64)[:, None]  # (L, 1)
+    inv = np.power(10000.0, -np.arange(0, d, 2, dtype=np.float64) / d)  # (d/2,)
+    pe = np.empty((p.shape[0], d))
+    pe[:, 0::2] = np.sin(p * inv)
+    pe[:, 1::2] = np.cos(p * inv)
+    return pe
+
+
+def position_kind(model) -> str:
+    """How the embedding adds positions: "learned", "sinusoidal" (the formula; DistilBERT's
+    ``sinusoidal_pos_embds`` checkpoints store that table as their weight), "rotary" or "none"."""
+    c = model.config
+    if c.position == "learned" and (c.extra or {}).get("sinusoidal_pos_embds"):
+        return "sinusoidal"
+    return c.position
+
+
+def embeddings(model, ids: Array, segments: Optional[Array], positions: Array) -> dict:
+    """The embedding steps of one text: ``embed.tokens`` (the rows of the ids), ``embed.segments``,
+    ``embed.positions``, ``embed.sum``, ``embed.out`` (after the LayerNorm, or × Gemma's scale)
+    and ``embed.projected`` (ALBERT, ELECTRA: E → d_model), each (L, ·) float64."""
+    e = model.embed
+    out = {"embed.tokens": R.as_f64(e.token_embedding.weight[ids])}  # (L, E)
+    if getattr(model.config, "kind", "") == "decoder":
+        scale = float(np.float32(model.config.embed_scale))  # the model multiplies by it in float32
+        out["embed.sum"] = out["embed.tokens"]
+        out["embed.out"] = out["embed.tokens"] * scale if scale != 1.0 else out["embed.tokens"]
+        return out
+    x = out["embed.tokens"].copy()
+    if e.segment_embedding is not None:
+        out["embed.segments"] = R.as_f64(e.segment_embedding.weight[segments])
+        x = x + out["embed.segments"]
+    if e.position_embedding is not None:
+        d = x.shape[-1]
+        if position_kind(model) == "sinusoidal" or not hasattr(e.position_embedding, "weight"):
+            out["embed.positions"] = sinusoid_rows(positions, d)
+        else:
+            out["embed.positions"] = R.as_f64(e.position_embedding.weight[positions])
+        x = x + out["embed.positions"]
+    out["embed.sum"] = x
+    out["embed.out"] = _ln(x, e.norm) if e.norm is not None else x
+    if hasattr(e, "proj"):
+        out["embed.projected"] = _lin(out["embed.out"], e.proj)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# attention and layers
+# ----------------------------------------------------------------------------------------------
+
+def attention(q: Array, k: Array, v: Array, allowed: Array, factor: float, prefix: str) -> dict:
+    """Every head's scores, scaled, masked, weights and z; query head h reads k/v head h // group.
+    ``q (H, L, d)``, ``k, v (H_kv, L, d)``, ``allowed (L, L)``."""
+    group = q.shape[0] // k.shape[0]
+    kk, vv = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)  # (H, L, d)
+    scores = R.raw_scores(q, kk)  # (H, L, L)
+    scaled = scores * factor
+    masked = np.where(allowed[None], scaled, -np.inf)
+    weights = R.softmax(masked)
+    z = R.weighted_sum(weights, vv)  # (H, L, d_v)
+    return {f"{prefix}.scores": scores, f"{prefix}.scaled": scaled, f"{prefix}.masked": masked,
+            f"{prefix}.weights": weights, f"{prefix}.z": z, f"{prefix}.merged": R.merge_heads(z),
+            f"{prefix}.allowed": allowed}
+
+
+def qkv(a_in: Array, attn) -> tuple[Array, Array, Array]:
+    """x W_Q + b, x W_K + b, x W_V + b from the fused projection: (H, L, d), (H_kv, L, d) × 2."""
+    H, Hkv, d = attn.n_heads, attn.n_kv_heads, attn.d_head
+    y = _lin(a_in, attn.W_qkv)  # (L, (H + 2 H_kv)·d)
+    q, k, v = y[:, :H * d], y[:, H * d:(H + Hkv) * d], y[:, (H + Hkv) * d:]
+    return R.split_heads(q, H), R.split_heads(k, Hkv), R.split_heads(v, Hkv)
+
+
+def encoder_layer(model, i: int, x: Array, allowed: Array) -> dict:
+    """One BERT-style layer (post-LN, or pre-LN as GPT-2): every trace name of ``layers.{i}``."""
+    layer, c = model.layers[i], model.config
+    p = f"layers.{i}"
+    pre = bool(layer.pre_norm)
+    a_in = _ln(x, layer.ln1) if pre else x
+    q, k, v = qkv(a_in, layer.attn)
+    f = {f"{p}.attn_in": a_in, f"{p}.attn.q": q, f"{p}.attn.k": k, f"{p}.attn.v": v}
+    factor = R.score_factor(c.scoring, c.d_head, layer.attn.scale)
+    f.update(attention(q, k, v, allowed, factor, f"{p}.attn"))
+    f[f"{p}.attn.out"] = _lin(f[f"{p}.attn.merged"], layer.attn.W_O)
+    r = f[f"{p}.attn_resid"] = x + f[f"{p}.attn.out"]
+    f_in = f[f"{p}.ffn_in"] = _ln(r, layer.ln2 if pre else layer.ln1)
+    f[f"{p}.ffn.pre"] = _lin(f_in, layer.ffn.W_1)
+    f[f"{p}.ffn.hidden"] = activation(c.activation, f[f"{p}.ffn.pre"])
+    f[f"{p}.ffn.out"] = _lin(f[f"{p}.ffn.hidden"], layer.ffn.W_2)
+    s = f[f"{p}.ffn_resid"] = (r if pre else f_in) + f[f"{p}.ffn.out"]
+    f[f"{p}.out"] = s if pre else _ln(s, layer.ln2)
+    return f
+
+
+def layer_inv_freq(config, i: int, n: int) -> tuple[Array, float, Optional[str]]:
+    """The rotation speeds of layer ``i`` for a text of ``n`` tokens, float64: ``(inv_freq (d/2,),
+    base, scaling kind or None)``. Gemma 3's sliding layers have their own (unscaled) base."""
+    import torch
+
+    from .positions import rope_inv_freq
+    d = int(config.d_head)
+    local = config.rope(i) == "local"
+    base = float(config.rope_local_theta if local else config.rope_theta)
+    scaling = None if local else config.rope_scaling
+    if not scaling:
+        return R.rope_inv_freq(d, base), base, None
+    inv = rope_inv_freq(d, base, scaling, seq_len=n, max_positions=config.max_positions, dtype=torch.float64)
+    return inv.cpu().numpy(), base, str(scaling.get("rope_type"))
+
+
+def decoder_factor(config) -> float:
+    """The factor on a decoder's q·k: Gemma's query_pre_attn_scalar^−½, else 1/√d_head."""
+    if config.query_scale is not None:
+        return float(config.query_scale)
+    return R.operand_factor(config.scoring, int(config.d_head))
+
+
+def decoder_layer(model, i: int, x: Array, positions: Array) -> dict:
+    """One decoder layer of the Llama kind (RMSNorm, rotary q/k after QK-norm, GQA, window,
+    gated MLP, Gemma's sandwich norms): every trace name of ``layers.{i}``."""
+    layer, c = model.layers[i], model.config
+    p, n = f"layers.{i}", x.shape[0]
+    a_in = _rms(x, layer.ln1)
+    q, k, v = qkv(a_in, layer.attn)
+    f = {f"{p}.attn_in": a_in, f"{p}.attn.q_proj": q, f"{p}.attn.k_proj": k, f"{p}.attn.v": v}
+    attn = layer.attn
+    if attn.q_norm is not None:
+        q = f[f"{p}.attn.q_normed"] = _rms(q, attn.q_norm)
+        k = f[f"{p}.attn.k_normed"] = _rms(k, attn.k_norm)
+    inv, _, _ = layer_inv_freq(c, i, n)
+    q = f[f"{p}.attn.q"] = R.rotate(q, positions, inv, "half")  # (H, L, d)
+    k = f[f"{p}.attn.k"] = R.rotate(k, positions, inv, "half")  # (H_kv, L, d)
+    allowed = R.window_mask(n, n, c.window(i), causal=True)
+    f.update(attention(q, k, v, allowed, decoder_factor(c), f"{p}.attn"))
+    a = f[f"{p}.attn.out"] = _lin(f[f"{p}.attn.merged"], attn.W_O)
+    if layer.sandwich:
+        a = f[f"{p}.attn_post_norm"] = _rms(a, layer.ln_attn_post)
+    r = f[f"{p}.attn_resid"] = x + a
+    f_in = f[f"{p}.ffn_in"] = _rms(r, layer.ln2)
+    d_ff = layer.ffn.d_ff
+    gu = _lin(f_in, layer.ffn.W_1)  # (L, 2·d_ff): [W_gate; W_up]
+    f[f"{p}.ffn.gate_pre"], f[f"{p}.ffn.up"] = gu[:, :d_ff], gu[:, d_ff:]
+    f[f"{p}.ffn.gate"] = activation(c.activation, f[f"{p}.ffn.gate_pre"])
+    f[f"{p}.ffn.hidden"] = f[f"{p}.ffn.gate"] * f[f"{p}.ffn.up"]
+    m = f[f"{p}.ffn.out"] = _lin(f[f"{p}.ffn.hidden"], layer.ffn.W_2)
+    if layer.sandwich:
+        m = f[f"{p}.ffn_post_norm"] = _rms(m, layer.ln_ffn_post)
+    f[f"{p}.ffn_resid"] = r + m
+    f[f"{p}.out"] = f[f"{p}.ffn_resid"]
+    return f
+
+
+# ----------------------------------------------------------------------------------------------
+# the whole pass
+# ----------------------------------------------------------------------------------------------
+
+def forward(model, text: str, upto: Optional[int] = None) -> dict:
+    """Every step of ``text`` through layers 0 … ``upto`` (None: all, and the final norm), float64
+    from the model's weights. Raises InputError for a model it does not cover
+    (:func:`check_supported`), an empty text or a layer out of range."""
+    check_supported(model)
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("text must be a non-empty string")
+    c = model.config
+    last = c.n_layers - 1 if upto is None else int(upto)
+    if not 0 <= last < c.n_layers:
+        raise InputError(f"layer {upto} is out of range: the model has {c.n_layers} layers (0..{c.n_layers - 1})")
+    batch = model.encode(text)
+    n = batch.lengths[0]
+    input_ids = batch.input_ids[0, :n]
+    ids = input_ids.cpu().numpy().astype(np.int64)
+    decoder = getattr(c, "kind", "") == "decoder"
+    segments = None if decoder or model.embed.segment_embedding is None else \
+        batch.token_type_ids[0, :n].cpu().numpy().astype(np.int64)
+    positions = np.arange(n, dtype=np.int64) if decoder else position_ids(model, input_ids)
+    import torch
+    with torch.no_grad():
+        f = {"ids": ids, "tokens": list(batch.tokens[0]), "positions": positions, "segments": segments}
+        f.update(embeddings(model, input_ids, segments, positions))
+        x = f.get("embed.projected", f["embed.out"])
+        allowed = R.causal_mask(n, n) if c.causal else np.ones((n, n), dtype=bool)
+        for i in range(last + 1):
+            step = decoder_layer(model, i, x, positions) if decoder else encoder_layer(model, i, x, allowed)
+            f.update(step)
+            x = step[f"layers.{i}.out"]
+        if upto is None and getattr(model, "ln_f", None) is not None:
+            f["final_norm"] = _rms(x, model.ln_f) if decoder else _ln(x, model.ln_f)
+    return f
+
+
+def layer_input(f: dict, i: int) -> Array:
+    """What enters layer ``i``: the embedding (projected where E ≠ d_model) or layer i − 1's output."""
+    if i == 0:
+        return f.get("embed.projected", f["embed.out"])
+    return f[f"layers.{i - 1}.out"]
