@@ -16,4 +16,38 @@ THREE_TOKENS = {
     "W_V": [[2.0, 0.0], [0.0, 1.0]],
 }
 
-EXAMPLES = {"three-tokens": THREE_TOKENS}
+#: Multi-head attention by hand (the fourth article): the same three tokens in 4 dimensions, 2 heads of
+#: 2, one fused W_QKV = [W_Q | W_K | W_V] (4 × 12, GPT-2's c_attn layout) and W_O. The numbers are
+#: chosen so that the two heads attend differently; they come from no model.
+MULTI_HEAD = {
+    "name": "multi-head",
+    "tokens": ["我", "爱", "你"],
+    "X": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]],
+    "n_heads": 2,
+    "W_QKV": [[1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 2],
+              [0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0],
+              [1, 1, 0, 0.5, 0.5, 0, 1, 1, 1, 1, 0, 0],
+              [0, 0.5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1]],
+    "W_O": [[1, 0, 0.5, 0], [0, 1, 0, 0.5], [0.5, 0, 1, 0], [0, 0.5, 0, 1]],
+}
+
+#: Grouped-query attention by hand: 4 query heads share 2 key/value heads (2 query heads each),
+#: separate W_Q (4 × 8), W_K, W_V (4 × 4), W_O (8 × 4), causal as in a decoder.
+GROUPED_QUERY = {
+    "name": "grouped-query",
+    "tokens": ["我", "爱", "你"],
+    "X": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]],
+    "n_heads": 4,
+    "n_kv_heads": 2,
+    "causal": True,
+    "W_Q": [[1, 0, 0, 1, 0.5, 0, 1, 1],
+            [0, 1, 1, 0, 0, 1, -1, 0],
+            [1, 1, 0, 0.5, 1, 0, 0, 1],
+            [0, 0.5, 1, 1, 0, 1, 1, 0]],
+    "W_K": [[0, 1, 1, 0], [1, 0, 0, 1], [0.5, 0, 1, 1], [1, 1, 0, 0]],
+    "W_V": [[1, 0, 0, 2], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+    "W_O": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1],
+            [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 0.5, 0], [0, 0, 0, 0.5]],
+}
+
+EXAMPLES = {"three-tokens": THREE_TOKENS, "multi-head": MULTI_HEAD, "grouped-query": GROUPED_QUERY}

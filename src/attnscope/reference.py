@@ -30,7 +30,8 @@ __all__ = ["as_f64", "prepare_qk", "score_factor", "operand_factor", "raw_scores
            "EXP_SHOW_LIMIT", "exp_shift", "softmax_parts", "shifted_exp", "divide_by_sum", "row_steps", "attention_weights",
            "layer_norm", "linear",
            "gelu", "relu", "split_heads", "merge_heads", "check_finite", "trace_factor", "trace_weights", "trace_row",
-           "PAIRINGS", "rope_pairs", "rope_inv_freq", "rope_angles", "rotate", "rms_norm", "window_mask", "kv_head"]
+           "PAIRINGS", "rope_pairs", "rope_inv_freq", "rope_angles", "rotate", "rms_norm", "window_mask", "kv_head",
+           "split_qkv", "head_columns", "sinusoidal_freq", "sinusoidal_pe", "rotation_matrix"]
 
 #: A worked calculation shows exp(s) as the learner computes it while a row's largest score is at
 #: most this; above it the row maximum m is subtracted first (exp(s − m)), which leaves the weights
@@ -353,6 +354,53 @@ def kv_head(head: int, n_heads: int, n_kv_heads: int) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
+# many heads: the fused projection and the columns of each head; sinusoidal positions
+# ----------------------------------------------------------------------------------------------
+
+def split_qkv(fused, n_heads: int, n_kv_heads: Optional[int] = None) -> tuple[Array, Array, Array]:
+    """The fused product ``X·W_QKV (..., L, (H + 2·H_kv)·d)`` → ``Q (..., L, H·d)``, ``K``, ``V``
+    ``(..., L, H_kv·d)``: its columns are [Q | K | V] (GPT-2's ``c_attn``, Phi-3's ``qkv_proj``).
+    Nothing is computed; the columns are only regrouped."""
+    x = as_f64(fused)
+    kv = n_heads if n_kv_heads is None else n_kv_heads
+    width = x.shape[-1]
+    if width % (n_heads + 2 * kv):
+        raise ConfigError(f"the fused product has {width} columns, not a multiple of n_heads + 2·n_kv_heads = "
+                          f"{n_heads + 2 * kv}")
+    d = width // (n_heads + 2 * kv)
+    return x[..., :n_heads * d], x[..., n_heads * d:(n_heads + kv) * d], x[..., (n_heads + kv) * d:]
+
+
+def head_columns(head: int, d_head: int) -> slice:
+    """The columns of head ``head`` in a matrix that holds every head side by side (Q, K, V, the
+    concatenated outputs, W_Q's columns): ``head·d_head … (head + 1)·d_head − 1``."""
+    return slice(int(head) * int(d_head), (int(head) + 1) * int(d_head))
+
+
+def sinusoidal_freq(d_model: int, base: float = 10000.0) -> Array:
+    """``ω_i = base^(−2i/d_model)`` for i = 0 … d_model/2 − 1 (radians per position), computed as
+    ``exp(−ln(base)·2i/d)`` like :func:`attnscope.positions.sinusoidal_table_np`."""
+    return np.exp(-math.log(float(base)) * np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+
+
+def sinusoidal_pe(positions, d_model: int, base: float = 10000.0) -> Array:
+    """``PE (P, d_model)``: ``PE[p, 2i] = sin(p·ω_i)``, ``PE[p, 2i + 1] = cos(p·ω_i)`` (Vaswani et al.)."""
+    if d_model % 2:
+        raise ConfigError(f"sinusoidal positions pair sin and cos; d_model must be even, got {d_model}")
+    ang = np.asarray(positions, dtype=np.float64).reshape(-1)[:, None] * sinusoidal_freq(d_model, base)[None, :]
+    pe = np.empty((ang.shape[0], d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(ang), np.cos(ang)
+    return pe
+
+
+def rotation_matrix(angle) -> Array:
+    """``[[cos φ, −sin φ], [sin φ, cos φ]]`` for each angle: ``(..., 2, 2)``."""
+    a = np.asarray(angle, dtype=np.float64)
+    c, s = np.cos(a), np.sin(a)
+    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)
+
+
+# ----------------------------------------------------------------------------------------------
 # a trace's attention, recomputed in float64 from its recorded q, k, v (read through the Trace
 # read API: ``tr.qkv``, ``tr.mask``, ``tr.text_tokens``)
 # ----------------------------------------------------------------------------------------------
@@ -398,7 +446,6 @@ def trace_row(trace, layer: int, head: int, query: int, text: int = 0) -> dict:
     return {"tokens": trace.text_tokens(text), "raw": s["scores"], "scaled": s["masked"], "shift": s["shift"],
             "exp": s["exp"], "sum": s["sum"], "weights": s["weights"], "out": s["output"], "factor": factor,
             "d_k": int(q.shape[-1]), "allowed": allowed}
-
 
 
 

@@ -25,6 +25,9 @@ ALIASES = {
     "qnormed": "Q_normed", "knormed": "K_normed", "qhat": "Q_normed", "khat": "K_normed",
     "qrot": "Q_rot", "krot": "K_rot", "qrotated": "Q_rot", "krotated": "K_rot", "rotatedq": "Q_rot",
     "rotatedk": "K_rot", "qprime": "Q_rot", "kprime": "K_rot",
+    # multi-head problems (check/multihead.py)
+    "qkv": "QKV", "fused": "QKV", "xwqkv": "QKV", "concat": "concat", "concatenated": "concat",
+    "concatenation": "concat",
 }
 
 

@@ -34,7 +34,7 @@ def problem_chain(spec: Any, source: str) -> tuple:
         if extra:
             raise InputError(f"{where}: 'example' stands alone; remove {', '.join(map(repr, extra))}")
         p = toy_problem(example=spec["example"])
-        return toy_chain(p), {"kind": "toy", "example": spec["example"], "tokens": p.tokens}
+        return _toy_chain(p), {"kind": "toy", "example": spec["example"], "tokens": p.tokens}
     if "text" in spec:
         from ..explain.row import model_row_data
         allowed_keys = {"text", "model", "layer", "head", "token", "position"}
@@ -75,8 +75,18 @@ def problem_chain(spec: Any, source: str) -> tuple:
             V = inputs.matrix(spec[vkey], f"{where}.{vkey}", rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
         return row_chain(raw, toks, factor, None, V, meta=desc, source=where), desc
-    p = ToyProblem.from_mapping(spec, source=f"{source}, problem")
-    return toy_chain(p), {"kind": "toy", "tokens": p.tokens, "name": p.name}
+    from ..explain.multihead_input import MultiHeadProblem, is_multihead
+    p = (MultiHeadProblem if is_multihead(spec) else ToyProblem).from_mapping(spec, source=f"{source}, problem")
+    return _toy_chain(p), {"kind": "toy", "tokens": p.tokens, "name": p.name}
+
+
+def _toy_chain(p):
+    """toy_chain, or the multi-head chain (check/multihead.py) for a problem with every head."""
+    from ..explain.multihead_input import MultiHeadProblem
+    if isinstance(p, MultiHeadProblem):
+        from .multihead import multihead_chain
+        return multihead_chain(p)
+    return toy_chain(p)
 
 
 def check(answers: Any = None, problem: Any = None, *, example: Optional[str] = None) -> Report:
@@ -115,7 +125,11 @@ def check(answers: Any = None, problem: Any = None, *, example: Optional[str] = 
     if extra:
         raise InputError(f"{source}: unknown top-level key {extra[0]!r}; expected problem and answers")
     chain, desc = problem_chain(data["problem"], source)
-    given = parse_answers(data["answers"], chain, source)
+    if chain.kind == "multihead":
+        from .multihead import parse_multihead_answers as parse
+    else:
+        parse = parse_answers
+    given = parse(data["answers"], chain, source)
     return run(chain, given, source=source if example is None else f"example {example}", problem=desc)
 
 

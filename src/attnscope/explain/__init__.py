@@ -26,8 +26,10 @@ from .toy import compute, explain_toy
 from .toy_input import ToyProblem
 
 
-def toy_problem(source=None, *, example: Optional[str] = None, **matrices) -> ToyProblem:
-    """A :class:`ToyProblem` from a built-in example name, a file path, a mapping or keyword matrices."""
+def toy_problem(source=None, *, example: Optional[str] = None, **matrices):
+    """A :class:`ToyProblem` from a built-in example name, a file path, a mapping or keyword matrices
+    (a :class:`~.multihead_input.MultiHeadProblem` when the mapping asks for every head: W_QKV, or
+    n_heads with W_O; see :func:`.multihead_input.is_multihead`)."""
     from ..examples import EXAMPLES
     given = [x for x in (source is not None, example is not None, bool(matrices)) if x]
     if len(given) > 1:
@@ -35,30 +37,46 @@ def toy_problem(source=None, *, example: Optional[str] = None, **matrices) -> To
     if example is not None:
         if example not in EXAMPLES:
             raise InputError(f"unknown example {example!r}; choose one of {', '.join(sorted(EXAMPLES))}")
-        return ToyProblem.from_mapping(dict(EXAMPLES[example]), source=f"example {example}")
+        return _problem(dict(EXAMPLES[example]), f"example {example}")
     if isinstance(source, dict):
-        return ToyProblem.from_mapping(source, source="input")
-    if isinstance(source, ToyProblem):
+        return _problem(source, "input")
+    if isinstance(source, ToyProblem) or type(source).__name__ == "MultiHeadProblem":
         return source
     if isinstance(source, str):
         from .inputs import load_mapping
-        return ToyProblem.from_mapping(load_mapping(source), source=source)
+        return _problem(load_mapping(source), source)
     if matrices:
         clean = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in matrices.items() if v is not None}
-        return ToyProblem.from_mapping(clean, source="the given matrices")
+        return _problem(clean, "the given matrices")
     raise InputError("nothing to explain: give an input file, example=..., or X=, W_Q=, W_K=, W_V=")
+
+
+def _problem(mapping, source: str):
+    from .multihead_input import MultiHeadProblem, is_multihead
+    if is_multihead(mapping):
+        return MultiHeadProblem.from_mapping(mapping, source=source)
+    return ToyProblem.from_mapping(mapping, source=source)
+
+
+def explain_problem(p, expand: str = "auto") -> Worked:
+    """The worked calculation of a toy problem: every head of a multi-head one, else :func:`explain_toy`."""
+    if type(p).__name__ == "MultiHeadProblem":
+        from .multihead import explain_multihead
+        return explain_multihead(p, expand=expand)
+    return explain_toy(p, expand=expand)
 
 
 def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str] = None,
             text: Optional[str] = None, model=None, layer: int = 0, head: int = 0,
             token: Optional[str] = None, position: Optional[int] = None, dims: int = 3,
             scores=None, values=None, tokens=None, d_k: Optional[int] = None, query: Optional[int] = None,
+            target: Optional[str] = None, attention: Optional[str] = None,
             expand: str = "auto", seed: int = 0, samples: int = 10000, **matrices) -> Worked:
     """A worked calculation.
 
     Args:
         source: toy input — path of a YAML/JSON/TOML file, a mapping, or a ToyProblem.
-        example: a built-in toy input ("three-tokens").
+        example: a built-in toy input ("three-tokens", "multi-head", "grouped-query").
         lesson: "scaling" for the √d_k lesson (``d_k`` defaults to 64; ``seed``, ``samples``).
         text, model, layer, head, token, position, dims: one query row of a real model — the
             model (an ``attnscope`` Model or a path; None = the default), the text, the layer and
@@ -66,6 +84,9 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
             dimensions of V to write out.
         scores, values, tokens, d_k, query: one row from given raw scores (and optional V rows),
             e.g. the first article's row of 喜.
+        target, attention: encoder–decoder models (T5, BART): ``text`` is the source, ``target``
+            the decoder's text, ``attention`` "encoder" (default), "self" or "cross" (T5 rows show
+            their bias buckets, DeBERTa rows their three score terms: :mod:`.row_relative`).
         expand: "auto" | "always" | "never" — write out products and weighted sums.
         **matrices: X, W_Q, W_K, W_V, W_O, mask, causal, scoring, tokens for a toy input.
     Returns:
@@ -77,7 +98,14 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
         from .scaling import explain_scaling
         return explain_scaling(d_k=64 if d_k is None else d_k, seed=seed, samples=samples,
                                vectors=scores if scores is not None else None)
+    if text is None and (target is not None or attention is not None):
+        raise InputError("a target needs its source: give the source as text= (target= and attention= are "
+                         "for one row of an encoder–decoder model)")
     if text is not None:
+        from .row_relative import explain_relative_row, handles
+        if target is not None or attention is not None or handles(model):
+            return explain_relative_row(text, model, target=target, attention=attention, layer=layer, head=head,
+                                        token=token, position=position, dims=dims, expand=expand)
         from .row import explain_model_row
         return explain_model_row(text, model=model, layer=layer, head=head, token=token,
                                  position=position, dims=dims, expand=expand)
@@ -87,8 +115,8 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
                                   dims=dims, expand=expand)
     if tokens is not None:
         matrices["tokens"] = tokens
-    return explain_toy(toy_problem(source, example=example, **matrices), expand=expand)
+    return explain_problem(toy_problem(source, example=example, **matrices), expand=expand)
 
 
-__all__ = ["explain", "explain_toy", "toy_problem", "ToyProblem", "compute", "Worked"]
+__all__ = ["explain", "explain_toy", "explain_problem", "toy_problem", "ToyProblem", "compute", "Worked"]
 

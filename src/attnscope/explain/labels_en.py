@@ -224,4 +224,74 @@ EN = {
     "ex.file_comment2": "Write as many decimals as you computed; leave ~ where you did not compute.",
     "ex.wrote": "Blank answers file written to {path}; fill it in and run: attnscope check {path}",
     "ex.kept": "{path} exists and was left as it is (it may hold your answers); check it with: attnscope check {path}",
+    # multi-head by hand (explain/multihead.py) ---------------------------------------------------
+    "mh.title": "Multi-head attention worked out by hand",
+    "mh.title_named": "Multi-head attention worked out by hand: {name}",
+    "mh.intro": "{L} tokens ({tokens}) of $d_{model} = {d}$ numbers each; {H} query heads, each with "
+                "$d_{head} = {dh}$ query/key features and $d_v = {dv}$ value features. Every number below is "
+                "computed exactly from the given numbers (the products) or to many more digits than shown, and "
+                "only rounded for display.",
+    "mh.intro_mha": "Each query head has its own key/value head ($n_{kv} = {Hkv}$: ordinary multi-head attention).",
+    "mh.intro_gqa": "{Hkv} key/value heads, each shared by {group} query heads (grouped-query attention).",
+    "mh.intro_why": "Each head is an attention of its own, with its own learned projections $W_Q^{(i)}$, "
+                    "$W_K^{(i)}$, $W_V^{(i)}$ ($d_{model} \\times d_{head}$ each): the heads look at the same tokens "
+                    "in different ways, and $W_O$ mixes what they found. In code the heads are not computed one "
+                    "by one: one large product computes all of them, a re-indexing (view, transpose) separates "
+                    "them, attention runs for all heads at once, and the heads are put side by side again.",
+    "mh.conventions": "Heads are counted from 0 (head 0, head 1, …, as --head); rows, columns and features from 1, "
+                      "as in the matrices. Column Q1.2 is feature 2 of query head 1.",
+    "mh.wqkv_caption": "W_QKV (learned): [W_Q | W_K | W_V] side by side, {cq} + {ck} + {cv} columns",
+    "mh.step_fused": "one fused projection $[Q \\mid K \\mid V] = X W_{QKV}$",
+    "mh.step_separate": "the projections $Q = X W_Q$, $K = X W_K$, $V = X W_V$, every head at once",
+    "mh.fused_why": "All heads' queries, keys and values come out of one matrix product: the {n} columns of "
+                    "$W_{QKV}$ are the {m} blocks $W_Q^{(i)}$, $W_K^{(g)}$, $W_V^{(g)}$ side by side. One large "
+                    "product does exactly the multiplications of {m} small ones, in one call.",
+    "mh.separate_why": "$W_Q$ holds the {H} heads' own projections side by side ({H} blocks of {dh} columns); "
+                       "likewise $W_K$ and $W_V$. One product per matrix computes every head.",
+    "mh.cols_caption": "columns: Qh.f = feature f of query head h (Kg.f, Vg.f: of key/value head g)",
+    "mh.step_split": "into heads: view and transpose (no arithmetic)",
+    "mh.split_why": "Column block $i$ of $Q$ becomes head $i$'s own matrix $Q^{(i)}$ ({L} × {dh}). view(L, H, "
+                    "$d_{head}$) cuts each row into H pieces of $d_{head}$ numbers; transpose(0, 1) puts the head "
+                    "index first, so that the attention of every head runs as one batched product.",
+    "mh.no_arithmetic": "Nothing is computed here: every number keeps its value, only its place changes.",
+    "mh.col_column": "column of {m}",
+    "mh.col_part": "part",
+    "mh.col_head": "head",
+    "mh.col_feature": "feature",
+    "mh.col_to": "goes to",
+    "mh.split_caption": "where each column of {m} goes",
+    "mh.kv_sharing": "K and V have fewer heads than Q: several query heads read the same key/value head (next step).",
+    "mh.step_own": "each head on its own: $Q^{(i)} = X W_Q^{(i)}$",
+    "mh.own_why": "$W_Q^{(i)}$ is head $i$'s block of columns of the learned $W_Q$. Head {h} computed alone, "
+                  "with its own {wq} (columns {cols} of $W_Q$), reading all {d} features of every token:",
+    "mh.col_wcols": "columns of W",
+    "mh.col_diff": "largest |X·W⁽ⁱ⁾ − block|",
+    "mh.own_caption": "each head computed alone with its own block of W, against its block of the fused product",
+    "mh.own_same": "Every block is identical, entry for entry: the fused product is nothing but the heads' own "
+                   "products side by side.",
+    "mh.own_differs": "The blocks differ: the fused product is not the heads' products side by side.",
+    "mh.not_a_slice": "Not a slice of the input: features {cols} of {tok} are {x}, but its query in head {h} is "
+                      "{q}. Every head projects all the features of a token, through weights it learned.",
+    "mh.step_head_qkv": "head {h}: its $q$, $k$, $v$",
+    "mh.step_head": "head {h}: {title}",
+    "mh.head_qkv": "Query head {h} takes columns {qc} of $Q$ and reads key/value head {g}: columns {kc} of $K$ "
+                   "and {vc} of $V$. From here on, head {h} is ordinary single-head attention.",
+    "mh.step_concat": "concatenation of the heads (no arithmetic)",
+    "mh.concat_why": "The heads' outputs are put side by side again: transpose(0, 1) and reshape(L, $H \\cdot d_v$), "
+                     "the inverse of the split.",
+    "mh.col_from": "head output",
+    "mh.col_concat": "columns of Concat",
+    "mh.step_wo": "output projection $Y = \\mathrm{Concat}\\,W_O$",
+    "mh.wo_why": "$W_O$ ({r} × {c}, learned) mixes the heads: each output feature reads the numbers of every "
+                 "head. Split by heads, $Y = \\sum_i z^{(i)} W_O^{(i)}$, where $W_O^{(i)}$ are the {dv} rows of "
+                 "$W_O$ that meet head $i$'s columns:",
+    "mh.wo_share": "head {h}'s share (rows {rows} of W_O)",
+    "mh.wo_sum": "Added up, the heads' shares give $Y$ exactly.",
+    "mh.wo_sum_float": "Added up, the heads' shares give $Y$ (up to the last digit of float64).",
+    "mh.step_meaning": "what the heads did",
+    "mh.meaning_head": "Head {h}: {rows}.",
+    "mh.meaning_row": "{tok} looks most at {top} ({pct})",
+    "mh.meaning_even": "{tok} spreads its attention evenly ({pct} each)",
+    "mh.meaning": "The same tokens get different weights in different heads: each head's learned $W_Q^{(i)}$ and "
+                  "$W_K^{(i)}$ ask a question of their own. $W_O$ blends the {H} answers into one vector per token.",
 }

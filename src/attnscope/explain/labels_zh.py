@@ -198,4 +198,68 @@ ZH = {
     "ex.file_comment2": "算到几位小数就写几位；没算的地方保留 ~。",
     "ex.wrote": "空白答案文件已写入 {path}；填好后运行：attnscope check {path}",
     "ex.kept": "{path} 已存在，未改动（里面可能有你的答案）；检查它：attnscope check {path}",
+    # multi-head by hand (explain/multihead.py) ---------------------------------------------------
+    "mh.title": "手算多头注意力",
+    "mh.title_named": "手算多头注意力：{name}",
+    "mh.intro": "{L} 个 token（{tokens}），每个 $d_{model} = {d}$ 个数；{H} 个查询头，每个头的查询/键有 "
+                "$d_{head} = {dh}$ 维，值有 $d_v = {dv}$ 维。下面每个数都由给定的数精确算出（乘积部分），"
+                "或以远多于显示位数的精度算出，只在显示时舍入。",
+    "mh.intro_mha": "每个查询头有自己的键/值头（$n_{kv} = {Hkv}$：普通的多头注意力）。",
+    "mh.intro_gqa": "{Hkv} 个键/值头，每个由 {group} 个查询头共享（分组查询注意力）。",
+    "mh.intro_why": "每个头都是一个独立的注意力，有自己学到的投影 $W_Q^{(i)}$、$W_K^{(i)}$、$W_V^{(i)}$"
+                    "（各为 $d_{model} \\times d_{head}$）：各头用不同的方式看同样的 token，$W_O$ 再把它们的发现"
+                    "融合起来。代码里并不逐个计算各头：一次大矩阵乘法算出所有头，重新索引（view、transpose）"
+                    "把它们分开，所有头的注意力一起计算，最后再把各头拼接起来。",
+    "mh.conventions": "头从 0 开始编号（头 0、头 1……，与 --head 相同）；行、列和特征从 1 开始编号，与矩阵一致。"
+                      "列 Q1.2 是查询头 1 的第 2 个特征。",
+    "mh.wqkv_caption": "W_QKV（学到的）：[W_Q | W_K | W_V] 并排，{cq} + {ck} + {cv} 列",
+    "mh.step_fused": "一次融合投影 $[Q \\mid K \\mid V] = X W_{QKV}$",
+    "mh.step_separate": "投影 $Q = X W_Q$、$K = X W_K$、$V = X W_V$，所有头一次算出",
+    "mh.fused_why": "所有头的查询、键和值来自同一次矩阵乘法：$W_{QKV}$ 的 {n} 列就是 {m} 个块 $W_Q^{(i)}$、"
+                    "$W_K^{(g)}$、$W_V^{(g)}$ 并排放在一起。一次大乘法做的正是 {m} 次小乘法的那些乘法，只是一次调用完成。",
+    "mh.separate_why": "$W_Q$ 把 {H} 个头各自的投影并排放在一起（{H} 块，每块 {dh} 列）；$W_K$、$W_V$ 同理。"
+                       "每个矩阵乘一次就算出所有头。",
+    "mh.cols_caption": "列：Qh.f = 查询头 h 的第 f 个特征（Kg.f、Vg.f：键/值头 g 的）",
+    "mh.step_split": "分成各头：view 与 transpose（没有计算）",
+    "mh.split_why": "$Q$ 的第 $i$ 个列块成为头 $i$ 自己的矩阵 $Q^{(i)}$（{L} × {dh}）。view(L, H, $d_{head}$) "
+                    "把每行切成 H 段、每段 $d_{head}$ 个数；transpose(0, 1) 把头的下标放到最前面，"
+                    "这样所有头的注意力可以作为一次批量乘法计算。",
+    "mh.no_arithmetic": "这里没有任何计算：每个数的值不变，只是位置变了。",
+    "mh.col_column": "{m} 的列",
+    "mh.col_part": "部分",
+    "mh.col_head": "头",
+    "mh.col_feature": "特征",
+    "mh.col_to": "去向",
+    "mh.split_caption": "{m} 的每一列去了哪里",
+    "mh.kv_sharing": "K 和 V 的头比 Q 少：几个查询头读取同一个键/值头（见下一步）。",
+    "mh.step_own": "单独计算每个头：$Q^{(i)} = X W_Q^{(i)}$",
+    "mh.own_why": "$W_Q^{(i)}$ 是学到的 $W_Q$ 中属于头 $i$ 的那几列。单独计算头 {h}：用它自己的 {wq}"
+                  "（$W_Q$ 的第 {cols} 列），读取每个 token 的全部 {d} 个特征：",
+    "mh.col_wcols": "W 的列",
+    "mh.col_diff": "最大 |X·W⁽ⁱ⁾ − 块|",
+    "mh.own_caption": "每个头用自己的 W 块单独计算，与融合乘积中对应的块比较",
+    "mh.own_same": "每个块都逐项相同：融合乘积不过是各头自己的乘积并排放在一起。",
+    "mh.own_differs": "这些块不同：融合乘积不是各头乘积的并排。",
+    "mh.not_a_slice": "不是输入的切片：{tok} 的第 {cols} 个特征是 {x}，但它在头 {h} 中的查询是 {q}。"
+                      "每个头都通过自己学到的权重，投影 token 的全部特征。",
+    "mh.step_head_qkv": "头 {h}：它的 $q$、$k$、$v$",
+    "mh.step_head": "头 {h}：{title}",
+    "mh.head_qkv": "查询头 {h} 取 $Q$ 的第 {qc} 列，读取键/值头 {g}：$K$ 的第 {kc} 列和 $V$ 的第 {vc} 列。"
+                   "从这里开始，头 {h} 就是普通的单头注意力。",
+    "mh.step_concat": "拼接各头（没有计算）",
+    "mh.concat_why": "各头的输出重新并排放在一起：transpose(0, 1) 再 reshape(L, $H \\cdot d_v$)，是拆分的逆操作。",
+    "mh.col_from": "头的输出",
+    "mh.col_concat": "Concat 的列",
+    "mh.step_wo": "输出投影 $Y = \\mathrm{Concat}\\,W_O$",
+    "mh.wo_why": "$W_O$（{r} × {c}，学到的）把各头混合起来：每个输出特征都读取所有头的数。按头拆开，"
+                 "$Y = \\sum_i z^{(i)} W_O^{(i)}$，其中 $W_O^{(i)}$ 是 $W_O$ 中与头 $i$ 的列相乘的那 {dv} 行：",
+    "mh.wo_share": "头 {h} 的贡献（W_O 的第 {rows} 行）",
+    "mh.wo_sum": "各头的贡献相加，正好等于 $Y$。",
+    "mh.wo_sum_float": "各头的贡献相加等于 $Y$（误差在 float64 的最后一位）。",
+    "mh.step_meaning": "各头做了什么",
+    "mh.meaning_head": "头 {h}：{rows}。",
+    "mh.meaning_row": "{tok} 最关注 {top}（{pct}）",
+    "mh.meaning_even": "{tok} 的注意力平均分配（各 {pct}）",
+    "mh.meaning": "同样的 token 在不同的头里得到不同的权重：每个头学到的 $W_Q^{(i)}$ 和 $W_K^{(i)}$ 提出自己的问题。"
+                  "$W_O$ 把 {H} 个回答融合成每个 token 的一个向量。",
 }

@@ -1,0 +1,177 @@
+"""The checker on a multi-head problem (:class:`~attnscope.explain.multihead_input.MultiHeadProblem`).
+
+The chain is the problem's own links — the fused product ``QKV`` (with W_QKV) and ``Q``, ``K``, ``V``
+(every head side by side) — then each head's single-head chain (:func:`.chain.toy_chain` on the
+head's q, k, v) with its steps named ``scores[h]``, ``weights[h]``, …, then ``concat`` and
+``projected``. A head's links read the head's columns of the learner's Q, K, V, so a slip in Q is
+carried into exactly the heads and entries it reaches.
+
+Answers name a head's steps in a section or with the head in brackets::
+
+    answers:
+      Q: [[…], …]                 # every head side by side (L × n_heads·d_head)
+      head 0: {scores: …, weights: …, output: …}
+      weights[1]: [[…], …]
+      concat: [[…], …]
+      projected: [[…], …]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..explain import inputs
+from ..explain.multihead import compute_multihead, fused_slices
+from ..explain.multihead_input import MultiHeadProblem
+from .answers import ALIASES, parse_answers
+from .chain import Chain, Link, toy_chain
+
+#: The steps of the whole problem (the rest belong to a head).
+TOP = ("QKV", "Q", "K", "V", "concat", "projected")
+
+
+class _HeadView(Mapping):
+    """What a head's links see: the head's columns of Q, K, V and its own steps without ``[h]``."""
+
+    def __init__(self, world: dict, h: int, cols: dict) -> None:
+        self.world, self.h, self.cols = world, h, cols
+
+    def __getitem__(self, key):
+        if key in self.cols:
+            return self.world[key][:, self.cols[key]]
+        return self.world[f"{key}[{self.h}]"]
+
+    def __iter__(self):
+        return iter([k for k in self.world if k in self.cols or k.endswith(f"[{self.h}]")])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _head_link(lk: Link, h: int, cols: dict) -> Link:
+    name = lambda n: n if n in cols else f"{n}[{h}]"  # noqa: E731
+    return dataclasses.replace(
+        lk, name=name(lk.name),
+        recompute=lambda w, lk=lk: lk.recompute(_HeadView(w, h, cols)),
+        depends=lambda T, lk=lk: {name(k): a for k, a in lk.depends(_HeadView(T, h, cols)).items()})
+
+
+def multihead_chain(p: MultiHeadProblem) -> Chain:
+    """The chain of every step of ``p`` (see the module doc)."""
+    v = compute_multihead(p)
+    L, H, dv = p.L, p.n_heads, p.d_v
+    rows = [f"{i + 1} ({tk})" for i, tk in enumerate(p.tokens)]
+    dims = lambda n: [str(c + 1) for c in range(n)]  # noqa: E731
+    links = []
+    if p.fused:
+        links.append(Link("QKV", v["QKV"], lambda w: v["QKV"], lambda T: {}, rows, dims(v["QKV"].shape[1])))
+        for name, c in zip("QKV", fused_slices(p)):
+            links.append(Link(name, v[name], lambda w, c=c: w["QKV"][:, c], lambda T, c=c: {"QKV": T["QKV"][:, c]},
+                              rows, dims(c.stop - c.start)))
+    else:
+        for name in "QKV":
+            links.append(Link(name, v[name], lambda w, name=name: v[name], lambda T: {}, rows, dims(v[name].shape[1])))
+    for h in range(H):
+        c = p.columns(h)
+        cols = {"Q": c["Q"], "K": c["K"], "V": c["V"]}
+        sub = toy_chain(p.head_problem(h, v["Q"], v["K"], v["V"]))
+        links += [_head_link(lk, h, cols) for lk in sub.links if lk.name not in cols]
+
+    def concat_taint(T):
+        out = np.zeros((L, H * dv), dtype=bool)
+        for h in range(H):
+            out[:, p.columns(h)["concat"]] = T[f"output[{h}]"]
+        return {f"output[{h}]": out for h in range(H)}
+
+    links.append(Link("concat", v["concat"], lambda w: np.concatenate([w[f"output[{h}]"] for h in range(H)], axis=1),
+                      concat_taint, rows, [f"z{h}.{f + 1}" for h in range(H) for f in range(dv)]))
+    if p.W_O is not None:
+        d_o = p.W_O.shape[1]
+        links.append(Link("projected", v["projected"], lambda w: w["concat"] @ p.W_O,
+                          lambda T: {"concat": np.repeat(T["concat"].any(1, keepdims=True), d_o, 1)}, rows, dims(d_o)))
+    return Chain("multihead", links, meta={"tokens": list(p.tokens), "name": p.name, "L": L, "n_heads": H})
+
+
+_HEAD = re.compile(r"head\s*[_ -]?\s*(\d+)", re.IGNORECASE)
+_BRACKET = re.compile(r"(.+?)\s*\[\s*(\d+)\s*\]")
+
+
+def _canon(key) -> str:
+    return ALIASES.get(str(key).lower().replace("_", "").replace("-", "").replace(" ", ""), str(key))
+
+
+def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
+    """The ``answers`` mapping of a multi-head problem → {link name: object array of Written/None}."""
+    if not isinstance(raw, dict):
+        raise InputError(f"{source}, key answers: expected a mapping such as 'Q: [[…], …]' or 'head 0: {{weights: …}}', "
+                         f"got {inputs.kind_of(raw)}")
+    H = chain.meta["n_heads"]
+    top: dict = {}
+    heads: dict = {h: {} for h in range(H)}
+
+    def head_index(text, where) -> int:
+        text = str(inputs.plain(text)).strip()
+        if not text.isdigit():
+            raise InputError(f"{where}: {text!r} is not a head number (0..{H - 1})")
+        h = int(text)
+        if not 0 <= h < H:
+            raise InputError(f"{where}: head {h} is out of range; there are {H} heads (0..{H - 1})")
+        return h
+
+    def add(h: int, key, value, where: str) -> None:
+        step = _canon(key)
+        if any(_canon(k) == step for k in heads[h]):
+            raise InputError(f"{where}: {step} of head {h} given twice")
+        heads[h][key] = value
+
+    for key, value in raw.items():
+        k = str(key).strip()
+        where = f"{source}, key {k}"
+        m_head, m_br = _HEAD.fullmatch(k), _BRACKET.fullmatch(k)
+        if k.lower() == "heads":
+            items = enumerate(value) if isinstance(value, list) else value.items() if isinstance(value, dict) else None
+            if items is None:
+                raise InputError(f"{where}: expected a mapping of heads (0: {{…}}, 1: {{…}}) or a list, "
+                                 f"got {inputs.kind_of(value)}")
+            for hk, sec in items:
+                hk = inputs.plain(hk)
+                m = _HEAD.fullmatch(str(hk).strip())
+                h = head_index(m.group(1) if m else hk, f"{where}, head {hk}")
+                for sk, sv in _section(sec, f"{where}, head {hk}").items():
+                    add(h, sk, sv, f"{where}, head {hk}")
+        elif m_head:
+            h = head_index(m_head.group(1), where)
+            for sk, sv in _section(value, where).items():
+                add(h, sk, sv, where)
+        elif m_br:
+            add(head_index(m_br.group(2), where), m_br.group(1), value, where)
+        else:
+            if _canon(k) not in TOP and f"{_canon(k)}[0]" in chain.names():
+                raise InputError(f"{where}: {_canon(k)} belongs to one head here; write it under 'head 0:' "
+                                 f"(or as {_canon(k)}[0]), one per head")
+            top[key] = value
+    out: dict = {}
+    if top:
+        out.update(parse_answers(top, Chain(chain.kind, [lk for lk in chain.links if lk.name in TOP]), source))
+    for h, sec in heads.items():
+        if sec:
+            suffix = f"[{h}]"
+            plain = [dataclasses.replace(lk, name=lk.name[:-len(suffix)]) for lk in chain.links if lk.name.endswith(suffix)]
+            got = parse_answers(sec, Chain("toy", plain), f"{source}, head {h}")
+            out.update({f"{n}{suffix}": a for n, a in got.items()})
+    if not out:
+        raise InputError(f"{source}, key answers: empty; write at least one of {', '.join(chain.names())}")
+    return out
+
+
+def _section(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: expected the head's steps as a mapping (scores: …, weights: …), "
+                         f"got {inputs.kind_of(value)}")
+    return value

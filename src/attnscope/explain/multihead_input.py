@@ -1,0 +1,223 @@
+"""A multi-head toy input (:class:`MultiHeadProblem`): X, the fused W_QKV (or W_Q, W_K, W_V side by
+side for every head), an optional W_O, ``n_heads`` and ``n_kv_heads``, read from a mapping by
+:meth:`MultiHeadProblem.from_mapping`.
+
+A toy mapping is a multi-head problem (:func:`is_multihead`) when it has ``W_QKV``, or ``heads:
+all``, or ``n_heads`` > 1 together with ``W_O`` and no ``head`` (W_O mixes every head, so every
+head is needed; with ``head: h`` a toy input works one head, see :mod:`.toy_modern`).
+
+Layouts (row vectors, ``Q = X·W_Q``; ``H`` query heads, ``H_kv`` key/value heads of ``d`` features)::
+
+    W_QKV  (d_model, (H + 2·H_kv)·d)   columns [W_Q | W_K | W_V]       GPT-2's c_attn, Phi-3's qkv_proj
+    W_Q    (d_model, H·d)              head i: columns i·d … (i + 1)·d − 1
+    W_K    (d_model, H_kv·d)           key/value head g: columns g·d …; query head i reads g = i // (H / H_kv)
+    W_V    (d_model, H_kv·d_v)
+    W_O    (H·d_v, d_out)              rows i·d_v … meet head i's output
+
+Every problem is one InputError or ShapeError naming the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .. import reference as R
+from ..errors import InputError, ShapeError
+from . import inputs
+from .numbers import counted
+from .toy_input import ToyProblem, norm_key
+
+#: Keys of a multi-head input (normalised spelling → canonical).
+KEYS = {"x": "X", "wqkv": "W_QKV", "wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O", "nheads": "n_heads",
+        "nkvheads": "n_kv_heads", "heads": "heads", "tokens": "tokens", "labels": "tokens", "name": "name",
+        "description": "description", "mask": "mask", "causal": "causal", "scoring": "scoring",
+        "temperature": "temperature", "window": "window"}
+
+#: Keys passed on, as written, to each head's single-head problem (:class:`ToyProblem`).
+HEAD_KEYS = ("mask", "causal", "scoring", "temperature", "window")
+
+#: Toy keys that a multi-head problem refuses, with the reason.
+REFUSED = {
+    "head": "a multi-head calculation works every head; remove head (or W_QKV/W_O to work one head)",
+    "q": "a multi-head calculation starts from X and the projections; give X with W_QKV (or W_Q, W_K, W_V)",
+    "k": "a multi-head calculation starts from X and the projections; give X with W_QKV (or W_Q, W_K, W_V)",
+    "v": "a multi-head calculation starts from X and the projections; give X with W_QKV (or W_Q, W_K, W_V)",
+    "rope": "rotary positions are worked out for one head: give head: h (and no W_QKV/W_O), or see "
+            "attnscope explain positions --scheme rotary",
+    "qknorm": "QK-norm is worked out for one head: give head: h (and no W_QKV/W_O)",
+    "querypreattnscalar": "query_pre_attn_scalar is worked out for one head: give head: h (and no W_QKV/W_O)",
+}
+
+
+def is_multihead(d) -> bool:
+    """Whether the toy mapping ``d`` asks for every head (see the module doc)."""
+    if not isinstance(d, dict):
+        return False
+    keys = {norm_key(k): v for k, v in d.items()}
+    if "wqkv" in keys or "heads" in keys:
+        return True
+    n = inputs.plain(keys.get("nheads"))
+    return "wo" in keys and "head" not in keys and isinstance(n, (int, float)) and not isinstance(n, bool) and n > 1
+
+
+def _count(value, where: str, low: int = 1) -> int:
+    v = inputs.plain(value)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
+        raise InputError(f"{where}: expected a whole number, got {v!r}")
+    if int(v) < low:
+        raise InputError(f"{where}: must be at least {low}, got {int(v)}")
+    return int(v)
+
+
+@dataclass
+class MultiHeadProblem:
+    """Every head of attention on a toy input (see the module doc for the layouts)."""
+
+    X: np.ndarray
+    W_Q: np.ndarray
+    W_K: np.ndarray
+    W_V: np.ndarray
+    n_heads: int
+    n_kv_heads: int
+    W_QKV: Optional[np.ndarray] = None
+    W_O: Optional[np.ndarray] = None
+    tokens: list = field(default_factory=list)
+    name: Optional[str] = None
+    source: str = "input"
+    head_spec: dict = field(default_factory=dict)  # HEAD_KEYS as given, for each head's ToyProblem
+
+    @property
+    def L(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d_model(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def d_head(self) -> int:
+        return int(self.W_Q.shape[1]) // self.n_heads
+
+    @property
+    def d_v(self) -> int:
+        return int(self.W_V.shape[1]) // self.n_kv_heads
+
+    @property
+    def group(self) -> int:
+        return self.n_heads // self.n_kv_heads
+
+    @property
+    def fused(self) -> bool:
+        return self.W_QKV is not None
+
+    def kv_head(self, h: int) -> int:
+        return R.kv_head(h, self.n_heads, self.n_kv_heads)
+
+    def columns(self, h: int) -> dict:
+        """The column slices of query head ``h`` in Q, of its k/v head in K and V, of its output in the
+        concatenation (and of W_O's rows that meet it)."""
+        g = self.kv_head(h)
+        return {"Q": R.head_columns(h, self.d_head), "K": R.head_columns(g, self.d_head),
+                "V": R.head_columns(g, self.d_v), "concat": R.head_columns(h, self.d_v)}
+
+    def head_problem(self, h: int, Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> ToyProblem:
+        """Head ``h`` as a single-head problem on its own q, k, v (its column blocks of Q, K, V)."""
+        c = self.columns(h)
+        spec = {"Q": Q[:, c["Q"]].tolist(), "K": K[:, c["K"]].tolist(), "V": V[:, c["V"]].tolist(),
+                "tokens": list(self.tokens), **self.head_spec}
+        return ToyProblem.from_mapping(spec, source=f"{self.source}, head {h}")
+
+    # ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_mapping(cls, d: dict, source: str = "input") -> "MultiHeadProblem":
+        if not isinstance(d, dict):
+            raise InputError(f"{source}: expected a mapping (X, W_QKV, n_heads, …), got {inputs.kind_of(d)}")
+        fields: dict = {}
+        for key, value in d.items():
+            nk = norm_key(key)
+            if nk in REFUSED:
+                raise InputError(f"{source}, key {key}: {REFUSED[nk]}")
+            canon = KEYS.get(nk)
+            if canon is None:
+                raise InputError(f"{source}: unknown key {key!r}; a multi-head input has X, W_QKV (or W_Q, W_K, W_V), "
+                                 "n_heads, and optionally n_kv_heads, W_O, tokens, mask, causal, scoring, window")
+            if canon in fields:
+                raise InputError(f"{source}: key {key!r} given twice (as {canon})")
+            fields[canon] = (key, inputs.plain(value))
+        where = lambda k: f"{source}, key {fields[k][0]}"  # noqa: E731
+        mats = {k: inputs.matrix(fields[k][1], where(k)) for k in ("X", "W_QKV", "W_Q", "W_K", "W_V", "W_O")
+                if k in fields}
+        if "heads" in fields and str(fields["heads"][1]).lower() != "all":
+            raise InputError(f"{where('heads')}: the only value is 'all' (work every head), got {fields['heads'][1]!r}")
+        if "n_heads" not in fields:
+            raise InputError(f"{source}: missing key n_heads (how many query heads the projections hold)")
+        H = _count(fields["n_heads"][1], where("n_heads"))
+        Hkv = _count(fields["n_kv_heads"][1], where("n_kv_heads")) if "n_kv_heads" in fields else H
+        if H % Hkv:
+            divisors = ", ".join(str(k) for k in range(1, H + 1) if H % k == 0)
+            raise InputError(f"{where('n_kv_heads')}: n_heads ({H}) is not a multiple of n_kv_heads ({Hkv}); each "
+                             f"key/value head serves n_heads / n_kv_heads query heads, so n_kv_heads must divide "
+                             f"n_heads (e.g. {divisors})")
+        if "X" not in mats:
+            raise InputError(f"{source}: missing key X (the token vectors, one row per token)")
+        X = mats["X"]
+        dm = X.shape[1]
+        separate = [k for k in ("W_Q", "W_K", "W_V") if k in mats]
+        if "W_QKV" in mats:
+            if separate:
+                raise InputError(f"{source}: give W_QKV (fused) or W_Q, W_K, W_V, not both (got W_QKV and "
+                                 f"{', '.join(separate)})")
+            W = mats["W_QKV"]
+            _rows(W, "W_QKV", dm, source)
+            blocks = H + 2 * Hkv
+            if W.shape[1] % blocks:
+                raise ShapeError(f"{where('W_QKV')}: W_QKV has {counted(W.shape[1], 'column')}, not a multiple of "
+                                 f"n_heads + 2·n_kv_heads = {H} + 2·{Hkv} = {blocks}: its columns are [W_Q | W_K | "
+                                 f"W_V], {H} query heads and {Hkv} key and {Hkv} value heads of d_head columns each"
+                                 + _divides_hint(H, dm))
+            Wq, Wk, Wv = R.split_qkv(W, H, Hkv)
+        else:
+            missing = [k for k in ("W_Q", "W_K", "W_V") if k not in mats]
+            if missing:
+                raise InputError(f"{source}: missing key {', '.join(missing)} (give W_QKV, or W_Q, W_K and W_V)")
+            Wq, Wk, Wv = mats["W_Q"], mats["W_K"], mats["W_V"]
+            for k, w in (("W_Q", Wq), ("W_K", Wk), ("W_V", Wv)):
+                _rows(w, k, dm, source)
+            if Wq.shape[1] % H:
+                raise ShapeError(f"{where('W_Q')}: n_heads = {H} does not divide the {counted(Wq.shape[1], 'column')} "
+                                 f"of W_Q; each query head takes d_head of them (W_Q is n_heads·d_head wide)"
+                                 + _divides_hint(H, dm))
+            dh = Wq.shape[1] // H
+            if Wk.shape[1] != Hkv * dh:
+                raise ShapeError(f"{where('W_K')}: W_K has {counted(Wk.shape[1], 'column')} but the {Hkv} key/value "
+                                 f"head{'s need' if Hkv > 1 else ' needs'} n_kv_heads × d_head = {Hkv} × {dh} = {Hkv * dh}")
+            if Wv.shape[1] % Hkv:
+                raise ShapeError(f"{where('W_V')}: W_V has {counted(Wv.shape[1], 'column')}, not a multiple of "
+                                 f"n_kv_heads = {Hkv}")
+        p = cls(X=X, W_Q=Wq, W_K=Wk, W_V=Wv, n_heads=H, n_kv_heads=Hkv, W_QKV=mats.get("W_QKV"),
+                W_O=mats.get("W_O"), name=str(fields["name"][1]) if "name" in fields else None, source=source,
+                head_spec={k: fields[k][1] for k in HEAD_KEYS if k in fields})
+        if p.W_O is not None and p.W_O.shape[0] != H * p.d_v:
+            raise ShapeError(f"{where('W_O')}: W_O has {counted(p.W_O.shape[0], 'row')} but the concatenated heads "
+                             f"have n_heads × d_v = {H} × {p.d_v} = {H * p.d_v} columns; Concat·W_O needs one row of "
+                             "W_O per column")
+        p.tokens = inputs.labels(fields["tokens"][1], where("tokens"), p.L) if "tokens" in fields \
+            else [f"x{i + 1}" for i in range(p.L)]
+        p.head_problem(0, np.zeros((p.L, H * p.d_head)), np.zeros((p.L, Hkv * p.d_head)),
+                       np.zeros((p.L, Hkv * p.d_v)))  # mask, causal, scoring, window: checked once, here
+        return p
+
+
+def _rows(w: np.ndarray, key: str, d_model: int, source: str) -> None:
+    if w.shape[0] != d_model:
+        raise ShapeError(f"{source}, key {key}: {key} has {counted(w.shape[0], 'row')} but X has "
+                         f"{counted(d_model, 'column')}; X·{key} needs as many rows in {key} as columns in X")
+
+
+def _divides_hint(H: int, d_model: int) -> str:
+    if d_model % H:
+        return f" (and n_heads = {H} does not divide d_model = {d_model}: the usual d_head = d_model / n_heads is not whole)"
+    return ""
