@@ -81,10 +81,36 @@ def causal_blocked(L: int, S: int, device) -> Tensor:
     return torch.ones(L, S, dtype=torch.bool, device=device).triu(diagonal=1)  # (L, S)
 
 
+#: The causal mask of the last shape asked for, kept for the next layer of the same forward (a
+#: decoder's layers share it: building it is four L×S passes, ~8 % of a weights trace). Only
+#: masks up to this many entries are kept (16 MiB in float32), one at a time.
+CAUSAL_CACHE_MAX = 1 << 22
+_causal_cache: dict[tuple, Tensor] = {}
+
+
+def causal_additive(L: int, S: int, dtype: torch.dtype, device: torch.device, *, reuse: bool = False) -> Tensor:
+    """``(L, S)``: 0 on and below the diagonal, -inf above it. With ``reuse`` the tensor may be
+    shared with other callers (never modify it in place)."""
+    key = (L, S, dtype, torch.device(device), torch.is_inference_mode_enabled())
+    if reuse and (hit := _causal_cache.get(key)) is not None:
+        return hit
+    add = torch.zeros(L, S, dtype=dtype, device=device).masked_fill(causal_blocked(L, S, device), float("-inf"))
+    if reuse and L * S <= CAUSAL_CACHE_MAX:
+        _causal_cache.clear()
+        _causal_cache[key] = add
+    return add
+
+
+def is_shared_causal(add: Optional[Tensor]) -> bool:
+    """Is ``add`` the shared causal mask (whose rows all see key 0, so none is fully masked)?"""
+    return add is not None and any(add is t for t in list(_causal_cache.values()))
+
+
 def combine_masks(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype: torch.dtype,
-                  device: torch.device, bias: Optional[Tensor] = None) -> Optional[Tensor]:
+                  device: torch.device, bias: Optional[Tensor] = None, reuse: bool = False) -> Optional[Tensor]:
     """One additive float mask (0 = attend, -inf = blocked, plus any score ``bias``), or None if
-    nothing is masked or added."""
+    nothing is masked or added. With ``reuse`` a causal-only mask may be the shared one of
+    :func:`causal_additive` (read it, never modify it in place)."""
     additive = None if bias is None else bias.to(dtype)
     if mask is not None:
         if mask.dtype == torch.bool:
@@ -93,7 +119,7 @@ def combine_masks(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype
             m = mask.to(dtype)
         additive = m if additive is None else additive + m
     if causal:
-        causal_add = torch.zeros(L, S, dtype=dtype, device=device).masked_fill(causal_blocked(L, S, device), float("-inf"))
+        causal_add = causal_additive(L, S, dtype, device, reuse=reuse and additive is None)
         additive = causal_add if additive is None else additive + causal_add
     return additive
 
@@ -134,6 +160,6 @@ def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Option
         return torch.softmax(att, dim=-1) if att.shape[-1] else att
     same = broadcast_shapes(att.shape, add.shape) == att.shape
     att = att.add_(add) if same else att + add  # (..., L, S)
-    if att.shape[-1] == 0 or bool(torch.isneginf(add).all(dim=-1).any()):
+    if att.shape[-1] == 0 or (not is_shared_causal(add) and bool(torch.isneginf(add).all(dim=-1).any())):
         return softmax(att, dim=-1)  # (..., L, S)
     return torch.softmax(att, dim=-1)  # (..., L, S)

@@ -164,7 +164,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
     facts = Facts(weights=need_weights, hooked=hooked, fusable=not p.per_key, grad=grad, fits=fits,
                   long=L * S >= memory.BLOCKWISE_MIN_SCORES)
     backend = choose_backend(facts)
-    weights, formed = None, frozenset()
+    weights: Optional[Tensor] = None
+    formed: frozenset[str] = frozenset()
     if backend == FUSED:
         qf, sc = fold_factor(p)
         z = fused.sdpa(qf, k, v, mask, causal=causal, scale=sc, dropout_p=dropout_p, bias=bias, groups=g)
@@ -179,7 +180,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
             weights, formed = hooks("weights", w), frozenset({"weights"})
             z = torch.matmul(F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights, vv)  # (…, L, d_v)
         else:
-            add = dense.combine_masks(mask, L, S, causal=causal, dtype=q.dtype, device=q.device, bias=bias)
+            add = dense.combine_masks(mask, L, S, causal=causal, dtype=q.dtype, device=q.device, bias=bias,
+                                      reuse=True)  # read only below: the layers share a causal mask
             if hooked - {"weights"} or finite:
                 st = dense.steps(q, kk, vv, p.factor, add, hook=hooks, dropout_p=dropout_p,
                                  check=(lambda s: check_scaled(s, q.dtype)) if finite else None)
@@ -202,6 +204,7 @@ def _blockwise(p: Prepared, v: Tensor, mask: Optional[Tensor], g: int, *, causal
     cdt = blockwise.compute_dtype(p.q.dtype)
     pb = Prepared(p.q.to(cdt), blockwise.repeat_kv(p.k, g).to(cdt), p.factor, p.per_key)
     z, _ = blockwise.run(pb, blockwise.repeat_kv(v, g).to(cdt), mask, causal=causal, dropout_p=dropout_p, bias=bias)
+    assert z is not None  # None only without v
     return z.to(p.q.dtype)  # (…, L, d_v)
 
 
@@ -233,6 +236,7 @@ def _heads_aside(p: Prepared, g: int, mask: Optional[Tensor], bias: Optional[Ten
         return
     if causal:
         c = dense.combine_masks(None, L, S, causal=True, dtype=q.dtype, device=q.device)
+        assert c is not None  # causal=True always gives a mask
         add = c if add is None else add + c
     st = dense.steps(ph.q, ph.k, None, ph.factor, add)
     for step in pending:
