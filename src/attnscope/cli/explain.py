@@ -4,6 +4,8 @@
   attnscope explain input.yaml --lang zh --format markdown  your own X, W_Q, W_K, W_V (YAML/JSON/TOML)
   attnscope explain -X "1,0;0,1;1,1" --wq "1,0;1,1" --wk "1,2;0,1" --wv "2,0;0,1"
   attnscope explain --text "我喜欢人工智能" --layer 0 --head 3 --token 我 --dims 3
+  attnscope explain --model ./t5-small --text "translate English to German: Hi." --target "Hallo." \
+                    --attention cross --layer 1 --head 2 --token Hall   a T5 row (its bias buckets too)
   attnscope explain --scores 15.3,22.7,18.2,2.1,1.8 --dk 64 --labels 我,喜,歡,人,工
   attnscope explain scaling --dk 64                          why divide by √d_k
 
@@ -58,6 +60,10 @@ def register(sub) -> None:
     real.add_argument("--token", help="the query token, e.g. 喜 (the first one if it occurs twice)")
     real.add_argument("--position", type=int, help="the query's position, from 0 ([CLS] is 0)")
     real.add_argument("--dims", type=int, default=3, help="dimensions of V written out (default 3)")
+    real.add_argument("--target", help="encoder–decoder models (T5, BART): the decoder's text (--text is the source)")
+    real.add_argument("--attention", choices=("encoder", "self", "cross"),
+                      help="encoder–decoder models: which attention the row is of: the encoder's (default), the "
+                           "decoder's causal self-attention, or cross-attention (a target token over the source)")
     row = p.add_argument_group("one row from given raw scores, and the scaling lesson")
     row.add_argument("--scores", action="append", metavar="S1,S2,…",
                      help="raw scores of one query (the scaling lesson takes several)")
@@ -80,9 +86,12 @@ def build(args):
         return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed,
                        samples=args.samples, scores=vectors)
     labels = parse_labels_arg(args.labels) if args.labels else None
+    if args.text is None and (args.target is not None or args.attention is not None):
+        raise InputError("--target and --attention need --text, the source of an encoder–decoder model")
     if args.text is not None:
         return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
-                       position=args.position, dims=args.dims, expand=args.expand)
+                       position=args.position, dims=args.dims, expand=args.expand, target=args.target,
+                       attention=args.attention)
     if args.scores:
         if len(args.scores) > 1:
             raise InputError("--scores: give one row of scores here (several only with 'explain scaling')")

@@ -294,4 +294,201 @@ EN = {
     "mh.meaning_even": "{tok} spreads its attention evenly ({pct} each)",
     "mh.meaning": "The same tokens get different weights in different heads: each head's learned $W_Q^{(i)}$ and "
                   "$W_K^{(i)}$ ask a question of their own. $W_O$ blends the {H} answers into one vector per token.",
+    # relative positions in real rows: T5's bias buckets, encoder–decoder rows, DeBERTa's terms (helper D,
+    # explain/row_relative.py) ---------------------------------------------------------------------------
+    "rel.what_encoder": "encoder self-attention (source tokens attend to source tokens)",
+    "rel.what_self": "decoder self-attention (causal: each target token attends to itself and the target tokens before it)",
+    "rel.what_cross": "cross-attention (target tokens attend to the source: q from the decoder, k and v from the encoder's output)",
+    "rel.title_seq2seq": "The row of {tok}: {what}, layer {layer}, head {head}, worked out",
+    "rel.intro_seq2seq": "Model {model} ({family}): {what}. Layer {layer}, head {head} of {H}. Queries: {qtokens}. "
+                         "Keys and values: {ktokens}. The query is {tok}; each head works with $d_k = {dk}$ dimensions. "
+                         "q, k and v come from the model's trace (float32); everything after them is float64.",
+    "rel.weights_check": "Recomputed in float64 from the model's weights ($W_Q$, $W_K$, $W_V$ applied to the traced "
+                         "input of this attention), q, k and v differ from the traced ones by at most {dq}, {dk} and {dv}.",
+    "rel.step_bias": "T5's relative position bias: distance → bucket → learned bias",
+    "rel.bias_rule_bi": "The encoder's bias is bidirectional: of its {nb} buckets, {n} are for keys at or before "
+                        "the query and {n} for keys after it (offset {n} when $\\delta > 0$). On each side, a distance "
+                        "$d = |\\delta|$ below $e = {e}$ has a bucket of its own; farther ones share logarithmic "
+                        "buckets up to $D = {D}$: bucket $= e + \\lfloor \\mathrm{ln}(d/e) / \\mathrm{ln}(D/e) \\cdot {rest} \\rfloor$, "
+                        "at most {last}. The query is {tok}.",
+    "rel.bias_rule_causal": "The decoder's bias is causal: keys after the query are hidden anyway, so all {nb} buckets "
+                            "are for distances $d = \\max(-\\delta, 0)$ back. A distance below $e = {e}$ has a bucket of "
+                            "its own; farther ones share logarithmic buckets up to $D = {D}$: bucket $= e + \\lfloor "
+                            "\\mathrm{ln}(d/e) / \\mathrm{ln}(D/e) \\cdot {rest} \\rfloor$, at most {last}. The query is {tok}.",
+    "rel.bias_float32": "The model computes these logarithms in float32, and so does this table, so that a distance "
+                        "on a bucket edge lands in the model's bucket.",
+    "rel.bias_table": "Head {head}'s learned bias, one number per bucket: the stack's table, learned in its first "
+                      "layer and added by every layer (layer {layer} adds the same numbers as layer 0). "
+                      "$\\mathrm{ln}(D/e) = \\mathrm{ln}({D}/{e})$ = {span}.",
+    "rel.bias_check": "The model's own bias (float32) differs from this lookup by {diff}.",
+    "rel.col_delta": "$\\delta = j - i$",
+    "rel.col_offset": "offset",
+    "rel.col_distance": "distance $d$",
+    "rel.col_log_ratio": "ln(d / e)",
+    "rel.col_log_scaled": "÷ ln(D / e) × (n − e)",
+    "rel.col_bucket": "bucket",
+    "rel.col_bias": "bias $b$",
+    "rel.col_qk": "$q \\cdot k$",
+    "rel.step_scores": "raw scores $s_j$",
+    "rel.raw_encoder": "The query vector of {tok} against the key vector of every source token (T5 adds each key's bias).",
+    "rel.raw_self": "The query vector of {tok} against the key vector of every target token (T5 adds each key's bias).",
+    "rel.raw_cross": "The query vector of the target token {tok} (from the decoder) against the key vector of every "
+                     "source token (from the encoder's output); cross-attention adds no position bias.",
+    "rel.scale_t5": "T5 does not divide by $\\sqrt{d_k} = \\sqrt{{dk}}$ = {root}: its factor is 1. The scaling is "
+                    "folded into the initialisation of $W_Q$ (standard deviation $(d_{model} d_k)^{-1/2}$ where $W_K$ "
+                    "gets $d_{model}^{-1/2}$): the second article's T5-style alternative, in a real model.",
+    "rel.trace_check": "Compared with the model's own float32 numbers: largest difference {ds} in $q \\cdot k$, {dw} "
+                       "in the probabilities, {dz} in the output vector.",
+    "rel.title_deberta": "The row of {tok}: DeBERTa's three score terms, layer {layer}, head {head}, worked out",
+    "rel.intro_deberta": "Model {model} (DeBERTa), layer {layer}, head {head} of {H}; the text has {L} tokens: {tokens}. "
+                         "The query is {tok}; each head works with $d_k = {dk}$ dimensions. DeBERTa scores a pair of "
+                         "tokens with three terms: content to content, content to position and position to content. "
+                         "q, k and v come from the model's trace; the relative embeddings and their projections are "
+                         "computed from the model's weights; everything is float64.",
+    "rel.step_positions": "relative positions and their buckets",
+    "rel.pos_rule_log": "$r = i - j$. Distances up to {mid} keep their value; farther ones go on a log scale: "
+                        "$\\delta = \\mathrm{sign}(r) \\cdot (\\mathrm{ceil}(\\mathrm{ln}(|r|/{mid}) / \\mathrm{ln}({maxp}/{mid}) \\cdot {mid1} "
+                        ") + {mid})$. The content-to-position term reads row clip($\\delta(i, j)$ + {span}, 0, {last}) "
+                        "of pos_k; the position-to-content term reads row clip($-\\delta(j, i)$ + {span}, 0, {last}) of "
+                        "pos_q.",
+    "rel.pos_rule_plain": "$r = i - j$, without buckets. The content-to-position term reads row clip($r$ + {span}, 0, "
+                          "{last}) of pos_k; the position-to-content term reads row clip($-r(j, i)$ + {span}, 0, {last}) "
+                          "of pos_q: distances beyond ±{span} share the last rows.",
+    "rel.pos_embed": "The relative embeddings ({rows} rows of {d} numbers) belong to the stack and are shared by "
+                     "every layer; pos_k and pos_q are those rows projected by {proj}. {normed}",
+    "rel.proj_shared": "the layer's own $W_K$ and $W_Q$ (share_att_key)",
+    "rel.proj_separate": "the layer's pos_key_proj and pos_query_proj",
+    "rel.normed": "The rows are LayerNorm'ed first (norm_rel_ebd).",
+    "rel.col_dlog_ratio": "ln(|r| / mid)",
+    "rel.col_dlog_scaled": "÷ ln(max / mid) × (mid − 1)",
+    "rel.not_normed": "",
+    "rel.col_r": "$r = i - j$",
+    "rel.col_rel_bucket": "bucket $\\delta$",
+    "rel.col_idx_c2p": "c2p row",
+    "rel.col_idx_p2c": "p2c row",
+    "rel.col_c2c": "c2c = $q \\cdot k_j$",
+    "rel.col_c2p": "c2p = $q \\cdot$ pos_k",
+    "rel.col_p2c": "p2c = $k_j \\cdot$ pos_q",
+    "rel.scores_deberta": "For {tok}: c2c = q·k_j (content to content), c2p = q · pos_k[row] (the query's content "
+                          "against where the key is relative to it), p2c = k_j · pos_q[row] (the key's content against "
+                          "where the query is relative to it). The raw score is their sum.",
+    "rel.scale_deberta": "DeBERTa divides the sum of its {m} terms by $\\sqrt{{m} \\cdot d_k} = \\sqrt{{md}}$ = {root} "
+                         "instead of $\\sqrt{d_k}$: each term has a variance of about $d_k$, their sum about {m} times "
+                         "that. Factor $c$ = {c}.",
+    "rel.terms_check": "The model's own float32 terms differ from these by at most {d1} (c2c), {d2} (c2p) and {d3} "
+                       "(p2c); its probabilities by {dw}, its output vector by {dz}.",
+    # explain positions (explain/positions_worked.py, positions_relative.py) ----------------------
+    "pos.title_sin": "Sinusoidal positions worked out: position {p}, dimension {dim}",
+    "pos.sin_intro": "The sinusoidal encoding (Vaswani et al. 2017) of position {p} in $d_{model} = {d}$ dimensions, "
+                     "and why the encoding of position {pk} = {p} + {k} is a rotation of it. The encoding is added to "
+                     "the token's embedding; nothing in it is learned.",
+    "pos.sin_why": "Dimensions $2i$ and $2i + 1$ are the sine and cosine of the same angle $p \\cdot \\omega_i$. The "
+                   "frequencies fall geometrically from $\\omega_0 = 1$ (one turn every $2\\pi \\approx 6.28$ positions) "
+                   "to {base}$^{-(d-2)/d}$ (one turn every {longest} positions), so near and far "
+                   "positions both differ somewhere.",
+    "pos.conventions": "Positions, dimensions and pairs count from 0, as in the formulas.",
+    "pos.q_pair": "pair",
+    "pos.q_exponent": "exponent",
+    "pos.q_power": "base to that power",
+    "pos.q_freq": "frequency $\\omega_i$ (radians per position)",
+    "pos.q_angle": "angle (radians)",
+    "pos.q_value": "the encoding",
+    "pos.q_theta": "speed $\\theta_i$ (radians per position)",
+    "pos.step_dim": "dimension {dim} of position {p}, every number",
+    "pos.dim_why_sin": "Dimension {dim} is even: the sine of pair $i = {i}$.",
+    "pos.dim_why_cos": "Dimension {dim} is odd: the cosine of pair $i = {i}$.",
+    "pos.col_quantity": "quantity",
+    "pos.col_formula": "formula",
+    "pos.col_value": "value",
+    "pos.wavelength": "Pair {i} repeats every $2\\pi / \\omega_i = {w}$ positions.",
+    "pos.col_pair": "pair $i$",
+    "pos.col_dims": "dimensions",
+    "pos.pairs_caption": "{n} of the {m} pairs (the first, the chosen one, the last)",
+    "pos.step_vector": "the whole vector PE({p})",
+    "pos.step_rotation": "PE({pk}) is PE({p}) turned: a rotation per pair that depends on $k = {k}$ only",
+    "pos.rot_why": "By the angle-sum formulas, $\\sin((p+k)\\omega) = \\sin p\\omega \\cos k\\omega + \\cos p\\omega "
+                   "\\sin k\\omega$ and $\\cos((p+k)\\omega) = \\cos p\\omega \\cos k\\omega - \\sin p\\omega \\sin k"
+                   "\\omega$: each (sin, cos) pair of PE(p) is multiplied by a 2×2 rotation matrix whose entries "
+                   "contain $k$ and $\\omega$, never $p$.",
+    "pos.rot_caption": "the matrix of pair {i} for k = {k} (angle $k\\,\\omega = {a}$)",
+    "pos.rot_direct": "Computed directly, PE({pk}) has the same pair: [{a}, {b}].",
+    "pos.col_rot_sin": "M·PE(p): sin",
+    "pos.col_rot_cos": "M·PE(p): cos",
+    "pos.rot_result": "Over every pair the turned PE(p) and PE(p + {k}) differ by at most {diff} (float64 rounding).",
+    "pos.col_from": "from $p$",
+    "pos.col_to": "to $p + k$",
+    "pos.col_same_matrix": "largest difference of the matrices",
+    "pos.col_rot_diff": "largest |M·PE(p) − PE(p+k)|",
+    "pos.same_caption": "the same matrices (k = {k}) from other positions",
+    "pos.dot_why": "So the dot product of two encodings depends on the distance only: $PE(p) \\cdot PE(p+k) = "
+                   "\\sum_i \\cos(k\\,\\omega_i) = {s}$ for every $p$ (k = {k}):",
+    "pos.step_meaning": "what this means",
+    "pos.sin_meaning": "A shift by {k} positions is one fixed linear map of the encoding, the same everywhere in the "
+                       "text. A layer that multiplies by learned matrices ($W_Q$, $W_K$) can therefore learn to "
+                       "attend to \"the token {k} places back\" wherever the tokens stand.",
+    "pos.title_rope": "Rotary positions worked out: position {p}, pair {i}",
+    "pos.rope_intro": "Rotary positions (RoFormer, Su et al. 2021) turn each head's q and k, $d_k = {d}$ features in "
+                      "pairs, by an angle proportional to the position (base {base}); nothing is added to the "
+                      "embeddings. Below: position {p}, then position {pk} = {p} + {k}.",
+    "pos.rope_intro_model": "The rotation of model {model}, layer {layer}: each head's q and k ($d_k = {d}$ features) "
+                            "turned in pairs, by an angle proportional to the position. Below: position {p}, then "
+                            "position {pk} = {p} + {k}.",
+    "pos.rope_why": "Where sinusoidal positions add a vector to the embedding, rotary ones rotate q and k, so that "
+                    "the score $q'_m \\cdot k'_n$ depends on $m - n$ only.",
+    "pos.step_rope_pair": "pair {i} at position {p}, every number",
+    "pos.rope_pair": "Feature {dim} belongs to pair {i}: features {fa} and {fb}, turned together.",
+    "pos.rope_default_x": "The vector turned here has (1, 0) in every pair, so that the turned vector reads "
+                          "(cos φ, sin φ) pair by pair: the rotary counterpart of PE(p). Give your own q with --vector.",
+    "pos.step_rope_compose": "turning to {pk} is turning to {p} and then by {k}",
+    "pos.rope_compose": "Rotations add their angles: $R((p+k)\\theta_i) = R(k\\theta_i)\\,R(p\\theta_i)$. For pair {i}, "
+                        "p = {p}, k = {k}:",
+    "pos.col_features": "features",
+    "pos.col_compose_diff": "largest |R(kθ)R(pθ) − R((p+k)θ)|",
+    "pos.rope_compose_result": "Every pair agrees to {diff} (float64 rounding): the turn by {k} is the same matrix "
+                               "at every position.",
+    "pos.rope_meaning": "In $q'_m \\cdot k'_n = q^\\top R(m\\theta)^\\top R(n\\theta)\\,k = q^\\top R((n-m)\\theta)\\,k$ "
+                        "the absolute positions cancel: a head sees how far apart two tokens are, not where they are.",
+    "pos.title_t5": "T5 relative positions worked out: distance {d}",
+    "pos.t5_intro": "T5's relative position bias (Raffel et al. 2020): no vector per position; the distance "
+                    "$\\delta$ = key position − query position goes into a bucket, and each head adds a learned "
+                    "number per bucket to its raw scores (T5 does not divide by $\\sqrt{d_k}$).",
+    "pos.t5_intro_model": "The relative position bias of model {model}: the distance $\\delta$ = key position − query "
+                          "position goes into a bucket, and each head adds a learned number per bucket to its raw scores.",
+    "pos.t5_rule_bi": "Bidirectional (the encoder): of the {nb} buckets, {n} are for keys before the query (and the "
+                      "query itself), {n} for keys after it. In each half, distances below {exact} have a bucket "
+                      "each; farther ones share buckets on a log scale up to {md}, beyond which all land in the "
+                      "last one.",
+    "pos.t5_rule_causal": "Causal (decoder self-attention): only keys before the query count; all {n} of the {nb} "
+                          "buckets are for them. Distances below {exact} have a bucket each; farther ones share "
+                          "buckets on a log scale up to {md}, beyond which all land in the last one.",
+    "pos.step_t5_bucket": "the bucket of $\\delta = {d}$, every number",
+    "pos.t5_float32": "The logs are float32, as T5 computes them, so that a distance on a bucket edge lands where "
+                      "the model puts it.",
+    "pos.q_delta": "distance",
+    "pos.q_side": "offset (keys after the query)",
+    "pos.q_distance": "distance counted",
+    "pos.q_exact": "exact buckets",
+    "pos.q_small": "below that: its own bucket",
+    "pos.q_log_ratio": "log of the distance",
+    "pos.q_log_span": "log of the span",
+    "pos.q_scaled": "position on the log scale",
+    "pos.q_large": "log bucket",
+    "pos.q_bucket": "bucket",
+    "pos.t5_result": "Query {i}, key {j}: $\\delta = {d}$ is bucket {b}.",
+    "pos.t5_future": "A key after the query ($\\delta = {d} > 0$) counts as distance 0 here; in decoder "
+                      "self-attention the causal mask hides it anyway.",
+    "pos.step_t5_table": "every distance and its bucket",
+    "pos.t5_table_why": "Each bucket with the distances it holds (the table runs from −2·{md} to 2·{md}): near "
+                        "distances are told apart exactly, far ones only roughly.",
+    "pos.col_bucket": "bucket",
+    "pos.col_delta_from": "$\\delta$ from",
+    "pos.col_delta_to": "$\\delta$ to",
+    "pos.col_count": "distances",
+    "pos.step_t5_relative": "relative: the same distance, the same bucket",
+    "pos.t5_relative": "Wherever the two tokens stand, $\\delta = {d}$ gives bucket {b}, and every head adds the same "
+                       "learned bias to that score:",
+    "pos.col_query": "query",
+    "pos.col_key": "key",
+    "pos.t5_meaning": "The bias depends on the distance only, never on the absolute positions; each layer of a stack "
+                      "adds the same bias matrix (computed once in its first layer).",
 }
