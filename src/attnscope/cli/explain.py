@@ -8,6 +8,9 @@
                     --attention cross --layer 1 --head 2 --token Hall   a T5 row (its bias buckets too)
   attnscope explain --scores 15.3,22.7,18.2,2.1,1.8 --dk 64 --labels 我,喜,歡,人,工
   attnscope explain scaling --dk 64                          why divide by √d_k
+  attnscope explain positions --position 5 --dim 2 --offset 3 sinusoidal PE(5), and PE(8) as its rotation
+  attnscope explain positions --scheme rotary --model ./SmolLM2-135M --position 5   the model's RoPE pairs
+  attnscope explain positions --scheme t5 --position 20 --offset -13               δ = −13 → T5's bucket
 
 Formats: rich (terminal, default), markdown, latex, json. All arithmetic is float64; numbers are
 rounded only for display (--decimals, half-up).
@@ -36,10 +39,11 @@ def add_output_options(p, default_decimals: int = 4) -> None:
 def register(sub) -> None:
     p = sub.add_parser("explain", help="print a worked calculation step by step",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("source", nargs="?", metavar="INPUT|scaling",
+    p.add_argument("source", nargs="?", metavar="INPUT|scaling|positions",
                    help="a YAML/JSON/TOML file with X, W_Q, W_K, W_V (optional W_O, mask, causal, scoring, "
                         "tokens), or 'scaling' for the √d_k lesson")
-    p.add_argument("--example", metavar="NAME", help="a built-in toy input: three-tokens")
+    p.add_argument("--example", metavar="NAME", help="a built-in toy input: three-tokens, multi-head (every head, "
+                                                     "fused W_QKV and W_O), grouped-query (4 query heads on 2 k/v heads)")
     toy = p.add_argument_group("toy input on the command line (rows separated by ';')")
     toy.add_argument("-X", dest="X", metavar="M", help='token vectors, e.g. "1,0; 0,1; 1,1"')
     toy.add_argument("--wq", metavar="M", help="W_Q (d_model × d_k)")
@@ -72,8 +76,39 @@ def register(sub) -> None:
     row.add_argument("--dk", type=int, help="d_k: scores are divided by √d_k (scaling: default 64)")
     row.add_argument("--seed", type=int, default=0, help="scaling: seed of the sampled variance (default 0)")
     row.add_argument("--samples", type=int, default=10000, help="scaling: sampled pairs per d_k (default 10000)")
+    pos = p.add_argument_group("explain positions (also: --position, --model, --layer, --dk, --causal)")
+    pos.add_argument("--scheme", choices=POSITION_SCHEMES,
+                     help="positions: sinusoidal (default; PE added to the embeddings), rotary (q and k turned), "
+                          "t5 (relative buckets)")
+    pos.add_argument("--dim", type=int, help="positions: the dimension worked out, from 0 (sinusoidal: of PE; rotary: "
+                                             "a feature of q/k, its pair is worked out)")
+    pos.add_argument("--offset", "-k", type=int, help="positions: k, the shift from p to p + k (t5: δ = key − query)")
+    pos.add_argument("--d-model", dest="d_model", type=int, help="sinusoidal: the width of PE (default 8)")
+    pos.add_argument("--base", type=float, help="sinusoidal, rotary: the base of the frequencies (default 10000)")
+    pos.add_argument("--pairing", choices=("half", "adjacent"),
+                     help="rotary: feature i with i + d/2 (half, default; Hugging Face) or 2i with 2i + 1 (adjacent)")
+    pos.add_argument("--vector", metavar="V", help="rotary: the q (or k) to turn, d_k numbers (default (1, 0) per pair)")
+    pos.add_argument("--buckets", type=int, help="t5: the number of buckets (default 32)")
+    pos.add_argument("--max-distance", dest="max_distance", type=int, help="t5: the last log bucket's distance "
+                                                                            "(default 128)")
     add_output_options(p)
     p.set_defaults(func=run)
+
+
+POSITION_SCHEMES = ("sinusoidal", "rotary", "t5")
+_POSITION_OPTS = {"scheme": "--scheme", "dim": "--dim", "offset": "--offset", "d_model": "--d-model", "base": "--base",
+                  "pairing": "--pairing", "vector": "--vector", "buckets": "--buckets", "max_distance": "--max-distance"}
+
+
+def build_positions(args):
+    """``explain positions``: the lesson the options ask for."""
+    from ..explain import explain
+    from ..explain.inputs import parse_vector_arg
+    vector = parse_vector_arg(args.vector, "--vector") if args.vector is not None else None
+    return explain(lesson="positions", scheme=args.scheme or "sinusoidal", position=args.position, dim=args.dim,
+                   offset=args.offset, d_model=args.d_model, base=args.base, model=args.model, layer=args.layer,
+                   d_k=args.dk, pairing=args.pairing, vector=vector, buckets=args.buckets,
+                   max_distance=args.max_distance, causal=args.causal)
 
 
 def build(args):
@@ -81,6 +116,11 @@ def build(args):
     from ..explain import explain
     from ..explain.inputs import parse_labels_arg, parse_matrix_arg, parse_vector_arg
 
+    if args.source == "positions":
+        return build_positions(args)
+    given = [flag for key, flag in _POSITION_OPTS.items() if getattr(args, key, None) is not None]
+    if given:
+        raise InputError(f"{given[0]} is an option of 'attnscope explain positions'")
     if args.source == "scaling":
         vectors = [parse_vector_arg(s, f"--scores {s!r}") for s in args.scores] if args.scores else None
         return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed,
@@ -120,6 +160,10 @@ def build(args):
         from ..explain import toy_problem
         from ..explain.toy import explain_toy
         p = toy_problem(args.source, example=args.example)
+        if hasattr(p, "with_options"):  # a multi-head problem: the options reach every head
+            from ..explain import explain_problem
+            return explain_problem(p.with_options(scoring=extra.get("scoring"), causal=extra.get("causal"),
+                                                  tokens=labels), expand=args.expand)
         if "scoring" in extra:
             p.scoring = extra["scoring"]
         if extra.get("causal"):

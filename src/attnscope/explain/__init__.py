@@ -77,7 +77,10 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
     Args:
         source: toy input — path of a YAML/JSON/TOML file, a mapping, or a ToyProblem.
         example: a built-in toy input ("three-tokens", "multi-head", "grouped-query").
-        lesson: "scaling" for the √d_k lesson (``d_k`` defaults to 64; ``seed``, ``samples``).
+        lesson: "scaling" for the √d_k lesson (``d_k`` defaults to 64; ``seed``, ``samples``);
+            "positions" for sinusoidal, rotary and T5 positions worked out (``scheme=``, ``position``,
+            ``dim``, ``offset``, ``d_model``, ``base``, ``model``, ``layer``, ``d_k``, ``pairing``,
+            ``vector``, ``buckets``, ``max_distance``, ``causal``: :mod:`.positions_worked`).
         text, model, layer, head, token, position, dims: one query row of a real model — the
             model (an ``attnscope`` Model or a path; None = the default), the text, the layer and
             head (0-based), the query by token string or 0-based position, and how many leading
@@ -93,8 +96,11 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
         :class:`Worked`; ``.render(format, lang, decimals)`` formats it.
     """
     if lesson is not None:
+        if lesson == "positions":
+            from .positions_worked import explain_positions
+            return explain_positions(position=position, model=model, layer=layer, d_k=d_k, **matrices)
         if lesson != "scaling":
-            raise InputError(f"unknown lesson {lesson!r}; the lessons are: scaling")
+            raise InputError(f"unknown lesson {lesson!r}; the lessons are: scaling, positions")
         from .scaling import explain_scaling
         return explain_scaling(d_k=64 if d_k is None else d_k, seed=seed, samples=samples,
                                vectors=scores if scores is not None else None)

@@ -130,6 +130,25 @@ class MultiHeadProblem:
                 "tokens": list(self.tokens), **self.head_spec}
         return ToyProblem.from_mapping(spec, source=f"{self.source}, head {h}")
 
+    def with_options(self, scoring: Optional[str] = None, causal: Optional[bool] = None,
+                     tokens: Optional[list] = None) -> "MultiHeadProblem":
+        """A copy with the command line's --scoring, --causal and --labels applied (and checked)."""
+        import dataclasses
+        spec = dict(self.head_spec)
+        if scoring is not None:
+            spec["scoring"] = scoring
+        if causal:
+            spec["causal"] = True
+        p = dataclasses.replace(self, head_spec=spec,
+                                tokens=inputs.labels(tokens, "--labels", self.L) if tokens else list(self.tokens))
+        p._check_heads()
+        return p
+
+    def _check_heads(self) -> None:
+        """Mask, causal, scoring and window, checked once on a head of zeros."""
+        self.head_problem(0, np.zeros((self.L, self.n_heads * self.d_head)),
+                          np.zeros((self.L, self.n_kv_heads * self.d_head)), np.zeros((self.L, self.n_kv_heads * self.d_v)))
+
     # ------------------------------------------------------------------------------------------
     @classmethod
     def from_mapping(cls, d: dict, source: str = "input") -> "MultiHeadProblem":
@@ -206,8 +225,7 @@ class MultiHeadProblem:
                              "W_O per column")
         p.tokens = inputs.labels(fields["tokens"][1], where("tokens"), p.L) if "tokens" in fields \
             else [f"x{i + 1}" for i in range(p.L)]
-        p.head_problem(0, np.zeros((p.L, H * p.d_head)), np.zeros((p.L, Hkv * p.d_head)),
-                       np.zeros((p.L, Hkv * p.d_v)))  # mask, causal, scoring, window: checked once, here
+        p._check_heads()
         return p
 
 

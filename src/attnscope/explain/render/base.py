@@ -50,6 +50,7 @@ _WORDS = {
     r"\sim": "~", r"\equiv": "≡", r"\prime": "′", r"\,\cdot\,": "·", r"\backslash": "\\",
     r"\theta": "θ", r"\varphi": "φ", r"\phi": "φ", r"\cos": "cos", r"\sin": "sin", r"\varepsilon": "ε",
     r"\epsilon": "ε", r"\lfloor": "⌊", r"\rfloor": "⌋", r"\mapsto": "↦",
+    r"\omega": "ω", r"\pi": "π",
 }
 _ARG = r"\{([^{}]*)\}"
 
