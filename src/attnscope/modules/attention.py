@@ -104,6 +104,18 @@ class MultiHeadAttention(nn.Module):
     concatenated); ``out`` (after W_O). Every step runs in :func:`attnscope.kernels.steps.attend`.
     """
 
+    # The hook points, made by name in __init__ (a subclass may remake them in its own order).
+    q: HookPoint
+    k: HookPoint
+    v: HookPoint
+    scores: HookPoint
+    scaled: HookPoint
+    masked: HookPoint
+    weights: HookPoint
+    z: HookPoint
+    merged: HookPoint
+    out: HookPoint
+
     def __init__(self, d_model: int, n_heads: int, *, n_kv_heads: Optional[int] = None,
                  head_dim: Optional[int] = None, bias: bool = True, out_bias: Optional[bool] = None,
                  scale: Optional[float] = None, scoring: str = "scaled", dropout: float = 0.0,
@@ -171,7 +183,7 @@ class MultiHeadAttention(nn.Module):
         W, b = self.W_qkv.weight, self.W_qkv.bias  # ((H + 2 H_kv)·d_head, d), (…,)
         k0, v0 = H * dh, (H + self.n_kv_heads) * dh  # first rows of W_K and W_V
         rows = [slice(i * dh, (i + 1) * dh), slice(k0 + j * dh, k0 + (j + 1) * dh), slice(v0 + j * dh, v0 + (j + 1) * dh)]
-        out = {}
+        out: dict[str, Optional[Tensor]] = {}
         for name, r in zip(("Q", "K", "V"), rows):
             out[f"W_{name}"] = W[r].T  # (d_model, d_head)
             out[f"b_{name}"] = None if b is None else b[r]  # (d_head,)

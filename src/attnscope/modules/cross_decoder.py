@@ -63,6 +63,8 @@ class Seq2SeqAttention(MultiHeadAttention):
     ``has_bias`` (T5's self-attention: its relative position bias is added to the scores).
     """
 
+    bias: HookPoint  # made in __init__ when has_bias
+
     def __init__(self, d_model: int, n_heads: int, *, layer_index: int = 0, has_bias: bool = False, **kw) -> None:
         super().__init__(d_model, n_heads, **kw)
         self.layer_index = layer_index
@@ -72,9 +74,10 @@ class Seq2SeqAttention(MultiHeadAttention):
                 self._modules.pop(name, None)
                 setattr(self, name, HookPoint())
 
-    def forward(self, x: Tensor, context: Optional[Tensor] = None, *, bias: Optional[Tensor] = None,
-                mask: Optional[Tensor] = None, causal: bool = False, cache: Optional[Seq2SeqCache] = None,
-                need_weights: bool = False):
+    # Takes a score bias, one mask and a cache where the base takes padding and attention masks.
+    def forward(self, x: Tensor, context: Optional[Tensor] = None, *,  # type: ignore[override]
+                bias: Optional[Tensor] = None, mask: Optional[Tensor] = None, causal: bool = False,
+                cache: Optional[Seq2SeqCache] = None, need_weights: bool = False):
         """``x (B, L, d)`` → ``(B, L, d)`` (and the weights (B, H, L, S) with ``need_weights``).
 
         ``context (B, S, d)``: the encoder output (cross-attention); ``bias`` broadcastable to

@@ -148,6 +148,15 @@ class _Hooks(ModuleHooks):
 class DisentangledAttention(MultiHeadAttention):
     """Self-attention with DeBERTa's relative terms (see the module docstring)."""
 
+    scale: float  # DeBERTa's factor is always given (config.query_scale), never the scoring's default
+    # The hook points of the relative terms, made by name in __init__ (only the model's own terms).
+    pos_q: HookPoint
+    pos_k: HookPoint
+    scores_c2c: HookPoint
+    scores_c2p: HookPoint
+    scores_p2c: HookPoint
+    bias: HookPoint
+
     def __init__(self, config: DebertaConfig) -> None:
         c = config
         super().__init__(c.d_model, c.n_heads, head_dim=c.head_dim, bias=True, scale=c.query_scale,
@@ -182,7 +191,8 @@ class DisentangledAttention(MultiHeadAttention):
             pos_k = self.pos_k(self.split_heads(lin(r)))  # (1, H, 2k, d_head)
         return pos_q, pos_k
 
-    def forward(self, x: Tensor, rel: Optional[Tensor] = None, rel_pos: Optional[Tensor] = None, *,
+    # Takes the relative embeddings and buckets where the base takes a context and an attn_mask.
+    def forward(self, x: Tensor, rel: Optional[Tensor] = None, rel_pos: Optional[Tensor] = None, *,  # type: ignore[override]
                 key_padding_mask: Optional[Tensor] = None, need_weights: bool = False):
         """``x (B, L, d)``, the stack's relative embeddings ``rel (2k, d)`` and buckets ``rel_pos (L, L)``
         → ``(B, L, d)`` (and the weights (B, H, L, L) with ``need_weights``)."""
@@ -194,6 +204,7 @@ class DisentangledAttention(MultiHeadAttention):
         mask = self.build_mask(B, L, L, key_padding_mask, None, x.device)
         bias = None
         if self.types:
+            assert rel is not None and rel_pos is not None  # the stack passes both when there are relative terms
             pos_q, pos_k = self.relative_projections(rel)
             span = self.span
             score = 0
@@ -226,7 +237,8 @@ class DebertaLayer(EncoderLayer):
         super().__init__(config)
         self.attn = DisentangledAttention(config)  # takes the place of the plain attention
 
-    def forward(self, x: Tensor, rel: Optional[Tensor] = None, rel_pos: Optional[Tensor] = None, *,
+    # Takes the relative embeddings and buckets where the base takes an attn_mask and causality.
+    def forward(self, x: Tensor, rel: Optional[Tensor] = None, rel_pos: Optional[Tensor] = None, *,  # type: ignore[override]
                 key_padding_mask: Optional[Tensor] = None) -> Tensor:
         a_in = self.attn_in(x)  # (B, L, d)
         a = self.attn(a_in, rel, rel_pos, key_padding_mask=key_padding_mask)  # (B, L, d)
@@ -301,6 +313,9 @@ class DebertaEncoder(TransformerEncoder):
     point names are those of every encoder (``embed.out``, ``layers.{i}.attn.weights``) plus the
     relative terms of :class:`DisentangledAttention`.
     """
+
+    config: DebertaConfig
+    embed: DebertaEmbeddings  # type: ignore[assignment]  # DeBERTa's own embedding, not BERT's Embeddings
 
     def __init__(self, config: DebertaConfig) -> None:
         nn.Module.__init__(self)  # not TransformerEncoder's modules: DeBERTa's own

@@ -21,7 +21,7 @@ window size, and hands both to every layer.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence, cast
 
 import torch
 from torch import nn
@@ -138,7 +138,7 @@ class TransformerDecoder(nn.Module):
         self.ln_f = RMSNorm(c.d_model, c.layer_norm_eps, offset=c.norm_offset)
         self.final_norm = HookPoint()
         ropes = {"global": Rotary(c.d_head, c.rope_theta, c.rope_scaling, max_positions=c.max_positions)}
-        if any(layer.rope == "local" for layer in self.layers):
+        if c.rope_local_theta is not None and any(layer.rope == "local" for layer in self.layers):  # "local" needs it
             ropes["local"] = Rotary(c.d_head, c.rope_local_theta, None, max_positions=c.max_positions)
         self.rotary = nn.ModuleDict(ropes)
 
@@ -157,10 +157,11 @@ class TransformerDecoder(nn.Module):
         x = self.embed(input_ids)  # (B, L, d)
         if position_ids is None:
             position_ids = torch.arange(past, past + L, device=x.device)[None]  # (1, L)
-        tables = {kind: r.cos_sin(position_ids, x.dtype) for kind, r in self.rotary.items()}
-        masks = {w: self.mask_for(w, B, L, past, attention_mask, x.device) for w in {l.window for l in self.layers}}
+        tables = {kind: cast(Rotary, r).cos_sin(position_ids, x.dtype) for kind, r in self.rotary.items()}
+        layers = cast("Sequence[DecoderLayer]", self.layers)
+        masks = {w: self.mask_for(w, B, L, past, attention_mask, x.device) for w in {l.window for l in layers}}
         weights = []
-        for layer in self.layers:
+        for layer in layers:
             cos, sin = tables[layer.rope]
             mask, causal = masks[layer.window]
             x = layer(x, cos, sin, mask=mask, causal=causal, cache=cache, need_weights=need_weights)  # (B, L, d)
@@ -189,7 +190,7 @@ class TransformerDecoder(nn.Module):
         q_pos = torch.arange(past, S, device=device)
         k_pos = torch.arange(S, device=device)
         allowed = causal_window_mask(q_pos, k_pos, window if reaches else None)[None, None]  # (1, 1, L, S)
-        if pad:
+        if pad and attention_mask is not None:  # pad implies a mask
             if attention_mask.shape != (B, S):
                 raise InputError(f"attention_mask must have shape (B, S) = ({B}, {S}) (cached and new "
                                  f"positions), got {tuple(attention_mask.shape)}")

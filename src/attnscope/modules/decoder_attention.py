@@ -52,10 +52,12 @@ class KVCache:
             size = max(end, 2 * (buf.shape[-2] if buf is not None else 0), 64)
             for store, t in ((self.k, k), (self.v, v)):
                 new = t.new_empty((*t.shape[:-2], size, t.shape[-1]))  # (B, H_kv, size, d)
-                if store[layer] is not None and self.length:
-                    new[..., :self.length, :] = store[layer][..., :self.length, :]
+                old = store[layer]
+                if old is not None and self.length:
+                    new[..., :self.length, :] = old[..., :self.length, :]
                 store[layer] = new
         kb, vb = self.k[layer], self.v[layer]
+        assert kb is not None and vb is not None  # both made just above when missing
         kb[..., self.length:end, :] = k
         vb[..., self.length:end, :] = v
         return kb[..., :end, :], vb[..., :end, :]  # (B, H_kv, S, d)
@@ -72,6 +74,13 @@ class DecoderAttention(MultiHeadAttention):
     ``forward(x, cos, sin, mask=…, causal=…, cache=…)`` takes the rotary tables of x's positions.
     """
 
+    # The hook points of this kind besides the base's, made by name in __init__.
+    q_proj: HookPoint
+    k_proj: HookPoint
+    q_normed: HookPoint
+    k_normed: HookPoint
+    mask: HookPoint
+
     def __init__(self, d_model: int, n_heads: int, *, layer_index: int = 0, qk_norm_eps: Optional[float] = None,
                  norm_offset: float = 0.0, **kw) -> None:
         super().__init__(d_model, n_heads, **kw)
@@ -85,8 +94,9 @@ class DecoderAttention(MultiHeadAttention):
             shared = name in ("k_proj", "k_normed", "k", "v")
             setattr(self, name, SharedHeadPoint(self.group) if shared else HookPoint())
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, *, mask: Optional[Tensor] = None, causal: bool = True,
-                cache: Optional[KVCache] = None, need_weights: bool = False):
+    # Takes the rotary tables and a cache where the base takes a context and padding masks.
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, *, mask: Optional[Tensor] = None,  # type: ignore[override]
+                causal: bool = True, cache: Optional[KVCache] = None, need_weights: bool = False):
         """``x (B, L, d_model)`` at the positions of ``cos, sin (B|1, 1, L, d_head)`` → ``(B, L, d_model)``.
 
         ``mask``: bool, broadcastable to (B, 1, L, S), True = may attend (it carries causality and
@@ -99,7 +109,7 @@ class DecoderAttention(MultiHeadAttention):
         q = self.q_proj(self.split_heads(q))  # (B, H, L, d)
         k = self.k_proj(self.split_heads(k, self.n_kv_heads))  # (B, H_kv, L, d)
         v = self.split_heads(v, self.n_kv_heads)  # (B, H_kv, L, d)
-        if self.q_norm is not None:
+        if self.q_norm is not None and self.k_norm is not None:  # both or neither (__init__)
             q = self.q_normed(self.q_norm(q))  # (B, H, L, d)
             k = self.k_normed(self.k_norm(k))  # (B, H_kv, L, d)
         q, k = Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)

@@ -63,6 +63,13 @@ class FeedForward(nn.Module):
 class EncoderLayer(nn.Module):
     """Attention + FFN with residuals and LayerNorm, post-LN or pre-LN (see module docstring)."""
 
+    # The hook points, made by name in __init__.
+    attn_in: HookPoint
+    attn_resid: HookPoint
+    ffn_in: HookPoint
+    ffn_resid: HookPoint
+    out: HookPoint
+
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         c = config
@@ -126,7 +133,8 @@ class TransformerEncoder(Encoder):
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__(config, embeddings=True)
 
-    def forward(self, input_ids: Tensor, *, attention_mask: Optional[Tensor] = None,
+    # Not a drop-in Encoder: the stack takes token ids where its base takes hidden states.
+    def forward(self, input_ids: Tensor, *, attention_mask: Optional[Tensor] = None,  # type: ignore[override]
                 token_type_ids: Optional[Tensor] = None, causal: Optional[bool] = None) -> Tensor:
         """``attention_mask (B, L)``: 1/True = real token, 0/False = padding (Hugging Face's meaning)."""
         x = self.embed(input_ids, token_type_ids)  # (B, L, d)

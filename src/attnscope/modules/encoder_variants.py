@@ -74,6 +74,7 @@ class FactorisedEmbeddings(Embeddings):
 
     def __init__(self, config: EncoderConfig) -> None:
         E = config.embedding_size
+        assert E is not None  # made only for factorised configs (config.factorised)
         # the same embedding sum in E dimensions; heads play no part in it
         super().__init__(dataclasses.replace(config, d_model=E, n_heads=1, n_kv_heads=None, head_dim=None))
         self.proj = nn.Linear(E, config.d_model)
