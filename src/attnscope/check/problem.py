@@ -49,8 +49,17 @@ def problem_chain(spec: Any, source: str) -> tuple:
             raise type(e)(f"{where}: {e}") from None
         desc = {"kind": "model", "model": d["model"].name, "text": spec["text"], "layer": d["layer"],
                 "head": d["head"], "position": d["qpos"], "token": d["tokens"][d["qpos"]], "tokens": d["tokens"]}
-        return row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc, source=where,
-                         operands=d.get("decoder"), qpos=d["qpos"]), desc
+        chain = row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc, source=where,
+                          operands=d.get("decoder"), qpos=d["qpos"])
+        # the exact values are float64 from the weights; an answer from the float32 model is correct
+        # within that model's float32 error (explain.row.float32_error)
+        from ..explain.row import float32_error
+        err = float32_error(d)
+        for lk in chain.links:
+            lk.slack = err.get(lk.name, lk.slack)
+        desc["exact"] = "float64 from the model's weights"
+        desc["float32_error"] = {k: float(v.max()) for k, v in err.items()}
+        return chain, desc
     if "scores" in spec:
         allowed_keys = {"scores", "tokens", "d_k", "dk", "values", "V", "query", "factor"}
         extra = [k for k in spec if k not in allowed_keys]

@@ -4,6 +4,7 @@
   attnscope explain input.yaml --lang zh --format markdown  your own X, W_Q, W_K, W_V (YAML/JSON/TOML)
   attnscope explain -X "1,0;0,1;1,1" --wq "1,0;1,1" --wk "1,2;0,1" --wv "2,0;0,1"
   attnscope explain --text "我喜欢人工智能" --layer 0 --head 3 --token 我 --dims 3
+  attnscope explain --text "The cat sat on the mat." --token cat --path   the token's whole path through layer 0
   attnscope explain --model ./t5-small --text "translate English to German: Hi." --target "Hallo." \
                     --attention cross --layer 1 --head 2 --token Hall   a T5 row (its bias buckets too)
   attnscope explain --scores 15.3,22.7,18.2,2.1,1.8 --dk 64 --labels 我,喜,歡,人,工
@@ -64,6 +65,9 @@ def register(sub) -> None:
     real.add_argument("--token", help="the query token, e.g. 喜 (the first one if it occurs twice)")
     real.add_argument("--position", type=int, help="the query's position, from 0 ([CLS] is 0)")
     real.add_argument("--dims", type=int, default=3, help="dimensions of V written out (default 3)")
+    real.add_argument("--path", "--whole-path", dest="path", action="store_true",
+                      help="the token's whole path through the layer: tokens and ids, embedding rows, norms, "
+                           "q = x W_Q + b, the row, heads and W_O, residuals, feed-forward, the layer's output")
     real.add_argument("--target", help="encoder–decoder models (T5, BART): the decoder's text (--text is the source)")
     real.add_argument("--attention", choices=("encoder", "self", "cross"),
                       help="encoder–decoder models: which attention the row is of: the encoder's (default), the "
@@ -128,6 +132,12 @@ def build(args):
     labels = parse_labels_arg(args.labels) if args.labels else None
     if args.text is None and (args.target is not None or args.attention is not None):
         raise InputError("--target and --attention need --text, the source of an encoder–decoder model")
+    if args.path:
+        if args.text is None:
+            raise InputError("--path works one token's whole path through a real model: give --text (and --token "
+                             "or --position)")
+        return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
+                       position=args.position, dims=args.dims, expand=args.expand, path=True)
     if args.text is not None:
         return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
                        position=args.position, dims=args.dims, expand=args.expand, target=args.target,

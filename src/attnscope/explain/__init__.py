@@ -71,7 +71,8 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
             token: Optional[str] = None, position: Optional[int] = None, dims: int = 3,
             scores=None, values=None, tokens=None, d_k: Optional[int] = None, query: Optional[int] = None,
             target: Optional[str] = None, attention: Optional[str] = None,
-            expand: str = "auto", seed: int = 0, samples: int = 10000, **matrices) -> Worked:
+            expand: str = "auto", seed: int = 0, samples: int = 10000, path: bool = False,
+            **matrices) -> Worked:
     """A worked calculation.
 
     Args:
@@ -85,6 +86,9 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
             model (an ``attnscope`` Model or a path; None = the default), the text, the layer and
             head (0-based), the query by token string or 0-based position, and how many leading
             dimensions of V to write out.
+        path: with ``text``: the token's whole path through the layer instead of the row alone —
+            tokens and ids, embedding rows, norms, ``q = x W_Q + b``, the row, the heads and ``W_O``,
+            residuals, the feed-forward and the layer's output (:func:`.path.explain_path`).
         scores, values, tokens, d_k, query: one row from given raw scores (and optional V rows),
             e.g. the first article's row of 喜.
         target, attention: encoder–decoder models (T5, BART): ``text`` is the source, ``target``
@@ -107,7 +111,14 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
     if text is None and (target is not None or attention is not None):
         raise InputError("a target needs its source: give the source as text= (target= and attention= are "
                          "for one row of an encoder–decoder model)")
+    if path and text is None:
+        raise InputError("path=True works one token's whole path through a real model: give text= (and token= "
+                         "or position=)")
     if text is not None:
+        if path:
+            from .path import explain_path
+            return explain_path(text, model=model, layer=layer, head=head, token=token, position=position,
+                                dims=dims, expand=expand)
         from .row_relative import explain_relative_row, handles
         if target is not None or attention is not None or handles(model):
             return explain_relative_row(text, model, target=target, attention=attention, layer=layer, head=head,

@@ -21,11 +21,14 @@ EN = {
     # the whole path
     "path.title": "The whole path of {tok} through layer {layer} (head {head} worked out)",
     "path.intro": "Model {model} ({family}). The token {tok} of a text of {L} tokens goes from its vocabulary id "
-                  "through the embeddings and layers 0 … {n} to the output of layer {layer}; head {head} of layer "
+                  "through {route} to the output of layer {layer}; head {head} of layer "
                   "{layer} is worked out in full. Every number is recomputed in float64 from the model's weights "
                   "(every earlier layer too), so the digits are the formula's.",
     "path.intro_trace": "Each step names its trace name: what model.trace(text, names=…) records and the viewer "
                         "shows. The last step sets the model's own float32 numbers beside each one.",
+    "path.route0": "the embeddings",
+    "path.route1": "the embeddings and layer 0",
+    "path.route": "the embeddings and layers 0 … {last}",
     "path.trace": "Trace name: {names}.",
     "path.first_features": "the first {n} of {d} features (counted from 0)",
     "col.feature": "feature",
@@ -178,11 +181,14 @@ ZH = {
     "row.trace_check_weights": "与模型自己的 float32 结果（追踪）相比：q 最大相差 {dq}，键 {dk}，值 {dv}，"
                                "原始分数 {ds}，概率 {dw}，输出向量 {dz}：这是 float32 经过下面各层的舍入误差，不是算错。",
     "path.title": "{tok} 穿过第 {layer} 层的完整路径（详细计算第 {head} 个头）",
-    "path.intro": "模型 {model}（{family}）。{L} 个 token 的文本中的 {tok} 从它的词表 id 出发，经过词向量和第 0 … {n} 层，"
+    "path.intro": "模型 {model}（{family}）。{L} 个 token 的文本中的 {tok} 从它的词表 id 出发，经过{route}，"
                   "到第 {layer} 层的输出；第 {layer} 层的第 {head} 个头完整算出。每个数都用 float64 从模型权重重新计算"
                   "（之前的每一层也是），所以每一位都是公式的结果。",
     "path.intro_trace": "每一步都标出它的追踪名：model.trace(text, names=…) 记录、查看器显示的名字。最后一步把模型自己的 "
                         "float32 结果放在每一步旁边。",
+    "path.route0": "词向量",
+    "path.route1": "词向量和第 0 层",
+    "path.route": "词向量和第 0 … {last} 层",
     "path.trace": "追踪名：{names}。",
     "path.first_features": "前 {n} 个特征（共 {d} 个，从 0 开始数）",
     "col.feature": "特征",

@@ -63,8 +63,9 @@ def explain_path(text: str, model=None, layer: int = 0, head: int = 0, token: Op
     before = P.before()
     P.mark_row(row.steps)
     after = P.after()
+    route = t("path.route0") if P.i == 0 else (t("path.route1") if P.i == 1 else t("path.route", last=P.i - 1))
     intro = [Para(t("path.intro", model=model.name, family=model.family, layer=P.i, head=P.h, tok=P.tok, L=P.n,
-                    n=P.i)), Para(t("path.intro_trace"), style="note")] + [Para(x, style="note") for x in d["notes"]]
+                    route=route)), Para(t("path.intro_trace"), style="note")] + [Para(x, style="note") for x in d["notes"]]
     steps = before + row.steps + after + [P.summary()]
     values = dict(row.values)
     values.update(P.values)
