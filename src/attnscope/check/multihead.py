@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import exact as E
 from ..errors import InputError
 from ..explain import inputs
 from ..explain.multihead import compute_multihead, fused_slices
@@ -65,18 +66,19 @@ def _head_link(lk: Link, h: int, cols: dict) -> Link:
 def multihead_chain(p: MultiHeadProblem) -> Chain:
     """The chain of every step of ``p`` (see the module doc)."""
     v = compute_multihead(p)
+    ex = v["exact"]  # Decimal arrays: the chain's exact values and worlds are exact (attnscope.exact)
     L, H, dv = p.L, p.n_heads, p.d_v
     rows = [f"{i + 1} ({tk})" for i, tk in enumerate(p.tokens)]
     dims = lambda n: [str(c + 1) for c in range(n)]  # noqa: E731
     links = []
     if p.fused:
-        links.append(Link("QKV", v["QKV"], lambda w: v["QKV"], lambda T: {}, rows, dims(v["QKV"].shape[1])))
+        links.append(Link("QKV", ex["QKV"], lambda w: ex["QKV"], lambda T: {}, rows, dims(ex["QKV"].shape[1])))
         for name, c in zip("QKV", fused_slices(p)):
-            links.append(Link(name, v[name], lambda w, c=c: w["QKV"][:, c], lambda T, c=c: {"QKV": T["QKV"][:, c]},
+            links.append(Link(name, ex[name], lambda w, c=c: w["QKV"][:, c], lambda T, c=c: {"QKV": T["QKV"][:, c]},
                               rows, dims(c.stop - c.start)))
     else:
         for name in "QKV":
-            links.append(Link(name, v[name], lambda w, name=name: v[name], lambda T: {}, rows, dims(v[name].shape[1])))
+            links.append(Link(name, ex[name], lambda w, name=name: ex[name], lambda T: {}, rows, dims(ex[name].shape[1])))
     for h in range(H):
         c = p.columns(h)
         cols = {"Q": c["Q"], "K": c["K"], "V": c["V"]}
@@ -84,16 +86,18 @@ def multihead_chain(p: MultiHeadProblem) -> Chain:
         links += [_head_link(lk, h, cols) for lk in sub.links if lk.name not in cols]
 
     def concat_taint(T):
-        out = np.zeros((L, H * dv), dtype=bool)
+        out = {}
         for h in range(H):
-            out[:, p.columns(h)["concat"]] = T[f"output[{h}]"]
-        return {f"output[{h}]": out for h in range(H)}
+            a = np.zeros((L, H * dv), dtype=bool)
+            a[:, p.columns(h)["concat"]] = T[f"output[{h}]"]
+            out[f"output[{h}]"] = a
+        return out
 
-    links.append(Link("concat", v["concat"], lambda w: np.concatenate([w[f"output[{h}]"] for h in range(H)], axis=1),
+    links.append(Link("concat", ex["concat"], lambda w: np.concatenate([w[f"output[{h}]"] for h in range(H)], axis=1),
                       concat_taint, rows, [f"z{h}.{f + 1}" for h in range(H) for f in range(dv)]))
     if p.W_O is not None:
-        d_o = p.W_O.shape[1]
-        links.append(Link("projected", v["projected"], lambda w: w["concat"] @ p.W_O,
+        d_o, WO = p.W_O.shape[1], E.array(p.W_O)
+        links.append(Link("projected", ex["projected"], lambda w: E.matmul(w["concat"], WO),
                           lambda T: {"concat": np.repeat(T["concat"].any(1, keepdims=True), d_o, 1)}, rows, dims(d_o)))
     return Chain("multihead", links, meta={"tokens": list(p.tokens), "name": p.name, "L": L, "n_heads": H})
 

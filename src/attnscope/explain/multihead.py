@@ -48,8 +48,9 @@ def _parts(p: MultiHeadProblem) -> list:
 def compute_multihead(p: MultiHeadProblem) -> dict:
     """Every number: ``QKV`` (fused), ``Q``, ``K``, ``V``, per head ``heads[i]`` (the single-head
     values of :func:`.toy.compute`) and stacked ``scores``, ``scaled``, ``weights``, ``output``
-    (H, …), ``concat``, ``projected`` and each head's share ``shares`` (with W_O), and ``own``:
-    the largest |X·W⁽ⁱ⁾ − block i| of each projection and head (0: identical)."""
+    (H, …), ``concat``, ``projected`` and each head's share ``shares`` (with W_O), ``own``: the
+    largest |X·W⁽ⁱ⁾ − block i| of each projection and head (0: identical), and ``exact``: QKV, Q, K,
+    V, concat, projected as Decimal arrays (:mod:`attnscope.exact`)."""
     src = p.source
     v: dict = {"X": p.X}
     X = _exact(p.X)
@@ -73,6 +74,7 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
                 diff = max(abs(float(a - b)) for a, b in zip(alone.ravel(), exact[name][:, cols].ravel()))
             own.append({"part": name, "head": h, "columns": (cols.start + 1, cols.stop), "max_abs_diff": diff})
     v["own"] = own
+    v["exact"] = dict(exact, **({"QKV": fused} if p.fused else {}))  # Decimal arrays, for the checker
     problems = [p.head_problem(h, v["Q"], v["K"], v["V"]) for h in range(p.n_heads)]
     exact_heads = [compute_exact(hp) for hp in problems]  # Decimal: what each head's steps show
     v["heads"] = [compute(hp, exact=ex) for hp, ex in zip(problems, exact_heads)]
@@ -80,10 +82,12 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
         v[name] = np.stack([hv[name] for hv in v["heads"]])  # (H, L, L) or (H, L, d_v)
     C = np.concatenate([ex["output"] for ex in exact_heads], axis=1)  # (L, H·d_v): the heads side by side
     v["concat"] = E.floats(C)
+    v["exact"]["concat"] = C
     if p.W_O is not None:
         WO = _exact(p.W_O)
         Y = E.matmul(C, WO)  # (L, d_out)
         v["projected"] = E.floats(Y)
+        v["exact"]["projected"] = Y
         check_finite("projected", v["projected"], src)
         shares = [E.matmul(C[:, c], WO[c]) for c in (R.head_columns(h, p.d_v) for h in range(p.n_heads))]
         v["shares"] = np.stack([E.floats(s) for s in shares])  # (H, L, d_out): z⁽ʰ⁾·W_O⁽ʰ⁾

@@ -123,12 +123,13 @@ class MultiHeadProblem:
         return {"Q": R.head_columns(h, self.d_head), "K": R.head_columns(g, self.d_head),
                 "V": R.head_columns(g, self.d_v), "concat": R.head_columns(h, self.d_v)}
 
-    def head_problem(self, h: int, Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> ToyProblem:
+    def head_problem(self, h: int, Q: np.ndarray, K: np.ndarray, V: np.ndarray,
+                     source: Optional[str] = None) -> ToyProblem:
         """Head ``h`` as a single-head problem on its own q, k, v (its column blocks of Q, K, V)."""
         c = self.columns(h)
         spec = {"Q": Q[:, c["Q"]].tolist(), "K": K[:, c["K"]].tolist(), "V": V[:, c["V"]].tolist(),
                 "tokens": list(self.tokens), **self.head_spec}
-        return ToyProblem.from_mapping(spec, source=f"{self.source}, head {h}")
+        return ToyProblem.from_mapping(spec, source=source or f"{self.source}, head {h}")
 
     def with_options(self, scoring: Optional[str] = None, causal: Optional[bool] = None,
                      tokens: Optional[list] = None) -> "MultiHeadProblem":
@@ -147,7 +148,8 @@ class MultiHeadProblem:
     def _check_heads(self) -> None:
         """Mask, causal, scoring and window, checked once on a head of zeros."""
         self.head_problem(0, np.zeros((self.L, self.n_heads * self.d_head)),
-                          np.zeros((self.L, self.n_kv_heads * self.d_head)), np.zeros((self.L, self.n_kv_heads * self.d_v)))
+                          np.zeros((self.L, self.n_kv_heads * self.d_head)), np.zeros((self.L, self.n_kv_heads * self.d_v)),
+                          source=self.source)  # the keys are the whole problem's
 
     # ------------------------------------------------------------------------------------------
     @classmethod
