@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 import torch
@@ -54,10 +54,10 @@ class PositionScheme:
 
     name: str
     acts_on: str
-    build: Callable[[object], Optional[nn.Module]]
+    build: Callable[[Any], Optional[nn.Module]]  # any config class that has the scheme's fields
     table_np: Optional[Callable[[int, int], np.ndarray]] = None
     words: Mapping[str, str] = field(default_factory=dict)
-    check: Optional[Callable[[object], None]] = None
+    check: Optional[Callable[[Any], None]] = None
 
 
 _REGISTRY: dict[str, PositionScheme] = {}
@@ -111,6 +111,8 @@ def sinusoidal_positions(n_positions: int, d_model: int, *, dtype=torch.float32,
 class SinusoidalTable(nn.Module):
     """The fixed sinusoidal rows, looked up by position id: ``(B|1, L)`` → ``(B|1, L, d)``."""
 
+    table: Tensor  # (P, d), a buffer registered in __init__
+
     def __init__(self, n_positions: int, d_model: int) -> None:
         super().__init__()
         self.register_buffer("table", sinusoidal_positions(n_positions, d_model), persistent=False)
@@ -160,18 +162,21 @@ def rope_inv_freq(head_dim: int, theta: float, scaling: Optional[Mapping] = None
     * ``llama3``: long wavelengths (> original/low_freq_factor) ÷ factor, short ones
       (< original/high_freq_factor) kept, a smooth blend between.
     """
-    kind = (scaling or {}).get("rope_type", "default")
+    sc: Mapping = scaling or {}
+    kind = sc.get("rope_type", "default")
     fdt = torch.float64 if dtype == torch.float64 else torch.float32
     if kind == "dynamic":
-        factor = float(scaling["factor"])
+        if max_positions is None:
+            raise ConfigError("dynamic RoPE scaling needs max_positions (the context length where the base starts to grow)")
+        factor = float(sc["factor"])
         n = max(int(seq_len or 0), int(max_positions))
         theta = theta * ((factor * n / max_positions) - (factor - 1)) ** (head_dim / (head_dim - 2))
     inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(dtype=fdt) / head_dim))
     if kind == "linear":
-        inv = inv / float(scaling["factor"])
+        inv = inv / float(sc["factor"])
     elif kind == "llama3":
-        factor, low, high = (float(scaling[k]) for k in ("factor", "low_freq_factor", "high_freq_factor"))
-        old = scaling["original_max_position_embeddings"]
+        factor, low, high = (float(sc[k]) for k in ("factor", "low_freq_factor", "high_freq_factor"))
+        old = sc["original_max_position_embeddings"]
         low_wavelen, high_wavelen = old / low, old / high
         wavelen = 2 * math.pi / inv
         scaled = torch.where(wavelen > low_wavelen, inv / factor, inv)
@@ -215,6 +220,7 @@ class Rotary(nn.Module):
         float32, or float64 for ``dtype`` float64."""
         n = None
         if self.dynamic:
+            assert self.max_positions is not None  # dynamic scaling has it (rope_inv_freq in __init__ checks)
             n = int(position_ids.max()) + 1 if position_ids.numel() else 0
             n = n if n > self.max_positions else None
         if n is None and dtype != torch.float64:
