@@ -211,7 +211,7 @@ def test_sinusoidal_positions_are_computed(tmp_path):
     step = next(s for s in w.steps if s.key == "sinusoid")
     tab = next(b for b in step.blocks if type(b).__name__ == "Table")
     for j, (feat, i2, fn, ang, pe) in enumerate(tab.rows):
-        assert feat == j and ang == pytest.approx(2 / 10000 ** (i2 / 32), rel=1e-15)
+        assert feat == j and fn == ("sin" if j % 2 == 0 else "cos") and ang == pytest.approx(2 / 10000 ** (i2 / 32), rel=1e-15)
         assert pe == pytest.approx(math.sin(ang) if j % 2 == 0 else math.cos(ang), abs=1e-15)
     assert w.values["embed.positions"][:4] == pytest.approx([0.0 + math.sin(2), math.cos(2), math.sin(2 / 10000 ** (2 / 32)),
                                                               math.cos(2 / 10000 ** (2 / 32))], abs=1e-15)

@@ -92,6 +92,7 @@ EN = {
                    "$W_V$ of k/v head {g} (outputs {k0} … and {v0} … of the fused projection, {dh} each).",
     "path.k_caption": "K: one row per token (first {n} of {d} features)",
     "path.v_caption": "V: one row per token (first {n} of {d} features)",
+    "path.step_row_result": "the row of head {h}: where the token looks",
     "path.step_concat": "the heads side by side",
     "path.concat_why": "All {H} heads run the same steps with their own $W_Q$, $W_K$, $W_V$; their outputs for {tok} "
                        "({dh} features each) are laid side by side into one vector of {d}: re-indexing "
@@ -247,6 +248,7 @@ ZH = {
                    "和第 {v0} … 个输出，各 {dh} 个）。",
     "path.k_caption": "K：每个 token 一行（前 {n} 个特征，共 {d} 个）",
     "path.v_caption": "V：每个 token 一行（前 {n} 个特征，共 {d} 个）",
+    "path.step_row_result": "第 {h} 个头的这一行：token 看向哪里",
     "path.step_concat": "各头并排",
     "path.concat_why": "全部 {H} 个头用各自的 $W_Q$、$W_K$、$W_V$ 走同样的步骤；它们对 {tok} 的输出（每个 {dh} 个特征）"
                        "并排成一个 {d} 维的向量：只是重新索引（view/transpose），没有运算。",

@@ -359,6 +359,8 @@ class _Path:
         for s in steps:
             if s.key in names:
                 s.blocks.append(trace_para(*names[s.key]))
+            if s.key == "result":
+                s.title = t("path.step_row_result", h=h)
         for key, diff in self.d["row_diffs"].items():
             self.meta.append({"step": "row", "trace": f"{p}.{key}[{h}]", "max_abs_diff": diff})
 
