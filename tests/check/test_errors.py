@@ -68,7 +68,9 @@ def test_unreadable_numbers_and_alias_loops(tmp_path, capsys, text, msg):
     ("1e-400", "wrong"),                               # below float64's range: 0, still a readable answer
     ("2.00000000000000000000000000001", "wrong"),      # 29 decimals, wrong
     ("1.00000000000000000000000000000", "correct"),    # 29 decimals, right
-    ("0.99999999999999999999999999999", "correct"),    # right within float64's precision
+    ("0.99999999999999999999999999999", "wrong"),      # judged exactly: the 29th decimal is off (it was
+                                                       # "correct" while judging was float64; issue #15)
+    ("1.000000000000000000000000000000000", "correct"),  # 33 decimals, right
 ])
 def test_numbers_with_many_decimals_or_tiny_are_judged(tmp_path, capsys, written, verdict):
     f = tmp_path / "a.yaml"

@@ -14,7 +14,8 @@ Q, K, V, scores, scaled, exp, sums, weights, output (and projected with W_O); fo
 scaled, exp, sum, weights, output (its first n dimensions). Entries or rows left empty (``null``,
 ``~``) are not judged.
 
-How an entry is judged (``d`` = the number of decimals the learner wrote it with, ``u = 10**-d``):
+How an entry is judged (``d`` = the number of decimals the learner wrote it with, ``u = 10**-d``;
+``1.7705e44`` has d = −40, i.e. five significant digits):
 
 * **correct** — within u/2 of the exact value, i.e. it is the exact value rounded to d decimals
   (half-up; a value exactly half-way may be rounded either way). ``0.71`` is a correct √2/2,
@@ -23,14 +24,24 @@ How an entry is judged (``d`` = the number of decimals the learner wrote it with
   earlier numbers, which are all correct at their own precision: the learner computed right from
   rounded inputs (``exp`` written with 2 decimals, their sum a little off). Reported as a hint to
   keep more decimals.
-* **carried** — wrong, but within one unit u of what follows from the learner's own earlier numbers,
-  at least one of which is wrong: the mistake was made earlier; this entry repeats it.
+* **carried** — wrong, but within u/2 of what follows from the learner's own earlier numbers, at
+  least one of which is wrong: the earlier mistake explains it (the same half unit as rounding;
+  a truncated 0.305 where their own numbers give 0.3058 is a new mistake, not carried).
 * **wrong** — none of the above: a new mistake. The first step that has one is "where the
   calculation went wrong".
 
-Judging happens in float64: digits past its ~16 significant ones cannot be told apart, so an answer
-written with 29 decimals is judged at float64's precision (and shown against at most 17 decimals).
-A number beyond float64's range (``1e400``) is an error; ``inf``/``-inf`` stand for masked scores.
+Judging is exact: the exact values come from :mod:`attnscope.exact` (a toy's linear steps exactly,
+exp and the softmax to 100 digits), a written number is read as the decimal it is, and what follows
+from the learner's numbers is recomputed the same way. A number beyond float64's range (``1e400``)
+is an error; ``inf``/``-inf`` stand for masked scores.
+
+Exponentials: where a row's largest scaled score m is above 50, the worked calculation shows
+e^(s' − m); e^s' itself (1.7705e44 for e^101.885) is right as well. Each such row is judged in the
+way the learner wrote it (the one under which more of the row holds up, from the first of exp or
+the sums they wrote), and the report says which it was.
+
+Rows, columns and entries are counted from 1, as in ``explain``'s tables (a model row's query
+position, as ``--position`` takes it, counts from 0, and the report gives both).
 
 Numbers are read with the decimals as written in the file (``0.710`` has 3). Python floats passed
 to :func:`check` are read by their shortest form (``0.40`` is the float 0.4: 1 decimal); pass

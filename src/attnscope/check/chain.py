@@ -1,34 +1,42 @@
 """The calculation as a chain of steps that the checker can re-run from a learner's own numbers.
 
-Each :class:`Link` knows its exact float64 values, how to recompute itself from the values of
-earlier links (``world``: the learner's numbers where they wrote some, recomputed values where they
-did not), and which entries of earlier links each of its entries depends on. Every link is a 2-D
-array; a vector answer (a row of a real model, the row sums) is a (1, n) or (n, 1) array.
+Each :class:`Link` knows its exact values (Decimal object arrays, :mod:`attnscope.exact`), how to
+recompute itself from the values of earlier links (``world``: the learner's numbers where they wrote
+some, recomputed values where they did not; in the same exact arithmetic), and which entries of
+earlier links each of its entries depends on. Every link is a 2-D array; a vector answer (a row of a real model, the row
+sums) is a (1, n) or (n, 1) array.
 
 Chains: :func:`toy_chain` (Q, K, V, scores, scaled, exp, sums, weights, output[, projected]) and
-:func:`row_chain` (scores, scaled, exp, sum, weights, output) for one query row.
+:func:`row_chain` (scores, scaled, exp, sum, weights, output) for one query row. The exponentials
+and their sums (``by_shift``) may be written as e^s' or as e^(s' − m) (m the row's largest score):
+both are right, and the checker says which one the learner used (:mod:`.judge`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
 from typing import Callable, Optional
 
 import numpy as np
 
+from .. import exact as E
 from .. import reference as R
-from ..explain.toy import compute
 from ..explain.toy_input import ToyProblem
+from ..explain.toy_numbers import compute, compute_exact, rms, rotate
+from ..scorings import DEFAULT_EPS
 
 
 @dataclass
 class Link:
     """One step of the chain.
 
-    ``recompute(world) -> (rows, cols)``: the step from the world's earlier values.
+    ``recompute(world) -> (rows, cols)``: the step from the world's earlier values (Decimals).
     ``depends(taint) -> {input name: (rows, cols) bool}``: for each earlier link, whether the
     entries this entry is computed from are tainted (wrong or carried).
     ``rows``/``cols``: labels for the report. ``vector``: the learner writes a flat list.
+    ``by_shift``: e^s' and e^(s' − m) both accepted (exp, the row sums). ``slack``: an extra
+    tolerance of "correct", per entry (a model's own float32 error), float.
     """
 
     name: str
@@ -39,6 +47,8 @@ class Link:
     cols: list
     vector: Optional[str] = None  # None (matrix), "row" ((1, n) written as a list) or "col" ((n, 1))
     max_cols: bool = False        # the learner may write the first n columns only (output of a real row)
+    by_shift: bool = False
+    slack: Optional[np.ndarray] = None
 
 
 @dataclass
@@ -46,6 +56,7 @@ class Chain:
     kind: str                      # "toy" or "row"
     links: list
     meta: dict = field(default_factory=dict)
+    shift: Optional[np.ndarray] = None  # (rows,) Decimal: the m of each row's e^(s' − m) (0: none)
 
     def names(self) -> list:
         return [lk.name for lk in self.links]
@@ -54,66 +65,123 @@ class Chain:
         return next(lk for lk in self.links if lk.name == name)
 
 
+# ----------------------------------------------------------------------------------------------
+# the recomputations, on Decimal worlds
+# ----------------------------------------------------------------------------------------------
+
+def _f(a) -> np.ndarray:
+    """float64 of a world array, −∞ kept."""
+    return E.floats(a)
+
+
+def _D(a) -> np.ndarray:
+    """A world array as Decimals (a link of another chain may hold float64: read by shortest form)."""
+    a = np.asarray(a)
+    return a if a.dtype == object else E.array(a)
+
+
+def _mask_scale(scores: np.ndarray, factor, ok: np.ndarray) -> np.ndarray:
+    with localcontext(E.CTX):
+        scaled = scores * factor
+    return np.where(ok, scaled, E.NEG_INF)
+
+
+def _exp(scaled: np.ndarray) -> np.ndarray:
+    """e^(s' − m) with m each row's own shift (from these numbers: the learner's largest score)."""
+    return E.softmax_parts(scaled)["exp"]
+
+
+def _sums(e: np.ndarray) -> np.ndarray:
+    with localcontext(E.CTX):
+        return np.array([[sum(r, E.ZERO)] for r in e], dtype=object)
+
+
+def _divide(e: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """e / Σ, row by row (``sums`` (rows, 1)); 0 where the sum is 0 (a row that sees no key)."""
+    out = np.full(e.shape, E.ZERO, dtype=object)
+    with localcontext(E.CTX):
+        for i in range(e.shape[0]):
+            s = sums[i, 0]
+            if s != 0 and s.is_finite():
+                out[i] = [x / s for x in e[i]]
+    return out
+
+
+def _softmax_links(rows: list, keys: list, ok: np.ndarray, factor, exact: dict, total: str, vector) -> list:
+    """scaled, exp, the sum(s) and the weights, for the (rows, S) scores in ``exact``."""
+    n_rows, S = ok.shape
+    sums_vec = "col" if vector is None else vector
+    return [
+        Link("scaled", exact["masked"], lambda w: _mask_scale(w["scores"], factor, ok),
+             lambda T: {"scores": T["scores"]}, rows, keys, vector=vector),
+        Link("exp", exact["exp"], lambda w: _exp(w["scaled"]), lambda T: {"scaled": T["scaled"]}, rows, keys,
+             vector=vector, by_shift=True),
+        Link(total, exact["sums"], lambda w: _sums(w["exp"]), lambda T: {"exp": T["exp"].any(1, keepdims=True)},
+             rows, ["Σ"], vector=sums_vec, by_shift=True),
+        Link("weights", exact["weights"], lambda w: _divide(w["exp"], w[total]),
+             lambda T: {"exp": T["exp"], total: np.repeat(T[total], S, 1)}, rows, keys, vector=vector),
+    ]
+
+
 def toy_chain(p: ToyProblem) -> Chain:
-    v = compute(p)
+    x = compute_exact(p)
+    compute(p, x)  # InputError naming the step where float64 cannot hold a value, as explain says
     L, toks = p.L, list(p.tokens)
-    f, allowed, shift = p.factor(), p.allowed(), v["shift"][:, None]
+    allowed = p.allowed()
     rows = [f"{i + 1} ({tk})" for i, tk in enumerate(toks)]
     keys = [f"{j + 1} ({tk})" for j, tk in enumerate(toks)]
     dims = lambda n: [str(c + 1) for c in range(n)]  # noqa: E731
-    none = lambda shape: (lambda T: {})  # noqa: E731
     links = []
     for n in ("Q", "K", "V"):
-        links.append(Link(n, v[n], recompute=lambda w, n=n: v[n], depends=none(v[n].shape),
-                          rows=rows, cols=dims(v[n].shape[1])))
+        links.append(Link(n, x[n], recompute=lambda w, n=n: x[n], depends=lambda T: {},
+                          rows=rows, cols=dims(x[n].shape[1])))
     sc, m, d = p.scoring, p.modern, p.d_k
     # the dot product's operands, step by step: (link name, value from the world, taint (L, d))
     qcols = slice(m.head * d, (m.head + 1) * d)
     kcols = slice(m.kv_head * d, (m.kv_head + 1) * d)
-    q_op = ("Q", lambda w: m.q_head(w["Q"]), lambda T: T["Q"][:, qcols])
-    k_op = ("K", lambda w: m.kv_slice(w["K"]), lambda T: T["K"][:, kcols])
+    q_op = ("Q", lambda w: m.q_head(_D(w["Q"])), lambda T: T["Q"][:, qcols])
+    k_op = ("K", lambda w: m.kv_slice(_D(w["K"])), lambda T: T["K"][:, kcols])
     feats = dims(d)
     steps = []
     if m.qk_norm:
-        steps.append(("Q_normed", "K_normed", lambda x, which: m.rms(x, which), "row"))
+        steps.append(("Q_normed", "K_normed", lambda v, which: rms(m, v, which), "row"))
     if m.rope_base is not None:
-        steps.append(("Q_rot", "K_rot", lambda x, which: m.rotate(x), "pair"))
+        steps.append(("Q_rot", "K_rot", lambda v, which: rotate(m, v), "pair"))
     for qname, kname, fn, reach in steps:
         new_ops = []
         for name, (prev, value, taint), which in ((qname, q_op, "q"), (kname, k_op, "k")):
-            links.append(Link(name, v[name], lambda w, value=value, fn=fn, which=which: fn(value(w), which),
+            links.append(Link(name, x[name], lambda w, value=value, fn=fn, which=which: fn(value(w), which),
                               lambda T, prev=prev, taint=taint, reach=reach: {prev: _reach(taint(T), reach, m.pairing)},
                               rows, feats))
             new_ops.append((name, lambda w, name=name: w[name], lambda T, name=name: T[name]))
         q_op, k_op = new_ops
     (qn, qval, qtaint), (kn, kval, ktaint) = q_op, k_op
 
-    def scores(w):
-        return R.raw_scores(*R.prepare_qk(qval(w), kval(w), sc))  # (L, L)
+    def prepared(w):
+        return E.prepare_qk(qval(w), kval(w), sc, DEFAULT_EPS)
 
-    links.append(Link("scores", v["scores"], scores,
+    def scores(w):
+        q, k = prepared(w)
+        return E.matmul(q, k.T)  # (L, L)
+
+    links.append(Link("scores", x["scores"], scores,
                       lambda T: {qn: np.repeat(qtaint(T).any(1, keepdims=True), L, 1),
                                  kn: np.repeat(ktaint(T).any(1)[None, :], L, 0)}, rows, keys))
-    links.append(Link("scaled", np.where(allowed, v["scaled"], -np.inf),
-                      lambda w: np.where(allowed, w["scores"] * f, -np.inf),
-                      lambda T: {"scores": T["scores"]}, rows, keys))
-    links.append(Link("exp", v["exp"], lambda w: R.shifted_exp(w["scaled"], shift),
-                      lambda T: {"scaled": T["scaled"]}, rows, keys))
-    links.append(Link("sums", v["sums"][:, None], lambda w: w["exp"].sum(1, keepdims=True),
-                      lambda T: {"exp": T["exp"].any(1, keepdims=True)}, rows, ["Σ"], vector="col"))
-    links.append(Link("weights", v["weights"], lambda w: R.divide_by_sum(w["exp"], w["sums"]),
-                      lambda T: {"exp": T["exp"], "sums": np.repeat(T["sums"], L, 1)}, rows, keys))
-    d_v = v["Vh"].shape[1]
+    links += _softmax_links(rows, keys, allowed, x["factor"],
+                            {"masked": x["masked"], "exp": x["exp"], "sums": x["sums"][:, None], "weights": x["weights"]},
+                            "sums", None)
+    d_v = x["Vh"].shape[1]
     vcols = slice(m.kv_head * d_v, (m.kv_head + 1) * d_v)
-    links.append(Link("output", v["output"], lambda w: w["weights"] @ m.kv_slice(w["V"]),
+    links.append(Link("output", x["output"], lambda w: E.matmul(w["weights"], m.kv_slice(_D(w["V"]))),
                       lambda T: {"weights": np.repeat(T["weights"].any(1, keepdims=True), d_v, 1),
                                  "V": np.repeat(T["V"][:, vcols].any(0)[None, :], L, 0)}, rows, dims(d_v)))
     if p.W_O is not None:
         d_o = p.W_O.shape[1]
-        links.append(Link("projected", v["projected"], lambda w: w["output"] @ p.W_O,
+        W_O = E.array(p.W_O)
+        links.append(Link("projected", x["projected"], lambda w: E.matmul(w["output"], W_O),
                           lambda T: {"output": np.repeat(T["output"].any(1, keepdims=True), d_o, 1)},
                           rows, dims(d_o)))
-    return Chain("toy", links, meta={"tokens": toks, "name": p.name, "L": L})
+    return Chain("toy", links, meta={"tokens": toks, "name": p.name, "L": L}, shift=x["shift"])
 
 
 def _reach(taint: np.ndarray, reach: str, pairing: str) -> np.ndarray:
@@ -130,59 +198,62 @@ def _reach(taint: np.ndarray, reach: str, pairing: str) -> np.ndarray:
 def _rotation_links(o: dict, qpos: int, labels: list) -> list:
     """A decoder row's steps before the scores (:func:`attnscope.explain.row_decoder.decoder_row`):
     QK-norm of the query's q and every k (with QK-norm), then q and every k turned at their
-    positions, and the raw scores from them."""
+    positions, and the raw scores from them. The model's numbers are float64: they enter by their
+    exact binary values, and the rotation is recomputed in float64."""
     n, d = o["k_pre"].shape
     feats = [str(c + 1) for c in range(d)]
+    bx = lambda a: E.array(a, binary=True)  # noqa: E731
     links = []
-    q_prev = (None, lambda w: o["q_pre"][None, :])
-    k_prev = (None, lambda w: o["k_pre"])
+    q_prev = (None, lambda w: bx(o["q_pre"][None, :]))
+    k_prev = (None, lambda w: bx(o["k_pre"]))
     if "rms" in o:
         r = o["rms"]
-        links += [Link("Q_normed", r["q_normed"][None, :], lambda w: r["q_normed"][None, :], lambda T: {}, ["-"], feats,
-                       vector="row"),
-                  Link("K_normed", r["k_normed"], lambda w: r["k_normed"], lambda T: {}, labels, feats)]
+        qn, kn = bx(r["q_normed"][None, :]), bx(r["k_normed"])
+        links += [Link("Q_normed", qn, lambda w: qn, lambda T: {}, ["-"], feats, vector="row"),
+                  Link("K_normed", kn, lambda w: kn, lambda T: {}, labels, feats)]
         q_prev = ("Q_normed", lambda w: w["Q_normed"])
         k_prev = ("K_normed", lambda w: w["K_normed"])
     inv, pos = o["inv_freq"], np.arange(n)
     for name, exact, prev, where, rows, vec in (("Q_rot", o["q_rot"][None, :], q_prev, [qpos], ["-"], "row"),
                                                 ("K_rot", o["k_rot"], k_prev, pos, labels, None)):
-        links.append(Link(name, exact, lambda w, prev=prev, where=where: R.rotate(prev[1](w), where, inv, "half"),
+        turn = lambda a, where=where: R.rotate(a, where, inv, "half")  # noqa: E731
+        links.append(Link(name, bx(exact), lambda w, prev=prev, turn=turn: bx(turn(_f(prev[1](w)))),
                           lambda T, prev=prev: {} if prev[0] is None else {prev[0]: _reach(T[prev[0]], "pair", "half")},
                           rows, feats, vector=vec))
-    links.append(Link("scores", o["raw"][None, :], lambda w: R.raw_scores(w["Q_rot"][0], w["K_rot"])[None, :],
+    links.append(Link("scores", bx(o["raw"][None, :]), lambda w: E.matmul(w["Q_rot"], w["K_rot"].T),
                       lambda T: {"Q_rot": np.repeat(T["Q_rot"].any(1, keepdims=True), n, 1),
                                  "K_rot": T["K_rot"].any(1)[None, :]}, ["-"], labels, vector="row"))
     return links
 
 
-def row_chain(raw: np.ndarray, keys: list, factor: float, allowed: Optional[np.ndarray] = None,
+def row_chain(raw: np.ndarray, keys: list, factor, allowed: Optional[np.ndarray] = None,
               V: Optional[np.ndarray] = None, meta: Optional[dict] = None, source: str = "problem",
-              operands: Optional[dict] = None, qpos: int = 0) -> Chain:
+              operands: Optional[dict] = None, qpos: int = 0, written: bool = False) -> Chain:
     """One query row: raw scores (S,) are given (or come from a model), V (S, d_v) optional.
-    ``operands``: a decoder row's q and k before rotation (then the chain starts there)."""
+    ``operands``: a decoder row's q and k before rotation (then the chain starts there).
+    ``written``: the scores, V and factor are numbers a person wrote (read as decimals: 15.3 is
+    15.3); else float64 results of a model (read by their exact binary values). ``factor`` may be
+    a Decimal (exact, e.g. 1/8)."""
     from ..explain.row import row_values
     S = len(raw)
-    vals = row_values(raw, factor, allowed, V, source)
-    ok = np.isfinite(vals["masked"])[None, :]  # (1, S)
-    shift = vals["shift"]
-    labels = [f"{j} ({k})" for j, k in enumerate(keys)]
+    row_values(raw, float(factor), allowed, V, source)  # InputError naming the step for ∞ or NaN
+    conv = (lambda a: E.array(a)) if written else (lambda a: E.array(a, binary=True))
+    f = factor if isinstance(factor, Decimal) else (E.dec(factor) if written else E.dec_binary(factor))
+    ok = (np.ones(S, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool))[None, :]  # (1, S)
+    scores = conv(np.asarray(raw, dtype=np.float64))[None, :]  # (1, S)
+    masked = _mask_scale(scores, f, ok)
+    soft = E.softmax_parts(masked)
+    labels = [f"{j + 1} ({k})" for j, k in enumerate(keys)]
     first = _rotation_links(operands, qpos, labels) if operands is not None else [
-        Link("scores", vals["scores"][None, :], lambda w: vals["scores"][None, :], lambda T: {},
-             ["-"], labels, vector="row")]
-    links = first + [
-        Link("scaled", vals["masked"][None, :], lambda w: np.where(ok, w["scores"] * factor, -np.inf),
-             lambda T: {"scores": T["scores"]}, ["-"], labels, vector="row"),
-        Link("exp", vals["exp"][None, :], lambda w: R.shifted_exp(w["scaled"], shift),
-             lambda T: {"scaled": T["scaled"]}, ["-"], labels, vector="row"),
-        Link("sum", np.array([[vals["sum"]]]), lambda w: w["exp"].sum(1, keepdims=True),
-             lambda T: {"exp": T["exp"].any(1, keepdims=True)}, ["-"], ["Σ"], vector="row"),
-        Link("weights", vals["weights"][None, :], lambda w: R.divide_by_sum(w["exp"], w["sum"]),
-             lambda T: {"exp": T["exp"], "sum": np.repeat(T["sum"], S, 1)}, ["-"], labels, vector="row"),
-    ]
+        Link("scores", scores, lambda w: scores, lambda T: {}, ["-"], labels, vector="row")]
+    links = first + _softmax_links(["-"], labels, ok, f, {"masked": masked, "exp": soft["exp"],
+                                                          "sums": soft["sum"][:, None], "weights": soft["weights"]},
+                                   "sum", "row")
     if V is not None:
-        V = np.asarray(V, dtype=np.float64)  # (S, d_v)
-        d_v = V.shape[1]
-        links.append(Link("output", vals["output"][None, :], lambda w: w["weights"] @ V,
+        Vx = conv(np.asarray(V, dtype=np.float64))  # (S, d_v)
+        d_v = Vx.shape[1]
+        _, out = E.weighted_sum(soft["weights"], Vx)
+        links.append(Link("output", out, lambda w: E.matmul(w["weights"], Vx),
                           lambda T: {"weights": np.repeat(T["weights"].any(1, keepdims=True), d_v, 1)},
                           ["-"], [str(c + 1) for c in range(d_v)], vector="row", max_cols=True))
-    return Chain("row", links, meta=dict(meta or {}, keys=list(keys)))
+    return Chain("row", links, meta=dict(meta or {}, keys=list(keys)), shift=soft["shift"])

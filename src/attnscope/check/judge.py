@@ -6,15 +6,16 @@ The rules are in :mod:`attnscope.check`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
 from typing import Optional
 
 import numpy as np
 
+from .. import exact as E
 from ..errors import InputError
 from ..explain.numbers import Written
-from .chain import Chain
+from .chain import Chain, Link
 
 VERDICTS = ("correct", "rounding", "carried", "wrong")
 
@@ -35,6 +36,9 @@ class Entry:
     recomputed: float        # from the learner's own earlier numbers
     verdict: str             # correct | rounding | carried | wrong
     sources: list = field(default_factory=list)  # for carried/rounding: the learner's steps it follows from
+    exact_value: Optional[Decimal] = None        # the exact value (for the report's digits)
+    number: Optional[Written] = None             # the written number itself
+    convention: Optional[str] = None             # exp and sums of a row with a large score: "shifted" | "plain"
 
 
 @dataclass
@@ -47,6 +51,7 @@ class Report:
     answered: list           # step names the learner answered, in chain order
     blanks: dict             # step -> number of empty entries
     problem: dict = field(default_factory=dict)
+    conventions: list = field(default_factory=list)  # rows whose exponentials could be written two ways
 
     @property
     def ok(self) -> bool:
@@ -79,24 +84,70 @@ class Report:
         return to_dict(self)
 
 
-def close(a: float, b: float, tol: float) -> bool:
-    return abs(a - b) <= tol * (1 + 1e-9) + 4e-16 * max(1.0, abs(a), abs(b))
+def _dec(x) -> Decimal:
+    """An exact value: a Decimal as it is, a float by its shortest form (a test's 0.3057)."""
+    return x if isinstance(x, Decimal) else E.dec(float(x))
 
 
-def judge(w: Written, exact: float, recomputed: float, tainted: bool) -> str:
-    """The verdict on one written number (see the module doc)."""
-    v, half = w.value, 0.5 * w.unit
-    if not (math.isfinite(v) and math.isfinite(exact)):
-        if v == exact:
+def judge(w: Written, exact, recomputed, tainted: bool, slack: float = 0.0) -> str:
+    """The verdict on one written number (see the module doc of :mod:`attnscope.check`).
+
+    ``exact``: the true value; ``recomputed``: what follows from the learner's own earlier numbers;
+    ``tainted``: one of those numbers is wrong or carried. ``slack``: extra room for "correct" (a
+    model's float32 error). Comparisons are exact (Decimal; a float is read by its shortest form):
+    within half a unit of the last written digit, a value exactly half-way either way, nothing
+    else is rounded in the learner's favour — a carried value too must be what their own numbers
+    give, to half a unit.
+    """
+    v, x, r = w.exact, _dec(exact), _dec(recomputed)
+    if not (v.is_finite() and x.is_finite()):
+        if v == x:
             return "correct"
-        return "carried" if tainted and v == recomputed else "wrong"
-    if close(v, exact, half):
-        return "correct"
-    if not math.isfinite(recomputed):
-        return "wrong"
+        return "carried" if tainted and v == r else "wrong"
+    half = Decimal(5).scaleb(-w.decimals - 1)
+    with localcontext(E.CTX):
+        if abs(v - x) <= half + E.dec_binary(slack):
+            return "correct"
+        if not r.is_finite():
+            return "wrong"
+        follows = abs(v - r) <= half
     if tainted:
-        return "carried" if abs(v - recomputed) < w.unit * (1 - 1e-9) else "wrong"
-    return "rounding" if close(v, recomputed, half) else "wrong"
+        return "carried" if follows else "wrong"
+    return "rounding" if follows else "wrong"
+
+
+def _dec(x) -> Decimal:
+    """An exact value: a Decimal as it is, a float by its shortest form (a test's 0.3057)."""
+    return x if isinstance(x, Decimal) else E.dec(float(x))
+
+
+#: The two ways of writing a row's exponentials (and their sum) when its largest score m is large:
+#: e^(s' − m) (what explain shows) and e^s' itself.
+CONVENTIONS = ("shifted", "plain")
+
+
+def _row_factors(chain: Chain, world: dict) -> dict:
+    """row → (e^m, e^m_own, m) for the rows whose exponentials can be written two ways: the factors
+    from e^(s' − m) to e^s' of the exact values (m the row's largest score) and of the learner's own
+    (m_own their largest scaled score, when they wrote the scaled scores)."""
+    if chain.shift is None:
+        return {}
+    scaled = world.get("scaled")
+    own = E.exp_shift(scaled) if scaled is not None else chain.shift
+    return {i: (E.CTX.exp(m), E.CTX.exp(mw), m) for i, (m, mw) in enumerate(zip(chain.shift, own)) if m != 0 or mw != 0}
+
+
+def _row_verdicts(lk: Link, i: int, given: np.ndarray, r: np.ndarray, tin: np.ndarray, factor) -> list:
+    """[(column, verdict, exact, recomputed)] of row i's written entries, with the exact and
+    recomputed values multiplied by ``factor`` = (exact's, the learner's) — (1, 1) for e^(s' − m)."""
+    slack = lk.slack if lk.slack is not None else np.zeros(lk.exact.shape)
+    out = []
+    with localcontext(E.CTX):
+        for j, w in enumerate(given[i]):
+            if w is not None:
+                x, rr = _dec(lk.exact[i, j]) * factor[0], _dec(r[i, j]) * factor[1]
+                out.append((j, judge(w, x, rr, bool(tin[i, j]), float(slack[i, j]) * float(factor[0])), x, rr))
+    return out
 
 
 def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[dict] = None) -> Report:
@@ -105,6 +156,7 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
     taint: dict = {}
     origins: dict = {}   # step -> the learner's steps whose wrong numbers reach it
     upstream: dict = {}  # step -> the learner's answered steps that feed it
+    conv: dict = {}      # row -> (convention, the step it was read from, m)
     entries, answered, blanks = [], [], {}
     for lk in chain.links:
         r = lk.recompute(world)
@@ -121,32 +173,43 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
             continue
         upstream[lk.name] = {lk.name}
         answered.append(lk.name)
-        wv, tv = r.copy(), tin.copy()
+        exact_link = lk.exact.dtype == object  # Decimal values (a link of another kind keeps float64)
+        wv, tv = (np.array(r, dtype=object) if exact_link else np.array(r, dtype=np.float64)), tin.copy()
         bad_here = False
-        n_rows, n_cols = given.shape
-        blanks[lk.name] = 0
-        for i in range(n_rows):
-            for j in range(n_cols):
+        blanks[lk.name] = int(sum(w is None for w in given.ravel()))
+        factors = _row_factors(chain, world) if lk.by_shift else {}
+        for i in range(given.shape[0]):
+            unit = (E.ONE, E.ONE)
+            factor = {"shifted": unit, "plain": factors[i][:2]} if i in factors else {"shifted": unit}
+            c = "shifted"
+            if i in factors and any(w is not None for w in given[i]):
+                if i not in conv:  # the way under which more of the row holds up (a tie: explain's)
+                    held = {k: sum(v in ("correct", "rounding") for _, v, _, _ in _row_verdicts(lk, i, given, r, tin, f))
+                            for k, f in factor.items()}
+                    conv[i] = (max(CONVENTIONS, key=lambda k: held[k]), lk.name, factors[i][2])
+                c = conv[i][0]
+            for j, verdict, x, rr in _row_verdicts(lk, i, given, r, tin, factor[c]):
                 w = given[i, j]
-                if w is None:
-                    blanks[lk.name] += 1
-                    continue
-                verdict = judge(w, float(lk.exact[i, j]), float(r[i, j]), bool(tin[i, j]))
                 srcs: list = []
                 if verdict == "carried":
                     srcs = sorted(set().union(*(origins[d] for d, a in deps.items() if a[i, j])), key=nearest_first(chain))
                 elif verdict == "rounding":
                     srcs = sorted(fed, key=nearest_first(chain))
-                entries.append(Entry(lk.name, i, j, lk.rows[i], lk.cols[j], w.text, w.decimals, w.value,
-                                     float(lk.exact[i, j]), float(r[i, j]), verdict, srcs))
-                wv[i, j] = w.value
+                entries.append(Entry(lk.name, i, j, lk.rows[i], lk.cols[j], w.text, w.decimals, w.value, float(x),
+                                     float(rr), verdict, srcs, exact_value=x, number=w,
+                                     convention=c if i in factors else None))
+                with localcontext(E.CTX):
+                    own = w.exact / factor[c][1]  # kept as e^(s' − m_own), as the chain recomputes it
+                wv[i, j] = own if exact_link else float(own)
                 tv[i, j] = verdict in ("wrong", "carried")
                 bad_here |= verdict in ("wrong", "carried")
         world[lk.name], taint[lk.name] = wv, tv
         origins[lk.name] = {lk.name} if bad_here else set().union(*(origins[d] for d, a in deps.items() if a.any()))
     if not entries:
         raise InputError(f"{source}: no numbers to check: every answer is empty")
-    return Report(source, chain.kind, entries, answered, blanks, problem=problem or {})
+    conventions = [{"step": step, "row": i, "row_label": chain.link(step).rows[i], "convention": c, "m": m}
+                   for i, (c, step, m) in sorted(conv.items())]
+    return Report(source, chain.kind, entries, answered, blanks, problem=problem or {}, conventions=conventions)
 
 
 def nearest_first(chain: Chain):

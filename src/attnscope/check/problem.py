@@ -6,7 +6,7 @@ import os
 from importlib import resources
 from typing import Any, Optional
 
-from .. import reference as R
+from .. import exact as E
 from ..errors import AttnscopeError, InputError
 from ..explain import inputs
 from ..explain.toy_input import ToyProblem
@@ -73,9 +73,9 @@ def problem_chain(spec: Any, source: str) -> tuple:
         if dk is not None:
             if isinstance(dk, bool) or not isinstance(dk, (int, float)) or dk <= 0 or float(dk) != int(dk):
                 raise InputError(f"{where}.d_k: expected a positive integer, got {dk!r}")
-            factor = R.score_factor("scaled", int(dk))
+            factor = E.score_factor("scaled", int(dk))  # exact: 1/8 at d_k = 64
         elif "factor" in spec:
-            factor = float(inputs.number(spec["factor"], f"{where}.factor"))
+            factor = E.dec(float(inputs.number(spec["factor"], f"{where}.factor")))
         else:
             raise InputError(f"{where}: give d_k (the scores are divided by √d_k) or factor")
         V = None
@@ -83,7 +83,7 @@ def problem_chain(spec: Any, source: str) -> tuple:
         if vkey:
             V = inputs.matrix(spec[vkey], f"{where}.{vkey}", rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
-        return row_chain(raw, toks, factor, None, V, meta=desc, source=where), desc
+        return row_chain(raw, toks, factor, None, V, meta=desc, source=where, written=True), desc
     from ..explain.multihead_input import MultiHeadProblem, is_multihead
     p = (MultiHeadProblem if is_multihead(spec) else ToyProblem).from_mapping(spec, source=f"{source}, problem")
     return _toy_chain(p), {"kind": "toy", "tokens": p.tokens, "name": p.name}

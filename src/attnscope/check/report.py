@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 import json
 import math
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 from ..errors import ConfigError
 from ..explain import i18n
 from ..explain.doc import T
-from ..explain.numbers import fmt
+from ..explain.numbers import as_decimal, fmt, round_half_up
 from ..explain.render.base import Ctx
 
 FORMATS = ("rich", "markdown", "json")
@@ -21,37 +22,93 @@ def _where(ctx: Ctx, e) -> str:
     return ctx.text(T("check.where", {"step": e.step, "row": e.row_label, "col": e.col_label}))
 
 
-#: Decimals beyond this say nothing about a float64 value; an answer written with more is shown
-#: against the exact value at this many (it is judged at float64's precision, see attnscope.check).
+#: The report writes a correct value with at most this many decimals (a 29-decimal answer is judged
+#: exactly, but its correct value is shown to 17).
 SHOWN_DECIMALS = 17
 
 
-def _exact(x: float, d: int) -> str:
-    if not math.isfinite(x):
-        return fmt(x, 0)
-    d = min(d, SHOWN_DECIMALS)
-    return fmt(x, max(0, d), as_int=False) if d > 0 else fmt(x, 0, as_int=True)
+def _sci(x: Decimal, sig: int, trim: bool = True) -> str:
+    """``x`` with ``sig`` significant digits times a power of ten: 1.7705e44 (digits computed, never padded)."""
+    if x == 0:
+        return "0"
+    e = x.adjusted()
+    q = Decimal(1).scaleb(-(sig - 1))
+    ctx = Context(prec=sig + 10)
+    m = x.scaleb(-e).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+    if abs(m) >= 10:
+        e += 1
+        m = x.scaleb(-e).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+    return f"{_trim(m, x.scaleb(-e)) if trim else m:f}e{e}"
 
 
-def _more(x: float, d: int) -> str:
-    """More digits than the learner wrote, trailing zeros dropped (0.711000 → 0.711)."""
-    d = min(d, SHOWN_DECIMALS)
-    s = fmt(x, min(max(d, 0) + 3, 10), as_int=False)
-    if "." in s and "e" not in s:
-        keep = max(d, 0)
-        head, tail = s.split(".")
-        tail = tail.rstrip("0")
-        tail = tail + "0" * (keep - len(tail)) if len(tail) < keep else tail
-        s = head + ("." + tail if tail else "")
-    return s
+def _trim(shown: Decimal, value: Decimal) -> Decimal:
+    """Trailing zeros dropped only when ``shown`` is the whole value (0.500000 of exactly ½ → 0.5);
+    otherwise every shown zero is a computed digit and stays."""
+    return shown.normalize() if shown == value else shown
+
+
+def _right(x: Decimal, w) -> str:
+    """The exact value rounded (half-up) at the learner's last written place, written their way."""
+    if not x.is_finite():
+        return fmt(float(x), 0)
+    if w.scientific:
+        q = round_half_up(x, w.decimals)
+        return "0" if q == 0 else _sci(x, min(_digits(q, w), SHOWN_DECIMALS + 1), trim=False)
+    return _clean(f"{round_half_up(x, min(max(w.decimals, 0), SHOWN_DECIMALS)):f}")
+
+
+def _more(x: Decimal, w) -> str:
+    """The exact value with three more digits than the learner wrote (in scientific notation when
+    that is how they wrote it, or when the value is too small to have three digits there)."""
+    if not x.is_finite():
+        return fmt(float(x), 0)
+    if x == 0:
+        return "0"
+    if w.scientific:
+        return _sci(x, w.significant + 3)
+    d = min(max(w.decimals, 0) + 3, SHOWN_DECIMALS + 3)
+    q = round_half_up(x, d)
+    if q == 0 or q.adjusted() + d + 1 < 3:  # fewer than 3 significant digits at these places
+        return _sci(x, 4)
+    return _clean(f"{_trim(q, x):f}")
+
+
+def _clean(s: str) -> str:
+    return s[1:] if s.startswith("-") and set(s[1:]) <= set("0.") else s
+
+
+def _digits(q: Decimal, w) -> int:
+    """Significant digits of the value ``q`` rounded at the learner's last written place."""
+    return max(q.adjusted() + w.decimals + 1, 1) if q != 0 else w.significant
+
+
+def _prec(w, x: Decimal) -> T:
+    """How precisely the learner wrote a number: "3 decimals", "a whole number", "5 significant
+    digits" (the digits the correct value has at the learner's last written place)."""
+    if w.scientific:
+        n = _digits(round_half_up(x, w.decimals), w) if x.is_finite() else w.significant
+        return T("check.prec_digit" if n == 1 else "check.prec_digits", {"n": n})
+    if w.decimals <= 0:
+        return T("check.prec_whole", {})
+    return T("check.prec_decimal" if w.decimals == 1 else "check.prec_decimals", {"d": w.decimals})
 
 
 def _line(ctx: Ctx, e) -> str:
-    p = {"where": _where(ctx, e), "wrote": e.written, "d": e.decimals, "right": _exact(e.exact, e.decimals),
-         "exact": _more(e.exact, e.decimals), "recomputed": _more(e.recomputed, e.decimals),
-         "sources": ", ".join(e.sources) if e.sources else "-"}
+    w = e.number
+    x, rr = as_decimal(e.exact_value if e.exact_value is not None else e.exact), as_decimal(e.recomputed)
+    p = {"where": _where(ctx, e), "wrote": e.written, "prec": _prec(w, x), "right": _right(x, w),
+         "exact": _more(x, w), "recomputed": _more(rr, w), "sources": ", ".join(e.sources) if e.sources else "-"}
     key = {"wrong": "check.line_wrong", "carried": "check.line_carried", "rounding": "check.line_rounding"}[e.verdict]
     return ctx.text(T(key, p))
+
+
+def _convention_lines(ctx: Ctx, r) -> list:
+    out = []
+    for c in r.conventions:
+        row = c["row_label"] if c["row_label"] != "-" else "1"
+        out.append(ctx.text(T(f"check.conv_{c['convention']}", {"step": c["step"], "row": row,
+                                                                 "m": _clean(f"{_trim(round_half_up(c['m'], 4), c['m']):f}")})))
+    return out
 
 
 def _problem(ctx: Ctx, r) -> str:
@@ -63,7 +120,8 @@ def _problem(ctx: Ctx, r) -> str:
                                                  "tokens": " ".join(p.get("tokens", []))}))
     if kind == "model":
         return ctx.text(T("check.problem_model", {"model": p["model"], "layer": p["layer"], "head": p["head"],
-                                                   "tok": f"{p['position']}:{p['token']}", "text": p["text"]}))
+                                                   "tok": p["token"], "n": p["position"] + 1, "pos": p["position"],
+                                                   "text": p["text"]}))
     return ctx.text(T("check.problem_scores", {"S": len(p.get("tokens", [])), "dk": p.get("d_k") or "-"}))
 
 
@@ -123,6 +181,8 @@ def render(r, format: str = "rich", lang: str = "en") -> str:
         out.append("")
         for head, lines in _sections(ctx, r):
             out += [f"## {head}", ""] + [f"- {ln}" for ln in lines] + [""]
+        if r.conventions:
+            out += [f"## {ctx.label('check.sec_conventions')}", ""] + [f"- {ln}" for ln in _convention_lines(ctx, r)] + [""]
         out += [f"**{ln}**" if i == 0 else ln for i, ln in enumerate(_verdict(ctx, r))]
         return "\n".join(out).rstrip() + "\n"
     buf = io.StringIO()
@@ -158,6 +218,11 @@ def print_rich(r, lang: str = "en", file=None, width=None, color: bool = True) -
         for ln in lines:
             console.print(Text(mark + ln, style=style), soft_wrap=True)  # one line each: the terminal wraps
         console.print(Text(""))
+    if r.conventions:
+        console.print(Text(ctx.label("check.sec_conventions"), style="bold"))
+        for ln in _convention_lines(ctx, r):
+            console.print(Text("· " + ln), soft_wrap=True)
+        console.print(Text(""))
     for i, ln in enumerate(_verdict(ctx, r)):
         console.print(Text(ln, style="bold green" if r.ok else ("bold red" if i == 0 else "bold")))
 
@@ -176,5 +241,7 @@ def to_dict(r) -> dict:
         "entries": [{"step": e.step, "row": e.row + 1, "col": e.col + 1, "row_label": e.row_label,
                      "col_label": e.col_label, "written": e.written, "decimals": e.decimals, "value": num(e.value),
                      "exact": num(e.exact), "recomputed": num(e.recomputed), "verdict": e.verdict,
-                     "sources": e.sources} for e in r.entries],
+                     "sources": e.sources, "convention": e.convention} for e in r.entries],
+        "conventions": [{"step": c["step"], "row": c["row"] + 1, "row_label": c["row_label"],
+                         "convention": c["convention"], "m": float(c["m"])} for c in r.conventions],
     }

@@ -148,6 +148,9 @@ EN = {
                       "(a uniform row has {hmax}). Without the scale the row is almost one-hot.",
     "sc.article_raw": "The article prints softmax({v}) $\\approx$ {printed}; computed: {computed}.",
     "sc.article_scaled": "The article prints softmax({v} / 8) = {printed}; computed: {computed}.",
+    "sc.article_digits": "At the article's own precision the computed numbers are {shown}: {diffs}.",
+    "sc.article_diff": "entry {j} is {c}, not {p}",
+    "sc.article_same": "At the article's own precision every printed digit is right.",
     "sc.step_jacobian": "the softmax Jacobian: why saturated rows stop learning",
     "sc.jac_why": "The gradient that reaches the scores (and through them $q$ and $k$) is multiplied by this "
                   "matrix. Each entry is a product of probabilities, so when one $p_i$ is almost 1 and the "
@@ -165,10 +168,23 @@ EN = {
     # check ----------------------------------------------------------------------------------
     "check.title": "Checking {source}",
     "check.problem_toy": "Problem: {what}, {L} tokens ({tokens}).",
-    "check.problem_model": "Problem: model {model}, layer {layer}, head {head}, query {tok}, text “{text}”.",
+    "check.problem_model": "Problem: model {model}, layer {layer}, head {head}, query {tok} (entry {n}; position "
+                           "{pos} as --position counts, from 0), text “{text}”.",
     "check.problem_scores": "Problem: one row of {S} given scores, $d_k = {dk}$.",
     "check.rule": "Each number is judged at the decimals you wrote it with: 0.71 must be the exact value "
-                  "rounded to 2 decimals, 0.707 the exact value rounded to 3.",
+                  "rounded to 2 decimals, 0.707 the exact value rounded to 3 (1.7705e44: to 5 significant digits). "
+                  "Rows, columns and entries are counted from 1.",
+    "check.prec_decimals": "{d} decimals",
+    "check.prec_decimal": "1 decimal",
+    "check.prec_whole": "a whole number",
+    "check.prec_digits": "{n} significant digits",
+    "check.prec_digit": "1 significant digit",
+    "check.conv_plain": "{step}, row {row}: you wrote $e^{s'}$ itself (the row's largest score is $m = {m}$); the "
+                        "worked calculation shows $e^{s' - m}$ instead. Both are right: dividing by their sum gives "
+                        "the same weights.",
+    "check.conv_shifted": "{step}, row {row}: you wrote $e^{s' - m}$ with $m = {m}$, the row's largest score, as "
+                          "the worked calculation does ($e^{s'}$ itself would be right as well).",
+    "check.sec_conventions": "How you wrote the exponentials",
     "check.col_step": "step",
     "check.col_n": "answered",
     "check.col_correct": "correct",
@@ -178,10 +194,10 @@ EN = {
     "check.col_blank": "empty",
     "check.where": "{step}, row {row}, column {col}",
     "check.where_entry": "{step}, entry {col}",
-    "check.line_wrong": "{where}: you wrote {wrote}; correct to {d} decimals: {right} (exact {exact}).",
+    "check.line_wrong": "{where}: you wrote {wrote}; correct to {prec}: {right} (exact {exact}).",
     "check.line_carried": "{where}: you wrote {wrote}; correct: {right} (exact {exact}). Not a new mistake: "
                           "it follows from your {sources} (from your own numbers it is {recomputed}).",
-    "check.line_rounding": "{where}: you wrote {wrote}; exact {exact} ({right} to {d} decimals). Accepted: it "
+    "check.line_rounding": "{where}: you wrote {wrote}; exact {exact} ({right} to {prec}). Accepted: it "
                            "follows from your rounded {sources} (from your numbers: {recomputed}); keep more "
                            "decimals there.",
     "check.sec_wrong": "Wrong: new mistakes",

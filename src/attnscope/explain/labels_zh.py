@@ -131,6 +131,9 @@ ZH = {
                       "不缩放时这一行几乎是 one-hot。",
     "sc.article_raw": "原文给出 softmax({v}) $\\approx$ {printed}；计算结果：{computed}。",
     "sc.article_scaled": "原文给出 softmax({v} / 8) = {printed}；计算结果：{computed}。",
+    "sc.article_digits": "按原文自己的精度，计算结果是 {shown}：{diffs}。",
+    "sc.article_diff": "第 {j} 项是 {c}，不是 {p}",
+    "sc.article_same": "按原文自己的精度，印出的每一位都对。",
     "sc.step_jacobian": "softmax 的雅可比矩阵：饱和的行为什么学不动",
     "sc.jac_why": "传回分数（再传到 $q$ 和 $k$）的梯度要乘以这个矩阵。每个元素都是概率的乘积，所以当某个 $p_i$ 接近 1、"
                   "其余接近 0 时，所有元素都接近 0。",
@@ -144,10 +147,21 @@ ZH = {
     # check ----------------------------------------------------------------------------------
     "check.title": "检查 {source}",
     "check.problem_toy": "题目：{what}，{L} 个 token（{tokens}）。",
-    "check.problem_model": "题目：模型 {model}，第 {layer} 层，第 {head} 个头，查询 {tok}，文本“{text}”。",
+    "check.problem_model": "题目：模型 {model}，第 {layer} 层，第 {head} 个头，查询 {tok}（第 {n} 项；按 --position "
+                           "从 0 数是位置 {pos}），文本“{text}”。",
     "check.problem_scores": "题目：给定的一行 {S} 个分数，$d_k = {dk}$。",
     "check.rule": "每个数按你写出的小数位数判断：0.71 必须等于精确值四舍五入到 2 位小数，"
-                  "0.707 必须等于精确值四舍五入到 3 位小数。",
+                  "0.707 必须等于精确值四舍五入到 3 位小数（1.7705e44：到 5 位有效数字）。行、列和项都从 1 开始数。",
+    "check.prec_decimals": " {d} 位小数",
+    "check.prec_decimal": " 1 位小数",
+    "check.prec_whole": "整数",
+    "check.prec_digits": " {n} 位有效数字",
+    "check.prec_digit": " 1 位有效数字",
+    "check.conv_plain": "{step}，第 {row} 行：你写的是 $e^{s'}$ 本身（这一行最大的分数是 $m = {m}$）；逐步计算里写的是 "
+                        "$e^{s' - m}$。两种都对：除以各自的和，得到的权重相同。",
+    "check.conv_shifted": "{step}，第 {row} 行：你写的是 $e^{s' - m}$，$m = {m}$ 是这一行最大的分数，和逐步计算一样"
+                          "（写 $e^{s'}$ 本身也对）。",
+    "check.sec_conventions": "你怎样写指数",
     "check.col_step": "步骤",
     "check.col_n": "已作答",
     "check.col_correct": "正确",
@@ -157,10 +171,10 @@ ZH = {
     "check.col_blank": "空白",
     "check.where": "{step}，第 {row} 行，第 {col} 列",
     "check.where_entry": "{step}，第 {col} 项",
-    "check.line_wrong": "{where}：你写的是 {wrote}；保留 {d} 位小数的正确值：{right}（精确值 {exact}）。",
+    "check.line_wrong": "{where}：你写的是 {wrote}；保留{prec}的正确值：{right}（精确值 {exact}）。",
     "check.line_carried": "{where}：你写的是 {wrote}；正确值：{right}（精确值 {exact}）。这不是新的错误："
                           "它来自你的 {sources}（用你自己的数算出来是 {recomputed}）。",
-    "check.line_rounding": "{where}：你写的是 {wrote}；精确值 {exact}（保留 {d} 位小数为 {right}）。可以接受："
+    "check.line_rounding": "{where}：你写的是 {wrote}；精确值 {exact}（保留{prec}为 {right}）。可以接受："
                            "它来自你舍入后的 {sources}（用你的数算出来是 {recomputed}）；那一步请多保留几位小数。",
     "check.sec_wrong": "错误：新的错误",
     "check.sec_carried": "连带错误：来自前面的错误",

@@ -175,6 +175,33 @@ class Written:
     text: str
 
     @property
+    def exact(self) -> Decimal:
+        """The written value exactly (``0.710`` is 0.710; ``1.7705e44`` is 1.7705×10^44); ±Infinity."""
+        t = self.text.strip().replace("−", "-").replace("_", "")
+        low = t.lower()
+        if low in _INF_WORDS:
+            return Decimal("Infinity") if _INF_WORDS[low] > 0 else Decimal("-Infinity")
+        try:
+            d = Decimal(t[1:] if t.startswith("+") else t)
+            if d.is_finite():
+                return d
+        except InvalidOperation:
+            pass
+        return as_decimal(self.value)  # a YAML spelling such as 0x1F: its value
+
+    @property
+    def scientific(self) -> bool:
+        """Written with a power of ten (``1.7705e44``): then judged and reported by significant digits."""
+        t = self.text.strip().lower()
+        return "e" in t and t not in _INF_WORDS and not t.startswith("0x")
+
+    @property
+    def significant(self) -> int:
+        """The number of significant digits written (5 for ``1.7705e44``; 1 for ``0.0003``)."""
+        d = self.exact
+        return len(d.as_tuple().digits) if d.is_finite() and d != 0 else 1
+
+    @property
     def unit(self) -> float:
         """One unit in the last written digit: 10**-decimals (0.0 below float64's range)."""
         return 10.0 ** (-self.decimals) if -self.decimals < 308 else math.inf

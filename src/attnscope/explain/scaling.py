@@ -13,26 +13,44 @@
 from __future__ import annotations
 
 import math
+from decimal import localcontext
 from typing import Optional, Sequence
 
 import numpy as np
 
+from .. import exact as E
 from ..errors import InputError
 from ..reference import softmax
 from .doc import Formula, Matrix, Para, Step, Sym, Table, VecParam, Worked, t
-from .numbers import fmt, short
+from .numbers import fmt, round_half_up, short
 
 #: The score vectors of the articles (000: the row of 喜 and the saturation example).
 DEFAULT_VECTORS = ([20.0, -10.0, 5.0], [15.3, 22.7, 18.2, 2.1, 1.8])
 
-#: What the source article (000) printed for softmax of these vectors at d_k = 64 (÷8), so that the
-#: lesson can set the computed values beside them. Keys: (vector, scaled).
+#: What the source article (000) printed for softmax of these vectors at d_k = 64 (÷8), as printed
+#: (its digits are the point: 0.270 is a slip for 0.269), so that the lesson can set the computed
+#: values beside them. Keys: (vector, scaled). "≈0" is the article's own.
 ARTICLE_PRINTED = {
-    ((20.0, -10.0, 5.0), False): [0.9999, 0.0000, 0.0001],
-    ((20.0, -10.0, 5.0), True): [0.76, 0.02, 0.22],
-    ((15.3, 22.7, 18.2, 2.1, 1.8), False): [0.001, 0.997, 0.002, 0.0, 0.0],
-    ((15.3, 22.7, 18.2, 2.1, 1.8), True): [0.187, 0.473, 0.270, 0.036, 0.035],
+    ((20.0, -10.0, 5.0), False): ["0.9999", "0.0000", "0.0001"],
+    ((20.0, -10.0, 5.0), True): ["0.76", "0.02", "0.22"],
+    ((15.3, 22.7, 18.2, 2.1, 1.8), False): ["0.001", "0.997", "0.002", "≈0", "≈0"],
+    ((15.3, 22.7, 18.2, 2.1, 1.8), True): ["0.187", "0.473", "0.270", "0.036", "0.035"],
 }
+
+
+def article_digits(printed: Sequence[str], p) -> tuple[list, list]:
+    """The computed probabilities ``p`` at the precision of each printed entry (half-up, from
+    their exact values), and the 1-based entries where the printed digits differ. "≈0" stands
+    for a value below half a unit of the row's other entries."""
+    places = max(len(x.split(".")[1]) for x in printed if "." in x)
+    shown, diffs = [], []
+    for j, (x, pj) in enumerate(zip(printed, p)):
+        d = len(x.split(".")[1]) if "." in x else places
+        c = f"{round_half_up(pj, d):f}"
+        shown.append(c)
+        if (float(c) != 0.0) if x.startswith("≈") else (c != x):
+            diffs.append((j + 1, x, c))
+    return shown, diffs
 
 LADDER = (4, 16, 64, 256, 1024)
 
@@ -115,18 +133,27 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
         p_raw, p_scaled = softmax(vec), softmax(vec / root)
         if jac_vec is None:
             jac_vec = (vec, p_raw, p_scaled)
-        rows = [[j + 1, short(vec[j]), p_raw[j], vec[j] / root, p_scaled[j]] for j in range(len(vec))]
+        # the shown probabilities: exact (attnscope.exact), so that every digit is the true one
+        s_x = E.array(vec)[None, :]  # (1, n)
+        with localcontext(E.CTX):
+            s_scaled = s_x * E.score_factor("scaled", d_k)
+        x_raw, x_scaled = (E.softmax_parts(s, np.zeros(1, dtype=object) + E.ZERO)["weights"][0] for s in (s_x, s_scaled))
+        rows = [[j + 1, short(vec[j]), x_raw[j], s_scaled[0, j], x_scaled[j]] for j in range(len(vec))]
         blocks.append(Table([t("sc.col_j"), t("sc.col_s"), t("sc.col_p_raw"), t("sc.col_s_scaled"),
                              t("sc.col_p_scaled")], rows, caption=t("sc.vec_caption", v=_lit(vec))))
         blocks.append(Para(t("sc.softmax_max", top=float(p_raw.max()), top_s=float(p_scaled.max()),
                              h=_entropy(p_raw), h_s=_entropy(p_scaled), hmax=math.log(len(vec)))))
         key = tuple(float(x) for x in vec)
-        for scaled, p in ((False, p_raw), (True, p_scaled)):
+        for scaled, p in ((False, x_raw), (True, x_scaled)):
             printed = ARTICLE_PRINTED.get((key, scaled))
             if printed is not None and (not scaled or d_k == 64):
+                shown, diffs = article_digits(printed, p)
                 blocks.append(Para(t("sc.article_scaled" if scaled else "sc.article_raw",
-                                     printed=_lit(printed), computed=VecParam(list(p)),
+                                     printed="[" + ", ".join(printed) + "]", computed=VecParam(list(p)),
                                      v=_lit(vec)), style="warn"))
+                blocks.append(Para(t("sc.article_digits", shown="[" + ", ".join(shown) + "]",
+                                     diffs=[t("sc.article_diff", j=j, p=x, c=c) for j, x, c in diffs])
+                                   if diffs else t("sc.article_same"), style="warn"))
     steps.append(Step("softmax", t("sc.step_softmax"), blocks))
 
     # 4. Jacobian
