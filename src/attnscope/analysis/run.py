@@ -255,6 +255,11 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     model = _load_model(model, device)
     model.eval()
     c = model.config
+    if getattr(c, "kind", "") == "seq2seq":  # T5, BART: three attentions over a parallel corpus (.seq2seq)
+        from .seq2seq import analyze_seq2seq
+        return analyze_seq2seq(corpus, model, batch_size=cfg.batch_size, max_texts=cfg.max_texts, unit=cfg.unit,  # type: ignore[return-value]
+                               on_decode_error=cfg.on_decode_error, window=cfg.window,
+                               special_queries=cfg.special_queries, progress=cfg.progress and rank == 0)
     limit = model.tokenizer.max_length if model.tokenizer is not None else c.max_positions
     max_length = limit if cfg.max_length is None else cfg.max_length
     if max_length > limit:

@@ -9,6 +9,11 @@ For causal language models also the attention sink (weight on the first token) a
 random token sequences, previous-token, duplicate-token and induction scores, with the heads that
 pass their thresholds (--threshold induction=0.4 …).
 
+Encoder–decoder models (T5, BART) read a parallel corpus, one "source<TAB>target" pair per line,
+and report per layer and head the encoder's self-attention, the decoder's causal self-attention and
+the cross-attention: its entropy and how it aligns target tokens with the source token at the same
+relative position (weight there, a ±--window band, argmax, distance from the diagonal, monotony).
+
 Writes heads.csv, layers.csv, analysis.json, heatmaps/*.png and report.md into --out.
 
 CORPUS is a text file (one text per line; .gz ok), a folder of .txt files, or
@@ -134,6 +139,8 @@ def _rank() -> int:
 
 
 def _print_summary(result, out, n_files) -> None:
+    if hasattr(result, "print_summary"):  # an encoder–decoder analysis (analysis/seq2seq.py) prints its own
+        return result.print_summary(out, n_files)
     from ..analysis.report import pass_sentence
     from ..explain.numbers import counted
     c = result.counters

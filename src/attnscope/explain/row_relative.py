@@ -199,7 +199,8 @@ def _bias_step(steps: dict, table, bias, ktoks, i, qtoks, head, layer, attention
     n = int(steps["half"].flat[0])
     exact = int(steps["exact"].flat[0])
     rule = "rel.bias_rule_bi" if rb.bidirectional else "rel.bias_rule_causal"
-    blocks = [Formula("δ = j − i,   bucket = offset + (d < e ? d : min(e + ⌊ln(d/e) / ln(D/e) · (n − e)⌋, n − 1)),   b = W[bucket, h]",
+    blocks: list = [Formula("δ = j − i,   bucket = offset + (d < e ? d : min(e + ⌊ln(d/e) / ln(D/e) · (n − e)⌋, n − 1)),"
+                      "   b = W[bucket, h]",
                       r"\delta = j - i,\quad \mathrm{bucket} = \mathrm{offset} + \begin{cases} d & d < e\\ "
                       r"\min\!\big(e + \lfloor \frac{\ln(d/e)}{\ln(D/e)}(n-e) \rfloor,\; n-1\big) & d \ge e \end{cases},"
                       r"\quad b = W_{\mathrm{bucket},h}"),
@@ -280,8 +281,8 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand) -> Wor
     _replace_scores(w, [Formula("s_j = c2c_j + c2p_j + p2c_j", r"s_j = c2c_j + c2p_j + p2c_j"),
                         Para(t("rel.scores_deberta", tok=qlabel)), Table(cols, rows)])
     diffs = {"d1": _sci(float(np.abs(terms["c2c"] - get("scores_c2c")[i]).max()))}
-    for key, x in (("d2", "c2p"), ("d3", "p2c")):
-        diffs[key] = _sci(float(np.abs(terms[x] - get(f"scores_{x}")[i]).max())) if x in types else "—"
+    for key, term in (("d2", "c2p"), ("d3", "p2c")):
+        diffs[key] = _sci(float(np.abs(terms[term] - get(f"scores_{term}")[i]).max())) if term in types else "—"
     diffs["dw"] = _sci(float(np.abs(w.values["weights"] - get("weights")[i]).max()))
     diffs["dz"] = _sci(float(np.abs(w.values["output_full"] - get("z")[i]).max()))
     w.steps[-1].blocks.append(Para(t("rel.terms_check", **diffs), style="note"))
@@ -293,7 +294,7 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand) -> Wor
 def _positions_step(bs: dict, full: dict, i: int, tokens, cfg, types, Step):
     span = cfg.span
     mid = int(bs["mid"].flat[0])
-    blocks = [Formula("r = i − j,   δ = bucket(r),   c2p index = clip(δ(i, j) + k),   p2c index = clip(−δ(j, i) + k)",
+    blocks: list = [Formula("r = i − j,   δ = bucket(r),   c2p index = clip(δ(i, j) + k),   p2c index = clip(−δ(j, i) + k)",
                       r"r = i - j,\quad \delta = \mathrm{bucket}(r),\quad \mathrm{idx}_{c2p} = \mathrm{clip}(\delta_{ij} + k),"
                       r"\quad \mathrm{idx}_{p2c} = \mathrm{clip}(-\delta_{ji} + k)")]
     if cfg.position_buckets > 0:

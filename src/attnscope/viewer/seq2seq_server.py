@@ -62,9 +62,10 @@ def add_routes(app, model, worker, max_chars: int, base) -> bool:
         if req.target is None:
             raise InputError("an encoder–decoder model needs the decoder's text too: send 'target'")
         check_text(req.target, "target", max_chars)
+        source, target = str(req.source), str(req.target)
 
         def work():
-            d = seq2seq_view_data(model, req.source, req.target, decimals=req.decimals)
+            d = seq2seq_view_data(model, source, target, decimals=req.decimals)
             d["font_css"] = font_face_css(all_text(d))
             return d
         return JSONResponse(await worker.run(work))

@@ -1,0 +1,162 @@
+"""``analyze`` for encoder–decoder models: the cross-attention statistics on hand-made patterns
+(a diagonal, an even spread, a reversed alignment, padding), and the pipeline over a small
+parallel corpus written here, against the same statistics of transformers' own attention
+weights; the report's files and the corpus's bad lines."""
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnscope import InputError
+from attnscope.analysis import analyze
+from attnscope.analysis.cross_stats import aligned_positions, cross_means
+from attnscope.analysis.seq2seq import analyze_seq2seq, split_pair
+from attnscope.analysis.stats import StatOptions, attention_means
+from attnscope.cli import main
+from tests.models.seq2seq.fixtures import hf_seq2seq_models, seq2seq, seq2seq_dirs  # noqa: F401
+
+PAIRS = [("translate English to German: The cat sat on the mat.", "Die Katze sass auf der Matte."),
+         ("copy: one two three four", "one two three four"),
+         ("Attention is all you need!", "Ja"),
+         ("summarize: Queries and keys; values too? Yes, every token looks at every other token.", "Every token looks.")]
+
+
+def one_hot_rows(T, S, cols):
+    w = torch.zeros(1, 1, T, S, dtype=torch.float64)
+    for t, j in enumerate(cols):
+        w[0, 0, t, j] = 1.0
+    return w
+
+
+def test_diagonal_pattern():
+    T, S = 5, 9
+    a = [round(t * (S - 1) / (T - 1)) for t in range(T)]  # 0, 2, 4, 6, 8
+    assert aligned_positions(torch.tensor([T]), torch.tensor([S]), T)[0].tolist() == a
+    m = cross_means(one_hot_rows(T, S, a), torch.ones(1, T), torch.ones(1, S), window=0)
+    assert m["to_diagonal"].item() == 1 and m["argmax_diagonal"].item() == 1 and m["diagonal_band"].item() == 1
+    assert m["diagonal_offset"].item() == 0 and m["monotonic"].item() == 1 and m["entropy"].item() == 0
+    assert m["to_source_end"].item() == pytest.approx(1 / T)  # only the last row is on </s>
+
+
+def test_even_spread_and_reversed_alignment():
+    T, S = 4, 6
+    even = torch.full((1, 1, T, S), 1 / S, dtype=torch.float64)
+    m = cross_means(even, torch.ones(1, T), torch.ones(1, S), window=1)
+    assert m["entropy"].item() == pytest.approx(math.log(S), rel=1e-14)
+    assert m["entropy_norm"].item() == pytest.approx(1.0, rel=1e-14)
+    assert m["to_diagonal"].item() == pytest.approx(1 / S) and m["to_source_end"].item() == pytest.approx(1 / S)
+    # a(t) = 0, 2, 3, 5 (2 · 5/3 = 3.33 → 3); the band ±1 holds 2 keys at the ends, 3 inside
+    assert m["diagonal_band"].item() == pytest.approx((2 + 3 + 3 + 2) / S / T)
+    # the mean |j/5 − t/3| under an even row, by hand
+    want = np.mean([np.mean([abs(j / 5 - t / 3) for j in range(S)]) for t in range(T)])
+    assert m["diagonal_offset"].item() == pytest.approx(want, rel=1e-14)
+    rev = one_hot_rows(T, S, [5, 3, 2, 0])  # a reversed alignment: never forward
+    r = cross_means(rev, torch.ones(1, T), torch.ones(1, S), window=0)
+    assert r["monotonic"].item() == 0 and r["argmax_diagonal"].item() == 0
+    assert r["diagonal_offset"].item() == pytest.approx(np.mean([abs(j / 5 - t / 3) for t, j in enumerate([5, 3, 2, 0])]))
+
+
+def test_padding_is_not_counted():
+    """Two texts in one padded batch give the means of the two texts counted query by query."""
+    w = torch.zeros(2, 1, 4, 6, dtype=torch.float64)
+    w[0, 0, :4, :6] = one_hot_rows(4, 6, [0, 2, 3, 5])[0, 0]  # diagonal, full size
+    w[1, 0, :2, :3] = one_hot_rows(2, 3, [2, 0])[0, 0]        # short pair (T 2, S 3), anti-diagonal
+    w[1, 0, 2:, :] = float("nan")                             # padded rows: never read
+    tm = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+    sm = torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0]])
+    m = cross_means(w, tm, sm, window=0)
+    assert m["to_diagonal"].item() == pytest.approx(4 / 6)   # 4 diagonal rows of 6 counted
+    assert m["monotonic"].item() == pytest.approx(3 / 4)     # 3 forward steps in the first, 1 back in the second
+    assert m["entropy_norm"].item() == 0
+
+
+def test_split_pair_errors():
+    assert split_pair("a b\tc\td", "x") == ("a b", "c\td")
+    for line, msg in (("no tab here", "has no tab"), ("\tonly a target", "the target has no source"),
+                      ("only a source\t ", "the source has no target")):
+        with pytest.raises(InputError, match=msg):
+            split_pair(line, "corpus.tsv: text 3")
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    p = tmp_path / "pairs.tsv"
+    p.write_text("".join(f"{s}\t{t}\n" for s, t in PAIRS), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("name", ["t5", "bart"])
+def test_pipeline_equals_transformers_weights(name, corpus, seq2seq, hf_seq2seq_models):  # noqa: F811
+    """Per stack, the means over the corpus equal the same statistics of transformers' weights,
+    pair by pair (one pair per batch, so that no padding enters the reference)."""
+    model, hf = seq2seq[name], hf_seq2seq_models(name)
+    r = analyze_seq2seq(corpus, model, batch_size=3, window=1)
+    assert r.counters["texts"] == len(PAIRS) and r.counters["batches"] == 2
+    sums = {stack: {} for stack in ("encoder", "self", "cross")}
+    specials = {t.content for t in model.tokenizer.backend.get_added_tokens_decoder().values() if t.special}
+    for s, t in PAIRS:
+        tr = model.trace(s, t, names=["encoder.layers.0.attn.q"])
+        with torch.no_grad():
+            out = hf(input_ids=tr.input_ids, attention_mask=tr.attention_mask, decoder_input_ids=tr.decoder_input_ids,
+                     output_attentions=True)
+        S, T = tr.input_ids.shape[1], tr.decoder_input_ids.shape[1]
+
+        def kinds(tokens, n):
+            sp = torch.tensor([[x in specials for x in tokens]])
+            cls, sep = torch.zeros(1, n, dtype=torch.bool), torch.zeros(1, n, dtype=torch.bool)
+            cls[0, 0], sep[0, n - 1] = bool(sp[0, 0]), bool(sp[0, n - 1])
+            return {"cls": cls, "sep": sep, "special": sp}
+        for stack, weights, mask, kind, causal in (
+                ("encoder", out.encoder_attentions, torch.ones(1, S), kinds(tr.tokens[0], S), False),
+                ("self", out.decoder_attentions, torch.ones(1, T), kinds(tr.target_tokens[0], T), True)):
+            for l, w in enumerate(weights):
+                m = attention_means(w.double(), mask, kind, StatOptions(window=1, causal=causal))
+                for stat in ("entropy", "distance", "to_prev", "to_self", "to_sep", "to_cls"):
+                    n_q = T if stack == "self" else S
+                    count = {"to_prev": n_q - 1}.get(stat, n_q)
+                    sums[stack].setdefault((l, stat), []).append((m[stat].numpy(), count))
+        for l, w in enumerate(out.cross_attentions):
+            m = cross_means(w.double(), torch.ones(1, T), torch.ones(1, S), window=1)
+            for stat in ("entropy_norm", "to_diagonal", "argmax_diagonal", "diagonal_offset", "monotonic"):
+                count = T - 1 if stat == "monotonic" else T
+                sums["cross"].setdefault((l, stat), []).append((m[stat].numpy(), count))
+    for stack, per in sums.items():
+        for (l, stat), parts in per.items():
+            want = sum(v * c for v, c in parts) / sum(c for _, c in parts)
+            got = r.means[stack][stat][l]
+            if stat in ("argmax_diagonal", "monotonic"):  # an argmax: ties between float32 runs are not expected
+                np.testing.assert_allclose(got, want, atol=1e-12, err_msg=f"{stack} {l} {stat}")
+            else:
+                np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{stack} {l} {stat}")
+
+
+def test_cli_report_files(corpus, seq2seq_dirs, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "an"
+    assert main(["analyze", str(corpus), "--model", str(seq2seq_dirs["t5"]), "--out", str(out), "--no-progress",
+                 "--window", "1"]) == 0
+    said = capsys.readouterr().out
+    assert "cross-attention (target → source)" in said and "most diagonal cross-attention heads" in said
+    rows = list(csv.DictReader(open(out / "heads.csv", encoding="utf-8")))
+    c = json.loads((out / "analysis.json").read_text(encoding="utf-8"))
+    assert c["kind"] == "seq2seq" and c["counters"]["texts"] == len(PAIRS)
+    n = {"encoder": c["layers"]["encoder"], "self": c["layers"]["self"], "cross": c["layers"]["cross"]}
+    assert len(rows) == sum(n.values()) * c["n_heads"]
+    assert {r["stack"] for r in rows} == {"encoder", "self", "cross"}
+    assert all(r["to_diagonal"] == "" for r in rows if r["stack"] != "cross")
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Alignment" in report and "(heatmaps/cross_to_diagonal.png)" in report
+    assert (out / "heatmaps" / "cross_argmax_diagonal.png").stat().st_size > 1000
+
+
+def test_corpus_bad_lines(tmp_path, seq2seq):  # noqa: F811
+    p = tmp_path / "bad.tsv"
+    p.write_text("a\tb\njust a source\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.tsv:2: a parallel corpus line is 'source<TAB>target'"):
+        analyze(p, seq2seq["t5"], progress=False)
+    p.write_text("\ta target without its source\n", encoding="utf-8")
+    with pytest.raises(InputError, match="a target without its source"):  # the reader strips the line's tab
+        analyze(p, seq2seq["bart"], progress=False)
