@@ -231,3 +231,15 @@ def test_errors(tmp_path, minilm, capsys):
     assert main(["explain", "--path", "--token", "it"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--path works one token's whole path" in err[0]
+
+
+def test_docs_whole_path_is_current(minilm):
+    """docs/whole-path.md is what the tool prints now (the numbers; the float32 differences depend on
+    the thread count)."""
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "whole-path.md").read_text(encoding="utf-8")
+    md = explain(text=TEXT, model=minilm, layer=0, head=3, token="it", path=True).render("markdown")
+    keep = lambda s: [ln for ln in s.splitlines() if "float32" not in ln and not ln.startswith("| ")  # noqa: E731
+                      or ln.startswith("| ") and "e-" not in ln]
+    body = doc.split("-->\n\n", 1)[1]
+    assert keep(md) == keep(body)
