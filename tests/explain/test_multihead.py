@@ -1,5 +1,5 @@
 """Multi-head attention by hand (explain/multihead.py) against independent references:
-torch.nn.MultiheadAttention (the fused in_proj_weight is W_QKVᵀ, out_proj W_Oᵀ), 
+torch.nn.MultiheadAttention (the fused in_proj_weight is W_QKVᵀ, out_proj W_Oᵀ),
 F.scaled_dot_product_attention with enable_gqa for grouped-query heads, and NumPy float64 written
 here (the fused product, its view/transpose, each head alone with its own W_Q^(i)); every number
 is looked for in Markdown (English and Chinese), rich and JSON."""

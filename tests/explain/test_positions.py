@@ -119,9 +119,10 @@ def test_rotary_adjacent_pairing():
 
 
 def test_rotary_from_a_model_uses_its_scaled_frequencies(tmp_path):
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
     import attnscope
     from tests.models.decoders.tiny import hf_model, llama3_scaled
-    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
     folder = llama3_scaled(tmp_path / "llama3")
     model = attnscope.load(folder)

@@ -56,11 +56,28 @@ class _HeadView(Mapping):
 
 
 def _head_link(lk: Link, h: int, cols: dict) -> Link:
-    name = lambda n: n if n in cols else f"{n}[{h}]"  # noqa: E731
-    return dataclasses.replace(
-        lk, name=name(lk.name),
-        recompute=lambda w, lk=lk: lk.recompute(_HeadView(w, h, cols)),
-        depends=lambda T, lk=lk: {name(k): a for k, a in lk.depends(_HeadView(T, h, cols)).items()})
+    def name(n: str) -> str:
+        return n if n in cols else f"{n}[{h}]"
+
+    def recompute(w: dict) -> np.ndarray:
+        return lk.recompute(_HeadView(w, h, cols))  # type: ignore[arg-type]
+
+    def depends(T: dict) -> dict:
+        return {name(k): a for k, a in lk.depends(_HeadView(T, h, cols)).items()}  # type: ignore[arg-type]
+
+    return dataclasses.replace(lk, name=name(lk.name), recompute=recompute, depends=depends)
+
+
+def _columns(src: str, c: slice):
+    return lambda w: w[src][:, c]  # re-indexing: the learner's own fused numbers, no arithmetic
+
+
+def _columns_taint(src: str, c: slice):
+    return lambda T: {src: T[src][:, c]}
+
+
+def _given(value: np.ndarray):
+    return lambda w: value
 
 
 def multihead_chain(p: MultiHeadProblem) -> Chain:
@@ -74,11 +91,10 @@ def multihead_chain(p: MultiHeadProblem) -> Chain:
     if p.fused:
         links.append(Link("QKV", ex["QKV"], lambda w: ex["QKV"], lambda T: {}, rows, dims(ex["QKV"].shape[1])))
         for name, c in zip("QKV", fused_slices(p)):
-            links.append(Link(name, ex[name], lambda w, c=c: w["QKV"][:, c], lambda T, c=c: {"QKV": T["QKV"][:, c]},
-                              rows, dims(c.stop - c.start)))
+            links.append(Link(name, ex[name], _columns("QKV", c), _columns_taint("QKV", c), rows, dims(c.stop - c.start)))
     else:
         for name in "QKV":
-            links.append(Link(name, ex[name], lambda w, name=name: ex[name], lambda T: {}, rows, dims(ex[name].shape[1])))
+            links.append(Link(name, ex[name], _given(ex[name]), lambda T: {}, rows, dims(ex[name].shape[1])))
     for h in range(H):
         c = p.columns(h)
         cols = {"Q": c["Q"], "K": c["K"], "V": c["V"]}

@@ -54,7 +54,8 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
     src = p.source
     v: dict = {"X": p.X}
     X = _exact(p.X)
-    if p.fused:
+    fused = None
+    if p.W_QKV is not None:
         fused = E.matmul(X, _exact(p.W_QKV))  # (L, (H + 2·H_kv)·d), exact
         v["QKV"] = E.floats(fused)
         check_finite("QKV", v["QKV"], src)
@@ -74,7 +75,7 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
                 diff = max(abs(float(a - b)) for a, b in zip(alone.ravel(), exact[name][:, cols].ravel()))
             own.append({"part": name, "head": h, "columns": (cols.start + 1, cols.stop), "max_abs_diff": diff})
     v["own"] = own
-    v["exact"] = dict(exact, **({"QKV": fused} if p.fused else {}))  # Decimal arrays, for the checker
+    v["exact"] = dict(exact, **({"QKV": fused} if fused is not None else {}))  # Decimal arrays, for the checker
     problems = [p.head_problem(h, v["Q"], v["K"], v["V"]) for h in range(p.n_heads)]
     exact_heads = [compute_exact(hp) for hp in problems]  # Decimal: what each head's steps show
     v["heads"] = [compute(hp, exact=ex) for hp, ex in zip(problems, exact_heads)]
@@ -125,7 +126,7 @@ def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
                      r"\mathrm{head}_i=\mathrm{Attention}(XW_Q^{(i)},XW_K^{(g)},XW_V^{(g)})"),
              Para(t("mh.intro_why")), Para(t("mh.conventions"), style="note"),
              Matrix(Sym("X", "X"), p.X, rows=toks, caption=t("toy.x_caption", d=dm), exact=True)]
-    if p.fused:
+    if p.W_QKV is not None:
         intro.append(Matrix(Sym("W_QKV", "W_{QKV}"), p.W_QKV, cols=labels["Q"] + labels["K"] + labels["V"], exact=True,
                             caption=t("mh.wqkv_caption", cq=H * d, ck=Hkv * d, cv=Hkv * dv)))
     else:
@@ -185,7 +186,7 @@ def _projection_step(p, v, labels, small) -> Step:
 
 
 def _split_step(p, v, labels) -> Step:
-    L, H, Hkv, d = p.L, p.n_heads, p.n_kv_heads, p.d_head
+    L, H, d = p.L, p.n_heads, p.d_head
     m = "X·W_QKV" if p.fused else "Q, K, V"
     blocks = [Formula(f"Q.view(L, H, d_head).transpose(0, 1):   ({L}, {H * d}) → ({L}, {H}, {d}) → ({H}, {L}, {d})",
                       rf"Q.\mathrm{{view}}(L, H, d_{{head}}).\mathrm{{transpose}}(0, 1):\ ({L}, {H * d}) \to "
@@ -212,7 +213,7 @@ def _sup(h: int) -> str:
 
 def _own_step(p, v, small) -> Step:
     d = p.d_head
-    blocks = [Formula("Q⁽ⁱ⁾ = X·W_Q⁽ⁱ⁾,   W_Q⁽ⁱ⁾ = columns i·d_head + 1 … (i + 1)·d_head of W_Q",
+    blocks: list = [Formula("Q⁽ⁱ⁾ = X·W_Q⁽ⁱ⁾,   W_Q⁽ⁱ⁾ = columns i·d_head + 1 … (i + 1)·d_head of W_Q",
                       r"Q^{(i)} = X\,W_Q^{(i)},\quad W_Q^{(i)} = W_Q[:,\ i\,d_{head}+1 \ldots (i+1)\,d_{head}]")]
     # the last head whose columns exist in X too, so that the slice of X can be set beside its query
     h = max([i for i in range(p.n_heads) if (i + 1) * d <= p.d_model] or [p.n_heads - 1])

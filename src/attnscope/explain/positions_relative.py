@@ -137,8 +137,7 @@ def explain_rotary(position: int, dim: Optional[int], offset: int, model=None, l
     blocks.append(Para(t("pos.rope_compose_result", diff=f"{worst:.1e}", k=k)))
     steps.append(Step("compose", t("pos.step_rope_compose", p=p, k=k, pk=p + k), blocks))
 
-    st, dist = distance_step(x, x, inv_freq=inv, pairing=pairing, qlabel=Sym("q = x", "q = x"),
-                             klabel=Sym("k = x", "k = x"))
+    st, dist = distance_step(x, x, inv_freq=inv, pairing=pairing, qlabel="q = x", klabel="k = x")
     steps.append(st)
     steps.append(Step("meaning", t("pos.step_meaning"), [Para(t("pos.rope_meaning"))]))
     values = {"inv_freq": inv, "x": x, "rotated": xp, "rotated_shifted": xpk, "rotation": Rp, "rotation_offset": Rk,

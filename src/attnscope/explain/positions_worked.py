@@ -94,9 +94,9 @@ def explain_positions(scheme: str = "sinusoidal", *, position: Optional[int] = N
     from .positions_relative import explain_rotary, explain_t5
     if scheme == "rotary":
         if buckets is not None or max_distance is not None or causal or d_model is not None:
-            bad = "buckets" if buckets is not None else "max_distance" if max_distance is not None else \
+            which = "buckets" if buckets is not None else "max_distance" if max_distance is not None else \
                 "causal" if causal else "d_model (rotary turns each head's d_k features: give d_k)"
-            raise InputError(f"{bad} is not an option of the rotary lesson")
+            raise InputError(f"{which} is not an option of the rotary lesson")
         return explain_rotary(position=5 if position is None else position, dim=dim, offset=3 if offset is None else offset,
                               model=model, layer=layer, d_k=d_k, base=base, pairing=pairing, vector=vector)
     bad = [k for k, v in {"dim": dim, "d_model": d_model, "base": base, "d_k": d_k, "pairing": pairing,
