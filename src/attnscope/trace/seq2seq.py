@@ -156,12 +156,13 @@ class Seq2SeqTrace(Trace):
                 f"names={len(self)}, {self.nbytes / 2**20:.1f} MiB)")
 
     def _repr_html_(self) -> str:
-        """A summary (the interactive viewer does not show encoder–decoder traces yet)."""
+        """A summary; the viewer of a (source, target) pair is made from the model (it reads T5's bias table)."""
         import html
         return (f"<pre>{html.escape(repr(self))}\nsource: {html.escape(' '.join(self.tokens[0]))}\n"
                 f"target: {html.escape(' '.join(self.target_tokens[0]))}</pre>"
-                "<p>The viewer does not show encoder–decoder traces yet; read them with "
-                "<code>trace.weights(layer, attention='encoder'|'self'|'cross')</code>.</p>")
+                "<p>For the encoder, decoder and cross views: <code>attnscope.viewer.seq2seq_page.save_html(model, "
+                "source, target, 'page.html')</code> or <code>attnscope view SOURCE --target TARGET</code>; read the "
+                "weights with <code>trace.weights(layer, attention='encoder'|'self'|'cross')</code>.</p>")
 
     # ------------------------------------------------------------------------------------------
     def save(self, folder: Union[str, Path]) -> Path:
