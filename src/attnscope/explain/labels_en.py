@@ -400,7 +400,7 @@ EN = {
                      "the token's embedding; nothing in it is learned.",
     "pos.sin_why": "Dimensions $2i$ and $2i + 1$ are the sine and cosine of the same angle $p \\cdot \\omega_i$. The "
                    "frequencies fall geometrically from $\\omega_0 = 1$ (one turn every $2\\pi \\approx 6.28$ positions) "
-                   "to {base}$^{-(d-2)/d}$ (one turn every {longest} positions), so near and far "
+                   "to {slow} for the last pair, $i = {n}$ (one turn every {longest} positions), so near and far "
                    "positions both differ somewhere.",
     "pos.conventions": "Positions, dimensions and pairs count from 0, as in the formulas.",
     "pos.q_pair": "pair",

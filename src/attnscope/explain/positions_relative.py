@@ -99,7 +99,7 @@ def explain_rotary(position: int, dim: Optional[int], offset: int, model=None, l
         intro.append(Para(t("rope.scaled", kind=s["scaling"], base=short(s["base"])), style="note"))
     steps = []
 
-    rows = [[t("pos.q_pair"), f"{dim} ∈ ({a[i]}, {b[i]})", i],
+    rows = [[t("pos.q_pair"), f"{dim} → ({a[i]}, {b[i]})", i],
             [t("pos.q_theta"), f"θ_{i} = {short(s['base'])}^(−2·{i}/{d})" if not s["scaling"] else f"θ_{i}", th],
             [t("pos.q_angle"), f"φ = p · θ_{i} = {p} · θ_{i}", p * th],
             [Sym("cos φ", r"\cos\varphi"), f"cos({short(p * th)})", float(Rp[0, 0])],
