@@ -243,3 +243,24 @@ def test_docs_whole_path_is_current(minilm):
                       or ln.startswith("| ") and "e-" not in ln]
     body = doc.split("-->\n\n", 1)[1]
     assert keep(md) == keep(body)
+
+
+def test_smollm2_path_equals_its_float64_torch_model():
+    """The installed SmolLM2-135M (GGUF, 9 query heads on 3 k/v heads): every value of the path
+    through layer 2 equals attnscope's torch model run in float64."""
+    m = attnscope.load("smollm2-135m")
+    text = "When Mary and John went to the store, John gave a drink to"
+    w = explain_path(text, m, layer=2, head=4, position=13)
+    tr = copy.deepcopy(m).double().trace(text, names=["embed.*", "layers.1.out", "layers.2.*"])
+    checked = 0
+    for key, ours in w.values.items():
+        base = key.split("[")[0]
+        if base not in tr or np.ndim(ours) != 1:
+            continue
+        theirs = tr[base][0].numpy()
+        theirs = theirs[int(key.split("[")[1][:-1])][13] if "[" in key else theirs[13]
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9 * max(1.0, float(np.abs(theirs).max())), err_msg=key)
+        checked += 1
+    assert checked >= 12
+    md = w.render("markdown")
+    assert "Query head 4 reads key/value head 1" in md and "SiLU(a)" in md and "100000^(-2i/d)" in md

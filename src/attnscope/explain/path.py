@@ -370,7 +370,7 @@ class _Path:
             if m["step"] == "z" and not m["trace"].endswith(f"[{self.h}]"):
                 continue  # the other heads' z: in JSON, not in the table
             rows.append([m["trace"], t(f"path.what.{_what(m['trace'], self.i)}"),
-                         m["max_abs_diff"] if m["max_abs_diff"] is not None else "—"])
+                         f"{m['max_abs_diff']:.1e}" if m["max_abs_diff"] is not None else "—"])
         x_in = RM.layer_input(self.f, self.i)[self.p]
         out = self.x(f"layers.{self.i}.out")
         cos = float(x_in @ out / (np.linalg.norm(x_in) * np.linalg.norm(out)))
