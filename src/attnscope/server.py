@@ -37,16 +37,19 @@ from pydantic_core import PydanticCustomError
 from . import __version__
 from . import reference as R
 from .errors import AttnscopeError, InputError
-from .fonts import font_face_css
 from .trace.read import check_index
 from .viewer import data as view_data_mod
+from .viewer.held import TextStore
+from .viewer.held_api import HELD_BYTES, SHIP_UP_TO
+from .viewer.held_api import add_routes as add_held_routes
 from .viewer.html import render_server_page
-from .viewer.run import check_text, unicode_problem, view_data
+from .viewer.run import check_text, unicode_problem
 
-#: Default limit on the characters of one text (the model's own limit on tokens applies too).
-MAX_CHARS = 2000
-#: Largest request body in bytes: a 2,000-character text is at most ~24 KB of JSON (\\uXXXX
-#: escapes of astral characters), so 1 MB leaves room for anything valid and refuses the rest.
+#: Default limit on the characters of one text, per token of the model's context length (the
+#: model's own limit on tokens applies too): 512 tokens → 4,096 characters, 8,192 → 65,536.
+CHARS_PER_TOKEN = 8
+#: Largest request body in bytes by default, or 12 bytes a character of the limit (\\uXXXX
+#: escapes of astral characters) plus 64 KB when that is more: room for anything valid.
 MAX_BODY = 1_000_000
 #: Requests that may wait for the model while one runs; more get 503 at once.
 MAX_WAITING = 16
@@ -208,7 +211,7 @@ class Limits:
 
     async def _refuse(self, send, size: str) -> None:
         await _send_json(send, 413, f"request body is {size}; the limit is {self.limit:,} bytes "
-                                    "(the longest text is a few KB)", ((b"connection", b"close"),))
+                                    "(the longest valid text needs less)", ((b"connection", b"close"),))
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -246,11 +249,16 @@ class Limits:
         await self.app(scope, receive_again, send)
 
 
-def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int = MAX_CHARS,
-               max_waiting: int = MAX_WAITING, max_body: int = MAX_BODY):
+def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optional[int] = None,
+               max_waiting: int = MAX_WAITING, max_body: Optional[int] = None, ship_up_to: int = SHIP_UP_TO,
+               held_bytes: int = HELD_BYTES):
     """The ASGI app. ``model``: an attnscope Model (loaded from ``model_path`` when None).
 
-    Returns a FastAPI app (``app.state.model``, ``app.state.worker``) wrapped in the body limit.
+    ``max_chars``: longest text (default :data:`CHARS_PER_TOKEN` × the context length);
+    ``ship_up_to``: texts of at most this many tokens travel whole in the page, longer ones are
+    held and read on demand within ``held_bytes`` (:mod:`attnscope.viewer.held_api`).
+    Returns a FastAPI app (``app.state.model``, ``app.state.worker``, ``app.state.held``) wrapped
+    in the body limit.
     """
     from fastapi_offline import FastAPIOffline
 
@@ -259,6 +267,10 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
         model = load(model_path)
     worker = ModelWorker(max_waiting)
     cfg = model.config
+    if max_chars is None:
+        max_chars = CHARS_PER_TOKEN * int(cfg.max_positions)
+    if max_body is None:
+        max_body = max(MAX_BODY, 12 * max_chars + 65536)
     app = FastAPIOffline(title="attnscope", version=__version__, redoc_url=None,
                          description="Attention of a Transformer, every number visible. The page at / is the "
                                      "interactive viewer; these endpoints return the same numbers as JSON.")
@@ -278,6 +290,8 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
     async def _on_busy(request: Request, exc: Busy):
         return _error(503, f"the server is busy ({worker.pending} requests are running or waiting for the "
                            "model); try again in a moment", headers={"Retry-After": "1"})
+
+    add_held_routes(app, model, worker, TextStore(held_bytes), _Strict)  # long texts, read on demand
 
     def check_head(req: HeadRequest) -> None:
         check_text(req.text, max_chars=max_chars)
@@ -305,11 +319,8 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: int =
         if req.compare is not None:
             check_text(req.compare, "compare", max_chars)
 
-        def work():
-            d = view_data(model, req.text, compare=req.compare, token=req.token, decimals=req.decimals)
-            d["font_css"] = font_face_css(view_data_mod.all_text(d))
-            return d
-        return JSONResponse(await worker.run(work))
+        return JSONResponse(await worker.run(app.state.held_view, req.text, req.compare, req.token, req.decimals,
+                                             ship_up_to))
 
     @app.post("/api/attention", response_model=Attention, summary="One head's attention weights")
     async def attention(req: HeadRequest) -> Attention:
@@ -393,7 +404,9 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str] = None,
-          max_chars: int = MAX_CHARS, log_level: str = "warning", say: Callable[[str], None] = print) -> None:
+          max_chars: Optional[int] = None, held_bytes: int = HELD_BYTES, ship_up_to: int = SHIP_UP_TO,
+          log_level: str = "warning",
+          say: Callable[[str], None] = print) -> None:
     """Check the address, load the model, then run the app with uvicorn until interrupted.
 
     The socket is bound first, so a port in use is one sentence before the model loads; ``say``
@@ -408,7 +421,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str
               "network, without authentication; use --host 127.0.0.1 to keep it local", file=sys.stderr, flush=True)
     say("attnscope: loading the model…")
     try:
-        app = create_app(model_path=model_path, max_chars=max_chars)
+        app = create_app(model_path=model_path, max_chars=max_chars, held_bytes=held_bytes, ship_up_to=ship_up_to)
     except BaseException:
         sock.close()
         raise

@@ -62,7 +62,7 @@ def test_413_from_content_length_reads_nothing():
     status, body, pulled = _drive(mw, [(b"content-length", b"300000000")], [b"x" * 65536] * 5000)
     assert status == 413 and pulled == 0
     assert json.loads(body)["detail"] == ("request body is 300,000,000 bytes; the limit is 1,000,000 bytes "
-                                          "(the longest text is a few KB)")
+                                          "(the longest valid text needs less)")
 
 
 def test_413_while_streaming_stops_at_the_limit():

@@ -153,6 +153,6 @@ def test_server_page_and_api(seq2seq):  # noqa: F811
     for body, msg in (({"target": "x"}, "a target needs its source"), ({"source": "x"}, "send 'target'"),
                       ({"text": "x"}, "not 'text'"), ({"source": "", "target": "x"}, "source is empty"),
                       ({"source": "a", "target": "b", "layer": 1}, "unknown field 'layer'"),
-                      ({"source": "a" * 3000, "target": "b"}, "the limit is 2000")):
+                      ({"source": "a" * 5000, "target": "b"}, "the limit is 4096")):
         r = client.post("/api/view", json=body)
         assert r.status_code == 422 and msg in r.json()["detail"], (body, r.json())

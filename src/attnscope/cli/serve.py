@@ -4,8 +4,10 @@
     attnscope serve --port 9000 --model ./bert-base-chinese
 
 The API has no authentication: it listens on this machine only (127.0.0.1) unless --host says
-otherwise, and then warns. Requests are bounded: bodies up to 1 MB, texts up to --max-chars
-characters, and a short queue for the model (503 when it is full).
+otherwise, and then warns. Requests are bounded: texts up to --max-chars characters (and the
+model's context length in tokens), bodies to what such a text needs, and a short queue for the
+model (503 when it is full). Texts over 512 tokens are held by the server (within --held-mb) and
+the page reads their weights one layer and head at a time.
 """
 
 from __future__ import annotations
@@ -24,8 +26,13 @@ def register(sub) -> None:
                    help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 opens it to the network)")
     p.add_argument("--port", type=int, default=8000, help="port, 1..65535, or 0 for any free one (default 8000)")
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
-    p.add_argument("--max-chars", type=int, default=2000, help="longest accepted text in characters, "
-                   "1..50000 (default 2000)")
+    p.add_argument("--max-chars", type=int, default=None, help="longest accepted text in characters, "
+                   "1..1000000 (default 8 × the model's context length: 4096 for a 512-token model)")
+    p.add_argument("--held-mb", type=int, default=2048, help="memory for the q, k, v of long texts the server "
+                   "holds, in MB; the least recent text goes first (default 2048)")
+    p.add_argument("--ship-up-to", type=int, default=512, help="texts of at most this many tokens travel whole in "
+                   "the page (q, k, v; it computes everything itself); longer ones are held by the server and read "
+                   "one layer and head at a time (default 512; 0 holds every text)")
     p.add_argument("--log-level", default="warning", choices=LOG_LEVELS,
                    help="uvicorn's log level; info also logs every request (default warning)")
     p.set_defaults(func=run)
@@ -34,13 +41,19 @@ def register(sub) -> None:
 def run(args) -> int:
     if not 0 <= args.port <= 65535:
         raise InputError(f"--port must be in 0..65535, got {args.port}")
-    if not 1 <= args.max_chars <= 50_000:
-        raise InputError(f"--max-chars must be in 1..50000, got {args.max_chars}")
+    if args.max_chars is not None and not 1 <= args.max_chars <= 1_000_000:
+        raise InputError(f"--max-chars must be in 1..1000000, got {args.max_chars}")
+    if args.ship_up_to < 0:
+        raise InputError(f"--ship-up-to must be 0 or more, got {args.ship_up_to}")
+    if not 1 <= args.held_mb <= 1 << 20:
+        raise InputError(f"--held-mb must be in 1..1048576, got {args.held_mb}")
     try:
         from ..server import serve
     except ImportError as e:
         raise InputError(f"attnscope serve needs fastapi, fastapi-offline and uvicorn ({e.name} is missing): "
                          "pip install 'attnscope[serve]'") from None
-    serve(args.host, args.port, model_path=args.model, max_chars=args.max_chars, log_level=args.log_level,
+    serve(args.host, args.port, model_path=args.model, max_chars=args.max_chars, held_bytes=args.held_mb << 20,
+          ship_up_to=args.ship_up_to,
+          log_level=args.log_level,
           say=lambda line: print(line, flush=True))
     return 0

@@ -185,6 +185,24 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
     else:
         idx = list(range(len(trace.tokens))) if texts is None else [trace.check_text(i) for i in texts]
         pairs = [(trace, i) for i in idx]
+    data = page_header(pairs, decimals)
+    rope = data["config"]["rope"]
+    data["texts"] = [_text_entry(t, i, check, rope) for t, i in pairs]
+    if compare is True:
+        if len(pairs) < 2:
+            raise InputError("a comparison needs two texts")
+        (ta, ia), (tb, ib) = pairs[0], pairs[1]
+        data["compare"] = context_comparison(ta, tb if tb is not ta else None, token=token, index_a=ia, index_b=ib)
+    elif compare is not None:
+        data["compare"] = context_comparison(pairs[0][0], compare, token=token, index_a=pairs[0][1])
+    return data
+
+
+def page_header(pairs: list, decimals: int) -> dict:
+    """Everything of the page data but its texts, for the texts ``pairs`` [(trace, text index)]:
+    format, model, the config the page computes with (factor, mask, rotary frequencies of the
+    longest text), decimals. InputError when the traces come from different models, or when
+    dynamic RoPE scaling would need a table per text length."""
     first = pairs[0][0]
     factor = R.trace_factor(first)
     cfg = first.config
@@ -196,7 +214,7 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
     for t, _ in pairs[1:]:
         if t.config != cfg or _model_name(t) != _model_name(first):
             raise InputError("all traces of one page must come from the same model")
-    data = {
+    return {
         "format": FORMAT, "version": VERSION,
         "model": _model_name(first), "family": getattr(first, "family", None),
         "config": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "d_model": cfg.d_model,
@@ -208,17 +226,9 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
                    "operands": list(operand_steps(cfg))},
         "exp_show_limit": R.EXP_SHOW_LIMIT,
         "decimals": decimals, "max_decimals": MAX_DECIMALS,
-        "texts": [_text_entry(t, i, check, rope) for t, i in pairs],
+        "texts": [],
         "compare": None,
     }
-    if compare is True:
-        if len(pairs) < 2:
-            raise InputError("a comparison needs two texts")
-        (ta, ia), (tb, ib) = pairs[0], pairs[1]
-        data["compare"] = context_comparison(ta, tb if tb is not ta else None, token=token, index_a=ia, index_b=ib)
-    elif compare is not None:
-        data["compare"] = context_comparison(first, compare, token=token, index_a=pairs[0][1])
-    return data
 
 
 def _require(trace, names: list[str]) -> None:

@@ -19,8 +19,9 @@ def asset(name: str) -> str:
 
 
 def script() -> str:
-    """The viewer's JavaScript: the core views, then the generation view that extends them."""
-    return asset("viewer.js") + "\n" + asset("viewer_generation.js")
+    """The viewer's JavaScript: the core views, then the views that extend them (generation,
+    matrix) and the reading of texts the server holds."""
+    return "\n".join(asset(name) for name in ("viewer.js", "viewer_generation.js", "viewer_matrix.js", "viewer_remote.js"))
 
 
 def json_for_script(obj) -> str:

@@ -197,16 +197,29 @@
   Text.prototype.weights = function (layer, head) {
     var key = layer * this.H + head, hit = this.cache.get(key);
     if (hit) { this.cache.delete(key); this.cache.set(key, hit); return hit; }
-    // the same arithmetic as scaledRow + softmaxInto, with q and k copied to float64 once
+    // the same arithmetic as scaledRow + softmaxInto, with q and k copied to float64 once; four
+    // keys at a time, each score still summed over t = 0 … d − 1 in order (the same bits as
+    // scaledRow), the four independent sums keeping the CPU's adders busy
     var n = this.n, d = this.d, out = new Float32Array(n * n), row = new Float64Array(n);
     var q = this.operand(layer, 0, head), k = this.operand(layer, 1, head);
     var f = this.cfg.factor, causal = this.cfg.causal, win = this.window(layer);
     for (var i = 0; i < n; i++) {
-      var qi = i * d, m = -Infinity, j, t, sum = 0;
+      var qi = i * d, m = -Infinity, j, t, sum = 0, s;
+      for (j = 0; j + 3 < n; j += 4) {
+        var k0 = j * d, k1 = k0 + d, k2 = k1 + d, k3 = k2 + d, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (t = 0; t < d; t++) {
+          var qt = q[qi + t];
+          s0 += qt * k[k0 + t]; s1 += qt * k[k1 + t]; s2 += qt * k[k2 + t]; s3 += qt * k[k3 + t];
+        }
+        row[j] = s0; row[j + 1] = s1; row[j + 2] = s2; row[j + 3] = s3;
+      }
+      for (; j < n; j++) {
+        s = 0;
+        for (t = 0; t < d; t++) s += q[qi + t] * k[j * d + t];
+        row[j] = s;
+      }
       for (j = 0; j < n; j++) {
-        var s = 0, kj = j * d;
-        for (t = 0; t < d; t++) s += q[qi + t] * k[kj + t];
-        s = (causal && j > i) || (win !== null && i - j >= win) ? -Infinity : s * f;
+        s = (causal && j > i) || (win !== null && i - j >= win) ? -Infinity : row[j] * f;
         row[j] = s; if (s > m) m = s;
       }
       for (j = 0; j < n; j++) { row[j] = Math.exp(row[j] - m); sum += row[j]; }
@@ -438,7 +451,10 @@
     var self = this;
     if (!data || data.format !== "attnscope.view") return Promise.reject(new Error("not attnscope view data"));
     this.data = data; this.cfg = data.config; this._minw = null;
-    this.texts = data.texts.map(function (t) { return new Text(t, data.config, data); });
+    // a text the server holds (attnscope serve, long texts) is read from it on demand (viewer_remote.js)
+    this.texts = data.texts.map(function (t) {
+      return t.remote && window.attnscope.RemoteText ? new window.attnscope.RemoteText(t, data.config, data, self) : new Text(t, data.config, data);
+    });
     this.root.removeAttribute("data-ready");
     var t0 = performance.now();
     this.timing = { start: t0 };
@@ -453,7 +469,8 @@
         dec: Math.min(data.decimals, self.maxDec) };
       self.applyHash();
       self.build();
-      self.render();
+      return self.render();
+    }).then(function () {
       self.timing.rendered = performance.now();
       return new Promise(function (res) {
         requestAnimationFrame(function () {
@@ -472,13 +489,13 @@
   // A link can open a given state: page.html#view=step&text=0&layer=2&head=4&query=3&dec=6
   // (also heads=0,3,9 for the head view's toggles). Values out of range are ignored. The page
   // keeps its address in step with what it shows, so the address bar is always such a link.
-  var VIEWS = [["head", "Head view"], ["model", "Model view"], ["step", "Step view"], ["context", "Context view"]];
-  var VIEW_ALIASES = { head: "head", model: "model", step: "step", context: "context", compare: "context", generation: "generation" };
+  var VIEWS = [["head", "Head view"], ["model", "Model view"], ["matrix", "Matrix view"], ["step", "Step view"], ["context", "Context view"]];
+  var VIEW_ALIASES = { head: "head", model: "model", matrix: "matrix", step: "step", context: "context", compare: "context", generation: "generation" };
   Viewer.prototype.hashOf = function () {
     var s = this.state, parts = ["view=" + s.view];
     if (this.texts.length > 1) parts.push("text=" + s.text);
     if (s.view !== "context" && s.view !== "model") parts.push("layer=" + s.layer);
-    if (s.view === "step") parts.push("head=" + s.focus);
+    if (s.view === "step" || s.view === "matrix") parts.push("head=" + s.focus);
     if (s.view === "head" && s.heads.length !== this.cfg.n_heads) parts.push("heads=" + s.heads.join(","));
     if (s.query !== null && s.view !== "context" && s.view !== "model" && s.view !== "generation") parts.push("query=" + s.query);
     if (s.view === "step" && s.key !== null) parts.push("key=" + s.key);
@@ -597,9 +614,10 @@
     return parts.join(" · ");
   };
 
+  // Returns render()'s answer: a Promise when the view waits for data (viewer_remote.js).
   Viewer.prototype.set = function (patch) {
     for (var k in patch) this.state[k] = patch[k];
-    this.render();
+    return this.render();
   };
 
   Viewer.prototype.render = function () {
@@ -609,15 +627,18 @@
     this.selDec.value = String(s.dec);
     if (this.selText) this.selText.value = String(s.text);
     this.headBar.style.display = s.view === "head" ? "" : "none";
-    this.layerLabel.style.display = s.view === "head" || s.view === "step" ? "" : "none";  // the others show every layer
+    this.layerLabel.style.display = s.view === "head" || s.view === "step" || s.view === "matrix" ? "" : "none";  // the others show every layer
     if (s.view === "generation" && !this.data.generation) s.view = "head";
     for (var h = 0; h < this.headBtns.length; h++) this.headBtns[h].classList.toggle("off", s.heads.indexOf(h) < 0);
     this.body.innerHTML = "";
     this.hideTip();
     if (this.observer) { this.observer.disconnect(); this.observer = null; }
     this.root.setAttribute("data-view", s.view);
+    var wait = this.pending ? this.pending() : null;  // a Promise while data is on its way; it renders again
+    if (wait) { this.writeHash(); return wait; }
     if (s.view === "head") this.renderHead();
     else if (s.view === "model") this.renderModel();
+    else if (s.view === "matrix") this.renderMatrix();
     else if (s.view === "step") this.renderStep();
     else if (s.view === "generation") this.renderGeneration();
     else this.renderCompare();
@@ -653,9 +674,11 @@
     return value;
   };
 
-  Viewer.prototype.headSegments = function (x0, x1, y0) {
+  // Segments from x0 to x1 (rows from y0 down); with lo, hi only those crossing that band of y.
+  Viewer.prototype.headSegments = function (x0, x1, y0, lo, hi) {
     var t = this.text(), n = t.n, s = this.state, only = s.hover !== null ? s.hover : s.query, out = [];
     var minw = only !== null ? 0 : this.minWeight();
+    if (lo === undefined) { lo = -Infinity; hi = Infinity; }
     for (var hi = 0; hi < s.heads.length; hi++) {
       var h = s.heads[hi], W = t.weights(s.layer, h), buckets = [];
       for (var b = 0; b < 16; b++) buckets.push([]);
@@ -665,7 +688,9 @@
         for (var j = 0; j < n; j++) {
           var w = W[i * n + j];
           if (w < minw || w <= 0) continue;
-          buckets[Math.min(15, Math.floor(w * 16))].push(x0, yi, x1, y0 + j * ROW + ROW / 2);
+          var yj = y0 + j * ROW + ROW / 2;
+          if ((yi < lo && yj < lo) || (yi > hi && yj > hi)) continue;
+          buckets[Math.min(15, Math.floor(w * 16))].push(x0, yi, x1, yj);
         }
       }
       out.push({ head: h, buckets: buckets });
@@ -673,9 +698,9 @@
     return out;
   };
 
-  Viewer.prototype.paintHeadLines = function (p, x0, x1, y0) {
+  Viewer.prototype.paintHeadLines = function (p, x0, x1, y0, lo, hi) {
     var self = this, nh = this.state.heads.length;
-    this.headSegments(x0, x1, y0).forEach(function (g) {
+    this.headSegments(x0, x1, y0, lo, hi).forEach(function (g) {
       for (var b = 0; b < 16; b++) {
         var a = (b + 0.5) / 16;
         p.lines(g.buckets[b], headColor(g.head), Math.min(1, a * (nh > 1 ? 0.9 : 1)), a < 0.4 ? 1 : 1 + 2 * a);
@@ -696,16 +721,27 @@
     var scroll = el("div", { cls: "as-hv-scroll" }, this.body);
     var geo = this.headGeo = headGeometry(t.tokens, this.body.clientWidth), TOKW = geo.tokW, LINEW = geo.lineW;
     var box = el("div", { cls: "as-hv", "data-testid": "head-view", style: "height:" + (n * ROW + 8) + "px;width:" + (2 * TOKW + LINEW) + "px" }, scroll);
-    var canvas = el("canvas", { style: "left:" + TOKW + "px;width:" + LINEW + "px;height:" + (n * ROW) + "px" }, box);
+    // The canvas covers only the rows in sight and moves with the scroll position: a long text's
+    // full height is more than a canvas may have, and rasterising lines out of sight was most of
+    // the cost of a redraw (software rendering).
+    var VH = Math.max(ROW, Math.min(n * ROW, scroll.clientHeight || window.innerHeight || 800));
+    var canvas = el("canvas", { style: "left:" + TOKW + "px;width:" + LINEW + "px;height:" + VH + "px" }, box);
     var dpr = Math.min(2, window.devicePixelRatio || 1);
-    canvas.width = Math.round(LINEW * dpr); canvas.height = Math.round(n * ROW * dpr);
+    canvas.width = Math.round(LINEW * dpr); canvas.height = Math.round(VH * dpr);
     var ctx = canvas.getContext("2d");
     this.redrawLines = function () {
-      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      ctx.clearRect(0, 0, LINEW, n * ROW);
-      self.paintHeadLines(new CanvasPainter(ctx), 4, LINEW - 4, 0);
+      var top = Math.max(0, Math.min(scroll.scrollTop, n * ROW - VH));
+      canvas.style.top = top + "px";
+      ctx.setTransform(dpr, 0, 0, dpr, 0, -top * dpr);
+      ctx.clearRect(0, top, LINEW, VH);
+      self.paintHeadLines(new CanvasPainter(ctx), 4, LINEW - 4, 0, top, top + VH);
       self.shadeKeys();
     };
+    var queued = false;
+    scroll.addEventListener("scroll", function () {
+      if (queued) return; queued = true;
+      requestAnimationFrame(function () { queued = false; if (self.redrawLines) self.redrawLines(); });
+    });
     var frag = document.createDocumentFragment();
     this.qEls = []; this.kEls = [];
     for (var i = 0; i < n; i++) {
@@ -1080,6 +1116,7 @@
     if (s.view === "head") { var g = this.headGeo || headGeometry(t.tokens, 0); return [2 * g.tokW + g.lineW, 40 + t.n * ROW]; }
     if (s.view === "model") return [64 + cfg.n_heads * 72, 44 + cfg.n_layers * 72];
     if (s.view === "step") return this.stepSize();
+    if (s.view === "matrix") return this.matrixSize();
     if (s.view === "generation") return this.generationSize();
     return [CMP_W, CMP_H];
   };
@@ -1089,6 +1126,7 @@
     if (v === "head") this.paintHead(p, w, h);
     else if (v === "model") this.paintModel(p, w, h);
     else if (v === "step") this.paintStep(p, w, h);
+    else if (v === "matrix") this.paintMatrix(p, w, h);
     else if (v === "generation") this.paintGeneration(p, w, h);
     else if (this.data.compare) this.paintCompare(p, w, h);
     else { p.rect(0, 0, w, h, "#fff"); p.text(10, 20, "no comparison in this page", {}); }
@@ -1133,6 +1171,7 @@
   }
 
   window.attnscope = { mount: mount, show: show, Viewer: Viewer, CanvasPainter: CanvasPainter, SvgPainter: SvgPainter, version: 2,
+    Text: Text,  // for viewer_remote.js
     // for the views in viewer_generation.js
     util: { el: el, esc: esc, viridis: viridis, headColor: headColor, FONT: FONT, ROW: ROW, tokLabel: tokLabel,
       decodeArray: decodeArray, fontsReady: fontsReady } };  // the last two: for viewer_seq2seq.js
