@@ -126,7 +126,8 @@ class Exercise:
         order = np.argsort(-v["weights"][k], kind="stable")
         shares = [t("toy.share", pct=fmt(100 * v["weights"][k, m], 1) + "%", tok=p.tokens[m]) for m in order]
         a3 = Para(t("ex.a3", tok=p.tokens[k], shares=shares, top=p.tokens[int(order[0])],
-                    o=VecParam(list(v["output"][k])), x=VecParam(list(p.X[k]), exact=True)))
+                    o=VecParam(list(v["output"][k])), v=VecParam(list(v["V"][k])),
+                    x=VecParam(list(p.X[k]), exact=True)))
         return [Para(t("ex.q1")), a1, Para(t("ex.q2")), a2, Para(t("ex.q3", tok=p.tokens[k])), a3]
 
 

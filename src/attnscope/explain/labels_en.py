@@ -234,8 +234,8 @@ EN = {
     "ex.a2": "Answer 2. exp, then normalisation. exp makes every score positive and stretches the gaps: the "
              "scaled scores of {tok}, {s}, become {e}; a gap of {gap} turns into a ratio of {ratio}. "
              "Normalisation divides by the sum {sum}, so the weights {w} are positive and add up to 1.",
-    "ex.a3": "Answer 3. Its weights: {shares}. So the new vector {o} (it started as {x}) is mostly the value "
-             "of {top}, mixed with the others in these shares.",
+    "ex.a3": "Answer 3. Its weights: {shares}. So the new vector {o} (its own value was {v}, its input {x}) is "
+             "mostly the value of {top}, mixed with the others' values in these shares.",
     "ex.file_comment1": "attnscope exercise {seed}: fill in your numbers (replace ~), then run: attnscope check <this file>",
     "ex.file_comment2": "Write as many decimals as you computed; leave ~ where you did not compute.",
     "ex.wrote": "Blank answers file written to {path}; fill it in and run: attnscope check {path}",

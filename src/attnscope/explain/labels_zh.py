@@ -207,7 +207,8 @@ ZH = {
              "除以 $\\sqrt{{dk}} = {root}$ 后为 {ps}，分布更柔和。",
     "ex.a2": "答 2：先取指数，再归一化。exp 让每个分数变成正数并拉大差距：{tok} 缩放后的分数 {s} 变成 {e}；"
              "差 {gap} 变成 {ratio} 倍。归一化除以总和 {sum}，得到的权重 {w} 都为正，且和为 1。",
-    "ex.a3": "答 3：它的权重是：{shares}。所以新向量 {o}（原来是 {x}）主要是 {top} 的值，再按这些比例混合了其他 token。",
+    "ex.a3": "答 3：它的权重是：{shares}。所以新向量 {o}（它自己的值是 {v}，输入是 {x}）主要是 {top} 的值，再按这些比例混合了"
+             "其他 token 的值。",
     "ex.file_comment1": "attnscope 练习 {seed}：把 ~ 换成你的数，然后运行：attnscope check <本文件>",
     "ex.file_comment2": "算到几位小数就写几位；没算的地方保留 ~。",
     "ex.wrote": "空白答案文件已写入 {path}；填好后运行：attnscope check {path}",
