@@ -2,10 +2,11 @@
 n_heads not a multiple of n_kv_heads, W_O of the wrong height, keys that belong to one head), and
 exit 2 with that line on the command line."""
 
+import numpy as np
 import pytest
 
-from attnscope.errors import AttnscopeError
 from attnscope.cli import main
+from attnscope.errors import AttnscopeError
 from attnscope.explain import explain
 
 X = "X: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]\n"
@@ -64,3 +65,18 @@ def test_command_line_options_reach_every_head(capsys):
     assert "| a | 2.0000 | 1.0000 |" in out and "我" not in out
     assert main(["explain", "--example", "multi-head", "--labels", "a,b", "-f", "markdown"]) == 2
     assert "--labels: expected 3 token labels" in capsys.readouterr().err
+
+
+def test_overflow_names_the_fused_step():
+    with pytest.raises(AttnscopeError, match=r"float64 overflows in the step X·W_QKV \(the fused product\): entry \[1, 1\]"):
+        explain({"X": [[1e200, 0], [0, 1]], "W_QKV": [[1e200] * 6, [1] * 6], "n_heads": 1})
+
+
+@pytest.mark.parametrize("expand, written", [("never", False), ("always", True)])
+def test_expand_reaches_every_head(expand, written):
+    rng = np.random.default_rng(0)
+    spec = {"X": rng.integers(-2, 3, (5, 8)).tolist(), "W_QKV": (rng.integers(-4, 5, (8, 24)) / 4).tolist(), "n_heads": 4}
+    w = explain(spec, expand=expand)
+    kinds = {type(b).__name__ for s in w.steps for b in s.blocks}
+    assert ("DotRow" in kinds and "WeightedSum" in kinds) == written
+    assert ("DotRow" in kinds or "WeightedSum" in kinds) == written

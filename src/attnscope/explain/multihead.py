@@ -58,7 +58,7 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
     if p.W_QKV is not None:
         fused = E.matmul(X, _exact(p.W_QKV))  # (L, (H + 2·H_kv)·d), exact
         v["QKV"] = E.floats(fused)
-        check_finite("QKV", v["QKV"], src)
+        check_finite("X·W_QKV (the fused product)", v["QKV"], src)
         v["Q"], v["K"], v["V"] = R.split_qkv(v["QKV"], p.n_heads, p.n_kv_heads)
         exact = {name: fused[:, c] for name, c in zip("QKV", fused_slices(p))}
     else:
@@ -140,7 +140,7 @@ def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
         steps.insert(2, heads_step(H, Hkv, 0))
         steps[2].blocks = steps[2].blocks[:2] + steps[2].blocks[3:]  # the table, not one head's sentence
     for h in range(H):
-        steps += _head_steps(p, v, h)
+        steps += _head_steps(p, v, h, expand)
     steps.append(_concat_step(p, v))
     if p.W_O is not None:
         steps.append(_wo_step(p, v, small))
@@ -252,7 +252,7 @@ def _vec(x, exact: bool = False):
     return VecParam([float(a) for a in x], exact=exact)
 
 
-def _head_steps(p, v, h) -> list:
+def _head_steps(p, v, h, expand: str) -> list:
     g, c, toks = p.kv_head(h), p.columns(h), p.tokens
     hp = p.head_problem(h, v["Q"], v["K"], v["V"])
     blocks = [Para(t("mh.head_qkv", h=h, g=g, qc=_span(c["Q"]), kc=_span(c["K"]), vc=_span(c["V"]))),
@@ -260,7 +260,7 @@ def _head_steps(p, v, h) -> list:
               Matrix(Sym(f"K⁽{_sup(g)}⁾", rf"K^{{({g})}}"), v["K"][:, c["K"]], rows=toks),
               Matrix(Sym(f"V⁽{_sup(g)}⁾", rf"V^{{({g})}}"), v["V"][:, c["V"]], rows=toks)]
     out = [Step(f"head{h}.qkv", t("mh.step_head_qkv", h=h), blocks)]
-    for st in explain_toy(hp).steps:
+    for st in explain_toy(hp, expand=expand).steps:
         if st.key not in _SKIP:
             out.append(Step(f"head{h}.{st.key}", t("mh.step_head", h=h, title=st.title), st.blocks))
     return out
