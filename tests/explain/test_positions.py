@@ -240,3 +240,20 @@ def test_command_line(capsys):
         assert main(["explain", *argv]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and msg in err and "Traceback" not in err
+
+
+def test_t5_bias_of_the_bucket_from_the_model(tmp_path):
+    import attnscope
+    from tests.models.seq2seq.tiny import hf_seq2seq, t5
+
+    folder = t5(tmp_path / "t5b")
+    model, hf = attnscope.load(folder), hf_seq2seq(folder)
+    for causal, stack in ((False, hf.encoder), (True, hf.decoder)):
+        w = explain(lesson="positions", scheme="t5", model=model, position=9, offset=-6, causal=causal)
+        b = int(t5_ref(-6, not causal, w.meta["buckets"], w.meta["max_distance"]))
+        want = stack.block[0].layer[0].SelfAttention.relative_attention_bias.weight[b].detach().double().numpy()
+        np.testing.assert_allclose(w.values["bias"], want, rtol=0, atol=0)
+        md = w.render("markdown")
+        assert f"the learned bias of bucket {b}, every head" in md
+        for h, x in enumerate(want):
+            assert f"| {h} | {half_up(x, 4)} |" in md

@@ -493,6 +493,13 @@ EN = {
     "pos.t5_result": "Query {i}, key {j}: $\\delta = {d}$ is bucket {b}.",
     "pos.t5_future": "A key after the query ($\\delta = {d} > 0$) counts as distance 0 here; in decoder "
                       "self-attention the causal mask hides it anyway.",
+    "pos.step_t5_bias": "the learned bias of bucket {b}, every head",
+    "pos.t5_bias": "What {model} adds to the raw score of such a pair: row {b} of the {stack}'s learned table, one "
+                   "number per head ({H} heads); every layer of the stack adds the same numbers.",
+    "pos.stack_encoder": "encoder",
+    "pos.stack_decoder": "decoder",
+    "pos.col_head": "head",
+    "pos.col_bias": "bias",
     "pos.step_t5_table": "every distance and its bucket",
     "pos.t5_table_why": "Each bucket with the distances it holds (the table runs from −2·{md} to 2·{md}): near "
                         "distances are told apart exactly, far ones only roughly.",

@@ -434,6 +434,13 @@ ZH = {
     "pos.q_bucket": "桶",
     "pos.t5_result": "查询 {i}，键 {j}：$\\delta = {d}$ 在第 {b} 个桶。",
     "pos.t5_future": "查询之后的键（$\\delta = {d} > 0$）在这里算作距离 0；在解码器自注意力中，因果掩码反正会把它遮住。",
+    "pos.step_t5_bias": "第 {b} 个桶学到的偏置，每个头",
+    "pos.t5_bias": "{model} 给这样一对的原始分数加上的数：{stack}学到的表的第 {b} 行，每个头一个数（共 {H} 个头）；"
+                   "该堆栈的每一层都加同样的数。",
+    "pos.stack_encoder": "编码器",
+    "pos.stack_decoder": "解码器",
+    "pos.col_head": "头",
+    "pos.col_bias": "偏置",
     "pos.step_t5_table": "每个距离和它的桶",
     "pos.t5_table_why": "每个桶及其包含的距离（表格范围从 −2·{md} 到 2·{md}）：近的距离被精确区分，远的只粗略区分。",
     "pos.col_bucket": "桶",

@@ -158,7 +158,7 @@ def explain_t5(position: int, offset: int, model=None, buckets: Optional[int] = 
     j = i + delta
     if j < 0:
         raise InputError(f"offset {delta} from query position {i} gives key position {j}; positions are ≥ 0")
-    name = None
+    name, rel = None, None
     if model is not None:
         if buckets is not None or max_distance is not None:
             raise InputError("buckets and max_distance come from the model; leave them out with a model")
@@ -167,6 +167,8 @@ def explain_t5(position: int, offset: int, model=None, buckets: Optional[int] = 
             raise InputError(f"model {m.name} has {getattr(m.config, 'position', 'no')} positions, not T5's relative "
                              "buckets; use a T5 or mT5 folder, or give buckets and max_distance")
         buckets, max_distance, name = int(m.config.relative_buckets), int(m.config.relative_max_distance), m.name
+        stack = getattr(m, "decoder" if causal else "encoder", None)
+        rel = getattr(stack, "rel_bias", None)  # the stack's learned table (buckets, H), shared by its layers
     nb = 32 if buckets is None else whole(buckets, "buckets", 2)
     md = 128 if max_distance is None else whole(max_distance, "max_distance", 1)
     bidir = not causal
@@ -225,6 +227,13 @@ def explain_t5(position: int, offset: int, model=None, buckets: Optional[int] = 
                        Table([t("pos.col_query"), t("pos.col_key"), Sym("δ", r"\delta"), t("pos.col_bucket")], pairs),
                        Para(t("pos.t5_meaning"))]))
     values = {k: (float(v) if isinstance(v, float) else v) for k, v in s.items()}
+    if rel is not None:
+        table = R.as_f64(rel.embedding.weight)  # (buckets, H)
+        values["bias"] = table[b]  # (H,)
+        steps.append(Step("bias", t("pos.step_t5_bias", b=b),
+                          [Para(t("pos.t5_bias", model=name, stack=t("pos.stack_decoder" if causal else "pos.stack_encoder"),
+                                  b=b, H=table.shape[1])),
+                           Table([t("pos.col_head"), t("pos.col_bias")], [[h, float(table[b, h])] for h in range(table.shape[1])])]))
     values["bucket_of_delta"] = {"delta": span, "bucket": got}
     meta = {"scheme": "t5", "position": i, "key_position": j, "offset": delta, "buckets": nb, "max_distance": md,
             "bidirectional": bidir, "bucket": b, "model": name}
