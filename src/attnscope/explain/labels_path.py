@@ -179,7 +179,7 @@ ZH = {
                                  "查询是 {tok}；每个头的维度 $d_k = {dk}$。这里的每个数都用 float64 从模型权重重新计算"
                                  "（词向量和之前的每一层也是），所以每一位都是公式的结果；"
                                  "最后与模型自己的 float32 结果比较。",
-    "row.trace_check_weights": "与模型自己的 float32 结果（追踪）相比：q 最大相差 {dq}，键 {dk}，值 {dv}，"
+    "row.trace_check_weights": "与模型自己的 float32 结果相比（追踪）：q 最大相差 {dq}，键 {dk}，值 {dv}，"
                                "原始分数 {ds}，概率 {dw}，输出向量 {dz}：这是 float32 经过下面各层的舍入误差，不是算错。",
     "path.title": "{tok} 穿过第 {layer} 层的完整路径（详细计算第 {head} 个头）",
     "path.intro": "模型 {model}（{family}）。{L} 个 token 的文本中的 {tok} 从它的词表 id 出发，经过{route}，"
