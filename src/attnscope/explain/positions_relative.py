@@ -102,8 +102,8 @@ def explain_rotary(position: int, dim: Optional[int], offset: int, model=None, l
     rows = [[t("pos.q_pair"), f"{dim} → ({a[i]}, {b[i]})", i],
             [t("pos.q_theta"), f"θ_{i} = {short(s['base'])}^(−2·{i}/{d})" if not s["scaling"] else f"θ_{i}", th],
             [t("pos.q_angle"), f"φ = p · θ_{i} = {p} · θ_{i}", p * th],
-            [Sym("cos φ", r"\cos\varphi"), f"cos({short(p * th)})", float(Rp[0, 0])],
-            [Sym("sin φ", r"\sin\varphi"), f"sin({short(p * th)})", float(Rp[1, 0])]]
+            [Sym("cos φ", r"\cos\varphi"), f"cos({p} · θ_{i})", float(Rp[0, 0])],
+            [Sym("sin φ", r"\sin\varphi"), f"sin({p} · θ_{i})", float(Rp[1, 0])]]
     xa, xb = x[a[i]], x[b[i]]
     blocks = [Para(t("pos.rope_pair", dim=dim, i=i, fa=int(a[i]), fb=int(b[i]))),
               Table([t("pos.col_quantity"), t("pos.col_formula"), t("pos.col_value")], rows),
@@ -115,7 +115,7 @@ def explain_rotary(position: int, dim: Optional[int], offset: int, model=None, l
 
     steps.append(rotation_step([(Sym(f"x@{p}", f"x_{{{p}}}"), p, x, xp), (Sym(f"x@{p + k}", f"x_{{{p + k}}}"), p + k, x, xpk)],
                                inv_freq=inv, pairing=pairing, base=s["base"], scaling=s["scaling"],
-                               model=bool(s["model"]), dims=8,
+                               model=bool(s["model"]), dims=max(8, i + 1),  # the chosen pair among them
                                notes=[Para(t("pos.rope_default_x"))] if vector is None else ()))
 
     show = shown_pairs(d // 2, i)
