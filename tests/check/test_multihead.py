@@ -115,3 +115,20 @@ def test_answers_file_and_report_in_both_languages(tmp_path):
     r = attnscope.check(str(path))
     assert r.ok and r.answered == ["weights[1]", "concat"]
     assert "| weights[1] | 9 | 9 |" in r.render("markdown") and "| concat | 12 | 12 |" in r.render("markdown", lang="zh")
+
+
+def test_large_scores_e_to_the_s_or_shifted_per_head():
+    """A row whose largest scaled score is above 50: e^s' itself and e^(s' − m) are both right, in
+    each head of its own (m is that head's row maximum), as in a single-head problem."""
+    spec = {"X": [[10, 0], [0, 10]], "W_QKV": [[1, 0, 1, 0, 1, 0], [0, 1, 0, 1, 0, 1]], "n_heads": 2,
+            "W_O": [[1, 0], [0, 1]]}
+    # head 0: q = k = x₁ (column 1 of X·W): scores of row 1 = [100, 0]/1 (d_head = 1); head 1 likewise for row 2
+    Xa = np.array(spec["X"], float)
+    q0, q1 = Xa[:, 0], Xa[:, 1]
+    s0, s1 = np.outer(q0, q0), np.outer(q1, q1)  # (2, 2) each, d_head = 1: no scaling
+    plain0 = [[f"{np.exp(x):.5e}" for x in r] for r in s0]  # e^s' itself (head 0, row 1: e^100)
+    shifted1 = [[f"{np.exp(x - r.max()):.5e}" for x in r] for r in s1]  # e^(s' − m) (head 1, row 2)
+    r = attnscope.check({"problem": spec, "answers": {"head 0": {"exp": plain0}, "head 1": {"exp": shifted1}}})
+    assert r.ok and r.counts()["wrong"] == 0, [(e.step, e.row, e.col, e.verdict) for e in r.entries]
+    conv = {(c["step"], c["row"]): c["convention"] for c in r.to_dict()["conventions"]}
+    assert conv == {("exp[0]", 1): "plain", ("exp[1]", 2): "shifted"}

@@ -49,6 +49,10 @@ class Link:
     max_cols: bool = False        # the learner may write the first n columns only (output of a real row)
     by_shift: bool = False
     slack: Optional[np.ndarray] = None
+    # a by_shift link of one head of a multi-head chain (check/multihead.py): its own rows' m (else the
+    # chain's shift) and the link that holds the learner's scaled scores of those rows
+    shift: Optional[np.ndarray] = None
+    scaled: str = "scaled"
 
 
 @dataclass

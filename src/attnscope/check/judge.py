@@ -126,15 +126,17 @@ def _dec(x) -> Decimal:
 CONVENTIONS = ("shifted", "plain")
 
 
-def _row_factors(chain: Chain, world: dict) -> dict:
+def _row_factors(chain: Chain, world: dict, lk: Optional[Link] = None) -> dict:
     """row → (e^m, e^m_own, m) for the rows whose exponentials can be written two ways: the factors
     from e^(s' − m) to e^s' of the exact values (m the row's largest score) and of the learner's own
-    (m_own their largest scaled score, when they wrote the scaled scores)."""
-    if chain.shift is None:
+    (m_own their largest scaled score, when they wrote the scaled scores). A link of one head of a
+    multi-head chain brings its own shift and scaled link (``Link.shift``, ``Link.scaled``)."""
+    shift = chain.shift if lk is None or lk.shift is None else lk.shift
+    if shift is None:
         return {}
-    scaled = world.get("scaled")
-    own = E.exp_shift(scaled) if scaled is not None else chain.shift
-    return {i: (E.CTX.exp(m), E.CTX.exp(mw), m) for i, (m, mw) in enumerate(zip(chain.shift, own)) if m != 0 or mw != 0}
+    scaled = world.get("scaled" if lk is None else lk.scaled)
+    own = E.exp_shift(scaled) if scaled is not None else shift
+    return {i: (E.CTX.exp(m), E.CTX.exp(mw), m) for i, (m, mw) in enumerate(zip(shift, own)) if m != 0 or mw != 0}
 
 
 def _row_verdicts(lk: Link, i: int, given: np.ndarray, r: np.ndarray, tin: np.ndarray, factor) -> list:
@@ -156,7 +158,7 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
     taint: dict = {}
     origins: dict = {}   # step -> the learner's steps whose wrong numbers reach it
     upstream: dict = {}  # step -> the learner's answered steps that feed it
-    conv: dict = {}      # row -> (convention, the step it was read from, m)
+    conv: dict = {}      # (scaled link, row) -> (convention, the step it was read from, m)
     entries, answered, blanks = [], [], {}
     for lk in chain.links:
         r = lk.recompute(world)
@@ -177,17 +179,17 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
         wv, tv = (np.array(r, dtype=object) if exact_link else np.array(r, dtype=np.float64)), tin.copy()
         bad_here = False
         blanks[lk.name] = int(sum(w is None for w in given.ravel()))
-        factors = _row_factors(chain, world) if lk.by_shift else {}
+        factors = _row_factors(chain, world, lk) if lk.by_shift else {}
         for i in range(given.shape[0]):
             unit = (E.ONE, E.ONE)
             factor = {"shifted": unit, "plain": factors[i][:2]} if i in factors else {"shifted": unit}
             c = "shifted"
             if i in factors and any(w is not None for w in given[i]):
-                if i not in conv:  # the way under which more of the row holds up (a tie: explain's)
+                if (lk.scaled, i) not in conv:  # the way under which more of the row holds up (a tie: explain's)
                     held = {k: sum(v in ("correct", "rounding") for _, v, _, _ in _row_verdicts(lk, i, given, r, tin, f))
                             for k, f in factor.items()}
-                    conv[i] = (max(CONVENTIONS, key=lambda k: held[k]), lk.name, factors[i][2])
-                c = conv[i][0]
+                    conv[(lk.scaled, i)] = (max(CONVENTIONS, key=lambda k: held[k]), lk.name, factors[i][2])
+                c = conv[(lk.scaled, i)][0]
             for j, verdict, x, rr in _row_verdicts(lk, i, given, r, tin, factor[c]):
                 w = given[i, j]
                 srcs: list = []
@@ -208,7 +210,7 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
     if not entries:
         raise InputError(f"{source}: no numbers to check: every answer is empty")
     conventions = [{"step": step, "row": i, "row_label": chain.link(step).rows[i], "convention": c, "m": m}
-                   for i, (c, step, m) in sorted(conv.items())]
+                   for (_, i), (c, step, m) in sorted(conv.items())]
     return Report(source, chain.kind, entries, answered, blanks, problem=problem or {}, conventions=conventions)
 
 

@@ -55,7 +55,7 @@ class _HeadView(Mapping):
         return sum(1 for _ in self)
 
 
-def _head_link(lk: Link, h: int, cols: dict) -> Link:
+def _head_link(lk: Link, h: int, cols: dict, shift) -> Link:
     def name(n: str) -> str:
         return n if n in cols else f"{n}[{h}]"
 
@@ -65,7 +65,8 @@ def _head_link(lk: Link, h: int, cols: dict) -> Link:
     def depends(T: dict) -> dict:
         return {name(k): a for k, a in lk.depends(_HeadView(T, h, cols)).items()}  # type: ignore[arg-type]
 
-    return dataclasses.replace(lk, name=name(lk.name), recompute=recompute, depends=depends)
+    extra = {"shift": shift, "scaled": f"scaled[{h}]"} if lk.by_shift else {}  # e^s' or e^(s' − m), per head
+    return dataclasses.replace(lk, name=name(lk.name), recompute=recompute, depends=depends, **extra)
 
 
 def _columns(src: str, c: slice):
@@ -99,7 +100,7 @@ def multihead_chain(p: MultiHeadProblem) -> Chain:
         c = p.columns(h)
         cols = {"Q": c["Q"], "K": c["K"], "V": c["V"]}
         sub = toy_chain(p.head_problem(h, v["Q"], v["K"], v["V"]))
-        links += [_head_link(lk, h, cols) for lk in sub.links if lk.name not in cols]
+        links += [_head_link(lk, h, cols, sub.shift) for lk in sub.links if lk.name not in cols]
 
     def concat_taint(T):
         out = {}
