@@ -189,3 +189,12 @@ def test_head_key_keeps_the_single_head_calculation():
     assert w.kind == "toy" and w.meta["head"] == 2
     ref = torch_gqa(GROUPED_QUERY)[0][2]
     np.testing.assert_allclose(w.values["weights"], ref, rtol=1e-13, atol=1e-15)
+
+
+def test_masked_scores_of_every_head_in_json(gqa):
+    d = json.loads(gqa.render("json"))
+    masked = d["values"]["masked"]  # (H, L, L), −∞ as null
+    for h in range(4):
+        for i in range(3):
+            assert [x is None for x in masked[h][i]] == [j > i for j in range(3)]
+    assert "masked" not in explain(example="multi-head").values  # nothing hidden there

@@ -138,7 +138,8 @@ def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
     if Hkv < H:
         steps[1].blocks.insert(3, Para(t("mh.kv_sharing")))
         steps.insert(2, heads_step(H, Hkv, 0))
-        steps[2].blocks = steps[2].blocks[:2] + steps[2].blocks[3:]  # the table, not one head's sentence
+        steps[2].blocks = [b for b in steps[2].blocks  # the whole table, not one head's sentence
+                           if not (isinstance(b, Para) and b.text.key == "heads.this")]
     for h in range(H):
         steps += _head_steps(p, v, h, expand)
     steps.append(_concat_step(p, v))
@@ -152,6 +153,9 @@ def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
             values[k] = v[k]
     values["exp"] = np.stack([hv["exp"] for hv in v["heads"]])
     values["sums"] = np.stack([hv["sums"] for hv in v["heads"]])
+    masked = np.stack([hv["masked"] for hv in v["heads"]])  # (H, L, L): −∞ where a key is hidden
+    if np.isneginf(masked).any():
+        values["masked"] = masked
     meta = {"name": p.name, "tokens": list(toks), "L": L, "d_model": dm, "n_heads": H, "n_kv_heads": Hkv, "d_head": d,
             "d_v": dv, "fused": p.fused, "kv_heads": [p.kv_head(h) for h in range(H)],
             "factor": float(p.head_problem(0, v["Q"], v["K"], v["V"]).factor()), "own": v["own"],
