@@ -7,13 +7,15 @@
 :func:`explain` returns a :class:`~.doc.Worked` (the numbers and the steps, no formatting);
 ``w.render(format, lang, decimals)`` turns it into text ("rich", "markdown", "latex", "json").
 
-Three kinds:
+Kinds:
 
 * toy inputs (``example=``, ``source=`` a YAML/JSON/TOML file or a mapping, or ``X=, W_Q=, …``):
-  :func:`.toy.explain_toy`;
+  :func:`.toy.explain_toy`; every head of a multi-head toy (``W_QKV``, or ``n_heads`` with
+  ``W_O``; ``example="multi-head"``): :mod:`.multihead`;
 * one query row — of a real model (``text=, layer=, head=, token=|position=``, from the trace)
   or of given raw scores (``scores=``, the first article's row of 喜): :mod:`.row`;
-* the scaling lesson (``lesson="scaling"``): :mod:`.scaling`.
+* the scaling lesson (``lesson="scaling"``): :mod:`.scaling`;
+* positions (``lesson="positions"``, ``scheme="sinusoidal"|"rotary"|"t5"``): :mod:`.positions_worked`.
 """
 
 from __future__ import annotations
