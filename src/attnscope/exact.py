@@ -25,13 +25,13 @@ from __future__ import annotations
 import math
 from decimal import Context, Decimal, DivisionByZero, InvalidOperation, localcontext
 from fractions import Fraction
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from .reference import EXP_SHOW_LIMIT
 
-__all__ = ["PREC", "CTX", "dec", "dec_binary", "array", "floats", "matmul", "exp", "score_factor", "prepare_qk",
+__all__ = ["PREC", "CTX", "NOISE_DIGITS", "dec", "dec_binary", "array", "floats", "matmul", "exp", "score_factor", "prepare_qk",
            "exp_shift", "softmax_parts", "weighted_sum", "rms_norm", "rope_inv_freq", "rotate", "ZERO", "ONE",
            "NEG_INF"]
 
@@ -114,13 +114,33 @@ def _map(fn, a: np.ndarray) -> np.ndarray:
     return out
 
 
+#: A sum this many digits smaller than its largest term is cancellation noise of the 100-digit
+#: transcendental steps (two rotated vectors whose dot product is 0): it is 0. Exact terms cannot
+#: get there (hand inputs have ≤ ~17 digits, so an exact sum is 0 or ≥ 10^-70 of its terms).
+NOISE_DIGITS = PREC - 10
+
+_ROUGH = Context(prec=6, Emax=CTX.Emax, Emin=CTX.Emin, traps=[InvalidOperation])
+
+
+def _denoise(out: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Entries of ``out`` at most 10^-NOISE_DIGITS of ``bound`` (the sum of |terms|) become 0."""
+    with localcontext(_ROUGH):
+        for idx, x in np.ndenumerate(out):
+            if x.is_finite() and x != 0 and abs(x) <= bound[idx].scaleb(-NOISE_DIGITS):
+                out[idx] = ZERO
+    return out
+
+
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` of Decimal arrays, exact for terminating decimals."""
+    """``a @ b`` of Decimal arrays, exact for terminating decimals (see :data:`NOISE_DIGITS`)."""
     a, b = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
     if a.shape[-1] == 0:
         return np.full(a.shape[:-1] + b.shape[-1:], ZERO, dtype=object)
     with localcontext(CTX):
-        return a @ b
+        out = a @ b
+    with localcontext(_ROUGH):
+        bound = np.abs(a) @ np.abs(b)
+    return _denoise(out, bound)
 
 
 def exp(a: np.ndarray) -> np.ndarray:
@@ -243,6 +263,9 @@ def weighted_sum(weights: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.nda
     with localcontext(CTX):
         prods = weights[:, :, None] * v[None, :, :]  # (L, S, d_v)
         out = prods.sum(axis=1) if prods.shape[1] else np.full((weights.shape[0], v.shape[1]), ZERO, dtype=object)
+    if prods.shape[1]:
+        with localcontext(_ROUGH):
+            out = _denoise(out, np.abs(prods).sum(axis=1))
     return prods, out
 
 
@@ -271,7 +294,7 @@ def rope_inv_freq(d: int, base: float) -> list:
     return [CTX.power(b, CTX.divide(Decimal(-2 * i), Decimal(d))) if i else ONE for i in range(d // 2)]
 
 
-def rotate(x: np.ndarray, positions: Sequence, inv_freq: Sequence, pairs: tuple) -> np.ndarray:
+def rotate(x: np.ndarray, positions: Union[Sequence, np.ndarray], inv_freq: Sequence, pairs: tuple) -> np.ndarray:
     """Each pair (a[i], b[i]) of row l of ``x`` turned by positions[l]·inv_freq[i] (pairs from
     :func:`.reference.rope_pairs`)."""
     x = np.asarray(x, dtype=object)
@@ -319,7 +342,7 @@ def _cos(x: Decimal) -> Decimal:
         return ONE
     x = _reduce(x)
     with localcontext(Context(prec=PREC + 10)):
-        i, lasts, s, fact, num, sign = 0, 0, Decimal(1), 1, Decimal(1), 1
+        i, lasts, s, fact, num, sign = 0, Decimal(0), Decimal(1), 1, Decimal(1), 1
         while s != lasts:
             lasts = s
             i += 2
@@ -335,7 +358,7 @@ def _sin(x: Decimal) -> Decimal:
         return ZERO
     x = _reduce(x)
     with localcontext(Context(prec=PREC + 10)):
-        i, lasts, s, fact, num, sign = 1, 0, x, 1, x, 1
+        i, lasts, s, fact, num, sign = 1, Decimal(0), x, 1, x, 1
         while s != lasts:
             lasts = s
             i += 2
