@@ -130,20 +130,68 @@ def _numbers(text):
     return set(re.findall(r"-?\d+\.\d+", text))
 
 
+def numpy_heads(spec):
+    """Every number of the calculation, NumPy float64 written here: the projections, each head's
+    scores, scaled scores, exponentials, row sums, weights, output, the concatenation, Y and the shares."""
+    X = np.array(spec["X"], float)
+    H = spec["n_heads"]
+    Hkv = spec.get("n_kv_heads", H)
+    if "W_QKV" in spec:
+        W = np.array(spec["W_QKV"], float)
+        d = W.shape[1] // (H + 2 * Hkv)
+        Wq, Wk, Wv = W[:, :H * d], W[:, H * d:(H + Hkv) * d], W[:, (H + Hkv) * d:]
+    else:
+        Wq, Wk, Wv = (np.array(spec[k], float) for k in ("W_Q", "W_K", "W_V"))
+        d = Wq.shape[1] // H
+    Q, K, V = X @ Wq, X @ Wk, X @ Wv
+    L = X.shape[0]
+    out = {"Q": Q, "K": K, "V": V, "scores": [], "scaled": [], "exp": [], "sums": [], "weights": [], "output": []}
+    for h in range(H):
+        g = h // (H // Hkv)
+        q, k, v = Q[:, h * d:(h + 1) * d], K[:, g * d:(g + 1) * d], V[:, g * d:(g + 1) * d]
+        s = q @ k.T
+        sc = s / np.sqrt(d)
+        if spec.get("causal"):
+            sc = np.where(np.tril(np.ones((L, L))) > 0, sc, -np.inf)
+        e = np.exp(sc)
+        out["scores"].append(s)
+        out["scaled"].append(sc)
+        out["exp"].append(e)
+        out["sums"].append(e.sum(1))
+        out["weights"].append(e / e.sum(1, keepdims=True))
+        out["output"].append(out["weights"][-1] @ v)
+    out["concat"] = np.concatenate(out["output"], axis=1)
+    Wo = np.array(spec["W_O"], float)
+    out["projected"] = out["concat"] @ Wo
+    out["shares"] = [out["output"][h] @ Wo[h * d:(h + 1) * d] for h in range(H)]
+    return out
+
+
+def test_numpy_reference_agrees_with_torch():
+    for spec, ref in ((MULTI_HEAD, torch_mha), (GROUPED_QUERY, torch_gqa)):
+        w, z, y = ref(spec)
+        mine = numpy_heads(spec)
+        np.testing.assert_allclose(mine["weights"], w, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(mine["output"], z, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(mine["projected"], y, rtol=1e-13, atol=1e-15)
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("fmt", ["markdown", "rich"])
 def test_every_number_is_printed(mh, gqa, lang, fmt):
-    for worked, (w, z, y) in ((mh, torch_mha(MULTI_HEAD)), (gqa, torch_gqa(GROUPED_QUERY))):
+    """Each number of the independent reference, rounded half-up, is in the text."""
+    for worked, spec in ((mh, MULTI_HEAD), (gqa, GROUPED_QUERY)):
         text = worked.render(fmt, lang=lang, decimals=4)
         nums = _numbers(text)
-        for name, ref in (("weights", w), ("output", z), ("projected", y)):
-            for x in np.asarray(ref).ravel():
+        ref = numpy_heads(spec)
+        for name in ("Q", "K", "V", "scores", "scaled", "exp", "sums", "weights", "output", "concat", "projected",
+                     "shares"):
+            for x in np.asarray(ref[name], dtype=float).ravel():
                 if np.isfinite(x) and x != 0 and not float(x).is_integer():
                     assert half_up(x, 4) in nums, (worked.meta["name"], fmt, lang, name, x)
-        for name in ("scores", "scaled", "exp", "concat", "shares"):
-            for x in np.asarray(worked.values[name]).ravel():
-                if np.isfinite(x) and x != 0 and not float(x).is_integer():
-                    assert half_up(x, 4) in nums, (worked.meta["name"], fmt, lang, name, x)
+        np.testing.assert_allclose(worked.values["sums"], ref["sums"], rtol=1e-13)
+        np.testing.assert_allclose(worked.values["exp"], ref["exp"], rtol=1e-13)
+        np.testing.assert_allclose(worked.values["shares"], ref["shares"], rtol=1e-13, atol=1e-15)
 
 
 def test_words_in_both_languages(mh, gqa):

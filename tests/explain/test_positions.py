@@ -102,7 +102,9 @@ def test_rotary_against_apply_rotary_pos_emb():
     for lang in ("en", "zh"):
         md = w.render("markdown", lang=lang)
         nums = numbers(md)
-        for v in list(rotate_half_ref(x, 6, inv)) + list(rotate_half_ref(x, 11, inv)) + s:
+        trig = [f(q * th_j) for th_j in inv for q in (6, 11) for f in (np.cos, np.sin)]
+        trig += [np.cos(5 * th), np.sin(5 * th)] + [q * th_j for th_j in inv for q in (5, 6, 11)]
+        for v in list(rotate_half_ref(x, 6, inv)) + list(rotate_half_ref(x, 11, inv)) + s + trig + inv:
             if not float(v).is_integer():
                 assert half_up(v, 4) in nums, (lang, v)
     assert "feature 2 belongs to pair 2: features 2 and 6".lower() in w.render("markdown").lower()
