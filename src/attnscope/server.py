@@ -40,7 +40,7 @@ from .errors import AttnscopeError, InputError
 from .trace.read import check_index
 from .viewer import data as view_data_mod
 from .viewer.held import TextStore
-from .viewer.held_api import HELD_BYTES, SHIP_UP_TO
+from .viewer.held_api import HELD_BYTES
 from .viewer.held_api import add_routes as add_held_routes
 from .viewer.html import render_server_page
 from .viewer.run import check_text, unicode_problem
@@ -250,13 +250,14 @@ class Limits:
 
 
 def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optional[int] = None,
-               max_waiting: int = MAX_WAITING, max_body: Optional[int] = None, ship_up_to: int = SHIP_UP_TO,
+               max_waiting: int = MAX_WAITING, max_body: Optional[int] = None, ship_up_to: Optional[int] = None,
                held_bytes: int = HELD_BYTES):
     """The ASGI app. ``model``: an attnscope Model (loaded from ``model_path`` when None).
 
     ``max_chars``: longest text (default :data:`CHARS_PER_TOKEN` × the context length);
-    ``ship_up_to``: texts of at most this many tokens travel whole in the page, longer ones are
-    held and read on demand within ``held_bytes`` (:mod:`attnscope.viewer.held_api`).
+    ``ship_up_to``: texts of at most this many tokens travel whole in the page (default: those
+    whose q, k, v fit in 16 MB), longer ones are held and read on demand within ``held_bytes``
+    (:mod:`attnscope.viewer.held_api`).
     Returns a FastAPI app (``app.state.model``, ``app.state.worker``, ``app.state.held``) wrapped
     in the body limit.
     """
@@ -404,7 +405,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str] = None,
-          max_chars: Optional[int] = None, held_bytes: int = HELD_BYTES, ship_up_to: int = SHIP_UP_TO,
+          max_chars: Optional[int] = None, held_bytes: int = HELD_BYTES, ship_up_to: Optional[int] = None,
           log_level: str = "warning",
           say: Callable[[str], None] = print) -> None:
     """Check the address, load the model, then run the app with uvicorn until interrupted.

@@ -6,8 +6,9 @@
 The API has no authentication: it listens on this machine only (127.0.0.1) unless --host says
 otherwise, and then warns. Requests are bounded: texts up to --max-chars characters (and the
 model's context length in tokens), bodies to what such a text needs, and a short queue for the
-model (503 when it is full). Texts over 512 tokens are held by the server (within --held-mb) and
-the page reads their weights one layer and head at a time.
+model (503 when it is full). Longer texts (over 512 tokens of all-MiniLM-L6-v2, 145 of SmolLM2)
+are held by the server (within --held-mb) and the page reads their weights one layer and head
+at a time.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ def register(sub) -> None:
                    "1..1000000 (default 8 × the model's context length: 4096 for a 512-token model)")
     p.add_argument("--held-mb", type=int, default=2048, help="memory for the q, k, v of long texts the server "
                    "holds, in MB; the least recent text goes first (default 2048)")
-    p.add_argument("--ship-up-to", type=int, default=512, help="texts of at most this many tokens travel whole in "
+    p.add_argument("--ship-up-to", type=int, default=None, help="texts of at most this many tokens travel whole in "
                    "the page (q, k, v; it computes everything itself); longer ones are held by the server and read "
-                   "one layer and head at a time (default 512; 0 holds every text)")
+                   "one layer and head at a time (default: texts whose q, k, v fit in 16 MB, e.g. 512 tokens of "
+                   "all-MiniLM-L6-v2, 145 of SmolLM2-135M; 0 holds every text)")
     p.add_argument("--log-level", default="warning", choices=LOG_LEVELS,
                    help="uvicorn's log level; info also logs every request (default warning)")
     p.set_defaults(func=run)
@@ -43,7 +45,7 @@ def run(args) -> int:
         raise InputError(f"--port must be in 0..65535, got {args.port}")
     if args.max_chars is not None and not 1 <= args.max_chars <= 1_000_000:
         raise InputError(f"--max-chars must be in 1..1000000, got {args.max_chars}")
-    if args.ship_up_to < 0:
+    if args.ship_up_to is not None and args.ship_up_to < 0:
         raise InputError(f"--ship-up-to must be 0 or more, got {args.ship_up_to}")
     if not 1 <= args.held_mb <= 1 << 20:
         raise InputError(f"--held-mb must be in 1..1048576, got {args.held_mb}")

@@ -30,6 +30,8 @@ a byte budget.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import threading
 from collections import OrderedDict
@@ -52,6 +54,27 @@ LINE_BUDGET = 8000
 MAX_ROW_VALUES = 1 << 20
 #: Largest heatmap side in cells (a 4K screen at device resolution).
 MAX_CELLS = 4096
+
+
+def one_thread(fn):
+    """Run ``fn`` with one intra-op thread: a view's blocks are small, and on a loaded machine the
+    thread pool's hand-offs made them several times slower (1.2 s against 7.2 s for 9 heads ×
+    2048² at load 16 on 2 cores); the model's own forward keeps every thread."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with _threads(1):
+            return fn(*args, **kwargs)
+    return run
+
+
+@contextlib.contextmanager
+def _threads(n: int):
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class HeldText:
@@ -82,6 +105,7 @@ class HeldText:
         self.windows = [trace.window(i) for i in range(self.n_layers)]
         self.rope = rope_tables(cfg, self.n)
         self._ops: OrderedDict = OrderedDict()
+        self._f32: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -131,24 +155,65 @@ class HeldText:
                 ok &= i - j < w
         return ok
 
-    def _block(self, layer: int, head: int, q0: int, q1: int, dtype=torch.float64) -> torch.Tensor:
-        """Weights of queries q0 … q1 − 1, (q1 − q0, n) in ``dtype``: softmax(factor · q′·k′ᵀ) over
-        the keys each query may see (the arithmetic of :func:`attnscope.reference.attention_weights`).
-        A block of rows fits in memory at once, so this is one matrix product, not the tiled
-        kernel (whose per-tile work is for rows too long to hold; it agrees, see the tests)."""
-        q, k = self.operands(layer, head)
-        qt = torch.from_numpy(q[q0:q1]).to(dtype)  # (l, d)
-        kt = torch.from_numpy(k).to(dtype)  # (n, d)
-        s = (qt @ kt.T) * self.factor  # (l, n)
+    def _stacked(self, layer: int, heads: Sequence[int], dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """q′ (h, n, d) of ``heads`` and k′ (h, n, d) of the k/v head each reads, in ``dtype``
+        (float32 copies of a layer's heads are kept for the last two layers: colours)."""
+        if dtype == torch.float64:
+            ops = [self.operands(layer, h) for h in heads]
+            return (torch.from_numpy(np.stack([o[0] for o in ops])), torch.from_numpy(np.stack([o[1] for o in ops])))
+        with self._lock:
+            hit = self._f32.get(layer)
+            if hit is not None:
+                self._f32.move_to_end(layer)
+        if hit is None:
+            ops = [self.operands(layer, h) for h in range(self.n_heads)]
+            hit = tuple(torch.from_numpy(np.stack([o[i] for o in ops])).to(dtype) for i in (0, 1))  # (H, n, d) × 2
+            with self._lock:
+                self._f32[layer] = hit
+                while len(self._f32) > 2:
+                    self._f32.popitem(last=False)
+        idx = torch.as_tensor(list(heads), dtype=torch.long)
+        return hit[0].index_select(0, idx), hit[1].index_select(0, idx)
+
+    def key_range(self, layer: int, q0: int, q1: int) -> tuple[int, int]:
+        """Keys k0 … k1 − 1 outside which no query q0 … q1 − 1 sees anything (causal: k1 = q1;
+        a window w: k0 = q0 − w + 1)."""
+        if not self.causal:
+            return 0, self.n
+        w = self.windows[layer]
+        return (0 if w is None else max(0, q0 - w + 1)), q1
+
+    def _weights_part(self, layer: int, heads: Sequence[int], q0: int, q1: int, dtype) -> tuple[torch.Tensor, int]:
+        """Weights of queries q0 … q1 − 1 of ``heads`` over the keys k0 … k1 − 1 of
+        :meth:`key_range` (every other key has weight 0): ((h, q1 − q0, k1 − k0), k0) in ``dtype``,
+        softmax(factor · q′·k′ᵀ) over the keys each query may see (the arithmetic of
+        :func:`attnscope.reference.attention_weights`). A block of rows fits in memory at once, so
+        this is one batched matrix product, not the tiled kernel (whose per-tile work is for rows
+        too long to hold; the tests check both agree)."""
+        q, k = self._stacked(layer, heads, dtype)
+        k0, k1 = self.key_range(layer, q0, q1)
+        s = (q[:, q0:q1] @ k[:, k0:k1].transpose(1, 2)) * self.factor  # (h, l, k1 − k0)
         if self.causal:
-            s.masked_fill_(~torch.from_numpy(self.allowed(layer, q0, q1)), float("-inf"))
-        return torch.softmax(s, dim=-1)
+            s.masked_fill_(~torch.from_numpy(self.allowed(layer, q0, q1)[:, k0:k1]), float("-inf"))
+        return torch.softmax(s, dim=-1), k0
+
+    def _weights(self, layer: int, heads: Sequence[int], q0: int, q1: int, dtype=torch.float64) -> torch.Tensor:
+        """:meth:`_weights_part` with every key: (h, q1 − q0, n)."""
+        part, k0 = self._weights_part(layer, heads, q0, q1, dtype)
+        out = torch.zeros((len(heads), q1 - q0, self.n), dtype=dtype)  # (h, l, n)
+        out[..., k0:k0 + part.shape[-1]] = part
+        return out
+
+    def _block(self, layer: int, head: int, q0: int, q1: int, dtype=torch.float64) -> torch.Tensor:
+        """:meth:`_weights` of one head: (q1 − q0, n)."""
+        return self._weights(layer, [head], q0, q1, dtype)[0]
 
     def _check_rows(self, q0: int, q1: int) -> None:
         if not 0 <= q0 < q1 <= self.n:
             raise InputError(f"query rows {q0}..{q1 - 1} are out of range: the text has {self.n} tokens (0..{self.n - 1})")
 
     # ------------------------------------------------------------------------------------------
+    @one_thread
     def rows(self, layer: int, heads: Sequence[int], q0: int, q1: int) -> np.ndarray:
         """Weights of queries q0 … q1 − 1 of each of ``heads``: (len(heads), q1 − q0, n) float64."""
         self._check_rows(q0, q1)
@@ -158,9 +223,9 @@ class HeldText:
         if size > MAX_ROW_VALUES:
             raise InputError(f"{len(heads)} heads × {q1 - q0} rows × {self.n} keys = {size:,} weights; "
                              f"ask for at most {MAX_ROW_VALUES:,} at once")
-        return np.stack([self._block(layer, h, q0, q1).numpy() for h in heads]) if heads else \
-            np.zeros((0, q1 - q0, self.n))
+        return self._weights(layer, heads, q0, q1).numpy() if heads else np.zeros((0, q1 - q0, self.n))
 
+    @one_thread
     def steps(self, layer: int, head: int, query: int) -> dict:
         """One row's walk-through, float64 (:func:`attnscope.reference.row_steps`), plus the
         query's q before and after the rotation (``q_pre``, ``q_rot``)."""
@@ -174,6 +239,7 @@ class HeldText:
                 "weights": s["weights"], "out": s["output"], "q_pre": R.as_f64(self.q[layer][head][query]),
                 "q_rot": q[query]}
 
+    @one_thread
     def vectors(self, layer: int, head: int, positions: Sequence[int]) -> dict:
         """q of query head ``head`` and k of its k/v head at ``positions``, before (``*_pre``, the
         stored float32 values) and after the rotation (``*_rot``, float64): (len(positions), d) each."""
@@ -194,6 +260,7 @@ class HeldText:
             yield b, e, int(edges[b]), int(edges[e])
             b = e
 
+    @one_thread
     def heatmap(self, layer: int, head: int, q0: int, q1: int, k0: int, k1: int, rows: int, cols: int) -> dict:
         """Queries q0 … q1 − 1 × keys k0 … k1 − 1 of one head, each cell the largest weight of the
         block it covers: ``{"grid": (R, C) float32, "row_edges": R + 1, "col_edges": C + 1}`` with
@@ -216,42 +283,37 @@ class HeldText:
             grid[b0:b1] = np.maximum.reduceat(w, redges[b0:b1] - r0, axis=0)
         return {"grid": grid, "row_edges": redges.tolist(), "col_edges": cedges.tolist()}
 
+    @one_thread
     def lines(self, layer: int, heads: Sequence[int], budget: int = LINE_BUDGET) -> dict:
         """The head view's lines of ``heads``: the page's rule (weights binned by 0.001; the
         smallest bin edge that leaves at most ``budget`` pairs) gives ``minw``; returned are every
         pair with weight ≥ minw: ``head``, ``query``, ``key`` (int32) and ``weight`` (float32)."""
         for h in heads:
             self.check(layer, h)
-        bins = np.zeros(1001, dtype=np.int64)
-        cand: list = []  # (head, first row, values, flat indices) of pairs ≥ the threshold so far
+        heads = list(heads)
+        rows = max(16, BLOCK // (self.n * max(1, len(heads))))
         minw = 0.0
-        for h in heads:
-            for r0 in range(0, self.n, self.block_rows):
-                r1 = min(self.n, r0 + self.block_rows)
-                w = self._block(layer, h, r0, r1, torch.float32).reshape(-1)  # (rows · n,)
-                hist = torch.histc(w, bins=1000, min=0.0, max=1.0).numpy().astype(np.int64)  # [b/1000, (b+1)/1000)
-                ones, zeros = int((w >= 1).sum()), int((w <= 0).sum())  # histc puts 1.0 in bin 999
-                hist[999] -= ones
-                hist[0] -= zeros  # the page counts only weights > 0
-                bins[:1000] += hist
-                bins[1000] += ones
-                # the threshold only rises as pairs are added, so a pair below it now never returns
-                minw = _threshold(bins, budget)
-                idx = torch.nonzero((w >= minw) & (w > 0)).squeeze(1)
-                cand.append((h, r0, w[idx].numpy(), idx.numpy()))
-                if len(cand) % 16 == 0:
-                    cand = [(c[0], c[1], c[2][c[2] >= minw], c[3][c[2] >= minw]) for c in cand]
-        hs, qs, ks, ws = [], [], [], []
-        for h, r0, vals, idx in cand:
-            sel = vals >= minw
-            hs.append(np.full(int(sel.sum()), h, dtype=np.int32))
-            qs.append((r0 + idx[sel] // self.n).astype(np.int32))
-            ks.append((idx[sel] % self.n).astype(np.int32))
-            ws.append(vals[sel].astype(np.float32))
-        cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dtype=dt))
-        return {"minw": minw, "head": cat(hs, np.int32), "query": cat(qs, np.int32), "key": cat(ks, np.int32),
-                "weight": cat(ws, np.float32)}
+        kept = [np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)]
+        for r0 in range(0, self.n, rows):
+            r1 = min(self.n, r0 + rows)
+            w, k0 = self._weights_part(layer, heads, r0, r1, torch.float32)  # (h, l, kw)
+            kw = w.shape[-1]
+            flat = w.reshape(-1)
+            # pairs below the threshold so far never count again: it only rises as pairs are added
+            idx = torch.nonzero(flat >= minw if minw > 0 else flat > 0).squeeze(1).numpy()
+            vals = flat.numpy()[idx]
+            new = [vals, np.asarray(heads, dtype=np.int32)[idx // ((r1 - r0) * kw)],
+                   (r0 + (idx // kw) % (r1 - r0)).astype(np.int32), (k0 + idx % kw).astype(np.int32)]
+            kept = [np.concatenate([a, b]) for a, b in zip(kept, new)]
+            bins = np.bincount(np.minimum(np.floor(kept[0].astype(np.float64) * 1000).astype(np.int64), 1000),
+                               minlength=1001)
+            minw = max(minw, _threshold(bins, budget))  # counts at and above minw are exact
+            keep = kept[0] >= minw
+            kept = [a[keep] for a in kept]
+        ws, hs, qs, ks = kept
+        return {"minw": minw, "head": hs, "query": qs, "key": ks, "weight": ws}
 
+    @one_thread
     def thumbnails(self, layer: int, size: int = THUMB) -> np.ndarray:
         """(H, T, T) uint8 thumbnails of ``layer`` (T = min(n, size)): cell means scaled to each
         head's largest cell, as :func:`attnscope.viewer.data.thumbnails`, a block of rows at a time."""
@@ -259,17 +321,22 @@ class HeldText:
         n, T = self.n, min(self.n, size)
         edges = np.linspace(0, n, T + 1).round().astype(int)  # the same cells as data.thumbnails
         counts = np.diff(edges).astype(np.float64)  # (T,)
-        out = np.empty((self.n_heads, T, T), dtype=np.uint8)
-        for h in range(self.n_heads):
-            pooled = np.zeros((T, T))
-            for b0, b1, r0, r1 in self._row_blocks(0, n, edges):
-                w = self._block(layer, h, r0, r1, torch.float32).numpy().astype(np.float64)  # (rows, n)
-                w = np.add.reduceat(w, edges[:-1], axis=1)  # (rows, T)
-                pooled[b0:b1] = np.add.reduceat(w, edges[b0:b1] - r0, axis=0)
-            pooled /= counts[:, None] * counts[None, :]
-            top = pooled.max()
-            out[h] = np.rint(255.0 * pooled / (top if top > 0 else 1.0)).astype(np.uint8)
-        return out
+        pooled = np.zeros((self.n_heads, T, T))
+        heads = list(range(self.n_heads))
+        most = max(16, BLOCK // (n * self.n_heads))
+        b = 0
+        while b < T:  # runs of whole cells of about `most` rows
+            e = b + 1
+            while e < T and edges[e + 1] - edges[b] <= most:
+                e += 1
+            r0, r1 = int(edges[b]), int(edges[e])
+            w = self._weights(layer, heads, r0, r1, torch.float32).numpy()  # (H, rows, n)
+            w = np.add.reduceat(w, edges[:-1], axis=2, dtype=np.float64)  # (H, rows, T)
+            pooled[:, b:e] = np.add.reduceat(w, edges[b:e] - r0, axis=1)
+            b = e
+        pooled /= counts[None, :, None] * counts[None, None, :]
+        top = pooled.reshape(self.n_heads, -1).max(-1)[:, None, None]
+        return np.rint(255.0 * pooled / np.where(top > 0, top, 1.0)).astype(np.uint8)
 
 
 def _threshold(bins: np.ndarray, budget: int) -> float:

@@ -1,7 +1,8 @@
 """``attnscope serve`` for long texts: the page data of a held text, and the endpoints that read it.
 
-``POST /api/view`` answers a text of at most ``ship_up_to`` tokens (512 by default) as before: the
-page carries q, k, v and computes everything itself. A longer text (up to the model's context
+``POST /api/view`` answers a text of at most ``ship_up_to`` tokens (by default those whose q, k, v
+fit in 16 MB: 512 tokens of all-MiniLM-L6-v2, 145 of SmolLM2-135M) as before: the page carries
+q, k, v and computes everything itself. A longer text (up to the model's context
 length; a longer one is refused with its token count and the limit, never cut) is traced once and
 held by the server (:class:`attnscope.viewer.held.TextStore`); its page entry carries the tokens
 and ``remote: {"id", "n", "thumb", "api"}``, and the page asks, one layer and head at a time:
@@ -36,8 +37,17 @@ from .context import context_comparison
 from .held import THUMB, HeldText, TextStore, text_id
 from .run import display_tokens, view_data, view_names
 
-#: Texts of at most this many tokens are shipped whole (q, k, v in the page); longer ones are held.
-SHIP_UP_TO = 512
+#: Texts whose q, k, v take at most this many bytes (float32) travel whole in the page; longer
+#: ones are held: all-MiniLM-L6-v2 ships up to its 512 tokens (14 MB), SmolLM2-135M (30 layers ×
+#: (9 + 3 + 3) heads × 64) up to 145 tokens.
+SHIP_BYTES = 16 << 20
+
+
+def ship_up_to(config) -> int:
+    """The longest text (tokens) whose q, k, v fit in :data:`SHIP_BYTES`."""
+    kv = int(getattr(config, "kv_heads", config.n_heads))
+    per_token = config.n_layers * (config.n_heads + 2 * kv) * config.d_head * 4
+    return max(1, SHIP_BYTES // per_token)
 #: Bytes of held texts (q, k, v float32) the server keeps before dropping the least recent.
 HELD_BYTES = 2 << 30
 
@@ -63,14 +73,14 @@ def from_array(d: dict) -> np.ndarray:
 
 
 def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str] = None, token: Optional[str] = None,
-                   decimals: int = 4, ship_up_to: int = SHIP_UP_TO, api: str = "api/held/") -> dict:
+                   decimals: int = 4, ship: Optional[int] = None, api: str = "api/held/") -> dict:
     """The page data of ``text`` (and ``compare``): shipped whole when every text has at most
-    ``ship_up_to`` tokens (:func:`attnscope.viewer.run.view_data`), else each text held in
+    ``ship`` tokens (default :func:`ship_up_to`; :func:`attnscope.viewer.run.view_data`), else each text held in
     ``store`` and its entry marked ``remote``. The model's context length is checked by the trace
     (InputError with the token count and the limit)."""
     texts = [text] if compare is None else [text, compare]
     lengths = [len(model.encode(t).tokens[0]) for t in texts]
-    if max(lengths) <= ship_up_to:
+    if max(lengths) <= (ship_up_to(model.config) if ship is None else ship):
         return view_data(model, text, compare=compare, token=token, decimals=decimals)
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= view_data_mod.MAX_DECIMALS:
         raise InputError(f"decimals must be an integer in 0..{view_data_mod.MAX_DECIMALS}, got {decimals!r}")
@@ -205,8 +215,8 @@ def add_routes(app, model, worker, store: TextStore, base) -> None:
         t = await worker.run(h.thumbnails, req.layer)
         return {"layer": req.layer, "thumbs": array(t)}
 
-    def view(text, compare, token, decimals, ship_up_to):
-        d = held_view_data(model, store, text, compare=compare, token=token, decimals=decimals, ship_up_to=ship_up_to)
+    def view(text, compare, token, decimals, ship):
+        d = held_view_data(model, store, text, compare=compare, token=token, decimals=decimals, ship=ship)
         d["font_css"] = font_face_css(view_data_mod.all_text(d))
         return d
 
