@@ -153,7 +153,7 @@ def explain_sinusoidal(position: int, dim: Optional[int], offset: int, d_model: 
     expo = 2 * i / d
     rows = [[t("pos.q_pair"), f"i = ⌊{dim} / 2⌋", i],
             [t("pos.q_exponent"), f"2i / d_model = {2 * i}/{d}", expo],
-            [t("pos.q_power"), f"{b}^{short(expo)}", float(base) ** expo],
+            [t("pos.q_power"), f"{b}^({2 * i}/{d})", float(base) ** expo],
             [t("pos.q_freq"), "ω_i = 1 / base^(2i/d)", float(v["freq"][i])],
             [t("pos.q_angle"), f"p · ω_i = {p} · ω_{i}", float(v["angle"][i])],
             [t("pos.q_value"), f"PE({p}, {dim}) = {fn}({p} · ω_{i})", float(v["pe"][dim])]]
