@@ -16,14 +16,14 @@ Gemma 3: RMSNorm, rotary q/k, QK-norm, shared k/v heads, gated MLP, Gemma's sand
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from .. import reference as R
 from .. import reference_model as RM
 from ..errors import InputError
-from .blocks import Formula, Para, Step, Sym, Table, t
+from .blocks import Block, Formula, Para, Step, Sym, Table, t
 from .doc import Worked
 from .path_blocks import (
     activation_blocks,
@@ -114,9 +114,6 @@ class _Path:
         self.meta.append({"step": step, "trace": key, "max_abs_diff": diff})
         return key
 
-    def lin_rows(self, lin, start: int, count: int) -> list:
-        return list(range(start, start + count))
-
     # -- before attention ---------------------------------------------------------------------
     def before(self) -> list:
         steps = [self.tokens_step(), self.embed_step()]
@@ -165,8 +162,8 @@ class _Path:
         e = self.m.embed
         tid = int(f["ids"][p])
         V, E = e.token_embedding.weight.shape
-        rows = [(self.note("embed", "embed.tokens"), self.x("embed.tokens"))]
-        blocks = [Para(t("path.token_row", id=tid, V=V, E=E, tok=self.tok))]
+        rows: list[tuple[Any, np.ndarray]] = [(self.note("embed", "embed.tokens"), self.x("embed.tokens"))]
+        blocks: list[Block] = [Para(t("path.token_row", id=tid, V=V, E=E, tok=self.tok))]
         if "embed.segments" in f:
             rows.append((self.note("embed", "embed.segments"), self.x("embed.segments")))
             blocks.append(Para(t("path.segment_row", s=int(f["segments"][p]), n=e.segment_embedding.weight.shape[0])))
