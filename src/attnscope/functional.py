@@ -29,7 +29,7 @@ naming the step; ``scale`` must always be a finite number.
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
 import torch
 
@@ -69,7 +69,7 @@ def score_factor(scoring: str, d_k: int, scale: Optional[float] = None,
     sc = get_scoring(scoring)
     if scale is not None:
         return scale
-    return sc.factor_for(d_k, temperature)
+    return cast("Union[float, Tensor]", sc.factor_for(d_k, temperature))  # an array only for an array τ
 
 
 def prepare_qk(q: Tensor, k: Tensor, scoring: str, eps: float = DEFAULT_EPS) -> tuple[Tensor, Tensor]:

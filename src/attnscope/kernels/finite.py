@@ -81,6 +81,6 @@ def check_scaled(scaled: Tensor, dtype: torch.dtype) -> None:
                       f"scale q and k down or compute in float64")
 
 
-def check_output(name: str, t: Tensor) -> None:
+def check_output(name: str, t: Optional[Tensor]) -> None:
     check_tensor(name, t, hint="the inputs are finite, so the scores overflowed in the kernel "
                               "(q·k × factor beyond the dtype's range)")

@@ -55,13 +55,13 @@ def prepare(q: Tensor, k: Tensor, scoring, *, scale: Optional[float] = None,
     """
     sc = get_scoring(scoring)
     learn = sc.learnable if params is not None else None
-    if learn is not None and learn.prepare is not None:
+    if learn is not None and params is not None and learn.prepare is not None:  # learn implies params
         q, k = learn.prepare(params, q, k)
     else:
         q, k = sc.prepare_qk(q, k, eps)
     if scale is not None:
         return Prepared(q, k, scale)
-    if learn is not None and learn.temperature is not None:
+    if learn is not None and params is not None and learn.temperature is not None:
         temperature = learn.temperature(params)
     factor = sc.factor_for(q.shape[-1], temperature)
     if isinstance(factor, Tensor):
@@ -81,7 +81,7 @@ def check_factor(factor, lead, L: int, S: int) -> None:
                          f"scores' shape (..., L={L}, S={S})")
 
 
-def fold_factor(p: Prepared) -> tuple[Tensor, Optional[float]]:
+def fold_factor(p: Prepared) -> tuple[Tensor, float]:
     """``(q', scale)`` for SDPA: a float factor stays a ``scale=``; a tensor constant over keys
     is multiplied into q' (L·d multiplies) and the scale becomes 1."""
     if isinstance(p.factor, Tensor):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Optional
+from typing import Optional, cast
 
 import torch
 
@@ -31,7 +31,7 @@ def check_dim(name: str, t: Tensor, dim) -> int:
     n = t.dim()
     if n == 0:
         raise ShapeError(f"{name} must have at least 1 dim to take a softmax over, got a 0-dim tensor")
-    if not -n <= dim < n:
+    if not -n <= int(dim) < n:
         raise ShapeError(f"dim {dim} is out of range for {name} of shape {fmt_shape(t.shape)} "
                          f"({n} dims: dim must be in {-n}..{n - 1})")
     return int(dim) % n
@@ -94,7 +94,8 @@ def check_qkv(q: Tensor, k: Tensor, v: Tensor) -> torch.Size:
         raise ShapeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.device == k.device == v.device):
         raise ShapeError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
-    kl, vl = k.shape[:-2], v.shape[:-2]
+    kl: tuple[int, ...] = k.shape[:-2]
+    vl: tuple[int, ...] = v.shape[:-2]
     g = 1 if kl == q.shape[:-2] else kv_groups(q, k)
     if g > 1:
         if v.dim() < 3 or v.shape[-3] != k.shape[-3]:
@@ -141,7 +142,8 @@ def check_scale(scale) -> Optional[float]:
 def check_dropout(p, name: str = "dropout_p") -> float:
     if p.__class__ is float and 0.0 <= p < 1.0:  # the common case, without the ABC checks below
         return p
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
+    # cast: typeshed's numbers.Real has no comparison with a float; every real number has one
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= cast(float, p) < 1.0:
         raise ConfigError(f"{name} must be in [0, 1), got {p!r}")
     return float(p)
 
@@ -156,7 +158,7 @@ def check_temperature(temperature, scoring: Scoring) -> None:
         return
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         raise ConfigError(f"temperature must be a positive number or a tensor, got {type(temperature).__name__} {temperature!r}")
-    if not (math.isfinite(temperature) and temperature > 0):
+    if not (math.isfinite(temperature) and cast(float, temperature) > 0):  # cast: as in check_dropout
         raise ConfigError(f"temperature must be finite and positive, got {temperature}")
 
 

@@ -62,7 +62,7 @@ def run(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, causal: boo
                                            for t in (p.q, p.k, v, mask, bias, p.factor))
     custom = grad and v is not None and dropout_p == 0.0 \
         and not any(isinstance(t, Tensor) and t.requires_grad for t in (mask, bias)) \
-        and not (p.per_key and p.factor.requires_grad)
+        and not (p.per_key and isinstance(p.factor, Tensor) and p.factor.requires_grad)  # per_key: a tensor
     with torch.set_grad_enabled(grad):
         qs, ks, vs, parts, lead = tile_operands(p, v, mask, bias=bias, base2=not custom)
         if qs.shape[-2] == 0 or ks.shape[-2] == 0:
@@ -214,6 +214,7 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
             out, lse = run_flash(p, vc, mask, causal=causal, dtype=q.dtype)
         else:
             out, lse = run(p, vc, mask, causal=causal, dropout_p=dropout_p, block_size=block_size)
+    assert out is not None  # None only without v
     out = out.to(q.dtype)
     return (out, lse) if return_lse else out
 

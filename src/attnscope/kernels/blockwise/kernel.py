@@ -23,7 +23,7 @@ probabilities are recomputed from q, k and the saved lse, P = exp(S − lse).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, cast
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +41,8 @@ def forward(T: Tiles, dropout_p: float = 0.0) -> tuple[Optional[Tensor], Tensor]
     if torch.is_grad_enabled() or dropout_p > 0.0:
         parts = [forward_tile(T, ti, dropout_p) for ti in range(len(T.q_tiles))]
         lse = torch.cat([p[1] for p in parts], dim=-1)  # (*lead, L)
-        out = torch.cat([p[0] for p in parts], dim=-2) if T.v is not None else None  # (*lead, L, d_v)
+        # with v every tile has an output (forward_tile returns None only without v)
+        out = torch.cat([cast(Tensor, p[0]) for p in parts], dim=-2) if T.v is not None else None  # (*lead, L, d_v)
         return out, lse
     # No autograd: every tile writes its rows of preallocated results, side by side if possible.
     lead, L = T.q.shape[:-2], T.L
@@ -52,7 +53,7 @@ def forward(T: Tiles, dropout_p: float = 0.0) -> tuple[Optional[Tensor], Tensor]
         i0, i1 = T.q_tiles[ti]
         o, l = forward_tile(T, ti, 0.0)
         lse[..., i0:i1] = l
-        if out is not None:
+        if out is not None and o is not None:  # both or neither: there is a v
             out[..., i0:i1, :] = o
     map_query_tiles(run, T, parallel=True)
     return out, lse
@@ -78,7 +79,7 @@ def forward_tile(T: Tiles, ti: int, dropout_p: float) -> tuple[Optional[Tensor],
         p = torch.exp2(s - shift[..., None]) if grad else torch.exp2(s.sub_(shift[..., None]), out=s)  # (*lead, bq, bk)
         alpha = torch.exp2(m - shift)  # rescales the old sums to the new max; 0 while m = −∞
         l = l * alpha + p.sum(dim=-1)
-        if acc is not None:
+        if acc is not None and T.v is not None:  # both or neither
             pv = F.dropout(p, p=dropout_p) if dropout_p > 0.0 else p
             acc = acc * alpha[..., None] + torch.matmul(pv, T.v[..., j0:j1, :])  # (*lead, bq, d_v)
         m = m_new
@@ -99,6 +100,7 @@ def backward(T: Tiles, out: Tensor, lse: Tensor, d_out: Optional[Tensor],
     """
     assert not T.base2, "the backward needs the natural q"
     q, k, v = T.q, T.k, T.v
+    assert v is not None, "the backward needs v"
     dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     if d_out is None:
         d_out = torch.zeros_like(out)

@@ -9,7 +9,7 @@ import torch
 
 from ...errors import ConfigError, InputError, ShapeError, fmt_shape
 from ..qk import Prepared, as_2d
-from ..validate import broadcast_shapes
+from ..validate import broadcast_or_raise, broadcast_shapes
 from .tiles import DEFAULT_BLOCK, LOG2E
 
 Tensor = torch.Tensor
@@ -26,12 +26,12 @@ def block_sizes(block_size: BlockSize) -> tuple[int, int]:
     if isinstance(block_size, int) and not isinstance(block_size, bool):
         pair = (block_size, block_size)
     elif isinstance(block_size, (tuple, list)) and len(block_size) == 2:
-        pair = tuple(block_size)
+        pair = (block_size[0], block_size[1])
     else:
         raise ConfigError(f"block_size must be an int or a pair (block_q, block_k), got {block_size!r}")
     if not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in pair):
         raise ConfigError(f"block sizes must be positive integers, got {block_size!r}")
-    return pair  # type: ignore[return-value]
+    return pair
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -56,7 +56,7 @@ def tile_operands(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, b
     factor = p.factor
     if isinstance(factor, Tensor):
         factor = as_2d(factor.to(device=q.device, dtype=cdt))
-        full = broadcast_shapes(factor.shape, (*broadcast_shapes(*shapes), L, S))
+        full = broadcast_shapes(factor.shape, (*broadcast_or_raise("leading dims of q, k, v", *shapes), L, S))
         if full is None or tuple(full[-2:]) != (L, S):
             raise ShapeError(f"temperature of shape {fmt_shape(factor.shape)} does not broadcast to the "
                              f"scores' shape (..., L={L}, S={S})")
@@ -80,7 +80,7 @@ def tile_operands(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, b
         bias = as_2d(bias.to(device=q.device, dtype=cdt))
         shapes.append(bias.shape[:-2])
         add = bias if add is None else add + bias
-    lead = broadcast_shapes(*shapes)
+    lead = broadcast_or_raise("leading dims of q, k, v, the mask and the bias", *shapes)
     q = q.expand(*lead, L, q.shape[-1])
     k = k.expand(*lead, S, k.shape[-1])
     if v is not None:

@@ -83,6 +83,7 @@ class Tiles:
             b = tile(self.blocked, i0, i1, j0, j1)
             s = s.masked_fill(b, NEG_INF) if grad else s.masked_fill_(b, NEG_INF)
         if rel == "part":
+            assert self.k_pos is not None and self.q_pos is not None  # "part" only when causal, which sets them
             future = self.k_pos[j0:j1][None, :] > self.q_pos[i0:i1][:, None]  # (bq, bk)
             s = s.masked_fill(future, NEG_INF) if grad else s.masked_fill_(future, NEG_INF)
         return s

@@ -167,8 +167,8 @@ def gather(x: Tensor, dim: int = -2, group=None, timeout=None) -> Tensor:
     n = torch.tensor([x.shape[dim]], device=comm)
     lens = [torch.empty_like(n) for _ in range(world)]
     wait_all([dist.all_gather(lens, n, group=group, async_op=True)], timeout, "gather (lengths)")
-    lens = [int(t) for t in lens]
-    padded = pad_seq(x.to(comm), max(lens), dim)
+    sizes = [int(t) for t in lens]
+    padded = pad_seq(x.to(comm), max(sizes), dim)
     parts = [torch.empty_like(padded) for _ in range(world)]
     wait_all([dist.all_gather(parts, padded, group=group, async_op=True)], timeout, "gather")
-    return torch.cat([p.narrow(dim, 0, n_r) for p, n_r in zip(parts, lens)], dim=dim).to(x.device)
+    return torch.cat([p.narrow(dim, 0, n_r) for p, n_r in zip(parts, sizes)], dim=dim).to(x.device)

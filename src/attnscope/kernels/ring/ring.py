@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import Optional
+from typing import Optional, overload
 
 import torch
 import torch.distributed as dist
@@ -141,7 +141,9 @@ class Ring:
             p = self.problem(q, k, v, bias, src)
             o, lse = p.result(*p.forward())
             return o.to(compute_dtype(o.dtype)), lse  # partials merge in float32 for half inputs
-        return forward(self.tiles(q, k, v, bias, src, base2))
+        out, lse = forward(self.tiles(q, k, v, bias, src, base2))
+        assert out is not None  # None only without v
+        return out, lse
 
     def block_backward(self, q: Tensor, block: list[Tensor], bias: Optional[Tensor], src: int, out: Tensor,
                        lse: Tensor, d_out: Tensor, d_lse: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
@@ -154,7 +156,7 @@ class Ring:
             return p.grads(*d4)
         return backward(self.tiles(q, k, v, bias, src, False), out, lse, d_out, d_lse)
 
-    def exchange(self, send: list[Tensor], recv_like: Optional[list[Tensor]] = None):
+    def exchange(self, send: list[Tensor], recv_like: Optional[list[Tensor]] = None) -> tuple[list[Tensor], list]:
         """Post sends of ``send`` to the next rank and receives from the previous one.
 
         Returns ``(received, works)``: the receive buffers (on the tensors' device once
@@ -171,6 +173,10 @@ class Ring:
 
 
 
+@overload
+def pad_seq(t: Tensor, n: int, dim: int) -> Tensor: ...
+@overload
+def pad_seq(t: None, n: int, dim: int) -> None: ...
 def pad_seq(t: Optional[Tensor], n: int, dim: int) -> Optional[Tensor]:
     """Zero-pad dim ``dim`` to length n so that every rank's buffer has one size."""
     if t is None or t.shape[dim] == n:
@@ -187,20 +193,21 @@ def ring_forward(R: Ring, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor
     ``base2``: q already carries log₂e (the online kernel, forward only)."""
     s_max = max(R.k_lens)
     block = [pad_seq(k, s_max, -2), pad_seq(v, s_max, -2)] + ([] if bias is None else [pad_seq(bias, s_max, -1)])
-    out = lse = None
+    out: Optional[Tensor] = None
+    lse: Optional[Tensor] = None
     for step in range(R.world):
         src = (R.rank - step) % R.world
         pending = R.exchange(block) if step < R.world - 1 else None  # next block, while we compute
         if R.visible(src):
             o, l = R.block_forward(q, block, block[2] if bias is not None else None, src, base2)
-            if out is None:
+            if out is None or lse is None:  # both or neither
                 out, lse = o, l
             else:
                 out, lse = merge_partials(out, lse, o, l, inplace=True)
             del o
         if pending is not None:
             block = R.finish(*pending, q.device, f"step {step + 1} of the ring (receiving from rank {(R.rank - 1) % R.world})")
-    if out is None:  # no key visible at all (an empty block of queries)
+    if out is None or lse is None:  # no key visible at all (an empty block of queries)
         lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         out = q.new_zeros((*lead, q.shape[-2], v.shape[-1]))
         lse = q.new_full((*lead, q.shape[-2]), float("-inf"))
@@ -243,6 +250,7 @@ def ring_backward(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Tenso
         del grads, shares
         if pending is not None:
             block = R.finish(*pending, q.device, f"step {step + 1} of the backward ring")
+    assert acc_in is not None  # posted at every step, and there is at least one
     grads = R.finish(*acc_in, q.device, "the last hop of the backward ring (gradients)")  # home
     n = R.k_lens[R.rank]
     return dq, grads[0][..., :n, :], grads[1][..., :n, :]
@@ -264,6 +272,12 @@ def n_head_chunks(requested: Optional[int], lead, s_max: int, d: int, itemsize: 
     return 1 if block < CHUNK_MIN_BYTES else min(H, RING_HEAD_CHUNKS)
 
 
+@overload
+def head_part(t: Tensor, sl: Optional[slice], dim_from_end: int) -> Tensor: ...
+@overload
+def head_part(t: None, sl: Optional[slice], dim_from_end: int) -> None: ...
+@overload
+def head_part(t: Optional[Tensor], sl: Optional[slice], dim_from_end: int) -> Optional[Tensor]: ...
 def head_part(t: Optional[Tensor], sl: Optional[slice], dim_from_end: int) -> Optional[Tensor]:
     """Heads ``sl`` of ``t`` at dim −dim_from_end, or all of t where it broadcasts there."""
     if t is None or sl is None or t.dim() < dim_from_end or t.shape[-dim_from_end] == 1:
@@ -289,6 +303,7 @@ def ring_forward_heads(R: Ring, q: Tensor, k: Tensor, v: Tensor, bias: Optional[
     out = q.new_empty((*lead, q.shape[-2], v.shape[-1]))  # (*lead, L_r, d_v)
     lse = q.new_empty((*lead, q.shape[-2]))  # (*lead, L_r)
     for sl in parts:
+        assert sl is not None  # [None] (one chunk) went above
         o, l = ring_forward(R, head_part(q, sl, 3), head_part(k, sl, 3), head_part(v, sl, 3),
                             head_part(bias, sl, 2), base2)
         out.narrow(out.dim() - 3, sl.start, sl.stop - sl.start).copy_(o.expand(*o.shape[:-3], sl.stop - sl.start, *o.shape[-2:]))
