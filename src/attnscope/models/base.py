@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union, cast
 
 import torch
 import torch.nn.functional as F
 
+from ..config import TransformerConfig
 from ..errors import InputError
 from ..hooks import name_hook_points
 from ..tokenizer import Batch, Tokenizer
@@ -39,8 +40,10 @@ class LoadedModel:
         lm_head_weight: the output matrix when it is not the token embedding (else None).
     """
 
-    config: object
-    embed: torch.nn.Module
+    # Each model class names its own config class; the stack's embedding module differs by kind
+    # (Embeddings, DecoderEmbeddings, DeBERTa's): what is read here is its token_embedding.
+    config: TransformerConfig
+    embed: Any
 
     def _setup(self, family: Family, *, name: str = "", tokenizer: Optional[Tokenizer] = None,
                path: Optional[Path] = None) -> None:
@@ -54,7 +57,8 @@ class LoadedModel:
         # Hooks live on the shared modules while a trace runs: one forward pass at a time, so
         # that a server answering from several threads never mixes one request's hooks into another.
         self.lock = threading.RLock()
-        name_hook_points(self)  # hook points know their names from the start ("layers.0.attn.q")
+        # hook points know their names from the start ("layers.0.attn.q"); self is an nn.Module stack
+        name_hook_points(cast(torch.nn.Module, self))
 
     def __getstate__(self):  # copy.deepcopy / pickle: a lock cannot be copied; a copy gets its own
         state = super().__getstate__().copy()  # type: ignore[misc]
@@ -70,7 +74,7 @@ class LoadedModel:
     def hook_names(self) -> list[str]:
         """Every name :meth:`trace` can record for this model, in forward order."""
         from ..trace import expand_names
-        return expand_names(self.config)  # type: ignore[arg-type]
+        return expand_names(self.config)
 
     @property
     def device(self) -> torch.device:
@@ -166,6 +170,6 @@ class LoadedModel:
 
     def extra_repr(self) -> str:
         c = self.config
-        heads = f"{c.n_heads}" if c.kv_heads == c.n_heads else f"{c.n_heads} (k/v {c.kv_heads})"  # type: ignore[attr-defined]
-        return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={heads}, "  # type: ignore[attr-defined]
-                f"d_model={c.d_model}")  # type: ignore[attr-defined]
+        heads = f"{c.n_heads}" if c.kv_heads == c.n_heads else f"{c.n_heads} (k/v {c.kv_heads})"
+        return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={heads}, "
+                f"d_model={c.d_model}")

@@ -129,7 +129,10 @@ class DebertaModel(Model, DebertaEncoder):
     """A loaded DeBERTa-v2/v3 encoder: :class:`~attnscope.models.Model` (tokenizer, trace, hooks,
     sentence embeddings) on a :class:`~attnscope.modules.deberta.DebertaEncoder`."""
 
-    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,
+    config: DebertaConfig
+
+    # As Model.forward: token ids, masks and positions where the stack's base takes hidden states.
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,  # type: ignore[override]
                 token_type_ids: Optional[Tensor] = None, position_ids: Optional[Tensor] = None) -> Tensor:
         """Token ids ``(B, L)`` → last hidden states ``(B, L, d_model)``; ``attention_mask`` 1 = real token."""
         if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor)

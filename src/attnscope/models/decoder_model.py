@@ -36,6 +36,8 @@ class DecoderModel(LoadedModel, TransformerDecoder):
             weight, ``defaults``: config values the file does not store and where they came from).
     """
 
+    config: DecoderConfig
+
     def __init__(self, config: DecoderConfig, family: Family, *, name: str = "",
                  tokenizer: Optional[Tokenizer] = None, path: Optional[Path] = None) -> None:
         super().__init__(config)

@@ -14,6 +14,8 @@ class EncoderModel(Model):
     """A :class:`Model` whose ``embed`` may project E → d_model (``embed.projected``) and whose
     layers may share parameters. Built by :func:`attnscope.load` for albert and electra."""
 
+    config: EncoderConfig
+
     def __init__(self, config: EncoderConfig, family, **kw) -> None:
         super().__init__(config, family, **kw)
         if config.factorised:

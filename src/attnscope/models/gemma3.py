@@ -49,6 +49,7 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
             raise ModelLoadError(f"{source}: sliding_window_pattern must be a positive integer, got {pattern!r}")
         types = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n_layers)]
     types = D.window_layer_types(n_layers, window, types, source)
+    assert types is not None  # given layer types come back as a list
     head_dim = setting(hf, "head_dim", source, 256)
     scalar = setting(hf, "query_pre_attn_scalar", source, head_dim, float)
     d = setting(hf, "hidden_size", source)

@@ -141,9 +141,10 @@ class _Stream:
     """Calls ``fn(piece)`` with each new piece of text as soon as it decodes to whole characters."""
 
     def __init__(self, model, fn: Optional[Callable[[str], None]]) -> None:
-        self.model, self.fn, self.ids, self.sent = model, fn, [], ""
+        self.model, self.fn, self.sent = model, fn, ""
+        self.ids: list[int] = []
 
-    def push(self, token_id: int, final: bool = False) -> None:
+    def push(self, token_id: Optional[int], final: bool = False) -> None:
         if token_id is not None:
             self.ids.append(token_id)
         if self.fn is None:
@@ -204,6 +205,7 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
                 h, w = model.decode(torch.tensor([step_in], device=device), cache=cache, need_weights=attentions)
                 if atts is not None:
                     atts.append(torch.stack([x[0, :, -1].float().cpu() for x in w]))  # (n_layers, H, S)
+            assert h is not None  # the prompt ran above, or its last token just now
             scores = model.lm_logits(h[0, -1])  # (V,)
             if kept is not None:
                 kept.append(scores.float().cpu())

@@ -30,13 +30,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import torch
 
 from ..errors import ConfigError, ModelLoadError
 from .gguf_config import DOCUMENTED_DEFAULTS, SUPPORTED_ARCHITECTURES, config_from_gguf, llama3_from_factors
 from .gguf_file import GGUFFile, TensorInfo
+
+if TYPE_CHECKING:
+    from .gguf_tokenizer import GGUFTokenizer
 
 __all__ = ["GGUFCheckpoint", "load_gguf", "read_gguf_config", "gguf_state_dict", "hf_name", "unpermute_qk",
            "DOCUMENTED_DEFAULTS", "SUPPORTED_ARCHITECTURES"]
@@ -107,7 +110,7 @@ class GGUFCheckpoint:
     state_dict: dict = field(repr=False)
     qtypes: dict = field(repr=False)
     metadata: dict = field(repr=False)
-    tokenizer: object = field(default=None, repr=False)
+    tokenizer: Optional[GGUFTokenizer] = field(default=None, repr=False)
 
 
 def read_gguf_config(path: Union[str, Path, GGUFFile]) -> tuple[dict, dict]:

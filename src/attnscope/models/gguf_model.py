@@ -10,7 +10,7 @@ goes through the same family translation and weight table as a Hugging Face fold
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import torch
 
@@ -18,6 +18,9 @@ from ..errors import ModelLoadError
 from ..tokenizer import Tokenizer
 from .packages import find_package, license_notice, package_model_path
 from .registry import family_for
+
+if TYPE_CHECKING:
+    from .decoder_model import DecoderModel
 
 GGUF_MAGIC = b"GGUF"
 
@@ -62,7 +65,9 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
     config = family.config_from_hf(ckpt.config, source)
     config.extra["source"] = source
     name = package.name if package is not None else (ckpt.config.get("_name_or_path") or file.stem)
-    model = family.model_class(config, family, name=str(name), path=file)  # type: ignore[misc]
+    cls = family.model_class
+    assert cls is not None  # GGUF's architectures are decoders, whose families build DecoderModel
+    model: DecoderModel = cls(config, family, name=str(name), path=file)
     model.to(read_dtype)
     model.unused_weights = map_weights(model, family, ckpt.state_dict, source)
     model.gguf = {"architecture": ckpt.architecture, "qtypes": ckpt.qtypes, "defaults": ckpt.defaults,
@@ -70,6 +75,7 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
     del ckpt.state_dict
     if tokenizer:
         t = ckpt.tokenizer
+        assert t is not None  # read because tokenizer=True
         pad = t.pad_token_id if t.pad_token_id is not None else (t.eos_token_id or 0)
         model.tokenizer = Tokenizer(t.backend, pad_token_id=pad, max_length=config.max_positions, source=source)
         if model.tokenizer.vocab_size > config.vocab_size:

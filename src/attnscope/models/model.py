@@ -55,7 +55,9 @@ class Model(LoadedModel, TransformerEncoder):
         return None if fn is None else fn(input_ids, self.config)
 
     # ------------------------------------------------------------------------------------------
-    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,
+    # The loaded model's call takes the masks positionally (as transformers' models do) and no
+    # per-call causality: not a drop-in TransformerEncoder.forward.
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,  # type: ignore[override]
                 token_type_ids: Optional[Tensor] = None, position_ids: Optional[Tensor] = None) -> Tensor:
         """Token ids ``(B, L)`` → last hidden states ``(B, L, d_model)`` (after ``ln_f`` in GPT-2).
 

@@ -170,11 +170,11 @@ def gemma_path() -> Path:
             return target
         import importlib
 
-        mod = importlib.import_module(p.module)
+        assembler = importlib.import_module(p.module)
         fd, tmp = tempfile.mkstemp(dir=root, prefix=p.filename + ".", suffix=".partial")
         os.close(fd)
         try:
-            mod.assemble(output_path=tmp, overwrite=True)  # joins the chunks and checks the SHA-256
+            assembler.assemble(output_path=tmp, overwrite=True)  # joins the chunks and checks the SHA-256
             os.replace(tmp, target)
         except (OSError, ValueError, FileNotFoundError) as e:
             raise ModelLoadError(f"cannot assemble {p.filename} from its chunk packages into {root}: {e}; "
@@ -184,7 +184,7 @@ def gemma_path() -> Path:
                 os.unlink(tmp)
         st = target.stat()
         stamp.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                                     "sha256": getattr(mod, "EXPECTED_SHA256", None)}))
+                                     "sha256": getattr(assembler, "EXPECTED_SHA256", None)}))
     return target
 
 

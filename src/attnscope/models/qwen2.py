@@ -25,6 +25,7 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
             first = setting(hf, "max_window_layers", source, 28)
             types = ["sliding_attention" if i >= first else "full_attention" for i in range(n_layers)]
         types = D.window_layer_types(n_layers, window, types, source)
+        assert types is not None  # given layer types come back as a list
         if "sliding" not in types:
             window, types = None, None
     return D.decoder_config(hf, source, rope_theta=theta, rope_scaling=scaling, bias=True, out_bias=False,

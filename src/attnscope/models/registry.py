@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
 
@@ -73,7 +73,7 @@ class Family:
     model_types: tuple[str, ...]
     prefixes: tuple[str, ...]
     config_from_hf: Callable[[dict, str], TransformerConfig]
-    rules: Callable[[TransformerConfig], list[WeightRule]]
+    rules: Callable[[Any], list[WeightRule]]  # takes the family's own config class
     tokenizer_kind: Union[str, Callable[[Path], str]]
     position_ids: Optional[Callable[[Tensor, TransformerConfig], Tensor]] = None
     lm_head: bool = False

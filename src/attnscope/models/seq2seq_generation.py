@@ -182,7 +182,7 @@ def generate(model, source: str, *, max_new_tokens: int = 32, temperature: float
         for step in range(max_new_tokens):
             step_in = torch.tensor([[ids[-1]]], device=device)
             h = model.decoder(step_in, enc, source_mask=src_mask, cache=cache, need_weights=attentions)
-            if attentions:
+            if atts is not None:  # with attentions
                 h, ws, wc = h
                 atts.append({"self": torch.stack([w[0, :, -1].float().cpu() for w in ws]),
                              "cross": torch.stack([w[0, :, -1].float().cpu() for w in wc])})

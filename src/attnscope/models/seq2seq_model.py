@@ -39,6 +39,9 @@ class Seq2SeqModel(LoadedModel, nn.Module):
     (:class:`~attnscope.modules.seq2seq.Seq2SeqDecoder`); hook point names are their paths.
     """
 
+    config: Seq2SeqConfig
+    final_logits_bias: Tensor  # (1, V), a buffer registered in __init__ when the checkpoint has one
+
     def __init__(self, config: Seq2SeqConfig, family: Family, *, name: str = "",
                  tokenizer: Optional[Tokenizer] = None, path: Optional[Path] = None) -> None:
         nn.Module.__init__(self)
@@ -108,7 +111,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
                              "(model.trace(source, target))")
         return self.as_batch(source, truncate=truncate)
 
-    def target_batch(self, target: Union[str, Sequence[str]], n: int) -> tuple[Tensor, Tensor, list[list[str]]]:
+    def target_batch(self, target: Union[str, Sequence[str]], n: int) -> tuple[Tensor, Tensor, list[list[Optional[str]]]]:
         """``(decoder_input_ids (B, T), decoder_attention_mask (B, T), tokens)`` of target texts: the
         decoder-start token, then each text tokenized as a label sequence; right-padded."""
         if target is None:
@@ -117,16 +120,20 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         targets = [target] if isinstance(target, str) else list(target)
         if len(targets) != n:
             raise InputError(f"{n} source text(s) but {len(targets)} target(s); give one target per source")
+        tok = self.tokenizer
+        if tok is None:  # a Batch for the source needs no tokenizer; a target text does
+            raise InputError(f"model {self.name!r} has no tokenizer to read the target text with; load it with "
+                             f"its tokenizer, or pass token ids to forward()")
         limit = self.config.max_positions - 1  # the start token takes one decoder position
-        labels = self.encode(targets, max_length=min(limit, self.tokenizer.max_length)) if targets else None
+        labels = self.encode(targets, max_length=min(limit, tok.max_length))
         start = self.config.decoder_start_token_id
         B, T = labels.input_ids.shape
         ids = torch.cat([torch.full((B, 1), start, dtype=torch.long), labels.input_ids], dim=1)  # (B, T + 1)
         mask = torch.cat([torch.ones((B, 1), dtype=torch.long), labels.attention_mask], dim=1)  # (B, T + 1)
-        start_tok = self.tokenizer.id_to_token(start)
-        return ids, mask, [[start_tok] + t for t in labels.tokens]
+        start_tok = tok.id_to_token(start)
+        return ids, mask, [[start_tok, *t] for t in labels.tokens]
 
-    def run(self, source: Texts, target=None, *, truncate: bool = False) -> Tensor:  # type: ignore[override]
+    def run(self, source: Texts, target=None, *, truncate: bool = False) -> Tensor:
         """The decoder's last hidden states ``(B, T, d)`` of source and target texts."""
         src = self.source_batch(source, truncate=truncate)
         ids, mask, _ = self.target_batch(target, len(src))
@@ -139,11 +146,11 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         with torch.no_grad(), self.lock:
             return self.encoder(src.input_ids, src.attention_mask)
 
-    def logits(self, source: Texts, target=None, *, truncate: bool = False) -> Tensor:  # type: ignore[override]
+    def logits(self, source: Texts, target=None, *, truncate: bool = False) -> Tensor:
         """``(B, T, vocab)``: row t predicts label t of the target (see the module docstring)."""
         return self.lm_logits(self.run(source, target, truncate=truncate))
 
-    def loss(self, source: Texts, target=None, *, reduction: str = "mean", truncate: bool = False) -> Tensor:  # type: ignore[override]
+    def loss(self, source: Texts, target=None, *, reduction: str = "mean", truncate: bool = False) -> Tensor:
         """Cross-entropy (nats per label token) of the target given the source, as
         ``…ForConditionalGeneration(labels=…)``; padded labels are ignored."""
         if reduction not in ("mean", "sum", "none"):
