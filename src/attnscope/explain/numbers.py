@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from fractions import Fraction
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -60,7 +61,12 @@ class Shown:
 def _context(d: Decimal, decimals: int) -> Context:
     """A decimal context precise enough to hold ``d`` at ``decimals`` places (the default 28
     digits are not: 1e-30 at 30 decimals, or a 29-decimal answer, would raise InvalidOperation)."""
-    return Context(prec=max(28, d.adjusted() + 1 + max(decimals, 0) + 2), Emin=-999999999, Emax=999999999)
+    return _context_of(max(28, d.adjusted() + 1 + max(decimals, 0) + 2))
+
+
+@lru_cache(maxsize=256)
+def _context_of(prec: int) -> Context:
+    return Context(prec=prec, Emin=-999999999, Emax=999999999)
 
 
 def as_decimal(x) -> Decimal:
