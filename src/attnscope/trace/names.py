@@ -9,9 +9,9 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-from typing import Iterable, Optional, Sequence, Union
+from typing import Iterable, Optional, Sequence, Union, cast
 
-from ..config import TransformerConfig
+from ..config import DecoderConfig, TransformerConfig
 from ..errors import InputError
 
 #: Name templates of every traceable intermediate, in forward order. Public API.
@@ -100,10 +100,11 @@ def fires(template: str, config: TransformerConfig) -> bool:
     if step in DECODER_ONLY:
         if not decoder:
             return False
+        dc = cast(DecoderConfig, config)  # the kind "decoder" is DecoderConfig's
         if step in ("attn.q_normed", "attn.k_normed"):
-            return bool(config.qk_norm)
+            return bool(dc.qk_norm)
         if step in ("attn_post_norm", "ffn_post_norm"):
-            return bool(config.sandwich_norm)
+            return bool(dc.sandwich_norm)
         return True
     if template == "embed.segments":
         return config.type_vocab_size > 0

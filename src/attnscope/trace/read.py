@@ -20,10 +20,11 @@ model used.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import torch
 
+from ..config import TransformerConfig
 from ..errors import InputError
 
 Tensor = torch.Tensor
@@ -50,15 +51,20 @@ class TraceReader:
 
     tokens: list[list[str]]
     attention_mask: Tensor
+    config: TransformerConfig
+
+    if TYPE_CHECKING:  # the container's own, defined by Trace (declared here only for the checker)
+        def __contains__(self, name: object) -> bool: ...
+        def __getitem__(self, name: str) -> Tensor: ...
 
     # ------------------------------------------------------------------------------------------
     @property
     def n_layers(self) -> int:
-        return int(self.config.n_layers)  # type: ignore[attr-defined]
+        return int(self.config.n_layers)
 
     @property
     def n_heads(self) -> int:
-        return int(self.config.n_heads)  # type: ignore[attr-defined]
+        return int(self.config.n_heads)
 
     def check_layer(self, layer) -> int:
         return check_index("layer", layer, self.n_layers, "layer")
@@ -88,11 +94,11 @@ class TraceReader:
         name = f"layers.{layer}.attn.{step}"
         if head is not None:
             head = self.check_head(head)
-        if name in self:  # type: ignore[operator]
-            t = self[name]  # type: ignore[index]
+        if name in self:
+            t = self[name]
             t = t if head is None else t[:, head // self._group(step)]
-        elif head is not None and f"{name}[{head}]" in self:  # type: ignore[operator]
-            t = self[f"{name}[{head}]"]  # type: ignore[index]
+        elif head is not None and f"{name}[{head}]" in self:
+            t = self[f"{name}[{head}]"]
         else:
             also = f" or {name}[{head}]" if head is not None else ""
             raise InputError(f"the trace has no {name}{also}; trace with names=None (everything) or "
@@ -102,7 +108,7 @@ class TraceReader:
     def _group(self, step: str) -> int:
         """Query heads per head of ``step``'s tensor: n_heads / n_kv_heads for k and v, else 1."""
         from .names import KV_STEPS
-        return int(getattr(self.config, "kv_group", 1)) if step in KV_STEPS else 1  # type: ignore[attr-defined]
+        return int(getattr(self.config, "kv_group", 1)) if step in KV_STEPS else 1
 
     def qkv(self, layer: int, head: Optional[int] = None, *, text: Optional[int] = None) -> tuple[Tensor, Tensor, Tensor]:
         """q, k, v of ``layer``: q (B, H, L, d_head), k and v (B, H_kv, L, d_head); for one (query)
@@ -133,7 +139,7 @@ class TraceReader:
         keys = self.key_mask()  # (B, S)
         L = keys.shape[-1]
         allowed = keys[:, None, None, :].expand(-1, 1, L, L)  # (B, 1, L, S)
-        if self.config.causal:  # type: ignore[attr-defined]
+        if self.config.causal:
             pos = torch.arange(L, device=keys.device)
             allowed = allowed & causal_window_mask(pos, pos, self.window(layer))
         if text is None:
@@ -156,7 +162,7 @@ class TraceReader:
         layer = self.check_layer(layer)
         heads = self._check_selection("head", heads, self.n_heads)
         name = f"layers.{layer}.attn.weights"
-        if name in self or (isinstance(heads, int) and f"{name}[{heads}]" in self):  # type: ignore[operator]
+        if name in self or (isinstance(heads, int) and f"{name}[{heads}]" in self):
             w = self.step(layer, "weights", heads if isinstance(heads, int) else None)
             if not isinstance(heads, int) and heads is not None:
                 w = w[:, heads]
@@ -198,7 +204,7 @@ class TraceReader:
         if not getattr(self.config, "score_bias", False):
             return None
         name = f"layers.{layer}.attn.bias"
-        if name not in self and not (head is not None and f"{name}[{head}]" in self):  # type: ignore[operator]
+        if name not in self and not (head is not None and f"{name}[{head}]" in self):
             raise InputError(f"the weights of this {getattr(self, 'family', 'model')} model need the score term "
                              f"{name} besides q and k; trace it too (names=[..., {name!r}]) or trace the "
                              f"weights themselves")
@@ -209,12 +215,13 @@ class TraceReader:
                          block_size) -> Tensor:
         from ..blockwise import attention_weights
 
-        one = isinstance(heads, int)
-        q = self.step(layer, "q", heads if one else None)
-        k = self.step(layer, "k", heads if one else None)
+        head = heads if isinstance(heads, int) else None  # one head: its int
+        one = head is not None
+        q = self.step(layer, "q", head)
+        k = self.step(layer, "k", head)
         if one:
             q, k = q.unsqueeze(1), k.unsqueeze(1)  # (B, 1, L, d)
-        scoring = self.config.scoring  # type: ignore[attr-defined]
+        scoring = self.config.scoring
         scale = getattr(self.config, "query_scale", None)  # Gemma 3's query_pre_attn_scalar^-½
         window = self.window(layer)
         if scoring == "cosine":
@@ -222,8 +229,8 @@ class TraceReader:
                              f"record; trace the weights themselves (names='layers.{layer}.attn.weights')")
         if scoring == "qknorm":
             scoring = "scaled"  # the recorded q, k are after the LayerNorm; what remains is ÷√d_head
-        causal = bool(self.config.causal)  # type: ignore[attr-defined]
-        bias = self._score_bias(layer, heads if one else None)  # (B, h, L, S) or None
+        causal = bool(self.config.causal)
+        bias = self._score_bias(layer, head)  # (B, h, L, S) or None
         if text is not None:
             t = self.check_text(text)
             n = self.length(t)

@@ -6,7 +6,7 @@ import difflib
 import fnmatch
 import json
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, TypeVar, Union
 
 import numpy as np
 import torch
@@ -16,6 +16,8 @@ from ..errors import InputError
 from .read import TraceReader
 
 Tensor = torch.Tensor
+
+_T = TypeVar("_T", bound="Trace")  # load() makes the class it is called on
 
 FORMAT = "attnscope.trace"
 FORMAT_VERSION = 1
@@ -124,7 +126,7 @@ class Trace(TraceReader):
         return folder
 
     @classmethod
-    def load(cls, folder: Union[str, Path]) -> "Trace":
+    def load(cls: type[_T], folder: Union[str, Path]) -> _T:
         """Read a trace written by :meth:`save`."""
         from safetensors.torch import load_file
         folder = Path(folder)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import torch
 
@@ -29,6 +29,9 @@ from .read import Index, check_index
 from .record import Trace
 from .run import _attach, _Sink, _targets, attached_hooks
 
+if TYPE_CHECKING:
+    from ..modules.seq2seq import Seq2SeqConfig
+
 Tensor = torch.Tensor
 
 ATTENTIONS = ("encoder", "self", "cross")
@@ -36,6 +39,8 @@ ATTENTIONS = ("encoder", "self", "cross")
 
 class Seq2SeqTrace(Trace):
     """A :class:`Trace` with the target side too (see the module docstring)."""
+
+    config: Seq2SeqConfig
 
     def __init__(self, tensors, *, target_tokens: Optional[list] = None, decoder_input_ids: Optional[Tensor] = None,
                  decoder_attention_mask: Optional[Tensor] = None, target_texts: Optional[list] = None, **kw) -> None:
@@ -59,7 +64,7 @@ class Seq2SeqTrace(Trace):
         """The name of one attention block: ``encoder.layers.{l}.attn``, ``decoder.layers.{l}.self_attn``
         or ``decoder.layers.{l}.cross_attn``."""
         attention = self._which(attention)
-        n = self.config.n_layers if attention == "encoder" else self.config.n_decoder_layers  # type: ignore[attr-defined]
+        n = self.config.n_layers if attention == "encoder" else self.config.n_decoder_layers
         layer = check_index("layer", layer, n, "layer")
         return {"encoder": f"encoder.layers.{layer}.attn", "self": f"decoder.layers.{layer}.self_attn",
                 "cross": f"decoder.layers.{layer}.cross_attn"}[attention]
@@ -69,7 +74,7 @@ class Seq2SeqTrace(Trace):
         src, tgt = self.lengths, self.target_lengths
         return {"encoder": (src, src), "self": (tgt, tgt), "cross": (tgt, src)}[attention]
 
-    def step(self, layer: int, step: str, head: Optional[int] = None, *, text: Optional[int] = None,  # type: ignore[override]
+    def step(self, layer: int, step: str, head: Optional[int] = None, *, text: Optional[int] = None,
              attention: str = "encoder") -> Tensor:
         """``{prefix}.{step}``: (B, H, L, …) or one head's (B, L, …); ``text`` cuts to its real tokens."""
         name = f"{self.prefix(layer, attention)}.{step}"
@@ -90,16 +95,17 @@ class Seq2SeqTrace(Trace):
         t = t[text][..., :nq, :]
         return t[..., :nk] if step in ("scores", "scaled", "masked", "weights", "bias") else t
 
-    def qkv(self, layer: int, head: Optional[int] = None, *, text: Optional[int] = None,  # type: ignore[override]
+    def qkv(self, layer: int, head: Optional[int] = None, *, text: Optional[int] = None,
             attention: str = "encoder") -> tuple[Tensor, Tensor, Tensor]:
         q, k, v = (self.step(layer, s, head, text=text, attention=attention) for s in ("q", "k", "v"))
         return q, k, v
 
-    def mask(self, layer: int, *, text: Optional[int] = None, attention: str = "encoder") -> Tensor:  # type: ignore[override]
+    def mask(self, layer: int, *, text: Optional[int] = None, attention: str = "encoder") -> Tensor:
         """Bool (B, 1, L, S), True = the query may see the key: real source keys (encoder, cross),
         real earlier target keys (self). (1, n_q, n_k) for one text."""
         self.prefix(layer, attention)
         src = self.attention_mask.bool()  # (B, S)
+        assert self.decoder_attention_mask is not None  # every traced or loaded Seq2SeqTrace has it
         tgt = self.decoder_attention_mask.bool()  # (B, T)
         keys = tgt if attention == "self" else src
         Lq = (src if attention == "encoder" else tgt).shape[-1]
@@ -112,7 +118,7 @@ class Seq2SeqTrace(Trace):
         nq, nk = (x[text] for x in self._lengths(attention))
         return allowed[text, :, :nq, :nk]
 
-    def weights(self, layer: int, heads: Index = None, queries: Index = None, *, text: Optional[int] = None,  # type: ignore[override]
+    def weights(self, layer: int, heads: Index = None, queries: Index = None, *, text: Optional[int] = None,
                 attention: str = "encoder", block_size=None) -> Tensor:
         """Attention weights of one block, (B, h, l, S) (int selections drop their axis): the recorded
         ``…weights`` sliced, or computed from the recorded q, k (and T5's ``bias``) with the mask."""
@@ -120,14 +126,15 @@ class Seq2SeqTrace(Trace):
 
         name = f"{self.prefix(layer, attention)}.weights"
         heads = self._check_selection("head", heads, self.n_heads)
-        one = isinstance(heads, int)
+        head = heads if isinstance(heads, int) else None  # one head: its int
+        one = head is not None
         if name in self or (one and f"{name}[{heads}]" in self):
-            w = self.step(layer, "weights", heads if one else None, attention=attention)
+            w = self.step(layer, "weights", head, attention=attention)
             if not one and heads is not None:
                 w = w[:, heads]
         else:
-            q = self.step(layer, "q", heads if one else None, attention=attention)
-            k = self.step(layer, "k", heads if one else None, attention=attention)
+            q = self.step(layer, "q", head, attention=attention)
+            k = self.step(layer, "k", head, attention=attention)
             if one:
                 q, k = q.unsqueeze(1), k.unsqueeze(1)
             elif heads is not None:
@@ -135,10 +142,10 @@ class Seq2SeqTrace(Trace):
             m = self.mask(layer, attention=attention)  # (B, 1, L, S)
             mask: Union[Tensor, None] = m
             if attention != "cross" and getattr(self.config, "score_bias", False):
-                bias = self.step(layer, "bias", heads if one else None, attention=attention)
+                bias = self.step(layer, "bias", head, attention=attention)
                 bias = bias.unsqueeze(1) if one else (bias[:, heads] if heads is not None else bias)
                 mask = bias.masked_fill(~m, float("-inf"))
-            w = attention_weights(q, k, mask, scoring=self.config.scoring, block_size=block_size)  # type: ignore[attr-defined]
+            w = attention_weights(q, k, mask, scoring=self.config.scoring, block_size=block_size)
             if one:
                 w = w[:, 0]
         if text is not None:
@@ -151,6 +158,7 @@ class Seq2SeqTrace(Trace):
         return w[..., queries, :]
 
     def __repr__(self) -> str:
+        assert self.decoder_input_ids is not None  # every traced or loaded Seq2SeqTrace has it
         return (f"Seq2SeqTrace(model={self.model_name!r}, texts={len(self.tokens)}, source length="
                 f"{self.input_ids.shape[-1]}, target length={self.decoder_input_ids.shape[-1]}, "
                 f"names={len(self)}, {self.nbytes / 2**20:.1f} MiB)")
@@ -169,6 +177,7 @@ class Seq2SeqTrace(Trace):
         folder = super().save(folder)
         meta_file = Path(folder) / "trace.json"
         meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        assert self.decoder_input_ids is not None and self.decoder_attention_mask is not None  # as in mask()
         meta["seq2seq"] = {"target_tokens": self.target_tokens, "target_texts": self.target_texts,
                            "decoder_input_ids": self.decoder_input_ids.tolist(),
                            "decoder_attention_mask": self.decoder_attention_mask.tolist()}
