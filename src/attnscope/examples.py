@@ -50,4 +50,4 @@ GROUPED_QUERY = {
             [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 0.5, 0], [0, 0, 0, 0.5]],
 }
 
-EXAMPLES = {"three-tokens": THREE_TOKENS, "multi-head": MULTI_HEAD, "grouped-query": GROUPED_QUERY}
+EXAMPLES: dict[str, dict] = {"three-tokens": THREE_TOKENS, "multi-head": MULTI_HEAD, "grouped-query": GROUPED_QUERY}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -121,7 +122,7 @@ def _load_yaml(text: str, name: str, keep_text: bool):
 
 
 def _load_json(text: str, name: str, keep_text: bool):
-    kw = {}
+    kw: dict[str, Any] = {}
     if keep_text:
         kw = dict(parse_float=parse_written, parse_int=parse_written,
                   parse_constant=lambda s: parse_written(s.replace("Infinity", "inf")))
@@ -134,9 +135,9 @@ def _load_json(text: str, name: str, keep_text: bool):
 
 
 def _load_toml(text: str, name: str, keep_text: bool):
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
+    else:  # Python 3.10
         import tomli as tomllib
     try:
         data = tomllib.loads(text, parse_float=parse_written if keep_text else float)

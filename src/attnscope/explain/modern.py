@@ -8,12 +8,12 @@ every number comes in as float64 from :mod:`attnscope.reference` and is never ro
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from .. import reference as R
-from .blocks import Formula, Matrix, Para, Step, Sym, Table, VecParam, t
+from .blocks import Block, Formula, Matrix, Para, Step, Sym, Table, VecParam, t
 from .numbers import short
 
 #: The (query, key) positions of the distance proof: two pairs two apart, one pair three apart.
@@ -94,9 +94,10 @@ def rotation_step(rows: Sequence[tuple], *, inv_freq: np.ndarray, pairing: str, 
     d = len(rows[0][2])
     a, b = R.rope_pairs(d, pairing)
     n = d // 2 if d // 2 <= 8 else max(1, min(dims, d // 2))
-    blocks = [Formula("(x_a, x_b) → (x_a·cos φ − x_b·sin φ,  x_a·sin φ + x_b·cos φ),   φ = p·θ_i,   θ_i = base^(−2i/d)",
-                      r"(x_a, x_b)\mapsto(x_a\cos\varphi - x_b\sin\varphi,\; x_a\sin\varphi + x_b\cos\varphi),"
-                      r"\quad \varphi = p\,\theta_i,\quad \theta_i = \mathrm{base}^{-2i/d}")]
+    blocks: list[Block] = [
+        Formula("(x_a, x_b) → (x_a·cos φ − x_b·sin φ,  x_a·sin φ + x_b·cos φ),   φ = p·θ_i,   θ_i = base^(−2i/d)",
+                r"(x_a, x_b)\mapsto(x_a\cos\varphi - x_b\sin\varphi,\; x_a\sin\varphi + x_b\cos\varphi),"
+                r"\quad \varphi = p\,\theta_i,\quad \theta_i = \mathrm{base}^{-2i/d}")]
     if pairing == "half":
         key = "rope.pairs_half_model" if model else "rope.pairs_half"
         blocks.append(Para(t(key, half=d // 2, last=f"{d // 2 - 1}, {d - 1}")))
@@ -140,8 +141,8 @@ def distance_values(q: np.ndarray, k: np.ndarray, inv_freq: np.ndarray, pairing:
     return out
 
 
-def distance_step(q: np.ndarray, k: np.ndarray, *, inv_freq: np.ndarray, pairing: str, qlabel: str,
-                  klabel: str) -> tuple[Step, list]:
+def distance_step(q: np.ndarray, k: np.ndarray, *, inv_freq: np.ndarray, pairing: str, qlabel: Union[str, Sym],
+                  klabel: Union[str, Sym]) -> tuple[Step, list]:
     """The same q and k (before rotation) put at the positions of :data:`DISTANCE_PAIRS`."""
     vals = distance_values(q, k, inv_freq, pairing)
     blocks = [Para(t("dist.intro", q=qlabel, k=klabel)),

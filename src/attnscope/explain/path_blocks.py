@@ -10,12 +10,12 @@ convention: column c of W is row c of the ``nn.Linear`` weight.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from .. import reference as R
-from .blocks import Formula, Para, Step, Sym, Table, VecParam, t
+from .blocks import Cell, Formula, Para, Step, Sym, Table, VecParam, t
 from .numbers import short
 
 #: Products written out in a projection table before "the other d − N".
@@ -27,7 +27,7 @@ def trace_para(*names: str) -> Para:
     return Para(t("path.trace", names=", ".join(names)), style="note")
 
 
-def vec(x: Sequence[float]) -> VecParam:
+def vec(x: Union[Sequence[float], np.ndarray]) -> VecParam:
     return VecParam([float(a) for a in x])
 
 
@@ -119,7 +119,7 @@ def projection_table(x: np.ndarray, weight, rows: Sequence[int], bias, y: np.nda
     d_in = len(x)
     n = min(dims, len(rows))
     k = min(TERMS, d_in)
-    header = [t("col.feature")]
+    header: list[Cell] = [t("col.feature")]
     header += [Sym(f"{xname}[{i}]·{wname}[{i},c]", rf"{xname}_{{{i}}}{wname}_{{{i},c}}") for i in range(k)]
     if d_in > k:
         header.append(t("path.col_other", n=d_in - k))
@@ -131,7 +131,8 @@ def projection_table(x: np.ndarray, weight, rows: Sequence[int], bias, y: np.nda
     for c in range(n):
         col = R.as_f64(weight[rows[c]])  # (d_in,)
         prods = x * col
-        row = [c] + [t("path.product", a=float(x[i]), b=float(col[i])) for i in range(k)]
+        row: list[Cell] = [c]
+        row += [t("path.product", a=float(x[i]), b=float(col[i])) for i in range(k)]
         if d_in > k:
             row.append(float(prods[k:].sum()))
         row.append(float(prods.sum()))
@@ -173,6 +174,7 @@ def activation_blocks(name: str, pre: np.ndarray, out: np.ndarray, dims: int, up
     header = [t("col.feature"), Sym("a", "a")] + mid[0] + [Sym("act(a)", r"\mathrm{act}(a)")]
     body = [[c, float(a[c])] + mid[1][c] + [float(out[c])] for c in range(n)]
     if up is not None:
+        assert hidden is not None  # a gated MLP gives both
         header += [Sym("up", r"\mathrm{up}"), Sym("act(a)·up", r"\mathrm{act}(a)\cdot\mathrm{up}")]
         for c in range(n):
             body[c] += [float(up[c]), float(hidden[c])]
@@ -202,7 +204,7 @@ def output_step(z: np.ndarray, W_O, bias, out: np.ndarray, dims: int, head: int,
     d = len(out)
     n = min(dims, d)
     W = R.as_f64(W_O[:n])  # (n, H·d_head): output c's row
-    body = []
+    body: list[list] = []
     for h in range(H):
         share = [float(z[h] @ W[c, h * dh:(h + 1) * dh]) for c in range(n)]
         body.append([t("path.head_share", h=h) if h != head else t("path.head_share_this", h=h)] + share)

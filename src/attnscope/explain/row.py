@@ -73,7 +73,7 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
         check_unicode(str(token), "the query token")
     listing = inputs.ordinal_list(tokens)
     n = len(tokens)
-    notes = []
+    notes: list = []
     if position is not None:
         if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
             raise InputError(f"position must be an integer, got {position!r}")
@@ -171,6 +171,7 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
     blocks.append(Para(t("row.prob_sum", total=float(v["weights"].sum()))))
     steps.append(Step("weights", t("row.step_prob"), blocks))
 
+    n = 0  # the features of V shown (with a V)
     if V is not None:
         V = np.asarray(V, dtype=np.float64)
         d_v = V.shape[1]
@@ -237,7 +238,7 @@ def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=No
     if d_k is not None:
         if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or d_k < 1:
             raise InputError(f"d_k must be a positive integer, got {d_k!r}")
-        f, kind = R.score_factor("scaled", int(d_k)), "scaled"
+        f, kind = float(R.score_factor("scaled", int(d_k))), "scaled"  # a float already: no τ
     elif factor is not None:
         f, kind = float(factor), "factor"
     else:

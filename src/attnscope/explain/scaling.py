@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 from decimal import localcontext
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .. import exact as E
 from ..errors import InputError
 from ..reference import softmax
-from .doc import Formula, Matrix, Para, Step, Sym, Table, VecParam, Worked, t
+from .doc import Block, Formula, Matrix, Para, Step, Sym, Table, VecParam, Worked, t
 from .numbers import fmt, round_half_up, short
 
 #: The score vectors of the articles (000: the row of 喜 and the saturation example).
@@ -75,8 +75,9 @@ def sampled_variance(d: int, samples: int, rng: np.random.Generator, chunk: int 
 
 
 def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
-                    vectors: Optional[Sequence[Sequence[float]]] = None) -> Worked:
-    """The scaling lesson for ``d_k``; ``vectors``: score vectors to softmax (default: the articles')."""
+                    vectors: Optional[Sequence[Any]] = None) -> Worked:
+    """The scaling lesson for ``d_k``; ``vectors``: score vectors to softmax, or one vector (default:
+    the articles')."""
     if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or not 1 <= d_k <= 65536:
         raise InputError(f"d_k must be an integer from 1 to 65536, got {d_k!r}")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 2 <= samples <= 10**7:
@@ -85,6 +86,8 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     if vectors is None:
         vectors = DEFAULT_VECTORS
+    if len(vectors) == 0:  # the softmax and Jacobian steps need a vector
+        raise InputError("vectors: give at least one score vector to softmax (or None for the articles' vectors)")
     if len(vectors) and not isinstance(vectors[0], (list, tuple, np.ndarray)):
         vectors = [vectors]
     vecs = []
@@ -107,7 +110,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
     # 2. variance
     rng = np.random.default_rng(seed)
     ladder = sorted(set(LADDER) | {d_k})
-    rows = []
+    rows: list[list] = []
     sampled = {}
     for d in ladder:
         var, var_scaled = sampled_variance(d, samples, rng)
@@ -127,7 +130,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
     ]))
 
     # 3. softmax with and without the scale
-    blocks = [Para(t("sc.softmax_intro", dk=d_k, root=root_shown))]
+    blocks: list[Block] = [Para(t("sc.softmax_intro", dk=d_k, root=root_shown))]
     jac_vec = None
     for vec in vecs:
         p_raw, p_scaled = softmax(vec), softmax(vec / root)
@@ -157,6 +160,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
     steps.append(Step("softmax", t("sc.step_softmax"), blocks))
 
     # 4. Jacobian
+    assert jac_vec is not None  # there is at least one vector (checked above)
     vec, p_raw, p_scaled = jac_vec
     J_raw, J_scaled = jacobian(p_raw), jacobian(p_scaled)
     names = [str(j + 1) for j in range(len(vec))]
@@ -175,7 +179,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
               Para(t("sc.ce_grad", target=target + 1, g=VecParam(list(p_raw - y)), gs=VecParam(list(p_scaled - y)))),
               Para(t("sc.jac_conclusion"))]
     key = tuple(float(x) for x in vec)
-    if key == DEFAULT_VECTORS[0] or key == tuple(DEFAULT_VECTORS[0]):
+    if key == tuple(DEFAULT_VECTORS[0]):
         blocks.append(Para(t("sc.article_grad", g="[-0.0001, 0, 0]", gs="[-0.24, 0.02, 0.22]"), style="warn"))
     steps.append(Step("jacobian", t("sc.step_jacobian"), blocks))
 

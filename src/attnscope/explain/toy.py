@@ -119,13 +119,13 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
     m = p.modern
     L, d_k, d_v = p.L, p.d_k, x["Vh"].shape[1]
     toks = p.tokens
-    d_model = p.X.shape[1] if p.projected else None
+    d_model = p.X.shape[1] if p.X is not None else None  # p.projected
     small_dot = expand == "always" or (expand == "auto" and L <= 6 and d_k <= 4 and (d_model or 0) <= 4)
     small_sum = expand == "always" or (expand == "auto" and L <= 6 and d_v <= 6)
     steps: list[Step] = []
 
     intro = [Para(t("toy.intro", L=L, tokens=" ".join(toks), dk=d_k, dv=d_v)), attention_formula(p)]
-    if p.projected:
+    if p.X is not None:  # p.projected
         intro.append(Matrix(Sym("X", "X"), p.X, rows=toks, caption=t("toy.x_caption", d=d_model), exact=True))
         for k in ("W_Q", "W_K", "W_V") + (("W_O",) if p.W_O is not None else ()):
             intro.append(Matrix(Sym(k, k), getattr(p, k), exact=True))
@@ -295,7 +295,7 @@ def _meaning_step(p: ToyProblem, x: dict, allowed: np.ndarray, blind: list) -> S
             blocks.append(Para(t("toy.meaning_row", tok=toks[i], shares=shares)))
     first = next((i for i in range(p.L) if i not in blind), None)
     if first is not None:
-        if p.projected and "projected" in x and x["projected"].shape[1] == p.X.shape[1]:
+        if p.X is not None and "projected" in x and x["projected"].shape[1] == p.X.shape[1]:  # p.projected
             blocks.append(Para(t("toy.meaning_first_xy", tok=toks[first], x=_vec_text(p.X[first], exact=True),
                                  y=_vec_text(x["projected"][first]))))
         else:

@@ -60,12 +60,16 @@ class ToyProblem:
 
     @property
     def L(self) -> int:
-        return int((self.X if self.X is not None else self.Q).shape[0])
+        m = self.X if self.X is not None else self.Q
+        assert m is not None  # a validated problem has X or Q
+        return int(m.shape[0])
 
     @property
     def d_k(self) -> int:
         """The width of one head's q and k (all of Q's columns with one head)."""
-        return int(self.W_Q.shape[1] if self.X is not None else self.Q.shape[1]) // self.modern.n_heads
+        m = self.W_Q if self.X is not None else self.Q
+        assert m is not None  # a validated problem has W_Q with X, else Q
+        return int(m.shape[1]) // self.modern.n_heads
 
     @property
     def projected(self) -> bool:
@@ -144,30 +148,34 @@ class ToyProblem:
             missing = [k for k in ("Q", "K", "V") if getattr(self, k) is None]
             if missing:
                 raise InputError(f"{src}: missing key {', '.join(missing)} (Q, K and V are all needed)")
-            L, d_k = self.Q.shape
-            if self.K.shape[1] != d_k and self.modern.n_heads == 1:
-                raise ShapeError(f"{src}, key K: K has {counted(self.K.shape[1], 'column')} but Q has {d_k}; "
+            Q, K, V = self.Q, self.K, self.V
+            assert Q is not None and K is not None and V is not None  # none is missing (just checked)
+            L, d_k = Q.shape
+            if K.shape[1] != d_k and self.modern.n_heads == 1:
+                raise ShapeError(f"{src}, key K: K has {counted(K.shape[1], 'column')} but Q has {d_k}; "
                                  "q·k needs the same length d_k")
-            if self.K.shape[0] != L or self.V.shape[0] != L:
-                bad = "K" if self.K.shape[0] != L else "V"
+            if K.shape[0] != L or V.shape[0] != L:
+                bad = "K" if K.shape[0] != L else "V"
                 raise ShapeError(f"{src}, key {bad}: {bad} has {counted(getattr(self, bad).shape[0], 'row')} but Q has {L}; "
                                  "self-attention needs one row per token")
-            d_v = self.V.shape[1]
+            d_v = V.shape[1]
         else:
             missing = [k for k in ("X", "W_Q", "W_K", "W_V") if getattr(self, k) is None]
             if missing:
                 raise InputError(f"{src}: missing key {', '.join(missing)} (X, W_Q, W_K and W_V are all needed)")
-            L, d_model = self.X.shape
+            X, W_Q, W_K, W_V = self.X, self.W_Q, self.W_K, self.W_V
+            assert X is not None and W_Q is not None and W_K is not None and W_V is not None  # none is missing
+            L, d_model = X.shape
             for k in ("W_Q", "W_K", "W_V"):
                 w = getattr(self, k)
                 if w.shape[0] != d_model:
                     raise ShapeError(f"{src}, key {k}: {k} has {counted(w.shape[0], 'row')} "
                                      f"but X has {counted(d_model, 'column')}; "
                                      f"X·{k} needs as many rows in {k} as columns in X")
-            if self.W_K.shape[1] != self.W_Q.shape[1] and self.modern.n_heads == 1:
-                raise ShapeError(f"{src}, key W_K: W_K has {counted(self.W_K.shape[1], 'column')} but W_Q has "
-                                 f"{self.W_Q.shape[1]}; q·k needs the same d_k")
-            d_v = self.W_V.shape[1]
+            if W_K.shape[1] != W_Q.shape[1] and self.modern.n_heads == 1:
+                raise ShapeError(f"{src}, key W_K: W_K has {counted(W_K.shape[1], 'column')} but W_Q has "
+                                 f"{W_Q.shape[1]}; q·k needs the same d_k")
+            d_v = W_V.shape[1]
         if self.modern.any:
             src_keys = ("W_Q", "W_K", "W_V") if not direct else ("Q", "K", "V")
             mats = [getattr(self, k) for k in (("W_Q", "W_K", "W_V") if not direct else ("Q", "K", "V"))]

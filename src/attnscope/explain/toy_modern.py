@@ -75,6 +75,7 @@ class Modern:
         return np.arange(L, dtype=np.float64) if self.positions is None else np.asarray(self.positions, dtype=np.float64)
 
     def inv_freq(self, d: int) -> np.ndarray:
+        assert self.rope_base is not None  # asked only with rotary positions
         return R.rope_inv_freq(d, self.rope_base)
 
     # the steps, float64 (also run by the checker on a learner's own numbers) -------------------

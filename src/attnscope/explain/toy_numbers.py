@@ -17,7 +17,7 @@ plots; it raises InputError naming the step where float64 cannot hold a value.
 from __future__ import annotations
 
 from decimal import localcontext
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -65,6 +65,7 @@ def rms(m: Modern, x: np.ndarray, which: str) -> np.ndarray:
 def rotate(m: Modern, x: np.ndarray) -> np.ndarray:
     """Each row of the Decimal array ``x`` (L, d) turned at its position."""
     d = x.shape[1]
+    assert m.rope_base is not None  # turned only with rotary positions
     return E.rotate(x, m.pos(x.shape[0]), E.rope_inv_freq(d, m.rope_base), R.rope_pairs(d, m.pairing))
 
 
@@ -103,7 +104,7 @@ def compute_exact(p: ToyProblem) -> dict:
     f = exact_factor(p)
     with localcontext(E.CTX):
         scaled = scores * f  # (L, L)
-    masked = np.where(p.allowed(), scaled, E.NEG_INF)  # (L, L)
+    masked = np.where(p.allowed(), scaled, np.array(E.NEG_INF, dtype=object))  # (L, L), Decimals
     soft = E.softmax_parts(masked)
     products, output = E.weighted_sum(soft["weights"], out["Vh"])  # (L, L, d_v), (L, d_v)
     out.update(scores=scores, factor=f, scaled=scaled, masked=masked, shift=soft["shift"], exp=soft["exp"],
@@ -121,7 +122,7 @@ def compute(p: ToyProblem, exact: Optional[dict] = None) -> dict:
     """:func:`compute_exact` as float64 arrays (``exact``: its result, when already computed);
     ``Qop``/``Kop`` are the operands, ``shift`` and ``sums`` (L,)."""
     ex = compute_exact(p) if exact is None else exact
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in ex.items():
         if name == "factor":
             out[name] = float(value)

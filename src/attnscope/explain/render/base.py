@@ -71,7 +71,9 @@ def tex_to_text(s: str) -> str:
         s = re.sub(r"_\{([0-9]+)\}", lambda m: m.group(1).translate(_SUBS), s)
     for word in sorted(_WORDS, key=len, reverse=True):
         guard = r"(?![A-Za-z])" if word[-1].isalpha() else ""
-        s = re.sub(re.escape(word) + guard, lambda m, w=word: _WORDS[w], s)
+        def spelled(m: re.Match, w: str = word) -> str:
+            return _WORDS[w]
+        s = re.sub(re.escape(word) + guard, spelled, s)
     s = re.sub(r"\^\{([^{}]*)\}", lambda m: "^" + _wrap(m.group(1)), s)
     s = re.sub(r"_\{([^{}]*)\}", r"_\1", s)
     return s.replace("{", "").replace("}", "").replace("-∞", "−∞")  # the minus sign numbers use
@@ -174,7 +176,9 @@ class Ctx:
                 part = part if self.flavour == "tex" else tex_to_text(part)
             elif self.flavour == "tex":
                 part = tex_escape(part)
-            part = re.sub("\x00(\\d+)\x00", lambda m, values=values: values[int(m.group(1))], part)
+            def put_back(m: re.Match, values: list = values) -> str:
+                return values[int(m.group(1))]
+            part = re.sub("\x00(\\d+)\x00", put_back, part)
             out.append(f"${part}$" if math and self.flavour == "tex" else part)
         return "".join(out)
 

@@ -4,6 +4,7 @@ as aligned lines. Nothing is parsed as rich markup (tokens such as ``[CLS]`` sta
 from __future__ import annotations
 
 import io
+from typing import Optional
 
 from rich import box
 from rich.console import Console
@@ -74,7 +75,7 @@ def table(ctx: Ctx, t: Table) -> RichTable:
     return tab
 
 
-def print_rich(w, lang: str = "en", decimals: int = 4, file=None, console: Console = None) -> None:
+def print_rich(w, lang: str = "en", decimals: int = 4, file=None, console: Optional[Console] = None) -> None:
     console = console or Console(file=file, highlight=False, soft_wrap=False)
     ctx = Ctx(lang, decimals, "text")
     for r in _renderables(w, ctx, console.width):
