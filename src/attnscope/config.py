@@ -111,9 +111,9 @@ class TransformerConfig:
         return cls(**known)
 
 
-def _kinds(root: type = TransformerConfig) -> dict:
-    """``kind`` → config class, over every subclass defined so far."""
-    out = {root.kind: root}
+def _kinds(root: type[TransformerConfig] = TransformerConfig) -> dict[Optional[str], type[TransformerConfig]]:
+    """``kind`` → config class, over every subclass defined so far (looked up with a dict's kind or None)."""
+    out: dict[Optional[str], type[TransformerConfig]] = {root.kind: root}
     for sub in root.__subclasses__():
         for kind, c in _kinds(sub).items():
             out.setdefault(kind, c)  # a subclass that keeps its parent's kind does not replace it

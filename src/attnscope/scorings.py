@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Union, cast
 
 import numpy as np
 import torch
@@ -230,7 +230,8 @@ def _cosine_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) ->
 
 
 def _cosine_temperature(m: nn.Module) -> Tensor:
-    return torch.exp(-m.logit_scale.clamp(max=math.log(100.0)))  # (H, 1, 1) = τ
+    logit_scale = cast(Tensor, m.logit_scale)  # the parameter _cosine_parameters made on m
+    return torch.exp(-logit_scale.clamp(max=math.log(100.0)))  # (H, 1, 1) = τ
 
 
 def _qknorm_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) -> dict:
@@ -239,7 +240,8 @@ def _qknorm_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) ->
 
 
 def _qknorm_module_prepare(m: nn.Module, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
-    return m.q_norm(q), m.k_norm(k)  # learnable LayerNorm over d_head
+    q_norm, k_norm = cast(nn.LayerNorm, m.q_norm), cast(nn.LayerNorm, m.k_norm)  # made by _qknorm_parameters
+    return q_norm(q), k_norm(k)  # learnable LayerNorm over d_head
 
 
 BUILTIN = ("scaled", "unscaled", "inv_d", "cosine", "qknorm")

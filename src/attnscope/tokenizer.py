@@ -265,8 +265,8 @@ def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_ch
     if lines and lines[-1] == "":
         lines.pop()
     vocab: dict[str, int] = {}
-    for i, tok in enumerate(lines):
-        vocab[tok] = i  # a repeated line: the last one wins, as in BertTokenizer's load_vocab
+    for i, word in enumerate(lines):
+        vocab[word] = i  # a repeated line: the last one wins, as in BertTokenizer's load_vocab
     for special in (unk, cls, sep):
         if special not in vocab:
             raise ModelLoadError(f"{vocab_file} has no {special} token; a BERT vocabulary needs {unk}, {cls} and {sep}")

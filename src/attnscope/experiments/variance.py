@@ -90,7 +90,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
               "distributions": list(dists), "hist_n": hist_n, "hist_d_k": HIST_D_K}
 
     g = torch.Generator().manual_seed(seed)
-    rows = []
+    rows: list[dict] = []
     bar = progress_bar(total=len(dists) * len(d_ks), desc="variance", enabled=progress, unit="d_k")
     for dist in dists:
         m4 = DISTRIBUTIONS[dist]

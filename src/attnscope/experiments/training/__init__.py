@@ -52,6 +52,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict
+from typing import Any
 
 from ...errors import ConfigError
 from ..base import ExperimentResult, check_seed
@@ -122,7 +123,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
 def settings_from_params(params: dict) -> Settings:
     """The :class:`Settings` that ``results.json``'s ``params`` were written from."""
     names = Settings.__dataclass_fields__
-    kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in params.items() if k in names}
+    kw: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in params.items() if k in names}
     return Settings(**kw)
 
 

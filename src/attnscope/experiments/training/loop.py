@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import time
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 
 from ..base import torch_threads
 from ..tasks import IGNORE, eval_set, task_from_spec
-from .model import Probe, build_model
+from .model import Probe, build_model, encoder_layers
 from .settings import Settings
 from .verdicts import mean_finite, run_flags
 
@@ -59,8 +60,8 @@ def _train_one(spec: dict) -> dict:
     ev_ids, ev_tgt = eval_set(task, spec["eval_size"], spec["eval_seed"])
     ev_rows = ev_tgt != IGNORE  # (N, L) rows whose attention we summarise
 
-    qk_rows = [slice(0, 2 * layer.attn.d_model) for layer in model.encoder.layers]
-    curve = {k: [] for k in ("step", "eval_loss", "eval_acc", "train_loss", "entropy", "entropy_norm",
+    qk_rows = [slice(0, 2 * layer.attn.d_model) for layer in encoder_layers(model)]
+    curve: dict[str, list] = {k: [] for k in ("step", "eval_loss", "eval_acc", "train_loss", "entropy", "entropy_norm",
                              "uniform_entropy", "max_weight", "grad_scores", "grad_qk", "lr")}
     diverged = False
     train_sum, train_n = 0.0, 0
@@ -106,8 +107,9 @@ def _train_one(spec: dict) -> dict:
         probe.want_grad = False
         if logged:
             g_scores = math.sqrt(float(sum(probe.grad_sq))) if probe.grad_sq else math.nan
-            g_qk = math.sqrt(sum(float(layer.attn.W_qkv.weight.grad[r].double().pow(2).sum())
-                                 for layer, r in zip(model.encoder.layers, qk_rows)))
+            # cast: loss.backward() just gave every W_qkv its .grad
+            g_qk = math.sqrt(sum(float(cast(torch.Tensor, layer.attn.W_qkv.weight.grad)[r].double().pow(2).sum())
+                                 for layer, r in zip(encoder_layers(model), qk_rows)))
             pending_grad = (g_scores, g_qk)
             # The evaluation at step t is of the weights after t updates; the gradient is the one
             # that the t-th batch produces at those weights.

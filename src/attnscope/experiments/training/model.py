@@ -4,7 +4,7 @@ its initialisation per variant, and the :class:`Probe` that reads attention thro
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Optional, cast
 
 import torch
 from torch import nn
@@ -12,6 +12,7 @@ from torch import nn
 from ...config import TransformerConfig
 from ...errors import ConfigError
 from ...modules import TransformerEncoder
+from ...modules.encoder import EncoderLayer
 from .settings import VARIANTS, Settings
 
 
@@ -56,6 +57,11 @@ def init_weights(model: nn.Module, generator: torch.Generator, init: str = "lecu
                 m.weight.normal_(0.0, 1.0 if init == "lecun" else 0.02, generator=generator)
 
 
+def encoder_layers(model: TaskModel) -> list[EncoderLayer]:
+    """The encoder's layers as what they are (an nn.ModuleList hands a type checker plain Modules)."""
+    return cast("list[EncoderLayer]", list(model.encoder.layers))
+
+
 def fold_scale(model: TaskModel, d_k: int) -> None:
     """T5-style: divide the query rows of every fused ``W_qkv`` (weights and bias) by √d_k.
 
@@ -63,7 +69,7 @@ def fold_scale(model: TaskModel, d_k: int) -> None:
     scaled one does, but the factor now lives in a trainable parameter.
     """
     with torch.no_grad():
-        for layer in model.encoder.layers:
+        for layer in encoder_layers(model):
             d = layer.attn.d_model
             layer.attn.W_qkv.weight[:d].mul_(d_k ** -0.5)
             if layer.attn.W_qkv.bias is not None:
@@ -96,7 +102,7 @@ class Probe:
         self.grad_sq: list[torch.Tensor] = []
         self.stats: list[dict] = []
         self.handles = []
-        for layer in model.encoder.layers:
+        for layer in encoder_layers(model):
             self.handles.append(layer.attn.scaled.add_hook(self._on_scaled))
             self.handles.append(layer.attn.weights.add_hook(self._on_weights))
 

@@ -146,6 +146,6 @@ def report(result: ExperimentResult, settings: Settings) -> str:
                             for r in sorted(rows, key=lambda r: (r["d_k"], VARIANTS.index(r["variant"])))]),
                   "", f"![curves {t}](curves_{t}.png)", ""]
     lines += ["![summary](summary.png)", "",
-              f"Time: {result.timing.get('total_s', 0.0):.0f} s wall ({counted(result.timing.get('jobs', 1), 'job')}); "
+              f"Time: {result.timing.get('total_s', 0.0):.0f} s wall ({counted(int(result.timing.get('jobs', 1)), 'job')}); "
               f"sum of run times {result.timing.get('run_seconds_sum', 0.0):.0f} s."]
     return "\n".join(lines)

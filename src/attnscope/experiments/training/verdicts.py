@@ -117,6 +117,7 @@ def speedups(summary: list[dict], runs: list[dict], fast: str = "scaled", slow: 
             if target is None or not math.isfinite(target):
                 continue
             s_slow = first_step_at_or_below(rs, target)
+            assert s_slow is not None  # slow's own curve reaches the final loss it ended with
             s_fast = first_step_at_or_below(rf, target)
             losses.append(target)
             if s_fast is None:  # fast never got as low as slow's end: slow was faster
