@@ -381,11 +381,6 @@ class TextStore:
         return len(self._items)
 
     @property
-    def block_rows(self) -> int:
-        """Query rows computed at once (:data:`BLOCK` weights)."""
-        return max(64, BLOCK // self.n)
-
-    @property
     def nbytes(self) -> int:
         with self._lock:
             return sum(h.nbytes for h in self._items.values())

@@ -95,8 +95,10 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
     for k, tr in enumerate(traces):
         if tr is not None:
             held[k] = HeldText(tr, display_tokens(model, tr.text_tokens(0)))
-    data = view_data_mod.page_header([(_Lengths(h, model), 0) for h in held], decimals)
-    for t, key, h in zip(texts, ids, held):
+    ready = [h for h in held if h is not None]
+    assert len(ready) == len(held)  # each text was held already or traced just now
+    data = view_data_mod.page_header([(_Lengths(h, model), 0) for h in ready], decimals)
+    for t, key, h in zip(texts, ids, ready):
         store.put(key, h)
         data["texts"].append({"text": t, "tokens": h.tokens,
                               "remote": {"id": key, "n": h.n, "thumb": min(h.n, THUMB), "api": api}})

@@ -15,13 +15,15 @@ from .data import all_text
 @lru_cache(maxsize=None)
 def asset(name: str) -> str:
     """The text of ``viewer/assets/<name>`` (shipped as package data)."""
-    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+    # one part per joinpath: Python 3.10's Traversable.joinpath takes a single child
+    return resources.files(__package__).joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def script() -> str:
     """The viewer's JavaScript: the core views, then the views that extend them (generation,
     matrix) and the reading of texts the server holds."""
-    return "\n".join(asset(name) for name in ("viewer.js", "viewer_generation.js", "viewer_matrix.js", "viewer_remote.js"))
+    return "\n".join(asset(name) for name in ("viewer.js", "viewer_generation.js", "viewer_matrix.js", "viewer_remote.js",
+                                                   "viewer_workers.js"))
 
 
 def json_for_script(obj) -> str:
