@@ -97,6 +97,8 @@ def best(runs: list[dict]) -> dict:
 
 
 def bench_file(ctx, console, args) -> list[tuple]:
+    if not args.file_tokens:
+        return []
     import attnscope
     from attnscope.viewer import data as vdata
     from attnscope.viewer.html import render
@@ -148,6 +150,8 @@ def start_server(model: str):
 
 
 def bench_serve(ctx, console, args) -> list[tuple]:
+    if not args.serve_tokens:
+        return []
     import attnscope
 
     model = attnscope.load(args.serve_model)

@@ -197,12 +197,46 @@
   Text.prototype.weights = function (layer, head) {
     var key = layer * this.H + head, hit = this.cache.get(key);
     if (hit) { this.cache.delete(key); this.cache.set(key, hit); return hit; }
-    // the same arithmetic as scaledRow + softmaxInto, with q and k copied to float64 once; four
-    // keys at a time, each score still summed over t = 0 … d − 1 in order (the same bits as
-    // scaledRow), the four independent sums keeping the CPU's adders busy
-    var n = this.n, d = this.d, out = new Float32Array(n * n), row = new Float64Array(n);
-    var q = this.operand(layer, 0, head), k = this.operand(layer, 1, head);
-    var f = this.cfg.factor, causal = this.cfg.causal, win = this.window(layer);
+    var out = new Float32Array(this.n * this.n);
+    headWeights(this.operand(layer, 0, head), this.operand(layer, 1, head), this.n, this.d, this.cfg.factor,
+      this.cfg.causal, this.window(layer), out);
+    return this.keepWeights(layer, head, out);
+  };
+  Text.prototype.hasWeights = function (layer, head) { return this.cache.has(layer * this.H + head); };
+  Text.prototype.keepWeights = function (layer, head, out, summary) {
+    var key = layer * this.H + head;
+    this.cache.set(key, out);
+    if (!this.sums) this.sums = new Map();
+    if (summary) this.sums.set(key, summary); else this.sums.delete(key);
+    var budget = Math.max(8, Math.floor(96e6 / (4 * this.n * this.n)));  // at most ~96 MB of cached heads
+    while (this.cache.size > budget) { var old = this.cache.keys().next().value; this.cache.delete(old); this.sums.delete(old); }
+    return out;
+  };
+  // What the head view reads of one head's weights (headSummary), kept beside them.
+  Text.prototype.summary = function (layer, head) {
+    var key = layer * this.H + head, W = this.weights(layer, head), sm = this.sums.get(key);
+    if (!sm) { sm = headSummary(W, this.n, LINE_BUDGET); this.sums.set(key, sm); }
+    return sm;
+  };
+  // The head view's digest of one head's weights W (n × n): ``bins``, the weights > 0 counted in
+  // steps of 0.001 (bin 1000: weights of 1), and ``idx``, the positions i·n + j of the weights at or
+  // above the head's own threshold for `budget` lines — every pair a selection of heads draws is
+  // among them, since its threshold is at least each head's own. Self-contained (Web Workers).
+  function headSummary(W, n, budget) {
+    var bins = new Float64Array(1001), total = 0, i, b = 0;
+    for (i = 0; i < n * n; i++) if (W[i] > 0) { bins[Math.min(1000, Math.floor(W[i] * 1000))]++; total++; }
+    while (total > budget && b < 1000) { total -= bins[b]; b++; }
+    var minw = b / 1000, idx = [];
+    for (i = 0; i < n * n; i++) if (W[i] > 0 && W[i] >= minw) idx.push(i);
+    return { bins: bins, idx: Int32Array.from(idx) };
+  }
+
+  // softmax(f · q·kᵀ) of one head into out (n × n): the same arithmetic as scaledRow + softmaxInto,
+  // q and k (n × d, float64) as operand() gives them; four keys at a time, each score still summed
+  // over t = 0 … d − 1 in order (the same bits as scaledRow), the four independent sums keeping the
+  // CPU's adders busy. Self-contained: viewer_workers.js runs it in Web Workers too.
+  function headWeights(q, k, n, d, f, causal, win, out) {
+    var row = new Float64Array(n);
     for (var i = 0; i < n; i++) {
       var qi = i * d, m = -Infinity, j, t, sum = 0, s;
       for (j = 0; j + 3 < n; j += 4) {
@@ -225,11 +259,8 @@
       for (j = 0; j < n; j++) { row[j] = Math.exp(row[j] - m); sum += row[j]; }
       for (j = 0; j < n; j++) out[i * n + j] = row[j] / sum;
     }
-    this.cache.set(key, out);
-    var budget = Math.max(8, Math.floor(64e6 / (4 * n * n)));  // at most ~64 MB of cached heads
-    while (this.cache.size > budget) this.cache.delete(this.cache.keys().next().value);
     return out;
-  };
+  }
 
   // ---------------------------------------------------------------------------------------------
   // painting: one code path for the screen (canvas) and for PNG / SVG export
@@ -665,9 +696,10 @@
     if (this._minw && this._minw.key === key) return this._minw.value;
     var bins = new Float64Array(1001), total = 0;  // weights in steps of 0.001
     for (var hi = 0; hi < s.heads.length; hi++) {
-      var W = t.weights(s.layer, s.heads[hi]);
-      for (var i = 0; i < n * n; i++) { if (W[i] > 0) { bins[Math.min(1000, Math.floor(W[i] * 1000))]++; total++; } }
+      var hb = t.summary(s.layer, s.heads[hi]).bins;
+      for (var b = 0; b <= 1000; b++) { bins[b] += hb[b]; total += hb[b]; }
     }
+    void n;
     var value = 0, kept = total, b = 0;
     while (kept > LINE_BUDGET && b < 1000) { kept -= bins[b]; b++; value = b / 1000; }
     this._minw = { key: key, value: value };
@@ -682,7 +714,19 @@
     for (var hi = 0; hi < s.heads.length; hi++) {
       var h = s.heads[hi], W = t.weights(s.layer, h), buckets = [];
       for (var b = 0; b < 16; b++) buckets.push([]);
-      var i0 = only !== null ? only : 0, i1 = only !== null ? only + 1 : n;
+      if (only === null) {  // every pair at or above minw is among the head's own strongest
+        var idx = t.summary(s.layer, h).idx;
+        for (var x = 0; x < idx.length; x++) {
+          var wx = W[idx[x]];
+          if (wx < minw || wx <= 0) continue;
+          var yq = y0 + Math.floor(idx[x] / n) * ROW + ROW / 2, yk = y0 + (idx[x] % n) * ROW + ROW / 2;
+          if ((yq < lo && yk < lo) || (yq > hi && yk > hi)) continue;
+          buckets[Math.min(15, Math.floor(wx * 16))].push(x0, yq, x1, yk);
+        }
+        out.push({ head: h, buckets: buckets });
+        continue;
+      }
+      var i0 = only, i1 = only + 1;
       for (var i = i0; i < i1; i++) {
         var yi = y0 + i * ROW + ROW / 2;
         for (var j = 0; j < n; j++) {
@@ -1174,5 +1218,6 @@
     Text: Text,  // for viewer_remote.js
     // for the views in viewer_generation.js
     util: { el: el, esc: esc, viridis: viridis, headColor: headColor, FONT: FONT, ROW: ROW, tokLabel: tokLabel,
-      decodeArray: decodeArray, fontsReady: fontsReady } };  // the last two: for viewer_seq2seq.js
+      decodeArray: decodeArray, fontsReady: fontsReady, headWeights: headWeights, headSummary: headSummary,
+      LINE_BUDGET: LINE_BUDGET } };  // decodeArray, fontsReady: viewer_seq2seq.js; headWeights: viewer_workers.js
 })();
