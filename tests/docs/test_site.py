@@ -1,0 +1,292 @@
+"""The docs site (mkdocs.yml): built with ``mkdocs build --strict``, and opened from disk in headless
+Chromium with every request that would leave the machine refused and recorded.
+
+- The real build has no warning, and a strict build of the same configuration fails on a broken
+  link, a missing anchor and a missing API reference (so the clean build means something).
+- No built page or stylesheet names a remote script, stylesheet, font or image.
+- In Chromium, from file://: every kind of page renders (home, tutorial, the Chinese tutorial, a
+  how-to, the API reference), the offline search finds a word, and no request other than file:,
+  data: or blob: is made. Chinese text is drawn with the site's own CJK font (asked of Chromium
+  with ``CSS.getPlatformFontsForNode``, on this machine without CJK system fonts), never a
+  fallback box. Screenshots go to artifacts/docs/ to be looked at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "mkdocs.yml"
+ARTIFACTS = ROOT / "artifacts" / "docs"
+CJK_FAMILY = "attnscope CJK"  # the family name inside the bundled font (attnscope.fonts.CJK_FAMILY)
+
+pytestmark = pytest.mark.slow
+
+
+def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
+                           "--site-dir", str(site)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> tuple[Path, str]:
+    """The site built from the repository's mkdocs.yml (once per run, shared by xdist workers):
+    (site folder, build log)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this run's folder
+    out, log = shared / "docs-site", shared / "docs-site.log"
+    with FileLock(str(shared / "docs-site.lock")):
+        if not log.exists():
+            r = mkdocs_build(CONFIG, out)
+            log.write_text(f"rc={r.returncode}\n{r.stdout}{r.stderr}", encoding="utf-8")
+    text = log.read_text(encoding="utf-8")
+    assert text.startswith("rc=0\n"), f"mkdocs build --strict failed:\n{text}"
+    return out, text
+
+
+def test_strict_build_has_no_warning(site):
+    out, log = site
+    bad = [ln for ln in log.splitlines() if re.match(r"\s*(WARNING|ERROR)\b", ln)]
+    assert bad == [], "\n".join(bad)
+    for page in ("index.html", "getting-started.html", "tutorial/index.html", "zh/tutorial/index.html",
+                 "howto/inspect-a-head.html", "reference/api.html", "reference/cli.html", "search/search_index.js",
+                 "assets/fonts/attnscope-cjk.otf", "assets/fonts/OFL.txt", "stylesheets/cjk.css"):
+        assert (out / page).is_file(), f"{page} was not built"
+
+
+def _variant(tmp: Path, pages: dict[str, str]) -> Path:
+    """The repository's configuration over a docs folder of ``pages`` only (all of them in the nav)."""
+    cfg = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
+    docs = tmp / "docs"
+    for name, text in pages.items():
+        (docs / name).parent.mkdir(parents=True, exist_ok=True)
+        (docs / name).write_text(text, encoding="utf-8")
+    cfg["docs_dir"] = str(docs)
+    cfg["nav"] = list(pages)
+    cfg["hooks"] = [str(ROOT / h) for h in cfg["hooks"]]
+    cfg["extra"]["polyfills"] = []
+    for plugin in cfg["plugins"]:
+        if isinstance(plugin, dict) and "mkdocstrings" in plugin:
+            plugin["mkdocstrings"]["handlers"]["python"]["paths"] = [str(ROOT / "src")]
+    path = tmp / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+GOOD = {"index.md": "# Home\n\n[the other page](other.md#a-heading), [the API](api.md)\n",
+        "other.md": "# Other\n\n## A heading\n\n中文也可以。\n",
+        "api.md": "# API\n\n::: attnscope.functional.softmax\n"}
+
+
+@pytest.mark.parametrize("defect, pages, named", [
+    ("none", GOOD, None),
+    ("a link to a missing page", {**GOOD, "index.md": "# Home\n\n[gone](nowhere.md)\n"}, "nowhere.md"),
+    ("a link to a missing anchor", {**GOOD, "index.md": "# Home\n\n[gone](other.md#no-such-heading)\n"},
+     "no-such-heading"),
+    ("a missing API reference", {**GOOD, "api.md": "# API\n\n::: attnscope.functional.no_such_function\n"},
+     "no_such_function"),
+])
+def test_strict_build_fails_on_a_broken_link_or_reference(tmp_path, defect, pages, named):
+    r = mkdocs_build(_variant(tmp_path, pages), tmp_path / "site")
+    log = r.stdout + r.stderr
+    if named is None:
+        assert r.returncode == 0, log
+        assert (tmp_path / "site" / "api.html").read_text(encoding="utf-8").count("softmax") > 1
+    else:
+        assert r.returncode != 0, f"{defect}: the strict build passed\n{log}"
+        assert named in log, f"{defect}: the build log does not name {named!r}\n{log}"
+
+
+REMOTE = re.compile(r"""<(?:script|img|iframe|source|audio|video)\b[^>]*\bsrc=["']?(?:https?:)?//"""
+                    r"""|<link\b[^>]*\bhref=["']?(?:https?:)?//""", re.I)
+CSS_REMOTE = re.compile(r"""url\(\s*["']?(?:https?:)?//|@import\s+(?:url\()?\s*["']?(?:https?:)?//""", re.I)
+
+
+def test_no_page_or_stylesheet_names_a_remote_resource(site):
+    out, _ = site
+    bad = []
+    for f in out.rglob("*.html"):
+        bad += [f"{f.relative_to(out)}: {m.group(0)}" for m in REMOTE.finditer(f.read_text(encoding="utf-8"))]
+    for f in out.rglob("*.css"):
+        bad += [f"{f.relative_to(out)}: {m.group(0)}" for m in CSS_REMOTE.finditer(f.read_text(encoding="utf-8"))]
+    assert bad == [], "\n".join(bad[:20])
+    # the one remote script Material would add for file:// search is the vendored copy
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "assets/vendor/iframe-worker/shim.js" in index and "unpkg.com" not in index
+
+
+# ---------------------------------------------------------------------------------------------
+# In Chromium, from disk
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    from attnscope.testing.headless import chromium_path, launch
+    try:
+        chromium_path()
+    except FileNotFoundError as e:
+        pytest.fail(f"the site tests need Chromium: {e}", pytrace=False)
+    with sync_playwright() as p:
+        ctx, profile = launch(p)
+        left: list[str] = []
+
+        def refuse(route):
+            url = route.request.url
+            if url.startswith(("file:", "data:", "blob:")):
+                route.continue_()
+            else:
+                left.append(url)
+                route.abort()
+
+        ctx.route("**/*", refuse)
+        ctx.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else left.append(r.url))
+        ctx.left = left
+        try:
+            yield ctx
+        finally:
+            ctx.close()
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh tab; the test fails if the page logs an error, throws, or a request leaves the machine."""
+    pg = browser.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    pg.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+    del browser.left[:]
+    yield pg
+    pg.close()
+    # DevTools' CSS agent re-reads file: stylesheets and logs this about its own request
+    errors = [e for e in errors if "'file:' URLs are treated as unique security origins" not in e]
+    assert errors == [], errors
+    assert browser.left == [], f"requests that left the machine: {browser.left}"
+
+
+def _open(page, site, rel: str) -> None:
+    out, _ = site
+    page.goto((out / rel).as_uri())
+    page.wait_for_load_state("load")
+    page.evaluate("() => document.fonts.ready")
+
+
+PAGES = {
+    "index.html": "attnscope",
+    "getting-started.html": "Getting started",
+    "tutorial/index.html": "tutorial",
+    "tutorial/scaling.html": "√d",
+    "zh/tutorial/index.html": "教程",
+    "howto/inspect-a-head.html": "head",
+    "reference/api.html": "Python API",
+}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("rel", list(PAGES))
+def test_page_renders_from_disk_with_no_request_leaving(page, site, rel):
+    _open(page, site, rel)
+    h1 = page.inner_text("article h1")
+    assert PAGES[rel].lower() in h1.lower(), h1
+    assert page.locator(".md-nav__link").count() > 10  # the navigation is there
+    assert page.locator("article").inner_text().strip().count("\n") > 3
+
+
+@pytest.mark.browser
+def test_offline_search_finds_a_word(page, site):
+    _open(page, site, "index.html")
+    box = page.locator("input[data-md-component=search-query]")
+    box.click()
+    box.press_sequentially("softmax", delay=30)  # keystrokes: the search reacts to keyboard events
+    page.wait_for_selector(".md-search-result__item", timeout=30_000)
+    assert page.locator(".md-search-result__item").count() > 0
+
+
+@pytest.mark.browser
+def test_api_page_lists_known_functions(page, site):
+    _open(page, site, "reference/api.html")
+    for name, words in (("attnscope.functional.attention", "Dot-product attention"),
+                        ("attnscope.models.load", None), ("attnscope.trace.Trace", None),
+                        ("attnscope.explain.explain", None), ("attnscope.distributed.ring_attention", None)):
+        heading = page.locator(f"[id='{name}']")
+        assert heading.count() == 1, f"{name} is not on the API page"
+        if words:
+            assert words in page.locator(f"[id='{name}'] ~ .doc-contents").first.inner_text()
+    assert ":func:" not in page.inner_text("article")  # Sphinx roles are dropped, the names stay
+
+
+def _is_cjk(ch: str) -> bool:
+    o = ord(ch)
+    return 0x2E80 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF or 0xF900 <= o <= 0xFAFF or 0xFF00 <= o <= 0xFFEF
+
+
+def cjk_fallbacks(page, selector: str) -> tuple[int, list]:
+    """(elements checked, [(text, fonts)]) for the elements matching ``selector`` whose CJK characters
+    were not all drawn with the site's CJK font (Chromium's own account of the glyphs it drew)."""
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+        ids = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": selector})["nodeIds"]
+        bad, checked = [], 0
+        for nid in ids:
+            obj = cdp.send("DOM.resolveNode", {"nodeId": nid})["object"]["objectId"]
+            text = cdp.send("Runtime.callFunctionOn", {"objectId": obj, "returnByValue": True,
+                                                      "functionDeclaration": "function () { return this.textContent; }"})
+            text = text["result"]["value"]
+            n_cjk = sum(_is_cjk(c) for c in text)
+            if not n_cjk:
+                continue
+            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": nid})["fonts"]
+            if not fonts:  # not drawn at all (a collapsed section of the navigation)
+                continue
+            checked += 1
+            ours = sum(f["glyphCount"] for f in fonts if f["familyName"] == CJK_FAMILY)
+            if ours < n_cjk:
+                bad.append((text[:80], fonts))
+        return checked, bad
+    finally:
+        cdp.detach()
+
+
+def test_this_machine_has_no_cjk_system_font():
+    """Without one, a missing web font would show boxes, so the glyph checks below can fail."""
+    fc = shutil.which("fc-list")
+    assert fc, "fc-list (fontconfig) is needed to check the system fonts"
+    out = subprocess.run([fc, ":lang=zh", "family"], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "", f"CJK system fonts installed ({out.strip()}); this test needs a machine without them"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("rel", ["zh/tutorial/index.html", "zh/tutorial/scaling.html", "tutorial/tokens.html"])
+def test_chinese_text_is_drawn_with_the_sites_font(page, site, rel):
+    _open(page, site, rel)
+    # text, tables and code blocks (the CLI's Chinese output), and the navigation's Chinese titles
+    checked, bad = cjk_fallbacks(page, "article h1, article h2, article p, article li, article td, "
+                                       "article pre code, .md-nav__link")
+    assert checked >= 3, f"only {checked} elements with CJK text on {rel}"
+    assert bad == [], bad[:3]
+
+
+@pytest.mark.browser
+def test_screenshots_of_the_tutorial_and_the_chinese_page(page, site):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for rel, name in (("tutorial/softmax.html", "tutorial-softmax.png"), ("zh/tutorial/softmax.html", "zh-tutorial-softmax.png"),
+                      ("index.html", "index.png")):
+        _open(page, site, rel)
+        page.screenshot(path=str(ARTIFACTS / name), full_page=False)
+        assert (ARTIFACTS / name).stat().st_size > 10_000
