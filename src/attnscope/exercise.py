@@ -55,6 +55,7 @@ class Exercise:
     def problem(self) -> Worked:
         """The problem: inputs, the tasks, the questions."""
         p = self.problem_input
+        assert p.X is not None  # an exercise gives X and the weights
         L, d = p.L, p.d_k
         intro = [Para(t("ex.intro", L=L, d=d)),
                  Matrix(Sym("X", "X"), p.X, rows=p.tokens, caption=t("toy.x_caption", d=d), exact=True)]
@@ -105,6 +106,7 @@ class Exercise:
 
     def _answers(self) -> list:
         p, v = self.problem_input, self.values
+        assert p.X is not None  # an exercise gives X and the weights
         d = p.d_k
         # 1: the row whose softmax the scale changes most
         raw_soft = R.softmax(v["scores"])  # each row unscaled
@@ -160,6 +162,7 @@ def _draw_x(rng: np.random.Generator, shape, style: str) -> np.ndarray:
 
 
 def _humane(p: ToyProblem) -> bool:
+    assert p.X is not None  # an exercise gives X and the weights
     v = compute(p)
     if np.abs(np.concatenate([v["Q"], v["K"], v["V"]], 1)).max() > 6:
         return False

@@ -183,7 +183,7 @@ def encoder_layer(model, i: int, x: Array, allowed: Array) -> dict:
     a_in = _ln(x, layer.ln1) if pre else x
     q, k, v = qkv(a_in, layer.attn)
     f = {f"{p}.attn_in": a_in, f"{p}.attn.q": q, f"{p}.attn.k": k, f"{p}.attn.v": v}
-    factor = R.score_factor(c.scoring, c.d_head, layer.attn.scale)
+    factor = float(R.score_factor(c.scoring, c.d_head, layer.attn.scale))  # a float: no tensor τ here
     f.update(attention(q, k, v, allowed, factor, f"{p}.attn"))
     f[f"{p}.attn.out"] = _lin(f[f"{p}.attn.merged"], layer.attn.W_O)
     r = f[f"{p}.attn_resid"] = x + f[f"{p}.attn.out"]

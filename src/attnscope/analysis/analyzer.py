@@ -30,7 +30,7 @@ from .accumulate import StatsAccumulator
 from .decoder_heads import causal_attention_sums
 from .importance import as_model_batch
 from .replica import replicate
-from .stats import StatOptions, attention_sums, batch_context, one_thread, uniform_distance_sums
+from .stats import BatchContext, StatOptions, attention_sums, batch_context, one_thread, uniform_distance_sums
 
 Tensor = torch.Tensor
 
@@ -63,7 +63,7 @@ class _Lane:
     def __init__(self, model, reduce) -> None:
         self.model = model
         self.reduce = reduce
-        self.context = None
+        self.context: Optional[BatchContext] = None
         self.sums: list = []
 
     def on_weights(self, w: Tensor, name: str) -> None:

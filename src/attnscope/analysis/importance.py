@@ -176,14 +176,28 @@ def ablation_sums(model, tb: TokenBatch, layers: Optional[list[int]] = None, *,
     names = ["layers.*.out", "layers.*.attn.z", "layers.*.attn.out"] if fast else []
     tr = model.trace(batch, names=names)
     clean = tr.output  # (B, L, d)
-    if fast and not ladder.checked:
+    if fast and ladder is not None and not ladder.checked:  # fast implies a ladder
         ladder.ok = _check_ladder(ladder, model, batch, tr)
         ladder.checked = True
-    fast = fast and ladder.ok
+    fast = fast and ladder is not None and ladder.ok
     if lm:
         ce0, ok = _token_losses(model, clean, batch.input_ids, batch.attention_mask)  # (B, L-1)
+
+        def measure(hidden: Tensor) -> tuple[Tensor, Tensor]:
+            """(Σ loss increase, predicted tokens) per copy; copy by copy: the logits of all H·B rows
+            at once would be H·B·L·V floats."""
+            s = torch.stack([(_token_losses(model, hidden[c * B:(c + 1) * B], batch.input_ids, batch.attention_mask)[0]
+                              - ce0).double().sum() for c in range(H)])  # (H,)
+            return s, ok.sum().double().expand(H)
     else:
         e0 = model.pool(clean, batch.attention_mask)  # (B, d)
+
+        def measure(hidden: Tensor) -> tuple[Tensor, Tensor]:
+            """(Σ (1 − cosine) to the clean embedding, texts) per copy."""
+            e = model.pool(hidden, rep.attention_mask).view(H, B, -1)  # (H, B, d)
+            cos = F.cosine_similarity(e.double(), e0.double()[None], dim=-1)  # (H, B)
+            s = (1.0 - cos).sum(dim=1)  # (H,)
+            return s, torch.full((H,), float(B), dtype=torch.float64, device=s.device)
 
     rep = as_model_batch(TokenBatch(tb.input_ids.repeat(H, 1), tb.attention_mask.repeat(H, 1), {},
                                     tb.tokens * H, tb.indices * H), dev)  # copy c = rows c·B..(c+1)·B
@@ -196,20 +210,11 @@ def ablation_sums(model, tb: TokenBatch, layers: Optional[list[int]] = None, *,
 
     out = {}
     for layer in (range(model.config.n_layers) if layers is None else layers):
-        if fast:
+        if fast and ladder is not None:
             start = tr[f"layers.{layer - 1}.out"].repeat(H, 1, 1) if layer > 0 else None  # (H·B, L, d)
             attn_out = _ablated_outputs(model, layer, tr[f"layers.{layer}.attn.z"], tr[f"layers.{layer}.attn.out"])
             hidden = ladder.run(rep, layer, start, attn_out)  # (H·B, L, d)
         else:
             hidden = model.trace(rep, names=[], hooks={f"layers.{layer}.attn.z": ablate}).output  # (H·B, L, d)
-        if lm:  # copy by copy: the logits of all H·B rows at once would be H·B·L·V floats
-            s = torch.stack([(_token_losses(model, hidden[c * B:(c + 1) * B], batch.input_ids, batch.attention_mask)[0]
-                              - ce0).double().sum() for c in range(H)])  # (H,)
-            c = ok.sum().double().expand(H)
-        else:
-            e = model.pool(hidden, rep.attention_mask).view(H, B, -1)  # (H, B, d)
-            cos = F.cosine_similarity(e.double(), e0.double()[None], dim=-1)  # (H, B)
-            s = (1.0 - cos).sum(dim=1)  # (H,)
-            c = torch.full((H,), float(B), dtype=torch.float64, device=s.device)
-        out[layer] = (s, c)
+        out[layer] = measure(hidden)
     return out

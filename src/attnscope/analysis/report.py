@@ -15,7 +15,7 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -58,7 +58,7 @@ def to_json(result) -> dict:
 
 
 def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", cmap: str = "viridis",
-            labels: np.ndarray = None, vmin=None, vmax=None) -> None:
+            labels: Optional[np.ndarray] = None, vmin=None, vmax=None) -> None:
     """A layer (rows) × head (columns) heatmap with the values (or ``labels``) written in the cells."""
     import matplotlib
     matplotlib.use("Agg")
@@ -114,7 +114,8 @@ def write_report(result, out_dir: Union[str, Path]) -> dict:
     with open(out / "layers.csv", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(lcols)
-        for r, x in zip(layers, extra or [None] * len(layers)):
+        cells: Sequence[Optional[dict]] = extra if extra else [None] * len(layers)  # None: no decoder cells
+        for r, x in zip(layers, cells):
             w.writerow([r["layer"], *[_fmt(r[s], 6) for s in LAYER_STATS],
                         *([_fmt(r["importance"], 6)] if result.importance is not None else []),
                         *[r["labels"].get(lab, 0) for lab in LABELS], *decoder_report.layer_cells(x)])

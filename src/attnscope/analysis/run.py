@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -153,13 +153,15 @@ class AnalysisResult:
         rows = []
         for l in range(self.n_layers):
             for h in range(self.n_heads):
-                row = {"layer": l, "head": h}
+                row: dict[str, Any] = {"layer": l, "head": h}
                 row.update({s: float(self.means[s][l, h]) for s in STAT_NAMES})
                 row["importance"] = None if self.importance is None else float(self.importance[l, h])
                 row["label"] = str(self.labels[l, h])
                 if "sink" in self.means:  # a causal model's decoder scores and roles
                     row.update({s: float(self.means[s][l, h]) for s in DECODER_STATS})
-                    row["roles"] = str(self.roles[l, h])
+                    roles = self.roles
+                    assert roles is not None  # there with the decoder statistics
+                    row["roles"] = str(roles[l, h])
                 rows.append(row)
         return rows
 
@@ -294,6 +296,7 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         err = e
     _sync_error(err, world)
 
+    assert reader is not None  # made, or _sync_error raised its error
     log = reader.log
     acc.count(skipped_decode=log.skipped_decode, empty=(log.empty if rank == 0 else 0) + log.blank_owned)
     examples = list(log.decode_examples)

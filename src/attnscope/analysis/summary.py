@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -121,7 +121,7 @@ def layer_summary(means: Mapping[str, np.ndarray], labels: np.ndarray,
     n_layers = np.shape(labels)[0]
     layers = []
     for i in range(n_layers):
-        row = {"layer": i}
+        row: dict[str, Any] = {"layer": i}
         for s in LAYER_STATS:
             vals = np.asarray(means[s][i], dtype=float)
             row[s] = float(np.nanmean(vals)) if (~np.isnan(vals)).any() else float("nan")

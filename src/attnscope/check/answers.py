@@ -52,7 +52,7 @@ def parse_answers(raw: Any, chain: Chain, source: str) -> dict:
             canon = "sum"
         if canon == "sum" and "sum" not in names and "sums" in names:
             canon = "sums"
-        if canon not in names:
+        if canon is None or canon not in names:
             raise InputError(f"{source}, answers: unknown key {key!r}; this problem's steps are {', '.join(names)}")
         if canon in out:
             raise InputError(f"{source}, answers: {key!r} given twice (as {canon})")

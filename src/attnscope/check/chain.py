@@ -41,8 +41,10 @@ class Link:
 
     name: str
     exact: np.ndarray
-    recompute: Callable[[dict], np.ndarray]
-    depends: Callable[[dict], dict]
+    # Called with one argument (the world, the taint); ``...``: the lambdas that make them carry loop
+    # values as default arguments, which a one-argument Callable type does not admit.
+    recompute: Callable[..., np.ndarray]
+    depends: Callable[..., dict]
     rows: list
     cols: list
     vector: Optional[str] = None  # None (matrix), "row" ((1, n) written as a list) or "col" ((n, 1))
@@ -87,7 +89,7 @@ def _D(a) -> np.ndarray:
 def _mask_scale(scores: np.ndarray, factor, ok: np.ndarray) -> np.ndarray:
     with localcontext(E.CTX):
         scaled = scores * factor
-    return np.where(ok, scaled, E.NEG_INF)
+    return np.where(ok, scaled, np.array(E.NEG_INF, dtype=object))  # Decimals
 
 
 def _exp(scaled: np.ndarray) -> np.ndarray:
@@ -208,8 +210,9 @@ def _rotation_links(o: dict, qpos: int, labels: list) -> list:
     feats = [str(c + 1) for c in range(d)]
     bx = lambda a: E.array(a, binary=True)  # noqa: E731
     links = []
-    q_prev = (None, lambda w: bx(o["q_pre"][None, :]))
-    k_prev = (None, lambda w: bx(o["k_pre"]))
+    # (link name of the operand, or None for the model's own; its value from the world)
+    q_prev: tuple[Optional[str], Callable] = (None, lambda w: bx(o["q_pre"][None, :]))
+    k_prev: tuple[Optional[str], Callable] = (None, lambda w: bx(o["k_pre"]))
     if "rms" in o:
         r = o["rms"]
         qn, kn = bx(r["q_normed"][None, :]), bx(r["k_normed"])

@@ -116,11 +116,6 @@ def judge(w: Written, exact, recomputed, tainted: bool, slack: float = 0.0) -> s
     return "rounding" if follows else "wrong"
 
 
-def _dec(x) -> Decimal:
-    """An exact value: a Decimal as it is, a float by its shortest form (a test's 0.3057)."""
-    return x if isinstance(x, Decimal) else E.dec(float(x))
-
-
 #: The two ways of writing a row's exponentials (and their sum) when its largest score m is large:
 #: e^(s' − m) (what explain shows) and e^s' itself.
 CONVENTIONS = ("shifted", "plain")

@@ -60,10 +60,10 @@ def _head_link(lk: Link, h: int, cols: dict, shift) -> Link:
         return n if n in cols else f"{n}[{h}]"
 
     def recompute(w: dict) -> np.ndarray:
-        return lk.recompute(_HeadView(w, h, cols))  # type: ignore[arg-type]
+        return lk.recompute(_HeadView(w, h, cols))
 
     def depends(T: dict) -> dict:
-        return {name(k): a for k, a in lk.depends(_HeadView(T, h, cols)).items()}  # type: ignore[arg-type]
+        return {name(k): a for k, a in lk.depends(_HeadView(T, h, cols)).items()}
 
     extra = {"shift": shift, "scaled": f"scaled[{h}]"} if lk.by_shift else {}  # e^s' or e^(s' − m), per head
     return dataclasses.replace(lk, name=name(lk.name), recompute=recompute, depends=depends, **extra)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from ..errors import InputError
 from ..scorings import SCORINGS
@@ -148,7 +149,7 @@ def build(args):
         values = parse_matrix_arg(args.values, "--values") if args.values else None
         return explain(scores=parse_vector_arg(args.scores[0], "--scores"), tokens=labels, d_k=args.dk,
                        values=values, query=args.query, dims=args.dims, expand=args.expand)
-    matrices = {}
+    matrices: dict[str, Any] = {}
     for key, flag in (("X", "X"), ("W_Q", "wq"), ("W_K", "wk"), ("W_V", "wv"), ("W_O", "wo")):
         value = getattr(args, flag)
         if value is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import Sequence
 
 from ..errors import InputError
 
@@ -85,7 +86,7 @@ def run(args) -> int:
     else:
         if args.scores is not None:
             x, labels = _floats(args.scores, "--scores"), None
-            temps = _floats(args.temperatures, "--temperatures") if args.temperatures else (0.5, 1.0, 2.0, 8.0)
+            temps: Sequence[float] = _floats(args.temperatures, "--temperatures") if args.temperatures else (0.5, 1.0, 2.0, 8.0)
         else:
             from ..reference import trace_row
             s = trace_row(tr, args.layer, args.head, args.query)

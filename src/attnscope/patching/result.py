@@ -64,7 +64,8 @@ class PatchingResult:
 
     def top(self, k: int = 5, *, normalized: bool = True) -> list[tuple[str, float]]:
         """The ``k`` cells with the largest effect ``|patched − corrupted|``, as ``("layer.col", value)``."""
-        v = self.normalized if normalized and self.defined else self.values
+        norm = self.normalized if normalized else None  # None also when undefined
+        v = norm if norm is not None else self.values
         effect = torch.nan_to_num((self.values - self.corrupted).abs(), nan=-1.0).flatten()
         order = torch.argsort(effect, descending=True)[:k].tolist()
         n = self.values.shape[1]

@@ -100,6 +100,7 @@ def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3
                 if h == 0:
                     ax.set_ylabel(f"layer {layer}", fontsize=8)
         fig.suptitle(f"{_model_name(trace)}: attention of every head ({trace.length(text)} tokens)")
+        assert im is not None  # every layer has a head
         fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
     return fig
 
