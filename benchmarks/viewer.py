@@ -220,7 +220,7 @@ def main(argv=None) -> int:
 
     from attnscope.testing.headless import launch
 
-    console = Console()
+    console = Console(width=240)
     load0 = os.getloadavg()
     with sync_playwright() as p:
         ctx, _ = launch(p)

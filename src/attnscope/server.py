@@ -51,6 +51,8 @@ CHARS_PER_TOKEN = 8
 #: Largest request body in bytes by default, or 12 bytes a character of the limit (\\uXXXX
 #: escapes of astral characters) plus 64 KB when that is more: room for anything valid.
 MAX_BODY = 1_000_000
+#: /api/attention answers a text's whole n × n matrix for at most this many tokens (4M numbers).
+MAX_MATRIX_TOKENS = 2048
 #: Requests that may wait for the model while one runs; more get 503 at once.
 MAX_WAITING = 16
 #: Requests in progress (reading a body, waiting, running) before new ones get 503 at once: each
@@ -328,8 +330,15 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
         check_head(req)
 
         def work():
+            n = len(model.encode(req.text).tokens[0])
+            if n > MAX_MATRIX_TOKENS:  # the answer is n² numbers as JSON text
+                raise InputError(f"the text has {n} tokens; /api/attention answers the whole matrix, for at most "
+                                 f"{MAX_MATRIX_TOKENS:,} tokens; for longer texts read rows with /api/held/rows "
+                                 "(POST /api/view holds the text)")
             tr = trace_layer(req.text, req.layer)
-            w = R.trace_weights(tr, req.layer)[req.head]  # (n, n) float64 from the traced q, k
+            q, k, _ = tr.qkv(req.layer, req.head, text=0)  # (n, d_head): the head and the k/v head it reads
+            allowed = tr.mask(req.layer, text=0)[0].cpu().numpy()  # (n, n)
+            w = R.attention_weights(q, k, R.trace_factor(tr), mask=allowed)  # (n, n) float64
             return Attention(tokens=tr.text_tokens(0), layer=req.layer, head=req.head, weights=w.tolist())
         return await worker.run(work)
 

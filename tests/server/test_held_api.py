@@ -107,3 +107,17 @@ def test_the_server_holds_what_the_page_would_carry(client, held, minilm):  # no
     h = client.app.state.held.get(held["texts"][0]["remote"]["id"])
     cfg = minilm.config
     assert h.nbytes == cfg.n_layers * 3 * cfg.n_heads * h.n * cfg.d_head * 4
+
+
+def test_the_whole_matrix_endpoint_is_bounded(minilm, monkeypatch):  # noqa: F811
+    """/api/attention answers n² numbers as JSON: past MAX_MATRIX_TOKENS tokens it says to read rows."""
+    import attnscope.server as S
+    c = TestClient(create_app(minilm))
+    ok = c.post("/api/attention", json={"text": TEXT, "layer": 1, "head": 2})
+    assert ok.status_code == 200
+    tr = minilm.trace([TEXT], names=[f"layers.1.attn.{s}" for s in ("q", "k", "v")])
+    np.testing.assert_allclose(ok.json()["weights"], R.trace_weights(tr, 1)[2], rtol=0, atol=1e-15)
+    monkeypatch.setattr(S, "MAX_MATRIX_TOKENS", 10)
+    r = c.post("/api/attention", json={"text": TEXT, "layer": 1, "head": 2})
+    assert r.status_code == 422 and "answers the whole matrix, for at most 10 tokens" in r.json()["detail"]
+    assert "/api/held/rows" in r.json()["detail"]

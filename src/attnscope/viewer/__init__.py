@@ -5,12 +5,14 @@
     >>> tr = attnscope.load().trace(["The bank of the river.", "Money in the bank."])
     >>> viewer.save_html(tr, "attention.html", compare=True)    # open it in any browser, offline
 
-The page has four views: the head view (tokens on two sides, lines weighted by attention, layer
-selector, head toggles), the model view (a thumbnail of every layer × head), the step view (for a
-query token: raw score, scaled score, exp and weight of every key, and the weighted sum, with the
-numbers of ``attnscope explain``) and the context view (how one token's vector differs between two
-texts, layer by layer). Every view exports as PNG and SVG. See :mod:`attnscope.viewer.data` for
-what the file stores and how exact it is.
+The page has five views: the head view (tokens on two sides, lines weighted by attention, layer
+selector, head toggles), the model view (a thumbnail of every layer × head), the matrix view (one
+head's weights as a heatmap, max-pooled when cells are smaller than a pixel, zoomable, exact values
+on hover), the step view (for a query token: raw score, scaled score, exp and weight of every key,
+and the weighted sum, with the numbers of ``attnscope explain``) and the context view (how one
+token's vector differs between two texts, layer by layer). ``attnscope serve`` holds long texts and
+the page reads them on demand (:mod:`attnscope.viewer.held_api`). Every view exports as PNG and
+SVG. See :mod:`attnscope.viewer.data` for what the file stores and how exact it is.
 """
 
 from __future__ import annotations
