@@ -19,7 +19,7 @@ scoring, L = ``--lengths`` (batch 1 × 12 heads × d_head 64, bfloat16 and float
 ``--repeats`` CUDA-event timings after a warm-up, interleaved.
 
 Exit status 0 when every check passed, 1 when one failed, 2 without CUDA. Paste the printed
-tables into the README's Performance section (replacing the line that says CUDA is unmeasured).
+tables into docs/guide/performance.md (replacing the line that says CUDA is unmeasured).
 """
 
 from __future__ import annotations

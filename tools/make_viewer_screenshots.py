@@ -1,4 +1,4 @@
-"""Make the README's pictures of the viewer and the figures (docs/img/), from the default model.
+"""Make the docs' pictures of the viewer and the figures (docs/img/), from the default model.
 
     python tools/make_viewer_screenshots.py
 

@@ -193,11 +193,11 @@ def test_gemma_3_270m_row(gemma):
 
 
 def test_readme_and_docs_row_is_current(smollm2):
-    """The rotary row quoted in README.md and written to docs/modern-attention-row.md is what the
+    """The rotary row quoted in docs/modern-attention.md and written to docs/modern-attention-row.md is what the
     tool prints now (the numbers; the float32 differences depend on the thread count)."""
     from pathlib import Path
     root = Path(__file__).resolve().parents[2]
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    readme = (root / "docs" / "modern-attention.md").read_text(encoding="utf-8")
     doc = (root / "docs" / "modern-attention-row.md").read_text(encoding="utf-8")
     md = explain(text=REAL, model=smollm2, layer=23, head=3, position=13).render("markdown")
     strip = lambda s: [ln for ln in s.splitlines() if "float32" not in ln and "float64 rounding" not in ln]  # noqa: E731

@@ -1,6 +1,7 @@
-"""The outputs shown in the README are what the tool prints now (no stale numbers in the docs).
+"""The outputs shown in docs/guide/worked-calculations.md (once the README's) are what the tool
+prints now (no stale numbers in the docs).
 
-When a label changes, paste the new output between the markers of README.md:
+When a label changes, paste the new output between the markers of that page:
 ``attnscope explain --example three-tokens --format markdown [--lang zh]`` and
 ``attnscope check --example three-tokens-article --format markdown``.
 """
@@ -13,13 +14,13 @@ import pytest
 from attnscope.check import check
 from attnscope.explain import explain
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "guide" / "worked-calculations.md"
 
 
 def _block(name: str) -> str:
     text = README.read_text(encoding="utf-8")
     m = re.search(rf"<!-- explain:{name} -->\n````markdown\n(.*?)\n````\n<!-- /explain:{name} -->", text, re.S)
-    assert m, f"README block {name} missing"
+    assert m, f"block {name} missing in {README.name}"
     return m.group(1)
 
 

@@ -9,7 +9,7 @@ default), each with one torch thread and its own replica of the model (the modul
 every parameter and buffer shared, so a replica costs no weight memory). A batch runs on one core
 from its first layer to its statistics, with no OpenMP barrier after each op: on the 2-core
 machine of benchmarks/analysis.py two lanes beat one forward on two threads plus statistics
-beside it (see the README's Performance section). The sums are added to the accumulator in the
+beside it (see docs/guide/performance.md). The sums are added to the accumulator in the
 order the batches were submitted, whatever order the lanes finish in, so a run's result does not
 depend on thread timing. On a GPU, or with one lane, a batch runs at a time on the caller's
 thread.
