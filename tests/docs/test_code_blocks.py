@@ -371,7 +371,8 @@ def test_shell_block(block, in_workspace):
         assert rc == rc_want, f"{block.id}: {shlex.join(argv)} exited {rc} (the page expects {rc_want})"
         if rel in GENERATED:
             body = re.sub(r"^(#+) ", lambda m: "##" + m.group(1) + " ", printed.rstrip(), flags=re.M)
-            assert body.replace("docs/examples/", "examples/") in page, f"{block.id}: the page is not what {shlex.join(argv)} prints"
+            assert body.replace("docs/examples/", "examples/") in page, \
+                f"{block.id}: the page is not what {shlex.join(argv)} prints"
         elif shown and block.marker("output") == ["excerpt"]:
             assert excerpt_matches(shown, printed), f"{block.id}: {shlex.join(argv)} printed\n{printed}"
         elif shown:
