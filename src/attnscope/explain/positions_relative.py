@@ -233,7 +233,8 @@ def explain_t5(position: int, offset: int, model=None, buckets: Optional[int] = 
         steps.append(Step("bias", t("pos.step_t5_bias", b=b),
                           [Para(t("pos.t5_bias", model=name, stack=t("pos.stack_decoder" if causal else "pos.stack_encoder"),
                                   b=b, H=table.shape[1])),
-                           Table([t("pos.col_head"), t("pos.col_bias")], [[h, float(table[b, h])] for h in range(table.shape[1])])]))
+                           Table([t("pos.col_head"), t("pos.col_bias")],
+                                 [[h, float(table[b, h])] for h in range(table.shape[1])])]))
     values["bucket_of_delta"] = {"delta": span, "bucket": got}
     meta = {"scheme": "t5", "position": i, "key_position": j, "offset": delta, "buckets": nb, "max_distance": md,
             "bidirectional": bidir, "bucket": b, "model": name}
