@@ -46,20 +46,20 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.fixture(scope="session")
 def browser_context():
-    from playwright.sync_api import sync_playwright
-
     from attnscope.testing.headless import chromium_path, launch
     try:
         chromium_path()
     except FileNotFoundError as e:
         pytest.fail(f"the browser tests need Chromium: {e}", pytrace=False)
-    with sync_playwright() as p:
-        ctx, profile = launch(p)
-        try:
-            yield ctx
-        finally:
-            ctx.close()
-            shutil.rmtree(profile, ignore_errors=True)
+    from tests.browser.playwright_once import playwright
+
+    p = playwright()
+    ctx, profile = launch(p)
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture

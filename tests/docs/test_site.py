@@ -132,33 +132,33 @@ def test_no_page_or_stylesheet_names_a_remote_resource(site):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
     from attnscope.testing.headless import chromium_path, launch
     try:
         chromium_path()
     except FileNotFoundError as e:
         pytest.fail(f"the site tests need Chromium: {e}", pytrace=False)
-    with sync_playwright() as p:
-        ctx, profile = launch(p)
-        left: list[str] = []
+    from tests.browser.playwright_once import playwright
 
-        def refuse(route):
-            url = route.request.url
-            if url.startswith(("file:", "data:", "blob:")):
-                route.continue_()
-            else:
-                left.append(url)
-                route.abort()
+    p = playwright()
+    ctx, profile = launch(p)
+    left: list[str] = []
 
-        ctx.route("**/*", refuse)
-        ctx.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else left.append(r.url))
-        ctx.left = left
-        try:
-            yield ctx
-        finally:
-            ctx.close()
-            shutil.rmtree(profile, ignore_errors=True)
+    def refuse(route):
+        url = route.request.url
+        if url.startswith(("file:", "data:", "blob:")):
+            route.continue_()
+        else:
+            left.append(url)
+            route.abort()
+
+    ctx.route("**/*", refuse)
+    ctx.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else left.append(r.url))
+    ctx.left = left
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture
