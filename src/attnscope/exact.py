@@ -338,27 +338,19 @@ def _reduce(x: Decimal) -> Decimal:
 
 
 def _cos(x: Decimal) -> Decimal:
-    if x == 0:
-        return ONE
-    x = _reduce(x)
-    with localcontext(Context(prec=PREC + 10)):
-        i, lasts, s, fact, num, sign = 0, Decimal(0), Decimal(1), 1, Decimal(1), 1
-        while s != lasts:
-            lasts = s
-            i += 2
-            fact *= i * (i - 1)
-            num *= x * x
-            sign *= -1
-            s += num / fact * sign
-    return CTX.plus(s)
+    return ONE if x == 0 else _taylor(_reduce(x), odd=False)
 
 
 def _sin(x: Decimal) -> Decimal:
-    if x == 0:
-        return ZERO
-    x = _reduce(x)
+    return ZERO if x == 0 else _taylor(_reduce(x), odd=True)
+
+
+def _taylor(x: Decimal, *, odd: bool) -> Decimal:
+    """sin (odd powers) or cos (even powers) of a reduced x, summed until a term no longer
+    changes the sum at ten guard digits."""
     with localcontext(Context(prec=PREC + 10)):
-        i, lasts, s, fact, num, sign = 1, Decimal(0), x, 1, x, 1
+        first = x if odd else Decimal(1)
+        i, lasts, s, fact, num, sign = (1 if odd else 0), Decimal(0), first, 1, first, 1
         while s != lasts:
             lasts = s
             i += 2
