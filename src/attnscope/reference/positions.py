@@ -1,0 +1,73 @@
+"""Positions in float64: rotary (RoFormer; the pairs of features, their frequencies and angles,
+the rotation) and sinusoidal (Vaswani et al.)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ConfigError
+from .arrays import Array, as_f64
+
+#: How rotary positions pair a head's features: "half" turns feature i with feature i + d/2
+#: (Hugging Face's rotate_half: Llama, Qwen2, Mistral, Gemma checkpoints); "adjacent" turns
+#: 2i with 2i + 1 (RoFormer's paper, GPT-J, llama.cpp's permuted rows). Pair i turns by angle
+#: position · inv_freq[i] either way.
+PAIRINGS = ("half", "adjacent")
+
+
+def rope_pairs(d: int, pairing: str = "half") -> tuple[Array, Array]:
+    """The feature indices ``(a, b)`` of the d/2 pairs, each (d/2,): pair i is (a[i], b[i])."""
+    if pairing not in PAIRINGS:
+        raise ConfigError(f"unknown rotary pairing {pairing!r}; choose one of {', '.join(PAIRINGS)}")
+    if d % 2:
+        raise ConfigError(f"rotary positions turn pairs of features; the head width must be even, got {d}")
+    i = np.arange(d // 2)
+    return (i, i + d // 2) if pairing == "half" else (2 * i, 2 * i + 1)
+
+
+def rope_inv_freq(d: int, base: float) -> Array:
+    """``inv_freq[i] = base^(−2i/d)`` for i = 0 … d/2 − 1, float64 (radians per position)."""
+    return np.power(float(base), -np.arange(0, d, 2, dtype=np.float64) / d)
+
+
+def rope_angles(positions, inv_freq) -> Array:
+    """``positions (L,)`` × ``inv_freq (d/2,)`` → the angles ``(L, d/2)`` in radians."""
+    return np.asarray(positions, dtype=np.float64)[:, None] * as_f64(inv_freq)[None, :]
+
+
+def rotate(x, positions, inv_freq, pairing: str = "half") -> Array:
+    """``x (…, L, d)`` with each pair (a, b) of row l turned by ``positions[l] · inv_freq[i]``:
+    ``(a, b) → (a cos φ − b sin φ, a sin φ + b cos φ)``."""
+    x = as_f64(x)
+    a, b = rope_pairs(x.shape[-1], pairing)
+    phi = rope_angles(positions, inv_freq)  # (L, d/2)
+    c, s = np.cos(phi), np.sin(phi)
+    out = np.empty_like(x)
+    out[..., a] = x[..., a] * c - x[..., b] * s
+    out[..., b] = x[..., a] * s + x[..., b] * c
+    return out
+
+
+def rotation_matrix(angle) -> Array:
+    """``[[cos φ, −sin φ], [sin φ, cos φ]]`` for each angle: ``(..., 2, 2)``."""
+    a = np.asarray(angle, dtype=np.float64)
+    c, s = np.cos(a), np.sin(a)
+    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)
+
+
+def sinusoidal_freq(d_model: int, base: float = 10000.0) -> Array:
+    """``ω_i = base^(−2i/d_model)`` for i = 0 … d_model/2 − 1 (radians per position), computed as
+    ``exp(−ln(base)·2i/d)`` like :func:`attnscope.positions.sinusoidal_table_np`."""
+    return np.exp(-math.log(float(base)) * np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+
+
+def sinusoidal_pe(positions, d_model: int, base: float = 10000.0) -> Array:
+    """``PE (P, d_model)``: ``PE[p, 2i] = sin(p·ω_i)``, ``PE[p, 2i + 1] = cos(p·ω_i)`` (Vaswani et al.)."""
+    if d_model % 2:
+        raise ConfigError(f"sinusoidal positions pair sin and cos; d_model must be even, got {d_model}")
+    ang = np.asarray(positions, dtype=np.float64).reshape(-1)[:, None] * sinusoidal_freq(d_model, base)[None, :]
+    pe = np.empty((ang.shape[0], d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(ang), np.cos(ang)
+    return pe
