@@ -23,7 +23,10 @@ what a worked calculation shows between two of them:
 
 and ``ids``, ``tokens``, ``positions`` (the position ids the embedding rows were looked up with),
 ``segments`` (or None). Layers run on the whole text (every key of a later row needs them).
-DeBERTa's relative terms and the encoder–decoder families are not modelled here (InputError).
+DeBERTa's layers (its three score terms, projection before the embedding LayerNorm) are composed
+in :mod:`.reference_model_deberta`; the encoder–decoder families (T5, BART: both stacks, the
+decoder's self- and cross-attention) in :mod:`.reference_model_seq2seq`
+(:func:`~.reference_model_seq2seq.forward_seq2seq`).
 """
 
 from __future__ import annotations
@@ -68,15 +71,15 @@ def _rms(x: Array, norm) -> Array:
     return R.rms_norm(x, norm.weight, float(norm.eps), float(norm.offset))
 
 
-def check_supported(model) -> None:
-    """InputError for a model this module cannot recompute (named, with what it can)."""
+def check_supported(model, seq2seq: bool = False) -> None:
+    """InputError for a model this module cannot recompute (named, with what it can). An
+    encoder–decoder model is covered by :func:`.reference_model_seq2seq.forward_seq2seq`
+    (``seq2seq=True``), not by :func:`forward`, which reads one text."""
     kind = getattr(model.config, "kind", "")
-    if kind == "seq2seq":
-        raise InputError(f"{model.name} is an encoder–decoder model ({model.family}); the float64 path from the "
-                         f"weights covers encoders (BERT and its relatives), GPT-2 and the decoders")
-    if kind == "deberta":
-        raise InputError(f"{model.name} is DeBERTa: its attention adds relative-position terms (c2p, p2c) that the "
-                         f"float64 path from the weights does not recompute; explain its row from the trace instead")
+    if kind == "seq2seq" and not seq2seq:
+        raise InputError(f"{model.name} is an encoder–decoder model ({model.family}): it reads a source and a "
+                         f"target; use reference_model_seq2seq.forward_seq2seq (explain: text= is the source, "
+                         f"target= the decoder's text)")
     from .scorings import get_scoring
     if get_scoring(model.config.scoring).learnable is not None:
         raise InputError(f"{model.name} uses {model.config.scoring!r} scoring, whose learned parts the float64 "
@@ -152,19 +155,26 @@ def embeddings(model, ids: Array, segments: Optional[Array], positions: Array) -
 # attention and layers
 # ----------------------------------------------------------------------------------------------
 
-def attention(q: Array, k: Array, v: Array, allowed: Array, factor: float, prefix: str) -> dict:
+def attention(q: Array, k: Array, v: Array, allowed: Array, factor: float, prefix: str,
+              bias: Optional[Array] = None) -> dict:
     """Every head's scores, scaled, masked, weights and z; query head h reads k/v head h // group.
-    ``q (H, L, d)``, ``k, v (H_kv, L, d)``, ``allowed (L, L)``."""
+    ``q (H, L, d)``, ``k, v (H_kv, S, d)``, ``allowed (L, S)``; ``bias (H, L, S)``: an additive
+    score term (T5's position bias, DeBERTa's scaled c2p + p2c), added after the scaling, before
+    the mask, as the kernels do (``masked = scores · factor + bias``)."""
     group = q.shape[0] // k.shape[0]
-    kk, vv = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)  # (H, L, d)
-    scores = R.raw_scores(q, kk)  # (H, L, L)
+    kk, vv = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)  # (H, S, d)
+    scores = R.raw_scores(q, kk)  # (H, L, S)
     scaled = scores * factor
-    masked = np.where(allowed[None], scaled, -np.inf)
+    biased = scaled if bias is None else scaled + bias
+    masked = np.where(allowed[None], biased, -np.inf)
     weights = R.softmax(masked)
     z = R.weighted_sum(weights, vv)  # (H, L, d_v)
-    return {f"{prefix}.scores": scores, f"{prefix}.scaled": scaled, f"{prefix}.masked": masked,
-            f"{prefix}.weights": weights, f"{prefix}.z": z, f"{prefix}.merged": R.merge_heads(z),
-            f"{prefix}.allowed": allowed}
+    out = {f"{prefix}.scores": scores, f"{prefix}.scaled": scaled, f"{prefix}.masked": masked,
+           f"{prefix}.weights": weights, f"{prefix}.z": z, f"{prefix}.merged": R.merge_heads(z),
+           f"{prefix}.allowed": allowed}
+    if bias is not None:
+        out[f"{prefix}.bias"] = bias
+    return out
 
 
 def qkv(a_in: Array, attn) -> tuple[Array, Array, Array]:
@@ -175,22 +185,43 @@ def qkv(a_in: Array, attn) -> tuple[Array, Array, Array]:
     return R.split_heads(q, H), R.split_heads(k, Hkv), R.split_heads(v, Hkv)
 
 
-def encoder_layer(model, i: int, x: Array, allowed: Array) -> dict:
-    """One BERT-style layer (post-LN, or pre-LN as GPT-2): every trace name of ``layers.{i}``."""
+def feed_forward(ffn, act: str, f_in: Array, p: str, gated: bool) -> dict:
+    """``{p}.ffn.*`` of a feed-forward module on ``f_in (L, d)``: ``pre`` → act → ``hidden`` → ``out``;
+    gated (Llama, T5 v1.1: ``W_1`` = [W_gate; W_up]): ``gate_pre``, ``up``, ``gate`` = act(gate_pre),
+    ``hidden`` = gate ⊙ up."""
+    f: dict = {}
+    if gated:
+        d_ff = ffn.W_2.weight.shape[1]
+        gu = _lin(f_in, ffn.W_1)  # (L, 2·d_ff): [W_gate; W_up]
+        f[f"{p}.ffn.gate_pre"], f[f"{p}.ffn.up"] = gu[:, :d_ff], gu[:, d_ff:]
+        f[f"{p}.ffn.gate"] = activation(act, f[f"{p}.ffn.gate_pre"])
+        f[f"{p}.ffn.hidden"] = f[f"{p}.ffn.gate"] * f[f"{p}.ffn.up"]
+    else:
+        f[f"{p}.ffn.pre"] = _lin(f_in, ffn.W_1)
+        f[f"{p}.ffn.hidden"] = activation(act, f[f"{p}.ffn.pre"])
+    f[f"{p}.ffn.out"] = _lin(f[f"{p}.ffn.hidden"], ffn.W_2)
+    return f
+
+
+def encoder_layer(model, i: int, x: Array, allowed: Array, attend=None) -> dict:
+    """One BERT-style layer (post-LN, or pre-LN as GPT-2): every trace name of ``layers.{i}``.
+    ``attend(q, k, v, prefix) → dict``: the attention of a family with its own score terms
+    (DeBERTa's); by default :func:`attention` with the scoring's factor."""
     layer, c = model.layers[i], model.config
     p = f"layers.{i}"
-    pre = bool(layer.pre_norm)
+    pre = bool(getattr(layer, "pre_norm", False))
     a_in = _ln(x, layer.ln1) if pre else x
     q, k, v = qkv(a_in, layer.attn)
     f = {f"{p}.attn_in": a_in, f"{p}.attn.q": q, f"{p}.attn.k": k, f"{p}.attn.v": v}
-    factor = float(R.score_factor(c.scoring, c.d_head, layer.attn.scale))  # a float: no tensor τ here
-    f.update(attention(q, k, v, allowed, factor, f"{p}.attn"))
+    if attend is None:
+        factor = float(R.score_factor(c.scoring, c.d_head, layer.attn.scale))  # a float: no tensor τ here
+        f.update(attention(q, k, v, allowed, factor, f"{p}.attn"))
+    else:
+        f.update(attend(q, k, v, f"{p}.attn"))
     f[f"{p}.attn.out"] = _lin(f[f"{p}.attn.merged"], layer.attn.W_O)
     r = f[f"{p}.attn_resid"] = x + f[f"{p}.attn.out"]
     f_in = f[f"{p}.ffn_in"] = _ln(r, layer.ln2 if pre else layer.ln1)
-    f[f"{p}.ffn.pre"] = _lin(f_in, layer.ffn.W_1)
-    f[f"{p}.ffn.hidden"] = activation(c.activation, f[f"{p}.ffn.pre"])
-    f[f"{p}.ffn.out"] = _lin(f[f"{p}.ffn.hidden"], layer.ffn.W_2)
+    f.update(feed_forward(layer.ffn, c.activation, f_in, p, gated=False))
     s = f[f"{p}.ffn_resid"] = (r if pre else f_in) + f[f"{p}.ffn.out"]
     f[f"{p}.out"] = s if pre else _ln(s, layer.ln2)
     return f
@@ -241,12 +272,8 @@ def decoder_layer(model, i: int, x: Array, positions: Array) -> dict:
         a = f[f"{p}.attn_post_norm"] = _rms(a, layer.ln_attn_post)
     r = f[f"{p}.attn_resid"] = x + a
     f_in = f[f"{p}.ffn_in"] = _rms(r, layer.ln2)
-    d_ff = layer.ffn.d_ff
-    gu = _lin(f_in, layer.ffn.W_1)  # (L, 2·d_ff): [W_gate; W_up]
-    f[f"{p}.ffn.gate_pre"], f[f"{p}.ffn.up"] = gu[:, :d_ff], gu[:, d_ff:]
-    f[f"{p}.ffn.gate"] = activation(c.activation, f[f"{p}.ffn.gate_pre"])
-    f[f"{p}.ffn.hidden"] = f[f"{p}.ffn.gate"] * f[f"{p}.ffn.up"]
-    m = f[f"{p}.ffn.out"] = _lin(f[f"{p}.ffn.hidden"], layer.ffn.W_2)
+    f.update(feed_forward(layer.ffn, c.activation, f_in, p, gated=True))
+    m = f[f"{p}.ffn.out"]
     if layer.sandwich:
         m = f[f"{p}.ffn_post_norm"] = _rms(m, layer.ln_ffn_post)
     f[f"{p}.ffn_resid"] = r + m
@@ -274,17 +301,28 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
     input_ids = batch.input_ids[0, :n]
     ids = input_ids.cpu().numpy().astype(np.int64)
     decoder = getattr(c, "kind", "") == "decoder"
+    deberta = getattr(c, "kind", "") == "deberta"
     segments = None if decoder or model.embed.segment_embedding is None else \
         batch.token_type_ids[0, :n].cpu().numpy().astype(np.int64)
     positions = np.arange(n, dtype=np.int64) if decoder else position_ids(model, input_ids)
     import torch
     with torch.no_grad():
         f = {"ids": ids, "tokens": list(batch.tokens[0]), "positions": positions, "segments": segments}
-        f.update(embeddings(model, input_ids, segments, positions))
-        x = f.get("embed.projected", f["embed.out"])
+        if deberta:
+            from . import reference_model_deberta as RD
+            f.update(RD.embeddings(model, input_ids, segments, positions))
+            f.update(RD.relative(model, n))
+        else:
+            f.update(embeddings(model, input_ids, segments, positions))
+        x = layer_input(f, 0)
         allowed = R.causal_mask(n, n) if c.causal else np.ones((n, n), dtype=bool)
         for i in range(last + 1):
-            step = decoder_layer(model, i, x, positions) if decoder else encoder_layer(model, i, x, allowed)
+            if decoder:
+                step = decoder_layer(model, i, x, positions)
+            elif deberta:
+                step = RD.layer(model, i, x, f)
+            else:
+                step = encoder_layer(model, i, x, allowed)
             f.update(step)
             x = step[f"layers.{i}.out"]
         if upto is None and getattr(model, "ln_f", None) is not None:
@@ -293,7 +331,8 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
 
 
 def layer_input(f: dict, i: int) -> Array:
-    """What enters layer ``i``: the embedding (projected where E ≠ d_model) or layer i − 1's output."""
+    """What enters layer ``i``: the embedding (projected where E ≠ d_model; DeBERTa projects
+    before its LayerNorm, so there it is ``embed.out``) or layer i − 1's output."""
     if i == 0:
-        return f.get("embed.projected", f["embed.out"])
+        return f["embed.out"] if f.get("embed.norm_last") else f.get("embed.projected", f["embed.out"])
     return f[f"layers.{i - 1}.out"]

@@ -153,9 +153,10 @@ def test_distilbert_with_sinusoidal_positions(tmp_path):
 
 
 def test_what_it_does_not_cover(tmp_path):
-    deberta = attnscope.load(TE.deberta_v3(tmp_path / "deberta"))
-    with pytest.raises(InputError, match="DeBERTa.*relative-position terms"):
-        RM.forward(deberta, EN)
+    from tests.models.seq2seq import tiny as TS
+    t5 = attnscope.load(TS.t5(tmp_path / "t5"))
+    with pytest.raises(InputError, match="encoder–decoder model .*forward_seq2seq"):
+        RM.forward(t5, EN)
     bert = attnscope.load(T1.tiny_bert(tmp_path / "bert"))
     with pytest.raises(InputError, match="layer 5 is out of range: the model has 2 layers"):
         RM.forward(bert, EN, upto=5)

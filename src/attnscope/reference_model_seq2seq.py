@@ -1,0 +1,178 @@
+"""An encoder–decoder model's forward pass (T5, mT5, BART) in float64 NumPy, from its weights: the
+float64 twin of :meth:`Seq2SeqModel.trace`, keyed by the same trace names.
+
+    >>> f = forward_seq2seq(model, "translate English to German: Hi.", "Hallo.", decoder_upto=0)
+    >>> f["encoder.layers.0.attn.weights"].shape        # (H, S, S)
+    >>> f["decoder.layers.0.cross_attn.weights"].shape  # (H, T, S): target rows, source columns
+
+Encoder (``encoder.*``): token rows (BART: × √d with ``scale_embedding``, + the learned position
+rows read at position + 2, then ``layernorm_embedding``; T5: the rows themselves), then per layer
+``attn_in`` (T5: RMSNorm first, pre-norm), q, k, v, ``bias`` (T5: W[bucket(j − i), h] of the
+bidirectional buckets, the same matrix in every layer; no 1/√d), scores, scaled, masked, weights,
+z, merged, out, ``attn_resid``, ``ffn_in``, the feed-forward (T5 v1.1: gated), ``ffn_resid``,
+``out`` (BART: post-LN), and T5's ``encoder.final_norm``. Decoder (``decoder.*``): the same
+embedding on ``[decoder start] + target``, per layer causal ``self_attn`` (T5: causal buckets,
+bidirectional=False), ``cross_attn`` (queries from the target, keys and values from the encoder's
+output, no bias), the feed-forward and three residuals. Besides the trace names: ``*.embed.sum``
+(before BART's LayerNorm), ``*.ffn.pre`` / ``gate_pre`` / ``up``, ``*.allowed`` (bool masks),
+``{stack}.ids`` / ``tokens`` / ``positions`` and ``{stack}.buckets`` (T5's bucket steps of the
+stack, :func:`attnscope.reference.t5_bucket_steps`, (n_q, n_k) each).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from . import reference as R
+from .errors import InputError
+from .reference_model import _lin, _ln, _rms, attention, check_supported, feed_forward
+
+Array = np.ndarray
+
+
+def _norm(x: Array, norm) -> Array:
+    """T5's RMS LayerNorm (an attnscope RMSNorm) or BART's LayerNorm, float64."""
+    return _rms(x, norm) if hasattr(norm, "offset") else _ln(x, norm)
+
+
+def stack_embeddings(model, stack: str, ids: Array) -> dict:
+    """``{stack}.embed.tokens``, ``.positions`` (BART), ``.sum``, ``.out`` of the ids (L,) of one stack."""
+    c, e = model.config, getattr(model, stack).embed
+    p = f"{stack}.embed"
+    out = {f"{p}.tokens": R.as_f64(e.token_embedding.weight[ids])}  # (L, d)
+    x = out[f"{p}.tokens"] * c.embed_scale if c.embed_scale != 1.0 else out[f"{p}.tokens"]
+    n = len(ids)
+    positions = np.arange(n, dtype=np.int64) + int(c.position_offset or 0)
+    out[f"{stack}.positions"] = positions
+    if e.position_embedding is not None:
+        out[f"{p}.positions"] = R.as_f64(e.position_embedding.weight[positions])
+        x = x + out[f"{p}.positions"]
+    out[f"{p}.sum"] = x
+    out[f"{p}.out"] = _ln(x, e.norm) if e.norm is not None else x
+    return out
+
+
+def t5_bias(model, stack: str, n_q: int, n_k: int) -> tuple[Optional[Array], Optional[dict]]:
+    """``(bias (H, n_q, n_k), bucket steps)`` of a stack's relative bias (T5), or (None, None)."""
+    rb = getattr(getattr(model, stack), "rel_bias", None)
+    if rb is None:
+        return None, None
+    delta = np.arange(n_k)[None, :] - np.arange(n_q)[:, None]  # (n_q, n_k): key − query
+    steps = R.t5_bucket_steps(delta, bidirectional=rb.bidirectional, num_buckets=rb.num_buckets,
+                              max_distance=rb.max_distance)
+    table = R.as_f64(rb.embedding.weight)  # (buckets, H)
+    return np.moveaxis(table[steps["bucket"]], -1, 0), steps  # (H, n_q, n_k)
+
+
+def _attend(model, attn, x: Array, ctx: Array, allowed: Array, prefix: str, bias: Optional[Array]) -> dict:
+    """One attention module: q from ``x (L, d)``, k and v from ``ctx (S, d)`` (x itself in self-attention)."""
+    c = model.config
+    H, d = attn.n_heads, attn.d_head
+    W, b = attn.W_qkv.weight, attn.W_qkv.bias
+    rows = lambda j: slice(j * H * d, (j + 1) * H * d)  # noqa: E731
+    part = lambda a, j: R.split_heads(R.linear(a, W[rows(j)], None if b is None else b[rows(j)]), H)  # noqa: E731
+    q, k, v = part(x, 0), part(ctx, 1), part(ctx, 2)  # (H, L, d), (H, S, d) × 2
+    factor = float(R.score_factor(c.scoring, d, attn.scale))
+    f = {f"{prefix}.q": q, f"{prefix}.k": k, f"{prefix}.v": v}
+    f.update(attention(q, k, v, allowed, factor, prefix, bias=bias))
+    f[f"{prefix}.out"] = _lin(f[f"{prefix}.merged"], attn.W_O)
+    return f
+
+
+def encoder_layer(model, i: int, x: Array, bias: Optional[Array]) -> dict:
+    """Every trace name of ``encoder.layers.{i}`` (T5 pre-norm RMS, BART post-LN)."""
+    layer, c = model.encoder.layers[i], model.config
+    p, pre, n = f"encoder.layers.{i}", layer.pre, x.shape[0]
+    a_in = _norm(x, layer.ln1) if pre else x
+    f = {f"{p}.attn_in": a_in}
+    f.update(_attend(model, layer.attn, a_in, a_in, np.ones((n, n), dtype=bool), f"{p}.attn", bias))
+    r = f[f"{p}.attn_resid"] = x + f[f"{p}.attn.out"]
+    f_in = f[f"{p}.ffn_in"] = _norm(r, layer.ln2 if pre else layer.ln1)
+    f.update(feed_forward(layer.ffn, c.activation, f_in, p, gated=c.gated_ffn))
+    s = f[f"{p}.ffn_resid"] = (r if pre else f_in) + f[f"{p}.ffn.out"]
+    f[f"{p}.out"] = s if pre else _norm(s, layer.ln2)
+    return f
+
+
+def decoder_layer(model, i: int, x: Array, source: Array, bias: Optional[Array]) -> dict:
+    """Every trace name of ``decoder.layers.{i}`` over the encoder's output ``source (S, d)``."""
+    layer, c = model.decoder.layers[i], model.config
+    p, pre, T, S = f"decoder.layers.{i}", layer.pre, x.shape[0], source.shape[0]
+    a_in = _norm(x, layer.ln1) if pre else x
+    f = {f"{p}.self_attn_in": a_in}
+    f.update(_attend(model, layer.self_attn, a_in, a_in, R.causal_mask(T, T), f"{p}.self_attn", bias))
+    r = f[f"{p}.self_attn_resid"] = x + f[f"{p}.self_attn.out"]
+    c_in = f[f"{p}.cross_attn_in"] = _norm(r, layer.ln2 if pre else layer.ln1)
+    f.update(_attend(model, layer.cross_attn, c_in, source, np.ones((T, S), dtype=bool), f"{p}.cross_attn", None))
+    r2 = f[f"{p}.cross_attn_resid"] = (r if pre else c_in) + f[f"{p}.cross_attn.out"]
+    f_in = f[f"{p}.ffn_in"] = _norm(r2, layer.ln3 if pre else layer.ln2)
+    f.update(feed_forward(layer.ffn, c.activation, f_in, p, gated=c.gated_ffn))
+    s = f[f"{p}.ffn_resid"] = (r2 if pre else f_in) + f[f"{p}.ffn.out"]
+    f[f"{p}.out"] = s if pre else _norm(s, layer.ln3)
+    return f
+
+
+def encoder_output_name(model) -> str:
+    """The trace name cross-attention reads its keys and values from."""
+    c = model.config
+    return "encoder.final_norm" if model.encoder.ln_f is not None else f"encoder.layers.{c.n_layers - 1}.out"
+
+
+def forward_seq2seq(model, source: str, target: Optional[str] = None, *, encoder_upto: Optional[int] = None,
+                    decoder_upto: Optional[int] = None) -> dict:
+    """Every step of ``source`` through the encoder (layers 0 … ``encoder_upto``; None: all, and
+    T5's final norm) and, with a ``target``, of ``[decoder start] + target`` through decoder
+    layers 0 … ``decoder_upto`` (None: all) over the whole encoder's output, float64 from the
+    weights. Raises InputError for an empty source, a layer out of range, or a model that is not
+    an encoder–decoder model."""
+    if getattr(model.config, "kind", "") != "seq2seq":
+        raise InputError(f"{model.name} ({model.family}) is not an encoder–decoder model; use reference_model.forward")
+    check_supported(model, seq2seq=True)
+    if not isinstance(source, str) or not source.strip():
+        raise InputError("the source text must be a non-empty string")
+    c = model.config
+    if target is not None:
+        encoder_upto = None  # cross-attention reads the encoder's output: every layer
+    last = c.n_layers - 1 if encoder_upto is None else int(encoder_upto)
+    if not 0 <= last < c.n_layers:
+        raise InputError(f"encoder layer {encoder_upto} is out of range: the encoder has {c.n_layers} layers "
+                         f"(0..{c.n_layers - 1})")
+    import torch
+    with torch.no_grad():
+        src = model.source_batch(source)
+        n = int(src.lengths[0])
+        ids = src.input_ids[0, :n].cpu().numpy().astype(np.int64)
+        f: dict = {"encoder.ids": ids, "encoder.tokens": list(src.tokens[0])}
+        f.update(stack_embeddings(model, "encoder", ids))
+        bias, steps = t5_bias(model, "encoder", n, n)
+        if steps is not None:
+            f["encoder.buckets"] = steps
+        x = f["encoder.embed.out"]
+        for i in range(last + 1):
+            f.update(encoder_layer(model, i, x, bias))
+            x = f[f"encoder.layers.{i}.out"]
+        if encoder_upto is None and model.encoder.ln_f is not None:
+            x = f["encoder.final_norm"] = _norm(x, model.encoder.ln_f)
+        if target is None:
+            return f
+        dlast = c.n_decoder_layers - 1 if decoder_upto is None else int(decoder_upto)
+        if not 0 <= dlast < c.n_decoder_layers:
+            raise InputError(f"decoder layer {decoder_upto} is out of range: the decoder has {c.n_decoder_layers} "
+                             f"layers (0..{c.n_decoder_layers - 1})")
+        dids, _, dtoks = model.target_batch(target, 1)
+        T = int(dids.shape[1])
+        tids = dids[0].cpu().numpy().astype(np.int64)
+        f.update({"decoder.ids": tids, "decoder.tokens": [str(t) for t in dtoks[0]]})
+        f.update(stack_embeddings(model, "decoder", tids))
+        dbias, dsteps = t5_bias(model, "decoder", T, T)
+        if dsteps is not None:
+            f["decoder.buckets"] = dsteps
+        y = f["decoder.embed.out"]
+        for i in range(dlast + 1):
+            f.update(decoder_layer(model, i, y, x, dbias))
+            y = f[f"decoder.layers.{i}.out"]
+        if decoder_upto is None and model.decoder.ln_f is not None:
+            f["decoder.final_norm"] = _norm(y, model.decoder.ln_f)
+    return f
