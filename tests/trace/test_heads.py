@@ -39,7 +39,7 @@ def test_one_head_costs_one_head(minilm, monkeypatch):
     real_raw, real_sdpa, real_lean = AF.raw_scores, fused.sdpa, AF.lean_weights
     monkeypatch.setattr(AF, "raw_scores", lambda q, k: products.append(tuple(q.shape)) or real_raw(q, k))
     monkeypatch.setattr(fused, "sdpa", lambda *a, **kw: sdpa.append(1) or real_sdpa(*a, **kw))
-    monkeypatch.setattr(AF, "lean_weights", lambda *a: lean.append(1) or real_lean(*a))
+    monkeypatch.setattr(AF, "lean_weights", lambda *a, **kw: lean.append(1) or real_lean(*a, **kw))
     minilm.trace(TEXTS, names="layers.3.attn.weights[5]")
     L = minilm.encode(TEXTS).input_ids.shape[1]
     assert products == [(2, 1, L, 64 // 2)]  # MiniLM: d_head = 384 / 12 = 32

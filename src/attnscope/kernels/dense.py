@@ -147,13 +147,23 @@ def steps(q: Tensor, k: Tensor, v: Optional[Tensor], factor: Union[float, Tensor
     return out
 
 
-def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Optional[Tensor]) -> Tensor:
+def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Optional[Tensor], *,
+                 groups: int = 1) -> Tensor:
     """``softmax(q kᵀ · factor + add)`` in as few passes as eager BERT takes, when no step but the
     weights is wanted: a factor constant over keys goes on q (L·d multiplies, not L·S), the mask
     is added in place, and torch's fused softmax is used unless some row is fully masked (then
-    ours, which gives 0 not NaN). Peak: about two L×S matrices."""
+    ours, which gives 0 not NaN). Peak: about two L×S matrices.
+
+    ``q (..., H, L, d)``, ``k (..., H/groups, S, d)``: with ``groups`` > 1 (grouped-query heads)
+    the query heads that share a k head are stacked along L (:func:`grouped`) and multiplied by
+    that k head once, instead of repeating k for each of them (a copy of H·S·d numbers per layer).
+    """
     per_key = isinstance(factor, Tensor) and factor.shape[-1] != 1
-    att = torch.matmul(q if per_key else q * factor, k.transpose(-2, -1))  # (..., L, S)
+    if groups > 1 and not per_key:
+        att = grouped(scaled_q(q, factor), groups) @ k.transpose(-2, -1)  # (..., H_kv, g·L, S)
+        att = att.view(*q.shape[:-1], k.shape[-2])  # (..., H, L, S)
+    else:
+        att = torch.matmul(q if per_key else q * factor, k.transpose(-2, -1))  # (..., L, S)
     if per_key:
         att = att * factor
     if add is None:
@@ -163,3 +173,26 @@ def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Option
     if att.shape[-1] == 0 or (not is_shared_causal(add) and bool(torch.isneginf(add).all(dim=-1).any())):
         return softmax(att, dim=-1)  # (..., L, S)
     return torch.softmax(att, dim=-1)  # (..., L, S)
+
+
+def scaled_q(q: Tensor, factor: Union[float, Tensor]) -> Tensor:
+    """``q · factor`` written into a contiguous tensor (one pass), so that :func:`grouped` is a view."""
+    out = torch.empty(torch.broadcast_shapes(q.shape, getattr(factor, "shape", ())), dtype=q.dtype, device=q.device)
+    return torch.mul(q, factor, out=out)  # (..., H, L, d)
+
+
+def grouped(t: Tensor, groups: int) -> Tensor:
+    """``(..., H, L, x)`` → ``(..., H/groups, groups·L, x)``: the query heads that share one k/v head
+    stacked along L (heads ``j·groups … j·groups + groups − 1`` serve k/v head j). A view where the
+    heads and rows lie one after the other, a copy otherwise."""
+    *lead, H, L, x = t.shape
+    return t.reshape(*lead, H // groups, groups * L, x)
+
+
+def grouped_mix(weights: Tensor, v: Tensor, groups: int) -> Tensor:
+    """``weights (..., H, L, S) @ v (..., H/groups, S, d_v)`` → ``(..., H, L, d_v)`` without
+    repeating v for the query heads that share it."""
+    if groups == 1:
+        return torch.matmul(weights, v)  # (..., H, L, d_v)
+    z = grouped(weights, groups) @ v  # (..., H_kv, g·L, d_v)
+    return z.view(*weights.shape[:-1], v.shape[-1])  # (..., H, L, d_v)

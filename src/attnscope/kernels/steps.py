@@ -172,8 +172,10 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
     elif backend == BLOCKWISE:
         z = _blockwise(p, v, mask, g, causal=causal, dropout_p=dropout_p, bias=bias)
     else:
-        kk, vv = blockwise.repeat_kv(k, g), blockwise.repeat_kv(v, g)  # (…, H, S, d)
+        def repeated() -> tuple[Tensor, Tensor]:
+            return blockwise.repeat_kv(k, g), blockwise.repeat_kv(v, g)  # (…, H, S, d)
         if backend == WEIGHTS_ON_DEMAND:
+            kk, vv = repeated()
             cdt = blockwise.compute_dtype(q.dtype)
             w = blockwise.weights_of(Prepared(q.to(cdt), kk.to(cdt), p.factor, p.per_key), mask, causal=causal,
                                      bias=bias).to(q.dtype)  # (…, H, L, S)
@@ -183,12 +185,17 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
             add = dense.combine_masks(mask, L, S, causal=causal, dtype=q.dtype, device=q.device, bias=bias,
                                       reuse=True)  # read only below: the layers share a causal mask
             if hooked - {"weights"} or finite:
+                kk, vv = repeated()
                 st = dense.steps(q, kk, vv, p.factor, add, hook=hooks, dropout_p=dropout_p,
                                  check=(lambda s: check_scaled(s, q.dtype)) if finite else None)
                 z, weights, formed = st["z"], st["weights"], frozenset(MATRIX_STEPS)
-            else:  # only the weights: the lean form
-                weights, formed = hooks("weights", dense.lean_weights(q, kk, p.factor, add)), frozenset({"weights"})
-                z = torch.matmul(F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights, vv)  # (…, L, d_v)
+            else:  # only the weights: the lean form, k and v not repeated for grouped heads
+                same_lead = q.shape[:-3] == k.shape[:-3] == v.shape[:-3]
+                gl = g if same_lead else 1
+                kl, vl = (k, v) if gl > 1 else repeated()
+                weights = hooks("weights", dense.lean_weights(q, kl, p.factor, add, groups=gl))  # (…, H, L, S)
+                formed = frozenset({"weights"})
+                z = dense.grouped_mix(F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights, vl, gl)
     pending = {s: hooks.heads(s) for s in MATRIX_STEPS if s not in formed}
     if any(pending.values()):
         _heads_aside(p, g, mask, bias, causal, hooks, {s: h for s, h in pending.items() if h})
