@@ -5,13 +5,13 @@ Screenshots and exported images are kept under artifacts/browser/ (git-ignored) 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from attnscope.viewer.html import render
 from attnscope.viewer.run import view_data
+from tests.browser.playwright_once import chromium_context, watched_page
 from tests.server.live import live_server
 from tests.viewer.fixtures import OTHER, TEXT, full_trace, minilm, tiny_models, trace  # noqa: F401
 
@@ -46,35 +46,15 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.fixture(scope="session")
 def browser_context():
-    from attnscope.testing.headless import chromium_path, launch
-    try:
-        chromium_path()
-    except FileNotFoundError as e:
-        pytest.fail(f"the browser tests need Chromium: {e}", pytrace=False)
-    from tests.browser.playwright_once import playwright
-
-    p = playwright()
-    ctx, profile = launch(p)
-    try:
+    with chromium_context("the browser tests") as ctx:
         yield ctx
-    finally:
-        ctx.close()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture
 def page(browser_context):
     """A fresh tab; the test fails if the page logs an error or throws."""
-    pg = browser_context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    pg.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
-    pg.errors = errors
-    pg.ignored = []  # substrings of messages a test's own instruments cause
-    yield pg
-    pg.close()
-    errors = [e for e in errors if not any(x in e for x in pg.ignored)]
-    assert errors == [], errors
+    with watched_page(browser_context) as pg:  # pg.ignored: substrings of messages a test's own instruments cause
+        yield pg
 
 
 def wait_ready(pg, timeout: float = 30_000) -> None:

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.browser.playwright_once import chromium_context, watched_page
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "mkdocs.yml"
 ARTIFACTS = ROOT / "artifacts" / "docs"
@@ -132,48 +134,32 @@ def test_no_page_or_stylesheet_names_a_remote_resource(site):
 
 @pytest.fixture(scope="module")
 def browser():
-    from attnscope.testing.headless import chromium_path, launch
-    try:
-        chromium_path()
-    except FileNotFoundError as e:
-        pytest.fail(f"the site tests need Chromium: {e}", pytrace=False)
-    from tests.browser.playwright_once import playwright
+    """A Chromium context that lets file:, data: and blob: requests through and refuses and
+    records (``browser.left``) every other."""
+    with chromium_context("the site tests") as ctx:
+        left: list[str] = []
 
-    p = playwright()
-    ctx, profile = launch(p)
-    left: list[str] = []
+        def refuse(route):
+            url = route.request.url
+            if url.startswith(("file:", "data:", "blob:")):
+                route.continue_()
+            else:
+                left.append(url)
+                route.abort()
 
-    def refuse(route):
-        url = route.request.url
-        if url.startswith(("file:", "data:", "blob:")):
-            route.continue_()
-        else:
-            left.append(url)
-            route.abort()
-
-    ctx.route("**/*", refuse)
-    ctx.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else left.append(r.url))
-    ctx.left = left
-    try:
+        ctx.route("**/*", refuse)
+        ctx.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else left.append(r.url))
+        ctx.left = left
         yield ctx
-    finally:
-        ctx.close()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture
 def page(browser):
     """A fresh tab; the test fails if the page logs an error, throws, or a request leaves the machine."""
-    pg = browser.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    pg.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
-    del browser.left[:]
-    yield pg
-    pg.close()
     # DevTools' CSS agent re-reads file: stylesheets and logs this about its own request
-    errors = [e for e in errors if "'file:' URLs are treated as unique security origins" not in e]
-    assert errors == [], errors
+    with watched_page(browser, ignored=["'file:' URLs are treated as unique security origins"]) as pg:
+        del browser.left[:]
+        yield pg
     assert browser.left == [], f"requests that left the machine: {browser.left}"
 
 

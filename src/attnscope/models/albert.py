@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from ..errors import ModelLoadError
 from ..modules.encoder_variants import EncoderConfig
-from .bert import LAYERNORM_RENAMES, encoder_config
+from .bert import LAYERNORM_RENAMES, LayerNames, encoder_config, encoder_rules
 from .encoder_model import EncoderModel, with_encoder_options
-from .registry import Family, WeightRule, fuse_rows, register, setting, tokenizer_by_files
+from .registry import Family, WeightRule, register, setting, tokenizer_by_files
 
 
 def config_from_hf(hf: dict, source: str) -> EncoderConfig:
@@ -52,30 +52,21 @@ def config_from_hf(hf: dict, source: str) -> EncoderConfig:
     return with_encoder_options(base, embedding_size=setting(hf, "embedding_size", source, 128), layer_groups=groups)
 
 
+#: An ALBERT layer's names under ``encoder.albert_layer_groups.{g}.albert_layers.0.``
+LAYER_NAMES: LayerNames = {
+    "attn.W_qkv": ("attention.query", "attention.key", "attention.value"),
+    "attn.W_O": "attention.dense",
+    "ln1": "attention.LayerNorm",
+    "ffn.W_1": "ffn",
+    "ffn.W_2": "ffn_output",
+    "ln2": "full_layer_layer_norm",
+}
+
+
 def rules(config: EncoderConfig) -> list[WeightRule]:
-    out = [
-        WeightRule("embed.token_embedding.weight", ("embeddings.word_embeddings.weight",)),
-        WeightRule("embed.position_embedding.weight", ("embeddings.position_embeddings.weight",)),
-        WeightRule("embed.norm.weight", ("embeddings.LayerNorm.weight",)),
-        WeightRule("embed.norm.bias", ("embeddings.LayerNorm.bias",)),
-    ]
-    if config.type_vocab_size > 0:
-        out.append(WeightRule("embed.segment_embedding.weight", ("embeddings.token_type_embeddings.weight",)))
-    proj = "embed.proj" if config.factorised else None
-    for i in range(config.n_layers):
-        src, dst = f"encoder.albert_layer_groups.{config.group_of(i)}.albert_layers.0.", f"layers.{i}."
-        for p in ("weight", "bias"):
-            out += [
-                WeightRule(f"{dst}attn.W_qkv.{p}", tuple(f"{src}attention.{n}.{p}" for n in ("query", "key", "value")),
-                           fuse_rows),
-                WeightRule(f"{dst}attn.W_O.{p}", (f"{src}attention.dense.{p}",)),
-                WeightRule(f"{dst}ln1.{p}", (f"{src}attention.LayerNorm.{p}",)),
-                WeightRule(f"{dst}ffn.W_1.{p}", (f"{src}ffn.{p}",)),
-                WeightRule(f"{dst}ffn.W_2.{p}", (f"{src}ffn_output.{p}",)),
-                WeightRule(f"{dst}ln2.{p}", (f"{src}full_layer_layer_norm.{p}",)),
-            ]
-    if proj is not None:
-        out += [WeightRule(f"{proj}.{p}", (f"encoder.embedding_hidden_mapping_in.{p}",)) for p in ("weight", "bias")]
+    out = encoder_rules(config, LAYER_NAMES, lambda i: f"encoder.albert_layer_groups.{config.group_of(i)}.albert_layers.0.")
+    if config.factorised:
+        out += [WeightRule(f"embed.proj.{p}", (f"encoder.embedding_hidden_mapping_in.{p}",)) for p in ("weight", "bias")]
     return out
 
 

@@ -19,6 +19,8 @@ task heads (``pooler.*``, ``cls.*``) are not used: attnscope shows the encoder.
 
 from __future__ import annotations
 
+from typing import Callable, Optional, Union
+
 from ..config import TransformerConfig
 from ..errors import ModelLoadError
 from .registry import Family, WeightRule, fuse_rows, hf_activation, register, setting
@@ -59,28 +61,57 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
     return encoder_config(hf, source, layer_norm_eps=1e-12, type_vocab_size=2)
 
 
-def encoder_rules(config: TransformerConfig) -> list[WeightRule]:
-    """BERT-layout weight names; RoBERTa uses the same ones."""
-    rules = [
-        WeightRule("embed.token_embedding.weight", ("embeddings.word_embeddings.weight",)),
-        WeightRule("embed.position_embedding.weight", ("embeddings.position_embeddings.weight",)),
-        WeightRule("embed.norm.weight", ("embeddings.LayerNorm.weight",)),
-        WeightRule("embed.norm.bias", ("embeddings.LayerNorm.bias",)),
-    ]
+#: A family's table of a layer's weights: attnscope's module → the checkpoint's (three for W_qkv).
+LayerNames = dict[str, Union[str, tuple[str, ...]]]
+
+
+def embedding_rules(config: TransformerConfig) -> list[WeightRule]:
+    """BERT's embeddings, named alike by its relatives (DistilBERT, ALBERT, ELECTRA, RoBERTa,
+    XLM-R, DeBERTa): the token table, the position table (with learned positions), the LayerNorm
+    and the segment table (with segment types)."""
+    out = [WeightRule("embed.token_embedding.weight", ("embeddings.word_embeddings.weight",))]
+    if config.position == "learned":
+        out.append(WeightRule("embed.position_embedding.weight", ("embeddings.position_embeddings.weight",)))
+    out += [WeightRule(f"embed.norm.{p}", (f"embeddings.LayerNorm.{p}",)) for p in ("weight", "bias")]
     if config.type_vocab_size > 0:
-        rules.append(WeightRule("embed.segment_embedding.weight", ("embeddings.token_type_embeddings.weight",)))
+        out.append(WeightRule("embed.segment_embedding.weight", ("embeddings.token_type_embeddings.weight",)))
+    return out
+
+
+def layer_rules(names: LayerNames, src: str, dst: str) -> list[WeightRule]:
+    """The weight and bias rules of one layer from a family's table ``names``: attnscope's module
+    (under ``dst``) → the checkpoint's (under ``src``); a tuple of three is W_qkv's Q, K, V, whose
+    rows are stacked."""
+    out = []
+    for p in ("weight", "bias"):
+        for ours, theirs in names.items():
+            if isinstance(theirs, tuple):
+                out.append(WeightRule(f"{dst}{ours}.{p}", tuple(f"{src}{t}.{p}" for t in theirs), fuse_rows))
+            else:
+                out.append(WeightRule(f"{dst}{ours}.{p}", (f"{src}{theirs}.{p}",)))
+    return out
+
+
+#: A BERT layer's names under ``encoder.layer.{i}.`` (RoBERTa, XLM-R and ELECTRA use them too).
+LAYER_NAMES: LayerNames = {
+    "attn.W_qkv": ("attention.self.query", "attention.self.key", "attention.self.value"),
+    "attn.W_O": "attention.output.dense",
+    "ln1": "attention.output.LayerNorm",
+    "ffn.W_1": "intermediate.dense",
+    "ffn.W_2": "output.dense",
+    "ln2": "output.LayerNorm",
+}
+
+
+def encoder_rules(config: TransformerConfig, names: Optional[LayerNames] = None,
+                  layer: Callable[[int], str] = "encoder.layer.{}.".format) -> list[WeightRule]:
+    """Every rule of a BERT-layout encoder: :func:`embedding_rules`, then :func:`layer_rules` of
+    ``names`` (BERT's :data:`LAYER_NAMES` when None) with the checkpoint's prefix ``layer(i)`` of
+    layer i. RoBERTa, XLM-R and ELECTRA use it as it is, DistilBERT, ALBERT and DeBERTa with their
+    own names."""
+    rules = embedding_rules(config)
     for i in range(config.n_layers):
-        src, dst = f"encoder.layer.{i}.", f"layers.{i}."
-        for p in ("weight", "bias"):
-            rules += [
-                WeightRule(f"{dst}attn.W_qkv.{p}", tuple(f"{src}attention.self.{n}.{p}" for n in ("query", "key", "value")),
-                           fuse_rows),
-                WeightRule(f"{dst}attn.W_O.{p}", (f"{src}attention.output.dense.{p}",)),
-                WeightRule(f"{dst}ln1.{p}", (f"{src}attention.output.LayerNorm.{p}",)),
-                WeightRule(f"{dst}ffn.W_1.{p}", (f"{src}intermediate.dense.{p}",)),
-                WeightRule(f"{dst}ffn.W_2.{p}", (f"{src}output.dense.{p}",)),
-                WeightRule(f"{dst}ln2.{p}", (f"{src}output.LayerNorm.{p}",)),
-            ]
+        rules += layer_rules(LAYER_NAMES if names is None else names, layer(i), f"layers.{i}.")
     return rules
 
 

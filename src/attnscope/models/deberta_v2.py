@@ -37,8 +37,10 @@ import torch
 
 from ..errors import InputError, ModelLoadError
 from ..modules.deberta import POS_ATT_TYPES, DebertaConfig, DebertaEncoder
+from .bert import LAYER_NAMES as BERT_LAYER_NAMES
+from .bert import LayerNames, encoder_rules
 from .model import Model
-from .registry import Family, WeightRule, fuse_rows, hf_activation, register, setting, tokenizer_by_files
+from .registry import Family, WeightRule, hf_activation, register, setting, tokenizer_by_files
 
 Tensor = torch.Tensor
 
@@ -90,38 +92,27 @@ def config_from_hf(hf: dict, source: str) -> DebertaConfig:
     )
 
 
+#: A DeBERTa layer's names under ``encoder.layer.{i}.``: BERT's, with ``_proj`` on Q, K, V.
+LAYER_NAMES: LayerNames = {
+    **BERT_LAYER_NAMES,
+    "attn.W_qkv": ("attention.self.query_proj", "attention.self.key_proj", "attention.self.value_proj"),
+}
+#: The position projections of a layer that does not share the content ones (share_att_key False).
+POS_PROJ_NAMES = {"c2p": ("attn.pos_key_proj", "attention.self.pos_key_proj"),
+                  "p2c": ("attn.pos_query_proj", "attention.self.pos_query_proj")}
+
+
 def rules(config: DebertaConfig) -> list[WeightRule]:
-    both = ("weight", "bias")
-    out = [WeightRule("embed.token_embedding.weight", ("embeddings.word_embeddings.weight",))]
-    out += [WeightRule(f"embed.norm.{p}", (f"embeddings.LayerNorm.{p}",)) for p in both]
-    if config.position == "learned":
-        out.append(WeightRule("embed.position_embedding.weight", ("embeddings.position_embeddings.weight",)))
-    if config.type_vocab_size > 0:
-        out.append(WeightRule("embed.segment_embedding.weight", ("embeddings.token_type_embeddings.weight",)))
+    names = dict(LAYER_NAMES)
+    if config.relative_attention and not config.share_att_key:
+        names.update(POS_PROJ_NAMES[t] for t in config.pos_att_type)
+    out = encoder_rules(config, names)
     if config.embedding_size is not None:
         out.append(WeightRule("embed.proj.weight", ("embeddings.embed_proj.weight",)))
     if config.relative_attention:
         out.append(WeightRule("rel_embeddings.weight", ("encoder.rel_embeddings.weight",)))
         if config.norm_rel_embed:
-            out += [WeightRule(f"rel_norm.{p}", (f"encoder.LayerNorm.{p}",)) for p in both]
-    separate = config.relative_attention and not config.share_att_key
-    for i in range(config.n_layers):
-        src, dst = f"encoder.layer.{i}.", f"layers.{i}."
-        att = src + "attention.self."
-        for p in both:
-            out += [
-                WeightRule(f"{dst}attn.W_qkv.{p}", tuple(f"{att}{n}_proj.{p}" for n in ("query", "key", "value")),
-                           fuse_rows),
-                WeightRule(f"{dst}attn.W_O.{p}", (f"{src}attention.output.dense.{p}",)),
-                WeightRule(f"{dst}ln1.{p}", (f"{src}attention.output.LayerNorm.{p}",)),
-                WeightRule(f"{dst}ffn.W_1.{p}", (f"{src}intermediate.dense.{p}",)),
-                WeightRule(f"{dst}ffn.W_2.{p}", (f"{src}output.dense.{p}",)),
-                WeightRule(f"{dst}ln2.{p}", (f"{src}output.LayerNorm.{p}",)),
-            ]
-            if separate and "c2p" in config.pos_att_type:
-                out.append(WeightRule(f"{dst}attn.pos_key_proj.{p}", (f"{att}pos_key_proj.{p}",)))
-            if separate and "p2c" in config.pos_att_type:
-                out.append(WeightRule(f"{dst}attn.pos_query_proj.{p}", (f"{att}pos_query_proj.{p}",)))
+            out += [WeightRule(f"rel_norm.{p}", (f"encoder.LayerNorm.{p}",)) for p in ("weight", "bias")]
     return out
 
 

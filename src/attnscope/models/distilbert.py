@@ -21,7 +21,8 @@ Keys may carry the prefix ``distilbert.`` (DistilBertForMaskedLM, …); task hea
 from __future__ import annotations
 
 from ..config import TransformerConfig
-from .registry import Family, WeightRule, fuse_rows, hf_activation, register, setting
+from .bert import LayerNames, encoder_rules
+from .registry import Family, WeightRule, hf_activation, register, setting
 
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:
@@ -44,25 +45,20 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
     )
 
 
+#: A DistilBERT layer's names under ``transformer.layer.{i}.``
+LAYER_NAMES: LayerNames = {
+    "attn.W_qkv": ("attention.q_lin", "attention.k_lin", "attention.v_lin"),
+    "attn.W_O": "attention.out_lin",
+    "ln1": "sa_layer_norm",
+    "ffn.W_1": "ffn.lin1",
+    "ffn.W_2": "ffn.lin2",
+    "ln2": "output_layer_norm",
+}
+
+
 def rules(config: TransformerConfig) -> list[WeightRule]:
-    out = [
-        WeightRule("embed.token_embedding.weight", ("embeddings.word_embeddings.weight",)),
-        WeightRule("embed.position_embedding.weight", ("embeddings.position_embeddings.weight",)),
-        WeightRule("embed.norm.weight", ("embeddings.LayerNorm.weight",)),
-        WeightRule("embed.norm.bias", ("embeddings.LayerNorm.bias",)),
-    ]
-    for i in range(config.n_layers):
-        src, dst = f"transformer.layer.{i}.", f"layers.{i}."
-        for p in ("weight", "bias"):
-            out += [
-                WeightRule(f"{dst}attn.W_qkv.{p}", tuple(f"{src}attention.{n}_lin.{p}" for n in "qkv"), fuse_rows),
-                WeightRule(f"{dst}attn.W_O.{p}", (f"{src}attention.out_lin.{p}",)),
-                WeightRule(f"{dst}ln1.{p}", (f"{src}sa_layer_norm.{p}",)),
-                WeightRule(f"{dst}ffn.W_1.{p}", (f"{src}ffn.lin1.{p}",)),
-                WeightRule(f"{dst}ffn.W_2.{p}", (f"{src}ffn.lin2.{p}",)),
-                WeightRule(f"{dst}ln2.{p}", (f"{src}output_layer_norm.{p}",)),
-            ]
-    return out
+    # BERT's embedding names (no segment table: type_vocab_size 0), DistilBERT's layers
+    return encoder_rules(config, LAYER_NAMES, "transformer.layer.{}.".format)
 
 
 FAMILY = register(Family(

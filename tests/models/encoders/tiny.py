@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -112,144 +114,90 @@ def sentencepiece_json(folder: Path, special: list[str], *, single: str, pair: s
 
 
 def _cls_sep_json(folder: Path) -> int:
-    vocab = sentencepiece_json(folder, ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
-                               single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1")
-    return len(vocab)
+    """A SentencePiece ``tokenizer.json`` with BERT's specials ([CLS] … [SEP]: ALBERT, DeBERTa-v3)."""
+    return len(sentencepiece_json(folder, ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+                                  single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1"))
+
+
+def _s_json(folder: Path) -> int:
+    """A SentencePiece ``tokenizer.json`` with RoBERTa's specials (<s> … </s>, pad 1: XLM-R)."""
+    return len(sentencepiece_json(folder, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+                                  single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>"))
 
 
 # ----------------------------------------------------------------------------------------------
 
-def distilbert(folder, *, seed: int = 30) -> Path:
-    from transformers import DistilBertConfig, DistilBertForMaskedLM
+@dataclass(frozen=True)
+class Tiny:
+    """One tiny checkpoint: the transformers class (its ``config_class`` takes ``config``, with the
+    vocabulary size that ``tokenizer`` returns after writing its files), the seed of
+    :func:`randomise` and the language(s) of the vocabulary ("en", "zh", "en+zh")."""
 
-    folder = Path(folder)
-    V = english_vocab(folder)
-    m = DistilBertForMaskedLM(DistilBertConfig(vocab_size=V, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
-                                               max_position_embeddings=64))
-    randomise(m, seed)
-    return save(m, folder)
-
-
-def distilbert_zh(folder, *, seed: int = 31) -> Path:
-    from transformers import DistilBertConfig, DistilBertModel
-
-    folder = Path(folder)
-    V = chinese_vocab(folder)
-    m = DistilBertModel(DistilBertConfig(vocab_size=V, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
-                                         max_position_embeddings=64, activation="relu"))
-    randomise(m, seed)
-    return save(m, folder)
+    model: str
+    tokenizer: Callable[[Path], int]
+    config: dict[str, Any]
+    seed: int
+    lang: str
 
 
-def albert(folder, *, seed: int = 32) -> Path:
-    from transformers import AlbertConfig, AlbertForMaskedLM
+_SMALL = dict(num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
 
-    folder = Path(folder)
-    V = _cls_sep_json(folder)
-    m = AlbertForMaskedLM(AlbertConfig(vocab_size=V, embedding_size=16, hidden_size=32, num_hidden_layers=3,
-                                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
-                                       pad_token_id=0, hidden_act="gelu_new"))
-    randomise(m, seed)
-    return save(m, folder)
-
-
-def albert_groups(folder, *, seed: int = 33) -> Path:
-    from transformers import AlbertConfig, AlbertModel
-
-    folder = Path(folder)
-    V = chinese_vocab(folder)
-    m = AlbertModel(AlbertConfig(vocab_size=V, embedding_size=16, hidden_size=32, num_hidden_layers=4,
-                                 num_hidden_groups=2, num_attention_heads=4, intermediate_size=64,
-                                 max_position_embeddings=64, pad_token_id=0, hidden_act="gelu"))
-    randomise(m, seed)
-    return save(m, folder)
-
-
-def electra(folder, *, seed: int = 34) -> Path:
-    from transformers import ElectraConfig, ElectraForPreTraining
-
-    folder = Path(folder)
-    V = english_vocab(folder)
-    m = ElectraForPreTraining(ElectraConfig(vocab_size=V, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
-    randomise(m, seed)
-    return save(m, folder)
-
-
-def electra_zh(folder, *, seed: int = 35) -> Path:
-    from transformers import ElectraConfig, ElectraModel
-
-    folder = Path(folder)
-    V = chinese_vocab(folder)
-    m = ElectraModel(ElectraConfig(vocab_size=V, embedding_size=32, hidden_size=32, num_hidden_layers=2,
-                                   num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
-    randomise(m, seed)
-    return save(m, folder)
-
-
-def xlm_roberta(folder, *, seed: int = 36) -> Path:
-    from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
-
-    folder = Path(folder)
-    vocab = sentencepiece_json(folder, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-                               single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>")
-    m = XLMRobertaForMaskedLM(XLMRobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                                               num_attention_heads=4, intermediate_size=64, max_position_embeddings=66,
-                                               pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1,
-                                               layer_norm_eps=1e-5))
-    randomise(m, seed)
-    return save(m, folder)
-
-
-def deberta_v3(folder, *, seed: int = 37) -> Path:
-    from transformers import DebertaV2Config, DebertaV2Model
-
-    folder = Path(folder)
-    V = _cls_sep_json(folder)
-    m = DebertaV2Model(DebertaV2Config(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                       intermediate_size=64, max_position_embeddings=64, relative_attention=True,
-                                       position_buckets=8, max_relative_positions=16, pos_att_type="p2c|c2p",
-                                       share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
-                                       type_vocab_size=0, layer_norm_eps=1e-7))
-    randomise(m, seed)
-    return save(m, folder)
-
-
-def deberta_v2(folder, *, seed: int = 38) -> Path:
-    from transformers import DebertaV2Config, DebertaV2ForMaskedLM
-
-    folder = Path(folder)
-    V = chinese_vocab(folder)
-    m = DebertaV2ForMaskedLM(DebertaV2Config(vocab_size=V, hidden_size=32, embedding_size=16, num_hidden_layers=2,
-                                             num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
-                                             relative_attention=True, max_relative_positions=6,
-                                             pos_att_type=["c2p", "p2c"], share_att_key=False,
-                                             position_biased_input=True, type_vocab_size=2))
-    randomise(m, seed)
-    return save(m, folder)
-
-
-def deberta_c2p(folder, *, seed: int = 39) -> Path:
-    from transformers import DebertaV2Config, DebertaV2Model
-
-    folder = Path(folder)
-    V = english_vocab(folder)
-    m = DebertaV2Model(DebertaV2Config(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                       intermediate_size=64, max_position_embeddings=64, relative_attention=True,
-                                       position_buckets=6, max_relative_positions=32, pos_att_type=["c2p"],
-                                       share_att_key=True, position_biased_input=False, type_vocab_size=0))
-    randomise(m, seed)
-    return save(m, folder)
-
-
-#: name → (builder, language of its vocabulary)
-BUILDERS: dict[str, tuple[Callable[..., Path], str]] = {
-    "distilbert": (distilbert, "en"), "distilbert_zh": (distilbert_zh, "zh"),
-    "albert": (albert, "en"), "albert_groups": (albert_groups, "zh"),
-    "electra": (electra, "en"), "electra_zh": (electra_zh, "zh"),
-    "xlm_roberta": (xlm_roberta, "en+zh"),
-    "deberta_v3": (deberta_v3, "en"), "deberta_v2": (deberta_v2, "zh"), "deberta_c2p": (deberta_c2p, "en"),
+#: name → its tiny checkpoint (the table of the module docstring)
+TINY: dict[str, Tiny] = {
+    "distilbert": Tiny("DistilBertForMaskedLM", english_vocab, dict(
+        dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64), 30, "en"),
+    "distilbert_zh": Tiny("DistilBertModel", chinese_vocab, dict(
+        dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64, activation="relu"), 31, "zh"),
+    "albert": Tiny("AlbertForMaskedLM", _cls_sep_json, dict(
+        _SMALL, embedding_size=16, hidden_size=32, num_hidden_layers=3, pad_token_id=0, hidden_act="gelu_new"),
+        32, "en"),
+    "albert_groups": Tiny("AlbertModel", chinese_vocab, dict(
+        _SMALL, embedding_size=16, hidden_size=32, num_hidden_layers=4, num_hidden_groups=2, pad_token_id=0,
+        hidden_act="gelu"), 33, "zh"),
+    "electra": Tiny("ElectraForPreTraining", english_vocab, dict(
+        _SMALL, embedding_size=16, hidden_size=32, num_hidden_layers=2), 34, "en"),
+    "electra_zh": Tiny("ElectraModel", chinese_vocab, dict(
+        _SMALL, embedding_size=32, hidden_size=32, num_hidden_layers=2), 35, "zh"),
+    "xlm_roberta": Tiny("XLMRobertaForMaskedLM", _s_json, dict(
+        _SMALL, hidden_size=32, num_hidden_layers=2, max_position_embeddings=66, pad_token_id=1, bos_token_id=0,
+        eos_token_id=2, type_vocab_size=1, layer_norm_eps=1e-5), 36, "en+zh"),
+    "deberta_v3": Tiny("DebertaV2Model", _cls_sep_json, dict(
+        _SMALL, hidden_size=32, num_hidden_layers=2, relative_attention=True, position_buckets=8,
+        max_relative_positions=16, pos_att_type="p2c|c2p", share_att_key=True, norm_rel_ebd="layer_norm",
+        position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7), 37, "en"),
+    "deberta_v2": Tiny("DebertaV2ForMaskedLM", chinese_vocab, dict(
+        _SMALL, hidden_size=32, embedding_size=16, num_hidden_layers=2, relative_attention=True,
+        max_relative_positions=6, pos_att_type=["c2p", "p2c"], share_att_key=False, position_biased_input=True,
+        type_vocab_size=2), 38, "zh"),
+    "deberta_c2p": Tiny("DebertaV2Model", english_vocab, dict(
+        _SMALL, hidden_size=32, num_hidden_layers=2, relative_attention=True, position_buckets=6,
+        max_relative_positions=32, pos_att_type=["c2p"], share_att_key=True, position_biased_input=False,
+        type_vocab_size=0), 39, "en"),
 }
+
+
+def build(name: str, folder, *, seed: Optional[int] = None) -> Path:
+    """Writes the tiny checkpoint ``name`` of :data:`TINY` (tokenizer, config, random weights) into
+    ``folder`` and returns it."""
+    import transformers
+
+    spec = TINY[name]
+    folder = Path(folder)
+    cls = getattr(transformers, spec.model)
+    m = cls(cls.config_class(vocab_size=spec.tokenizer(folder), **spec.config))
+    randomise(m, spec.seed if seed is None else seed)
+    return save(m, folder)
+
+
+#: name → (builder of a folder, language of its vocabulary)
+BUILDERS: dict[str, tuple[Callable[..., Path], str]] = {name: (partial(build, name), t.lang) for name, t in TINY.items()}
+
+# One builder a checkpoint, by name (``tiny.albert(folder)``), for tests elsewhere.
+distilbert, distilbert_zh = BUILDERS["distilbert"][0], BUILDERS["distilbert_zh"][0]
+albert, albert_groups = BUILDERS["albert"][0], BUILDERS["albert_groups"][0]
+electra, electra_zh = BUILDERS["electra"][0], BUILDERS["electra_zh"][0]
+xlm_roberta = BUILDERS["xlm_roberta"][0]
+deberta_v3, deberta_v2, deberta_c2p = BUILDERS["deberta_v3"][0], BUILDERS["deberta_v2"][0], BUILDERS["deberta_c2p"][0]
 
 
 def hf_encoder(folder):
