@@ -10,6 +10,10 @@
    repository twice), from the Markdown sources, so a new page's characters are always in.
 2. The API page. Docstrings use Sphinx roles (``:func:`x```), which Markdown leaves as text before
    the code span; the role is dropped so that only the name shows.
+3. The page's language. Material writes ``theme.language`` (en) on every page's ``<html lang>``;
+   the pages under ``zh/`` (and any page whose front matter says ``lang: …``) get their own, so
+   that browsers, screen readers and search engines treat the Chinese tutorial as Chinese (font
+   choice, hyphenation, speech). Material's own interface words stay English on every page.
 """
 
 from __future__ import annotations
@@ -75,3 +79,27 @@ def on_page_content(html: str, page, config, files) -> str:
     if page.file.src_uri.startswith("reference/"):
         html = _ROLE.sub("", html)
     return html
+
+
+#: The language of the pages below a folder of docs/ (every other page: ``theme.language``).
+FOLDER_LANGUAGES = {"zh/": "zh"}
+
+_HTML_LANG = re.compile(r'(<html\b[^>]*?\blang=")[^"]*(")', re.I)
+
+
+def page_language(page) -> str | None:
+    """The page's own language: its front matter's ``lang``, else its folder's, else None."""
+    lang = page.meta.get("lang")
+    if lang:
+        return str(lang)
+    return next((v for k, v in FOLDER_LANGUAGES.items() if page.file.src_uri.startswith(k)), None)
+
+
+def on_post_page(output: str, page, config) -> str:
+    lang = page_language(page)
+    if lang is None:
+        return output
+    out, n = _HTML_LANG.subn(lambda m: f"{m.group(1)}{lang}{m.group(2)}", output, count=1)
+    if n != 1:  # a theme without <html lang="…">: say so rather than build a page that lies
+        raise ValueError(f"{page.file.src_uri}: no <html lang=\"…\"> to set to {lang!r}")
+    return out

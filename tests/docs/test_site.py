@@ -4,6 +4,7 @@ Chromium with every request that would leave the machine refused and recorded.
 - The real build has no warning, and a strict build of the same configuration fails on a broken
   link, a missing anchor and a missing API reference (so the clean build means something).
 - No built page or stylesheet names a remote script, stylesheet, font or image.
+- The Chinese pages say ``<html lang="zh">``, every other page ``lang="en"``.
 - In Chromium, from file://: every kind of page renders (home, tutorial, the Chinese tutorial, a
   how-to, the API reference), the offline search finds a word, and no request other than file:,
   data: or blob: is made. Chinese text is drawn with the site's own CJK font (asked of Chromium
@@ -108,6 +109,37 @@ def test_strict_build_fails_on_a_broken_link_or_reference(tmp_path, defect, page
     else:
         assert r.returncode != 0, f"{defect}: the strict build passed\n{log}"
         assert named in log, f"{defect}: the build log does not name {named!r}\n{log}"
+
+
+HTML_LANG = re.compile(r"""<html\b[^>]*\blang=["']([^"']*)["']""", re.I)
+
+
+def html_lang(path: Path) -> str:
+    m = HTML_LANG.search(path.read_text(encoding="utf-8"))
+    assert m, f"{path.name} has no <html lang>"
+    return m.group(1)
+
+
+def test_chinese_pages_are_marked_chinese(site):
+    """<html lang="zh"> on every page of docs/zh/ (tools/mkdocs_hooks.py), lang="en" on every other."""
+    out, _ = site
+    zh = {f"zh/{p.relative_to(ROOT / 'docs' / 'zh').with_suffix('.html').as_posix()}"
+          for p in (ROOT / "docs" / "zh").rglob("*.md")}
+    assert "zh/tutorial/index.html" in zh and len(zh) >= 8, sorted(zh)
+    langs = {f.relative_to(out).as_posix(): html_lang(f) for f in out.rglob("*.html")}
+    assert {rel: langs.get(rel) for rel in zh} == dict.fromkeys(zh, "zh")
+    others = {rel: lang for rel, lang in langs.items() if rel not in zh}
+    assert others["index.html"] == "en" and others["tutorial/softmax.html"] == "en"
+    assert {rel for rel, lang in others.items() if lang != "en"} == set()
+
+
+def test_a_page_can_name_its_language_in_its_front_matter(tmp_path):
+    pages = {"index.md": "# Home\n\nEnglish.\n", "zh/a.md": "# 中文\n\n中文页面。\n",
+             "fr.md": "---\nlang: fr\n---\n\n# Français\n\nUne page.\n"}
+    r = mkdocs_build(_variant(tmp_path, pages), tmp_path / "site")
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = {rel: html_lang(tmp_path / "site" / rel) for rel in ("index.html", "zh/a.html", "fr.html")}
+    assert got == {"index.html": "en", "zh/a.html": "zh", "fr.html": "fr"}
 
 
 REMOTE = re.compile(r"""<(?:script|img|iframe|source|audio|video)\b[^>]*\bsrc=["']?(?:https?:)?//"""
