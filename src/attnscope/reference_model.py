@@ -308,8 +308,8 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
     import torch
     with torch.no_grad():
         f = {"ids": ids, "tokens": list(batch.tokens[0]), "positions": positions, "segments": segments}
+        from . import reference_model_deberta as RD  # DeBERTa's own embedding and layer
         if deberta:
-            from . import reference_model_deberta as RD
             f.update(RD.embeddings(model, input_ids, segments, positions))
             f.update(RD.relative(model, n))
         else:

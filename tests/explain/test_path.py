@@ -218,9 +218,8 @@ def test_sinusoidal_positions_are_computed(tmp_path):
 
 
 def test_errors(tmp_path, minilm, capsys):
-    deberta = attnscope.load(TE.deberta_v3(tmp_path / "deberta"))
-    with pytest.raises(InputError, match="DeBERTa"):
-        explain_path("The quick brown fox", deberta, position=1)
+    with pytest.raises(InputError, match="target= and attention= are for encoder–decoder models"):
+        explain_path(TEXT, minilm, target="x", position=1)
     with pytest.raises(InputError, match="layer 9 is out of range: the model has 6 layers"):
         explain_path(TEXT, minilm, layer=9)
     with pytest.raises(InputError, match="token 'dog' is not in the text"):

@@ -5,6 +5,9 @@
   attnscope explain -X "1,0;0,1;1,1" --wq "1,0;1,1" --wk "1,2;0,1" --wv "2,0;0,1"
   attnscope explain --text "我喜欢人工智能" --layer 0 --head 3 --token 我 --dims 3
   attnscope explain --text "The cat sat on the mat." --token cat --path   the token's whole path through layer 0
+  attnscope explain --model ./t5-small --text "translate English to German: Hi." --target "Hallo." --path \
+                    --layer 1 --head 2 --token Hall   a target token through decoder layer 1 (self- and cross-attention;
+                                                      without --target: a source token through an encoder layer)
   attnscope explain --model ./t5-small --text "translate English to German: Hi." --target "Hallo." \
                     --attention cross --layer 1 --head 2 --token Hall   a T5 row (its bias buckets too)
   attnscope explain --scores 15.3,22.7,18.2,2.1,1.8 --dk 64 --labels 我,喜,歡,人,工
@@ -138,7 +141,8 @@ def build(args):
             raise InputError("--path works one token's whole path through a real model: give --text (and --token "
                              "or --position)")
         return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
-                       position=args.position, dims=args.dims, expand=args.expand, path=True)
+                       position=args.position, dims=args.dims, expand=args.expand, path=True, target=args.target,
+                       attention=args.attention)
     if args.text is not None:
         return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
                        position=args.position, dims=args.dims, expand=args.expand, target=args.target,

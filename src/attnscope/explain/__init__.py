@@ -90,7 +90,9 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
             dimensions of V to write out.
         path: with ``text``: the token's whole path through the layer instead of the row alone —
             tokens and ids, embedding rows, norms, ``q = x W_Q + b``, the row, the heads and ``W_O``,
-            residuals, the feed-forward and the layer's output (:func:`.path.explain_path`).
+            residuals, the feed-forward and the layer's output (:func:`.path.explain_path`); any family:
+            DeBERTa's three terms, and for T5/BART a source token through an encoder layer or, with
+            ``target``, a target token through a decoder layer (self- and cross-attention).
         scores, values, tokens, d_k, query: one row from given raw scores (and optional V rows),
             e.g. the first article's row of 喜.
         target, attention: encoder–decoder models (T5, BART): ``text`` is the source, ``target``
@@ -120,7 +122,7 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
         if path:
             from .path import explain_path
             return explain_path(text, model=model, layer=layer, head=head, token=token, position=position,
-                                dims=dims, expand=expand)
+                                dims=dims, expand=expand, target=target, attention=attention)
         from .row_relative import explain_relative_row, handles
         if target is not None or attention is not None or handles(model):
             return explain_relative_row(text, model, target=target, attention=attention, layer=layer, head=head,

@@ -73,6 +73,17 @@ def explain_relative_row(text: str, model, *, target: Optional[str] = None, atte
     raise InputError(f"{model.name} ({model.family}) has no relative position terms to explain here")
 
 
+def row_from_forward(model, text: str, f: dict, *, target: Optional[str] = None, attention: Optional[str] = None,
+                     layer: int = 0, head: int = 0, position: int = 0, dims: int = 3, expand: str = "auto") -> Worked:
+    """The same row with q, k and v from a float64 pass from the weights ``f``
+    (:func:`attnscope.reference_model.forward` for DeBERTa, :func:`.reference_model_seq2seq.forward_seq2seq`
+    for T5 and BART), as the whole path shows it; the model's float32 trace is still compared at the end."""
+    if getattr(model.config, "kind", "") == "seq2seq":
+        return _seq2seq_row(model, text, target, attention or "encoder", layer, head, None, position, dims, expand,
+                            forward=f)
+    return _deberta_row(model, text, layer, head, None, position, dims, expand, forward=f)
+
+
 def _label(tokens, j: int) -> str:
     return f"{j}:{tokens[j]}"
 
@@ -105,7 +116,8 @@ def _fix_query_label(w: Worked, label: str) -> None:
 # T5 and BART
 # ----------------------------------------------------------------------------------------------
 
-def _seq2seq_row(model, source, target, attention, layer, head, token, position, dims, expand) -> Worked:
+def _seq2seq_row(model, source, target, attention, layer, head, token, position, dims, expand,
+                 forward: Optional[dict] = None) -> Worked:
     cfg = model.config
     if attention not in ATTENTIONS:
         raise InputError(f"attention must be one of {', '.join(ATTENTIONS)}, got {attention!r}")
@@ -125,6 +137,8 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     tr = model.trace([source], [target if target is not None else ""], names=names)
     get = lambda s: R.as_f64(tr.step(layer, s, head, text=0, attention=attention))  # noqa: E731
     q, k, v = get("q"), get("k"), get("v")  # (n_q, d), (n_k, d), (n_k, d)
+    if forward is not None:  # float64 from the weights through every earlier layer
+        q, k, v = (forward[f"{prefix}.{s}"][head] for s in ("q", "k", "v"))
     src_t, tgt_t = tr.text_tokens(0), tr.target_tokens[0]
     qtoks, ktoks = (src_t, src_t) if attention == "encoder" else (tgt_t, tgt_t if attention == "self" else src_t)
     i, notes = resolve_query(qtoks, token, position, source if attention == "encoder" else target)
@@ -227,7 +241,7 @@ def _bias_step(steps: dict, table, bias, ktoks, i, qtoks, head, layer, attention
 # DeBERTa
 # ----------------------------------------------------------------------------------------------
 
-def _deberta_row(model, text, layer, head, token, position, dims, expand) -> Worked:
+def _deberta_row(model, text, layer, head, token, position, dims, expand, forward: Optional[dict] = None) -> Worked:
     from .doc import Step
     cfg = model.config
     layer = _check_index("layer", layer, cfg.n_layers, "layers")
@@ -237,6 +251,8 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand) -> Wor
     tr = model.trace(text, names=[f"layers.{layer}.attn.{s}[{head}]" for s in steps_] + [f"layers.{layer}.attn_in"])
     get = lambda s: R.as_f64(tr.step(layer, s, head, text=0))  # noqa: E731
     q, k, v = get("q"), get("k"), get("v")
+    if forward is not None:  # float64 from the weights through every earlier layer
+        q, k, v = (forward[f"layers.{layer}.attn.{s}"][head] for s in ("q", "k", "v"))
     tokens = tr.text_tokens(0)
     n = len(tokens)
     i, notes = resolve_query(tokens, token, position, text)

@@ -1,0 +1,211 @@
+"""One token's whole path through a layer of the families whose scores carry relative positions
+(:mod:`.path` for the steps every family shares):
+
+* **DeBERTa-v2/v3**: the embedding (projected E → d *before* its LayerNorm), the relative
+  embeddings and their LayerNorm, their projections ``pos_k`` / ``pos_q`` for the head, the row's
+  three terms c2c, c2p, p2c and the factor 1/√(d·(1 + terms)) (:mod:`.row_relative`, from the
+  float64 pass), then BERT's post-LN layer;
+* **T5, mT5, BART** (``text`` = the source): a source token through an encoder layer (T5: RMSNorm,
+  pre-norm, no 1/√d, the bias buckets; BART: learned positions read at + 2, post-LN), or, with a
+  target, a target token through a decoder layer: causal self-attention (T5: causal buckets),
+  cross-attention over the encoder's output (no bias), the feed-forward (T5 v1.1: gated).
+
+Every number is float64 from the weights (:mod:`attnscope.reference_model`,
+:mod:`attnscope.reference_model_seq2seq`); the model's float32 trace is set beside each step.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .. import reference as R
+from ..errors import InputError
+from .blocks import Matrix, Para, Step, Sym, t
+from .path import _Path, assemble
+from .path_blocks import norm_blocks, norm_kind, projection_table, trace_para, vector_table
+from .row import _check_index, resolve_query
+from .row_relative import ATTENTIONS, row_from_forward
+
+
+def _row_diffs(tr, f: dict, prefix: str, keys, head: int, qpos: int) -> dict:
+    """Largest |float32 − float64| of the row's own steps (head ``head``, query ``qpos``)."""
+    out = {}
+    for k in keys:
+        name = f"{prefix}.{k}"
+        if name in tr and name in f:
+            out[k] = float(np.nanmax(np.abs(R.as_f64(tr[name])[0][head][qpos] - f[name][head][qpos])))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# DeBERTa
+# ----------------------------------------------------------------------------------------------
+
+class _DebertaPath(_Path):
+    row_names = {"scores": ["scores_c2c", "scores_c2p", "scores_p2c"], "scaled": ["scaled", "bias"]}
+
+    def relative_step(self) -> Optional[Step]:
+        """The relative table (its LayerNorm) and this head's pos_k / pos_q rows for r = 0."""
+        c, f, h, p = self.c, self.f, self.h, f"{self.lp}.attn"
+        if not c.relative_attention or not c.pos_att_type:
+            return None
+        span = c.span
+        idx = span  # r = 0 (the token itself): row k of the table, for c2p and p2c alike
+        blocks: list = [Para(t("path.relative_why", rows=2 * span, d=c.d_model, k=span, idx=idx,
+                               shared=t("rel.proj_shared") if c.share_att_key else t("rel.proj_separate")))]
+        if self.m.rel_norm is not None:
+            blocks += norm_blocks(f["rel.raw"][idx], self.m.rel_norm, f["rel.table"][idx], self.dims)
+        else:
+            blocks.append(vector_table([(t("path.rel_row", idx=idx), f["rel.table"][idx])], self.dims))
+        attn, H, dh = self.layer.attn, c.n_heads, c.d_head
+        names = []
+        for term, key, which, lin in (("c2p", "pos_k", 1, "pos_key_proj"), ("p2c", "pos_q", 0, "pos_query_proj")):
+            if term not in c.pos_att_type:
+                continue
+            if c.share_att_key:
+                W, b, rows = attn.W_qkv.weight, attn.W_qkv.bias, range(which * H * dh + h * dh, which * H * dh + (h + 1) * dh)
+            else:
+                mod = getattr(attn, lin)
+                W, b, rows = mod.weight, mod.bias, range(h * dh, (h + 1) * dh)
+            y = f[f"{p}.{key}"][h]  # (2k, d_head)
+            blocks.append(Para(t(f"path.{key}_why", h=h, idx=idx)))
+            blocks.append(projection_table(f["rel.table"][idx], W, rows, b, y[idx], dims=self.dims,
+                                           wname="W_K" if which else "W_Q"))
+            name = f"{p}.{key}[{h}]"
+            self.values[name] = y
+            if f"{p}.{key}" in self.tr:
+                diff = float(np.abs(R.as_f64(self.tr[f"{p}.{key}"])[0][h] - y).max())
+                self.diffs[name] = diff
+                self.meta.append({"step": "relative", "trace": name, "max_abs_diff": diff})
+            names.append(name)
+        blocks.append(trace_para(*names))
+        return Step("relative", t("path.step_relative"), blocks)
+
+
+def deberta_path(text: str, model, f: dict, layer: int, head: int, token, position, dims: int, expand: str):
+    c = model.config
+    head = _check_index("head", head, c.n_heads, "heads")
+    qpos, notes = resolve_query(f["tokens"], token, position, text)
+    row = row_from_forward(model, text, f, layer=layer, head=head, position=qpos, dims=dims, expand=expand)
+    p = f"layers.{layer}.attn"
+    d = {"layer": layer, "head": head, "qpos": qpos, "tokens": f["tokens"], "text": text, "notes": notes,
+         "extra_names": [f"{p}.{k}" for k in ("scores_c2c", "scores_c2p", "scores_p2c", "weights")
+                         if f"{p}.{k}" in model.hook_names]}
+    P = _DebertaPath(model, f, d, dims)
+    d["row_diffs"] = _row_diffs(P.tr, f, p, ("scores_c2c", "scores_c2p", "scores_p2c", "weights"), head, qpos)
+    before = P.before()
+    rel = P.relative_step()
+    if rel is not None:
+        before.append(rel)
+    P.mark_row(row.steps)
+    return assemble(P, before, row, P.after(), notes)
+
+
+# ----------------------------------------------------------------------------------------------
+# T5 and BART
+# ----------------------------------------------------------------------------------------------
+
+class _DecoderPath(_Path):
+    """A target token through a decoder layer: self-attention, cross-attention, feed-forward."""
+
+    att = "self_attn"
+    row_names = {"bias": ["bias"]}
+
+    def after(self) -> list:
+        p, lay, f = self.lp, self.layer, self.f
+        steps = self.heads_steps("self_attn", f"{p}.self_attn_resid", self.layer_in()[self.p])
+        r = f"{p}.self_attn_resid"
+        cin = self.note("cross_attn_in", f"{p}.cross_attn_in")
+        ln = lay.ln2 if self.pre else lay.ln1
+        steps.append(Step("cross_attn_in", t(f"path.step_cross_in_{norm_kind(ln)}"),
+                          [Para(t("path.cross_in_pre" if self.pre else "path.cross_in_post"))] +
+                          norm_blocks(self.x(r), ln, self.x(cin), self.dims) + [trace_para(cin)]))
+        src = self.d["source_tokens"]
+        enc = f[self.d["encoder_out"]]
+        n = min(self.dims, enc.shape[1])
+        steps.append(Step("source", t("path.step_source"),
+                          [Para(t("path.source_why", S=len(src), name=self.d["encoder_out"], tok=self.tok)),
+                           Matrix(Sym("enc", r"\mathrm{enc}"), enc[:, :n], rows=[f"{j}:{x}" for j, x in enumerate(src)],
+                                  cols=[str(j) for j in range(n)], caption=t("path.first_features", n=n, d=enc.shape[1])),
+                           trace_para(self.d["encoder_out"])]))
+        steps.append(self.query_step("cross_attn", lay.cross_attn, f"{p}.cross_attn_in", kv_tokens=src))
+        cross = self.d["cross_row"]
+        self.mark_row(cross.steps, att="cross_attn", diffs=self.d["cross_diffs"], cross=True)
+        steps += cross.steps
+        steps += self.heads_steps("cross_attn", f"{p}.cross_attn_resid", self.x(r) if self.pre else self.x(cin))
+        r2 = f"{p}.cross_attn_resid"
+        fin = self.note("ffn_in", f"{p}.ffn_in")
+        ln = lay.ln3 if self.pre else lay.ln2
+        steps.append(Step("ffn_in", t(f"path.step_ffn_in_{norm_kind(ln)}"),
+                          [Para(t("path.ffn_in_pre" if self.pre else "path.ffn_in_post"))] +
+                          norm_blocks(self.x(r2), ln, self.x(fin), self.dims) + [trace_para(fin)]))
+        return steps + self.ffn_steps(fin, r2, lay.ln3)
+
+
+class _EncoderPath(_Path):
+    row_names = {"bias": ["bias"]}
+
+
+def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[str], layer: int, head: int,
+                 token, position, dims: int, expand: str):
+    """See the module docstring; ``attention``: None, "encoder" (a source token; the default
+    without a target), "self" or "cross" (a target token through a decoder layer, both its
+    attentions worked: the same path)."""
+    from ..reference_model_seq2seq import encoder_output_name, forward_seq2seq
+    c = model.config
+    if attention is not None and attention not in ATTENTIONS:
+        raise InputError(f"attention must be one of {', '.join(ATTENTIONS)}, got {attention!r}")
+    decoder = target is not None and attention != "encoder"
+    if attention in ("self", "cross") and target is None:
+        raise InputError("the path through a decoder layer needs the target text (target=, --target): its tokens "
+                         "are the decoder's queries")
+    if not isinstance(source, str) or not source.strip():
+        raise InputError("the source text must be a non-empty string")
+    stack = "decoder" if decoder else "encoder"
+    n_layers = c.n_decoder_layers if decoder else c.n_layers
+    layer = _check_index(f"{stack} layer", layer, n_layers, "layers")
+    head = _check_index("head", head, c.n_heads, "heads")
+    f = forward_seq2seq(model, source, target, encoder_upto=None if decoder else layer,
+                        decoder_upto=layer if decoder else None)
+    tokens = f[f"{stack}.tokens"]
+    try:
+        qpos, notes = resolve_query(tokens, token, position, target if decoder else source)
+    except InputError as e:
+        raise InputError(f"the {'target' if decoder else 'source'}: {e}") from None
+    view = dict(f, tokens=tokens, ids=f[f"{stack}.ids"], positions=f[f"{stack}.positions"], segments=None)
+    att = "self" if decoder else "encoder"
+    row = row_from_forward(model, source, f, target=target, attention=att, layer=layer, head=head, position=qpos,
+                           dims=dims, expand=expand)
+    lp = f"{stack}.layers.{layer}"
+    prefix = f"{lp}.self_attn" if decoder else f"{lp}.attn"
+    enc_out = encoder_output_name(model)
+    d = {"layer": layer, "head": head, "qpos": qpos, "tokens": tokens, "text": source,
+         "target": target if target is not None else "", "notes": notes,
+         "extra_names": [f"{prefix}.{k}" for k in ("bias", "scores", "weights") if f"{prefix}.{k}" in model.hook_names]}
+    if decoder:
+        d["extra_names"] += [f"{lp}.cross_attn.{k}" for k in ("scores", "weights")] + [enc_out]
+        d.update(source_tokens=f["encoder.tokens"], encoder_out=enc_out)
+        d["cross_row"] = row_from_forward(model, source, f, target=target, attention="cross", layer=layer, head=head,
+                                          position=qpos, dims=dims, expand=expand)
+    P = (_DecoderPath if decoder else _EncoderPath)(model, view, d, dims, stack=stack)
+    d["row_diffs"] = _row_diffs(P.tr, f, prefix, ("bias", "scores", "weights"), head, qpos)
+    if decoder:
+        d["cross_diffs"] = _row_diffs(P.tr, f, f"{lp}.cross_attn", ("scores", "weights"), head, qpos)
+        if enc_out in P.tr:  # the encoder's output, every source token: the cross-attention's keys and values
+            diff = float(np.abs(R.as_f64(P.tr[enc_out])[0] - f[enc_out]).max())
+            P.diffs[enc_out] = diff
+            P.meta.append({"step": "source", "trace": enc_out, "max_abs_diff": diff})
+    before = P.before()
+    if decoder:
+        src_steps = [Step("source_tokens", t("path.step_source_tokens"),
+                          [Para(t("path.source_tokens", S=len(f["encoder.tokens"]),
+                                  tokens=", ".join(f"{j}:{x}" for j, x in enumerate(f["encoder.tokens"]))))])]
+        before = src_steps + before
+    P.mark_row(row.steps)
+    w = assemble(P, before, row, P.after(), notes, intro_key="path.intro_" + stack)
+    if decoder:  # the cross-attention row's own values beside the self-attention row's
+        w.values.update({f"cross_{k}": v for k, v in d["cross_row"].values.items()})
+        w.meta.update(source_tokens=f["encoder.tokens"], target=target, attention="decoder")
+    return w
