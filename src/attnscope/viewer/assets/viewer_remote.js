@@ -223,8 +223,7 @@
       }
     }
     if (!need.length) return null;
-    this.body.innerHTML = "";
-    el("div", { cls: "as-loading", "data-testid": "loading", text: "reading " + (what || "the weights") + " from the server…" }, this.body);
+    this.showLoading("reading " + (what || "the weights") + " from the server…");
     this.root.setAttribute("data-loading", "1");
     return Promise.all(need).then(function () {
       self.root.removeAttribute("data-loading");

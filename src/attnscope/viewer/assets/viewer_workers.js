@@ -11,7 +11,7 @@
 (function (A) {
   "use strict";
   if (!A || !A.Text || !A.util.headWeights || A.WeightPool) return;
-  var V = A.Viewer.prototype, el = A.util.el;
+  var V = A.Viewer.prototype;
   var SRC = "var headWeights = " + A.util.headWeights.toString() + ";\nvar headSummary = " + A.util.headSummary.toString() +
     ";\nonmessage = function (e) { var m = e.data, out = new Float32Array(m.n * m.n);\n" +
     "  headWeights(m.q, m.k, m.n, m.d, m.f, m.causal, m.win, out); var sm = headSummary(out, m.n, m.budget);\n" +
@@ -87,7 +87,7 @@
       var missing = s.heads.filter(function (h) { return !t.hasWeights(s.layer, h); });
       var p = missing.length > 1 ? pool() : null;
       if (!p) return null;
-      el("div", { cls: "as-loading", "data-testid": "loading", text: "computing layer " + s.layer + "…" }, this.body);
+      this.showLoading("computing layer " + s.layer + "…");
       return Promise.all(missing.map(function (h) { return p.run(t, s.layer, h, true); })).then(function () {
         return self.render();
       }, function () { return self.render(); });  // workers failed: the page computes them itself

@@ -1,0 +1,416 @@
+/* attnscope viewer, core: the number display rule, the page data's decoding, one text's attention
+ * recomputed from q, k, v (Text, and the head view's kernels that Web Workers run too), the painters
+ * (canvas and SVG, one code path for the screen and for export) and the DOM helpers. The views
+ * (viewer.js and the viewer_*.js files after it) read these through window.attnscope.util.
+ *
+ *
+ * No dependencies and no network. The page data (see attnscope/viewer/data.py) holds, per text,
+ * q (every query head), k and v (every key/value head) of every layer as float32; attention is
+ * recomputed here in float64:
+ *   scaled = factor · q·k   (factor = 1/√d_k, or the model's),  weights = softmax(scaled) by row,
+ * with query head h reading k/v head ⌊h / group⌋, later keys hidden in causal models and keys
+ * `window` or more positions back hidden on sliding-window layers. For rotary models q and k are
+ * stored before the rotation and turned here: pair (i, i + d/2) of position p by p·θ_i.
+ * Numbers are displayed exactly as `attnscope explain` displays them (see show()).
+ *
+ *   attnscope.mount(element, data, options) -> viewer   (data may be null with options.server)
+ */
+(function () {
+  "use strict";
+  if (window.attnscope && window.attnscope.mount) return;  // a second copy in one notebook
+
+  // ---------------------------------------------------------------------------------------------
+  // numbers: the same display rule as attnscope.explain.numbers.show
+  // ---------------------------------------------------------------------------------------------
+  var BIG = 1e6;
+
+  // x's shortest round-trip decimal form (the digits of Python's repr) -> {neg, digits, point}:
+  // value = ±0.d1d2d3… × 10^point.
+  function decimalParts(x) {
+    var s = String(Math.abs(x)), e = 0, i = s.indexOf("e");
+    if (i >= 0) { e = parseInt(s.slice(i + 1), 10); s = s.slice(0, i); }
+    var dot = s.indexOf("."), intPart = dot < 0 ? s : s.slice(0, dot), frac = dot < 0 ? "" : s.slice(dot + 1);
+    var digits = intPart + frac, point = intPart.length + e;
+    var lead = 0;
+    while (lead < digits.length - 1 && digits[lead] === "0") { lead++; point--; }
+    digits = digits.slice(lead);
+    return { neg: x < 0 || (x === 0 && 1 / x < 0), digits: digits, point: point };
+  }
+
+  // Round half-up (away from zero on a tie, like Decimal ROUND_HALF_UP) at `dec` decimals and write
+  // with exactly `dec` decimals, as Python's f"{Decimal.quantize(...):f}".
+  function roundHalfUp(x, dec) {
+    var p = decimalParts(x), digits = p.digits, point = p.point;
+    if (digits === "0") return (p.neg ? "-" : "") + (dec > 0 ? "0." + "0".repeat(dec) : "0");
+    var keep = point + dec;  // digits at places 10^(point-1) .. 10^-dec; < 0: all of x is below
+    var kept = [];
+    for (var i = 0; i < keep; i++) kept.push(i < digits.length ? +digits[i] : 0);
+    var next = keep >= 0 && keep < digits.length ? +digits[keep] : 0;
+    if (next >= 5) {  // carry
+      var j = kept.length - 1;
+      while (j >= 0) { if (kept[j] === 9) { kept[j] = 0; j--; } else { kept[j]++; break; } }
+      if (j < 0) { kept.unshift(1); point++; }
+    }
+    // kept holds the digits from 10^(point-1) down to 10^-dec
+    var nInt = kept.length - dec, intStr, fracStr;
+    if (nInt <= 0) { intStr = "0"; fracStr = "0".repeat(-nInt) + kept.join(""); }
+    else { intStr = kept.slice(0, nInt).join(""); fracStr = kept.slice(nInt).join(""); }
+    intStr = intStr.replace(/^0+(?=\d)/, "");
+    if (intStr === "") intStr = "0";
+    var out = dec > 0 ? intStr + "." + fracStr : intStr;
+    return (p.neg ? "-" : "") + out;
+  }
+
+  function clean(s) {
+    if (s[0] === "-" && /^[0.]+$/.test(s.slice(1))) return s.slice(1);  // no "-0.0000"
+    return s;
+  }
+
+  function isInt(x) { return isFinite(x) && Math.floor(x) === x && Math.abs(x) < BIG; }
+
+  function pow10(e) { return parseFloat("1e" + e); }  // correctly rounded, as Python's 10.0 ** e
+
+  // The displayed form of x with `dec` decimals (integer-valued x without decimals; non-zero values
+  // that would round to 0, and values >= 1e6, as mantissa e exponent), like explain's fmt(x, dec).
+  function show(x, dec, asInt) {
+    if (Number.isNaN(x)) return "NaN";
+    if (x === Infinity) return "\u221e";
+    if (x === -Infinity) return "\u2212\u221e";
+    if (asInt === undefined || asInt === null) asInt = isInt(x);
+    if (asInt && isInt(x)) return String(Math.trunc(x) === 0 ? 0 : Math.trunc(x));
+    var tiny = x !== 0 && Math.abs(x) < 0.5 * pow10(-dec);
+    if (Math.abs(x) >= BIG || tiny) {
+      var e = Math.floor(Math.log10(Math.abs(x)));
+      var mant = roundHalfUp(x / pow10(e), dec);
+      if (Math.abs(parseFloat(mant)) >= 10) { e += 1; mant = roundHalfUp(x / pow10(e), dec); }
+      return clean(mant) + "e" + e;
+    }
+    return clean(roundHalfUp(x, dec));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // data decoding
+  // ---------------------------------------------------------------------------------------------
+  function b64bytes(s) {
+    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(s);
+    var bin = atob(s), n = bin.length, out = new Uint8Array(n);
+    for (var i = 0; i < n; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+
+  function inflate(bytes) {
+    if (typeof DecompressionStream === "undefined")
+      return Promise.reject(new Error("this browser lacks DecompressionStream (needs Chromium 80+, Firefox 113+ or Safari 16.4+)"));
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).arrayBuffer().then(function (b) { return new Uint8Array(b); });
+  }
+
+  function decodeArray(d) {
+    return inflate(b64bytes(d.b64)).then(function (raw) {
+      if (d.codec === "shuffle4+zlib") {
+        var n = raw.length / 4, out = new Uint8Array(raw.length);
+        for (var b = 0; b < 4; b++) { var off = b * n; for (var i = 0; i < n; i++) out[4 * i + b] = raw[off + i]; }
+        return new Float32Array(out.buffer);
+      }
+      return raw;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // the model of one text: attention recomputed from q, k, v
+  // ---------------------------------------------------------------------------------------------
+  function Text(entry, cfg, data) {
+    this.entry = entry; this.cfg = cfg; this.tokens = entry.tokens; this.n = entry.tokens.length;
+    this.d = cfg.d_head; this.H = cfg.n_heads; this.L = cfg.n_layers; this.limit = data.exp_show_limit;
+    this.Hkv = cfg.n_kv_heads || cfg.n_heads; this.group = this.H / this.Hkv;
+    this.cache = new Map(); this.ops = new Map();
+  }
+  Text.prototype.load = function () {
+    var self = this;
+    return Promise.all([decodeArray(this.entry.q), decodeArray(this.entry.k), decodeArray(this.entry.v),
+      decodeArray(this.entry.thumbs)]).then(function (r) {
+      self.arrays = [r[0], r[1], r[2]]; self.thumbs = r[3]; self.T = self.entry.thumbs.shape[2];
+    });
+  };
+  // The key/value head that query head h reads.
+  Text.prototype.kvHead = function (head) { return Math.floor(head / this.group); };
+  // q (kind 0) of query head `head`, or k (1) / v (2) of the k/v head it reads, as stored: a
+  // Float32Array view (n × d_head); for rotary models q and k are the vectors before the rotation.
+  Text.prototype.vec = function (layer, kind, head) {
+    var size = this.n * this.d, h = kind === 0 ? head : this.kvHead(head), per = kind === 0 ? this.H : this.Hkv;
+    var off = (layer * per + h) * size;
+    return this.arrays[kind].subarray(off, off + size);
+  };
+  // The dot product's operands in float64 (n × d): q or k turned at their positions on rotary
+  // layers (pair (i, i + d/2) of row p by φ = p·θ_i: (a, b) → (a cos φ − b sin φ, a sin φ + b cos φ)).
+  Text.prototype.operand = function (layer, kind, head) {
+    var rope = this.cfg.rope ? this.cfg.rope[layer] : null, h = kind === 0 ? head : this.kvHead(head);
+    var key = (layer * 2 + kind) * this.H + h, hit = this.ops.get(key);
+    if (hit) return hit;
+    var x = this.vec(layer, kind, head), n = this.n, d = this.d, out = Float64Array.from(x);
+    if (rope) {
+      var half = d / 2, inv = rope.inv_freq;
+      for (var p = 0; p < n; p++) for (var i = 0; i < half; i++) {
+        var phi = p * inv[i], c = Math.cos(phi), s = Math.sin(phi), a = x[p * d + i], b = x[p * d + i + half];
+        out[p * d + i] = a * c - b * s; out[p * d + i + half] = a * s + b * c;
+      }
+    }
+    this.ops.set(key, out);
+    if (this.ops.size > 4 * this.H) this.ops.delete(this.ops.keys().next().value);
+    return out;
+  };
+  // Why query i cannot see key j on `layer`: 0 it can, 1 the key comes later (causal), 2 it is
+  // `window` or more positions back (sliding window).
+  Text.prototype.hidden = function (layer, i, j) {
+    if (this.cfg.causal && j > i) return 1;
+    var w = this.cfg.windows ? this.cfg.windows[layer] : null;
+    return w !== null && w !== undefined && i - j >= w ? 2 : 0;
+  };
+  Text.prototype.window = function (layer) { var w = this.cfg.windows ? this.cfg.windows[layer] : null; return w === undefined ? null : w; };
+  // float64 scaled scores of one row (query i), -Infinity at masked keys
+  Text.prototype.scaledRow = function (layer, head, i) {
+    var q = this.operand(layer, 0, head), k = this.operand(layer, 1, head), n = this.n, d = this.d;
+    var f = this.cfg.factor, raw = new Float64Array(n), scaled = new Float64Array(n);
+    for (var j = 0; j < n; j++) {
+      var s = 0;
+      for (var t = 0; t < d; t++) s += q[i * d + t] * k[j * d + t];
+      raw[j] = s;
+      scaled[j] = this.hidden(layer, i, j) ? -Infinity : s * f;
+    }
+    return { raw: raw, scaled: scaled };
+  };
+  function softmaxInto(scaled, out) {
+    var m = -Infinity, n = scaled.length, j;
+    for (j = 0; j < n; j++) if (scaled[j] > m) m = scaled[j];
+    var sum = 0;
+    for (j = 0; j < n; j++) { out[j] = Math.exp(scaled[j] - m); sum += out[j]; }
+    for (j = 0; j < n; j++) out[j] /= sum;
+    return m;
+  }
+  // The first article's walk-through of one row: raw, scaled, exp, Σ, weights, weighted sum.
+  Text.prototype.steps = function (layer, head, i) {
+    var r = this.scaledRow(layer, head, i), n = this.n, d = this.d;
+    var w = new Float64Array(n), m = softmaxInto(r.scaled, w);
+    var shift = m > this.limit ? m : 0, e = new Float64Array(n), sum = 0, j;
+    for (j = 0; j < n; j++) { e[j] = Math.exp(r.scaled[j] - shift); sum += e[j]; }
+    var v = this.vec(layer, 2, head), out = new Float64Array(d);
+    for (j = 0; j < n; j++) for (var t = 0; t < d; t++) out[t] += w[j] * v[j * d + t];
+    return { raw: r.raw, scaled: r.scaled, shift: shift, exp: e, sum: sum, weights: w, out: out, max: m };
+  };
+  // All weights of one head (n × n, Float32Array for drawing), cached.
+  Text.prototype.weights = function (layer, head) {
+    var key = layer * this.H + head, hit = this.cache.get(key);
+    if (hit) { this.cache.delete(key); this.cache.set(key, hit); return hit; }
+    var out = new Float32Array(this.n * this.n);
+    headWeights(this.operand(layer, 0, head), this.operand(layer, 1, head), this.n, this.d, this.cfg.factor,
+      this.cfg.causal, this.window(layer), out);
+    return this.keepWeights(layer, head, out);
+  };
+  Text.prototype.hasWeights = function (layer, head) { return this.cache.has(layer * this.H + head); };
+  Text.prototype.keepWeights = function (layer, head, out, summary) {
+    var key = layer * this.H + head;
+    this.cache.set(key, out);
+    if (!this.sums) this.sums = new Map();
+    if (summary) this.sums.set(key, summary); else this.sums.delete(key);
+    var budget = Math.max(8, Math.floor(96e6 / (4 * this.n * this.n)));  // at most ~96 MB of cached heads
+    while (this.cache.size > budget) { var old = this.cache.keys().next().value; this.cache.delete(old); this.sums.delete(old); }
+    return out;
+  };
+  // What the head view reads of one head's weights (headSummary), kept beside them.
+  Text.prototype.summary = function (layer, head) {
+    var key = layer * this.H + head, W = this.weights(layer, head), sm = this.sums.get(key);
+    if (!sm) { sm = headSummary(W, this.n, LINE_BUDGET); this.sums.set(key, sm); }
+    return sm;
+  };
+  // The head view's digest of one head's weights W (n × n): ``bins``, the weights > 0 counted in
+  // steps of 0.001 (bin 1000: weights of 1), and ``idx``, the positions i·n + j of the weights at or
+  // above the head's own threshold for `budget` lines — every pair a selection of heads draws is
+  // among them, since its threshold is at least each head's own. Self-contained (Web Workers).
+  function headSummary(W, n, budget) {
+    var bins = new Float64Array(1001), total = 0, i, b = 0;
+    for (i = 0; i < n * n; i++) if (W[i] > 0) { bins[Math.min(1000, Math.floor(W[i] * 1000))]++; total++; }
+    while (total > budget && b < 1000) { total -= bins[b]; b++; }
+    var minw = b / 1000, idx = [];
+    for (i = 0; i < n * n; i++) if (W[i] > 0 && W[i] >= minw) idx.push(i);
+    return { bins: bins, idx: Int32Array.from(idx) };
+  }
+
+  // softmax(f · q·kᵀ) of one head into out (n × n): the same arithmetic as scaledRow + softmaxInto,
+  // q and k (n × d, float64) as operand() gives them. Two queries × four keys at a time: each score
+  // is still summed over t = 0 … d − 1 in order (the same bits as scaledRow), and the eight
+  // independent sums share each load of q and k (2.3× faster than one query × four keys). Causal
+  // models skip the later keys (masked anyway). Self-contained: viewer_workers.js runs it in Web
+  // Workers too (its source is sent as text).
+  function headWeights(q, k, n, d, f, causal, win, out) {
+    var ra = new Float64Array(n), rb = new Float64Array(n), i, j, t;
+    function finish(row, i) {  // mask, scale and softmax of query i's raw scores
+      var m = -Infinity, sum = 0, s, j, o = i * n;
+      for (j = 0; j < n; j++) {
+        s = (causal && j > i) || (win !== null && i - j >= win) ? -Infinity : row[j] * f;
+        row[j] = s; if (s > m) m = s;
+      }
+      for (j = 0; j < n; j++) { row[j] = Math.exp(row[j] - m); sum += row[j]; }
+      for (j = 0; j < n; j++) out[o + j] = row[j] / sum;
+    }
+    for (i = 0; i < n; i += 2) {
+      var two = i + 1 < n, qa = i * d, qb = two ? qa + d : qa, jn = causal ? Math.min(n, i + 2) : n;
+      for (j = 0; j + 3 < jn; j += 4) {
+        var k0 = j * d, k1 = k0 + d, k2 = k1 + d, k3 = k2 + d;
+        var a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+        for (t = 0; t < d; t++) {
+          var x = q[qa + t], y = q[qb + t], c0 = k[k0 + t], c1 = k[k1 + t], c2 = k[k2 + t], c3 = k[k3 + t];
+          a0 += x * c0; a1 += x * c1; a2 += x * c2; a3 += x * c3;
+          b0 += y * c0; b1 += y * c1; b2 += y * c2; b3 += y * c3;
+        }
+        ra[j] = a0; ra[j + 1] = a1; ra[j + 2] = a2; ra[j + 3] = a3;
+        rb[j] = b0; rb[j + 1] = b1; rb[j + 2] = b2; rb[j + 3] = b3;
+      }
+      for (; j < jn; j++) {
+        var sa = 0, sb = 0, kj = j * d;
+        for (t = 0; t < d; t++) { sa += q[qa + t] * k[kj + t]; sb += q[qb + t] * k[kj + t]; }
+        ra[j] = sa; rb[j] = sb;
+      }
+      finish(ra, i);
+      if (two) finish(rb, i + 1);
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // painting: one code path for the screen (canvas) and for PNG / SVG export
+  // ---------------------------------------------------------------------------------------------
+  // The embedded CJK face comes first: its unicode-range is exactly the page's CJK characters, so
+  // those are always drawn with its glyphs and everything else with the system font.
+  var FONT = '"attnscope CJK", system-ui, "DejaVu Sans", sans-serif';
+  // Resolves once the embedded glyphs of `text` are loaded (at once when the page has none): the
+  // page paints only then, so no glyph is ever drawn with a fallback font first.
+  function fontsReady(text) {
+    if (!document.fonts || !document.fonts.load) return Promise.resolve();
+    return document.fonts.load('13px "attnscope CJK"', text).then(function () {}, function () {});
+  }
+  // A token as shown: line breaks and tabs made visible (a "\n\n" token is not an empty box).
+  function tokLabel(s) { s = String(s); return /^\s*$/.test(s) && s.length ? s.replace(/\n/g, "↵").replace(/\t/g, "⇥").replace(/ /g, "␣") : s.replace(/\n/g, "↵").replace(/\t/g, "⇥"); }
+  function esc(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;"); }
+
+  function CanvasPainter(ctx) { this.ctx = ctx; }
+  CanvasPainter.prototype.rect = function (x, y, w, h, fill) { this.ctx.fillStyle = fill; this.ctx.fillRect(x, y, w, h); };
+  // One path of 1-px lines rasterises fast; a wide stroked path with thousands of crossing segments
+  // takes seconds in software rendering, so wider lines are stroked one by one.
+  CanvasPainter.prototype.lines = function (segs, stroke, alpha, width) {
+    if (!segs.length) return;
+    var c = this.ctx, i; c.save(); c.strokeStyle = stroke; c.globalAlpha = alpha; c.lineWidth = width;
+    if (width <= 1) {
+      c.beginPath();
+      for (i = 0; i < segs.length; i += 4) { c.moveTo(segs[i], segs[i + 1]); c.lineTo(segs[i + 2], segs[i + 3]); }
+      c.stroke();
+    } else {
+      for (i = 0; i < segs.length; i += 4) { c.beginPath(); c.moveTo(segs[i], segs[i + 1]); c.lineTo(segs[i + 2], segs[i + 3]); c.stroke(); }
+    }
+    c.restore();
+  };
+  CanvasPainter.prototype.polyline = function (pts, stroke, width) {
+    var c = this.ctx; c.save(); c.strokeStyle = stroke; c.lineWidth = width; c.beginPath();
+    for (var i = 0; i < pts.length; i += 2) { if (i) c.lineTo(pts[i], pts[i + 1]); else c.moveTo(pts[i], pts[i + 1]); }
+    c.stroke(); c.restore();
+  };
+  CanvasPainter.prototype.circle = function (x, y, r, fill) {
+    var c = this.ctx; c.fillStyle = fill; c.beginPath(); c.arc(x, y, r, 0, 2 * Math.PI); c.fill();
+  };
+  CanvasPainter.prototype.text = function (x, y, s, o) {
+    o = o || {}; var c = this.ctx;
+    c.font = (o.bold ? "bold " : "") + (o.size || 13) + "px " + FONT;
+    c.fillStyle = o.fill || "#1d2330"; c.textBaseline = "middle";
+    c.textAlign = o.anchor === "end" ? "right" : o.anchor === "middle" ? "center" : "left";
+    c.fillText(s, x, y);
+  };
+  CanvasPainter.prototype.image = function (canvas, x, y, w, h) {
+    this.ctx.imageSmoothingEnabled = false; this.ctx.drawImage(canvas, x, y, w, h);
+  };
+
+  function SvgPainter(w, h, fontCss) {
+    this.w = w; this.h = h;
+    this.parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="' + w + '" height="' + h + '" viewBox="0 0 ' + w + " " + h + '">',
+      "<style>" + (fontCss || "") + "text{font-family:" + FONT.replace(/"/g, "'") + "}</style>",
+      '<rect width="100%" height="100%" fill="#fff"/>'];
+  }
+  function r2(x) { return Math.round(x * 100) / 100; }
+  SvgPainter.prototype.rect = function (x, y, w, h, fill) {
+    this.parts.push('<rect x="' + r2(x) + '" y="' + r2(y) + '" width="' + r2(w) + '" height="' + r2(h) + '" fill="' + fill + '"/>');
+  };
+  SvgPainter.prototype.lines = function (segs, stroke, alpha, width) {
+    if (!segs.length) return;
+    var d = [];
+    for (var i = 0; i < segs.length; i += 4) d.push("M" + r2(segs[i]) + " " + r2(segs[i + 1]) + "L" + r2(segs[i + 2]) + " " + r2(segs[i + 3]));
+    this.parts.push('<path d="' + d.join("") + '" stroke="' + stroke + '" stroke-opacity="' + r2(alpha) + '" stroke-width="' + width + '" fill="none"/>');
+  };
+  SvgPainter.prototype.polyline = function (pts, stroke, width) {
+    var p = [];
+    for (var i = 0; i < pts.length; i += 2) p.push(r2(pts[i]) + "," + r2(pts[i + 1]));
+    this.parts.push('<polyline points="' + p.join(" ") + '" stroke="' + stroke + '" stroke-width="' + width + '" fill="none"/>');
+  };
+  SvgPainter.prototype.circle = function (x, y, r, fill) {
+    this.parts.push('<circle cx="' + r2(x) + '" cy="' + r2(y) + '" r="' + r + '" fill="' + fill + '"/>');
+  };
+  SvgPainter.prototype.text = function (x, y, s, o) {
+    o = o || {};
+    this.parts.push('<text x="' + r2(x) + '" y="' + r2(y) + '" font-size="' + (o.size || 13) + '" dominant-baseline="middle"' +
+      (o.anchor ? ' text-anchor="' + o.anchor + '"' : "") + (o.bold ? ' font-weight="bold"' : "") +
+      ' fill="' + (o.fill || "#1d2330") + '">' + esc(s) + "</text>");
+  };
+  SvgPainter.prototype.image = function (canvas, x, y, w, h) {
+    this.parts.push('<image x="' + r2(x) + '" y="' + r2(y) + '" width="' + w + '" height="' + h +
+      '" preserveAspectRatio="none" style="image-rendering:pixelated" href="' + canvas.toDataURL("image/png") + '"/>');
+  };
+  SvgPainter.prototype.toString = function () { return this.parts.join("\n") + "\n</svg>\n"; };
+
+  // viridis, 9 stops
+  var VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142], [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37]];
+  function viridis(t) {
+    t = Math.max(0, Math.min(1, t)) * (VIRIDIS.length - 1);
+    var i = Math.min(VIRIDIS.length - 2, Math.floor(t)), f = t - i, a = VIRIDIS[i], b = VIRIDIS[i + 1];
+    return [a[0] + f * (b[0] - a[0]), a[1] + f * (b[1] - a[1]), a[2] + f * (b[2] - a[2])];
+  }
+  var HEAD_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"];
+  function headColor(h) { return HEAD_COLORS[h % HEAD_COLORS.length]; }
+
+  function el(tag, attrs, parent) {
+    var e = document.createElement(tag);
+    if (attrs) for (var k in attrs) {
+      if (k === "text") e.textContent = attrs[k];
+      else if (k === "cls") e.className = attrs[k];
+      else if (k === "style") e.style.cssText = attrs[k];
+      else e.setAttribute(k, attrs[k]);
+    }
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // geometry shared by the views
+  // ---------------------------------------------------------------------------------------------
+  var ROW = 20;
+  // The head view's geometry: token columns as wide as the longest token (within limits), and the
+  // lines between them as wide as the window allows, so that the view uses the room it has.
+  var WIDEST = typeof WeakMap === "function" ? new WeakMap() : null;  // tokens -> their widest, measured once
+  function headGeometry(tokens, avail) {
+    var widest = WIDEST && WIDEST.get(tokens);
+    if (widest === undefined || widest === null) {
+      var c = document.createElement("canvas").getContext("2d");
+      c.font = "13px " + FONT; widest = 0;
+      for (var i = 0; i < tokens.length; i++) widest = Math.max(widest, c.measureText(tokens[i]).width);
+      if (WIDEST) WIDEST.set(tokens, widest);
+    }
+    var tokW = Math.round(Math.min(220, Math.max(70, widest + 20)));
+    var lineW = Math.round(Math.min(640, Math.max(240, (avail || 0) - 2 * tokW - 24)));
+    return { tokW: tokW, lineW: lineW };
+  }
+  // The head view draws at most this many lines (the server's attnscope.viewer.held.LINE_BUDGET).
+  var LINE_BUDGET = 8000;
+
+  window.attnscope = { show: show, CanvasPainter: CanvasPainter, SvgPainter: SvgPainter, version: 2,
+    Text: Text,  // viewer_remote.js extends it
+    util: { el: el, esc: esc, viridis: viridis, headColor: headColor, FONT: FONT, ROW: ROW, tokLabel: tokLabel,
+      decodeArray: decodeArray, fontsReady: fontsReady, headWeights: headWeights, headSummary: headSummary,
+      headGeometry: headGeometry, LINE_BUDGET: LINE_BUDGET } };  // headWeights, headSummary: viewer_workers.js
+})();

@@ -1,0 +1,219 @@
+/* attnscope viewer: the step view (one query row worked out: score, scaling, exp, softmax, weighted
+ * sum, and the rotation of rotary models) and the context view (one token's vector in two texts). */
+(function (A) {
+  "use strict";
+  if (!A) return;
+  var U = A.util, el = U.el, show = A.show, ROW = U.ROW, tokLabel = U.tokLabel, SvgPainter = A.SvgPainter,
+    Viewer = A.Viewer;
+  if (!Viewer || Viewer.prototype.renderStep) return;
+
+  // ---- step view ----------------------------------------------------------------------------
+  Viewer.prototype.renderStep = function () {
+    var self = this, t = this.text(), s = this.state, cfg = this.cfg, dec = s.dec;
+    var wrap = el("div", { cls: "as-sv", "data-testid": "step-view" }, this.body);
+    var ctl = el("div", { cls: "as-ctl" }, wrap);
+    var lq = el("label", { text: "query token " }, ctl), selQ = el("select", { "data-testid": "query-select" }, lq);
+    el("option", { value: "", text: "— pick one —" }, selQ);
+    t.tokens.forEach(function (tok, i) { el("option", { value: i, text: i + ": " + tok }, selQ); });
+    selQ.value = s.query === null ? "" : String(s.query);
+    selQ.addEventListener("change", function () { self.set({ query: selQ.value === "" ? null : +selQ.value, key: null }); });
+    var lh = el("label", { text: "head " }, ctl), selH = el("select", { "data-testid": "focus-head-select" }, lh);
+    for (var h = 0; h < cfg.n_heads; h++) el("option", { value: h, text: String(h) }, selH);
+    selH.value = String(s.focus);
+    selH.addEventListener("change", function () { self.set({ focus: +selH.value }); });
+    el("span", { cls: "as-note", text: "layer " + s.layer + " (change it above)" }, ctl);
+    if (s.query === null) {
+      el("div", { cls: "as-note", text: "Pick a query token here, or click one in the head view. The table then shows, for every key, " +
+        "the raw score q·k, the scaled score, its exponential and the softmax weight, and below it the weighted sum of the value vectors." }, wrap);
+      var chips = el("div", {}, wrap);
+      t.tokens.forEach(function (tok, i) {
+        el("button", { type: "button", cls: "as-small", text: tok, "data-testid": "pick-" + i, style: "margin:2px" }, chips)
+          .addEventListener("click", function () { self.set({ query: i }); });
+      });
+      return;
+    }
+    var q = s.query, st = t.steps(s.layer, s.focus, q), f = cfg.factor, win = t.window(s.layer);
+    var plainRoot = cfg.scoring === "scaled" && (cfg.query_scale === null || cfg.query_scale === undefined);
+    var scaleText = plainRoot ? "÷ √" + cfg.d_head : cfg.scoring === "unscaled" ? "× 1" : "× " + show(f, dec);
+    var expText = st.shift ? "exp(s − " + show(st.shift, dec) + ")" : "exp(s)";
+    var g = t.kvHead(s.focus), Hkv = cfg.n_kv_heads || cfg.n_heads, rope = cfg.rope ? cfg.rope[s.layer] : null;
+    var facts = ["d_k = " + cfg.d_head + (plainRoot ? ", √d_k = " + show(Math.sqrt(cfg.d_head), dec) : "")];
+    if (cfg.query_scale !== null && cfg.query_scale !== undefined)
+      facts.push("factor " + show(f, dec) + " = query_pre_attn_scalar^(−1/2) = " + String(Math.round(1 / (f * f) * 1e6) / 1e6) + "^(−1/2) (Gemma)");
+    if (Hkv < cfg.n_heads) facts.push("query head " + s.focus + " reads k/v head " + g + " (shared by query heads " + (g * t.group) + "–" + (g * t.group + t.group - 1) + ")");
+    if (rope) facts.push("q and k turned by rotary positions (base " + rope.base + (rope.scaling ? ", " + rope.scaling + " scaling" : "") + ", pairs (i, i + " + cfg.d_head / 2 + "))");
+    if (win !== null) facts.push("sliding window " + win + ": keys " + win + " or more positions back are hidden");
+    el("div", { cls: "as-note", "data-testid": "step-caption", text: "Query " + q + " “" + t.tokens[q] + "”, layer " + s.layer + ", head " + s.focus +
+      ": " + facts.join("; ") + ". Hover a number for its exact value" + (rope ? "; click a key row to see its rotation below" : "") + "." +
+      (st.shift ? " The largest score exceeds " + this.data.exp_show_limit + ", so the row maximum is subtracted before exp (the weights are unchanged)." : "") }, wrap);
+    var box = el("div", { cls: "as-wrap" }, wrap);
+    var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), tr = el("tr", {}, thead);
+    var masks = false;
+    for (var jj = 0; jj < t.n; jj++) if (t.hidden(s.layer, q, jj)) { masks = true; break; }
+    ["#", "key", rope ? "raw score q′·k′" : "raw score q·k", "scaled s = " + (rope ? "q′·k′ " : "q·k ") + scaleText, expText, "weight"].concat(masks ? ["hidden because"] : []).forEach(function (x, i) {
+      el("th", { text: x, cls: i === 1 ? "tok" : "" }, tr);
+    });
+    var tbody = el("tbody", {}, table), best = 0, j;
+    for (j = 1; j < t.n; j++) if (st.weights[j] > st.weights[best]) best = j;
+    var keySel = s.key !== null && s.key !== undefined && s.key < t.n ? s.key : best;
+    var frag = document.createDocumentFragment();
+    var cell = function (row, name, x) {
+      var td = el("td", { "data-col": name, "data-value": String(x), title: "exact: " + String(x), text: show(x, dec) }, row);
+      return td;
+    };
+    var WHY = ["", "later token (causal mask)", "outside the window (" + q + " − j ≥ " + win + ")"];
+    for (j = 0; j < t.n; j++) {
+      var why = t.hidden(s.layer, q, j);
+      var row = el("tr", { "data-j": j, "data-testid": "step-row-" + j, "data-hidden": String(why),
+        cls: (j === best ? "max" : "") + (why ? " masked" : "") + (why === 1 ? " causal" : why === 2 ? " window" : "") + (rope && j === keySel ? " keysel" : "") }, frag);
+      el("td", { text: String(j) }, row);
+      el("td", { cls: "tok", text: tokLabel(t.tokens[j]) }, row);
+      cell(row, "raw", st.raw[j]); cell(row, "scaled", st.scaled[j]); cell(row, "exp", st.exp[j]);
+      var wtd = cell(row, "weight", st.weights[j]);
+      el("span", { cls: "as-bar-w", style: "width:" + Math.round(60 * st.weights[j]) + "px" }, wtd);
+      if (masks) el("td", { cls: "why", text: WHY[why] }, row);
+    }
+    tbody.appendChild(frag);
+    if (rope) tbody.addEventListener("click", function (ev) {
+      var r = ev.target.closest("tr[data-j]"); if (r) self.set({ key: +r.getAttribute("data-j") });
+    });
+    var tf = el("tr", { cls: "as-sum" }, tbody);
+    el("td", {}, tf); el("td", { cls: "tok", text: "Σ" }, tf); el("td", {}, tf); el("td", {}, tf);
+    cell(tf, "sum", st.sum);
+    var sw = 0; for (j = 0; j < t.n; j++) sw += st.weights[j];
+    cell(tf, "weight-sum", sw);
+    if (masks) el("td", {}, tf);
+    var out = el("div", { cls: "as-out", "data-testid": "step-out" }, wrap);
+    el("div", { cls: "as-note", text: "weighted sum z = Σ_j weight_j · v_j (" + cfg.d_head + " numbers, head " + s.focus + "'s slice of the new vector of “" + t.tokens[q] + "”" +
+      (Hkv < cfg.n_heads ? "; v of k/v head " + g : "") + "):" }, out);
+    for (j = 0; j < st.out.length; j++)
+      el("span", { "data-col": "out", "data-value": String(st.out[j]), title: "z[" + j + "] exact: " + String(st.out[j]), text: show(st.out[j], dec) }, out);
+    if (rope) this.renderRotation(wrap, q, keySel);
+  };
+
+  // q of the query and k of one key before and after the rotation, pair by pair.
+  Viewer.prototype.renderRotation = function (wrap, q, key) {
+    var t = this.text(), s = this.state, cfg = this.cfg, dec = s.dec, d = cfg.d_head, half = d / 2;
+    var rope = cfg.rope[s.layer], inv = rope.inv_freq;
+    var qp = t.vec(s.layer, 0, s.focus), qr = t.operand(s.layer, 0, s.focus), kp = t.vec(s.layer, 1, s.focus), kr = t.operand(s.layer, 1, s.focus);
+    var box = el("div", { cls: "as-rot", "data-testid": "rotation" }, wrap);
+    el("div", { cls: "as-note", text: "Rotation: pair i = features (i, i + " + half + ") of q (position " + q + ") and of k “" + t.tokens[key] + "” (position " + key +
+      ") turned by φ = position · θ_i, θ_i = " + (rope.scaling ? "the model's " + rope.scaling + "-scaled frequency" : rope.base + "^(−2i/" + d + ")") +
+      "; (a, b) → (a cos φ − b sin φ, a sin φ + b cos φ). " + (cfg.qk_norm ? "q and k before the rotation are after the model's QK-norm. " : "") +
+      "Lengths are unchanged; the score depends on the two positions only through their distance." }, box);
+    var wrapT = el("div", { cls: "as-wrap as-rotwrap" }, box);
+    var table = el("table", { "data-testid": "rotation-table" }, wrapT), tr = el("tr", {}, el("thead", {}, table));
+    ["pair i", "θ_i", "q: φ", "q_a", "q_b", "q′_a", "q′_b", "k: φ", "k_a", "k_b", "k′_a", "k′_b"].forEach(function (x) { el("th", { text: x }, tr); });
+    var tb = el("tbody", {}, table), frag = document.createDocumentFragment();
+    var num = function (row, name, x) { el("td", { "data-col": name, "data-value": String(x), title: "exact: " + String(x), text: show(x, dec) }, row); };
+    for (var i = 0; i < half; i++) {
+      var row = el("tr", { "data-testid": "rot-row-" + i }, frag);
+      el("td", { text: i + " (" + i + ", " + (i + half) + ")" }, row);
+      num(row, "theta", inv[i]); num(row, "phi_q", q * inv[i]);
+      num(row, "q_a", qp[q * d + i]); num(row, "q_b", qp[q * d + i + half]); num(row, "qr_a", qr[q * d + i]); num(row, "qr_b", qr[q * d + i + half]);
+      num(row, "phi_k", key * inv[i]);
+      num(row, "k_a", kp[key * d + i]); num(row, "k_b", kp[key * d + i + half]); num(row, "kr_a", kr[key * d + i]); num(row, "kr_b", kr[key * d + i + half]);
+    }
+    tb.appendChild(frag);
+  };
+
+  Viewer.prototype.paintStep = function (p, w, h) {
+    var t = this.text(), s = this.state, dec = s.dec;
+    p.rect(0, 0, w, h, "#fff");
+    if (s.query === null) { p.text(10, 20, "no query token selected", {}); return; }
+    var st = t.steps(s.layer, s.focus, s.query), cols = [30, 150, 130, 130, 130, 110], x = 10, y = 16;
+    p.text(10, y, this.data.model + " · layer " + s.layer + " · head " + s.focus + " · query " + s.query + " “" + t.tokens[s.query] + "”", { bold: true });
+    y += 24;
+    var heads = ["#", "key", "q·k", "scaled", st.shift ? "exp(s − m)" : "exp(s)", "weight"], cx = [];
+    for (var c = 0; c < cols.length; c++) { cx.push(x); x += cols[c]; }
+    heads.forEach(function (hd, c) { p.text(cx[c] + (c > 1 ? cols[c] - 8 : 0), y, hd, { bold: true, anchor: c > 1 ? "end" : "start" }); });
+    for (var j = 0; j < t.n; j++) {
+      y += ROW;
+      var vals = [String(j), t.tokens[j], show(st.raw[j], dec), show(st.scaled[j], dec), show(st.exp[j], dec), show(st.weights[j], dec)];
+      vals.forEach(function (v, c) { p.text(cx[c] + (c > 1 ? cols[c] - 8 : 0), y, v, { anchor: c > 1 ? "end" : "start" }); });
+    }
+    y += ROW;
+    p.text(cx[1], y, "Σ", { bold: true });
+    p.text(cx[4] + cols[4] - 8, y, show(st.sum, dec), { anchor: "end", bold: true });
+    y += ROW * 1.5;
+    var outs = []; for (j = 0; j < st.out.length; j++) outs.push(show(st.out[j], dec));
+    for (var k = 0; k < outs.length; k += 8) { p.text(10, y, (k ? "   " : "z = [") + outs.slice(k, k + 8).join(", ") + (k + 8 >= outs.length ? "]" : ","), {}); y += ROW; }
+  };
+  Viewer.prototype.stepSize = function () { var t = this.text(); return [800, 60 + (t.n + 3) * ROW + Math.ceil(this.cfg.d_head / 8) * ROW + 20]; };
+
+  // ---- context comparison -----------------------------------------------------------------------
+  var CMP_W = 720, CMP_H = 330;  // the chart; its legend sits under the axis, never over a curve
+  Viewer.prototype.compareSize = function () { return [CMP_W, CMP_H]; };
+  var CMP = [["across", "cos(A, B): same token, two texts", "#d62728"], ["drift_a", "cos(A, A at embedding)", "#1f77b4"], ["drift_b", "cos(B, B at embedding)", "#2ca02c"]];
+
+  Viewer.prototype.renderCompare = function () {
+    var c = this.data.compare, dec = this.state.dec, self = this;
+    var wrap = el("div", { cls: "as-cv", "data-testid": "context-view" }, this.body);
+    if (!c) {
+      el("div", { cls: "as-note", text: "No comparison in this page. Context awareness (the first article): the same token gets a different vector in a different sentence. " +
+        (this.opts.server ? "Type a second text in “compare with” above." : "Export with  attnscope view TEXT --compare OTHER_TEXT  to see it.") }, wrap);
+      return;
+    }
+    el("div", { cls: "as-note", text: "Token “" + c.token + "” (position " + c.pos_a + " in A, " + c.pos_b + " in B). A: " + c.tokens_a.join(" ") +
+      " · B: " + c.tokens_b.join(" ") + ". Cosine similarity per layer; hover a point for its exact value." }, wrap);
+    var W = CMP_W, H = CMP_H, svgNS = "http://www.w3.org/2000/svg";
+    var holder = el("div", {}, wrap);
+    var sp = new SvgPainter(W, H, "");
+    this.paintCompare(sp, W, H);
+    holder.innerHTML = sp.toString();
+    var svg = holder.querySelector("svg");
+    var geo = this.compareGeometry(W, H);
+    CMP.forEach(function (m) {
+      c[m[0]].forEach(function (v, i) {
+        var dot = document.createElementNS(svgNS, "circle");
+        dot.setAttribute("cx", geo.x(i)); dot.setAttribute("cy", geo.y(v)); dot.setAttribute("r", 7); dot.setAttribute("fill", "transparent");
+        dot.setAttribute("data-series", m[0]); dot.setAttribute("data-layer", i);
+        var title = document.createElementNS(svgNS, "title");
+        title.textContent = m[1] + " at " + c.layers[i] + ": " + show(v, dec, false) + " (exact " + String(v) + ")";
+        dot.appendChild(title); svg.appendChild(dot);
+      });
+    });
+    var table = el("table", { "data-testid": "compare-table" }, wrap), tr = el("tr", {}, table);
+    ["layer"].concat(CMP.map(function (m) { return m[1]; })).forEach(function (x) { el("th", { text: x }, tr); });
+    c.layers.forEach(function (name, i) {
+      var row = el("tr", {}, table);
+      el("td", { text: name }, row);
+      // cosines are never shown as integers: a column reads 1.0000 beside 0.9876, not 1
+      CMP.forEach(function (m) { el("td", { "data-col": m[0], "data-value": String(c[m[0]][i]), title: "exact: " + String(c[m[0]][i]), text: show(c[m[0]][i], dec, false) }, row); });
+    });
+    void self;
+  };
+
+  Viewer.prototype.compareGeometry = function (W, H) {
+    var c = this.data.compare, lo = 1, all = c.across.concat(c.drift_a, c.drift_b);
+    all.forEach(function (v) { if (v < lo) lo = v; });
+    lo = Math.floor(Math.min(lo, 0.9) * 10) / 10;
+    var L = 60, R = W - 20, T = 30, B = H - 72, n = c.layers.length;
+    return { L: L, R: R, T: T, B: B, lo: lo, x: function (i) { return L + (n > 1 ? i * (R - L) / (n - 1) : 0); }, y: function (v) { return B - (v - lo) / (1 - lo) * (B - T); } };
+  };
+
+  Viewer.prototype.paintCompare = function (p, W, H) {
+    var c = this.data.compare, g = this.compareGeometry(W, H);
+    p.rect(0, 0, W, H, "#fff");
+    p.text(10, 14, "“" + c.token + "”: cosine similarity per layer", { bold: true });
+    p.lines([g.L, g.B, g.R, g.B, g.L, g.T, g.L, g.B], "#667085", 1, 1);
+    for (var k = 0; k <= 4; k++) {
+      var v = g.lo + k * (1 - g.lo) / 4;
+      p.text(g.L - 6, g.y(v), v.toFixed(2), { size: 11, anchor: "end", fill: "#667085" });
+      p.lines([g.L, g.y(v), g.R, g.y(v)], "#d0d5dd", 0.6, 1);
+    }
+    c.layers.forEach(function (name, i) { p.text(g.x(i), g.B + 14, i === 0 ? "embed" : String(i - 1), { size: 11, anchor: "middle", fill: "#667085" }); });
+    p.text((g.L + g.R) / 2, g.B + 32, "layer output", { size: 11, anchor: "middle", fill: "#667085" });
+    var lx = g.L, ly = H - 14;
+    CMP.forEach(function (m) {
+      var pts = [];
+      c[m[0]].forEach(function (v, i) { pts.push(g.x(i), g.y(v)); });
+      p.polyline(pts, m[2], 2);
+      for (var i = 0; i < pts.length; i += 2) p.circle(pts[i], pts[i + 1], 3.5, m[2]);
+      p.lines([lx, ly, lx + 20, ly], m[2], 1, 3);
+      p.text(lx + 25, ly, m[1], { size: 11 });
+      lx += 25 + 6.6 * m[1].length + 18;  // ~6.6 px a character at 11 px
+    });
+  };
+
+})(window.attnscope);
