@@ -14,7 +14,8 @@ Rows (ratio = attnscope time / transformers time, or tokens/s ratio for generati
   baseline after imports).
 
 Both sides run the same weights (transformers' reading of the same file) on the same threads;
-times are the fastest of ``--repeat`` alternating runs after a warm-up.
+times are medians of ``--repeat`` paired rounds after a warm-up, and each ratio is the median
+of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import argparse
 import functools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -37,20 +39,22 @@ TEXT = ("Attention lets every token look back at the tokens before it. A query i
 
 
 def compare(fa, fb, repeat: int) -> tuple[float, float, float, float]:
-    """``(wall a, wall b, cpu a, cpu b)``: the fastest of ``repeat`` calls of each, the two
-    alternating (a, b, a, b, …) so that a burst of load from other processes hits both. The
-    minimum is the estimate least moved by other processes; CPU time (this process, all threads)
-    is steadier than the wall clock on a loaded machine."""
+    """``(median wall a, median wall b, wall ratio a/b, CPU ratio a/b)`` over ``repeat`` rounds, each
+    round running both back to back (who goes first alternates) and giving one ratio; the ratios
+    are the medians of those per-round ratios (benchmarks/timing.py says why). CPU time (this
+    process, all threads) is steadier than the wall clock on a loaded machine."""
     fa(), fb()  # warm-up
-    wall = {0: [], 1: []}
-    cpu = {0: [], 1: []}
-    for _ in range(repeat):
-        for i, fn in enumerate((fa, fb)):
+    wall: dict[int, list[float]] = {0: [], 1: []}
+    cpu: dict[int, list[float]] = {0: [], 1: []}
+    for r in range(repeat):
+        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
             t, c = time.perf_counter(), time.process_time()
-            fn()
+            (fa, fb)[i]()
             wall[i].append(time.perf_counter() - t)
             cpu[i].append(time.process_time() - c)
-    return min(wall[0]), min(wall[1]), min(cpu[0]), min(cpu[1])
+    ratio = statistics.median(a / b for a, b in zip(wall[0], wall[1]))
+    cpu_ratio = statistics.median(a / b for a, b in zip(cpu[0], cpu[1]))
+    return statistics.median(wall[0]), statistics.median(wall[1]), ratio, cpu_ratio
 
 
 _LOAD = r"""
@@ -91,7 +95,7 @@ def main() -> int:
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--tokens", type=int, default=256, help="length of the forward/trace text")
     ap.add_argument("--new", type=int, default=64, help="new tokens to generate")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--no-load", action="store_true", help="skip the load-time row (it takes a minute)")
     args = ap.parse_args()
 
@@ -110,16 +114,16 @@ def main() -> int:
           f"({ours.config.kv_heads} k/v), text of {ids.shape[1]} tokens, torch threads {torch.get_num_threads()}")
     rows = []
     with torch.no_grad():
-        a, b, ac, bc = compare(lambda: ours(ids), lambda: hf.model(input_ids=ids), args.repeat)
-        rows.append(("forward (hidden states), s", a, b, a / b, ac / bc, "≤ 1.05"))
+        a, b, r, rc = compare(lambda: ours(ids), lambda: hf.model(input_ids=ids), args.repeat)
+        rows.append(("forward (hidden states), s", a, b, r, rc, "≤ 1.05"))
 
         batch = ours.encode(TEXT * 40, truncate=True, max_length=args.tokens)
         hf_eager = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                                      attn_implementation="eager").eval()
-        a, b, ac, bc = compare(lambda: ours.trace(batch, names="layers.*.attn.weights"),
-                               functools.partial(hf_eager.model, input_ids=ids, output_attentions=True), args.repeat)
+        a, b, r, rc = compare(lambda: ours.trace(batch, names="layers.*.attn.weights"),
+                              functools.partial(hf_eager.model, input_ids=ids, output_attentions=True), args.repeat)
         del hf_eager
-        rows.append(("weights trace (all layers), s", a, b, a / b, ac / bc, "≤ 1.0"))
+        rows.append(("weights trace (all layers), s", a, b, r, rc, "≤ 1.0"))
 
         prompt = "The capital of France is"
         p_ids = torch.tensor([ours.encode(prompt).ids[0]])
@@ -133,8 +137,8 @@ def main() -> int:
                               min_new_tokens=args.new, do_sample=False, pad_token_id=0)
             assert out.shape[1] == p_ids.shape[1] + args.new
 
-        a, b, ac, bc = compare(gen_ours, gen_hf, max(1, args.repeat // 2))
-        rows.append((f"generate {args.new} tokens, tokens/s", args.new / a, args.new / b, b / a, bc / ac, "≥ 0.95"))
+        a, b, r, rc = compare(gen_ours, gen_hf, max(1, args.repeat // 2))
+        rows.append((f"generate {args.new} tokens, tokens/s", args.new / a, args.new / b, 1 / r, 1 / rc, "≥ 0.95"))
 
     if not args.no_load:
         mine = min((load_stats("attnscope", args.model, str(path)) for _ in range(2)), key=lambda r: r["seconds"])
