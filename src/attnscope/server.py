@@ -6,10 +6,11 @@ The model is loaded once, when the app is created, and runs on one worker thread
 recorders to the model's hook points, so two traces must not overlap): requests wait for it in a
 queue of at most ``max_waiting``; when that is full the answer is 503 at once, with Retry-After,
 rather than an unbounded pile of waiting requests. Bodies over :data:`MAX_BODY` bytes are refused
-with 413 before they are read whole (by Content-Length, and by counting while they stream). The
-OpenAPI schema is at ``/openapi.json`` and browsable offline at ``/docs`` (Swagger UI, from files
-that ship in a Python package, fastapi-offline; never from a CDN. No ReDoc page: its sidebar loads
-a logo from the network).
+with 413 before they are read whole (by Content-Length, and by counting while they stream); the
+queue and these limits are :mod:`attnscope.server_limits`, the request and answer types
+:mod:`attnscope.server_schema`. The OpenAPI schema is at ``/openapi.json`` and browsable offline at
+``/docs`` (Swagger UI, from files that ship in a Python package, fastapi-offline; never from a
+CDN. No ReDoc page: its sidebar loads a logo from the network).
 
 Errors are JSON ``{"detail": "<one clear sentence>"}``: 400 for a body that is not JSON, 413 for
 a body over the limit, 422 for a request that is JSON but wrong (empty, over-long or invalid-Unicode
@@ -20,235 +21,45 @@ text, a value of the wrong type, a layer, head or query token out of range, an u
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-import json
 import socket
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_core import PydanticCustomError
 
 from . import __version__
 from . import reference as R
 from .errors import AttnscopeError, InputError
+from .server_limits import MAX_ACTIVE, MAX_BODY, MAX_WAITING, Busy, Limits, ModelWorker
+from .server_schema import (
+    Attention,
+    HeadRequest,
+    ModelInfo,
+    StepRequest,
+    Steps,
+    ViewRequest,
+    _error,
+    _Strict,
+    _validation_message,
+)
 from .trace.read import check_index
-from .viewer import data as view_data_mod
 from .viewer.held import TextStore
 from .viewer.held_api import HELD_BYTES
 from .viewer.held_api import add_routes as add_held_routes
 from .viewer.html import render_server_page
-from .viewer.run import check_text, unicode_problem
+from .viewer.run import check_text
+
+__all__ = ["create_app", "serve", "bind", "is_loopback", "Busy", "Limits", "ModelWorker", "ViewRequest", "MAX_BODY",
+           "MAX_WAITING", "MAX_ACTIVE", "CHARS_PER_TOKEN", "MAX_MATRIX_TOKENS"]
 
 #: Default limit on the characters of one text, per token of the model's context length (the
 #: model's own limit on tokens applies too): 512 tokens → 4,096 characters, 8,192 → 65,536.
 CHARS_PER_TOKEN = 8
-#: Largest request body in bytes by default, or 12 bytes a character of the limit (\\uXXXX
-#: escapes of astral characters) plus 64 KB when that is more: room for anything valid.
-MAX_BODY = 1_000_000
 #: /api/attention answers a text's whole n × n matrix for at most this many tokens (4M numbers).
 MAX_MATRIX_TOKENS = 2048
-#: Requests that may wait for the model while one runs; more get 503 at once.
-MAX_WAITING = 16
-#: Requests in progress (reading a body, waiting, running) before new ones get 503 at once: each
-#: holds at most MAX_BODY bytes, so this bounds the memory requests can take.
-MAX_ACTIVE = 64
-
-
-class _Strict(BaseModel):
-    # strict: JSON true is not head 1, 1.0 is not layer 1, "4" is not 4
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _valid_unicode(cls, v, info):
-        if isinstance(v, str):
-            problem = unicode_problem(v)
-            if problem:
-                raise PydanticCustomError("invalid_unicode", "{what} " + problem, {"what": info.field_name})
-        return v
-
-
-class ViewRequest(_Strict):
-    text: str = Field(description="The text to look at.", examples=["The bank of the river."])
-    compare: Optional[str] = Field(None, description="A second text for the context view.",
-                                   examples=["I deposited money at the bank."])
-    token: Optional[str] = Field(None, description="The token the two texts share (default: the first shared one).")
-    decimals: int = Field(4, ge=0, le=view_data_mod.MAX_DECIMALS, description="Decimals the page starts with.")
-
-
-class HeadRequest(_Strict):
-    text: str = Field(examples=["The bank of the river."])
-    layer: int = Field(0, description="Layer index, 0-based.")
-    head: int = Field(0, description="Head index, 0-based.")
-
-
-class StepRequest(HeadRequest):
-    query: int = Field(0, description="Position of the query token (0 is [CLS] in BERT models).")
-
-
-class ModelInfo(BaseModel):
-    name: str
-    family: Optional[str]
-    n_layers: int
-    n_heads: int
-    d_model: int
-    d_head: int
-    max_tokens: int
-    max_chars: int
-    version: str
-
-
-class Attention(BaseModel):
-    tokens: list[str]
-    layer: int
-    head: int
-    weights: list[list[float]] = Field(description="(n, n): row = query, column = key; rows sum to 1.")
-
-
-class Steps(BaseModel):
-    tokens: list[str]
-    layer: int
-    head: int
-    query: int
-    d_k: int
-    factor: float = Field(description="Raw scores are multiplied by this (1/√d_k).")
-    raw: list[float] = Field(description="q·k for every key.")
-    scaled: list[Optional[float]] = Field(description="raw × factor; null where masked (causal models).")
-    shift: float = Field(description="Subtracted before exp when the row maximum exceeds 50, else 0.")
-    exp: list[float]
-    sum: float
-    weights: list[float]
-    out: list[float] = Field(description="Σ weight · v: this head's part of the query's new vector.")
-
-
-def _error(status: int, detail: str, headers: Optional[dict] = None) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
-
-
-_TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "true or false",
-          "float_type": "a number"}
-
-
-def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
-    errors = exc.errors()
-    for e in errors:
-        if e.get("type") == "json_invalid":
-            ctx = e.get("ctx") or {}
-            return 400, f"request body is not valid JSON: {ctx.get('error', e.get('msg'))}"
-    parts = []
-    for e in errors:
-        loc = [str(x) for x in e.get("loc", ()) if x != "body"]
-        where = ".".join(loc) or "body"
-        kind = e.get("type")
-        if kind == "extra_forbidden":
-            parts.append(f"unknown field {where!r}")
-        elif kind == "missing" and not loc:
-            return 422, 'request body is empty; send a JSON object such as {"text": "The bank of the river."}'
-        elif kind == "missing":
-            parts.append(f"missing field {where!r}")
-        elif kind in ("model_attributes_type", "model_type", "dict_type") and not loc:
-            parts.append("request body must be a JSON object")
-        elif kind == "invalid_unicode":
-            parts.append(e.get("msg"))
-        elif kind in _TYPES:
-            parts.append(f"{where} must be {_TYPES[kind]}, got {json.dumps(e.get('input'))[:40]}")
-        else:
-            parts.append(f"{where}: {e.get('msg')}")
-    return 422, "; ".join(parts) or "invalid request"
-
-
-class Busy(Exception):
-    """Every place in the model's queue is taken."""
-
-
-class ModelWorker:
-    """Runs model work on one thread, with at most ``max_waiting`` calls queued behind the running
-    one; :meth:`run` raises :class:`Busy` at once when the queue is full. The count follows the
-    thread's own futures, so a client that disconnects frees its place only when its work is done
-    or was cancelled before it started."""
-
-    def __init__(self, max_waiting: int = MAX_WAITING):
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnscope-model")
-        self.limit = max_waiting + 1
-        self.pending = 0
-
-    async def run(self, fn: Callable, *args):
-        if self.pending >= self.limit:
-            raise Busy()
-        loop = asyncio.get_running_loop()
-        fut = self.pool.submit(fn, *args)
-        self.pending += 1
-        fut.add_done_callback(lambda _: loop.call_soon_threadsafe(self._done))
-        return await asyncio.wrap_future(fut)
-
-    def _done(self) -> None:
-        self.pending -= 1
-
-
-async def _send_json(send, status: int, detail: str, headers: tuple = ()) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *headers]})
-    await send({"type": "http.response.body", "body": body})
-
-
-class Limits:
-    """ASGI middleware that bounds what requests can take before the app sees them.
-
-    413 for a body over ``max_body`` bytes, decided from Content-Length before reading anything,
-    else while counting the streamed chunks (never holding more than ``max_body``); 503 at once
-    when ``max_active`` requests are already in progress.
-    """
-
-    def __init__(self, app, max_body: int = MAX_BODY, max_active: int = MAX_ACTIVE):
-        self.app, self.limit, self.max_active = app, max_body, max_active
-        self.active = 0
-
-    async def _refuse(self, send, size: str) -> None:
-        await _send_json(send, 413, f"request body is {size}; the limit is {self.limit:,} bytes "
-                                    "(the longest valid text needs less)", ((b"connection", b"close"),))
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        if self.active >= self.max_active:
-            return await _send_json(send, 503, f"the server is busy ({self.active} requests in progress); "
-                                               "try again in a moment", ((b"retry-after", b"1"),))
-        self.active += 1
-        try:
-            await self._call(scope, receive, send)
-        finally:
-            self.active -= 1
-
-    async def _call(self, scope, receive, send):
-        length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            return await self._refuse(send, f"{int(length):,} bytes")
-        chunks, size = [], 0
-        while True:
-            msg = await receive()
-            if msg["type"] == "http.disconnect":
-                return
-            chunk = msg.get("body", b"")
-            size += len(chunk)
-            if size > self.limit:
-                return await self._refuse(send, f"over {self.limit:,} bytes")
-            chunks.append(chunk)
-            if not msg.get("more_body"):
-                break
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-
-        async def receive_again():
-            return replay.pop() if replay else await receive()
-
-        await self.app(scope, receive_again, send)
 
 
 def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optional[int] = None,

@@ -19,10 +19,10 @@ def asset(name: str) -> str:
     return resources.files(__package__).joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
-#: The viewer's scripts, in the order the page runs them: the core (numbers, Text, painters), the
-#: Viewer, its views, then the reading of texts the server holds and the Web Workers.
-SCRIPTS = ("viewer_core.js", "viewer.js", "viewer_head.js", "viewer_step.js", "viewer_generation.js", "viewer_matrix.js",
-           "viewer_remote.js", "viewer_workers.js")
+#: The viewer's scripts, in the order the page runs them: the core (numbers, Text, kernels), the
+#: painters and helpers, the Viewer, its views, then the reading of texts the server holds and the Web Workers.
+SCRIPTS = ("viewer_core.js", "viewer_paint.js", "viewer.js", "viewer_head.js", "viewer_step.js", "viewer_generation.js",
+           "viewer_matrix.js", "viewer_remote.js", "viewer_workers.js")
 
 
 def script() -> str:

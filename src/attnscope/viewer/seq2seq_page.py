@@ -4,8 +4,8 @@ and the page ``attnscope serve`` shows for T5 and BART (a source box and a targe
     >>> from attnscope.viewer.seq2seq_page import save_html
     >>> save_html(model, "translate English to German: The cat sat.", "Die Katze sass.", "t5.html")
 
-Both pages carry the same script as every viewer page plus ``viewer_seq2seq.js``, which draws
-data marked ``seq2seq`` (see :mod:`attnscope.viewer.seq2seq`).
+Both pages carry the same script as every viewer page plus ``viewer_seq2seq.js`` and
+``viewer_seq2seq_views.js``, which draw data marked ``seq2seq`` (see :mod:`attnscope.viewer.seq2seq`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .seq2seq import all_text, seq2seq_view_data
 
 def seq2seq_script() -> str:
     """Every viewer script, the encoder–decoder views last (they extend ``attnscope.mount``)."""
-    return script() + "\n" + asset("viewer_seq2seq.js")
+    return "\n".join([script(), asset("viewer_seq2seq.js"), asset("viewer_seq2seq_views.js")])
 
 
 def render(data: dict, *, title: Optional[str] = None) -> str:

@@ -11,7 +11,7 @@
   "use strict";
   if (!A) return;
   var U = A.util, el = U.el, ROW = U.ROW, headColor = U.headColor, fontsReady = U.fontsReady,
-    headGeometry = U.headGeometry, CanvasPainter = A.CanvasPainter, SvgPainter = A.SvgPainter, Text = A.Text;
+    headGeometry = U.headGeometry, Text = A.Text;
   if (A.Viewer) return;  // a second copy in one notebook
 
 
@@ -77,14 +77,7 @@
     this.formMsg.className = "as-note"; this.formMsg.textContent = "computing…";
     this.root.removeAttribute("data-ready");  // set again once the answer is drawn
     var seq = this.seq = (this.seq || 0) + 1;  // only the latest answer is shown
-    return fetch(this.opts.server.endpoint || "api/view", {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body)
-    }).then(function (r) {
-      return r.json().catch(function () { throw new Error("the server answered " + r.status + " " + r.statusText); }).then(function (j) {
-        if (!r.ok) throw new Error(typeof j.detail === "string" ? j.detail : JSON.stringify(j.detail));
-        return j;
-      });
-    }, function () { throw new Error("cannot reach the server; is attnscope serve still running?"); }).then(function (data) {
+    return U.postJson(this.opts.server.endpoint || "api/view", body).then(function (data) {
       if (seq !== self.seq) return;
       self.formMsg.className = ""; self.formMsg.textContent = "";
       if (data.font_css !== undefined) { self.setFontCss(data.font_css); delete data.font_css; }
@@ -350,16 +343,7 @@
   Viewer.prototype.exportBlob = function (kind) {
     var self = this, size = this.viewSize(), w = size[0], h = size[1];
     return fontsReady(this.allText()).then(function () {
-      if (kind === "svg") {
-        var sp = new SvgPainter(w, h, self.fontCss);
-        self.paintView(sp, w, h);
-        return new Blob([sp.toString()], { type: "image/svg+xml" });
-      }
-      var scale = Math.min(2, 16000 / Math.max(w, h)), c = document.createElement("canvas");
-      c.width = Math.round(w * scale); c.height = Math.round(h * scale);
-      var ctx = c.getContext("2d"); ctx.scale(scale, scale);
-      self.paintView(new CanvasPainter(ctx), w, h);
-      return new Promise(function (res) { c.toBlob(res, "image/png"); });
+      return U.paintBlob(kind, w, h, self.fontCss, function (p) { self.paintView(p, w, h); });
     });
   };
 

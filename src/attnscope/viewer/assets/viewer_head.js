@@ -22,8 +22,7 @@
       for (var b = 0; b <= 1000; b++) { bins[b] += hb[b]; total += hb[b]; }
     }
     void n;
-    var value = 0, kept = total, b = 0;
-    while (kept > LINE_BUDGET && b < 1000) { kept -= bins[b]; b++; value = b / 1000; }
+    var value = U.lineThreshold(bins, total, LINE_BUDGET);
     this._minw = { key: key, value: value };
     return value;
   };
@@ -65,14 +64,8 @@
   };
 
   Viewer.prototype.paintHeadLines = function (p, x0, x1, y0, lo, hi) {
-    var self = this, nh = this.state.heads.length;
-    this.headSegments(x0, x1, y0, lo, hi).forEach(function (g) {
-      for (var b = 0; b < 16; b++) {
-        var a = (b + 0.5) / 16;
-        p.lines(g.buckets[b], headColor(g.head), Math.min(1, a * (nh > 1 ? 0.9 : 1)), a < 0.4 ? 1 : 1 + 2 * a);
-      }
-    });
-    void self;
+    var nh = this.state.heads.length;
+    this.headSegments(x0, x1, y0, lo, hi).forEach(function (g) { U.paintBuckets(p, g.buckets, headColor(g.head), nh); });
   };
 
   // The note over the head view: what the lines mean, this layer's threshold and window.

@@ -24,12 +24,6 @@
   // {dtype, shape, b64} (raw little-endian bytes) -> a typed array
   function arr(d) { var u = bytes(d.b64), K = KINDS[d.dtype]; return new K(u.buffer, u.byteOffset, u.byteLength / K.BYTES_PER_ELEMENT); }
 
-  function answer(r) {
-    return r.json().catch(function () { throw new Error("the server answered " + r.status + " " + r.statusText); }).then(function (j) {
-      if (!r.ok) throw new Error(typeof j.detail === "string" ? j.detail : JSON.stringify(j.detail));
-      return j;
-    });
-  }
 
   function RemoteText(entry, cfg, data, viewer) {
     Text.call(this, entry, cfg, data);
@@ -46,8 +40,7 @@
 
   RemoteText.prototype.post = function (path, body) {
     body.id = this.id;
-    return fetch(this.api + path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) })
-      .then(answer, function () { throw new Error("cannot reach the server; is attnscope serve still running?"); });
+    return A.util.postJson(this.api + path, body);
   };
   // For the few callers that cannot wait (a tooltip over a row not read yet, an export).
   RemoteText.prototype.postSync = function (path, body) {

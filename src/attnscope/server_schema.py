@@ -1,0 +1,119 @@
+"""``attnscope serve``'s request and answer types (strict pydantic models: ``"head": true``,
+``"layer": 1.0`` and ``"decimals": "4"`` are 422, not coerced) and the one-sentence messages of a
+request that is JSON but wrong."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from .viewer import data as view_data_mod
+from .viewer.run import unicode_problem
+
+
+class _Strict(BaseModel):
+    # strict: JSON true is not head 1, 1.0 is not layer 1, "4" is not 4
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _valid_unicode(cls, v, info):
+        if isinstance(v, str):
+            problem = unicode_problem(v)
+            if problem:
+                raise PydanticCustomError("invalid_unicode", "{what} " + problem, {"what": info.field_name})
+        return v
+
+
+class ViewRequest(_Strict):
+    text: str = Field(description="The text to look at.", examples=["The bank of the river."])
+    compare: Optional[str] = Field(None, description="A second text for the context view.",
+                                   examples=["I deposited money at the bank."])
+    token: Optional[str] = Field(None, description="The token the two texts share (default: the first shared one).")
+    decimals: int = Field(4, ge=0, le=view_data_mod.MAX_DECIMALS, description="Decimals the page starts with.")
+
+
+class HeadRequest(_Strict):
+    text: str = Field(examples=["The bank of the river."])
+    layer: int = Field(0, description="Layer index, 0-based.")
+    head: int = Field(0, description="Head index, 0-based.")
+
+
+class StepRequest(HeadRequest):
+    query: int = Field(0, description="Position of the query token (0 is [CLS] in BERT models).")
+
+
+class ModelInfo(BaseModel):
+    name: str
+    family: Optional[str]
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_head: int
+    max_tokens: int
+    max_chars: int
+    version: str
+
+
+class Attention(BaseModel):
+    tokens: list[str]
+    layer: int
+    head: int
+    weights: list[list[float]] = Field(description="(n, n): row = query, column = key; rows sum to 1.")
+
+
+class Steps(BaseModel):
+    tokens: list[str]
+    layer: int
+    head: int
+    query: int
+    d_k: int
+    factor: float = Field(description="Raw scores are multiplied by this (1/√d_k).")
+    raw: list[float] = Field(description="q·k for every key.")
+    scaled: list[Optional[float]] = Field(description="raw × factor; null where masked (causal models).")
+    shift: float = Field(description="Subtracted before exp when the row maximum exceeds 50, else 0.")
+    exp: list[float]
+    sum: float
+    weights: list[float]
+    out: list[float] = Field(description="Σ weight · v: this head's part of the query's new vector.")
+
+
+def _error(status: int, detail: str, headers: Optional[dict] = None) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
+
+
+_TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "true or false",
+          "float_type": "a number"}
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
+    errors = exc.errors()
+    for e in errors:
+        if e.get("type") == "json_invalid":
+            ctx = e.get("ctx") or {}
+            return 400, f"request body is not valid JSON: {ctx.get('error', e.get('msg'))}"
+    parts = []
+    for e in errors:
+        loc = [str(x) for x in e.get("loc", ()) if x != "body"]
+        where = ".".join(loc) or "body"
+        kind = e.get("type")
+        if kind == "extra_forbidden":
+            parts.append(f"unknown field {where!r}")
+        elif kind == "missing" and not loc:
+            return 422, 'request body is empty; send a JSON object such as {"text": "The bank of the river."}'
+        elif kind == "missing":
+            parts.append(f"missing field {where!r}")
+        elif kind in ("model_attributes_type", "model_type", "dict_type") and not loc:
+            parts.append("request body must be a JSON object")
+        elif kind == "invalid_unicode":
+            parts.append(e.get("msg"))
+        elif kind in _TYPES:
+            parts.append(f"{where} must be {_TYPES[kind]}, got {json.dumps(e.get('input'))[:40]}")
+        else:
+            parts.append(f"{where}: {e.get('msg')}")
+    return 422, "; ".join(parts) or "invalid request"
