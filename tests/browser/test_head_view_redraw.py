@@ -2,7 +2,8 @@
 tokens' elements and redraws only the lines (the same pixels as a page opened at that layer), the
 lines of a scrolled band are exactly the full set's lines that cross it (every head's), and the
 kernel that computes a head's weights for drawing (two queries × four keys at a time, in Web
-Workers) gives the bits of the step view's row-by-row float64 arithmetic."""
+Workers) gives the bits of the step view's row-by-row float64 arithmetic, and counts the head's
+weights as the head view's digest counts them."""
 
 from __future__ import annotations
 
@@ -80,6 +81,14 @@ def test_the_drawing_kernel_has_the_step_views_bits(page, exported):
             const W = t.weights(l, h);
             for (let i = 0; i < t.n; i++) { const w = t.steps(l, h, i).weights;
                 for (let j = 0; j < t.n; j++) if (Math.fround(w[j]) !== W[i * t.n + j]) out.push([l, h, i, j]); }
+        }
+        // the bins the kernel counts as it writes are headSummary's own count of its weights
+        for (const h of [0, 7]) {
+            const bins = new Float64Array(1001), W = A.util.headWeights(t.operand(2, 0, h), t.operand(2, 1, h), t.n, t.d,
+                t.cfg.factor, t.cfg.causal, t.window(2), new Float32Array(t.n * t.n), bins);
+            const own = A.util.headSummary(W, t.n, 8000), got = A.util.headSummary(W, t.n, 8000, bins.slice());
+            if (own.bins.some((x, b) => x !== bins[b])) out.push(["bins", h]);
+            if (own.idx.length !== got.idx.length || own.idx.some((x, i) => x !== got.idx[i])) out.push(["idx", h]);
         }
         // synthetic heads: causal, a sliding window, odd and tiny lengths, against a plain loop
         for (const [n, d, causal, win] of [[7, 4, false, null], [9, 3, true, null], [13, 8, true, 4], [33, 16, true, 5], [1, 4, false, null], [2, 2, true, null]]) {

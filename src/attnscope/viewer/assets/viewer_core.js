@@ -225,9 +225,11 @@
   // steps of 0.001 (bin 1000: weights of 1), and ``idx``, the positions i·n + j of the weights at or
   // above the head's own threshold for `budget` lines — every pair a selection of heads draws is
   // among them, since its threshold is at least each head's own. Self-contained (Web Workers).
-  function headSummary(W, n, budget) {
-    var bins = new Float64Array(1001), total = 0, i, b = 0;
-    for (i = 0; i < n * n; i++) if (W[i] > 0) { bins[Math.min(1000, Math.floor(W[i] * 1000))]++; total++; }
+  // `counted`: those bins already counted (headWeights counts them as it writes W).
+  function headSummary(W, n, budget, counted) {
+    var bins = counted || new Float64Array(1001), total = 0, i, b = 0;
+    if (counted) for (i = 0; i <= 1000; i++) total += bins[i];
+    else for (i = 0; i < n * n; i++) if (W[i] > 0) { bins[Math.min(1000, Math.floor(W[i] * 1000))]++; total++; }
     while (total > budget && b < 1000) { total -= bins[b]; b++; }
     var minw = b / 1000, idx = [];
     for (i = 0; i < n * n; i++) if (W[i] > 0 && W[i] >= minw) idx.push(i);
@@ -238,9 +240,10 @@
   // q and k (n × d, float64) as operand() gives them. Two queries × four keys at a time: each score
   // is still summed over t = 0 … d − 1 in order (the same bits as scaledRow), and the eight
   // independent sums share each load of q and k (2.3× faster than one query × four keys). Causal
-  // models skip the later keys (masked anyway). Self-contained: viewer_workers.js runs it in Web
-  // Workers too (its source is sent as text).
-  function headWeights(q, k, n, d, f, causal, win, out) {
+  // models skip the later keys (masked anyway). With `bins` (Float64Array(1001)) it also counts the
+  // weights > 0 written, as headSummary would count them. Self-contained: viewer_workers.js runs it
+  // in Web Workers too (its source is sent as text).
+  function headWeights(q, k, n, d, f, causal, win, out, bins) {
     var ra = new Float64Array(n), rb = new Float64Array(n), i, j, t;
     function finish(row, i) {  // mask, scale and softmax of query i's raw scores
       var m = -Infinity, sum = 0, s, j, o = i * n;
@@ -249,7 +252,12 @@
         row[j] = s; if (s > m) m = s;
       }
       for (j = 0; j < n; j++) { row[j] = Math.exp(row[j] - m); sum += row[j]; }
-      for (j = 0; j < n; j++) out[o + j] = row[j] / sum;
+      if (!bins) { for (j = 0; j < n; j++) out[o + j] = row[j] / sum; return; }
+      for (j = 0; j < n; j++) {
+        var w = Math.fround(row[j] / sum);  // the float32 that out holds
+        out[o + j] = w;
+        if (w > 0) bins[w >= 1 ? 1000 : Math.floor(w * 1000)]++;
+      }
     }
     for (i = 0; i < n; i += 2) {
       var two = i + 1 < n, qa = i * d, qb = two ? qa + d : qa, jn = causal ? Math.min(n, i + 2) : n;

@@ -14,7 +14,8 @@
   var V = A.Viewer.prototype;
   var SRC = "var headWeights = " + A.util.headWeights.toString() + ";\nvar headSummary = " + A.util.headSummary.toString() +
     ";\nonmessage = function (e) { var m = e.data, out = new Float32Array(m.n * m.n);\n" +
-    "  headWeights(m.q, m.k, m.n, m.d, m.f, m.causal, m.win, out); var sm = headSummary(out, m.n, m.budget);\n" +
+    "  var bins = new Float64Array(1001); headWeights(m.q, m.k, m.n, m.d, m.f, m.causal, m.win, out, bins);\n" +
+    "  var sm = headSummary(out, m.n, m.budget, bins);\n" +
     "  postMessage({ id: m.id, out: out, sum: sm }, [out.buffer, sm.bins.buffer, sm.idx.buffer]); };\n";
 
   function WeightPool(size) { this.size = size; this.workers = null; this.idle = []; this.queue = []; this.jobs = new Map(); this.failed = false; }
