@@ -46,9 +46,9 @@ from .server_schema import (
     _validation_message,
 )
 from .trace.read import check_index
-from .viewer.held import TextStore
 from .viewer.held_api import HELD_BYTES
 from .viewer.held_api import add_routes as add_held_routes
+from .viewer.held_store import TextStore
 from .viewer.html import render_server_page
 from .viewer.run import check_text
 

@@ -91,9 +91,12 @@ def test_the_drawing_kernel_has_the_step_views_bits(page, exported):
             if (own.idx.length !== got.idx.length || own.idx.some((x, i) => x !== got.idx[i])) out.push(["idx", h]);
         }
         // synthetic heads: causal, a sliding window, odd and tiny lengths, against a plain loop
-        for (const [n, d, causal, win] of [[7, 4, false, null], [9, 3, true, null], [13, 8, true, 4], [33, 16, true, 5], [1, 4, false, null], [2, 2, true, null]]) {
+        const cases = [[7, 4, false, null], [9, 3, true, null], [13, 8, true, 4], [33, 16, true, 5],
+                       [1, 4, false, null], [2, 2, true, null]];
+        for (const [n, d, causal, win] of cases) {
             const q = new Float64Array(n * d), k = new Float64Array(n * d), f = 0.3;
-            for (let i = 0; i < n * d; i++) { q[i] = Math.fround(Math.sin(i * 0.7) * 4); k[i] = Math.fround(Math.cos(i * 1.3) * 4); }
+            for (let i = 0; i < n * d; i++) {
+                q[i] = Math.fround(Math.sin(i * 0.7) * 4); k[i] = Math.fround(Math.cos(i * 1.3) * 4); }
             const W = A.util.headWeights(q, k, n, d, f, causal, win, new Float32Array(n * n));
             for (let i = 0; i < n; i++) {
                 const s = []; let m = -Infinity, sum = 0;

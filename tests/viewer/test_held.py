@@ -16,8 +16,9 @@ import torch
 import attnscope
 from attnscope import InputError
 from attnscope.viewer import data
-from attnscope.viewer.held import LINE_BUDGET, MAX_ROW_VALUES, HeldText, TextStore
+from attnscope.viewer.held import LINE_BUDGET, MAX_ROW_VALUES, HeldText
 from attnscope.viewer.held_api import held_view_data
+from attnscope.viewer.held_store import TextStore
 from attnscope.viewer.run import display_tokens
 
 TEXT = "我喜欢人工智能 the bank of the river, and every token looks at the tokens before it. " * 3
@@ -214,7 +215,7 @@ import numpy as np
 from transformers import LlamaConfig, LlamaForCausalLM
 from tests.models.decoders.tiny import randomise, _save, VOCAB, _COMMON
 import attnscope
-from attnscope.viewer.held import TextStore
+from attnscope.viewer.held_store import TextStore
 from attnscope.viewer.held_api import held_view_data
 
 cfg = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,

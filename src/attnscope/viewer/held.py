@@ -24,15 +24,14 @@ difference of ~1e-7 no colour shows); every number shown comes from :meth:`rows`
 :meth:`steps` in float64. Peak memory beyond what is held: one block of about :data:`BLOCK`
 weights, never a whole layer's (or head's) n × n weights.
 
-:class:`TextStore` keeps held texts by a hash of the text, least recently used first out, within
-a byte budget.
+:class:`attnscope.viewer.held_store.TextStore` keeps held texts by a hash of the text, least
+recently used first out, within a byte budget.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import threading
 from collections import OrderedDict
 from typing import Optional, Sequence
@@ -383,40 +382,3 @@ def _threshold(bins: np.ndarray, budget: int) -> float:
         kept -= int(bins[b])
         b += 1
     return b / 1000
-
-
-def text_id(model_name: str, text: str) -> str:
-    """The id of a held text: the same text (for the same model) is traced once."""
-    return hashlib.sha256(f"{model_name}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()[:24]
-
-
-class TextStore:
-    """Held texts by id, least recently used dropped first once their bytes pass ``max_bytes``
-    (the newest is always kept)."""
-
-    def __init__(self, max_bytes: int):
-        self.max_bytes = int(max_bytes)
-        self._items: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> Optional[HeldText]:
-        with self._lock:
-            item = self._items.get(key)
-            if item is not None:
-                self._items.move_to_end(key)
-            return item
-
-    def put(self, key: str, held: HeldText) -> None:
-        with self._lock:
-            self._items[key] = held
-            self._items.move_to_end(key)
-            while len(self._items) > 1 and sum(h.nbytes for h in self._items.values()) > self.max_bytes:
-                self._items.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @property
-    def nbytes(self) -> int:
-        with self._lock:
-            return sum(h.nbytes for h in self._items.values())

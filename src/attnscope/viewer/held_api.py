@@ -34,7 +34,8 @@ from ..errors import InputError
 from ..fonts import font_face_css
 from . import data as view_data_mod
 from .context import context_comparison
-from .held import THUMB, HeldText, TextStore, text_id
+from .held import THUMB, HeldText
+from .held_store import TextStore, text_id
 from .run import display_tokens, view_data, view_names
 
 #: Texts whose q, k, v take at most this many bytes (float32) travel whole in the page; longer
