@@ -1,7 +1,8 @@
 """Long texts in the browser: a text the server holds (attnscope serve, read on demand) shows the
 numbers of attnscope explain in the step view, the head view's lines, the model view's thumbnails
 and the matrix view's exact weights; a 2 000-token text's matrix is max-pooled, says so, zooms and
-hovers exact values; the single-file page's matrix view shows its own float64 weights."""
+hovers exact values; the single-file page's matrix view shows its own float64 weights; a held
+text's layer switch keeps the head view's tokens and draws what a view built anew draws."""
 
 import re
 
@@ -188,3 +189,26 @@ def test_the_single_file_matrix_view_shows_the_pages_float64_weights(page, expor
     assert float(re.search(r"exact (\S+)", tip).group(1)) == pytest.approx(W[4, 3, 1], rel=1e-14)
     assert float(page.get_attribute("[data-testid=matrix-canvas]", "data-vmax")) == pytest.approx(W[4].max(), rel=1e-6)
     page.screenshot(path=str(artifacts / "file-matrix-view.png"))
+
+
+def test_a_held_texts_layer_switch_keeps_the_tokens_and_draws_what_a_fresh_view_draws(page, held_url):
+    page.goto(held_url)
+    submit(page, TEXT)
+    wait_ready(page)
+    settled(page)
+    frame = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
+    picture = """() => ({note: document.querySelector('[data-testid=head-note]').textContent,
+                        lines: document.querySelector('.as-hv canvas').toDataURL()})"""
+    page.evaluate("() => { document.querySelector('[data-testid=q-2]').__kept = 1; }")
+    page.evaluate("async () => { await window.attnscopeViewer.set({layer: 4, heads: [0, 3, 9]}); }")  # read from the server
+    settled(page)
+    page.evaluate(frame)
+    assert page.evaluate("() => document.querySelector('[data-testid=q-2]').__kept") == 1  # the same elements
+    kept = page.evaluate(picture)
+    page.evaluate("async () => { const v = window.attnscopeViewer; await v.set({view: 'step'}); await v.set({view: 'head'}); }")
+    settled(page)
+    page.evaluate(frame)
+    assert page.evaluate("() => document.querySelector('[data-testid=q-2]').__kept") is None  # built anew
+    fresh = page.evaluate(picture)
+    assert kept == fresh  # the note (threshold, window) and the lines, pixel for pixel
+    assert canvas_ink(page, "[data-testid=head-view] canvas") > 1000  # and there are lines
