@@ -13,8 +13,8 @@ HEAD = "problem:\n  example: three-tokens\nanswers:\n"
 
 @pytest.mark.parametrize("text, msg", [
     (HEAD + "  weights: [[0.4, 0.2, 0.4], [0.3, 0.1]]\n", "key weights: expected 3 rows (one per token), got 2"),
-    (HEAD + "  weights: [[0.4, 0.2, 0.4], [0.3, 0.1], [1, 1, 1]]\n", "key weights, row 2: expected 3 numbers, got 2"),
-    (HEAD + "  output: [[1.6, x], [1, 1], [1, 1]]\n", "key output, row 1, column 2: 'x' is not a number"),
+    (HEAD + "  weights: [[0.4, 0.2, 0.4], [0.3, 0.1], [1, 1, 1]]\n", "key weights, row 1 (from 0): expected 3 numbers, got 2"),
+    (HEAD + "  output: [[1.6, x], [1, 1], [1, 1]]\n", "key output, row 0, column 1 (from 0): 'x' is not a number"),
     (HEAD + "  softmx: [[1]]\n", "answers: unknown key 'softmx'; this problem's steps are Q, K, V, scores"),
     (HEAD + "  sums: [1, 2]\n", "key sums: expected 3 numbers, got 2"),
     (HEAD + "  Q: ~\n", "no numbers to check: every answer is empty"),
@@ -52,9 +52,9 @@ def test_exit_codes_are_distinct(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("text, msg", [
-    (HEAD + "  Q: [[1e400, 0], [1, 1], [2, 1]]\n", "key Q, row 1, column 1: 1e400 is beyond the range of float64"),
-    (HEAD + "  Q: [[1, -1e400], [1, 1], [2, 1]]\n", "key Q, row 1, column 2: -1e400 is beyond the range of float64"),
-    ("a: &x [*x]\n" + HEAD + "  Q: [[1, 0], [1, 1], [2, 1]]\n", "key a[1] contains itself (a YAML alias"),
+    (HEAD + "  Q: [[1e400, 0], [1, 1], [2, 1]]\n", "key Q, row 0, column 0 (from 0): 1e400 is beyond the range of float64"),
+    (HEAD + "  Q: [[1, -1e400], [1, 1], [2, 1]]\n", "key Q, row 0, column 1 (from 0): -1e400 is beyond the range of float64"),
+    ("a: &x [*x]\n" + HEAD + "  Q: [[1, 0], [1, 1], [2, 1]]\n", "key a[0] contains itself (a YAML alias"),
     ("problem: &p\n  example: three-tokens\n  again: *p\nanswers:\n  Q: [[1, 0], [1, 1], [2, 1]]\n",
      "key problem.again contains itself"),
     (HEAD + "  Q: " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply to read"),

@@ -1,6 +1,6 @@
 """check's judging fixes of issue #15 item 4: e^s' accepted beside e^(s' − m) (and named), carried
 only when the earlier mistake explains it, scientific-notation answers and values that round to zero
-reported with true digits, entries counted from 1. References: ``decimal`` at 60 digits written
+reported with true digits, entries counted from 0. References: ``decimal`` at 60 digits written
 here, never attnscope's code; reports read in Markdown (en, zh) and JSON."""
 
 import json
@@ -51,12 +51,12 @@ def test_plain_exponentials_are_right_and_named(lang):
     assert {e.convention for e in r.entries if e.step in ("exp", "sum")} == {"plain"}
     md = r.render("markdown", lang=lang)
     if lang == "en":
-        assert "exp, row 1: you wrote e^s' itself (the row's largest score is m = 101.885); the worked calculation " \
+        assert "exp, row 0: you wrote e^s' itself (the row's largest score is m = 101.885); the worked calculation " \
                "shows e^(s' - m) instead. Both are right" in md
     else:
-        assert "exp，第 1 行：你写的是 e^s' 本身（这一行最大的分数是 m = 101.885）" in md
+        assert "exp，第 0 行：你写的是 e^s' 本身（这一行最大的分数是 m = 101.885）" in md
     d = json.loads(r.render("json"))
-    assert d["conventions"] == [{"step": "exp", "row": 1, "row_label": "-", "convention": "plain", "m": 101.885}]
+    assert d["conventions"] == [{"step": "exp", "row": 0, "row_label": "-", "convention": "plain", "m": 101.885}]
     # the shifted way, as explain shows it, is right too and named as such
     r = _report({"exp": [dec(x, 4) for x in ref["shifted"]], "sum": dec(ref["sum_shifted"], 4)})
     assert r.ok and r.conventions[0]["convention"] == "shifted"
@@ -116,9 +116,9 @@ def test_scientific_answers_are_reported_by_significant_digits(lang):
     line = next(ln for ln in r.render("markdown", lang=lang).splitlines() if "7.7017e42" in ln)
     exact = sig(ref["plain"][2], 8)
     if lang == "en":
-        assert line == f"- exp, entry 3 (k3): you wrote 7.7017e42; correct to 5 significant digits: {right} (exact {exact})."
+        assert line == f"- exp, entry 2 (k2): you wrote 7.7017e42; correct to 5 significant digits: {right} (exact {exact})."
     else:
-        assert line == f"- exp，第 3 (k3) 项：你写的是 7.7017e42；保留 5 位有效数字的正确值：{right}（精确值 {exact}）。"
+        assert line == f"- exp，第 2 (k2) 项：你写的是 7.7017e42；保留 5 位有效数字的正确值：{right}（精确值 {exact}）。"
     assert "decimals" not in line and "-38" not in line
 
 
@@ -132,19 +132,23 @@ def test_a_value_that_rounds_to_zero_at_the_written_place(lang):
     (e,) = r.by_verdict("wrong")
     line = next(ln for ln in r.render("markdown", lang=lang).splitlines() if "0.0001" in ln)
     if lang == "en":
-        assert line == f"- weights, entry 2 (k2): you wrote 0.0001; correct to 4 decimals: 0.0000 (exact {sig(tiny, 4)})."
+        assert line == f"- weights, entry 1 (k1): you wrote 0.0001; correct to 4 decimals: 0.0000 (exact {sig(tiny, 4)})."
     else:
-        assert line == f"- weights，第 2 (k2) 项：你写的是 0.0001；保留 4 位小数的正确值：0.0000（精确值 {sig(tiny, 4)}）。"
+        assert line == f"- weights，第 1 (k1) 项：你写的是 0.0001；保留 4 位小数的正确值：0.0000（精确值 {sig(tiny, 4)}）。"
     assert sig(tiny, 4) == "3.059e-7"
 
 
-def test_entries_and_rows_are_counted_from_one():
+def test_entries_and_rows_are_counted_from_zero():
+    # the third entry (index 2) is the wrong one; the report names it 2, as explain's tables and --position do
     r = _report({"scaled": ["101.885", "100", "98.76"]})
     md = r.render("markdown")
-    assert "- scaled, entry 3 (k3): you wrote 98.76;" in md and "entry 0" not in md
-    assert "Rows, columns and entries are counted from 1." in md
-    assert "行、列和项都从 1 开始数。" in r.render("markdown", lang="zh")
-    (e,) = json.loads(r.render("json"))["entries"][2:3]
-    assert (e["col"], e["col_label"], e["verdict"]) == (3, "3 (k3)", "wrong")
+    assert "- scaled, entry 2 (k2): you wrote 98.76;" in md and "entry 3" not in md
+    assert "Positions, rows, columns, dimensions, heads and layers count from 0" in md
+    assert "位置、行、列、维度、头和层都从 0 开始计数" in r.render("markdown", lang="zh")
+    d = json.loads(r.render("json"))
+    (e,) = d["entries"][2:3]
+    assert d["index_base"] == 0 and (e["col"], e["col_label"], e["verdict"]) == (2, "2 (k2)", "wrong")
     toy = check({"problem": {"example": "three-tokens"}, "answers": {"Q": [[1, 0], [1, 2], [2, 1]]}})
-    assert toy.by_verdict("wrong")[0].row_label == "2 (爱)"
+    (w,) = toy.by_verdict("wrong")
+    assert (w.row, w.col, w.row_label, w.col_label) == (1, 1, "1 (爱)", "1")
+    assert "Q, row 1 (爱), column 1: you wrote 2" in toy.render("markdown")

@@ -39,13 +39,13 @@ def _three(answers):
 
 
 def test_carried_through_unanswered_steps_and_blanks():
-    # a wrong Q row 2 ([1, 2] instead of [1, 1]); scores not written; scaled row 2 follows from it
+    # a wrong Q row 1 ([1, 2] instead of [1, 1]); scores not written; scaled row 1 follows from it
     r = _three({"Q": [[1, 0], [1, 2], [2, 1]], "scaled": [None, [3.54, 1.41, 4.95], [2.83, 0.71, ~0 if False else None]]})
     wrong = [(e.step, e.row, e.col) for e in r.by_verdict("wrong")]
     assert wrong == [("Q", 1, 1)]
     carried = r.by_verdict("carried")
     assert [(e.step, e.row) for e in carried] == [("scaled", 1)] * 3 and carried[0].sources == ["Q"]
-    assert r.blanks["scaled"] == 3 + 1 and r.first_wrong == ("Q", "2 (爱)")
+    assert r.blanks["scaled"] == 3 + 1 and r.first_wrong == ("Q", "1 (爱)")
 
 
 def test_rounded_exponentials_make_the_sum_a_rounding_not_an_error():

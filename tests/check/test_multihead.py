@@ -40,13 +40,13 @@ def test_right_answers_are_correct_in_every_form():
 
 def test_a_slip_in_one_heads_query_is_carried_into_that_head_only():
     fused = FUSED.copy()
-    fused[1, 3] += 1.0  # feature 2 of query head 1, token 爱
+    fused[1, 3] += 1.0  # feature 1 of query head 1, token 爱
     q1 = _read(_w(fused[:, 2:4]))
     k = FUSED[:, 4:8]
     scores1 = q1 @ k[:, 2:4].T  # the learner's scores of head 1, from their own (wrong) q
     ans = {"QKV": _w(fused), "scores[0]": _w(FUSED[:, 0:2] @ k[:, 0:2].T), "scores[1]": _w(scores1)}
     r = attnscope.check({"problem": {"example": "multi-head"}, "answers": ans})
-    assert r.first_wrong == ("QKV", "2 (爱)")
+    assert r.first_wrong == ("QKV", "1 (爱)")
     assert [(e.step, e.row, e.col) for e in r.by_verdict("wrong")] == [("QKV", 1, 3)]
     carried = r.by_verdict("carried")
     assert {(e.step, e.row) for e in carried} == {("scores[1]", 1)} and all(e.sources == ["QKV"] for e in carried)
@@ -122,13 +122,13 @@ def test_large_scores_e_to_the_s_or_shifted_per_head():
     each head of its own (m is that head's row maximum), as in a single-head problem."""
     spec = {"X": [[10, 0], [0, 10]], "W_QKV": [[1, 0, 1, 0, 1, 0], [0, 1, 0, 1, 0, 1]], "n_heads": 2,
             "W_O": [[1, 0], [0, 1]]}
-    # head 0: q = k = x₁ (column 1 of X·W): scores of row 1 = [100, 0]/1 (d_head = 1); head 1 likewise for row 2
+    # head 0: q = k = x[:, 0] (column 0 of X·W): scores of row 0 = [100, 0]/1 (d_head = 1); head 1 likewise for row 1
     Xa = np.array(spec["X"], float)
     q0, q1 = Xa[:, 0], Xa[:, 1]
     s0, s1 = np.outer(q0, q0), np.outer(q1, q1)  # (2, 2) each, d_head = 1: no scaling
-    plain0 = [[f"{np.exp(x):.5e}" for x in r] for r in s0]  # e^s' itself (head 0, row 1: e^100)
-    shifted1 = [[f"{np.exp(x - r.max()):.5e}" for x in r] for r in s1]  # e^(s' − m) (head 1, row 2)
+    plain0 = [[f"{np.exp(x):.5e}" for x in r] for r in s0]  # e^s' itself (head 0, row 0: e^100)
+    shifted1 = [[f"{np.exp(x - r.max()):.5e}" for x in r] for r in s1]  # e^(s' − m) (head 1, row 1)
     r = attnscope.check({"problem": spec, "answers": {"head 0": {"exp": plain0}, "head 1": {"exp": shifted1}}})
     assert r.ok and r.counts()["wrong"] == 0, [(e.step, e.row, e.col, e.verdict) for e in r.entries]
     conv = {(c["step"], c["row"]): c["convention"] for c in r.to_dict()["conventions"]}
-    assert conv == {("exp[0]", 1): "plain", ("exp[1]", 2): "shifted"}
+    assert conv == {("exp[0]", 0): "plain", ("exp[1]", 1): "shifted"}

@@ -95,12 +95,13 @@ def test_learner_numbers(learner):
 
 
 def test_learner_check_finds_the_slip(learner):
-    """Row 1 as written is right at 3 decimals; row 2 (the article's) is not: the report says so."""
+    """Row 0 as written is right at 3 decimals; row 1 (the article's slip) is not: the report says so,
+    counting from 0."""
     A, _ = three_tokens()
     written = [[0.401, 0.198, 0.401], [0.289, 0.075, 0.636]]
     first = next(i for i, row in enumerate(written) if [round(x, 3) for x in A[i]] != row)
     assert first == 1
-    assert _value(_cell(learner, "verdict")) == (False, ("weights", "2 (爱)"))
+    assert _value(_cell(learner, "verdict")) == (False, ("weights", "1 (爱)"))
 
 
 def test_learner_viewer_output(learner):

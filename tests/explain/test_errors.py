@@ -27,14 +27,14 @@ def _write(tmp_path, text, name="toy.yaml"):
     (GOOD + "W_O: [[1, 0, 0]]\n", ShapeError, "key W_O: W_O has 1 row but V has 2 columns"),
     (GOOD + "mask: [[1, 1], [1, 1]]\n", ShapeError, "key mask: the mask is 2×2 but there are 3 tokens"),
     (GOOD.replace("[1, 1]]\nW_Q", "[1, 1, 1]]\nW_Q"), InputError,
-     "key X, row 3: has 3 entries but row 1 has 2; a matrix must be rectangular"),
+     "key X, row 2 (from 0): has 3 entries but row 0 has 2; a matrix must be rectangular"),
     (GOOD.replace("W_V: [[2, 0], [0, 1]]", "W_V: [[2, 0], [0, abc]]"), InputError,
-     "key W_V, row 2, column 2: 'abc' is not a number"),
+     "key W_V, row 1, column 1 (from 0): 'abc' is not a number"),
     (GOOD + "W_Z: [[1]]\n", InputError, "unknown key 'W_Z'"),
     (GOOD.replace("W_V: [[2, 0], [0, 1]]\n", ""), InputError, "missing key W_V"),
     (GOOD + "tokens: [a, b]\n", InputError, "key tokens: expected 3 token labels (one per row of X), got 2"),
     (GOOD + "scoring: fancy\n", ConfigError, "key scoring: unknown scoring 'fancy'"),
-    (GOOD + "mask: [[1, 1, 2], [1, 1, 1], [1, 1, 1]]\n", InputError, "key mask, row 1, column 3: a mask entry must be"),
+    (GOOD + "mask: [[1, 1, 2], [1, 1, 1], [1, 1, 1]]\n", InputError, "key mask, row 0, column 2 (from 0): a mask entry must be"),
     ("X: [[1, 0]\nW_Q: 1\n", InputError, "not valid YAML, line"),
     ("- 1\n- 2\n", InputError, "the top level must be a mapping"),
 ])
@@ -82,12 +82,12 @@ I2 = ["--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1"]
 
 
 @pytest.mark.parametrize("argv, step", [
-    (["-X", "1e308,0; 0,1", *I2], "S = Q·Kᵀ (the raw scores): entry [1, 1] is inf"),
+    (["-X", "1e308,0; 0,1", *I2], "S = Q·Kᵀ (the raw scores): entry [0, 0] is inf"),
     (["-X", "1e308,1e308; 0,1", "--wq", "1,0;1,0", "--wk", "1,0;0,1", "--wv", "1,0;0,1"],
-     "Q = X·W_Q: entry [1, 1] is inf"),
+     "Q = X·W_Q: entry [0, 0] is inf"),
     (["-X", "1,0; 0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1e308,1e308;1e308,1e308", "--wo", "10;10"],
-     "Y = O·W_O: entry [1, 1] is inf"),
-    (["-X", "1e200,0; 0,1", *I2, "--scoring", "unscaled"], "S = Q·Kᵀ (the raw scores): entry [1, 1] is inf"),
+     "Y = O·W_O: entry [0, 0] is inf"),
+    (["-X", "1e200,0; 0,1", *I2, "--scoring", "unscaled"], "S = Q·Kᵀ (the raw scores): entry [0, 0] is inf"),
 ])
 def test_overflow_names_the_step(capsys, argv, step):
     assert main(["explain", *argv]) == 2
@@ -102,14 +102,14 @@ def test_overflow_in_a_file_and_in_a_given_row(tmp_path, capsys):
     with pytest.raises(InputError, match=re.escape("toy.yaml: float64 overflows in the step S = Q·Kᵀ")):
         explain(_write(tmp_path, big))
     with pytest.raises(InputError, match=re.escape("scores: float64 overflows in the step S' (the scaled scores): "
-                                                   "entry [1] is inf")):
+                                                   "entry [0] is inf")):
         explain_scores_row([1e308, 1.0], factor=10.0)
     f = _write(tmp_path, "problem:\n" + "".join("  " + line + "\n" for line in big.splitlines()) +
                "answers:\n  Q: [[1, 0], [1, 1], [2, 1]]\n", "answers.yaml")
     assert main(["check", f]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"attnscope check: error: {f}, problem: float64 overflows in the step S = Q·Kᵀ (the raw scores): "
-                   "entry [1, 1] is inf; a worked calculation needs smaller inputs")
+                   "entry [0, 0] is inf; a worked calculation needs smaller inputs")
     g = _write(tmp_path, "problem:\n  scores: [1e308, 1]\n  factor: 10\nanswers:\n  weights: [1, 0]\n", "row.yaml")
     assert main(["check", g]) == 2
     assert f"{g}, key problem: float64 overflows in the step S' (the scaled scores)" in capsys.readouterr().err

@@ -100,7 +100,7 @@ def test_an_exact_zero_is_zero_not_1e_18(lang):
     assert "e-1" not in md and "e-3" not in md  # no 1.6653e-18, no 4.6426e-32 carried on
     assert table(md, "K")[0] == ["0", "0"]
     assert [r[0] for r in table(md, "S")] == ["0", "0", "0"]
-    assert "k₁ = [0.1000×0.2000 + 0.2000×(-0.1000), 0.1000×0.4000 + 0.2000×(-0.2000)]\n   = [0, 0]" in md
+    assert "k₀ = [0.1000×0.2000 + 0.2000×(-0.1000), 0.1000×0.4000 + 0.2000×(-0.2000)]\n   = [0, 0]" in md
     values = json.loads(w.render("json", lang=lang))["values"]
     assert values["K"][0] == [0.0, 0.0] and [r[0] for r in values["scores"]] == [0.0, 0.0, 0.0]
 
@@ -133,7 +133,7 @@ def test_half_way_values_round_half_up(lang):
     md = w.render("markdown", lang=lang, decimals=2)
     assert table(md, "S")[0][0] == "1.23" and table(md, "S")[1][1] == "0.04"  # float64 gave 1.22, 0.03
     assert table(md, "S") == [[half_up(x, 2) for x in r] for r in ref["scores"]]
-    assert "s₁ = [0.35×3.50, 0.35×0.35]\n   = [1.23, 0.12]" in md
+    assert "s₀ = [0.35×3.50, 0.35×0.35]\n   = [1.23, 0.12]" in md
     md4 = w.render("markdown", lang=lang, decimals=3)
     assert table(md4, "V")[0] == ["0.005", "2.000"]  # 0.0049 → 0.005 (the input V, half-up at 3 places)
 
@@ -146,11 +146,11 @@ def test_a_fully_masked_row_sees_no_key(lang):
     assert "takes ." not in md and "的注意力：。" not in md
     if lang == "en":
         assert "下 sees no key (every key is masked): it takes nothing" in md
-        assert "*each row sums to 1, except row 2, which sees no key (all 0)*" in md
+        assert "*each row sums to 1, except row 1, which sees no key (all 0)*" in md
         assert "*each row sums to 1*" not in md
-        assert "Row 2 (下): the sum is 0, nothing to divide; every weight is 0." in md
+        assert "Row 1 (下): the sum is 0, nothing to divide; every weight is 0." in md
     else:
-        assert "下 看不到任何键" in md and "*每行之和为 1，第 2 行除外" in md and "*每行之和为 1*" not in md
+        assert "下 看不到任何键" in md and "*每行之和为 1，第 1 行除外" in md and "*每行之和为 1*" not in md
     assert table(md, "A")[1] == ["0", "0", "0"] and table(md, "O")[1] == ["0", "0"]
     values = json.loads(w.render("json", lang=lang))["values"]
     assert values["weights"][1] == [0.0, 0.0, 0.0] and values["output"][1] == [0.0, 0.0]
@@ -173,10 +173,10 @@ def test_the_formula_is_the_scorings_own(scoring, formula):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_before_and_after_compare_vectors_of_one_space(lang):
-    # three tokens: X is 2 wide, V and O 2 wide, but x and o are not the same space: v₁ and o₁ are
+    # three tokens: X is 2 wide, V and O 2 wide, but x and o are not the same space: v₀ and o₀ are
     md = explain(example="three-tokens").render("markdown", lang=lang)
     assert "[1, 0] and comes out as" not in md and "原来是 [1, 0]，输出是" not in md
-    assert "v₁ = [2, 0]" in md and "o₁ = [1.6044, 0.5989]" in md
+    assert "v₀ = [2, 0]" in md and "o₀ = [1.6044, 0.5989]" in md
     # with W_O mapping back to X's width the sentence compares x and y (= o·W_O, exact: 0.5989·… here)
     spec = {**DECIMAL_TOY, "W_O": [[1, 0], [0, 2]]}
     ref = reference(DECIMAL_TOY, Decimal(1) / Decimal(2).sqrt())
@@ -198,7 +198,7 @@ def test_the_scaling_lesson_quotes_the_articles_digits(lang):
     assert "[0.187, 0.473, 0.270, 0.036, 0.035]" in md  # as printed, not a rounded 0.27
     computed = "[" + ", ".join(half_up(x, 3) for x in p) + "]"
     if lang == "en":
-        assert f"At the article's own precision the computed numbers are {computed}: entry 3 is 0.269, not 0.270." in md
+        assert f"At the article's own precision the computed numbers are {computed}: entry 2 is 0.269, not 0.270." in md
     else:
-        assert f"按原文自己的精度，计算结果是 {computed}：第 3 项是 0.269，不是 0.270。" in md
-    assert re.search(r"\| 3 \| 18\.2 \| [0-9.]+ \| 2\.2750 \| " + re.escape(half_up(p[2], 4)) + r" \|", md)
+        assert f"按原文自己的精度，计算结果是 {computed}：第 2 项是 0.269，不是 0.270。" in md
+    assert re.search(r"\| 2 \| 18\.2 \| [0-9.]+ \| 2\.2750 \| " + re.escape(half_up(p[2], 4)) + r" \|", md)

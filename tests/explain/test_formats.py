@@ -37,11 +37,11 @@ def test_every_weight_and_output_is_printed_correctly(worked, fmt, lang, decimal
 
 def test_weights_and_outputs_rows_as_written_lines(worked):
     md = worked.render("markdown")
-    assert "a₂ = [8.3421, 2.0281, 16.9188] / 27.2891" in md
+    assert "a₁ = [8.3421, 2.0281, 16.9188] / 27.2891" in md
     assert "   = [0.3057, 0.0743, 0.6200]" in md
-    assert "o₃ = 0.3177×[2, 0] + 0.0381×[0, 1] + 0.6443×[2, 1]" in md
+    assert "o₂ = 0.3177×[2, 0] + 0.0381×[0, 1] + 0.6443×[2, 1]" in md
     assert "   = [1.9238, 0.6823]" in md
-    assert "s'₂ = [3, 1, 4] / √2" in md and "q₃ = [1×1 + 1×1, 1×0 + 1×1]" in md
+    assert "s'₁ = [3, 1, 4] / √2" in md and "q₂ = [1×1 + 1×1, 1×0 + 1×1]" in md
     assert "| 爱 | 0.3057 | 0.0743 | 0.6200 |" in md
 
 
@@ -62,7 +62,7 @@ def test_json_holds_unrounded_values_and_translated_text(worked):
         np.testing.assert_allclose(np.array(d["values"][name]), np.array(REF[name]), rtol=1e-15, atol=1e-15)
     assert d["steps"][7]["title"] == "softmax 权重 A = E / Σ"
     blocks = [b for s in d["steps"] for b in s["blocks"]]
-    ws = next(b for b in blocks if b["type"] == "weighted_sum" and b["lhs"] == "o₂")
+    ws = next(b for b in blocks if b["type"] == "weighted_sum" and b["lhs"] == "o₁")
     np.testing.assert_allclose(ws["value"], REF["output"][1], rtol=1e-15)
 
 
@@ -78,7 +78,7 @@ def test_latex_is_a_balanced_document(worked):
         for line in body.splitlines():
             if not line.startswith("%"):
                 assert line.count("$") % 2 == 0, line
-        assert r"\frac{S}{\sqrt{d_k}}" in tex and r"a_{2} &= [8.3421,\ 2.0281,\ 16.9188] \,/\, 27.2891" in tex
+        assert r"\frac{S}{\sqrt{d_k}}" in tex and r"a_{1} &= [8.3421,\ 2.0281,\ 16.9188] \,/\, 27.2891" in tex
 
 
 def test_rich_layout_tables(worked):

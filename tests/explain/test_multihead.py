@@ -111,10 +111,10 @@ def test_fused_product_view_transpose_and_each_head_alone(mh):
     md = mh.render("markdown")
     # the re-indexing table: fused column → part, head, feature
     for col in range(12):
-        part, h, f = "QKV"[col // 4], (col % 4) // 2, col % 2 + 1
-        assert f"| {col + 1} | {part} | {h} | {f} | {part}⁽{'⁰¹'[h]}⁾[:, {f}] |" in md
-    # not a slice of the input: features 3–4 of 我 are [1, 0], its query in head 1 is [0, 1.5]
-    assert "features 3–4 of 我 are [1, 0], but its query in head 1 is [0, 1.5000]" in md
+        part, h, f = "QKV"[col // 4], (col % 4) // 2, col % 2
+        assert f"| {col} | {part} | {h} | {f} | {part}⁽{'⁰¹'[h]}⁾[:, {f}] |" in md
+    # not a slice of the input: features 2–3 of 我 are [1, 0], its query in head 1 is [0, 1.5]
+    assert "features 2–3 of 我 are [1, 0], but its query in head 1 is [0, 1.5000]" in md
 
 
 def test_each_share_of_w_o_and_their_sum(mh):
@@ -203,7 +203,7 @@ def test_words_in_both_languages(mh, gqa):
     assert "Step" not in zh and "head 0" not in zh
     g = gqa.render("markdown")
     assert "Grouped-query attention: 4 query heads share 2 key/value heads" in g
-    assert "Query head 3 takes columns 7–8 of Q and reads key/value head 1" in g
+    assert "Query head 3 takes columns 6–7 of Q and reads key/value head 1" in g
     tex = mh.render("latex", lang="zh")
     assert tex.count(r"\begin{document}") == 1 and r"W_Q^{(1)}" in tex
 

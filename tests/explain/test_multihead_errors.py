@@ -68,7 +68,7 @@ def test_command_line_options_reach_every_head(capsys):
 
 
 def test_overflow_names_the_fused_step():
-    with pytest.raises(AttnscopeError, match=r"float64 overflows in the step X·W_QKV \(the fused product\): entry \[1, 1\]"):
+    with pytest.raises(AttnscopeError, match=r"float64 overflows in the step X·W_QKV \(the fused product\): entry \[0, 0\]"):
         explain({"X": [[1e200, 0], [0, 1]], "W_QKV": [[1e200] * 6, [1] * 6], "n_heads": 1})
 
 

@@ -24,7 +24,7 @@ def test_softmax_with_and_without_the_scale(lesson):
     np.testing.assert_allclose(got["unscaled"], torch.softmax(torch.tensor(s, dtype=torch.float64), 0).numpy(), rtol=1e-12)
     md = lesson.render("markdown")
     assert "The article prints softmax([20, -10, 5] / 8) = [0.76, 0.02, 0.22]; computed: [0.8497, 0.0200, 0.1303]." in md
-    assert "[15.3, 22.7, 18.2, 2.1, 1.8]" in md and "| 3 | 18.2 | 0.0110 | 2.2750 | 0.2693 |" in md
+    assert "[15.3, 22.7, 18.2, 2.1, 1.8]" in md and "| 2 | 18.2 | 0.0110 | 2.2750 | 0.2693 |" in md
 
 
 def test_jacobian_is_the_autograd_jacobian(lesson):

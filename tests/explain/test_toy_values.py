@@ -19,7 +19,7 @@ def test_three_tokens_every_step_matches_the_hand_computation():
         # a few float64 ulps: the values are exact (then rounded once), the loop reference is float64
         np.testing.assert_allclose(w.values[name], np.array(ref[name]), rtol=1e-15, atol=1e-15, err_msg=name)
     np.testing.assert_allclose(w.values["sums"], ref["sums"], rtol=1e-15)
-    # the article's slips: rows 2 and 3 of the weights and outputs are, in truth:
+    # the article's slips: rows 1 and 2 (from 0) of the weights and outputs are, in truth:
     np.testing.assert_allclose(w.values["weights"][1], [0.3057, 0.0743, 0.6200], atol=5e-5)
     np.testing.assert_allclose(w.values["weights"][2], [0.3177, 0.0381, 0.6443], atol=5e-5)
     np.testing.assert_allclose(w.values["output"][1], [1.8514, 0.6943], atol=5e-5)
@@ -58,12 +58,12 @@ def test_w_o_projection_and_given_qkv():
 
 def test_large_scores_show_shifted_exponentials_with_a_note():
     w = explain({"Q": [[30.0], [1.0]], "K": [[30.0], [2.0]], "V": [[1.0], [0.0]], "scoring": "unscaled"})
-    # row 1: scores [900, 30] would overflow exp; it is shown as exp(s - 900), weights unchanged
+    # row 0: scores [900, 30] would overflow exp; it is shown as exp(s - 900), weights unchanged
     np.testing.assert_allclose(w.values["exp"][0], [1.0, math.exp(30 - 900)])
     np.testing.assert_allclose(w.values["exp"][1], [math.exp(30.0), math.exp(2.0)])  # shown as is
     np.testing.assert_allclose(w.values["weights"][1], [1 / (1 + math.exp(-28)), math.exp(-28) / (1 + math.exp(-28))])
     md = w.render("markdown")
-    assert "In row 1 the largest score is above 50" in md and "this row shows" in md
+    assert "In row 0 the largest score is above 50" in md and "this row shows" in md
     assert np.isfinite(w.values["weights"]).all()
     both = explain({"Q": [[30.0], [31.0]], "K": [[30.0], [2.0]], "V": [[1.0], [0.0]], "scoring": "unscaled"})
-    assert "In rows 1, 2 the largest score is above 50" in both.render("markdown")
+    assert "In rows 0, 1 the largest score is above 50" in both.render("markdown")

@@ -40,8 +40,9 @@ e^(s' − m); e^s' itself (1.7705e44 for e^101.885) is right as well. Each such 
 way the learner wrote it (the one under which more of the row holds up, from the first of exp or
 the sums they wrote), and the report says which it was.
 
-Rows, columns and entries are counted from 1, as in ``explain``'s tables (a model row's query
-position, as ``--position`` takes it, counts from 0, and the report gives both).
+Rows, columns and entries are counted from 0, as in ``explain``'s tables, the trace and
+``--position`` (the report says so; its JSON has ``index_base: 0``). An answers file names no
+indices: its rows are lists in order; a problem's ``position`` counts from 0.
 
 Numbers are read with the decimals as written in the file (``0.710`` has 3). Python floats passed
 to :func:`check` are read by their shortest form (``0.40`` is the float 0.4: 1 decimal); pass

@@ -72,11 +72,11 @@ def _parse_link(value, lk: Link, where: str) -> np.ndarray:
             value = [value]
         cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True,
                               size=None if lk.max_cols else n_cols, max_size=n_cols if lk.max_cols else None)
-        arr = np.array([[_written(c, f"{where}, entry {j + 1}") for j, c in enumerate(cells)]], dtype=object)
+        arr = np.array([[_written(c, f"{where}, entry {j} (from 0)") for j, c in enumerate(cells)]], dtype=object)
         return arr
     if lk.vector == "col":
         cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
-        return np.array([[_written(c, f"{where}, row {i + 1}")] for i, c in enumerate(cells)], dtype=object)
+        return np.array([[_written(c, f"{where}, row {i} (from 0)")] for i, c in enumerate(cells)], dtype=object)
     if not isinstance(value, (list, tuple)):
         raise InputError(f"{where}: expected {counted(n_rows, 'row')} of {counted(n_cols, 'number')}, "
                          f"got {inputs.kind_of(value)}")
@@ -85,8 +85,8 @@ def _parse_link(value, lk: Link, where: str) -> np.ndarray:
     rows = [[None] * n_cols if r is None else r for r in value]
     for i, r in enumerate(rows):
         if not isinstance(r, (list, tuple)):
-            raise InputError(f"{where}, row {i + 1}: expected a row of {counted(n_cols, 'number')}, got {inputs.kind_of(r)}")
+            raise InputError(f"{where}, row {i} (from 0): expected a row of {counted(n_cols, 'number')}, got {inputs.kind_of(r)}")
         if len(r) != n_cols:
-            raise InputError(f"{where}, row {i + 1}: expected {counted(n_cols, 'number')}, got {len(r)}")
-    return np.array([[_written(c, f"{where}, row {i + 1}, column {j + 1}") for j, c in enumerate(r)]
+            raise InputError(f"{where}, row {i} (from 0): expected {counted(n_cols, 'number')}, got {len(r)}")
+    return np.array([[_written(c, f"{where}, row {i}, column {j} (from 0)") for j, c in enumerate(r)]
                      for i, r in enumerate(rows)], dtype=object)

@@ -134,9 +134,9 @@ def toy_chain(p: ToyProblem) -> Chain:
     compute(p, x)  # InputError naming the step where float64 cannot hold a value, as explain says
     L, toks = p.L, list(p.tokens)
     allowed = p.allowed()
-    rows = [f"{i + 1} ({tk})" for i, tk in enumerate(toks)]
-    keys = [f"{j + 1} ({tk})" for j, tk in enumerate(toks)]
-    dims = lambda n: [str(c + 1) for c in range(n)]  # noqa: E731
+    rows = [f"{i} ({tk})" for i, tk in enumerate(toks)]
+    keys = [f"{j} ({tk})" for j, tk in enumerate(toks)]
+    dims = lambda n: [str(c) for c in range(n)]  # noqa: E731
     links = []
     for n in ("Q", "K", "V"):
         links.append(Link(n, x[n], recompute=lambda w, n=n: x[n], depends=lambda T: {},
@@ -207,7 +207,7 @@ def _rotation_links(o: dict, qpos: int, labels: list) -> list:
     positions, and the raw scores from them. The model's numbers are float64: they enter by their
     exact binary values, and the rotation is recomputed in float64."""
     n, d = o["k_pre"].shape
-    feats = [str(c + 1) for c in range(d)]
+    feats = [str(c) for c in range(d)]
     bx = lambda a: E.array(a, binary=True)  # noqa: E731
     links = []
     # (link name of the operand, or None for the model's own; its value from the world)
@@ -250,7 +250,7 @@ def row_chain(raw: np.ndarray, keys: list, factor, allowed: Optional[np.ndarray]
     scores = conv(np.asarray(raw, dtype=np.float64))[None, :]  # (1, S)
     masked = _mask_scale(scores, f, ok)
     soft = E.softmax_parts(masked)
-    labels = [f"{j + 1} ({k})" for j, k in enumerate(keys)]
+    labels = [f"{j} ({k})" for j, k in enumerate(keys)]
     first = _rotation_links(operands, qpos, labels) if operands is not None else [
         Link("scores", scores, lambda w: scores, lambda T: {}, ["-"], labels, vector="row")]
     links = first + _softmax_links(["-"], labels, ok, f, {"masked": masked, "exp": soft["exp"],
@@ -262,5 +262,5 @@ def row_chain(raw: np.ndarray, keys: list, factor, allowed: Optional[np.ndarray]
         _, out = E.weighted_sum(soft["weights"], Vx)
         links.append(Link("output", out, lambda w: E.matmul(w["weights"], Vx),
                           lambda T: {"weights": np.repeat(T["weights"].any(1, keepdims=True), d_v, 1)},
-                          ["-"], [str(c + 1) for c in range(d_v)], vector="row", max_cols=True))
+                          ["-"], [str(c) for c in range(d_v)], vector="row", max_cols=True))
     return Chain("row", links, meta=dict(meta or {}, keys=list(keys)), shift=soft["shift"])

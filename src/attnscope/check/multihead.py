@@ -86,8 +86,8 @@ def multihead_chain(p: MultiHeadProblem) -> Chain:
     v = compute_multihead(p)
     ex = v["exact"]  # Decimal arrays: the chain's exact values and worlds are exact (attnscope.exact)
     L, H, dv = p.L, p.n_heads, p.d_v
-    rows = [f"{i + 1} ({tk})" for i, tk in enumerate(p.tokens)]
-    dims = lambda n: [str(c + 1) for c in range(n)]  # noqa: E731
+    rows = [f"{i} ({tk})" for i, tk in enumerate(p.tokens)]
+    dims = lambda n: [str(c) for c in range(n)]  # noqa: E731
     links = []
     if p.fused:
         links.append(Link("QKV", ex["QKV"], lambda w: ex["QKV"], lambda T: {}, rows, dims(ex["QKV"].shape[1])))
@@ -111,7 +111,7 @@ def multihead_chain(p: MultiHeadProblem) -> Chain:
         return out
 
     links.append(Link("concat", ex["concat"], lambda w: np.concatenate([w[f"output[{h}]"] for h in range(H)], axis=1),
-                      concat_taint, rows, [f"z{h}.{f + 1}" for h in range(H) for f in range(dv)]))
+                      concat_taint, rows, [f"z{h}.{f}" for h in range(H) for f in range(dv)]))
     if p.W_O is not None:
         d_o, WO = p.W_O.shape[1], E.array(p.W_O)
         links.append(Link("projected", ex["projected"], lambda w: E.matmul(w["concat"], WO),

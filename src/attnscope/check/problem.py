@@ -68,7 +68,7 @@ def problem_chain(spec: Any, source: str) -> tuple:
                              "d_k (or factor), and optionally values and query")
         raw = inputs.vector(spec["scores"], f"{where}.scores")
         S = len(raw)
-        toks = inputs.labels(spec["tokens"], f"{where}.tokens", S) if "tokens" in spec else [f"k{j + 1}" for j in range(S)]
+        toks = inputs.labels(spec["tokens"], f"{where}.tokens", S) if "tokens" in spec else [f"k{j}" for j in range(S)]
         dk = spec.get("d_k", spec.get("dk"))
         if dk is not None:
             if isinstance(dk, bool) or not isinstance(dk, (int, float)) or dk <= 0 or float(dk) != int(dk):

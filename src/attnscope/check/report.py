@@ -9,11 +9,16 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 
 from ..errors import ConfigError
 from ..explain import i18n
-from ..explain.doc import T
+from ..explain.doc import COUNTING, INDEX_BASE, T
 from ..explain.numbers import as_decimal, fmt, round_half_up
 from ..explain.render.base import Ctx
 
 FORMATS = ("rich", "markdown", "json")
+
+
+def _rule(ctx: Ctx) -> str:
+    """How numbers are judged, and how rows, columns and entries are counted (from 0, as explain)."""
+    return ctx.label("check.rule") + ("" if ctx.lang == "zh" else " ") + ctx.label(COUNTING)
 
 
 def _where(ctx: Ctx, e) -> str:
@@ -105,7 +110,7 @@ def _line(ctx: Ctx, e) -> str:
 def _convention_lines(ctx: Ctx, r) -> list:
     out = []
     for c in r.conventions:
-        row = c["row_label"] if c["row_label"] != "-" else "1"
+        row = c["row_label"] if c["row_label"] != "-" else "0"
         out.append(ctx.text(T(f"check.conv_{c['convention']}", {"step": c["step"], "row": row,
                                                                  "m": _clean(f"{_trim(round_half_up(c['m'], 4), c['m']):f}")})))
     return out
@@ -120,7 +125,7 @@ def _problem(ctx: Ctx, r) -> str:
                                                  "tokens": " ".join(p.get("tokens", []))}))
     if kind == "model":
         return ctx.text(T("check.problem_model", {"model": p["model"], "layer": p["layer"], "head": p["head"],
-                                                   "tok": p["token"], "n": p["position"] + 1, "pos": p["position"],
+                                                   "tok": p["token"], "pos": p["position"],
                                                    "text": p["text"]}))
     return ctx.text(T("check.problem_scores", {"S": len(p.get("tokens", [])), "dk": p.get("d_k") or "-"}))
 
@@ -174,7 +179,7 @@ def render(r, format: str = "rich", lang: str = "en") -> str:
     rows = _summary_rows(ctx, r)
     title = ctx.text(T("check.title", {"source": r.source}))
     if format == "markdown":
-        out = [f"# {title}", "", _problem(ctx, r), "", ctx.label("check.rule"), ""]
+        out = [f"# {title}", "", _problem(ctx, r), "", _rule(ctx), ""]
         out.append("| " + " | ".join(header) + " |")
         out.append("|---|" + "---:|" * (len(header) - 1))
         out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -201,7 +206,7 @@ def print_rich(r, lang: str = "en", file=None, width=None, color: bool = True) -
     ctx = Ctx(lang, 4, "text")
     console.print(Text(ctx.text(T("check.title", {"source": r.source})), style="bold underline"))
     console.print(Text(_problem(ctx, r)))
-    console.print(Text(ctx.label("check.rule"), style="italic"))
+    console.print(Text(_rule(ctx), style="italic"))
     tab = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for i, k in enumerate(("check.col_step", "check.col_n", "check.col_correct", "check.col_rounding",
                            "check.col_carried", "check.col_wrong", "check.col_blank")):
@@ -233,15 +238,16 @@ def to_dict(r) -> dict:
     return {
         "source": r.source,
         "kind": r.kind,
+        "index_base": INDEX_BASE,  # rows, columns and entries count from 0
         "problem": r.problem,
         "ok": r.ok,
         "first_wrong": {"step": r.first_wrong[0], "row": r.first_wrong[1]} if r.first_wrong else None,
         "counts": r.counts(),
         "steps": {s: dict(r.counts(s), blank=r.blanks.get(s, 0)) for s in r.answered},
-        "entries": [{"step": e.step, "row": e.row + 1, "col": e.col + 1, "row_label": e.row_label,
+        "entries": [{"step": e.step, "row": e.row, "col": e.col, "row_label": e.row_label,
                      "col_label": e.col_label, "written": e.written, "decimals": e.decimals, "value": num(e.value),
                      "exact": num(e.exact), "recomputed": num(e.recomputed), "verdict": e.verdict,
                      "sources": e.sources, "convention": e.convention} for e in r.entries],
-        "conventions": [{"step": c["step"], "row": c["row"] + 1, "row_label": c["row_label"],
+        "conventions": [{"step": c["step"], "row": c["row"], "row_label": c["row_label"],
                          "convention": c["convention"], "m": float(c["m"])} for c in r.conventions],
     }

@@ -5,11 +5,12 @@
   attnscope explain -X "1,0;0,1;1,1" --wq "1,0;1,1" --wk "1,2;0,1" --wv "2,0;0,1"
   attnscope explain --text "我喜欢人工智能" --layer 0 --head 3 --token 我 --dims 3
   attnscope explain --text "The cat sat on the mat." --token cat --path   the token's whole path through layer 0
-  attnscope explain --model ./t5-small --text "translate English to German: Hi." --target "Hallo." --path \
-                    --layer 1 --head 2 --token Hall   a target token through decoder layer 1 (self- and cross-attention;
-                                                      without --target: a source token through an encoder layer)
-  attnscope explain --model ./t5-small --text "translate English to German: Hi." --target "Hallo." \
-                    --attention cross --layer 1 --head 2 --token Hall   a T5 row (its bias buckets too)
+  attnscope explain --model ./t5-small --text "translate English to German: Hi." --target "Hallo." --path --token Hall
+                     a target token through decoder layer 0 (self- and cross-attention; without --target: a source
+                     token through an encoder layer)
+  attnscope explain --model ./t5-small --text "translate English to German: Hi." --target "Hallo." --attention cross \
+--token Hall
+                     a T5 cross-attention row (one command line; T5 rows show their bias buckets too)
   attnscope explain --scores 15.3,22.7,18.2,2.1,1.8 --dk 64 --labels 我,喜,歡,人,工
   attnscope explain scaling --dk 64                          why divide by √d_k
   attnscope explain positions --position 5 --dim 2 --offset 3 sinusoidal PE(5), and PE(8) as its rotation
@@ -17,7 +18,8 @@
   attnscope explain positions --scheme t5 --position 20 --offset -13               δ = −13 → T5's bucket
 
 Formats: rich (terminal, default), markdown, latex, json. All arithmetic is float64; numbers are
-rounded only for display (--decimals, half-up).
+rounded only for display (--decimals, half-up). Positions, rows, columns, dimensions, heads and
+layers count from 0 in every output, as --position, --head and --layer do.
 """
 
 from __future__ import annotations

@@ -14,6 +14,13 @@ from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 
+#: The label of the line that states how everything is counted: from 0 (positions, rows, columns,
+#: dimensions, heads, layers), as the trace, the viewer and ``--position``/``--head``/``--layer`` do.
+#: :class:`~.doc.Worked` adds it to every intro; the check report states it too.
+COUNTING = "counting"
+#: The first index of every position, row, column, dimension, head and layer shown (JSON: index_base).
+INDEX_BASE = 0
+
 
 @dataclass(frozen=True)
 class Sym:
@@ -94,7 +101,7 @@ class Formula:
 class Matrix:
     """A labelled matrix (m, n) of float64 values.
 
-    ``rows``/``cols``: header labels (tokens or 1..n when None). ``as_int``: show without decimals
+    ``rows``/``cols``: header labels (tokens, or 0..n−1 when None). ``as_int``: show without decimals
     (None: decide from the values).
     """
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .blocks import (
+    COUNTING,
+    INDEX_BASE,
     Block,
     Cell,
     Divide,
@@ -32,8 +34,8 @@ from .blocks import (
     words,
 )
 
-__all__ = ["Worked", "Block", "Cell", "Divide", "DotRow", "Formula", "Matrix", "Para", "ScaleLine", "Step", "SumLine",
-           "Sym", "T", "Table", "VecParam", "WeightedSum", "sub", "t", "t_or", "words"]
+__all__ = ["Worked", "COUNTING", "INDEX_BASE", "Block", "Cell", "Divide", "DotRow", "Formula", "Matrix", "Para",
+           "ScaleLine", "Step", "SumLine", "Sym", "T", "Table", "VecParam", "WeightedSum", "sub", "t", "t_or", "words"]
 
 
 @dataclass
@@ -50,6 +52,11 @@ class Worked:
     steps: list
     values: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # One counting convention for everything shown, stated once in every output (and in JSON).
+        if not any(isinstance(b, Para) and b.text.key == COUNTING for b in self.intro):
+            self.intro = list(self.intro[:1]) + [Para(t(COUNTING), style="note")] + list(self.intro[1:])
 
     def render(self, format: str = "markdown", lang: str = "en", decimals: int = 4, **kw) -> str:
         """The text of this calculation in ``format`` ("rich", "markdown", "latex", "json")."""

@@ -77,7 +77,7 @@ def _cycle_path(data) -> Optional[str]:
         _, path, children = stack[-1]
         for key, child in children:
             if isinstance(child, (dict, list)):
-                sub = f"{path}[{key + 1}]" if isinstance(key, int) else (
+                sub = f"{path}[{key}]" if isinstance(key, int) else (
                     f"key {key}" if path == "the top level" else f"{path}.{key}")
                 if id(child) in on_path:
                     return sub
@@ -208,7 +208,7 @@ def matrix(x: Any, where: str, *, rows: Optional[int] = None, cols: Optional[int
            allow_none: bool = False, allow_inf: bool = False, raw: bool = False):
     """A rectangular matrix (list of rows) → float64 array (L, d), or the entries as given (raw).
 
-    ``where`` is e.g. "answers.yaml, key weights"; errors add "row r, column c" (1-based).
+    ``where`` is e.g. "answers.yaml, key weights"; errors add "row r, column c (from 0)".
     ``rows``/``cols`` require a size.
     """
     if isinstance(x, np.ndarray):
@@ -217,14 +217,14 @@ def matrix(x: Any, where: str, *, rows: Optional[int] = None, cols: Optional[int
         raise InputError(f"{where}: expected a matrix (a list of rows), got {kind_of(x) if x != [] else 'nothing'}")
     if not all(isinstance(r, (list, tuple)) for r in x):
         bad = next(i for i, r in enumerate(x) if not isinstance(r, (list, tuple)))
-        raise InputError(f"{where}, row {bad + 1}: expected a row (a list of numbers), got {kind_of(x[bad])}")
+        raise InputError(f"{where}, row {bad} (from 0): expected a row (a list of numbers), got {kind_of(x[bad])}")
     width = len(x[0])
     out = []
     for i, r in enumerate(x):
         if len(r) != width:
-            raise InputError(f"{where}, row {i + 1}: has {counted(len(r), 'entry', 'entries')} but row 1 has {width}; "
+            raise InputError(f"{where}, row {i} (from 0): has {counted(len(r), 'entry', 'entries')} but row 0 has {width}; "
                              "a matrix must be rectangular")
-        out.append([number(v, f"{where}, row {i + 1}, column {j + 1}", allow_none, allow_inf)
+        out.append([number(v, f"{where}, row {i}, column {j} (from 0)", allow_none, allow_inf)
                     for j, v in enumerate(r)])
     if width == 0:
         raise InputError(f"{where}: the rows are empty")
@@ -247,9 +247,9 @@ def vector(x: Any, where: str, *, size: Optional[int] = None, allow_none: bool =
     out = []
     for j, v in enumerate(x):
         if isinstance(v, (list, tuple)):
-            raise InputError(f"{where}, entry {j + 1}: expected a number, got a list "
+            raise InputError(f"{where}, entry {j} (from 0): expected a number, got a list "
                              "(this key takes one row, not a matrix)")
-        out.append(number(v, f"{where}, entry {j + 1}", allow_none, allow_inf))
+        out.append(number(v, f"{where}, entry {j} (from 0)", allow_none, allow_inf))
     if size is not None and len(out) != size:
         raise InputError(f"{where}: expected {counted(size, 'number')}, got {len(out)}")
     if max_size is not None and len(out) > max_size:

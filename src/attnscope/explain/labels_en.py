@@ -6,6 +6,8 @@ EN = {
     "warning": "Note:",
     "list_sep": ", ",
     "latex.compile": "compile with xelatex when the text has Chinese characters (xeCJK)",
+    "counting": "Positions, rows, columns, dimensions, heads and layers count from 0, as in the trace, the viewer "
+                "and --position, --head, --layer.",
 
     # toy ---------------------------------------------------------------------------------------
     "toy.title": "Self-attention worked out by hand",
@@ -168,12 +170,11 @@ EN = {
     # check ----------------------------------------------------------------------------------
     "check.title": "Checking {source}",
     "check.problem_toy": "Problem: {what}, {L} tokens ({tokens}).",
-    "check.problem_model": "Problem: model {model}, layer {layer}, head {head}, query {tok} (entry {n}; position "
-                           "{pos} as --position counts, from 0), text “{text}”.",
+    "check.problem_model": "Problem: model {model}, layer {layer}, head {head}, query {tok} (position {pos}), "
+                           "text “{text}”.",
     "check.problem_scores": "Problem: one row of {S} given scores, $d_k = {dk}$.",
     "check.rule": "Each number is judged at the decimals you wrote it with: 0.71 must be the exact value "
-                  "rounded to 2 decimals, 0.707 the exact value rounded to 3 (1.7705e44: to 5 significant digits). "
-                  "Rows, columns and entries are counted from 1.",
+                  "rounded to 2 decimals, 0.707 the exact value rounded to 3 (1.7705e44: to 5 significant digits).",
     "check.prec_decimals": "{d} decimals",
     "check.prec_decimal": "1 decimal",
     "check.prec_whole": "a whole number",
@@ -254,8 +255,7 @@ EN = {
                     "in different ways, and $W_O$ mixes what they found. In code the heads are not computed one "
                     "by one: one large product computes all of them, a re-indexing (view, transpose) separates "
                     "them, attention runs for all heads at once, and the heads are put side by side again.",
-    "mh.conventions": "Heads are counted from 0 (head 0, head 1, …, as --head); rows, columns and features from 1, "
-                      "as in the matrices. Column Q1.2 is feature 2 of query head 1.",
+    "mh.conventions": "Column Q1.0 of a matrix is feature 0 of query head 1.",
     "mh.wqkv_caption": "W_QKV (learned): [W_Q | W_K | W_V] side by side, {cq} + {ck} + {cv} columns",
     "mh.step_fused": "one fused projection $[Q \\mid K \\mid V] = X W_{QKV}$",
     "mh.step_separate": "the projections $Q = X W_Q$, $K = X W_K$, $V = X W_V$, every head at once",
@@ -402,7 +402,6 @@ EN = {
                    "frequencies fall geometrically from $\\omega_0 = 1$ (one turn every $2\\pi \\approx 6.28$ positions) "
                    "to {slow} for the last pair, $i = {n}$ (one turn every {longest} positions), so near and far "
                    "positions both differ somewhere.",
-    "pos.conventions": "Positions, dimensions and pairs count from 0, as in the formulas.",
     "pos.q_pair": "pair",
     "pos.q_exponent": "exponent",
     "pos.q_power": "base to that power",

@@ -6,6 +6,7 @@ ZH = {
     "warning": "注意：",
     "list_sep": "、",
     "latex.compile": "含中文字符时请用 xelatex 编译（xeCJK）",
+    "counting": "位置、行、列、维度、头和层都从 0 开始计数，与 trace、查看器以及 --position、--head、--layer 一致。",
 
     # toy ---------------------------------------------------------------------------------------
     "toy.title": "手算自注意力",
@@ -140,18 +141,17 @@ ZH = {
     "sc.jac_raw": "softmax({v}) 的 $J$，不缩放",
     "sc.jac_scaled": "softmax({v} / {root}) 的 $J$",
     "sc.jac_norms": "最大元素：不缩放 {a}，缩放后 {b}；Frobenius 范数 {fa} 对 {fb}，缩放后大 {ratio} 倍。",
-    "sc.ce_grad": "假设正确答案是第 {target} 个（对这些概率做交叉熵），梯度 $p - y$ 不缩放时为 {g}，缩放后为 {gs}。",
+    "sc.ce_grad": "假设正确答案是位置 {target}（对这些概率做交叉熵），梯度 $p - y$ 不缩放时为 {g}，缩放后为 {gs}。",
     "sc.jac_conclusion": "饱和的行几乎传不回梯度：模型几乎学不到东西。除以 $\\sqrt{d_k}$ 让分数保持单位方差，"
                          "权重分布保持柔和，梯度得以正常传播。",
     "sc.article_grad": "原文给出的梯度是 {g} 和 {gs}。",
     # check ----------------------------------------------------------------------------------
     "check.title": "检查 {source}",
     "check.problem_toy": "题目：{what}，{L} 个 token（{tokens}）。",
-    "check.problem_model": "题目：模型 {model}，第 {layer} 层，第 {head} 个头，查询 {tok}（第 {n} 项；按 --position "
-                           "从 0 数是位置 {pos}），文本“{text}”。",
+    "check.problem_model": "题目：模型 {model}，第 {layer} 层，第 {head} 个头，查询 {tok}（位置 {pos}），文本“{text}”。",
     "check.problem_scores": "题目：给定的一行 {S} 个分数，$d_k = {dk}$。",
     "check.rule": "每个数按你写出的小数位数判断：0.71 必须等于精确值四舍五入到 2 位小数，"
-                  "0.707 必须等于精确值四舍五入到 3 位小数（1.7705e44：到 5 位有效数字）。行、列和项都从 1 开始数。",
+                  "0.707 必须等于精确值四舍五入到 3 位小数（1.7705e44：到 5 位有效数字）。",
     "check.prec_decimals": " {d} 位小数",
     "check.prec_decimal": " 1 位小数",
     "check.prec_whole": "整数",
@@ -225,8 +225,7 @@ ZH = {
                     "（各为 $d_{model} \\times d_{head}$）：各头用不同的方式看同样的 token，$W_O$ 再把它们的发现"
                     "融合起来。代码里并不逐个计算各头：一次大矩阵乘法算出所有头，重新索引（view、transpose）"
                     "把它们分开，所有头的注意力一起计算，最后再把各头拼接起来。",
-    "mh.conventions": "头从 0 开始编号（头 0、头 1……，与 --head 相同）；行、列和特征从 1 开始编号，与矩阵一致。"
-                      "列 Q1.2 是查询头 1 的第 2 个特征。",
+    "mh.conventions": "矩阵的列 Q1.0 是查询头 1 的特征 0。",
     "mh.wqkv_caption": "W_QKV（学到的）：[W_Q | W_K | W_V] 并排，{cq} + {ck} + {cv} 列",
     "mh.step_fused": "一次融合投影 $[Q \\mid K \\mid V] = X W_{QKV}$",
     "mh.step_separate": "投影 $Q = X W_Q$、$K = X W_K$、$V = X W_V$，所有头一次算出",
@@ -355,7 +354,6 @@ ZH = {
     "pos.sin_why": "第 $2i$ 维和第 $2i + 1$ 维是同一个角 $p \\cdot \\omega_i$ 的正弦和余弦。频率按几何级数下降："
                    "从 $\\omega_0 = 1$（每 $2\\pi \\approx 6.28$ 个位置转一圈）到最后一对（第 {n} 对）的 {slow}"
                    "（每 {longest} 个位置转一圈），所以远近不同的位置总会在某些维度上不同。",
-    "pos.conventions": "位置、维度和维度对都从 0 开始编号，与公式一致。",
     "pos.q_pair": "维度对",
     "pos.q_exponent": "指数",
     "pos.q_power": "base 的该次幂",

@@ -73,7 +73,7 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
             alone = E.matmul(X, _exact(W[:, cols]))  # head h computed on its own
             with localcontext(E.CTX):
                 diff = max(abs(float(a - b)) for a, b in zip(alone.ravel(), exact[name][:, cols].ravel()))
-            own.append({"part": name, "head": h, "columns": (cols.start + 1, cols.stop), "max_abs_diff": diff})
+            own.append({"part": name, "head": h, "columns": (cols.start, cols.stop - 1), "max_abs_diff": diff})
     v["own"] = own
     v["exact"] = dict(exact, **({"QKV": fused} if fused is not None else {}))  # Decimal arrays, for the checker
     problems = [p.head_problem(h, v["Q"], v["K"], v["V"]) for h in range(p.n_heads)]
@@ -103,12 +103,12 @@ def fused_slices(p: MultiHeadProblem) -> tuple:
 
 
 def _col_labels(part: str, n: int, width: int) -> list:
-    """``Q0.1`` … : head, then feature (from 1) of each column of a part."""
-    return [f"{part}{h}.{f + 1}" for h in range(n) for f in range(width)]
+    """``Q0.1`` … : head, then feature (from 0) of each column of a part."""
+    return [f"{part}{h}.{f}" for h in range(n) for f in range(width)]
 
 
 def _span(s: slice) -> str:
-    return f"{s.start + 1}–{s.stop}" if s.stop - s.start > 1 else str(s.start + 1)
+    return f"{s.start}–{s.stop - 1}" if s.stop - s.start > 1 else str(s.start)
 
 
 def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
@@ -124,7 +124,7 @@ def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
              Formula("MultiHead(X) = Concat(head₀, …, head_{H−1})·W_O,   headᵢ = Attention(X·W_Q⁽ⁱ⁾, X·W_K⁽ᵍ⁾, X·W_V⁽ᵍ⁾)",
                      r"\mathrm{MultiHead}(X)=\mathrm{Concat}(\mathrm{head}_0,\ldots,\mathrm{head}_{H-1})\,W_O,\quad "
                      r"\mathrm{head}_i=\mathrm{Attention}(XW_Q^{(i)},XW_K^{(g)},XW_V^{(g)})"),
-             Para(t("mh.intro_why")), Para(t("mh.conventions"), style="note"),
+             Para(t("mh.intro_why")), Para(t("counting"), style="note"), Para(t("mh.conventions"), style="note"),
              Matrix(Sym("X", "X"), p.X, rows=toks, caption=t("toy.x_caption", d=dm), exact=True)]
     if p.W_QKV is not None:
         intro.append(Matrix(Sym("W_QKV", "W_{QKV}"), p.W_QKV, cols=labels["Q"] + labels["K"] + labels["V"], exact=True,
@@ -177,7 +177,7 @@ def _projection_step(p, v, labels, small) -> Step:
         for name, W, _, _ in _parts(p):
             low = name.lower()
             for i in range(p.L):
-                blocks.append(DotRow(sub(low, low, i + 1), [[(p.X[i, m], W[m, j]) for m in range(p.d_model)]
+                blocks.append(DotRow(sub(low, low, i), [[(p.X[i, m], W[m, j]) for m in range(p.d_model)]
                                                            for j in range(W.shape[1])], list(v[name][i])))
     if p.fused:
         blocks.append(Matrix(Sym("X·W_QKV", r"X W_{QKV}"), v["QKV"], rows=toks,
@@ -200,9 +200,9 @@ def _split_step(p, v, labels) -> Step:
     for name, _, width, n in _parts(p):
         for h in range(n):
             for f in range(width):
+                rows.append([col if p.fused else f"{name} {h * width + f}", name, h, f,
+                             Sym(f"{name}⁽{_sup(h)}⁾[:, {f}]", rf"{name}^{{({h})}}_{{:,{f}}}")])
                 col += 1
-                rows.append([col if p.fused else f"{name} {h * width + f + 1}", name, h, f + 1,
-                             Sym(f"{name}⁽{_sup(h)}⁾[:, {f + 1}]", rf"{name}^{{({h})}}_{{:,{f + 1}}}")])
     head = [t("mh.col_column", m=m), t("mh.col_part"), t("mh.col_head"), t("mh.col_feature"), t("mh.col_to")]
     blocks.append(Table(head, rows, caption=t("mh.split_caption", m=m)))
     return Step("split", t("mh.step_split"), blocks)
@@ -217,8 +217,8 @@ def _sup(h: int) -> str:
 
 def _own_step(p, v, small) -> Step:
     d = p.d_head
-    blocks: list = [Formula("Q⁽ⁱ⁾ = X·W_Q⁽ⁱ⁾,   W_Q⁽ⁱ⁾ = columns i·d_head + 1 … (i + 1)·d_head of W_Q",
-                      r"Q^{(i)} = X\,W_Q^{(i)},\quad W_Q^{(i)} = W_Q[:,\ i\,d_{head}+1 \ldots (i+1)\,d_{head}]")]
+    blocks: list = [Formula("Q⁽ⁱ⁾ = X·W_Q⁽ⁱ⁾,   W_Q⁽ⁱ⁾ = columns i·d_head … (i + 1)·d_head − 1 of W_Q",
+                      r"Q^{(i)} = X\,W_Q^{(i)},\quad W_Q^{(i)} = W_Q[:,\ i\,d_{head} \ldots (i+1)\,d_{head}-1]")]
     # the last head whose columns exist in X too, so that the slice of X can be set beside its query
     h = max([i for i in range(p.n_heads) if (i + 1) * d <= p.d_model] or [p.n_heads - 1])
     c = R.head_columns(h, d)
@@ -226,10 +226,10 @@ def _own_step(p, v, small) -> Step:
     alone = E.floats(E.matmul(_exact(p.X), _exact(Wh)))  # (L, d_head)
     blocks.append(Para(t("mh.own_why", h=h, cols=_span(c), d=p.d_model,
                          wq=Sym(f"W_Q⁽{_sup(h)}⁾", rf"W_Q^{{({h})}}"))))
-    blocks.append(Matrix(Sym(f"W_Q⁽{_sup(h)}⁾", rf"W_Q^{{({h})}}"), Wh, cols=[f"{f + 1}" for f in range(d)], exact=True))
+    blocks.append(Matrix(Sym(f"W_Q⁽{_sup(h)}⁾", rf"W_Q^{{({h})}}"), Wh, cols=[f"{f}" for f in range(d)], exact=True))
     if small:
         for i in range(p.L):
-            blocks.append(DotRow(Sym(f"q{_sub(i + 1)}⁽{_sup(h)}⁾", rf"q^{{({h})}}_{{{i + 1}}}"),
+            blocks.append(DotRow(Sym(f"q{_sub(i)}⁽{_sup(h)}⁾", rf"q^{{({h})}}_{{{i}}}"),
                                  [[(p.X[i, m], Wh[m, j]) for m in range(p.d_model)] for j in range(d)], list(alone[i])))
     blocks.append(Matrix(Sym(f"X·W_Q⁽{_sup(h)}⁾", rf"X W_Q^{{({h})}}"), alone, rows=p.tokens))
     blocks.append(Table([t("mh.col_part"), t("mh.col_head"), t("mh.col_wcols"), t("mh.col_diff")],
@@ -288,7 +288,7 @@ def _wo_step(p, v, small) -> Step:
               Para(t("mh.wo_why", r=W.shape[0], c=W.shape[1], dv=dv))]
     if small and W.shape[1] <= 4:
         for i in range(p.L):
-            blocks.append(DotRow(sub("y", "y", i + 1), [[(v["concat"][i, m], W[m, j]) for m in range(W.shape[0])]
+            blocks.append(DotRow(sub("y", "y", i), [[(v["concat"][i, m], W[m, j]) for m in range(W.shape[0])]
                                                         for j in range(W.shape[1])], list(v["projected"][i])))
     blocks.append(Matrix(Sym("Y", "Y"), v["projected"], rows=p.tokens))
     for h in range(H):

@@ -226,7 +226,7 @@ class MultiHeadProblem:
                              f"have n_heads × d_v = {H} × {p.d_v} = {H * p.d_v} columns; Concat·W_O needs one row of "
                              "W_O per column")
         p.tokens = inputs.labels(fields["tokens"][1], where("tokens"), p.L) if "tokens" in fields \
-            else [f"x{i + 1}" for i in range(p.L)]
+            else [f"x{i}" for i in range(p.L)]
         p._check_heads()
         return p
 

@@ -94,7 +94,7 @@ def explain_rotary(position: int, dim: Optional[int], offset: int, model=None, l
     Rp, Rk, Rpk = (R.rotation_matrix(q * th) for q in (p, k, p + k))
     intro = [Para(t("pos.rope_intro_model", model=s["model"], layer=s["layer"], d=d, p=p, k=k, pk=p + k)
                   if s["model"] else t("pos.rope_intro", d=d, base=short(s["base"]), p=p, k=k, pk=p + k)),
-             Para(t("pos.rope_why")), Para(t("pos.conventions"), style="note")]
+             Para(t("pos.rope_why")), Para(t("counting"), style="note")]
     if s["scaling"]:
         intro.append(Para(t("rope.scaled", kind=s["scaling"], base=short(s["base"])), style="note"))
     steps = []
@@ -185,7 +185,7 @@ def explain_t5(position: int, offset: int, model=None, buckets: Optional[int] = 
     kind = "bi" if bidir else "causal"
     intro = [Para(t("pos.t5_intro_model", model=name) if name else t("pos.t5_intro")),
              Para(t(f"pos.t5_rule_{kind}", nb=nb, n=half, exact=half // 2, md=md)),
-             Para(t("pos.conventions"), style="note")]
+             Para(t("counting"), style="note")]
     rows = [[t("pos.q_delta"), f"δ = j − i = {j} − {i}", delta]]
     if bidir:
         rows.append([t("pos.q_side"), f"δ > 0 ? {half} : 0", int(s["offset"])])

@@ -146,7 +146,7 @@ def explain_sinusoidal(position: int, dim: Optional[int], offset: int, d_model: 
              Formula("PE(p, 2i) = sin(p · ω_i),   PE(p, 2i + 1) = cos(p · ω_i),   ω_i = base^(−2i/d_model)",
                      r"PE(p,2i)=\sin(p\,\omega_i),\quad PE(p,2i+1)=\cos(p\,\omega_i),\quad \omega_i=\mathrm{base}^{-2i/d}"),
              Para(t("pos.sin_why", n=d // 2 - 1, slow=float(v["freq"][-1]), longest=2 * math.pi / float(v["freq"][-1]))),
-             Para(t("pos.conventions"), style="note")]
+             Para(t("counting"), style="note")]
     steps = []
 
     # 1. one dimension, every number

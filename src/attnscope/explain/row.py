@@ -179,7 +179,7 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
         more = n < d_v
         blocks = [Formula("z = Σ_j p_j · v_j", r"z = \sum_j p_j\, v_j"),
                   Para(t("row.sum_why", n=n, d=d_v) if more else t("toy.output_why"))]
-        blocks.append(Matrix(Sym("V", "V"), V[:, :n], rows=pos_keys, cols=[str(c + 1) for c in range(n)],
+        blocks.append(Matrix(Sym("V", "V"), V[:, :n], rows=pos_keys, cols=[str(c) for c in range(n)],
                              caption=t("row.v_caption", n=n, d=d_v)))
         if expand != "never" and (expand == "always" or S <= 40):
             zsym = Sym("z", "z") if qpos < 0 else (sub("z", "z", qpos) if qpos < 10 else Sym(f"z_{qpos}", f"z_{{{qpos}}}"))
@@ -232,7 +232,7 @@ def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=No
     """
     raw = inputs.vector(scores, "scores")
     S = len(raw)
-    keys = list(tokens) if tokens is not None else [f"k{j + 1}" for j in range(S)]
+    keys = list(tokens) if tokens is not None else [f"k{j}" for j in range(S)]
     if len(keys) != S:
         raise InputError(f"tokens: {counted(len(keys), 'label')} for {counted(S, 'score')}; give one label per score")
     if d_k is not None:

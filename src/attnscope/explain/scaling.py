@@ -40,7 +40,7 @@ ARTICLE_PRINTED = {
 
 def article_digits(printed: Sequence[str], p) -> tuple[list, list]:
     """The computed probabilities ``p`` at the precision of each printed entry (half-up, from
-    their exact values), and the 1-based entries where the printed digits differ. "≈0" stands
+    their exact values), and the entries (from 0) where the printed digits differ. "≈0" stands
     for a value below half a unit of the row's other entries."""
     places = max(len(x.split(".")[1]) for x in printed if "." in x)
     shown, diffs = [], []
@@ -49,7 +49,7 @@ def article_digits(printed: Sequence[str], p) -> tuple[list, list]:
         c = f"{round_half_up(pj, d):f}"
         shown.append(c)
         if (float(c) != 0.0) if x.startswith("≈") else (c != x):
-            diffs.append((j + 1, x, c))
+            diffs.append((j, x, c))
     return shown, diffs
 
 LADDER = (4, 16, 64, 256, 1024)
@@ -93,7 +93,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
     vecs = []
     for i, vec in enumerate(vectors):
         from .inputs import vector
-        vecs.append(vector(vec, f"scores vector {i + 1}"))
+        vecs.append(vector(vec, f"scores vector {i}"))
     root = math.sqrt(d_k)
     steps = []
     root_shown = short(root) if float(root).is_integer() else root
@@ -141,7 +141,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
         with localcontext(E.CTX):
             s_scaled = s_x * E.score_factor("scaled", d_k)
         x_raw, x_scaled = (E.softmax_parts(s, np.zeros(1, dtype=object) + E.ZERO)["weights"][0] for s in (s_x, s_scaled))
-        rows = [[j + 1, short(vec[j]), x_raw[j], s_scaled[0, j], x_scaled[j]] for j in range(len(vec))]
+        rows = [[j, short(vec[j]), x_raw[j], s_scaled[0, j], x_scaled[j]] for j in range(len(vec))]
         blocks.append(Table([t("sc.col_j"), t("sc.col_s"), t("sc.col_p_raw"), t("sc.col_s_scaled"),
                              t("sc.col_p_scaled")], rows, caption=t("sc.vec_caption", v=_lit(vec))))
         blocks.append(Para(t("sc.softmax_max", top=float(p_raw.max()), top_s=float(p_scaled.max()),
@@ -163,7 +163,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
     assert jac_vec is not None  # there is at least one vector (checked above)
     vec, p_raw, p_scaled = jac_vec
     J_raw, J_scaled = jacobian(p_raw), jacobian(p_scaled)
-    names = [str(j + 1) for j in range(len(vec))]
+    names = [str(j) for j in range(len(vec))]
     target = int(np.argmax(vec))
     y = np.zeros_like(p_raw)
     y[target] = 1.0
@@ -176,7 +176,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
               Para(t("sc.jac_norms", a=float(np.abs(J_raw).max()), b=float(np.abs(J_scaled).max()),
                      fa=float(np.linalg.norm(J_raw)), fb=float(np.linalg.norm(J_scaled)),
                      ratio=fmt(float(np.linalg.norm(J_scaled) / max(np.linalg.norm(J_raw), 1e-300)), 0))),
-              Para(t("sc.ce_grad", target=target + 1, g=VecParam(list(p_raw - y)), gs=VecParam(list(p_scaled - y)))),
+              Para(t("sc.ce_grad", target=target, g=VecParam(list(p_raw - y)), gs=VecParam(list(p_scaled - y)))),
               Para(t("sc.jac_conclusion"))]
     key = tuple(float(x) for x in vec)
     if key == tuple(DEFAULT_VECTORS[0]):

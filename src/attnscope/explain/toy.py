@@ -142,7 +142,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
             if small_dot:
                 low = name.lower()
                 for i in range(L):
-                    blocks.append(DotRow(sub(low, low, i + 1),
+                    blocks.append(DotRow(sub(low, low, i),
                                          [[(X[i, c], W[c, j]) for c in range(W.shape[0])] for j in range(W.shape[1])],
                                          list(x[name][i])))
             blocks.append(Matrix(Sym(name, name), x[name], rows=toks))
@@ -169,7 +169,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
     blocks.append(Para(t("toy.scores_why")))
     if small_dot:
         for i in range(L):
-            blocks.append(DotRow(sub("s", "s", i + 1),
+            blocks.append(DotRow(sub("s", "s", i),
                                  [[(qs[i, c], ks[j, c]) for c in range(d_k)] for j in range(L)],
                                  list(x["scores"][i])))
     blocks.append(Matrix(S_SYM, x["scores"], rows=toks, cols=toks, caption=t("toy.rows_cols")))
@@ -189,7 +189,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
                   Para(t_or(f"toy.scale_{p.scoring}", "toy.scale_factor", name=p.scoring, c=f))]
         div = None
     for i in range(L):
-        blocks.append(ScaleLine(sub("s'", "s'", i + 1), list(x["scores"][i]), list(x["scaled"][i]),
+        blocks.append(ScaleLine(sub("s'", "s'", i), list(x["scores"][i]), list(x["scaled"][i]),
                                 factor=None if div is not None else f, divisor=div))
     blocks.append(Matrix(S2_SYM, x["scaled"], rows=toks, cols=toks))
     steps.append(Step("scaled", t("step.scaled"), blocks))
@@ -204,7 +204,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
                                                  for i in range(L)])
         if blind:
             blocks.append(Para(t("toy.blind_rows" if len(blind) > 1 else "toy.blind_row",
-                                 rows=", ".join(str(i + 1) for i in blind),
+                                 rows=", ".join(str(i) for i in blind),
                                  toks=", ".join(toks[i] for i in blind)), style="note"))
         blocks.append(Matrix(S2_SYM, x["masked"], rows=toks, cols=toks))
         steps.append(Step("masked", t("step.masked"), blocks))
@@ -214,7 +214,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
     shifted = [i for i in range(L) if x["shift"][i] != 0]
     if shifted:
         blocks.append(Para(t("toy.exp_shift_one" if len(shifted) == 1 else "toy.exp_shift",
-                             rows=", ".join(str(i + 1) for i in shifted),
+                             rows=", ".join(str(i) for i in shifted),
                              limit=EXP_SHOW_LIMIT), style="note"))
     blocks.append(Matrix(Sym("E", "E"), x["exp"], rows=toks, cols=toks))
     steps.append(Step("exp", t("step.exp"), blocks))
@@ -222,19 +222,19 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
     # 7. row sums
     blocks = [Formula("Σ_i = Σ_j E_ij", r"\Sigma_i = \sum_j E_{ij}")]
     for i in range(L):
-        blocks.append(SumLine(sub("Σ", r"\Sigma", i + 1), list(x["exp"][i]), x["sums"][i]))
+        blocks.append(SumLine(sub("Σ", r"\Sigma", i), list(x["exp"][i]), x["sums"][i]))
     steps.append(Step("sums", t("step.sums"), blocks))
 
     # 8. weights
     blocks = [Formula("A_ij = E_ij / Σ_i", r"A_{ij} = \frac{E_{ij}}{\Sigma_i}"), Para(t("toy.weights_why"))]
     for i in range(L):
         if i in blind:
-            blocks.append(Para(t("toy.blind_weights", tok=toks[i], row=i + 1)))
+            blocks.append(Para(t("toy.blind_weights", tok=toks[i], row=i)))
         else:
-            blocks.append(Divide(sub("a", "a", i + 1), list(x["exp"][i]), x["sums"][i], list(x["weights"][i])))
+            blocks.append(Divide(sub("a", "a", i), list(x["exp"][i]), x["sums"][i], list(x["weights"][i])))
     caption = t("toy.rows_sum_one") if not blind else t(
         "toy.rows_sum_one_but" if len(blind) == 1 else "toy.rows_sum_one_but_many",
-        rows=", ".join(str(i + 1) for i in blind))
+        rows=", ".join(str(i) for i in blind))
     blocks.append(Matrix(Sym("A", "A"), x["weights"], rows=toks, cols=toks, caption=caption))
     steps.append(Step("weights", t("step.weights"), blocks))
 
@@ -243,9 +243,9 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
               Para(t("toy.output_why"))]
     if small_sum:
         for i in range(L):
-            blocks.append(WeightedSum(sub("o", "o", i + 1), list(x["weights"][i]),
+            blocks.append(WeightedSum(sub("o", "o", i), list(x["weights"][i]),
                                       [list(r) for r in x["Vh"]], list(x["output"][i]),
-                                      labels=[f"v{j + 1}" for j in range(L)],
+                                      labels=[f"v{j}" for j in range(L)],
                                       products=[list(r) for r in x["products"][i]]))
     blocks.append(Matrix(Sym("O", "O"), x["output"], rows=toks))
     steps.append(Step("output", t("step.output"), blocks))
@@ -255,7 +255,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
         W_O = E.array(p.W_O)
         if expand == "always" or (expand == "auto" and L <= 6 and d_v <= 4 and p.W_O.shape[1] <= 4):
             for i in range(L):
-                blocks.append(DotRow(sub("y", "y", i + 1),
+                blocks.append(DotRow(sub("y", "y", i),
                                      [[(x["output"][i, c], W_O[c, j]) for c in range(d_v)]
                                       for j in range(p.W_O.shape[1])], list(x["projected"][i])))
         blocks.append(Matrix(Sym("Y", "Y"), x["projected"], rows=toks))
@@ -300,8 +300,8 @@ def _meaning_step(p: ToyProblem, x: dict, allowed: np.ndarray, blind: list) -> S
                                  y=_vec_text(x["projected"][first]))))
         else:
             blocks.append(Para(t("toy.meaning_first_vo", tok=toks[first], v=_vec_text(x["Vh"][first]),
-                                 o=_vec_text(x["output"][first]), vs=sub("v", "v", first + 1),
-                                 os=sub("o", "o", first + 1))))
+                                 o=_vec_text(x["output"][first]), vs=sub("v", "v", first),
+                                 os=sub("o", "o", first))))
     blocks.append(Para(t("toy.meaning")))
     return Step("meaning", t("step.meaning"), blocks)
 
@@ -311,8 +311,8 @@ def _modern_steps(p: ToyProblem, x: dict, v: dict) -> list:
     and the distance proof (adds ``v["distance"]``). ``x``: the exact values (shown), ``v``: float64."""
     m, L, d = p.modern, p.L, p.d_k
     steps = []
-    qsym = lambda i: sub("q", "q", i + 1)  # noqa: E731
-    ksym = lambda i: sub("k", "k", i + 1)  # noqa: E731
+    qsym = lambda i: sub("q", "q", i)  # noqa: E731
+    ksym = lambda i: sub("k", "k", i)  # noqa: E731
     if m.n_heads > 1:
         st = heads_step(m.n_heads, m.n_kv_heads, m.head)
         g = m.kv_head

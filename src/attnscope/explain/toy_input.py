@@ -103,7 +103,7 @@ class ToyProblem:
                 setattr(p, canon, inputs.matrix(value, f"{source}, key {key}"))
         if "mask" in fields:
             key, value = fields["mask"]
-            m = inputs.matrix([[_bool01(v, f"{source}, key {key}, row {i + 1}, column {j + 1}") for j, v in
+            m = inputs.matrix([[_bool01(v, f"{source}, key {key}, row {i}, column {j} (from 0)") for j, v in
                                 enumerate(r)] if isinstance(r, list) else r for i, r in enumerate(value)]
                               if isinstance(value, list) else value, f"{source}, key {key}")
             p.mask = m.astype(bool)
@@ -133,7 +133,7 @@ class ToyProblem:
             key, value = fields["tokens"]
             p.tokens = inputs.labels(value, f"{source}, key {key}", p.L)
         else:
-            p.tokens = [f"x{i + 1}" for i in range(p.L)]
+            p.tokens = [f"x{i}" for i in range(p.L)]
         return p
 
     def validate(self) -> None:

@@ -46,7 +46,7 @@ def check_finite(step: str, values: np.ndarray, source: str = "input", allowed=N
         bad &= np.broadcast_to(np.asarray(allowed, dtype=bool), bad.shape)
     if bad.any():
         idx = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
-        at = "[" + ", ".join(str(int(i) + 1) for i in idx) + "]" if idx else ""
+        at = "[" + ", ".join(str(int(i)) for i in idx) + "]" if idx else ""  # from 0, as shown
         raise InputError(f"{source}: float64 overflows in the step {STEP_NAMES.get(step, step)}: entry {at} is "
                          f"{values[idx]}; a worked calculation needs smaller inputs")
 

@@ -14,7 +14,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from ..blocks import Formula, Matrix, Para, Sym, Table, VecParam
+from ..blocks import INDEX_BASE, Formula, Matrix, Para, Sym, Table, VecParam
 from .base import Ctx
 
 
@@ -75,6 +75,7 @@ def to_dict(w, lang: str = "en", decimals: int = 4) -> dict:
         "kind": w.kind,
         "lang": lang,
         "decimals": decimals,
+        "index_base": INDEX_BASE,  # positions, rows, columns, dimensions, heads and layers count from 0
         "title": ctx.text(w.title),
         "meta": {k: _num(v) for k, v in w.meta.items()},
         "values": {k: _num(v) for k, v in w.values.items()},

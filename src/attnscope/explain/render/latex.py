@@ -66,8 +66,8 @@ def _label(ctx: Ctx, s) -> str:
 def matrix(ctx: Ctx, m: Matrix) -> list:
     as_int = m.as_int if m.as_int is not None else matrix_is_int(m.values)
     vals = m.values if m.values.ndim == 2 else m.values[None, :]
-    rows = m.rows or [str(i + 1) for i in range(vals.shape[0])]
-    cols = m.cols or [str(j + 1) for j in range(vals.shape[1])]
+    rows = m.rows or [str(i) for i in range(vals.shape[0])]
+    cols = m.cols or [str(j) for j in range(vals.shape[1])]
     lines = []
     if m.caption is not None:
         lines += [ctx.text(m.caption), ""]

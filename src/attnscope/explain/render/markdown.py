@@ -46,8 +46,8 @@ def _blocks(ctx: Ctx, blocks) -> list:
 def matrix(ctx: Ctx, m: Matrix) -> list:
     as_int = m.as_int if m.as_int is not None else matrix_is_int(m.values)
     vals = m.values if m.values.ndim == 2 else m.values[None, :]
-    rows = m.rows or [str(i + 1) for i in range(vals.shape[0])]
-    cols = m.cols or [str(j + 1) for j in range(vals.shape[1])]
+    rows = m.rows or [str(i) for i in range(vals.shape[0])]
+    cols = m.cols or [str(j) for j in range(vals.shape[1])]
     corner = f"**{m.sym.text}**" if m.sym is not None else ""
     lines = []
     if m.caption is not None:
