@@ -206,6 +206,7 @@ def name_hook_points(root: nn.Module) -> dict[str, HookPoint]:
     points = {}
     for path, module in root.named_modules():
         if isinstance(module, HookPoint):
-            module.name = path
+            if module.__dict__.get("name") != path:  # nn.Module.__setattr__ is slow; a trace calls this twice
+                module.name = path
             points[path] = module
     return points
