@@ -30,10 +30,10 @@ from typing import Any, Callable, Mapping, Optional, Union, cast
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .errors import ConfigError
+from .rownorm import layer_norm_rows, unit_rows
 
 Tensor = torch.Tensor
 Factor = Union[float, Tensor, np.ndarray]
@@ -173,7 +173,7 @@ SCORINGS = ScoringNames()
 # ----------------------------------------------------------------------------------------------
 
 def _unit(q: Tensor, k: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-    return F.normalize(q, dim=-1, eps=eps), F.normalize(k, dim=-1, eps=eps)  # (..., L|S, d_k)
+    return unit_rows(q, eps), unit_rows(k, eps)  # (..., L|S, d_k), as F.normalize(·, dim=-1)
 
 
 def _unit_np(q: np.ndarray, k: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
@@ -204,8 +204,7 @@ def _unit_rows(x: np.ndarray, eps: float) -> np.ndarray:
 
 
 def _layer_norm(q: Tensor, k: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-    d = q.shape[-1]
-    return F.layer_norm(q, (d,), eps=eps), F.layer_norm(k, (d,), eps=eps)  # (..., L|S, d_k)
+    return layer_norm_rows(q, eps), layer_norm_rows(k, eps)  # (..., L|S, d_k), as F.layer_norm, no affine
 
 
 def _layer_norm_np(q: np.ndarray, k: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
