@@ -40,7 +40,7 @@ class _UnitRows(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(x: Tensor, eps: float) -> Tensor:  # type: ignore[override]
+    def forward(x: Tensor, eps: float) -> Tensor:
         return x / _clamped_norm(x, eps)  # (..., n, d)
 
     @staticmethod
@@ -50,7 +50,7 @@ class _UnitRows(torch.autograd.Function):
         ctx.save_for_backward(x, output)
 
     @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+    def backward(ctx: Any, g: Tensor) -> tuple[Tensor, None]:
         x, y = ctx.saved_tensors
         if torch.is_grad_enabled():
             # create_graph: the same formula, every factor recomputed from x by differentiable
