@@ -8,14 +8,12 @@ box for 我) shows up there as another family.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 
 from attnscope.fonts import CJK_FAMILY
 from attnscope.viewer.html import render
 from attnscope.viewer.run import view_data
+from tests.browser.cjk_glyphs import SHOWN_TEXT, assert_no_cjk_system_font, cjk_fallbacks, is_cjk
 from tests.browser.conftest import wait_ready
 
 pytestmark = pytest.mark.browser
@@ -24,21 +22,9 @@ ZH = "我喜欢人工智能"
 ZH2 = "银行在河边"  # other characters than ZH: the served page must load their glyphs too
 
 
-def _is_cjk(ch: str) -> bool:
-    return 0x2E80 <= ord(ch) <= 0x9FFF or 0xAC00 <= ord(ch) <= 0xD7AF or 0xF900 <= ord(ch) <= 0xFAFF
-
-
 def test_this_machine_has_no_cjk_system_font():
     """The case the embedded font exists for: otherwise the checks below could not fail."""
-    fc = shutil.which("fc-list")
-    assert fc, "fc-list (fontconfig) is needed to check the system fonts"
-    out = subprocess.run([fc, ":lang=zh", "family"], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "", f"CJK system fonts installed ({out.strip()}); this test needs a machine without them"
-
-
-# what an element draws: a <select> shows only its selected option
-SHOWN_TEXT = ("function () { return this.tagName === 'SELECT' ? (this.selectedIndex < 0 ? '' : "
-              "this.options[this.selectedIndex].text) : this.textContent; }")
+    assert_no_cjk_system_font()
 
 
 def fallbacks(page, selector: str) -> list[tuple[str, list]]:
@@ -46,30 +32,9 @@ def fallbacks(page, selector: str) -> list[tuple[str, list]]:
     drawn by any font other than the embedded one (checked right now, no waiting)."""
     # DevTools' CSS agent re-reads a file: page's styles and logs "Unsafe attempt to load URL": ours
     page.ignored.append("'file:' URLs are treated as unique security origins")
-    cdp = page.context.new_cdp_session(page)
-    try:
-        cdp.send("DOM.enable")
-        cdp.send("CSS.enable")
-        root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
-        ids = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": selector})["nodeIds"]
-        bad, checked = [], 0
-        for nid in ids:
-            text = cdp.send("DOM.resolveNode", {"nodeId": nid})["object"]["objectId"]
-            text = cdp.send("Runtime.callFunctionOn", {"objectId": text, "returnByValue": True,
-                                                      "functionDeclaration": SHOWN_TEXT})
-            text = text["result"]["value"]
-            n_cjk = sum(_is_cjk(c) for c in text)
-            if not n_cjk:
-                continue
-            checked += 1
-            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": nid})["fonts"]
-            ours = sum(f["glyphCount"] for f in fonts if f["familyName"] == CJK_FAMILY)
-            if ours < n_cjk:
-                bad.append((text, fonts))
-        assert checked, f"no element with CJK text matches {selector!r}"
-        return bad
-    finally:
-        cdp.detach()
+    checked, bad = cjk_fallbacks(page, selector, CJK_FAMILY, text_js=SHOWN_TEXT)
+    assert checked, f"no element with CJK text matches {selector!r}"
+    return bad
 
 
 VIEWS = {
@@ -112,7 +77,7 @@ def test_served_page_first_text_and_after_switching(page, server_url):
         page.fill("[data-testid=text-input]", text)
         page.click("[data-testid=submit]")  # the page is not ready from here until it has drawn the answer
         wait_ready(page)
-        if any(map(_is_cjk, text)):
+        if any(map(is_cjk, text)):
             _check_all_views(page)
         page.click("[data-testid=tab-head]")
 

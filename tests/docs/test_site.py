@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.browser.cjk_glyphs import assert_no_cjk_system_font, cjk_fallbacks
 from tests.browser.playwright_once import chromium_context, watched_page
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,47 +251,9 @@ def test_api_page_lists_known_functions(page, site):
     assert ":func:" not in page.inner_text("article")  # Sphinx roles are dropped, the names stay
 
 
-def _is_cjk(ch: str) -> bool:
-    o = ord(ch)
-    return 0x2E80 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF or 0xF900 <= o <= 0xFAFF or 0xFF00 <= o <= 0xFFEF
-
-
-def cjk_fallbacks(page, selector: str) -> tuple[int, list]:
-    """(elements checked, [(text, fonts)]) for the elements matching ``selector`` whose CJK characters
-    were not all drawn with the site's CJK font (Chromium's own account of the glyphs it drew)."""
-    cdp = page.context.new_cdp_session(page)
-    try:
-        cdp.send("DOM.enable")
-        cdp.send("CSS.enable")
-        root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
-        ids = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": selector})["nodeIds"]
-        bad, checked = [], 0
-        for nid in ids:
-            obj = cdp.send("DOM.resolveNode", {"nodeId": nid})["object"]["objectId"]
-            text = cdp.send("Runtime.callFunctionOn", {"objectId": obj, "returnByValue": True,
-                                                      "functionDeclaration": "function () { return this.textContent; }"})
-            text = text["result"]["value"]
-            n_cjk = sum(_is_cjk(c) for c in text)
-            if not n_cjk:
-                continue
-            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": nid})["fonts"]
-            if not fonts:  # not drawn at all (a collapsed section of the navigation)
-                continue
-            checked += 1
-            ours = sum(f["glyphCount"] for f in fonts if f["familyName"] == CJK_FAMILY)
-            if ours < n_cjk:
-                bad.append((text[:80], fonts))
-        return checked, bad
-    finally:
-        cdp.detach()
-
-
 def test_this_machine_has_no_cjk_system_font():
     """Without one, a missing web font would show boxes, so the glyph checks below can fail."""
-    fc = shutil.which("fc-list")
-    assert fc, "fc-list (fontconfig) is needed to check the system fonts"
-    out = subprocess.run([fc, ":lang=zh", "family"], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "", f"CJK system fonts installed ({out.strip()}); this test needs a machine without them"
+    assert_no_cjk_system_font()
 
 
 @pytest.mark.browser
@@ -300,7 +262,7 @@ def test_chinese_text_is_drawn_with_the_sites_font(page, site, rel):
     _open(page, site, rel)
     # text, tables and code blocks (the CLI's Chinese output), and the navigation's Chinese titles
     checked, bad = cjk_fallbacks(page, "article h1, article h2, article p, article li, article td, "
-                                       "article pre code, .md-nav__link")
+                                       "article pre code, .md-nav__link", CJK_FAMILY, skip_undrawn=True)
     assert checked >= 3, f"only {checked} elements with CJK text on {rel}"
     assert bad == [], bad[:3]
 

@@ -1,0 +1,65 @@
+"""Which font drew an element's CJK glyphs, by Chromium's own account — shared by the viewer's and
+the docs site's font tests.
+
+``CSS.getPlatformFontsForNode`` (DevTools protocol) lists the fonts that drew an element's
+glyphs with their glyph counts; a CJK character that fell back to a system font (DejaVu Sans
+draws a box for 我) shows up there as another family. The checks can only fail on a machine
+without CJK system fonts: :func:`assert_no_cjk_system_font` says whether this is one.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+#: JavaScript giving an element's text (``this`` is the element).
+TEXT_CONTENT = "function () { return this.textContent; }"
+#: What an element draws: a <select> shows only its selected option.
+SHOWN_TEXT = ("function () { return this.tagName === 'SELECT' ? (this.selectedIndex < 0 ? '' : "
+              "this.options[this.selectedIndex].text) : this.textContent; }")
+
+
+def is_cjk(ch: str) -> bool:
+    """CJK radicals to unified ideographs (with CJK punctuation, kana), Hangul, compatibility
+    ideographs, and the full-width forms (，！（） in Chinese text)."""
+    o = ord(ch)
+    return 0x2E80 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF or 0xF900 <= o <= 0xFAFF or 0xFF00 <= o <= 0xFFEF
+
+
+def assert_no_cjk_system_font() -> None:
+    fc = shutil.which("fc-list")
+    assert fc, "fc-list (fontconfig) is needed to check the system fonts"
+    out = subprocess.run([fc, ":lang=zh", "family"], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "", f"CJK system fonts installed ({out.strip()}); this test needs a machine without them"
+
+
+def cjk_fallbacks(page, selector: str, family: str, *, text_js: str = TEXT_CONTENT,
+                  skip_undrawn: bool = False) -> tuple[int, list[tuple[str, list]]]:
+    """``(elements checked, [(text, fonts)])``: of the elements matching ``selector`` that hold CJK
+    characters, those whose CJK characters were not all drawn with ``family`` (checked right now,
+    no waiting). ``skip_undrawn``: an element that drew no glyph at all (a collapsed section of a
+    navigation) is not counted; otherwise it is a fallback."""
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+        ids = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": selector})["nodeIds"]
+        bad, checked = [], 0
+        for nid in ids:
+            obj = cdp.send("DOM.resolveNode", {"nodeId": nid})["object"]["objectId"]
+            text = cdp.send("Runtime.callFunctionOn", {"objectId": obj, "returnByValue": True,
+                                                      "functionDeclaration": text_js})["result"]["value"]
+            n_cjk = sum(is_cjk(c) for c in text)
+            if not n_cjk:
+                continue
+            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": nid})["fonts"]
+            if skip_undrawn and not fonts:
+                continue
+            checked += 1
+            ours = sum(f["glyphCount"] for f in fonts if f["familyName"] == family)
+            if ours < n_cjk:
+                bad.append((text[:80], fonts))
+        return checked, bad
+    finally:
+        cdp.detach()
