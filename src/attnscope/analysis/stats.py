@@ -43,10 +43,11 @@ i.e. every counted query of the corpus weighs the same (long texts weigh more th
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 import torch
@@ -97,15 +98,20 @@ class StatOptions:
     causal: bool = False
 
 
-def _unique_max(w: Tensor, row_max: Tensor, rows: Tensor) -> Tensor:
-    """(B, H, L) bool: the row's maximum is reached once, checked only on the ``rows`` asked
-    (those whose previous or next token is at the maximum), which are few: a gather, not a pass."""
+def _unique_max(w: Tensor, row_max: Tensor, top_prev: Tensor, top_next: Tensor) -> Tensor:
+    """(B, H, L) bool: the row's maximum is reached once, checked only on the rows whose previous
+    or next token is at the maximum (``top_prev``, ``top_next`` (B, H, L)), which are few: a
+    gather, not a pass. With that key set to -inf, the rest of the row stays below the maximum."""
     L = w.shape[-1]
+    rows = top_prev | top_next  # (B, H, L)
     out = torch.zeros(rows.numel(), dtype=torch.bool, device=rows.device)
     idx = rows.reshape(-1).nonzero().squeeze(1)  # (K,) flat row numbers
     if idx.numel():
-        ties = (w.reshape(-1, L).index_select(0, idx) == row_max.reshape(-1)[idx, None]).sum(-1)  # (K,)
-        out[idx] = ties == 1
+        cand = w.reshape(-1, L).index_select(0, idx)  # (K, L), a copy
+        i = idx % L
+        col = torch.where(top_prev.reshape(-1)[idx], i - 1, i + 1).clamp_(0, L - 1)  # (K,): the key at the max
+        cand.scatter_(1, col[:, None], float("-inf"))
+        out[idx] = cand.amax(-1) < row_max.reshape(-1)[idx]
     return out.view_as(rows)
 
 
@@ -135,21 +141,20 @@ class BatchContext:
 
     B: int
     L: int
-    key_rows: Tensor       # (B, 4, L): [CLS], [SEP], punctuation, content keys (weights' dtype)
-    dist: Tensor           # (L, L): |i - j|
-    special_idx: Tensor    # (B, S): positions of the special tokens of each text (padded with 0)
-    special_dist: Tensor   # (B, L, S): |i - special_idx| where valid, else 0
-    band_cols: Tensor      # (L, 2W+1): key j = i + offset, clamped into 0..L-1
-    band_inside: Tensor    # (L, 2W+1): 1 where i + offset is inside 0..L-1
+    key_rows: Tensor       # (B, 4 + S, L): [CLS], [SEP], punctuation, content keys, then one row per special token
+    by_offset: Tensor      # (L, L, 5): per query i and key j, |i - j|, |i - j| ≤ window, j = i, j = i-1, j = i+1
+    special_dist: Tensor   # (B, S, L): |i - position of the text's s-th special token|, 0 where it has none
     counted: Tensor        # (B, L, K): which queries count for each per-query value (see _VALUES)
     log_n: Tensor          # (B, L) float64: ln(number of visible keys), ≥ ln 2
     options: StatOptions
+    not_counted: dict = field(default_factory=dict, repr=False)  # H -> ~counted as (B, L, H, K), made once
 
 
-#: The per-query values summed, in order; the last two are the content distance's numerator and
-#: denominator (a ratio of sums, see the module docstring).
-_VALUES = ("entropy", "entropy_norm", "distance", "to_cls", "to_sep", "to_punct", "to_self", "to_prev",
-           "to_next", "argmax_prev", "argmax_next", "to_local", "distance_content", "_content_mass")
+#: The per-query values summed, in order: first the five products with ``by_offset``, then the
+#: four with ``key_rows``, then the rest. ``distance_content`` and ``_content_mass`` are the
+#: content distance's numerator and denominator (a ratio of sums, see the module docstring).
+_VALUES = ("distance", "to_local", "to_self", "to_prev", "to_next", "to_cls", "to_sep", "to_punct",
+           "_content_mass", "entropy", "entropy_norm", "argmax_prev", "argmax_next", "distance_content")
 
 
 def batch_context(attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] = None,
@@ -186,13 +191,13 @@ def batch_context(attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] 
     b, j = special.nonzero(as_tuple=True)
     idx[b, rank[b, j]] = j
     valid[b, rank[b, j]] = True
-    sp_dist = (pos[None, :, None] - idx[:, None, :]).abs().to(dtype) * valid[:, None, :]  # (B, L, S)
-    W = max(opt.window, 1)
-    cols = pos[:, None] + torch.arange(-W, W + 1, device=dev)[None, :]  # (L, 2W+1)
+    sp_dist = (pos[None, None, :] - idx[:, :, None]).abs().to(dtype) * valid[:, :, None]  # (B, S, L)
+    sp_rows = (pos[None, None, :] == idx[:, :, None]) & valid[:, :, None]  # (B, S, L): one-hot
+    off = pos[None, :] - pos[:, None]  # (L, L): j - i
+    by_offset = torch.stack([off.abs(), off.abs() <= opt.window, off == 0, off == -1, off == 1], dim=-1)  # (L, L, 5)
     return BatchContext(
-        B=B, L=L, key_rows=torch.stack([cls, sep, punct, content], dim=1).to(dtype),
-        dist=(pos[:, None] - pos[None, :]).abs().to(dtype), special_idx=idx[:, :S], special_dist=sp_dist[..., :S],
-        band_cols=cols.clamp(0, L - 1), band_inside=((cols >= 0) & (cols < L)).to(dtype),
+        B=B, L=L, key_rows=torch.cat([torch.stack([cls, sep, punct, content], dim=1), sp_rows[:, :S]], dim=1).to(dtype),
+        by_offset=by_offset.to(dtype), special_dist=sp_dist[:, :S],
         counted=torch.stack([ok[v] for v in _VALUES], dim=-1), log_n=torch.log(n_keys.clamp(min=2).double()),
         options=opt)
 
@@ -226,22 +231,49 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
         got = fmt_shape(w.shape) if isinstance(w, Tensor) else type(w).__name__
         raise ShapeError(f"weights must have shape (B, H, L, L) = ({ctx.B}, H, {ctx.L}, {ctx.L}) for this batch, got {got}")
     B, H, L, _ = w.shape
-    # On a CPU the statistics make several passes over the weights; done a few texts at a time,
-    # the passes after the first read from the core's cache instead of memory (about 1.4× faster
-    # on MiniLM's 32×128 batches). On a GPU one launch per op is best.
+    w = w.contiguous()
+    dt, dev = w.dtype, w.device
+    # The passes over w (B, H, L, L) run a few texts at a time on a CPU: the passes after the
+    # first read from the core's cache instead of memory. On a GPU one launch per op is best.
     per_text = H * L * L * w.element_size()
-    step = B if w.device.type != "cpu" else max(1, min(B, CPU_CHUNK_BYTES // per_text))
+    step = B if dev.type != "cpu" else max(1, min(B, CPU_CHUNK_BYTES // per_text))
     starts = range(0, B, step)
-    values = torch.empty(B, H, L, len(_VALUES), dtype=w.dtype, device=w.device)  # (B, H, L, K) per query
-    pool = _worker_pool(torch.get_num_threads()) if w.device.type == "cpu" and len(starts) > 1 else None
+    by_offset, key_rows = ctx.by_offset.to(dt), ctx.key_rows.to(dt)
+    R = key_rows.shape[1]  # 4 kinds + S special tokens
+    ent, row_max = _buffer("ent", (B, H, L), dt, dev), _buffer("max", (B, H, L), dt, dev)  # Σ w ln w, max_j w
+    offs = _buffer("offs", (B, L, H, 5), dt, dev)  # products with by_offset
+    mass = _buffer("mass", (B, R, H * L), dt, dev)  # products with key_rows
+
+    def chunk(b: int) -> None:
+        _chunk_passes(w[b:b + step], by_offset, key_rows[b:b + step], ent[b:b + step], row_max[b:b + step],
+                      offs[b:b + step], mass[b:b + step])
+    pool = _worker_pool(torch.get_num_threads()) if dev.type == "cpu" and len(starts) > 1 else None
     if pool is None:
         for b in starts:
-            _chunk_values(w[b:b + step], ctx, b, values[b:b + step])
+            chunk(b)
     else:  # chunks side by side on single-threaded workers: no OpenMP barrier after each small op
-        list(pool.map(lambda b: _chunk_values(w[b:b + step], ctx, b, values[b:b + step]), starts))
+        list(pool.map(chunk, starts))
+
+    # Everything below is (B, L, H) or smaller.
+    top = row_max.transpose(1, 2)  # (B, L, H): max_j w_ij
+    d_all, w_prev, w_next = offs[..., 0], offs[..., 3], offs[..., 4]  # (B, L, H) each
+    top_prev, top_next = w_prev == top, w_next == top  # (B, L, H): the maximum, maybe tied
+    unique = _unique_max(w, row_max, top_prev.transpose(1, 2), top_next.transpose(1, 2)).transpose(1, 2)
+    mass = mass.view(B, R, H, L)
+    # the specials' part of the distance: Σ_s w_{i,s} |i - s| over the text's few special tokens
+    d_special = torch.einsum("bshl,bsl->blh", mass[:, 4:], ctx.special_dist.to(dt))  # (B, L, H)
+    # a row holding NaN has a NaN maximum; its entropy is NaN too (the nansum of the passes skipped it)
+    entropy = ent.masked_fill_(row_max.isnan(), float("nan")).transpose(1, 2).neg()  # (B, L, H)
+    rest = [entropy, entropy / ctx.log_n[..., None].to(dt), (top_prev & unique).to(dt),
+            (top_next & unique).to(dt), d_all - d_special]  # (B, L, H) each, in the order of _VALUES
+    values = torch.cat([offs, mass[:, :4].permute(0, 3, 2, 1), torch.stack(rest, dim=-1)], dim=-1,
+                       out=_buffer("values", (B, L, H, len(_VALUES)), dt, dev))  # (B, L, H, K)
     # One reduction for the whole batch: uncounted queries are set to 0 (not multiplied: rows of
-    # padding queries may hold NaN, fully masked rows), then summed in float64.
-    sums = values.masked_fill_(~ctx.counted[:, None], 0.0).sum(dim=(0, 2), dtype=torch.float64)  # (H, K)
+    # padding queries may hold NaN, fully masked rows), then summed over each text's queries in
+    # the weights' dtype (float32: within 3e-8 of float64 sums) and over texts in float64.
+    if H not in ctx.not_counted:
+        ctx.not_counted[H] = (~ctx.counted[:, :, None]).expand(B, L, H, len(_VALUES)).contiguous()
+    sums = values.masked_fill_(ctx.not_counted[H], 0.0).sum(1).sum(0, dtype=torch.float64)  # (H, K)
     counts = ctx.counted.sum(dim=(0, 1)).to(torch.float64)  # (K,)
     out = {v: (sums[:, k], counts[k].expand(H)) for k, v in enumerate(_VALUES)}
     # the content distance is Σ w|i-j| / Σ w over content keys: its count is the content mass
@@ -249,8 +281,56 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     return {name: out[name] for name in STAT_NAMES}
 
 
-#: Bytes of weights processed at once on a CPU: about one core's L2 cache.
-CPU_CHUNK_BYTES = 3 * 2**19
+def _chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, row_max: Tensor, offs: Tensor,
+                  mass: Tensor) -> None:
+    """The full-size passes over the weights ``w (c, H, L, L)`` of a few texts, written into
+    ``ent, row_max (c, H, L)``, ``offs (c, L, H, 5)`` and ``mass (c, R, H·L)``.
+
+    Six passes: three for the entropy (log, multiply, nansum: one scratch matrix, reused across
+    calls), the row maximum, and two matrix products that read w once for all the rest (the
+    five columns of ``by_offset``, per query row i, and the rows of ``key_rows``). The forms are
+    the fastest measured on CPU (benchmarks/analysis.py): log+nansum beats clamp+log+sum, xlogy
+    and entr; a product with a one-hot column is exactly the weight it picks (the other terms
+    are exact zeros), so ``to_prev`` can be compared with the row maximum.
+    """
+    c, H, L, _ = w.shape
+    scratch = _buffer("scratch", w.shape, w.dtype, w.device)  # (c, H, L, L)
+    torch.log(w, out=scratch)  # the first read of w: the log's arithmetic hides under the memory's wait
+    torch.nansum(scratch.mul_(w), -1, out=ent)  # (c, H, L): Σ_j w_ij ln w_ij, 0·ln 0 = NaN skipped
+    torch.amax(w, -1, out=row_max)  # (c, H, L)
+    rows = w.view(c * H, L, L).transpose(0, 1)  # (L, c·H, L): query i's rows of every head
+    if c == 1:
+        torch.bmm(rows, by_offset, out=offs[0])  # (L, H, 5)
+    else:
+        offs.copy_(torch.bmm(rows, by_offset).view(L, c, H, 5).transpose(0, 1))  # (c, L, H, 5)
+    torch.bmm(key_rows, w.view(c, H * L, L).transpose(1, 2), out=mass)  # (c, R, H·L): Σ_j row_j w_ij
+
+
+_LOCAL = threading.local()
+
+
+def _buffer(name: str, shape, dtype, device) -> Tensor:
+    """A tensor to write into. On a CPU, one per name and thread is kept (up to
+    :data:`KEEP_BYTES`) and reused by the next call that fits in it: a fresh one costs a page
+    fault per 4 KiB on its first write, about a pass's time."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    if torch.device(device).type != "cpu" or n * dtype.itemsize > KEEP_BYTES:
+        return torch.empty(shape, dtype=dtype, device=device)
+    cache = _LOCAL.__dict__.setdefault("buffers", {})
+    t = cache.get(name)
+    if t is None or t.dtype != dtype or t.numel() < n:
+        t = cache[name] = torch.empty(n, dtype=dtype)
+    return t[:n].view(shape)
+
+
+#: Largest buffer kept per name and thread for the next call.
+KEEP_BYTES = 64 * 2**20
+
+
+#: Bytes of weights processed at once on a CPU: with the scratch matrix as large, about half of
+#: one core's L2 cache (MiniLM: one text of 12 heads, 0.75 MiB).
+CPU_CHUNK_BYTES = 2**20
 
 _POOLS: dict = {}
 _POOL_LOCK = threading.Lock()
@@ -292,51 +372,6 @@ def _worker_pool(n: int) -> Optional[ThreadPoolExecutor]:
             torch.set_num_threads(before)
             _POOLS[key] = pool
         return _POOLS[key]
-
-
-def _chunk_values(w: Tensor, ctx: BatchContext, b0: int, out: Tensor) -> None:
-    """Every per-query value of texts b0..b0+B, written into ``out (B, H, L, K)`` (order of _VALUES)."""
-    B, H, L, _ = w.shape
-    dt = w.dtype
-    opt = ctx.options
-    rows = slice(b0, b0 + B)
-    key_rows, special_idx, special_dist = ctx.key_rows[rows], ctx.special_idx[rows], ctx.special_dist[rows]
-
-    # A few passes over w (B, H, L, L); everything after is (B, H, L) or smaller. The forms are
-    # the fastest measured on CPU (benchmarks/analysis.py): clamp+log beats xlogy and entr, a GEMM
-    # with the kinds as its short side beats a skinny bmm, gathers beat passes for the few special
-    # keys, and one scratch matrix serves the two products (entropy, distance).
-    tiny = torch.finfo(dt).tiny  # w·log(max(w, tiny)) is exactly 0 at w = 0
-    scratch = torch.clamp_min(w, tiny)  # (B, H, L, L)
-    entropy = scratch.log_().mul_(w).sum(-1).neg_()  # (B, H, L)
-    d_all = torch.mul(w, ctx.dist.to(dt), out=scratch).sum(-1)  # (B, H, L): Σ_j w_ij |i-j|
-    del scratch
-    mass = torch.bmm(key_rows.to(dt), w.reshape(B, H * L, L).transpose(1, 2))  # (B, 4, H·L): Σ_j w_ij kind_j
-    mass = mass.view(B, 4, H, L)
-    S = special_idx.shape[1]
-    if S:
-        g = w.gather(-1, special_idx[:, None, None, :].expand(B, H, L, S))  # (B, H, L, S)
-        d_content = d_all - torch.linalg.vecdot(g, special_dist[:, None].to(dt))  # (B, H, L): Σ over content keys
-    else:
-        d_content = d_all
-    row_max = w.amax(-1)  # (B, H, L)
-    # The band |i - j| ≤ W around the diagonal, gathered once (a diagonal read directly touches
-    # one cache line per element; a row's band is one or two lines).
-    W = (ctx.band_cols.shape[1] - 1) // 2
-    band = w.gather(-1, ctx.band_cols.expand(B, H, L, 2 * W + 1)).mul_(ctx.band_inside.to(dt))  # (B, H, L, 2W+1)
-    w_self, w_prev, w_next = band[..., W], band[..., W - 1], band[..., W + 1]  # (B, H, L) each
-    local = band[..., W - opt.window:W + opt.window + 1].sum(-1)  # (B, H, L)
-    top_prev, top_next = w_prev == row_max, w_next == row_max  # (B, H, L): the maximum, maybe tied
-    unique = _unique_max(w, row_max, top_prev | top_next)  # (B, H, L)
-
-    per_query = {  # stat -> value (B, H, L), in the order of _VALUES
-        "entropy": entropy, "entropy_norm": entropy / ctx.log_n[rows, None, :].to(dt), "distance": d_all,
-        "to_cls": mass[:, 0], "to_sep": mass[:, 1], "to_punct": mass[:, 2], "to_self": w_self,
-        "to_prev": w_prev, "to_next": w_next, "argmax_prev": (top_prev & unique).to(dt),
-        "argmax_next": (top_next & unique).to(dt), "to_local": local, "distance_content": d_content,
-        "_content_mass": mass[:, 3],
-    }
-    torch.stack([per_query[v] for v in _VALUES], dim=-1, out=out)  # (B, H, L, K)
 
 
 @torch.no_grad()
