@@ -20,7 +20,8 @@ round by round so that machine noise hits them alike:
 Times are medians over the timed rounds (after one warm-up round) of seconds per batch; ratios
 are texts/s against the reference (≥ 0.92 is the target for MiniLM's analysis, ≥ 0.9 for
 SmolLM2's; importance: ≥ 1.6× faster). The load average is printed: on a shared machine wall
-clocks swing with it. Usage: ``python benchmarks/analysis.py [--rounds 5] [--no-smollm]``.
+clocks swing with it. Usage: ``python benchmarks/analysis.py [--rounds 5] [--no-smollm]
+[--no-importance] [--no-one-lane]``.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def table(title: str, times: dict, B: int, L: int, target: float, key: str = "an
     return ratio
 
 
-def analysis_runs(model, tbs, causal: bool):
+def analysis_runs(model, tbs, causal: bool, one_lane: bool = True):
     from attnscope.analysis.accumulate import StatsAccumulator
     from attnscope.analysis.analyzer import BatchAnalyzer
     from attnscope.analysis.decoder_heads import DECODER_STATS
@@ -118,7 +119,10 @@ def analysis_runs(model, tbs, causal: bool):
                 an.submit(tb)
             an.flush()
         return go
-    return {"analysis": run(lanes), "analysis, 1": run(one)}, (lanes, one)
+    runs = {"analysis": run(lanes), "analysis, 1": run(one)}
+    if not one_lane:
+        del runs["analysis, 1"]
+    return runs, (lanes, one)
 
 
 def minilm(args) -> tuple:
@@ -136,7 +140,7 @@ def minilm(args) -> tuple:
     am = torch.ones(B, L, dtype=torch.long)
     runs = {"reference": lambda: [hf(input_ids=ids, attention_mask=am) for ids in batches],
             "plain": lambda: [model(ids, am) for ids in batches]}
-    more, analyzers = analysis_runs(model, tbs, causal=False)
+    more, analyzers = analysis_runs(model, tbs, causal=False, one_lane=not args.no_one_lane)
     runs.update(more)
     with torch.no_grad():
         times = interleaved(runs, len(batches), args.rounds)
@@ -163,7 +167,7 @@ def smollm(args):
     am = torch.ones(B, L, dtype=torch.long)
     runs = {"reference": lambda: [hf.model(input_ids=ids, attention_mask=am) for ids in batches],
             "plain": lambda: [model(ids, am) for ids in batches]}
-    more, analyzers = analysis_runs(model, tbs, causal=True)
+    more, analyzers = analysis_runs(model, tbs, causal=True, one_lane=not args.no_one_lane)
     runs.update(more)
     with torch.no_grad():
         times = interleaved(runs, len(batches), args.smollm_rounds)
@@ -202,6 +206,8 @@ def main() -> None:
     ap.add_argument("--importance-texts", type=int, default=8)
     ap.add_argument("--importance-rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--no-importance", action="store_true", help="skip head importance")
+    ap.add_argument("--no-one-lane", action="store_true", help="skip the one-lane analysis run")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -225,6 +231,10 @@ def main() -> None:
             if find_package("smollm2-135m") is None:
                 raise
             print(f"SmolLM2-135M: skipped ({type(e).__name__}: {e})")
+    if args.no_importance:
+        print(f"summary: MiniLM analysis {r1:.2f}×" + ("" if r2 is None else f", SmolLM2 analysis {r2:.2f}×")
+              + f" the reference's texts/s; load average after: {os.getloadavg()[0]:.1f}")
+        return
     ids = batches[0][:args.importance_texts]
     t_imp, diff, scale = importance(model, ids, args.importance_rounds)
     old, new = statistics.median(t_imp["before (plain)"]), statistics.median(t_imp["ladder"])

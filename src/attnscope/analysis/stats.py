@@ -47,7 +47,7 @@ import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Optional
 
 import torch
@@ -147,7 +147,6 @@ class BatchContext:
     counted: Tensor        # (B, L, K): which queries count for each per-query value (see _VALUES)
     log_n: Tensor          # (B, L) float64: ln(number of visible keys), ≥ ln 2
     options: StatOptions
-    not_counted: dict = field(default_factory=dict, repr=False)  # H -> ~counted as (B, L, H, K), made once
 
 
 #: The per-query values summed, in order: first the five products with ``by_offset``, then the
@@ -254,31 +253,43 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     else:  # chunks side by side on single-threaded workers: no OpenMP barrier after each small op
         list(pool.map(chunk, starts))
 
-    # Everything below is (B, L, H) or smaller.
+    # Everything below is (B, H, L)-sized or smaller.
     top = row_max.transpose(1, 2)  # (B, L, H): max_j w_ij
     d_all, w_prev, w_next = offs[..., 0], offs[..., 3], offs[..., 4]  # (B, L, H) each
     top_prev, top_next = w_prev == top, w_next == top  # (B, L, H): the maximum, maybe tied
     unique = _unique_max(w, row_max, top_prev.transpose(1, 2), top_next.transpose(1, 2)).transpose(1, 2)
     mass = mass.view(B, R, H, L)
     # the specials' part of the distance: Σ_s w_{i,s} |i - s| over the text's few special tokens
-    d_special = torch.einsum("bshl,bsl->blh", mass[:, 4:], ctx.special_dist.to(dt))  # (B, L, H)
+    d_special = (mass[:, 4:] * ctx.special_dist.to(dt)[:, :, None, :]).sum(1)  # (B, H, L)
     # a row holding NaN has a NaN maximum; its entropy is NaN too (the nansum of the passes skipped it)
-    entropy = ent.masked_fill_(row_max.isnan(), float("nan")).transpose(1, 2).neg()  # (B, L, H)
-    rest = [entropy, entropy / ctx.log_n[..., None].to(dt), (top_prev & unique).to(dt),
-            (top_next & unique).to(dt), d_all - d_special]  # (B, L, H) each, in the order of _VALUES
-    values = torch.cat([offs, mass[:, :4].permute(0, 3, 2, 1), torch.stack(rest, dim=-1)], dim=-1,
-                       out=_buffer("values", (B, L, H, len(_VALUES)), dt, dev))  # (B, L, H, K)
-    # One reduction for the whole batch: uncounted queries are set to 0 (not multiplied: rows of
-    # padding queries may hold NaN, fully masked rows), then summed over each text's queries in
-    # the weights' dtype (float32: within 3e-8 of float64 sums) and over texts in float64.
-    if H not in ctx.not_counted:
-        ctx.not_counted[H] = (~ctx.counted[:, :, None]).expand(B, L, H, len(_VALUES)).contiguous()
-    sums = values.masked_fill_(ctx.not_counted[H], 0.0).sum(1).sum(0, dtype=torch.float64)  # (H, K)
+    entropy = ent.masked_fill_(row_max.isnan(), float("nan")).neg_()  # (B, H, L)
+    rest = torch.stack([entropy, entropy / ctx.log_n[:, None, :].to(dt), (top_prev & unique).transpose(1, 2),
+                        (top_next & unique).transpose(1, 2), d_all.transpose(1, 2) - d_special], dim=1,
+                       out=_buffer("rest", (B, 5, H, L), dt, dev))  # (B, 5, H, L), in the order of _VALUES
+    keep = ctx.counted.to(dt)  # (B, L, K)
+    keep_t = keep.transpose(1, 2)[:, :, None, :]  # (B, K, 1, L)
+    sums = torch.cat([_kept_sum(offs, keep[:, :, None, :5], 1),  # (H, 5)
+                      _kept_sum(mass[:, :4], keep_t[:, 5:9], -1).T,  # (H, 4)
+                      _kept_sum(rest, keep_t[:, 9:], -1).T], dim=1)  # (H, 5) -> (H, K)
     counts = ctx.counted.sum(dim=(0, 1)).to(torch.float64)  # (K,)
     out = {v: (sums[:, k], counts[k].expand(H)) for k, v in enumerate(_VALUES)}
     # the content distance is Σ w|i-j| / Σ w over content keys: its count is the content mass
     out["distance_content"] = (out["distance_content"][0], out.pop("_content_mass")[0])
     return {name: out[name] for name in STAT_NAMES}
+
+
+def _kept_sum(x: Tensor, keep: Tensor, dim: int) -> Tensor:
+    """``Σ x·keep`` over ``dim`` (in x's dtype: float32 sums of a text's queries are within 3e-8
+    of float64 ones) and then over texts (dim 0, float64); x is overwritten. ``keep`` is 1 for
+    the counted queries, 0 for the others, broadcast to x.
+
+    Rows of padding queries may hold NaN or inf (a fully masked row), which a 0 does not
+    cancel: where the sums are not finite, the uncounted values are set to 0 instead (NaN then
+    survives only where it counts, as it should)."""
+    s = x.mul_(keep).sum(dim).sum(0, dtype=torch.float64)
+    if not bool(torch.isfinite(s).all()):
+        s = x.masked_fill_(keep == 0, 0.0).sum(dim).sum(0, dtype=torch.float64)
+    return s
 
 
 def _chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, row_max: Tensor, offs: Tensor,
