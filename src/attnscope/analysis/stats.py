@@ -142,7 +142,7 @@ class BatchContext:
     B: int
     L: int
     key_rows: Tensor       # (B, 4 + S, L): [CLS], [SEP], punctuation, content keys, then one row per special token
-    by_offset: Tensor      # (L, L, 5): per query i and key j, |i - j|, |i - j| ≤ window, j = i, j = i-1, j = i+1
+    by_offset: Tensor      # (L, 5, L): per query i and key j, |i - j|, |i - j| ≤ window, j = i, j = i-1, j = i+1
     special_dist: Tensor   # (B, S, L): |i - position of the text's s-th special token|, 0 where it has none
     counted: Tensor        # (B, L, K): which queries count for each per-query value (see _VALUES)
     log_n: Tensor          # (B, L) float64: ln(number of visible keys), ≥ ln 2
@@ -193,7 +193,7 @@ def batch_context(attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] 
     sp_dist = (pos[None, None, :] - idx[:, :, None]).abs().to(dtype) * valid[:, :, None]  # (B, S, L)
     sp_rows = (pos[None, None, :] == idx[:, :, None]) & valid[:, :, None]  # (B, S, L): one-hot
     off = pos[None, :] - pos[:, None]  # (L, L): j - i
-    by_offset = torch.stack([off.abs(), off.abs() <= opt.window, off == 0, off == -1, off == 1], dim=-1)  # (L, L, 5)
+    by_offset = torch.stack([off.abs(), off.abs() <= opt.window, off == 0, off == -1, off == 1], dim=1)  # (L, 5, L)
     return BatchContext(
         B=B, L=L, key_rows=torch.cat([torch.stack([cls, sep, punct, content], dim=1), sp_rows[:, :S]], dim=1).to(dtype),
         by_offset=by_offset.to(dtype), special_dist=sp_dist[:, :S],
@@ -240,7 +240,7 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     by_offset, key_rows = ctx.by_offset.to(dt), ctx.key_rows.to(dt)
     R = key_rows.shape[1]  # 4 kinds + S special tokens
     ent, row_max = _buffer("ent", (B, H, L), dt, dev), _buffer("max", (B, H, L), dt, dev)  # Σ w ln w, max_j w
-    offs = _buffer("offs", (B, L, H, 5), dt, dev)  # products with by_offset
+    offs = _buffer("offs", (B, L, 5, H), dt, dev)  # products with by_offset
     mass = _buffer("mass", (B, R, H * L), dt, dev)  # products with key_rows
 
     def chunk(b: int) -> None:
@@ -255,7 +255,7 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
 
     # Everything below is (B, H, L)-sized or smaller.
     top = row_max.transpose(1, 2)  # (B, L, H): max_j w_ij
-    d_all, w_prev, w_next = offs[..., 0], offs[..., 3], offs[..., 4]  # (B, L, H) each
+    d_all, w_prev, w_next = offs[:, :, 0], offs[:, :, 3], offs[:, :, 4]  # (B, L, H) each
     top_prev, top_next = w_prev == top, w_next == top  # (B, L, H): the maximum, maybe tied
     unique = _unique_max(w, row_max, top_prev.transpose(1, 2), top_next.transpose(1, 2)).transpose(1, 2)
     mass = mass.view(B, R, H, L)
@@ -268,7 +268,7 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
                        out=_buffer("rest", (B, 5, H, L), dt, dev))  # (B, 5, H, L), in the order of _VALUES
     keep = ctx.counted.to(dt)  # (B, L, K)
     keep_t = keep.transpose(1, 2)[:, :, None, :]  # (B, K, 1, L)
-    sums = torch.cat([_kept_sum(offs, keep[:, :, None, :5], 1),  # (H, 5)
+    sums = torch.cat([_kept_sum(offs, keep[:, :, :5, None], 1).T,  # (H, 5)
                       _kept_sum(mass[:, :4], keep_t[:, 5:9], -1).T,  # (H, 4)
                       _kept_sum(rest, keep_t[:, 9:], -1).T], dim=1)  # (H, 5) -> (H, K)
     counts = ctx.counted.sum(dim=(0, 1)).to(torch.float64)  # (K,)
@@ -295,7 +295,7 @@ def _kept_sum(x: Tensor, keep: Tensor, dim: int) -> Tensor:
 def _chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, row_max: Tensor, offs: Tensor,
                   mass: Tensor) -> None:
     """The full-size passes over the weights ``w (c, H, L, L)`` of a few texts, written into
-    ``ent, row_max (c, H, L)``, ``offs (c, L, H, 5)`` and ``mass (c, R, H·L)``.
+    ``ent, row_max (c, H, L)``, ``offs (c, L, 5, H)`` and ``mass (c, R, H·L)``.
 
     Six passes: three for the entropy (log, multiply, nansum: one scratch matrix, reused across
     calls), the row maximum, and two matrix products that read w once for all the rest (the
@@ -311,9 +311,9 @@ def _chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, r
     torch.amax(w, -1, out=row_max)  # (c, H, L)
     rows = w.view(c * H, L, L).transpose(0, 1)  # (L, c·H, L): query i's rows of every head
     if c == 1:
-        torch.bmm(rows, by_offset, out=offs[0])  # (L, H, 5)
+        torch.bmm(by_offset, rows.transpose(1, 2), out=offs[0])  # (L, 5, H)
     else:
-        offs.copy_(torch.bmm(rows, by_offset).view(L, c, H, 5).transpose(0, 1))  # (c, L, H, 5)
+        offs.copy_(torch.bmm(by_offset, rows.transpose(1, 2)).view(L, 5, c, H).permute(2, 0, 1, 3))  # (c, L, 5, H)
     torch.bmm(key_rows, w.view(c, H * L, L).transpose(1, 2), out=mass)  # (c, R, H·L): Σ_j row_j w_ij
 
 
