@@ -16,7 +16,7 @@ from typing import Callable, Optional, Union
 import torch
 import torch.nn.functional as F
 
-from .validate import broadcast_shapes, check_dim, require_float
+from .validate import broadcast_or_raise, broadcast_shapes, check_dim, require_float
 
 Tensor = torch.Tensor
 Hook = Optional[Callable[[str, Tensor], Tensor]]
@@ -152,7 +152,9 @@ def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Option
     """``softmax(q kᵀ · factor + add)`` in as few passes as eager BERT takes, when no step but the
     weights is wanted: a factor constant over keys goes on q (L·d multiplies, not L·S), the mask
     is added in place, and torch's fused softmax is used unless some row is fully masked (then
-    ours, which gives 0 not NaN). Peak: about two L×S matrices.
+    ours, which gives 0 not NaN). On the CPU without autograd the softmax is written over the
+    scores themselves (:func:`_softmax_over`), so that a call allocates one L×S matrix, not two;
+    elsewhere the peak is about two.
 
     ``q (..., H, L, d)``, ``k (..., H/groups, S, d)``: with ``groups`` > 1 (grouped-query heads)
     the query heads that share a k head are stacked along L (:func:`grouped`) and multiplied by
@@ -167,17 +169,32 @@ def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Option
     if per_key:
         att = att * factor
     if add is None:
-        return torch.softmax(att, dim=-1) if att.shape[-1] else att
+        return _softmax_over(att) if att.shape[-1] else att
     same = broadcast_shapes(att.shape, add.shape) == att.shape
     att = att.add_(add) if same else att + add  # (..., L, S)
     if att.shape[-1] == 0 or (not is_shared_causal(add) and bool(torch.isneginf(add).all(dim=-1).any())):
         return softmax(att, dim=-1)  # (..., L, S)
+    return _softmax_over(att)  # (..., L, S)
+
+
+def _softmax_over(att: Tensor) -> Tensor:
+    """``torch.softmax(att, -1)``, written over ``att`` (a tensor this module made and nobody else
+    holds) on the CPU when autograd does not need it. The CPU kernel reads each row before it
+    writes it, so the numbers are the out-of-place ones bit for bit (tests/kernels/test_lean_weights.py);
+    what it saves is a fresh L×S matrix per call: a weights trace keeps every layer's weights, so
+    the heap grows by them, and a second matrix per layer scatters them and makes it grow more
+    (each new page of memory costs a page fault)."""
+    if att.device.type == "cpu" and not att.requires_grad:
+        return torch.softmax(att, dim=-1, out=att)  # (..., L, S)
     return torch.softmax(att, dim=-1)  # (..., L, S)
 
 
 def scaled_q(q: Tensor, factor: Union[float, Tensor]) -> Tensor:
     """``q · factor`` written into a contiguous tensor (one pass), so that :func:`grouped` is a view."""
-    out = torch.empty(torch.broadcast_shapes(q.shape, getattr(factor, "shape", ())), dtype=q.dtype, device=q.device)
+    if torch.is_grad_enabled() and (q.requires_grad or getattr(factor, "requires_grad", False)):
+        return (q * factor).contiguous()  # out= has no gradient  # (..., H, L, d)
+    shape = q.shape if not isinstance(factor, Tensor) else broadcast_or_raise("q and the factor", q.shape, factor.shape)
+    out = torch.empty(shape, dtype=q.dtype, device=q.device)  # plain Python: torch.broadcast_shapes costs ~50 µs
     return torch.mul(q, factor, out=out)  # (..., H, L, d)
 
 

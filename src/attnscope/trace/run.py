@@ -84,7 +84,8 @@ def attached_hooks(model, fwd: HookMap = None, bwd: HookMap = None) -> Iterator[
     """
     targets = _targets(model, fwd, "hooks"), _targets(model, bwd, "bwd hooks")
     with model.lock:
-        points = name_hook_points(model)
+        # the walk over every module (~1 ms on SmolLM2) only when there is something to attach
+        points = name_hook_points(model) if targets[0] or targets[1] else {}
         handles: list[HookHandle] = []
         try:
             handles += _attach(points, targets[0], "fwd")
