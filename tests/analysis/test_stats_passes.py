@@ -12,14 +12,17 @@ from attnscope.analysis.stats import STAT_NAMES, StatOptions, attention_means, a
 from .patterns import batch, reference
 
 
-def float32_weights(lengths, H, seed, sharp=4.0, causal=False):
+def float32_weights(lengths, H, seed, sharp=4.0, causal=False, neighbours=0.0):
     """Softmax weights in float32 over right-padded texts with [CLS]/[SEP], punctuation, a few
-    keys underflowing to exactly 0 (sharp scores) and padding rows of garbage."""
+    keys underflowing to exactly 0 (sharp scores) and padding rows of garbage; ``neighbours``
+    is added to the scores of the previous key in heads 1, 4, … and of the next in heads 2, 5, …"""
     g = torch.Generator().manual_seed(seed)
     am, kinds = batch(lengths, punct_at=(2, 5, 9))
     B, L = am.shape
     s = torch.randn(B, H, L, L, generator=g) * sharp
     s[..., 0] += 2.0  # heads that lean on [CLS], as BERT's do
+    s[:, 1::3] += neighbours * torch.ones(L - 1).diag(-1)
+    s[:, 2::3] += neighbours * torch.ones(L - 1).diag(1)
     allowed = am[:, None, None, :].expand(B, H, L, L).clone()
     if causal:
         allowed &= torch.ones(L, L, dtype=torch.bool).tril()
@@ -107,3 +110,22 @@ def test_kept_buffers_do_not_leak_between_calls_or_threads():
                                            equal_nan=True)
     for name in STAT_NAMES:
         torch.testing.assert_close(again[name], first[name], rtol=0, atol=0, equal_nan=True)
+
+
+def test_argmax_is_read_from_the_weights_not_from_the_products(monkeypatch):
+    """The products' values of the previous/next weight only select rows to check (within
+    stats.NEAR of the maximum): rounded products (as a reduced-precision matmul setting gives)
+    leave argmax_prev/argmax_next exactly the loop's."""
+    import attnscope.analysis.stats as S
+    w, am, kinds = float32_weights([30, 17, 24], H=3, seed=8, neighbours=6.0)
+    want = reference(w, am, kinds)
+    real = S._chunk_passes
+
+    def rounded(w_, by_offset, key_rows, ent, row_max, offs, mass):
+        real(w_, by_offset, key_rows, ent, row_max, offs, mass)
+        offs.mul_(1 - 2.0**-9)  # every product a little low, as bfloat16 passes may be
+    monkeypatch.setattr(S, "_chunk_passes", rounded)
+    got = attention_means(w, am, kinds)
+    assert want["argmax_prev"].max() > 0.1 and want["argmax_next"].max() > 0.1, "the test wants argmax rows"
+    for name in ("argmax_prev", "argmax_next"):
+        np.testing.assert_array_equal(got[name].numpy(), want[name], err_msg=name)

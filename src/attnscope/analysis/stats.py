@@ -98,21 +98,29 @@ class StatOptions:
     causal: bool = False
 
 
-def _unique_max(w: Tensor, row_max: Tensor, top_prev: Tensor, top_next: Tensor) -> Tensor:
-    """(B, H, L) bool: the row's maximum is reached once, checked only on the rows whose previous
-    or next token is at the maximum (``top_prev``, ``top_next`` (B, H, L)), which are few: a
-    gather, not a pass. With that key set to -inf, the rest of the row stays below the maximum."""
+def _unique_max_at(w: Tensor, row_max: Tensor, near_prev: Tensor, near_next: Tensor) -> tuple[Tensor, Tensor]:
+    """``(B, H, L)`` bool each: the previous / next key is the row's unique maximum.
+
+    Only the rows whose previous or next weight is near the maximum (``near_*`` (B, H, L), a
+    superset) are read again, and from w itself, so that the answer is exact whatever the
+    products' rounding: the key's own weight equals the row's maximum, and with that key set to
+    -inf the rest of the row stays below it (ties do not count)."""
     L = w.shape[-1]
-    rows = top_prev | top_next  # (B, H, L)
-    out = torch.zeros(rows.numel(), dtype=torch.bool, device=rows.device)
+    rows = near_prev | near_next  # (B, H, L)
+    at_prev = torch.zeros(rows.numel(), dtype=torch.bool, device=rows.device)
+    at_next = torch.zeros_like(at_prev)
     idx = rows.reshape(-1).nonzero().squeeze(1)  # (K,) flat row numbers
     if idx.numel():
         cand = w.reshape(-1, L).index_select(0, idx)  # (K, L), a copy
         i = idx % L
-        col = torch.where(top_prev.reshape(-1)[idx], i - 1, i + 1).clamp_(0, L - 1)  # (K,): the key at the max
-        cand.scatter_(1, col[:, None], float("-inf"))
-        out[idx] = cand.amax(-1) < row_max.reshape(-1)[idx]
-    return out.view_as(rows)
+        top = row_max.reshape(-1)[idx]  # (K,)
+        col_p, col_n = (i - 1).clamp(min=0), (i + 1).clamp(max=L - 1)  # (K,) each
+        is_p = (i >= 1) & (cand.gather(1, col_p[:, None]).squeeze(1) == top)
+        is_n = (i <= L - 2) & (cand.gather(1, col_n[:, None]).squeeze(1) == top)
+        cand.scatter_(1, torch.where(is_p, col_p, col_n)[:, None], float("-inf"))
+        unique = (is_p | is_n) & (cand.amax(-1) < top)  # a tie of prev and next leaves one at the top
+        at_prev[idx], at_next[idx] = unique & is_p, unique & is_n
+    return at_prev.view_as(rows), at_next.view_as(rows)
 
 
 def check_inputs(weights: Tensor, attention_mask: Tensor, kinds: Mapping[str, Tensor]) -> None:
@@ -256,15 +264,16 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     # Everything below is (B, H, L)-sized or smaller.
     top = row_max.transpose(1, 2)  # (B, L, H): max_j w_ij
     d_all, w_prev, w_next = offs[:, :, 0], offs[:, :, 3], offs[:, :, 4]  # (B, L, H) each
-    top_prev, top_next = w_prev == top, w_next == top  # (B, L, H): the maximum, maybe tied
-    unique = _unique_max(w, row_max, top_prev.transpose(1, 2), top_next.transpose(1, 2)).transpose(1, 2)
+    near = top * (1 - NEAR)  # (B, L, H): below this, a product's value is not the row's maximum
+    argmax_prev, argmax_next = _unique_max_at(w, row_max, (w_prev >= near).transpose(1, 2),
+                                              (w_next >= near).transpose(1, 2))  # (B, H, L) each
     mass = mass.view(B, R, H, L)
     # the specials' part of the distance: Σ_s w_{i,s} |i - s| over the text's few special tokens
     d_special = (mass[:, 4:] * ctx.special_dist.to(dt)[:, :, None, :]).sum(1)  # (B, H, L)
     # a row holding NaN has a NaN maximum; its entropy is NaN too (the nansum of the passes skipped it)
     entropy = ent.masked_fill_(row_max.isnan(), float("nan")).neg_()  # (B, H, L)
-    rest = torch.stack([entropy, entropy / ctx.log_n[:, None, :].to(dt), (top_prev & unique).transpose(1, 2),
-                        (top_next & unique).transpose(1, 2), d_all.transpose(1, 2) - d_special], dim=1,
+    rest = torch.stack([entropy, entropy / ctx.log_n[:, None, :].to(dt), argmax_prev, argmax_next,
+                        d_all.transpose(1, 2) - d_special], dim=1,
                        out=_buffer("rest", (B, 5, H, L), dt, dev))  # (B, 5, H, L), in the order of _VALUES
     keep = ctx.counted.to(dt)  # (B, L, K)
     keep_t = keep.transpose(1, 2)[:, :, None, :]  # (B, K, 1, L)
@@ -302,7 +311,7 @@ def _chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, r
     five columns of ``by_offset``, per query row i, and the rows of ``key_rows``). The forms are
     the fastest measured on CPU (benchmarks/analysis.py): log+nansum beats clamp+log+sum, xlogy
     and entr; a product with a one-hot column is exactly the weight it picks (the other terms
-    are exact zeros), so ``to_prev`` can be compared with the row maximum.
+    are exact zeros).
     """
     c, H, L, _ = w.shape
     scratch = _buffer("scratch", w.shape, w.dtype, w.device)  # (c, H, L, L)
@@ -334,6 +343,11 @@ def _buffer(name: str, shape, dtype, device) -> Tensor:
         t = cache[name] = torch.empty(n, dtype=dtype)
     return t[:n].view(shape)
 
+
+#: Relative margin below a row's maximum within which a product's weight of the previous or next
+#: key is checked on the weights themselves (the products are exact for one-hot columns in IEEE
+#: float32; the margin covers a reduced-precision matmul setting, e.g. bfloat16 passes).
+NEAR = 2.0**-6
 
 #: Largest buffer kept per name and thread for the next call.
 KEEP_BYTES = 64 * 2**20
