@@ -129,3 +129,23 @@ def test_argmax_is_read_from_the_weights_not_from_the_products(monkeypatch):
     assert want["argmax_prev"].max() > 0.1 and want["argmax_next"].max() > 0.1, "the test wants argmax rows"
     for name in ("argmax_prev", "argmax_next"):
         np.testing.assert_array_equal(got[name].numpy(), want[name], err_msg=name)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("special_queries", [True, False])
+def test_uniform_distance_baseline_against_a_loop(causal, special_queries):
+    """uniform_distance_sums (two products with the key mask) against a loop over texts and queries."""
+    from attnscope.analysis.stats import uniform_distance_sums
+    lengths = [9, 4, 7, 1]
+    am, kinds = batch(lengths)
+    s, c = uniform_distance_sums(am, kinds, StatOptions(causal=causal, special_queries=special_queries))
+    want_s = want_c = 0.0
+    for b, n in enumerate(lengths):
+        for i in range(n):
+            if not special_queries and (kinds["cls"][b, i] or kinds["sep"][b, i]):
+                continue
+            keys = [j for j in range(n) if j <= i or not causal]
+            want_s += sum(abs(i - j) for j in keys) / len(keys)
+            want_c += 1
+    assert c.item() == want_c
+    assert s.item() == pytest.approx(want_s, rel=1e-15)

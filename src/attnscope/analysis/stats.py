@@ -413,11 +413,13 @@ def uniform_distance_sums(attention_mask: Tensor, kinds: Optional[Mapping[str, T
     special = kinds.get("special", kinds.get("cls", no) | kinds.get("sep", no)).to(real.device).bool() & real
     query = real if opt.special_queries else real & ~special  # (B, L)
     pos = torch.arange(L, device=real.device)
-    visible = real[:, None, :].expand(B, L, L)  # (B, L, L): key j visible to query i
+    seen = torch.ones(L, L, dtype=torch.float64, device=real.device)  # (L, L): query i may see key j
     if opt.causal:
-        visible = visible & (pos[None, None, :] <= pos[None, :, None])
-    dist = (pos[:, None] - pos[None, :]).abs().to(torch.float64)  # (L, L)
-    mean = (visible * dist).sum(-1) / visible.sum(-1).clamp(min=1)  # (B, L)
+        seen = seen.tril()
+    dist = (pos[:, None] - pos[None, :]).abs().to(torch.float64) * seen  # (L, L)
+    keys = real.to(torch.float64)  # (B, L): key j is real
+    # sums of whole numbers, exact in float64: Σ_j |i - j| and the count over the visible keys
+    mean = (keys @ dist.T) / (keys @ seen.T).clamp(min=1)  # (B, L)
     return torch.where(query, mean, 0.0).sum(), query.sum().to(torch.float64)
 
 
