@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Optional
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -38,22 +39,38 @@ TEXT = ("Attention lets every token look back at the tokens before it. A query i
         "the scores are scaled and turned into weights by a softmax, and the weights mix the values. ")
 
 
-def compare(fa, fb, repeat: int) -> tuple[float, float, float, float]:
+def minor_faults() -> int:
+    """Minor page faults of this process so far (0 where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def compare(fa, fb, repeat: int, faults: Optional[list] = None) -> tuple[float, float, float, float]:
     """``(median wall a, median wall b, wall ratio a/b, CPU ratio a/b)`` over ``repeat`` rounds, each
     round running both back to back (who goes first alternates) and giving one ratio; the ratios
     are the medians of those per-round ratios (benchmarks/timing.py says why). CPU time (this
-    process, all threads) is steadier than the wall clock on a loaded machine."""
+    process, all threads) is steadier than the wall clock on a loaded machine. With ``faults`` (a
+    list), the median minor page faults per call of a and of b are appended to it: each fresh 4 KiB
+    page costs one (~2 µs on the 2-core test machine), and how many a call takes depends on what
+    the heap kept from the call before, so they explain much of the spread between rounds."""
     fa(), fb()  # warm-up
     wall: dict[int, list[float]] = {0: [], 1: []}
     cpu: dict[int, list[float]] = {0: [], 1: []}
+    flt: dict[int, list[int]] = {0: [], 1: []}
     for r in range(repeat):
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
-            t, c = time.perf_counter(), time.process_time()
+            t, c, f = time.perf_counter(), time.process_time(), minor_faults()
             (fa, fb)[i]()
             wall[i].append(time.perf_counter() - t)
             cpu[i].append(time.process_time() - c)
+            flt[i].append(minor_faults() - f)
     ratio = statistics.median(a / b for a, b in zip(wall[0], wall[1]))
     cpu_ratio = statistics.median(a / b for a, b in zip(cpu[0], cpu[1]))
+    if faults is not None:
+        faults += [statistics.median(flt[0]), statistics.median(flt[1])]
     return statistics.median(wall[0]), statistics.median(wall[1]), ratio, cpu_ratio
 
 
@@ -120,8 +137,10 @@ def main() -> int:
         batch = ours.encode(TEXT * 40, truncate=True, max_length=args.tokens)
         hf_eager = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                                      attn_implementation="eager").eval()
+        trace_faults: list = []
         a, b, r, rc = compare(lambda: ours.trace(batch, names="layers.*.attn.weights"),
-                              functools.partial(hf_eager.model, input_ids=ids, output_attentions=True), args.repeat)
+                              functools.partial(hf_eager.model, input_ids=ids, output_attentions=True), args.repeat,
+                              faults=trace_faults)
         del hf_eager
         rows.append(("weights trace (all layers), s", a, b, r, rc, "≤ 1.0"))
 
@@ -152,6 +171,9 @@ def main() -> int:
     for label, a, b, r, rc, target in rows:
         cpu = f"{rc:10.3f}" if rc is not None else f"{'':10s}"
         print(f"{label:34s} {a:10.4g} {b:13.4g} {r:7.3f} {cpu}  {target}")
+    print(f"\nweights trace, minor page faults per call (median): attnscope {trace_faults[0]:.0f}, "
+          f"transformers {trace_faults[1]:.0f} (both keep every layer's weights, "
+          f"{ours.config.n_layers * ours.config.n_heads * ids.shape[1] ** 2 * 4 / 4096:.0f} pages)")
     print("\nratio: attnscope / transformers (time, memory); for tokens/s, attnscope's rate / transformers' "
           "(> 1 is faster). CPU ratio: the same with this process's CPU time, steadier on a loaded machine.")
     return 0
