@@ -29,8 +29,9 @@ from ..errors import ConfigError
 from .accumulate import StatsAccumulator
 from .decoder_heads import causal_attention_sums
 from .importance import as_model_batch
+from .passes import one_thread
 from .replica import replicate
-from .stats import BatchContext, StatOptions, attention_sums, batch_context, one_thread, uniform_distance_sums
+from .stats import BatchContext, StatOptions, attention_sums, batch_context, uniform_distance_sums
 
 Tensor = torch.Tensor
 

@@ -43,16 +43,13 @@ i.e. every counted query of the corpus weighs the same (long texts weigh more th
 
 from __future__ import annotations
 
-import math
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
 import torch
 
 from ..errors import ShapeError, fmt_shape
+from .passes import NEAR, buffer, chunk_passes, kept_sum, unique_max_at, worker_pool
 
 Tensor = torch.Tensor
 
@@ -96,31 +93,6 @@ class StatOptions:
     special_queries: bool = True
     window: int = 3
     causal: bool = False
-
-
-def _unique_max_at(w: Tensor, row_max: Tensor, near_prev: Tensor, near_next: Tensor) -> tuple[Tensor, Tensor]:
-    """``(B, H, L)`` bool each: the previous / next key is the row's unique maximum.
-
-    Only the rows whose previous or next weight is near the maximum (``near_*`` (B, H, L), a
-    superset) are read again, and from w itself, so that the answer is exact whatever the
-    products' rounding: the key's own weight equals the row's maximum, and with that key set to
-    -inf the rest of the row stays below it (ties do not count)."""
-    L = w.shape[-1]
-    rows = near_prev | near_next  # (B, H, L)
-    at_prev = torch.zeros(rows.numel(), dtype=torch.bool, device=rows.device)
-    at_next = torch.zeros_like(at_prev)
-    idx = rows.reshape(-1).nonzero().squeeze(1)  # (K,) flat row numbers
-    if idx.numel():
-        cand = w.reshape(-1, L).index_select(0, idx)  # (K, L), a copy
-        i = idx % L
-        top = row_max.reshape(-1)[idx]  # (K,)
-        col_p, col_n = (i - 1).clamp(min=0), (i + 1).clamp(max=L - 1)  # (K,) each
-        is_p = (i >= 1) & (cand.gather(1, col_p[:, None]).squeeze(1) == top)
-        is_n = (i <= L - 2) & (cand.gather(1, col_n[:, None]).squeeze(1) == top)
-        cand.scatter_(1, torch.where(is_p, col_p, col_n)[:, None], float("-inf"))
-        unique = (is_p | is_n) & (cand.amax(-1) < top)  # a tie of prev and next leaves one at the top
-        at_prev[idx], at_next[idx] = unique & is_p, unique & is_n
-    return at_prev.view_as(rows), at_next.view_as(rows)
 
 
 def check_inputs(weights: Tensor, attention_mask: Tensor, kinds: Mapping[str, Tensor]) -> None:
@@ -209,6 +181,13 @@ def batch_context(attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] 
         options=opt)
 
 
+#: Bytes of weights processed at once on a CPU: with the scratch matrix as large, about half of
+#: one core's L2 cache (MiniLM: one text of 12 heads, 0.75 MiB).
+CPU_CHUNK_BYTES = 2**20
+
+_chunk_passes = chunk_passes  # looked up here at each call (tests replace it)
+
+
 @torch.no_grad()
 def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
                    kinds: Optional[Mapping[str, Tensor]] = None, options: Optional[StatOptions] = None, *,
@@ -247,14 +226,14 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     starts = range(0, B, step)
     by_offset, key_rows = ctx.by_offset.to(dt), ctx.key_rows.to(dt)
     R = key_rows.shape[1]  # 4 kinds + S special tokens
-    ent, row_max = _buffer("ent", (B, H, L), dt, dev), _buffer("max", (B, H, L), dt, dev)  # Σ w ln w, max_j w
-    offs = _buffer("offs", (B, L, 5, H), dt, dev)  # products with by_offset
-    mass = _buffer("mass", (B, R, H * L), dt, dev)  # products with key_rows
+    ent, row_max = buffer("ent", (B, H, L), dt, dev), buffer("max", (B, H, L), dt, dev)  # Σ w ln w, max_j w
+    offs = buffer("offs", (B, L, 5, H), dt, dev)  # products with by_offset
+    mass = buffer("mass", (B, R, H * L), dt, dev)  # products with key_rows
 
     def chunk(b: int) -> None:
         _chunk_passes(w[b:b + step], by_offset, key_rows[b:b + step], ent[b:b + step], row_max[b:b + step],
                       offs[b:b + step], mass[b:b + step])
-    pool = _worker_pool(torch.get_num_threads()) if dev.type == "cpu" and len(starts) > 1 else None
+    pool = worker_pool(torch.get_num_threads()) if dev.type == "cpu" and len(starts) > 1 else None
     if pool is None:
         for b in starts:
             chunk(b)
@@ -265,7 +244,7 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     top = row_max.transpose(1, 2)  # (B, L, H): max_j w_ij
     d_all, w_prev, w_next = offs[:, :, 0], offs[:, :, 3], offs[:, :, 4]  # (B, L, H) each
     near = top * (1 - NEAR)  # (B, L, H): below this, a product's value is not the row's maximum
-    argmax_prev, argmax_next = _unique_max_at(w, row_max, (w_prev >= near).transpose(1, 2),
+    argmax_prev, argmax_next = unique_max_at(w, row_max, (w_prev >= near).transpose(1, 2),
                                               (w_next >= near).transpose(1, 2))  # (B, H, L) each
     mass = mass.view(B, R, H, L)
     # the specials' part of the distance: Σ_s w_{i,s} |i - s| over the text's few special tokens
@@ -274,129 +253,17 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     entropy = ent.masked_fill_(row_max.isnan(), float("nan")).neg_()  # (B, H, L)
     rest = torch.stack([entropy, entropy / ctx.log_n[:, None, :].to(dt), argmax_prev, argmax_next,
                         d_all.transpose(1, 2) - d_special], dim=1,
-                       out=_buffer("rest", (B, 5, H, L), dt, dev))  # (B, 5, H, L), in the order of _VALUES
+                       out=buffer("rest", (B, 5, H, L), dt, dev))  # (B, 5, H, L), in the order of _VALUES
     keep = ctx.counted.to(dt)  # (B, L, K)
     keep_t = keep.transpose(1, 2)[:, :, None, :]  # (B, K, 1, L)
-    sums = torch.cat([_kept_sum(offs, keep[:, :, :5, None], 1).T,  # (H, 5)
-                      _kept_sum(mass[:, :4], keep_t[:, 5:9], -1).T,  # (H, 4)
-                      _kept_sum(rest, keep_t[:, 9:], -1).T], dim=1)  # (H, 5) -> (H, K)
+    sums = torch.cat([kept_sum(offs, keep[:, :, :5, None], 1).T,  # (H, 5)
+                      kept_sum(mass[:, :4], keep_t[:, 5:9], -1).T,  # (H, 4)
+                      kept_sum(rest, keep_t[:, 9:], -1).T], dim=1)  # (H, 5) -> (H, K)
     counts = ctx.counted.sum(dim=(0, 1)).to(torch.float64)  # (K,)
     out = {v: (sums[:, k], counts[k].expand(H)) for k, v in enumerate(_VALUES)}
     # the content distance is Σ w|i-j| / Σ w over content keys: its count is the content mass
     out["distance_content"] = (out["distance_content"][0], out.pop("_content_mass")[0])
     return {name: out[name] for name in STAT_NAMES}
-
-
-def _kept_sum(x: Tensor, keep: Tensor, dim: int) -> Tensor:
-    """``Σ x·keep`` over ``dim`` (in x's dtype: float32 sums of a text's queries are within 3e-8
-    of float64 ones) and then over texts (dim 0, float64); x is overwritten. ``keep`` is 1 for
-    the counted queries, 0 for the others, broadcast to x.
-
-    Rows of padding queries may hold NaN or inf (a fully masked row), which a 0 does not
-    cancel: where the sums are not finite, the uncounted values are set to 0 instead (NaN then
-    survives only where it counts, as it should)."""
-    s = x.mul_(keep).sum(dim).sum(0, dtype=torch.float64)
-    if not bool(torch.isfinite(s).all()):
-        s = x.masked_fill_(keep == 0, 0.0).sum(dim).sum(0, dtype=torch.float64)
-    return s
-
-
-def _chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, row_max: Tensor, offs: Tensor,
-                  mass: Tensor) -> None:
-    """The full-size passes over the weights ``w (c, H, L, L)`` of a few texts, written into
-    ``ent, row_max (c, H, L)``, ``offs (c, L, 5, H)`` and ``mass (c, R, H·L)``.
-
-    Six passes: three for the entropy (log, multiply, nansum: one scratch matrix, reused across
-    calls), the row maximum, and two matrix products that read w once for all the rest (the
-    five columns of ``by_offset``, per query row i, and the rows of ``key_rows``). The forms are
-    the fastest measured on CPU (benchmarks/analysis.py): log+nansum beats clamp+log+sum, xlogy
-    and entr; a product with a one-hot column is exactly the weight it picks (the other terms
-    are exact zeros).
-    """
-    c, H, L, _ = w.shape
-    scratch = _buffer("scratch", w.shape, w.dtype, w.device)  # (c, H, L, L)
-    torch.log(w, out=scratch)  # the first read of w: the log's arithmetic hides under the memory's wait
-    torch.nansum(scratch.mul_(w), -1, out=ent)  # (c, H, L): Σ_j w_ij ln w_ij, 0·ln 0 = NaN skipped
-    torch.amax(w, -1, out=row_max)  # (c, H, L)
-    rows = w.view(c * H, L, L).transpose(0, 1)  # (L, c·H, L): query i's rows of every head
-    if c == 1:
-        torch.bmm(by_offset, rows.transpose(1, 2), out=offs[0])  # (L, 5, H)
-    else:
-        offs.copy_(torch.bmm(by_offset, rows.transpose(1, 2)).view(L, 5, c, H).permute(2, 0, 1, 3))  # (c, L, 5, H)
-    torch.bmm(key_rows, w.view(c, H * L, L).transpose(1, 2), out=mass)  # (c, R, H·L): Σ_j row_j w_ij
-
-
-_LOCAL = threading.local()
-
-
-def _buffer(name: str, shape, dtype, device) -> Tensor:
-    """A tensor to write into. On a CPU, one per name and thread is kept (up to
-    :data:`KEEP_BYTES`) and reused by the next call that fits in it: a fresh one costs a page
-    fault per 4 KiB on its first write, about a pass's time."""
-    shape = tuple(shape)
-    n = math.prod(shape)
-    if torch.device(device).type != "cpu" or n * dtype.itemsize > KEEP_BYTES:
-        return torch.empty(shape, dtype=dtype, device=device)
-    cache = _LOCAL.__dict__.setdefault("buffers", {})
-    t = cache.get(name)
-    if t is None or t.dtype != dtype or t.numel() < n:
-        t = cache[name] = torch.empty(n, dtype=dtype)
-    return t[:n].view(shape)
-
-
-#: Relative margin below a row's maximum within which a product's weight of the previous or next
-#: key is checked on the weights themselves (the products are exact for one-hot columns in IEEE
-#: float32; the margin covers a reduced-precision matmul setting, e.g. bfloat16 passes).
-NEAR = 2.0**-6
-
-#: Largest buffer kept per name and thread for the next call.
-KEEP_BYTES = 64 * 2**20
-
-
-#: Bytes of weights processed at once on a CPU: with the scratch matrix as large, about half of
-#: one core's L2 cache (MiniLM: one text of 12 heads, 0.75 MiB).
-CPU_CHUNK_BYTES = 2**20
-
-_POOLS: dict = {}
-_POOL_LOCK = threading.Lock()
-
-
-def one_thread() -> None:
-    """Make the calling thread's torch ops run on one thread, whatever the process's setting.
-
-    torch sets a thread's OpenMP thread count from the process's setting lazily, at the thread's
-    first op; asking for the count first does that now, so that the 1 set after it sticks (a set
-    before it would be undone once the process's setting is restored)."""
-    torch.get_num_threads()
-    torch.set_num_threads(1)
-
-
-def _worker_pool(n: int) -> Optional[ThreadPoolExecutor]:
-    """n threads whose torch ops each run on one thread (None for n = 1, or without OpenMP).
-
-    The statistics are many small ops; split over torch's own threads, each op ends in an OpenMP
-    barrier, which on a shared machine costs more than the arithmetic. OpenMP keeps its thread
-    count per thread, so workers set theirs to 1 and the caller's stays as it was (restored once
-    every worker has started, since the first set also moves the process default).
-    """
-    if n <= 1 or "OpenMP" not in torch.__config__.parallel_info():
-        return None
-    with _POOL_LOCK:
-        key = (os.getpid(), n)  # a forked child has the dict but not the threads
-        if key not in _POOLS:
-            before = torch.get_num_threads()
-            started = threading.Barrier(n + 1)
-
-            def init() -> None:
-                one_thread()
-                started.wait()
-            pool = ThreadPoolExecutor(n, thread_name_prefix="attnscope-stats", initializer=init)
-            for _ in range(n):  # start all n now, so that the barrier is reached
-                pool.submit(lambda: None)
-            started.wait()
-            torch.set_num_threads(before)
-            _POOLS[key] = pool
-        return _POOLS[key]
 
 
 @torch.no_grad()

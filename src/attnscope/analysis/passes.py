@@ -1,0 +1,151 @@
+"""The passes of :mod:`.stats` over each layer's weights, and what makes them cheap on a CPU:
+buffers kept per thread and single-threaded workers.
+
+:func:`chunk_passes` reads the weights of a few texts six times (the entropy's log, multiply and
+nansum, the row maximum, two matrix products); the rest of the statistics is (B, H, L)-sized work
+in :func:`.stats.attention_sums`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+import torch
+
+Tensor = torch.Tensor
+
+_LOCAL = threading.local()
+
+
+def buffer(name: str, shape, dtype, device) -> Tensor:
+    """A tensor to write into. On a CPU, one per name and thread is kept (up to
+    :data:`KEEP_BYTES`) and reused by the next call that fits in it: a fresh one costs a page
+    fault per 4 KiB on its first write, about a pass's time."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    if torch.device(device).type != "cpu" or n * dtype.itemsize > KEEP_BYTES:
+        return torch.empty(shape, dtype=dtype, device=device)
+    cache = _LOCAL.__dict__.setdefault("buffers", {})
+    t = cache.get(name)
+    if t is None or t.dtype != dtype or t.numel() < n:
+        t = cache[name] = torch.empty(n, dtype=dtype)
+    return t[:n].view(shape)
+
+
+#: Relative margin below a row's maximum within which a product's weight of the previous or next
+#: key is checked on the weights themselves (the products are exact for one-hot columns in IEEE
+#: float32; the margin covers a reduced-precision matmul setting, e.g. bfloat16 passes).
+NEAR = 2.0**-6
+
+#: Largest buffer kept per name and thread for the next call.
+KEEP_BYTES = 64 * 2**20
+
+
+_POOLS: dict = {}
+_POOL_LOCK = threading.Lock()
+
+
+def one_thread() -> None:
+    """Make the calling thread's torch ops run on one thread, whatever the process's setting.
+
+    torch sets a thread's OpenMP thread count from the process's setting lazily, at the thread's
+    first op; asking for the count first does that now, so that the 1 set after it sticks (a set
+    before it would be undone once the process's setting is restored)."""
+    torch.get_num_threads()
+    torch.set_num_threads(1)
+
+
+def worker_pool(n: int) -> Optional[ThreadPoolExecutor]:
+    """n threads whose torch ops each run on one thread (None for n = 1, or without OpenMP).
+
+    The statistics are many small ops; split over torch's own threads, each op ends in an OpenMP
+    barrier, which on a shared machine costs more than the arithmetic. OpenMP keeps its thread
+    count per thread, so workers set theirs to 1 and the caller's stays as it was (restored once
+    every worker has started, since the first set also moves the process default).
+    """
+    if n <= 1 or "OpenMP" not in torch.__config__.parallel_info():
+        return None
+    with _POOL_LOCK:
+        key = (os.getpid(), n)  # a forked child has the dict but not the threads
+        if key not in _POOLS:
+            before = torch.get_num_threads()
+            started = threading.Barrier(n + 1)
+
+            def init() -> None:
+                one_thread()
+                started.wait()
+            pool = ThreadPoolExecutor(n, thread_name_prefix="attnscope-stats", initializer=init)
+            for _ in range(n):  # start all n now, so that the barrier is reached
+                pool.submit(lambda: None)
+            started.wait()
+            torch.set_num_threads(before)
+            _POOLS[key] = pool
+        return _POOLS[key]
+
+
+def unique_max_at(w: Tensor, row_max: Tensor, near_prev: Tensor, near_next: Tensor) -> tuple[Tensor, Tensor]:
+    """``(B, H, L)`` bool each: the previous / next key is the row's unique maximum.
+
+    Only the rows whose previous or next weight is near the maximum (``near_*`` (B, H, L), a
+    superset) are read again, and from w itself, so that the answer is exact whatever the
+    products' rounding: the key's own weight equals the row's maximum, and with that key set to
+    -inf the rest of the row stays below it (ties do not count)."""
+    L = w.shape[-1]
+    rows = near_prev | near_next  # (B, H, L)
+    at_prev = torch.zeros(rows.numel(), dtype=torch.bool, device=rows.device)
+    at_next = torch.zeros_like(at_prev)
+    idx = rows.reshape(-1).nonzero().squeeze(1)  # (K,) flat row numbers
+    if idx.numel():
+        cand = w.reshape(-1, L).index_select(0, idx)  # (K, L), a copy
+        i = idx % L
+        top = row_max.reshape(-1)[idx]  # (K,)
+        col_p, col_n = (i - 1).clamp(min=0), (i + 1).clamp(max=L - 1)  # (K,) each
+        is_p = (i >= 1) & (cand.gather(1, col_p[:, None]).squeeze(1) == top)
+        is_n = (i <= L - 2) & (cand.gather(1, col_n[:, None]).squeeze(1) == top)
+        cand.scatter_(1, torch.where(is_p, col_p, col_n)[:, None], float("-inf"))
+        unique = (is_p | is_n) & (cand.amax(-1) < top)  # a tie of prev and next leaves one at the top
+        at_prev[idx], at_next[idx] = unique & is_p, unique & is_n
+    return at_prev.view_as(rows), at_next.view_as(rows)
+
+
+def kept_sum(x: Tensor, keep: Tensor, dim: int) -> Tensor:
+    """``Σ x·keep`` over ``dim`` (in x's dtype: float32 sums of a text's queries are within 3e-8
+    of float64 ones) and then over texts (dim 0, float64); x is overwritten. ``keep`` is 1 for
+    the counted queries, 0 for the others, broadcast to x.
+
+    Rows of padding queries may hold NaN or inf (a fully masked row), which a 0 does not
+    cancel: where the sums are not finite, the uncounted values are set to 0 instead (NaN then
+    survives only where it counts, as it should)."""
+    s = x.mul_(keep).sum(dim).sum(0, dtype=torch.float64)
+    if not bool(torch.isfinite(s).all()):
+        s = x.masked_fill_(keep == 0, 0.0).sum(dim).sum(0, dtype=torch.float64)
+    return s
+
+
+def chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, row_max: Tensor, offs: Tensor,
+                  mass: Tensor) -> None:
+    """The full-size passes over the weights ``w (c, H, L, L)`` of a few texts, written into
+    ``ent, row_max (c, H, L)``, ``offs (c, L, 5, H)`` and ``mass (c, R, H·L)``.
+
+    Six passes: three for the entropy (log, multiply, nansum: one scratch matrix, reused across
+    calls), the row maximum, and two matrix products that read w once for all the rest (the
+    five columns of ``by_offset``, per query row i, and the rows of ``key_rows``). The forms are
+    the fastest measured on CPU (benchmarks/analysis.py): log+nansum beats clamp+log+sum, xlogy
+    and entr; a product with a one-hot column is exactly the weight it picks (the other terms
+    are exact zeros).
+    """
+    c, H, L, _ = w.shape
+    scratch = buffer("scratch", w.shape, w.dtype, w.device)  # (c, H, L, L)
+    torch.log(w, out=scratch)  # the first read of w: the log's arithmetic hides under the memory's wait
+    torch.nansum(scratch.mul_(w), -1, out=ent)  # (c, H, L): Σ_j w_ij ln w_ij, 0·ln 0 = NaN skipped
+    torch.amax(w, -1, out=row_max)  # (c, H, L)
+    rows = w.view(c * H, L, L).transpose(0, 1)  # (L, c·H, L): query i's rows of every head
+    if c == 1:
+        torch.bmm(by_offset, rows.transpose(1, 2), out=offs[0])  # (L, 5, H)
+    else:
+        offs.copy_(torch.bmm(by_offset, rows.transpose(1, 2)).view(L, 5, c, H).permute(2, 0, 1, 3))  # (c, L, 5, H)
+    torch.bmm(key_rows, w.view(c, H * L, L).transpose(1, 2), out=mass)  # (c, R, H·L): Σ_j row_j w_ij
