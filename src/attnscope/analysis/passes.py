@@ -131,17 +131,22 @@ def chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, ro
     """The full-size passes over the weights ``w (c, H, L, L)`` of a few texts, written into
     ``ent, row_max (c, H, L)``, ``offs (c, L, 5, H)`` and ``mass (c, R, H·L)``.
 
-    Six passes: three for the entropy (log, multiply, nansum: one scratch matrix, reused across
-    calls), the row maximum, and two matrix products that read w once for all the rest (the
+    Seven passes: four for the entropy (clamp, log, multiply, nansum: one scratch matrix, reused
+    across calls), the row maximum, and two matrix products that read w once for all the rest (the
     five columns of ``by_offset``, per query row i, and the rows of ``key_rows``). The forms are
-    the fastest measured on CPU (benchmarks/analysis.py): log+nansum beats clamp+log+sum, xlogy
+    the fastest measured on CPU (benchmarks/analysis.py): clamp+log+nansum beats xlogy
     and entr; a product with a one-hot column is exactly the weight it picks (the other terms
     are exact zeros).
     """
     c, H, L, _ = w.shape
     scratch = buffer("scratch", w.shape, w.dtype, w.device)  # (c, H, L, L)
-    torch.log(w, out=scratch)  # the first read of w: the log's arithmetic hides under the memory's wait
-    torch.nansum(scratch.mul_(w), -1, out=ent)  # (c, H, L): Σ_j w_ij ln w_ij, 0·ln 0 = NaN skipped
+    # The first read of w. ln of an exact 0 (every masked key: half of a causal matrix) takes the
+    # CPU log's slow path, 10× a normal entry, so zeros (and subnormals) become the smallest normal
+    # first: 0 · ln(tiny) = 0 is exactly the 0 · ln 0 = 0 the entropy wants, and for
+    # 0 < w < tiny, w · ln(tiny) differs from w · ln w by less than 1e-36.
+    torch.clamp_min(w, torch.finfo(w.dtype).tiny, out=scratch)
+    torch.log_(scratch)
+    torch.nansum(scratch.mul_(w), -1, out=ent)  # (c, H, L): Σ_j w_ij ln w_ij (a NaN row: see the caller)
     torch.amax(w, -1, out=row_max)  # (c, H, L)
     rows = w.view(c * H, L, L).transpose(0, 1)  # (L, c·H, L): query i's rows of every head
     if c == 1:
