@@ -1,8 +1,8 @@
 """The passes of :mod:`.stats` over each layer's weights, and what makes them cheap on a CPU:
 buffers kept per thread and single-threaded workers.
 
-:func:`chunk_passes` reads the weights of a few texts six times (the entropy's log, multiply and
-nansum, the row maximum, two matrix products); the rest of the statistics is (B, H, L)-sized work
+:func:`chunk_passes` reads the weights of a few texts seven times (the entropy's clamp, log,
+multiply and nansum, the row maximum, two matrix products); the rest of the statistics is (B, H, L)-sized work
 in :func:`.stats.attention_sums`.
 """
 
