@@ -31,6 +31,8 @@ import os
 import statistics
 import time
 
+import bench_env  # first: sets the thread wait policy before torch starts
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -202,6 +204,7 @@ def importance(model, ids, rounds: int):
 
 
 def main() -> None:
+    print(bench_env.describe())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds for MiniLM (after one warm-up)")
     ap.add_argument("--batches", type=int, default=4, help="MiniLM batches per round and run")

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 
+import bench_env  # first: sets the thread wait policy before torch starts
 import torch
 import torch.nn.functional as F
 
@@ -196,6 +197,7 @@ def fmt_bytes(n: int) -> str:
 
 
 def main(argv=None) -> int:
+    print(bench_env.describe())
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lengths", type=int, nargs="+", default=[128, 512, 2048, 8192])
     p.add_argument("--repeats", type=int, default=5)

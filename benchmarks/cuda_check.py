@@ -31,6 +31,7 @@ import statistics
 import sys
 import traceback
 
+import bench_env  # first: sets the thread wait policy before torch starts
 import torch
 import torch.nn.functional as F
 
@@ -252,6 +253,7 @@ def ratios(dev, lengths, repeats: int) -> list[tuple]:
 
 
 def main() -> int:
+    print(bench_env.describe())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lengths", type=int, nargs="+", default=[2048, 8192, 16384])
     ap.add_argument("--repeats", type=int, default=10)

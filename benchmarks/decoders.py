@@ -30,6 +30,8 @@ import sys
 import time
 from typing import Optional
 
+import bench_env  # first: sets the thread wait policy before torch starts
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -108,6 +110,7 @@ def load_stats(which: str, name: str, path: str) -> dict:
 
 
 def main() -> int:
+    print(bench_env.describe())
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--tokens", type=int, default=256, help="length of the forward/trace text")

@@ -42,6 +42,7 @@ import statistics
 import sys
 import time
 
+import bench_env  # first: sets the thread wait policy before torch starts
 import torch
 import torch.nn.functional as F
 
@@ -313,6 +314,7 @@ def fmt_s(s: float) -> str:
 
 
 def main() -> None:
+    print(bench_env.describe())
     from attnscope.scorings import SCORINGS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lengths", type=int, nargs="+", default=[2048, 8192, 16384])

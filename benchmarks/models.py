@@ -27,6 +27,7 @@ import sys
 import time
 import weakref
 
+import bench_env  # first: sets the thread wait policy before torch starts
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
@@ -106,6 +107,7 @@ def peak_bytes(fn, existing) -> tuple[int, object]:
 
 
 def main(argv=None) -> None:
+    print(bench_env.describe())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--length", type=int, default=128)

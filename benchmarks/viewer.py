@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_env  # first: sets the thread wait policy before torch starts
+
 WORDS = ("attention lets every token look at every other token and mix their values by weights that "
          "come from a softmax of scaled dot products between queries and keys so the same word gets "
          "a different vector in a different sentence which is what context awareness means").split()
@@ -206,6 +208,7 @@ def shots(page, folder: Path) -> None:
 
 
 def main(argv=None) -> int:
+    print(bench_env.describe())
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--file-tokens", type=int, nargs="*", default=[128, 512])
     ap.add_argument("--serve-tokens", type=int, nargs="*", default=[512, 2048, 8192])

@@ -1,0 +1,157 @@
+"""Time and peak memory of a full trace against transformers, per sequence length, each point in a fresh process.
+
+    python benchmarks/scaling.py [--model smollm2-135m|minilm] [--lengths 512 2048 4096] [--repeat 3]
+
+For every length L and every side, a new Python process loads the model, builds one text of exactly
+L tokens, runs the call once (its peak resident memory above the memory after loading and encoding
+is the *peak* column: the high-water mark of that first call), then ``--repeat`` more times (the
+median is the *time* column). Sides:
+
+* ``attnscope trace``: ``model.trace(ids)`` — every named intermediate of the pass;
+* ``eager + attn + hidden``: transformers eager attention with ``output_attentions=True`` and
+  ``output_hidden_states=True`` (what a transformers user keeps to see the same pass);
+* ``sdpa``: transformers with SDPA, the plain forward (a floor: it keeps nothing).
+
+A fresh process per point keeps one point's heap from shaping the next one's faults and peak.
+The ratios are attnscope / eager; the fitted exponent is the slope of log(time) and log(peak) over
+log(L) by least squares (2 would be the L×L tensors dominating). The printed header gives the
+thread wait policy (both sides: the same environment, inherited), the CPUs and the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+import bench_env  # first: sets the thread wait policy before torch starts
+
+_POINT = r"""
+import json, os, resource, statistics, sys, time
+import torch
+side, model_name, L, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+torch.manual_seed(0)
+
+def rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+
+import attnscope
+from attnscope.models.loader import default_model_path
+from attnscope.models.packages import package_model_path
+if side == "attnscope":
+    model = attnscope.load(None if model_name == "minilm" else model_name)
+    vocab = model.config.vocab_size
+else:
+    import transformers
+    transformers.logging.set_verbosity_error()
+    impl = "eager" if side == "eager" else "sdpa"
+    if model_name == "minilm":
+        model = transformers.AutoModel.from_pretrained(str(default_model_path()), attn_implementation=impl).eval()
+    else:
+        path = package_model_path(model_name)
+        model = transformers.AutoModel.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                       attn_implementation=impl).eval()
+    vocab = model.config.vocab_size
+ids = torch.randint(1000, min(vocab, 20000), (1, L))          # (1, L) ordinary tokens, no specials
+mask = torch.ones_like(ids)
+if side == "attnscope":
+    from attnscope.tokenizer import Batch
+    batch = Batch(ids, mask, torch.zeros_like(ids), [[str(i) for i in ids[0].tolist()]], ["(random ids)"])
+
+def call():
+    if side == "attnscope":
+        return model.trace(batch)  # every named intermediate
+    with torch.no_grad():
+        if side == "eager":
+            return model(input_ids=ids, attention_mask=mask, output_attentions=True, output_hidden_states=True)
+        return model(input_ids=ids, attention_mask=mask)
+
+base = rss()
+t0 = time.perf_counter()
+out = call()
+first = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+del out
+times = []
+for _ in range(repeat):
+    t0 = time.perf_counter()
+    out = call()
+    times.append(time.perf_counter() - t0)
+    del out
+print(json.dumps({"seconds": statistics.median(times), "first": first, "peak": peak}))
+"""
+
+SIDES = ("attnscope", "eager", "sdpa")
+LABELS = {"attnscope": "attnscope trace", "eager": "eager + attn + hidden", "sdpa": "sdpa forward"}
+
+
+def point(side: str, model: str, L: int, repeat: int) -> dict:
+    """One fresh process: {"seconds", "first", "peak"} (s, s, bytes above the loaded model)."""
+    out = subprocess.run([sys.executable, "-c", _POINT, side, model, str(L), str(repeat)],
+                         capture_output=True, text=True, env=dict(os.environ))
+    if out.returncode != 0:
+        tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+        return {"error": " | ".join(tail)}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def slope(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of log y over log x (the exponent of y ∝ x^k)."""
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    den = sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / den if den else float("nan")
+
+
+def main(argv=None) -> int:
+    print(bench_env.describe())
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m", help="smollm2-135m, gemma-3-270m or minilm (the default model)")
+    ap.add_argument("--lengths", type=int, nargs="+", default=None,
+                    help="token counts (default: 512 2048 4096 for decoders, 128 512 for MiniLM)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed calls per point after the first")
+    ap.add_argument("--json", help="also write the points to this JSON file")
+    args = ap.parse_args(argv)
+    lengths = args.lengths or ([128, 512] if args.model == "minilm" else [512, 2048, 4096])
+    results: dict[str, dict[int, dict]] = {s: {} for s in SIDES}
+    for L in lengths:
+        for s in SIDES:
+            results[s][L] = point(s, args.model, L, args.repeat)
+            r = results[s][L]
+            shown = r.get("error") or f"{r['seconds']:.3f} s, peak {r['peak'] / 2**20:.0f} MiB"
+            print(f"  L={L:5d} {LABELS[s]:24s} {shown}  (load {os.getloadavg()[0]:.2f})", flush=True)
+    print(f"\n{args.model}: time (s) and peak memory above the loaded model (MiB), one fresh process per point")
+    print(f"{'L':>6s} " + " ".join(f"{LABELS[s] + ' s':>26s} {'MiB':>7s}" for s in SIDES)
+          + f" {'time ratio':>11s} {'memory ratio':>13s}")
+    for L in lengths:
+        cells, ok = [], all("error" not in results[s][L] for s in SIDES)
+        for s in SIDES:
+            r = results[s][L]
+            cells.append(f"{'error':>26s} {'':>7s}" if "error" in r else f"{r['seconds']:26.3f} {r['peak'] / 2**20:7.0f}")
+        ratios = (f" {results['attnscope'][L]['seconds'] / results['eager'][L]['seconds']:11.3f}"
+                  f" {results['attnscope'][L]['peak'] / max(results['eager'][L]['peak'], 1):13.3f}") if ok else ""
+        print(f"{L:6d} " + " ".join(cells) + ratios)
+    if len(lengths) > 1:
+        print("\nfitted exponent (time ∝ L^k, peak ∝ L^k):")
+        for s in SIDES:
+            good = [L for L in lengths if "error" not in results[s][L]]
+            if len(good) > 1:
+                print(f"  {LABELS[s]:24s} time k = {slope(good, [results[s][L]['seconds'] for L in good]):.2f}, "
+                      f"peak k = {slope(good, [max(results[s][L]['peak'], 1) for L in good]):.2f}")
+    print("\nratios: attnscope full trace / transformers eager with attentions and hidden states "
+          "(issue 26's targets: time ≤ 1.1, memory ≤ 1.2)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": args.model, "env": bench_env.describe(),
+                       "points": {s: {str(L): r for L, r in v.items()} for s, v in results.items()}}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
