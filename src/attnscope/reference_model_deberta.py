@@ -26,6 +26,7 @@ from typing import Optional
 import numpy as np
 
 from . import reference as R
+from .reference_model_blocks import attention, encoder_layer
 
 Array = np.ndarray
 
@@ -89,7 +90,6 @@ def position_projections(model, i: int, table: Array) -> tuple[Optional[Array], 
 def layer(model, i: int, x: Array, f: dict) -> dict:
     """Every trace name of DeBERTa's layer ``i`` on ``x (L, d)``; ``f`` holds :func:`relative`'s
     keys (absent without relative attention)."""
-    from .reference_model import attention, encoder_layer
     c = model.config
     types = tuple(c.pos_att_type) if c.relative_attention else ()
     factor = float(c.query_scale)

@@ -27,7 +27,11 @@ import numpy as np
 
 from . import reference as R
 from .errors import InputError
-from .reference_model import _lin, _ln, _rms, attention, check_supported, feed_forward
+from .reference_model import check_supported
+from .reference_model_blocks import attention, feed_forward
+from .reference_model_blocks import layer_norm_of as _ln
+from .reference_model_blocks import linear_of as _lin
+from .reference_model_blocks import rms_norm_of as _rms
 
 Array = np.ndarray
 

@@ -5,12 +5,12 @@ Gemma 3), from Hugging Face folders, GGUF files and installed model packages.
 ``attnscope.load(path=None)`` reads a local Hugging Face folder (default: the packaged
 all-MiniLM-L6-v2), a ``.gguf`` file, or a model package name (``"smollm2-135m"``,
 ``"gemma-3-270m"``). Each family's config translation and weight-name mapping lives in its own
-file: :mod:`.bert`, :mod:`.roberta`, :mod:`.gpt2`, :mod:`.llama`, :mod:`.qwen2`, :mod:`.mistral`,
-:mod:`.gemma3` (the decoders share :mod:`.decoder_family`).
+file of :mod:`.families` (``bert``, ``roberta``, ``gpt2``, ``llama``, ``qwen2``, ``mistral``,
+``gemma3``, …; the decoders share :mod:`.decoder_family`), found by the registry's scan of that folder.
 """
 
 from .base import LoadedModel
-from .deberta_v2 import DebertaModel
+from .deberta_model import DebertaModel
 from .decoder_model import DecoderModel
 from .encoder_model import EncoderModel
 from .generation import Generation

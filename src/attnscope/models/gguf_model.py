@@ -18,6 +18,7 @@ from ..errors import ModelLoadError
 from ..tokenizer import Tokenizer
 from .packages import find_package, license_notice, package_model_path
 from .registry import family_for
+from .weights import map_weights
 
 if TYPE_CHECKING:
     from .decoder_model import DecoderModel
@@ -52,7 +53,6 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
     the config values the file does not store (with where they came from).
     """
     from .gguf import load_gguf
-    from .loader import map_weights  # the folder loader's weight mapping (a function-level import: no cycle)
 
     package = find_package(str(path)) if not Path(str(path)).expanduser().exists() else None
     file = package_model_path(str(path)) if package is not None else Path(path).expanduser()

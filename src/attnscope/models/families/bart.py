@@ -35,11 +35,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..errors import ConfigError, ModelLoadError
-from ..modules.seq2seq import Seq2SeqConfig
-from .registry import Family, WeightRule, fuse_rows, hf_activation, register, setting, tokenizer_by_files
-from .seq2seq_generation import generation_settings
-from .seq2seq_model import Seq2SeqModel
+from ...errors import ConfigError, ModelLoadError
+from ...modules.seq2seq import Seq2SeqConfig
+from ..registry import Family, WeightRule, fuse_rows, hf_activation, register, setting, tokenizer_by_files
+from ..seq2seq_generation import generation_settings
+from ..seq2seq_model import Seq2SeqModel
 
 
 def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Union
 
-from ..config import TransformerConfig
-from ..errors import ModelLoadError
-from .registry import Family, WeightRule, fuse_rows, hf_activation, register, setting
+from ...config import TransformerConfig
+from ...errors import ModelLoadError
+from ..registry import Family, WeightRule, fuse_rows, hf_activation, register, setting
 
 
 def encoder_config(hf: dict, source: str, *, layer_norm_eps: float, type_vocab_size: int,

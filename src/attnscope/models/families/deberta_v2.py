@@ -31,18 +31,12 @@ BERT ``vocab.txt``.
 
 from __future__ import annotations
 
-from typing import Optional
-
-import torch
-
-from ..errors import InputError, ModelLoadError
-from ..modules.deberta import POS_ATT_TYPES, DebertaConfig, DebertaEncoder
+from ...errors import ModelLoadError
+from ...modules.deberta import POS_ATT_TYPES, DebertaConfig
+from ..deberta_model import DebertaModel
+from ..registry import Family, WeightRule, hf_activation, register, setting, tokenizer_by_files
 from .bert import LAYER_NAMES as BERT_LAYER_NAMES
 from .bert import LayerNames, encoder_rules
-from .model import Model
-from .registry import Family, WeightRule, hf_activation, register, setting, tokenizer_by_files
-
-Tensor = torch.Tensor
 
 
 def _pos_att_type(hf: dict, source: str) -> tuple:
@@ -114,24 +108,6 @@ def rules(config: DebertaConfig) -> list[WeightRule]:
         if config.norm_rel_embed:
             out += [WeightRule(f"rel_norm.{p}", (f"encoder.LayerNorm.{p}",)) for p in ("weight", "bias")]
     return out
-
-
-class DebertaModel(Model, DebertaEncoder):
-    """A loaded DeBERTa-v2/v3 encoder: :class:`~attnscope.models.Model` (tokenizer, trace, hooks,
-    sentence embeddings) on a :class:`~attnscope.modules.deberta.DebertaEncoder`."""
-
-    config: DebertaConfig
-
-    # As Model.forward: token ids, masks and positions where the stack's base takes hidden states.
-    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,  # type: ignore[override]
-                token_type_ids: Optional[Tensor] = None, position_ids: Optional[Tensor] = None) -> Tensor:
-        """Token ids ``(B, L)`` → last hidden states ``(B, L, d_model)``; ``attention_mask`` 1 = real token."""
-        if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor)
-                                           or attention_mask.shape != input_ids.shape):
-            got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
-            raise InputError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got {got}")
-        with self.lock:
-            return self.forward_stack(input_ids, attention_mask, token_type_ids, position_ids)  # (B, L, d)
 
 
 FAMILY = register(Family(

@@ -20,9 +20,9 @@ Keys may carry the prefix ``distilbert.`` (DistilBertForMaskedLM, …); task hea
 
 from __future__ import annotations
 
-from ..config import TransformerConfig
+from ...config import TransformerConfig
+from ..registry import Family, WeightRule, hf_activation, register, setting
 from .bert import LayerNames, encoder_rules
-from .registry import Family, WeightRule, hf_activation, register, setting
 
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:

@@ -7,17 +7,17 @@ LayerNorm'ed embeddings go through ``embeddings_project`` (E → d_model, trace 
 (``discriminator_predictions.*``) and the generator's MLM head are not used: attnscope shows the
 encoder. English and Chinese checkpoints ship a BERT ``vocab.txt``.
 
-Hugging Face names → attnscope names: those of :mod:`attnscope.models.bert`, plus::
+Hugging Face names → attnscope names: those of :mod:`attnscope.models.families.bert`, plus::
 
     embeddings_project                     embed.proj     (only when embedding_size ≠ hidden_size)
 """
 
 from __future__ import annotations
 
-from ..modules.encoder_variants import EncoderConfig
+from ...modules.encoder_variants import EncoderConfig
+from ..encoder_model import EncoderModel, with_encoder_options
+from ..registry import Family, WeightRule, register, setting
 from .bert import LAYERNORM_RENAMES, encoder_config, encoder_rules
-from .encoder_model import EncoderModel, with_encoder_options
-from .registry import Family, WeightRule, register, setting
 
 
 def config_from_hf(hf: dict, source: str) -> EncoderConfig:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 
-from ..config import DecoderConfig
-from ..errors import ModelLoadError
-from . import decoder_family as D
-from .decoder_model import DecoderModel
-from .registry import Family, register, setting
+from ...config import DecoderConfig
+from ...errors import ModelLoadError
+from .. import decoder_family as D
+from ..decoder_model import DecoderModel
+from ..registry import Family, register, setting
 
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:

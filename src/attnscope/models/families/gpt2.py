@@ -19,9 +19,9 @@ prefix ``transformer.`` (GPT2LMHeadModel); ``lm_head.weight`` is the tied ``wte`
 
 from __future__ import annotations
 
-from ..config import TransformerConfig
-from ..errors import ModelLoadError
-from .registry import Family, WeightRule, hf_activation, register, setting, transpose
+from ...config import TransformerConfig
+from ...errors import ModelLoadError
+from ..registry import Family, WeightRule, hf_activation, register, setting, transpose
 
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:

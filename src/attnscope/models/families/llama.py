@@ -10,11 +10,11 @@ false). The weight names are the shared decoder table (:mod:`.decoder_family`).
 
 from __future__ import annotations
 
-from ..config import DecoderConfig
-from ..errors import ModelLoadError
-from . import decoder_family as D
-from .decoder_model import DecoderModel
-from .registry import Family, register, setting
+from ...config import DecoderConfig
+from ...errors import ModelLoadError
+from .. import decoder_family as D
+from ..decoder_model import DecoderModel
+from ..registry import Family, register, setting
 
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:

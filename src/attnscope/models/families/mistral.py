@@ -7,10 +7,10 @@ Mistral's reference code). Weights: the shared decoder table (:mod:`.decoder_fam
 
 from __future__ import annotations
 
-from ..config import DecoderConfig
-from . import decoder_family as D
-from .decoder_model import DecoderModel
-from .registry import Family, register, setting
+from ...config import DecoderConfig
+from .. import decoder_family as D
+from ..decoder_model import DecoderModel
+from ..registry import Family, register, setting
 
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:

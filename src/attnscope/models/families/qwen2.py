@@ -8,10 +8,10 @@ present); ``use_sliding_window: false`` — every released Qwen2 — turns the w
 
 from __future__ import annotations
 
-from ..config import DecoderConfig
-from . import decoder_family as D
-from .decoder_model import DecoderModel
-from .registry import Family, register, setting
+from ...config import DecoderConfig
+from .. import decoder_family as D
+from ..decoder_model import DecoderModel
+from ..registry import Family, register, setting
 
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:

@@ -6,16 +6,16 @@
 * One segment type (``type_vocab_size`` = 1), LayerNorm eps 1e-5.
 * Byte-level BPE tokenizer with ``<s> … </s>`` and padding id 1.
 
-See :mod:`attnscope.models.bert` for the weight-name table.
+See :mod:`attnscope.models.families.bert` for the weight-name table.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..config import TransformerConfig
+from ...config import TransformerConfig
+from ..registry import Family, register, setting
 from .bert import LAYERNORM_RENAMES, encoder_config, encoder_rules
-from .registry import Family, register, setting
 
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:

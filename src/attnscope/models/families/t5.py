@@ -40,11 +40,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError, ModelLoadError
-from ..modules.seq2seq import Seq2SeqConfig
-from .registry import Family, WeightRule, fuse_rows, register, setting, tokenizer_by_files
-from .seq2seq_generation import generation_settings
-from .seq2seq_model import Seq2SeqModel
+from ...errors import ConfigError, ModelLoadError
+from ...modules.seq2seq import Seq2SeqConfig
+from ..registry import Family, WeightRule, fuse_rows, register, setting, tokenizer_by_files
+from ..seq2seq_generation import generation_settings
+from ..seq2seq_model import Seq2SeqModel
 
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "silu": "silu", "swish": "silu"}
 

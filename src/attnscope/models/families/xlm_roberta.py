@@ -3,14 +3,14 @@ architecture, weight names (prefix ``roberta.``) and position numbering (from ``
 padding at ``padding_idx``), with a 250 002-token SentencePiece vocabulary shared by 100 languages
 (read from the folder's ``tokenizer.json``).
 
-See :mod:`attnscope.models.bert` for the weight-name table and :mod:`attnscope.models.roberta`
+See :mod:`attnscope.models.families.bert` for the weight-name table and :mod:`attnscope.models.families.roberta`
 for the positions.
 """
 
 from __future__ import annotations
 
+from ..registry import Family, register, tokenizer_by_files
 from .bert import LAYERNORM_RENAMES, encoder_rules
-from .registry import Family, register, tokenizer_by_files
 from .roberta import config_from_hf, position_ids
 
 FAMILY = register(Family(

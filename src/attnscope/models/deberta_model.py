@@ -1,0 +1,31 @@
+"""The loaded DeBERTa-v2/v3 encoder (the family's config and weight names: :mod:`.families.deberta_v2`)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..errors import InputError
+from ..modules.deberta import DebertaConfig, DebertaEncoder
+from .model import Model
+
+Tensor = torch.Tensor
+
+
+class DebertaModel(Model, DebertaEncoder):
+    """A loaded DeBERTa-v2/v3 encoder: :class:`~attnscope.models.Model` (tokenizer, trace, hooks,
+    sentence embeddings) on a :class:`~attnscope.modules.deberta.DebertaEncoder`."""
+
+    config: DebertaConfig
+
+    # As Model.forward: token ids, masks and positions where the stack's base takes hidden states.
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,  # type: ignore[override]
+                token_type_ids: Optional[Tensor] = None, position_ids: Optional[Tensor] = None) -> Tensor:
+        """Token ids ``(B, L)`` → last hidden states ``(B, L, d_model)``; ``attention_mask`` 1 = real token."""
+        if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor)
+                                           or attention_mask.shape != input_ids.shape):
+            got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
+            raise InputError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got {got}")
+        with self.lock:
+            return self.forward_stack(input_ids, attention_mask, token_type_ids, position_ids)  # (B, L, d)
