@@ -11,7 +11,10 @@ problems and the checker compute here, in :mod:`decimal` with :data:`PREC` signi
 * the transcendental steps (√d_k, exp, the softmax, QK-norm's RMS, rotary cos/sin) are correct
   to about :data:`PREC` digits. Their values are irrational (a weight is rational only when every
   score of its row is the same, and is then computed as exactly 1/n), so none of them sits on a
-  half-way point and rounding them for display gives the true digits.
+  half-way point and rounding them for display gives the true digits. Where the mathematics is
+  exact although cos and sin are not — a query and a key turned by the same angle, whose rotations
+  cancel — the score is computed from the offset (:func:`rotary_scores`), so a half-way score is
+  recognised as one.
 
 Arrays are NumPy object arrays of :class:`~decimal.Decimal` (masked scores are
 ``Decimal('-Infinity')``); :func:`floats` turns one into float64, correctly rounded. Every
@@ -32,7 +35,7 @@ import numpy as np
 from .reference import EXP_SHOW_LIMIT
 
 __all__ = ["PREC", "CTX", "NOISE_DIGITS", "dec", "dec_binary", "array", "floats", "matmul", "exp", "score_factor", "prepare_qk",
-           "exp_shift", "softmax_parts", "weighted_sum", "rms_norm", "rope_inv_freq", "rotate", "ZERO", "ONE",
+           "exp_shift", "softmax_parts", "weighted_sum", "rms_norm", "rope_inv_freq", "rotate", "rotary_scores", "ZERO", "ONE",
            "NEG_INF"]
 
 #: Significant digits of every Decimal operation. Hand inputs have at most ~17 digits, so a product of
@@ -310,6 +313,43 @@ def rotate(x: np.ndarray, positions: Union[Sequence, np.ndarray], inv_freq: Sequ
                 out[l, a[i]] = xa * c - xb * s
                 out[l, b[i]] = xa * s + xb * c
     return out
+
+
+def rotary_scores(q: np.ndarray, k: np.ndarray, q_pos: Sequence, k_pos: Sequence, inv_freq: Sequence,
+                  pairs: tuple) -> np.ndarray:
+    """``q'_m · k'_n`` of q (L, d) and k (S, d) *before* the rotation, from their offset alone
+    (L, S): the turns by m·θ and n·θ combine into one by (n − m)·θ (R(mθ)ᵀR(nθ) = R((n − m)θ)),
+
+        Σ_i (q_a k_a + q_b k_b)·cos((n − m)θ_i) + (q_b k_a − q_a k_b)·sin((n − m)θ_i),
+
+    so a query and a key at the same position give the plain dot product q·k, exactly — the 100-digit
+    rotated vectors multiplied out miss it by ~1e-100, which decides a half-way score's rounding.
+    Elsewhere the value is irrational (Lindemann–Weierstrass: cos and sin of a nonzero algebraic
+    angle are transcendental) unless every pair's coefficients vanish, which are exact here too."""
+    q, k = np.asarray(q, dtype=object), np.asarray(k, dtype=object)
+    a, b = pairs
+    trig: dict = {}  # (offset, pair) -> (cos, sin)
+    out = np.empty((q.shape[0], k.shape[0]), dtype=object)
+    bound = np.empty(out.shape, dtype=object)
+    with localcontext(CTX):
+        for m, qr in enumerate(q):
+            for n, kr in enumerate(k):
+                off = dec(k_pos[n]) - dec(q_pos[m])
+                total, size = ZERO, ZERO
+                for i in range(len(a)):
+                    qa, qb, ka, kb = qr[a[i]], qr[b[i]], kr[a[i]], kr[b[i]]
+                    c, s = qa * ka + qb * kb, qb * ka - qa * kb  # exact
+                    if off == 0 or (c == 0 and s == 0):
+                        total += c
+                    else:
+                        if (off, i) not in trig:
+                            phi = off * inv_freq[i]
+                            trig[(off, i)] = (_cos(phi), _sin(phi))
+                        cos, sin = trig[(off, i)]
+                        total += c * cos + s * sin
+                    size += abs(qa * ka) + abs(qb * kb) + abs(qb * ka) + abs(qa * kb)
+                out[m, n], bound[m, n] = total, size
+    return _denoise(out, bound)
 
 
 _PI: list = []

@@ -23,7 +23,7 @@ import numpy as np
 from .. import exact as E
 from .. import reference as R
 from ..explain.toy_input import ToyProblem
-from ..explain.toy_numbers import compute, compute_exact, rms, rotate
+from ..explain.toy_numbers import by_offset, compute, compute_exact, rms, rotary_scores, rotate
 from ..scorings import DEFAULT_EPS
 
 
@@ -149,11 +149,14 @@ def toy_chain(p: ToyProblem) -> Chain:
     k_op = ("K", lambda w: m.kv_slice(_D(w["K"])), lambda T: T["K"][:, kcols])
     feats = dims(d)
     steps = []
+    pre_ops = (q_op, k_op)  # the operands the rotation turns (after QK-norm, when asked for)
     if m.qk_norm:
         steps.append(("Q_normed", "K_normed", lambda v, which: rms(m, v, which), "row"))
     if m.rope_base is not None:
         steps.append(("Q_rot", "K_rot", lambda v, which: rotate(m, v), "pair"))
     for qname, kname, fn, reach in steps:
+        if qname == "Q_rot":
+            pre_ops = (q_op, k_op)
         new_ops = []
         for name, (prev, value, taint), which in ((qname, q_op, "q"), (kname, k_op, "k")):
             links.append(Link(name, x[name], lambda w, value=value, fn=fn, which=which: fn(value(w), which),
@@ -168,7 +171,10 @@ def toy_chain(p: ToyProblem) -> Chain:
 
     def scores(w):
         q, k = prepared(w)
-        return E.matmul(q, k.T)  # (L, L)
+        out = E.matmul(q, k.T)  # (L, L)
+        if by_offset(m, sc):
+            _offset_scores(out, qval(w), kval(w), pre_ops[0][1](w), pre_ops[1][1](w), m, sc)
+        return out
 
     links.append(Link("scores", x["scores"], scores,
                       lambda T: {qn: np.repeat(qtaint(T).any(1, keepdims=True), L, 1),
@@ -188,6 +194,22 @@ def toy_chain(p: ToyProblem) -> Chain:
                           lambda T: {"output": np.repeat(T["output"].any(1, keepdims=True), d_o, 1)},
                           rows, dims(d_o)))
     return Chain("toy", links, meta={"tokens": toks, "name": p.name, "L": L}, shift=x["shift"])
+
+
+def _offset_scores(out: np.ndarray, q_rot: np.ndarray, k_rot: np.ndarray, q_pre: np.ndarray, k_pre: np.ndarray,
+                   m, scoring: str) -> None:
+    """Replace in ``out`` (L, L) the scores whose query and key rows in the world are the turned
+    rows of the world's operands before the rotation (the learner did not write their own) by the
+    scores from the offsets (:func:`~attnscope.explain.toy_numbers.rotary_scores`): the same
+    values, exact where query and key share a position."""
+    same_q = [all(a == b for a, b in zip(r, t)) for r, t in zip(q_rot, rotate(m, q_pre))]
+    same_k = [all(a == b for a, b in zip(r, t)) for r, t in zip(k_rot, rotate(m, k_pre))]
+    if not (any(same_q) and any(same_k)):
+        return
+    exact = rotary_scores(m, q_pre, k_pre, scoring)  # (L, L)
+    for i in np.flatnonzero(same_q):
+        for j in np.flatnonzero(same_k):
+            out[i, j] = exact[i, j]
 
 
 def _reach(taint: np.ndarray, reach: str, pairing: str) -> np.ndarray:

@@ -30,6 +30,10 @@ EN = {
     # rotary positions
     "step.rotation": "rotary positions: turning $q$ and $k$",
     "step.scores_rot": "raw scores of the turned vectors $S = Q' K'^{\\top}$",
+    "rope.diagonal": "On the diagonal a query and a key sit at the same position, so their turns cancel "
+                     "($R(p\\theta)^{\\top} R(p\\theta) = I$): {s} = {v} is the dot product of {q} and {k} before the "
+                     "turn, exactly. Every score here is computed from the offset between query and key, so a score "
+                     "exactly half-way between two shown values is known to be one (and rounded half-up).",
     "rope.pairs_half_model": "This model pairs feature $i$ with feature $i + d/2$: pair 0 is features 0 and {half}, "
                              "the last pair {last}. That is Hugging Face's rotate_half, the layout of the Llama, "
                              "Qwen2, Mistral and Gemma checkpoints (llama.cpp's GGUF files store the rows of "
@@ -112,6 +116,9 @@ ZH = {
     "col.vector": "向量",
     "step.rotation": "旋转位置编码：转动 $q$ 和 $k$",
     "step.scores_rot": "转动后向量的原始分数 $S = Q' K'^{\\top}$",
+    "rope.diagonal": "对角线上查询和键位于同一位置，两次转动相互抵消（$R(p\\theta)^{\\top} R(p\\theta) = I$）：{s} = {v} "
+                     "正是转动前 {q} 与 {k} 的点积，分毫不差。这里每个分数都由查询与键的位置差算出，所以恰好落在两个显示值"
+                     "正中间的分数会被认出（并四舍五入）。",
     "rope.pairs_half_model": "这个模型把分量 $i$ 与分量 $i + d/2$ 配成一对：第 0 对是分量 0 和 {half}，最后一对是 {last}。"
                              "这是 Hugging Face 的 rotate_half，即 Llama、Qwen2、Mistral 和 Gemma 检查点的排列"
                              "（llama.cpp 的 GGUF 文件把 $W_Q$、$W_K$ 的行重新排列，使它的相邻配对正是这些对）。",

@@ -173,6 +173,9 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
                                  [[(qs[i, c], ks[j, c]) for c in range(d_k)] for j in range(L)],
                                  list(x["scores"][i])))
     blocks.append(Matrix(S_SYM, x["scores"], rows=toks, cols=toks, caption=t("toy.rows_cols")))
+    if m.rope_base is not None:  # the turns cancel on the diagonal: exact (toy_numbers.rotary_scores)
+        blocks.append(Para(t("rope.diagonal", s=sub("s", "s", L - 1, L - 1), v=x["scores"][L - 1, L - 1],
+                             q=sub("q", "q", L - 1), k=sub("k", "k", L - 1)), style="note"))
     steps.append(Step("scores", t("step.scores_rot" if m.rope_base is not None else "step.scores"), blocks))
 
     # 5. scale

@@ -2,6 +2,7 @@
 
     Q = X·W_Q,  K = X·W_K,  V = X·W_V                    (L, d_k), (L, d_k), (L, d_v)   exact
     S = Q·Kᵀ                                               (L, L)  raw scores              exact
+                    (rotary: from the offsets, exact where query and key share a position)
     S' = S · c                                             (L, L)  c = 1/√d_k, …         (1/8 exact)
     E = exp(S' − shift),  Σ_i = Σ_j E_ij,  A = E / Σ      (L, L)  100 digits
     O = A·V                                                (L, d_v) the products w·v and their sums
@@ -28,7 +29,8 @@ from ..scorings import DEFAULT_EPS, get_scoring
 from .toy_input import ToyProblem
 from .toy_modern import Modern
 
-__all__ = ["compute", "compute_exact", "check_finite", "STEP_NAMES", "rms", "rotate", "exact_factor"]
+__all__ = ["compute", "compute_exact", "check_finite", "STEP_NAMES", "rms", "rotate", "rotary_scores", "by_offset",
+           "exact_factor"]
 
 #: How an overflow error names each step.
 STEP_NAMES = {"Q": "Q = X·W_Q", "K": "K = X·W_K", "V": "V = X·W_V", "scores": "S = Q·Kᵀ (the raw scores)",
@@ -69,6 +71,25 @@ def rotate(m: Modern, x: np.ndarray) -> np.ndarray:
     return E.rotate(x, m.pos(x.shape[0]), E.rope_inv_freq(d, m.rope_base), R.rope_pairs(d, m.pairing))
 
 
+def by_offset(m: Modern, scoring: str) -> bool:
+    """Whether the scores of ``scoring`` after rotary positions are computed from the operands before
+    the rotation and the query–key offset (:func:`rotary_scores`): with rotary positions and a
+    scoring whose preparation is none, or cosine's x/|x| (a rotation keeps |x|); qknorm's
+    subtraction of the mean does not commute with the rotation."""
+    return m.rope_base is not None and (scoring == "cosine" or get_scoring(scoring).prepare_np is None)
+
+
+def rotary_scores(m: Modern, q: np.ndarray, k: np.ndarray, scoring: str) -> np.ndarray:
+    """(L, L) scores of the Decimal operands *before* the rotation q, k (L, d) from their offsets
+    (:func:`attnscope.exact.rotary_scores`): where query and key share a position the turns cancel
+    and the score is exactly q·k of the scoring's operands. Only where :func:`by_offset`."""
+    assert m.rope_base is not None  # with rotary positions only
+    d = q.shape[1]
+    qn, kn = E.prepare_qk(q, k, scoring, DEFAULT_EPS)  # cosine: unit rows, the same after the turn
+    pos = m.pos(q.shape[0])
+    return E.rotary_scores(qn, kn, pos, pos, E.rope_inv_freq(d, m.rope_base), R.rope_pairs(d, m.pairing))
+
+
 def _operands(m: Modern, Q, K, V) -> dict:
     """The worked head's columns, QK-norm and the rotation (see :meth:`Modern.operands`), exact."""
     out = {"Qh": m.q_head(Q), "Kh": m.kv_slice(K), "Vh": m.kv_slice(V)}
@@ -76,6 +97,7 @@ def _operands(m: Modern, Q, K, V) -> dict:
     if m.qk_norm:
         q = out["Q_normed"] = rms(m, q, "q")
         k = out["K_normed"] = rms(m, k, "k")
+    out.update(Qpre=q, Kpre=k)
     if m.rope_base is not None:
         q = out["Q_rot"] = rotate(m, q)
         k = out["K_rot"] = rotate(m, k)
@@ -100,7 +122,11 @@ def compute_exact(p: ToyProblem) -> dict:
     qn, kn = E.prepare_qk(out["Qop"], out["Kop"], p.scoring, DEFAULT_EPS)  # (L, d_k) each
     if get_scoring(p.scoring).prepare_np is not None:
         out.update(Qn=qn, Kn=kn)
-    scores = E.matmul(qn, kn.T)  # (L, L)
+    if by_offset(p.modern, p.scoring):  # exact where the turns cancel
+        scores = rotary_scores(p.modern, out.pop("Qpre"), out.pop("Kpre"), p.scoring)  # (L, L)
+    else:
+        del out["Qpre"], out["Kpre"]
+        scores = E.matmul(qn, kn.T)  # (L, L)
     f = exact_factor(p)
     with localcontext(E.CTX):
         scaled = scores * f  # (L, L)
