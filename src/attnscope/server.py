@@ -40,10 +40,10 @@ from .server_schema import (
     ModelInfo,
     StepRequest,
     Steps,
+    StrictRequest,
     ViewRequest,
-    _error,
-    _Strict,
-    _validation_message,
+    error_response,
+    validation_message,
 )
 from .trace.read import check_index
 from .viewer.held_api import HELD_BYTES
@@ -93,19 +93,19 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
 
     @app.exception_handler(RequestValidationError)
     async def _on_validation(request: Request, exc: RequestValidationError):
-        status, msg = _validation_message(exc)
-        return _error(status, msg)
+        status, msg = validation_message(exc)
+        return error_response(status, msg)
 
     @app.exception_handler(AttnscopeError)
     async def _on_attnscope(request: Request, exc: AttnscopeError):
-        return _error(422, str(exc))
+        return error_response(422, str(exc))
 
     @app.exception_handler(Busy)
     async def _on_busy(request: Request, exc: Busy):
-        return _error(503, f"the server is busy ({worker.pending} requests are running or waiting for the "
+        return error_response(503, f"the server is busy ({worker.pending} requests are running or waiting for the "
                            "model); try again in a moment", headers={"Retry-After": "1"})
 
-    add_held_routes(app, model, worker, TextStore(held_bytes), _Strict)  # long texts, read on demand
+    add_held_routes(app, model, worker, TextStore(held_bytes), StrictRequest)  # long texts, read on demand
 
     def check_head(req: HeadRequest) -> None:
         check_text(req.text, max_chars=max_chars)
@@ -184,7 +184,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
         return {"ok": True}
 
     from .viewer.seq2seq_server import add_routes
-    add_routes(app, model, worker, max_chars, _Strict)  # T5, BART: their own page and /api/view
+    add_routes(app, model, worker, max_chars, StrictRequest)  # T5, BART: their own page and /api/view
     app.add_middleware(Limits, max_body=max_body)
     return app
 

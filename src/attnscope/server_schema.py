@@ -16,7 +16,10 @@ from .viewer import data as view_data_mod
 from .viewer.run import unicode_problem
 
 
-class _Strict(BaseModel):
+class StrictRequest(BaseModel):
+    """The base of every request body: unknown keys refused, no coercion, strings checked for
+    broken Unicode."""
+
     # strict: JSON true is not head 1, 1.0 is not layer 1, "4" is not 4
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -30,7 +33,7 @@ class _Strict(BaseModel):
         return v
 
 
-class ViewRequest(_Strict):
+class ViewRequest(StrictRequest):
     text: str = Field(description="The text to look at.", examples=["The bank of the river."])
     compare: Optional[str] = Field(None, description="A second text for the context view.",
                                    examples=["I deposited money at the bank."])
@@ -38,7 +41,7 @@ class ViewRequest(_Strict):
     decimals: int = Field(4, ge=0, le=view_data_mod.MAX_DECIMALS, description="Decimals the page starts with.")
 
 
-class HeadRequest(_Strict):
+class HeadRequest(StrictRequest):
     text: str = Field(examples=["The bank of the river."])
     layer: int = Field(0, description="Layer index, 0-based.")
     head: int = Field(0, description="Head index, 0-based.")
@@ -83,7 +86,8 @@ class Steps(BaseModel):
     out: list[float] = Field(description="Σ weight · v: this head's part of the query's new vector.")
 
 
-def _error(status: int, detail: str, headers: Optional[dict] = None) -> JSONResponse:
+def error_response(status: int, detail: str, headers: Optional[dict] = None) -> JSONResponse:
+    """The JSON ``{"detail": …}`` every error of the API answers with."""
     return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
 
 
@@ -91,7 +95,9 @@ _TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "tru
           "float_type": "a number"}
 
 
-def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
+def validation_message(exc: RequestValidationError) -> tuple[int, str]:
+    """(status, one sentence) for a request body FastAPI could not validate: 400 for broken JSON,
+    else 422 naming each field and what it must be."""
     errors = exc.errors()
     for e in errors:
         if e.get("type") == "json_invalid":

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, InputError, ShapeError, fmt_shape
-from .stats import _VALUES, BatchContext, attention_sums
+from .stats import BatchContext, attention_sums
 
 Tensor = torch.Tensor
 
@@ -74,7 +74,7 @@ def sink_sums(weights: Tensor, context: BatchContext) -> dict[str, tuple[Tensor,
     if (B, L) != (context.B, context.L) or S != L:
         raise ShapeError(f"weights must have shape (B, H, L, L) = ({context.B}, H, {context.L}, {context.L}) "
                          f"for this batch, got {fmt_shape(weights.shape)}")
-    query = context.counted[..., _VALUES.index("entropy")].clone()  # (B, L): the counted queries
+    query = context.counted_queries("entropy").clone()  # (B, L): the counted queries
     query[:, 0] = False  # query 0 sees only itself
     first = weights[..., 0].double()  # (B, H, L)
     s = torch.where(query[:, None], first, 0.0).sum(dim=(0, 2))  # (H,); where(): padding rows may be NaN

@@ -128,6 +128,10 @@ class BatchContext:
     log_n: Tensor          # (B, L) float64: ln(number of visible keys), ≥ ln 2
     options: StatOptions
 
+    def counted_queries(self, value: str) -> Tensor:
+        """(B, L) bool: the queries that count for the per-query ``value`` ("entropy", "to_prev", …)."""
+        return self.counted[..., _VALUES.index(value)]
+
 
 #: The per-query values summed, in order: first the five products with ``by_offset``, then the
 #: four with ``key_rows``, then the rest. ``distance_content`` and ``_content_mass`` are the

@@ -20,6 +20,7 @@ Kinds:
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from ..errors import InputError
@@ -105,7 +106,7 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
     """
     if lesson is not None:
         if lesson == "positions":
-            from .positions_worked import explain_positions
+            from .positions_lesson import explain_positions
             return explain_positions(position=position, model=model, layer=layer, d_k=d_k, **matrices)
         if lesson != "scaling":
             raise InputError(f"unknown lesson {lesson!r}; the lessons are: scaling, positions")
@@ -124,6 +125,9 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
             return explain_path(text, model=model, layer=layer, head=head, token=token, position=position,
                                 dims=dims, expand=expand, target=target, attention=attention)
         from .row_relative import explain_relative_row, handles
+        if isinstance(text, str) and text.strip() and (model is None or isinstance(model, (str, os.PathLike))):
+            from ..models import load
+            model = load(model)  # once: its config says which row this is, and the row reads it
         if target is not None or attention is not None or handles(model):
             return explain_relative_row(text, model, target=target, attention=attention, layer=layer, head=head,
                                         token=token, position=position, dims=dims, expand=expand)

@@ -321,6 +321,17 @@ def plain(x):
     return x
 
 
+def check_index(what: str, value, n: int, unit: str) -> int:
+    """``value`` as an index into ``n`` items (a layer, a head, a key), or InputError naming
+    ``what`` and the range (``unit``: "layers", "heads", "keys")."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{what} must be an integer, got {value!r}")
+    if not 0 <= value < n:
+        owner = "there are" if unit == "keys" else "the model has"
+        raise InputError(f"{what} {value} is out of range: {owner} {n} {unit} (0..{n - 1})")
+    return int(value)
+
+
 def ordinal_list(items: Sequence[str]) -> str:
     """``0:[CLS] 1:我 2:喜`` — tokens with their positions, for error messages."""
     return " ".join(f"{i}:{t}" for i, t in enumerate(items))

@@ -254,3 +254,9 @@ def counted(n: int, singular: str, plural: str = "") -> str:
     ``plural`` defaults to ``singular + "s"``. Thousands are grouped with commas.
     """
     return f"{n:,} {singular if n == 1 else (plural or singular + 's')}"
+
+
+def sci(x: float) -> str:
+    """A difference in scientific notation with two significant digits (``1.2e-07``), as the
+    checks against the model's trace print it."""
+    return f"{x:.1e}"

@@ -1,7 +1,7 @@
 """The steps of one token's whole path after an attention row (:mod:`.path`): the heads side by
 side, ``W_O``, the residual, the norm before the feed-forward, the feed-forward with its activation
 (gated where the model is), the second residual, the layer's output, and the summary that sets the
-model's own float32 trace beside every step. A mixin of :class:`.path._Path`, which holds the pass
+model's own float32 trace beside every step. A mixin of :class:`.path_steps.PathSteps`, which holds the pass
 ``f``, the trace and the names (``self.lp``: ``layers.{i}``, or ``encoder.`` / ``decoder.layers.{i}``).
 """
 
@@ -27,7 +27,7 @@ from .path_blocks import (
 class After:
     """Mixin: the steps after the row (see the module docstring)."""
 
-    # set by _Path.__init__ (the pass, the trace, the query and the layer's names)
+    # set by PathSteps.__init__ (the pass, the trace, the query and the layer's names)
     m: Any
     f: dict
     d: dict

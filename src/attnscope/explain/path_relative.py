@@ -23,9 +23,10 @@ import numpy as np
 from .. import reference as R
 from ..errors import InputError
 from .blocks import Matrix, Para, Step, Sym, t
-from .path import _Path, assemble
+from .inputs import check_index
 from .path_blocks import norm_blocks, norm_kind, projection_table, trace_para, vector_table
-from .row import _check_index, resolve_query
+from .path_steps import PathSteps, assemble
+from .row import resolve_query
 from .row_relative import ATTENTIONS, row_from_forward
 
 
@@ -43,7 +44,7 @@ def _row_diffs(tr, f: dict, prefix: str, keys, head: int, qpos: int) -> dict:
 # DeBERTa
 # ----------------------------------------------------------------------------------------------
 
-class _DebertaPath(_Path):
+class _DebertaPath(PathSteps):
     row_names = {"scores": ["scores_c2c", "scores_c2p", "scores_p2c"], "scaled": ["scaled", "bias"]}
 
     def relative_step(self) -> Optional[Step]:
@@ -86,7 +87,7 @@ class _DebertaPath(_Path):
 
 def deberta_path(text: str, model, f: dict, layer: int, head: int, token, position, dims: int, expand: str):
     c = model.config
-    head = _check_index("head", head, c.n_heads, "heads")
+    head = check_index("head", head, c.n_heads, "heads")
     qpos, notes = resolve_query(f["tokens"], token, position, text)
     row = row_from_forward(model, text, f, layer=layer, head=head, position=qpos, dims=dims, expand=expand)
     p = f"layers.{layer}.attn"
@@ -107,7 +108,7 @@ def deberta_path(text: str, model, f: dict, layer: int, head: int, token, positi
 # T5 and BART
 # ----------------------------------------------------------------------------------------------
 
-class _DecoderPath(_Path):
+class _DecoderPath(PathSteps):
     """A target token through a decoder layer: self-attention, cross-attention, feed-forward."""
 
     att = "self_attn"
@@ -144,7 +145,7 @@ class _DecoderPath(_Path):
         return steps + self.ffn_steps(fin, r2, lay.ln3)
 
 
-class _EncoderPath(_Path):
+class _EncoderPath(PathSteps):
     row_names = {"bias": ["bias"]}
 
 
@@ -165,8 +166,8 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
         raise InputError("the source text must be a non-empty string")
     stack = "decoder" if decoder else "encoder"
     n_layers = c.n_decoder_layers if decoder else c.n_layers
-    layer = _check_index(f"{stack} layer", layer, n_layers, "layers")
-    head = _check_index("head", head, c.n_heads, "heads")
+    layer = check_index(f"{stack} layer", layer, n_layers, "layers")
+    head = check_index("head", head, c.n_heads, "heads")
     f = forward_seq2seq(model, source, target, encoder_upto=None if decoder else layer,
                         decoder_upto=layer if decoder else None)
     tokens = f[f"{stack}.tokens"]

@@ -25,29 +25,10 @@ from ..errors import InputError
 from ..reference import EXP_SHOW_LIMIT
 from . import inputs
 from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t
-from .numbers import counted
-from .toy import check_finite, divides_by_root
-
-
-def row_values(raw: np.ndarray, factor: float, allowed: Optional[np.ndarray] = None,
-               V: Optional[np.ndarray] = None, source: str = "input") -> dict:
-    """Every quantity of one row, float64 (:func:`attnscope.reference.row_steps`): scores,
-    scaled, masked, shift, exp, sum, weights, output.
-
-    Raises InputError naming the step when a value there is ∞ or NaN (``source`` names the input)."""
-    raw = np.asarray(raw, dtype=np.float64)  # (S,)
-    allowed = np.ones(raw.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
-    check_finite("scores", raw, source, allowed)
-    out = R.row_steps(raw, factor, allowed)
-    check_finite("scaled", out["scaled"], source, allowed)
-    if V is not None:
-        V = np.asarray(V, dtype=np.float64)
-        check_finite("V", V, source)
-        with np.errstate(over="ignore", invalid="ignore"):
-            out["output"] = R.weighted_sum(out["weights"], V)  # (d_v,)
-        check_finite("output", out["output"], source)
-    return out
-
+from .numbers import counted, sci
+from .row_error import float32_error  # noqa: F401  (check reads it here)
+from .row_numbers import row_values
+from .toy import divides_by_root
 
 # ----------------------------------------------------------------------------------------------
 # choosing the query
@@ -97,15 +78,6 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
     if len(hits) > 1:
         notes.append(t("row.ambiguous", tok=token, positions=", ".join(str(i) for i in hits), pos=hits[0]))
     return hits[0], notes
-
-
-def _check_index(what: str, value, n: int, unit: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputError(f"{what} must be an integer, got {value!r}")
-    if not 0 <= value < n:
-        owner = "there are" if unit == "keys" else "the model has"
-        raise InputError(f"{what} {value} is out of range: {owner} {n} {unit} (0..{n - 1})")
-    return int(value)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -250,7 +222,7 @@ def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=No
             raise InputError(f"values: {counted(V.shape[0], 'row')} for {counted(S, 'score')}; give one V row per key")
     qpos = -1
     if query is not None:
-        qpos = _check_index("query", query, S, "keys")
+        qpos = inputs.check_index("query", query, S, "keys")
     intro = [Para(t("row.intro_scores", S=S, dk=d_k) if kind == "scaled" else t("row.intro_scores_factor", S=S, c=f))]
     title = t("row.title_scores", tok=keys[qpos]) if query is not None else t("row.title_scores_plain")
     return build_row(raw, keys, qpos, factor=f, d_k=d_k or 0, scale_kind=kind,
@@ -288,8 +260,8 @@ def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: 
     if getattr(cfg, "kind", "") == "deberta":
         raise InputError(f"{model.name} is DeBERTa: its scores add relative-position terms (c2p, p2c) that this row "
                          f"does not include; its row would be wrong")
-    layer = _check_index("layer", layer, cfg.n_layers, "layers")
-    head = _check_index("head", head, cfg.n_heads, "heads")
+    layer = inputs.check_index("layer", layer, cfg.n_layers, "layers")
+    head = inputs.check_index("head", head, cfg.n_heads, "heads")
     R.operand_factor(cfg.scoring, cfg.d_head)  # ConfigError for a scoring whose factor the trace lacks
     tokens = model.encode(text).tokens[0]
     qpos, notes = resolve_query(tokens, token, position, text)
@@ -347,7 +319,7 @@ def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
     meta = {"source": "model", "model": model.name, "family": model.family, "text": d.get("text"), "tokens": tokens,
             "layer": d["layer"], "head": d["head"], "d_head": d_k, "dims": dims, "trace_max_abs_diff": check,
             "operands": d["operands"], "trace_weights": d["trace_weights"].tolist(), "trace_z": d["trace_z"].tolist()}
-    trace_check = {"ds": _sci(check["scores"]), "dw": _sci(check["weights"]), "dz": _sci(check["z"])}
+    trace_check = {"ds": sci(check["scores"]), "dw": sci(check["weights"]), "dz": sci(check["z"])}
     extra: dict = {}
     if "decoder" in d:
         from .row_decoder import decoder_parts
@@ -360,7 +332,7 @@ def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
         intro = [Para(t(key, model=model.name, layer=d["layer"], head=d["head"], L=len(tokens),
                         tokens=inputs.ordinal_list(tokens), tok=f"{qpos}:{tokens[qpos]}", dk=d_k))]
         if weights:
-            trace_check.update(dq=_sci(check["q"]), dk=_sci(check["k"]), dv=_sci(check["v"]))
+            trace_check.update(dq=sci(check["q"]), dk=sci(check["k"]), dv=sci(check["v"]))
             extra["trace_key"] = "row.trace_check_weights"
     intro += [Para(n, style="note") for n in d["notes"]]
     kind = "scaled" if divides_by_root(d["scoring"]) and not extra.get("scale_para") else "factor"
@@ -374,12 +346,3 @@ def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
         w.values.update(q=d["q"], K=d["K"])
     return w
 
-
-def _sci(x: float) -> str:
-    return f"{x:.1e}"
-
-
-def float32_error(d: dict) -> dict:
-    """The room ``check`` gives answers made from the float32 model: :func:`.row_error.float32_error`."""
-    from .row_error import float32_error as bound
-    return bound(d)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .row import row_values
+from .row_numbers import row_values
 
 #: How many times the model's own float32 deviation a float32 answer may be off: another float32
 #: path (transformers eager, a different summation order) lands within a few times the same error.

@@ -22,7 +22,6 @@ terms, weights and output are compared at the end.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Optional
@@ -33,24 +32,14 @@ from .. import reference as R
 from ..errors import InputError
 from . import inputs
 from .doc import Formula, Para, Table, Worked, t
-from .row import _check_index, _sci, build_row, resolve_query
+from .inputs import check_index
+from .numbers import sci
+from .row import build_row, resolve_query
 
 ATTENTIONS = ("encoder", "self", "cross")
-#: model_type of the checkpoints whose rows this module works out
-MODEL_TYPES = ("t5", "mt5", "bart", "deberta-v2")
-
-
 def handles(model) -> bool:
-    """Whether ``model`` (a loaded model, a folder, or None) is T5, BART or DeBERTa."""
-    if model is None:
-        return False
-    if isinstance(model, (str, Path)):
-        cfg = Path(model) / "config.json"
-        try:
-            return json.loads(cfg.read_text(encoding="utf-8")).get("model_type") in MODEL_TYPES
-        except (OSError, ValueError):
-            return False  # not a folder with a readable config: the loader says why
-    return getattr(model.config, "kind", "") in ("seq2seq", "deberta")
+    """Whether a loaded ``model`` (or None, the default model) is T5, BART or DeBERTa: its config's kind."""
+    return model is not None and getattr(model.config, "kind", "") in ("seq2seq", "deberta")
 
 
 def explain_relative_row(text: str, model, *, target: Optional[str] = None, attention: Optional[str] = None,
@@ -125,8 +114,8 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
         raise InputError(f"the decoder's {'cross' if attention == 'cross' else 'self'}-attention needs the target text "
                          f"(--target): its queries are the target's tokens")
     layers = cfg.n_layers if attention == "encoder" else cfg.n_decoder_layers
-    layer = _check_index("layer", layer, layers, "layers")
-    head = _check_index("head", head, cfg.n_heads, "heads")
+    layer = check_index("layer", layer, layers, "layers")
+    head = check_index("head", head, cfg.n_heads, "heads")
     prefix = {"encoder": f"encoder.layers.{layer}.attn", "self": f"decoder.layers.{layer}.self_attn",
               "cross": f"decoder.layers.{layer}.cross_attn"}[attention]
     has_bias = attention != "cross" and cfg.score_bias
@@ -151,9 +140,9 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     module = getattr(block, module)
     x_in = R.as_f64(tr[prefix + "_in"][0, :len(qtoks)])
     x_kv = R.as_f64(tr[ctx][0, :n_k]) if attention == "cross" else x_in
-    w_check = {"dq": _sci(float(np.abs(_linear_head(module, x_in, head, 0) - q).max())),
-               "dk": _sci(float(np.abs(_linear_head(module, x_kv, head, 1) - k).max())),
-               "dv": _sci(float(np.abs(_linear_head(module, x_kv, head, 2) - v).max()))}
+    w_check = {"dq": sci(float(np.abs(_linear_head(module, x_in, head, 0) - q).max())),
+               "dk": sci(float(np.abs(_linear_head(module, x_kv, head, 1) - k).max())),
+               "dv": sci(float(np.abs(_linear_head(module, x_kv, head, 2) - v).max()))}
 
     pre, bias, values = [], np.zeros(n_k), {"qk": raw}
     if has_bias:
@@ -200,8 +189,8 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
         _fix_query_label(w, qlabel)
         w.meta.update(query_position=i, query_token=qtoks[i])
     vals = w.values
-    check = {"ds": _sci(float(np.abs(raw - trace_s).max())), "dw": _sci(float(np.abs(vals["weights"] - trace_w).max())),
-             "dz": _sci(float(np.abs(vals["output_full"] - trace_z).max()))}
+    check = {"ds": sci(float(np.abs(raw - trace_s).max())), "dw": sci(float(np.abs(vals["weights"] - trace_w).max())),
+             "dz": sci(float(np.abs(vals["output_full"] - trace_z).max()))}
     w.steps[-1].blocks.append(Para(t("rel.trace_check", **check), style="note"))
     w.meta["trace_max_abs_diff"] = {k: float(x) for k, x in check.items()}
     vals.update(values)
@@ -233,7 +222,7 @@ def _bias_step(steps: dict, table, bias, ktoks, i, qtoks, head, layer, attention
     blocks.append(Para(t("rel.bias_table", head=head, layer=layer, span=float(steps["log_span"].flat[0]), e=exact,
                          D=rb.max_distance)))
     blocks.append(Table([t("rel.col_bucket"), t("rel.col_bias")], [[b, float(table[b])] for b in range(len(table))]))
-    blocks.append(Para(t("rel.bias_check", diff=_sci(diff)), style="note"))
+    blocks.append(Para(t("rel.bias_check", diff=sci(diff)), style="note"))
     return Step("bias", t("rel.step_bias"), blocks)
 
 
@@ -244,8 +233,8 @@ def _bias_step(steps: dict, table, bias, ktoks, i, qtoks, head, layer, attention
 def _deberta_row(model, text, layer, head, token, position, dims, expand, forward: Optional[dict] = None) -> Worked:
     from .doc import Step
     cfg = model.config
-    layer = _check_index("layer", layer, cfg.n_layers, "layers")
-    head = _check_index("head", head, cfg.n_heads, "heads")
+    layer = check_index("layer", layer, cfg.n_layers, "layers")
+    head = check_index("head", head, cfg.n_heads, "heads")
     types = tuple(cfg.pos_att_type) if cfg.relative_attention else ()
     steps_ = ["q", "k", "v", "scores_c2c", "weights", "z"] + [f"scores_{x}" for x in types]
     tr = model.trace(text, names=[f"layers.{layer}.attn.{s}[{head}]" for s in steps_] + [f"layers.{layer}.attn_in"])
@@ -258,9 +247,9 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     i, notes = resolve_query(tokens, token, position, text)
     attn = model.layers[layer].attn
     x = R.as_f64(tr[f"layers.{layer}.attn_in"][0, :n])
-    w_check = {"dq": _sci(float(np.abs(_linear_head(attn, x, head, 0) - q).max())),
-               "dk": _sci(float(np.abs(_linear_head(attn, x, head, 1) - k).max())),
-               "dv": _sci(float(np.abs(_linear_head(attn, x, head, 2) - v).max()))}
+    w_check = {"dq": sci(float(np.abs(_linear_head(attn, x, head, 0) - q).max())),
+               "dk": sci(float(np.abs(_linear_head(attn, x, head, 1) - k).max())),
+               "dv": sci(float(np.abs(_linear_head(attn, x, head, 2) - v).max()))}
     span, d = cfg.span, int(cfg.d_head)
     pre, terms = [], {"c2c": R.raw_scores(q[i], k), "c2p": np.zeros(n), "p2c": np.zeros(n)}
     meta_pos: dict = {}
@@ -296,11 +285,11 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     rows = [[j, tokens[j], terms["c2c"][j], terms["c2p"][j], terms["p2c"][j], raw[j]] for j in range(n)]
     _replace_scores(w, [Formula("s_j = c2c_j + c2p_j + p2c_j", r"s_j = c2c_j + c2p_j + p2c_j"),
                         Para(t("rel.scores_deberta", tok=qlabel)), Table(cols, rows)])
-    diffs = {"d1": _sci(float(np.abs(terms["c2c"] - get("scores_c2c")[i]).max()))}
+    diffs = {"d1": sci(float(np.abs(terms["c2c"] - get("scores_c2c")[i]).max()))}
     for key, term in (("d2", "c2p"), ("d3", "p2c")):
-        diffs[key] = _sci(float(np.abs(terms[term] - get(f"scores_{term}")[i]).max())) if term in types else "—"
-    diffs["dw"] = _sci(float(np.abs(w.values["weights"] - get("weights")[i]).max()))
-    diffs["dz"] = _sci(float(np.abs(w.values["output_full"] - get("z")[i]).max()))
+        diffs[key] = sci(float(np.abs(terms[term] - get(f"scores_{term}")[i]).max())) if term in types else "—"
+    diffs["dw"] = sci(float(np.abs(w.values["weights"] - get("weights")[i]).max()))
+    diffs["dz"] = sci(float(np.abs(w.values["output_full"] - get("z")[i]).max()))
     w.steps[-1].blocks.append(Para(t("rel.terms_check", **diffs), style="note"))
     w.meta["trace_max_abs_diff"] = diffs
     w.values.update(c2c=terms["c2c"], c2p=terms["c2p"], p2c=terms["p2c"], **meta_pos)

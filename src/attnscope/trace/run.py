@@ -21,7 +21,7 @@ Tensor = torch.Tensor
 HookMap = Optional[dict]
 
 
-class _Sink(dict):
+class Sink(dict):
     """Where recorders write. A tensor that is a view of a bigger buffer (q of the fused qkv, one
     head of all heads) is copied, so that the trace keeps only the bytes it shows. With ``grad``
     the tensors are kept as they are, in the autograd graph."""
@@ -55,7 +55,9 @@ def _checked(fn: Callable, pattern: str) -> Callable:
     return hook
 
 
-def _targets(model, hooks: HookMap, what: str) -> list[tuple[str, Optional[int], Callable, str]]:
+def hook_targets(model, hooks: HookMap, what: str) -> list[tuple[str, Optional[int], Callable, str]]:
+    """``{name_or_glob: fn}`` checked and resolved against the model's hook points: (name, head or
+    None, fn, the pattern written) per point; InputError naming ``what`` for a bad map."""
     if hooks is None:
         return []
     if not isinstance(hooks, dict):
@@ -69,7 +71,8 @@ def _targets(model, hooks: HookMap, what: str) -> list[tuple[str, Optional[int],
     return out
 
 
-def _attach(points: dict[str, HookPoint], targets, dir: str) -> list[HookHandle]:
+def attach(points: dict[str, HookPoint], targets, dir: str) -> list[HookHandle]:
+    """Add each target of :func:`hook_targets` to its hook point (``dir`` "fwd" or "bwd"); the handles."""
     return [points[n].add_hook(_checked(fn, pattern), dir, head=h) for n, h, fn, pattern in targets]  # type: ignore[arg-type]
 
 
@@ -82,18 +85,49 @@ def attached_hooks(model, fwd: HookMap = None, bwd: HookMap = None) -> Iterator[
     gradient of the step's output and may return a replacement gradient. The model's lock is
     held for the block (one hooked pass at a time); the hooks are removed however it ends.
     """
-    targets = _targets(model, fwd, "hooks"), _targets(model, bwd, "bwd hooks")
+    targets = hook_targets(model, fwd, "hooks"), hook_targets(model, bwd, "bwd hooks")
     with model.lock:
         # the walk over every module (~1 ms on SmolLM2) only when there is something to attach
         points = name_hook_points(model) if targets[0] or targets[1] else {}
         handles: list[HookHandle] = []
         try:
-            handles += _attach(points, targets[0], "fwd")
-            handles += _attach(points, targets[1], "bwd")
+            handles += attach(points, targets[0], "fwd")
+            handles += attach(points, targets[1], "bwd")
             yield
         finally:
             for handle in handles:
                 handle.remove()
+
+
+def record_pass(model, wanted: list, targets: list, bwd_hooks: HookMap, grad: bool, batch_size: int,
+                forward: Callable[[], Tensor]) -> tuple[dict[str, Tensor], Tensor]:
+    """Run ``forward()`` under the model's lock with the forward hooks ``targets`` (of
+    :func:`hook_targets`) and ``bwd_hooks`` attached and a recorder on each ``(name, head)`` of
+    ``wanted``; the hooks go again however it ends. Returns the recorded tensors by trace key, each
+    with the batch axis ``batch_size`` (what every position shares, ``(1, L, d)``, becomes a view
+    ``(B, L, d)``), and the output."""
+    sink = Sink(grad=grad)
+    with attached_hooks(model, bwd=bwd_hooks), model.lock:
+        points = name_hook_points(model)
+        handles = attach(points, targets, "fwd")  # before the recorders: they record the replacement
+        try:
+            for n, h in wanted:
+                # One head of an L×S step is computed aside (about 1/H of the explicit path) unless
+                # its gradient is wanted: then it must be the slice the output was computed from.
+                handles.append(points[n].add_hook(Recorder(sink, grad=grad), head=h, read_only=not grad))
+            with torch.enable_grad() if grad else torch.no_grad():
+                output = forward()
+        finally:
+            for handle in handles:
+                handle.remove()
+    tensors = {}
+    for n, h in wanted:
+        k = key(n, h)
+        if k not in sink:  # cannot happen for names from model.hook_names; guard the invariant
+            raise RuntimeError(f"internal: {k} was requested but not recorded")
+        t = sink[k]
+        tensors[k] = t.expand(batch_size, *t.shape[1:]) if t.shape[0] != batch_size else t
+    return tensors, output
 
 
 def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool = False,
@@ -113,32 +147,10 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool
             ``backward()`` of the output (so only useful with ``grad=True``).
     """
     wanted = resolve(names, model.hook_names, model.config.n_heads)
-    targets = _targets(model, hooks, "hooks")
+    targets = hook_targets(model, hooks, "hooks")
     batch = model.as_batch(texts, truncate=truncate)
-    sink = _Sink(grad=grad)
-    with attached_hooks(model, bwd=bwd_hooks), model.lock:
-        points = name_hook_points(model)
-        handles = _attach(points, targets, "fwd")  # before the recorders: they record the replacement
-        try:
-            for n, h in wanted:
-                # One head of an L×S step is computed aside (about 1/H of the explicit path) unless
-                # its gradient is wanted: then it must be the slice the output was computed from.
-                handles.append(points[n].add_hook(Recorder(sink, grad=grad), head=h, read_only=not grad))
-            with torch.enable_grad() if grad else torch.no_grad():
-                output = model(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # (B, L, d)
-        finally:
-            for handle in handles:
-                handle.remove()
-    B = batch.input_ids.shape[0]
-    tensors = {}
-    for n, h in wanted:
-        k = key(n, h)
-        if k not in sink:  # cannot happen for names from model.hook_names; guard the invariant
-            raise RuntimeError(f"internal: {k} was requested but not recorded")
-        t = sink[k]
-        if t.shape[0] != B:  # positions are shared by the batch: (1, L, d) → (B, L, d), a view
-            t = t.expand(B, *t.shape[1:])
-        tensors[k] = t
+    tensors, output = record_pass(model, wanted, targets, bwd_hooks, grad, batch.input_ids.shape[0],
+                                  lambda: model(batch.input_ids, batch.attention_mask, batch.token_type_ids))  # (B, L, d)
     return Trace(tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(),
                  attention_mask=batch.attention_mask.cpu(), model_name=model.name, family=model.family,
                  config=model.config, texts=batch.texts, output=output if grad else output.detach())

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Optional, Union
 import torch
 
 from ..errors import InputError
-from .names import key, resolve
+from .names import resolve
 from .read import Index, check_index
 from .record import Trace
-from .run import _attach, _Sink, _targets, attached_hooks
+from .run import hook_targets, record_pass
 
 if TYPE_CHECKING:
     from ..modules.seq2seq import Seq2SeqConfig
@@ -202,32 +202,12 @@ def run_seq2seq_trace(model, source, target, names=None, hooks=None, *, truncate
     """Run ``source`` through the encoder and ``target`` through the decoder, recording ``names``
     (exact names or globs, ``[h]`` allowed) and applying ``hooks``; as :func:`attnscope.trace.run_trace`."""
     wanted = resolve(names, model.hook_names, model.config.n_heads)
-    fwd = _targets(model, hooks, "hooks")
+    fwd = hook_targets(model, hooks, "hooks")
     src = model.source_batch(source, truncate=truncate)
     dec_ids, dec_mask, dec_tokens = model.target_batch(target, len(src))
-    sink = _Sink(grad=grad)
-    from ..hooks import Recorder, name_hook_points
-
-    with attached_hooks(model, bwd=bwd_hooks), model.lock:
-        points = name_hook_points(model)
-        handles = _attach(points, fwd, "fwd")
-        try:
-            for n, h in wanted:
-                handles.append(points[n].add_hook(Recorder(sink, grad=grad), head=h, read_only=not grad))
-            with torch.enable_grad() if grad else torch.no_grad():
-                output = model(src.input_ids, src.attention_mask, decoder_input_ids=dec_ids.to(model.device),
-                               decoder_attention_mask=dec_mask.to(model.device))  # (B, T, d)
-        finally:
-            for handle in handles:
-                handle.remove()
-    B = src.input_ids.shape[0]
-    tensors = {}
-    for n, h in wanted:
-        k = key(n, h)
-        if k not in sink:
-            raise RuntimeError(f"internal: {k} was requested but not recorded")
-        t = sink[k]
-        tensors[k] = t.expand(B, *t.shape[1:]) if t.shape[0] != B else t
+    tensors, output = record_pass(model, wanted, fwd, bwd_hooks, grad, src.input_ids.shape[0],
+                                  lambda: model(src.input_ids, src.attention_mask, decoder_input_ids=dec_ids.to(model.device),
+                                                decoder_attention_mask=dec_mask.to(model.device)))  # (B, T, d)
     return Seq2SeqTrace(tensors, tokens=src.tokens, input_ids=src.input_ids.cpu(),
                         attention_mask=src.attention_mask.cpu(), model_name=model.name, family=model.family,
                         config=model.config, texts=src.texts, output=output if grad else output.detach(),

@@ -45,13 +45,18 @@ def _page(title: str, head_css: str, body: str) -> str:
 
 def render(data: dict, *, title: Optional[str] = None) -> str:
     """The self-contained page for ``data`` (from :func:`attnscope.viewer.data.build`)."""
-    font_css = font_face_css(all_text(data))
     first = " ".join(data["texts"][0]["tokens"]) if data["texts"] else ""
-    title = title or f"attnscope · {data['model']} · {first[:60]}"
+    return data_page(title or f"attnscope · {data['model']} · {first[:60]}", script(), data,
+                     font_face_css(all_text(data)))
+
+
+def data_page(title: str, scripts: str, data: dict, font_css: str) -> str:
+    """A self-contained viewer page: ``scripts`` (every viewer script the page needs), ``data`` as
+    JSON in the page, and the viewer mounted on it with the fonts of its text (``font_css``)."""
     body = (
         "<div id=\"attnscope-root\"></div>\n"
         f"<script type=\"application/json\" id=\"attnscope-data\">{json_for_script(data)}</script>\n"
-        f"<script>\n{script()}</script>\n"
+        f"<script>\n{scripts}</script>\n"
         "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'),\n"
         "  JSON.parse(document.getElementById('attnscope-data').textContent),\n"
         f"  {{fontCss: {json.dumps(font_css)}}});\n</script>"
@@ -67,12 +72,18 @@ def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Opt
                        font_url: str = "assets/attnscope-cjk.otf") -> str:
     """The page of ``attnscope serve``: a short introduction with examples, a text box that asks
     the JSON API, and the same viewer under it."""
-    opts = {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars}}
+    return server_page(model_name, script(), {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars}},
+                       font_url)
+
+
+def server_page(model_name: str, scripts: str, options: dict, font_url: str) -> str:
+    """A page of ``attnscope serve``: ``scripts`` and the viewer mounted without data, with
+    ``options`` (the API it asks, the model's name), and the bundled CJK font at ``font_url``."""
     body = (
         "<div id=\"attnscope-root\"></div>\n"
-        f"<script>\n{script()}</script>\n"
+        f"<script>\n{scripts}</script>\n"
         "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'), null,\n"
-        f"  {json_for_script(opts)});\n</script>"
+        f"  {json_for_script(options)});\n</script>"
     )
     # The served page's own words (examples, what a user types) may be any CJK text: the whole
     # bundled font, fetched from the server only when such a character is on screen.

@@ -10,13 +10,12 @@ Both pages carry the same script as every viewer page plus ``viewer_seq2seq.js``
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional, Union
 
 from ..errors import InputError
 from ..fonts import font_face_css
-from .html import CJK_RANGES, _page, asset, json_for_script, script
+from .html import asset, data_page, script, server_page
 from .seq2seq import all_text, seq2seq_view_data
 
 
@@ -27,19 +26,10 @@ def seq2seq_script() -> str:
 
 def render(data: dict, *, title: Optional[str] = None) -> str:
     """The self-contained page for encoder–decoder ``data`` (:func:`~.seq2seq.seq2seq_view_data`)."""
-    font_css = font_face_css(all_text(data))
     first = data["texts"][0] if data["texts"] else None
     pair = (" ".join(first["source_tokens"])[:40] + " → " + " ".join(first["target_tokens"])[:30]) if first else ""
-    title = title or f"attnscope · {data['model']} · {pair}"
-    body = (
-        "<div id=\"attnscope-root\"></div>\n"
-        f"<script type=\"application/json\" id=\"attnscope-data\">{json_for_script(data)}</script>\n"
-        f"<script>\n{seq2seq_script()}</script>\n"
-        "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'),\n"
-        "  JSON.parse(document.getElementById('attnscope-data').textContent),\n"
-        f"  {{fontCss: {json.dumps(font_css)}}});\n</script>"
-    )
-    return _page(title, font_css, body)
+    return data_page(title or f"attnscope · {data['model']} · {pair}", seq2seq_script(), data,
+                     font_face_css(all_text(data)))
 
 
 def save_html(model, source: str, target: str, path: Union[str, Path], *, decimals: int = 4) -> Path:
@@ -58,16 +48,7 @@ def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Opt
     """The page of ``attnscope serve`` for an encoder–decoder model: source and target boxes that
     ask the JSON API, and the encoder / decoder / cross views under them."""
     opts = {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars, "seq2seq": True}}
-    body = (
-        "<div id=\"attnscope-root\"></div>\n"
-        f"<script>\n{seq2seq_script()}</script>\n"
-        "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'), null,\n"
-        f"  {json_for_script(opts)});\n</script>"
-    )
-    ui_font = ("@font-face{font-family:'attnscope CJK UI';font-style:normal;font-weight:400;"
-               f"unicode-range:{CJK_RANGES};src:url({font_url}) format('opentype');}}\n"
-               ".as-intro,.as-form,.as-form *{font-family:'attnscope CJK UI',system-ui,'DejaVu Sans',sans-serif}")
-    return _page(f"attnscope · {model_name}", ui_font, body)
+    return server_page(model_name, seq2seq_script(), opts, font_url)
 
 
 def cli_page(model, text: str, target: Optional[str], *, compare: Optional[str] = None,
