@@ -89,7 +89,7 @@ def test_nothing_decodable_left(tmp_path, capsys):
 
 @pytest.mark.parametrize("extra, message", [
     (["--threshold", "wide=0.3"], "--threshold expects NAME=VALUE"),
-    (["--batch-size", "0"], "--batch-size must be at least 1"),
+    (["--batch-size", "0"], "--batch-size must be from 1 to 65536, got 0"),
     (["--max-length", "600"], "max_length 600 is longer than the model's 512 positions"),
 ])
 def test_bad_options(tmp_path, capsys, extra, message):

@@ -146,8 +146,8 @@ def test_skipped_pass_is_said(gpt2_dir, corpus, tmp_path):
 @pytest.mark.parametrize("argv,msg", [
     (["--induction-length", "40"], "the repeated sequence has 0+2×40 = 80 tokens, more than the 64 positions "
                                    "analysed; use at most 32"),
-    (["--induction-length", "1"], "--induction-length must be at least 2, got 1"),
-    (["--induction-seqs", "-1"], "--induction-seqs must be at least 0, got -1"),
+    (["--induction-length", "1"], "--induction-length must be from 2 to 1000000, got 1"),
+    (["--induction-seqs", "-1"], "--induction-seqs must be from 0 to 1000000000, got -1"),
     (["--threshold", "induction=2"], "threshold induction must be a number in [0, 1], got 2.0"),
 ])
 def test_bad_settings_are_one_line(gpt2_dir, corpus, tmp_path, capsys, argv, msg):

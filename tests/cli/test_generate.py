@@ -46,11 +46,11 @@ def test_view_draws_a_window(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--max-new-tokens", "0"], "--max-new-tokens must be at least 1, got 0"),
+    (["--max-new-tokens", "0"], "--max-new-tokens must be from 1 to 1000000, got 0"),
     (["--max-new-tokens", "500"], "passes the model's context of 128 positions"),
     (["--temperature", "-1"], "--temperature must be at least 0.0"),
     (["--top-p", "1.5"], r"--top-p must be in (0, 1], got 1.5"),
-    (["--top-k", "0"], "--top-k must be at least 1"),
+    (["--top-k", "0"], "--top-k must be from 1 to 1000000"),
     (["--chat"], "has no chat template"),
     (["--view", "/nonexistent/dir/g.html"], "give a file name in an existing folder"),
 ])

@@ -114,5 +114,8 @@ def test_bad_settings_are_one_clear_error(decoders):
         model.generate(PROMPT, temperature=1, top_p=0)
     with pytest.raises(ConfigError, match="top_k"):
         model.generate(PROMPT, temperature=1, top_k=0)
+    for seed in (2**64, -1, 99999999999999999999999, 1.5):
+        with pytest.raises(ConfigError, match=r"seed must be an integer from 0 to 2\*\*64 - 1"):
+            model.generate(PROMPT, temperature=1, seed=seed)
     with pytest.raises(InputError, match="no chat template"):
         model.generate(PROMPT, chat=True)

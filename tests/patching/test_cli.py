@@ -73,9 +73,11 @@ def test_different_lengths(gpt2_dir, capsys):
     (["--answer", "cat"], "the answer 'cat' is 2 tokens ('c' | 'at'), not one"),
     (["-o", "x.txt"], "cannot tell what to write to 'x.txt': use .png, .svg, .pdf (the figure) or .json"),
     (["-o", "/nonexistent/dir/x.png"], "the folder '/nonexistent/dir' does not exist"),
-    (["--layers", "0,a"], "--layers must be comma-separated layer numbers, got '0,a'"),
+    (["--layers", "0,a"], "--layers must be comma-separated integers, each from 0 to 1000000, got '0,a'"),
+    (["--layers", "-1"], "--layers must be comma-separated integers, each from 0 to 1000000, got -1"),
+    (["--layers", "1,0,1"], "--layers lists 1 twice; give each once"),
     (["--layers", "7"], "layers: 7 is not a layer; the model has 2 (0..1)"),
-    (["--batch-size", "0"], "--batch-size must be at least 1, got 0"),
+    (["--batch-size", "0"], "--batch-size must be from 1 to 65536, got 0"),
 ])
 def test_bad_input_is_one_line(gpt2_dir, capsys, extra, msg):
     err = error(capsys, base(gpt2_dir) + extra)

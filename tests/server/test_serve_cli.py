@@ -7,9 +7,9 @@ from attnscope.cli import main
 
 
 @pytest.mark.parametrize("argv, msg", [
-    (["serve", "--port", "99999"], "--port must be in 0..65535, got 99999"),
-    (["serve", "--max-chars", "0"], "--max-chars must be in 1..1000000, got 0"),
-    (["serve", "--held-mb", "0"], "--held-mb must be in 1..1048576, got 0"),
+    (["serve", "--port", "99999"], "--port must be from 0 to 65535, got 99999"),
+    (["serve", "--max-chars", "0"], "--max-chars must be from 1 to 1000000, got 0"),
+    (["serve", "--held-mb", "0"], "--held-mb must be from 1 to 1048576, got 0"),
 ])
 def test_bad_arguments(capsys, argv, msg):
     assert main(argv) == 2

@@ -76,8 +76,8 @@ def test_view_cli_option_ranges(tmp_path, capsys):
     from attnscope.cli import main
     from attnscope.viewer.data import MAX_DECIMALS
     out = tmp_path / "a.html"
-    for argv, msg in [(["--decimals", "11"], f"--decimals must be in 0..{MAX_DECIMALS}, got 11"),
-                      (["--decimals", "-1"], f"--decimals must be in 0..{MAX_DECIMALS}, got -1"),
+    for argv, msg in [(["--decimals", "11"], f"--decimals must be from 0 to {MAX_DECIMALS}, got 11"),
+                      (["--decimals", "-1"], f"--decimals must be from 0 to {MAX_DECIMALS}, got -1"),
                       (["--compare", "a\udcff"], "--compare is not valid UTF-8: byte 0xFF at character 1"),
                       (["--token", " "], "--token is empty")]:
         assert main(["view", "the bank", "-o", str(out), *argv]) == 2

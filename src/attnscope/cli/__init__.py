@@ -16,6 +16,78 @@ from typing import Optional, Sequence
 
 from ..errors import AttnscopeError, InputError
 
+#: The largest --seed every command takes (the experiments' generators take seeds below 2**31).
+MAX_SEED = 2**31 - 1
+#: The largest layer, head, position or dimension number an option takes: far past any model,
+#: so the model's own limit is the one a user meets, while a number like 10**23 stops here.
+MAX_INDEX = 1_000_000
+
+
+class OptionError(AttnscopeError):
+    """An option's value is outside its range. Not a ValueError on purpose: argparse turns those
+    into "invalid int value" after a usage line; this one reaches :func:`main` as one sentence."""
+
+
+class IntRange:
+    """An argparse ``type`` for an integer option from ``low`` to ``high``: every integer option of
+    every command takes one (tests/cli check that), so that a value out of range, such as
+    ``--seed 99999999999999999999999``, is one sentence naming the option and its range before any
+    work starts. :func:`build_parser` tells each instance the option it belongs to."""
+
+    def __init__(self, low: int, high: int):
+        self.low, self.high, self.flag = low, high, "the value"
+
+    def __repr__(self) -> str:  # what argparse's own messages would call it
+        return "integer"
+
+    def describe(self) -> str:
+        return f"from {self.low} to {self.high}"
+
+    def __call__(self, text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise OptionError(f"{self.flag} must be an integer {self.describe()}, got {text!r}") from None
+        if not self.low <= value <= self.high:
+            raise OptionError(f"{self.flag} must be {self.describe()}, got {value}")
+        return value
+
+
+class IntList(IntRange):
+    """An argparse ``type`` for comma-separated integers, each from ``low`` to ``high``."""
+
+    def __init__(self, low: int, high: int, unique: bool = False):
+        super().__init__(low, high)
+        self.unique = unique
+
+    def describe(self) -> str:
+        return f"comma-separated integers, each from {self.low} to {self.high}"
+
+    def __call__(self, text: str) -> list[int]:  # type: ignore[override]
+        parts = [x.strip() for x in text.split(",") if x.strip()]
+        if not parts:
+            raise OptionError(f"{self.flag} is empty: give {self.describe()}")
+        out = []
+        for x in parts:
+            try:
+                value = int(x)
+            except ValueError:
+                raise OptionError(f"{self.flag} must be {self.describe()}, got {text!r}") from None
+            if not self.low <= value <= self.high:
+                raise OptionError(f"{self.flag} must be {self.describe()}, got {value}")
+            if self.unique and value in out:
+                raise OptionError(f"{self.flag} lists {value} twice; give each once")
+            out.append(value)
+        return out
+
+
+def name_int_options(parser: argparse.ArgumentParser) -> None:
+    """Tell every :class:`IntRange` of ``parser`` the option it reads (its longest spelling)."""
+    for action in parser._actions:
+        if isinstance(action.type, IntRange):
+            action.type.flag = max(action.option_strings, key=len) if action.option_strings else action.dest
+
+
 #: Subcommand modules, in the order ``attnscope --help`` lists them.
 COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", "experiment", "analyze", "patch", "generate"]
 
@@ -85,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(f".{name.replace('-', '_')}", __name__).register(sub)
     for p in sub.choices.values():  # the module docstrings are reST; --help is plain text
         p.description = plain_text(p.description)
+        name_int_options(p)
     return parser
 
 
@@ -98,7 +171,13 @@ def plain_text(doc: Optional[str]) -> Optional[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except OptionError as e:  # an option out of its range: one sentence, as the commands' own errors
+        words = list(sys.argv[1:] if argv is None else argv)
+        command = next((w for w in words if w in COMMANDS), None)
+        print(f"attnscope {command}: error: {e}" if command else f"attnscope: error: {e}", file=sys.stderr)
+        return 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

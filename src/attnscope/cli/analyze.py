@@ -30,6 +30,12 @@ import os
 import sys
 from pathlib import Path
 
+from . import MAX_INDEX, MAX_SEED, IntRange
+
+MAX_COUNT = 10**9
+MAX_BATCH = 65536
+MAX_THREADS = 4096
+
 
 def register(sub) -> None:
     from ..analysis.classify import Thresholds
@@ -48,33 +54,36 @@ def register(sub) -> None:
                    help="what one text is (default: %(default)s)")
     g.add_argument("--on-decode-error", choices=("stop", "skip"), default="stop",
                    help="a line that is not UTF-8: stop with its location, or skip and count it (default: %(default)s)")
-    g.add_argument("--max-texts", type=int, default=None, metavar="N", help="only the first N texts")
-    g.add_argument("--max-length", type=int, default=None, metavar="T",
+    g.add_argument("--max-texts", type=IntRange(1, MAX_COUNT), default=None, metavar="N", help="only the first N texts")
+    g.add_argument("--max-length", type=IntRange(2, MAX_INDEX), default=None, metavar="T",
                    help="truncate texts to T tokens, counted in the report (default: the model's limit)")
-    g.add_argument("--batch-size", type=int, default=32, metavar="B", help="texts per batch (default: %(default)s)")
-    g.add_argument("--chunk-size", type=int, default=1024, metavar="C",
+    g.add_argument("--batch-size", type=IntRange(1, MAX_BATCH), default=32, metavar="B",
+                   help="texts per batch (default: %(default)s)")
+    g.add_argument("--chunk-size", type=IntRange(1, MAX_COUNT), default=1024, metavar="C",
                    help="texts sorted by length together before batching (default: %(default)s)")
     g = p.add_argument_group("statistics")
     g.add_argument("--no-special-queries", action="store_true",
                    help="leave the rows of [CLS]/[SEP] out of the query averages (default: they count)")
-    g.add_argument("--window", type=int, default=3, metavar="W", help="to_local window ±W tokens (default: %(default)s)")
+    g.add_argument("--window", type=IntRange(0, MAX_INDEX), default=3, metavar="W",
+                   help="to_local window ±W tokens (default: %(default)s)")
     g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                    help="classification threshold, repeatable; names: " +
                    ", ".join(f"{k} ({v:g})" for k, v in Thresholds().to_dict().items()))
-    g.add_argument("--importance-texts", type=int, default=128, metavar="N",
+    g.add_argument("--importance-texts", type=IntRange(0, MAX_COUNT), default=128, metavar="N",
                    help="ablate every head on the first N texts (0 = no importance; default: %(default)s)")
-    g.add_argument("--importance-batch", type=int, default=8, metavar="B",
+    g.add_argument("--importance-batch", type=IntRange(1, MAX_BATCH), default=8, metavar="B",
                    help="texts per ablation batch, each run n_heads times (default: %(default)s)")
     g = p.add_argument_group("decoder heads (causal models)")
-    g.add_argument("--induction-seqs", type=int, default=64, metavar="N",
+    g.add_argument("--induction-seqs", type=IntRange(0, MAX_COUNT), default=64, metavar="N",
                    help="repeated random token sequences for the previous-token, duplicate and induction "
                    "scores (0 = skip them; default: %(default)s)")
-    g.add_argument("--induction-length", type=int, default=None, metavar="T",
+    g.add_argument("--induction-length", type=IntRange(2, MAX_INDEX), default=None, metavar="T",
                    help="distinct random tokens in one copy, each sequence being T tokens twice "
                    "(default: 50, or what the positions allow)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the random sequences (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=None, metavar="N", help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--lanes", type=int, default=None, metavar="N",
+    g.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0, help="seed of the random sequences (default: %(default)s)")
+    p.add_argument("--threads", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
+                   help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--lanes", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
                    help="CPU: batches analysed at once, each on one thread (default: the number of threads)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -100,14 +109,7 @@ def run(args) -> int:
     import torch
 
     from ..analysis import AnalysisConfig, Thresholds, analyze
-    from . import check_device, check_out_dir, check_range
-    for name in ("batch_size", "chunk_size", "importance_batch", "max_texts", "threads", "lanes"):
-        check_range(getattr(args, name), "--" + name.replace("_", "-"), 1)
-    check_range(args.max_length, "--max-length", 2)
-    check_range(args.window, "--window", 0)
-    check_range(args.importance_texts, "--importance-texts", 0)
-    check_range(args.induction_seqs, "--induction-seqs", 0)
-    check_range(args.induction_length, "--induction-length", 2)
+    from . import check_device, check_out_dir
     check_device(args.device)
     check_out_dir(Path(args.out))  # fail before the work, not after it, when the results cannot be written
     if args.threads:

@@ -15,15 +15,16 @@ import argparse
 import os
 import sys
 
+from . import MAX_SEED, IntRange
 from .explain import add_output_options, emit
 
 
 def register(sub) -> None:
     p = sub.add_parser("exercise", help="a fresh hand-calculation exercise and its blank answers file",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tokens", type=int, default=3, help="number of tokens, 2..8 (default 3)")
-    p.add_argument("--dim", type=int, default=2, help="vector size d_model = d_k = d_v, 1..4 (default 2)")
-    p.add_argument("--seed", type=int, help="seed of the problem (default: a random one)")
+    p.add_argument("--tokens", type=IntRange(2, 8), default=3, help="number of tokens, 2..8 (default 3)")
+    p.add_argument("--dim", type=IntRange(1, 4), default=2, help="vector size d_model = d_k = d_v, 1..4 (default 2)")
+    p.add_argument("--seed", type=IntRange(0, MAX_SEED), help="seed of the problem (default: a random one)")
     p.add_argument("--style", choices=("int", "decimal"), default="int",
                    help="small integers or one-decimal numbers (default int)")
     p.add_argument("--solution", action="store_true", help="print the worked solution and the answers too")

@@ -19,14 +19,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import check_out_dir
-
-
-def _ints(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+from . import MAX_SEED, IntList, IntRange, check_out_dir
 
 
 def _names(text: str) -> list[str]:
@@ -38,31 +31,31 @@ def register(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", help="variance | saturation | training | all | list")
     p.add_argument("--quick", action="store_true", help="the small CI version (seconds to a minute)")
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0, help="base seed (default 0)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default out/experiments/NAME)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--d-k", type=_ints, default=None,
+    p.add_argument("--d-k", type=IntList(1, 65536), default=None,
                    help="comma-separated d_k values (variance/saturation default 2,4,…,1024; training 16,64,256,512)")
     g = p.add_argument_group("variance and saturation")
-    g.add_argument("--samples", type=int, default=None, help="variance: dot products per (distribution, d_k)")
+    g.add_argument("--samples", type=IntRange(2, 10**7), default=None, help="variance: dot products per (distribution, d_k)")
     g.add_argument("--distributions", type=_names, default=None, help="variance: normal,uniform,rademacher")
-    g.add_argument("--rows", type=int, default=None, help="saturation: query rows per d_k")
-    g.add_argument("--length", type=int, default=None, help="saturation: keys per row (default 16)")
+    g.add_argument("--rows", type=IntRange(1, 10**6), default=None, help="saturation: query rows per d_k")
+    g.add_argument("--length", type=IntRange(1, 4096), default=None, help="saturation: keys per row (default 16)")
     t = p.add_argument_group("training")
     t.add_argument("--tasks", type=_names, default=None, help="recall,lm")
     t.add_argument("--variants", type=_names, default=None, help="scaled,unscaled,inv_d,cosine,qknorm,t5")
-    t.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: recall 3, lm 2)")
-    t.add_argument("--steps", type=int, default=None, help="training steps per run")
-    t.add_argument("--batch", type=int, default=None, help="batch size")
-    t.add_argument("--d-model", type=int, default=None, help="model width (default 512; quick 64)")
-    t.add_argument("--layers", type=int, default=None, help="encoder layers (default 1)")
+    t.add_argument("--seeds", type=IntRange(1, 100), default=None, help="seeds per cell (default: recall 3, lm 2)")
+    t.add_argument("--steps", type=IntRange(1, 10**6), default=None, help="training steps per run")
+    t.add_argument("--batch", type=IntRange(1, 4096), default=None, help="batch size")
+    t.add_argument("--d-model", type=IntRange(1, 4096), default=None, help="model width (default 512; quick 64)")
+    t.add_argument("--layers", type=IntRange(1, 48), default=None, help="encoder layers (default 1)")
     t.add_argument("--lr", type=float, default=None, help="peak learning rate (default 1e-3)")
-    t.add_argument("--eval-every", type=int, default=None, help="steps between evaluations (default 10)")
+    t.add_argument("--eval-every", type=IntRange(1, 10**6), default=None, help="steps between evaluations (default 10)")
     t.add_argument("--init", default=None, help="lecun (default) | small (std 0.02)")
     t.add_argument("--from", dest="from_dir", type=Path, default=None, metavar="DIR",
                    help="re-make tables, figures and report from DIR/results.json without training "
                         "(written to --out, default DIR itself)")
-    t.add_argument("--jobs", type=int, default=None,
+    t.add_argument("--jobs", type=IntRange(1, 1024), default=None,
                    help="worker processes (default: 1 with --quick, else min(2, CPUs))")
     p.set_defaults(func=run)
 

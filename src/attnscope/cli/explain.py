@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..scorings import SCORINGS
+from . import MAX_INDEX, MAX_SEED, IntRange
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -38,7 +39,7 @@ def add_output_options(p, default_decimals: int = 4) -> None:
     g = p.add_argument_group("output")
     g.add_argument("--format", "-f", choices=FORMATS, default="rich", help="output format (default: rich)")
     g.add_argument("--lang", choices=("en", "zh"), default="en", help="language of every label (default: en)")
-    g.add_argument("--decimals", type=int, default=default_decimals,
+    g.add_argument("--decimals", type=IntRange(0, 12), default=default_decimals,
                    help=f"decimals shown (default {default_decimals}); the arithmetic is never rounded")
     g.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of the terminal")
 
@@ -66,11 +67,11 @@ def register(sub) -> None:
     real = p.add_argument_group("one row of a real model")
     real.add_argument("--text", help="the text to run through the model")
     real.add_argument("--model", metavar="FOLDER", help="a local Hugging Face folder (default: all-MiniLM-L6-v2)")
-    real.add_argument("--layer", type=int, default=0, help="layer, from 0 (default 0)")
-    real.add_argument("--head", type=int, default=0, help="head, from 0 (default 0)")
+    real.add_argument("--layer", type=IntRange(0, MAX_INDEX), default=0, help="layer, from 0 (default 0)")
+    real.add_argument("--head", type=IntRange(0, MAX_INDEX), default=0, help="head, from 0 (default 0)")
     real.add_argument("--token", help="the query token, e.g. 喜 (the first one if it occurs twice)")
-    real.add_argument("--position", type=int, help="the query's position, from 0 ([CLS] is 0)")
-    real.add_argument("--dims", type=int, default=3, help="dimensions of V written out (default 3)")
+    real.add_argument("--position", type=IntRange(0, MAX_INDEX), help="the query's position, from 0 ([CLS] is 0)")
+    real.add_argument("--dims", type=IntRange(1, MAX_INDEX), default=3, help="dimensions of V written out (default 3)")
     real.add_argument("--path", "--whole-path", dest="path", action="store_true",
                       help="the token's whole path through the layer: tokens and ids, embedding rows, norms, "
                            "q = x W_Q + b, the row, heads and W_O, residuals, feed-forward, the layer's output")
@@ -82,24 +83,27 @@ def register(sub) -> None:
     row.add_argument("--scores", action="append", metavar="S1,S2,…",
                      help="raw scores of one query (the scaling lesson takes several)")
     row.add_argument("--values", metavar="M", help="the V rows for --scores, one per score")
-    row.add_argument("--query", type=int, help="position of the query among the --scores keys (for labels)")
-    row.add_argument("--dk", type=int, help="d_k: scores are divided by √d_k (scaling: default 64)")
-    row.add_argument("--seed", type=int, default=0, help="scaling: seed of the sampled variance (default 0)")
-    row.add_argument("--samples", type=int, default=10000, help="scaling: sampled pairs per d_k (default 10000)")
+    row.add_argument("--query", type=IntRange(0, MAX_INDEX), help="position of the query among the --scores keys (for labels)")
+    row.add_argument("--dk", type=IntRange(1, 65536), help="d_k: scores are divided by √d_k (scaling: default 64)")
+    row.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0, help="scaling: seed of the sampled variance (default 0)")
+    row.add_argument("--samples", type=IntRange(2, 10**7), default=10000, help="scaling: sampled pairs per d_k (default 10000)")
     pos = p.add_argument_group("explain positions (also: --position, --model, --layer, --dk, --causal)")
     pos.add_argument("--scheme", choices=POSITION_SCHEMES,
                      help="positions: sinusoidal (default; PE added to the embeddings), rotary (q and k turned), "
                           "t5 (relative buckets)")
-    pos.add_argument("--dim", type=int, help="positions: the dimension worked out, from 0 (sinusoidal: of PE; rotary: "
+    pos.add_argument("--dim", type=IntRange(0, MAX_INDEX),
+                     help="positions: the dimension worked out, from 0 (sinusoidal: of PE; rotary: "
                                              "a feature of q/k, its pair is worked out)")
-    pos.add_argument("--offset", "-k", type=int, help="positions: k, the shift from p to p + k (t5: δ = key − query)")
-    pos.add_argument("--d-model", dest="d_model", type=int, help="sinusoidal: the width of PE (default 8)")
+    pos.add_argument("--offset", "-k", type=IntRange(-MAX_INDEX, MAX_INDEX),
+                     help="positions: k, the shift from p to p + k (t5: δ = key − query)")
+    pos.add_argument("--d-model", dest="d_model", type=IntRange(2, 65536), help="sinusoidal: the width of PE (default 8)")
     pos.add_argument("--base", type=float, help="sinusoidal, rotary: the base of the frequencies (default 10000)")
     pos.add_argument("--pairing", choices=("half", "adjacent"),
                      help="rotary: feature i with i + d/2 (half, default; Hugging Face) or 2i with 2i + 1 (adjacent)")
     pos.add_argument("--vector", metavar="V", help="rotary: the q (or k) to turn, d_k numbers (default (1, 0) per pair)")
-    pos.add_argument("--buckets", type=int, help="t5: the number of buckets (default 32)")
-    pos.add_argument("--max-distance", dest="max_distance", type=int, help="t5: the last log bucket's distance "
+    pos.add_argument("--buckets", type=IntRange(1, MAX_INDEX), help="t5: the number of buckets (default 32)")
+    pos.add_argument("--max-distance", dest="max_distance", type=IntRange(1, MAX_INDEX),
+                     help="t5: the last log bucket's distance "
                                                                             "(default 128)")
     add_output_options(p)
     p.set_defaults(func=run)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from . import check_device, check_range
+from . import MAX_INDEX, MAX_SEED, IntRange, check_device, check_range
 
 
 def register(sub) -> None:
@@ -25,11 +25,11 @@ def register(sub) -> None:
     p.add_argument("prompt", help="the text to continue (with --chat: the user's message)")
     p.add_argument("--model", default="smollm2-135m",
                    help="model package name, .gguf file or Hugging Face folder (default smollm2-135m)")
-    p.add_argument("--max-new-tokens", type=int, default=64, help="at most this many new tokens (default 64)")
+    p.add_argument("--max-new-tokens", type=IntRange(1, MAX_INDEX), default=64, help="at most this many new tokens (default 64)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); higher = more random")
-    p.add_argument("--top-k", type=int, default=None, help="sample among the k most likely tokens")
+    p.add_argument("--top-k", type=IntRange(1, MAX_INDEX), default=None, help="sample among the k most likely tokens")
     p.add_argument("--top-p", type=float, default=None, help="sample among the most likely tokens whose probability reaches p")
-    p.add_argument("--seed", type=int, default=None, help="random seed, for reproducible samples")
+    p.add_argument("--seed", type=IntRange(0, MAX_SEED), default=None, help="random seed, for reproducible samples")
     p.add_argument("--chat", action="store_true", help="apply the model's chat template to the prompt")
     p.add_argument("--system", default=None, help="a system message (with --chat)")
     p.add_argument("--view", default=None, metavar="OUT.html", help="also write the viewer of the generation")
@@ -41,9 +41,7 @@ def run(args) -> int:
     from ..viewer.run import check_text
 
     check_text(args.prompt, "the prompt")
-    check_range(args.max_new_tokens, "--max-new-tokens", 1)
     check_range(args.temperature, "--temperature", 0.0)
-    check_range(args.top_k, "--top-k", 1)
     if args.top_p is not None and not 0.0 < args.top_p <= 1.0:
         raise InputError(f"--top-p must be in (0, 1], got {args.top_p}")
     device = check_device(args.device)

@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
+from . import MAX_INDEX, IntList, IntRange
+from .plot import MAX_DPI, MIN_DPI
 
 FIGURES = (".png", ".svg", ".pdf")
 
@@ -48,30 +50,20 @@ def register(sub) -> None:
                    help="where --what residual patches: resid_pre (what enters the layer), attn_in (the "
                         "attention's normalised input), resid_mid (after the attention), resid_post (after "
                         "the layer) (default: %(default)s)")
-    p.add_argument("--layers", default=None, metavar="LIST",
-                   help="comma-separated layers to patch, e.g. 0,5,10 (default: all)")
-    p.add_argument("--batch-size", type=int, default=BATCH, metavar="K",
+    p.add_argument("--layers", type=IntList(0, MAX_INDEX, unique=True), default=None, metavar="LIST",
+                   help="comma-separated layers to patch, each once and counted from 0, e.g. 0,5,10 (default: all)")
+    p.add_argument("--batch-size", type=IntRange(1, 65536), default=BATCH, metavar="K",
                    help="patched copies per forward pass (default: %(default)s)")
     p.add_argument("--raw", action="store_true", help="colour the figure by the raw metric, not the normalised one")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="print the N strongest cells (default: %(default)s)")
+    p.add_argument("--top", type=IntRange(0, MAX_INDEX), default=10, metavar="N",
+                   help="print the N strongest cells (default: %(default)s)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu)")
-    p.add_argument("--dpi", type=int, default=150, help="resolution of a .png, 10..2400 (default: %(default)s)")
+    p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
+                   help="resolution of a .png, 10..2400 (default: %(default)s)")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
-
-
-def _layers(s):
-    if s is None:
-        return None
-    try:
-        out = [int(x) for x in s.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise InputError(f"--layers must be comma-separated layer numbers, got {s!r}") from None
-    if not out:
-        raise InputError("--layers is empty: give comma-separated layer numbers")
-    return out
 
 
 def _check_outputs(paths) -> list[Path]:
@@ -88,13 +80,9 @@ def _check_outputs(paths) -> list[Path]:
 
 
 def run(args) -> int:
-    from . import check_device, check_range
+    from . import check_device
 
-    check_range(args.batch_size, "--batch-size", 1)
-    check_range(args.top, "--top", 0)
-    check_range(args.dpi, "--dpi", 10, 2400)
     check_device(args.device)
-    layers = _layers(args.layers)
     outs = _check_outputs(args.output)  # before the work, not after it
 
     from ..models import load
@@ -102,7 +90,7 @@ def run(args) -> int:
 
     model = load(args.model, device=args.device)
     r = patch(model, args.clean, args.corrupted, args.answer, args.wrong, what=args.what, site=args.site,
-              layers=layers, batch_size=args.batch_size, progress=not args.no_progress and sys.stderr.isatty())
+              layers=args.layers, batch_size=args.batch_size, progress=not args.no_progress and sys.stderr.isatty())
     print(f"{r.model_name}: {len(r.clean_tokens)} tokens per prompt; metric {r.metric} at the last position")
     diff = [i for i, (a, b) in enumerate(zip(r.clean_tokens, r.corrupted_tokens)) if a != b]
     print("  the prompts differ at position" + ("s " if len(diff) != 1 else " ") + ", ".join(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import InputError
+from . import MAX_INDEX, IntRange
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
 FORMATS = (".png", ".svg", ".pdf")
@@ -30,17 +31,17 @@ def register(sub) -> None:
     p.add_argument("--kind", choices=KINDS, default="heatmap",
                    help="heatmap: one head; grid: every layer × head; hist: scaled vs unscaled scores; "
                         "softmax: a row's softmax at several temperatures (default: heatmap)")
-    p.add_argument("--layer", type=int, default=0, help="layer, 0-based (default 0)")
-    p.add_argument("--head", type=int, default=0, help="head, 0-based (default 0)")
-    p.add_argument("--query", type=int, default=0, help="query position for --kind softmax (default 0)")
+    p.add_argument("--layer", type=IntRange(0, MAX_INDEX), default=0, help="layer, 0-based (default 0)")
+    p.add_argument("--head", type=IntRange(0, MAX_INDEX), default=0, help="head, 0-based (default 0)")
+    p.add_argument("--query", type=IntRange(0, MAX_INDEX), default=0, help="query position for --kind softmax (default 0)")
     p.add_argument("--scores", help="comma-separated scores for --kind softmax instead of a text")
     p.add_argument("--temperatures", default=None,
                    help="comma-separated temperatures for --kind softmax (default 0.5,1,2,8; with a "
                         "text 1,√d_k,2√d_k)")
-    p.add_argument("--d-k", type=int, default=256,
+    p.add_argument("--d-k", type=IntRange(1, MAX_D_K), default=256,
                    help=f"d_k of the random experiment of --kind hist without text, 1..{MAX_D_K} (default 256)")
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
-    p.add_argument("--dpi", type=int, default=150,
+    p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
                    help=f"resolution of a .png in dots per inch, {MIN_DPI}..{MAX_DPI} (default 150; "
                         "SVG and PDF are vector drawings)")
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg or .pdf")
@@ -61,9 +62,6 @@ def _floats(s: str, what: str) -> list[float]:
 
 
 def run(args) -> int:
-    from . import check_range
-    check_range(args.dpi, "--dpi", MIN_DPI, MAX_DPI)
-    check_range(args.d_k, "--d-k", 1, MAX_D_K)
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
         raise InputError(f"cannot tell the format of {out.name!r}: use a .png, .svg or .pdf file name")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError
+from . import MAX_INDEX, IntRange
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -25,13 +26,14 @@ def register(sub) -> None:
                        description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 opens it to the network)")
-    p.add_argument("--port", type=int, default=8000, help="port, 1..65535, or 0 for any free one (default 8000)")
+    p.add_argument("--port", type=IntRange(0, 65535), default=8000, help="port, 1..65535, or 0 for any free one (default 8000)")
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
-    p.add_argument("--max-chars", type=int, default=None, help="longest accepted text in characters, "
+    p.add_argument("--max-chars", type=IntRange(1, 1_000_000), default=None, help="longest accepted text in characters, "
                    "1..1000000 (default 8 × the model's context length: 4096 for a 512-token model)")
-    p.add_argument("--held-mb", type=int, default=2048, help="memory for the q, k, v of long texts the server "
+    p.add_argument("--held-mb", type=IntRange(1, 1 << 20), default=2048, help="memory for the q, k, v of long texts the server "
                    "holds, in MB; the least recent text goes first (default 2048)")
-    p.add_argument("--ship-up-to", type=int, default=None, help="texts of at most this many tokens travel whole in "
+    p.add_argument("--ship-up-to", type=IntRange(0, MAX_INDEX), default=None,
+                   help="texts of at most this many tokens travel whole in "
                    "the page (q, k, v; it computes everything itself); longer ones are held by the server and read "
                    "one layer and head at a time (default: texts whose q, k, v fit in 16 MB, e.g. 512 tokens of "
                    "all-MiniLM-L6-v2, 145 of SmolLM2-135M; 0 holds every text)")
@@ -41,14 +43,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    if not 0 <= args.port <= 65535:
-        raise InputError(f"--port must be in 0..65535, got {args.port}")
-    if args.max_chars is not None and not 1 <= args.max_chars <= 1_000_000:
-        raise InputError(f"--max-chars must be in 1..1000000, got {args.max_chars}")
-    if args.ship_up_to is not None and args.ship_up_to < 0:
-        raise InputError(f"--ship-up-to must be 0 or more, got {args.ship_up_to}")
-    if not 1 <= args.held_mb <= 1 << 20:
-        raise InputError(f"--held-mb must be in 1..1048576, got {args.held_mb}")
     try:
         from ..server import serve
     except ImportError as e:

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
+from . import IntRange
 
 
 def register(sub) -> None:
@@ -26,14 +27,13 @@ def register(sub) -> None:
     p.add_argument("--target", default=None, help="encoder–decoder models (T5, BART): the decoder's text; TEXT is "
                    "then the source (encoder, decoder and cross-attention views)")
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
-    p.add_argument("--decimals", type=int, default=4,
+    p.add_argument("--decimals", type=IntRange(0, MAX_DECIMALS), default=4,
                    help=f"decimals the page starts with, 0..{MAX_DECIMALS} (default 4; the page can change it)")
     p.add_argument("-o", "--output", default="attention.html", help="output file (default attention.html)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from ..viewer.data import MAX_DECIMALS
     from ..viewer.run import check_text
 
     check_text(args.text, "text")
@@ -43,8 +43,6 @@ def run(args) -> int:
         check_text(args.token, "--token")
     if args.target is not None:
         check_text(args.target, "--target")
-    if not 0 <= args.decimals <= MAX_DECIMALS:
-        raise InputError(f"--decimals must be in 0..{MAX_DECIMALS}, got {args.decimals}")
     out = Path(args.output)
     if out.is_dir():
         raise InputError(f"--output {out} is a folder; give a file name such as {out / 'attention.html'}")

@@ -177,6 +177,8 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
     """
     max_new_tokens = _positive_int("max_new_tokens", max_new_tokens)
     temperature, top_k, top_p = check_settings(temperature, top_k, top_p)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
+        raise ConfigError(f"seed must be an integer from 0 to 2**64 - 1 (what torch.Generator takes), got {seed!r}")
     text, ids = prompt_ids(model, prompt, chat=chat, system=system)
     limit = model.config.max_positions
     if len(ids) + max_new_tokens > limit:

@@ -54,12 +54,17 @@ def _layers(model, layers) -> list[int]:
     n = model.config.n_layers
     if layers is None:
         return list(range(n))
-    out = []
+    out: list[int] = []
     for l in layers:
-        if isinstance(l, bool) or not isinstance(l, int) or not -n <= l < n:
+        # no Python-style negatives: layers count from 0 here as in every other option (-1 is not "the last")
+        if isinstance(l, bool) or not isinstance(l, int) or not 0 <= l < n:
             raise InputError(f"layers: {l!r} is not a layer; the model has {n} (0..{n - 1})")
-        out.append(l % n)
-    return sorted(set(out))
+        if l in out:
+            raise InputError(f"layers: {l} is given twice; name each layer once")
+        out.append(l)
+    if not out:
+        raise InputError("layers is empty: name at least one layer (or None for all)")
+    return sorted(out)
 
 
 def _run_patches(model, pair: PatchPair, patches: list, hook_for, metric: Metric, batch_size: int,
