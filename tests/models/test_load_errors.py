@@ -168,12 +168,21 @@ class Pickled:  # a class in the pickle: weights-only loading refuses it
     pass
 
 
+class CallsOut:  # a pickle whose loading would call os.system (never called: weights-only loading stops first)
+    def __reduce__(self):
+        import os
+        return (os.system, ("echo this must never run",))
+
+
 @pytest.mark.parametrize("write, why", [
     (lambda p: p.write_bytes(bytes(range(256)) * 4), "not a PyTorch checkpoint (unreadable pickle: "),
     (lambda p: p.write_text("hello"), "not a PyTorch checkpoint ("),
     (lambda p: p.write_bytes(b""), "not a PyTorch checkpoint ("),
     (lambda p: torch.save({"w": Pickled()}, str(p)),
-     f"it holds a pickled {__name__}.Pickled object, which weights-only loading refuses"),
+     f"it is a pickle that would run code (it references {__name__}.Pickled); attnscope loads only plain tensors"),
+    (lambda p: torch.save({"w": CallsOut()}, str(p)),  # a module PyTorch blocks outright: its own wording
+     "it is a pickle that would run code (it references posix.system); attnscope loads only plain tensors and never "
+     "runs it. Convert the checkpoint to model.safetensors with a tool you trust"),
 ])
 def test_unreadable_pytorch_model_bin_is_one_line_naming_the_file(bert_copy, write, why):
     _weights_to_bin(bert_copy)
@@ -183,6 +192,7 @@ def test_unreadable_pytorch_model_bin_is_one_line_naming_the_file(bert_copy, wri
     msg = str(e.value)
     assert msg.startswith(f"cannot read weights from {bert_copy / 'pytorch_model.bin'}: {why}"), msg
     assert "\n" not in msg and "weights_only" not in msg and "add_safe_globals" not in msg
+    assert "weights only" not in msg.lower() and "re-running" not in msg.lower()  # never the advice to load it unsafely
 
 
 def test_a_readable_pytorch_model_bin_loads(bert_copy, tiny_models):

