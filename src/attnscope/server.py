@@ -150,7 +150,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
             q, k, _ = tr.qkv(req.layer, req.head, text=0)  # (n, d_head): the head and the k/v head it reads
             allowed = tr.mask(req.layer, text=0)[0].cpu().numpy()  # (n, n)
             w = R.attention_weights(q, k, R.trace_factor(tr), mask=allowed)  # (n, n) float64
-            return Attention(tokens=tr.text_tokens(0), layer=req.layer, head=req.head, weights=w.tolist())
+            return Attention(tokens=tr.text_labels(0), layer=req.layer, head=req.head, weights=w.tolist())
         return await worker.run(work)
 
     @app.post("/api/steps", response_model=Steps,

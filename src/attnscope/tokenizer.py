@@ -23,6 +23,7 @@ from typing import Optional, Sequence, Union
 import torch
 
 from .errors import InputError, ModelLoadError
+from .pieces import Pieces, labels_of, pieces_of
 
 Tensor = torch.Tensor
 
@@ -37,6 +38,8 @@ class Batch:
         token_type_ids: (B, L) int64 segment ids (all 0 for single texts).
         tokens: per text, its token strings without padding (``[CLS] 我 … [SEP]``).
         texts: the input texts.
+        labels: per text, its tokens as a person reads them (:mod:`attnscope.pieces`; byte-level
+            pieces decoded: ``Ġcat`` → `` cat``); the tokens themselves when not given.
     """
 
     input_ids: Tensor
@@ -45,6 +48,11 @@ class Batch:
     tokens: list[list[str]]
     texts: list[str]
     truncated: list[bool] = field(default_factory=list)
+    labels: list[list[str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.labels:
+            self.labels = [list(t) for t in self.tokens]
 
     @property
     def lengths(self) -> list[int]:
@@ -58,7 +66,7 @@ class Batch:
 
     def to(self, device) -> "Batch":
         return Batch(self.input_ids.to(device), self.attention_mask.to(device),
-                     self.token_type_ids.to(device), self.tokens, self.texts, self.truncated)
+                     self.token_type_ids.to(device), self.tokens, self.texts, self.truncated, self.labels)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -102,22 +110,18 @@ class Tokenizer:
         return type(self.backend.decoder).__name__ == "ByteLevel"
 
     def readable(self, tokens: Sequence[str]) -> list[str]:
-        """Token strings for people: byte-level BPE tokens turned back into text (``Ġcat`` →
-        `` cat``; a token holding part of a multi-byte character shows ``�``). WordPiece tokens
-        (``[CLS]``, ``##ing``) are already readable and come back unchanged."""
-        if not self.byte_level:
-            return list(tokens)
-        table = _byte_decoder()
-        out = []
-        for tok in tokens:
-            if self.backend.token_to_id(tok) is not None and tok in self._special_tokens():
-                out.append(tok)
-                continue
-            data = bytes(table[ch] for ch in tok if ch in table)
-            out.append(data.decode("utf-8", errors="replace"))
-        return out
+        """Token strings for people (:func:`attnscope.pieces.labels_of`): byte-level BPE pieces as the
+        characters they form (``Ġcat`` → `` cat``; a character cut into several pieces is shown on the
+        piece that completes it, the earlier pieces end with ``…``). WordPiece tokens (``[CLS]``,
+        ``##ing``) are already readable and come back unchanged."""
+        return labels_of(tokens, self)
 
-    def _special_tokens(self) -> set[str]:
+    def pieces(self, tokens: Sequence[str]) -> Pieces:
+        """:class:`attnscope.pieces.Pieces` of ``tokens``: labels and every character's span of positions."""
+        return pieces_of(tokens, self)
+
+    def special_tokens(self) -> set[str]:
+        """The special tokens' strings (``<|endoftext|>``, ``[CLS]``), shown as they are."""
         return {t.content for t in self.backend.get_added_tokens_decoder().values() if t.special}
 
     def tokenize(self, text: str) -> list[str]:
@@ -180,7 +184,8 @@ class Tokenizer:
             input_ids[b, :n] = torch.tensor(e.ids, dtype=torch.long)
             mask[b, :n] = 1
             types[b, :n] = torch.tensor(e.type_ids, dtype=torch.long)
-        return Batch(input_ids, mask, types, [list(e.tokens) for e in encs], list(texts), truncated)
+        tokens = [list(e.tokens) for e in encs]
+        return Batch(input_ids, mask, types, tokens, list(texts), truncated, [self.readable(t) for t in tokens])
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size}, max_length={self.max_length}, source={self.source!r})"
@@ -205,18 +210,6 @@ def check_unicode(text: str, what: str = "the text") -> str:
             why = f"character {e.start} is a lone surrogate U+{code:04X}, which no encoding can represent"
         raise InputError(f"{what} is not valid Unicode: {why}") from None
     return text
-
-
-def _byte_decoder() -> dict[str, int]:
-    """GPT-2's printable stand-in character for each byte, inverted (character → byte)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    chars, n = printable[:], 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + n)  # bytes without a printable form get characters from U+0100 on
-            n += 1
-    return {chr(c): b for b, c in zip(printable, chars)}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -89,6 +89,10 @@ EN = {
     "row.intro_scores_factor": "{S} raw scores of one query against every key, given; they are multiplied by $c = {c}$.",
     "row.ambiguous": "{tok} occurs at positions {positions}; using the first, position {pos} "
                      "(pass a position to choose another).",
+    "row.char_span": "{tok} spans {n} byte pieces, positions {first}–{last} (bytes {hex}); the row is the last "
+                      "of them, position {pos}: under a causal mask only that piece has read every byte (a "
+                      "character is labelled on the piece that completes it, the pieces before end with …; "
+                      "pass a position to choose another).",
     "row.step_raw": "raw scores $s_j = q \\cdot k_j$",
     "row.raw_why": "The query vector of {tok} against the key vector of every token (the model's $Q K^{\\top}$ row).",
     "row.raw_given": "The given raw scores of {tok} against every key.",

@@ -37,8 +37,11 @@ EN = {
     "path.step_tokens": "tokenization: pieces and vocabulary ids",
     "path.tokens_why": "The tokenizer cuts the text into {L} pieces and looks each one up in the vocabulary of {V}: "
                        "the id is the row of the embedding table. {tok} has id {id}.",
-    "path.byte_level": "Byte-level BPE: Ġ marks a piece that starts with a space, Ċ a line break.",
+    "path.byte_level": "Byte-level BPE: each piece spells bytes (Ġ is a space, Ċ a line break); the column "
+                       "'reads' shows the characters they form. A character cut into several pieces (a Chinese "
+                       "character is 3 bytes) is shown on the piece that completes it; the pieces before end with ….",
     "path.col_piece": "piece",
+    "path.col_reads": "reads",
     "path.col_id": "id",
     "path.col_segment": "segment",
     "path.step_embed": "the embedding rows and their sum",
@@ -244,8 +247,10 @@ ZH = {
     "path.step_tokens": "分词：片段和词表 id",
     "path.tokens_why": "分词器把文本切成 {L} 个片段，并在 {V} 个词的词表中查出每一个：id 就是词向量表的行号。"
                        "{tok} 的 id 是 {id}。",
-    "path.byte_level": "字节级 BPE：Ġ 表示以空格开头的片段，Ċ 表示换行。",
+    "path.byte_level": "字节级 BPE：每个片段表示若干字节（Ġ 是空格，Ċ 是换行）；“读作”一列是它们组成的字符。"
+                       "被切成几个片段的字符（一个汉字占 3 个字节）标在补全它的片段上，之前的片段以 … 结尾。",
     "path.col_piece": "片段",
+    "path.col_reads": "读作",
     "path.col_id": "id",
     "path.col_segment": "段",
     "path.step_embed": "词向量各行及其和",

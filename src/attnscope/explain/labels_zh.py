@@ -77,6 +77,9 @@ ZH = {
     "row.intro_scores": "给定一个查询对每个键的 {S} 个原始分数；它们除以 $\\sqrt{d_k} = \\sqrt{{dk}}$。",
     "row.intro_scores_factor": "给定一个查询对每个键的 {S} 个原始分数；它们乘以 $c = {c}$。",
     "row.ambiguous": "{tok} 出现在位置 {positions}；使用第一个，位置 {pos}（指定位置可选择其他的）。",
+    "row.char_span": "{tok} 由 {n} 个字节片段组成，位置 {first}–{last}（字节 {hex}）；这里用它的最后一个片段，位置 {pos}："
+                      "在因果掩码下只有这个片段读到了全部字节（字符标在补全它的片段上，之前的片段以 … 结尾；"
+                      "指定位置可选择其他片段）。",
     "row.step_raw": "原始分数 $s_j = q \\cdot k_j$",
     "row.raw_why": "{tok} 的查询向量与每个 token 的键向量做点积（模型 $Q K^{\\top}$ 的这一行）。",
     "row.raw_given": "给定的 {tok} 对每个键的原始分数。",

@@ -34,50 +34,52 @@ from .toy import divides_by_root
 # choosing the query
 # ----------------------------------------------------------------------------------------------
 
-def _bare(tok: str) -> str:
-    """A token without its word-piece marks (##ing → ing, Ġword → word), lower case."""
-    for mark in ("##", "Ġ", "▁", "Ċ"):
-        if tok.startswith(mark) and len(tok) > len(mark):
-            tok = tok[len(mark):]
-    return tok.lower()
-
-
 def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: Optional[int] = None,
-                  text: Optional[str] = None) -> tuple[int, list]:
+                  text: Optional[str] = None, pieces=None) -> tuple[int, list]:
     """The 0-based position of the query and notes to print (e.g. "喜 occurs twice; the first").
+
+    ``pieces`` (:class:`attnscope.pieces.Pieces` of ``tokens``, from ``model.tokenizer.pieces``) lets
+    ``token`` name a piece by its label (`` cat`` or ``cat`` for ``Ġcat``) or a character that spans
+    several byte pieces (``喜``: its last piece is the row, and a note says which positions make it up).
 
     Raises InputError when the token is not in the text (listing the tokens with positions),
     the position is out of range, or neither/both disagreeing are given.
     """
+    from ..pieces import Pieces, find
     from ..tokenizer import check_unicode
     if token is not None:
         check_unicode(str(token), "the query token")
-    listing = inputs.ordinal_list(tokens)
+    if pieces is None:
+        pieces = Pieces(tuple(tokens), tuple(tokens))
+    listing = inputs.ordinal_list(pieces.labels)
     n = len(tokens)
     notes: list = []
+    match = find(pieces, token) if token is not None else None
     if position is not None:
         if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
             raise InputError(f"position must be an integer, got {position!r}")
         if not 0 <= position < n:
             raise InputError(f"position {position} is out of range: the text has {n} tokens "
                              f"(positions 0..{n - 1}): {listing}")
-        if token is not None and tokens[position] != token and _bare(tokens[position]) != _bare(token):
-            raise InputError(f"token {token!r} is not at position {position} (that is {tokens[position]!r}); "
+        if match is not None and not any(a <= position <= b for a, b in match.spans):
+            raise InputError(f"token {token!r} is not at position {position} (that is {pieces.labels[position]!r}); "
                              f"the tokens are {listing}")
         return int(position), notes
-    if token is None:
+    if token is None or match is None:
         raise InputError(f"choose the query token: give a token or a position; the tokens are {listing}")
-    hits = [i for i, tk in enumerate(tokens) if tk == token]
-    if not hits:
-        hits = [i for i, tk in enumerate(tokens) if _bare(tk) == _bare(token)]
-    if not hits:
+    if not match.spans:
         hint = ""
         if text is not None and token in text and any("UNK" in tk.upper() for tk in tokens):
             hint = f" ({token!r} is in the text, but the model's vocabulary does not have it: it became [UNK])"
         raise InputError(f"token {token!r} is not in the text{hint}; the tokens are {listing}")
-    if len(hits) > 1:
-        notes.append(t("row.ambiguous", tok=token, positions=", ".join(str(i) for i in hits), pos=hits[0]))
-    return hits[0], notes
+    first, last = match.spans[0]
+    if len(match.spans) > 1:
+        notes.append(t("row.ambiguous", tok=token, positions=", ".join(str(b) for _, b in match.spans), pos=last))
+    if match.by_chars and first < last:
+        data = b"".join(c.data for c in pieces.chars if first <= c.first and c.last <= last)
+        notes.append(t("row.char_span", tok=token.strip(), first=first, last=last, pos=last, n=last - first + 1,
+                       hex=" ".join(f"{x:02x}" for x in data)))
+    return last, notes
 
 
 # ----------------------------------------------------------------------------------------------
@@ -264,12 +266,14 @@ def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: 
     head = inputs.check_index("head", head, cfg.n_heads, "heads")
     R.operand_factor(cfg.scoring, cfg.d_head)  # ConfigError for a scoring whose factor the trace lacks
     tokens = model.encode(text).tokens[0]
-    qpos, notes = resolve_query(tokens, token, position, text)
+    pieces = model.tokenizer.pieces(tokens)
+    qpos, notes = resolve_query(tokens, token, position, text, pieces)
     if operands == "weights" and forward is None:
         from ..reference_model import forward as run_forward
         forward = run_forward(model, text, upto=layer)
     f = forward if operands == "weights" else None
-    base = {"text": text, "tokens": list(tokens), "qpos": qpos, "notes": notes, "scoring": cfg.scoring, "layer": layer,
+    base = {"text": text, "tokens": list(tokens), "labels": list(pieces.labels), "qpos": qpos,
+            "notes": notes, "scoring": cfg.scoring, "layer": layer,
             "head": head, "model": model, "d_k": int(cfg.d_head), "operands": operands, "forward": f}
     if getattr(cfg, "kind", "") == "decoder":
         from .row_decoder import decoder_row
@@ -305,7 +309,8 @@ def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, toke
 
 def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
     """The :class:`Worked` of a row from :func:`model_row_data`."""
-    model, tokens, qpos, d_k = d["model"], d["tokens"], d["qpos"], d["d_k"]
+    model, qpos, d_k = d["model"], d["qpos"], d["d_k"]
+    tokens = d.get("labels") or d["tokens"]  # shown as a person reads them (byte-level pieces decoded)
     where = f"{d['model'].name}, layer {d['layer']}, head {d['head']}"
     vals = row_values(d["raw"], d["factor"], d["allowed"], d["V"], where)
     check = {
@@ -316,7 +321,8 @@ def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
     weights = d["operands"] == "weights"
     if weights:
         check.update({k: v for k, v in d["operand_diff"].items()})
-    meta = {"source": "model", "model": model.name, "family": model.family, "text": d.get("text"), "tokens": tokens,
+    meta = {"source": "model", "model": model.name, "family": model.family, "text": d.get("text"), "tokens": d["tokens"],
+            "labels": list(tokens),
             "layer": d["layer"], "head": d["head"], "d_head": d_k, "dims": dims, "trace_max_abs_diff": check,
             "operands": d["operands"], "trace_weights": d["trace_weights"].tolist(), "trace_z": d["trace_z"].tolist()}
     trace_check = {"ds": sci(check["scores"]), "dw": sci(check["weights"]), "dz": sci(check["z"])}
@@ -345,4 +351,3 @@ def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
     if weights and "q" in d:
         w.values.update(q=d["q"], K=d["K"])
     return w
-

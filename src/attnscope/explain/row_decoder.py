@@ -103,7 +103,7 @@ def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:
     from .modern import distance_step, gemma_scale_para, heads_step, rms_step, rotation_step, split_hidden
 
     cfg, dec = model.config, d["decoder"]
-    tokens, qpos, head, layer = d["tokens"], d["qpos"], d["head"], d["layer"]
+    tokens, qpos, head, layer = d.get("labels") or d["tokens"], d["qpos"], d["head"], d["layer"]
     n = len(tokens)
     label = lambda j: f"{j}:{tokens[j]}"  # noqa: E731
     ok = np.isfinite(vals["masked"])

@@ -53,7 +53,7 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
     """
     h = trace.check_head(head)
     w = R.trace_weights(trace, layer, text)[h]  # (n, n) float64
-    toks = _labels(trace.text_tokens(text))
+    toks = _labels(trace.text_labels(text))  # byte-level pieces as the characters they form
     n = len(toks)
     if annotate is None:
         annotate = n <= ANNOTATE_MAX_TOKENS

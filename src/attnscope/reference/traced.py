@@ -36,7 +36,8 @@ def trace_weights(trace, layer: int, text: int = 0, *, recorded: bool = True) ->
 def trace_row(trace, layer: int, head: int, query: int, text: int = 0) -> dict:
     """One query row of one head, recomputed in float64 from the trace's q, k, v.
 
-    Returns ``tokens``, ``raw`` (q·k per key), ``scaled`` (× the factor, −inf at keys the query
+    Returns ``tokens`` (as a person reads them: ``trace.text_labels``),
+    ``raw`` (q·k per key), ``scaled`` (× the factor, −inf at keys the query
     may not see), ``shift``, ``exp``, ``sum``, ``weights`` and ``out`` (Σ weight·v, d_head numbers)
     of :func:`row_steps`, with ``factor``, ``d_k`` and ``allowed`` (n,) bool. InputError names a
     layer, head, text or query out of range.
@@ -48,6 +49,6 @@ def trace_row(trace, layer: int, head: int, query: int, text: int = 0) -> dict:
     allowed = trace.mask(layer, text=text)[0, query].detach().cpu().numpy()  # (n,)
     factor = trace_factor(trace)
     s = row_steps(raw_scores(as_f64(q)[query], as_f64(k)), factor, allowed, as_f64(v))
-    return {"tokens": trace.text_tokens(text), "raw": s["scores"], "scaled": s["masked"], "shift": s["shift"],
+    return {"tokens": trace.text_labels(text), "raw": s["scores"], "scaled": s["masked"], "shift": s["shift"],
             "exp": s["exp"], "sum": s["sum"], "weights": s["weights"], "out": s["output"], "factor": factor,
             "d_k": int(q.shape[-1]), "allowed": allowed}

@@ -79,6 +79,11 @@ class TraceReader:
         """The token strings of text ``text`` (no padding)."""
         return list(self.tokens[self.check_text(text)])
 
+    def text_labels(self, text: int = 0) -> list[str]:
+        """The tokens of text ``text`` as a person reads them (``trace.labels``; :mod:`attnscope.pieces`)."""
+        labels = getattr(self, "labels", None) or self.tokens
+        return list(labels[self.check_text(text)])
+
     def length(self, text: int = 0) -> int:
         """Real tokens of text ``text``."""
         return len(self.tokens[self.check_text(text)])

@@ -28,14 +28,17 @@ class Trace(TraceReader):
 
     ``trace[name]`` is a tensor with the batch first (see the table in :mod:`attnscope.trace`);
     ``trace.names`` lists the recorded names in forward order; ``trace.tokens`` the token strings
-    of each text (no padding); ``trace.output`` the model's last hidden states (B, L, d).
+    of each text (no padding), ``trace.labels`` the same as a person reads them (byte-level pieces
+    decoded, :mod:`attnscope.pieces`); ``trace.output`` the model's last hidden states (B, L, d).
     """
 
     def __init__(self, tensors: dict[str, Tensor], *, tokens: list[list[str]], input_ids: Tensor,
                  attention_mask: Tensor, model_name: str, family: str, config: TransformerConfig,
-                 texts: Optional[list[str]] = None, output: Optional[Tensor] = None) -> None:
+                 texts: Optional[list[str]] = None, output: Optional[Tensor] = None,
+                 labels: Optional[list[list[str]]] = None) -> None:
         self._tensors = dict(tensors)
         self.tokens = tokens
+        self.labels = labels if labels else [list(t) for t in tokens]
         self.input_ids = input_ids
         self.attention_mask = attention_mask
         self.model_name = model_name
@@ -117,7 +120,7 @@ class Trace(TraceReader):
             meta = {
                 "format": FORMAT, "version": FORMAT_VERSION, "names": self.names, "aliases": aliases,
                 "model_name": self.model_name, "family": self.family, "config": self.config.to_dict(),
-                "texts": self.texts, "tokens": self.tokens, "input_ids": self.input_ids.tolist(),
+                "texts": self.texts, "tokens": self.tokens, "labels": self.labels, "input_ids": self.input_ids.tolist(),
                 "attention_mask": self.attention_mask.tolist(),
             }
             (folder / "trace.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -161,7 +164,7 @@ class Trace(TraceReader):
                    attention_mask=torch.tensor(meta["attention_mask"], dtype=torch.long),
                    model_name=meta["model_name"], family=meta["family"],
                    config=TransformerConfig.from_dict(meta["config"]), texts=meta.get("texts"),
-                   output=tensors.get("__output__"))
+                   output=tensors.get("__output__"), labels=meta.get("labels"))
 
     def __repr__(self) -> str:
         return (f"Trace(model={self.model_name!r}, texts={len(self.tokens)}, length={self.input_ids.shape[-1]}, "

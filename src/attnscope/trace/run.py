@@ -153,4 +153,5 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool
                                   lambda: model(batch.input_ids, batch.attention_mask, batch.token_type_ids))  # (B, L, d)
     return Trace(tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(),
                  attention_mask=batch.attention_mask.cpu(), model_name=model.name, family=model.family,
-                 config=model.config, texts=batch.texts, output=output if grad else output.detach())
+                 config=model.config, texts=batch.texts, output=output if grad else output.detach(),
+                 labels=batch.labels)

@@ -29,23 +29,27 @@ def hidden_states(trace, text: int = 0) -> list[tuple[str, np.ndarray]]:
     return out
 
 
-def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]] = None) -> int:
-    """Position of ``token`` in ``toks`` (first match; "##" and "Ġ" ignored), or of the first
-    non-special token also in ``other`` when ``token`` is None. InputError when there is none."""
+def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]] = None,
+               labels: Optional[list[str]] = None) -> int:
+    """Position of ``token`` in ``toks`` (first match; "##" and "Ġ" ignored, and a piece's label
+    matches too: `` cat`` or ``cat`` for ``Ġcat``, ``喜`` for the byte piece that completes it), or
+    of the first non-special token also in ``other`` when ``token`` is None. InputError when there is none."""
+    from ..pieces import Pieces, find
+
     def norm(s: str) -> str:
         return s.removeprefix("##").removeprefix("Ġ").removeprefix("▁").lower()
 
+    shown = list(labels) if labels is not None else list(toks)
     if token is not None:
-        want = norm(token)
-        for i, t in enumerate(toks):
-            if norm(t) == want:
-                return i
-        raise InputError(f"token {token!r} is not among the tokens {toks}")
+        match = find(Pieces(tuple(toks), tuple(shown)), token)
+        if match.spans:
+            return match.spans[0][1]
+        raise InputError(f"token {token!r} is not among the tokens {shown}")
     others = {norm(t) for t in (other or []) if t not in SPECIAL}
     for i, t in enumerate(toks):
         if t not in SPECIAL and norm(t) in others:
             return i
-    raise InputError(f"the two texts share no token (tokens {toks} and {other}); "
+    raise InputError(f"the two texts share no token (tokens {shown} and {other}); "
                      "pick texts with a common word")
 
 
@@ -71,12 +75,13 @@ def context_comparison(trace_a, trace_b=None, *, token: Optional[str] = None, in
     else:
         ib = 0
     ta, tb = trace_a.text_tokens(index_a), trace_b.text_tokens(ib)
-    pa = find_token(ta, token, tb)
-    pb = find_token(tb, token if token is not None else ta[pa])
+    la, lb = trace_a.text_labels(index_a), trace_b.text_labels(ib)  # as shown (byte-level pieces decoded)
+    pa = find_token(ta, token, tb, la)
+    pb = find_token(tb, token if token is not None else ta[pa], labels=lb)
     ha, hb = hidden_states(trace_a, index_a), hidden_states(trace_b, ib)
     layers = [name for name, _ in ha]
     across = [cosine(x[pa], y[pb]) for (_, x), (_, y) in zip(ha, hb)]
     drift_a = [cosine(x[pa], ha[0][1][pa]) for _, x in ha]
     drift_b = [cosine(y[pb], hb[0][1][pb]) for _, y in hb]
-    return {"token": ta[pa], "pos_a": pa, "pos_b": pb, "tokens_a": ta, "tokens_b": tb,
+    return {"token": la[pa], "pos_a": pa, "pos_b": pb, "tokens_a": la, "tokens_b": lb,
             "layers": layers, "across": across, "drift_a": drift_a, "drift_b": drift_b}

@@ -135,7 +135,7 @@ def page_weights(q: np.ndarray, k: np.ndarray, factor: float, mask: np.ndarray, 
 
 
 def _text_entry(trace, index: int, check: bool, rope: Optional[list] = None) -> dict:
-    toks = trace.text_tokens(index)
+    toks = trace.text_labels(index)  # as a person reads them (attnscope.pieces)
     qs, ks = operand_steps(trace.config)
     _require(trace, [f"layers.{i}.attn.{s}" for i in range(trace.n_layers) for s in (qs, ks, "v")])
     factor = R.trace_factor(trace)

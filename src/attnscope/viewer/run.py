@@ -45,22 +45,12 @@ def view_data(model, text: str, *, compare: Optional[str] = None, token: Optiona
 
 
 def display_tokens(model, tokens: Sequence[str]) -> list:
-    """Tokens as a person reads them: byte-level BPE tokens as text (``ĠMary`` → `` Mary``), and a
-    token that holds only part of a character's UTF-8 bytes as those bytes (``‹e68891›``), not ``�``."""
-    import re
+    """Tokens as a person reads them (:func:`attnscope.pieces.labels_of`): byte-level BPE pieces as
+    the text they form (``ĠMary`` → `` Mary``; ``喜``, cut into three pieces, on the piece that
+    completes it, the two before it ``…``), bytes that are no UTF-8 as hex (``‹e6›``)."""
+    from ..pieces import labels_of
 
-    tok = getattr(model, "tokenizer", None)
-    if tok is None or not hasattr(tok, "readable"):
-        return list(tokens)
-    out = tok.readable(list(tokens))
-    if getattr(tok, "byte_level", False):
-        from ..tokenizer import _byte_decoder  # GPT-2's byte ↔ character table, defined once there
-        table = _byte_decoder()
-        for i, (raw, shown) in enumerate(zip(tokens, out)):
-            if "\ufffd" in shown:
-                text = bytes(table[c] for c in raw if c in table).decode("utf-8", errors="backslashreplace")
-                out[i] = re.sub(r"((?:\\x[0-9a-f]{2})+)", lambda m: "‹" + m.group(1).replace("\\x", "") + "›", text)
-    return out
+    return labels_of(tokens, getattr(model, "tokenizer", None))
 
 
 def unicode_problem(text: str) -> Optional[str]:
