@@ -74,7 +74,8 @@ class Generation:
                 f"{self.finish_reason!r}, text={self.text!r})")
 
 
-def _positive_int(name: str, v) -> int:
+def positive_int(name: str, v) -> int:
+    """``v`` if it is an int > 0 (not a bool), else ConfigError naming the setting ``name``."""
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
         raise ConfigError(f"{name} must be a positive integer, got {v!r}")
     return v
@@ -85,7 +86,7 @@ def check_settings(temperature, top_k, top_p) -> tuple[float, Optional[int], Opt
             or temperature == float("inf"):
         raise ConfigError(f"temperature must be a number ≥ 0 (0 = greedy), got {temperature!r}")
     if top_k is not None:
-        top_k = _positive_int("top_k", top_k)
+        top_k = positive_int("top_k", top_k)
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
         raise ConfigError(f"top_p must be in (0, 1], got {top_p!r}")
     return float(temperature), top_k, (float(top_p) if top_p is not None else None)
@@ -137,19 +138,47 @@ def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = Non
     return text, list(ids)
 
 
-class _Stream:
-    """Calls ``fn(piece)`` with each new piece of text as soon as it decodes to whole characters."""
+def sampling_generator(temperature: float, seed: Optional[int]) -> Optional[torch.Generator]:
+    """The CPU generator a sampling run draws from, seeded with ``seed`` (else a fresh seed); None
+    for greedy decoding (``temperature == 0``)."""
+    if temperature == 0.0:
+        return None
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
+    return gen
 
-    def __init__(self, model, fn: Optional[Callable[[str], None]]) -> None:
-        self.model, self.fn, self.sent = model, fn, ""
+
+class NewTokens:
+    """The tokens a generation adds, one :meth:`add` per step: all kept in ``ids`` (a stopping
+    end-of-sequence token included), the text passed to ``fn(piece)`` as soon as it decodes to
+    whole characters, and ``reason`` "eos" once an end token came ("length" until then)."""
+
+    def __init__(self, model, fn: Optional[Callable[[str], None]], eos) -> None:
+        self.model, self.fn, self.eos = model, fn, set(eos)
         self.ids: list[int] = []
+        self.reason = "length"
+        self.body: list[int] = []  # the ids of the text: all but a stopping end token
+        self.sent = ""
 
-    def push(self, token_id: Optional[int], final: bool = False) -> None:
-        if token_id is not None:
-            self.ids.append(token_id)
+    def add(self, token: int) -> bool:
+        """Keep ``token``; True when it ends the generation (an end-of-sequence token)."""
+        self.ids.append(token)
+        if token in self.eos:
+            self.reason = "eos"
+            return True
+        self.body.append(token)
+        self._stream(final=False)
+        return False
+
+    def text(self) -> str:
+        """The generated text (without the stopping end token), its last piece streamed."""
+        self._stream(final=True)
+        return self.model.tokenizer.decode(self.body)
+
+    def _stream(self, final: bool) -> None:
         if self.fn is None:
             return
-        text = self.model.tokenizer.decode(self.ids)
+        text = self.model.tokenizer.decode(self.body)
         if text.endswith("\ufffd") and not final:  # part of a multi-byte character: wait for the rest
             return
         if len(text) > len(self.sent) and text.startswith(self.sent):
@@ -175,7 +204,7 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
         eos_token_ids: tokens that end the generation (default: the model's end-of-sequence ids).
         stream: ``fn(text_piece)``, called as the text grows (for printing as it comes).
     """
-    max_new_tokens = _positive_int("max_new_tokens", max_new_tokens)
+    max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
     temperature, top_k, top_p = check_settings(temperature, top_k, top_p)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
         raise ConfigError(f"seed must be an integer from 0 to 2**64 - 1 (what torch.Generator takes), got {seed!r}")
@@ -184,18 +213,12 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
     if len(ids) + max_new_tokens > limit:
         raise ConfigError(f"max_new_tokens = {max_new_tokens} after a {len(ids)}-token prompt passes the model's "
                           f"context of {limit} positions; at most {limit - len(ids)} new tokens fit")
-    eos = set(model.config.eos_token_ids if eos_token_ids is None else eos_token_ids)
-    gen = None
-    if temperature > 0.0:
-        gen = torch.Generator(device="cpu")
-        gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
+    gen = sampling_generator(temperature, seed)
     device = model.device
     cache = KVCache(model.config.n_layers)
-    new: list[int] = []
+    new = NewTokens(model, stream, model.config.eos_token_ids if eos_token_ids is None else eos_token_ids)
     atts: Optional[list] = [] if attentions else None
     kept: Optional[list] = [] if logits else None
-    out = _Stream(model, stream)
-    reason = "length"
     with torch.no_grad(), model.lock:
         # With attentions, the last prompt token runs as a step of its own, so that only its row
         # of weights is formed (not the prompt's full L×L matrices).
@@ -212,21 +235,15 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
             if kept is not None:
                 kept.append(scores.float().cpu())
             token = choose(scores, temperature, top_k, top_p, gen)
-            new.append(token)
-            if token in eos:
-                reason = "eos"
+            if new.add(token):
                 break
-            out.push(token)
             step_in = [token]
             if not attentions:
                 if t + 1 < max_new_tokens:
                     h = model.decode(torch.tensor([step_in], device=device), cache=cache)
                 step_in = None
-    out.push(None, final=True)
-    body = new[:-1] if reason == "eos" else new
-    tok = model.tokenizer
-    return Generation(prompt=text, prompt_ids=ids, new_ids=new,
-                      tokens=[tok.id_to_token(i) for i in ids + new], text=tok.decode(body),
-                      finish_reason=reason, attentions=atts, logits=kept,
+    return Generation(prompt=text, prompt_ids=ids, new_ids=new.ids,
+                      tokens=[model.tokenizer.id_to_token(i) for i in ids + new.ids], text=new.text(),
+                      finish_reason=new.reason, attentions=atts, logits=kept,
                       settings={"max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k,
                                 "top_p": top_p, "seed": seed, "chat": bool(chat or not isinstance(prompt, str))})

@@ -34,7 +34,7 @@ from typing import Callable, Optional
 import torch
 
 from ..errors import ConfigError, InputError, ModelLoadError
-from .generation import Generation, _positive_int, _Stream, check_settings, choose
+from .generation import Generation, NewTokens, check_settings, choose, positive_int, sampling_generator
 
 Tensor = torch.Tensor
 
@@ -154,7 +154,7 @@ def generate(model, source: str, *, max_new_tokens: int = 32, temperature: float
         ``new_ids`` the generated tokens (the stopping EOS included), ``tokens`` the decoder tokens
         (start token first), ``text`` the decoded new tokens.
     """
-    max_new_tokens = _positive_int("max_new_tokens", max_new_tokens)
+    max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
     temperature, top_k, top_p = check_settings(temperature, top_k, top_p)
     if not isinstance(source, str):
         raise InputError(f"generate takes one source text, got {type(source).__name__}")
@@ -165,21 +165,17 @@ def generate(model, source: str, *, max_new_tokens: int = 32, temperature: float
     batch = model.source_batch(source)
     rules = dict(c.generation) if checkpoint_rules else {}
     eos = list(c.eos_token_ids)
-    gen = None
-    if temperature > 0.0:
-        gen = torch.Generator(device="cpu")
-        gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
+    gen = sampling_generator(temperature, seed)
     device = model.device
-    ids = [c.decoder_start_token_id]
+    new = NewTokens(model, stream, eos)
     atts: Optional[list] = [] if attentions else None
     kept: Optional[list] = [] if logits else None
-    out = _Stream(model, stream)
-    reason = "length"
     cache = model.new_cache()
     with torch.no_grad(), model.lock:
         src_ids, src_mask = batch.input_ids.to(device), batch.attention_mask.to(device)
         enc = model.encoder(src_ids, src_mask)  # (1, S, d), once
         for step in range(max_new_tokens):
+            ids = [c.decoder_start_token_id] + new.ids  # the decoder's ids so far
             step_in = torch.tensor([[ids[-1]]], device=device)
             h = model.decoder(step_in, enc, source_mask=src_mask, cache=cache, need_weights=attentions)
             if atts is not None:  # with attentions
@@ -189,20 +185,13 @@ def generate(model, source: str, *, max_new_tokens: int = 32, temperature: float
             scores = apply_rules(model.lm_logits(h[0, -1]), ids, step, max_new_tokens, rules, eos)  # (V,)
             if kept is not None:
                 kept.append(scores.cpu())
-            token = choose(scores, temperature, top_k, top_p, gen)
-            ids.append(token)
-            if token in eos:
-                reason = "eos"
+            if new.add(choose(scores, temperature, top_k, top_p, gen)):
                 break
-            out.push(token)
-    out.push(None, final=True)
-    new = ids[1:]
-    body = new[:-1] if reason == "eos" else new
-    tok = model.tokenizer
     applied = {k: v for k, v in rules.items() if k in APPLIED}
     ignored = {k: v for k, v in c.generation.items() if k in IGNORED}
-    return Generation(prompt=source, prompt_ids=batch.ids[0], new_ids=new, tokens=[tok.id_to_token(i) for i in ids],
-                      text=tok.decode(body), finish_reason=reason, attentions=atts, logits=kept,
+    tokens = [model.tokenizer.id_to_token(i) for i in [c.decoder_start_token_id] + new.ids]
+    return Generation(prompt=source, prompt_ids=batch.ids[0], new_ids=new.ids, tokens=tokens,
+                      text=new.text(), finish_reason=new.reason, attentions=atts, logits=kept,
                       settings={"max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k,
                                 "top_p": top_p, "seed": seed, "decoder_start_token_id": c.decoder_start_token_id,
                                 "eos_token_ids": eos, "applied": applied, "ignored": ignored})
