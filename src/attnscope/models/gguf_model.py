@@ -31,8 +31,9 @@ def is_gguf_source(path) -> bool:
     if not isinstance(path, (str, Path)):
         return False
     p = Path(path).expanduser()
-    if find_package(str(path)) is not None and not p.exists():
-        return True
+    package = find_package(str(path))
+    if package is not None and not p.exists():
+        return package.kind == "gguf"
     if p.suffix.lower() == ".gguf":
         return True
     if p.is_file():

