@@ -37,9 +37,9 @@ def _decoded(model, ids) -> str:
     return model.tokenizer.backend.decode([int(i) for i in ids])
 
 
-@pytest.mark.parametrize("which", ["smol", "gpt2"])
+@pytest.mark.parametrize("which", ["smollm2-135m", "tiny-gpt2"])
 def test_labels_are_the_characters_the_pieces_form(which, request):
-    model = request.getfixturevalue(which)
+    model = request.getfixturevalue({"smollm2-135m": "smol", "tiny-gpt2": "gpt2"}[which])
     for text in (SENTENCE, "The cat sat, didn't it? 你好 café 😀!"):
         enc = model.encode(text)
         toks, ids, labels = enc.tokens[0], enc.ids[0], enc.labels[0]
