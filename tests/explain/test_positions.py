@@ -259,3 +259,18 @@ def test_t5_bias_of_the_bucket_from_the_model(tmp_path):
         assert f"the learned bias of bucket {b}, every head" in md
         for h, x in enumerate(want):
             assert f"| {h} | {half_up(x, 4)} |" in md
+
+
+@pytest.mark.parametrize("k, lang, says, never", [
+    (3, "en", "the token 3 places back", "ahead"),
+    (-3, "en", "the token 3 places ahead", "-3 places"),
+    (0, "en", "A shift by 0 positions is the identity", "places"),
+    (-3, "zh", "往后 3 个位置的 token", "往前 -3"),
+])
+def test_the_meaning_of_a_shift_says_which_way(capsys, k, lang, says, never):
+    """From position p + k the token at p is k places back when k > 0, and |k| places ahead when
+    k < 0 (issue #23: --offset -3 said "−3 places back")."""
+    assert main(["explain", "positions", "--position", "5", "--offset", str(k), "--lang", lang]) == 0
+    meaning = capsys.readouterr().out.split("\n\n")[-2:]
+    text = " ".join(" ".join(meaning).split())
+    assert says in text and never not in text, text

@@ -133,6 +133,11 @@ EN = {
     "pos.sin_meaning": "A shift by {k} positions is one fixed linear map of the encoding, the same everywhere in the "
                        "text. A layer that multiplies by learned matrices ($W_Q$, $W_K$) can therefore learn to "
                        "attend to \"the token {k} places back\" wherever the tokens stand.",
+    "pos.sin_meaning_ahead": "A shift by {k} positions is one fixed linear map of the encoding, the same everywhere in "
+                             "the text. A layer that multiplies by learned matrices ($W_Q$, $W_K$) can therefore learn "
+                             "to attend to \"the token {n} places ahead\" wherever the tokens stand.",
+    "pos.sin_meaning_zero": "A shift by 0 positions is the identity: PE(p + 0) = PE(p). Give --offset a number other "
+                            "than 0 to see a rotation.",
     "pos.title_rope": "Rotary positions worked out: position {p}, pair {i}",
     "pos.rope_intro": "Rotary positions (RoFormer, Su et al. 2021) turn each head's q and k, $d_k = {d}$ features in "
                       "pairs, by an angle proportional to the position (base {base}); nothing is added to the "
@@ -323,6 +328,9 @@ ZH = {
     "pos.step_meaning": "这意味着什么",
     "pos.sin_meaning": "平移 {k} 个位置是编码的一个固定线性变换，在文本中任何地方都一样。用学到的矩阵"
                        "（$W_Q$、$W_K$）相乘的层，因此可以学会关注“往前 {k} 个位置的 token”，无论 token 在哪里。",
+    "pos.sin_meaning_ahead": "平移 {k} 个位置是编码的一个固定线性变换，在文本中任何地方都一样。用学到的矩阵"
+                             "（$W_Q$、$W_K$）相乘的层，因此可以学会关注“往后 {n} 个位置的 token”，无论 token 在哪里。",
+    "pos.sin_meaning_zero": "平移 0 个位置就是恒等变换：PE(p + 0) = PE(p)。给 --offset 一个非 0 的数，才能看到旋转。",
     "pos.title_rope": "手算旋转位置编码：位置 {p}，维度对 {i}",
     "pos.rope_intro": "旋转位置编码（RoFormer，Su 等，2021）把每个头的 q 和 k（$d_k = {d}$ 维）按维度对旋转，"
                       "角度与位置成正比（base {base}）；词向量上什么也不加。下面：位置 {p}，然后位置 {pk} = {p} + {k}。",

@@ -162,7 +162,10 @@ def explain_sinusoidal(position: int, dim: Optional[int], offset: int, d_model: 
     blocks.append(Para(t("pos.dot_why", k=k, s=float(np.cos(k * v["freq"]).sum()))))
     blocks.append(Table([t("pos.col_from"), t("pos.col_to"), Sym("PE(p)·PE(p+k)", r"PE(p)\cdot PE(p+k)")], dots))
     steps.append(Step("rotation", t("pos.step_rotation", p=p, k=k, pk=p + k), blocks))
-    steps.append(Step("meaning", t("pos.step_meaning"), [Para(t("pos.sin_meaning", k=k))]))
+    # k > 0: from p + k the token at p is k places back; k < 0: it is |k| places ahead
+    meaning = (t("pos.sin_meaning", k=k) if k > 0 else t("pos.sin_meaning_ahead", k=k, n=-k) if k < 0
+               else t("pos.sin_meaning_zero"))
+    steps.append(Step("meaning", t("pos.step_meaning"), [Para(meaning)]))
 
     values = {"freq": v["freq"], "angle": v["angle"], "pe": v["pe"], "pe_shifted": v["pe_shifted"],
               "rotation": v["rotation"], "rotated": v["rotated"], "value": float(v["pe"][dim])}
