@@ -15,8 +15,9 @@ mask           keys hidden from a query (sliding       a module ``(L, S, q_pos, 
 
 The step function (:func:`attnscope.kernels.steps.attend`) has the places these plug into: a q/k
 transform after the scoring's preparation, ``bias=`` for score terms, ``mask=`` for masks. Today
-the registry holds the absolute schemes (``learned``, ``sinusoidal``, ``none``); rotary,
-relative bias and windows are registered by the families that need them::
+the registry holds the absolute schemes (``learned``, ``sinusoidal``, ``none``) and ``rotary``;
+T5's relative bias is registered by :mod:`attnscope.modules.t5_bias`, and sliding windows are the
+mask :func:`causal_window_mask` that the decoder's attention builds::
 
     register_position(PositionScheme(name="rotary", acts_on="qk", build=lambda c: Rotary(c), ...))
 """
@@ -32,6 +33,7 @@ import torch
 from torch import nn
 
 from .errors import ConfigError
+from .reference.positions import rope_inv_freq as rope_inv_freq_np
 
 Tensor = torch.Tensor
 
@@ -47,7 +49,6 @@ class PositionScheme:
         name: the ``config.position`` value.
         acts_on: one of :data:`ACTS_ON`.
         build: ``build(config)`` → the module (or None: the scheme adds nothing).
-        table_np: float64 twin of a fixed table ``(n_positions, d_model)`` → ndarray, if any.
         words: one sentence per language for ``explain``.
         check: ``check(config)`` raises ConfigError for a config the scheme cannot serve.
     """
@@ -55,7 +56,6 @@ class PositionScheme:
     name: str
     acts_on: str
     build: Callable[[Any], Optional[nn.Module]]  # any config class that has the scheme's fields
-    table_np: Optional[Callable[[int, int], np.ndarray]] = None
     words: Mapping[str, str] = field(default_factory=dict)
     check: Optional[Callable[[Any], None]] = None
 
@@ -134,7 +134,7 @@ register_position(PositionScheme(
 register_position(PositionScheme(
     name="sinusoidal", acts_on="embeddings",
     build=lambda c: SinusoidalTable(c.max_positions + c.position_offset, c.d_model),
-    table_np=sinusoidal_table_np, check=_check_even,
+    check=_check_even,
     words={"en": "Positions: fixed sines and cosines of the position (Vaswani et al.), added to the token embedding.",
            "zh": "位置：固定的正弦和余弦位置编码（Vaswani 等），加到词向量上。"}))
 register_position(PositionScheme(
@@ -185,6 +185,19 @@ def rope_inv_freq(head_dim: int, theta: float, scaling: Optional[Mapping] = None
         medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
         inv = torch.where(medium, smoothed, scaled)
     return inv  # (d/2,)
+
+
+def layer_inv_freq(config, i: int, n: int) -> tuple[np.ndarray, float, Optional[str]]:
+    """The rotation speeds of layer ``i`` for a text of ``n`` tokens, float64: ``(inv_freq (d/2,),
+    base, scaling kind or None)``. Gemma 3's sliding layers have their own (unscaled) base."""
+    d = int(config.d_head)
+    local = config.rope(i) == "local"
+    base = float(config.rope_local_theta if local else config.rope_theta)
+    scaling = None if local else config.rope_scaling
+    if not scaling:
+        return rope_inv_freq_np(d, base), base, None
+    inv = rope_inv_freq(d, base, scaling, seq_len=n, max_positions=config.max_positions, dtype=torch.float64)
+    return inv.cpu().numpy(), base, str(scaling.get("rope_type"))
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -259,15 +272,6 @@ class Rotary(nn.Module):
         return f"head_dim={self.head_dim}, theta={self.theta:g}, scaling={self.scaling}"
 
 
-def rotary_np(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray) -> np.ndarray:
-    """Float64 twin of :meth:`Rotary.rotate`: ``x (…, L, d)`` at ``positions (L,)``."""
-    freqs = np.asarray(positions, dtype=np.float64)[:, None] * np.asarray(inv_freq, dtype=np.float64)[None]
-    emb = np.concatenate([freqs, freqs], axis=-1)  # (L, d)
-    h = x.shape[-1] // 2
-    rot = np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
-    return x * np.cos(emb) + rot * np.sin(emb)
-
-
 def _check_rotary(config) -> None:
     if config.d_head % 2:
         raise ConfigError(f"rotary positions rotate pairs of features; the head width must be even, got {config.d_head}")
@@ -301,24 +305,3 @@ def causal_window_mask_np(n_q: int, n_k: int, window: Optional[int] = None, offs
     """Float64-side twin of :func:`causal_window_mask` for queries at ``offset … offset + n_q − 1``."""
     d = (np.arange(n_q)[:, None] + offset) - np.arange(n_k)[None, :]
     return (d >= 0) & (d < window) if window is not None else d >= 0
-
-
-class SlidingWindow(nn.Module):
-    """The ``mask`` scheme of sliding-window attention: ``(q_pos, k_pos)`` → bool ``(…, L, S)``."""
-
-    def __init__(self, window: int) -> None:
-        super().__init__()
-        self.window = int(window)
-
-    def forward(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
-        return causal_window_mask(q_pos, k_pos, self.window)
-
-    def extra_repr(self) -> str:
-        return f"window={self.window}"
-
-
-register_position(PositionScheme(
-    name="sliding_window", acts_on="mask",
-    build=lambda c: SlidingWindow(c.sliding_window) if c.sliding_window else None,
-    words={"en": "Sliding window: a query sees only the keys less than `window` positions before it.",
-           "zh": "滑动窗口：每个查询只看到它之前不到 window 个位置内的键。"}))

@@ -38,6 +38,7 @@ import numpy as np
 from . import reference as R
 from . import reference_model_deberta as RD  # DeBERTa's own embedding and layer
 from .errors import InputError
+from .positions import layer_inv_freq
 from .reference_model_blocks import activation, attention, encoder_layer, feed_forward, qkv, silu  # noqa: F401  (this module's names)
 from .reference_model_blocks import layer_norm_of as _ln
 from .reference_model_blocks import linear_of as _lin
@@ -129,22 +130,6 @@ def embeddings(model, ids: Array, segments: Optional[Array], positions: Array) -
 # ----------------------------------------------------------------------------------------------
 # attention and layers
 # ----------------------------------------------------------------------------------------------
-
-def layer_inv_freq(config, i: int, n: int) -> tuple[Array, float, Optional[str]]:
-    """The rotation speeds of layer ``i`` for a text of ``n`` tokens, float64: ``(inv_freq (d/2,),
-    base, scaling kind or None)``. Gemma 3's sliding layers have their own (unscaled) base."""
-    import torch
-
-    from .positions import rope_inv_freq
-    d = int(config.d_head)
-    local = config.rope(i) == "local"
-    base = float(config.rope_local_theta if local else config.rope_theta)
-    scaling = None if local else config.rope_scaling
-    if not scaling:
-        return R.rope_inv_freq(d, base), base, None
-    inv = rope_inv_freq(d, base, scaling, seq_len=n, max_positions=config.max_positions, dtype=torch.float64)
-    return inv.cpu().numpy(), base, str(scaling.get("rope_type"))
-
 
 def decoder_factor(config) -> float:
     """The factor on a decoder's q·k: Gemma's query_pre_attn_scalar^−½, else 1/√d_head."""

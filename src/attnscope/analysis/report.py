@@ -91,12 +91,18 @@ def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", 
     plt.close(fig)
 
 
-def write_report(result, out_dir: Union[str, Path]) -> dict:
+def report_folder(out_dir: Union[str, Path]) -> Path:
+    """``out_dir`` with its ``heatmaps`` folder made; InputError naming it when it cannot be."""
     out = Path(out_dir)
     try:
         (out / "heatmaps").mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot create the output folder {str(out)!r}: {e}") from None
+    return out
+
+
+def write_report(result, out_dir: Union[str, Path]) -> dict:
+    out = report_folder(out_dir)
     paths = {}
     rows = result.heads()
     cols = ["layer", "head", "label", "importance", *STAT_NAMES, *decoder_report.head_columns(result)]

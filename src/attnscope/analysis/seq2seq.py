@@ -204,13 +204,9 @@ def _num(x):
 
 
 def write_report(result: Seq2SeqAnalysis, out_dir) -> dict:
-    from .report import heatmap
+    from .report import heatmap, report_folder
 
-    out = Path(out_dir)
-    try:
-        (out / "heatmaps").mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"cannot create the output folder {str(out)!r}: {e}") from None
+    out = report_folder(out_dir)
     paths = {}
     every = list(dict.fromkeys(STAT_NAMES + CROSS_STATS))
     for name, rows in (("heads.csv", result.heads()), ("layers.csv", result.layer_rows())):

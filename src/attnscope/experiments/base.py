@@ -18,14 +18,14 @@ import json
 import math
 import platform
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import torch
 
 from ..errors import ConfigError
+from ..threads import torch_threads  # noqa: F401  (the experiments import it from here)
 
 
 @dataclass
@@ -142,21 +142,6 @@ def progress_bar(iterable: Optional[Iterable] = None, *, total: Optional[int] = 
 
     return tqdm(iterable, total=total, desc=desc, disable=not enabled, unit=unit, dynamic_ncols=True,
                 leave=True, file=sys.stderr)
-
-
-@contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run the body with ``n`` intra-op threads, then restore the caller's setting.
-
-    The experiments run on one thread: matrix products then sum in one fixed order, so that the
-    same seed gives bit-identical numbers whatever machine or ``--jobs`` setting is used.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -120,6 +120,12 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
         raise InputError("path=True works one token's whole path through a real model: give text= (and token= "
                          "or position=)")
     if text is not None:
+        # an empty text or target would reach the model loader or the tokenizer as "no input"
+        for what, value in (("text", text), ("target", target)):
+            if isinstance(value, str) and not value.strip():
+                raise InputError(f"{what} is empty; give a sentence" + (" (the decoder's text), or leave target out "
+                                                                       "to explain a row of the source" if what == "target"
+                                                                       else ""))
         if path:
             from .path import explain_path
             return explain_path(text, model=model, layer=layer, head=head, token=token, position=position,

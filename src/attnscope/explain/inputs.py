@@ -321,6 +321,17 @@ def plain(x):
     return x
 
 
+def whole_number(value, where: str, low: int = 1) -> int:
+    """A whole number from a file (a :class:`~.numbers.Written` or plain; 3.0 is 3) that is at least
+    ``low``, or InputError naming ``where``."""
+    v = plain(value)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
+        raise InputError(f"{where}: expected a whole number, got {v!r}")
+    if int(v) < low:
+        raise InputError(f"{where}: must be at least {low}, got {int(v)}")
+    return int(v)
+
+
 def check_index(what: str, value, n: int, unit: str) -> int:
     """``value`` as an index into ``n`` items (a layer, a head, a key), or InputError naming
     ``what`` and the range (``unit``: "layers", "heads", "keys")."""

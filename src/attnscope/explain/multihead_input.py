@@ -63,15 +63,6 @@ def is_multihead(d) -> bool:
     return "wo" in keys and "head" not in keys and isinstance(n, (int, float)) and not isinstance(n, bool) and n > 1
 
 
-def _count(value, where: str, low: int = 1) -> int:
-    v = inputs.plain(value)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
-        raise InputError(f"{where}: expected a whole number, got {v!r}")
-    if int(v) < low:
-        raise InputError(f"{where}: must be at least {low}, got {int(v)}")
-    return int(v)
-
-
 @dataclass
 class MultiHeadProblem:
     """Every head of attention on a toy input (see the module doc for the layouts)."""
@@ -175,8 +166,8 @@ class MultiHeadProblem:
             raise InputError(f"{where('heads')}: the only value is 'all' (work every head), got {fields['heads'][1]!r}")
         if "n_heads" not in fields:
             raise InputError(f"{source}: missing key n_heads (how many query heads the projections hold)")
-        H = _count(fields["n_heads"][1], where("n_heads"))
-        Hkv = _count(fields["n_kv_heads"][1], where("n_kv_heads")) if "n_kv_heads" in fields else H
+        H = inputs.whole_number(fields["n_heads"][1], where("n_heads"))
+        Hkv = inputs.whole_number(fields["n_kv_heads"][1], where("n_kv_heads")) if "n_kv_heads" in fields else H
         if H % Hkv:
             divisors = ", ".join(str(k) for k in range(1, H + 1) if H % k == 0)
             raise InputError(f"{where('n_kv_heads')}: n_heads ({H}) is not a multiple of n_kv_heads ({Hkv}); each "

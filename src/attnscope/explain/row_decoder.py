@@ -23,13 +23,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
-
-
-def inv_freq(config, layer: int, n: int) -> tuple[np.ndarray, float, Optional[str]]:
-    """The rotation speeds of ``layer`` for a text of ``n`` tokens (see
-    :func:`attnscope.reference_model.layer_inv_freq`)."""
-    from ..reference_model import layer_inv_freq
-    return layer_inv_freq(config, layer, n)
+from ..positions import layer_inv_freq as inv_freq  # the rotation speeds of a layer
 
 
 def decoder_row(model, text: str, layer: int, head: int, qpos: int, forward: Optional[dict] = None) -> dict:

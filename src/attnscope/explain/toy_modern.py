@@ -138,15 +138,6 @@ def _float(x) -> float:
     return float(getattr(x, "value", x))  # a number, or a Written (a string such as "1e-6")
 
 
-def _int(value, where: str, low: int) -> int:
-    v = inputs.plain(value)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
-        raise InputError(f"{where}: expected a whole number, got {v!r}")
-    if int(v) < low:
-        raise InputError(f"{where}: must be at least {low}, got {int(v)}")
-    return int(v)
-
-
 def _positive(value, where: str) -> float:
     x = _float(inputs.number(value, where))
     if not math.isfinite(x) or x <= 0:
@@ -183,11 +174,11 @@ def parse_modern(fields: dict, source: str) -> Modern:
             m.positions = [int(p) for p in pos]
     if "n_heads" in fields:
         key, value = fields["n_heads"]
-        m.n_heads = _int(value, f"{source}, key {key}", 1)
+        m.n_heads = inputs.whole_number(value, f"{source}, key {key}", 1)
         m.n_kv_heads = m.n_heads
     if "n_kv_heads" in fields:
         key, value = fields["n_kv_heads"]
-        m.n_kv_heads = _int(value, f"{source}, key {key}", 1)
+        m.n_kv_heads = inputs.whole_number(value, f"{source}, key {key}", 1)
         if "n_heads" not in fields:
             raise InputError(f"{source}, key {key}: give n_heads too (the query heads that share the "
                              f"{m.n_kv_heads} key/value heads)")
@@ -198,7 +189,7 @@ def parse_modern(fields: dict, source: str) -> Modern:
                              f"{', '.join(str(k) for k in range(1, m.n_heads + 1) if m.n_heads % k == 0)})")
     if "head" in fields:
         key, value = fields["head"]
-        m.head = _int(value, f"{source}, key {key}", 0)
+        m.head = inputs.whole_number(value, f"{source}, key {key}", 0)
         if m.head >= m.n_heads:
             raise InputError(f"{source}, key {key}: head {m.head} is out of range; there are {m.n_heads} query "
                              f"heads (0..{m.n_heads - 1})")

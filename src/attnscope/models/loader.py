@@ -152,12 +152,7 @@ def pooling_settings(folder: Path) -> tuple[str, bool]:
             cfg = folder / str(entry.get("path", "")) / "config.json"
             if not cfg.is_file():
                 continue
-            try:
-                pc = json.loads(cfg.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-                raise ModelLoadError(f"cannot read {cfg}: {err}") from None
-            if not isinstance(pc, dict):
-                raise ModelLoadError(f"{cfg} must hold a JSON object, got {type(pc).__name__}")
+            pc = read_json(cfg)
             if pc.get("pooling_mode_cls_token"):
                 mode = "cls"
             elif pc.get("pooling_mode_max_tokens"):

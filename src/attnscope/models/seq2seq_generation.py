@@ -27,7 +27,6 @@ applied and what was ignored.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -35,6 +34,7 @@ import torch
 
 from ..errors import ConfigError, InputError, ModelLoadError
 from .generation import Generation, NewTokens, check_settings, choose, positive_int, sampling_generator
+from .loader import read_json
 
 Tensor = torch.Tensor
 
@@ -60,12 +60,7 @@ def generation_settings(hf: dict, folder: Path, source: str) -> dict:
     gen_file = Path(folder) / "generation_config.json"
     g: dict = {}
     if gen_file.is_file():
-        try:
-            g = json.loads(gen_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ModelLoadError(f"cannot read {gen_file}: {e}") from None
-        if not isinstance(g, dict):
-            raise ModelLoadError(f"{gen_file} must hold a JSON object")
+        g = read_json(gen_file)
         where = str(gen_file)
     else:
         g, where = hf, source

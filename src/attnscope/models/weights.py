@@ -3,17 +3,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Union
-
 import torch
 
 from ..errors import ModelLoadError, fmt_shape
 from .registry import Family
-
-if TYPE_CHECKING:
-    from .decoder_model import DecoderModel
-    from .model import Model
-    from .seq2seq_model import Seq2SeqModel
 
 
 def normalise_keys(sd: dict[str, torch.Tensor], family: Family) -> dict[str, torch.Tensor]:
@@ -31,9 +24,14 @@ def normalise_keys(sd: dict[str, torch.Tensor], family: Family) -> dict[str, tor
     return out
 
 
-def map_weights(model: Union[Model, DecoderModel, Seq2SeqModel], family: Family, sd: dict[str, torch.Tensor],
-                source: str) -> list[str]:
-    """Copy the checkpoint into ``model`` by the family's rules; return the unused checkpoint keys.
+def map_weights(model: torch.nn.Module, family: Family, sd: dict[str, torch.Tensor],
+                source: str, *, assign: bool = False) -> list[str]:
+    """Copy the checkpoint into ``model`` (any loaded model: its ``config`` and state dict) by the
+    family's rules; return the unused checkpoint keys.
+
+    ``assign``: the model's parameters become the checkpoint's tensors (made contiguous) instead of
+    being copied into: with a model built without initialising its weights, the weights are then
+    held once, not twice, while loading.
 
     Raises ModelLoadError naming the missing key, or the key whose shape is wrong with both shapes.
     """
@@ -68,8 +66,8 @@ def map_weights(model: Union[Model, DecoderModel, Seq2SeqModel], family: Family,
             got = ", ".join(f"{k} {fmt_shape(t.shape)}" for k, t in zip(rule.sources, tensors))
             raise ModelLoadError(f"{source}: weight shape does not match config.json: {got}; "
                                  f"{rule.target} needs {fmt_shape(want)}")
-        new_state[rule.target] = value
-    model.load_state_dict(new_state, strict=True)
+        new_state[rule.target] = value.contiguous() if assign else value
+    model.load_state_dict(new_state, strict=True, assign=assign)
     if family.lm_head and "lm_head.weight" in sd:
         # Usually the tied token embedding again; a checkpoint saved with
         # tie_word_embeddings=False has its own output matrix, which the logits must then use.

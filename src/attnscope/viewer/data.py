@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..positions import layer_inv_freq
 from .context import context_comparison
 
 FORMAT = "attnscope.view"
@@ -115,10 +116,9 @@ def rope_tables(config, n: int) -> Optional[list]:
     "scaling", "pairing": "half"}``; None for models without rotary positions."""
     if getattr(config, "position", None) != "rotary":
         return None
-    from ..explain.row_decoder import inv_freq
     out = []
     for layer in range(config.n_layers):
-        inv, base, scaling = inv_freq(config, layer, n)
+        inv, base, scaling = layer_inv_freq(config, layer, n)
         out.append({"base": base, "inv_freq": [float(x) for x in inv], "scaling": scaling, "pairing": "half"})
     return out
 

@@ -30,7 +30,6 @@ recently used first out, within a byte budget.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 from collections import OrderedDict
@@ -41,6 +40,7 @@ import torch
 
 from .. import reference as R
 from ..errors import InputError
+from ..threads import torch_threads
 from ..trace.read import check_index
 from .data import THUMB, operand_steps, rope_tables
 
@@ -61,19 +61,9 @@ def one_thread(fn):
     2048² at load 16 on 2 cores); the model's own forward keeps every thread."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        with _threads(1):
+        with torch_threads(1):
             return fn(*args, **kwargs)
     return run
-
-
-@contextlib.contextmanager
-def _threads(n: int):
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class HeldText:
