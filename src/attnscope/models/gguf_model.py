@@ -9,6 +9,8 @@ goes through the same family translation and weight table as a Hugging Face fold
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
@@ -45,6 +47,27 @@ def is_gguf_source(path) -> bool:
     return False
 
 
+@contextmanager
+def weights_not_initialised() -> Iterator[None]:
+    """Build modules without drawing random weights (``torch.nn.init``'s random fills do nothing).
+
+    The file's weights replace them right away (``map_weights(..., assign=True)``); drawing them
+    would only write every page of a second copy of the weights while the dequantized one is held
+    (Gemma 3 270M: 2.6 GB at the peak of loading, 1.9 GB without). Not thread-safe: it patches
+    ``torch.nn.init`` for the duration of the block.
+    """
+    names = ("kaiming_uniform_", "kaiming_normal_", "uniform_", "normal_", "trunc_normal_", "xavier_uniform_",
+             "xavier_normal_")
+    saved = {n: getattr(torch.nn.init, n) for n in names}
+    for n in names:
+        setattr(torch.nn.init, n, lambda tensor, *args, **kwargs: tensor)
+    try:
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(torch.nn.init, n, f)
+
+
 def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torch.dtype] = None,
                     tokenizer: bool = True, progress: Optional[bool] = None):
     """A :class:`~attnscope.models.DecoderModel` from a ``.gguf`` file or an installed package name.
@@ -68,9 +91,10 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
     name = package.name if package is not None else (ckpt.config.get("_name_or_path") or file.stem)
     cls = family.model_class
     assert cls is not None  # GGUF's architectures are decoders, whose families build DecoderModel
-    model: DecoderModel = cls(config, family, name=str(name), path=file)
+    with weights_not_initialised():
+        model: DecoderModel = cls(config, family, name=str(name), path=file)
     model.to(read_dtype)
-    model.unused_weights = map_weights(model, family, ckpt.state_dict, source)
+    model.unused_weights = map_weights(model, family, ckpt.state_dict, source, assign=True)
     model.gguf = {"architecture": ckpt.architecture, "qtypes": ckpt.qtypes, "defaults": ckpt.defaults,
                   "license": license_notice(package.name) if package is not None else None}
     del ckpt.state_dict
