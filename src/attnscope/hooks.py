@@ -159,13 +159,16 @@ class HookPoint(nn.Module):
 
 
 class Recorder:
-    """A forward hook that stores what it sees in ``sink[name]`` (detached unless ``grad``)."""
+    """A forward hook that stores what it sees in ``sink[name]`` (detached unless ``grad``; a sink
+    with ``takes_live = True`` gets the tensor itself and detaches it, so that it can read what
+    the kernel attached to it: :mod:`attnscope.kernels.derived`)."""
 
     def __init__(self, sink: dict, *, grad: bool = False) -> None:
         self.sink, self.grad = sink, grad
+        self.live = grad or getattr(sink, "takes_live", False)
 
     def __call__(self, t: torch.Tensor, name: str) -> None:
-        self.sink[name] = t if self.grad else t.detach()
+        self.sink[name] = t if self.live else t.detach()
 
 
 def _apply(fn: HookFn, t: torch.Tensor, name: str, point: str) -> torch.Tensor:

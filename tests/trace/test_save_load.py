@@ -69,10 +69,13 @@ def test_the_default_full_trace_saves_and_loads_back_equal(which, minilm, tiny_m
 
 
 def _aliased_pairs(tr):
-    """Pairs of recorded names whose tensors share memory (one tensor, or views of one buffer)."""
+    """Pairs of recorded names whose tensors share memory (one tensor, or views of one buffer), or
+    that are one derived step (``masked`` is ``scaled`` when nothing is masked)."""
+    from attnscope.trace.derived import Derived
     by_storage = {}
-    for n, t in tr.items():
-        by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(n)
+    for n, t in tr._tensors.items():
+        at = ("derived", id(t)) if isinstance(t, Derived) else t.untyped_storage().data_ptr()
+        by_storage.setdefault(at, []).append(n)
     return [(a, b) for group in by_storage.values() for i, a in enumerate(group) for b in group[i + 1:]]
 
 

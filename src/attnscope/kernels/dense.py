@@ -16,6 +16,7 @@ from typing import Callable, Optional, Union
 import torch
 import torch.nn.functional as F
 
+from .derived import note
 from .validate import broadcast_or_raise, broadcast_shapes, check_dim, require_float
 
 Tensor = torch.Tensor
@@ -121,7 +122,25 @@ def combine_masks(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype
     if causal:
         causal_add = causal_additive(L, S, dtype, device, reuse=reuse and additive is None)
         additive = causal_add if additive is None else additive + causal_add
+    if additive is not None and additive is not bias and additive is not mask and not is_shared_causal(additive):
+        # made here from small inputs: a trace keeps the call, not the (…, L, S) result
+        note(additive, combine_masks, mask, L, S, causal=causal, dtype=dtype, device=device, bias=bias)
     return additive
+
+
+def scale(scores: Tensor, factor: Union[float, Tensor]) -> Tensor:
+    """The ``scaled`` step: ``scores · factor`` (..., L, S)."""
+    return scores * factor  # (..., L, S)
+
+
+def add_mask(scaled: Tensor, add: Optional[Tensor]) -> Tensor:
+    """The ``masked`` step: ``scaled + add`` (..., L, S); ``scaled`` itself when nothing is added."""
+    return scaled if add is None else scaled + add  # (..., L, S)
+
+
+def row_softmax(masked: Tensor) -> Tensor:
+    """The ``weights`` step: :func:`softmax` over keys (..., L, S)."""
+    return softmax(masked, dim=-1)  # (..., L, S)
 
 
 def steps(q: Tensor, k: Tensor, v: Optional[Tensor], factor: Union[float, Tensor], add: Optional[Tensor], *,
@@ -134,12 +153,14 @@ def steps(q: Tensor, k: Tensor, v: Optional[Tensor], factor: Union[float, Tensor
     (no ``z`` without v).
     """
     h = hook or (lambda name, t: t)
+    # scaled, masked and weights carry the call that made them (kernels.derived): a trace keeps
+    # the scores and calls these functions again on read, for the same bits
     scores = h("scores", raw_scores(q, k))  # (..., L, S)
-    scaled = h("scaled", scores * factor)  # (..., L, S)
+    scaled = h("scaled", note(scale(scores, factor), scale, scores, factor))  # (..., L, S)
     if check is not None:
         check(scaled)
-    masked = h("masked", scaled if add is None else scaled + add)  # (..., L, S)
-    weights = h("weights", softmax(masked, dim=-1))  # (..., L, S)
+    masked = h("masked", scaled if add is None else note(add_mask(scaled, add), add_mask, scaled, add))  # (..., L, S)
+    weights = h("weights", note(row_softmax(masked), row_softmax, masked))  # (..., L, S)
     out = {"scores": scores, "scaled": scaled, "masked": masked, "weights": weights}
     if v is not None:
         dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights

@@ -13,6 +13,7 @@ import torch
 
 from ..config import TransformerConfig
 from ..errors import InputError
+from .derived import Derived, Stored, storage_key, value_of
 from .read import TraceReader
 
 Tensor = torch.Tensor
@@ -30,9 +31,14 @@ class Trace(TraceReader):
     ``trace.names`` lists the recorded names in forward order; ``trace.tokens`` the token strings
     of each text (no padding), ``trace.labels`` the same as a person reads them (byte-level pieces
     decoded, :mod:`attnscope.pieces`); ``trace.output`` the model's last hidden states (B, L, d).
+
+    Steps that are a cheap exact function of another recorded step (``scaled``, ``masked`` and
+    ``weights`` of the explicit path, from ``scores``) are kept as that call and computed again
+    on each read, bit for bit what the forward used (``trace.derived`` lists them; see
+    :mod:`attnscope.trace.derived`).
     """
 
-    def __init__(self, tensors: dict[str, Tensor], *, tokens: list[list[str]], input_ids: Tensor,
+    def __init__(self, tensors: dict[str, Stored], *, tokens: list[list[str]], input_ids: Tensor,
                  attention_mask: Tensor, model_name: str, family: str, config: TransformerConfig,
                  texts: Optional[list[str]] = None, output: Optional[Tensor] = None,
                  labels: Optional[list[list[str]]] = None) -> None:
@@ -60,16 +66,21 @@ class Trace(TraceReader):
     def ids(self) -> list[list[int]]:
         return [row[:n].tolist() for row, n in zip(self.input_ids, self.lengths)]
 
+    @property
+    def derived(self) -> list[str]:
+        """The names kept as the call that made them (computed again on each read)."""
+        return [n for n, t in self._tensors.items() if isinstance(t, Derived)]
+
     def __getitem__(self, name: str) -> Tensor:
         if name in self._tensors:
-            return self._tensors[name]
+            return value_of(self._tensors[name])
         close = difflib.get_close_matches(name, self.names, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise TraceKeyError(f"{name!r} is not in this trace ({len(self._tensors)} names recorded; "
                             f"trace with names=[{name!r}] to record it){hint}")
 
     def get(self, name: str, default=None):
-        return self._tensors.get(name, default)
+        return value_of(self._tensors[name]) if name in self._tensors else default
 
     def __contains__(self, name: object) -> bool:
         return name in self._tensors
@@ -81,25 +92,27 @@ class Trace(TraceReader):
         return len(self._tensors)
 
     def items(self):
-        return self._tensors.items()
+        """``(name, tensor)`` pairs in order (derived steps computed as they are reached)."""
+        return ((n, value_of(t)) for n, t in self._tensors.items())
 
     def select(self, pattern: str) -> dict[str, Tensor]:
         """The recorded tensors whose names match a glob, in order."""
-        return {n: t for n, t in self._tensors.items() if fnmatch.fnmatchcase(n, pattern)}
+        return {n: value_of(t) for n, t in self._tensors.items() if fnmatch.fnmatchcase(n, pattern)}
 
     @property
     def nbytes(self) -> int:
         """Bytes of memory the recorded tensors hold. Names that are the same tensor (BERT's
-        ``layers.{i}.out`` is ``layers.{i+1}.attn_in``) and the batch-broadcast positions count once."""
+        ``layers.{i}.out`` is ``layers.{i+1}.attn_in``) and the batch-broadcast positions count once;
+        a derived step counts the tensors it is computed from (once, however many steps share them)."""
         storages = {}
         for t in self._tensors.values():
-            st = t.untyped_storage()
-            storages[(st.device.type, st.data_ptr())] = st.nbytes()
+            for root in (t.roots() if isinstance(t, Derived) else (t,)):
+                storages[storage_key(root)] = root.untyped_storage().nbytes()
         return sum(storages.values())
 
     def numpy(self) -> dict[str, np.ndarray]:
         """Every tensor as a NumPy array (copied to the CPU), by name."""
-        return {n: t.detach().cpu().numpy() for n, t in self._tensors.items()}
+        return {n: value_of(t).detach().cpu().numpy() for n, t in self._tensors.items()}
 
     # ------------------------------------------------------------------------------------------
     def save(self, folder: Union[str, Path]) -> Path:
@@ -176,15 +189,22 @@ class Trace(TraceReader):
         return repr_html(self)
 
 
-def _distinct_tensors(named: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[str, str]]:
+def _distinct_tensors(named: dict[str, Stored]) -> tuple[dict[str, Tensor], dict[str, str]]:
     """``(tensors, aliases)``: one compact CPU tensor per distinct tensor of ``named`` (safetensors
-    refuses tensors that share memory), and ``{name: the name saved in its place}`` for the rest."""
+    refuses tensors that share memory), and ``{name: the name saved in its place}`` for the rest;
+    derived steps are computed (once each: ``masked`` is ``scaled`` when nothing is masked)."""
     distinct: dict[str, Tensor] = {}
     aliases: dict[str, str] = {}
     seen: dict[tuple, str] = {}
     users: dict[tuple, int] = {}  # storage → how many distinct tensors view it
-    for name, t in named.items():
-        t = t.detach()
+    computed: dict[int, str] = {}  # id of a Derived → the name it was saved under
+    for name, stored in named.items():
+        if isinstance(stored, Derived):
+            if id(stored) in computed:
+                aliases[name] = computed[id(stored)]
+                continue
+            computed[id(stored)] = name
+        t = value_of(stored).detach()  # kept alive in distinct: no later tensor reuses its address
         storage = (t.device, t.untyped_storage().data_ptr())
         same = (*storage, t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
         if same in seen:

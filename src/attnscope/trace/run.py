@@ -14,6 +14,8 @@ import torch
 
 from ..errors import InputError
 from ..hooks import HookHandle, HookPoint, Recorder, name_hook_points
+from ..kernels.derived import keeping
+from .derived import RECIPE_STEPS, Derived, Keeper
 from .names import key, resolve
 from .record import Trace
 
@@ -23,20 +25,30 @@ HookMap = Optional[dict]
 
 class Sink(dict):
     """Where recorders write. A tensor that is a view of a bigger buffer (q of the fused qkv, one
-    head of all heads) is copied, so that the trace keeps only the bytes it shows. With ``grad``
-    the tensors are kept as they are, in the autograd graph."""
+    head of all heads) is copied, so that the trace keeps only the bytes it shows; a step that the
+    kernel marked as a cheap exact function of an earlier one is kept as that call
+    (:class:`~attnscope.trace.derived.Derived`, chosen by ``keeper``). With ``grad`` the tensors
+    are kept as they are, in the autograd graph."""
 
-    def __init__(self, *, grad: bool = False) -> None:
+    takes_live = True  # the Recorder hands over the tensor itself (see hooks.Recorder)
+
+    def __init__(self, *, grad: bool = False, keeper: Optional[Keeper] = None) -> None:
         super().__init__()
         self.grad = grad
+        self.keeper = None if grad else keeper
 
     def __setitem__(self, name: str, t: Tensor) -> None:
         if self.grad:  # the tensor itself, the one later steps use: a copy would have no gradient
             super().__setitem__(name, t)
             return
+        if self.keeper is not None and (d := self.keeper.keep(name, t)) is not None:
+            super().__setitem__(name, d)
+            return
         t = t.detach()
         if t.untyped_storage().nbytes() > t.numel() * t.element_size():
             t = t.clone()
+        if self.keeper is not None:
+            self.keeper.hold(t)
         super().__setitem__(name, t)
 
 
@@ -100,34 +112,49 @@ def attached_hooks(model, fwd: HookMap = None, bwd: HookMap = None) -> Iterator[
 
 
 def record_pass(model, wanted: list, targets: list, bwd_hooks: HookMap, grad: bool, batch_size: int,
-                forward: Callable[[], Tensor]) -> tuple[dict[str, Tensor], Tensor]:
+                forward: Callable[[], Tensor]) -> tuple[dict, Tensor]:
     """Run ``forward()`` under the model's lock with the forward hooks ``targets`` (of
     :func:`hook_targets`) and ``bwd_hooks`` attached and a recorder on each ``(name, head)`` of
     ``wanted``; the hooks go again however it ends. Returns the recorded tensors by trace key, each
     with the batch axis ``batch_size`` (what every position shares, ``(1, L, d)``, becomes a view
     ``(B, L, d)``), and the output."""
-    sink = Sink(grad=grad)
     with attached_hooks(model, bwd=bwd_hooks), model.lock:
         points = name_hook_points(model)
         handles = attach(points, targets, "fwd")  # before the recorders: they record the replacement
+        sink = Sink(grad=grad, keeper=None if grad else Keeper(_foreign(points)))
         try:
             for n, h in wanted:
                 # One head of an L×S step is computed aside (about 1/H of the explicit path) unless
                 # its gradient is wanted: then it must be the slice the output was computed from.
                 handles.append(points[n].add_hook(Recorder(sink, grad=grad), head=h, read_only=not grad))
-            with torch.enable_grad() if grad else torch.no_grad():
+            with torch.enable_grad() if grad else torch.no_grad(), \
+                    keeping() if not grad else contextlib.nullcontext():
                 output = forward()
         finally:
             for handle in handles:
                 handle.remove()
-    tensors = {}
+    tensors: dict = {}
     for n, h in wanted:
         k = key(n, h)
         if k not in sink:  # cannot happen for names from model.hook_names; guard the invariant
             raise RuntimeError(f"internal: {k} was requested but not recorded")
         t = sink[k]
-        tensors[k] = t.expand(batch_size, *t.shape[1:]) if t.shape[0] != batch_size else t
+        if t.shape[0] != batch_size:
+            t = t.value() if isinstance(t, Derived) else t
+            t = t.expand(batch_size, *t.shape[1:])
+        tensors[k] = t
     return tensors, output
+
+
+def _foreign(points: dict[str, HookPoint]) -> frozenset:
+    """Attention blocks with a forward hook (the user's, or one attached outside this pass) on a
+    step that a kept recipe depends on: such a hook may change the step in place."""
+    out = set()
+    for name, point in points.items():
+        block, _, step = name.rpartition(".")
+        if step in RECIPE_STEPS and any(h.dir == "fwd" and not isinstance(h.fn, Recorder) for h in point.hooks):
+            out.add(block)
+    return frozenset(out)
 
 
 def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool = False,
