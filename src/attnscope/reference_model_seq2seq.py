@@ -21,7 +21,7 @@ stack, :func:`attnscope.reference.t5_bucket_steps`, (n_q, n_k) each).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -148,17 +148,8 @@ def forward_seq2seq(model, source: str, target: Optional[str] = None, *, encoder
         src = model.source_batch(source)
         n = int(src.lengths[0])
         ids = src.input_ids[0, :n].cpu().numpy().astype(np.int64)
-        f: dict = {"encoder.ids": ids, "encoder.tokens": list(src.tokens[0])}
-        f.update(stack_embeddings(model, "encoder", ids))
-        bias, steps = t5_bias(model, "encoder", n, n)
-        if steps is not None:
-            f["encoder.buckets"] = steps
-        x = f["encoder.embed.out"]
-        for i in range(last + 1):
-            f.update(encoder_layer(model, i, x, bias))
-            x = f[f"encoder.layers.{i}.out"]
-        if encoder_upto is None and model.encoder.ln_f is not None:
-            x = f["encoder.final_norm"] = _norm(x, model.encoder.ln_f)
+        f, x = run_stack(model, "encoder", ids, list(src.tokens[0]), last, encoder_upto is None,
+                         lambda i, h, bias: encoder_layer(model, i, h, bias))
         if target is None:
             return f
         dlast = c.n_decoder_layers - 1 if decoder_upto is None else int(decoder_upto)
@@ -166,17 +157,28 @@ def forward_seq2seq(model, source: str, target: Optional[str] = None, *, encoder
             raise InputError(f"decoder layer {decoder_upto} is out of range: the decoder has {c.n_decoder_layers} "
                              f"layers (0..{c.n_decoder_layers - 1})")
         dids, _, dtoks = model.target_batch(target, 1)
-        T = int(dids.shape[1])
         tids = dids[0].cpu().numpy().astype(np.int64)
-        f.update({"decoder.ids": tids, "decoder.tokens": [str(t) for t in dtoks[0]]})
-        f.update(stack_embeddings(model, "decoder", tids))
-        dbias, dsteps = t5_bias(model, "decoder", T, T)
-        if dsteps is not None:
-            f["decoder.buckets"] = dsteps
-        y = f["decoder.embed.out"]
-        for i in range(dlast + 1):
-            f.update(decoder_layer(model, i, y, x, dbias))
-            y = f[f"decoder.layers.{i}.out"]
-        if decoder_upto is None and model.decoder.ln_f is not None:
-            f["decoder.final_norm"] = _norm(y, model.decoder.ln_f)
+        f.update(run_stack(model, "decoder", tids, [str(t) for t in dtoks[0]], dlast, decoder_upto is None,
+                           lambda i, h, bias: decoder_layer(model, i, h, x, bias))[0])
     return f
+
+
+def run_stack(model, stack: str, ids: Array, tokens: list, last: int, whole: bool,
+              layer: Callable[[int, Array, Optional[Array]], dict]) -> tuple[dict, Array]:
+    """The steps of ``stack`` ("encoder" or "decoder") on ``ids (n,)``: its embeddings, T5's bias
+    buckets, layers 0 … ``last`` (``layer(i, x, bias) → dict`` of layer i's steps on ``x (n, d)``)
+    and, when ``whole``, its final norm. Returns the steps and the stack's output ``(n, d)``."""
+    n = len(ids)
+    f: dict = {f"{stack}.ids": ids, f"{stack}.tokens": tokens}
+    f.update(stack_embeddings(model, stack, ids))
+    bias, steps = t5_bias(model, stack, n, n)
+    if steps is not None:
+        f[f"{stack}.buckets"] = steps
+    x = f[f"{stack}.embed.out"]
+    for i in range(last + 1):
+        f.update(layer(i, x, bias))
+        x = f[f"{stack}.layers.{i}.out"]
+    ln_f = getattr(model, stack).ln_f
+    if whole and ln_f is not None:
+        x = f[f"{stack}.final_norm"] = _norm(x, ln_f)
+    return f, x

@@ -52,17 +52,21 @@ class After:
         def note(self, step: str, name: str, head: Optional[int] = None) -> str: ...
         def layer_in(self) -> np.ndarray: ...
 
+    def norm_step(self, key: str, title: str, why: str, x_in: str, norm, out: str) -> Step:
+        """One norm on the path: ``why``, then ``norm`` of the token's vector at ``x_in`` written out
+        (:func:`.path_blocks.norm_blocks`) into ``out``, which is noted against the trace."""
+        k = self.note(key, out)
+        return Step(key, t(title), [Para(t(why))] + norm_blocks(self.x(x_in), norm, self.x(k), self.dims) + [trace_para(k)])
+
     # -- after attention ----------------------------------------------------------------------
     def after(self) -> list:
         p = self.lp
         steps = self.heads_steps(self.att, f"{p}.{self.att}_resid", self.layer_in()[self.p])
         r = f"{p}.{self.att}_resid"
-        fin = self.note("ffn_in", f"{p}.ffn_in")
         ln = self.layer.ln2 if self.pre else self.layer.ln1
         why = "path.ffn_in_post" if not self.pre else "path.ffn_in_pre"
-        steps.append(Step("ffn_in", t(f"path.step_ffn_in_{norm_kind(ln)}"),
-                          [Para(t(why))] + norm_blocks(self.x(r), ln, self.x(fin), self.dims) + [trace_para(fin)]))
-        steps += self.ffn_steps(fin, r, self.layer.ln2)
+        steps.append(self.norm_step("ffn_in", f"path.step_ffn_in_{norm_kind(ln)}", why, r, ln, f"{p}.ffn_in"))
+        steps += self.ffn_steps(f"{p}.ffn_in", r, self.layer.ln2)
         return steps
 
     def heads_steps(self, att: str, resid: str, x_in) -> list:
@@ -80,10 +84,9 @@ class After:
         steps[-1].key += sfx
         added = out
         if getattr(self.layer, "sandwich", False):
-            added = self.note("attn_post_norm", f"{p}.attn_post_norm")
-            steps.append(Step("attn_post_norm", t("path.step_post_norm"),
-                              [Para(t("path.post_norm_why"))] +
-                              norm_blocks(self.x(out), self.layer.ln_attn_post, self.x(added), self.dims) + [trace_para(added)]))
+            added = f"{p}.attn_post_norm"
+            steps.append(self.norm_step("attn_post_norm", "path.step_post_norm", "path.post_norm_why", out,
+                                        self.layer.ln_attn_post, added))
         r = self.note("attn_resid", resid)
         steps.append(Step("attn_resid" + sfx, t("path.step_resid1" + sfx),
                           [Formula("x + attention(x)", r"x+\mathrm{attention}(x)"), Para(t("path.resid_why", tok=self.tok)),
@@ -130,10 +133,9 @@ class After:
                            trace_para(fout)]))
         added = fout
         if getattr(self.layer, "sandwich", False):
-            added = self.note("ffn_post_norm", f"{p}.ffn_post_norm")
-            steps.append(Step("ffn_post_norm", t("path.step_post_norm_ffn"),
-                              [Para(t("path.post_norm_why_ffn"))] +
-                              norm_blocks(self.x(fout), self.layer.ln_ffn_post, self.x(added), self.dims) + [trace_para(added)]))
+            added = f"{p}.ffn_post_norm"
+            steps.append(self.norm_step("ffn_post_norm", "path.step_post_norm_ffn", "path.post_norm_why_ffn", fout,
+                                        self.layer.ln_ffn_post, added))
         post = not self.pre
         base = fin if post else resid
         s = self.note("ffn_resid", f"{p}.ffn_resid")

@@ -118,11 +118,10 @@ class _DecoderPath(PathSteps):
         p, lay, f = self.lp, self.layer, self.f
         steps = self.heads_steps("self_attn", f"{p}.self_attn_resid", self.layer_in()[self.p])
         r = f"{p}.self_attn_resid"
-        cin = self.note("cross_attn_in", f"{p}.cross_attn_in")
+        cin = f"{p}.cross_attn_in"
         ln = lay.ln2 if self.pre else lay.ln1
-        steps.append(Step("cross_attn_in", t(f"path.step_cross_in_{norm_kind(ln)}"),
-                          [Para(t("path.cross_in_pre" if self.pre else "path.cross_in_post"))] +
-                          norm_blocks(self.x(r), ln, self.x(cin), self.dims) + [trace_para(cin)]))
+        steps.append(self.norm_step("cross_attn_in", f"path.step_cross_in_{norm_kind(ln)}",
+                                    "path.cross_in_pre" if self.pre else "path.cross_in_post", r, ln, cin))
         src = self.d["source_tokens"]
         enc = f[self.d["encoder_out"]]
         n = min(self.dims, enc.shape[1])
@@ -137,12 +136,10 @@ class _DecoderPath(PathSteps):
         steps += cross.steps
         steps += self.heads_steps("cross_attn", f"{p}.cross_attn_resid", self.x(r) if self.pre else self.x(cin))
         r2 = f"{p}.cross_attn_resid"
-        fin = self.note("ffn_in", f"{p}.ffn_in")
         ln = lay.ln3 if self.pre else lay.ln2
-        steps.append(Step("ffn_in", t(f"path.step_ffn_in_{norm_kind(ln)}"),
-                          [Para(t("path.ffn_in_pre" if self.pre else "path.ffn_in_post"))] +
-                          norm_blocks(self.x(r2), ln, self.x(fin), self.dims) + [trace_para(fin)]))
-        return steps + self.ffn_steps(fin, r2, lay.ln3)
+        steps.append(self.norm_step("ffn_in", f"path.step_ffn_in_{norm_kind(ln)}",
+                                    "path.ffn_in_pre" if self.pre else "path.ffn_in_post", r2, ln, f"{p}.ffn_in"))
+        return steps + self.ffn_steps(f"{p}.ffn_in", r2, lay.ln3)
 
 
 class _EncoderPath(PathSteps):

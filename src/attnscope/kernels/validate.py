@@ -11,7 +11,7 @@ from typing import Optional, cast
 
 import torch
 
-from ..errors import ConfigError, ShapeError, fmt_shape
+from ..errors import ConfigError, InputError, ShapeError, fmt_shape
 from ..scorings import Scoring, get_scoring
 
 Tensor = torch.Tensor
@@ -22,6 +22,20 @@ def require_float(name: str, t) -> None:
         raise ShapeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if not t.is_floating_point():
         raise ShapeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+
+
+def check_token_ids(input_ids, name: str = "input_ids") -> None:
+    """ShapeError unless ``input_ids`` is an integer tensor ``(B, L)`` (``name`` names it)."""
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
+        got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+        raise ShapeError(f"{name} must be an integer tensor (B, L), got {got}")
+
+
+def check_vocabulary(input_ids: Tensor, vocab_size: int) -> None:
+    """InputError unless every token id is a row of the embedding table: in [0, vocab_size)."""
+    if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab_size):
+        raise InputError(f"token ids must be in [0, {vocab_size}), got min {int(input_ids.min())}, "
+                         f"max {int(input_ids.max())}")
 
 
 def check_dim(name: str, t: Tensor, dim) -> int:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from ..errors import InputError, ModelLoadError
+from ..pieces import byte_decoder
 
 CONTROL, USER_DEFINED = 3, 4
 
@@ -190,7 +191,7 @@ def _bytelevel(meta: dict, tokens: list, path):
         raise ModelLoadError(f"{path}: tokenizer.ggml.pre = {pre!r} names a pre-tokenizer attnscope does not know "
                              f"(known: {', '.join(sorted(k for k in _PRE_SPLITS if k))})")
     alphabet = _byte_alphabet()
-    table = _bytes_to_unicode()
+    table = {b: c for c, b in byte_decoder().items()}  # byte → GPT-2's printable character
     vocab = {}
     for i, tok in enumerate(tokens):
         # a token outside the byte alphabet (a mislabelled added token) is spelled in bytes, as transformers does
@@ -214,18 +215,6 @@ def _bytelevel(meta: dict, tokens: list, path):
                                                      pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     return tok
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's printable character for each byte."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def _gemma(meta: dict, tokens: list, path):

@@ -31,9 +31,10 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..errors import ConfigError, InputError, ShapeError, fmt_shape
+from ..errors import ConfigError, InputError
 from ..hooks import HookPoint
 from ..kernels.steps import STEPS, ModuleHooks, attend
+from ..kernels.validate import check_token_ids, check_vocabulary
 from .attention import MultiHeadAttention
 from .encoder import EncoderLayer, TransformerEncoder
 from .encoder_variants import EncoderConfig
@@ -280,15 +281,11 @@ class DebertaEmbeddings(nn.Module):
     def forward(self, input_ids: Tensor, token_type_ids: Optional[Tensor] = None,
                 position_ids: Optional[Tensor] = None, attention_mask: Optional[Tensor] = None) -> Tensor:
         c = self.config
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
-            got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-            raise ShapeError(f"input_ids must be an integer tensor (B, L), got {got}")
+        check_token_ids(input_ids)
         L = input_ids.shape[1]
         if L > c.max_positions:
             raise InputError(f"sequence of {L} tokens is longer than the model's {c.max_positions} positions")
-        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= c.vocab_size):
-            raise InputError(f"token ids must be in [0, {c.vocab_size}), got min {int(input_ids.min())}, "
-                             f"max {int(input_ids.max())}")
+        check_vocabulary(input_ids, c.vocab_size)
         x = self.tokens(self.token_embedding(input_ids))  # (B, L, E)
         if self.position_embedding is not None:
             if position_ids is None:

@@ -27,8 +27,9 @@ import torch
 from torch import nn
 
 from ..config import DecoderConfig
-from ..errors import InputError, ShapeError, fmt_shape
+from ..errors import InputError
 from ..hooks import HookPoint
+from ..kernels.validate import check_token_ids, check_vocabulary
 from ..positions import Rotary, causal_window_mask
 from .decoder_attention import DecoderAttention, KVCache
 from .encoder import activation_fn
@@ -49,12 +50,8 @@ class DecoderEmbeddings(nn.Module):
 
     def forward(self, input_ids: Tensor) -> Tensor:
         c = self.config
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
-            got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-            raise ShapeError(f"input_ids must be an integer tensor (B, L), got {got}")
-        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= c.vocab_size):
-            raise InputError(f"token ids must be in [0, {c.vocab_size}), got min {int(input_ids.min())}, "
-                             f"max {int(input_ids.max())}")
+        check_token_ids(input_ids)
+        check_vocabulary(input_ids, c.vocab_size)
         x = self.tokens(self.token_embedding(input_ids))  # (B, L, d)
         if c.embed_scale != 1.0:
             x = x * torch.tensor(c.embed_scale, dtype=torch.float32).to(x.dtype)

@@ -13,8 +13,9 @@ import torch
 from torch import nn
 
 from ..config import TransformerConfig
-from ..errors import ConfigError, InputError, ShapeError, fmt_shape
+from ..errors import ConfigError, InputError
 from ..hooks import HookPoint
+from ..kernels.validate import check_token_ids, check_vocabulary
 from ..positions import get_position, sinusoidal_positions  # noqa: F401  (sinusoidal_positions: public here too)
 
 Tensor = torch.Tensor
@@ -45,15 +46,11 @@ class Embeddings(nn.Module):
     def forward(self, input_ids: Tensor, token_type_ids: Optional[Tensor] = None,
                 position_ids: Optional[Tensor] = None) -> Tensor:
         c = self.config
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
-            got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-            raise ShapeError(f"input_ids must be an integer tensor (B, L), got {got}")
+        check_token_ids(input_ids)
         B, L = input_ids.shape
         if L > c.max_positions:
             raise InputError(f"sequence of {L} tokens is longer than the model's {c.max_positions} positions")
-        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= c.vocab_size):
-            raise InputError(f"token ids must be in [0, {c.vocab_size}), "
-                             f"got min {int(input_ids.min())}, max {int(input_ids.max())}")
+        check_vocabulary(input_ids, c.vocab_size)
         x = self.tokens(self.token_embedding(input_ids))  # (B, L, d)
         if self.segment_embedding is not None:
             if token_type_ids is None:

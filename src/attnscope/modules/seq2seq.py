@@ -22,8 +22,9 @@ import torch
 from torch import nn
 
 from ..config import TransformerConfig
-from ..errors import ConfigError, InputError, ShapeError, fmt_shape
+from ..errors import ConfigError, InputError
 from ..hooks import HookPoint
+from ..kernels.validate import check_token_ids, check_vocabulary
 from ..positions import causal_window_mask
 from .cross_decoder import DecoderBlock, EncoderBlock, Seq2SeqCache, make_norm
 from .t5_bias import T5RelativeBias
@@ -99,15 +100,11 @@ class Seq2SeqEmbeddings(nn.Module):
 
     def forward(self, input_ids: Tensor, past: int = 0) -> Tensor:
         c = self.config
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
-            got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-            raise ShapeError(f"token ids must be an integer tensor (B, L), got {got}")
+        check_token_ids(input_ids, "token ids")
         L = input_ids.shape[1]
         if self.position_embedding is not None and past + L > c.max_positions:
             raise InputError(f"{past + L} positions are more than the model's {c.max_positions}")
-        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= c.vocab_size):
-            raise InputError(f"token ids must be in [0, {c.vocab_size}), got min {int(input_ids.min())}, "
-                             f"max {int(input_ids.max())}")
+        check_vocabulary(input_ids, c.vocab_size)
         x = self.tokens(self.token_embedding(input_ids))  # (B, L, d)
         if c.embed_scale != 1.0:
             x = x * c.embed_scale
