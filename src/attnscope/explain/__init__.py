@@ -20,7 +20,7 @@ Kinds:
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 from typing import Optional
 
 from ..errors import InputError
@@ -131,7 +131,7 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
             return explain_path(text, model=model, layer=layer, head=head, token=token, position=position,
                                 dims=dims, expand=expand, target=target, attention=attention)
         from .row_relative import explain_relative_row, handles
-        if isinstance(text, str) and text.strip() and (model is None or isinstance(model, (str, os.PathLike))):
+        if isinstance(text, str) and text.strip() and (model is None or isinstance(model, (str, Path))):
             from ..models import load
             model = load(model)  # once: its config says which row this is, and the row reads it
         if target is not None or attention is not None or handles(model):
