@@ -107,3 +107,21 @@ def test_the_last_layer_output_saves(minilm, tmp_path):
     tr = minilm.trace("hi", names=[name])
     back = Trace.load(tr.save(tmp_path / "t"))
     assert torch.equal(back[name], tr[name]) and torch.equal(back.output, tr.output)
+
+
+def test_saving_over_a_trace_is_refused_unless_asked(tiny_models, tmp_path):
+    model = tiny_models["gpt2"]
+    first, second = model.trace("hello world", names="embed.out"), model.trace("world", names="embed.out")
+    first.save(tmp_path / "t")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()}
+    with pytest.raises(InputError) as e:
+        second.save(tmp_path / "t")
+    assert str(e.value) == (f"{tmp_path / 't'} already holds a trace (trace.json, tensors.safetensors); pass "
+                            "overwrite=True to replace it, or save into another folder")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()} == before  # nothing written
+    second.save(tmp_path / "t", overwrite=True)
+    assert Trace.load(tmp_path / "t").texts == ["world"]
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    first.save(tmp_path / "other")  # a folder without a trace is fine, and its other files stay
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"

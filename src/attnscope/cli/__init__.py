@@ -116,6 +116,33 @@ def check_out_dir(out: Path) -> None:
         raise InputError(f"cannot create the output folder {str(out)!r}: {str(parent)!r} is not writable")
 
 
+#: The switch every command that writes files takes to replace what is there (``overwrite=True``
+#: of :meth:`attnscope.trace.Trace.save` is its Python spelling).
+OVERWRITE = "--overwrite"
+
+
+def add_overwrite_option(p) -> None:
+    p.add_argument(OVERWRITE, action="store_true", help="replace output files that already exist "
+                   "(without it an existing file is kept and the command stops before any work)")
+
+
+def check_new_file(path: Path, overwrite: bool, flag: str = "-o") -> None:
+    """InputError, before any work, when ``path`` exists and ``overwrite`` was not asked for."""
+    if not overwrite and path.is_file():
+        raise InputError(f"{flag} {str(path)!r} already exists; add {OVERWRITE} to replace it, or choose another name")
+
+
+def check_new_results(folder: Path, names: Sequence[str], overwrite: bool, flag: str = "--out") -> None:
+    """InputError when the folder already holds one of ``names`` (an earlier run's results) and
+    ``overwrite`` was not asked for."""
+    if overwrite or not folder.is_dir():
+        return
+    there = [n for n in names if (folder / n).exists()]
+    if there:
+        raise InputError(f"{flag} {str(folder)!r} already holds results ({', '.join(there)}); add {OVERWRITE} to "
+                         "replace them, or choose another folder")
+
+
 def check_device(device: Optional[str], flag: str = "--device") -> Optional[str]:
     """``device`` if torch can use it here (cpu, cuda, cuda:N, mps), else InputError saying why."""
     if device is None:

@@ -30,8 +30,10 @@ import os
 import sys
 from pathlib import Path
 
-from . import MAX_INDEX, MAX_SEED, IntRange
+from . import MAX_INDEX, MAX_SEED, IntRange, add_overwrite_option
 
+#: What `analyze` writes into --out; one of them there means an earlier run is replaced.
+RESULT_FILES = ("analysis.json", "report.md", "heads.csv", "layers.csv")
 MAX_COUNT = 10**9
 MAX_BATCH = 65536
 MAX_THREADS = 4096
@@ -86,6 +88,7 @@ def register(sub) -> None:
     p.add_argument("--lanes", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
                    help="CPU: batches analysed at once, each on one thread (default: the number of threads)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_overwrite_option(p)
     p.set_defaults(func=run)
 
 
@@ -109,9 +112,10 @@ def run(args) -> int:
     import torch
 
     from ..analysis import AnalysisConfig, Thresholds, analyze
-    from . import check_device, check_out_dir
+    from . import check_device, check_new_results, check_out_dir
     check_device(args.device)
     check_out_dir(Path(args.out))  # fail before the work, not after it, when the results cannot be written
+    check_new_results(Path(args.out), RESULT_FILES, args.overwrite)
     if args.threads:
         torch.set_num_threads(args.threads)
     cfg = AnalysisConfig(batch_size=args.batch_size, chunk_size=max(args.chunk_size, args.batch_size),

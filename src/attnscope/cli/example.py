@@ -25,6 +25,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..explain import explain
-    from .explain import emit
+    from .explain import check_output, emit
+    check_output(args)
     emit(explain(example=args.name), args)
     return 0

@@ -16,7 +16,7 @@ import os
 import sys
 
 from . import MAX_SEED, IntRange
-from .explain import add_output_options, emit
+from .explain import add_output_options, check_output, emit
 
 
 def register(sub) -> None:
@@ -40,6 +40,7 @@ def run(args) -> int:
     from ..exercise import make_exercise
     from ..explain.doc import t
     from ..explain.render.base import Ctx
+    check_output(args)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") % 100000
     ex = make_exercise(tokens=args.tokens, dim=args.dim, seed=seed, style=args.style, lang=args.lang)
     if not args.no_answers and args.answers and os.path.isdir(args.answers):

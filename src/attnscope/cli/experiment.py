@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import MAX_SEED, IntList, IntRange, check_out_dir
+from . import MAX_SEED, IntList, IntRange, add_overwrite_option, check_new_results, check_out_dir
 
 
 def _names(text: str) -> list[str]:
@@ -34,6 +34,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0, help="base seed (default 0)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default out/experiments/NAME)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_overwrite_option(p)
     p.add_argument("--d-k", type=IntList(1, 65536), default=None,
                    help="comma-separated d_k values (variance/saturation default 2,4,…,1024; training 16,64,256,512)")
     g = p.add_argument_group("variance and saturation")
@@ -118,20 +119,29 @@ def _run(args) -> int:
         experiments.get(name)  # unknown name -> ConfigError before any work
     if args.from_dir is not None and names != ["training"]:
         raise ConfigError("--from re-renders a training run; use it with 'attnscope experiment training'")
+
+    def out_of(name: str) -> Path:
+        if args.out is None:
+            return Path("out") / "experiments" / name
+        return args.out / name if args.name == "all" else args.out
+
+    if args.from_dir is None:  # every folder checked before the first experiment runs
+        for name in names:
+            check_out_dir(out_of(name))
+            check_new_results(out_of(name), ("results.json", "report.md"), args.overwrite)
     for name in names:
         opts = options_for(name, args)
-        out = args.out if args.out is not None else Path("out") / "experiments" / name
-        if args.name == "all" and args.out is not None:
-            out = args.out / name
+        out = out_of(name)
         if args.from_dir is not None:
             from ..experiments import training
 
             out = args.out if args.out is not None else args.from_dir
             check_out_dir(out)
+            if Path(out).resolve() != Path(args.from_dir).resolve():  # re-rendering in place is what --from asks
+                check_new_results(out, ("results.json", "report.md"), args.overwrite)
             result = training.load(args.from_dir)
             files = result.write(out)
         else:
-            check_out_dir(out)
             store = None
             if name == "training":  # each finished run is kept here until the whole grid is written
                 from ..experiments.runstore import RunStore

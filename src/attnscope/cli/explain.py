@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..scorings import SCORINGS
-from . import MAX_INDEX, MAX_SEED, IntRange
+from . import MAX_INDEX, MAX_SEED, OVERWRITE, IntRange, check_new_file
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -42,6 +43,7 @@ def add_output_options(p, default_decimals: int = 4) -> None:
     g.add_argument("--decimals", type=IntRange(0, 12), default=default_decimals,
                    help=f"decimals shown (default {default_decimals}); the arithmetic is never rounded")
     g.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of the terminal")
+    g.add_argument(OVERWRITE, action="store_true", help="replace FILE if it exists (else the command stops)")
 
 
 def register(sub) -> None:
@@ -196,6 +198,12 @@ def build(args):
     return explain(args.source, example=args.example, expand=args.expand)
 
 
+def check_output(args) -> None:
+    """Refuse an existing -o file without --overwrite, before any work."""
+    if args.output:
+        check_new_file(Path(args.output), args.overwrite)
+
+
 def emit(w, args) -> None:
     if args.output:
         text = w.render(args.format, lang=args.lang, decimals=args.decimals)
@@ -210,5 +218,6 @@ def emit(w, args) -> None:
 
 
 def run(args) -> int:
+    check_output(args)
     emit(build(args), args)
     return 0

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from . import MAX_INDEX, MAX_SEED, IntRange, check_device, check_range
+from . import MAX_INDEX, MAX_SEED, IntRange, add_overwrite_option, check_device, check_new_file, check_range
 
 
 def register(sub) -> None:
@@ -34,6 +34,7 @@ def register(sub) -> None:
     p.add_argument("--system", default=None, help="a system message (with --chat)")
     p.add_argument("--view", default=None, metavar="OUT.html", help="also write the viewer of the generation")
     p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N or mps")
+    add_overwrite_option(p)
     p.set_defaults(func=run)
 
 
@@ -48,6 +49,8 @@ def run(args) -> int:
     view = Path(args.view) if args.view else None
     if view is not None and (view.is_dir() or not view.parent.is_dir()):
         raise InputError(f"--view {view}: give a file name in an existing folder, such as gen.html")
+    if view is not None:
+        check_new_file(view, args.overwrite, "--view")
     from ..models import DecoderModel, load
 
     model = load(args.model, device=device)

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from . import MAX_INDEX, IntList, IntRange
+from . import MAX_INDEX, IntList, IntRange, add_overwrite_option, check_new_file
 from .plot import MAX_DPI, MIN_DPI
 
 FIGURES = (".png", ".svg", ".pdf")
@@ -63,10 +63,11 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_overwrite_option(p)
     p.set_defaults(func=run)
 
 
-def _check_outputs(paths) -> list[Path]:
+def _check_outputs(paths, overwrite: bool) -> list[Path]:
     outs = [Path(p) for p in paths]
     for out in outs:
         if out.suffix.lower() not in FIGURES + (".json",):
@@ -76,6 +77,7 @@ def _check_outputs(paths) -> list[Path]:
             raise InputError(f"-o {str(out)!r} is a folder; give a file name")
         if not out.parent.exists():
             raise InputError(f"cannot write {str(out)!r}: the folder {str(out.parent)!r} does not exist")
+        check_new_file(out, overwrite)
     return outs
 
 
@@ -83,7 +85,7 @@ def run(args) -> int:
     from . import check_device
 
     check_device(args.device)
-    outs = _check_outputs(args.output)  # before the work, not after it
+    outs = _check_outputs(args.output, args.overwrite)  # before the work, not after it
 
     from ..models import load
     from ..patching import patch

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import InputError
-from . import MAX_INDEX, IntRange
+from . import MAX_INDEX, IntRange, add_overwrite_option, check_new_file
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
 FORMATS = (".png", ".svg", ".pdf")
@@ -45,6 +45,7 @@ def register(sub) -> None:
                    help=f"resolution of a .png in dots per inch, {MIN_DPI}..{MAX_DPI} (default 150; "
                         "SVG and PDF are vector drawings)")
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg or .pdf")
+    add_overwrite_option(p)
     p.set_defaults(func=run)
 
 
@@ -65,6 +66,7 @@ def run(args) -> int:
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
         raise InputError(f"cannot tell the format of {out.name!r}: use a .png, .svg or .pdf file name")
+    check_new_file(out, args.overwrite)
     needs_text = args.kind in ("heatmap", "grid") or (args.kind == "softmax" and args.scores is None)
     if needs_text and not (args.text and args.text.strip()):
         raise InputError(f"--kind {args.kind} needs a text to trace")

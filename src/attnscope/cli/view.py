@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from . import IntRange
+from . import IntRange, add_overwrite_option, check_new_file
 
 
 def register(sub) -> None:
@@ -30,6 +30,7 @@ def register(sub) -> None:
     p.add_argument("--decimals", type=IntRange(0, MAX_DECIMALS), default=4,
                    help=f"decimals the page starts with, 0..{MAX_DECIMALS} (default 4; the page can change it)")
     p.add_argument("-o", "--output", default="attention.html", help="output file (default attention.html)")
+    add_overwrite_option(p)
     p.set_defaults(func=run)
 
 
@@ -48,6 +49,7 @@ def run(args) -> int:
         raise InputError(f"--output {out} is a folder; give a file name such as {out / 'attention.html'}")
     if not out.parent.is_dir():
         raise InputError(f"cannot write {out}: the folder {out.parent} does not exist")
+    check_new_file(out, args.overwrite)
     from ..models import load
     from ..viewer.html import render
     from ..viewer.run import view_data

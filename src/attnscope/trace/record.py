@@ -115,15 +115,20 @@ class Trace(TraceReader):
         return {n: value_of(t).detach().cpu().numpy() for n, t in self._tensors.items()}
 
     # ------------------------------------------------------------------------------------------
-    def save(self, folder: Union[str, Path]) -> Path:
+    def save(self, folder: Union[str, Path], *, overwrite: bool = False) -> Path:
         """Write ``tensors.safetensors`` and ``trace.json`` (names, tokens, ids, model, config).
 
         Names that are one tensor (BERT's ``layers.{i}.out`` is ``layers.{i+1}.attn_in``;
         ``scaled`` is ``masked`` when nothing is masked) are written once and listed as aliases,
         so that the file holds each number once and loads back with the same names.
+        A folder that already holds a trace is refused (InputError) unless ``overwrite=True``.
         """
         from safetensors.torch import save_file
         folder = Path(folder)
+        there = [n for n in ("trace.json", "tensors.safetensors") if (folder / n).exists()]
+        if there and not overwrite:
+            raise InputError(f"{folder} already holds a trace ({', '.join(there)}); pass overwrite=True to replace "
+                             "it, or save into another folder")
         tensors, aliases = _distinct_tensors(self._tensors)
         if self.output is not None:
             tensors["__output__"] = self.output.detach().cpu().contiguous().clone()

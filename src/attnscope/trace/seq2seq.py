@@ -173,8 +173,8 @@ class Seq2SeqTrace(Trace):
                 "weights with <code>trace.weights(layer, attention='encoder'|'self'|'cross')</code>.</p>")
 
     # ------------------------------------------------------------------------------------------
-    def save(self, folder: Union[str, Path]) -> Path:
-        folder = super().save(folder)
+    def save(self, folder: Union[str, Path], *, overwrite: bool = False) -> Path:
+        folder = super().save(folder, overwrite=overwrite)
         meta_file = Path(folder) / "trace.json"
         meta = json.loads(meta_file.read_text(encoding="utf-8"))
         assert self.decoder_input_ids is not None and self.decoder_attention_mask is not None  # as in mask()

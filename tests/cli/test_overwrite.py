@@ -1,0 +1,81 @@
+"""No command replaces a file without being asked: an existing output is one sentence naming it
+and --overwrite (the one switch every command that writes files takes), exit status 2, the file
+untouched and no work done; with --overwrite it is replaced."""
+
+import json
+
+import pytest
+
+from attnscope.cli import build_parser, main
+
+OLD = b"an earlier result"
+
+
+def _refused(capsys, argv, path, flag="-o"):
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert err.endswith(f"error: {flag} {str(path)!r} already exists; add --overwrite to replace it, or choose "
+                        "another name"), err
+    assert path.read_bytes() == OLD
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["explain", "--example", "three-tokens", "-f", "markdown"], "worked.md"),
+    (["example", "three-tokens", "-f", "json"], "worked.json"),
+    (["exercise", "--seed", "3", "--no-answers"], "problem.txt"),
+    (["plot", "--kind", "softmax", "--scores", "1,2,3"], "t.png"),
+])
+def test_files_written_without_a_model(capsys, tmp_path, argv, name):
+    out = tmp_path / name
+    out.write_bytes(OLD)
+    _refused(capsys, argv + ["-o", str(out)], out)
+    assert main(argv + ["-o", str(out), "--overwrite"]) == 0
+    assert out.read_bytes() != OLD and out.stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["view", "The bank."], "-o"),
+    (["patch", "--clean", "a b", "--corrupted", "a c", "--answer", "a", "--wrong", "b"], "-o"),
+    (["generate", "The capital of France is", "--max-new-tokens", "1"], "--view"),
+])
+def test_files_written_after_a_model_runs_are_refused_before_it_loads(capsys, tmp_path, monkeypatch, argv, flag):
+    import attnscope.models as models
+
+    def no_model(*a, **k):
+        raise AssertionError("the model must not load when the output cannot be written")
+    monkeypatch.setattr(models, "load", no_model)
+    out = tmp_path / ("page.html" if flag == "--view" or argv[0] == "view" else "p.json")
+    out.write_bytes(OLD)
+    _refused(capsys, argv + [flag, str(out)], out, flag)
+
+
+def test_result_folders(capsys, tmp_path):
+    out = tmp_path / "var"
+    out.mkdir()
+    (out / "results.json").write_bytes(OLD)
+    argv = ["experiment", "variance", "--quick", "--samples", "200", "--d-k", "2,4", "--no-progress", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"attnscope experiment: error: --out {str(out)!r} already holds results (results.json); add "
+                   "--overwrite to replace them, or choose another folder")
+    assert (out / "results.json").read_bytes() == OLD
+    assert main(argv + ["--overwrite"]) == 0
+    assert json.loads((out / "results.json").read_text())["experiment"] == "variance"
+
+    ana = tmp_path / "ana"
+    ana.mkdir()
+    (ana / "report.md").write_bytes(OLD)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("The cat sat.\n", encoding="utf-8")
+    assert main(["analyze", str(corpus), "--out", str(ana), "--no-progress"]) == 2
+    assert capsys.readouterr().err.strip() == (f"attnscope analyze: error: --out {str(ana)!r} already holds results "
+                                               "(report.md); add --overwrite to replace them, or choose another folder")
+
+
+def test_every_command_that_writes_takes_the_same_switch():
+    sub = build_parser()._subparsers._group_actions[0].choices
+    writers = ["explain", "example", "exercise", "plot", "view", "patch", "generate", "analyze", "experiment"]
+    for name in writers:
+        assert "--overwrite" in sub[name]._option_string_actions, name
+    assert not any("--force" in p._option_string_actions for p in sub.values())
