@@ -12,6 +12,7 @@ on some layers, QK-norm, Gemma's scaled embeddings and sandwich norms.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
@@ -90,6 +91,9 @@ class TransformerConfig:
         scheme = get_position(self.position)
         if scheme.check is not None:
             scheme.check(self)
+        eps = self.layer_norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
+            raise ConfigError(f"config.layer_norm_eps must be a positive finite number, got {eps!r}")
         for name in ("dropout", "attn_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"config.{name} must be in [0, 1), got {getattr(self, name)}")
@@ -195,8 +199,8 @@ class DecoderConfig(TransformerConfig):
             raise ConfigError("config.layer_types has sliding layers but config.sliding_window is None")
         for name in ("rope_theta", "rope_local_theta", "query_scale", "final_logit_softcap"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
-                raise ConfigError(f"config.{name} must be a positive number, got {v!r}")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf):
+                raise ConfigError(f"config.{name} must be a positive finite number, got {v!r}")
         if self.rope_scaling is not None:
             kind = self.rope_scaling.get("rope_type") if isinstance(self.rope_scaling, dict) else None
             if kind not in ROPE_TYPES:

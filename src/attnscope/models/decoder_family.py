@@ -24,6 +24,7 @@ or one per layer type for Gemma 3), Hub checkpoints and GGUF files ``rope_theta`
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from ..config import ROPE_TYPES, DecoderConfig
@@ -41,7 +42,7 @@ def _rope_dict(d, source: str, what: str) -> tuple[Optional[float], Optional[dic
         raise ModelLoadError(f"{source}: {what} must be an object, got {d!r}")
     kind = d.get("rope_type", d.get("type", "default"))
     theta = d.get("rope_theta")
-    if theta is not None and (isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0):
+    if theta is not None and (isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0 < theta < math.inf):
         raise ModelLoadError(f"{source}: {what}.rope_theta must be a positive number, got {theta!r}")
     if kind in (None, "default"):
         return theta, None
@@ -53,7 +54,7 @@ def _rope_dict(d, source: str, what: str) -> tuple[Optional[float], Optional[dic
     scaling = {"rope_type": kind}
     for key in need:
         v = d.get(key)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
             raise ModelLoadError(f"{source}: {what} of type {kind!r} needs a positive {key!r}, got {v!r}")
         scaling[key] = v
     if kind == "llama3" and not scaling["high_freq_factor"] > scaling["low_freq_factor"]:

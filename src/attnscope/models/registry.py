@@ -190,10 +190,45 @@ def hf_activation(name, source: str) -> str:
 
 _MISSING = object()
 
+#: What a config.json's numbers may be, by key, whichever family reads them (every family reads its
+#: settings through :func:`setting`): sizes and counts are > 0, epsilons, bases and scalars are
+#: finite and > 0, dropouts are probabilities in [0, 1), and every other number is finite. A zero or
+#: a NaN here would otherwise surface later as a ZeroDivisionError or as attention weights of NaN.
+POSITIVE_INTS = frozenset({
+    "vocab_size", "hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size",
+    "max_position_embeddings", "num_key_value_heads", "head_dim", "sliding_window", "attention_head_size",
+    "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "d_model", "d_ff", "d_kv", "num_heads", "num_layers",
+    "num_decoder_layers", "relative_attention_num_buckets", "relative_attention_max_distance", "encoder_layers",
+    "decoder_layers", "encoder_attention_heads", "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim",
+    "embedding_size", "num_hidden_groups", "inner_group_num", "dim", "hidden_dim", "n_heads", "n_layers"})
+NON_NEGATIVE_INTS = frozenset({"type_vocab_size", "max_window_layers"})
+POSITIVE_NUMBERS = frozenset({"layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps", "rope_theta",
+                              "rope_local_base_freq", "query_pre_attn_scalar", "final_logit_softcapping"})
+PROBABILITIES = frozenset({"dropout", "dropout_rate", "attention_dropout", "attention_probs_dropout_prob",
+                           "hidden_dropout_prob", "attn_pdrop", "resid_pdrop", "embd_pdrop", "activation_dropout"})
+
+
+def check_number(key: str, value, source: str):
+    """``value`` if it is a possible value of the config key ``key`` (see :data:`POSITIVE_INTS` …),
+    else ModelLoadError naming the file, the key and the value."""
+    import math
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ModelLoadError(f"{source}: {key!r} must be a finite number, got {value!r}")
+    if key in POSITIVE_INTS and value <= 0:
+        raise ModelLoadError(f"{source}: {key!r} must be a positive integer, got {value!r}")
+    if key in NON_NEGATIVE_INTS and value < 0:
+        raise ModelLoadError(f"{source}: {key!r} must be 0 or more, got {value!r}")
+    if key in POSITIVE_NUMBERS and not value > 0:
+        raise ModelLoadError(f"{source}: {key!r} must be a positive number, got {value!r}")
+    if key in PROBABILITIES and not 0 <= value < 1:
+        raise ModelLoadError(f"{source}: {key!r} is a dropout probability and must be in [0, 1), got {value!r}")
+    return value
+
 
 def setting(hf: dict, key: str, source: str, default=_MISSING, kind=int):
-    """``hf[key]`` (or ``default`` when absent) with its type checked; ModelLoadError naming the
-    file and key when it is missing without a default or has the wrong type."""
+    """``hf[key]`` (or ``default`` when absent) with its type checked, and a number's range by
+    :func:`check_number`; ModelLoadError naming the file and key when it is missing without a
+    default, has the wrong type or an impossible value."""
     if key not in hf or hf[key] is None:
         if default is _MISSING:
             raise ModelLoadError(f"{source}: missing {key!r}")
@@ -207,4 +242,6 @@ def setting(hf: dict, key: str, source: str, default=_MISSING, kind=int):
         raise ModelLoadError(f"{source}: {key!r} must be a string, got {value!r}")
     if kind is bool and not isinstance(value, bool):
         raise ModelLoadError(f"{source}: {key!r} must be true or false, got {value!r}")
+    if kind in (int, float):
+        check_number(key, value, source)
     return value

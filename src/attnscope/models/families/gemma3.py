@@ -53,7 +53,7 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
     head_dim = setting(hf, "head_dim", source, 256)
     scalar = setting(hf, "query_pre_attn_scalar", source, head_dim, float)
     d = setting(hf, "hidden_size", source)
-    cap = hf.get("final_logit_softcapping")
+    cap = setting(hf, "final_logit_softcapping", source, None, float)
     return D.decoder_config(
         dict(hf, head_dim=head_dim), source, activation_key="hidden_activation", default_activation="gelu_pytorch_tanh",
         tie_default=True, rope_theta=theta, rope_scaling=scaling, rope_local_theta=local,
