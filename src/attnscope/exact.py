@@ -315,8 +315,8 @@ def rotate(x: np.ndarray, positions: Union[Sequence, np.ndarray], inv_freq: Sequ
     return out
 
 
-def rotary_scores(q: np.ndarray, k: np.ndarray, q_pos: Sequence, k_pos: Sequence, inv_freq: Sequence,
-                  pairs: tuple) -> np.ndarray:
+def rotary_scores(q: np.ndarray, k: np.ndarray, q_pos: Union[Sequence, np.ndarray],
+                  k_pos: Union[Sequence, np.ndarray], inv_freq: Sequence, pairs: tuple) -> np.ndarray:
     """``q'_m · k'_n`` of q (L, d) and k (S, d) *before* the rotation, from their offset alone
     (L, S): the turns by m·θ and n·θ combine into one by (n − m)·θ (R(mθ)ᵀR(nθ) = R((n − m)θ)),
 
