@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
-from ..errors import InputError
+from ..errors import InputError, ModelLoadError
 from ..hooks import name_hook_points
 from ..tokenizer import Batch, Tokenizer
 from .registry import Family
@@ -173,3 +173,15 @@ class LoadedModel:
         heads = f"{c.n_heads}" if c.kv_heads == c.n_heads else f"{c.n_heads} (k/v {c.kv_heads})"
         return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={heads}, "
                 f"d_model={c.d_model}")
+
+
+def finish_loading(model, device=None, dtype: Optional[torch.dtype] = None):
+    """A freshly loaded ``model`` in eval mode, moved to ``device`` and ``dtype`` where given;
+    ModelLoadError saying why when it cannot be moved."""
+    model.eval()
+    if device is not None or dtype is not None:
+        try:
+            model.to(device=device, dtype=dtype)
+        except (RuntimeError, TypeError) as e:
+            raise ModelLoadError(f"cannot move the model to device={device}, dtype={dtype}: {e}") from None
+    return model

@@ -32,11 +32,11 @@ import torch.nn.functional as F
 
 from ..errors import InputError, ModelLoadError
 from ..tokenizer import Tokenizer
-from .base import Texts
+from .base import Texts, finish_loading
 from .e5_file import MAGIC, read_e5
 from .e5_tokenizer import e5_tokenizer
 from .model import Model
-from .packages import MULTILINGUAL_E5, find_package, license_notice, package_model_path
+from .packages import MULTILINGUAL_E5, find_package, is_package_source, license_notice, package_model_path
 from .registry import family_for
 from .weights import map_weights
 
@@ -83,19 +83,7 @@ class E5Model(Model):
 def is_e5_source(path) -> bool:
     """True for the package name (``"multilingual-e5-small"`` and its aliases, when no file or folder
     of that name exists) or a file that starts with ``E5S1``."""
-    if not isinstance(path, (str, Path)):
-        return False
-    p = Path(path).expanduser()
-    package = find_package(str(path))
-    if package is not None and not p.exists():
-        return package.kind == "e5"
-    if p.is_file():
-        try:
-            with open(p, "rb") as f:
-                return f.read(4) == MAGIC
-        except OSError:
-            return False
-    return False
+    return is_package_source(path, "e5", MAGIC)
 
 
 def load_e5_model(path: Union[str, Path], *, device=None, dtype: Optional[torch.dtype] = None,
@@ -125,10 +113,4 @@ def load_e5_model(path: Union[str, Path], *, device=None, dtype: Optional[torch.
         if model.tokenizer.vocab_size > config.vocab_size:
             raise ModelLoadError(f"{source}: the tokenizer has {model.tokenizer.vocab_size} pieces but the "
                                  f"embedding has {config.vocab_size} rows")
-    model.eval()
-    if device is not None or dtype is not None:
-        try:
-            model.to(device=device, dtype=dtype)
-        except (RuntimeError, TypeError) as e:
-            raise ModelLoadError(f"cannot move the model to device={device}, dtype={dtype}: {e}") from None
-    return model
+    return finish_loading(model, device, dtype)

@@ -18,7 +18,8 @@ import torch
 
 from ..errors import ModelLoadError
 from ..tokenizer import Tokenizer
-from .packages import find_package, license_notice, package_model_path
+from .base import finish_loading
+from .packages import find_package, is_package_source, license_notice, package_model_path
 from .registry import family_for
 from .weights import map_weights
 
@@ -30,21 +31,7 @@ GGUF_MAGIC = b"GGUF"
 
 def is_gguf_source(path) -> bool:
     """True for a model package name (when no folder of that name exists) or a GGUF file."""
-    if not isinstance(path, (str, Path)):
-        return False
-    p = Path(path).expanduser()
-    package = find_package(str(path))
-    if package is not None and not p.exists():
-        return package.kind == "gguf"
-    if p.suffix.lower() == ".gguf":
-        return True
-    if p.is_file():
-        try:
-            with open(p, "rb") as f:
-                return f.read(4) == GGUF_MAGIC
-        except OSError:
-            return False
-    return False
+    return is_package_source(path, "gguf", GGUF_MAGIC, ".gguf")
 
 
 @contextmanager
@@ -108,10 +95,4 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
                                  f"vocabulary is {config.vocab_size}")
         model.chat_template = t.chat_template
         model.special_tokens = dict(t.special_tokens)
-    model.eval()
-    if device is not None or (dtype is not None and dtype != read_dtype):
-        try:
-            model.to(device=device, dtype=dtype)
-        except (RuntimeError, TypeError) as e:
-            raise ModelLoadError(f"cannot move the model to device={device}, dtype={dtype}: {e}") from None
-    return model
+    return finish_loading(model, device, None if dtype == read_dtype else dtype)

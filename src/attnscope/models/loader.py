@@ -20,6 +20,7 @@ import torch
 
 from ..errors import AttnscopeError, ConfigError, ModelLoadError
 from ..tokenizer import load_tokenizer
+from .base import finish_loading
 from .model import Model
 from .registry import family_for
 from .weights import map_weights
@@ -229,13 +230,7 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
             # ids past the embedding table would fail inside torch; say it here instead
             raise ModelLoadError(f"{model.tokenizer.source}: the tokenizer has {model.tokenizer.vocab_size} tokens "
                                  f"but config.json's vocab_size is {config.vocab_size}")
-    model.eval()
-    if device is not None or dtype is not None:
-        try:
-            model.to(device=device, dtype=dtype)
-        except (RuntimeError, TypeError) as e:
-            raise ModelLoadError(f"cannot move the model to device={device}, dtype={dtype}: {e}") from None
-    return model
+    return finish_loading(model, device, dtype)
 
 
 __all__ = ["load", "default_model_path", "AttnscopeError"]

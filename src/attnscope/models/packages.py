@@ -97,6 +97,26 @@ def find_package(name: str) -> Optional[ModelPackage]:
     return None
 
 
+def is_package_source(path, kind: str, magic: bytes, suffix: Optional[str] = None) -> bool:
+    """True when ``path`` names an installed model package of ``kind`` (and no file or folder of
+    that name exists), ends in ``suffix``, or is a file whose first bytes are ``magic``."""
+    if not isinstance(path, (str, Path)):
+        return False
+    p = Path(path).expanduser()
+    package = find_package(str(path))
+    if package is not None and not p.exists():
+        return package.kind == kind
+    if suffix is not None and p.suffix.lower() == suffix:
+        return True
+    if p.is_file():
+        try:
+            with open(p, "rb") as f:
+                return f.read(len(magic)) == magic
+        except OSError:
+            return False
+    return False
+
+
 def model_names() -> list[str]:
     return [p.name for p in PACKAGES]
 
