@@ -38,14 +38,27 @@ def is_cjk(ch: str) -> bool:
     return any(lo <= o <= hi for lo, hi in _CJK)
 
 
-def cjk_chars(files: Files) -> str:
-    """The CJK characters of every Markdown page of the site that the bundled font draws, sorted."""
+def nav_titles(nav) -> list[str]:
+    """Every title of a MkDocs ``nav`` (nested lists and ``{title: page or section}`` entries)."""
+    if isinstance(nav, dict):
+        return [t for k, v in nav.items() for t in [str(k), *nav_titles(v)]]
+    if isinstance(nav, list):
+        return [t for entry in nav for t in nav_titles(entry)]
+    return []
+
+
+def cjk_chars(files: Files, config=None) -> str:
+    """The CJK characters that the bundled font draws, sorted: of every Markdown page of the site,
+    and of the navigation's titles and the site's name (mkdocs.yml), which every page shows."""
     from attnscope.fonts import has_glyph
 
     seen: set[str] = set()
     for f in files.documentation_pages():
         with open(f.abs_src_path, encoding="utf-8") as fh:
             seen.update(c for c in fh.read() if is_cjk(c))
+    if config is not None:
+        for text in [str(config.get("site_name") or ""), *nav_titles(config.get("nav"))]:
+            seen.update(c for c in text if is_cjk(c))
     return "".join(sorted(c for c in seen if has_glyph(c)))
 
 
@@ -62,7 +75,7 @@ def font_css(chars: str) -> str:
 def on_files(files: Files, config) -> Files:
     from attnscope.fonts import CJK_FONT_PATH, subset_font
 
-    chars = cjk_chars(files)
+    chars = cjk_chars(files, config)
     data = subset_font(chars) if chars else None
     if data is not None:
         files.append(File.generated(config, FONT_URI, content=data))

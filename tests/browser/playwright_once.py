@@ -30,17 +30,21 @@ def playwright():
 
 
 @contextmanager
-def chromium_context(who: str = "the browser tests") -> Iterator:
+def chromium_context(who: str = "the browser tests", env: dict[str, str] | None = None) -> Iterator:
     """A headless Chromium context (:func:`attnscope.testing.headless.launch`) of the process's
     Playwright; closed and its profile folder removed afterwards. Without Chromium the test fails
-    with one line, "``who`` need Chromium: …", never a traceback or a skip."""
+    with one line, "``who`` need Chromium: …", never a traceback or a skip. Chromium sees this
+    machine's fonts less the CJK ones (:mod:`tests.browser.font_sandbox`), so pages draw CJK text
+    the same on every machine: with their own fonts, or as boxes. ``env``: the browser's whole
+    environment instead."""
     from attnscope.testing.headless import chromium_path, launch
+    from tests.browser.font_sandbox import browser_env
 
     try:
         chromium_path()
     except FileNotFoundError as e:
         pytest.fail(f"{who} need Chromium: {e}", pytrace=False)
-    ctx, profile = launch(playwright())
+    ctx, profile = launch(playwright(), env=browser_env() if env is None else env)
     try:
         yield ctx
     finally:

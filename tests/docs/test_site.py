@@ -8,8 +8,10 @@ Chromium with every request that would leave the machine refused and recorded.
 - In Chromium, from file://: every kind of page renders (home, tutorial, the Chinese tutorial, a
   how-to, the API reference), the offline search finds a word, and no request other than file:,
   data: or blob: is made. Chinese text is drawn with the site's own CJK font (asked of Chromium
-  with ``CSS.getPlatformFontsForNode``, on this machine without CJK system fonts), never a
-  fallback box. Screenshots go to artifacts/docs/ to be looked at.
+  with ``CSS.getPlatformFontsForNode``; the test Chromium sees none of the machine's CJK fonts,
+  tests/browser/font_sandbox.py), never a fallback. Screenshots go to artifacts/docs/.
+- Without a browser: the stylesheet's ``@font-face`` names the built font file, which draws every
+  CJK character the pages show (fontTools), on whatever machine.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.browser.cjk_glyphs import assert_no_cjk_system_font, cjk_fallbacks
+from tests.browser.cjk_glyphs import cjk_fallbacks
 from tests.browser.playwright_once import chromium_context, watched_page
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,9 +253,43 @@ def test_api_page_lists_known_functions(page, site):
     assert ":func:" not in page.inner_text("article")  # Sphinx roles are dropped, the names stay
 
 
-def test_this_machine_has_no_cjk_system_font():
-    """Without one, a missing web font would show boxes, so the glyph checks below can fail."""
-    assert_no_cjk_system_font()
+FONT_FACE = re.compile(r"@font-face\s*{(?P<body>[^}]*)}")
+
+
+def test_the_site_carries_its_own_font_for_every_cjk_character_it_shows(site):
+    """Without Chromium or the machine's fonts: stylesheets/cjk.css's @font-face names the family
+    and the built font file, its unicode-range holds every CJK character of the built pages that the
+    bundled font has, the file's character map (fontTools) draws all of them, Material's text and
+    code fonts name the family first, and every page links the stylesheet."""
+    from fontTools.ttLib import TTFont
+
+    from attnscope.fonts import has_glyph
+    from tests.browser.cjk_glyphs import is_cjk
+
+    out, _ = site
+    css = (out / "stylesheets" / "cjk.css").read_text(encoding="utf-8")
+    faces = [m.group("body") for m in FONT_FACE.finditer(css)]
+    assert len(faces) == 1 and f'font-family: "{CJK_FAMILY}"' in faces[0], css[:500]
+    src = re.search(r'src:\s*url\("([^"]+)"\)', faces[0])
+    assert src, faces[0]
+    font_file = (out / "stylesheets" / src.group(1)).resolve()
+    assert font_file == (out / "assets" / "fonts" / "attnscope-cjk.otf").resolve() and font_file.is_file()
+    ranges = re.search(r"unicode-range:\s*([^;]+);", faces[0])
+    assert ranges, faces[0]
+    covered = {chr(int(r.strip()[2:], 16)) for r in ranges.group(1).split(",")}
+    shown: set[str] = set()
+    for f in out.rglob("*.html"):
+        text = re.sub(r"<[^>]+>", " ", f.read_text(encoding="utf-8"))
+        shown.update(c for c in text if is_cjk(c) and has_glyph(c))
+    assert len(shown) > 500, len(shown)  # the Chinese tutorial's characters, at least
+    assert sorted(shown - covered) == []
+    with TTFont(str(font_file)) as font:
+        cmap = font.getBestCmap()
+    assert sorted(c for c in covered if ord(c) not in cmap) == []
+    for var in ("--md-text-font", "--md-code-font"):
+        assert re.search(rf'{var}:\s*"{CJK_FAMILY}"', css), var
+    for rel in ("index.html", "zh/tutorial/index.html", "tutorial/tokens.html"):
+        assert "stylesheets/cjk.css" in (out / rel).read_text(encoding="utf-8"), rel
 
 
 @pytest.mark.browser

@@ -34,13 +34,16 @@ def chromium_path() -> str:
     raise FileNotFoundError(MISSING)
 
 
-def launch(playwright, user_data_dir: str | None = None):
+def launch(playwright, user_data_dir: str | None = None, env: dict[str, str] | None = None):
     """A persistent Chromium context (a browser with one profile in a temp folder).
 
-    Returns ``(context, profile_dir)``; close the context, then remove the folder.
+    ``env``: the browser's whole environment (default: this process's), e.g. with a
+    ``FONTCONFIG_FILE`` of its own. Returns ``(context, profile_dir)``; close the context, then
+    remove the folder.
     """
     profile = user_data_dir or tempfile.mkdtemp(prefix="attnscope-chromium-")
+    extra = {} if env is None else {"env": env}
     ctx = playwright.chromium.launch_persistent_context(
         profile, executable_path=chromium_path(), headless=True, args=FLAGS, accept_downloads=True,
-        viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+        viewport={"width": 1280, "height": 900}, device_scale_factor=1, **extra)
     return ctx, profile
