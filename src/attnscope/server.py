@@ -6,14 +6,16 @@ The model is loaded once, when the app is created, and runs on one worker thread
 recorders to the model's hook points, so two traces must not overlap): requests wait for it in a
 queue of at most ``max_waiting``; when that is full the answer is 503 at once, with Retry-After,
 rather than an unbounded pile of waiting requests. Bodies over :data:`MAX_BODY` bytes are refused
-with 413 before they are read whole (by Content-Length, and by counting while they stream); the
-queue and these limits are :mod:`attnscope.server_limits`, the request and answer types
+with 413 before they are read whole (by Content-Length, and by counting while they stream), and a
+body that has not arrived whole :data:`BODY_TIMEOUT` seconds (10) after the headers gets 408 and its
+connection closed; only requests whose body was read count against the :data:`MAX_ACTIVE` in progress,
+and ``/healthz`` always answers. The queue and these limits are :mod:`attnscope.server_limits`, the request and answer types
 :mod:`attnscope.server_schema`. The OpenAPI schema is at ``/openapi.json`` and browsable offline at
 ``/docs`` (Swagger UI, from files that ship in a Python package, fastapi-offline; never from a
 CDN. No ReDoc page: its sidebar loads a logo from the network).
 
 Errors are JSON ``{"detail": "<one clear sentence>"}``: 400 for a body that is not JSON, 413 for
-a body over the limit, 422 for a request that is JSON but wrong (empty, over-long or invalid-Unicode
+a body over the limit, 408 for a body that stalls, 422 for a request that is JSON but wrong (empty, over-long or invalid-Unicode
 text, a value of the wrong type, a layer, head or query token out of range, an unknown field),
 404 for an unknown path, 503 when busy. Types are strict: ``"head": true``, ``"layer": 1.0`` and
 ``"decimals": "4"`` are 422, not coerced. The server keeps serving after any of them.
@@ -27,13 +29,15 @@ import sys
 from typing import Callable, Optional
 
 from fastapi import Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import __version__
 from . import reference as R
 from .errors import AttnscopeError, InputError
-from .server_limits import MAX_ACTIVE, MAX_BODY, MAX_WAITING, Busy, Limits, ModelWorker
+from .server_limits import BODY_TIMEOUT, MAX_ACTIVE, MAX_BODY, MAX_WAITING, Busy, Limits, ModelWorker
 from .server_schema import (
     Attention,
     HeadRequest,
@@ -42,6 +46,7 @@ from .server_schema import (
     Steps,
     StrictRequest,
     ViewRequest,
+    body_error_message,
     error_response,
     validation_message,
 )
@@ -53,7 +58,7 @@ from .viewer.html import render_server_page
 from .viewer.run import check_text
 
 __all__ = ["create_app", "serve", "bind", "is_loopback", "Busy", "Limits", "ModelWorker", "ViewRequest", "MAX_BODY",
-           "MAX_WAITING", "MAX_ACTIVE", "CHARS_PER_TOKEN", "MAX_MATRIX_TOKENS"]
+           "MAX_WAITING", "MAX_ACTIVE", "BODY_TIMEOUT", "CHARS_PER_TOKEN", "MAX_MATRIX_TOKENS", "uvicorn_config"]
 
 #: Default limit on the characters of one text, per token of the model's context length (the
 #: model's own limit on tokens applies too): 512 tokens → 4,096 characters, 8,192 → 65,536.
@@ -64,13 +69,13 @@ MAX_MATRIX_TOKENS = 2048
 
 def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optional[int] = None,
                max_waiting: int = MAX_WAITING, max_body: Optional[int] = None, ship_up_to: Optional[int] = None,
-               held_bytes: int = HELD_BYTES):
+               held_bytes: int = HELD_BYTES, body_timeout: float = BODY_TIMEOUT):
     """The ASGI app. ``model``: an attnscope Model (loaded from ``model_path`` when None).
 
     ``max_chars``: longest text (default :data:`CHARS_PER_TOKEN` × the context length);
     ``ship_up_to``: texts of at most this many tokens travel whole in the page (default: those
     whose q, k, v fit in 16 MB), longer ones are held and read on demand within ``held_bytes``
-    (:mod:`attnscope.viewer.held_api`).
+    (:mod:`attnscope.viewer.held_api`); ``body_timeout``: seconds a request has to send its body (408 after).
     Returns a FastAPI app (``app.state.model``, ``app.state.worker``, ``app.state.held``) wrapped
     in the body limit.
     """
@@ -93,8 +98,13 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
 
     @app.exception_handler(RequestValidationError)
     async def _on_validation(request: Request, exc: RequestValidationError):
-        status, msg = validation_message(exc)
+        status, msg = validation_message(exc, request.headers.get("content-type"))
         return error_response(status, msg)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _on_http(request: Request, exc: StarletteHTTPException):
+        known = body_error_message(exc)  # "error parsing the body": say why (a body that is not UTF-8)
+        return error_response(*known) if known else await http_exception_handler(request, exc)
 
     @app.exception_handler(AttnscopeError)
     async def _on_attnscope(request: Request, exc: AttnscopeError):
@@ -185,7 +195,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
 
     from .viewer.seq2seq_server import add_routes
     add_routes(app, model, worker, max_chars, StrictRequest)  # T5, BART: their own page and /api/view
-    app.add_middleware(Limits, max_body=max_body)
+    app.add_middleware(Limits, max_body=max_body, body_timeout=body_timeout)
     return app
 
 
@@ -224,6 +234,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def uvicorn_config(app, log_level: str = "warning", **kw):
+    """How ``attnscope serve`` runs ``app`` under uvicorn (tests serve a tiny model the same way)."""
+    import uvicorn
+
+    # uvicorn's own limit on connections is only a backstop behind Limits' clear JSON 503 and 408
+    return uvicorn.Config(app, log_level=log_level, limit_concurrency=4 * MAX_ACTIVE, timeout_keep_alive=5, **kw)
+
+
 def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str] = None,
           max_chars: Optional[int] = None, held_bytes: int = HELD_BYTES, ship_up_to: Optional[int] = None,
           log_level: str = "warning",
@@ -255,9 +273,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str
             if not self.should_exit:
                 say(f"attnscope: serving {url} (API docs at {url}docs); press Ctrl+C to stop")
 
-    # uvicorn's own limit on connections is only a backstop behind Limits' clear JSON 503
-    config = uvicorn.Config(app, log_level=log_level, limit_concurrency=4 * MAX_ACTIVE, timeout_keep_alive=5)
     try:
-        Server(config).run(sockets=[sock])
+        Server(uvicorn_config(app, log_level)).run(sockets=[sock])
     finally:
         sock.close()

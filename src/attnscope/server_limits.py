@@ -1,6 +1,7 @@
 """What bounds ``attnscope serve``'s work: one model thread with a short queue (:class:`ModelWorker`,
-503 at once when it is full) and an ASGI middleware that refuses bodies over the limit (413) and
-requests beyond the number in progress (503) before the app reads them (:class:`Limits`)."""
+503 at once when it is full) and an ASGI middleware (:class:`Limits`) that refuses bodies over the
+limit (413), bodies that do not arrive whole within :data:`BODY_TIMEOUT` seconds (408, connection
+closed), and requests beyond the number in progress (503) before the app sees them."""
 
 from __future__ import annotations
 
@@ -14,9 +15,17 @@ from typing import Callable
 MAX_BODY = 1_000_000
 #: Requests that may wait for the model while one runs; more get 503 at once.
 MAX_WAITING = 16
-#: Requests in progress (reading a body, waiting, running) before new ones get 503 at once: each
-#: holds at most MAX_BODY bytes, so this bounds the memory requests can take.
+#: Requests in progress (their body read: waiting for the model or running) before new ones get
+#: 503 at once: each holds at most MAX_BODY bytes, so this bounds the memory they can take. A
+#: request still sending its body does not count: a few clients that stop halfway must not lock
+#: everyone out (they are cut off after BODY_TIMEOUT instead).
 MAX_ACTIVE = 64
+#: Seconds a request has to send its whole body after its headers; then it gets 408 and its
+#: connection is closed. A valid body is at most a few MB, seconds even on a slow network.
+BODY_TIMEOUT = 10.0
+#: Paths answered without reading a body or counting against MAX_ACTIVE (a liveness probe must
+#: answer while the server is busy).
+ALWAYS_ANSWERED = ("/healthz",)
 
 
 class Busy(Exception):
@@ -59,12 +68,15 @@ class Limits:
     """ASGI middleware that bounds what requests can take before the app sees them.
 
     413 for a body over ``max_body`` bytes, decided from Content-Length before reading anything,
-    else while counting the streamed chunks (never holding more than ``max_body``); 503 at once
-    when ``max_active`` requests are already in progress.
+    else while counting the streamed chunks (never holding more than ``max_body``); 408 (and the
+    connection closed) when the body has not arrived whole ``body_timeout`` seconds after the
+    headers; 503 at once when ``max_active`` requests whose body was read are already in progress.
+    :data:`ALWAYS_ANSWERED` paths (``/healthz``) skip all of it.
     """
 
-    def __init__(self, app, max_body: int = MAX_BODY, max_active: int = MAX_ACTIVE):
-        self.app, self.limit, self.max_active = app, max_body, max_active
+    def __init__(self, app, max_body: int = MAX_BODY, max_active: int = MAX_ACTIVE,
+                 body_timeout: float = BODY_TIMEOUT):
+        self.app, self.limit, self.max_active, self.body_timeout = app, max_body, max_active, body_timeout
         self.active = 0
 
     async def _refuse(self, send, size: str) -> None:
@@ -72,36 +84,46 @@ class Limits:
                                     "(the longest valid text needs less)", ((b"connection", b"close"),))
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope.get("path") in ALWAYS_ANSWERED:
             return await self.app(scope, receive, send)
+        body = await self._read_body(scope, receive, send)
+        if body is None:  # refused (413, 408) or the client left
+            return
         if self.active >= self.max_active:
             return await _send_json(send, 503, f"the server is busy ({self.active} requests in progress); "
                                                "try again in a moment", ((b"retry-after", b"1"),))
+        replay = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive_again():
+            return replay.pop() if replay else await receive()
+
         self.active += 1
         try:
-            await self._call(scope, receive, send)
+            await self.app(scope, receive_again, send)
         finally:
             self.active -= 1
 
-    async def _call(self, scope, receive, send):
+    async def _read_body(self, scope, receive, send):
+        """The whole body, or None once a refusal is sent (or the client left)."""
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
             return await self._refuse(send, f"{int(length):,} bytes")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout
         chunks, size = [], 0
         while True:
-            msg = await receive()
+            try:
+                msg = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0.0))
+            except asyncio.TimeoutError:
+                await _send_json(send, 408, f"the request body did not arrive whole within {self.body_timeout:g} "
+                                            f"seconds ({size:,} bytes came); send it at once", ((b"connection", b"close"),))
+                return None
             if msg["type"] == "http.disconnect":
-                return
+                return None
             chunk = msg.get("body", b"")
             size += len(chunk)
             if size > self.limit:
                 return await self._refuse(send, f"over {self.limit:,} bytes")
             chunks.append(chunk)
             if not msg.get("more_body"):
-                break
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-
-        async def receive_again():
-            return replay.pop() if replay else await receive()
-
-        await self.app(scope, receive_again, send)
+                return b"".join(chunks)

@@ -80,8 +80,8 @@ def test_bodies_up_to_the_limit_pass_whole():
 def test_503_when_too_many_requests_are_in_progress():
     mw = Limits(_echo_app, max_active=2)
     mw.active = 2
-    status, body, pulled = _drive(mw, [], [b"{}"])
-    assert status == 503 and pulled == 0 and "the server is busy (2 requests in progress)" in json.loads(body)["detail"]
+    status, body, pulled = _drive(mw, [], [b"{}"])  # its body is read (within BODY_TIMEOUT), then refused
+    assert status == 503 and pulled == 1 and "the server is busy (2 requests in progress)" in json.loads(body)["detail"]
 
 
 def test_model_worker_queue_is_bounded_and_frees_its_places():
@@ -171,3 +171,109 @@ def test_real_server_refuses_big_bodies_and_levels_off_under_load():
         assert max(rss) - rss0 < 400, (rss0, rss)
         # and it still serves
         assert httpx.post(url + "api/attention", json={"text": "still here"}).status_code == 200
+
+
+def test_a_body_that_stalls_gets_408_and_frees_nothing_it_did_not_take():
+    async def stalled(scope, receive, send):  # never called: the body never comes whole
+        raise AssertionError("the app must not see a partial body")
+
+    mw = Limits(stalled, body_timeout=0.2)
+    sent = []
+
+    async def receive():
+        if not sent and not getattr(receive, "given", False):
+            receive.given = True
+            return {"type": "http.request", "body": b'{"text": "ha', "more_body": True}
+        await asyncio.sleep(3600)  # the client stopped sending and keeps the connection open
+
+    async def send(msg):
+        sent.append(msg)
+
+    t0 = time.monotonic()
+    run_async(mw({"type": "http", "method": "POST", "path": "/api/view", "headers": []}, receive, send))
+    assert 0.2 <= time.monotonic() - t0 < 2
+    assert sent[0]["status"] == 408 and (b"connection", b"close") in sent[0]["headers"]
+    assert json.loads(sent[1]["body"])["detail"] == ("the request body did not arrive whole within 0.2 seconds "
+                                                     "(12 bytes came); send it at once")
+    assert mw.active == 0
+
+
+def test_requests_still_reading_their_body_do_not_take_the_slots():
+    mw = Limits(_echo_app, max_active=1)
+    mw.active = 0
+    assert _drive(mw, [], [b"x" * 10, b"y" * 10])[:2] == (200, b"20")
+    mw.active = 1  # one request at the model: the next is 503 once its body is read; /healthz still answers
+    assert _drive(mw, [], [b"{}"])[0] == 503
+    pulled, sent = [], []
+
+    async def receive():
+        pulled.append(1)
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(msg):
+        sent.append(msg)
+    run_async(mw({"type": "http", "method": "GET", "path": "/healthz", "headers": []}, receive, send))
+    assert sent[0]["status"] == 200 and b"".join(m.get("body", b"") for m in sent[1:]) == b"0"
+
+
+class _Served:
+    """A tiny model served by uvicorn as `attnscope serve` runs it, on a thread of this process."""
+
+    def __init__(self, model, **kw):
+        import uvicorn
+
+        from attnscope.server import create_app, uvicorn_config
+        from tests.server.live import free_port
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn_config(create_app(model, **kw), port=self.port))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(10)
+
+    def request(self, data: bytes) -> bytes:
+        return _raw(f"http://127.0.0.1:{self.port}/", data)
+
+
+def test_clients_that_stop_halfway_through_their_bodies_lock_no_one_out(tiny_models):
+    """The issue's attack on real sockets: 70 connections (more than MAX_ACTIVE = 64) each send half
+    a body and stay open. /healthz and a whole request are answered meanwhile; the stalled ones get
+    408 and are closed after the body timeout."""
+    from attnscope.server import MAX_ACTIVE
+
+    timeout = 2.0
+    with _Served(tiny_models["bert-chinese"], body_timeout=timeout) as served:
+        stalled = []
+        t0 = time.monotonic()
+        for _ in range(MAX_ACTIVE + 6):
+            s = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+            s.sendall(b"POST /api/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100\r\n\r\n{\"text\": \"")
+            stalled.append(s)
+        try:
+            time.sleep(0.3)
+            assert served.request(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").startswith(
+                b"HTTP/1.1 200")
+            body = json.dumps({"text": "我喜欢", "layer": 0, "head": 0}).encode()
+            answer = served.request(b"POST /api/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                    b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            assert answer.startswith(b"HTTP/1.1 200") and b'"weights"' in answer, answer[:300]
+            assert time.monotonic() - t0 < timeout  # answered while every stalled body was still open
+            for s in stalled:
+                got = b""
+                while chunk := s.recv(65536):  # the server closes the connection after its answer
+                    got += chunk
+                assert got.startswith(b"HTTP/1.1 408") and b"did not arrive whole within 2 seconds" in got, got
+            assert timeout <= time.monotonic() - t0 < timeout + 5
+        finally:
+            for s in stalled:
+                s.close()
