@@ -143,6 +143,15 @@ def check_new_results(folder: Path, names: Sequence[str], overwrite: bool, flag:
                          "replace them, or choose another folder")
 
 
+def save_figure(fig, out: Path, dpi: int) -> None:
+    """Write a matplotlib figure to ``out`` (its suffix picks PNG, SVG or PDF); InputError naming
+    the file when it cannot be written."""
+    try:
+        fig.savefig(out, dpi=dpi)
+    except OSError as e:
+        raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+
+
 def check_device(device: Optional[str], flag: str = "--device") -> Optional[str]:
     """``device`` if torch can use it here (cpu, cuda, cuda:N, mps), else InputError saying why."""
     if device is None:

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from . import MAX_INDEX, IntList, IntRange, add_overwrite_option, check_new_file
+from . import MAX_INDEX, IntList, IntRange, add_overwrite_option, check_new_file, save_figure
 from .plot import MAX_DPI, MIN_DPI
 
 FIGURES = (".png", ".svg", ".pdf")
@@ -111,10 +111,6 @@ def run(args) -> int:
         if out.suffix.lower() == ".json":
             r.save(out)
         else:
-            fig = r.figure(normalized=not args.raw)
-            try:
-                fig.savefig(out, dpi=args.dpi)
-            except OSError as e:
-                raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+            save_figure(r.figure(normalized=not args.raw), out, args.dpi)
         print(f"wrote {out}")
     return 0

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import InputError
-from . import MAX_INDEX, IntRange, add_overwrite_option, check_new_file
+from . import MAX_INDEX, IntRange, add_overwrite_option, check_new_file, save_figure
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
 FORMATS = (".png", ".svg", ".pdf")
@@ -100,9 +100,6 @@ def run(args) -> int:
             most = int(math.sqrt(MAX_PIXELS / (w * h)) * args.dpi)
             raise InputError(f"--dpi {args.dpi} would make a {w:,.0f} × {h:,.0f}-pixel PNG; the most is "
                              f"{MAX_PIXELS // 10**6} megapixels: use --dpi {most} or less, or an .svg/.pdf file")
-    try:
-        fig.savefig(out, dpi=args.dpi)
-    except OSError as e:
-        raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+    save_figure(fig, out, args.dpi)
     print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KB)")
     return 0

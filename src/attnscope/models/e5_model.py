@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Optional, Union
 
 import torch
-import torch.nn.functional as F
 
 from ..errors import InputError, ModelLoadError
 from ..tokenizer import Tokenizer
@@ -72,12 +71,7 @@ class E5Model(Model):
             if bad:
                 raise InputError(f"texts[{bad[0]}] must be a string, got {type(texts[bad[0]]).__name__}")
             texts = [PREFIXES[prefix] + t for t in texts]
-        batch = self.as_batch(texts, truncate=truncate)
-        hidden = self(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # (B, L, d)
-        pooled = self.pool(hidden, batch.attention_mask)  # (B, d)
-        if self.normalize if normalize is None else normalize:
-            pooled = F.normalize(pooled, p=2, dim=-1)
-        return pooled
+        return super().sentence_embedding(texts, normalize=normalize, truncate=truncate)  # (B, d)
 
 
 def is_e5_source(path) -> bool:
