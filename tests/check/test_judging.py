@@ -53,7 +53,8 @@ def test_rounded_exponentials_make_the_sum_a_rounding_not_an_error():
     # exact values (5.0562 → 5.1, but 2.0 + 1.0 + 2.0 = 5.0)
     r = _three({"exp": [[2.0, 1.0, 2.0], [8.3, 2.0, 16.9], [16.9, 2.0, 34.3]],
                 "sums": [5.0, 27.2, 53.2], "weights": [["0.4000", "0.2000", "0.4000"], None, None]})
-    assert r.ok and r.counts() == {"correct": 9, "rounding": 6, "carried": 0, "wrong": 0}
+    assert r.counts() == {"correct": 9, "rounding": 6, "carried": 0, "wrong": 0}
+    assert not r.ok and r.missing == 6  # weights rows 1 and 2 left empty: missing, not right
     sums = [e for e in r.by_verdict("rounding") if e.step == "sums"]
     assert len(sums) == 3 and sums[0].sources == ["exp"]
     weights = [e for e in r.by_verdict("rounding") if e.step == "weights"]
@@ -71,7 +72,8 @@ def test_masked_entries_are_minus_infinity():
     assert toy_problem(p).causal
     r = check({"problem": p, "answers": {"scaled": [[0.71, "-inf", "-inf"], [2.12, 0.71, "−∞"], [2.83, 0.71, 3.54]],
                                            "weights": [[1, 0, 0], None, None]}})
-    assert r.ok, r.render("markdown")
+    assert not r.by_verdict("wrong") and not r.by_verdict("carried"), r.render("markdown")
+    assert r.missing == 6 and not r.ok  # weights rows 1 and 2 left empty
     r = check({"problem": p, "answers": {"scaled": [[0.71, 0, "-inf"], None, None]}})
     assert [(e.step, e.col) for e in r.by_verdict("wrong")] == [("scaled", 1)]
     assert prob  # the example itself has no mask
@@ -92,7 +94,7 @@ def test_yaml_json_toml_keep_the_written_decimals(tmp_path):
 
 def test_python_floats_are_read_by_their_shortest_form():
     r = _three({"weights": [[0.4000, 0.2000, 0.4000], None, None]})       # 0.4000 is the float 0.4: 1 decimal
-    assert r.ok and {e.decimals for e in r.entries} == {1}
+    assert r.counts()["correct"] == 3 and r.missing == 6 and {e.decimals for e in r.entries} == {1}
     r = _three({"weights": [["0.4000", "0.2000", "0.4000"], None, None]})  # strings keep the zeros
     assert len(r.by_verdict("wrong")) == 3
 
@@ -100,4 +102,4 @@ def test_python_floats_are_read_by_their_shortest_form():
 def test_aliases_and_library_floats():
     r = check({"softmax": [[0.4011, 0.1978, 0.4011], None, None], "o": [[1.6044, 0.5989], None, None]},
               problem={"example": "three-tokens"})
-    assert r.ok and r.answered == ["weights", "output"]
+    assert r.counts()["correct"] == 5 and r.missing == 6 + 4 and r.answered == ["weights", "output"]

@@ -112,10 +112,11 @@ def test_model_row_positions_and_dimensions_are_the_traces(gpt2):
     w = explain(text=GPT2_TEXT, model=gpt2, layer=0, head=head, position=q, dims=2)
     md = w.render("markdown")
     tr = gpt2.trace(GPT2_TEXT, names=[f"layers.0.attn.v[{head}]"])
-    tokens = tr.tokens[0]
+    tokens = tr.labels[0]  # as shown: byte-level pieces decoded (' quick' for Ġquick)
+    assert tokens != tr.tokens[0]
     v = tr[f"layers.0.attn.v[{head}]"][0].double().numpy()  # (L, d_head)
-    rows = re.findall(r"^\| (\d+) \| (\S+) \| (-?[\d.]+) \|$", md.split("## Step 2")[0], re.M)
-    assert [(int(j), t) for j, t, _ in rows] == list(enumerate(tokens))
+    rows = re.findall(r"^\| (\d+) \| (.+?) \| (-?[\d.]+) \|$", md.split("## Step 2")[0], re.M)
+    assert [(int(j), t.strip()) for j, t, _ in rows] == [(j, t.strip()) for j, t in enumerate(tokens)]
     assert "| **V** | 0 | 1 |" in md
     for j, tok in enumerate(tokens):
         line = next(ln for ln in md.splitlines() if ln.startswith(f"| {j}:{tok} |"))

@@ -12,7 +12,9 @@ W_K, W_V, …; see :class:`attnscope.explain.ToyProblem`), given raw scores of o
 ``head``, ``token`` or ``position``, optional ``model`` folder). Answers may contain any of
 Q, K, V, scores, scaled, exp, sums, weights, output (and projected with W_O); for one row: scores,
 scaled, exp, sum, weights, output (its first n dimensions). Entries or rows left empty (``null``,
-``~``) are not judged.
+``~``, a blank line) are not judged, and they count as **missing**, never as right: a report with a
+missing entry is not ``ok`` (exit status 1) and says how many there are. Leave out a step's key
+altogether to skip that step.
 
 How an entry is judged (``d`` = the number of decimals the learner wrote it with, ``u = 10**-d``;
 ``1.7705e44`` has d = −40, i.e. five significant digits):
@@ -48,8 +50,8 @@ Numbers are read with the decimals as written in the file (``0.710`` has 3). Pyt
 to :func:`check` are read by their shortest form (``0.40`` is the float 0.4: 1 decimal); pass
 strings (``"0.40"``) to keep trailing zeros.
 
-Exit status of ``attnscope check``: 0 when nothing is wrong or carried, 1 otherwise (2 for a
-malformed file, as every attnscope error).
+Exit status of ``attnscope check``: 0 when nothing is wrong, carried or missing, 1 otherwise (2 for
+a malformed file, as every attnscope error).
 """
 
 from __future__ import annotations

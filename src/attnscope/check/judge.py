@@ -43,7 +43,8 @@ class Entry:
 
 @dataclass
 class Report:
-    """The result of a check. ``ok``: nothing wrong or carried. ``first_wrong``: (step, row label)."""
+    """The result of a check. ``ok``: nothing wrong or carried, and no entry left empty in a step the
+    learner answered (a blank counts as missing, never as right). ``first_wrong``: (step, row label)."""
 
     source: str
     kind: str
@@ -55,7 +56,12 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not any(e.verdict in ("wrong", "carried") for e in self.entries)
+        return self.missing == 0 and not any(e.verdict in ("wrong", "carried") for e in self.entries)
+
+    @property
+    def missing(self) -> int:
+        """Entries left empty (``null``, ``~``, a blank row) in the steps the learner answered."""
+        return sum(self.blanks.values())
 
     def by_verdict(self, verdict: str) -> list:
         return [e for e in self.entries if e.verdict == verdict]

@@ -160,6 +160,9 @@ def _verdict(ctx: Ctx, r) -> list:
                                 {"step": step, "row": row})))
     elif c["carried"]:  # cannot happen: a carried entry needs a wrong one upstream
         lines.append(ctx.label("check.only_carried"))
+    if r.missing:
+        where = ", ".join(f"{step} {n}" for step, n in r.blanks.items() if n)
+        lines.append(ctx.text(T("check.missing", {"missing": r.missing, "where": where})))
     key = "check.result_ok" if r.ok else "check.result_bad"
     lines.append(ctx.text(T(key, {"correct": c["correct"], "rounding": c["rounding"], "carried": c["carried"],
                                   "wrong": c["wrong"]})))
@@ -241,6 +244,7 @@ def to_dict(r) -> dict:
         "index_base": INDEX_BASE,  # rows, columns and entries count from 0
         "problem": r.problem,
         "ok": r.ok,
+        "missing": r.missing,
         "first_wrong": {"step": r.first_wrong[0], "row": r.first_wrong[1]} if r.first_wrong else None,
         "counts": r.counts(),
         "steps": {s: dict(r.counts(s), blank=r.blanks.get(s, 0)) for s in r.answered},

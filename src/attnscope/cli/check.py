@@ -3,10 +3,14 @@
   attnscope check answers.yaml                   your numbers (see `attnscope exercise` for the format)
   attnscope check --example three-tokens-article the three-token article's own numbers (it has slips)
   attnscope check --example xi-row-article       the first article's row of 喜
+  attnscope check class/ --summary class.csv     a class: every answers file of the folder, one
+                                                 student per file (the name is the file's stem)
 
 Each number is judged at the decimals you wrote it with. Wrong entries are listed with the
-correct value; later entries that follow from an earlier mistake are marked "carried".
-Exit status: 0 all correct, 1 something wrong, 2 the file itself is malformed.
+correct value; later entries that follow from an earlier mistake are marked "carried". An entry
+left empty counts as missing, never as right.
+Exit status: 0 all correct, 1 something wrong or missing, 2 the file itself is malformed (a class:
+2 when a file could not be checked; the others are still judged).
 """
 
 from __future__ import annotations
@@ -21,25 +25,62 @@ def register(sub) -> None:
     from ..check import EXAMPLES
     p = sub.add_parser("check", help="check a hand calculation (exit 0 correct, 1 wrong)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("answers", nargs="?", metavar="ANSWERS", help="a YAML/JSON/TOML file with problem and answers")
+    p.add_argument("answers", nargs="*", metavar="ANSWERS",
+                   help="a YAML/JSON/TOML file with problem and answers; several files or a folder check a class")
+    p.add_argument("--summary", metavar="CSV", help="a class: write the summary (student × step: entries, correct, "
+                   "new mistakes, carried, missing, first mistake) to this CSV file")
     p.add_argument("--example", choices=sorted(EXAMPLES), help="a built-in answers file")
-    p.add_argument("--format", "-f", choices=("rich", "markdown", "json"), default="rich",
-                   help="rich: coloured terminal tables; markdown; json: every entry with its verdict "
-                        "(default: rich)")
+    p.add_argument("--format", "-f", choices=("rich", "markdown", "json", "csv"), default="rich",
+                   help="rich: coloured terminal tables; markdown; json: every entry with its verdict; "
+                        "csv: a class's summary on stdout (default: rich)")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the report (default: en)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from pathlib import Path
+
     from ..check import check
     from ..check.report import print_rich
-    if args.answers is None and args.example is None:
+    files = list(args.answers)
+    if not files and args.example is None:
         raise InputError("give an answers file or --example (e.g. three-tokens-article)")
-    if args.answers is not None and args.example is not None:
+    if files and args.example is not None:
         raise InputError("give an answers file or --example, not both")
-    report = check(args.answers, example=args.example)
+    if len(files) > 1 or (files and Path(files[0]).is_dir()):
+        return run_class(args, files)
+    if args.summary is not None or args.format == "csv":
+        raise InputError("--summary and --format csv are for a class: give several answers files or a folder")
+    report = check(files[0] if files else None, example=args.example)
     if args.format == "rich":
         print_rich(report, args.lang)
     else:
         sys.stdout.write(report.render(args.format, lang=args.lang))
     return 0 if report.ok else 1
+
+
+def run_class(args, files: list) -> int:
+    """Several files or a folder: the class table on stdout, the CSV with --summary."""
+    from pathlib import Path
+
+    from ..check.classroom import answer_files, check_class
+    if args.format == "json":
+        raise InputError("--format json is for one answers file; a class's summary is --format csv or --summary")
+    if args.summary is not None:
+        out = Path(args.summary)
+        if out.resolve() in {f.resolve() for f in answer_files(files)}:
+            raise InputError(f"--summary {args.summary!r} is one of the answers files; choose another name")
+        if not out.parent.is_dir():
+            raise InputError(f"--summary {args.summary!r}: the folder {str(out.parent)!r} does not exist")
+    result = check_class(files)
+    sys.stdout.write(result.render("markdown" if args.format == "markdown" else
+                                   "csv" if args.format == "csv" else "text"))
+    if args.summary is not None:
+        try:
+            Path(args.summary).write_text(result.to_csv(), encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"cannot write --summary {args.summary!r}: {e.strerror or e}") from None
+        print(f"wrote {args.summary}", file=sys.stderr)
+    if any(s.report is None for s in result.students):
+        return 2
+    return 0 if result.ok else 1

@@ -59,14 +59,16 @@ class Worked:
             self.intro = list(self.intro[:1]) + [Para(t(COUNTING), style="note")] + list(self.intro[1:])
 
     def render(self, format: str = "markdown", lang: str = "en", decimals: int = 4, **kw) -> str:
-        """The text of this calculation in ``format`` ("rich", "markdown", "latex", "json")."""
+        """The text of this calculation in ``format`` ("rich", "markdown", "latex", "json"); for LaTeX,
+        ``latex_mode="document"`` (default), ``"fragment"`` or ``"beamer"``."""
         from .render import render
         return render(self, format=format, lang=lang, decimals=decimals, **kw)
 
-    def print(self, format: str = "rich", lang: str = "en", decimals: int = 4, file=None) -> None:
+    def print(self, format: str = "rich", lang: str = "en", decimals: int = 4, file=None,
+              latex_mode: str = "document") -> None:
         """Print to the terminal (rich, with colours when the terminal has them) or ``file``."""
         from .render import print_worked
-        print_worked(self, format=format, lang=lang, decimals=decimals, file=file)
+        print_worked(self, format=format, lang=lang, decimals=decimals, file=file, latex_mode=latex_mode)
 
     def to_dict(self, lang: str = "en", decimals: int = 4) -> dict:
         """A JSON-ready dict: every number unrounded; ±inf as None (see the JSON renderer)."""

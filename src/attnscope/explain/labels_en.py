@@ -6,6 +6,10 @@ EN = {
     "warning": "Note:",
     "list_sep": ", ",
     "latex.compile": "compile with xelatex when the text has Chinese characters (xeCJK)",
+    "latex.compile_pdf": "compile with pdflatex (or xelatex, lualatex)",
+    "latex.compile_xe": "compile with xelatex: pdflatex cannot set these characters:",
+    "latex.compile_cjk": "compile with xelatex: the text has Chinese characters (xeCJK)",
+    "latex.fragment": "a fragment: paste it into a document whose preamble has",
     "counting": "Positions, rows, columns, dimensions, heads and layers count from 0, as in the trace, the viewer "
                 "and --position, --head, --layer.",
 
@@ -211,6 +215,7 @@ EN = {
     "check.first_wrong_row": "The calculation first goes wrong at {step}, row {row}.",
     "check.first_wrong": "The calculation first goes wrong at {step}.",
     "check.only_carried": "Some numbers carry an earlier mistake.",
+    "check.missing": "{missing} entries are empty ({where}): an empty answer counts as missing, not as right.",
     "check.result_ok": "All correct: {correct} correct, {rounding} accepted as rounding.",
     "check.result_bad": "{wrong} wrong, {carried} carried, {correct} correct, {rounding} accepted as rounding.",
     # exercise -------------------------------------------------------------------------------
@@ -242,7 +247,7 @@ EN = {
     "ex.a3": "Answer 3. Its weights: {shares}. So the new vector {o} (its own value was {v}, its input {x}) is "
              "mostly the value of {top}, mixed with the others' values in these shares.",
     "ex.file_comment1": "attnscope exercise {seed}: fill in your numbers (replace ~), then run: attnscope check <this file>",
-    "ex.file_comment2": "Write as many decimals as you computed; leave ~ where you did not compute.",
+    "ex.file_comment2": "Write as many decimals as you computed. A ~ left in counts as missing; delete a step's line to skip that step.",
     "ex.wrote": "Blank answers file written to {path}; fill it in and run: attnscope check {path}",
     "ex.kept": "{path} exists and was left as it is (it may hold your answers); check it with: attnscope check {path}",
 }

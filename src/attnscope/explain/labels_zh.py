@@ -6,6 +6,10 @@ ZH = {
     "warning": "注意：",
     "list_sep": "、",
     "latex.compile": "含中文字符时请用 xelatex 编译（xeCJK）",
+    "latex.compile_pdf": "用 pdflatex 编译（xelatex、lualatex 也可以）",
+    "latex.compile_xe": "请用 xelatex 编译：pdflatex 排不了这些字符：",
+    "latex.compile_cjk": "请用 xelatex 编译：文本含中文字符（xeCJK）",
+    "latex.fragment": "片段：贴到一个导言区含有以下内容的文档里",
     "counting": "位置、行、列、维度、头和层都从 0 开始计数，与 trace、查看器以及 --position、--head、--layer 一致。",
 
     # toy ---------------------------------------------------------------------------------------
@@ -185,6 +189,7 @@ ZH = {
     "check.first_wrong_row": "计算第一次出错在 {step}，第 {row} 行。",
     "check.first_wrong": "计算第一次出错在 {step}。",
     "check.only_carried": "有些数沿用了前面的错误。",
+    "check.missing": "有 {missing} 项空白（{where}）：空白算作缺答，不算正确。",
     "check.result_ok": "全部正确：{correct} 个正确，{rounding} 个作为舍入误差接受。",
     "check.result_bad": "{wrong} 个错误，{carried} 个连带错误，{correct} 个正确，{rounding} 个作为舍入误差接受。",
     # exercise -------------------------------------------------------------------------------
@@ -213,7 +218,7 @@ ZH = {
     "ex.a3": "答 3：它的权重是：{shares}。所以新向量 {o}（它自己的值是 {v}，输入是 {x}）主要是 {top} 的值，再按这些比例混合了"
              "其他 token 的值。",
     "ex.file_comment1": "attnscope 练习 {seed}：把 ~ 换成你的数，然后运行：attnscope check <本文件>",
-    "ex.file_comment2": "算到几位小数就写几位；没算的地方保留 ~。",
+    "ex.file_comment2": "算到几位小数就写几位。留着的 ~ 算作缺答；不做某一步就删掉那一行。",
     "ex.wrote": "空白答案文件已写入 {path}；填好后运行：attnscope check {path}",
     "ex.kept": "{path} 已存在，未改动（里面可能有你的答案）；检查它：attnscope check {path}",
 }

@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import sys
 
+from ...errors import ConfigError
 from .base import FORMATS, check_options
 
 
-def render(w, format: str = "markdown", lang: str = "en", decimals: int = 4, width: int = 100) -> str:
-    """The text of ``w`` in ``format``; "rich" gives the terminal layout without colour codes."""
+def render(w, format: str = "markdown", lang: str = "en", decimals: int = 4, width: int = 100,
+           latex_mode: str = "document") -> str:
+    """The text of ``w`` in ``format``; "rich" gives the terminal layout without colour codes.
+    ``latex_mode``: "document", "fragment" or "beamer" (:mod:`.latex`)."""
     check_options(format, lang, decimals)
+    check_latex_mode(latex_mode)
     if format == "markdown":
         from .markdown import render as r
         return r(w, lang, decimals)
     if format == "latex":
-        from .latex import render as r
-        return r(w, lang, decimals)
+        from .latex import render as latex
+        return latex(w, lang, decimals, mode=latex_mode)
     if format == "json":
         from .jsondoc import render as r
         return r(w, lang, decimals)
@@ -25,15 +29,23 @@ def render(w, format: str = "markdown", lang: str = "en", decimals: int = 4, wid
     return render_text(w, lang, decimals, width=width)
 
 
-def print_worked(w, format: str = "rich", lang: str = "en", decimals: int = 4, file=None) -> None:
+def print_worked(w, format: str = "rich", lang: str = "en", decimals: int = 4, file=None,
+                 latex_mode: str = "document") -> None:
     """Print ``w``: "rich" through a rich Console (colours on a terminal), others as plain text."""
     check_options(format, lang, decimals)
+    check_latex_mode(latex_mode)
     if format == "rich":
         from .terminal import print_rich
         print_rich(w, lang, decimals, file=file)
         return
-    text = render(w, format, lang, decimals)
+    text = render(w, format, lang, decimals, latex_mode=latex_mode)
     (file or sys.stdout).write(text)
+
+
+def check_latex_mode(mode: str) -> None:
+    from .latex import MODES
+    if mode not in MODES:
+        raise ConfigError(f"unknown LaTeX mode {mode!r}; choose one of {', '.join(MODES)}")
 
 
 __all__ = ["FORMATS", "render", "print_worked"]

@@ -1,6 +1,11 @@
-"""A complete LaTeX document (amsmath): a subsection per step, matrices as labelled arrays, the
-arithmetic in ``align*``. Tokens and Chinese labels need XeLaTeX with xeCJK, which the preamble
-loads when the text has CJK characters."""
+"""LaTeX (amsmath): a subsection per step, matrices as labelled arrays, the arithmetic in ``align*``.
+
+Three modes (``--latex-mode``): ``document`` (a whole article), ``fragment`` (the body only, for a
+teacher's own document; comment lines say which packages its preamble needs) and ``beamer`` (a
+presentation, one frame per step, ``allowframebreaks`` where a step is long). A text without CJK
+characters compiles with pdflatex (the few non-ASCII symbols the labels use, −, ≈, √, ×, Greek
+letters, are declared for pdflatex's utf8 input; xelatex and lualatex work too). A text with CJK
+characters (Chinese tokens or ``--lang zh``) loads xeCJK and needs xelatex."""
 
 from __future__ import annotations
 
@@ -13,24 +18,83 @@ from .lines import expansion
 
 TERMS_PER_LINE = 4
 
+#: The output's forms: a whole article, the body alone, or beamer frames.
+MODES = ("document", "fragment", "beamer")
 
-def render(w, lang: str = "en", decimals: int = 4) -> str:
-    ctx = Ctx(lang, decimals, "tex")
-    body = [rf"\section*{{{ctx.text(w.title)}}}", ""]
-    body += _blocks(ctx, w.intro)
-    for n, step in enumerate(w.steps, 1):
-        body += [rf"\subsection*{{{ctx.text(T('step_n', {'n': n, 'title': step.title}))}}}", ""]
-        body += _blocks(ctx, step.blocks)
-    text = "\n".join(body)
-    cjk = re.search(r"[\u3000-\u9fff\uff00-\uffef]", text) is not None
-    pre = [r"% " + ctx.label("latex.compile"),
-           r"\documentclass{article}",
-           r"\usepackage{amsmath,amssymb}",
-           r"\usepackage[margin=2cm]{geometry}"]
+_CJK = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+
+#: Non-ASCII symbols of the labels and how pdflatex sets them (``DeclareUnicodeCharacter``).
+UNICODE_TEX = {
+    "−": r"\ensuremath{-}", "×": r"\ensuremath{\times}", "·": r"\ensuremath{\cdot}", "≈": r"\ensuremath{\approx}",
+    "√": r"\ensuremath{\surd}", "≤": r"\ensuremath{\leq}", "≥": r"\ensuremath{\geq}", "≠": r"\ensuremath{\neq}",
+    "±": r"\ensuremath{\pm}", "∞": r"\ensuremath{\infty}", "→": r"\ensuremath{\rightarrow}",
+    "←": r"\ensuremath{\leftarrow}", "↪": r"\ensuremath{\hookrightarrow}", "∑": r"\ensuremath{\sum}",
+    "⌊": r"\ensuremath{\lfloor}", "⌋": r"\ensuremath{\rfloor}", "′": r"\ensuremath{'}", "∈": r"\ensuremath{\in}",
+    "✓": r"\ensuremath{\checkmark}", "✗": r"\ensuremath{\times}", "⋯": r"\ensuremath{\cdots}", "∅": r"\ensuremath{\emptyset}",
+    "ᵀ": r"\textsuperscript{T}", "⁽": r"\textsuperscript{(}", "⁾": r"\textsuperscript{)}", "ⁱ": r"\textsuperscript{i}",
+    "⁻": r"\textsuperscript{-}", "ʰ": r"\textsuperscript{h}",
+    **{c: rf"\textsuperscript{{{i}}}" for i, c in enumerate("⁰¹²³⁴⁵⁶⁷⁸⁹")},
+    **{c: rf"\textsubscript{{{i}}}" for i, c in enumerate("₀₁₂₃₄₅₆₇₈₉")},
+    **{c: rf"\ensuremath{{\{n}}}" for c, n in zip("αβγδεθλμπστφψωΣΔΘΛΠΦΨΩ",
+                                                ("alpha beta gamma delta varepsilon theta lambda mu pi sigma tau phi "
+                                                 "psi omega Sigma Delta Theta Lambda Pi Phi Psi Omega").split())},
+}
+#: Non-ASCII characters pdflatex's utf8 input sets by itself (Latin-1 letters, dashes, quotes, …).
+_NATIVE = re.compile(r"[\u00a0-\u00ff\u2013\u2014\u2018\u2019\u201c\u201d\u2026\u2022]")
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
+
+
+def preamble_lines(text: str, lang: str = "en", beamer: bool = False) -> list:
+    """The preamble for ``text``: pdflatex-ready unless the text has CJK (then xeCJK, xelatex), or a
+    character that neither pdflatex's utf8 input nor :data:`UNICODE_TEX` sets (then xelatex)."""
+    ctx = Ctx(lang, 4, "tex")
+    cjk = has_cjk(text)
+    others = sorted({c for c in text if ord(c) > 127 and not _CJK.match(c) and not _NATIVE.match(c)
+                     and c not in UNICODE_TEX})
     if cjk:
-        pre.append(r"\usepackage{xeCJK}")
-    pre += [r"\allowdisplaybreaks", r"\begin{document}", ""]
-    return "\n".join(pre) + "\n" + text.rstrip() + "\n\n\\end{document}\n"
+        comment = ctx.label("latex.compile_cjk")
+    elif others:
+        comment = ctx.label("latex.compile_xe") + " " + "".join(others)
+    else:
+        comment = ctx.label("latex.compile_pdf")
+    used = [c for c in UNICODE_TEX if c in text]
+    lines = ["% " + comment, r"\documentclass{beamer}" if beamer else r"\documentclass{article}",
+             r"\usepackage{iftex}", r"\ifPDFTeX", r"\usepackage[T1]{fontenc}", r"\usepackage[utf8]{inputenc}"]
+    lines += [rf"\DeclareUnicodeCharacter{{{ord(c):04X}}}{{{UNICODE_TEX[c]}}}" for c in used]
+    lines += [r"\fi", r"\usepackage{amsmath,amssymb}"]
+    if not beamer:
+        lines.append(r"\usepackage[margin=2cm]{geometry}")
+    if cjk:
+        lines.append(r"\usepackage{xeCJK}")
+    return lines + [r"\allowdisplaybreaks"]
+
+
+def render(w, lang: str = "en", decimals: int = 4, mode: str = "document") -> str:
+    """``w`` as LaTeX in ``mode`` (:data:`MODES`)."""
+    ctx = Ctx(lang, decimals, "tex")
+    title = ctx.text(w.title)
+    parts = [(title, _blocks(ctx, w.intro))]
+    for n, step in enumerate(w.steps, 1):
+        parts.append((ctx.text(T("step_n", {"n": n, "title": step.title})), _blocks(ctx, step.blocks)))
+    if mode == "beamer":
+        body = []
+        for head, blocks in parts:
+            body += [rf"\begin{{frame}}[allowframebreaks]{{{head}}}", *blocks, r"\end{frame}", ""]
+    else:
+        body = [rf"\section*{{{title}}}", ""] + parts[0][1]
+        for head, blocks in parts[1:]:
+            body += [rf"\subsection*{{{head}}}", ""] + blocks
+    text = "\n".join(body).rstrip() + "\n"
+    pre = preamble_lines(text, lang, beamer=mode == "beamer")
+    if mode == "fragment":
+        needs = [ln for ln in pre[1:] if not ln.startswith((r"\documentclass", r"\allowdisplaybreaks",
+                                                            r"\usepackage[margin"))]
+        return "\n".join(["% " + Ctx(lang, 4, "tex").label("latex.fragment"), *("%   " + ln for ln in needs),
+                          "% " + pre[0][2:], ""]) + text
+    return "\n".join(pre + [r"\begin{document}", ""]) + "\n" + text + "\n\\end{document}\n"
 
 
 def _para(ctx: Ctx, b: Para) -> list:

@@ -1,0 +1,180 @@
+"""A class at once: :func:`check_class` judges many answers files (a folder of them, or a list), one
+student per file (the student's name is the file's stem: ``wang_fang.yaml`` → ``wang_fang``), and
+:class:`ClassReport` writes the class summary.
+
+The summary has one row per student × step, in the order of the steps::
+
+    student,file,step,entries,correct,rounding,new,carried,missing,first_mistake,status
+    li_lei,li_lei.yaml,scores,9,9,0,0,0,0,,ok
+    li_lei,li_lei.yaml,weights,9,6,0,1,2,0,1 (爱),new mistake
+
+``new`` counts the mistakes made at that step (the report's "wrong"), ``carried`` the entries that
+only follow from an earlier slip, ``missing`` the entries left empty (they never count as right).
+``first_mistake`` is filled on the step of the student's first new mistake (with its row). A file
+that cannot be checked (malformed, or every answer empty) gets one row with ``status`` ``error``
+and the sentence saying why; the others are still judged.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+from ..errors import AttnscopeError, InputError
+from .judge import Report
+
+#: The file types an answers folder is searched for.
+SUFFIXES = (".yaml", ".yml", ".json", ".toml")
+
+COLUMNS = ("student", "file", "step", "entries", "correct", "rounding", "new", "carried", "missing",
+           "first_mistake", "status")
+
+
+@dataclass
+class Student:
+    """One student's result: the :class:`~attnscope.check.Report`, or the error that stopped it."""
+
+    name: str
+    path: Path
+    report: Optional[Report] = None
+    error: Optional[str] = None
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``new mistake``, ``carried only``, ``missing`` or ``error``."""
+        r = self.report
+        if r is None:
+            return "error"
+        c = r.counts()
+        if c["wrong"]:
+            return "new mistake"
+        if c["carried"]:
+            return "carried only"
+        return "missing" if r.missing else "ok"
+
+
+@dataclass
+class ClassReport:
+    """Every student's check, in the order of the files (sorted by name within a folder)."""
+
+    students: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(s.status == "ok" for s in self.students)
+
+    @property
+    def steps(self) -> list:
+        """Every step any student answered, in the order the chains have them."""
+        out: list = []
+        for s in self.students:
+            for step in (s.report.answered if s.report is not None else []):
+                if step not in out:
+                    out.append(step)
+        return out
+
+    def rows(self) -> list[dict]:
+        """The summary's rows (see the module doc), as dicts keyed by :data:`COLUMNS`."""
+        out = []
+        for s in self.students:
+            base = {"student": s.name, "file": s.path.name}
+            r = s.report
+            if r is None:
+                out.append(dict(base, step="", entries="", correct="", rounding="", new="", carried="",
+                                missing="", first_mistake="", status=f"error: {s.error}"))
+                continue
+            first = r.first_wrong
+            for step in r.answered:
+                c = r.counts(step)
+                blank = r.blanks.get(step, 0)
+                status = ("new mistake" if c["wrong"] else "carried" if c["carried"] else
+                          "missing" if blank else "ok")
+                out.append(dict(base, step=step, entries=sum(c.values()) + blank, correct=c["correct"],
+                                rounding=c["rounding"], new=c["wrong"], carried=c["carried"], missing=blank,
+                                first_mistake=first[1] if first is not None and first[0] == step else "",
+                                status=status))
+        return out
+
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
+        w.writeheader()
+        w.writerows(self.rows())
+        return buf.getvalue()
+
+    def table(self) -> tuple[list, list]:
+        """(header, rows) of the class at a glance: per student and step ``✓`` (all right), ``✗n``
+        (n new mistakes), ``↪n`` (n carried), ``∅n`` (n missing), joined; then the first mistake."""
+        steps = self.steps
+        header = ["student"] + steps + ["first mistake", "status"]
+        body = []
+        for s in self.students:
+            r = s.report
+            if r is None:
+                body.append([s.name] + [""] * len(steps) + ["", f"error: {s.error}"])
+                continue
+            cells = []
+            for step in steps:
+                if step not in r.answered:
+                    cells.append("")
+                    continue
+                c, blank = r.counts(step), r.blanks.get(step, 0)
+                marks = [f"✗{c['wrong']}" if c["wrong"] else "", f"↪{c['carried']}" if c["carried"] else "",
+                         f"∅{blank}" if blank else ""]
+                cells.append(" ".join(m for m in marks if m) or "✓")
+            first = r.first_wrong
+            body.append([s.name] + cells + [f"{first[0]}, row {first[1]}" if first else "", s.status])
+        return header, body
+
+    def render(self, format: str = "text") -> str:
+        """The table as plain text (``text``), Markdown, or the CSV (``csv``)."""
+        if format == "csv":
+            return self.to_csv()
+        header, body = self.table()
+        if format == "markdown":
+            lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+        else:
+            widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
+            lines = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in [header] + body]
+        key = "✓ all right · ✗n new mistakes · ↪n carried from an earlier slip · ∅n left empty (missing)"
+        return "\n".join(lines + ["", key]) + "\n"
+
+
+def answer_files(paths: Sequence[Union[str, Path]]) -> list[Path]:
+    """The answers files of ``paths``: files as given, folders searched (not recursively) for
+    :data:`SUFFIXES`, sorted by name. InputError for a path that does not exist, a folder without
+    answers files, or two files of one student (the same stem)."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in SUFFIXES)
+            if not found:
+                raise InputError(f"the folder {str(p)!r} holds no answers files ({', '.join(SUFFIXES)})")
+            files += found
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise InputError(f"{str(p)!r} is neither an answers file nor a folder")
+    seen: dict = {}
+    for f in files:
+        if f.stem in seen and seen[f.stem] != f:
+            raise InputError(f"two files for the student {f.stem!r}: {str(seen[f.stem])!r} and {str(f)!r}; "
+                             f"the student's name is the file's stem, so give each student one file")
+        seen[f.stem] = f
+    return list(dict.fromkeys(files))
+
+
+def check_class(paths: Sequence[Union[str, Path]]) -> ClassReport:
+    """Check every answers file of ``paths`` (files and folders; see :func:`answer_files`)."""
+    from .problem import check
+    out = ClassReport()
+    for f in answer_files(paths):
+        try:
+            out.students.append(Student(f.stem, f, report=check(str(f))))
+        except AttnscopeError as e:
+            out.students.append(Student(f.stem, f, error=str(e)))
+    return out

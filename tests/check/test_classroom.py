@@ -1,0 +1,98 @@
+"""A teacher's workflow: a blank answer is missing (never right), and a class of answers files gives one
+summary (CSV: student × step, first mistake, carried vs new)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import pytest
+
+from attnscope.check import check
+from attnscope.check.classroom import COLUMNS, answer_files, check_class
+from attnscope.cli import main
+from attnscope.errors import InputError
+
+# The three-token article by hand (plain Python, independent of attnscope): X = [[1,0],[0,1],[1,1]],
+# W_Q = [[1,0],[1,1]], W_K = [[1,2],[0,1]] → Q = [[1,0],[1,1],[2,1]], K = [[1,2],[0,1],[1,3]].
+Q = [[1, 0], [1, 1], [2, 1]]
+K = [[1, 2], [0, 1], [1, 3]]
+
+
+def _scaled(q):
+    return [[round(sum(a * b for a, b in zip(qi, kj)) / math.sqrt(2), 2) for kj in K] for qi in q]
+
+
+PROBLEM = "problem:\n  example: three-tokens\n"
+
+
+def _file(folder, name, answers: str):
+    p = folder / name
+    p.write_text(PROBLEM + "answers:\n" + answers, encoding="utf-8")
+    return p
+
+
+def test_a_partly_blank_answer_file_is_missing_not_correct(tmp_path, capsys):
+    f = _file(tmp_path, "a.yaml", "  Q: [[1, 0], [1, ~], [2, 1]]\n  K: [[1, 2], [0, 1], [1, 3]]\n")
+    r = check(str(f))
+    assert r.counts() == {"correct": 11, "rounding": 0, "carried": 0, "wrong": 0}
+    assert r.missing == 1 and not r.ok and r.to_dict()["missing"] == 1
+    assert main(["check", str(f), "-f", "markdown"]) == 1
+    out = capsys.readouterr().out
+    assert "1 entries are empty (Q 1)" in out and "All correct" not in out
+    # a whole step left blank is missing too; a step left out is not asked for
+    g = _file(tmp_path, "b.yaml", "  Q: [[1, 0], [1, 1], [2, 1]]\n  K: ~\n")
+    assert check(str(g)).missing == 6 and not check(str(g)).ok
+    h = _file(tmp_path, "c.yaml", "  Q: [[1, 0], [1, 1], [2, 1]]\n")
+    assert check(str(h)).ok and check(str(h)).missing == 0
+
+
+def test_class_summary_csv(tmp_path, capsys):
+    cls = tmp_path / "class"
+    cls.mkdir()
+    good = _scaled(Q)
+    _file(cls, "li_lei.yaml", f"  Q: {Q}\n  scaled: {good}\n")
+    wrong_q = [Q[0], [1, 2], Q[2]]  # a slip in Q row 1; scaled row 1 follows from it (carried)
+    _file(cls, "han_meimei.yaml", f"  Q: {wrong_q}\n  scaled: {_scaled(wrong_q)}\n")
+    new_slip = [good[0], good[1], [good[2][0], 9.99, good[2][2]]]  # Q right, a new mistake in scaled
+    _file(cls, "wang_fang.yaml", f"  Q: {Q}\n  scaled: {new_slip}\n")
+    _file(cls, "zhang_wei.yaml", f"  Q: {Q}\n  scaled: [{good[0]}, ~, {good[2]}]\n")
+    _file(cls, "broken.yaml", "  Q: [[1, 0]]\n")
+    (cls / "notes.txt").write_text("not an answers file")
+    out = tmp_path / "summary.csv"
+    assert main(["check", str(cls), "--summary", str(out)]) == 2  # one file could not be checked
+    table = capsys.readouterr().out
+    assert "li_lei" in table and "✗1" in table and "↪3" in table and "∅3" in table
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert tuple(rows[0]) == COLUMNS
+    by = {(r["student"], r["step"]): r for r in rows}
+    assert [r["student"] for r in rows] == ["broken", "han_meimei", "han_meimei", "li_lei", "li_lei",
+                                            "wang_fang", "wang_fang", "zhang_wei", "zhang_wei"]
+    assert by[("broken", "")]["status"].startswith("error: ") and "expected 3 rows" in by[("broken", "")]["status"]
+    assert by[("li_lei", "Q")]["status"] == by[("li_lei", "scaled")]["status"] == "ok"
+    hm_q, hm_s = by[("han_meimei", "Q")], by[("han_meimei", "scaled")]
+    assert (hm_q["new"], hm_q["carried"], hm_q["first_mistake"], hm_q["status"]) == ("1", "0", "1 (爱)", "new mistake")
+    assert (hm_s["new"], hm_s["carried"], hm_s["first_mistake"], hm_s["status"]) == ("0", "3", "", "carried")
+    wf = by[("wang_fang", "scaled")]
+    assert (wf["new"], wf["carried"], wf["first_mistake"], wf["status"]) == ("1", "0", "2 (你)", "new mistake")
+    zw = by[("zhang_wei", "scaled")]
+    assert (zw["entries"], zw["correct"], zw["missing"], zw["status"]) == ("9", "6", "3", "missing")
+    # without the broken file: exit 1 (mistakes and a blank), CSV on stdout with --format csv
+    (cls / "broken.yaml").unlink()
+    assert main(["check", str(cls), "-f", "csv"]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == ",".join(COLUMNS)
+    # files one by one work as the folder; all right → exit 0
+    assert main(["check", str(cls / "li_lei.yaml"), str(cls / "li_lei.yaml")]) == 0
+
+
+def test_class_input_errors(tmp_path):
+    with pytest.raises(InputError, match="holds no answers files"):
+        answer_files([tmp_path])
+    with pytest.raises(InputError, match="neither an answers file nor a folder"):
+        answer_files([tmp_path / "nope.yaml"])
+    _file(tmp_path, "a.yaml", "  Q: ~\n")
+    _file(tmp_path, "a.json", "")
+    with pytest.raises(InputError, match="two files for the student 'a'"):
+        check_class([tmp_path])
+    assert main(["check", str(tmp_path / "a.yaml"), "--summary", "x.csv"]) == 2  # --summary is for a class
