@@ -95,9 +95,13 @@ _TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "tru
           "float_type": "a number"}
 
 
-def validation_message(exc: RequestValidationError) -> tuple[int, str]:
-    """(status, one sentence) for a request body FastAPI could not validate: 400 for broken JSON,
-    else 422 naming each field and what it must be."""
+def validation_message(exc: RequestValidationError, content_type: Optional[str] = None) -> tuple[int, str]:
+    """(status, one sentence) for a request body FastAPI could not validate: 415 for a body sent
+    with another content type than JSON (FastAPI then never parses it: every field would look
+    wrong), 400 for broken JSON, else 422 naming each field and what it must be."""
+    if content_type and not is_json_type(content_type):
+        return 415, (f"request content type must be application/json, got {content_type.split(';')[0].strip()!r}; "
+                     "send the JSON object with the header content-type: application/json")
     errors = exc.errors()
     for e in errors:
         if e.get("type") == "json_invalid":
@@ -123,3 +127,20 @@ def validation_message(exc: RequestValidationError) -> tuple[int, str]:
         else:
             parts.append(f"{where}: {e.get('msg')}")
     return 422, "; ".join(parts) or "invalid request"
+
+
+def is_json_type(content_type: str) -> bool:
+    """application/json or any application/…+json, parameters aside (what FastAPI parses as JSON)."""
+    main = content_type.split(";")[0].strip().lower()
+    return main == "application/json" or (main.startswith("application/") and main.endswith("+json"))
+
+
+def body_error_message(exc: BaseException) -> Optional[tuple[int, str]]:
+    """(status, one sentence) for FastAPI's "There was an error parsing the body" when its cause is
+    known: a body that is not UTF-8 (JSON must be; a Latin-1 "é" is the byte 0xe9). None otherwise."""
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        byte = cause.object[cause.start:cause.start + 1].hex()
+        return 400, (f"request body is not UTF-8 text (byte 0x{byte} at position {cause.start}); "
+                     "send the JSON encoded as UTF-8")
+    return None

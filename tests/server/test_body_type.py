@@ -1,0 +1,46 @@
+"""A body the API cannot read says why: the content type when it is not JSON, the encoding when
+the bytes are not UTF-8 (issue #23: "must be a JSON object" and "There was an error parsing the
+body" before)."""
+
+import pytest
+from fastapi.testclient import TestClient
+
+from attnscope.server import create_app
+
+
+@pytest.fixture(scope="module")
+def client(minilm):
+    return TestClient(create_app(minilm, max_chars=200))
+
+
+@pytest.mark.parametrize("ctype", ["text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded",
+                                   "multipart/form-data; boundary=x"])
+def test_a_body_of_another_type_is_refused_for_its_type(client, ctype):
+    r = client.post("/api/view", content=b'{"text": "The bank of the river."}', headers={"content-type": ctype})
+    assert r.status_code == 415
+    main = ctype.split(";")[0]
+    assert r.json()["detail"] == (f"request content type must be application/json, got {main!r}; send the JSON "
+                                  "object with the header content-type: application/json")
+
+
+@pytest.mark.parametrize("ctype", ["application/json", "application/json; charset=utf-8", "application/ld+json"])
+def test_json_types_are_read(client, ctype):
+    r = client.post("/api/attention", content='{"text": "Café au lait.", "layer": 0, "head": 0}'.encode(),
+                    headers={"content-type": ctype})
+    assert r.status_code == 200 and r.json()["tokens"][1] == "cafe"
+
+
+def test_a_latin1_body_is_said_to_be_not_utf8(client):
+    body = '{"text": "Café au lait."}'.encode("latin-1")  # é is the single byte 0xe9
+    r = client.post("/api/view", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    at = body.index(b"\xe9")
+    assert r.json()["detail"] == (f"request body is not UTF-8 text (byte 0xe9 at position {at}); send the JSON "
+                                  "encoded as UTF-8")
+
+
+def test_other_http_errors_are_as_before(client):
+    r = client.get("/no/such/page")
+    assert r.status_code == 404 and r.json() == {"detail": "Not Found"}
+    r = client.get("/api/view")
+    assert r.status_code == 405
