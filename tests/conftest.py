@@ -5,6 +5,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+import pytest  # noqa: E402
 import torch  # noqa: E402
 
 # Two cores, two xdist workers: one thread each avoids oversubscription.
@@ -12,6 +13,54 @@ torch.set_num_threads(max(1, int(os.environ.get("ATTNSCOPE_TEST_THREADS", "1")))
 
 
 def pytest_configure(config):
+    from tests import marks, memory_report
+
     # ATTNSCOPE_MEMORY_REPORT=DIR: peak memory and time per test module (tests/memory_report.py)
-    from tests.memory_report import register
-    register(config)
+    memory_report.register(config)
+    # an unmarked test that opens a model package's files or Chromium fails (tests/marks.py)
+    marks.register(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    # the real_model and browser marks, by rule, before -m selects (tests/marks.py)
+    from tests import marks
+    marks.mark(items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    # After a module's last test, once its module fixtures are gone: give the freed memory back, so
+    # that the next module's models do not stack on pages glibc kept (tests/memory_report.py); after
+    # any test that leaves the process above 1 GB (a real model's long traces), trim the heap.
+    yield
+    from tests.memory_report import release_memory, resident_kb, trim_heap
+    if nextitem is None or nextitem.path != item.path:
+        release_memory()
+    elif resident_kb() > 1024 * 1024:
+        trim_heap()
+
+
+@pytest.fixture(scope="module")
+def installed_model():
+    """``get(name, **load_kwargs)``: ``attnscope.load`` of a model package (SmolLM2, Gemma, …),
+    holding one model at a time: asking for another frees the one held (1-1.3 GB each), and the
+    module's end frees the last. Use it from function-scoped fixtures, so that no fixture of the
+    module keeps the previous model alive."""
+    import attnscope
+    from tests.memory_report import release_memory
+
+    held: dict = {}
+
+    def get(name: str, **kw):
+        key = (name, tuple(sorted(kw.items())))
+        if key not in held:
+            held.clear()
+            release_memory()
+            held[key] = attnscope.load(name, **kw)
+            release_memory()  # the load's freed buffers
+        return held[key]
+
+    yield get
+    held.clear()
+    release_memory()

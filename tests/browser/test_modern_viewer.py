@@ -19,20 +19,23 @@ TEXT = "When Mary and John went to the store, John gave a drink to"
 SIZES = ((1400, 1000), (800, 600))
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    return attnscope.load("smollm2-135m")
+# One installed model at a time (tests/conftest.py: installed_model): the module fixtures below
+# keep what they made, not the model, so that the Gemma test frees SmolLM2 before loading.
+@pytest.fixture
+def smollm2(installed_model):
+    return installed_model("smollm2-135m")
 
 
 @pytest.fixture(scope="module")
-def smol_page(smollm2, tmp_path_factory):
+def smol_page(installed_model, tmp_path_factory):
     path = tmp_path_factory.mktemp("smol") / "view.html"
-    path.write_text(render(view_data(smollm2, TEXT)), encoding="utf-8")
+    path.write_text(render(view_data(installed_model("smollm2-135m"), TEXT)), encoding="utf-8")
     return path
 
 
 @pytest.fixture(scope="module")
-def generation(smollm2, tmp_path_factory):
+def generation(installed_model, tmp_path_factory):
+    smollm2 = installed_model("smollm2-135m")
     gen = smollm2.generate("The capital of France is", max_new_tokens=6, attentions=True)
     path = tmp_path_factory.mktemp("gen") / "gen.html"
     save_generation_html(smollm2, gen, path)
@@ -161,8 +164,8 @@ def test_generation_view_equals_the_models_steps(page, generation, artifacts):
         page.screenshot(path=str(artifacts / f"generation-en-{w}.png"))
 
 
-def test_generation_view_in_chinese_with_gemma(page, tmp_path, artifacts):
-    g = attnscope.load("gemma-3-270m")
+def test_generation_view_in_chinese_with_gemma(page, tmp_path, artifacts, installed_model):
+    g = installed_model("gemma-3-270m")
     gen = g.generate("我喜欢人工智能，因为", max_new_tokens=6, attentions=True)
     path = tmp_path / "gen_zh.html"
     save_generation_html(g, gen, path)

@@ -44,6 +44,8 @@ import numpy as np
 import pytest
 
 from tests.docs.blocks import ROOT, RUN, Block, all_blocks
+from tests.marks import names_a_model_package
+from tests.memory_report import release_memory
 
 BLOCKS = all_blocks()
 
@@ -143,7 +145,16 @@ def workspace(tmp_path_factory) -> Path:
     return ws
 
 
+#: The models the docs' commands loaded, by load arguments: kept for the whole module (the same
+#: model for every block), but at most one model package (SmolLM2, Gemma: 1-1.3 GB each) at a time.
 _MODELS: dict = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _free_models():
+    yield
+    _MODELS.clear()
+    release_memory()
 
 
 def _checkpoints() -> dict:
@@ -171,6 +182,10 @@ def in_workspace(workspace, monkeypatch):
     def load(path=None, **kw):
         key = (str(path), tuple(sorted((k, str(v)) for k, v in kw.items() if v is not None)))
         if key not in _MODELS:
+            if names_a_model_package(str(path)):
+                for k in [k for k in _MODELS if names_a_model_package(k[0])]:
+                    del _MODELS[k]
+                release_memory()
             _MODELS[key] = real(path, **kw)
         return _MODELS[key]
 
@@ -253,6 +268,12 @@ def run_python(code: str, ns: dict, where: str) -> None:
 PY_PAGES = sorted({_rel(b) for b in BLOCKS if b.lang == "python" and _runs(b)})
 
 
+def _page_param(page: str):
+    """A page whose Python blocks load a model package is marked ``real_model`` (tests/marks.py)."""
+    code = "".join(_substituted(b) for b in BLOCKS if _rel(b) == page and b.lang == "python" and _runs(b))
+    return pytest.param(page, marks=[pytest.mark.real_model] if names_a_model_package(code) else [])
+
+
 @pytest.fixture
 def registries():
     """A page may register a scoring or a position scheme (the docs show how): undone afterwards, so
@@ -276,7 +297,7 @@ def run_script(code: str, where: str, tmp: Path) -> None:
     assert r.returncode == 0, f"{where} exited {r.returncode}:\n{r.stderr[-3000:]}"
 
 
-@pytest.mark.parametrize("page", PY_PAGES)
+@pytest.mark.parametrize("page", [_page_param(p) for p in PY_PAGES])
 def test_python_blocks(page, in_workspace, registries, tmp_path):
     ns: dict = {"__name__": "__docs__"}
     for b in BLOCKS:
@@ -357,7 +378,8 @@ def excerpt_matches(shown: list[str], printed: str) -> bool:
 SHELL_BLOCKS = [b for b in BLOCKS if b.lang in SHELL and _runs(b)]
 
 
-@pytest.mark.parametrize("block", SHELL_BLOCKS, ids=[b.id for b in SHELL_BLOCKS])
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=[pytest.mark.real_model] if names_a_model_package(
+    _substituted(b)) else []) for b in SHELL_BLOCKS])
 def test_shell_block(block, in_workspace):
     rel = _rel(block)
     page = block.path.read_text(encoding="utf-8")

@@ -134,14 +134,15 @@ def test_llama3_scaled_frequencies_are_the_models(tiny):
 REAL = "When Mary and John went to the store, John gave a drink to"
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    return attnscope.load("smollm2-135m")
+# one installed model at a time (tests/conftest.py: installed_model)
+@pytest.fixture
+def smollm2(installed_model):
+    return installed_model("smollm2-135m")
 
 
-@pytest.fixture(scope="module")
-def gemma():
-    return attnscope.load("gemma-3-270m")
+@pytest.fixture
+def gemma(installed_model):
+    return installed_model("gemma-3-270m")
 
 
 def test_smollm2_row_by_the_command_line(smollm2, tmp_path, capsys, monkeypatch):

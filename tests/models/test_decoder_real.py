@@ -12,6 +12,7 @@ import torch
 
 import attnscope
 from attnscope.models.packages import package_model_path
+from tests.memory_report import release_memory
 from tests.models.decoders.real_reference import PROMPTS, TEXTS, reference
 
 MODELS = ("smollm2-135m", "gemma-3-270m")
@@ -20,26 +21,20 @@ MODELS = ("smollm2-135m", "gemma-3-270m")
 FACTOR = 3.0
 
 
-@pytest.fixture(scope="session")
-def real():
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = attnscope.load(name)
-        return cache[name]
-    return get
+# One model at a time (memory: SmolLM2 holds about 1 GB, Gemma 1.3 GB): `name` is a module-scoped
+# parameter, so pytest runs every test of one model, frees it, then loads the other.
+@pytest.fixture(scope="module")
+def model(name):
+    m = attnscope.load(name)
+    release_memory()  # the load's freed buffers
+    yield m
+    del m
+    release_memory()
 
 
 @pytest.fixture(scope="module")
-def ref(request):
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = reference(request.config, name, package_model_path(name))
-        return cache[name]
-    return get
+def ref(request, name):
+    return reference(request.config, name, package_model_path(name))
 
 
 def _err(a, b) -> float:
@@ -47,10 +42,9 @@ def _err(a, b) -> float:
 
 
 @pytest.mark.parametrize("text", list(TEXTS))
-@pytest.mark.parametrize("name", MODELS)
-def test_within_transformers_float32_error(name, text, real, ref):
-    model = real(name)
-    meta, arr = ref(name)
+@pytest.mark.parametrize("name", MODELS, scope="module")
+def test_within_transformers_float32_error(name, text, model, ref):
+    meta, arr = ref
     t = meta["texts"][text]
     assert model.encode(TEXTS[text]).ids[0] == t["ids"]  # the same tokens
     rows, lrows, budget = t["rows"], t["logit_rows"], t["budget"]
@@ -60,7 +54,8 @@ def test_within_transformers_float32_error(name, text, real, ref):
     hidden = torch.stack([tr["embed.out"][0]] + [tr[f"layers.{i}.out"][0] for i in range(L - 1)]
                          + [tr["final_norm"][0]])[:, rows].numpy()
     with torch.no_grad():
-        logits = model.lm_logits(model(torch.tensor([t["ids"]])))[0][lrows].numpy()  # the fused kernel
+        # the fused kernel, at the sampled rows (every row of Gemma's 631 tokens: 660 MB of logits)
+        logits = model.lm_logits(model(torch.tensor([t["ids"]]))[0][lrows]).numpy()
     ours = {"attentions": _err(att, arr[f"{text}.attn64"]), "hidden_states": _err(hidden, arr[f"{text}.hidden64"]),
             "logits": _err(logits, arr[f"{text}.logits64"])}
     theirs = {"attentions": _err(arr[f"{text}.attn32"], arr[f"{text}.attn64"]),
@@ -73,11 +68,10 @@ def test_within_transformers_float32_error(name, text, real, ref):
     assert _err(att, arr[f"{text}.attn32"]) <= 1e-5  # and the weights are transformers' float32 weights
 
 
-@pytest.mark.parametrize("name", MODELS)
-def test_padded_batch_of_real_texts(name, real, ref):
+@pytest.mark.parametrize("name", MODELS, scope="module")
+def test_padded_batch_of_real_texts(name, model, ref):
     """Right padding: the short texts padded to the 627/631-token one get what they get alone."""
-    model = real(name)
-    meta, arr = ref(name)
+    meta, arr = ref
     texts = [TEXTS["en"], TEXTS["zh"], TEXTS["long"]]
     tr = model.trace(texts, names=["layers.*.attn.weights", "final_norm"])
     assert min(tr.lengths) < max(tr.lengths)
@@ -91,10 +85,9 @@ def test_padded_batch_of_real_texts(name, real, ref):
                                   for i in range(model.config.n_layers)]).sum()) == 0.0
 
 
-@pytest.mark.parametrize("name", MODELS)
-def test_greedy_generation_equals_transformers(name, real, ref):
-    model = real(name)
-    meta, _ = ref(name)
+@pytest.mark.parametrize("name", MODELS, scope="module")
+def test_greedy_generation_equals_transformers(name, model, ref):
+    meta, _ = ref
     assert [(g["prompt"], g["chat"]) for g in meta["generate"]] == PROMPTS[name]
     for g in meta["generate"]:
         ours = model.generate(g["prompt"], chat=g["chat"], max_new_tokens=len(g["new_ids"]))
@@ -104,13 +97,14 @@ def test_greedy_generation_equals_transformers(name, real, ref):
         assert n == len(g["new_ids"]) or g["new_ids"][n - 1] in model.config.eos_token_ids
 
 
-def test_smollm2_answers_paris(real):
-    g = real("smollm2-135m").generate("What is the capital of France?", chat=True, max_new_tokens=20)
+@pytest.mark.parametrize("name", ["smollm2-135m"], scope="module")
+def test_smollm2_answers_paris(name, model):
+    g = model.generate("What is the capital of France?", chat=True, max_new_tokens=20)
     assert g.text == "The capital of France is Paris." and g.finish_reason == "eos"
 
 
-def test_gemma_window_hides_keys_past_512_on_sliding_layers(real):
-    model = real("gemma-3-270m")
+@pytest.mark.parametrize("name", ["gemma-3-270m"], scope="module")
+def test_gemma_window_hides_keys_past_512_on_sliding_layers(name, model):
     assert model.config.layer_types.count("full") == 3 and model.config.window(0) == 512
     tr = model.trace(TEXTS["long"], names=["layers.0.attn.weights[0]", "layers.5.attn.weights[0]"])
     L = tr.lengths[0]

@@ -8,6 +8,7 @@ import torch
 
 from attnscope.models.gguf import load_gguf
 from attnscope.models.packages import package_model_path
+from tests.memory_report import release_memory
 from tests.models.decoders.reference import reference, tensor_digest
 
 MODELS = ("smollm2-135m", "gemma-3-270m")
@@ -15,13 +16,17 @@ MODELS = ("smollm2-135m", "gemma-3-270m")
 
 @pytest.fixture(scope="module")
 def loaded():
+    """``get(name)``: the checkpoint of a model package, one held at a time (0.5-1.1 GB each)."""
     cache = {}
 
     def get(name):
         if name not in cache:
+            cache.clear()
+            release_memory()
             cache[name] = load_gguf(package_model_path(name), tokenizer=False, progress=False)
         return cache[name]
-    return get
+    yield get
+    cache.clear()
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +55,7 @@ def _mismatches(ckpt, r) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", MODELS, scope="module")
 def test_state_dict_equals_transformers_bit_for_bit(name, loaded, ref):
     ckpt = loaded(name)
     r = ref(name)
@@ -73,7 +78,7 @@ def _hf_rope(cfg: dict) -> dict:
     return {"rope_theta": rp.get("rope_theta", cfg.get("rope_theta"))}
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", MODELS, scope="module")
 def test_config_equals_transformers(name, loaded, ref):
     ours = loaded(name).config
     hf = ref(name)["config"]
@@ -122,8 +127,8 @@ def test_gemma_norms_are_hf_w_not_one_plus_w(loaded):
 
 
 def test_float64_is_float32_widened(loaded):
-    ck64 = load_gguf(package_model_path("smollm2-135m"), dtype=torch.float64, tokenizer=False, progress=False)
     ck32 = loaded("smollm2-135m")
+    ck64 = load_gguf(package_model_path("smollm2-135m"), dtype=torch.float64, tokenizer=False, progress=False)
     assert set(ck64.state_dict) == set(ck32.state_dict)
     for k, v in ck64.state_dict.items():
         assert v.dtype == torch.float64 and torch.equal(v, ck32.state_dict[k].double()), k

@@ -119,7 +119,7 @@ def reference(config, path: Path, *, fresh: bool = False) -> dict:
     import fcntl
 
     if getattr(config, "cache", None) is None:  # pytest -p no:cacheprovider: no cache, compute each time
-        return compute_reference(path)
+        return reference_in_subprocess(path)
     root = Path(config.cache.mkdir("attnscope-gguf-reference"))
     f = root / (_key(path) + ".json")
     refresh = fresh or os.environ.get("ATTNSCOPE_REFRESH_REFERENCE") == "1"
@@ -130,8 +130,32 @@ def reference(config, path: Path, *, fresh: bool = False) -> dict:
                 return json.loads(f.read_text())
             except ValueError:
                 pass
-        ref = compute_reference(path)
+        ref = reference_in_subprocess(path)
         tmp = f.with_suffix(".tmp")
         tmp.write_text(json.dumps(ref))
         os.replace(tmp, f)
         return ref
+
+
+def reference_in_subprocess(path: Path) -> dict:
+    """:func:`compute_reference` in a new Python process: transformers' float32 Gemma takes about
+    2.5 GB while it loads, which a test worker then keeps (glibc holds freed pages)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    root = Path(__file__).resolve().parents[3]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "reference.json"
+        r = subprocess.run([sys.executable, "-m", "tests.models.decoders.reference", str(path), str(out)], cwd=root,
+                           capture_output=True, text=True, timeout=1800)
+        assert r.returncode == 0, f"transformers' reference of {path.name} failed:\n{r.stderr[-3000:]}"
+        return json.loads(out.read_text())
+
+
+if __name__ == "__main__":  # python -m tests.models.decoders.reference GGUF OUT.json
+    import sys
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    Path(sys.argv[2]).write_text(json.dumps(compute_reference(Path(sys.argv[1]))))

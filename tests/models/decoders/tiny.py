@@ -207,7 +207,7 @@ def hf_model(folder, *, dtype: torch.dtype = torch.float32):
 
 
 def hf_run(model_or_folder, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None, *,
-           dtype: torch.dtype = torch.float32) -> dict:
+           dtype: torch.dtype = torch.float32, logits_to_keep: Optional[torch.Tensor] = None) -> dict:
     """transformers eager forward with ``output_attentions`` and ``output_hidden_states``.
 
     Args:
@@ -215,21 +215,24 @@ def hf_run(model_or_folder, input_ids: torch.Tensor, attention_mask: Optional[to
         input_ids: (B, L) int64.
         attention_mask: (B, L) 1/0, default all ones.
         dtype: torch.float32 or torch.float64.
+        logits_to_keep: (R,) positions whose logits are computed (transformers' own argument), or
+            None for every position.
 
     Returns a dict:
         ``attentions``: list over layers of (B, H, L, L) weights, per query head;
         ``hidden_states``: list of n_layers + 1 tensors (B, L, d): the embeddings (Gemma: already
         scaled by sqrt(d)), each block's output, the last one after the final norm (transformers'
         convention);
-        ``logits``: (B, L, V).
+        ``logits``: (B, L, V), or (B, R, V) with ``logits_to_keep``.
     """
     model = model_or_folder if isinstance(model_or_folder, torch.nn.Module) else hf_model(model_or_folder, dtype=dtype)
     model = model.double() if dtype == torch.float64 else model.to(dtype)
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
+    extra = {} if logits_to_keep is None else {"logits_to_keep": logits_to_keep}
     with torch.no_grad():
         out = model(input_ids=input_ids, attention_mask=attention_mask, output_attentions=True,
-                    output_hidden_states=True, use_cache=False)
+                    output_hidden_states=True, use_cache=False, **extra)
     return {"attentions": list(out.attentions), "hidden_states": list(out.hidden_states), "logits": out.logits}
 
 
