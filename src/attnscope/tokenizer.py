@@ -28,8 +28,26 @@ from .pieces import Pieces, labels_of, pieces_of
 Tensor = torch.Tensor
 
 
+class TokenRows:
+    """Per-text views of right-padded ``input_ids (B, L)`` with ``tokens`` (each text's token strings,
+    no padding): shared by :class:`Batch` and :class:`attnscope.trace.Trace`."""
+
+    input_ids: Tensor
+    tokens: list[list[str]]
+
+    @property
+    def lengths(self) -> list[int]:
+        """Number of real tokens of each text (positions ``[:n]`` of every row)."""
+        return [len(t) for t in self.tokens]
+
+    @property
+    def ids(self) -> list[list[int]]:
+        """Token ids of each text without padding (plain ints, e.g. ``[101, 2769, …]``)."""
+        return [row[:n].tolist() for row, n in zip(self.input_ids, self.lengths)]
+
+
 @dataclass
-class Batch:
+class Batch(TokenRows):
     """Token ids of several texts, right-padded to one length L.
 
     Attributes:
@@ -53,16 +71,6 @@ class Batch:
     def __post_init__(self) -> None:
         if not self.labels:
             self.labels = [list(t) for t in self.tokens]
-
-    @property
-    def lengths(self) -> list[int]:
-        """Number of real tokens of each text."""
-        return [len(t) for t in self.tokens]
-
-    @property
-    def ids(self) -> list[list[int]]:
-        """Token ids of each text without padding (plain ints, e.g. ``[101, 2769, …]``)."""
-        return [row[:n].tolist() for row, n in zip(self.input_ids, self.lengths)]
 
     def to(self, device) -> "Batch":
         return Batch(self.input_ids.to(device), self.attention_mask.to(device),

@@ -13,6 +13,7 @@ import torch
 
 from ..config import TransformerConfig
 from ..errors import InputError
+from ..tokenizer import TokenRows
 from .derived import Derived, Stored, storage_key, value_of
 from .read import TraceReader
 
@@ -24,7 +25,7 @@ FORMAT = "attnscope.trace"
 FORMAT_VERSION = 1
 
 
-class Trace(TraceReader):
+class Trace(TraceReader, TokenRows):
     """The intermediates of one forward pass, by name, with the tokens they belong to.
 
     ``trace[name]`` is a tensor with the batch first (see the table in :mod:`attnscope.trace`);
@@ -56,15 +57,6 @@ class Trace(TraceReader):
     @property
     def names(self) -> list[str]:
         return list(self._tensors)
-
-    @property
-    def lengths(self) -> list[int]:
-        """Real tokens of each text (positions ``[:n]`` of every tensor)."""
-        return [len(t) for t in self.tokens]
-
-    @property
-    def ids(self) -> list[list[int]]:
-        return [row[:n].tolist() for row, n in zip(self.input_ids, self.lengths)]
 
     @property
     def derived(self) -> list[str]:
