@@ -125,3 +125,12 @@ def test_explain_shows_the_tie_half_up_and_says_why():
     assert "turns cancel" in md and "s₄₄ = -4.2979" not in md  # the note shows the raw score s₄₄ = −8.5957
     assert "s₄₄ = -8.5957" in md
     assert "两次转动相互抵消" in w.render("markdown", lang="zh")
+
+
+def test_the_length_kept_by_the_rotation_is_the_exact_one():
+    """|(0.60003, 0.80004)| = 1.00005 exactly (3-4-5): shown half-up as 1.0001 before and after the
+    turn (float64 norms are 1.0000499…, which showed 1.0000)."""
+    spec = {"tokens": ["a", "b"], "Q": [[0.60003, 0.80004, 0, 0], [0, 0.60003, 0, 0.80004]],
+            "K": [[1, 0, 0, 0], [0, 1, 0, 0]], "V": [[1], [2]], "rope": {"base": 50, "pairing": "half"}}
+    md = explain(spec).render("markdown")
+    assert "|q₁| = 1.0001 before and 1.0001 after" in md and "1.0000 before" not in md

@@ -12,6 +12,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from .. import exact as E
 from .. import reference as R
 from .blocks import Block, Formula, Matrix, Para, Step, Sym, Table, VecParam, t
 from .numbers import short
@@ -120,7 +121,10 @@ def rotation_step(rows: Sequence[tuple], *, inv_freq: np.ndarray, pairing: str, 
                   Sym("sin φ", r"\sin\varphi"), Sym("x_a", "x_a"), Sym("x_b", "x_b"), Sym("x'_a", "x'_a"),
                   Sym("x'_b", "x'_b")]
         blocks.append(Table(header, body, caption=t("rope.row_caption", x=label, p=int(p))))
-        blocks.append(Para(t("rope.norm", x=label, before=float(np.linalg.norm(x)), after=float(np.linalg.norm(xr)))))
+        # one exact length for both: R(pθ)ᵀR(pθ) = I, and √(Σ x²) of the decimals can sit exactly half-way
+        # (|(0.60003, 0.80004)| = 1.00005), where float64 norms give 1.0000499… before and after
+        length = E.CTX.sqrt(sum((E.dec(v) * E.dec(v) for v in x), E.ZERO))
+        blocks.append(Para(t("rope.norm", x=label, before=length, after=length)))
     blocks += list(matrices)
     blocks += list(notes)
     return Step("rotation", t("step.rotation"), blocks)
