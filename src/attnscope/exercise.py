@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -179,8 +180,22 @@ def _humane(p: ToyProblem) -> bool:
     return True
 
 
-def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "int", lang: str = "en") -> Exercise:
-    """A fresh exercise; see the module doc. ``tokens`` 2..8, ``dim`` 1..4."""
+def labels_from_text(text: str) -> list[str]:
+    """The tokens of ``text`` for an exercise: its words when it has spaces, else its characters
+    (``我喜欢`` → 我, 喜, 欢), as a Chinese lesson reads one character per token."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"the text must be a non-empty string, got {text!r}")
+    return text.split() if any(c.isspace() for c in text.strip()) else list(text.strip())
+
+
+def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "int", lang: str = "en",
+                  labels: Optional[Sequence[str]] = None) -> Exercise:
+    """A fresh exercise; see the module doc. ``tokens`` 2..8, ``dim`` 1..4. ``labels`` names the
+    tokens (their number is then the number of tokens; the numbers depend only on the seed, the
+    count and ``dim``, so the same seed with other labels gives the same arithmetic)."""
+    if labels is not None:
+        labels = _check_labels(labels)
+        tokens = len(labels)
     for name, value, lo, hi in (("tokens", tokens, 2, 8), ("dim", dim, 1, 4)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
             raise InputError(f"{name} must be an integer from {lo} to {hi} (a hand calculation), got {value!r}")
@@ -191,7 +206,8 @@ def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "in
     if lang not in TOKENS:
         raise InputError(f"unknown language {lang!r}; choose one of {', '.join(TOKENS)}")
     rng = np.random.default_rng(seed)
-    labels = TOKENS[lang][:tokens]
+    if labels is None:
+        labels = TOKENS[lang][:tokens]
     for _ in range(MAX_TRIES):
         X = _draw_x(rng, (tokens, dim), style)
         W = [_draw(rng, (dim, dim), style) for _ in range(3)]
@@ -202,4 +218,18 @@ def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "in
     raise InputError(f"no humane exercise found for tokens={tokens}, dim={dim}, seed={seed}; try another seed")
 
 
-__all__ = ["Exercise", "make_exercise", "STEPS", "TOKENS"]
+def _check_labels(labels) -> list[str]:
+    if isinstance(labels, str) or not isinstance(labels, (list, tuple)):
+        raise InputError(f"labels must be a list of token labels, got {type(labels).__name__}")
+    out = [str(x).strip() for x in labels]
+    if not 2 <= len(out) <= 8:
+        raise InputError(f"an exercise has 2 to 8 tokens (a hand calculation); the labels name {len(out)}")
+    if any(not x for x in out):
+        raise InputError(f"a label is empty: {', '.join(repr(x) for x in out)}")
+    twice = sorted({x for x in out if out.count(x) > 1})
+    if twice:
+        raise InputError(f"the labels must differ (each names one row); {', '.join(twice)} comes more than once")
+    return out
+
+
+__all__ = ["Exercise", "make_exercise", "labels_from_text", "STEPS", "TOKENS"]

@@ -3,6 +3,8 @@ the worked solution.
 
   attnscope exercise --tokens 3 --dim 2 --seed 7           the problem; writes exercise-7-answers.yaml
   attnscope exercise --seed 7 --solution --lang zh         the worked solution and the answers, in Chinese
+  attnscope exercise --labels 我,喜,欢 --seed 7            the tokens named as in your lesson
+  attnscope exercise --text 我喜欢人工智能 --dim 2          one token per character (per word with spaces)
   attnscope check exercise-7-answers.yaml                  once you have filled it in
 
 Without --seed a random one is drawn (and shown in the title, to get the same problem again).
@@ -22,7 +24,12 @@ from .explain import add_output_options, check_output, emit
 def register(sub) -> None:
     p = sub.add_parser("exercise", help="a fresh hand-calculation exercise and its blank answers file",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tokens", type=IntRange(2, 8), default=3, help="number of tokens, 2..8 (default 3)")
+    p.add_argument("--tokens", type=IntRange(2, 8), help="number of tokens, 2..8 (default 3, or as many as --labels)")
+    names = p.add_mutually_exclusive_group()
+    names.add_argument("--labels", metavar="A,B,C", help="the tokens' labels, comma separated (2..8; sets the number "
+                       "of tokens)")
+    names.add_argument("--text", metavar="TEXT", help="the tokens from a text: its words, or its characters when it "
+                       "has no spaces (我喜欢 → 我, 喜, 欢)")
     p.add_argument("--dim", type=IntRange(1, 4), default=2, help="vector size d_model = d_k = d_v, 1..4 (default 2)")
     p.add_argument("--seed", type=IntRange(0, MAX_SEED), help="seed of the problem (default: a random one)")
     p.add_argument("--style", choices=("int", "decimal"), default="int",
@@ -42,7 +49,9 @@ def run(args) -> int:
     from ..explain.render.base import Ctx
     check_output(args)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") % 100000
-    ex = make_exercise(tokens=args.tokens, dim=args.dim, seed=seed, style=args.style, lang=args.lang)
+    labels = exercise_labels(args)
+    ex = make_exercise(tokens=args.tokens if args.tokens is not None else 3, dim=args.dim, seed=seed,
+                       style=args.style, lang=args.lang, labels=labels)
     if not args.no_answers and args.answers and os.path.isdir(args.answers):
         raise InputError(f"--answers {args.answers} is a folder; give the answers file's name, e.g. "
                          f"{os.path.join(args.answers, f'exercise-{seed}-answers.yaml')}")
@@ -60,3 +69,19 @@ def run(args) -> int:
                 raise InputError(f"cannot write the answers file {path}: {e.strerror}") from None
             print(ctx.text(t("ex.wrote", path=path)), file=sys.stderr)
     return 0
+
+
+def exercise_labels(args):
+    """The labels of --labels or --text (None without either); InputError when --tokens disagrees."""
+    from ..errors import InputError
+    from ..exercise import labels_from_text
+    if args.labels is None and args.text is None:
+        return None
+    if args.labels is not None:
+        labels, flag = [x.strip() for x in args.labels.split(",")], "--labels"
+    else:
+        labels, flag = labels_from_text(args.text), "--text"
+    if args.tokens is not None and args.tokens != len(labels):
+        raise InputError(f"--tokens {args.tokens} but {flag} gives {len(labels)} tokens ({', '.join(labels)}); "
+                         f"give one of them")
+    return labels

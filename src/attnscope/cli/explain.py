@@ -43,6 +43,9 @@ def add_output_options(p, default_decimals: int = 4) -> None:
     g.add_argument("--decimals", type=IntRange(0, 12), default=default_decimals,
                    help=f"decimals shown (default {default_decimals}); the arithmetic is never rounded")
     g.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of the terminal")
+    g.add_argument("--latex-mode", choices=("document", "fragment", "beamer"), default="document",
+                   help="with --format latex: a whole document (default), a fragment to paste into your own, or "
+                        "beamer frames (one per step); pdflatex when the text has no CJK, else xelatex")
     g.add_argument(OVERWRITE, action="store_true", help="replace FILE if it exists (else the command stops)")
 
 
@@ -206,7 +209,7 @@ def check_output(args) -> None:
 
 def emit(w, args) -> None:
     if args.output:
-        text = w.render(args.format, lang=args.lang, decimals=args.decimals)
+        text = w.render(args.format, lang=args.lang, decimals=args.decimals, latex_mode=args.latex_mode)
         try:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -214,7 +217,7 @@ def emit(w, args) -> None:
             raise InputError(f"cannot write {args.output}: {e.strerror}") from None
         print(f"wrote {args.output}", file=sys.stderr)
     else:
-        w.print(args.format, lang=args.lang, decimals=args.decimals)
+        w.print(args.format, lang=args.lang, decimals=args.decimals, latex_mode=args.latex_mode)
 
 
 def run(args) -> int:

@@ -35,6 +35,8 @@ def register(sub) -> None:
     p.add_argument("--head", type=IntRange(0, MAX_INDEX), default=0, help="head, 0-based (default 0)")
     p.add_argument("--query", type=IntRange(0, MAX_INDEX), default=0, help="query position for --kind softmax (default 0)")
     p.add_argument("--scores", help="comma-separated scores for --kind softmax instead of a text")
+    p.add_argument("--labels", metavar="A,B,C", help="comma-separated labels: one per score of --scores, or one per "
+                   "token of the text (--kind heatmap, softmax), e.g. 我,喜,欢")
     p.add_argument("--temperatures", default=None,
                    help="comma-separated temperatures for --kind softmax (default 0.5,1,2,8; with a "
                         "text 1,√d_k,2√d_k)")
@@ -62,11 +64,24 @@ def _floats(s: str, what: str) -> list[float]:
     return xs
 
 
+def _labels(args):
+    """--labels as a list (None without it); the figure checks their number."""
+    if args.labels is None:
+        return None
+    if args.kind in ("grid", "hist"):
+        raise InputError(f"--labels names the tokens of --kind heatmap or softmax, not of --kind {args.kind}")
+    labels = [x.strip() for x in args.labels.split(",")]
+    if any(not x for x in labels):
+        raise InputError(f"--labels has an empty label: {args.labels!r}")
+    return labels
+
+
 def run(args) -> int:
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
         raise InputError(f"cannot tell the format of {out.name!r}: use a .png, .svg or .pdf file name")
     check_new_file(out, args.overwrite)
+    _labels(args)  # a bad --labels stops before the model loads
     needs_text = args.kind in ("heatmap", "grid") or (args.kind == "softmax" and args.scores is None)
     if needs_text and not (args.text and args.text.strip()):
         raise InputError(f"--kind {args.kind} needs a text to trace")
@@ -77,7 +92,7 @@ def run(args) -> int:
         from ..models import load
         tr = load(args.model).trace([args.text], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"])
     if args.kind == "heatmap":
-        fig = plot.head_heatmap(tr, args.layer, args.head)
+        fig = plot.head_heatmap(tr, args.layer, args.head, labels=_labels(args))
     elif args.kind == "grid":
         fig = plot.heads_grid(tr)
     elif args.kind == "hist":
@@ -85,12 +100,12 @@ def run(args) -> int:
             plot.score_histograms(d_k=args.d_k)
     else:
         if args.scores is not None:
-            x, labels = _floats(args.scores, "--scores"), None
+            x, labels = _floats(args.scores, "--scores"), _labels(args)
             temps: Sequence[float] = _floats(args.temperatures, "--temperatures") if args.temperatures else (0.5, 1.0, 2.0, 8.0)
         else:
             from ..reference import trace_row
             s = trace_row(tr, args.layer, args.head, args.query)
-            x, labels = s["raw"], s["tokens"]
+            x, labels = s["raw"], _labels(args) or s["tokens"]
             r = math.sqrt(s["d_k"])
             temps = _floats(args.temperatures, "--temperatures") if args.temperatures else (1.0, r, 2 * r)
         fig = plot.softmax_temperatures(x, temps, labels=labels)

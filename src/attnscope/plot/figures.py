@@ -39,8 +39,17 @@ def _labels(toks: Sequence[str]) -> list[str]:
     return [t if t.strip() else repr(t) for t in toks]
 
 
+def _own_labels(labels: Sequence[str], n: int) -> list[str]:
+    labels = [str(x) for x in labels]
+    if len(labels) != n:
+        raise InputError(f"labels has {len(labels)} {'entry' if len(labels) == 1 else 'entries'} but the text has "
+                         f"{n} tokens")
+    return labels
+
+
 def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
-                 annotate: Optional[bool] = None, decimals: int = 2, cmap: str = "viridis") -> Figure:
+                 annotate: Optional[bool] = None, decimals: int = 2, cmap: str = "viridis",
+                 labels: Optional[Sequence[str]] = None) -> Figure:
     """One head's attention weights as a heatmap: queries down, keys across, tokens as labels.
 
     Args:
@@ -50,10 +59,12 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         annotate: write each weight in its cell (default: when there are at most
             :data:`ANNOTATE_MAX_TOKENS` tokens).
         decimals: decimals of the annotations.
+        labels: the axes' labels, one per token (default: the tokens as the trace reads them,
+            byte-level pieces as the characters they form).
     """
     h = trace.check_head(head)
     w = R.trace_weights(trace, layer, text)[h]  # (n, n) float64
-    toks = _labels(trace.text_labels(text))  # byte-level pieces as the characters they form
+    toks = _labels(trace.text_labels(text) if labels is None else _own_labels(labels, trace.length(text)))
     n = len(toks)
     if annotate is None:
         annotate = n <= ANNOTATE_MAX_TOKENS

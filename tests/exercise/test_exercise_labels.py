@@ -1,0 +1,55 @@
+"""exercise --labels / --text: the generated problem carries the tokens' labels (the numbers depend on
+the seed, the count and the dimension only)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+
+from attnscope.check import check
+from attnscope.cli import main
+from attnscope.errors import InputError
+from attnscope.exercise import labels_from_text, make_exercise
+
+
+def test_labels_name_the_rows_and_keep_the_numbers():
+    plain = make_exercise(tokens=3, dim=2, seed=7)
+    named = make_exercise(dim=2, seed=7, labels=["我", "喜", "欢"])
+    assert named.problem_input.tokens == ["我", "喜", "欢"]
+    for k in ("X", "W_Q", "W_K", "W_V"):
+        np.testing.assert_array_equal(getattr(named.problem_input, k), getattr(plain.problem_input, k))
+    md = named.problem().render("markdown")
+    assert "| 我 | " in md and "| 喜 | " in md and "| 欢 | " in md
+    data = yaml.safe_load(named.answers_file())
+    assert data["problem"]["tokens"] == ["我", "喜", "欢"]
+
+
+def test_text_gives_characters_or_words():
+    assert labels_from_text("我喜欢") == ["我", "喜", "欢"]
+    assert labels_from_text(" I like cats ") == ["I", "like", "cats"]
+
+
+@pytest.mark.parametrize("labels, why", [(["a"], "2 to 8 tokens"), (list("abcdefghi"), "2 to 8 tokens"),
+                                         (["a", "a"], "must differ"), (["a", " "], "empty"), ("ab", "a list")])
+def test_bad_labels(labels, why):
+    with pytest.raises(InputError, match=why):
+        make_exercise(labels=labels)
+
+
+def test_cli_labels_and_text(tmp_path, capsys):
+    f = tmp_path / "ans.yaml"
+    assert main(["exercise", "--labels", "我,喜,欢", "--seed", "7", "--answers", str(f), "-f", "markdown"]) == 0
+    assert "| 喜 | " in capsys.readouterr().out
+    data = yaml.safe_load(f.read_text(encoding="utf-8"))
+    assert data["problem"]["tokens"] == ["我", "喜", "欢"]
+    # the teacher fills in Q from the problem's own numbers (X W_Q, plain numpy): it checks right
+    X, W = np.array(data["problem"]["X"], float), np.array(data["problem"]["W_Q"], float)
+    data["answers"] = {"Q": (X @ W).tolist()}
+    f.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    r = check(str(f))
+    assert r.ok and r.counts()["correct"] == 6 and [e.row_label for e in r.entries][::2] == ["0 (我)", "1 (喜)", "2 (欢)"]
+    assert main(["exercise", "--text", "我喜欢人工智能", "--seed", "7", "--no-answers", "-f", "markdown"]) == 0
+    assert "(7 tokens" in capsys.readouterr().out
+    assert main(["exercise", "--text", "我喜欢", "--tokens", "4", "--no-answers"]) == 2
+    assert "--tokens 4 but --text gives 3 tokens" in capsys.readouterr().err
