@@ -60,8 +60,16 @@ def _randomise(model: torch.nn.Module, seed: int) -> None:
                 p.copy_(0.15 * noise)
 
 
-def _save(model, folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+def _folder(folder) -> Path:
+    """``folder`` as a Path, made if it does not exist."""
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _save(model, folder: Path, seed: int) -> Path:
+    """``model`` with random parameters (:func:`_randomise`), saved in ``folder``."""
+    _randomise(model, seed)
     model.eval()
     model.save_pretrained(str(folder))
     return folder
@@ -70,8 +78,7 @@ def _save(model, folder: Path) -> Path:
 def tiny_bert_chinese(folder, *, seed: int = 0) -> Path:
     from transformers import BertConfig, BertForMaskedLM
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _folder(folder)
     lines = [f"[unused{i}]" for i in range(BERT_BASE_CHINESE_VOCAB_SIZE)]
     for tok, i in BERT_BASE_CHINESE_IDS.items():
         lines[i] = tok
@@ -82,8 +89,7 @@ def tiny_bert_chinese(folder, *, seed: int = 0) -> Path:
     cfg = BertConfig(vocab_size=BERT_BASE_CHINESE_VOCAB_SIZE, hidden_size=32, num_hidden_layers=2,
                      num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
     model = BertForMaskedLM(cfg)
-    _randomise(model, seed)
-    return _save(model, folder)
+    return _save(model, folder, seed)
 
 
 def tiny_bert(folder, *, seed: int = 1) -> Path:
@@ -91,16 +97,14 @@ def tiny_bert(folder, *, seed: int = 1) -> Path:
 
     from ..models.loader import default_model_path
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _folder(folder)
     shutil.copy(default_model_path() / "vocab.txt", folder / "vocab.txt")
     (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}), encoding="utf-8")
     torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=64, max_position_embeddings=64)
     model = BertModel(cfg, add_pooling_layer=True)
-    _randomise(model, seed)
-    return _save(model, folder)
+    return _save(model, folder, seed)
 
 
 def _train_bpe(folder: Path, special: list[str], vocab_size: int = 400) -> dict:
@@ -119,31 +123,27 @@ def _train_bpe(folder: Path, special: list[str], vocab_size: int = 400) -> dict:
 def tiny_roberta(folder, *, seed: int = 2) -> Path:
     from transformers import RobertaConfig, RobertaForMaskedLM
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _folder(folder)
     vocab = _train_bpe(folder, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     torch.manual_seed(seed)
     cfg = RobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=66, pad_token_id=1, bos_token_id=0,
                         eos_token_id=2, type_vocab_size=1, layer_norm_eps=1e-5)
     model = RobertaForMaskedLM(cfg)
-    _randomise(model, seed)
-    return _save(model, folder)
+    return _save(model, folder, seed)
 
 
 def tiny_gpt2(folder, *, seed: int = 3) -> Path:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _folder(folder)
     vocab = _train_bpe(folder, ["<|endoftext|>"])
     eos = vocab["<|endoftext|>"]
     torch.manual_seed(seed)
     cfg = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=32, n_layer=2, n_head=4,
                      bos_token_id=eos, eos_token_id=eos)
     model = GPT2LMHeadModel(cfg)
-    _randomise(model, seed)
-    return _save(model, folder)
+    return _save(model, folder, seed)
 
 
 BUILDERS = {"bert": tiny_bert, "bert-chinese": tiny_bert_chinese, "roberta": tiny_roberta, "gpt2": tiny_gpt2}
