@@ -129,7 +129,7 @@ def test_max_texts_bounds_the_importance_pass_too(capsys, tmp_path):
         assert "statistics pass: 3 texts" in text and "importance pass: 3 texts (the first ones) × 72 heads" in text
     assert "1 process," in report and "in 1 batch of ≤ 32 texts" in report and "(es)" not in report
     assert main(["analyze", str(corpus), "--max-texts", "1", "--importance-texts", "0", "--out", str(out),
-                 "--no-progress"]) == 0
+                 "--no-progress", "--overwrite"]) == 0
     stdout = capsys.readouterr().out
     assert "statistics pass: 1 text" in stdout and "importance pass: not run (--importance-texts 0)" in stdout
     assert "1 text, " in stdout

@@ -28,7 +28,8 @@ def test_sampling_options_and_view(folder, tmp_path, capsys):
             "--temperature", "0.9", "--top-k", "20", "--top-p", "0.95", "--seed", "7", "--view", str(page)]
     assert main(args) == 0
     first = capsys.readouterr()
-    assert main(args) == 0
+    assert main(args) == 2 and "--overwrite" in capsys.readouterr().err  # the page is there now
+    assert main(args + ["--overwrite"]) == 0
     assert capsys.readouterr().out == first.out  # the seed reproduces the sample
     assert page.is_file() and page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert f"wrote {page}" in first.err

@@ -348,8 +348,16 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
     return _RUNS[key]
 
 
+#: Commands that refuse to replace an existing output unless given --overwrite.
+OVERWRITING = {"explain", "example", "exercise", "plot", "view", "patch", "generate", "analyze", "experiment"}
+
+
 def _run_cli(argv: list[str]) -> tuple[int, str]:
     from attnscope.cli import main
+    if argv and argv[0] in OVERWRITING and "--help" not in argv:
+        # every page's commands share one workspace, where a reader's folder holds only their own
+        # outputs: what another page wrote there (attention.html, analysis/) is replaced
+        argv = argv + ["--overwrite"]
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         try:

@@ -119,3 +119,39 @@ def test_bad_settings_are_one_clear_error(decoders):
             model.generate(PROMPT, temperature=1, seed=seed)
     with pytest.raises(InputError, match="no chat template"):
         model.generate(PROMPT, chat=True)
+
+
+@pytest.mark.parametrize("text", ["hi😀", "مرحبا", "我喜欢"])
+def test_a_stream_never_ends_in_a_broken_character(decoders, text):
+    """The tiny Gemma's byte-level pieces split each of these characters over two or three tokens:
+    a generation that stops after any prefix of them streams only complete characters, and says
+    when it cut one (Generation.partial_character); the text itself is the tokenizer's decoding."""
+    from attnscope.models.generation import NewTokens
+
+    model = decoders["gemma3"]
+    ids = model.tokenizer.backend.encode(text, add_special_tokens=False).ids
+    assert len(ids) > len(text)  # some character really is split over tokens
+    for k in range(1, len(ids) + 1):
+        pieces: list = []
+        new = NewTokens(model, pieces.append, eos=[])
+        for token in ids[:k]:
+            new.add(token)
+        decoded = new.text()
+        whole = decoded.rstrip("\ufffd")
+        assert "".join(pieces) == whole and "\ufffd" not in "".join(pieces), (k, pieces)
+        assert decoded == model.tokenizer.decode(ids[:k]) and new.partial == (decoded != whole)
+        assert text.startswith(whole)
+    assert not new.partial and "".join(pieces) == text
+
+
+def test_generate_reports_a_cut_character(decoders, monkeypatch):
+    import attnscope.models.generation as G
+
+    model = decoders["gemma3"]
+    ids = model.tokenizer.backend.encode("hi😀", add_special_tokens=False).ids  # 'h' 'i' + 4 byte pieces
+    script = iter(ids[:3])  # stop after the emoji's first byte
+    monkeypatch.setattr(G, "choose", lambda *a: next(script))
+    pieces: list = []
+    g = model.generate(PROMPT, max_new_tokens=3, eos_token_ids=[], stream=pieces.append)
+    assert g.new_ids == ids[:3] and g.partial_character and g.text == "hi\ufffd"
+    assert "".join(pieces) == "hi"

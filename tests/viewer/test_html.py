@@ -45,7 +45,7 @@ def test_save_html_and_view_cli(tmp_path, capsys):
     assert d["compare"]["token"] == "bank" and len(d["texts"]) == 2
     assert main(["view", "  ", "-o", str(out)]) == 2
     assert "text is empty" in capsys.readouterr().err
-    assert main(["view", "a b", "--compare", "c d", "-o", str(out)]) == 2
+    assert main(["view", "a b", "--compare", "c d", "-o", str(out), "--overwrite"]) == 2
     assert "share no token" in capsys.readouterr().err
     assert main(["view", "hi", "-o", str(tmp_path / "missing" / "a.html")]) == 2
     assert "cannot write" in capsys.readouterr().err

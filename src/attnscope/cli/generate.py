@@ -67,6 +67,9 @@ def run(args) -> int:
                          stream=show)
     sys.stdout.write("\n")
     sys.stdout.flush()
+    if gen.partial_character:
+        print("(the generation stopped inside a character: the first bytes of that character are not shown)",
+              file=sys.stderr)
     if view is not None:
         from ..viewer.generation import save_generation_html
 

@@ -48,6 +48,10 @@ class Generation:
             float32 tensor (see the module docstring); else None.
         logits: with ``logits=True``, per new token the ``(vocab,)`` logits it was chosen from.
         settings: the sampling settings used.
+        partial_character: the generation stopped inside a character (its last token carries the
+            first bytes of a multi-byte UTF-8 character, say of an emoji or an Arabic letter, and the
+            rest never came): ``text`` ends in U+FFFD there, as the tokenizer decodes it, but a
+            ``stream`` was given only the complete characters (the incomplete bytes are dropped).
     """
 
     prompt: str
@@ -59,6 +63,7 @@ class Generation:
     attentions: Optional[list] = None
     logits: Optional[list] = None
     settings: dict = field(default_factory=dict)
+    partial_character: bool = False
 
     @property
     def ids(self) -> list:
@@ -151,7 +156,9 @@ def sampling_generator(temperature: float, seed: Optional[int]) -> Optional[torc
 class NewTokens:
     """The tokens a generation adds, one :meth:`add` per step: all kept in ``ids`` (a stopping
     end-of-sequence token included), the text passed to ``fn(piece)`` as soon as it decodes to
-    whole characters, and ``reason`` "eos" once an end token came ("length" until then)."""
+    whole characters, and ``reason`` "eos" once an end token came ("length" until then). A last
+    token that stops inside a character is held back and, when the generation ends there, never
+    streamed (``partial`` says so): the stream never ends in a broken U+FFFD."""
 
     def __init__(self, model, fn: Optional[Callable[[str], None]], eos) -> None:
         self.model, self.fn, self.eos = model, fn, set(eos)
@@ -159,6 +166,7 @@ class NewTokens:
         self.reason = "length"
         self.body: list[int] = []  # the ids of the text: all but a stopping end token
         self.sent = ""
+        self.partial = False
 
     def add(self, token: int) -> bool:
         """Keep ``token``; True when it ends the generation (an end-of-sequence token)."""
@@ -172,15 +180,19 @@ class NewTokens:
 
     def text(self) -> str:
         """The generated text (without the stopping end token), its last piece streamed."""
+        text = self.model.tokenizer.decode(self.body)
+        self.partial = text.endswith("\ufffd")
         self._stream(final=True)
-        return self.model.tokenizer.decode(self.body)
+        return text
 
     def _stream(self, final: bool) -> None:
         if self.fn is None:
             return
         text = self.model.tokenizer.decode(self.body)
-        if text.endswith("\ufffd") and not final:  # part of a multi-byte character: wait for the rest
-            return
+        if text.endswith("\ufffd"):  # the first bytes of a multi-byte character: wait for the rest
+            if not final:
+                return
+            text = text.rstrip("\ufffd")  # the rest never came: stream only the complete text
         if len(text) > len(self.sent) and text.startswith(self.sent):
             self.fn(text[len(self.sent):])
             self.sent = text
@@ -244,6 +256,6 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
                 step_in = None
     return Generation(prompt=text, prompt_ids=ids, new_ids=new.ids,
                       tokens=[model.tokenizer.id_to_token(i) for i in ids + new.ids], text=new.text(),
-                      finish_reason=new.reason, attentions=atts, logits=kept,
+                      partial_character=new.partial, finish_reason=new.reason, attentions=atts, logits=kept,
                       settings={"max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k,
                                 "top_p": top_p, "seed": seed, "chat": bool(chat or not isinstance(prompt, str))})

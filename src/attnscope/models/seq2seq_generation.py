@@ -186,7 +186,8 @@ def generate(model, source: str, *, max_new_tokens: int = 32, temperature: float
     ignored = {k: v for k, v in c.generation.items() if k in IGNORED}
     tokens = [model.tokenizer.id_to_token(i) for i in [c.decoder_start_token_id] + new.ids]
     return Generation(prompt=source, prompt_ids=batch.ids[0], new_ids=new.ids, tokens=tokens,
-                      text=new.text(), finish_reason=new.reason, attentions=atts, logits=kept,
+                      text=new.text(), partial_character=new.partial, finish_reason=new.reason, attentions=atts,
+                      logits=kept,
                       settings={"max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k,
                                 "top_p": top_p, "seed": seed, "decoder_start_token_id": c.decoder_start_token_id,
                                 "eos_token_ids": eos, "applied": applied, "ignored": ignored})
