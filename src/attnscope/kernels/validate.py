@@ -24,11 +24,15 @@ def require_float(name: str, t) -> None:
         raise ShapeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
 
 
-def check_token_ids(input_ids, name: str = "input_ids") -> None:
-    """ShapeError unless ``input_ids`` is an integer tensor ``(B, L)`` (``name`` names it)."""
+def check_token_ids(input_ids, name: str = "input_ids", max_positions: Optional[int] = None) -> None:
+    """ShapeError unless ``input_ids`` is an integer tensor ``(B, L)`` (``name`` names it);
+    InputError when L is more than ``max_positions``."""
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
         got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
         raise ShapeError(f"{name} must be an integer tensor (B, L), got {got}")
+    L = input_ids.shape[1]
+    if max_positions is not None and L > max_positions:
+        raise InputError(f"sequence of {L} tokens is longer than the model's {max_positions} positions")
 
 
 def check_vocabulary(input_ids: Tensor, vocab_size: int) -> None:

@@ -31,7 +31,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..hooks import HookPoint
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..kernels.validate import check_token_ids, check_vocabulary
@@ -281,10 +281,8 @@ class DebertaEmbeddings(nn.Module):
     def forward(self, input_ids: Tensor, token_type_ids: Optional[Tensor] = None,
                 position_ids: Optional[Tensor] = None, attention_mask: Optional[Tensor] = None) -> Tensor:
         c = self.config
-        check_token_ids(input_ids)
+        check_token_ids(input_ids, max_positions=c.max_positions)
         L = input_ids.shape[1]
-        if L > c.max_positions:
-            raise InputError(f"sequence of {L} tokens is longer than the model's {c.max_positions} positions")
         check_vocabulary(input_ids, c.vocab_size)
         x = self.tokens(self.token_embedding(input_ids))  # (B, L, E)
         if self.position_embedding is not None:

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..config import TransformerConfig
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..hooks import HookPoint
 from ..kernels.validate import check_token_ids, check_vocabulary
 from ..positions import get_position, sinusoidal_positions  # noqa: F401  (sinusoidal_positions: public here too)
@@ -46,10 +46,8 @@ class Embeddings(nn.Module):
     def forward(self, input_ids: Tensor, token_type_ids: Optional[Tensor] = None,
                 position_ids: Optional[Tensor] = None) -> Tensor:
         c = self.config
-        check_token_ids(input_ids)
+        check_token_ids(input_ids, max_positions=c.max_positions)
         B, L = input_ids.shape
-        if L > c.max_positions:
-            raise InputError(f"sequence of {L} tokens is longer than the model's {c.max_positions} positions")
         check_vocabulary(input_ids, c.vocab_size)
         x = self.tokens(self.token_embedding(input_ids))  # (B, L, d)
         if self.segment_embedding is not None:
