@@ -134,3 +134,11 @@ def test_the_length_kept_by_the_rotation_is_the_exact_one():
             "K": [[1, 0, 0, 0], [0, 1, 0, 0]], "V": [[1], [2]], "rope": {"base": 50, "pairing": "half"}}
     md = explain(spec).render("markdown")
     assert "|q₁| = 1.0001 before and 1.0001 after" in md and "1.0000 before" not in md
+
+
+def test_the_note_holds_for_the_scoring():
+    """Cosine's unit vectors turn as the vectors do (the note names q̂, k̂); qknorm subtracts each
+    turned vector's mean, which does not commute with the turn: no note."""
+    cos = explain(dict(copy.deepcopy(SPEC), scoring="cosine")).render("markdown")
+    assert "the dot product of q̂₄ and k̂₄ before the turn" in cos
+    assert "turns cancel" not in explain(dict(copy.deepcopy(SPEC), scoring="qknorm")).render("markdown")

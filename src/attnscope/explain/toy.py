@@ -45,7 +45,7 @@ from .doc import (
 from .modern import distance_step, gemma_scale_para, heads_step, rms_step, rotation_step, window_paras
 from .numbers import fmt
 from .toy_input import ToyProblem
-from .toy_numbers import STEP_NAMES, check_finite, compute, compute_exact
+from .toy_numbers import STEP_NAMES, by_offset, check_finite, compute, compute_exact
 
 __all__ = ["compute", "compute_exact", "explain_toy", "check_finite", "prepares", "divides_by_root", "scoring_note",
            "attention_formula", "STEP_NAMES"]
@@ -173,9 +173,11 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
                                  [[(qs[i, c], ks[j, c]) for c in range(d_k)] for j in range(L)],
                                  list(x["scores"][i])))
     blocks.append(Matrix(S_SYM, x["scores"], rows=toks, cols=toks, caption=t("toy.rows_cols")))
-    if m.rope_base is not None:  # the turns cancel on the diagonal: exact (toy_numbers.rotary_scores)
+    if by_offset(m, p.scoring):  # the turns cancel on the diagonal: exact (toy_numbers.rotary_scores)
+        hat = prepares(p.scoring)  # cosine: of the unit vectors q̂, k̂ (a turn keeps lengths)
+        qk = [sub(f"{c}̂" if hat else c, rf"\hat{{{c}}}" if hat else c, L - 1) for c in ("q", "k")]
         blocks.append(Para(t("rope.diagonal", s=sub("s", "s", L - 1, L - 1), v=x["scores"][L - 1, L - 1],
-                             q=sub("q", "q", L - 1), k=sub("k", "k", L - 1)), style="note"))
+                             q=qk[0], k=qk[1]), style="note"))
     steps.append(Step("scores", t("step.scores_rot" if m.rope_base is not None else "step.scores"), blocks))
 
     # 5. scale
