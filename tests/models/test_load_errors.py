@@ -27,7 +27,7 @@ def _edit_config(folder, **changes):
 
 
 def test_missing_folder(tmp_path):
-    with pytest.raises(ModelLoadError, match=r"model folder .*nowhere not found"):
+    with pytest.raises(ModelLoadError, match=r"no model folder, model file or installed model called .*nowhere"):
         attnscope.load(tmp_path / "nowhere")
 
 

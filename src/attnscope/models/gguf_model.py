@@ -67,6 +67,9 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
 
     package = find_package(str(path)) if not Path(str(path)).expanduser().exists() else None
     file = package_model_path(str(path)) if package is not None else Path(path).expanduser()
+    if file.is_dir():
+        raise ModelLoadError(f"{file} is a folder, not a GGUF file; pass the .gguf file itself (a Hugging Face "
+                             "checkpoint folder loads by a name that does not end in .gguf)")
     if not file.is_file():
         raise ModelLoadError(f"GGUF file {file} not found")
     read_dtype = torch.float64 if dtype == torch.float64 else torch.float32
@@ -80,8 +83,10 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
     assert cls is not None  # GGUF's architectures are decoders, whose families build DecoderModel
     with weights_not_initialised():
         model: DecoderModel = cls(config, family, name=str(name), path=file)
-    model.to(read_dtype)
+    # the weights become the file's tensors (read_dtype already); .to() before would convert, and so
+    # write, every uninitialised weight (a float64 load held its weights twice)
     model.unused_weights = map_weights(model, family, ckpt.state_dict, source, assign=True)
+    model.to(read_dtype)
     model.gguf = {"architecture": ckpt.architecture, "qtypes": ckpt.qtypes, "defaults": ckpt.defaults,
                   "license": license_notice(package.name) if package is not None else None}
     del ckpt.state_dict

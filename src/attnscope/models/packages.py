@@ -121,6 +121,11 @@ def model_names() -> list[str]:
     return [p.name for p in PACKAGES]
 
 
+def installed_names() -> list[str]:
+    """The names of the model packages whose (first) package is installed here."""
+    return [p.name for p in PACKAGES if _package_dir(p.module) is not None]
+
+
 def cache_dir() -> Path:
     """Where attnscope writes files it derives (Gemma's assembled GGUF)."""
     env = os.environ.get("ATTNSCOPE_CACHE")
