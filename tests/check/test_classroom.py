@@ -96,3 +96,20 @@ def test_class_input_errors(tmp_path):
     with pytest.raises(InputError, match="two files for the student 'a'"):
         check_class([tmp_path])
     assert main(["check", str(tmp_path / "a.yaml"), "--summary", "x.csv"]) == 2  # --summary is for a class
+
+
+def test_howto_row_format_and_class_summary_are_what_the_files_give():
+    """docs/howto/check-a-calculation.md: its row-problem block is docs/examples/row-answers.yaml (whose
+    check the page's console block runs), and its CSV lines are what the class folder gives."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "howto" / "check-a-calculation.md").read_text(encoding="utf-8")
+    row = page.split("## One row", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    file = (root / "docs" / "examples" / "row-answers.yaml").read_text(encoding="utf-8")
+    assert file.endswith(row) and file[:-len(row)].lstrip("#").strip()  # the file = its comment + the block
+    r = check(str(root / "docs" / "examples" / "row-answers.yaml"))
+    assert r.counts() == {"correct": 12, "rounding": 0, "carried": 2, "wrong": 1}
+    assert [(e.step, e.col) for e in r.by_verdict("wrong")] == [("weights", 1)]
+    shown = page.split("## A whole class", 1)[1].split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    csv_text = check_class([root / "docs" / "examples" / "class"]).to_csv().splitlines()
+    assert shown == csv_text[:len(shown)] and len(shown) >= 4

@@ -105,16 +105,20 @@ class ClassReport:
         w.writerows(self.rows())
         return buf.getvalue()
 
-    def table(self) -> tuple[list, list]:
+    def table(self, lang: str = "en") -> tuple[list, list]:
         """(header, rows) of the class at a glance: per student and step ``✓`` (all right), ``✗n``
         (n new mistakes), ``↪n`` (n carried), ``∅n`` (n missing), joined; then the first mistake."""
+        from ..explain.blocks import T
+        from ..explain.render.base import Ctx
+        ctx = Ctx(lang, 4, "text")
         steps = self.steps
-        header = ["student"] + steps + ["first mistake", "status"]
+        header = [ctx.label("check.class_student")] + steps + [ctx.label(f"check.class_{k}") for k in ("first", "status")]
+        status = {"ok": "ok", "new mistake": "new", "carried only": "carried", "missing": "missing", "error": "error"}
         body = []
         for s in self.students:
             r = s.report
             if r is None:
-                body.append([s.name] + [""] * len(steps) + ["", f"error: {s.error}"])
+                body.append([s.name] + [""] * len(steps) + ["", f"{ctx.label('check.status_error')}: {s.error}"])
                 continue
             cells = []
             for step in steps:
@@ -126,22 +130,31 @@ class ClassReport:
                          f"∅{blank}" if blank else ""]
                 cells.append(" ".join(m for m in marks if m) or "✓")
             first = r.first_wrong
-            body.append([s.name] + cells + [f"{first[0]}, row {first[1]}" if first else "", s.status])
+            where = ctx.text(T("check.class_row", {"step": first[0], "row": first[1]})) if first else ""
+            body.append([s.name] + cells + [where, ctx.label(f"check.status_{status[s.status]}")])
         return header, body
 
-    def render(self, format: str = "text") -> str:
-        """The table as plain text (``text``), Markdown, or the CSV (``csv``)."""
+    def render(self, format: str = "text", lang: str = "en") -> str:
+        """The table as plain text (``text``), Markdown, or the CSV (``csv``; its words stay English,
+        for programs)."""
+        from ..explain.render.base import Ctx
         if format == "csv":
             return self.to_csv()
-        header, body = self.table()
+        header, body = self.table(lang)
         if format == "markdown":
             lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
         else:
-            widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
-            lines = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in [header] + body]
-        key = "✓ all right · ✗n new mistakes · ↪n carried from an earlier slip · ∅n left empty (missing)"
-        return "\n".join(lines + ["", key]) + "\n"
+            width = [max(_width(str(x)) for x in col) for col in zip(header, *body)]
+            lines = ["  ".join(str(x) + " " * (w - _width(str(x))) for x, w in zip(row, width)).rstrip()
+                     for row in [header] + body]
+        return "\n".join(lines + ["", Ctx(lang, 4, "text").label("check.class_key")]) + "\n"
+
+
+def _width(s: str) -> int:
+    """Columns ``s`` takes in a terminal: CJK characters two."""
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
 
 
 def answer_files(paths: Sequence[Union[str, Path]]) -> list[Path]:

@@ -74,7 +74,7 @@ def run_class(args, files: list) -> int:
             raise InputError(f"--summary {args.summary!r}: the folder {str(out.parent)!r} does not exist")
     result = check_class(files)
     sys.stdout.write(result.render("markdown" if args.format == "markdown" else
-                                   "csv" if args.format == "csv" else "text"))
+                                   "csv" if args.format == "csv" else "text", lang=args.lang))
     if args.summary is not None:
         try:
             Path(args.summary).write_text(result.to_csv(), encoding="utf-8")
