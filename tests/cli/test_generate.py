@@ -8,6 +8,7 @@ import pytest
 import attnscope
 from attnscope.cli import main
 from tests.models.decoders.tiny import llama_gqa, mistral_window
+from tests.models.seq2seq.fixtures import seq2seq_dirs  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +65,21 @@ def test_errors_are_one_line(folder, capsys, extra, message):
 def test_an_encoder_does_not_generate(capsys):
     assert main(["generate", "hello", "--model", str(attnscope.models.default_model_path())]) == 2
     assert "does not generate" in capsys.readouterr().err
+
+
+def test_an_encoder_decoder_model_is_one_story_from_view_to_generate(seq2seq_dirs, capsys, tmp_path):  # noqa: F811
+    """`view` without --target tells to take the target from `attnscope generate … --model FOLDER`;
+    that command works for T5 and prints the target, which `view --target` then shows."""
+    folder, source = seq2seq_dirs["t5"], "translate English to German: The cat sat."
+    page = tmp_path / "t5.html"
+    assert main(["view", source, "--model", str(folder), "-o", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert f"--target (e.g. the model's own output: attnscope generate TEXT --model {folder})" in err
+    assert main(["generate", source, "--model", str(folder), "--max-new-tokens", "5"]) == 0
+    target = capsys.readouterr().out.rstrip("\n")
+    g = attnscope.load(folder).generate(source, max_new_tokens=5)
+    assert target == g.text and target.strip()
+    assert main(["view", source, "--model", str(folder), "--target", target, "-o", str(page)]) == 0
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert main(["generate", source, "--model", str(folder), "--chat"]) == 2
+    assert "--chat is for decoder models" in capsys.readouterr().err

@@ -3,10 +3,13 @@
     attnscope generate "The capital of France is" --model smollm2-135m
     attnscope generate "What is the capital of France?" --chat --max-new-tokens 40
     attnscope generate "我喜欢人工智能，因为" --model gemma-3-270m --temperature 0.8 --seed 1 --view gen.html
+    attnscope generate "translate English to German: The cat sat." --model ./t5-small
 
 --model takes an installed model package (smollm2-135m, gemma-3-270m), a .gguf file or a Hugging
-Face folder of a llama, qwen2, mistral or gemma3 model. --temperature 0 (the default) is greedy
-decoding. --view writes the viewer page of the prompt and the generated tokens (one HTML file).
+Face folder of a llama, qwen2, mistral or gemma3 model, or of an encoder–decoder model (T5,
+BART): then the prompt is the source and the output its target, which `attnscope view SOURCE
+--target TARGET` shows. --temperature 0 (the default) is greedy decoding. --view writes the viewer
+page of a decoder's prompt and generated tokens (one HTML file).
 """
 
 from __future__ import annotations
@@ -52,19 +55,27 @@ def run(args) -> int:
     if view is not None:
         check_new_file(view, args.overwrite, "--view")
     from ..models import DecoderModel, load
+    from ..models.seq2seq_model import Seq2SeqModel
 
     model = load(args.model, device=device)
-    if not isinstance(model, DecoderModel):
+    seq2seq = isinstance(model, Seq2SeqModel)
+    if not seq2seq and not isinstance(model, DecoderModel):
         raise InputError(f"--model {args.model}: a {model.family} model does not generate; use a decoder "
-                         f"(smollm2-135m, gemma-3-270m, or a llama/qwen2/mistral/gemma3 folder or .gguf file)")
+                         f"(smollm2-135m, gemma-3-270m, or a llama/qwen2/mistral/gemma3 folder or .gguf file) or an "
+                         f"encoder–decoder model (a T5 or BART folder)")
+    if seq2seq and (args.chat or args.system is not None or view is not None):
+        flag = "--chat" if args.chat else "--system" if args.system is not None else "--view"
+        raise InputError(f"{flag} is for decoder models; {model.name} is an encoder–decoder model: the prompt is its "
+                         "source (to see the attention of its output: attnscope view SOURCE --target OUTPUT)")
 
     def show(piece: str) -> None:
         sys.stdout.write(piece)
         sys.stdout.flush()
 
-    gen = model.generate(args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                         top_k=args.top_k, top_p=args.top_p, seed=args.seed, chat=args.chat, system=args.system,
-                         stream=show)
+    settings = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+                    top_p=args.top_p, seed=args.seed, stream=show)
+    gen = (model.generate(args.prompt, **settings) if seq2seq
+           else model.generate(args.prompt, chat=args.chat, system=args.system, **settings))
     sys.stdout.write("\n")
     sys.stdout.flush()
     if gen.partial_character:

@@ -65,8 +65,9 @@ def cli_page(model, text: str, target: Optional[str], *, compare: Optional[str] 
                              f"({model.family}) reads one text: leave --target out")
         return None
     if target is None:
+        where = getattr(model, "path", None) or model.name
         raise InputError(f"{model.name} is an encoder–decoder model: TEXT is its source; give the decoder's text with "
-                         f"--target (e.g. the model's own output, from attnscope generate)")
+                         f"--target (e.g. the model's own output: attnscope generate TEXT --model {where})")
     if compare is not None:
         raise InputError("--compare (the context view) is for one-text models; an encoder–decoder page shows "
                          "encoder, decoder and cross-attention of TEXT and --target")
