@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from . import MAX_INDEX, MAX_SEED, IntRange, add_overwrite_option, check_device, check_new_file, check_range
@@ -72,10 +73,13 @@ def run(args) -> int:
         sys.stdout.write(piece)
         sys.stdout.flush()
 
-    settings = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
-                    top_p=args.top_p, seed=args.seed, stream=show)
-    gen = (model.generate(args.prompt, **settings) if seq2seq
-           else model.generate(args.prompt, chat=args.chat, system=args.system, **settings))
+    settings: dict[str, Any] = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                    top_k=args.top_k, top_p=args.top_p, seed=args.seed, stream=show)
+    if isinstance(model, Seq2SeqModel):
+        gen = model.generate(args.prompt, **settings)
+    else:
+        assert isinstance(model, DecoderModel)  # checked above
+        gen = model.generate(args.prompt, chat=args.chat, system=args.system, **settings)
     sys.stdout.write("\n")
     sys.stdout.flush()
     if gen.partial_character:
