@@ -55,15 +55,17 @@ run: install
 
 # Chromium first (the browser tests need it): installed when it is missing and this user may (root,
 # or sudo without a password), else one line with the command to run, before any long install.
-# ATTNSCOPE_MEMORY_REPORT=DIR adds each module's peak memory and time (tests/memory_report.py).
+# A test file runs in one worker (--dist loadfile), so that a module's real model is loaded once,
+# not once per worker. ATTNSCOPE_MEMORY_REPORT=DIR adds each module's peak memory and time
+# (tests/memory_report.py; docs/guide/architecture.md gives the numbers).
 test: chromium install-test
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The inner loop: every test but those that load a model package (SmolLM2, Gemma, …) or drive
 # Chromium (the marks are put on by rule: tests/marks.py); needs neither, only `.[test]` and the
 # default model that `make install` brings.
 test-fast: install-test-deps
-	$(BIN)/python -m pytest -q -n 2 -m "not real_model and not browser"
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not real_model and not browser"
 
 chromium:
 	@bash tools/ensure_chromium.sh

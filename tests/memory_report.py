@@ -278,6 +278,12 @@ def release_memory() -> None:
     model is let go.
     """
     import gc
+    import sys
 
+    # pytest keeps the last failure's traceback (sys.last_traceback, for pdb.pm()): its frames hold
+    # the failed test's fixtures, a real model among them, until the next failure
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
     gc.collect()
     trim_heap()

@@ -268,10 +268,16 @@ def run_python(code: str, ns: dict, where: str) -> None:
 PY_PAGES = sorted({_rel(b) for b in BLOCKS if b.lang == "python" and _runs(b)})
 
 
+def _needs_a_model_package(code: str) -> bool:
+    """A block names a model package, or runs ``attnscope generate`` or ``patch``, whose model is
+    SmolLM2 unless ``--model`` says otherwise (tests/marks.py: the real_model mark)."""
+    return names_a_model_package(code) or re.search(r"\battnscope (generate|patch)\b", code) is not None
+
+
 def _page_param(page: str):
     """A page whose Python blocks load a model package is marked ``real_model`` (tests/marks.py)."""
     code = "".join(_substituted(b) for b in BLOCKS if _rel(b) == page and b.lang == "python" and _runs(b))
-    return pytest.param(page, marks=[pytest.mark.real_model] if names_a_model_package(code) else [])
+    return pytest.param(page, marks=[pytest.mark.real_model] if _needs_a_model_package(code) else [])
 
 
 @pytest.fixture
@@ -386,7 +392,7 @@ def excerpt_matches(shown: list[str], printed: str) -> bool:
 SHELL_BLOCKS = [b for b in BLOCKS if b.lang in SHELL and _runs(b)]
 
 
-@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=[pytest.mark.real_model] if names_a_model_package(
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=[pytest.mark.real_model] if _needs_a_model_package(
     _substituted(b)) else []) for b in SHELL_BLOCKS])
 def test_shell_block(block, in_workspace):
     rel = _rel(block)

@@ -250,7 +250,9 @@ def test_smollm2_path_equals_its_float64_torch_model():
     m = attnscope.load("smollm2-135m")
     text = "When Mary and John went to the store, John gave a drink to"
     w = explain_path(text, m, layer=2, head=4, position=13)
-    tr = copy.deepcopy(m).double().trace(text, names=["embed.*", "layers.1.out", "layers.2.*"])
+    del m  # memory: the float64 model alone (its weights are the float32 ones widened, as tests/models/test_gguf.py checks)
+    m64 = attnscope.load("smollm2-135m", dtype=torch.float64)
+    tr = m64.trace(text, names=["embed.*", "layers.1.out", "layers.2.*"])
     checked = 0
     for key, ours in w.values.items():
         base = key.split("[")[0]
