@@ -23,6 +23,7 @@ import numpy as np
 from .. import exact as E
 from .. import reference as R
 from ..explain.toy_input import ToyProblem
+from ..explain.toy_modern import Modern
 from ..explain.toy_numbers import by_offset, compute, compute_exact, rms, rotary_scores, rotate
 from ..scorings import DEFAULT_EPS
 
@@ -197,7 +198,7 @@ def toy_chain(p: ToyProblem) -> Chain:
 
 
 def _offset_scores(out: np.ndarray, q_rot: np.ndarray, k_rot: np.ndarray, q_pre: np.ndarray, k_pre: np.ndarray,
-                   m, scoring: str) -> None:
+                   m: Modern, scoring: str) -> None:
     """Replace in ``out`` (L, L) the scores whose query and key rows in the world are the turned
     rows of the world's operands before the rotation (the learner did not write their own) by the
     scores from the offsets (:func:`~attnscope.explain.toy_numbers.rotary_scores`): the same
