@@ -69,12 +69,14 @@ def register(sub) -> None:
 
 def _check_outputs(paths, overwrite: bool) -> list[Path]:
     outs = [Path(p) for p in paths]
-    for out in outs:
+    for given, out in zip(paths, outs):
+        if not str(given).strip():
+            raise InputError("-o is empty; give a file name such as patch.png or patch.json")
+        if out.is_dir():  # "-o ." or "-o results/": a name is missing, not a format
+            raise InputError(f"-o {str(given)!r} is a folder; give a file name such as {str(out / 'patch.png')!r}")
         if out.suffix.lower() not in FIGURES + (".json",):
             raise InputError(f"cannot tell what to write to {out.name!r}: use .png, .svg, .pdf (the figure) or "
                              f".json (the numbers)")
-        if out.is_dir():
-            raise InputError(f"-o {str(out)!r} is a folder; give a file name")
         if not out.parent.exists():
             raise InputError(f"cannot write {str(out)!r}: the folder {str(out.parent)!r} does not exist")
         check_new_file(out, overwrite)

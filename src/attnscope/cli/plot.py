@@ -78,6 +78,10 @@ def _labels(args):
 
 def run(args) -> int:
     out = Path(args.output)
+    if not args.output.strip():
+        raise InputError("-o is empty; give a file name such as scores.png")
+    if out.is_dir():  # "-o ." or "-o figures/": a name is missing, not a format
+        raise InputError(f"-o {args.output!r} is a folder; give a file name such as {str(out / 'scores.png')!r}")
     if out.suffix.lower() not in FORMATS:
         raise InputError(f"cannot tell the format of {out.name!r}: use a .png, .svg or .pdf file name")
     check_new_file(out, args.overwrite)
