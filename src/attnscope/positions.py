@@ -34,6 +34,7 @@ from torch import nn
 
 from .errors import ConfigError
 from .reference.positions import rope_inv_freq as rope_inv_freq_np
+from .scorings import add_to_registry
 
 Tensor = torch.Tensor
 
@@ -66,10 +67,7 @@ _REGISTRY: dict[str, PositionScheme] = {}
 def register_position(scheme: PositionScheme, *, replace: bool = False) -> PositionScheme:
     if scheme.acts_on not in ACTS_ON:
         raise ConfigError(f"a position scheme acts on one of {', '.join(ACTS_ON)}, got {scheme.acts_on!r}")
-    if scheme.name in _REGISTRY and not replace:
-        raise ConfigError(f"position scheme {scheme.name!r} is already registered (pass replace=True to redefine it)")
-    _REGISTRY[scheme.name] = scheme
-    return scheme
+    return add_to_registry(_REGISTRY, scheme.name, scheme, "position scheme", replace)
 
 
 def get_position(name: str) -> PositionScheme:

@@ -111,16 +111,23 @@ class Scoring:
 _REGISTRY: dict[str, Scoring] = {}
 
 
+def add_to_registry(registry: dict, name: str, entry, what: str, replace: bool):
+    """``registry[name] = entry`` unless ``name`` is taken and ``replace`` is False (then
+    ConfigError naming the ``what`` and how to redefine it); returns ``entry``. The one rule of
+    attnscope's registries (scorings, position schemes)."""
+    if name in registry and not replace:
+        raise ConfigError(f"{what} {name!r} is already registered (pass replace=True to redefine it)")
+    registry[name] = entry
+    return entry
+
+
 def register_scoring(scoring: Scoring, *, replace: bool = False) -> Scoring:
     """Add a scoring; every kernel, module and the reference then accept ``scoring=name``."""
     if not isinstance(scoring, Scoring):
         raise ConfigError(f"register_scoring expects a Scoring, got {type(scoring).__name__}")
     if not scoring.name.isidentifier():
         raise ConfigError(f"a scoring's name must be an identifier, got {scoring.name!r}")
-    if scoring.name in _REGISTRY and not replace:
-        raise ConfigError(f"scoring {scoring.name!r} is already registered (pass replace=True to redefine it)")
-    _REGISTRY[scoring.name] = scoring
-    return scoring
+    return add_to_registry(_REGISTRY, scoring.name, scoring, "scoring", replace)
 
 
 def unregister_scoring(name: str) -> None:

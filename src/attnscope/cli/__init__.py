@@ -43,14 +43,18 @@ class IntRange:
     def describe(self) -> str:
         return f"from {self.low} to {self.high}"
 
-    def __call__(self, text: str) -> int:
+    def parse(self, part: str, not_int: str) -> int:
+        """``part`` as an integer in range; OptionError ``not_int`` when it is not an integer."""
         try:
-            value = int(text)
+            value = int(part)
         except ValueError:
-            raise OptionError(f"{self.flag} must be an integer {self.describe()}, got {text!r}") from None
+            raise OptionError(not_int) from None
         if not self.low <= value <= self.high:
             raise OptionError(f"{self.flag} must be {self.describe()}, got {value}")
         return value
+
+    def __call__(self, text: str) -> int:
+        return self.parse(text, f"{self.flag} must be an integer {self.describe()}, got {text!r}")
 
 
 class IntList(IntRange):
@@ -69,12 +73,7 @@ class IntList(IntRange):
             raise OptionError(f"{self.flag} is empty: give {self.describe()}")
         out = []
         for x in parts:
-            try:
-                value = int(x)
-            except ValueError:
-                raise OptionError(f"{self.flag} must be {self.describe()}, got {text!r}") from None
-            if not self.low <= value <= self.high:
-                raise OptionError(f"{self.flag} must be {self.describe()}, got {value}")
+            value = self.parse(x, f"{self.flag} must be {self.describe()}, got {text!r}")
             if self.unique and value in out:
                 raise OptionError(f"{self.flag} lists {value} twice; give each once")
             out.append(value)
