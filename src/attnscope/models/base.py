@@ -153,11 +153,12 @@ class LoadedModel:
 
     # ------------------------------------------------------------------------------------------
     def trace(self, texts: Texts, names=None, hooks=None, *, truncate: bool = False, grad: bool = False,
-              bwd_hooks=None):
-        """Run texts and record intermediates; see :func:`attnscope.trace.run_trace`."""
+              bwd_hooks=None, max_memory=None):
+        """Run texts and record intermediates; see :func:`attnscope.trace.run_trace` (``max_memory``:
+        refuse a trace estimated to need more, with the estimate)."""
         from ..trace import run_trace
         return run_trace(self, texts, names=names, hooks=hooks, truncate=truncate, grad=grad,
-                         bwd_hooks=bwd_hooks)
+                         bwd_hooks=bwd_hooks, max_memory=max_memory)
 
     def hooks(self, fwd=None, *, bwd=None):
         """``with model.hooks({"layers.3.attn.z": fn}, bwd={…}):`` — hooks for the block's passes.

@@ -105,9 +105,10 @@ there, ``weights`` 0); rows and vectors *at* padded positions are computed but m
 slice ``[:n]`` with ``n = trace.lengths[b]``.
 """
 
+from .memory import estimate_trace_memory
 from .names import HEAD_STEPS, SEQ2SEQ_NAMES, TRACE_NAMES, expand_names, key, resolve
 from .record import FORMAT, FORMAT_VERSION, Trace, TraceKeyError
 from .run import attached_hooks, run_trace
 
 __all__ = ["TRACE_NAMES", "SEQ2SEQ_NAMES", "HEAD_STEPS", "Trace", "TraceKeyError", "run_trace", "attached_hooks",
-           "expand_names", "resolve", "key", "FORMAT", "FORMAT_VERSION"]
+           "expand_names", "resolve", "key", "FORMAT", "FORMAT_VERSION", "estimate_trace_memory"]

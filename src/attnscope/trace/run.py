@@ -158,7 +158,7 @@ def _foreign(points: dict[str, HookPoint]) -> frozenset:
 
 
 def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool = False,
-              grad: bool = False, bwd_hooks: HookMap = None) -> Trace:
+              grad: bool = False, bwd_hooks: HookMap = None, max_memory=None) -> Trace:
     """Run ``texts`` through ``model`` recording ``names`` and applying ``hooks``; see :mod:`attnscope.trace`.
 
     Args:
@@ -172,10 +172,15 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool
             so that ``torch.autograd.grad(loss(trace.output), trace[name])`` works.
         bwd_hooks: ``{name_or_glob: fn(grad, name) -> grad | None}``, called during a later
             ``backward()`` of the output (so only useful with ``grad=True``).
+        max_memory: bytes, or a size like ``"2GB"``: refuse (InputError with the estimate) a
+            trace estimated to need more (:func:`attnscope.trace.memory.estimate_trace_memory`).
     """
     wanted = resolve(names, model.hook_names, model.config.n_heads)
     targets = hook_targets(model, hooks, "hooks")
     batch = model.as_batch(texts, truncate=truncate)
+    if max_memory is not None:
+        from .memory import check_fits
+        check_fits(model, batch, names, hooks, max_memory)
     tensors, output = record_pass(model, wanted, targets, bwd_hooks, grad, batch.input_ids.shape[0],
                                   lambda: model(batch.input_ids, batch.attention_mask, batch.token_type_ids))  # (B, L, d)
     return Trace(tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(),
