@@ -16,6 +16,7 @@ import torch
 from ..errors import InputError
 from ..tokenizer import Batch
 from .pair import Metric, PatchPair, checked_metric, encode_pair, require_lm
+from .prefix import input_name, run_from_layers
 from .result import PatchingResult
 
 Tensor = torch.Tensor
@@ -68,12 +69,17 @@ def _layers(model, layers) -> list[int]:
 
 
 def _run_patches(model, pair: PatchPair, patches: list, hook_for, metric: Metric, batch_size: int,
-                 progress: bool, desc: str) -> Tensor:
-    """Metric of every patch, float64 ``(len(patches),)``. ``patches`` are ``(layer, index)``;
-    ``hook_for(layer, rows, index)`` gives the hook writing patch ``index[r]`` into batch row ``rows[r]``."""
+                 progress: bool, desc: str, inputs: dict, enter_for=None) -> tuple[Tensor, int]:
+    """Metric of every patch, float64 ``(len(patches),)``, and the (copy, layer) evaluations it took.
+    ``patches`` are ``(layer, index)`` sorted by layer; ``hook_for(layer, rows, index)`` gives the hook
+    ``(name, fn)`` writing patch ``index[r]`` into batch row ``rows[r]``, or None when ``enter_for(layer,
+    rows, index)`` writes it into what enters the layer instead. Each batch runs from its lowest patched
+    layer, on the corrupted run's ``inputs`` (:func:`~attnscope.patching.prefix.run_from_layers`)."""
     from tqdm.auto import tqdm
 
     out = torch.empty(len(patches), dtype=torch.float64)
+    evaluations = 0
+    ids = pair.corrupted_ids.to(model.device)
     with tqdm(total=len(patches), unit="patch", desc=desc, disable=not progress, file=sys.stderr,
               dynamic_ncols=True) as bar:
         for s in range(0, len(patches), batch_size):
@@ -83,12 +89,18 @@ def _run_patches(model, pair: PatchPair, patches: list, hook_for, metric: Metric
                 by_layer.setdefault(layer, ([], []))
                 by_layer[layer][0].append(row)
                 by_layer[layer][1].append(index)
-            hooks = {name: fn for layer, (rows, idx) in by_layer.items() for name, fn in [hook_for(layer, rows, idx)]}
-            batch = _batch(pair.corrupted_ids, len(chunk), pair.corrupted_tokens).to(model.device)
-            hidden = model.trace(batch, names=[], hooks=hooks).output  # (K, L, d)
+            hooks, enter = {}, {}
+            for layer, (rows, idx) in by_layer.items():
+                hook = hook_for(layer, rows, idx)
+                if hook is not None:
+                    hooks[hook[0]] = hook[1]
+                else:
+                    enter[layer] = enter_for(layer, rows, idx)
+            hidden, n = run_from_layers(model, ids, [layer for layer, _ in chunk], inputs, hooks, enter)  # (K, L, d)
+            evaluations += n
             out[s:s + len(chunk)] = metric(_last_logits(model, hidden)).detach().to("cpu", torch.float64)
             bar.update(len(chunk))
-    return out
+    return out, evaluations
 
 
 def _prepare(model, clean, corrupted, answer, wrong, metric, batch_size):
@@ -147,7 +159,10 @@ def patch(model, clean: str, corrupted: str, answer: Union[str, int, None] = Non
     else:
         names = [site_name(site, l) for l in chosen]
     tr, clean_m = _metric_of(model, fn, pair.clean_ids, pair.clean_tokens, names)
-    _, corrupted_m = _metric_of(model, fn, pair.corrupted_ids, pair.corrupted_tokens)
+    # what enters each patched layer in the corrupted run: the patched copies start there
+    xr, corrupted_m = _metric_of(model, fn, pair.corrupted_ids, pair.corrupted_tokens,
+                                 [input_name(l) for l in chosen])
+    inputs = {l: xr[input_name(l)] for l in chosen}  # (1, L, d) each
     acts = {n: tr[n][0] for n in names}  # clean activations, batch axis dropped
     dev = model.device
 
@@ -162,21 +177,29 @@ def patch(model, clean: str, corrupted: str, answer: Union[str, int, None] = Non
                 return z
             return f"layers.{layer}.attn.z", write
         width, cols = c.n_heads, [f"head {h}" for h in range(c.n_heads)]
+        enter_for = None
     else:
-        def hook_for(layer, rows, positions):
-            n = site_name(site, layer)
-            src = acts[n]  # (L, d)
+        def writer(layer, rows, positions):
+            src = acts[site_name(site, layer)]  # (L, d)
             r, p = torch.tensor(rows, device=dev), torch.tensor(positions, device=dev)
 
             def write(x: Tensor, _name: str) -> Tensor:
                 x = x.clone()  # (K, L, d)
                 x[r, p] = src[p].to(x.dtype)
                 return x
-            return n, write
+            return write
+
+        def hook_for(layer, rows, positions):
+            # what enters the layer is written as the copies join the batch there (enter_for)
+            return None if site == "resid_pre" else (site_name(site, layer), writer(layer, rows, positions))
+
+        def enter_for(layer, rows, positions):
+            write = writer(layer, list(range(len(rows))), positions)  # rows: the ones joining, in order
+            return lambda x, _local: write(x, "")
         width, cols = pair.length, list(pair.clean_tokens)
     patches = [(l, j) for l in chosen for j in range(width)]
-    flat = _run_patches(model, pair, patches, hook_for, fn, batch_size, progress,
-                        "patch heads" if what == "heads" else f"patch {site}")
+    flat, evaluations = _run_patches(model, pair, patches, hook_for, fn, batch_size, progress,
+                                     "patch heads" if what == "heads" else f"patch {site}", inputs, enter_for)
     values = torch.full((c.n_layers, width), float("nan"), dtype=torch.float64)
     for (l, j), v in zip(patches, flat.tolist()):
         values[l, j] = v
@@ -184,7 +207,9 @@ def patch(model, clean: str, corrupted: str, answer: Union[str, int, None] = Non
         what=what, site="z" if what == "heads" else site, values=values, clean=clean_m, corrupted=corrupted_m,
         rows=[f"layer {l}" for l in range(c.n_layers)], cols=cols, metric=name, model_name=model.name,
         clean_text=pair.clean_text, corrupted_text=pair.corrupted_text, clean_tokens=pair.clean_tokens,
-        corrupted_tokens=pair.corrupted_tokens, tokens=tokens, layers=chosen)
+        corrupted_tokens=pair.corrupted_tokens, tokens=tokens, layers=chosen,
+        layer_evaluations=evaluations + 2 * c.n_layers,
+        layer_evaluations_full=(len(patches) + 2) * c.n_layers)
 
 
 def patch_heads(model, clean: str, corrupted: str, answer=None, wrong=None, **kw) -> PatchingResult:

@@ -31,6 +31,10 @@ class PatchingResult:
         rows, cols: labels (``layer i``; ``head h`` or the prompt's tokens).
         metric: what was measured, e.g. ``logit(' Mary') − logit(' John')``.
         tokens: ``{"answer": {"text", "id"}, "wrong": {…}}`` for the default metric.
+        layer_evaluations: (prompt copy, layer) pairs the run computed, the clean and corrupted
+            runs included: each patched copy goes through the layers from the patched one up
+            (:mod:`attnscope.patching.prefix`).
+        layer_evaluations_full: what it would be if every copy went through every layer.
     """
 
     what: str
@@ -48,6 +52,8 @@ class PatchingResult:
     corrupted_tokens: list = field(default_factory=list)
     tokens: dict = field(default_factory=dict)
     layers: list = field(default_factory=list)
+    layer_evaluations: int = 0
+    layer_evaluations_full: int = 0
 
     @property
     def defined(self) -> bool:
@@ -90,7 +96,8 @@ class PatchingResult:
             "site": self.site, "metric": self.metric, **self.tokens,
             "clean": {"prompt": self.clean_text, "tokens": self.clean_tokens, "metric": self.clean},
             "corrupted": {"prompt": self.corrupted_text, "tokens": self.corrupted_tokens, "metric": self.corrupted},
-            "layers": self.layers, "rows": self.rows, "cols": self.cols,
+            "layers": self.layers, "layer_evaluations": self.layer_evaluations,
+            "layer_evaluations_full": self.layer_evaluations_full, "rows": self.rows, "cols": self.cols,
             "values": rows(self.values), "normalized": rows(self.normalized), "note": self.note() or None,
         }
 
