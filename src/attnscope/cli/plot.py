@@ -2,6 +2,7 @@
 
     attnscope plot "The cat sat on the mat." --layer 0 --head 3 -o head.png
     attnscope plot "我喜欢人工智能" --kind grid -o grid.svg
+    attnscope plot "我喜欢人工智能" --lang zh -o head.png      # title, axes and colour bar in Chinese
     attnscope plot --kind hist -o scores.pdf                 # the second article's experiment
     attnscope plot --kind softmax --scores 15.3,22.7,18.2,2.1,1.8 --temperatures 1,8 -o t.png
 """
@@ -46,6 +47,8 @@ def register(sub) -> None:
     p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
                    help=f"resolution of a .png in dots per inch, {MIN_DPI}..{MAX_DPI} (default 150; "
                         "SVG and PDF are vector drawings)")
+    p.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="language of the title, axes and colour bar (default: en)")
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg or .pdf")
     add_overwrite_option(p)
     p.set_defaults(func=run)
@@ -96,12 +99,12 @@ def run(args) -> int:
         from ..models import load
         tr = load(args.model).trace([args.text], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"])
     if args.kind == "heatmap":
-        fig = plot.head_heatmap(tr, args.layer, args.head, labels=_labels(args))
+        fig = plot.head_heatmap(tr, args.layer, args.head, labels=_labels(args), lang=args.lang)
     elif args.kind == "grid":
-        fig = plot.heads_grid(tr)
+        fig = plot.heads_grid(tr, lang=args.lang)
     elif args.kind == "hist":
-        fig = plot.score_histograms(tr, layer=None, d_k=args.d_k) if tr is not None else \
-            plot.score_histograms(d_k=args.d_k)
+        fig = plot.score_histograms(tr, layer=None, d_k=args.d_k, lang=args.lang) if tr is not None else \
+            plot.score_histograms(d_k=args.d_k, lang=args.lang)
     else:
         if args.scores is not None:
             x, labels = _floats(args.scores, "--scores"), _labels(args)
@@ -112,7 +115,7 @@ def run(args) -> int:
             x, labels = s["raw"], _labels(args) or s["tokens"]
             r = math.sqrt(s["d_k"])
             temps = _floats(args.temperatures, "--temperatures") if args.temperatures else (1.0, r, 2 * r)
-        fig = plot.softmax_temperatures(x, temps, labels=labels)
+        fig = plot.softmax_temperatures(x, temps, labels=labels, lang=args.lang)
     if out.suffix.lower() == ".png":
         w, h = (float(v) * args.dpi for v in fig.get_size_inches())
         if w * h > MAX_PIXELS:

@@ -12,6 +12,8 @@ from matplotlib.figure import Figure
 from .. import reference as R
 from ..errors import InputError
 from ..fonts import matplotlib_rc
+from ..i18n import check_lang
+from ..i18n import text as _t
 
 #: Heatmaps of at most this many tokens write each weight in its cell.
 ANNOTATE_MAX_TOKENS = 16
@@ -31,8 +33,8 @@ def _ordinal(k: int) -> str:
     return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
 
-def _model_name(trace) -> str:
-    return str(getattr(trace, "model_name", "") or "model")
+def _model_name(trace, lang: str = "en") -> str:
+    return str(getattr(trace, "model_name", "") or _t("plot.model", lang))
 
 
 def _labels(toks: Sequence[str]) -> list[str]:
@@ -49,7 +51,7 @@ def _own_labels(labels: Sequence[str], n: int) -> list[str]:
 
 def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
                  annotate: Optional[bool] = None, decimals: int = 2, cmap: str = "viridis",
-                 labels: Optional[Sequence[str]] = None) -> Figure:
+                 labels: Optional[Sequence[str]] = None, lang: str = "en") -> Figure:
     """One head's attention weights as a heatmap: queries down, keys across, tokens as labels.
 
     Args:
@@ -61,7 +63,9 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         decimals: decimals of the annotations.
         labels: the axes' labels, one per token (default: the tokens as the trace reads them,
             byte-level pieces as the characters they form).
+        lang: the language of the title, axes and colour bar (``"en"`` or ``"zh"``).
     """
+    check_lang(lang)
     h = trace.check_head(head)
     w = R.trace_weights(trace, layer, text)[h]  # (n, n) float64
     toks = _labels(trace.text_labels(text) if labels is None else _own_labels(labels, trace.length(text)))
@@ -79,21 +83,23 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         names = toks if every == 1 else [f"{i}:{toks[i]}" for i in at]  # positions, when some are skipped
         ax.set_xticks(at, names, rotation=90, fontsize=fs)
         ax.set_yticks(at, names, fontsize=fs)
-        note = "" if every == 1 else f"; every {_ordinal(every)} token labelled"
-        ax.set_xlabel(f"key (attended to){note}")
-        ax.set_ylabel(f"query (attending){note}")
-        ax.set_title(f"{_model_name(trace)} · layer {int(layer)} · head {h}")
+        note = "" if every == 1 else _t("plot.every", lang, ordinal=_ordinal(every) if lang == "en" else every)
+        ax.set_xlabel(_t("plot.key_axis", lang, note=note))
+        ax.set_ylabel(_t("plot.query_axis", lang, note=note))
+        ax.set_title(_t("plot.heatmap_title", lang, model=_model_name(trace, lang), layer=int(layer), head=h))
         if annotate:
             for i in range(n):
                 for j in range(n):
                     ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
                             fontsize=max(5.0, 9 - n / 4), color="black" if w[i, j] > 0.6 else "white")
-        fig.colorbar(im, ax=ax, shrink=0.8, label="attention weight")
+        fig.colorbar(im, ax=ax, shrink=0.8, label=_t("plot.weight", lang))
     return fig
 
 
-def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3) -> Figure:
-    """Every layer × head as a small heatmap (layers down, heads across), one colour scale 0..1."""
+def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3, lang: str = "en") -> Figure:
+    """Every layer × head as a small heatmap (layers down, heads across), one colour scale 0..1;
+    titles and the colour bar in ``lang``."""
+    check_lang(lang)
     L, H = trace.n_layers, trace.n_heads
     with rc_context(matplotlib_rc()):
         fig = Figure(figsize=(cell * H + 1.0, cell * L + 0.8), layout="constrained")
@@ -107,23 +113,25 @@ def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3
                 ax.set_xticks([])
                 ax.set_yticks([])
                 if layer == 0:
-                    ax.set_title(f"head {h}", fontsize=8)
+                    ax.set_title(_t("plot.head", lang, head=h), fontsize=8)
                 if h == 0:
-                    ax.set_ylabel(f"layer {layer}", fontsize=8)
-        fig.suptitle(f"{_model_name(trace)}: attention of every head ({trace.length(text)} tokens)")
+                    ax.set_ylabel(_t("plot.layer", lang, layer=layer), fontsize=8)
+        fig.suptitle(_t("plot.grid_title", lang, model=_model_name(trace, lang), n=trace.length(text)))
         assert im is not None  # every layer has a head
-        fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
+        fig.colorbar(im, ax=axes, shrink=0.6, label=_t("plot.weight", lang))
     return fig
 
 
 def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, d_k: int = 256,
-                     n: int = 1000, seed: int = 0, bins: int = 50) -> Figure:
+                     n: int = 1000, seed: int = 0, bins: int = 50, lang: str = "en") -> Figure:
     """Histograms of unscaled and scaled scores side by side, each titled with its variance.
 
     With a trace: the raw scores q·k of every head of ``layer`` (all layers when None) of text
     ``text``, and the same × 1/√d_k. Without one, the second article's experiment: q and k drawn
     from N(0, 1) with ``d_k`` dimensions, ``n`` of each (variance ≈ d_k unscaled, ≈ 1 scaled).
+    Titles and axes in ``lang``.
     """
+    check_lang(lang)
     if trace is None:
         if not isinstance(d_k, int) or d_k <= 0 or not isinstance(n, int) or n <= 0:
             raise InputError(f"d_k and n must be positive integers, got d_k={d_k!r}, n={n!r}")
@@ -135,7 +143,7 @@ def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, 
         k = rng.standard_normal((n, d_k))
         raw = (q @ k.T).ravel()  # (n·n,)
         factor = R.score_factor("scaled", d_k)
-        where = f"random q, k ~ N(0, 1), d_k = {d_k}"
+        where = _t("plot.random", lang, d_k=d_k)
     else:
         layers = range(trace.n_layers) if layer is None else [layer]
         parts = []
@@ -146,29 +154,31 @@ def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, 
         raw = np.concatenate(parts)
         factor = R.trace_factor(trace)
         d_k = trace.config.d_head
-        where = f"{_model_name(trace)}, {'all layers' if layer is None else f'layer {layer}'}, d_k = {d_k}"
+        where = _t("plot.trace_where", lang, model=_model_name(trace, lang), d_k=d_k,
+                   layers=_t("plot.all_layers", lang) if layer is None else _t("plot.layer", lang, layer=layer))
     scaled = raw * factor
     with rc_context(matplotlib_rc()):
         fig = Figure(figsize=(11, 4.5), layout="constrained")
         a, b = fig.subplots(1, 2)
         a.hist(raw, bins=bins, color="tab:red")
-        a.set_title(f"unscaled q·k (var = {raw.var():.1f})")
+        a.set_title(_t("plot.unscaled", lang, var=f"{raw.var():.1f}"))
         b.hist(scaled, bins=bins, color="tab:blue")
-        b.set_title(f"scaled q·k / √d_k (var = {scaled.var():.2f})")
+        b.set_title(_t("plot.scaled", lang, var=f"{scaled.var():.2f}"))
         for ax in (a, b):
-            ax.set_xlabel("score")
-            ax.set_ylabel("count")
+            ax.set_xlabel(_t("plot.score", lang))
+            ax.set_ylabel(_t("plot.count", lang))
         fig.suptitle(where)
     return fig
 
 
 def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0), *,
-                         labels: Optional[Sequence[str]] = None) -> Figure:
+                         labels: Optional[Sequence[str]] = None, lang: str = "en") -> Figure:
     """softmax(x / T) as bars for each temperature T: low T approaches argmax, high T uniform.
 
     ``x`` is a 1-d sequence of scores (e.g. one row of raw scores); ``labels`` name its entries
-    (tokens). T = √d_k is the Transformer's own scaling.
+    (tokens). T = √d_k is the Transformer's own scaling. Title and legend in ``lang``.
     """
+    check_lang(lang)
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
         raise InputError(f"x must be a non-empty 1-d sequence of numbers, got shape {x.shape}")
@@ -194,10 +204,10 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
                 raise InputError(f"x / T overflows float64 at T = {t:g} (largest |x| is {np.abs(x).max():g}); "
                                  "use a larger temperature or smaller scores")
             p = R.softmax(z)
-            ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=f"T = {t:g}")
+            ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=_t("plot.temperature", lang, t=f"{t:g}"))
         ax.set_xticks(pos, _labels(list(labels)))
         ax.set_ylim(0, 1)
         ax.set_ylabel("softmax(x / T)")
-        ax.set_title("softmax at several temperatures")
+        ax.set_title(_t("plot.softmax_title", lang))
         ax.legend()
     return fig

@@ -1,0 +1,43 @@
+"""The figures' titles, axes and colour-bar labels (:mod:`attnscope.plot`), in English and Chinese."""
+
+EN = {
+    "plot.model": "model",
+    "plot.key_axis": "key (attended to){note}",
+    "plot.query_axis": "query (attending){note}",
+    "plot.every": "; every {ordinal} token labelled",
+    "plot.heatmap_title": "{model} · layer {layer} · head {head}",
+    "plot.weight": "attention weight",
+    "plot.head": "head {head}",
+    "plot.layer": "layer {layer}",
+    "plot.grid_title": "{model}: attention of every head ({n} tokens)",
+    "plot.unscaled": "unscaled q·k (var = {var})",
+    "plot.scaled": "scaled q·k / √d_k (var = {var})",
+    "plot.score": "score",
+    "plot.count": "count",
+    "plot.random": "random q, k ~ N(0, 1), d_k = {d_k}",
+    "plot.all_layers": "all layers",
+    "plot.trace_where": "{model}, {layers}, d_k = {d_k}",
+    "plot.temperature": "T = {t}",
+    "plot.softmax_title": "softmax at several temperatures",
+}
+
+ZH = {
+    "plot.model": "模型",
+    "plot.key_axis": "键（被关注的词元）{note}",
+    "plot.query_axis": "查询（发出关注的词元）{note}",
+    "plot.every": "；每 {ordinal} 个词元标注一个",
+    "plot.heatmap_title": "{model} · 第 {layer} 层 · 头 {head}",
+    "plot.weight": "注意力权重",
+    "plot.head": "头 {head}",
+    "plot.layer": "第 {layer} 层",
+    "plot.grid_title": "{model}：每个头的注意力（{n} 个词元）",
+    "plot.unscaled": "未缩放的 q·k（方差 = {var}）",
+    "plot.scaled": "缩放后的 q·k / √d_k（方差 = {var}）",
+    "plot.score": "分数",
+    "plot.count": "个数",
+    "plot.random": "随机的 q、k ~ N(0, 1)，d_k = {d_k}",
+    "plot.all_layers": "所有层",
+    "plot.trace_where": "{model}，{layers}，d_k = {d_k}",
+    "plot.temperature": "T = {t}",
+    "plot.softmax_title": "不同温度下的 softmax",
+}
