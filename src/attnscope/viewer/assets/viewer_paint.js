@@ -176,7 +176,8 @@
       if (WIDEST) WIDEST.set(tokens, widest);
     }
     var tokW = Math.round(Math.min(220, Math.max(70, widest + 20)));
-    var lineW = Math.round(Math.min(640, Math.max(240, (avail || 0) - 2 * tokW - 24)));
+    // the lines take the width the page gives (up to 1200 px: at 1,400 px the view used half of it with 640, #23)
+    var lineW = Math.round(Math.min(1200, Math.max(240, (avail || 0) - 2 * tokW - 24)));
     return { tokW: tokW, lineW: lineW };
   }
   // The head view draws at most this many lines (the server's attnscope.viewer.held.LINE_BUDGET).

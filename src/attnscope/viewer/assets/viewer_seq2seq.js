@@ -230,9 +230,9 @@
     this.selDec = el("select", { "data-testid": "decimals-select" }, ld);
     for (var k = 0; k <= this.maxDec; k++) el("option", { value: k, text: String(k) }, this.selDec);
     this.selDec.addEventListener("change", function () { self.set({ dec: +self.selDec.value }); });
-    var ex = el("span", { cls: "as-export" }, bar);
-    el("button", { type: "button", text: "Export PNG", "data-testid": "export-png" }, ex).addEventListener("click", function () { self.exportView("png"); });
-    el("button", { type: "button", text: "Export SVG", "data-testid": "export-svg" }, ex).addEventListener("click", function () { self.exportView("svg"); });
+    var ex = el("span", { cls: "as-export", text: "save" }, bar);  // one toolbar line at 800 px (#23)
+    el("button", { type: "button", text: "PNG", title: "Export the view as PNG", "data-testid": "export-png" }, ex).addEventListener("click", function () { self.exportView("png"); });
+    el("button", { type: "button", text: "SVG", title: "Export the view as SVG", "data-testid": "export-svg" }, ex).addEventListener("click", function () { self.exportView("svg"); });
     this.headBar = el("div", { cls: "as-heads", "data-testid": "heads" }, this.main);
     el("span", { text: "heads ", style: "color:var(--muted);font-size:13px" }, this.headBar);
     this.headBtns = [];
