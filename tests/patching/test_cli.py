@@ -40,6 +40,8 @@ def test_heads_png_and_json(gpt2_dir, tmp_path):
     want = patch(attnscope.load(gpt2_dir), CLEAN, CORRUPTED, " cats", " dogs")
     assert d["values"] == want.values.tolist() and d["what"] == "heads" and d["site"] == "z"
     assert f"clean {want.clean:+.4f}, corrupted {want.corrupted:+.4f}" in out
+    # tiny GPT-2: 2 layers × 4 heads; a copy patched at layer 1 skips layer 0
+    assert "  16 layer evaluations (prompt copy × layer), 80% of rerunning every layer (20)" in out.splitlines()
     assert "the prompts differ at positions 2 (' cats' → ' dogs'), 6 (' dogs' → ' cats')" in out
     lines = out.splitlines()
     i = lines.index("strongest heads (layer.head), normalised:")

@@ -101,6 +101,8 @@ def run(args) -> int:
         f"{i} ({r.clean_tokens[i]!r} → {r.corrupted_tokens[i]!r})" for i in diff) if diff
         else "  the prompts are the same tokens")
     print(f"  clean {r.clean:+.4f}, corrupted {r.corrupted:+.4f}")
+    print(f"  {r.layer_evaluations} layer evaluations (prompt copy × layer), "
+          f"{r.layer_evaluations / r.layer_evaluations_full:.0%} of rerunning every layer ({r.layer_evaluations_full})")
     if r.note():
         print(f"  note: {r.note()}")
     if args.top:

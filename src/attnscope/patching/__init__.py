@@ -21,9 +21,13 @@ W_O) at every position, for every layer × head; ``what="residual"`` patches the
 one position, for every layer × position, at a site of :data:`SITES` (``resid_pre`` — what enters
 the layer — by default; ``attn_in``, ``resid_mid``, ``resid_post``).
 
-Cost: one clean trace records every activation once; the patches then run in batches of
-``batch_size`` copies of the corrupted prompt, copy k carrying patch k (rows of a batch do not
-interact, so this is exactly a run per patch, up to float rounding).
+Cost: one clean trace records every activation once, and the corrupted run what enters each
+patched layer; the patches then run in batches of ``batch_size`` copies of the corrupted prompt,
+copy k carrying patch k (rows of a batch do not interact, so this is a run per patch, up to the
+float rounding of batched matrix products; bit for bit at ``batch_size=1``). A copy patched at
+layer l starts there, from the corrupted run's stream (:mod:`attnscope.patching.prefix`):
+``result.layer_evaluations`` counts the (copy, layer) pairs computed — 4,245 for SmolLM2's 270
+heads, 52 % of rerunning every layer.
 """
 
 from .core import BATCH, SITES, patch, patch_heads, patch_residual, site_name
