@@ -7,8 +7,8 @@
 
 --model takes an installed model package (smollm2-135m, gemma-3-270m), a .gguf file or a Hugging
 Face folder of a llama, qwen2, mistral or gemma3 model, or of an encoder–decoder model (T5,
-BART): then the prompt is the source and the output its target, which `attnscope view SOURCE
---target TARGET` shows. --temperature 0 (the default) is greedy decoding. --view writes the viewer
+BART): then the prompt is the source and the output its target, which attnscope view SOURCE
+--target TARGET shows. --temperature 0 (the default) is greedy decoding. --view writes the viewer
 page of a decoder's prompt and generated tokens (one HTML file).
 """
 
