@@ -204,14 +204,38 @@ def plain_text(doc: Optional[str]) -> Optional[str]:
     return re.sub(r"`{1,2}([^`\n]+?)`{1,2}", r"\1", doc)
 
 
+def lang_of(words: Sequence[str]) -> str:
+    """The language ``--lang`` asks for among the command-line ``words`` ("en" without one), read
+    before argparse so that an option's own error can be in it too."""
+    from ..i18n import LANGS
+    lang = "en"
+    for i, w in enumerate(words):
+        if w == "--lang" and i + 1 < len(words):
+            lang = words[i + 1]
+        elif w.startswith("--lang="):
+            lang = w.split("=", 1)[1]
+    return lang if lang in LANGS else "en"
+
+
+def error_line(command: Optional[str], message: str, lang: str = "en") -> str:
+    """The one line an error prints: ``attnscope COMMAND: error: MESSAGE``, in ``lang`` where the
+    message is one of :mod:`attnscope.i18n.strings_cli` (other messages keep their English words
+    behind the translated lead-in)."""
+    from ..i18n import text, translate
+    message = translate(message, lang) or message
+    return text("cli.error", lang, command=command, message=message) if command else \
+        text("cli.error_top", lang, message=message)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    lang = lang_of(words)
     try:
         args = parser.parse_args(argv)
     except OptionError as e:  # an option out of its range: one sentence, as the commands' own errors
-        words = list(sys.argv[1:] if argv is None else argv)
         command = next((w for w in words if w in COMMANDS), None)
-        print(f"attnscope {command}: error: {e}" if command else f"attnscope: error: {e}", file=sys.stderr)
+        print(error_line(command, str(e), lang), file=sys.stderr)
         return 2
     if not getattr(args, "func", None):
         parser.print_help()
@@ -219,14 +243,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(args.func(args) or 0)
     except AttnscopeError as e:
-        print(f"attnscope {args.command}: error: {e}", file=sys.stderr)
+        print(error_line(args.command, str(e), lang), file=sys.stderr)
         return 2
     except FileNotFoundError as e:
-        print(f"attnscope {args.command}: error: file not found: {e.filename}", file=sys.stderr)
+        from ..i18n import text
+        print(error_line(args.command, text("cli.file_not_found", lang, name=e.filename), lang), file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM where a command turns it into this
         import signal
+
+        from ..i18n import text
         signum = getattr(e, "signum", signal.SIGINT)
-        print("interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}",
+        print(text("cli.interrupted", lang) if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}",
               file=sys.stderr)
         return 128 + int(signum)
