@@ -15,6 +15,9 @@ PATCH = ["patch", "--clean", "a b", "--corrupted", "a c", "--answer", "b", "--wr
     (PATCH, ".", "-o '.' is a folder; give a file name such as 'patch.png'"),
     (PATCH, "sub", "-o 'sub' is a folder; give a file name such as 'sub/patch.png'"),
     (PATCH, "", "-o is empty; give a file name such as patch.png or patch.json"),
+    (["explain", "--example", "three-tokens"], ".", "-o '.' is a folder; give a file name such as 'explain.txt'"),
+    (["explain", "--example", "three-tokens", "--format", "markdown"], "sub",
+     "-o 'sub' is a folder; give a file name such as 'sub/explain.md'"),
 ])
 def test_a_folder_is_not_a_file_name(tmp_path, monkeypatch, capsys, argv, out, says):
     (tmp_path / "sub").mkdir()

@@ -202,7 +202,10 @@ def build(args):
 
 
 def check_output(args) -> None:
-    """Refuse an existing -o file without --overwrite, before any work."""
+    """Refuse a folder, or an existing -o file without --overwrite, before any work."""
+    if args.output is not None and Path(args.output).is_dir():  # "-o ." or "-o ''": a name is missing
+        example = {"markdown": "explain.md", "latex": "explain.tex", "json": "explain.json"}.get(args.format, "explain.txt")
+        raise InputError(f"-o {args.output!r} is a folder; give a file name such as {str(Path(args.output) / example)!r}")
     if args.output:
         check_new_file(Path(args.output), args.overwrite)
 
