@@ -78,6 +78,11 @@ def test_class_summary_csv(tmp_path, capsys):
     assert (wf["new"], wf["carried"], wf["first_mistake"], wf["status"]) == ("1", "0", "2 (你)", "new mistake")
     zw = by[("zhang_wei", "scaled")]
     assert (zw["entries"], zw["correct"], zw["missing"], zw["status"]) == ("9", "6", "3", "missing")
+    # an existing summary is kept unless --overwrite says otherwise
+    assert main(["check", str(cls), "--summary", str(out)]) == 2
+    assert "already exists; add --overwrite" in capsys.readouterr().err
+    assert main(["check", str(cls), "--summary", str(out), "--overwrite"]) == 2 and out.is_file()
+    capsys.readouterr()
     # without the broken file: exit 1 (mistakes and a blank), CSV on stdout with --format csv
     (cls / "broken.yaml").unlink()
     assert main(["check", str(cls), "-f", "csv"]) == 1

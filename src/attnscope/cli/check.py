@@ -19,6 +19,7 @@ import argparse
 import sys
 
 from ..errors import InputError
+from . import add_overwrite_option, check_new_file
 
 
 def register(sub) -> None:
@@ -34,6 +35,7 @@ def register(sub) -> None:
                    help="rich: coloured terminal tables; markdown; json: every entry with its verdict; "
                         "csv: a class's summary on stdout (default: rich)")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the report (default: en)")
+    add_overwrite_option(p)
     p.set_defaults(func=run)
 
 
@@ -72,6 +74,7 @@ def run_class(args, files: list) -> int:
             raise InputError(f"--summary {args.summary!r} is one of the answers files; choose another name")
         if not out.parent.is_dir():
             raise InputError(f"--summary {args.summary!r}: the folder {str(out.parent)!r} does not exist")
+        check_new_file(out, args.overwrite, "--summary")
     result = check_class(files)
     sys.stdout.write(result.render("markdown" if args.format == "markdown" else
                                    "csv" if args.format == "csv" else "text", lang=args.lang))
