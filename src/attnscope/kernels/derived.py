@@ -35,7 +35,7 @@ _state = threading.local()
 class Recipe:
     """``fn(*args, **kwargs)`` made the tensor that carries it."""
 
-    fn: Callable[..., Tensor]
+    fn: Callable[..., Optional[Tensor]]
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
 
@@ -56,7 +56,7 @@ def on() -> bool:
     return getattr(_state, "on", False)
 
 
-def note(t: Tensor, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
+def note(t: Tensor, fn: Callable[..., Optional[Tensor]], *args: Any, **kwargs: Any) -> Tensor:
     """``t``, marked as ``fn(*args, **kwargs)`` when recipes are being kept (and ``t`` is outside
     autograd: a recorded tensor in the graph must stay the tensor itself)."""
     if getattr(_state, "on", False) and not t.requires_grad:

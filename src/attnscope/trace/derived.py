@@ -52,6 +52,7 @@ class Derived:
     def value(self) -> Tensor:
         """The tensor, computed again (a fresh tensor each call)."""
         full = self.fn(*(_value(a) for a in self.args), **{k: _value(v) for k, v in self.kwargs.items()})
+        assert full is not None  # a recipe is only noted on a tensor its function returned
         return full if self.index is None else full[:, self.index].clone()
 
     def roots(self) -> Iterator[Tensor]:
@@ -98,7 +99,7 @@ def _head_of(t: Tensor) -> Optional[tuple[Recipe, Tensor, int]]:
     r = recipe_of(base)
     if r is None or base.stride(1) == 0:
         return None
-    j, rest = divmod(t.storage_offset() - base.storage_offset(), base.stride(1))
+    j, rest = divmod(int(t.storage_offset()) - int(base.storage_offset()), int(base.stride(1)))
     if rest or not 0 <= j < base.shape[1] or t.stride() != base.stride()[:1] + base.stride()[2:]:
         return None
     return r, base, j
