@@ -236,7 +236,7 @@ def test_command_line(capsys):
     assert out.startswith("# 手算正弦位置编码：位置 5，维度 3") and "第 3 维是奇数" in out
     assert main(["explain", "positions", "--scheme", "t5", "--position", "4", "-k", "30", "-f", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["meta"]["bucket"] == int(t5_ref(30, True, 32, 128))
-    for argv, msg in ((["positions", "--position", "-1"], "position must be ≥ 0"),
+    for argv, msg in ((["positions", "--position", "-1"], "--position must be from 0 to"),
                       (["positions", "--dim", "9"], "dim 9 is out of range"),
                       (["--example", "multi-head", "--offset", "2"], "--offset is an option of 'attnscope explain positions'")):
         assert main(["explain", *argv]) == 2
