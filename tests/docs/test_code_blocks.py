@@ -250,18 +250,21 @@ def _equal(got, want) -> bool:
 def run_python(code: str, ns: dict, where: str) -> None:
     """Run one block, checking each value its comments state."""
     tree = ast.parse(code)
-    claims = {id(n): (kind, v) for n, kind, v in _claims(code)}
+    # Keyed by the statement's lines: _claims parses the code again, so its nodes are other objects
+    # (an id() key never matched, and no comment's value was ever checked).
+    claims = {(n.lineno, n.end_lineno): (kind, v) for n, kind, v in _claims(code)}
     for node in tree.body:
         mod = ast.Module(body=[node], type_ignores=[])
-        if id(node) in claims and claims[id(node)][0] == "value":
+        claim = claims.get((node.lineno, node.end_lineno))
+        if claim is not None and claim[0] == "value":
             got = eval(compile(ast.Expression(node.value), where, "eval"), ns)
-            want = claims[id(node)][1]
+            want = claim[1]
             assert _equal(got, want), f"{where} line {node.lineno}: {ast.unparse(node)} gives {got!r}, the page says {want!r}"
             continue
         exec(compile(mod, where, "exec"), ns)
-        if id(node) in claims:
-            for target, shape in claims[id(node)][1]:
-                got = _shape(eval(compile(ast.Expression(target), where, "eval"), ns))
+        if claim is not None:
+            for target, shape in claim[1]:
+                got = _shape(eval(compile(ast.unparse(target), where, "eval"), ns))  # a Load of the assigned name
                 assert got == shape, f"{where} line {node.lineno}: {ast.unparse(target)} has shape {got}, the page says {shape}"
 
 
@@ -413,3 +416,13 @@ def test_shell_block(block, in_workspace):
             assert excerpt_matches(shown, printed), f"{block.id}: {shlex.join(argv)} printed\n{printed}"
         elif shown:
             assert printed.rstrip("\n").split("\n") == [s for s in shown], f"{block.id}: {shlex.join(argv)} printed\n{printed}"
+
+
+def test_a_comment_that_states_a_wrong_value_or_shape_fails():
+    """The checker of the pages' comments can fail: a right value and shape pass, a wrong one does not."""
+    ns: dict = {}
+    run_python("import torch\nx = torch.zeros(2, 3)  # (2, 3)\n1 + 1  # 2\n", ns, "right")
+    with pytest.raises(AssertionError, match="the page says 3"):
+        run_python("1 + 1  # 3\n", {}, "wrong value")
+    with pytest.raises(AssertionError, match="has shape"):
+        run_python("import torch\nx = torch.zeros(2, 3)  # (3, 2)\n", {}, "wrong shape")
