@@ -28,11 +28,14 @@ def pytest_collection_modifyitems(items):
     marks.mark(items)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item, nextitem):
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_protocol(item, nextitem):
     # After a module's last test, once its module fixtures are gone: give the freed memory back, so
     # that the next module's models do not stack on pages glibc kept (tests/memory_report.py); after
     # any test that leaves the process above 1 GB (a real model's long traces), trim the heap.
+    # Here, not in pytest_runtest_teardown: until the protocol ends, item.funcargs still holds the
+    # last test's fixture values (the module's model), so a release in teardown freed nothing of it.
+    # trylast: inside the memory report's wrapper, which then reads what the process holds after.
     yield
     from tests.memory_report import release_memory, resident_kb, trim_heap
     if nextitem is None or nextitem.path != item.path:

@@ -285,5 +285,12 @@ def release_memory() -> None:
     for name in ("last_type", "last_value", "last_traceback", "last_exc"):
         if hasattr(sys, name):
             setattr(sys, name, None)
+    # FastAPI classifies each route's function once, in lru_caches that live as long as the process
+    # (fastapi.dependencies.models): the routes of ``create_app(model)`` are closures over the model,
+    # so every app a test built kept its model (SmolLM2 from tests/test_pieces.py: 540 MB)
+    fastapi_models = sys.modules.get("fastapi.dependencies.models")
+    for value in list(vars(fastapi_models).values()) if fastapi_models is not None else []:
+        if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", "") == fastapi_models.__name__:
+            value.cache_clear()
     gc.collect()
     trim_heap()

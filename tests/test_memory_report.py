@@ -38,3 +38,32 @@ def test_summary_per_process_and_module(tmp_path):
     slowest = text.split("Slowest modules:")[1]
     assert slowest.index("tests/b.py") < slowest.index("tests/a.py") < slowest.index("tests/c.py")
     assert "Largest child process: 700 MB, during tests/b.py::t1 (gw0)." in text
+
+
+def test_release_memory_lets_go_of_what_a_fastapi_route_closed_over():
+    # FastAPI's lru_caches keep every route function they classified; create_app's routes close over
+    # the model, so without clearing them a test's server kept its model for the rest of the run
+    import gc
+    import weakref
+
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    class Held:
+        pass
+
+    def make_app(held: Held) -> FastAPI:
+        app = FastAPI()
+
+        @app.get("/x")
+        def x() -> dict:
+            return {"held": type(held).__name__}
+        return app
+
+    held = Held()
+    ref = weakref.ref(held)
+    assert TestClient(make_app(held)).get("/x").json() == {"held": "Held"}
+    del held
+    gc.collect()
+    release_memory()
+    assert ref() is None
