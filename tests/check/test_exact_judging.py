@@ -54,7 +54,7 @@ def test_plain_exponentials_are_right_and_named(lang):
         assert "exp, row 0: you wrote e^s' itself (the row's largest score is m = 101.885); the worked calculation " \
                "shows e^(s' - m) instead. Both are right" in md
     else:
-        assert "exp，第 0 行：你写的是 e^s' 本身（这一行最大的分数是 m = 101.885）" in md
+        assert "指数（exp），第 0 行：你写的是 e^s' 本身（这一行最大的分数是 m = 101.885）" in md
     d = json.loads(r.render("json"))
     assert d["conventions"] == [{"step": "exp", "row": 0, "row_label": "-", "convention": "plain", "m": 101.885}]
     # the shifted way, as explain shows it, is right too and named as such
@@ -118,7 +118,7 @@ def test_scientific_answers_are_reported_by_significant_digits(lang):
     if lang == "en":
         assert line == f"- exp, entry 2 (k2): you wrote 7.7017e42; correct to 5 significant digits: {right} (exact {exact})."
     else:
-        assert line == f"- exp，第 2 (k2) 项：你写的是 7.7017e42；保留 5 位有效数字的正确值：{right}（精确值 {exact}）。"
+        assert line == f"- 指数（exp），第 2 (k2) 项：你写的是 7.7017e42；保留 5 位有效数字的正确值：{right}（精确值 {exact}）。"
     assert "decimals" not in line and "-38" not in line
 
 
@@ -134,7 +134,8 @@ def test_a_value_that_rounds_to_zero_at_the_written_place(lang):
     if lang == "en":
         assert line == f"- weights, entry 1 (k1): you wrote 0.0001; correct to 4 decimals: 0.0000 (exact {sig(tiny, 4)})."
     else:
-        assert line == f"- weights，第 1 (k1) 项：你写的是 0.0001；保留 4 位小数的正确值：0.0000（精确值 {sig(tiny, 4)}）。"
+        assert line == (f"- 注意力权重（weights），第 1 (k1) 项：你写的是 0.0001；"
+                        f"保留 4 位小数的正确值：0.0000（精确值 {sig(tiny, 4)}）。")
     assert sig(tiny, 4) == "3.059e-7"
 
 

@@ -114,7 +114,7 @@ def test_answers_file_and_report_in_both_languages(tmp_path):
     path.write_text(text, encoding="utf-8")
     r = attnscope.check(str(path))
     assert r.ok and r.answered == ["weights[1]", "concat"]
-    assert "| weights[1] | 9 | 9 |" in r.render("markdown") and "| concat | 12 | 12 |" in r.render("markdown", lang="zh")
+    assert "| weights[1] | 9 | 9 |" in r.render("markdown") and "| 拼接（concat） | 12 | 12 |" in r.render("markdown", lang="zh")
 
 
 def test_large_scores_e_to_the_s_or_shifted_per_head():

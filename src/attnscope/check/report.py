@@ -12,6 +12,7 @@ from ..explain import i18n
 from ..explain.doc import COUNTING, INDEX_BASE, T
 from ..explain.numbers import as_decimal, fmt, round_half_up
 from ..explain.render.base import Ctx
+from ..i18n import step_name
 
 FORMATS = ("rich", "markdown", "json")
 
@@ -23,8 +24,8 @@ def _rule(ctx: Ctx) -> str:
 
 def _where(ctx: Ctx, e) -> str:
     if e.row_label == "-":
-        return ctx.text(T("check.where_entry", {"step": e.step, "col": e.col_label}))
-    return ctx.text(T("check.where", {"step": e.step, "row": e.row_label, "col": e.col_label}))
+        return ctx.text(T("check.where_entry", {"step": step_name(e.step, ctx.lang), "col": e.col_label}))
+    return ctx.text(T("check.where", {"step": step_name(e.step, ctx.lang), "row": e.row_label, "col": e.col_label}))
 
 
 #: The report writes a correct value with at most this many decimals (a 29-decimal answer is judged
@@ -101,8 +102,9 @@ def _prec(w, x: Decimal) -> T:
 def _line(ctx: Ctx, e) -> str:
     w = e.number
     x, rr = as_decimal(e.exact_value if e.exact_value is not None else e.exact), as_decimal(e.recomputed)
+    sources = ctx.label("list_sep").join(step_name(s, ctx.lang) for s in e.sources) if e.sources else "-"
     p = {"where": _where(ctx, e), "wrote": e.written, "prec": _prec(w, x), "right": _right(x, w),
-         "exact": _more(x, w), "recomputed": _more(rr, w), "sources": ", ".join(e.sources) if e.sources else "-"}
+         "exact": _more(x, w), "recomputed": _more(rr, w), "sources": sources}
     key = {"wrong": "check.line_wrong", "carried": "check.line_carried", "rounding": "check.line_rounding"}[e.verdict]
     return ctx.text(T(key, p))
 
@@ -111,7 +113,7 @@ def _convention_lines(ctx: Ctx, r) -> list:
     out = []
     for c in r.conventions:
         row = c["row_label"] if c["row_label"] != "-" else "0"
-        out.append(ctx.text(T(f"check.conv_{c['convention']}", {"step": c["step"], "row": row,
+        out.append(ctx.text(T(f"check.conv_{c['convention']}", {"step": step_name(c["step"], ctx.lang), "row": row,
                                                                  "m": _clean(f"{_trim(round_half_up(c['m'], 4), c['m']):f}")})))
     return out
 
@@ -146,7 +148,7 @@ def _summary_rows(ctx: Ctx, r):
     for step in r.answered:
         c = r.counts(step)
         n = sum(c.values())
-        rows.append([step, n, c["correct"], c["rounding"], c["carried"], c["wrong"], r.blanks.get(step, 0)])
+        rows.append([step_name(step, ctx.lang), n, c["correct"], c["rounding"], c["carried"], c["wrong"], r.blanks.get(step, 0)])
     return rows
 
 
@@ -157,11 +159,11 @@ def _verdict(ctx: Ctx, r) -> list:
     if fw is not None:
         step, row = fw
         lines.append(ctx.text(T("check.first_wrong_row" if row != "-" else "check.first_wrong",
-                                {"step": step, "row": row})))
+                                {"step": step_name(step, ctx.lang), "row": row})))
     elif c["carried"]:  # cannot happen: a carried entry needs a wrong one upstream
         lines.append(ctx.label("check.only_carried"))
     if r.missing:
-        where = ", ".join(f"{step} {n}" for step, n in r.blanks.items() if n)
+        where = ", ".join(f"{step_name(step, ctx.lang)} {n}" for step, n in r.blanks.items() if n)
         lines.append(ctx.text(T("check.missing", {"missing": r.missing, "where": where})))
     key = "check.result_ok" if r.ok else "check.result_bad"
     lines.append(ctx.text(T(key, {"correct": c["correct"], "rounding": c["rounding"], "carried": c["carried"],

@@ -1,7 +1,8 @@
 """Every string attnscope shows outside the worked calculations, in English and Chinese.
 
 One table per area (``plot``: figure titles, axes and colour bars; ``cli``: the command line's
-error messages), each a module here with an ``EN`` and a ``ZH`` dict under the same keys.
+error messages; ``steps``: the calculation steps ``check`` names), each a module here with an
+``EN`` and a ``ZH`` dict under the same keys.
 :func:`text` picks a key's string in a language and fills its ``{placeholders}``. The worked
 calculations of :mod:`attnscope.explain` keep their own labels in :mod:`attnscope.explain.i18n`
 (TeX inside ``$…$``, rendered per output format); tests/test_i18n.py checks those and these
@@ -19,7 +20,7 @@ import string
 from typing import Mapping, Optional
 
 from ..errors import InputError
-from . import strings_cli, strings_plot
+from . import strings_cli, strings_plot, strings_steps
 
 #: The languages every table has.
 LANGS = ("en", "zh")
@@ -28,6 +29,7 @@ LANGS = ("en", "zh")
 TABLES: dict[str, dict[str, dict[str, str]]] = {
     "plot": {"en": strings_plot.EN, "zh": strings_plot.ZH},
     "cli": {"en": strings_cli.EN, "zh": strings_cli.ZH},
+    "steps": {"en": strings_steps.EN, "zh": strings_steps.ZH},
 }
 
 
@@ -96,4 +98,16 @@ def translate(message: str, lang: str, area: str = "cli") -> Optional[str]:
     return None
 
 
-__all__ = ["LANGS", "TABLES", "text", "check_lang", "missing", "fields", "translate"]
+def step_name(step: str, lang: str = "en") -> str:
+    """A calculation step's name as a report shows it: ``weights`` or ``output[1]`` (one head's)
+    as is in English, 注意力权重（weights） or 输出（output），头 1 in Chinese; a step no table
+    names stays as written."""
+    base, bracket, rest = step.partition("[")
+    table = TABLES["steps"][check_lang(lang)]
+    if f"steps.{base}" not in table:
+        return step
+    name = table[f"steps.{base}"]
+    return text("steps.head", lang, name=name, head=rest.rstrip("]")) if bracket else name
+
+
+__all__ = ["LANGS", "TABLES", "text", "check_lang", "missing", "fields", "translate", "step_name"]
