@@ -101,6 +101,21 @@ def test_explain_token_xi_finds_its_pieces(smol):
     assert "4:喜" in text and "Ġ" not in text and "\ufffd" not in text
 
 
+def test_explain_path_reads_column(smol, capsys):
+    """--path's tokenization table sets each byte piece beside the characters it forms ('reads'), and
+    the query is named by its label, not its bytes."""
+    from attnscope.cli import main
+    assert main(["explain", "--path", "--model", "smollm2-135m", "--text", SENTENCE, "--token", "喜",
+                 "--layer", "0", "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "4:喜" in out and "reads" in out
+    enc = smol.encode(SENTENCE)
+    rows = [ln for ln in out.splitlines() if ln.startswith("|") and ln.count("|") >= 5]
+    for pos, (piece, label, i) in enumerate(zip(enc.tokens[0], SMOL_LABELS, enc.ids[0])):
+        cells = [c.strip() for c in rows[pos + 2].strip("|").split("|")]  # after the header and its rule
+        assert cells == [str(pos), piece, label, str(i)], cells
+
+
 def test_explain_cli(smol, gpt2_dir, capsys):
     from attnscope.cli import main
     assert main(["explain", "--model", "smollm2-135m", "--text", SENTENCE, "--token", "喜"]) == 0

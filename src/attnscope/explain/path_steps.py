@@ -50,7 +50,8 @@ class PathSteps(After):
         self.c = model.config
         self.i, self.h, self.p = d["layer"], d["head"], d["qpos"]
         self.n = len(d["tokens"])
-        self.tok = f"{self.p}:{d['tokens'][self.p]}"
+        self.labels = d.get("labels") or d["tokens"]  # as a person reads them (byte-level pieces decoded)
+        self.tok = f"{self.p}:{self.labels[self.p]}"
         self.decoder = getattr(self.c, "kind", "") == "decoder"
         self.seq2seq = bool(stack)
         self.pfx = f"{stack}." if stack else ""
@@ -138,11 +139,14 @@ class PathSteps(After):
     def tokens_step(self) -> Step:
         f = self.f
         seg = f["segments"]
-        header = [t("col.pos"), t("path.col_piece"), t("path.col_id")] + ([t("path.col_segment")] if seg is not None else [])
+        tz = self.m.tokenizer
+        reads = tz is not None and tz.byte_level
+        header = ([t("col.pos"), t("path.col_piece")] + ([t("path.col_reads")] if reads else []) + [t("path.col_id")]
+                  + ([t("path.col_segment")] if seg is not None else []))
         body = []
         for j, (tk, i) in enumerate(zip(f["tokens"], f["ids"])):
-            body.append([j, tk, int(i)] + ([int(seg[j])] if seg is not None else []))
-        tz = self.m.tokenizer
+            body.append([j, tk] + ([self.labels[j]] if reads else []) + [int(i)]
+                        + ([int(seg[j])] if seg is not None else []))
         blocks = [Para(t("path.tokens_why", L=self.n, V=self.c.vocab_size, tok=self.tok, id=int(f["ids"][self.p]))),
                   Table(header, body)]
         if tz is not None and tz.byte_level:
@@ -242,7 +246,7 @@ class PathSteps(After):
         K = f[f"{lp}.{att}.{kpre}"][g]
         Vm = f[f"{lp}.{att}.v"][g]
         n = min(self.dims, dh)
-        labels = [f"{j}:{tk}" for j, tk in enumerate(kv_tokens or self.d["tokens"])]
+        labels = [f"{j}:{tk}" for j, tk in enumerate(kv_tokens or self.labels)]
         from .blocks import Matrix
         blocks = [Formula("q = x W_Q⁽ʰ⁾ + b_Q⁽ʰ⁾", r"q=x\,W_Q^{(h)}+b_Q^{(h)}"),
                   Para(t("path.q_why", h=h, dh=dh, d=a_in.shape[0], first=h * dh, last=(h + 1) * dh - 1,
