@@ -8,10 +8,15 @@ import math
 
 import numpy as np
 
+#: The (250037, 384) token table stays float32: in float64 it alone is 768 MB of a test worker's memory,
+#: and :func:`forward` reads a few rows of it; float32 to float64 is exact, so those rows are the same numbers.
+KEEP_FLOAT32 = ("embeddings.word_embeddings.weight",)
+
 
 def weights(path) -> dict[str, np.ndarray]:
+    """The file's dequantized tensors by Hugging Face name, float64 (the token table float32, exactly)."""
     from attnscope.models.e5_file import read_e5
-    return {k: v.double().numpy() for k, v in read_e5(path).state_dict.items()}
+    return {k: v.numpy() if k in KEEP_FLOAT32 else v.double().numpy() for k, v in read_e5(path).state_dict.items()}
 
 
 def _ln(x, g, b, eps=1e-12):
@@ -31,7 +36,7 @@ def forward(W: dict, ids: list[int], n_layers: int = 12, heads: int = 12) -> dic
     the last hidden states."""
     n = len(ids)
     e = "embeddings."
-    x = W[e + "word_embeddings.weight"][ids] + W[e + "position_embeddings.weight"][:n] \
+    x = W[e + "word_embeddings.weight"][ids].astype(np.float64) + W[e + "position_embeddings.weight"][:n] \
         + W[e + "token_type_embeddings.weight"][0]
     x = _ln(x, W[e + "LayerNorm.weight"], W[e + "LayerNorm.bias"])
     out = {"x0": x}
