@@ -29,6 +29,8 @@ def register(sub) -> None:
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
     p.add_argument("--decimals", type=IntRange(0, MAX_DECIMALS), default=4,
                    help=f"decimals the page starts with, 0..{MAX_DECIMALS} (default 4; the page can change it)")
+    p.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="language of the page's tabs, toolbar and notes (default en; the page has a switch)")
     p.add_argument("-o", "--output", default="attention.html", help="output file (default attention.html)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
@@ -58,7 +60,7 @@ def run(args) -> int:
     from ..viewer.seq2seq_page import cli_page
     page = cli_page(model, args.text, args.target, compare=args.compare, decimals=args.decimals)  # None: not seq2seq
     if page is None:
-        page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals))
+        page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals), lang=args.lang)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:

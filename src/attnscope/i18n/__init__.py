@@ -1,8 +1,8 @@
 """Every string attnscope shows outside the worked calculations, in English and Chinese.
 
 One table per area (``plot``: figure titles, axes and colour bars; ``cli``: the command line's
-error messages; ``steps``: the calculation steps ``check`` names), each a module here with an
-``EN`` and a ``ZH`` dict under the same keys.
+error messages; ``steps``: the calculation steps ``check`` names; ``viewer``: the viewer page's
+tabs, toolbar and notes), each a module here with an ``EN`` and a ``ZH`` dict under the same keys.
 :func:`text` picks a key's string in a language and fills its ``{placeholders}``. The worked
 calculations of :mod:`attnscope.explain` keep their own labels in :mod:`attnscope.explain.i18n`
 (TeX inside ``$…$``, rendered per output format); tests/test_i18n.py checks those and these
@@ -20,7 +20,7 @@ import string
 from typing import Mapping, Optional
 
 from ..errors import InputError
-from . import strings_cli, strings_plot, strings_steps
+from . import strings_cli, strings_plot, strings_steps, strings_viewer
 
 #: The languages every table has.
 LANGS = ("en", "zh")
@@ -30,6 +30,7 @@ TABLES: dict[str, dict[str, dict[str, str]]] = {
     "plot": {"en": strings_plot.EN, "zh": strings_plot.ZH},
     "cli": {"en": strings_cli.EN, "zh": strings_cli.ZH},
     "steps": {"en": strings_steps.EN, "zh": strings_steps.ZH},
+    "viewer": {"en": strings_viewer.EN, "zh": strings_viewer.ZH},
 }
 
 

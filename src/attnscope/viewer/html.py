@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Optional
 
 from ..fonts import font_face_css
+from ..i18n import TABLES, check_lang
 from .data import all_text
 
 
@@ -25,10 +26,22 @@ SCRIPTS = ("viewer_core.js", "viewer_paint.js", "viewer.js", "viewer_head.js", "
            "viewer_matrix.js", "viewer_remote.js", "viewer_workers.js")
 
 
+def ui_strings() -> dict[str, dict[str, str]]:
+    """The page's own words, language -> key -> string (attnscope.i18n.strings_viewer)."""
+    return TABLES["viewer"]
+
+
+def ui_text() -> str:
+    """Every character of the page's own words in every language: the embedded font must draw
+    them (the page can switch to Chinese on a machine without CJK fonts)."""
+    return "".join(s for table in ui_strings().values() for s in table.values())
+
+
 def script() -> str:
     """The viewer's JavaScript: the core views, then the views that extend them (generation,
-    matrix) and the reading of texts the server holds."""
-    return "\n".join(asset(name) for name in SCRIPTS)
+    matrix) and the reading of texts the server holds; the page's words after the core, for tr()."""
+    words = f"window.attnscope.strings = {json_for_script(ui_strings())};"
+    return "\n".join([asset(SCRIPTS[0]), words] + [asset(name) for name in SCRIPTS[1:]])
 
 
 def json_for_script(obj) -> str:
@@ -36,32 +49,36 @@ def json_for_script(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
-def _page(title: str, head_css: str, body: str) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+def _page(title: str, head_css: str, body: str, lang: str = "en") -> str:
+    html_lang = "zh-CN" if lang == "zh" else "en"
+    return (f"<!DOCTYPE html>\n<html lang=\"{html_lang}\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>{html.escape(title)}</title>\n<style>\n{head_css}\n{asset('viewer.css')}</style>\n"
             f"</head>\n<body>\n{body}\n</body>\n</html>\n")
 
 
-def render(data: dict, *, title: Optional[str] = None) -> str:
-    """The self-contained page for ``data`` (from :func:`attnscope.viewer.data.build`)."""
+def render(data: dict, *, title: Optional[str] = None, lang: str = "en") -> str:
+    """The self-contained page for ``data`` (from :func:`attnscope.viewer.data.build`), its own
+    words in ``lang`` (en, zh; the page can switch)."""
     first = " ".join(data["texts"][0]["tokens"]) if data["texts"] else ""
     return data_page(title or f"attnscope · {data['model']} · {first[:60]}", script(), data,
-                     font_face_css(all_text(data)))
+                     font_face_css(all_text(data) + ui_text()), lang=lang)
 
 
-def data_page(title: str, scripts: str, data: dict, font_css: str) -> str:
+def data_page(title: str, scripts: str, data: dict, font_css: str, lang: str = "en") -> str:
     """A self-contained viewer page: ``scripts`` (every viewer script the page needs), ``data`` as
-    JSON in the page, and the viewer mounted on it with the fonts of its text (``font_css``)."""
+    JSON in the page, and the viewer mounted on it with the fonts of its text (``font_css``), its
+    own words in ``lang``."""
+    check_lang(lang)
     body = (
         "<div id=\"attnscope-root\"></div>\n"
         f"<script type=\"application/json\" id=\"attnscope-data\">{json_for_script(data)}</script>\n"
         f"<script>\n{scripts}</script>\n"
         "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'),\n"
         "  JSON.parse(document.getElementById('attnscope-data').textContent),\n"
-        f"  {{fontCss: {json.dumps(font_css)}}});\n</script>"
+        f"  {{fontCss: {json.dumps(font_css)}, lang: {json.dumps(lang)}}});\n</script>"
     )
-    return _page(title, font_css, body)
+    return _page(title, font_css, body, lang)
 
 
 #: Unicode blocks of CJK text (punctuation, kana, ideographs, Hangul, full-width forms).
@@ -69,11 +86,11 @@ CJK_RANGES = "U+2E80-9FFF,U+AC00-D7AF,U+F900-FAFF,U+FE30-FE4F,U+FF00-FFEF"
 
 
 def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Optional[int] = None,
-                       font_url: str = "assets/attnscope-cjk.otf") -> str:
+                       font_url: str = "assets/attnscope-cjk.otf", lang: str = "en") -> str:
     """The page of ``attnscope serve``: a short introduction with examples, a text box that asks
-    the JSON API, and the same viewer under it."""
-    return server_page(model_name, script(), {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars}},
-                       font_url)
+    the JSON API, and the same viewer under it (its toolbar's words in ``lang``)."""
+    return server_page(model_name, script(), {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars},
+                                               "lang": check_lang(lang)}, font_url)
 
 
 def server_page(model_name: str, scripts: str, options: dict, font_url: str) -> str:
@@ -89,8 +106,9 @@ def server_page(model_name: str, scripts: str, options: dict, font_url: str) -> 
     # bundled font, fetched from the server only when such a character is on screen.
     ui_font = ("@font-face{font-family:'attnscope CJK UI';font-style:normal;font-weight:400;"
                f"unicode-range:{CJK_RANGES};src:url({font_url}) format('opentype');}}\n"
-               ".as-intro,.as-form,.as-form *{font-family:'attnscope CJK UI',system-ui,'DejaVu Sans',sans-serif}")
-    return _page(f"attnscope · {model_name}", ui_font, body)
+               ".as-intro,.as-form,.as-form *,.as-top,.as-bar,.as-heads,.as-warn"
+               "{font-family:'attnscope CJK UI',system-ui,'DejaVu Sans',sans-serif}")
+    return _page(f"attnscope · {model_name}", ui_font, body, str(options.get("lang", "en")))
 
 
 def iframe(page: str, *, height: int = 640) -> str:

