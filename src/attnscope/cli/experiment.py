@@ -34,6 +34,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0, help="base seed (default 0)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default out/experiments/NAME)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="language of report.md and the figures' titles and axes (default: en)")
     add_overwrite_option(p)
     p.add_argument("--d-k", type=IntList(1, 65536), default=None,
                    help="comma-separated d_k values (variance/saturation default 2,4,…,1024; training 16,64,256,512)")
@@ -82,6 +84,10 @@ _OPTIONS = {
 }
 
 
+#: The experiments whose report and figures come in every language of attnscope.i18n.
+LANG_EXPERIMENTS = ("variance", "saturation")
+
+
 def options_for(name: str, args) -> dict:
     """The library keywords of experiment ``name`` from the parsed CLI options; refuse foreign ones."""
     opts = {}
@@ -95,6 +101,11 @@ def options_for(name: str, args) -> dict:
             flag = "--" + cli.replace("_", "-")
             raise ConfigError(f"option {flag} does not apply to experiment {name!r} (it is for {', '.join(owners)})")
         opts[kw] = value
+    if args.lang != "en":
+        if name not in LANG_EXPERIMENTS:
+            raise ConfigError(f"--lang {args.lang} is not available for experiment {name!r} yet "
+                              f"(it is for {', '.join(LANG_EXPERIMENTS)}); its report is written in English")
+        opts["lang"] = args.lang
     if name == "training" and "jobs" not in opts:
         opts["jobs"] = 1 if args.quick else max(1, min(2, os.cpu_count() or 1))
     return opts

@@ -197,6 +197,13 @@ def check_names(name: str, values: Any, allowed: Sequence[str]) -> tuple[str, ..
     return tuple(a for a in allowed if a in vals)
 
 
+def figure_rc(lang: str) -> dict:
+    """rcParams for :func:`matplotlib.rc_context` while a figure in ``lang`` is made: Chinese text
+    needs the bundled CJK font behind DejaVu Sans (text objects keep the family they were made with)."""
+    from ..fonts import matplotlib_rc
+    return matplotlib_rc() if lang == "zh" else {}
+
+
 def fmt_num(x: Optional[float], digits: int = 3) -> str:
     """A number for a Markdown table: ``—`` for missing, general format otherwise."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):

@@ -31,10 +31,11 @@ from typing import Optional, Sequence
 
 import torch
 
+from .. import i18n
 from ..errors import ConfigError
 from ..functional import softmax
 from ..reference import score_factor
-from .base import ExperimentResult, check_int_list, check_positive_int, check_seed, fmt_num, md_table, progress_bar
+from .base import ExperimentResult, check_int_list, check_positive_int, check_seed, figure_rc, fmt_num, md_table, progress_bar
 
 DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))
 DEFAULT_LENGTH = 16
@@ -129,7 +130,7 @@ def row_stats(p: torch.Tensor) -> dict[str, float]:
 # ----------------------------------------------------------------------------------------------
 
 def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Optional[Sequence[int]] = None,
-        length: int = DEFAULT_LENGTH, rows: Optional[int] = None) -> ExperimentResult:
+        length: int = DEFAULT_LENGTH, rows: Optional[int] = None, lang: str = "en") -> ExperimentResult:
     """Largest weight, entropy and Jacobian norm of softmax(scores), scaled and unscaled, vs d_k.
 
     Args:
@@ -138,12 +139,14 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
         d_ks: dimensions (default 2, 4, …, 1024).
         length: S, the number of keys in a row (default 16).
         rows: query rows per d_k (default 20 000; quick 4 000).
+        lang: language of the report and the figure's titles and axes ("en" or "zh").
     Returns:
         ExperimentResult with table ``saturation`` (one row per d_k and mode) and figure
         ``saturation``.
     """
     t0 = time.perf_counter()
     seed = check_seed(seed)
+    lang = i18n.check_lang(lang)
     d_ks = check_int_list("d_k", DEFAULT_D_KS if d_ks is None else d_ks, low=1, high=65536)
     S = check_positive_int("length", length, high=4096)
     if S < 2:
@@ -186,9 +189,9 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     data = {"rows": table, "uniform": uni, "gap_density": f_gap, "example": example,
             "summary": summary(table)}
     result = ExperimentResult("saturation", params, data, tables={"saturation": table},
-                              figures={"saturation": figure(table, uni, S)},
+                              figures={"saturation": figure(table, uni, S, lang)},
                               timing={"total_s": time.perf_counter() - t0})
-    result.report = report(result)
+    result.report = report(result, lang)
     return result
 
 
@@ -209,35 +212,47 @@ def summary(table: list[dict]) -> dict:
             "saturated_frac_unscaled": u["saturated_frac"], "saturated_frac_scaled": s["saturated_frac"]}
 
 
-def figure(table: list[dict], uni: dict, S: int):
+def figure(table: list[dict], uni: dict, S: int, lang: str = "en"):
+    """Largest weight, entropy and Jacobian norm against d_k, scaled and unscaled, in ``lang``."""
+    from matplotlib import rc_context
+
+    with rc_context(figure_rc(lang)):  # text made here keeps the font family
+        return _figure(table, uni, S, lang)
+
+
+def _figure(table: list[dict], uni: dict, S: int, lang: str):
     from matplotlib.figure import Figure
+
+    T = lambda key, **kw: i18n.text("experiments." + key, lang, **kw)  # noqa: E731
 
     fig = Figure(figsize=(12, 3.8), layout="constrained")
     axes = fig.subplots(1, 3)
     colors = {"scaled": "tab:blue", "unscaled": "tab:red"}
-    panels = (("max_weight", "largest softmax weight", False), ("entropy", "entropy (nats)", True),
+    panels = (("max_weight", T("sat.fig_max"), False), ("entropy", T("sat.fig_entropy"), True),
               ("jacobian", "‖diag(p) − ppᵀ‖_F", True))
     for ax, (key, label, logy) in zip(axes, panels):
         for mode in MODES:
             rs = [r for r in table if r["mode"] == mode]
             ax.errorbar([r["d_k"] for r in rs], [r[key] for r in rs], yerr=[2 * r[key + "_se"] for r in rs],
-                        fmt="o-", ms=4, color=colors[mode], label=mode, capsize=2)
-        ax.axhline(uni[key], color="gray", ls="--", lw=1, label=f"uniform ({uni[key]:.3g})")
+                        fmt="o-", ms=4, color=colors[mode], label=T(mode), capsize=2)
+        ax.axhline(uni[key], color="gray", ls="--", lw=1, label=T("sat.fig_uniform", value=uni[key]))
         asym_key = {"max_weight": "asym_one_minus_max", "entropy": "asym_entropy", "jacobian": "asym_jacobian"}[key]
         rs = [r for r in table if r["mode"] == "unscaled" and r["d_k"] >= 16 and r[asym_key] is not None]
         if rs:
             ys = [(1 - r[asym_key]) if key == "max_weight" else r[asym_key] for r in rs]
-            ax.plot([r["d_k"] for r in rs], ys, "k:", lw=1.5, label="saturated limit")
+            ax.plot([r["d_k"] for r in rs], ys, "k:", lw=1.5, label=T("sat.fig_limit"))
         ax.set(xscale="log", xlabel="d_k", title=label)
         if logy:
             ax.set_yscale("log")
         ax.legend(fontsize=7)
-    fig.suptitle(f"softmax over S = {S} keys, scores q·k with variance d_k", fontsize=10)
+    fig.suptitle(T("sat.fig_title", S=S), fontsize=10)
     return fig
 
 
-def report(result: ExperimentResult) -> str:
+def report(result: ExperimentResult, lang: str = "en") -> str:
+    """The Markdown report in ``lang``; the numbers are the same in every language."""
     d, p = result.data, result.params
+    T = lambda key, **kw: i18n.text("experiments." + key, lang, **kw)  # noqa: E731
     S = p["length"]
     uni = d["uniform"]
     rows = []
@@ -253,37 +268,25 @@ def report(result: ExperimentResult) -> str:
     w1 = ", ".join(f"{x:.2f}" for x in ex["1,2,3"]["weights"])
     w2 = ", ".join(f"{x:.2g}" for x in ex["10,20,30"]["weights"])
     lines = [
-        "# Experiment: softmax saturation",
+        T("sat.title"),
         "",
-        f"Rows of S = {S} scores q·k with q, k ~ N(0, I_d_k) (variance d_k); {p['rows']} rows per d_k; "
-        f"seed {p['seed']}. \"scaled\" divides by √d_k before softmax. ‖J‖_F is the Frobenius norm of "
-        "the softmax Jacobian diag(p) − ppᵀ, the factor by which a gradient at the weights reaches the "
-        "scores.",
+        T("sat.setup", S=S, rows=p["rows"], seed=p["seed"]),
         "",
-        md_table(["d_k", "max p (scaled)", "max p (unscaled)", "H (scaled)", "H (unscaled)",
-                  "‖J‖ (scaled)", "‖J‖ (unscaled)", "‖J‖ saturated limit", f"rows with max p > {SATURATED}"],
-                 rows),
+        md_table(["d_k"] + [T("sat.col_" + c) for c in ("max_s", "max_u", "h_s", "h_u", "j_s", "j_u", "j_lim")]
+                 + [T("sat.col_sat", threshold=SATURATED)], rows),
         "",
-        f"Uniform limit: max p = {uni['max_weight']:.4f}, H = ln {S} = {uni['entropy']:.4f}, "
-        f"‖J‖_F = √{S - 1}/{S} = {uni['jacobian']:.4f}. Saturated limit of the unscaled case: "
-        f"E‖J‖_F ≈ f·E[1/|q|] with f = {d['gap_density']:.4f} (density of the top-two gap at 0).",
+        T("sat.uniform", max_weight=uni["max_weight"], S=S, entropy=uni["entropy"], S_1=S - 1,
+          jacobian=uni["jacobian"], f=d["gap_density"]),
         "",
-        f"At d_k = {sm['d_k']}, unscaled softmax puts on average {sm['max_weight_unscaled']:.3f} of the weight "
-        f"on one key ({100 * sm['saturated_frac_unscaled']:.0f}% of rows above {SATURATED}), entropy "
-        f"{sm['entropy_unscaled']:.3f} nats against {sm['entropy_scaled']:.3f} scaled, and the Jacobian norm "
-        f"is {fmt_num(sm['jacobian_ratio'])}× the scaled one. "
-        + (f"For small d_k (up to {sm['jacobian_larger_upto']}) the unscaled Jacobian is *larger* than the scaled "
-           "one — a moderately peaked softmax passes more gradient than a flat one — " if sm["jacobian_larger_upto"] else "")
-        + (f"from d_k = {sm['jacobian_smaller_from']} on it is smaller and falls towards the saturated limit, "
-           "like 1/√d_k (dotted line): the gradient reaching the scores shrinks steadily, it does not vanish "
-           "at some threshold. The scaled curves do not move with d_k." if sm["jacobian_smaller_from"] else
-           "The scaled curves do not move with d_k."),
+        T("sat.summary", d_k=sm["d_k"], max_u=sm["max_weight_unscaled"], sat_pct=100 * sm["saturated_frac_unscaled"],
+          threshold=SATURATED, h_u=sm["entropy_unscaled"], h_s=sm["entropy_scaled"], ratio=fmt_num(sm["jacobian_ratio"]))
+        + (T("sat.larger", d_k=sm["jacobian_larger_upto"]) if sm["jacobian_larger_upto"] else "")
+        + (T("sat.smaller", d_k=sm["jacobian_smaller_from"]) if sm["jacobian_smaller_from"] else T("sat.still")),
         "",
-        f"The article's example: softmax([1, 2, 3]) = [{w1}] (‖J‖_F = {ex['1,2,3']['jacobian']:.3f}); "
-        f"softmax([10, 20, 30]) = [{w2}] (‖J‖_F = {ex['10,20,30']['jacobian']:.2e}).",
+        T("sat.example", w1=w1, j1=ex["1,2,3"]["jacobian"], w2=w2, j2=ex["10,20,30"]["jacobian"]),
         "",
         "![saturation](saturation.png)",
         "",
-        f"Time: {result.timing.get('total_s', 0.0):.1f} s.",
+        T("time", seconds=result.timing.get("total_s", 0.0)),
     ]
     return "\n".join(lines)

@@ -21,8 +21,19 @@ from typing import Optional, Sequence
 
 import torch
 
+from .. import i18n
 from ..errors import ConfigError
-from .base import ExperimentResult, check_int_list, check_names, check_positive_int, check_seed, fmt_num, md_table, progress_bar
+from .base import (
+    ExperimentResult,
+    check_int_list,
+    check_names,
+    check_positive_int,
+    check_seed,
+    figure_rc,
+    fmt_num,
+    md_table,
+    progress_bar,
+)
 
 #: d_k = 2, 4, …, 1024.
 DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))
@@ -64,7 +75,7 @@ def sample_dot_products(dist: str, d_k: int, n: int, generator: torch.Generator,
 
 def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Optional[Sequence[int]] = None,
         samples: Optional[int] = None, distributions: Optional[Sequence[str]] = None,
-        hist_n: Optional[int] = None) -> ExperimentResult:
+        hist_n: Optional[int] = None, lang: str = "en") -> ExperimentResult:
     """Sampled Var(q·k) and Var(q·k/√d_k) against the theory, over d_k.
 
     Args:
@@ -74,12 +85,14 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
         samples: dot products per (distribution, d_k) (default 40 000; quick 4 000).
         distributions: entry distributions (default all of :data:`DISTRIBUTIONS`).
         hist_n: rows of the article's Q and K (n × 256; n² scores; default 1000, quick 300).
+        lang: language of the report and the figures' titles and axes ("en" or "zh").
     Returns:
         ExperimentResult with table ``variance`` (one row per distribution and d_k) and
         figures ``variance`` and ``histograms``.
     """
     t0 = time.perf_counter()
     seed = check_seed(seed)
+    lang = i18n.check_lang(lang)
     d_ks = check_int_list("d_k", DEFAULT_D_KS if d_ks is None else d_ks, low=1, high=65536)
     n = check_positive_int("samples", samples if samples is not None else (4000 if quick else 40000), high=MAX_SAMPLES)
     if n < 2:
@@ -120,33 +133,41 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     data = {"rows": rows, "histogram": hist,
             "max_abs_z": abs(worst["z"]),
             "max_rel_error_scaled": max(abs(r["var_scaled"] - 1.0) for r in rows)}
-    figures = {"variance": variance_figure(rows), "histograms": histogram_figure(unscaled, scaled)}
+    figures = {"variance": variance_figure(rows, lang), "histograms": histogram_figure(unscaled, scaled, lang)}
     timing = {"sweep_s": t_sweep, "total_s": time.perf_counter() - t0}
     result = ExperimentResult("variance", params, data, tables={"variance": rows}, figures=figures,
                               timing=timing)
-    result.report = report(result)
+    result.report = report(result, lang)
     return result
 
 
-def variance_figure(rows: list[dict]):
+def variance_figure(rows: list[dict], lang: str = "en"):
     """Sampled Var(q·k) (log-log) against d_k, with the lines d_k and 1."""
+    from matplotlib import rc_context
+
+    with rc_context(figure_rc(lang)):  # text made here keeps the font family
+        return _variance_figure(rows, lang)
+
+
+def _variance_figure(rows: list[dict], lang: str):
     from matplotlib.figure import Figure
 
+    T = lambda key, **kw: i18n.text("experiments.var." + key, lang, **kw)  # noqa: E731
     fig = Figure(figsize=(9, 4), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     dists = list(dict.fromkeys(r["distribution"] for r in rows))
     d_all = sorted({r["d_k"] for r in rows})
-    ax1.plot(d_all, d_all, "k--", lw=1, label="theory: d_k")
-    ax2.axhline(1.0, color="k", ls="--", lw=1, label="theory: 1")
+    ax1.plot(d_all, d_all, "k--", lw=1, label=T("fig_theory_dk"))
+    ax2.axhline(1.0, color="k", ls="--", lw=1, label=T("fig_theory_1"))
     markers = dict(zip(DISTRIBUTIONS, "osd"))
     for dist in dists:
         rs = [r for r in rows if r["distribution"] == dist]
         ds = [r["d_k"] for r in rs]
         ax1.plot(ds, [r["var_unscaled"] for r in rs], markers.get(dist, "o"), ms=5, alpha=0.8, label=dist)
         ax2.errorbar(ds, [r["var_scaled"] for r in rs], yerr=[2 * r["rel_se"] for r in rs],
-                     fmt=markers.get(dist, "o"), ms=5, alpha=0.8, capsize=2, label=f"{dist} (±2 SE)")
-    ax1.set(xscale="log", yscale="log", xlabel="d_k", ylabel="sampled Var(q·k)", title="unscaled q·k")
-    ax2.set(xscale="log", xlabel="d_k", ylabel="sampled Var(q·k / √d_k)", title="scaled q·k / √d_k")
+                     fmt=markers.get(dist, "o"), ms=5, alpha=0.8, capsize=2, label=T("fig_se", dist=dist))
+    ax1.set(xscale="log", yscale="log", xlabel="d_k", ylabel=T("fig_y_unscaled"), title=T("fig_unscaled"))
+    ax2.set(xscale="log", xlabel="d_k", ylabel=T("fig_y_scaled"), title=T("fig_scaled"))
     for ax in (ax1, ax2):
         ax.set_xticks(d_all, [str(d) for d in d_all], fontsize=7)
         ax.minorticks_off()
@@ -154,55 +175,54 @@ def variance_figure(rows: list[dict]):
     return fig
 
 
-def histogram_figure(unscaled: torch.Tensor, scaled: torch.Tensor):
+def histogram_figure(unscaled: torch.Tensor, scaled: torch.Tensor, lang: str = "en"):
     """The article's two histograms (d_k = 256): unscaled and scaled scores, variance in the title."""
+    from matplotlib import rc_context
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10, 4), layout="constrained")
-    ax1, ax2 = fig.subplots(1, 2)
-    ax1.hist(unscaled.flatten().numpy(), bins=50, color="tab:red", alpha=0.8)
-    ax1.set_title(f"Unscaled Q·Kᵀ, d_k = {HIST_D_K} (var = {float(unscaled.var()):.1f})")
-    ax2.hist(scaled.flatten().numpy(), bins=50, color="tab:blue", alpha=0.8)
-    ax2.set_title(f"Scaled Q·Kᵀ/√d_k (var = {float(scaled.var()):.3f})")
-    for ax in (ax1, ax2):
-        ax.set_xlabel("score")
-        ax.set_ylabel("count")
+    T = lambda key, **kw: i18n.text("experiments.var." + key, lang, **kw)  # noqa: E731
+    with rc_context(figure_rc(lang)):
+        fig = Figure(figsize=(10, 4), layout="constrained")
+        ax1, ax2 = fig.subplots(1, 2)
+        ax1.hist(unscaled.flatten().numpy(), bins=50, color="tab:red", alpha=0.8)
+        ax1.set_title(T("hist_unscaled", d_k=HIST_D_K, var=float(unscaled.var())))
+        ax2.hist(scaled.flatten().numpy(), bins=50, color="tab:blue", alpha=0.8)
+        ax2.set_title(T("hist_scaled", var=float(scaled.var())))
+        for ax in (ax1, ax2):
+            ax.set_xlabel(T("score"))
+            ax.set_ylabel(T("count"))
     return fig
 
 
-def report(result: ExperimentResult) -> str:
+def report(result: ExperimentResult, lang: str = "en") -> str:
+    """The Markdown report in ``lang``; the numbers are the same in every language."""
     d, p = result.data, result.params
+    T = lambda key, **kw: i18n.text("experiments." + key, lang, **kw)  # noqa: E731
     rows = [r for r in d["rows"] if r["distribution"] == "normal"] or d["rows"]
     h = d["histogram"]
     lines = [
-        "# Experiment: variance of q·k",
+        T("var.title"),
         "",
-        f"q and k with independent unit-variance entries; {p['samples']} dot products per "
-        f"distribution and d_k; seed {p['seed']}.",
-        "Theory: Var(q·k) = d_k, Var(q·k/√d_k) = 1; SE = relative standard error of the sampled "
-        "ratio, z = (ratio − 1)/SE.",
+        T("var.setup", samples=p["samples"], seed=p["seed"]),
+        T("var.theory"),
         "",
-        f"## Entries ~ {rows[0]['distribution']}",
+        T("var.entries", dist=rows[0]["distribution"]),
         "",
-        md_table(["d_k", "Var(q·k)", "theory", "Var(q·k/√d_k)", "SE", "z"],
+        md_table(["d_k", "Var(q·k)", T("var.col_theory"), "Var(q·k/√d_k)", "SE", "z"],
                  [[r["d_k"], fmt_num(r["var_unscaled"], 4), r["d_k"], fmt_num(r["var_scaled"], 4),
                    fmt_num(r["rel_se"], 2), f"{r['z']:+.2f}"] for r in rows]),
         "",
-        f"Over all {len(d['rows'])} (distribution, d_k) cells the largest |z| is {d['max_abs_z']:.2f} "
-        f"and the largest |Var(q·k/√d_k) − 1| is {d['max_rel_error_scaled']:.3f}: the sampled "
-        "variance follows d_k, and the scaled one stays at 1, for every entry distribution tried.",
+        T("var.overall", cells=len(d["rows"]), max_abs_z=d["max_abs_z"], max_rel=d["max_rel_error_scaled"]),
         "",
-        f"## The article's histograms (d_k = {h['d_k']}, Q and K of shape ({h['n']}, {h['d_k']}))",
+        T("var.hist_head", d_k=h["d_k"], n=h["n"]),
         "",
-        f"Unscaled scores: variance {h['var_unscaled']:.1f} (article: \"about 256\"), largest |score| "
-        f"{h['max_abs_unscaled']:.1f}. Scaled: variance {h['var_scaled']:.3f} (article: \"about 1\"), "
-        f"largest |score| {h['max_abs_scaled']:.2f}. The {h['n']}² scores share rows and columns, "
-        "so they are not independent; their variance still estimates d_k.",
+        T("var.hist_text", var_unscaled=h["var_unscaled"], max_unscaled=h["max_abs_unscaled"],
+          var_scaled=h["var_scaled"], max_scaled=h["max_abs_scaled"], n=h["n"]),
         "",
         "![variance](variance.png)",
         "",
         "![histograms](histograms.png)",
         "",
-        f"Time: {result.timing.get('total_s', 0.0):.1f} s.",
+        T("time", seconds=result.timing.get("total_s", 0.0)),
     ]
     return "\n".join(lines)

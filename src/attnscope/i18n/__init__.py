@@ -20,7 +20,7 @@ import string
 from typing import Mapping, Optional
 
 from ..errors import InputError
-from . import strings_cli, strings_plot, strings_steps, strings_viewer
+from . import strings_cli, strings_experiments, strings_plot, strings_steps, strings_viewer
 
 #: The languages every table has.
 LANGS = ("en", "zh")
@@ -31,6 +31,7 @@ TABLES: dict[str, dict[str, dict[str, str]]] = {
     "cli": {"en": strings_cli.EN, "zh": strings_cli.ZH},
     "steps": {"en": strings_steps.EN, "zh": strings_steps.ZH},
     "viewer": {"en": strings_viewer.EN, "zh": strings_viewer.ZH},
+    "experiments": {"en": strings_experiments.EN, "zh": strings_experiments.ZH},
 }
 
 
