@@ -11,7 +11,7 @@ from attnscope.fonts import CJK_FAMILY
 from attnscope.i18n.strings_viewer import EN, ZH
 from attnscope.viewer.html import render
 from attnscope.viewer.run import view_data
-from tests.browser.cjk_glyphs import SHOWN_TEXT, cjk_fallbacks
+from tests.browser.cjk_glyphs import cjk_fallbacks
 from tests.browser.conftest import wait_ready
 
 pytestmark = pytest.mark.browser
@@ -27,6 +27,12 @@ def zh_page(minilm, tmp_path_factory):  # noqa: F811 (the conftest's fixture)
     return path
 
 
+#: What an element draws itself: a <select> its selected option, a <label> its own words (not its select's options).
+OWN_TEXT = ("function () { return this.tagName === 'SELECT' ? (this.selectedIndex < 0 ? '' : "
+            "this.options[this.selectedIndex].text) : Array.from(this.childNodes).filter(n => n.nodeType === 3)"
+            ".map(n => n.textContent).join(''); }")
+
+
 def labels(page) -> dict[str, str]:
     return page.evaluate("""() => ({
         head: document.querySelector('[data-testid=tab-head]').textContent,
@@ -40,7 +46,7 @@ def labels(page) -> dict[str, str]:
 def tofu(page) -> list:
     page.ignored.append("'file:' URLs are treated as unique security origins")  # the CSS agent's own reads
     page.evaluate("() => document.fonts.ready")
-    checked, bad = cjk_fallbacks(page, UI, CJK_FAMILY, text_js=SHOWN_TEXT)
+    checked, bad = cjk_fallbacks(page, UI, CJK_FAMILY, text_js=OWN_TEXT)
     assert checked >= 5, f"only {checked} Chinese labels found"
     return bad
 
@@ -77,3 +83,15 @@ def test_the_address_opens_the_other_language(page, zh_page):
     page.goto(zh_page.as_uri() + "#view=step&layer=1&lang=en")
     wait_ready(page)
     assert labels(page)["step"] == EN["viewer.tab_step"] and labels(page)["on"] == "EN"
+
+
+@pytest.mark.parametrize("view, word", [("step", ZH["viewer.query_token"]), ("matrix", ZH["viewer.whole_matrix"]),
+                                        ("model", ZH["viewer.layer_n"].format(layer=5)), ("head", "左边：每个词元作为查询")])
+def test_each_view_speaks_chinese_without_tofu(page, zh_page, view, word):
+    page.goto(zh_page.as_uri() + f"#view={view}&query=2")
+    wait_ready(page)
+    assert word.strip() in page.inner_text(".as-body")
+    page.ignored.append("'file:' URLs are treated as unique security origins")
+    checked, bad = cjk_fallbacks(page, ".as-body .as-note, .as-body label, .as-body button, .as-body .as-lab, .as-body select",
+                                 CJK_FAMILY, text_js=OWN_TEXT)
+    assert checked and bad == []

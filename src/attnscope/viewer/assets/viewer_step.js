@@ -3,7 +3,7 @@
 (function (A) {
   "use strict";
   if (!A) return;
-  var U = A.util, el = U.el, show = A.show, ROW = U.ROW, tokLabel = U.tokLabel, SvgPainter = A.SvgPainter,
+  var U = A.util, el = U.el, show = A.show, ROW = U.ROW, tokLabel = U.tokLabel, SvgPainter = A.SvgPainter, tr = A.tr,
     Viewer = A.Viewer;
   if (!Viewer || Viewer.prototype.renderStep) return;
 
@@ -12,19 +12,18 @@
     var self = this, t = this.text(), s = this.state, cfg = this.cfg, dec = s.dec;
     var wrap = el("div", { cls: "as-sv", "data-testid": "step-view" }, this.body);
     var ctl = el("div", { cls: "as-ctl" }, wrap);
-    var lq = el("label", { text: "query token " }, ctl), selQ = el("select", { "data-testid": "query-select" }, lq);
-    el("option", { value: "", text: "— pick one —" }, selQ);
+    var lq = el("label", { text: tr("viewer.query_token") }, ctl), selQ = el("select", { "data-testid": "query-select" }, lq);
+    el("option", { value: "", text: tr("viewer.pick_one") }, selQ);
     t.tokens.forEach(function (tok, i) { el("option", { value: i, text: i + ": " + tok }, selQ); });
     selQ.value = s.query === null ? "" : String(s.query);
     selQ.addEventListener("change", function () { self.set({ query: selQ.value === "" ? null : +selQ.value, key: null }); });
-    var lh = el("label", { text: "head " }, ctl), selH = el("select", { "data-testid": "focus-head-select" }, lh);
+    var lh = el("label", { text: tr("viewer.head") }, ctl), selH = el("select", { "data-testid": "focus-head-select" }, lh);
     for (var h = 0; h < cfg.n_heads; h++) el("option", { value: h, text: String(h) }, selH);
     selH.value = String(s.focus);
     selH.addEventListener("change", function () { self.set({ focus: +selH.value }); });
-    el("span", { cls: "as-note", text: "layer " + s.layer + " (change it above)" }, ctl);
+    el("span", { cls: "as-note", text: tr("viewer.layer_above", { layer: s.layer }) }, ctl);
     if (s.query === null) {
-      el("div", { cls: "as-note", text: "Pick a query token here, or click one in the head view. The table then shows, for every key, " +
-        "the raw score q·k, the scaled score, its exponential and the softmax weight, and below it the weighted sum of the value vectors." }, wrap);
+      el("div", { cls: "as-note", text: tr("viewer.pick_note") }, wrap);
       var chips = el("div", {}, wrap);
       t.tokens.forEach(function (tok, i) {
         el("button", { type: "button", cls: "as-small", text: tok, "data-testid": "pick-" + i, style: "margin:2px" }, chips)
@@ -47,11 +46,11 @@
       ": " + facts.join("; ") + ". Hover a number for its exact value" + (rope ? "; click a key row to see its rotation below" : "") + "." +
       (st.shift ? " The largest score exceeds " + this.data.exp_show_limit + ", so the row maximum is subtracted before exp (the weights are unchanged)." : "") }, wrap);
     var box = el("div", { cls: "as-wrap" }, wrap);
-    var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), tr = el("tr", {}, thead);
+    var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), hr = el("tr", {}, thead);
     var masks = false;
     for (var jj = 0; jj < t.n; jj++) if (t.hidden(s.layer, q, jj)) { masks = true; break; }
     ["#", "key", rope ? "raw score q′·k′" : "raw score q·k", "scaled s = " + (rope ? "q′·k′ " : "q·k ") + scaleText, expText, "weight"].concat(masks ? ["hidden because"] : []).forEach(function (x, i) {
-      el("th", { text: x, cls: i === 1 ? "tok" : "" }, tr);
+      el("th", { text: x, cls: i === 1 ? "tok" : "" }, hr);
     });
     var tbody = el("tbody", {}, table), best = 0, j;
     for (j = 1; j < t.n; j++) if (st.weights[j] > st.weights[best]) best = j;
@@ -102,8 +101,8 @@
       "; (a, b) → (a cos φ − b sin φ, a sin φ + b cos φ). " + (cfg.qk_norm ? "q and k before the rotation are after the model's QK-norm. " : "") +
       "Lengths are unchanged; the score depends on the two positions only through their distance." }, box);
     var wrapT = el("div", { cls: "as-wrap as-rotwrap" }, box);
-    var table = el("table", { "data-testid": "rotation-table" }, wrapT), tr = el("tr", {}, el("thead", {}, table));
-    ["pair i", "θ_i", "q: φ", "q_a", "q_b", "q′_a", "q′_b", "k: φ", "k_a", "k_b", "k′_a", "k′_b"].forEach(function (x) { el("th", { text: x }, tr); });
+    var table = el("table", { "data-testid": "rotation-table" }, wrapT), hr = el("tr", {}, el("thead", {}, table));
+    ["pair i", "θ_i", "q: φ", "q_a", "q_b", "q′_a", "q′_b", "k: φ", "k_a", "k_b", "k′_a", "k′_b"].forEach(function (x) { el("th", { text: x }, hr); });
     var tb = el("tbody", {}, table), frag = document.createDocumentFragment();
     var num = function (row, name, x) { el("td", { "data-col": name, "data-value": String(x), title: "exact: " + String(x), text: show(x, dec) }, row); };
     for (var i = 0; i < half; i++) {
@@ -173,8 +172,8 @@
         dot.appendChild(title); svg.appendChild(dot);
       });
     });
-    var table = el("table", { "data-testid": "compare-table" }, wrap), tr = el("tr", {}, table);
-    ["layer"].concat(CMP.map(function (m) { return m[1]; })).forEach(function (x) { el("th", { text: x }, tr); });
+    var table = el("table", { "data-testid": "compare-table" }, wrap), hr = el("tr", {}, table);
+    ["layer"].concat(CMP.map(function (m) { return m[1]; })).forEach(function (x) { el("th", { text: x }, hr); });
     c.layers.forEach(function (name, i) {
       var row = el("tr", {}, table);
       el("td", { text: name }, row);
