@@ -9,6 +9,7 @@ import warnings
 import pytest
 
 from attnscope.cli import main
+from attnscope.errors import InputError
 from attnscope.experiments import saturation, variance
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
@@ -62,7 +63,25 @@ def test_english_figures_stay_english():
     s.close_figures()
 
 
-def test_lang_zh_for_training_is_refused_in_one_sentence(tmp_path, capsys):
-    assert main(["experiment", "training", "--quick", "--lang", "zh", "--out", str(tmp_path / "t"), "--no-progress"]) != 0
-    assert "--lang zh is not available for experiment 'training'" in capsys.readouterr().err
-    assert not (tmp_path / "t" / "report.md").exists()
+def test_training_report_in_chinese_has_the_english_numbers(tmp_path):
+    """A small grid trained once; --from re-renders it in Chinese (no retraining): the claims'
+    sentences, the set-up and the tables say the English report's numbers."""
+    out = tmp_path / "training"
+    assert main(["experiment", "training", "--quick", "--no-progress", "--out", str(out), "--tasks", "recall,lm",
+                 "--variants", "scaled,unscaled", "--steps", "20", "--eval-every", "5"]) == 0
+    en = (out / "report.md").read_text(encoding="utf-8")
+    assert main(["experiment", "training", "--from", str(out), "--lang", "zh", "--out", str(tmp_path / "zh")]) == 0
+    zh = (tmp_path / "zh" / "report.md").read_text(encoding="utf-8")
+    assert _numbers(zh) == _numbers(en) and len(_numbers(en)) > 60
+    assert zh.startswith("# 实验：") and "“缩放后训练快 3 倍以上”" in zh and "“d_k = 64 时未缩放训练停滞”" in zh
+    prose = [ln for ln in zh.splitlines() if ln and not ln.startswith(("|", "!["))]
+    assert all(HAN.search(ln) for ln in prose), [ln for ln in prose if not HAN.search(ln)]
+    for english in ("Experiment", "claims", "Set-up", "stalled in", "seeds", "Task ", "Time"):
+        assert english not in zh
+    # results.json stays the same file: the language is only in the report and the figures
+    assert (tmp_path / "zh" / "results.json").read_bytes() == (out / "results.json").read_bytes()
+
+
+def test_lang_must_be_known():
+    with pytest.raises(InputError, match="language 'fr' is not one of en, zh"):
+        saturation.run(quick=True, progress=False, d_ks=[2], rows=10, lang="fr")

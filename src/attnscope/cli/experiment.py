@@ -85,7 +85,7 @@ _OPTIONS = {
 
 
 #: The experiments whose report and figures come in every language of attnscope.i18n.
-LANG_EXPERIMENTS = ("variance", "saturation")
+LANG_EXPERIMENTS = ("variance", "saturation", "training")
 
 
 def options_for(name: str, args) -> dict:
@@ -150,7 +150,7 @@ def _run(args) -> int:
             check_out_dir(out)
             if Path(out).resolve() != Path(args.from_dir).resolve():  # re-rendering in place is what --from asks
                 check_new_results(out, ("results.json", "report.md"), args.overwrite)
-            result = training.load(args.from_dir)
+            result = training.load(args.from_dir, lang=args.lang)
             files = result.write(out)
         else:
             store = None

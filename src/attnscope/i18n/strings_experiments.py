@@ -67,6 +67,77 @@ EN = {
     "experiments.sat.fig_uniform": "uniform ({value:.3g})",
     "experiments.sat.fig_limit": "saturated limit",
     "experiments.sat.fig_title": "softmax over S = {S} keys, scores q·k with variance d_k",
+    # training (units are counted by attnscope.experiments.training.verdicts.counted_in)
+    "experiments.train.unit_layer": "pre-LN layer",
+    "experiments.train.unit_seed": "seed",
+    "experiments.train.unit_step": "step",
+    "experiments.train.unit_job": "job",
+    "experiments.train.unit_run": "run",
+    "experiments.train.unit_head": "head",
+    "experiments.train.na": "n/a",
+    "experiments.train.speed_unjudged": "cannot be judged (no unscaled run finished)",
+    "experiments.train.speed_all": "holds in every cell",
+    "experiments.train.speed_none": "does not hold anywhere",
+    "experiments.train.speed_some": "holds only at {where}",
+    "experiments.train.speed": "\"Scaling trained over 3× faster\" {verdict}: to reach the loss that unscaled ended with, "
+                               "unscaled needed this many times the steps of scaled — {parts} (to reach the "
+                               "threshold: {thr_parts}; '>' = unscaled never got there, a lower bound).",
+    "experiments.train.join": "; ",
+    "experiments.train.stall_part": "{task}: unscaled stalled in {stalled}/{seeds} seeds, loss {init} → {final} "
+                                    "(threshold {threshold:.3g}, reached in {reached}/{seeds})",
+    "experiments.train.stall_vs": " vs scaled → {final} (reached {reached}/{seeds})",
+    "experiments.train.confirmed": "is confirmed",
+    "experiments.train.not_confirmed": "is not confirmed",
+    "experiments.train.partly": "is partly confirmed",
+    "experiments.train.caveat": " — but scaled stalled too ({runs}), so this budget cannot tell the factor's effect",
+    "experiments.train.stall": "\"Unscaled training at d_k = {d_k} stalled\" {verdict} ({stalled}/{total} runs "
+                               "stalled{caveat}): {parts}.",
+    "experiments.train.title": "# Experiment: training with and without 1/√d_k",
+    "experiments.train.claims": "## The article's claims",
+    "experiments.train.no_speed": "not measured (scaled or unscaled missing from the variants)",
+    "experiments.train.no_stall": "not measured (unscaled missing from the variants)",
+    "experiments.train.setup": "## Set-up",
+    "experiments.train.model": "- Model: attnscope TransformerEncoder, {layers}, d_model = {d_model}, d_ff = {d_ff}, "
+                               "n_heads = d_model / d_k, no dropout, linear read-out; init {init} (LeCun: q and k "
+                               "entries start with unit variance).",
+    "experiments.train.optim": "- Optimiser: AdamW (lr {lr:g}, no weight decay, clip 1.0), {warmup} % linear warm-up, "
+                               "cosine decay to {final} %; identical for every variant, and identical batches and "
+                               "initial weights for a given seed.",
+    "experiments.train.eval": "- Evaluation every {every} steps on a fixed held-out set.",
+    "experiments.train.recall": "- recall: {n_pairs} key-value pairs + {n_queries} queries, {n_keys} keys × {n_values} "
+                                "values; baseline ln {n_values} = {baseline:.3f}; threshold {threshold:.3g}; {steps} × "
+                                "batch {batch}; {seeds}.",
+    "experiments.train.lm": "- lm: {corpus} ({chars} chars, sha256 {sha}…), {vocab} symbols, windows of {seq_len}; "
+                            "count-model losses on the held-out text: unigram {unigram:.3f} (baseline), bigram "
+                            "{bigram:.3f} (threshold), trigram {trigram:.3f}; {steps} steps × batch {batch}; {seeds}.",
+    "experiments.train.flags": "- stalled: final loss above baseline − {fraction}·(baseline − threshold); diverged: "
+                               "NaN/inf or final > initial loss. Steps to threshold: median over seeds (a run that "
+                               "never got there counts as infinitely slow; — = median not reached).",
+    "experiments.train.task": "## Task {task}",
+    "experiments.train.col_variant": "variant",
+    "experiments.train.col_steps": "steps to thr.",
+    "experiments.train.col_reached": "reached",
+    "experiments.train.col_loss": "final loss",
+    "experiments.train.col_acc": "final acc",
+    "experiments.train.col_entropy": "entropy/ln n: init → final",
+    "experiments.train.col_maxw": "max w init",
+    "experiments.train.col_grad": "‖∂L/∂scores‖ init, mean",
+    "experiments.train.col_stalled": "stalled",
+    "experiments.train.col_diverged": "diverged",
+    "experiments.train.time": "Time: {total:.0f} s wall ({jobs}); sum of run times {runs:.0f} s.",
+    "experiments.train.fig_threshold": "threshold",
+    "experiments.train.fig_baseline": "baseline (stall level)",
+    "experiments.train.fig_dk": "d_k = {d_k} ({heads})",
+    "experiments.train.fig_step": "step",
+    "experiments.train.fig_loss": "held-out loss (nats)",
+    "experiments.train.fig_entropy": "attention entropy / ln(#keys)",
+    "experiments.train.fig_grad": "‖∂loss/∂scores‖",
+    "experiments.train.fig_task": "task {task}: mean over {seeds}",
+    "experiments.train.fig_final_y": "final held-out loss",
+    "experiments.train.fig_final": "{task}: final loss",
+    "experiments.train.fig_never": "never reached",
+    "experiments.train.fig_steps_y": "steps (median over seeds)",
+    "experiments.train.fig_steps": "{task}: steps to loss {threshold:.3g}",
 }
 
 ZH = {
@@ -126,4 +197,70 @@ ZH = {
     "experiments.sat.fig_uniform": "均匀（{value:.3g}）",
     "experiments.sat.fig_limit": "饱和极限",
     "experiments.sat.fig_title": "对 S = {S} 个键做 softmax，分数 q·k 的方差为 d_k",
+    "experiments.train.unit_layer": "个 pre-LN 层",
+    "experiments.train.unit_seed": "个种子",
+    "experiments.train.unit_step": "步",
+    "experiments.train.unit_job": "个进程",
+    "experiments.train.unit_run": "次训练",
+    "experiments.train.unit_head": "个头",
+    "experiments.train.na": "无",
+    "experiments.train.speed_unjudged": "无法判断（没有一次未缩放的训练完成）",
+    "experiments.train.speed_all": "在每个组合中都成立",
+    "experiments.train.speed_none": "在任何组合中都不成立",
+    "experiments.train.speed_some": "只在 {where} 成立",
+    "experiments.train.speed": "“缩放后训练快 3 倍以上”{verdict}：要达到未缩放训练最终的损失，未缩放训练所需的步数是缩放训练的"
+                               "这么多倍——{parts}（达到阈值所需：{thr_parts}；“>”表示未缩放训练从未达到，是下界）。",
+    "experiments.train.join": "；",
+    "experiments.train.stall_part": "{task}：未缩放训练在 {stalled}/{seeds} 个种子中停滞，损失 {init} → {final}"
+                                    "（阈值 {threshold:.3g}，{reached}/{seeds} 个达到）",
+    "experiments.train.stall_vs": "，缩放训练 → {final}（{reached}/{seeds} 个达到）",
+    "experiments.train.confirmed": "得到证实",
+    "experiments.train.not_confirmed": "没有得到证实",
+    "experiments.train.partly": "部分得到证实",
+    "experiments.train.caveat": "——但缩放训练也停滞了（{runs}），所以在这个训练量下看不出这个因子的作用",
+    "experiments.train.stall": "“d_k = {d_k} 时未缩放训练停滞”{verdict}（{stalled}/{total} 次训练停滞{caveat}）：{parts}。",
+    "experiments.train.title": "# 实验：有无 1/√d_k 的训练",
+    "experiments.train.claims": "## 文章的论断",
+    "experiments.train.no_speed": "未测量（变体中缺少缩放或未缩放）",
+    "experiments.train.no_stall": "未测量（变体中缺少未缩放）",
+    "experiments.train.setup": "## 设置",
+    "experiments.train.model": "- 模型：attnscope TransformerEncoder，{layers}，d_model = {d_model}，d_ff = {d_ff}，"
+                               "n_heads = d_model / d_k，无 dropout，线性读出；初始化 {init}（LeCun：q 和 k 的分量一开始"
+                               "就是单位方差）。",
+    "experiments.train.optim": "- 优化器：AdamW（学习率 {lr:g}，无权重衰减，梯度裁剪 1.0），{warmup} % 线性预热，"
+                               "余弦衰减到 {final} %；每个变体都相同，同一个种子的批次和初始权重也相同。",
+    "experiments.train.eval": "- 每 {every} 步在固定的留出集上评估一次。",
+    "experiments.train.recall": "- recall：{n_pairs} 个键值对 + {n_queries} 个查询，{n_keys} 个键 × {n_values} 个值；"
+                                "基线 ln {n_values} = {baseline:.3f}；阈值 {threshold:.3g}；{steps} × 批大小 {batch}；"
+                                "{seeds}。",
+    "experiments.train.lm": "- lm：{corpus}（{chars} 个字符，sha256 {sha}…），{vocab} 个符号，窗口长 {seq_len}；"
+                            "计数模型在留出文本上的损失：一元 {unigram:.3f}（基线），二元 {bigram:.3f}（阈值），"
+                            "三元 {trigram:.3f}；{steps} 步 × 批大小 {batch}；{seeds}。",
+    "experiments.train.flags": "- 停滞：最终损失高于 基线 − {fraction}·(基线 − 阈值)；发散：出现 NaN/inf，或最终损失大于"
+                               "初始损失。达到阈值的步数：各种子的中位数（从未达到的训练算作无限慢；— 表示中位数未达到）。",
+    "experiments.train.task": "## 任务 {task}",
+    "experiments.train.col_variant": "变体",
+    "experiments.train.col_steps": "达到阈值的步数",
+    "experiments.train.col_reached": "达到",
+    "experiments.train.col_loss": "最终损失",
+    "experiments.train.col_acc": "最终准确率",
+    "experiments.train.col_entropy": "熵/ln n：初始 → 最终",
+    "experiments.train.col_maxw": "初始最大权重",
+    "experiments.train.col_grad": "‖∂L/∂scores‖ 初始，平均",
+    "experiments.train.col_stalled": "停滞",
+    "experiments.train.col_diverged": "发散",
+    "experiments.train.time": "用时：墙钟 {total:.0f} 秒（{jobs}）；各次训练用时之和 {runs:.0f} 秒。",
+    "experiments.train.fig_threshold": "阈值",
+    "experiments.train.fig_baseline": "基线（停滞水平）",
+    "experiments.train.fig_dk": "d_k = {d_k}（{heads}）",
+    "experiments.train.fig_step": "步",
+    "experiments.train.fig_loss": "留出集损失（奈特）",
+    "experiments.train.fig_entropy": "注意力熵 / ln(键数)",
+    "experiments.train.fig_grad": "‖∂loss/∂scores‖",
+    "experiments.train.fig_task": "任务 {task}：{seeds}的平均",
+    "experiments.train.fig_final_y": "最终留出集损失",
+    "experiments.train.fig_final": "{task}：最终损失",
+    "experiments.train.fig_never": "从未达到",
+    "experiments.train.fig_steps_y": "步数（各种子的中位数）",
+    "experiments.train.fig_steps": "{task}：损失降到 {threshold:.3g} 所需的步数",
 }

@@ -54,6 +54,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from ... import i18n
 from ...errors import ConfigError
 from ..base import ExperimentResult, check_seed
 from ..tasks import make_task
@@ -72,7 +73,7 @@ __all__ = ["run", "load", "assemble", "settings_from_params", "Settings", "make_
 
 
 def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int = 1, resume_dir=None,
-        **options) -> ExperimentResult:
+        lang: str = "en", **options) -> ExperimentResult:
     """Train the grid of (task, variant, d_k, seed) and report.
 
     Args:
@@ -85,12 +86,14 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
             grid (Ctrl-C, SIGTERM) resumes. The caller removes it when done (the CLI does).
         **options: any field of :func:`make_settings` (tasks, variants, d_ks, seeds, steps, batch,
             eval_size, d_model, n_layers, d_ff, lr, eval_every, init).
+        lang: language of the report and the figures' titles and axes ("en" or "zh").
     Returns:
         ExperimentResult with tables ``summary``, ``runs``, ``curves``, ``speedups`` and figures
         ``summary`` and ``curves_<task>``.
     """
     t0 = time.perf_counter()
     seed = check_seed(seed)
+    lang = i18n.check_lang(lang)
     import inspect
 
     known = set(inspect.signature(make_settings).parameters) - {"quick"}
@@ -114,9 +117,9 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
                                                 for k, v in asdict(settings).items()}}
     timing = {"train_s": t_train, "run_seconds_sum": sum(seconds.values()), "jobs": jobs,
               **{f"run:{k}": v for k, v in seconds.items()}}
-    result = assemble(runs, params, {t: task_objs[t].describe() for t in settings.tasks}, timing)
+    result = assemble(runs, params, {t: task_objs[t].describe() for t in settings.tasks}, timing, lang)
     result.timing["total_s"] = time.perf_counter() - t0
-    result.report = report(result, settings)
+    result.report = report(result, settings, lang)
     return result
 
 
@@ -127,7 +130,7 @@ def settings_from_params(params: dict) -> Settings:
     return Settings(**kw)
 
 
-def assemble(runs: list[dict], params: dict, tasks_desc: dict, timing: dict) -> ExperimentResult:
+def assemble(runs: list[dict], params: dict, tasks_desc: dict, timing: dict, lang: str = "en") -> ExperimentResult:
     """Summary, claims, tables, figures and report from the runs (also used to re-render a folder)."""
     settings = settings_from_params(params)
     summary = summarise(runs)
@@ -138,15 +141,15 @@ def assemble(runs: list[dict], params: dict, tasks_desc: dict, timing: dict) -> 
               "curves": [{"task": r["task"], "variant": r["variant"], "d_k": r["d_k"], "seed": r["seed"],
                           **{k: r["curve"][k][i] for k in r["curve"]}}
                          for r in runs for i in range(len(r["curve"]["step"]))]}
-    figures = {"summary": summary_figure(summary, settings)}
+    figures = {"summary": summary_figure(summary, settings, lang)}
     for t in settings.tasks:
-        figures[f"curves_{t}"] = curves_figure(runs, settings, t, tasks_desc[t])
+        figures[f"curves_{t}"] = curves_figure(runs, settings, t, tasks_desc[t], lang)
     result = ExperimentResult("training", params, data, tables=tables, figures=figures, timing=dict(timing))
-    result.report = report(result, settings)
+    result.report = report(result, settings, lang)
     return result
 
 
-def load(folder) -> ExperimentResult:
+def load(folder, lang: str = "en") -> ExperimentResult:
     """Rebuild a training result from a folder it was written to (``results.json``, ``timing.json``).
 
     Nothing is retrained: the summary, claims, tables, figures and report are recomputed from the
@@ -189,4 +192,4 @@ def load(folder) -> ExperimentResult:
             if v is None and k not in ("steps_to_threshold",):
                 r[k] = math.nan
         r["curve"] = {k: [math.nan if x is None else x for x in xs] for k, xs in r["curve"].items()}
-    return assemble(runs, saved["params"], saved["data"]["tasks"], timing)
+    return assemble(runs, saved["params"], saved["data"]["tasks"], timing, i18n.check_lang(lang))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
-from ..base import ExperimentResult, fmt_num, md_table
+from ... import i18n
+from ..base import ExperimentResult, figure_rc, fmt_num, md_table
 from .settings import VARIANTS, Settings
-from .verdicts import STALL_FRACTION, counted, mean_finite
+from .verdicts import STALL_FRACTION, claim_sentences, counted_in, mean_finite
 
 COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "inv_d": "tab:purple", "cosine": "tab:green",
           "qknorm": "tab:orange", "t5": "tab:brown"}
@@ -21,9 +22,22 @@ def mean_curve(rs: list[dict], key: str) -> tuple[list, list]:
     return steps, ys
 
 
-def curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: dict):
+def _T(lang: str):
+    return lambda key, **kw: i18n.text("experiments.train." + key, lang, **kw)
+
+
+def curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: dict, lang: str = "en"):
     """Rows: held-out loss, normalised attention entropy, gradient norm at the scores; columns: d_k."""
+    from matplotlib import rc_context
+
+    with rc_context(figure_rc(lang)):  # text made here keeps the font family
+        return _curves_figure(runs, settings, task, task_desc, lang)
+
+
+def _curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: dict, lang: str):
     from matplotlib.figure import Figure
+
+    T = _T(lang)
 
     ds = settings.d_ks
     fig = Figure(figsize=(3.2 * len(ds) + 1, 8), layout="constrained")
@@ -36,24 +50,33 @@ def curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: di
             for i, key in enumerate(("eval_loss", "entropy_norm", "grad_scores")):
                 st, ys = mean_curve(rs, key)
                 axes[i][j].plot(st, ys, color=COLORS[v], label=v, lw=1.5)
-        axes[0][j].axhline(task_desc["threshold"], color="k", ls=":", lw=1, label="threshold")
-        axes[0][j].axhline(task_desc["baseline"], color="gray", ls="--", lw=1, label="baseline (stall level)")
+        axes[0][j].axhline(task_desc["threshold"], color="k", ls=":", lw=1, label=T("fig_threshold"))
+        axes[0][j].axhline(task_desc["baseline"], color="gray", ls="--", lw=1, label=T("fig_baseline"))
         n_heads = settings.d_model // d_k
-        axes[0][j].set_title(f"d_k = {d_k} ({n_heads} head{'s' if n_heads > 1 else ''})")
+        axes[0][j].set_title(T("fig_dk", d_k=d_k, heads=counted_in(n_heads, "head", lang)))
         axes[1][j].set_ylim(-0.02, 1.02)
         axes[2][j].set_yscale("log")
-        axes[2][j].set_xlabel("step")
-    axes[0][0].set_ylabel("held-out loss (nats)")
-    axes[1][0].set_ylabel("attention entropy / ln(#keys)")
-    axes[2][0].set_ylabel("‖∂loss/∂scores‖")
+        axes[2][j].set_xlabel(T("fig_step"))
+    axes[0][0].set_ylabel(T("fig_loss"))
+    axes[1][0].set_ylabel(T("fig_entropy"))
+    axes[2][0].set_ylabel(T("fig_grad"))
     axes[0][-1].legend(fontsize=7)
-    fig.suptitle(f"task {task}: mean over {counted(settings.seeds[task], 'seed')}", fontsize=10)
+    fig.suptitle(T("fig_task", task=task, seeds=counted_in(settings.seeds[task], "seed", lang)), fontsize=10)
     return fig
 
 
-def summary_figure(summary: list[dict], settings: Settings):
+def summary_figure(summary: list[dict], settings: Settings, lang: str = "en"):
     """Per task: final loss and steps to threshold against d_k, one line per variant."""
+    from matplotlib import rc_context
+
+    with rc_context(figure_rc(lang)):  # text made here keeps the font family
+        return _summary_figure(summary, settings, lang)
+
+
+def _summary_figure(summary: list[dict], settings: Settings, lang: str):
     from matplotlib.figure import Figure
+
+    T = _T(lang)
 
     tasks = settings.tasks
     fig = Figure(figsize=(10, 3.4 * len(tasks)), layout="constrained")
@@ -73,12 +96,12 @@ def summary_figure(summary: list[dict], settings: Settings):
                      else r["steps"] * 1.1 for r in rs]
             axes[i][1].plot(ds, steps, "o-", color=COLORS[v], label=v, ms=4)
         thr = next(r["threshold"] for r in summary if r["task"] == t)
-        axes[i][0].axhline(thr, color="k", ls=":", lw=1, label="threshold")
-        axes[i][0].set(xscale="log", xlabel="d_k", ylabel="final held-out loss", title=f"{t}: final loss")
+        axes[i][0].axhline(thr, color="k", ls=":", lw=1, label=T("fig_threshold"))
+        axes[i][0].set(xscale="log", xlabel="d_k", ylabel=T("fig_final_y"), title=T("fig_final", task=t))
         axes[i][1].axhline(settings.steps[t] * 1.1, color="gray", ls="--", lw=1)
-        axes[i][1].text(min(settings.d_ks), settings.steps[t] * 1.12, "never reached", fontsize=7, color="gray")
-        axes[i][1].set(xscale="log", xlabel="d_k", ylabel="steps (median over seeds)",
-                       title=f"{t}: steps to loss {thr:.3g}", ylim=(0, settings.steps[t] * 1.25))
+        axes[i][1].text(min(settings.d_ks), settings.steps[t] * 1.12, T("fig_never"), fontsize=7, color="gray")
+        axes[i][1].set(xscale="log", xlabel="d_k", ylabel=T("fig_steps_y"),
+                       title=T("fig_steps", task=t, threshold=thr), ylim=(0, settings.steps[t] * 1.25))
         for ax in axes[i]:
             ax.set_xscale("log", base=2)
             ax.set_xticks(list(settings.d_ks), [str(d) for d in settings.d_ks])
@@ -87,53 +110,48 @@ def summary_figure(summary: list[dict], settings: Settings):
     return fig
 
 
-def report(result: ExperimentResult, settings: Settings) -> str:
+def report(result: ExperimentResult, settings: Settings, lang: str = "en") -> str:
+    """The Markdown report in ``lang``; the numbers are the same in every language (the claims'
+    sentences are made again in ``lang`` from the same speed-ups and summary)."""
+    T = _T(lang)
     d = result.data
     s = settings
     c = d["claims"]
+    speed, stall = (c["speed_sentence"], c["stall_sentence"]) if lang == "en" else \
+        claim_sentences(c["speedups"], d["summary"], s, lang)
     lines = [
-        "# Experiment: training with and without 1/√d_k",
+        T("title"),
         "",
-        "## The article's claims",
+        T("claims"),
         "",
-        f"1. {c['speed_sentence'] or 'not measured (scaled or unscaled missing from the variants)'}",
-        f"2. {c['stall_sentence'] or 'not measured (unscaled missing from the variants)'}",
+        f"1. {speed or T('no_speed')}",
+        f"2. {stall or T('no_stall')}",
         "",
-        "## Set-up",
+        T("setup"),
         "",
-        f"- Model: attnscope TransformerEncoder, {counted(s.n_layers, 'pre-LN layer')}, d_model = {s.d_model}, "
-        f"d_ff = {s.d_ff}, n_heads = d_model / d_k, no dropout, linear read-out; init {s.init} "
-        "(LeCun: q and k entries start with unit variance).",
-        f"- Optimiser: AdamW (lr {s.lr:g}, no weight decay, clip 1.0), {int(100 * s.warmup_frac)} % linear warm-up, "
-        f"cosine decay to {int(100 * s.final_lr_frac)} %; identical for every variant, and identical batches "
-        "and initial weights for a given seed.",
-        f"- Evaluation every {s.eval_every} steps on a fixed held-out set.",
+        T("model", layers=counted_in(s.n_layers, "layer", lang), d_model=s.d_model, d_ff=s.d_ff, init=s.init),
+        T("optim", lr=s.lr, warmup=int(100 * s.warmup_frac), final=int(100 * s.final_lr_frac)),
+        T("eval", every=s.eval_every),
     ]
     for t in s.tasks:
         td = d["tasks"][t]
+        seeds = counted_in(s.seeds[t], "seed", lang)
         if t == "recall":
-            lines.append(f"- recall: {td['n_pairs']} key-value pairs + {td['n_queries']} queries, {td['n_keys']} keys × "
-                         f"{td['n_values']} values; baseline ln {td['n_values']} = {td['baseline']:.3f}; threshold "
-                         f"{td['threshold']:.3g}; {counted(s.steps[t], 'step')} × batch {s.batch[t]}; "
-                         f"{counted(s.seeds[t], 'seed')}.")
+            lines.append(T("recall", n_pairs=td["n_pairs"], n_queries=td["n_queries"], n_keys=td["n_keys"],
+                           n_values=td["n_values"], baseline=td["baseline"], threshold=td["threshold"],
+                           steps=counted_in(s.steps[t], "step", lang), batch=s.batch[t], seeds=seeds))
         else:
-            lines.append(f"- lm: {td['corpus']} ({td['corpus_chars']} chars, sha256 {td['corpus_sha256']}…), "
-                         f"{td['vocab_size']} symbols, windows of {td['seq_len']}; count-model losses on the "
-                         f"held-out text: unigram {td['unigram_loss']:.3f} (baseline), bigram {td['bigram_loss']:.3f} "
-                         f"(threshold), trigram {td['trigram_loss']:.3f}; {s.steps[t]} steps × batch {s.batch[t]}; "
-                         f"{counted(s.seeds[t], 'seed')}.")
-    lines += [
-        f"- stalled: final loss above baseline − {STALL_FRACTION}·(baseline − threshold); diverged: NaN/inf "
-        "or final > initial loss. Steps to threshold: median over seeds (a run that never got there counts "
-        "as infinitely slow; — = median not reached).",
-        "",
-    ]
+            lines.append(T("lm", corpus=td["corpus"], chars=td["corpus_chars"], sha=td["corpus_sha256"],
+                           vocab=td["vocab_size"], seq_len=td["seq_len"], unigram=td["unigram_loss"],
+                           bigram=td["bigram_loss"], trigram=td["trigram_loss"], steps=s.steps[t], batch=s.batch[t],
+                           seeds=seeds))
+    lines += [T("flags", fraction=STALL_FRACTION), ""]
     for t in s.tasks:
         rows = [r for r in d["summary"] if r["task"] == t]
-        lines += [f"## Task {t}", "",
-                  md_table(["variant", "d_k", "steps to thr.", "reached", "final loss", "final acc",
-                            "entropy/ln n: init → final", "max w init", "‖∂L/∂scores‖ init, mean",
-                            "stalled", "diverged"],
+        lines += [T("task", task=t), "",
+                  md_table([T("col_variant"), "d_k"] + [T("col_" + k) for k in ("steps", "reached", "loss", "acc",
+                                                                               "entropy", "maxw", "grad", "stalled",
+                                                                               "diverged")],
                            [[r["variant"], r["d_k"], fmt_num(r["median_steps_to_threshold"]),
                              f"{r['reached']}/{r['seeds']}",
                              fmt_num(r["final_loss_mean"])
@@ -146,6 +164,6 @@ def report(result: ExperimentResult, settings: Settings) -> str:
                             for r in sorted(rows, key=lambda r: (r["d_k"], VARIANTS.index(r["variant"])))]),
                   "", f"![curves {t}](curves_{t}.png)", ""]
     lines += ["![summary](summary.png)", "",
-              f"Time: {result.timing.get('total_s', 0.0):.0f} s wall ({counted(int(result.timing.get('jobs', 1)), 'job')}); "
-              f"sum of run times {result.timing.get('run_seconds_sum', 0.0):.0f} s."]
+              T("time", total=result.timing.get("total_s", 0.0), jobs=counted_in(int(result.timing.get("jobs", 1)), "job", lang),
+                runs=result.timing.get("run_seconds_sum", 0.0))]
     return "\n".join(lines)

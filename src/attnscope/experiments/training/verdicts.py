@@ -6,6 +6,7 @@ import math
 import statistics
 from typing import Optional, Sequence
 
+from ... import i18n
 from ..base import fmt_num
 from .settings import Settings
 
@@ -41,6 +42,12 @@ def run_flags(steps: Sequence[int], losses: Sequence[float], threshold: float, b
 def counted(n: int, noun: str) -> str:
     """``1 seed``, ``3 seeds``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def counted_in(n: int, unit: str, lang: str = "en") -> str:
+    """``n`` of ``unit`` (``seed``, ``step``, … of attnscope.i18n's ``experiments.train.unit_*``) in ``lang``."""
+    noun = i18n.text("experiments.train.unit_" + unit, lang)
+    return counted(n, noun) if lang == "en" else f"{n} {noun}"
 
 
 def mean_finite(xs) -> float:
@@ -144,11 +151,21 @@ def claims(summary: list[dict], settings: Settings, runs: list[dict]) -> dict:
     where unscaled never reaches the threshold; the threshold ratios are quoted beside it.
     """
     sp = speedups(summary, runs)
+    speed, stall = claim_sentences(sp, summary, settings)
+    measured = [x for x in sp if x["task"] in settings.tasks and x["ratio_matched"] is not None]
+    return {"speedups": sp, "speed_sentence": speed, "stall_sentence": stall, "speed_cells": len(measured)}
+
+
+def claim_sentences(sp: list[dict], summary: list[dict], settings: Settings,
+                    lang: str = "en") -> tuple[Optional[str], Optional[str]]:
+    """The speed and stall sentences of :func:`claims` in ``lang`` (None where not measured);
+    the numbers are the same in every language."""
+    T = lambda key, **kw: i18n.text("experiments.train." + key, lang, **kw)  # noqa: E731
     idx = {(r["task"], r["variant"], r["d_k"]): r for r in summary}
 
     def fmt(ratio, bound):
         if ratio is None:
-            return "n/a"
+            return T("na")
         return f"{bound if bound in ('>', '<') else ''}{ratio:.1f}×"
 
     parts, thr_parts, big, measured = [], [], [], []
@@ -165,23 +182,21 @@ def claims(summary: list[dict], settings: Settings, runs: list[dict]) -> dict:
     speed = None
     if sp:
         where = [f"{x['task']} d_k={x['d_k']}" for x in big]
-        verdict = ("cannot be judged (no unscaled run finished)" if not measured else
-                   "holds in every cell" if len(big) == len(measured) else
-                   "does not hold anywhere" if not big else
-                   "holds only at " + ", ".join(where))
-        speed = (f"\"Scaling trained over 3× faster\" {verdict}: to reach the loss that unscaled ended with, "
-                 f"unscaled needed this many times the steps of scaled — {'; '.join(parts)} (to reach the "
-                 f"threshold: {'; '.join(thr_parts)}; '>' = unscaled never got there, a lower bound).")
+        verdict = (T("speed_unjudged") if not measured else
+                   T("speed_all") if len(big) == len(measured) else
+                   T("speed_none") if not big else
+                   T("speed_some", where=", ".join(where)))
+        speed = T("speed", verdict=verdict, parts=T("join").join(parts), thr_parts=T("join").join(thr_parts))
     d_top = max(settings.d_ks)
     stall_parts = []
     for t in settings.tasks:
         u, s = idx.get((t, "unscaled", d_top)), idx.get((t, "scaled", d_top))
         if u is None:
             continue
-        txt = (f"{t}: unscaled stalled in {u['stalled']}/{u['seeds']} seeds, loss {fmt_num(u['init_loss_mean'])} → "
-               f"{fmt_num(u['final_loss_mean'])} (threshold {u['threshold']:.3g}, reached in {u['reached']}/{u['seeds']})")
+        txt = T("stall_part", task=t, stalled=u["stalled"], seeds=u["seeds"], init=fmt_num(u["init_loss_mean"]),
+                final=fmt_num(u["final_loss_mean"]), threshold=u["threshold"], reached=u["reached"])
         if s is not None:
-            txt += f" vs scaled → {fmt_num(s['final_loss_mean'])} (reached {s['reached']}/{s['seeds']})"
+            txt += T("stall_vs", final=fmt_num(s["final_loss_mean"]), reached=s["reached"], seeds=s["seeds"])
         stall_parts.append(txt)
     stall = None
     if stall_parts:
@@ -189,10 +204,8 @@ def claims(summary: list[dict], settings: Settings, runs: list[dict]) -> dict:
         n_st = sum(r["stalled"] for r in rows)
         n_all = sum(r["seeds"] for r in rows)
         scaled_st = sum(idx[(t, "scaled", d_top)]["stalled"] for t in settings.tasks if (t, "scaled", d_top) in idx)
-        verdict = ("is confirmed" if n_st == n_all else "is not confirmed" if n_st == 0 else "is partly confirmed")
-        caveat = (f" — but scaled stalled too ({scaled_st} run{'' if scaled_st == 1 else 's'}), "
-                  "so this budget cannot tell the factor's effect"
-                  if n_st and scaled_st >= n_st else "")
-        stall = (f"\"Unscaled training at d_k = {d_top} stalled\" {verdict} ({n_st}/{n_all} runs stalled{caveat}): "
-                 + "; ".join(stall_parts) + ".")
-    return {"speedups": sp, "speed_sentence": speed, "stall_sentence": stall, "speed_cells": len(measured)}
+        verdict = T("confirmed") if n_st == n_all else T("not_confirmed") if n_st == 0 else T("partly")
+        caveat = T("caveat", runs=counted_in(scaled_st, "run", lang)) if n_st and scaled_st >= n_st else ""
+        stall = T("stall", d_k=d_top, verdict=verdict, stalled=n_st, total=n_all, caveat=caveat,
+                  parts=T("join").join(stall_parts))
+    return speed, stall
