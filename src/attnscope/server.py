@@ -37,6 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from . import __version__
 from . import reference as R
 from .errors import AttnscopeError, InputError
+from .i18n import check_lang
 from .server_limits import BODY_TIMEOUT, MAX_ACTIVE, MAX_BODY, MAX_WAITING, Busy, Limits, ModelWorker
 from .server_schema import (
     Attention,
@@ -69,18 +70,20 @@ MAX_MATRIX_TOKENS = 2048
 
 def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optional[int] = None,
                max_waiting: int = MAX_WAITING, max_body: Optional[int] = None, ship_up_to: Optional[int] = None,
-               held_bytes: int = HELD_BYTES, body_timeout: float = BODY_TIMEOUT):
+               held_bytes: int = HELD_BYTES, body_timeout: float = BODY_TIMEOUT, lang: str = "en"):
     """The ASGI app. ``model``: an attnscope Model (loaded from ``model_path`` when None).
 
     ``max_chars``: longest text (default :data:`CHARS_PER_TOKEN` × the context length);
     ``ship_up_to``: texts of at most this many tokens travel whole in the page (default: those
     whose q, k, v fit in 16 MB), longer ones are held and read on demand within ``held_bytes``
-    (:mod:`attnscope.viewer.held_api`); ``body_timeout``: seconds a request has to send its body (408 after).
+    (:mod:`attnscope.viewer.held_api`); ``body_timeout``: seconds a request has to send its body (408 after);
+    ``lang``: the language the page's own words start in (en, zh; the page has a switch).
     Returns a FastAPI app (``app.state.model``, ``app.state.worker``, ``app.state.held``) wrapped
     in the body limit.
     """
     from fastapi_offline import FastAPIOffline
 
+    check_lang(lang)  # one sentence now, not a failing page later
     if model is None:
         from .models import load
         model = load(model_path)
@@ -129,7 +132,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> str:
-        return render_server_page(model.name, max_chars=max_chars)
+        return render_server_page(model.name, max_chars=max_chars, lang=lang)
 
     @app.get("/api/model", response_model=ModelInfo, summary="The loaded model and the input limits")
     def info() -> ModelInfo:
@@ -244,7 +247,7 @@ def uvicorn_config(app, log_level: str = "warning", **kw):
 
 def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str] = None,
           max_chars: Optional[int] = None, held_bytes: int = HELD_BYTES, ship_up_to: Optional[int] = None,
-          log_level: str = "warning",
+          log_level: str = "warning", lang: str = "en",
           say: Callable[[str], None] = print) -> None:
     """Check the address, load the model, then run the app with uvicorn until interrupted.
 
@@ -260,7 +263,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str
               "network, without authentication; use --host 127.0.0.1 to keep it local", file=sys.stderr, flush=True)
     say("attnscope: loading the model…")
     try:
-        app = create_app(model_path=model_path, max_chars=max_chars, held_bytes=held_bytes, ship_up_to=ship_up_to)
+        app = create_app(model_path=model_path, max_chars=max_chars, held_bytes=held_bytes, ship_up_to=ship_up_to,
+                         lang=lang)
     except BaseException:
         sock.close()
         raise

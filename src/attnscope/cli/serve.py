@@ -37,6 +37,8 @@ def register(sub) -> None:
                    "the page (q, k, v; it computes everything itself); longer ones are held by the server and read "
                    "one layer and head at a time (default: texts whose q, k, v fit in 16 MB, e.g. 512 tokens of "
                    "all-MiniLM-L6-v2, 145 of SmolLM2-135M; 0 holds every text)")
+    p.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="language of the page's tabs, toolbar and notes (default en; the page has a switch)")
     p.add_argument("--log-level", default="warning", choices=LOG_LEVELS,
                    help="uvicorn's log level; info also logs every request (default warning)")
     p.set_defaults(func=run)
@@ -50,6 +52,6 @@ def run(args) -> int:
                          "pip install 'attnscope[serve]'") from None
     serve(args.host, args.port, model_path=args.model, max_chars=args.max_chars, held_bytes=args.held_mb << 20,
           ship_up_to=args.ship_up_to,
-          log_level=args.log_level,
+          log_level=args.log_level, lang=args.lang,
           say=lambda line: print(line, flush=True))
     return 0
