@@ -23,6 +23,11 @@ def _report(tmp_path, name, lang, *extra):
     return (out / "report.md").read_text(encoding="utf-8")
 
 
+def _summary_line(out: str) -> str:
+    """The command's summary lines (after its 'wrote N files' line)."""
+    return out.split("\n", 1)[1]
+
+
 def _numbers(report: str) -> list[str]:
     """Every number of the report in order, the wall-clock time's line left out."""
     lines = [ln for ln in report.splitlines() if not ln.startswith(("Time:", "用时："))]
@@ -30,9 +35,13 @@ def _numbers(report: str) -> list[str]:
 
 
 @pytest.mark.parametrize("name,extra", [("variance", ["--samples", "400"]), ("saturation", ["--rows", "300"])])
-def test_chinese_report_has_the_english_reports_numbers(tmp_path, name, extra):
-    en, zh = _report(tmp_path, name, "en", *extra), _report(tmp_path, name, "zh", *extra)
+def test_chinese_report_has_the_english_reports_numbers(tmp_path, capsys, name, extra):
+    en = _report(tmp_path, name, "en", *extra)
+    en_line = _summary_line(capsys.readouterr().out)
+    zh = _report(tmp_path, name, "zh", *extra)
+    zh_line = _summary_line(capsys.readouterr().out)
     assert _numbers(zh) == _numbers(en) and len(_numbers(en)) > 40
+    assert HAN.search(zh_line) and not HAN.search(en_line) and NUMBER.findall(zh_line) == NUMBER.findall(en_line)
     assert zh.startswith("# 实验：") and en.startswith("# Experiment:")
     prose = [ln for ln in zh.splitlines() if ln and not ln.startswith(("|", "!["))]
     assert all(HAN.search(ln) for ln in prose), [ln for ln in prose if not HAN.search(ln)]
@@ -63,14 +72,17 @@ def test_english_figures_stay_english():
     s.close_figures()
 
 
-def test_training_report_in_chinese_has_the_english_numbers(tmp_path):
+def test_training_report_in_chinese_has_the_english_numbers(tmp_path, capsys):
     """A small grid trained once; --from re-renders it in Chinese (no retraining): the claims'
     sentences, the set-up and the tables say the English report's numbers."""
     out = tmp_path / "training"
     assert main(["experiment", "training", "--quick", "--no-progress", "--out", str(out), "--tasks", "recall,lm",
                  "--variants", "scaled,unscaled", "--steps", "20", "--eval-every", "5"]) == 0
     en = (out / "report.md").read_text(encoding="utf-8")
+    en_line = _summary_line(capsys.readouterr().out)
     assert main(["experiment", "training", "--from", str(out), "--lang", "zh", "--out", str(tmp_path / "zh")]) == 0
+    zh_line = _summary_line(capsys.readouterr().out)
+    assert "“缩放后训练快 3 倍以上”" in zh_line and NUMBER.findall(zh_line) == NUMBER.findall(en_line)
     zh = (tmp_path / "zh" / "report.md").read_text(encoding="utf-8")
     assert _numbers(zh) == _numbers(en) and len(_numbers(en)) > 60
     assert zh.startswith("# 实验：") and "“缩放后训练快 3 倍以上”" in zh and "“d_k = 64 时未缩放训练停滞”" in zh

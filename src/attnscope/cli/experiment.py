@@ -171,7 +171,7 @@ def _run(args) -> int:
         what = (f"re-rendered from {args.from_dir}/results.json" if args.from_dir is not None
                 else f"{result.timing.get('total_s', 0.0):.1f} s")
         print(f"{name}: {what}; wrote {len(files)} files to {out}/ (report: {files['report']})")
-        summary = _one_line(result)
+        summary = _one_line(result, args.lang)
         if summary:
             print(summary)
     sys.stdout.flush()
@@ -197,16 +197,21 @@ def _interrupted(e: KeyboardInterrupt, store) -> int:
     return 128 + int(signum)
 
 
-def _one_line(result) -> str:
+def _one_line(result, lang: str = "en") -> str:
+    from .. import i18n
+
     d = result.data
     if result.name == "variance":
-        return (f"  largest |z| of Var(q·k) vs d_k: {d['max_abs_z']:.2f}; "
-                f"largest |Var(q·k/√d_k) − 1|: {d['max_rel_error_scaled']:.3f}")
+        return i18n.text("experiments.line_variance", lang, z=d["max_abs_z"], rel=d["max_rel_error_scaled"])
     if result.name == "saturation":
         s = d["summary"]
-        return (f"  d_k={s['d_k']}: entropy scaled {s['entropy_scaled']:.3f} vs unscaled {s['entropy_unscaled']:.3f} nats; "
-                f"Jacobian norm ratio unscaled/scaled {s['jacobian_ratio']:.3f}")
+        return i18n.text("experiments.line_saturation", lang, d_k=s["d_k"], h_s=s["entropy_scaled"],
+                         h_u=s["entropy_unscaled"], ratio=s["jacobian_ratio"])
     if result.name == "training":
         c = d["claims"]
-        return "\n".join("  " + x for x in (c["speed_sentence"], c["stall_sentence"]) if x)
+        sentences = (c["speed_sentence"], c["stall_sentence"])
+        if lang != "en":
+            from ..experiments.training import claim_sentences, settings_from_params
+            sentences = claim_sentences(c["speedups"], d["summary"], settings_from_params(result.params), lang)
+        return "\n".join("  " + x for x in sentences if x)
     return ""

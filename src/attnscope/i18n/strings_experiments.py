@@ -7,6 +7,9 @@ EN = {
     "experiments.time": "Time: {seconds:.1f} s.",
     "experiments.scaled": "scaled",
     "experiments.unscaled": "unscaled",
+    "experiments.line_variance": "  largest |z| of Var(q·k) vs d_k: {z:.2f}; largest |Var(q·k/√d_k) − 1|: {rel:.3f}",
+    "experiments.line_saturation": "  d_k={d_k}: entropy scaled {h_s:.3f} vs unscaled {h_u:.3f} nats; Jacobian norm ratio "
+                                   "unscaled/scaled {ratio:.3f}",
     # variance
     "experiments.var.title": "# Experiment: variance of q·k",
     "experiments.var.setup": "q and k with independent unit-variance entries; {samples} dot products per "
@@ -144,6 +147,9 @@ ZH = {
     "experiments.time": "用时：{seconds:.1f} 秒。",
     "experiments.scaled": "缩放",
     "experiments.unscaled": "未缩放",
+    "experiments.line_variance": "  Var(q·k) 与 d_k 相比 |z| 最大为 {z:.2f}；|Var(q·k/√d_k) − 1| 最大为 {rel:.3f}",
+    "experiments.line_saturation": "  d_k={d_k}：熵 缩放 {h_s:.3f}，未缩放 {h_u:.3f} 奈特；"
+                                   "雅可比范数之比 未缩放/缩放 {ratio:.3f}",
     "experiments.var.title": "# 实验：q·k 的方差",
     "experiments.var.setup": "q 和 k 的各分量相互独立，且都是单位方差；每种分布、每个 d_k 取 {samples} 个点积；随机种子 {seed}。",
     "experiments.var.theory": "理论：Var(q·k) = d_k，Var(q·k/√d_k) = 1；SE 是抽样比值的相对标准误差，z = (比值 − 1)/SE。",

@@ -63,12 +63,13 @@ from .loop import loss_fn, lr_factor, train_one
 from .model import Probe, TaskModel, build_model, fold_scale, init_weights, model_config
 from .report import COLORS, curves_figure, report, summary_figure
 from .settings import DEFAULT_D_KS, INITS, VARIANTS, Settings, make_settings
-from .verdicts import STALL_FRACTION, claims, run_flags, speedups, summarise
+from .verdicts import STALL_FRACTION, claim_sentences, claims, run_flags, speedups, summarise
 
 __all__ = ["run", "load", "assemble", "settings_from_params", "Settings", "make_settings", "VARIANTS", "DEFAULT_D_KS",
            "INITS", "STALL_FRACTION", "TaskModel", "Probe", "build_model", "model_config", "init_weights",
            "fold_scale", "train_one", "lr_factor", "loss_fn", "run_specs", "execute", "run_label", "run_flags",
-           "summarise", "speedups", "claims", "curves_figure", "summary_figure", "report", "COLORS", "make_task",
+           "summarise", "speedups", "claims", "claim_sentences",
+           "curves_figure", "summary_figure", "report", "COLORS", "make_task",
            "ConfigError"]
 
 
