@@ -162,7 +162,12 @@ def test_learner_zh_is_chinese(learner_zh):
     worked = learner_zh.cells[1].outputs[0].data["text/markdown"]
     assert "第 1 步" in worked and "Step 1" not in worked
     (check_cell,) = [c for c in learner_zh.cells if "attnscope.check(" in c.source]
-    assert "计算第一次出错在" in check_cell.outputs[0].data["text/markdown"]
+    report = check_cell.outputs[0].data["text/markdown"]
+    assert "计算第一次出错在" in report
+    # the comment on the output row says what check finds: 0.711 is carried from row 1, not a new mistake
+    carried = report.split("## 连带错误", 1)[1]
+    assert "输出（output），第 1 (爱) 行，第 1 列：你写的是 0.711" in carried
+    assert "0.711 由第 1 行的错误算出（连带错误）" in check_cell.source
 
 
 def test_learner_zh_numbers(learner_zh):
