@@ -85,13 +85,15 @@ def test_the_address_opens_the_other_language(page, zh_page):
     assert labels(page)["step"] == EN["viewer.tab_step"] and labels(page)["on"] == "EN"
 
 
-@pytest.mark.parametrize("view, word", [("step", ZH["viewer.query_token"]), ("matrix", ZH["viewer.whole_matrix"]),
+@pytest.mark.parametrize("view, word", [("step", ZH["viewer.query_token"]), ("step", ZH["viewer.col_weight"]),
+                                        ("step", "查询 2“bank”，第 0 层，头 0：d_k = 32"), ("matrix", ZH["viewer.whole_matrix"]),
                                         ("model", ZH["viewer.layer_n"].format(layer=5)), ("head", "左边：每个词元作为查询")])
 def test_each_view_speaks_chinese_without_tofu(page, zh_page, view, word):
     page.goto(zh_page.as_uri() + f"#view={view}&query=2")
     wait_ready(page)
     assert word.strip() in page.inner_text(".as-body")
     page.ignored.append("'file:' URLs are treated as unique security origins")
-    checked, bad = cjk_fallbacks(page, ".as-body .as-note, .as-body label, .as-body button, .as-body .as-lab, .as-body select",
+    checked, bad = cjk_fallbacks(page, ".as-body .as-note, .as-body label, .as-body button, .as-body .as-lab, .as-body select, "
+                                 ".as-body th",
                                  CJK_FAMILY, text_js=OWN_TEXT)
     assert checked and bad == []

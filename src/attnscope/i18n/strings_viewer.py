@@ -66,6 +66,18 @@ EN = {
     "viewer.scale_log": "log, 1e-4 … largest shown",
     "viewer.zoom_out": "zoom out",
     "viewer.whole_matrix": "whole matrix",
+    "viewer.step_kv": "query head {head} reads k/v head {kv} (shared by query heads {first}–{last})",
+    "viewer.step_caption": "Query {q} “{token}”, layer {layer}, head {head}: {facts}",
+    "viewer.step_hover": ". Hover a number for its exact value{rotation}.",
+    "viewer.col_key": "key",
+    "viewer.col_raw": "raw score ",
+    "viewer.col_scaled": "scaled s = ",
+    "viewer.col_weight": "weight",
+    "viewer.col_hidden": "hidden because",
+    "viewer.step_sum": "weighted sum z = Σ_j weight_j · v_j ({n} numbers, head {head}'s slice of the new vector of "
+                       "“{token}”{kv}):",
+    "viewer.step_rotation": "; click a key row to see its rotation below",
+    "viewer.step_sum_kv": "; v of k/v head {kv}",
 }
 
 ZH = {
@@ -125,4 +137,15 @@ ZH = {
     "viewer.scale_log": "对数，1e-4 … 显示中的最大值",
     "viewer.zoom_out": "缩小",
     "viewer.whole_matrix": "整个矩阵",
+    "viewer.step_kv": "查询头 {head} 读取 k/v 头 {kv}（查询头 {first}–{last} 共用）",
+    "viewer.step_caption": "查询 {q}“{token}”，第 {layer} 层，头 {head}：{facts}",
+    "viewer.step_hover": "。鼠标悬停在数字上看它的精确值{rotation}。",
+    "viewer.col_key": "键",
+    "viewer.col_raw": "原始分数 ",
+    "viewer.col_scaled": "缩放后 s = ",
+    "viewer.col_weight": "权重",
+    "viewer.col_hidden": "被遮住的原因",
+    "viewer.step_sum": "加权和 z = Σ_j weight_j · v_j（{n} 个数，头 {head} 在“{token}”的新向量中的那一段{kv}）：",
+    "viewer.step_sum_kv": "；v 来自 k/v 头 {kv}",
+    "viewer.step_rotation": "；单击键所在的行，在下方看它的旋转",
 }

@@ -39,17 +39,18 @@
     var facts = ["d_k = " + cfg.d_head + (plainRoot ? ", √d_k = " + show(Math.sqrt(cfg.d_head), dec) : "")];
     if (cfg.query_scale !== null && cfg.query_scale !== undefined)
       facts.push("factor " + show(f, dec) + " = query_pre_attn_scalar^(−1/2) = " + String(Math.round(1 / (f * f) * 1e6) / 1e6) + "^(−1/2) (Gemma)");
-    if (Hkv < cfg.n_heads) facts.push("query head " + s.focus + " reads k/v head " + g + " (shared by query heads " + (g * t.group) + "–" + (g * t.group + t.group - 1) + ")");
+    if (Hkv < cfg.n_heads) facts.push(tr("viewer.step_kv", { head: s.focus, kv: g, first: g * t.group, last: g * t.group + t.group - 1 }));
     if (rope) facts.push("q and k turned by rotary positions (base " + rope.base + (rope.scaling ? ", " + rope.scaling + " scaling" : "") + ", pairs (i, i + " + cfg.d_head / 2 + "))");
     if (win !== null) facts.push("sliding window " + win + ": keys " + win + " or more positions back are hidden");
-    el("div", { cls: "as-note", "data-testid": "step-caption", text: "Query " + q + " “" + t.tokens[q] + "”, layer " + s.layer + ", head " + s.focus +
-      ": " + facts.join("; ") + ". Hover a number for its exact value" + (rope ? "; click a key row to see its rotation below" : "") + "." +
+    el("div", { cls: "as-note", "data-testid": "step-caption", text: tr("viewer.step_caption", { q: q, token: t.tokens[q], layer: s.layer, head: s.focus, facts: facts.join("; ") }) +
+      tr("viewer.step_hover", { rotation: rope ? tr("viewer.step_rotation") : "" }) +
       (st.shift ? " The largest score exceeds " + this.data.exp_show_limit + ", so the row maximum is subtracted before exp (the weights are unchanged)." : "") }, wrap);
     var box = el("div", { cls: "as-wrap" }, wrap);
     var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), hr = el("tr", {}, thead);
     var masks = false;
     for (var jj = 0; jj < t.n; jj++) if (t.hidden(s.layer, q, jj)) { masks = true; break; }
-    ["#", "key", rope ? "raw score q′·k′" : "raw score q·k", "scaled s = " + (rope ? "q′·k′ " : "q·k ") + scaleText, expText, "weight"].concat(masks ? ["hidden because"] : []).forEach(function (x, i) {
+    ["#", tr("viewer.col_key"), tr("viewer.col_raw") + (rope ? "q′·k′" : "q·k"), tr("viewer.col_scaled") + (rope ? "q′·k′ " : "q·k ") + scaleText, expText,
+      tr("viewer.col_weight")].concat(masks ? [tr("viewer.col_hidden")] : []).forEach(function (x, i) {
       el("th", { text: x, cls: i === 1 ? "tok" : "" }, hr);
     });
     var tbody = el("tbody", {}, table), best = 0, j;
@@ -83,8 +84,8 @@
     cell(tf, "weight-sum", sw);
     if (masks) el("td", {}, tf);
     var out = el("div", { cls: "as-out", "data-testid": "step-out" }, wrap);
-    el("div", { cls: "as-note", text: "weighted sum z = Σ_j weight_j · v_j (" + cfg.d_head + " numbers, head " + s.focus + "'s slice of the new vector of “" + t.tokens[q] + "”" +
-      (Hkv < cfg.n_heads ? "; v of k/v head " + g : "") + "):" }, out);
+    el("div", { cls: "as-note", text: tr("viewer.step_sum", { n: cfg.d_head, head: s.focus, token: t.tokens[q],
+      kv: Hkv < cfg.n_heads ? tr("viewer.step_sum_kv", { kv: g }) : "" }) }, out);
     for (j = 0; j < st.out.length; j++)
       el("span", { "data-col": "out", "data-value": String(st.out[j]), title: "z[" + j + "] exact: " + String(st.out[j]), text: show(st.out[j], dec) }, out);
     if (rope) this.renderRotation(wrap, q, keySel);
