@@ -78,6 +78,19 @@ EN = {
                        "“{token}”{kv}):",
     "viewer.step_rotation": "; click a key row to see its rotation below",
     "viewer.step_sum_kv": "; v of k/v head {kv}",
+    "viewer.cmp_across": "cos(A, B): same token, two texts",
+    "viewer.cmp_drift_a": "cos(A, A at embedding)",
+    "viewer.cmp_drift_b": "cos(B, B at embedding)",
+    "viewer.cmp_none": "No comparison in this page. Context awareness (the first article): the same token gets a "
+                       "different vector in a different sentence. ",
+    "viewer.cmp_none_served": "Type a second text in “compare with” above.",
+    "viewer.cmp_none_file": "Export with  attnscope view TEXT --compare OTHER_TEXT  to see it.",
+    "viewer.cmp_note": "Token “{token}” (position {a} in A, {b} in B). A: {tokens_a} · B: {tokens_b}. Cosine similarity "
+                       "per layer; hover a point for its exact value.",
+    "viewer.cmp_point": "{series} at {layer}: {v} (exact {exact})",
+    "viewer.col_layer": "layer",
+    "viewer.cmp_title": "“{token}”: cosine similarity per layer",
+    "viewer.cmp_axis": "layer output",
 }
 
 ZH = {
@@ -148,4 +161,16 @@ ZH = {
     "viewer.step_sum": "加权和 z = Σ_j weight_j · v_j（{n} 个数，头 {head} 在“{token}”的新向量中的那一段{kv}）：",
     "viewer.step_sum_kv": "；v 来自 k/v 头 {kv}",
     "viewer.step_rotation": "；单击键所在的行，在下方看它的旋转",
+    "viewer.cmp_across": "cos(A, B)：同一词元，两段文本",
+    "viewer.cmp_drift_a": "cos(A, 嵌入层的 A)",
+    "viewer.cmp_drift_b": "cos(B, 嵌入层的 B)",
+    "viewer.cmp_none": "这个页面没有对比文本。上下文感知（第一篇文章）：同一个词元在不同的句子里得到不同的向量。",
+    "viewer.cmp_none_served": "在上方的“compare with”框里输入第二段文本。",
+    "viewer.cmp_none_file": "用  attnscope view TEXT --compare OTHER_TEXT  导出后就能看到。",
+    "viewer.cmp_note": "词元“{token}”（在 A 中位置 {a}，在 B 中位置 {b}）。A：{tokens_a} · B：{tokens_b}。"
+                       "每一层的余弦相似度；鼠标悬停在点上看精确值。",
+    "viewer.cmp_point": "{series}，{layer}：{v}（精确值 {exact}）",
+    "viewer.col_layer": "层",
+    "viewer.cmp_title": "“{token}”：每一层的余弦相似度",
+    "viewer.cmp_axis": "层的输出",
 }

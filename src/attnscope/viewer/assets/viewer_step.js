@@ -144,18 +144,16 @@
   // ---- context comparison -----------------------------------------------------------------------
   var CMP_W = 720, CMP_H = 330;  // the chart; its legend sits under the axis, never over a curve
   Viewer.prototype.compareSize = function () { return [CMP_W, CMP_H]; };
-  var CMP = [["across", "cos(A, B): same token, two texts", "#d62728"], ["drift_a", "cos(A, A at embedding)", "#1f77b4"], ["drift_b", "cos(B, B at embedding)", "#2ca02c"]];
+  var CMP = [["across", "viewer.cmp_across", "#d62728"], ["drift_a", "viewer.cmp_drift_a", "#1f77b4"], ["drift_b", "viewer.cmp_drift_b", "#2ca02c"]];
 
   Viewer.prototype.renderCompare = function () {
     var c = this.data.compare, dec = this.state.dec, self = this;
     var wrap = el("div", { cls: "as-cv", "data-testid": "context-view" }, this.body);
     if (!c) {
-      el("div", { cls: "as-note", text: "No comparison in this page. Context awareness (the first article): the same token gets a different vector in a different sentence. " +
-        (this.opts.server ? "Type a second text in “compare with” above." : "Export with  attnscope view TEXT --compare OTHER_TEXT  to see it.") }, wrap);
+      el("div", { cls: "as-note", text: tr("viewer.cmp_none") + (this.opts.server ? tr("viewer.cmp_none_served") : tr("viewer.cmp_none_file")) }, wrap);
       return;
     }
-    el("div", { cls: "as-note", text: "Token “" + c.token + "” (position " + c.pos_a + " in A, " + c.pos_b + " in B). A: " + c.tokens_a.join(" ") +
-      " · B: " + c.tokens_b.join(" ") + ". Cosine similarity per layer; hover a point for its exact value." }, wrap);
+    el("div", { cls: "as-note", text: tr("viewer.cmp_note", { token: c.token, a: c.pos_a, b: c.pos_b, tokens_a: c.tokens_a.join(" "), tokens_b: c.tokens_b.join(" ") }) }, wrap);
     var W = CMP_W, H = CMP_H, svgNS = "http://www.w3.org/2000/svg";
     var holder = el("div", {}, wrap);
     var sp = new SvgPainter(W, H, "");
@@ -169,12 +167,12 @@
         dot.setAttribute("cx", geo.x(i)); dot.setAttribute("cy", geo.y(v)); dot.setAttribute("r", 7); dot.setAttribute("fill", "transparent");
         dot.setAttribute("data-series", m[0]); dot.setAttribute("data-layer", i);
         var title = document.createElementNS(svgNS, "title");
-        title.textContent = m[1] + " at " + c.layers[i] + ": " + show(v, dec, false) + " (exact " + String(v) + ")";
+        title.textContent = tr("viewer.cmp_point", { series: tr(m[1]), layer: c.layers[i], v: show(v, dec, false), exact: String(v) });
         dot.appendChild(title); svg.appendChild(dot);
       });
     });
     var table = el("table", { "data-testid": "compare-table" }, wrap), hr = el("tr", {}, table);
-    ["layer"].concat(CMP.map(function (m) { return m[1]; })).forEach(function (x) { el("th", { text: x }, hr); });
+    [tr("viewer.col_layer")].concat(CMP.map(function (m) { return tr(m[1]); })).forEach(function (x) { el("th", { text: x }, hr); });
     c.layers.forEach(function (name, i) {
       var row = el("tr", {}, table);
       el("td", { text: name }, row);
@@ -195,7 +193,7 @@
   Viewer.prototype.paintCompare = function (p, W, H) {
     var c = this.data.compare, g = this.compareGeometry(W, H);
     p.rect(0, 0, W, H, "#fff");
-    p.text(10, 14, "“" + c.token + "”: cosine similarity per layer", { bold: true });
+    p.text(10, 14, tr("viewer.cmp_title", { token: c.token }), { bold: true });
     p.lines([g.L, g.B, g.R, g.B, g.L, g.T, g.L, g.B], "#667085", 1, 1);
     for (var k = 0; k <= 4; k++) {
       var v = g.lo + k * (1 - g.lo) / 4;
@@ -203,7 +201,7 @@
       p.lines([g.L, g.y(v), g.R, g.y(v)], "#d0d5dd", 0.6, 1);
     }
     c.layers.forEach(function (name, i) { p.text(g.x(i), g.B + 14, i === 0 ? "embed" : String(i - 1), { size: 11, anchor: "middle", fill: "#667085" }); });
-    p.text((g.L + g.R) / 2, g.B + 32, "layer output", { size: 11, anchor: "middle", fill: "#667085" });
+    p.text((g.L + g.R) / 2, g.B + 32, tr("viewer.cmp_axis"), { size: 11, anchor: "middle", fill: "#667085" });
     var lx = g.L, ly = H - 14;
     CMP.forEach(function (m) {
       var pts = [];
@@ -211,8 +209,9 @@
       p.polyline(pts, m[2], 2);
       for (var i = 0; i < pts.length; i += 2) p.circle(pts[i], pts[i + 1], 3.5, m[2]);
       p.lines([lx, ly, lx + 20, ly], m[2], 1, 3);
-      p.text(lx + 25, ly, m[1], { size: 11 });
-      lx += 25 + 6.6 * m[1].length + 18;  // ~6.6 px a character at 11 px
+      var name = tr(m[1]);
+      p.text(lx + 25, ly, name, { size: 11 });
+      lx += 25 + 6.6 * (name.length + (name.match(/[\u2e80-\u9fff\uff00-\uffef]/g) || []).length) + 18;  // ~6.6 px a character at 11 px, a CJK one twice
     });
   };
 
