@@ -91,6 +91,7 @@ EN = {
     "viewer.col_layer": "layer",
     "viewer.cmp_title": "“{token}”: cosine similarity per layer",
     "viewer.cmp_axis": "layer output",
+    "viewer.cmp_embed": "embed",
 }
 
 ZH = {
@@ -173,4 +174,5 @@ ZH = {
     "viewer.col_layer": "层",
     "viewer.cmp_title": "“{token}”：每一层的余弦相似度",
     "viewer.cmp_axis": "层的输出",
+    "viewer.cmp_embed": "嵌入",
 }

@@ -200,7 +200,7 @@
       p.text(g.L - 6, g.y(v), v.toFixed(2), { size: 11, anchor: "end", fill: "#667085" });
       p.lines([g.L, g.y(v), g.R, g.y(v)], "#d0d5dd", 0.6, 1);
     }
-    c.layers.forEach(function (name, i) { p.text(g.x(i), g.B + 14, i === 0 ? "embed" : String(i - 1), { size: 11, anchor: "middle", fill: "#667085" }); });
+    c.layers.forEach(function (name, i) { p.text(g.x(i), g.B + 14, i === 0 ? tr("viewer.cmp_embed") : String(i - 1), { size: 11, anchor: "middle", fill: "#667085" }); });
     p.text((g.L + g.R) / 2, g.B + 32, tr("viewer.cmp_axis"), { size: 11, anchor: "middle", fill: "#667085" });
     var lx = g.L, ly = H - 14;
     CMP.forEach(function (m) {
