@@ -143,7 +143,7 @@ def test_check_names_python_indices(gpt2):
     (e,) = toy.by_verdict("wrong")
     assert (e.row, e.col) == (2, 1)
     assert "K, row 2 (你), column 1: you wrote 4" in toy.render("markdown")
-    assert "K，第 2 (你) 行，第 1 列" in toy.render("markdown", lang="zh")
+    assert "键（K），第 2 (你) 行，第 1 列" in toy.render("markdown", lang="zh")  # the step named in Chinese
     d = json.loads(toy.render("json"))
     assert [(x["row"], x["col"]) for x in d["entries"] if x["verdict"] == "wrong"] == [(2, 1)]
     # a real row: the problem's position and the entries count from 0, as --position and the trace
