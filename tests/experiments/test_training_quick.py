@@ -92,3 +92,32 @@ def test_rerender_from_folder_reproduces_the_numbers(quick, tmp_path):
     again = json.loads((tmp_path / "results.json").read_text())
     assert again["data"] == data["data"] and again["params"] == data["params"]
     assert (tmp_path / "report.md").read_text() == (out / "report.md").read_text()
+
+
+def test_a_run_that_learned_too_little_cannot_tell_the_speed_claim(quick):
+    """The quick grid's runs reach no threshold: the verdict on "3× faster" must say it cannot tell,
+    not that the claim fails (its matched ratios compare curves that barely moved)."""
+    out, data = quick
+    summary = data["data"]["summary"]
+    reached = {(r["task"], r["d_k"]) for r in summary if r["reached"]}
+    sentence = data["data"]["claims"]["speed_sentence"] if "claims" in data["data"] else (out / "report.md").read_text()
+    if not reached:
+        assert "cannot be told" in sentence and "does not hold anywhere" not in sentence
+    else:  # a cell learned: the sentence judges it (the rule is tested on a summary below)
+        assert "cannot be told from these runs" not in sentence
+
+
+def test_the_speed_verdict_counts_only_cells_that_learned():
+    from attnscope.experiments.training.verdicts import claim_sentences
+    settings = training.Settings(tasks=("lm",), d_ks=(16,))
+    cell = {"task": "lm", "d_k": 16, "ratio_matched": 1.2, "bound_matched": "=", "ratio": None, "bound": None}
+    row = {"task": "lm", "d_k": 16, "stalled": 0, "seeds": 2, "init_loss_mean": 5.0, "final_loss_mean": 4.9,
+           "threshold": 3.0}
+    none = [dict(row, variant=v, reached=0) for v in ("scaled", "unscaled")]
+    speed, _ = claim_sentences([cell], none, settings)
+    assert "cannot be told" in speed and "does not hold" not in speed
+    some = [dict(row, variant="scaled", reached=2), dict(row, variant="unscaled", reached=0)]
+    speed, _ = claim_sentences([cell], some, settings)
+    assert "does not hold anywhere" in speed
+    speed_zh, _ = claim_sentences([cell], none, settings, lang="zh")
+    assert "无法判断" in speed_zh

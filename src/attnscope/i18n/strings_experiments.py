@@ -79,6 +79,8 @@ EN = {
     "experiments.train.unit_head": "head",
     "experiments.train.na": "n/a",
     "experiments.train.speed_unjudged": "cannot be judged (no unscaled run finished)",
+    "experiments.train.speed_untold": ("cannot be told from these runs (no run of either variant reached the "
+                                       "threshold loss: they learned too little)"),
     "experiments.train.speed_all": "holds in every cell",
     "experiments.train.speed_none": "does not hold anywhere",
     "experiments.train.speed_some": "holds only at {where}",
@@ -211,6 +213,7 @@ ZH = {
     "experiments.train.unit_head": "个头",
     "experiments.train.na": "无",
     "experiments.train.speed_unjudged": "无法判断（没有一次未缩放的训练完成）",
+    "experiments.train.speed_untold": "这些训练无法判断（两种变体都没有一次达到阈值损失：学到的太少）",
     "experiments.train.speed_all": "在每个组合中都成立",
     "experiments.train.speed_none": "在任何组合中都不成立",
     "experiments.train.speed_some": "只在 {where} 成立",

@@ -168,7 +168,7 @@ def claim_sentences(sp: list[dict], summary: list[dict], settings: Settings,
             return T("na")
         return f"{bound if bound in ('>', '<') else ''}{ratio:.1f}×"
 
-    parts, thr_parts, big, measured = [], [], [], []
+    parts, thr_parts, big, measured, untold = [], [], [], [], []
     for t in settings.tasks:
         items = [x for x in sp if x["task"] == t]
         if not items:
@@ -176,13 +176,18 @@ def claim_sentences(sp: list[dict], summary: list[dict], settings: Settings,
         parts.append(f"{t} " + ", ".join(f"d_k={x['d_k']}: {fmt(x['ratio_matched'], x['bound_matched'])}"
                                          for x in items))
         thr_parts.append(f"{t} " + ", ".join(f"{x['d_k']}: {fmt(x['ratio'], x['bound'])}" for x in items))
-        measured += [x for x in items if x["ratio_matched"] is not None]
-        big += [x for x in items if x["ratio_matched"] is not None and x["ratio_matched"] >= 3
+        # A cell where no run of either variant reached the threshold learned too little to tell
+        # (a --quick run): its matched ratio compares curves that barely moved.
+        learned = [x for x in items if any(idx.get((t, v, x["d_k"]), {}).get("reached") for v in ("scaled", "unscaled"))]
+        measured += [x for x in learned if x["ratio_matched"] is not None]
+        big += [x for x in learned if x["ratio_matched"] is not None and x["ratio_matched"] >= 3
                 and x["bound_matched"] != "<"]
+        untold += [x for x in items if x not in learned]
     speed = None
     if sp:
         where = [f"{x['task']} d_k={x['d_k']}" for x in big]
-        verdict = (T("speed_unjudged") if not measured else
+        verdict = (T("speed_untold") if not measured and untold else
+                   T("speed_unjudged") if not measured else
                    T("speed_all") if len(big) == len(measured) else
                    T("speed_none") if not big else
                    T("speed_some", where=", ".join(where)))
