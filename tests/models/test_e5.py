@@ -32,14 +32,6 @@ TOKENIZER_TEXTS = TEXTS + [
 
 
 @pytest.fixture(scope="module")
-def e5():
-    model = attnscope.load("multilingual-e5-small")
-    yield model
-    del model
-    gc.collect()
-
-
-@pytest.fixture(scope="module")
 def hf(e5):
     """transformers' BertModel (eager attention) on the same dequantized weights, read again from the file."""
     import transformers

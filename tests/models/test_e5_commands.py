@@ -25,14 +25,6 @@ MODEL = ["--model", "multilingual-e5-small"]
 
 
 @pytest.fixture(scope="module")
-def e5():
-    model = attnscope.load("multilingual-e5-small")
-    yield model
-    del model
-    gc.collect()
-
-
-@pytest.fixture(scope="module")
 def ref(e5):
     W = R.weights(e5.path)
     out = {t: R.forward(W, e5.encode(t).ids[0]) for t in (TEXT, OTHER)}
