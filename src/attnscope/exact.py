@@ -25,6 +25,7 @@ Shapes follow :mod:`.reference`: ``q (L, d_k)``, ``k (S, d_k)``, ``v (S, d_v)``,
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import Context, Decimal, DivisionByZero, InvalidOperation, localcontext
 from fractions import Fraction
@@ -352,22 +353,18 @@ def rotary_scores(q: np.ndarray, k: np.ndarray, q_pos: Union[Sequence, np.ndarra
     return _denoise(out, bound)
 
 
-_PI: list = []
-
-
+@functools.cache
 def _pi() -> Decimal:
     """π to PREC + 20 digits (the decimal module's recipe), computed once."""
-    if not _PI:
-        with localcontext(Context(prec=PREC + 20)):
-            lasts, t, s, n, na, d, da = Decimal(0), Decimal(3), Decimal(3), 1, 0, 0, 24
-            while s != lasts:
-                lasts = s
-                n, na = n + na, na + 8
-                d, da = d + da, da + 32
-                t = (t * n) / d
-                s += t
-            _PI.append(+s)
-    return _PI[0]
+    with localcontext(Context(prec=PREC + 20)):
+        lasts, t, s, n, na, d, da = Decimal(0), Decimal(3), Decimal(3), 1, 0, 0, 24
+        while s != lasts:
+            lasts = s
+            n, na = n + na, na + 8
+            d, da = d + da, da + 32
+            t = (t * n) / d
+            s += t
+        return +s
 
 
 def _reduce(x: Decimal) -> Decimal:
