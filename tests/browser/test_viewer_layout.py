@@ -44,6 +44,13 @@ def test_the_toolbar_is_one_line(page, pages, artifacts, width):
                                              "[data-testid=export-svg]"))
     for b in (png, svg):
         assert b["top"] < tabs["bottom"] and b["bottom"] > tabs["top"], (width, tabs, b)  # the same line
+    title = _box(page, ".as-title")
+    for lang in ("[data-testid=lang-en]", "[data-testid=lang-zh]"):  # the switch ends the title's line
+        b = _box(page, lang)
+        assert b["top"] < title["bottom"] and b["bottom"] > title["top"], (width, title, b)
+    for row in (".as-bar", ".as-top"):  # neither wraps: one row of controls each
+        box = _box(page, row)
+        assert box["bottom"] - box["top"] < 2 * (tabs["bottom"] - tabs["top"]), (width, row, box)
     assert page.get_attribute("[data-testid=export-png]", "title") == "Export the view as PNG"
 
 

@@ -218,6 +218,13 @@
       });
       this.selText.addEventListener("change", function () { self.set({ text: +self.selText.value, query: null }); });
     }
+    // the language switch, at the end of the title line (the toolbar below is full at 800 px): the
+    // page's words change in place, the view and its state stay
+    var lg = el("span", { cls: "as-export as-lang", title: tr("viewer.language"), "data-testid": "lang" }, top);
+    LANGS.forEach(function (l) {
+      el("button", { type: "button", cls: l[0] === A.lang ? "on" : "", text: l[1], "data-testid": "lang-" + l[0] }, lg)
+        .addEventListener("click", function () { self.setLang(l[0]); });
+    });
     var tabs = el("div", { cls: "as-tabs" }, bar);
     this.tabs = {};
     (d.generation ? [["generation", "viewer.tab_generation"]] : []).concat(VIEWS).forEach(function (v) {
@@ -238,12 +245,6 @@
       .addEventListener("click", function () { self.exportView("png"); });
     el("button", { type: "button", text: "SVG", title: tr("viewer.export_svg"), "data-testid": "export-svg" }, ex)
       .addEventListener("click", function () { self.exportView("svg"); });
-    // the language switch: the page's words change in place, the view and its state stay
-    var lg = el("span", { cls: "as-export as-lang", title: tr("viewer.language"), "data-testid": "lang" }, bar);
-    LANGS.forEach(function (l) {
-      el("button", { type: "button", cls: l[0] === A.lang ? "on" : "", text: l[1], "data-testid": "lang-" + l[0] }, lg)
-        .addEventListener("click", function () { self.setLang(l[0]); });
-    });
 
     this.headBar = el("div", { cls: "as-heads", "data-testid": "heads" }, this.main);
     el("span", { text: tr("viewer.heads"), style: "color:var(--muted);font-size:13px" }, this.headBar);
