@@ -1,0 +1,202 @@
+"""A layer as a recipe: the ordered, named steps of one Transformer layer, declared as data.
+
+Every single-stack family builds its layers from one of these recipes; the torch layer
+(:class:`attnscope.modules.layer.RecipeLayer`), the float64 forward (:mod:`attnscope.reference_model`)
+and the worked path (``explain --path``) all walk the same steps, and the trace names of a layer
+are the names of its steps (plus the hook points inside its ``attention`` and ``mlp`` blocks).
+
+A recipe is text, one step a line, each ``name = expression``::
+
+    attn_in    = ln1(x)              a norm: the layer's norm module ``ln1`` applied to x
+    attn       = attention(attn_in)  the attention block (module ``attn``; its output is ``attn.out``)
+    attn_resid = x + attn            a residual sum (dropout, when training, on the right operand)
+    ffn        = mlp(ffn_in)         the feed-forward block (module ``ffn``; output ``ffn.out``)
+    out        = ffn_resid           the same value under a second name
+
+``x`` is the layer's input. Which norm a name like ``ln1`` is (LayerNorm, RMSNorm, Gemma's
+``1 + w`` RMSNorm) is the stack's choice, not the recipe's: the recipe says *where* norms sit.
+
+The registered recipes (``config.norm`` names one):
+
+* ``post`` — BERT, the original Transformer: the norm after each residual sum.
+* ``pre`` — GPT-2, Llama, Qwen, Mistral, BLOOM: the norm before each block.
+* ``sandwich`` — Gemma 2/3: ``pre``, plus a norm on each block's output before its residual sum.
+* ``post_block`` — OLMo 2: only the norm on each block's output, none before the blocks.
+
+A new layer variant is one :func:`register_layer_recipe` call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from .errors import ConfigError
+
+#: What a step does: ``same`` (a second name for a value), ``norm`` (one of the layer's norm
+#: modules), ``attention`` and ``mlp`` (the two blocks), ``add`` (a residual sum).
+OPS = ("same", "norm", "attention", "mlp", "add")
+
+#: The layer's input, the one name a recipe may read before defining it.
+INPUT = "x"
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_CALL = re.compile(rf"^({_NAME})\(\s*({_NAME})\s*\)$")
+_ADD = re.compile(rf"^({_NAME})\s*\+\s*({_NAME})$")
+_SAME = re.compile(rf"^({_NAME})$")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: ``name = op(args)``. ``module`` is the norm module a ``norm`` step applies
+    (``ln1``); for ``attention`` and ``mlp`` the block's module is ``name`` itself."""
+
+    name: str
+    op: str
+    args: tuple[str, ...]
+    module: Optional[str] = None
+
+    def __str__(self) -> str:
+        if self.op == "add":
+            return f"{self.name} = {self.args[0]} + {self.args[1]}"
+        if self.op == "same":
+            return f"{self.name} = {self.args[0]}"
+        return f"{self.name} = {self.module or self.op}({self.args[0]})"
+
+
+@dataclass(frozen=True)
+class LayerRecipe:
+    """The ordered steps of one layer (see the module docstring). ``text`` is what was registered."""
+
+    name: str
+    steps: tuple[Step, ...]
+    text: str
+
+    @property
+    def norms(self) -> tuple[str, ...]:
+        """The norm modules the layer needs, in the order the steps use them."""
+        return tuple(s.module for s in self.steps if s.op == "norm" and s.module is not None)
+
+    @property
+    def blocks(self) -> tuple[str, ...]:
+        """The names of the attention and MLP blocks (their modules), in order."""
+        return tuple(s.name for s in self.steps if s.op in ("attention", "mlp"))
+
+    @property
+    def points(self) -> tuple[str, ...]:
+        """The layer's own hook point names (every step that is not a block), in forward order."""
+        return tuple(s.name for s in self.steps if s.op not in ("attention", "mlp"))
+
+    def step(self, name: str) -> Step:
+        for s in self.steps:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        return "\n".join(str(s) for s in self.steps)
+
+
+def parse_recipe(name: str, text: str) -> LayerRecipe:
+    """The :class:`LayerRecipe` that ``text`` declares; ConfigError naming the line for a step that
+    reads a name not yet defined, repeats a name, or is not one of the forms above. A recipe has
+    exactly one ``attention`` and one ``mlp`` step and ends in ``out``."""
+    steps: list[Step] = []
+    defined = {INPUT}
+    for n, raw in enumerate(text.strip().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        target, sep, expr = (part.strip() for part in line.partition("="))
+        if not sep or not re.fullmatch(_NAME, target):
+            raise ConfigError(f"layer recipe {name!r}, line {n}: {raw.strip()!r} is not 'name = expression'")
+        if target in defined:
+            raise ConfigError(f"layer recipe {name!r}, line {n}: {target!r} is defined twice")
+        if m := _CALL.match(expr):
+            fn, arg = m.groups()
+            op = fn if fn in ("attention", "mlp") else "norm"
+            step = Step(target, op, (arg,), None if op != "norm" else fn)
+        elif m := _ADD.match(expr):
+            step = Step(target, "add", m.groups())
+        elif m := _SAME.match(expr):
+            step = Step(target, "same", m.groups())
+        else:
+            raise ConfigError(f"layer recipe {name!r}, line {n}: {expr!r} is not f(a), a + b or a")
+        for arg in step.args:
+            if arg not in defined:
+                raise ConfigError(f"layer recipe {name!r}, line {n}: {arg!r} is read before it is defined")
+        defined.add(target)
+        steps.append(step)
+    ops = [s.op for s in steps]
+    if ops.count("attention") != 1 or ops.count("mlp") != 1:
+        raise ConfigError(f"layer recipe {name!r} must have one attention(…) and one mlp(…) step")
+    if not steps or steps[-1].name != "out":
+        raise ConfigError(f"layer recipe {name!r} must end in the step 'out'")
+    return LayerRecipe(name, tuple(steps), text)
+
+
+LAYER_RECIPES: dict[str, LayerRecipe] = {}
+
+
+def register_layer_recipe(name: str, text: str) -> LayerRecipe:
+    """Parse ``text`` and register it under ``name`` (``config.norm`` selects it). Returns the recipe."""
+    recipe = parse_recipe(name, text)
+    LAYER_RECIPES[name] = recipe
+    return recipe
+
+
+def get_layer_recipe(name: str) -> LayerRecipe:
+    try:
+        return LAYER_RECIPES[name]
+    except KeyError:
+        raise ConfigError(f"unknown layer recipe {name!r}; registered: {', '.join(LAYER_RECIPES)}") from None
+
+
+def layer_recipe_names() -> tuple[str, ...]:
+    return tuple(LAYER_RECIPES)
+
+
+register_layer_recipe("post", """
+    attn_in    = x
+    attn       = attention(attn_in)
+    attn_resid = x + attn
+    ffn_in     = ln1(attn_resid)
+    ffn        = mlp(ffn_in)
+    ffn_resid  = ffn_in + ffn
+    out        = ln2(ffn_resid)
+""")
+
+register_layer_recipe("pre", """
+    attn_in    = ln1(x)
+    attn       = attention(attn_in)
+    attn_resid = x + attn
+    ffn_in     = ln2(attn_resid)
+    ffn        = mlp(ffn_in)
+    ffn_resid  = attn_resid + ffn
+    out        = ffn_resid
+""")
+
+register_layer_recipe("sandwich", """
+    attn_in        = ln1(x)
+    attn           = attention(attn_in)
+    attn_post_norm = ln_attn_post(attn)
+    attn_resid     = x + attn_post_norm
+    ffn_in         = ln2(attn_resid)
+    ffn            = mlp(ffn_in)
+    ffn_post_norm  = ln_ffn_post(ffn)
+    ffn_resid      = attn_resid + ffn_post_norm
+    out            = ffn_resid
+""")
+
+register_layer_recipe("post_block", """
+    attn_in        = x
+    attn           = attention(attn_in)
+    attn_post_norm = ln_attn_post(attn)
+    attn_resid     = x + attn_post_norm
+    ffn_in         = attn_resid
+    ffn            = mlp(ffn_in)
+    ffn_post_norm  = ln_ffn_post(ffn)
+    ffn_resid      = attn_resid + ffn_post_norm
+    out            = ffn_resid
+""")
