@@ -15,13 +15,24 @@ and returns the folder. They need ``transformers`` (a test dependency); attnscop
   saved as ``vocab.json`` + ``merges.txt``.
 * :func:`tiny_gpt2` — GPT2LMHeadModel (``transformer.``, tied ``lm_head``) with the same kind of
   BPE.
+
+**The registry** (:data:`FAMILIES`): every tiny checkpoint of the tests — these four and the
+builders of ``tests/models/*/tiny.py`` — registers here with :func:`tiny_family`, and
+``tests/models/test_family_battery.py`` runs every registered one through parity with
+``transformers``, the float64 reference, the trace-name pin, ``explain`` row and ``--path``, the
+viewer's data and ``analyze``. A new family gets all of it by one decorator on its builder::
+
+    @tiny_family("qwen3", "AutoModelForCausalLM", lm_head=True, names=DECODER_NAMES + QK_NORM)
+    def qwen3(folder, *, seed=19) -> Path: ...
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -147,3 +158,72 @@ def tiny_gpt2(folder, *, seed: int = 3) -> Path:
 
 
 BUILDERS = {"bert": tiny_bert, "bert-chinese": tiny_bert_chinese, "roberta": tiny_roberta, "gpt2": tiny_gpt2}
+
+
+# ----------------------------------------------------------------------------------------------
+# the registry of every tiny checkpoint (the family battery runs each one through everything)
+# ----------------------------------------------------------------------------------------------
+
+#: Trace-name steps (templates without ``layers.{i}.``) of the Llama-kind decoders beyond the core
+#: every model has: the projections before the rotation, the mask, the gated FFN, the final norm.
+DECODER_NAMES = ("attn.q_proj", "attn.k_proj", "attn.mask", "ffn.gate", "final_norm")
+#: QK-norm (Gemma 3, Qwen3, OLMo 2).
+QK_NORM = ("attn.q_normed", "attn.k_normed")
+#: Norms of what attention and the MLP add (Gemma 3's sandwich, OLMo 2's post-block norms).
+POST_NORMS = ("attn_post_norm", "ffn_post_norm")
+
+
+@dataclass(frozen=True)
+class TinyFamily:
+    """One registered tiny checkpoint.
+
+    Attributes:
+        name: its key in :data:`FAMILIES` (also the test id).
+        build: ``build(folder) -> folder``: writes config, weights and tokenizer, returns the folder.
+        hf_class: the ``transformers`` class whose eager model of the folder is the reference
+            (an ``Auto…`` class or a concrete one, e.g. ``"GPT2LMHeadModel"``).
+        lang: the language(s) of its vocabulary, "en", "zh" or "en+zh": which texts it reads.
+        reads: "text" (one text: encoders and decoders) or "pair" (a source and a target: T5, BART).
+        lm_head: it has a language-model head (``model.logits``); else logits are not compared.
+        first_hidden: the trace name of transformers' ``hidden_states[0]`` (what enters layer 0:
+            ``embed.projected`` where an E → d projection follows the embedding LayerNorm).
+        names: the trace-name steps it has beyond the core every model of its ``reads`` has
+            (``embed.segments``, ``attn.bias``, :data:`DECODER_NAMES` …; a step with no ``embed.``
+            or ``final_norm`` prefix is a layer's, ``layers.{i}.<step>``; for a pair the steps of
+            both stacks: ``attn.bias`` is the encoder's ``attn.bias`` and the decoder's
+            ``self_attn.bias``).
+    """
+
+    name: str
+    build: Callable[..., Path]
+    hf_class: str
+    lang: str = "en"
+    reads: str = "text"
+    lm_head: bool = False
+    first_hidden: str = "embed.out"
+    names: tuple[str, ...] = ()
+
+
+#: name → :class:`TinyFamily`, filled by :func:`tiny_family` (here and in ``tests/models/*/tiny.py``).
+FAMILIES: dict[str, TinyFamily] = {}
+
+
+def tiny_family(name: str, hf_class: str, **props) -> Callable:
+    """Decorator: registers ``build`` as the tiny checkpoint ``name`` (the other fields of
+    :class:`TinyFamily` as keywords) and returns it unchanged. ValueError when another module
+    already registered ``name``."""
+    def register(build: Callable[..., Path]) -> Callable[..., Path]:
+        module = getattr(getattr(build, "func", build), "__module__", None)
+        old = FAMILIES.get(name)
+        if old is not None and getattr(getattr(old.build, "func", old.build), "__module__", None) != module:
+            raise ValueError(f"tiny family {name!r} is already registered by another module")
+        FAMILIES[name] = TinyFamily(name, build, hf_class, **props)
+        return build
+    return register
+
+
+_ENCODER = ("embed.segments", "embed.positions")
+tiny_family("bert", "BertModel", names=_ENCODER)(tiny_bert)
+tiny_family("bert-chinese", "BertModel", lang="zh", names=_ENCODER)(tiny_bert_chinese)
+tiny_family("roberta", "RobertaModel", names=_ENCODER)(tiny_roberta)
+tiny_family("gpt2", "GPT2LMHeadModel", lm_head=True, names=("embed.positions", "final_norm"))(tiny_gpt2)

@@ -20,14 +20,21 @@ builder                what it exercises
 ``gemma3``             QK-norm, ``layer_types`` [sliding, sliding, full], window 6, two RoPE bases
                        (local 10 000, global 1 000 000), ``query_pre_attn_scalar`` 24 ≠ head_dim 16
 =====================  ===============================================================================
+
+Each builder registers with ``@decoder_family(name)`` (:func:`attnscope.testing.tiny.tiny_family`):
+:data:`BUILDERS`, the parity tests and the family battery (tests/models/test_family_battery.py)
+take it from there.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Callable, Optional
 
 import torch
+
+from attnscope.testing.tiny import DECODER_NAMES, FAMILIES, POST_NORMS, QK_NORM, tiny_family
 
 SPECIAL = ["<pad>", "<bos>", "<eos>", "<unk>"]
 CORPUS = [
@@ -81,10 +88,15 @@ def _save(model, folder: Path, vocab_size: int) -> Path:
 
 
 VOCAB = 300
+#: Registers a causal LM of this module (:func:`attnscope.testing.tiny.tiny_family`), so that the family
+#: battery runs it; the byte-level BPE reads English and Chinese (:data:`CORPUS`).
+decoder_family = partial(tiny_family, hf_class="AutoModelForCausalLM", lang="en+zh", lm_head=True,
+                         names=DECODER_NAMES)
 _COMMON = dict(vocab_size=VOCAB, max_position_embeddings=128, bos_token_id=1, eos_token_id=2, pad_token_id=0,
                tie_word_embeddings=False, rms_norm_eps=1e-6)
 
 
+@decoder_family("llama_gqa")
 def llama_gqa(folder, *, seed: int = 10) -> Path:
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -95,6 +107,7 @@ def llama_gqa(folder, *, seed: int = 10) -> Path:
     return _save(m, folder, VOCAB)
 
 
+@decoder_family("llama_mqa")
 def llama_mqa(folder, *, seed: int = 11) -> Path:
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -105,6 +118,7 @@ def llama_mqa(folder, *, seed: int = 11) -> Path:
     return _save(m, folder, VOCAB)
 
 
+@decoder_family("llama3_scaled")
 def llama3_scaled(folder, *, seed: int = 12) -> Path:
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -127,17 +141,20 @@ def llama_rope_scaled(folder, *, seed: int, rope: dict) -> Path:
     return _save(m, folder, VOCAB)
 
 
+@decoder_family("llama_linear")
 def llama_linear(folder, *, seed: int = 17) -> Path:
     """Linear RoPE scaling (positions divided by the factor)."""
     return llama_rope_scaled(folder, seed=seed, rope={"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0})
 
 
+@decoder_family("llama_dynamic")
 def llama_dynamic(folder, *, seed: int = 18) -> Path:
     """Dynamic NTK scaling: the base grows once a text is longer than max_position_embeddings
     (128 here; the parity test's long text stays below it, so a longer one is tested apart)."""
     return llama_rope_scaled(folder, seed=seed, rope={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0})
 
 
+@decoder_family("qwen2_window")
 def qwen2_window(folder, *, seed: int = 13, use_sliding_window: bool = True) -> Path:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -149,10 +166,12 @@ def qwen2_window(folder, *, seed: int = 13, use_sliding_window: bool = True) -> 
     return _save(m, folder, VOCAB)
 
 
+@decoder_family("qwen2_full")
 def qwen2_full(folder, *, seed: int = 14) -> Path:
     return qwen2_window(folder, seed=seed, use_sliding_window=False)
 
 
+@decoder_family("mistral_window")
 def mistral_window(folder, *, seed: int = 15) -> Path:
     from transformers import MistralConfig, MistralForCausalLM
 
@@ -163,6 +182,7 @@ def mistral_window(folder, *, seed: int = 15) -> Path:
     return _save(m, folder, VOCAB)
 
 
+@decoder_family("gemma3", names=DECODER_NAMES + QK_NORM + POST_NORMS)
 def gemma3(folder, *, seed: int = 16) -> Path:
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
@@ -177,12 +197,9 @@ def gemma3(folder, *, seed: int = 16) -> Path:
     return _save(m, folder, VOCAB)
 
 
-#: name → builder(folder) → folder
-BUILDERS: dict[str, Callable[..., Path]] = {
-    "llama_gqa": llama_gqa, "llama_mqa": llama_mqa, "llama3_scaled": llama3_scaled,
-    "llama_linear": llama_linear, "llama_dynamic": llama_dynamic,
-    "qwen2_window": qwen2_window, "qwen2_full": qwen2_full, "mistral_window": mistral_window, "gemma3": gemma3,
-}
+#: name → builder(folder) → folder: every checkpoint this module registers (:func:`decoder_family`)
+BUILDERS: dict[str, Callable[..., Path]] = {name: f.build for name, f in FAMILIES.items()
+                                            if getattr(f.build, "__module__", None) == __name__}
 
 
 def build_all(root) -> dict[str, Path]:

@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from attnscope.testing.tiny import BERT_BASE_CHINESE_IDS, BERT_BASE_CHINESE_VOCAB_SIZE
+from attnscope.testing.tiny import BERT_BASE_CHINESE_IDS, BERT_BASE_CHINESE_VOCAB_SIZE, tiny_family
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -131,31 +131,40 @@ def _s_json(folder: Path) -> int:
 class Tiny:
     """One tiny checkpoint: the transformers class (its ``config_class`` takes ``config``, with the
     vocabulary size that ``tokenizer`` returns after writing its files), the seed of
-    :func:`randomise` and the language(s) of the vocabulary ("en", "zh", "en+zh")."""
+    :func:`randomise`, the language(s) of the vocabulary ("en", "zh", "en+zh"), and for the family
+    battery (:class:`attnscope.testing.tiny.TinyFamily`) the trace-name steps beyond the core and
+    the name of transformers' first hidden state."""
 
     model: str
     tokenizer: Callable[[Path], int]
     config: dict[str, Any]
     seed: int
     lang: str
+    names: tuple[str, ...] = ("embed.segments", "embed.positions")
+    first_hidden: str = "embed.out"
 
 
 _SMALL = dict(num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+#: ALBERT, ELECTRA: the E → d projection after the embedding LayerNorm is what layer 0 reads.
+_PROJECTED = dict(names=("embed.segments", "embed.positions", "embed.projected"), first_hidden="embed.projected")
+#: DeBERTa's disentangled attention: its relative projections and score terms (both directions).
+_DEBERTA = ("attn.pos_q", "attn.pos_k", "attn.scores_c2c", "attn.scores_c2p", "attn.scores_p2c", "attn.bias")
 
 #: name → its tiny checkpoint (the table of the module docstring)
 TINY: dict[str, Tiny] = {
     "distilbert": Tiny("DistilBertForMaskedLM", english_vocab, dict(
-        dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64), 30, "en"),
+        dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64), 30, "en", ("embed.positions",)),
     "distilbert_zh": Tiny("DistilBertModel", chinese_vocab, dict(
-        dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64, activation="relu"), 31, "zh"),
+        dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64, activation="relu"), 31, "zh",
+        ("embed.positions",)),
     "albert": Tiny("AlbertForMaskedLM", _cls_sep_json, dict(
         _SMALL, embedding_size=16, hidden_size=32, num_hidden_layers=3, pad_token_id=0, hidden_act="gelu_new"),
-        32, "en"),
+        32, "en", **_PROJECTED),
     "albert_groups": Tiny("AlbertModel", chinese_vocab, dict(
         _SMALL, embedding_size=16, hidden_size=32, num_hidden_layers=4, num_hidden_groups=2, pad_token_id=0,
-        hidden_act="gelu"), 33, "zh"),
+        hidden_act="gelu"), 33, "zh", **_PROJECTED),
     "electra": Tiny("ElectraForPreTraining", english_vocab, dict(
-        _SMALL, embedding_size=16, hidden_size=32, num_hidden_layers=2), 34, "en"),
+        _SMALL, embedding_size=16, hidden_size=32, num_hidden_layers=2), 34, "en", **_PROJECTED),
     "electra_zh": Tiny("ElectraModel", chinese_vocab, dict(
         _SMALL, embedding_size=32, hidden_size=32, num_hidden_layers=2), 35, "zh"),
     "xlm_roberta": Tiny("XLMRobertaForMaskedLM", _s_json, dict(
@@ -164,15 +173,15 @@ TINY: dict[str, Tiny] = {
     "deberta_v3": Tiny("DebertaV2Model", _cls_sep_json, dict(
         _SMALL, hidden_size=32, num_hidden_layers=2, relative_attention=True, position_buckets=8,
         max_relative_positions=16, pos_att_type="p2c|c2p", share_att_key=True, norm_rel_ebd="layer_norm",
-        position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7), 37, "en"),
+        position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7), 37, "en", _DEBERTA),
     "deberta_v2": Tiny("DebertaV2ForMaskedLM", chinese_vocab, dict(
         _SMALL, hidden_size=32, embedding_size=16, num_hidden_layers=2, relative_attention=True,
         max_relative_positions=6, pos_att_type=["c2p", "p2c"], share_att_key=False, position_biased_input=True,
-        type_vocab_size=2), 38, "zh"),
+        type_vocab_size=2), 38, "zh", ("embed.segments", "embed.positions", "embed.projected") + _DEBERTA),
     "deberta_c2p": Tiny("DebertaV2Model", english_vocab, dict(
         _SMALL, hidden_size=32, num_hidden_layers=2, relative_attention=True, position_buckets=6,
         max_relative_positions=32, pos_att_type=["c2p"], share_att_key=True, position_biased_input=False,
-        type_vocab_size=0), 39, "en"),
+        type_vocab_size=0), 39, "en", ("attn.pos_k", "attn.scores_c2c", "attn.scores_c2p", "attn.bias")),
 }
 
 
@@ -191,6 +200,8 @@ def build(name: str, folder, *, seed: Optional[int] = None) -> Path:
 
 #: name → (builder of a folder, language of its vocabulary)
 BUILDERS: dict[str, tuple[Callable[..., Path], str]] = {name: (partial(build, name), t.lang) for name, t in TINY.items()}
+for _name, _t in TINY.items():  # the family battery runs every one (transformers' reference: the base model)
+    tiny_family(_name, "AutoModel", lang=_t.lang, names=_t.names, first_hidden=_t.first_hidden)(BUILDERS[_name][0])
 
 # One builder a checkpoint, by name (``tiny.albert(folder)``), for tests elsewhere.
 distilbert, distilbert_zh = BUILDERS["distilbert"][0], BUILDERS["distilbert_zh"][0]

@@ -21,14 +21,21 @@ builder            what it exercises
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
 import torch
 from safetensors.torch import load_file, save_file
 
-from attnscope.testing.tiny import _train_bpe
+from attnscope.testing.tiny import FAMILIES, _train_bpe, tiny_family
 from tests.models.encoders.tiny import chinese_vocab, randomise, save, sentencepiece_json
+
+#: Registers an encoder–decoder checkpoint of this module (:func:`attnscope.testing.tiny.tiny_family`):
+#: :data:`BUILDERS`, the parity tests and the family battery take it from there.
+seq2seq_family = partial(tiny_family, hf_class="AutoModelForSeq2SeqLM", reads="pair", lm_head=True)
+#: T5's trace names beyond the core: the relative position bias, each stack's final RMSNorm.
+_T5 = ("attn.bias", "final_norm")
 
 
 def _t5_tokenizer(folder: Path) -> int:
@@ -49,6 +56,7 @@ def _hub_style_untied(folder: Path, seed: int) -> None:
     save_file(sd, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
+@seq2seq_family("t5", names=_T5)
 def t5(folder, *, seed: int = 40) -> Path:
     from transformers import T5Config, T5ForConditionalGeneration
 
@@ -62,6 +70,7 @@ def t5(folder, *, seed: int = 40) -> Path:
     return save(m, folder)
 
 
+@seq2seq_family("t5_v11", names=_T5 + ("ffn.gate",))
 def t5_v11(folder, *, seed: int = 41) -> Path:
     from transformers import T5Config, T5ForConditionalGeneration
 
@@ -77,6 +86,7 @@ def t5_v11(folder, *, seed: int = 41) -> Path:
     return folder
 
 
+@seq2seq_family("mt5", lang="zh", names=_T5 + ("ffn.gate",))
 def mt5(folder, *, seed: int = 42) -> Path:
     from transformers import MT5Config, MT5ForConditionalGeneration
 
@@ -105,6 +115,7 @@ def _bart(folder: Path, vocab_size: int, seed: int, **kw) -> Path:
     return save(m, folder)
 
 
+@seq2seq_family("bart", names=("embed.positions",))
 def bart(folder, *, seed: int = 43) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -113,6 +124,7 @@ def bart(folder, *, seed: int = 43) -> Path:
                  forced_eos_token_id=2, generation={"forced_bos_token_id": 0, "no_repeat_ngram_size": 3})
 
 
+@seq2seq_family("bart_zh", lang="zh", names=("embed.positions",))
 def bart_zh(folder, *, seed: int = 44) -> Path:
     folder = Path(folder)
     V = chinese_vocab(folder)
@@ -121,10 +133,9 @@ def bart_zh(folder, *, seed: int = 44) -> Path:
                  generation={"min_length": 6, "repetition_penalty": 1.5})
 
 
-#: name → (builder, language of its vocabulary)
-BUILDERS: dict[str, tuple[Callable[..., Path], str]] = {
-    "t5": (t5, "en"), "t5_v11": (t5_v11, "en"), "mt5": (mt5, "zh"), "bart": (bart, "en"), "bart_zh": (bart_zh, "zh"),
-}
+#: name → (builder, language of its vocabulary): every checkpoint this module registers
+BUILDERS: dict[str, tuple[Callable[..., Path], str]] = {name: (f.build, f.lang) for name, f in FAMILIES.items()
+                                                        if getattr(f.build, "__module__", None) == __name__}
 
 
 def hf_seq2seq(folder):
