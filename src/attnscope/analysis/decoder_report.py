@@ -2,7 +2,8 @@
 induction scores per head and per layer, in CSV columns, JSON, heatmaps and a Markdown section.
 
 Everything here reads an :class:`.run.AnalysisResult` whose means hold the :data:`.decoder_heads.DECODER_STATS`
-(``result.roles`` is not None); for other models every function returns nothing.
+(``result.roles`` is not None); for other models every function returns nothing. ``lang`` picks
+the language of the words (attnscope.i18n's ``analysis`` table); the numbers are the same in each.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..explain.numbers import counted
 from .decoder_heads import DECODER_DOCS, DECODER_STATS, REPEAT_STATS, ROLE_STAT
+from .summary import counted_in, say
 
 #: Per-layer columns (layers.csv, the JSON's ``decoder.layers``, the Markdown table).
 LAYER_COLUMNS = ("sink", "sink_max", "sink_heads", "prev_token_max", "duplicate_max", "induction_max",
@@ -91,9 +92,9 @@ def to_json(result) -> dict:
     }
 
 
-#: Heatmap titles (short: the figure is as wide as the heads).
-TITLES = {"sink": "sink: weight on the first token", "prev_token": "prev_token: on the previous token",
-          "duplicate": "duplicate: on the earlier same token", "induction": "induction: on the token after it"}
+def title(stat: str, lang: str = "en") -> str:
+    """A score's heatmap title (short: the figure is as wide as the heads)."""
+    return say("dec_title_" + stat, lang)
 
 
 def heatmap_names(result) -> list:
@@ -103,13 +104,13 @@ def heatmap_names(result) -> list:
     return [s for s in DECODER_STATS if s not in REPEAT_STATS or _ran(result)]
 
 
-def write_heatmaps(result, folder: Path, heatmap) -> dict:
+def write_heatmaps(result, folder: Path, heatmap, lang: str = "en") -> dict:
     """heatmaps/{sink,prev_token,duplicate,induction}.png (the scores that were measured)."""
     paths = {}
     for stat in heatmap_names(result):
         p = folder / f"{stat}.png"
-        heatmap(np.asarray(result.means[stat], dtype=float), TITLES[stat], p,
-                cmap="cividis", vmin=0.0, vmax=1.0)
+        heatmap(np.asarray(result.means[stat], dtype=float), title(stat, lang), p,
+                cmap="cividis", vmin=0.0, vmax=1.0, lang=lang)
         paths[f"heatmaps/{stat}.png"] = p
     return paths
 
@@ -118,44 +119,40 @@ def _fmt(x, digits=3) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
-def markdown(result) -> str:
+def markdown(result, lang: str = "en") -> str:
     """The "Decoder heads" section of report.md ('' for encoders)."""
     if not has_decoder(result):
         return ""
     t, rep = result.config.thresholds, result.repeat
-    L = ["## Decoder heads\n"]
-    L.append(f"- `sink`: {DECODER_DOCS['sink']}.")
+    T = lambda key, **kw: say(key, lang, **kw)  # noqa: E731
+    L = [T("dec_sec")]
+    L.append(T("dec_sink", doc=T("dec_doc_sink")))
     if _ran(result):
-        prefix = " ".join(f"`{x}`" for x in rep["prefix_tokens"]) or "nothing (the tokenizer adds no special token)"
-        L.append(f"- `prev_token`, `duplicate`, `induction`: on {counted(result.counters['repeat_texts'], 'sequence')} "
-                 f"of {rep['length']} distinct random tokens written twice (Olsson et al. 2022), after {prefix}; "
-                 f"drawn with seed {rep['seed']} from the {rep['candidates']:,} ordinary tokens of the vocabulary "
-                 f"(special tokens excluded)" + (f"; the length is {rep['length']} rather than 50 to fit "
-                                                 f"{result.max_length} positions" if rep.get("capped") else "") + ". "
-                 "`duplicate` is the attention from each token of the second copy to its earlier occurrence, "
-                 "`induction` to the token after it.")
+        prefix = " ".join(f"`{x}`" for x in rep["prefix_tokens"]) or T("dec_no_prefix")
+        capped = T("dec_capped", length=rep["length"], max_length=result.max_length) if rep.get("capped") else ""
+        L.append(T("dec_repeat", sequences=counted_in(result.counters["repeat_texts"], "sequence", lang),
+                   length=rep["length"], prefix=prefix, seed=rep["seed"], candidates=rep["candidates"], capped=capped))
     else:
-        L.append("- `prev_token`, `duplicate`, `induction`: not measured (--induction-seqs 0).")
-    L.append("\nRoles (settable with `--threshold NAME=VALUE`): " + "; ".join(
-        f"{role}: {stat} ≥ {getattr(t, stat):g}" for role, stat in ROLE_STAT.items()) + ". A head may have several.\n")
+        L.append(T("dec_not_measured"))
+    L.append(T("dec_roles", rules=T("sep").join(T("rule", label=role, stat=stat, value=getattr(t, stat))
+                                                for role, stat in ROLE_STAT.items())))
     for role in ROLE_STAT:
         if ROLE_STAT[role] in REPEAT_STATS and not _ran(result):
             continue
         found = heads_with(result, role)
         stat = ROLE_STAT[role]
+        name = role.capitalize() if lang == "en" else role  # a sentence starts with it in English
         if found:
             more = len(found) - SHOWN
-            L.append(f"**{role.capitalize()} heads ({len(found)}):** " + ", ".join(
-                f"{l}.{h} ({s:.2f})" for l, h, s in found[:SHOWN])
-                + (f", … and {more} more (every head's scores are in heads.csv)" if more > 0 else "") + "\n")
+            L.append(T("dec_found", role=name, n=len(found), heads=T("list_sep").join(
+                f"{l}.{h} ({s:.2f})" for l, h, s in found[:SHOWN]), more=T("dec_more", more=more) if more > 0 else ""))
         else:
             v = np.nan_to_num(np.asarray(result.means[stat], dtype=float), nan=-np.inf)
             l, h = np.unravel_index(int(np.argmax(v)), v.shape)
-            L.append(f"**{role.capitalize()} heads:** none at {stat} ≥ {getattr(t, stat):g}; the strongest is "
-                     f"{l}.{h} ({_fmt(float(v[l, h]), 2)}).\n")
-    L.append("Per layer (sink: mean over heads, its strongest head, and heads at or above the threshold; "
-             "the strongest head of each other score):\n")
-    L.append("| layer | sink | sink max | sink heads | prev_token max | duplicate max | induction max | induction heads |")
+            L.append(T("dec_none", role=name, stat=stat, value=getattr(t, stat), head=f"{l}.{h}",
+                       score=_fmt(float(v[l, h]), 2)))
+    L.append(T("dec_per_layer"))
+    L.append(T("dec_table_head"))
     L.append("|---|---|---|---|---|---|---|---|")
     for r in layer_rows(result):
         L.append(f"| {r['layer']} | {_fmt(r['sink'])} | {_fmt(r['sink_max'])} | {r['sink_heads']} | "
@@ -166,20 +163,21 @@ def markdown(result) -> str:
     return "\n".join(L)
 
 
-def summary_lines(result) -> list[str]:
+def summary_lines(result, lang: str = "en") -> list[str]:
     """What ``attnscope analyze`` prints for a causal model: the sink per layer and the heads of each role."""
     if not has_decoder(result):
         return []
     t = result.config.thresholds
     rows = layer_rows(result)
-    out = ["attention sink (mean weight on the first token, per layer): "
-           + " ".join(f"{r['layer']}:{_fmt(r['sink'], 2)}" for r in rows)]
+    out = [say("out_sink", lang, layers=" ".join(f"{r['layer']}:{_fmt(r['sink'], 2)}" for r in rows))]
     for role, stat in ROLE_STAT.items():
         if stat in REPEAT_STATS and not _ran(result):
             continue
         found = heads_with(result, role)
-        shown = ", ".join(f"{l}.{h} ({s:.2f})" for l, h, s in found[:12]) + (" …" if len(found) > 12 else "")
-        out.append(f"{role} heads ({stat} ≥ {getattr(t, stat):g}): {len(found)}" + (f": {shown}" if found else ""))
+        shown = say("list_sep", lang).join(f"{l}.{h} ({s:.2f})" for l, h, s in found[:12]) + \
+            (" …" if len(found) > 12 else "")
+        out.append(say("out_role", lang, role=role, stat=stat, value=getattr(t, stat), n=len(found))
+                   + (say("out_role_list", lang, heads=shown) if found else ""))
     if not _ran(result):
-        out.append("previous-token, duplicate and induction scores: not measured (--induction-seqs 0)")
+        out.append(say("out_not_measured", lang))
     return out

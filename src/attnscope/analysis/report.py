@@ -7,6 +7,10 @@ Files written into the output folder:
 ``analysis.json``    everything: model, corpus, settings, counters, heads, layers, trend tests
 ``heatmaps/*.png``   one layer × head heatmap per statistic, importance and the labels
 ``report.md``        the findings in words and tables, linking the heatmaps
+
+``lang="zh"`` writes report.md and the heatmaps' titles and axes in Chinese (the strings are
+attnscope.i18n's ``analysis`` table); the numbers, the CSV and the JSON are the same in every
+language.
 """
 
 from __future__ import annotations
@@ -14,17 +18,18 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from ..errors import InputError
-from ..explain.numbers import counted
+from ..i18n import check_lang
 from . import decoder_report
 from .classify import FAMILY, LABELS, RULE_STAT
 from .stats import STAT_DOCS, STAT_NAMES
-from .summary import CLAIM, LAYER_STATS
+from .summary import CLAIM, LAYER_STATS, claim_with_layers, counted_in, say, verdict_reading
 
 
 def _num(x):
@@ -58,12 +63,20 @@ def to_json(result) -> dict:
 
 
 def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", cmap: str = "viridis",
-            labels: Optional[np.ndarray] = None, vmin=None, vmax=None) -> None:
+            labels: Optional[np.ndarray] = None, vmin=None, vmax=None, lang: str = "en") -> None:
     """A layer (rows) × head (columns) heatmap with the values (or ``labels``) written in the cells."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ..fonts import matplotlib_rc
+
+    with plt.rc_context(matplotlib_rc() if lang == "zh" else {}):  # CJK glyphs behind DejaVu Sans
+        _heatmap(plt, values, title, path, fmt, cmap, labels, vmin, vmax, lang)
+
+
+def _heatmap(plt, values, title, path, fmt, cmap, labels, vmin, vmax, lang) -> None:
+    """:func:`heatmap`'s drawing, inside the rc context of ``lang``; values (n_layers, n_heads)."""
     n_layers, n_heads = values.shape
     w_in, h_in = 1.6 + 0.62 * n_heads, 1.0 + 0.5 * n_layers
     fig, ax = plt.subplots(figsize=(w_in, h_in), dpi=100)
@@ -73,8 +86,8 @@ def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", 
     im = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
     ax.set_xticks(range(n_heads))
     ax.set_yticks(range(n_layers))
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
+    ax.set_xlabel(say("col_head", lang))
+    ax.set_ylabel(say("col_layer", lang))
     ax.set_title(title, fontsize=10)
     if n_layers * n_heads <= 400:
         lo, hi = np.nanmin(values) if np.isfinite(values).any() else 0, np.nanmax(values) if np.isfinite(values).any() else 1
@@ -101,7 +114,10 @@ def report_folder(out_dir: Union[str, Path]) -> Path:
     return out
 
 
-def write_report(result, out_dir: Union[str, Path]) -> dict:
+def write_report(result, out_dir: Union[str, Path], lang: str = "en") -> dict:
+    """Write the files of the module doc into ``out_dir`` (report.md and the heatmaps in ``lang``);
+    return their paths."""
+    lang = check_lang(lang)
     out = report_folder(out_dir)
     paths = {}
     rows = result.heads()
@@ -134,116 +150,132 @@ def write_report(result, out_dir: Union[str, Path]) -> dict:
         maps["importance"] = result.importance
     for name, values in maps.items():
         p = out / "heatmaps" / f"{name}.png"
-        doc = STAT_DOCS.get(name, f"importance ({result.importance_metric})")
-        heatmap(np.asarray(values, dtype=float), f"{name}: {doc}", p,
+        doc = say("doc_" + name, lang) if name in STAT_DOCS else say("map_importance", lang,
+                                                                          metric=result.importance_metric)
+        heatmap(np.asarray(values, dtype=float), say("map_title", lang, name=name, doc=doc), p,
                 fmt="{:.2f}" if name not in ("distance", "distance_content") else "{:.1f}",
-                cmap="magma" if name == "importance" else "viridis")
+                cmap="magma" if name == "importance" else "viridis", lang=lang)
         paths[f"heatmaps/{name}.png"] = p
-    paths.update(decoder_report.write_heatmaps(result, out / "heatmaps", heatmap))
+    paths.update(decoder_report.write_heatmaps(result, out / "heatmaps", heatmap, lang))
     codes = {lab: i for i, lab in enumerate(LABELS)}
     short = {"previous": "prev", "next": "next", "self": "self", "cls": "CLS", "sep": "SEP", "punct": "punc",
              "local": "loc", "broad": "brd", "other": "·"}
     p = out / "heatmaps" / "labels.png"
     # Pastel1 has 9 colours, one per label, fixed by vmin/vmax so a label keeps its colour
-    heatmap(np.vectorize(codes.get)(result.labels).astype(float), "head labels (" + ", ".join(
-            f"{short[lab]} = {lab}" for lab in LABELS if short[lab] != lab) + ")", p, cmap="Pastel1",
-            labels=np.vectorize(short.get)(result.labels), vmin=-0.5, vmax=len(LABELS) - 0.5)
+    legend = say("list_sep", lang).join(f"{short[lab]} = {lab}" for lab in LABELS if short[lab] != lab)
+    heatmap(np.vectorize(codes.get)(result.labels).astype(float), say("map_labels", lang, legend=legend), p,
+            cmap="Pastel1", labels=np.vectorize(short.get)(result.labels), vmin=-0.5, vmax=len(LABELS) - 0.5,
+            lang=lang)
     paths["heatmaps/labels.png"] = p
-    (out / "report.md").write_text(markdown(result), encoding="utf-8")
+    (out / "report.md").write_text(markdown(result, lang), encoding="utf-8")
     paths["report.md"] = out / "report.md"
     return paths
 
 
-def pass_sentence(result) -> str:
+def pass_sentence(result, lang: str = "en") -> str:
     """How many texts each pass used and how long it took (the report and the CLI say it alike)."""
     c, t = result.counters, result.timings
-    stats = f"statistics pass: {counted(c['texts'], 'text')}"
+    stats = say("pass_stats", lang, texts=counted_in(c["texts"], "text", lang))
     if t.get("statistics"):
-        stats += f" in {t['statistics']:.1f} s"
+        stats += say("pass_time", lang, seconds=t["statistics"])
     if result.importance is None:
-        imp = "importance pass: not run (--importance-texts 0)"
+        imp = say("pass_no_importance", lang)
     else:
-        imp = (f"importance pass: {counted(c['importance_texts'], 'text')} (the first ones) × "
-               f"{counted(result.n_layers * result.n_heads, 'head')} ablated")
+        imp = say("pass_importance", lang, texts=counted_in(c["importance_texts"], "text", lang),
+                  heads=counted_in(result.n_layers * result.n_heads, "head", lang))
         if t.get("importance"):
-            imp += f" in {t['importance']:.1f} s"
-    return f"Texts used: {stats}; {imp}."
+            imp += say("pass_time", lang, seconds=t["importance"])
+    return say("passes", lang, stats=stats, importance=imp)
 
 
-def markdown(result) -> str:
+def _left_out(result, lang: str) -> str:
+    """The report's sentence on what was left out of the corpus."""
+    c, notes = result.counters, []
+    n = lambda k: "1" if c[k] == 1 else "n"  # noqa: E731 (English: was / were)
+    if c["truncated"]:
+        notes.append(say("note_truncated_" + n("truncated"), lang, texts=counted_in(c["truncated"], "text", lang),
+                         max_length=result.max_length, tokens=counted_in(c["truncated_tokens"], "token", lang)))
+    if c["skipped_decode"]:
+        notes.append(say("note_decode_" + n("skipped_decode"), lang,
+                         lines=counted_in(c["skipped_decode"], "line", lang)))
+    if c["empty"]:
+        notes.append(say("note_empty_" + n("empty"), lang, texts=counted_in(c["empty"], "empty", lang)))
+    return say("left_out", lang, notes=say("sep", lang).join(notes)) if notes else say("nothing_left_out", lang)
+
+
+_DECODE = re.compile(r"(?P<where>.+): (?P<b>bytes?) (?P<hex>[0-9a-f ]+) at byte (?P<pos>\d+) is not valid "
+                     r"(?P<encoding>\S+)\Z")
+
+
+def decode_line(line: str, lang: str = "en") -> str:
+    """A skipped line as the corpus reader described it (``FILE:LINE: byte 80 at byte 4 is not valid
+    utf-8``), in ``lang``."""
+    m = _DECODE.match(line)
+    if lang == "en" or m is None:
+        return line
+    return say("decode_line", lang, where=m["where"], bytes=say(m["b"], lang, hex=m["hex"]), pos=m["pos"],
+               encoding=m["encoding"])
+
+
+def markdown(result, lang: str = "en") -> str:
     """The report in Markdown: corpus, per-layer table, trend tests, classification, importance."""
     c, s, cfg = result.counters, result.summary, result.config
+    T = lambda key, **kw: say(key, lang, **kw)  # noqa: E731
+    n = lambda count, unit: counted_in(count, unit, lang)  # noqa: E731
     L = []
-    L.append(f"# Head analysis: {result.model_name}\n")
-    unit = "paragraph (built-in corpus)" if result.corpus.startswith("builtin:") else cfg.unit
-    L.append(f"Corpus `{result.corpus}` (one text per {unit}): **{counted(c['texts'], 'text')}, "
-             f"{counted(c['tokens'], 'token')}** in {counted(c['batches'], 'batch', 'batches')} of ≤ "
-             f"{counted(cfg.batch_size, 'text')}; {counted(result.n_layers, 'layer')} × "
-             f"{counted(result.n_heads, 'head')}; {counted(result.world_size, 'process', 'processes')}, "
-             f"{result.seconds:.1f} s.\n")
-    L.append(pass_sentence(result) + "\n")
-    notes = []
-    if c["truncated"]:
-        notes.append(f"{counted(c['truncated'], 'text')} longer than {result.max_length} tokens "
-                     f"{'was' if c['truncated'] == 1 else 'were'} truncated "
-                     f"({counted(c['truncated_tokens'], 'token')} cut)")
-    if c["skipped_decode"]:
-        notes.append(f"{counted(c['skipped_decode'], 'line')} {'was' if c['skipped_decode'] == 1 else 'were'} "
-                     "not valid UTF-8 and skipped (listed at the end)")
-    if c["empty"]:
-        notes.append(f"{counted(c['empty'], 'empty text')} {'was' if c['empty'] == 1 else 'were'} skipped")
-    L.append("Nothing else was left out." if not notes else "Left out: " + "; ".join(notes) + ".")
+    L.append(T("title", model=result.model_name))
+    unit = T("per_builtin") if result.corpus.startswith("builtin:") else T("per_" + cfg.unit)
+    L.append(T("corpus", corpus=result.corpus, unit=unit, texts=n(c["texts"], "text"), tokens=n(c["tokens"], "token"),
+               batches=n(c["batches"], "batch"), batch_size=n(cfg.batch_size, "text"),
+               layers=n(result.n_layers, "layer"), heads=n(result.n_heads, "head"),
+               processes=n(result.world_size, "process"), seconds=result.seconds))
+    L.append(pass_sentence(result, lang) + "\n")
+    L.append(_left_out(result, lang))
     L.append("")
-    L.append("Queries are real tokens" + (" including [CLS]/[SEP]" if cfg.special_queries else " except [CLS]/[SEP]")
-             + "; padding never counts. Each head's value is the mean over all counted queries of the corpus "
-             f"(`to_local`: window ±{cfg.window}). Entropy in nats, distances in tokens. A head that spread "
-             f"every query's attention evenly over the keys it sees would have distance "
-             f"**{_fmt(result.baseline_distance, 2)}** on this corpus: the scale against which to read `distance`.\n")
+    L.append(T("queries", which=T("queries_incl" if cfg.special_queries else "queries_excl"), window=cfg.window,
+               baseline=_fmt(result.baseline_distance, 2)))
 
-    L.append("## Per layer (means over heads)\n")
+    L.append(T("sec_layers"))
     show = ["distance", "distance_content", "entropy", "entropy_norm", "to_local", "to_cls", "to_sep", "to_punct",
             "to_prev", "to_next"]
-    head = ["layer", *show] + (["importance"] if result.importance is not None else []) + ["labels"]
+    head = [T("col_layer"), *show] + ([T("col_importance")] if result.importance is not None else []) + [T("col_labels")]
     L.append("| " + " | ".join(head) + " |")
     L.append("|" + "---|" * len(head))
     for r in s["layers"]:
         cells = [str(r["layer"])] + [_fmt(r[k], 2 if "distance" in k else 3) for k in show]
         if result.importance is not None:
             cells.append(_fmt(r["importance"], 4))
-        cells.append(", ".join(f"{k} {v}" for k, v in r["labels"].items()))
+        cells.append(T("list_sep").join(f"{k} {v}" for k, v in r["labels"].items()))
         L.append("| " + " | ".join(cells) + " |")
     L.append("")
 
-    L.append("## Local in low layers, global in high layers?\n")
-    L.append("Spearman ρ of each head's statistic against its layer index (over all heads; permutation p-value), "
-             "and over the per-layer means:\n")
-    L.append("| statistic | claim predicts | ρ (heads) | p | ρ (layer means) | p | reading |")
+    L.append(T("sec_trends"))
+    L.append(T("trends_intro"))
+    L.append(T("trends_head"))
     L.append("|---|---|---|---|---|---|---|")
     for k, t in s["trends"].items():
-        L.append(f"| {k} | {'rises' if CLAIM[k] > 0 else 'falls'} | {_fmt(t['rho_heads'], 2)} | {_fmt(t['p_heads'], 4)} | "
-                 f"{_fmt(t['rho_layers'], 2)} | {_fmt(t['p_layers'], 4)} | {t['verdict'].split(': ', 1)[-1]} |")
-    L.append(f"\n**Verdict: {s['claim']}.**\n")
+        L.append(f"| {k} | {T('rises' if CLAIM[k] > 0 else 'falls')} | {_fmt(t['rho_heads'], 2)} | "
+                 f"{_fmt(t['p_heads'], 4)} | {_fmt(t['rho_layers'], 2)} | {_fmt(t['p_layers'], 4)} | "
+                 f"{verdict_reading(k, t, lang=lang)} |")
+    L.append(T("verdict_line", claim=s["claim"] if lang == "en" else claim_with_layers(s["trends"], s["layers"], lang)))
 
-    L.append("## Head types\n")
+    L.append(T("sec_types"))
     th = cfg.thresholds.to_dict()
-    L.append("Rules (settable with `--threshold NAME=VALUE`): " + "; ".join(
-        f"{lab}: {RULE_STAT[lab]} ≥ {th[lab]:g}" for lab in RULE_STAT) +
-        ". The dominant-key rule with the largest fraction wins, then local, then broad; otherwise other.\n")
-    L.append("| label | family | heads | which (layer.head) |")
+    L.append(T("rules", rules=T("sep").join(T("rule", label=lab, stat=RULE_STAT[lab], value=th[lab])
+                                            for lab in RULE_STAT)))
+    L.append(T("types_head"))
     L.append("|---|---|---|---|")
     for lab in LABELS:
         where = [f"{l}.{h}" for l in range(result.n_layers) for h in range(result.n_heads) if result.labels[l, h] == lab]
         if where:
-            L.append(f"| {lab} | {FAMILY[lab]} | {len(where)} | {' '.join(where)} |")
+            L.append(f"| {lab} | {T('family_' + FAMILY[lab].replace('/', '_'))} | {len(where)} | {' '.join(where)} |")
     L.append("")
     if result.importance is not None:
-        metric = ("1 − cosine similarity of the pooled sentence embedding"
-                  if result.importance_metric == "one_minus_cosine" else "change of the next-token loss (nats/token)")
-        L.append(f"## Head importance\n\nAblating one head (z = 0) on the first {counted(c['importance_texts'], 'text')}; "
-                 f"measure: {metric}. Most important heads:\n")
+        metric = T("metric_cosine" if result.importance_metric == "one_minus_cosine" else "metric_loss")
+        L.append(T("sec_importance", texts=n(c["importance_texts"], "text"), metric=metric))
         imp = result.importance
         order = np.argsort(-np.nan_to_num(imp, nan=-np.inf), axis=None)[:10]
-        L.append("| head | importance | label | distance | entropy_norm |")
+        L.append(f"| {T('col_head')} | {T('col_importance')} | {T('col_label')} | distance | entropy_norm |")
         L.append("|---|---|---|---|---|")
         for flat in order:
             l, h = divmod(int(flat), result.n_heads)
@@ -251,17 +283,17 @@ def markdown(result) -> str:
                      f"{_fmt(float(result.means['distance'][l, h]), 2)} | {_fmt(float(result.means['entropy_norm'][l, h]), 3)} |")
         L.append("")
     if decoder_report.has_decoder(result):
-        L.append(decoder_report.markdown(result))
-    L.append("## Heatmaps\n")
+        L.append(decoder_report.markdown(result, lang))
+    L.append(T("sec_heatmaps"))
     names = list(STAT_NAMES) + (["importance"] if result.importance is not None else []) + ["labels"]
     names += decoder_report.heatmap_names(result)
-    L.append(" · ".join(f"[{n}](heatmaps/{n}.png)" for n in names) + "\n")
+    L.append(" · ".join(f"[{x}](heatmaps/{x}.png)" for x in names) + "\n")
     L.append("![labels](heatmaps/labels.png)\n")
     L.append("![distance](heatmaps/distance.png)\n")
     if result.decode_examples:
-        L.append("## Lines skipped (not UTF-8)\n")
-        L.extend(f"- {x}" for x in result.decode_examples)
+        L.append(T("sec_skipped"))
+        L.extend(f"- {decode_line(x, lang)}" for x in result.decode_examples)
         if c["skipped_decode"] > len(result.decode_examples):
-            L.append(f"- … and {c['skipped_decode'] - len(result.decode_examples)} more")
+            L.append(T("skipped_more", n=c["skipped_decode"] - len(result.decode_examples)))
         L.append("")
     return "\n".join(L)

@@ -165,10 +165,11 @@ class AnalysisResult:
                 rows.append(row)
         return rows
 
-    def write(self, out_dir: Union[str, Path]) -> dict:
-        """Write heads.csv, heads.json, layers.csv, heatmaps/*.png and report.md; return their paths."""
+    def write(self, out_dir: Union[str, Path], lang: str = "en") -> dict:
+        """Write heads.csv, heads.json, layers.csv, heatmaps/*.png and report.md (its words and the
+        heatmaps' in ``lang``, "en" or "zh"); return their paths."""
         from .report import write_report
-        return write_report(self, out_dir)
+        return write_report(self, out_dir, lang)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from ..explain.numbers import counted
+from ..i18n import text
 from .classify import LABELS
 
 #: Statistics averaged per layer in the summary table.
@@ -29,6 +31,20 @@ LAYER_STATS = ("entropy", "entropy_norm", "distance", "distance_content", "to_lo
 
 #: statistic -> the sign of the trend with depth that the claim "local low, global high" predicts.
 CLAIM = {"distance": +1, "distance_content": +1, "entropy_norm": +1, "entropy": +1, "to_local": -1}
+
+
+def say(key: str, lang: str = "en", **fmt) -> str:
+    """The analysis report's string ``analysis.KEY`` (attnscope.i18n's strings_analysis) in ``lang``."""
+    return text("analysis." + key, lang, **fmt)
+
+
+def counted_in(n: int, unit: str, lang: str = "en") -> str:
+    """``n`` of ``unit`` (``analysis.unit_*``) in ``lang``: ``3 texts``, ``1,024 个词元``."""
+    noun = say("unit_" + unit, lang)
+    if lang == "en":
+        singular, plural = noun.split("|")
+        return counted(n, singular, plural)
+    return f"{n:,} {noun}"
 
 
 def rankdata(x: np.ndarray) -> np.ndarray:
@@ -98,17 +114,26 @@ def trend(values: np.ndarray, *, n_perm: int = 10000, seed: int = 0) -> dict:
     }
 
 
-def verdict(stat: str, t: Mapping, alpha: float = 0.05) -> str:
-    """One sentence on whether a trend supports the claim "local in low layers, global in high"."""
+def verdict_reading(stat: str, t: Mapping, alpha: float = 0.05, lang: str = "en") -> str:
+    """What a trend says about the claim, the report table's "reading": ``supports the claim``, or
+    why it says nothing."""
     rho, p = t["rho_heads"], t["p_heads"]
     if math.isnan(rho):
-        return f"{stat}: no trend can be computed"
-    direction = "rises" if rho > 0 else "falls"
+        return say("verdict_none", lang)
     if p >= alpha:
-        return f"{stat}: no significant trend with depth (ρ = {rho:+.2f}, p = {p:.3g})"
+        return say("verdict_flat", lang, rho=rho, p=p)
     agrees = (rho > 0) == (CLAIM.get(stat, +1) > 0)
-    return (f"{stat} {direction} with depth (ρ = {rho:+.2f}, p = {p:.3g}): "
-            f"{'supports' if agrees else 'contradicts'} the claim")
+    return say("verdict_supports" if agrees else "verdict_contradicts", lang)
+
+
+def verdict(stat: str, t: Mapping, alpha: float = 0.05, lang: str = "en") -> str:
+    """One sentence on whether a trend supports the claim "local in low layers, global in high"."""
+    rho, p = t["rho_heads"], t["p_heads"]
+    reading = verdict_reading(stat, t, alpha, lang)
+    if math.isnan(rho) or p >= alpha:
+        return say("verdict_stat", lang, stat=stat, reading=reading)
+    return say("verdict_trend", lang, stat=stat, direction=say("rises" if rho > 0 else "falls", lang),
+               rho=rho, p=p, reading=reading)
 
 
 def layer_summary(means: Mapping[str, np.ndarray], labels: np.ndarray,
@@ -135,30 +160,32 @@ def layer_summary(means: Mapping[str, np.ndarray], labels: np.ndarray,
         t["predicted_sign"] = CLAIM[s]
         t["verdict"] = verdict(s, t)
         trends[s] = t
-    claim = claim_sentence(trends)
-    # The trend test asks for a monotone tendency; say so when the most local layer is not the first.
+    return {"layers": layers, "trends": trends, "claim": claim_with_layers(trends, layers)}
+
+
+def claim_with_layers(trends: Mapping[str, Mapping], layers: list, lang: str = "en") -> str:
+    """:func:`claim_sentence`, and, since the trend test asks for a monotone tendency, where the
+    most local layer is when it is not the first."""
+    claim = claim_sentence(trends, lang=lang)
     content = [r["distance_content"] for r in layers]
     if not all(math.isnan(x) for x in content):
         k = int(np.nanargmin(content))
         if k != 0:
-            claim += (f"; but not from the very bottom: the most local layer is layer {k} (content distance "
-                      f"{content[k]:.1f} tokens against {content[0]:.1f} in layer 0, whose normalised entropy is "
-                      f"{layers[0]['entropy_norm']:.2f})")
-    return {"layers": layers, "trends": trends, "claim": claim}
+            claim += say("claim_bottom", lang, layer=k, content=content[k], content_0=content[0],
+                         entropy_0=layers[0]["entropy_norm"])
+    return claim
 
 
-def claim_sentence(trends: Mapping[str, Mapping], alpha: float = 0.05) -> str:
+def claim_sentence(trends: Mapping[str, Mapping], alpha: float = 0.05, lang: str = "en") -> str:
     """Overall reading of "local in low layers, global in high layers" from the trend tests."""
     d, dc = trends["distance"], trends["distance_content"]
     sig = lambda t, sign: not math.isnan(t["rho_heads"]) and t["p_heads"] < alpha and np.sign(t["rho_heads"]) == sign
     if sig(d, +1) and sig(dc, +1):
-        return "supported: attention distance grows with depth, also without the jumps to special tokens"
+        return say("claim_supported", lang)
     if sig(d, +1):
-        return ("partly supported: attention distance grows with depth, but not significantly once the attention "
-                "on special tokens ([CLS]/[SEP]) is left out")
+        return say("claim_partly_overall", lang)
     if sig(dc, +1):
-        return ("partly supported: the distance of attention on content tokens grows with depth, but the overall "
-                "distance (dominated by special tokens) does not")
+        return say("claim_partly_content", lang)
     if sig(d, -1) or sig(dc, -1):
-        return "contradicted: attention gets more local with depth"
-    return "not supported: no significant trend of attention distance with depth"
+        return say("claim_contradicted", lang)
+    return say("claim_none", lang)

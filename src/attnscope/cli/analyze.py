@@ -14,7 +14,9 @@ and report per layer and head the encoder's self-attention, the decoder's causal
 the cross-attention: its entropy and how it aligns target tokens with the source token at the same
 relative position (weight there, a ±--window band, argmax, distance from the diagonal, monotony).
 
-Writes heads.csv, layers.csv, analysis.json, heatmaps/*.png and report.md into --out.
+Writes heads.csv, layers.csv, analysis.json, heatmaps/*.png and report.md into --out. --lang zh
+writes report.md, the heatmaps' titles and what the command prints in Chinese (the numbers, the
+CSV files and the JSON are the same in every language).
 
 CORPUS is a text file (one text per line; .gz ok), a folder of .txt files, or
 builtin:python-docs (English prose of the Python Language Reference, shipped with CPython).
@@ -88,6 +90,8 @@ def register(sub) -> None:
     p.add_argument("--lanes", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
                    help="CPU: batches analysed at once, each on one thread (default: the number of threads)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="language of report.md, the heatmaps' titles and the printed summary (default: en)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
 
@@ -130,8 +134,15 @@ def run(args) -> int:
     try:
         result = analyze(args.corpus, args.model, cfg, device=device)
         if result is not None and _rank() == 0:
-            paths = result.write(args.out)
-            _print_summary(result, args.out, len(paths))
+            if hasattr(result, "print_summary"):  # an encoder–decoder analysis (analysis/seq2seq.py): English only
+                if args.lang != "en":
+                    print("the encoder–decoder analysis report is in English only (--lang zh is not available for "
+                          "it yet)", file=sys.stderr)
+                paths = result.write(args.out)
+                result.print_summary(args.out, len(paths))
+            else:
+                paths = result.write(args.out, args.lang)
+                _print_summary(result, args.out, len(paths), args.lang)
     finally:
         if started:
             import torch.distributed as dist
@@ -144,39 +155,46 @@ def _rank() -> int:
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
-def _print_summary(result, out, n_files) -> None:
-    if hasattr(result, "print_summary"):  # an encoder–decoder analysis (analysis/seq2seq.py) prints its own
-        return result.print_summary(out, n_files)
+def _rjust(s: str, width: int) -> str:
+    """``s`` right-aligned in ``width`` terminal columns (a CJK character takes two)."""
+    import unicodedata
+    return " " * max(0, width - sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)) + s
+
+
+def _print_summary(result, out, n_files, lang: str = "en") -> None:
+    """What ``analyze`` prints of an encoder's or a decoder's analysis, in ``lang``."""
+    from ..analysis.decoder_report import summary_lines
     from ..analysis.report import pass_sentence
-    from ..explain.numbers import counted
+    from ..analysis.summary import claim_with_layers, counted_in, say
     c = result.counters
+    n = lambda count, unit: counted_in(count, unit, lang)  # noqa: E731
     t = max(result.timings.get("statistics", result.seconds), 1e-9)
-    print(f"{result.model_name}: {counted(c['texts'], 'text')}, {counted(c['tokens'], 'token')} from {result.corpus} "
-          f"in {result.seconds:.1f} s"
-          f"{f' on {result.world_size} processes' if result.world_size > 1 else ''} "
-          f"({c['texts'] / t:,.1f} texts/s, {c['tokens'] / t:,.0f} tokens/s in the statistics pass)")
-    print(pass_sentence(result))
+    print(say("out_head", lang, model=result.model_name, texts=n(c["texts"], "text"), tokens=n(c["tokens"], "token"),
+              corpus=result.corpus, seconds=result.seconds,
+              processes=say("out_processes", lang, n=result.world_size) if result.world_size > 1 else "",
+              texts_per_s=c["texts"] / t, tokens_per_s=c["tokens"] / t))
+    print(pass_sentence(result, lang))
     left = []
     if c["truncated"]:
-        left.append(f"{counted(c['truncated'], 'text')} truncated ({counted(c['truncated_tokens'], 'token')} cut)")
+        left.append(say("out_truncated", lang, texts=n(c["truncated"], "text"), tokens=n(c["truncated_tokens"], "token")))
     if c["skipped_decode"]:
-        left.append(f"{counted(c['skipped_decode'], 'undecodable line')} skipped")
+        left.append(say("out_skipped", lang, lines=n(c["skipped_decode"], "undecodable")))
     if c["empty"]:
-        left.append(f"{counted(c['empty'], 'empty text')}")
+        left.append(n(c["empty"], "empty"))
     if left:
-        print("left out: " + "; ".join(left) + " (see report.md)")
-    print(f"{'layer':>5} {'distance':>9} {'content':>8} {'entropy':>8} {'ent/ln n':>8} {'local':>6} {'[CLS]':>6} "
-          f"{'[SEP]':>6}  labels")
+        print(say("out_left_out", lang, items=say("sep", lang).join(left)))
+    col = lambda key, width: _rjust(say("out_col_" + key, lang), width)  # noqa: E731
+    print(f"{col('layer', 5)} {col('distance', 9)} {col('content', 8)} {col('entropy', 8)} {col('entropy_norm', 8)} "
+          f"{col('local', 6)} {'[CLS]':>6} {'[SEP]':>6}  {say('out_col_labels', lang)}")
     for r in result.summary["layers"]:
-        labels = ", ".join(f"{k} {v}" for k, v in r["labels"].items())
+        labels = say("list_sep", lang).join(f"{k} {v}" for k, v in r["labels"].items())
         print(f"{r['layer']:>5} {r['distance']:>9.2f} {r['distance_content']:>8.2f} {r['entropy']:>8.3f} "
               f"{r['entropy_norm']:>8.3f} {r['to_local']:>6.3f} {r['to_cls']:>6.3f} {r['to_sep']:>6.3f}  {labels}")
-    print(f"(attention spread evenly would have distance {result.baseline_distance:.2f} on these texts)")
-    t = result.summary["trends"]["distance"]
-    print(f"local in low layers, global in high? {result.summary['claim']} "
-          f"(distance vs layer: Spearman ρ = {t['rho_heads']:+.2f}, p = {t['p_heads']:.3g})")
-    if result.roles is not None:
-        from ..analysis.decoder_report import summary_lines
-        for line in summary_lines(result):
-            print(line)
-    print(f"wrote {n_files} files to {out}/ (report.md, heads.csv, layers.csv, analysis.json, heatmaps/)")
+    print(say("out_even", lang, distance=result.baseline_distance))
+    s = result.summary
+    trend = s["trends"]["distance"]
+    print(say("out_claim", lang, claim=s["claim"] if lang == "en" else claim_with_layers(s["trends"], s["layers"], lang),
+              rho=trend["rho_heads"], p=trend["p_heads"]))
+    for line in summary_lines(result, lang):  # nothing for an encoder
+        print(line)
+    print(say("out_wrote", lang, n=n_files, out=out))

@@ -2,7 +2,8 @@
 
 One table per area (``plot``: figure titles, axes and colour bars; ``cli``: the command line's
 error messages; ``steps``: the calculation steps ``check`` names; ``viewer``: the viewer page's
-tabs, toolbar and notes), each a module here with an ``EN`` and a ``ZH`` dict under the same keys.
+tabs, toolbar and notes; ``experiments`` and ``analysis``: the reports of ``experiment`` and
+``analyze``, and what ``patch`` and ``generate`` print), each a module here with an ``EN`` and a ``ZH`` dict under the same keys.
 :func:`text` picks a key's string in a language and fills its ``{placeholders}``. The worked
 calculations of :mod:`attnscope.explain` keep their own labels in :mod:`attnscope.explain.i18n`
 (TeX inside ``$…$``, rendered per output format); tests/test_i18n.py checks those and these
@@ -20,7 +21,7 @@ import string
 from typing import Mapping, Optional
 
 from ..errors import InputError
-from . import strings_cli, strings_experiments, strings_plot, strings_steps, strings_viewer
+from . import strings_analysis, strings_cli, strings_experiments, strings_plot, strings_steps, strings_viewer
 
 #: The languages every table has.
 LANGS = ("en", "zh")
@@ -32,6 +33,7 @@ TABLES: dict[str, dict[str, dict[str, str]]] = {
     "steps": {"en": strings_steps.EN, "zh": strings_steps.ZH},
     "viewer": {"en": strings_viewer.EN, "zh": strings_viewer.ZH},
     "experiments": {"en": strings_experiments.EN, "zh": strings_experiments.ZH},
+    "analysis": {"en": strings_analysis.EN, "zh": strings_analysis.ZH},
 }
 
 
