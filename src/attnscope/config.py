@@ -69,6 +69,11 @@ class TransformerConfig:
         """Query heads that share one key/value head (query head h uses k/v head ``h // kv_group``)."""
         return self.n_heads // self.kv_heads
 
+    @property
+    def score_bias(self) -> bool:
+        """Attention adds a score term (``attn.bias``): the position scheme acts on the scores (ALiBi)."""
+        return get_position(self.position).acts_on == "bias"
+
     def validate(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_positions"):
             value = getattr(self, name)

@@ -1,25 +1,36 @@
 """Position schemes, each defined once, by where it acts.
 
 =============  ======================================  ======================================
-``acts_on``    what the scheme does                    built by ``build(config)`` as
+``acts_on``    what the scheme does                    what the scheme gives
 =============  ======================================  ======================================
-embeddings     a vector added to each token's          a module ``position_ids (B|1, L)`` →
-               embedding (learned, sinusoidal)         ``(B|1, L, d_model)``
-qk             a transform of q and k before their     a module ``(q, k, q_pos, k_pos)`` →
-               product (rotary)                        ``(q', k')``
-scores         a term added to the scaled scores       a module ``(L, S, q_pos, k_pos)`` →
-               (T5 relative bias, ALiBi)               ``bias (H|1, L, S)``
-mask           keys hidden from a query (sliding       a module ``(L, S, q_pos, k_pos)`` →
-               window)                                 ``bool (L, S)``, True = may attend
+embeddings     a vector added to each token's          ``build(config)``: a module
+               embedding (learned, sinusoidal)         ``position_ids (B|1, L)`` → ``(B|1, L, d_model)``
+qk             a transform of q and k before their     ``build(config)``: a module
+               product (rotary)                        ``(q, k, q_pos, k_pos)`` → ``(q', k')``
+bias           a term per head added to the scaled     ``bias(n_heads, q_pos, k_pos, dtype, device)``
+               scores (ALiBi; T5's learned buckets)    → ``(1|B, H, L, S)`` and its float64 twin
+                                                       ``bias_np(n_heads, q_pos (L,), k_pos (S,))``
+                                                       → ``(H, L, S)`` (a learned bias: ``build``)
+mask           keys hidden from a query (sliding       ``(q_pos, k_pos)`` → ``bool (…, L, S)``,
+               windows)                                True = may attend (:func:`causal_window_mask`)
 =============  ======================================  ======================================
 
 The step function (:func:`attnscope.kernels.steps.attend`) has the places these plug into: a q/k
-transform after the scoring's preparation, ``bias=`` for score terms, ``mask=`` for masks. Today
-the registry holds the absolute schemes (``learned``, ``sinusoidal``, ``none``) and ``rotary``;
-T5's relative bias is registered by :mod:`attnscope.modules.t5_bias`, and sliding windows are the
-mask :func:`causal_window_mask` that the decoder's attention builds::
+transform after the scoring's preparation, ``bias=`` for score terms, ``mask=`` for masks.
+:class:`~attnscope.modules.MultiHeadAttention` adds a ``bias`` scheme's term itself (hook point
+``attn.bias``, trace name ``layers.{i}.attn.bias``), so a new one is one call::
 
-    register_position(PositionScheme(name="rotary", acts_on="qk", build=lambda c: Rotary(c), ...))
+    register_position(PositionScheme(name="alibi", acts_on="bias", bias=alibi_bias, bias_np=R.alibi_bias))
+
+The registry holds the absolute schemes (``learned``, ``sinusoidal``, ``none``), ``rotary`` and
+``alibi``; T5's learned relative bias (``t5_relative``, one table per stack) is registered by
+:mod:`attnscope.modules.t5_bias` and runs in the encoder–decoder stacks; sliding windows are the
+mask :func:`causal_window_mask` that the decoder's attention builds per layer (a window is a
+layer's setting, ``DecoderConfig.layer_types``, not a ``config.position``).
+
+A bias scheme's positions count real tokens: a key's position is the number of real (unpadded)
+keys before it, and padding gets 0 (transformers' BLOOM: ``cumsum(attention_mask) − 1``). With
+right padding or none these are 0 … S − 1.
 """
 
 from __future__ import annotations
@@ -33,13 +44,15 @@ import torch
 from torch import nn
 
 from .errors import ConfigError
+from .reference.positions import alibi_bias as alibi_bias_np
+from .reference.positions import alibi_slopes as alibi_slopes_np
 from .reference.positions import rope_inv_freq as rope_inv_freq_np
 from .scorings import add_to_registry
 
 Tensor = torch.Tensor
 
 #: Where a position scheme acts (see the module docstring).
-ACTS_ON = ("embeddings", "qk", "scores", "mask")
+ACTS_ON = ("embeddings", "qk", "bias", "mask")
 
 
 @dataclass(frozen=True)
@@ -49,16 +62,24 @@ class PositionScheme:
     Args:
         name: the ``config.position`` value.
         acts_on: one of :data:`ACTS_ON`.
-        build: ``build(config)`` → the module (or None: the scheme adds nothing).
+        build: ``build(config)`` → the module (or None: the scheme has no module; a ``bias``
+            scheme with a fixed term gives ``bias`` instead).
         words: one sentence per language for ``explain``.
         check: ``check(config)`` raises ConfigError for a config the scheme cannot serve.
+        bias: ``acts_on="bias"`` with a fixed term: ``bias(n_heads, q_pos (1|B, L), k_pos (1|B, S),
+            dtype, device)`` → ``(1|B, H, L, S)``, added to the scaled scores.
+        bias_np: its float64 twin ``bias_np(n_heads, q_pos (L,), k_pos (S,))`` → ``(H, L, S)``
+            (:mod:`attnscope.reference.positions`), which the float64 forward, ``explain`` and the
+            viewer's data compute with.
     """
 
     name: str
     acts_on: str
-    build: Callable[[Any], Optional[nn.Module]]  # any config class that has the scheme's fields
+    build: Callable[[Any], Optional[nn.Module]] = lambda config: None  # any config class with the scheme's fields
     words: Mapping[str, str] = field(default_factory=dict)
     check: Optional[Callable[[Any], None]] = None
+    bias: Optional[Callable[..., Tensor]] = None
+    bias_np: Optional[Callable[..., np.ndarray]] = None
 
 
 _REGISTRY: dict[str, PositionScheme] = {}
@@ -67,7 +88,20 @@ _REGISTRY: dict[str, PositionScheme] = {}
 def register_position(scheme: PositionScheme, *, replace: bool = False) -> PositionScheme:
     if scheme.acts_on not in ACTS_ON:
         raise ConfigError(f"a position scheme acts on one of {', '.join(ACTS_ON)}, got {scheme.acts_on!r}")
+    if (scheme.bias is None) != (scheme.bias_np is None):
+        raise ConfigError(f"position scheme {scheme.name!r}: a score bias needs both its torch function (bias=) "
+                          f"and its float64 twin (bias_np=)")
+    if scheme.bias is not None and scheme.acts_on != "bias":
+        raise ConfigError(f"position scheme {scheme.name!r} gives a score bias but acts on {scheme.acts_on}; "
+                          f"a score term is acts_on='bias'")
     return add_to_registry(_REGISTRY, scheme.name, scheme, "position scheme", replace)
+
+
+def unregister_position(name: str) -> None:
+    """Remove a scheme added by :func:`register_position` (the built-in ones stay)."""
+    if name in BUILTIN:
+        raise ConfigError(f"position scheme {name!r} is built in and cannot be removed")
+    _REGISTRY.pop(name, None)
 
 
 def get_position(name: str) -> PositionScheme:
@@ -282,6 +316,64 @@ register_position(PositionScheme(
     words={"en": "Positions: rotary (RoPE); q and k of each head are turned by an angle proportional to their "
                  "position, so that q·k depends on the distance between the tokens.",
            "zh": "位置：旋转位置编码（RoPE）；每个头的 q 和 k 按位置转过一个角度，使 q·k 只取决于两个词的距离。"}))
+
+
+# ----------------------------------------------------------------------------------------------
+# score biases: a term per head added to the scaled scores (ALiBi)
+# ----------------------------------------------------------------------------------------------
+
+def real_positions(keep: Tensor) -> Tensor:
+    """``keep (B, S)`` bool, True = a real token → each key's position among the real tokens
+    ``(B, S)`` int64 (padding: 0), as transformers' BLOOM numbers them for ALiBi."""
+    keep = keep.to(torch.int64)
+    return (keep.cumsum(-1) - 1) * keep  # (B, S)
+
+
+def alibi_slopes(n_heads: int, dtype: torch.dtype = torch.float32, device=None) -> Tensor:
+    """The slope of each head ``(H,)``: computed in float32 with transformers' operations
+    (``_get_alibi_slopes``: a float32 base raised to integer powers), so that BLOOM's scores are
+    its own; for ``dtype`` float64, the formula in float64 (:func:`attnscope.reference.alibi_slopes`)."""
+    if dtype == torch.float64:
+        return torch.from_numpy(alibi_slopes_np(n_heads)).to(device)
+    p = 2 ** math.floor(math.log2(n_heads))
+    base = torch.full((), 2 ** (-(2 ** -(math.log2(p) - 3))), dtype=torch.float32, device=device)
+    slopes = torch.pow(base, torch.arange(1, 1 + p, dtype=torch.int32, device=device))
+    if p != n_heads:
+        extra = torch.full((), 2 ** (-(2 ** -(math.log2(2 * p) - 3))), dtype=torch.float32, device=device)
+        more = torch.arange(1, 1 + 2 * min(p, n_heads - p), 2, dtype=torch.int32, device=device)
+        slopes = torch.cat([slopes, torch.pow(extra, more)])
+    return slopes  # (H,)
+
+
+def alibi_bias(n_heads: int, q_pos: Tensor, k_pos: Tensor, dtype: torch.dtype = torch.float32, device=None) -> Tensor:
+    """ALiBi (Press et al. 2022) as BLOOM adds it: ``bias[b, h, i, j] = slope_h · k_pos[b, j]``,
+    ``(1|B, H, L, S)`` from ``q_pos (1|B, L)`` and ``k_pos (1|B, S)`` (an expanded view over the
+    queries). The paper's ``slope_h · (k − q)`` differs by ``slope_h · q`` in each row: the same
+    weights after softmax, different scores; transformers adds the key's position, and so does
+    attnscope (its masked scores are BLOOM's)."""
+    fdt = torch.float64 if dtype == torch.float64 else torch.float32
+    slopes = alibi_slopes(n_heads, fdt, k_pos.device)  # (H,)
+    row = slopes[None, :, None, None] * k_pos[:, None, None, :].to(fdt)  # (1|B, H, 1, S)
+    return row.to(dtype=dtype, device=device).expand(-1, -1, q_pos.shape[-1], -1)  # (1|B, H, L, S)
+
+
+def _check_alibi(config) -> None:
+    if getattr(config, "kind", "") == "seq2seq":
+        raise ConfigError("ALiBi runs in single-stack models (TransformerConfig); the encoder–decoder stacks "
+                          "take T5's relative bias or learned positions")
+
+
+register_position(PositionScheme(
+    name="alibi", acts_on="bias", bias=alibi_bias, bias_np=alibi_bias_np, check=_check_alibi,
+    words={"en": "Positions: ALiBi (Press et al.); no position vectors, each head adds slope × key position to "
+                 "the scaled score (slopes 2^(−8/H), 2^(−16/H), …), which after softmax is a penalty growing "
+                 "with the distance to the key.",
+           "zh": "位置：ALiBi（Press 等）；没有位置向量，每个头把“斜率 × 键的位置”加到缩放后的分数上"
+                 "（斜率为 2^(−8/H)、2^(−16/H)……），经过 softmax 后就是随键的距离增大的惩罚。"}))
+
+#: The schemes attnscope defines (``t5_relative`` in :mod:`attnscope.modules.t5_bias`); the others
+#: were registered by a program and may be removed.
+BUILTIN = frozenset({"learned", "sinusoidal", "none", "rotary", "alibi", "t5_relative"})
 
 
 # ----------------------------------------------------------------------------------------------

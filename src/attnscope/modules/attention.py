@@ -30,6 +30,7 @@ from ..hooks import HookPoint
 from ..kernels.memory import BLOCKWISE_MIN_SCORES  # noqa: F401  (kept importable from here)
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..kernels.validate import check_dropout, check_positive_int
+from ..positions import get_position, real_positions
 from ..scorings import DEFAULT_COSINE_TEMPERATURE, get_scoring
 
 Tensor = torch.Tensor
@@ -94,6 +95,10 @@ class MultiHeadAttention(nn.Module):
             and k (ViT-22B): the parts a scoring's ``learnable`` entry creates.
         dropout: dropout on the attention weights while training.
         cosine_temperature: initial τ for "cosine".
+        position: the config's position scheme (:mod:`attnscope.positions`); one that acts on
+            ``"bias"`` with a fixed term (ALiBi) is added here to the scaled scores of
+            self-attention, at the hook point ``bias`` (B, H, L, S), with positions that count
+            real tokens (padding from ``key_padding_mask``); other schemes act elsewhere.
 
     Hook points (names relative to this module): ``q`` (B, H, L, d_head), ``k``, ``v``
     (B, H_kv, S, d_head; H_kv = n_kv_heads) — q and
@@ -113,13 +118,15 @@ class MultiHeadAttention(nn.Module):
     masked: HookPoint
     weights: HookPoint
     z: HookPoint
+    bias: HookPoint  # only with a position scheme that acts on the scores (ALiBi)
     merged: HookPoint
     out: HookPoint
 
     def __init__(self, d_model: int, n_heads: int, *, n_kv_heads: Optional[int] = None,
                  head_dim: Optional[int] = None, bias: bool = True, out_bias: Optional[bool] = None,
                  scale: Optional[float] = None, scoring: str = "scaled", dropout: float = 0.0,
-                 cosine_temperature: float = DEFAULT_COSINE_TEMPERATURE, layer_norm_eps: float = 1e-6) -> None:
+                 cosine_temperature: float = DEFAULT_COSINE_TEMPERATURE, layer_norm_eps: float = 1e-6,
+                 position: Optional[str] = None) -> None:
         super().__init__()
         d_model = check_positive_int("d_model", d_model)
         n_heads = check_positive_int("n_heads", n_heads)
@@ -143,7 +150,15 @@ class MultiHeadAttention(nn.Module):
             options = {"cosine_temperature": cosine_temperature, "layer_norm_eps": layer_norm_eps}
             for name, part in sc.learnable.create(n_heads, self.d_head, options).items():
                 setattr(self, name, part)
-        for name in (*STEPS, "merged", "out"):
+        scheme = get_position(position) if position is not None else None
+        if scheme is not None and scheme.acts_on == "bias" and scheme.bias is None:
+            raise ConfigError(f"position scheme {position!r} is a learned bias built per stack (the encoder–decoder "
+                              f"models); MultiHeadAttention adds a bias scheme with a fixed term (bias=)")
+        #: ``bias(n_heads, q_pos, k_pos, dtype, device)`` of a bias scheme, else None.
+        self.position_bias = scheme.bias if scheme is not None and scheme.acts_on == "bias" else None
+        self.position = position
+        steps = (*STEPS[:3], "bias", *STEPS[3:]) if self.position_bias is not None else STEPS
+        for name in (*steps, "merged", "out"):
             setattr(self, name, SharedHeadPoint(self.group) if name in ("k", "v") else HookPoint())
         #: NaN/±inf checks naming the step (None: follow attnscope.kernels.checking_finite).
         self.check_finite: Optional[bool] = None
@@ -248,6 +263,19 @@ class MultiHeadAttention(nn.Module):
                 raise ShapeError(f"key_padding_mask must be bool (True = padding) or float, got {key_padding_mask.dtype}")
         return mask
 
+    def score_bias(self, B: int, L: int, S: int, key_padding_mask: Optional[Tensor], like: Tensor) -> Tensor:
+        """The position scheme's score term ``(B|1, H, L, S)`` in ``like``'s dtype and device, through
+        the hook point ``bias`` (recorded per text, ``(B, H, L, S)``). Keys at ``0 … S − 1``, or
+        numbered among the real tokens when a bool ``key_padding_mask`` marks padding; the
+        queries are the last L keys."""
+        assert self.position_bias is not None
+        if key_padding_mask is not None and key_padding_mask.dtype == torch.bool:
+            k_pos = real_positions(~key_padding_mask.to(like.device))  # (B, S)
+        else:
+            k_pos = torch.arange(S, device=like.device)[None]  # (1, S)
+        bias = self.position_bias(self.n_heads, k_pos[:, S - L:], k_pos, like.dtype, like.device)  # (B|1, H, L, S)
+        return self.bias(bias.expand(B, -1, -1, -1)) if self.bias.hooks else bias
+
     def temperature(self) -> Optional[Tensor]:
         """τ of a scoring with a learnable temperature (cosine: ``(H, 1, 1)``), else None."""
         learn = get_scoring(self.scoring).learnable
@@ -282,8 +310,11 @@ class MultiHeadAttention(nn.Module):
         q = self.split_heads(q)  # (B, H, L, d_head)
         k = self.split_heads(k, self.n_kv_heads)  # (B, H_kv, S, d_head)
         v = self.split_heads(v, self.n_kv_heads)  # (B, H_kv, S, d_head)
+        bias = None
+        if self.position_bias is not None and context is None:
+            bias = self.score_bias(B, L, S, key_padding_mask, q)  # (B|1, H, L, S)
         z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, scale=self.scale, params=self,
-                            dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
+                            bias=bias, dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
                             hooks=ModuleHooks(self), check_finite=self.check_finite)  # (B, H, L, d_head)
         merged = self.merged(self.merge_heads(z))  # (B, L, H·d_head)
         out = self.out(self.W_O(merged))  # (B, L, d_model)

@@ -35,10 +35,11 @@ class Embeddings(nn.Module):
         self.token_embedding = nn.Embedding(c.vocab_size, c.d_model, padding_idx=None)
         self.segment_embedding = nn.Embedding(c.type_vocab_size, c.d_model) if c.type_vocab_size > 0 else None
         scheme = get_position(c.position)
-        if scheme.acts_on != "embeddings":
+        # a fixed score bias (ALiBi) is added by each layer's attention; nothing to add here
+        if scheme.acts_on != "embeddings" and (scheme.acts_on, scheme.bias is None) != ("bias", False):
             raise ConfigError(f"position scheme {c.position!r} acts on {scheme.acts_on}, not on the embeddings")
         # learned: nn.Embedding (weights "position_embedding.weight"); sinusoidal: a fixed table
-        self.position_embedding = scheme.build(c)
+        self.position_embedding = scheme.build(c) if scheme.acts_on == "embeddings" else None
         self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps) if c.embed_norm else None
         self.drop = nn.Dropout(c.dropout)
         self.tokens, self.segments, self.positions, self.out = HookPoint(), HookPoint(), HookPoint(), HookPoint()

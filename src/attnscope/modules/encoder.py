@@ -75,7 +75,7 @@ class EncoderLayer(nn.Module):
         c = config
         self.pre_norm = c.norm == "pre"
         self.attn = MultiHeadAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
-                                       bias=c.bias, scoring=c.scoring, dropout=c.attn_dropout)
+                                       bias=c.bias, scoring=c.scoring, dropout=c.attn_dropout, position=c.position)
         self.ln1 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
         self.ffn = FeedForward(c)
         self.ln2 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)

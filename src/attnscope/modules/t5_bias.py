@@ -1,6 +1,6 @@
 """T5's relative position bias (Raffel et al. 2020, §2.1): a learned number per head and per
 *bucket* of relative distance, added to the raw scores — the position scheme ``t5_relative``
-(``acts_on = "scores"``).
+(``acts_on = "bias"``, a learned table: built per stack, not a fixed ``bias`` function).
 
 For query position i and key position j, the distance ``δ = j − i`` goes into one of
 ``num_buckets`` buckets (T5: 32, ``max_distance`` 128)::
@@ -102,7 +102,7 @@ def _build(config) -> T5RelativeBias:
 
 if "t5_relative" not in position_names():  # registered once, at the first import
     register_position(PositionScheme(
-        name="t5_relative", acts_on="scores", build=_build,
+        name="t5_relative", acts_on="bias", build=_build,
         words={"en": "Positions: T5's relative bias; each head adds a learned number for the bucket of the distance "
                      "between query and key to the raw score (no absolute positions, no 1/√d scaling).",
                "zh": "位置：T5 的相对位置偏置；每个头按查询与键之间距离所在的桶，把一个可学习的数加到原始分数上"

@@ -15,7 +15,7 @@ are bool (True = may attend) or additive float, broadcastable to ``(..., L, S)``
 Every name is read from here (``R.softmax``); the modules behind it hold one concern each:
 ``arrays`` (float64 conversion, the finite check), ``masks``, ``steps`` (scores, softmax, the
 weighted sum), ``worked`` (one row as a learner computes it), ``layers`` (norms, activations,
-heads), ``positions`` (rotary, sinusoidal), ``relative`` (T5's buckets, DeBERTa's terms) and
+heads), ``positions`` (rotary, sinusoidal, ALiBi), ``relative`` (T5's buckets, DeBERTa's terms) and
 ``traced`` (a trace's attention recomputed).
 """
 
@@ -26,6 +26,8 @@ from .layers import gelu, head_columns, kv_head, layer_norm, linear, merge_heads
 from .masks import additive_mask, causal_mask, combine_masks, window_mask
 from .positions import (
     PAIRINGS,
+    alibi_bias,
+    alibi_slopes,
     rope_angles,
     rope_inv_freq,
     rope_pairs,
@@ -57,5 +59,5 @@ __all__ = ["Array", "as_f64", "prepare_qk", "score_factor", "operand_factor", "r
            "layer_norm", "linear",
            "gelu", "relu", "split_heads", "merge_heads", "check_finite", "trace_factor", "trace_weights", "trace_row",
            "PAIRINGS", "rope_pairs", "rope_inv_freq", "rope_angles", "rotate", "rms_norm", "window_mask", "kv_head",
-           "split_qkv", "head_columns", "sinusoidal_freq", "sinusoidal_pe", "rotation_matrix",
+           "split_qkv", "head_columns", "sinusoidal_freq", "sinusoidal_pe", "rotation_matrix", "alibi_slopes", "alibi_bias",
            "t5_bucket_steps", "t5_bucket", "deberta_bucket_steps", "deberta_bucket", "deberta_terms"]

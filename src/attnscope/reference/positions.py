@@ -1,5 +1,5 @@
 """Positions in float64: rotary (RoFormer; the pairs of features, their frequencies and angles,
-the rotation) and sinusoidal (Vaswani et al.)."""
+the rotation), sinusoidal (Vaswani et al.) and ALiBi (Press et al.; a score term per head)."""
 
 from __future__ import annotations
 
@@ -71,3 +71,30 @@ def sinusoidal_pe(positions, d_model: int, base: float = 10000.0) -> Array:
     pe = np.empty((ang.shape[0], d_model))
     pe[:, 0::2], pe[:, 1::2] = np.sin(ang), np.cos(ang)
     return pe
+
+
+def alibi_slopes(n_heads: int) -> Array:
+    """ALiBi's slope of each head (Press et al. 2022), float64 (H,): with p the largest power of two
+    ≤ H, heads 1 … p get ``2^(−8k/p)``, and when H is not a power of two the remaining H − p heads
+    get every other slope of 2p heads, ``2^(−8k/(2p))`` for k = 1, 3, 5, … (transformers'
+    ``_get_alibi_slopes``, BLOOM's rule)."""
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads <= 0:
+        raise ConfigError(f"ALiBi needs a positive number of heads, got {n_heads!r}")
+    p = 2 ** int(math.floor(math.log2(int(n_heads))))
+    slopes = 2.0 ** (-8.0 * np.arange(1, p + 1, dtype=np.float64) / p)
+    extra = min(p, int(n_heads) - p)
+    if extra:
+        slopes = np.concatenate([slopes, 2.0 ** (-8.0 * np.arange(1, 2 * extra, 2, dtype=np.float64) / (2 * p))])
+    return slopes
+
+
+def alibi_bias(n_heads: int, q_pos, k_pos) -> Array:
+    """ALiBi's score term in float64, ``bias[h, i, j] = slope_h · k_pos[j]`` for every query i:
+    ``(H, L, S)`` from ``q_pos (L,)`` and ``k_pos (S,)``. BLOOM (and transformers) add the slope
+    times the *key's* position, not times k − q as the paper writes: the two differ by
+    ``slope_h · q_pos[i]``, one number per row, which softmax ignores (same weights), while the
+    masked scores differ by it (attnscope follows transformers, so that its masked scores are BLOOM's)."""
+    q = np.asarray(q_pos, dtype=np.float64).reshape(-1)
+    k = np.asarray(k_pos, dtype=np.float64).reshape(-1)
+    row = alibi_slopes(n_heads)[:, None, None] * k[None, None, :]  # (H, 1, S)
+    return np.broadcast_to(row, (row.shape[0], q.shape[0], k.shape[0])).copy()  # (H, L, S)

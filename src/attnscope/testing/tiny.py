@@ -15,6 +15,8 @@ and returns the folder. They need ``transformers`` (a test dependency); attnscop
   saved as ``vocab.json`` + ``merges.txt``.
 * :func:`tiny_gpt2` — GPT2LMHeadModel (``transformer.``, tied ``lm_head``) with the same kind of
   BPE.
+* :func:`tiny_bloom`, :func:`tiny_bloom_6heads` — BloomForCausalLM (ALiBi; 4 heads, and 6 heads for
+  the slopes of a head count that is not a power of two) with a BPE ``tokenizer.json``.
 
 **The registry** (:data:`FAMILIES`): every tiny checkpoint of the tests — these four and the
 builders of ``tests/models/*/tiny.py`` — registers here with :func:`tiny_family`, and
@@ -65,7 +67,7 @@ def _randomise(model: torch.nn.Module, seed: int) -> None:
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=g, dtype=p.dtype)
-            if name.endswith("weight") and ("LayerNorm" in name or ".ln_" in name):
+            if name.endswith("weight") and ("layernorm" in name.lower() or ".ln_" in name):
                 p.copy_(1.0 + 0.1 * noise)
             else:
                 p.copy_(0.15 * noise)
@@ -157,6 +159,32 @@ def tiny_gpt2(folder, *, seed: int = 3) -> Path:
     return _save(model, folder, seed)
 
 
+def tiny_bloom(folder, *, seed: int = 4, n_heads: int = 4, d_model: int = 32) -> Path:
+    """BloomForCausalLM (``transformer.``, tied ``lm_head``): ALiBi, the embedding LayerNorm, the
+    per-head fused ``query_key_value``; a byte-level BPE ``tokenizer.json`` (<unk> <s> </s> <pad> =
+    0–3, no <s> added, as BLOOM's). ``n_heads=6, d_model=48``: slopes of a head count that is not
+    a power of two."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import BloomConfig, BloomForCausalLM
+
+    folder = _folder(folder)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<unk>", "<s>", "</s>", "<pad>"], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.save(str(folder / "tokenizer.json"))
+    torch.manual_seed(seed)
+    cfg = BloomConfig(vocab_size=tok.get_vocab_size(), hidden_size=d_model, n_layer=2, n_head=n_heads,
+                      bos_token_id=1, eos_token_id=2, pad_token_id=3, layer_norm_epsilon=1e-5)
+    return _save(BloomForCausalLM(cfg), folder, seed)
+
+
+def tiny_bloom_6heads(folder, *, seed: int = 5) -> Path:
+    return tiny_bloom(folder, seed=seed, n_heads=6, d_model=48)
+
+
 BUILDERS = {"bert": tiny_bert, "bert-chinese": tiny_bert_chinese, "roberta": tiny_roberta, "gpt2": tiny_gpt2}
 
 
@@ -227,3 +255,5 @@ tiny_family("bert", "BertModel", names=_ENCODER)(tiny_bert)
 tiny_family("bert-chinese", "BertModel", lang="zh", names=_ENCODER)(tiny_bert_chinese)
 tiny_family("roberta", "RobertaModel", names=_ENCODER)(tiny_roberta)
 tiny_family("gpt2", "GPT2LMHeadModel", lm_head=True, names=("embed.positions", "final_norm"))(tiny_gpt2)
+tiny_family("bloom", "BloomForCausalLM", lm_head=True, names=("attn.bias", "final_norm"))(tiny_bloom)
+tiny_family("bloom_6heads", "BloomForCausalLM", lm_head=True, names=("attn.bias", "final_norm"))(tiny_bloom_6heads)
