@@ -35,8 +35,13 @@ from typing import Optional
 from .errors import ConfigError
 
 #: What a step does: ``same`` (a second name for a value), ``norm`` (one of the layer's norm
-#: modules), ``attention`` and ``mlp`` (the two blocks), ``add`` (a residual sum).
-OPS = ("same", "norm", "attention", "mlp", "add")
+#: modules), ``attention`` and ``mlp`` (the two blocks), ``add`` (a residual sum), and in an
+#: encoder–decoder's decoder ``cross_attention`` (queries from its input, keys and values from the
+#: encoder's output).
+OPS = ("same", "norm", "attention", "cross_attention", "mlp", "add")
+
+#: The ops whose step is a block (a module of its own, with its hook points inside).
+BLOCK_OPS = ("attention", "cross_attention", "mlp")
 
 #: The layer's input, the one name a recipe may read before defining it.
 INPUT = "x"
@@ -80,13 +85,13 @@ class LayerRecipe:
 
     @property
     def blocks(self) -> tuple[str, ...]:
-        """The names of the attention and MLP blocks (their modules), in order."""
-        return tuple(s.name for s in self.steps if s.op in ("attention", "mlp"))
+        """The names of the blocks (attention, cross-attention, MLP: their modules), in order."""
+        return tuple(s.name for s in self.steps if s.op in BLOCK_OPS)
 
     @property
     def points(self) -> tuple[str, ...]:
         """The layer's own hook point names (every step that is not a block), in forward order."""
-        return tuple(s.name for s in self.steps if s.op not in ("attention", "mlp"))
+        return tuple(s.name for s in self.steps if s.op not in BLOCK_OPS)
 
     def step(self, name: str) -> Step:
         for s in self.steps:
@@ -115,7 +120,7 @@ def parse_recipe(name: str, text: str) -> LayerRecipe:
             raise ConfigError(f"layer recipe {name!r}, line {n}: {target!r} is defined twice")
         if m := _CALL.match(expr):
             fn, arg = m.groups()
-            op = fn if fn in ("attention", "mlp") else "norm"
+            op = fn if fn in BLOCK_OPS else "norm"
             step = Step(target, op, (arg,), None if op != "norm" else fn)
         elif m := _ADD.match(expr):
             step = Step(target, "add", m.groups())

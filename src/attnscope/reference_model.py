@@ -38,11 +38,8 @@ import numpy as np
 from . import reference as R
 from . import reference_model_deberta as RD  # DeBERTa's own embedding and layer
 from .errors import InputError
-from .positions import layer_inv_freq
-from .reference_model_blocks import activation, attention, encoder_layer, feed_forward, qkv, silu  # noqa: F401  (this module's names)
-from .reference_model_blocks import layer_norm_of as _ln
+from .reference_model_blocks import LayerRun, activation, layer_recipe, norm_of, run_layer  # noqa: F401  (this module's names)
 from .reference_model_blocks import linear_of as _lin
-from .reference_model_blocks import rms_norm_of as _rms
 
 Array = np.ndarray
 
@@ -121,52 +118,10 @@ def embeddings(model, ids: Array, segments: Optional[Array], positions: Array) -
             out["embed.positions"] = R.as_f64(e.position_embedding.weight[positions])
         x = x + out["embed.positions"]
     out["embed.sum"] = x
-    out["embed.out"] = _ln(x, e.norm) if e.norm is not None else x
+    out["embed.out"] = norm_of(x, e.norm) if e.norm is not None else x
     if hasattr(e, "proj"):
         out["embed.projected"] = _lin(out["embed.out"], e.proj)
     return out
-
-
-# ----------------------------------------------------------------------------------------------
-# attention and layers
-# ----------------------------------------------------------------------------------------------
-
-def decoder_factor(config) -> float:
-    """The factor on a decoder's q·k: Gemma's query_pre_attn_scalar^−½, else 1/√d_head."""
-    if config.query_scale is not None:
-        return float(config.query_scale)
-    return R.operand_factor(config.scoring, int(config.d_head))
-
-
-def decoder_layer(model, i: int, x: Array, positions: Array) -> dict:
-    """One decoder layer of the Llama kind (RMSNorm, rotary q/k after QK-norm, GQA, window,
-    gated MLP, Gemma's sandwich norms): every trace name of ``layers.{i}``."""
-    layer, c = model.layers[i], model.config
-    p, n = f"layers.{i}", x.shape[0]
-    a_in = _rms(x, layer.ln1)
-    q, k, v = qkv(a_in, layer.attn)
-    f = {f"{p}.attn_in": a_in, f"{p}.attn.q_proj": q, f"{p}.attn.k_proj": k, f"{p}.attn.v": v}
-    attn = layer.attn
-    if attn.q_norm is not None:
-        q = f[f"{p}.attn.q_normed"] = _rms(q, attn.q_norm)
-        k = f[f"{p}.attn.k_normed"] = _rms(k, attn.k_norm)
-    inv, _, _ = layer_inv_freq(c, i, n)
-    q = f[f"{p}.attn.q"] = R.rotate(q, positions, inv, "half")  # (H, L, d)
-    k = f[f"{p}.attn.k"] = R.rotate(k, positions, inv, "half")  # (H_kv, L, d)
-    allowed = R.window_mask(n, n, c.window(i), causal=True)
-    f.update(attention(q, k, v, allowed, decoder_factor(c), f"{p}.attn"))
-    a = f[f"{p}.attn.out"] = _lin(f[f"{p}.attn.merged"], attn.W_O)
-    if layer.sandwich:
-        a = f[f"{p}.attn_post_norm"] = _rms(a, layer.ln_attn_post)
-    r = f[f"{p}.attn_resid"] = x + a
-    f_in = f[f"{p}.ffn_in"] = _rms(r, layer.ln2)
-    f.update(feed_forward(layer.ffn, c.activation, f_in, p, gated=True))
-    m = f[f"{p}.ffn.out"]
-    if layer.sandwich:
-        m = f[f"{p}.ffn_post_norm"] = _rms(m, layer.ln_ffn_post)
-    f[f"{p}.ffn_resid"] = r + m
-    f[f"{p}.out"] = f[f"{p}.ffn_resid"]
-    return f
 
 
 # ----------------------------------------------------------------------------------------------
@@ -204,16 +159,16 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
         x = layer_input(f, 0)
         allowed = R.causal_mask(n, n) if c.causal else np.ones((n, n), dtype=bool)
         for i in range(last + 1):
-            if decoder:
-                step = decoder_layer(model, i, x, positions)
+            layer = model.layers[i]
+            run = LayerRun(model, i, layer, f"layers.{i}", allowed)
+            if decoder:  # rotary q, k; the layer's window
+                run.positions, run.allowed = positions, R.window_mask(n, n, c.window(i), causal=True)
             elif deberta:
-                step = RD.layer(model, i, x, f)
-            else:
-                step = encoder_layer(model, i, x, allowed)
-            f.update(step)
-            x = step[f"layers.{i}.out"]
+                run.attend = RD.scores(model, i, f, allowed)
+            f.update(run_layer(layer_recipe(layer, c), run, x))
+            x = f[f"layers.{i}.out"]
         if upto is None and getattr(model, "ln_f", None) is not None:
-            f["final_norm"] = _rms(x, model.ln_f) if decoder else _ln(x, model.ln_f)
+            f["final_norm"] = norm_of(x, model.ln_f)
     return f
 
 

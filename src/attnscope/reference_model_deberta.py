@@ -16,17 +16,18 @@ What differs from BERT (transformers' ``DebertaV2Embeddings`` and ``Disentangled
   trace records them: ``attn.scores`` = c2c, ``attn.scaled`` = c2c · factor, ``attn.bias`` =
   (c2p + p2c) · factor, ``attn.masked`` = scaled + bias.
 
-The rest of the layer is BERT's post-LN layer (:func:`attnscope.reference_model.encoder_layer`).
+The rest of the layer is BERT's post-LN recipe, walked by
+:func:`attnscope.reference_model_blocks.run_layer` with :func:`scores` in its attention block.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
 from . import reference as R
-from .reference_model_blocks import attention, encoder_layer
+from .reference_model_blocks import attention, norm_of
 
 Array = np.ndarray
 
@@ -46,7 +47,7 @@ def embeddings(model, ids, segments: Optional[Array], positions: Array) -> dict:
     out["embed.sum"] = x
     if e.proj is not None:
         x = out["embed.projected"] = R.linear(x, e.proj.weight, None)  # (L, d)
-    out["embed.out"] = R.layer_norm(x, e.norm.weight, e.norm.bias, float(e.norm.eps))
+    out["embed.out"] = norm_of(x, e.norm)
     return out
 
 
@@ -61,7 +62,7 @@ def relative(model, n: int) -> dict:
     raw = R.as_f64(model.rel_embeddings.weight)[: 2 * c.span]  # (2k, d)
     table = raw
     if model.rel_norm is not None:
-        table = R.layer_norm(raw, model.rel_norm.weight, model.rel_norm.bias, float(model.rel_norm.eps))
+        table = norm_of(raw, model.rel_norm)
     r = np.arange(n)[:, None] - np.arange(n)[None, :]  # (n, n): i − j
     return {"rel.raw": raw, "rel.table": table,
             "rel.buckets": R.deberta_bucket_steps(r, c.position_buckets, c.max_relative_positions)}
@@ -87,23 +88,21 @@ def position_projections(model, i: int, table: Array) -> tuple[Optional[Array], 
     return pos_q, pos_k
 
 
-def layer(model, i: int, x: Array, f: dict) -> dict:
-    """Every trace name of DeBERTa's layer ``i`` on ``x (L, d)``; ``f`` holds :func:`relative`'s
-    keys (absent without relative attention)."""
+def scores(model, i: int, f: dict, allowed: Array) -> Callable[..., dict]:
+    """Layer ``i``'s scores as a step of its attention block (``attend(q, k, v, prefix) → dict``,
+    :class:`~attnscope.reference_model_blocks.LayerRun`): c2c, c2p, p2c of every head on
+    ``allowed (L, L)`` with DeBERTa's one factor; ``f`` holds :func:`relative`'s keys."""
     c = model.config
     types = tuple(c.pos_att_type) if c.relative_attention else ()
     factor = float(c.query_scale)
-    n = x.shape[0]
-    allowed = np.ones((n, n), dtype=bool)
 
     def attend(q, k, v, prefix: str) -> dict:
         if not types:
             return attention(q, k, v, allowed, factor, prefix)
         pos_q, pos_k = position_projections(model, i, f["rel.table"])
         rel_pos = f["rel.buckets"]["bucket"]
-        H = q.shape[0]
         terms = [R.deberta_terms(q[h], k[h], None if pos_q is None else pos_q[h], None if pos_k is None else pos_k[h],
-                                 rel_pos, c.span, types) for h in range(H)]
+                                 rel_pos, c.span, types) for h in range(q.shape[0])]
         stack = {x_: np.stack([tm[x_] for tm in terms]) for x_ in ("c2c", "c2p", "p2c", "c2p_index", "p2c_index")}
         bias = (stack["c2p"] + stack["p2c"]) * factor  # (H, L, L)
         out = attention(q, k, v, allowed, factor, prefix, bias=bias)
@@ -115,4 +114,4 @@ def layer(model, i: int, x: Array, f: dict) -> dict:
             out[f"{prefix}.scores_p2c"], out[f"{prefix}.pos_q"] = stack["p2c"], pos_q
         return out
 
-    return encoder_layer(model, i, x, allowed, attend=attend)
+    return attend

@@ -21,24 +21,17 @@ stack, :func:`attnscope.reference.t5_bucket_steps`, (n_q, n_k) each).
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
 from . import reference as R
 from .errors import InputError
+from .recipe import get_layer_recipe, parse_recipe
 from .reference_model import check_supported
-from .reference_model_blocks import attention, feed_forward
-from .reference_model_blocks import layer_norm_of as _ln
-from .reference_model_blocks import linear_of as _lin
-from .reference_model_blocks import rms_norm_of as _rms
+from .reference_model_blocks import LayerRun, norm_of, run_layer
 
 Array = np.ndarray
-
-
-def _norm(x: Array, norm) -> Array:
-    """T5's RMS LayerNorm (an attnscope RMSNorm) or BART's LayerNorm, float64."""
-    return _rms(x, norm) if hasattr(norm, "offset") else _ln(x, norm)
 
 
 def stack_embeddings(model, stack: str, ids: Array) -> dict:
@@ -54,7 +47,7 @@ def stack_embeddings(model, stack: str, ids: Array) -> dict:
         out[f"{p}.positions"] = R.as_f64(e.position_embedding.weight[positions])
         x = x + out[f"{p}.positions"]
     out[f"{p}.sum"] = x
-    out[f"{p}.out"] = _ln(x, e.norm) if e.norm is not None else x
+    out[f"{p}.out"] = norm_of(x, e.norm) if e.norm is not None else x
     return out
 
 
@@ -70,52 +63,31 @@ def t5_bias(model, stack: str, n_q: int, n_k: int) -> tuple[Optional[Array], Opt
     return np.moveaxis(table[steps["bucket"]], -1, 0), steps  # (H, n_q, n_k)
 
 
-def _attend(model, attn, x: Array, ctx: Array, allowed: Array, prefix: str, bias: Optional[Array]) -> dict:
-    """One attention module: q from ``x (L, d)``, k and v from ``ctx (S, d)`` (x itself in self-attention)."""
-    c = model.config
-    H, d = attn.n_heads, attn.d_head
-    W, b = attn.W_qkv.weight, attn.W_qkv.bias
-    rows = lambda j: slice(j * H * d, (j + 1) * H * d)  # noqa: E731
-    part = lambda a, j: R.split_heads(R.linear(a, W[rows(j)], None if b is None else b[rows(j)]), H)  # noqa: E731
-    q, k, v = part(x, 0), part(ctx, 1), part(ctx, 2)  # (H, L, d), (H, S, d) × 2
-    factor = float(R.score_factor(c.scoring, d, attn.scale))
-    f = {f"{prefix}.q": q, f"{prefix}.k": k, f"{prefix}.v": v}
-    f.update(attention(q, k, v, allowed, factor, prefix, bias=bias))
-    f[f"{prefix}.out"] = _lin(f[f"{prefix}.merged"], attn.W_O)
-    return f
-
-
-def encoder_layer(model, i: int, x: Array, bias: Optional[Array]) -> dict:
-    """Every trace name of ``encoder.layers.{i}`` (T5 pre-norm RMS, BART post-LN)."""
-    layer, c = model.encoder.layers[i], model.config
-    p, pre, n = f"encoder.layers.{i}", layer.pre, x.shape[0]
-    a_in = _norm(x, layer.ln1) if pre else x
-    f = {f"{p}.attn_in": a_in}
-    f.update(_attend(model, layer.attn, a_in, a_in, np.ones((n, n), dtype=bool), f"{p}.attn", bias))
-    r = f[f"{p}.attn_resid"] = x + f[f"{p}.attn.out"]
-    f_in = f[f"{p}.ffn_in"] = _norm(r, layer.ln2 if pre else layer.ln1)
-    f.update(feed_forward(layer.ffn, c.activation, f_in, p, gated=c.gated_ffn))
-    s = f[f"{p}.ffn_resid"] = (r if pre else f_in) + f[f"{p}.ffn.out"]
-    f[f"{p}.out"] = s if pre else _norm(s, layer.ln2)
-    return f
-
-
-def decoder_layer(model, i: int, x: Array, source: Array, bias: Optional[Array]) -> dict:
-    """Every trace name of ``decoder.layers.{i}`` over the encoder's output ``source (S, d)``."""
-    layer, c = model.decoder.layers[i], model.config
-    p, pre, T, S = f"decoder.layers.{i}", layer.pre, x.shape[0], source.shape[0]
-    a_in = _norm(x, layer.ln1) if pre else x
-    f = {f"{p}.self_attn_in": a_in}
-    f.update(_attend(model, layer.self_attn, a_in, a_in, R.causal_mask(T, T), f"{p}.self_attn", bias))
-    r = f[f"{p}.self_attn_resid"] = x + f[f"{p}.self_attn.out"]
-    c_in = f[f"{p}.cross_attn_in"] = _norm(r, layer.ln2 if pre else layer.ln1)
-    f.update(_attend(model, layer.cross_attn, c_in, source, np.ones((T, S), dtype=bool), f"{p}.cross_attn", None))
-    r2 = f[f"{p}.cross_attn_resid"] = (r if pre else c_in) + f[f"{p}.cross_attn.out"]
-    f_in = f[f"{p}.ffn_in"] = _norm(r2, layer.ln3 if pre else layer.ln2)
-    f.update(feed_forward(layer.ffn, c.activation, f_in, p, gated=c.gated_ffn))
-    s = f[f"{p}.ffn_resid"] = (r2 if pre else f_in) + f[f"{p}.ffn.out"]
-    f[f"{p}.out"] = s if pre else _norm(s, layer.ln3)
-    return f
+#: The decoder's layer (``config.norm``: "pre", T5; "post", BART): the stack's recipe with
+#: cross-attention, and its residual, after self-attention.
+DECODER_RECIPES = {"pre": parse_recipe("pre_cross", """
+    self_attn_in     = ln1(x)
+    self_attn        = attention(self_attn_in)
+    self_attn_resid  = x + self_attn
+    cross_attn_in    = ln2(self_attn_resid)
+    cross_attn       = cross_attention(cross_attn_in)
+    cross_attn_resid = self_attn_resid + cross_attn
+    ffn_in           = ln3(cross_attn_resid)
+    ffn              = mlp(ffn_in)
+    ffn_resid        = cross_attn_resid + ffn
+    out              = ffn_resid
+"""), "post": parse_recipe("post_cross", """
+    self_attn_in     = x
+    self_attn        = attention(self_attn_in)
+    self_attn_resid  = x + self_attn
+    cross_attn_in    = ln1(self_attn_resid)
+    cross_attn       = cross_attention(cross_attn_in)
+    cross_attn_resid = cross_attn_in + cross_attn
+    ffn_in           = ln2(cross_attn_resid)
+    ffn              = mlp(ffn_in)
+    ffn_resid        = ffn_in + ffn
+    out              = ln3(ffn_resid)
+""")}
 
 
 def encoder_output_name(model) -> str:
@@ -148,8 +120,7 @@ def forward_seq2seq(model, source: str, target: Optional[str] = None, *, encoder
         src = model.source_batch(source)
         n = int(src.lengths[0])
         ids = src.input_ids[0, :n].cpu().numpy().astype(np.int64)
-        f, x = run_stack(model, "encoder", ids, list(src.tokens[0]), last, encoder_upto is None,
-                         lambda i, h, bias: encoder_layer(model, i, h, bias))
+        f, x = run_stack(model, "encoder", ids, list(src.tokens[0]), last, encoder_upto is None)
         if target is None:
             return f
         dlast = c.n_decoder_layers - 1 if decoder_upto is None else int(decoder_upto)
@@ -158,27 +129,30 @@ def forward_seq2seq(model, source: str, target: Optional[str] = None, *, encoder
                              f"layers (0..{c.n_decoder_layers - 1})")
         dids, _, dtoks = model.target_batch(target, 1)
         tids = dids[0].cpu().numpy().astype(np.int64)
-        f.update(run_stack(model, "decoder", tids, [str(t) for t in dtoks[0]], dlast, decoder_upto is None,
-                           lambda i, h, bias: decoder_layer(model, i, h, x, bias))[0])
+        f.update(run_stack(model, "decoder", tids, [str(t) for t in dtoks[0]], dlast, decoder_upto is None, x)[0])
     return f
 
 
 def run_stack(model, stack: str, ids: Array, tokens: list, last: int, whole: bool,
-              layer: Callable[[int, Array, Optional[Array]], dict]) -> tuple[dict, Array]:
+              source: Optional[Array] = None) -> tuple[dict, Array]:
     """The steps of ``stack`` ("encoder" or "decoder") on ``ids (n,)``: its embeddings, T5's bias
-    buckets, layers 0 … ``last`` (``layer(i, x, bias) → dict`` of layer i's steps on ``x (n, d)``)
-    and, when ``whole``, its final norm. Returns the steps and the stack's output ``(n, d)``."""
-    n = len(ids)
+    buckets, layers 0 … ``last`` (the recipe ``config.norm`` names; the decoder's, causal, with
+    cross-attention over the encoder's output ``source (S, d)``) and, when ``whole``, its final
+    norm. Returns the steps and the stack's output ``(n, d)``."""
+    n, c, decoder = len(ids), model.config, stack == "decoder"
     f: dict = {f"{stack}.ids": ids, f"{stack}.tokens": tokens}
     f.update(stack_embeddings(model, stack, ids))
     bias, steps = t5_bias(model, stack, n, n)
     if steps is not None:
         f[f"{stack}.buckets"] = steps
     x = f[f"{stack}.embed.out"]
+    recipe = DECODER_RECIPES[c.norm] if decoder else get_layer_recipe(c.norm)
+    allowed = R.causal_mask(n, n) if decoder else np.ones((n, n), dtype=bool)
     for i in range(last + 1):
-        f.update(layer(i, x, bias))
+        layer = getattr(model, stack).layers[i]
+        f.update(run_layer(recipe, LayerRun(model, i, layer, f"{stack}.layers.{i}", allowed, bias=bias, context=source), x))
         x = f[f"{stack}.layers.{i}.out"]
     ln_f = getattr(model, stack).ln_f
     if whole and ln_f is not None:
-        x = f[f"{stack}.final_norm"] = _norm(x, ln_f)
+        x = f[f"{stack}.final_norm"] = norm_of(x, ln_f)
     return f, x
