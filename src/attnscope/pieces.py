@@ -160,6 +160,27 @@ def labels_of(tokens: Sequence[str], tokenizer=None) -> list[str]:
     return list(pieces_of(tokens, tokenizer).labels)
 
 
+#: SentencePiece's word mark: ``▁the`` is the word `` the`` (T5, mT5, XLM-R, Gemma).
+WORD_MARK = "▁"
+
+
+def metaspace_labels(tokens: Sequence[str], specials: Collection[str] = ()) -> list[str]:
+    """SentencePiece pieces as the text they stand for: the word mark shown as the space it marks
+    (``▁the`` → `` the``, ``▁`` alone → `` ``); special tokens (``</s>``) as they are."""
+    return [t if t in specials else t.replace(WORD_MARK, " ") for t in (str(x) for x in tokens)]
+
+
+def word_labels(tokens: Sequence[str], tokenizer=None) -> list[str]:
+    """Labels that read as text for both kinds of subword pieces with a space mark: byte-level BPE
+    decoded as :func:`labels_of` does (``Ġthe`` → `` the``), SentencePiece (a ``Metaspace`` decoder)
+    as :func:`metaspace_labels`; other tokens unchanged. The encoder–decoder viewer shows these
+    (T5 and BART rows then read like the other families' byte-level rows)."""
+    backend = getattr(tokenizer, "backend", None)
+    if backend is not None and type(getattr(backend, "decoder", None)).__name__ == "Metaspace":
+        return metaspace_labels(tokens, tokenizer.special_tokens())
+    return labels_of(tokens, tokenizer)
+
+
 def _bare(tok: str) -> str:
     """A token without its word-piece marks (##ing → ing, Ġword → word), lower case."""
     for mark in ("##", "Ġ", "▁", "Ċ"):

@@ -197,7 +197,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
         return {"ok": True}
 
     from .viewer.seq2seq_server import add_routes
-    add_routes(app, model, worker, max_chars, StrictRequest)  # T5, BART: their own page and /api/view
+    add_routes(app, model, worker, max_chars, StrictRequest, lang)  # T5, BART: their own page and /api/view
     app.add_middleware(Limits, max_body=max_body, body_timeout=body_timeout)
     return app
 

@@ -58,7 +58,8 @@ def run(args) -> int:
 
     model = load(args.model)
     from ..viewer.seq2seq_page import cli_page
-    page = cli_page(model, args.text, args.target, compare=args.compare, decimals=args.decimals)  # None: not seq2seq
+    page = cli_page(model, args.text, args.target, compare=args.compare, decimals=args.decimals,
+                    lang=args.lang)  # None: not seq2seq
     if page is None:
         page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals), lang=args.lang)
     try:

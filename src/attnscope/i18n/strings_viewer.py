@@ -2,8 +2,12 @@
 
 :mod:`attnscope.viewer.html` writes both tables into the page; the page's script reads them with
 ``tr("viewer.…")`` (viewer.js), so the language switch in the toolbar changes them in place.
-Placeholders are ``{name}``, filled by the script.
+Placeholders are ``{name}``, filled by the script. The words inside the views are in
+:mod:`.strings_viewer_views` and those of the encoder–decoder viewer in :mod:`.strings_viewer_s2s`;
+both are merged into :data:`EN` and :data:`ZH` here (one table, ``viewer``).
 """
+
+from . import strings_viewer_s2s, strings_viewer_views
 
 EN = {
     "viewer.title": "{model} · {layers} layers × {heads} heads",
@@ -166,7 +170,7 @@ ZH = {
     "viewer.cmp_drift_a": "cos(A, 嵌入层的 A)",
     "viewer.cmp_drift_b": "cos(B, 嵌入层的 B)",
     "viewer.cmp_none": "这个页面没有对比文本。上下文感知（第一篇文章）：同一个词元在不同的句子里得到不同的向量。",
-    "viewer.cmp_none_served": "在上方的“compare with”框里输入第二段文本。",
+    "viewer.cmp_none_served": "在上方的“对比文本”框里输入第二段文本。",
     "viewer.cmp_none_file": "用  attnscope view TEXT --compare OTHER_TEXT  导出后就能看到。",
     "viewer.cmp_note": "词元“{token}”（在 A 中位置 {a}，在 B 中位置 {b}）。A：{tokens_a} · B：{tokens_b}。"
                        "每一层的余弦相似度；鼠标悬停在点上看精确值。",
@@ -176,3 +180,7 @@ ZH = {
     "viewer.cmp_axis": "层的输出",
     "viewer.cmp_embed": "嵌入",
 }
+
+for _part in (strings_viewer_views, strings_viewer_s2s):
+    EN.update(_part.EN)
+    ZH.update(_part.ZH)

@@ -123,15 +123,35 @@ def rope_tables(config, n: int) -> Optional[list]:
     return out
 
 
-def page_weights(q: np.ndarray, k: np.ndarray, factor: float, mask: np.ndarray, rope: Optional[dict]) -> np.ndarray:
+def page_weights(q: np.ndarray, k: np.ndarray, factor: float, mask: np.ndarray, rope: Optional[dict],
+                 bias: Optional[np.ndarray] = None) -> np.ndarray:
     """The page's arithmetic in float64: q (H, n, d), k (H_kv, n, d) as stored, turned at positions
-    0 … n − 1 when ``rope`` is given, k/v head h // group for query head h → weights (H, n, n)."""
+    0 … n − 1 when ``rope`` is given, k/v head h // group for query head h, ``bias (H, n, n)`` (a
+    position scheme's score term, ALiBi's) added to the scaled scores → weights (H, n, n)."""
     q, k = R.as_f64(q), R.as_f64(k)
     if rope is not None:
         pos = np.arange(q.shape[1])
         q, k = (R.rotate(x, pos, rope["inv_freq"], rope["pairing"]) for x in (q, k))
     k = np.repeat(k, q.shape[0] // k.shape[0], axis=0)  # (H, n, d)
+    if bias is not None:
+        mask = np.where(mask, bias, -np.inf)  # (H, n, n), added
     return R.attention_weights(q, k, factor, mask=mask)
+
+
+def bias_rows(trace, n: int) -> Optional[dict]:
+    """What the page adds to the scaled scores, for texts of up to ``n`` tokens: ``{"scheme",
+    "rows" (H × n float64: head h adds rows[h][j] at key j, whatever the query)}`` for a position
+    scheme whose term depends on the key only (ALiBi: slope_h · j), else None. InputError for a
+    term that depends on the query too (the page cannot carry it yet)."""
+    from ..positions import score_bias_np
+
+    b = score_bias_np(trace.config, n)  # (H, n, n) or None
+    if b is None:
+        return None
+    if not np.array_equal(b, np.broadcast_to(b[:, -1:, :], b.shape)):
+        raise InputError(f"the position scheme {trace.config.position!r} adds a score term that depends on the "
+                         f"query; the viewer's page only adds terms of the key (ALiBi's)")
+    return {"scheme": trace.config.position, "rows": b[:, -1, :].tolist()}
 
 
 def _text_entry(trace, index: int, check: bool, rope: Optional[list] = None) -> dict:
@@ -145,7 +165,8 @@ def _text_entry(trace, index: int, check: bool, rope: Optional[list] = None) -> 
         q, k, v = (trace.step(layer, s, text=index).detach().cpu().float().numpy() for s in (qs, ks, "v"))
         for name, x in (("q", q), ("k", k), ("v", v)):
             arrays[name].append(x)  # (H | H_kv, n, d_head)
-        w = page_weights(q, k, factor, trace.mask(layer, text=index).cpu().numpy(), rope[layer] if rope else None)
+        w = page_weights(q, k, factor, trace.mask(layer, text=index).cpu().numpy(), rope[layer] if rope else None,
+                         R.position_bias(trace, layer, index))
         if check:
             _check_weights(trace, layer, index, w)
         thumbs.append(thumbnails(w))
@@ -223,6 +244,7 @@ def page_header(pairs: list, decimals: int) -> dict:
                    "query_scale": getattr(cfg, "query_scale", None),
                    "windows": [first.window(i) for i in range(cfg.n_layers)],
                    "rope": rope, "qk_norm": bool(getattr(cfg, "qk_norm", False)),
+                   "bias": bias_rows(first, n_max),
                    "operands": list(operand_steps(cfg))},
         "exp_show_limit": R.EXP_SHOW_LIMIT,
         "decimals": decimals, "max_decimals": MAX_DECIMALS,

@@ -40,14 +40,14 @@ def generation_data(model, gen, *, decimals: int = 4) -> dict:
     return data
 
 
-def save_generation_html(model, gen, path, *, decimals: int = 4, title=None):
-    """Write the viewer page of ``gen`` to ``path``; return the path."""
+def save_generation_html(model, gen, path, *, decimals: int = 4, title=None, lang: str = "en"):
+    """Write the viewer page of ``gen`` to ``path``, its own words in ``lang`` (en, zh); return the path."""
     from pathlib import Path
 
     from .html import render
 
     path = Path(path)
-    page = render(generation_data(model, gen, decimals=decimals), title=title)
+    page = render(generation_data(model, gen, decimals=decimals), title=title, lang=lang)
     try:
         path.write_text(page, encoding="utf-8")
     except OSError as e:

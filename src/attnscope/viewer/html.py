@@ -22,8 +22,8 @@ def asset(name: str) -> str:
 
 #: The viewer's scripts, in the order the page runs them: the core (numbers, Text, kernels), the
 #: painters and helpers, the Viewer, its views, then the reading of texts the server holds and the Web Workers.
-SCRIPTS = ("viewer_core.js", "viewer_paint.js", "viewer.js", "viewer_head.js", "viewer_step.js", "viewer_generation.js",
-           "viewer_matrix.js", "viewer_remote.js", "viewer_workers.js")
+SCRIPTS = ("viewer_core.js", "viewer_paint.js", "viewer.js", "viewer_form.js", "viewer_head.js", "viewer_step.js",
+           "viewer_generation.js", "viewer_matrix.js", "viewer_remote.js", "viewer_workers.js")
 
 
 def ui_strings() -> dict[str, dict[str, str]]:

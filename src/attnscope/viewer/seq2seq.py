@@ -102,12 +102,11 @@ def _stack(trace, attention: str, layers: int, step: str) -> np.ndarray:
 
 
 def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> dict:
-    from .run import display_tokens
-
     cfg = trace.config
+    src, tgt = list(trace.text_tokens(0)), list(trace.target_tokens[0])
     entry = {"source": (trace.texts or [None])[0], "target": (trace.target_texts or [None])[0],
-             "source_tokens": display_tokens(model, trace.text_tokens(0)),
-             "target_tokens": display_tokens(model, trace.target_tokens[0])}
+             "source_tokens": readable_tokens(model, src), "target_tokens": readable_tokens(model, tgt),
+             "source_pieces": src, "target_pieces": tgt}
     for att in ATTENTIONS:
         n_layers = cfg.n_layers if att == "encoder" else cfg.n_decoder_layers
         q, k, v = (_stack(trace, att, n_layers, s) for s in ("q", "k", "v"))
@@ -127,6 +126,15 @@ def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> di
                                      f"from the model's weights by {err:.3g}")
         entry[att] = part
     return entry
+
+
+def readable_tokens(model, tokens: Sequence[str]) -> list[str]:
+    """What the page shows for each piece (:func:`attnscope.pieces.word_labels`): T5's ``▁the`` and
+    BART's ``Ġthe`` both as `` the``; the pieces themselves stay in the data (``source_pieces``,
+    ``target_pieces``) and in each token's tooltip."""
+    from ..pieces import word_labels
+
+    return word_labels(tokens, getattr(model, "tokenizer", None))
 
 
 def trace_pair(model, source: str, target: str):
@@ -171,5 +179,6 @@ def all_text(data: dict) -> str:
     """Every string the page shows from the data (for the font subset)."""
     parts = [data.get("model") or ""]
     for t in data["texts"]:
-        parts += t["source_tokens"] + t["target_tokens"] + [t.get("source") or "", t.get("target") or ""]
+        parts += t["source_tokens"] + t["target_tokens"] + t.get("source_pieces", []) + t.get("target_pieces", [])
+        parts += [t.get("source") or "", t.get("target") or ""]
     return "".join(parts)

@@ -15,7 +15,8 @@ from typing import Optional, Union
 
 from ..errors import InputError
 from ..fonts import font_face_css
-from .html import asset, data_page, script, server_page
+from ..i18n import check_lang
+from .html import asset, data_page, script, server_page, ui_text
 from .seq2seq import all_text, seq2seq_view_data
 
 
@@ -24,18 +25,20 @@ def seq2seq_script() -> str:
     return "\n".join([script(), asset("viewer_seq2seq.js"), asset("viewer_seq2seq_views.js")])
 
 
-def render(data: dict, *, title: Optional[str] = None) -> str:
-    """The self-contained page for encoder–decoder ``data`` (:func:`~.seq2seq.seq2seq_view_data`)."""
+def render(data: dict, *, title: Optional[str] = None, lang: str = "en") -> str:
+    """The self-contained page for encoder–decoder ``data`` (:func:`~.seq2seq.seq2seq_view_data`),
+    its own words in ``lang`` (en, zh; the page can switch; the embedded font draws both)."""
     first = data["texts"][0] if data["texts"] else None
     pair = (" ".join(first["source_tokens"])[:40] + " → " + " ".join(first["target_tokens"])[:30]) if first else ""
     return data_page(title or f"attnscope · {data['model']} · {pair}", seq2seq_script(), data,
-                     font_face_css(all_text(data)))
+                     font_face_css(all_text(data) + ui_text()), lang=lang)
 
 
-def save_html(model, source: str, target: str, path: Union[str, Path], *, decimals: int = 4) -> Path:
+def save_html(model, source: str, target: str, path: Union[str, Path], *, decimals: int = 4,
+              lang: str = "en") -> Path:
     """Write the page of one (source, target) pair to ``path``; return the path."""
     path = Path(path)
-    page = render(seq2seq_view_data(model, source, target, decimals=decimals))
+    page = render(seq2seq_view_data(model, source, target, decimals=decimals), lang=lang)
     try:
         path.write_text(page, encoding="utf-8")
     except OSError as e:
@@ -44,15 +47,16 @@ def save_html(model, source: str, target: str, path: Union[str, Path], *, decima
 
 
 def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Optional[int] = None,
-                       font_url: str = "assets/attnscope-cjk.otf") -> str:
+                       font_url: str = "assets/attnscope-cjk.otf", lang: str = "en") -> str:
     """The page of ``attnscope serve`` for an encoder–decoder model: source and target boxes that
-    ask the JSON API, and the encoder / decoder / cross views under them."""
-    opts = {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars, "seq2seq": True}}
+    ask the JSON API, and the encoder / decoder / cross views under them (words in ``lang``)."""
+    opts = {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars, "seq2seq": True},
+            "lang": check_lang(lang)}
     return server_page(model_name, seq2seq_script(), opts, font_url)
 
 
 def cli_page(model, text: str, target: Optional[str], *, compare: Optional[str] = None,
-             decimals: int = 4) -> Optional[str]:
+             decimals: int = 4, lang: str = "en") -> Optional[str]:
     """What ``attnscope view`` writes for ``model``: the encoder–decoder page of (``text``,
     ``target``), or None for a model without a decoder over a source (the ordinary page).
     InputError when the two do not fit: a target for an encoder or decoder, a T5/BART model
@@ -71,4 +75,4 @@ def cli_page(model, text: str, target: Optional[str], *, compare: Optional[str] 
     if compare is not None:
         raise InputError("--compare (the context view) is for one-text models; an encoder–decoder page shows "
                          "encoder, decoder and cross-attention of TEXT and --target")
-    return render(seq2seq_view_data(model, text, target, decimals=decimals))
+    return render(seq2seq_view_data(model, text, target, decimals=decimals), lang=lang)

@@ -26,10 +26,10 @@ from .seq2seq import all_text, is_seq2seq, seq2seq_view_data
 from .seq2seq_page import render_server_page
 
 
-def add_routes(app, model, worker, max_chars: int, base) -> bool:
+def add_routes(app, model, worker, max_chars: int, base, lang: str = "en") -> bool:
     """Register ``/`` and ``/api/view`` of an encoder–decoder ``model`` on ``app`` (``worker``:
-    the server's model thread; ``base``: its strict pydantic request class). False, and nothing
-    registered, for other models."""
+    the server's model thread; ``base``: its strict pydantic request class; ``lang``: the page's
+    words start in that language). False, and nothing registered, for other models."""
     if not is_seq2seq(model):
         return False
     one_text = ("/", "/api/view", "/api/attention", "/api/steps")
@@ -46,7 +46,7 @@ def add_routes(app, model, worker, max_chars: int, base) -> bool:
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> str:
-        return render_server_page(model.name, max_chars=max_chars)
+        return render_server_page(model.name, max_chars=max_chars, lang=lang)
 
     @app.post("/api/view", summary="Page data for the encoder–decoder viewer (encoder, decoder and cross views)")
     async def seq2seq_view(req: Seq2SeqViewRequest) -> JSONResponse:

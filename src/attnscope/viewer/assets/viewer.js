@@ -1,8 +1,8 @@
 /* attnscope viewer: the Viewer (state, address, toolbar, the served page's form, export) and mount().
  *
- * The views are in the files after this one: viewer_head.js (head and model views), viewer_step.js
- * (step and context views), viewer_generation.js, viewer_matrix.js; texts the server holds in
- * viewer_remote.js; Web Workers in viewer_workers.js. The core (numbers, Text, painters) is
+ * The views are in the files after this one: viewer_form.js (the served page's form), viewer_head.js
+ * (head and model views), viewer_step.js (step and context views), viewer_generation.js,
+ * viewer_matrix.js; texts the server holds in viewer_remote.js; Web Workers in viewer_workers.js. The core (numbers, Text, painters) is
  * viewer_core.js.
  *
  *   attnscope.mount(element, data, options) -> viewer   (data may be null with options.server)
@@ -38,60 +38,7 @@
     });
   }
 
-  // The served page's top: what this is, examples to click, the form, and where the API is.
-  var EXAMPLES = [["The bank of the river was muddy.", "I deposited money at the bank.", "bank"],
-    ["The cat sat on the mat because it was tired.", "", ""], ["我喜欢人工智能", "", ""]];
-  Viewer.prototype.buildForm = function () {
-    var self = this, srv = this.opts.server, intro = el("div", { cls: "as-intro", "data-testid": "intro" }, this.root);
-    el("h1", { text: "attnscope" + (srv.model ? " · " + srv.model : "") }, intro);
-    el("p", { text: "Type a text to see how every attention head of the model reads it: the head view draws each " +
-      "token's attention as lines, the step view works out one row (score, scaling, exp, softmax, weighted sum) " +
-      "with every number, and with a second text the context view shows how a shared word's vector differs." }, intro);
-    var ex = el("p", { cls: "as-examples", text: "Try: " }, intro);
-    EXAMPLES.forEach(function (e, i) {
-      var a = el("button", { type: "button", cls: "as-link", "data-testid": "example-" + i,
-        text: e[0] + (e[1] ? "  vs  " + e[1] : "") }, ex);
-      a.addEventListener("click", function () {
-        self.inText.value = e[0]; self.inCompare.value = e[1]; self.inToken.value = e[2]; self.submit();
-      });
-    });
-    var api = el("p", { cls: "as-note", text: "The same numbers as JSON: " }, intro);
-    el("a", { href: "docs", text: "API documentation" }, api);
-    api.appendChild(document.createTextNode(" (works offline)."));
-    var f = el("form", { cls: "as-form", "data-testid": "form" }, this.root);
-    var l1 = el("label", { text: "text" + (srv.maxChars ? " (up to " + srv.maxChars + " characters)" : "") }, f);
-    this.inText = el("textarea", { name: "text", "data-testid": "text-input", placeholder: "Type a sentence, e.g. The bank of the river." }, l1);
-    if (srv.maxChars) this.inText.setAttribute("maxlength", String(srv.maxChars));
-    this.inText.addEventListener("keydown", function (ev) {  // Enter shows, Shift+Enter breaks the line
-      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); self.submit(); }
-    });
-    var l2 = el("label", { text: "compare with (optional)" }, f);
-    this.inCompare = el("input", { name: "compare", "data-testid": "compare-input", placeholder: "I deposited money at the bank." }, l2);
-    var l3 = el("label", { text: "shared token (optional)" }, f);
-    this.inToken = el("input", { name: "token", "data-testid": "token-input", style: "width:120px" }, l3);
-    el("button", { type: "submit", text: "Show attention", "data-testid": "submit" }, f);
-    this.formMsg = el("div", { "data-testid": "form-message" }, this.root);
-    f.addEventListener("submit", function (ev) { ev.preventDefault(); self.submit(); });
-  };
-
-  Viewer.prototype.submit = function () {
-    var self = this, body = { text: this.inText.value };
-    if (this.inCompare.value.trim()) body.compare = this.inCompare.value;
-    if (this.inToken.value.trim()) body.token = this.inToken.value.trim();
-    this.formMsg.className = "as-note"; this.formMsg.textContent = "computing…";
-    this.root.removeAttribute("data-ready");  // set again once the answer is drawn
-    var seq = this.seq = (this.seq || 0) + 1;  // only the latest answer is shown
-    return U.postJson(this.opts.server.endpoint || "api/view", body).then(function (data) {
-      if (seq !== self.seq) return;
-      self.formMsg.className = ""; self.formMsg.textContent = "";
-      if (data.font_css !== undefined) { self.setFontCss(data.font_css); delete data.font_css; }
-      return self.setData(data);
-    }).catch(function (e) {
-      if (seq !== self.seq) return;
-      self.clear();  // the old result must not stand under a message about the new text
-      self.formMsg.className = "as-err"; self.formMsg.textContent = String(e.message || e);
-    });
-  };
+  // The served page's top (intro, examples, form) and its submit(): viewer_form.js.
 
   Viewer.prototype.clear = function () {
     this.main.innerHTML = ""; this.data = null; this.state = null; this.root.removeAttribute("data-ready");
@@ -302,6 +249,7 @@
     if (!(A.strings || {})[lang]) return;
     A.lang = this.state.lang = lang;
     this.root.setAttribute("lang", lang === "zh" ? "zh-CN" : "en");
+    if (this.formWords) this.formWords();
     this.build();
     return this.render();
   };

@@ -7,6 +7,7 @@
  * q (every query head), k and v (every key/value head) of every layer as float32; attention is
  * recomputed here in float64:
  *   scaled = factor · q·k   (factor = 1/√d_k, or the model's),  weights = softmax(scaled) by row,
+ * (+ a position scheme's term of the key, cfg.bias.rows[h][j]: ALiBi's slope_h · j)
  * with query head h reading k/v head ⌊h / group⌋, later keys hidden in causal models and keys
  * `window` or more positions back hidden on sliding-window layers. For rotary models q and k are
  * stored before the rotation and turned here: pair (i, i + d/2) of position p by p·θ_i.
@@ -166,15 +167,17 @@
     return w !== null && w !== undefined && i - j >= w ? 2 : 0;
   };
   Text.prototype.window = function (layer) { var w = this.cfg.windows ? this.cfg.windows[layer] : null; return w === undefined ? null : w; };
-  // float64 scaled scores of one row (query i), -Infinity at masked keys
+  // A position scheme's score term of one head, by key (ALiBi: slope_h · j; data.py's bias_rows), or null.
+  Text.prototype.biasRow = function (head) { var b = this.cfg.bias; return b ? b.rows[head] : null; };
+  // float64 scaled scores of one row (query i) plus the position term, -Infinity at masked keys
   Text.prototype.scaledRow = function (layer, head, i) {
     var q = this.operand(layer, 0, head), k = this.operand(layer, 1, head), n = this.n, d = this.d;
-    var f = this.cfg.factor, raw = new Float64Array(n), scaled = new Float64Array(n);
+    var f = this.cfg.factor, raw = new Float64Array(n), scaled = new Float64Array(n), b = this.biasRow(head);
     for (var j = 0; j < n; j++) {
       var s = 0;
       for (var t = 0; t < d; t++) s += q[i * d + t] * k[j * d + t];
       raw[j] = s;
-      scaled[j] = this.hidden(layer, i, j) ? -Infinity : s * f;
+      scaled[j] = this.hidden(layer, i, j) ? -Infinity : (b ? s * f + b[j] : s * f);
     }
     return { raw: raw, scaled: scaled };
   };
@@ -202,7 +205,7 @@
     if (hit) { this.cache.delete(key); this.cache.set(key, hit); return hit; }
     var out = new Float32Array(this.n * this.n);
     headWeights(this.operand(layer, 0, head), this.operand(layer, 1, head), this.n, this.d, this.cfg.factor,
-      this.cfg.causal, this.window(layer), out);
+      this.cfg.causal, this.window(layer), out, undefined, this.biasRow(head));
     return this.keepWeights(layer, head, out);
   };
   Text.prototype.hasWeights = function (layer, head) { return this.cache.has(layer * this.H + head); };
@@ -236,19 +239,19 @@
     return { bins: bins, idx: Int32Array.from(idx) };
   }
 
-  // softmax(f · q·kᵀ) of one head into out (n × n): the same arithmetic as scaledRow + softmaxInto,
+  // softmax(f · q·kᵀ [+ bias by key]) of one head into out (n × n): the same arithmetic as scaledRow + softmaxInto,
   // q and k (n × d, float64) as operand() gives them. Two queries × four keys at a time: each score
   // is still summed over t = 0 … d − 1 in order (the same bits as scaledRow), and the eight
   // independent sums share each load of q and k (2.3× faster than one query × four keys). Causal
   // models skip the later keys (masked anyway). With `bins` (Float64Array(1001)) it also counts the
   // weights > 0 written, as headSummary would count them. Self-contained: viewer_workers.js runs it
   // in Web Workers too (its source is sent as text).
-  function headWeights(q, k, n, d, f, causal, win, out, bins) {
+  function headWeights(q, k, n, d, f, causal, win, out, bins, bias) {
     var ra = new Float64Array(n), rb = new Float64Array(n), i, j, t;
     function finish(row, i) {  // mask, scale and softmax of query i's raw scores
       var m = -Infinity, sum = 0, s, j, o = i * n;
       for (j = 0; j < n; j++) {
-        s = (causal && j > i) || (win !== null && i - j >= win) ? -Infinity : row[j] * f;
+        s = (causal && j > i) || (win !== null && i - j >= win) ? -Infinity : (bias ? row[j] * f + bias[j] : row[j] * f);
         row[j] = s; if (s > m) m = s;
       }
       for (j = 0; j < n; j++) { row[j] = Math.exp(row[j] - m); sum += row[j]; }

@@ -9,7 +9,7 @@
 (function (A) {
   "use strict";
   if (!A || !A.Viewer || A.Viewer.prototype.renderGeneration) return;
-  var V = A.Viewer.prototype, U = A.util, el = U.el, show = A.show;
+  var V = A.Viewer.prototype, U = A.util, el = U.el, show = A.show, tr = A.tr;
   var RH = 18, LABW = 64;
 
   // The weights of one generation step: rows[layer] = Float64Array over keys 0 … i.
@@ -39,21 +39,19 @@
     if (s.step >= T) s.step = T - 1;
     var i = gen.steps[s.step], chosen = i + 1, np = gen.n_prompt;
     var wrap = el("div", { cls: "as-gv", "data-testid": "gen-view" }, this.body);
-    var headTxt = s.genHead < 0 ? "the mean over the " + cfg.n_heads + " heads" : "head " + s.genHead;
-    el("div", { cls: "as-note", "data-testid": "gen-caption", text: "Generated token " + (s.step + 1) + " of " + T + ", “" + U.tokLabel(t.tokens[chosen]) +
-      "”, was chosen by the step whose query is position " + i + " (“" + U.tokLabel(t.tokens[i]) + "”). Its attention over the " + np +
-      " prompt tokens and the " + s.step + " earlier outputs, in every layer (" + headTxt + "): each row is coloured by its own largest " +
-      "weight. Hover a cell for its number, click it for that layer's step view; click a generated token to go to its step." }, wrap);
+    var headTxt = s.genHead < 0 ? tr("viewer.gen_mean", { n: cfg.n_heads }) : tr("viewer.head_n", { head: s.genHead });
+    el("div", { cls: "as-note", "data-testid": "gen-caption", text: tr("viewer.gen_caption", { t: s.step + 1, T: T, token: U.tokLabel(t.tokens[chosen]),
+      i: i, query: U.tokLabel(t.tokens[i]), np: np, earlier: s.step, heads: headTxt }) }, wrap);
 
     var ctl = el("div", { cls: "as-gctl" }, wrap);
-    var prev = el("button", { type: "button", cls: "as-small", text: "◀", title: "previous step", "data-testid": "gen-prev" }, ctl);
+    var prev = el("button", { type: "button", cls: "as-small", text: "◀", title: tr("viewer.gen_prev"), "data-testid": "gen-prev" }, ctl);
     var slider = el("input", { type: "range", min: 0, max: T - 1, step: 1, value: s.step, "data-testid": "gen-slider",
-      "aria-label": "generation step" }, ctl);
-    var next = el("button", { type: "button", cls: "as-small", text: "▶", title: "next step", "data-testid": "gen-next" }, ctl);
-    el("span", { "data-testid": "gen-step-label", text: "step " + (s.step + 1) + " / " + T + " → “" + U.tokLabel(t.tokens[chosen]) + "”" }, ctl);
-    var lh = el("label", { text: "heads " }, ctl), selH = el("select", { "data-testid": "gen-head" }, lh);
-    el("option", { value: -1, text: "mean over heads" }, selH);
-    for (var h = 0; h < cfg.n_heads; h++) el("option", { value: h, text: "head " + h }, selH);
+      "aria-label": tr("viewer.gen_slider") }, ctl);
+    var next = el("button", { type: "button", cls: "as-small", text: "▶", title: tr("viewer.gen_next"), "data-testid": "gen-next" }, ctl);
+    el("span", { "data-testid": "gen-step-label", text: tr("viewer.gen_step", { t: s.step + 1, T: T, token: U.tokLabel(t.tokens[chosen]) }) }, ctl);
+    var lh = el("label", { text: tr("viewer.heads") }, ctl), selH = el("select", { "data-testid": "gen-head" }, lh);
+    el("option", { value: -1, text: tr("viewer.gen_mean_heads") }, selH);
+    for (var h = 0; h < cfg.n_heads; h++) el("option", { value: h, text: tr("viewer.head_n", { head: h }) }, selH);
     selH.value = String(s.genHead);
     selH.addEventListener("change", function () { self.set({ genHead: +selH.value }); });
     slider.addEventListener("input", function () { self.set({ step: +slider.value }); });
@@ -72,7 +70,7 @@
         var c = U.viridis(focus[j] / top);
         sp.style.background = "rgba(" + Math.round(c[0]) + "," + Math.round(c[1]) + "," + Math.round(c[2]) + "," + (0.15 + 0.85 * focus[j] / top).toFixed(3) + ")";
         if (focus[j] / top > 0.55) sp.style.color = "#111";
-        sp.title = "key " + j + " “" + U.tokLabel(t.tokens[j]) + "”, layer " + s.layer + ": " + show(focus[j], dec) + " (exact " + String(focus[j]) + ")";
+        sp.title = tr("viewer.gen_key_tip", { j: j, token: U.tokLabel(t.tokens[j]), layer: s.layer, w: show(focus[j], dec), x: String(focus[j]) });
       }
       if (isGen) sp.addEventListener("click", function () { self.set({ step: stepOf }); });
     })(j);
@@ -93,9 +91,9 @@
     canvas.addEventListener("mousemove", function (ev) {
       var a = at(ev); if (!a) { self.hideTip(); return; }
       var why = t.hidden(a[0], i, a[1]);
-      self.showTip(ev, "layer " + a[0] + " · " + headTxt + "\nquery " + i + " “" + t.tokens[i] + "” → key " + a[1] + " “" + t.tokens[a[1]] + "”" +
-        (a[1] >= np ? " (output " + (a[1] - np + 1) + ")" : " (prompt)") + "\nweight " + show(rows[a[0]][a[1]], dec) + "   exact " + String(rows[a[0]][a[1]]) +
-        (why === 2 ? "\nhidden: outside layer " + a[0] + "'s sliding window of " + t.window(a[0]) : "") + "\nclick: this layer's step view");
+      self.showTip(ev, tr("viewer.gen_cell_tip", { layer: a[0], heads: headTxt, i: i, qt: t.tokens[i], j: a[1], kt: t.tokens[a[1]],
+        where: a[1] >= np ? tr("viewer.gen_in_output", { n: a[1] - np + 1 }) : tr("viewer.gen_in_prompt"),
+        w: show(rows[a[0]][a[1]], dec), x: String(rows[a[0]][a[1]]), hidden: why === 2 ? tr("viewer.gen_hidden", { layer: a[0], w: t.window(a[0]) }) : "" }));
     });
     canvas.addEventListener("mouseleave", function () { self.hideTip(); });
     canvas.addEventListener("click", function (ev) {
@@ -105,22 +103,22 @@
 
     // the focused layer's numbers
     var ll = el("div", { cls: "as-gctl" }, wrap);
-    var lab = el("label", { text: "numbers of layer " }, ll), selL = el("select", { "data-testid": "gen-layer" }, lab);
+    var lab = el("label", { text: tr("viewer.gen_numbers") }, ll), selL = el("select", { "data-testid": "gen-layer" }, lab);
     for (var l = 0; l < cfg.n_layers; l++) el("option", { value: l, text: String(l) }, selL);
     selL.value = String(s.layer);
     selL.addEventListener("change", function () { self.set({ layer: +selL.value }); });
-    el("span", { cls: "as-note", text: "(also colours the text above)" }, ll);
+    el("span", { cls: "as-note", text: tr("viewer.gen_colours") }, ll);
     var table = el("table", { "data-testid": "gen-table" }, el("div", { cls: "as-wrap", style: "max-height:40vh;overflow:auto;display:inline-block" }, wrap));
     var trh = el("tr", {}, el("thead", {}, table));
-    ["#", "key", "", "weight"].forEach(function (x, c) { el("th", { text: x, cls: c === 1 ? "tok" : "" }, trh); });
+    ["#", tr("viewer.col_key"), "", tr("viewer.col_weight")].forEach(function (x, c) { el("th", { text: x, cls: c === 1 ? "tok" : "" }, trh); });
     var tb = el("tbody", {}, table), frag = document.createDocumentFragment();
     for (j = 0; j <= i; j++) {
       var why = t.hidden(s.layer, i, j);
       var row = el("tr", { "data-j": j, "data-testid": "gen-row-" + j, cls: focus[j] === top ? "max" : "" }, frag);
       el("td", { text: String(j) }, row);
       el("td", { cls: "tok", text: U.tokLabel(t.tokens[j]) }, row);
-      el("td", { cls: "tok", text: j >= np ? "output " + (j - np + 1) : why === 2 ? "outside the window" : "prompt" }, row);
-      el("td", { "data-col": "weight", "data-value": String(focus[j]), title: "exact: " + String(focus[j]), text: show(focus[j], dec) }, row);
+      el("td", { cls: "tok", text: j >= np ? tr("viewer.gen_output_n", { n: j - np + 1 }) : why === 2 ? tr("viewer.gen_outside") : tr("viewer.gen_prompt") }, row);
+      el("td", { "data-col": "weight", "data-value": String(focus[j]), title: tr("viewer.exact", { x: String(focus[j]) }), text: show(focus[j], dec) }, row);
     }
     tb.appendChild(frag);
   };
@@ -132,7 +130,7 @@
     for (var l = 0; l < cfg.n_layers; l++) {
       var r = rows[l], m = 0, j;
       for (j = 0; j <= i; j++) if (r[j] > m) m = r[j];
-      p.text(LABW - 6, y0 + l * RH + RH / 2, "layer " + l, { size: 11, anchor: "end", fill: "#667085", bold: l === this.state.layer });
+      p.text(LABW - 6, y0 + l * RH + RH / 2, tr("viewer.layer_n", { layer: l }), { size: 11, anchor: "end", fill: "#667085", bold: l === this.state.layer });
       for (j = 0; j <= i; j++) {
         var why = t.hidden(l, i, j), c = U.viridis(m > 0 ? r[j] / m : 0);
         var fill = why === 2 ? "#fef0c7" : "rgb(" + Math.round(c[0]) + "," + Math.round(c[1]) + "," + Math.round(c[2]) + ")";
@@ -146,9 +144,9 @@
       p.text(LABW + c * cw + cw / 2, yb + 30, lab, { size: 10, anchor: "middle", fill: c >= np ? "#d62728" : "#344054" });
     }
     p.lines([LABW + np * cw - 0.5, y0, LABW + np * cw - 0.5, yb + 4], "#d62728", 1, 1.5);
-    p.text(LABW, yb + 14, "prompt (0–" + (np - 1) + ")", { size: 11, fill: "#667085" });
-    if (i >= np) p.text(LABW + np * cw + 4, yb + 14, "outputs", { size: 11, fill: "#d62728" });
-    p.text(LABW + (i + 1) * cw, yb + 14, "key " + i, { size: 11, anchor: "end", fill: "#667085" });
+    p.text(LABW, yb + 14, tr("viewer.gen_prompt_span", { last: np - 1 }), { size: 11, fill: "#667085" });
+    if (i >= np) p.text(LABW + np * cw + 4, yb + 14, tr("viewer.gen_outputs"), { size: 11, fill: "#d62728" });
+    p.text(LABW + (i + 1) * cw, yb + 14, tr("viewer.gen_key", { i: i }), { size: 11, anchor: "end", fill: "#667085" });
   };
 
   V.generationSize = function () {
@@ -159,8 +157,8 @@
   V.paintGeneration = function (p, w, h) {
     var t = this.text(), s = this.state, gen = this.data.generation, i = gen.steps[s.step];
     p.rect(0, 0, w, h, "#fff");
-    p.text(8, 14, this.data.model + " · step " + (s.step + 1) + "/" + gen.steps.length + ": “" + U.tokLabel(t.tokens[i]) + "” → “" + U.tokLabel(t.tokens[i + 1]) + "” · " +
-      (s.genHead < 0 ? "mean over heads" : "head " + s.genHead), { size: 13, bold: true });
+    p.text(8, 14, tr("viewer.paint_gen", { model: this.data.model, t: s.step + 1, T: gen.steps.length, query: U.tokLabel(t.tokens[i]), token: U.tokLabel(t.tokens[i + 1]),
+      heads: s.genHead < 0 ? tr("viewer.gen_mean_heads") : tr("viewer.head_n", { head: s.genHead }) }), { size: 13, bold: true });
     this.paintGenerationMap(p, this.generationRows(s.step, s.genHead), this.generationCell(), 32);
   };
 })(window.attnscope);

@@ -180,21 +180,20 @@
     var t = this.text(), s = this.state, dec = s.dec, lines = [];
     if (e.classList.contains("q")) {
       var i = +e.getAttribute("data-i");
-      lines.push("query " + i + ": " + t.tokens[i] + "  (layer " + s.layer + ")");
+      lines.push(tr("viewer.tip_query", { i: i, token: t.tokens[i], layer: s.layer }));
       s.heads.slice(0, 12).forEach(function (h) {
         var st = t.steps(s.layer, h, i), best = 0;
         for (var j = 1; j < t.n; j++) if (st.weights[j] > st.weights[best]) best = j;
-        lines.push("head " + h + ": max " + show(st.weights[best], dec) + " → " + best + " " + t.tokens[best]);
+        lines.push(tr("viewer.tip_best", { head: h, w: show(st.weights[best], dec), j: best, token: t.tokens[best] }));
       });
-      lines.push("click: select · double-click: step view");
+      lines.push(tr("viewer.tip_query_click"));
     } else {
       var j = +e.getAttribute("data-j"), q = s.hover !== null ? s.hover : s.query;
-      lines.push("key " + j + ": " + t.tokens[j]);
-      if (q === null) lines.push("hover or select a query on the left");
+      lines.push(tr("viewer.tip_key", { j: j, token: t.tokens[j] }));
+      if (q === null) lines.push(tr("viewer.tip_key_none"));
       else s.heads.forEach(function (h) {
         var st = t.steps(s.layer, h, q);
-        lines.push("head " + h + ": weight(" + t.tokens[q] + " → " + t.tokens[j] + ") = " + show(st.weights[j], dec) +
-          "   exact " + String(st.weights[j]));
+        lines.push(tr("viewer.tip_key_weight", { head: h, q: t.tokens[q], k: t.tokens[j], w: show(st.weights[j], dec), x: String(st.weights[j]) }));
       });
     }
     return lines.join("\n");
@@ -204,8 +203,8 @@
     var t = this.text(), n = t.n, s = this.state, top = 30, geo = this.headGeo || headGeometry(t.tokens, 0);
     var TOKW = geo.tokW, LINEW = geo.lineW;
     p.rect(0, 0, w, h, "#fff");
-    var hs = s.heads.length === this.cfg.n_heads ? "all heads" : s.heads.length ? "heads " + s.heads.join(",") : "no heads";
-    p.text(8, 14, "layer " + s.layer + " · " + hs, { size: 13, bold: true });
+    var hs = s.heads.length === this.cfg.n_heads ? tr("viewer.all_heads") : s.heads.length ? tr("viewer.some_heads", { heads: s.heads.join(",") }) : tr("viewer.no_heads");
+    p.text(8, 14, tr("viewer.paint_head", { layer: s.layer, heads: hs }), { size: 13, bold: true });
     this.paintHeadLines(p, TOKW + 4, TOKW + LINEW - 4, top);
     for (var i = 0; i < n; i++) {
       var y = top + i * ROW + ROW / 2, sel = s.query === i;
@@ -263,12 +262,12 @@
       var l = +c.getAttribute("data-layer"), h = +c.getAttribute("data-head"), t = self.text();
       var r = c.getBoundingClientRect(), T = t.T;
       var ci = Math.min(T - 1, Math.floor((ev.clientY - r.top) / r.height * T)), cj = Math.min(T - 1, Math.floor((ev.clientX - r.left) / r.width * T));
-      var text = "layer " + l + " · head " + h;
+      var text = tr("viewer.tip_thumb", { layer: l, head: h });
       if (T === t.n) {
         var st = t.steps(l, h, ci);
-        text += "\n" + t.tokens[ci] + " → " + t.tokens[cj] + ": " + show(st.weights[cj], s.dec) + "\nexact " + String(st.weights[cj]);
+        text += "\n" + t.tokens[ci] + " → " + t.tokens[cj] + ": " + show(st.weights[cj], s.dec) + "\n" + tr("viewer.tip_exact_line", { x: String(st.weights[cj]) });
       }
-      self.showTip(ev, text + "\nclick to open");
+      self.showTip(ev, text + "\n" + tr("viewer.tip_open"));
     });
     grid.addEventListener("mouseleave", function () { self.hideTip(); });
   };
@@ -276,10 +275,10 @@
   Viewer.prototype.paintModel = function (p) {
     var cfg = this.cfg, S = 64, G = 8, x0 = 64, y0 = 44;
     p.rect(0, 0, x0 + cfg.n_heads * (S + G), y0 + cfg.n_layers * (S + G), "#fff");
-    p.text(8, 14, this.data.model + " · every layer × head", { size: 13, bold: true });
-    for (var h = 0; h < cfg.n_heads; h++) p.text(x0 + h * (S + G) + S / 2, y0 - 10, "head " + h, { size: 11, anchor: "middle" });
+    p.text(8, 14, tr("viewer.paint_model", { model: this.data.model }), { size: 13, bold: true });
+    for (var h = 0; h < cfg.n_heads; h++) p.text(x0 + h * (S + G) + S / 2, y0 - 10, tr("viewer.head_n", { head: h }), { size: 11, anchor: "middle" });
     for (var l = 0; l < cfg.n_layers; l++) {
-      p.text(8, y0 + l * (S + G) + S / 2, "layer " + l, { size: 11 });
+      p.text(8, y0 + l * (S + G) + S / 2, tr("viewer.layer_n", { layer: l }), { size: 11 });
       for (h = 0; h < cfg.n_heads; h++) p.image(this.thumbCanvas(l, h), x0 + h * (S + G), y0 + l * (S + G), S, S);
     }
   };

@@ -185,19 +185,20 @@
     var self = this, t = this.text(), s = this.state, dec = s.dec, tok = function (i) { return U.tokLabel(t.tokens[i]); };
     var best = this.matrixBest(c), lines = [];
     if (!best) {  // rows still on their way from the server: show the tip when they come
-      this.showTip(ev, "queries " + c.q0 + "–" + (c.q1 - 1) + " × keys " + c.k0 + "–" + (c.k1 - 1) + "\nreading the exact weights…");
+      this.showTip(ev, tr("viewer.tip_cells", { q0: c.q0, q1: c.q1 - 1, k0: c.k0, k1: c.k1 - 1 }) + "\n" + tr("viewer.tip_reading"));
       var e = { clientX: ev.clientX, clientY: ev.clientY };
       t.fetchRows(s.layer, [s.focus], c.q0, c.q1).then(function () { if (self.tip.style.display !== "none") self.matrixTip(e, c); });
       return;
     }
     var many = c.q1 - c.q0 > 1 || c.k1 - c.k0 > 1;
-    if (many) lines.push("queries " + c.q0 + "–" + (c.q1 - 1) + " × keys " + c.k0 + "–" + (c.k1 - 1) + " (" + (c.q1 - c.q0) * (c.k1 - c.k0) + " cells; the largest:)");
-    if (best.hidden) lines.push("query " + best.i + " “" + tok(best.i) + "” cannot see key " + best.j + " “" + tok(best.j) + "”" + (many ? " (none of these keys)" : ""));
+    if (many) lines.push(tr("viewer.tip_cells", { q0: c.q0, q1: c.q1 - 1, k0: c.k0, k1: c.k1 - 1 }) + tr("viewer.tip_largest", { n: (c.q1 - c.q0) * (c.k1 - c.k0) }));
+    var ij = { i: best.i, qt: tok(best.i), j: best.j, kt: tok(best.j) };
+    if (best.hidden) lines.push(tr("viewer.tip_cannot_see", ij) + (many ? tr("viewer.tip_none_of") : ""));
     else {
-      lines.push("query " + best.i + " “" + tok(best.i) + "” → key " + best.j + " “" + tok(best.j) + "”");
-      lines.push("weight " + show(best.w, dec) + "   exact " + String(best.w));
+      lines.push(tr("viewer.tip_pair", ij));
+      lines.push(tr("viewer.tip_weight", { w: show(best.w, dec), x: String(best.w) }));
     }
-    lines.push("layer " + s.layer + " · head " + s.focus + " · double-click: step view");
+    lines.push(tr("viewer.tip_matrix_where", { layer: s.layer, head: s.focus }));
     this.showTip(ev, lines.join("\n"));
   };
 
@@ -217,7 +218,7 @@
       for (v = Math.ceil(z[2] / sk) * sk; v < z[3]; v += sk) { var xx = X + (v - z[2]) / g.nk * g.W; segs.push(xx, Y - 5, xx, Y); p.text(xx, Y - 12, String(v), { anchor: "middle", size: 10, fill: "#667085" }); }
     }
     p.lines(segs, "#667085", 1, 1);
-    p.text(x0 + 4, y0 + 8, "query ↓ key →", { size: 10, fill: "#667085" });
+    p.text(x0 + 4, y0 + 8, tr("viewer.paint_axes"), { size: 10, fill: "#667085" });
     // colour bar
     var bx = X + g.W + 14, bar = document.createElement("canvas"), L = 64;
     bar.width = 1; bar.height = L;
@@ -238,7 +239,7 @@
     var m = this.matrixLast, s = this.state;
     if (!m) { p.rect(0, 0, w, h, "#fff"); return; }
     p.rect(0, 0, w, h, "#fff");
-    p.text(8, 11, this.data.model + " · layer " + s.layer + " · head " + s.focus + (m.g.pooled ? " · max-pooled" : ""), { size: 12, bold: true });
+    p.text(8, 11, tr("viewer.paint_matrix", { model: this.data.model, layer: s.layer, head: s.focus, pooled: m.g.pooled ? tr("viewer.paint_pooled") : "" }), { size: 12, bold: true });
     this.paintMatrixAt(p, 0, 22, m.g, m.hm, m.img);
   };
 

@@ -125,11 +125,11 @@
   // (its "detail") or a sentence saying that the server cannot be reached.
   function postJson(url, body) {
     return fetch(url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) }).then(function (r) {
-      return r.json().catch(function () { throw new Error("the server answered " + r.status + " " + r.statusText); }).then(function (j) {
+      return r.json().catch(function () { throw new Error(A.tr("viewer.server_status", { status: r.status, text: r.statusText })); }).then(function (j) {
         if (!r.ok) throw new Error(typeof j.detail === "string" ? j.detail : JSON.stringify(j.detail));
         return j;
       });
-    }, function () { throw new Error("cannot reach the server; is attnscope serve still running?"); });
+    }, function () { throw new Error(A.tr("viewer.no_server")); });
   }
 
   // The head views' line rule: the smallest b/1000 that leaves at most `budget` of the `total`

@@ -12,7 +12,7 @@
 (function (A) {
   "use strict";
   if (!A || !A.Viewer || !A.Text || A.RemoteText) return;
-  var V = A.Viewer.prototype, el = A.util.el, Text = A.Text;
+  var V = A.Viewer.prototype, el = A.util.el, Text = A.Text, tr = A.tr;
 
   function bytes(s) {
     if (Uint8Array.fromBase64) return Uint8Array.fromBase64(s);
@@ -198,25 +198,25 @@
     var t = this.text(), s = this.state, self = this, need = [], what = "";
     if (!t || !t.remote) return null;
     if (s.view === "head" && s.heads.length) {
-      if (!t.got.has(t.linesKey(s.layer, s.heads))) { need.push(t.fetchLines(s.layer, s.heads)); what = "the lines of layer " + s.layer; }
+      if (!t.got.has(t.linesKey(s.layer, s.heads))) { need.push(t.fetchLines(s.layer, s.heads)); what = tr("viewer.reading_lines", { layer: s.layer }); }
       if (s.query !== null && !t.hasRows(s.layer, s.heads, s.query, s.query + 1)) need.push(t.fetchRows(s.layer, s.heads, s.query, s.query + 1));
     } else if (s.view === "step" && s.query !== null && s.query < t.n) {
       var st = t.got.get("s:" + s.layer + ":" + s.focus + ":" + s.query);
-      if (!st) { need.push(t.fetchSteps(s.layer, s.focus, s.query)); what = "query " + s.query + "'s row"; }
+      if (!st) { need.push(t.fetchSteps(s.layer, s.focus, s.query)); what = tr("viewer.reading_row", { q: s.query }); }
       else if (this.cfg.rope) {
         var best = 0; for (var j = 1; j < t.n; j++) if (st.weights[j] > st.weights[best]) best = j;
         var key = s.key !== null && s.key !== undefined && s.key < t.n ? s.key : best;
-        if (!t.hasVectors(s.layer, s.focus, [s.query, key])) { need.push(t.fetchVectors(s.layer, s.focus, [s.query, key])); what = "q and k"; }
+        if (!t.hasVectors(s.layer, s.focus, [s.query, key])) { need.push(t.fetchVectors(s.layer, s.focus, [s.query, key])); what = tr("viewer.reading_qk"); }
       }
     } else if (s.view === "matrix") {
       var g = this.matrixGeometry(), z = g.z;
       if (!t.got.has(t.heatKey(s.layer, s.focus, z[0], z[1], z[2], z[3], g.R, g.C))) {
         need.push(t.fetchHeatmap(s.layer, s.focus, z[0], z[1], z[2], z[3], g.R, g.C));
-        what = "head " + s.focus + " of layer " + s.layer;
+        what = tr("viewer.reading_head", { head: s.focus, layer: s.layer });
       }
     }
     if (!need.length) return null;
-    this.showLoading("reading " + (what || "the weights") + " from the server…");
+    this.showLoading(tr("viewer.reading", { what: what || tr("viewer.reading_weights") }));
     this.root.setAttribute("data-loading", "1");
     return Promise.all(need).then(function () {
       self.root.removeAttribute("data-loading");

@@ -14,14 +14,11 @@
 (function (A) {
   "use strict";
   if (!A || !A.util || A.Seq2SeqViewer) return;
-  var U = A.util, el = U.el, ROW = U.ROW, headColor = U.headColor;
-  var ATT = [["encoder", "Encoder"], ["self", "Decoder"], ["cross", "Cross"]];
-  var WHAT = {
-    encoder: "encoder self-attention: source tokens attend to source tokens",
-    self: "decoder self-attention (causal): each target token attends to itself and the target tokens before it",
-    cross: "cross-attention: target tokens (queries, from the decoder) attend to source tokens (keys and values, from the encoder's output)"
-  };
-  var VIEWS = [["head", "Head view"], ["model", "Model view"], ["step", "Step view"]];
+  var U = A.util, el = U.el, ROW = U.ROW, headColor = U.headColor, tr = A.tr;
+  // the three attentions: name, tab (strings table), what it is
+  var ATT = [["encoder", "viewer.s2s_encoder", "viewer.s2s_what_encoder"], ["self", "viewer.s2s_decoder", "viewer.s2s_what_self"],
+    ["cross", "viewer.s2s_cross", "viewer.s2s_what_cross"]];
+  var VIEWS = [["head", "viewer.tab_head"], ["model", "viewer.tab_model"], ["step", "viewer.tab_step"]];
 
   // ---- one (source, target) pair: its arrays and the page's arithmetic ----------------------------
   function Pair(entry, cfg, data) {
@@ -42,6 +39,9 @@
   Pair.prototype.layers = function (att) { return att === "encoder" ? this.cfg.n_layers : this.cfg.n_decoder_layers; };
   Pair.prototype.qTokens = function (att) { return att === "encoder" ? this.src : this.tgt; };
   Pair.prototype.kTokens = function (att) { return att === "self" ? this.tgt : this.src; };
+  // the tokenizer's own pieces (T5's ▁the) beside the labels shown; the labels where the data has none
+  Pair.prototype.qPieces = function (att) { return (att === "encoder" ? this.entry.source_pieces : this.entry.target_pieces) || this.qTokens(att); };
+  Pair.prototype.kPieces = function (att) { return (att === "self" ? this.entry.target_pieces : this.entry.source_pieces) || this.kTokens(att); };
   Pair.prototype.nq = function (att) { return this.qTokens(att).length; };
   Pair.prototype.nk = function (att) { return this.kTokens(att).length; };
   // q (kind 0), k (1) or v (2) of one head: Float32Array (n × d_head), n = queries for q, keys for k, v
@@ -90,6 +90,8 @@
   // ---- the viewer --------------------------------------------------------------------------------
   function S2S(root, data, opts) {
     this.root = root; this.opts = opts || {}; this.fontCss = this.opts.fontCss || "";
+    if (this.opts.lang && (A.strings || {})[this.opts.lang]) A.lang = this.opts.lang;
+    A.lang = A.lang || "en";
     root.classList.add("as-root"); root.innerHTML = ""; root.__attnscope = this;
     this.tip = el("div", { cls: "as-tip" }, root);
     if (this.opts.server) this.buildForm();
@@ -103,42 +105,50 @@
   P.setFontCss = V.setFontCss;
 
   P.buildForm = function () {
-    var self = this, srv = this.opts.server, intro = el("div", { cls: "as-intro", "data-testid": "intro" }, this.root);
+    var self = this, srv = this.opts.server, intro = el("div", { cls: "as-intro", "data-testid": "intro" }, this.root), w = this.formEls = {};
     el("h1", { text: "attnscope" + (srv.model ? " · " + srv.model : "") }, intro);
-    el("p", { text: "An encoder–decoder model reads a source text with its encoder and writes a target text with its decoder. " +
-      "Type both to see the encoder's self-attention, the decoder's causal self-attention and the cross-attention from every " +
-      "target token to the source, with every number of one row in the step view." }, intro);
-    var api = el("p", { cls: "as-note", text: "The same numbers as JSON: " }, intro);
-    el("a", { href: "docs", text: "API documentation" }, api);
+    w.intro = el("p", {}, intro);
+    var api = el("p", { cls: "as-note" }, intro);
+    w.api = el("span", {}, api); w.docs = el("a", { href: "docs" }, api);
     var f = el("form", { cls: "as-form", "data-testid": "form" }, this.root);
-    var lim = srv.maxChars ? " (up to " + srv.maxChars + " characters)" : "";
-    var l1 = el("label", { text: "source: what the encoder reads" + lim }, f);
-    this.inSource = el("textarea", { name: "source", "data-testid": "source-input", placeholder: "translate English to German: The house is wonderful." }, l1);
-    var l2 = el("label", { text: "target: what the decoder writes" + lim }, f);
-    this.inTarget = el("textarea", { name: "target", "data-testid": "target-input", placeholder: "Das Haus ist wunderbar." }, l2);
+    var l1 = el("label", {}, f);
+    w.source = el("span", {}, l1);
+    this.inSource = el("textarea", { name: "source", "data-testid": "source-input" }, l1);
+    var l2 = el("label", {}, f);
+    w.target = el("span", {}, l2);
+    this.inTarget = el("textarea", { name: "target", "data-testid": "target-input" }, l2);
     if (srv.maxChars) { this.inSource.setAttribute("maxlength", String(srv.maxChars)); this.inTarget.setAttribute("maxlength", String(srv.maxChars)); }
     [this.inSource, this.inTarget].forEach(function (box) {
       box.addEventListener("keydown", function (ev) { if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); self.submit(); } });
     });
-    el("button", { type: "submit", text: "Show attention", "data-testid": "submit" }, f);
+    w.submit = el("button", { type: "submit", "data-testid": "submit" }, f);
     this.formMsg = el("div", { "data-testid": "form-message" }, this.root);
     f.addEventListener("submit", function (ev) { ev.preventDefault(); self.submit(); });
+    this.formWords();
+  };
+  P.formWords = function () {
+    var w = this.formEls, srv = this.opts.server, lim = srv.maxChars ? tr("viewer.up_to", { n: srv.maxChars }) : "";
+    w.intro.textContent = tr("viewer.s2s_intro"); w.api.textContent = tr("viewer.api"); w.docs.textContent = tr("viewer.api_docs");
+    w.source.textContent = tr("viewer.s2s_source") + lim; w.target.textContent = tr("viewer.s2s_target") + lim;
+    this.inSource.setAttribute("placeholder", tr("viewer.s2s_source_ph")); this.inTarget.setAttribute("placeholder", tr("viewer.s2s_target_ph"));
+    w.submit.textContent = tr("viewer.submit");
+    if (this.formMsg.getAttribute("data-computing")) this.formMsg.textContent = tr("viewer.computing");
   };
 
   P.submit = function () {
     var self = this, body = { source: this.inSource.value, target: this.inTarget.value };
-    this.formMsg.className = "as-note"; this.formMsg.textContent = "computing…";
+    this.formMsg.className = "as-note"; this.formMsg.textContent = tr("viewer.computing"); this.formMsg.setAttribute("data-computing", "1");
     this.root.removeAttribute("data-ready");
     var seq = this.seq = (this.seq || 0) + 1;
     return U.postJson(this.opts.server.endpoint || "api/view", body)
       .then(function (data) {
         if (seq !== self.seq) return;
-        self.formMsg.className = ""; self.formMsg.textContent = "";
+        self.formMsg.className = ""; self.formMsg.textContent = ""; self.formMsg.removeAttribute("data-computing");
         if (data.font_css !== undefined) { self.setFontCss(data.font_css); delete data.font_css; }
         return self.setData(data);
       }).catch(function (e) {
         if (seq !== self.seq) return;
-        self.main.innerHTML = ""; self.data = null; self.root.removeAttribute("data-ready");
+        self.main.innerHTML = ""; self.data = null; self.root.removeAttribute("data-ready"); self.formMsg.removeAttribute("data-computing");
         self.formMsg.className = "as-err"; self.formMsg.textContent = String(e.message || e);
       });
   };
@@ -153,8 +163,8 @@
     return Promise.all(this.pairs.map(function (p) { return p.load(); }).concat([U.fontsReady(text)])).then(function () {
       self.maxDec = data.max_decimals === undefined ? 8 : data.max_decimals;
       self.state = { att: "cross", view: "head", text: 0, layer: 0, heads: self.allHeads(), focus: 0, query: null, hover: null,
-        dec: Math.min(data.decimals, self.maxDec) };
-      self.applyHash(); self.build(); self.render();
+        dec: Math.min(data.decimals, self.maxDec), lang: A.lang };
+      self.applyHash(); self.root.setAttribute("lang", A.lang === "zh" ? "zh-CN" : "en"); self.build(); self.render();
       return new Promise(function (res) { requestAnimationFrame(function () { self.root.setAttribute("data-ready", "1"); res(self); }); });
     }).catch(function (e) {
       self.main.innerHTML = "";
@@ -173,6 +183,7 @@
     if (s.view === "head" && s.heads.length !== this.cfg.n_heads) parts.push("heads=" + s.heads.join(","));
     if (s.query !== null && s.view !== "model") parts.push("query=" + s.query);
     if (s.dec !== this.data.decimals) parts.push("dec=" + s.dec);
+    if (s.lang !== (this.opts.lang || "en")) parts.push("lang=" + s.lang);
     return "#" + parts.join("&");
   };
   P.writeHash = V.writeHash;
@@ -188,6 +199,7 @@
     if ((x = int(kv.head, this.cfg.n_heads)) !== null) s.focus = x;
     if ((x = int(kv.query, p.nq(s.att))) !== null) s.query = x;
     if ((x = int(kv.dec, this.maxDec + 1)) !== null) s.dec = x;
+    if (kv.lang && (A.strings || {})[kv.lang]) s.lang = A.lang = kv.lang;
     if (kv.heads) {
       var hs = kv.heads.split(",").map(function (h) { return int(h, self.cfg.n_heads); }).filter(function (h) { return h !== null; });
       if (hs.length) s.heads = hs.sort(function (a, b) { return a - b; });
@@ -198,9 +210,9 @@
     var self = this, d = this.data, cfg = this.cfg;
     this.main.innerHTML = "";
     var top = el("div", { cls: "as-top" }, this.main);
-    el("span", { cls: "as-title", text: d.model + " · encoder " + cfg.n_layers + " layers, decoder " + cfg.n_decoder_layers + " layers × " + cfg.n_heads + " heads" }, top);
+    el("span", { cls: "as-title", text: tr("viewer.s2s_title", { model: d.model, enc: cfg.n_layers, dec: cfg.n_decoder_layers, heads: cfg.n_heads }) }, top);
     if (this.pairs.length > 1) {
-      var lt = el("label", { text: "pair " }, top);
+      var lt = el("label", { text: tr("viewer.s2s_pair") }, top);
       this.selText = el("select", { "data-testid": "text-select" }, lt);
       this.pairs.forEach(function (p, i) {
         var lab = (p.entry.source || p.src.join(" ")) + " → " + (p.entry.target || p.tgt.join(" "));
@@ -212,32 +224,38 @@
     var at = el("div", { cls: "as-tabs", "data-testid": "attention-tabs" }, bar);
     this.attBtns = {};
     ATT.forEach(function (a) {
-      var b = el("button", { type: "button", text: a[1], "data-testid": "att-" + a[0], title: WHAT[a[0]] }, at);
+      var b = el("button", { type: "button", text: tr(a[1]), "data-testid": "att-" + a[0], title: tr(a[2]) }, at);
       b.addEventListener("click", function () { self.setAttention(a[0]); });
       self.attBtns[a[0]] = b;
     });
     var tabs = el("div", { cls: "as-tabs" }, bar);
     this.tabs = {};
     VIEWS.forEach(function (v) {
-      var b = el("button", { type: "button", text: v[1], "data-testid": "tab-" + v[0] }, tabs);
+      var b = el("button", { type: "button", text: tr(v[1]), "data-testid": "tab-" + v[0] }, tabs);
       b.addEventListener("click", function () { self.set({ view: v[0] }); });
       self.tabs[v[0]] = b;
     });
-    var ll = this.layerLabel = el("label", { text: "layer " }, bar);
+    var ll = this.layerLabel = el("label", { text: tr("viewer.layer") }, bar);
     this.selLayer = el("select", { "data-testid": "layer-select" }, ll);
     this.selLayer.addEventListener("change", function () { self.set({ layer: +self.selLayer.value }); });
-    var ld = el("label", { text: "decimals " }, bar);
+    var ld = el("label", { text: tr("viewer.decimals") }, bar);
     this.selDec = el("select", { "data-testid": "decimals-select" }, ld);
     for (var k = 0; k <= this.maxDec; k++) el("option", { value: k, text: String(k) }, this.selDec);
     this.selDec.addEventListener("change", function () { self.set({ dec: +self.selDec.value }); });
-    var ex = el("span", { cls: "as-export", text: "save" }, bar);  // one toolbar line at 800 px (#23)
-    el("button", { type: "button", text: "PNG", title: "Export the view as PNG", "data-testid": "export-png" }, ex).addEventListener("click", function () { self.exportView("png"); });
-    el("button", { type: "button", text: "SVG", title: "Export the view as SVG", "data-testid": "export-svg" }, ex).addEventListener("click", function () { self.exportView("svg"); });
+    var ex = el("span", { cls: "as-export", text: tr("viewer.save") }, bar);  // one toolbar line at 800 px (#23)
+    el("button", { type: "button", text: "PNG", title: tr("viewer.export_png"), "data-testid": "export-png" }, ex).addEventListener("click", function () { self.exportView("png"); });
+    el("button", { type: "button", text: "SVG", title: tr("viewer.export_svg"), "data-testid": "export-svg" }, ex).addEventListener("click", function () { self.exportView("svg"); });
+    // the language switch ends the title's line, as in the one-text viewer
+    var lg = el("span", { cls: "as-export as-lang", title: tr("viewer.language"), "data-testid": "lang" }, top);
+    A.LANGS.forEach(function (l) {
+      el("button", { type: "button", cls: l[0] === A.lang ? "on" : "", text: l[1], "data-testid": "lang-" + l[0] }, lg)
+        .addEventListener("click", function () { self.setLang(l[0]); });
+    });
     this.headBar = el("div", { cls: "as-heads", "data-testid": "heads" }, this.main);
-    el("span", { text: "heads ", style: "color:var(--muted);font-size:13px" }, this.headBar);
+    el("span", { text: tr("viewer.heads"), style: "color:var(--muted);font-size:13px" }, this.headBar);
     this.headBtns = [];
     for (var h = 0; h < cfg.n_heads; h++) (function (h) {
-      var b = el("button", { type: "button", cls: "as-hbtn", text: String(h), title: "head " + h + " (click: toggle, double-click: only this head)",
+      var b = el("button", { type: "button", cls: "as-hbtn", text: String(h), title: tr("viewer.s2s_head_tip", { head: h }),
         "data-testid": "head-" + h, style: "--c:" + headColor(h) }, self.headBar);
       b.addEventListener("click", function () {
         var s = self.state.heads.slice(), i = s.indexOf(h);
@@ -247,8 +265,8 @@
       b.addEventListener("dblclick", function () { self.set({ heads: [h], focus: h }); });
       self.headBtns.push(b);
     })(h);
-    el("button", { type: "button", cls: "as-small", text: "all", "data-testid": "heads-all" }, this.headBar).addEventListener("click", function () { self.set({ heads: self.allHeads() }); });
-    el("button", { type: "button", cls: "as-small", text: "none", "data-testid": "heads-none" }, this.headBar).addEventListener("click", function () { self.set({ heads: [] }); });
+    el("button", { type: "button", cls: "as-small", text: tr("viewer.all"), "data-testid": "heads-all" }, this.headBar).addEventListener("click", function () { self.set({ heads: self.allHeads() }); });
+    el("button", { type: "button", cls: "as-small", text: tr("viewer.none"), "data-testid": "heads-none" }, this.headBar).addEventListener("click", function () { self.set({ heads: [] }); });
     this.body = el("div", { cls: "as-body" }, this.main);
   };
 
@@ -257,6 +275,13 @@
     this.set({ att: att, layer: Math.min(s.layer, p.layers(att) - 1), query: s.query !== null && s.query < p.nq(att) && (att === "encoder") === (s.att === "encoder") ? s.query : null });
   };
   P.set = function (patch) { for (var k in patch) this.state[k] = patch[k]; this.render(); };
+  P.setLang = function (lang) {
+    if (!(A.strings || {})[lang]) return;
+    A.lang = this.state.lang = lang;
+    this.root.setAttribute("lang", lang === "zh" ? "zh-CN" : "en");
+    if (this.formEls) this.formWords();
+    this.build(); this.render();
+  };
 
   P.render = function () {
     var s = this.state, p = this.pair(), self = this;
@@ -272,19 +297,20 @@
     this.headBtns.forEach(function (b, h) { b.classList.toggle("off", self.state.heads.indexOf(h) < 0); });
     this.body.innerHTML = ""; this.hideTip();
     this.root.setAttribute("data-view", s.view); this.root.setAttribute("data-attention", s.att);
-    el("div", { cls: "as-note", "data-testid": "attention-note", text: TITLE_OF(s.att) + ": " + WHAT[s.att] + "." + this.biasNote() }, this.body);
+    el("div", { cls: "as-note", "data-testid": "attention-note", text: TITLE_OF(s.att) + ": " + tr(ATT_OF(s.att)[2]) + "." + this.biasNote() }, this.body);
     if (s.view === "head") this.renderHead();
     else if (s.view === "model") this.renderModel();
     else this.renderStep();
     this.writeHash();
   };
-  function TITLE_OF(att) { for (var i = 0; i < ATT.length; i++) if (ATT[i][0] === att) return ATT[i][1]; return att; }
+  function ATT_OF(att) { for (var i = 0; i < ATT.length; i++) if (ATT[i][0] === att) return ATT[i]; return [att, att, att]; }
+  function TITLE_OF(att) { return tr(ATT_OF(att)[1]); }
   P.biasNote = function () {
     var s = this.state, cfg = this.cfg;
-    if (this.pair().hasBias(s.att)) return " Scores are q·k plus T5's learned relative position bias (" + cfg.bias.num_buckets + " buckets up to distance " +
-      cfg.bias.max_distance + ", " + (s.att === "encoder" ? "bidirectional" : "causal") + ", shared by every layer of the stack), not divided by √d_k.";
-    if (cfg.scoring === "unscaled") return " Scores are q·k, not divided by √d_k (cross-attention has no position bias).";
-    return " Scores are q·k ÷ √" + cfg.d_head + ".";
+    if (this.pair().hasBias(s.att)) return tr("viewer.s2s_bias_t5", { buckets: cfg.bias.num_buckets, distance: cfg.bias.max_distance,
+      direction: tr(s.att === "encoder" ? "viewer.s2s_bidirectional" : "viewer.s2s_causal") });
+    if (cfg.scoring === "unscaled") return tr("viewer.s2s_unscaled");
+    return tr("viewer.s2s_scaled", { d: cfg.d_head });
   };
 
   // ---- export ------------------------------------------------------------------------------------

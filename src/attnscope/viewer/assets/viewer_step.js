@@ -38,13 +38,13 @@
     var g = t.kvHead(s.focus), Hkv = cfg.n_kv_heads || cfg.n_heads, rope = cfg.rope ? cfg.rope[s.layer] : null;
     var facts = ["d_k = " + cfg.d_head + (plainRoot ? ", √d_k = " + show(Math.sqrt(cfg.d_head), dec) : "")];
     if (cfg.query_scale !== null && cfg.query_scale !== undefined)
-      facts.push("factor " + show(f, dec) + " = query_pre_attn_scalar^(−1/2) = " + String(Math.round(1 / (f * f) * 1e6) / 1e6) + "^(−1/2) (Gemma)");
+      facts.push(tr("viewer.step_gemma", { f: show(f, dec), s: String(Math.round(1 / (f * f) * 1e6) / 1e6) }));
     if (Hkv < cfg.n_heads) facts.push(tr("viewer.step_kv", { head: s.focus, kv: g, first: g * t.group, last: g * t.group + t.group - 1 }));
-    if (rope) facts.push("q and k turned by rotary positions (base " + rope.base + (rope.scaling ? ", " + rope.scaling + " scaling" : "") + ", pairs (i, i + " + cfg.d_head / 2 + "))");
-    if (win !== null) facts.push("sliding window " + win + ": keys " + win + " or more positions back are hidden");
+    if (rope) facts.push(tr("viewer.step_rope", { base: rope.base, scaling: rope.scaling ? tr("viewer.step_rope_scaling", { kind: rope.scaling }) : "", half: cfg.d_head / 2 }));
+    if (win !== null) facts.push(tr("viewer.step_window", { w: win }));
     el("div", { cls: "as-note", "data-testid": "step-caption", text: tr("viewer.step_caption", { q: q, token: t.tokens[q], layer: s.layer, head: s.focus, facts: facts.join("; ") }) +
       tr("viewer.step_hover", { rotation: rope ? tr("viewer.step_rotation") : "" }) +
-      (st.shift ? " The largest score exceeds " + this.data.exp_show_limit + ", so the row maximum is subtracted before exp (the weights are unchanged)." : "") }, wrap);
+      (st.shift ? tr("viewer.step_shift", { limit: this.data.exp_show_limit }) : "") }, wrap);
     var box = el("div", { cls: "as-wrap" }, wrap);
     var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), hr = el("tr", {}, thead);
     var masks = false;
@@ -58,10 +58,10 @@
     var keySel = s.key !== null && s.key !== undefined && s.key < t.n ? s.key : best;
     var frag = document.createDocumentFragment();
     var cell = function (row, name, x) {
-      var td = el("td", { "data-col": name, "data-value": String(x), title: "exact: " + String(x), text: show(x, dec) }, row);
+      var td = el("td", { "data-col": name, "data-value": String(x), title: tr("viewer.exact", { x: String(x) }), text: show(x, dec) }, row);
       return td;
     };
-    var WHY = ["", "later token (causal mask)", "outside the window (" + q + " − j ≥ " + win + ")"];
+    var WHY = ["", tr("viewer.why_causal"), tr("viewer.why_window", { q: q, w: win })];
     for (j = 0; j < t.n; j++) {
       var why = t.hidden(s.layer, q, j);
       var row = el("tr", { "data-j": j, "data-testid": "step-row-" + j, "data-hidden": String(why),
@@ -87,7 +87,7 @@
     el("div", { cls: "as-note", text: tr("viewer.step_sum", { n: cfg.d_head, head: s.focus, token: t.tokens[q],
       kv: Hkv < cfg.n_heads ? tr("viewer.step_sum_kv", { kv: g }) : "" }) }, out);
     for (j = 0; j < st.out.length; j++)
-      el("span", { "data-col": "out", "data-value": String(st.out[j]), title: "z[" + j + "] exact: " + String(st.out[j]), text: show(st.out[j], dec) }, out);
+      el("span", { "data-col": "out", "data-value": String(st.out[j]), title: tr("viewer.exact_z", { j: j, x: String(st.out[j]) }), text: show(st.out[j], dec) }, out);
     if (rope) this.renderRotation(wrap, q, keySel);
   };
 
@@ -97,15 +97,14 @@
     var rope = cfg.rope[s.layer], inv = rope.inv_freq;
     var qp = t.vec(s.layer, 0, s.focus), qr = t.operand(s.layer, 0, s.focus), kp = t.vec(s.layer, 1, s.focus), kr = t.operand(s.layer, 1, s.focus);
     var box = el("div", { cls: "as-rot", "data-testid": "rotation" }, wrap);
-    el("div", { cls: "as-note", text: "Rotation: pair i = features (i, i + " + half + ") of q (position " + q + ") and of k “" + t.tokens[key] + "” (position " + key +
-      ") turned by φ = position · θ_i, θ_i = " + (rope.scaling ? "the model's " + rope.scaling + "-scaled frequency" : rope.base + "^(−2i/" + d + ")") +
-      "; (a, b) → (a cos φ − b sin φ, a sin φ + b cos φ). " + (cfg.qk_norm ? "q and k before the rotation are after the model's QK-norm. " : "") +
-      "Lengths are unchanged; the score depends on the two positions only through their distance." }, box);
+    el("div", { cls: "as-note", "data-testid": "rotation-note", text: tr("viewer.rot_note", { half: half, q: q, token: t.tokens[key], key: key,
+      theta: rope.scaling ? tr("viewer.rot_scaled", { kind: rope.scaling }) : rope.base + "^(−2i/" + d + ")",
+      qk_norm: cfg.qk_norm ? tr("viewer.rot_qk_norm") : "" }) }, box);
     var wrapT = el("div", { cls: "as-wrap as-rotwrap" }, box);
     var table = el("table", { "data-testid": "rotation-table" }, wrapT), hr = el("tr", {}, el("thead", {}, table));
-    ["pair i", "θ_i", "q: φ", "q_a", "q_b", "q′_a", "q′_b", "k: φ", "k_a", "k_b", "k′_a", "k′_b"].forEach(function (x) { el("th", { text: x }, hr); });
+    [tr("viewer.rot_pair"), "θ_i", "q: φ", "q_a", "q_b", "q′_a", "q′_b", "k: φ", "k_a", "k_b", "k′_a", "k′_b"].forEach(function (x) { el("th", { text: x }, hr); });
     var tb = el("tbody", {}, table), frag = document.createDocumentFragment();
-    var num = function (row, name, x) { el("td", { "data-col": name, "data-value": String(x), title: "exact: " + String(x), text: show(x, dec) }, row); };
+    var num = function (row, name, x) { el("td", { "data-col": name, "data-value": String(x), title: tr("viewer.exact", { x: String(x) }), text: show(x, dec) }, row); };
     for (var i = 0; i < half; i++) {
       var row = el("tr", { "data-testid": "rot-row-" + i }, frag);
       el("td", { text: i + " (" + i + ", " + (i + half) + ")" }, row);
@@ -120,11 +119,11 @@
   Viewer.prototype.paintStep = function (p, w, h) {
     var t = this.text(), s = this.state, dec = s.dec;
     p.rect(0, 0, w, h, "#fff");
-    if (s.query === null) { p.text(10, 20, "no query token selected", {}); return; }
+    if (s.query === null) { p.text(10, 20, tr("viewer.no_query"), {}); return; }
     var st = t.steps(s.layer, s.focus, s.query), cols = [30, 150, 130, 130, 130, 110], x = 10, y = 16;
-    p.text(10, y, this.data.model + " · layer " + s.layer + " · head " + s.focus + " · query " + s.query + " “" + t.tokens[s.query] + "”", { bold: true });
+    p.text(10, y, tr("viewer.paint_step", { model: this.data.model, layer: s.layer, head: s.focus, q: s.query, token: t.tokens[s.query] }), { bold: true });
     y += 24;
-    var heads = ["#", "key", "q·k", "scaled", st.shift ? "exp(s − m)" : "exp(s)", "weight"], cx = [];
+    var heads = ["#", tr("viewer.col_key"), "q·k", tr("viewer.paint_scaled"), st.shift ? "exp(s − m)" : "exp(s)", tr("viewer.col_weight")], cx = [];
     for (var c = 0; c < cols.length; c++) { cx.push(x); x += cols[c]; }
     heads.forEach(function (hd, c) { p.text(cx[c] + (c > 1 ? cols[c] - 8 : 0), y, hd, { bold: true, anchor: c > 1 ? "end" : "start" }); });
     for (var j = 0; j < t.n; j++) {
@@ -175,9 +174,10 @@
     [tr("viewer.col_layer")].concat(CMP.map(function (m) { return tr(m[1]); })).forEach(function (x) { el("th", { text: x }, hr); });
     c.layers.forEach(function (name, i) {
       var row = el("tr", {}, table);
-      el("td", { text: name }, row);
+      // the chart's names for the layer outputs (embed, 0, 1, …); the trace's own name on hover
+      el("td", { text: i === 0 ? tr("viewer.cmp_embed") : tr("viewer.layer_n", { layer: i - 1 }), title: name, "data-name": name }, row);
       // cosines are never shown as integers: a column reads 1.0000 beside 0.9876, not 1
-      CMP.forEach(function (m) { el("td", { "data-col": m[0], "data-value": String(c[m[0]][i]), title: "exact: " + String(c[m[0]][i]), text: show(c[m[0]][i], dec, false) }, row); });
+      CMP.forEach(function (m) { el("td", { "data-col": m[0], "data-value": String(c[m[0]][i]), title: tr("viewer.exact", { x: String(c[m[0]][i]) }), text: show(c[m[0]][i], dec, false) }, row); });
     });
     void self;
   };

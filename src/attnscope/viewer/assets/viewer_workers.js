@@ -14,7 +14,7 @@
   var V = A.Viewer.prototype;
   var SRC = "var headWeights = " + A.util.headWeights.toString() + ";\nvar headSummary = " + A.util.headSummary.toString() +
     ";\nonmessage = function (e) { var m = e.data, out = new Float32Array(m.n * m.n);\n" +
-    "  var bins = new Float64Array(1001); headWeights(m.q, m.k, m.n, m.d, m.f, m.causal, m.win, out, bins);\n" +
+    "  var bins = new Float64Array(1001); headWeights(m.q, m.k, m.n, m.d, m.f, m.causal, m.win, out, bins, m.bias);\n" +
     "  var sm = headSummary(out, m.n, m.budget, bins);\n" +
     "  postMessage({ id: m.id, out: out, sum: sm }, [out.buffer, sm.bins.buffer, sm.idx.buffer]); };\n";
 
@@ -60,7 +60,7 @@
       var w = this.idle.pop(), j = this.queue.shift(), t = j.t;
       j.sent = true;
       w.postMessage({ id: j.id, q: t.operand(j.layer, 0, j.head), k: t.operand(j.layer, 1, j.head), n: t.n, d: t.d,
-        f: t.cfg.factor, causal: t.cfg.causal, win: t.window(j.layer), budget: A.util.LINE_BUDGET });
+        f: t.cfg.factor, causal: t.cfg.causal, win: t.window(j.layer), bias: t.biasRow(j.head), budget: A.util.LINE_BUDGET });
     }
   };
   WeightPool.prototype.done = function (w, msg) {
@@ -88,7 +88,7 @@
       var missing = s.heads.filter(function (h) { return !t.hasWeights(s.layer, h); });
       var p = missing.length > 1 ? pool() : null;
       if (!p) return null;
-      this.showLoading("computing layer " + s.layer + "…");
+      this.showLoading(A.tr("viewer.computing_layer", { layer: s.layer }));
       return Promise.all(missing.map(function (h) { return p.run(t, s.layer, h, true); })).then(function () {
         return self.render();
       }, function () { return self.render(); });  // workers failed: the page computes them itself
