@@ -56,8 +56,6 @@ def explain_path(text: str, model=None, layer: int = 0, head: int = 0, token: Op
     d = model_row_data(text, model, layer, head, token, position, operands="weights", forward=f)
     row = row_worked(d, dims, expand)
     diffs = row.meta["trace_max_abs_diff"]
-    d["row_diffs"] = {k: diffs[k] for k in ("scores", "weights") if k in diffs}
     P = PathSteps(model, f, d, dims)
-    before = P.before()
-    P.mark_row(row.steps)
-    return assemble(P, before, row, P.after(), d["notes"])
+    P.rows["attn"] = (row, {k: diffs[k] for k in ("scores", "weights") if k in diffs})
+    return assemble(P, row, d["notes"])

@@ -24,7 +24,7 @@ from .. import reference as R
 from ..errors import InputError
 from .blocks import Matrix, Para, Step, Sym, t
 from .inputs import check_index
-from .path_blocks import norm_blocks, norm_kind, projection_table, trace_para, vector_table
+from .path_blocks import norm_blocks, projection_table, trace_para, vector_table
 from .path_steps import PathSteps, assemble
 from .row import resolve_query
 from .row_relative import ATTENTIONS, row_from_forward
@@ -47,11 +47,11 @@ def _row_diffs(tr, f: dict, prefix: str, keys, head: int, qpos: int) -> dict:
 class _DebertaPath(PathSteps):
     row_names = {"scores": ["scores_c2c", "scores_c2p", "scores_p2c"], "scaled": ["scaled", "bias"]}
 
-    def relative_step(self) -> Optional[Step]:
+    def after_query(self, att: str) -> list:
         """The relative table (its LayerNorm) and this head's pos_k / pos_q rows for r = 0."""
         c, f, h, p = self.c, self.f, self.h, f"{self.lp}.attn"
         if not c.relative_attention or not c.pos_att_type:
-            return None
+            return []
         span = c.span
         idx = span  # r = 0 (the token itself): row k of the table, for c2p and p2c alike
         blocks: list = [Para(t("path.relative_why", rows=2 * span, d=c.d_model, k=span, idx=idx,
@@ -82,7 +82,7 @@ class _DebertaPath(PathSteps):
                 self.meta.append({"step": "relative", "trace": name, "max_abs_diff": diff})
             names.append(name)
         blocks.append(trace_para(*names))
-        return Step("relative", t("path.step_relative"), blocks)
+        return [Step("relative", t("path.step_relative"), blocks)]
 
 
 def deberta_path(text: str, model, f: dict, layer: int, head: int, token, position, dims: int, expand: str):
@@ -95,13 +95,8 @@ def deberta_path(text: str, model, f: dict, layer: int, head: int, token, positi
          "extra_names": [f"{p}.{k}" for k in ("scores_c2c", "scores_c2p", "scores_p2c", "weights")
                          if f"{p}.{k}" in model.hook_names]}
     P = _DebertaPath(model, f, d, dims)
-    d["row_diffs"] = _row_diffs(P.tr, f, p, ("scores_c2c", "scores_c2p", "scores_p2c", "weights"), head, qpos)
-    before = P.before()
-    rel = P.relative_step()
-    if rel is not None:
-        before.append(rel)
-    P.mark_row(row.steps)
-    return assemble(P, before, row, P.after(), notes)
+    P.rows["attn"] = (row, _row_diffs(P.tr, f, p, ("scores_c2c", "scores_c2p", "scores_p2c", "weights"), head, qpos))
+    return assemble(P, row, notes)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -111,35 +106,26 @@ def deberta_path(text: str, model, f: dict, layer: int, head: int, token, positi
 class _DecoderPath(PathSteps):
     """A target token through a decoder layer: self-attention, cross-attention, feed-forward."""
 
-    att = "self_attn"
     row_names = {"bias": ["bias"]}
 
-    def after(self) -> list:
-        p, lay, f = self.lp, self.layer, self.f
-        steps = self.heads_steps("self_attn", f"{p}.self_attn_resid", self.layer_in()[self.p])
-        r = f"{p}.self_attn_resid"
-        cin = f"{p}.cross_attn_in"
-        ln = lay.ln2 if self.pre else lay.ln1
-        steps.append(self.norm_step("cross_attn_in", f"path.step_cross_in_{norm_kind(ln)}",
-                                    "path.cross_in_pre" if self.pre else "path.cross_in_post", r, ln, cin))
+    def before(self) -> list:
         src = self.d["source_tokens"]
-        enc = f[self.d["encoder_out"]]
+        return [Step("source_tokens", t("path.step_source_tokens"),
+                     [Para(t("path.source_tokens", S=len(src), tokens=", ".join(f"{j}:{x}" for j, x in enumerate(src))))])
+                ] + super().before()
+
+    def before_query(self, att: str) -> list:
+        """Before the cross-attention's query: the encoder's output, its keys and values."""
+        if att != "cross_attn":
+            return []
+        src, name = self.d["source_tokens"], self.d["encoder_out"]
+        enc = self.f[name]
         n = min(self.dims, enc.shape[1])
-        steps.append(Step("source", t("path.step_source"),
-                          [Para(t("path.source_why", S=len(src), name=self.d["encoder_out"], tok=self.tok)),
-                           Matrix(Sym("enc", r"\mathrm{enc}"), enc[:, :n], rows=[f"{j}:{x}" for j, x in enumerate(src)],
-                                  cols=[str(j) for j in range(n)], caption=t("path.first_features", n=n, d=enc.shape[1])),
-                           trace_para(self.d["encoder_out"])]))
-        steps.append(self.query_step("cross_attn", lay.cross_attn, f"{p}.cross_attn_in", kv_tokens=src))
-        cross = self.d["cross_row"]
-        self.mark_row(cross.steps, att="cross_attn", diffs=self.d["cross_diffs"], cross=True)
-        steps += cross.steps
-        steps += self.heads_steps("cross_attn", f"{p}.cross_attn_resid", self.x(r) if self.pre else self.x(cin))
-        r2 = f"{p}.cross_attn_resid"
-        ln = lay.ln3 if self.pre else lay.ln2
-        steps.append(self.norm_step("ffn_in", f"path.step_ffn_in_{norm_kind(ln)}",
-                                    "path.ffn_in_pre" if self.pre else "path.ffn_in_post", r2, ln, f"{p}.ffn_in"))
-        return steps + self.ffn_steps(f"{p}.ffn_in", r2, lay.ln3)
+        return [Step("source", t("path.step_source"),
+                     [Para(t("path.source_why", S=len(src), name=name, tok=self.tok)),
+                      Matrix(Sym("enc", r"\mathrm{enc}"), enc[:, :n], rows=[f"{j}:{x}" for j, x in enumerate(src)],
+                             cols=[str(j) for j in range(n)], caption=t("path.first_features", n=n, d=enc.shape[1])),
+                      trace_para(name)])]
 
 
 class _EncoderPath(PathSteps):
@@ -173,9 +159,9 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
     except InputError as e:
         raise InputError(f"the {'target' if decoder else 'source'}: {e}") from None
     view = dict(f, tokens=tokens, ids=f[f"{stack}.ids"], positions=f[f"{stack}.positions"], segments=None)
-    att = "self" if decoder else "encoder"
-    row = row_from_forward(model, source, f, target=target, attention=att, layer=layer, head=head, position=qpos,
-                           dims=dims, expand=expand)
+    kinds = {"self_attn": "self", "cross_attn": "cross"} if decoder else {"attn": "encoder"}  # step: row
+    rows = {k: row_from_forward(model, source, f, target=target, attention=a, layer=layer, head=head, position=qpos,
+                                dims=dims, expand=expand) for k, a in kinds.items()}
     lp = f"{stack}.layers.{layer}"
     prefix = f"{lp}.self_attn" if decoder else f"{lp}.attn"
     enc_out = encoder_output_name(model)
@@ -185,25 +171,15 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
     if decoder:
         d["extra_names"] += [f"{lp}.cross_attn.{k}" for k in ("scores", "weights")] + [enc_out]
         d.update(source_tokens=f["encoder.tokens"], encoder_out=enc_out)
-        d["cross_row"] = row_from_forward(model, source, f, target=target, attention="cross", layer=layer, head=head,
-                                          position=qpos, dims=dims, expand=expand)
     P = (_DecoderPath if decoder else _EncoderPath)(model, view, d, dims, stack=stack)
-    d["row_diffs"] = _row_diffs(P.tr, f, prefix, ("bias", "scores", "weights"), head, qpos)
+    P.rows = {k: (w, _row_diffs(P.tr, f, f"{lp}.{k}", ("bias", "scores", "weights"), head, qpos)) for k, w in rows.items()}
     if decoder:
-        d["cross_diffs"] = _row_diffs(P.tr, f, f"{lp}.cross_attn", ("scores", "weights"), head, qpos)
         if enc_out in P.tr:  # the encoder's output, every source token: the cross-attention's keys and values
             diff = float(np.abs(R.as_f64(P.tr[enc_out])[0] - f[enc_out]).max())
             P.diffs[enc_out] = diff
             P.meta.append({"step": "source", "trace": enc_out, "max_abs_diff": diff})
-    before = P.before()
-    if decoder:
-        src_steps = [Step("source_tokens", t("path.step_source_tokens"),
-                          [Para(t("path.source_tokens", S=len(f["encoder.tokens"]),
-                                  tokens=", ".join(f"{j}:{x}" for j, x in enumerate(f["encoder.tokens"]))))])]
-        before = src_steps + before
-    P.mark_row(row.steps)
-    w = assemble(P, before, row, P.after(), notes, intro_key="path.intro_" + stack)
+    w = assemble(P, next(iter(rows.values())), notes, intro_key="path.intro_" + stack)
     if decoder:  # the cross-attention row's own values beside the self-attention row's
-        w.values.update({f"cross_{k}": v for k, v in d["cross_row"].values.items()})
+        w.values.update({f"cross_{k}": v for k, v in rows["cross_attn"].values.items()})
         w.meta.update(source_tokens=f["encoder.tokens"], target=target, attention="decoder")
     return w

@@ -1,6 +1,8 @@
-"""The steps of one token's path before and after its attention row (:class:`PathSteps`, from the
-float64 pass and the model's trace) and the :class:`~.doc.Worked` they make (:func:`assemble`):
-shared by :mod:`.path` (the one-stack families) and :mod:`.path_relative` (DeBERTa, T5, BART)."""
+"""The steps of one token's path outside its layer's recipe — the tokens, the embedding, the layers
+below — and the summary beside the model's float32 trace (:class:`PathSteps`, a writer over
+:class:`.path_values.PathValues`), and the :class:`~.doc.Worked` they make with the layer's own
+steps (:func:`assemble`, :mod:`.path_layer`): shared by :mod:`.path` (the one-stack families) and
+:mod:`.path_relative` (DeBERTa, T5, BART)."""
 
 from __future__ import annotations
 
@@ -9,28 +11,24 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import reference as R
 from .. import reference_model as RM
 from .blocks import Block, Formula, Para, Step, Sym, Table, t
 from .doc import Worked
-from .path_after import After
-from .path_blocks import (
-    norm_blocks,
-    norm_kind,
-    projection_table,
-    trace_para,
-    vec,
-    vector_table,
-)
+from .path_blocks import norm_blocks, projection_table, trace_para, vector_table
+from .path_layer import layer_steps
+from .path_values import PathValues
 
 
-def assemble(P, before: list, row: Worked, after: list, notes: list, intro_key: str = "path.intro") -> Worked:
-    """The Worked of a path: its intro, the steps before the row, the row, after it, the summary."""
+def assemble(P, row: Worked, notes: list, intro_key: str = "path.intro") -> Worked:
+    """The Worked of a path: its intro, the steps before the layer, the layer's (its recipe's, the
+    row of ``row`` among them), the summary."""
     model = P.m
     route = t("path.route0") if P.i == 0 else (t("path.route1") if P.i == 1 else t("path.route", last=P.i - 1))
     intro = [Para(t(intro_key, model=model.name, family=model.family, layer=P.i, head=P.h, tok=P.tok, L=P.n,
                     route=route)), Para(t("path.intro_trace"), style="note")] + [Para(x, style="note") for x in notes]
-    steps = before + row.steps + after + [P.summary()]
+    steps = P.before()
+    steps += layer_steps(P)
+    steps.append(P.summary())
     values = dict(row.values)
     values.update(P.values)
     meta = dict(row.meta, kind="path", path=P.meta, trace_path_max_abs_diff=P.diffs)
@@ -38,68 +36,38 @@ def assemble(P, before: list, row: Worked, after: list, notes: list, intro_key: 
     return Worked("path", title, intro, steps, values=values, meta=meta)
 
 
-class PathSteps(After):
-    """The steps before and after the attention row, from the float64 pass ``f`` and the trace."""
-
-    att = "attn"  # the attention module the row is of (encoder–decoder models' decoder: self_attn)
+class PathSteps(PathValues):
+    """The steps outside the layer's recipe, and ``note``, which every step uses to record the
+    token's vector it shows beside the model's trace. ``rows``: the attention row of each
+    attention step (``{"attn": (Worked, its trace differences)}``), built before the writing."""
 
     def __init__(self, model, f: dict, d: dict, dims: int, stack: str = "") -> None:
-        """``stack``: "" (one-stack models) or "encoder" / "decoder" of an encoder–decoder model,
-        whose trace names start with it."""
-        self.m, self.f, self.d, self.dims = model, f, d, dims
-        self.c = model.config
-        self.i, self.h, self.p = d["layer"], d["head"], d["qpos"]
-        self.n = len(d["tokens"])
-        self.labels = d.get("labels") or d["tokens"]  # as a person reads them (byte-level pieces decoded)
-        self.tok = f"{self.p}:{self.labels[self.p]}"
-        self.decoder = getattr(self.c, "kind", "") == "decoder"
-        self.seq2seq = bool(stack)
-        self.pfx = f"{stack}." if stack else ""
-        self.lp = self.pfx + f"layers.{self.i}"
-        owner = getattr(model, stack) if stack else model
-        self.e = owner.embed
-        self.layer = owner.layers[self.i]
-        self.pre = self.decoder or bool(getattr(self.layer, "pre_norm", getattr(self.layer, "pre", False)))
-        self.gated = self.decoder or bool(getattr(self.c, "gated_ffn", False))
-        self.g = R.kv_head(self.h, self.c.n_heads, getattr(self.c, "kv_heads", self.c.n_heads))
+        super().__init__(model, f, d, stack)
+        self.dims = dims
         self.values: dict = {}
         self.meta: list = []
         self.diffs: dict = {}
-        names = [nm for nm in model.hook_names if nm.startswith(self.pfx + "embed.") or nm.startswith(self.lp + ".")]
-        names = [nm for nm in names if nm.split(".")[-1] not in ("scores", "scaled", "masked", "weights", "mask", "bias",
-                                                                  "scores_c2c", "scores_c2p", "scores_p2c")]
-        if self.i > 0:
-            names.append(self.pfx + f"layers.{self.i - 1}.out")
-        names += d.get("extra_names", [])
-        self.tr = model.trace(d["text"], d["target"], names=names) if self.seq2seq else model.trace(d["text"], names=names)
-
-    def layer_in(self) -> np.ndarray:
-        """What enters the layer, every token: (L, d)."""
-        if self.i > 0:
-            return self.f[self.pfx + f"layers.{self.i - 1}.out"]
-        return self.f[self.pfx + "embed.out"] if self.seq2seq else RM.layer_input(self.f, 0)
-
-    # -- reading the pass and the trace -------------------------------------------------------
-    def x(self, name: str, head: Optional[int] = None) -> np.ndarray:
-        """The token's float64 vector at ``name`` (a per-head name: that head's)."""
-        a = self.f[name]
-        return a[head][self.p] if head is not None else a[self.p]
+        self.rows: dict = {}
 
     def note(self, step: str, name: str, head: Optional[int] = None) -> str:
         """Record the token's float64 vector at ``name`` and its largest difference from the trace."""
         key = name if head is None else f"{name}[{head}]"
-        ours = self.x(name, head)
-        self.values[key] = ours
-        diff = None
-        if name in self.tr:
-            theirs = R.as_f64(self.tr[name])[0]
-            theirs = theirs[head][self.p] if head is not None else theirs[self.p]
-            diff = float(np.abs(theirs - ours).max())
+        self.values[key] = self.x(name, head)
+        diff = self.diff(name, head)
+        if diff is not None:
             self.diffs[key] = diff
         self.meta.append({"step": step, "trace": key, "max_abs_diff": diff})
         return key
 
-    # -- before attention ---------------------------------------------------------------------
+    def before_query(self, att: str) -> list:
+        """Steps before the query of attention ``att`` (a family's own: the decoder's source)."""
+        return []
+
+    def after_query(self, att: str) -> list:
+        """Steps between the query and the row (DeBERTa's relative table)."""
+        return []
+
+    # -- before the layer ----------------------------------------------------------------------
     def before(self) -> list:
         steps = [self.tokens_step(), self.embed_step()]
         if "embed.positions" in self.f and RM.position_kind(self.m) == "sinusoidal":
@@ -122,8 +90,6 @@ class PathSteps(After):
             steps.append(Step("earlier", t("path.step_earlier", layers=below),
                               [Para(t("path.earlier_why", i=self.i, layers=below, last=self.i - 1, tok=self.tok)),
                                vector_table([(k, self.x(k))], self.dims), trace_para(k)]))
-        steps.append(self.attn_in_step())
-        steps.append(self.q_step())
         return steps
 
     def projected_step(self, src: str) -> Step:
@@ -218,49 +184,53 @@ class PathSteps(After):
                   Table(header, body, caption=t("path.first_features", n=n, d=d) if n < d else None)]
         return Step("sinusoid", t("path.step_sinusoid"), blocks)
 
-    def attn_in_step(self) -> Step:
-        k = self.note("attn_in", f"{self.lp}.{self.att}_in")
-        x_in = self.layer_in()
-        if self.pre:
-            ln = self.layer.ln1
-            return Step("attn_in", t(f"path.step_attn_in_{norm_kind(ln)}"),
-                        [Para(t("path.attn_in_pre"))] + norm_blocks(x_in[self.p], ln, self.x(k), self.dims) + [trace_para(k)])
-        return Step("attn_in", t("path.step_attn_in_post"),
-                    [Para(t("path.attn_in_post")), vector_table([(k, self.x(k))], self.dims), trace_para(k)])
+    # -- the end ------------------------------------------------------------------------------
+    def mark_row(self, steps: list, att: str, diffs: dict, cross: bool = False) -> None:
+        """Add the trace names to the attention row's steps (built by :func:`.row.build_row`);
+        ``cross``: the decoder's second row (its step keys get ``cross_``)."""
+        p, h = f"{self.lp}.{att}", self.h
+        names = {"scores": [f"{p}.scores[{h}]"], "scaled": [f"{p}.scaled[{h}]"], "exp": [f"{p}.masked[{h}]"],
+                 "weights": [f"{p}.weights[{h}]"], "output": [f"{p}.z[{h}]"],
+                 "qk_norm": [f"{p}.q_normed[{h}]", f"{p}.k_normed[{h}]"], "rotation": [f"{p}.q[{h}]", f"{p}.k[{h}]"]}
+        names.update({k: [f"{p}.{x}[{h}]" for x in v] for k, v in getattr(self, "row_names", {}).items()})
+        for s in steps:
+            if s.key in names:
+                s.blocks.append(trace_para(*names[s.key]))
+            if s.key == "result":
+                s.title = t("path.step_row_result_cross" if cross else "path.step_row_result", h=h)
+            if cross:
+                s.key = "cross_" + s.key
+        for key, diff in diffs.items():
+            self.meta.append({"step": "row", "trace": f"{p}.{key}[{h}]", "max_abs_diff": diff})
 
-    def q_step(self) -> Step:
-        return self.query_step(self.att, getattr(self.layer, self.att), f"{self.lp}.{self.att}_in")
+    def summary(self) -> Step:
+        rows = []
+        for m in self.meta:
+            if m["step"] == "z" and not m["trace"].endswith(f"[{self.h}]"):
+                continue  # the other heads' z: in JSON, not in the table
+            what = "source" if m["step"] == "source" else _what(m["trace"], self.i, self.pfx)
+            rows.append([m["trace"], t(f"path.what.{what}"),
+                         f"{m['max_abs_diff']:.1e}" if m["max_abs_diff"] is not None else "—"])
+        x_in = self.layer_in()[self.p]
+        out = self.x(f"{self.lp}.out")
+        cos = float(x_in @ out / (np.linalg.norm(x_in) * np.linalg.norm(out)))
+        worst = max((m["max_abs_diff"] for m in self.meta if m["max_abs_diff"] is not None), default=0.0)
+        blocks = [Table([t("path.col_trace"), t("path.col_what"), t("path.col_diff")], rows),
+                  Para(t("path.summary_diff", worst=f"{worst:.1e}")),
+                  Para(t("path.context", tok=self.tok, i=self.i, a=float(np.linalg.norm(x_in)),
+                         b=float(np.linalg.norm(out)), cos=cos))]
+        return Step("summary", t("path.step_summary"), blocks)
 
-    def query_step(self, att: str, attn, in_name: str, kv_tokens: Optional[list] = None) -> Step:
-        """q of the head from ``in_name``, K and V of its k/v head (from the keys' own inputs)."""
-        c, h, g, lp = self.c, self.h, self.g, self.lp
-        dh, H, Hkv = c.d_head, c.n_heads, getattr(c, "kv_heads", c.n_heads)
-        a_in = self.x(in_name)
-        pre = "q_proj" if self.decoder else "q"
-        kpre = "k_proj" if self.decoder else "k"
-        qk = self.note("q", f"{lp}.{att}.{pre}", h)
-        W, b = attn.W_qkv.weight, attn.W_qkv.bias
-        tab = projection_table(a_in, W, range(h * dh, (h + 1) * dh), b, self.x(f"{lp}.{att}.{pre}", h),
-                               dims=self.dims, wname="W_Q")
-        f = self.f
-        K = f[f"{lp}.{att}.{kpre}"][g]
-        Vm = f[f"{lp}.{att}.v"][g]
-        n = min(self.dims, dh)
-        labels = [f"{j}:{tk}" for j, tk in enumerate(kv_tokens or self.labels)]
-        from .blocks import Matrix
-        blocks = [Formula("q = x W_Q⁽ʰ⁾ + b_Q⁽ʰ⁾", r"q=x\,W_Q^{(h)}+b_Q^{(h)}"),
-                  Para(t("path.q_why", h=h, dh=dh, d=a_in.shape[0], first=h * dh, last=(h + 1) * dh - 1,
-                         rows=(H + 2 * Hkv) * dh, tok=self.tok)), tab,
-                  Para(t("path.q_rest", n=n, dh=dh, q=vec(self.x(f"{lp}.{att}.{pre}", h)[:n]))),
-                  Para(t("path.kv_why", g=g, k0=(H + g) * dh, v0=(H + Hkv + g) * dh, dh=dh)),
-                  Matrix(Sym("K", "K"), K[:, :n], rows=labels, cols=[str(j) for j in range(n)],
-                         caption=t("path.k_caption", n=n, d=dh)),
-                  Matrix(Sym("V", "V"), Vm[:, :n], rows=labels, cols=[str(j) for j in range(n)],
-                         caption=t("path.v_caption", n=n, d=dh))]
-        names = [qk, f"{lp}.{att}.{kpre}[{h}]", f"{lp}.{att}.v[{h}]"]
-        self.values[f"{lp}.{att}.{kpre}[{h}]"] = K
-        self.values[f"{lp}.{att}.v[{h}]"] = Vm
-        blocks.append(trace_para(*names))
-        key = "path.step_q_proj" if self.decoder else ("path.step_q_cross" if att == "cross_attn" else "path.step_q")
-        return Step("q" if att != "cross_attn" else "cross_q", t(key, h=h), blocks)
 
+def _what(name: str, layer: int, pfx: str = "") -> str:
+    """The label suffix that says what a trace name holds (``layers.3.attn.q[2]`` → ``attn.q``;
+    ``decoder.layers.0.cross_attn.q[1]`` → ``cross_attn.q``)."""
+    if name == f"{pfx}layers.{layer - 1}.out":
+        return "earlier"
+    base = name.split("[")[0]
+    base = base[len(pfx):] if pfx and base.startswith(pfx) else base
+    base = base.split(f"layers.{layer}.", 1)[1] if base.startswith(f"layers.{layer}.") else base
+    for own in ("self_attn", "cross_attn"):  # the decoder's two attentions: the labels of every attention
+        if base.startswith(own):
+            return "attn" + base[len(own):]
+    return base

@@ -1,0 +1,116 @@
+"""The numbers of one token's whole path (:mod:`.path`), before a word is written.
+
+:class:`PathValues` holds the float64 pass of the whole text from the weights (``f``,
+:mod:`attnscope.reference_model`), the model's own float32 trace of the same names (``tr``) and the
+query; :meth:`~PathValues.x` reads the token's float64 vector at a trace name and
+:meth:`~PathValues.diff` its largest difference from the trace. :func:`layer_recipe` is the layer's
+recipe (:mod:`attnscope.recipe`), whose steps the document walks (:mod:`.path_layer`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+import numpy as np
+
+from .. import reference as R
+from .. import reference_model as RM
+from ..recipe import LayerRecipe, get_layer_recipe, parse_recipe
+
+#: An encoder–decoder model's decoder layer (T5, BART): self-attention, cross-attention over the
+#: encoder's output, the MLP. The cross-attention is written ``cross_attention(…)`` here and turned
+#: into an ``attention`` step (a layer recipe has one attention; the decoder's stack is not one yet).
+_DECODER = {"pre": """
+    self_attn_in = ln1(x)
+    self_attn = attention(self_attn_in)
+    self_attn_resid = x + self_attn
+    cross_attn_in = ln2(self_attn_resid)
+    cross_attn = cross_attention(cross_attn_in)
+    cross_attn_resid = self_attn_resid + cross_attn
+    ffn_in = ln3(cross_attn_resid)
+    ffn = mlp(ffn_in)
+    ffn_resid = cross_attn_resid + ffn
+    out = ffn_resid
+""", "post": """
+    self_attn_in = x
+    self_attn = attention(self_attn_in)
+    self_attn_resid = x + self_attn
+    cross_attn_in = ln1(self_attn_resid)
+    cross_attn = cross_attention(cross_attn_in)
+    cross_attn_resid = cross_attn_in + cross_attn
+    ffn_in = ln2(cross_attn_resid)
+    ffn = mlp(ffn_in)
+    ffn_resid = ffn_in + ffn
+    out = ln3(ffn_resid)
+"""}
+
+
+def layer_recipe(model, stack: str = "") -> LayerRecipe:
+    """The recipe of ``model``'s layers: ``config.norm`` (Gemma's ``sandwich_norm`` flag: "sandwich");
+    ``stack="decoder"``: an encoder–decoder model's decoder layer (:data:`_DECODER`)."""
+    c = model.config
+    if stack == "decoder":
+        r = parse_recipe(f"decoder_{c.norm}", _DECODER[c.norm])
+        return replace(r, steps=tuple(replace(s, op="attention", module=None) if s.module == "cross_attention" else s
+                                      for s in r.steps))
+    return get_layer_recipe("sandwich" if getattr(c, "sandwich_norm", False) else c.norm)
+
+
+class PathValues:
+    """Every float64 number of one token's path and the model's float32 trace beside it (see the module
+    docstring); ``d``: the query (``layer``, ``head``, ``qpos``, ``tokens``, ``text``, …)."""
+
+    def __init__(self, model, f: dict, d: dict, stack: str = "") -> None:
+        """``stack``: "" (one-stack models) or "encoder" / "decoder" of an encoder–decoder model,
+        whose trace names start with it."""
+        self.m, self.f, self.d, self.c = model, f, d, model.config
+        self.i, self.h, self.p = d["layer"], d["head"], d["qpos"]
+        self.n = len(d["tokens"])
+        self.labels = d.get("labels") or d["tokens"]  # as a person reads them (byte-level pieces decoded)
+        self.tok = f"{self.p}:{self.labels[self.p]}"
+        self.decoder = getattr(self.c, "kind", "") == "decoder"
+        self.seq2seq = bool(stack)
+        self.pfx = f"{stack}." if stack else ""
+        self.lp = self.pfx + f"layers.{self.i}"
+        owner = getattr(model, stack) if stack else model
+        self.e = owner.embed
+        self.layer = owner.layers[self.i]
+        self.recipe = layer_recipe(model, stack)
+        self.gated = self.decoder or bool(getattr(self.c, "gated_ffn", False))
+        self.g = R.kv_head(self.h, self.c.n_heads, getattr(self.c, "kv_heads", self.c.n_heads))
+        names = [nm for nm in model.hook_names if nm.startswith(self.pfx + "embed.") or nm.startswith(self.lp + ".")]
+        names = [nm for nm in names if nm.split(".")[-1] not in ("scores", "scaled", "masked", "weights", "mask", "bias",
+                                                                  "scores_c2c", "scores_c2p", "scores_p2c")]
+        if self.i > 0:
+            names.append(self.pfx + f"layers.{self.i - 1}.out")
+        names += d.get("extra_names", [])
+        self.tr = model.trace(d["text"], d["target"], names=names) if self.seq2seq else model.trace(d["text"], names=names)
+
+    def layer_in(self) -> np.ndarray:
+        """What enters the layer, every token: (L, d)."""
+        if self.i > 0:
+            return self.f[self.pfx + f"layers.{self.i - 1}.out"]
+        return self.f[self.pfx + "embed.out"] if self.seq2seq else RM.layer_input(self.f, 0)
+
+    def name(self, step: str) -> str:
+        """The trace name of a recipe step's value: ``layers.3.attn_resid``; a block's output
+        ``layers.3.attn.out``."""
+        return f"{self.lp}.{step}.out" if step in self.recipe.blocks else f"{self.lp}.{step}"
+
+    def vec(self, step: str) -> np.ndarray:
+        """The token's float64 vector at a recipe step (``x``: what enters the layer)."""
+        return self.layer_in()[self.p] if step == "x" else self.x(self.name(step))
+
+    def x(self, name: str, head: Optional[int] = None) -> np.ndarray:
+        """The token's float64 vector at ``name`` (a per-head name: that head's)."""
+        a = self.f[name]
+        return a[head][self.p] if head is not None else a[self.p]
+
+    def diff(self, name: str, head: Optional[int] = None) -> Optional[float]:
+        """The largest |float32 − float64| of the token's vector at ``name`` (None: not traced)."""
+        if name not in self.tr:
+            return None
+        theirs = R.as_f64(self.tr[name])[0]
+        theirs = theirs[head][self.p] if head is not None else theirs[self.p]
+        return float(np.abs(theirs - self.x(name, head)).max())
