@@ -105,6 +105,9 @@ EN = {
     "row.exp_shift": "The largest score is above {limit}, so $e^{s'}$ would be huge. The column shows "
                      "$e^{s' - m}$ with $m = {m}$ (the largest score): numerator and denominator are both divided "
                      "by $e^{m}$, so the probabilities are the same.",
+    "row.step_bias": "position bias $b_j$ added to the scaled scores",
+    "row.bias_why": "The position scheme {scheme} adds a term $b_j$ of head {head} to the scaled score of each key "
+                    "(the softmax works on $s'_j + b_j$):",
     "row.step_sum": "the sum $\\Sigma$",
     "row.step_prob": "probabilities $p_j = e_j / \\Sigma$",
     "row.prob_sum": "Together: {total}.",
@@ -123,6 +126,8 @@ EN = {
     "col.scaled": "scaled $s'$",
     "col.exp": "$e^{s'}$",
     "col.exp_shift": "$e^{s' - m}$",
+    "col.bias": "bias $b$",
+    "col.biased": "$s' + b$",
     "col.prob": "probability $p$",
     "col.percent": "share",
 

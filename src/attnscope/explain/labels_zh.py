@@ -91,6 +91,8 @@ ZH = {
     "row.masked": "键 {keys} 被掩码（$-\\infty$）：$e^{-\\infty} = 0$，权重为 0。",
     "row.exp_shift": "最大分数超过 {limit}，$e^{s'}$ 会非常大。这一列显示 $e^{s' - m}$，$m = {m}$（最大分数）："
                      "分子分母同除以 $e^{m}$，概率不变。",
+    "row.step_bias": "把位置偏置 $b_j$ 加到缩放后的分数上",
+    "row.bias_why": "位置方案 {scheme} 给每个键的缩放分数加上头 {head} 的一项 $b_j$（softmax 作用在 $s'_j + b_j$ 上）：",
     "row.step_sum": "求和 $\\Sigma$",
     "row.step_prob": "概率 $p_j = e_j / \\Sigma$",
     "row.prob_sum": "合计：{total}。",
@@ -107,6 +109,8 @@ ZH = {
     "col.scaled": "缩放后 $s'$",
     "col.exp": "$e^{s'}$",
     "col.exp_shift": "$e^{s' - m}$",
+    "col.bias": "偏置 $b$",
+    "col.biased": "$s' + b$",
     "col.prob": "概率 $p$",
     "col.percent": "占比",
 

@@ -22,9 +22,10 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..positions import get_position, score_bias_np
 from ..reference import EXP_SHOW_LIMIT
 from . import inputs
-from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t
+from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t, words
 from .numbers import counted, sci
 from .row_error import float32_error  # noqa: F401  (check reads it here)
 from .row_numbers import row_values
@@ -91,15 +92,16 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
               meta: dict, expand: str = "auto", trace_check: Optional[dict] = None,
               source_key: str = "row.raw_why", source: str = "input", pre_steps: Sequence[Step] = (),
               scale_para: Optional[Para] = None, mask_paras: Optional[list] = None,
-              trace_key: str = "row.trace_check") -> Worked:
+              trace_key: str = "row.trace_check", bias=None, bias_paras: Sequence = ()) -> Worked:
     """The steps of one row (see the module doc); ``trace_check`` adds the comparison with the model.
 
     ``pre_steps`` come before the raw scores (a decoder's heads, QK-norm, rotation); ``scale_para``
     explains a factor that is not 1/√d_k (Gemma's); ``mask_paras`` say why keys are hidden (else
-    one sentence lists them)."""
+    one sentence lists them); ``bias (S,)``: a position scheme's term added after the scaling
+    (ALiBi), its own step with ``bias_paras`` saying where it comes from."""
     if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or dims < 1:
         raise InputError(f"dims must be a positive integer, got {dims!r}")
-    v = row_values(raw, factor, allowed, V, source)
+    v = row_values(raw, factor, allowed, V, source, bias=bias)
     S = len(keys)
     keys = [str(k) for k in keys]
     qtok = keys[qpos] if 0 <= qpos < S else "q"
@@ -121,6 +123,13 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
         blocks = [Formula("s'_j = c · s_j", r"s'_j = c\, s_j"), scale_para or Para(t("row.scale_factor", c=factor)),
                   ScaleLine(Sym("s'", "s'"), list(v["scores"]), list(v["scaled"]), factor=factor)]
     steps.append(Step("scaled", t("step.scaled"), blocks))
+    s_head = t("col.scaled")
+    if bias is not None:
+        s_head = t("col.biased")
+        steps.append(Step("bias", t("row.step_bias"), [
+            Formula("s'_j ← s'_j + b_j", r"s'_j \leftarrow s'_j + b_j"), *bias_paras,
+            Table([t("col.pos"), t("col.key"), t("col.scaled"), t("col.bias"), s_head],
+                  [[j, keys[j], v["scaled"][j], v["bias"][j], v["scaled"][j] + v["bias"][j]] for j in range(S)])]))
 
     blocks = [Formula("e_j = exp(s'_j)", r"e_j = e^{s'_j}"), Para(t("toy.exp_why"))]
     if mask_paras:
@@ -132,7 +141,7 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
         e_head = t("col.exp_shift")
     else:
         e_head = t("col.exp")
-    blocks.append(Table([t("col.pos"), t("col.key"), t("col.scaled"), e_head],
+    blocks.append(Table([t("col.pos"), t("col.key"), s_head, e_head],
                         [[j, keys[j], v["masked"][j], v["exp"][j]] for j in range(S)]))
     steps.append(Step("exp", t("step.exp"), blocks))
 
@@ -163,7 +172,7 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
         steps.append(Step("output", t("row.step_output"), blocks))
 
     # summary
-    blocks = [Table([t("col.pos"), t("col.key"), t("col.raw"), t("col.scaled"), e_head, t("col.prob")],
+    blocks = [Table([t("col.pos"), t("col.key"), t("col.raw"), s_head, e_head, t("col.prob")],
                     [[j, keys[j], v["scores"][j], v["masked"][j], v["exp"][j], v["weights"][j]] for j in range(S)])]
     order = [j for j in np.argsort(-v["weights"], kind="stable") if ok[j]]
     shares = [t("toy.share", pct=_pct(v["weights"][j]), tok=pos_keys[j]) for j in order[:4]]
@@ -176,6 +185,8 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
 
     values = {k: v[k] for k in ("scores", "scaled", "exp", "weights")}
     values["sum"] = v["sum"]
+    if bias is not None:
+        values["bias"], values["masked"] = v["bias"], v["masked"]
     if not ok.all():
         values["masked"] = v["masked"]
     if V is not None:
@@ -275,6 +286,9 @@ def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: 
     base = {"text": text, "tokens": list(tokens), "labels": list(pieces.labels), "qpos": qpos,
             "notes": notes, "scoring": cfg.scoring, "layer": layer,
             "head": head, "model": model, "d_k": int(cfg.d_head), "operands": operands, "forward": f}
+    bias = score_bias_np(cfg, len(tokens))  # (H, n, n) of a position scheme that acts on the scores, or None
+    if bias is not None:
+        base["bias"] = bias[head, qpos]  # (n,)
     if getattr(cfg, "kind", "") == "decoder":
         from .row_decoder import decoder_row
         d = decoder_row(model, text, layer, head, qpos, forward=f)
@@ -307,12 +321,18 @@ def explain_model_row(text: str, model=None, layer: int = 0, head: int = 0, toke
     return row_worked(model_row_data(text, model, layer, head, token, position, operands=operands), dims, expand)
 
 
+def _bias_paras(config, head: int) -> list:
+    """What a bias step says: the scheme's own sentence and where the term comes from."""
+    scheme = get_position(config.position)
+    return [Para(words(scheme.words)), Para(t("row.bias_why", scheme=scheme.name, head=head))]
+
+
 def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
     """The :class:`Worked` of a row from :func:`model_row_data`."""
     model, qpos, d_k = d["model"], d["qpos"], d["d_k"]
     tokens = d.get("labels") or d["tokens"]  # shown as a person reads them (byte-level pieces decoded)
     where = f"{d['model'].name}, layer {d['layer']}, head {d['head']}"
-    vals = row_values(d["raw"], d["factor"], d["allowed"], d["V"], where)
+    vals = row_values(d["raw"], d["factor"], d["allowed"], d["V"], where, bias=d.get("bias"))
     check = {
         "scores": float(np.abs(d["raw"] - d["trace_scores"]).max()),
         "weights": float(np.abs(vals["weights"] - d["trace_weights"]).max()),
@@ -346,7 +366,9 @@ def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
                   V=d["V"], dims=dims, title=t("row.title_model", tok=tokens[qpos], layer=d["layer"], head=d["head"]),
                   intro=intro, meta=meta, expand=expand, trace_check=trace_check, source=where,
                   pre_steps=extra.get("pre_steps", ()), scale_para=extra.get("scale_para"),
-                  mask_paras=extra.get("mask_paras"), trace_key=extra.get("trace_key", "row.trace_check"))
+                  mask_paras=extra.get("mask_paras"), trace_key=extra.get("trace_key", "row.trace_check"),
+                  bias=d.get("bias"),
+                  bias_paras=_bias_paras(model.config, d["head"]) if "bias" in d else ())
     w.values.update(extra.get("values", {}))
     if weights and "q" in d:
         w.values.update(q=d["q"], K=d["K"])

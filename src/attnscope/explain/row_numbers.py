@@ -12,15 +12,16 @@ from .toy import check_finite
 
 
 def row_values(raw: np.ndarray, factor: float, allowed: Optional[np.ndarray] = None,
-               V: Optional[np.ndarray] = None, source: str = "input") -> dict:
+               V: Optional[np.ndarray] = None, source: str = "input", bias: Optional[np.ndarray] = None) -> dict:
     """Every quantity of one row, float64 (:func:`attnscope.reference.row_steps`): scores,
-    scaled, masked, shift, exp, sum, weights, output.
+    scaled, masked (with ``bias (S,)``, a position scheme's score term: scaled + bias), shift, exp,
+    sum, weights, output.
 
     Raises InputError naming the step when a value there is ∞ or NaN (``source`` names the input)."""
     raw = np.asarray(raw, dtype=np.float64)  # (S,)
     allowed = np.ones(raw.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
     check_finite("scores", raw, source, allowed)
-    out = R.row_steps(raw, factor, allowed)
+    out = R.row_steps(raw, factor, allowed, bias=bias)
     check_finite("scaled", out["scaled"], source, allowed)
     if V is not None:
         V = np.asarray(V, dtype=np.float64)

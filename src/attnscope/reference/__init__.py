@@ -50,13 +50,13 @@ from .steps import (
     softmax,
     weighted_sum,
 )
-from .traced import trace_factor, trace_row, trace_weights
+from .traced import position_bias, trace_factor, trace_row, trace_weights
 from .worked import EXP_SHOW_LIMIT, divide_by_sum, exp_shift, row_steps, shifted_exp, softmax_parts
 
 __all__ = ["Array", "as_f64", "prepare_qk", "score_factor", "operand_factor", "raw_scores", "causal_mask", "additive_mask",
            "combine_masks", "softmax", "log_softmax", "logsumexp", "weighted_sum", "attention_steps", "attention",
            "EXP_SHOW_LIMIT", "exp_shift", "softmax_parts", "shifted_exp", "divide_by_sum", "row_steps", "attention_weights",
-           "layer_norm", "linear",
+           "layer_norm", "linear", "position_bias",
            "gelu", "relu", "split_heads", "merge_heads", "check_finite", "trace_factor", "trace_weights", "trace_row",
            "PAIRINGS", "rope_pairs", "rope_inv_freq", "rope_angles", "rotate", "rms_norm", "window_mask", "kv_head",
            "split_qkv", "head_columns", "sinusoidal_freq", "sinusoidal_pe", "rotation_matrix", "alibi_slopes", "alibi_bias",

@@ -19,6 +19,13 @@ def trace_factor(trace) -> float:
     return operand_factor(trace.config.scoring, int(trace.config.d_head))
 
 
+def position_bias(trace, layer: int, text: int = 0):
+    """The trace's position score term ``(H, n, n)`` float64 (ALiBi), or None (no such scheme, or
+    a trace object without :meth:`~attnscope.trace.Trace.position_bias`)."""
+    fn = getattr(trace, "position_bias", None)
+    return fn(layer, text=text) if callable(fn) else None
+
+
 def trace_weights(trace, layer: int, text: int = 0, *, recorded: bool = True) -> Array:
     """Attention weights of every head of ``layer`` for text ``text``: float64 (H, n, n).
 
@@ -30,6 +37,9 @@ def trace_weights(trace, layer: int, text: int = 0, *, recorded: bool = True) ->
     q, k = (as_f64(trace.step(layer, s, text=text)) for s in ("q", "k"))  # (H, n, d), (H_kv, n, d)
     k = np.repeat(k, q.shape[0] // k.shape[0], axis=0)  # (H, n, d): query head h reads k/v head h // group
     allowed = trace.mask(layer, text=text).detach().cpu().numpy()  # (1, n, n)
+    bias = position_bias(trace, layer, text)  # (H, n, n): ALiBi's term, or None
+    if bias is not None:
+        allowed = np.where(allowed, bias, -np.inf)  # (H, n, n), added to the scaled scores
     return attention_weights(q, k, trace_factor(trace), mask=allowed)
 
 
@@ -39,7 +49,8 @@ def trace_row(trace, layer: int, head: int, query: int, text: int = 0) -> dict:
     Returns ``tokens`` (as a person reads them: ``trace.text_labels``),
     ``raw`` (q·k per key), ``scaled`` (× the factor, −inf at keys the query
     may not see), ``shift``, ``exp``, ``sum``, ``weights`` and ``out`` (Σ weight·v, d_head numbers)
-    of :func:`row_steps`, with ``factor``, ``d_k`` and ``allowed`` (n,) bool. InputError names a
+    of :func:`row_steps` (``scaled`` with a position scheme's score term added, ALiBi's), with
+    ``factor``, ``d_k`` and ``allowed`` (n,) bool. InputError names a
     layer, head, text or query out of range.
     """
     from ..trace.read import check_index
@@ -48,7 +59,9 @@ def trace_row(trace, layer: int, head: int, query: int, text: int = 0) -> dict:
     query = check_index("query token", query, n, "token")
     allowed = trace.mask(layer, text=text)[0, query].detach().cpu().numpy()  # (n,)
     factor = trace_factor(trace)
-    s = row_steps(raw_scores(as_f64(q)[query], as_f64(k)), factor, allowed, as_f64(v))
+    bias = position_bias(trace, layer, text)  # (H, n, n) of a position scheme's score term, or None
+    s = row_steps(raw_scores(as_f64(q)[query], as_f64(k)), factor, allowed, as_f64(v),
+                  bias=None if bias is None else bias[head, query])
     return {"tokens": trace.text_labels(text), "raw": s["scores"], "scaled": s["masked"], "shift": s["shift"],
             "exp": s["exp"], "sum": s["sum"], "weights": s["weights"], "out": s["output"], "factor": factor,
             "d_k": int(q.shape[-1]), "allowed": allowed}

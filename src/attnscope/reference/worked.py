@@ -50,23 +50,26 @@ def divide_by_sum(e, total) -> Array:
         return np.where(total == 0, 0.0, e / np.where(total == 0, 1.0, total))
 
 
-def row_steps(raw, factor, allowed=None, v=None) -> dict:
+def row_steps(raw, factor, allowed=None, v=None, bias=None) -> dict:
     """One query row, every step of the first article's walk-through, float64.
 
     ``raw (S,)`` q·k against every key, ``factor`` on it, ``allowed (S,)`` bool (None: every key),
-    ``v (S, d_v)``. Returns ``scores``, ``scaled`` (S,), ``masked`` (−inf where not allowed),
+    ``v (S, d_v)``, ``bias (S,)`` a position scheme's score term (ALiBi) added after the scaling.
+    Returns ``scores``, ``scaled`` (S,), ``masked`` (scaled + bias, −inf where not allowed),
     ``shift`` (a float: 0 or the row maximum, see :data:`EXP_SHOW_LIMIT`), ``exp``, ``sum``
-    (a float), ``weights`` (S,; 0 everywhere when no key is allowed) and, with ``v``, ``output``.
-    Overflow is not checked here (see :func:`check_finite`).
+    (a float), ``weights`` (S,; 0 everywhere when no key is allowed), with ``v`` ``output`` and
+    with ``bias`` ``bias``. Overflow is not checked here (see :func:`check_finite`).
     """
     raw = as_f64(raw)  # (S,)
     allowed = np.ones(raw.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = raw * factor  # (S,)
-        masked = np.where(allowed, scaled, -np.inf)  # (S,)
+        masked = np.where(allowed, scaled if bias is None else scaled + as_f64(bias), -np.inf)  # (S,)
         parts = softmax_parts(masked)
         out = {"scores": raw, "scaled": scaled, "masked": masked, "shift": float(parts["shift"][0]) if raw.size else 0.0,
                "exp": parts["exp"], "sum": float(parts["sum"]), "weights": parts["weights"]}
+        if bias is not None:
+            out["bias"] = as_f64(bias)
         if v is not None:
             out["output"] = weighted_sum(out["weights"], v)  # (d_v,)
     return out

@@ -26,6 +26,7 @@ import torch
 
 from ..config import TransformerConfig
 from ..errors import InputError
+from ..positions import get_position, real_positions, score_bias_np
 
 Tensor = torch.Tensor
 Index = Union[None, int, slice, Sequence[int]]
@@ -153,6 +154,13 @@ class TraceReader:
         n = self.length(text)
         return allowed[text, :, :n, :n]
 
+    def position_bias(self, layer: int, *, text: int = 0):
+        """The float64 term ``(H, n, n)`` that the model's position scheme adds to the scaled scores
+        of text ``text`` in ``layer`` (ALiBi: slope_h · key position, positions 0 … n − 1), or None
+        for a scheme without a fixed term (:func:`attnscope.positions.score_bias_np`)."""
+        self.check_layer(layer)
+        return score_bias_np(self.config, self.length(self.check_text(text)))
+
     def weights(self, layer: int, heads: Index = None, queries: Index = None, *, text: Optional[int] = None,
                 block_size: Union[None, int, tuple[int, int]] = None) -> Tensor:
         """Attention weights of ``layer``: (B, h, l, S), dims of int selections dropped.
@@ -210,6 +218,11 @@ class TraceReader:
             return None
         name = f"layers.{layer}.attn.bias"
         if name not in self and not (head is not None and f"{name}[{head}]" in self):
+            fixed = get_position(self.config.position).bias  # ALiBi: from the positions, as the model adds it
+            if fixed is not None:
+                k_pos = real_positions(self.key_mask())  # (B, S)
+                b = fixed(self.config.n_heads, k_pos, k_pos, torch.float32, k_pos.device)  # (B, H, L, S)
+                return b if head is None else b[:, head:head + 1]
             raise InputError(f"the weights of this {getattr(self, 'family', 'model')} model need the score term "
                              f"{name} besides q and k; trace it too (names=[..., {name!r}]) or trace the "
                              f"weights themselves")
