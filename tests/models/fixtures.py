@@ -3,6 +3,9 @@ checkpoints written by transformers (one per family), and the transformers model
 
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -10,6 +13,15 @@ import attnscope
 from attnscope.testing import tiny as testing
 
 FAMILIES = ("bert", "bert-chinese", "roberta", "gpt2")
+
+
+def tiny_families() -> dict[str, testing.TinyFamily]:
+    """Every registered tiny checkpoint (:data:`attnscope.testing.tiny.FAMILIES`): those of
+    attnscope.testing.tiny and those of every tests/models/*/tiny.py, imported here (importing one
+    registers its builders), so that a builder registered in any of them reaches the family battery."""
+    for path in sorted(Path(__file__).resolve().parent.glob("*/tiny.py")):
+        importlib.import_module(f"tests.models.{path.parent.name}.tiny")
+    return dict(testing.FAMILIES)
 
 
 @pytest.fixture(scope="session")

@@ -220,6 +220,9 @@ class TinyFamily:
             or ``final_norm`` prefix is a layer's, ``layers.{i}.<step>``; for a pair the steps of
             both stacks: ``attn.bias`` is the encoder's ``attn.bias`` and the decoder's
             ``self_attn.bias``).
+        viewer: ``attnscope view`` shows it (the page recomputes softmax(factor·q·kᵀ) with the
+            mask, the rotation or T5's bias); False: the viewer refuses it in one sentence
+            (DeBERTa's relative score terms), which the battery checks instead.
     """
 
     name: str
@@ -230,6 +233,7 @@ class TinyFamily:
     lm_head: bool = False
     first_hidden: str = "embed.out"
     names: tuple[str, ...] = ()
+    viewer: bool = True
 
 
 #: name → :class:`TinyFamily`, filled by :func:`tiny_family` (here and in ``tests/models/*/tiny.py``).

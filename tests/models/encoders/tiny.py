@@ -142,6 +142,7 @@ class Tiny:
     lang: str
     names: tuple[str, ...] = ("embed.segments", "embed.positions")
     first_hidden: str = "embed.out"
+    viewer: bool = True
 
 
 _SMALL = dict(num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
@@ -173,15 +174,17 @@ TINY: dict[str, Tiny] = {
     "deberta_v3": Tiny("DebertaV2Model", _cls_sep_json, dict(
         _SMALL, hidden_size=32, num_hidden_layers=2, relative_attention=True, position_buckets=8,
         max_relative_positions=16, pos_att_type="p2c|c2p", share_att_key=True, norm_rel_ebd="layer_norm",
-        position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7), 37, "en", _DEBERTA),
+        position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7), 37, "en", _DEBERTA, viewer=False),
     "deberta_v2": Tiny("DebertaV2ForMaskedLM", chinese_vocab, dict(
         _SMALL, hidden_size=32, embedding_size=16, num_hidden_layers=2, relative_attention=True,
         max_relative_positions=6, pos_att_type=["c2p", "p2c"], share_att_key=False, position_biased_input=True,
-        type_vocab_size=2), 38, "zh", ("embed.segments", "embed.positions", "embed.projected") + _DEBERTA),
+        type_vocab_size=2), 38, "zh", ("embed.segments", "embed.positions", "embed.projected") + _DEBERTA,
+        viewer=False),
     "deberta_c2p": Tiny("DebertaV2Model", english_vocab, dict(
         _SMALL, hidden_size=32, num_hidden_layers=2, relative_attention=True, position_buckets=6,
         max_relative_positions=32, pos_att_type=["c2p"], share_att_key=True, position_biased_input=False,
-        type_vocab_size=0), 39, "en", ("attn.pos_k", "attn.scores_c2c", "attn.scores_c2p", "attn.bias")),
+        type_vocab_size=0), 39, "en", ("attn.pos_k", "attn.scores_c2c", "attn.scores_c2p", "attn.bias"),
+        viewer=False),
 }
 
 
@@ -201,7 +204,8 @@ def build(name: str, folder, *, seed: Optional[int] = None) -> Path:
 #: name → (builder of a folder, language of its vocabulary)
 BUILDERS: dict[str, tuple[Callable[..., Path], str]] = {name: (partial(build, name), t.lang) for name, t in TINY.items()}
 for _name, _t in TINY.items():  # the family battery runs every one (transformers' reference: the base model)
-    tiny_family(_name, "AutoModel", lang=_t.lang, names=_t.names, first_hidden=_t.first_hidden)(BUILDERS[_name][0])
+    tiny_family(_name, "AutoModel", lang=_t.lang, names=_t.names, first_hidden=_t.first_hidden,
+                viewer=_t.viewer)(BUILDERS[_name][0])
 
 # One builder a checkpoint, by name (``tiny.albert(folder)``), for tests elsewhere.
 distilbert, distilbert_zh = BUILDERS["distilbert"][0], BUILDERS["distilbert_zh"][0]
