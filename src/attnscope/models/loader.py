@@ -22,6 +22,7 @@ from ..errors import AttnscopeError, ConfigError, ModelLoadError
 from ..tokenizer import load_tokenizer
 from .base import finish_loading
 from .model import Model
+from .model_class import model_class
 from .registry import family_for
 from .weights import map_weights
 
@@ -235,7 +236,7 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
         raise ModelLoadError(f"{cfg_file}: {e}") from None
     config.extra["source"] = str(folder)
 
-    model = (family.model_class or Model)(config, family, name=name, path=folder)
+    model = model_class(family)(config, family, name=name, path=folder)
     if isinstance(model, Model):
         model.pooling, model.normalize = pooling_settings(folder)
     files = weight_files(folder)

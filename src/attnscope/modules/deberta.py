@@ -269,14 +269,17 @@ class DebertaEmbeddings(nn.Module):
         self.proj = nn.Linear(E, c.d_model, bias=False) if E != c.d_model else None
         self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
         self.drop = nn.Dropout(c.dropout)
+        # made in the order of the public names (TRACE_NAMES: segments, positions, out, projected),
+        # which the trace names follow (named_modules order); the forward adds positions first and
+        # projects before the norm that gives out
         self.tokens = HookPoint()
-        if self.position_embedding is not None:
-            self.positions = HookPoint()
         if self.segment_embedding is not None:
             self.segments = HookPoint()
+        if self.position_embedding is not None:
+            self.positions = HookPoint()
+        self.out = HookPoint()
         if self.proj is not None:
             self.projected = HookPoint()
-        self.out = HookPoint()
 
     def forward(self, input_ids: Tensor, token_type_ids: Optional[Tensor] = None,
                 position_ids: Optional[Tensor] = None, attention_mask: Optional[Tensor] = None) -> Tensor:

@@ -42,7 +42,13 @@ class Embeddings(nn.Module):
         self.position_embedding = scheme.build(c) if scheme.acts_on == "embeddings" else None
         self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps) if c.embed_norm else None
         self.drop = nn.Dropout(c.dropout)
-        self.tokens, self.segments, self.positions, self.out = HookPoint(), HookPoint(), HookPoint(), HookPoint()
+        # a hook point for each term there is (the trace names are the hook points: GPT-2 has no segments)
+        self.tokens = HookPoint()
+        if self.segment_embedding is not None:
+            self.segments = HookPoint()
+        if self.position_embedding is not None:
+            self.positions = HookPoint()
+        self.out = HookPoint()
 
     def forward(self, input_ids: Tensor, token_type_ids: Optional[Tensor] = None,
                 position_ids: Optional[Tensor] = None) -> Tensor:

@@ -75,10 +75,11 @@ def hook_targets(model, hooks: HookMap, what: str) -> list[tuple[str, Optional[i
     if not isinstance(hooks, dict):
         raise InputError(f"{what} must be a dict {{name_or_glob: fn}}, got {type(hooks).__name__}")
     out = []
+    names = model.hook_names if hooks else []  # read from the module tree: once, not once a pattern
     for pattern, fn in hooks.items():
         if not callable(fn):
             raise InputError(f"{what}[{pattern!r}] must be callable fn(tensor, name), got {type(fn).__name__}")
-        for n, h in resolve([pattern], model.hook_names, model.config.n_heads, what=what):
+        for n, h in resolve([pattern], names, model.config.n_heads, what=what):
             out.append((n, h, fn, pattern))
     return out
 

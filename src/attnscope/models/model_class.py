@@ -1,0 +1,53 @@
+"""Which class a model is, in one place: a family's, or a config's.
+
+The loader builds ``model_class(family)`` for a checkpoint of ``family``. A config alone (a saved
+trace's, one written by hand) names no family; :func:`class_for_config` finds the class among the
+families' classes (the registry knows every one of them) by the config class each declares
+(``config: DecoderConfig`` on :class:`~attnscope.models.DecoderModel`): the nearest in the config's
+class hierarchy. :func:`empty_model` builds that class on the meta device — no memory, no weights,
+milliseconds — for what is read from the module tree alone (the trace names).
+"""
+
+from __future__ import annotations
+
+import typing
+
+import torch
+
+from ..config import TransformerConfig
+from ..errors import ConfigError
+from .model import Model
+from .registry import FAMILIES, Family
+
+
+def model_class(family: Family) -> type:
+    """The class the loader builds for a checkpoint of ``family`` (:class:`Model` unless it names its own)."""
+    return family.model_class or Model
+
+
+def declared_config_class(cls: type) -> type:
+    """The config class that model class ``cls`` declares (its ``config:`` annotation)."""
+    return typing.get_type_hints(cls)["config"]
+
+
+def class_for_config(config: TransformerConfig) -> tuple[type, Family]:
+    """``(model class, a family that builds it)`` for ``config``: of the families' classes, the one
+    whose declared config class is nearest to ``type(config)`` in its hierarchy; ConfigError when
+    no family's class takes this kind of config."""
+    mro = type(config).__mro__
+    best: typing.Optional[tuple[int, type, Family]] = None
+    for family in FAMILIES.values():
+        cls = model_class(family)
+        want = declared_config_class(cls)
+        if want in mro and (best is None or mro.index(want) < best[0]):
+            best = (mro.index(want), cls, family)
+    if best is None:
+        raise ConfigError(f"no model family takes a {type(config).__name__}")
+    return best[1], best[2]
+
+
+def empty_model(config: TransformerConfig) -> torch.nn.Module:
+    """A model of ``config`` on the meta device: its module tree without memory or weights."""
+    cls, family = class_for_config(config)
+    with torch.device("meta"):
+        return cls(config, family)
