@@ -38,6 +38,7 @@ import numpy as np
 from . import reference as R
 from . import reference_model_deberta as RD  # DeBERTa's own embedding and layer
 from .errors import InputError
+from .positions import get_position
 from .reference_model_blocks import LayerRun, activation, layer_recipe, norm_of, run_layer  # noqa: F401  (this module's names)
 from .reference_model_blocks import linear_of as _lin
 
@@ -158,9 +159,11 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
             f.update(embeddings(model, input_ids, segments, positions))
         x = layer_input(f, 0)
         allowed = R.causal_mask(n, n) if c.causal else np.ones((n, n), dtype=bool)
+        scheme = get_position(c.position)  # a fixed score term (ALiBi), keys at 0 … n − 1: (H, n, n)
+        bias = None if scheme.bias_np is None else scheme.bias_np(c.n_heads, np.arange(n), np.arange(n))
         for i in range(last + 1):
             layer = model.layers[i]
-            run = LayerRun(model, i, layer, f"layers.{i}", allowed)
+            run = LayerRun(model, i, layer, f"layers.{i}", allowed, bias=bias)
             if decoder:  # rotary q, k; the layer's window
                 run.positions, run.allowed = positions, R.window_mask(n, n, c.window(i), causal=True)
             elif deberta:
