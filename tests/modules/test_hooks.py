@@ -20,10 +20,12 @@ def test_names_are_module_paths_in_forward_order():
     names = list(points)
     assert names[:4] == ["embed.tokens", "embed.segments", "embed.positions", "embed.out"]
     layer0 = [n for n in names if n.startswith("layers.0.")]
-    assert layer0 == ["layers.0.attn.q", "layers.0.attn.k", "layers.0.attn.v", "layers.0.attn.scores",
-                      "layers.0.attn.scaled", "layers.0.attn.masked", "layers.0.attn.weights", "layers.0.attn.z",
-                      "layers.0.attn.merged", "layers.0.attn.out", "layers.0.ffn.hidden", "layers.0.ffn.out",
-                      "layers.0.attn_in", "layers.0.attn_resid", "layers.0.ffn_in", "layers.0.ffn_resid",
+    # the layer registers its recipe's steps in order (attnscope.modules.layer), so the module tree
+    # lists the names as the forward pass meets them
+    assert layer0 == ["layers.0.attn_in", "layers.0.attn.q", "layers.0.attn.k", "layers.0.attn.v",
+                      "layers.0.attn.scores", "layers.0.attn.scaled", "layers.0.attn.masked", "layers.0.attn.weights",
+                      "layers.0.attn.z", "layers.0.attn.merged", "layers.0.attn.out", "layers.0.attn_resid",
+                      "layers.0.ffn_in", "layers.0.ffn.hidden", "layers.0.ffn.out", "layers.0.ffn_resid",
                       "layers.0.out"]
 
 

@@ -36,8 +36,9 @@ from ..hooks import HookPoint
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..kernels.validate import check_token_ids, check_vocabulary
 from .attention import MultiHeadAttention
-from .encoder import EncoderLayer, TransformerEncoder
+from .encoder import FeedForward, TransformerEncoder
 from .encoder_variants import EncoderConfig
+from .layer import RecipeLayer
 
 Tensor = torch.Tensor
 
@@ -231,22 +232,15 @@ class DisentangledAttention(MultiHeadAttention):
         return (out, weights) if need_weights else out
 
 
-class DebertaLayer(EncoderLayer):
-    """BERT's post-LN layer around :class:`DisentangledAttention`."""
+class DebertaLayer(RecipeLayer):
+    """BERT's post-LN layer (the recipe ``config.norm`` names) around :class:`DisentangledAttention`:
+    ``layer(x (B, L, d), rel, rel_pos, *, key_padding_mask=None)`` → ``(B, L, d)``, the relative
+    embeddings and buckets going to the attention block."""
 
     def __init__(self, config: DebertaConfig) -> None:
-        super().__init__(config)
-        self.attn = DisentangledAttention(config)  # takes the place of the plain attention
-
-    # Takes the relative embeddings and buckets where the base takes an attn_mask and causality.
-    def forward(self, x: Tensor, rel: Optional[Tensor] = None, rel_pos: Optional[Tensor] = None, *,  # type: ignore[override]
-                key_padding_mask: Optional[Tensor] = None) -> Tensor:
-        a_in = self.attn_in(x)  # (B, L, d)
-        a = self.attn(a_in, rel, rel_pos, key_padding_mask=key_padding_mask)  # (B, L, d)
-        r = self.attn_resid(x + self.drop(a))  # (B, L, d)
-        f_in = self.ffn_in(self.ln1(r))  # (B, L, d)
-        s = self.ffn_resid(f_in + self.drop(self.ffn(f_in)))  # (B, L, d)
-        return self.out(self.ln2(s))  # (B, L, d)
+        c = config
+        super().__init__(c.norm, attn=DisentangledAttention(c), ffn=FeedForward(c), dropout=c.dropout,
+                         norm=lambda: nn.LayerNorm(c.d_model, eps=c.layer_norm_eps))
 
 
 class DebertaEmbeddings(nn.Module):

@@ -31,6 +31,7 @@ from ..config import TransformerConfig
 from ..hooks import HookPoint
 from .attention import MultiHeadAttention
 from .embeddings import Embeddings
+from .layer import RecipeLayer
 
 Tensor = torch.Tensor
 
@@ -60,40 +61,26 @@ class FeedForward(nn.Module):
         return self.out(self.W_2(h))  # (B, L, d_model)
 
 
-class EncoderLayer(nn.Module):
-    """Attention + FFN with residuals and LayerNorm, post-LN or pre-LN (see module docstring)."""
+class EncoderLayer(RecipeLayer):
+    """Attention + FFN with residuals and LayerNorm, in the order of the layer recipe ``config.norm``
+    names (``post``: BERT, ``pre``: GPT-2; see the module docstring and :mod:`attnscope.recipe`).
 
-    # The hook points, made by name in __init__.
-    attn_in: HookPoint
-    attn_resid: HookPoint
-    ffn_in: HookPoint
-    ffn_resid: HookPoint
-    out: HookPoint
+    ``forward(x (B, L, d_model), *, key_padding_mask=None, attn_mask=None, causal=False)`` →
+    ``(B, L, d_model)``; the masks go to :meth:`MultiHeadAttention.forward`.
+    """
+
+    # the modules the recipe registers by name (ln1/ln2 where the recipe has them), for a type checker
+    attn: MultiHeadAttention
+    ffn: FeedForward
+    ln1: nn.LayerNorm
+    ln2: nn.LayerNorm
 
     def __init__(self, config: TransformerConfig) -> None:
-        super().__init__()
         c = config
-        self.pre_norm = c.norm == "pre"
-        self.attn = MultiHeadAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
-                                       bias=c.bias, scoring=c.scoring, dropout=c.attn_dropout, position=c.position)
-        self.ln1 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
-        self.ffn = FeedForward(c)
-        self.ln2 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
-        self.drop = nn.Dropout(c.dropout)
-        for name in ("attn_in", "attn_resid", "ffn_in", "ffn_resid", "out"):
-            setattr(self, name, HookPoint())
-
-    def forward(self, x: Tensor, *, key_padding_mask: Optional[Tensor] = None,
-                attn_mask: Optional[Tensor] = None, causal: bool = False) -> Tensor:
-        """``x (B, L, d_model)`` → ``(B, L, d_model)``; masks as in :meth:`MultiHeadAttention.forward`."""
-        a_in = self.attn_in(self.ln1(x) if self.pre_norm else x)  # (B, L, d)
-        a = self.attn(a_in, key_padding_mask=key_padding_mask, attn_mask=attn_mask, causal=causal)  # (B, L, d)
-        r = self.attn_resid(x + self.drop(a))  # (B, L, d)
-        f_in = self.ffn_in(self.ln2(r) if self.pre_norm else self.ln1(r))  # (B, L, d)
-        f = self.ffn(f_in)  # (B, L, d)
-        base = r if self.pre_norm else f_in
-        s = self.ffn_resid(base + self.drop(f))  # (B, L, d)
-        return self.out(s if self.pre_norm else self.ln2(s))  # (B, L, d)
+        attn = MultiHeadAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
+                                  bias=c.bias, scoring=c.scoring, dropout=c.attn_dropout)
+        super().__init__(c.norm, attn=attn, ffn=FeedForward(c), dropout=c.dropout,
+                         norm=lambda: nn.LayerNorm(c.d_model, eps=c.layer_norm_eps))
 
 
 class Encoder(nn.Module):

@@ -1,0 +1,96 @@
+"""One generic Transformer layer that runs a :class:`~attnscope.recipe.LayerRecipe`.
+
+The recipe (``config.norm`` names one: ``post``, ``pre``, ``sandwich``, ``post_block``) says which
+steps the layer takes and in which order; the stack says what the pieces are::
+
+    RecipeLayer(recipe, attn=<attention block>, ffn=<MLP block>, norm=<factory of one norm>)
+
+For every step the layer registers, in the recipe's order, the module the step needs: a norm
+module under the name the recipe gives (``ln1``, ``ln2``, ``ln_attn_post``, ``ln_ffn_post``: the
+weight-loading rules and ``state_dict`` keys use these names), the block under the step's name
+(``attn``, ``ffn``), and a :class:`~attnscope.hooks.HookPoint` under the step's name for every
+step that is not a block. So ``named_modules()`` lists the hook points in forward order and their
+names are the recipe's (``attn_in``, ``attn_post_norm``, ``attn_resid``, ``ffn_in``, …, ``out``).
+
+``forward(x, *args, need_weights=False, **kwargs)`` passes ``args`` and ``kwargs`` to the attention
+block (each kind of attention takes its own: masks and causality in the encoders, rotary tables,
+mask and cache in the decoders, relative embeddings in DeBERTa); with ``need_weights`` the block's
+``(out, weights)`` comes back as the layer's ``(out, weights)``. Dropout (encoders train with it)
+acts on the right operand of each residual sum, the block's output.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Union, cast
+
+import torch
+from torch import nn
+
+from ..hooks import HookPoint
+from ..recipe import INPUT, LayerRecipe, get_layer_recipe
+
+Tensor = torch.Tensor
+
+
+class RecipeLayer(nn.Module):
+    """The layer of ``recipe`` (a :class:`LayerRecipe` or a registered name) around the blocks
+    ``attn`` and ``ffn``; ``norm()`` makes one norm module; ``dropout`` on each block's output in
+    the residual sums while training. ``x (B, L, d)`` → ``(B, L, d)``."""
+
+    # hook points every registered recipe has, registered by name in __init__ (for a type checker)
+    attn_in: HookPoint
+    attn_resid: HookPoint
+    ffn_in: HookPoint
+    ffn_resid: HookPoint
+    out: HookPoint
+
+    def __init__(self, recipe: Union[LayerRecipe, str], *, attn: nn.Module, ffn: nn.Module,
+                 norm: Callable[[], nn.Module], dropout: float = 0.0) -> None:
+        super().__init__()
+        self.recipe = get_layer_recipe(recipe) if isinstance(recipe, str) else recipe
+        blocks = {"attention": attn, "mlp": ffn}
+        for step in self.recipe.steps:  # registration order = forward order (named_modules)
+            if step.op == "norm" and step.module is not None and step.module not in self._modules:
+                self.add_module(step.module, norm())
+            self.add_module(step.name, blocks[step.op] if step.op in blocks else HookPoint())
+        self.drop = nn.Dropout(dropout)
+
+    @property
+    def pre_norm(self) -> bool:
+        """True when a norm comes before attention (``pre``, ``sandwich``): readers that predate the recipe ask this."""
+        return self.recipe.step(self.recipe.step("attn").args[0]).op == "norm"
+
+    @property
+    def sandwich(self) -> bool:
+        """True when the blocks' outputs are normed before their residual sums (``sandwich``, ``post_block``)."""
+        return "attn_post_norm" in self.recipe.points
+
+    def forward(self, x: Tensor, *args, need_weights: bool = False, **kwargs):
+        """``x (B, L, d)`` → ``(B, L, d)``, or ``(out, weights (B, H, L, S))`` with ``need_weights``;
+        ``args``/``kwargs`` go to the attention block."""
+        values: dict[str, Tensor] = {INPUT: x}
+        modules = cast("dict[str, nn.Module]", self._modules)
+        drop = self.training and self.drop.p > 0.0
+        weights = None
+        for step in self.recipe.steps:
+            a = values[step.args[0]]
+            if step.op == "attention":
+                if need_weights:
+                    values[step.name], weights = modules[step.name](a, *args, need_weights=True, **kwargs)  # (B, L, d)
+                else:
+                    values[step.name] = modules[step.name](a, *args, **kwargs)  # (B, L, d)
+                continue
+            if step.op == "mlp":
+                values[step.name] = modules[step.name](a)  # (B, L, d)
+                continue
+            if step.op == "norm":
+                a = modules[str(step.module)](a)  # (B, L, d)
+            elif step.op == "add":
+                b = values[step.args[1]]
+                a = a + (self.drop(b) if drop else b)  # (B, L, d)
+            values[step.name] = modules[step.name](a)  # the step's hook point, (B, L, d)
+        out = values["out"]  # (B, L, d)
+        return (out, weights) if need_weights else out
+
+    def extra_repr(self) -> str:
+        return f"recipe={self.recipe.name!r}"
