@@ -78,7 +78,7 @@ class EncoderLayer(RecipeLayer):
     def __init__(self, config: TransformerConfig) -> None:
         c = config
         attn = MultiHeadAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
-                                  bias=c.bias, scoring=c.scoring, dropout=c.attn_dropout)
+                                  bias=c.bias, scoring=c.scoring, dropout=c.attn_dropout, position=c.position)
         super().__init__(c.norm, attn=attn, ffn=FeedForward(c), dropout=c.dropout,
                          norm=lambda: nn.LayerNorm(c.d_model, eps=c.layer_norm_eps))
 
