@@ -1,6 +1,7 @@
 """The layer part of one token's whole path (:mod:`.path`), written from the layer's recipe
 (:mod:`attnscope.recipe`): one writer per kind of step — ``norm``, ``same``, ``add``,
-``attention`` (the head's query, its row, the heads side by side and ``W_O``) and ``mlp`` — so a
+``attention`` and ``cross_attention`` (the head's query, its row, the heads side by side and
+``W_O``) and ``mlp`` — so a
 layer variant registered as a recipe gets its worked path with no code here.
 
 A writer takes the path (:class:`.path_steps.PathSteps`: the numbers of
@@ -12,6 +13,7 @@ are data: :data:`WORDS` by op and step name, a recipe's own wording where the la
 
 from __future__ import annotations
 
+from ..recipe import BLOCK_OPS
 from .blocks import Formula, Matrix, Para, Step, Sym, T, t, t_or
 from .path_blocks import (
     activation_blocks,
@@ -79,11 +81,11 @@ def add(P, s) -> list:
     """A residual sum: after attention (its ``x + attention(x)``) or after the MLP."""
     base, added = s.args
     block = P.recipe.step(added)
-    while block.op not in ("attention", "mlp"):
+    while block.op not in BLOCK_OPS:
         block = P.recipe.step(block.args[0])
     rows = [(P.name(added), P.vec(added))]
-    if block.op == "attention":
-        sfx = "_cross" if block.name == "cross_attn" else ""
+    if block.op != "mlp":
+        sfx = "_cross" if block.op == "cross_attention" else ""
         k = P.note("attn_resid", P.name(s.name))
         return [Step("attn_resid" + sfx, t("path.step_resid1" + sfx),
                      [Formula("x + attention(x)", r"x+\mathrm{attention}(x)"), Para(t("path.resid_why", tok=P.tok)),
@@ -99,8 +101,8 @@ def attention(P, s) -> list:
     """The attention block for the token: its query (and the keys and values of its k/v head), the
     row of the head (built beforehand: ``P.rows``), the heads side by side and ``W_O``."""
     att, module = s.name, getattr(P.layer, s.name)
-    sfx = "_cross" if att == "cross_attn" else ""
-    steps = P.before_query(att) + [query_step(P, att, module, P.name(s.args[0]))] + P.after_query(att)
+    sfx = "_cross" if s.op == "cross_attention" else ""
+    steps = P.before_query(s) + [query_step(P, att, module, P.name(s.args[0]), bool(sfx))] + P.after_query(s)
     row, diffs = P.rows[att]
     P.mark_row(row.steps, att, diffs, cross=bool(sfx))
     p = f"{P.lp}.{att}"
@@ -114,7 +116,7 @@ def attention(P, s) -> list:
     return steps + row.steps + [heads, wo]
 
 
-def query_step(P, att: str, attn, in_name: str) -> Step:
+def query_step(P, att: str, attn, in_name: str, cross: bool) -> Step:
     """q of the head from ``in_name``, K and V of its k/v head (from the keys' own inputs)."""
     c, h, g, lp = P.c, P.h, P.g, P.lp
     dh, H, Hkv = c.d_head, c.n_heads, getattr(c, "kv_heads", c.n_heads)
@@ -125,7 +127,7 @@ def query_step(P, att: str, attn, in_name: str) -> Step:
                            P.x(f"{lp}.{att}.{pre}", h), dims=P.dims, wname="W_Q")
     K, Vm = P.f[f"{lp}.{att}.{kpre}"][g], P.f[f"{lp}.{att}.v"][g]
     n = min(P.dims, dh)
-    labels = [f"{j}:{tk}" for j, tk in enumerate(P.d["source_tokens"] if att == "cross_attn" else P.labels)]
+    labels = [f"{j}:{tk}" for j, tk in enumerate(P.d["source_tokens"] if cross else P.labels)]
     cols = [str(j) for j in range(n)]
     names = [qk, f"{lp}.{att}.{kpre}[{h}]", f"{lp}.{att}.v[{h}]"]
     P.values[names[1]], P.values[names[2]] = K, Vm
@@ -137,8 +139,8 @@ def query_step(P, att: str, attn, in_name: str) -> Step:
               Matrix(Sym("K", "K"), K[:, :n], rows=labels, cols=cols, caption=t("path.k_caption", n=n, d=dh)),
               Matrix(Sym("V", "V"), Vm[:, :n], rows=labels, cols=cols, caption=t("path.v_caption", n=n, d=dh)),
               trace_para(*names)]
-    key = "path.step_q_proj" if P.decoder else ("path.step_q_cross" if att == "cross_attn" else "path.step_q")
-    return Step("q" if att != "cross_attn" else "cross_q", t(key, h=h), blocks)
+    key = "path.step_q_proj" if P.decoder else ("path.step_q_cross" if cross else "path.step_q")
+    return Step("cross_q" if cross else "q", t(key, h=h), blocks)
 
 
 def mlp(P, s) -> list:
@@ -175,4 +177,4 @@ def mlp(P, s) -> list:
 
 
 #: The writer of each op of a recipe (:data:`attnscope.recipe.OPS`).
-WRITERS = {"norm": norm, "same": same, "add": add, "attention": attention, "mlp": mlp}
+WRITERS = {"norm": norm, "same": same, "add": add, "attention": attention, "cross_attention": attention, "mlp": mlp}

@@ -47,7 +47,7 @@ def _row_diffs(tr, f: dict, prefix: str, keys, head: int, qpos: int) -> dict:
 class _DebertaPath(PathSteps):
     row_names = {"scores": ["scores_c2c", "scores_c2p", "scores_p2c"], "scaled": ["scaled", "bias"]}
 
-    def after_query(self, att: str) -> list:
+    def after_query(self, step) -> list:
         """The relative table (its LayerNorm) and this head's pos_k / pos_q rows for r = 0."""
         c, f, h, p = self.c, self.f, self.h, f"{self.lp}.attn"
         if not c.relative_attention or not c.pos_att_type:
@@ -114,9 +114,9 @@ class _DecoderPath(PathSteps):
                      [Para(t("path.source_tokens", S=len(src), tokens=", ".join(f"{j}:{x}" for j, x in enumerate(src))))])
                 ] + super().before()
 
-    def before_query(self, att: str) -> list:
+    def before_query(self, step) -> list:
         """Before the cross-attention's query: the encoder's output, its keys and values."""
-        if att != "cross_attn":
+        if step.op != "cross_attention":
             return []
         src, name = self.d["source_tokens"], self.d["encoder_out"]
         enc = self.f[name]

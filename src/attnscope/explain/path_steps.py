@@ -59,11 +59,12 @@ class PathSteps(PathValues):
         self.meta.append({"step": step, "trace": key, "max_abs_diff": diff})
         return key
 
-    def before_query(self, att: str) -> list:
-        """Steps before the query of attention ``att`` (a family's own: the decoder's source)."""
+    def before_query(self, step) -> list:
+        """Steps before the query of an attention step of the recipe (a family's own: the source of
+        cross-attention)."""
         return []
 
-    def after_query(self, att: str) -> list:
+    def after_query(self, step) -> list:
         """Steps between the query and the row (DeBERTa's relative table)."""
         return []
 

@@ -3,58 +3,20 @@
 :class:`PathValues` holds the float64 pass of the whole text from the weights (``f``,
 :mod:`attnscope.reference_model`), the model's own float32 trace of the same names (``tr``) and the
 query; :meth:`~PathValues.x` reads the token's float64 vector at a trace name and
-:meth:`~PathValues.diff` its largest difference from the trace. :func:`layer_recipe` is the layer's
-recipe (:mod:`attnscope.recipe`), whose steps the document walks (:mod:`.path_layer`).
+:meth:`~PathValues.diff` its largest difference from the trace; ``recipe`` is the layer's recipe
+(:mod:`attnscope.recipe`, the one the float64 pass ran), whose steps the document walks (:mod:`.path_layer`).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 import numpy as np
 
 from .. import reference as R
 from .. import reference_model as RM
-from ..recipe import LayerRecipe, get_layer_recipe, parse_recipe
-
-#: An encoder–decoder model's decoder layer (T5, BART): self-attention, cross-attention over the
-#: encoder's output, the MLP. The cross-attention is written ``cross_attention(…)`` here and turned
-#: into an ``attention`` step (a layer recipe has one attention; the decoder's stack is not one yet).
-_DECODER = {"pre": """
-    self_attn_in = ln1(x)
-    self_attn = attention(self_attn_in)
-    self_attn_resid = x + self_attn
-    cross_attn_in = ln2(self_attn_resid)
-    cross_attn = cross_attention(cross_attn_in)
-    cross_attn_resid = self_attn_resid + cross_attn
-    ffn_in = ln3(cross_attn_resid)
-    ffn = mlp(ffn_in)
-    ffn_resid = cross_attn_resid + ffn
-    out = ffn_resid
-""", "post": """
-    self_attn_in = x
-    self_attn = attention(self_attn_in)
-    self_attn_resid = x + self_attn
-    cross_attn_in = ln1(self_attn_resid)
-    cross_attn = cross_attention(cross_attn_in)
-    cross_attn_resid = cross_attn_in + cross_attn
-    ffn_in = ln2(cross_attn_resid)
-    ffn = mlp(ffn_in)
-    ffn_resid = ffn_in + ffn
-    out = ln3(ffn_resid)
-"""}
-
-
-def layer_recipe(model, stack: str = "") -> LayerRecipe:
-    """The recipe of ``model``'s layers: ``config.norm`` (Gemma's ``sandwich_norm`` flag: "sandwich");
-    ``stack="decoder"``: an encoder–decoder model's decoder layer (:data:`_DECODER`)."""
-    c = model.config
-    if stack == "decoder":
-        r = parse_recipe(f"decoder_{c.norm}", _DECODER[c.norm])
-        return replace(r, steps=tuple(replace(s, op="attention", module=None) if s.module == "cross_attention" else s
-                                      for s in r.steps))
-    return get_layer_recipe("sandwich" if getattr(c, "sandwich_norm", False) else c.norm)
+from ..reference_model_blocks import layer_recipe
+from ..reference_model_seq2seq import DECODER_RECIPES
 
 
 class PathValues:
@@ -76,7 +38,7 @@ class PathValues:
         owner = getattr(model, stack) if stack else model
         self.e = owner.embed
         self.layer = owner.layers[self.i]
-        self.recipe = layer_recipe(model, stack)
+        self.recipe = DECODER_RECIPES[self.c.norm] if stack == "decoder" else layer_recipe(self.layer, self.c)
         self.gated = self.decoder or bool(getattr(self.c, "gated_ffn", False))
         self.g = R.kv_head(self.h, self.c.n_heads, getattr(self.c, "kv_heads", self.c.n_heads))
         names = [nm for nm in model.hook_names if nm.startswith(self.pfx + "embed.") or nm.startswith(self.lp + ".")]
