@@ -142,7 +142,7 @@ def run(args) -> int:
                 result.print_summary(args.out, len(paths))
             else:
                 paths = result.write(args.out, args.lang)
-                _print_summary(result, args.out, len(paths), args.lang)
+                print_summary(result, args.out, len(paths), args.lang)
     finally:
         if started:
             import torch.distributed as dist
@@ -161,7 +161,7 @@ def _rjust(s: str, width: int) -> str:
     return " " * max(0, width - sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)) + s
 
 
-def _print_summary(result, out, n_files, lang: str = "en") -> None:
+def print_summary(result, out, n_files, lang: str = "en") -> None:
     """What ``analyze`` prints of an encoder's or a decoder's analysis, in ``lang``."""
     from ..analysis.decoder_report import summary_lines
     from ..analysis.report import pass_sentence

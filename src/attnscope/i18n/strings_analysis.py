@@ -255,7 +255,7 @@ ZH = {
     "analysis.claim_contradicted": "与之相反：注意力随深度变得更局部",
     "analysis.claim_none": "没有得到支持：注意力距离随深度没有显著趋势",
     "analysis.claim_bottom": "；但不是从最底层开始：最局部的是第 {layer} 层（内容距离 {content:.1f} 个词元，而第 0 层"
-                             "为 {content_0:.1f}，第 0 层的归一化熵为 {entropy_0:.2f}）",
+                             "为 {content_0:.1f}，其归一化熵为 {entropy_0:.2f}）",
     "analysis.sec_types": "## 头的类型\n",
     "analysis.rule": "{label}：{stat} ≥ {value:g}",
     "analysis.rules": "规则（可用 `--threshold NAME=VALUE` 设置）：{rules}。主导键规则中占比最大的一条胜出，其次是 "
@@ -292,7 +292,7 @@ ZH = {
     "analysis.doc_to_next": "后一个词元上的注意力占比",
     "analysis.doc_argmax_prev": "唯一最受关注的词元是前一个词元的查询所占比例",
     "analysis.doc_argmax_next": "唯一最受关注的词元是后一个词元的查询所占比例",
-    "analysis.doc_to_local": "±window 个词元以内（含查询自身）的注意力占比",
+    "analysis.doc_to_local": "窗口 ±W 个词元以内（含查询自身）的注意力占比",
     "analysis.dec_doc_sink": "注意力汇聚（sink）：第一个词元上的注意力占比（语料，查询 i ≥ 1）",
     "analysis.dec_title_sink": "sink：第一个词元上的权重",
     "analysis.dec_title_prev_token": "prev_token：前一个词元上的权重",
