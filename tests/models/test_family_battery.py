@@ -4,9 +4,10 @@ goes through everything a family must do, so that a new family gets all of it by
 builder:
 
 * ``test_parity_with_transformers`` — transformers' eager model of the same folder: the hidden
-  states of every layer (≤ 1e-5), every head's attention weights (≤ 1e-5) and, with an LM head,
-  the logits (≤ 1e-4), for one text and for a padded batch of two (real tokens compared), in each
-  language of the vocabulary;
+  states of every layer (≤ 1e-5), every head's attention weights (≤ 1e-5), the plain (untraced)
+  forward's output (≤ 1e-5) and, with an LM head, the logits (≤ 1e-4), for one text and for a
+  padded batch of two (real tokens compared), in each language of the vocabulary; pairs: both
+  stacks, decoder self-attention and cross-attention;
 * ``test_float64_reference_equals_the_trace`` — :func:`attnscope.reference_model.forward` (pairs:
   :func:`~attnscope.reference_model_seq2seq.forward_seq2seq`) covers every traced name and equals
   the model's float32 trace there (≤ 1e-5 relative to the step's largest value);
@@ -163,6 +164,7 @@ def _err(a, b) -> float:
 def test_parity_with_transformers(name, single, tiny):
     fam = FAMILIES[name]
     folder, model, hf = tiny(name)
+    assert model.has_lm_head == fam.lm_head, f"{name}: the registration's lm_head is not the model's"
     for lang in fam.lang.split("+"):
         if fam.reads == "pair":
             _pair_parity(fam, model, hf, lang, single)
@@ -175,6 +177,7 @@ def test_parity_with_transformers(name, single, tiny):
         if not single:
             assert len(set(tr.lengths)) > 1, "the batch must really be padded"
         with torch.no_grad():
+            plain = model.run(texts)  # the plain forward: fused kernels, nothing traced
             ours_logits = model.logits(texts) if fam.lm_head else None
         for b, n in enumerate(tr.lengths):
             for ours, theirs in zip(names, hidden):
@@ -183,6 +186,8 @@ def test_parity_with_transformers(name, single, tiny):
             for i, theirs in enumerate(attentions):
                 err = _err(tr[f"layers.{i}.attn.weights"][b, :, :n, :n], theirs[b, :, :n, :n])
                 assert err <= TOL, f"{name} {lang} text {b} layer {i} weights: {err:.2e}"
+            err = _err(plain[b, :n], hidden[-1][b, :n])
+            assert err <= TOL, f"{name} {lang} text {b} plain forward: {err:.2e}"
             if fam.lm_head:
                 err = _err(ours_logits[b, :n], logits[b, :n])
                 assert err <= LOGITS_TOL, f"{name} {lang} text {b} logits: {err:.2e}"
@@ -203,6 +208,7 @@ def _pair_parity(fam, model, hf, lang, single):
         assert len(set(tr.lengths)) > 1 and len(set(tr.target_lengths)) > 1, "sources and targets must be padded"
     assert len(ref.encoder_hidden_states) == len(enc) and len(ref.decoder_hidden_states) == len(dec)
     with torch.no_grad():
+        plain = model.run(sources, targets)  # the plain forward: fused kernels, nothing traced
         logits = model.logits(sources, targets)
     for b, (S, T) in enumerate(zip(tr.lengths, tr.target_lengths)):
         for ours, theirs in [*zip(enc, ref.encoder_hidden_states), *zip(dec, ref.decoder_hidden_states)]:
@@ -213,6 +219,7 @@ def _pair_parity(fam, model, hf, lang, single):
         for i, (w, x) in enumerate(zip(ref.decoder_attentions, ref.cross_attentions)):
             assert _err(tr[f"decoder.layers.{i}.self_attn.weights"][b, :, :T, :T], w[b, :, :T, :T]) <= TOL
             assert _err(tr[f"decoder.layers.{i}.cross_attn.weights"][b, :, :T, :S], x[b, :, :T, :S]) <= TOL
+        assert _err(plain[b, :T], ref.decoder_hidden_states[-1][b, :T]) <= TOL, f"{fam.name} text {b} plain forward"
         if fam.lm_head:
             err = _err(logits[b, :T], ref.logits[b, :T])
             assert err <= LOGITS_TOL, f"{fam.name} text {b} logits: {err:.2e}"

@@ -1,6 +1,8 @@
 """Every layer's hidden states and every head's attention weights match transformers (eager) to
-1e-5 in float32: the packaged MiniLM and tiny random BERT (English and Chinese vocabularies),
-RoBERTa and GPT-2 checkpoints, for one text and for a padded batch (real tokens compared)."""
+1e-5 in float32: the packaged MiniLM, for one text and for a padded batch (real tokens compared).
+The tiny random BERT (English and Chinese vocabularies), RoBERTa and GPT-2 checkpoints, like every
+registered tiny checkpoint, go through the same checks in the family battery
+(tests/models/test_family_battery.py); GPT-2 without attention scaling is checked here."""
 
 import pytest
 
@@ -12,7 +14,7 @@ TEXTS = {
     "en": ["The cat sat on the mat.", "Attention is all you need, said the paper in 2017!",
            "Queries and keys; values too? Yes."],
 }
-CASES = [("minilm", "en"), ("bert", "en"), ("bert-chinese", "zh"), ("roberta", "en"), ("gpt2", "en")]
+CASES = [("minilm", "en")]
 
 
 def _model(name, minilm, tiny_models):
