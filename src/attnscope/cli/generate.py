@@ -9,7 +9,8 @@
 Face folder of a llama, qwen2, mistral or gemma3 model, or of an encoder–decoder model (T5,
 BART): then the prompt is the source and the output its target, which attnscope view SOURCE
 --target TARGET shows. --temperature 0 (the default) is greedy decoding. --view writes the viewer
-page of a decoder's prompt and generated tokens (one HTML file).
+page of a decoder's prompt and generated tokens (one HTML file). --lang zh says the notes around
+the generated text (on stderr) and the --view page in Chinese.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..i18n import text
 from . import MAX_INDEX, MAX_SEED, IntRange, add_overwrite_option, check_device, check_new_file, check_range
 
 
@@ -38,6 +40,8 @@ def register(sub) -> None:
     p.add_argument("--system", default=None, help="a system message (with --chat)")
     p.add_argument("--view", default=None, metavar="OUT.html", help="also write the viewer of the generation")
     p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N or mps")
+    p.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="language of the notes around the generated text and of the --view page (default: en)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
 
@@ -83,11 +87,10 @@ def run(args) -> int:
     sys.stdout.write("\n")
     sys.stdout.flush()
     if gen.partial_character:
-        print("(the generation stopped inside a character: the first bytes of that character are not shown)",
-              file=sys.stderr)
+        print(text("analysis.gen_partial", args.lang), file=sys.stderr)
     if view is not None:
         from ..viewer.generation import save_generation_html
 
-        save_generation_html(model, gen, view)
-        print(f"wrote {view} ({view.stat().st_size / 1024:.0f} KB); open it in a browser", file=sys.stderr)
+        save_generation_html(model, gen, view, lang=args.lang)
+        print(text("analysis.gen_wrote", args.lang, path=view, kb=view.stat().st_size / 1024), file=sys.stderr)
     return 0

@@ -13,7 +13,8 @@ difference logit(answer) - logit(wrong) at the last position, raw and normalised
 
 Both prompts must be the same number of tokens, and --answer and --wrong one token each (mind
 the leading space of a word that follows another). -o writes a figure (.png, .svg, .pdf) or the
-numbers (.json); give it more than once for several files.
+numbers (.json); give it more than once for several files. --lang zh prints the lines in Chinese
+(the numbers and the .json are the same in every language).
 """
 
 from __future__ import annotations
@@ -24,10 +25,16 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
+from ..i18n import text
 from . import MAX_INDEX, IntList, IntRange, add_overwrite_option, check_new_file, save_figure
 from .plot import MAX_DPI, MIN_DPI
 
 FIGURES = (".png", ".svg", ".pdf")
+
+
+def say(key: str, lang: str, **fmt) -> str:
+    """``analysis.KEY`` of attnscope.i18n's strings_analysis in ``lang`` (patch's lines are there)."""
+    return text("analysis." + key, lang, **fmt)
 
 
 def register(sub) -> None:
@@ -63,6 +70,7 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the printed lines (default: en)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
 
@@ -95,26 +103,34 @@ def run(args) -> int:
     model = load(args.model, device=args.device)
     r = patch(model, args.clean, args.corrupted, args.answer, args.wrong, what=args.what, site=args.site,
               layers=args.layers, batch_size=args.batch_size, progress=not args.no_progress and sys.stderr.isatty())
-    print(f"{r.model_name}: {len(r.clean_tokens)} tokens per prompt; metric {r.metric} at the last position")
-    diff = [i for i, (a, b) in enumerate(zip(r.clean_tokens, r.corrupted_tokens)) if a != b]
-    print("  the prompts differ at position" + ("s " if len(diff) != 1 else " ") + ", ".join(
-        f"{i} ({r.clean_tokens[i]!r} → {r.corrupted_tokens[i]!r})" for i in diff) if diff
-        else "  the prompts are the same tokens")
-    print(f"  clean {r.clean:+.4f}, corrupted {r.corrupted:+.4f}")
-    print(f"  {r.layer_evaluations} layer evaluations (prompt copy × layer), "
-          f"{r.layer_evaluations / r.layer_evaluations_full:.0%} of rerunning every layer ({r.layer_evaluations_full})")
-    if r.note():
-        print(f"  note: {r.note()}")
-    if args.top:
-        what = "heads (layer.head)" if r.what == "heads" else f"positions at {r.site} (layer@position)"
-        scale = "normalised" if r.defined else "raw metric"
-        print(f"strongest {what}, {scale}:")
-        for label, v in r.top(args.top):
-            print(f"  {label:>24}  {v:+.3f}" if not math.isnan(v) else f"  {label:>24}  n/a")
+    for line in summary(r, args.top, args.lang):
+        print(line)
     for out in outs:
         if out.suffix.lower() == ".json":
             r.save(out)
         else:
             save_figure(r.figure(normalized=not args.raw), out, args.dpi)
-        print(f"wrote {out}")
+        print(say("wrote", args.lang, path=out))
     return 0
+
+
+def summary(r, top: int, lang: str = "en") -> list[str]:
+    """The lines ``patch`` prints of a result ``r``: the prompts, the metric, the cost, and the
+    ``top`` strongest cells, in ``lang``."""
+    out = [say("patch_head", lang, model=r.model_name, n=len(r.clean_tokens), metric=r.metric)]
+    diff = [i for i, (a, b) in enumerate(zip(r.clean_tokens, r.corrupted_tokens)) if a != b]
+    where = say("list_sep", lang).join(f"{i} ({r.clean_tokens[i]!r} → {r.corrupted_tokens[i]!r})" for i in diff)
+    out.append(say("patch_differ_1" if len(diff) == 1 else "patch_differ_n", lang, where=where) if diff
+               else say("patch_same", lang))
+    out.append(say("patch_clean", lang, clean=r.clean, corrupted=r.corrupted))
+    out.append(say("patch_evals", lang, n=r.layer_evaluations, share=r.layer_evaluations / r.layer_evaluations_full,
+                   full=r.layer_evaluations_full))
+    if not r.defined:  # the same sentence as r.note()
+        out.append(say("patch_note", lang, metric=r.metric, clean=r.clean))
+    if top:
+        what = say("patch_heads", lang) if r.what == "heads" else say("patch_positions", lang, site=r.site)
+        scale = say("patch_normalised" if r.defined else "patch_raw", lang)
+        out.append(say("patch_strongest", lang, what=what, scale=scale))
+        for label, v in r.top(top):
+            out.append(f"  {label:>24}  {v:+.3f}" if not math.isnan(v) else f"  {label:>24}  n/a")
+    return out

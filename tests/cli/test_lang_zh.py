@@ -1,0 +1,86 @@
+"""``attnscope patch --lang zh`` and ``attnscope generate --lang zh``: the printed lines in Chinese,
+with the English lines' numbers and no English prose left; English unchanged."""
+
+import io
+import re
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+import attnscope
+from attnscope.cli import main
+from attnscope.patching import patch
+from attnscope.testing import tiny as testing
+from tests.analysis.test_report_zh import cjk_space, english_words, numbers
+from tests.models.decoders.tiny import llama_gqa
+
+CLEAN = "I like cats. I like dogs. Cats and dogs like"
+CORRUPTED = "I like dogs. I like cats. Cats and dogs like"
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory):
+    return testing.tiny_gpt2(tmp_path_factory.mktemp("gpt2"))
+
+
+def run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def patch_lines(gpt2_dir, tmp_path, lang, *extra):
+    js = tmp_path / f"{lang}.json"
+    rc, out, _ = run(["patch", "--clean", CLEAN, "--corrupted", CORRUPTED, "--answer", " cats", "--wrong", " dogs",
+                      "--model", str(gpt2_dir), "--no-progress", "--top", "4", "-o", str(js), "--lang", lang, *extra])
+    assert rc == 0
+    return out.replace(str(js), "OUT.json"), js.read_text(encoding="utf-8")
+
+
+def prose(text):
+    """``text`` without the tokens' reprs ('…') and the file names the test gave."""
+    return re.sub(r"'[^']*'", " ", text).replace("OUT.json", " ")
+
+
+@pytest.mark.parametrize("extra", [(), ("--what", "residual", "--site", "resid_mid")])
+def test_patch_lang_zh(gpt2_dir, tmp_path, extra):
+    en, en_json = patch_lines(gpt2_dir, tmp_path, "en", *extra)
+    zh, zh_json = patch_lines(gpt2_dir, tmp_path, "zh", *extra)
+    assert zh_json == en_json  # the numbers do not depend on the language
+    assert numbers(zh, "gpt2") == numbers(en, "gpt2")
+    assert english_words(prose(zh), "gpt2", "logit", "resid_mid") == set()
+    assert english_words(prose(en), "gpt2")  # the guard reads the English lines
+    assert cjk_space(zh) == []
+    assert "两个提示在位置 2 (' cats' → ' dogs')，6 (' dogs' → ' cats') 不同" in zh and "已写入 OUT.json" in zh
+    assert ("最强的头（层.头），归一化：" in zh) == (not extra)
+    assert "  the prompts differ at positions 2 (' cats' → ' dogs'), 6 (' dogs' → ' cats')" in en.splitlines()
+
+
+def test_patch_note_when_the_prompts_agree(gpt2_dir, tmp_path):
+    """The undefined normalised score: English says PatchResult.note() word for word, Chinese its own."""
+    r = patch(attnscope.load(gpt2_dir), CLEAN, CLEAN, " cats", " dogs")
+    en, _ = patch_lines(gpt2_dir, tmp_path, "en", "--corrupted", CLEAN)
+    zh, _ = patch_lines(gpt2_dir, tmp_path, "zh", "--corrupted", CLEAN)
+    assert f"  note: {r.note()}" in en.splitlines() and "  the prompts are the same tokens" in en.splitlines()
+    assert "归一化分数没有定义" in zh and "两个提示的词元完全相同" in zh and "原始度量：" in zh
+    assert numbers(zh, "gpt2") == numbers(en, "gpt2")
+    assert english_words(prose(zh), "gpt2", "logit") == set()
+
+
+def test_generate_lang_zh(tmp_path_factory):
+    folder = llama_gqa(tmp_path_factory.mktemp("gen") / "llama")
+    out = {}
+    for lang in ("en", "zh"):
+        page = tmp_path_factory.mktemp(lang) / "gen.html"
+        rc, stdout, stderr = run(["generate", "Queries and keys are", "--model", str(folder), "--max-new-tokens", "6",
+                                  "--view", str(page), "--lang", lang])
+        assert rc == 0
+        out[lang] = stdout, stderr.replace(str(page), "PAGE")
+    assert out["zh"][0] == out["en"][0]  # the generated text itself
+    # this tiny llama's 6 tokens end inside a character: both notes come
+    assert re.fullmatch(r"\(the generation stopped inside a character: the first bytes of that character are not "
+                        r"shown\)\nwrote PAGE \(\d+ KB\); open it in a browser\n", out["en"][1])
+    assert re.fullmatch(r"（生成停在一个字符中间：这个字符的前几个字节没有显示）\n已写入 PAGE（\d+ KB）；请在浏览器中打开\n",
+                        out["zh"][1])
+    assert numbers(out["zh"][1]) == numbers(out["en"][1])
