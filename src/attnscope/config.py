@@ -18,11 +18,14 @@ from typing import Optional
 
 from .errors import ConfigError
 from .positions import get_position, position_names
+from .recipe import LayerRecipe, get_layer_recipe, layer_recipe_names
 from .scorings import SCORINGS
 
 #: Position schemes known at import; :func:`attnscope.positions.position_names` is the live list.
 POSITIONS = position_names()
-NORMS = ("post", "pre")
+#: The layer recipes registered at import (``config.norm`` names one); :func:`attnscope.recipe.layer_recipe_names`
+#: is the live list.
+NORMS = layer_recipe_names()
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")
 
 
@@ -37,7 +40,7 @@ class TransformerConfig:
     type_vocab_size: int = 2          # segment embeddings; 0 = none (GPT-2)
     position: str = "learned"         # "learned" | "sinusoidal" | "none"
     position_offset: int = 0          # RoBERTa numbers positions from padding_idx + 1
-    norm: str = "post"                # "post" (BERT) | "pre" (GPT-2)
+    norm: str = "post"                # the layer recipe: "post" (BERT) | "pre" (GPT-2) | "sandwich" | "post_block"
     embed_norm: bool = True           # LayerNorm after the embedding sum (BERT)
     final_norm: bool = False          # LayerNorm after the last layer (pre-LN stacks)
     activation: str = "gelu"          # "gelu" (erf) | "gelu_tanh" (GPT-2's gelu_new) | "relu"
@@ -89,7 +92,7 @@ class TransformerConfig:
         if self.n_heads % self.kv_heads:
             raise ConfigError(f"config.n_heads ({self.n_heads}) must be a multiple of config.n_kv_heads "
                               f"({self.kv_heads}): each key/value head serves n_heads / n_kv_heads query heads")
-        for name, allowed in (("position", position_names()), ("norm", NORMS), ("activation", ACTIVATIONS),
+        for name, allowed in (("position", position_names()), ("norm", layer_recipe_names()), ("activation", ACTIVATIONS),
                               ("scoring", SCORINGS)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"config.{name} = {getattr(self, name)!r} is unknown; choose one of {', '.join(allowed)}")
@@ -116,8 +119,19 @@ class TransformerConfig:
         """The config of :meth:`to_dict` (a decoder's dict gives a :class:`DecoderConfig`)."""
         if cls is TransformerConfig:  # the subclass that wrote it (DecoderConfig, a family's own)
             cls = _kinds().get(d.get("kind"), TransformerConfig)
+        d = cls.upgrade_dict(d)
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+    @classmethod
+    def upgrade_dict(cls, d: dict) -> dict:
+        """A dict written by an earlier version in today's fields (a saved trace keeps its config)."""
+        return d
+
+    @property
+    def recipe(self) -> LayerRecipe:
+        """The :class:`~attnscope.recipe.LayerRecipe` of every layer (``config.norm`` names it)."""
+        return get_layer_recipe(self.norm)
 
 
 def _kinds(root: type[TransformerConfig] = TransformerConfig) -> dict[Optional[str], type[TransformerConfig]]:
@@ -130,21 +144,25 @@ def _kinds(root: type[TransformerConfig] = TransformerConfig) -> dict[Optional[s
 
 
 LAYER_TYPES = ("full", "sliding")
+#: What a QK-norm normalises over: each head's d_head features ("head"), or all heads' features at once ("all").
+QK_NORM_SPANS = ("head", "all")
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
 
 
 @dataclass
 class DecoderConfig(TransformerConfig):
-    """A pre-norm decoder of the Llama kind (Llama, Qwen2, Mistral, Gemma 3), one layer::
+    """A decoder of the Llama kind (Llama, Qwen2, Qwen3, Mistral, Gemma 3, OLMo 2), one ``pre`` layer::
 
         attn_in  = RMSNorm_1(x)
-        a        = Attn(attn_in)            rotary q, k (after QK-norm in Gemma), GQA, window
-        attn_resid = x + a                  Gemma: x + RMSNorm(a)  (sandwich_norm)
+        a        = Attn(attn_in)            rotary q, k (after QK-norm in Gemma, Qwen3, OLMo 2), GQA, window
+        attn_resid = x + a                  Gemma: x + RMSNorm(a)  (norm = "sandwich")
         ffn_in   = RMSNorm_2(attn_resid)
         f        = W_2 (act(W_gate ffn_in) ⊙ W_up ffn_in)      SwiGLU (silu) / GeGLU (gelu_tanh)
         out      = attn_resid + f           Gemma: attn_resid + RMSNorm(f)
 
-    RMSNorm's ε is ``layer_norm_eps``; ``norm_offset`` 1 is Gemma's ``(1 + w)`` scale.
+    ``norm`` names the layer recipe (:mod:`attnscope.recipe`): "pre", "sandwich" (Gemma),
+    "post_block" (OLMo 2: no norm before the blocks, one after each). RMSNorm's ε is
+    ``layer_norm_eps``; ``norm_offset`` 1 is Gemma's ``(1 + w)`` scale.
     """
 
     # the base fields, with a decoder's defaults
@@ -169,8 +187,8 @@ class DecoderConfig(TransformerConfig):
     out_bias: bool = False            # bias on W_O
     mlp_bias: bool = False            # biases on the MLP's projections
     norm_offset: float = 0.0          # RMSNorm scales by (norm_offset + w): Gemma 1
-    sandwich_norm: bool = False       # Gemma: RMSNorm after attention and after the MLP too
-    qk_norm: bool = False             # Gemma 3: RMSNorm of each head's q and k before rotation
+    qk_norm: bool = False             # RMSNorm of q and k before rotation (Gemma 3, Qwen3, OLMo 2)
+    qk_norm_span: str = "head"        # "head": each head over d_head (Gemma 3, Qwen3); "all": all heads' features (OLMo 2)
     embed_scale: float = 1.0          # Gemma: token embeddings × √d_model
     query_scale: Optional[float] = None   # factor on q·k (None: 1/√head_dim); Gemma: query_pre_attn_scalar^-½
     rope_theta: float = 10000.0       # RoPE base of full-attention layers
@@ -185,8 +203,18 @@ class DecoderConfig(TransformerConfig):
 
     kind = "decoder"
 
+    @classmethod
+    def upgrade_dict(cls, d: dict) -> dict:
+        """``sandwich_norm: true`` (a flag before the layer recipes) is the recipe ``norm: "sandwich"``."""
+        if d.get("sandwich_norm"):
+            d = dict(d, norm="sandwich")
+        return {k: v for k, v in d.items() if k != "sandwich_norm"}
+
     def validate(self) -> None:
         super().validate()
+        if self.qk_norm_span not in QK_NORM_SPANS:
+            raise ConfigError(f"config.qk_norm_span = {self.qk_norm_span!r} is unknown; choose one of "
+                              f"{', '.join(QK_NORM_SPANS)}")
         if self.position != "rotary":
             raise ConfigError(f"a decoder's positions are rotary; config.position = {self.position!r}")
         if self.d_head % 2:

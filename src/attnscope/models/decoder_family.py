@@ -1,4 +1,4 @@
-"""What the decoder families (llama, qwen2, mistral, gemma3) share: reading a Hugging Face
+"""What the decoder families (llama, qwen2, qwen3, mistral, gemma3, olmo2) share: reading a Hugging Face
 ``config.json`` into a :class:`~attnscope.config.DecoderConfig`, and the weight-name table.
 
 Hugging Face names → attnscope names (``{i}`` = layer)::
@@ -7,11 +7,14 @@ Hugging Face names → attnscope names (``{i}`` = layer)::
     model.layers.{i}.input_layernorm    layers.{i}.ln1
     self_attn.q_proj | k_proj | v_proj  layers.{i}.attn.W_qkv   rows [W_Q; W_K; W_V], biases too (Qwen2)
     self_attn.o_proj                    layers.{i}.attn.W_O
-    self_attn.q_norm | k_norm           layers.{i}.attn.q_norm | k_norm      (Gemma 3)
-    post_attention_layernorm            layers.{i}.ln2          (Llama, Qwen2, Mistral: the norm before the MLP)
-                                        layers.{i}.ln_attn_post (Gemma 3: the norm after attention)
+    self_attn.q_norm | k_norm           layers.{i}.attn.q_norm | k_norm      (Gemma 3, Qwen3, OLMo 2)
+    post_attention_layernorm            layers.{i}.ln2          (Llama, Qwen2, Qwen3, Mistral: the norm before the MLP)
+                                        layers.{i}.ln_attn_post (Gemma 3, OLMo 2: the norm after attention)
     pre_feedforward_layernorm           layers.{i}.ln2          (Gemma 3)
-    post_feedforward_layernorm          layers.{i}.ln_ffn_post  (Gemma 3)
+    post_feedforward_layernorm          layers.{i}.ln_ffn_post  (Gemma 3, OLMo 2)
+
+Which norms a layer has is its recipe's (``config.norm``: pre, sandwich, post_block); OLMo 2 has
+no ``input_layernorm`` and no ``pre_feedforward_layernorm``.
     mlp.gate_proj | up_proj             layers.{i}.ffn.W_1      rows [W_gate; W_up]
     mlp.down_proj                       layers.{i}.ffn.W_2
     model.norm                          ln_f
@@ -170,7 +173,14 @@ def rules(config: DecoderConfig) -> list[WeightRule]:
            WeightRule("ln_f.weight", ("model.norm.weight",))]
     if not config.tie_embeddings:
         out.append(WeightRule("lm_head_weight", ("lm_head.weight",)))
-    gemma = config.sandwich_norm
+    norms = config.recipe.norms  # the layer's norm modules, in the recipe's order
+    # Hugging Face names the norm after attention's output "post_attention_layernorm" when the layer
+    # has one (Gemma 3, OLMo 2) and then the norm before the MLP "pre_feedforward_layernorm"; in a
+    # pre-norm layer (Llama) "post_attention_layernorm" is the norm before the MLP.
+    post_attn = "ln_attn_post" in norms
+    hf_norms = {"ln1": "input_layernorm", "ln_attn_post": "post_attention_layernorm",
+                "ln2": "pre_feedforward_layernorm" if post_attn else "post_attention_layernorm",
+                "ln_ffn_post": "post_feedforward_layernorm"}
     for i in range(config.n_layers):
         src, dst = f"model.layers.{i}.", f"layers.{i}."
         att = src + "self_attn."
@@ -184,13 +194,7 @@ def rules(config: DecoderConfig) -> list[WeightRule]:
         if config.qk_norm:
             out += [WeightRule(f"{dst}attn.q_norm.weight", (att + "q_norm.weight",)),
                     WeightRule(f"{dst}attn.k_norm.weight", (att + "k_norm.weight",))]
-        out.append(WeightRule(f"{dst}ln1.weight", (src + "input_layernorm.weight",)))
-        if gemma:
-            out += [WeightRule(f"{dst}ln_attn_post.weight", (src + "post_attention_layernorm.weight",)),
-                    WeightRule(f"{dst}ln2.weight", (src + "pre_feedforward_layernorm.weight",)),
-                    WeightRule(f"{dst}ln_ffn_post.weight", (src + "post_feedforward_layernorm.weight",))]
-        else:
-            out.append(WeightRule(f"{dst}ln2.weight", (src + "post_attention_layernorm.weight",)))
+        out += [WeightRule(f"{dst}{n}.weight", (f"{src}{hf_norms[n]}.weight",)) for n in norms]
         out.append(WeightRule(f"{dst}ffn.W_1.weight", (src + "mlp.gate_proj.weight", src + "mlp.up_proj.weight"),
                               fuse_rows))
         out.append(WeightRule(f"{dst}ffn.W_2.weight", (src + "mlp.down_proj.weight",)))

@@ -1,6 +1,8 @@
-"""Pre-norm decoder layers and stacks of the Llama kind (Llama, Qwen2, Mistral, Gemma 3).
+"""Decoder layers and stacks of the Llama kind (Llama, Qwen2, Qwen3, Mistral, Gemma 3, OLMo 2).
 
-One layer (hook point names; Gemma's two extra norms in brackets)::
+One layer is the recipe ``config.norm`` names (:mod:`attnscope.recipe`); ``pre`` (Llama), with
+``sandwich``'s (Gemma's) two extra norms in brackets (``post_block``, OLMo 2, keeps those and drops
+the two before the blocks)::
 
     attn_in        = RMSNorm_1(x)
     [attn_post_norm = RMSNorm(Attn(attn_in))]        Gemma's sandwich norm
@@ -33,6 +35,7 @@ from ..kernels.validate import check_token_ids, check_vocabulary
 from ..positions import Rotary, causal_window_mask
 from .decoder_attention import DecoderAttention, KVCache
 from .encoder import activation_fn
+from .layer import RecipeLayer
 from .rmsnorm import RMSNorm
 
 Tensor = torch.Tensor
@@ -77,47 +80,32 @@ class GatedFeedForward(nn.Module):
         return self.out(self.W_2(h))  # (B, L, d_model)
 
 
-class DecoderLayer(nn.Module):
-    """RMSNorm → attention → residual → RMSNorm → gated MLP → residual (see the module docstring)."""
+class DecoderLayer(RecipeLayer):
+    """The layer of the recipe ``config.norm`` names (``pre``: Llama; ``sandwich``: Gemma; ``post_block``:
+    OLMo 2) with RMSNorms, :class:`DecoderAttention` and the gated MLP (see the module docstring).
+
+    ``forward(x, cos, sin, *, mask=None, causal=True, cache=None, need_weights=False)``: ``x (B, L, d)``
+    → ``(B, L, d)`` (and the weights ``(B, H, L, S)`` with ``need_weights``); the rest goes to
+    :meth:`DecoderAttention.forward`.
+    """
+
+    # the modules the recipe registers by name (each norm where the recipe has it), for a type checker
+    attn: DecoderAttention
+    ffn: GatedFeedForward
+    ln1: RMSNorm
+    ln2: RMSNorm
+    ln_attn_post: RMSNorm
+    ln_ffn_post: RMSNorm
 
     def __init__(self, config: DecoderConfig, index: int) -> None:
-        super().__init__()
         c = config
+        attn = DecoderAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
+                                bias=c.bias, out_bias=c.out_bias, scale=c.query_scale, dropout=c.attn_dropout,
+                                layer_index=index, qk_norm_eps=c.layer_norm_eps if c.qk_norm else None,
+                                qk_norm_span=c.qk_norm_span, norm_offset=c.norm_offset)
+        super().__init__(c.norm, attn=attn, ffn=GatedFeedForward(c), dropout=c.dropout,
+                         norm=lambda: RMSNorm(c.d_model, c.layer_norm_eps, offset=c.norm_offset))
         self.index, self.window, self.rope = index, c.window(index), c.rope(index)
-        norm = lambda: RMSNorm(c.d_model, c.layer_norm_eps, offset=c.norm_offset)  # noqa: E731
-        self.attn_in = HookPoint()
-        self.ln1 = norm()
-        self.attn = DecoderAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
-                                     bias=c.bias, out_bias=c.out_bias, scale=c.query_scale, dropout=c.attn_dropout,
-                                     layer_index=index, qk_norm_eps=c.layer_norm_eps if c.qk_norm else None,
-                                     norm_offset=c.norm_offset)
-        self.sandwich = c.sandwich_norm
-        if self.sandwich:
-            self.ln_attn_post = norm()
-            self.attn_post_norm = HookPoint()
-        self.attn_resid = HookPoint()
-        self.ln2 = norm()
-        self.ffn_in = HookPoint()
-        self.ffn = GatedFeedForward(c)
-        if self.sandwich:
-            self.ln_ffn_post = norm()
-            self.ffn_post_norm = HookPoint()
-        self.ffn_resid, self.out = HookPoint(), HookPoint()
-
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, *, mask: Optional[Tensor] = None, causal: bool = True,
-                cache: Optional[KVCache] = None, need_weights: bool = False):
-        """``x (B, L, d)`` → ``(B, L, d)`` (and the weights with ``need_weights``)."""
-        a = self.attn(self.attn_in(self.ln1(x)), cos, sin, mask=mask, causal=causal, cache=cache,
-                      need_weights=need_weights)  # (B, L, d)
-        a, w = a if need_weights else (a, None)
-        if self.sandwich:
-            a = self.attn_post_norm(self.ln_attn_post(a))
-        r = self.attn_resid(x + a)  # (B, L, d)
-        f = self.ffn(self.ffn_in(self.ln2(r)))  # (B, L, d)
-        if self.sandwich:
-            f = self.ffn_post_norm(self.ln_ffn_post(f))
-        out = self.out(self.ffn_resid(r + f))  # (B, L, d)
-        return (out, w) if need_weights else out
 
 
 class TransformerDecoder(nn.Module):

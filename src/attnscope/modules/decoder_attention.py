@@ -4,7 +4,8 @@ sliding windows and a key/value cache, on the one step function.
 One layer's attention, with the hook point of each step (names relative to the module)::
 
     q_proj, k_proj = split(x W_Q), split(x W_K)     (B, H, L, d) and (B, H_kv, L, d)
-    q_normed, k_normed = RMSNorm(q_proj), …         Gemma 3's QK-norm (per head, over d)
+    q_normed, k_normed = RMSNorm(q_proj), …         QK-norm: per head over d (Gemma 3, Qwen3), or
+                                                    over all heads' features, then split (OLMo 2)
     q, k = rotate(·, positions)                     rotary; k joins the cache: (B, H_kv, S, d)
     v                                               (B, H_kv, S, d)
     mask                                            bool (B|1, 1, L, S): causal ∧ window ∧ real keys
@@ -22,6 +23,8 @@ from typing import Optional
 
 import torch
 
+from ..config import QK_NORM_SPANS
+from ..errors import ConfigError
 from ..hooks import HookPoint
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..positions import Rotary
@@ -70,7 +73,9 @@ class DecoderAttention(MultiHeadAttention):
     """Causal self-attention with rotary positions, grouped-query heads and (optionally) QK-norm.
 
     Args are those of :class:`MultiHeadAttention`, plus ``qk_norm_eps`` (None: no QK-norm; else
-    RMSNorm of each head's q and k over d_head with this ε) and ``norm_offset`` (Gemma's 1 + w).
+    RMSNorm of q and k with this ε), ``qk_norm_span`` ("head": each head's q and k over its d_head
+    features, Gemma 3 and Qwen3; "all": all H·d_head query features and all H_kv·d_head key features
+    before the head split, OLMo 2) and ``norm_offset`` (Gemma's 1 + w).
     ``forward(x, cos, sin, mask=…, causal=…, cache=…)`` takes the rotary tables of x's positions.
     """
 
@@ -82,11 +87,17 @@ class DecoderAttention(MultiHeadAttention):
     mask: HookPoint
 
     def __init__(self, d_model: int, n_heads: int, *, layer_index: int = 0, qk_norm_eps: Optional[float] = None,
-                 norm_offset: float = 0.0, **kw) -> None:
+                 qk_norm_span: str = "head", norm_offset: float = 0.0, **kw) -> None:
         super().__init__(d_model, n_heads, **kw)
         self.layer_index = layer_index
-        self.q_norm = RMSNorm(self.d_head, qk_norm_eps, offset=norm_offset) if qk_norm_eps is not None else None
-        self.k_norm = RMSNorm(self.d_head, qk_norm_eps, offset=norm_offset) if qk_norm_eps is not None else None
+        if qk_norm_span not in QK_NORM_SPANS:
+            raise ConfigError(f"qk_norm_span = {qk_norm_span!r} is unknown; choose one of {', '.join(QK_NORM_SPANS)}")
+        self.qk_norm_span = qk_norm_span
+        # "head": one scale of d_head shared by every head; "all": a scale per feature of all heads
+        wq, wk = (self.d_head, self.d_head) if qk_norm_span == "head" else \
+            (self.n_heads * self.d_head, self.n_kv_heads * self.d_head)
+        self.q_norm = RMSNorm(wq, qk_norm_eps, offset=norm_offset) if qk_norm_eps is not None else None
+        self.k_norm = RMSNorm(wk, qk_norm_eps, offset=norm_offset) if qk_norm_eps is not None else None
         # the hook points again, in forward order (named_modules lists them in registration order)
         points = ["q_proj", "k_proj"] + (["q_normed", "k_normed"] if self.q_norm is not None else [])
         for name in (*points, *STEPS[:3], "mask", *STEPS[3:], "merged", "out"):
@@ -110,8 +121,12 @@ class DecoderAttention(MultiHeadAttention):
         k = self.k_proj(self.split_heads(k, self.n_kv_heads))  # (B, H_kv, L, d)
         v = self.split_heads(v, self.n_kv_heads)  # (B, H_kv, L, d)
         if self.q_norm is not None and self.k_norm is not None:  # both or neither (__init__)
-            q = self.q_normed(self.q_norm(q))  # (B, H, L, d)
-            k = self.k_normed(self.k_norm(k))  # (B, H_kv, L, d)
+            if self.qk_norm_span == "head":
+                q = self.q_normed(self.q_norm(q))  # (B, H, L, d)
+                k = self.k_normed(self.k_norm(k))  # (B, H_kv, L, d)
+            else:  # over every head's features at once, then split again (OLMo 2)
+                q = self.q_normed(self.split_heads(self.q_norm(self.merge_heads(q))))  # (B, H, L, d)
+                k = self.k_normed(self.split_heads(self.k_norm(self.merge_heads(k)), self.n_kv_heads))  # (B, H_kv, L, d)
         q, k = Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
         if cache is not None:
             k, v = cache.update(self.layer_index, k, v)  # (B, H_kv, S, d)

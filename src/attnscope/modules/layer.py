@@ -55,16 +55,6 @@ class RecipeLayer(nn.Module):
             self.add_module(step.name, blocks[step.op] if step.op in blocks else HookPoint())
         self.drop = nn.Dropout(dropout)
 
-    @property
-    def pre_norm(self) -> bool:
-        """True when a norm comes before attention (``pre``, ``sandwich``): readers that predate the recipe ask this."""
-        return self.recipe.step(self.recipe.step("attn").args[0]).op == "norm"
-
-    @property
-    def sandwich(self) -> bool:
-        """True when the blocks' outputs are normed before their residual sums (``sandwich``, ``post_block``)."""
-        return "attn_post_norm" in self.recipe.points
-
     def forward(self, x: Tensor, *args, need_weights: bool = False, **kwargs):
         """``x (B, L, d)`` → ``(B, L, d)``, or ``(out, weights (B, H, L, S))`` with ``need_weights``;
         ``args``/``kwargs`` go to the attention block."""

@@ -104,7 +104,7 @@ def fires(template: str, config: TransformerConfig) -> bool:
         if step in ("attn.q_normed", "attn.k_normed"):
             return bool(dc.qk_norm)
         if step in ("attn_post_norm", "ffn_post_norm"):
-            return bool(dc.sandwich_norm)
+            return step in dc.recipe.points  # the recipe has the norm on the block's output
         return True
     if template == "embed.segments":
         return config.type_vocab_size > 0

@@ -60,7 +60,7 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
         sliding_window=window if "sliding" in types else None, layer_types=types if "sliding" in types else None,
         bias=bool(setting(hf, "attention_bias", source, False, bool)),
         out_bias=bool(setting(hf, "attention_bias", source, False, bool)),
-        norm_offset=1.0, sandwich_norm=True, qk_norm=True, embed_scale=math.sqrt(d),
+        norm_offset=1.0, norm="sandwich", qk_norm=True, embed_scale=math.sqrt(d),
         query_scale=float(scalar) ** -0.5, final_logit_softcap=float(cap) if cap is not None else None)
 
 
