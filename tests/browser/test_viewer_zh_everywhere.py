@@ -143,7 +143,8 @@ def test_generation_view_in_chinese(page, gemma, tmp_path, artifacts):
 @pytest.fixture(scope="module")
 def s2s_pages(seq2seq, tmp_path_factory):  # noqa: F811
     out = {}
-    for name, (src, tgt) in {"mt5": ("我喜欢人工智能", "北京是中国的首都。"), "bart_zh": ("我喜欢人工智能", "你好世界。")}.items():
+    pairs = {"mt5": ("我喜欢人工智能", "北京是中国的首都。"), "bart_zh": ("我喜欢人工智能", "你好世界。")}
+    for name, (src, tgt) in pairs.items():
         d = S.seq2seq_view_data(seq2seq[name], src, tgt)
         path = tmp_path_factory.mktemp("zh-s2s") / f"{name}.html"
         path.write_text(render_s2s(d, lang="zh"), encoding="utf-8")
@@ -152,7 +153,8 @@ def s2s_pages(seq2seq, tmp_path_factory):  # noqa: F811
 
 
 @pytest.mark.parametrize("name, att, view, tips", [
-    ("mt5", "encoder", "step", ()), ("mt5", "self", "step", ()), ("mt5", "cross", "head", ("[data-testid=q-2]", "[data-testid=k-1]")),
+    ("mt5", "encoder", "step", ()), ("mt5", "self", "step", ()),
+    ("mt5", "cross", "head", ("[data-testid=q-2]", "[data-testid=k-1]")),
     ("mt5", "cross", "model", ("[data-testid=thumb-0-1]",)), ("bart_zh", "cross", "step", ()),
     ("bart_zh", "self", "head", ("[data-testid=q-3]",)),
 ])
@@ -198,3 +200,16 @@ def test_served_page_intro_and_form_in_chinese(page, artifacts, seq2seq_dirs, se
         assert page.inner_text(".as-title").endswith("个头")
         page.click("[data-testid=lang-en]")  # the switch changes the form's words too
         assert page.inner_text("[data-testid=submit]") == "Show attention"
+
+
+def test_t5_tokens_read_as_text_and_the_tooltip_names_the_piece(page, seq2seq, tmp_path):  # noqa: F811
+    d = S.seq2seq_view_data(seq2seq["t5"], "translate English to German: The cat sat.", "Die Katze sass.")
+    path = tmp_path / "t5.html"
+    path.write_text(render_s2s(d), encoding="utf-8")
+    _open(page, path, "#att=encoder&view=head&layer=0")
+    entry = d["texts"][0]
+    i = next(i for i, p in enumerate(entry["source_pieces"]) if p.startswith("▁") and len(p) > 1)
+    shown = page.inner_text(f"[data-testid=q-{i}]")
+    assert shown == entry["source_pieces"][i][1:] and "▁" not in page.inner_text("[data-testid=head-view]")
+    assert page.get_attribute(f"[data-testid=q-{i}]", "data-piece") == entry["source_pieces"][i]
+    assert f"piece {entry['source_pieces'][i]}" in _hover_tip(page, f"[data-testid=q-{i}]")

@@ -1,12 +1,13 @@
 """English UI words a Chinese viewer page must not show, built from the strings table itself.
 
-The guard list is every word (two letters or more; an identifier with underscores is one word) of the ``viewer`` table's English strings that
-no Chinese string of the table uses: ``layer``, ``head``, ``query``, ``weight``, ``encoder``… —
-but not ``softmax``, ``exp``, ``PNG`` or ``Gemma``, which the Chinese strings keep on purpose.
-Commands quoted in a string (``attnscope view TEXT --model …``, ``pip install …``) are no UI
-words in either language and are left out of both sides. A page's words that come from its data
-(the model's name, the tokens, the texts) are not the page's own words either: a browser test
-removes them with :func:`words` of the data before it asks :func:`english_left`.
+The guard list is every word (two letters or more; an identifier with underscores is one word)
+of the ``viewer`` table's English strings that no Chinese string of the table uses: ``layer``,
+``head``, ``query``, ``weight``, ``encoder``… — but not ``softmax``, ``exp``, ``PNG`` or
+``Gemma``, which the Chinese strings keep on purpose. Commands quoted in a string (``attnscope
+view TEXT --model …``, ``pip install …``) are no UI words in either language and are left out of
+both sides. A page's words that come from its data (the model's name, the tokens, the texts) are
+not the page's own words either: a browser test removes them with :func:`words` of the data
+before it asks :func:`english_left`.
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ ZH = {
     "viewer.head_note": "左边：每个词元作为查询；右边：它关注的键。线的不透明度 = 注意力权重{below}。"
                         "鼠标悬停在词元上看它的一行；单击查询词元选中它，双击看它的逐步计算。",
     "viewer.head_below": "（低于 {w} 的权重不画，悬停或选中查询时才画）",
-    "viewer.head_causal": " 对当前的查询，它看不到的键加了阴影：灰色 = 在它之后（因果掩码）{window}。",
+    "viewer.head_causal": "对当前的查询，它看不到的键加了阴影：灰色 = 在它之后（因果掩码）{window}。",
     "viewer.head_window": "，橙色 = 往前 {w} 个或更多位置（这一层的滑动窗口为 {w}）",
     "viewer.model_note": "每一层 × 每个头（颜色按各个头自己的最大权重缩放）。单击一个，在注意力头视图中打开它。",
     "viewer.head_n": "头 {head}",
@@ -149,7 +149,7 @@ ZH = {
     "viewer.matrix_cells": "每个权重一个格子（{px} 像素）。",
     "viewer.matrix_hover": "拖出一个矩形来放大；悬停查看精确权重{server}；双击一个格子打开它那个查询的分步视图。",
     "viewer.from_server": "（来自服务器）",
-    "viewer.matrix_causal": " 灰色：查询看不到的键。",
+    "viewer.matrix_causal": "灰色：查询看不到的键。",
     "viewer.colour": "颜色 ",
     "viewer.scale_linear": "线性，0 … 显示中的最大值",
     "viewer.scale_log": "对数，1e-4 … 显示中的最大值",

@@ -3,6 +3,7 @@ English and Chinese. Part of the ``viewer`` table (:mod:`attnscope.i18n.strings_
 """
 
 EN = {
+    "viewer.s2s_att_note": "{title}: {what}.{bias}",
     "viewer.s2s_encoder": "Encoder",
     "viewer.s2s_decoder": "Decoder",
     "viewer.s2s_cross": "Cross",
@@ -68,6 +69,7 @@ EN = {
 }
 
 ZH = {
+    "viewer.s2s_att_note": "{title}：{what}。{bias}",
     "viewer.s2s_encoder": "编码器",
     "viewer.s2s_decoder": "解码器",
     "viewer.s2s_cross": "交叉",
@@ -83,12 +85,12 @@ ZH = {
     "viewer.s2s_source_ph": "translate English to German: The house is wonderful.",
     "viewer.s2s_target_ph": "Das Haus ist wunderbar.",
     "viewer.s2s_head_tip": "头 {head}（单击：显示或隐藏；双击：只看这个头）",
-    "viewer.s2s_bias_t5": " 分数是 q·k 加上 T5 学到的相对位置偏置（{buckets} 个桶，最远距离 {distance}，{direction}，"
+    "viewer.s2s_bias_t5": "分数是 q·k 加上 T5 学到的相对位置偏置（{buckets} 个桶，最远距离 {distance}，{direction}，"
                           "同一栈的每一层共用），不除以 √d_k。",
     "viewer.s2s_bidirectional": "双向",
     "viewer.s2s_causal": "因果",
-    "viewer.s2s_unscaled": " 分数是 q·k，不除以 √d_k（交叉注意力没有位置偏置）。",
-    "viewer.s2s_scaled": " 分数是 q·k ÷ √{d}。",
+    "viewer.s2s_unscaled": "分数是 q·k，不除以 √d_k（交叉注意力没有位置偏置）。",
+    "viewer.s2s_scaled": "分数是 q·k ÷ √{d}。",
     "viewer.s2s_src_q": "源文本（查询）",
     "viewer.s2s_src_k": "源文本（键）",
     "viewer.s2s_tgt_q": "目标文本（查询）",
@@ -115,8 +117,8 @@ ZH = {
     "viewer.s2s_where_encoder": "q、k、v 来自编码器对源文本词元的状态",
     "viewer.s2s_step_caption": "{attention}注意力，第 {layer} 层，头 {head}，查询 {q}“{token}”：{where}；d_k = {d}。",
     "viewer.s2s_step_bias": " b 是头 {head} 为距离 δ = j − i 所在的桶学到的偏置（T5 不除以 √d_k）。",
-    "viewer.s2s_step_shift": " 最大的分数超过 {limit}，所以先减去它再取 exp（权重不变）。",
-    "viewer.s2s_step_hover": " 鼠标悬停在数字上看它的精确值。",
+    "viewer.s2s_step_shift": "最大的分数超过 {limit}，所以先减去它再取 exp（权重不变）。",
+    "viewer.s2s_step_hover": "鼠标悬停在数字上看它的精确值。",
     "viewer.s2s_sum": "加权和 z = Σ_j weight_j · v_j（{n} 个数，头 {head} 在“{token}”的新向量中的那一段{source}）：",
     "viewer.s2s_sum_source": "；v_j 是源文本的值",
     "viewer.s2s_paint_step": "{model} · {attention} · 第 {layer} 层 · 头 {head} · 查询 {q}“{token}”",

@@ -117,7 +117,7 @@ ZH = {
     "viewer.step_rope": "q 和 k 按旋转位置编码转过（底数 {base}{scaling}，成对的特征 (i, i + {half})）",
     "viewer.step_rope_scaling": "，{kind} 缩放",
     "viewer.step_window": "滑动窗口 {w}：往前 {w} 个或更多位置的键被遮住",
-    "viewer.step_shift": " 最大的分数超过 {limit}，所以先减去这一行的最大值再取 exp（权重不变）。",
+    "viewer.step_shift": "最大的分数超过 {limit}，所以先减去这一行的最大值再取 exp（权重不变）。",
     "viewer.why_causal": "在后面的词元（因果掩码）",
     "viewer.why_window": "在窗口之外（{q} − j ≥ {w}）",
     "viewer.exact": "精确值：{x}",
@@ -191,7 +191,7 @@ ZH = {
                     "（分数、缩放、exp、softmax、加权和）的每个数都算出来；再输入第二段文本，上下文视图显示同一个词的向量"
                     "有什么不同。",
     "viewer.try": "试试：",
-    "viewer.versus": " 对比 ",
+    "viewer.versus": "对比 ",
     "viewer.api": "同样的数值也有 JSON 接口：",
     "viewer.api_docs": "API 文档",
     "viewer.offline": "（离线可用）。",

@@ -297,7 +297,7 @@
     this.headBtns.forEach(function (b, h) { b.classList.toggle("off", self.state.heads.indexOf(h) < 0); });
     this.body.innerHTML = ""; this.hideTip();
     this.root.setAttribute("data-view", s.view); this.root.setAttribute("data-attention", s.att);
-    el("div", { cls: "as-note", "data-testid": "attention-note", text: TITLE_OF(s.att) + ": " + tr(ATT_OF(s.att)[2]) + "." + this.biasNote() }, this.body);
+    el("div", { cls: "as-note", "data-testid": "attention-note", text: tr("viewer.s2s_att_note", { title: TITLE_OF(s.att), what: tr(ATT_OF(s.att)[2]), bias: this.biasNote() }) }, this.body);
     if (s.view === "head") this.renderHead();
     else if (s.view === "model") this.renderModel();
     else this.renderStep();
