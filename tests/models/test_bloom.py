@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -179,3 +180,44 @@ def test_unsupported_config_is_one_sentence(blooms, tmp_path):
     (folder / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ModelLoadError, match="apply_residual_connection_post_layernorm is not supported"):
         attnscope.load(folder)
+
+
+def test_explain_row_cli_and_path(blooms, capsys):
+    """explain's row (the CLI on the folder) and --path show ALiBi's term as a step and reproduce the
+    model's weights; every number of the path agrees with the model's own trace."""
+    from attnscope.cli import main
+
+    folder, model, _ = blooms["bloom_6heads"]
+    layer, head, qpos = 1, 5, 6
+    assert main(["explain", "--model", str(folder), "--text", TEXTS[0], "--position", str(qpos),
+                 "--layer", str(layer), "--head", str(head)]) == 0
+    out = capsys.readouterr().out
+    assert "position bias" in out and "ALiBi" in out
+    w = attnscope.explain(text=TEXTS[0], model=model, layer=layer, head=head, position=qpos, path=True)
+    n = len(model.encode(TEXTS[0]).tokens[0])
+    slope = 2.0 ** -3  # head 5 of 6: the second of the odd powers of 2^(−8/8)
+    assert list(w.values["bias"]) == [slope * j for j in range(n)]
+    traced = model.trace(TEXTS[0], names=[f"layers.{layer}.attn.weights"])[f"layers.{layer}.attn.weights"]
+    assert abs(w.values["weights"] - traced[0, head, qpos].double().numpy()).max() <= 1e-6
+    assert max(w.meta["trace_path_max_abs_diff"].values()) <= 1e-5
+    assert "s' + b" in w.render("markdown") and "s' + b" in w.render("markdown", lang="zh")
+
+
+def test_analyze_reads_the_models_weights(blooms, tmp_path):
+    """analyze over a corpus: its statistics are those of the weights each text gets traced alone
+    (to the previous token, over visible keys), importance as a loss change."""
+    from attnscope.analysis import analyze
+
+    _, model, _ = blooms["bloom"]
+    f = tmp_path / "c.txt"
+    f.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    r = analyze(f, model, batch_size=2, importance_texts=2, importance_batch=2, progress=False)
+    assert r.importance_metric == "loss_change" and r.importance.shape == (2, 4)
+    num, den = np.zeros((2, 4)), 0
+    for t in TEXTS:
+        tr = model.trace(t, names="layers.*.attn.weights")
+        for layer in range(2):
+            w = tr[f"layers.{layer}.attn.weights"][0].double().numpy()  # (H, n, n)
+            num[layer] += np.diagonal(w, offset=-1, axis1=1, axis2=2).sum(-1)
+        den += w.shape[-1] - 1  # queries with a previous token
+    np.testing.assert_allclose(r.means["to_prev"], num / den, rtol=2e-5, atol=2e-6)
