@@ -442,9 +442,14 @@ def test_viewer_data_weights_are_transformers(name, tiny):
     _, attentions, _ = hf_one_text(hf, model, model.encode(text))
     cfg, entry = d["config"], d["texts"][0]
     q, k = V.decode(entry["q"]), V.decode(entry["k"])
+    n = q.shape[2]
+    bias = None
+    if cfg.get("bias"):  # a score term of the key the page adds (ALiBi): head h adds rows[h][j] at key j
+        rows = np.asarray(cfg["bias"]["rows"], dtype=np.float64)[:, :n]  # (H, n)
+        bias = np.broadcast_to(rows[:, None, :], (rows.shape[0], n, n))
     for layer, w in enumerate(attentions):
         rope = cfg["rope"][layer] if cfg["rope"] else None
-        page = V.page_weights(q[layer], k[layer], cfg["factor"], _page_mask(cfg, layer, q.shape[2]), rope)
+        page = V.page_weights(q[layer], k[layer], cfg["factor"], _page_mask(cfg, layer, n), rope, bias)
         err = float(np.abs(page - w[0].double().numpy()).max())
         assert err <= TOL, f"{name}: the page's weights of layer {layer} ≠ transformers' by {err:.3g}"
 

@@ -197,7 +197,7 @@ ZH = {
     "viewer.offline": "（离线可用）。",
     "viewer.form_text": "文本",
     "viewer.up_to": "（最多 {n} 个字符）",
-    "viewer.text_placeholder": "输入一个句子，例如 我喜欢人工智能",
+    "viewer.text_placeholder": "输入一个句子，例如：我喜欢人工智能",
     "viewer.form_compare": "对比文本（可选）",
     "viewer.compare_placeholder": "他喜欢音乐",
     "viewer.form_token": "共同的词元（可选）",
