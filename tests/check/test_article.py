@@ -47,7 +47,7 @@ def test_report_names_the_correct_values(report):
     assert "output, row 1 (爱), column 1: you wrote 0.711; correct: 0.694" in md
     assert "The calculation first goes wrong at weights, row 1 (爱)." in md
     zh = report.render("markdown", lang="zh")
-    assert "计算第一次出错在 注意力权重（weights），第 1 (爱) 行。" in zh and "这不是新的错误" in zh
+    assert "计算第一次出错在注意力权重（weights），第 1 (爱) 行。" in zh and "这不是新的错误" in zh
 
 
 def test_cli_exit_codes_and_json(capsys):

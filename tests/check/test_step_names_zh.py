@@ -26,8 +26,8 @@ def test_a_chinese_report_names_its_steps_in_chinese(capsys):
     table = [ln.split("|")[1].strip() for ln in md.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
     assert table == ["缩放后的分数（scaled）", "指数（exp）", "行和（sum）", "注意力权重（weights）", "输出（output）"]
     assert "- 注意力权重（weights），第 1 (喜) 项：你写的是 0.2653" in md
-    assert "它来自你的 注意力权重（weights）" in md
-    assert "**计算第一次出错在 注意力权重（weights）。**" in md
+    assert "它来自你的注意力权重（weights）" in md
+    assert "**计算第一次出错在注意力权重（weights）。**" in md
 
 
 def test_english_and_json_keep_the_keys():

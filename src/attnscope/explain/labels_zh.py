@@ -184,14 +184,14 @@ ZH = {
     "check.where_entry": "{step}，第 {col} 项",
     "check.line_wrong": "{where}：你写的是 {wrote}；保留{prec}的正确值：{right}（精确值 {exact}）。",
     "check.line_carried": "{where}：你写的是 {wrote}；正确值：{right}（精确值 {exact}）。这不是新的错误："
-                          "它来自你的 {sources}（用你自己的数算出来是 {recomputed}）。",
+                          "它来自你的{sources}（用你自己的数算出来是 {recomputed}）。",
     "check.line_rounding": "{where}：你写的是 {wrote}；精确值 {exact}（保留{prec}为 {right}）。可以接受："
-                           "它来自你舍入后的 {sources}（用你的数算出来是 {recomputed}）；那一步请多保留几位小数。",
+                           "它来自你舍入后的{sources}（用你的数算出来是 {recomputed}）；那一步请多保留几位小数。",
     "check.sec_wrong": "错误：新的错误",
     "check.sec_carried": "连带错误：来自前面的错误",
     "check.sec_rounding": "作为舍入误差接受",
-    "check.first_wrong_row": "计算第一次出错在 {step}，第 {row} 行。",
-    "check.first_wrong": "计算第一次出错在 {step}。",
+    "check.first_wrong_row": "计算第一次出错在{step}，第 {row} 行。",
+    "check.first_wrong": "计算第一次出错在{step}。",
     "check.only_carried": "有些数沿用了前面的错误。",
     "check.class_student": "学生",
     "check.class_first": "第一个错误",

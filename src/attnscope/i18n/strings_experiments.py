@@ -150,8 +150,8 @@ ZH = {
     "experiments.scaled": "缩放",
     "experiments.unscaled": "未缩放",
     "experiments.line_variance": "  Var(q·k) 与 d_k 相比 |z| 最大为 {z:.2f}；|Var(q·k/√d_k) − 1| 最大为 {rel:.3f}",
-    "experiments.line_saturation": "  d_k={d_k}：熵 缩放 {h_s:.3f}，未缩放 {h_u:.3f} 奈特；"
-                                   "雅可比范数之比 未缩放/缩放 {ratio:.3f}",
+    "experiments.line_saturation": "  d_k={d_k}：熵：缩放 {h_s:.3f}，未缩放 {h_u:.3f} 奈特；"
+                                   "雅可比范数之比（未缩放/缩放）{ratio:.3f}",
     "experiments.var.title": "# 实验：q·k 的方差",
     "experiments.var.setup": "q 和 k 的各分量相互独立，且都是单位方差；每种分布、每个 d_k 取 {samples} 个点积；随机种子 {seed}。",
     "experiments.var.theory": "理论：Var(q·k) = d_k，Var(q·k/√d_k) = 1；SE 是抽样比值的相对标准误差，z = (比值 − 1)/SE。",
@@ -245,7 +245,7 @@ ZH = {
     "experiments.train.lm": "- lm：{corpus}（{chars} 个字符，sha256 {sha}…），{vocab} 个符号，窗口长 {seq_len}；"
                             "计数模型在留出文本上的损失：一元 {unigram:.3f}（基线），二元 {bigram:.3f}（阈值），"
                             "三元 {trigram:.3f}；{steps} 步 × 批大小 {batch}；{seeds}。",
-    "experiments.train.flags": "- 停滞：最终损失高于 基线 − {fraction}·(基线 − 阈值)；发散：出现 NaN/inf，或最终损失大于"
+    "experiments.train.flags": "- 停滞：最终损失高于基线 − {fraction}·(基线 − 阈值)；发散：出现 NaN/inf，或最终损失大于"
                                "初始损失。达到阈值的步数：各种子的中位数（从未达到的训练算作无限慢；— 表示中位数未达到）。",
     "experiments.train.task": "## 任务 {task}",
     "experiments.train.col_variant": "变体",
