@@ -65,7 +65,7 @@ EN = {
                            "deviation, then scale by γ and shift by β (both learned).",
     "path.ln_stats": "Over the {d} features: mean $\\mu$ = {mu}, variance $\\sigma^2$ = {var}, "
                      "$\\varepsilon$ = {eps}, $\\sqrt{\\sigma^2 + \\varepsilon}$ = {root}.",
-        "path.rms_stats": "Over the {d} features: mean of the squares {ms}, $\\varepsilon$ = {eps}, RMS = {rms}. Unlike "
+    "path.rms_stats": "Over the {d} features: mean of the squares {ms}, $\\varepsilon$ = {eps}, RMS = {rms}. Unlike "
                       "LayerNorm, RMSNorm does not subtract the mean and has no shift.",
     "path.rms_stats_gemma": "Over the {d} features: mean of the squares {ms}, $\\varepsilon$ = {eps}, RMS = {rms}. "
                             "Gemma stores the scale as $w$ around 0 and multiplies by $1 + w$.",
@@ -101,7 +101,7 @@ EN = {
                        "({dh} features each) are laid side by side into one vector of {d}: re-indexing "
                        "(view/transpose), no arithmetic.",
     "path.concat_caption": "each head's z, first {n} of {dh} features",
-        "path.step_wo": "mixing the heads: $W_O$",
+    "path.step_wo": "mixing the heads: $W_O$",
     "path.wo_why": "The output matrix $W_O$ ({d} × {d}) mixes the heads: feature $c$ of the output adds, for every "
                    "head, its {dh} features of z times that head's block of rows of $W_O$. The table shows each "
                    "head's share.",
@@ -136,6 +136,23 @@ EN = {
     "path.step_out_ln": "the last LayerNorm: the layer's output",
     "path.out_post": "Post-norm: the sum is normalised once more; that is the layer's output, the next layer's input.",
     "path.step_out": "the layer's output",
+    "path.step_out_rms": "the last RMSNorm: the layer's output",
+    "path.step_norm_ln": "the LayerNorm {module}",
+    "path.step_norm_rms": "the RMSNorm {module}",
+    "path.norm_why": "The layer's step {name} normalises {s} with its norm {module}.",
+    "path.step_ffn_in_same": "the feed-forward's input",
+    "path.ffn_in_same": "No norm before the feed-forward: it reads {s} itself.",
+    "path.step_same": "{name}",
+    "path.same_why": "{name} is {s}: the same vector under a second name.",
+    "path.attn_in_post.post_block": "This layer has no norm before attention: attention reads $x$ itself; the norm "
+                                    "comes after it, on what it adds.",
+    "path.step_post_norm.post_block": "the norm after attention",
+    "path.post_norm_why.post_block": "This layer normalises what attention adds before adding it to the residual "
+                                     "stream (and has no norm before attention).",
+    "path.step_post_norm_ffn.post_block": "the norm after the feed-forward",
+    "path.post_norm_why_ffn.post_block": "This layer normalises what the feed-forward adds before adding it to the "
+                                         "residual stream (and has no norm before the feed-forward).",
+    "path.what.step": "{name}",
     "path.out_pre": "Pre-norm: the residual stream {s} is the layer's output, the next layer's input.",
     "path.step_summary": "every step beside the model's own float32 numbers",
     "path.col_trace": "trace name",
@@ -225,7 +242,7 @@ ZH = {
     "path.embed_norm_why": "对和的各特征做归一化：减去均值，除以标准差，再乘以 γ、加上 β（都是学来的）。",
     "path.ln_stats": "在 {d} 个特征上：均值 $\\mu$ = {mu}，方差 $\\sigma^2$ = {var}，$\\varepsilon$ = {eps}，"
                      "$\\sqrt{\\sigma^2 + \\varepsilon}$ = {root}。",
-        "path.rms_stats": "在 {d} 个特征上：平方的均值 {ms}，$\\varepsilon$ = {eps}，RMS = {rms}。与 LayerNorm 不同，"
+    "path.rms_stats": "在 {d} 个特征上：平方的均值 {ms}，$\\varepsilon$ = {eps}，RMS = {rms}。与 LayerNorm 不同，"
                       "RMSNorm 不减均值，也没有平移。",
     "path.rms_stats_gemma": "在 {d} 个特征上：平方的均值 {ms}，$\\varepsilon$ = {eps}，RMS = {rms}。Gemma 把缩放存成 "
                             "0 附近的 $w$，乘的是 $1 + w$。",
@@ -258,7 +275,7 @@ ZH = {
     "path.concat_why": "全部 {H} 个头用各自的 $W_Q$、$W_K$、$W_V$ 走同样的步骤；它们对 {tok} 的输出（每个 {dh} 个特征）"
                        "并排成一个 {d} 维的向量：只是重新索引（view/transpose），没有运算。",
     "path.concat_caption": "每个头的 z，前 {n} 个特征（共 {dh} 个）",
-        "path.step_wo": "混合各头：$W_O$",
+    "path.step_wo": "混合各头：$W_O$",
     "path.wo_why": "输出矩阵 $W_O$（{d} × {d}）混合各头：输出的特征 $c$ 把每个头的 {dh} 个 z 特征乘以该头在 $W_O$ 中的那一块"
                    "行，再全部加起来。表中是每个头的份额。",
     "path.head_share": "头 {h}",
@@ -290,6 +307,20 @@ ZH = {
     "path.step_out_ln": "最后的 LayerNorm：这一层的输出",
     "path.out_post": "Post-norm：和再归一化一次，就是这一层的输出，也是下一层的输入。",
     "path.step_out": "这一层的输出",
+    "path.step_out_rms": "最后的 RMSNorm：这一层的输出",
+    "path.step_norm_ln": "LayerNorm {module}",
+    "path.step_norm_rms": "RMSNorm {module}",
+    "path.norm_why": "这一层的步骤 {name} 用它的归一化 {module} 对 {s} 做归一化。",
+    "path.step_ffn_in_same": "前馈网络的输入",
+    "path.ffn_in_same": "前馈网络之前没有归一化：它直接读 {s}。",
+    "path.step_same": "{name}",
+    "path.same_why": "{name} 就是 {s}：同一个向量的第二个名字。",
+    "path.attn_in_post.post_block": "这一层在注意力之前没有归一化：注意力直接读 $x$；归一化在它之后，作用在它加上的东西上。",
+    "path.step_post_norm.post_block": "注意力之后的归一化",
+    "path.post_norm_why.post_block": "这一层先把注意力的输出归一化，再加到残差流上（注意力之前没有归一化）。",
+    "path.step_post_norm_ffn.post_block": "前馈网络之后的归一化",
+    "path.post_norm_why_ffn.post_block": "这一层先把前馈网络的输出归一化，再加到残差流上（前馈网络之前没有归一化）。",
+    "path.what.step": "{name}",
     "path.out_pre": "Pre-norm：残差流 {s} 就是这一层的输出，也是下一层的输入。",
     "path.step_summary": "每一步与模型自己的 float32 结果对照",
     "path.col_trace": "追踪名",

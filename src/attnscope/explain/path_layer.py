@@ -62,18 +62,22 @@ def _words(P, step, **params) -> tuple[T, T]:
     return tuple(t_or(f"{k}.{P.recipe.name}", k, **params) for k in keys)  # type: ignore[return-value]
 
 
+def _arg(P, step: str) -> str:
+    return step if step == "x" else P.name(step)
+
+
 def norm(P, s) -> list:
     module = getattr(P.layer, s.module)
     key = _key(s.name)
     k = P.note(key, P.name(s.name))
-    title, why = _words(P, s, kind=norm_kind(module), name=k, module=s.module)
+    title, why = _words(P, s, kind=norm_kind(module), name=k, module=s.module, s=_arg(P, s.args[0]))
     return [Step(key, title, [Para(why)] + norm_blocks(P.vec(s.args[0]), module, P.x(k), P.dims) + [trace_para(k)])]
 
 
 def same(P, s) -> list:
     key = _key(s.name)
     k = P.note(key, P.name(s.name))
-    title, why = _words(P, s, name=k, s="x" if s.args[0] == "x" else P.name(s.args[0]))
+    title, why = _words(P, s, name=k, s=_arg(P, s.args[0]))
     return [Step(key, title, [Para(why), vector_table([(k, P.x(k))], P.dims), trace_para(k)])]
 
 

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import reference_model as RM
-from .blocks import Block, Formula, Para, Step, Sym, Table, t
+from .blocks import Block, Formula, Para, Step, Sym, Table, t, t_or
 from .doc import Worked
 from .path_blocks import norm_blocks, projection_table, trace_para, vector_table
 from .path_layer import layer_steps
@@ -210,7 +210,7 @@ class PathSteps(PathValues):
             if m["step"] == "z" and not m["trace"].endswith(f"[{self.h}]"):
                 continue  # the other heads' z: in JSON, not in the table
             what = "source" if m["step"] == "source" else _what(m["trace"], self.i, self.pfx)
-            rows.append([m["trace"], t(f"path.what.{what}"),
+            rows.append([m["trace"], t_or(f"path.what.{what}", "path.what.step", name=what),
                          f"{m['max_abs_diff']:.1e}" if m["max_abs_diff"] is not None else "—"])
         x_in = self.layer_in()[self.p]
         out = self.x(f"{self.lp}.out")
