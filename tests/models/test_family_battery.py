@@ -329,8 +329,11 @@ def test_explain_row_and_path(name, tiny, tmp_path):
     batch = model.encode(text)
     n = batch.lengths[0]
     layer, head, pos = _query(model, n)
-    args = ["--model", str(folder), "--text", text, "--layer", str(layer), "--head", str(head), "--position", str(pos)]
-    row = _explain_json(tmp_path, args, "row")
+    args = ["--model", str(folder), "--text", text, "--layer", str(layer), "--head", str(head)]
+    # the row of a token named as the tokenizer writes it; --position too: the two must agree
+    row = _explain_json(tmp_path, args + [f"--token={batch.tokens[0][pos]}", "--position", str(pos)], "row")
+    assert row["meta"]["query_position"] == pos
+    args += ["--position", str(pos)]
     _, attentions, _ = hf_one_text(hf, model, batch)
     want = attentions[layer][0, head, pos, :n].double().numpy()
     got = np.array(row["values"]["weights"], dtype=np.float64)
