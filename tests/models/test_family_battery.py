@@ -32,7 +32,6 @@ checked instead), never by a skip.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 
@@ -43,60 +42,25 @@ import torch
 import attnscope
 from attnscope import InputError
 from attnscope.cli import main
-from attnscope.testing.tiny import TinyFamily
+from tests.models.battery import (
+    LOGITS_TOL,
+    TOL,
+    float64_forward,
+    hf_one_text,
+    hf_pair,
+    hidden_names,
+    max_err,
+    page_mask,
+    path_matches,
+    reference_name,
+    row_sums,
+    step_error,
+    templates,
+    texts_of,
+)
 from tests.models.fixtures import tiny_families
-from tests.models.seq2seq.texts import PAIRS
 
 FAMILIES = tiny_families()
-TOL = 1e-5
-LOGITS_TOL = 1e-4
-#: Two texts per language: the first longer than every sliding window of the decoders (5, 6), the
-#: second shorter, so that a batch of the two is padded. Every character is in every vocabulary
-#: of that language (bert-base-chinese's ids of attnscope.testing.tiny included).
-TEXTS = {
-    "en": ["The quick brown fox jumps over the lazy dog because it was tired.", "Attention is all you need!"],
-    "zh": ["我喜欢人工智能。北京是中国的首都。", "你好世界。"],
-}
-#: The core of every one-text model's trace names (templates); a family's registration adds its own.
-CORE = ("embed.tokens", "embed.out", "layers.{i}.attn_in", "layers.{i}.attn.q", "layers.{i}.attn.k",
-        "layers.{i}.attn.v", "layers.{i}.attn.scores", "layers.{i}.attn.scaled", "layers.{i}.attn.masked",
-        "layers.{i}.attn.weights", "layers.{i}.attn.z", "layers.{i}.attn.merged", "layers.{i}.attn.out",
-        "layers.{i}.attn_resid", "layers.{i}.ffn_in", "layers.{i}.ffn.hidden", "layers.{i}.ffn.out",
-        "layers.{i}.ffn_resid", "layers.{i}.out")
-_ATTN = ("q", "k", "v", "scores", "scaled", "masked", "weights", "z", "merged", "out")
-_FFN = ("ffn_in", "ffn.hidden", "ffn.out", "ffn_resid", "out")
-#: The core of an encoder–decoder model's names: the encoder's layer, the decoder's with its
-#: causal self-attention and its cross-attention.
-CORE_PAIR = ("encoder.embed.tokens", "encoder.embed.out", "encoder.layers.{i}.attn_in",
-             *(f"encoder.layers.{{i}}.attn.{s}" for s in _ATTN), "encoder.layers.{i}.attn_resid",
-             *(f"encoder.layers.{{i}}.{s}" for s in _FFN),
-             "decoder.embed.tokens", "decoder.embed.out", "decoder.layers.{i}.self_attn_in",
-             *(f"decoder.layers.{{i}}.self_attn.{s}" for s in _ATTN), "decoder.layers.{i}.self_attn_resid",
-             "decoder.layers.{i}.cross_attn_in", *(f"decoder.layers.{{i}}.cross_attn.{s}" for s in _ATTN),
-             "decoder.layers.{i}.cross_attn_resid", *(f"decoder.layers.{{i}}.{s}" for s in _FFN))
-
-
-def _templates(fam: TinyFamily) -> set[str]:
-    """The trace-name templates the family must have: the core of its kind and its declared steps."""
-    def one(step: str) -> str:
-        return step if step.startswith("embed.") or step == "final_norm" else f"layers.{{i}}.{step}"
-    if fam.reads == "text":
-        return set(CORE) | {one(s) for s in fam.names}
-    out = set(CORE_PAIR)
-    for s in fam.names:
-        out.add(f"encoder.{one(s)}")
-        out.add(f"decoder.{one(s.replace('attn.', 'self_attn.'))}")
-    return out
-
-
-def _texts(fam: TinyFamily, lang: str | None = None):
-    lang = lang or fam.lang.split("+")[0]
-    if fam.reads == "pair":
-        sources, targets = PAIRS[lang]
-        return list(sources[:2]), list(targets[:2])
-    return TEXTS[lang]
-
-
 # ----------------------------------------------------------------------------------------------
 # fixtures: each family built once, attnscope's model and transformers' eager model of it
 # ----------------------------------------------------------------------------------------------
@@ -120,41 +84,6 @@ def tiny(tmp_path_factory):
     return get
 
 
-def hf_one_text(hf, model, batch):
-    """transformers' forward of an attnscope Batch: hidden states, attentions, logits (or None)."""
-    kw = dict(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=True,
-              output_attentions=True)
-    if getattr(model.config, "type_vocab_size", 0) > 0 and "token_type_ids" in inspect.signature(hf.forward).parameters:
-        kw["token_type_ids"] = batch.token_type_ids
-    if "use_cache" in inspect.signature(hf.forward).parameters:
-        kw["use_cache"] = False
-    with torch.no_grad():
-        out = hf(**kw)
-    return out.hidden_states, out.attentions, getattr(out, "logits", None)
-
-
-def hf_pair(hf, tr):
-    """transformers' forward of the inputs of a Seq2SeqTrace."""
-    with torch.no_grad():
-        return hf(input_ids=tr.input_ids, attention_mask=tr.attention_mask, decoder_input_ids=tr.decoder_input_ids,
-                  decoder_attention_mask=tr.decoder_attention_mask, output_hidden_states=True,
-                  output_attentions=True, use_cache=False)
-
-
-def hidden_names(fam: TinyFamily, model) -> list[str]:
-    """Our names of transformers' hidden_states: what enters layer 0, each layer's output, the last
-    one after the final norm where the model has one (transformers' convention)."""
-    L = model.config.n_layers
-    names = [fam.first_hidden] + [f"layers.{i}.out" for i in range(L)]
-    if "final_norm" in fam.names:
-        names[-1] = "final_norm"
-    return names
-
-
-def _err(a, b) -> float:
-    return float((a.double() - b.double()).abs().max())
-
-
 # ----------------------------------------------------------------------------------------------
 # (a) parity with transformers
 # ----------------------------------------------------------------------------------------------
@@ -169,7 +98,7 @@ def test_parity_with_transformers(name, single, tiny):
         if fam.reads == "pair":
             _pair_parity(fam, model, hf, lang, single)
             continue
-        texts = _texts(fam, lang)[:1] if single else _texts(fam, lang)
+        texts = texts_of(fam, lang)[:1] if single else texts_of(fam, lang)
         names = hidden_names(fam, model)
         tr = model.trace(texts, names=names + ["layers.*.attn.weights"])
         hidden, attentions, logits = hf_one_text(hf, model, model.encode(texts))
@@ -181,20 +110,20 @@ def test_parity_with_transformers(name, single, tiny):
             ours_logits = model.logits(texts) if fam.lm_head else None
         for b, n in enumerate(tr.lengths):
             for ours, theirs in zip(names, hidden):
-                err = _err(tr[ours][b, :n], theirs[b, :n])
+                err = max_err(tr[ours][b, :n], theirs[b, :n])
                 assert err <= TOL, f"{name} {lang} text {b} {ours}: {err:.2e}"
             for i, theirs in enumerate(attentions):
-                err = _err(tr[f"layers.{i}.attn.weights"][b, :, :n, :n], theirs[b, :, :n, :n])
+                err = max_err(tr[f"layers.{i}.attn.weights"][b, :, :n, :n], theirs[b, :, :n, :n])
                 assert err <= TOL, f"{name} {lang} text {b} layer {i} weights: {err:.2e}"
-            err = _err(plain[b, :n], hidden[-1][b, :n])
+            err = max_err(plain[b, :n], hidden[-1][b, :n])
             assert err <= TOL, f"{name} {lang} text {b} plain forward: {err:.2e}"
             if fam.lm_head:
-                err = _err(ours_logits[b, :n], logits[b, :n])
+                err = max_err(ours_logits[b, :n], logits[b, :n])
                 assert err <= LOGITS_TOL, f"{name} {lang} text {b} logits: {err:.2e}"
 
 
 def _pair_parity(fam, model, hf, lang, single):
-    sources, targets = _texts(fam, lang)
+    sources, targets = texts_of(fam, lang)
     if single:
         sources, targets = sources[:1], targets[:1]
     c = model.config
@@ -213,15 +142,15 @@ def _pair_parity(fam, model, hf, lang, single):
     for b, (S, T) in enumerate(zip(tr.lengths, tr.target_lengths)):
         for ours, theirs in [*zip(enc, ref.encoder_hidden_states), *zip(dec, ref.decoder_hidden_states)]:
             n = S if ours.startswith("encoder.") else T
-            assert _err(tr[ours][b, :n], theirs[b, :n]) <= TOL, f"{fam.name} text {b} {ours}"
+            assert max_err(tr[ours][b, :n], theirs[b, :n]) <= TOL, f"{fam.name} text {b} {ours}"
         for i, w in enumerate(ref.encoder_attentions):
-            assert _err(tr[f"encoder.layers.{i}.attn.weights"][b, :, :S, :S], w[b, :, :S, :S]) <= TOL
+            assert max_err(tr[f"encoder.layers.{i}.attn.weights"][b, :, :S, :S], w[b, :, :S, :S]) <= TOL
         for i, (w, x) in enumerate(zip(ref.decoder_attentions, ref.cross_attentions)):
-            assert _err(tr[f"decoder.layers.{i}.self_attn.weights"][b, :, :T, :T], w[b, :, :T, :T]) <= TOL
-            assert _err(tr[f"decoder.layers.{i}.cross_attn.weights"][b, :, :T, :S], x[b, :, :T, :S]) <= TOL
-        assert _err(plain[b, :T], ref.decoder_hidden_states[-1][b, :T]) <= TOL, f"{fam.name} text {b} plain forward"
+            assert max_err(tr[f"decoder.layers.{i}.self_attn.weights"][b, :, :T, :T], w[b, :, :T, :T]) <= TOL
+            assert max_err(tr[f"decoder.layers.{i}.cross_attn.weights"][b, :, :T, :S], x[b, :, :T, :S]) <= TOL
+        assert max_err(plain[b, :T], ref.decoder_hidden_states[-1][b, :T]) <= TOL, f"{fam.name} text {b} plain forward"
         if fam.lm_head:
-            err = _err(logits[b, :T], ref.logits[b, :T])
+            err = max_err(logits[b, :T], ref.logits[b, :T])
             assert err <= LOGITS_TOL, f"{fam.name} text {b} logits: {err:.2e}"
 
 
@@ -229,46 +158,15 @@ def _pair_parity(fam, model, hf, lang, single):
 # (b) the float64 reference
 # ----------------------------------------------------------------------------------------------
 
-def float64_forward(fam, model):
-    """The float64 reference of the family's first text (pair) and the model's float32 trace of it."""
-    from attnscope import reference_model, reference_model_seq2seq
-    if fam.reads == "pair":
-        sources, targets = _texts(fam)
-        return (reference_model_seq2seq.forward_seq2seq(model, sources[0], targets[0]),
-                model.trace(sources[:1], targets[:1]))
-    text = _texts(fam)[0]
-    return reference_model.forward(model, text), model.trace(text)
-
-
-def _reference_name(name: str) -> str:
-    """The float64 reference's key of a trace name: the same, but for the decoders' ``attn.mask``
-    (True = may attend), which it keeps as ``attn.allowed`` ((L, L), without the batch axes)."""
-    return name[: -len(".mask")] + ".allowed" if name.endswith(".attn.mask") else name
-
-
-def _same_step(ref: np.ndarray, traced: torch.Tensor, tol: float) -> float:
-    """max |ref − traced| over the finite entries, relative to max(1, |ref|); the infinite ones
-    (masked scores) must be where the reference has them."""
-    theirs = traced.double().cpu().numpy()
-    if traced.dtype == torch.bool:  # (1, L, S) or (L, S) of one text
-        assert np.array_equal(theirs.reshape(ref.shape).astype(bool), ref.astype(bool))
-        return 0.0
-    assert theirs.shape == ref.shape, (theirs.shape, ref.shape)
-    fin = np.isfinite(ref)
-    assert np.array_equal(fin, np.isfinite(theirs)) and np.array_equal(ref[~fin], theirs[~fin])
-    scale = max(1.0, float(np.abs(ref[fin]).max(initial=0.0)))
-    return float(np.abs(ref[fin] - theirs[fin]).max(initial=0.0)) / scale
-
-
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_float64_reference_equals_the_trace(name, tiny):
     fam = FAMILIES[name]
     _, model, _ = tiny(name)
     f, tr = float64_forward(fam, model)
-    ref = {n: _reference_name(n) for n in model.hook_names}
+    ref = {n: reference_name(n) for n in model.hook_names}
     missing = [n for n, r in ref.items() if r not in f]
     assert missing == [], f"{name}: the float64 reference does not compute {missing[:6]} …"
-    worst = {n: _same_step(f[r], tr[n][0], TOL) for n, r in ref.items()}
+    worst = {n: step_error(f[r], tr[n][0]) for n, r in ref.items()}
     bad = {n: e for n, e in worst.items() if not e <= TOL}
     assert bad == {}, f"{name}: float64 reference vs float32 trace beyond {TOL}: {bad}"
 
@@ -291,13 +189,13 @@ def test_trace_names_are_the_pinned_ones(name, tiny):
         t = f"{m.group(1)}.{{i}}.{m.group(3)}" if m else n
         seen.setdefault(t, set()).add(int(m.group(2)) if m else -1)
     assert set(seen) <= pinned, f"{name}: names outside the public templates: {sorted(set(seen) - pinned)}"
-    want = _templates(fam)
+    want = templates(fam)
     assert set(seen) == want, f"{name}: missing {sorted(want - set(seen))}, unexpected {sorted(set(seen) - want)}"
     for t, idx in seen.items():  # every layer has every layer step
         if "{i}" in t:
             assert idx == set(range(layers[t.split(".{i}.")[0]])), (name, t, idx)
     assert len(set(model.hook_names)) == len(model.hook_names)
-    texts = _texts(fam)
+    texts = texts_of(fam)
     tr = model.trace(texts[0][:1], texts[1][:1]) if fam.reads == "pair" else model.trace(texts[:1])
     assert [n for n in model.hook_names if n not in tr] == []
 
@@ -325,7 +223,7 @@ def test_explain_row_and_path(name, tiny, tmp_path):
     if fam.reads == "pair":
         return _explain_pair(fam, folder, model, hf, tmp_path)
     from attnscope import reference_model
-    text = _texts(fam)[0]
+    text = texts_of(fam)[0]
     batch = model.encode(text)
     n = batch.lengths[0]
     layer, head, pos = _query(model, n)
@@ -342,43 +240,12 @@ def test_explain_row_and_path(name, tiny, tmp_path):
     assert err <= TOL, f"{name}: explain's row (layer {layer}, head {head}, position {pos}) ≠ transformers' by {err:.3g}"
     path = _explain_json(tmp_path, args + ["--path"], "path")
     f = reference_model.forward(model, text, upto=layer)
-    assert _path_matches(path["values"], f, model, pos, {"weights": (f"layers.{layer}.attn.weights", head)}) >= 20
-
-
-def _path_matches(values: dict, f: dict, model, pos: int, rows: dict) -> int:
-    """How many of the path's values (keyed by trace names, ``[h]`` for a head; ``rows``: the
-    query's attention rows, path key → (trace name, head)) were compared with the float64
-    reference ``f``; each must equal it to 1e-9 relative. Every row of ``rows`` must be there."""
-    H, H_kv = model.config.n_heads, getattr(model.config, "kv_heads", model.config.n_heads)
-    assert set(rows) <= set(values), sorted(values)
-    checked = 0
-    for key, ours in values.items():
-        base, h = key.split("[")[0], int(key.split("[")[1].rstrip("]")) if "[" in key else None
-        if key in rows:
-            base, h = rows[key]
-        if ours is None or base not in f:
-            continue
-        ours = np.asarray(ours, dtype=np.float64)
-        theirs = np.asarray(f[base], dtype=np.float64)
-        if h is not None:
-            kv = base.rsplit(".", 1)[1] in ("k", "v", "k_proj", "k_normed")
-            theirs = theirs[h // (H // H_kv) if kv and theirs.shape[0] == H_kv else h]
-        if theirs.ndim == ours.ndim + 1:
-            theirs = theirs[pos]
-        if theirs.shape != ours.shape:
-            assert key not in rows, (key, theirs.shape, ours.shape)
-            continue
-        scale = max(1.0, float(np.abs(theirs[np.isfinite(theirs)]).max(initial=0.0)))
-        fin = np.isfinite(theirs)
-        assert np.array_equal(fin, np.isfinite(ours)), key
-        assert np.abs(ours[fin] - theirs[fin]).max(initial=0.0) <= 1e-9 * scale, key
-        checked += 1
-    return checked
+    assert path_matches(path["values"], f, model, pos, {"weights": (f"layers.{layer}.attn.weights", head)}) >= 20
 
 
 def _explain_pair(fam, folder, model, hf, tmp_path):
     from attnscope import reference_model_seq2seq
-    sources, targets = _texts(fam)
+    sources, targets = texts_of(fam)
     src, tgt = sources[0], targets[0]
     tr = model.trace([src], [tgt], names=["decoder.layers.0.cross_attn.weights"])
     ref = hf_pair(hf, tr)
@@ -401,20 +268,12 @@ def _explain_pair(fam, folder, model, hf, tmp_path):
     f = reference_model_seq2seq.forward_seq2seq(model, src, tgt, decoder_upto=layer)
     rows = {"weights": (f"decoder.layers.{layer}.self_attn.weights", head),
             "cross_weights": (f"decoder.layers.{layer}.cross_attn.weights", head)}
-    assert _path_matches(path["values"], f, model, pos, rows) >= 30
+    assert path_matches(path["values"], f, model, pos, rows) >= 30
 
 
 # ----------------------------------------------------------------------------------------------
 # (e) the viewer's data
 # ----------------------------------------------------------------------------------------------
-
-def _page_mask(cfg: dict, layer: int, n: int) -> np.ndarray:
-    """Bool (n, n): the keys each query sees on the page: all, causal, and within the layer's window."""
-    d = np.arange(n)[:, None] - np.arange(n)[None, :]
-    ok = d >= 0 if cfg["causal"] else np.ones((n, n), dtype=bool)
-    w = cfg["windows"][layer]
-    return ok & (d < w) if w else ok
-
 
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_viewer_data_weights_are_transformers(name, tiny):
@@ -423,7 +282,7 @@ def test_viewer_data_weights_are_transformers(name, tiny):
     _, model, hf = tiny(name)
     if fam.reads == "pair":
         from attnscope.viewer import seq2seq as S
-        sources, targets = _texts(fam)
+        sources, targets = texts_of(fam)
         d = S.seq2seq_view_data(model, sources[0], targets[0])
         ref = hf_pair(hf, model.trace(sources[:1], targets[:1], names=["encoder.embed.out"]))
         cfg, entry = d["config"], d["texts"][0]
@@ -436,7 +295,7 @@ def test_viewer_data_weights_are_transformers(name, tiny):
                 assert err <= TOL, f"{name}: the page's {att} weights of layer {layer} ≠ transformers' by {err:.3g}"
         return
     from attnscope.viewer.run import view_data
-    text = _texts(fam)[0]
+    text = texts_of(fam)[0]
     if not fam.viewer:  # declared: the page cannot recompute these weights, and says so in one sentence
         with pytest.raises(InputError, match="the viewer only shows plain dot-product attention"):
             view_data(model, text)
@@ -452,7 +311,7 @@ def test_viewer_data_weights_are_transformers(name, tiny):
         bias = np.broadcast_to(rows[:, None, :], (rows.shape[0], n, n))
     for layer, w in enumerate(attentions):
         rope = cfg["rope"][layer] if cfg["rope"] else None
-        page = V.page_weights(q[layer], k[layer], cfg["factor"], _page_mask(cfg, layer, n), rope, bias)
+        page = V.page_weights(q[layer], k[layer], cfg["factor"], page_mask(cfg, layer, n), rope, bias)
         err = float(np.abs(page - w[0].double().numpy()).max())
         assert err <= TOL, f"{name}: the page's weights of layer {layer} ≠ transformers' by {err:.3g}"
 
@@ -461,17 +320,6 @@ def test_viewer_data_weights_are_transformers(name, tiny):
 # (f) analyze
 # ----------------------------------------------------------------------------------------------
 
-def _row_stats(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per head, the sums over the rows of ``w (H, n_q, n_k)`` of the entropy −Σ w ln w and the
-    distance Σ w |i − j|, and the number of rows."""
-    w = w.double()
-    ent = -(torch.where(w > 0, w * w.clamp_min(1e-300).log(), torch.zeros_like(w))).sum(-1)  # (H, n_q)
-    i = torch.arange(w.shape[1], dtype=torch.float64)[:, None]
-    j = torch.arange(w.shape[2], dtype=torch.float64)[None, :]
-    dist = (w * (i - j).abs()).sum(-1)  # (H, n_q)
-    return ent.sum(-1).numpy(), dist.sum(-1).numpy(), w.shape[1]
-
-
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_analyze_statistic_is_transformers(name, tiny, tmp_path):
     from attnscope.analysis import analyze
@@ -479,7 +327,7 @@ def test_analyze_statistic_is_transformers(name, tiny, tmp_path):
     _, model, hf = tiny(name)
     corpus = tmp_path / "corpus.txt"
     if fam.reads == "pair":
-        sources, targets = _texts(fam)
+        sources, targets = texts_of(fam)
         corpus.write_text("".join(f"{s}\t{t}\n" for s, t in zip(sources, targets)), encoding="utf-8")
         r = analyze(corpus, model, batch_size=2, progress=False)
         sums: dict = {}
@@ -488,7 +336,7 @@ def test_analyze_statistic_is_transformers(name, tiny, tmp_path):
             for stack, ws in (("encoder", ref.encoder_attentions), ("self", ref.decoder_attentions),
                               ("cross", ref.cross_attentions)):
                 for layer, w in enumerate(ws):
-                    e, dist, rows = _row_stats(w[0])
+                    e, dist, rows = row_sums(w[0])
                     acc = sums.setdefault((stack, layer), [0.0, 0.0, 0])
                     acc[0], acc[1], acc[2] = acc[0] + e, acc[1] + dist, acc[2] + rows
         for (stack, layer), (e, dist, rows) in sums.items():
@@ -497,7 +345,7 @@ def test_analyze_statistic_is_transformers(name, tiny, tmp_path):
             if stack != "cross":  # cross-attention reports no distance (the source is another text)
                 np.testing.assert_allclose(got["distance"][layer], dist / rows, rtol=0, atol=TOL, err_msg=f"{stack} {layer}")
         return
-    texts = _texts(fam)
+    texts = texts_of(fam)
     corpus.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
     r = analyze(corpus, model, batch_size=2, importance_texts=0, induction_seqs=0, lanes=1, progress=False)
     L = model.config.n_layers
@@ -505,7 +353,7 @@ def test_analyze_statistic_is_transformers(name, tiny, tmp_path):
     for t in texts:
         _, attentions, _ = hf_one_text(hf, model, model.encode(t))
         for layer, w in enumerate(attentions):
-            e, d_, n = _row_stats(w[0])
+            e, d_, n = row_sums(w[0])
             ent[layer] += e
             dist[layer] += d_
         rows += n
