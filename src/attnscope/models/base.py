@@ -72,9 +72,10 @@ class LoadedModel:
     # ------------------------------------------------------------------------------------------
     @property
     def hook_names(self) -> list[str]:
-        """Every name :meth:`trace` can record for this model, in forward order."""
-        from ..trace import expand_names
-        return expand_names(self.config)
+        """Every name :meth:`trace` can record for this model, in forward order: the paths of its hook
+        points (see :func:`attnscope.trace.names.tree_names`)."""
+        from ..trace import tree_names
+        return tree_names(cast(torch.nn.Module, self))
 
     @property
     def device(self) -> torch.device:

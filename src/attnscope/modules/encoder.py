@@ -97,7 +97,8 @@ class Encoder(nn.Module):
             self.embed = Embeddings(config)
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
         self.ln_f = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.final_norm else None
-        self.final_norm = HookPoint()
+        if config.final_norm:  # its hook point only where there is a final norm: the trace names are the hook points
+            self.final_norm = HookPoint()
 
     def forward(self, x: Tensor, *, key_padding_mask: Optional[Tensor] = None,
                 attn_mask: Optional[Tensor] = None, causal: Optional[bool] = None) -> Tensor:

@@ -48,9 +48,15 @@ name                               shape                 what
 ``final_norm``                     (B, L, d)             after the final norm; GPT-2 and the decoders
 =================================  ====================  ========================================
 
-Only the names a model's architecture has are listed (``model.hook_names``): the decoder steps
-(``q_proj`` … ``mask``, ``ffn.gate``) only in Llama, Qwen2, Mistral and Gemma 3, QK-norm and the
-post-norms only in Gemma 3, no ``embed.positions`` with rotary positions.
+A model's names (``model.hook_names``) are read from its module tree: the path of each of its
+hook points, in ``named_modules()`` order, which is the forward order (a layer registers the hook
+point of each step of its recipe in turn, :mod:`attnscope.recipe`). So a model lists only the steps
+its architecture has: the decoder steps (``q_proj`` … ``mask``, ``ffn.gate``) only in Llama, Qwen2,
+Mistral and Gemma 3, QK-norm and the post-norms only in Gemma 3, no ``embed.positions`` with rotary
+positions, no ``final_norm`` without a final norm. A config alone gives its names with
+:func:`~attnscope.trace.names.expand_names` (from an empty model of that config on the meta device).
+The tables above and below are the public vocabulary: every hook point is one of its names (a test
+holds every family to it).
 
 **Encoder–decoder models** (T5, BART: ``model.trace(source, target)``, names
 :data:`~attnscope.trace.names.SEQ2SEQ_NAMES`, a :class:`~attnscope.trace.seq2seq.Seq2SeqTrace`;
@@ -106,9 +112,9 @@ slice ``[:n]`` with ``n = trace.lengths[b]``.
 """
 
 from .memory import estimate_trace_memory
-from .names import HEAD_STEPS, SEQ2SEQ_NAMES, TRACE_NAMES, expand_names, key, resolve
+from .names import HEAD_STEPS, SEQ2SEQ_NAMES, TRACE_NAMES, expand_names, key, resolve, tree_names
 from .record import FORMAT, FORMAT_VERSION, Trace, TraceKeyError
 from .run import attached_hooks, run_trace
 
 __all__ = ["TRACE_NAMES", "SEQ2SEQ_NAMES", "HEAD_STEPS", "Trace", "TraceKeyError", "run_trace", "attached_hooks",
-           "expand_names", "resolve", "key", "FORMAT", "FORMAT_VERSION", "estimate_trace_memory"]
+           "expand_names", "tree_names", "resolve", "key", "FORMAT", "FORMAT_VERSION", "estimate_trace_memory"]

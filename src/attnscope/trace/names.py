@@ -9,10 +9,13 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-from typing import Iterable, Optional, Sequence, Union, cast
+from typing import Iterable, Optional, Sequence, Union
 
-from ..config import DecoderConfig, TransformerConfig
+from torch import nn
+
+from ..config import TransformerConfig
 from ..errors import InputError
+from ..hooks import HookPoint
 
 #: Name templates of every traceable intermediate, in forward order. Public API.
 TRACE_NAMES: tuple[str, ...] = (
@@ -65,90 +68,59 @@ PRE_ROTARY_STEPS: tuple[str, ...] = ("q_proj", "k_proj", "q_normed", "k_normed")
 #: added to the scaled scores (DeBERTa: (c2p + p2c)/√(3·d_head); T5: the relative position bias).
 SCORE_TERM_STEPS: tuple[str, ...] = ("pos_q", "pos_k", "scores_c2c", "scores_c2p", "scores_p2c", "bias")
 
-#: Names that only DeBERTa-v2 has (``bias`` is DeBERTa's and T5's).
-DEBERTA_ONLY: tuple[str, ...] = ("attn.pos_q", "attn.pos_k", "attn.scores_c2c", "attn.scores_c2p", "attn.scores_p2c")
-
 #: Per-head steps whose head axis counts key/value heads (n_kv_heads): ``name[h]`` takes a *query*
 #: head h and gives the k/v head it reads, ``h // (n_heads / n_kv_heads)``.
 KV_STEPS: tuple[str, ...] = ("k_proj", "k_normed", "k", "v")
 
-#: Names that only decoders of the Llama kind have (which of them fire: :func:`fires`).
-DECODER_ONLY: tuple[str, ...] = ("attn.q_proj", "attn.k_proj", "attn.q_normed", "attn.k_normed", "attn.mask",
-                                 "attn_post_norm", "ffn.gate", "ffn_post_norm")
-
 _HEAD_SUFFIX = re.compile(r"^(.*)\[(\d+)\]$")
 
-def fires(template: str, config: TransformerConfig) -> bool:
-    """Does the name ``template`` (a :data:`TRACE_NAMES` entry) exist in a model with ``config``?
-
-    Left out: ``embed.segments`` without segment embeddings (GPT-2, decoders), ``embed.positions``
-    without a position embedding (none, or rotary positions that act on q and k), ``final_norm``
-    without a final norm (BERT, RoBERTa); the decoder steps in encoders; ``q_normed``/``k_normed``
-    without QK-norm, and ``attn_post_norm``/``ffn_post_norm`` without Gemma's sandwich norms;
-    ``embed.projected`` without factorised embeddings (ALBERT, ELECTRA, DeBERTa with E ≠ d); the
-    relative terms outside DeBERTa (only those of its ``pos_att_type``) and ``attn.bias`` in
-    families without an additive score term (all but DeBERTa and T5).
-    """
-    decoder = getattr(config, "kind", "") == "decoder"
-    step = template.split("{i}.")[-1]
-    if step in DEBERTA_ONLY:
-        return step.split(".")[-1] in getattr(config, "score_terms", ())
-    if step == "attn.bias":
-        return bool(getattr(config, "score_bias", False))
-    if template == "embed.projected":
-        return bool(getattr(config, "factorised", False))
-    if step in DECODER_ONLY:
-        if not decoder:
-            return False
-        dc = cast(DecoderConfig, config)  # the kind "decoder" is DecoderConfig's
-        if step in ("attn.q_normed", "attn.k_normed"):
-            return bool(dc.qk_norm)
-        if step in ("attn_post_norm", "ffn_post_norm"):
-            return step in dc.recipe.points  # the recipe has the norm on the block's output
-        return True
-    if template == "embed.segments":
-        return config.type_vocab_size > 0
-    if template == "embed.positions":
-        return config.position not in ("none", "rotary")
-    if template == "final_norm":
-        return bool(config.final_norm)
-    return True
+#: One pattern that every name of the vocabulary (:data:`TRACE_NAMES`, :data:`SEQ2SEQ_NAMES`) matches
+#: and nothing else does, ``{i}`` standing for a layer index.
+_VOCABULARY = re.compile("|".join(
+    "(?:" + re.escape(t).replace(re.escape("{i}"), "(?:0|[1-9][0-9]*)") + ")" for t in (*TRACE_NAMES, *SEQ2SEQ_NAMES)))
 
 
-def expand_names(config: TransformerConfig) -> list[str]:
-    """Every concrete name for a model with ``config``, in forward order; only names that fire
-    for this architecture (see :func:`fires`)."""
-    if getattr(config, "kind", "") == "seq2seq":
-        return _seq2seq_names(config)
-    out = [t for t in TRACE_NAMES if "{i}" not in t and fires(t, config)]
-    layer_templates = [t for t in TRACE_NAMES if "{i}" in t and fires(t, config)]
-    head = [n for n in out if n.startswith("embed.")]
-    tail = [n for n in out if n not in head]
-    return head + [t.format(i=i) for i in range(config.n_layers) for t in layer_templates] + tail
+def in_vocabulary(name: str) -> bool:
+    """Is ``name`` (``layers.3.attn.q``) a public trace name, an instance of a template of
+    :data:`TRACE_NAMES` or :data:`SEQ2SEQ_NAMES`?"""
+    return _VOCABULARY.fullmatch(name) is not None
 
 
-def _seq2seq_names(config) -> list[str]:
-    """:data:`SEQ2SEQ_NAMES` for an encoder–decoder config: each stack's layers, only names that fire
-    (no positions, final norms or bias without them; ``ffn.gate`` only in a gated FFN)."""
-    def fires_here(t: str) -> bool:
-        step = t.split("{i}.")[-1] if "{i}" in t else t.split(".", 1)[1]
-        if step == "embed.positions":
-            return config.position == "learned"
-        if step == "final_norm":
-            return bool(config.final_norm)
-        if step.endswith(".bias"):
-            return bool(config.score_bias)
-        if step == "ffn.gate":
-            return bool(config.gated_ffn)
-        return True
+def hook_point_paths(root: nn.Module) -> list[str]:
+    """The path of every :class:`~attnscope.hooks.HookPoint` under ``root``, in ``named_modules()`` order."""
+    return [path for path, m in root.named_modules() if isinstance(m, HookPoint)]
 
-    out = []
-    for stack, n in (("encoder", config.n_layers), ("decoder", config.n_decoder_layers)):
-        ts = [t for t in SEQ2SEQ_NAMES if t.startswith(stack + ".") and fires_here(t)]
-        out += [t for t in ts if "{i}" not in t and not t.endswith("final_norm")]
-        out += [t.format(i=i) for i in range(n) for t in ts if "{i}" in t]
-        out += [t for t in ts if t.endswith("final_norm")]
-    return out
+
+def tree_names(root: nn.Module) -> list[str]:
+    """The trace names of the model ``root``, read from its module tree: the path of every hook point,
+    in ``named_modules()`` order — the order in which the modules were registered, which every stack
+    keeps equal to the forward order (a layer registers its steps in its recipe's order). A hook
+    point whose path is not in the public vocabulary is left out (the tests require that there is
+    none, so that a new step cannot appear without a public name)."""
+    return [p for p in hook_point_paths(root) if in_vocabulary(p)]
+
+
+#: Names by config (its ``repr``: the class and every field), for :func:`expand_names`.
+_BY_CONFIG: dict[str, tuple[str, ...]] = {}
+
+
+def expand_names(config: Union[TransformerConfig, nn.Module]) -> list[str]:
+    """Every trace name of a model with ``config`` (or of the model itself), in forward order.
+
+    The names are read from the module tree (:func:`tree_names`): of the model itself, or for a
+    config, of an empty model of that config built on the meta device (milliseconds, no memory;
+    cached by the config's value)."""
+    if isinstance(config, nn.Module):
+        return tree_names(config)
+    if not isinstance(config, TransformerConfig):
+        raise InputError(f"expand_names takes a model or its config, got {type(config).__name__}")
+    key = repr(config)
+    if key not in _BY_CONFIG:
+        # the model's class comes from the families' registry, which knows every model class (a
+        # model imports trace, trace does not import a model until asked for one by its config)
+        from ..models.model_class import empty_model
+        _BY_CONFIG[key] = tuple(tree_names(empty_model(config)))
+    return list(_BY_CONFIG[key])
 
 
 def _split_head(pattern: str) -> tuple[str, Optional[int]]:
