@@ -44,6 +44,7 @@ from attnscope import InputError
 from attnscope.cli import main
 from tests.models.battery import (
     LOGITS_TOL,
+    TEXTS,
     TOL,
     float64_forward,
     hf_one_text,
@@ -360,3 +361,35 @@ def test_analyze_statistic_is_transformers(name, tiny, tmp_path):
     assert r.counters["texts"] == len(texts)
     np.testing.assert_allclose(r.means["entropy"], ent / rows, rtol=0, atol=TOL)
     np.testing.assert_allclose(r.means["distance"], dist / rows, rtol=0, atol=TOL)
+
+
+# ----------------------------------------------------------------------------------------------
+# the registry itself
+# ----------------------------------------------------------------------------------------------
+
+def test_every_builder_is_registered_and_well_formed():
+    """Every tiny builder of the tests (the BUILDERS of attnscope.testing.tiny and of every
+    tests/models/*/tiny.py) is in the registry, so none escapes the battery; each registration
+    names a transformers class, languages the battery has texts for, and steps that are public
+    trace names; a name registered by a second module is refused."""
+    import importlib
+    from pathlib import Path
+
+    import transformers
+
+    from attnscope.testing import tiny as testing
+    from attnscope.trace import SEQ2SEQ_NAMES, TRACE_NAMES
+
+    builders = set(testing.BUILDERS)
+    for path in Path(__file__).resolve().parent.glob("*/tiny.py"):
+        builders |= set(getattr(importlib.import_module(f"tests.models.{path.parent.name}.tiny"), "BUILDERS", {}))
+    assert builders <= set(FAMILIES), sorted(builders - set(FAMILIES))
+    for name, fam in FAMILIES.items():
+        assert fam.name == name and fam.reads in ("text", "pair")
+        assert hasattr(transformers, fam.hf_class), (name, fam.hf_class)
+        assert set(fam.lang.split("+")) <= set(TEXTS), (name, fam.lang)
+        assert templates(fam) <= set(SEQ2SEQ_NAMES if fam.reads == "pair" else TRACE_NAMES), name
+        assert fam.first_hidden in ("embed.out", "embed.projected"), name
+    with pytest.raises(ValueError, match="already registered by another module"):
+        testing.tiny_family("gpt2", "GPT2LMHeadModel")(lambda folder: folder)
+    assert testing.FAMILIES["gpt2"].build is testing.tiny_gpt2
