@@ -1,17 +1,18 @@
 """A loaded model's forward pass in float64 NumPy, from its weights: the float64 twin of its trace.
 
-:mod:`attnscope.reference` holds each step's formula; this module composes them the way each
-family's layer does, so that every trace name up to a layer gets a float64 value computed from the
-checkpoint's weights alone (no torch kernel, no float32 intermediate). ``explain``'s whole path and
-its real-model rows take their numbers from here and set the model's own float32 trace beside them.
+Each layer runs its recipe (:mod:`attnscope.recipe`) step by step with the float64 step functions
+of :mod:`.reference_model_blocks`, each formula from :mod:`attnscope.reference`, so that every
+trace name gets a float64 value computed from the checkpoint's weights alone (no torch kernel, no
+float32 intermediate). ``explain``'s whole path and its real-model rows take their numbers from
+here and set the model's own float32 trace beside them.
 
     >>> f = forward(model, "我喜欢人工智能", upto=1)       # layers 0 and 1
     >>> f["layers.1.attn.weights"].shape                   # (H, L, L)
     >>> f["embed.out"].shape                               # (L, d)
 
-Keys are the trace names (:data:`attnscope.trace.TRACE_NAMES`) without the batch axis — per-head
-steps ``(H, L, ·)`` (k, v, k_proj, k_normed: ``(H_kv, L, d_head)``), the rest ``(L, ·)`` — plus
-what a worked calculation shows between two of them:
+Keys are the trace names without the batch axis — per-head steps ``(H, L, ·)`` (k, v, k_proj,
+k_normed: ``(H_kv, L, d_head)``), the rest ``(L, ·)`` — plus what a worked calculation shows
+between two of them:
 
 =============================  ======================================================================
 ``embed.sum``                  token + segment + position rows, before the embedding LayerNorm
@@ -23,10 +24,8 @@ what a worked calculation shows between two of them:
 
 and ``ids``, ``tokens``, ``positions`` (the position ids the embedding rows were looked up with),
 ``segments`` (or None). Layers run on the whole text (every key of a later row needs them).
-DeBERTa's layers (its three score terms, projection before the embedding LayerNorm) are composed
-in :mod:`.reference_model_deberta`; the encoder–decoder families (T5, BART: both stacks, the
-decoder's self- and cross-attention) in :mod:`.reference_model_seq2seq`
-(:func:`~.reference_model_seq2seq.forward_seq2seq`).
+DeBERTa's embedding and scores are in :mod:`.reference_model_deberta`; the encoder–decoder
+families (T5, BART) run in :func:`.reference_model_seq2seq.forward_seq2seq`.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from typing import Optional
 import numpy as np
 
 from . import reference as R
-from . import reference_model_deberta as RD  # DeBERTa's own embedding and layer
+from . import reference_model_deberta as RD  # DeBERTa's own embedding and scores
 from .errors import InputError
 from .positions import get_position
 from .reference_model_blocks import LayerRun, activation, layer_recipe, norm_of, run_layer  # noqa: F401  (this module's names)
@@ -137,9 +136,7 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
     if not isinstance(text, str) or not text.strip():
         raise InputError("text must be a non-empty string")
     c = model.config
-    last = c.n_layers - 1 if upto is None else int(upto)
-    if not 0 <= last < c.n_layers:
-        raise InputError(f"layer {upto} is out of range: the model has {c.n_layers} layers (0..{c.n_layers - 1})")
+    last = last_layer(upto, c.n_layers)
     batch = model.encode(text)
     n = batch.lengths[0]
     input_ids = batch.input_ids[0, :n]
@@ -173,6 +170,14 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
         if upto is None and getattr(model, "ln_f", None) is not None:
             f["final_norm"] = norm_of(x, model.ln_f)
     return f
+
+
+def last_layer(upto: Optional[int], n: int, stack: str = "layer", has: str = "the model has") -> int:
+    """The last layer to run: ``upto``, or n − 1 for None; InputError naming the range otherwise."""
+    last = n - 1 if upto is None else int(upto)
+    if not 0 <= last < n:
+        raise InputError(f"{stack} {upto} is out of range: {has} {n} layers (0..{n - 1})")
+    return last
 
 
 def layer_input(f: dict, i: int) -> Array:

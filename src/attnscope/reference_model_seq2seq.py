@@ -28,7 +28,7 @@ import numpy as np
 from . import reference as R
 from .errors import InputError
 from .recipe import get_layer_recipe, parse_recipe
-from .reference_model import check_supported
+from .reference_model import check_supported, last_layer
 from .reference_model_blocks import LayerRun, norm_of, run_layer
 
 Array = np.ndarray
@@ -111,10 +111,7 @@ def forward_seq2seq(model, source: str, target: Optional[str] = None, *, encoder
     c = model.config
     if target is not None:
         encoder_upto = None  # cross-attention reads the encoder's output: every layer
-    last = c.n_layers - 1 if encoder_upto is None else int(encoder_upto)
-    if not 0 <= last < c.n_layers:
-        raise InputError(f"encoder layer {encoder_upto} is out of range: the encoder has {c.n_layers} layers "
-                         f"(0..{c.n_layers - 1})")
+    last = last_layer(encoder_upto, c.n_layers, "encoder layer", "the encoder has")
     import torch
     with torch.no_grad():
         src = model.source_batch(source)
@@ -123,10 +120,7 @@ def forward_seq2seq(model, source: str, target: Optional[str] = None, *, encoder
         f, x = run_stack(model, "encoder", ids, list(src.tokens[0]), last, encoder_upto is None)
         if target is None:
             return f
-        dlast = c.n_decoder_layers - 1 if decoder_upto is None else int(decoder_upto)
-        if not 0 <= dlast < c.n_decoder_layers:
-            raise InputError(f"decoder layer {decoder_upto} is out of range: the decoder has {c.n_decoder_layers} "
-                             f"layers (0..{c.n_decoder_layers - 1})")
+        dlast = last_layer(decoder_upto, c.n_decoder_layers, "decoder layer", "the decoder has")
         dids, _, dtoks = model.target_batch(target, 1)
         tids = dids[0].cpu().numpy().astype(np.int64)
         f.update(run_stack(model, "decoder", tids, [str(t) for t in dtoks[0]], dlast, decoder_upto is None, x)[0])
