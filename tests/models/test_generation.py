@@ -11,7 +11,7 @@ from attnscope.errors import ConfigError, InputError
 from attnscope.models.generation import choose
 
 PROMPT = "Queries and keys are rotated by"
-FAMILIES = ["llama_gqa", "llama_mqa", "llama3_scaled", "qwen2_window", "mistral_window", "gemma3"]
+FAMILIES = ["llama_gqa", "llama_mqa", "llama3_scaled", "qwen2_window", "mistral_window", "gemma3", "qwen3", "olmo2"]
 
 
 @pytest.mark.parametrize("name", FAMILIES)

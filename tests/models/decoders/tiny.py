@@ -19,6 +19,9 @@ builder                what it exercises
 ``mistral_window``     ``sliding_window: 5``, shorter than the test texts
 ``gemma3``             QK-norm, ``layer_types`` [sliding, sliding, full], window 6, two RoPE bases
                        (local 10 000, global 1 000 000), ``query_pre_attn_scalar`` 24 ≠ head_dim 16
+``qwen3``              QK-norm per head, ``head_dim`` 16 ≠ d_model / heads, ``attention_bias`` (q, k, v, o)
+``olmo2``              norms after attention and the MLP only (``post_block``), QK-norm over all heads
+                       (q_norm of 4·8, k_norm of 2·8 features)
 =====================  ===============================================================================
 
 Each builder registers with ``@decoder_family(name)`` (:func:`attnscope.testing.tiny.tiny_family`):
@@ -194,6 +197,30 @@ def gemma3(folder, *, seed: int = 16) -> Path:
                            rope_parameters=rope, **dict(_COMMON, tie_word_embeddings=True))
     m = Gemma3ForCausalLM(cfg)
     randomise(m, seed, one_plus_w_norms=True)
+    return _save(m, folder, VOCAB)
+
+
+@decoder_family("qwen3", names=DECODER_NAMES + QK_NORM)
+def qwen3(folder, *, seed: int = 19) -> Path:
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    cfg = Qwen3Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, head_dim=16, attention_bias=True,
+                      rope_parameters={"rope_type": "default", "rope_theta": 1e6}, **_COMMON)
+    m = Qwen3ForCausalLM(cfg)
+    randomise(m, seed)
+    return _save(m, folder, VOCAB)
+
+
+@decoder_family("olmo2", names=DECODER_NAMES + QK_NORM + POST_NORMS)
+def olmo2(folder, *, seed: int = 20) -> Path:
+    from transformers import Olmo2Config, Olmo2ForCausalLM
+
+    cfg = Olmo2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+                      **_COMMON)
+    m = Olmo2ForCausalLM(cfg)
+    randomise(m, seed)
     return _save(m, folder, VOCAB)
 
 
