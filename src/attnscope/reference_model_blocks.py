@@ -1,10 +1,10 @@
-"""A layer in float64, read from a loaded model's modules: the float64 function of each step of
-its recipe (:mod:`attnscope.recipe`: ``same``, ``norm``, ``attention``, ``mlp``, ``add``) and
-:func:`run_layer`, which walks the recipe's steps — the layer of every family, BERT's post-LN,
-GPT-2's and Llama's pre-norm, Gemma's sandwich and OLMo 2's post-block norms alike.
-:mod:`.reference_model` (the single-stack families), :mod:`.reference_model_deberta` (its own
-scores) and :mod:`.reference_model_seq2seq` (its own attention, cross-attention) run it; each
-formula is in :mod:`attnscope.reference`. Arrays are float64 ``(L, ·)``; per head ``(H, L, ·)``."""
+"""A layer in float64, read from a loaded model's modules: the float64 function of each op of its
+recipe (:mod:`attnscope.recipe`: ``same``, ``norm``, ``attention``, ``cross_attention``, ``mlp``,
+``add``) and :func:`run_layer`, which walks the recipe's steps — BERT's post-LN, GPT-2's and
+Llama's pre-norm, Gemma's sandwich, OLMo 2's post-block norms and T5's and BART's decoder layers
+alike. :mod:`.reference_model` (single-stack families; DeBERTa with its own scores) and
+:mod:`.reference_model_seq2seq` run it; each formula is in :mod:`attnscope.reference`. Arrays are
+float64 ``(L, ·)``; per head ``(H, L, ·)``."""
 
 from __future__ import annotations
 
@@ -68,15 +68,15 @@ def attention(q: Array, k: Array, v: Array, allowed: Array, factor: float, prefi
 
 def qkv(a_in: Array, attn, context: Optional[Array] = None) -> tuple[Array, Array, Array]:
     """x W_Q + b, x W_K + b, x W_V + b from the fused projection: (H, L, d), (H_kv, L, d) × 2; with a
-    ``context (S, d_model)`` (cross-attention) k and v are its rows' instead: (H, S, d) × 2."""
+    ``context (S, d_model)`` (cross-attention) k and v are its rows' instead: (H_kv, S, d) × 2."""
     H, Hkv, d = attn.n_heads, attn.n_kv_heads, attn.d_head
-    if context is not None:
+    cols = [slice(0, H * d), slice(H * d, (H + Hkv) * d), slice((H + Hkv) * d, (H + 2 * Hkv) * d)]
+    if context is None:
+        y = linear_of(a_in, attn.W_qkv)  # (L, (H + 2 H_kv)·d): one product, then its columns
+        q, k, v = (y[:, c] for c in cols)
+    else:  # each operand from its own input, by its rows of W_qkv
         W, b = attn.W_qkv.weight, attn.W_qkv.bias
-        part = lambda a, j: R.split_heads(  # noqa: E731
-            R.linear(a, W[j * H * d:(j + 1) * H * d], None if b is None else b[j * H * d:(j + 1) * H * d]), H)
-        return part(a_in, 0), part(context, 1), part(context, 2)
-    y = linear_of(a_in, attn.W_qkv)  # (L, (H + 2 H_kv)·d)
-    q, k, v = y[:, :H * d], y[:, H * d:(H + Hkv) * d], y[:, (H + Hkv) * d:]
+        q, k, v = (R.linear(x, W[c], None if b is None else b[c]) for x, c in zip((a_in, context, context), cols))
     return R.split_heads(q, H), R.split_heads(k, Hkv), R.split_heads(v, Hkv)
 
 
