@@ -1,7 +1,8 @@
 """The encoder–decoder viewer in Chinese and with readable pieces (#25 items 3–4): T5's ``▁the``
 and BART's ``Ġthe`` both show as `` the`` (the pieces themselves stay in the page data, and the
 page's tooltips name them), ``view --lang zh`` reaches the T5/BART page, ``serve --lang zh`` its
-served page, and the page's font subset draws the Chinese words of its switch; the guard list of
+served page (and `viewer.to_html(…, lang=)` the one-text page), and the page's font subset draws the
+Chinese words of its switch; the guard list of
 the Chinese tests is built from the strings table and catches English."""
 
 from __future__ import annotations
@@ -83,3 +84,16 @@ def test_the_guard_list_comes_from_the_table_and_catches_english():
     assert english_left("查询 2：layer 0", data="") == ["layer"]
     assert english_left("查询 2：layer 0", data="layers.0.out layer") == []  # words of the data are the data's
     assert "view" in words("view") and "view" not in words("attnscope view TEXT --model x")  # commands are no UI words
+
+
+
+def test_to_html_takes_lang(tmp_path):
+    import attnscope
+    from attnscope.testing import tiny
+    from attnscope.viewer import to_html
+    from attnscope.viewer.run import trace_texts
+
+    model = attnscope.load(tiny.BUILDERS["bert-chinese"](tmp_path / "bert"))
+    for lang, html_lang in (("zh", "zh-CN"), ("en", "en")):
+        page = to_html(trace_texts(model, ["我喜欢人工智能"]), lang=lang)
+        assert f'<html lang="{html_lang}">' in page and f'lang: "{lang}"' in page

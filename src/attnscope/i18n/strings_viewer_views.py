@@ -110,6 +110,7 @@ EN = {
     "viewer.computing": "computing…",
     "viewer.no_server": "cannot reach the server; is attnscope serve still running?",
     "viewer.server_status": "the server answered {status} {text}",
+    "viewer.no_inflate": "this browser lacks DecompressionStream (needs Chromium 80+, Firefox 113+ or Safari 16.4+)",
 }
 
 ZH = {
@@ -205,4 +206,5 @@ ZH = {
     "viewer.computing": "计算中…",
     "viewer.no_server": "连不上服务器；attnscope serve 还在运行吗？",
     "viewer.server_status": "服务器的回答是 {status} {text}",
+    "viewer.no_inflate": "这个浏览器没有 DecompressionStream（需要 Chromium 80+、Firefox 113+ 或 Safari 16.4+）",
 }

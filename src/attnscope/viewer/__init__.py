@@ -26,9 +26,10 @@ from .html import iframe, render, render_server_page
 
 
 def to_html(trace, *, compare=None, token: Optional[str] = None, decimals: int = 4,
-            title: Optional[str] = None) -> str:
-    """The viewer page for ``trace`` as a string (see :func:`attnscope.viewer.data.build`)."""
-    return render(_data.build(trace, compare=compare, token=token, decimals=decimals), title=title)
+            title: Optional[str] = None, lang: str = "en") -> str:
+    """The viewer page for ``trace`` as a string (see :func:`attnscope.viewer.data.build`), its
+    own words in ``lang`` (en, zh; the page has a switch)."""
+    return render(_data.build(trace, compare=compare, token=token, decimals=decimals), title=title, lang=lang)
 
 
 def save_html(trace, path: Union[str, Path], **kw) -> Path:

@@ -100,7 +100,7 @@
 
   function inflate(bytes) {
     if (typeof DecompressionStream === "undefined")
-      return Promise.reject(new Error("this browser lacks DecompressionStream (needs Chromium 80+, Firefox 113+ or Safari 16.4+)"));
+      return Promise.reject(new Error(window.attnscope.tr("viewer.no_inflate")));
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Response(stream).arrayBuffer().then(function (b) { return new Uint8Array(b); });
   }
