@@ -1,9 +1,9 @@
 """The encoder–decoder viewer in Chinese and with readable pieces (#25 items 3–4): T5's ``▁the``
 and BART's ``Ġthe`` both show as `` the`` (the pieces themselves stay in the page data, and the
 page's tooltips name them), ``view --lang zh`` reaches the T5/BART page, ``serve --lang zh`` its
-served page (and `viewer.to_html(…, lang=)` the one-text page), and the page's font subset draws the
-Chinese words of its switch; the guard list of
-the Chinese tests is built from the strings table and catches English."""
+served page (and ``viewer.to_html(…, lang=)`` the one-text page), and the page's font subset draws
+the Chinese words of its switch; the guard list of the Chinese tests is built from the strings
+table and catches English."""
 
 from __future__ import annotations
 
