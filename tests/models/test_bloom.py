@@ -221,3 +221,24 @@ def test_analyze_reads_the_models_weights(blooms, tmp_path):
             num[layer] += np.diagonal(w, offset=-1, axis1=1, axis2=2).sum(-1)
         den += w.shape[-1] - 1  # queries with a previous token
     np.testing.assert_allclose(r.means["to_prev"], num / den, rtol=2e-5, atol=2e-6)
+
+
+def test_the_served_viewers_held_text_adds_the_term(blooms):
+    """A long text the server holds (attnscope.viewer.held) answers rows and a step with ALiBi's
+    term: the model's own weights (without the term they would be far off)."""
+    from attnscope.viewer.held import HeldText
+    from attnscope.viewer.run import display_tokens
+
+    _, model, _ = blooms["bloom_6heads"]
+    tr = model.trace(TEXTS[2], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v", "layers.*.attn.weights"])
+    held = HeldText(tr, display_tokens(model, tr.text_tokens(0)))
+    n = tr.length(0)
+    plain = HeldText(tr, display_tokens(model, tr.text_tokens(0)))
+    plain.bias_np = None  # the page's arithmetic without the term
+    assert np.abs(plain.rows(1, [4], 0, n)[0] - tr["layers.1.attn.weights"][0, 4].double().numpy()).max() > 0.05
+    for layer in range(2):
+        w = tr[f"layers.{layer}.attn.weights"][0].double().numpy()  # (H, n, n)
+        assert np.abs(held.rows(layer, list(range(6)), 0, n) - w).max() <= 1e-6
+        st = held.steps(layer, 4, n - 1)
+        assert np.abs(st["weights"] - w[4, n - 1]).max() <= 1e-6
+        assert st["scaled"][3] - st["raw"][3] * model.config.d_head ** -0.5 == pytest.approx(0.5 * 3)  # slope 2^-1

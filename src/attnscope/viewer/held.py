@@ -40,6 +40,7 @@ import torch
 
 from .. import reference as R
 from ..errors import InputError
+from ..positions import get_position
 from ..threads import torch_threads
 from ..trace.read import check_index
 from .data import THUMB, operand_steps, rope_tables
@@ -93,6 +94,7 @@ class HeldText:
         self.causal = bool(cfg.causal)
         self.windows = [trace.window(i) for i in range(self.n_layers)]
         self.rope = rope_tables(cfg, self.n)
+        self.bias_np = get_position(cfg.position).bias_np  # a position scheme's score term (ALiBi), or None
         self._ops: OrderedDict = OrderedDict()
         self._f32: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
@@ -182,6 +184,13 @@ class HeldText:
         w = self.windows[layer]
         return (0 if w is None else max(0, q0 - w + 1)), q1
 
+    def bias(self, heads: Sequence[int], q0: int, q1: int, k0: int, k1: int) -> Optional[np.ndarray]:
+        """The position scheme's score term of queries q0 … q1 − 1 over keys k0 … k1 − 1 for
+        ``heads`` (ALiBi: slope_h · key position): (h, q1 − q0, k1 − k0) float64, or None."""
+        if self.bias_np is None:
+            return None
+        return self.bias_np(self.n_heads, np.arange(q0, q1), np.arange(k0, k1))[list(heads)]
+
     def _weights_part(self, layer: int, heads: Sequence[int], q0: int, q1: int, dtype,
                       stacked: Optional[tuple] = None) -> tuple[torch.Tensor, int]:
         """Weights of queries q0 … q1 − 1 of ``heads`` over the keys k0 … k1 − 1 of
@@ -195,6 +204,9 @@ class HeldText:
         k0, k1 = self.key_range(layer, q0, q1)
         s = torch.matmul(q[:, q0:q1], k[:, k0:k1].transpose(1, 2))  # (h, l, k1 − k0)
         s.mul_(self.factor)
+        b = self.bias(heads, q0, q1, k0, k1)
+        if b is not None:
+            s.add_(torch.from_numpy(b).to(s.dtype))  # added after the scaling, as the model does
         if self.causal and self.windows[layer] is None:  # only the last l keys hold later ones
             later = torch.ones((q1 - q0, q1 - q0), dtype=torch.bool).triu_(1)
             s[..., q0 - k0:].masked_fill_(later, float("-inf"))
@@ -240,7 +252,8 @@ class HeldText:
         q, k = self.operands(layer, head)
         allowed = self.allowed(layer, query, query + 1)[0] if self.causal else None
         v = R.as_f64(self.v[layer][head // self.group])
-        s = R.row_steps(R.raw_scores(q[query], k), self.factor, allowed, v)
+        b = self.bias([head], query, query + 1, 0, self.n)
+        s = R.row_steps(R.raw_scores(q[query], k), self.factor, allowed, v, bias=None if b is None else b[0, 0])
         return {"raw": s["scores"], "scaled": s["masked"], "shift": s["shift"], "exp": s["exp"], "sum": s["sum"],
                 "weights": s["weights"], "out": s["output"], "q_pre": R.as_f64(self.q[layer][head][query]),
                 "q_rot": q[query]}
