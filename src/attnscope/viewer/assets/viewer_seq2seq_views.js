@@ -97,7 +97,7 @@
     var p = this.pair(), s = this.state, dec = s.dec, qt = p.qTokens(s.att), kt = p.kTokens(s.att), lines = [];
     if (e.hasAttribute("data-i")) {
       var i = +e.getAttribute("data-i");
-      lines.push(tr("viewer.s2s_tip_query", { i: i, token: qt[i], attention: TITLE_OF(s.att), layer: s.layer }));
+      lines.push(tr("viewer.s2s_tip_query", { i: i, token: qt[i], attention: TITLE_OF(s.att).toLowerCase(), layer: s.layer }));
       if (p.qPieces(s.att)[i] !== qt[i]) lines.push(tr("viewer.s2s_piece", { piece: p.qPieces(s.att)[i] }));
       s.heads.slice(0, 12).forEach(function (h) {
         var w = p.steps(s.att, s.layer, h, i).weights, best = 0;
