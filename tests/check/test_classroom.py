@@ -91,6 +91,29 @@ def test_class_summary_csv(tmp_path, capsys):
     assert main(["check", str(cls / "li_lei.yaml"), str(cls / "li_lei.yaml")]) == 0
 
 
+
+def test_class_summary_csv_in_chinese_keeps_the_keys(tmp_path, capsys):
+    """--lang zh: a step_name column with the Chinese step names (not the English keys) follows the
+    step key; every other column, the header's keys and the status words are the English CSV's; the
+    class table names the steps (its first-mistake column too) in Chinese."""
+    cls = tmp_path / "class"
+    cls.mkdir()
+    _file(cls, "han_meimei.yaml", f"  Q: {[Q[0], [1, 2], Q[2]]}\n  scaled: {_scaled([Q[0], [1, 2], Q[2]])}\n")
+    _file(cls, "li_lei.yaml", f"  Q: {Q}\n  scaled: {_scaled(Q)}\n")
+    en, zh = tmp_path / "en.csv", tmp_path / "zh.csv"
+    assert main(["check", str(cls), "--summary", str(en)]) == 1
+    assert main(["check", str(cls), "--summary", str(zh), "--lang", "zh"]) == 1
+    assert main(["check", str(cls), "-f", "csv", "--lang", "zh"]) == 1
+    stdout = capsys.readouterr().out
+    assert stdout.endswith(zh.read_text(encoding="utf-8"))  # the table's CSV is the file's
+    assert "查询（Q），第 1 (爱) 行" in stdout and "缩放后的分数（scaled）" in stdout  # the table names the steps
+    en_rows = list(csv.DictReader(io.StringIO(en.read_text(encoding="utf-8"))))
+    zh_rows = list(csv.DictReader(io.StringIO(zh.read_text(encoding="utf-8"))))
+    assert tuple(zh_rows[0]) == ("student", "file", "step", "step_name", *COLUMNS[3:])
+    assert [r["step_name"] for r in zh_rows] == ["查询（Q）", "缩放后的分数（scaled）"] * 2
+    assert [{k: v for k, v in r.items() if k != "step_name"} for r in zh_rows] == en_rows
+    assert zh_rows[0]["first_mistake"] == "1 (爱)" and zh_rows[0]["status"] == "new mistake"
+
 def test_class_input_errors(tmp_path):
     with pytest.raises(InputError, match="holds no answers files"):
         answer_files([tmp_path])

@@ -13,6 +13,13 @@ only follow from an earlier slip, ``missing`` the entries left empty (they never
 ``first_mistake`` is filled on the step of the student's first new mistake (with its row). A file
 that cannot be checked (malformed, or every answer empty) gets one row with ``status`` ``error``
 and the sentence saying why; the others are still judged.
+
+The CSV is for programs as well as for people: its header, the ``step`` keys and the ``status``
+words are the same in every language. In Chinese (``lang="zh"``) a ``step_name`` column follows
+``step`` with the step's name as the Chinese report writes it::
+
+    student,file,step,step_name,entries,…
+    li_lei,li_lei.yaml,weights,注意力权重（weights）,9,…
 """
 
 from __future__ import annotations
@@ -98,21 +105,30 @@ class ClassReport:
                                 status=status))
         return out
 
-    def to_csv(self) -> str:
+    def to_csv(self, lang: str = "en") -> str:
+        """The summary CSV (see the module doc); ``lang="zh"`` adds the ``step_name`` column."""
+        from ..i18n import check_lang, step_name
+        rows, fields = self.rows(), list(COLUMNS)
+        if check_lang(lang) != "en":
+            fields.insert(fields.index("step") + 1, "step_name")
+            rows = [dict(r, step_name=step_name(r["step"], lang) if r["step"] else "") for r in rows]
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
+        w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
         w.writeheader()
-        w.writerows(self.rows())
+        w.writerows(rows)
         return buf.getvalue()
 
     def table(self, lang: str = "en") -> tuple[list, list]:
         """(header, rows) of the class at a glance: per student and step ``✓`` (all right), ``✗n``
-        (n new mistakes), ``↪n`` (n carried), ``∅n`` (n missing), joined; then the first mistake."""
+        (n new mistakes), ``↪n`` (n carried), ``∅n`` (n missing), joined; then the first mistake.
+        The steps are named in ``lang`` (查询（Q） in Chinese)."""
         from ..explain.blocks import T
         from ..explain.render.base import Ctx
+        from ..i18n import step_name
         ctx = Ctx(lang, 4, "text")
         steps = self.steps
-        header = [ctx.label("check.class_student")] + steps + [ctx.label(f"check.class_{k}") for k in ("first", "status")]
+        header = [ctx.label("check.class_student")] + [step_name(st, lang) for st in steps] + \
+            [ctx.label(f"check.class_{k}") for k in ("first", "status")]
         status = {"ok": "ok", "new mistake": "new", "carried only": "carried", "missing": "missing", "error": "error"}
         body = []
         for s in self.students:
@@ -130,16 +146,16 @@ class ClassReport:
                          f"∅{blank}" if blank else ""]
                 cells.append(" ".join(m for m in marks if m) or "✓")
             first = r.first_wrong
-            where = ctx.text(T("check.class_row", {"step": first[0], "row": first[1]})) if first else ""
+            where = ctx.text(T("check.class_row", {"step": step_name(first[0], lang), "row": first[1]})) if first else ""
             body.append([s.name] + cells + [where, ctx.label(f"check.status_{status[s.status]}")])
         return header, body
 
     def render(self, format: str = "text", lang: str = "en") -> str:
-        """The table as plain text (``text``), Markdown, or the CSV (``csv``; its words stay English,
-        for programs)."""
+        """The table as plain text (``text``), Markdown, or the CSV (``csv``; its keys stay English,
+        for programs, with the steps' names in ``lang`` beside them)."""
         from ..explain.render.base import Ctx
         if format == "csv":
-            return self.to_csv()
+            return self.to_csv(lang)
         header, body = self.table(lang)
         if format == "markdown":
             lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

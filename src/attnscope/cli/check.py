@@ -80,7 +80,7 @@ def run_class(args, files: list) -> int:
                                    "csv" if args.format == "csv" else "text", lang=args.lang))
     if args.summary is not None:
         try:
-            Path(args.summary).write_text(result.to_csv(), encoding="utf-8")
+            Path(args.summary).write_text(result.to_csv(args.lang), encoding="utf-8")
         except OSError as e:
             raise InputError(f"cannot write --summary {args.summary!r}: {e.strerror or e}") from None
         print(f"wrote {args.summary}", file=sys.stderr)
