@@ -18,6 +18,10 @@ EN = {
                                "{dq} in q, {dk} in the keys, {dv} in the values, {ds} in the raw scores, {dw} in the "
                                "probabilities, {dz} in the output vector: float32 rounding through the layers below, "
                                "not a mistake.",
+    "rms.why_all": "QK-norm over all heads: each token's $q$ — all heads side by side, {d} features (its $k$: {dk}) — "
+                   "is divided by its root mean square over those features and multiplied by the learned scale $w$, "
+                   "then cut into heads; the table shows head {h}'s part ({dh} features).",
+    "rms.caption_all": "first {n} of the {dh} features of head {h} in $\\hat{x}$",
     # the whole path
     "path.title": "The whole path of {tok} through layer {layer} (head {head} worked out)",
     "path.intro": "Model {model} ({family}). The token {tok} of a text of {L} tokens goes from its vocabulary id "
@@ -107,10 +111,16 @@ EN = {
                    "head's share.",
     "path.head_share": "head {h}",
     "path.head_share_this": "head {h} (above)",
-    "path.step_post_norm": "Gemma's RMSNorm after attention",
-    "path.post_norm_why": "Gemma normalises what attention adds before adding it to the residual stream.",
-    "path.step_post_norm_ffn": "Gemma's RMSNorm after the feed-forward",
-    "path.post_norm_why_ffn": "Gemma normalises what the feed-forward adds before adding it to the residual stream.",
+    "path.step_post_norm": "the norm after attention",
+    "path.post_norm_why": "This layer normalises what attention adds before adding it to the residual stream.",
+    "path.step_post_norm_ffn": "the norm after the feed-forward",
+    "path.post_norm_why_ffn": "This layer normalises what the feed-forward adds before adding it to the residual "
+                              "stream.",
+    "path.step_post_norm.sandwich": "Gemma's RMSNorm after attention",
+    "path.post_norm_why.sandwich": "Gemma normalises what attention adds before adding it to the residual stream.",
+    "path.step_post_norm_ffn.sandwich": "Gemma's RMSNorm after the feed-forward",
+    "path.post_norm_why_ffn.sandwich": "Gemma normalises what the feed-forward adds before adding it to the residual "
+                                       "stream.",
     "path.step_resid1": "the residual connection",
     "path.resid_why": "What attention computed for {tok} is added to the vector it started from: the residual stream "
                       "keeps the token's own information and adds its context.",
@@ -136,6 +146,8 @@ EN = {
     "path.step_out_ln": "the last LayerNorm: the layer's output",
     "path.out_post": "Post-norm: the sum is normalised once more; that is the layer's output, the next layer's input.",
     "path.step_out": "the layer's output",
+    "path.out_pre.post_block": "No norm after the sum: the residual stream {s} is the layer's output, the next "
+                               "layer's input.",
     "path.step_out_rms": "the last RMSNorm: the layer's output",
     "path.step_norm_ln": "the LayerNorm {module}",
     "path.step_norm_rms": "the RMSNorm {module}",
@@ -146,10 +158,8 @@ EN = {
     "path.same_why": "{name} is {s}: the same vector under a second name.",
     "path.attn_in_post.post_block": "This layer has no norm before attention: attention reads $x$ itself; the norm "
                                     "comes after it, on what it adds.",
-    "path.step_post_norm.post_block": "the norm after attention",
     "path.post_norm_why.post_block": "This layer normalises what attention adds before adding it to the residual "
                                      "stream (and has no norm before attention).",
-    "path.step_post_norm_ffn.post_block": "the norm after the feed-forward",
     "path.post_norm_why_ffn.post_block": "This layer normalises what the feed-forward adds before adding it to the "
                                          "residual stream (and has no norm before the feed-forward).",
     "path.what.step": "{name}",
@@ -201,6 +211,9 @@ ZH = {
                                  "最后与模型自己的 float32 结果比较。",
     "row.trace_check_weights": "与模型自己的 float32 结果相比（追踪）：q 最大相差 {dq}，键 {dk}，值 {dv}，"
                                "原始分数 {ds}，概率 {dw}，输出向量 {dz}：这是 float32 经过下面各层的舍入误差，不是算错。",
+    "rms.why_all": "对所有头做 QK 归一化：每个 token 的 $q$（所有头并排，{d} 个分量；它的 $k$：{dk} 个）除以它在这些分量上的"
+                   "均方根，再乘以学到的缩放 $w$，然后切分成各个头；表中是第 {h} 个头的部分（{dh} 个分量）。",
+    "rms.caption_all": "$\\hat{x}$ 中第 {h} 个头的 {dh} 个分量的前 {n} 个",
     "path.title": "{tok} 穿过第 {layer} 层的完整路径（详细计算第 {head} 个头）",
     "path.intro": "模型 {model}（{family}）。{L} 个 token 的文本中的 {tok} 从它的词表 id 出发，经过{route}，"
                   "到第 {layer} 层的输出；第 {layer} 层的第 {head} 个头完整算出。每个数都用 float64 从模型权重重新计算"
@@ -280,10 +293,14 @@ ZH = {
                    "行，再全部加起来。表中是每个头的份额。",
     "path.head_share": "头 {h}",
     "path.head_share_this": "头 {h}（上面）",
-    "path.step_post_norm": "Gemma 在注意力之后的 RMSNorm",
-    "path.post_norm_why": "Gemma 先把注意力的输出归一化，再加到残差流上。",
-    "path.step_post_norm_ffn": "Gemma 在前馈网络之后的 RMSNorm",
-    "path.post_norm_why_ffn": "Gemma 先把前馈网络的输出归一化，再加到残差流上。",
+    "path.step_post_norm": "注意力之后的归一化",
+    "path.post_norm_why": "这一层先把注意力的输出归一化，再加到残差流上。",
+    "path.step_post_norm_ffn": "前馈网络之后的归一化",
+    "path.post_norm_why_ffn": "这一层先把前馈网络的输出归一化，再加到残差流上。",
+    "path.step_post_norm.sandwich": "Gemma 在注意力之后的 RMSNorm",
+    "path.post_norm_why.sandwich": "Gemma 先把注意力的输出归一化，再加到残差流上。",
+    "path.step_post_norm_ffn.sandwich": "Gemma 在前馈网络之后的 RMSNorm",
+    "path.post_norm_why_ffn.sandwich": "Gemma 先把前馈网络的输出归一化，再加到残差流上。",
     "path.step_resid1": "残差连接",
     "path.resid_why": "注意力为 {tok} 算出的结果加到它原来的向量上：残差流保留 token 自己的信息，再加上上下文。",
     "path.x_in": "x（输入）",
@@ -307,6 +324,7 @@ ZH = {
     "path.step_out_ln": "最后的 LayerNorm：这一层的输出",
     "path.out_post": "Post-norm：和再归一化一次，就是这一层的输出，也是下一层的输入。",
     "path.step_out": "这一层的输出",
+    "path.out_pre.post_block": "和之后没有归一化：残差流 {s} 就是这一层的输出，也是下一层的输入。",
     "path.step_out_rms": "最后的 RMSNorm：这一层的输出",
     "path.step_norm_ln": "LayerNorm {module}",
     "path.step_norm_rms": "RMSNorm {module}",
@@ -316,9 +334,7 @@ ZH = {
     "path.step_same": "{name}",
     "path.same_why": "{name} 就是 {s}：同一个向量的第二个名字。",
     "path.attn_in_post.post_block": "这一层在注意力之前没有归一化：注意力直接读 $x$；归一化在它之后，作用在它加上的东西上。",
-    "path.step_post_norm.post_block": "注意力之后的归一化",
     "path.post_norm_why.post_block": "这一层先把注意力的输出归一化，再加到残差流上（注意力之前没有归一化）。",
-    "path.step_post_norm_ffn.post_block": "前馈网络之后的归一化",
     "path.post_norm_why_ffn.post_block": "这一层先把前馈网络的输出归一化，再加到残差流上（前馈网络之前没有归一化）。",
     "path.what.step": "{name}",
     "path.out_pre": "Pre-norm：残差流 {s} 就是这一层的输出，也是下一层的输入。",

@@ -42,15 +42,19 @@ def decoder_row(model, text: str, layer: int, head: int, qpos: int, forward: Opt
     steps = ["q_proj", "k_proj", "q", "k", "v", "scores", "weights", "z"]
     if cfg.qk_norm:
         steps += ["q_normed", "k_normed"]
-    tr = model.trace(text, names=[f"layers.{layer}.attn.{s}[{head}]" for s in steps])
+    every = ["q_proj", "k_proj"] if _span_all(cfg) else []  # QK-norm over all heads reads every head
+    tr = model.trace(text, names=[f"layers.{layer}.attn.{s}[{head}]" for s in steps]
+                     + [f"layers.{layer}.attn.{s}" for s in every])
     model_f32 = lambda s: R.as_f64(tr.step(layer, s, head, text=0))  # noqa: E731  (n, d) or (n, n)
     n = tr.length(0)
     g = R.kv_head(head, cfg.n_heads, cfg.kv_heads)
+    p = f"layers.{layer}.attn"
     if forward is None:
         get = model_f32
+        heads = lambda s: R.as_f64(tr[f"{p}.{s}"])[0][:, :n]  # noqa: E731  (H, n, d)
     else:
-        p = f"layers.{layer}.attn"
         get = lambda s: forward[f"{p}.{s}"][g if s[0] in "kv" else head]  # noqa: E731
+        heads = lambda s: forward[f"{p}.{s}"]  # noqa: E731  (H, n, d)
     pre = "normed" if cfg.qk_norm else "proj"
     q_pre, k_pre, V = get(f"q_{pre}")[qpos], get(f"k_{pre}"), get("v")
     inv, base, scaling = inv_freq(cfg, layer, n)
@@ -72,13 +76,24 @@ def decoder_row(model, text: str, layer: int, head: int, qpos: int, forward: Opt
         attn = model.layers[layer].attn
         wq, wk = (R.as_f64(m.weight) for m in (attn.q_norm, attn.k_norm))
         eps, offset = float(attn.q_norm.eps), float(attn.q_norm.offset)
-        q_proj, k_proj = get("q_proj")[qpos], get("k_proj")
-        qn, kn = R.rms_norm(q_proj, wq, eps, offset), R.rms_norm(k_proj, wk, eps, offset)
+        if _span_all(cfg):  # OLMo 2: each token's q (all heads side by side) normed over H·d, then split
+            qs, ks = slice(head * cfg.d_head, (head + 1) * cfg.d_head), slice(g * cfg.d_head, (g + 1) * cfg.d_head)
+            q_proj, k_proj = heads("q_proj")[:, qpos].reshape(-1), heads("k_proj").transpose(1, 0, 2).reshape(n, -1)
+            qn, kn = R.rms_norm(q_proj, wq, eps, offset)[qs], R.rms_norm(k_proj, wk, eps, offset)[:, ks]  # (d,), (n, d)
+            wq, wk = wq[qs], wk[ks]  # the scale of this head's features
+        else:
+            q_proj, k_proj = get("q_proj")[qpos], get("k_proj")
+            qn, kn = R.rms_norm(q_proj, wq, eps, offset), R.rms_norm(k_proj, wk, eps, offset)
         mq, mk = model_f32("q_normed")[qpos], model_f32("k_normed")
         out["rms"] = {"q_proj": q_proj, "k_proj": k_proj, "q_weight": wq, "k_weight": wk, "eps": eps,
-                      "offset": offset, "q_normed": qn, "k_normed": kn,
+                      "offset": offset, "q_normed": qn, "k_normed": kn, "span": "all" if _span_all(cfg) else "head",
                       "diff": float(max(np.abs(qn - mq).max(), np.abs(kn - mk).max()))}
     return out
+
+
+def _span_all(cfg) -> bool:
+    """QK-norm over all heads' features before the head split (OLMo 2), not each head's."""
+    return bool(cfg.qk_norm) and getattr(cfg, "qk_norm_span", "head") == "all"
 
 
 def check_decoder(model) -> None:
@@ -93,7 +108,7 @@ def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:
     (shared heads, QK-norm, rotation, distance proof), Gemma's scale, why keys are hidden, the
     comparison with the model's rotated q and k, and their values/meta."""
     from . import inputs
-    from .blocks import Para, Sym, T, t
+    from .blocks import Para, Sym, T, Table, t
     from .modern import distance_step, gemma_scale_para, heads_step, rms_step, rotation_step, split_hidden
 
     cfg, dec = model.config, d["decoder"]
@@ -119,6 +134,11 @@ def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:
                [(f"k {label(j)}", "k", r["k_proj"][j], r["k_normed"][j]) for j in range(n)]
         steps.append(rms_step(rows, eps=r["eps"], offset=r["offset"], weights={"q": r["q_weight"], "k": r["k_weight"]},
                               dims=dims, trace_diff=r["diff"]))
+        if r["span"] == "all":  # the RMS is over every head's features, the table this head's part
+            dh, blocks = len(r["q_normed"]), steps[-1].blocks
+            blocks[1] = Para(t("rms.why_all", d=len(r["q_proj"]), dk=r["k_proj"].shape[1], h=head, dh=dh))
+            table = next(b for b in blocks if isinstance(b, Table))
+            table.caption = t("rms.caption_all", n=min(dims, dh), dh=dh, h=head)
     rot_rows = [(f"q {label(qpos)}", qpos, dec["q_pre"], dec["q_rot"]), (f"k {label(top)}", top, dec["k_pre"][top],
                                                                         dec["k_rot"][top])]
     notes = [Para(t("rope.all_keys", k=label(top))),
