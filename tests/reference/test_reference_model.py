@@ -26,7 +26,7 @@ ENCODERS = {"bert": (T1.tiny_bert, EN), "bert-chinese": (T1.tiny_bert_chinese, Z
             "gpt2": (T1.tiny_gpt2, EN), "distilbert": (TE.distilbert, EN), "albert": (TE.albert, EN),
             "albert_groups": (TE.albert_groups, ZH), "electra": (TE.electra, EN), "xlm_roberta": (TE.xlm_roberta, EN)}
 DECODERS = {name: (TD.BUILDERS[name], EN) for name in ("llama_gqa", "llama_mqa", "llama3_scaled", "qwen2_window",
-                                                      "mistral_window", "gemma3")}
+                                                      "mistral_window", "gemma3", "qwen3", "olmo2")}
 
 
 @pytest.fixture(scope="module")

@@ -150,3 +150,27 @@ def test_cross_attention_is_a_block_step_of_the_decoder_recipes():
     # any other call is still a norm module
     other = parse_recipe("t", "a = attention(x)\nb = cross(a)\nc = mlp(b)\nout = c + a")
     assert other.step("b").op == "norm" and other.step("b").module == "cross"
+
+
+@pytest.mark.parametrize("name", ["qwen3", "olmo2"])
+def test_qwen3_and_olmo2_in_the_float64_forward_equal_transformers(tmp_path, name):
+    """Qwen3 (``pre``, QK-norm per head, head_dim ≠ d/H, biases) and OLMo 2 (``post_block``: norms on
+    the blocks' outputs only; QK-norm over all heads' features): every layer's hidden state and
+    attention weights against transformers' float32 eager model, and every shared trace name
+    against attnscope's own float32 trace."""
+    folder = TD.BUILDERS[name](tmp_path / name)
+    model = attnscope.load(folder)
+    assert layer_recipe(model.layers[0], model.config).name == {"qwen3": "pre", "olmo2": "post_block"}[name]
+    f = RM.forward(model, EN)
+    n = model.config.n_layers
+    hf = TD.hf_run(TD.hf_model(folder), model.encode(EN).input_ids)
+    for i, (ours, theirs) in enumerate(zip(_hidden_states(f, n), hf["hidden_states"])):
+        theirs = theirs[0].double().numpy()
+        assert np.abs(ours - theirs).max() <= 1e-5 * max(1.0, np.abs(theirs).max()), i
+    for i in range(n):
+        np.testing.assert_allclose(f[f"layers.{i}.attn.weights"], hf["attentions"][i][0].double().numpy(), rtol=0, atol=2e-6)
+        assert f"layers.{i}.attn.q_normed" in f and (f"layers.{i}.attn_in" in f)
+    if name == "olmo2":  # no norm before the blocks: attention reads the layer's input itself
+        np.testing.assert_array_equal(f["layers.1.attn_in"], f["layers.0.out"])
+    names = _agrees_with_trace(model, EN, 1e-5)
+    assert "layers.1.attn.q_normed" in names and "layers.1.ffn_resid" in names
