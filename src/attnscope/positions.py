@@ -86,6 +86,10 @@ _REGISTRY: dict[str, PositionScheme] = {}
 
 
 def register_position(scheme: PositionScheme, *, replace: bool = False) -> PositionScheme:
+    """Add a position scheme; ``TransformerConfig(position=scheme.name)`` then builds it where its
+    ``acts_on`` says (a ``bias`` scheme with ``bias=``/``bias_np=``: the attention modules, the
+    float64 forward, ``explain`` and the viewer's data add its term). ConfigError for an unknown
+    ``acts_on``, a bias without its float64 twin, or a taken name without ``replace=True``."""
     if scheme.acts_on not in ACTS_ON:
         raise ConfigError(f"a position scheme acts on one of {', '.join(ACTS_ON)}, got {scheme.acts_on!r}")
     if (scheme.bias is None) != (scheme.bias_np is None):
