@@ -183,12 +183,9 @@ STEP_FUNCTIONS: dict[str, StepFn] = {
 
 def layer_recipe(layer, config) -> LayerRecipe:
     """The recipe a torch layer runs: its own (a :class:`~attnscope.modules.layer.RecipeLayer`), else
-    the one ``config.norm`` names (a config that still says ``sandwich_norm`` means ``sandwich``)."""
+    the one ``config.norm`` names."""
     recipe = getattr(layer, "recipe", None)
-    if isinstance(recipe, LayerRecipe):
-        return recipe
-    name = config.norm
-    return get_layer_recipe("sandwich" if name == "pre" and getattr(config, "sandwich_norm", False) else name)
+    return recipe if isinstance(recipe, LayerRecipe) else get_layer_recipe(config.norm)
 
 
 def run_layer(recipe: LayerRecipe, run: LayerRun, x: Array) -> dict:
