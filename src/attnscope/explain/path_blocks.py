@@ -48,56 +48,37 @@ def vector_table(rows: Sequence[tuple], dims: int, caption_d: Optional[int] = No
 # norms
 # ----------------------------------------------------------------------------------------------
 
-def layer_norm_blocks(x: np.ndarray, gamma: np.ndarray, beta: Optional[np.ndarray], eps: float,
-                      y: np.ndarray, dims: int) -> list:
-    """LayerNorm of one vector: mean, variance, the normalised features, γ, β and the result."""
+def norm_blocks(x, norm, y, dims: int) -> list:
+    """The model's norm module ``norm`` applied to one vector x, written out into y: a LayerNorm's
+    mean, variance, normalised features, γ, β; an RMSNorm's mean(x²), RMS, x / RMS and its scale w
+    (Gemma: 1 + w)."""
     x = np.asarray(x, dtype=np.float64)
-    d = len(x)
+    d, n, eps, w = len(x), min(dims, len(x)), float(norm.eps), R.as_f64(norm.weight)
+    cap = t("path.first_features", n=n, d=d) if n < d else None
+    if norm_kind(norm) == "rms":
+        offset = float(norm.offset)
+        ms = float(np.mean(x * x))
+        rms = math.sqrt(ms + eps)
+        blocks = [Formula("RMS = √((1/d) Σ_i x_i² + ε),   y_i = x_i / RMS · " + ("(1 + w_i)" if offset else "w_i"),
+                          r"\mathrm{RMS}=\sqrt{\tfrac{1}{d}\textstyle\sum_i x_i^2+\varepsilon},\quad "
+                          r"y_i=\frac{x_i}{\mathrm{RMS}}\," + (r"(1+w_i)" if offset else r"w_i")),
+                  Para(t("path.rms_stats_gemma" if offset else "path.rms_stats", d=d, ms=ms, eps=short(eps), rms=rms))]
+        header = [t("col.feature"), Sym("x_i", "x_i"), Sym("x_i / RMS", r"x_i/\mathrm{RMS}"),
+                  Sym("1 + w_i", "1+w_i") if offset else Sym("w_i", "w_i"), Sym("y_i", "y_i")]
+        return blocks + [Table(header, [[c, x[c], x[c] / rms, float(offset + w[c]), float(y[c])] for c in range(n)],
+                               caption=cap)]
     mu = float(x.mean())
     var = float(((x - mu) ** 2).mean())
     root = math.sqrt(var + eps)
-    xhat = (x - mu) / root
-    n = min(dims, d)
-    blocks = [Formula("μ = (1/d) Σ_i x_i,   σ² = (1/d) Σ_i (x_i − μ)²,   y_i = γ_i · (x_i − μ) / √(σ² + ε) + β_i",
-                      r"\mu=\tfrac{1}{d}\textstyle\sum_i x_i,\quad \sigma^2=\tfrac{1}{d}\sum_i (x_i-\mu)^2,\quad "
-                      r"y_i=\gamma_i\,\frac{x_i-\mu}{\sqrt{\sigma^2+\varepsilon}}+\beta_i"),
-              Para(t("path.ln_stats", d=d, mu=mu, var=var, eps=short(eps), root=root))]
+    b = np.zeros(d) if norm.bias is None else R.as_f64(norm.bias)
     header = [t("col.feature"), Sym("x_i", "x_i"), Sym("x_i − μ", r"x_i-\mu"), Sym("x̂_i", r"\hat{x}_i"),
               Sym("γ_i", r"\gamma_i"), Sym("β_i", r"\beta_i"), Sym("y_i", "y_i")]
-    b = np.zeros(d) if beta is None else np.asarray(beta, dtype=np.float64)
-    g = np.asarray(gamma, dtype=np.float64)
-    body = [[c, x[c], x[c] - mu, xhat[c], g[c], b[c], float(y[c])] for c in range(n)]
-    blocks.append(Table(header, body, caption=t("path.first_features", n=n, d=d) if n < d else None))
-    return blocks
-
-
-def rms_norm_blocks(x: np.ndarray, w: np.ndarray, eps: float, offset: float, y: np.ndarray, dims: int) -> list:
-    """RMSNorm of one vector: mean(x²), the RMS, x / RMS, the scale w (Gemma: 1 + w) and the result."""
-    x = np.asarray(x, dtype=np.float64)
-    d = len(x)
-    ms = float(np.mean(x * x))
-    rms = math.sqrt(ms + eps)
-    n = min(dims, d)
-    w = np.asarray(w, dtype=np.float64)
-    scale = offset + w
-    formula = "RMS = √((1/d) Σ_i x_i² + ε),   y_i = x_i / RMS · " + ("(1 + w_i)" if offset else "w_i")
-    tex = (r"\mathrm{RMS}=\sqrt{\tfrac{1}{d}\textstyle\sum_i x_i^2+\varepsilon},\quad y_i=\frac{x_i}{\mathrm{RMS}}\,"
-           + (r"(1+w_i)" if offset else r"w_i"))
-    blocks = [Formula(formula, tex),
-              Para(t("path.rms_stats_gemma" if offset else "path.rms_stats", d=d, ms=ms, eps=short(eps), rms=rms))]
-    header = [t("col.feature"), Sym("x_i", "x_i"), Sym("x_i / RMS", r"x_i/\mathrm{RMS}"),
-              Sym("1 + w_i", "1+w_i") if offset else Sym("w_i", "w_i"), Sym("y_i", "y_i")]
-    body = [[c, x[c], x[c] / rms, float(scale[c]), float(y[c])] for c in range(n)]
-    blocks.append(Table(header, body, caption=t("path.first_features", n=n, d=d) if n < d else None))
-    return blocks
-
-
-def norm_blocks(x, norm, y, dims: int) -> list:
-    """The blocks of the model's norm module ``norm`` (LayerNorm or RMSNorm) applied to x."""
-    if hasattr(norm, "offset"):
-        return rms_norm_blocks(x, R.as_f64(norm.weight), float(norm.eps), float(norm.offset), y, dims)
-    bias = None if norm.bias is None else R.as_f64(norm.bias)
-    return layer_norm_blocks(x, R.as_f64(norm.weight), bias, float(norm.eps), y, dims)
+    return [Formula("μ = (1/d) Σ_i x_i,   σ² = (1/d) Σ_i (x_i − μ)²,   y_i = γ_i · (x_i − μ) / √(σ² + ε) + β_i",
+                    r"\mu=\tfrac{1}{d}\textstyle\sum_i x_i,\quad \sigma^2=\tfrac{1}{d}\sum_i (x_i-\mu)^2,\quad "
+                    r"y_i=\gamma_i\,\frac{x_i-\mu}{\sqrt{\sigma^2+\varepsilon}}+\beta_i"),
+            Para(t("path.ln_stats", d=d, mu=mu, var=var, eps=short(eps), root=root)),
+            Table(header, [[c, x[c], x[c] - mu, (x[c] - mu) / root, w[c], b[c], float(y[c])] for c in range(n)],
+                  caption=cap)]
 
 
 def norm_kind(norm) -> str:
