@@ -205,3 +205,30 @@ register_layer_recipe("post_block", """
     ffn_resid      = attn_resid + ffn_post_norm
     out            = ffn_resid
 """)
+
+#: The decoder layer of an encoder–decoder (T5: "pre", BART: "post", by its ``config.norm``): the
+#: stack's recipe with cross-attention over the encoder's output, and its residual, after
+#: self-attention. Not in :data:`LAYER_RECIPES`: a single stack has nothing to cross-attend to.
+CROSS_RECIPES: dict[str, LayerRecipe] = {"pre": parse_recipe("pre_cross", """
+    self_attn_in     = ln1(x)
+    self_attn        = attention(self_attn_in)
+    self_attn_resid  = x + self_attn
+    cross_attn_in    = ln2(self_attn_resid)
+    cross_attn       = cross_attention(cross_attn_in)
+    cross_attn_resid = self_attn_resid + cross_attn
+    ffn_in           = ln3(cross_attn_resid)
+    ffn              = mlp(ffn_in)
+    ffn_resid        = cross_attn_resid + ffn
+    out              = ffn_resid
+"""), "post": parse_recipe("post_cross", """
+    self_attn_in     = x
+    self_attn        = attention(self_attn_in)
+    self_attn_resid  = x + self_attn
+    cross_attn_in    = ln1(self_attn_resid)
+    cross_attn       = cross_attention(cross_attn_in)
+    cross_attn_resid = cross_attn_in + cross_attn
+    ffn_in           = ln2(cross_attn_resid)
+    ffn              = mlp(ffn_in)
+    ffn_resid        = ffn_in + ffn
+    out              = ln3(ffn_resid)
+""")}

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import reference as R
 from .errors import InputError
-from .recipe import get_layer_recipe, parse_recipe
+from .recipe import CROSS_RECIPES, get_layer_recipe
 from .reference_model import check_supported, last_layer
 from .reference_model_blocks import LayerRun, norm_of, run_layer
 
@@ -64,30 +64,8 @@ def t5_bias(model, stack: str, n_q: int, n_k: int) -> tuple[Optional[Array], Opt
 
 
 #: The decoder's layer (``config.norm``: "pre", T5; "post", BART): the stack's recipe with
-#: cross-attention, and its residual, after self-attention.
-DECODER_RECIPES = {"pre": parse_recipe("pre_cross", """
-    self_attn_in     = ln1(x)
-    self_attn        = attention(self_attn_in)
-    self_attn_resid  = x + self_attn
-    cross_attn_in    = ln2(self_attn_resid)
-    cross_attn       = cross_attention(cross_attn_in)
-    cross_attn_resid = self_attn_resid + cross_attn
-    ffn_in           = ln3(cross_attn_resid)
-    ffn              = mlp(ffn_in)
-    ffn_resid        = cross_attn_resid + ffn
-    out              = ffn_resid
-"""), "post": parse_recipe("post_cross", """
-    self_attn_in     = x
-    self_attn        = attention(self_attn_in)
-    self_attn_resid  = x + self_attn
-    cross_attn_in    = ln1(self_attn_resid)
-    cross_attn       = cross_attention(cross_attn_in)
-    cross_attn_resid = cross_attn_in + cross_attn
-    ffn_in           = ln2(cross_attn_resid)
-    ffn              = mlp(ffn_in)
-    ffn_resid        = ffn_in + ffn
-    out              = ln3(ffn_resid)
-""")}
+#: cross-attention, and its residual, after self-attention — the torch layer's own recipes.
+DECODER_RECIPES = CROSS_RECIPES
 
 
 def encoder_output_name(model) -> str:

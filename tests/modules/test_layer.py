@@ -184,3 +184,37 @@ def test_a_new_recipe_is_one_call_and_a_decoder_runs_it():
         LAYER_RECIPES.pop("test_peri", None)
     with pytest.raises(ConfigError, match="norm = 'test_peri' is unknown"):
         _decoder_config("test_peri")
+
+
+def test_the_encoder_decoder_layers_are_recipe_layers():
+    """T5's and BART's decoder layer: the cross recipes, cross-attention a block of its own that gets
+    the encoder's output; the weights of both attentions come back in order."""
+    from attnscope.modules.seq2seq import Seq2SeqConfig
+    from attnscope.modules.cross_decoder import DecoderBlock, EncoderBlock
+    from attnscope.recipe import CROSS_RECIPES
+
+    for norm in ("pre", "post"):
+        c = Seq2SeqConfig(vocab_size=40, d_model=16, n_heads=4, n_layers=1, n_decoder_layers=1, d_ff=24, norm=norm,
+                          dropout=0.0, attn_dropout=0.0)
+        enc, dec = EncoderBlock(c, 0).double().eval(), DecoderBlock(c, 0).double().eval()
+        assert enc.recipe.name == norm and dec.recipe is CROSS_RECIPES[norm]
+        assert [n for n, _ in dec.named_children() if n != "drop"] == \
+            [s for step in dec.recipe.steps for s in ((step.module,) if step.op == "norm" else ()) + (step.name,)]
+        _randomise(dec, 9)
+        g = torch.Generator().manual_seed(10)
+        x, src = torch.randn(2, 4, 16, generator=g, dtype=torch.float64), torch.randn(2, 6, 16, generator=g,
+                                                                                       dtype=torch.float64)
+        with torch.no_grad():
+            out, w_self, w_cross = dec(x, src, causal=True, need_weights=True)
+            if norm == "pre":
+                r = x + dec.self_attn(dec.ln1(x), causal=True)
+                r2 = r + dec.cross_attn(dec.ln2(r), src)
+                want = r2 + dec.ffn(dec.ln3(r2))
+            else:
+                c_in = dec.ln1(x + dec.self_attn(x, causal=True))
+                f_in = dec.ln2(c_in + dec.cross_attn(c_in, src))
+                want = dec.ln3(f_in + dec.ffn(f_in))
+        assert float((out - want).abs().max()) < 1e-12
+        assert w_self.shape == (2, 4, 4, 4) and w_cross.shape == (2, 4, 4, 6)
+    with pytest.raises(ConfigError, match="has a cross_attention step 'cross_attn'; the layer was given no module"):
+        RecipeLayer(CROSS_RECIPES["pre"], attn=torch.nn.Identity(), ffn=torch.nn.Identity(), norm=torch.nn.Identity)

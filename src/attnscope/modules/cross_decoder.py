@@ -32,10 +32,12 @@ from torch import nn
 
 from ..hooks import HookPoint
 from ..kernels.steps import STEPS, ModuleHooks, attend
+from ..recipe import CROSS_RECIPES
 from .attention import MultiHeadAttention
 from .decoder import GatedFeedForward
 from .decoder_attention import KVCache
 from .encoder import FeedForward
+from .layer import RecipeLayer
 from .rmsnorm import RMSNorm
 
 Tensor = torch.Tensor
@@ -130,65 +132,32 @@ def make_attention(config, index: int, *, has_bias: bool = False) -> Seq2SeqAtte
                             dropout=c.attn_dropout, layer_index=index, has_bias=has_bias)
 
 
-class EncoderBlock(nn.Module):
-    """One encoder layer of T5 (pre-norm, RMS) or BART (post-norm, LayerNorm)."""
+class EncoderBlock(RecipeLayer):
+    """One encoder layer of T5 (the recipe ``pre``, RMS norms) or BART (``post``, LayerNorm):
+    ``block(x (B, S, d), *, bias=None, mask=None)`` → ``(B, S, d)``, the bias and mask going to
+    self-attention."""
 
     def __init__(self, config, index: int) -> None:
-        super().__init__()
-        self.pre = config.norm == "pre"
-        self.attn_in = HookPoint()
-        self.ln1 = make_norm(config)
-        self.attn = make_attention(config, index, has_bias=config.score_bias)
-        self.attn_resid = HookPoint()
-        self.ln2 = make_norm(config)
-        self.ffn_in = HookPoint()
-        self.ffn = make_ffn(config)
-        self.ffn_resid, self.out = HookPoint(), HookPoint()
-        self.drop = nn.Dropout(config.dropout)
-
-    def forward(self, x: Tensor, *, bias: Optional[Tensor] = None, mask: Optional[Tensor] = None) -> Tensor:
-        a = self.attn(self.attn_in(self.ln1(x) if self.pre else x), bias=bias, mask=mask)  # (B, S, d)
-        r = self.attn_resid(x + self.drop(a))  # (B, S, d)
-        f_in = self.ffn_in(self.ln2(r) if self.pre else self.ln1(r))  # (B, S, d)
-        s = self.ffn_resid((r if self.pre else f_in) + self.drop(self.ffn(f_in)))  # (B, S, d)
-        return self.out(s if self.pre else self.ln2(s))  # (B, S, d)
+        c = config
+        super().__init__(c.norm, attn=make_attention(c, index, has_bias=c.score_bias), ffn=make_ffn(c),
+                         norm=lambda: make_norm(c), dropout=c.dropout)
 
 
-class DecoderBlock(nn.Module):
-    """One decoder layer: causal self-attention, cross-attention over the source, FFN (module docstring)."""
+class DecoderBlock(RecipeLayer):
+    """One decoder layer: causal self-attention, cross-attention over the source, FFN — the recipe
+    :data:`attnscope.recipe.CROSS_RECIPES` [``config.norm``] (module docstring)."""
 
     def __init__(self, config, index: int) -> None:
-        super().__init__()
-        self.pre = config.norm == "pre"
-        self.self_attn_in = HookPoint()
-        self.ln1 = make_norm(config)
-        self.self_attn = make_attention(config, index, has_bias=config.score_bias)
-        self.self_attn_resid = HookPoint()
-        self.ln2 = make_norm(config)
-        self.cross_attn_in = HookPoint()
-        self.cross_attn = make_attention(config, index)
-        self.cross_attn_resid = HookPoint()
-        self.ln3 = make_norm(config)
-        self.ffn_in = HookPoint()
-        self.ffn = make_ffn(config)
-        self.ffn_resid, self.out = HookPoint(), HookPoint()
-        self.drop = nn.Dropout(config.dropout)
+        c = config
+        super().__init__(CROSS_RECIPES[c.norm], attn=make_attention(c, index, has_bias=c.score_bias),
+                         cross_attn=make_attention(c, index), ffn=make_ffn(c), norm=lambda: make_norm(c),
+                         dropout=c.dropout)
 
-    def forward(self, x: Tensor, source: Tensor, *, bias: Optional[Tensor] = None, mask: Optional[Tensor] = None,
-                causal: bool = True, source_mask: Optional[Tensor] = None, cache: Optional[Seq2SeqCache] = None,
-                need_weights: bool = False):
+    # Takes the encoder's output and the masks of both attentions where the base takes any keywords.
+    def forward(self, x: Tensor, source: Tensor, *, bias: Optional[Tensor] = None,  # type: ignore[override]
+                mask: Optional[Tensor] = None, causal: bool = True, source_mask: Optional[Tensor] = None,
+                cache: Optional[Seq2SeqCache] = None, need_weights: bool = False):
         """``x (B, T, d)`` over ``source (B, S, d)`` → ``(B, T, d)``; with ``need_weights`` also the
         self- and cross-attention weights."""
-        pre = self.pre
-        a = self.self_attn(self.self_attn_in(self.ln1(x) if pre else x), bias=bias, mask=mask, causal=causal,
-                           cache=cache, need_weights=need_weights)
-        a, w_self = a if need_weights else (a, None)
-        r = self.self_attn_resid(x + self.drop(a))  # (B, T, d)
-        c_in = self.cross_attn_in(self.ln2(r) if pre else self.ln1(r))  # (B, T, d)
-        c = self.cross_attn(c_in, source, mask=source_mask, cache=cache, need_weights=need_weights)
-        c, w_cross = c if need_weights else (c, None)
-        r2 = self.cross_attn_resid((r if pre else c_in) + self.drop(c))  # (B, T, d)
-        f_in = self.ffn_in(self.ln3(r2) if pre else self.ln2(r2))  # (B, T, d)
-        s = self.ffn_resid((r2 if pre else f_in) + self.drop(self.ffn(f_in)))  # (B, T, d)
-        out = self.out(s if pre else self.ln3(s))  # (B, T, d)
-        return (out, w_self, w_cross) if need_weights else out
+        return super().forward(x, bias=bias, mask=mask, causal=causal, cache=cache, need_weights=need_weights,
+                               cross={"context": source, "mask": source_mask, "cache": cache})

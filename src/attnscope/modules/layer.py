@@ -12,22 +12,25 @@ weight-loading rules and ``state_dict`` keys use these names), the block under t
 step that is not a block. So ``named_modules()`` lists the hook points in forward order and their
 names are the recipe's (``attn_in``, ``attn_post_norm``, ``attn_resid``, ``ffn_in``, …, ``out``).
 
-``forward(x, *args, need_weights=False, **kwargs)`` passes ``args`` and ``kwargs`` to the attention
-block (each kind of attention takes its own: masks and causality in the encoders, rotary tables,
-mask and cache in the decoders, relative embeddings in DeBERTa); with ``need_weights`` the block's
-``(out, weights)`` comes back as the layer's ``(out, weights)``. Dropout (encoders train with it)
+``forward(x, *args, need_weights=False, cross=None, **kwargs)`` passes ``args`` and ``kwargs`` to the
+attention block (each kind of attention takes its own: masks and causality in the encoders, rotary
+tables, mask and cache in the decoders, relative embeddings in DeBERTa, a score bias in T5) and
+the keywords ``cross`` to a ``cross_attention`` block (an encoder–decoder's decoder layer: the
+encoder's output as ``context``); with ``need_weights`` each attention block's weights come back
+after the output, ``(out, weights)`` or ``(out, self_weights, cross_weights)``. Dropout (encoders train with it)
 acts on the right operand of each residual sum, the block's output.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Union, cast
+from typing import Callable, Optional, Union, cast
 
 import torch
 from torch import nn
 
+from ..errors import ConfigError
 from ..hooks import HookPoint
-from ..recipe import INPUT, LayerRecipe, get_layer_recipe
+from ..recipe import BLOCK_OPS, INPUT, LayerRecipe, get_layer_recipe
 
 Tensor = torch.Tensor
 
@@ -45,30 +48,38 @@ class RecipeLayer(nn.Module):
     out: HookPoint
 
     def __init__(self, recipe: Union[LayerRecipe, str], *, attn: nn.Module, ffn: nn.Module,
-                 norm: Callable[[], nn.Module], dropout: float = 0.0) -> None:
+                 norm: Callable[[], nn.Module], dropout: float = 0.0,
+                 cross_attn: Optional[nn.Module] = None) -> None:
         super().__init__()
         self.recipe = get_layer_recipe(recipe) if isinstance(recipe, str) else recipe
-        blocks = {"attention": attn, "mlp": ffn}
+        blocks = {"attention": attn, "cross_attention": cross_attn, "mlp": ffn}
         for step in self.recipe.steps:  # registration order = forward order (named_modules)
             if step.op == "norm" and step.module is not None and step.module not in self._modules:
                 self.add_module(step.module, norm())
-            self.add_module(step.name, blocks[step.op] if step.op in blocks else HookPoint())
+            block = blocks.get(step.op) if step.op in BLOCK_OPS else HookPoint()
+            if block is None:
+                raise ConfigError(f"layer recipe {self.recipe.name!r} has a {step.op} step {step.name!r}; "
+                                  f"the layer was given no module for it")
+            self.add_module(step.name, block)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, *args, need_weights: bool = False, **kwargs):
-        """``x (B, L, d)`` → ``(B, L, d)``, or ``(out, weights (B, H, L, S))`` with ``need_weights``;
-        ``args``/``kwargs`` go to the attention block."""
+    def forward(self, x: Tensor, *args, need_weights: bool = False, cross: Optional[dict] = None, **kwargs):
+        """``x (B, L, d)`` → ``(B, L, d)``; ``args``/``kwargs`` go to the attention block, ``cross``
+        (keywords: ``context``, the encoder's output, …) to the cross-attention block. With
+        ``need_weights``: ``(out, weights (B, H, L, S), …)``, one per attention block in order."""
         values: dict[str, Tensor] = {INPUT: x}
         modules = cast("dict[str, nn.Module]", self._modules)
         drop = self.training and self.drop.p > 0.0
-        weights = None
+        weights = []
         for step in self.recipe.steps:
             a = values[step.args[0]]
-            if step.op == "attention":
+            if step.op in ("attention", "cross_attention"):
+                call_args, call_kw = (args, kwargs) if step.op == "attention" else ((), cross or {})
                 if need_weights:
-                    values[step.name], weights = modules[step.name](a, *args, need_weights=True, **kwargs)  # (B, L, d)
+                    values[step.name], w = modules[step.name](a, *call_args, need_weights=True, **call_kw)  # (B, L, d)
+                    weights.append(w)  # (B, H, L, S)
                 else:
-                    values[step.name] = modules[step.name](a, *args, **kwargs)  # (B, L, d)
+                    values[step.name] = modules[step.name](a, *call_args, **call_kw)  # (B, L, d)
                 continue
             if step.op == "mlp":
                 values[step.name] = modules[step.name](a)  # (B, L, d)
@@ -80,7 +91,7 @@ class RecipeLayer(nn.Module):
                 a = a + (self.drop(b) if drop else b)  # (B, L, d)
             values[step.name] = modules[step.name](a)  # the step's hook point, (B, L, d)
         out = values["out"]  # (B, L, d)
-        return (out, weights) if need_weights else out
+        return (out, *weights) if need_weights else out
 
     def extra_repr(self) -> str:
         return f"recipe={self.recipe.name!r}"
