@@ -156,13 +156,16 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
             f.update(embeddings(model, input_ids, segments, positions))
         x = layer_input(f, 0)
         allowed = R.causal_mask(n, n) if c.causal else np.ones((n, n), dtype=bool)
-        scheme = get_position(c.position)  # a fixed score term (ALiBi), keys at 0 … n − 1: (H, n, n)
+        # the position scheme acts where it says: a q/k transform (rotary) or a fixed score term
+        # (ALiBi, keys at 0 … n − 1: (H, n, n)); embeddings were added above
+        scheme = get_position(c.position)
         bias = None if scheme.bias_np is None else scheme.bias_np(c.n_heads, np.arange(n), np.arange(n))
         for i in range(last + 1):
             layer = model.layers[i]
-            run = LayerRun(model, i, layer, f"layers.{i}", allowed, bias=bias)
-            if decoder:  # rotary q, k; the layer's window
-                run.positions, run.allowed = positions, R.window_mask(n, n, c.window(i), causal=True)
+            run = LayerRun(model, i, layer, f"layers.{i}", allowed, bias=bias,
+                           positions=positions if scheme.acts_on == "qk" else None)
+            if decoder:  # the layer's window
+                run.allowed = R.window_mask(n, n, c.window(i), causal=True)
             elif deberta:
                 run.attend = RD.scores(model, i, f, allowed)
             f.update(run_layer(layer_recipe(layer, c), run, x))

@@ -106,8 +106,8 @@ def feed_forward(ffn, act: str, f_in: Array, p: str) -> dict:
 class LayerRun:
     """What one layer's step functions read besides their inputs: the model, the layer's index and
     torch module (its norms and blocks under the recipe's names), the prefix of its keys
-    (``layers.3``, ``encoder.layers.0``), the mask ``allowed (L, S)``, the rotary positions (L,)
-    of a decoder (None: no rotation), an additive score term ``bias (H, L, S)`` (T5), the
+    (``layers.3``, ``encoder.layers.0``), the mask ``allowed (L, S)``, the positions (L,) of a
+    q/k transform (rotary; None: none), an additive score term ``bias (H, L, S)`` (T5), the
     cross-attention's keys' and values' source ``context (S, d)``, and ``attend(q, k, v, prefix)
     → dict``: a kind's own scores (DeBERTa's three terms) in place of :func:`attention`."""
 
