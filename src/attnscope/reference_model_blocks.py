@@ -190,8 +190,8 @@ def layer_recipe(layer, config) -> LayerRecipe:
 
 def run_layer(recipe: LayerRecipe, run: LayerRun, x: Array) -> dict:
     """Every step of ``recipe`` on the layer's input ``x (L, d)``, each by its op's function in
-    :data:`STEP_FUNCTIONS`. Returns the values by trace name: ``{prefix}.{step}`` for every step that is not a block, and
-    each block's keys (``{prefix}.attn.weights``, ``{prefix}.ffn.out``, …)."""
+    :data:`STEP_FUNCTIONS`. Returns the values by trace name: ``{prefix}.{step}`` for every step
+    that is not a block, and each block's keys (``{prefix}.attn.weights``, ``{prefix}.ffn.out``, …)."""
     values, f = {INPUT: x}, {}
     blocks = recipe.blocks
     for step in recipe.steps:
