@@ -32,6 +32,7 @@ from ..tokenizer import check_unicode
 
 Tensor = torch.Tensor
 Prompt = Union[str, Sequence[dict]]
+Sampling = tuple[float, Optional[int], Optional[float]]  # temperature, top_k, top_p
 
 
 @dataclass
@@ -86,7 +87,9 @@ def positive_int(name: str, v) -> int:
     return v
 
 
-def check_settings(temperature, top_k, top_p) -> tuple[float, Optional[int], Optional[float]]:
+def check_request(max_new_tokens, temperature, top_k, top_p, seed) -> tuple[int, Sampling]:
+    """``(max_new_tokens, (temperature, top_k, top_p))`` of a generation, checked; ConfigError names a bad one."""
+    n = positive_int("max_new_tokens", max_new_tokens)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0 \
             or temperature == float("inf"):
         raise ConfigError(f"temperature must be a number ≥ 0 (0 = greedy), got {temperature!r}")
@@ -94,7 +97,9 @@ def check_settings(temperature, top_k, top_p) -> tuple[float, Optional[int], Opt
         top_k = positive_int("top_k", top_k)
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
         raise ConfigError(f"top_p must be in (0, 1], got {top_p!r}")
-    return float(temperature), top_k, (float(top_p) if top_p is not None else None)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
+        raise ConfigError(f"seed must be an integer from 0 to 2**64 - 1 (what torch.Generator takes), got {seed!r}")
+    return n, (float(temperature), top_k, (float(top_p) if top_p is not None else None))
 
 
 def choose(logits: Tensor, temperature: float, top_k: Optional[int], top_p: Optional[float],
@@ -143,16 +148,6 @@ def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = Non
     return text, list(ids)
 
 
-def sampling_generator(temperature: float, seed: Optional[int]) -> Optional[torch.Generator]:
-    """The CPU generator a sampling run draws from, seeded with ``seed`` (else a fresh seed); None
-    for greedy decoding (``temperature == 0``)."""
-    if temperature == 0.0:
-        return None
-    gen = torch.Generator(device="cpu")
-    gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
-    return gen
-
-
 class NewTokens:
     """The tokens a generation adds, one :meth:`add` per step: all kept in ``ids`` (a stopping
     end-of-sequence token included), the text passed to ``fn(piece)`` as soon as it decodes to
@@ -198,6 +193,43 @@ class NewTokens:
             self.sent = text
 
 
+def last_rows(weights: Sequence[Tensor]) -> Tensor:
+    """``(n_layers, H, S)`` float32 on the CPU: the last query's row of each layer's ``(1, H, L, S)``."""
+    return torch.stack([w[0, :, -1].float().cpu() for w in weights])
+
+
+def sample_loop(model, advance: Callable[[list, int], tuple[Tensor, object]], max_new_tokens: int,
+                sampling: Sampling, seed: Optional[int], stream: Optional[Callable[[str], None]], eos, *,
+                attentions: bool, logits: bool, prompt: str, prompt_ids: list, before: list,
+                settings: dict) -> Generation:
+    """The loop of every generation (decoder-only and encoder–decoder), under the model's lock:
+    ``advance(new_ids, t)`` runs the model up to the token before new token t (the prompt at t = 0,
+    then one token a step over its cache) and returns the logits ``(V,)`` that token t is chosen
+    from and, with ``attentions``, what to keep of that step's weights. ``before``: the ids whose
+    tokens come before the new ones."""
+    gen = None  # greedy (temperature 0) draws nothing
+    if sampling[0] != 0.0:
+        gen = torch.Generator(device="cpu")
+        gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
+    new = NewTokens(model, stream, eos)
+    atts: Optional[list] = [] if attentions else None
+    kept: Optional[list] = [] if logits else None
+    with torch.no_grad(), model.lock:
+        for t in range(max_new_tokens):
+            scores, w = advance(new.ids, t)  # (V,)
+            if atts is not None:
+                atts.append(w)
+            if kept is not None:
+                kept.append(scores.float().cpu())
+            if new.add(choose(scores, *sampling, gen)):
+                break
+    return Generation(prompt=prompt, prompt_ids=prompt_ids, new_ids=new.ids, text=new.text(),
+                      tokens=[model.tokenizer.id_to_token(i) for i in before + new.ids], partial_character=new.partial,
+                      finish_reason=new.reason, attentions=atts, logits=kept,
+                      settings={"max_new_tokens": max_new_tokens, "temperature": sampling[0], "top_k": sampling[1],
+                                "top_p": sampling[2], "seed": seed, **settings})
+
+
 def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: float = 0.0,
              top_k: Optional[int] = None, top_p: Optional[float] = None, seed: Optional[int] = None,
              chat: bool = False, system: Optional[str] = None, attentions: bool = False, logits: bool = False,
@@ -216,46 +248,26 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
         eos_token_ids: tokens that end the generation (default: the model's end-of-sequence ids).
         stream: ``fn(text_piece)``, called as the text grows (for printing as it comes).
     """
-    max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
-    temperature, top_k, top_p = check_settings(temperature, top_k, top_p)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
-        raise ConfigError(f"seed must be an integer from 0 to 2**64 - 1 (what torch.Generator takes), got {seed!r}")
+    max_new_tokens, sampling = check_request(max_new_tokens, temperature, top_k, top_p, seed)
     text, ids = prompt_ids(model, prompt, chat=chat, system=system)
     limit = model.config.max_positions
     if len(ids) + max_new_tokens > limit:
         raise ConfigError(f"max_new_tokens = {max_new_tokens} after a {len(ids)}-token prompt passes the model's "
                           f"context of {limit} positions; at most {limit - len(ids)} new tokens fit")
-    gen = sampling_generator(temperature, seed)
     device = model.device
     cache = KVCache(model.config.n_layers)
-    new = NewTokens(model, stream, model.config.eos_token_ids if eos_token_ids is None else eos_token_ids)
-    atts: Optional[list] = [] if attentions else None
-    kept: Optional[list] = [] if logits else None
-    with torch.no_grad(), model.lock:
-        # With attentions, the last prompt token runs as a step of its own, so that only its row
-        # of weights is formed (not the prompt's full L×L matrices).
-        first = ids[:-1] if attentions else ids
-        h = model.decode(torch.tensor([first], device=device), cache=cache) if first else None
-        step_in = [ids[-1]] if attentions else None
-        for t in range(max_new_tokens):
-            if step_in is not None:
-                h, w = model.decode(torch.tensor([step_in], device=device), cache=cache, need_weights=attentions)
-                if atts is not None:
-                    atts.append(torch.stack([x[0, :, -1].float().cpu() for x in w]))  # (n_layers, H, S)
-            assert h is not None  # the prompt ran above, or its last token just now
-            scores = model.lm_logits(h[0, -1])  # (V,)
-            if kept is not None:
-                kept.append(scores.float().cpu())
-            token = choose(scores, temperature, top_k, top_p, gen)
-            if new.add(token):
-                break
-            step_in = [token]
-            if not attentions:
-                if t + 1 < max_new_tokens:
-                    h = model.decode(torch.tensor([step_in], device=device), cache=cache)
-                step_in = None
-    return Generation(prompt=text, prompt_ids=ids, new_ids=new.ids,
-                      tokens=[model.tokenizer.id_to_token(i) for i in ids + new.ids], text=new.text(),
-                      partial_character=new.partial, finish_reason=new.reason, attentions=atts, logits=kept,
-                      settings={"max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k,
-                                "top_p": top_p, "seed": seed, "chat": bool(chat or not isinstance(prompt, str))})
+
+    def advance(new_ids: list, t: int):
+        # With attentions the last prompt token runs as a step of its own, so that only its row of
+        # weights is formed (not the prompt's full L×L matrices).
+        if not t and attentions and len(ids) > 1:
+            model.decode(torch.tensor([ids[:-1]], device=device), cache=cache)
+        run = new_ids[-1:] if t else (ids[-1:] if attentions else ids)
+        out = model.decode(torch.tensor([run], device=device), cache=cache, need_weights=attentions)
+        h, w = (out[0], last_rows(out[1])) if attentions else (out, None)
+        return model.lm_logits(h[0, -1]), w  # (V,), (n_layers, H, S)
+
+    return sample_loop(model, advance, max_new_tokens, sampling, seed, stream,
+                       model.config.eos_token_ids if eos_token_ids is None else eos_token_ids, attentions=attentions,
+                       logits=logits, prompt=text, prompt_ids=ids, before=ids,
+                       settings={"chat": bool(chat or not isinstance(prompt, str))})

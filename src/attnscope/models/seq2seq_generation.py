@@ -33,7 +33,7 @@ from typing import Callable, Optional
 import torch
 
 from ..errors import ConfigError, InputError, ModelLoadError
-from .generation import Generation, NewTokens, check_settings, choose, positive_int, sampling_generator
+from .generation import Generation, check_request, last_rows, sample_loop
 from .loader import read_json
 
 Tensor = torch.Tensor
@@ -149,8 +149,7 @@ def generate(model, source: str, *, max_new_tokens: int = 32, temperature: float
         ``new_ids`` the generated tokens (the stopping EOS included), ``tokens`` the decoder tokens
         (start token first), ``text`` the decoded new tokens.
     """
-    max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
-    temperature, top_k, top_p = check_settings(temperature, top_k, top_p)
+    max_new_tokens, sampling = check_request(max_new_tokens, temperature, top_k, top_p, seed)
     if not isinstance(source, str):
         raise InputError(f"generate takes one source text, got {type(source).__name__}")
     c = model.config
@@ -160,34 +159,23 @@ def generate(model, source: str, *, max_new_tokens: int = 32, temperature: float
     batch = model.source_batch(source)
     rules = dict(c.generation) if checkpoint_rules else {}
     eos = list(c.eos_token_ids)
-    gen = sampling_generator(temperature, seed)
     device = model.device
-    new = NewTokens(model, stream, eos)
-    atts: Optional[list] = [] if attentions else None
-    kept: Optional[list] = [] if logits else None
     cache = model.new_cache()
-    with torch.no_grad(), model.lock:
-        src_ids, src_mask = batch.input_ids.to(device), batch.attention_mask.to(device)
-        enc = model.encoder(src_ids, src_mask)  # (1, S, d), once
-        for step in range(max_new_tokens):
-            ids = [c.decoder_start_token_id] + new.ids  # the decoder's ids so far
-            step_in = torch.tensor([[ids[-1]]], device=device)
-            h = model.decoder(step_in, enc, source_mask=src_mask, cache=cache, need_weights=attentions)
-            if atts is not None:  # with attentions
-                h, ws, wc = h
-                atts.append({"self": torch.stack([w[0, :, -1].float().cpu() for w in ws]),
-                             "cross": torch.stack([w[0, :, -1].float().cpu() for w in wc])})
-            scores = apply_rules(model.lm_logits(h[0, -1]), ids, step, max_new_tokens, rules, eos)  # (V,)
-            if kept is not None:
-                kept.append(scores.cpu())
-            if new.add(choose(scores, temperature, top_k, top_p, gen)):
-                break
-    applied = {k: v for k, v in rules.items() if k in APPLIED}
-    ignored = {k: v for k, v in c.generation.items() if k in IGNORED}
-    tokens = [model.tokenizer.id_to_token(i) for i in [c.decoder_start_token_id] + new.ids]
-    return Generation(prompt=source, prompt_ids=batch.ids[0], new_ids=new.ids, tokens=tokens,
-                      text=new.text(), partial_character=new.partial, finish_reason=new.reason, attentions=atts,
-                      logits=kept,
-                      settings={"max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k,
-                                "top_p": top_p, "seed": seed, "decoder_start_token_id": c.decoder_start_token_id,
-                                "eos_token_ids": eos, "applied": applied, "ignored": ignored})
+    src_ids, src_mask = batch.input_ids.to(device), batch.attention_mask.to(device)
+    enc: list = []
+
+    def advance(new_ids: list, t: int):
+        if not enc:
+            enc.append(model.encoder(src_ids, src_mask))  # (1, S, d), once
+        ids = [c.decoder_start_token_id] + new_ids  # the decoder's ids so far
+        out = model.decoder(torch.tensor([[ids[-1]]], device=device), enc[0], source_mask=src_mask, cache=cache,
+                            need_weights=attentions)
+        h, w = (out[0], {"self": last_rows(out[1]), "cross": last_rows(out[2])}) if attentions else (out, None)
+        return apply_rules(model.lm_logits(h[0, -1]), ids, t, max_new_tokens, rules, eos), w  # (V,)
+
+    return sample_loop(model, advance, max_new_tokens, sampling, seed, stream, eos,
+                       attentions=attentions, logits=logits, prompt=source, prompt_ids=batch.ids[0],
+                       before=[c.decoder_start_token_id],
+                       settings={"decoder_start_token_id": c.decoder_start_token_id, "eos_token_ids": eos,
+                                 "applied": {k: v for k, v in rules.items() if k in APPLIED},
+                                 "ignored": {k: v for k, v in c.generation.items() if k in IGNORED}})
