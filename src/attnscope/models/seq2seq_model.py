@@ -174,9 +174,9 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         """Run source and target and record intermediates: a :class:`~attnscope.trace.seq2seq.Seq2SeqTrace`
         (names: ``encoder.layers.{i}.attn.*``, ``decoder.layers.{i}.self_attn.*``,
         ``decoder.layers.{i}.cross_attn.*``, …; see :mod:`attnscope.trace`)."""
-        from ..trace.seq2seq import run_seq2seq_trace
-        return run_seq2seq_trace(self, source, target, names=names, hooks=hooks, truncate=truncate, grad=grad,
-                                 bwd_hooks=bwd_hooks)
+        from ..trace import run_trace
+        return run_trace(self, source, names=names, hooks=hooks, target=target, truncate=truncate, grad=grad,
+                         bwd_hooks=bwd_hooks)
 
     def generate(self, source, max_new_tokens: int = 32, **kw):
         """Decode a target for ``source``; see :func:`attnscope.models.seq2seq_generation.generate`."""

@@ -26,7 +26,8 @@ import torch
 
 from ..config import TransformerConfig
 from ..errors import InputError
-from ..positions import get_position, real_positions, score_bias_np
+from ..positions import causal_window_mask, get_position, real_positions, score_bias_np
+from .names import KV_STEPS
 
 Tensor = torch.Tensor
 Index = Union[None, int, slice, Sequence[int]]
@@ -90,14 +91,33 @@ class TraceReader:
         return len(self.tokens[self.check_text(text)])
 
     # ------------------------------------------------------------------------------------------
-    def step(self, layer: int, step: str, head: Optional[int] = None, *, text: Optional[int] = None) -> Tensor:
+    # The attention blocks: one a layer here (``attention`` None); an encoder–decoder trace names
+    # which of its stacks' blocks (Seq2SeqTrace: "encoder", "self", "cross") and overrides these three.
+    def prefix(self, layer: int, attention: Optional[str] = None) -> str:
+        """The name of one attention block: ``layers.{layer}.attn``."""
+        if attention is not None:
+            raise InputError(f"attention={attention!r} is for encoder–decoder traces (T5, BART); this trace has one "
+                             f"attention per layer")
+        return f"layers.{self.check_layer(layer)}.attn"
+
+    def _lengths(self, attention: Optional[str]) -> tuple[list[int], list[int]]:
+        """(query lengths, key lengths) of each text in a block of ``attention``."""
+        n = [len(t) for t in self.tokens]
+        return n, n
+
+    def _sides(self, layer: int, attention: Optional[str]) -> tuple[Tensor, Tensor, bool, Optional[int]]:
+        """(query mask (B, L), key mask (B, S), causal, window) of a block: True = real token."""
+        am = self.attention_mask.bool()
+        return am, am, bool(self.config.causal), self.window(layer)
+
+    def step(self, layer: int, step: str, head: Optional[int] = None, *, text: Optional[int] = None,
+             attention: Optional[str] = None) -> Tensor:
         """``layers.{layer}.attn.{step}``: (B, H, L, …), or one head's (B, L, …); ``text`` as above.
 
         Found under the full name or, for one head, under ``…{step}[h]`` when only that head was
         traced. InputError naming what to trace when neither is recorded.
         """
-        layer = self.check_layer(layer)
-        name = f"layers.{layer}.attn.{step}"
+        name = f"{self.prefix(layer, attention)}.{step}"
         if head is not None:
             head = self.check_head(head)
         if name in self:
@@ -109,17 +129,17 @@ class TraceReader:
             also = f" or {name}[{head}]" if head is not None else ""
             raise InputError(f"the trace has no {name}{also}; trace with names=None (everything) or "
                              f"names=[{name!r}]")
-        return t if text is None else self._cut(t, text, step)
+        return t if text is None else self._cut(t, text, step, attention)
 
     def _group(self, step: str) -> int:
         """Query heads per head of ``step``'s tensor: n_heads / n_kv_heads for k and v, else 1."""
-        from .names import KV_STEPS
         return int(getattr(self.config, "kv_group", 1)) if step in KV_STEPS else 1
 
-    def qkv(self, layer: int, head: Optional[int] = None, *, text: Optional[int] = None) -> tuple[Tensor, Tensor, Tensor]:
+    def qkv(self, layer: int, head: Optional[int] = None, *, text: Optional[int] = None,
+            attention: Optional[str] = None) -> tuple[Tensor, Tensor, Tensor]:
         """q, k, v of ``layer``: q (B, H, L, d_head), k and v (B, H_kv, L, d_head); for one (query)
         head h, each (B, L, d_head) — k and v of the k/v head that h reads."""
-        q, k, v = (self.step(layer, s, head, text=text) for s in ("q", "k", "v"))
+        q, k, v = (self.step(layer, s, head, text=text, attention=attention) for s in ("q", "k", "v"))
         return q, k, v
 
     def key_mask(self, text: Optional[int] = None) -> Tensor:
@@ -135,24 +155,22 @@ class TraceReader:
         fn = getattr(self.config, "window", None)
         return fn(self.check_layer(layer)) if callable(fn) else None
 
-    def mask(self, layer: int, *, text: Optional[int] = None) -> Tensor:
+    def mask(self, layer: int, *, text: Optional[int] = None, attention: Optional[str] = None) -> Tensor:
         """The boolean mask ``layer`` used, True = the query may see the key: (B, 1, L, S) —
         padded keys, in causal models later keys, and on sliding-window layers keys ``window`` or
         more positions back are False. (1, n, n) for one text."""
-        from ..positions import causal_window_mask
-
-        self.check_layer(layer)
-        keys = self.key_mask()  # (B, S)
-        L = keys.shape[-1]
-        allowed = keys[:, None, None, :].expand(-1, 1, L, L)  # (B, 1, L, S)
-        if self.config.causal:
-            pos = torch.arange(L, device=keys.device)
-            allowed = allowed & causal_window_mask(pos, pos, self.window(layer))
+        self.prefix(layer, attention)
+        queries, keys, causal, window = self._sides(layer, attention)  # (B, L), (B, S)
+        Lq, S = queries.shape[-1], keys.shape[-1]
+        allowed = keys[:, None, None, :].expand(-1, 1, Lq, S)  # (B, 1, L, S)
+        if causal:
+            pos = torch.arange(S, device=keys.device)
+            allowed = allowed & causal_window_mask(pos[:Lq], pos, window)
         if text is None:
             return allowed
         text = self.check_text(text)
-        n = self.length(text)
-        return allowed[text, :, :n, :n]
+        nq, nk = (x[text] for x in self._lengths(attention))
+        return allowed[text, :, :nq, :nk]
 
     def position_bias(self, layer: int, *, text: int = 0):
         """The float64 term ``(H, n, n)`` that the model's position scheme adds to the scaled scores
@@ -162,7 +180,7 @@ class TraceReader:
         return score_bias_np(self.config, self.length(self.check_text(text)))
 
     def weights(self, layer: int, heads: Index = None, queries: Index = None, *, text: Optional[int] = None,
-                block_size: Union[None, int, tuple[int, int]] = None) -> Tensor:
+                attention: Optional[str] = None, block_size: Union[None, int, tuple[int, int]] = None) -> Tensor:
         """Attention weights of ``layer``: (B, h, l, S), dims of int selections dropped.
 
         ``heads`` and ``queries``: None (all), an int, a slice or a list. The recorded
@@ -172,15 +190,14 @@ class TraceReader:
         Keys at padding get 0. With ``text``, the batch axis is dropped and positions are cut to
         the text's tokens (queries then index those tokens).
         """
-        layer = self.check_layer(layer)
+        name = f"{self.prefix(layer, attention)}.weights"
         heads = self._check_selection("head", heads, self.n_heads)
-        name = f"layers.{layer}.attn.weights"
         if name in self or (isinstance(heads, int) and f"{name}[{heads}]" in self):
-            w = self.step(layer, "weights", heads if isinstance(heads, int) else None)
+            w = self.step(layer, "weights", heads if isinstance(heads, int) else None, attention=attention)
             if not isinstance(heads, int) and heads is not None:
                 w = w[:, heads]
-            return self._rows(w, queries, text)
-        return self._weights_from_qk(layer, heads, queries, text, block_size)
+            return self._rows(w, queries, text, attention)
+        return self._weights_from_qk(layer, heads, queries, text, block_size, attention)
 
     # ------------------------------------------------------------------------------------------
     def _check_selection(self, what: str, sel: Index, n: int) -> Index:
@@ -193,30 +210,32 @@ class TraceReader:
         except TypeError:
             raise InputError(f"{what}s must be None, an int, a slice or a list of ints, got {sel!r}") from None
 
-    def _cut(self, t: Tensor, text: int, step: str) -> Tensor:
+    def _cut(self, t: Tensor, text: int, step: str, attention: Optional[str] = None) -> Tensor:
         """Text ``text`` of a per-head tensor ``t`` (batch first), its position axes cut to its
-        tokens: the query axis (-2) of every step, and the key axis (-1) of the score steps."""
+        tokens: the position axis (-2) of every step (the keys' for k and v), and the key axis
+        (-1) of the score steps."""
         text = self.check_text(text)
-        n = self.length(text)
-        t = t[text][..., :n, :]  # (…, n, d | S)
-        return t[..., :n] if step in SCORE_STEPS else t
+        nq, nk = (x[text] for x in self._lengths(attention))
+        t = t[text][..., :(nk if step in KV_STEPS else nq), :]  # (…, n, d | S)
+        return t[..., :nk] if step in SCORE_STEPS else t
 
-    def _rows(self, w: Tensor, queries: Index, text: Optional[int]) -> Tensor:
+    def _rows(self, w: Tensor, queries: Index, text: Optional[int], attention: Optional[str] = None) -> Tensor:
         if text is not None:
             text = self.check_text(text)
-            n = self.length(text)
-            w = w[text][..., :n, :n]
+            nq, nk = (x[text] for x in self._lengths(attention))
+            w = w[text][..., :nq, :nk]
         if queries is None:
             return w
         queries = self._check_selection("query", queries, w.shape[-2])
         return w[..., queries, :]
 
-    def _score_bias(self, layer: int, head: Optional[int]) -> Optional[Tensor]:
+    def _score_bias(self, layer: int, head: Optional[int], attention: Optional[str] = None) -> Optional[Tensor]:
         """The recorded additive score term of ``layer`` (T5's relative position bias, DeBERTa's
-        relative terms), (B, H|1, L, S), for families that have one; None for the others."""
-        if not getattr(self.config, "score_bias", False):
+        relative terms), (B, H|1, L, S), for families that have one; None for the others (and
+        for cross-attention)."""
+        if not getattr(self.config, "score_bias", False) or attention == "cross":
             return None
-        name = f"layers.{layer}.attn.bias"
+        name = f"{self.prefix(layer, attention)}.bias"
         if name not in self and not (head is not None and f"{name}[{head}]" in self):
             fixed = get_position(self.config.position).bias  # ALiBi: from the positions, as the model adds it
             if fixed is not None:
@@ -226,42 +245,40 @@ class TraceReader:
             raise InputError(f"the weights of this {getattr(self, 'family', 'model')} model need the score term "
                              f"{name} besides q and k; trace it too (names=[..., {name!r}]) or trace the "
                              f"weights themselves")
-        b = self.step(layer, "bias", head)
+        b = self.step(layer, "bias", head, attention=attention)
         return b.unsqueeze(1) if head is not None else b
 
     def _weights_from_qk(self, layer: int, heads: Index, queries: Index, text: Optional[int],
-                         block_size) -> Tensor:
+                         block_size, attention: Optional[str] = None) -> Tensor:
         from ..blockwise import attention_weights
 
         head = heads if isinstance(heads, int) else None  # one head: its int
         one = head is not None
-        q = self.step(layer, "q", head)
-        k = self.step(layer, "k", head)
+        q = self.step(layer, "q", head, attention=attention)
+        k = self.step(layer, "k", head, attention=attention)
         if one:
             q, k = q.unsqueeze(1), k.unsqueeze(1)  # (B, 1, L, d)
         scoring = self.config.scoring
         scale = getattr(self.config, "query_scale", None)  # Gemma 3's query_pre_attn_scalar^-½
-        window = self.window(layer)
+        _, keys, causal, window = self._sides(layer, attention)  # keys (B, S): True = real
         if scoring == "cosine":
             raise InputError("cosine scoring uses the model's learned temperature, which a trace does not "
-                             f"record; trace the weights themselves (names='layers.{layer}.attn.weights')")
+                             f"record; trace the weights themselves (names='{self.prefix(layer, attention)}.weights')")
         if scoring == "qknorm":
             scoring = "scaled"  # the recorded q, k are after the LayerNorm; what remains is ÷√d_head
-        causal = bool(self.config.causal)
-        bias = self._score_bias(layer, head)  # (B, h, L, S) or None
+        bias = self._score_bias(layer, head, attention)  # (B, h, L, S) or None
         if text is not None:
             t = self.check_text(text)
-            n = self.length(t)
-            q, k = q[t:t + 1, :, :n], k[t:t + 1, :, :n]  # (1, h, n, d)
-            mask = None if bias is None else bias[t:t + 1, :, :n, :n]
+            nq, nk = (x[t] for x in self._lengths(attention))
+            q, k = q[t:t + 1, :, :nq], k[t:t + 1, :, :nk]  # (1, h, n, d)
+            mask = None if bias is None else bias[t:t + 1, :, :nq, :nk]
         else:
-            am = self.key_mask().to(q.device)  # (B, S)
+            am = keys.to(q.device)  # (B, S)
             mask = None if bool(am.all()) else am[:, None, None, :]  # (B, 1, 1, S)
             if bias is not None:
                 mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))  # (B, h, L, S)
         L = q.shape[-2]
         if window is not None and causal:  # the window as a mask; causality comes with it
-            from ..positions import causal_window_mask
             pos = torch.arange(L, device=q.device)
             win = causal_window_mask(pos, pos, window)[None, None]  # (1, 1, L, L)
             mask, causal = (win if mask is None else win & mask), False

@@ -18,6 +18,7 @@ from ..kernels.derived import keeping
 from .derived import RECIPE_STEPS, Derived, Keeper
 from .names import key, resolve
 from .record import Trace
+from .seq2seq import Seq2SeqTrace
 
 Tensor = torch.Tensor
 HookMap = Optional[dict]
@@ -158,16 +159,19 @@ def _foreign(points: dict[str, HookPoint]) -> frozenset:
     return frozenset(out)
 
 
-def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool = False,
+def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, truncate: bool = False,
               grad: bool = False, bwd_hooks: HookMap = None, max_memory=None) -> Trace:
     """Run ``texts`` through ``model`` recording ``names`` and applying ``hooks``; see :mod:`attnscope.trace`.
 
     Args:
         model: an :class:`attnscope.models.Model`.
-        texts: a string, a list of strings (one padded batch), or a Batch from ``model.encode``.
+        texts: a string, a list of strings (one padded batch), or a Batch from ``model.encode``;
+            for an encoder–decoder model the source(s) the encoder reads.
         names: exact names or globs, optionally with ``[h]``; None records every name; ``[]``
             records nothing (useful with hooks).
         hooks: ``{name_or_glob: fn(tensor, name) -> tensor | None}``, forward.
+        target: an encoder–decoder model's target text(s) for the decoder (one per source): the
+            trace is then a :class:`~attnscope.trace.seq2seq.Seq2SeqTrace`.
         truncate: cut texts longer than the model's positions instead of raising.
         grad: run with autograd on: the recorded tensors and ``trace.output`` stay in the graph,
             so that ``torch.autograd.grad(loss(trace.output), trace[name])`` works.
@@ -178,13 +182,24 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, truncate: bool
     """
     wanted = resolve(names, model.hook_names, model.config.n_heads)
     targets = hook_targets(model, hooks, "hooks")
-    batch = model.as_batch(texts, truncate=truncate)
+    two = hasattr(model, "target_batch")  # two stacks: the encoder reads texts, the decoder target
+    batch = model.source_batch(texts, truncate=truncate) if two else model.as_batch(texts, truncate=truncate)
+    kw: dict = {}
+    if two:
+        dec_ids, dec_mask, kw["target_tokens"] = model.target_batch(target, len(batch))
+        kw.update(decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask,
+                  target_texts=[target] if isinstance(target, str) else list(target))
+        run = {"decoder_input_ids": dec_ids.to(model.device), "decoder_attention_mask": dec_mask.to(model.device)}
+    elif target is not None:
+        raise InputError(f"target= is for encoder–decoder models (T5, BART); {model.name} reads one text")
+    else:
+        run, kw["labels"] = {"token_type_ids": batch.token_type_ids}, batch.labels
     if max_memory is not None:
         from .memory import check_fits
         check_fits(model, batch, names, hooks, max_memory)
     tensors, output = record_pass(model, wanted, targets, bwd_hooks, grad, batch.input_ids.shape[0],
-                                  lambda: model(batch.input_ids, batch.attention_mask, batch.token_type_ids))  # (B, L, d)
-    return Trace(tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(),
-                 attention_mask=batch.attention_mask.cpu(), model_name=model.name, family=model.family,
-                 config=model.config, texts=batch.texts, output=output if grad else output.detach(),
-                 labels=batch.labels)
+                                  lambda: model(batch.input_ids, batch.attention_mask, **run))  # (B, L, d)
+    return (Seq2SeqTrace if two else Trace)(
+        tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(), attention_mask=batch.attention_mask.cpu(),
+        model_name=model.name, family=model.family, config=model.config, texts=batch.texts,
+        output=output if grad else output.detach(), **kw)
