@@ -11,13 +11,16 @@ import attnscope
 from attnscope import i18n
 from attnscope.analysis import analyze
 from attnscope.analysis.classify import FAMILY, LABELS
+from attnscope.analysis.cross_stats import CROSS_DOCS, CROSS_STATS
 from attnscope.analysis.decoder_heads import DECODER_DOCS, DECODER_STATS, ROLE_STAT
 from attnscope.analysis.report import markdown
+from attnscope.analysis.seq2seq import analyze_seq2seq, report_markdown
 from attnscope.analysis.stats import STAT_DOCS, STAT_NAMES
 from attnscope.analysis.summary import claim_sentence, verdict
 from attnscope.cli import main
 from attnscope.cli.analyze import print_summary
 from attnscope.testing import tiny as testing
+from tests.models.seq2seq.fixtures import seq2seq_dirs  # noqa: F401
 
 # a line too long for --max-length 12, an empty line, a line that is not UTF-8: every "left out" note
 CORPUS = (b"The cat sat on the mat, and then it sat on the other mat for a very long time indeed.\n\n"
@@ -25,7 +28,7 @@ CORPUS = (b"The cat sat on the mat, and then it sat on the other mat for a very 
           b"I like cats.\n")
 
 #: Names that stay as they are in every language: heads.csv's columns, the labels, roles and scores.
-IDENTIFIERS = {*STAT_NAMES, *LABELS, *ROLE_STAT, *DECODER_STATS, "nan", "Spearman", "Olsson", "UTF", "utf"}
+IDENTIFIERS = {*STAT_NAMES, *CROSS_STATS, *LABELS, *ROLE_STAT, *DECODER_STATS, "nan", "Spearman", "Olsson", "UTF", "utf"}
 CJK = "\u3400-\u9fff\uf900-\ufaff"
 
 
@@ -126,6 +129,7 @@ def test_the_tables_english_docs_are_the_statistics_own():
     en = i18n.TABLES["analysis"]["en"]
     assert {k: en[f"analysis.doc_{k}"] for k in STAT_DOCS} == STAT_DOCS
     assert en["analysis.dec_doc_sink"] == DECODER_DOCS["sink"]
+    assert {k: en[f"analysis.cross_doc_{k}"] for k in CROSS_DOCS} == CROSS_DOCS
     assert {en["analysis.family_" + f.replace("/", "_")] for f in FAMILY.values()} == set(FAMILY.values())
 
 
@@ -149,8 +153,35 @@ def test_every_chinese_string_of_the_table_is_chinese():
     """Branches a run does not reach (patch's and generate's lines, rare notes) are checked here:
     no Chinese string of the ``analysis`` table keeps English words outside its placeholders."""
     en, zh = i18n.TABLES["analysis"]["en"], i18n.TABLES["analysis"]["zh"]
-    left = {key: english_words(re.sub(r"\{[^}]*\}", " ", zh[key]), "[CLS]", "[SEP]", "ln n", "|i-j|") for key in zh}
+    left = {key: english_words(re.sub(r"\{[^}]*\}", " ", zh[key]), "[CLS]", "[SEP]", "ln n", "|i-j|", "round(") for key in zh}
     assert {k: v for k, v in left.items() if v} == {}
     seen = [k for k in en if english_words(re.sub(r"\{[^}]*\}", " ", en[k]), "[CLS]", "[SEP]")]
     assert len(seen) > 0.8 * len(en)  # the guard reads English where there is some
     assert cjk_space("\n".join(zh.values())) == []
+
+
+def test_an_encoder_decoder_analysis_in_chinese(seq2seq_dirs, tmp_path):  # noqa: F811
+    """T5 over a parallel corpus: report.md and the printed summary (from the command line) in
+    Chinese with the English numbers, and English as before."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("translate English to German: The cat sat.\tDie Katze sass.\ncopy: one two three\tone two three\n",
+                     encoding="utf-8")
+    r = analyze_seq2seq(str(pairs), attnscope.load(seq2seq_dirs["t5"]), batch_size=2, window=1)
+    en, zh = report_markdown(r), report_markdown(r, "zh")
+    also = (str(pairs), r.model_name, "round(", "</s>", "[CLS]", "[SEP]", "|i-j|")
+    assert numbers(zh, *also) == numbers(en, *also)
+    assert english_words(zh, *also) == set() and cjk_space(zh) == []
+    assert "## 交叉注意力（目标 → 源）" in zh and "## 对齐" in zh
+    assert "## Cross-attention (target → source)" in en and "(Head labels and importance by ablation are measured " \
+        "for one-text models only.)" in en
+    said = {}
+    for lang in ("en", "zh"):
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            assert main(["analyze", str(pairs), "--model", str(seq2seq_dirs["t5"]), "--out", str(tmp_path / lang),
+                         "--no-progress", "--window", "1", "--lang", lang]) == 0
+        said[lang] = re.sub(r"\d+\.\d s|\d+\.\d 秒", "", buf.getvalue().replace(str(tmp_path / lang), "OUT"))
+    assert numbers(said["zh"], *also) == numbers(said["en"], *also)
+    assert english_words(said["zh"], *also, "OUT") == set()
+    assert "最贴近对角线的交叉注意力头：" in said["zh"] and "most diagonal cross-attention heads: " in said["en"]
+    assert (tmp_path / "zh" / "report.md").read_text(encoding="utf-8").startswith("# t5 在 ")

@@ -11,7 +11,8 @@ files, as :mod:`.corpus` reads them). Three stacks are measured, each per layer 
 
 Pairs are read in batches of ``batch_size``; each batch is traced once, reduced to sums and
 dropped (nothing is kept per pair). The result writes heads.csv (one row per stack, layer and
-head), layers.csv, analysis.json, heatmaps/*.png and report.md.
+head), layers.csv, analysis.json, heatmaps/*.png and report.md (report.md, the heatmaps' titles
+and the printed summary in English or Chinese, from attnscope.i18n's ``analysis`` table).
 """
 
 from __future__ import annotations
@@ -33,10 +34,9 @@ from .batching import is_punctuation
 from .corpus import CorpusReader
 from .cross_stats import CROSS_DOCS, CROSS_STATS, cross_sums, special_kinds
 from .stats import STAT_DOCS, STAT_NAMES, StatOptions, attention_sums
+from .summary import pad_left, say
 
 STACKS = ("encoder", "self", "cross")
-TITLES = {"encoder": "encoder self-attention", "self": "decoder self-attention (causal)",
-          "cross": "cross-attention (target → source)"}
 #: The statistics each stack reports.
 STACK_STATS = {"encoder": STAT_NAMES, "self": STAT_NAMES, "cross": CROSS_STATS}
 #: Per stack, the statistics the report's tables and heatmaps show.
@@ -102,24 +102,25 @@ class Seq2SeqAnalysis:
         rows = [r for r in self.heads() if r["stack"] == "cross" and not math.isnan(r["argmax_diagonal"])]
         return sorted(rows, key=lambda r: (-r["argmax_diagonal"], -r["to_diagonal"]))[:n]
 
-    def write(self, out_dir: Union[str, Path]) -> dict:
-        return write_report(self, out_dir)
+    def write(self, out_dir: Union[str, Path], lang: str = "en") -> dict:
+        return write_report(self, out_dir, lang)
 
-    def print_summary(self, out, n_files: int) -> None:
+    def print_summary(self, out, n_files: int, lang: str = "en") -> None:
         c = self.counters
-        print(f"{self.model_name}: {c['texts']} pairs ({c['source_tokens']} source, {c['target_tokens']} target "
-              f"tokens) from {self.corpus} in {self.seconds:.1f} s")
+        print(say("s2s_out_head", lang, model=self.model_name, pairs=c["texts"], source=c["source_tokens"],
+                  target=c["target_tokens"], corpus=self.corpus, seconds=self.seconds))
         for stack in STACKS:
-            print(f"{TITLES[stack]}:")
+            print(say("s2s_out_stack", lang, stack=say("s2s_stack_" + stack, lang)))
             stats = SHOWN[stack]
-            print(f"{'layer':>7} " + " ".join(f"{s[:15]:>15}" for s in stats))
+            print(f"{pad_left(say('col_layer', lang), 7)} " + " ".join(f"{s[:15]:>15}" for s in stats))
             for r in (r for r in self.layer_rows() if r["stack"] == stack):
                 print(f"{r['layer']:>7} " + " ".join(f"{r[s]:>15.3f}" for s in stats))
         best = self.best_aligned(3)
         if best:
-            print("most diagonal cross-attention heads: " + ", ".join(
-                f"{r['layer']}.{r['head']} (argmax at a(t) ±{self.window}: {r['argmax_diagonal']:.2f})" for r in best))
-        print(f"wrote {n_files} files to {out}/ (report.md, heads.csv, layers.csv, analysis.json, heatmaps/)")
+            print(say("s2s_out_best", lang, heads=say("list_sep", lang).join(
+                say("s2s_out_best_head", lang, head=f"{r['layer']}.{r['head']}", window=self.window,
+                    value=r["argmax_diagonal"]) for r in best)))
+        print(say("out_wrote", lang, n=n_files, out=out))
 
 
 def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[int] = None, unit: str = "line",
@@ -203,9 +204,11 @@ def _num(x):
     return None if isinstance(x, float) and math.isnan(x) else x
 
 
-def write_report(result: Seq2SeqAnalysis, out_dir) -> dict:
+def write_report(result: Seq2SeqAnalysis, out_dir, lang: str = "en") -> dict:
+    from ..i18n import check_lang
     from .report import heatmap, report_folder
 
+    lang = check_lang(lang)
     out = report_folder(out_dir)
     paths = {}
     every = list(dict.fromkeys(STAT_NAMES + CROSS_STATS))
@@ -230,44 +233,40 @@ def write_report(result: Seq2SeqAnalysis, out_dir) -> dict:
         for s in SHOWN[stack]:
             p = out / "heatmaps" / f"{stack}_{s}.png"
             bounded = s not in ("entropy", "distance")
-            heatmap(result.means[stack][s], f"{TITLES[stack]}: {s}", p, vmin=0 if bounded else None,
-                    vmax=1 if bounded else None)
+            heatmap(result.means[stack][s], say("map_title", lang, name=say("s2s_stack_" + stack, lang), doc=s), p,
+                    vmin=0 if bounded else None, vmax=1 if bounded else None, lang=lang)
             paths[f"heatmaps/{p.name}"] = p
-    (out / "report.md").write_text(report_markdown(result), encoding="utf-8")
+    (out / "report.md").write_text(report_markdown(result, lang), encoding="utf-8")
     paths["report.md"] = out / "report.md"
     return paths
 
 
-def report_markdown(r: Seq2SeqAnalysis) -> str:
+def report_markdown(r: Seq2SeqAnalysis, lang: str = "en") -> str:
+    """report.md of an encoder–decoder analysis in ``lang``."""
     c = r.counters
-    lines = [f"# Attention of {r.model_name} over {r.corpus}", "",
-             f"{c['texts']} (source, target) pairs: {c['source_tokens']} source tokens, {c['target_tokens']} target "
-             f"tokens (the decoder's start token included), {c['batches']} batches, {r.seconds:.1f} s. Three "
-             "attentions, each per layer and head: the encoder's self-attention over the source, the decoder's "
-             "causal self-attention over the target, and the cross-attention of every target token over the source. "
-             "(Head labels and importance by ablation are measured for one-text models only.)", ""]
+    T = lambda key, **kw: say(key, lang, **kw)  # noqa: E731
+    lines = [T("s2s_title", model=r.model_name, corpus=r.corpus), "",
+             T("s2s_intro", pairs=c["texts"], source=c["source_tokens"], target=c["target_tokens"],
+               batches=c["batches"], seconds=r.seconds), ""]
     for stack in STACKS:
         stats = SHOWN[stack]
-        lines += [f"## {TITLES[stack].capitalize()}", "", "Means over the heads of each layer:", "",
-                  "| layer | " + " | ".join(stats) + " |", "|---:|" + "---:|" * len(stats)]
+        title = T("s2s_stack_" + stack)
+        lines += [f"## {title.capitalize() if lang == 'en' else title}", "", T("s2s_means"), "",
+                  f"| {T('col_layer')} | " + " | ".join(stats) + " |", "|---:|" + "---:|" * len(stats)]
         for row in (x for x in r.layer_rows() if x["stack"] == stack):
             lines.append(f"| {row['layer']} | " + " | ".join("n/a" if math.isnan(row[s]) else f"{row[s]:.3f}"
                                                            for s in stats) + " |")
         lines += ["", " ".join(f"![{s}](heatmaps/{stack}_{s}.png)" for s in stats), ""]
-        docs = CROSS_DOCS if stack == "cross" else STAT_DOCS
-        lines += [f"- `{s}`: {docs[s]}" for s in stats] + [""]
+        doc = (lambda s: T("cross_doc_" + s)) if stack == "cross" else (lambda s: T("doc_" + s))
+        lines += [T("s2s_doc", stat=s, doc=doc(s)) for s in stats] + [""]
     best = r.best_aligned()
-    lines += ["## Alignment", "",
-              f"Target token t of a pair with T target and S source tokens is compared with the source token at the "
-              f"same relative position, a(t) = round(t·(S − 1)/(T − 1)). A head that aligns the two texts "
-              f"monotonically puts its largest weight within ±{r.window} of a(t) (`argmax_diagonal` near 1), moves "
-              "forward with the target (`monotonic` near 1) and stays close to the diagonal (`diagonal_offset` near 0); "
-              "a head that spreads evenly has `entropy_norm` near 1. The cross-attention heads most often at a(t):", "",
-              "| layer | head | argmax_diagonal | to_diagonal | diagonal_band | diagonal_offset | monotonic | entropy_norm |",
+    lines += [T("s2s_sec_alignment"), "", T("s2s_alignment", window=r.window), "",
+              f"| {T('col_layer')} | {T('col_head')} | argmax_diagonal | to_diagonal | diagonal_band | diagonal_offset | "
+              "monotonic | entropy_norm |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for x in best:
         lines.append(f"| {x['layer']} | {x['head']} | " + " | ".join(
             "n/a" if math.isnan(x[s]) else f"{x[s]:.3f}" for s in ("argmax_diagonal", "to_diagonal", "diagonal_band",
                                                                   "diagonal_offset", "monotonic", "entropy_norm")) + " |")
-    lines += ["", "Every head of every stack is in heads.csv; the per-layer means in layers.csv.", ""]
+    lines += ["", T("s2s_end"), ""]
     return "\n".join(lines)

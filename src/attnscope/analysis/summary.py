@@ -47,6 +47,12 @@ def counted_in(n: int, unit: str, lang: str = "en") -> str:
     return f"{n:,} {noun}"
 
 
+def pad_left(s: str, width: int) -> str:
+    """``s`` right-aligned in ``width`` terminal columns (a CJK character takes two)."""
+    import unicodedata
+    return " " * max(0, width - sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)) + s
+
+
 def rankdata(x: np.ndarray) -> np.ndarray:
     """Ranks 1..n of a 1-D array, ties given the average of the ranks they span."""
     x = np.asarray(x, dtype=float)

@@ -134,14 +134,10 @@ def run(args) -> int:
     try:
         result = analyze(args.corpus, args.model, cfg, device=device)
         if result is not None and _rank() == 0:
-            if hasattr(result, "print_summary"):  # an encoder–decoder analysis (analysis/seq2seq.py): English only
-                if args.lang != "en":
-                    print("the encoder–decoder analysis report is in English only (--lang zh is not available for "
-                          "it yet)", file=sys.stderr)
-                paths = result.write(args.out)
-                result.print_summary(args.out, len(paths))
+            paths = result.write(args.out, args.lang)
+            if hasattr(result, "print_summary"):  # an encoder–decoder analysis (analysis/seq2seq.py) prints its own
+                result.print_summary(args.out, len(paths), args.lang)
             else:
-                paths = result.write(args.out, args.lang)
                 print_summary(result, args.out, len(paths), args.lang)
     finally:
         if started:
@@ -155,17 +151,11 @@ def _rank() -> int:
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
-def _rjust(s: str, width: int) -> str:
-    """``s`` right-aligned in ``width`` terminal columns (a CJK character takes two)."""
-    import unicodedata
-    return " " * max(0, width - sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)) + s
-
-
 def print_summary(result, out, n_files, lang: str = "en") -> None:
     """What ``analyze`` prints of an encoder's or a decoder's analysis, in ``lang``."""
     from ..analysis.decoder_report import summary_lines
     from ..analysis.report import pass_sentence
-    from ..analysis.summary import claim_with_layers, counted_in, say
+    from ..analysis.summary import claim_with_layers, counted_in, pad_left, say
     c = result.counters
     n = lambda count, unit: counted_in(count, unit, lang)  # noqa: E731
     t = max(result.timings.get("statistics", result.seconds), 1e-9)
@@ -183,7 +173,7 @@ def print_summary(result, out, n_files, lang: str = "en") -> None:
         left.append(n(c["empty"], "empty"))
     if left:
         print(say("out_left_out", lang, items=say("sep", lang).join(left)))
-    col = lambda key, width: _rjust(say("out_col_" + key, lang), width)  # noqa: E731
+    col = lambda key, width: pad_left(say("out_col_" + key, lang), width)  # noqa: E731
     print(f"{col('layer', 5)} {col('distance', 9)} {col('content', 8)} {col('entropy', 8)} {col('entropy_norm', 8)} "
           f"{col('local', 6)} {'[CLS]':>6} {'[SEP]':>6}  {say('out_col_labels', lang)}")
     for r in result.summary["layers"]:
