@@ -16,9 +16,11 @@ from attnscope.config import DecoderConfig, TransformerConfig
 from attnscope.errors import ConfigError
 from attnscope.hooks import HookPoint, Recorder, name_hook_points
 from attnscope.modules import DecoderLayer, EncoderLayer, TransformerDecoder
+from attnscope.modules.cross_decoder import DecoderBlock, EncoderBlock
 from attnscope.modules.layer import RecipeLayer
+from attnscope.modules.seq2seq import Seq2SeqConfig
 from attnscope.positions import Rotary
-from attnscope.recipe import LAYER_RECIPES, register_layer_recipe
+from attnscope.recipe import CROSS_RECIPES, LAYER_RECIPES, register_layer_recipe
 
 
 def _randomise(module: torch.nn.Module, seed: int) -> None:
@@ -189,10 +191,6 @@ def test_a_new_recipe_is_one_call_and_a_decoder_runs_it():
 def test_the_encoder_decoder_layers_are_recipe_layers():
     """T5's and BART's decoder layer: the cross recipes, cross-attention a block of its own that gets
     the encoder's output; the weights of both attentions come back in order."""
-    from attnscope.modules.seq2seq import Seq2SeqConfig
-    from attnscope.modules.cross_decoder import DecoderBlock, EncoderBlock
-    from attnscope.recipe import CROSS_RECIPES
-
     for norm in ("pre", "post"):
         c = Seq2SeqConfig(vocab_size=40, d_model=16, n_heads=4, n_layers=1, n_decoder_layers=1, d_ff=24, norm=norm,
                           dropout=0.0, attn_dropout=0.0)
