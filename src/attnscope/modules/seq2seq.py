@@ -116,19 +116,31 @@ class Seq2SeqEmbeddings(nn.Module):
         return self.out(self.drop(x))  # (B, L, d)
 
 
-class Seq2SeqEncoder(nn.Module):
-    """The encoder stack: source ids ``(B, S)`` → ``(B, S, d)`` (after ``final_norm`` in T5)."""
+class Seq2SeqStack(nn.Module):
+    """One stack's modules in forward order: embeddings, blocks, T5's bias, the final norm (T5)."""
 
-    def __init__(self, config: Seq2SeqConfig, token_embedding: nn.Embedding) -> None:
+    def __init__(self, config: Seq2SeqConfig, token_embedding: nn.Embedding, n_layers: int, block, *,
+                 bidirectional: bool) -> None:
         super().__init__()
         c = self.config = config
         self.embed = Seq2SeqEmbeddings(c, token_embedding)
-        self.layers = nn.ModuleList(EncoderBlock(c, i) for i in range(c.n_layers))
+        self.layers = nn.ModuleList(block(c, i) for i in range(n_layers))
         if c.score_bias:
-            self.rel_bias = T5RelativeBias(c.n_heads, c.relative_buckets, c.relative_max_distance, bidirectional=True)
+            self.rel_bias = T5RelativeBias(c.n_heads, c.relative_buckets, c.relative_max_distance,
+                                           bidirectional=bidirectional)
         self.ln_f = make_norm(c) if c.final_norm else None
         if self.ln_f is not None:
             self.final_norm = HookPoint()
+
+    def finish(self, x: Tensor) -> Tensor:  # (B, L, d), after the final norm where there is one
+        return x if self.ln_f is None else self.final_norm(self.ln_f(x))
+
+
+class Seq2SeqEncoder(Seq2SeqStack):
+    """The encoder stack: source ids ``(B, S)`` → ``(B, S, d)`` (after ``final_norm`` in T5)."""
+
+    def __init__(self, config: Seq2SeqConfig, token_embedding: nn.Embedding) -> None:
+        super().__init__(config, token_embedding, config.n_layers, EncoderBlock, bidirectional=True)
 
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
         x = self.embed(input_ids)  # (B, S, d)
@@ -137,24 +149,14 @@ class Seq2SeqEncoder(nn.Module):
         mask = key_mask(attention_mask)
         for layer in self.layers:
             x = layer(x, bias=bias, mask=mask)  # (B, S, d)
-        if self.ln_f is not None:
-            x = self.final_norm(self.ln_f(x))
-        return x
+        return self.finish(x)
 
 
-class Seq2SeqDecoder(nn.Module):
+class Seq2SeqDecoder(Seq2SeqStack):
     """The decoder stack: target ids ``(B, T)`` over the encoder output → ``(B, T, d)``."""
 
     def __init__(self, config: Seq2SeqConfig, token_embedding: nn.Embedding) -> None:
-        super().__init__()
-        c = self.config = config
-        self.embed = Seq2SeqEmbeddings(c, token_embedding)
-        self.layers = nn.ModuleList(DecoderBlock(c, i) for i in range(c.n_decoder_layers))
-        if c.score_bias:
-            self.rel_bias = T5RelativeBias(c.n_heads, c.relative_buckets, c.relative_max_distance, bidirectional=False)
-        self.ln_f = make_norm(c) if c.final_norm else None
-        if self.ln_f is not None:
-            self.final_norm = HookPoint()
+        super().__init__(config, token_embedding, config.n_decoder_layers, DecoderBlock, bidirectional=False)
 
     def forward(self, input_ids: Tensor, source: Tensor, *, source_mask: Optional[Tensor] = None,
                 attention_mask: Optional[Tensor] = None, cache: Optional[Seq2SeqCache] = None,
@@ -192,8 +194,7 @@ class Seq2SeqDecoder(nn.Module):
                 wc.append(b)
         if cache is not None:
             cache.self_attn.advance(T)
-        if self.ln_f is not None:
-            x = self.final_norm(self.ln_f(x))
+        x = self.finish(x)
         return (x, ws, wc) if need_weights else x
 
 
