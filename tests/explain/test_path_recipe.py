@@ -82,3 +82,12 @@ def test_decoder_layer_with_cross_attention_follows_its_recipe(tiny, name, pos):
     keys = [s.key for s in w.steps]
     assert keys.index("attn_resid") < keys.index("cross_attn_in") < keys.index("source") < keys.index("cross_q") \
         < keys.index("attn_out_cross") < keys.index("attn_resid_cross") < keys.index("ffn_in") < keys.index("out")
+
+
+def test_the_embedding_formula_names_the_rows_there_are(tiny):
+    """GPT-2 (and DistilBERT, BART) add a token row and a position row, no segment row: the formula
+    said token + segment + position."""
+    gpt2 = explain_path(TEXT, tiny["gpt2"], layer=0, head=0, position=2).render("markdown")
+    bert = explain_path("我喜欢人工智能", tiny["bert_zh"], layer=0, head=0, position=2).render("markdown")
+    assert "`x = token + position`" in gpt2 and "segment" not in gpt2.split("## Step 3", 1)[0]
+    assert "`x = token + segment + position`" in bert and "Trace name: embed.tokens, embed.segments, embed.positions." in bert

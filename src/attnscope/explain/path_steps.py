@@ -122,50 +122,45 @@ class PathSteps(PathValues):
         return Step("tokens", t("path.step_tokens"), blocks)
 
     def embed_step(self) -> Step:
-        f, p, pf = self.f, self.p, self.pfx
-        e = self.e
-        tid = int(f["ids"][p])
+        """The token's rows of the embedding tables and their sum (the formula names the rows there
+        are), or a decoder's token row (× Gemma's √d)."""
+        f, p, pf, e, c = self.f, self.p, self.pfx, self.e, self.c
         V, E = e.token_embedding.weight.shape
-        rows: list[tuple[Any, np.ndarray]] = [(self.note("embed", pf + "embed.tokens"), self.x(pf + "embed.tokens"))]
-        blocks: list[Block] = [Para(t("path.token_row", id=tid, V=V, E=E, tok=self.tok))]
-        if pf + "embed.segments" in f:
-            rows.append((self.note("embed", pf + "embed.segments"), self.x(pf + "embed.segments")))
+        blocks: list[Block] = [Para(t("path.token_row", id=int(f["ids"][p]), V=V, E=E, tok=self.tok))]
+        parts = ["token"] + [k for k in ("segment", "position") if f"{pf}embed.{k}s" in f]
+        if "segment" in parts:
             blocks.append(Para(t("path.segment_row", s=int(f["segments"][p]), n=e.segment_embedding.weight.shape[0])))
-        if pf + "embed.positions" in f:
-            rows.append((self.note("embed", pf + "embed.positions"), self.x(pf + "embed.positions")))
-            pid = int(f["positions"][p])
-            if RM.position_kind(self.m) == "sinusoidal":
-                blocks.append(Para(t("path.position_sinusoid", p=pid)))
-            else:
-                key = "path.position_row_offset" if pid != p else "path.position_row"
-                key = "path.position_row_bart" if self.seq2seq else key
-                blocks.append(Para(t(key, p=pid, j=p, P=e.position_embedding.weight.shape[0])))
-        elif self.c.position == "rotary":
+        pid = int(f["positions"][p])
+        if "position" in parts and RM.position_kind(self.m) == "sinusoidal":
+            blocks.append(Para(t("path.position_sinusoid", p=pid)))
+        elif "position" in parts:
+            key = "path.position_row_bart" if self.seq2seq else "path.position_row_offset" if pid != p else "path.position_row"
+            blocks.append(Para(t(key, p=pid, j=p, P=e.position_embedding.weight.shape[0])))
+        elif c.position == "rotary":
             blocks.append(Para(t("path.position_rotary")))
-        names = [r[0] for r in rows]
-        scale = float(getattr(self.c, "embed_scale", 1.0) or 1.0)
+        names = [self.note("embed", f"{pf}embed.{k}s") for k in parts]
+        rows: list[tuple[Any, np.ndarray]] = [(k, self.x(k)) for k in names]
+        scale = float(getattr(c, "embed_scale", 1.0) or 1.0)
         if self.seq2seq and scale != 1.0:  # BART's scale_embedding: the token row × √d before the sum
-            blocks.append(Para(t("path.embed_scale_bart", d=self.c.d_model, s=scale)))
+            blocks.append(Para(t("path.embed_scale_bart", d=c.d_model, s=scale)))
         if self.decoder:
-            scale = float(np.float32(self.c.embed_scale))
+            scale = float(np.float32(c.embed_scale))
             if scale != 1.0:
-                blocks.append(Para(t("path.embed_scale", d=self.c.d_model, s=scale)))
-                rows.append((pf + "embed.out", self.x(pf + "embed.out")))
+                blocks.append(Para(t("path.embed_scale", d=c.d_model, s=scale)))
                 names.append(self.note("embed", pf + "embed.out"))
+                rows.append((names[-1], self.x(names[-1])))
+            root = len(rows) > 1
+            formula = Formula("x = token row" + (" · √d" if root else ""),
+                              r"x=\mathrm{token}" + (r"\cdot\sqrt{d}" if root else ""))
         else:
             self.values["embed.sum"] = self.x(pf + "embed.sum")
             if len(rows) > 1:
                 rows.append((t("path.sum_row"), self.x(pf + "embed.sum")))
             if e.norm is None:
                 names.append(self.note("embed", pf + "embed.out"))
-        blocks.append(Formula("x = token + segment + position" if len(rows) > 2 else "x = token + position",
-                              r"x=\mathrm{token}+\mathrm{segment}+\mathrm{position}" if len(rows) > 2 else
-                              r"x=\mathrm{token}+\mathrm{position}") if not self.decoder and len(rows) > 1 else
-                      Formula("x = token row" + (" · √d" if len(rows) > 1 else ""),
-                              r"x=\mathrm{token}" + (r"\cdot\sqrt{d}" if len(rows) > 1 else "")))
-        blocks.append(vector_table(rows, self.dims))
-        blocks.append(trace_para(*names))
-        return Step("embed", t("path.step_embed"), blocks)
+            formula = Formula("x = " + " + ".join(parts), "x=" + "+".join(rf"\mathrm{{{k}}}" for k in parts)) \
+                if len(parts) > 1 else Formula("x = token row", r"x=\mathrm{token}")
+        return Step("embed", t("path.step_embed"), blocks + [formula, vector_table(rows, self.dims), trace_para(*names)])
 
     def sinusoid_step(self) -> Step:
         pid = int(self.f["positions"][self.p])
