@@ -68,6 +68,31 @@ def test_patch_note_when_the_prompts_agree(gpt2_dir, tmp_path):
     assert english_words(prose(zh), "gpt2", "logit") == set()
 
 
+def figure_words(fig):
+    """The figure's title, axis labels, colour-bar label and footnote."""
+    ax, cbar = fig.axes[0], fig.axes[1]
+    return [ax.get_title("left"), ax.get_xlabel(), ax.get_ylabel(), cbar.get_ylabel(), fig._supxlabel.get_text()]
+
+
+@pytest.mark.parametrize("corrupted,what", [(CORRUPTED, "heads"), (CLEAN, "residual")])
+def test_patch_figure_in_chinese(gpt2_dir, corrupted, what):
+    """The figure's words in Chinese, its numbers as in English; English as it was written."""
+    r = patch(attnscope.load(gpt2_dir), CLEAN, corrupted, " cats", " dogs", what=what, layers=[1])
+    en, zh = figure_words(r.figure()), figure_words(r.figure(lang="zh"))
+    if what == "heads":
+        assert en[:3] == [f"{r.model_name} · activation patching of head outputs z (each head, all positions)\nclean: {CLEAN!r}\n"
+                          f"corrupted: {corrupted!r}", "head", "layer"]
+        assert en[3] == f"({r.metric}: patched − corrupted) / (clean − corrupted)"
+        assert zh[:3] == [f"{r.model_name} · 激活修补：头的输出 z（每个头，所有位置）\n干净提示：{CLEAN!r}\n"
+                          f"损坏提示：{corrupted!r}", "头", "层"]
+    else:  # the prompts agree: the raw metric and the note
+        assert en[4] == f"{r.metric}: clean {r.clean:.3f}, corrupted {r.corrupted:.3f} · {r.note()}"
+        assert en[3] == f"{r.metric} after the patch" and "归一化分数没有定义" in zh[4]
+    for e, z in zip(en, zh):
+        assert numbers(z, r.model_name) == numbers(e, r.model_name)
+        assert english_words(prose(z), r.model_name, "logit", "resid_pre") == set() and cjk_space(z) == []
+
+
 def test_generate_lang_zh(tmp_path_factory):
     folder = llama_gqa(tmp_path_factory.mktemp("gen") / "llama")
     out = {}

@@ -13,8 +13,8 @@ difference logit(answer) - logit(wrong) at the last position, raw and normalised
 
 Both prompts must be the same number of tokens, and --answer and --wrong one token each (mind
 the leading space of a word that follows another). -o writes a figure (.png, .svg, .pdf) or the
-numbers (.json); give it more than once for several files. --lang zh prints the lines in Chinese
-(the numbers and the .json are the same in every language).
+numbers (.json); give it more than once for several files. --lang zh prints the lines and writes
+the figure's words in Chinese (the numbers and the .json are the same in every language).
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the printed lines (default: en)")
+    p.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="language of the printed lines and the figure (default: en)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
 
@@ -109,7 +110,7 @@ def run(args) -> int:
         if out.suffix.lower() == ".json":
             r.save(out)
         else:
-            save_figure(r.figure(normalized=not args.raw), out, args.dpi)
+            save_figure(r.figure(normalized=not args.raw, lang=args.lang), out, args.dpi)
         print(say("wrote", args.lang, path=out))
     return 0
 
@@ -126,7 +127,7 @@ def summary(r, top: int, lang: str = "en") -> list[str]:
     out.append(say("patch_evals", lang, n=r.layer_evaluations, share=r.layer_evaluations / r.layer_evaluations_full,
                    full=r.layer_evaluations_full))
     if not r.defined:  # the same sentence as r.note()
-        out.append(say("patch_note", lang, metric=r.metric, clean=r.clean))
+        out.append(say("patch_note", lang, note=say("patch_undefined", lang, metric=r.metric, clean=r.clean)))
     if top:
         what = say("patch_heads", lang) if r.what == "heads" else say("patch_positions", lang, site=r.site)
         scale = say("patch_normalised" if r.defined else "patch_raw", lang)

@@ -211,9 +211,19 @@ EN = {
     "analysis.patch_clean": "  clean {clean:+.4f}, corrupted {corrupted:+.4f}",
     "analysis.patch_evals": "  {n} layer evaluations (prompt copy × layer), {share:.0%} of rerunning every layer "
                             "({full})",
-    "analysis.patch_note": "  note: the clean and corrupted prompts give the same {metric} ({clean:.4g}), so the "
-                           "normalised score is undefined and the raw metric is shown; choose a corruption that "
-                           "changes the answer",
+    "analysis.patch_note": "  note: {note}",
+    "analysis.patch_undefined": "the clean and corrupted prompts give the same {metric} ({clean:.4g}), so the "
+                                "normalised score is undefined and the raw metric is shown; choose a corruption that "
+                                "changes the answer",
+    "analysis.patch_fig_x_heads": "head",
+    "analysis.patch_fig_x_positions": "position (clean token)",
+    "analysis.patch_fig_heads": "head outputs z (each head, all positions)",
+    "analysis.patch_fig_residual": "residual stream at {site} (one position)",
+    "analysis.patch_fig_title": "{model} · activation patching of {what}\nclean: {clean!r}\ncorrupted: {corrupted!r}",
+    "analysis.patch_fig_normalised": "({metric}: patched − corrupted) / (clean − corrupted)",
+    "analysis.patch_fig_raw": "{metric} after the patch",
+    "analysis.patch_fig_foot": "{metric}: clean {clean:.3f}, corrupted {corrupted:.3f}",
+    "analysis.patch_fig_note": " · {note}",
     "analysis.patch_heads": "heads (layer.head)",
     "analysis.patch_positions": "positions at {site} (layer@position)",
     "analysis.patch_normalised": "normalised",
@@ -407,8 +417,18 @@ ZH = {
     "analysis.patch_same": "  两个提示的词元完全相同",
     "analysis.patch_clean": "  干净提示 {clean:+.4f}，损坏提示 {corrupted:+.4f}",
     "analysis.patch_evals": "  {n} 次层计算（提示副本 × 层），是每层全部重跑（{full}）的 {share:.0%}",
-    "analysis.patch_note": "  注意：干净提示和损坏提示的 {metric} 相同（{clean:.4g}），归一化分数没有定义，所以显示原始"
-                           "度量；请换一个会改变答案的损坏提示",
+    "analysis.patch_note": "  注意：{note}",
+    "analysis.patch_undefined": "干净提示和损坏提示的 {metric} 相同（{clean:.4g}），归一化分数没有定义，所以显示原始"
+                                "度量；请换一个会改变答案的损坏提示",
+    "analysis.patch_fig_x_heads": "头",
+    "analysis.patch_fig_x_positions": "位置（干净提示的词元）",
+    "analysis.patch_fig_heads": "头的输出 z（每个头，所有位置）",
+    "analysis.patch_fig_residual": "{site} 处的残差流（一个位置）",
+    "analysis.patch_fig_title": "{model} · 激活修补：{what}\n干净提示：{clean!r}\n损坏提示：{corrupted!r}",
+    "analysis.patch_fig_normalised": "（{metric}：修补后 − 损坏）/（干净 − 损坏）",
+    "analysis.patch_fig_raw": "修补后的 {metric}",
+    "analysis.patch_fig_foot": "{metric}：干净 {clean:.3f}，损坏 {corrupted:.3f}",
+    "analysis.patch_fig_note": " · {note}",
     "analysis.patch_heads": "头（层.头）",
     "analysis.patch_positions": "{site} 处的位置（层@位置）",
     "analysis.patch_normalised": "归一化",

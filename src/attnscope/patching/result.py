@@ -110,7 +110,7 @@ class PatchingResult:
             raise InputError(f"cannot write {p}: {e.strerror or e}") from None
         return p
 
-    def figure(self, *, normalized: Optional[bool] = None):
-        """The heatmap (:func:`attnscope.plot.patching.patching_heatmap`)."""
+    def figure(self, *, normalized: Optional[bool] = None, lang: str = "en"):
+        """The heatmap (:func:`attnscope.plot.patching.patching_heatmap`), its words in ``lang``."""
         from ..plot.patching import patching_heatmap
-        return patching_heatmap(self, normalized=normalized)
+        return patching_heatmap(self, normalized=normalized, lang=lang)

@@ -9,6 +9,7 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from ..fonts import matplotlib_rc
+from ..i18n import text
 
 #: Cells of at most this many are annotated with their value.
 ANNOTATE_MAX_CELLS = 600
@@ -19,7 +20,7 @@ def _label(t: str) -> str:
 
 
 def patching_heatmap(result, *, normalized: Optional[bool] = None, annotate: Optional[bool] = None,
-                     cmap: str = "RdBu_r") -> Figure:
+                     cmap: str = "RdBu_r", lang: str = "en") -> Figure:
     """A layer × head (or layer × position) heatmap of a :class:`attnscope.patching.PatchingResult`.
 
     Args:
@@ -27,7 +28,10 @@ def patching_heatmap(result, *, normalized: Optional[bool] = None, annotate: Opt
             defined) or the raw metric.
         annotate: write each cell's value (default: up to :data:`ANNOTATE_MAX_CELLS` cells).
         cmap: a diverging colour map, centred on 0 (normalised) or on the corrupted metric (raw).
+        lang: language of the title, axes, colour bar and footnote (attnscope.i18n's ``analysis``
+            table, ``patch_fig_*``).
     """
+    T = lambda key, **kw: text("analysis." + key, lang, **kw)  # noqa: E731
     norm = result.defined if normalized is None else bool(normalized and result.defined)
     v = (result.normalized if norm else result.values).numpy()  # (n_layers, width)
     n_layers, width = v.shape
@@ -55,13 +59,11 @@ def patching_heatmap(result, *, normalized: Optional[bool] = None, annotate: Opt
         ax.set_xticks(range(width), cols, rotation=0 if heads else 60, ha="center" if heads else "right",
                       fontsize=8 if width <= 30 else 6)
         ax.set_yticks(range(n_layers), [str(l) for l in range(n_layers)], fontsize=8 if n_layers <= 32 else 6)
-        ax.set_xlabel("head" if heads else "position (clean token)")
-        ax.set_ylabel("layer")
-        what = ("head outputs z (each head, all positions)" if heads
-                else f"residual stream at {result.site} (one position)")
-        ax.set_title(f"{result.model_name} · activation patching of {what}\n"
-                     f"clean: {result.clean_text!r}\ncorrupted: {result.corrupted_text!r}",
-                     fontsize=9, loc="left")
+        ax.set_xlabel(T("patch_fig_x_heads" if heads else "patch_fig_x_positions"))
+        ax.set_ylabel(T("col_layer"))
+        what = T("patch_fig_heads") if heads else T("patch_fig_residual", site=result.site)
+        ax.set_title(T("patch_fig_title", model=result.model_name, what=what, clean=result.clean_text,
+                       corrupted=result.corrupted_text), fontsize=9, loc="left")
         if annotate:
             fs = max(5.5, min(7.5, 150.0 / max(width, n_layers)))
             for i in range(n_layers):
@@ -72,11 +74,11 @@ def patching_heatmap(result, *, normalized: Optional[bool] = None, annotate: Opt
                     strong = abs(x - centre) > 0.6 * (vmax - centre)
                     ax.text(j, i, "0.00" if abs(x) < 0.005 else f"{x:.2f}", ha="center", va="center", fontsize=fs,
                             color="white" if strong else "black")
-        unit = (f"({result.metric}: patched − corrupted) / (clean − corrupted)" if norm
-                else f"{result.metric} after the patch")
+        unit = T("patch_fig_normalised" if norm else "patch_fig_raw", metric=result.metric)
         cb = fig.colorbar(im, ax=ax, shrink=0.9)
         cb.set_label(unit, fontsize=8)
-        foot = (f"{result.metric}: clean {result.clean:.3f}, corrupted {result.corrupted:.3f}"
-                + (f" · {result.note()}" if result.note() else ""))
+        note = "" if result.defined else T("patch_fig_note", note=T("patch_undefined", metric=result.metric,
+                                                                           clean=result.clean))
+        foot = T("patch_fig_foot", metric=result.metric, clean=result.clean, corrupted=result.corrupted) + note
         fig.supxlabel(foot, fontsize=7.5)
     return fig
