@@ -138,19 +138,12 @@ class LoadedModel:
         0 at padded targets).
         """
         self._require_lm()
-        if reduction not in ("mean", "sum", "none"):
-            raise InputError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        check_reduction(reduction)
         batch = self.as_batch(texts, truncate=truncate)
         if batch.input_ids.shape[1] < 2:
             raise InputError("the loss needs at least two tokens in some text (one to predict from, one to predict)")
         logits = self.lm_logits(self(batch.input_ids, batch.attention_mask))  # type: ignore[operator]  # (B, L, V)
-        target = batch.input_ids[:, 1:].masked_fill(batch.attention_mask[:, 1:] == 0, -100)  # (B, L-1)
-        flat = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), target.flatten(), ignore_index=-100,
-                               reduction="none").view_as(target)  # (B, L-1)
-        if reduction == "none":
-            return flat
-        total = flat.sum()
-        return total if reduction == "sum" else total / (target != -100).sum().clamp(min=1)
+        return label_loss(logits[:, :-1], batch.input_ids[:, 1:], batch.attention_mask[:, 1:], reduction)
 
     # ------------------------------------------------------------------------------------------
     def trace(self, texts: Texts, names=None, hooks=None, *, truncate: bool = False, grad: bool = False,
@@ -175,6 +168,23 @@ class LoadedModel:
         heads = f"{c.n_heads}" if c.kv_heads == c.n_heads else f"{c.n_heads} (k/v {c.kv_heads})"
         return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={heads}, "
                 f"d_model={c.d_model}")
+
+
+def check_reduction(reduction: str) -> None:
+    if reduction not in ("mean", "sum", "none"):
+        raise InputError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def label_loss(logits: Tensor, labels: Tensor, mask: Tensor, reduction: str) -> Tensor:
+    """Cross-entropy (nats) of ``logits (B, T, V)`` at ``labels (B, T)`` where ``mask`` is 1: per
+    label ``(B, T)`` (0 at masked ones) for "none", else their sum or mean."""
+    labels = labels.masked_fill(mask == 0, -100)  # (B, T)
+    flat = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100,
+                           reduction="none").view_as(labels)  # (B, T)
+    if reduction == "none":
+        return flat
+    total = flat.sum()
+    return total if reduction == "sum" else total / (labels != -100).sum().clamp(min=1)
 
 
 def finish_loading(model, device=None, dtype: Optional[torch.dtype] = None):

@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..modules.cross_decoder import Seq2SeqCache
 from ..modules.seq2seq import Seq2SeqConfig, Seq2SeqDecoder, Seq2SeqEncoder
 from ..tokenizer import Batch, Tokenizer
-from .base import LoadedModel
+from .base import LoadedModel, check_reduction, label_loss
 from .registry import Family
 
 Tensor = torch.Tensor
@@ -153,20 +153,12 @@ class Seq2SeqModel(LoadedModel, nn.Module):
     def loss(self, source: Texts, target=None, *, reduction: str = "mean", truncate: bool = False) -> Tensor:
         """Cross-entropy (nats per label token) of the target given the source, as
         ``…ForConditionalGeneration(labels=…)``; padded labels are ignored."""
-        if reduction not in ("mean", "sum", "none"):
-            raise InputError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        check_reduction(reduction)
         src = self.source_batch(source, truncate=truncate)
         ids, mask, _ = self.target_batch(target, len(src))
         ids, mask = ids.to(self.device), mask.to(self.device)
         h = self(src.input_ids, src.attention_mask, decoder_input_ids=ids[:, :-1], decoder_attention_mask=mask[:, :-1])
-        logits = self.lm_logits(h)  # (B, T, V)
-        labels = ids[:, 1:].masked_fill(mask[:, 1:] == 0, -100)  # (B, T)
-        flat = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100,
-                               reduction="none").view_as(labels)
-        if reduction == "none":
-            return flat
-        total = flat.sum()
-        return total if reduction == "sum" else total / (labels != -100).sum().clamp(min=1)
+        return label_loss(self.lm_logits(h), ids[:, 1:], mask[:, 1:], reduction)  # logits (B, T, V)
 
     # ------------------------------------------------------------------------------------------
     def trace(self, source: Texts, target=None, names=None, hooks=None, *, truncate: bool = False,  # type: ignore[override]
