@@ -14,8 +14,8 @@ import pytest
 import attnscope
 from attnscope import reference_model as RM
 from attnscope.explain.path import explain_path
-from attnscope.recipe import BLOCK_OPS, LayerRecipe, get_layer_recipe
-from attnscope.reference_model_seq2seq import DECODER_RECIPES, forward_seq2seq
+from attnscope.recipe import BLOCK_OPS, CROSS_RECIPES, LayerRecipe, get_layer_recipe
+from attnscope.reference_model_seq2seq import forward_seq2seq
 from attnscope.testing import tiny as T1
 from tests.models.decoders import tiny as TD
 from tests.models.seq2seq import tiny as TS
@@ -78,7 +78,7 @@ def test_decoder_layer_with_cross_attention_follows_its_recipe(tiny, name, pos):
     w = explain_path(SOURCE, m, target=TARGET, layer=1, head=2, position=pos)
     f = forward_seq2seq(m, SOURCE, TARGET)
     f64 = copy.deepcopy(m).double().trace(SOURCE, TARGET)
-    _check(w, DECODER_RECIPES[m.config.norm], "decoder.layers.1", f, f64, pos)
+    _check(w, CROSS_RECIPES[m.config.norm], "decoder.layers.1", f, f64, pos)
     keys = [s.key for s in w.steps]
     assert keys.index("attn_resid") < keys.index("cross_attn_in") < keys.index("source") < keys.index("cross_q") \
         < keys.index("attn_out_cross") < keys.index("attn_resid_cross") < keys.index("ffn_in") < keys.index("out")

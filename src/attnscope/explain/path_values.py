@@ -16,7 +16,6 @@ import numpy as np
 from .. import reference as R
 from .. import reference_model as RM
 from ..reference_model_blocks import layer_recipe
-from ..reference_model_seq2seq import DECODER_RECIPES
 
 
 class PathValues:
@@ -38,7 +37,7 @@ class PathValues:
         owner = getattr(model, stack) if stack else model
         self.e = owner.embed
         self.layer = owner.layers[self.i]
-        self.recipe = DECODER_RECIPES[self.c.norm] if stack == "decoder" else layer_recipe(self.layer, self.c)
+        self.recipe = layer_recipe(self.layer, self.c)  # the layer's own (the one the float64 pass ran)
         self.gated = self.decoder or bool(getattr(self.c, "gated_ffn", False))
         self.g = R.kv_head(self.h, self.c.n_heads, getattr(self.c, "kv_heads", self.c.n_heads))
         names = [nm for nm in model.hook_names if nm.startswith(self.pfx + "embed.") or nm.startswith(self.lp + ".")]
