@@ -5,9 +5,10 @@ z → heads concatenated → W_O → residual → norm → feed-forward → resi
 Every number is recomputed in float64 from the model's weights (:mod:`attnscope.reference_model`:
 the embeddings and every earlier layer too), each step names its trace name (what
 ``model.trace`` records and the viewer shows), and the model's own float32 trace is set beside
-each step at the end. Families: BERT-style encoders (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA,
-XLM-RoBERTa: post-LN), GPT-2 (pre-LN) and the decoders of the Llama kind (Llama, Qwen2, Mistral,
-Gemma 3: RMSNorm, rotary q/k, QK-norm, shared k/v heads, gated MLP, Gemma's sandwich norms).
+each step at the end. The layer is written from its recipe (:mod:`attnscope.recipe`), one writer
+per kind of step (:mod:`.path_layer`), from numbers computed first (:mod:`.path_values`): post-LN
+(BERT and its kin), pre-LN (GPT-2, Llama, Qwen, Mistral, BLOOM), Gemma's sandwich, OLMo 2's norms
+after the blocks, and any recipe registered later; DeBERTa, T5 and BART in :mod:`.path_relative`.
 
     >>> w = explain_path("我喜欢人工智能", model, layer=0, head=3, token="喜")
     >>> w.values["layers.0.out"]          # the token's output vector, float64
