@@ -187,6 +187,7 @@ class DecoderConfig(TransformerConfig):
     out_bias: bool = False            # bias on W_O
     mlp_bias: bool = False            # biases on the MLP's projections
     norm_offset: float = 0.0          # RMSNorm scales by (norm_offset + w): Gemma 1
+    norm_weight_first: bool = False   # RMSNorm multiplies by w before casting back to the input's dtype (OLMo 2)
     qk_norm: bool = False             # RMSNorm of q and k before rotation (Gemma 3, Qwen3, OLMo 2)
     qk_norm_span: str = "head"        # "head": each head over d_head (Gemma 3, Qwen3); "all": all heads' features (OLMo 2)
     embed_scale: float = 1.0          # Gemma: token embeddings × √d_model

@@ -80,6 +80,11 @@ class GatedFeedForward(nn.Module):
         return self.out(self.W_2(h))  # (B, L, d_model)
 
 
+def rms_norm(c: DecoderConfig) -> RMSNorm:
+    """One RMSNorm over d_model as the family defines it (ε, Gemma's offset, OLMo 2's rounding)."""
+    return RMSNorm(c.d_model, c.layer_norm_eps, offset=c.norm_offset, weight_first=c.norm_weight_first)
+
+
 class DecoderLayer(RecipeLayer):
     """The layer of the recipe ``config.norm`` names (``pre``: Llama; ``sandwich``: Gemma; ``post_block``:
     OLMo 2) with RMSNorms, :class:`DecoderAttention` and the gated MLP (see the module docstring).
@@ -102,9 +107,9 @@ class DecoderLayer(RecipeLayer):
         attn = DecoderAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
                                 bias=c.bias, out_bias=c.out_bias, scale=c.query_scale, dropout=c.attn_dropout,
                                 layer_index=index, qk_norm_eps=c.layer_norm_eps if c.qk_norm else None,
-                                qk_norm_span=c.qk_norm_span, norm_offset=c.norm_offset)
-        super().__init__(c.norm, attn=attn, ffn=GatedFeedForward(c), dropout=c.dropout,
-                         norm=lambda: RMSNorm(c.d_model, c.layer_norm_eps, offset=c.norm_offset))
+                                qk_norm_span=c.qk_norm_span, norm_offset=c.norm_offset,
+                                norm_weight_first=c.norm_weight_first)
+        super().__init__(c.norm, attn=attn, ffn=GatedFeedForward(c), dropout=c.dropout, norm=lambda: rms_norm(c))
         self.index, self.window, self.rope = index, c.window(index), c.rope(index)
 
 
@@ -120,7 +125,7 @@ class TransformerDecoder(nn.Module):
         c = self.config = config
         self.embed = DecoderEmbeddings(c)
         self.layers = nn.ModuleList(DecoderLayer(c, i) for i in range(c.n_layers))
-        self.ln_f = RMSNorm(c.d_model, c.layer_norm_eps, offset=c.norm_offset)
+        self.ln_f = rms_norm(c)
         self.final_norm = HookPoint()
         ropes = {"global": Rotary(c.d_head, c.rope_theta, c.rope_scaling, max_positions=c.max_positions)}
         if c.rope_local_theta is not None and any(layer.rope == "local" for layer in self.layers):  # "local" needs it

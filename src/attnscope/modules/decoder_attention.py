@@ -75,7 +75,8 @@ class DecoderAttention(MultiHeadAttention):
     Args are those of :class:`MultiHeadAttention`, plus ``qk_norm_eps`` (None: no QK-norm; else
     RMSNorm of q and k with this ε), ``qk_norm_span`` ("head": each head's q and k over its d_head
     features, Gemma 3 and Qwen3; "all": all H·d_head query features and all H_kv·d_head key features
-    before the head split, OLMo 2) and ``norm_offset`` (Gemma's 1 + w).
+    before the head split, OLMo 2), ``norm_offset`` (Gemma's 1 + w) and ``norm_weight_first``
+    (:class:`RMSNorm`'s rounding in half precision, OLMo 2's).
     ``forward(x, cos, sin, mask=…, causal=…, cache=…)`` takes the rotary tables of x's positions.
     """
 
@@ -87,7 +88,8 @@ class DecoderAttention(MultiHeadAttention):
     mask: HookPoint
 
     def __init__(self, d_model: int, n_heads: int, *, layer_index: int = 0, qk_norm_eps: Optional[float] = None,
-                 qk_norm_span: str = "head", norm_offset: float = 0.0, **kw) -> None:
+                 qk_norm_span: str = "head", norm_offset: float = 0.0, norm_weight_first: bool = False,
+                 **kw) -> None:
         super().__init__(d_model, n_heads, **kw)
         self.layer_index = layer_index
         if qk_norm_span not in QK_NORM_SPANS:
@@ -96,8 +98,10 @@ class DecoderAttention(MultiHeadAttention):
         # "head": one scale of d_head shared by every head; "all": a scale per feature of all heads
         wq, wk = (self.d_head, self.d_head) if qk_norm_span == "head" else \
             (self.n_heads * self.d_head, self.n_kv_heads * self.d_head)
-        self.q_norm = RMSNorm(wq, qk_norm_eps, offset=norm_offset) if qk_norm_eps is not None else None
-        self.k_norm = RMSNorm(wk, qk_norm_eps, offset=norm_offset) if qk_norm_eps is not None else None
+        self.q_norm, self.k_norm = None, None
+        if qk_norm_eps is not None:
+            self.q_norm = RMSNorm(wq, qk_norm_eps, offset=norm_offset, weight_first=norm_weight_first)
+            self.k_norm = RMSNorm(wk, qk_norm_eps, offset=norm_offset, weight_first=norm_weight_first)
         # the hook points again, in forward order (named_modules lists them in registration order)
         points = ["q_proj", "k_proj"] + (["q_normed", "k_normed"] if self.q_norm is not None else [])
         for name in (*points, *STEPS[:3], "mask", *STEPS[3:], "merged", "out"):

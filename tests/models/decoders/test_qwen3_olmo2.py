@@ -10,6 +10,8 @@ the MLP); the trace has the recipe's names; QK-norm over all heads is what it sa
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from safetensors import safe_open
@@ -133,3 +135,22 @@ def test_olmo2_qk_norm_spans_every_head(decoders):
         assert float((got.double() - want).abs().max()) <= 1e-5
         per_head = proj / torch.sqrt(proj.pow(2).mean(-1, keepdim=True) + model.config.layer_norm_eps)
         assert float((got.double() - per_head * norm.weight.double().view(H, 1, d)).abs().max()) > 1e-3  # not per head
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_olmo2_norms_round_as_transformers_in_half_precision(decoders, dtype):
+    """OLMo 2's RMSNorm multiplies by its weight before casting back (Llama's after): in half
+    precision the two roundings differ, and attnscope's norms take OLMo 2's, bit for bit."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.models.olmo2.modeling_olmo2 import Olmo2RMSNorm
+
+    layer = decoders["olmo2"].layers[0]
+    x = (torch.randn(4, 64, 32, generator=torch.Generator().manual_seed(11)) * 3).to(dtype)  # (B, L, d)
+    for ours, eps in ((layer.ln_attn_post, layer.ln_attn_post.eps), (layer.attn.q_norm, layer.attn.q_norm.eps)):
+        olmo, llama = Olmo2RMSNorm(ours.weight.shape[0], eps), LlamaRMSNorm(ours.weight.shape[0], eps)
+        with torch.no_grad():
+            olmo.weight.copy_(ours.weight)
+            llama.weight.copy_(ours.weight)
+            got = copy.deepcopy(ours).to(dtype)(x)  # a copy: the session's model stays float32
+            assert torch.equal(got, olmo.to(dtype)(x))
+            assert not torch.equal(got, llama.to(dtype)(x))  # the other rounding: the test can tell them apart
