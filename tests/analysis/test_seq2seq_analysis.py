@@ -160,3 +160,17 @@ def test_corpus_bad_lines(tmp_path, seq2seq):  # noqa: F811
     p.write_text("\ta target without its source\n", encoding="utf-8")
     with pytest.raises(InputError, match="a target without its source"):  # the reader strips the line's tab
         analyze(p, seq2seq["bart"], progress=False)
+
+
+def test_progress_bar_counts_pairs_and_changes_nothing(tmp_path, seq2seq, capsys):  # noqa: F811
+    p = tmp_path / "pairs.tsv"
+    p.write_text("".join(f"{s}\t{t}\n" for s, t in PAIRS), encoding="utf-8")
+    quiet = analyze_seq2seq(p, seq2seq["bart"], batch_size=3, progress=False)
+    assert "pair" not in capsys.readouterr().err
+    shown = analyze_seq2seq(p, seq2seq["bart"], batch_size=3, progress=True)
+    assert f"{len(PAIRS)}pair" in capsys.readouterr().err.replace(" ", "").replace("/", "")
+    assert shown.counters == quiet.counters == {"texts": 4, "source_tokens": quiet.counters["source_tokens"],
+                                                 "target_tokens": quiet.counters["target_tokens"], "batches": 2}
+    for stack in ("encoder", "self", "cross"):
+        for s, v in quiet.means[stack].items():
+            np.testing.assert_array_equal(shown.means[stack][s], v)

@@ -128,6 +128,7 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
                     progress: bool = False) -> Seq2SeqAnalysis:
     """Analyse every attention of an encoder–decoder ``model`` over a parallel ``corpus`` (module doc)."""
     import torch
+    from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
     if batch_size < 1:
@@ -136,53 +137,40 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
     H = c.n_heads
     layers = {"encoder": c.n_layers, "self": c.n_decoder_layers, "cross": c.n_decoder_layers}
     accs = {s: StatsAccumulator(layers[s], H, STACK_STATS[s]) for s in STACKS}
-    tok = model.tokenizer
-    backend = tok.backend
-    specials = {t.content for t in backend.get_added_tokens_decoder().values() if t.special}
+    specials = {t.content for t in model.tokenizer.backend.get_added_tokens_decoder().values() if t.special}
     names = ["encoder.layers.*.attn.weights", "decoder.layers.*.self_attn.weights", "decoder.layers.*.cross_attn.weights"]
     reader = CorpusReader(corpus, unit=unit, on_decode_error=on_decode_error, max_texts=max_texts)
     counters = {"texts": 0, "source_tokens": 0, "target_tokens": 0, "batches": 0}
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(unit="pair", desc="analyze", file=sys.stderr, dynamic_ncols=True)
-    batch: list[tuple[str, str]] = []
+    opts = {"encoder": StatOptions(special_queries=special_queries, window=window, causal=False),
+            "self": StatOptions(special_queries=special_queries, window=window, causal=True)}
 
     def run(pairs):
         tr = model.trace([p[0] for p in pairs], [p[1] for p in pairs], names=names)
-        src_mask, tgt_mask = tr.attention_mask, tr.decoder_attention_mask
-        S, T = src_mask.shape[1], tgt_mask.shape[1]
-        kinds_s = special_kinds(tr.tokens, specials, S, is_punctuation)
-        kinds_t = special_kinds(tr.target_tokens, specials, T, is_punctuation)
-        opts = {"encoder": StatOptions(special_queries=special_queries, window=window, causal=False),
-                "self": StatOptions(special_queries=special_queries, window=window, causal=True)}
-        for l in range(layers["encoder"]):
-            accs["encoder"].add(l, attention_sums(tr[f"encoder.layers.{l}.attn.weights"], src_mask, kinds_s,
-                                                  opts["encoder"]))
-        for l in range(layers["self"]):
-            accs["self"].add(l, attention_sums(tr[f"decoder.layers.{l}.self_attn.weights"], tgt_mask, kinds_t,
-                                               opts["self"]))
-            accs["cross"].add(l, cross_sums(tr[f"decoder.layers.{l}.cross_attn.weights"], tgt_mask, src_mask,
-                                            window=window))
+        src, tgt = tr.attention_mask, tr.decoder_attention_mask  # (B, S), (B, T)
+        masks = {"encoder": src, "self": tgt}
+        kinds = {"encoder": special_kinds(tr.tokens, specials, src.shape[1], is_punctuation),
+                 "self": special_kinds(tr.target_tokens, specials, tgt.shape[1], is_punctuation)}
+        for stack in STACKS:  # the stack names are the trace's attention blocks
+            for l in range(layers[stack]):
+                w = tr.weights(l, attention=stack)  # (B, H, L, S)
+                accs[stack].add(l, cross_sums(w, tgt, src, window=window) if stack == "cross" else
+                                attention_sums(w, masks[stack], kinds[stack], opts[stack]))
         counters["texts"] += len(pairs)
-        counters["source_tokens"] += int(src_mask.sum())
-        counters["target_tokens"] += int(tgt_mask.sum())
+        counters["source_tokens"] += int(src.sum())
+        counters["target_tokens"] += int(tgt.sum())
         counters["batches"] += 1
-        if bar is not None:
-            bar.update(len(pairs))
+        bar.update(len(pairs))
 
-    try:
-        with torch.no_grad():
-            for text in reader:
-                batch.append(split_pair(text.text, text.where))  # where: "file:line"
-                if len(batch) == batch_size:
-                    run(batch)
-                    batch = []
-            if batch:
+    batch: list[tuple[str, str]] = []
+    with torch.no_grad(), tqdm(unit="pair", desc="analyze", file=sys.stderr, dynamic_ncols=True,
+                               disable=not progress) as bar:
+        for text in reader:
+            batch.append(split_pair(text.text, text.where))  # where: "file:line"
+            if len(batch) == batch_size:
                 run(batch)
-    finally:
-        if bar is not None:
-            bar.close()
+                batch = []
+        if batch:
+            run(batch)
     if counters["texts"] == 0:
         raise InputError(f"corpus {str(corpus)!r} has no (source, target) pair to analyse")
     means = {s: accs[s].means() for s in STACKS}
