@@ -63,7 +63,7 @@ def test_patch_note_when_the_prompts_agree(gpt2_dir, tmp_path):
     en, _ = patch_lines(gpt2_dir, tmp_path, "en", "--corrupted", CLEAN)
     zh, _ = patch_lines(gpt2_dir, tmp_path, "zh", "--corrupted", CLEAN)
     assert f"  note: {r.note()}" in en.splitlines() and "  the prompts are the same tokens" in en.splitlines()
-    assert "归一化分数没有定义" in zh and "两个提示的词元完全相同" in zh and "原始度量：" in zh
+    assert "归一化分数没有定义" in zh and "两个提示的 token 完全相同" in zh and "原始度量：" in zh
     assert numbers(zh, "gpt2") == numbers(en, "gpt2")
     assert english_words(prose(zh), "gpt2", "logit") == set()
 

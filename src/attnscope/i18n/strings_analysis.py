@@ -173,7 +173,7 @@ EN = {
 
 ZH = {
     "analysis.unit_text": "个文本",
-    "analysis.unit_token": "个词元",
+    "analysis.unit_token": "个 token",
     "analysis.unit_batch": "批",
     "analysis.unit_layer": "层",
     "analysis.unit_head": "个头",
@@ -196,8 +196,8 @@ ZH = {
     "analysis.pass_no_importance": "重要性这一遍：未运行（--importance-texts 0）",
     "analysis.pass_importance": "重要性这一遍：{texts}（最前面的那些）× 逐个消融 {heads}",
     "analysis.passes": "所用文本：{stats}；{importance}。",
-    "analysis.note_truncated_1": "{texts}长于 {max_length} 个词元，已截断（截去 {tokens}）",
-    "analysis.note_truncated_n": "{texts}长于 {max_length} 个词元，已截断（截去 {tokens}）",
+    "analysis.note_truncated_1": "{texts}长于 {max_length} 个 token，已截断（截去 {tokens}）",
+    "analysis.note_truncated_n": "{texts}长于 {max_length} 个 token，已截断（截去 {tokens}）",
     "analysis.note_decode_1": "{lines}不是有效的 UTF-8，已跳过（列在文末）",
     "analysis.note_decode_n": "{lines}不是有效的 UTF-8，已跳过（列在文末）",
     "analysis.note_empty_1": "{texts}已跳过",
@@ -206,8 +206,8 @@ ZH = {
     "analysis.left_out": "略去：{notes}。",
     "analysis.queries_incl": "，包括 [CLS]/[SEP]",
     "analysis.queries_excl": "，不包括 [CLS]/[SEP]",
-    "analysis.queries": "查询是真实的词元{which}；填充从不计入。每个头的值是语料中所有计入的查询的平均值"
-                        "（`to_local`：窗口 ±{window}）。熵的单位是奈特，距离的单位是词元。如果一个头把每个查询的"
+    "analysis.queries": "查询是真实的 token{which}；填充从不计入。每个头的值是语料中所有计入的查询的平均值"
+                        "（`to_local`：窗口 ±{window}）。熵的单位是奈特，距离的单位是 token。如果一个头把每个查询的"
                         "注意力平均分给它能看到的所有键，它在这个语料上的距离会是 **{baseline}**：读 `distance` "
                         "时以此为标尺。\n",
     "analysis.sec_layers": "## 逐层（各头的平均）\n",
@@ -229,14 +229,14 @@ ZH = {
     "analysis.verdict_contradicts": "与这一说法相反",
     "analysis.verdict_stat": "{stat}：{reading}",
     "analysis.verdict_trend": "{stat} 随深度{direction}（ρ = {rho:+.2f}，p = {p:.3g}）：{reading}",
-    "analysis.claim_supported": "得到支持：注意力距离随深度增大，去掉跳向特殊词元的注意力后也是如此",
-    "analysis.claim_partly_overall": "部分得到支持：注意力距离随深度增大，但去掉特殊词元（[CLS]/[SEP]）上的注意力后，"
+    "analysis.claim_supported": "得到支持：注意力距离随深度增大，去掉跳向特殊 token 的注意力后也是如此",
+    "analysis.claim_partly_overall": "部分得到支持：注意力距离随深度增大，但去掉特殊 token（[CLS]/[SEP]）上的注意力后，"
                                      "增大就不再显著",
-    "analysis.claim_partly_content": "部分得到支持：内容词元上的注意力距离随深度增大，但总体距离（由特殊词元主导）"
+    "analysis.claim_partly_content": "部分得到支持：内容 token 上的注意力距离随深度增大，但总体距离（由特殊 token 主导）"
                                      "没有增大",
     "analysis.claim_contradicted": "与之相反：注意力随深度变得更局部",
     "analysis.claim_none": "没有得到支持：注意力距离随深度没有显著趋势",
-    "analysis.claim_bottom": "；但不是从最底层开始：最局部的是第 {layer} 层（内容距离 {content:.1f} 个词元，而第 0 层"
+    "analysis.claim_bottom": "；但不是从最底层开始：最局部的是第 {layer} 层（内容距离 {content:.1f} 个 token，而第 0 层"
                              "为 {content_0:.1f}，其归一化熵为 {entropy_0:.2f}）",
     "analysis.sec_types": "## 头的类型\n",
     "analysis.rule": "{label}：{stat} ≥ {value:g}",
@@ -250,7 +250,7 @@ ZH = {
     "analysis.family_broad": "宽泛型",
     "analysis.family_other": "其他",
     "analysis.metric_cosine": "1 − 池化句向量的余弦相似度",
-    "analysis.metric_loss": "下一个词元损失的变化（奈特/词元）",
+    "analysis.metric_loss": "下一个 token 损失的变化（奈特/token）",
     "analysis.sec_importance": "## 头的重要性\n\n在最前面的 {texts}上逐个消融一个头（z = 0）；度量：{metric}。"
                                "最重要的头：\n",
     "analysis.sec_heatmaps": "## 热图\n",
@@ -264,29 +264,29 @@ ZH = {
     "analysis.map_labels": "头的标签（{legend}）",
     "analysis.doc_entropy": "注意力熵 -Σ w ln w（一个查询的那一行），单位奈特",
     "analysis.doc_entropy_norm": "熵 / ln(可见键的个数)：1 = 均匀，0 = 只看一个键",
-    "analysis.doc_distance": "平均注意力距离 Σ w |i-j|，单位词元",
-    "analysis.doc_distance_content": "非特殊键上注意力的平均距离，单位词元",
-    "analysis.doc_to_cls": "[CLS]（开头的特殊词元）上的注意力占比",
-    "analysis.doc_to_sep": "[SEP]（结尾的特殊词元）上的注意力占比",
-    "analysis.doc_to_punct": "标点词元上的注意力占比",
-    "analysis.doc_to_self": "查询词元自身上的注意力占比",
-    "analysis.doc_to_prev": "前一个词元上的注意力占比",
-    "analysis.doc_to_next": "后一个词元上的注意力占比",
-    "analysis.doc_argmax_prev": "唯一最受关注的词元是前一个词元的查询所占比例",
-    "analysis.doc_argmax_next": "唯一最受关注的词元是后一个词元的查询所占比例",
-    "analysis.doc_to_local": "窗口 ±W 个词元以内（含查询自身）的注意力占比",
-    "analysis.dec_doc_sink": "注意力汇聚（sink）：第一个词元上的注意力占比（语料，查询 i ≥ 1）",
-    "analysis.dec_title_sink": "sink：第一个词元上的权重",
-    "analysis.dec_title_prev_token": "prev_token：前一个词元上的权重",
-    "analysis.dec_title_duplicate": "duplicate：前面同一个词元上的权重",
-    "analysis.dec_title_induction": "induction：它后面那个词元上的权重",
+    "analysis.doc_distance": "平均注意力距离 Σ w |i-j|，单位 token",
+    "analysis.doc_distance_content": "非特殊键上注意力的平均距离，单位 token",
+    "analysis.doc_to_cls": "[CLS]（开头的特殊 token）上的注意力占比",
+    "analysis.doc_to_sep": "[SEP]（结尾的特殊 token）上的注意力占比",
+    "analysis.doc_to_punct": "标点 token 上的注意力占比",
+    "analysis.doc_to_self": "查询 token 自身上的注意力占比",
+    "analysis.doc_to_prev": "前一个 token 上的注意力占比",
+    "analysis.doc_to_next": "后一个 token 上的注意力占比",
+    "analysis.doc_argmax_prev": "唯一最受关注的 token 是前一个 token 的查询所占比例",
+    "analysis.doc_argmax_next": "唯一最受关注的 token 是后一个 token 的查询所占比例",
+    "analysis.doc_to_local": "窗口 ±W 个 token 以内（含查询自身）的注意力占比",
+    "analysis.dec_doc_sink": "注意力汇聚（sink）：第一个 token 上的注意力占比（语料，查询 i ≥ 1）",
+    "analysis.dec_title_sink": "sink：第一个 token 上的权重",
+    "analysis.dec_title_prev_token": "prev_token：前一个 token 上的权重",
+    "analysis.dec_title_duplicate": "duplicate：前面同一个 token 上的权重",
+    "analysis.dec_title_induction": "induction：它后面那个 token 上的权重",
     "analysis.dec_sec": "## 解码器的头\n",
     "analysis.dec_sink": "- `sink`：{doc}。",
-    "analysis.dec_no_prefix": "空（分词器不加特殊词元）",
+    "analysis.dec_no_prefix": "空（分词器不加特殊 token）",
     "analysis.dec_repeat": "- `prev_token`、`duplicate`、`induction`：在 {sequences}上测得，每个序列是 {length} 个互不相同的"
-                           "随机词元写两遍（Olsson et al. 2022），前面是{prefix}；用种子 {seed} 从词表的 "
-                           "{candidates:,} 个普通词元中抽取（不含特殊词元）{capped}。`duplicate` 是第二遍中每个词元对它"
-                           "前一次出现的注意力，`induction` 是对前一次出现之后那个词元的注意力。",
+                           "随机 token 写两遍（Olsson et al. 2022），前面是{prefix}；用种子 {seed} 从词表的 "
+                           "{candidates:,} 个普通 token 中抽取（不含特殊 token）{capped}。`duplicate` 是第二遍中每个 token 对它"
+                           "前一次出现的注意力，`induction` 是对前一次出现之后那个 token 的注意力。",
     "analysis.dec_capped": "；长度是 {length} 而不是 50，以便放进 {max_length} 个位置",
     "analysis.dec_not_measured": "- `prev_token`、`duplicate`、`induction`：未测量（--induction-seqs 0）。",
     "analysis.dec_roles": "\n角色（可用 `--threshold NAME=VALUE` 设置）：{rules}。一个头可以有多个角色。\n",
@@ -296,12 +296,12 @@ ZH = {
     "analysis.dec_per_layer": "逐层（sink：各头的平均、最强的头、达到或超过阈值的头数；其他分数：最强的头）：\n",
     "analysis.dec_table_head": "| 层 | sink | sink 最大 | sink 头数 | prev_token 最大 | duplicate 最大 | "
                                "induction 最大 | induction 头数 |",
-    "analysis.out_sink": "注意力汇聚（sink，逐层：第一个词元上的平均权重）：{layers}",
+    "analysis.out_sink": "注意力汇聚（sink，逐层：第一个 token 上的平均权重）：{layers}",
     "analysis.out_role": "{role} 头（{stat} ≥ {value:g}）：{n} 个",
     "analysis.out_role_list": "：{heads}",
     "analysis.out_not_measured": "previous-token、duplicate 和 induction 的分数：未测量（--induction-seqs 0）",
     "analysis.out_head": "{model}：{texts}，{tokens}，来自 {corpus}，用时 {seconds:.1f} 秒{processes}（统计这一遍每秒 "
-                         "{texts_per_s:,.1f} 个文本、{tokens_per_s:,.0f} 个词元）",
+                         "{texts_per_s:,.1f} 个文本、{tokens_per_s:,.0f} 个 token）",
     "analysis.out_processes": "，{n} 个进程",
     "analysis.out_truncated": "{texts}被截断（截去 {tokens}）",
     "analysis.out_skipped": "{lines}，已跳过",

@@ -76,9 +76,9 @@ EN = {
 
 ZH = {
     "analysis.s2s_title": "# {model} 在 {corpus} 上的注意力",
-    "analysis.s2s_intro": "{pairs} 个（源，目标）文本对：{source} 个源词元，{target} 个目标词元（含解码器的起始词元），"
+    "analysis.s2s_intro": "{pairs} 个（源，目标）文本对：{source} 个源 token，{target} 个目标 token（含解码器的起始 token），"
                           "{batches} 批，{seconds:.1f} 秒。三种注意力，每一层每个头都测：编码器在源文本上的自注意力，"
-                          "解码器在目标文本上的因果自注意力，以及每个目标词元对源文本的交叉注意力。（头的标签和逐个消融"
+                          "解码器在目标文本上的因果自注意力，以及每个目标 token 对源文本的交叉注意力。（头的标签和逐个消融"
                           "得到的重要性只对单文本模型测量。）",
     "analysis.s2s_stack_encoder": "编码器自注意力",
     "analysis.s2s_stack_self": "解码器自注意力（因果）",
@@ -86,36 +86,36 @@ ZH = {
     "analysis.s2s_means": "每一层各头的平均：",
     "analysis.s2s_doc": "- `{stat}`：{doc}",
     "analysis.s2s_sec_alignment": "## 对齐",
-    "analysis.s2s_alignment": "一个文本对有 T 个目标词元和 S 个源词元，它的目标词元 t 与相对位置相同的源词元比较："
+    "analysis.s2s_alignment": "一个文本对有 T 个目标 token 和 S 个源 token，它的目标 token t 与相对位置相同的源 token 比较："
                               "a(t) = round(t·(S − 1)/(T − 1))。单调地对齐两段文本的头，把最大的权重放在 a(t) 的 "
                               "±{window} 以内（`argmax_diagonal` 接近 1），随目标向前移动（`monotonic` 接近 1），"
                               "并贴近对角线（`diagonal_offset` 接近 0）；平均分配注意力的头 `entropy_norm` 接近 1。"
                               "最常落在 a(t) 的交叉注意力头：",
     "analysis.s2s_end": "每个注意力每个头的数都在 heads.csv 里；逐层平均在 layers.csv 里。",
-    "analysis.s2s_out_head": "{model}：{pairs} 个文本对（{source} 个源词元、{target} 个目标词元），来自 {corpus}，"
+    "analysis.s2s_out_head": "{model}：{pairs} 个文本对（{source} 个源 token、{target} 个目标 token），来自 {corpus}，"
                              "用时 {seconds:.1f} 秒",
     "analysis.s2s_out_stack": "{stack}：",
     "analysis.s2s_out_best": "最贴近对角线的交叉注意力头：{heads}",
-    "analysis.s2s_out_best_head": "{head}（最受关注的源词元在 a(t) ±{window} 以内的比例：{value:.2f}）",
-    "analysis.cross_doc_entropy": "熵 -Σ w ln w（一个目标词元在源文本上的那一行），单位奈特",
-    "analysis.cross_doc_entropy_norm": "熵 / ln(源文本长度)：1 = 平均分配，0 = 只看一个源词元",
-    "analysis.cross_doc_to_diagonal": "相对位置相同的源词元上的权重，a(t) = round(t·(S−1)/(T−1))",
-    "analysis.cross_doc_diagonal_band": "a(t) 前后 ±W 个源词元以内的权重（W 即窗口）",
-    "analysis.cross_doc_argmax_diagonal": "最受关注的源词元在 a(t) ±W 以内的目标词元所占比例",
+    "analysis.s2s_out_best_head": "{head}（最受关注的源 token 在 a(t) ±{window} 以内的比例：{value:.2f}）",
+    "analysis.cross_doc_entropy": "熵 -Σ w ln w（一个目标 token 在源文本上的那一行），单位奈特",
+    "analysis.cross_doc_entropy_norm": "熵 / ln(源文本长度)：1 = 平均分配，0 = 只看一个源 token",
+    "analysis.cross_doc_to_diagonal": "相对位置相同的源 token 上的权重，a(t) = round(t·(S−1)/(T−1))",
+    "analysis.cross_doc_diagonal_band": "a(t) 前后 ±W 个源 token 以内的权重（W 即窗口）",
+    "analysis.cross_doc_argmax_diagonal": "最受关注的源 token 在 a(t) ±W 以内的目标 token 所占比例",
     "analysis.cross_doc_diagonal_offset": "按权重平均的 |j/(S−1) − t/(T−1)|：离对角线的距离，以比例计",
-    "analysis.cross_doc_to_source_end": "源文本最后一个词元（</s>）上的权重",
-    "analysis.cross_doc_monotonic": "最受关注的源位置不在前一个目标词元的之前的目标词元所占比例",
-    "analysis.patch_head": "{model}：每个提示 {n} 个词元；度量为最后一个位置的 {metric}",
+    "analysis.cross_doc_to_source_end": "源文本最后一个 token（</s>）上的权重",
+    "analysis.cross_doc_monotonic": "最受关注的源位置不在前一个目标 token 的之前的目标 token 所占比例",
+    "analysis.patch_head": "{model}：每个提示 {n} 个 token；度量为最后一个位置的 {metric}",
     "analysis.patch_differ_1": "  两个提示在位置 {where} 不同",
     "analysis.patch_differ_n": "  两个提示在位置 {where} 不同",
-    "analysis.patch_same": "  两个提示的词元完全相同",
+    "analysis.patch_same": "  两个提示的 token 完全相同",
     "analysis.patch_clean": "  干净提示 {clean:+.4f}，损坏提示 {corrupted:+.4f}",
     "analysis.patch_evals": "  {n} 次层计算（提示副本 × 层），是每层全部重跑（{full}）的 {share:.0%}",
     "analysis.patch_note": "  注意：{note}",
     "analysis.patch_undefined": "干净提示和损坏提示的 {metric} 相同（{clean:.4g}），归一化分数没有定义，所以显示原始"
                                 "度量；请换一个会改变答案的损坏提示",
     "analysis.patch_fig_x_heads": "头",
-    "analysis.patch_fig_x_positions": "位置（干净提示的词元）",
+    "analysis.patch_fig_x_positions": "位置（干净提示的 token）",
     "analysis.patch_fig_heads": "头的输出 z（每个头，所有位置）",
     "analysis.patch_fig_residual": "{site} 处的残差流（一个位置）",
     "analysis.patch_fig_title": "{model} · 激活修补：{what}\n干净提示：{clean!r}\n损坏提示：{corrupted!r}",
