@@ -21,11 +21,6 @@ from .positions import get_position, position_names
 from .recipe import LayerRecipe, get_layer_recipe, layer_recipe_names
 from .scorings import SCORINGS
 
-#: Position schemes known at import; :func:`attnscope.positions.position_names` is the live list.
-POSITIONS = position_names()
-#: The layer recipes registered at import (``config.norm`` names one); :func:`attnscope.recipe.layer_recipe_names`
-#: is the live list.
-NORMS = layer_recipe_names()
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")
 
 

@@ -18,8 +18,9 @@ name                               shape                 what
 ``layers.{i}.attn_in``             (B, L, d)             attention input (after ln1 in GPT-2; RMSNorm in decoders)
 ``layers.{i}.attn.q_proj``         (B, H, L, d_head)     decoders: x W_Q per head, before anything else
 ``layers.{i}.attn.k_proj``         (B, H_kv, L, d_head)  decoders: x W_K per key/value head
-``layers.{i}.attn.q_normed``       (B, H, L, d_head)     Gemma 3: QK-norm (RMSNorm over d_head) of q_proj
-``layers.{i}.attn.k_normed``       (B, H_kv, L, d_head)  Gemma 3: QK-norm of k_proj
+``layers.{i}.attn.q_normed``       (B, H, L, d_head)     QK-norm of q_proj: Gemma 3, Qwen3 (RMSNorm over d_head),
+                                                         OLMo 2 (over all heads' features, then split)
+``layers.{i}.attn.k_normed``       (B, H_kv, L, d_head)  QK-norm of k_proj (as q_normed)
 ``layers.{i}.attn.q|k|v``          (B, H, L, d_head)     per-head projections as the dot product takes them;
                                                          decoders: q, k after the rotation, k and v with
                                                          H_kv = n_kv_heads heads
