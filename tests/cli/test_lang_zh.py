@@ -102,6 +102,7 @@ def test_generate_lang_zh(tmp_path_factory):
                                   "--view", str(page), "--lang", lang])
         assert rc == 0
         out[lang] = stdout, stderr.replace(str(page), "PAGE")
+        assert f'<html lang="{"zh-CN" if lang == "zh" else "en"}">' in page.read_text(encoding="utf-8")
     assert out["zh"][0] == out["en"][0]  # the generated text itself
     # this tiny llama's 6 tokens end inside a character: both notes come
     assert re.fullmatch(r"\(the generation stopped inside a character: the first bytes of that character are not "
