@@ -29,17 +29,6 @@ from .path_steps import PathSteps, assemble
 from .row import resolve_query
 from .row_relative import ATTENTIONS, row_from_forward
 
-
-def _row_diffs(tr, f: dict, prefix: str, keys, head: int, qpos: int) -> dict:
-    """Largest |float32 − float64| of the row's own steps (head ``head``, query ``qpos``)."""
-    out = {}
-    for k in keys:
-        name = f"{prefix}.{k}"
-        if name in tr and name in f:
-            out[k] = float(np.nanmax(np.abs(R.as_f64(tr[name])[0][head][qpos] - f[name][head][qpos])))
-    return out
-
-
 # ----------------------------------------------------------------------------------------------
 # DeBERTa
 # ----------------------------------------------------------------------------------------------
@@ -95,7 +84,7 @@ def deberta_path(text: str, model, f: dict, layer: int, head: int, token, positi
          "extra_names": [f"{p}.{k}" for k in ("scores_c2c", "scores_c2p", "scores_p2c", "weights")
                          if f"{p}.{k}" in model.hook_names]}
     P = _DebertaPath(model, f, d, dims)
-    P.rows["attn"] = (row, _row_diffs(P.tr, f, p, ("scores_c2c", "scores_c2p", "scores_p2c", "weights"), head, qpos))
+    P.rows["attn"] = (row, P.row_diffs("attn", ("scores_c2c", "scores_c2p", "scores_p2c", "weights")))
     return assemble(P, row, notes)
 
 
@@ -172,7 +161,7 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
         d["extra_names"] += [f"{lp}.cross_attn.{k}" for k in ("scores", "weights")] + [enc_out]
         d.update(source_tokens=f["encoder.tokens"], encoder_out=enc_out)
     P = (_DecoderPath if decoder else _EncoderPath)(model, view, d, dims, stack=stack)
-    P.rows = {k: (w, _row_diffs(P.tr, f, f"{lp}.{k}", ("bias", "scores", "weights"), head, qpos)) for k, w in rows.items()}
+    P.rows = {k: (w, P.row_diffs(k, ("bias", "scores", "weights"))) for k, w in rows.items()}
     if decoder:
         if enc_out in P.tr:  # the encoder's output, every source token: the cross-attention's keys and values
             diff = float(np.abs(R.as_f64(P.tr[enc_out])[0] - f[enc_out]).max())

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .. import reference as R
 from .. import reference_model as RM
 from .blocks import Block, Formula, Para, Step, Sym, Table, t, t_or
 from .doc import Worked
@@ -58,6 +59,13 @@ class PathSteps(PathValues):
             self.diffs[key] = diff
         self.meta.append({"step": step, "trace": key, "max_abs_diff": diff})
         return key
+
+    def row_diffs(self, att: str, keys) -> dict:
+        """Largest |float32 − float64| of the head's row of the query in attention ``att``, per
+        row step of ``keys`` the trace has (masked entries, ∞ − ∞, left out)."""
+        names = {k: f"{self.lp}.{att}.{k}" for k in keys if f"{self.lp}.{att}.{k}" in self.tr}
+        return {k: float(np.nanmax(np.abs(R.as_f64(self.tr[n])[0][self.h][self.p] - self.f[n][self.h][self.p])))
+                for k, n in names.items() if n in self.f}
 
     def before_query(self, step) -> list:
         """Steps before the query of an attention step of the recipe (a family's own: the source of
