@@ -89,7 +89,7 @@ def test_the_address_opens_the_other_language(page, zh_page):
                                         ("step", "查询 2“bank”，第 0 层，头 0：d_k = 32"),
                                         ("context", ZH["viewer.cmp_none"].strip()),
                                         ("matrix", ZH["viewer.whole_matrix"]),
-                                        ("model", ZH["viewer.layer_n"].format(layer=5)), ("head", "左边：每个词元作为查询")])
+                                        ("model", ZH["viewer.layer_n"].format(layer=5)), ("head", "左边：每个 token 作为查询")])
 def test_each_view_speaks_chinese_without_tofu(page, zh_page, view, word):
     page.goto(zh_page.as_uri() + f"#view={view}&query=2")
     wait_ready(page)
@@ -108,7 +108,7 @@ def test_the_context_view_in_chinese(page, minilm, tmp_path):  # noqa: F811
     page.goto(path.as_uri() + "#view=context")
     wait_ready(page)
     body = page.inner_text(".as-body")
-    assert "词元“bank”（在 A 中位置 2，在 B 中位置 4）" in body and ZH["viewer.cmp_across"] in body
+    assert "token“bank”（在 A 中位置 2，在 B 中位置 4）" in body and ZH["viewer.cmp_across"] in body
     assert ZH["viewer.cmp_title"].format(token="bank") in page.inner_html(".as-cv svg")
     page.ignored.append("'file:' URLs are treated as unique security origins")
     checked, bad = cjk_fallbacks(page, ".as-cv .as-note, .as-cv th, .as-cv svg text", CJK_FAMILY, text_js=OWN_TEXT)

@@ -33,8 +33,8 @@ def test_heatmap_in_chinese(tiny_models):
     fig = plot.head_heatmap(tr, 0, 1, lang="zh")
     ax, bar = fig.axes
     assert ax.get_title().endswith(" · 第 0 层 · 头 1")
-    assert ax.get_xlabel() == "键（被关注的词元）"
-    assert ax.get_ylabel() == "查询（发出关注的词元）"
+    assert ax.get_xlabel() == "键（被关注的 token）"
+    assert ax.get_ylabel() == "查询（发出关注的 token）"
     assert bar.get_ylabel() == "注意力权重"
     _no_missing_glyphs(fig)
     en = plot.head_heatmap(tr, 0, 1)
@@ -44,7 +44,7 @@ def test_heatmap_in_chinese(tiny_models):
 def test_grid_in_chinese(tiny_models):
     tr = tiny_models["bert-chinese"].trace("我喜欢人工智能")
     fig = plot.heads_grid(tr, lang="zh")
-    assert fig.get_suptitle().endswith(f"：每个头的注意力（{tr.length(0)} 个词元）")
+    assert fig.get_suptitle().endswith(f"：每个头的注意力（{tr.length(0)} 个 token）")
     assert fig.axes[0].get_title() == "头 0" and fig.axes[0].get_ylabel() == "第 0 层"
     assert fig.axes[-1].get_ylabel() == "注意力权重"
     _no_missing_glyphs(fig)

