@@ -40,6 +40,30 @@
 
   // The served page's top (intro, examples, form) and its submit(): viewer_form.js.
 
+  // The toolbar's view tabs, layer and decimals selects and export buttons (the encoder–decoder viewer's too).
+  Viewer.prototype.buildToolbar = function (bar, views, nLayers) {
+    var self = this, tabs = el("div", { cls: "as-tabs" }, bar);
+    this.tabs = {};
+    views.forEach(function (v) {
+      var b = el("button", { type: "button", text: tr(v[1]), "data-testid": "tab-" + v[0] }, tabs);
+      b.addEventListener("click", function () { self.set({ view: v[0] }); });
+      self.tabs[v[0]] = b;
+    });
+    var ll = this.layerLabel = el("label", { text: tr("viewer.layer") }, bar);
+    this.selLayer = el("select", { "data-testid": "layer-select" }, ll);
+    for (var l = 0; l < nLayers; l++) el("option", { value: l, text: String(l) }, this.selLayer);
+    this.selLayer.addEventListener("change", function () { self.set({ layer: +self.selLayer.value }); });
+    var ld = el("label", { text: tr("viewer.decimals") }, bar);
+    this.selDec = el("select", { "data-testid": "decimals-select" }, ld);
+    for (var k = 0; k <= this.maxDec; k++) el("option", { value: k, text: String(k) }, this.selDec);
+    this.selDec.addEventListener("change", function () { self.set({ dec: +self.selDec.value }); });
+    var ex = el("span", { cls: "as-export", text: tr("viewer.save") }, bar);  // one toolbar line at 800 px (#23)
+    el("button", { type: "button", text: "PNG", title: tr("viewer.export_png"), "data-testid": "export-png" }, ex)
+      .addEventListener("click", function () { self.exportView("png"); });
+    el("button", { type: "button", text: "SVG", title: tr("viewer.export_svg"), "data-testid": "export-svg" }, ex)
+      .addEventListener("click", function () { self.exportView("svg"); });
+  };
+
   Viewer.prototype.clear = function () {
     this.main.innerHTML = ""; this.data = null; this.state = null; this.root.removeAttribute("data-ready");
   };
@@ -172,26 +196,7 @@
       el("button", { type: "button", cls: l[0] === A.lang ? "on" : "", text: l[1], "data-testid": "lang-" + l[0] }, lg)
         .addEventListener("click", function () { self.setLang(l[0]); });
     });
-    var tabs = el("div", { cls: "as-tabs" }, bar);
-    this.tabs = {};
-    (d.generation ? [["generation", "viewer.tab_generation"]] : []).concat(VIEWS).forEach(function (v) {
-      var b = el("button", { type: "button", text: tr(v[1]), "data-testid": "tab-" + v[0] }, tabs);
-      b.addEventListener("click", function () { self.set({ view: v[0] }); });
-      self.tabs[v[0]] = b;
-    });
-    var ll = this.layerLabel = el("label", { text: tr("viewer.layer") }, bar);
-    this.selLayer = el("select", { "data-testid": "layer-select" }, ll);
-    for (var l = 0; l < cfg.n_layers; l++) el("option", { value: l, text: String(l) }, this.selLayer);
-    this.selLayer.addEventListener("change", function () { self.set({ layer: +self.selLayer.value }); });
-    var ld = el("label", { text: tr("viewer.decimals") }, bar);
-    this.selDec = el("select", { "data-testid": "decimals-select" }, ld);
-    for (var k = 0; k <= this.maxDec; k++) el("option", { value: k, text: String(k) }, this.selDec);
-    this.selDec.addEventListener("change", function () { self.set({ dec: +self.selDec.value }); });
-    var ex = el("span", { cls: "as-export", text: tr("viewer.save") }, bar);  // one toolbar line at 800 px (#23)
-    el("button", { type: "button", text: "PNG", title: tr("viewer.export_png"), "data-testid": "export-png" }, ex)
-      .addEventListener("click", function () { self.exportView("png"); });
-    el("button", { type: "button", text: "SVG", title: tr("viewer.export_svg"), "data-testid": "export-svg" }, ex)
-      .addEventListener("click", function () { self.exportView("svg"); });
+    this.buildToolbar(bar, (d.generation ? [["generation", "viewer.tab_generation"]] : []).concat(VIEWS), cfg.n_layers);
 
     this.headBar = el("div", { cls: "as-heads", "data-testid": "heads" }, this.main);
     el("span", { text: tr("viewer.heads"), style: "color:var(--muted);font-size:13px" }, this.headBar);

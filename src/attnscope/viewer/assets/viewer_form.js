@@ -66,10 +66,15 @@
     if (this.formMsg.getAttribute("data-computing")) this.formMsg.textContent = tr("viewer.computing");
   };
 
-  V.submit = function () {
-    var self = this, body = { text: this.inText.value };
+  V.formBody = function () {
+    var body = { text: this.inText.value };
     if (this.inCompare.value.trim()) body.compare = this.inCompare.value;
     if (this.inToken.value.trim()) body.token = this.inToken.value.trim();
+    return body;
+  };
+
+  V.submit = function () {  // the encoder–decoder viewer's too, with its own formBody and clear
+    var self = this, body = this.formBody();
     this.formMsg.className = "as-note"; this.formMsg.textContent = tr("viewer.computing");
     this.formMsg.setAttribute("data-computing", "1");
     this.root.removeAttribute("data-ready");  // set again once the answer is drawn

@@ -103,6 +103,7 @@
   P.showTip = V.showTip;
   P.hideTip = V.hideTip;
   P.setFontCss = V.setFontCss;
+  P.buildToolbar = V.buildToolbar;
 
   P.buildForm = function () {
     var self = this, srv = this.opts.server, intro = el("div", { cls: "as-intro", "data-testid": "intro" }, this.root), w = this.formEls = {};
@@ -135,23 +136,11 @@
     if (this.formMsg.getAttribute("data-computing")) this.formMsg.textContent = tr("viewer.computing");
   };
 
-  P.submit = function () {
-    var self = this, body = { source: this.inSource.value, target: this.inTarget.value };
-    this.formMsg.className = "as-note"; this.formMsg.textContent = tr("viewer.computing"); this.formMsg.setAttribute("data-computing", "1");
-    this.root.removeAttribute("data-ready");
-    var seq = this.seq = (this.seq || 0) + 1;
-    return U.postJson(this.opts.server.endpoint || "api/view", body)
-      .then(function (data) {
-        if (seq !== self.seq) return;
-        self.formMsg.className = ""; self.formMsg.textContent = ""; self.formMsg.removeAttribute("data-computing");
-        if (data.font_css !== undefined) { self.setFontCss(data.font_css); delete data.font_css; }
-        return self.setData(data);
-      }).catch(function (e) {
-        if (seq !== self.seq) return;
-        self.main.innerHTML = ""; self.data = null; self.root.removeAttribute("data-ready"); self.formMsg.removeAttribute("data-computing");
-        self.formMsg.className = "as-err"; self.formMsg.textContent = String(e.message || e);
-      });
-  };
+  // submit() is the one-text form's (viewer_form.js) with this body; a failed answer clears the
+  // drawing but keeps the state (the language switch reads it)
+  P.formBody = function () { return { source: this.inSource.value, target: this.inTarget.value }; };
+  P.clear = function () { this.main.innerHTML = ""; this.data = null; this.root.removeAttribute("data-ready"); };
+  P.submit = V.submit;
 
   P.setData = function (data) {
     var self = this;
@@ -228,23 +217,7 @@
       b.addEventListener("click", function () { self.setAttention(a[0]); });
       self.attBtns[a[0]] = b;
     });
-    var tabs = el("div", { cls: "as-tabs" }, bar);
-    this.tabs = {};
-    VIEWS.forEach(function (v) {
-      var b = el("button", { type: "button", text: tr(v[1]), "data-testid": "tab-" + v[0] }, tabs);
-      b.addEventListener("click", function () { self.set({ view: v[0] }); });
-      self.tabs[v[0]] = b;
-    });
-    var ll = this.layerLabel = el("label", { text: tr("viewer.layer") }, bar);
-    this.selLayer = el("select", { "data-testid": "layer-select" }, ll);
-    this.selLayer.addEventListener("change", function () { self.set({ layer: +self.selLayer.value }); });
-    var ld = el("label", { text: tr("viewer.decimals") }, bar);
-    this.selDec = el("select", { "data-testid": "decimals-select" }, ld);
-    for (var k = 0; k <= this.maxDec; k++) el("option", { value: k, text: String(k) }, this.selDec);
-    this.selDec.addEventListener("change", function () { self.set({ dec: +self.selDec.value }); });
-    var ex = el("span", { cls: "as-export", text: tr("viewer.save") }, bar);  // one toolbar line at 800 px (#23)
-    el("button", { type: "button", text: "PNG", title: tr("viewer.export_png"), "data-testid": "export-png" }, ex).addEventListener("click", function () { self.exportView("png"); });
-    el("button", { type: "button", text: "SVG", title: tr("viewer.export_svg"), "data-testid": "export-svg" }, ex).addEventListener("click", function () { self.exportView("svg"); });
+    this.buildToolbar(bar, VIEWS, 0);  // the layer options follow the attention (setAttention)
     // the language switch ends the title's line, as in the one-text viewer
     var lg = el("span", { cls: "as-export as-lang", title: tr("viewer.language"), "data-testid": "lang" }, top);
     A.LANGS.forEach(function (l) {
