@@ -1,0 +1,182 @@
+"""A layer's attention block as a sum over source tokens, walked over the layer's recipe.
+
+Every value the recipe computes before its MLP is written, at each token i, as a sum of one vector
+per source token j plus a bias term::
+
+    v_i = Σ_j v_{i←j} + b_i          stored as D (L, L + 1, d): D[i, j] = v_{i←j}, D[i, L] = b_i
+
+and carried through the steps of :mod:`attnscope.recipe` (the layer's own ``layer.recipe``):
+
+* ``x`` (the layer's input): ``x_{i←j} = δ_ij x_i`` — each token is its own source;
+* ``same``: the same decomposition; ``add``: the two decompositions summed term by term;
+* ``norm``: linearised with the token's own statistics, as Kobayashi et al. 2021, GlobEnc and ALTI
+  do — LayerNorm: ``(v_{i←j} − mean(v_{i←j})) / σ(v_i) ⊙ γ`` and ``β`` joins the bias term;
+  RMSNorm: ``v_{i←j} / rms(v_i) ⊙ (offset + w)`` (Gemma's 1 + w);
+* ``attention``: exactly linear once the weights α are fixed (read from the trace):
+  ``attn_{i←j} = Σ_h Σ_k α^h_ik (a_{k←j} W_V^h) W_O^h``; the value bias b_V and W_O's bias join the
+  bias term. Query head h reads the values of its k/v head h // (H / H_kv) (grouped-query and
+  multi-query heads). Rotary positions act on q and k only, and windows, ALiBi, T5/DeBERTa
+  relative terms change α only: all of them are in the traced α, so nothing here depends on them;
+* ``mlp``: not linear — the walk stops before it (:func:`block_end`). The MLP mixes within a token
+  only, so the methods here (GlobEnc, ALTI) measure the attention block with its residual and its
+  norm(s) and aggregate layers by rollout, as their papers do.
+
+Covered: single-stack models (encoders, DeBERTa, decoders). An encoder–decoder's stacks are
+refused in one sentence (:func:`check_model`). Arrays follow the trace's device and dtype (float32).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..errors import InputError
+from ..recipe import INPUT, LayerRecipe, get_layer_recipe
+
+Tensor = torch.Tensor
+
+
+def check_model(model, method: str) -> None:
+    """InputError (one sentence) for a model the decomposition does not cover."""
+    if getattr(model.config, "kind", "") == "seq2seq" or hasattr(model, "target_batch"):
+        raise InputError(f"{method} covers single-stack models (encoders, DeBERTa, decoders); {model.name} is an "
+                         f"encoder–decoder model, whose cross-attention it does not decompose")
+
+
+def recipe_of(model, index: int) -> LayerRecipe:
+    """The recipe layer ``index`` runs (its own, else the one ``config.norm`` names)."""
+    recipe = getattr(model.layers[index], "recipe", None)
+    return recipe if isinstance(recipe, LayerRecipe) else get_layer_recipe(model.config.norm)
+
+
+def block_end(recipe: LayerRecipe) -> str:
+    """The step the attention block ends in: the residual stream the MLP's residual sum adds to
+    (``attn_resid`` for pre, sandwich and post_block; ``ffn_in`` = LN(attn_resid) for post)."""
+    mlp = next(s.name for s in recipe.steps if s.op == "mlp")
+    after = {mlp}
+    for s in recipe.steps:
+        if any(a in after for a in s.args):
+            if s.op == "add":
+                return next(a for a in s.args if a not in after)
+            after.add(s.name)
+    raise InputError(f"layer recipe {recipe.name!r}: no residual sum adds the MLP's output to the stream")
+
+
+def trace_names(model) -> list[str]:
+    """What a trace must record for :func:`decompose_layer` on every layer."""
+    names = ["layers.*.attn.weights", "layers.*.attn.v", "layers.*.attn.out", "layers.*.out"]
+    for s in recipe_of(model, 0).steps:
+        if s.op not in ("attention", "mlp", "cross_attention"):
+            names.append(f"layers.*.{s.name}")
+    return sorted(set(names))
+
+
+def value(tr, name: str) -> Tensor:
+    """Text 0's value of ``name`` in the trace, without the batch axis and padding."""
+    n = tr.lengths[0]
+    t = tr[name][0]
+    return t[..., :n, :n] if name.endswith(".weights") else t[..., :n, :]
+
+
+def step_value(tr, prefix: str, recipe: LayerRecipe, name: str) -> Tensor:
+    """The traced value of step ``name`` of the layer at ``prefix`` (a block: its ``out``), (L, d)."""
+    block = name in recipe.blocks
+    return value(tr, f"{prefix}.{name}.out" if block else f"{prefix}.{name}")
+
+
+def layer_input(tr, recipe: LayerRecipe, index: int) -> Tensor:
+    """What enters layer ``index``, (L, d): layer index − 1's output, or for layer 0 the residual sum
+    that reads ``x`` minus its other operand (the embedding is not one trace name in every family)."""
+    if index > 0:
+        return value(tr, f"layers.{index - 1}.out")
+    p = "layers.0"
+    add = next(s for s in recipe.steps if s.op == "add" and INPUT in s.args)
+    other = next(a for a in add.args if a != INPUT)
+    return step_value(tr, p, recipe, add.name) - step_value(tr, p, recipe, other)
+
+
+def identity(x: Tensor) -> Tensor:
+    """The decomposition of the layer's input: ``D[i, i] = x_i``, (L, L + 1, d)."""
+    L, d = x.shape
+    D = x.new_zeros(L, L + 1, d)
+    idx = torch.arange(L, device=x.device)
+    D[idx, idx] = x
+    return D
+
+
+def norm_terms(D: Tensor, norm) -> Tensor:
+    """A norm module linearised with each token's own statistics (module docstring), (L, L + 1, d)."""
+    s = D.sum(1)  # (L, d): the norm's input
+    if hasattr(norm, "offset"):  # attnscope's RMSNorm: x / rms(x) · (offset + w)
+        rms = torch.sqrt(s.pow(2).mean(-1) + norm.eps)  # (L,)
+        return D / rms[:, None, None] * (norm.offset + norm.weight.to(D.dtype))
+    if not isinstance(norm, torch.nn.LayerNorm):
+        raise InputError(f"the decomposition knows LayerNorm and RMSNorm, not {type(norm).__name__}")
+    sigma = torch.sqrt(s.var(-1, unbiased=False) + norm.eps)  # (L,)
+    out = (D - D.mean(-1, keepdim=True)) / sigma[:, None, None]  # (L, L + 1, d)
+    if norm.weight is not None:
+        out = out * norm.weight.to(D.dtype)
+    if norm.bias is not None:
+        out[:, -1] = out[:, -1] + norm.bias.to(D.dtype)
+    return out
+
+
+def value_weights(attn) -> tuple[Tensor, Optional[Tensor]]:
+    """W_V ``(H_kv·d_head, d)`` and b_V (or None): the value rows of the fused projection."""
+    H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
+    rows = slice((H + Hkv) * dh, (H + 2 * Hkv) * dh)
+    b = attn.W_qkv.bias
+    return attn.W_qkv.weight[rows], None if b is None else b[rows]
+
+
+def attention_terms(D: Tensor, attn, weights: Tensor) -> Tensor:
+    """The attention block on a decomposition ``D (L, L + 1, d)`` with fixed ``weights (H, L, L)``:
+    ``Σ_h Σ_k α^h_ik (a_{k←j} W_V^h) W_O^h`` per source j; b_V and W_O's bias in the bias term."""
+    H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
+    L = D.shape[0]
+    W_V, b_V = value_weights(attn)
+    V = D @ W_V.to(D.dtype).T  # (L, L + 1, H_kv·d_head)
+    if b_V is not None:
+        V[:, -1] = V[:, -1] + b_V.to(D.dtype)
+    V = V.reshape(L, L + 1, Hkv, dh).repeat_interleave(H // Hkv, dim=2)  # (L_k, L + 1, H, d_head)
+    Z = torch.einsum("hik,kjhd->ijhd", weights.to(D.dtype), V)  # (L, L + 1, H, d_head)
+    out = Z.reshape(L, L + 1, H * dh) @ attn.W_O.weight.to(D.dtype).T  # (L, L + 1, d)
+    if attn.W_O.bias is not None:
+        out[:, -1] = out[:, -1] + attn.W_O.bias.to(D.dtype)
+    return out
+
+
+def decompose_layer(model, tr, index: int) -> dict[str, Tensor]:
+    """Every step of layer ``index`` up to :func:`block_end` as a decomposition ``(L, L + 1, d)``
+    over the layer's input tokens (module docstring), keyed by step name (``x`` included), from the
+    float32 trace ``tr`` (recorded with :func:`trace_names`)."""
+    recipe = recipe_of(model, index)
+    layer, prefix, end = model.layers[index], f"layers.{index}", block_end(recipe)
+    x = layer_input(tr, recipe, index)  # (L, d)
+    D: dict[str, Tensor] = {INPUT: identity(x)}
+    for s in recipe.steps:
+        a = D[s.args[0]]
+        if s.op == "same":
+            D[s.name] = a
+        elif s.op == "add":
+            D[s.name] = a + D[s.args[1]]
+        elif s.op == "norm":
+            D[s.name] = norm_terms(a, getattr(layer, str(s.module)))
+        elif s.op == "attention":
+            D[s.name] = attention_terms(a, getattr(layer, s.name), value(tr, f"{prefix}.{s.name}.weights"))
+        else:
+            raise InputError(f"the decomposition stops before the MLP; layer recipe {recipe.name!r} reaches "
+                             f"{s.op} step {s.name!r} before the attention block's end {end!r}")
+        if s.name == end:
+            return D
+    raise InputError(f"layer recipe {recipe.name!r}: its step {end!r} was not reached")
+
+
+def rollout(per_layer: Tensor, upto: int) -> Tensor:
+    """Per-layer matrices ``(n_layers, L, L)`` multiplied from the first layer up to ``upto``:
+    ``M_upto · … · M_0`` (row i: output position, column j: the first layer's input token)."""
+    acc = per_layer[0]
+    for m in per_layer[1:upto + 1]:
+        acc = m @ acc  # (L, L)
+    return acc
