@@ -32,7 +32,7 @@ from typing import Optional
 
 from ..config import ROPE_TYPES, DecoderConfig
 from ..errors import ConfigError, ModelLoadError
-from .registry import WeightRule, fuse_rows, setting
+from .registry import WeightRule, fuse_rows, setting, token_ids
 
 _MISSING = object()
 
@@ -100,16 +100,6 @@ def decoder_activation(name, source: str) -> str:
     return table[name]
 
 
-def _eos_ids(hf: dict, source: str) -> list[int]:
-    eos = hf.get("eos_token_id")
-    if eos is None:
-        return []
-    ids = eos if isinstance(eos, list) else [eos]
-    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
-        raise ModelLoadError(f"{source}: 'eos_token_id' must be a token id or a list of them, got {eos!r}")
-    return list(ids)
-
-
 def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act", default_activation: str = "silu",
                    tie_default: bool = False, **fields) -> DecoderConfig:
     """The settings every decoder family shares, read from ``hf``; ``fields`` are the family's own."""
@@ -129,7 +119,7 @@ def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act",
         if hf.get(key) not in (None, 1, 1.0):
             raise ModelLoadError(f"{source}: {key} = {hf[key]} (rotating part of each head) is not supported")
     act = hf.get(activation_key) or hf.get("hidden_act") or default_activation
-    eos = _eos_ids(hf, source)
+    eos = token_ids(hf.get("eos_token_id"), "eos_token_id", source)
     pad = hf.get("pad_token_id")
     pad = pad if isinstance(pad, int) and not isinstance(pad, bool) else (eos[0] if eos else 0)
     base = dict(

@@ -245,3 +245,14 @@ def setting(hf: dict, key: str, source: str, default=_MISSING, kind=int):
     if kind in (int, float):
         check_number(key, value, source)
     return value
+
+
+def token_ids(v, key: str, source: str) -> list[int]:
+    """A setting that names tokens (``eos_token_id``, ``forced_bos_token_id``): an id or a list
+    of ids → the list ([] for None); ModelLoadError naming the file and key otherwise."""
+    if v is None:
+        return []
+    ids = v if isinstance(v, list) else [v]
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise ModelLoadError(f"{source}: {key!r} must be a token id or a list of them, got {v!r}")
+    return list(ids)

@@ -35,6 +35,7 @@ import torch
 from ..errors import ConfigError, InputError, ModelLoadError
 from .generation import Generation, check_request, last_rows, sample_loop
 from .loader import read_json
+from .registry import token_ids
 
 Tensor = torch.Tensor
 
@@ -42,15 +43,6 @@ Tensor = torch.Tensor
 APPLIED = ("repetition_penalty", "no_repeat_ngram_size", "min_length", "min_new_tokens", "forced_bos_token_id",
            "forced_eos_token_id")
 IGNORED = ("num_beams", "length_penalty", "early_stopping", "max_length", "num_beam_groups", "diversity_penalty")
-
-
-def _ids(v, key: str, source: str) -> list[int]:
-    if v is None:
-        return []
-    ids = v if isinstance(v, list) else [v]
-    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
-        raise ModelLoadError(f"{source}: {key!r} must be a token id or a list of them, got {v!r}")
-    return ids
 
 
 def generation_settings(hf: dict, folder: Path, source: str) -> dict:
@@ -69,7 +61,7 @@ def generation_settings(hf: dict, folder: Path, source: str) -> dict:
         start = hf.get("pad_token_id", 0)
     if not isinstance(start, int) or isinstance(start, bool) or start < 0:
         raise ModelLoadError(f"{where}: decoder_start_token_id must be a token id, got {start!r}")
-    eos = _ids(g.get("eos_token_id", hf.get("eos_token_id")), "eos_token_id", where)
+    eos = token_ids(g.get("eos_token_id", hf.get("eos_token_id")), "eos_token_id", where)
     bos = g.get("bos_token_id", hf.get("bos_token_id"))
     rules = {}
     for key in APPLIED + IGNORED:
@@ -78,7 +70,7 @@ def generation_settings(hf: dict, folder: Path, source: str) -> dict:
                                                                                   "no_repeat_ngram_size") and v == 0):
             continue
         if key in ("forced_bos_token_id", "forced_eos_token_id"):
-            _ids(v, key, where)
+            token_ids(v, key, where)
         elif key == "repetition_penalty":
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
                 raise ModelLoadError(f"{where}: repetition_penalty must be a positive number, got {v!r}")
