@@ -1,0 +1,255 @@
+"""Gradient methods: gradient × input, integrated gradients, gradient-weighted rollout (issue 27).
+
+Where the input is: the **embedding output** (hook point ``embed.out``; T5/BART
+``encoder.embed.out``), the vector each position hands to the first layer (token + position +
+segment rows, scaled and LayerNorm-ed as the family does). Not the token rows themselves: in BERT
+and DeBERTa they go straight into a LayerNorm, which is scale-invariant, so ``x · ∂f/∂x`` there is
+(exactly, for DeBERTa-v3 without position rows) zero and says nothing. A zero baseline there is
+"the first layer sees nothing". In pre-norm models (Llama, Qwen, Gemma, T5) that zero is the first
+RMSNorm's singular point: f jumps within α ≈ √eps / rms(x) of the baseline, a uniform rule misses
+it and the completeness check reports a large gap — give ``baseline=`` another row there.
+
+* ``grad_input``: ``s_j = Σ_d x_jd · ∂f/∂x_jd`` (``details["l2"]``: ``‖x_j ⊙ ∂f/∂x_j‖₂``);
+* ``integrated_gradients`` (Sundararajan, Taly & Yan 2017, "Axiomatic attribution for deep
+  networks"): ``IG_j = Σ_d (x − b)_jd · ∫₀¹ ∂f/∂x_jd (b + α(x − b)) dα`` on the trapezoid rule
+  with ``steps`` intervals (``steps + 1`` gradients, in batches); completeness
+  ``Σ_j IG_j = f(x) − f(b)`` is checked (the gap in ``details``, a warning past 1 %);
+* ``attn_grad`` (Chefer, Gur & Wolf 2021, "Generic attention-model explainability for interpreting
+  bi-modal and encoder-decoder transformers", ICCV 2021 — the self-attention rule, eqs. 5–6):
+  per layer ``Ā = E_h[(∇A ⊙ A)⁺]``, ``R ← R + Ā·R`` from ``R = I``; ``scores`` the rows of R
+  normalised to sum 1 (``details["relevance"]``: R itself). T5/BART: the encoder's self-attention
+  only (the cross-attention rules of that paper are not implemented), for the decoder's first logit.
+
+``f`` is the target of :mod:`attnscope.attribution.target`. The model is left as it was: its
+parameters are not touched (gradients are taken with ``torch.autograd.grad`` w.r.t. the rows,
+never accumulated into ``.grad``) and every hook goes however the call ends.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import torch
+from tqdm.auto import tqdm
+
+from ..errors import InputError
+from .base import Attribution, AttributionMethod, register_method
+from .target import Target, is_seq2seq, resolve_target, target_values
+
+Tensor = torch.Tensor
+
+#: |Σ IG − (f(x) − f(b))| above this share of |f(x) − f(b)| is reported as a warning
+COMPLETENESS_TOLERANCE = 0.01
+
+
+def check_grad(model, method: str) -> None:
+    """InputError before any work when ``model`` cannot be differentiated."""
+    for p in model.parameters():
+        if not p.dtype.is_floating_point:
+            raise InputError(f"{method} needs gradients, but {model.name!r} holds parameters in {p.dtype}, which "
+                             f"cannot take gradients; load it in a floating dtype (float32)")
+        if p.is_inference():
+            raise InputError(f"{method} needs gradients, but {model.name!r} was made under torch.inference_mode "
+                             f"and cannot take gradients; load it outside inference_mode")
+
+
+def check_options(method: str, options: dict, allowed: tuple) -> None:
+    extra = sorted(set(options) - set(allowed))
+    if extra:
+        known = ", ".join(allowed) or "none"
+        raise InputError(f"{method} has no option {extra[0]!r} (its options: {known})")
+
+
+def rows_name(model) -> str:
+    """The hook point of the embedding output that the gradients are taken at."""
+    return "encoder.embed.out" if is_seq2seq(model) else "embed.out"
+
+
+class Prepared:
+    """One text read once: its batch ``(1, L)``, its rows ``x (L, d)`` and the resolved target."""
+
+    def __init__(self, model, text: str, target, method: str) -> None:
+        check_grad(model, method)
+        batch = model.encode(text)
+        self.tokens: list[str] = batch.tokens[0]
+        self.ids = batch.input_ids.to(model.device)  # (1, L)
+        self.mask = batch.attention_mask.to(model.device)  # (1, L)
+        tt = batch.token_type_ids
+        self.tt: Optional[Tensor] = None if tt is None or is_seq2seq(model) else tt.to(model.device)  # (1, L)
+        kept: list[Tensor] = []
+
+        def keep(t: Tensor, name: str) -> None:
+            kept.append(t.detach())  # (1, L, d)
+
+        with model.hooks({rows_name(model): keep}):
+            self.target: Target = resolve_target(model, self.ids, self.mask, self.tt, target)
+        self.x = kept[0][0]  # (L, d)
+        self.model = model
+
+    def run(self, rows: Tensor, fwd: Optional[dict] = None) -> tuple[Tensor, Tensor]:
+        """The target ``(n,)`` of ``n`` copies of the text whose embedding outputs are ``rows (n, L, d)``, and
+        its gradient w.r.t. them ``(n, L, d)``; ``fwd``: more forward hooks for the pass."""
+        n = rows.shape[0]
+        rows = rows.detach().requires_grad_(True)  # the one leaf: parameters' .grad stay untouched
+        hooks = {rows_name(self.model): lambda t, name: rows, **(fwd or {})}
+        with torch.enable_grad(), self.model.hooks(hooks):
+            tt = None if self.tt is None else self.tt.expand(n, -1)
+            values = target_values(self.model, self.target, self.ids.expand(n, -1), self.mask.expand(n, -1), tt)  # (n,)
+            (grad,) = torch.autograd.grad(values.sum(), rows)  # (n, L, d): the copies do not interact
+        return values.detach(), grad
+
+
+def output_attribution(method: str, p: Prepared, scores: Tensor, meaning: str, details: dict) -> Attribution:
+    details = {"target": p.target.words, "input": rows_name(p.model), **details}
+    return Attribution(method=method, kind="output", tokens=p.tokens, scores=scores, meaning=meaning,
+                       target=p.target.value, details=details)
+
+
+def no_layer(method: str, layer) -> None:
+    if layer is not None:
+        raise InputError(f"{method} explains the model's output for a target; layer= is for token-to-token methods")
+
+
+def grad_input(model, text: str, *, layer: Optional[int] = None, target=None, **options) -> Attribution:
+    """Gradient × input at the embedding output: ``scores (L,)`` = ``Σ_d x ⊙ ∂f/∂x``;
+    ``details``: ``l2 (L,)`` the L2 norm of ``x ⊙ ∂f/∂x`` per token, ``value`` = f(x)."""
+    no_layer("grad_input", layer)
+    check_options("grad_input", options, ())
+    p = Prepared(model, text, target, "grad_input")
+    value, grad = p.run(p.x.unsqueeze(0))  # (1,), (1, L, d)
+    gx = p.x * grad[0]  # (L, d)
+    return output_attribution("grad_input", p, gx.sum(-1),
+                              "gradient × input summed over the embedding features: the first-order change of the "
+                              "target when the position's embedding output is zeroed (positive: the token raises it)",
+                              {"l2": gx.norm(dim=-1), "value": float(value[0])})
+
+
+def check_steps(steps, batch_size) -> None:
+    for name, v in (("steps", steps), ("batch_size", batch_size)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InputError(f"{name} must be a positive integer, got {v!r}")
+
+
+def baseline_rows(p: Prepared, baseline) -> Tensor:
+    """The baseline ``(L, d)`` at the embedding output: zero (None/"zero"), or a tensor ``(d,)`` (every
+    position) or ``(L, d)``."""
+    x = p.x
+    if baseline is None or (isinstance(baseline, str) and baseline == "zero"):
+        return torch.zeros_like(x)  # (L, d)
+    if not isinstance(baseline, torch.Tensor):
+        raise InputError(f"baseline must be None, 'zero' or a tensor of shape (d,) or (L, d), got {baseline!r}")
+    if tuple(baseline.shape) not in (tuple(x.shape), tuple(x.shape[1:])):
+        raise InputError(f"baseline must have shape {tuple(x.shape[1:])} or {tuple(x.shape)} (the text's embedding output), "
+                         f"got {tuple(baseline.shape)}")
+    if not bool(torch.isfinite(baseline).all()):
+        raise InputError("baseline has NaN or infinite values")
+    return baseline.to(device=x.device, dtype=x.dtype).expand_as(x)  # (L, d)
+
+
+def integrated_gradients(model, text: str, *, layer: Optional[int] = None, target=None, steps: int = 50,
+                         baseline=None, batch_size: int = 16, progress: Optional[bool] = None,
+                         **options) -> Attribution:
+    """Integrated gradients from ``baseline`` (default: a zero embedding output) to the text.
+
+    Trapezoid rule: ``α_k = k / steps`` for k = 0..steps, weights ``1/steps`` (halved at both ends);
+    ``batch_size`` points per pass. ``details``: ``value`` f(x), ``baseline_value`` f(b),
+    ``completeness_gap`` Σ IG − (f(x) − f(b)), ``relative_gap`` its share of |f(x) − f(b)|, ``steps``.
+    ``progress``: a progress bar (None: only on a terminal and when more than one pass is needed).
+    """
+    no_layer("integrated_gradients", layer)
+    check_options("integrated_gradients", options, ())
+    check_steps(steps, batch_size)
+    p = Prepared(model, text, target, "integrated_gradients")
+    b = baseline_rows(p, baseline)  # (L, d)
+    delta = p.x - b  # (L, d)
+    alphas = torch.linspace(0, 1, steps + 1, dtype=torch.float64)  # (steps + 1,)
+    weights = torch.full((steps + 1,), 1.0 / steps, dtype=torch.float64)
+    weights[0] = weights[-1] = 0.5 / steps
+    mean_grad = torch.zeros_like(p.x)  # (L, d): ∫₀¹ ∂f/∂x dα
+    values = []
+    chunks = range(0, steps + 1, batch_size)
+    show = None if progress is None and len(chunks) > 1 else bool(progress)
+    for k in tqdm(chunks, desc="integrated gradients", unit="batch", disable=None if show is None else not show):
+        a = alphas[k:k + batch_size].to(device=p.x.device, dtype=p.x.dtype)  # (n,)
+        w = weights[k:k + batch_size].to(device=p.x.device, dtype=p.x.dtype)  # (n,)
+        vals, grad = p.run(b + a[:, None, None] * delta)  # (n,), (n, L, d)
+        mean_grad += (w[:, None, None] * grad).sum(0)  # (L, d)
+        values.append(vals)
+    scores = (delta * mean_grad).sum(-1)  # (L,)
+    f = torch.cat(values)  # (steps + 1,)
+    change = float(f[-1] - f[0])
+    gap = float(scores.sum()) - change
+    rel = abs(gap) / abs(change) if change != 0 else (0.0 if gap == 0 else float("inf"))
+    if rel > COMPLETENESS_TOLERANCE:
+        warnings.warn(f"integrated gradients: the scores sum to {float(scores.sum()):.6g} but f(x) − f(baseline) = "
+                      f"{change:.6g} (gap {100 * rel:.2g} % of it, steps={steps}); use more steps", stacklevel=2)
+    return output_attribution(
+        "integrated_gradients", p, scores,
+        "integrated gradients: the share of f(x) − f(baseline) that the position's embedding brings along the straight path "
+        "from the baseline (the scores sum to that difference)",
+        {"value": float(f[-1]), "baseline_value": float(f[0]), "completeness_gap": gap, "relative_gap": rel,
+         "steps": steps, "baseline": "zero embedding output" if baseline is None or isinstance(baseline, str) else "given"})
+
+
+def attn_grad(model, text: str, *, layer: Optional[int] = None, target=None, **options) -> Attribution:
+    """Gradient-weighted rollout (Chefer et al. 2021, the self-attention rule): ``scores (L, L)`` the
+    row-normalised relevance R up to ``layer``; ``per_layer (n_layers, L, L)`` each layer's
+    ``Ā = E_h[(∇A ⊙ A)⁺]``; ``details["relevance"]`` R before the rows are normalised."""
+    check_options("attn_grad", options, ())
+    p = Prepared(model, text, target, "attn_grad")
+    prefix = "encoder." if is_seq2seq(model) else ""
+    n_layers = model.config.n_layers
+    names = [f"{prefix}layers.{i}.attn.weights" for i in range(n_layers)]
+    kept: dict[str, Tensor] = {}
+
+    def keep(t: Tensor, name: str) -> None:
+        kept[name] = t  # (1, H, L, L): the weights the output is computed from
+
+    attn: list[Tensor] = []
+    n = p.x.shape[0]
+    eye = torch.eye(n, dtype=p.x.dtype, device=p.x.device)  # (L, L)
+    with torch.enable_grad():
+        rows = p.x.unsqueeze(0).detach().requires_grad_(True)  # (1, L, d)
+        hooks = {rows_name(model): lambda t, name: rows, **{nm: keep for nm in names}}
+        with model.hooks(hooks):
+            value = target_values(model, p.target, p.ids, p.mask, p.tt)  # (1,)
+            missing = [nm for nm in names if nm not in kept]
+            if missing:
+                raise InputError(f"attn_grad: {model.name!r} did not produce the attention weights {missing[0]}")
+            grads = torch.autograd.grad(value.sum(), [kept[nm] for nm in names], allow_unused=True)
+    for nm, g in zip(names, grads):
+        A = kept[nm].detach()[0]  # (H, L, L)
+        g = torch.zeros_like(A) if g is None else g[0]  # (H, L, L); None: the layer does not reach the target
+        attn.append((g * A).clamp(min=0).mean(0))  # (L, L)
+    per_layer = torch.stack(attn)  # (n_layers, L, L)
+    last = n_layers - 1 if layer is None else layer
+    R = eye.clone()  # (L, L)
+    for i in range(last + 1):
+        R = R + per_layer[i] @ R  # (L, L)
+    scores = R / R.sum(-1, keepdim=True)  # (L, L): R ≥ I, so every row sum is ≥ 1
+    return Attribution(
+        method="attn_grad", kind="tokens", tokens=p.tokens, scores=scores,
+        meaning="gradient-weighted rollout (Chefer et al. 2021): the relevance of input token j to position i, "
+                "positive gradient × attention averaged over heads and rolled out with the residual, rows summing to 1",
+        per_layer=per_layer, layer=last, target=p.target.value,
+        details={"relevance": R, "value": float(value.detach()[0]), "target": p.target.words,
+                 "attention": "encoder self-attention" if prefix else "self-attention"})
+
+
+SOURCE_IG = "Sundararajan, Taly & Yan 2017, Axiomatic attribution for deep networks (ICML)"
+SOURCE_CHEFER = ("Chefer, Gur & Wolf 2021, Generic attention-model explainability for interpreting bi-modal and "
+                 "encoder-decoder transformers (ICCV)")
+
+register_method(AttributionMethod(
+    "grad_input", "output", grad_input, needs_grad=True,
+    words="gradient × input at the embedding output, summed over features",
+    source="Shrikumar et al. 2016; Denil et al. 2014"))
+register_method(AttributionMethod(
+    "integrated_gradients", "output", integrated_gradients, needs_grad=True,
+    words="integrated gradients from a zero embedding output (trapezoid rule, steps=50), with the completeness check",
+    source=SOURCE_IG))
+register_method(AttributionMethod(
+    "attn_grad", "tokens", attn_grad, needs_grad=True,
+    words="gradient-weighted attention rollout: E_h[(∇A ⊙ A)+] per layer, R ← R + Ā·R from I, rows normalised",
+    source=SOURCE_CHEFER))
