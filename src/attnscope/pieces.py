@@ -170,15 +170,27 @@ def metaspace_labels(tokens: Sequence[str], specials: Collection[str] = ()) -> l
     return [t if t in specials else t.replace(WORD_MARK, " ") for t in (str(x) for x in tokens)]
 
 
-def word_labels(tokens: Sequence[str], tokenizer=None) -> list[str]:
-    """Labels that read as text for both kinds of subword pieces with a space mark: byte-level BPE
-    decoded as :func:`labels_of` does (``Ġthe`` → `` the``), SentencePiece (a ``Metaspace`` decoder)
-    as :func:`metaspace_labels`; other tokens unchanged. The encoder–decoder viewer shows these
-    (T5 and BART rows then read like the other families' byte-level rows)."""
+def is_metaspace(tokenizer) -> bool:
+    """Whether ``tokenizer``'s pieces are SentencePiece's, the word mark ``▁`` for a space (a
+    ``Metaspace`` decoder: T5, mT5, XLM-R, DeBERTa-v3)."""
     backend = getattr(tokenizer, "backend", None)
-    if backend is not None and type(getattr(backend, "decoder", None)).__name__ == "Metaspace":
-        return metaspace_labels(tokens, tokenizer.special_tokens())
-    return labels_of(tokens, tokenizer)
+    return backend is not None and type(getattr(backend, "decoder", None)).__name__ == "Metaspace"
+
+
+def word_pieces(tokens: Sequence[str], tokenizer=None) -> Pieces:
+    """:class:`Pieces` whose labels read as text for both kinds of subword pieces with a space mark:
+    byte-level BPE as :func:`pieces_of` (``Ġthe`` → `` the``, with every character's span),
+    SentencePiece as :func:`metaspace_labels` (``▁the`` → `` the``); other tokens unchanged."""
+    if is_metaspace(tokenizer):
+        tokens = [str(t) for t in tokens]
+        return Pieces(tuple(tokens), tuple(metaspace_labels(tokens, tokenizer.special_tokens())))
+    return pieces_of(tokens, tokenizer)
+
+
+def word_labels(tokens: Sequence[str], tokenizer=None) -> list[str]:
+    """The labels of :func:`word_pieces`. The encoder–decoder viewer and explain's encoder–decoder
+    rows and paths show these (T5 and BART rows then read like the other families' byte-level rows)."""
+    return list(word_pieces(tokens, tokenizer).labels)
 
 
 def _bare(tok: str) -> str:

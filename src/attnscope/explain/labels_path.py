@@ -22,6 +22,8 @@ EN = {
                    "is divided by its root mean square over those features and multiplied by the learned scale $w$, "
                    "then cut into heads; the table shows head {h}'s part ({dh} features).",
     "rms.caption_all": "first {n} of the {dh} features of head {h} in $\\hat{x}$",
+    "rms.weight_all": "This head's part of the learned scale $w$ of {x}: features {first}–{last} of its {d} (the first "
+                      "{n} shown): {w}.",
     # the whole path
     "path.title": "The whole path of {tok} through layer {layer} (head {head} worked out)",
     "path.intro": "Model {model} ({family}). The token {tok} of a text of {L} tokens goes from its vocabulary id "
@@ -44,11 +46,15 @@ EN = {
     "path.byte_level": "Byte-level BPE: each piece spells bytes (Ġ is a space, Ċ a line break); the column "
                        "'reads' shows the characters they form. A character cut into several pieces (a Chinese "
                        "character is 3 bytes) is shown on the piece that completes it; the pieces before end with ….",
+    "path.metaspace": "SentencePiece: ▁ marks where a word begins, the space before it; the column 'reads' shows "
+                      "each piece with that space.",
     "path.col_piece": "piece",
     "path.col_reads": "reads",
     "path.col_id": "id",
     "path.col_segment": "segment",
     "path.step_embed": "the embedding rows and their sum",
+    "path.step_embed_row": "the token's embedding row",
+    "path.step_embed_row_scaled": "the token's embedding row × √d",
     "path.token_row": "Token row: row {id} of the token embedding table ({V} × {E}), for {tok}.",
     "path.segment_row": "Segment row: row {s} of the segment table ({n} rows; a single text is segment 0).",
     "path.position_row": "Position row: row {p} of the learned position table ({P} rows).",
@@ -65,6 +71,10 @@ EN = {
                          "with $d$ = {d}: fast waves in the first features, slow ones in the last.",
     "path.col_fn": "function",
     "path.step_embed_norm": "LayerNorm of the embedding sum",
+    "path.step_embed_norm_row": "LayerNorm of the token row",
+    "path.step_embed_norm_projected": "LayerNorm of the projected row",
+    "path.embed_norm_why_row": "The vector is normalised over its features: subtract the mean, divide by the standard "
+                               "deviation, then scale by γ and shift by β (both learned).",
     "path.embed_norm_why": "The sum is normalised over its features: subtract the mean, divide by the standard "
                            "deviation, then scale by γ and shift by β (both learned).",
     "path.ln_stats": "Over the {d} features: mean $\\mu$ = {mu}, variance $\\sigma^2$ = {var}, "
@@ -214,6 +224,7 @@ ZH = {
     "rms.why_all": "对所有头做 QK 归一化：每个 token 的 $q$（所有头并排，{d} 个分量；它的 $k$：{dk} 个）除以它在这些分量上的"
                    "均方根，再乘以学到的缩放 $w$，然后切分成各个头；表中是第 {h} 个头的部分（{dh} 个分量）。",
     "rms.caption_all": "$\\hat{x}$ 中第 {h} 个头的 {dh} 个分量的前 {n} 个",
+    "rms.weight_all": "{x} 的缩放 $w$ 中属于这个头的部分：{d} 个分量中的第 {first}–{last} 个（列出前 {n} 个）：{w}。",
     "path.title": "{tok} 穿过第 {layer} 层的完整路径（详细计算第 {head} 个头）",
     "path.intro": "模型 {model}（{family}）。{L} 个 token 的文本中的 {tok} 从它的词表 id 出发，经过{route}，"
                   "到第 {layer} 层的输出；第 {layer} 层的第 {head} 个头完整算出。每个数都用 float64 从模型权重重新计算"
@@ -233,11 +244,14 @@ ZH = {
                        "{tok} 的 id 是 {id}。",
     "path.byte_level": "字节级 BPE：每个片段表示若干字节（Ġ 是空格，Ċ 是换行）；“读作”一列是它们组成的字符。"
                        "被切成几个片段的字符（一个汉字占 3 个字节）标在补全它的片段上，之前的片段以 … 结尾。",
+    "path.metaspace": "SentencePiece：▁ 标出一个词的开头，即它前面的空格；“读作”一列把它写成那个空格。",
     "path.col_piece": "片段",
     "path.col_reads": "读作",
     "path.col_id": "id",
     "path.col_segment": "段",
     "path.step_embed": "词向量各行及其和",
+    "path.step_embed_row": "这个 token 的词向量行",
+    "path.step_embed_row_scaled": "这个 token 的词向量行 × √d",
     "path.token_row": "词向量：{tok} 取词向量表（{V} × {E}）的第 {id} 行。",
     "path.segment_row": "段向量：段向量表（{n} 行）的第 {s} 行（单个文本是第 0 段）。",
     "path.position_row": "位置向量：可学习的位置表（{P} 行）的第 {p} 行。",
@@ -252,6 +266,9 @@ ZH = {
                          "前面的特征波动快，后面的慢。",
     "path.col_fn": "函数",
     "path.step_embed_norm": "词向量之和的 LayerNorm",
+    "path.step_embed_norm_row": "词向量行的 LayerNorm",
+    "path.step_embed_norm_projected": "投影后的行的 LayerNorm",
+    "path.embed_norm_why_row": "对这个向量的各特征做归一化：减去均值，除以标准差，再乘以 γ、加上 β（都是学来的）。",
     "path.embed_norm_why": "对和的各特征做归一化：减去均值，除以标准差，再乘以 γ、加上 β（都是学来的）。",
     "path.ln_stats": "在 {d} 个特征上：均值 $\\mu$ = {mu}，方差 $\\sigma^2$ = {var}，$\\varepsilon$ = {eps}，"
                      "$\\sqrt{\\sigma^2 + \\varepsilon}$ = {root}。",

@@ -131,7 +131,7 @@ def query_step(P, att: str, attn, in_name: str, cross: bool) -> Step:
                            P.x(f"{lp}.{att}.{pre}", h), dims=P.dims, wname="W_Q")
     K, Vm = P.f[f"{lp}.{att}.{kpre}"][g], P.f[f"{lp}.{att}.v"][g]
     n = min(P.dims, dh)
-    labels = [f"{j}:{tk}" for j, tk in enumerate(P.d["source_tokens"] if cross else P.labels)]
+    labels = [f"{j}:{tk}" for j, tk in enumerate(P.d["source_labels"] if cross else P.labels)]
     cols = [str(j) for j in range(n)]
     names = [qk, f"{lp}.{att}.{kpre}[{h}]", f"{lp}.{att}.v[{h}]"]
     P.values[names[1]], P.values[names[2]] = K, Vm

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..pieces import word_labels, word_pieces
 from .blocks import Matrix, Para, Step, Sym, t
 from .inputs import check_index
 from .path_blocks import norm_blocks, projection_table, trace_para, vector_table
@@ -98,7 +99,7 @@ class _DecoderPath(PathSteps):
     row_names = {"bias": ["bias"]}
 
     def before(self) -> list:
-        src = self.d["source_tokens"]
+        src = self.d["source_labels"]
         return [Step("source_tokens", t("path.step_source_tokens"),
                      [Para(t("path.source_tokens", S=len(src), tokens=", ".join(f"{j}:{x}" for j, x in enumerate(src))))])
                 ] + super().before()
@@ -107,7 +108,7 @@ class _DecoderPath(PathSteps):
         """Before the cross-attention's query: the encoder's output, its keys and values."""
         if step.op != "cross_attention":
             return []
-        src, name = self.d["source_tokens"], self.d["encoder_out"]
+        src, name = self.d["source_labels"], self.d["encoder_out"]
         enc = self.f[name]
         n = min(self.dims, enc.shape[1])
         return [Step("source", t("path.step_source"),
@@ -143,8 +144,9 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
     f = forward_seq2seq(model, source, target, encoder_upto=None if decoder else layer,
                         decoder_upto=layer if decoder else None)
     tokens = f[f"{stack}.tokens"]
+    pieces = word_pieces(tokens, model.tokenizer)  # shown as read (▁the → " the"); --token finds either form
     try:
-        qpos, notes = resolve_query(tokens, token, position, target if decoder else source)
+        qpos, notes = resolve_query(tokens, token, position, target if decoder else source, pieces)
     except InputError as e:
         raise InputError(f"the {'target' if decoder else 'source'}: {e}") from None
     view = dict(f, tokens=tokens, ids=f[f"{stack}.ids"], positions=f[f"{stack}.positions"], segments=None)
@@ -154,12 +156,13 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
     lp = f"{stack}.layers.{layer}"
     prefix = f"{lp}.self_attn" if decoder else f"{lp}.attn"
     enc_out = encoder_output_name(model)
-    d = {"layer": layer, "head": head, "qpos": qpos, "tokens": tokens, "text": source,
+    d = {"layer": layer, "head": head, "qpos": qpos, "tokens": tokens, "labels": list(pieces.labels), "text": source,
          "target": target if target is not None else "", "notes": notes,
          "extra_names": [f"{prefix}.{k}" for k in ("bias", "scores", "weights") if f"{prefix}.{k}" in model.hook_names]}
     if decoder:
         d["extra_names"] += [f"{lp}.cross_attn.{k}" for k in ("scores", "weights")] + [enc_out]
-        d.update(source_tokens=f["encoder.tokens"], encoder_out=enc_out)
+        d.update(source_tokens=f["encoder.tokens"], source_labels=word_labels(f["encoder.tokens"], model.tokenizer),
+                 encoder_out=enc_out)
     P = (_DecoderPath if decoder else _EncoderPath)(model, view, d, dims, stack=stack)
     P.rows = {k: (w, P.row_diffs(k, ("bias", "scores", "weights"))) for k, w in rows.items()}
     if decoder:
@@ -170,5 +173,6 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
     w = assemble(P, next(iter(rows.values())), notes, intro_key="path.intro_" + stack)
     if decoder:  # the cross-attention row's own values beside the self-attention row's
         w.values.update({f"cross_{k}": v for k, v in rows["cross_attn"].values.items()})
-        w.meta.update(source_tokens=f["encoder.tokens"], target=target, attention="decoder")
+        w.meta.update(source_tokens=f["encoder.tokens"], source_labels=d["source_labels"], target=target,
+                      attention="decoder")
     return w

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import reference as R
 from .. import reference_model as RM
+from ..pieces import is_metaspace
 from .blocks import Block, Formula, Para, Step, Sym, Table, t, t_or
 from .doc import Worked
 from .path_blocks import norm_blocks, projection_table, trace_para, vector_table
@@ -87,9 +88,12 @@ class PathSteps(PathValues):
             steps.append(self.projected_step("embed.sum"))
         if not self.decoder and e.norm is not None:
             k = self.note("embed_norm", pf + "embed.out")
-            x_ln = pf + ("embed.projected" if norm_last and "embed.projected" in self.f else "embed.sum")
-            steps.append(Step("embed_norm", t("path.step_embed_norm"),
-                              [Para(t("path.embed_norm_why"))] +
+            projected = norm_last and "embed.projected" in self.f
+            x_ln = pf + ("embed.projected" if projected else "embed.sum")
+            # the title names what is normalised: a sum of rows, the one token row (BLOOM), or its projection
+            what = "_projected" if projected else "" if len(self.embed_parts()) > 1 else "_row"
+            steps.append(Step("embed_norm", t("path.step_embed_norm" + what),
+                              [Para(t("path.embed_norm_why" if what == "" else "path.embed_norm_why_row"))] +
                               norm_blocks(self.x(x_ln), e.norm, self.x(pf + "embed.out"), self.dims) + [trace_para(k)]))
         if not norm_last and "embed.projected" in self.f:
             steps.append(self.projected_step("embed.out"))
@@ -115,7 +119,9 @@ class PathSteps(PathValues):
         f = self.f
         seg = f["segments"]
         tz = self.m.tokenizer
-        reads = tz is not None and tz.byte_level
+        # SentencePiece's ▁ read as the space it marks, where the labels do (T5's and mT5's paths)
+        spaced = is_metaspace(tz) and list(self.labels) != list(f["tokens"])
+        reads = tz is not None and (tz.byte_level or spaced)
         header = ([t("col.pos"), t("path.col_piece")] + ([t("path.col_reads")] if reads else []) + [t("path.col_id")]
                   + ([t("path.col_segment")] if seg is not None else []))
         body = []
@@ -124,10 +130,14 @@ class PathSteps(PathValues):
                         + ([int(seg[j])] if seg is not None else []))
         blocks = [Para(t("path.tokens_why", L=self.n, V=self.c.vocab_size, tok=self.tok, id=int(f["ids"][self.p]))),
                   Table(header, body)]
-        if tz is not None and tz.byte_level:
-            blocks.append(Para(t("path.byte_level"), style="note"))
+        if tz is not None and (tz.byte_level or spaced):
+            blocks.append(Para(t("path.byte_level" if tz.byte_level else "path.metaspace"), style="note"))
         self.values["ids"] = f["ids"]
         return Step("tokens", t("path.step_tokens"), blocks)
+
+    def embed_parts(self) -> list[str]:
+        """The embedding rows this model adds: "token", then "segment" and "position" where it has them."""
+        return ["token"] + [k for k in ("segment", "position") if f"{self.pfx}embed.{k}s" in self.f]
 
     def embed_step(self) -> Step:
         """The token's rows of the embedding tables and their sum (the formula names the rows there
@@ -135,7 +145,7 @@ class PathSteps(PathValues):
         f, p, pf, e, c = self.f, self.p, self.pfx, self.e, self.c
         V, E = e.token_embedding.weight.shape
         blocks: list[Block] = [Para(t("path.token_row", id=int(f["ids"][p]), V=V, E=E, tok=self.tok))]
-        parts = ["token"] + [k for k in ("segment", "position") if f"{pf}embed.{k}s" in f]
+        parts = self.embed_parts()
         if "segment" in parts:
             blocks.append(Para(t("path.segment_row", s=int(f["segments"][p]), n=e.segment_embedding.weight.shape[0])))
         pid = int(f["positions"][p])
@@ -168,7 +178,10 @@ class PathSteps(PathValues):
                 names.append(self.note("embed", pf + "embed.out"))
             formula = Formula("x = " + " + ".join(parts), "x=" + "+".join(rf"\mathrm{{{k}}}" for k in parts)) \
                 if len(parts) > 1 else Formula("x = token row", r"x=\mathrm{token}")
-        return Step("embed", t("path.step_embed"), blocks + [formula, vector_table(rows, self.dims), trace_para(*names)])
+        # the title names what is there: rows and their sum, or the one token row (× Gemma's √d)
+        title = "path.step_embed" if len(parts) > 1 else "path.step_embed_row_scaled" if len(rows) > 1 else \
+            "path.step_embed_row"
+        return Step("embed", t(title), blocks + [formula, vector_table(rows, self.dims), trace_para(*names)])
 
     def sinusoid_step(self) -> Step:
         pid = int(self.f["positions"][self.p])

@@ -139,6 +139,12 @@ def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:
             blocks[1] = Para(t("rms.why_all", d=len(r["q_proj"]), dk=r["k_proj"].shape[1], h=head, dh=dh))
             table = next(b for b in blocks if isinstance(b, Table))
             table.caption = t("rms.caption_all", n=min(dims, dh), dh=dh, h=head)
+            g = R.kv_head(head, cfg.n_heads, cfg.kv_heads)
+            for b in blocks:  # w shown is this head's part of w (q: features h·d…, k: its k/v head's)
+                if isinstance(b, Para) and isinstance(b.text, T) and b.text.key == "rms.weight":
+                    first = (head if b.text.params["x"] == "q" else g) * dh
+                    total = len(r["q_proj"]) if b.text.params["x"] == "q" else r["k_proj"].shape[1]
+                    b.text = T("rms.weight_all", dict(b.text.params, first=first, last=first + dh - 1, d=total))
     rot_rows = [(f"q {label(qpos)}", qpos, dec["q_pre"], dec["q_rot"]), (f"k {label(top)}", top, dec["k_pre"][top],
                                                                         dec["k_rot"][top])]
     notes = [Para(t("rope.all_keys", k=label(top))),

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..pieces import word_labels, word_pieces
 from . import inputs
 from .doc import Formula, Para, Table, Worked, t
 from .inputs import check_index
@@ -130,7 +131,11 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
         q, k, v = (forward[f"{prefix}.{s}"][head] for s in ("q", "k", "v"))
     src_t, tgt_t = tr.text_tokens(0), tr.target_tokens[0]
     qtoks, ktoks = (src_t, src_t) if attention == "encoder" else (tgt_t, tgt_t if attention == "self" else src_t)
-    i, notes = resolve_query(qtoks, token, position, source if attention == "encoder" else target)
+    # shown as a person reads them (T5's ▁the and BART's Ġthe as " the"); --token finds either form
+    qpieces = word_pieces(qtoks, getattr(model, "tokenizer", None))
+    i, notes = resolve_query(qtoks, token, position, source if attention == "encoder" else target, qpieces)
+    qlabs = list(qpieces.labels)
+    klabs = qlabs if ktoks is qtoks else word_labels(ktoks, getattr(model, "tokenizer", None))
     n_k = len(ktoks)
     raw = R.raw_scores(q[i], k)  # (n_k,)
 
@@ -153,41 +158,42 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
         table = R.as_f64(rb.embedding.weight)[:, head]  # (buckets,)
         bias = table[steps["bucket"]]  # (n_k,)
         traced = get("bias")[i]
-        pre.append(_bias_step(steps, table, bias, ktoks, i, qtoks, head, layer, attention, rb,
+        pre.append(_bias_step(steps, table, bias, klabs, i, qlabs, head, layer, attention, rb,
                               float(np.abs(traced - bias).max())))
         values.update(bias=bias, bucket=steps["bucket"], delta=steps["delta"])
     total = raw + bias
     allowed = np.arange(n_k) <= i if attention == "self" else np.ones(n_k, dtype=bool)
     factor = R.operand_factor(cfg.scoring, int(cfg.d_head))
-    qlabel = _label(qtoks, i)
+    qlabel = _label(qlabs, i)
     what = t(f"rel.what_{attention}")
     intro = [Para(t("rel.intro_seq2seq", model=model.name, family=model.family, what=what, layer=layer, head=head,
-                    H=cfg.n_heads, qtokens=inputs.ordinal_list(qtoks), ktokens=inputs.ordinal_list(ktoks), tok=qlabel,
+                    H=cfg.n_heads, qtokens=inputs.ordinal_list(qlabs), ktokens=inputs.ordinal_list(klabs), tok=qlabel,
                     dk=int(cfg.d_head)))]
     intro += [Para(n, style="note") for n in notes]
     intro.append(Para(t("rel.weights_check", **w_check), style="note"))
     mask_paras = None
     if not allowed.all():
-        mask_paras = [Para(t("row.masked_causal", keys=", ".join(_label(ktoks, j) for j in range(i + 1, n_k)),
+        mask_paras = [Para(t("row.masked_causal", keys=", ".join(_label(klabs, j) for j in range(i + 1, n_k)),
                              tok=qlabel), style="note")]
     unscaled = cfg.scoring == "unscaled"
     scale_para = Para(t("rel.scale_t5", root=math.sqrt(cfg.d_head), dk=int(cfg.d_head))) if unscaled else None
     trace_w, trace_z, trace_s = get("weights")[i], get("z")[i], get("scores")[i]
     qkey = i if attention != "cross" else -1
-    w = build_row(total, ktoks, qkey, factor=factor, d_k=int(cfg.d_head), scale_kind="factor" if unscaled else "scaled",
+    w = build_row(total, klabs, qkey, factor=factor, d_k=int(cfg.d_head), scale_kind="factor" if unscaled else "scaled",
                   allowed=allowed, V=v, dims=dims, expand=expand, pre_steps=pre, scale_para=scale_para,
                   mask_paras=mask_paras, title=t("rel.title_seq2seq", what=what, layer=layer, head=head, tok=qlabel),
                   intro=intro, meta={"source": "model", "model": model.name, "family": model.family, "text": source,
                                      "target": target, "attention": attention, "layer": layer, "head": head,
-                                     "query_tokens": qtoks}, trace_check=None)
+                                     "query_tokens": qtoks, "query_labels": qlabs, "key_tokens": ktoks,
+                                     "key_labels": klabs, "query_piece": qtoks[i]}, trace_check=None)
     cols = [t("col.pos"), t("col.key"), t("rel.col_qk")] + ([t("rel.col_bias"), t("col.raw")] if has_bias else [])
-    rows = [[j, ktoks[j], raw[j]] + ([bias[j], total[j]] if has_bias else []) for j in range(n_k)]
+    rows = [[j, klabs[j], raw[j]] + ([bias[j], total[j]] if has_bias else []) for j in range(n_k)]
     formula = Formula("s_j = q · k_j + b_j", r"s_j = q\cdot k_j + b_j") if has_bias else \
         Formula("s_j = q · k_j", r"s_j = q\cdot k_j")
     _replace_scores(w, [formula, Para(t(f"rel.raw_{attention}", tok=qlabel)), Table(cols, rows)])
     if attention == "cross":
         _fix_query_label(w, qlabel)
-        w.meta.update(query_position=i, query_token=qtoks[i])
+        w.meta.update(query_position=i, query_token=qlabs[i])
     vals = w.values
     check = {"ds": sci(float(np.abs(raw - trace_s).max())), "dw": sci(float(np.abs(vals["weights"] - trace_w).max())),
              "dz": sci(float(np.abs(vals["output_full"] - trace_z).max()))}
