@@ -4,7 +4,8 @@
 registered in :data:`METHODS` (one :func:`register_method` call each).
 """
 
-from . import gradients  # noqa: F401  (registers grad_input, integrated_gradients, attn_grad)
+# each module registers its methods: weights (attention, rollout, flow), occlusion (leave_one_out)
+from . import occlusion, weights  # noqa: F401
 from .base import METHODS, Attribution, AttributionMethod, attribute, get_method, register_method
 
 __all__ = ["METHODS", "Attribution", "AttributionMethod", "attribute", "get_method", "register_method"]

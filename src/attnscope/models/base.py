@@ -154,6 +154,15 @@ class LoadedModel:
         return run_trace(self, texts, names=names, hooks=hooks, truncate=truncate, grad=grad,
                          bwd_hooks=bwd_hooks, max_memory=max_memory)
 
+    def attribute(self, text: str, method: str = "rollout", *, layer: Optional[int] = None, target=None,
+                  **options):
+        """Which input tokens an output depends on: an :class:`~attnscope.attribution.Attribution`
+        of one text by ``method`` (``attention``, ``rollout``, ``flow``, ``leave_one_out``, …; see
+        :data:`attnscope.attribution.METHODS`), accumulated up to ``layer`` (default the last), for
+        ``target`` (output methods); see :func:`attnscope.attribution.attribute`."""
+        from ..attribution import attribute
+        return attribute(self, text, method, layer=layer, target=target, **options)
+
     def hooks(self, fwd=None, *, bwd=None):
         """``with model.hooks({"layers.3.attn.z": fn}, bwd={…}):`` — hooks for the block's passes.
 

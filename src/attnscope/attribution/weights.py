@@ -1,0 +1,172 @@
+"""Token-to-token attributions from the attention weights alone: ``attention``, ``rollout``, ``flow``.
+
+All three read each layer's attention weights ``(H, L, L)`` of one text (``model.trace``,
+``layers.{i}.attn.weights``) averaged over the heads. What they cover, model by model:
+
+* **grouped-query / multi-query heads** (Llama, Qwen, Gemma): the weights are per *query* head
+  already (keys and values are shared, the softmax is not), so the mean runs over the query heads;
+* **windows** (Gemma's and Mistral's sliding layers) and **causal masks**: the weights already
+  carry the mask (0 outside it), so rollout and flow follow it with no extra step;
+* **relative positions** (DeBERTa's disentangled terms, T5's bias, ALiBi, rotary): they act inside
+  the scores; the weights are what they produced, nothing is added here;
+* **padding**: one text at a time, so no padding; rows and columns are the text's tokens;
+* **encoder–decoder models** (T5, BART): the text is the *source*, and the methods attribute the
+  encoder's self-attention stack (``encoder.layers.{i}.attn.weights``). The decoder's self-attention
+  rollout combined with cross-attention is not done yet: ``stack="decoder"`` is refused.
+
+Rollout and flow follow Abnar & Zuidema 2020 ("Quantifying Attention Flow in Transformers"):
+Ã_l = ½·mean_h(A_l) + ½·I, rows renormalised; rollout R_l = Ã_l · R_{l−1}; flow = the maximum flow
+from each output node of ``layer`` to each input token through the layer graph with capacities Ã
+(networkx's preflow-push), each row normalised to sum 1. The float64 formulas are
+:mod:`attnscope.reference.attribution`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from ..reference.attribution import attention_flow
+from .base import Attribution, AttributionMethod, register_method
+
+Tensor = torch.Tensor
+
+#: attention flow solves L² maximum-flow problems on a graph of (layer + 2)·L nodes (MiniLM, 24 tokens:
+#: about 15 s on one CPU core, growing ~L⁴); longer texts are refused (``max_tokens=`` raises the limit).
+FLOW_MAX_TOKENS = 24
+
+
+def text_ids(model, text: str) -> tuple[list[str], Tensor]:
+    """The tokens of one text and its ids ``(L,)`` on the model's device; one clear InputError for
+    a text with no tokens (a text past the context raises in ``model.encode``)."""
+    batch = model.encode(text)
+    n = int(batch.attention_mask[0].sum())
+    if n == 0:
+        raise InputError(f"the text {text!r} has no tokens to attribute")
+    return list(batch.tokens[0]), batch.input_ids[0, :n].to(model.device)  # (L,)
+
+
+def stack_prefix(model, stack: Optional[str]) -> str:
+    """The trace-name prefix of the self-attention stack the methods read ("" for one-stack models,
+    ``"encoder."`` for T5/BART)."""
+    seq2seq = getattr(model.config, "kind", "") == "seq2seq"
+    if stack is None or (stack == "encoder" and seq2seq):
+        return "encoder." if seq2seq else ""
+    if stack == "decoder" and seq2seq:
+        raise InputError("attribution of an encoder–decoder model's decoder (its self-attention rollout with "
+                         "cross-attention) is not implemented yet; the methods attribute the encoder "
+                         "(stack='encoder', the default)")
+    raise InputError(f"stack={stack!r} is not available for {model.name} ({model.family}); "
+                     f"{'use stack=encoder' if seq2seq else 'it has one stack: leave stack unset'}")
+
+
+def layer_weights(model, text: str, stack: Optional[str] = None) -> tuple[list[str], Tensor]:
+    """The tokens of ``text`` and every layer's attention weights ``(n_layers, H, L, L)`` (the
+    model's device and dtype) of the stack :func:`stack_prefix` names."""
+    prefix = stack_prefix(model, stack)
+    tokens, _ = text_ids(model, text)
+    names = [f"{prefix}layers.{i}.attn.weights" for i in range(model.config.n_layers)]
+    with torch.no_grad():
+        t = model.trace(text, "", names=names) if prefix else model.trace(text, names=names)
+    return tokens, torch.stack([t[name][0] for name in names])  # (n_layers, H, L, L)
+
+
+def residual_attention(A: Tensor) -> Tensor:
+    """Ã = ½·A + ½·I, rows renormalised: ``A`` (…, L, L) → (…, L, L), in A's dtype and device."""
+    eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)  # (L, L)
+    t = 0.5 * A + 0.5 * eye  # (…, L, L)
+    return t / t.sum(dim=-1, keepdim=True)
+
+
+def rollout_of(A_tilde: Tensor) -> Tensor:
+    """``(n_layers, L, L)``: R_0 = Ã_0, R_l = Ã_l · R_{l−1}, from Ã ``(n_layers, L, L)``."""
+    out = []
+    acc = torch.eye(A_tilde.shape[-1], dtype=A_tilde.dtype, device=A_tilde.device)  # (L, L)
+    for a in A_tilde:
+        acc = a @ acc  # (L, L)
+        out.append(acc)
+    return torch.stack(out)  # (n_layers, L, L)
+
+
+def _last(model, layer: Optional[int]) -> int:
+    return model.config.n_layers - 1 if layer is None else layer
+
+
+def _no_target(method: str, target) -> None:
+    if target is not None:
+        raise InputError(f"{method} scores every output position against every input token; it takes no target "
+                         f"(got {target!r})")
+
+
+def attention(model, text: str, *, layer: Optional[int] = None, target=None, stack: Optional[str] = None
+              ) -> Attribution:
+    """Raw attention of ``layer`` (default the last), averaged over the (query) heads: ``scores``
+    (L, L); ``per_layer`` (n_layers, L, L) every layer's head mean; ``details["heads"]`` the
+    layer's (H, L, L)."""
+    _no_target("attention", target)
+    layer = _last(model, layer)
+    tokens, W = layer_weights(model, text, stack)  # (n_layers, H, L, L)
+    per_layer = W.mean(dim=1)  # (n_layers, L, L)
+    return Attribution("attention", "tokens", tokens, per_layer[layer], per_layer=per_layer, layer=layer,
+                       meaning="the attention weight of output row i on input token j in this layer, averaged "
+                               "over the heads (each row sums to 1)",
+                       details={"heads": W[layer]})
+
+
+def rollout(model, text: str, *, layer: Optional[int] = None, target=None, stack: Optional[str] = None
+            ) -> Attribution:
+    """Attention rollout up to ``layer`` (default the last): ``per_layer`` = Ã_l of every layer
+    (n_layers, L, L), ``scores`` = R_layer = Ã_layer ··· Ã_0 (L, L); each row sums to 1."""
+    _no_target("rollout", target)
+    layer = _last(model, layer)
+    tokens, W = layer_weights(model, text, stack)  # (n_layers, H, L, L)
+    A_tilde = residual_attention(W.mean(dim=1))  # (n_layers, L, L)
+    R = rollout_of(A_tilde[: layer + 1])  # (layer + 1, L, L)
+    return Attribution("rollout", "tokens", tokens, R[-1], per_layer=A_tilde, layer=layer,
+                       meaning="the share of output position i after this layer that comes from input token "
+                               "j, following attention and the residual path (½·A + ½·I) through every layer "
+                               "below; each row sums to 1",
+                       details={"rollout": R})
+
+
+def flow(model, text: str, *, layer: Optional[int] = None, target=None, stack: Optional[str] = None,
+         max_tokens: int = FLOW_MAX_TOKENS) -> Attribution:
+    """Attention flow up to ``layer`` (default the last): the maximum flow from each output node of
+    ``layer`` to each input token through the layer graph with capacities Ã (networkx's
+    ``maximum_flow_value`` with ``preflow_push``, computed in float64 by
+    :func:`attnscope.reference.attribution.attention_flow`), each row normalised to sum 1.
+    ``per_layer`` = the capacities Ã (n_layers, L, L); ``details["values"]`` the unnormalised flows.
+
+    It is slow (L² max-flow problems): texts longer than ``max_tokens`` (default
+    :data:`FLOW_MAX_TOKENS`) are refused."""
+    _no_target("flow", target)
+    layer = _last(model, layer)
+    tokens, W = layer_weights(model, text, stack)  # (n_layers, H, L, L)
+    if len(tokens) > max_tokens:
+        raise InputError(f"attention flow of {len(tokens)} tokens would take too long (it solves one maximum-flow "
+                         f"problem per pair of tokens); shorten the text to {max_tokens} tokens or pass "
+                         f"max_tokens={len(tokens)}")
+    A_tilde = residual_attention(W.mean(dim=1))  # (n_layers, L, L)
+    values, scores = attention_flow(A_tilde.detach().to("cpu", torch.float64).numpy(), layer)  # (L, L) each
+
+    def back(a: np.ndarray) -> Tensor:
+        return torch.from_numpy(a).to(device=W.device, dtype=W.dtype)  # (L, L)
+
+    return Attribution("flow", "tokens", tokens, back(scores), per_layer=A_tilde, layer=layer,
+                       meaning="the maximum flow from output position i after this layer to input token j "
+                               "through the layer graph with capacities ½·A + ½·I, as a share of row i's "
+                               "total flow (each row sums to 1)",
+                       details={"values": back(values)})
+
+
+register_method(AttributionMethod(
+    "attention", "tokens", attention, "raw attention weights of one layer, averaged over the heads"))
+register_method(AttributionMethod(
+    "rollout", "tokens", rollout, "attention rollout: ½·A + ½·I per layer, multiplied from the first layer up",
+    source="Abnar & Zuidema 2020, Quantifying Attention Flow in Transformers"))
+register_method(AttributionMethod(
+    "flow", "tokens", flow, "attention flow: maximum flow through the layer graph with capacities ½·A + ½·I",
+    source="Abnar & Zuidema 2020, Quantifying Attention Flow in Transformers"))

@@ -1,0 +1,84 @@
+"""Attention rollout and attention flow in float64 NumPy (Abnar & Zuidema 2020, "Quantifying
+Attention Flow in Transformers"): the formulas :mod:`attnscope.attribution.weights` applies to a
+model's traced weights, here on plain arrays — feed them the float64 weights of
+:func:`attnscope.reference_model.forward` (:func:`mean_weights`) for the reference twin.
+
+Row i = the output position, column j = the input token, as everywhere in attnscope.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+
+Array = np.ndarray
+
+
+def mean_weights(f: dict, n_layers: int, prefix: str = "") -> Array:
+    """``(n_layers, L, L)`` float64: each layer's attention weights averaged over its (query) heads,
+    from a float64 forward's dict ``f`` (names ``{prefix}layers.{i}.attn.weights``, each (H, L, L))."""
+    return np.stack([np.asarray(f[f"{prefix}layers.{i}.attn.weights"], dtype=np.float64).mean(axis=0)
+                     for i in range(n_layers)])  # (n_layers, L, L)
+
+
+def residual_attention(A: Array) -> Array:
+    """Ã = ½·A + ½·I with each row renormalised to sum 1 (the residual connection counted as
+    attention to oneself): ``A`` (…, L, L) → (…, L, L)."""
+    A = np.asarray(A, dtype=np.float64)
+    t = 0.5 * A + 0.5 * np.eye(A.shape[-1])  # (…, L, L)
+    return t / t.sum(axis=-1, keepdims=True)
+
+
+def rollout(A_tilde: Array) -> Array:
+    """``(n_layers, L, L)``: R_0 = Ã_0, R_l = Ã_l · R_{l−1} (row i of R_l: how much of output i at
+    layer l comes from each input token). ``A_tilde`` (n_layers, L, L) from :func:`residual_attention`."""
+    out = np.empty_like(np.asarray(A_tilde, dtype=np.float64))
+    acc = np.eye(A_tilde.shape[-1])
+    for i, a in enumerate(A_tilde):
+        acc = a @ acc  # (L, L)
+        out[i] = acc
+    return out
+
+
+def flow_graph(A_tilde: Array, layer: int):
+    """The layer graph of attention flow as a ``networkx.DiGraph``: node ``(l, i)`` = token i
+    entering layer l (``l = 0``: the input tokens), ``(l + 1, i)`` its output; edge
+    ``(l + 1, i) → (l, j)`` with capacity Ã_l[i, j] for layers 0 … ``layer`` (zero capacities,
+    e.g. a causal or windowed mask, have no edge)."""
+    import networkx as nx  # type: ignore[import-untyped]  # no inline types; stubs are a separate package
+
+    g = nx.DiGraph()
+    n = A_tilde.shape[-1]
+    for l in range(layer + 1):
+        g.add_nodes_from((l, i) for i in range(n))
+        for i in range(n):
+            for j in range(n):
+                c = float(A_tilde[l, i, j])
+                if c > 0.0:
+                    g.add_edge((l + 1, i), (l, j), capacity=c)
+    g.add_nodes_from((layer + 1, i) for i in range(n))
+    return g
+
+
+def attention_flow(A_tilde: Array, layer: int) -> tuple[Array, Array]:
+    """Attention flow up to ``layer``: ``(values, scores)``, both (L, L) float64. ``values[i, j]``
+    = the maximum flow from output node i of ``layer`` to input token j in :func:`flow_graph`
+    (networkx's ``maximum_flow_value`` with its preflow-push algorithm); ``scores`` = each row of
+    ``values`` divided by its sum, as Abnar & Zuidema normalise (a row of zeros stays zeros)."""
+    from networkx.algorithms.flow import build_residual_network, maximum_flow_value, preflow_push  # type: ignore[import-untyped]
+
+    A_tilde = np.asarray(A_tilde, dtype=np.float64)
+    if not 0 <= layer < A_tilde.shape[0]:
+        raise InputError(f"layer {layer} is out of range for {A_tilde.shape[0]} layers")
+    g = flow_graph(A_tilde, layer)
+    residual = build_residual_network(g, "capacity")  # built once; preflow-push resets its flows each call
+    n = A_tilde.shape[-1]
+    values = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            values[i, j] = maximum_flow_value(g, (layer + 1, i), (0, j), flow_func=preflow_push,
+                                              residual=residual)
+    sums = values.sum(axis=-1, keepdims=True)  # (L, 1)
+    scores = np.divide(values, sums, out=np.zeros_like(values), where=sums > 0)
+    return values, scores

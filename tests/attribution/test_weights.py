@@ -1,0 +1,140 @@
+"""attention, rollout and flow (attnscope.attribution.weights) against independent computations:
+a plain float64 loop over layers and tokens (rollout), a hand-written Edmonds–Karp (flow), and the
+float64 forward from the weights (attnscope.reference_model) through the NumPy twin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnscope import reference_model, reference_model_seq2seq
+from attnscope.errors import InputError
+from attnscope.reference import attribution as RA
+from tests.attribution.flow_ref import flow_values
+
+TEXT = "The cat sat on the mat."
+SHORT = "Cats like me."
+
+
+def traced_weights(model, text: str) -> np.ndarray:
+    """(n_layers, H, L, L) float64 of the model's own trace (the encoder's for T5)."""
+    prefix = "encoder." if model.config.kind == "seq2seq" else ""
+    names = [f"{prefix}layers.{i}.attn.weights" for i in range(model.config.n_layers)]
+    t = model.trace(TEXT, "", names=names) if prefix else model.trace(TEXT, names=names)
+    return np.stack([t[n][0].double().numpy() for n in names])
+
+
+def loop_rollout(W: np.ndarray, layer: int) -> list[list[float]]:
+    """Abnar & Zuidema's rollout as plain Python: per layer the head mean, + I, halved, rows
+    renormalised, then R = Ã_l · R, one product entry at a time."""
+    n_heads, L = W.shape[1], W.shape[-1]
+    R = [[1.0 if i == j else 0.0 for j in range(L)] for i in range(L)]
+    for l in range(layer + 1):
+        a = [[sum(W[l, h, i, j] for h in range(n_heads)) / n_heads for j in range(L)] for i in range(L)]
+        a = [[0.5 * a[i][j] + (0.5 if i == j else 0.0) for j in range(L)] for i in range(L)]
+        a = [[v / sum(row) for v in row] for row in a]
+        R = [[sum(a[i][k] * R[k][j] for k in range(L)) for j in range(L)] for i in range(L)]
+    return R
+
+
+def test_attention_is_the_head_mean_of_the_layer(model):
+    W = traced_weights(model, TEXT)
+    for layer in (0, model.config.n_layers - 1):
+        a = model.attribute(TEXT, "attention", layer=layer)
+        assert a.kind == "tokens" and a.layer == layer and a.scores.shape == W.shape[-2:]
+        assert np.abs(a.scores.double().numpy() - W[layer].mean(axis=0)).max() <= 1e-6
+        assert a.scores.dtype == model.dtype and a.scores.device == model.device
+
+
+def test_rollout_equals_a_float64_loop_and_rows_sum_to_one(model):
+    W = traced_weights(model, TEXT)
+    worst = 0.0
+    for layer in range(model.config.n_layers):
+        a = model.attribute(TEXT, "rollout", layer=layer)
+        got = a.scores.double().numpy()
+        worst = max(worst, np.abs(got - np.array(loop_rollout(W, layer))).max())
+        assert np.abs(got.sum(axis=-1) - 1.0).max() <= 1e-6
+    assert worst <= 1e-6, worst
+    assert a.per_layer.shape == (model.config.n_layers,) + got.shape
+    assert torch.equal(model.attribute(TEXT, "rollout").scores, a.scores)  # default: the last layer
+
+
+def test_rollout_follows_the_masks(tiny):
+    """Causal and sliding-window layers: the weights are 0 outside the mask, and so is the rollout
+    above the diagonal (a token never draws on a later one)."""
+    for name in ("gpt2", "gemma3"):
+        a = tiny(name).attribute(TEXT, "rollout")
+        assert a.scores.triu(1).abs().max() == 0.0
+        assert a.scores.diagonal().min() > 0.0
+
+
+def test_rollout_float64_twin(model):
+    """The NumPy formulas on the float64 forward from the weights agree with the torch method on
+    the model's float32 weights, and with the loop on the same float64 weights."""
+    if model.config.kind == "seq2seq":
+        f, prefix = reference_model_seq2seq.forward_seq2seq(model, TEXT), "encoder."
+    else:
+        f, prefix = reference_model.forward(model, TEXT), ""
+    n = model.config.n_layers
+    R = RA.rollout(RA.residual_attention(RA.mean_weights(f, n, prefix)))  # (n_layers, L, L)
+    W64 = np.stack([f[f"{prefix}layers.{i}.attn.weights"] for i in range(n)])
+    assert np.abs(R[-1] - np.array(loop_rollout(W64, n - 1))).max() <= 1e-12
+    torch_scores = model.attribute(TEXT, "rollout").scores.double().numpy()
+    assert np.abs(R[-1] - torch_scores).max() <= 1e-5
+
+
+def test_flow_equals_a_hand_written_edmonds_karp(model):
+    for layer in (0, model.config.n_layers - 1):
+        a = model.attribute(SHORT, "flow", layer=layer)
+        values = np.array(flow_values(a.per_layer.double().numpy(), layer))
+        assert np.abs(a.details["values"].double().numpy() - values).max() <= 1e-6
+        expected = values / values.sum(axis=-1, keepdims=True)
+        assert np.abs(a.scores.double().numpy() - expected).max() <= 1e-6
+        assert np.abs(a.scores.double().sum(-1).numpy() - 1.0).max() <= 1e-6
+
+
+def test_flow_capacities_are_the_rollout_matrices(minilm):
+    f, r = minilm.attribute(SHORT, "flow"), minilm.attribute(SHORT, "rollout")
+    assert torch.equal(f.per_layer, r.per_layer)
+
+
+def test_flow_float64_twin_on_reference_weights(minilm):
+    """The twin on the float64 forward against the hand-written Edmonds–Karp on the same matrices."""
+    f = reference_model.forward(minilm, SHORT)
+    A = RA.residual_attention(RA.mean_weights(f, minilm.config.n_layers))
+    values, scores = RA.attention_flow(A, 2)
+    assert np.abs(values - np.array(flow_values(A, 2))).max() <= 1e-9
+
+
+# ----------------------------------------------------------------------------------------------
+# what is refused, in one sentence
+# ----------------------------------------------------------------------------------------------
+
+def test_t5_decoder_stack_is_refused(tiny):
+    t5 = tiny("t5")
+    assert t5.attribute(TEXT, "rollout", stack="encoder").scores.shape[0] == len(t5.encode(TEXT).tokens[0])
+    with pytest.raises(InputError, match="decoder .*not implemented"):
+        t5.attribute(TEXT, "rollout", stack="decoder")
+    with pytest.raises(InputError, match="one stack"):
+        tiny("gpt2").attribute(TEXT, "rollout", stack="decoder")
+
+
+@pytest.mark.parametrize("call, words", [
+    (dict(method="nope"), "unknown attribution method 'nope'"),
+    (dict(method="rollout", layer=6), "layer 6 is out of range; the model has 6 layers"),
+    (dict(method="rollout", layer=-7), "layer -7 is out of range"),
+    (dict(method="rollout", layer=True), "layer True is out of range"),
+    (dict(method="rollout", target=3), "rollout scores every output position .* takes no target"),
+    (dict(method="flow", max_tokens=3), "attention flow of 9 tokens would take too long"),
+])
+def test_bad_input_is_one_clear_error(minilm, call, words):
+    with pytest.raises(InputError, match=words):
+        minilm.attribute(TEXT, **call)
+
+
+def test_bad_text_is_one_clear_error(minilm):
+    with pytest.raises(InputError, match="one text .*got list"):
+        minilm.attribute([TEXT], "rollout")
+    with pytest.raises(InputError, match="512"):
+        minilm.attribute("word " * 600, "rollout")
