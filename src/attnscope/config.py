@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from .errors import ConfigError
-from .positions import get_position, position_names
+from .positions import get_position, mask_names, position_names
 from .recipe import LayerRecipe, get_layer_recipe, layer_recipe_names
 from .scorings import SCORINGS
 
@@ -138,7 +138,6 @@ def _kinds(root: type[TransformerConfig] = TransformerConfig) -> dict[Optional[s
     return out
 
 
-LAYER_TYPES = ("full", "sliding")
 #: What a QK-norm normalises over: each head's d_head features ("head"), or all heads' features at once ("all").
 QK_NORM_SPANS = ("head", "all")
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
@@ -211,21 +210,23 @@ class DecoderConfig(TransformerConfig):
         if self.qk_norm_span not in QK_NORM_SPANS:
             raise ConfigError(f"config.qk_norm_span = {self.qk_norm_span!r} is unknown; choose one of "
                               f"{', '.join(QK_NORM_SPANS)}")
-        if self.position != "rotary":
-            raise ConfigError(f"a decoder's positions are rotary; config.position = {self.position!r}")
+        if get_position(self.position).acts_on != "qk":
+            raise ConfigError(f"a decoder's positions turn q and k (rotary); config.position = {self.position!r}")
         if self.d_head % 2:
             raise ConfigError(f"rotary positions rotate pairs of features; head_dim must be even, got {self.d_head}")
         if self.layer_types is not None:
             if not isinstance(self.layer_types, (list, tuple)) or len(self.layer_types) != self.n_layers or \
-                    any(t not in LAYER_TYPES for t in self.layer_types):
-                raise ConfigError(f"config.layer_types must list 'full' or 'sliding' for each of the "
-                                  f"{self.n_layers} layers, got {self.layer_types!r}")
+                    any(t not in mask_names() for t in self.layer_types):
+                raise ConfigError(f"config.layer_types must list {' or '.join(map(repr, mask_names()))} for each of "
+                                  f"the {self.n_layers} layers, got {self.layer_types!r}")
             self.layer_types = list(self.layer_types)
         if self.sliding_window is not None and (isinstance(self.sliding_window, bool) or
                                                 not isinstance(self.sliding_window, int) or self.sliding_window <= 0):
             raise ConfigError(f"config.sliding_window must be a positive integer or None, got {self.sliding_window!r}")
-        if any(self.layer_type(i) == "sliding" for i in range(self.n_layers)) and self.sliding_window is None:
-            raise ConfigError("config.layer_types has sliding layers but config.sliding_window is None")
+        for kind in dict.fromkeys(self.layer_types or ()):  # each layer type is a mask scheme
+            check = get_position(kind).check
+            if check is not None:
+                check(self)
         for name in ("rope_theta", "rope_local_theta", "query_scale", "final_logit_softcap"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf):
@@ -241,8 +242,8 @@ class DecoderConfig(TransformerConfig):
         return "full" if self.layer_types is None else self.layer_types[i]
 
     def window(self, i: int) -> Optional[int]:
-        """The sliding window of layer ``i`` (None: full causal attention)."""
-        return self.sliding_window if self.layer_type(i) == "sliding" else None
+        """The window of layer ``i``'s mask scheme (None: full causal attention)."""
+        return get_position(self.layer_type(i)).window(self)
 
     def rope(self, i: int) -> str:
         """Which rotary table layer ``i`` uses: "local" (sliding layers with their own base) or "global"."""

@@ -5,14 +5,17 @@
 =============  ======================================  ======================================
 embeddings     a vector added to each token's          ``build(config)``: a module
                embedding (learned, sinusoidal)         ``position_ids (B|1, L)`` → ``(B|1, L, d_model)``
-qk             a transform of q and k before their     ``build(config)``: a module
-               product (rotary)                        ``(q, k, q_pos, k_pos)`` → ``(q', k')``
+qk             a turn of q's and k's feature pairs     ``build(config)``: the stack's tables,
+               before their product (rotary)           ``tables(position_ids, dtype)`` → one
+                                                       ``(cos, sin)`` per layer, ``rotate(x, cos, sin)``;
+                                                       float64 ``inv_freq(config, layer, n)``
 bias           a term per head added to the scaled     ``bias(n_heads, q_pos, k_pos, dtype, device)``
                scores (ALiBi; T5's learned buckets)    → ``(1|B, H, L, S)`` and its float64 twin
                                                        ``bias_np(n_heads, q_pos (L,), k_pos (S,))``
                                                        → ``(H, L, S)`` (a learned bias: ``build``)
-mask           keys hidden from a query (sliding       ``(q_pos, k_pos)`` → ``bool (…, L, S)``,
-               windows)                                True = may attend (:func:`causal_window_mask`)
+mask           keys hidden from a query (sliding       ``mask(q_pos, k_pos, window)`` → ``bool (…, L, S)``,
+               windows), named by a layer's type       True = may attend, its float64 twin ``mask_np``
+                                                       and ``window(config)``, how far keys reach
 =============  ======================================  ======================================
 
 The step function (:func:`attnscope.kernels.steps.attend`) has the places these plug into: a q/k
@@ -24,9 +27,10 @@ transform after the scoring's preparation, ``bias=`` for score terms, ``mask=`` 
 
 The registry holds the absolute schemes (``learned``, ``sinusoidal``, ``none``), ``rotary`` and
 ``alibi``; T5's learned relative bias (``t5_relative``, one table per stack) is registered by
-:mod:`attnscope.modules.t5_bias` and runs in the encoder–decoder stacks; sliding windows are the
-mask :func:`causal_window_mask` that the decoder's attention builds per layer (a window is a
-layer's setting, ``DecoderConfig.layer_types``, not a ``config.position``).
+:mod:`attnscope.modules.t5_bias` and runs in the encoder–decoder stacks. A mask is a second kind
+of scheme: a window is a layer's setting (Gemma 3 alternates), so a ``mask`` scheme is named by a
+layer's type (``DecoderConfig.layer_types``: ``full`` and ``sliding`` are built in), not by
+``config.position``; the decoder stack and the float64 forward call its ``mask``/``mask_np``.
 
 A bias scheme's positions count real tokens: a key's position is the number of real (unpadded)
 keys before it, and padding gets 0 (transformers' BLOOM: ``cumsum(attention_mask) − 1``). With
@@ -45,8 +49,9 @@ from torch import nn
 
 from .errors import ConfigError
 from .position_bias import alibi_bias, alibi_slopes, real_positions  # noqa: F401  (public here too)
+from .position_rotary import LayerRotary, Rotary, rope_inv_freq, rotary_inv_freq, rotate_half  # noqa: F401  (public here too)
 from .reference.positions import alibi_bias as alibi_bias_np
-from .reference.positions import rope_inv_freq as rope_inv_freq_np
+from .reference.positions import causal_window as causal_window_np
 from .scorings import add_to_registry
 
 Tensor = torch.Tensor
@@ -71,6 +76,13 @@ class PositionScheme:
         bias_np: its float64 twin ``bias_np(n_heads, q_pos (L,), k_pos (S,))`` → ``(H, L, S)``
             (:mod:`attnscope.reference.positions`), which the float64 forward, ``explain`` and the
             viewer's data compute with.
+        inv_freq: ``acts_on="qk"``: ``inv_freq(config, layer, n)`` → the float64 rotation speeds of
+            the layer's feature pairs for a text of ``n`` tokens ``(d/2,)``, its base and scaling
+            kind (:func:`rotary_inv_freq`), what the float64 forward, ``explain`` and the viewer turn q
+            and k by; ``build(config)`` gives the torch tables (:class:`LayerRotary`).
+        mask, mask_np, window: ``acts_on="mask"``: ``mask(q_pos (…, L), k_pos (…, S), window)`` →
+            bool ``(…, L, S)`` (True = may attend), its float64 twin on ``(L,)``, ``(S,)`` and
+            ``window(config)``: how far back its keys reach (None: every earlier key).
     """
 
     name: str
@@ -80,6 +92,10 @@ class PositionScheme:
     check: Optional[Callable[[Any], None]] = None
     bias: Optional[Callable[..., Tensor]] = None
     bias_np: Optional[Callable[..., np.ndarray]] = None
+    inv_freq: Optional[Callable[[Any, int, int], tuple]] = None
+    mask: Optional[Callable[..., Tensor]] = None
+    mask_np: Optional[Callable[..., np.ndarray]] = None
+    window: Callable[[Any], Optional[int]] = lambda config: None
 
 
 _REGISTRY: dict[str, PositionScheme] = {}
@@ -98,6 +114,8 @@ def register_position(scheme: PositionScheme, *, replace: bool = False) -> Posit
     if scheme.bias is not None and scheme.acts_on != "bias":
         raise ConfigError(f"position scheme {scheme.name!r} gives a score bias but acts on {scheme.acts_on}; "
                           f"a score term is acts_on='bias'")
+    if scheme.acts_on == "mask" and (scheme.mask is None or scheme.mask_np is None):
+        raise ConfigError(f"mask scheme {scheme.name!r} needs its torch mask (mask=) and its float64 twin (mask_np=)")
     return add_to_registry(_REGISTRY, scheme.name, scheme, "position scheme", replace)
 
 
@@ -116,7 +134,19 @@ def get_position(name: str) -> PositionScheme:
 
 
 def position_names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    """The values ``config.position`` takes (the mask schemes are layer types: :func:`mask_names`)."""
+    return tuple(n for n, s in _REGISTRY.items() if s.acts_on != "mask")
+
+
+def mask_names() -> tuple[str, ...]:
+    """The layer types ``DecoderConfig.layer_types`` takes: the registered mask schemes."""
+    return tuple(n for n, s in _REGISTRY.items() if s.acts_on == "mask")
+
+
+def rotates(config) -> bool:
+    """Whether ``config``'s position scheme turns q and k (acts on qk: rotary)."""
+    scheme = _REGISTRY.get(getattr(config, "position", None))  # type: ignore[arg-type]
+    return scheme is not None and scheme.acts_on == "qk"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -183,129 +213,13 @@ register_position(PositionScheme(
 # rotary positions: a rotation of q and k by their positions (acts on qk)
 # ----------------------------------------------------------------------------------------------
 
-def rope_inv_freq(head_dim: int, theta: float, scaling: Optional[Mapping] = None, *,
-                  seq_len: Optional[int] = None, max_positions: Optional[int] = None,
-                  dtype: torch.dtype = torch.float32) -> Tensor:
-    """The rotation speed of each feature pair, ``inv_freq[i] = θ^(−2i/d)`` (head_dim/2,).
-
-    Computed in float32 with the same operations as transformers (and Meta's reference code),
-    so that the angles are the model's own (``dtype=torch.float64``: the same formula in float64,
-    for float64 runs); ``scaling`` (the Hub's ``rope_scaling``) bends them:
-
-    * ``linear``: every frequency ÷ factor (positions interpolated);
-    * ``dynamic``: NTK scaling; once the text is longer than ``max_positions`` the base grows to
-      ``θ·(factor·len/max − (factor − 1))^(d/(d−2))`` (``seq_len`` = largest position + 1);
-    * ``llama3``: long wavelengths (> original/low_freq_factor) ÷ factor, short ones
-      (< original/high_freq_factor) kept, a smooth blend between.
-    """
-    sc: Mapping = scaling or {}
-    kind = sc.get("rope_type", "default")
-    fdt = torch.float64 if dtype == torch.float64 else torch.float32
-    if kind == "dynamic":
-        if max_positions is None:
-            raise ConfigError("dynamic RoPE scaling needs max_positions (the context length where the base starts to grow)")
-        factor = float(sc["factor"])
-        n = max(int(seq_len or 0), int(max_positions))
-        theta = theta * ((factor * n / max_positions) - (factor - 1)) ** (head_dim / (head_dim - 2))
-    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(dtype=fdt) / head_dim))
-    if kind == "linear":
-        inv = inv / float(sc["factor"])
-    elif kind == "llama3":
-        factor, low, high = (float(sc[k]) for k in ("factor", "low_freq_factor", "high_freq_factor"))
-        old = sc["original_max_position_embeddings"]
-        low_wavelen, high_wavelen = old / low, old / high
-        wavelen = 2 * math.pi / inv
-        scaled = torch.where(wavelen > low_wavelen, inv / factor, inv)
-        smooth = (old / wavelen - low) / (high - low)
-        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
-        inv = torch.where(medium, smoothed, scaled)
-    return inv  # (d/2,)
-
-
 def layer_inv_freq(config, i: int, n: int) -> tuple[np.ndarray, float, Optional[str]]:
-    """The rotation speeds of layer ``i`` for a text of ``n`` tokens, float64: ``(inv_freq (d/2,),
-    base, scaling kind or None)``. Gemma 3's sliding layers have their own (unscaled) base."""
-    d = int(config.d_head)
-    local = config.rope(i) == "local"
-    base = float(config.rope_local_theta if local else config.rope_theta)
-    scaling = None if local else config.rope_scaling
-    if not scaling:
-        return rope_inv_freq_np(d, base), base, None
-    inv = rope_inv_freq(d, base, scaling, seq_len=n, max_positions=config.max_positions, dtype=torch.float64)
-    return inv.cpu().numpy(), base, str(scaling.get("rope_type"))
-
-
-def rotate_half(x: Tensor) -> Tensor:
-    """``(x₁, x₂) → (−x₂, x₁)`` on the two halves of the last axis: Hugging Face's pairing, in which
-    feature i turns together with feature i + d/2 (llama.cpp pairs adjacent features instead; its
-    GGUF files store q and k rows permuted accordingly, see :mod:`attnscope.models.gguf`)."""
-    h = x.shape[-1] // 2
-    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
-
-
-class Rotary(nn.Module):
-    """Rotary position embedding (RoFormer, Su et al. 2021) in Hugging Face's convention.
-
-    Position p turns feature pair (i, i + d/2) by the angle ``p · inv_freq[i]``::
-
-        x' = x · cos(p·ω) + rotate_half(x) · sin(p·ω)        ω = cat(inv_freq, inv_freq)  (d,)
-
-    so that ``q'_m · k'_n`` depends on m − n only. :meth:`cos_sin` makes the tables for some
-    positions once per forward pass; :meth:`rotate` applies them to a ``(B, H, L, d)`` tensor.
-    """
-
-    def __init__(self, head_dim: int, theta: float, scaling: Optional[Mapping] = None, *,
-                 max_positions: Optional[int] = None) -> None:
-        super().__init__()
-        self.head_dim, self.theta, self.max_positions = head_dim, float(theta), max_positions
-        self.scaling = dict(scaling) if scaling else None
-        self.dynamic = (self.scaling or {}).get("rope_type") == "dynamic"
-        # a plain float32 tensor, not a buffer: model.to(dtype) must not round the model's angles
-        self.inv_freq = rope_inv_freq(head_dim, theta, self.scaling, max_positions=max_positions)  # (d/2,)
-
-    def frequencies(self, position_ids: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
-        """``inv_freq`` for a pass over ``position_ids`` (dynamic scaling depends on the length),
-        float32, or float64 for ``dtype`` float64."""
-        n = None
-        if self.dynamic:
-            assert self.max_positions is not None  # dynamic scaling has it (rope_inv_freq in __init__ checks)
-            n = int(position_ids.max()) + 1 if position_ids.numel() else 0
-            n = n if n > self.max_positions else None
-        if n is None and dtype != torch.float64:
-            if self.inv_freq.device != position_ids.device:
-                self.inv_freq = self.inv_freq.to(position_ids.device)
-            return self.inv_freq
-        return rope_inv_freq(self.head_dim, self.theta, self.scaling, seq_len=n, max_positions=self.max_positions,
-                             dtype=dtype if dtype == torch.float64 else torch.float32).to(position_ids.device)
-
-    def cos_sin(self, position_ids: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """``position_ids (B|1, L)`` → the tables ``cos, sin`` each ``(B|1, 1, L, d)`` in ``dtype``,
-        ``sin`` with its first half negated (so that :meth:`rotate` needs no negation). The angles
-        are float32 (bit for bit transformers') for float32 and narrower models, float64 for
-        float64 ones (transformers' ``.double()`` models keep float32 angles)."""
-        fdt = torch.float64 if dtype == torch.float64 else torch.float32
-        inv = self.frequencies(position_ids, fdt)
-        freqs = position_ids[..., None].to(fdt) * inv  # (B|1, L, d/2)
-        emb = torch.cat((freqs, freqs), dim=-1)  # (B|1, L, d)
-        sin = emb.sin()
-        sin[..., : self.head_dim // 2].neg_()
-        return emb.cos().to(dtype)[:, None], sin.to(dtype)[:, None]  # (B|1, 1, L, d)
-
-    @staticmethod
-    def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-        """``x (B, H, L, d)`` turned by the tables of :meth:`cos_sin`: ``x·cos + rotate_half(x)·sin``,
-        written with a roll (``roll(x)·(−sin₁, sin₂) = (−x₂ sin₁, x₁ sin₂)``, the same numbers)."""
-        return x * cos + x.roll(x.shape[-1] // 2, -1) * sin  # (B, H, L, d)
-
-    def forward(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
-        """The ``qk`` scheme's contract: q at ``q_pos (B|1, L)``, k at ``k_pos (B|1, S)`` → rotated."""
-        cq, sq = self.cos_sin(q_pos, q.dtype)
-        ck, sk = self.cos_sin(k_pos, k.dtype)
-        return self.rotate(q, cq, sq), self.rotate(k, ck, sk)
-
-    def extra_repr(self) -> str:
-        return f"head_dim={self.head_dim}, theta={self.theta:g}, scaling={self.scaling}"
+    """The float64 rotation speeds of layer ``i`` for a text of ``n`` tokens from the config's
+    ``qk`` scheme: ``(inv_freq (d/2,), base, scaling kind or None)``."""
+    scheme = get_position(config.position)
+    if scheme.inv_freq is None:
+        raise ConfigError(f"position scheme {config.position!r} does not turn q and k")
+    return scheme.inv_freq(config, i, n)
 
 
 def _check_rotary(config) -> None:
@@ -315,8 +229,7 @@ def _check_rotary(config) -> None:
 
 register_position(PositionScheme(
     name="rotary", acts_on="qk",
-    build=lambda c: Rotary(c.d_head, c.rope_theta, c.rope_scaling, max_positions=c.max_positions),
-    check=_check_rotary,
+    build=LayerRotary, inv_freq=rotary_inv_freq, check=_check_rotary,
     words={"en": "Positions: rotary (RoPE); q and k of each head are turned by an angle proportional to their "
                  "position, so that q·k depends on the distance between the tokens.",
            "zh": "位置：旋转位置编码（RoPE）；每个头的 q 和 k 按位置转过一个角度，使 q·k 只取决于两个词的距离。"}))
@@ -353,7 +266,7 @@ def score_bias_np(config, n: int) -> Optional[np.ndarray]:
 
 #: The schemes attnscope defines (``t5_relative`` in :mod:`attnscope.modules.t5_bias`); the others
 #: were registered by a program and may be removed.
-BUILTIN = frozenset({"learned", "sinusoidal", "none", "rotary", "alibi", "t5_relative"})
+BUILTIN = frozenset({"learned", "sinusoidal", "none", "rotary", "alibi", "t5_relative", "full", "sliding"})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -371,7 +284,18 @@ def causal_window_mask(q_pos: Tensor, k_pos: Tensor, window: Optional[int] = Non
     return allowed
 
 
-def causal_window_mask_np(n_q: int, n_k: int, window: Optional[int] = None, offset: int = 0) -> np.ndarray:
-    """Float64-side twin of :func:`causal_window_mask` for queries at ``offset … offset + n_q − 1``."""
-    d = (np.arange(n_q)[:, None] + offset) - np.arange(n_k)[None, :]
-    return (d >= 0) & (d < window) if window is not None else d >= 0
+def _check_sliding(config) -> None:
+    if config.sliding_window is None:
+        raise ConfigError("config.layer_types has sliding layers but config.sliding_window is None")
+
+
+register_position(PositionScheme(name="full", acts_on="mask", mask=causal_window_mask, mask_np=causal_window_np))
+register_position(PositionScheme(name="sliding", acts_on="mask", mask=causal_window_mask, mask_np=causal_window_np,
+                                 window=lambda c: c.sliding_window, check=_check_sliding))
+
+
+def layer_mask_np(config, i: int, n: int) -> np.ndarray:
+    """Layer ``i``'s mask scheme in float64 on a text of ``n`` tokens: bool ``(n, n)``, True = may attend."""
+    scheme, pos = get_position(config.layer_type(i)), np.arange(int(n))
+    assert scheme.mask_np is not None  # register_position checks that a mask scheme has it
+    return scheme.mask_np(pos, pos, scheme.window(config))

@@ -37,7 +37,7 @@ import numpy as np
 from . import reference as R
 from . import reference_model_deberta as RD  # DeBERTa's own embedding and scores
 from .errors import InputError
-from .positions import get_position
+from .positions import get_position, layer_mask_np
 from .reference_model_blocks import LayerRun, activation, layer_recipe, norm_of, run_layer  # noqa: F401  (this module's names)
 from .reference_model_blocks import linear_of as _lin
 
@@ -164,8 +164,8 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
             layer = model.layers[i]
             run = LayerRun(model, i, layer, f"layers.{i}", allowed, bias=bias,
                            positions=positions if scheme.acts_on == "qk" else None)
-            if decoder:  # the layer's window
-                run.allowed = R.window_mask(n, n, c.window(i), causal=True)
+            if decoder:  # the layer type's mask scheme (causal, a window)
+                run.allowed = layer_mask_np(c, i, n)
             elif deberta:
                 run.attend = RD.scores(model, i, f, allowed)
             f.update(run_layer(layer_recipe(layer, c), run, x))

@@ -24,6 +24,7 @@ import numpy as np
 from .. import reference as R
 from ..errors import InputError
 from ..positions import layer_inv_freq as inv_freq  # the rotation speeds of a layer
+from ..positions import rotates
 
 
 def decoder_row(model, text: str, layer: int, head: int, qpos: int, forward: Optional[dict] = None) -> dict:
@@ -99,7 +100,7 @@ def _span_all(cfg) -> bool:
 def check_decoder(model) -> None:
     """InputError unless ``model`` is a decoder with rotary positions (what this module explains)."""
     cfg = model.config
-    if getattr(cfg, "kind", "") != "decoder" or cfg.position != "rotary":
+    if getattr(cfg, "kind", "") != "decoder" or not rotates(cfg):
         raise InputError(f"{model.name} is not a rotary decoder")
 
 

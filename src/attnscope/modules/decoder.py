@@ -16,14 +16,16 @@ the two before the blocks)::
     out            = ffn_resid
 
 The names mean what they mean in the encoder families (``attn_in`` enters attention, ``ffn_in``
-enters the MLP, ``out`` leaves the layer); only the norms differ. The stack computes the rotary
-tables once per pass for each base (Gemma's sliding layers use their own) and the mask once per
-window size, and hands both to every layer.
+enters the MLP, ``out`` leaves the layer); only the norms differ. The positions come from the
+registry (:mod:`attnscope.positions`): the stack has ``config.position``'s q/k transform make its
+tables once per pass (one per base: Gemma's sliding layers have their own) and each layer type's
+mask scheme its mask once, and hands both to every layer; the attention turns q and k with the
+scheme's ``rotate``.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, cast
+from typing import Any, Callable, Optional, Sequence, cast
 
 import torch
 from torch import nn
@@ -32,7 +34,7 @@ from ..config import DecoderConfig
 from ..errors import InputError
 from ..hooks import HookPoint
 from ..kernels.validate import check_token_ids, check_vocabulary
-from ..positions import Rotary, causal_window_mask
+from ..positions import causal_window_mask, get_position
 from .decoder_attention import DecoderAttention, KVCache
 from .encoder import activation_fn
 from .layer import RecipeLayer
@@ -110,7 +112,7 @@ class DecoderLayer(RecipeLayer):
                                 qk_norm_span=c.qk_norm_span, norm_offset=c.norm_offset,
                                 norm_weight_first=c.norm_weight_first)
         super().__init__(c.norm, attn=attn, ffn=GatedFeedForward(c), dropout=c.dropout, norm=lambda: rms_norm(c))
-        self.index, self.window, self.rope = index, c.window(index), c.rope(index)
+        self.index, self.window, self.mask_scheme = index, c.window(index), get_position(c.layer_type(index))
 
 
 class TransformerDecoder(nn.Module):
@@ -127,10 +129,10 @@ class TransformerDecoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(c, i) for i in range(c.n_layers))
         self.ln_f = rms_norm(c)
         self.final_norm = HookPoint()
-        ropes = {"global": Rotary(c.d_head, c.rope_theta, c.rope_scaling, max_positions=c.max_positions)}
-        if c.rope_local_theta is not None and any(layer.rope == "local" for layer in self.layers):  # "local" needs it
-            ropes["local"] = Rotary(c.d_head, c.rope_local_theta, None, max_positions=c.max_positions)
-        self.rotary = nn.ModuleDict(ropes)
+        rotary: Any = get_position(c.position).build(c)  # the q/k transform: tables(position_ids, dtype), rotate
+        self.rotary = rotary
+        for layer in cast("Sequence[DecoderLayer]", self.layers):
+            layer.attn.rotate = rotary.rotate
 
     def decode(self, input_ids: Tensor, *, attention_mask: Optional[Tensor] = None,
                position_ids: Optional[Tensor] = None, cache: Optional[KVCache] = None,
@@ -147,13 +149,13 @@ class TransformerDecoder(nn.Module):
         x = self.embed(input_ids)  # (B, L, d)
         if position_ids is None:
             position_ids = torch.arange(past, past + L, device=x.device)[None]  # (1, L)
-        tables = {kind: cast(Rotary, r).cos_sin(position_ids, x.dtype) for kind, r in self.rotary.items()}
+        tables = self.rotary.tables(position_ids, x.dtype)  # per layer (cos, sin), each (B|1, 1, L, d_head)
         layers = cast("Sequence[DecoderLayer]", self.layers)
-        masks = {w: self.mask_for(w, B, L, past, attention_mask, x.device) for w in {l.window for l in layers}}
+        masks = {l.mask_scheme.name: self.mask_for(l.window, B, L, past, attention_mask, x.device,
+                                                   mask=l.mask_scheme.mask) for l in layers}
         weights = []
-        for layer in layers:
-            cos, sin = tables[layer.rope]
-            mask, causal = masks[layer.window]
+        for layer, (cos, sin) in zip(layers, tables):
+            mask, causal = masks[layer.mask_scheme.name]
             x = layer(x, cos, sin, mask=mask, causal=causal, cache=cache, need_weights=need_weights)  # (B, L, d)
             if need_weights:
                 x, w = x
@@ -165,10 +167,11 @@ class TransformerDecoder(nn.Module):
 
     @staticmethod
     def mask_for(window: Optional[int], B: int, L: int, past: int, attention_mask: Optional[Tensor],
-                 device) -> tuple[Optional[Tensor], bool]:
+                 device, mask: Optional[Callable] = None) -> tuple[Optional[Tensor], bool]:
         """``(mask, causal)`` for queries at ``past … past + L − 1`` over keys ``0 … past + L − 1``:
         SDPA's ``is_causal`` when nothing else hides a key (no padding, the window wider than the
-        text), no mask at all for one new token, else a bool mask ``(B|1, 1, L, S)``."""
+        text), no mask at all for one new token, else a bool mask ``(B|1, 1, L, S)`` from the layer's
+        mask scheme's ``mask(q_pos, k_pos, window)`` (default: causal, within the window)."""
         S = past + L
         reaches = window is not None and S > window  # some key is farther than the window
         pad = attention_mask is not None and not bool(attention_mask.bool().all())
@@ -179,7 +182,7 @@ class TransformerDecoder(nn.Module):
                 return None, False
         q_pos = torch.arange(past, S, device=device)
         k_pos = torch.arange(S, device=device)
-        allowed = causal_window_mask(q_pos, k_pos, window if reaches else None)[None, None]  # (1, 1, L, S)
+        allowed = (mask or causal_window_mask)(q_pos, k_pos, window if reaches else None)[None, None]  # (1, 1, L, S)
         if pad and attention_mask is not None:  # pad implies a mask
             if attention_mask.shape != (B, S):
                 raise InputError(f"attention_mask must have shape (B, S) = ({B}, {S}) (cached and new "

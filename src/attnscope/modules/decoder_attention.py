@@ -19,7 +19,7 @@ hook of ``mask``); otherwise the fused kernel runs with ``is_causal`` or the win
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -77,8 +77,12 @@ class DecoderAttention(MultiHeadAttention):
     features, Gemma 3 and Qwen3; "all": all H·d_head query features and all H_kv·d_head key features
     before the head split, OLMo 2), ``norm_offset`` (Gemma's 1 + w) and ``norm_weight_first``
     (:class:`RMSNorm`'s rounding in half precision, OLMo 2's).
-    ``forward(x, cos, sin, mask=…, causal=…, cache=…)`` takes the rotary tables of x's positions.
+    ``forward(x, cos, sin, mask=…, causal=…, cache=…)`` takes the tables of x's positions that the
+    position scheme's q/k transform made, and turns q and k with its ``rotate`` (the stack sets it).
     """
+
+    # rotary's turn, unless the stack's position scheme gives another
+    rotate: Callable[[Tensor, Tensor, Tensor], Tensor] = staticmethod(Rotary.rotate)
 
     # The hook points of this kind besides the base's, made by name in __init__.
     q_proj: HookPoint
@@ -131,7 +135,7 @@ class DecoderAttention(MultiHeadAttention):
             else:  # over every head's features at once, then split again (OLMo 2)
                 q = self.q_normed(self.split_heads(self.q_norm(self.merge_heads(q))))  # (B, H, L, d)
                 k = self.k_normed(self.split_heads(self.k_norm(self.merge_heads(k)), self.n_kv_heads))  # (B, H_kv, L, d)
-        q, k = Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
+        q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)  # (B, H, L, d), (B, H_kv, L, d)
         if cache is not None:
             k, v = cache.update(self.layer_index, k, v)  # (B, H_kv, S, d)
         if self.mask.hooks:  # the mask as a tensor: recorded, or replaced by a hook

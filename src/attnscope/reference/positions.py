@@ -98,3 +98,10 @@ def alibi_bias(n_heads: int, q_pos, k_pos) -> Array:
     k = np.asarray(k_pos, dtype=np.float64).reshape(-1)
     row = alibi_slopes(n_heads)[:, None, None] * k[None, None, :]  # (H, 1, S)
     return np.broadcast_to(row, (row.shape[0], q.shape[0], k.shape[0])).copy()  # (H, L, S)
+
+
+def causal_window(q_pos, k_pos, window=None) -> Array:
+    """Bool ``(L, S)``, True = query i may see key j: ``k_pos[j] ≤ q_pos[i]`` and, with a window,
+    ``q_pos[i] − k_pos[j] < window`` (sliding windows, as transformers and Mistral count them)."""
+    d = np.asarray(q_pos).reshape(-1)[:, None] - np.asarray(k_pos).reshape(-1)[None, :]  # (L, S)
+    return (d >= 0) & (d < window) if window is not None else d >= 0

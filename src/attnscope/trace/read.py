@@ -20,7 +20,7 @@ model used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 import torch
 
@@ -155,6 +155,11 @@ class TraceReader:
         fn = getattr(self.config, "window", None)
         return fn(self.check_layer(layer)) if callable(fn) else None
 
+    def _window_mask(self, layer: int) -> Callable[..., Tensor]:
+        """The torch mask ``(q_pos, k_pos, window)`` of ``layer``'s mask scheme (its layer type's)."""
+        kind = getattr(self.config, "layer_type", None)
+        return (get_position(kind(layer)).mask if callable(kind) else None) or causal_window_mask
+
     def mask(self, layer: int, *, text: Optional[int] = None, attention: Optional[str] = None) -> Tensor:
         """The boolean mask ``layer`` used, True = the query may see the key: (B, 1, L, S) —
         padded keys, in causal models later keys, and on sliding-window layers keys ``window`` or
@@ -165,7 +170,7 @@ class TraceReader:
         allowed = keys[:, None, None, :].expand(-1, 1, Lq, S)  # (B, 1, L, S)
         if causal:
             pos = torch.arange(S, device=keys.device)
-            allowed = allowed & causal_window_mask(pos[:Lq], pos, window)
+            allowed = allowed & self._window_mask(layer)(pos[:Lq], pos, window)
         if text is None:
             return allowed
         text = self.check_text(text)
@@ -280,7 +285,7 @@ class TraceReader:
         L = q.shape[-2]
         if window is not None and causal:  # the window as a mask; causality comes with it
             pos = torch.arange(L, device=q.device)
-            win = causal_window_mask(pos, pos, window)[None, None]  # (1, 1, L, L)
+            win = self._window_mask(layer)(pos, pos, window)[None, None]  # (1, 1, L, L)
             mask, causal = (win if mask is None else win & mask), False
         queries = self._check_selection("query", queries, L)
         w = attention_weights(q, k, mask, heads=0 if one else heads, queries=queries, causal=causal,

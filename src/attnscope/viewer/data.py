@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
-from ..positions import layer_inv_freq
+from ..positions import layer_inv_freq, rotates
 from .context import context_comparison
 
 FORMAT = "attnscope.view"
@@ -106,7 +106,7 @@ def operand_steps(config) -> tuple[str, str]:
     """The trace steps the page stores as q and k: ``q``/``k`` (the dot product's operands), or
     for rotary models the operands before the rotation (``q_normed``/``k_normed`` with QK-norm,
     else ``q_proj``/``k_proj``), which the page turns itself."""
-    if getattr(config, "position", None) != "rotary":
+    if not rotates(config):
         return "q", "k"
     return ("q_normed", "k_normed") if getattr(config, "qk_norm", False) else ("q_proj", "k_proj")
 
@@ -114,7 +114,7 @@ def operand_steps(config) -> tuple[str, str]:
 def rope_tables(config, n: int) -> Optional[list]:
     """Per layer, what the page needs to turn q and k: ``{"base", "inv_freq" (d/2 float64),
     "scaling", "pairing": "half"}``; None for models without rotary positions."""
-    if getattr(config, "position", None) != "rotary":
+    if not rotates(config):
         return None
     out = []
     for layer in range(config.n_layers):
