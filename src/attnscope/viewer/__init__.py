@@ -20,9 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Union
 
-from ..errors import InputError
 from . import data as _data
-from .html import iframe, render, render_server_page
+from .html import iframe, render, render_server_page, write_page
 
 
 def to_html(trace, *, compare=None, token: Optional[str] = None, decimals: int = 4,
@@ -34,13 +33,7 @@ def to_html(trace, *, compare=None, token: Optional[str] = None, decimals: int =
 
 def save_html(trace, path: Union[str, Path], **kw) -> Path:
     """Write :func:`to_html` to ``path`` (UTF-8); return the path."""
-    path = Path(path)
-    page = to_html(trace, **kw)
-    try:
-        path.write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
-    return path
+    return write_page(path, to_html(trace, **kw))
 
 
 def repr_html(trace, *, height: int = 640) -> str:

@@ -42,14 +42,6 @@ def generation_data(model, gen, *, decimals: int = 4) -> dict:
 
 def save_generation_html(model, gen, path, *, decimals: int = 4, title=None, lang: str = "en"):
     """Write the viewer page of ``gen`` to ``path``, its own words in ``lang`` (en, zh); return the path."""
-    from pathlib import Path
+    from .html import render, write_page
 
-    from .html import render
-
-    path = Path(path)
-    page = render(generation_data(model, gen, decimals=decimals), title=title, lang=lang)
-    try:
-        path.write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
-    return path
+    return write_page(path, render(generation_data(model, gen, decimals=decimals), title=title, lang=lang))

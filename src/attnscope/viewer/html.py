@@ -6,8 +6,10 @@ import html
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Optional
+from pathlib import Path
+from typing import Optional, Union
 
+from ..errors import InputError
 from ..fonts import font_face_css
 from ..i18n import TABLES, check_lang
 from .data import all_text
@@ -115,3 +117,13 @@ def iframe(page: str, *, height: int = 640) -> str:
     """``page`` inside an ``<iframe srcdoc>``, for Jupyter: its script and styles stay isolated."""
     return (f"<iframe srcdoc=\"{html.escape(page, quote=True)}\" style=\"width:100%;height:{height}px;"
             "border:1px solid #ddd;border-radius:4px\" sandbox=\"allow-scripts allow-downloads\"></iframe>")
+
+
+def write_page(path: Union[str, Path], page: str) -> Path:
+    """Write ``page`` to ``path`` (UTF-8); the path, or InputError in one sentence."""
+    path = Path(path)
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+    return path

@@ -16,7 +16,7 @@ from typing import Optional, Union
 from ..errors import InputError
 from ..fonts import font_face_css
 from ..i18n import check_lang
-from .html import asset, data_page, script, server_page, ui_text
+from .html import asset, data_page, script, server_page, ui_text, write_page
 from .seq2seq import all_text, seq2seq_view_data
 
 
@@ -37,13 +37,7 @@ def render(data: dict, *, title: Optional[str] = None, lang: str = "en") -> str:
 def save_html(model, source: str, target: str, path: Union[str, Path], *, decimals: int = 4,
               lang: str = "en") -> Path:
     """Write the page of one (source, target) pair to ``path``; return the path."""
-    path = Path(path)
-    page = render(seq2seq_view_data(model, source, target, decimals=decimals), lang=lang)
-    try:
-        path.write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
-    return path
+    return write_page(path, render(seq2seq_view_data(model, source, target, decimals=decimals), lang=lang))
 
 
 def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Optional[int] = None,
