@@ -4,8 +4,9 @@
 registered in :data:`METHODS` (one :func:`register_method` call each).
 """
 
-# each module registers its methods: weights (attention, rollout, flow), occlusion (leave_one_out)
-from . import occlusion, weights  # noqa: F401
+# each module registers its methods: weights (attention, rollout, flow), occlusion (leave_one_out),
+# norm_methods (norm, globenc, alti, value_zeroing), gradients (grad_input, integrated_gradients, attn_grad)
+from . import gradients, norm_methods, occlusion, weights  # noqa: F401
 from .base import METHODS, Attribution, AttributionMethod, attribute, get_method, register_method
 
 __all__ = ["METHODS", "Attribution", "AttributionMethod", "attribute", "get_method", "register_method"]

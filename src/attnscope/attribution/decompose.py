@@ -147,6 +147,7 @@ def attention_terms(D: Tensor, attn, weights: Tensor) -> Tensor:
     return out
 
 
+@torch.no_grad()
 def decompose_layer(model, tr, index: int) -> dict[str, Tensor]:
     """Every step of layer ``index`` up to :func:`block_end` as a decomposition ``(L, L + 1, d)``
     over the layer's input tokens (module docstring), keyed by step name (``x`` included), from the

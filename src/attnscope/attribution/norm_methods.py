@@ -1,0 +1,171 @@
+"""Norm-based and block methods (token-to-token): ``norm``, ``globenc``, ``alti``, ``value_zeroing``.
+
+All four read the model's float32 trace (the attention weights α as the model computed them, so
+grouped-query heads, rotary positions, windows, ALiBi and relative position terms — which change α
+only, never the values — are covered as they are). Each gives ``per_layer (n_layers, L, L)`` (the
+layer's own matrix; row i = output position, column j = the layer's input token) and ``scores``:
+
+* ``norm`` (Kobayashi et al. 2020): ``‖Σ_h α^h_ij f^h(x_j)‖₂`` with ``f^h(x) = (x W_V^h + b_V^h) W_O^h``
+  (the value through the output projection); per head ``α^h_ij ‖f^h(x_j)‖`` in ``details["heads"]``
+  ``(n_layers, H, L, L)``; ``scores`` = the matrix of ``layer`` (not accumulated: it has no residual);
+* ``globenc`` (Modarressi et al. 2022): ``‖T_i(x_j)‖₂`` of the attention block with its residual and
+  norm(s) (:mod:`.decompose`), rows normalised, accumulated by rollout (``M_layer · … · M_0``);
+* ``alti`` (Ferrando et al. 2022): ``c_ij = max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)`` with ``y_i`` the
+  block's output (bias included), rows normalised, accumulated by rollout;
+* ``value_zeroing`` (Mohebbi et al. 2023): token j's value vectors in layer l set to 0 (every head,
+  a hook on ``layers.{l}.attn.v``), the cosine distance of each token i's layer output to the
+  original one; rows normalised, accumulated by rollout. Unlike the other three it runs the whole
+  layer, MLP included.
+
+The MLP is not linear: ``globenc`` and ``alti`` stop at the attention block's end (the residual stream
+the MLP's residual sum adds to, :func:`.decompose.block_end`), as their papers do; the MLP mixes
+within a token only. Encoder–decoder models are refused in one sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..errors import InputError
+from . import decompose as DC
+from .base import Attribution, AttributionMethod, register_method
+
+Tensor = torch.Tensor
+
+
+def trace_one(model, text: str, names: list[str]):
+    """The trace of one text (no truncation: a text past the context is refused by the trace)."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("attribute takes one non-empty text")
+    with torch.no_grad():
+        return model.trace(text, names=names)
+
+
+def last(layer: Optional[int], model) -> int:
+    return model.config.n_layers - 1 if layer is None else int(layer)
+
+
+def head_norms(model, tr, index: int) -> tuple[Tensor, Tensor]:
+    """Kobayashi's norms of layer ``index``: per head ``α^h_ij ‖f^h(x_j)‖`` (H, L, L) and the layer's
+    ``‖Σ_h α^h_ij f^h(x_j)‖`` (L, L), ``f^h(x_j) = v^h_j W_O^h`` from the traced v (b_V included)."""
+    attn = model.layers[index].attn
+    H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
+    w = DC.value(tr, f"layers.{index}.attn.weights")  # (H, L, L)
+    v = DC.value(tr, f"layers.{index}.attn.v").repeat_interleave(H // Hkv, dim=0)  # (H, L, d_head)
+    W_O = attn.W_O.weight.to(v.dtype).reshape(-1, H, dh)  # (d, H, d_head)
+    f = torch.einsum("hjd,ehd->hje", v, W_O)  # (H, L, d): f^h(x_j)
+    heads = w * f.norm(dim=-1)[:, None, :]  # (H, L, L)
+    summed = torch.einsum("hij,hje->ije", w, f).norm(dim=-1)  # (L, L)
+    return heads, summed
+
+
+def compute_norm(model, text: str, *, layer=None, target=None, **options) -> Attribution:
+    DC.check_model(model, "norm")
+    n_layers = model.config.n_layers
+    tr = trace_one(model, text, ["layers.*.attn.weights", "layers.*.attn.v"])
+    parts = [head_norms(model, tr, i) for i in range(n_layers)]
+    per_layer = torch.stack([p[1] for p in parts])  # (n_layers, L, L)
+    lay = last(layer, model)
+    return Attribution("norm", "tokens", tr.text_tokens(0), per_layer[lay],
+                       "‖Σ_h α_ij·f(x_j)‖: the length of the vector token j adds to position i through the "
+                       "attention of this layer (value through W_O, weighted); larger = more", per_layer=per_layer,
+                       layer=lay, details={"heads": torch.stack([p[0] for p in parts])})
+
+
+def block_terms(model, tr, index: int) -> tuple[Tensor, Tensor]:
+    """The attention block's end of layer ``index``: ``T (L, L, d)`` (T_i(x_j)) and ``y (L, d)``
+    (the block's output, the bias term included)."""
+    D = DC.decompose_layer(model, tr, index)[DC.block_end(DC.recipe_of(model, index))]  # (L, L + 1, d)
+    return D[:, :-1], D.sum(1)
+
+
+def normalise_rows(m: Tensor) -> Tensor:
+    s = m.sum(-1, keepdim=True)
+    return m / torch.where(s > 0, s, torch.ones_like(s))  # a row of zeros stays zeros
+
+
+def globenc_layer(T: Tensor, y: Tensor) -> Tensor:
+    """GlobEnc's matrix of one layer: ``‖T_i(x_j)‖₂``, rows normalised, (L, L)."""
+    return normalise_rows(T.norm(dim=-1))
+
+
+def alti_layer(T: Tensor, y: Tensor) -> Tensor:
+    """ALTI's matrix of one layer: ``max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)``, rows normalised, (L, L)."""
+    c = y.abs().sum(-1)[:, None] - (y[:, None, :] - T).abs().sum(-1)  # (L, L)
+    return normalise_rows(c.clamp(min=0))
+
+
+def block_method(name: str, fn, meaning: str):
+    def compute(model, text: str, *, layer=None, target=None, **options) -> Attribution:
+        DC.check_model(model, name)
+        tr = trace_one(model, text, DC.trace_names(model))
+        with torch.no_grad():
+            per_layer = torch.stack([fn(*block_terms(model, tr, i)) for i in range(model.config.n_layers)])
+        lay = last(layer, model)
+        return Attribution(name, "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay), meaning,
+                           per_layer=per_layer, layer=lay)
+    return compute
+
+
+def zeroing_layer(model, text: str, index: int, original: Tensor, chunk: int = 16) -> Tensor:
+    """Value zeroing of layer ``index``: ``(L, L)``, [i, j] = cosine distance of token i's layer
+    output with token j's values zeroed to ``original (L, d)``, rows normalised. One batch row per
+    zeroed token (the same text repeated), ``chunk`` rows a pass."""
+    L = original.shape[0]
+    out = original.new_zeros(L, L, dtype=torch.float64)  # normalised in float64, returned in the trace's dtype
+    for start in range(0, L, chunk):
+        js = list(range(start, min(L, start + chunk)))
+
+        def zero(v: Tensor, name: str, js=js) -> Tensor:  # (B, H_kv, L, d_head)
+            v = v.clone()
+            b = torch.arange(len(js), device=v.device)
+            v[b, :, torch.tensor(js, device=v.device)] = 0
+            return v
+        with torch.no_grad():
+            tr = model.trace([text] * len(js), names=[f"layers.{index}.out"], hooks={f"layers.{index}.attn.v": zero})
+        new = tr[f"layers.{index}.out"][:, :L]  # (B, L, d)
+        out[:, start:start + len(js)] = cosine_distance(new, original[None]).T  # (L, B)
+    return normalise_rows(out).to(original.dtype)
+
+
+def cosine_distance(a: Tensor, b: Tensor) -> Tensor:
+    """``1 − cos(a, b)`` over the last axis, as ``½‖a/‖a‖ − b/‖b‖‖²`` in float64: 1 − cos in float32
+    loses every digit of a distance near 1e-7, and a row whose outputs hardly move (its total near
+    1e-5) is then divided by that noise when the rows are normalised."""
+    a, b = a.double(), b.double()
+    return 0.5 * (a / a.norm(dim=-1, keepdim=True) - b / b.norm(dim=-1, keepdim=True)).pow(2).sum(-1)
+
+
+def compute_value_zeroing(model, text: str, *, layer=None, target=None, **options) -> Attribution:
+    DC.check_model(model, "value_zeroing")
+    tr = trace_one(model, text, ["layers.*.out"])
+    per_layer = torch.stack([zeroing_layer(model, text, i, DC.value(tr, f"layers.{i}.out"))
+                             for i in range(model.config.n_layers)])  # (n_layers, L, L)
+    lay = last(layer, model)
+    return Attribution("value_zeroing", "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay),
+                       "the change (cosine distance, rows normalised) of position i's layer output when token "
+                       "j's value vectors are zeroed, accumulated over layers by rollout; larger = more",
+                       per_layer=per_layer, layer=lay)
+
+
+register_method(AttributionMethod(
+    "norm", "tokens", compute_norm, "the norm of each weighted value vector through W_O, ‖α·f(x)‖, per head "
+    "and for the layer", "Kobayashi et al. 2020, Attention is Not Only a Weight"))
+register_method(AttributionMethod(
+    "globenc", "tokens", block_method(
+        "globenc", globenc_layer, "the norm of token j's share of position i's output of the attention block "
+        "(residual and norm included), rows summing to 1, accumulated over layers by rollout; larger = more"),
+    "norms of the attention block's per-token parts (residual and LayerNorm included), rolled out over layers",
+    "Modarressi et al. 2022, GlobEnc"))
+register_method(AttributionMethod(
+    "alti", "tokens", block_method(
+        "alti", alti_layer, "how close token j's share brings position i's block output (max(0, ‖y‖₁ − ‖y − "
+        "T(x_j)‖₁)), rows summing to 1, accumulated over layers by rollout; larger = more"),
+    "ALTI: the L1 proximity of each token's share to the block's output, rolled out over layers",
+    "Ferrando et al. 2022, Measuring the Mixing of Contextual Information in the Transformer"))
+register_method(AttributionMethod(
+    "value_zeroing", "tokens", compute_value_zeroing, "zero one token's value vectors and measure how much "
+    "each output changes (cosine distance), rolled out over layers",
+    "Mohebbi et al. 2023, Quantifying Context Mixing in Transformers"))
