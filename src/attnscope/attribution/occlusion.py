@@ -68,7 +68,7 @@ def _lm_runner(model):
     def run(ids: Tensor) -> Tensor:
         mask = torch.ones_like(ids)  # (B, L′)
         if seq2seq:
-            dec, dec_mask, _ = model.target_batch("", ids.shape[0])
+            dec, dec_mask, _ = model.target_batch([""] * ids.shape[0], ids.shape[0])  # (B, T) each
             h = model(ids, mask, decoder_input_ids=dec.to(ids.device),
                       decoder_attention_mask=dec_mask.to(ids.device))  # (B, T, d)
             return model.lm_logits(h)[:, 0]  # (B, V): the first prediction after the start token
