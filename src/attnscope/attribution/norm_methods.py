@@ -47,6 +47,7 @@ def last(layer: Optional[int], model) -> int:
     return model.config.n_layers - 1 if layer is None else int(layer)
 
 
+@torch.no_grad()
 def head_norms(model, tr, index: int) -> tuple[Tensor, Tensor]:
     """Kobayashi's norms of layer ``index``: per head ``α^h_ij ‖f^h(x_j)‖`` (H, L, L) and the layer's
     ``‖Σ_h α^h_ij f^h(x_j)‖`` (L, L), ``f^h(x_j) = v^h_j W_O^h`` from the traced v (b_V included)."""

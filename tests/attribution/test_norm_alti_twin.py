@@ -1,0 +1,42 @@
+"""The float64 twin (attnscope.reference.attribution_blocks) of norm, globenc and alti against the
+torch methods on the float32 trace, and what the block methods refuse, in one sentence each."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnscope.attribution import attribute
+from attnscope.errors import InputError
+from attnscope.reference import attribution_blocks as RA
+
+TEXT = "Attention weights alone do not say which tokens matter, the norms do."
+NAMES = ["minilm", "llama_gqa", "gemma3", "olmo2", "deberta_v3"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_float64_twin_equals_the_methods(minilm, tiny, name):
+    model = minilm if name == "minilm" else tiny(name)
+    ref = RA.block_methods(model, TEXT)
+    last = model.config.n_layers - 1
+    for method in ("norm", "globenc", "alti"):
+        got = attribute(model, TEXT, method)
+        np.testing.assert_allclose(got.per_layer.double().numpy(), ref[method], atol=2e-5, rtol=1e-4)
+        want = ref[method][last] if method == "norm" else RA.rollout(ref[method], last)
+        np.testing.assert_allclose(got.scores.double().numpy(), want, atol=2e-5, rtol=1e-4)
+        if method == "norm":
+            np.testing.assert_allclose(got.details["heads"].double().numpy(), ref["norm_heads"], atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", ["norm", "globenc", "alti", "value_zeroing"])
+def test_an_encoder_decoder_is_refused_in_one_sentence(tiny, method):
+    with pytest.raises(InputError, match="encoder–decoder") as e:
+        attribute(tiny("t5"), "a short text", method)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("method", ["norm", "alti", "value_zeroing"])
+def test_a_text_past_the_context_is_one_error(tiny, method):
+    model = tiny("gpt2")
+    with pytest.raises(InputError):
+        attribute(model, "word " * (model.config.max_positions + 10), method)
