@@ -131,3 +131,11 @@ def test_bart_rows_and_path_read_byte_level_pieces(seq2seq):  # noqa: F811
     assert "Ġ" not in row.render("markdown") and row.meta["query_piece"] == "Ġs" and row.meta["query_position"] == 6
     path = explain(text=SOURCE, target=TARGET, model=model, layer=0, head=1, token="s", path=True)
     assert "Ġ" not in _token_steps(path.render("markdown"))
+
+
+def test_mt5_row_reads_its_pieces(seq2seq):  # noqa: F811
+    """mT5 (SentencePiece, Chinese): no word mark in the row; --token finds a character."""
+    row = explain(text="我喜欢人工智能", target="我喜欢", attention="cross", model=seq2seq["mt5"], layer=0, head=0,
+                  token="喜")
+    assert row.meta["query_tokens"][:2] == ["<pad>", MARK] and row.meta["query_labels"][:2] == ["<pad>", " "]
+    assert row.meta["query_position"] == 3 and MARK not in row.render("markdown", lang="zh")
