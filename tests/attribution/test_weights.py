@@ -81,7 +81,7 @@ def test_rollout_float64_twin(model):
     W64 = np.stack([f[f"{prefix}layers.{i}.attn.weights"] for i in range(n)])
     assert np.abs(R[-1] - np.array(loop_rollout(W64, n - 1))).max() <= 1e-12
     torch_scores = model.attribute(TEXT, "rollout").scores.double().numpy()
-    assert np.abs(R[-1] - torch_scores).max() <= 1e-5
+    assert np.abs(R[-1] - torch_scores).max() <= 1e-6  # measured ≤ 1.1e-7 (MiniLM)
 
 
 def test_flow_equals_a_hand_written_edmonds_karp(model):
@@ -138,3 +138,8 @@ def test_bad_text_is_one_clear_error(minilm):
         minilm.attribute([TEXT], "rollout")
     with pytest.raises(InputError, match="512"):
         minilm.attribute("word " * 600, "rollout")
+
+
+def test_a_text_without_tokens_is_one_clear_error(tiny):
+    with pytest.raises(InputError, match="no tokens"):
+        tiny("gpt2").attribute("", "rollout")
