@@ -71,20 +71,13 @@ def rotary_inv_freq(config, i: int, n: int) -> tuple[np.ndarray, float, Optional
     return inv.cpu().numpy(), base, str(scaling.get("rope_type"))
 
 
-def rotate_half(x: Tensor) -> Tensor:
-    """``(x₁, x₂) → (−x₂, x₁)`` on the two halves of the last axis: Hugging Face's pairing, in which
-    feature i turns together with feature i + d/2 (llama.cpp pairs adjacent features instead; its
-    GGUF files store q and k rows permuted accordingly, see :mod:`attnscope.models.gguf`)."""
-    h = x.shape[-1] // 2
-    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
-
-
 class Rotary(nn.Module):
     """Rotary position embedding (RoFormer, Su et al. 2021) in Hugging Face's convention.
 
-    Position p turns feature pair (i, i + d/2) by the angle ``p · inv_freq[i]``::
+    Position p turns feature pair (i, i + d/2) by the angle ``p · inv_freq[i]`` (Hugging Face's pairing;
+    llama.cpp pairs adjacent features and its GGUF rows are permuted to match, :mod:`attnscope.models.gguf`)::
 
-        x' = x · cos(p·ω) + rotate_half(x) · sin(p·ω)        ω = cat(inv_freq, inv_freq)  (d,)
+        x' = x · cos(p·ω) + (−x₂, x₁) · sin(p·ω)        x = (x₁, x₂) halves, ω = cat(inv_freq, inv_freq)  (d,)
 
     so that ``q'_m · k'_n`` depends on m − n only. :meth:`cos_sin` makes the tables for some
     positions once per forward pass; :meth:`rotate` applies them to a ``(B, H, L, d)`` tensor.
@@ -129,7 +122,7 @@ class Rotary(nn.Module):
 
     @staticmethod
     def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-        """``x (B, H, L, d)`` turned by the tables of :meth:`cos_sin`: ``x·cos + rotate_half(x)·sin``,
+        """``x (B, H, L, d)`` turned by the tables of :meth:`cos_sin`: ``x·cos + (−x₂, x₁)·sin``,
         written with a roll (``roll(x)·(−sin₁, sin₂) = (−x₂ sin₁, x₁ sin₂)``, the same numbers)."""
         return x * cos + x.roll(x.shape[-1] // 2, -1) * sin  # (B, H, L, d)
 

@@ -49,7 +49,7 @@ from torch import nn
 
 from .errors import ConfigError
 from .position_bias import alibi_bias, alibi_slopes, real_positions  # noqa: F401  (public here too)
-from .position_rotary import LayerRotary, Rotary, rope_inv_freq, rotary_inv_freq, rotate_half  # noqa: F401  (public here too)
+from .position_rotary import LayerRotary, Rotary, rope_inv_freq, rotary_inv_freq  # noqa: F401  (public here too)
 from .reference.positions import alibi_bias as alibi_bias_np
 from .reference.positions import causal_window as causal_window_np
 from .scorings import add_to_registry

@@ -112,7 +112,8 @@ class DecoderLayer(RecipeLayer):
                                 qk_norm_span=c.qk_norm_span, norm_offset=c.norm_offset,
                                 norm_weight_first=c.norm_weight_first)
         super().__init__(c.norm, attn=attn, ffn=GatedFeedForward(c), dropout=c.dropout, norm=lambda: rms_norm(c))
-        self.index, self.window, self.mask_scheme = index, c.window(index), get_position(c.layer_type(index))
+        self.index, self.window, self.rope = index, c.window(index), c.rope(index)
+        self.mask_scheme = get_position(c.layer_type(index))  # its mask, by the layer's type
 
 
 class TransformerDecoder(nn.Module):
