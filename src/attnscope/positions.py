@@ -52,6 +52,7 @@ from .position_bias import alibi_bias, alibi_slopes, real_positions  # noqa: F40
 from .position_rotary import LayerRotary, Rotary, rope_inv_freq, rotary_inv_freq  # noqa: F401  (public here too)
 from .reference.positions import alibi_bias as alibi_bias_np
 from .reference.positions import causal_window as causal_window_np
+from .reference.positions import sinusoidal_pe as sinusoidal_pe_np
 from .scorings import add_to_registry
 
 Tensor = torch.Tensor
@@ -82,7 +83,9 @@ class PositionScheme:
             and k by; ``build(config)`` gives the torch tables (:class:`LayerRotary`).
         mask, mask_np, window: ``acts_on="mask"``: ``mask(q_pos (…, L), k_pos (…, S), window)`` →
             bool ``(…, L, S)`` (True = may attend), its float64 twin on ``(L,)``, ``(S,)`` and
-            ``window(config)``: how far back its keys reach (None: every earlier key).
+            ``window(config)``: how far back its keys reach (None: every earlier key). The viewer's
+            page and explain's words draw that window; the page's weights are checked against the
+            model's, so a mask of another shape is refused there, never drawn wrong.
     """
 
     name: str
@@ -154,13 +157,8 @@ def rotates(config) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 def sinusoidal_table_np(n_positions: int, d_model: int) -> np.ndarray:
-    """``PE[pos, 2i] = sin(pos / 10000^(2i/d))``, ``PE[pos, 2i+1] = cos(…)``, float64."""
-    pos = np.arange(n_positions, dtype=np.float64)[:, None]  # (P, 1)
-    inv_freq = np.exp(-math.log(10000.0) * np.arange(0, d_model, 2, dtype=np.float64) / d_model)  # (d/2,)
-    pe = np.empty((n_positions, d_model))
-    pe[:, 0::2] = np.sin(pos * inv_freq)
-    pe[:, 1::2] = np.cos(pos * inv_freq)
-    return pe
+    """``PE (n_positions, d_model)`` float64: :func:`attnscope.reference.sinusoidal_pe` at 0 … P − 1."""
+    return sinusoidal_pe_np(np.arange(n_positions), d_model)
 
 
 def sinusoidal_positions(n_positions: int, d_model: int, *, dtype=torch.float32, device=None) -> Tensor:

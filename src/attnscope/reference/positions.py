@@ -59,7 +59,7 @@ def rotation_matrix(angle) -> Array:
 
 def sinusoidal_freq(d_model: int, base: float = 10000.0) -> Array:
     """``ω_i = base^(−2i/d_model)`` for i = 0 … d_model/2 − 1 (radians per position), computed as
-    ``exp(−ln(base)·2i/d)`` like :func:`attnscope.positions.sinusoidal_table_np`."""
+    ``exp(−ln(base)·2i/d)`` (:func:`attnscope.positions.sinusoidal_table_np` is :func:`sinusoidal_pe` at 0 … P − 1)."""
     return np.exp(-math.log(float(base)) * np.arange(0, d_model, 2, dtype=np.float64) / d_model)
 
 
