@@ -83,9 +83,9 @@ class PositionScheme:
             and k by; ``build(config)`` gives the torch tables (:class:`LayerRotary`).
         mask, mask_np, window: ``acts_on="mask"``: ``mask(q_pos (…, L), k_pos (…, S), window)`` →
             bool ``(…, L, S)`` (True = may attend), its float64 twin on ``(L,)``, ``(S,)`` and
-            ``window(config)``: how far back its keys reach (None: every earlier key). The viewer's
-            page and explain's words draw that window; the page's weights are checked against the
-            model's, so a mask of another shape is refused there, never drawn wrong.
+            ``window(config)``: how far back its keys reach (None: every earlier key). The model,
+            the trace's masks and the float64 forward call ``mask``/``mask_np``; the viewer's page and
+            explain's words draw the causal window ``window(config)``, so a mask is expected to be one.
     """
 
     name: str
