@@ -11,8 +11,8 @@ it and the completeness check reports a large gap — give ``baseline=`` another
 
 * ``grad_input``: ``s_j = Σ_d x_jd · ∂f/∂x_jd`` (``details["l2"]``: ``‖x_j ⊙ ∂f/∂x_j‖₂``);
 * ``integrated_gradients`` (Sundararajan, Taly & Yan 2017, "Axiomatic attribution for deep
-  networks"): ``IG_j = Σ_d (x − b)_jd · ∫₀¹ ∂f/∂x_jd (b + α(x − b)) dα`` on the trapezoid rule
-  with ``steps`` intervals (``steps + 1`` gradients, in batches); completeness
+  networks"): ``IG_j = Σ_d (x − b)_jd · ∫₀¹ ∂f/∂x_jd (b + α(x − b)) dα`` on the midpoint (Riemann)
+  rule with ``steps`` intervals (``steps`` gradients, in batches); completeness
   ``Σ_j IG_j = f(x) − f(b)`` is checked (the gap in ``details``, a warning past 1 %);
 * ``attn_grad`` (Chefer, Gur & Wolf 2021, "Generic attention-model explainability for interpreting
   bi-modal and encoder-decoder transformers", ICCV 2021 — the self-attention rule, eqs. 5–6):
@@ -87,6 +87,13 @@ class Prepared:
         self.x = kept[0][0]  # (L, d)
         self.model = model
 
+    def values(self, rows: Tensor) -> Tensor:
+        """The target ``(n,)`` of ``n`` copies whose embedding outputs are ``rows (n, L, d)``, no gradient."""
+        n = rows.shape[0]
+        with torch.no_grad(), self.model.hooks({rows_name(self.model): lambda t, name: rows}):
+            tt = None if self.tt is None else self.tt.expand(n, -1)
+            return target_values(self.model, self.target, self.ids.expand(n, -1), self.mask.expand(n, -1), tt)  # (n,)
+
     def run(self, rows: Tensor, fwd: Optional[dict] = None) -> tuple[Tensor, Tensor]:
         """The target ``(n,)`` of ``n`` copies of the text whose embedding outputs are ``rows (n, L, d)``, and
         its gradient w.r.t. them ``(n, L, d)``; ``fwd``: more forward hooks for the pass."""
@@ -152,8 +159,8 @@ def integrated_gradients(model, text: str, *, layer: Optional[int] = None, targe
                          **options) -> Attribution:
     """Integrated gradients from ``baseline`` (default: a zero embedding output) to the text.
 
-    Trapezoid rule: ``α_k = k / steps`` for k = 0..steps, weights ``1/steps`` (halved at both ends);
-    ``batch_size`` points per pass. ``details``: ``value`` f(x), ``baseline_value`` f(b),
+    Midpoint rule: ``α_k = (k + ½) / steps`` for k = 0..steps−1, weight ``1/steps`` each;
+    ``batch_size`` points per pass, then one pass for f(b) and f(x). ``details``: ``value`` f(x), ``baseline_value`` f(b),
     ``completeness_gap`` Σ IG − (f(x) − f(b)), ``relative_gap`` its share of |f(x) − f(b)|, ``steps``.
     ``progress``: a progress bar (None: only on a terminal and when more than one pass is needed).
     """
@@ -163,21 +170,18 @@ def integrated_gradients(model, text: str, *, layer: Optional[int] = None, targe
     p = Prepared(model, text, target, "integrated_gradients")
     b = baseline_rows(p, baseline)  # (L, d)
     delta = p.x - b  # (L, d)
-    alphas = torch.linspace(0, 1, steps + 1, dtype=torch.float64)  # (steps + 1,)
-    weights = torch.full((steps + 1,), 1.0 / steps, dtype=torch.float64)
-    weights[0] = weights[-1] = 0.5 / steps
+    # the midpoints (k + ½) / steps: the gradient is never taken at the baseline itself, where a zero
+    # embedding output meets the first RMSNorm of a pre-norm model at its singular point
+    alphas = (torch.arange(steps, dtype=torch.float64) + 0.5) / steps  # (steps,)
     mean_grad = torch.zeros_like(p.x)  # (L, d): ∫₀¹ ∂f/∂x dα
-    values = []
-    chunks = range(0, steps + 1, batch_size)
+    chunks = range(0, steps, batch_size)
     show = None if progress is None and len(chunks) > 1 else bool(progress)
     for k in tqdm(chunks, desc="integrated gradients", unit="batch", disable=None if show is None else not show):
         a = alphas[k:k + batch_size].to(device=p.x.device, dtype=p.x.dtype)  # (n,)
-        w = weights[k:k + batch_size].to(device=p.x.device, dtype=p.x.dtype)  # (n,)
-        vals, grad = p.run(b + a[:, None, None] * delta)  # (n,), (n, L, d)
-        mean_grad += (w[:, None, None] * grad).sum(0)  # (L, d)
-        values.append(vals)
+        _, grad = p.run(b + a[:, None, None] * delta)  # (n, L, d)
+        mean_grad += grad.sum(0) / steps  # (L, d)
     scores = (delta * mean_grad).sum(-1)  # (L,)
-    f = torch.cat(values)  # (steps + 1,)
+    f = p.values(torch.stack([b, p.x]))  # (2,): f(baseline), f(x)
     change = float(f[-1] - f[0])
     gap = float(scores.sum()) - change
     rel = abs(gap) / abs(change) if change != 0 else (0.0 if gap == 0 else float("inf"))
@@ -247,7 +251,7 @@ register_method(AttributionMethod(
     source="Shrikumar et al. 2016; Denil et al. 2014"))
 register_method(AttributionMethod(
     "integrated_gradients", "output", integrated_gradients, needs_grad=True,
-    words="integrated gradients from a zero embedding output (trapezoid rule, steps=50), with the completeness check",
+    words="integrated gradients from a zero embedding output (midpoint rule, steps=50), with the completeness check",
     source=SOURCE_IG))
 register_method(AttributionMethod(
     "attn_grad", "tokens", attn_grad, needs_grad=True,
