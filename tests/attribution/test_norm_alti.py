@@ -4,7 +4,7 @@ model's weights (W_V, W_O rows of the modules, the norms' γ/β/w), written here
 attention weights of the float64 forward (attnscope.reference_model); value zeroing reruns the whole
 layer in float64 with v_j = 0. Models: MiniLM (post), a tiny Llama with grouped-query heads (pre),
 a tiny Gemma 3 (sandwich, sliding windows), a tiny OLMo 2 (post_block) and a tiny DeBERTa-v3 (post,
-relative terms)."""
+relative terms) and a tiny T5's encoder stack (pre, RMSNorm, relative bias)."""
 
 from __future__ import annotations
 
@@ -18,15 +18,29 @@ from attnscope.attribution import attribute
 from attnscope.attribution import decompose as DC
 from attnscope.errors import InputError
 from attnscope.reference_model_blocks import feed_forward
+from attnscope.reference_model_seq2seq import forward_seq2seq
 
 TEXT = "The quick brown fox jumps over the lazy dog, said the old man."
-NAMES = ["minilm", "llama_gqa", "gemma3", "olmo2", "deberta_v3"]
+NAMES = ["minilm", "llama_gqa", "gemma3", "olmo2", "deberta_v3", "t5"]
 
 
 @pytest.fixture(scope="module")
 def models(minilm, tiny):
     """The models by name (conftest's session fixtures: MiniLM and the tiny checkpoints)."""
     return {name: minilm if name == "minilm" else tiny(name) for name in NAMES}
+
+
+def stack_of(model):
+    return DC.stack_of(model, "the test")
+
+
+def forward_f64(model) -> dict:
+    """The float64 forward of TEXT, keyed as a single stack's (T5: its encoder's keys without
+    ``encoder.``)."""
+    if not hasattr(model, "target_batch"):
+        return RM.forward(model, TEXT)
+    f = forward_seq2seq(model, TEXT, "")
+    return {k[len("encoder."):]: v for k, v in f.items() if k.startswith("encoder.")}
 
 
 def f64(t) -> np.ndarray:
@@ -67,8 +81,8 @@ def attention_np(a, attn, alpha, zero: int | None = None, bias: bool = True):
 def block_np(model, i, X, f, frozen: bool, bias: bool = True):
     """The attention block of layer ``i`` to its end on ``X (L, d)``, each recipe written out; with
     ``frozen`` every norm uses the statistics of the real forward ``f`` (then the block is affine in X)."""
-    layer, p, alpha = model.layers[i], f"layers.{i}", f[f"layers.{i}.attn.weights"]
-    attn, kind = layer.attn, DC.recipe_of(model, i).name
+    layer, p, alpha = stack_of(model).layers[i], f"layers.{i}", f[f"layers.{i}.attn.weights"]
+    attn, kind = layer.attn, DC.recipe_of(stack_of(model), i).name
     x_real = RM.layer_input(f, i)
     if kind == "post":
         r = X + attention_np(X, attn, alpha, bias=bias)
@@ -98,7 +112,7 @@ def parts_np(model, i, f):
 
 def layer_out_np(model, i, f, zero: int):
     """Layer ``i`` rerun in float64 with token ``zero``'s value vectors 0 (MLP included)."""
-    layer, X, kind = model.layers[i], RM.layer_input(f, i), DC.recipe_of(model, i).name
+    layer, X, kind = stack_of(model).layers[i], RM.layer_input(f, i), DC.recipe_of(stack_of(model), i).name
     alpha, act = f[f"layers.{i}.attn.weights"], model.config.activation
 
     def mlp(z):
@@ -132,16 +146,17 @@ def rollout_np(mats, upto):
 @pytest.mark.parametrize("name", NAMES)
 def test_decomposition_sums_to_the_trace(models, name):
     model = models[name]
-    tr = model.trace(TEXT, names=DC.trace_names(model))
+    stack = DC.stack_of(model, "test")
+    tr = model.trace(TEXT, names=DC.trace_names(stack), **stack.trace_kw)
     worst = 0.0
-    for i in range(model.config.n_layers):
-        recipe = DC.recipe_of(model, i)
-        D = DC.decompose_layer(model, tr, i)
+    for i in range(stack.n_layers):
+        recipe = DC.recipe_of(stack, i)
+        D = DC.decompose_layer(stack, tr, i)
         assert DC.block_end(recipe) in D
         for step, parts in D.items():
             if step == "x":
                 continue
-            ref = DC.step_value(tr, f"layers.{i}", recipe, step)
+            ref = DC.step_value(tr, f"{stack.prefix}.{i}", recipe, step)
             worst = max(worst, float((parts.sum(1) - ref).abs().max() / ref.abs().max().clamp(min=1)))
     assert worst < 1e-5, worst
 
@@ -149,12 +164,12 @@ def test_decomposition_sums_to_the_trace(models, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_globenc_and_alti_are_the_definitions(models, name):
     model = models[name]
-    f = RM.forward(model, TEXT)
+    f = forward_f64(model)
     g, a = attribute(model, TEXT, "globenc"), attribute(model, TEXT, "alti", layer=1)
     G, A = [], []
-    for i in range(model.config.n_layers):
+    for i in range(stack_of(model).n_layers):
         T, y = parts_np(model, i, f)
-        end = DC.block_end(DC.recipe_of(model, i))
+        end = DC.block_end(DC.recipe_of(stack_of(model), i))
         real = f[f"layers.{i}.{end}"]
         assert np.abs(y - real).max() < 1e-9 * max(1.0, np.abs(real).max())  # the frozen block is the block
         G.append(rows(np.linalg.norm(T, axis=-1)))
@@ -162,18 +177,19 @@ def test_globenc_and_alti_are_the_definitions(models, name):
         A.append(rows(np.maximum(c, 0)))
     np.testing.assert_allclose(f64(g.per_layer), np.stack(G), atol=2e-5)
     np.testing.assert_allclose(f64(a.per_layer), np.stack(A), atol=2e-5)
-    np.testing.assert_allclose(f64(g.scores), rollout_np(G, model.config.n_layers - 1), atol=2e-5)
+    np.testing.assert_allclose(f64(g.scores), rollout_np(G, stack_of(model).n_layers - 1), atol=2e-5)
     np.testing.assert_allclose(f64(a.scores), rollout_np(A, 1), atol=2e-5)
-    assert g.tokens == f["tokens"] and g.scores.shape == (len(f["tokens"]),) * 2
+    L = f["layers.0.out"].shape[0]
+    assert len(g.tokens) == L and g.scores.shape == (L, L)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_norm_is_kobayashi(models, name):
     model = models[name]
-    f = RM.forward(model, TEXT)
+    f = forward_f64(model)
     got = attribute(model, TEXT, "norm", layer=0)
-    for i in range(model.config.n_layers):
-        attn, alpha = model.layers[i].attn, f[f"layers.{i}.attn.weights"]
+    for i in range(stack_of(model).n_layers):
+        attn, alpha = stack_of(model).layers[i].attn, f[f"layers.{i}.attn.weights"]
         a = f[f"layers.{i}.attn_in"]
         H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
         W, b, W_O = f64(attn.W_qkv.weight), attn.W_qkv.bias, f64(attn.W_O.weight)
@@ -192,13 +208,13 @@ def test_norm_is_kobayashi(models, name):
     np.testing.assert_allclose(f64(got.scores), f64(got.per_layer[0]))
 
 
-@pytest.mark.parametrize("name", ["minilm", "llama_gqa", "gemma3", "olmo2", "deberta_v3"])
+@pytest.mark.parametrize("name", NAMES)
 def test_value_zeroing_is_mohebbi(models, name):
     model = models[name]
-    f = RM.forward(model, TEXT)
+    f = forward_f64(model)
     got = attribute(model, TEXT, "value_zeroing")
     mats = []
-    for i in range(model.config.n_layers):
+    for i in range(stack_of(model).n_layers):
         out = f[f"layers.{i}.out"]
         L = out.shape[0]
         C = np.zeros((L, L))
@@ -208,7 +224,7 @@ def test_value_zeroing_is_mohebbi(models, name):
             C[:, j] = 1 - cos
         mats.append(rows(np.maximum(C, 0)))
     np.testing.assert_allclose(f64(got.per_layer), np.stack(mats), atol=2e-5)
-    np.testing.assert_allclose(f64(got.scores), rollout_np(mats, model.config.n_layers - 1), atol=2e-5)
+    np.testing.assert_allclose(f64(got.scores), rollout_np(mats, stack_of(model).n_layers - 1), atol=2e-5)
 
 
 def test_bad_input_is_one_clear_error(models):

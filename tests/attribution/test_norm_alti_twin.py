@@ -29,10 +29,13 @@ def test_the_float64_twin_equals_the_methods(minilm, tiny, name):
 
 
 @pytest.mark.parametrize("method", ["norm", "globenc", "alti", "value_zeroing"])
-def test_an_encoder_decoder_is_refused_in_one_sentence(tiny, method):
-    with pytest.raises(InputError, match="encoder–decoder") as e:
-        attribute(tiny("t5"), "a short text", method)
+def test_the_decoder_of_an_encoder_decoder_is_refused_in_one_sentence(tiny, method):
+    model = tiny("t5")
+    with pytest.raises(InputError, match="decoder's self- and cross-attention") as e:
+        attribute(model, "a short text", method, target="a target")
     assert "\n" not in str(e.value)
+    got = attribute(model, "a short text", method)  # the encoder's stack
+    assert got.per_layer.shape[0] == len(model.encoder.layers) and got.scores.shape == (len(got.tokens),) * 2
 
 
 @pytest.mark.parametrize("method", ["norm", "alti", "value_zeroing"])

@@ -21,13 +21,16 @@ and carried through the steps of :mod:`attnscope.recipe` (the layer's own ``laye
   only, so the methods here (GlobEnc, ALTI) measure the attention block with its residual and its
   norm(s) and aggregate layers by rollout, as their papers do.
 
-Covered: single-stack models (encoders, DeBERTa, decoders). An encoder–decoder's stacks are
-refused in one sentence (:func:`check_model`). Arrays follow the trace's device and dtype (float32).
+Covered: single-stack models (encoders, DeBERTa, decoders) and an encoder–decoder's encoder stack
+(T5, BART: the source text, :func:`stack_of`); the decoder's self- and cross-attention are not
+decomposed, and asking for them (a ``target``) is refused in one sentence. Arrays follow the trace's
+device and dtype (float32).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import torch
 
@@ -37,17 +40,39 @@ from ..recipe import INPUT, LayerRecipe, get_layer_recipe
 Tensor = torch.Tensor
 
 
-def check_model(model, method: str) -> None:
-    """InputError (one sentence) for a model the decomposition does not cover."""
-    if getattr(model.config, "kind", "") == "seq2seq" or hasattr(model, "target_batch"):
-        raise InputError(f"{method} covers single-stack models (encoders, DeBERTa, decoders); {model.name} is an "
-                         f"encoder–decoder model, whose cross-attention it does not decompose")
+@dataclass(frozen=True)
+class Stack:
+    """The layers a method decomposes: ``layers`` (the modules), ``prefix`` of their trace names
+    (``layers``; ``encoder.layers`` in an encoder–decoder), the model's ``config`` and what
+    ``model.trace`` needs besides the text (``trace_kw``: the encoder–decoder's empty target)."""
+
+    layers: Any
+    prefix: str
+    config: Any
+    trace_kw: dict = field(default_factory=dict)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
 
 
-def recipe_of(model, index: int) -> LayerRecipe:
+def stack_of(model, method: str, target=None) -> Stack:
+    """The stack ``method`` decomposes: the model's layers, or an encoder–decoder's encoder (its
+    decoder — self- and cross-attention — is refused, in one sentence, when a ``target`` asks for it)."""
+    if hasattr(model, "target_batch"):  # an encoder–decoder model (T5, BART)
+        if target is not None:
+            raise InputError(f"{method} attributes the encoder's stack of {model.name} (the source text); it does not "
+                             f"decompose the decoder's self- and cross-attention, so it takes no target")
+        return Stack(model.encoder.layers, "encoder.layers", model.config, {"target": ""})
+    if target is not None:
+        raise InputError(f"{method} is token-to-token (rows = output positions): it takes no target")
+    return Stack(model.layers, "layers", model.config)
+
+
+def recipe_of(stack: Stack, index: int) -> LayerRecipe:
     """The recipe layer ``index`` runs (its own, else the one ``config.norm`` names)."""
-    recipe = getattr(model.layers[index], "recipe", None)
-    return recipe if isinstance(recipe, LayerRecipe) else get_layer_recipe(model.config.norm)
+    recipe = getattr(stack.layers[index], "recipe", None)
+    return recipe if isinstance(recipe, LayerRecipe) else get_layer_recipe(stack.config.norm)
 
 
 def block_end(recipe: LayerRecipe) -> str:
@@ -63,12 +88,12 @@ def block_end(recipe: LayerRecipe) -> str:
     raise InputError(f"layer recipe {recipe.name!r}: no residual sum adds the MLP's output to the stream")
 
 
-def trace_names(model) -> list[str]:
-    """What a trace must record for :func:`decompose_layer` on every layer."""
-    names = ["layers.*.attn.weights", "layers.*.attn.v", "layers.*.attn.out", "layers.*.out"]
-    for s in recipe_of(model, 0).steps:
-        if s.op not in ("attention", "mlp", "cross_attention"):
-            names.append(f"layers.*.{s.name}")
+def trace_names(stack: Stack) -> list[str]:
+    """What a trace must record for :func:`decompose_layer` on every layer of ``stack``."""
+    p = stack.prefix
+    names = [f"{p}.*.attn.weights", f"{p}.*.attn.v", f"{p}.*.attn.out", f"{p}.*.out"]
+    for i in range(stack.n_layers):
+        names += [f"{p}.*.{s.name}" for s in recipe_of(stack, i).steps if s.op not in ("attention", "mlp")]
     return sorted(set(names))
 
 
@@ -85,12 +110,12 @@ def step_value(tr, prefix: str, recipe: LayerRecipe, name: str) -> Tensor:
     return value(tr, f"{prefix}.{name}.out" if block else f"{prefix}.{name}")
 
 
-def layer_input(tr, recipe: LayerRecipe, index: int) -> Tensor:
+def layer_input(tr, stack: Stack, recipe: LayerRecipe, index: int) -> Tensor:
     """What enters layer ``index``, (L, d): layer index − 1's output, or for layer 0 the residual sum
     that reads ``x`` minus its other operand (the embedding is not one trace name in every family)."""
     if index > 0:
-        return value(tr, f"layers.{index - 1}.out")
-    p = "layers.0"
+        return value(tr, f"{stack.prefix}.{index - 1}.out")
+    p = f"{stack.prefix}.0"
     add = next(s for s in recipe.steps if s.op == "add" and INPUT in s.args)
     other = next(a for a in add.args if a != INPUT)
     return step_value(tr, p, recipe, add.name) - step_value(tr, p, recipe, other)
@@ -148,13 +173,13 @@ def attention_terms(D: Tensor, attn, weights: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def decompose_layer(model, tr, index: int) -> dict[str, Tensor]:
+def decompose_layer(stack: Stack, tr, index: int) -> dict[str, Tensor]:
     """Every step of layer ``index`` up to :func:`block_end` as a decomposition ``(L, L + 1, d)``
     over the layer's input tokens (module docstring), keyed by step name (``x`` included), from the
     float32 trace ``tr`` (recorded with :func:`trace_names`)."""
-    recipe = recipe_of(model, index)
-    layer, prefix, end = model.layers[index], f"layers.{index}", block_end(recipe)
-    x = layer_input(tr, recipe, index)  # (L, d)
+    recipe = recipe_of(stack, index)
+    layer, prefix, end = stack.layers[index], f"{stack.prefix}.{index}", block_end(recipe)
+    x = layer_input(tr, stack, recipe, index)  # (L, d)
     D: dict[str, Tensor] = {INPUT: identity(x)}
     for s in recipe.steps:
         a = D[s.args[0]]

@@ -19,7 +19,9 @@ layer's own matrix; row i = output position, column j = the layer's input token)
 
 The MLP is not linear: ``globenc`` and ``alti`` stop at the attention block's end (the residual stream
 the MLP's residual sum adds to, :func:`.decompose.block_end`), as their papers do; the MLP mixes
-within a token only. Encoder–decoder models are refused in one sentence.
+within a token only. On an encoder–decoder model (T5, BART) all four attribute the encoder's stack
+(the source text); the decoder's self- and cross-attention are not covered (a ``target`` asking for
+them is refused in one sentence).
 """
 
 from __future__ import annotations
@@ -35,26 +37,32 @@ from .base import Attribution, AttributionMethod, register_method
 Tensor = torch.Tensor
 
 
-def trace_one(model, text: str, names: list[str]):
+def trace_one(model, stack: DC.Stack, text: str, names: list[str]):
     """The trace of one text (no truncation: a text past the context is refused by the trace)."""
     if not isinstance(text, str) or not text.strip():
         raise InputError("attribute takes one non-empty text")
     with torch.no_grad():
-        return model.trace(text, names=names)
+        return model.trace(text, names=names, **stack.trace_kw)
 
 
-def last(layer: Optional[int], model) -> int:
-    return model.config.n_layers - 1 if layer is None else int(layer)
+def last(layer: Optional[int], stack: DC.Stack) -> int:
+    """The layer the scores are of (accumulated up to): ``layer``, default the stack's last."""
+    n = stack.n_layers
+    if layer is None:
+        return n - 1
+    if not 0 <= int(layer) < n:
+        raise InputError(f"layer {layer} is out of range; the stack has {n} layers (0..{n - 1})")
+    return int(layer)
 
 
 @torch.no_grad()
-def head_norms(model, tr, index: int) -> tuple[Tensor, Tensor]:
+def head_norms(stack: DC.Stack, tr, index: int) -> tuple[Tensor, Tensor]:
     """Kobayashi's norms of layer ``index``: per head ``α^h_ij ‖f^h(x_j)‖`` (H, L, L) and the layer's
     ``‖Σ_h α^h_ij f^h(x_j)‖`` (L, L), ``f^h(x_j) = v^h_j W_O^h`` from the traced v (b_V included)."""
-    attn = model.layers[index].attn
+    attn, p = stack.layers[index].attn, f"{stack.prefix}.{index}"
     H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
-    w = DC.value(tr, f"layers.{index}.attn.weights")  # (H, L, L)
-    v = DC.value(tr, f"layers.{index}.attn.v").repeat_interleave(H // Hkv, dim=0)  # (H, L, d_head)
+    w = DC.value(tr, f"{p}.attn.weights")  # (H, L, L)
+    v = DC.value(tr, f"{p}.attn.v").repeat_interleave(H // Hkv, dim=0)  # (H, L, d_head)
     W_O = attn.W_O.weight.to(v.dtype).reshape(-1, H, dh)  # (d, H, d_head)
     f = torch.einsum("hjd,ehd->hje", v, W_O)  # (H, L, d): f^h(x_j)
     heads = w * f.norm(dim=-1)[:, None, :]  # (H, L, L)
@@ -63,22 +71,21 @@ def head_norms(model, tr, index: int) -> tuple[Tensor, Tensor]:
 
 
 def compute_norm(model, text: str, *, layer=None, target=None, **options) -> Attribution:
-    DC.check_model(model, "norm")
-    n_layers = model.config.n_layers
-    tr = trace_one(model, text, ["layers.*.attn.weights", "layers.*.attn.v"])
-    parts = [head_norms(model, tr, i) for i in range(n_layers)]
+    stack = DC.stack_of(model, "norm", target)
+    tr = trace_one(model, stack, text, [f"{stack.prefix}.*.attn.weights", f"{stack.prefix}.*.attn.v"])
+    parts = [head_norms(stack, tr, i) for i in range(stack.n_layers)]
     per_layer = torch.stack([p[1] for p in parts])  # (n_layers, L, L)
-    lay = last(layer, model)
+    lay = last(layer, stack)
     return Attribution("norm", "tokens", tr.text_tokens(0), per_layer[lay],
                        "‖Σ_h α_ij·f(x_j)‖: the length of the vector token j adds to position i through the "
                        "attention of this layer (value through W_O, weighted); larger = more", per_layer=per_layer,
                        layer=lay, details={"heads": torch.stack([p[0] for p in parts])})
 
 
-def block_terms(model, tr, index: int) -> tuple[Tensor, Tensor]:
+def block_terms(stack: DC.Stack, tr, index: int) -> tuple[Tensor, Tensor]:
     """The attention block's end of layer ``index``: ``T (L, L, d)`` (T_i(x_j)) and ``y (L, d)``
     (the block's output, the bias term included)."""
-    D = DC.decompose_layer(model, tr, index)[DC.block_end(DC.recipe_of(model, index))]  # (L, L + 1, d)
+    D = DC.decompose_layer(stack, tr, index)[DC.block_end(DC.recipe_of(stack, index))]  # (L, L + 1, d)
     return D[:, :-1], D.sum(1)
 
 
@@ -100,21 +107,21 @@ def alti_layer(T: Tensor, y: Tensor) -> Tensor:
 
 def block_method(name: str, fn, meaning: str):
     def compute(model, text: str, *, layer=None, target=None, **options) -> Attribution:
-        DC.check_model(model, name)
-        tr = trace_one(model, text, DC.trace_names(model))
-        with torch.no_grad():
-            per_layer = torch.stack([fn(*block_terms(model, tr, i)) for i in range(model.config.n_layers)])
-        lay = last(layer, model)
+        stack = DC.stack_of(model, name, target)
+        tr = trace_one(model, stack, text, DC.trace_names(stack))
+        per_layer = torch.stack([fn(*block_terms(stack, tr, i)) for i in range(stack.n_layers)])  # (n_layers, L, L)
+        lay = last(layer, stack)
         return Attribution(name, "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay), meaning,
                            per_layer=per_layer, layer=lay)
     return compute
 
 
-def zeroing_layer(model, text: str, index: int, original: Tensor, chunk: int = 16) -> Tensor:
+def zeroing_layer(model, stack: DC.Stack, text: str, index: int, original: Tensor, chunk: int = 16) -> Tensor:
     """Value zeroing of layer ``index``: ``(L, L)``, [i, j] = cosine distance of token i's layer
     output with token j's values zeroed to ``original (L, d)``, rows normalised. One batch row per
     zeroed token (the same text repeated), ``chunk`` rows a pass."""
-    L = original.shape[0]
+    L, p = original.shape[0], f"{stack.prefix}.{index}"
+    kw = {k: [v] * chunk for k, v in stack.trace_kw.items()}  # the encoder–decoder's target, one a text
     out = original.new_zeros(L, L, dtype=torch.float64)  # normalised in float64, returned in the trace's dtype
     for start in range(0, L, chunk):
         js = list(range(start, min(L, start + chunk)))
@@ -125,8 +132,9 @@ def zeroing_layer(model, text: str, index: int, original: Tensor, chunk: int = 1
             v[b, :, torch.tensor(js, device=v.device)] = 0
             return v
         with torch.no_grad():
-            tr = model.trace([text] * len(js), names=[f"layers.{index}.out"], hooks={f"layers.{index}.attn.v": zero})
-        new = tr[f"layers.{index}.out"][:, :L]  # (B, L, d)
+            tr = model.trace([text] * len(js), names=[f"{p}.out"], hooks={f"{p}.attn.v": zero},
+                             **{k: v[:len(js)] for k, v in kw.items()})
+        new = tr[f"{p}.out"][:, :L]  # (B, L, d)
         out[:, start:start + len(js)] = cosine_distance(new, original[None]).T  # (L, B)
     return normalise_rows(out).to(original.dtype)
 
@@ -140,11 +148,11 @@ def cosine_distance(a: Tensor, b: Tensor) -> Tensor:
 
 
 def compute_value_zeroing(model, text: str, *, layer=None, target=None, **options) -> Attribution:
-    DC.check_model(model, "value_zeroing")
-    tr = trace_one(model, text, ["layers.*.out"])
-    per_layer = torch.stack([zeroing_layer(model, text, i, DC.value(tr, f"layers.{i}.out"))
-                             for i in range(model.config.n_layers)])  # (n_layers, L, L)
-    lay = last(layer, model)
+    stack = DC.stack_of(model, "value_zeroing", target)
+    tr = trace_one(model, stack, text, [f"{stack.prefix}.*.out"])
+    per_layer = torch.stack([zeroing_layer(model, stack, text, i, DC.value(tr, f"{stack.prefix}.{i}.out"))
+                             for i in range(stack.n_layers)])  # (n_layers, L, L)
+    lay = last(layer, stack)
     return Attribution("value_zeroing", "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay),
                        "the change (cosine distance, rows normalised) of position i's layer output when token "
                        "j's value vectors are zeroed, accumulated over layers by rollout; larger = more",

@@ -100,10 +100,10 @@ def _norm_of(D: Array, norm) -> Array:
 def decompose_layer(model, f: dict, index: int) -> tuple[Array, Array]:
     """Layer ``index``'s attention block in float64 from the forward's values ``f``: ``T (L, L, d)``
     (token j's part of token i's block output) and ``y (L, d)`` (the output, bias included)."""
-    from ..attribution.decompose import block_end, recipe_of  # the recipe and where its block ends
+    from ..attribution.decompose import block_end, recipe_of, stack_of  # the recipe and where its block ends
     from ..reference_model import layer_input
 
-    recipe, layer = recipe_of(model, index), model.layers[index]
+    recipe, layer = recipe_of(stack_of(model, "the float64 twin"), index), model.layers[index]
     end = block_end(recipe)
     D = {"x": identity(layer_input(f, index))}
     for s in recipe.steps:
