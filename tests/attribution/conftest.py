@@ -1,5 +1,5 @@
 """Fixtures of the attribution tests: the packaged MiniLM and tiny random checkpoints of a decoder
-(GPT-2), a grouped-query decoder with sliding-window layers (Gemma 3), DeBERTa v3 and T5."""
+(GPT-2), a grouped-query decoder with sliding-window layers (Gemma 3), DeBERTa v3, T5 and BART."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import tests.models.encoders.tiny  # noqa: F401  (registers deberta_v3)
 import tests.models.seq2seq.tiny  # noqa: F401  (registers t5)
 from attnscope.testing.tiny import FAMILIES
 
-TINY = ("gpt2", "gemma3", "deberta_v3", "t5")
+TINY = ("gpt2", "gemma3", "deberta_v3", "t5", "bart")
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ def next_logits(model, batch) -> torch.Tensor:
     return model.logits(batch)[0, -1]
 
 
-@pytest.mark.parametrize("name", ["gpt2", "gemma3", "t5"])
+@pytest.mark.parametrize("name", ["gpt2", "gemma3", "t5", "bart"])
 def test_language_models_drop_of_the_logit(tiny, name):
     model = tiny(name)
     n = len(model.encode(TEXT).tokens[0])

@@ -69,6 +69,29 @@ def test_rollout_follows_the_masks(tiny):
         assert a.scores.diagonal().min() > 0.0
 
 
+def test_rollout_reach_follows_gemma_sliding_windows(tiny):
+    """Gemma 3's sliding layers (window 6): each layer's Ã is 0 exactly outside its mask, and the
+    rollout reaches input j from output i exactly where the boolean product of the masks does
+    (two sliding layers: i − j ≤ 10; the full layer above reaches every earlier token)."""
+    from attnscope.positions import layer_mask_np
+
+    model = tiny("gemma3")
+    text = "Every token looks at every other token and decides how much to listen to it."
+    a = model.attribute(text, "rollout", layer=1)
+    L = len(a.tokens)
+    assert L > 12 and model.config.layer_types[:2] == ["sliding", "sliding"]
+    reach = np.eye(L, dtype=bool)
+    for i in range(model.config.n_layers):
+        allowed = layer_mask_np(model.config, i, L)  # (L, L) bool
+        assert np.array_equal(a.per_layer[i].numpy() > 0, allowed)
+        reach = (allowed.astype(int) @ reach.astype(int)) > 0
+        R = model.attribute(text, "rollout", layer=i).scores.numpy()
+        assert np.array_equal(R > 0, reach), i
+        if i == 1:  # two windows of 6: the last token (L − 1 > 10) does not reach the first
+            assert R[L - 1, 0] == 0.0 and R[L - 1, L - 11] > 0.0
+    assert R[L - 1, 0] > 0.0  # the full layer on top does
+
+
 def test_rollout_float64_twin(model):
     """The NumPy formulas on the float64 forward from the weights agree with the torch method on
     the model's float32 weights, and with the loop on the same float64 weights."""
