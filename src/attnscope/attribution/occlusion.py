@@ -19,7 +19,8 @@ Targets:
   next-token logit (after its start token), as for decoders.
 * **encoders** (a pooled sentence embedding, ``model.sentence_embedding``): ``target=None`` → the
   cosine distance 1 − cos(e_full, e_without_j); ``target=k`` → the change of feature k of the
-  pooled embedding, full − without j.
+  pooled embedding, full − without j. The text is read as given (E5: no ``query: `` prefix is
+  added; write it into the text).
 """
 
 from __future__ import annotations

@@ -65,7 +65,9 @@ def attention_flow(A_tilde: Array, layer: int) -> tuple[Array, Array]:
     """Attention flow up to ``layer``: ``(values, scores)``, both (L, L) float64. ``values[i, j]``
     = the maximum flow from output node i of ``layer`` to input token j in :func:`flow_graph`
     (networkx's ``maximum_flow_value`` with its preflow-push algorithm); ``scores`` = each row of
-    ``values`` divided by its sum, as Abnar & Zuidema normalise (a row of zeros stays zeros)."""
+    ``values`` divided by its sum, as the authors' code does (samiraabnar/attention_flow,
+    ``compute_flows``, with the same graph; a row of zeros stays zeros). The maximum flow is unique,
+    so the algorithm (theirs: Edmonds–Karp) changes only the time, not the values."""
     from networkx.algorithms.flow import build_residual_network, maximum_flow_value, preflow_push  # type: ignore[import-untyped]
 
     A_tilde = np.asarray(A_tilde, dtype=np.float64)
