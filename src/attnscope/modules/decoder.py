@@ -152,8 +152,9 @@ class TransformerDecoder(nn.Module):
             position_ids = torch.arange(past, past + L, device=x.device)[None]  # (1, L)
         tables = self.rotary.tables(position_ids, x.dtype)  # per layer (cos, sin), each (B|1, 1, L, d_head)
         layers = cast("Sequence[DecoderLayer]", self.layers)
-        masks = {l.mask_scheme.name: self.mask_for(l.window, B, L, past, attention_mask, x.device,
-                                                   mask=l.mask_scheme.mask) for l in layers}
+        kinds = {l.mask_scheme.name: l for l in layers}  # one layer of each type: one mask each
+        masks = {name: self.mask_for(l.window, B, L, past, attention_mask, x.device, mask=l.mask_scheme.mask)
+                 for name, l in kinds.items()}
         weights = []
         for layer, (cos, sin) in zip(layers, tables):
             mask, causal = masks[layer.mask_scheme.name]
