@@ -266,3 +266,16 @@ def test_a_model_without_gradients_is_refused_before_any_work(models, monkeypatc
         frozen = copy.deepcopy(models("gpt2"))
     with pytest.raises(InputError, match="inference_mode"):
         attribute(frozen, TEXT, "grad_input")
+
+
+def test_the_dispatcher_refuses_any_method_that_needs_gradients(models, monkeypatch):
+    """needs_grad in a registration is enough: attribute() refuses before the method runs."""
+    from attnscope.attribution import METHODS, AttributionMethod
+    called = []
+    monkeypatch.setitem(METHODS, "probe", AttributionMethod("probe", "output", lambda *a, **k: called.append(1),
+                                                            words="test", needs_grad=True))
+    m = copy.deepcopy(models("gpt2"))
+    m.embed.register_parameter("packed", torch.nn.Parameter(torch.zeros(4, dtype=torch.int8), requires_grad=False))
+    with pytest.raises(InputError, match="probe needs gradients"):
+        attribute(m, TEXT, "probe")
+    assert not called

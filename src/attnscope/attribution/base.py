@@ -91,6 +91,17 @@ def get_method(name: str) -> AttributionMethod:
         raise InputError(f"unknown attribution method {name!r}; choose one of {', '.join(METHODS)}") from None
 
 
+def check_grad(model, method: str) -> None:
+    """InputError before any work when ``model`` cannot be differentiated (a method with ``needs_grad``)."""
+    for p in model.parameters():
+        if not p.dtype.is_floating_point:
+            raise InputError(f"{method} needs gradients, but {model.name!r} holds parameters in {p.dtype}, which "
+                             f"cannot take gradients; load it in a floating dtype (float32)")
+        if p.is_inference():
+            raise InputError(f"{method} needs gradients, but {model.name!r} was made under torch.inference_mode "
+                             f"and cannot take gradients; load it outside inference_mode")
+
+
 def attribute(model, text: str, method: str = "rollout", *, layer: Optional[int] = None, target=None,
               **options) -> Attribution:
     """``method``'s :class:`Attribution` of one ``text`` under ``model`` (``layer``: accumulate up to
@@ -103,4 +114,6 @@ def attribute(model, text: str, method: str = "rollout", *, layer: Optional[int]
         raise InputError(f"layer {layer!r} is out of range; the model has {n_layers} layers (0..{n_layers - 1})")
     if layer is not None and layer < 0:
         layer += n_layers
+    if m.needs_grad:
+        check_grad(model, m.name)
     return m.compute(model, text, layer=layer, target=target, **options)

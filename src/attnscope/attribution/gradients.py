@@ -34,24 +34,13 @@ import torch
 from tqdm.auto import tqdm
 
 from ..errors import InputError
-from .base import Attribution, AttributionMethod, register_method
+from .base import Attribution, AttributionMethod, check_grad, register_method
 from .target import Target, is_seq2seq, resolve_target, target_values
 
 Tensor = torch.Tensor
 
 #: |Σ IG − (f(x) − f(b))| above this share of |f(x) − f(b)| is reported as a warning
 COMPLETENESS_TOLERANCE = 0.01
-
-
-def check_grad(model, method: str) -> None:
-    """InputError before any work when ``model`` cannot be differentiated."""
-    for p in model.parameters():
-        if not p.dtype.is_floating_point:
-            raise InputError(f"{method} needs gradients, but {model.name!r} holds parameters in {p.dtype}, which "
-                             f"cannot take gradients; load it in a floating dtype (float32)")
-        if p.is_inference():
-            raise InputError(f"{method} needs gradients, but {model.name!r} was made under torch.inference_mode "
-                             f"and cannot take gradients; load it outside inference_mode")
 
 
 def check_options(method: str, options: dict, allowed: tuple) -> None:
@@ -208,6 +197,8 @@ def attn_grad(model, text: str, *, layer: Optional[int] = None, target=None, **o
     kept: dict[str, Tensor] = {}
 
     def keep(t: Tensor, name: str) -> None:
+        if name in kept:  # a layer module run twice would hand back only its last weights
+            raise InputError(f"attn_grad: {name} ran twice in one pass; this model's layers are not one module each")
         kept[name] = t  # (1, H, L, L): the weights the output is computed from
 
     attn: list[Tensor] = []
