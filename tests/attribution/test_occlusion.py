@@ -40,11 +40,11 @@ def test_language_models_drop_of_the_logit(tiny, name):
     assert a.kind == "output" and a.target == top and a.scores.shape == (n,)
     expected = torch.stack([full[top] - d[top] for d in drops])
     worst = (a.scores - expected).abs().max().item()
-    assert worst <= 1e-4, worst
+    assert worst <= 1e-5, worst  # measured ≤ 1.5e-7 (T5), 0 (GPT-2, Gemma 3, BART)
     b = (top + 1) % full.shape[0]
     diff = model.attribute(TEXT, "leave_one_out", target=(top, b)).scores
     expected = torch.stack([(full[top] - full[b]) - (d[top] - d[b]) for d in drops])
-    assert (diff - expected).abs().max().item() <= 1e-4
+    assert (diff - expected).abs().max().item() <= 1e-5
     assert torch.allclose(model.attribute(TEXT, "leave_one_out", target=top).scores, a.scores)
 
 
