@@ -99,3 +99,8 @@ def test_encoder_bad_target_and_layer(minilm):
         minilm.attribute("word " * 600, "leave_one_out")
     with pytest.raises(InputError, match="one text"):
         minilm.attribute(None, "leave_one_out")
+
+
+def test_one_token_is_one_clear_error(tiny):
+    with pytest.raises(InputError, match="needs at least two tokens .* the text 'a' has 1"):
+        tiny("gpt2").attribute("a", "leave_one_out")
