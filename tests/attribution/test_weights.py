@@ -57,6 +57,12 @@ def test_rollout_equals_a_float64_loop_and_rows_sum_to_one(model):
         assert np.abs(got.sum(axis=-1) - 1.0).max() <= 1e-6
     assert worst <= 1e-6, worst
     assert a.per_layer.shape == (model.config.n_layers,) + got.shape
+    L = got.shape[0]
+    for l in range(model.config.n_layers):  # per_layer = each layer's Ã (the flow's capacities too)
+        mean = [[sum(W[l, :, i, j]) / W.shape[1] for j in range(L)] for i in range(L)]
+        tilde = [[(0.5 * mean[i][j] + (0.5 if i == j else 0.0)) / (0.5 * sum(mean[i]) + 0.5) for j in range(L)]
+                 for i in range(L)]
+        assert np.abs(a.per_layer[l].double().numpy() - np.array(tilde)).max() <= 1e-6
     assert torch.equal(model.attribute(TEXT, "rollout").scores, a.scores)  # default: the last layer
 
 
