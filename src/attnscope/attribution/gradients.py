@@ -5,9 +5,10 @@ Where the input is: the **embedding output** (hook point ``embed.out``; T5/BART
 segment rows, scaled and LayerNorm-ed as the family does). Not the token rows themselves: in BERT
 and DeBERTa they go straight into a LayerNorm, which is scale-invariant, so ``x · ∂f/∂x`` there is
 (exactly, for DeBERTa-v3 without position rows) zero and says nothing. A zero baseline there is
-"the first layer sees nothing". In pre-norm models (Llama, Qwen, Gemma, T5) that zero is the first
-RMSNorm's singular point: f jumps within α ≈ √eps / rms(x) of the baseline, a uniform rule misses
-it and the completeness check reports a large gap — give ``baseline=`` another row there.
+"the first layer sees nothing". In pre-norm models (Llama, Qwen, Gemma, T5) the target is not
+continuous there — the RMSNorms scale any tiny input back up (a tiny Llama in float64: f(0) = 0,
+f(10⁻⁹·x) = 2.78, f(x) = 4.02) — so no number of steps closes the completeness gap; the check
+reports it, and ``baseline=`` takes another row.
 
 * ``grad_input``: ``s_j = Σ_d x_jd · ∂f/∂x_jd`` (``details["l2"]``: ``‖x_j ⊙ ∂f/∂x_j‖₂``);
 * ``integrated_gradients`` (Sundararajan, Taly & Yan 2017, "Axiomatic attribution for deep
@@ -176,7 +177,8 @@ def integrated_gradients(model, text: str, *, layer: Optional[int] = None, targe
     rel = abs(gap) / abs(change) if change != 0 else (0.0 if gap == 0 else float("inf"))
     if rel > COMPLETENESS_TOLERANCE:
         warnings.warn(f"integrated gradients: the scores sum to {float(scores.sum()):.6g} but f(x) − f(baseline) = "
-                      f"{change:.6g} (gap {100 * rel:.2g} % of it, steps={steps}); use more steps", stacklevel=2)
+                      f"{change:.6g} (gap {100 * rel:.2g} % of it, steps={steps}); use more steps, or another "
+                      f"baseline= where the target jumps at the baseline (pre-norm models at a zero embedding)", stacklevel=2)
     return output_attribution(
         "integrated_gradients", p, scores,
         "integrated gradients: the share of f(x) − f(baseline) that the position's embedding brings along the straight path "
@@ -188,7 +190,9 @@ def integrated_gradients(model, text: str, *, layer: Optional[int] = None, targe
 def attn_grad(model, text: str, *, layer: Optional[int] = None, target=None, **options) -> Attribution:
     """Gradient-weighted rollout (Chefer et al. 2021, the self-attention rule): ``scores (L, L)`` the
     row-normalised relevance R up to ``layer``; ``per_layer (n_layers, L, L)`` each layer's
-    ``Ā = E_h[(∇A ⊙ A)⁺]``; ``details["relevance"]`` R before the rows are normalised."""
+    ``Ā = E_h[(∇A ⊙ A)⁺]`` (grouped-query models: the mean over the query heads; windowed and causal
+    layers: A is 0 outside the mask, so Ā is too); ``details["relevance"]`` R before the rows are
+    normalised."""
     check_options("attn_grad", options, ())
     p = Prepared(model, text, target, "attn_grad")
     prefix = "encoder." if is_seq2seq(model) else ""
