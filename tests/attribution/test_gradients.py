@@ -283,3 +283,15 @@ def test_the_dispatcher_refuses_any_method_that_needs_gradients(models, monkeypa
     with pytest.raises(InputError, match="probe needs gradients"):
         attribute(m, TEXT, "probe")
     assert not called
+
+
+@pytest.mark.filterwarnings("ignore:integrated gradients")
+@pytest.mark.parametrize("name", ("minilm", "gpt2", "t5"))
+def test_model_attribute_dispatches_to_the_gradient_methods(models, name):
+    m = models(name)
+    for method in ("grad_input", "attn_grad"):
+        a = m.attribute(TEXT, method)
+        b = getattr(G, method)(m, TEXT)
+        assert a.method == method and torch.allclose(a.scores, b.scores, rtol=1e-6, atol=1e-9)
+    ig = m.attribute(TEXT, "integrated_gradients", steps=4)
+    assert ig.details["steps"] == 4 and ig.scores.shape == (len(ig.tokens),)
