@@ -122,28 +122,50 @@ def layer_input(tr, stack: Stack, recipe: LayerRecipe, index: int) -> Tensor:
 
 
 def identity(x: Tensor) -> Tensor:
-    """The decomposition of the layer's input: ``D[i, i] = x_i``, (L, L + 1, d)."""
-    L, d = x.shape
-    D = x.new_zeros(L, L + 1, d)
-    idx = torch.arange(L, device=x.device)
-    D[idx, idx] = x
+    """The decomposition of the layer's input, compact: ``[x_{i←i}, b_i] = [x_i, 0]``, (L, 2, d).
+
+    A step whose token i holds only its own part and the bias (x and per-token ops of it: a norm,
+    a sum of two such) is kept compact ``(L, 2, d)`` — its full form is zero off the diagonal —
+    and expanded (:func:`expand`) only where it meets a full one ``(L, L + 1, d)``."""
+    return torch.stack([x, torch.zeros_like(x)], dim=1)  # (L, 2, d)
+
+
+def expand(C: Tensor) -> Tensor:
+    """A compact decomposition ``(L, 2, d)`` written out: ``(L, L + 1, d)``."""
+    L, _, d = C.shape
+    D = C.new_zeros(L, L + 1, d)
+    idx = torch.arange(L, device=C.device)
+    D[idx, idx] = C[:, 0]
+    D[:, -1] = C[:, 1]
     return D
 
 
+def add_terms(a: Tensor, a_compact: bool, b: Tensor, b_compact: bool) -> Tensor:
+    """The sum of two decompositions, compact if both are, else full (L, L + 1, d)."""
+    if a_compact == b_compact:
+        return a + b
+    full, c = (b, a) if a_compact else (a, b)
+    out = full.clone()  # (L, L + 1, d)
+    idx = torch.arange(c.shape[0], device=c.device)
+    out[idx, idx] += c[:, 0]
+    out[:, -1] += c[:, 1]
+    return out
+
+
 def norm_terms(D: Tensor, norm) -> Tensor:
-    """A norm module linearised with each token's own statistics (module docstring), (L, L + 1, d)."""
+    """A norm module linearised with each token's own statistics (module docstring), on a full
+    ``(L, L + 1, d)`` or compact ``(L, 2, d)`` decomposition (the same shape back)."""
     s = D.sum(1)  # (L, d): the norm's input
     if hasattr(norm, "offset"):  # attnscope's RMSNorm: x / rms(x) · (offset + w)
         rms = torch.sqrt(s.pow(2).mean(-1) + norm.eps)  # (L,)
-        return D / rms[:, None, None] * (norm.offset + norm.weight.to(D.dtype))
+        return D * ((norm.offset + norm.weight.to(D.dtype)) / rms[:, None])[:, None, :]
     if not isinstance(norm, torch.nn.LayerNorm):
         raise InputError(f"the decomposition knows LayerNorm and RMSNorm, not {type(norm).__name__}")
     sigma = torch.sqrt(s.var(-1, unbiased=False) + norm.eps)  # (L,)
-    out = (D - D.mean(-1, keepdim=True)) / sigma[:, None, None]  # (L, L + 1, d)
-    if norm.weight is not None:
-        out = out * norm.weight.to(D.dtype)
+    scale = 1.0 / sigma[:, None] if norm.weight is None else norm.weight.to(D.dtype) / sigma[:, None]  # (L, d)
+    out = (D - D.mean(-1, keepdim=True)).mul_(scale[:, None, :])  # (L, ·, d): one pass for γ / σ
     if norm.bias is not None:
-        out[:, -1] = out[:, -1] + norm.bias.to(D.dtype)
+        out[:, -1] += norm.bias.to(D.dtype)
     return out
 
 
@@ -155,18 +177,35 @@ def value_weights(attn) -> tuple[Tensor, Optional[Tensor]]:
     return attn.W_qkv.weight[rows], None if b is None else b[rows]
 
 
-def attention_terms(D: Tensor, attn, weights: Tensor) -> Tensor:
+def attention_terms(D: Tensor, attn, weights: Tensor, compact: bool = False) -> Tensor:
     """The attention block on a decomposition ``D (L, L + 1, d)`` with fixed ``weights (H, L, L)``:
-    ``Σ_h Σ_k α^h_ik (a_{k←j} W_V^h) W_O^h`` per source j; b_V and W_O's bias in the bias term."""
+    ``Σ_h Σ_k α^h_ik (a_{k←j} W_V^h) W_O^h`` per source j; b_V and W_O's bias in the bias term.
+    Returns (L, L + 1, d).
+
+    ``compact``: D is ``(L, 2, d)`` (:func:`identity`; the block's input is the layer's input or a
+    per-token norm of it, as in every registered recipe): then token j's part is ``Σ_h α^h_ij F^h_j``
+    with ``F^h_j = (a_{j←j} W_V^h) W_O^h`` — O(L·d² + H·L²·d) instead of O(L²·d²)."""
     H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
-    L = D.shape[0]
+    L, group = D.shape[0], H // Hkv
     W_V, b_V = value_weights(attn)
-    V = D @ W_V.to(D.dtype).T  # (L, L + 1, H_kv·d_head)
-    if b_V is not None:
-        V[:, -1] = V[:, -1] + b_V.to(D.dtype)
-    V = V.reshape(L, L + 1, Hkv, dh).repeat_interleave(H // Hkv, dim=2)  # (L_k, L + 1, H, d_head)
-    Z = torch.einsum("hik,kjhd->ijhd", weights.to(D.dtype), V)  # (L, L + 1, H, d_head)
-    out = Z.reshape(L, L + 1, H * dh) @ attn.W_O.weight.to(D.dtype).T  # (L, L + 1, d)
+    W_V = W_V.to(D.dtype)
+    W_O = attn.W_O.weight.to(D.dtype).reshape(-1, H, dh)  # (d, H, d_head)
+    w = weights.to(D.dtype)  # (H, L, L)
+    if compact:
+        parts = [D[:, 0], D[:, 1]]  # (L, d) each: the own parts a_{j←j}, the bias term
+        V = [(p @ W_V.T).reshape(L, Hkv, dh).repeat_interleave(group, dim=1) for p in parts]  # (L, H, d_head)
+        if b_V is not None:
+            V[1] = V[1] + b_V.to(D.dtype).reshape(Hkv, dh).repeat_interleave(group, dim=0)
+        F_own, F_bias = (torch.einsum("jhd,ehd->hje", v, W_O) for v in V)  # (H, L, d)
+        out = torch.cat([torch.einsum("hij,hje->ije", w, F_own),  # (L, L, d)
+                         torch.einsum("hik,hke->ie", w, F_bias)[:, None]], dim=1)  # (L, L + 1, d)
+    else:
+        V = D @ W_V.T  # (L, L + 1, H_kv·d_head)
+        if b_V is not None:
+            V[:, -1] = V[:, -1] + b_V.to(D.dtype)
+        V = V.reshape(L, L + 1, Hkv, dh).repeat_interleave(group, dim=2)  # (L_k, L + 1, H, d_head)
+        Z = torch.einsum("hik,kjhd->ijhd", w, V)  # (L, L + 1, H, d_head)
+        out = torch.einsum("ijhd,ehd->ije", Z, W_O)  # (L, L + 1, d)
     if attn.W_O.bias is not None:
         out[:, -1] = out[:, -1] + attn.W_O.bias.to(D.dtype)
     return out
@@ -174,27 +213,35 @@ def attention_terms(D: Tensor, attn, weights: Tensor) -> Tensor:
 
 @torch.no_grad()
 def decompose_layer(stack: Stack, tr, index: int) -> dict[str, Tensor]:
-    """Every step of layer ``index`` up to :func:`block_end` as a decomposition ``(L, L + 1, d)``
-    over the layer's input tokens (module docstring), keyed by step name (``x`` included), from the
-    float32 trace ``tr`` (recorded with :func:`trace_names`)."""
+    """Every step of layer ``index`` up to :func:`block_end` as a decomposition over the layer's input
+    tokens (module docstring), keyed by step name (``x`` included), from the float32 trace ``tr``
+    (recorded with :func:`trace_names`): ``(L, L + 1, d)``, or compact ``(L, 2, d)`` for x and the
+    per-token steps before the attention (:func:`identity`); the block's end is always full.
+    ``D[name].sum(1)`` is the step's value either way."""
     recipe = recipe_of(stack, index)
     layer, prefix, end = stack.layers[index], f"{stack.prefix}.{index}", block_end(recipe)
     x = layer_input(tr, stack, recipe, index)  # (L, d)
     D: dict[str, Tensor] = {INPUT: identity(x)}
+    compact = {INPUT}  # the steps kept compact (L, 2, d): x and per-token ops of it
     for s in recipe.steps:
         a = D[s.args[0]]
+        if s.op in ("same", "norm", "add") and all(arg in compact for arg in s.args):
+            compact.add(s.name)
         if s.op == "same":
             D[s.name] = a
         elif s.op == "add":
-            D[s.name] = a + D[s.args[1]]
+            D[s.name] = add_terms(a, s.args[0] in compact, D[s.args[1]], s.args[1] in compact)
         elif s.op == "norm":
             D[s.name] = norm_terms(a, getattr(layer, str(s.module)))
         elif s.op == "attention":
-            D[s.name] = attention_terms(a, getattr(layer, s.name), value(tr, f"{prefix}.{s.name}.weights"))
+            D[s.name] = attention_terms(a, getattr(layer, s.name), value(tr, f"{prefix}.{s.name}.weights"),
+                                        compact=s.args[0] in compact)
         else:
             raise InputError(f"the decomposition stops before the MLP; layer recipe {recipe.name!r} reaches "
                              f"{s.op} step {s.name!r} before the attention block's end {end!r}")
         if s.name == end:
+            if end in compact:  # only a recipe without attention before its MLP: written out
+                D[end] = expand(D[end])
             return D
     raise InputError(f"layer recipe {recipe.name!r}: its step {end!r} was not reached")
 
