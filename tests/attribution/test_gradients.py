@@ -115,6 +115,24 @@ def test_grad_input_equals_central_finite_differences(models, name):
     assert rel(b.scores, central_fd(m, TEXT, x, pair, x)) <= 1e-6
 
 
+@pytest.mark.parametrize("name", ("gpt2", "deberta_v3"))
+def test_grad_input_l2_from_the_full_finite_difference_gradient(models, name):
+    """details["l2"] = ‖x_j ⊙ ∂f/∂x_j‖₂, the gradient taken coordinate by coordinate by central differences."""
+    m = models(name, torch.float64)
+    x = embedding_out(m, TEXT)  # (L, d)
+    tgt = default_target(m, TEXT, x)
+    grad = torch.zeros_like(x)
+    h = 1e-5
+    with torch.no_grad():
+        for j in range(x.shape[0]):
+            for k in range(x.shape[1]):
+                e = torch.zeros_like(x)
+                e[j, k] = h
+                grad[j, k] = (f_at(m, TEXT, x + e, tgt) - f_at(m, TEXT, x - e, tgt)) / (2 * h)
+    a = G.grad_input(m, TEXT)
+    assert rel(a.details["l2"], (x * grad).norm(dim=-1)) <= 1e-6
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_ig_integrand_equals_central_finite_differences(models, name):
     """At α = 0.37 on the path from the zero baseline: Σ_d δ_jd ∂f/∂x_jd equals the derivative along δ_j."""

@@ -84,13 +84,12 @@ class Prepared:
             tt = None if self.tt is None else self.tt.expand(n, -1)
             return target_values(self.model, self.target, self.ids.expand(n, -1), self.mask.expand(n, -1), tt)  # (n,)
 
-    def run(self, rows: Tensor, fwd: Optional[dict] = None) -> tuple[Tensor, Tensor]:
+    def run(self, rows: Tensor) -> tuple[Tensor, Tensor]:
         """The target ``(n,)`` of ``n`` copies of the text whose embedding outputs are ``rows (n, L, d)``, and
-        its gradient w.r.t. them ``(n, L, d)``; ``fwd``: more forward hooks for the pass."""
+        its gradient w.r.t. them ``(n, L, d)``."""
         n = rows.shape[0]
         rows = rows.detach().requires_grad_(True)  # the one leaf: parameters' .grad stay untouched
-        hooks = {rows_name(self.model): lambda t, name: rows, **(fwd or {})}
-        with torch.enable_grad(), self.model.hooks(hooks):
+        with torch.enable_grad(), self.model.hooks({rows_name(self.model): lambda t, name: rows}):
             tt = None if self.tt is None else self.tt.expand(n, -1)
             values = target_values(self.model, self.target, self.ids.expand(n, -1), self.mask.expand(n, -1), tt)  # (n,)
             (grad,) = torch.autograd.grad(values.sum(), rows)  # (n, L, d): the copies do not interact
