@@ -73,14 +73,21 @@ def attention_flow(A_tilde: Array, layer: int) -> tuple[Array, Array]:
     A_tilde = np.asarray(A_tilde, dtype=np.float64)
     if not 0 <= layer < A_tilde.shape[0]:
         raise InputError(f"layer {layer} is out of range for {A_tilde.shape[0]} layers")
+    import networkx as nx  # type: ignore[import-untyped]
+
     g = flow_graph(A_tilde, layer)
-    residual = build_residual_network(g, "capacity")  # built once; preflow-push resets its flows each call
     n = A_tilde.shape[-1]
     values = np.zeros((n, n))
     for i in range(n):
+        # Only the nodes output i reaches carry its flow (a causal or windowed mask leaves out the
+        # later / farther tokens): the flow runs on that subgraph, whose residual network is built
+        # once per row (preflow-push resets its flows each call); an input it never reaches gets 0.
+        source = (layer + 1, i)
+        sub = g.subgraph(nx.descendants(g, source) | {source})
+        residual = build_residual_network(sub, "capacity")
         for j in range(n):
-            values[i, j] = maximum_flow_value(g, (layer + 1, i), (0, j), flow_func=preflow_push,
-                                              residual=residual)
+            if (0, j) in sub:
+                values[i, j] = maximum_flow_value(sub, source, (0, j), flow_func=preflow_push, residual=residual)
     sums = values.sum(axis=-1, keepdims=True)  # (L, 1)
     scores = np.divide(values, sums, out=np.zeros_like(values), where=sums > 0)
     return values, scores
