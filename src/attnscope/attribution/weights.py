@@ -35,7 +35,7 @@ from .base import Attribution, AttributionMethod, register_method
 Tensor = torch.Tensor
 
 #: attention flow solves L² maximum-flow problems on a graph of (layer + 2)·L nodes (MiniLM, 24 tokens:
-#: 15–25 s on one CPU core, growing ~L⁴; a causal model about a sixth of that, its rows reach only the
+#: 15–25 s on one CPU core, growing ~L⁴; a causal model about half of that, its rows reach only the
 #: earlier tokens); longer texts are refused (``max_tokens=`` raises the limit).
 FLOW_MAX_TOKENS = 24
 
