@@ -193,10 +193,10 @@ def attention_terms(D: Tensor, attn, weights: Tensor, compact: bool = False) -> 
     w = weights.to(D.dtype)  # (H, L, L)
     if compact:
         parts = [D[:, 0], D[:, 1]]  # (L, d) each: the own parts a_{j←j}, the bias term
-        V = [(p @ W_V.T).reshape(L, Hkv, dh).repeat_interleave(group, dim=1) for p in parts]  # (L, H, d_head)
+        Vs = [(p @ W_V.T).reshape(L, Hkv, dh).repeat_interleave(group, dim=1) for p in parts]  # (L, H, d_head)
         if b_V is not None:
-            V[1] = V[1] + b_V.to(D.dtype).reshape(Hkv, dh).repeat_interleave(group, dim=0)
-        F_own, F_bias = (torch.einsum("jhd,ehd->hje", v, W_O) for v in V)  # (H, L, d)
+            Vs[1] = Vs[1] + b_V.to(D.dtype).reshape(Hkv, dh).repeat_interleave(group, dim=0)
+        F_own, F_bias = (torch.einsum("jhd,ehd->hje", v, W_O) for v in Vs)  # (H, L, d)
         out = torch.cat([torch.einsum("hij,hje->ije", w, F_own),  # (L, L, d)
                          torch.einsum("hik,hke->ie", w, F_bias)[:, None]], dim=1)  # (L, L + 1, d)
     else:
