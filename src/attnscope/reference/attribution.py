@@ -73,7 +73,7 @@ def attention_flow(A_tilde: Array, layer: int) -> tuple[Array, Array]:
     A_tilde = np.asarray(A_tilde, dtype=np.float64)
     if not 0 <= layer < A_tilde.shape[0]:
         raise InputError(f"layer {layer} is out of range for {A_tilde.shape[0]} layers")
-    import networkx as nx  # type: ignore[import-untyped]
+    import networkx as nx
 
     g = flow_graph(A_tilde, layer)
     n = A_tilde.shape[-1]
