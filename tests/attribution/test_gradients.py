@@ -173,9 +173,32 @@ def test_ig_warns_when_completeness_fails(models):
     p = G.Prepared(m, TEXT, None, "test")
     f0, f_tiny = p.values(torch.stack([0 * p.x, 1e-9 * p.x])).tolist()
     assert f0 == 0.0 and abs(f_tiny) > 0.1  # the jump the docstring states
-    with pytest.warns(UserWarning, match="another baseline="):
+    with pytest.warns(UserWarning, match="baseline=<a token id>"):
         ig = G.integrated_gradients(m, TEXT, steps=200, batch_size=100)
     assert ig.details["relative_gap"] > 0.01
+
+
+@pytest.mark.parametrize("name", ("gemma3", "llama_gqa"))
+def test_ig_from_a_token_baseline_is_complete_on_pre_norm_decoders(models, name):
+    """baseline=token id: that token's embedding output at every position (read here from the
+    embedding module by a hooked pass of the changed ids), and Σ IG = f(x) − f(b) within 1e-3."""
+    m = models(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ig = G.integrated_gradients(m, TEXT, steps=200, baseline=0, batch_size=100)
+    ids = m.encode(TEXT).input_ids
+    kept = []
+    with torch.no_grad(), m.hooks({"embed.out": lambda t, name: kept.append(t.clone()) or None}):
+        m(torch.zeros_like(ids))
+    b = kept[0][0]  # (L, d)
+    x = embedding_out(m, TEXT)
+    tgt = default_target(m, TEXT, x)
+    with torch.no_grad():
+        change = float(f_at(m, TEXT, x, tgt) - f_at(m, TEXT, b, tgt))
+    assert abs(float(ig.scores.sum()) - change) <= 1e-3 * abs(change)
+    assert ig.details["baseline"] == "token 0 at every position"
+    with pytest.raises(InputError, match="baseline token"):
+        G.integrated_gradients(m, TEXT, baseline=10**6)
 
 
 def test_ig_with_a_given_baseline_is_the_integral(models):
