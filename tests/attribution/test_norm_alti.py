@@ -4,7 +4,8 @@ model's weights (W_V, W_O rows of the modules, the norms' γ/β/w), written here
 attention weights of the float64 forward (attnscope.reference_model); value zeroing reruns the whole
 layer in float64 with v_j = 0. Models: MiniLM (post), a tiny Llama with grouped-query heads (pre),
 a tiny Gemma 3 (sandwich, sliding windows), a tiny OLMo 2 (post_block) and a tiny DeBERTa-v3 (post,
-relative terms) and a tiny T5's encoder stack (pre, RMSNorm, relative bias)."""
+relative terms), a tiny T5's encoder stack (pre, RMSNorm, relative bias), a tiny BLOOM (ALiBi), GPT-2,
+Qwen3 (QK-norm) and a multi-query Llama."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope import reference as R
 from attnscope import reference_model as RM
 from attnscope.attribution import attribute
 from attnscope.attribution import decompose as DC
@@ -21,7 +21,7 @@ from attnscope.reference_model_blocks import feed_forward
 from attnscope.reference_model_seq2seq import forward_seq2seq
 
 TEXT = "The quick brown fox jumps over the lazy dog, said the old man."
-NAMES = ["minilm", "llama_gqa", "gemma3", "olmo2", "deberta_v3", "t5"]
+NAMES = ["minilm", "llama_gqa", "gemma3", "olmo2", "deberta_v3", "t5", "bloom", "gpt2", "qwen3", "llama_mqa"]
 
 
 @pytest.fixture(scope="module")
@@ -227,10 +227,28 @@ def test_value_zeroing_is_mohebbi(models, name):
     np.testing.assert_allclose(f64(got.scores), rollout_np(mats, stack_of(model).n_layers - 1), atol=2e-5)
 
 
+def test_the_compact_attention_path_is_the_full_one(models):
+    """The block's input kept compact (own part, bias) gives what the written-out (L, L + 1, d) form
+    gives through the general path (which a recipe mixing tokens before its attention would take)."""
+    model = models["llama_gqa"]
+    stack = stack_of(model)
+    tr = model.trace(TEXT, names=DC.trace_names(stack))
+    x = DC.layer_input(tr, stack, DC.recipe_of(stack, 1), 1)
+    C = DC.norm_terms(DC.identity(x), stack.layers[1].ln1)  # (L, 2, d)
+    D = DC.expand(C)  # (L, L + 1, d)
+    assert torch.equal(D.sum(1), C.sum(1))
+    w = DC.value(tr, "layers.1.attn.weights")
+    with torch.no_grad():
+        fast = DC.attention_terms(C, stack.layers[1].attn, w, compact=True)
+        full = DC.attention_terms(D, stack.layers[1].attn, w, compact=False)
+    assert (fast - full).abs().max() < 1e-5 and (fast.sum(1) - DC.value(tr, "layers.1.attn.out")).abs().max() < 1e-5
+
+
 def test_bad_input_is_one_clear_error(models):
     model = models["llama_gqa"]
     with pytest.raises(InputError, match="out of range"):
         attribute(model, TEXT, "alti", layer=99)
     with pytest.raises(InputError, match="non-empty"):
         attribute(model, "   ", "norm")
-    assert R.softmax is not None and torch.is_tensor(attribute(model, "a b", "globenc").scores)
+    with pytest.raises(InputError, match="takes no target"):
+        attribute(model, TEXT, "globenc", target=3)
