@@ -7,11 +7,18 @@ torch. They subclass the builtin exceptions that callers already catch.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Optional, Sequence
 
 
 class AttnscopeError(Exception):
-    """Base class of every error attnscope raises on purpose."""
+    """Base class of every error attnscope raises on purpose.
+
+    ``key`` and ``values`` (set by :func:`attnscope.i18n.error`; None and empty otherwise): the
+    string-table key the message was written from and its placeholders' values, so that the
+    command line can say the same error in another language."""
+
+    key: Optional[str] = None
+    values: Mapping[str, object] = {}
 
 
 class ShapeError(AttnscopeError, ValueError):

@@ -23,6 +23,7 @@ from typing import Optional, Sequence, Union
 import torch
 
 from .errors import InputError, ModelLoadError
+from .i18n import error
 from .pieces import Pieces, labels_of, pieces_of
 
 Tensor = torch.Tensor
@@ -165,6 +166,8 @@ class Tokenizer:
         if too_long:
             if not truncate:
                 i = too_long[0]
+                if len(texts) == 1 and limit == self.max_length:  # the command line's case, in its language
+                    raise error(InputError, "errors.text_too_long", n=len(encs[i].ids), limit=limit)
                 more = f" (and {len(too_long) - 1} more)" if len(too_long) > 1 else ""
                 what = "the model's limit of" if limit == self.max_length else "max_length ="
                 which = "the text" if len(texts) == 1 else f"text {i}"

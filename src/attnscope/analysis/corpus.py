@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
 from ..errors import InputError
+from ..i18n import error
 
 UNITS = ("line", "paragraph", "file")
 DECODE_POLICIES = ("stop", "skip")
@@ -83,8 +84,8 @@ def corpus_files(source: Union[str, Path]) -> list[Path]:
     """The files of a corpus path (a file, or the *.txt / *.txt.gz under a folder), checked readable."""
     path = Path(source)
     if not path.exists():
-        raise InputError(f"corpus {str(source)!r} not found (expected a text file, a folder of .txt files, "
-                         f"or {', '.join(BUILTIN_PREFIX + b for b in BUILTINS)})")
+        raise error(InputError, "errors.no_corpus", source=repr(str(source)),
+                    builtins=", ".join(BUILTIN_PREFIX + b for b in BUILTINS))
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and (p.name.endswith(".txt") or p.name.endswith(".txt.gz")))
         if not files:

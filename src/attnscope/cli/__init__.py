@@ -179,10 +179,27 @@ def check_device(device: Optional[str], flag: str = "--device") -> Optional[str]
     raise InputError(f"{flag} {device}: attnscope runs on cpu, cuda or mps, not {dev.type}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose own errors (invalid choice, a required argument, an invalid value)
+    come out in ``lang`` (its subcommands' parsers are of this class too; :func:`build_parser`
+    sets their language): argparse's fixed English patterns are read back through the ``cli``
+    table's ``cli.argparse_*`` keys. In English, argparse's own line, unchanged."""
+
+    lang = "en"
+
+    def error(self, message: str):
+        if self.lang == "en":
+            super().error(message)
+        from ..i18n import translate
+        self.print_usage(sys.stderr)
+        command = self.prog.split(" ", 1)[1] if " " in self.prog else None
+        self.exit(2, error_line(command, translate(message, self.lang) or message, self.lang) + "\n")
+
+
+def build_parser(lang: str = "en") -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="attnscope",
         description="Transformer self-attention, every number visible.",
     )
@@ -193,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     for p in sub.choices.values():  # the module docstrings are reST; --help is plain text
         p.description = plain_text(p.description)
         name_int_options(p)
+        if isinstance(p, Parser):
+            p.lang = lang
+    parser.lang = lang
     return parser
 
 
@@ -228,9 +248,9 @@ def error_line(command: Optional[str], message: str, lang: str = "en") -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     lang = lang_of(words)
+    parser = build_parser(lang)
     try:
         args = parser.parse_args(argv)
     except OptionError as e:  # an option out of its range: one sentence, as the commands' own errors
@@ -243,7 +263,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(args.func(args) or 0)
     except AttnscopeError as e:
-        print(error_line(args.command, str(e), lang), file=sys.stderr)
+        from ..i18n import error_message
+        print(error_line(args.command, error_message(e, lang), lang), file=sys.stderr)
         return 2
     except FileNotFoundError as e:
         from ..i18n import text

@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..i18n import error, word
 from .numbers import Written, counted, parse_written
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
@@ -338,8 +339,8 @@ def check_index(what: str, value, n: int, unit: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputError(f"{what} must be an integer, got {value!r}")
     if not 0 <= value < n:
-        owner = "there are" if unit == "keys" else "the model has"
-        raise InputError(f"{what} {value} is out of range: {owner} {n} {unit} (0..{n - 1})")
+        raise error(InputError, "errors.index_there" if unit == "keys" else "errors.index_model", what=word(what),
+                    value=value, n=n, unit=word(unit), last=n - 1)
     return int(value)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import reference_model as RM
 from ..errors import InputError
+from ..i18n import error, word
 from .doc import Worked
 from .path_relative import deberta_path, seq2seq_path
 from .path_steps import PathSteps, assemble
@@ -48,7 +49,8 @@ def explain_path(text: str, model=None, layer: int = 0, head: int = 0, token: Op
     RM.check_supported(model)
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < model.config.n_layers:
         n = model.config.n_layers
-        raise InputError(f"layer {layer!r} is out of range: the model has {n} layers (0..{n - 1})")
+        raise error(InputError, "errors.index_model", what=word("layer"), value=repr(layer), n=n, unit=word("layers"),
+                    last=n - 1)
     if not isinstance(text, str) or not text.strip():
         raise InputError("text must be a non-empty string")
     f = RM.forward(model, text, upto=int(layer))

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import error, word
 from ..positions import layer_inv_freq
 from . import inputs
 from .doc import DotRow, Matrix, Para, Step, Sym, Table, Worked, t
@@ -64,7 +65,8 @@ def rotary_setup(model=None, layer: int = 0, d_k: Optional[int] = None, base: Op
         raise InputError(f"model {m.name} has {getattr(cfg, 'position', 'no')} positions, not rotary ones; "
                          "use --scheme sinusoidal or t5, or a decoder such as Llama, Qwen2 or Gemma")
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < cfg.n_layers:
-        raise InputError(f"layer {layer!r} is out of range: the model has {cfg.n_layers} layers (0..{cfg.n_layers - 1})")
+        raise error(InputError, "errors.index_model", what=word("layer"), value=repr(layer), n=cfg.n_layers,
+                    unit=word("layers"), last=cfg.n_layers - 1)
     inv, b, scaling = layer_inv_freq(cfg, int(layer), n)
     return {"d": int(cfg.d_head), "inv_freq": np.asarray(inv, dtype=np.float64), "base": float(b), "scaling": scaling,
             "pairing": "half", "model": m.name, "layer": int(layer)}

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import error
 from ..positions import get_position, score_bias_np
 from ..reference import EXP_SHOW_LIMIT
 from . import inputs
@@ -60,8 +61,7 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
         if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
             raise InputError(f"position must be an integer, got {position!r}")
         if not 0 <= position < n:
-            raise InputError(f"position {position} is out of range: the text has {n} tokens "
-                             f"(positions 0..{n - 1}): {listing}")
+            raise error(InputError, "errors.position_range", position=position, n=n, last=n - 1, listing=listing)
         if match is not None and not any(a <= position <= b for a, b in match.spans):
             raise InputError(f"token {token!r} is not at position {position} (that is {pieces.labels[position]!r}); "
                              f"the tokens are {listing}")
@@ -69,10 +69,9 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
     if token is None or match is None:
         raise InputError(f"choose the query token: give a token or a position; the tokens are {listing}")
     if not match.spans:
-        hint = ""
-        if text is not None and token in text and any("UNK" in tk.upper() for tk in tokens):
-            hint = f" ({token!r} is in the text, but the model's vocabulary does not have it: it became [UNK])"
-        raise InputError(f"token {token!r} is not in the text{hint}; the tokens are {listing}")
+        unk = text is not None and token in text and any("UNK" in tk.upper() for tk in tokens)
+        raise error(InputError, "errors.token_unk" if unk else "errors.token_missing", token=repr(token),
+                    listing=listing)
     first, last = match.spans[0]
     if len(match.spans) > 1:
         notes.append(t("row.ambiguous", tok=token, positions=", ".join(str(b) for _, b in match.spans), pos=last))

@@ -9,6 +9,14 @@ calculations of :mod:`attnscope.explain` keep their own labels in :mod:`attnscop
 (TeX inside ``$…$``, rendered per output format); tests/test_i18n.py checks those and these
 tables with the same rule (:func:`missing`): every key in every language, the same placeholders.
 
+Errors have one mechanism: a raise site builds its error with :func:`error` from a key and the
+key's values (``raise error(InputError, "errors.token_missing", token=..., listing=...)``); the
+message is the key's English string, so English output is the table's words byte for byte, and
+the error carries ``key`` and ``values`` so that the command line (:func:`error_message`) writes it
+in ``--lang``. Nothing reads English error text back, except :func:`translate` for argparse's own
+few fixed messages (invalid choice, required arguments, invalid value: the ``cli.argparse_*``
+keys) and the ``cli`` table's older messages, raised as plain English before keys existed.
+
     >>> from attnscope.i18n import text
     >>> text("plot.layer", "zh", layer=3)
     '第 3 层'
@@ -18,10 +26,10 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Type, TypeVar
 
-from ..errors import InputError
-from . import strings_analysis, strings_cli, strings_experiments, strings_plot, strings_steps, strings_viewer
+from ..errors import AttnscopeError, InputError
+from . import strings_analysis, strings_cli, strings_errors, strings_experiments, strings_plot, strings_steps, strings_viewer
 
 #: The languages every table has.
 LANGS = ("en", "zh")
@@ -30,6 +38,7 @@ LANGS = ("en", "zh")
 TABLES: dict[str, dict[str, dict[str, str]]] = {
     "plot": {"en": strings_plot.EN, "zh": strings_plot.ZH},
     "cli": {"en": strings_cli.EN, "zh": strings_cli.ZH},
+    "errors": {"en": strings_errors.EN, "zh": strings_errors.ZH},
     "steps": {"en": strings_steps.EN, "zh": strings_steps.ZH},
     "viewer": {"en": strings_viewer.EN, "zh": strings_viewer.ZH},
     "experiments": {"en": strings_experiments.EN, "zh": strings_experiments.ZH},
@@ -54,6 +63,47 @@ def _table(key: str, lang: str) -> dict[str, str]:
 def text(key: str, lang: str = "en", **fmt) -> str:
     """The string ``key`` (``area.name``) in ``lang``, its ``{placeholders}`` filled from ``fmt``."""
     return _table(key, lang)[key].format(**fmt)
+
+
+class Msg:
+    """A piece of a message written in the message's language: a key and its values (a hint, or
+    a word such as "layer" that an error names)."""
+
+    def __init__(self, key: str, **values):
+        self.key, self.values = key, values
+
+    def render(self, lang: str) -> str:
+        return text(self.key, lang, **{k: v.render(lang) if isinstance(v, Msg) else v for k, v in self.values.items()})
+
+    def __str__(self) -> str:
+        return self.render("en")
+
+
+E = TypeVar("E", bound=AttnscopeError)
+
+
+def error(cls: Type[E], key: str, **values) -> E:
+    """An error of ``cls`` whose message is ``key``'s English string filled from ``values`` (a
+    :class:`Msg` value is written in English too), carrying ``key`` and ``values`` so that
+    :func:`error_message` can write it in another language."""
+    e = cls(Msg(key, **values).render("en"))
+    e.key, e.values = key, values
+    return e
+
+
+def word(name: str):
+    """The word ``name`` ("layer", "heads", …) as a :class:`Msg` where the ``errors`` table has
+    it (``errors.word.NAME``), else ``name`` as written."""
+    return Msg(f"errors.word.{name}") if f"errors.word.{name}" in TABLES["errors"]["en"] else name
+
+
+def error_message(e: BaseException, lang: str) -> str:
+    """The message of ``e`` in ``lang``: from its key where it carries one, else a ``cli`` table
+    message read back by :func:`translate`, else its own (English) words."""
+    key = getattr(e, "key", None)
+    if key:
+        return Msg(key, **getattr(e, "values", {})).render(lang)
+    return translate(str(e), lang) or str(e)
 
 
 def fields(template: str) -> set[str]:
@@ -114,4 +164,5 @@ def step_name(step: str, lang: str = "en") -> str:
     return text("steps.head", lang, name=name, head=rest.rstrip("]")) if bracket else name
 
 
-__all__ = ["LANGS", "TABLES", "text", "check_lang", "missing", "fields", "translate", "step_name"]
+__all__ = ["LANGS", "TABLES", "text", "Msg", "error", "error_message", "word",
+           "check_lang", "missing", "fields", "translate", "step_name"]

@@ -39,6 +39,13 @@ EN = {
     "cli.no_cuda": "{flag} {device}: no CUDA GPU is visible; use --device cpu",
     "cli.no_cuda_build": "{flag} {device}: this torch is built without CUDA; use --device cpu",
     "cli.not_device": "{flag}: {device} is not a device; use cpu, cuda, cuda:N or mps",
+    # argparse's own messages (Python's words, read back by attnscope.cli.Parser)
+    "cli.argparse_choice": "argument {arg}: invalid choice: {value} (choose from {choices})",
+    "cli.argparse_required": "the following arguments are required: {args}",
+    "cli.argparse_invalid": "argument {arg}: invalid {type} value: {value}",
+    "cli.argparse_unrecognized": "unrecognized arguments: {args}",
+    "cli.argparse_one": "argument {arg}: expected one argument",
+    "cli.argparse_with": "argument {arg}: not allowed with argument {other}",
 }
 
 ZH = {
@@ -69,4 +76,10 @@ ZH = {
     "cli.no_cuda": "{flag} {device}：看不到 CUDA GPU；请用 --device cpu",
     "cli.no_cuda_build": "{flag} {device}：这个 torch 没有编译 CUDA 支持；请用 --device cpu",
     "cli.not_device": "{flag}：{device} 不是设备；请用 cpu、cuda、cuda:N 或 mps",
+    "cli.argparse_choice": "参数 {arg}：无效的选项 {value}（可选：{choices}）",
+    "cli.argparse_required": "缺少必需的参数：{args}",
+    "cli.argparse_invalid": "参数 {arg}：无效的 {type} 值：{value}",
+    "cli.argparse_unrecognized": "无法识别的参数：{args}",
+    "cli.argparse_one": "参数 {arg}：需要一个值",
+    "cli.argparse_with": "参数 {arg}：不能与参数 {other} 一起使用",
 }

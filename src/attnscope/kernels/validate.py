@@ -12,6 +12,7 @@ from typing import Optional, cast
 import torch
 
 from ..errors import ConfigError, InputError, ShapeError, fmt_shape
+from ..i18n import error
 from ..scorings import Scoring, get_scoring
 
 Tensor = torch.Tensor
@@ -32,7 +33,7 @@ def check_token_ids(input_ids, name: str = "input_ids", max_positions: Optional[
         raise ShapeError(f"{name} must be an integer tensor (B, L), got {got}")
     L = input_ids.shape[1]
     if max_positions is not None and L > max_positions:
-        raise InputError(f"sequence of {L} tokens is longer than the model's {max_positions} positions")
+        raise error(InputError, "errors.too_long", n=L, limit=max_positions)
 
 
 def check_vocabulary(input_ids: Tensor, vocab_size: int) -> None:

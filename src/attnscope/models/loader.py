@@ -19,6 +19,7 @@ from typing import Optional, Union
 import torch
 
 from ..errors import AttnscopeError, ConfigError, ModelLoadError
+from ..i18n import Msg, error
 from ..tokenizer import load_tokenizer
 from .base import finish_loading
 from .model import Model
@@ -222,8 +223,11 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
             raise ModelLoadError(f"path must be a folder name, got {type(path).__name__}")
         folder = Path(path).expanduser()
         if not folder.exists():
-            raise ModelLoadError(f"no model folder, model file or installed model called {str(path)!r}; the installed "
-                                 f"models are: {', '.join(installed_model_names())}")
+            names = installed_model_names()
+            mark = " (the default)"  # the default's mark in the error's language
+            listing = Msg("errors.models_default", name=names[0][:-len(mark)], rest="".join(", " + n for n in names[1:])) \
+                if names and names[0].endswith(mark) else ", ".join(names)
+            raise error(ModelLoadError, "errors.no_model", path=repr(str(path)), names=listing)
         if not folder.is_dir():
             raise ModelLoadError(f"{folder} is not a folder; pass the folder that holds config.json")
         name = folder.resolve().name

@@ -26,6 +26,7 @@ import torch
 
 from ..config import TransformerConfig
 from ..errors import InputError
+from ..i18n import error, word
 from ..positions import causal_window_mask, get_position, real_positions, score_bias_np
 from .names import KV_STEPS
 
@@ -42,8 +43,8 @@ def check_index(what: str, i, n: int, unit: str) -> int:
         raise InputError(f"{what} must be an integer, got {i!r}")
     i = int(i.__index__())
     if not 0 <= i < n:
-        raise InputError(f"{what} {i} is out of range: there {'is' if n == 1 else 'are'} {n} {unit}"
-                         f"{'' if n == 1 else 's'} (0..{n - 1})")
+        raise error(InputError, "errors.index_there_one" if n == 1 else "errors.index_there", what=word(what), value=i,
+                    n=n, unit=word(unit if n == 1 else unit + "s"), last=n - 1)
     return i
 
 

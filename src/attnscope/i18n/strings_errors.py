@@ -1,0 +1,61 @@
+"""The errors a learner meets most, in English and Chinese: raised as keyed errors.
+
+A raise site builds its error with :func:`attnscope.i18n.error` from a key here and its values;
+the error's English message is this table's English string (so English output is these words,
+byte for byte), and the command line says it again in the ``--lang`` of the command from the key
+and the values. A value that is itself a :class:`attnscope.i18n.Msg` (a hint, a word such as
+"layer") is written in the same language.
+"""
+
+EN = {
+    # a token, position, layer or head the text or the model does not have (attnscope.explain)
+    "errors.token_missing": "token {token} is not in the text; the tokens are {listing}",
+    "errors.token_unk": "token {token} is not in the text ({token} is in the text, but the model's vocabulary does "
+                        "not have it: it became [UNK]); the tokens are {listing}",
+    "errors.position_range": "position {position} is out of range: the text has {n} tokens (positions 0..{last}): "
+                             "{listing}",
+    "errors.index_model": "{what} {value} is out of range: the model has {n} {unit} (0..{last})",
+    "errors.index_there": "{what} {value} is out of range: there are {n} {unit} (0..{last})",
+    "errors.index_there_one": "{what} {value} is out of range: there is {n} {unit} (0..{last})",
+    # the words those messages name (what, unit)
+    "errors.word.layer": "layer",
+    "errors.word.layers": "layers",
+    "errors.word.head": "head",
+    "errors.word.heads": "heads",
+    "errors.word.query": "query",
+    "errors.word.keys": "keys",
+    "errors.word.text": "text",
+    "errors.word.texts": "texts",
+    # models and files
+    "errors.no_model": "no model folder, model file or installed model called {path}; the installed models are: "
+                       "{names}",
+    "errors.models_default": "{name} (the default){rest}",
+    "errors.no_corpus": "corpus {source} not found (expected a text file, a folder of .txt files, or {builtins})",
+    "errors.text_too_long": "the text has {n} tokens, longer than the model's limit of {limit} positions; shorten "
+                            "it (in Python, truncate=True keeps the first {limit} tokens)",
+    "errors.too_long": "sequence of {n} tokens is longer than the model's {limit} positions",
+}
+
+ZH = {
+    "errors.token_missing": "文本里没有 token {token}；文本的 token 是 {listing}",
+    "errors.token_unk": "文本里没有 token {token}（{token} 在文本里，但模型的词表里没有它：它变成了 [UNK]）；"
+                        "文本的 token 是 {listing}",
+    "errors.position_range": "位置 {position} 超出范围：文本有 {n} 个 token（位置 0..{last}）：{listing}",
+    "errors.index_model": "{what} {value} 超出范围：模型的{unit}数是 {n}（0..{last}）",
+    "errors.index_there": "{what} {value} 超出范围：{unit}数是 {n}（0..{last}）",
+    "errors.index_there_one": "{what} {value} 超出范围：{unit}数是 {n}（0..{last}）",
+    "errors.word.layer": "层",
+    "errors.word.layers": "层",
+    "errors.word.head": "头",
+    "errors.word.heads": "头",
+    "errors.word.query": "查询位置",
+    "errors.word.keys": "键",
+    "errors.word.text": "文本",
+    "errors.word.texts": "文本",
+    "errors.no_model": "没有叫 {path} 的模型文件夹、模型文件或已安装的模型；已安装的模型有：{names}",
+    "errors.models_default": "{name}（默认）{rest}",
+    "errors.no_corpus": "找不到语料 {source}（应是一个文本文件、一个放 .txt 文件的文件夹，或 {builtins}）",
+    "errors.text_too_long": "这段文本有 {n} 个 token，超过了模型的上限 {limit} 个位置；请缩短它"
+                            "（在 Python 里，truncate=True 只保留前 {limit} 个 token）",
+    "errors.too_long": "这段文本有 {n} 个 token，超过了模型的 {limit} 个位置",
+}

@@ -1,0 +1,135 @@
+"""The errors a learner meets most, under ``--lang zh``: a token not in the text, a layer, head or
+position out of range, a model or corpus that is not there, a text too long for the model, and
+argparse's own messages. Each comes out in Chinese with the same values (the token, the numbers,
+the token list) and no English words left; without ``--lang`` the line is the English one, as before."""
+
+import re
+
+import pytest
+
+from attnscope import i18n
+from attnscope.cli import main
+from attnscope.errors import InputError, ModelLoadError
+from attnscope.models.loader import installed_model_names
+from attnscope.testing import tiny as testing
+
+TEXT = "我喜欢人工智能"
+#: Words that stay as they are in Chinese output: "token" (docs/zh/tutorial/tokens.md), code in
+#: the hints (truncate=True, Python), the tokenizer's own pieces and the built-in corpus's name.
+KEEP = {"token", "Python", "truncate", "True", "UNK", "CLS", "SEP", "builtin", "python", "docs", "txt", "png"}
+
+
+def english_words(line: str, *also: str) -> set:
+    """The English words of ``line`` outside quoted values, options, paths and ``also``."""
+    for x in also:
+        line = line.replace(x, " ")
+    line = re.sub(r"'[^']*'|--?[\w/-]+|/[\w./-]+", " ", line)
+    return {w for w in re.findall(r"[A-Za-z][A-Za-z_]*[A-Za-z]", line) if len(w) >= 3 and w not in KEEP}
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory):
+    """A 2-layer, 4-head BERT with bert-base-chinese's vocabulary for the sentence (64 positions)."""
+    return str(testing.tiny_bert_chinese(tmp_path_factory.mktemp("bert_zh")))
+
+
+def err(capsys, argv) -> str:
+    with pytest.raises(SystemExit) if argv[0] == "ARGPARSE" else _nothing():
+        rc = main(argv[1:] if argv[0] == "ARGPARSE" else argv)
+        assert rc == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    return lines[-1]
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def cases(bert, tmp):
+    png, html = str(tmp / "x.png"), str(tmp / "x.html")
+    long_text = "我" * 100
+    return {
+        # name: (argv, the values the Chinese line must show, the English line's message)
+        "token": (["explain", "--text", TEXT, "--token", "猫", "--model", bert],
+                  ["'猫'", "0:[CLS] 1:我 2:喜 3:欢"],
+                  "token '猫' is not in the text; the tokens are 0:[CLS] 1:我 2:喜 3:欢 4:人 5:工 6:智 7:能 8:[SEP]"),
+        "layer": (["explain", "--text", TEXT, "--token", "喜", "--layer", "99", "--model", bert],
+                  ["99", "2", "0..1"], "layer 99 is out of range: the model has 2 layers (0..1)"),
+        "head": (["explain", "--text", TEXT, "--token", "喜", "--head", "9", "--model", bert],
+                 ["9", "4", "0..3"], "head 9 is out of range: the model has 4 heads (0..3)"),
+        "path_layer": (["explain", "--text", TEXT, "--token", "喜", "--path", "--layer", "99", "--model", bert],
+                       ["99", "2", "0..1"], "layer 99 is out of range: the model has 2 layers (0..1)"),
+        "position": (["explain", "--text", TEXT, "--position", "12", "--model", bert],
+                     ["12", "9", "0..8", "2:喜"],
+                     "position 12 is out of range: the text has 9 tokens (positions 0..8): "
+                     "0:[CLS] 1:我 2:喜 3:欢 4:人 5:工 6:智 7:能 8:[SEP]"),
+        "plot_layer": (["plot", TEXT, "--layer", "7", "--model", bert, "-o", png],
+                       ["7", "2", "0..1"], "layer 7 is out of range: there are 2 layers (0..1)"),
+        "model": (["view", TEXT, "--model", "nosuchmodel", "-o", html], ["'nosuchmodel'", "multilingual-e5-small"],
+                  None),
+        "corpus": (["analyze", "/nonexistent.txt"], ["'/nonexistent.txt'", "builtin:python-docs"],
+                   "corpus '/nonexistent.txt' not found (expected a text file, a folder of .txt files, or "
+                   "builtin:python-docs)"),
+        "too_long": (["plot", long_text, "--model", bert, "-o", png], ["102", "64"],
+                     "the text has 102 tokens, longer than the model's limit of 64 positions; shorten it "
+                     "(in Python, truncate=True keeps the first 64 tokens)"),
+        "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
+                   "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
+        "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
+        "invalid_float": (["ARGPARSE", "generate", "hi", "--temperature", "warm"], ["--temperature", "float", "'warm'"],
+                          "argument --temperature: invalid float value: 'warm'"),
+        "unrecognized": (["ARGPARSE", "plot", TEXT, "--nope", "-o", png], ["--nope"],
+                         "unrecognized arguments: --nope"),
+    }
+
+
+NAMES = ["token", "layer", "head", "path_layer", "position", "plot_layer", "model", "corpus", "too_long", "choice",
+         "required", "invalid_float", "unrecognized"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_error_in_chinese_keeps_its_values_and_no_english_words(capsys, bert, tmp_path, name):
+    argv, values, _ = cases(bert, tmp_path)[name]
+    line = err(capsys, [*argv, "--lang", "zh"]) if argv[0] != "ARGPARSE" or name == "unrecognized" else \
+        err(capsys, [argv[0], argv[1], "--lang", "zh", *argv[2:]])
+    command = argv[1] if argv[0] == "ARGPARSE" else argv[0]
+    lead = "attnscope：错误：" if name == "unrecognized" else f"attnscope {command}：错误："
+    assert line.startswith(lead), line
+    assert all(v in line for v in values), (line, values)
+    assert re.search("[\u4e00-\u9fff]", line[len(lead):]), line
+    names = [n.replace(" (the default)", "") for n in installed_model_names()]
+    assert english_words(line[len(lead):], bert, *values, *names) == set(), line
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_english_line_is_as_before(capsys, bert, tmp_path, name):
+    argv, values, english = cases(bert, tmp_path)[name]
+    line = err(capsys, argv)
+    command = argv[1] if argv[0] == "ARGPARSE" else argv[0]
+    if english is None:  # the installed models' list changes with what is installed
+        assert line.startswith(f"attnscope {command}: error: no model folder, model file or installed model called "
+                               "'nosuchmodel'; the installed models are: "), line
+    else:
+        lead = "attnscope: error: " if name == "unrecognized" else f"attnscope {command}: error: "
+        assert line == lead + english
+
+
+def test_a_keyed_error_carries_its_key_and_values_and_its_message_is_the_english_string():
+    e = i18n.error(InputError, "errors.index_model", what=i18n.word("layer"), value=5, n=2, unit=i18n.word("layers"),
+                   last=1)
+    assert isinstance(e, InputError) and e.key == "errors.index_model"
+    assert str(e) == "layer 5 is out of range: the model has 2 layers (0..1)"
+    assert i18n.error_message(e, "en") == str(e)
+    assert i18n.error_message(e, "zh") == "层 5 超出范围：模型的层数是 2（0..1）"
+    m = i18n.error(ModelLoadError, "errors.no_model", path="'x'", names="a, b")
+    assert isinstance(m, ModelLoadError) and i18n.error_message(m, "zh").startswith("没有叫 'x' 的模型")
+
+
+def test_an_unkeyed_error_keeps_its_words_and_an_unknown_word_stays_as_written():
+    assert i18n.error_message(InputError("something new"), "zh") == "something new"
+    assert i18n.word("encoder layer") == "encoder layer"
+    assert i18n.word("heads").render("zh") == "头"
