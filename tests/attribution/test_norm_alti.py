@@ -212,7 +212,12 @@ def test_norm_is_kobayashi(models, name):
 def test_value_zeroing_is_mohebbi(models, name):
     model = models[name]
     f = forward_f64(model)
+    stack = stack_of(model)
+    name = f"{stack.prefix}.{stack.n_layers - 1}.out"
+    before = model.trace(TEXT, names=[name], **stack.trace_kw)[name]
     got = attribute(model, TEXT, "value_zeroing")
+    # its passes stop at the layer by raising in a hook: no hook is left behind
+    assert torch.equal(model.trace(TEXT, names=[name], **stack.trace_kw)[name], before)
     mats = []
     for i in range(stack_of(model).n_layers):
         out = f[f"layers.{i}.out"]

@@ -116,25 +116,39 @@ def block_method(name: str, fn, meaning: str):
     return compute
 
 
+class _Stop(Exception):
+    """Raised by the hook on a layer's output: the pass need not go on (the later layers and the
+    LM head — a 262k-word vocabulary in Gemma 3 — cost more than the layer itself)."""
+
+
 def zeroing_layer(model, stack: DC.Stack, text: str, index: int, original: Tensor, chunk: int = 16) -> Tensor:
     """Value zeroing of layer ``index``: ``(L, L)``, [i, j] = cosine distance of token i's layer
     output with token j's values zeroed to ``original (L, d)``, rows normalised. One batch row per
-    zeroed token (the same text repeated), ``chunk`` rows a pass."""
+    zeroed token (the same text repeated), ``chunk`` rows a pass; each pass stops at the layer's
+    output (a hook takes it and ends the pass; the trace's hooks go again however it ends)."""
     L, p = original.shape[0], f"{stack.prefix}.{index}"
     kw = {k: [v] * chunk for k, v in stack.trace_kw.items()}  # the encoder–decoder's target, one a text
     out = original.new_zeros(L, L, dtype=torch.float64)  # normalised in float64, returned in the trace's dtype
     for start in range(0, L, chunk):
         js = list(range(start, min(L, start + chunk)))
+        taken: dict[str, Tensor] = {}
 
         def zero(v: Tensor, name: str, js=js) -> Tensor:  # (B, H_kv, L, d_head)
             v = v.clone()
             b = torch.arange(len(js), device=v.device)
             v[b, :, torch.tensor(js, device=v.device)] = 0
             return v
-        with torch.no_grad():
-            tr = model.trace([text] * len(js), names=[f"{p}.out"], hooks={f"{p}.attn.v": zero},
-                             **{k: v[:len(js)] for k, v in kw.items()})
-        new = tr[f"{p}.out"][:, :L]  # (B, L, d)
+
+        def take(t: Tensor, name: str, taken=taken) -> None:  # (B, L, d)
+            taken["out"] = t.detach()
+            raise _Stop
+        try:
+            with torch.no_grad():
+                model.trace([text] * len(js), names=[], hooks={f"{p}.attn.v": zero, f"{p}.out": take},
+                            **{k: v[:len(js)] for k, v in kw.items()})
+        except _Stop:
+            pass
+        new = taken["out"][:, :L]  # (B, L, d)
         out[:, start:start + len(js)] = cosine_distance(new, original[None]).T  # (L, B)
     return normalise_rows(out).to(original.dtype)
 
