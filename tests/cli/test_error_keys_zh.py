@@ -57,6 +57,9 @@ def cases(bert, tmp):
         "token": (["explain", "--text", TEXT, "--token", "猫", "--model", bert],
                   ["'猫'", "0:[CLS] 1:我 2:喜 3:欢"],
                   "token '猫' is not in the text; the tokens are 0:[CLS] 1:我 2:喜 3:欢 4:人 5:工 6:智 7:能 8:[SEP]"),
+        "unk": (["explain", "--text", "我喜欢猫", "--token", "猫", "--model", bert], ["'猫'", "4:[UNK]"],
+                "token '猫' is not in the text ('猫' is in the text, but the model's vocabulary does not have it: it "
+                "became [UNK]); the tokens are 0:[CLS] 1:我 2:喜 3:欢 4:[UNK] 5:[SEP]"),
         "layer": (["explain", "--text", TEXT, "--token", "喜", "--layer", "99", "--model", bert],
                   ["99", "2", "0..1"], "layer 99 is out of range: the model has 2 layers (0..1)"),
         "head": (["explain", "--text", TEXT, "--token", "喜", "--head", "9", "--model", bert],
@@ -77,6 +80,10 @@ def cases(bert, tmp):
         "too_long": (["plot", long_text, "--model", bert, "-o", png], ["102", "64"],
                      "the text has 102 tokens, longer than the model's limit of 64 positions; shorten it "
                      "(in Python, truncate=True keeps the first 64 tokens)"),
+        "labels_count": (["plot", TEXT, "--labels", "a,b", "--model", bert, "-o", png], ["2", "9"],
+                         "labels has 2 entries but the text has 9 tokens"),
+        "o_folder": (["explain", "--text", TEXT, "--token", "喜", "--model", bert, "-o", str(tmp)], [repr(str(tmp))],
+                     f"-o {str(tmp)!r} is a folder; give a file name such as {str(tmp / 'explain.txt')!r}"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -87,7 +94,8 @@ def cases(bert, tmp):
     }
 
 
-NAMES = ["token", "layer", "head", "path_layer", "position", "plot_layer", "model", "corpus", "too_long", "choice",
+NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer", "model", "corpus", "too_long",
+         "labels_count", "o_folder", "choice",
          "required", "invalid_float", "unrecognized"]
 
 

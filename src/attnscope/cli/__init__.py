@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import AttnscopeError, InputError
+from ..i18n import error
 
 #: The largest --seed every command takes (the experiments' generators take seeds below 2**31).
 MAX_SEED = 2**31 - 1
@@ -43,18 +44,22 @@ class IntRange:
     def describe(self) -> str:
         return f"from {self.low} to {self.high}"
 
-    def parse(self, part: str, not_int: str) -> int:
-        """``part`` as an integer in range; OptionError ``not_int`` when it is not an integer."""
+    def parse(self, part: str, not_int: str, **values) -> int:
+        """``part`` as an integer in range; OptionError ``not_int`` (a ``cli`` key, with ``values``)
+        when it is not an integer."""
         try:
             value = int(part)
         except ValueError:
-            raise OptionError(not_int) from None
+            raise error(OptionError, not_int, flag=self.flag, low=self.low, high=self.high, **values) from None
         if not self.low <= value <= self.high:
-            raise OptionError(f"{self.flag} must be {self.describe()}, got {value}")
+            raise error(OptionError, self.out_of_range, flag=self.flag, low=self.low, high=self.high, value=value)
         return value
 
+    #: the ``cli`` key of a number outside the range
+    out_of_range = "cli.range"
+
     def __call__(self, text: str) -> int:
-        return self.parse(text, f"{self.flag} must be an integer {self.describe()}, got {text!r}")
+        return self.parse(text, "cli.int_range", value=repr(text))
 
 
 class IntList(IntRange):
@@ -67,15 +72,17 @@ class IntList(IntRange):
     def describe(self) -> str:
         return f"comma-separated integers, each from {self.low} to {self.high}"
 
+    out_of_range = "cli.int_list"
+
     def __call__(self, text: str) -> list[int]:  # type: ignore[override]
         parts = [x.strip() for x in text.split(",") if x.strip()]
         if not parts:
-            raise OptionError(f"{self.flag} is empty: give {self.describe()}")
+            raise error(OptionError, "cli.int_list_empty", flag=self.flag, low=self.low, high=self.high)
         out = []
         for x in parts:
-            value = self.parse(x, f"{self.flag} must be {self.describe()}, got {text!r}")
+            value = self.parse(x, "cli.int_list", value=repr(text))
             if self.unique and value in out:
-                raise OptionError(f"{self.flag} lists {value} twice; give each once")
+                raise error(OptionError, "cli.int_twice", flag=self.flag, value=value)
             out.append(value)
         return out
 
@@ -97,15 +104,16 @@ def check_range(value, flag: str, low, high=None):
     if value is None:
         return value
     if value < low or (high is not None and value > high):
-        span = f"from {low} to {high}" if high is not None else f"at least {low}"
-        raise InputError(f"{flag} must be {span}, got {value}")
+        if high is None:
+            raise error(InputError, "cli.at_least", flag=flag, low=low, value=value)
+        raise error(InputError, "cli.range", flag=flag, low=low, high=high, value=value)
     return value
 
 
 def check_out_dir(out: Path) -> None:
     """Check (creating nothing) that --out can be made, so that it fails before the work, not after."""
     if out.exists() and not out.is_dir():
-        raise InputError(f"--out {str(out)!r} exists and is not a folder")
+        raise error(InputError, "cli.out_not_folder", path=repr(str(out)))
     parent = out
     while not parent.exists():
         parent = parent.parent
@@ -128,7 +136,7 @@ def add_overwrite_option(p) -> None:
 def check_new_file(path: Path, overwrite: bool, flag: str = "-o") -> None:
     """InputError, before any work, when ``path`` exists and ``overwrite`` was not asked for."""
     if not overwrite and path.is_file():
-        raise InputError(f"{flag} {str(path)!r} already exists; add {OVERWRITE} to replace it, or choose another name")
+        raise error(InputError, "cli.exists", flag=flag, path=repr(str(path)))
 
 
 def check_new_results(folder: Path, names: Sequence[str], overwrite: bool, flag: str = "--out") -> None:
@@ -138,8 +146,7 @@ def check_new_results(folder: Path, names: Sequence[str], overwrite: bool, flag:
         return
     there = [n for n in names if (folder / n).exists()]
     if there:
-        raise InputError(f"{flag} {str(folder)!r} already holds results ({', '.join(there)}); add {OVERWRITE} to "
-                         "replace them, or choose another folder")
+        raise error(InputError, "cli.results_there", flag=flag, path=repr(str(folder)), names=", ".join(there))
 
 
 def save_figure(fig, out: Path, dpi: int) -> None:
@@ -148,7 +155,7 @@ def save_figure(fig, out: Path, dpi: int) -> None:
     try:
         fig.savefig(out, dpi=dpi)
     except OSError as e:
-        raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+        raise error(InputError, "cli.cannot_write", path=out, why=e.strerror or e) from None
 
 
 def check_device(device: Optional[str], flag: str = "--device") -> Optional[str]:
@@ -159,14 +166,13 @@ def check_device(device: Optional[str], flag: str = "--device") -> Optional[str]
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
-        raise InputError(f"{flag}: {device!r} is not a device; use cpu, cuda, cuda:N or mps") from None
+        raise error(InputError, "cli.not_device", flag=flag, device=repr(device)) from None
     if dev.type == "cpu":
         return device
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            why = ("this torch is built without CUDA" if torch.version.cuda is None
-                   else "no CUDA GPU is visible")
-            raise InputError(f"{flag} {device}: {why}; use --device cpu")
+            raise error(InputError, "cli.no_cuda_build" if torch.version.cuda is None else "cli.no_cuda", flag=flag,
+                        device=device)
         n = torch.cuda.device_count()
         if dev.index is not None and dev.index >= n:
             raise InputError(f"{flag} {device}: there {'is' if n == 1 else 'are'} {n} CUDA "
@@ -238,11 +244,9 @@ def lang_of(words: Sequence[str]) -> str:
 
 
 def error_line(command: Optional[str], message: str, lang: str = "en") -> str:
-    """The one line an error prints: ``attnscope COMMAND: error: MESSAGE``, in ``lang`` where the
-    message is one of :mod:`attnscope.i18n.strings_cli` (other messages keep their English words
-    behind the translated lead-in)."""
-    from ..i18n import text, translate
-    message = translate(message, lang) or message
+    """The one line an error prints: ``attnscope COMMAND: error: MESSAGE``, its lead-in in
+    ``lang``; ``message`` is already in ``lang`` where it can be (:func:`attnscope.i18n.error_message`)."""
+    from ..i18n import text
     return text("cli.error", lang, command=command, message=message) if command else \
         text("cli.error_top", lang, message=message)
 
@@ -254,8 +258,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = parser.parse_args(argv)
     except OptionError as e:  # an option out of its range: one sentence, as the commands' own errors
+        from ..i18n import error_message
         command = next((w for w in words if w in COMMANDS), None)
-        print(error_line(command, str(e), lang), file=sys.stderr)
+        print(error_line(command, error_message(e, lang), lang), file=sys.stderr)
         return 2
     if not getattr(args, "func", None):
         parser.print_help()

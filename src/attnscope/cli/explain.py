@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..i18n import error
 from ..scorings import SCORINGS
 from . import MAX_INDEX, MAX_SEED, OVERWRITE, IntRange, check_new_file
 
@@ -205,7 +206,7 @@ def check_output(args) -> None:
     """Refuse a folder, or an existing -o file without --overwrite, before any work."""
     if args.output is not None and Path(args.output).is_dir():  # "-o ." or "-o ''": a name is missing
         example = {"markdown": "explain.md", "latex": "explain.tex", "json": "explain.json"}.get(args.format, "explain.txt")
-        raise InputError(f"-o {args.output!r} is a folder; give a file name such as {str(Path(args.output) / example)!r}")
+        raise error(InputError, "cli.o_folder", path=repr(args.output), example=repr(str(Path(args.output) / example)))
     if args.output:
         check_new_file(Path(args.output), args.overwrite)
 

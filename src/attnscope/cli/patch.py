@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..i18n import text
+from ..i18n import error, text
 from . import MAX_INDEX, IntList, IntRange, add_overwrite_option, check_new_file, save_figure
 from .plot import MAX_DPI, MIN_DPI
 
@@ -82,7 +82,7 @@ def _check_outputs(paths, overwrite: bool) -> list[Path]:
         if not str(given).strip():
             raise InputError("-o is empty; give a file name such as patch.png or patch.json")
         if out.is_dir():  # "-o ." or "-o results/": a name is missing, not a format
-            raise InputError(f"-o {str(given)!r} is a folder; give a file name such as {str(out / 'patch.png')!r}")
+            raise error(InputError, "cli.o_folder", path=repr(str(given)), example=repr(str(out / "patch.png")))
         if out.suffix.lower() not in FIGURES + (".json",):
             raise InputError(f"cannot tell what to write to {out.name!r}: use .png, .svg, .pdf (the figure) or "
                              f".json (the numbers)")

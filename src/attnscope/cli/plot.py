@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import InputError
+from ..i18n import error
 from . import MAX_INDEX, IntRange, add_overwrite_option, check_new_file, save_figure
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
@@ -58,12 +59,12 @@ def _floats(s: str, what: str) -> list[float]:
     try:
         xs = [float(x) for x in s.replace(" ", "").split(",") if x]
     except ValueError:
-        raise InputError(f"{what} must be comma-separated numbers, got {s!r}") from None
+        raise error(InputError, "cli.numbers", what=what, value=repr(s)) from None
     if not xs:
-        raise InputError(f"{what} is empty: give comma-separated numbers")
+        raise error(InputError, "cli.numbers_empty", what=what)
     bad = [x for x in xs if not math.isfinite(x)]
     if bad:
-        raise InputError(f"{what} must be finite numbers, got {bad[0]}")
+        raise error(InputError, "cli.numbers_finite", what=what, value=bad[0])
     return xs
 
 
@@ -72,26 +73,26 @@ def _labels(args):
     if args.labels is None:
         return None
     if args.kind in ("grid", "hist"):
-        raise InputError(f"--labels names the tokens of --kind heatmap or softmax, not of --kind {args.kind}")
+        raise error(InputError, "cli.labels_kind", kind=args.kind)
     labels = [x.strip() for x in args.labels.split(",")]
     if any(not x for x in labels):
-        raise InputError(f"--labels has an empty label: {args.labels!r}")
+        raise error(InputError, "cli.labels_empty", value=repr(args.labels))
     return labels
 
 
 def run(args) -> int:
     out = Path(args.output)
     if not args.output.strip():
-        raise InputError("-o is empty; give a file name such as scores.png")
+        raise error(InputError, "cli.o_empty")
     if out.is_dir():  # "-o ." or "-o figures/": a name is missing, not a format
-        raise InputError(f"-o {args.output!r} is a folder; give a file name such as {str(out / 'scores.png')!r}")
+        raise error(InputError, "cli.o_folder", path=repr(args.output), example=repr(str(out / "scores.png")))
     if out.suffix.lower() not in FORMATS:
-        raise InputError(f"cannot tell the format of {out.name!r}: use a .png, .svg or .pdf file name")
+        raise error(InputError, "cli.format", name=repr(out.name))
     check_new_file(out, args.overwrite)
     _labels(args)  # a bad --labels stops before the model loads
     needs_text = args.kind in ("heatmap", "grid") or (args.kind == "softmax" and args.scores is None)
     if needs_text and not (args.text and args.text.strip()):
-        raise InputError(f"--kind {args.kind} needs a text to trace")
+        raise error(InputError, "cli.needs_text", kind=args.kind)
     from .. import plot
 
     tr = None

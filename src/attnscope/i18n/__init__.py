@@ -13,9 +13,9 @@ Errors have one mechanism: a raise site builds its error with :func:`error` from
 key's values (``raise error(InputError, "errors.token_missing", token=..., listing=...)``); the
 message is the key's English string, so English output is the table's words byte for byte, and
 the error carries ``key`` and ``values`` so that the command line (:func:`error_message`) writes it
-in ``--lang``. Nothing reads English error text back, except :func:`translate` for argparse's own
-few fixed messages (invalid choice, required arguments, invalid value: the ``cli.argparse_*``
-keys) and the ``cli`` table's older messages, raised as plain English before keys existed.
+in ``--lang``; an error raised without a key keeps its English words. Nothing reads English error
+text back, except :func:`translate` for argparse's own few fixed messages (invalid choice,
+required arguments, invalid value: the ``cli.argparse_*`` keys), which attnscope does not raise.
 
     >>> from attnscope.i18n import text
     >>> text("plot.layer", "zh", layer=3)
@@ -98,12 +98,10 @@ def word(name: str):
 
 
 def error_message(e: BaseException, lang: str) -> str:
-    """The message of ``e`` in ``lang``: from its key where it carries one, else a ``cli`` table
-    message read back by :func:`translate`, else its own (English) words."""
+    """The message of ``e`` in ``lang``: from its key where it carries one, else its own
+    (English) words."""
     key = getattr(e, "key", None)
-    if key:
-        return Msg(key, **getattr(e, "values", {})).render(lang)
-    return translate(str(e), lang) or str(e)
+    return Msg(key, **getattr(e, "values", {})).render(lang) if key else str(e)
 
 
 def fields(template: str) -> set[str]:

@@ -1,8 +1,10 @@
 """The command line's error messages (:mod:`attnscope.cli`), in English and Chinese.
 
-The English strings are the exact words the commands raise: :func:`attnscope.i18n.translate`
-reads a message back against them (placeholders match any text) and writes the Chinese one, so
-a message is translated exactly when it is spelled here. docs/guide/languages.md lists them.
+The English strings are the exact words the commands raise: each raise site builds its error
+with :func:`attnscope.i18n.error` from a key here, and the command line writes it in ``--lang``
+from the key. The ``cli.argparse_*`` strings are argparse's own words, which
+:class:`attnscope.cli.Parser` reads back with :func:`attnscope.i18n.translate`.
+docs/guide/languages.md lists them.
 """
 
 EN = {
@@ -35,6 +37,7 @@ EN = {
     "cli.numbers_empty": "{what} is empty: give comma-separated numbers",
     "cli.numbers_finite": "{what} must be finite numbers, got {value}",
     "cli.labels_count": "labels has {n} entries but the text has {m} tokens",
+    "cli.labels_count_one": "labels has {n} entry but the text has {m} tokens",
     # devices
     "cli.no_cuda": "{flag} {device}: no CUDA GPU is visible; use --device cpu",
     "cli.no_cuda_build": "{flag} {device}: this torch is built without CUDA; use --device cpu",
@@ -72,7 +75,8 @@ ZH = {
     "cli.numbers": "{what} 必须是以逗号分隔的数，收到的是 {value}",
     "cli.numbers_empty": "{what} 是空的：请给出以逗号分隔的数",
     "cli.numbers_finite": "{what} 必须是有限的数，收到的是 {value}",
-    "cli.labels_count": "labels 有 {n} 个，但文本有 {m} 个 token",
+    "cli.labels_count": "给出的标签有 {n} 个，但文本有 {m} 个 token",
+    "cli.labels_count_one": "给出的标签有 {n} 个，但文本有 {m} 个 token",
     "cli.no_cuda": "{flag} {device}：看不到 CUDA GPU；请用 --device cpu",
     "cli.no_cuda_build": "{flag} {device}：这个 torch 没有编译 CUDA 支持；请用 --device cpu",
     "cli.not_device": "{flag}：{device} 不是设备；请用 cpu、cuda、cuda:N 或 mps",

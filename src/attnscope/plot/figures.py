@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from .. import reference as R
 from ..errors import InputError
 from ..fonts import matplotlib_rc
-from ..i18n import check_lang
+from ..i18n import check_lang, error
 from ..i18n import text as _t
 
 #: Heatmaps of at most this many tokens write each weight in its cell.
@@ -44,8 +44,7 @@ def _labels(toks: Sequence[str]) -> list[str]:
 def _own_labels(labels: Sequence[str], n: int) -> list[str]:
     labels = [str(x) for x in labels]
     if len(labels) != n:
-        raise InputError(f"labels has {len(labels)} {'entry' if len(labels) == 1 else 'entries'} but the text has "
-                         f"{n} tokens")
+        raise error(InputError, "cli.labels_count_one" if len(labels) == 1 else "cli.labels_count", n=len(labels), m=n)
     return labels
 
 
