@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from attnscope.attribution import attribute
 from attnscope.errors import InputError
@@ -34,7 +35,10 @@ def test_the_decoder_of_an_encoder_decoder_is_refused_in_one_sentence(tiny, meth
     with pytest.raises(InputError, match="decoder's self- and cross-attention") as e:
         attribute(model, "a short text", method, target="a target")
     assert "\n" not in str(e.value)
+    with pytest.raises(InputError, match="decoder's self- and cross-attention"):
+        attribute(model, "a short text", method, stack="decoder")
     got = attribute(model, "a short text", method)  # the encoder's stack
+    assert torch.equal(attribute(model, "a short text", method, stack="encoder").per_layer, got.per_layer)
     assert got.per_layer.shape[0] == len(model.encoder.layers) and got.scores.shape == (len(got.tokens),) * 2
 
 
@@ -43,3 +47,12 @@ def test_a_text_past_the_context_is_one_error(tiny, method):
     model = tiny("gpt2")
     with pytest.raises(InputError):
         attribute(model, "word " * (model.config.max_positions + 10), method)
+
+
+@pytest.mark.parametrize("method", ["norm", "globenc", "alti", "value_zeroing"])
+def test_an_option_it_does_not_take_is_one_error(tiny, method):
+    model = tiny("gpt2")
+    with pytest.raises(InputError, match="takes no option 'steps'"):
+        attribute(model, "a short text", method, steps=5)
+    with pytest.raises(InputError, match="one stack"):
+        attribute(model, "a short text", method, stack="encoder")

@@ -56,17 +56,28 @@ class Stack:
         return len(self.layers)
 
 
-def stack_of(model, method: str, target=None) -> Stack:
-    """The stack ``method`` decomposes: the model's layers, or an encoder–decoder's encoder (its
-    decoder — self- and cross-attention — is refused, in one sentence, when a ``target`` asks for it)."""
+def stack_of(model, method: str, target=None, stack: Optional[str] = None) -> Stack:
+    """The stack ``method`` decomposes: the model's layers, or an encoder–decoder's encoder
+    (``stack`` None or ``"encoder"``); its decoder — self- and cross-attention — is refused in one
+    sentence, whether a ``stack`` or a ``target`` asks for it."""
     if hasattr(model, "target_batch"):  # an encoder–decoder model (T5, BART)
-        if target is not None:
-            raise InputError(f"{method} attributes the encoder's stack of {model.name} (the source text); it does not "
-                             f"decompose the decoder's self- and cross-attention, so it takes no target")
+        if target is not None or stack not in (None, "encoder"):
+            raise InputError(f"{method} attributes the encoder's stack of {model.name} (the source text, "
+                             f"stack='encoder'); it does not decompose the decoder's self- and cross-attention, "
+                             f"so it takes no target and no other stack")
         return Stack(model.encoder.layers, "encoder.layers", model.config, {"target": ""})
+    if stack is not None:
+        raise InputError(f"stack={stack!r} is not available for {model.name}: it has one stack; leave stack unset")
     if target is not None:
         raise InputError(f"{method} is token-to-token (rows = output positions): it takes no target")
     return Stack(model.layers, "layers", model.config)
+
+
+def check_options(method: str, options: dict) -> None:
+    """InputError naming an option ``method`` does not take."""
+    if options:
+        raise InputError(f"{method} takes no option {', '.join(map(repr, options))} "
+                         f"(it takes layer= and, on an encoder–decoder model, stack='encoder')")
 
 
 def recipe_of(stack: Stack, index: int) -> LayerRecipe:

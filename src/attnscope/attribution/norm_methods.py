@@ -70,12 +70,14 @@ def head_norms(stack: DC.Stack, tr, index: int) -> tuple[Tensor, Tensor]:
     return heads, summed
 
 
-def compute_norm(model, text: str, *, layer=None, target=None, **options) -> Attribution:
-    stack = DC.stack_of(model, "norm", target)
-    tr = trace_one(model, stack, text, [f"{stack.prefix}.*.attn.weights", f"{stack.prefix}.*.attn.v"])
-    parts = [head_norms(stack, tr, i) for i in range(stack.n_layers)]
+def compute_norm(model, text: str, *, layer=None, target=None, stack: Optional[str] = None,
+                 **options) -> Attribution:
+    DC.check_options("norm", options)
+    st = DC.stack_of(model, "norm", target, stack)
+    tr = trace_one(model, st, text, [f"{st.prefix}.*.attn.weights", f"{st.prefix}.*.attn.v"])
+    parts = [head_norms(st, tr, i) for i in range(st.n_layers)]
     per_layer = torch.stack([p[1] for p in parts])  # (n_layers, L, L)
-    lay = last(layer, stack)
+    lay = last(layer, st)
     return Attribution("norm", "tokens", tr.text_tokens(0), per_layer[lay],
                        "‖Σ_h α_ij·f(x_j)‖: the length of the vector token j adds to position i through the "
                        "attention of this layer (value through W_O, weighted); larger = more", per_layer=per_layer,
@@ -106,11 +108,13 @@ def alti_layer(T: Tensor, y: Tensor) -> Tensor:
 
 
 def block_method(name: str, fn, meaning: str):
-    def compute(model, text: str, *, layer=None, target=None, **options) -> Attribution:
-        stack = DC.stack_of(model, name, target)
-        tr = trace_one(model, stack, text, DC.trace_names(stack))
-        per_layer = torch.stack([fn(*block_terms(stack, tr, i)) for i in range(stack.n_layers)])  # (n_layers, L, L)
-        lay = last(layer, stack)
+    def compute(model, text: str, *, layer=None, target=None, stack: Optional[str] = None,
+                **options) -> Attribution:
+        DC.check_options(name, options)
+        st = DC.stack_of(model, name, target, stack)
+        tr = trace_one(model, st, text, DC.trace_names(st))
+        per_layer = torch.stack([fn(*block_terms(st, tr, i)) for i in range(st.n_layers)])  # (n_layers, L, L)
+        lay = last(layer, st)
         return Attribution(name, "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay), meaning,
                            per_layer=per_layer, layer=lay)
     return compute
@@ -161,12 +165,14 @@ def cosine_distance(a: Tensor, b: Tensor) -> Tensor:
     return 0.5 * (a / a.norm(dim=-1, keepdim=True) - b / b.norm(dim=-1, keepdim=True)).pow(2).sum(-1)
 
 
-def compute_value_zeroing(model, text: str, *, layer=None, target=None, **options) -> Attribution:
-    stack = DC.stack_of(model, "value_zeroing", target)
-    tr = trace_one(model, stack, text, [f"{stack.prefix}.*.out"])
-    per_layer = torch.stack([zeroing_layer(model, stack, text, i, DC.value(tr, f"{stack.prefix}.{i}.out"))
-                             for i in range(stack.n_layers)])  # (n_layers, L, L)
-    lay = last(layer, stack)
+def compute_value_zeroing(model, text: str, *, layer=None, target=None, stack: Optional[str] = None,
+                          **options) -> Attribution:
+    DC.check_options("value_zeroing", options)
+    st = DC.stack_of(model, "value_zeroing", target, stack)
+    tr = trace_one(model, st, text, [f"{st.prefix}.*.out"])
+    per_layer = torch.stack([zeroing_layer(model, st, text, i, DC.value(tr, f"{st.prefix}.{i}.out"))
+                             for i in range(st.n_layers)])  # (n_layers, L, L)
+    lay = last(layer, st)
     return Attribution("value_zeroing", "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay),
                        "the change (cosine distance, rows normalised) of position i's layer output when token "
                        "j's value vectors are zeroed, accumulated over layers by rollout; larger = more",
