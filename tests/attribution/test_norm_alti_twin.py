@@ -1,4 +1,4 @@
-"""The float64 twin (attnscope.reference.attribution_blocks) of norm, globenc and alti against the
+"""The float64 twin (attnscope.reference.attribution_blocks) of norm, globenc, alti and value_zeroing against the
 torch methods on the float32 trace, and what the block methods refuse, in one sentence each."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ NAMES = ["minilm", "llama_gqa", "gemma3", "olmo2", "deberta_v3"]
 @pytest.mark.parametrize("name", NAMES)
 def test_the_float64_twin_equals_the_methods(minilm, tiny, name):
     model = minilm if name == "minilm" else tiny(name)
-    ref = RA.block_methods(model, TEXT)
+    ref = RA.block_methods(model, TEXT, zeroing=True)
     last = model.config.n_layers - 1
-    for method in ("norm", "globenc", "alti"):
+    for method in ("norm", "globenc", "alti", "value_zeroing"):
         got = attribute(model, TEXT, method)
         np.testing.assert_allclose(got.per_layer.double().numpy(), ref[method], atol=2e-5, rtol=1e-4)
         want = ref[method][last] if method == "norm" else RA.rollout(ref[method], last)

@@ -1,4 +1,5 @@
-"""The float64 twin of :mod:`attnscope.attribution.norm_methods` (``norm``, ``globenc``, ``alti``):
+"""The float64 twin of :mod:`attnscope.attribution.norm_methods` (``norm``, ``globenc``, ``alti``,
+``value_zeroing``):
 the same formulas in NumPy on the float64 forward's values (:func:`attnscope.reference_model.forward`),
 the weights read from the model's modules.
 
@@ -127,17 +128,64 @@ def decompose_layer(model, f: dict, index: int) -> tuple[Array, Array]:
     raise ValueError(f"layer recipe {recipe.name!r}: its step {end!r} was not reached")
 
 
-def block_methods(model, text: str) -> dict:
+def zeroed_layer(model, f: dict, index: int, j: int) -> Array:
+    """Layer ``index`` rerun in float64 over its recipe with token ``j``'s value vectors 0 in every
+    head (α unchanged: values do not enter the scores), MLP included: its output (L, d)."""
+    from ..attribution.decompose import recipe_of, stack_of
+    from ..reference_model import layer_input
+    from ..reference_model_blocks import feed_forward, linear_of, norm_of
+
+    layer, p = model.layers[index], f"layers.{index}"
+    vals = {"x": layer_input(f, index)}
+    for s in recipe_of(stack_of(model, "the float64 twin"), index).steps:
+        a = vals[s.args[0]]
+        if s.op == "same":
+            vals[s.name] = a
+        elif s.op == "add":
+            vals[s.name] = a + vals[s.args[1]]
+        elif s.op == "norm":
+            vals[s.name] = norm_of(a, getattr(layer, str(s.module)))
+        elif s.op == "mlp":
+            vals[s.name] = feed_forward(getattr(layer, s.name), model.config.activation, a, "m")["m.out"]
+        else:  # attention: α (H, L, L) from the forward, v (H_kv, L, d_head) of this input with row j zeroed
+            attn = getattr(layer, s.name)
+            H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
+            rows = slice((H + Hkv) * dh, (H + 2 * Hkv) * dh)
+            b = attn.W_qkv.bias
+            v = (a @ as_f64(attn.W_qkv.weight[rows]).T + (0.0 if b is None else as_f64(b[rows])))  # (L, H_kv·d_head)
+            v = v.reshape(v.shape[0], Hkv, dh).transpose(1, 0, 2).copy()  # (H_kv, L, d_head)
+            v[:, j] = 0.0
+            z = f[f"{p}.{s.name}.weights"] @ np.repeat(v, H // Hkv, axis=0)  # (H, L, d_head)
+            vals[s.name] = linear_of(z.transpose(1, 0, 2).reshape(z.shape[1], H * dh), attn.W_O)  # (L, d)
+    return vals["out"]
+
+
+def value_zeroing_layer(model, f: dict, index: int) -> Array:
+    """Value zeroing of layer ``index`` (L, L): [i, j] = 1 − cos(layer output i with token j's values
+    zeroed, the forward's), rows normalised."""
+    out = f[f"layers.{index}.out"]  # (L, d)
+    L = out.shape[0]
+    C = np.zeros((L, L))
+    for j in range(L):
+        new = zeroed_layer(model, f, index, j)
+        C[:, j] = 1.0 - (new * out).sum(-1) / (np.linalg.norm(new, axis=-1) * np.linalg.norm(out, axis=-1))
+    return normalise_rows(np.maximum(C, 0.0))
+
+
+def block_methods(model, text: str, zeroing: bool = False) -> dict:
     """``norm`` (n_layers, L, L) with per-head ``norm_heads`` (n_layers, H, L, L), and per layer
-    ``globenc``, ``alti`` (n_layers, L, L), in float64 from :func:`attnscope.reference_model.forward`."""
+    ``globenc``, ``alti`` (and with ``zeroing`` ``value_zeroing``) (n_layers, L, L), in float64 from
+    :func:`attnscope.reference_model.forward`."""
     from ..reference_model import forward
 
     f = forward(model, text)
-    out: dict = {"norm": [], "norm_heads": [], "globenc": [], "alti": []}
+    out: dict = {"norm": [], "norm_heads": [], "globenc": [], "alti": [], "value_zeroing": []}
     for i in range(model.config.n_layers):
         heads, summed = kobayashi(f[f"layers.{i}.attn.v"], f[f"layers.{i}.attn.weights"],
                                   as_f64(model.layers[i].attn.W_O.weight))
         T, y = decompose_layer(model, f, i)
         for k, v in (("norm", summed), ("norm_heads", heads), ("globenc", globenc_layer(T)), ("alti", alti_layer(T, y))):
             out[k].append(v)
-    return {k: np.stack(v) for k, v in out.items()}
+        if zeroing:
+            out["value_zeroing"].append(value_zeroing_layer(model, f, i))
+    return {k: np.stack(v) for k, v in out.items() if v}
