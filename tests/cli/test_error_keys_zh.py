@@ -84,6 +84,17 @@ def cases(bert, tmp):
                          "labels has 2 entries but the text has 9 tokens"),
         "o_folder": (["explain", "--text", TEXT, "--token", "喜", "--model", bert, "-o", str(tmp)], [repr(str(tmp))],
                      f"-o {str(tmp)!r} is a folder; give a file name such as {str(tmp / 'explain.txt')!r}"),
+        "no_query": (["explain", "--text", TEXT, "--model", bert], ["0:[CLS] 1:我"],
+                     "choose the query token: give a token or a position; the tokens are "
+                     "0:[CLS] 1:我 2:喜 3:欢 4:人 5:工 6:智 7:能 8:[SEP]"),
+        "not_at": (["explain", "--text", TEXT, "--token", "喜", "--position", "1", "--model", bert], ["'喜'", "'我'"],
+                   "token '喜' is not at position 1 (that is '我'); the tokens are "
+                   "0:[CLS] 1:我 2:喜 3:欢 4:人 5:工 6:智 7:能 8:[SEP]"),
+        "explain_empty": (["explain", "--text", " ", "--token", "喜", "--model", bert], [],
+                          "text is empty; give a sentence"),
+        "view_empty": (["view", " ", "--model", bert, "-o", html], [], "text is empty; type a sentence"),
+        "view_folder": (["view", TEXT, "--model", bert, "-o", str(tmp)], [str(tmp / "attention.html")],
+                        f"--output {tmp} is a folder; give a file name such as {tmp / 'attention.html'}"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -95,7 +106,7 @@ def cases(bert, tmp):
 
 
 NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer", "model", "corpus", "too_long",
-         "labels_count", "o_folder", "choice",
+         "labels_count", "o_folder", "no_query", "not_at", "explain_empty", "view_empty", "view_folder", "choice",
          "required", "invalid_float", "unrecognized"]
 
 

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
+from ..i18n import error
 from . import IntRange, add_overwrite_option, check_new_file
 
 
@@ -48,7 +49,7 @@ def run(args) -> int:
         check_text(args.target, "--target")
     out = Path(args.output)
     if out.is_dir():
-        raise InputError(f"--output {out} is a folder; give a file name such as {out / 'attention.html'}")
+        raise error(InputError, "errors.output_folder", path=out, example=out / "attention.html")
     if not out.parent.is_dir():
         raise InputError(f"cannot write {out}: the folder {out.parent} does not exist")
     check_new_file(out, args.overwrite)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import InputError
+from ..i18n import error
 from .doc import Worked
 from .toy import compute, explain_toy
 from .toy_input import ToyProblem
@@ -122,6 +123,8 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
     if text is not None:
         # an empty text or target would reach the model loader or the tokenizer as "no input"
         for what, value in (("text", text), ("target", target)):
+            if isinstance(value, str) and not value.strip() and what == "text":
+                raise error(InputError, "errors.text_empty")
             if isinstance(value, str) and not value.strip():
                 raise InputError(f"{what} is empty; give a sentence" + (" (the decoder's text), or leave target out "
                                                                        "to explain a row of the source" if what == "target"

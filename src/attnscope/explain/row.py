@@ -63,11 +63,11 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
         if not 0 <= position < n:
             raise error(InputError, "errors.position_range", position=position, n=n, last=n - 1, listing=listing)
         if match is not None and not any(a <= position <= b for a, b in match.spans):
-            raise InputError(f"token {token!r} is not at position {position} (that is {pieces.labels[position]!r}); "
-                             f"the tokens are {listing}")
+            raise error(InputError, "errors.token_not_at", token=repr(token), position=position,
+                        label=repr(pieces.labels[position]), listing=listing)
         return int(position), notes
     if token is None or match is None:
-        raise InputError(f"choose the query token: give a token or a position; the tokens are {listing}")
+        raise error(InputError, "errors.choose_query", listing=listing)
     if not match.spans:
         unk = text is not None and token in text and any("UNK" in tk.upper() for tk in tokens)
         raise error(InputError, "errors.token_unk" if unk else "errors.token_missing", token=repr(token),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..errors import InputError
+from ..i18n import error, word
 from . import data as _data
 
 #: q, k, v of every layer; the hidden states for the context view; head 0's weights of every
@@ -74,7 +75,7 @@ def check_text(text: str, what: str = "text", max_chars: Optional[int] = None) -
     """``text`` when the viewer can show it, else InputError naming ``what`` and the problem:
     empty, longer than ``max_chars`` characters, or not valid Unicode."""
     if not text.strip():
-        raise InputError(f"{what} is empty; type a sentence")
+        raise error(InputError, "errors.empty_type", what=word(what))
     if max_chars is not None and len(text) > max_chars:
         raise InputError(f"{what} has {len(text)} characters; the limit is {max_chars}")
     problem = unicode_problem(text)
