@@ -49,16 +49,21 @@ def test_language_models_drop_of_the_logit(tiny, name):
 
 
 @pytest.mark.parametrize("which", ["minilm", "deberta_v3"])
-def test_encoders_cosine_distance_of_the_pooled_embedding(minilm, tiny, which):
+def test_encoders_pooled_embedding_along_its_own_direction(minilm, tiny, which):
+    """The target every output method reads (attribution.target): the pooled embedding before
+    normalisation, projected on the full text's own unit direction; the cosine distance in details."""
     model = minilm if which == "minilm" else tiny(which)
     n = len(model.encode(TEXT).tokens[0])
     with torch.no_grad():
-        full = model.sentence_embedding(TEXT)[0]
-        rows = [model.sentence_embedding(shortened(model, j))[0] for j in range(n)]
+        full = model.sentence_embedding(TEXT, normalize=False)[0]
+        rows = [model.sentence_embedding(shortened(model, j), normalize=False)[0] for j in range(n)]
+    u = full / full.norm()
     a = model.attribute(TEXT, "leave_one_out")
-    expected = torch.stack([1 - F.cosine_similarity(full, r, dim=0) for r in rows])
-    assert (a.scores - expected).abs().max().item() <= 1e-5
-    assert a.scores.min() >= -1e-6 and a.scores.max() > 0
+    expected = torch.stack([(full - r) @ u for r in rows])
+    assert (a.scores - expected).abs().max().item() <= 1e-5 * full.norm().item()
+    cosine = torch.stack([1 - F.cosine_similarity(full, r, dim=0) for r in rows])
+    assert (a.details["cosine_distance"] - cosine).abs().max().item() <= 1e-5
+    assert a.details["cosine_distance"].min() >= -1e-6 and a.details["cosine_distance"].max() > 0
     k = 5
     feature = model.attribute(TEXT, "leave_one_out", target=k).scores
     assert (feature - torch.stack([full[k] - r[k] for r in rows])).abs().max().item() <= 1e-5
@@ -72,18 +77,18 @@ def test_more_tokens_than_one_chunk(minilm, monkeypatch):
     n = len(minilm.encode(TEXT).tokens[0])
     assert n > 2 * occlusion.CHUNK
     with torch.no_grad():
-        full = minilm.sentence_embedding(TEXT)[0]
-        expected = torch.stack([1 - F.cosine_similarity(full, minilm.sentence_embedding(shortened(minilm, j))[0], dim=0)
-                                for j in range(n)])
-    assert (minilm.attribute(TEXT, "leave_one_out").scores - expected).abs().max().item() <= 1e-5
+        full = minilm.sentence_embedding(TEXT, normalize=False)[0]
+        expected = torch.stack([(full - minilm.sentence_embedding(shortened(minilm, j), normalize=False)[0]) @ full
+                                for j in range(n)]) / full.norm()
+    assert (minilm.attribute(TEXT, "leave_one_out").scores - expected).abs().max().item() <= 1e-5 * full.norm().item()
 
 
 @pytest.mark.parametrize("target, words", [
-    (10 ** 6, r"target 1000000 is out of range: the vocabulary has \d+ token ids"),
+    (10 ** 6, r"target 1000000 is out of range: token ids are 0\.\.\d+"),
     (-1, "target -1 is out of range"),
     ((1, 10 ** 6), "target 1000000 is out of range"),
-    ((1, 2, 3), "a logit difference is a pair"),
-    ("cat", "target 'cat' is out of range"),
+    ((1, 2, 3), r"a target pair is \(a, b\) .* got 3 values"),
+    ("cat", "target token id must be an integer, got 'cat'"),
 ])
 def test_decoder_bad_target(tiny, target, words):
     with pytest.raises(InputError, match=words):
@@ -91,7 +96,7 @@ def test_decoder_bad_target(tiny, target, words):
 
 
 def test_encoder_bad_target_and_layer(minilm):
-    with pytest.raises(InputError, match="target 384 is out of range: the pooled embedding has 384 features"):
+    with pytest.raises(InputError, match=r"target 384 is out of range: embedding features are 0\.\.383"):
         minilm.attribute(TEXT, "leave_one_out", target=384)
     with pytest.raises(InputError, match="explains the model's output, not a layer"):
         minilm.attribute(TEXT, "leave_one_out", layer=2)
