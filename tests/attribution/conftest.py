@@ -10,6 +10,7 @@ import tests.models.decoders.tiny  # noqa: F401  (registers gemma3)
 import tests.models.encoders.tiny  # noqa: F401  (registers deberta_v3)
 import tests.models.seq2seq.tiny  # noqa: F401  (registers t5)
 from attnscope.testing.tiny import FAMILIES
+from tests.memory_report import release_memory
 
 TINY = ("gpt2", "gemma3", "deberta_v3", "t5", "bart")
 
@@ -35,3 +36,13 @@ def tiny(tmp_path_factory):
 def model(request, minilm, tiny):
     """Every model the methods must run on."""
     return minilm if request.param == "minilm" else tiny(request.param)
+
+
+@pytest.fixture(scope="module", params=("smollm2-135m", "gemma-3-270m"))
+def real(request):
+    """An installed decoder package, loaded once per test module that asks for it."""
+    m = attnscope.load(request.param)
+    release_memory()
+    yield m
+    del m
+    release_memory()

@@ -7,23 +7,11 @@ move an earlier output)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-import attnscope
 from attnscope.attribution import decompose as DC
 from attnscope.reference import attribution_blocks as RA
-from tests.memory_report import release_memory
 
 TEXT = "The capital of France is"
-
-
-@pytest.fixture(scope="module", params=("smollm2-135m", "gemma-3-270m"))
-def real(request):
-    m = attnscope.load(request.param)
-    release_memory()
-    yield m
-    del m
-    release_memory()
 
 
 def test_the_decomposition_sums_to_the_trace(real):

@@ -5,25 +5,14 @@ hand-written Edmonds–Karp, leave_one_out against the shortened token sequences
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 
 import attnscope
 from tests.attribution.flow_ref import flow_values
 from tests.attribution.test_occlusion import next_logits
 from tests.attribution.test_weights import loop_rollout
-from tests.memory_report import release_memory
 
 TEXT = "The capital of France is"
-
-
-@pytest.fixture(scope="module", params=("smollm2-135m", "gemma-3-270m"))
-def real(request):
-    m = attnscope.load(request.param)
-    release_memory()
-    yield m
-    del m
-    release_memory()
 
 
 def test_rollout_and_flow(real):
