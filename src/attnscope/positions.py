@@ -53,7 +53,7 @@ from .position_rotary import LayerRotary, Rotary, rope_inv_freq, rotary_inv_freq
 from .reference.positions import alibi_bias as alibi_bias_np
 from .reference.positions import causal_window as causal_window_np
 from .reference.positions import sinusoidal_pe as sinusoidal_pe_np
-from .scorings import add_to_registry
+from .scorings import add_to_registry, remove_from_registry
 
 Tensor = torch.Tensor
 
@@ -124,9 +124,7 @@ def register_position(scheme: PositionScheme, *, replace: bool = False) -> Posit
 
 def unregister_position(name: str) -> None:
     """Remove a scheme added by :func:`register_position` (the built-in ones stay)."""
-    if name in BUILTIN:
-        raise ConfigError(f"position scheme {name!r} is built in and cannot be removed")
-    _REGISTRY.pop(name, None)
+    remove_from_registry(_REGISTRY, BUILTIN, name, "position scheme")
 
 
 def get_position(name: str) -> PositionScheme:

@@ -121,6 +121,14 @@ def add_to_registry(registry: dict, name: str, entry, what: str, replace: bool):
     return entry
 
 
+def remove_from_registry(registry: dict, builtin, name: str, what: str) -> None:
+    """Drop ``registry[name]`` (nothing if absent) unless ``name`` is one of ``builtin`` (then
+    ConfigError): the other rule of attnscope's registries."""
+    if name in builtin:
+        raise ConfigError(f"{what} {name!r} is built in and cannot be removed")
+    registry.pop(name, None)
+
+
 def register_scoring(scoring: Scoring, *, replace: bool = False) -> Scoring:
     """Add a scoring; every kernel, module and the reference then accept ``scoring=name``."""
     if not isinstance(scoring, Scoring):
@@ -132,9 +140,7 @@ def register_scoring(scoring: Scoring, *, replace: bool = False) -> Scoring:
 
 def unregister_scoring(name: str) -> None:
     """Remove a scoring added by :func:`register_scoring` (the built-in ones stay)."""
-    if name in BUILTIN:
-        raise ConfigError(f"scoring {name!r} is built in and cannot be removed")
-    _REGISTRY.pop(name, None)
+    remove_from_registry(_REGISTRY, BUILTIN, name, "scoring")
 
 
 def get_scoring(name: Union[str, Scoring]) -> Scoring:

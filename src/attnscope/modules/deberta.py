@@ -36,6 +36,7 @@ from ..hooks import HookPoint
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..kernels.validate import check_token_ids, check_vocabulary
 from .attention import MultiHeadAttention
+from .embeddings import TermHooks
 from .encoder import FeedForward, TransformerEncoder
 from .encoder_variants import EncoderConfig
 from .layer import RecipeLayer
@@ -243,7 +244,7 @@ class DebertaLayer(RecipeLayer):
                          norm=lambda: nn.LayerNorm(c.d_model, eps=c.layer_norm_eps))
 
 
-class DebertaEmbeddings(nn.Module):
+class DebertaEmbeddings(TermHooks):
     """DeBERTa's embedding: ``LayerNorm(proj(token + position + segment)) · mask``.
 
     Token, (absolute) position and segment rows have width E = ``embedding_size`` (d_model unless
@@ -266,12 +267,7 @@ class DebertaEmbeddings(nn.Module):
         # made in the order of the public names (TRACE_NAMES: segments, positions, out, projected),
         # which the trace names follow (named_modules order); the forward adds positions first and
         # projects before the norm that gives out
-        self.tokens = HookPoint()
-        if self.segment_embedding is not None:
-            self.segments = HookPoint()
-        if self.position_embedding is not None:
-            self.positions = HookPoint()
-        self.out = HookPoint()
+        self.add_term_hooks()
         if self.proj is not None:
             self.projected = HookPoint()
 

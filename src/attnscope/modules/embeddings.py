@@ -21,7 +21,27 @@ from ..positions import get_position, sinusoidal_positions  # noqa: F401  (sinus
 Tensor = torch.Tensor
 
 
-class Embeddings(nn.Module):
+class TermHooks(nn.Module):
+    """An embedding module's hook points, one per term it has (the trace names are the hook points)."""
+
+    tokens: HookPoint
+    segments: HookPoint
+    positions: HookPoint
+    out: HookPoint
+
+    def add_term_hooks(self) -> None:
+        """Make ``tokens``, ``segments`` (when there is a ``segment_embedding``), ``positions`` (when
+        there is a ``position_embedding``) and ``out``, in this order: the trace names follow the
+        ``named_modules`` order."""
+        self.tokens = HookPoint()
+        if self.segment_embedding is not None:
+            self.segments = HookPoint()
+        if self.position_embedding is not None:
+            self.positions = HookPoint()
+        self.out = HookPoint()
+
+
+class Embeddings(TermHooks):
     """ids ``(B, L)`` → vectors ``(B, L, d_model)``.
 
     Hook points: ``tokens``, ``segments``, ``positions`` (each (B, L, d_model) or (1, L, d_model)),
@@ -43,12 +63,7 @@ class Embeddings(nn.Module):
         self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps) if c.embed_norm else None
         self.drop = nn.Dropout(c.dropout)
         # a hook point for each term there is (the trace names are the hook points: GPT-2 has no segments)
-        self.tokens = HookPoint()
-        if self.segment_embedding is not None:
-            self.segments = HookPoint()
-        if self.position_embedding is not None:
-            self.positions = HookPoint()
-        self.out = HookPoint()
+        self.add_term_hooks()
 
     def forward(self, input_ids: Tensor, token_type_ids: Optional[Tensor] = None,
                 position_ids: Optional[Tensor] = None) -> Tensor:
