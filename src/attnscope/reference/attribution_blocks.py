@@ -14,7 +14,7 @@ float64; this module is not imported by :mod:`attnscope.reference`'s ``__init__`
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -98,6 +98,36 @@ def _norm_of(D: Array, norm) -> Array:
     return norm_terms(D, as_f64(norm.weight), bias, float(norm.eps), offset)
 
 
+def walk_recipe(steps, x: Array, norm: Callable[[Array, str], Array], block: Callable[[Any, Array], Array],
+                stop: Optional[str] = None) -> dict:
+    """A layer recipe's ``steps`` run on values from ``x``: ``same``/``add`` copy or sum, a norm step
+    is ``norm(a, module name)``, any other step ``block(step, a)``; ends after the step named
+    ``stop``. The values by name."""
+    vals = {"x": x}
+    for s in steps:
+        a = vals[s.args[0]]
+        if s.op == "same":
+            vals[s.name] = a
+        elif s.op == "add":
+            vals[s.name] = a + vals[s.args[1]]
+        elif s.op == "norm":
+            vals[s.name] = norm(a, str(s.module))
+        else:
+            vals[s.name] = block(s, a)
+        if s.name == stop:
+            break
+    return vals
+
+
+def value_weights(attn) -> tuple[Array, Optional[Array]]:
+    """An attention module's value rows of ``W_qkv`` in float64: ``W_V (H_kv·d_head, d)`` and its
+    bias (None without one)."""
+    H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
+    rows = slice((H + Hkv) * dh, (H + 2 * Hkv) * dh)
+    b = attn.W_qkv.bias
+    return as_f64(attn.W_qkv.weight[rows]), None if b is None else as_f64(b[rows])
+
+
 def decompose_layer(model, f: dict, index: int) -> tuple[Array, Array]:
     """Layer ``index``'s attention block in float64 from the forward's values ``f``: ``T (L, L, d)``
     (token j's part of token i's block output) and ``y (L, d)`` (the output, bias included)."""
@@ -106,26 +136,18 @@ def decompose_layer(model, f: dict, index: int) -> tuple[Array, Array]:
 
     recipe, layer = recipe_of(stack_of(model, "the float64 twin"), index), model.layers[index]
     end = block_end(recipe)
-    D = {"x": identity(layer_input(f, index))}
-    for s in recipe.steps:
-        a = D[s.args[0]]
-        if s.op == "same":
-            D[s.name] = a
-        elif s.op == "add":
-            D[s.name] = a + D[s.args[1]]
-        elif s.op == "norm":
-            D[s.name] = _norm_of(a, getattr(layer, str(s.module)))
-        else:  # attention (the walk ends before the MLP)
-            attn = getattr(layer, s.name)
-            H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
-            rows = slice((H + Hkv) * dh, (H + 2 * Hkv) * dh)
-            b, bo = attn.W_qkv.bias, attn.W_O.bias
-            D[s.name] = attention_terms(a, as_f64(attn.W_qkv.weight[rows]), None if b is None else as_f64(b[rows]),
-                                        as_f64(attn.W_O.weight), None if bo is None else as_f64(bo),
-                                        f[f"layers.{index}.{s.name}.weights"], Hkv)
-        if s.name == end:
-            return D[end][:, :-1], D[end].sum(1)
-    raise ValueError(f"layer recipe {recipe.name!r}: its step {end!r} was not reached")
+
+    def attention(s, a: Array) -> Array:  # the walk ends before the MLP
+        attn = getattr(layer, s.name)
+        bo = attn.W_O.bias
+        return attention_terms(a, *value_weights(attn), as_f64(attn.W_O.weight), None if bo is None else as_f64(bo),
+                               f[f"layers.{index}.{s.name}.weights"], attn.n_kv_heads)
+
+    D = walk_recipe(recipe.steps, identity(layer_input(f, index)), lambda a, m: _norm_of(a, getattr(layer, m)),
+                    attention, stop=end)
+    if end not in D:
+        raise ValueError(f"layer recipe {recipe.name!r}: its step {end!r} was not reached")
+    return D[end][:, :-1], D[end].sum(1)
 
 
 def zeroed_layer(model, f: dict, index: int, j: int) -> Array:
@@ -136,28 +158,22 @@ def zeroed_layer(model, f: dict, index: int, j: int) -> Array:
     from ..reference_model_blocks import feed_forward, linear_of, norm_of
 
     layer, p = model.layers[index], f"layers.{index}"
-    vals = {"x": layer_input(f, index)}
-    for s in recipe_of(stack_of(model, "the float64 twin"), index).steps:
-        a = vals[s.args[0]]
-        if s.op == "same":
-            vals[s.name] = a
-        elif s.op == "add":
-            vals[s.name] = a + vals[s.args[1]]
-        elif s.op == "norm":
-            vals[s.name] = norm_of(a, getattr(layer, str(s.module)))
-        elif s.op == "mlp":
-            vals[s.name] = feed_forward(getattr(layer, s.name), model.config.activation, a, "m")["m.out"]
-        else:  # attention: α (H, L, L) from the forward, v (H_kv, L, d_head) of this input with row j zeroed
-            attn = getattr(layer, s.name)
-            H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
-            rows = slice((H + Hkv) * dh, (H + 2 * Hkv) * dh)
-            b = attn.W_qkv.bias
-            v = (a @ as_f64(attn.W_qkv.weight[rows]).T + (0.0 if b is None else as_f64(b[rows])))  # (L, H_kv·d_head)
-            v = v.reshape(v.shape[0], Hkv, dh).transpose(1, 0, 2).copy()  # (H_kv, L, d_head)
-            v[:, j] = 0.0
-            z = f[f"{p}.{s.name}.weights"] @ np.repeat(v, H // Hkv, axis=0)  # (H, L, d_head)
-            vals[s.name] = linear_of(z.transpose(1, 0, 2).reshape(z.shape[1], H * dh), attn.W_O)  # (L, d)
-    return vals["out"]
+
+    def block(s, a: Array) -> Array:
+        if s.op == "mlp":
+            return feed_forward(getattr(layer, s.name), model.config.activation, a, "m")["m.out"]
+        # attention: α (H, L, L) from the forward, v (H_kv, L, d_head) of this input with row j zeroed
+        attn = getattr(layer, s.name)
+        H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
+        W_V, b_V = value_weights(attn)
+        v = a @ W_V.T + (0.0 if b_V is None else b_V)  # (L, H_kv·d_head)
+        v = v.reshape(v.shape[0], Hkv, dh).transpose(1, 0, 2).copy()  # (H_kv, L, d_head)
+        v[:, j] = 0.0
+        z = f[f"{p}.{s.name}.weights"] @ np.repeat(v, H // Hkv, axis=0)  # (H, L, d_head)
+        return linear_of(z.transpose(1, 0, 2).reshape(z.shape[1], H * dh), attn.W_O)  # (L, d)
+
+    steps = recipe_of(stack_of(model, "the float64 twin"), index).steps
+    return walk_recipe(steps, layer_input(f, index), lambda a, m: norm_of(a, getattr(layer, m)), block)["out"]
 
 
 def value_zeroing_layer(model, f: dict, index: int) -> Array:
