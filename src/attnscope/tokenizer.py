@@ -23,7 +23,7 @@ from typing import Optional, Sequence, Union
 import torch
 
 from .errors import InputError, ModelLoadError
-from .i18n import error
+from .i18n import Msg, error
 from .pieces import Pieces, labels_of, pieces_of
 
 Tensor = torch.Tensor
@@ -168,12 +168,11 @@ class Tokenizer:
                 i = too_long[0]
                 if len(texts) == 1 and limit == self.max_length:  # the command line's case, in its language
                     raise error(InputError, "errors.text_too_long", n=len(encs[i].ids), limit=limit)
-                more = f" (and {len(too_long) - 1} more)" if len(too_long) > 1 else ""
-                what = "the model's limit of" if limit == self.max_length else "max_length ="
-                which = "the text" if len(texts) == 1 else f"text {i}"
-                raise InputError(f"{which} has {len(encs[i].ids)} tokens, longer than {what} "
-                                 f"{limit} positions{more}; shorten it (in Python, truncate=True "
-                                 f"keeps the first {limit} tokens)")
+                more = Msg("errors.and_more", k=len(too_long) - 1) if len(too_long) > 1 else ""
+                what = Msg("errors.limit_model" if limit == self.max_length else "errors.limit_max_length")
+                which = Msg("errors.the_text") if len(texts) == 1 else Msg("errors.text_i", i=i)
+                raise error(InputError, "errors.too_long_which", which=which, n=len(encs[i].ids), what=what,
+                            limit=limit, more=more)
             self.backend.enable_truncation(limit)
             try:
                 for i in too_long:
@@ -183,8 +182,8 @@ class Tokenizer:
                 self.backend.no_truncation()
         for i, e in enumerate(encs):
             if not e.ids:
-                which = "the text" if len(texts) == 1 else f"text {i}"
-                raise InputError(f"{which} ({texts[i]!r}) gives no tokens")
+                which = Msg("errors.the_text") if len(texts) == 1 else Msg("errors.text_i", i=i)
+                raise error(InputError, "errors.no_tokens", which=which, text=repr(texts[i]))
         L = max(len(e.ids) for e in encs)
         B = len(encs)
         input_ids = torch.full((B, L), self.pad_token_id, dtype=torch.long)

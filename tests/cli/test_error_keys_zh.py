@@ -95,6 +95,13 @@ def cases(bert, tmp):
         "view_empty": (["view", " ", "--model", bert, "-o", html], [], "text is empty; type a sentence"),
         "view_folder": (["view", TEXT, "--model", bert, "-o", str(tmp)], [str(tmp / "attention.html")],
                         f"--output {tmp} is a folder; give a file name such as {tmp / 'attention.html'}"),
+        "generate_empty": (["generate", " "], [], "the prompt is empty; type a sentence"),
+        "patch_o_empty": (["patch", "--clean", "a b", "--corrupted", "a c", "--answer", "b", "--wrong", "c", "-o", ""],
+                          ["patch.png", "patch.json"], "-o is empty; give a file name such as patch.png or patch.json"),
+        "out_not_folder": (["analyze", str(tmp / "c.txt"), "--out", str(tmp / "c.txt" / "out")],
+                           [repr(str(tmp / "c.txt" / "out")), repr(str(tmp / "c.txt"))],
+                           f"cannot create the output folder {str(tmp / 'c.txt' / 'out')!r}: "
+                           f"{str(tmp / 'c.txt')!r} is not a folder"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -106,13 +113,15 @@ def cases(bert, tmp):
 
 
 NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer", "model", "corpus", "too_long",
-         "labels_count", "o_folder", "no_query", "not_at", "explain_empty", "view_empty", "view_folder", "choice",
+         "labels_count", "o_folder", "no_query", "not_at", "explain_empty", "view_empty", "view_folder",
+         "generate_empty", "patch_o_empty", "out_not_folder", "choice",
          "required", "invalid_float", "unrecognized"]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_error_in_chinese_keeps_its_values_and_no_english_words(capsys, bert, tmp_path, name):
     argv, values, _ = cases(bert, tmp_path)[name]
+    (tmp_path / "c.txt").write_text("a text\n", encoding="utf-8")
     line = err(capsys, [*argv, "--lang", "zh"]) if argv[0] != "ARGPARSE" or name == "unrecognized" else \
         err(capsys, [argv[0], argv[1], "--lang", "zh", *argv[2:]])
     command = argv[1] if argv[0] == "ARGPARSE" else argv[0]
@@ -127,6 +136,7 @@ def test_the_error_in_chinese_keeps_its_values_and_no_english_words(capsys, bert
 @pytest.mark.parametrize("name", NAMES)
 def test_the_english_line_is_as_before(capsys, bert, tmp_path, name):
     argv, values, english = cases(bert, tmp_path)[name]
+    (tmp_path / "c.txt").write_text("a text\n", encoding="utf-8")
     line = err(capsys, argv)
     command = argv[1] if argv[0] == "ARGPARSE" else argv[0]
     if english is None:  # the installed models' list changes with what is installed
@@ -152,3 +162,30 @@ def test_an_unkeyed_error_keeps_its_words_and_an_unknown_word_stays_as_written()
     assert i18n.error_message(InputError("something new"), "zh") == "something new"
     assert i18n.word("encoder layer") == "encoder layer"
     assert i18n.word("heads").render("zh") == "头"
+
+
+def test_the_other_too_long_forms_and_the_character_limit_in_chinese(bert):
+    """A text too long among several texts, or for a max_length below the model's, and the
+    viewer's character limit: raised by key, the Chinese with the same numbers and no English words."""
+    from attnscope.models import load
+    from attnscope.viewer.run import check_text
+
+    model = load(bert)
+    long_text = "我" * 100
+    expected = [  # (call, English, numbers the Chinese shows)
+        (lambda: model.encode(["短", long_text, long_text]),
+         "text 1 has 102 tokens, longer than the model's limit of 64 positions (and 1 more); shorten it "
+         "(in Python, truncate=True keeps the first 64 tokens)", ["第 1 段", "102", "64", "另有 1 段"]),
+        (lambda: model.encode("我" * 20, max_length=10),
+         "the text has 22 tokens, longer than max_length = 10 positions; shorten it "
+         "(in Python, truncate=True keeps the first 10 tokens)", ["22", "max_length = 10"]),
+        (lambda: check_text("x" * 201, "text", 200), "text has 201 characters; the limit is 200", ["201", "200"]),
+        (lambda: check_text("", "the prompt"), "the prompt is empty; type a sentence", ["提示词"]),
+    ]
+    for call, english, values in expected:
+        with pytest.raises(InputError) as info:
+            call()
+        assert str(info.value) == english and i18n.error_message(info.value, "en") == english
+        zh = i18n.error_message(info.value, "zh")
+        assert all(v in zh for v in values), (zh, values)
+        assert english_words(zh, *values) == set(), zh

@@ -118,9 +118,9 @@ def check_out_dir(out: Path) -> None:
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
-        raise InputError(f"cannot create the output folder {str(out)!r}: {str(parent)!r} is not a folder")
+        raise error(InputError, "errors.out_dir_not_folder", path=repr(str(out)), parent=repr(str(parent)))
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"cannot create the output folder {str(out)!r}: {str(parent)!r} is not writable")
+        raise error(InputError, "errors.out_dir_not_writable", path=repr(str(out)), parent=repr(str(parent)))
 
 
 #: The switch every command that writes files takes to replace what is there (``overwrite=True``

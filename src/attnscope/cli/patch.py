@@ -80,7 +80,7 @@ def _check_outputs(paths, overwrite: bool) -> list[Path]:
     outs = [Path(p) for p in paths]
     for given, out in zip(paths, outs):
         if not str(given).strip():
-            raise InputError("-o is empty; give a file name such as patch.png or patch.json")
+            raise error(InputError, "errors.o_empty_patch")
         if out.is_dir():  # "-o ." or "-o results/": a name is missing, not a format
             raise error(InputError, "cli.o_folder", path=repr(str(given)), example=repr(str(out / "patch.png")))
         if out.suffix.lower() not in FIGURES + (".json",):

@@ -39,6 +39,21 @@ EN = {
     "errors.text_too_long": "the text has {n} tokens, longer than the model's limit of {limit} positions; shorten "
                             "it (in Python, truncate=True keeps the first {limit} tokens)",
     "errors.too_long": "sequence of {n} tokens is longer than the model's {limit} positions",
+    # a text too long in the other forms: several texts ({which}: text i), a max_length below the model's
+    "errors.too_long_which": "{which} has {n} tokens, longer than {what} {limit} positions{more}; shorten it "
+                             "(in Python, truncate=True keeps the first {limit} tokens)",
+    "errors.the_text": "the text",
+    "errors.text_i": "text {i}",
+    "errors.limit_model": "the model's limit of",
+    "errors.limit_max_length": "max_length =",
+    "errors.and_more": " (and {k} more)",
+    "errors.text_chars": "{what} has {n} characters; the limit is {limit}",
+    "errors.no_tokens": "{which} ({text}) gives no tokens",
+    "errors.word.the prompt": "the prompt",
+    # output files and folders
+    "errors.o_empty_patch": "-o is empty; give a file name such as patch.png or patch.json",
+    "errors.out_dir_not_folder": "cannot create the output folder {path}: {parent} is not a folder",
+    "errors.out_dir_not_writable": "cannot create the output folder {path}: {parent} is not writable",
 }
 
 ZH = {
@@ -68,4 +83,17 @@ ZH = {
     "errors.text_too_long": "这段文本有 {n} 个 token，超过了模型的上限 {limit} 个位置；请缩短它"
                             "（在 Python 里，truncate=True 只保留前 {limit} 个 token）",
     "errors.too_long": "这段文本有 {n} 个 token，超过了模型的 {limit} 个位置",
+    "errors.too_long_which": "{which}有 {n} 个 token，超过了{what} {limit} 个位置{more}；请缩短它"
+                             "（在 Python 里，truncate=True 只保留前 {limit} 个 token）",
+    "errors.the_text": "这段文本",
+    "errors.text_i": "第 {i} 段文本",
+    "errors.limit_model": "模型的上限",
+    "errors.limit_max_length": "max_length =",
+    "errors.and_more": "（另有 {k} 段也超长）",
+    "errors.text_chars": "{what}有 {n} 个字符；上限是 {limit}",
+    "errors.no_tokens": "{which}（{text}）切分后没有任何 token",
+    "errors.word.the prompt": "提示词",
+    "errors.o_empty_patch": "-o 是空的；请给出文件名，例如 patch.png 或 patch.json",
+    "errors.out_dir_not_folder": "无法创建输出文件夹 {path}：{parent} 不是文件夹",
+    "errors.out_dir_not_writable": "无法创建输出文件夹 {path}：{parent} 不可写",
 }

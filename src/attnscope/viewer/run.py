@@ -77,7 +77,7 @@ def check_text(text: str, what: str = "text", max_chars: Optional[int] = None) -
     if not text.strip():
         raise error(InputError, "errors.empty_type", what=word(what))
     if max_chars is not None and len(text) > max_chars:
-        raise InputError(f"{what} has {len(text)} characters; the limit is {max_chars}")
+        raise error(InputError, "errors.text_chars", what=word(what), n=len(text), limit=max_chars)
     problem = unicode_problem(text)
     if problem:
         raise InputError(f"{what} {problem}")
