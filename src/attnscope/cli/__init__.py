@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import AttnscopeError, InputError
-from ..i18n import error
+from ..i18n import LANGS, error
 
 #: The largest --seed every command takes (the experiments' generators take seeds below 2**31).
 MAX_SEED = 2**31 - 1
@@ -126,6 +126,11 @@ def check_out_dir(out: Path) -> None:
 #: The switch every command that writes files takes to replace what is there (``overwrite=True``
 #: of :meth:`attnscope.trace.Trace.save` is its Python spelling).
 OVERWRITE = "--overwrite"
+
+
+def add_lang_option(p, help: str) -> None:
+    """``--lang``, one of attnscope's languages (English by default); ``help`` says what it translates."""
+    p.add_argument("--lang", choices=LANGS, default="en", help=help)
 
 
 def add_overwrite_option(p) -> None:

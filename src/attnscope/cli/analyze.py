@@ -32,7 +32,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import MAX_INDEX, MAX_SEED, IntRange, add_overwrite_option
+from . import MAX_INDEX, MAX_SEED, IntRange, add_lang_option, add_overwrite_option
 
 #: What `analyze` writes into --out; one of them there means an earlier run is replaced.
 RESULT_FILES = ("analysis.json", "report.md", "heads.csv", "layers.csv")
@@ -90,8 +90,7 @@ def register(sub) -> None:
     p.add_argument("--lanes", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
                    help="CPU: batches analysed at once, each on one thread (default: the number of threads)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--lang", choices=("en", "zh"), default="en",
-                   help="language of report.md, the heatmaps' titles and the printed summary (default: en)")
+    add_lang_option(p, "language of report.md, the heatmaps' titles and the printed summary (default: en)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
 

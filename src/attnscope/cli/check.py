@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from ..errors import InputError
-from . import add_overwrite_option, check_new_file
+from . import add_lang_option, add_overwrite_option, check_new_file
 
 
 def register(sub) -> None:
@@ -34,7 +34,7 @@ def register(sub) -> None:
     p.add_argument("--format", "-f", choices=("rich", "markdown", "json", "csv"), default="rich",
                    help="rich: coloured terminal tables; markdown; json: every entry with its verdict; "
                         "csv: a class's summary on stdout (default: rich)")
-    p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the report (default: en)")
+    add_lang_option(p, "language of the report (default: en)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
 

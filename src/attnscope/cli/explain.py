@@ -32,7 +32,7 @@ from typing import Any
 from ..errors import InputError
 from ..i18n import error
 from ..scorings import SCORINGS
-from . import MAX_INDEX, MAX_SEED, OVERWRITE, IntRange, check_new_file
+from . import MAX_INDEX, MAX_SEED, OVERWRITE, IntRange, add_lang_option, check_new_file
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -40,7 +40,7 @@ FORMATS = ("rich", "markdown", "latex", "json")
 def add_output_options(p, default_decimals: int = 4) -> None:
     g = p.add_argument_group("output")
     g.add_argument("--format", "-f", choices=FORMATS, default="rich", help="output format (default: rich)")
-    g.add_argument("--lang", choices=("en", "zh"), default="en", help="language of every label (default: en)")
+    add_lang_option(g, "language of every label (default: en)")
     g.add_argument("--decimals", type=IntRange(0, 12), default=default_decimals,
                    help=f"decimals shown (default {default_decimals}); the arithmetic is never rounded")
     g.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of the terminal")

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..i18n import text
-from . import MAX_INDEX, MAX_SEED, IntRange, add_overwrite_option, check_device, check_new_file, check_range
+from . import MAX_INDEX, MAX_SEED, IntRange, add_lang_option, add_overwrite_option, check_device, check_new_file, check_range
 
 
 def register(sub) -> None:
@@ -40,8 +40,7 @@ def register(sub) -> None:
     p.add_argument("--system", default=None, help="a system message (with --chat)")
     p.add_argument("--view", default=None, metavar="OUT.html", help="also write the viewer of the generation")
     p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N or mps")
-    p.add_argument("--lang", choices=("en", "zh"), default="en",
-                   help="language of the notes around the generated text and of the --view page (default: en)")
+    add_lang_option(p, "language of the notes around the generated text and of the --view page (default: en)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
 

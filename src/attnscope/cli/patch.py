@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, IntList, IntRange, add_overwrite_option, check_new_file, save_figure
+from . import MAX_INDEX, IntList, IntRange, add_lang_option, add_overwrite_option, check_new_file, save_figure
 from .plot import MAX_DPI, MIN_DPI
 
 FIGURES = (".png", ".svg", ".pdf")
@@ -70,8 +70,7 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--lang", choices=("en", "zh"), default="en",
-                   help="language of the printed lines and the figure (default: en)")
+    add_lang_option(p, "language of the printed lines and the figure (default: en)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
 

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..errors import InputError
 from ..i18n import error
-from . import MAX_INDEX, IntRange, add_overwrite_option, check_new_file, save_figure
+from . import MAX_INDEX, IntRange, add_lang_option, add_overwrite_option, check_new_file, save_figure
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
 FORMATS = (".png", ".svg", ".pdf")
@@ -48,8 +48,7 @@ def register(sub) -> None:
     p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
                    help=f"resolution of a .png in dots per inch, {MIN_DPI}..{MAX_DPI} (default 150; "
                         "SVG and PDF are vector drawings)")
-    p.add_argument("--lang", choices=("en", "zh"), default="en",
-                   help="language of the title, axes and colour bar (default: en)")
+    add_lang_option(p, "language of the title, axes and colour bar (default: en)")
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg or .pdf")
     add_overwrite_option(p)
     p.set_defaults(func=run)

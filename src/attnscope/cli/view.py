@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error
-from . import IntRange, add_overwrite_option, check_new_file
+from . import IntRange, add_lang_option, add_overwrite_option, check_new_file
 
 
 def register(sub) -> None:
@@ -30,8 +30,7 @@ def register(sub) -> None:
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
     p.add_argument("--decimals", type=IntRange(0, MAX_DECIMALS), default=4,
                    help=f"decimals the page starts with, 0..{MAX_DECIMALS} (default 4; the page can change it)")
-    p.add_argument("--lang", choices=("en", "zh"), default="en",
-                   help="language of the page's tabs, toolbar and notes (default en; the page has a switch)")
+    add_lang_option(p, "language of the page's tabs, toolbar and notes (default en; the page has a switch)")
     p.add_argument("-o", "--output", default="attention.html", help="output file (default attention.html)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
