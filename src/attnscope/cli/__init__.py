@@ -128,6 +128,12 @@ def check_out_dir(out: Path) -> None:
 OVERWRITE = "--overwrite"
 
 
+def add_command(sub, name: str, help: str, description: str) -> argparse.ArgumentParser:
+    """The subcommand ``name`` on ``sub``; its --help prints ``description`` (the command module's
+    docstring) with the line breaks as written."""
+    return sub.add_parser(name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def add_lang_option(p, help: str) -> None:
     """``--lang``, one of attnscope's languages (English by default); ``help`` says what it translates."""
     p.add_argument("--lang", choices=LANGS, default="en", help=help)

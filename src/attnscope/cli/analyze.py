@@ -27,12 +27,11 @@ corpus over N processes (gloo on CPU, nccl on CUDA) and gives the single-process
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
-from . import MAX_INDEX, MAX_SEED, IntRange, add_lang_option, add_overwrite_option
+from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_overwrite_option
 
 #: What `analyze` writes into --out; one of them there means an earlier run is replaced.
 RESULT_FILES = ("analysis.json", "report.md", "heads.csv", "layers.csv")
@@ -44,8 +43,7 @@ MAX_THREADS = 4096
 def register(sub) -> None:
     from ..analysis.classify import Thresholds
 
-    p = sub.add_parser("analyze", help="per-head attention statistics, head types and importance over a corpus",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "analyze", "per-head attention statistics, head types and importance over a corpus", __doc__)
     p.add_argument("corpus", metavar="CORPUS", help="text file, folder of .txt files, or builtin:python-docs")
     p.add_argument("--model", default=None, metavar="PATH",
                    help="a checkpoint folder, a .gguf file or an installed model (smollm2-135m, gemma-3-270m); "

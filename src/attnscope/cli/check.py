@@ -15,17 +15,15 @@ Exit status: 0 all correct, 1 something wrong or missing, 2 the file itself is m
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ..errors import InputError
-from . import add_lang_option, add_overwrite_option, check_new_file
+from . import add_command, add_lang_option, add_overwrite_option, check_new_file
 
 
 def register(sub) -> None:
     from ..check import EXAMPLES
-    p = sub.add_parser("check", help="check a hand calculation (exit 0 correct, 1 wrong)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "check", "check a hand calculation (exit 0 correct, 1 wrong)", __doc__)
     p.add_argument("answers", nargs="*", metavar="ANSWERS",
                    help="a YAML/JSON/TOML file with problem and answers; several files or a folder check a class")
     p.add_argument("--summary", metavar="CSV", help="a class: write the summary (student × step: entries, correct, "

@@ -8,15 +8,13 @@ The short form of ``attnscope explain --example NAME``, with the same output opt
 
 from __future__ import annotations
 
-import argparse
-
 from ..examples import EXAMPLES
+from . import add_command
 
 
 def register(sub) -> None:
     from .explain import add_output_options
-    p = sub.add_parser("example", help="a built-in worked example (= explain --example NAME)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "example", "a built-in worked example (= explain --example NAME)", __doc__)
     p.add_argument("name", nargs="?", default="three-tokens", choices=sorted(EXAMPLES),
                    help="which example (default: three-tokens)")
     add_output_options(p)

@@ -13,17 +13,15 @@ An existing answers file is never overwritten.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from . import MAX_SEED, IntRange
+from . import MAX_SEED, IntRange, add_command
 from .explain import add_output_options, check_output, emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("exercise", help="a fresh hand-calculation exercise and its blank answers file",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "exercise", "a fresh hand-calculation exercise and its blank answers file", __doc__)
     p.add_argument("--tokens", type=IntRange(2, 8), help="number of tokens, 2..8 (default 3, or as many as --labels)")
     names = p.add_mutually_exclusive_group()
     names.add_argument("--labels", metavar="A,B,C", help="the tokens' labels, comma separated (2..8; sets the number "

@@ -13,13 +13,12 @@ figures and report.md into --out (default out/experiments/NAME).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import MAX_SEED, IntList, IntRange, add_lang_option, add_overwrite_option, check_new_results, check_out_dir
+from . import MAX_SEED, IntList, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_results, check_out_dir
 
 
 def _names(text: str) -> list[str]:
@@ -27,8 +26,7 @@ def _names(text: str) -> list[str]:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("experiment", help="run an experiment on the 1/√d_k factor (variance, saturation, training)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "experiment", "run an experiment on the 1/√d_k factor (variance, saturation, training)", __doc__)
     p.add_argument("name", help="variance | saturation | training | all | list")
     p.add_argument("--quick", action="store_true", help="the small CI version (seconds to a minute)")
     p.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0, help="base seed (default 0)")

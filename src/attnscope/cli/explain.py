@@ -24,7 +24,6 @@ layers count from 0 in every output, as --position, --head and --layer do.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 from ..errors import InputError
 from ..i18n import error
 from ..scorings import SCORINGS
-from . import MAX_INDEX, MAX_SEED, OVERWRITE, IntRange, add_lang_option, check_new_file
+from . import MAX_INDEX, MAX_SEED, OVERWRITE, IntRange, add_command, add_lang_option, check_new_file
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -51,8 +50,7 @@ def add_output_options(p, default_decimals: int = 4) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("explain", help="print a worked calculation step by step",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "explain", "print a worked calculation step by step", __doc__)
     p.add_argument("source", nargs="?", metavar="INPUT|scaling|positions",
                    help="a YAML/JSON/TOML file with X, W_Q, W_K, W_V (optional W_O, mask, causal, scoring, "
                         "tokens), or 'scaling' for the √d_k lesson")

@@ -15,19 +15,27 @@ the generated text (on stderr) and the --view page in Chinese.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..i18n import text
-from . import MAX_INDEX, MAX_SEED, IntRange, add_lang_option, add_overwrite_option, check_device, check_new_file, check_range
+from . import (
+    MAX_INDEX,
+    MAX_SEED,
+    IntRange,
+    add_command,
+    add_lang_option,
+    add_overwrite_option,
+    check_device,
+    check_new_file,
+    check_range,
+)
 
 
 def register(sub) -> None:
-    p = sub.add_parser("generate", help="continue a prompt with a decoder model (streams the text)",
-                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "generate", "continue a prompt with a decoder model (streams the text)", __doc__.replace("``", ""))
     p.add_argument("prompt", help="the text to continue (with --chat: the user's message)")
     p.add_argument("--model", default="smollm2-135m",
                    help="model package name, .gguf file or Hugging Face folder (default smollm2-135m)")

@@ -19,14 +19,13 @@ the figure's words in Chinese (the numbers and the .json are the same in every l
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, IntList, IntRange, add_lang_option, add_overwrite_option, check_new_file, save_figure
+from . import MAX_INDEX, IntList, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
 from .plot import MAX_DPI, MIN_DPI
 
 FIGURES = (".png", ".svg", ".pdf")
@@ -40,8 +39,7 @@ def say(key: str, lang: str, **fmt) -> str:
 def register(sub) -> None:
     from ..patching import BATCH, SITES
 
-    p = sub.add_parser("patch", help="activation patching: which heads or positions carry the answer",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "patch", "activation patching: which heads or positions carry the answer", __doc__)
     p.add_argument("--clean", required=True, metavar="TEXT", help="the prompt whose activations are copied")
     p.add_argument("--corrupted", required=True, metavar="TEXT",
                    help="the prompt they are copied into (the same number of tokens)")

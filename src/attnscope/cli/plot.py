@@ -9,14 +9,13 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 from typing import Sequence
 
 from ..errors import InputError
 from ..i18n import error
-from . import MAX_INDEX, IntRange, add_lang_option, add_overwrite_option, check_new_file, save_figure
+from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
 FORMATS = (".png", ".svg", ".pdf")
@@ -27,8 +26,7 @@ MAX_D_K = 16384  # the random experiment draws 2 × 1000 × d_k normals
 
 
 def register(sub) -> None:
-    p = sub.add_parser("plot", help="draw attention as a PNG/SVG/PDF figure",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "plot", "draw attention as a PNG/SVG/PDF figure", __doc__)
     p.add_argument("text", nargs="?", help="the text to trace (not needed for --kind hist/softmax with --scores)")
     p.add_argument("--kind", choices=KINDS, default="heatmap",
                    help="heatmap: one head; grid: every layer × head; hist: scaled vs unscaled scores; "

@@ -13,17 +13,14 @@ Longer texts (over 512 tokens of all-MiniLM-L6-v2, 145 of SmolLM2) are held by t
 
 from __future__ import annotations
 
-import argparse
-
 from ..errors import InputError
-from . import MAX_INDEX, IntRange, add_lang_option
+from . import MAX_INDEX, IntRange, add_command, add_lang_option
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="serve the viewer and a JSON API on 127.0.0.1",
-                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "serve", "serve the viewer and a JSON API on 127.0.0.1", __doc__.replace("``", ""))
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 opens it to the network)")
     p.add_argument("--port", type=IntRange(0, 65535), default=8000, help="port, 1..65535, or 0 for any free one (default 8000)")

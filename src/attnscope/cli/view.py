@@ -9,19 +9,17 @@ Open the file in any browser, offline: everything (script, styles, data, CJK gly
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error
-from . import IntRange, add_lang_option, add_overwrite_option, check_new_file
+from . import IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file
 
 
 def register(sub) -> None:
     from ..viewer.data import MAX_DECIMALS
 
-    p = sub.add_parser("view", help="write an interactive attention viewer (one HTML file)",
-                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "view", "write an interactive attention viewer (one HTML file)", __doc__.replace("``", ""))
     p.add_argument("text", help="the text to look at")
     p.add_argument("--compare", default=None, help="a second text, for the context view")
     p.add_argument("--token", default=None, help="the token the two texts share (default: the first shared one)")
