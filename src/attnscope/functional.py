@@ -38,12 +38,11 @@ from .kernels.dense import combine_masks, log_softmax, raw_scores, softmax
 from .kernels.steps import RecordSteps, attend
 from .kernels.validate import (
     broadcast_shapes,
+    check_attention_args,
     check_dropout,
     check_mask,
     check_qkv,
-    check_scale,
     check_scoring,
-    check_temperature,
 )
 from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, get_scoring
 
@@ -83,10 +82,8 @@ def prepare_qk(q: Tensor, k: Tensor, scoring: str, eps: float = DEFAULT_EPS) -> 
 
 def _validate(q, k, v, mask, scoring, scale, temperature, dropout_p):
     lead = check_qkv(q, k, v)
-    sc = check_scoring(scoring)
-    check_mask(mask, q.shape[-2], k.shape[-2], lead)
-    check_temperature(temperature, sc)
-    return sc, check_scale(scale), check_dropout(dropout_p)
+    sc, scale = check_attention_args(mask, q.shape[-2], k.shape[-2], lead, scoring, scale, temperature)
+    return sc, scale, check_dropout(dropout_p)
 
 
 def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,

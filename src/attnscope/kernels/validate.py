@@ -181,6 +181,17 @@ def check_temperature(temperature, scoring: Scoring) -> None:
         raise ConfigError(f"temperature must be finite and positive, got {temperature}")
 
 
+def check_attention_args(mask: Optional[Tensor], L: int, S: int, lead: torch.Size, scoring, scale,
+                         temperature) -> tuple[Scoring, Optional[float]]:
+    """What every attention entry point checks besides q, k, v (``lead``: their broadcast leading
+    dims), in this order: the scoring, the mask against ``(*lead, L, S)``, the temperature for that
+    scoring, the scale. Returns the scoring and the scale."""
+    sc = check_scoring(scoring)
+    check_mask(mask, L, S, lead)
+    check_temperature(temperature, sc)
+    return sc, check_scale(scale)
+
+
 def check_positive_int(name: str, value) -> int:
     """A module size (d_model, n_heads, …): an int > 0, else ConfigError saying which."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

@@ -18,12 +18,9 @@ from ..backend import FUSED_LSE, Facts, choose_backend
 from ..qk import Prepared, as_2d, fold_factor, prepare
 from ..validate import (
     broadcast_or_raise,
+    check_attention_args,
     check_dropout,
-    check_mask,
     check_qkv,
-    check_scale,
-    check_scoring,
-    check_temperature,
     kv_groups,
     require_float,
 )
@@ -154,13 +151,9 @@ def weights_of(p: Prepared, mask: Optional[Tensor], *, causal: bool, block_size:
 # ----------------------------------------------------------------------------------------------
 
 def _check_common(q: Tensor, k: Tensor, mask: Optional[Tensor], scoring, scale, temperature):
-    sc = check_scoring(scoring)
-    scale = check_scale(scale)
-    check_temperature(temperature, sc)
     lead = broadcast_or_raise("leading dims of q, k", q.shape[:-2], k.shape[:-2]) if kv_groups(q, k) == 1 \
         else broadcast_or_raise("leading dims of q, k", q.shape[:-2], (*k.shape[:-3], q.shape[-3]))
-    check_mask(mask, q.shape[-2], k.shape[-2], lead)
-    return sc, scale
+    return check_attention_args(mask, q.shape[-2], k.shape[-2], lead, scoring, scale, temperature)
 
 
 def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
