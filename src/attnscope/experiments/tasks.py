@@ -125,7 +125,7 @@ class CharLM:
 
     @property
     def n_outputs(self) -> int:
-        return self._c["vocab_size"]
+        return self.vocab_size  # the next character, over the whole vocabulary
 
     @property
     def baseline(self) -> float:
