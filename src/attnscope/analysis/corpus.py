@@ -89,12 +89,12 @@ def corpus_files(source: Union[str, Path]) -> list[Path]:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and (p.name.endswith(".txt") or p.name.endswith(".txt.gz")))
         if not files:
-            raise InputError(f"corpus folder {str(path)!r} has no .txt or .txt.gz files")
+            raise error(InputError, "errors.corpus_no_txt", path=repr(str(path)))
     else:
         files = [path]
     for f in files:
         if not os.access(f, os.R_OK):
-            raise InputError(f"corpus file {str(f)!r} is not readable (permission denied)")
+            raise error(InputError, "errors.corpus_unreadable", path=repr(str(f)))
     return files
 
 
@@ -164,8 +164,8 @@ class CorpusReader:
             except UnicodeDecodeError as e:
                 where = f"{path}:{n}"
                 if self.on_decode_error == "stop":
-                    raise InputError(f"{where}: {describe_decode_error(e)} (column {e.start + 1}); "
-                                     f"fix the file, or pass --on-decode-error skip to skip such lines") from None
+                    raise error(InputError, "errors.corpus_decode", where=where, problem=describe_decode_error(e),
+                                column=e.start + 1) from None
                 self.log.note_decode(where, e)
                 skipped += 1
         return " ".join(p for p in parts if p), skipped

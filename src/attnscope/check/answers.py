@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import InputError
 from ..explain import inputs
 from ..explain.numbers import Written, counted, parse_written
+from ..i18n import error
 from .chain import Chain, Link
 
 #: Spellings accepted for the answer keys.
@@ -59,7 +60,7 @@ def parse_answers(raw: Any, chain: Chain, source: str) -> dict:
         where = f"{source}, key {key}"
         out[canon] = _parse_link(value, chain.link(canon), where)
     if not out:
-        raise InputError(f"{source}, key answers: empty; write at least one of {', '.join(names)}")
+        raise error(InputError, "errors.answers_empty", source=source, names=", ".join(names))
     return out
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from .. import exact as E
 from ..errors import InputError
 from ..explain.numbers import Written
+from ..i18n import error
 from .chain import Chain, Link
 
 VERDICTS = ("correct", "rounding", "carried", "wrong")
@@ -209,7 +210,7 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
         world[lk.name], taint[lk.name] = wv, tv
         origins[lk.name] = {lk.name} if bad_here else set().union(*(origins[d] for d, a in deps.items() if a.any()))
     if not entries:
-        raise InputError(f"{source}: no numbers to check: every answer is empty")
+        raise error(InputError, "errors.answers_blank", source=source)
     conventions = [{"step": step, "row": i, "row_label": chain.link(step).rows[i], "convention": c, "m": m}
                    for (_, i), (c, step, m) in sorted(conv.items())]
     return Report(source, chain.kind, entries, answered, blanks, problem=problem or {}, conventions=conventions)

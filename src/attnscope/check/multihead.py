@@ -30,6 +30,7 @@ from ..errors import InputError
 from ..explain import inputs
 from ..explain.multihead import compute_multihead, fused_slices
 from ..explain.multihead_input import MultiHeadProblem
+from ..i18n import error
 from .answers import ALIASES, parse_answers
 from .chain import Chain, Link, toy_chain
 
@@ -187,7 +188,7 @@ def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
             got = parse_answers(sec, Chain("toy", plain), f"{source}, head {h}")
             out.update({f"{n}{suffix}": a for n, a in got.items()})
     if not out:
-        raise InputError(f"{source}, key answers: empty; write at least one of {', '.join(chain.names())}")
+        raise error(InputError, "errors.answers_empty", source=source, names=", ".join(chain.names()))
     return out
 
 

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..i18n import error, word
+from ..i18n import Msg, error, word
 from .numbers import Written, counted, parse_written
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
@@ -39,13 +39,13 @@ def load_mapping(path: str, keep_text: bool = False) -> dict:
     ext = os.path.splitext(path)[1].lower()
     kind = FORMATS.get(ext)
     if kind is None:
-        raise InputError(f"{path}: unknown file type {ext or '(none)'!r}; use .yaml, .yml, .json or .toml")
+        raise error(InputError, "errors.file_type", path=path, ext=repr(ext or '(none)'))
     with open(path, "rb") as f:
         raw = f.read()
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        raise error(InputError, "errors.not_utf8", path=path, byte=e.start) from None
     return loads(text, kind, name=path, keep_text=keep_text)
 
 
@@ -116,8 +116,8 @@ def _load_yaml(text: str, name: str, keep_text: bool):
         raise InputError(f"{name}: nested too deeply to read") from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError(f"{name}: not valid YAML{where}: {e.problem or e.context}") from None
+        where = Msg("errors.line_column", line=mark.line + 1, column=mark.column + 1) if mark else ""
+        raise error(InputError, "errors.bad_yaml", name=name, where=where, problem=e.problem or e.context) from None
     except yaml.YAMLError as e:
         raise InputError(f"{name}: not valid YAML: {e}") from None
 
@@ -132,7 +132,7 @@ def _load_json(text: str, name: str, keep_text: bool):
     except RecursionError:
         raise InputError(f"{name}: nested too deeply to read") from None
     except json.JSONDecodeError as e:
-        raise InputError(f"{name}: not valid JSON, line {e.lineno}, column {e.colno}: {e.msg}") from None
+        raise error(InputError, "errors.bad_json", name=name, line=e.lineno, column=e.colno, problem=e.msg) from None
 
 
 def _load_toml(text: str, name: str, keep_text: bool):
@@ -337,7 +337,7 @@ def check_index(what: str, value, n: int, unit: str) -> int:
     """``value`` as an index into ``n`` items (a layer, a head, a key), or InputError naming
     ``what`` and the range (``unit``: "layers", "heads", "keys")."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputError(f"{what} must be an integer, got {value!r}")
+        raise error(InputError, "errors.not_integer", what=word(what), value=repr(value))
     if not 0 <= value < n:
         raise error(InputError, "errors.index_there" if unit == "keys" else "errors.index_model", what=word(what),
                     value=value, n=n, unit=word(unit), last=n - 1)

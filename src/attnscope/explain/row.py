@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import error, word
 from ..positions import get_position, score_bias_np
 from ..reference import EXP_SHOW_LIMIT
 from . import inputs
@@ -59,7 +59,7 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
     match = find(pieces, token) if token is not None else None
     if position is not None:
         if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
-            raise InputError(f"position must be an integer, got {position!r}")
+            raise error(InputError, "errors.not_integer", what=word("position"), value=repr(position))
         if not 0 <= position < n:
             raise error(InputError, "errors.position_range", position=position, n=n, last=n - 1, listing=listing)
         if match is not None and not any(a <= position <= b for a, b in match.spans):

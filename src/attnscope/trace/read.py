@@ -40,7 +40,7 @@ SCORE_STEPS = ("scores", "scaled", "masked", "weights", "scores_c2c", "scores_c2
 def check_index(what: str, i, n: int, unit: str) -> int:
     """``i`` as an int in ``range(n)``, else InputError("layer 7 is out of range: …")."""
     if isinstance(i, bool) or not hasattr(i, "__index__"):
-        raise InputError(f"{what} must be an integer, got {i!r}")
+        raise error(InputError, "errors.not_integer", what=word(what), value=repr(i))
     i = int(i.__index__())
     if not 0 <= i < n:
         raise error(InputError, "errors.index_there_one" if n == 1 else "errors.index_there", what=word(what), value=i,
