@@ -126,6 +126,18 @@ def cases(bert, tmp):
                            "4"],
                           f"{tmp / 'latin1.txt'}:1: byte e9 at byte 3 is not valid utf-8 (column 4); fix the file, or "
                           "pass --on-decode-error skip to skip such lines"),
+        "check_nothing": (["check"], ["--example", "three-tokens-article"],
+                          "give an answers file or --example (e.g. three-tokens-article)"),
+        "check_both": (["check", str(tmp / "blank.yaml"), "--example", "three-tokens-article"], ["--example"],
+                       "give an answers file or --example, not both"),
+        "class_folder": (["check", str(tmp / "empty_corpus")], [repr(str(tmp / "empty_corpus")), ".yaml, .yml, .json, .toml"],
+                         f"the folder {str(tmp / 'empty_corpus')!r} holds no answers files (.yaml, .yml, .json, .toml)"),
+        "class_missing": (["check", str(tmp / "blank.yaml"), str(tmp / "nobody.yaml")], [repr(str(tmp / "nobody.yaml"))],
+                          f"{str(tmp / 'nobody.yaml')!r} is neither an answers file nor a folder"),
+        "exercise_folder": (["exercise", "--seed", "3", "--answers", str(tmp)],
+                            [str(tmp), str(tmp / "exercise-3-answers.yaml")],
+                            f"--answers {tmp} is a folder; give the answers file's name, e.g. "
+                            f"{tmp / 'exercise-3-answers.yaml'}"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -139,7 +151,7 @@ def cases(bert, tmp):
 NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer", "model", "corpus", "too_long",
          "labels_count", "o_folder", "no_query", "not_at", "explain_empty", "view_empty", "view_folder",
          "generate_empty", "patch_o_empty", "out_not_folder", "bad_yaml", "blank_answers", "corpus_no_txt",
-         "corpus_decode", "choice",
+         "corpus_decode", "check_nothing", "check_both", "class_folder", "class_missing", "exercise_folder", "choice",
          "required", "invalid_float", "unrecognized"]
 
 

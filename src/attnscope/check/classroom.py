@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from ..errors import AttnscopeError, InputError
+from ..i18n import error
 from .judge import Report
 
 #: The file types an answers folder is searched for.
@@ -182,12 +183,12 @@ def answer_files(paths: Sequence[Union[str, Path]]) -> list[Path]:
         if p.is_dir():
             found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in SUFFIXES)
             if not found:
-                raise InputError(f"the folder {str(p)!r} holds no answers files ({', '.join(SUFFIXES)})")
+                raise error(InputError, "errors.folder_no_answers", path=repr(str(p)), suffixes=", ".join(SUFFIXES))
             files += found
         elif p.is_file():
             files.append(p)
         else:
-            raise InputError(f"{str(p)!r} is neither an answers file nor a folder")
+            raise error(InputError, "errors.not_answers", path=repr(str(p)))
     seen: dict = {}
     for f in files:
         if f.stem in seen and seen[f.stem] != f:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import InputError
+from ..i18n import error
 from . import add_command, add_lang_option, add_overwrite_option, check_new_file
 
 
@@ -44,9 +45,9 @@ def run(args) -> int:
     from ..check.report import print_rich
     files = list(args.answers)
     if not files and args.example is None:
-        raise InputError("give an answers file or --example (e.g. three-tokens-article)")
+        raise error(InputError, "errors.check_nothing")
     if files and args.example is not None:
-        raise InputError("give an answers file or --example, not both")
+        raise error(InputError, "errors.check_both")
     if len(files) > 1 or (files and Path(files[0]).is_dir()):
         return run_class(args, files)
     if args.summary is not None or args.format == "csv":

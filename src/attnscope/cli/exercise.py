@@ -45,14 +45,15 @@ def run(args) -> int:
     from ..exercise import make_exercise
     from ..explain.doc import t
     from ..explain.render.base import Ctx
+    from ..i18n import error
     check_output(args)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") % 100000
     labels = exercise_labels(args)
     ex = make_exercise(tokens=args.tokens if args.tokens is not None else 3, dim=args.dim, seed=seed,
                        style=args.style, lang=args.lang, labels=labels)
     if not args.no_answers and args.answers and os.path.isdir(args.answers):
-        raise InputError(f"--answers {args.answers} is a folder; give the answers file's name, e.g. "
-                         f"{os.path.join(args.answers, f'exercise-{seed}-answers.yaml')}")
+        raise error(InputError, "errors.answers_folder", path=args.answers,
+                    example=os.path.join(args.answers, f"exercise-{seed}-answers.yaml"))
     emit(ex.solution() if args.solution else ex.problem(), args)
     if not args.no_answers:
         path = args.answers or f"exercise-{seed}-answers.yaml"
@@ -64,7 +65,7 @@ def run(args) -> int:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(ex.answers_file())
             except OSError as e:
-                raise InputError(f"cannot write the answers file {path}: {e.strerror}") from None
+                raise error(InputError, "errors.answers_unwritable", path=path, why=e.strerror) from None
             print(ctx.text(t("ex.wrote", path=path)), file=sys.stderr)
     return 0
 
