@@ -10,17 +10,9 @@ import pytest
 import attnscope
 from attnscope.cli import main
 from attnscope.patching import patch
-from attnscope.testing import tiny as testing
 from tests.analysis.test_report_zh import cjk_space, english_words, numbers
 from tests.models.decoders.tiny import llama_gqa
-
-CLEAN = "I like cats. I like dogs. Cats and dogs like"
-CORRUPTED = "I like dogs. I like cats. Cats and dogs like"
-
-
-@pytest.fixture(scope="module")
-def gpt2_dir(tmp_path_factory):
-    return testing.tiny_gpt2(tmp_path_factory.mktemp("gpt2"))
+from tests.patching.test_cli import CLEAN, CORRUPTED, gpt2_dir  # noqa: F401  (gpt2_dir: a fixture)
 
 
 def run(argv):
