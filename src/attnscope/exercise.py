@@ -30,6 +30,7 @@ from .explain.doc import Formula, Matrix, Para, Step, Sym, VecParam, Worked, t
 from .explain.numbers import fmt, short
 from .explain.toy import compute, explain_toy
 from .explain.toy_input import ToyProblem
+from .i18n import error
 
 TOKENS = {
     "en": ["I", "love", "you", "cats", "eat", "fish", "we", "run"],
@@ -223,12 +224,12 @@ def _check_labels(labels) -> list[str]:
         raise InputError(f"labels must be a list of token labels, got {type(labels).__name__}")
     out = [str(x).strip() for x in labels]
     if not 2 <= len(out) <= 8:
-        raise InputError(f"an exercise has 2 to 8 tokens (a hand calculation); the labels name {len(out)}")
+        raise error(InputError, "errors.labels_count", n=len(out))
     if any(not x for x in out):
-        raise InputError(f"a label is empty: {', '.join(repr(x) for x in out)}")
+        raise error(InputError, "errors.label_empty", labels=", ".join(repr(x) for x in out))
     twice = sorted({x for x in out if out.count(x) > 1})
     if twice:
-        raise InputError(f"the labels must differ (each names one row); {', '.join(twice)} comes more than once")
+        raise error(InputError, "errors.labels_twice", labels=", ".join(twice))
     return out
 
 

@@ -138,6 +138,15 @@ def cases(bert, tmp):
                             [str(tmp), str(tmp / "exercise-3-answers.yaml")],
                             f"--answers {tmp} is a folder; give the answers file's name, e.g. "
                             f"{tmp / 'exercise-3-answers.yaml'}"),
+        "label_empty": (["exercise", "--labels", "我,,欢", "--no-answers"], ["'我', '', '欢'"],
+                        "a label is empty: '我', '', '欢'"),
+        "labels_twice": (["exercise", "--labels", "我,我,欢", "--no-answers"], ["我"],
+                         "the labels must differ (each names one row); 我 comes more than once"),
+        "ex_labels_count": (["exercise", "--labels", "我", "--no-answers"], ["1"],
+                         "an exercise has 2 to 8 tokens (a hand calculation); the labels name 1"),
+        "labels_tokens": (["exercise", "--tokens", "4", "--labels", "我,喜,欢", "--no-answers"],
+                          ["4", "--labels", "3", "我, 喜, 欢"],
+                          "--tokens 4 but --labels gives 3 tokens (我, 喜, 欢); give one of them"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -151,7 +160,8 @@ def cases(bert, tmp):
 NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer", "model", "corpus", "too_long",
          "labels_count", "o_folder", "no_query", "not_at", "explain_empty", "view_empty", "view_folder",
          "generate_empty", "patch_o_empty", "out_not_folder", "bad_yaml", "blank_answers", "corpus_no_txt",
-         "corpus_decode", "check_nothing", "check_both", "class_folder", "class_missing", "exercise_folder", "choice",
+         "corpus_decode", "check_nothing", "check_both", "class_folder", "class_missing", "exercise_folder", "label_empty",
+         "labels_twice", "ex_labels_count", "labels_tokens", "choice",
          "required", "invalid_float", "unrecognized"]
 
 

@@ -74,6 +74,7 @@ def exercise_labels(args):
     """The labels of --labels or --text (None without either); InputError when --tokens disagrees."""
     from ..errors import InputError
     from ..exercise import labels_from_text
+    from ..i18n import error
     if args.labels is None and args.text is None:
         return None
     if args.labels is not None:
@@ -81,6 +82,6 @@ def exercise_labels(args):
     else:
         labels, flag = labels_from_text(args.text), "--text"
     if args.tokens is not None and args.tokens != len(labels):
-        raise InputError(f"--tokens {args.tokens} but {flag} gives {len(labels)} tokens ({', '.join(labels)}); "
-                         f"give one of them")
+        raise error(InputError, "errors.labels_tokens", tokens=args.tokens, flag=flag, n=len(labels),
+                    labels=", ".join(labels))
     return labels

@@ -81,6 +81,11 @@ EN = {
     "errors.not_answers": "{path} is neither an answers file nor a folder",
     "errors.answers_folder": "--answers {path} is a folder; give the answers file's name, e.g. {example}",
     "errors.answers_unwritable": "cannot write the answers file {path}: {why}",
+    # exercise's token labels (--labels, --text, labels=)
+    "errors.labels_count": "an exercise has 2 to 8 tokens (a hand calculation); the labels name {n}",
+    "errors.label_empty": "a label is empty: {labels}",
+    "errors.labels_twice": "the labels must differ (each names one row); {labels} comes more than once",
+    "errors.labels_tokens": "--tokens {tokens} but {flag} gives {n} tokens ({labels}); give one of them",
     # a corpus that is there but cannot be read (analyze)
     "errors.corpus_no_txt": "corpus folder {path} has no .txt or .txt.gz files",
     "errors.corpus_unreadable": "corpus file {path} is not readable (permission denied)",
@@ -156,6 +161,10 @@ ZH = {
     "errors.not_answers": "{path} 既不是答案文件也不是文件夹",
     "errors.answers_folder": "--answers {path} 是一个文件夹；请给出答案文件的名字，例如 {example}",
     "errors.answers_unwritable": "无法写入答案文件 {path}：{why}",
+    "errors.labels_count": "一道练习有 2 到 8 个 token（手算的规模）；这些标签给出了 {n} 个",
+    "errors.label_empty": "有一个标签是空的：{labels}",
+    "errors.labels_twice": "标签必须各不相同（每个标签命名一行）；{labels} 出现了不止一次",
+    "errors.labels_tokens": "--tokens 是 {tokens}，但 {flag} 给出了 {n} 个 token（{labels}）；请只给其中一个",
     "errors.corpus_no_txt": "语料文件夹 {path} 里没有 .txt 或 .txt.gz 文件",
     "errors.corpus_unreadable": "语料文件 {path} 不可读（没有权限）",
     "errors.corpus_decode": "{where}：{problem}（第 {column} 列）；请修正文件，或用 --on-decode-error skip 跳过这样的行",
