@@ -14,6 +14,8 @@ from attnscope.models.loader import installed_model_names
 from attnscope.testing import tiny as testing
 
 TEXT = "我喜欢人工智能"
+#: The steps of the three-tokens example, as an answers file names them.
+STEPS = "Q, K, V, scores, scaled, exp, sums, weights, output"
 #: Words that stay as they are in Chinese output: "token" (docs/zh/tutorial/tokens.md), code in
 #: the hints (truncate=True, Python), the tokenizer's own pieces and the built-in corpus's name.
 KEEP = {"token", "Python", "truncate", "True", "UNK", "CLS", "SEP", "builtin", "python", "docs", "txt", "png",
@@ -58,6 +60,9 @@ def files(tmp):
     (tmp / "blank.yaml").write_text("problem:\n  example: three-tokens\nanswers:\n  weights:\n", encoding="utf-8")
     (tmp / "empty_corpus").mkdir(exist_ok=True)
     (tmp / "latin1.txt").write_bytes("caf\u00e9 ok\n".encode("latin-1"))
+    (tmp / "unknown_key.yaml").write_text("problem:\n  example: three-tokens\nanswers:\n  nope: [1]\n", encoding="utf-8")
+    (tmp / "key_twice.yaml").write_text("problem:\n  example: three-tokens\nanswers:\n  weights:\n  Weights:\n",
+                                        encoding="utf-8")
 
 
 def cases(bert, tmp):
@@ -147,6 +152,13 @@ def cases(bert, tmp):
         "labels_tokens": (["exercise", "--tokens", "4", "--labels", "我,喜,欢", "--no-answers"],
                           ["4", "--labels", "3", "我, 喜, 欢"],
                           "--tokens 4 but --labels gives 3 tokens (我, 喜, 欢); give one of them"),
+        "answers_unknown_key": (["check", str(tmp / "unknown_key.yaml")],
+                                [str(tmp / "unknown_key.yaml"), "answers", "'nope'", STEPS],
+                                f"{tmp / 'unknown_key.yaml'}, answers: unknown key 'nope'; this problem's steps are "
+                                + STEPS),
+        "answers_key_twice": (["check", str(tmp / "key_twice.yaml")],
+                              [str(tmp / "key_twice.yaml"), "answers", "'Weights'", "weights"],
+                              f"{tmp / 'key_twice.yaml'}, answers: 'Weights' given twice (as weights)"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -161,7 +173,8 @@ NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer"
          "labels_count", "o_folder", "no_query", "not_at", "explain_empty", "view_empty", "view_folder",
          "generate_empty", "patch_o_empty", "out_not_folder", "bad_yaml", "blank_answers", "corpus_no_txt",
          "corpus_decode", "check_nothing", "check_both", "class_folder", "class_missing", "exercise_folder", "label_empty",
-         "labels_twice", "ex_labels_count", "labels_tokens", "choice",
+         "labels_twice", "ex_labels_count", "labels_tokens", "answers_unknown_key",
+         "answers_key_twice", "choice",
          "required", "invalid_float", "unrecognized"]
 
 

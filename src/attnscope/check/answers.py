@@ -54,9 +54,9 @@ def parse_answers(raw: Any, chain: Chain, source: str) -> dict:
         if canon == "sum" and "sum" not in names and "sums" in names:
             canon = "sums"
         if canon is None or canon not in names:
-            raise InputError(f"{source}, answers: unknown key {key!r}; this problem's steps are {', '.join(names)}")
+            raise error(InputError, "errors.answers_unknown_key", source=source, name=repr(key), names=", ".join(names))
         if canon in out:
-            raise InputError(f"{source}, answers: {key!r} given twice (as {canon})")
+            raise error(InputError, "errors.answers_key_twice", source=source, name=repr(key), canon=canon)
         where = f"{source}, key {key}"
         out[canon] = _parse_link(value, chain.link(canon), where)
     if not out:

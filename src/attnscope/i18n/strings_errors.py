@@ -86,6 +86,9 @@ EN = {
     "errors.label_empty": "a label is empty: {labels}",
     "errors.labels_twice": "the labels must differ (each names one row); {labels} comes more than once",
     "errors.labels_tokens": "--tokens {tokens} but {flag} gives {n} tokens ({labels}); give one of them",
+    # an answers file's keys (check)
+    "errors.answers_unknown_key": "{source}, answers: unknown key {name}; this problem's steps are {names}",
+    "errors.answers_key_twice": "{source}, answers: {name} given twice (as {canon})",
     # a corpus that is there but cannot be read (analyze)
     "errors.corpus_no_txt": "corpus folder {path} has no .txt or .txt.gz files",
     "errors.corpus_unreadable": "corpus file {path} is not readable (permission denied)",
@@ -165,6 +168,8 @@ ZH = {
     "errors.label_empty": "有一个标签是空的：{labels}",
     "errors.labels_twice": "标签必须各不相同（每个标签命名一行）；{labels} 出现了不止一次",
     "errors.labels_tokens": "--tokens 是 {tokens}，但 {flag} 给出了 {n} 个 token（{labels}）；请只给其中一个",
+    "errors.answers_unknown_key": "{source}，answers：未知的键 {name}；这道题的步骤是 {names}",
+    "errors.answers_key_twice": "{source}，answers：{name} 给了两次（都指 {canon}）",
     "errors.corpus_no_txt": "语料文件夹 {path} 里没有 .txt 或 .txt.gz 文件",
     "errors.corpus_unreadable": "语料文件 {path} 不可读（没有权限）",
     "errors.corpus_decode": "{where}：{problem}（第 {column} 列）；请修正文件，或用 --on-decode-error skip 跳过这样的行",
