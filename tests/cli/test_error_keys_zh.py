@@ -159,6 +159,19 @@ def cases(bert, tmp):
         "answers_key_twice": (["check", str(tmp / "key_twice.yaml")],
                               [str(tmp / "key_twice.yaml"), "answers", "'Weights'", "weights"],
                               f"{tmp / 'key_twice.yaml'}, answers: 'Weights' given twice (as weights)"),
+        "summary_one_file": (["check", str(tmp / "blank.yaml"), "--summary", str(tmp / "s.csv")], ["--format csv"],
+                             "--summary and --format csv are for a class: give several answers files or a folder"),
+        "json_class": (["check", str(tmp / "blank.yaml"), str(tmp / "key_twice.yaml"), "--format", "json"],
+                       ["--format json", "--format csv"],
+                       "--format json is for one answers file; a class's summary is --format csv or --summary"),
+        "summary_is_answers": (["check", str(tmp / "blank.yaml"), str(tmp / "key_twice.yaml"), "--summary",
+                                str(tmp / "blank.yaml")], [repr(str(tmp / "blank.yaml"))],
+                               f"--summary {str(tmp / 'blank.yaml')!r} is one of the answers files; choose another name"),
+        "summary_no_folder": (["check", str(tmp / "blank.yaml"), str(tmp / "key_twice.yaml"), "--summary",
+                               str(tmp / "nowhere" / "s.csv")],
+                              [repr(str(tmp / "nowhere" / "s.csv")), repr(str(tmp / "nowhere"))],
+                              f"--summary {str(tmp / 'nowhere' / 's.csv')!r}: the folder {str(tmp / 'nowhere')!r} "
+                              "does not exist"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -174,7 +187,8 @@ NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer"
          "generate_empty", "patch_o_empty", "out_not_folder", "bad_yaml", "blank_answers", "corpus_no_txt",
          "corpus_decode", "check_nothing", "check_both", "class_folder", "class_missing", "exercise_folder", "label_empty",
          "labels_twice", "ex_labels_count", "labels_tokens", "answers_unknown_key",
-         "answers_key_twice", "choice",
+         "answers_key_twice", "summary_one_file", "json_class", "summary_is_answers", "summary_no_folder",
+         "choice",
          "required", "invalid_float", "unrecognized"]
 
 

@@ -51,7 +51,7 @@ def run(args) -> int:
     if len(files) > 1 or (files and Path(files[0]).is_dir()):
         return run_class(args, files)
     if args.summary is not None or args.format == "csv":
-        raise InputError("--summary and --format csv are for a class: give several answers files or a folder")
+        raise error(InputError, "errors.summary_one_file")
     report = check(files[0] if files else None, example=args.example)
     if args.format == "rich":
         print_rich(report, args.lang)
@@ -66,13 +66,13 @@ def run_class(args, files: list) -> int:
 
     from ..check.classroom import answer_files, check_class
     if args.format == "json":
-        raise InputError("--format json is for one answers file; a class's summary is --format csv or --summary")
+        raise error(InputError, "errors.json_class")
     if args.summary is not None:
         out = Path(args.summary)
         if out.resolve() in {f.resolve() for f in answer_files(files)}:
-            raise InputError(f"--summary {args.summary!r} is one of the answers files; choose another name")
+            raise error(InputError, "errors.summary_is_answers", path=repr(args.summary))
         if not out.parent.is_dir():
-            raise InputError(f"--summary {args.summary!r}: the folder {str(out.parent)!r} does not exist")
+            raise error(InputError, "errors.summary_no_folder", path=repr(args.summary), folder=repr(str(out.parent)))
         check_new_file(out, args.overwrite, "--summary")
     result = check_class(files)
     sys.stdout.write(result.render("markdown" if args.format == "markdown" else
@@ -81,7 +81,7 @@ def run_class(args, files: list) -> int:
         try:
             Path(args.summary).write_text(result.to_csv(args.lang), encoding="utf-8")
         except OSError as e:
-            raise InputError(f"cannot write --summary {args.summary!r}: {e.strerror or e}") from None
+            raise error(InputError, "errors.summary_unwritable", path=repr(args.summary), why=e.strerror or e) from None
         print(f"wrote {args.summary}", file=sys.stderr)
     if any(s.report is None for s in result.students):
         return 2

@@ -89,6 +89,12 @@ EN = {
     # an answers file's keys (check)
     "errors.answers_unknown_key": "{source}, answers: unknown key {name}; this problem's steps are {names}",
     "errors.answers_key_twice": "{source}, answers: {name} given twice (as {canon})",
+    # check's --summary and --format for one file or a class
+    "errors.summary_one_file": "--summary and --format csv are for a class: give several answers files or a folder",
+    "errors.json_class": "--format json is for one answers file; a class's summary is --format csv or --summary",
+    "errors.summary_is_answers": "--summary {path} is one of the answers files; choose another name",
+    "errors.summary_no_folder": "--summary {path}: the folder {folder} does not exist",
+    "errors.summary_unwritable": "cannot write --summary {path}: {why}",
     # a corpus that is there but cannot be read (analyze)
     "errors.corpus_no_txt": "corpus folder {path} has no .txt or .txt.gz files",
     "errors.corpus_unreadable": "corpus file {path} is not readable (permission denied)",
@@ -170,6 +176,11 @@ ZH = {
     "errors.labels_tokens": "--tokens 是 {tokens}，但 {flag} 给出了 {n} 个 token（{labels}）；请只给其中一个",
     "errors.answers_unknown_key": "{source}，answers：未知的键 {name}；这道题的步骤是 {names}",
     "errors.answers_key_twice": "{source}，answers：{name} 给了两次（都指 {canon}）",
+    "errors.summary_one_file": "--summary 和 --format csv 用于全班：请给出多个答案文件或一个文件夹",
+    "errors.json_class": "--format json 用于单个答案文件；全班的汇总请用 --format csv 或 --summary",
+    "errors.summary_is_answers": "--summary {path} 是其中一个答案文件；请换一个名字",
+    "errors.summary_no_folder": "--summary {path}：文件夹 {folder} 不存在",
+    "errors.summary_unwritable": "无法写入 --summary {path}：{why}",
     "errors.corpus_no_txt": "语料文件夹 {path} 里没有 .txt 或 .txt.gz 文件",
     "errors.corpus_unreadable": "语料文件 {path} 不可读（没有权限）",
     "errors.corpus_decode": "{where}：{problem}（第 {column} 列）；请修正文件，或用 --on-decode-error skip 跳过这样的行",
