@@ -172,6 +172,8 @@ def cases(bert, tmp):
                               [repr(str(tmp / "nowhere" / "s.csv")), repr(str(tmp / "nowhere"))],
                               f"--summary {str(tmp / 'nowhere' / 's.csv')!r}: the folder {str(tmp / 'nowhere')!r} "
                               "does not exist"),
+        "builtin_corpus": (["analyze", "builtin:wiki"], ["'builtin:wiki'", "builtin:python-docs"],
+                           "unknown built-in corpus 'builtin:wiki'; built-in corpora: builtin:python-docs"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -188,7 +190,7 @@ NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer"
          "corpus_decode", "check_nothing", "check_both", "class_folder", "class_missing", "exercise_folder", "label_empty",
          "labels_twice", "ex_labels_count", "labels_tokens", "answers_unknown_key",
          "answers_key_twice", "summary_one_file", "json_class", "summary_is_answers", "summary_no_folder",
-         "choice",
+         "builtin_corpus", "choice",
          "required", "invalid_float", "unrecognized"]
 
 
@@ -328,3 +330,16 @@ def test_a_position_that_is_not_an_integer_in_chinese(bert):
         assert str(info.value) == f"{what} must be an integer, got 1.5"
         zh = i18n.error_message(info.value, "zh")
         assert zh == ("层" if what == "layer" else "位置") + "必须是整数，收到的是 1.5", zh
+
+
+def test_an_unknown_package_model_name_in_chinese_keeps_the_name_and_the_list():
+    from attnscope.models.packages import license_notice, model_names, package_model_path
+    names = ", ".join(model_names())
+    with pytest.raises(ModelLoadError) as e:
+        package_model_path("llama-7b")
+    assert str(e.value) == f"unknown model name 'llama-7b'; installed-package models are: {names}"
+    assert i18n.error_message(e.value, "zh") == f"未知的模型名 'llama-7b'；以包形式安装的模型有：{names}"
+    with pytest.raises(ModelLoadError) as e:
+        license_notice("llama-7b")
+    assert str(e.value) == f"unknown model name 'llama-7b'; known: {names}"
+    assert i18n.error_message(e.value, "zh") == f"未知的模型名 'llama-7b'；已知的有：{names}"

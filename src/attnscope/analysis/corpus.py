@@ -125,8 +125,8 @@ class CorpusReader:
         if self.builtin:
             name = self.source[len(BUILTIN_PREFIX):]
             if name not in BUILTINS:
-                raise InputError(f"unknown built-in corpus {self.source!r}; built-in corpora: "
-                                 f"{', '.join(BUILTIN_PREFIX + b for b in BUILTINS)}")
+                raise error(InputError, "errors.unknown_builtin_corpus", source=repr(self.source),
+                            builtins=", ".join(BUILTIN_PREFIX + b for b in BUILTINS))
             self.files: list[Path] = []
         else:
             self.files = corpus_files(source)

@@ -95,6 +95,10 @@ EN = {
     "errors.summary_is_answers": "--summary {path} is one of the answers files; choose another name",
     "errors.summary_no_folder": "--summary {path}: the folder {folder} does not exist",
     "errors.summary_unwritable": "cannot write --summary {path}: {why}",
+    # a model package or a built-in corpus named wrongly
+    "errors.unknown_package_model": "unknown model name {name}; installed-package models are: {names}",
+    "errors.unknown_model_known": "unknown model name {name}; known: {names}",
+    "errors.unknown_builtin_corpus": "unknown built-in corpus {source}; built-in corpora: {builtins}",
     # a corpus that is there but cannot be read (analyze)
     "errors.corpus_no_txt": "corpus folder {path} has no .txt or .txt.gz files",
     "errors.corpus_unreadable": "corpus file {path} is not readable (permission denied)",
@@ -181,6 +185,9 @@ ZH = {
     "errors.summary_is_answers": "--summary {path} 是其中一个答案文件；请换一个名字",
     "errors.summary_no_folder": "--summary {path}：文件夹 {folder} 不存在",
     "errors.summary_unwritable": "无法写入 --summary {path}：{why}",
+    "errors.unknown_package_model": "未知的模型名 {name}；以包形式安装的模型有：{names}",
+    "errors.unknown_model_known": "未知的模型名 {name}；已知的有：{names}",
+    "errors.unknown_builtin_corpus": "未知的内置语料 {source}；内置语料有：{builtins}",
     "errors.corpus_no_txt": "语料文件夹 {path} 里没有 .txt 或 .txt.gz 文件",
     "errors.corpus_unreadable": "语料文件 {path} 不可读（没有权限）",
     "errors.corpus_decode": "{where}：{problem}（第 {column} 列）；请修正文件，或用 --on-decode-error skip 跳过这样的行",

@@ -161,7 +161,7 @@ def package_model_path(name: str) -> Path:
     """
     p = find_package(name)
     if p is None:
-        raise ModelLoadError(f"unknown model name {name!r}; installed-package models are: {', '.join(model_names())}")
+        raise error(ModelLoadError, "errors.unknown_package_model", name=repr(name), names=", ".join(model_names()))
     if p is not GEMMA3:  # one file inside one package
         folder = _package_dir(p.module)
         if folder is None:
@@ -177,7 +177,7 @@ def package_model_path(name: str) -> Path:
 def license_notice(name: str) -> str:
     p = find_package(name)
     if p is None:
-        raise ModelLoadError(f"unknown model name {name!r}; known: {', '.join(model_names())}")
+        raise error(ModelLoadError, "errors.unknown_model_known", name=repr(name), names=", ".join(model_names()))
     return f"{p.title}: {p.license}"
 
 
