@@ -174,6 +174,7 @@ def cases(bert, tmp):
                               "does not exist"),
         "builtin_corpus": (["analyze", "builtin:wiki"], ["'builtin:wiki'", "builtin:python-docs"],
                            "unknown built-in corpus 'builtin:wiki'; built-in corpora: builtin:python-docs"),
+        "top_p": (["generate", TEXT, "--top-p", "1.5"], ["1.5", "(0, 1]"], "--top-p must be in (0, 1], got 1.5"),
         "choice": (["ARGPARSE", "plot", TEXT, "--kind", "nope", "-o", png], ["'nope'", "'heatmap'"],
                    "argument --kind: invalid choice: 'nope' (choose from 'heatmap', 'grid', 'hist', 'softmax')"),
         "required": (["ARGPARSE", "plot", TEXT], ["-o/--output"], "the following arguments are required: -o/--output"),
@@ -190,7 +191,7 @@ NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer"
          "corpus_decode", "check_nothing", "check_both", "class_folder", "class_missing", "exercise_folder", "label_empty",
          "labels_twice", "ex_labels_count", "labels_tokens", "answers_unknown_key",
          "answers_key_twice", "summary_one_file", "json_class", "summary_is_answers", "summary_no_folder",
-         "builtin_corpus", "choice",
+         "builtin_corpus", "top_p", "choice",
          "required", "invalid_float", "unrecognized"]
 
 
@@ -343,3 +344,12 @@ def test_an_unknown_package_model_name_in_chinese_keeps_the_name_and_the_list():
         license_notice("llama-7b")
     assert str(e.value) == f"unknown model name 'llama-7b'; known: {names}"
     assert i18n.error_message(e.value, "zh") == f"未知的模型名 'llama-7b'；已知的有：{names}"
+
+
+def test_a_saved_trace_not_found_in_chinese_names_the_file(tmp_path):
+    from attnscope.trace.record import Trace
+    with pytest.raises(InputError) as e:
+        Trace.load(tmp_path)
+    f = tmp_path / "trace.json"
+    assert str(e.value) == f"{f} not found; a saved trace is a folder with trace.json and tensors.safetensors"
+    assert i18n.error_message(e.value, "zh") == f"找不到 {f}；保存的 trace 是一个含有 trace.json 和 tensors.safetensors 的文件夹"

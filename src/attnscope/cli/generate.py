@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..i18n import text
+from ..i18n import error, text
 from . import (
     MAX_INDEX,
     MAX_SEED,
@@ -59,7 +59,7 @@ def run(args) -> int:
     check_text(args.prompt, "the prompt")
     check_range(args.temperature, "--temperature", 0.0)
     if args.top_p is not None and not 0.0 < args.top_p <= 1.0:
-        raise InputError(f"--top-p must be in (0, 1], got {args.top_p}")
+        raise error(InputError, "errors.top_p", value=args.top_p)
     device = check_device(args.device)
     view = Path(args.view) if args.view else None
     if view is not None and (view.is_dir() or not view.parent.is_dir()):

@@ -99,6 +99,9 @@ EN = {
     "errors.unknown_package_model": "unknown model name {name}; installed-package models are: {names}",
     "errors.unknown_model_known": "unknown model name {name}; known: {names}",
     "errors.unknown_builtin_corpus": "unknown built-in corpus {source}; built-in corpora: {builtins}",
+    # a saved trace that is not there (Trace.load); generate's nucleus sampling
+    "errors.trace_missing": "{path} not found; a saved trace is a folder with trace.json and tensors.safetensors",
+    "errors.top_p": "--top-p must be in (0, 1], got {value}",
     # a corpus that is there but cannot be read (analyze)
     "errors.corpus_no_txt": "corpus folder {path} has no .txt or .txt.gz files",
     "errors.corpus_unreadable": "corpus file {path} is not readable (permission denied)",
@@ -188,6 +191,8 @@ ZH = {
     "errors.unknown_package_model": "未知的模型名 {name}；以包形式安装的模型有：{names}",
     "errors.unknown_model_known": "未知的模型名 {name}；已知的有：{names}",
     "errors.unknown_builtin_corpus": "未知的内置语料 {source}；内置语料有：{builtins}",
+    "errors.trace_missing": "找不到 {path}；保存的 trace 是一个含有 trace.json 和 tensors.safetensors 的文件夹",
+    "errors.top_p": "--top-p 必须在 (0, 1] 之内，收到的是 {value}",
     "errors.corpus_no_txt": "语料文件夹 {path} 里没有 .txt 或 .txt.gz 文件",
     "errors.corpus_unreadable": "语料文件 {path} 不可读（没有权限）",
     "errors.corpus_decode": "{where}：{problem}（第 {column} 列）；请修正文件，或用 --on-decode-error skip 跳过这样的行",

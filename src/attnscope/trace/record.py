@@ -13,6 +13,7 @@ import torch
 
 from ..config import TransformerConfig
 from ..errors import InputError
+from ..i18n import error
 from ..tokenizer import TokenRows
 from .derived import Derived, Stored, storage_key, value_of
 from .read import TraceReader
@@ -146,7 +147,7 @@ class Trace(TraceReader, TokenRows):
         meta_file, tensor_file = folder / "trace.json", folder / "tensors.safetensors"
         for f in (meta_file, tensor_file):
             if not f.is_file():
-                raise InputError(f"{f} not found; a saved trace is a folder with trace.json and tensors.safetensors")
+                raise error(InputError, "errors.trace_missing", path=f)
         try:
             meta = json.loads(meta_file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
