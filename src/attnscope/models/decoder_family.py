@@ -32,6 +32,8 @@ from typing import Optional
 
 from ..config import ROPE_TYPES, DecoderConfig
 from ..errors import ConfigError, ModelLoadError
+from ..i18n import error
+from .reasons import reason
 from .registry import WeightRule, fuse_rows, setting, token_ids
 
 _MISSING = object()
@@ -42,27 +44,28 @@ def _rope_dict(d, source: str, what: str) -> tuple[Optional[float], Optional[dic
     if d is None:
         return None, None
     if not isinstance(d, dict):
-        raise ModelLoadError(f"{source}: {what} must be an object, got {d!r}")
+        raise error(ModelLoadError, "errors.config_rope_object", source=source, what=what, got=repr(d))
     kind = d.get("rope_type", d.get("type", "default"))
     theta = d.get("rope_theta")
     if theta is not None and (isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0 < theta < math.inf):
-        raise ModelLoadError(f"{source}: {what}.rope_theta must be a positive number, got {theta!r}")
+        raise error(ModelLoadError, "errors.config_rope_theta", source=source, what=what, got=repr(theta))
     if kind in (None, "default"):
         return theta, None
     if kind not in ROPE_TYPES:
-        raise ModelLoadError(f"{source}: {what} type {kind!r} is not supported; attnscope runs rotary "
-                             f"positions of type {', '.join(ROPE_TYPES)}")
+        raise error(ModelLoadError, "errors.config_rope_type", source=source, what=what, kind=repr(kind),
+                    supported=", ".join(ROPE_TYPES))
     need = {"linear": ("factor",), "dynamic": ("factor",),
             "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}[kind]
     scaling = {"rope_type": kind}
     for key in need:
         v = d.get(key)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
-            raise ModelLoadError(f"{source}: {what} of type {kind!r} needs a positive {key!r}, got {v!r}")
+            raise error(ModelLoadError, "errors.config_rope_needs", source=source, what=what, kind=repr(kind),
+                        field=repr(key), got=repr(v))
         scaling[key] = v
     if kind == "llama3" and not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
-        raise ModelLoadError(f"{source}: {what}: llama3 needs high_freq_factor > low_freq_factor, got "
-                             f"{scaling['high_freq_factor']} and {scaling['low_freq_factor']}")
+        raise error(ModelLoadError, "errors.config_llama3_factors", source=source, what=what,
+                    high=scaling["high_freq_factor"], low=scaling["low_freq_factor"])
     return theta, scaling
 
 
@@ -77,8 +80,8 @@ def rope_settings(hf: dict, source: str, *, default_theta: float = 10000.0,
         local_theta, local_scaling = _rope_dict(params.get("sliding_attention"), source,
                                                 "rope_parameters.sliding_attention")
         if local_scaling is not None:
-            raise ModelLoadError(f"{source}: rope scaling on sliding-window layers "
-                                 f"({local_scaling['rope_type']!r}) is not supported")
+            raise error(ModelLoadError, "errors.config_local_rope_scaling", source=source,
+                        kind=repr(local_scaling["rope_type"]))
     elif params is not None:
         theta, scaling = _rope_dict(params, source, "rope_parameters")
     else:
@@ -95,8 +98,8 @@ def decoder_activation(name, source: str) -> str:
     table = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
              "gelu_fast": "gelu_tanh", "gelu": "gelu"}
     if name not in table:
-        raise ModelLoadError(f"{source}: activation {name!r} is not supported for a gated MLP; attnscope runs "
-                             f"{', '.join(sorted(table))}")
+        raise error(ModelLoadError, "errors.config_gated_activation", source=source, name=repr(name),
+                    supported=", ".join(sorted(table)))
     return table[name]
 
 
@@ -109,15 +112,13 @@ def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act",
     head_dim = setting(hf, "head_dim", source, None)
     if head_dim is None:
         if n_heads <= 0 or d % n_heads:
-            raise ModelLoadError(f"{source}: hidden_size {d} is not a multiple of num_attention_heads {n_heads} "
-                                 f"and 'head_dim' is not given")
+            raise error(ModelLoadError, "errors.config_head_dim", source=source, d=d, n_heads=n_heads)
         head_dim = d // n_heads
     if n_kv <= 0 or n_heads % n_kv:
-        raise ModelLoadError(f"{source}: num_attention_heads ({n_heads}) must be a multiple of "
-                             f"num_key_value_heads ({n_kv})")
+        raise error(ModelLoadError, "errors.config_kv_heads", source=source, n_heads=n_heads, n_kv=n_kv)
     for key in ("partial_rotary_factor",):
         if hf.get(key) not in (None, 1, 1.0):
-            raise ModelLoadError(f"{source}: {key} = {hf[key]} (rotating part of each head) is not supported")
+            raise error(ModelLoadError, "errors.config_partial_rotary", source=source, field=key, value=hf[key])
     act = hf.get(activation_key) or hf.get("hidden_act") or default_activation
     eos = token_ids(hf.get("eos_token_id"), "eos_token_id", source)
     pad = hf.get("pad_token_id")
@@ -138,7 +139,7 @@ def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act",
     try:
         return DecoderConfig(**base)
     except ConfigError as e:
-        raise ModelLoadError(f"{source}: {e}") from None
+        raise error(ModelLoadError, "errors.models_source_why", source=source, why=reason(e)) from None
 
 
 def window_layer_types(n_layers: int, window: Optional[int], layer_types, source: str) -> Optional[list]:
@@ -148,11 +149,11 @@ def window_layer_types(n_layers: int, window: Optional[int], layer_types, source
         table = {"full_attention": "full", "sliding_attention": "sliding"}
         if not isinstance(layer_types, list) or len(layer_types) != n_layers or \
                 any(t not in table for t in layer_types):
-            raise ModelLoadError(f"{source}: layer_types must list 'full_attention' or 'sliding_attention' for "
-                                 f"each of the {n_layers} layers, got {layer_types!r}")
+            raise error(ModelLoadError, "errors.config_layer_types", source=source, n_layers=n_layers,
+                        got=repr(layer_types))
         out = [table[t] for t in layer_types]
         if window is None and "sliding" in out:
-            raise ModelLoadError(f"{source}: layer_types has sliding layers but 'sliding_window' is not set")
+            raise error(ModelLoadError, "errors.config_no_window", source=source)
         return out
     return ["sliding"] * n_layers if window is not None else None
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 import torch
 
 from ..errors import ConfigError, ModelLoadError
+from ..i18n import error
 from .gguf_config import DOCUMENTED_DEFAULTS, SUPPORTED_ARCHITECTURES, config_from_gguf, llama3_from_factors
 from .gguf_file import GGUFFile, TensorInfo
 
@@ -141,13 +142,13 @@ def gguf_state_dict(f: GGUFFile, config: dict, *, dtype: torch.dtype = torch.flo
             continue
         name = hf_name(info.name, arch)
         if name is None:
-            raise ModelLoadError(f"{f.path}: tensor {info.name!r} is not part of a {arch} model as attnscope "
-                                 f"reads it; the file may be a variant attnscope does not support")
+            raise error(ModelLoadError, "errors.gguf_foreign_tensor", path=f.path, name=repr(info.name), arch=arch)
         w = f.dequantize(info, dtype)
         if arch == "llama" and (".attn_q." in info.name or ".attn_k." in info.name):
             heads = n_heads if ".attn_q." in info.name else n_kv
             if w.shape[0] != heads * hd:
-                raise ModelLoadError(f"{f.path}: {info.name} has {w.shape[0]} rows, expected {heads} heads × {hd}")
+                raise error(ModelLoadError, "errors.gguf_qk_rows", path=f.path, name=info.name, rows=w.shape[0],
+                            heads=heads, head_dim=hd)
             w = unpermute_qk(w, heads)
         if gemma and name.endswith("norm.weight"):
             w -= 1.0  # stored as 1 + w (see the module docstring)
@@ -185,13 +186,15 @@ def _check_complete(sd: dict, config: dict, arch: str, path) -> None:
     want = _expected_shapes(config, arch)
     for name, shape in want.items():
         if name not in sd:
-            raise ModelLoadError(f"{path}: the file has no tensor for {name} (a {arch} model needs it)")
+            raise error(ModelLoadError, "errors.gguf_no_tensor", path=path, name=name, arch=arch)
         if tuple(sd[name].shape) != shape:
-            raise ModelLoadError(f"{path}: {name} has shape {tuple(sd[name].shape)}, expected {shape} from the metadata")
+            raise error(ModelLoadError, "errors.gguf_tensor_shape", path=path, name=name, got=tuple(sd[name].shape),
+                        expected=shape)
     extra = sorted(set(sd) - set(want))
     optional = {n for n in extra if n.endswith(".bias") or n == "lm_head.weight"}
     if set(extra) - optional:
-        raise ModelLoadError(f"{path}: unexpected tensors {sorted(set(extra) - optional)[:3]} for this {arch} model")
+        raise error(ModelLoadError, "errors.gguf_unexpected_tensors", path=path, names=sorted(set(extra) - optional)[:3],
+                    arch=arch)
 
 
 def load_gguf(path: Union[str, Path], *, dtype: torch.dtype = torch.float32, tokenizer: bool = True,
@@ -207,8 +210,7 @@ def load_gguf(path: Union[str, Path], *, dtype: torch.dtype = torch.float32, tok
     Raises ModelLoadError (see the module docstring) and ConfigError for another dtype.
     """
     if dtype not in (torch.float32, torch.float64):
-        raise ConfigError(f"dtype must be torch.float32 or torch.float64 (GGUF weights are dequantized to float), "
-                          f"got {dtype}")
+        raise error(ConfigError, "errors.gguf_dtype", dtype=dtype)
     f = GGUFFile(path)
     try:
         config, defaults = read_gguf_config(f)

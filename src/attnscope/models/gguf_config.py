@@ -18,6 +18,7 @@ import math
 from typing import Any, Optional
 
 from ..errors import ModelLoadError
+from ..i18n import Msg, error
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "gemma3")
 
@@ -48,19 +49,22 @@ DOCUMENTED_DEFAULTS: dict[str, str] = {
 
 def _need(meta: dict, key: str, path, kind=None) -> Any:
     if key not in meta:
-        raise ModelLoadError(f"{path}: the GGUF metadata has no {key!r}, which the model needs and which has no "
-                             f"documented default")
+        raise error(ModelLoadError, "errors.gguf_meta_missing", path=path, field=repr(key))
     v = meta[key]
     if kind is not None and (isinstance(v, bool) or not isinstance(v, kind)):
-        raise ModelLoadError(f"{path}: GGUF metadata {key!r} must be {_kind_name(kind)}, got {v!r}")
+        raise error(ModelLoadError, "errors.gguf_meta_kind", path=path, field=repr(key), kind=_kind_name(kind), got=repr(v))
     return v
 
 
-def _kind_name(kind) -> str:
-    names = {int: "an integer", float: "a number", str: "a string"}
+def _kind_name(kind):
+    """"an integer", "a number", "a string", "an integer or a number": a :class:`Msg` (a word of
+    the error's language), or a type's own name."""
     if isinstance(kind, tuple):
-        return " or ".join(names.get(k, k.__name__) for k in kind)
-    return names.get(kind, kind.__name__)
+        out = _kind_name(kind[0])
+        for k in kind[1:]:
+            out = Msg("errors.gguf_kind_or", a=out, b=_kind_name(k))
+        return out
+    return Msg(f"errors.gguf_kind_{kind.__name__}") if kind in (int, float, str) else kind.__name__
 
 
 def config_from_gguf(meta: dict, tensor_names, path="GGUF file") -> tuple[dict, dict[str, str]]:
@@ -73,8 +77,8 @@ def config_from_gguf(meta: dict, tensor_names, path="GGUF file") -> tuple[dict, 
     """
     arch = meta.get("general.architecture")
     if arch not in SUPPORTED_ARCHITECTURES:
-        raise ModelLoadError(f"{path}: GGUF architecture {arch!r} is not supported; attnscope reads "
-                             f"{', '.join(SUPPORTED_ARCHITECTURES)}")
+        raise error(ModelLoadError, "errors.gguf_arch", path=path, arch=repr(arch),
+                    supported=", ".join(SUPPORTED_ARCHITECTURES))
     names = set(tensor_names)
     k = lambda name: f"{arch}.{name}"  # noqa: E731
     defaults: dict[str, str] = {}
@@ -86,44 +90,43 @@ def config_from_gguf(meta: dict, tensor_names, path="GGUF file") -> tuple[dict, 
     hidden = _need(meta, k("embedding_length"), path, int)
     n_heads = meta.get(k("attention.head_count"))
     if isinstance(n_heads, list):
-        raise ModelLoadError(f"{path}: {k('attention.head_count')} differs per layer ({n_heads[:4]}…), which "
-                             f"attnscope does not support")
+        raise error(ModelLoadError, "errors.gguf_heads_per_layer", path=path, field=k("attention.head_count"),
+                    first=n_heads[:4])
     n_heads = _need(meta, k("attention.head_count"), path, int)
     if n_heads <= 0:
-        raise ModelLoadError(f"{path}: {k('attention.head_count')} must be positive, got {n_heads}")
+        raise error(ModelLoadError, "errors.gguf_positive", path=path, field=k("attention.head_count"), got=n_heads)
     n_kv = meta.get(k("attention.head_count_kv"))
     if isinstance(n_kv, list):
-        raise ModelLoadError(f"{path}: {k('attention.head_count_kv')} differs per layer, which attnscope does not "
-                             f"support")
+        raise error(ModelLoadError, "errors.gguf_kv_per_layer", path=path, field=k("attention.head_count_kv"))
     if n_kv is None:
         n_kv = default("num_key_value_heads", n_heads)
     elif not isinstance(n_kv, int) or n_kv <= 0 or n_heads % n_kv:
-        raise ModelLoadError(f"{path}: {k('attention.head_count_kv')} = {n_kv!r} must divide "
-                             f"{k('attention.head_count')} = {n_heads}")
+        raise error(ModelLoadError, "errors.gguf_kv_divide", path=path, kv_key=k("attention.head_count_kv"),
+                    n_kv=repr(n_kv), field=k("attention.head_count"), n_heads=n_heads)
     if k("attention.key_length") in meta:
         head_dim = _need(meta, k("attention.key_length"), path, int)
     elif arch == "gemma3":
         head_dim = _need(meta, k("attention.key_length"), path, int)
     else:
         if hidden % n_heads:
-            raise ModelLoadError(f"{path}: {k('embedding_length')} = {hidden} is not a multiple of "
-                                 f"{k('attention.head_count')} = {n_heads} and {k('attention.key_length')} is absent")
+            raise error(ModelLoadError, "errors.gguf_head_dim", path=path, hidden_key=k("embedding_length"),
+                        hidden=hidden, heads_key=k("attention.head_count"), n_heads=n_heads,
+                        length_key=k("attention.key_length"))
         head_dim = default("head_dim", hidden // n_heads)
     v_len = meta.get(k("attention.value_length"), head_dim)
     if v_len != head_dim:
-        raise ModelLoadError(f"{path}: {k('attention.value_length')} = {v_len} differs from the key length "
-                             f"{head_dim}, which attnscope does not support")
+        raise error(ModelLoadError, "errors.gguf_value_length", path=path, field=k("attention.value_length"),
+                    v_len=v_len, head_dim=head_dim)
     rot = meta.get(k("rope.dimension_count"), head_dim)
     if rot != head_dim:
-        raise ModelLoadError(f"{path}: {k('rope.dimension_count')} = {rot} rotates only part of each "
-                             f"{head_dim}-dimensional head (partial rotary embedding), which attnscope does not support")
+        raise error(ModelLoadError, "errors.gguf_partial_rotary", path=path, field=k("rope.dimension_count"), rot=rot,
+                    head_dim=head_dim)
 
     vocab = meta.get(k("vocab_size"))
     if vocab is None:
         tokens = meta.get("tokenizer.ggml.tokens")
         if not isinstance(tokens, list):
-            raise ModelLoadError(f"{path}: the GGUF metadata has neither {k('vocab_size')!r} nor "
-                                 f"'tokenizer.ggml.tokens' to size the vocabulary")
+            raise error(ModelLoadError, "errors.gguf_no_vocab", path=path, field=repr(k("vocab_size")))
         vocab = len(tokens)
     if arch == "gemma3":
         theta = float(_need(meta, k("rope.freq_base"), path, (int, float)))
@@ -176,15 +179,14 @@ def _llama(meta: dict, names: set, path, default) -> dict:
     if model_type == "mistral":
         out["sliding_window"] = window
     elif window is not None:
-        raise ModelLoadError(f"{path}: llama.attention.sliding_window = {window} on a Llama model; a windowed "
-                             f"Llama-architecture file must be a Mistral one (general.name names it)")
+        raise error(ModelLoadError, "errors.gguf_llama_window", path=path, window=window)
     return out
 
 
 def _qwen2(config: dict, names: set, path, default) -> dict:
     for part in ("q", "k", "v"):
         if f"blk.0.attn_{part}.bias" not in names:
-            raise ModelLoadError(f"{path}: a qwen2 file must have blk.0.attn_{part}.bias (Qwen2's q/k/v biases)")
+            raise error(ModelLoadError, "errors.gguf_qwen2_bias", path=path, part=part)
     return {
         "model_type": "qwen2",
         "architectures": ["Qwen2ForCausalLM"],
@@ -204,14 +206,12 @@ def _gemma3(meta: dict, config: dict, path, default) -> dict:
             "full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n_layers)])
     elif isinstance(pattern, list):  # one flag per layer: True = sliding window
         if len(pattern) != n_layers:
-            raise ModelLoadError(f"{path}: gemma3.attention.sliding_window_pattern has {len(pattern)} entries "
-                                 f"for {n_layers} layers")
+            raise error(ModelLoadError, "errors.gguf_pattern_length", path=path, n=len(pattern), n_layers=n_layers)
         layer_types = ["sliding_attention" if p else "full_attention" for p in pattern]
     elif isinstance(pattern, int) and pattern > 0:  # every pattern-th layer is global
         layer_types = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n_layers)]
     else:
-        raise ModelLoadError(f"{path}: gemma3.attention.sliding_window_pattern = {pattern!r} is neither a "
-                             f"period nor a list of per-layer flags")
+        raise error(ModelLoadError, "errors.gguf_pattern_kind", path=path, pattern=repr(pattern))
     if "gemma3.rope.freq_base_swa" in meta:
         local = float(_need(meta, "gemma3.rope.freq_base_swa", path, (int, float)))
     else:
@@ -246,17 +246,17 @@ def _rope_scaling(meta: dict, arch: str, names: set, theta: float, head_dim: int
     orig = meta.get(f"{arch}.rope.scaling.original_context_length")
     if "rope_freqs.weight" in names:
         if kind not in (None, "none"):
-            raise ModelLoadError(f"{path}: both {arch}.rope.scaling.type = {kind!r} and a rope_freqs.weight tensor")
+            raise error(ModelLoadError, "errors.gguf_rope_both", path=path, arch=arch, kind=repr(kind))
         # llama.cpp stores Llama 3's frequency-dependent scaling as one factor per frequency;
         # gguf.py turns them back into the "llama3" parameters once the tensor is read
         return {"rope_type": "llama3", "_from_tensor": "rope_freqs.weight"}
     if kind in (None, "none"):
         if factor not in (None, 1.0, 0.0):
-            raise ModelLoadError(f"{path}: {arch}.rope.scaling.factor = {factor} without a scaling type")
+            raise error(ModelLoadError, "errors.gguf_rope_factor_alone", path=path, arch=arch, factor=factor)
         return None
     if not isinstance(factor, (int, float)) or factor <= 0:
-        raise ModelLoadError(f"{path}: {arch}.rope.scaling.type = {kind!r} needs a positive "
-                             f"{arch}.rope.scaling.factor, got {factor!r}")
+        raise error(ModelLoadError, "errors.gguf_rope_factor", path=path, arch=arch, kind=repr(kind),
+                    factor=repr(factor))
     if kind == "linear":
         return {"rope_type": "linear", "factor": float(factor)}
     if kind == "yarn":
@@ -268,8 +268,7 @@ def _rope_scaling(meta: dict, arch: str, names: set, theta: float, head_dim: int
             if f"{arch}.rope.scaling.{gkey}" in meta:
                 out[hkey] = float(meta[f"{arch}.rope.scaling.{gkey}"])
         return out
-    raise ModelLoadError(f"{path}: {arch}.rope.scaling.type = {kind!r} is not supported (linear, yarn, and "
-                         f"Llama 3's rope_freqs are)")
+    raise error(ModelLoadError, "errors.gguf_rope_type", path=path, arch=arch, kind=repr(kind))
 
 
 def llama3_from_factors(factors, theta: float, head_dim: int, original_max_position: Optional[int],
@@ -285,15 +284,14 @@ def llama3_from_factors(factors, theta: float, head_dim: int, original_max_posit
     """
     f = [float(x) for x in factors]
     if len(f) != head_dim // 2:
-        raise ModelLoadError(f"{path}: rope_freqs.weight has {len(f)} entries, expected head_dim / 2 = {head_dim // 2}")
+        raise error(ModelLoadError, "errors.gguf_rope_freqs_count", path=path, n=len(f), half=head_dim // 2)
     factor = max(f)
     L = float(original_max_position or 8192)
     inv = [theta ** (-(2 * i) / head_dim) for i in range(len(f))]
     wavelen = [2 * math.pi / x for x in inv]
     mid = [i for i, x in enumerate(f) if not (math.isclose(x, 1.0, rel_tol=1e-6) or math.isclose(x, factor, rel_tol=1e-6))]
     if factor <= 1.0 or len(mid) < 2:
-        raise ModelLoadError(f"{path}: rope_freqs.weight does not follow Llama 3's rope scaling (fewer than two "
-                             f"frequencies between the unscaled and the fully scaled ones); attnscope cannot use it")
+        raise error(ModelLoadError, "errors.gguf_rope_freqs_shape", path=path)
     s = {i: (1.0 / f[i] - 1.0 / factor) / (1.0 - 1.0 / factor) for i in mid}
     i, j = mid[0], mid[-1]
     a = (s[i] - s[j]) / (L / wavelen[i] - L / wavelen[j])  # s = a * (L / wavelen) - b
@@ -310,8 +308,7 @@ def llama3_from_factors(factors, theta: float, head_dim: int, original_max_posit
             sm = (L / w - low) / (high - low)
             want = 1.0 / ((1 - sm) / factor + sm)
         if not math.isclose(x, want, rel_tol=1e-4):
-            raise ModelLoadError(f"{path}: rope_freqs.weight[{n}] = {x} does not follow Llama 3's rope scaling "
-                                 f"(expected {want:.6g}); attnscope cannot use it")
+            raise error(ModelLoadError, "errors.gguf_rope_freqs_value", path=path, n=n, x=x, want=f"{want:.6g}")
     return out
 
 

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ..errors import ModelLoadError
+from ..i18n import Msg, error
 
 GGUF_MAGIC = b"GGUF"
 DEFAULT_ALIGNMENT = 32
@@ -76,14 +77,14 @@ class _Cursor:
         try:
             (value,) = struct.unpack_from(fmt, self.buf, self.pos)
         except struct.error:
-            raise ModelLoadError(f"{self.path}: truncated GGUF header (ended at byte {self.pos})") from None
+            raise error(ModelLoadError, "errors.gguf_truncated", path=self.path, pos=self.pos) from None
         self.pos += struct.calcsize(fmt)
         return value
 
     def string(self) -> str:
         n = self.unpack("<Q")
         if self.pos + n > len(self.buf):
-            raise ModelLoadError(f"{self.path}: truncated GGUF header (a {n}-byte string at byte {self.pos})")
+            raise error(ModelLoadError, "errors.gguf_truncated_string", path=self.path, n=n, pos=self.pos)
         raw = self.buf[self.pos:self.pos + n]
         self.pos += n
         try:
@@ -102,16 +103,16 @@ class _Cursor:
             if etype == 9:
                 return [self.value(9) for _ in range(n)]
             if etype not in _NUMPY:
-                raise ModelLoadError(f"{self.path}: unknown GGUF array element type {etype}")
+                raise error(ModelLoadError, "errors.gguf_array_type", path=self.path, etype=etype)
             dt = np.dtype(_NUMPY[etype]).newbyteorder("<")
             end = self.pos + n * dt.itemsize
             if end > len(self.buf):
-                raise ModelLoadError(f"{self.path}: truncated GGUF header (an array of {n} at byte {self.pos})")
+                raise error(ModelLoadError, "errors.gguf_truncated_array", path=self.path, n=n, pos=self.pos)
             arr = np.frombuffer(self.buf, dtype=dt, count=n, offset=self.pos)
             self.pos = end
             return arr.tolist()
         if vtype not in _SCALAR:
-            raise ModelLoadError(f"{self.path}: unknown GGUF value type {vtype}")
+            raise error(ModelLoadError, "errors.gguf_value_type", path=self.path, vtype=vtype)
         v = self.unpack(_SCALAR[vtype])
         return bool(v) if vtype == 7 else v
 
@@ -134,12 +135,12 @@ class GGUFFile:
     def __init__(self, path: Union[str, os.PathLike]) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise ModelLoadError(f"{self.path} not found")
+            raise error(ModelLoadError, "errors.models_not_found", path=self.path)
         try:
             with open(self.path, "rb") as f:
                 self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as e:  # ValueError: an empty file cannot be mapped
-            raise ModelLoadError(f"cannot read {self.path}: {e}") from None
+            raise error(ModelLoadError, "errors.models_cannot_read", path=self.path, why=str(e)) from None
         self._parse()
 
     def _parse(self) -> None:
@@ -147,14 +148,13 @@ class GGUFFile:
 
         buf = self._mm
         if buf[:4] != GGUF_MAGIC:
-            raise ModelLoadError(f"{self.path} is not a GGUF file (it starts with {bytes(buf[:4])!r}, not b'GGUF')")
+            raise error(ModelLoadError, "errors.gguf_magic", path=self.path, start=repr(bytes(buf[:4])))
         cur = _Cursor(buf, self.path)
         cur.pos = 4
         self.version = cur.unpack("<I")
         if self.version not in (2, 3):
-            hint = " (a big-endian file?)" if self.version & 0xFFFF == 0 else ""
-            raise ModelLoadError(f"{self.path}: GGUF version {self.version} is not supported{hint}; "
-                                 f"versions 2 and 3 (little-endian) are")
+            hint = Msg("errors.gguf_big_endian") if self.version & 0xFFFF == 0 else ""
+            raise error(ModelLoadError, "errors.gguf_version", path=self.path, version=self.version, hint=hint)
         n_tensors, n_kv = cur.unpack("<Q"), cur.unpack("<Q")
         self.metadata: dict[str, Any] = {}
         for _ in range(n_kv):
@@ -162,7 +162,7 @@ class GGUFFile:
             self.metadata[key] = cur.value(cur.unpack("<I"))
         alignment = self.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
         if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
-            raise ModelLoadError(f"{self.path}: general.alignment must be a power of two, got {alignment!r}")
+            raise error(ModelLoadError, "errors.gguf_alignment", path=self.path, got=repr(alignment))
         raw = []
         for _ in range(n_tensors):
             name = cur.string()
@@ -175,28 +175,28 @@ class GGUFFile:
             try:
                 qtype = gguf.GGMLQuantizationType(type_id)
             except ValueError:
-                raise ModelLoadError(f"{self.path}: tensor {name} has unknown ggml type {type_id}") from None
+                raise error(ModelLoadError, "errors.gguf_ggml_type", path=self.path, name=name, type_id=type_id) from None
             block, type_size = gguf.GGML_QUANT_SIZES[qtype]
             if shape and shape[-1] % block:
-                raise ModelLoadError(f"{self.path}: tensor {name} rows of {shape[-1]} are not whole "
-                                     f"{qtype.name} blocks of {block}")
+                raise error(ModelLoadError, "errors.gguf_blocks", path=self.path, name=name, row=shape[-1],
+                            qtype=qtype.name, block=block)
             n = 1
             for s in shape:
                 n *= s
             nbytes = n // block * type_size
             start = data_start + offset
             if start + nbytes > len(buf):
-                raise ModelLoadError(f"{self.path}: tensor {name} ends at byte {start + nbytes}, past the end "
-                                     f"of the file ({len(buf)} bytes): a truncated download?")
+                raise error(ModelLoadError, "errors.gguf_past_end", path=self.path, name=name, end=start + nbytes,
+                            size=len(buf))
             if name in self.tensors:
-                raise ModelLoadError(f"{self.path}: tensor {name} appears twice")
+                raise error(ModelLoadError, "errors.gguf_tensor_twice", path=self.path, name=name)
             self.tensors[name] = TensorInfo(name, shape, qtype, start, nbytes)
 
     @property
     def architecture(self) -> str:
         arch = self.metadata.get("general.architecture")
         if not isinstance(arch, str):
-            raise ModelLoadError(f"{self.path}: metadata has no general.architecture")
+            raise error(ModelLoadError, "errors.gguf_no_arch", path=self.path)
         return arch
 
     def raw(self, info: TensorInfo) -> np.ndarray:
@@ -215,8 +215,8 @@ class GGUFFile:
         import gguf
 
         if not is_supported_qtype(info.qtype):
-            raise ModelLoadError(f"{self.path}: tensor {info.name} is stored as {info.qtype.name}, which attnscope "
-                                 f"cannot dequantize (supported: {', '.join(supported_qtype_names())})")
+            raise error(ModelLoadError, "errors.gguf_qtype", path=self.path, name=info.name, qtype=info.qtype.name,
+                        supported=", ".join(supported_qtype_names()))
         out = torch.empty(info.shape, dtype=dtype)
         data = self.raw(info)
         if data.ndim == 1 or info.numel == 0:

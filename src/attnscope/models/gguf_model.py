@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional, Union
 import torch
 
 from ..errors import ModelLoadError
+from ..i18n import error
 from ..tokenizer import Tokenizer
 from .base import finish_loading
 from .packages import find_package, is_package_source, license_notice, package_model_path
@@ -68,10 +69,9 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
     package = find_package(str(path)) if not Path(str(path)).expanduser().exists() else None
     file = package_model_path(str(path)) if package is not None else Path(path).expanduser()
     if file.is_dir():
-        raise ModelLoadError(f"{file} is a folder, not a GGUF file; pass the .gguf file itself (a Hugging Face "
-                             "checkpoint folder loads by a name that does not end in .gguf)")
+        raise error(ModelLoadError, "errors.gguf_is_folder", path=file)
     if not file.is_file():
-        raise ModelLoadError(f"GGUF file {file} not found")
+        raise error(ModelLoadError, "errors.gguf_not_found", path=file)
     read_dtype = torch.float64 if dtype == torch.float64 else torch.float32
     ckpt = load_gguf(file, dtype=read_dtype, tokenizer=tokenizer, progress=progress)
     source = str(file)
@@ -96,8 +96,8 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
         pad = t.pad_token_id if t.pad_token_id is not None else (t.eos_token_id or 0)
         model.tokenizer = Tokenizer(t.backend, pad_token_id=pad, max_length=config.max_positions, source=source)
         if model.tokenizer.vocab_size > config.vocab_size:
-            raise ModelLoadError(f"{source}: the tokenizer has {model.tokenizer.vocab_size} tokens but the model's "
-                                 f"vocabulary is {config.vocab_size}")
+            raise error(ModelLoadError, "errors.gguf_tokenizer_vocab", source=source, n=model.tokenizer.vocab_size,
+                        vocab=config.vocab_size)
         model.chat_template = t.chat_template
         model.special_tokens = dict(t.special_tokens)
     return finish_loading(model, device, None if dtype == read_dtype else dtype)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from ..errors import InputError, ModelLoadError
+from ..i18n import error
 from ..pieces import byte_decoder
 
 CONTROL, USER_DEFINED = 3, 4
@@ -77,8 +78,7 @@ class GGUFTokenizer:
         Raises InputError when the file has no chat template or the template rejects the messages.
         """
         if self.chat_template is None:
-            raise InputError("this model's GGUF file has no chat template (tokenizer.chat_template); "
-                             "pass the prompt text yourself")
+            raise error(InputError, "errors.gguf_no_chat_template")
         return render_chat_template(self.chat_template, messages, add_generation_prompt=add_generation_prompt,
                                     **self.special_tokens)
 
@@ -91,9 +91,9 @@ def render_chat_template(template: str, messages: Sequence[dict], *, add_generat
         import jinja2
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:  # pragma: no cover - jinja2 comes with torch
-        raise ModelLoadError("rendering a chat template needs jinja2 (pip install jinja2)") from None
+        raise error(ModelLoadError, "errors.models_needs_jinja2") from None
     if not isinstance(messages, (list, tuple)) or not all(isinstance(m, dict) and "role" in m for m in messages):
-        raise InputError(f"messages must be a list of {{'role': …, 'content': …}} dicts, got {messages!r}")
+        raise error(InputError, "errors.models_chat_messages", got=repr(messages))
 
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
@@ -104,7 +104,7 @@ def render_chat_template(template: str, messages: Sequence[dict], *, add_generat
         return env.from_string(template).render(messages=list(messages), add_generation_prompt=add_generation_prompt,
                                                 **special_tokens)
     except jinja2.exceptions.TemplateError as e:
-        raise InputError(f"the chat template rejected the messages: {e}") from None
+        raise error(InputError, "errors.models_chat_rejected", why=str(e)) from None
 
 
 def tokenizer_from_metadata(meta: dict, path="GGUF file") -> GGUFTokenizer:
@@ -116,18 +116,17 @@ def tokenizer_from_metadata(meta: dict, path="GGUF file") -> GGUFTokenizer:
     kind = meta.get("tokenizer.ggml.model")
     tokens = meta.get("tokenizer.ggml.tokens")
     if not isinstance(tokens, list) or not tokens:
-        raise ModelLoadError(f"{path}: the GGUF metadata has no tokenizer.ggml.tokens (the vocabulary)")
+        raise error(ModelLoadError, "errors.gguf_no_tokens", path=path)
     types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
     if len(types) != len(tokens):
-        raise ModelLoadError(f"{path}: tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} tokens")
+        raise error(ModelLoadError, "errors.gguf_token_types", path=path, n=len(types), n_tokens=len(tokens))
     arch = meta.get("general.architecture")
     if kind == "gpt2":
         backend, name = _bytelevel(meta, tokens, path), "bpe-bytelevel"
     elif kind == "llama" and arch in _GEMMA_ARCHS:
         backend, name = _gemma(meta, gemma_spelling(tokens), path), "bpe-sentencepiece"
     else:
-        raise ModelLoadError(f"{path}: GGUF tokenizer {kind!r} for architecture {arch!r} is not supported; "
-                             f"attnscope builds 'gpt2' (byte-level BPE) and Gemma's 'llama' (SentencePiece BPE)")
+        raise error(ModelLoadError, "errors.gguf_tokenizer_kind", path=path, kind=repr(kind), arch=repr(arch))
     from tokenizers import AddedToken
 
     # as transformers does: a control token outside the byte alphabet is a mislabel (adding it would
@@ -148,7 +147,7 @@ def tokenizer_from_metadata(meta: dict, path="GGUF file") -> GGUFTokenizer:
                                                              ("pad", "padding_token_id"), ("unk", "unknown_token_id"))}
     for k, i in ids.items():
         if i is not None and not 0 <= i < len(tokens):
-            raise ModelLoadError(f"{path}: tokenizer.ggml.{k} id {i} is outside the vocabulary of {len(tokens)}")
+            raise error(ModelLoadError, "errors.gguf_special_id", path=path, which=k, i=i, n=len(tokens))
     # llama.cpp adds BOS to SentencePiece vocabularies that do not say otherwise
     add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", kind == "llama"))
     add_eos = bool(meta.get("tokenizer.ggml.add_eos_token", False))
@@ -163,7 +162,7 @@ def _post_processor(backend, tokens, ids, add_bos, add_eos, *, path) -> None:
 
     for flag, k in ((add_bos, "bos"), (add_eos, "eos")):
         if flag and ids[k] is None:
-            raise ModelLoadError(f"{path}: tokenizer.ggml.add_{k}_token is set but there is no {k} token id")
+            raise error(ModelLoadError, "errors.gguf_add_token", path=path, which=k)
     bos = [f"{tokens[ids['bos']]}:0"] if add_bos else []
     eos = [f"{tokens[ids['eos']]}:0"] if add_eos else []
     single = bos + ["$A:0"] + eos
@@ -185,11 +184,11 @@ def _bytelevel(meta: dict, tokens: list, path):
 
     merges_raw = meta.get("tokenizer.ggml.merges")
     if not isinstance(merges_raw, list):
-        raise ModelLoadError(f"{path}: a 'gpt2' GGUF tokenizer needs tokenizer.ggml.merges, which is missing")
+        raise error(ModelLoadError, "errors.gguf_no_merges", path=path)
     pre = meta.get("tokenizer.ggml.pre")
     if pre not in _PRE_SPLITS:
-        raise ModelLoadError(f"{path}: tokenizer.ggml.pre = {pre!r} names a pre-tokenizer attnscope does not know "
-                             f"(known: {', '.join(sorted(k for k in _PRE_SPLITS if k))})")
+        raise error(ModelLoadError, "errors.gguf_pre", path=path, pre=repr(pre),
+                    known=", ".join(sorted(k for k in _PRE_SPLITS if k)))
     alphabet = _byte_alphabet()
     table = {b: c for c, b in byte_decoder().items()}  # byte → GPT-2's printable character
     vocab = {}
@@ -200,7 +199,7 @@ def _bytelevel(meta: dict, tokens: list, path):
     for m in merges_raw:
         a, sep, b = m.partition(" ")
         if not sep:
-            raise ModelLoadError(f"{path}: tokenizer.ggml.merges entry {m!r} is not 'left right'")
+            raise error(ModelLoadError, "errors.gguf_merge_entry", path=path, entry=repr(m))
         merges.append((a, b))
     tok = Tokenizer(BPE(vocab, merges, dropout=None, continuing_subword_prefix="", end_of_word_suffix="",
                         fuse_unk=False, byte_fallback=False))
@@ -222,11 +221,10 @@ def _gemma(meta: dict, tokens: list, path):
     from tokenizers.models import BPE
 
     if meta.get("tokenizer.ggml.add_space_prefix", False):
-        raise ModelLoadError(f"{path}: tokenizer.ggml.add_space_prefix is true; Gemma's tokenizer as attnscope "
-                             f"builds it prepends no space")
+        raise error(ModelLoadError, "errors.gguf_space_prefix", path=path)
     unk_id = meta.get("tokenizer.ggml.unknown_token_id")
     if unk_id is None:
-        raise ModelLoadError(f"{path}: a SentencePiece GGUF tokenizer needs tokenizer.ggml.unknown_token_id")
+        raise error(ModelLoadError, "errors.gguf_no_unk", path=path)
     vocab = {t: i for i, t in enumerate(tokens)}
     tok = Tokenizer(BPE(vocab, gemma_merges(tokens), fuse_unk=True, unk_token=tokens[unk_id], dropout=None,
                         byte_fallback=True))

@@ -24,6 +24,7 @@ from ..tokenizer import load_tokenizer
 from .base import finish_loading
 from .model import Model
 from .model_class import model_class
+from .reasons import reason
 from .registry import family_for
 from .weights import map_weights
 
@@ -52,6 +53,16 @@ def installed_model_names() -> list[str]:
     return first + installed_names()
 
 
+def _names_listing():
+    """The installed models' names, comma-separated, with the default's mark "(the default)" in
+    the error's language (a :class:`Msg`)."""
+    names = installed_model_names()
+    mark = " (the default)"
+    if names and names[0].endswith(mark):
+        return Msg("errors.models_default", name=names[0][:-len(mark)], rest="".join(", " + n for n in names[1:]))
+    return ", ".join(names)
+
+
 def default_model_path() -> Path:
     """The packaged all-MiniLM-L6-v2 folder, or ModelLoadError saying how to install it."""
     try:
@@ -64,22 +75,22 @@ def default_model_path() -> Path:
         folder = Path(location) / "model"
         if (folder / "config.json").is_file():
             return folder
-    raise ModelLoadError(f"the package {DEFAULT_PACKAGE} is installed but has no model/config.json under "
-                         f"{list(spec.submodule_search_locations)}; reinstall it with `{INSTALL_HINT}`")
+    raise error(ModelLoadError, "errors.models_default_no_config", package=DEFAULT_PACKAGE,
+                locations=list(spec.submodule_search_locations), command=INSTALL_HINT)
 
 
 def read_json(path: Path) -> dict:
     if path.is_dir():
-        raise ModelLoadError(f"{path} is a folder, not a JSON file")
+        raise error(ModelLoadError, "errors.models_json_folder", path=path)
     if not path.is_file():
-        raise ModelLoadError(f"{path} not found")
+        raise error(ModelLoadError, "errors.models_not_found", path=path)
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelLoadError(f"cannot read {path}: {e}") from None
+        raise error(ModelLoadError, "errors.models_cannot_read", path=path, why=str(e)) from None
     if not isinstance(data, dict):
-        raise ModelLoadError(f"{path} must hold a JSON object, got {type(data).__name__}")
+        raise error(ModelLoadError, "errors.models_json_object", path=path, got=type(data).__name__)
     return data
 
 
@@ -96,11 +107,11 @@ def weight_files(folder: Path) -> list[Path]:
     if index.is_file():
         wm = read_json(index).get("weight_map")
         if not isinstance(wm, dict) or not wm:
-            raise ModelLoadError(f"{index}: no 'weight_map'")
+            raise error(ModelLoadError, "errors.models_no_weight_map", path=index)
         files = [folder / f for f in dict.fromkeys(wm.values())]
         for f in files:
             if not f.is_file():
-                raise ModelLoadError(f"{f} not found (listed in {index.name})")
+                raise error(ModelLoadError, "errors.models_shard_missing", path=f, index=index.name)
         return files
     pt = folder / "pytorch_model.bin"
     if pt.is_file():
@@ -122,7 +133,7 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
     if isinstance(sd, dict) and "state_dict" in sd and isinstance(sd["state_dict"], dict):
         sd = sd["state_dict"]
     if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
-        raise ModelLoadError(f"{path} does not hold a state dict (a mapping of names to tensors)")
+        raise error(ModelLoadError, "errors.models_not_state_dict", path=path)
     return sd
 
 
@@ -163,7 +174,7 @@ def pooling_settings(folder: Path) -> tuple[str, bool]:
         entries = json.loads(modules.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         # the pooling decides what a sentence embedding is: a broken file is an error, not a default
-        raise ModelLoadError(f"cannot read {modules}: {e}") from None
+        raise error(ModelLoadError, "errors.models_cannot_read", path=modules, why=str(e)) from None
     mode, normalize = "mean", False
     for entry in entries if isinstance(entries, list) else []:
         kind = str(entry.get("type", "")) if isinstance(entry, dict) else ""
@@ -204,8 +215,7 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
         ModelLoadError naming the file, key or setting that is missing, unreadable or unsupported.
     """
     if isinstance(path, str) and not path.strip():
-        raise ModelLoadError("the model name is empty; give a model name (" + ", ".join(installed_model_names())
-                             + "), a folder or a .gguf file, or leave it out for the default model")
+        raise error(ModelLoadError, "errors.models_name_empty", names=_names_listing())
     if is_default_name(path):
         path = None
     if path is None:
@@ -218,16 +228,12 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
         if is_gguf_source(path):
             return load_gguf_model(path, device=device, dtype=dtype, tokenizer=tokenizer)
         if not isinstance(path, (str, Path)):
-            raise ModelLoadError(f"path must be a folder name, got {type(path).__name__}")
+            raise error(ModelLoadError, "errors.models_path_type", got=type(path).__name__)
         folder = Path(path).expanduser()
         if not folder.exists():
-            names = installed_model_names()
-            mark = " (the default)"  # the default's mark in the error's language
-            listing = Msg("errors.models_default", name=names[0][:-len(mark)], rest="".join(", " + n for n in names[1:])) \
-                if names and names[0].endswith(mark) else ", ".join(names)
-            raise error(ModelLoadError, "errors.no_model", path=repr(str(path)), names=listing)
+            raise error(ModelLoadError, "errors.no_model", path=repr(str(path)), names=_names_listing())
         if not folder.is_dir():
-            raise ModelLoadError(f"{folder} is not a folder; pass the folder that holds config.json")
+            raise error(ModelLoadError, "errors.models_not_folder", path=folder)
         name = folder.resolve().name
     cfg_file = folder / "config.json"
     hf = read_json(cfg_file)
@@ -235,7 +241,7 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
     try:
         config = family.config_from_hf(hf, str(cfg_file))
     except ConfigError as e:
-        raise ModelLoadError(f"{cfg_file}: {e}") from None
+        raise error(ModelLoadError, "errors.models_source_why", source=cfg_file, why=reason(e)) from None
     config.extra["source"] = str(folder)
 
     model = model_class(family)(config, family, name=name, path=folder)
@@ -255,8 +261,8 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
                                          pad_token_id=config.pad_token_id)
         if model.tokenizer.vocab_size > config.vocab_size:
             # ids past the embedding table would fail inside torch; say it here instead
-            raise ModelLoadError(f"{model.tokenizer.source}: the tokenizer has {model.tokenizer.vocab_size} tokens "
-                                 f"but config.json's vocab_size is {config.vocab_size}")
+            raise error(ModelLoadError, "errors.models_tokenizer_vocab", source=model.tokenizer.source,
+                        n=model.tokenizer.vocab_size, vocab=config.vocab_size)
     return finish_loading(model, device, dtype)
 
 

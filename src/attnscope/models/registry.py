@@ -25,6 +25,7 @@ import torch
 
 from ..config import TransformerConfig
 from ..errors import ModelLoadError
+from ..i18n import error
 
 Tensor = torch.Tensor
 
@@ -134,8 +135,8 @@ def family_for(model_type, source: str = "config.json") -> Family:
     _ensure_registered()
     fam = _BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
     if fam is None:
-        raise ModelLoadError(f"{source}: model_type {model_type!r} is not supported; attnscope loads "
-                             f"{', '.join(supported_model_types())}")
+        raise error(ModelLoadError, "errors.config_model_type", source=source, model_type=repr(model_type),
+                    supported=", ".join(supported_model_types()))
     return fam
 
 
@@ -170,10 +171,7 @@ def tokenizer_by_files(bpe_kind: str = "bpe-roberta") -> Callable[[Path], str]:
             return "wordpiece"
         sp = [f for f in SENTENCEPIECE_FILES if (folder / f).is_file()]
         if sp:
-            raise ModelLoadError(f"{folder} has the SentencePiece model {sp[0]} but no tokenizer.json; attnscope "
-                                 f"reads SentencePiece vocabularies from tokenizer.json (write it once with "
-                                 f"transformers: AutoTokenizer.from_pretrained(folder).save_pretrained(folder)), "
-                                 f"or load with tokenizer=False and pass token ids")
+            raise error(ModelLoadError, "errors.models_sentencepiece_only", folder=folder, file=sp[0])
         return bpe_kind  # the loader names the files it expected
     return kind
 
@@ -183,8 +181,8 @@ def hf_activation(name, source: str) -> str:
     table = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
              "gelu_fast": "gelu_tanh", "relu": "relu"}
     if name not in table:
-        raise ModelLoadError(f"{source}: activation {name!r} is not supported; attnscope runs "
-                             f"{', '.join(sorted(table))}")
+        raise error(ModelLoadError, "errors.config_activation", source=source, name=repr(name),
+                    supported=", ".join(sorted(table)))
     return table[name]
 
 
@@ -213,15 +211,15 @@ def check_number(key: str, value, source: str):
     else ModelLoadError naming the file, the key and the value."""
     import math
     if isinstance(value, float) and not math.isfinite(value):
-        raise ModelLoadError(f"{source}: {key!r} must be a finite number, got {value!r}")
+        raise error(ModelLoadError, "errors.config_finite", source=source, field=repr(key), got=repr(value))
     if key in POSITIVE_INTS and value <= 0:
-        raise ModelLoadError(f"{source}: {key!r} must be a positive integer, got {value!r}")
+        raise error(ModelLoadError, "errors.config_positive_int", source=source, field=repr(key), got=repr(value))
     if key in NON_NEGATIVE_INTS and value < 0:
-        raise ModelLoadError(f"{source}: {key!r} must be 0 or more, got {value!r}")
+        raise error(ModelLoadError, "errors.config_non_negative", source=source, field=repr(key), got=repr(value))
     if key in POSITIVE_NUMBERS and not value > 0:
-        raise ModelLoadError(f"{source}: {key!r} must be a positive number, got {value!r}")
+        raise error(ModelLoadError, "errors.config_positive", source=source, field=repr(key), got=repr(value))
     if key in PROBABILITIES and not 0 <= value < 1:
-        raise ModelLoadError(f"{source}: {key!r} is a dropout probability and must be in [0, 1), got {value!r}")
+        raise error(ModelLoadError, "errors.config_dropout", source=source, field=repr(key), got=repr(value))
     return value
 
 
@@ -231,17 +229,17 @@ def setting(hf: dict, key: str, source: str, default=_MISSING, kind=int):
     default, has the wrong type or an impossible value."""
     if key not in hf or hf[key] is None:
         if default is _MISSING:
-            raise ModelLoadError(f"{source}: missing {key!r}")
+            raise error(ModelLoadError, "errors.config_missing", source=source, field=repr(key))
         return default
     value = hf[key]
     if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ModelLoadError(f"{source}: {key!r} must be an integer, got {value!r}")
+        raise error(ModelLoadError, "errors.config_int", source=source, field=repr(key), got=repr(value))
     if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise ModelLoadError(f"{source}: {key!r} must be a number, got {value!r}")
+        raise error(ModelLoadError, "errors.config_number", source=source, field=repr(key), got=repr(value))
     if kind is str and not isinstance(value, str):
-        raise ModelLoadError(f"{source}: {key!r} must be a string, got {value!r}")
+        raise error(ModelLoadError, "errors.config_string", source=source, field=repr(key), got=repr(value))
     if kind is bool and not isinstance(value, bool):
-        raise ModelLoadError(f"{source}: {key!r} must be true or false, got {value!r}")
+        raise error(ModelLoadError, "errors.config_bool", source=source, field=repr(key), got=repr(value))
     if kind in (int, float):
         check_number(key, value, source)
     return value
@@ -254,5 +252,5 @@ def token_ids(v, key: str, source: str) -> list[int]:
         return []
     ids = v if isinstance(v, list) else [v]
     if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
-        raise ModelLoadError(f"{source}: {key!r} must be a token id or a list of them, got {v!r}")
+        raise error(ModelLoadError, "errors.config_token_ids", source=source, field=repr(key), got=repr(v))
     return list(ids)

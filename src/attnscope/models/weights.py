@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import ModelLoadError, fmt_shape
+from ..i18n import Msg, error
 from .registry import Family
 
 
@@ -43,29 +44,30 @@ def map_weights(model: torch.nn.Module, family: Family, sd: dict[str, torch.Tens
     covered = {r.target for r in rules}
     missing_targets = [k for k in params if k not in covered]
     if missing_targets:  # a bug in a family's rules, not in the user's file
-        raise ModelLoadError(f"internal: no weight rule for {missing_targets[:3]}")
+        raise error(ModelLoadError, "errors.models_no_weight_rule", names=missing_targets[:3])
     for rule in rules:
         tensors = []
         for key in rule.sources:
             if key not in sd:
-                hint = ""
+                hint: Msg | str = ""
                 if not any(k.startswith(key.split(".")[0] + ".") for k in sd):
-                    hint = f" (is this a {family.name} checkpoint? its keys start like {sorted(sd)[:3]})"
-                raise ModelLoadError(f"{source}: missing weight {key!r} needed for {rule.target}{hint}")
+                    hint = Msg("errors.models_checkpoint_hint", family=family.name, keys=sorted(sd)[:3])
+                raise error(ModelLoadError, "errors.models_weight_missing", source=source, field=repr(key),
+                            target=rule.target, hint=hint)
             tensors.append(sd[key])
             used.add(key)
         want = params[rule.target].shape
         for key, t in zip(rule.sources, tensors):
             if not t.is_floating_point():
-                raise ModelLoadError(f"{source}: weight {key!r} has dtype {t.dtype}, expected floating point")
+                raise error(ModelLoadError, "errors.models_weight_dtype", source=source, field=repr(key), dtype=t.dtype)
         try:
             value = rule.combine(tensors)
         except RuntimeError:
             value = None
         if value is None or value.shape != want:
             got = ", ".join(f"{k} {fmt_shape(t.shape)}" for k, t in zip(rule.sources, tensors))
-            raise ModelLoadError(f"{source}: weight shape does not match config.json: {got}; "
-                                 f"{rule.target} needs {fmt_shape(want)}")
+            raise error(ModelLoadError, "errors.models_weight_shape", source=source, got=got, target=rule.target,
+                        want=fmt_shape(want))
         new_state[rule.target] = value.contiguous() if assign else value
     model.load_state_dict(new_state, strict=True, assign=assign)
     if family.lm_head and "lm_head.weight" in sd:
@@ -73,8 +75,8 @@ def map_weights(model: torch.nn.Module, family: Family, sd: dict[str, torch.Tens
         # tie_word_embeddings=False has its own output matrix, which the logits must then use.
         W, wte = sd["lm_head.weight"], new_state["embed.token_embedding.weight"]
         if W.shape != wte.shape:
-            raise ModelLoadError(f"{source}: weight shape does not match config.json: lm_head.weight "
-                                 f"{fmt_shape(W.shape)}; the output layer needs {fmt_shape(wte.shape)}")
+            raise error(ModelLoadError, "errors.models_lm_head_shape", source=source, got=fmt_shape(W.shape),
+                        want=fmt_shape(wte.shape))
         if not torch.equal(W, wte):
             model.lm_head_weight = torch.nn.Parameter(W.to(wte.dtype), requires_grad=False)
         used.add("lm_head.weight")

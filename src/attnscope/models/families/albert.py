@@ -33,6 +33,7 @@ ones a BERT ``vocab.txt``; both load.
 from __future__ import annotations
 
 from ...errors import ModelLoadError
+from ...i18n import error
 from ...modules.encoder_variants import EncoderConfig
 from ..encoder_model import EncoderModel, with_encoder_options
 from ..registry import Family, WeightRule, register, setting, tokenizer_by_files
@@ -42,13 +43,12 @@ from .bert import LAYERNORM_RENAMES, LayerNames, encoder_config, encoder_rules
 def config_from_hf(hf: dict, source: str) -> EncoderConfig:
     inner = setting(hf, "inner_group_num", source, 1)
     if inner != 1:
-        raise ModelLoadError(f"{source}: inner_group_num = {inner} is not supported; attnscope runs ALBERT with one "
-                             f"layer per group (inner_group_num 1, as every released checkpoint)")
+        raise error(ModelLoadError, "errors.config_albert_inner_group", source=source, inner=inner)
     base = encoder_config(hf, source, layer_norm_eps=1e-12, type_vocab_size=2)
     n_layers = base.n_layers
     groups = setting(hf, "num_hidden_groups", source, 1)
     if not 1 <= groups <= n_layers:
-        raise ModelLoadError(f"{source}: num_hidden_groups must be in 1..num_hidden_layers ({n_layers}), got {groups}")
+        raise error(ModelLoadError, "errors.config_albert_groups", source=source, n_layers=n_layers, got=groups)
     return with_encoder_options(base, embedding_size=setting(hf, "embedding_size", source, 128), layer_groups=groups)
 
 

@@ -36,7 +36,9 @@ import math
 from pathlib import Path
 
 from ...errors import ConfigError, ModelLoadError
+from ...i18n import error
 from ...modules.seq2seq import Seq2SeqConfig
+from ..reasons import reason
 from ..registry import Family, WeightRule, fuse_rows, hf_activation, register, setting, tokenizer_by_files
 from ..seq2seq_generation import generation_settings
 from ..seq2seq_model import Seq2SeqModel
@@ -45,10 +47,10 @@ from ..seq2seq_model import Seq2SeqModel
 def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
     for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
         if setting(hf, a, source, 16) != setting(hf, b, source, 16):
-            raise ModelLoadError(f"{source}: {a} ({hf.get(a)}) ≠ {b} ({hf.get(b)}) is not supported; attnscope runs "
-                                 f"BART with the same sizes in both stacks (as every released checkpoint)")
+            raise error(ModelLoadError, "errors.config_bart_sizes", source=source, a=a, a_value=hf.get(a), b=b,
+                        b_value=hf.get(b))
     if setting(hf, "add_final_layer_norm", source, False, bool) or setting(hf, "normalize_before", source, False, bool):
-        raise ModelLoadError(f"{source}: normalize_before / add_final_layer_norm (mBART's pre-LN) are not supported")
+        raise error(ModelLoadError, "errors.config_bart_pre_ln", source=source)
     d = setting(hf, "d_model", source, 1024)
     n_pos = setting(hf, "max_position_embeddings", source, 1024)
     archs = hf.get("architectures") or []
@@ -72,7 +74,7 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
             extra={"model_type": hf.get("model_type"), "architectures": archs, "name_or_path": hf.get("_name_or_path")},
         )
     except ConfigError as e:
-        raise ModelLoadError(f"{source}: {e}") from None
+        raise error(ModelLoadError, "errors.models_source_why", source=source, why=reason(e)) from None
 
 
 def _attention(src: str, dst: str) -> list[WeightRule]:

@@ -23,6 +23,7 @@ from typing import Callable, Optional, Union
 
 from ...config import TransformerConfig
 from ...errors import ModelLoadError
+from ...i18n import error
 from ..registry import Family, WeightRule, fuse_rows, hf_activation, register, setting
 
 
@@ -31,11 +32,9 @@ def encoder_config(hf: dict, source: str, *, layer_norm_eps: float, type_vocab_s
     """The fields that BERT and RoBERTa share (HF's BertConfig/RobertaConfig key names)."""
     pe = setting(hf, "position_embedding_type", source, "absolute", str)
     if pe != "absolute":
-        raise ModelLoadError(f"{source}: position_embedding_type {pe!r} is not supported; attnscope runs "
-                             f"'absolute' (learned) positions")
+        raise error(ModelLoadError, "errors.config_bert_positions", source=source, kind=repr(pe))
     if setting(hf, "is_decoder", source, False, bool) or setting(hf, "add_cross_attention", source, False, bool):
-        raise ModelLoadError(f"{source}: is_decoder / add_cross_attention are not supported; attnscope runs "
-                             f"the encoder (use a GPT-2 checkpoint for a decoder)")
+        raise error(ModelLoadError, "errors.config_bert_decoder", source=source)
     n_positions = setting(hf, "max_position_embeddings", source, 512)
     return TransformerConfig(
         vocab_size=setting(hf, "vocab_size", source),

@@ -32,6 +32,7 @@ import torch
 
 from ...config import TransformerConfig
 from ...errors import ModelLoadError
+from ...i18n import error
 from ..registry import Family, WeightRule, register, setting
 
 Tensor = torch.Tensor
@@ -39,8 +40,7 @@ Tensor = torch.Tensor
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:
     if setting(hf, "apply_residual_connection_post_layernorm", source, False, bool):
-        raise ModelLoadError(f"{source}: apply_residual_connection_post_layernorm is not supported; attnscope runs "
-                             f"BLOOM's pre-LN residual (the layer's input, not its normalised input)")
+        raise error(ModelLoadError, "errors.config_bloom_residual", source=source)
     d = setting(hf, "hidden_size", source, None) or setting(hf, "n_embed", source, 64)
     pad = setting(hf, "pad_token_id", source, 3)
     return TransformerConfig(

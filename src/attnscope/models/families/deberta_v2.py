@@ -32,6 +32,7 @@ BERT ``vocab.txt``.
 from __future__ import annotations
 
 from ...errors import ModelLoadError
+from ...i18n import error
 from ...modules.deberta import POS_ATT_TYPES, DebertaConfig
 from ..deberta_model import DebertaModel
 from ..registry import Family, WeightRule, hf_activation, register, setting, tokenizer_by_files
@@ -46,15 +47,14 @@ def _pos_att_type(hf: dict, source: str) -> tuple:
     if isinstance(t, str):
         t = [x.strip() for x in t.lower().split("|") if x.strip()]
     if not isinstance(t, list) or any(x not in POS_ATT_TYPES for x in t):
-        raise ModelLoadError(f"{source}: pos_att_type must list 'c2p' and/or 'p2c', got {hf.get('pos_att_type')!r}")
+        raise error(ModelLoadError, "errors.config_deberta_pos_att", source=source, got=repr(hf.get("pos_att_type")))
     return tuple(dict.fromkeys(t))
 
 
 def config_from_hf(hf: dict, source: str) -> DebertaConfig:
     for key in ("conv_kernel_size", "z_steps"):
         if (hf.get(key) or 0) > 0:
-            raise ModelLoadError(f"{source}: {key} = {hf[key]} is not supported; attnscope runs DeBERTa-v2/v3 "
-                                 f"without the convolution layer (deberta-v3-*, mdeberta, Erlangshen)")
+            raise error(ModelLoadError, "errors.config_deberta_conv", source=source, field=key, value=hf[key])
     d = setting(hf, "hidden_size", source, 1536)
     n_heads = setting(hf, "num_attention_heads", source, 24)
     n_pos = setting(hf, "max_position_embeddings", source, 512)

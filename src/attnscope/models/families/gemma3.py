@@ -25,6 +25,7 @@ import math
 
 from ...config import DecoderConfig
 from ...errors import ModelLoadError
+from ...i18n import error
 from .. import decoder_family as D
 from ..decoder_model import DecoderModel
 from ..registry import Family, register, setting
@@ -34,11 +35,9 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
     if isinstance(hf.get("text_config"), dict):  # Gemma3ForConditionalGeneration: its text model
         hf = dict(hf["text_config"], model_type="gemma3_text", architectures=hf.get("architectures"))
     if hf.get("attn_logit_softcapping") is not None:
-        raise ModelLoadError(f"{source}: attn_logit_softcapping = {hf['attn_logit_softcapping']} (Gemma 2's attention "
-                             f"softcapping) is not supported")
+        raise error(ModelLoadError, "errors.config_gemma_softcap", source=source, value=hf["attn_logit_softcapping"])
     if hf.get("use_bidirectional_attention"):
-        raise ModelLoadError(f"{source}: use_bidirectional_attention (EmbeddingGemma) is not supported; attnscope "
-                             f"runs Gemma 3 as a causal decoder")
+        raise error(ModelLoadError, "errors.config_gemma_bidirectional", source=source)
     theta, scaling, local = D.rope_settings(hf, source, default_theta=1_000_000.0, local=True)
     n_layers = setting(hf, "num_hidden_layers", source)
     window = setting(hf, "sliding_window", source, 4096)
@@ -46,7 +45,7 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
     if types is None:
         pattern = hf.get("_sliding_window_pattern", hf.get("sliding_window_pattern", 6))
         if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern <= 0:
-            raise ModelLoadError(f"{source}: sliding_window_pattern must be a positive integer, got {pattern!r}")
+            raise error(ModelLoadError, "errors.config_gemma_pattern", source=source, got=repr(pattern))
         types = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n_layers)]
     types = D.window_layer_types(n_layers, window, types, source)
     assert types is not None  # given layer types come back as a list

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 from ...config import TransformerConfig
 from ...errors import ModelLoadError
+from ...i18n import error
 from ..registry import Family, WeightRule, hf_activation, register, setting, transpose
 
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:
     if setting(hf, "scale_attn_by_inverse_layer_idx", source, False, bool):
-        raise ModelLoadError(f"{source}: scale_attn_by_inverse_layer_idx is not supported")
+        raise error(ModelLoadError, "errors.config_gpt2_layer_scale", source=source)
     if setting(hf, "add_cross_attention", source, False, bool):
-        raise ModelLoadError(f"{source}: add_cross_attention is not supported; attnscope runs decoder-only GPT-2")
+        raise error(ModelLoadError, "errors.config_gpt2_cross", source=source)
     d = setting(hf, "n_embd", source, 768)
     eos = setting(hf, "eos_token_id", source, 50256)
     return TransformerConfig(

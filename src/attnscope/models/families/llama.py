@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...config import DecoderConfig
 from ...errors import ModelLoadError
+from ...i18n import error
 from .. import decoder_family as D
 from ..decoder_model import DecoderModel
 from ..registry import Family, register, setting
@@ -19,8 +20,7 @@ from ..registry import Family, register, setting
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:
     if hf.get("sliding_window") is not None and hf.get("model_type") == "llama":
-        raise ModelLoadError(f"{source}: a llama config with 'sliding_window' is not something transformers runs; "
-                             f"is it a mistral checkpoint (model_type 'mistral')?")
+        raise error(ModelLoadError, "errors.config_llama_window", source=source)
     theta, scaling, _ = D.rope_settings(hf, source)
     bias = bool(setting(hf, "attention_bias", source, False, bool))
     return D.decoder_config(hf, source, rope_theta=theta, rope_scaling=scaling, bias=bias, out_bias=bias,

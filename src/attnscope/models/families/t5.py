@@ -41,7 +41,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import ConfigError, ModelLoadError
+from ...i18n import error
 from ...modules.seq2seq import Seq2SeqConfig
+from ..reasons import reason
 from ..registry import Family, WeightRule, fuse_rows, register, setting, tokenizer_by_files
 from ..seq2seq_generation import generation_settings
 from ..seq2seq_model import Seq2SeqModel
@@ -55,8 +57,7 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
     gated = len(parts) == 2 and parts[0] == "gated"
     act = "gelu_new" if proj == "gated-gelu" else parts[-1]
     if len(parts) > 2 or (len(parts) == 2 and not gated) or act not in ACTIVATIONS:
-        raise ModelLoadError(f"{source}: feed_forward_proj {proj!r} is not supported; attnscope runs relu, gelu, "
-                             f"gated-gelu, gated-silu")
+        raise error(ModelLoadError, "errors.config_t5_ffn", source=source, proj=repr(proj))
     d = setting(hf, "d_model", source, 512)
     tie = setting(hf, "tie_word_embeddings", source, True, bool)
     scale = hf.get("scale_decoder_outputs")
@@ -83,7 +84,7 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
                    "name_or_path": hf.get("_name_or_path"), "feed_forward_proj": proj},
         )
     except ConfigError as e:
-        raise ModelLoadError(f"{source}: {e}") from None
+        raise error(ModelLoadError, "errors.models_source_why", source=source, why=reason(e)) from None
 
 
 def _attention(src: str, dst: str) -> list[WeightRule]:
