@@ -1,5 +1,5 @@
 """The viewer's own words in Chinese (``attnscope view --lang zh``): the tabs, the toolbar and the
-notes read from attnscope.i18n.strings_viewer, the switch in the toolbar changes them in place
+notes read from the catalogue (viewer*.toml), the switch in the toolbar changes them in place
 (the view and its state stay), and every Chinese label is drawn with the embedded font (no tofu)
 in a Chromium without CJK system fonts."""
 
@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 
 from attnscope.fonts import CJK_FAMILY
-from attnscope.i18n.strings_viewer import EN, ZH
+from attnscope.i18n import TABLES
+
+EN, ZH = TABLES["viewer"]["en"], TABLES["viewer"]["zh"]
 from attnscope.viewer.html import render
 from attnscope.viewer.run import view_data
 from tests.browser.cjk_glyphs import cjk_fallbacks

@@ -1,5 +1,5 @@
 """The viewer's own words: every key the page's script asks for with tr("…") is in
-attnscope.i18n.strings_viewer in both languages, and the page carries that table and its language."""
+attnscope.i18n's viewer table (catalogue viewer*.toml) in both languages, and the page carries that table and its language."""
 
 from __future__ import annotations
 

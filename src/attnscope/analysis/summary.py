@@ -34,7 +34,7 @@ CLAIM = {"distance": +1, "distance_content": +1, "entropy_norm": +1, "entropy": 
 
 
 def say(key: str, lang: str = "en", **fmt) -> str:
-    """The analysis report's string ``analysis.KEY`` (attnscope.i18n's strings_analysis) in ``lang``."""
+    """The analysis report's string ``analysis.KEY`` (attnscope.i18n's catalogue, analysis*.toml) in ``lang``."""
     return text("analysis." + key, lang, **fmt)
 
 

@@ -32,7 +32,7 @@ FIGURES = (".png", ".svg", ".pdf")
 
 
 def say(key: str, lang: str, **fmt) -> str:
-    """``analysis.KEY`` of attnscope.i18n's strings_analysis in ``lang`` (patch's lines are there)."""
+    """``analysis.KEY`` of attnscope.i18n's catalogue (analysis*.toml) in ``lang`` (patch's lines are there)."""
     return text("analysis." + key, lang, **fmt)
 
 

@@ -3,9 +3,9 @@
 One table per area (``plot``: figure titles, axes and colour bars; ``cli``: the command line's
 error messages; ``steps``: the calculation steps ``check`` names; ``viewer``: the viewer page's
 tabs, toolbar and notes; ``experiments`` and ``analysis``: the reports of ``experiment`` and
-``analyze``, and what ``patch`` and ``generate`` print; ``errors``: keyed errors), each either a
-module here with an ``EN`` and a ``ZH`` dict under the same keys or entries of the catalogue files
-``catalog/*.toml`` (both languages side by side per key; :mod:`attnscope.i18n.catalog`).
+``analyze``, and what ``patch`` and ``generate`` print; ``errors``: keyed errors), read from the
+catalogue files ``catalog/*.toml`` (data, not code: both languages side by side per key, so that a
+translator edits one file and a key cannot exist in one language only; :mod:`attnscope.i18n.catalog`).
 :func:`text` picks a key's string in a language and fills its ``{placeholders}``. The worked
 calculations of :mod:`attnscope.explain` keep their own labels in :mod:`attnscope.explain.i18n`
 (TeX inside ``$…$``, rendered per output format); tests/test_i18n.py checks those and these
@@ -31,23 +31,13 @@ import string
 from typing import Mapping, Optional, Type, TypeVar
 
 from ..errors import AttnscopeError, InputError
-from . import catalog, strings_analysis, strings_cli, strings_experiments, strings_plot, strings_steps, strings_viewer
+from . import catalog
 
 #: The languages every table has.
 LANGS = ("en", "zh")
 
-#: area -> language -> key -> string.
-TABLES: dict[str, dict[str, dict[str, str]]] = {
-    "plot": {"en": strings_plot.EN, "zh": strings_plot.ZH},
-    "cli": {"en": strings_cli.EN, "zh": strings_cli.ZH},
-    "steps": {"en": strings_steps.EN, "zh": strings_steps.ZH},
-    "viewer": {"en": strings_viewer.EN, "zh": strings_viewer.ZH},
-    "experiments": {"en": strings_experiments.EN, "zh": strings_experiments.ZH},
-    "analysis": {"en": strings_analysis.EN, "zh": strings_analysis.ZH},
-}
-# The Python tables above are copied first so that merging the catalogue files never edits a
-# module's dicts in place.
-TABLES = {area: {lang: dict(t) for lang, t in by_lang.items()} for area, by_lang in TABLES.items()}
+#: area -> language -> key -> string, read from the catalogue files.
+TABLES: dict[str, dict[str, dict[str, str]]] = {}
 catalog.load(TABLES, LANGS)
 
 

@@ -23,13 +23,14 @@ def asset(name: str) -> str:
 
 
 #: The viewer's scripts, in the order the page runs them: the core (numbers, Text, kernels), the
-#: painters and helpers, the Viewer, its views, then the reading of texts the server holds and the Web Workers.
+#: painters and helpers, the Viewer, its views, then the reading of texts the server holds and the Web Workers,
+#: and the attribution switch (it wraps the views' reading of weights).
 SCRIPTS = ("viewer_core.js", "viewer_paint.js", "viewer.js", "viewer_form.js", "viewer_head.js", "viewer_step.js",
-           "viewer_generation.js", "viewer_matrix.js", "viewer_remote.js", "viewer_workers.js")
+           "viewer_generation.js", "viewer_matrix.js", "viewer_remote.js", "viewer_workers.js", "viewer_attribution.js")
 
 
 def ui_strings() -> dict[str, dict[str, str]]:
-    """The page's own words, language -> key -> string (attnscope.i18n.strings_viewer)."""
+    """The page's own words, language -> key -> string (attnscope.i18n's catalogue, viewer*.toml)."""
     return TABLES["viewer"]
 
 

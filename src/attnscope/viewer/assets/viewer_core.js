@@ -290,7 +290,7 @@
   var LINE_BUDGET = 8000;
 
   // The page's own words: attnscope.strings = {en: {...}, zh: {...}} is written into the page from
-  // attnscope.i18n.strings_viewer (the one table); attnscope.lang is the language shown now. A key
+  // attnscope.i18n's catalogue, viewer*.toml (the one table); attnscope.lang is the language shown now. A key
   // the table lacks in that language falls back to English. tr("viewer.title", {model: "x"}).
   var LANGS = [["en", "EN"], ["zh", "中文"]];
   function tr(key, fmt) {
