@@ -11,6 +11,7 @@
   attnscope explain --model ./t5-small --text "translate English to German: Hi." --target "Hallo." --attention cross \
 --token Hall
                      a T5 cross-attention row (one command line; T5 rows show their bias buckets too)
+  attnscope explain --text "The cat sat." --token cat --attribution rollout   its rollout row, layer by layer
   attnscope explain --scores 15.3,22.7,18.2,2.1,1.8 --dk 64 --labels 我,喜,歡,人,工
   attnscope explain scaling --dk 64                          why divide by √d_k
   attnscope explain positions --position 5 --dim 2 --offset 3 sinusoidal PE(5), and PE(8) as its rotation
@@ -71,7 +72,7 @@ def register(sub) -> None:
     real = p.add_argument_group("one row of a real model")
     real.add_argument("--text", help="the text to run through the model")
     real.add_argument("--model", metavar="FOLDER", help="a local Hugging Face folder (default: all-MiniLM-L6-v2)")
-    real.add_argument("--layer", type=IntRange(0, MAX_INDEX), default=0, help="layer, from 0 (default 0)")
+    real.add_argument("--layer", type=IntRange(0, MAX_INDEX), help="layer, from 0 (default 0; with --attribution: the last)")
     real.add_argument("--head", type=IntRange(0, MAX_INDEX), default=0, help="head, from 0 (default 0)")
     real.add_argument("--token", help="the query token, e.g. 喜 (the first one if it occurs twice)")
     real.add_argument("--position", type=IntRange(0, MAX_INDEX), help="the query's position, from 0 ([CLS] is 0)")
@@ -79,6 +80,10 @@ def register(sub) -> None:
     real.add_argument("--path", "--whole-path", dest="path", action="store_true",
                       help="the token's whole path through the layer: tokens and ids, embedding rows, norms, "
                            "q = x W_Q + b, the row, heads and W_O, residuals, feed-forward, the layer's output")
+    real.add_argument("--attribution", metavar="METHOD",
+                      help="one token's attribution row worked out: rollout (every layer's ½·A + ½·I and the products), "
+                           "norm (‖α·f(x)‖ per head beside α, in --layer) or alti (the top layer's contributions and "
+                           "the products); --layer is the top layer (default the last)")
     real.add_argument("--target", help="encoder–decoder models (T5, BART): the decoder's text (--text is the source)")
     real.add_argument("--attention", choices=("encoder", "self", "cross"),
                       help="encoder–decoder models: which attention the row is of: the encoder's (default), the "
@@ -134,6 +139,11 @@ def build(args):
     from ..explain import explain
     from ..explain.inputs import parse_labels_arg, parse_matrix_arg, parse_vector_arg
 
+    if args.attribution is not None:
+        from .explain_attribution import build_attribution
+        return build_attribution(args)
+    if args.layer is None:
+        args.layer = 0
     if args.source == "positions":
         return build_positions(args)
     given = [flag for key, flag in _POSITION_OPTS.items() if getattr(args, key, None) is not None]

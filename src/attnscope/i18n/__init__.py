@@ -154,7 +154,9 @@ def step_name(step: str, lang: str = "en") -> str:
     if f"steps.{base}" not in table:
         return step
     name = table[f"steps.{base}"]
-    return text("steps.head", lang, name=name, head=rest.rstrip("]")) if bracket else name
+    # ``steps.NAME[]`` words the index of a step that is per layer (``mixed[3]``: 第 3 层), else a head's
+    index = f"steps.{base}[]" if f"steps.{base}[]" in table else "steps.head"
+    return text(index, lang, name=name, head=rest.rstrip("]")) if bracket else name
 
 
 __all__ = ["LANGS", "TABLES", "text", "Msg", "error", "error_message", "word",

@@ -8,6 +8,7 @@ keeps it; the others turn it into Unicode with :func:`tex_to_text` (``\\sqrt{d_k
 from __future__ import annotations
 
 import re
+import unicodedata
 from decimal import Decimal
 from typing import Callable, Optional
 
@@ -50,7 +51,7 @@ _WORDS = {
     r"\sim": "~", r"\equiv": "≡", r"\prime": "′", r"\,\cdot\,": "·", r"\backslash": "\\",
     r"\theta": "θ", r"\varphi": "φ", r"\phi": "φ", r"\cos": "cos", r"\sin": "sin", r"\varepsilon": "ε",
     r"\epsilon": "ε", r"\lfloor": "⌊", r"\rfloor": "⌋", r"\mapsto": "↦",
-    r"\omega": "ω", r"\pi": "π",
+    r"\omega": "ω", r"\pi": "π", r"\alpha": "α",
 }
 _ARG = r"\{([^{}]*)\}"
 
@@ -63,8 +64,10 @@ def tex_to_text(s: str) -> str:
         s = re.sub(r"\\(?:mathrm|operatorname|text|mathbf|mathit|boldsymbol)" + _ARG, r"\1", s)
         s = re.sub(r"\\mathbb" + _ARG, r"\1", s)
         s = re.sub(r"\\hat" + _ARG, lambda m: m.group(1) + "\u0302", s)
+        s = re.sub(r"\\tilde" + _ARG, lambda m: unicodedata.normalize("NFC", m.group(1) + "\u0303"), s)  # Ã
         s = re.sub(r"\\sqrt" + _ARG, lambda m: "√" + _wrap(m.group(1)), s)
-        s = re.sub(r"\\frac" + _ARG + _ARG, lambda m: _wrap(m.group(1)) + "/" + _wrap(m.group(2)), s)
+        s = s.replace(r"\tfrac{1}{2}", "½")  # the rollout's ½·A + ½·I as its formulas write it
+        s = re.sub(r"\\[td]?frac" + _ARG + _ARG, lambda m: _wrap(m.group(1)) + "/" + _wrap(m.group(2)), s)
         s = re.sub(r"\^\{\\top\}|\^\\top", "ᵀ", s)
         s = re.sub(r"\^\{\(([0-9a-z])\)\}", lambda m: "⁽" + m.group(1).translate(_SUPER_IDX) + "⁾", s)  # W_Q^{(i)}
         s = re.sub(r"\^\{([0-9+-]+)\}|\^([0-9])", lambda m: (m.group(1) or m.group(2)).translate(_SUPER), s)
