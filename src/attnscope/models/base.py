@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from ..config import TransformerConfig
 from ..errors import InputError, ModelLoadError
 from ..hooks import name_hook_points
+from ..i18n import error
 from ..tokenizer import Batch, Tokenizer
 from .registry import Family
 
@@ -95,7 +96,7 @@ class LoadedModel:
         ``truncate=True``.
         """
         if self.tokenizer is None:
-            raise InputError(f"model {self.name!r} has no tokenizer; pass token ids to forward()")
+            raise error(InputError, "errors.models_no_tokenizer", name=repr(self.name))
         return self.tokenizer.encode(texts, truncate=truncate, max_length=max_length)
 
     def as_batch(self, texts: Texts, *, truncate: bool = False) -> Batch:
@@ -115,8 +116,7 @@ class LoadedModel:
 
     def _require_lm(self) -> None:
         if not self.has_lm_head:
-            raise InputError(f"model {self.name!r} ({self.family}) has no language-model head; "
-                             f"logits and loss are available for language models (gpt2 and the decoders)")
+            raise error(InputError, "errors.models_no_lm_head", name=repr(self.name), family=self.family)
 
     def lm_logits(self, hidden: Tensor) -> Tensor:
         """Next-token logits ``(B, L, vocab)`` from last hidden states: ``hidden @ W_Eᵀ`` with the tied
@@ -141,7 +141,7 @@ class LoadedModel:
         check_reduction(reduction)
         batch = self.as_batch(texts, truncate=truncate)
         if batch.input_ids.shape[1] < 2:
-            raise InputError("the loss needs at least two tokens in some text (one to predict from, one to predict)")
+            raise error(InputError, "errors.models_loss_two_tokens")
         logits = self.lm_logits(self(batch.input_ids, batch.attention_mask))  # type: ignore[operator]  # (B, L, V)
         return label_loss(logits[:, :-1], batch.input_ids[:, 1:], batch.attention_mask[:, 1:], reduction)
 
@@ -181,7 +181,7 @@ class LoadedModel:
 
 def check_reduction(reduction: str) -> None:
     if reduction not in ("mean", "sum", "none"):
-        raise InputError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        raise error(InputError, "errors.models_reduction", got=repr(reduction))
 
 
 def label_loss(logits: Tensor, labels: Tensor, mask: Tensor, reduction: str) -> Tensor:
@@ -204,5 +204,5 @@ def finish_loading(model, device=None, dtype: Optional[torch.dtype] = None):
         try:
             model.to(device=device, dtype=dtype)
         except (RuntimeError, TypeError) as e:
-            raise ModelLoadError(f"cannot move the model to device={device}, dtype={dtype}: {e}") from None
+            raise error(ModelLoadError, "errors.models_cannot_move", device=device, dtype=dtype, why=str(e)) from None
     return model

@@ -7,6 +7,7 @@ from typing import Optional
 import torch
 
 from ..errors import InputError
+from ..i18n import error
 from ..modules.deberta import DebertaConfig, DebertaEncoder
 from .model import Model
 
@@ -26,6 +27,6 @@ class DebertaModel(Model, DebertaEncoder):
         if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor)
                                            or attention_mask.shape != input_ids.shape):
             got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
-            raise InputError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got {got}")
+            raise error(InputError, "errors.models_mask_shape", shape=tuple(input_ids.shape), got=got)
         with self.lock:
             return self.forward_stack(input_ids, attention_mask, token_type_ids, position_ids)  # (B, L, d)

