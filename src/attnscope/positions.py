@@ -12,7 +12,10 @@ qk             a turn of q's and k's feature pairs     ``build(config)``: the st
 bias           a term per head added to the scaled     ``bias(n_heads, q_pos, k_pos, dtype, device)``
                scores (ALiBi; T5's learned buckets)    → ``(1|B, H, L, S)`` and its float64 twin
                                                        ``bias_np(n_heads, q_pos (L,), k_pos (S,))``
-                                                       → ``(H, L, S)`` (a learned bias: ``build``)
+                                                       → ``(H, L, S)``; a learned bias (T5):
+                                                       ``build(config, causal=)`` → a stack's
+                                                       table, ``forward(L, S, past)``, float64
+                                                       ``bias_np(L, S)``
 mask           keys hidden from a query (sliding       ``mask(q_pos, k_pos, window)`` → ``bool (…, L, S)``,
                windows), named by a layer's type       True = may attend, its float64 twin ``mask_np``
                                                        and ``window(config)``, how far keys reach
@@ -26,8 +29,10 @@ transform after the scoring's preparation, ``bias=`` for score terms, ``mask=`` 
     register_position(PositionScheme(name="alibi", acts_on="bias", bias=alibi_bias, bias_np=R.alibi_bias))
 
 The registry holds the absolute schemes (``learned``, ``sinusoidal``, ``none``), ``rotary`` and
-``alibi``; T5's learned relative bias (``t5_relative``, one table per stack) is registered by
-:mod:`attnscope.modules.t5_bias` and runs in the encoder–decoder stacks. A mask is a second kind
+``alibi``; T5's learned relative bias (``t5_relative``) is registered by
+:mod:`attnscope.modules.t5_bias`: each encoder–decoder stack builds its table from the scheme
+(``rel_bias``), adds it in every layer's ``attn.bias``, and the float64 forward, ``explain`` and the
+viewer's data read the table's ``bias_np``. A mask is a second kind
 of scheme: a window is a layer's setting (Gemma 3 alternates), so a ``mask`` scheme is named by a
 layer's type (``DecoderConfig.layer_types``: ``full`` and ``sliding`` are built in), not by
 ``config.position``; the decoder stack and the float64 forward call its ``mask``/``mask_np``.
@@ -69,7 +74,8 @@ class PositionScheme:
         name: the ``config.position`` value.
         acts_on: one of :data:`ACTS_ON`.
         build: ``build(config)`` → the module (or None: the scheme has no module; a ``bias``
-            scheme with a fixed term gives ``bias`` instead).
+            scheme with a fixed term gives ``bias`` instead; a learned ``bias`` scheme is built per
+            stack, ``build(config, causal=)``).
         words: one sentence per language for ``explain``.
         check: ``check(config)`` raises ConfigError for a config the scheme cannot serve.
         bias: ``acts_on="bias"`` with a fixed term: ``bias(n_heads, q_pos (1|B, L), k_pos (1|B, S),

@@ -52,15 +52,10 @@ def stack_embeddings(model, stack: str, ids: Array) -> dict:
 
 
 def t5_bias(model, stack: str, n_q: int, n_k: int) -> tuple[Optional[Array], Optional[dict]]:
-    """``(bias (H, n_q, n_k), bucket steps)`` of a stack's relative bias (T5), or (None, None)."""
+    """``(bias (H, n_q, n_k), bucket steps)`` of a stack's learned score bias (T5's, the scheme's
+    float64 ``bias_np``), or (None, None)."""
     rb = getattr(getattr(model, stack), "rel_bias", None)
-    if rb is None:
-        return None, None
-    delta = np.arange(n_k)[None, :] - np.arange(n_q)[:, None]  # (n_q, n_k): key − query
-    steps = R.t5_bucket_steps(delta, bidirectional=rb.bidirectional, num_buckets=rb.num_buckets,
-                              max_distance=rb.max_distance)
-    table = R.as_f64(rb.embedding.weight)  # (buckets, H)
-    return np.moveaxis(table[steps["bucket"]], -1, 0), steps  # (H, n_q, n_k)
+    return (None, None) if rb is None else rb.bias_np(n_q, n_k)
 
 
 #: The decoder's layer (``config.norm``: "pre", T5; "post", BART): the stack's recipe with

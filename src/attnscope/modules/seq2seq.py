@@ -7,8 +7,9 @@ paths: ``encoder.embed.out``, ``encoder.layers.{i}.attn.weights``,
 ``decoder.layers.{i}.self_attn.weights``, ``decoder.layers.{i}.cross_attn.weights``,
 ``decoder.final_norm`` (T5).
 
-Positions: T5's relative bias (:mod:`attnscope.modules.t5_bias`, position ``t5_relative``, one
-bias per stack computed once and added in every layer) or BART's learned table read at
+Positions: a learned score bias (``acts_on="bias"`` without a fixed term: T5's relative bias,
+:mod:`attnscope.modules.t5_bias`, position ``t5_relative``), built by its scheme per stack
+(``build(config, causal=)``), computed once and added in every layer, or BART's learned table read at
 ``position + 2`` (``position="learned"``, ``position_offset=2``; the first two rows are unused, a
 leftover of fairseq's padding-aware numbering).
 """
@@ -25,9 +26,9 @@ from ..config import TransformerConfig
 from ..errors import ConfigError, InputError
 from ..hooks import HookPoint
 from ..kernels.validate import check_token_ids, check_vocabulary
-from ..positions import causal_window_mask
+from ..positions import causal_window_mask, get_position
+from . import t5_bias  # noqa: F401  (registers t5_relative)
 from .cross_decoder import DecoderBlock, EncoderBlock, Seq2SeqCache, make_norm
-from .t5_bias import T5RelativeBias
 
 Tensor = torch.Tensor
 
@@ -71,11 +72,6 @@ class Seq2SeqConfig(TransformerConfig):
             raise ConfigError(f"config.norm_kind must be one of {', '.join(NORM_KINDS)}, got {self.norm_kind!r}")
 
     @property
-    def score_bias(self) -> bool:
-        """Self-attention adds T5's relative position bias (``attn.bias``, ``self_attn.bias``)."""
-        return self.position == "t5_relative"
-
-    @property
     def mlp_bias(self) -> bool:  # what GatedFeedForward reads
         return self.bias
 
@@ -117,7 +113,10 @@ class Seq2SeqEmbeddings(nn.Module):
 
 
 class Seq2SeqStack(nn.Module):
-    """One stack's modules in forward order: embeddings, blocks, T5's bias, the final norm (T5)."""
+    """One stack's modules in forward order: embeddings, blocks, the position scheme's learned score
+    bias (T5's; ``rel_bias``), the final norm (T5)."""
+
+    rel_bias: nn.Module  # made in __init__ when the position scheme is a learned bias
 
     def __init__(self, config: Seq2SeqConfig, token_embedding: nn.Embedding, n_layers: int, block, *,
                  bidirectional: bool) -> None:
@@ -125,9 +124,8 @@ class Seq2SeqStack(nn.Module):
         c = self.config = config
         self.embed = Seq2SeqEmbeddings(c, token_embedding)
         self.layers = nn.ModuleList(block(c, i) for i in range(n_layers))
-        if c.score_bias:
-            self.rel_bias = T5RelativeBias(c.n_heads, c.relative_buckets, c.relative_max_distance,
-                                           bidirectional=bidirectional)
+        if c.score_bias:  # a learned bias scheme: build(config, causal=) → this stack's table
+            self.rel_bias = get_position(c.position).build(c, causal=not bidirectional)  # type: ignore[call-arg,assignment]
         self.ln_f = make_norm(c) if c.final_norm else None
         if self.ln_f is not None:
             self.final_norm = HookPoint()

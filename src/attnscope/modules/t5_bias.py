@@ -12,9 +12,12 @@ For query position i and key position j, the distance ``δ = j − i`` goes into
 
     bias[h, i, j] = W[bucket(j − i), h]          masked = q·kᵀ + bias (+ mask);  T5 does not scale
 
-Each stack computes the bias once, in its first layer, and every layer of the stack adds the same
-matrix (``layers.{i}.attn.bias`` is one tensor in every layer). Cross-attention has none.
-:func:`t5_bucket_np` is the float64-side twin for ``explain``.
+The scheme is a learned bias: ``build(config, causal=)`` gives a stack its table (the encoder's
+bidirectional, the decoder's causal), which each stack computes once and every layer of the stack
+adds (``layers.{i}.attn.bias`` is one tensor in every layer); cross-attention has none. The
+module's :meth:`T5RelativeBias.bias_np` is its float64 twin, which the float64 forward,
+``explain`` and the viewer's data read. :func:`t5_bucket_np` (= :func:`attnscope.reference.t5_bucket`)
+is the buckets in NumPy.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ import torch
 from torch import nn
 
 from ..positions import PositionScheme, position_names, register_position
+from ..reference.arrays import as_f64
+from ..reference.relative import t5_bucket as t5_bucket_np  # noqa: F401  (public here too)
+from ..reference.relative import t5_bucket_steps
 
 Tensor = torch.Tensor
 
@@ -45,28 +51,6 @@ def t5_bucket(relative_position: Tensor, *, bidirectional: bool, num_buckets: in
     large = exact + (torch.log(distance.float() / exact) / math.log(max_distance / exact) * (n - exact)).to(torch.long)
     large = torch.min(large, torch.full_like(large, n - 1))
     return buckets + torch.where(small, distance, large)
-
-
-def t5_bucket_np(relative_position, *, bidirectional: bool, num_buckets: int, max_distance: int) -> np.ndarray:
-    """:func:`t5_bucket` in NumPy, element by element in float64 (for explaining a row)."""
-    rel = np.asarray(relative_position, dtype=np.int64)
-    out = np.empty(rel.shape, dtype=np.int64)
-    for idx, d in np.ndenumerate(rel):
-        n, b = num_buckets, 0
-        if bidirectional:
-            n //= 2
-            b = n if d > 0 else 0
-            dist = abs(int(d))
-        else:
-            dist = max(-int(d), 0)
-        exact = n // 2
-        if dist < exact:
-            out[idx] = b + dist
-        else:
-            # float32 logs, as T5 computes them, so that a distance on a bucket edge lands where T5 puts it
-            ratio = np.float32(np.log(np.float32(dist) / np.float32(exact))) / np.float32(math.log(max_distance / exact))
-            out[idx] = b + min(exact + int(np.float32(ratio) * np.float32(n - exact)), n - 1)
-    return out
 
 
 class T5RelativeBias(nn.Module):
@@ -91,13 +75,28 @@ class T5RelativeBias(nn.Module):
         b = self.buckets(L, S, past, self.embedding.weight.device)  # (L, S)
         return self.embedding(b).permute(2, 0, 1).unsqueeze(0)  # (1, H, L, S)
 
+    def steps_np(self, delta) -> dict:
+        """Every step of the buckets of distances ``delta = key − query`` (any shape), in NumPy
+        (:func:`attnscope.reference.t5_bucket_steps`: float32 logs, as T5 computes them)."""
+        return t5_bucket_steps(delta, bidirectional=self.bidirectional, num_buckets=self.num_buckets,
+                               max_distance=self.max_distance)
+
+    def bias_np(self, n_q: int, n_k: int) -> tuple[np.ndarray, dict]:
+        """The float64 twin of ``forward(n_q, n_k)`` on the text's first positions: ``(bias (H, n_q,
+        n_k), the bucket steps of every query/key pair)``, the table widened to float64."""
+        steps = self.steps_np(np.arange(n_k)[None, :] - np.arange(n_q)[:, None])  # (n_q, n_k): key − query
+        table = as_f64(self.embedding.weight)  # (buckets, H)
+        return np.moveaxis(table[steps["bucket"]], -1, 0), steps  # (H, n_q, n_k)
+
     def extra_repr(self) -> str:
         return (f"buckets={self.num_buckets}, max_distance={self.max_distance}, "
                 f"{'bidirectional' if self.bidirectional else 'causal'}")
 
 
-def _build(config) -> T5RelativeBias:
-    return T5RelativeBias(config.n_heads, config.relative_buckets, config.relative_max_distance, bidirectional=True)
+def _build(config, *, causal: bool = False) -> T5RelativeBias:
+    """A stack's table: the encoder's bidirectional, the decoder's self-attention ``causal``."""
+    return T5RelativeBias(config.n_heads, config.relative_buckets, config.relative_max_distance,
+                          bidirectional=not causal)
 
 
 if "t5_relative" not in position_names():  # registered once, at the first import
