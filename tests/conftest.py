@@ -67,3 +67,27 @@ def installed_model():
     yield get
     held.clear()
     release_memory()
+
+
+#: "pre" with one norm more, on the attention block's output before its residual sum (a step name
+#: and norm module no family uses): the layer variant the recipe tests register in one call.
+PRE_ATTN_NORM = """
+    attn_in        = ln1(x)
+    attn           = attention(attn_in)
+    attn_post_norm = ln_attn_post(attn)
+    attn_resid     = x + attn_post_norm
+    ffn_in         = ln2(attn_resid)
+    ffn            = mlp(ffn_in)
+    ffn_resid      = attn_resid + ffn
+    out            = ffn_resid
+"""
+
+
+@pytest.fixture
+def pre_attn_norm():
+    """The recipe :data:`PRE_ATTN_NORM`, registered as ``test_pre_attn_norm`` for one test."""
+    from attnscope.recipe import LAYER_RECIPES, register_layer_recipe
+
+    name = "test_pre_attn_norm"
+    yield register_layer_recipe(name, PRE_ATTN_NORM)
+    LAYER_RECIPES.pop(name, None)

@@ -18,22 +18,10 @@ import attnscope
 from attnscope import reference_model as RM
 from attnscope.explain.path import explain_path
 from attnscope.models.decoder_model import DecoderModel
-from attnscope.recipe import BLOCK_OPS, LAYER_RECIPES, register_layer_recipe
+from attnscope.recipe import BLOCK_OPS, LAYER_RECIPES
 from tests.models.decoders import tiny as TD
 
 TEXT = "The quick brown fox jumps over the lazy dog."
-
-#: Norms before and after attention, none around the MLP: no family has it, so no code names it.
-PERI_ATTN = """
-    attn_in        = ln1(x)
-    attn           = attention(attn_in)
-    attn_post_norm = ln_attn_post(attn)
-    attn_resid     = x + attn_post_norm
-    ffn_in         = attn_resid
-    ffn            = mlp(ffn_in)
-    ffn_resid      = attn_resid + ffn
-    out            = ffn_resid
-"""
 
 
 @pytest.fixture(scope="module")
@@ -54,20 +42,14 @@ def _model(base, norm: str, seed: int):
     return m
 
 
-@pytest.mark.parametrize("norm", ["post_block", "test_peri_attn"])
-def test_a_registered_recipe_gets_its_worked_path(llama, norm):
-    if norm == "test_peri_attn":
-        recipe = register_layer_recipe(norm, PERI_ATTN)
-    try:
-        m = _model(llama, norm, seed=3)
-        recipe = m.layers[1].recipe
-        assert recipe is LAYER_RECIPES[norm]
-        w = explain_path(TEXT, m, layer=1, head=5, position=6)
-        f = RM.forward(m, TEXT, upto=1)
-        f64 = copy.deepcopy(m).double().trace(TEXT)
-    finally:
-        if norm == "test_peri_attn":
-            LAYER_RECIPES.pop(norm)
+@pytest.mark.parametrize("norm", ["post_block", "test_pre_attn_norm"])
+def test_a_registered_recipe_gets_its_worked_path(llama, norm, pre_attn_norm):
+    m = _model(llama, norm, seed=3)
+    recipe = m.layers[1].recipe
+    assert recipe is LAYER_RECIPES[norm]
+    w = explain_path(TEXT, m, layer=1, head=5, position=6)
+    f = RM.forward(m, TEXT, upto=1)
+    f64 = copy.deepcopy(m).double().trace(TEXT)
     want = [f"layers.1.{s.name}.out" if s.op in BLOCK_OPS else f"layers.1.{s.name}" for s in recipe.steps]
     assert [e["trace"] for e in w.meta["path"] if e["trace"] in want] == want
     for name in want:

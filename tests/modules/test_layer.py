@@ -20,7 +20,7 @@ from attnscope.modules.cross_decoder import DecoderBlock, EncoderBlock
 from attnscope.modules.layer import RecipeLayer
 from attnscope.modules.seq2seq import Seq2SeqConfig
 from attnscope.positions import Rotary
-from attnscope.recipe import CROSS_RECIPES, LAYER_RECIPES, register_layer_recipe
+from attnscope.recipe import CROSS_RECIPES, LAYER_RECIPES
 
 
 def _randomise(module: torch.nn.Module, seed: int) -> None:
@@ -146,46 +146,35 @@ def test_dropout_falls_on_the_blocks_outputs_only():
         assert float((layer(x) - _by_hand(layer, "pre", x, layer.attn)).abs().max()) < 1e-12
 
 
-def test_a_new_recipe_is_one_call_and_a_decoder_runs_it():
-    """A layer variant no family has (a norm after attention, and one more norm on the layer's
-    output): registered in one call, a decoder stack builds it, runs it, and names its steps."""
-    text = """
-        attn_in        = ln1(x)
-        attn           = attention(attn_in)
-        attn_post_norm = ln_attn_post(attn)
-        attn_resid     = x + attn_post_norm
-        ffn_in         = ln2(attn_resid)
-        ffn            = mlp(ffn_in)
-        ffn_resid      = attn_resid + ffn
-        out            = ln_out(ffn_resid)
-    """
-    try:
-        register_layer_recipe("test_peri", text)
-        c = _decoder_config("test_peri")
-        model = TransformerDecoder(c).double().eval()
-        _randomise(model, 8)
-        ids = torch.tensor([[1, 5, 7, 9, 3, 2]])  # (1, L)
-        names = list(name_hook_points(model))
-        assert [n for n in names if n.startswith("layers.0.") and n.count(".") == 2] == \
-            [f"layers.0.{s}" for s in ("attn_in", "attn_post_norm", "attn_resid", "ffn_in", "ffn_resid", "out")]
-        sink: dict = {}
-        for p in name_hook_points(model).values():
-            p.add_hook(Recorder(sink))
-        with torch.no_grad():
-            out = model.decode(ids)  # (1, L, d)
-            x = model.embed(ids)  # (1, L, d)
-            cos, sin = _tables(c, ids.shape[1])
-            for layer in model.layers:
-                r = x + layer.ln_attn_post(layer.attn(layer.ln1(x), cos, sin, causal=True))
-                x = layer.ln_out(r + layer.ffn(layer.ln2(r)))
-            want = model.ln_f(x)
-        assert float((out - want).abs().max()) < 1e-12
-        assert float((sink["layers.1.out"] - x).abs().max()) < 1e-12
-        assert isinstance(model.layers[0], RecipeLayer) and model.layers[0].recipe.name == "test_peri"
-    finally:
-        LAYER_RECIPES.pop("test_peri", None)
-    with pytest.raises(ConfigError, match="norm = 'test_peri' is unknown"):
-        _decoder_config("test_peri")
+def test_a_new_recipe_is_one_call_and_a_decoder_runs_it(pre_attn_norm):
+    """A layer variant no family has (a norm after attention, before its residual sum; the
+    ``pre_attn_norm`` fixture registers it in one call): a decoder stack builds it, runs it, and
+    names its steps."""
+    name = pre_attn_norm.name
+    c = _decoder_config(name)
+    model = TransformerDecoder(c).double().eval()
+    _randomise(model, 8)
+    ids = torch.tensor([[1, 5, 7, 9, 3, 2]])  # (1, L)
+    names = list(name_hook_points(model))
+    assert [n for n in names if n.startswith("layers.0.") and n.count(".") == 2] == \
+        [f"layers.0.{s}" for s in ("attn_in", "attn_post_norm", "attn_resid", "ffn_in", "ffn_resid", "out")]
+    sink: dict = {}
+    for p in name_hook_points(model).values():
+        p.add_hook(Recorder(sink))
+    with torch.no_grad():
+        out = model.decode(ids)  # (1, L, d)
+        x = model.embed(ids)  # (1, L, d)
+        cos, sin = _tables(c, ids.shape[1])
+        for layer in model.layers:
+            r = x + layer.ln_attn_post(layer.attn(layer.ln1(x), cos, sin, causal=True))
+            x = r + layer.ffn(layer.ln2(r))
+        want = model.ln_f(x)
+    assert float((out - want).abs().max()) < 1e-12
+    assert float((sink["layers.1.out"] - x).abs().max()) < 1e-12
+    assert isinstance(model.layers[0], RecipeLayer) and model.layers[0].recipe.name == name
+    LAYER_RECIPES.pop(name)
+    with pytest.raises(ConfigError, match=f"norm = '{name}' is unknown"):
+        _decoder_config(name)
 
 
 def test_the_encoder_decoder_layers_are_recipe_layers():

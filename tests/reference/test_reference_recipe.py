@@ -14,7 +14,7 @@ import torch
 import attnscope
 from attnscope import reference_model as RM
 from attnscope.models.registry import family_for
-from attnscope.recipe import LAYER_RECIPES, parse_recipe, register_layer_recipe
+from attnscope.recipe import parse_recipe
 from attnscope.reference_model_blocks import layer_recipe, qk_norm
 from attnscope.reference_model_seq2seq import DECODER_RECIPES
 from attnscope.testing import tiny as T1
@@ -22,39 +22,19 @@ from tests.models.decoders import tiny as TD
 
 EN = "The quick brown fox jumps over the lazy dog because it was tired."
 
-#: "pre" with one norm more, on the attention block's output only (a step name no family uses).
-ATTN_OUT_NORM = """
-    attn_in     = ln1(x)
-    attn        = attention(attn_in)
-    attn_normed = ln_attn_out(attn)
-    attn_resid  = x + attn_normed
-    ffn_in      = ln2(attn_resid)
-    ffn         = mlp(ffn_in)
-    ffn_resid   = attn_resid + ffn
-    out         = ffn_resid
-"""
-
-
-@pytest.fixture
-def attn_out_norm():
-    name = "test_pre_attn_out_norm"
-    yield register_layer_recipe(name, ATTN_OUT_NORM)
-    LAYER_RECIPES.pop(name, None)
-
-
 def _with_recipe(model, recipe: str, model_type: str, seed: int):
     """``model``'s twin whose layers run ``recipe``: the same weights, the new norms random."""
     cfg = dataclasses.replace(model.config, norm=recipe)
     twin = type(model)(cfg, family_for(model_type), name=f"{model.name}-{recipe}", tokenizer=model.tokenizer)
     missing, unexpected = twin.load_state_dict(model.state_dict(), strict=False)
-    assert missing and all(".ln_attn_out." in k for k in missing) and not unexpected
+    assert missing and all(".ln_attn_post." in k for k in missing) and not unexpected
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for layer in twin.layers:
-            w = layer.ln_attn_out.weight
+            w = layer.ln_attn_post.weight
             w.copy_(1.0 + 0.3 * torch.randn(w.shape, generator=g))  # (d,)
-            if getattr(layer.ln_attn_out, "bias", None) is not None:
-                layer.ln_attn_out.bias.copy_(0.1 * torch.randn(w.shape, generator=g))
+            if getattr(layer.ln_attn_post, "bias", None) is not None:
+                layer.ln_attn_post.bias.copy_(0.1 * torch.randn(w.shape, generator=g))
     return twin.eval()
 
 
@@ -75,10 +55,10 @@ def _agrees_with_trace(model, text: str, tol: float) -> list[str]:
 
 
 @pytest.mark.parametrize("build,model_type", [(TD.llama_gqa, "llama"), (T1.tiny_bert, "bert")])
-def test_a_recipe_registered_in_one_call_runs_in_the_float64_forward(attn_out_norm, tmp_path, build, model_type):
+def test_a_recipe_registered_in_one_call_runs_in_the_float64_forward(pre_attn_norm, tmp_path, build, model_type):
     base = attnscope.load(build(tmp_path / model_type))
-    model = _with_recipe(base, attn_out_norm.name, model_type, seed=7)
-    assert layer_recipe(model.layers[0], model.config) is attn_out_norm
+    model = _with_recipe(base, pre_attn_norm.name, model_type, seed=7)
+    assert layer_recipe(model.layers[0], model.config) is pre_attn_norm
     f = RM.forward(model, EN)
     names = _agrees_with_trace(model, EN, 1e-5)
     n = model.config.n_layers
@@ -86,7 +66,7 @@ def test_a_recipe_registered_in_one_call_runs_in_the_float64_forward(attn_out_no
         # the new step is the norm of the block's output, and the residual, compared with the
         # torch model's, reads it
         assert f"layers.{i}.attn_resid" in names and f"layers.{i}.ffn_in" in names
-        np.testing.assert_array_equal(f[f"layers.{i}.attn_resid"], RM.layer_input(f, i) + f[f"layers.{i}.attn_normed"])
+        np.testing.assert_array_equal(f[f"layers.{i}.attn_resid"], RM.layer_input(f, i) + f[f"layers.{i}.attn_post_norm"])
     # the extra norm changes the numbers: the float64 forward of the base model differs
     assert np.abs(RM.forward(base, EN)[f"layers.{n - 1}.out"] - f[f"layers.{n - 1}.out"]).max() > 1e-3
 
