@@ -3,15 +3,16 @@ the decimals as written) per step of the chain, every shape checked."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
 from ..errors import InputError
 from ..explain import inputs
-from ..explain.numbers import Written, counted, parse_written
-from ..i18n import error
+from ..explain.numbers import Written, parse_written
+from ..i18n import Msg, error
 from .chain import Chain, Link
+from .wording import count, kind, place
 
 #: Spellings accepted for the answer keys.
 ALIASES = {
@@ -32,19 +33,19 @@ ALIASES = {
 }
 
 
-def _written(x, where: str):
+def _written(x, where: Msg):
     """A Written (or None for a blank) from a parsed value."""
-    x = inputs.number(x, where, allow_none=True, allow_inf=True)
+    x = inputs.number(x, place(where), allow_none=True, allow_inf=True)
     if x is None or isinstance(x, Written):
         return x
     return parse_written(repr(float(x)))
 
 
-def parse_answers(raw: Any, chain: Chain, source: str) -> dict:
-    """The ``answers`` mapping → {link name: object array of Written/None}, shapes checked."""
+def parse_answers(raw: Any, chain: Chain, source: Union[str, Msg]) -> dict:
+    """The ``answers`` mapping → {link name: object array of Written/None}, shapes checked.
+    ``source`` names the file (a Msg where it names a part of one, e.g. a head's section)."""
     if not isinstance(raw, dict):
-        raise InputError(f"{source}, key answers: expected a mapping such as 'weights: [[…], …]', "
-                         f"got {inputs.kind_of(raw)}")
+        raise error(InputError, "errors.check_answers_kind", source=source, kind=kind(raw))
     names = chain.names()
     out = {}
     for key, value in raw.items():
@@ -57,37 +58,40 @@ def parse_answers(raw: Any, chain: Chain, source: str) -> dict:
             raise error(InputError, "errors.answers_unknown_key", source=source, name=repr(key), names=", ".join(names))
         if canon in out:
             raise error(InputError, "errors.answers_key_twice", source=source, name=repr(key), canon=canon)
-        where = f"{source}, key {key}"
+        where = Msg("errors.check_where_key", source=source, name=key)
         out[canon] = _parse_link(value, chain.link(canon), where)
     if not out:
         raise error(InputError, "errors.answers_empty", source=source, names=", ".join(names))
     return out
 
 
-def _parse_link(value, lk: Link, where: str) -> np.ndarray:
+def _parse_link(value, lk: Link, where: Msg) -> np.ndarray:
     n_rows, n_cols = lk.exact.shape
     if value is None:
         return np.full((n_rows, n_cols), None, dtype=object)
     if lk.vector == "row":
         if n_cols == 1 and not isinstance(value, (list, tuple)):
             value = [value]
-        cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True,
+        cells = inputs.vector(value, place(where), allow_none=True, allow_inf=True, raw=True,
                               size=None if lk.max_cols else n_cols, max_size=n_cols if lk.max_cols else None)
-        arr = np.array([[_written(c, f"{where}, entry {j} (from 0)") for j, c in enumerate(cells)]], dtype=object)
+        arr = np.array([[_written(c, Msg("errors.check_where_entry", where=where, j=j)) for j, c in enumerate(cells)]],
+                       dtype=object)
         return arr
     if lk.vector == "col":
-        cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
-        return np.array([[_written(c, f"{where}, row {i} (from 0)")] for i, c in enumerate(cells)], dtype=object)
+        cells = inputs.vector(value, place(where), allow_none=True, allow_inf=True, raw=True, size=n_rows)
+        return np.array([[_written(c, Msg("errors.check_where_row", where=where, i=i))] for i, c in enumerate(cells)],
+                        dtype=object)
     if not isinstance(value, (list, tuple)):
-        raise InputError(f"{where}: expected {counted(n_rows, 'row')} of {counted(n_cols, 'number')}, "
-                         f"got {inputs.kind_of(value)}")
+        raise error(InputError, "errors.check_matrix_kind", where=where, rows=count(n_rows, "row"),
+                    cols=count(n_cols, "number"), kind=kind(value))
     if len(value) != n_rows:
-        raise InputError(f"{where}: expected {counted(n_rows, 'row')} (one per token), got {len(value)}")
+        raise error(InputError, "errors.check_matrix_rows", where=where, rows=count(n_rows, "row"), n=len(value))
     rows = [[None] * n_cols if r is None else r for r in value]
     for i, r in enumerate(rows):
+        at = Msg("errors.check_where_row", where=where, i=i)
         if not isinstance(r, (list, tuple)):
-            raise InputError(f"{where}, row {i} (from 0): expected a row of {counted(n_cols, 'number')}, got {inputs.kind_of(r)}")
+            raise error(InputError, "errors.check_row_kind", where=at, cols=count(n_cols, "number"), kind=kind(r))
         if len(r) != n_cols:
-            raise InputError(f"{where}, row {i} (from 0): expected {counted(n_cols, 'number')}, got {len(r)}")
-    return np.array([[_written(c, f"{where}, row {i}, column {j} (from 0)") for j, c in enumerate(r)]
+            raise error(InputError, "errors.check_row_len", where=at, cols=count(n_cols, "number"), n=len(r))
+    return np.array([[_written(c, Msg("errors.check_where_cell", where=where, i=i, j=j)) for j, c in enumerate(r)]
                      for i, r in enumerate(rows)], dtype=object)

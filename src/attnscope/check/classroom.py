@@ -192,8 +192,8 @@ def answer_files(paths: Sequence[Union[str, Path]]) -> list[Path]:
     seen: dict = {}
     for f in files:
         if f.stem in seen and seen[f.stem] != f:
-            raise InputError(f"two files for the student {f.stem!r}: {str(seen[f.stem])!r} and {str(f)!r}; "
-                             f"the student's name is the file's stem, so give each student one file")
+            raise error(InputError, "errors.check_student_twice", name=repr(f.stem), first=repr(str(seen[f.stem])),
+                        second=repr(str(f)))
         seen[f.stem] = f
     return list(dict.fromkeys(files))
 

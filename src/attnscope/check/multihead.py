@@ -30,9 +30,10 @@ from ..errors import InputError
 from ..explain import inputs
 from ..explain.multihead import compute_multihead, fused_slices
 from ..explain.multihead_input import MultiHeadProblem
-from ..i18n import error
+from ..i18n import Msg, error
 from .answers import ALIASES, parse_answers
 from .chain import Chain, Link, toy_chain
+from .wording import kind
 
 #: The steps of the whole problem (the rest belong to a head).
 TOP = ("QKV", "Q", "K", "V", "concat", "projected")
@@ -131,8 +132,7 @@ def _canon(key) -> str:
 def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
     """The ``answers`` mapping of a multi-head problem → {link name: object array of Written/None}."""
     if not isinstance(raw, dict):
-        raise InputError(f"{source}, key answers: expected a mapping such as 'Q: [[…], …]' or 'head 0: {{weights: …}}', "
-                         f"got {inputs.kind_of(raw)}")
+        raise error(InputError, "errors.check_mh_answers_kind", source=source, kind=kind(raw))
     H = chain.meta["n_heads"]
     top: dict = {}
     heads: dict = {h: {} for h in range(H)}
@@ -140,33 +140,33 @@ def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
     def head_index(text, where) -> int:
         text = str(inputs.plain(text)).strip()
         if not text.isdigit():
-            raise InputError(f"{where}: {text!r} is not a head number (0..{H - 1})")
+            raise error(InputError, "errors.check_head_not_number", where=where, text=repr(text), last=H - 1)
         h = int(text)
         if not 0 <= h < H:
-            raise InputError(f"{where}: head {h} is out of range; there are {H} heads (0..{H - 1})")
+            raise error(InputError, "errors.check_head_range", where=where, head=h, n=H, last=H - 1)
         return h
 
-    def add(h: int, key, value, where: str) -> None:
+    def add(h: int, key, value, where: Msg) -> None:
         step = _canon(key)
         if any(_canon(k) == step for k in heads[h]):
-            raise InputError(f"{where}: {step} of head {h} given twice")
+            raise error(InputError, "errors.check_head_step_twice", where=where, canon=step, head=h)
         heads[h][key] = value
 
     for key, value in raw.items():
         k = str(key).strip()
-        where = f"{source}, key {k}"
+        where = Msg("errors.check_where_key", source=source, name=k)
         m_head, m_br = _HEAD.fullmatch(k), _BRACKET.fullmatch(k)
         if k.lower() == "heads":
             items = enumerate(value) if isinstance(value, list) else value.items() if isinstance(value, dict) else None
             if items is None:
-                raise InputError(f"{where}: expected a mapping of heads (0: {{…}}, 1: {{…}}) or a list, "
-                                 f"got {inputs.kind_of(value)}")
+                raise error(InputError, "errors.check_heads_kind", where=where, kind=kind(value))
             for hk, sec in items:
                 hk = inputs.plain(hk)
                 m = _HEAD.fullmatch(str(hk).strip())
-                h = head_index(m.group(1) if m else hk, f"{where}, head {hk}")
-                for sk, sv in _section(sec, f"{where}, head {hk}").items():
-                    add(h, sk, sv, f"{where}, head {hk}")
+                at = Msg("errors.check_where_head", where=where, head=hk)
+                h = head_index(m.group(1) if m else hk, at)
+                for sk, sv in _section(sec, at).items():
+                    add(h, sk, sv, at)
         elif m_head:
             h = head_index(m_head.group(1), where)
             for sk, sv in _section(value, where).items():
@@ -175,8 +175,7 @@ def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
             add(head_index(m_br.group(2), where), m_br.group(1), value, where)
         else:
             if _canon(k) not in TOP and f"{_canon(k)}[0]" in chain.names():
-                raise InputError(f"{where}: {_canon(k)} belongs to one head here; write it under 'head 0:' "
-                                 f"(or as {_canon(k)}[0]), one per head")
+                raise error(InputError, "errors.check_step_of_one_head", where=where, canon=_canon(k))
             top[key] = value
     out: dict = {}
     if top:
@@ -185,15 +184,14 @@ def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
         if sec:
             suffix = f"[{h}]"
             plain = [dataclasses.replace(lk, name=lk.name[:-len(suffix)]) for lk in chain.links if lk.name.endswith(suffix)]
-            got = parse_answers(sec, Chain("toy", plain), f"{source}, head {h}")
+            got = parse_answers(sec, Chain("toy", plain), Msg("errors.check_where_head", where=source, head=h))
             out.update({f"{n}{suffix}": a for n, a in got.items()})
     if not out:
         raise error(InputError, "errors.answers_empty", source=source, names=", ".join(chain.names()))
     return out
 
 
-def _section(value, where: str) -> dict:
+def _section(value, where: Msg) -> dict:
     if not isinstance(value, dict):
-        raise InputError(f"{where}: expected the head's steps as a mapping (scores: …, weights: …), "
-                         f"got {inputs.kind_of(value)}")
+        raise error(InputError, "errors.check_head_section_kind", where=where, kind=kind(value))
     return value

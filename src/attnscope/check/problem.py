@@ -10,9 +10,12 @@ from .. import exact as E
 from ..errors import AttnscopeError, InputError
 from ..explain import inputs
 from ..explain.toy_input import ToyProblem
+from ..i18n import Msg, error
 from .answers import parse_answers
 from .chain import row_chain, toy_chain
 from .judge import Report, run
+from .rollout import is_rollout, parse_rollout_answers, rollout_chain
+from .wording import kind, place
 
 #: Built-in answers files: the articles' own numbers.
 EXAMPLES = {
@@ -24,15 +27,16 @@ EXAMPLES = {
 def problem_chain(spec: Any, source: str) -> tuple:
     """(Chain, description dict) of the ``problem`` section."""
     from ..explain import toy_problem
-    where = f"{source}, key problem"
+    where = Msg("errors.check_where_problem", source=source)
     if not isinstance(spec, dict):
-        raise InputError(f"{where}: expected a mapping (example: three-tokens, or X/W_Q/W_K/W_V, or scores, "
-                         f"or text/layer/head/token), got {inputs.kind_of(spec)}")
+        raise error(InputError, "errors.check_problem_kind", where=where, kind=kind(spec))
     spec = inputs.plain(spec)
+    if is_rollout(spec):  # a hand-computed attention rollout row (check/rollout.py)
+        return rollout_chain(spec, where)
     if "example" in spec:
         extra = [k for k in spec if k != "example"]
         if extra:
-            raise InputError(f"{where}: 'example' stands alone; remove {', '.join(map(repr, extra))}")
+            raise error(InputError, "errors.check_example_alone", where=where, extra=", ".join(map(repr, extra)))
         p = toy_problem(example=spec["example"])
         return _toy_chain(p), {"kind": "toy", "example": spec["example"], "tokens": p.tokens}
     if "text" in spec:
@@ -40,16 +44,17 @@ def problem_chain(spec: Any, source: str) -> tuple:
         allowed_keys = {"text", "model", "layer", "head", "token", "position"}
         extra = [k for k in spec if k not in allowed_keys]
         if extra:
-            raise InputError(f"{where}: unknown key {extra[0]!r}; a model row has text, layer, head, token "
-                             "or position, and optionally model")
+            raise error(InputError, "errors.check_row_unknown_key", where=where, name=repr(extra[0]))
         try:
             d = model_row_data(spec["text"], spec.get("model"), spec.get("layer", 0), spec.get("head", 0),
                                spec.get("token"), spec.get("position"))
         except AttnscopeError as e:
-            raise type(e)(f"{where}: {e}") from None
+            # the model's own error, keyed or not, after the place in the answers file
+            message = Msg(e.key, **e.values) if e.key else str(e)
+            raise error(type(e), "errors.check_where_prefix", where=where, message=message) from None
         desc = {"kind": "model", "model": d["model"].name, "text": spec["text"], "layer": d["layer"],
                 "head": d["head"], "position": d["qpos"], "token": d["tokens"][d["qpos"]], "tokens": d["tokens"]}
-        chain = row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc, source=where,
+        chain = row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc, source=str(where),
                           operands=d.get("decoder"), qpos=d["qpos"])
         # the exact values are float64 from the weights; an answer from the float32 model is correct
         # within that model's float32 error (explain.row.float32_error)
@@ -64,26 +69,28 @@ def problem_chain(spec: Any, source: str) -> tuple:
         allowed_keys = {"scores", "tokens", "d_k", "dk", "values", "V", "query", "factor"}
         extra = [k for k in spec if k not in allowed_keys]
         if extra:
-            raise InputError(f"{where}: unknown key {extra[0]!r}; a row of given scores has scores, tokens, "
-                             "d_k (or factor), and optionally values and query")
-        raw = inputs.vector(spec["scores"], f"{where}.scores")
+            raise error(InputError, "errors.check_scores_unknown_key", where=where, name=repr(extra[0]))
+        raw = inputs.vector(spec["scores"], place(Msg("errors.check_where_sub", where=where, name="scores")))
         S = len(raw)
-        toks = inputs.labels(spec["tokens"], f"{where}.tokens", S) if "tokens" in spec else [f"k{j}" for j in range(S)]
+        toks = inputs.labels(spec["tokens"], place(Msg("errors.check_where_sub", where=where, name="tokens")), S) \
+            if "tokens" in spec else [f"k{j}" for j in range(S)]
         dk = spec.get("d_k", spec.get("dk"))
         if dk is not None:
             if isinstance(dk, bool) or not isinstance(dk, (int, float)) or dk <= 0 or float(dk) != int(dk):
-                raise InputError(f"{where}.d_k: expected a positive integer, got {dk!r}")
+                raise error(InputError, "errors.check_dk", where=Msg("errors.check_where_sub", where=where, name="d_k"),
+                            value=repr(dk))
             factor = E.score_factor("scaled", int(dk))  # exact: 1/8 at d_k = 64
         elif "factor" in spec:
-            factor = E.dec(float(inputs.number(spec["factor"], f"{where}.factor")))
+            factor = E.dec(float(inputs.number(spec["factor"], place(Msg("errors.check_where_sub", where=where,
+                                                                            name="factor")))))
         else:
-            raise InputError(f"{where}: give d_k (the scores are divided by √d_k) or factor")
+            raise error(InputError, "errors.check_dk_or_factor", where=where)
         V = None
         vkey = "values" if "values" in spec else ("V" if "V" in spec else None)
         if vkey:
-            V = inputs.matrix(spec[vkey], f"{where}.{vkey}", rows=S)
+            V = inputs.matrix(spec[vkey], place(Msg("errors.check_where_sub", where=where, name=vkey)), rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
-        return row_chain(raw, toks, factor, None, V, meta=desc, source=where, written=True), desc
+        return row_chain(raw, toks, factor, None, V, meta=desc, source=str(where), written=True), desc
     from ..explain.multihead_input import MultiHeadProblem, is_multihead
     p = (MultiHeadProblem if is_multihead(spec) else ToyProblem).from_mapping(spec, source=f"{source}, problem")
     return _toy_chain(p), {"kind": "toy", "tokens": p.tokens, "name": p.name}
@@ -112,9 +119,9 @@ def check(answers: Any = None, problem: Any = None, *, example: Optional[str] = 
     """
     if example is not None:
         if answers is not None:
-            raise InputError("give an answers file or an example, not both")
+            raise error(InputError, "errors.check_example_and_answers")
         if example not in EXAMPLES:
-            raise InputError(f"unknown example {example!r}; choose one of {', '.join(sorted(EXAMPLES))}")
+            raise error(InputError, "errors.check_unknown_example", name=repr(example), names=", ".join(sorted(EXAMPLES)))
         answers = example_path(example)
     source = "answers"
     if isinstance(answers, (str, os.PathLike)):
@@ -123,19 +130,20 @@ def check(answers: Any = None, problem: Any = None, *, example: Optional[str] = 
     elif isinstance(answers, dict):
         data = answers if problem is None else {"problem": problem, "answers": answers}
     else:
-        raise InputError(f"answers must be a file path or a mapping, got {type(answers).__name__}")
+        raise error(InputError, "errors.check_answers_type", type=type(answers).__name__)
     if problem is not None and isinstance(answers, (str, os.PathLike)):
         data = dict(data, problem=problem)
     for key in ("problem", "answers"):
         if key not in data:
-            raise InputError(f"{source}: missing key {key!r}; an answers file has 'problem' (what is calculated) "
-                             f"and 'answers' (your numbers)")
+            raise error(InputError, "errors.check_missing_key", source=source, name=repr(key))
     extra = [k for k in data if k not in ("problem", "answers", "title", "note", "notes", "source", "lang")]
     if extra:
-        raise InputError(f"{source}: unknown top-level key {extra[0]!r}; expected problem and answers")
+        raise error(InputError, "errors.check_unknown_top_key", source=source, name=repr(extra[0]))
     chain, desc = problem_chain(data["problem"], source)
     if chain.kind == "multihead":
         from .multihead import parse_multihead_answers as parse
+    elif chain.kind == "rollout":
+        parse = parse_rollout_answers
     else:
         parse = parse_answers
     given = parse(data["answers"], chain, source)

@@ -9,10 +9,11 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 
 from ..errors import ConfigError
 from ..explain import i18n
+from ..explain.attribution_labels import lt
 from ..explain.doc import COUNTING, INDEX_BASE, T
 from ..explain.numbers import as_decimal, fmt, round_half_up
 from ..explain.render.base import Ctx
-from ..i18n import step_name
+from ..i18n import error, step_name
 
 FORMATS = ("rich", "markdown", "json")
 
@@ -125,6 +126,9 @@ def _problem(ctx: Ctx, r) -> str:
         what = p.get("example") or p.get("name") or "-"
         return ctx.text(T("check.problem_toy", {"what": what, "L": len(p.get("tokens", [])),
                                                  "tokens": " ".join(p.get("tokens", []))}))
+    if kind == "rollout":
+        return ctx.text(lt("check_problem", model=p["model"], layer=p["layer"], tok=p["token"], pos=p["position"],
+                           text=p["text"]))
     if kind == "model":
         return ctx.text(T("check.problem_model", {"model": p["model"], "layer": p["layer"], "head": p["head"],
                                                    "tok": p["token"], "pos": p["position"],
@@ -173,9 +177,9 @@ def _verdict(ctx: Ctx, r) -> list:
 
 def render(r, format: str = "rich", lang: str = "en") -> str:
     if format not in FORMATS:
-        raise ConfigError(f"unknown format {format!r} for check; choose one of {', '.join(FORMATS)}")
+        raise error(ConfigError, "errors.check_unknown_format", format=repr(format), formats=", ".join(FORMATS))
     if lang not in i18n.LANGS:
-        raise ConfigError(f"unknown language {lang!r}; choose one of {', '.join(i18n.LANGS)}")
+        raise error(ConfigError, "errors.check_unknown_lang", lang=repr(lang), langs=", ".join(i18n.LANGS))
     if format == "json":
         return json.dumps(to_dict(r), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
     ctx = Ctx(lang, 4, "text")

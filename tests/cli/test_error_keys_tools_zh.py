@@ -1,0 +1,150 @@
+"""Keyed errors of check, analyze, patch, view, experiment and the command line itself under
+``--lang zh`` (issue 25): the mistakes a learner makes most — an answers file with a matrix of
+the wrong shape, a row that is not a list, a word for a number, a step or key missing, a problem
+that is not a mapping, a head out of range, one student given twice; a bad option to analyze,
+patch, view or experiment — come out in Chinese with the same values (paths, numbers, keys) and no
+English words, and the English line is byte for byte what it was before the errors were keyed."""
+
+import pytest
+
+from attnscope import i18n
+from attnscope.errors import AttnscopeError
+from tests.cli.test_error_keys_zh import english_words, err
+
+#: The problem's own code words (keys of the answers file) that stay as written in Chinese.
+CODE = ("three-tokens", "X/W_Q/W_K/W_V", "text/layer/head/token", "scores", "example", "weights: [[…], …]",
+        "'problem'", "'answers'", "problem", "answers")
+
+HEAD = "problem:\n  example: three-tokens\nanswers:\n"
+ANSWERS = {  # file name: its text
+    "rows.yaml": HEAD + "  weights: [[0.1, 0.2, 0.7], [0.3, 0.3, 0.4]]\n",
+    "rowlen.yaml": HEAD + "  weights: [[0.1, 0.2, 0.7], [0.3, 0.3], [0.1, 0.2, 0.7]]\n",
+    "rowkind.yaml": HEAD + "  weights: [[0.1, 0.2, 0.7], 5, [0.1, 0.2, 0.7]]\n",
+    "scalar.yaml": HEAD + "  weights: 0.5\n",
+    "word.yaml": HEAD + "  weights: [[0.1, 0.2, 0.7], [0.3, abc, 0.4], [0.1, 0.2, 0.7]]\n",
+    "noanswers.yaml": "problem:\n  example: three-tokens\n",
+    "top.yaml": HEAD + "  weights:\nextra: 1\n",
+    "problist.yaml": "problem: [1, 2]\nanswers:\n  weights:\n",
+    "alone.yaml": "problem: {example: three-tokens, X: 1}\nanswers:\n  weights:\n",
+    "ansstr.yaml": "problem: {example: three-tokens}\nanswers: hello\n",
+    "mh_head.yaml": "problem: {example: multi-head}\nanswers:\n  head 7:\n    weights: [[1]]\n",
+    "mh_section.yaml": "problem: {example: multi-head}\nanswers:\n  head 0: 3\n",
+    "mh_rows.yaml": "problem: {example: multi-head}\nanswers:\n  head 1:\n    weights: [[0.5, 0.5, 0]]\n",
+}
+
+
+def cli_cases(tmp):
+    f = {name: str(tmp / name) for name in ANSWERS}
+    return {
+        # name: (argv, the values the Chinese line must show, the English line's message)
+        "check_rows": (["check", f["rows.yaml"]], [f["rows.yaml"], "weights", "3", "2"],
+                       f"{f['rows.yaml']}, key weights: expected 3 rows (one per token), got 2"),
+        "check_row_len": (["check", f["rowlen.yaml"]], [f["rowlen.yaml"], "weights", "1", "3", "2"],
+                          f"{f['rowlen.yaml']}, key weights, row 1 (from 0): expected 3 numbers, got 2"),
+        "check_row_kind": (["check", f["rowkind.yaml"]], [f["rowkind.yaml"], "weights", "1", "3", "5"],
+                           f"{f['rowkind.yaml']}, key weights, row 1 (from 0): expected a row of 3 numbers, "
+                           "got the number 5"),
+        "check_scalar": (["check", f["scalar.yaml"]], [f["scalar.yaml"], "weights", "3", "0.5"],
+                         f"{f['scalar.yaml']}, key weights: expected 3 rows of 3 numbers, got the number 0.5"),
+        "check_word": (["check", f["word.yaml"]], [f["word.yaml"], "weights", "'abc'"],
+                       f"{f['word.yaml']}, key weights, row 1, column 1 (from 0): 'abc' is not a number"),
+        "check_missing": (["check", f["noanswers.yaml"]], [f["noanswers.yaml"], "'answers'", "'problem'"],
+                          f"{f['noanswers.yaml']}: missing key 'answers'; an answers file has 'problem' (what is "
+                          "calculated) and 'answers' (your numbers)"),
+        "check_top_key": (["check", f["top.yaml"]], [f["top.yaml"], "'extra'"],
+                          f"{f['top.yaml']}: unknown top-level key 'extra'; expected problem and answers"),
+        "check_problem_list": (["check", f["problist.yaml"]], [f["problist.yaml"]],
+                               f"{f['problist.yaml']}, key problem: expected a mapping (example: three-tokens, or "
+                               "X/W_Q/W_K/W_V, or scores, or text/layer/head/token), got a list"),
+        "check_alone": (["check", f["alone.yaml"]], [f["alone.yaml"], "'example'", "'X'"],
+                        f"{f['alone.yaml']}, key problem: 'example' stands alone; remove 'X'"),
+        "check_answers_str": (["check", f["ansstr.yaml"]], [f["ansstr.yaml"], "str", "'hello'"],
+                              f"{f['ansstr.yaml']}, key answers: expected a mapping such as 'weights: [[…], …]', "
+                              "got str 'hello'"),
+        "check_mh_head": (["check", f["mh_head.yaml"]], [f["mh_head.yaml"], "head 7", "2", "0..1"],
+                          f"{f['mh_head.yaml']}, key head 7: head 7 is out of range; there are 2 heads (0..1)"),
+        "check_mh_section": (["check", f["mh_section.yaml"]], [f["mh_section.yaml"], "head 0", "scores: …, weights: …", "3"],
+                             f"{f['mh_section.yaml']}, key head 0: expected the head's steps as a mapping "
+                             "(scores: …, weights: …), got the number 3"),
+        "check_mh_rows": (["check", f["mh_rows.yaml"]], [f["mh_rows.yaml"], "weights", "3", "1"],
+                          f"{f['mh_rows.yaml']}, head 1, key weights: expected 3 rows (one per token), got 1"),
+    }
+
+
+CLI = ["check_rows", "check_row_len", "check_row_kind", "check_scalar", "check_word", "check_missing",
+       "check_top_key", "check_problem_list", "check_alone", "check_answers_str", "check_mh_head",
+       "check_mh_section", "check_mh_rows"]
+
+
+def write(tmp):
+    for name, body in ANSWERS.items():
+        (tmp / name).write_text(body, encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", CLI)
+def test_the_error_in_chinese_keeps_its_values_and_no_english_words(capsys, tmp_path, name):
+    write(tmp_path)
+    argv, values, _ = cli_cases(tmp_path)[name]
+    line = err(capsys, [*argv, "--lang", "zh"])
+    lead = f"attnscope {argv[0]}：错误："
+    assert line.startswith(lead), line
+    assert all(v in line for v in values), (line, values)
+    assert english_words(line[len(lead):], *values, *CODE) == set(), line
+
+
+@pytest.mark.parametrize("name", CLI)
+def test_the_english_line_is_as_before(capsys, tmp_path, name):
+    write(tmp_path)
+    argv, _, english = cli_cases(tmp_path)[name]
+    assert err(capsys, argv) == f"attnscope {argv[0]}: error: {english}"
+
+
+def raised(call) -> AttnscopeError:
+    with pytest.raises(AttnscopeError) as info:
+        call()
+    return info.value
+
+
+def api_cases(tmp):
+    """Errors the Python API raises (no command reaches them, or not in this form):
+    (call, English, values the Chinese shows)."""
+    import attnscope
+    from attnscope.check import classroom, report
+
+    (tmp / "a").mkdir()
+    (tmp / "b").mkdir()
+    (tmp / "a" / "ann.yaml").write_text(ANSWERS["top.yaml"], encoding="utf-8")
+    (tmp / "b" / "ann.yaml").write_text(ANSWERS["top.yaml"], encoding="utf-8")
+    a, b = repr(str(tmp / "a" / "ann.yaml")), repr(str(tmp / "b" / "ann.yaml"))
+    good = attnscope.check(example="three-tokens-article")
+    return {
+        "check_example_both": (lambda: attnscope.check({"answers": {}}, example="three-tokens-article"),
+                               "give an answers file or an example, not both", []),
+        "check_unknown_example": (lambda: attnscope.check(example="nope"),
+                                  "unknown example 'nope'; choose one of three-tokens-article, xi-row-article",
+                                  ["'nope'", "three-tokens-article, xi-row-article"]),
+        "check_answers_type": (lambda: attnscope.check(3), "answers must be a file path or a mapping, got int",
+                               ["answers", "int"]),
+        "check_student_twice": (lambda: classroom.answer_files([tmp / "a" / "ann.yaml", tmp / "b" / "ann.yaml"]),
+                                f"two files for the student 'ann': {a} and {b}; the student's name is the file's "
+                                "stem, so give each student one file", ["'ann'", a, b]),
+        "check_format": (lambda: report.render(good, format="pdf"),
+                         "unknown format 'pdf' for check; choose one of " + ", ".join(report.FORMATS),
+                         ["check", "'pdf'", ", ".join(report.FORMATS)]),
+        "check_dk": (lambda: attnscope.check({"problem": {"scores": [1, 2], "d_k": -1}, "answers": {"weights": None}}),
+                     "answers, key problem.d_k: expected a positive integer, got -1", ["answers", "d_k", "-1"]),
+    }
+
+
+API = ["check_example_both", "check_unknown_example", "check_answers_type", "check_student_twice", "check_format",
+       "check_dk"]
+
+
+@pytest.mark.parametrize("name", API)
+def test_a_python_error_in_chinese_and_in_english(tmp_path, name):
+    call, english, values = api_cases(tmp_path)[name]
+    e = raised(call)
+    assert str(e) == english and i18n.error_message(e, "en") == english
+    zh = i18n.error_message(e, "zh")
+    assert zh != english and all(v in zh for v in values), (zh, values)
+    assert english_words(zh, *values, *CODE) == set(), zh
