@@ -53,3 +53,19 @@ def test_the_package_catalogue_is_loaded():
         for key, entry in tomllib.loads(p.read_text(encoding="utf-8")).items():
             area = key.split(".", 1)[0]
             assert i18n.TABLES[area]["en"][key] == entry["en"] and i18n.TABLES[area]["zh"][key] == entry["zh"]
+
+
+def test_the_worked_calculations_labels_are_a_flat_catalogue():
+    from attnscope.i18n.catalog import flat
+    files = [("a.toml", '["step_n"]\nen = "Step {n}"\nzh = "第 {n} 步"\n'), ("b.toml", '["toy.title"]\nen = "t"\nzh = "题"\n')]
+    assert flat("attnscope.explain", "catalog", LANGS, files) == {
+        "en": {"step_n": "Step {n}", "toy.title": "t"}, "zh": {"step_n": "第 {n} 步", "toy.title": "题"}}
+    with pytest.raises(CatalogError, match="b.toml: 'step_n' is defined twice"):
+        flat("attnscope.explain", "catalog", LANGS, files[:1] + [("b.toml", files[0][1])])
+    with pytest.raises(CatalogError, match="'x' has languages \\['en'\\]"):
+        flat("attnscope.explain", "catalog", LANGS, [("c.toml", '["x"]\nen = "a"\n')])
+
+
+def test_the_package_ships_the_explain_labels():
+    from attnscope.explain.i18n import LABELS
+    assert LABELS["zh"]["step_n"] == "第 {n} 步：{title}" and len(LABELS["en"]) == len(LABELS["zh"]) > 500

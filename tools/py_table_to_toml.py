@@ -3,6 +3,7 @@ catalogue file of attnscope/i18n/catalog/: one TOML table per key with en and zh
 The comments above a key in the EN dict are kept above its entry. Usage:
 
     python tools/py_table_to_toml.py src/attnscope/i18n/strings_errors.py > src/attnscope/i18n/catalog/errors.toml
+    python tools/py_table_to_toml.py EN_MODULE.py ZH_MODULE.py > FILE.toml   # the languages in two modules
 """
 
 import ast
@@ -23,11 +24,13 @@ def _value(node):
     return ast.literal_eval(node)
 
 
-def convert(path: str) -> str:
+def convert(path: str, zh_path: str = "") -> str:
+    """``path``'s EN and ZH dicts (ZH from ``zh_path`` where the languages are two modules)."""
     src = open(path, encoding="utf-8").read()
     lines = src.splitlines()
     tree = ast.parse(src)
-    en, zh = _dict(tree, "EN"), _dict(tree, "ZH")
+    en = _dict(tree, "EN")
+    zh = _dict(ast.parse(open(zh_path, encoding="utf-8").read()) if zh_path else tree, "ZH")
     if any(k is None for k in en.keys + zh.keys):
         raise SystemExit(f"{path}: a table merges another with ** (convert that one first)")
     zh_map = {_value(k): _value(v) for k, v in zip(zh.keys, zh.values)}
@@ -48,4 +51,4 @@ def convert(path: str) -> str:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(convert(sys.argv[1]))
+    sys.stdout.write(convert(*sys.argv[1:3]))

@@ -30,7 +30,8 @@ class CatalogError(Exception):
     """A catalogue file is malformed: the message names the file and the key."""
 
 
-def _entries(name: str, data: Mapping[str, object], langs: tuple[str, ...]) -> Iterable[tuple[str, dict[str, str]]]:
+def _entries(name: str, data: Mapping[str, object], langs: tuple[str, ...],
+             areas: bool = True) -> Iterable[tuple[str, dict[str, str]]]:
     for key, entry in data.items():
         if not isinstance(entry, dict):
             raise CatalogError(f"{name}: {key!r} is not a table of languages (write [\"{key}\"] then en = …, zh = …)")
@@ -39,9 +40,37 @@ def _entries(name: str, data: Mapping[str, object], langs: tuple[str, ...]) -> I
         for lang, value in entry.items():
             if not isinstance(value, str):
                 raise CatalogError(f"{name}: {key!r} {lang} is a {type(value).__name__}, not a string")
-        if "." not in key:
+        if areas and "." not in key:
             raise CatalogError(f"{name}: key {key!r} has no area (write area.name, e.g. errors.{key})")
         yield key, entry
+
+
+def _files(package: str, folder: str) -> list[tuple[str, str]]:
+    """(name, text) of every ``*.toml`` in ``package``'s ``folder``, by name."""
+    root = resources.files(package) / folder
+    return sorted((p.name, p.read_text(encoding="utf-8")) for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def _parse(name: str, body: str) -> Mapping[str, object]:
+    try:
+        return tomllib.loads(body)
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogError(f"{name}: not valid TOML: {e}") from None
+
+
+def flat(package: str, folder: str, langs: tuple[str, ...],
+         files: Iterable[tuple[str, str]] | None = None) -> dict[str, dict[str, str]]:
+    """language -> key -> string from every ``*.toml`` in ``package``'s ``folder``, keys without
+    areas (the worked calculations' labels: ``step_n``, ``toy.title``, …); the same checks as
+    :func:`load`."""
+    out: dict[str, dict[str, str]] = {lang: {} for lang in langs}
+    for name, body in _files(package, folder) if files is None else files:
+        for key, entry in _entries(name, _parse(name, body), langs, areas=False):
+            if key in out[langs[0]]:
+                raise CatalogError(f"{name}: {key!r} is defined twice (another catalogue file has it)")
+            for lang in langs:
+                out[lang][key] = entry[lang]
+    return out
 
 
 def load(tables: dict[str, dict[str, dict[str, str]]], langs: tuple[str, ...],
@@ -49,15 +78,8 @@ def load(tables: dict[str, dict[str, dict[str, str]]], langs: tuple[str, ...],
     """Merge every catalogue file into ``tables`` (area -> language -> key -> string), in place.
 
     ``files``: (name, TOML text) pairs; by default every ``*.toml`` of the package's catalogue."""
-    if files is None:
-        folder = resources.files("attnscope.i18n") / "catalog"
-        files = sorted((p.name, p.read_text(encoding="utf-8")) for p in folder.iterdir() if p.name.endswith(".toml"))
-    for name, body in files:
-        try:
-            data = tomllib.loads(body)
-        except tomllib.TOMLDecodeError as e:
-            raise CatalogError(f"{name}: not valid TOML: {e}") from None
-        for key, entry in _entries(name, data, langs):
+    for name, body in _files("attnscope.i18n", "catalog") if files is None else files:
+        for key, entry in _entries(name, _parse(name, body), langs):
             area = key.split(".", 1)[0]
             by_lang = tables.setdefault(area, {lang: {} for lang in langs})
             if key in by_lang[langs[0]]:
