@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..i18n import check_lang
-from . import decoder_report
+from . import decoder_report, norm_report
 from .classify import FAMILY, LABELS, RULE_STAT
 from .stats import STAT_DOCS, STAT_NAMES
 from .summary import CLAIM, LAYER_STATS, claim_with_layers, counted_in, say, verdict_reading
@@ -59,6 +59,7 @@ def to_json(result) -> dict:
                    for k, t in s["trends"].items()},
         "claim": s["claim"],
         **({"decoder": decoder_report.to_json(result)} if decoder_report.has_decoder(result) else {}),
+        **({"special_norms": norm_report.to_json(result)} if norm_report.has_shares(result) else {}),
     }
 
 
@@ -284,6 +285,8 @@ def markdown(result, lang: str = "en") -> str:
         L.append("")
     if decoder_report.has_decoder(result):
         L.append(decoder_report.markdown(result, lang))
+    if norm_report.has_shares(result):
+        L.append(norm_report.markdown(result, lang))
     L.append(T("sec_heatmaps"))
     names = list(STAT_NAMES) + (["importance"] if result.importance is not None else []) + ["labels"]
     names += decoder_report.heatmap_names(result)

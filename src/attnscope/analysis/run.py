@@ -37,6 +37,7 @@ from .classify import Thresholds, classify_heads
 from .corpus import CorpusReader
 from .decoder_heads import DECODER_STATS, decoder_roles, repeat_settings, run_repeat_pass
 from .importance import Ladder, ablation_sums, metric_name
+from .norm_shares import norm_shares
 from .stats import STAT_NAMES, StatOptions
 from .summary import layer_summary
 
@@ -63,6 +64,8 @@ class AnalysisConfig:
         induction_seqs: causal models: repeated random token sequences for the previous-token,
             duplicate and induction scores (:mod:`.decoder_heads`); 0 = skip them.
         induction_length: tokens of one copy of those sequences (None: 50, or fewer to fit).
+        norm_texts: the first N texts, one at a time, for each head's share of attention to the
+            special tokens with raw weights and with norms (:mod:`.norm_shares`); 0 = skip it.
         seed: the seed the sequences are drawn with.
         lanes: CPU: batches analysed at once, each on one thread with its own replica of the
             model (:mod:`.analyzer`); None = torch's thread count.
@@ -83,6 +86,7 @@ class AnalysisConfig:
     induction_seqs: int = 64
     induction_length: Optional[int] = None
     seed: int = 0
+    norm_texts: int = 64
     lanes: Optional[int] = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     progress: bool = True
@@ -93,8 +97,9 @@ class AnalysisConfig:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.chunk_size < self.batch_size:
             raise ConfigError(f"chunk_size ({self.chunk_size}) must be at least batch_size ({self.batch_size})")
-        if self.importance_texts < 0:
-            raise ConfigError(f"importance_texts must be ≥ 0, got {self.importance_texts}")
+        if self.importance_texts < 0 or self.norm_texts < 0:
+            raise ConfigError(f"importance_texts and norm_texts must be ≥ 0, got {self.importance_texts} "
+                              f"and {self.norm_texts}")
         if self.induction_seqs < 0 or (self.induction_length is not None and self.induction_length < 2):
             raise ConfigError(f"induction_seqs must be ≥ 0 and induction_length ≥ 2, got "
                               f"{self.induction_seqs} and {self.induction_length}")
@@ -135,6 +140,7 @@ class AnalysisResult:
     baseline_distance: float = float("nan")  # ``distance`` of attention spread evenly (tokens)
     timings: dict = field(default_factory=dict)  # seconds of the "statistics" and "importance" passes
     repeat: dict = field(default_factory=dict)   # causal models: the random sequences of the induction pass
+    norm_shares: dict = field(default_factory=dict)  # special-token shares, raw and with norms (.norm_shares)
 
     @property
     def roles(self) -> Optional[np.ndarray]:
@@ -276,6 +282,7 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     err: Optional[BaseException] = None
     reader = None
     timings: dict = {}
+    shares: dict = {}
     try:
         reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error,
                               owner=lambda i: (i // cfg.chunk_size) % world == rank, max_texts=cfg.max_texts)
@@ -293,6 +300,12 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
             run_repeat_pass(model, acc, repeat, cfg.batch_size, rank=rank, world=world,
                             progress=cfg.progress and rank == 0)
             timings["induction"] = time.perf_counter() - t3
+        if cfg.norm_texts > 0:  # small: every process computes the same shares on the first texts
+            t4 = time.perf_counter()
+            n = cfg.norm_texts if cfg.max_texts is None else min(cfg.norm_texts, cfg.max_texts)
+            shares = norm_shares(model, (t.text for t in CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip",
+                                                                       max_texts=n)), max_length)
+            timings["norm"] = time.perf_counter() - t4
     except Exception as e:  # every process must reach the collective below, or the others hang
         err = e
     _sync_error(err, world)
@@ -321,7 +334,7 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         summary=layer_summary(means, labels, importance), counters=dict(acc.counters),
         decode_examples=examples, config=cfg, accumulator=acc, seconds=time.perf_counter() - t0,
         world_size=world, max_length=max_length, timings=timings, baseline_distance=baseline,
-        repeat=repeat.to_dict() if repeat is not None else {})
+        repeat=repeat.to_dict() if repeat is not None else {}, norm_shares=shares)
 
 
 def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, opt: StatOptions,

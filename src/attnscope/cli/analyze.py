@@ -75,6 +75,9 @@ def register(sub) -> None:
                    help="ablate every head on the first N texts (0 = no importance; default: %(default)s)")
     g.add_argument("--importance-batch", type=IntRange(1, MAX_BATCH), default=8, metavar="B",
                    help="texts per ablation batch, each run n_heads times (default: %(default)s)")
+    g.add_argument("--norm-texts", type=IntRange(0, MAX_COUNT), default=64, metavar="N",
+                   help="each head's share of attention to [CLS]/[SEP] (a decoder: the first token) with raw "
+                   "weights and with norms ‖α·f(x)‖, on the first N texts (0 = skip it; default: %(default)s)")
     g = p.add_argument_group("decoder heads (causal models)")
     g.add_argument("--induction-seqs", type=IntRange(0, MAX_COUNT), default=64, metavar="N",
                    help="repeated random token sequences for the previous-token, duplicate and induction "
@@ -123,7 +126,7 @@ def run(args) -> int:
                          max_length=args.max_length, max_texts=args.max_texts, unit=args.unit,
                          on_decode_error=args.on_decode_error, special_queries=not args.no_special_queries,
                          window=args.window, importance_texts=args.importance_texts,
-                         importance_batch=args.importance_batch, induction_seqs=args.induction_seqs,
+                         importance_batch=args.importance_batch, norm_texts=args.norm_texts, induction_seqs=args.induction_seqs,
                          induction_length=args.induction_length, seed=args.seed, lanes=args.lanes,
                          thresholds=Thresholds.parse(args.threshold),
                          progress=not args.no_progress and sys.stderr.isatty())

@@ -28,6 +28,9 @@ def register(sub) -> None:
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
     p.add_argument("--decimals", type=IntRange(0, MAX_DECIMALS), default=4,
                    help=f"decimals the page starts with, 0..{MAX_DECIMALS} (default 4; the page can change it)")
+    p.add_argument("--no-attribution", action="store_true",
+                   help="leave out the matrices of the page's attribution switch (norm, rollout, ALTI, value zeroing; "
+                   "computed for texts of up to 64 tokens)")
     add_lang_option(p, "language of the page's tabs, toolbar and notes (default en; the page has a switch)")
     p.add_argument("-o", "--output", default="attention.html", help="output file (default attention.html)")
     add_overwrite_option(p)
@@ -59,7 +62,8 @@ def run(args) -> int:
     page = cli_page(model, args.text, args.target, compare=args.compare, decimals=args.decimals,
                     lang=args.lang)  # None: not seq2seq
     if page is None:
-        page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals), lang=args.lang)
+        page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals,
+                                attribution=not args.no_attribution), lang=args.lang)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from ..errors import InputError
 from . import data as _data
+from .attribution_view import add_attribution, same_ids
 
 
-def generation_data(model, gen, *, decimals: int = 4) -> dict:
-    """Page data of ``gen`` (a :class:`~attnscope.models.generation.Generation` of ``model``)."""
+def generation_data(model, gen, *, decimals: int = 4, attribution: bool = False) -> dict:
+    """Page data of ``gen`` (a :class:`~attnscope.models.generation.Generation` of ``model``);
+    ``attribution``: with the switch's matrices (:mod:`.attribution_view`) when the prompt and the
+    output, joined, tokenize to the generated ids."""
     import torch
 
     from ..tokenizer import Batch
@@ -37,11 +40,16 @@ def generation_data(model, gen, *, decimals: int = 4) -> dict:
     data["generation"] = {"n_prompt": gen.n_prompt, "new_ids": list(gen.new_ids),
                           "finish_reason": gen.finish_reason, "settings": dict(gen.settings),
                           "steps": [gen.n_prompt - 1 + i for i in range(len(gen.new_ids))]}
+    if attribution:
+        text = gen.prompt + gen.text
+        add_attribution(data, model, [text if same_ids(model, text, ids) else None])
     return data
 
 
-def save_generation_html(model, gen, path, *, decimals: int = 4, title=None, lang: str = "en"):
+def save_generation_html(model, gen, path, *, decimals: int = 4, title=None, lang: str = "en",
+                         attribution: bool = True):
     """Write the viewer page of ``gen`` to ``path``, its own words in ``lang`` (en, zh); return the path."""
     from .html import render, write_page
 
-    return write_page(path, render(generation_data(model, gen, decimals=decimals), title=title, lang=lang))
+    return write_page(path, render(generation_data(model, gen, decimals=decimals, attribution=attribution), title=title,
+                                  lang=lang))
