@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import Msg, error
 from .doc import Worked
+from .places import INPUT, Where
 from .toy import compute, explain_toy
 from .toy_input import ToyProblem
 
@@ -37,13 +38,14 @@ def toy_problem(source=None, *, example: Optional[str] = None, **matrices):
     from ..examples import EXAMPLES
     given = [x for x in (source is not None, example is not None, bool(matrices)) if x]
     if len(given) > 1:
-        raise InputError("give one of: an input file/mapping, an example name, or matrices (X=, W_Q=, …)")
+        raise error(InputError, "errors.explain_give_one")
     if example is not None:
         if example not in EXAMPLES:
-            raise InputError(f"unknown example {example!r}; choose one of {', '.join(sorted(EXAMPLES))}")
-        return _problem(dict(EXAMPLES[example]), f"example {example}")
+            raise error(InputError, "errors.explain_unknown_example", name=repr(example),
+                        choices=", ".join(sorted(EXAMPLES)))
+        return _problem(dict(EXAMPLES[example]), Msg("errors.explain_source_example", example=example))
     if isinstance(source, dict):
-        return _problem(source, "input")
+        return _problem(source, INPUT)
     if isinstance(source, ToyProblem) or type(source).__name__ == "MultiHeadProblem":
         return source
     if isinstance(source, str):
@@ -51,11 +53,11 @@ def toy_problem(source=None, *, example: Optional[str] = None, **matrices):
         return _problem(load_mapping(source), source)
     if matrices:
         clean = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in matrices.items() if v is not None}
-        return _problem(clean, "the given matrices")
-    raise InputError("nothing to explain: give an input file, example=..., or X=, W_Q=, W_K=, W_V=")
+        return _problem(clean, Msg("errors.explain_source_matrices"))
+    raise error(InputError, "errors.explain_nothing")
 
 
-def _problem(mapping, source: str):
+def _problem(mapping, source: Where):
     from .multihead_input import MultiHeadProblem, is_multihead
     if is_multihead(mapping):
         return MultiHeadProblem.from_mapping(mapping, source=source)
@@ -110,25 +112,21 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
             from .positions_lesson import explain_positions
             return explain_positions(position=position, model=model, layer=layer, d_k=d_k, **matrices)
         if lesson != "scaling":
-            raise InputError(f"unknown lesson {lesson!r}; the lessons are: scaling, positions")
+            raise error(InputError, "errors.explain_unknown_lesson", lesson=repr(lesson))
         from .scaling import explain_scaling
         return explain_scaling(d_k=64 if d_k is None else d_k, seed=seed, samples=samples,
                                vectors=scores if scores is not None else None)
     if text is None and (target is not None or attention is not None):
-        raise InputError("a target needs its source: give the source as text= (target= and attention= are "
-                         "for one row of an encoder–decoder model)")
+        raise error(InputError, "errors.explain_target_needs_text")
     if path and text is None:
-        raise InputError("path=True works one token's whole path through a real model: give text= (and token= "
-                         "or position=)")
+        raise error(InputError, "errors.explain_path_needs_text")
     if text is not None:
         # an empty text or target would reach the model loader or the tokenizer as "no input"
         for what, value in (("text", text), ("target", target)):
             if isinstance(value, str) and not value.strip() and what == "text":
                 raise error(InputError, "errors.text_empty")
-            if isinstance(value, str) and not value.strip():
-                raise InputError(f"{what} is empty; give a sentence" + (" (the decoder's text), or leave target out "
-                                                                       "to explain a row of the source" if what == "target"
-                                                                       else ""))
+            if isinstance(value, str) and not value.strip():  # the target (an empty text is the line above)
+                raise error(InputError, "errors.explain_target_empty")
         if path:
             from .path import explain_path
             return explain_path(text, model=model, layer=layer, head=head, token=token, position=position,

@@ -20,7 +20,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..i18n import Msg, error, word
-from .numbers import Written, counted, parse_written
+from .numbers import Written, parse_written
+from .places import Where, at_cell, at_entry, at_row, count
+from .places import kind as describe
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
 
@@ -58,28 +60,29 @@ def loads(text: str, kind: str, name: str = "<input>", keep_text: bool = False) 
     elif kind == "toml":
         data = _load_toml(text, name, keep_text)
     else:
-        raise InputError(f"{name}: unknown format {kind!r}")
+        raise error(InputError, "errors.explain_unknown_format", name=name, kind=repr(kind))
     if not isinstance(data, dict):
-        raise InputError(f"{name}: the top level must be a mapping (key: value), got {kind_of(data)}")
+        raise error(InputError, "errors.explain_top_level", name=name, kind=describe(data))
     loop = _cycle_path(data)
     if loop is not None:
-        raise InputError(f"{name}: {loop} contains itself (a YAML alias used inside its own anchor, as in "
-                         "'a: &x [*x]'); write the values out")
+        raise error(InputError, "errors.explain_contains_itself", name=name, loop=loop)
     return data
 
 
-def _cycle_path(data) -> Optional[str]:
+def _cycle_path(data) -> Optional[Msg]:
     """The key path of the first container that contains itself, or None. YAML aliases can build
     such loops, and everything that walks the data would recurse forever. Iterative, so that deep
     (but finite) nesting cannot exhaust the stack here either."""
-    stack = [(data, "the top level", iter(_children(data)))]
+    top = Msg("errors.explain_the_top_level")
+    stack = [(data, top, iter(_children(data)))]
     on_path = {id(data)}
     while stack:
         _, path, children = stack[-1]
         for key, child in children:
             if isinstance(child, (dict, list)):
-                sub = f"{path}[{key}]" if isinstance(key, int) else (
-                    f"key {key}" if path == "the top level" else f"{path}.{key}")
+                sub = Msg("errors.explain_indexed", where=path, index=key) if isinstance(key, int) else (
+                    Msg("errors.explain_key", name=key) if path is top else Msg("errors.explain_dotted", where=path,
+                                                                                  sub=key))
                 if id(child) in on_path:
                     return sub
                 on_path.add(id(child))
@@ -113,13 +116,13 @@ def _load_yaml(text: str, name: str, keep_text: bool):
     try:
         return yaml.load(text, Loader=Loader)
     except RecursionError:
-        raise InputError(f"{name}: nested too deeply to read") from None
+        raise error(InputError, "errors.explain_too_deep", name=name) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = Msg("errors.line_column", line=mark.line + 1, column=mark.column + 1) if mark else ""
         raise error(InputError, "errors.bad_yaml", name=name, where=where, problem=e.problem or e.context) from None
     except yaml.YAMLError as e:
-        raise InputError(f"{name}: not valid YAML: {e}") from None
+        raise error(InputError, "errors.explain_bad_yaml", name=name, problem=str(e)) from None
 
 
 def _load_json(text: str, name: str, keep_text: bool):
@@ -130,7 +133,7 @@ def _load_json(text: str, name: str, keep_text: bool):
     try:
         return json.loads(text, **kw)
     except RecursionError:
-        raise InputError(f"{name}: nested too deeply to read") from None
+        raise error(InputError, "errors.explain_too_deep", name=name) from None
     except json.JSONDecodeError as e:
         raise error(InputError, "errors.bad_json", name=name, line=e.lineno, column=e.colno, problem=e.msg) from None
 
@@ -143,7 +146,7 @@ def _load_toml(text: str, name: str, keep_text: bool):
     try:
         data = tomllib.loads(text, parse_float=parse_written if keep_text else float)
     except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{name}: not valid TOML: {e}") from None
+        raise error(InputError, "errors.explain_bad_toml", name=name, problem=str(e)) from None
     if keep_text:
         data = _ints_to_written(data)
     return data
@@ -162,50 +165,43 @@ def _ints_to_written(x):
 
 
 def kind_of(x) -> str:
-    if x is None:
-        return "nothing"
-    if isinstance(x, (list, tuple)):
-        return "a list"
-    if isinstance(x, dict):
-        return "a mapping"
-    if isinstance(x, Written):
-        return f"the number {x.text}"
-    return f"{type(x).__name__} {x!r}"
+    """What ``x`` is, in English (:func:`.places.kind` in any language)."""
+    return str(describe(x))
 
 
 # ----------------------------------------------------------------------------------------------
 # matrices
 # ----------------------------------------------------------------------------------------------
 
-def number(x: Any, where: str, allow_none: bool = False, allow_inf: bool = False) -> Any:
+def number(x: Any, where: Where, allow_none: bool = False, allow_inf: bool = False) -> Any:
     """One entry as float (or Written kept as is); ``where`` names its place for the error."""
     if x is None:
         if allow_none:
             return None
-        raise InputError(f"{where}: an entry is empty")
+        raise error(InputError, "errors.explain_entry_empty", where=where)
     if isinstance(x, bool):
-        raise InputError(f"{where}: {str(x).lower()} is not a number")
+        raise error(InputError, "errors.explain_not_a_number", where=where, value=str(x).lower())
     if isinstance(x, Written):
         if x.overflows:
-            raise InputError(f"{where}: {x.text} is beyond the range of float64 numbers (about ±1.8e308)")
+            raise error(InputError, "errors.explain_overflow", where=where, value=x.text)
         value = x.value
     elif isinstance(x, (int, float, np.floating, np.integer)):
         value = float(x)
     elif isinstance(x, str):
         w = parse_written(x)
         if w is None:
-            raise InputError(f"{where}: {x!r} is not a number")
+            raise error(InputError, "errors.explain_not_a_number", where=where, value=repr(x))
         if w.overflows:
-            raise InputError(f"{where}: {x} is beyond the range of float64 numbers (about ±1.8e308)")
+            raise error(InputError, "errors.explain_overflow", where=where, value=x)
         x, value = w, w.value
     else:
-        raise InputError(f"{where}: expected a number, got {kind_of(x)}")
+        raise error(InputError, "errors.explain_expected_number", where=where, kind=describe(x))
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
-        raise InputError(f"{where}: {value} is not a finite number")
+        raise error(InputError, "errors.explain_not_finite", where=where, value=value)
     return x if isinstance(x, Written) else value
 
 
-def matrix(x: Any, where: str, *, rows: Optional[int] = None, cols: Optional[int] = None,
+def matrix(x: Any, where: Where, *, rows: Optional[int] = None, cols: Optional[int] = None,
            allow_none: bool = False, allow_inf: bool = False, raw: bool = False):
     """A rectangular matrix (list of rows) → float64 array (L, d), or the entries as given (raw).
 
@@ -215,46 +211,46 @@ def matrix(x: Any, where: str, *, rows: Optional[int] = None, cols: Optional[int
     if isinstance(x, np.ndarray):
         x = x.tolist()
     if not isinstance(x, (list, tuple)) or len(x) == 0:
-        raise InputError(f"{where}: expected a matrix (a list of rows), got {kind_of(x) if x != [] else 'nothing'}")
+        raise error(InputError, "errors.explain_expected_matrix", where=where, kind=describe(x if x != [] else None))
     if not all(isinstance(r, (list, tuple)) for r in x):
         bad = next(i for i, r in enumerate(x) if not isinstance(r, (list, tuple)))
-        raise InputError(f"{where}, row {bad} (from 0): expected a row (a list of numbers), got {kind_of(x[bad])}")
+        raise error(InputError, "errors.explain_expected_row", where=at_row(where, bad), kind=describe(x[bad]))
     width = len(x[0])
     out = []
     for i, r in enumerate(x):
         if len(r) != width:
-            raise InputError(f"{where}, row {i} (from 0): has {counted(len(r), 'entry', 'entries')} but row 0 has {width}; "
-                             "a matrix must be rectangular")
-        out.append([number(v, f"{where}, row {i}, column {j} (from 0)", allow_none, allow_inf)
+            raise error(InputError, "errors.explain_not_rectangular", where=at_row(where, i),
+                        count=count(len(r), "entry"), width=width)
+        out.append([number(v, at_cell(where, i, j), allow_none, allow_inf)
                     for j, v in enumerate(r)])
     if width == 0:
-        raise InputError(f"{where}: the rows are empty")
+        raise error(InputError, "errors.explain_rows_empty", where=where)
     if rows is not None and len(out) != rows:
-        raise InputError(f"{where}: expected {counted(rows, 'row')}, got {len(out)}")
+        raise error(InputError, "errors.explain_expected_count", where=where, count=count(rows, "row"), got=len(out))
     if cols is not None and width != cols:
-        raise InputError(f"{where}: expected {counted(cols, 'column')}, got {width}")
+        raise error(InputError, "errors.explain_expected_count", where=where, count=count(cols, "column"), got=width)
     if raw:
         return out
     return np.array([[_value(v) for v in r] for r in out], dtype=np.float64)
 
 
-def vector(x: Any, where: str, *, size: Optional[int] = None, allow_none: bool = False,
+def vector(x: Any, where: Where, *, size: Optional[int] = None, allow_none: bool = False,
            allow_inf: bool = False, raw: bool = False, max_size: Optional[int] = None):
     """A list of numbers → float64 array (n,), or the entries as given (raw)."""
     if isinstance(x, np.ndarray):
         x = x.tolist()
     if not isinstance(x, (list, tuple)) or len(x) == 0:
-        raise InputError(f"{where}: expected a list of numbers, got {kind_of(x) if x != [] else 'nothing'}")
+        raise error(InputError, "errors.explain_expected_numbers", where=where, kind=describe(x if x != [] else None))
     out = []
     for j, v in enumerate(x):
         if isinstance(v, (list, tuple)):
-            raise InputError(f"{where}, entry {j} (from 0): expected a number, got a list "
-                             "(this key takes one row, not a matrix)")
-        out.append(number(v, f"{where}, entry {j} (from 0)", allow_none, allow_inf))
+            raise error(InputError, "errors.explain_one_row", where=at_entry(where, j))
+        out.append(number(v, at_entry(where, j), allow_none, allow_inf))
     if size is not None and len(out) != size:
-        raise InputError(f"{where}: expected {counted(size, 'number')}, got {len(out)}")
+        raise error(InputError, "errors.explain_expected_count", where=where, count=count(size, "number"), got=len(out))
     if max_size is not None and len(out) > max_size:
-        raise InputError(f"{where}: expected at most {counted(max_size, 'number')}, got {len(out)}")
+        raise error(InputError, "errors.explain_expected_at_most", where=where, count=count(max_size, "number"),
+                    got=len(out))
     if raw:
         return out
     return np.array([_value(v) for v in out], dtype=np.float64)
@@ -266,14 +262,15 @@ def _value(v) -> float:
     return v.value if isinstance(v, Written) else float(v)
 
 
-def parse_matrix_arg(text: str, where: str) -> np.ndarray:
+def parse_matrix_arg(text: str, where: Where) -> np.ndarray:
     """A matrix from the command line: ``"1,0; 0,1; 1,1"`` (rows by ``;``) or JSON ``[[1,0],[0,1]]``."""
     t = text.strip()
     if t.startswith("["):
         try:
             value = json.loads(t)
         except json.JSONDecodeError as e:
-            raise InputError(f"{where}: {text!r} is not a JSON matrix ({e.msg}, column {e.colno})") from None
+            raise error(InputError, "errors.explain_not_json_matrix", where=where, text=repr(text), problem=e.msg,
+                        column=e.colno) from None
         if isinstance(value, list) and value and not isinstance(value[0], list):
             value = [value]
         return matrix(value, where)
@@ -281,7 +278,7 @@ def parse_matrix_arg(text: str, where: str) -> np.ndarray:
     return matrix([_split_numbers(r) for r in rows], where)
 
 
-def parse_vector_arg(text: str, where: str) -> np.ndarray:
+def parse_vector_arg(text: str, where: Where) -> np.ndarray:
     """A vector from the command line: ``"15.3, 22.7, 18.2"`` or ``"[15.3, 22.7]"``."""
     t = text.strip()
     if t.startswith("[") and t.endswith("]"):
@@ -300,12 +297,12 @@ def _split_numbers(text: str) -> list[str]:
     return parts
 
 
-def labels(x: Any, where: str, n: int) -> list[str]:
+def labels(x: Any, where: Where, n: int) -> list[str]:
     """``n`` token labels (strings); numbers are accepted and turned into text."""
     if not isinstance(x, (list, tuple)):
-        raise InputError(f"{where}: expected a list of {n} token labels, got {kind_of(x)}")
+        raise error(InputError, "errors.explain_expected_labels", where=where, n=n, kind=describe(x))
     if len(x) != n:
-        raise InputError(f"{where}: expected {n} token labels (one per row of X), got {len(x)}")
+        raise error(InputError, "errors.explain_labels_count", where=where, n=n, got=len(x))
     return [v.text if isinstance(v, Written) else str(v) for v in x]
 
 
@@ -322,24 +319,25 @@ def plain(x):
     return x
 
 
-def whole_number(value, where: str, low: int = 1) -> int:
+def whole_number(value, where: Where, low: int = 1) -> int:
     """A whole number from a file (a :class:`~.numbers.Written` or plain; 3.0 is 3) that is at least
     ``low``, or InputError naming ``where``."""
     v = plain(value)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
-        raise InputError(f"{where}: expected a whole number, got {v!r}")
+        raise error(InputError, "errors.explain_expected_whole", where=where, value=repr(v))
     if int(v) < low:
-        raise InputError(f"{where}: must be at least {low}, got {int(v)}")
+        raise error(InputError, "errors.explain_at_least", where=where, low=low, value=int(v))
     return int(v)
 
 
-def check_index(what: str, value, n: int, unit: str) -> int:
+def check_index(what: Where, value, n: int, unit: str) -> int:
     """``value`` as an index into ``n`` items (a layer, a head, a key), or InputError naming
-    ``what`` and the range (``unit``: "layers", "heads", "keys")."""
+    ``what`` (a word, or a Msg such as "decoder layer") and the range (``unit``: "layers", "heads", "keys")."""
+    name = word(what) if isinstance(what, str) else what
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise error(InputError, "errors.not_integer", what=word(what), value=repr(value))
+        raise error(InputError, "errors.not_integer", what=name, value=repr(value))
     if not 0 <= value < n:
-        raise error(InputError, "errors.index_there" if unit == "keys" else "errors.index_model", what=word(what),
+        raise error(InputError, "errors.index_there" if unit == "keys" else "errors.index_model", what=name,
                     value=value, n=n, unit=word(unit), last=n - 1)
     return int(value)
 

@@ -23,6 +23,7 @@ import numpy as np
 from .. import exact as E
 from .. import reference as R
 from ..errors import ConfigError
+from ..i18n import error
 from .doc import DotRow, Formula, Matrix, Para, Step, Sym, Table, Worked, sub, t
 from .modern import heads_step
 from .multihead_input import MultiHeadProblem
@@ -58,7 +59,7 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
     if p.W_QKV is not None:
         fused = E.matmul(X, _exact(p.W_QKV))  # (L, (H + 2·H_kv)·d), exact
         v["QKV"] = E.floats(fused)
-        check_finite("X·W_QKV (the fused product)", v["QKV"], src)
+        check_finite("QKV", v["QKV"], src)
         v["Q"], v["K"], v["V"] = R.split_qkv(v["QKV"], p.n_heads, p.n_kv_heads)
         exact = {name: fused[:, c] for name, c in zip("QKV", fused_slices(p))}
     else:
@@ -114,7 +115,7 @@ def _span(s: slice) -> str:
 def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
     """The worked calculation of every head of ``p`` (see the module doc)."""
     if expand not in ("auto", "always", "never"):
-        raise ConfigError(f"expand must be auto, always or never, got {expand!r}")
+        raise error(ConfigError, "errors.explain_expand", value=repr(expand))
     v = compute_multihead(p)
     H, Hkv, L, dm, d, dv, toks = p.n_heads, p.n_kv_heads, p.L, p.d_model, p.d_head, p.d_v, p.tokens
     small = expand == "always" or (expand == "auto" and L <= 6 and dm <= 4 and max(H, Hkv) * max(d, dv) <= 8)

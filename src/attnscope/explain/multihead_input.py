@@ -26,8 +26,9 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError, ShapeError
+from ..i18n import Msg, error
 from . import inputs
-from .numbers import counted
+from .places import INPUT, Where, at_key, count, kind
 from .toy_input import ToyProblem, norm_key
 
 #: Keys of a multi-head input (normalised spelling → canonical).
@@ -39,17 +40,10 @@ KEYS = {"x": "X", "wqkv": "W_QKV", "wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": 
 #: Keys passed on, as written, to each head's single-head problem (:class:`ToyProblem`).
 HEAD_KEYS = ("mask", "causal", "scoring", "temperature", "window")
 
-#: Toy keys that a multi-head problem refuses, with the reason.
-REFUSED = {
-    "head": "a multi-head calculation works every head; remove head (or W_QKV/W_O to work one head)",
-    "q": "a multi-head calculation starts from X and the projections; give X with W_QKV (or W_Q, W_K, W_V)",
-    "k": "a multi-head calculation starts from X and the projections; give X with W_QKV (or W_Q, W_K, W_V)",
-    "v": "a multi-head calculation starts from X and the projections; give X with W_QKV (or W_Q, W_K, W_V)",
-    "rope": "rotary positions are worked out for one head: give head: h (and no W_QKV/W_O), or see "
-            "attnscope explain positions --scheme rotary",
-    "qknorm": "QK-norm is worked out for one head: give head: h (and no W_QKV/W_O)",
-    "querypreattnscalar": "query_pre_attn_scalar is worked out for one head: give head: h (and no W_QKV/W_O)",
-}
+#: Toy keys that a multi-head problem refuses, with the catalogue key of the reason.
+REFUSED = {"head": "errors.explain_refused_head", "q": "errors.explain_refused_qkv", "k": "errors.explain_refused_qkv",
+           "v": "errors.explain_refused_qkv", "rope": "errors.explain_refused_rope",
+           "qknorm": "errors.explain_refused_qk_norm", "querypreattnscalar": "errors.explain_refused_scalar"}
 
 
 def is_multihead(d) -> bool:
@@ -77,7 +71,7 @@ class MultiHeadProblem:
     W_O: Optional[np.ndarray] = None
     tokens: list = field(default_factory=list)
     name: Optional[str] = None
-    source: str = "input"
+    source: Where = INPUT
     head_spec: dict = field(default_factory=dict)  # HEAD_KEYS as given, for each head's ToyProblem
 
     @property
@@ -115,12 +109,12 @@ class MultiHeadProblem:
                 "V": R.head_columns(g, self.d_v), "concat": R.head_columns(h, self.d_v)}
 
     def head_problem(self, h: int, Q: np.ndarray, K: np.ndarray, V: np.ndarray,
-                     source: Optional[str] = None) -> ToyProblem:
+                     source: Optional[Where] = None) -> ToyProblem:
         """Head ``h`` as a single-head problem on its own q, k, v (its column blocks of Q, K, V)."""
         c = self.columns(h)
         spec = {"Q": Q[:, c["Q"]].tolist(), "K": K[:, c["K"]].tolist(), "V": V[:, c["V"]].tolist(),
                 "tokens": list(self.tokens), **self.head_spec}
-        return ToyProblem.from_mapping(spec, source=source or f"{self.source}, head {h}")
+        return ToyProblem.from_mapping(spec, source=source or Msg("errors.explain_source_head", source=self.source, head=h))
 
     def with_options(self, scoring: Optional[str] = None, causal: Optional[bool] = None,
                      tokens: Optional[list] = None) -> "MultiHeadProblem":
@@ -144,91 +138,83 @@ class MultiHeadProblem:
 
     # ------------------------------------------------------------------------------------------
     @classmethod
-    def from_mapping(cls, d: dict, source: str = "input") -> "MultiHeadProblem":
+    def from_mapping(cls, d: dict, source: Where = INPUT) -> "MultiHeadProblem":
         if not isinstance(d, dict):
-            raise InputError(f"{source}: expected a mapping (X, W_QKV, n_heads, …), got {inputs.kind_of(d)}")
+            raise error(InputError, "errors.explain_mh_not_mapping", source=source, kind=kind(d))
         fields: dict = {}
         for key, value in d.items():
             nk = norm_key(key)
             if nk in REFUSED:
-                raise InputError(f"{source}, key {key}: {REFUSED[nk]}")
+                raise error(InputError, "errors.explain_refused", where=at_key(source, key), why=Msg(REFUSED[nk]))
             canon = KEYS.get(nk)
             if canon is None:
-                raise InputError(f"{source}: unknown key {key!r}; a multi-head input has X, W_QKV (or W_Q, W_K, W_V), "
-                                 "n_heads, and optionally n_kv_heads, W_O, tokens, mask, causal, scoring, window")
+                raise error(InputError, "errors.explain_mh_unknown_key", source=source, name=repr(key))
             if canon in fields:
-                raise InputError(f"{source}: key {key!r} given twice (as {canon})")
+                raise error(InputError, "errors.explain_key_twice", source=source, name=repr(key), canon=canon)
             fields[canon] = (key, inputs.plain(value))
-        where = lambda k: f"{source}, key {fields[k][0]}"  # noqa: E731
+        where = lambda k: at_key(source, fields[k][0])  # noqa: E731
         mats = {k: inputs.matrix(fields[k][1], where(k)) for k in ("X", "W_QKV", "W_Q", "W_K", "W_V", "W_O")
                 if k in fields}
         if "heads" in fields and str(fields["heads"][1]).lower() != "all":
-            raise InputError(f"{where('heads')}: the only value is 'all' (work every head), got {fields['heads'][1]!r}")
+            raise error(InputError, "errors.explain_heads_all", where=where("heads"), value=repr(fields["heads"][1]))
         if "n_heads" not in fields:
-            raise InputError(f"{source}: missing key n_heads (how many query heads the projections hold)")
+            raise error(InputError, "errors.explain_missing_n_heads", source=source)
         H = inputs.whole_number(fields["n_heads"][1], where("n_heads"))
         Hkv = inputs.whole_number(fields["n_kv_heads"][1], where("n_kv_heads")) if "n_kv_heads" in fields else H
         if H % Hkv:
             divisors = ", ".join(str(k) for k in range(1, H + 1) if H % k == 0)
-            raise InputError(f"{where('n_kv_heads')}: n_heads ({H}) is not a multiple of n_kv_heads ({Hkv}); each "
-                             f"key/value head serves n_heads / n_kv_heads query heads, so n_kv_heads must divide "
-                             f"n_heads (e.g. {divisors})")
+            raise error(InputError, "errors.explain_kv_divide", where=where("n_kv_heads"), H=H, Hkv=Hkv, divisors=divisors)
         if "X" not in mats:
-            raise InputError(f"{source}: missing key X (the token vectors, one row per token)")
+            raise error(InputError, "errors.explain_missing_x", source=source)
         X = mats["X"]
         dm = X.shape[1]
         separate = [k for k in ("W_Q", "W_K", "W_V") if k in mats]
         if "W_QKV" in mats:
             if separate:
-                raise InputError(f"{source}: give W_QKV (fused) or W_Q, W_K, W_V, not both (got W_QKV and "
-                                 f"{', '.join(separate)})")
+                raise error(InputError, "errors.explain_qkv_both", source=source, got=", ".join(separate))
             W = mats["W_QKV"]
             _rows(W, "W_QKV", dm, source)
             blocks = H + 2 * Hkv
             if W.shape[1] % blocks:
-                raise ShapeError(f"{where('W_QKV')}: W_QKV has {counted(W.shape[1], 'column')}, not a multiple of "
-                                 f"n_heads + 2·n_kv_heads = {H} + 2·{Hkv} = {blocks}: its columns are [W_Q | W_K | "
-                                 f"W_V], {H} query heads and {Hkv} key and {Hkv} value heads of d_head columns each"
-                                 + _divides_hint(H, dm))
+                raise error(ShapeError, "errors.explain_qkv_cols", where=where("W_QKV"), count=count(W.shape[1], "column"),
+                            H=H, Hkv=Hkv, blocks=blocks, hint=_divides_hint(H, dm))
             Wq, Wk, Wv = R.split_qkv(W, H, Hkv)
         else:
             missing = [k for k in ("W_Q", "W_K", "W_V") if k not in mats]
             if missing:
-                raise InputError(f"{source}: missing key {', '.join(missing)} (give W_QKV, or W_Q, W_K and W_V)")
+                raise error(InputError, "errors.explain_missing_projections", source=source, names=", ".join(missing))
             Wq, Wk, Wv = mats["W_Q"], mats["W_K"], mats["W_V"]
             for k, w in (("W_Q", Wq), ("W_K", Wk), ("W_V", Wv)):
                 _rows(w, k, dm, source)
             if Wq.shape[1] % H:
-                raise ShapeError(f"{where('W_Q')}: n_heads = {H} does not divide the {counted(Wq.shape[1], 'column')} "
-                                 f"of W_Q; each query head takes d_head of them (W_Q is n_heads·d_head wide)"
-                                 + _divides_hint(H, dm))
+                raise error(ShapeError, "errors.explain_wq_cols", where=where("W_Q"), H=H, count=count(Wq.shape[1], "column"),
+                            hint=_divides_hint(H, dm))
             dh = Wq.shape[1] // H
             if Wk.shape[1] != Hkv * dh:
-                raise ShapeError(f"{where('W_K')}: W_K has {counted(Wk.shape[1], 'column')} but the {Hkv} key/value "
-                                 f"head{'s need' if Hkv > 1 else ' needs'} n_kv_heads × d_head = {Hkv} × {dh} = {Hkv * dh}")
+                raise error(ShapeError, "errors.explain_wk_cols" if Hkv > 1 else "errors.explain_wk_cols_one",
+                            where=where("W_K"), count=count(Wk.shape[1], "column"), Hkv=Hkv, dh=dh, need=Hkv * dh)
             if Wv.shape[1] % Hkv:
-                raise ShapeError(f"{where('W_V')}: W_V has {counted(Wv.shape[1], 'column')}, not a multiple of "
-                                 f"n_kv_heads = {Hkv}")
+                raise error(ShapeError, "errors.explain_wv_cols", where=where("W_V"), count=count(Wv.shape[1], "column"),
+                            Hkv=Hkv)
         p = cls(X=X, W_Q=Wq, W_K=Wk, W_V=Wv, n_heads=H, n_kv_heads=Hkv, W_QKV=mats.get("W_QKV"),
                 W_O=mats.get("W_O"), name=str(fields["name"][1]) if "name" in fields else None, source=source,
                 head_spec={k: fields[k][1] for k in HEAD_KEYS if k in fields})
         if p.W_O is not None and p.W_O.shape[0] != H * p.d_v:
-            raise ShapeError(f"{where('W_O')}: W_O has {counted(p.W_O.shape[0], 'row')} but the concatenated heads "
-                             f"have n_heads × d_v = {H} × {p.d_v} = {H * p.d_v} columns; Concat·W_O needs one row of "
-                             "W_O per column")
+            raise error(ShapeError, "errors.explain_mh_wo_rows", where=where("W_O"), count=count(p.W_O.shape[0], "row"),
+                        H=H, d_v=p.d_v, cols=H * p.d_v)
         p.tokens = inputs.labels(fields["tokens"][1], where("tokens"), p.L) if "tokens" in fields \
             else [f"x{i}" for i in range(p.L)]
         p._check_heads()
         return p
 
 
-def _rows(w: np.ndarray, key: str, d_model: int, source: str) -> None:
+def _rows(w: np.ndarray, key: str, d_model: int, source: Where) -> None:
     if w.shape[0] != d_model:
-        raise ShapeError(f"{source}, key {key}: {key} has {counted(w.shape[0], 'row')} but X has "
-                         f"{counted(d_model, 'column')}; X·{key} needs as many rows in {key} as columns in X")
+        raise error(ShapeError, "errors.explain_w_rows", where=at_key(source, key), name=key,
+                    count=count(w.shape[0], "row"), cols=count(d_model, "column"))
 
 
-def _divides_hint(H: int, d_model: int) -> str:
+def _divides_hint(H: int, d_model: int) -> Msg | str:
     if d_model % H:
-        return f" (and n_heads = {H} does not divide d_model = {d_model}: the usual d_head = d_model / n_heads is not whole)"
+        return Msg("errors.explain_divides_hint", H=H, d_model=d_model)
     return ""

@@ -44,15 +44,14 @@ def explain_path(text: str, model=None, layer: int = 0, head: int = 0, token: Op
     if getattr(model.config, "kind", "") == "seq2seq":
         return seq2seq_path(text, model, target, attention, layer, head, token, position, dims, expand)
     if target is not None or attention is not None:
-        raise InputError(f"target= and attention= are for encoder–decoder models (T5, BART); {model.name} "
-                         f"({model.family}) reads one text")
+        raise error(InputError, "errors.explain_target_keywords", model=model.name, family=model.family)
     RM.check_supported(model)
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < model.config.n_layers:
         n = model.config.n_layers
         raise error(InputError, "errors.index_model", what=word("layer"), value=repr(layer), n=n, unit=word("layers"),
                     last=n - 1)
     if not isinstance(text, str) or not text.strip():
-        raise InputError("text must be a non-empty string")
+        raise error(InputError, "errors.explain_text_nonempty")
     f = RM.forward(model, text, upto=int(layer))
     if getattr(model.config, "kind", "") == "deberta":
         return deberta_path(text, model, f, int(layer), head, token, position, dims, expand)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import Msg, error
 from ..pieces import word_labels, word_pieces
 from .blocks import Matrix, Para, Step, Sym, t
 from .inputs import check_index
@@ -130,16 +131,16 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
     from ..reference_model_seq2seq import encoder_output_name, forward_seq2seq
     c = model.config
     if attention is not None and attention not in ATTENTIONS:
-        raise InputError(f"attention must be one of {', '.join(ATTENTIONS)}, got {attention!r}")
+        raise error(InputError, "errors.explain_one_of", name="attention", choices=", ".join(ATTENTIONS),
+                    value=repr(attention))
     decoder = target is not None and attention != "encoder"
     if attention in ("self", "cross") and target is None:
-        raise InputError("the path through a decoder layer needs the target text (target=, --target): its tokens "
-                         "are the decoder's queries")
+        raise error(InputError, "errors.explain_path_needs_target")
     if not isinstance(source, str) or not source.strip():
-        raise InputError("the source text must be a non-empty string")
+        raise error(InputError, "errors.explain_source_nonempty")
     stack = "decoder" if decoder else "encoder"
     n_layers = c.n_decoder_layers if decoder else c.n_layers
-    layer = check_index(f"{stack} layer", layer, n_layers, "layers")
+    layer = check_index(Msg(f"errors.explain_{stack}_layer"), layer, n_layers, "layers")
     head = check_index("head", head, c.n_heads, "heads")
     f = forward_seq2seq(model, source, target, encoder_upto=None if decoder else layer,
                         decoder_upto=layer if decoder else None)
@@ -147,8 +148,11 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
     pieces = word_pieces(tokens, model.tokenizer)  # shown as read (▁the → " the"); --token finds either form
     try:
         qpos, notes = resolve_query(tokens, token, position, target if decoder else source, pieces)
-    except InputError as e:
-        raise InputError(f"the {'target' if decoder else 'source'}: {e}") from None
+    except InputError as e:  # the query not found: said of the text it was looked for in
+        key = getattr(e, "key", None)
+        inner = Msg(key, **e.values) if key else str(e)
+        raise error(InputError, "errors.explain_in_target" if decoder else "errors.explain_in_source",
+                    inner=inner) from None
     view = dict(f, tokens=tokens, ids=f[f"{stack}.ids"], positions=f[f"{stack}.positions"], segments=None)
     kinds = {"self_attn": "self", "cross_attn": "cross"} if decoder else {"attn": "encoder"}  # step: row
     rows = {k: row_from_forward(model, source, f, target=target, attention=a, layer=layer, head=head, position=qpos,

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
-from ..i18n import error, word
+from ..i18n import Msg, error, word
 from ..positions import layer_inv_freq
 from . import inputs
 from .doc import DotRow, Matrix, Para, Step, Sym, Table, Worked, t
@@ -41,6 +41,12 @@ def _load(model):
 # rotary
 # ----------------------------------------------------------------------------------------------
 
+def _scheme(cfg):
+    """A model's position scheme as an error names it ("no" where it has none)."""
+    scheme = getattr(cfg, "position", None)
+    return Msg("errors.explain_no_positions") if scheme is None else scheme
+
+
 def rotary_setup(model=None, layer: int = 0, d_k: Optional[int] = None, base: Optional[float] = None,
                  pairing: Optional[str] = None, n: int = 1) -> dict:
     """The rotation's settings: ``d`` (head width), ``inv_freq`` (d/2,) float64, ``base``, ``scaling``
@@ -48,22 +54,20 @@ def rotary_setup(model=None, layer: int = 0, d_k: Optional[int] = None, base: Op
     if model is None:
         d = 8 if d_k is None else whole(d_k, "d_k", 2)
         if d % 2:
-            raise InputError(f"d_k must be even: rotary positions turn the features in pairs, got {d}")
+            raise error(InputError, "errors.explain_d_k_even", d=d)
         b = 10000.0 if base is None else positive(base, "base")
         pairing = "half" if pairing is None else str(pairing)
         if pairing not in R.PAIRINGS:
-            raise InputError(f"pairing must be half (feature i with i + d/2, Hugging Face's rotate_half) or adjacent "
-                             f"(2i with 2i + 1, the RoFormer paper), got {pairing!r}")
+            raise error(InputError, "errors.explain_pairing", value=repr(pairing))
         return {"d": d, "inv_freq": R.rope_inv_freq(d, b), "base": b, "scaling": None, "pairing": pairing,
                 "model": None}
     given = [k for k, v in (("d_k", d_k), ("base", base), ("pairing", pairing)) if v is not None]
     if given:
-        raise InputError(f"{given[0]} comes from the model; leave it out with a model (or leave out the model)")
+        raise error(InputError, "errors.explain_from_model", name=given[0])
     m = _load(model)
     cfg = m.config
     if getattr(cfg, "position", None) != "rotary":
-        raise InputError(f"model {m.name} has {getattr(cfg, 'position', 'no')} positions, not rotary ones; "
-                         "use --scheme sinusoidal or t5, or a decoder such as Llama, Qwen2 or Gemma")
+        raise error(InputError, "errors.explain_not_rotary_model", model=m.name, kind=_scheme(cfg))
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < cfg.n_layers:
         raise error(InputError, "errors.index_model", what=word("layer"), value=repr(layer), n=cfg.n_layers,
                     unit=word("layers"), last=cfg.n_layers - 1)
@@ -78,13 +82,13 @@ def explain_rotary(position: int, dim: Optional[int], offset: int, model=None, l
     p = position_arg(position)
     k = whole(offset, "offset")
     if p + k < 0:
-        raise InputError(f"offset {k} from position {p} gives position {p + k}; positions are ≥ 0")
+        raise error(InputError, "errors.explain_offset_negative", k=k, p=p, at=p + k)
     s = rotary_setup(model, layer, d_k, base, pairing, n=max(p, p + k) + 1)
     d, inv, pairing = s["d"], s["inv_freq"], s["pairing"]
     a, b = R.rope_pairs(d, pairing)
     dim = int(a[min(1, d // 2 - 1)]) if dim is None else whole(dim, "dim")
     if not 0 <= dim < d:
-        raise InputError(f"dim {dim} is out of range: a head has d_k = {d} features, 0..{d - 1}")
+        raise error(InputError, "errors.explain_dim_range_head", dim=dim, d=d, last=d - 1)
     i = int(np.flatnonzero((a == dim) | (b == dim))[0])
     if vector is None:
         x = np.zeros(d)
@@ -155,19 +159,18 @@ def explain_rotary(position: int, dim: Optional[int], offset: int, model=None, l
 
 def explain_t5(position: int, offset: int, model=None, buckets: Optional[int] = None,
                max_distance: Optional[int] = None, causal: bool = False) -> Worked:
-    i = position_arg(position, "position (the query's)")
+    i = position_arg(position, Msg("errors.explain_query_position"))
     delta = whole(offset, "offset")
     j = i + delta
     if j < 0:
-        raise InputError(f"offset {delta} from query position {i} gives key position {j}; positions are ≥ 0")
+        raise error(InputError, "errors.explain_offset_key", k=delta, p=i, at=j)
     name, rel = None, None
     if model is not None:
         if buckets is not None or max_distance is not None:
-            raise InputError("buckets and max_distance come from the model; leave them out with a model")
+            raise error(InputError, "errors.explain_buckets_from_model")
         m = _load(model)
         if getattr(m.config, "position", None) != "t5_relative":
-            raise InputError(f"model {m.name} has {getattr(m.config, 'position', 'no')} positions, not T5's relative "
-                             "buckets; use a T5 or mT5 folder, or give buckets and max_distance")
+            raise error(InputError, "errors.explain_not_t5_model", model=m.name, kind=_scheme(m.config))
         buckets, max_distance, name = int(m.config.relative_buckets), int(m.config.relative_max_distance), m.name
         stack = getattr(m, "decoder" if causal else "encoder", None)
         rel = getattr(stack, "rel_bias", None)  # the stack's learned table (buckets, H), shared by its layers
@@ -176,11 +179,9 @@ def explain_t5(position: int, offset: int, model=None, buckets: Optional[int] = 
     bidir = not causal
     half = nb // 2 if bidir else nb
     if half // 2 < 1 or (bidir and nb % 2):
-        raise InputError(f"buckets = {nb} is too few{' or odd' if bidir else ''}: T5 splits them "
-                         f"{'in two halves (keys after and before the query), then ' if bidir else ''}into exact "
-                         f"and log buckets; give at least {4 if bidir else 2}{', an even number' if bidir else ''}")
+        raise error(InputError, "errors.explain_t5_buckets_bi" if bidir else "errors.explain_t5_buckets_causal", nb=nb)
     if md <= half // 2:
-        raise InputError(f"max_distance = {md} must be larger than the {half // 2} exact buckets")
+        raise error(InputError, "errors.explain_t5_max_distance", md=md, n=half // 2)
     s = {k: v.item() if hasattr(v, "item") else v for k, v in
          R.t5_bucket_steps(np.array(delta), bidirectional=bidir, num_buckets=nb, max_distance=md).items()}
     b = int(s["bucket"])

@@ -28,36 +28,38 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import error
 from .doc import DotRow, Formula, Matrix, Para, Step, Sym, Table, Worked, t
 from .numbers import short
+from .places import Where
 
 #: The pairs shown in full while there are at most this many; beyond, the first, the chosen, the last.
 ALL_PAIRS = 16
 
 
-def whole(value, name: str, low: Optional[int] = None) -> int:
+def whole(value, name: Where, low: Optional[int] = None) -> int:
     """``value`` as an int, or InputError naming the option ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)) or float(value) != int(value):
-        raise InputError(f"{name} must be a whole number, got {value!r}")
+        raise error(InputError, "errors.explain_option_whole", name=name, value=repr(value))
     if low is not None and int(value) < low:
-        raise InputError(f"{name} must be at least {low}, got {int(value)}")
+        raise error(InputError, "errors.explain_option_at_least", name=name, low=low, value=int(value))
     return int(value)
 
 
-def position_arg(value, name: str = "position") -> int:
+def position_arg(value, name: Where = "position") -> int:
     v = whole(value, name)
     if v < 0:
-        raise InputError(f"{name} must be ≥ 0 (positions count from 0, the first token), got {v}")
+        raise error(InputError, "errors.explain_option_position", name=name, value=v)
     return v
 
 
-def positive(value, name: str) -> float:
+def positive(value, name: Where) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {value!r}") from None
+        raise error(InputError, "errors.explain_option_number", name=name, value=repr(value)) from None
     if not math.isfinite(x) or x <= 0:
-        raise InputError(f"{name} must be a positive number, got {value!r}")
+        raise error(InputError, "errors.explain_option_positive", name=name, value=repr(value))
     return x
 
 
@@ -86,13 +88,13 @@ def explain_sinusoidal(position: int, dim: Optional[int], offset: int, d_model: 
     p = position_arg(position)
     d = whole(d_model, "d_model", 2)
     if d % 2:
-        raise InputError(f"d_model must be even (dimensions 2i and 2i + 1 are a sin and a cos of the same angle), got {d}")
+        raise error(InputError, "errors.explain_d_model_even", d=d)
     dim = 2 if dim is None and d > 2 else (0 if dim is None else whole(dim, "dim"))
     if not 0 <= dim < d:
-        raise InputError(f"dim {dim} is out of range: d_model = {d} has dimensions 0..{d - 1}")
+        raise error(InputError, "errors.explain_dim_range", dim=dim, d=d, last=d - 1)
     k = whole(offset, "offset")
     if p + k < 0:
-        raise InputError(f"offset {k} from position {p} gives position {p + k}; positions are ≥ 0")
+        raise error(InputError, "errors.explain_offset_negative", k=k, p=p, at=p + k)
     base = positive(base, "base")
     v = sinusoidal_values(p, d, k, base)
     i, n = dim // 2, d // 2

@@ -22,12 +22,13 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
-from ..i18n import error, word
+from ..i18n import Msg, error, word
 from ..positions import get_position, score_bias_np
 from ..reference import EXP_SHOW_LIMIT
 from . import inputs
 from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t, words
-from .numbers import counted, sci
+from .numbers import sci
+from .places import INPUT, Where, count
 from .row_error import float32_error  # noqa: F401  (check reads it here)
 from .row_numbers import row_values
 from .toy import divides_by_root
@@ -89,7 +90,7 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
 def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float, d_k: int,
               scale_kind: str = "scaled", allowed=None, V=None, dims: int = 3, title, intro: list,
               meta: dict, expand: str = "auto", trace_check: Optional[dict] = None,
-              source_key: str = "row.raw_why", source: str = "input", pre_steps: Sequence[Step] = (),
+              source_key: str = "row.raw_why", source: Where = INPUT, pre_steps: Sequence[Step] = (),
               scale_para: Optional[Para] = None, mask_paras: Optional[list] = None,
               trace_key: str = "row.trace_check", bias=None, bias_paras: Sequence = ()) -> Worked:
     """The steps of one row (see the module doc); ``trace_check`` adds the comparison with the model.
@@ -99,7 +100,7 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
     one sentence lists them); ``bias (S,)``: a position scheme's term added after the scaling
     (ALiBi), its own step with ``bias_paras`` saying where it comes from."""
     if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or dims < 1:
-        raise InputError(f"dims must be a positive integer, got {dims!r}")
+        raise error(InputError, "errors.explain_positive_integer", name="dims", value=repr(dims))
     v = row_values(raw, factor, allowed, V, source, bias=bias)
     S = len(keys)
     keys = [str(k) for k in keys]
@@ -218,20 +219,22 @@ def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=No
     S = len(raw)
     keys = list(tokens) if tokens is not None else [f"k{j}" for j in range(S)]
     if len(keys) != S:
-        raise InputError(f"tokens: {counted(len(keys), 'label')} for {counted(S, 'score')}; give one label per score")
+        raise error(InputError, "errors.explain_labels_for_scores", count=count(len(keys), "label"),
+                    scores=count(S, "score"))
     if d_k is not None:
         if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or d_k < 1:
-            raise InputError(f"d_k must be a positive integer, got {d_k!r}")
+            raise error(InputError, "errors.explain_positive_integer", name="d_k", value=repr(d_k))
         f, kind = float(R.score_factor("scaled", int(d_k))), "scaled"  # a float already: no τ
     elif factor is not None:
         f, kind = float(factor), "factor"
     else:
-        raise InputError("give d_k (divide by √d_k) or a scale factor for the scores")
+        raise error(InputError, "errors.explain_give_d_k")
     V = None
     if values is not None:
         V = inputs.matrix(values, "values")
         if V.shape[0] != S:
-            raise InputError(f"values: {counted(V.shape[0], 'row')} for {counted(S, 'score')}; give one V row per key")
+            raise error(InputError, "errors.explain_values_for_scores", count=count(V.shape[0], "row"),
+                        scores=count(S, "score"))
     qpos = -1
     if query is not None:
         qpos = inputs.check_index("query", query, S, "keys")
@@ -262,16 +265,16 @@ def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: 
     in the text, or a model whose attention the row cannot recompute (DeBERTa's relative terms).
     """
     if not isinstance(text, str) or not text.strip():
-        raise InputError("text must be a non-empty string")
+        raise error(InputError, "errors.explain_text_nonempty")
     if operands not in OPERANDS:
-        raise InputError(f"operands must be one of {', '.join(OPERANDS)}, got {operands!r}")
+        raise error(InputError, "errors.explain_one_of", name="operands", choices=", ".join(OPERANDS),
+                    value=repr(operands))
     if model is None or isinstance(model, str):
         from ..models import load
         model = load(model)
     cfg = model.config
     if getattr(cfg, "kind", "") == "deberta":
-        raise InputError(f"{model.name} is DeBERTa: its scores add relative-position terms (c2p, p2c) that this row "
-                         f"does not include; its row would be wrong")
+        raise error(InputError, "errors.explain_deberta_row", model=model.name)
     layer = inputs.check_index("layer", layer, cfg.n_layers, "layers")
     head = inputs.check_index("head", head, cfg.n_heads, "heads")
     R.operand_factor(cfg.scoring, cfg.d_head)  # ConfigError for a scoring whose factor the trace lacks
@@ -330,7 +333,7 @@ def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
     """The :class:`Worked` of a row from :func:`model_row_data`."""
     model, qpos, d_k = d["model"], d["qpos"], d["d_k"]
     tokens = d.get("labels") or d["tokens"]  # shown as a person reads them (byte-level pieces decoded)
-    where = f"{d['model'].name}, layer {d['layer']}, head {d['head']}"
+    where = Msg("errors.explain_source_model_row", model=d["model"].name, layer=d["layer"], head=d["head"])
     vals = row_values(d["raw"], d["factor"], d["allowed"], d["V"], where, bias=d.get("bias"))
     check = {
         "scores": float(np.abs(d["raw"] - d["trace_scores"]).max()),

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import error
 from ..positions import layer_inv_freq as inv_freq  # the rotation speeds of a layer
 from ..positions import rotates
 
@@ -101,7 +102,7 @@ def check_decoder(model) -> None:
     """InputError unless ``model`` is a decoder with rotary positions (what this module explains)."""
     cfg = model.config
     if getattr(cfg, "kind", "") != "decoder" or not rotates(cfg):
-        raise InputError(f"{model.name} is not a rotary decoder")
+        raise error(InputError, "errors.explain_not_rotary_decoder", model=model.name)
 
 
 def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:

@@ -8,11 +8,12 @@ from typing import Optional
 import numpy as np
 
 from .. import reference as R
+from .places import INPUT, Where
 from .toy import check_finite
 
 
 def row_values(raw: np.ndarray, factor: float, allowed: Optional[np.ndarray] = None,
-               V: Optional[np.ndarray] = None, source: str = "input", bias: Optional[np.ndarray] = None) -> dict:
+               V: Optional[np.ndarray] = None, source: Where = INPUT, bias: Optional[np.ndarray] = None) -> dict:
     """Every quantity of one row, float64 (:func:`attnscope.reference.row_steps`): scores,
     scaled, masked (with ``bias (S,)``, a position scheme's score term: scaled + bias), shift, exp,
     sum, weights, output.

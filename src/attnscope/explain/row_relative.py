@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import error
 from ..pieces import word_labels, word_pieces
 from . import inputs
 from .doc import Formula, Para, Table, Worked, t
@@ -48,7 +49,7 @@ def explain_relative_row(text: str, model, *, target: Optional[str] = None, atte
                          dims: int = 3, expand: str = "auto") -> Worked:
     """The row of an encoder–decoder model (``text`` is the source) or of DeBERTa."""
     if not isinstance(text, str) or not text.strip():
-        raise InputError("text must be a non-empty string")
+        raise error(InputError, "errors.explain_text_nonempty")
     if model is None or isinstance(model, (str, Path)):
         from ..models import load
         model = load(model)
@@ -56,11 +57,10 @@ def explain_relative_row(text: str, model, *, target: Optional[str] = None, atte
     if kind == "seq2seq":
         return _seq2seq_row(model, text, target, attention or "encoder", layer, head, token, position, dims, expand)
     if target is not None or attention is not None:
-        raise InputError(f"--target and --attention are for encoder–decoder models (T5, BART); {model.name} "
-                         f"({model.family}) reads one text")
+        raise error(InputError, "errors.explain_target_options", model=model.name, family=model.family)
     if kind == "deberta":
         return _deberta_row(model, text, layer, head, token, position, dims, expand)
-    raise InputError(f"{model.name} ({model.family}) has no relative position terms to explain here")
+    raise error(InputError, "errors.explain_no_relative_terms", model=model.name, family=model.family)
 
 
 def row_from_forward(model, text: str, f: dict, *, target: Optional[str] = None, attention: Optional[str] = None,
@@ -110,10 +110,11 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
                  forward: Optional[dict] = None) -> Worked:
     cfg = model.config
     if attention not in ATTENTIONS:
-        raise InputError(f"attention must be one of {', '.join(ATTENTIONS)}, got {attention!r}")
+        raise error(InputError, "errors.explain_one_of", name="attention", choices=", ".join(ATTENTIONS),
+                    value=repr(attention))
     if attention != "encoder" and target is None:
-        raise InputError(f"the decoder's {'cross' if attention == 'cross' else 'self'}-attention needs the target text "
-                         f"(--target): its queries are the target's tokens")
+        raise error(InputError, "errors.explain_cross_needs_target" if attention == "cross" else
+                    "errors.explain_self_needs_target")
     layers = cfg.n_layers if attention == "encoder" else cfg.n_decoder_layers
     layer = check_index("layer", layer, layers, "layers")
     head = check_index("head", head, cfg.n_heads, "heads")

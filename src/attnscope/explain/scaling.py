@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import exact as E
 from ..errors import InputError
+from ..i18n import Msg, error
 from ..reference import softmax
 from .doc import Block, Formula, Matrix, Para, Step, Sym, Table, VecParam, Worked, t
 from .numbers import fmt, round_half_up, short
@@ -79,21 +80,22 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
     """The scaling lesson for ``d_k``; ``vectors``: score vectors to softmax, or one vector (default:
     the articles')."""
     if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or not 1 <= d_k <= 65536:
-        raise InputError(f"d_k must be an integer from 1 to 65536, got {d_k!r}")
+        raise error(InputError, "errors.explain_integer_range", name="d_k", low=1, high=65536, value=repr(d_k))
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 2 <= samples <= 10**7:
-        raise InputError(f"samples must be an integer from 2 to 10000000, got {samples!r}")
+        raise error(InputError, "errors.explain_integer_range", name="samples", low=2, high=10000000,
+                    value=repr(samples))
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+        raise error(InputError, "errors.explain_non_negative", name="seed", value=repr(seed))
     if vectors is None:
         vectors = DEFAULT_VECTORS
     if len(vectors) == 0:  # the softmax and Jacobian steps need a vector
-        raise InputError("vectors: give at least one score vector to softmax (or None for the articles' vectors)")
+        raise error(InputError, "errors.explain_no_vectors")
     if len(vectors) and not isinstance(vectors[0], (list, tuple, np.ndarray)):
         vectors = [vectors]
     vecs = []
     for i, vec in enumerate(vectors):
         from .inputs import vector
-        vecs.append(vector(vec, f"scores vector {i}"))
+        vecs.append(vector(vec, Msg("errors.explain_scores_vector", i=i)))
     root = math.sqrt(d_k)
     steps = []
     root_shown = short(root) if float(root).is_integer() else root

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import exact as E
 from ..errors import ConfigError
+from ..i18n import error
 from ..reference import EXP_SHOW_LIMIT
 from ..scorings import Scoring, get_scoring
 from .doc import (
@@ -113,7 +114,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
     (d ≤ 4 and at most 6 tokens), "always", or "never".
     """
     if expand not in ("auto", "always", "never"):
-        raise ConfigError(f"expand must be auto, always or never, got {expand!r}")
+        raise error(ConfigError, "errors.explain_expand", value=repr(expand))
     x = compute_exact(p)  # what is shown: exact Decimals
     v = compute(p, x)     # the same as float64 (Worked.values); overflow is an InputError
     m = p.modern

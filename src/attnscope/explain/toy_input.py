@@ -12,9 +12,10 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import ConfigError, InputError, ShapeError
+from ..i18n import error
 from ..scorings import DEFAULT_COSINE_TEMPERATURE, SCORINGS
 from . import inputs
-from .numbers import counted
+from .places import INPUT, Where, at_cell, at_key, count, kind
 from .toy_modern import KEYS as MODERN_KEYS
 from .toy_modern import Modern, check_sizes, parse_modern
 
@@ -55,7 +56,7 @@ class ToyProblem:
     temperature: float = DEFAULT_COSINE_TEMPERATURE
     tokens: list = field(default_factory=list)
     name: Optional[str] = None
-    source: str = "input"
+    source: Where = INPUT
     modern: Modern = field(default_factory=Modern)
 
     @property
@@ -78,50 +79,49 @@ class ToyProblem:
 
     # ------------------------------------------------------------------------------------------
     @classmethod
-    def from_mapping(cls, d: dict, source: str = "input") -> "ToyProblem":
+    def from_mapping(cls, d: dict, source: Where = INPUT) -> "ToyProblem":
         """Build and validate from a mapping such as ``examples.THREE_TOKENS`` or a parsed file.
 
         Raises InputError (unknown/missing key, malformed matrix) or ShapeError (sizes that do not
         conform), each naming ``source`` and the key.
         """
         if not isinstance(d, dict):
-            raise InputError(f"{source}: expected a mapping of matrices (X, W_Q, W_K, W_V), got {inputs.kind_of(d)}")
+            raise error(InputError, "errors.explain_toy_not_mapping", source=source, kind=kind(d))
         fields = {}
         for key, value in d.items():
             canon = _KEYS.get(norm_key(key))
             if canon is None:
-                raise InputError(f"{source}: unknown key {key!r}; expected X, W_Q, W_K, W_V and optionally "
-                                 "W_O, mask, causal, scoring, temperature, tokens (or Q, K, V instead of X and W_*), "
-                                 "rope, n_heads, n_kv_heads, head, window, qk_norm, query_pre_attn_scalar")
+                raise error(InputError, "errors.explain_toy_unknown_key", source=source, name=repr(key))
             if canon in fields:
-                raise InputError(f"{source}: key {key!r} given twice (as {canon})")
+                raise error(InputError, "errors.explain_key_twice", source=source, name=repr(key), canon=canon)
             fields[canon] = (key, inputs.plain(value))
         p = cls(source=source)
         for canon in ("X", "W_Q", "W_K", "W_V", "W_O", "Q", "K", "V"):
             if canon in fields:
                 key, value = fields[canon]
-                setattr(p, canon, inputs.matrix(value, f"{source}, key {key}"))
+                setattr(p, canon, inputs.matrix(value, at_key(source, key)))
         if "mask" in fields:
             key, value = fields["mask"]
-            m = inputs.matrix([[_bool01(v, f"{source}, key {key}, row {i}, column {j} (from 0)") for j, v in
+            m = inputs.matrix([[_bool01(v, at_cell(at_key(source, key), i, j)) for j, v in
                                 enumerate(r)] if isinstance(r, list) else r for i, r in enumerate(value)]
-                              if isinstance(value, list) else value, f"{source}, key {key}")
+                              if isinstance(value, list) else value, at_key(source, key))
             p.mask = m.astype(bool)
         if "causal" in fields:
             key, value = fields["causal"]
             if not isinstance(value, bool):
-                raise InputError(f"{source}, key {key}: expected true or false, got {value!r}")
+                raise error(InputError, "errors.explain_expected_bool", where=at_key(source, key), value=repr(value))
             p.causal = value
         if "scoring" in fields:
             key, value = fields["scoring"]
             if value not in SCORINGS:
-                raise ConfigError(f"{source}, key {key}: unknown scoring {value!r}; choose one of {', '.join(SCORINGS)}")
+                raise error(ConfigError, "errors.explain_unknown_scoring", where=at_key(source, key), value=repr(value),
+                            choices=", ".join(SCORINGS))
             p.scoring = value
         if "temperature" in fields:
             key, value = fields["temperature"]
-            tau = inputs.number(value, f"{source}, key {key}")
+            tau = inputs.number(value, at_key(source, key))
             if tau <= 0:
-                raise InputError(f"{source}, key {key}: the temperature must be positive, got {tau}")
+                raise error(InputError, "errors.explain_temperature", where=at_key(source, key), value=tau)
             p.temperature = float(tau)
         if "name" in fields:
             p.name = str(fields["name"][1])
@@ -131,7 +131,7 @@ class ToyProblem:
         p.validate()
         if "tokens" in fields:
             key, value = fields["tokens"]
-            p.tokens = inputs.labels(value, f"{source}, key {key}", p.L)
+            p.tokens = inputs.labels(value, at_key(source, key), p.L)
         else:
             p.tokens = [f"x{i}" for i in range(p.L)]
         return p
@@ -142,39 +142,37 @@ class ToyProblem:
         by_x = [k for k in ("X", "W_Q", "W_K", "W_V") if getattr(self, k) is not None]
         direct = [k for k in ("Q", "K", "V") if getattr(self, k) is not None]
         if by_x and direct:
-            raise InputError(f"{src}: give either X with W_Q, W_K, W_V or Q, K, V directly, not both "
-                             f"(got {', '.join(by_x + direct)})")
+            raise error(InputError, "errors.explain_toy_both", source=src, got=", ".join(by_x + direct))
         if direct:
             missing = [k for k in ("Q", "K", "V") if getattr(self, k) is None]
             if missing:
-                raise InputError(f"{src}: missing key {', '.join(missing)} (Q, K and V are all needed)")
+                raise error(InputError, "errors.explain_toy_missing_qkv", source=src, names=", ".join(missing))
             Q, K, V = self.Q, self.K, self.V
             assert Q is not None and K is not None and V is not None  # none is missing (just checked)
             L, d_k = Q.shape
             if K.shape[1] != d_k and self.modern.n_heads == 1:
-                raise ShapeError(f"{src}, key K: K has {counted(K.shape[1], 'column')} but Q has {d_k}; "
-                                 "q·k needs the same length d_k")
+                raise error(ShapeError, "errors.explain_toy_k_cols", where=at_key(src, "K"),
+                            count=count(K.shape[1], "column"), d_k=d_k)
             if K.shape[0] != L or V.shape[0] != L:
                 bad = "K" if K.shape[0] != L else "V"
-                raise ShapeError(f"{src}, key {bad}: {bad} has {counted(getattr(self, bad).shape[0], 'row')} but Q has {L}; "
-                                 "self-attention needs one row per token")
+                raise error(ShapeError, "errors.explain_toy_kv_rows", where=at_key(src, bad), name=bad,
+                            count=count(getattr(self, bad).shape[0], "row"), L=L)
             d_v = V.shape[1]
         else:
             missing = [k for k in ("X", "W_Q", "W_K", "W_V") if getattr(self, k) is None]
             if missing:
-                raise InputError(f"{src}: missing key {', '.join(missing)} (X, W_Q, W_K and W_V are all needed)")
+                raise error(InputError, "errors.explain_toy_missing_x", source=src, names=", ".join(missing))
             X, W_Q, W_K, W_V = self.X, self.W_Q, self.W_K, self.W_V
             assert X is not None and W_Q is not None and W_K is not None and W_V is not None  # none is missing
             L, d_model = X.shape
             for k in ("W_Q", "W_K", "W_V"):
                 w = getattr(self, k)
                 if w.shape[0] != d_model:
-                    raise ShapeError(f"{src}, key {k}: {k} has {counted(w.shape[0], 'row')} "
-                                     f"but X has {counted(d_model, 'column')}; "
-                                     f"X·{k} needs as many rows in {k} as columns in X")
+                    raise error(ShapeError, "errors.explain_w_rows", where=at_key(src, k), name=k,
+                                count=count(w.shape[0], "row"), cols=count(d_model, "column"))
             if W_K.shape[1] != W_Q.shape[1] and self.modern.n_heads == 1:
-                raise ShapeError(f"{src}, key W_K: W_K has {counted(W_K.shape[1], 'column')} but W_Q has "
-                                 f"{W_Q.shape[1]}; q·k needs the same d_k")
+                raise error(ShapeError, "errors.explain_toy_wk_cols", where=at_key(src, "W_K"),
+                            count=count(W_K.shape[1], "column"), n=W_Q.shape[1])
             d_v = W_V.shape[1]
         if self.modern.any:
             src_keys = ("W_Q", "W_K", "W_V") if not direct else ("Q", "K", "V")
@@ -184,17 +182,17 @@ class ToyProblem:
                         v_key=src_keys[2])
             d_v = d_v // self.modern.n_kv_heads
             if self.W_O is not None and self.modern.n_heads > 1:
-                raise InputError(f"{src}, key W_O: the worked calculation follows one head (head "
-                                 f"{self.modern.head}) of {self.modern.n_heads}; W_O mixes all heads' outputs, so "
-                                 "leave it out here")
+                raise error(InputError, "errors.explain_toy_wo_heads", where=at_key(src, "W_O"), head=self.modern.head,
+                            n=self.modern.n_heads)
         if self.W_O is not None and self.W_O.shape[0] != d_v:
-            raise ShapeError(f"{src}, key W_O: W_O has {counted(self.W_O.shape[0], 'row')} but V has {counted(d_v, 'column')}; "
-                             "O·W_O needs as many rows in W_O as columns in V")
+            raise error(ShapeError, "errors.explain_toy_wo_rows", where=at_key(src, "W_O"),
+                        count=count(self.W_O.shape[0], "row"), cols=count(d_v, "column"))
         if self.mask is not None and self.mask.shape != (L, L):
-            raise ShapeError(f"{src}, key mask: the mask is {self.mask.shape[0]}×{self.mask.shape[1]} but "
-                             f"there are {L} tokens; it must be {L}×{L}")
+            raise error(ShapeError, "errors.explain_toy_mask_shape", where=at_key(src, "mask"), rows=self.mask.shape[0],
+                        cols=self.mask.shape[1], L=L)
         if self.scoring not in SCORINGS:
-            raise ConfigError(f"{src}: unknown scoring {self.scoring!r}; choose one of {', '.join(SCORINGS)}")
+            raise error(ConfigError, "errors.explain_unknown_scoring", where=src, value=repr(self.scoring),
+                        choices=", ".join(SCORINGS))
 
     def allowed(self) -> np.ndarray:
         """(L, L) bool, True where query i may look at key j (mask and causal combined)."""
@@ -220,10 +218,10 @@ class ToyProblem:
         return float(R.score_factor(self.scoring, self.d_k, temperature=self.temperature))
 
 
-def _bool01(v, where):
+def _bool01(v, where: Where):
     v = inputs.plain(v)
     if isinstance(v, bool):
         return 1.0 if v else 0.0
     if v in (0, 1):
         return float(v)
-    raise InputError(f"{where}: a mask entry must be 1/true (may attend) or 0/false (blocked), got {v!r}")
+    raise error(InputError, "errors.explain_mask_entry", where=where, value=repr(v))

@@ -31,7 +31,9 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import error
 from . import inputs
+from .places import Where, at_key, dotted, kind
 
 #: The keys of this module, by their normalised spelling.
 KEYS = {"rope": "rope", "nheads": "n_heads", "nkvheads": "n_kv_heads", "head": "head", "window": "window",
@@ -138,71 +140,67 @@ def _float(x) -> float:
     return float(getattr(x, "value", x))  # a number, or a Written (a string such as "1e-6")
 
 
-def _positive(value, where: str) -> float:
+def _positive(value, where: Where) -> float:
     x = _float(inputs.number(value, where))
     if not math.isfinite(x) or x <= 0:
-        raise InputError(f"{where}: must be a positive number, got {x}")
+        raise error(InputError, "errors.explain_positive", where=where, value=x)
     return x
 
 
-def parse_modern(fields: dict, source: str) -> Modern:
+def parse_modern(fields: dict, source: Where) -> Modern:
     """``fields``: {canonical key: (key as written, plain value)} of the keys in :data:`KEYS`."""
     m = Modern()
     if "rope" in fields:
         key, value = fields["rope"]
-        where = f"{source}, key {key}"
+        where = at_key(source, key)
         if not isinstance(value, dict):
-            raise InputError(f"{where}: expected a mapping such as {{base: 10000}}, got {inputs.kind_of(value)}")
+            raise error(InputError, "errors.explain_rope_not_mapping", where=where, kind=kind(value))
         norm = {str(k).lower(): (k, v) for k, v in value.items()}
         extra = [k for k in norm if k not in ("base", "pairing", "positions")]
         if extra:
-            raise InputError(f"{where}: unknown key {norm[extra[0]][0]!r}; rope has base, and optionally pairing "
-                             "(adjacent or half) and positions")
+            raise error(InputError, "errors.explain_rope_unknown_key", where=where, name=repr(norm[extra[0]][0]))
         if "base" not in norm:
-            raise InputError(f"{where}: the rotary base is missing; write it as rope: {{base: 10000}} (pair i turns "
-                             "by position · base^(−2i/d) radians)")
-        m.rope_base = _positive(norm["base"][1], f"{where}.base")
+            raise error(InputError, "errors.explain_rope_no_base", where=where)
+        m.rope_base = _positive(norm["base"][1], dotted(where, "base"))
         if "pairing" in norm:
             p = str(inputs.plain(norm["pairing"][1]))
             if p not in R.PAIRINGS:
-                raise InputError(f"{where}.pairing: expected adjacent (features 2i, 2i+1) or half (i, i + d/2), got {p!r}")
+                raise error(InputError, "errors.explain_rope_pairing", where=dotted(where, "pairing"), value=repr(p))
             m.pairing = p
         if "positions" in norm:
-            pos = inputs.vector(norm["positions"][1], f"{where}.positions")
+            pos = inputs.vector(norm["positions"][1], dotted(where, "positions"))
             if any(p < 0 or p != int(p) for p in pos):
-                raise InputError(f"{where}.positions: positions are whole numbers ≥ 0, got {pos.tolist()}")
+                raise error(InputError, "errors.explain_rope_positions", where=dotted(where, "positions"),
+                            value=pos.tolist())
             m.positions = [int(p) for p in pos]
     if "n_heads" in fields:
         key, value = fields["n_heads"]
-        m.n_heads = inputs.whole_number(value, f"{source}, key {key}", 1)
+        m.n_heads = inputs.whole_number(value, at_key(source, key), 1)
         m.n_kv_heads = m.n_heads
     if "n_kv_heads" in fields:
         key, value = fields["n_kv_heads"]
-        m.n_kv_heads = inputs.whole_number(value, f"{source}, key {key}", 1)
+        m.n_kv_heads = inputs.whole_number(value, at_key(source, key), 1)
         if "n_heads" not in fields:
-            raise InputError(f"{source}, key {key}: give n_heads too (the query heads that share the "
-                             f"{m.n_kv_heads} key/value heads)")
+            raise error(InputError, "errors.explain_kv_needs_heads", where=at_key(source, key), n=m.n_kv_heads)
         if m.n_heads % m.n_kv_heads:
-            raise InputError(f"{source}, key {key}: n_heads ({m.n_heads}) is not a multiple of n_kv_heads "
-                             f"({m.n_kv_heads}); each key/value head serves n_heads / n_kv_heads query heads, "
-                             f"so n_kv_heads must divide n_heads (e.g. "
-                             f"{', '.join(str(k) for k in range(1, m.n_heads + 1) if m.n_heads % k == 0)})")
+            raise error(InputError, "errors.explain_kv_divide", where=at_key(source, key), H=m.n_heads,
+                        Hkv=m.n_kv_heads,
+                        divisors=", ".join(str(k) for k in range(1, m.n_heads + 1) if m.n_heads % k == 0))
     if "head" in fields:
         key, value = fields["head"]
-        m.head = inputs.whole_number(value, f"{source}, key {key}", 0)
+        m.head = inputs.whole_number(value, at_key(source, key), 0)
         if m.head >= m.n_heads:
-            raise InputError(f"{source}, key {key}: head {m.head} is out of range; there are {m.n_heads} query "
-                             f"heads (0..{m.n_heads - 1})")
+            raise error(InputError, "errors.explain_head_range", where=at_key(source, key), head=m.head, n=m.n_heads,
+                        last=m.n_heads - 1)
     if "window" in fields:
         key, value = fields["window"]
         v = inputs.plain(value)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v) or int(v) <= 0:
-            raise InputError(f"{source}, key {key}: the window must be a whole number ≥ 1 (a query sees itself and "
-                             f"the window − 1 keys before it), got {v!r}")
+            raise error(InputError, "errors.explain_window", where=at_key(source, key), value=repr(v))
         m.window = int(v)
     if "qk_norm" in fields:
         key, value = fields["qk_norm"]
-        where = f"{source}, key {key}"
+        where = at_key(source, key)
         if isinstance(value, bool):
             m.qk_norm = value
         elif isinstance(value, dict):
@@ -210,59 +208,56 @@ def parse_modern(fields: dict, source: str) -> Modern:
             norm = {str(k).lower().replace("-", "_"): (k, v) for k, v in value.items()}
             extra = [k for k in norm if k not in ("eps", "offset", "q_weight", "k_weight")]
             if extra:
-                raise InputError(f"{where}: unknown key {norm[extra[0]][0]!r}; qk_norm has eps, offset (1: Gemma's "
-                                 "1 + w), q_weight and k_weight")
+                raise error(InputError, "errors.explain_qk_norm_unknown_key", where=where, name=repr(norm[extra[0]][0]))
             if "eps" in norm:
-                m.rms_eps = _positive(norm["eps"][1], f"{where}.eps")
+                m.rms_eps = _positive(norm["eps"][1], dotted(where, "eps"))
             if "offset" in norm:
-                off = _float(inputs.number(norm["offset"][1], f"{where}.offset"))
+                off = _float(inputs.number(norm["offset"][1], dotted(where, "offset")))
                 if off not in (0.0, 1.0):
-                    raise InputError(f"{where}.offset: 0 (Llama: w · x̂) or 1 (Gemma: (1 + w) · x̂), got {off}")
+                    raise error(InputError, "errors.explain_qk_norm_offset", where=dotted(where, "offset"), value=off)
                 m.rms_offset = off
             for w in ("q_weight", "k_weight"):
                 if w in norm:
-                    setattr(m, w, inputs.vector(norm[w][1], f"{where}.{w}"))
+                    setattr(m, w, inputs.vector(norm[w][1], dotted(where, w)))
         else:
-            raise InputError(f"{where}: expected true/false or a mapping (eps, offset, q_weight, k_weight), "
-                             f"got {inputs.kind_of(value)}")
+            raise error(InputError, "errors.explain_qk_norm_kind", where=where, kind=kind(value))
     if "query_pre_attn_scalar" in fields:
         key, value = fields["query_pre_attn_scalar"]
-        m.query_pre_attn_scalar = _positive(value, f"{source}, key {key}")
+        m.query_pre_attn_scalar = _positive(value, at_key(source, key))
     return m
 
 
 def check_sizes(m: Modern, *, L: int, q_cols: int, k_cols: int, v_cols: int, scoring: str, causal: bool,
-                source: str, q_key: str = "W_Q", k_key: str = "W_K", v_key: str = "W_V") -> int:
+                source: Where, q_key: str = "W_Q", k_key: str = "W_K", v_key: str = "W_V") -> int:
     """Check the matrices against the heads, the rotation and the norm; return d_head."""
     if q_cols % m.n_heads:
-        raise InputError(f"{source}, key {q_key}: {q_key} has {q_cols} columns, not a multiple of n_heads = "
-                         f"{m.n_heads}; each query head takes d_head of them")
+        raise error(InputError, "errors.explain_q_cols", where=at_key(source, q_key), name=q_key, cols=q_cols,
+                    H=m.n_heads)
     d = q_cols // m.n_heads
     if k_cols != m.n_kv_heads * d:
-        raise InputError(f"{source}, key {k_key}: {k_key} has {k_cols} columns but the {m.n_kv_heads} key/value "
-                         f"head{'s need' if m.n_kv_heads > 1 else ' needs'} n_kv_heads × d_head = {m.n_kv_heads * d}")
+        raise error(InputError, "errors.explain_k_cols" if m.n_kv_heads > 1 else "errors.explain_k_cols_one",
+                    where=at_key(source, k_key), name=k_key, cols=k_cols, Hkv=m.n_kv_heads, need=m.n_kv_heads * d)
     if v_cols % m.n_kv_heads:
-        raise InputError(f"{source}, key {v_key}: {v_key} has {v_cols} columns, not a multiple of n_kv_heads = "
-                         f"{m.n_kv_heads}")
+        raise error(InputError, "errors.explain_v_cols", where=at_key(source, v_key), name=v_key, cols=v_cols,
+                    Hkv=m.n_kv_heads)
     if m.rope_base is not None:
         if d % 2:
-            raise InputError(f"{source}, key rope: the head dimension d = {d} is odd; rotary positions turn the "
-                             f"features in pairs, so d must be even (give W_Q, W_K an even number of columns per head)")
+            raise error(InputError, "errors.explain_rope_odd", where=at_key(source, "rope"), d=d)
         if m.positions is not None and len(m.positions) != L:
-            raise InputError(f"{source}, key rope.positions: {len(m.positions)} positions for {L} tokens; give one "
-                             "per token")
+            raise error(InputError, "errors.explain_rope_positions_count", where=at_key(source, "rope.positions"),
+                        n=len(m.positions), L=L)
     if m.qk_norm:
         if scoring != "scaled":
-            raise InputError(f"{source}, key qk_norm: qk_norm (RMSNorm of q and k) and scoring {scoring!r} both "
-                             "change q and k; use one of them")
+            raise error(InputError, "errors.explain_qk_norm_scoring", where=at_key(source, "qk_norm"),
+                        scoring=repr(scoring))
         for w in ("q_weight", "k_weight"):
             vec = getattr(m, w)
             if vec is not None and len(vec) != d:
-                raise InputError(f"{source}, key qk_norm.{w}: {len(vec)} numbers, but a head has d = {d} features")
+                raise error(InputError, "errors.explain_qk_norm_weight", where=at_key(source, f"qk_norm.{w}"),
+                            n=len(vec), d=d)
     if m.query_pre_attn_scalar is not None and scoring != "scaled":
-        raise InputError(f"{source}, key query_pre_attn_scalar: it replaces the 1/√d_k of scaled scoring; it does "
-                         f"not combine with scoring {scoring!r}")
+        raise error(InputError, "errors.explain_scalar_scoring", where=at_key(source, "query_pre_attn_scalar"),
+                    scoring=repr(scoring))
     if m.window is not None and not causal:
-        raise InputError(f"{source}, key window: a sliding window is causal (a query sees itself and the window − 1 "
-                         "keys before it); remove causal: false")
+        raise error(InputError, "errors.explain_window_causal", where=at_key(source, "window"))
     return d

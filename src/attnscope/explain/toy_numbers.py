@@ -25,20 +25,21 @@ import numpy as np
 from .. import exact as E
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import Msg, error, text
 from ..scorings import DEFAULT_EPS, get_scoring
+from .places import INPUT, Where
 from .toy_input import ToyProblem
 from .toy_modern import Modern
 
 __all__ = ["compute", "compute_exact", "check_finite", "STEP_NAMES", "rms", "rotate", "rotary_scores", "by_offset",
            "exact_factor"]
 
-#: How an overflow error names each step.
-STEP_NAMES = {"Q": "Q = X·W_Q", "K": "K = X·W_K", "V": "V = X·W_V", "scores": "S = Q·Kᵀ (the raw scores)",
-              "Q_normed": "RMSNorm(Q)", "K_normed": "RMSNorm(K)", "Q_rot": "Q' (rotated)", "K_rot": "K' (rotated)",
-              "scaled": "S' (the scaled scores)", "output": "O = A·V (the output)", "projected": "Y = O·W_O"}
+#: How an overflow error names each step (in English; the catalogue's errors.explain_step.* in any language).
+STEP_NAMES = {s: text(f"errors.explain_step.{s}") for s in ("Q", "K", "V", "scores", "Q_normed", "K_normed", "Q_rot",
+                                                             "K_rot", "scaled", "output", "projected", "QKV")}
 
 
-def check_finite(step: str, values: np.ndarray, source: str = "input", allowed=None) -> None:
+def check_finite(step: str, values: np.ndarray, source: Where = INPUT, allowed=None) -> None:
     """InputError naming the step and the first entry when ``values`` holds ∞ or NaN (where
     ``allowed``; blocked scores are −∞ by design). A worked calculation full of ∞ and NaN explains
     nothing: the inputs are beyond what float64 holds at this step."""
@@ -49,8 +50,9 @@ def check_finite(step: str, values: np.ndarray, source: str = "input", allowed=N
     if bad.any():
         idx = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
         at = "[" + ", ".join(str(int(i)) for i in idx) + "]" if idx else ""  # from 0, as shown
-        raise InputError(f"{source}: float64 overflows in the step {STEP_NAMES.get(step, step)}: entry {at} is "
-                         f"{values[idx]}; a worked calculation needs smaller inputs")
+        raise error(InputError, "errors.explain_overflow_step", source=source,
+                    step_name=Msg(f"errors.explain_step.{step}") if step in STEP_NAMES else step, at=at,
+                    value=values[idx])
 
 
 def exact_factor(p: ToyProblem):

@@ -133,10 +133,9 @@ def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, 
     check_lang(lang)
     if trace is None:
         if not isinstance(d_k, int) or d_k <= 0 or not isinstance(n, int) or n <= 0:
-            raise InputError(f"d_k and n must be positive integers, got d_k={d_k!r}, n={n!r}")
+            raise error(InputError, "errors.plot_dk_n", d_k=repr(d_k), n=repr(n))
         if n * d_k > 2**24 or n > 4000:  # q, k (n, d_k) and the n² scores, in float64
-            raise InputError(f"d_k = {d_k} with n = {n} is too large for the random experiment "
-                             f"(n · d_k ≤ {2**24:,} and n ≤ 4000)")
+            raise error(InputError, "errors.plot_too_large", d_k=d_k, n=n, limit=f"{2**24:,}")
         rng = np.random.default_rng(seed)
         q = rng.standard_normal((n, d_k))
         k = rng.standard_normal((n, d_k))
@@ -180,17 +179,18 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
     check_lang(lang)
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
-        raise InputError(f"x must be a non-empty 1-d sequence of numbers, got shape {x.shape}")
+        raise error(InputError, "errors.plot_x_shape", shape=x.shape)
     if not np.all(np.isfinite(x)):
-        raise InputError(f"x must hold finite numbers, got {x[~np.isfinite(x)][0]} at entry "
-                         f"{int(np.flatnonzero(~np.isfinite(x))[0])}")
+        raise error(InputError, "errors.plot_x_finite", value=x[~np.isfinite(x)][0],
+                    entry=int(np.flatnonzero(~np.isfinite(x))[0]))
     temps = [float(t) for t in temperatures]
     if not temps or any(not t > 0 or not math.isfinite(t) for t in temps):
-        raise InputError(f"temperatures must be positive numbers, got {list(temperatures)}")
+        raise error(InputError, "errors.plot_temperatures", value=list(temperatures))
     if labels is None:
         labels = [str(i) for i in range(x.size)]
     elif len(labels) != x.size:
-        raise InputError(f"labels has {len(labels)} {'entry' if len(labels) == 1 else 'entries'} but x has {x.size}")
+        raise error(InputError, "errors.plot_labels_one" if len(labels) == 1 else "errors.plot_labels", n=len(labels),
+                    size=x.size)
     width = 0.8 / len(temps)
     pos = np.arange(x.size)
     with rc_context(matplotlib_rc()):
@@ -200,8 +200,7 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
             with np.errstate(over="ignore"):
                 z = x / t
             if not np.all(np.isfinite(z)):
-                raise InputError(f"x / T overflows float64 at T = {t:g} (largest |x| is {np.abs(x).max():g}); "
-                                 "use a larger temperature or smaller scores")
+                raise error(InputError, "errors.plot_overflow", t=f"{t:g}", largest=f"{np.abs(x).max():g}")
             p = R.softmax(z)
             ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=_t("plot.temperature", lang, t=f"{t:g}"))
         ax.set_xticks(pos, _labels(list(labels)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import NonFiniteError, fmt_shape
+from ..i18n import error
 
 #: What every function of :mod:`attnscope.reference` returns: a float64 ndarray.
 Array = np.ndarray
@@ -27,6 +28,6 @@ def check_finite(step: str, x, *, allow_neg_inf: bool = False) -> Array:
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         kinds = [f"{name} ×{int(n)}" for name, n in (("NaN", np.isnan(a).sum()), ("+inf", np.isposinf(a).sum()),
                                                     ("-inf", 0 if allow_neg_inf else np.isneginf(a).sum())) if n]
-        raise NonFiniteError(f"{step} has non-finite values ({', '.join(kinds)}) in shape {fmt_shape(a.shape)}, "
-                             f"first at index {first}")
+        raise error(NonFiniteError, "errors.reference_non_finite", name=step, kinds=", ".join(kinds),
+                    shape=fmt_shape(a.shape), first=first)
     return a

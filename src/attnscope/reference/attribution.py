@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from ..i18n import error
 
 Array = np.ndarray
 
@@ -72,7 +73,7 @@ def attention_flow(A_tilde: Array, layer: int) -> tuple[Array, Array]:
 
     A_tilde = np.asarray(A_tilde, dtype=np.float64)
     if not 0 <= layer < A_tilde.shape[0]:
-        raise InputError(f"layer {layer} is out of range for {A_tilde.shape[0]} layers")
+        raise error(InputError, "errors.reference_flow_layer", layer=layer, n=A_tilde.shape[0])
     import networkx as nx
 
     g = flow_graph(A_tilde, layer)

@@ -9,6 +9,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ConfigError
+from ..i18n import error
 from .arrays import Array, as_f64
 
 
@@ -74,8 +75,7 @@ def split_qkv(fused, n_heads: int, n_kv_heads: Optional[int] = None) -> tuple[Ar
     kv = n_heads if n_kv_heads is None else n_kv_heads
     width = x.shape[-1]
     if width % (n_heads + 2 * kv):
-        raise ConfigError(f"the fused product has {width} columns, not a multiple of n_heads + 2·n_kv_heads = "
-                          f"{n_heads + 2 * kv}")
+        raise error(ConfigError, "errors.reference_fused_width", width=width, blocks=n_heads + 2 * kv)
     d = width // (n_heads + 2 * kv)
     return x[..., :n_heads * d], x[..., n_heads * d:(n_heads + kv) * d], x[..., (n_heads + kv) * d:]
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
+from ..i18n import error
 from .arrays import Array, as_f64
 
 #: How rotary positions pair a head's features: "half" turns feature i with feature i + d/2
@@ -20,9 +21,9 @@ PAIRINGS = ("half", "adjacent")
 def rope_pairs(d: int, pairing: str = "half") -> tuple[Array, Array]:
     """The feature indices ``(a, b)`` of the d/2 pairs, each (d/2,): pair i is (a[i], b[i])."""
     if pairing not in PAIRINGS:
-        raise ConfigError(f"unknown rotary pairing {pairing!r}; choose one of {', '.join(PAIRINGS)}")
+        raise error(ConfigError, "errors.reference_pairing", pairing=repr(pairing), choices=", ".join(PAIRINGS))
     if d % 2:
-        raise ConfigError(f"rotary positions turn pairs of features; the head width must be even, got {d}")
+        raise error(ConfigError, "errors.reference_rotary_odd", d=d)
     i = np.arange(d // 2)
     return (i, i + d // 2) if pairing == "half" else (2 * i, 2 * i + 1)
 
@@ -66,7 +67,7 @@ def sinusoidal_freq(d_model: int, base: float = 10000.0) -> Array:
 def sinusoidal_pe(positions, d_model: int, base: float = 10000.0) -> Array:
     """``PE (P, d_model)``: ``PE[p, 2i] = sin(p·ω_i)``, ``PE[p, 2i + 1] = cos(p·ω_i)`` (Vaswani et al.)."""
     if d_model % 2:
-        raise ConfigError(f"sinusoidal positions pair sin and cos; d_model must be even, got {d_model}")
+        raise error(ConfigError, "errors.reference_sinusoidal_odd", d_model=d_model)
     ang = np.asarray(positions, dtype=np.float64).reshape(-1)[:, None] * sinusoidal_freq(d_model, base)[None, :]
     pe = np.empty((ang.shape[0], d_model))
     pe[:, 0::2], pe[:, 1::2] = np.sin(ang), np.cos(ang)
@@ -79,7 +80,7 @@ def alibi_slopes(n_heads: int) -> Array:
     get every other slope of 2p heads, ``2^(−8k/(2p))`` for k = 1, 3, 5, … (transformers'
     ``_get_alibi_slopes``, BLOOM's rule)."""
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads <= 0:
-        raise ConfigError(f"ALiBi needs a positive number of heads, got {n_heads!r}")
+        raise error(ConfigError, "errors.reference_alibi_heads", value=repr(n_heads))
     p = 2 ** int(math.floor(math.log2(int(n_heads))))
     slopes = 2.0 ** (-8.0 * np.arange(1, p + 1, dtype=np.float64) / p)
     extra = min(p, int(n_heads) - p)

@@ -8,6 +8,7 @@ from typing import Optional, Union
 import numpy as np
 
 from ..errors import ConfigError
+from ..i18n import error
 from ..scorings import DEFAULT_EPS, SCORINGS, get_scoring
 from .arrays import Array, as_f64
 from .masks import combine_masks
@@ -37,9 +38,8 @@ def operand_factor(scoring: str, d_k: int) -> float:
     """
     sc = get_scoring(scoring)
     if sc.uses_temperature:
-        raise ConfigError(f"{scoring} scoring divides by the model's learned temperature, which q and k do not "
-                         f"carry; the scorings whose factor depends on d_k alone are "
-                         f"{', '.join(n for n in SCORINGS if not get_scoring(n).uses_temperature)}")
+        raise error(ConfigError, "errors.reference_operand_temperature", scoring=scoring,
+                    names=", ".join(n for n in SCORINGS if not get_scoring(n).uses_temperature))
     return float(sc.factor_for(d_k))
 
 

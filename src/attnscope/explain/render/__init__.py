@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from ...errors import ConfigError
+from ...i18n import error
 from .base import FORMATS, check_options
 
 
@@ -45,7 +46,7 @@ def print_worked(w, format: str = "rich", lang: str = "en", decimals: int = 4, f
 def check_latex_mode(mode: str) -> None:
     from .latex import MODES
     if mode not in MODES:
-        raise ConfigError(f"unknown LaTeX mode {mode!r}; choose one of {', '.join(MODES)}")
+        raise error(ConfigError, "errors.explain_latex_mode", mode=repr(mode), choices=", ".join(MODES))
 
 
 __all__ = ["FORMATS", "render", "print_worked"]

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Callable, Optional
 
 from ...errors import ConfigError
+from ...i18n import error
 from .. import i18n
 from ..blocks import Sym, T, VecParam
 from ..numbers import Shown, show
@@ -26,11 +27,11 @@ _PLACEHOLDER = re.compile(r"(?<![A-Za-z_^\\])\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 def check_options(format: str, lang: str, decimals: int) -> None:
     if format not in FORMATS:
-        raise ConfigError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+        raise error(ConfigError, "errors.explain_unknown_output_format", value=repr(format), choices=", ".join(FORMATS))
     if lang not in i18n.LANGS:
-        raise ConfigError(f"unknown language {lang!r}; choose one of {', '.join(i18n.LANGS)}")
+        raise error(ConfigError, "errors.explain_unknown_language", value=repr(lang), choices=", ".join(i18n.LANGS))
     if not isinstance(decimals, int) or not 0 <= decimals <= 12:
-        raise ConfigError(f"decimals must be an integer from 0 to 12, got {decimals!r}")
+        raise error(ConfigError, "errors.explain_integer_range", name="decimals", low=0, high=12, value=repr(decimals))
 
 
 # ----------------------------------------------------------------------------------------------
