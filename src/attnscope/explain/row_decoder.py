@@ -22,10 +22,7 @@ from typing import Optional
 import numpy as np
 
 from .. import reference as R
-from ..errors import InputError
-from ..i18n import error
 from ..positions import layer_inv_freq as inv_freq  # the rotation speeds of a layer
-from ..positions import rotates
 
 
 def decoder_row(model, text: str, layer: int, head: int, qpos: int, forward: Optional[dict] = None) -> dict:
@@ -96,13 +93,6 @@ def decoder_row(model, text: str, layer: int, head: int, qpos: int, forward: Opt
 def _span_all(cfg) -> bool:
     """QK-norm over all heads' features before the head split (OLMo 2), not each head's."""
     return bool(cfg.qk_norm) and getattr(cfg, "qk_norm_span", "head") == "all"
-
-
-def check_decoder(model) -> None:
-    """InputError unless ``model`` is a decoder with rotary positions (what this module explains)."""
-    cfg = model.config
-    if getattr(cfg, "kind", "") != "decoder" or not rotates(cfg):
-        raise error(InputError, "errors.explain_not_rotary_decoder", model=model.name)
 
 
 def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:

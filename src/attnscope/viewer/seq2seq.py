@@ -38,8 +38,6 @@ from .data import FORMAT, MAX_DECIMALS, REPRODUCE_TOL, VERSION, encode
 
 #: The three attentions of an encoder–decoder model, in the order the page offers them.
 ATTENTIONS = ("encoder", "self", "cross")
-#: What the page calls them.
-TITLES = {"encoder": "Encoder", "self": "Decoder", "cross": "Cross"}
 
 
 def is_seq2seq(model_or_config) -> bool:
