@@ -17,9 +17,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from .errors import ConfigError
+from .i18n import error
 from .positions import get_position, mask_names, position_names
 from .recipe import LayerRecipe, get_layer_recipe, layer_recipe_names
 from .scorings import SCORINGS
+from .wording import OR, joined
 
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")
 
@@ -76,30 +78,30 @@ class TransformerConfig:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_positions"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"config.{name} must be a positive integer, got {value!r}")
+                raise error(ConfigError, "errors.core_positive_int", name=f"config.{name}", value=repr(value))
         for name in ("n_kv_heads", "head_dim"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                raise ConfigError(f"config.{name} must be a positive integer or None, got {value!r}")
+                raise error(ConfigError, "errors.core_positive_int_or_none", name=f"config.{name}", value=repr(value))
         if self.head_dim is None and self.d_model % self.n_heads:
-            raise ConfigError(f"config.d_model ({self.d_model}) must be divisible by config.n_heads "
-                              f"({self.n_heads}); d_model % n_heads = {self.d_model % self.n_heads}")
+            raise error(ConfigError, "errors.core_heads_divide", p="config.", d_model=self.d_model, n_heads=self.n_heads,
+                        rest=self.d_model % self.n_heads)
         if self.n_heads % self.kv_heads:
-            raise ConfigError(f"config.n_heads ({self.n_heads}) must be a multiple of config.n_kv_heads "
-                              f"({self.kv_heads}): each key/value head serves n_heads / n_kv_heads query heads")
+            raise error(ConfigError, "errors.core_kv_heads", p="config.", n_heads=self.n_heads, n_kv=self.kv_heads)
         for name, allowed in (("position", position_names()), ("norm", layer_recipe_names()), ("activation", ACTIVATIONS),
                               ("scoring", SCORINGS)):
             if getattr(self, name) not in allowed:
-                raise ConfigError(f"config.{name} = {getattr(self, name)!r} is unknown; choose one of {', '.join(allowed)}")
+                raise error(ConfigError, "errors.core_unknown_choice", name=f"config.{name}",
+                            value=repr(getattr(self, name)), choices=", ".join(allowed))
         scheme = get_position(self.position)
         if scheme.check is not None:
             scheme.check(self)
         eps = self.layer_norm_eps
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
-            raise ConfigError(f"config.layer_norm_eps must be a positive finite number, got {eps!r}")
+            raise error(ConfigError, "errors.core_positive_finite", name="config.layer_norm_eps", value=repr(eps))
         for name in ("dropout", "attn_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
-                raise ConfigError(f"config.{name} must be in [0, 1), got {getattr(self, name)}")
+                raise error(ConfigError, "errors.kernel_probability", name=f"config.{name}", value=getattr(self, name))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -208,21 +210,22 @@ class DecoderConfig(TransformerConfig):
     def validate(self) -> None:
         super().validate()
         if self.qk_norm_span not in QK_NORM_SPANS:
-            raise ConfigError(f"config.qk_norm_span = {self.qk_norm_span!r} is unknown; choose one of "
-                              f"{', '.join(QK_NORM_SPANS)}")
+            raise error(ConfigError, "errors.core_unknown_choice", name="config.qk_norm_span",
+                        value=repr(self.qk_norm_span), choices=", ".join(QK_NORM_SPANS))
         if get_position(self.position).acts_on != "qk":
-            raise ConfigError(f"a decoder's positions turn q and k (rotary); config.position = {self.position!r}")
+            raise error(ConfigError, "errors.core_decoder_position", value=repr(self.position))
         if self.d_head % 2:
-            raise ConfigError(f"rotary positions rotate pairs of features; head_dim must be even, got {self.d_head}")
+            raise error(ConfigError, "errors.core_rotary_head_dim", value=self.d_head)
         if self.layer_types is not None:
             if not isinstance(self.layer_types, (list, tuple)) or len(self.layer_types) != self.n_layers or \
                     any(t not in mask_names() for t in self.layer_types):
-                raise ConfigError(f"config.layer_types must list {' or '.join(map(repr, mask_names()))} for each of "
-                                  f"the {self.n_layers} layers, got {self.layer_types!r}")
+                raise error(ConfigError, "errors.core_layer_types", kinds=joined(map(repr, mask_names()), OR),
+                            n=self.n_layers, value=repr(self.layer_types))
             self.layer_types = list(self.layer_types)
         if self.sliding_window is not None and (isinstance(self.sliding_window, bool) or
                                                 not isinstance(self.sliding_window, int) or self.sliding_window <= 0):
-            raise ConfigError(f"config.sliding_window must be a positive integer or None, got {self.sliding_window!r}")
+            raise error(ConfigError, "errors.core_positive_int_or_none", name="config.sliding_window",
+                        value=repr(self.sliding_window))
         for kind in dict.fromkeys(self.layer_types or ()):  # each layer type is a mask scheme
             check = get_position(kind).check
             if check is not None:
@@ -230,12 +233,11 @@ class DecoderConfig(TransformerConfig):
         for name in ("rope_theta", "rope_local_theta", "query_scale", "final_logit_softcap"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf):
-                raise ConfigError(f"config.{name} must be a positive finite number, got {v!r}")
+                raise error(ConfigError, "errors.core_positive_finite", name=f"config.{name}", value=repr(v))
         if self.rope_scaling is not None:
             kind = self.rope_scaling.get("rope_type") if isinstance(self.rope_scaling, dict) else None
             if kind not in ROPE_TYPES:
-                raise ConfigError(f"config.rope_scaling type {kind!r} is not supported; attnscope runs "
-                                  f"{', '.join(ROPE_TYPES)}")
+                raise error(ConfigError, "errors.core_rope_scaling", kind=repr(kind), kinds=", ".join(ROPE_TYPES))
 
     def layer_type(self, i: int) -> str:
         """"full" or "sliding" for layer ``i``."""

@@ -185,7 +185,7 @@ def labels_from_text(text: str) -> list[str]:
     """The tokens of ``text`` for an exercise: its words when it has spaces, else its characters
     (``我喜欢`` → 我, 喜, 欢), as a Chinese lesson reads one character per token."""
     if not isinstance(text, str) or not text.strip():
-        raise InputError(f"the text must be a non-empty string, got {text!r}")
+        raise error(InputError, "errors.core_exercise_text", value=repr(text))
     return text.split() if any(c.isspace() for c in text.strip()) else list(text.strip())
 
 
@@ -199,13 +199,13 @@ def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "in
         tokens = len(labels)
     for name, value, lo, hi in (("tokens", tokens, 2, 8), ("dim", dim, 1, 4)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
-            raise InputError(f"{name} must be an integer from {lo} to {hi} (a hand calculation), got {value!r}")
+            raise error(InputError, "errors.core_exercise_range", name=name, low=lo, high=hi, value=repr(value))
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+        raise error(InputError, "errors.core_exercise_seed", value=repr(seed))
     if style not in ("int", "decimal"):
-        raise InputError(f"style must be 'int' or 'decimal', got {style!r}")
+        raise error(InputError, "errors.core_exercise_style", value=repr(style))
     if lang not in TOKENS:
-        raise InputError(f"unknown language {lang!r}; choose one of {', '.join(TOKENS)}")
+        raise error(InputError, "errors.core_exercise_lang", code=repr(lang), choices=", ".join(TOKENS))
     rng = np.random.default_rng(seed)
     if labels is None:
         labels = TOKENS[lang][:tokens]
@@ -216,12 +216,12 @@ def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "in
                        source=f"exercise seed {seed}")
         if _humane(p):
             return Exercise(p, int(seed), style, lang)
-    raise InputError(f"no humane exercise found for tokens={tokens}, dim={dim}, seed={seed}; try another seed")
+    raise error(InputError, "errors.core_exercise_none", tokens=tokens, dim=dim, seed=seed)
 
 
 def _check_labels(labels) -> list[str]:
     if isinstance(labels, str) or not isinstance(labels, (list, tuple)):
-        raise InputError(f"labels must be a list of token labels, got {type(labels).__name__}")
+        raise error(InputError, "errors.core_exercise_labels", type=type(labels).__name__)
     out = [str(x).strip() for x in labels]
     if not 2 <= len(out) <= 8:
         raise error(InputError, "errors.labels_count", n=len(out))

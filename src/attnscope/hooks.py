@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from .errors import InputError
+from .i18n import error
 
 #: ``fn(tensor, name)`` returns a replacement tensor, or None to leave it unchanged.
 HookFn = Callable[[torch.Tensor, str], Optional[torch.Tensor]]
@@ -82,11 +83,11 @@ class HookPoint(nn.Module):
         form the whole step, so that the replacement flows into the output.
         """
         if not callable(fn):
-            raise InputError(f"a hook on {self.name!r} must be callable fn(tensor, name), got {type(fn).__name__}")
+            raise error(InputError, "errors.core_hook_callable", name=repr(self.name), type=type(fn).__name__)
         if dir not in DIRECTIONS:
-            raise InputError(f"dir must be 'fwd' or 'bwd', got {dir!r}")
+            raise error(InputError, "errors.core_hook_dir", value=repr(dir))
         if head is not None and (isinstance(head, bool) or not isinstance(head, int) or head < 0):
-            raise InputError(f"head must be a non-negative integer or None, got {head!r}")
+            raise error(InputError, "errors.core_hook_head_type", value=repr(head))
         hook = Hook(fn, dir, head, read_only and head is not None and dir == "fwd")
         self.hooks.append(hook)
         return HookHandle(self, hook)
@@ -177,14 +178,14 @@ def _apply(fn: HookFn, t: torch.Tensor, name: str, point: str) -> torch.Tensor:
         return t
     if not isinstance(out, torch.Tensor) or out.shape != t.shape:
         got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise InputError(f"hook on {name!r} must return None or a tensor of shape {tuple(t.shape)}, got {got}")
+        raise error(InputError, "errors.core_hook_return", name=repr(name), shape=tuple(t.shape), got=got)
     return out
 
 
 def _check_head(x: torch.Tensor, head: int, name: str) -> None:
     if x.dim() < 2 or head >= x.shape[1]:
-        raise InputError(f"head {head} is out of range for {name!r} of shape {tuple(x.shape)} "
-                         f"(heads on dim 1: 0..{x.shape[1] - 1 if x.dim() > 1 else 0})")
+        raise error(InputError, "errors.core_hook_head", head=head, name=repr(name), shape=tuple(x.shape),
+                    last=x.shape[1] - 1 if x.dim() > 1 else 0)
 
 
 def _backward(hooks: list[Hook], name: str, where: Callable[[int], int]):

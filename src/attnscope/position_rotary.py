@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .errors import ConfigError
+from .i18n import error
 from .reference.positions import rope_inv_freq as rope_inv_freq_np
 
 Tensor = torch.Tensor
@@ -38,7 +39,7 @@ def rope_inv_freq(head_dim: int, theta: float, scaling: Optional[Mapping] = None
     fdt = torch.float64 if dtype == torch.float64 else torch.float32
     if kind == "dynamic":
         if max_positions is None:
-            raise ConfigError("dynamic RoPE scaling needs max_positions (the context length where the base starts to grow)")
+            raise error(ConfigError, "errors.core_rope_dynamic")
         factor = float(sc["factor"])
         n = max(int(seq_len or 0), int(max_positions))
         theta = theta * ((factor * n / max_positions) - (factor - 1)) ** (head_dim / (head_dim - 2))

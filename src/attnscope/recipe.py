@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .errors import ConfigError
+from .i18n import error
 
 #: What a step does: ``same`` (a second name for a value), ``norm`` (one of the layer's norm
 #: modules), ``attention`` and ``mlp`` (the two blocks), ``add`` (a residual sum), and in an
@@ -115,9 +116,9 @@ def parse_recipe(name: str, text: str) -> LayerRecipe:
             continue
         target, sep, expr = (part.strip() for part in line.partition("="))
         if not sep or not re.fullmatch(_NAME, target):
-            raise ConfigError(f"layer recipe {name!r}, line {n}: {raw.strip()!r} is not 'name = expression'")
+            raise error(ConfigError, "errors.core_recipe_syntax", name=repr(name), n=n, line=repr(raw.strip()))
         if target in defined:
-            raise ConfigError(f"layer recipe {name!r}, line {n}: {target!r} is defined twice")
+            raise error(ConfigError, "errors.core_recipe_twice", name=repr(name), n=n, target=repr(target))
         if m := _CALL.match(expr):
             fn, arg = m.groups()
             op = fn if fn in BLOCK_OPS else "norm"
@@ -127,17 +128,17 @@ def parse_recipe(name: str, text: str) -> LayerRecipe:
         elif m := _SAME.match(expr):
             step = Step(target, "same", m.groups())
         else:
-            raise ConfigError(f"layer recipe {name!r}, line {n}: {expr!r} is not f(a), a + b or a")
+            raise error(ConfigError, "errors.core_recipe_expr", name=repr(name), n=n, expr=repr(expr))
         for arg in step.args:
             if arg not in defined:
-                raise ConfigError(f"layer recipe {name!r}, line {n}: {arg!r} is read before it is defined")
+                raise error(ConfigError, "errors.core_recipe_before", name=repr(name), n=n, arg=repr(arg))
         defined.add(target)
         steps.append(step)
     ops = [s.op for s in steps]
     if ops.count("attention") != 1 or ops.count("mlp") != 1:
-        raise ConfigError(f"layer recipe {name!r} must have one attention(…) and one mlp(…) step")
+        raise error(ConfigError, "errors.core_recipe_steps", name=repr(name))
     if not steps or steps[-1].name != "out":
-        raise ConfigError(f"layer recipe {name!r} must end in the step 'out'")
+        raise error(ConfigError, "errors.core_recipe_out", name=repr(name))
     return LayerRecipe(name, tuple(steps), text)
 
 
@@ -155,7 +156,7 @@ def get_layer_recipe(name: str) -> LayerRecipe:
     try:
         return LAYER_RECIPES[name]
     except KeyError:
-        raise ConfigError(f"unknown layer recipe {name!r}; registered: {', '.join(LAYER_RECIPES)}") from None
+        raise error(ConfigError, "errors.core_recipe_unknown", name=repr(name), names=", ".join(LAYER_RECIPES)) from None
 
 
 def layer_recipe_names() -> tuple[str, ...]:

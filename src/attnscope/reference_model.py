@@ -37,9 +37,11 @@ import numpy as np
 from . import reference as R
 from . import reference_model_deberta as RD  # DeBERTa's own embedding and scores
 from .errors import InputError
+from .i18n import error
 from .positions import get_position, layer_mask_np
 from .reference_model_blocks import LayerRun, activation, layer_recipe, norm_of, run_layer  # noqa: F401  (this module's names)
 from .reference_model_blocks import linear_of as _lin
+from .wording import phrase
 
 Array = np.ndarray
 
@@ -50,13 +52,10 @@ def check_supported(model, seq2seq: bool = False) -> None:
     (``seq2seq=True``), not by :func:`forward`, which reads one text."""
     kind = getattr(model.config, "kind", "")
     if kind == "seq2seq" and not seq2seq:
-        raise InputError(f"{model.name} is an encoder–decoder model ({model.family}): it reads a source and a "
-                         f"target; use reference_model_seq2seq.forward_seq2seq (explain: text= is the source, "
-                         f"target= the decoder's text)")
+        raise error(InputError, "errors.core_ref_seq2seq", name=model.name, family=model.family)
     from .scorings import get_scoring
     if get_scoring(model.config.scoring).learnable is not None:
-        raise InputError(f"{model.name} uses {model.config.scoring!r} scoring, whose learned parts the float64 "
-                         f"path from the weights does not recompute")
+        raise error(InputError, "errors.core_ref_scoring", name=model.name, scoring=repr(model.config.scoring))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -134,7 +133,7 @@ def forward(model, text: str, upto: Optional[int] = None) -> dict:
     (:func:`check_supported`), an empty text or a layer out of range."""
     check_supported(model)
     if not isinstance(text, str) or not text.strip():
-        raise InputError("text must be a non-empty string")
+        raise error(InputError, "errors.core_ref_text")
     c = model.config
     last = last_layer(upto, c.n_layers)
     batch = model.encode(text)
@@ -179,7 +178,8 @@ def last_layer(upto: Optional[int], n: int, stack: str = "layer", has: str = "th
     """The last layer to run: ``upto``, or n − 1 for None; InputError naming the range otherwise."""
     last = n - 1 if upto is None else int(upto)
     if not 0 <= last < n:
-        raise InputError(f"{stack} {upto} is out of range: {has} {n} layers (0..{n - 1})")
+        raise error(InputError, "errors.core_ref_layer_range", stack=phrase("errors.core_ref_stack", stack), upto=upto,
+                    has=phrase("errors.core_ref_has", has), n=n, last=n - 1)
     return last
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import reference as R
 from .errors import InputError
+from .i18n import error
 from .positions import layer_inv_freq
 from .recipe import INPUT, LayerRecipe, Step, get_layer_recipe
 
@@ -26,7 +27,7 @@ def activation(name: str, x) -> Array:
     to ``x``, float64."""
     fns = {"gelu": R.gelu, "gelu_tanh": lambda v: R.gelu(v, "tanh"), "relu": R.relu, "silu": lambda v: v / (1.0 + np.exp(-v))}
     if name not in fns:
-        raise InputError(f"unknown activation {name!r}; the float64 path knows {', '.join(fns)}")
+        raise error(InputError, "errors.core_ref_activation", name=repr(name), names=", ".join(fns))
     with np.errstate(over="ignore"):  # silu: e^(−x) overflows to inf for x ≪ 0, and x / inf is the −0 it tends to
         return fns[name](R.as_f64(x))
 

@@ -33,7 +33,9 @@ import torch
 from torch import nn
 
 from .errors import ConfigError
+from .i18n import error
 from .rownorm import layer_norm_rows, unit_rows
+from .wording import phrase
 
 Tensor = torch.Tensor
 Factor = Union[float, Tensor, np.ndarray]
@@ -116,7 +118,7 @@ def add_to_registry(registry: dict, name: str, entry, what: str, replace: bool):
     ConfigError naming the ``what`` and how to redefine it); returns ``entry``. The one rule of
     attnscope's registries (scorings, position schemes)."""
     if name in registry and not replace:
-        raise ConfigError(f"{what} {name!r} is already registered (pass replace=True to redefine it)")
+        raise error(ConfigError, "errors.core_registered", what=phrase("errors.core_registry", what), name=repr(name))
     registry[name] = entry
     return entry
 
@@ -125,16 +127,16 @@ def remove_from_registry(registry: dict, builtin, name: str, what: str) -> None:
     """Drop ``registry[name]`` (nothing if absent) unless ``name`` is one of ``builtin`` (then
     ConfigError): the other rule of attnscope's registries."""
     if name in builtin:
-        raise ConfigError(f"{what} {name!r} is built in and cannot be removed")
+        raise error(ConfigError, "errors.core_builtin", what=phrase("errors.core_registry", what), name=repr(name))
     registry.pop(name, None)
 
 
 def register_scoring(scoring: Scoring, *, replace: bool = False) -> Scoring:
     """Add a scoring; every kernel, module and the reference then accept ``scoring=name``."""
     if not isinstance(scoring, Scoring):
-        raise ConfigError(f"register_scoring expects a Scoring, got {type(scoring).__name__}")
+        raise error(ConfigError, "errors.core_scoring_type", type=type(scoring).__name__)
     if not scoring.name.isidentifier():
-        raise ConfigError(f"a scoring's name must be an identifier, got {scoring.name!r}")
+        raise error(ConfigError, "errors.core_scoring_name", name=repr(scoring.name))
     return add_to_registry(_REGISTRY, scoring.name, scoring, "scoring", replace)
 
 
@@ -150,7 +152,7 @@ def get_scoring(name: Union[str, Scoring]) -> Scoring:
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
-        raise ConfigError(f"unknown scoring {name!r}; choose one of {', '.join(_REGISTRY)}") from None
+        raise error(ConfigError, "errors.core_unknown_scoring", name=repr(name), choices=", ".join(_REGISTRY)) from None
 
 
 class ScoringNames(Sequence):

@@ -37,7 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from . import __version__
 from . import reference as R
 from .errors import AttnscopeError, InputError
-from .i18n import check_lang
+from .i18n import check_lang, error
 from .server_limits import BODY_TIMEOUT, MAX_ACTIVE, MAX_BODY, MAX_WAITING, Busy, Limits, ModelWorker
 from .server_schema import (
     Attention,
@@ -156,9 +156,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
         def work():
             n = len(model.encode(req.text).tokens[0])
             if n > MAX_MATRIX_TOKENS:  # the answer is n² numbers as JSON text
-                raise InputError(f"the text has {n} tokens; /api/attention answers the whole matrix, for at most "
-                                 f"{MAX_MATRIX_TOKENS:,} tokens; for longer texts read rows with /api/held/rows "
-                                 "(POST /api/view holds the text)")
+                raise error(InputError, "errors.core_server_matrix", n=n, limit=f"{MAX_MATRIX_TOKENS:,}")
             tr = trace_layer(req.text, req.layer)
             q, k, _ = tr.qkv(req.layer, req.head, text=0)  # (n, d_head): the head and the k/v head it reads
             allowed = tr.mask(req.layer, text=0)[0].cpu().numpy()  # (n, n)
@@ -218,7 +216,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except socket.gaierror:
-        raise InputError(f"--host {host!r} is not an address or a known host name") from None
+        raise error(InputError, "errors.core_server_host", host=repr(host)) from None
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart may reuse the port at once
     try:
@@ -227,13 +225,12 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
-            raise InputError(f"port {port} is in use; choose another with --port") from None
+            raise error(InputError, "errors.core_server_port_used", port=port) from None
         if e.errno == errno.EACCES:
-            raise InputError(f"port {port} needs more privileges on this machine (ports below 1024 "
-                             "usually need root); choose another with --port") from None
+            raise error(InputError, "errors.core_server_port_root", port=port) from None
         if e.errno == errno.EADDRNOTAVAIL:
-            raise InputError(f"--host {host} is not an address of this machine") from None
-        raise InputError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+            raise error(InputError, "errors.core_server_host_here", host=host) from None
+        raise error(InputError, "errors.core_server_listen", host=host, port=port, why=e.strerror or str(e)) from None
     return sock
 
 

@@ -23,7 +23,7 @@ from typing import Optional, Sequence, Union
 import torch
 
 from .errors import InputError, ModelLoadError
-from .i18n import Msg, error
+from .i18n import Msg, error, word
 from .pieces import Pieces, labels_of, pieces_of
 
 Tensor = torch.Tensor
@@ -149,16 +149,15 @@ class Tokenizer:
         limit = self.max_length
         if max_length is not None:
             if isinstance(max_length, bool) or not isinstance(max_length, int) or not 1 <= max_length <= self.max_length:
-                raise InputError(f"max_length must be an integer in [1, {self.max_length}] (the model's positions), "
-                                 f"got {max_length!r}")
+                raise error(InputError, "errors.core_max_length", limit=self.max_length, value=repr(max_length))
             limit = max_length
         if isinstance(texts, str):
             texts = [texts]
         if not isinstance(texts, (list, tuple)) or not texts:
-            raise InputError(f"texts must be a string or a non-empty list of strings, got {texts!r}")
+            raise error(InputError, "errors.core_texts_type", value=repr(texts))
         for i, t in enumerate(texts):
             if not isinstance(t, str):
-                raise InputError(f"texts[{i}] must be a string, got {type(t).__name__}")
+                raise error(InputError, "errors.core_text_i_type", i=i, type=type(t).__name__)
             check_unicode(t, "the text" if len(texts) == 1 else f"texts[{i}]")
         encs = self.backend.encode_batch(list(texts))
         truncated = [False] * len(texts)
@@ -214,11 +213,10 @@ def check_unicode(text: str, what: str = "the text") -> str:
     except UnicodeEncodeError as e:
         code = ord(text[e.start])
         if 0xDC80 <= code <= 0xDCFF:
-            why = (f"byte 0x{code - 0xDC00:02X} at character {e.start} is not UTF-8 (was the text written "
-                   f"in another encoding, such as Latin-1? convert it to UTF-8)")
+            why = Msg("errors.core_unicode_byte", byte=f"{code - 0xDC00:02X}", at=e.start)
         else:
-            why = f"character {e.start} is a lone surrogate U+{code:04X}, which no encoding can represent"
-        raise InputError(f"{what} is not valid Unicode: {why}") from None
+            why = Msg("errors.core_unicode_surrogate", at=e.start, code=f"{code:04X}")
+        raise error(InputError, "errors.core_not_unicode", what=word(what), why=why) from None
     return text
 
 
@@ -231,7 +229,7 @@ def _read_json(path: Path) -> dict:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelLoadError(f"cannot read {path}: {e}") from None
+        raise error(ModelLoadError, "errors.core_cannot_read", path=path, why=str(e)) from None
 
 
 def tokenizer_settings(folder: Path) -> dict:
@@ -264,15 +262,16 @@ def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_ch
     try:
         lines = vocab_file.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as e:
-        raise ModelLoadError(f"cannot read {vocab_file}: {e}") from None
+        raise error(ModelLoadError, "errors.core_cannot_read", path=vocab_file, why=str(e)) from None
     if lines and lines[-1] == "":
         lines.pop()
     vocab: dict[str, int] = {}
-    for i, word in enumerate(lines):
-        vocab[word] = i  # a repeated line: the last one wins, as in BertTokenizer's load_vocab
+    for i, entry in enumerate(lines):
+        vocab[entry] = i  # a repeated line: the last one wins, as in BertTokenizer's load_vocab
     for special in (unk, cls, sep):
         if special not in vocab:
-            raise ModelLoadError(f"{vocab_file} has no {special} token; a BERT vocabulary needs {unk}, {cls} and {sep}")
+            raise error(ModelLoadError, "errors.core_vocab_special", path=vocab_file, special=special, unk=unk, cls_token=cls,
+                        sep=sep)
     tok = HFTokenizer(WordPiece(vocab, unk_token=unk, max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=chinese_chars,
                                                 strip_accents=strip_accents, lowercase=lowercase)
@@ -304,14 +303,14 @@ def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Option
             a, _, b = line.partition(" ")
             merges.append((a, b))
     except (OSError, UnicodeDecodeError) as e:
-        raise ModelLoadError(f"cannot read {merges_file}: {e}") from None
+        raise error(ModelLoadError, "errors.core_cannot_read", path=merges_file, why=str(e)) from None
     tok = HFTokenizer(BPE(vocab, merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
     tok.decoder = decoders.ByteLevel()
     if bos is not None and eos is not None:
         for t in (bos, eos):
             if t not in vocab:
-                raise ModelLoadError(f"{vocab_file} has no {t} token")
+                raise error(ModelLoadError, "errors.core_vocab_missing", path=vocab_file, token=t)
         tok.post_processor = processors.RobertaProcessing((eos, vocab[eos]), (bos, vocab[bos]),
                                                           add_prefix_space=add_prefix_space)
     else:
@@ -334,12 +333,12 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
         try:
             backend = HFTokenizer.from_file(str(tj))
         except Exception as e:  # the Rust library raises plain Exception subclasses
-            raise ModelLoadError(f"cannot read {tj}: {e}") from None
+            raise error(ModelLoadError, "errors.core_cannot_read", path=tj, why=str(e)) from None
         return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=str(tj))
     if kind == "wordpiece":
         vf = folder / "vocab.txt"
         if not vf.is_file():
-            raise ModelLoadError(f"{folder} has no tokenizer: expected tokenizer.json or vocab.txt")
+            raise error(ModelLoadError, "errors.core_no_tokenizer", folder=folder)
         backend = wordpiece_from_vocab(
             vf, lowercase=bool(settings.get("do_lower_case", True)),
             chinese_chars=bool(settings.get("tokenize_chinese_chars", True)),
@@ -349,7 +348,7 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
         return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=str(vf))
     vf, mf = folder / "vocab.json", folder / "merges.txt"
     if not (vf.is_file() and mf.is_file()):
-        raise ModelLoadError(f"{folder} has no tokenizer: expected tokenizer.json, or vocab.json and merges.txt")
+        raise error(ModelLoadError, "errors.core_no_tokenizer_bpe", folder=folder)
     if kind == "bpe-roberta":
         backend = bytelevel_bpe_from_files(vf, mf, bos=settings.get("bos_token", "<s>"),
                                            eos=settings.get("eos_token", "</s>"),

@@ -44,7 +44,7 @@ catalog.load(TABLES, LANGS)
 def check_lang(lang: str) -> str:
     """``lang`` if attnscope speaks it, else InputError naming the choices."""
     if lang not in LANGS:
-        raise InputError(f"language {lang!r} is not one of {', '.join(LANGS)}")
+        raise error(InputError, "errors.core_lang", code=repr(lang), choices=", ".join(LANGS))
     return lang
 
 

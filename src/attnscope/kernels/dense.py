@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .derived import note
-from .validate import broadcast_or_raise, broadcast_shapes, check_dim, require_float
+from .validate import Q_AND_FACTOR, broadcast_or_raise, broadcast_shapes, check_dim, require_float
 
 Tensor = torch.Tensor
 Hook = Optional[Callable[[str, Tensor], Tensor]]
@@ -214,7 +214,7 @@ def scaled_q(q: Tensor, factor: Union[float, Tensor]) -> Tensor:
     """``q · factor`` written into a contiguous tensor (one pass), so that :func:`grouped` is a view."""
     if torch.is_grad_enabled() and (q.requires_grad or getattr(factor, "requires_grad", False)):
         return (q * factor).contiguous()  # out= has no gradient  # (..., H, L, d)
-    shape = q.shape if not isinstance(factor, Tensor) else broadcast_or_raise("q and the factor", q.shape, factor.shape)
+    shape = q.shape if not isinstance(factor, Tensor) else broadcast_or_raise(Q_AND_FACTOR, q.shape, factor.shape)
     out = torch.empty(shape, dtype=q.dtype, device=q.device)  # plain Python: torch.broadcast_shapes costs ~50 µs
     return torch.mul(q, factor, out=out)  # (..., H, L, d)
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Union
 
 import torch
 
 from ..errors import NonFiniteError, fmt_shape
+from ..i18n import Msg, error
 
 Tensor = torch.Tensor
 
@@ -48,7 +49,17 @@ def checking_finite(enabled: bool = True) -> Iterator[None]:
         _STATE.on = before
 
 
-def check_tensor(name: str, t: Optional[Tensor], *, allow_neg_inf: bool = False, hint: str = "") -> None:
+#: What the checks name besides q, k, v, the mask and the temperature, and their hints: Msgs made
+#: once here, so that a check that passes builds nothing.
+SCALED = Msg("errors.kernel_name_scaled")
+ATTENTION_OUTPUT = Msg("errors.kernel_name_output")
+WEIGHTS = Msg("errors.kernel_name_weights")
+MASK_HINT = Msg("errors.kernel_hint_mask")
+OUTPUT_HINT = Msg("errors.kernel_hint_output")
+
+
+def check_tensor(name: Union[str, Msg], t: Optional[Tensor], *, allow_neg_inf: bool = False,
+                 hint: Optional[Msg] = None) -> None:
     """Raise NonFiniteError if ``t`` holds NaN or ±inf (−inf allowed with ``allow_neg_inf``)."""
     if t is None or not isinstance(t, Tensor) or not t.is_floating_point() or t.numel() == 0:
         return
@@ -60,27 +71,25 @@ def check_tensor(name: str, t: Optional[Tensor], *, allow_neg_inf: bool = False,
     n_neg = 0 if allow_neg_inf else int(torch.isneginf(t).sum())
     kinds = ", ".join(f"{label} ×{n}" for label, n in (("NaN", n_nan), ("+inf", n_pos), ("-inf", n_neg)) if n)
     first = tuple(int(i) for i in bad.nonzero()[0].tolist())
-    msg = (f"{name} has non-finite values ({kinds}) in shape {fmt_shape(t.shape)}, "
-           f"first at index {first}")
-    raise NonFiniteError(msg + (f": {hint}" if hint else ""))
+    where = dict(name=name, kinds=kinds, shape=fmt_shape(t.shape), first=first)
+    raise error(NonFiniteError, "errors.kernel_nonfinite_hint", hint=hint, **where) if hint \
+        else error(NonFiniteError, "errors.kernel_nonfinite", **where)
 
 
 def check_inputs(q: Tensor, k: Tensor, v: Optional[Tensor], mask: Optional[Tensor], temperature=None) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, t)
     if mask is not None and mask.dtype != torch.bool:
-        check_tensor("mask", mask, allow_neg_inf=True, hint="a float mask may hold -inf (blocked) but not NaN or +inf")
+        check_tensor("mask", mask, allow_neg_inf=True, hint=MASK_HINT)
     if isinstance(temperature, Tensor):
         check_tensor("temperature", temperature)
 
 
 def check_scaled(scaled: Tensor, dtype: torch.dtype) -> None:
     """The scaled scores before the mask: ±inf here with finite inputs is an overflow of q·k."""
-    check_tensor("scaled scores (q·k × factor)", scaled,
-                 hint=f"q·k overflowed {dtype} (its largest value is {torch.finfo(dtype).max:.3g}); "
-                      f"scale q and k down or compute in float64")
+    check_tensor(SCALED, scaled, hint=Msg("errors.kernel_hint_overflow", dtype=dtype, largest=torch.finfo(dtype).max))
 
 
-def check_output(name: str, t: Optional[Tensor]) -> None:
-    check_tensor(name, t, hint="the inputs are finite, so the scores overflowed in the kernel "
-                              "(q·k × factor beyond the dtype's range)")
+def check_output(name: Msg, t: Optional[Tensor]) -> None:
+    """``name``: ATTENTION_OUTPUT or WEIGHTS."""
+    check_tensor(name, t, hint=OUTPUT_HINT)

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from ..errors import ShapeError, fmt_shape
+from ..i18n import error
 from ..scorings import DEFAULT_EPS, get_scoring
 from .validate import broadcast_shapes
 
@@ -77,8 +78,7 @@ def check_factor(factor, lead, L: int, S: int) -> None:
     target = (*lead, L, S)
     out = broadcast_shapes(factor.shape, target)
     if out is None or tuple(out[-2:]) != (L, S) or len(out) > len(target) and any(n != 1 for n in out[:-len(target)]):
-        raise ShapeError(f"temperature of shape {fmt_shape(factor.shape)} does not broadcast to the "
-                         f"scores' shape (..., L={L}, S={S})")
+        raise error(ShapeError, "errors.kernel_temperature_broadcast", shape=fmt_shape(factor.shape), L=L, S=S)
 
 
 def fold_factor(p: Prepared) -> tuple[Tensor, float]:

@@ -29,7 +29,7 @@ from torch import nn
 from ..scorings import DEFAULT_EPS
 from . import blockwise, dense, fused, memory
 from .backend import BLOCKWISE, FUSED, MATRIX_STEPS, WEIGHTS_ON_DEMAND, Facts, choose_backend
-from .finite import check_inputs, check_output, check_scaled, finite_checks_on
+from .finite import ATTENTION_OUTPUT, WEIGHTS, check_inputs, check_output, check_scaled, finite_checks_on
 from .qk import Prepared, check_factor, fold_factor, prepare
 from .validate import broadcast_shapes, kv_groups
 
@@ -201,8 +201,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
         _heads_aside(p, g, mask, bias, causal, hooks, {s: h for s, h in pending.items() if h})
     z = hooks("z", z)  # (…, H, L, d_v)
     if finite:
-        check_output("the attention output", z)
-        check_output("the weights", weights)
+        check_output(ATTENTION_OUTPUT, z)
+        check_output(WEIGHTS, weights)
     return z, weights
 
 

@@ -12,17 +12,18 @@ from typing import Optional, cast
 import torch
 
 from ..errors import ConfigError, InputError, ShapeError, fmt_shape
-from ..i18n import error
+from ..i18n import Msg, error
 from ..scorings import Scoring, get_scoring
+from ..wording import joined
 
 Tensor = torch.Tensor
 
 
 def require_float(name: str, t) -> None:
     if not isinstance(t, torch.Tensor):
-        raise ShapeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        raise error(ShapeError, "errors.kernel_not_tensor", name=name, type=type(t).__name__)
     if not t.is_floating_point():
-        raise ShapeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+        raise error(ShapeError, "errors.kernel_not_float", name=name, dtype=t.dtype)
 
 
 def check_token_ids(input_ids, name: str = "input_ids", max_positions: Optional[int] = None) -> None:
@@ -30,7 +31,7 @@ def check_token_ids(input_ids, name: str = "input_ids", max_positions: Optional[
     InputError when L is more than ``max_positions``."""
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
         got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-        raise ShapeError(f"{name} must be an integer tensor (B, L), got {got}")
+        raise error(ShapeError, "errors.kernel_token_ids", name=name, got=got)
     L = input_ids.shape[1]
     if max_positions is not None and L > max_positions:
         raise error(InputError, "errors.too_long", n=L, limit=max_positions)
@@ -39,20 +40,20 @@ def check_token_ids(input_ids, name: str = "input_ids", max_positions: Optional[
 def check_vocabulary(input_ids: Tensor, vocab_size: int) -> None:
     """InputError unless every token id is a row of the embedding table: in [0, vocab_size)."""
     if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab_size):
-        raise InputError(f"token ids must be in [0, {vocab_size}), got min {int(input_ids.min())}, "
-                         f"max {int(input_ids.max())}")
+        raise error(InputError, "errors.kernel_token_range", vocab=vocab_size, low=int(input_ids.min()),
+                    high=int(input_ids.max()))
 
 
 def check_dim(name: str, t: Tensor, dim) -> int:
     """``dim`` as a non-negative index into ``t``'s dims; ShapeError naming the valid range."""
     if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
-        raise ShapeError(f"dim must be an integer, got {dim!r}")
+        raise error(ShapeError, "errors.not_integer", what="dim", value=repr(dim))
     n = t.dim()
     if n == 0:
-        raise ShapeError(f"{name} must have at least 1 dim to take a softmax over, got a 0-dim tensor")
+        raise error(ShapeError, "errors.kernel_softmax_0dim", name=name)
     if not -n <= int(dim) < n:
-        raise ShapeError(f"dim {dim} is out of range for {name} of shape {fmt_shape(t.shape)} "
-                         f"({n} dims: dim must be in {-n}..{n - 1})")
+        raise error(ShapeError, "errors.kernel_dim_range", dim=dim, name=name, shape=fmt_shape(t.shape), n=n,
+                    low=-n, high=n - 1)
     return int(dim) % n
 
 
@@ -76,10 +77,20 @@ def broadcast_shapes(*shapes) -> Optional[torch.Size]:
     return torch.Size(out)
 
 
-def broadcast_or_raise(what: str, *shapes) -> torch.Size:
+#: What :func:`broadcast_or_raise` names: the dims that must broadcast, in the error's language.
+LEAD_QKV = Msg("errors.kernel_lead_qkv")
+LEAD_QK = Msg("errors.kernel_lead_qk")
+LEAD_QKV_SHORT = Msg("errors.kernel_lead_qkv_short")
+LEAD_QKV_MASK_BIAS = Msg("errors.kernel_lead_qkv_mask_bias")
+LEAD_KEY_MASK = Msg("errors.kernel_lead_key_mask")
+Q_AND_FACTOR = Msg("errors.kernel_q_factor")
+
+
+def broadcast_or_raise(what: Msg, *shapes) -> torch.Size:
+    """The broadcast of ``shapes``; ShapeError naming ``what`` (one of the Msgs above) otherwise."""
     out = broadcast_shapes(*shapes)
     if out is None:
-        raise ShapeError(f"{what}: shapes " + " and ".join(fmt_shape(s) for s in shapes) + " do not broadcast")
+        raise error(ShapeError, "errors.kernel_no_broadcast", what=what, shapes=joined(fmt_shape(s) for s in shapes))
     return out
 
 
@@ -104,24 +115,23 @@ def check_qkv(q: Tensor, k: Tensor, v: Tensor) -> torch.Size:
     for name, t in (("q", q), ("k", k), ("v", v)):
         require_float(name, t)
         if t.dim() < 2:
-            raise ShapeError(f"{name} must have at least 2 dims (..., length, dim), got shape {fmt_shape(t.shape)}")
+            raise error(ShapeError, "errors.kernel_min_dims", name=name, shape=fmt_shape(t.shape))
     if q.shape[-1] != k.shape[-1]:
-        raise ShapeError(f"q and k must have the same last dim d_k, got q {fmt_shape(q.shape)} and k {fmt_shape(k.shape)}")
+        raise error(ShapeError, "errors.kernel_qk_last_dim", q=fmt_shape(q.shape), k=fmt_shape(k.shape))
     if k.shape[-2] != v.shape[-2]:
-        raise ShapeError(f"k and v must have the same length S (dim -2), got k {fmt_shape(k.shape)} and v {fmt_shape(v.shape)}")
+        raise error(ShapeError, "errors.kernel_kv_length", k=fmt_shape(k.shape), v=fmt_shape(v.shape))
     if not (q.dtype == k.dtype == v.dtype):
-        raise ShapeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+        raise error(ShapeError, "errors.kernel_qkv_dtype", dtypes=f"{q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.device == k.device == v.device):
-        raise ShapeError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+        raise error(ShapeError, "errors.kernel_qkv_device", devices=f"{q.device}, {k.device}, {v.device}")
     kl: tuple[int, ...] = k.shape[:-2]
     vl: tuple[int, ...] = v.shape[:-2]
     g = 1 if kl == q.shape[:-2] else kv_groups(q, k)
     if g > 1:
         if v.dim() < 3 or v.shape[-3] != k.shape[-3]:
-            raise ShapeError(f"grouped-query attention: k and v must have the same number of heads (dim -3), "
-                             f"got k {fmt_shape(k.shape)} and v {fmt_shape(v.shape)}")
+            raise error(ShapeError, "errors.kernel_gqa_heads", k=fmt_shape(k.shape), v=fmt_shape(v.shape))
         kl = vl = (*kl[:-1], q.shape[-3])  # each k/v head serves g query heads
-    return broadcast_or_raise("leading (batch/head) dims of q, k, v", q.shape[:-2], kl, vl)
+    return broadcast_or_raise(LEAD_QKV, q.shape[:-2], kl, vl)
 
 
 def check_mask(mask: Optional[Tensor], L: int, S: int, lead: torch.Size, name: str = "mask") -> None:
@@ -129,14 +139,14 @@ def check_mask(mask: Optional[Tensor], L: int, S: int, lead: torch.Size, name: s
     if mask is None:
         return
     if not isinstance(mask, torch.Tensor):
-        raise ShapeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
+        raise error(ShapeError, "errors.kernel_not_tensor_or_none", name=name, type=type(mask).__name__)
     if mask.dtype != torch.bool and not mask.is_floating_point():
-        raise ShapeError(f"{name} must be boolean (True = attend) or floating (added to scores), got dtype {mask.dtype}")
+        raise error(ShapeError, "errors.kernel_mask_dtype", name=name, dtype=mask.dtype)
     target = (*lead, L, S)
     out = broadcast_shapes(mask.shape, target)
     if out is None or tuple(out) != tuple(target):
-        raise ShapeError(f"{name} of shape {fmt_shape(mask.shape)} does not broadcast to the scores' shape "
-                         f"{fmt_shape(target)} (..., L={L}, S={S})")
+        raise error(ShapeError, "errors.kernel_mask_broadcast", name=name, shape=fmt_shape(mask.shape),
+                    target=fmt_shape(target), L=L, S=S)
 
 
 def check_scoring(scoring) -> Scoring:
@@ -151,10 +161,10 @@ def check_scale(scale) -> Optional[float]:
     if scale.__class__ is float and math.isfinite(scale):
         return scale
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise ConfigError(f"scale must be a real number or None, got {type(scale).__name__} {scale!r}")
+        raise error(ConfigError, "errors.kernel_scale_type", type=type(scale).__name__, value=repr(scale))
     scale = float(scale)
     if not math.isfinite(scale):
-        raise ConfigError(f"scale must be finite, got {scale}")
+        raise error(ConfigError, "errors.kernel_scale_finite", value=scale)
     return scale
 
 
@@ -163,7 +173,7 @@ def check_dropout(p, name: str = "dropout_p") -> float:
         return p
     # cast: typeshed's numbers.Real has no comparison with a float; every real number has one
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= cast(float, p) < 1.0:
-        raise ConfigError(f"{name} must be in [0, 1), got {p!r}")
+        raise error(ConfigError, "errors.kernel_probability", name=name, value=repr(p))
     return float(p)
 
 
@@ -173,12 +183,13 @@ def check_temperature(temperature, scoring: Scoring) -> None:
         return
     if isinstance(temperature, torch.Tensor):
         if not temperature.is_floating_point():
-            raise ShapeError(f"temperature must be a floating-point tensor, got dtype {temperature.dtype}")
+            raise error(ShapeError, "errors.kernel_not_float", name="temperature", dtype=temperature.dtype)
         return
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise ConfigError(f"temperature must be a positive number or a tensor, got {type(temperature).__name__} {temperature!r}")
+        raise error(ConfigError, "errors.kernel_temperature_type", type=type(temperature).__name__,
+                    value=repr(temperature))
     if not (math.isfinite(temperature) and cast(float, temperature) > 0):  # cast: as in check_dropout
-        raise ConfigError(f"temperature must be finite and positive, got {temperature}")
+        raise error(ConfigError, "errors.kernel_temperature_value", value=temperature)
 
 
 def check_attention_args(mask: Optional[Tensor], L: int, S: int, lead: torch.Size, scoring, scale,
@@ -195,7 +206,7 @@ def check_attention_args(mask: Optional[Tensor], L: int, S: int, lead: torch.Siz
 def check_positive_int(name: str, value) -> int:
     """A module size (d_model, n_heads, …): an int > 0, else ConfigError saying which."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+        raise error(ConfigError, "errors.kernel_int_type", name=name, type=type(value).__name__, value=repr(value))
     if value <= 0:
-        raise ConfigError(f"{name} must be positive, got {value}")
+        raise error(ConfigError, "errors.kernel_positive", name=name, value=value)
     return int(value)

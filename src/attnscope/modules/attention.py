@@ -27,6 +27,7 @@ from torch import nn
 from .. import functional as AF
 from ..errors import ConfigError, ShapeError, fmt_shape
 from ..hooks import HookPoint
+from ..i18n import error
 from ..kernels.memory import BLOCKWISE_MIN_SCORES  # noqa: F401  (kept importable from here)
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..kernels.validate import check_dropout, check_positive_int
@@ -132,11 +133,10 @@ class MultiHeadAttention(nn.Module):
         n_heads = check_positive_int("n_heads", n_heads)
         n_kv = n_heads if n_kv_heads is None else check_positive_int("n_kv_heads", n_kv_heads)
         if head_dim is None and d_model % n_heads != 0:
-            raise ConfigError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}); "
-                              f"d_model % n_heads = {d_model % n_heads}")
+            raise error(ConfigError, "errors.core_heads_divide", p="", d_model=d_model, n_heads=n_heads,
+                        rest=d_model % n_heads)
         if n_heads % n_kv:
-            raise ConfigError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv}): each key/value "
-                              f"head serves n_heads / n_kv_heads query heads")
+            raise error(ConfigError, "errors.core_kv_heads", p="", n_heads=n_heads, n_kv=n_kv)
         sc = get_scoring(scoring)
         dh = d_model // n_heads if head_dim is None else check_positive_int("head_dim", head_dim)
         self.d_model, self.n_heads, self.n_kv_heads, self.d_head = d_model, n_heads, n_kv, dh
@@ -152,8 +152,7 @@ class MultiHeadAttention(nn.Module):
                 setattr(self, name, part)
         scheme = get_position(position) if position is not None else None
         if scheme is not None and scheme.acts_on == "bias" and scheme.bias is None:
-            raise ConfigError(f"position scheme {position!r} is a learned bias built per stack (the encoder–decoder "
-                              f"models); MultiHeadAttention adds a bias scheme with a fixed term (bias=)")
+            raise error(ConfigError, "errors.kernel_learned_bias_scheme", name=repr(position))
         #: ``bias(n_heads, q_pos, k_pos, dtype, device)`` of a bias scheme, else None.
         self.position_bias = scheme.bias if scheme is not None and scheme.acts_on == "bias" else None
         self.position = position
@@ -168,11 +167,11 @@ class MultiHeadAttention(nn.Module):
     def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
         """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring)."""
         if not isinstance(m, nn.MultiheadAttention):
-            raise ConfigError(f"from_torch expects torch.nn.MultiheadAttention, got {type(m).__name__}")
+            raise error(ConfigError, "errors.kernel_from_torch_type", type=type(m).__name__)
         if not m._qkv_same_embed_dim:
-            raise ConfigError("from_torch needs kdim == vdim == embed_dim (one fused in_proj_weight)")
+            raise error(ConfigError, "errors.kernel_from_torch_dims")
         if m.bias_k is not None or m.add_zero_attn:
-            raise ConfigError("from_torch does not support add_bias_kv or add_zero_attn")
+            raise error(ConfigError, "errors.kernel_from_torch_bias_kv")
         has_bias = m.in_proj_bias is not None
         new = cls(m.embed_dim, m.num_heads, bias=has_bias, dropout=m.dropout)
         new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype)
@@ -193,7 +192,7 @@ class MultiHeadAttention(nn.Module):
         heads, W_K and W_V are those of the shared k/v head ``i // group``.
         """
         if not 0 <= i < self.n_heads:
-            raise ConfigError(f"head index {i} out of range: this module has {self.n_heads} heads (0..{self.n_heads - 1})")
+            raise error(ConfigError, "errors.kernel_head_index", i=i, n=self.n_heads, last=self.n_heads - 1)
         dh, H, j = self.d_head, self.n_heads, i // self.group
         W, b = self.W_qkv.weight, self.W_qkv.bias  # ((H + 2 H_kv)·d_head, d), (…,)
         k0, v0 = H * dh, (H + self.n_kv_heads) * dh  # first rows of W_K and W_V
@@ -233,7 +232,7 @@ class MultiHeadAttention(nn.Module):
         mask = None
         if attn_mask is not None:
             if not isinstance(attn_mask, torch.Tensor):
-                raise ShapeError(f"attn_mask must be a tensor, got {type(attn_mask).__name__}")
+                raise error(ShapeError, "errors.kernel_attn_mask_type", type=type(attn_mask).__name__)
             if attn_mask.dim() == 3:
                 attn_mask = attn_mask.unsqueeze(1)  # (B, 1, L, S): one mask per sample, all heads
             AF.check_mask(attn_mask, L, S, torch.Size((B, self.n_heads)), name="attn_mask")
@@ -242,7 +241,7 @@ class MultiHeadAttention(nn.Module):
             if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.shape != (B, S):
                 got = (fmt_shape(key_padding_mask.shape) if isinstance(key_padding_mask, torch.Tensor)
                        else type(key_padding_mask).__name__)
-                raise ShapeError(f"key_padding_mask must have shape (B, S) = ({B}, {S}), got {got}")
+                raise error(ShapeError, "errors.kernel_key_padding_shape", B=B, S=S, got=got)
             if key_padding_mask.dtype == torch.bool:
                 keep = ~key_padding_mask.to(device)[:, None, None, :]  # (B, 1, 1, S)
                 if mask is None:
@@ -260,7 +259,7 @@ class MultiHeadAttention(nn.Module):
                 else:
                     mask = mask + add
             else:
-                raise ShapeError(f"key_padding_mask must be bool (True = padding) or float, got {key_padding_mask.dtype}")
+                raise error(ShapeError, "errors.kernel_key_padding_dtype", dtype=key_padding_mask.dtype)
         return mask
 
     def score_bias(self, B: int, L: int, S: int, key_padding_mask: Optional[Tensor], like: Tensor) -> Tensor:
@@ -300,8 +299,8 @@ class MultiHeadAttention(nn.Module):
         if context is not None:
             _check_input("context", context, self.d_model)
             if context.shape[0] != x.shape[0]:
-                raise ShapeError(f"context batch {context.shape[0]} != x batch {x.shape[0]} "
-                                 f"(x {fmt_shape(x.shape)}, context {fmt_shape(context.shape)})")
+                raise error(ShapeError, "errors.kernel_context_batch", context_batch=context.shape[0], x_batch=x.shape[0],
+                            x=fmt_shape(x.shape), context=fmt_shape(context.shape))
         B, L, _ = x.shape
         S = L if context is None else context.shape[1]
         mask = self.build_mask(B, L, S, key_padding_mask, attn_mask, x.device)
@@ -323,8 +322,8 @@ class MultiHeadAttention(nn.Module):
 
 def _check_input(name: str, x: Tensor, d_model: int) -> None:
     if not isinstance(x, torch.Tensor):
-        raise ShapeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        raise error(ShapeError, "errors.kernel_not_tensor", name=name, type=type(x).__name__)
     if not x.is_floating_point():
-        raise ShapeError(f"{name} must be floating point, got dtype {x.dtype}")
+        raise error(ShapeError, "errors.kernel_module_float", name=name, dtype=x.dtype)
     if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ShapeError(f"{name} must have shape (B, L, d_model={d_model}), got {fmt_shape(x.shape)}")
+        raise error(ShapeError, "errors.kernel_module_input_shape", name=name, d_model=d_model, shape=fmt_shape(x.shape))

@@ -33,6 +33,7 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..hooks import HookPoint
+from ..i18n import error
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..kernels.validate import check_token_ids, check_vocabulary
 from .attention import MultiHeadAttention
@@ -71,10 +72,10 @@ class DebertaConfig(EncoderConfig):
         self.pos_att_type = tuple(self.pos_att_type or ())
         bad = [t for t in self.pos_att_type if t not in POS_ATT_TYPES]
         if bad:
-            raise ConfigError(f"config.pos_att_type may hold 'c2p' and 'p2c', got {bad[0]!r}")
+            raise error(ConfigError, "errors.kernel_pos_att_type", value=repr(bad[0]))
         if not isinstance(self.max_relative_positions, int) or self.max_relative_positions < 1:
-            raise ConfigError(f"config.max_relative_positions must be a positive integer, got "
-                              f"{self.max_relative_positions!r}")
+            raise error(ConfigError, "errors.core_positive_int", name="config.max_relative_positions",
+                        value=repr(self.max_relative_positions))
 
     @property
     def span(self) -> int:

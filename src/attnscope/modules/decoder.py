@@ -33,6 +33,7 @@ from torch import nn
 from ..config import DecoderConfig
 from ..errors import InputError
 from ..hooks import HookPoint
+from ..i18n import error
 from ..kernels.validate import check_token_ids, check_vocabulary
 from ..positions import causal_window_mask, get_position
 from .decoder_attention import DecoderAttention, KVCache
@@ -187,8 +188,7 @@ class TransformerDecoder(nn.Module):
         allowed = (mask or causal_window_mask)(q_pos, k_pos, window if reaches else None)[None, None]  # (1, 1, L, S)
         if pad and attention_mask is not None:  # pad implies a mask
             if attention_mask.shape != (B, S):
-                raise InputError(f"attention_mask must have shape (B, S) = ({B}, {S}) (cached and new "
-                                 f"positions), got {tuple(attention_mask.shape)}")
+                raise error(InputError, "errors.kernel_attention_mask_cached", B=B, S=S, got=tuple(attention_mask.shape))
             real = attention_mask.to(device).bool()[:, None, None, :]  # (B, 1, 1, S)
             allowed = (allowed & real) | (q_pos[:, None] == k_pos[None, :])  # (B, 1, L, S)
         return allowed, False

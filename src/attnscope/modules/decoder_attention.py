@@ -26,6 +26,7 @@ import torch
 from ..config import QK_NORM_SPANS
 from ..errors import ConfigError
 from ..hooks import HookPoint
+from ..i18n import error
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..positions import Rotary
 from .attention import MultiHeadAttention, SharedHeadPoint
@@ -97,7 +98,8 @@ class DecoderAttention(MultiHeadAttention):
         super().__init__(d_model, n_heads, **kw)
         self.layer_index = layer_index
         if qk_norm_span not in QK_NORM_SPANS:
-            raise ConfigError(f"qk_norm_span = {qk_norm_span!r} is unknown; choose one of {', '.join(QK_NORM_SPANS)}")
+            raise error(ConfigError, "errors.core_unknown_choice", name="qk_norm_span", value=repr(qk_norm_span),
+                        choices=", ".join(QK_NORM_SPANS))
         self.qk_norm_span = qk_norm_span
         # "head": one scale of d_head shared by every head; "all": a scale per feature of all heads
         wq, wk = (self.d_head, self.d_head) if qk_norm_span == "head" else \

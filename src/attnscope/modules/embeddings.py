@@ -15,6 +15,7 @@ from torch import nn
 from ..config import TransformerConfig
 from ..errors import ConfigError
 from ..hooks import HookPoint
+from ..i18n import error
 from ..kernels.validate import check_token_ids, check_vocabulary
 from ..positions import get_position, sinusoidal_positions  # noqa: F401  (sinusoidal_positions: public here too)
 
@@ -57,7 +58,7 @@ class Embeddings(TermHooks):
         scheme = get_position(c.position)
         # a fixed score bias (ALiBi) is added by each layer's attention; nothing to add here
         if scheme.acts_on != "embeddings" and (scheme.acts_on, scheme.bias is None) != ("bias", False):
-            raise ConfigError(f"position scheme {c.position!r} acts on {scheme.acts_on}, not on the embeddings")
+            raise error(ConfigError, "errors.kernel_embeddings_scheme", name=repr(c.position), acts_on=scheme.acts_on)
         # learned: nn.Embedding (weights "position_embedding.weight"); sinusoidal: a fixed table
         self.position_embedding = scheme.build(c) if scheme.acts_on == "embeddings" else None
         self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps) if c.embed_norm else None

@@ -27,6 +27,7 @@ from torch import nn
 from ..config import TransformerConfig
 from ..errors import ConfigError
 from ..hooks import HookPoint
+from ..i18n import error
 from .embeddings import Embeddings
 
 Tensor = torch.Tensor
@@ -51,10 +52,9 @@ class EncoderConfig(TransformerConfig):
         for name in ("embedding_size", "layer_groups"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
-                raise ConfigError(f"config.{name} must be a positive integer or None, got {v!r}")
+                raise error(ConfigError, "errors.core_positive_int_or_none", name=f"config.{name}", value=repr(v))
         if self.layer_groups is not None and self.layer_groups > self.n_layers:
-            raise ConfigError(f"config.layer_groups ({self.layer_groups}) cannot exceed config.n_layers "
-                              f"({self.n_layers})")
+            raise error(ConfigError, "errors.kernel_layer_groups", groups=self.layer_groups, n=self.n_layers)
 
     @property
     def factorised(self) -> bool:

@@ -30,6 +30,7 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..hooks import HookPoint
+from ..i18n import error
 from ..recipe import BLOCK_OPS, INPUT, LayerRecipe, get_layer_recipe
 
 Tensor = torch.Tensor
@@ -58,8 +59,8 @@ class RecipeLayer(nn.Module):
                 self.add_module(step.module, norm())
             block = blocks.get(step.op) if step.op in BLOCK_OPS else HookPoint()
             if block is None:
-                raise ConfigError(f"layer recipe {self.recipe.name!r} has a {step.op} step {step.name!r}; "
-                                  f"the layer was given no module for it")
+                raise error(ConfigError, "errors.core_recipe_no_module", name=repr(self.recipe.name), op=step.op,
+                            step_name=repr(step.name))
             self.add_module(step.name, block)
         self.drop = nn.Dropout(dropout)
 

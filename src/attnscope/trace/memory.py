@@ -26,6 +26,7 @@ from typing import Optional, Union
 import torch
 
 from ..errors import InputError
+from ..i18n import Msg, error
 from ..tokenizer import Batch
 
 #: The lengths of the probe traces.
@@ -43,19 +44,18 @@ def parse_memory(value: Union[int, float, str]) -> int:
     """Bytes from ``value``: a number of bytes, or text like ``"2GB"``, ``"1.5 GiB"``, ``"500MB"``
     (kB/MB/GB/TB decimal, KiB/MiB/GiB/TiB and K/M/G binary)."""
     if isinstance(value, bool):
-        raise InputError(f"max_memory must be a number of bytes or a size like '2GB', got {value!r}")
+        raise error(InputError, "errors.trace_memory_type", value=repr(value))
     if isinstance(value, (int, float)):
         n = float(value)
     elif isinstance(value, str):
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value)
         if not m or m.group(2).lower() not in _UNITS:
-            raise InputError(f"max_memory {value!r} is not a size: write bytes or a number with a unit "
-                             f"(kB, MB, GB, KiB, MiB, GiB), e.g. '2GB'")
+            raise error(InputError, "errors.trace_memory_size", value=repr(value))
         n = float(m.group(1)) * _UNITS[m.group(2).lower()]
     else:
-        raise InputError(f"max_memory must be a number of bytes or a size like '2GB', got {type(value).__name__}")
+        raise error(InputError, "errors.trace_memory_type", value=type(value).__name__)
     if not n > 0 or n != n or n == float("inf"):
-        raise InputError(f"max_memory must be a positive size, got {value!r}")
+        raise error(InputError, "errors.trace_memory_positive", value=repr(value))
     return int(n)
 
 
@@ -93,9 +93,9 @@ def estimate_trace_memory(model, L: int, names=None, *, batch: int = 1, hooks: O
     """Bytes of memory that ``model.trace`` of ``batch`` texts of ``L`` tokens recording ``names``
     (None: all) is estimated to take at its peak, above the loaded model; see the module docstring."""
     if isinstance(L, bool) or not isinstance(L, int) or L < 1:
-        raise InputError(f"L must be a positive number of tokens, got {L!r}")
+        raise error(InputError, "errors.trace_L", value=repr(L))
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise InputError(f"batch must be a positive number of texts, got {batch!r}")
+        raise error(InputError, "errors.trace_batch", value=repr(batch))
     kept = kept_bytes(model, L, names, batch=batch, hooks=hooks)
     c = model.config
     size = next(model.parameters()).element_size()
@@ -109,7 +109,6 @@ def check_fits(model, batch: Batch, names, hooks, max_memory) -> None:
     B, L = batch.input_ids.shape
     need = estimate_trace_memory(model, int(L), names, batch=int(B), hooks=hooks)
     if need > limit:
-        what = "every name" if names is None else "these names"
-        raise InputError(f"a trace of {B} text{'s' if B > 1 else ''} × {L} tokens with {what} needs about "
-                         f"{fmt_bytes(need)} (estimate), more than max_memory = {fmt_bytes(limit)}; record fewer "
-                         f"names (e.g. names='layers.*.attn.weights'), trace shorter texts, or raise max_memory")
+        what = Msg("errors.trace_every_name" if names is None else "errors.trace_these_names")
+        raise error(InputError, "errors.trace_too_big" if B > 1 else "errors.trace_too_big_one", B=B, L=L, what=what,
+                    need=fmt_bytes(need), limit=fmt_bytes(limit))

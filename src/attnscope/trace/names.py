@@ -16,6 +16,7 @@ from torch import nn
 from ..config import TransformerConfig
 from ..errors import InputError
 from ..hooks import HookPoint
+from ..i18n import error
 
 #: Name templates of every traceable intermediate, in forward order. Public API.
 TRACE_NAMES: tuple[str, ...] = (
@@ -113,7 +114,7 @@ def expand_names(config: Union[TransformerConfig, nn.Module]) -> list[str]:
     if isinstance(config, nn.Module):
         return tree_names(config)
     if not isinstance(config, TransformerConfig):
-        raise InputError(f"expand_names takes a model or its config, got {type(config).__name__}")
+        raise error(InputError, "errors.trace_expand_names", type=type(config).__name__)
     key = repr(config)
     if key not in _BY_CONFIG:
         # the model's class comes from the families' registry, which knows every model class (a
@@ -147,24 +148,25 @@ def resolve(patterns: Union[None, str, Iterable[str]], all_names: Sequence[str],
     try:
         patterns = list(patterns)
     except TypeError:
-        raise InputError(f"{what} must be a string or a list of strings, got {type(patterns).__name__}") from None
+        raise error(InputError, "errors.trace_patterns_type", what=what, type=type(patterns).__name__) from None
     chosen: set[tuple[str, Optional[int]]] = set()
     for p in patterns:
         if not isinstance(p, str):
-            raise InputError(f"{what} must be strings, got {p!r}")
+            raise error(InputError, "errors.trace_patterns_str", what=what, value=repr(p))
         base, head = _split_head(p.strip())
         matched = [n for n in all_names if fnmatch.fnmatchcase(n, base)]
         if not matched:
             close = difflib.get_close_matches(base, all_names, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else f"; see model.hook_names ({len(all_names)} names)"
-            raise InputError(f"{what}: {p!r} matches no trace name{hint}")
+            raise error(InputError, "errors.trace_no_match_close", what=what, pattern=repr(p), close=", ".join(close)) \
+                if close else error(InputError, "errors.trace_no_match", what=what, pattern=repr(p), n=len(all_names))
         if head is not None:
             bad = [n for n in matched if not _is_head_step(n)]
             if bad:
-                raise InputError(f"{what}: {p!r}: a [head] suffix needs a per-head name "
-                                 f"(layers.{{i}}.attn.{{{','.join(HEAD_STEPS)}}}), got {bad[0]!r}")
+                raise error(InputError, "errors.trace_head_suffix", what=what, pattern=repr(p), steps=",".join(HEAD_STEPS),
+                            name=repr(bad[0]))
             if not 0 <= head < n_heads:
-                raise InputError(f"{what}: {p!r}: head {head} out of range; the model has {n_heads} heads (0..{n_heads - 1})")
+                raise error(InputError, "errors.trace_head_range", what=what, pattern=repr(p), head=head, n=n_heads,
+                            last=n_heads - 1)
         chosen.update((n, head) for n in matched)
     order = {n: i for i, n in enumerate(all_names)}
     return sorted(chosen, key=lambda nh: (order[nh[0]], -1 if nh[1] is None else nh[1]))

@@ -97,8 +97,7 @@ class TraceReader:
     def prefix(self, layer: int, attention: Optional[str] = None) -> str:
         """The name of one attention block: ``layers.{layer}.attn``."""
         if attention is not None:
-            raise InputError(f"attention={attention!r} is for encoder–decoder traces (T5, BART); this trace has one "
-                             f"attention per layer")
+            raise error(InputError, "errors.trace_attention_one", value=repr(attention))
         return f"layers.{self.check_layer(layer)}.attn"
 
     def _lengths(self, attention: Optional[str]) -> tuple[list[int], list[int]]:
@@ -127,9 +126,8 @@ class TraceReader:
         elif head is not None and f"{name}[{head}]" in self:
             t = self[f"{name}[{head}]"]
         else:
-            also = f" or {name}[{head}]" if head is not None else ""
-            raise InputError(f"the trace has no {name}{also}; trace with names=None (everything) or "
-                             f"names=[{name!r}]")
+            raise error(InputError, "errors.trace_no_step_head", name=name, head=head, quoted=repr(name)) \
+                if head is not None else error(InputError, "errors.trace_no_step", name=name, quoted=repr(name))
         return t if text is None else self._cut(t, text, step, attention)
 
     def _group(self, step: str) -> int:
@@ -214,7 +212,7 @@ class TraceReader:
         try:
             return [check_index(what, i, n, what) for i in sel]  # type: ignore[union-attr]
         except TypeError:
-            raise InputError(f"{what}s must be None, an int, a slice or a list of ints, got {sel!r}") from None
+            raise error(InputError, "errors.trace_selection", what=what, value=repr(sel)) from None
 
     def _cut(self, t: Tensor, text: int, step: str, attention: Optional[str] = None) -> Tensor:
         """Text ``text`` of a per-head tensor ``t`` (batch first), its position axes cut to its
@@ -248,9 +246,8 @@ class TraceReader:
                 k_pos = real_positions(self.key_mask())  # (B, S)
                 b = fixed(self.config.n_heads, k_pos, k_pos, torch.float32, k_pos.device)  # (B, H, L, S)
                 return b if head is None else b[:, head:head + 1]
-            raise InputError(f"the weights of this {getattr(self, 'family', 'model')} model need the score term "
-                             f"{name} besides q and k; trace it too (names=[..., {name!r}]) or trace the "
-                             f"weights themselves")
+            raise error(InputError, "errors.trace_score_term", family=getattr(self, 'family', 'model'), name=name,
+                        quoted=repr(name))
         b = self.step(layer, "bias", head, attention=attention)
         return b.unsqueeze(1) if head is not None else b
 
@@ -268,8 +265,7 @@ class TraceReader:
         scale = getattr(self.config, "query_scale", None)  # Gemma 3's query_pre_attn_scalar^-½
         _, keys, causal, window = self._sides(layer, attention)  # keys (B, S): True = real
         if scoring == "cosine":
-            raise InputError("cosine scoring uses the model's learned temperature, which a trace does not "
-                             f"record; trace the weights themselves (names='{self.prefix(layer, attention)}.weights')")
+            raise error(InputError, "errors.trace_cosine", prefix=self.prefix(layer, attention))
         if scoring == "qknorm":
             scoring = "scaled"  # the recorded q, k are after the LayerNorm; what remains is ÷√d_head
         bias = self._score_bias(layer, head, attention)  # (B, h, L, S) or None

@@ -68,9 +68,9 @@ class Trace(TraceReader, TokenRows):
         if name in self._tensors:
             return value_of(self._tensors[name])
         close = difflib.get_close_matches(name, self.names, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise TraceKeyError(f"{name!r} is not in this trace ({len(self._tensors)} names recorded; "
-                            f"trace with names=[{name!r}] to record it){hint}")
+        raise error(TraceKeyError, "errors.trace_key_missing_close", name=repr(name), n=len(self._tensors),
+                    close=", ".join(close)) if close \
+            else error(TraceKeyError, "errors.trace_key_missing", name=repr(name), n=len(self._tensors))
 
     def get(self, name: str, default=None):
         return value_of(self._tensors[name]) if name in self._tensors else default
@@ -120,8 +120,7 @@ class Trace(TraceReader, TokenRows):
         folder = Path(folder)
         there = [n for n in ("trace.json", "tensors.safetensors") if (folder / n).exists()]
         if there and not overwrite:
-            raise InputError(f"{folder} already holds a trace ({', '.join(there)}); pass overwrite=True to replace "
-                             "it, or save into another folder")
+            raise error(InputError, "errors.trace_folder_taken", folder=folder, files=", ".join(there))
         tensors, aliases = _distinct_tensors(self._tensors)
         if self.output is not None:
             tensors["__output__"] = self.output.detach().cpu().contiguous().clone()
@@ -136,7 +135,7 @@ class Trace(TraceReader, TokenRows):
             }
             (folder / "trace.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
         except OSError as e:
-            raise InputError(f"cannot save the trace to {folder}: {e}") from None
+            raise error(InputError, "errors.trace_cannot_save", folder=folder, why=str(e)) from None
         return folder
 
     @classmethod
@@ -151,25 +150,26 @@ class Trace(TraceReader, TokenRows):
         try:
             meta = json.loads(meta_file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise InputError(f"cannot read {meta_file}: {e}") from None
+            raise error(InputError, "errors.core_cannot_read", path=meta_file, why=str(e)) from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             found = meta.get("format") if isinstance(meta, dict) else None
-            raise InputError(f"{meta_file} is not an attnscope trace (format {found!r})")
+            raise error(InputError, "errors.trace_not_trace", path=meta_file, found=repr(found))
         if meta.get("version") != FORMAT_VERSION:
-            raise InputError(f"{meta_file}: trace format version {meta.get('version')!r} is not supported "
-                             f"(this attnscope reads version {FORMAT_VERSION})")
+            raise error(InputError, "errors.trace_version", path=meta_file, found=repr(meta.get("version")),
+                        version=FORMAT_VERSION)
         try:
             tensors = load_file(str(tensor_file))
         except Exception as e:  # safetensors raises its own error types
-            raise InputError(f"cannot read {tensor_file}: {type(e).__name__}: {e}") from None
+            raise error(InputError, "errors.trace_cannot_read_tensors", path=tensor_file, kind=type(e).__name__,
+                        why=str(e)) from None
         aliases = meta.get("aliases") or {}
         if not isinstance(aliases, dict) or any(a not in tensors for a in aliases.values()):
-            raise InputError(f"{meta_file}: its aliases name tensors that {tensor_file.name} lacks")
+            raise error(InputError, "errors.trace_aliases", path=meta_file, tensors=tensor_file.name)
         for name, same in aliases.items():
             tensors[name] = tensors[same]
         missing = [n for n in meta["names"] if n not in tensors]
         if missing:
-            raise InputError(f"{tensor_file} lacks {missing[:3]} listed in {meta_file.name}")
+            raise error(InputError, "errors.trace_lacks", path=tensor_file, missing=missing[:3], meta=meta_file.name)
         return cls({n: tensors[n] for n in meta["names"]}, tokens=meta["tokens"],
                    input_ids=torch.tensor(meta["input_ids"], dtype=torch.long),
                    attention_mask=torch.tensor(meta["attention_mask"], dtype=torch.long),

@@ -14,6 +14,7 @@ import torch
 
 from ..errors import InputError
 from ..hooks import HookHandle, HookPoint, Recorder, name_hook_points
+from ..i18n import error
 from ..kernels.derived import keeping
 from .derived import RECIPE_STEPS, Derived, Keeper
 from .names import key, resolve
@@ -60,10 +61,10 @@ def _checked(fn: Callable, pattern: str) -> Callable:
         if out is None:
             return None
         if not isinstance(out, torch.Tensor):
-            raise InputError(f"hook {pattern!r} on {name} must return None or a tensor, got {type(out).__name__}")
+            raise error(InputError, "errors.trace_hook_return", pattern=repr(pattern), name=name, type=type(out).__name__)
         if out.shape != t.shape:
-            raise InputError(f"hook {pattern!r} on {name} must return a tensor of shape {tuple(t.shape)}, "
-                             f"got {tuple(out.shape)}")
+            raise error(InputError, "errors.trace_hook_shape", pattern=repr(pattern), name=name, shape=tuple(t.shape),
+                        got=tuple(out.shape))
         return out
     return hook
 
@@ -74,12 +75,12 @@ def hook_targets(model, hooks: HookMap, what: str) -> list[tuple[str, Optional[i
     if hooks is None:
         return []
     if not isinstance(hooks, dict):
-        raise InputError(f"{what} must be a dict {{name_or_glob: fn}}, got {type(hooks).__name__}")
+        raise error(InputError, "errors.trace_hooks_type", what=what, type=type(hooks).__name__)
     out = []
     names = model.hook_names if hooks else []  # read from the module tree: once, not once a pattern
     for pattern, fn in hooks.items():
         if not callable(fn):
-            raise InputError(f"{what}[{pattern!r}] must be callable fn(tensor, name), got {type(fn).__name__}")
+            raise error(InputError, "errors.trace_hook_callable", what=what, pattern=repr(pattern), type=type(fn).__name__)
         for n, h in resolve([pattern], names, model.config.n_heads, what=what):
             out.append((n, h, fn, pattern))
     return out
@@ -191,7 +192,7 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
                   target_texts=[target] if isinstance(target, str) else list(target))
         run = {"decoder_input_ids": dec_ids.to(model.device), "decoder_attention_mask": dec_mask.to(model.device)}
     elif target is not None:
-        raise InputError(f"target= is for encoder–decoder models (T5, BART); {model.name} reads one text")
+        raise error(InputError, "errors.trace_target_one_text", name=model.name)
     else:
         run, kw["labels"] = {"token_type_ids": batch.token_type_ids}, batch.labels
     if max_memory is not None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Optional, Union
 import torch
 
 from ..errors import InputError
+from ..i18n import error
 from .read import check_index
 from .record import Trace
 
@@ -60,7 +61,7 @@ class Seq2SeqTrace(Trace):
         or ``decoder.layers.{l}.cross_attn``."""
         attention = attention or "encoder"
         if attention not in ATTENTIONS:
-            raise InputError(f"attention must be one of {', '.join(ATTENTIONS)}, got {attention!r}")
+            raise error(InputError, "errors.trace_attention_choice", choices=", ".join(ATTENTIONS), value=repr(attention))
         n = self.config.n_layers if attention == "encoder" else self.config.n_decoder_layers
         layer = check_index("layer", layer, n, "layer")
         return {"encoder": f"encoder.layers.{layer}.attn", "self": f"decoder.layers.{layer}.self_attn",
@@ -109,7 +110,7 @@ class Seq2SeqTrace(Trace):
         meta = json.loads((Path(folder) / "trace.json").read_text(encoding="utf-8"))
         s = meta.get("seq2seq")
         if not isinstance(s, dict):
-            raise InputError(f"{folder} is not the trace of an encoder–decoder model (no target side)")
+            raise error(InputError, "errors.trace_not_seq2seq", folder=folder)
         tr.target_tokens, tr.target_texts = s["target_tokens"], s.get("target_texts") or []
         tr.decoder_input_ids = torch.tensor(s["decoder_input_ids"], dtype=torch.long)
         tr.decoder_attention_mask = torch.tensor(s["decoder_attention_mask"], dtype=torch.long)

@@ -13,10 +13,12 @@ from typing import Optional, Union
 import torch
 
 from ...errors import ConfigError, ShapeError, fmt_shape
+from ...i18n import Msg, error
 from .. import fused
 from ..backend import FUSED_LSE, Facts, choose_backend
 from ..qk import Prepared, as_2d, fold_factor, prepare
 from ..validate import (
+    LEAD_QK,
     broadcast_or_raise,
     check_attention_args,
     check_dropout,
@@ -77,7 +79,7 @@ KERNELS = ("auto", "fused", "online")
 
 def check_kernel(kernel: str) -> str:
     if kernel not in KERNELS:
-        raise ConfigError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
+        raise error(ConfigError, "errors.kernel_choice", choices=", ".join(map(repr, KERNELS)), value=repr(kernel))
     return kernel
 
 
@@ -90,10 +92,11 @@ def flash_usable(p: Prepared, v: Optional[Tensor], *, mask_grad: bool = False, q
     ok = fused.flash_lse_ok(p.q, p.k, v) and not (causal and q_pos is not None)
     use = choose_backend(Facts(lse=True, fusable=not p.per_key, flash_lse=ok, mask_grad=mask_grad)) == FUSED_LSE
     if kernel == "fused" and not use:
-        why = ("a temperature that varies over keys" if p.per_key else
-               "a mask that needs its gradient" if mask_grad else
-               f"these inputs ({p.q.dtype} on {p.q.device.type}, q {fmt_shape(p.q.shape)}, k {fmt_shape(p.k.shape)})")
-        raise ConfigError(f"kernel='fused': PyTorch's fused kernel cannot take {why}; use kernel='auto'")
+        why = (Msg("errors.kernel_why_per_key") if p.per_key else
+               Msg("errors.kernel_why_mask_grad") if mask_grad else
+               Msg("errors.kernel_why_inputs", dtype=p.q.dtype, device=p.q.device.type, q=fmt_shape(p.q.shape),
+                   k=fmt_shape(p.k.shape)))
+        raise error(ConfigError, "errors.kernel_fused_cannot", why=why)
     return use
 
 
@@ -151,8 +154,8 @@ def weights_of(p: Prepared, mask: Optional[Tensor], *, causal: bool, block_size:
 # ----------------------------------------------------------------------------------------------
 
 def _check_common(q: Tensor, k: Tensor, mask: Optional[Tensor], scoring, scale, temperature):
-    lead = broadcast_or_raise("leading dims of q, k", q.shape[:-2], k.shape[:-2]) if kv_groups(q, k) == 1 \
-        else broadcast_or_raise("leading dims of q, k", q.shape[:-2], (*k.shape[:-3], q.shape[-3]))
+    lead = broadcast_or_raise(LEAD_QK, q.shape[:-2], k.shape[:-2]) if kv_groups(q, k) == 1 \
+        else broadcast_or_raise(LEAD_QK, q.shape[:-2], (*k.shape[:-3], q.shape[-3]))
     return check_attention_args(mask, q.shape[-2], k.shape[-2], lead, scoring, scale, temperature)
 
 
@@ -191,7 +194,7 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
     block_sizes(block_size)
     check_kernel(kernel)
     if kernel == "fused" and dropout_p > 0.0:
-        raise ConfigError("kernel='fused' takes no dropout (its backward is the deterministic one); use kernel='auto'")
+        raise error(ConfigError, "errors.kernel_fused_dropout")
     g = kv_groups(q, k)
     k, v = repeat_kv(k, g), repeat_kv(v, g)
     cdt = compute_dtype(q.dtype)
@@ -263,7 +266,7 @@ def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, he
     block_sizes(block_size)
     L = q.shape[-2]
     if heads is not None and q.dim() < 3:
-        raise ShapeError(f"heads= needs q with a head dim (..., H, L, d_k), got q {fmt_shape(q.shape)}")
+        raise error(ShapeError, "errors.kernel_heads_dim", shape=fmt_shape(q.shape))
     g = kv_groups(q, k)
     n_heads = q.shape[-3] if q.dim() >= 3 else 1
     h_idx, h_drop = index("heads", heads, max(n_heads, k.shape[-3] * g if k.dim() >= 3 else 1), q.device)

@@ -8,8 +8,9 @@ from typing import Optional, Sequence, Union
 import torch
 
 from ...errors import ConfigError, InputError, ShapeError, fmt_shape
+from ...i18n import error
 from ..qk import Prepared, as_2d
-from ..validate import broadcast_or_raise, broadcast_shapes
+from ..validate import LEAD_QKV_MASK_BIAS, LEAD_QKV_SHORT, broadcast_or_raise, broadcast_shapes
 from .tiles import DEFAULT_BLOCK, LOG2E
 
 Tensor = torch.Tensor
@@ -28,9 +29,9 @@ def block_sizes(block_size: BlockSize) -> tuple[int, int]:
     elif isinstance(block_size, (tuple, list)) and len(block_size) == 2:
         pair = (block_size[0], block_size[1])
     else:
-        raise ConfigError(f"block_size must be an int or a pair (block_q, block_k), got {block_size!r}")
+        raise error(ConfigError, "errors.kernel_block_size", value=repr(block_size))
     if not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in pair):
-        raise ConfigError(f"block sizes must be positive integers, got {block_size!r}")
+        raise error(ConfigError, "errors.kernel_block_sizes", value=repr(block_size))
     return pair
 
 
@@ -56,10 +57,9 @@ def tile_operands(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, b
     factor = p.factor
     if isinstance(factor, Tensor):
         factor = as_2d(factor.to(device=q.device, dtype=cdt))
-        full = broadcast_shapes(factor.shape, (*broadcast_or_raise("leading dims of q, k, v", *shapes), L, S))
+        full = broadcast_shapes(factor.shape, (*broadcast_or_raise(LEAD_QKV_SHORT, *shapes), L, S))
         if full is None or tuple(full[-2:]) != (L, S):
-            raise ShapeError(f"temperature of shape {fmt_shape(factor.shape)} does not broadcast to the "
-                             f"scores' shape (..., L={L}, S={S})")
+            raise error(ShapeError, "errors.kernel_temperature_broadcast", shape=fmt_shape(factor.shape), L=L, S=S)
         shapes.append(factor.shape[:-2])
         if factor.shape[-1] == 1:
             q = q * (factor * c)  # constant over keys: fold into q, L·d multiplies instead of L·S
@@ -80,7 +80,7 @@ def tile_operands(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, b
         bias = as_2d(bias.to(device=q.device, dtype=cdt))
         shapes.append(bias.shape[:-2])
         add = bias if add is None else add + bias
-    lead = broadcast_or_raise("leading dims of q, k, v, the mask and the bias", *shapes)
+    lead = broadcast_or_raise(LEAD_QKV_MASK_BIAS, *shapes)
     q = q.expand(*lead, L, q.shape[-1])
     k = k.expand(*lead, S, k.shape[-1])
     if v is not None:
@@ -91,11 +91,11 @@ def tile_operands(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, b
 def check_qk(q: Tensor, k: Tensor) -> None:
     for name, t in (("q", q), ("k", k)):
         if t.dim() < 2:
-            raise ShapeError(f"{name} must have at least 2 dims (..., length, dim), got shape {fmt_shape(t.shape)}")
+            raise error(ShapeError, "errors.kernel_min_dims", name=name, shape=fmt_shape(t.shape))
     if q.shape[-1] != k.shape[-1]:
-        raise ShapeError(f"q and k must have the same last dim d_k, got q {fmt_shape(q.shape)} and k {fmt_shape(k.shape)}")
+        raise error(ShapeError, "errors.kernel_qk_last_dim", q=fmt_shape(q.shape), k=fmt_shape(k.shape))
     if q.dtype != k.dtype or q.device != k.device:
-        raise ShapeError(f"q and k must share dtype and device, got {q.dtype}/{q.device} and {k.dtype}/{k.device}")
+        raise error(ShapeError, "errors.kernel_qk_dtype_device", q=f"{q.dtype}/{q.device}", k=f"{k.dtype}/{k.device}")
 
 
 def index(name: str, sel: Index, n: int, device: torch.device) -> tuple[Optional[Tensor], bool]:
@@ -106,7 +106,7 @@ def index(name: str, sel: Index, n: int, device: torch.device) -> tuple[Optional
         raise bad_index(name, sel)
     if isinstance(sel, int):
         if not -n <= sel < n:
-            raise InputError(f"{name} index {sel} out of range: there are {n} (0..{n - 1})")
+            raise error(InputError, "errors.kernel_index_range", name=name, index=sel, n=n, last=n - 1)
         return torch.tensor([sel % n], device=device), True
     if isinstance(sel, slice):
         sel = range(*sel.indices(n))
@@ -119,13 +119,12 @@ def index(name: str, sel: Index, n: int, device: torch.device) -> tuple[Optional
     except (TypeError, ValueError):
         raise bad_index(name, sel) from None
     if not idx:
-        raise InputError(f"{name} selects nothing (empty selection)")
+        raise error(InputError, "errors.kernel_empty_selection", name=name)
     bad = [i for i in idx if not -n <= i < n]
     if bad:
-        raise InputError(f"{name} index {bad[0]} out of range: there are {n} (0..{n - 1})")
+        raise error(InputError, "errors.kernel_index_range", name=name, index=bad[0], n=n, last=n - 1)
     return torch.tensor([i % n for i in idx], device=device), False
 
 
 def bad_index(name: str, sel) -> InputError:
-    return InputError(f"{name} must be an int, a slice, a range, a list of ints or a 1-D integer tensor, "
-                      f"got {type(sel).__name__}")
+    return error(InputError, "errors.kernel_bad_index", name=name, type=type(sel).__name__)

@@ -11,12 +11,13 @@ import torch
 import torch.distributed as dist
 
 from ...errors import AttnscopeError, ConfigError, ShapeError, fmt_shape
+from ...i18n import error
 from .. import fused
 from ..blockwise.api import check_kernel
 from ..blockwise.prepare import block_sizes, compute_dtype
 from ..blockwise.tiles import LOG2E
 from ..qk import as_2d, prepare
-from ..validate import broadcast_or_raise, check_qkv, check_scale, check_scoring
+from ..validate import LEAD_KEY_MASK, broadcast_or_raise, check_qkv, check_scale, check_scoring
 from .protocol import (
     DTYPES,
     META_DIMS,
@@ -84,28 +85,26 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
         check_scoring(scoring)
         check_scale(scale)
         if q.dim() > META_DIMS or k.dim() > META_DIMS or v.dim() > META_DIMS:
-            raise ShapeError(f"ring_attention supports tensors of up to {META_DIMS} dims")
+            raise error(ShapeError, "errors.kernel_ring_dims", n=META_DIMS)
         if q.dtype not in DTYPES:
-            raise ShapeError(f"ring_attention supports {', '.join(map(str, DTYPES))}, got {q.dtype}")
+            raise error(ShapeError, "errors.kernel_ring_dtype", dtypes=", ".join(map(str, DTYPES)), dtype=q.dtype)
         if key_mask is not None:
             if not isinstance(key_mask, Tensor) or (key_mask.dtype != torch.bool and not key_mask.is_floating_point()):
-                raise ShapeError("key_mask must be a bool (True = attend) or float tensor (..., S_r)")
+                raise error(ShapeError, "errors.kernel_ring_key_mask_dtype")
             if key_mask.dim() == 0 or key_mask.shape[-1] != k.shape[-2]:
-                raise ShapeError(f"key_mask must have shape (..., S_r={k.shape[-2]}) for k {fmt_shape(k.shape)}, "
-                                 f"got {fmt_shape(key_mask.shape)}")
-            broadcast_or_raise("leading dims of key_mask and q, k, v", key_mask.shape[:-1], q.shape[:-2], k.shape[:-2])
+                raise error(ShapeError, "errors.kernel_ring_key_mask_shape", S=k.shape[-2], k=fmt_shape(k.shape),
+                            got=fmt_shape(key_mask.shape))
+            broadcast_or_raise(LEAD_KEY_MASK, key_mask.shape[:-1], q.shape[:-2], k.shape[:-2])
         if isinstance(temperature, Tensor) and temperature.dim() >= 1 and temperature.shape[-1] != 1:
-            raise ShapeError(f"ring_attention needs a temperature that is constant over keys (last dim 1), "
-                             f"got shape {fmt_shape(temperature.shape)}")
+            raise error(ShapeError, "errors.kernel_ring_temperature", shape=fmt_shape(temperature.shape))
         bq, bk = block_sizes(block_size)
         check_kernel(kernel)
         if head_chunks is not None and (not isinstance(head_chunks, int) or isinstance(head_chunks, bool)
                                         or head_chunks < 1):
-            raise ConfigError(f"head_chunks must be a positive int or None, got {head_chunks!r}")
+            raise error(ConfigError, "errors.kernel_ring_head_chunks", value=repr(head_chunks))
         if kernel == "fused" and not fused.flash_lse_ok(q, k, v):
-            raise ConfigError(f"kernel='fused': PyTorch's fused kernel cannot take {q.dtype} on {q.device.type} "
-                              f"with q {fmt_shape(q.shape)}, k {fmt_shape(k.shape)}, v {fmt_shape(v.shape)}; "
-                              f"use kernel='auto'")
+            raise error(ConfigError, "errors.kernel_ring_fused", dtype=q.dtype, device=q.device.type,
+                        q=fmt_shape(q.shape), k=fmt_shape(k.shape), v=fmt_shape(v.shape))
     except AttnscopeError as e:
         local_error = e
         bq = bk = 1

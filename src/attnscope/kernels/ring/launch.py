@@ -16,6 +16,7 @@ import torch
 import torch.distributed as dist
 
 from ...errors import ConfigError
+from ...i18n import error
 from .protocol import RingTimeout
 
 
@@ -48,7 +49,7 @@ def run_local(fn: Callable, world_size: int, args: tuple = (), *, backend: str =
     have not finished within ``timeout`` seconds.
     """
     if world_size < 1:
-        raise ConfigError(f"world_size must be ≥ 1, got {world_size}")
+        raise error(ConfigError, "errors.kernel_ring_world_size", value=world_size)
     import torch.multiprocessing as mp
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "attnscope.distributed"])

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import datetime
 import struct
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import torch
 import torch.distributed as dist
 
 from ...errors import AttnscopeError, ConfigError, ShapeError, fmt_shape
+from ...i18n import Msg, error
 from ...scorings import SCORINGS
+from ...wording import COMMA, joined
 
 Tensor = torch.Tensor
 
@@ -43,7 +45,7 @@ def as_timedelta(timeout) -> datetime.timedelta:
         return timeout
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
         return datetime.timedelta(seconds=float(timeout))
-    raise ConfigError(f"timeout must be positive seconds or a timedelta, got {timeout!r}")
+    raise error(ConfigError, "errors.kernel_ring_timeout", value=repr(timeout))
 
 
 def wait_all(works, timeout: datetime.timedelta, what: str) -> None:
@@ -63,8 +65,7 @@ def comm_device(group, device: torch.device) -> torch.device:
 
 def group_info(group) -> tuple[int, int]:
     if not dist.is_available() or not dist.is_initialized():
-        raise ConfigError("ring_attention needs torch.distributed to be initialised "
-                          "(torch.distributed.init_process_group) on every rank")
+        raise error(ConfigError, "errors.kernel_ring_no_dist")
     return dist.get_rank(group), dist.get_world_size(group)
 
 
@@ -117,11 +118,12 @@ def exchange_meta(row: list[int], group, world: int, device: torch.device,
     return [r.tolist() for r in rows]
 
 
-def describe(row: list[int], which: int) -> str:
-    """Shape of tensor ``which`` (0 q, 1 k, 2 v, 3 key_mask) from a metadata row, as text."""
+def describe(row: list[int], which: int) -> Union[str, Msg]:
+    """Shape of tensor ``which`` (0 q, 1 k, 2 v, 3 key_mask) from a metadata row, as text (a Msg
+    "none" where that rank passed none)."""
     s = seg(row, which)
     if s[0] == -2:
-        return "none"
+        return Msg("errors.kernel_ring_none")
     return fmt_shape([d for d in s[1:] if d != -1])
 
 
@@ -131,13 +133,13 @@ def check_agreement(rows: list[list[int]], rank: int) -> None:
     if bad:
         if rank in bad:
             return  # this rank raises its own, more detailed error
-        raise ShapeError(f"ring_attention: rank(s) {', '.join(map(str, bad))} rejected their inputs "
-                         f"(see the error there); every rank stops")
+        raise error(ShapeError, "errors.kernel_ring_rejected", ranks=", ".join(map(str, bad)))
 
     def disagree(what: str, values: Sequence) -> None:
         if len(set(values)) > 1:
-            listed = ", ".join(f"rank {r} {v}" for r, v in enumerate(values))
-            raise ShapeError(f"ring_attention: ranks disagree on {what}: {listed}")
+            listed = joined((Msg("errors.kernel_ring_rank_value", rank=r, value=v) for r, v in enumerate(values)), COMMA)
+            raise error(ShapeError, "errors.kernel_ring_disagree", what=Msg(f"errors.kernel_ring_what.{what}"),
+                        listed=listed)
 
     disagree("dtype", [DTYPES[row[1]] if row[1] >= 0 else "?" for row in rows])
     disagree("device type", [["cpu", "cuda", "other"][row[2]] for row in rows])
@@ -154,8 +156,8 @@ def check_agreement(rows: list[list[int]], rank: int) -> None:
             s = seg(row, which)
             return (s[0], tuple(d for i, d in enumerate(s[1:]) if i != META_DIMS + seq))
         if len({key(row) for row in rows}) > 1:
-            listed = ", ".join(f"rank {r} {describe(row, which)}" for r, row in enumerate(rows))
-            where = "length" if which == 3 else "sequence length (dim −2)"
-            raise ShapeError(f"ring_attention: {name} must have the same shape on every rank except the "
-                             f"{where}; got {listed}")
+            listed = joined((Msg("errors.kernel_ring_rank_value", rank=r, value=describe(row, which))
+                             for r, row in enumerate(rows)), COMMA)
+            where = Msg("errors.kernel_ring_length" if which == 3 else "errors.kernel_ring_seq_length")
+            raise error(ShapeError, "errors.kernel_ring_shape", name=name, where=where, listed=listed)
 
