@@ -179,3 +179,13 @@ def test_the_command_line_writes_the_lesson(capsys):
                  "--format", "markdown", "--lang", "zh"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# 逐步计算 2:cat 的注意力 rollout（第 0–1 层）") and "第 0 层：Ã 和乘积" in out
+
+
+def test_the_python_api(minilm):
+    w = attnscope.explain(text="The cat sat.", token="cat", model=minilm, attribution="rollout", layer=1)
+    v = lesson_values(minilm, "The cat sat.", "rollout", token="cat", layer=1)
+    assert np.array_equal(w.values["rollout"], v["row"]) and w.meta["layer"] == 1
+    assert attnscope.explain(text="The cat sat.", token="cat", model=minilm, attribution="norm").meta["layer"] == 5
+    assert attnscope.explain(text="The cat sat.", token="cat", model=minilm).meta["layer"] == 0  # a row: layer 0
+    with pytest.raises(InputError, match="without --path"):
+        attnscope.explain(text="The cat sat.", token="cat", model=minilm, attribution="rollout", path=True)

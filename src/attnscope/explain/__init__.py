@@ -73,12 +73,12 @@ def explain_problem(p, expand: str = "auto") -> Worked:
 
 
 def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str] = None,
-            text: Optional[str] = None, model=None, layer: int = 0, head: int = 0,
+            text: Optional[str] = None, model=None, layer: Optional[int] = None, head: int = 0,
             token: Optional[str] = None, position: Optional[int] = None, dims: int = 3,
             scores=None, values=None, tokens=None, d_k: Optional[int] = None, query: Optional[int] = None,
             target: Optional[str] = None, attention: Optional[str] = None,
             expand: str = "auto", seed: int = 0, samples: int = 10000, path: bool = False,
-            **matrices) -> Worked:
+            attribution: Optional[str] = None, **matrices) -> Worked:
     """A worked calculation.
 
     Args:
@@ -103,10 +103,18 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
             the decoder's text, ``attention`` "encoder" (default), "self" or "cross" (T5 rows show
             their bias buckets, DeBERTa rows their three score terms: :mod:`.row_relative`).
         expand: "auto" | "always" | "never" — write out products and weighted sums.
+        attribution: "rollout" | "norm" | "alti" — with ``text`` and ``token``/``position``: that token's
+            attribution row worked out (:mod:`.attribution_doc`); ``layer`` is the top layer (rollout,
+            ALTI) or the layer (norm), default the last (every other lesson: layer 0).
         **matrices: X, W_Q, W_K, W_V, W_O, mask, causal, scoring, tokens for a toy input.
     Returns:
         :class:`Worked`; ``.render(format, lang, decimals)`` formats it.
     """
+    if attribution is not None:
+        from .attribution_doc import explain_attribution
+        return explain_attribution(text, attribution, model=model, token=token, position=position, layer=layer,
+                                   dims=dims, expand=expand, target=target, attention=attention, path=path)
+    layer = 0 if layer is None else layer
     if lesson is not None:
         if lesson == "positions":
             from .positions_lesson import explain_positions

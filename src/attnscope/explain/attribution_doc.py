@@ -17,11 +17,15 @@ used), ``product[l]``, ``rollout`` (the row), and ``contrib[l]`` for ALTI's matr
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
+from ..errors import InputError
+from ..i18n import error
 from . import inputs
 from .attribution_labels import lt
-from .attribution_values import lesson_values
+from .attribution_values import check_method, lesson_values
 from .doc import Divide, Formula, Matrix, Para, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t
 from .numbers import fmt, sci
 
@@ -219,10 +223,16 @@ def _meta(v: dict, model, **extra) -> dict:
                 **extra)
 
 
-def explain_attribution(text: str, method: str, model=None, token=None, position=None, layer=None,
-                        dims: int = 3, expand: str = "auto") -> Worked:
+def explain_attribution(text: Optional[str], method: str, model=None, token=None, position=None, layer=None,
+                        dims: int = 3, expand: str = "auto", target=None, attention=None, path: bool = False) -> Worked:
     """The worked row of ``method`` ("rollout", "norm", "alti") for the query ``token``/``position`` of
-    ``text`` (``layer``: the top layer of rollout and ALTI, the layer of norm; default the last)."""
+    ``text`` (``layer``: the top layer of rollout and ALTI, the layer of norm; default the last).
+    ``target``/``attention`` (an encoder–decoder's decoder side) and ``path`` are refused in one sentence."""
+    check_method(method)
+    if target is not None or attention is not None:
+        raise error(InputError, "errors.attribution_lesson_decoder")
+    if path:
+        raise error(InputError, "errors.attribution_lesson_other", option="--path")
     if model is None or isinstance(model, str):
         from ..models import load
         model = load(model)

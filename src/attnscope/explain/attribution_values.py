@@ -143,7 +143,7 @@ def query_of(model, text: str, token: Optional[str], position: Optional[int]) ->
     return tokens, list(pieces.labels), qpos, notes
 
 
-def lesson_values(model, text: str, method: str, token: Optional[str] = None, position: Optional[int] = None,
+def lesson_values(model, text: Optional[str], method: str, token: Optional[str] = None, position: Optional[int] = None,
                   layer: Optional[int] = None) -> dict:
     """Everything a lesson shows: the method's numbers (above) with ``tokens``, ``labels``, ``qpos``,
     ``notes``, ``layer``, ``method`` and ``torch`` (the torch method's row, (L,))."""
