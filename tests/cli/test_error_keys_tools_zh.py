@@ -68,12 +68,34 @@ def cli_cases(tmp):
                              "(scores: …, weights: …), got the number 3"),
         "check_mh_rows": (["check", f["mh_rows.yaml"]], [f["mh_rows.yaml"], "weights", "3", "1"],
                           f"{f['mh_rows.yaml']}, head 1, key weights: expected 3 rows (one per token), got 1"),
+        "cli_explain_nothing": (["explain"], ["--example three-tokens", "-X/--wq/--wk/--wv", "--text", "--scores",
+                                              "'scaling'"],
+                                "nothing to explain: give an input file, --example three-tokens, -X/--wq/--wk/--wv, "
+                                "--text (a real model), --scores, or 'scaling'"),
+        "cli_explain_positions": (["explain", "--example", "three-tokens", "--scheme", "rotary"],
+                                  ["--scheme", "'attnscope explain positions'"],
+                                  "--scheme is an option of 'attnscope explain positions'"),
+        "cli_explain_scores": (["explain", "--scores", "1 2", "--scores", "3 4"], ["--scores", "'explain scaling'"],
+                               "--scores: give one row of scores here (several only with 'explain scaling')"),
+        "cli_patch_suffix": (["patch", "--clean", "a b", "--corrupted", "a c", "--answer", "b", "--wrong", "c", "-o",
+                              str(tmp / "p.txt")], ["'p.txt'", ".png", ".svg", ".pdf", ".json"],
+                             "cannot tell what to write to 'p.txt': use .png, .svg, .pdf (the figure) or "
+                             ".json (the numbers)"),
+        "cli_patch_folder": (["patch", "--clean", "a b", "--corrupted", "a c", "--answer", "b", "--wrong", "c", "-o",
+                              str(tmp / "none" / "p.png")], [repr(str(tmp / "none" / "p.png")), repr(str(tmp / "none"))],
+                             f"cannot write {str(tmp / 'none' / 'p.png')!r}: the folder {str(tmp / 'none')!r} "
+                             "does not exist"),
+        "cli_generate_view": (["generate", "hi", "--view", str(tmp)], [str(tmp), "gen.html"],
+                              f"--view {tmp}: give a file name in an existing folder, such as gen.html"),
+        "cli_experiment_option": (["experiment", "variance", "--rows", "4"], ["--rows", "'variance'", "saturation"],
+                                  "option --rows does not apply to experiment 'variance' (it is for saturation)"),
     }
 
 
 CLI = ["check_rows", "check_row_len", "check_row_kind", "check_scalar", "check_word", "check_missing",
        "check_top_key", "check_problem_list", "check_alone", "check_answers_str", "check_mh_head",
-       "check_mh_section", "check_mh_rows"]
+       "check_mh_section", "check_mh_rows", "cli_explain_nothing", "cli_explain_positions", "cli_explain_scores",
+       "cli_patch_suffix", "cli_patch_folder", "cli_generate_view", "cli_experiment_option"]
 
 
 def write(tmp):

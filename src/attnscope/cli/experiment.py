@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..i18n import error
 from . import MAX_SEED, IntList, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_results, check_out_dir
 
 
@@ -96,12 +97,12 @@ def options_for(name: str, args) -> dict:
             if args.name == "all":
                 continue
             flag = "--" + cli.replace("_", "-")
-            raise ConfigError(f"option {flag} does not apply to experiment {name!r} (it is for {', '.join(owners)})")
+            raise error(ConfigError, "errors.cli_experiment_option", flag=flag, name=repr(name), owners=", ".join(owners))
         opts[kw] = value
     if args.lang != "en":
         if name not in LANG_EXPERIMENTS:
-            raise ConfigError(f"--lang {args.lang} is not available for experiment {name!r} yet "
-                              f"(it is for {', '.join(LANG_EXPERIMENTS)}); its report is written in English")
+            raise error(ConfigError, "errors.cli_experiment_lang", lang=args.lang, name=repr(name),
+                        names=", ".join(LANG_EXPERIMENTS))
         opts["lang"] = args.lang
     if name == "training" and "jobs" not in opts:
         opts["jobs"] = 1 if args.quick else max(1, min(2, os.cpu_count() or 1))
@@ -126,7 +127,7 @@ def _run(args) -> int:
     for name in names:
         experiments.get(name)  # unknown name -> ConfigError before any work
     if args.from_dir is not None and names != ["training"]:
-        raise ConfigError("--from re-renders a training run; use it with 'attnscope experiment training'")
+        raise error(ConfigError, "errors.cli_experiment_from")
 
     def out_of(name: str) -> Path:
         if args.out is None:

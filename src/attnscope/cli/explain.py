@@ -148,18 +148,17 @@ def build(args):
         return build_positions(args)
     given = [flag for key, flag in _POSITION_OPTS.items() if getattr(args, key, None) is not None]
     if given:
-        raise InputError(f"{given[0]} is an option of 'attnscope explain positions'")
+        raise error(InputError, "errors.cli_explain_positions_option", flag=given[0])
     if args.source == "scaling":
         vectors = [parse_vector_arg(s, f"--scores {s!r}") for s in args.scores] if args.scores else None
         return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed,
                        samples=args.samples, scores=vectors)
     labels = parse_labels_arg(args.labels) if args.labels else None
     if args.text is None and (args.target is not None or args.attention is not None):
-        raise InputError("--target and --attention need --text, the source of an encoder–decoder model")
+        raise error(InputError, "errors.cli_explain_target_text")
     if args.path:
         if args.text is None:
-            raise InputError("--path works one token's whole path through a real model: give --text (and --token "
-                             "or --position)")
+            raise error(InputError, "errors.cli_explain_path_text")
         return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
                        position=args.position, dims=args.dims, expand=args.expand, path=True, target=args.target,
                        attention=args.attention)
@@ -169,7 +168,7 @@ def build(args):
                        attention=args.attention)
     if args.scores:
         if len(args.scores) > 1:
-            raise InputError("--scores: give one row of scores here (several only with 'explain scaling')")
+            raise error(InputError, "errors.cli_explain_scores_one")
         values = parse_matrix_arg(args.values, "--values") if args.values else None
         return explain(scores=parse_vector_arg(args.scores[0], "--scores"), tokens=labels, d_k=args.dk,
                        values=values, query=args.query, dims=args.dims, expand=args.expand)
@@ -186,11 +185,10 @@ def build(args):
         extra["causal"] = True
     if matrices:
         if args.source or args.example:
-            raise InputError("give the toy input once: an input file, --example, or -X/--wq/--wk/--wv")
+            raise error(InputError, "errors.cli_explain_toy_once")
         return explain(tokens=labels, expand=args.expand, **matrices, **extra)
     if args.source is None and args.example is None:
-        raise InputError("nothing to explain: give an input file, --example three-tokens, -X/--wq/--wk/--wv, "
-                         "--text (a real model), --scores, or 'scaling'")
+        raise error(InputError, "errors.cli_explain_nothing")
     if extra or labels:
         from ..explain import toy_problem
         from ..explain.toy import explain_toy
@@ -226,7 +224,7 @@ def emit(w, args) -> None:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            raise InputError(f"cannot write {args.output}: {e.strerror}") from None
+            raise error(InputError, "errors.cli_cannot_write", path=args.output, why=e.strerror) from None
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         w.print(args.format, lang=args.lang, decimals=args.decimals, latex_mode=args.latex_mode)

@@ -63,7 +63,7 @@ def run(args) -> int:
     device = check_device(args.device)
     view = Path(args.view) if args.view else None
     if view is not None and (view.is_dir() or not view.parent.is_dir()):
-        raise InputError(f"--view {view}: give a file name in an existing folder, such as gen.html")
+        raise error(InputError, "errors.cli_generate_view", path=view)
     if view is not None:
         check_new_file(view, args.overwrite, "--view")
     from ..models import DecoderModel, load
@@ -72,13 +72,10 @@ def run(args) -> int:
     model = load(args.model, device=device)
     seq2seq = isinstance(model, Seq2SeqModel)
     if not seq2seq and not isinstance(model, DecoderModel):
-        raise InputError(f"--model {args.model}: a {model.family} model does not generate; use a decoder "
-                         f"(smollm2-135m, gemma-3-270m, or a llama/qwen2/mistral/gemma3 folder or .gguf file) or an "
-                         f"encoder–decoder model (a T5 or BART folder)")
+        raise error(InputError, "errors.cli_generate_not_decoder", model=args.model, family=model.family)
     if seq2seq and (args.chat or args.system is not None or view is not None):
         flag = "--chat" if args.chat else "--system" if args.system is not None else "--view"
-        raise InputError(f"{flag} is for decoder models; {model.name} is an encoder–decoder model: the prompt is its "
-                         "source (to see the attention of its output: attnscope view SOURCE --target OUTPUT)")
+        raise error(InputError, "errors.cli_generate_seq2seq_flag", flag=flag, name=model.name)
 
     def show(piece: str) -> None:
         sys.stdout.write(piece)

@@ -81,10 +81,9 @@ def _check_outputs(paths, overwrite: bool) -> list[Path]:
         if out.is_dir():  # "-o ." or "-o results/": a name is missing, not a format
             raise error(InputError, "cli.o_folder", path=repr(str(given)), example=repr(str(out / "patch.png")))
         if out.suffix.lower() not in FIGURES + (".json",):
-            raise InputError(f"cannot tell what to write to {out.name!r}: use .png, .svg, .pdf (the figure) or "
-                             f".json (the numbers)")
+            raise error(InputError, "errors.cli_patch_suffix", name=repr(out.name))
         if not out.parent.exists():
-            raise InputError(f"cannot write {str(out)!r}: the folder {str(out.parent)!r} does not exist")
+            raise error(InputError, "errors.cli_patch_no_folder", path=repr(str(out)), folder=repr(str(out.parent)))
         check_new_file(out, overwrite)
     return outs
 

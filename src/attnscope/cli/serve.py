@@ -14,6 +14,7 @@ Longer texts (over 512 tokens of all-MiniLM-L6-v2, 145 of SmolLM2) are held by t
 from __future__ import annotations
 
 from ..errors import InputError
+from ..i18n import error
 from . import MAX_INDEX, IntRange, add_command, add_lang_option
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -44,8 +45,7 @@ def run(args) -> int:
     try:
         from ..server import serve
     except ImportError as e:
-        raise InputError(f"attnscope serve needs fastapi, fastapi-offline and uvicorn ({e.name} is missing): "
-                         "pip install 'attnscope[serve]'") from None
+        raise error(InputError, "errors.cli_serve_missing", name=e.name) from None
     serve(args.host, args.port, model_path=args.model, max_chars=args.max_chars, held_bytes=args.held_mb << 20,
           ship_up_to=args.ship_up_to,
           log_level=args.log_level, lang=args.lang,
