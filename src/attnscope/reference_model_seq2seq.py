@@ -27,6 +27,7 @@ import numpy as np
 
 from . import reference as R
 from .errors import InputError
+from .i18n import error
 from .recipe import CROSS_RECIPES, get_layer_recipe
 from .reference_model import check_supported, last_layer
 from .reference_model_blocks import LayerRun, norm_of, run_layer
@@ -77,10 +78,10 @@ def forward_seq2seq(model, source: str, target: Optional[str] = None, *, encoder
     weights. Raises InputError for an empty source, a layer out of range, or a model that is not
     an encoder–decoder model."""
     if getattr(model.config, "kind", "") != "seq2seq":
-        raise InputError(f"{model.name} ({model.family}) is not an encoder–decoder model; use reference_model.forward")
+        raise error(InputError, "errors.core_ref_not_seq2seq", name=model.name, family=model.family)
     check_supported(model, seq2seq=True)
     if not isinstance(source, str) or not source.strip():
-        raise InputError("the source text must be a non-empty string")
+        raise error(InputError, "errors.core_ref_source")
     c = model.config
     if target is not None:
         encoder_upto = None  # cross-attention reads the encoder's output: every layer

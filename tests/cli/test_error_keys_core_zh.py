@@ -221,3 +221,14 @@ def test_server_port_in_use():
     finally:
         held.close()
     both(e, f"port {port} is in use; choose another with --port", [str(port)])
+
+
+def test_the_float64_reference_model(bert):
+    from attnscope import reference_model, reference_model_seq2seq
+    model = attnscope.load(bert)
+    e = raised(InputError, reference_model.forward, model, "我喜欢", upto=5)
+    zh = both(e, "layer 5 is out of range: the model has 2 layers (0..1)", ["5", "2", "0..1"])
+    assert zh == "层 5 超出范围：模型有 2 层（0..1）"
+    e = raised(InputError, reference_model_seq2seq.forward_seq2seq, model, "我喜欢")
+    both(e, f"{model.name} ({model.family}) is not an encoder–decoder model; use reference_model.forward",
+         [model.name, model.family, "reference_model.forward"])

@@ -25,6 +25,7 @@ from torch import nn
 from ..config import TransformerConfig
 from ..errors import ConfigError, InputError
 from ..hooks import HookPoint
+from ..i18n import error
 from ..kernels.validate import check_token_ids, check_vocabulary
 from ..positions import causal_window_mask, get_position
 from . import t5_bias  # noqa: F401  (registers t5_relative)
@@ -67,9 +68,10 @@ class Seq2SeqConfig(TransformerConfig):
     def validate(self) -> None:
         super().validate()
         if not isinstance(self.n_decoder_layers, int) or self.n_decoder_layers <= 0:
-            raise ConfigError(f"config.n_decoder_layers must be a positive integer, got {self.n_decoder_layers!r}")
+            raise error(ConfigError, "errors.core_positive_int", name="config.n_decoder_layers",
+                        value=repr(self.n_decoder_layers))
         if self.norm_kind not in NORM_KINDS:
-            raise ConfigError(f"config.norm_kind must be one of {', '.join(NORM_KINDS)}, got {self.norm_kind!r}")
+            raise error(ConfigError, "errors.kernel_norm_kind", choices=", ".join(NORM_KINDS), value=repr(self.norm_kind))
 
     @property
     def mlp_bias(self) -> bool:  # what GatedFeedForward reads
@@ -99,7 +101,7 @@ class Seq2SeqEmbeddings(nn.Module):
         check_token_ids(input_ids, "token ids")
         L = input_ids.shape[1]
         if self.position_embedding is not None and past + L > c.max_positions:
-            raise InputError(f"{past + L} positions are more than the model's {c.max_positions}")
+            raise error(InputError, "errors.kernel_seq2seq_positions", n=past + L, limit=c.max_positions)
         check_vocabulary(input_ids, c.vocab_size)
         x = self.tokens(self.token_embedding(input_ids))  # (B, L, d)
         if c.embed_scale != 1.0:
@@ -173,7 +175,7 @@ class Seq2SeqDecoder(Seq2SeqStack):
         mask, causal = None, past == 0 and T > 1
         if attention_mask is not None and not bool(attention_mask.bool().all()):
             if cache is not None:
-                raise InputError("a padded batch of targets cannot be decoded step by step; pass one target per call")
+                raise error(InputError, "errors.kernel_seq2seq_padded_step")
             pos = torch.arange(T, device=x.device)
             real = attention_mask.to(x.device).bool()[:, None, None, :]  # (B, 1, 1, T)
             mask = (causal_window_mask(pos, pos)[None, None] & real) | torch.eye(T, dtype=torch.bool, device=x.device)
