@@ -108,3 +108,43 @@ def test_screenshots_of_model_and_matrix_views(page, pages, artifacts):
             page.screenshot(path=str(artifacts / f"attribution-{lang}-rollout-model-{w}x{h}.png"))
             page.click("[data-testid=tab-matrix]")
             page.screenshot(path=str(artifacts / f"attribution-{lang}-rollout-matrix-{w}x{h}.png"))
+
+
+def test_generation_view_switch_per_token(page, installed_model, tmp_path, artifacts):
+    """SmolLM2's generation: for each generated token's step, the layer's row of the chosen method is
+    model.attribute's row of that query position (the joined text tokenizes to the same ids); value
+    zeroing is left out (30 layers: 465 layer passes > 100) and the note says so."""
+    from attnscope.viewer.generation import save_generation_html
+
+    smol = installed_model("smollm2-135m")
+    gen = smol.generate("The capital of France is", max_new_tokens=5)
+    path = tmp_path / "gen.html"
+    save_generation_html(smol, gen, path, lang="zh")
+    text = gen.prompt + gen.text
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(path.as_uri() + "#view=generation&step=3&ghead=-1")
+    wait_ready(page, 90_000)
+    for method in ("rollout", "alti", "norm"):
+        choose(page, method)
+        assert page.get_attribute("[data-testid=attr-note]", "data-method") == method
+        for step, layer in ((3, 7), (1, 29)):
+            page.eval_on_selector("[data-testid=gen-slider]", "(e, v) => { e.value = v; e.dispatchEvent(new Event('input')); }",
+                                  str(step))
+            page.select_option("[data-testid=gen-layer]", str(layer))
+            i = gen.n_prompt - 1 + step
+            got = np.array([float(x) for x in page.eval_on_selector_all(
+                "[data-testid=gen-table] td[data-col=weight]", "els => els.map(e => e.dataset.value)")])
+            if method == "norm":  # the mean over the heads of each head's row share
+                h = smol.attribute(text, method="norm").details["heads"][layer].double().numpy()  # (H, L, L)
+                want = (h / h.sum(-1, keepdims=True)).mean(0)[i, : i + 1]
+            else:
+                want = smol.attribute(text, method=method, layer=layer).scores[i, : i + 1].double().numpy()
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+        if method == "rollout":
+            for w, h in ((800, 600), (1400, 1000)):
+                page.set_viewport_size({"width": w, "height": h})
+                page.screenshot(path=str(artifacts / f"attribution-zh-generation-rollout-{w}x{h}.png"))
+            page.set_viewport_size({"width": 1400, "height": 1000})
+    page.select_option("[data-testid=attr-select]", "value_zeroing")
+    assert page.get_attribute("[data-testid=attr-note]", "data-method") == "raw"
+    assert "465" in page.text_content("[data-testid=attr-note]")
