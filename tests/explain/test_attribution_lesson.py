@@ -7,6 +7,7 @@ trace (``model.attribute``) — and the lesson in both languages, its formats an
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -146,7 +147,10 @@ def test_the_lesson_in_both_languages_and_every_format(minilm, method):
         assert english not in zh, english
     doc = json.loads(w.render("json", lang="zh"))
     assert doc["kind"] == "attribution" and doc["meta"]["method"] == method
-    assert "\\begin{document}" in w.render("latex")
+    tex = w.render("latex")
+    body = tex.split("\\begin{document}", 1)[1]
+    declared = {chr(int(h, 16)) for h in re.findall(r"\\DeclareUnicodeCharacter\{([0-9A-F]{4})\}", tex)}
+    assert tex.startswith("% compile with pdflatex") and {c for c in body if ord(c) > 255} - set("–—‘’“”…•") <= declared
 
 
 def test_the_rollout_lesson_shows_the_steps(minilm):
@@ -154,6 +158,7 @@ def test_the_rollout_lesson_shows_the_steps(minilm):
     assert "| **½A + ½I** |" in md and "| **Ã** |" in md and "u₄ = 0.2450×[0.9739" in md
     assert "| 2 | cat | 0.2653 | 0.0428 | 4.3% |" in md  # the raw weight beside the rollout
     assert "Σ u₀ = 0.7173 + 0.0381 + 0.0428 + 0.0274 + 0.0503 + 0.1241" in md
+    assert "The row of 2:cat in R is e_i Ã_5 … Ã_0." in md
 
 
 @pytest.mark.parametrize("args,words", [
