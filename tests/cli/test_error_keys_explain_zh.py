@@ -11,6 +11,7 @@ from attnscope import i18n
 from attnscope.cli import main
 from attnscope.errors import AttnscopeError
 from tests.cli.test_error_keys_zh import english_words
+from tests.models.seq2seq.fixtures import seq2seq, seq2seq_dirs  # noqa: F401
 
 #: The code a Chinese line keeps as written: keys of a problem file, option values, formulas.
 CODE = ["W_QKV", "W_Q", "W_K", "W_V", "W_O", "n_heads", "n_kv_heads", "d_head", "d_model", "d_k", "d_v", "query_pre_attn_scalar",
@@ -215,3 +216,21 @@ def test_the_plot_and_reference_errors_in_chinese():
     zh_of(lambda: steps.operand_factor("cosine", 4),
           "cosine scoring divides by the model's learned temperature, which q and k do not carry; the scorings whose "
           "factor depends on d_k alone are scaled, unscaled, inv_d, qknorm", ["cosine", "scaled, unscaled, inv_d, qknorm"])
+
+
+def test_a_t5_path_error_in_chinese_names_the_target_and_the_decoder(seq2seq):  # noqa: F811
+    """The path through T5's decoder: a query position the target lacks (said of the target), a
+    decoder layer out of range, cross-attention without a target."""
+    from attnscope.explain import explain
+
+    t5, source, target = seq2seq["t5"], "summarize: every token looks at every other token.", "Every token looks."
+    listing = "0:<pad> 1:  2:E 3:ver 4:y 5: token 6: l 7:o 8:ok 9:s 10:. 11:</s>"  # the tiny T5's own pieces
+    zh = zh_of(lambda: explain(model=t5, path=True, text=source, target=target, position=40),
+               f"the target: position 40 is out of range: the text has 12 tokens (positions 0..11): {listing}",
+               ["40", "12", "0..11", listing])
+    assert zh.startswith("目标文本：位置 40 超出范围"), zh
+    zh_of(lambda: explain(model=t5, path=True, text=source, target=target, layer=3),
+          "decoder layer 3 is out of range: the model has 3 layers (0..2)", ["解码器层 3", "3", "0..2"])
+    zh_of(lambda: explain(model=t5, path=True, text=source, attention="cross"),
+          "the path through a decoder layer needs the target text (target=, --target): its tokens are the decoder's "
+          "queries", ["target=", "--target"])
