@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from ..errors import InputError
+from ..i18n import error
 
 Tensor = torch.Tensor
 
@@ -50,10 +51,10 @@ class Attribution:
     def row(self, i: int) -> Tensor:
         """Token-to-token: the scores of output position ``i`` over the input tokens, (L,)."""
         if self.kind != "tokens":
-            raise InputError(f"{self.method} gives one score per token for a target, not rows")
+            raise error(InputError, "errors.attribution_no_rows", method=self.method)
         n = self.scores.shape[0]
         if not -n <= i < n:
-            raise InputError(f"position {i} is out of range for a text of {n} tokens (0..{n - 1})")
+            raise error(InputError, "errors.attribution_position", i=i, n=n, last=n - 1)
         return self.scores[i]
 
 
@@ -88,18 +89,16 @@ def get_method(name: str) -> AttributionMethod:
     try:
         return METHODS[name]
     except (KeyError, TypeError):
-        raise InputError(f"unknown attribution method {name!r}; choose one of {', '.join(METHODS)}") from None
+        raise error(InputError, "errors.attribution_unknown_method", name=repr(name), methods=", ".join(METHODS)) from None
 
 
 def check_grad(model, method: str) -> None:
     """InputError before any work when ``model`` cannot be differentiated (a method with ``needs_grad``)."""
     for p in model.parameters():
         if not p.dtype.is_floating_point:
-            raise InputError(f"{method} needs gradients, but {model.name!r} holds parameters in {p.dtype}, which "
-                             f"cannot take gradients; load it in a floating dtype (float32)")
+            raise error(InputError, "errors.attribution_grad_dtype", method=method, model=repr(model.name), dtype=str(p.dtype))
         if p.is_inference():
-            raise InputError(f"{method} needs gradients, but {model.name!r} was made under torch.inference_mode "
-                             f"and cannot take gradients; load it outside inference_mode")
+            raise error(InputError, "errors.attribution_grad_inference", method=method, model=repr(model.name))
 
 
 def attribute(model, text: str, method: str = "rollout", *, layer: Optional[int] = None, target=None,
@@ -108,10 +107,10 @@ def attribute(model, text: str, method: str = "rollout", *, layer: Optional[int]
     this layer, default the last; ``target``: what an output method explains)."""
     m = get_method(method)
     if not isinstance(text, str):
-        raise InputError(f"attribute takes one text (a string), got {type(text).__name__}")
+        raise error(InputError, "errors.attribution_not_text", got=type(text).__name__)
     n_layers = model.config.n_layers
     if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int) or not -n_layers <= layer < n_layers):
-        raise InputError(f"layer {layer!r} is out of range; the model has {n_layers} layers (0..{n_layers - 1})")
+        raise error(InputError, "errors.attribution_layer", layer=repr(layer), n=n_layers, last=n_layers - 1)
     if layer is not None and layer < 0:
         layer += n_layers
     if m.needs_grad:

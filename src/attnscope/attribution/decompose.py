@@ -35,6 +35,7 @@ from typing import Any, Optional
 import torch
 
 from ..errors import InputError
+from ..i18n import error
 from ..recipe import INPUT, LayerRecipe, get_layer_recipe
 
 Tensor = torch.Tensor
@@ -62,22 +63,19 @@ def stack_of(model, method: str, target=None, stack: Optional[str] = None) -> St
     sentence, whether a ``stack`` or a ``target`` asks for it."""
     if hasattr(model, "target_batch"):  # an encoder–decoder model (T5, BART)
         if target is not None or stack not in (None, "encoder"):
-            raise InputError(f"{method} attributes the encoder's stack of {model.name} (the source text, "
-                             f"stack='encoder'); it does not decompose the decoder's self- and cross-attention, "
-                             f"so it takes no target and no other stack")
+            raise error(InputError, "errors.attribution_encoder_only", method=method, model=model.name)
         return Stack(model.encoder.layers, "encoder.layers", model.config, {"target": ""})
     if stack is not None:
-        raise InputError(f"stack={stack!r} is not available for {model.name}: it has one stack; leave stack unset")
+        raise error(InputError, "errors.attribution_one_stack", stack=repr(stack), model=model.name)
     if target is not None:
-        raise InputError(f"{method} is token-to-token (rows = output positions): it takes no target")
+        raise error(InputError, "errors.attribution_no_target", method=method)
     return Stack(model.layers, "layers", model.config)
 
 
 def check_options(method: str, options: dict) -> None:
     """InputError naming an option ``method`` does not take."""
     if options:
-        raise InputError(f"{method} takes no option {', '.join(map(repr, options))} "
-                         f"(it takes layer= and, on an encoder–decoder model, stack='encoder')")
+        raise error(InputError, "errors.attribution_no_option", method=method, options=", ".join(map(repr, options)))
 
 
 def recipe_of(stack: Stack, index: int) -> LayerRecipe:
@@ -96,7 +94,7 @@ def block_end(recipe: LayerRecipe) -> str:
             if s.op == "add":
                 return next(a for a in s.args if a not in after)
             after.add(s.name)
-    raise InputError(f"layer recipe {recipe.name!r}: no residual sum adds the MLP's output to the stream")
+    raise error(InputError, "errors.attribution_recipe_no_mlp_sum", recipe=repr(recipe.name))
 
 
 def trace_names(stack: Stack) -> list[str]:
@@ -171,7 +169,7 @@ def norm_terms(D: Tensor, norm) -> Tensor:
         rms = torch.sqrt(s.pow(2).mean(-1) + norm.eps)  # (L,)
         return D * ((norm.offset + norm.weight.to(D.dtype)) / rms[:, None])[:, None, :]
     if not isinstance(norm, torch.nn.LayerNorm):
-        raise InputError(f"the decomposition knows LayerNorm and RMSNorm, not {type(norm).__name__}")
+        raise error(InputError, "errors.attribution_norm_kind", norm=type(norm).__name__)
     sigma = torch.sqrt(s.var(-1, unbiased=False) + norm.eps)  # (L,)
     scale = 1.0 / sigma[:, None] if norm.weight is None else norm.weight.to(D.dtype) / sigma[:, None]  # (L, d)
     out = (D - D.mean(-1, keepdim=True)).mul_(scale[:, None, :])  # (L, ·, d): one pass for γ / σ
@@ -248,13 +246,13 @@ def decompose_layer(stack: Stack, tr, index: int) -> dict[str, Tensor]:
             D[s.name] = attention_terms(a, getattr(layer, s.name), value(tr, f"{prefix}.{s.name}.weights"),
                                         compact=s.args[0] in compact)
         else:
-            raise InputError(f"the decomposition stops before the MLP; layer recipe {recipe.name!r} reaches "
-                             f"{s.op} step {s.name!r} before the attention block's end {end!r}")
+            raise error(InputError, "errors.attribution_recipe_mlp_first", recipe=repr(recipe.name), op=s.op,
+                        step_name=repr(s.name), end=repr(end))
         if s.name == end:
             if end in compact:  # only a recipe without attention before its MLP: written out
                 D[end] = expand(D[end])
             return D
-    raise InputError(f"layer recipe {recipe.name!r}: its step {end!r} was not reached")
+    raise error(InputError, "errors.attribution_recipe_end", recipe=repr(recipe.name), end=repr(end))
 
 
 def rollout(per_layer: Tensor, upto: int) -> Tensor:

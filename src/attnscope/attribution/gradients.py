@@ -36,6 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..errors import InputError
+from ..i18n import error
 from .base import Attribution, AttributionMethod, check_grad, register_method
 from .target import Target, is_seq2seq, resolve_target, target_values
 
@@ -49,7 +50,7 @@ def check_options(method: str, options: dict, allowed: tuple) -> None:
     extra = sorted(set(options) - set(allowed))
     if extra:
         known = ", ".join(allowed) or "none"
-        raise InputError(f"{method} has no option {extra[0]!r} (its options: {known})")
+        raise error(InputError, "errors.attribution_unknown_option", method=method, option=repr(extra[0]), known=known)
 
 
 def rows_name(model) -> str:
@@ -105,7 +106,7 @@ def output_attribution(method: str, p: Prepared, scores: Tensor, meaning: str, d
 
 def no_layer(method: str, layer) -> None:
     if layer is not None:
-        raise InputError(f"{method} explains the model's output for a target; layer= is for token-to-token methods")
+        raise error(InputError, "errors.attribution_output_no_layer", method=method)
 
 
 def grad_input(model, text: str, *, layer: Optional[int] = None, target=None, **options) -> Attribution:
@@ -125,7 +126,7 @@ def grad_input(model, text: str, *, layer: Optional[int] = None, target=None, **
 def check_steps(steps, batch_size) -> None:
     for name, v in (("steps", steps), ("batch_size", batch_size)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise InputError(f"{name} must be a positive integer, got {v!r}")
+            raise error(InputError, "errors.attribution_positive_int", name=name, value=repr(v))
 
 
 def baseline_rows(p: Prepared, baseline) -> Tensor:
@@ -138,7 +139,7 @@ def baseline_rows(p: Prepared, baseline) -> Tensor:
     if isinstance(baseline, int) and not isinstance(baseline, bool):
         V = p.model.config.vocab_size
         if not 0 <= baseline < V:
-            raise InputError(f"baseline token {baseline} is out of range: token ids are 0..{V - 1}")
+            raise error(InputError, "errors.attribution_baseline_token", token=baseline, last=V - 1)
         kept: list[Tensor] = []
         def keep(t: Tensor, name: str) -> None:
             kept.append(t.detach())  # (1, L, d)
@@ -147,13 +148,12 @@ def baseline_rows(p: Prepared, baseline) -> Tensor:
             target_values(p.model, p.target, torch.full_like(p.ids, baseline), p.mask, p.tt)
         return kept[0][0]  # (L, d)
     if not isinstance(baseline, torch.Tensor):
-        raise InputError(f"baseline must be None, 'zero', a token id or a tensor of shape (d,) or (L, d), "
-                         f"got {baseline!r}")
+        raise error(InputError, "errors.attribution_baseline_kind", baseline=repr(baseline))
     if tuple(baseline.shape) not in (tuple(x.shape), tuple(x.shape[1:])):
-        raise InputError(f"baseline must have shape {tuple(x.shape[1:])} or {tuple(x.shape)} (the text's embedding output), "
-                         f"got {tuple(baseline.shape)}")
+        raise error(InputError, "errors.attribution_baseline_shape", row=str(tuple(x.shape[1:])), full=str(tuple(x.shape)),
+                    got=str(tuple(baseline.shape)))
     if not bool(torch.isfinite(baseline).all()):
-        raise InputError("baseline has NaN or infinite values")
+        raise error(InputError, "errors.attribution_baseline_nan")
     return baseline.to(device=x.device, dtype=x.dtype).expand_as(x)  # (L, d)
 
 
@@ -216,7 +216,7 @@ def attn_grad(model, text: str, *, layer: Optional[int] = None, target=None, **o
 
     def keep(t: Tensor, name: str) -> None:
         if name in kept:  # a layer module run twice would hand back only its last weights
-            raise InputError(f"attn_grad: {name} ran twice in one pass; this model's layers are not one module each")
+            raise error(InputError, "errors.attribution_layer_twice", name=name)
         kept[name] = t  # (1, H, L, L): the weights the output is computed from
 
     attn: list[Tensor] = []
@@ -229,7 +229,7 @@ def attn_grad(model, text: str, *, layer: Optional[int] = None, target=None, **o
             value = target_values(model, p.target, p.ids, p.mask, p.tt)  # (1,)
             missing = [nm for nm in names if nm not in kept]
             if missing:
-                raise InputError(f"attn_grad: {model.name!r} did not produce the attention weights {missing[0]}")
+                raise error(InputError, "errors.attribution_no_weights", model=repr(model.name), name=missing[0])
             grads = torch.autograd.grad(value.sum(), [kept[nm] for nm in names], allow_unused=True)
     for nm, g in zip(names, grads):
         A = kept[nm].detach()[0]  # (H, L, L)

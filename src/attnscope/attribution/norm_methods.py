@@ -31,6 +31,7 @@ from typing import Optional
 import torch
 
 from ..errors import InputError
+from ..i18n import error
 from . import decompose as DC
 from .base import Attribution, AttributionMethod, register_method
 
@@ -40,7 +41,7 @@ Tensor = torch.Tensor
 def trace_one(model, stack: DC.Stack, text: str, names: list[str]):
     """The trace of one text (no truncation: a text past the context is refused by the trace)."""
     if not isinstance(text, str) or not text.strip():
-        raise InputError("attribute takes one non-empty text")
+        raise error(InputError, "errors.attribution_empty_text")
     with torch.no_grad():
         return model.trace(text, names=names, **stack.trace_kw)
 
@@ -51,7 +52,7 @@ def last(layer: Optional[int], stack: DC.Stack) -> int:
     if layer is None:
         return n - 1
     if not 0 <= int(layer) < n:
-        raise InputError(f"layer {layer} is out of range; the stack has {n} layers (0..{n - 1})")
+        raise error(InputError, "errors.attribution_stack_layer", layer=layer, n=n, last=n - 1)
     return int(layer)
 
 

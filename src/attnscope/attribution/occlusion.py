@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import InputError
+from ..i18n import error
 from .base import Attribution, AttributionMethod, register_method
 from .target import outputs, read, resolve_target
 from .weights import text_ids
@@ -58,11 +59,10 @@ def _outputs_in_chunks(model, rows: Tensor) -> Tensor:
 def leave_one_out(model, text: str, *, layer: Optional[int] = None, target=None) -> Attribution:
     """Scores ``(L,)``: the change of the target when each token is removed (module docstring)."""
     if layer is not None:
-        raise InputError("leave_one_out explains the model's output, not a layer; leave layer unset")
+        raise error(InputError, "errors.attribution_loo_layer")
     tokens, ids = text_ids(model, text)  # ids (L,)
     if len(tokens) < 2:
-        raise InputError(f"leave_one_out needs at least two tokens (removing the only one leaves nothing); "
-                         f"the text {text!r} has {len(tokens)}")
+        raise error(InputError, "errors.attribution_loo_short", text=repr(text), n=len(tokens))
     one = ids.unsqueeze(0)  # (1, L)
     t = resolve_target(model, one, torch.ones_like(one), torch.zeros_like(one), target)
     with torch.no_grad():

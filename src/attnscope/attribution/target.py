@@ -27,6 +27,7 @@ from typing import Optional
 import torch
 
 from ..errors import InputError
+from ..i18n import Msg, error
 
 Tensor = torch.Tensor
 
@@ -78,12 +79,21 @@ def outputs(model, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Op
     return model.pool(hidden, attention_mask)  # (B, d)
 
 
+#: what a target id counts, as the errors name it (one and several), by its English words
+WHAT_KEYS = {"token id": "token_id", "embedding feature": "feature"}
+
+
+def what_word(what: str, plural: bool = False) -> Msg:
+    """``what`` ("token id" or "embedding feature") as a catalogue word, ``plural`` for several."""
+    return Msg(f"errors.attribution_what{'s' if plural else ''}_{WHAT_KEYS[what]}")
+
+
 def _index(x, n: int, what: str) -> int:
     if isinstance(x, bool) or not hasattr(x, "__index__"):
-        raise InputError(f"target {what} must be an integer, got {x!r}")
+        raise error(InputError, "errors.attribution_target_int", what=what_word(what), value=repr(x))
     x = operator.index(x)
     if not 0 <= x < n:
-        raise InputError(f"target {x} is out of range: {what}s are 0..{n - 1}")
+        raise error(InputError, "errors.attribution_target_range", value=x, whats=what_word(what, plural=True), last=n - 1)
     return x
 
 
@@ -100,16 +110,16 @@ def resolve_target(model, input_ids: Tensor, attention_mask: Tensor, token_type_
         if kind == "encoder":
             norm = out.norm()
             if not norm > 0:
-                raise InputError("the pooled embedding of this text is zero; give target=feature to explain one feature")
+                raise error(InputError, "errors.attribution_zero_embedding")
             return Target(kind, (), (out / norm).detach(), "the pooled embedding's length along its own direction")
         top = int(out.argmax())
         return Target(kind, (top,), None, f"the logit of the top prediction, token {top}")
     if isinstance(target, (tuple, list)):
         if len(target) != 2:
-            raise InputError(f"a target pair is (a, b) for {what} a minus {what} b, got {len(target)} values")
+            raise error(InputError, "errors.attribution_target_pair", what=what_word(what), n=len(target))
         a, b = (_index(t, n, what) for t in target)
         if a == b:
-            raise InputError(f"a target difference needs two different {what}s, got ({a}, {b})")
+            raise error(InputError, "errors.attribution_target_same", whats=what_word(what, plural=True), a=a, b=b)
         name = "logit" if kind != "encoder" else "pooled feature"
         return Target(kind, (a, b), None, f"the {name} difference {a} − {b}")
     k = _index(target, n, what)

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
+from ..i18n import error
 from ..reference.attribution import attention_flow
 from .base import Attribution, AttributionMethod, register_method
 
@@ -46,7 +47,7 @@ def text_ids(model, text: str) -> tuple[list[str], Tensor]:
     batch = model.encode(text)
     n = int(batch.attention_mask[0].sum())
     if n == 0:
-        raise InputError(f"the text {text!r} has no tokens to attribute")
+        raise error(InputError, "errors.attribution_no_tokens", text=repr(text))
     return list(batch.tokens[0]), batch.input_ids[0, :n].to(model.device)  # (L,)
 
 
@@ -57,11 +58,9 @@ def stack_prefix(model, stack: Optional[str]) -> str:
     if stack is None or (stack == "encoder" and seq2seq):
         return "encoder." if seq2seq else ""
     if stack == "decoder" and seq2seq:
-        raise InputError("attribution of an encoder–decoder model's decoder (its self-attention rollout with "
-                         "cross-attention) is not implemented yet; the methods attribute the encoder "
-                         "(stack='encoder', the default)")
-    raise InputError(f"stack={stack!r} is not available for {model.name} ({model.family}); "
-                     f"{'use stack=encoder' if seq2seq else 'it has one stack: leave stack unset'}")
+        raise error(InputError, "errors.attribution_decoder_stack")
+    raise error(InputError, "errors.attribution_stack_seq2seq" if seq2seq else "errors.attribution_stack_one",
+                stack=repr(stack), model=model.name, family=model.family)
 
 
 def layer_weights(model, text: str, stack: Optional[str] = None) -> tuple[list[str], Tensor]:
@@ -98,8 +97,7 @@ def _last(model, layer: Optional[int]) -> int:
 
 def _no_target(method: str, target) -> None:
     if target is not None:
-        raise InputError(f"{method} scores every output position against every input token; it takes no target "
-                         f"(got {target!r})")
+        raise error(InputError, "errors.attribution_weights_no_target", method=method, target=repr(target))
 
 
 def attention(model, text: str, *, layer: Optional[int] = None, target=None, stack: Optional[str] = None
@@ -147,9 +145,7 @@ def flow(model, text: str, *, layer: Optional[int] = None, target=None, stack: O
     layer = _last(model, layer)
     tokens, W = layer_weights(model, text, stack)  # (n_layers, H, L, L)
     if len(tokens) > max_tokens:
-        raise InputError(f"attention flow of {len(tokens)} tokens would take too long (it solves one maximum-flow "
-                         f"problem per pair of tokens); shorten the text to {max_tokens} tokens or pass "
-                         f"max_tokens={len(tokens)}")
+        raise error(InputError, "errors.attribution_flow_long", n=len(tokens), max_tokens=max_tokens)
     A_tilde = residual_attention(W.mean(dim=1))  # (n_layers, L, L)
     values, scores = attention_flow(A_tilde.detach().to("cpu", torch.float64).numpy(), layer)  # (L, L) each
 

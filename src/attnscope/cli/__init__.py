@@ -95,7 +95,8 @@ def name_int_options(parser: argparse.ArgumentParser) -> None:
 
 
 #: Subcommand modules, in the order ``attnscope --help`` lists them.
-COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", "experiment", "analyze", "patch", "generate"]
+COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", "experiment", "analyze", "evaluate-attribution",
+            "lens", "patch", "generate"]
 
 
 def check_range(value, flag: str, low, high=None):

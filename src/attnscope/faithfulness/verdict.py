@@ -1,0 +1,79 @@
+"""What a faithfulness run shows, read from its numbers (never written in advance).
+
+:func:`verdict` orders the methods (leave-one-out, the reference, and the random control apart) by
+each measure — ρ with leave-one-out (higher: closer), AOPC comprehensiveness (higher: the tokens
+ranked first carry more of the output), AOPC sufficiency (lower: they suffice alone) — and says for
+each order whether the first method is ahead of the second by more than chance: the paired
+difference over the texts both ran on, with its bootstrap 95 % interval (ahead when it excludes 0).
+It also names the methods no better than chance (ρ's interval reaching 0; comprehensiveness not
+above the random ranking's on the same texts) and how well the two main measures agree (Spearman's
+ρ between the methods' mean ρ and mean AOPC comprehensiveness). :mod:`.report` writes it in words.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from . import stats
+from .evaluate import RANDOM, REFERENCE, TextResult
+
+MEASURES = ("rho", "aopc_comprehensiveness", "aopc_sufficiency")
+#: +1: larger is better; −1: smaller is better
+DIRECTION = {"rho": 1, "aopc_comprehensiveness": 1, "aopc_sufficiency": -1}
+
+
+def per_text_value(measure: str, method: str) -> Callable[[TextResult], float]:
+    if measure == "rho":
+        return lambda r: r.rho[method]
+    return lambda r: stats.eraser(r.full, r.deleted[method], r.kept[method])[measure]
+
+
+def paired(results: Sequence[TextResult], measure: str, a: str, b: str, seed: int) -> dict:
+    """a − b per text (the texts both ran on, both values finite), its mean and bootstrap interval."""
+    fa, fb = per_text_value(measure, a), per_text_value(measure, b)
+    diffs = []
+    for r in results:
+        if a in r.rho and b in r.rho:
+            x, y = fa(r), fb(r)
+            if math.isfinite(x) and math.isfinite(y):
+                diffs.append(x - y)
+    return stats.bootstrap(diffs, seed)
+
+
+def order(summary: dict, names: Sequence[str], measure: str) -> list[str]:
+    """``names`` from the best to the worst mean of ``measure`` (a nan mean last)."""
+    def key(m: str) -> float:
+        v = summary[m][measure]["mean"]
+        return math.inf if math.isnan(v) else -DIRECTION[measure] * v
+    return sorted(names, key=key)
+
+
+def verdict(results: Sequence[TextResult], summary: dict, seed: int) -> dict:
+    """The orders, the leaders' margins, the methods at chance and the measures' agreement (module
+    docstring), as data: ``{"compared", "<measure>": {"order", "lead", "ahead"}, "chance_rho",
+    "not_above_random", "agreement", "reference_rank"}``."""
+    compared = [m for m in summary if m not in (REFERENCE, RANDOM)]
+    out: dict = {"compared": compared}
+    for measure in MEASURES:
+        o = order(summary, compared, measure)
+        entry: dict = {"order": o}
+        if len(o) >= 2:
+            # the lead of the first over the second, signed so that > 0 favours the first
+            a, b = (o[0], o[1]) if DIRECTION[measure] > 0 else (o[1], o[0])
+            lead = paired(results, measure, a, b, seed)
+            entry["lead"] = lead
+            entry["ahead"] = bool(lead["low"] > 0)
+        out[measure] = entry
+    out["chance_rho"] = [m for m in compared if not summary[m]["rho"]["low"] > 0]
+    if RANDOM in summary:
+        out["not_above_random"] = [m for m in compared
+                                   if not paired(results, "aopc_comprehensiveness", m, RANDOM, seed)["low"] > 0]
+    means = [(summary[m]["rho"]["mean"], summary[m]["aopc_comprehensiveness"]["mean"]) for m in compared]
+    means = [p for p in means if all(math.isfinite(v) for v in p)]
+    out["agreement"] = stats.spearman([p[0] for p in means], [p[1] for p in means]) if len(means) >= 3 else None
+    if REFERENCE in summary:
+        everyone = [m for m in summary if m != RANDOM]
+        out["reference_rank"] = {measure: order(summary, everyone, measure).index(REFERENCE) + 1
+                                 for measure in MEASURES[1:]}
+    return out
