@@ -91,8 +91,8 @@ def test_analyze_reports_them(minilm, tmp_path):
     data = json.loads(paths["analysis.json"].read_text(encoding="utf-8"))
     np.testing.assert_allclose(data["special_norms"]["sep"]["raw"], want["sep"][0], atol=1e-6)
     md = paths["report.md"].read_text(encoding="utf-8")
-    assert "## Special tokens with and without norms" in md and "[CLS] raw" in md
+    assert "## Special tokens with and without norms" in md and "| [CLS] raw | [CLS] norm |" in md
     zh = r.write(tmp_path / "zh", "zh")["report.md"].read_text(encoding="utf-8")
-    assert "## 特殊 token：只看权重与计入范数" in zh and "[CLS] 范数" in zh
+    assert "## 特殊 token：只看权重与计入范数" in zh and "| [CLS]权重 | [CLS]范数 |" in zh
     none = analyze(str(corpus), minilm, max_texts=3, importance_texts=0, norm_texts=0, progress=False)
     assert "special_norms" not in json.loads(none.write(tmp_path / "none")["analysis.json"].read_text(encoding="utf-8"))

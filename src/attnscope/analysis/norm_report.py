@@ -13,7 +13,6 @@ from .summary import counted_in, say
 #: The heads listed in report.md: those with the largest raw share.
 SHOWN = 10
 
-KIND_LABEL = {"cls": "[CLS]", "sep": "[SEP]", "first": "first/<bos>"}
 
 
 def has_shares(result) -> bool:
@@ -42,9 +41,10 @@ def markdown(result, lang: str = "en") -> str:
     L = [T("norms_sec"), T("norms_intro", texts=counted_in(s["texts"], "text", lang), rows=s["rows"],
                            doc=T("norms_doc"))]
     kinds = s["kinds"]
+    kind = {k: T("norms_kind_" + k) for k in kinds}  # norms_kind_cls, norms_kind_sep, norms_kind_first
     L.append("| " + T("norms_col_layer") + " | " + " | ".join(
-        f"{KIND_LABEL[k]} {T('norms_raw')} | {KIND_LABEL[k]} {T('norms_norm')} | {KIND_LABEL[k]} {T('norms_layer')}"
-        for k in kinds) + " |")
+        T("norms_cell", kind=kind[k], what=T(what)) for k in kinds for what in ("norms_raw", "norms_norm", "norms_layer"))
+        + " |")
     L.append("|---|" + "---|---|---|" * len(kinds))
     for layer in range(len(s[kinds[0]]["layer_raw"])):
         cells = []
@@ -55,7 +55,7 @@ def markdown(result, lang: str = "en") -> str:
     L.append("")
     total = {k: (float(np.mean(s[k]["raw"])), float(np.mean(s[k]["norm"]))) for k in kinds}
     L.append(T("norms_overall", items=T("list_sep").join(
-        T("norms_item", kind=KIND_LABEL[k], raw=f"{total[k][0]:.3f}", norm=f"{total[k][1]:.3f}") for k in kinds)))
+        T("norms_item", kind=kind[k], raw=f"{total[k][0]:.3f}", norm=f"{total[k][1]:.3f}") for k in kinds)))
     raw = np.sum([s[k]["raw"] for k in kinds], axis=0)  # (n_layers, H): every special kind together
     norm = np.sum([s[k]["norm"] for k in kinds], axis=0)
     L.append(T("norms_top", n=min(SHOWN, raw.size)))
