@@ -9,7 +9,9 @@ An answers file has two sections: ``problem`` (what was calculated) and ``answer
 numbers). The problem is a built-in example (``example: three-tokens``), a toy input (X, W_Q,
 W_K, W_V, …; see :class:`attnscope.explain.ToyProblem`), given raw scores of one row (``scores``,
 ``tokens``, ``d_k``, optional ``values``) or one row of a real model (``text``, ``layer``,
-``head``, ``token`` or ``position``, optional ``model`` folder). Answers may contain any of
+``head``, ``token`` or ``position``, optional ``model`` folder), or an attention rollout row
+(``text``, ``token``, ``attribution: rollout``; its steps ``mixed[l]``, ``product[l]``, ``rollout``:
+:mod:`.rollout`). Answers may contain any of
 Q, K, V, scores, scaled, exp, sums, weights, output (and projected with W_O); for one row: scores,
 scaled, exp, sum, weights, output (its first n dimensions). Entries or rows left empty (``null``,
 ``~``, a blank line) are not judged, and they count as **missing**, never as right: a report with a
