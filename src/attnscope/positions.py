@@ -90,8 +90,10 @@ class PositionScheme:
         mask, mask_np, window: ``acts_on="mask"``: ``mask(q_pos (…, L), k_pos (…, S), window)`` →
             bool ``(…, L, S)`` (True = may attend), its float64 twin on ``(L,)``, ``(S,)`` and
             ``window(config)``: how far back its keys reach (None: every earlier key). The model,
-            the trace's masks and the float64 forward call ``mask``/``mask_np``; the viewer's page and
-            explain's words draw the causal window ``window(config)``, so a mask is expected to be one.
+            the trace's masks and the float64 forward call ``mask``/``mask_np``; explain's words and the
+            viewer's page draw the causal window ``window(config)``: the viewer's data names each
+            layer's scheme and refuses one whose ``mask_np`` is not that window
+            (:func:`attnscope.viewer.data.layer_masks`).
     """
 
     name: str

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
-from ..positions import layer_inv_freq, rotates
+from ..positions import causal_window_mask, get_position, layer_inv_freq, rotates
 from .context import context_comparison
 
 FORMAT = "attnscope.view"
@@ -242,7 +242,7 @@ def page_header(pairs: list, decimals: int) -> dict:
                    "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
                    "causal": bool(cfg.causal), "n_kv_heads": int(getattr(cfg, "kv_heads", cfg.n_heads)),
                    "query_scale": getattr(cfg, "query_scale", None),
-                   "windows": [first.window(i) for i in range(cfg.n_layers)],
+                   "windows": [first.window(i) for i in range(cfg.n_layers)], "masks": layer_masks(cfg, n_max),
                    "rope": rope, "qk_norm": bool(getattr(cfg, "qk_norm", False)),
                    "bias": bias_rows(first, n_max),
                    "operands": list(operand_steps(cfg))},
@@ -251,6 +251,37 @@ def page_header(pairs: list, decimals: int) -> dict:
         "texts": [],
         "compare": None,
     }
+
+
+def layer_masks(config, n: int) -> Optional[list[str]]:
+    """The mask scheme of each layer, its layer type (``full``, ``sliding``, …: what
+    ``config.layer_types`` names; None for a model without layer types), for texts of up to ``n``
+    tokens. The page hides keys by the causal window ``windows[layer]``; InputError for a layer
+    whose scheme's float64 mask on ``n`` tokens is not that window (the page would draw it wrong)."""
+    kind = getattr(config, "layer_type", None)
+    if not callable(kind):
+        return None
+    names = [kind(i) for i in range(config.n_layers)]
+    for i, name in enumerate(names):
+        if not _draws_window(get_position(name), config.window(i), n):
+            raise InputError(f"layer {i}'s mask scheme {name!r} hides other keys than a causal window; the "
+                             f"viewer's page draws causal windows only")
+    return names
+
+
+def _draws_window(scheme, window: Optional[int], n: int, rows: int = 256) -> bool:
+    """Whether ``scheme.mask_np`` on ``n`` tokens is the causal window the page draws (key ≤ query,
+    fewer than ``window`` back), ``rows`` queries at a time: never an (n, n) array of a long text.
+    The built-in schemes are that window (their mask is :func:`causal_window_mask`)."""
+    if scheme.mask is causal_window_mask:
+        return True
+    pos = np.arange(n)
+    for q0 in range(0, n, rows):
+        d = pos[q0:q0 + rows, None] - pos[None, :]  # (rows, n): query − key
+        page = (d >= 0) & (d < window) if window is not None else d >= 0
+        if not np.array_equal(scheme.mask_np(pos[q0:q0 + rows], pos, window), page):
+            return False
+    return True
 
 
 def _require(trace, names: list[str]) -> None:
