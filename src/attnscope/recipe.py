@@ -20,8 +20,9 @@ The registered recipes (``config.norm`` names one):
 
 * ``post`` — BERT, the original Transformer: the norm after each residual sum.
 * ``pre`` — GPT-2, Llama, Qwen, Mistral, BLOOM: the norm before each block.
-* ``sandwich`` — Gemma 2/3: ``pre``, plus a norm on each block's output before its residual sum.
-* ``post_block`` — OLMo 2: only the norm on each block's output, none before the blocks.
+* ``sandwich`` — Gemma 2/3: ``pre``, plus a norm on each block's output before its residual sum
+  (derived from ``pre`` by :func:`with_post_norms`).
+* ``post_block`` — OLMo 2: only the norm on each block's output, none before the blocks (derived too).
 
 A new layer variant is one :func:`register_layer_recipe` call.
 """
@@ -183,29 +184,32 @@ register_layer_recipe("pre", """
     out        = ffn_resid
 """)
 
-register_layer_recipe("sandwich", """
-    attn_in        = ln1(x)
-    attn           = attention(attn_in)
-    attn_post_norm = ln_attn_post(attn)
-    attn_resid     = x + attn_post_norm
-    ffn_in         = ln2(attn_resid)
-    ffn            = mlp(ffn_in)
-    ffn_post_norm  = ln_ffn_post(ffn)
-    ffn_resid      = attn_resid + ffn_post_norm
-    out            = ffn_resid
-""")
+def recipe_text(steps) -> str:
+    """``steps`` as recipe text, one a line with the ``=`` signs aligned: what :func:`parse_recipe`
+    reads back, and how a derived recipe's text is shown (``docs/guide/architecture.md``)."""
+    width = max(len(s.name) for s in steps)
+    return "".join(f"{s.name:<{width}} = {str(s).partition(' = ')[2]}\n" for s in steps)
 
-register_layer_recipe("post_block", """
-    attn_in        = x
-    attn           = attention(attn_in)
-    attn_post_norm = ln_attn_post(attn)
-    attn_resid     = x + attn_post_norm
-    ffn_in         = attn_resid
-    ffn            = mlp(ffn_in)
-    ffn_post_norm  = ln_ffn_post(ffn)
-    ffn_resid      = attn_resid + ffn_post_norm
-    out            = ffn_resid
-""")
+
+def with_post_norms(recipe: LayerRecipe, *, pre_norms: bool = True) -> str:
+    """The text of ``recipe`` with a norm on each block's output before its residual sum (block
+    ``attn``: ``attn_post_norm = ln_attn_post(attn)``, which the sum then reads instead of
+    ``attn``) and, without ``pre_norms``, its norms before the blocks dropped (``attn_in = x``)."""
+    steps: list[Step] = []
+    for s in recipe.steps:
+        if s.op == "norm" and not pre_norms:
+            s = Step(s.name, "same", s.args)
+        if s.op == "add" and s.args[1] in recipe.blocks:
+            post = f"{s.args[1]}_post_norm"
+            steps.append(Step(post, "norm", (s.args[1],), f"ln_{s.args[1]}_post"))
+            s = Step(s.name, "add", (s.args[0], post))
+        steps.append(s)
+    return recipe_text(steps)
+
+
+# Gemma 2/3: "pre" and a norm on each block's output; OLMo 2: only the norms on the blocks' outputs.
+register_layer_recipe("sandwich", with_post_norms(LAYER_RECIPES["pre"]))
+register_layer_recipe("post_block", with_post_norms(LAYER_RECIPES["pre"], pre_norms=False))
 
 #: The decoder layer of an encoder–decoder (T5: "pre", BART: "post", by its ``config.norm``): the
 #: stack's recipe with cross-attention over the encoder's output, and its residual, after
