@@ -232,3 +232,19 @@ def test_the_float64_reference_model(bert):
     e = raised(InputError, reference_model_seq2seq.forward_seq2seq, model, "我喜欢")
     both(e, f"{model.name} ({model.family}) is not an encoder–decoder model; use reference_model.forward",
          [model.name, model.family, "reference_model.forward"])
+
+
+def test_a_ring_rank_that_does_not_answer():
+    import datetime
+
+    from attnscope.kernels.ring.protocol import EXCHANGE, RingTimeout, wait_all
+
+    class Hung:
+        def wait(self, timeout):
+            raise RuntimeError("Timed out waiting\nfor rank 1")
+
+    e = raised(RingTimeout, wait_all, [Hung()], datetime.timedelta(seconds=1.5), EXCHANGE)
+    zh = both(e, "ring_attention: the exchange of shapes between ranks did not complete within 1.5 s (another rank "
+                 "crashed, hangs, or did not call ring_attention): Timed out waiting",
+              ["1.5", "Timed out waiting"], "ring_attention", "rank")
+    assert zh.startswith("ring_attention：各 rank 之间交换形状没有在 1.5 秒内完成")

@@ -20,6 +20,8 @@ from ..qk import as_2d, prepare
 from ..validate import LEAD_KEY_MASK, broadcast_or_raise, check_qkv, check_scale, check_scoring
 from .protocol import (
     DTYPES,
+    GATHER,
+    GATHER_LENGTHS,
     META_DIMS,
     as_timedelta,
     check_agreement,
@@ -165,9 +167,9 @@ def gather(x: Tensor, dim: int = -2, group=None, timeout=None) -> Tensor:
     dim = dim % x.dim()
     n = torch.tensor([x.shape[dim]], device=comm)
     lens = [torch.empty_like(n) for _ in range(world)]
-    wait_all([dist.all_gather(lens, n, group=group, async_op=True)], timeout, "gather (lengths)")
+    wait_all([dist.all_gather(lens, n, group=group, async_op=True)], timeout, GATHER_LENGTHS)
     sizes = [int(t) for t in lens]
     padded = pad_seq(x.to(comm), max(sizes), dim)
     parts = [torch.empty_like(padded) for _ in range(world)]
-    wait_all([dist.all_gather(parts, padded, group=group, async_op=True)], timeout, "gather")
+    wait_all([dist.all_gather(parts, padded, group=group, async_op=True)], timeout, GATHER)
     return torch.cat([p.narrow(dim, 0, n_r) for p, n_r in zip(parts, sizes)], dim=dim).to(x.device)

@@ -66,8 +66,8 @@ def run_local(fn: Callable, world_size: int, args: tuple = (), *, backend: str =
             while len(got) < world_size:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise RingTimeout(f"run_local: ranks {sorted(set(range(world_size)) - set(got))} did not "
-                                      f"finish within {timeout:g} s")
+                    raise error(RingTimeout, "errors.kernel_ring_run_local_timeout",
+                                ranks=sorted(set(range(world_size)) - set(got)), seconds=f"{timeout:g}")
                 try:
                     rank, ok, payload = results.get(timeout=min(left, 1.0))
                 except queue_mod.Empty:

@@ -48,14 +48,19 @@ def as_timedelta(timeout) -> datetime.timedelta:
     raise error(ConfigError, "errors.kernel_ring_timeout", value=repr(timeout))
 
 
-def wait_all(works, timeout: datetime.timedelta, what: str) -> None:
+#: What :func:`wait_all` waits for, named in its RingTimeout (the ring's steps are Msgs made by ring.py).
+EXCHANGE = Msg("errors.kernel_ring_exchange")
+GATHER_LENGTHS = Msg("errors.kernel_ring_gather_lengths")
+GATHER = Msg("errors.kernel_ring_gather")
+
+
+def wait_all(works, timeout: datetime.timedelta, what: Msg) -> None:
     for w in works:
         try:
             w.wait(timeout=timeout)
         except RuntimeError as e:
-            raise RingTimeout(f"ring_attention: {what} did not complete within "
-                              f"{timeout.total_seconds():g} s (another rank crashed, hangs, or did not "
-                              f"call ring_attention): {str(e).splitlines()[0][:200]}") from None
+            raise error(RingTimeout, "errors.kernel_ring_wait", what=what, seconds=f"{timeout.total_seconds():g}",
+                        why=str(e).splitlines()[0][:200]) from None
 
 
 def comm_device(group, device: torch.device) -> torch.device:
@@ -114,7 +119,7 @@ def exchange_meta(row: list[int], group, world: int, device: torch.device,
     mine = torch.tensor(row, dtype=torch.int64, device=device)
     rows = [torch.empty_like(mine) for _ in range(world)]
     work = dist.all_gather(rows, mine, group=group, async_op=True)
-    wait_all([work], timeout, "the exchange of shapes between ranks")
+    wait_all([work], timeout, EXCHANGE)
     return [r.tolist() for r in rows]
 
 

@@ -41,6 +41,7 @@ from typing import Optional, overload
 import torch
 import torch.distributed as dist
 
+from ...i18n import Msg
 from .. import fused
 from ..blockwise.kernel import backward, forward
 from ..blockwise.prepare import compute_dtype
@@ -167,7 +168,7 @@ class Ring:
         ops += [dist.P2POp(dist.irecv, b, self.prev, self.group) for b in out_bufs]
         return out_bufs, dist.batch_isend_irecv(ops)
 
-    def finish(self, bufs: list[Tensor], works, device: torch.device, what: str) -> list[Tensor]:
+    def finish(self, bufs: list[Tensor], works, device: torch.device, what: Msg) -> list[Tensor]:
         wait_all(works, self.timeout, what)
         return [b.to(device) for b in bufs]
 
@@ -185,6 +186,10 @@ def pad_seq(t: Optional[Tensor], n: int, dim: int) -> Optional[Tensor]:
     pad_shape[dim] = n - t.shape[dim]
     return torch.cat([t, t.new_zeros(pad_shape)], dim=dim)
 
+
+
+#: The backward ring's last hop home, named in a RingTimeout if it does not arrive.
+LAST_HOP = Msg("errors.kernel_ring_last_hop")
 
 
 def ring_forward(R: Ring, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
@@ -206,7 +211,8 @@ def ring_forward(R: Ring, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor
                 out, lse = merge_partials(out, lse, o, l, inplace=True)
             del o
         if pending is not None:
-            block = R.finish(*pending, q.device, f"step {step + 1} of the ring (receiving from rank {(R.rank - 1) % R.world})")
+            block = R.finish(*pending, q.device, Msg("errors.kernel_ring_step_receive", step=step + 1,
+                                                                 rank=(R.rank - 1) % R.world))
     if out is None or lse is None:  # no key visible at all (an empty block of queries)
         lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         out = q.new_zeros((*lead, q.shape[-2], v.shape[-1]))
@@ -241,7 +247,7 @@ def ring_backward(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Tenso
         if acc_in is None:  # the first step: this rank starts its own block's accumulator
             grads = [torch.zeros_like(block[0], dtype=acc), torch.zeros_like(block[1], dtype=acc)]
         else:
-            grads = R.finish(*acc_in, q.device, f"step {step} of the backward ring (gradients)")
+            grads = R.finish(*acc_in, q.device, Msg("errors.kernel_ring_step_backward_grads", step=step))
         if shares is not None:
             n, dk_s, dv_s = shares
             grads[0][..., :n, :] += dk_s
@@ -249,9 +255,9 @@ def ring_backward(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Tenso
         acc_in = R.exchange(grads)  # on to the next rank; the previous one's comes in
         del grads, shares
         if pending is not None:
-            block = R.finish(*pending, q.device, f"step {step + 1} of the backward ring")
+            block = R.finish(*pending, q.device, Msg("errors.kernel_ring_step_backward", step=step + 1))
     assert acc_in is not None  # posted at every step, and there is at least one
-    grads = R.finish(*acc_in, q.device, "the last hop of the backward ring (gradients)")  # home
+    grads = R.finish(*acc_in, q.device, LAST_HOP)  # home
     n = R.k_lens[R.rank]
     return dq, grads[0][..., :n, :], grads[1][..., :n, :]
 
