@@ -170,3 +170,64 @@ def test_a_python_error_in_chinese_and_in_english(tmp_path, name):
     zh = i18n.error_message(e, "zh")
     assert zh != english and all(v in zh for v in values), (zh, values)
     assert english_words(zh, *values, *CODE) == set(), zh
+
+
+# --- patch: a tiny GPT-2 (2 layers, 4 heads) and the prompts of tests/patching/test_cli.py -------
+CLEAN = "I like cats. I like dogs. Cats and dogs like"
+CORRUPTED = "I like dogs. I like cats. Cats and dogs like"
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory):
+    from attnscope.testing import tiny as testing
+    return testing.tiny_gpt2(tmp_path_factory.mktemp("gpt2"))
+
+
+def patch_argv(gpt2_dir, **change):
+    args = {"--clean": CLEAN, "--corrupted": CORRUPTED, "--answer": " cats", "--wrong": " dogs",
+            "--model": str(gpt2_dir), **change}
+    return ["patch", *[x for kv in args.items() for x in kv], "--no-progress"]
+
+
+PATCH = {  # name: (change to the options, values the Chinese shows, the English message)
+    "patch_not_one_token": ({"--answer": "cat"}, ["'cat'", "2", "'c' | 'at'"],
+                            "the answer 'cat' is 2 tokens ('c' | 'at'), not one: the metric reads the logit of a "
+                            "single token. Choose a word that is one token."),
+    "patch_same_token": ({"--wrong": " cats"}, ["' cats'", "id"],
+                         None),
+    "patch_not_a_layer": ({"--layers": "7"}, ["layers", "7", "2", "0..1"],
+                          "layers: 7 is not a layer; the model has 2 (0..1)"),
+}
+
+
+@pytest.mark.parametrize("name", list(PATCH))
+def test_patch_in_chinese_and_in_english(gpt2_dir, capsys, name):
+    change, values, english = PATCH[name]
+    line = err(capsys, patch_argv(gpt2_dir, **change))
+    assert line.startswith("attnscope patch: error: "), line
+    if english is not None:
+        assert line == "attnscope patch: error: " + english
+    zh = err(capsys, [*patch_argv(gpt2_dir, **change), "--lang", "zh"])
+    lead = "attnscope patch：错误："
+    assert zh.startswith(lead) and all(v in zh for v in values), (zh, values)
+    assert english_words(zh[len(lead):], *values, "logit") == set(), zh
+
+
+def test_patch_prompts_of_different_lengths_in_chinese(gpt2_dir):
+    """The one error of several lines: every line in Chinese, the token lists as they were."""
+    from attnscope.errors import InputError
+    from attnscope.patching import patch
+
+    with pytest.raises(InputError) as info:
+        patch(str(gpt2_dir), CLEAN, "I like dogs. Cats and dogs like", " cats", " dogs")
+    english = str(info.value)
+    assert english.startswith("the clean and corrupted prompts tokenize to different lengths (12 vs 8 tokens); "
+                              "patching copies activations position by position, so both need the same number of "
+                              "tokens.\n  clean     (12): 'I' | ' like' | ' cats'")
+    assert "\n  corrupted (8): 'I' | ' like' | ' dogs'" in english and "They first differ at position 2 " \
+        "(' cats' vs ' dogs'). Fix: replace each word" in english
+    zh = i18n.error_message(info.value, "zh")
+    assert zh.count("\n") == english.count("\n") == 3
+    assert "\n  干净（12）：'I' | ' like' | ' cats'" in zh and "位置 2 开始不同（' cats' 对 ' dogs'）" in zh, zh
+    tokens = [x for ln in english.splitlines()[1:3] for x in ln.split(": ", 1)[1].split(" | ")]
+    assert english_words(zh, *tokens) == set(), zh

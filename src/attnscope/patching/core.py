@@ -14,6 +14,7 @@ from typing import Optional, Sequence, Union
 import torch
 
 from ..errors import InputError
+from ..i18n import error
 from ..tokenizer import Batch
 from .pair import Metric, PatchPair, checked_metric, encode_pair, require_lm
 from .prefix import input_name, run_from_layers
@@ -36,7 +37,7 @@ BATCH = 32
 def site_name(site: str, layer: int) -> str:
     """The trace name of ``site`` at ``layer`` (``resid_pre`` of layer 0 is ``embed.out``)."""
     if site not in SITES:
-        raise InputError(f"unknown residual site {site!r}; sites: {', '.join(SITES)}")
+        raise error(InputError, "errors.patch_unknown_site", site=repr(site), sites=", ".join(SITES))
     if site == "resid_pre" and layer == 0:
         return "embed.out"
     return SITES[site].format(i=layer, prev=layer - 1)
@@ -59,12 +60,12 @@ def _layers(model, layers) -> list[int]:
     for l in layers:
         # no Python-style negatives: layers count from 0 here as in every other option (-1 is not "the last")
         if isinstance(l, bool) or not isinstance(l, int) or not 0 <= l < n:
-            raise InputError(f"layers: {l!r} is not a layer; the model has {n} (0..{n - 1})")
+            raise error(InputError, "errors.patch_not_a_layer", value=repr(l), n=n, last=n - 1)
         if l in out:
-            raise InputError(f"layers: {l} is given twice; name each layer once")
+            raise error(InputError, "errors.patch_layer_twice", layer=l)
         out.append(l)
     if not out:
-        raise InputError("layers is empty: name at least one layer (or None for all)")
+        raise error(InputError, "errors.patch_layers_empty")
     return sorted(out)
 
 
@@ -110,7 +111,7 @@ def _prepare(model, clean, corrupted, answer, wrong, metric, batch_size):
     require_lm(model)
     model.eval()
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        raise error(InputError, "errors.patch_batch_size", value=repr(batch_size))
     pair = encode_pair(model, clean, corrupted)
     fn, name, tokens = checked_metric(metric, answer, wrong, model)
     return model, pair, fn, name, tokens
@@ -120,8 +121,8 @@ def _metric_of(model, metric, ids, tokens, names=None):
     tr = model.trace(_batch(ids, 1, tokens).to(model.device), names=names if names is not None else [])
     m = metric(_last_logits(model, tr.output))
     if not isinstance(m, Tensor) or m.shape != (1,):
-        raise InputError(f"the metric must return one value per row, shape (B,), got "
-                         f"{tuple(m.shape) if isinstance(m, Tensor) else type(m).__name__}")
+        raise error(InputError, "errors.patch_metric_shape",
+                    got=tuple(m.shape) if isinstance(m, Tensor) else type(m).__name__)
     return tr, float(m.double())
 
 
@@ -150,7 +151,7 @@ def patch(model, clean: str, corrupted: str, answer: Union[str, int, None] = Non
         (float64; NaN for layers not patched), the clean and corrupted metrics, and the labels.
     """
     if what not in ("heads", "residual"):
-        raise InputError(f"what must be 'heads' or 'residual', got {what!r}")
+        raise error(InputError, "errors.patch_what", value=repr(what))
     model, pair, fn, name, tokens = _prepare(model, clean, corrupted, answer, wrong, metric, batch_size)
     chosen = _layers(model, layers)
     c = model.config

@@ -14,6 +14,7 @@ from typing import Callable, Optional, Union
 import torch
 
 from ..errors import InputError
+from ..i18n import Msg, error
 
 Tensor = torch.Tensor
 #: ``metric(logits (B, V)) -> (B,)``: what is measured on the logits of the last position.
@@ -39,9 +40,8 @@ class PatchPair:
 def require_lm(model) -> None:
     """InputError unless ``model`` has a language-model head (the metric reads next-token logits)."""
     if not getattr(model, "has_lm_head", False):
-        raise InputError(f"model {getattr(model, 'name', '?')!r} ({getattr(model, 'family', '?')}) has no "
-                         f"language-model head: patching measures next-token logits, so it needs a causal "
-                         f"language model (GPT-2, Llama, Qwen2, Mistral, Gemma 3; e.g. --model smollm2-135m)")
+        raise error(InputError, "errors.patch_no_lm_head", name=repr(getattr(model, "name", "?")),
+                    family=getattr(model, "family", "?"))
 
 
 def _shown(tokenizer, tokens) -> list:
@@ -53,48 +53,43 @@ def encode_pair(model, clean: str, corrupted: str) -> PatchPair:
     that they have the same number of tokens."""
     for what, text in (("clean", clean), ("corrupted", corrupted)):
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"the {what} prompt must be a non-empty text, got {text!r}")
+            raise error(InputError, "errors.patch_prompt_empty", what=Msg(f"errors.patch_word_{what}"), text=repr(text))
     a, b = model.encode(clean), model.encode(corrupted)
     ta, tb = _shown(model.tokenizer, a.tokens[0]), _shown(model.tokenizer, b.tokens[0])
     if len(ta) != len(tb):
         first = next((i for i, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
-        at = (f"{ta[first]!r} vs {tb[first]!r}" if first < min(len(ta), len(tb))
-              else "one prompt ends there")
-        raise InputError(
-            f"the clean and corrupted prompts tokenize to different lengths ({len(ta)} vs {len(tb)} tokens); "
-            f"patching copies activations position by position, so both need the same number of tokens.\n"
-            f"  clean     ({len(ta)}): {' | '.join(map(repr, ta))}\n"
-            f"  corrupted ({len(tb)}): {' | '.join(map(repr, tb))}\n"
-            f"  They first differ at position {first} ({at}). Fix: replace each word by one that is as many "
-            f"tokens long (e.g. names that are one token each, written with their leading space).")
+        at = (Msg("errors.patch_at_pair", a=repr(ta[first]), b=repr(tb[first])) if first < min(len(ta), len(tb))
+              else Msg("errors.patch_at_end"))
+        raise error(InputError, "errors.patch_lengths", la=len(ta), lb=len(tb), ta=" | ".join(map(repr, ta)),
+                    tb=" | ".join(map(repr, tb)), first=first, at=at)
     return PatchPair(a.input_ids, b.input_ids, ta, tb, clean, corrupted)
 
 
-def single_token(model, token: Union[str, int], what: str) -> tuple[int, str]:
+def single_token(model, token: Union[str, int], what: Msg) -> tuple[int, str]:
     """``(id, shown string)`` of an answer token given as text (it must be one token, without the
     special tokens a text gets) or as an id."""
     tok = model.tokenizer
     V = int(model.config.vocab_size)
     if isinstance(token, bool):
-        raise InputError(f"{what} must be a token (text or id), got {token!r}")
+        raise error(InputError, "errors.patch_token_kind", what=what, token=repr(token))
     if isinstance(token, int):
         if not 0 <= token < V:
-            raise InputError(f"{what}: token id {token} is out of range; the vocabulary has {V} ids (0..{V - 1})")
+            raise error(InputError, "errors.patch_token_id", what=what, token=token, n=V, last=V - 1)
         return token, _shown(tok, [tok.id_to_token(token)])[0] if tok is not None else str(token)
     if not isinstance(token, str) or token == "":
-        raise InputError(f"{what} must be a non-empty text or a token id, got {token!r}")
+        raise error(InputError, "errors.patch_token_empty", what=what, token=repr(token))
     if tok is None:
-        raise InputError(f"model {model.name!r} has no tokenizer: give {what} as a token id")
+        raise error(InputError, "errors.patch_no_tokenizer", name=repr(model.name), what=what)
     enc = tok.backend.encode(token, add_special_tokens=False)
     shown = _shown(tok, enc.tokens)
     if len(enc.ids) != 1:
-        hint = ""
+        hint = Msg("errors.patch_hint_choose")
         if not token.startswith(" "):
             alone = tok.backend.encode(" " + token, add_special_tokens=False)
             if len(alone.ids) == 1:
-                hint = f" With a leading space, {' ' + token!r} is one token: the word as it follows another."
-        raise InputError(f"{what} {token!r} is {len(enc.ids)} tokens ({' | '.join(map(repr, shown))}), not one: "
-                         f"the metric reads the logit of a single token.{hint or ' Choose a word that is one token.'}")
+                hint = Msg("errors.patch_hint_space", word=repr(" " + token))
+        raise error(InputError, "errors.patch_not_one_token", what=what, token=repr(token), n=len(enc.ids),
+                    pieces=" | ".join(map(repr, shown)), hint=hint)
     return int(enc.ids[0]), shown[0]
 
 
@@ -110,17 +105,15 @@ def checked_metric(metric: Optional[Metric], answer, wrong, model) -> tuple[Metr
     """The metric to use, its description, and the answer/wrong tokens (``{}`` for a custom metric)."""
     if metric is not None:
         if not callable(metric):
-            raise InputError(f"metric must be a callable metric(logits (B, V)) -> (B,), got {type(metric).__name__}")
+            raise error(InputError, "errors.patch_metric_callable", type=type(metric).__name__)
         if answer is not None or wrong is not None:
-            raise InputError("give either a metric or answer and wrong tokens, not both")
+            raise error(InputError, "errors.patch_metric_and_tokens")
         return metric, getattr(metric, "__name__", "custom metric"), {}
     if answer is None or wrong is None:
-        raise InputError("the default metric (logit difference) needs an answer and a wrong token "
-                         "(--answer ' Mary' --wrong ' John')")
-    a, a_shown = single_token(model, answer, "the answer")
-    w, w_shown = single_token(model, wrong, "the wrong token")
+        raise error(InputError, "errors.patch_needs_tokens")
+    a, a_shown = single_token(model, answer, Msg("errors.patch_word_answer"))
+    w, w_shown = single_token(model, wrong, Msg("errors.patch_word_wrong"))
     if a == w:
-        raise InputError(f"the answer and the wrong token are the same token ({a_shown!r}, id {a}): "
-                         f"their logit difference is always 0")
+        raise error(InputError, "errors.patch_same_token", shown=repr(a_shown), id=a)
     name = f"logit({a_shown!r}) − logit({w_shown!r})"
     return logit_diff(a, w), name, {"answer": {"text": a_shown, "id": a}, "wrong": {"text": w_shown, "id": w}}

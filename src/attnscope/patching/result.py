@@ -11,6 +11,7 @@ from typing import Optional, Union
 import torch
 
 from ..errors import InputError
+from ..i18n import error
 
 Tensor = torch.Tensor
 
@@ -107,7 +108,7 @@ class PatchingResult:
         try:
             p.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False), encoding="utf-8")
         except OSError as e:
-            raise InputError(f"cannot write {p}: {e.strerror or e}") from None
+            raise error(InputError, "errors.cli_cannot_write", path=p, why=e.strerror or e) from None
         return p
 
     def figure(self, *, normalized: Optional[bool] = None, lang: str = "en"):
