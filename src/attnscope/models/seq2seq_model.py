@@ -85,7 +85,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         _check_ids("input_ids", input_ids, attention_mask)
         _check_ids("decoder_input_ids", decoder_input_ids, decoder_attention_mask)
         if decoder_input_ids.shape[0] != input_ids.shape[0]:
-            raise error(InputError, "errors.models_sources_targets", sources=input_ids.shape[0],
+            raise error(InputError, "errors.models_sources_targets", n=input_ids.shape[0],
                         targets=decoder_input_ids.shape[0])
         with self.lock:
             enc = self.encoder(input_ids, attention_mask)  # (B, S, d)
