@@ -154,8 +154,7 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     if has_bias:
         stack = model.encoder if attention == "encoder" else model.decoder
         rb = stack.rel_bias
-        steps = R.t5_bucket_steps(np.arange(n_k) - i, bidirectional=rb.bidirectional, num_buckets=rb.num_buckets,
-                                  max_distance=rb.max_distance)
+        steps = rb.steps_np(np.arange(n_k) - i)  # the stack's table's buckets, every step
         table = R.as_f64(rb.embedding.weight)[:, head]  # (buckets,)
         bias = table[steps["bucket"]]  # (n_k,)
         traced = get("bias")[i]
