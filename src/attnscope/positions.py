@@ -53,6 +53,7 @@ import torch
 from torch import nn
 
 from .errors import ConfigError
+from .i18n import error
 from .position_bias import alibi_bias, alibi_slopes, real_positions  # noqa: F401  (public here too)
 from .position_rotary import LayerRotary, Rotary, rope_inv_freq, rotary_inv_freq  # noqa: F401  (public here too)
 from .reference.positions import alibi_bias as alibi_bias_np
@@ -118,15 +119,13 @@ def register_position(scheme: PositionScheme, *, replace: bool = False) -> Posit
     float64 forward, ``explain`` and the viewer's data add its term). ConfigError for an unknown
     ``acts_on``, a bias without its float64 twin, or a taken name without ``replace=True``."""
     if scheme.acts_on not in ACTS_ON:
-        raise ConfigError(f"a position scheme acts on one of {', '.join(ACTS_ON)}, got {scheme.acts_on!r}")
+        raise error(ConfigError, "errors.core_position_acts_on", choices=", ".join(ACTS_ON), value=repr(scheme.acts_on))
     if (scheme.bias is None) != (scheme.bias_np is None):
-        raise ConfigError(f"position scheme {scheme.name!r}: a score bias needs both its torch function (bias=) "
-                          f"and its float64 twin (bias_np=)")
+        raise error(ConfigError, "errors.core_position_bias_twin", name=repr(scheme.name))
     if scheme.bias is not None and scheme.acts_on != "bias":
-        raise ConfigError(f"position scheme {scheme.name!r} gives a score bias but acts on {scheme.acts_on}; "
-                          f"a score term is acts_on='bias'")
+        raise error(ConfigError, "errors.core_position_bias_acts_on", name=repr(scheme.name), acts_on=scheme.acts_on)
     if scheme.acts_on == "mask" and (scheme.mask is None or scheme.mask_np is None):
-        raise ConfigError(f"mask scheme {scheme.name!r} needs its torch mask (mask=) and its float64 twin (mask_np=)")
+        raise error(ConfigError, "errors.core_mask_scheme_twin", name=repr(scheme.name))
     return add_to_registry(_REGISTRY, scheme.name, scheme, "position scheme", replace)
 
 
@@ -139,7 +138,7 @@ def get_position(name: str) -> PositionScheme:
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
-        raise ConfigError(f"unknown position scheme {name!r}; choose one of {', '.join(_REGISTRY)}") from None
+        raise error(ConfigError, "errors.core_unknown_position", name=repr(name), choices=", ".join(_REGISTRY)) from None
 
 
 def position_names() -> tuple[str, ...]:
@@ -193,7 +192,7 @@ class SinusoidalTable(nn.Module):
 
 def _check_even(config) -> None:
     if config.d_model % 2:
-        raise ConfigError(f"sinusoidal positions need an even d_model, got {config.d_model}")
+        raise error(ConfigError, "errors.core_sinusoidal_even", value=config.d_model)
 
 
 register_position(PositionScheme(
@@ -222,13 +221,13 @@ def layer_inv_freq(config, i: int, n: int) -> tuple[np.ndarray, float, Optional[
     ``qk`` scheme: ``(inv_freq (d/2,), base, scaling kind or None)``."""
     scheme = get_position(config.position)
     if scheme.inv_freq is None:
-        raise ConfigError(f"position scheme {config.position!r} does not turn q and k")
+        raise error(ConfigError, "errors.core_position_not_qk", name=repr(config.position))
     return scheme.inv_freq(config, i, n)
 
 
 def _check_rotary(config) -> None:
     if config.d_head % 2:
-        raise ConfigError(f"rotary positions rotate pairs of features; the head width must be even, got {config.d_head}")
+        raise error(ConfigError, "errors.core_rotary_width", value=config.d_head)
 
 
 register_position(PositionScheme(
@@ -245,8 +244,7 @@ register_position(PositionScheme(
 
 def _check_alibi(config) -> None:
     if getattr(config, "kind", "") == "seq2seq":
-        raise ConfigError("ALiBi runs in single-stack models (TransformerConfig); the encoder–decoder stacks "
-                          "take T5's relative bias or learned positions")
+        raise error(ConfigError, "errors.core_alibi_stacks")
 
 
 register_position(PositionScheme(
@@ -290,7 +288,7 @@ def causal_window_mask(q_pos: Tensor, k_pos: Tensor, window: Optional[int] = Non
 
 def _check_sliding(config) -> None:
     if config.sliding_window is None:
-        raise ConfigError("config.layer_types has sliding layers but config.sliding_window is None")
+        raise error(ConfigError, "errors.core_sliding_no_window")
 
 
 register_position(PositionScheme(name="full", acts_on="mask", mask=causal_window_mask, mask_np=causal_window_np))

@@ -248,3 +248,13 @@ def test_a_ring_rank_that_does_not_answer():
                  "crashed, hangs, or did not call ring_attention): Timed out waiting",
               ["1.5", "Timed out waiting"], "ring_attention", "rank")
     assert zh.startswith("ring_attention：各 rank 之间交换形状没有在 1.5 秒内完成")
+
+
+def test_position_schemes():
+    from attnscope.positions import PositionScheme, get_position, register_position
+    e = raised(ConfigError, get_position, "nope")
+    both(e, f"unknown position scheme 'nope'; choose one of {e.values['choices']}", ["'nope'", e.values["choices"]])
+    e = raised(ConfigError, register_position, PositionScheme(name="mine", acts_on="keys"))
+    zh = both(e, f"a position scheme acts on one of {e.values['choices']}, got 'keys'",
+              [e.values["choices"], "'keys'"])
+    assert zh.startswith("位置方案作用于 embeddings")
