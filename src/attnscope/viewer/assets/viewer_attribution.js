@@ -157,7 +157,7 @@
 
   V.pending = (function (pending) {
     return function () {
-      var t = this.text();
+      var t = this.data && this.data.attribution ? this.text() : null;
       return t && t.attr ? null : pending ? pending.call(this) : null;  // the method's matrices are in the page
     };
   })(V.pending);
