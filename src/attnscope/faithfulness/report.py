@@ -17,6 +17,9 @@ from ..i18n import text
 from .evaluate import RANDOM, REFERENCE
 
 FILES = ("results.json", "report.md", "curves.png")
+#: one colour a method, none of them the reference's black or the random control's grey
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+           "#000080", "#808000", "#ff1493")
 
 
 def num(x: Optional[float]) -> str:
@@ -46,8 +49,9 @@ def measure_lines(res: dict, lang: str) -> list[str]:
                    order=say("order_sep", lang).join(f"`{m}` {num(s[m][measure]['mean'])}" for m in o))
         if "lead" in e:
             lead = e["lead"]
-            head += " " + say("v_ahead" if e["ahead"] else "v_tied", lang, first=f"`{o[0]}`", second=f"`{o[1]}`",
-                              lead=num(lead["mean"]), low=num(lead["low"]), high=num(lead["high"]), n=lead["n"])
+            head += say("sentence_sep", lang) + say(
+                "v_ahead" if e["ahead"] else "v_tied", lang, first=f"`{o[0]}`", second=f"`{o[1]}`",
+                lead=num(lead["mean"]), low=num(lead["low"]), high=num(lead["high"]), n=lead["n"])
         lines.append("- " + head)
     return lines
 
@@ -101,8 +105,8 @@ def markdown(res: dict, lang: str = "en") -> str:
         base = o.get("baseline")
         notes.append(say("ig_note", lang, steps=o.get("steps", 50),
                          baseline=say("ig_zero", lang) if base is None else say("ig_token", lang, token=base),
-                         median=f"{100 * ig['completeness_gap']['median']:.1f}",
-                         p90=f"{100 * ig['completeness_gap']['p90']:.1f}"))
+                         median=f"{100 * ig['completeness_gap']['median']:.2g}",
+                         p90=f"{100 * ig['completeness_gap']['p90']:.2g}"))
     if "flow" not in res["methods"]:
         notes.append(say("flow_note", lang))
     notes.append(say("reproduce", lang, command=res.get("command", ""), seconds=f"{res['seconds']:.0f}",
@@ -122,10 +126,12 @@ def figure(res: dict, lang: str = "en"):
     with matplotlib.rc_context(figure_rc(lang)):
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
         for ax, key, title in ((axes[0], "comprehensiveness", "plot_deletion"), (axes[1], "sufficiency", "plot_insertion")):
+            others = [m for m in res["methods"] if m not in (REFERENCE, RANDOM)]
             for m in res["methods"]:
                 b = res["summary"][m][key]
                 style = {"color": "black", "linestyle": "--"} if m == REFERENCE else \
-                    {"color": "grey", "linestyle": ":"} if m == RANDOM else {}
+                    {"color": "grey", "linestyle": ":"} if m == RANDOM else \
+                    {"color": COLOURS[others.index(m) % len(COLOURS)]}
                 line, = ax.plot(bins, [x["mean"] for x in b], marker="o", markersize=3, label=m, **style)
                 ax.fill_between(bins, [x["low"] for x in b], [x["high"] for x in b], alpha=0.12,
                                 color=line.get_color())
@@ -135,7 +141,7 @@ def figure(res: dict, lang: str = "en"):
             ax.set_xlabel(say("plot_x", lang))
             ax.set_ylabel(say(f"plot_y_{key}", lang))
             ax.grid(alpha=0.3)
-        axes[1].legend(fontsize=7, ncol=2)
+        axes[0].legend(fontsize=7, ncol=2, loc="upper left")  # deletion curves rise: their upper left is free
         fig.suptitle(say("plot_title", lang, model=res["model"], texts=res["texts"]))
     return fig
 
