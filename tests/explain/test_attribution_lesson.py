@@ -167,6 +167,7 @@ def test_the_rollout_lesson_shows_the_steps(minilm):
     (["--attribution", "gradient"], "choose one of rollout, norm, alti"),
     (["--attribution", "rollout", "--path"], "without --path"),
     (["--attribution", "rollout", "--target", "x"], "leave out --target and --attention"),
+    (["--attribution", "norm", "--head", "0"], "takes every head"),
 ])
 def test_bad_input_is_one_sentence(args, words, capsys):
     assert main(["explain", "--text", "The cat sat.", "--token", "cat"] + args) == 2

@@ -73,7 +73,7 @@ def register(sub) -> None:
     real.add_argument("--text", help="the text to run through the model")
     real.add_argument("--model", metavar="FOLDER", help="a local Hugging Face folder (default: all-MiniLM-L6-v2)")
     real.add_argument("--layer", type=IntRange(0, MAX_INDEX), help="layer, from 0 (default 0; with --attribution: the last)")
-    real.add_argument("--head", type=IntRange(0, MAX_INDEX), default=0, help="head, from 0 (default 0)")
+    real.add_argument("--head", type=IntRange(0, MAX_INDEX), help="head, from 0 (default 0)")
     real.add_argument("--token", help="the query token, e.g. 喜 (the first one if it occurs twice)")
     real.add_argument("--position", type=IntRange(0, MAX_INDEX), help="the query's position, from 0 ([CLS] is 0)")
     real.add_argument("--dims", type=IntRange(1, MAX_INDEX), default=3, help="dimensions of V written out (default 3)")
@@ -144,6 +144,8 @@ def build(args):
         return build_attribution(args)
     if args.layer is None:
         args.layer = 0
+    if args.head is None:
+        args.head = 0
     if args.source == "positions":
         return build_positions(args)
     given = [flag for key, flag in _POSITION_OPTS.items() if getattr(args, key, None) is not None]

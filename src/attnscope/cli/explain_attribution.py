@@ -9,8 +9,6 @@ from ..i18n import error
 #: Options of ``explain`` that ask for another lesson, by argparse destination.
 OTHER = (("path", "--path"), ("scores", "--scores"), ("source", "an input file"), ("example", "--example"),
          ("X", "-X"), ("wq", "--wq"), ("wk", "--wk"), ("wv", "--wv"), ("wo", "--wo"), ("values", "--values"))
-
-
 def build_attribution(args):
     """The Worked of ``--attribution`` (InputError for a bad method, a decoder side or another lesson's option)."""
     from ..explain.attribution_doc import explain_attribution
@@ -19,6 +17,8 @@ def build_attribution(args):
     check_method(args.attribution)
     if args.target is not None or args.attention is not None:
         raise error(InputError, "errors.attribution_lesson_decoder")
+    if args.head is not None:  # --head 0 too: the lessons take every head
+        raise error(InputError, "errors.attribution_lesson_head")
     for dest, flag in OTHER:
         if getattr(args, dest, None):
             raise error(InputError, "errors.attribution_lesson_other", option=flag)
