@@ -311,3 +311,71 @@ def test_the_english_words_check_can_fail():
     """The check above would catch an English line: an unkeyed message keeps its English words."""
     assert english_words(i18n.error_message(ModelLoadError("weight shape does not match"), "zh")) == \
         {"weight", "shape", "does", "not", "match"}
+
+
+FAMILY_SETTINGS = {  # model_type: (config.json, English message after "config.json: ", values the Chinese shows)
+    "albert": ({"inner_group_num": 2}, "inner_group_num = 2 is not supported; attnscope runs ALBERT with one layer "
+               "per group (inner_group_num 1, as every released checkpoint)", ["inner_group_num", "ALBERT"]),
+    "bart": ({"encoder_attention_heads": 4, "decoder_attention_heads": 2},
+             "encoder_attention_heads (4) ≠ decoder_attention_heads (2) is not supported; attnscope runs BART with "
+             "the same sizes in both stacks (as every released checkpoint)",
+             ["encoder_attention_heads（4）", "decoder_attention_heads（2）", "BART"]),
+    "bert": ({"position_embedding_type": "relative_key"}, "position_embedding_type 'relative_key' is not supported; "
+             "attnscope runs 'absolute' (learned) positions", ["position_embedding_type", "'relative_key'", "'absolute'"]),
+    "bloom": ({"apply_residual_connection_post_layernorm": True}, "apply_residual_connection_post_layernorm is not "
+              "supported; attnscope runs BLOOM's pre-LN residual (the layer's input, not its normalised input)",
+              ["apply_residual_connection_post_layernorm", "BLOOM"]),
+    "deberta-v2": ({"conv_kernel_size": 3}, "conv_kernel_size = 3 is not supported; attnscope runs DeBERTa-v2/v3 "
+                   "without the convolution layer (deberta-v3-*, mdeberta, Erlangshen)",
+                   ["conv_kernel_size = 3", "DeBERTa-v2/v3", "deberta-v3-*", "mdeberta", "Erlangshen"]),
+    "gemma3_text": ({"use_bidirectional_attention": True}, "use_bidirectional_attention (EmbeddingGemma) is not "
+                    "supported; attnscope runs Gemma 3 as a causal decoder",
+                    ["use_bidirectional_attention", "EmbeddingGemma", "Gemma 3"]),
+    "llama": ({"model_type": "llama", "sliding_window": 16}, "a llama config with 'sliding_window' is not something "
+              "transformers runs; is it a mistral checkpoint (model_type 'mistral')?",
+              ["llama", "'sliding_window'", "transformers", "mistral", "'mistral'"]),
+    "t5": ({"feed_forward_proj": "gated-tanh"}, "feed_forward_proj 'gated-tanh' is not supported; attnscope runs "
+           "relu, gelu, gated-gelu, gated-silu", ["feed_forward_proj", "'gated-tanh'", "relu、gelu、gated-gelu、gated-silu"]),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(FAMILY_SETTINGS))
+def test_a_family_s_own_setting_attnscope_does_not_run(model_type):
+    from attnscope.models.registry import family_for
+    hf, english, values = FAMILY_SETTINGS[model_type]
+    family = family_for(model_type)
+    check(lambda: family.config_from_hf(dict(hf), "config.json"), ModelLoadError, "config.json: " + english,
+          ["config.json", *values])
+
+
+def test_a_decoder_without_a_chat_template_and_past_its_context(tmp_path):
+    model = attnscope.load(_gguf(tmp_path))
+    name = repr(model.name)
+    zh = check(lambda: model.apply_chat_template("hi"), InputError,
+               f"model {name} has no chat template; pass the prompt text yourself (without chat=True)",
+               [name, "chat=True"])
+    assert zh == f"模型 {name} 没有对话模板；请自己给出提示词文本（不用 chat=True）"
+    limit = model.config.max_positions
+    zh = check(lambda: model(torch.zeros((1, limit + 1), dtype=torch.long)), InputError,
+               f"{limit + 1} positions are more than the model's context of {limit}", [limit + 1, limit])
+    assert zh == f"{limit + 1} 个位置超过了模型 {limit} 个位置的上下文"
+
+
+def test_an_encoder_decoder_without_the_decoder_s_input(tmp_path):
+    from tests.models.seq2seq.tiny import t5
+    model = attnscope.load(t5(tmp_path / "t5"))
+    ids = torch.tensor([[5, 6, 1]])
+    check(lambda: model(ids), InputError, "an encoder–decoder model needs the decoder's input too: pass "
+          "decoder_input_ids (or use model.trace(source, target) / model.generate(source))",
+          ["decoder_input_ids", "model.trace(source, target)", "model.generate(source)"])
+    check(lambda: model(ids, decoder_input_ids=torch.tensor([[0], [0]])), InputError,
+          "1 sources but 2 targets; give one target per source", ["1", "2"])
+
+
+def test_a_config_no_model_family_takes():
+    from types import SimpleNamespace
+
+    from attnscope.models.model_class import class_for_config
+    zh = check(lambda: class_for_config(SimpleNamespace()), ConfigError, "no model family takes a SimpleNamespace",
+               ["SimpleNamespace"])
+    assert zh == "没有哪个模型家族接受 SimpleNamespace"
