@@ -5,15 +5,21 @@ that is not a mapping, a head out of range, one student given twice; a bad optio
 patch, view or experiment — come out in Chinese with the same values (paths, numbers, keys) and no
 English words, and the English line is byte for byte what it was before the errors were keyed."""
 
+from dataclasses import fields
+
 import pytest
 
 from attnscope import i18n
+from attnscope.analysis.classify import Thresholds
 from attnscope.errors import AttnscopeError
 from tests.cli.test_error_keys_zh import english_words, err
 
 #: The problem's own code words (keys of the answers file) that stay as written in Chinese.
 CODE = ("three-tokens", "X/W_Q/W_K/W_V", "text/layer/head/token", "scores", "example", "weights: [[…], …]",
         "'problem'", "'answers'", "problem", "answers")
+
+#: analyze --threshold's names, as its error lists them.
+THRESHOLDS = ", ".join(f.name for f in fields(Thresholds))
 
 HEAD = "problem:\n  example: three-tokens\nanswers:\n"
 ANSWERS = {  # file name: its text
@@ -87,6 +93,9 @@ def cli_cases(tmp):
                              "does not exist"),
         "cli_generate_view": (["generate", "hi", "--view", str(tmp)], [str(tmp), "gen.html"],
                               f"--view {tmp}: give a file name in an existing folder, such as gen.html"),
+        "analyze_threshold": (["analyze", str(tmp / "rows.yaml"), "--threshold", "wide=0.3", "--no-progress"],
+                              ["--threshold", "NAME=VALUE", "NAME", "'wide=0.3'", THRESHOLDS],
+                              f"--threshold expects NAME=VALUE with NAME one of {THRESHOLDS}, got 'wide=0.3'"),
         "cli_experiment_option": (["experiment", "variance", "--rows", "4"], ["--rows", "'variance'", "saturation"],
                                   "option --rows does not apply to experiment 'variance' (it is for saturation)"),
     }
@@ -95,7 +104,7 @@ def cli_cases(tmp):
 CLI = ["check_rows", "check_row_len", "check_row_kind", "check_scalar", "check_word", "check_missing",
        "check_top_key", "check_problem_list", "check_alone", "check_answers_str", "check_mh_head",
        "check_mh_section", "check_mh_rows", "cli_explain_nothing", "cli_explain_positions", "cli_explain_scores",
-       "cli_patch_suffix", "cli_patch_folder", "cli_generate_view", "cli_experiment_option"]
+       "cli_patch_suffix", "cli_patch_folder", "cli_generate_view", "cli_experiment_option", "analyze_threshold"]
 
 
 def write(tmp):
@@ -130,7 +139,13 @@ def raised(call) -> AttnscopeError:
 def api_cases(tmp):
     """Errors the Python API raises (no command reaches them, or not in this form):
     (call, English, values the Chinese shows)."""
+    import torch
+
     import attnscope
+    from attnscope.analysis.accumulate import StatsAccumulator
+    from attnscope.analysis.corpus import CorpusReader
+    from attnscope.analysis.seq2seq import split_pair
+    from attnscope.analysis.stats import check_inputs
     from attnscope.check import classroom, report
 
     (tmp / "a").mkdir()
@@ -155,11 +170,26 @@ def api_cases(tmp):
                          ["check", "'pdf'", ", ".join(report.FORMATS)]),
         "check_dk": (lambda: attnscope.check({"problem": {"scores": [1, 2], "d_k": -1}, "answers": {"weights": None}}),
                      "answers, key problem.d_k: expected a positive integer, got -1", ["answers", "d_k", "-1"]),
+        "analysis_pair_no_tab": (lambda: split_pair("no tab here", "corpus.tsv:3"),
+                                 "corpus.tsv:3: a parallel corpus line is 'source<TAB>target'; this line has no tab "
+                                 "between two texts (a target without its source, or a source without its target?)",
+                                 ["corpus.tsv:3", "'source<TAB>target'"]),
+        "analysis_weights_self": (lambda: check_inputs(torch.zeros(1, 2, 3, 4), torch.ones(1, 3), {}),
+                                  "weights must be self-attention weights (B, H, L, L), got (1, 2, 3, 4)",
+                                  ["weights", "(B, H, L, L)", "(1, 2, 3, 4)"]),
+        "analysis_merge": (lambda: StatsAccumulator(2, 4, ["to_self"]).merge(StatsAccumulator(3, 4, ["to_self"])),
+                           "cannot merge accumulators of (3 layers, 4 heads) into (2, 4) or with different "
+                           "statistics", ["3", "4", "(2, 4)"]),
+        "analysis_threshold_range": (lambda: Thresholds(broad=1.5), "threshold broad must be a number in [0, 1], "
+                                     "got 1.5", ["broad", "[0, 1]", "1.5"]),
+        "analysis_unit": (lambda: CorpusReader(tmp, unit="page"), "unit must be one of line, paragraph, file, got "
+                          "'page'", ["unit", "line, paragraph, file", "'page'"]),
     }
 
 
 API = ["check_example_both", "check_unknown_example", "check_answers_type", "check_student_twice", "check_format",
-       "check_dk"]
+       "check_dk", "analysis_pair_no_tab", "analysis_weights_self", "analysis_merge", "analysis_threshold_range",
+       "analysis_unit"]
 
 
 @pytest.mark.parametrize("name", API)

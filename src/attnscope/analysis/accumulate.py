@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..errors import ShapeError
+from ..i18n import error
 
 Tensor = torch.Tensor
 
@@ -41,7 +42,7 @@ class StatsAccumulator:
     def add(self, layer: int, sums: Mapping[str, tuple[Tensor, Tensor]]) -> None:
         """Add one layer's ``{stat: (sum (H,), count (H,))}`` of one batch."""
         if not 0 <= layer < self.n_layers:
-            raise ShapeError(f"layer {layer} out of range 0..{self.n_layers - 1}")
+            raise error(ShapeError, "errors.analysis_layer_range", layer=layer, last=self.n_layers - 1)
         for name, (s, c) in sums.items():
             i = self._index[name]
             self.sums[i, layer] += s.detach().to("cpu", torch.float64)
@@ -55,8 +56,8 @@ class StatsAccumulator:
     def merge(self, other: "StatsAccumulator") -> "StatsAccumulator":
         """Add ``other`` into this one (same layers, heads and names); returns self."""
         if (other.n_layers, other.n_heads, other.names) != (self.n_layers, self.n_heads, self.names):
-            raise ShapeError(f"cannot merge accumulators of ({other.n_layers} layers, {other.n_heads} heads) "
-                             f"into ({self.n_layers}, {self.n_heads}) or with different statistics")
+            raise error(ShapeError, "errors.analysis_merge", layers=other.n_layers, heads=other.n_heads,
+                        into_layers=self.n_layers, into_heads=self.n_heads)
         self.sums += other.sums
         self.counts += other.counts
         for k, v in other.counters.items():

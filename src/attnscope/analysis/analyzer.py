@@ -26,6 +26,7 @@ from typing import Callable, Optional
 import torch
 
 from ..errors import ConfigError
+from ..i18n import error
 from .accumulate import StatsAccumulator
 from .decoder_heads import causal_attention_sums
 from .importance import as_model_batch
@@ -108,7 +109,7 @@ class BatchAnalyzer:
     def __init__(self, model, acc: StatsAccumulator, options: StatOptions, *, lanes: Optional[int] = None,
                  on_done: Optional[Callable] = None, max_bytes: Optional[int] = None) -> None:
         if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1):
-            raise ConfigError(f"lanes must be a positive integer or None, got {lanes!r}")
+            raise error(ConfigError, "errors.analysis_lanes", value=repr(lanes))
         self.model, self.acc, self.options, self.on_done = model, acc, options, on_done
         self.device = model.device
         # a causal model's corpus pass also measures the attention sink (:mod:`.decoder_heads`)

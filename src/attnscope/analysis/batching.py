@@ -19,6 +19,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 import torch
 
 from ..errors import InputError
+from ..i18n import error
 from .corpus import Text
 
 Tensor = torch.Tensor
@@ -79,9 +80,9 @@ class TextEncoder:
     def __init__(self, tokenizer, max_length: int) -> None:
         backend = getattr(tokenizer, "backend", None)
         if backend is None:
-            raise InputError("the model has no tokenizer; corpus analysis needs one")
+            raise error(InputError, "errors.analysis_no_tokenizer")
         if max_length < 2:
-            raise InputError(f"max_length must be at least 2, got {max_length}")
+            raise error(InputError, "errors.analysis_max_length", value=max_length)
         cls = type(backend)
         # Two private copies: one never truncates (to measure), one truncates at max_length.
         self.full = cls.from_str(backend.to_str())

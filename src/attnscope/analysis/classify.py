@@ -31,6 +31,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from ..errors import ConfigError
+from ..i18n import error
 
 LABELS = ("previous", "next", "self", "cls", "sep", "punct", "local", "broad", "other")
 
@@ -73,7 +74,7 @@ class Thresholds:
         for f in fields(self):
             v = getattr(self, f.name)
             if not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
-                raise ConfigError(f"threshold {f.name} must be a number in [0, 1], got {v!r}")
+                raise error(ConfigError, "errors.analysis_threshold_range", name=f.name, value=repr(v))
             setattr(self, f.name, float(v))
 
     def to_dict(self) -> dict:
@@ -88,11 +89,11 @@ class Thresholds:
             name, eq, value = item.partition("=")
             name = name.strip()
             if not eq or name not in names:
-                raise ConfigError(f"--threshold expects NAME=VALUE with NAME one of {', '.join(names)}, got {item!r}")
+                raise error(ConfigError, "errors.analysis_threshold_form", names=", ".join(names), item=repr(item))
             try:
                 values[name] = float(value)
             except ValueError:
-                raise ConfigError(f"--threshold {name}: {value!r} is not a number") from None
+                raise error(ConfigError, "errors.analysis_threshold_number", name=name, value=repr(value)) from None
         return cls(**values)
 
 
@@ -111,7 +112,7 @@ def classify_heads(means: Mapping[str, np.ndarray], thresholds: Thresholds | Non
     t = thresholds or Thresholds()
     missing = [s for s in RULE_STAT.values() if s not in means]
     if missing:
-        raise ConfigError(f"classify_heads needs the statistics {', '.join(missing)}")
+        raise error(ConfigError, "errors.analysis_classify_needs", names=", ".join(missing))
     shape = np.shape(means["to_self"])
     labels = np.full(shape, "other", dtype=object)
     best = np.full(shape, -np.inf)

@@ -112,11 +112,11 @@ class CorpusReader:
     def __init__(self, source: Union[str, Path], *, unit: str = "line", on_decode_error: str = "stop",
                  owner: Optional[Callable[[int], bool]] = None, max_texts: Optional[int] = None) -> None:
         if unit not in UNITS:
-            raise InputError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
+            raise error(InputError, "errors.analysis_unit", units=", ".join(UNITS), value=repr(unit))
         if on_decode_error not in DECODE_POLICIES:
-            raise InputError(f"on_decode_error must be 'stop' or 'skip', got {on_decode_error!r}")
+            raise error(InputError, "errors.analysis_on_decode_error", value=repr(on_decode_error))
         if max_texts is not None and max_texts <= 0:
-            raise InputError(f"max_texts must be positive, got {max_texts}")
+            raise error(InputError, "errors.analysis_max_texts", value=max_texts)
         self.source = str(source)
         self.unit, self.on_decode_error = unit, on_decode_error
         self.owner = owner or (lambda i: True)
@@ -153,7 +153,8 @@ class CorpusReader:
                     if block:
                         yield block, path
             except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
-                raise InputError(f"cannot read corpus file {str(path)!r}: {type(e).__name__}: {e}") from None
+                raise error(InputError, "errors.analysis_corpus_unreadable", path=repr(str(path)),
+                            kind=type(e).__name__, why=e) from None
 
     def _decode(self, lines: list[tuple[int, bytes]], path: Path) -> tuple[str, int]:
         """(text, number of lines skipped as undecodable); text may be "" (nothing left)."""
@@ -236,8 +237,7 @@ def python_docs_paragraphs() -> list[tuple[str, str]]:
         try:
             from pydoc_data.topics import topics
         except ImportError:
-            raise InputError("builtin:python-docs needs the standard library's pydoc_data package, which this "
-                             "Python installation lacks") from None
+            raise error(InputError, "errors.analysis_no_pydoc_data") from None
         out = []
         for name, text in topics.items():
             block: list[str] = []

@@ -37,6 +37,7 @@ from typing import Callable, Optional
 import torch
 
 from ..errors import ShapeError, fmt_shape
+from ..i18n import error
 
 Tensor = torch.Tensor
 
@@ -71,14 +72,14 @@ def cross_sums(weights: Tensor, target_mask: Tensor, source_mask: Tensor, *, win
     """``{stat: (sum (H,), count (H,))}`` float64 of one batch of cross-attention weights (B, H, T, S)."""
     if not isinstance(weights, Tensor) or weights.dim() != 4 or not weights.is_floating_point():
         got = fmt_shape(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
-        raise ShapeError(f"cross-attention weights must be a floating tensor (B, H, T, S), got {got}")
+        raise error(ShapeError, "errors.analysis_cross_weights", got=got)
     B, H, T, S = weights.shape
     for name, m, n in (("target_mask", target_mask, T), ("source_mask", source_mask, S)):
         if not isinstance(m, Tensor) or tuple(m.shape) != (B, n):
             got = fmt_shape(m.shape) if isinstance(m, Tensor) else type(m).__name__
-            raise ShapeError(f"{name} must have shape ({B}, {n}), got {got}")
+            raise error(ShapeError, "errors.analysis_mask_shape", name=name, B=B, n=n, got=got)
     if window < 0:
-        raise ShapeError(f"window must be ≥ 0, got {window}")
+        raise error(ShapeError, "errors.analysis_window", value=window)
     w = weights.to(torch.float64)
     tgt, src = target_mask.bool(), source_mask.bool()
     Tb, Sb = tgt.sum(-1), src.sum(-1)  # (B,)

@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, InputError, ShapeError, fmt_shape
+from ..i18n import Msg, error
 from .stats import BatchContext, attention_sums
 
 Tensor = torch.Tensor
@@ -72,8 +73,8 @@ def sink_sums(weights: Tensor, context: BatchContext) -> dict[str, tuple[Tensor,
     queries that :mod:`.stats` counts (real tokens; special ones unless left out) with i ≥ 1."""
     B, H, L, S = weights.shape
     if (B, L) != (context.B, context.L) or S != L:
-        raise ShapeError(f"weights must have shape (B, H, L, L) = ({context.B}, H, {context.L}, {context.L}) "
-                         f"for this batch, got {fmt_shape(weights.shape)}")
+        raise error(ShapeError, "errors.analysis_weights_batch", B=context.B, L=context.L,
+                    got=fmt_shape(weights.shape))
     query = context.counted_queries("entropy").clone()  # (B, L): the counted queries
     query[:, 0] = False  # query 0 sees only itself
     first = weights[..., 0].double()  # (B, H, L)
@@ -103,13 +104,13 @@ def repeat_sums(weights: Tensor, period: int, prefix: int = 0) -> dict[str, tupl
     """
     if not isinstance(weights, Tensor) or weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
         got = fmt_shape(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
-        raise ShapeError(f"weights must be self-attention weights (B, H, L, L), got {got}")
+        raise error(ShapeError, "errors.analysis_weights_self", got=got)
     T, P = int(period), int(prefix)
     if T < 2 or P < 0:
-        raise ConfigError(f"the repeated sequence needs period ≥ 2 and prefix ≥ 0, got period {T}, prefix {P}")
+        raise error(ConfigError, "errors.analysis_repeat_period", period=T, prefix=P)
     B, H, L, _ = weights.shape
     if L != P + 2 * T:
-        raise ShapeError(f"weights of repeated sequences must have L = prefix + 2·period = {P + 2 * T}, got L = {L}")
+        raise error(ShapeError, "errors.analysis_repeat_length", want=P + 2 * T, L=L)
     w = weights.double()
     prev = w.diagonal(-1, -2, -1)  # (B, H, L-1): w[i, i-1], i = 1..L-1
     dup = w.diagonal(-T, -2, -1)[..., P:]  # (B, H, T): w[i, i-T], i = P+T..L-1
@@ -179,7 +180,7 @@ def repeat_settings(model, sequences: int, length: Optional[int], seed: int, max
     ``max_length`` positions (and said so); an explicit length that does not fit is a ConfigError."""
     tok = model.tokenizer
     if tok is None:
-        raise InputError("the induction pass needs the model's tokenizer (to know its vocabulary)")
+        raise error(InputError, "errors.analysis_induction_tokenizer")
     prefix = leading_specials(tok)
     P = len(prefix)
     room = (max_length - P) // 2
@@ -187,16 +188,14 @@ def repeat_settings(model, sequences: int, length: Optional[int], seed: int, max
     if length is None:
         length, capped = min(DEFAULT_LENGTH, room), room < DEFAULT_LENGTH
     if length < 2:
-        raise ConfigError(f"the induction length must be at least 2 tokens, got {length}"
-                          + (f" (the model's {max_length} positions leave room for {room})" if capped else ""))
+        raise error(ConfigError, "errors.analysis_induction_short", length=length,
+                    room=Msg("errors.analysis_induction_room", max_length=max_length, room=room) if capped else "")
     if P + 2 * length > max_length:
-        raise ConfigError(f"--induction-length {length}: the repeated sequence has {P}+2×{length} = "
-                          f"{P + 2 * length} tokens, more than the {max_length} positions analysed; "
-                          f"use at most {room}")
+        raise error(ConfigError, "errors.analysis_induction_long", length=length, P=P, total=P + 2 * length,
+                    max_length=max_length, room=room)
     cand = candidate_ids(tok, model.config)
     if len(cand) < length:
-        raise ConfigError(f"--induction-length {length}: the vocabulary has only {len(cand)} ordinary tokens, "
-                          f"too few for a sequence of {length} distinct ones")
+        raise error(ConfigError, "errors.analysis_induction_vocab", length=length, n=len(cand))
     return RepeatSettings(sequences, length, seed, prefix, [tok.id_to_token(i) for i in prefix], len(cand), capped)
 
 

@@ -29,6 +29,7 @@ from typing import Optional, Union
 import numpy as np
 
 from ..errors import InputError
+from ..i18n import error
 from .accumulate import StatsAccumulator
 from .batching import is_punctuation
 from .corpus import CorpusReader
@@ -49,13 +50,12 @@ SHOWN = {"encoder": ("entropy_norm", "distance", "to_prev", "to_self", "to_sep")
 def split_pair(text: str, where: str) -> tuple[str, str]:
     """``source<TAB>target`` → the two texts; InputError naming the line when either is missing."""
     if "\t" not in text:
-        raise InputError(f"{where}: a parallel corpus line is 'source<TAB>target'; this line has no tab between two "
-                         f"texts (a target without its source, or a source without its target?)")
+        raise error(InputError, "errors.analysis_pair_no_tab", where=where)
     source, target = text.split("\t", 1)
     if not source.strip():
-        raise InputError(f"{where}: the target has no source (the text before the tab is empty)")
+        raise error(InputError, "errors.analysis_pair_no_source", where=where)
     if not target.strip():
-        raise InputError(f"{where}: the source has no target (the text after the tab is empty)")
+        raise error(InputError, "errors.analysis_pair_no_target", where=where)
     return source, target
 
 
@@ -132,7 +132,7 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
 
     t0 = time.perf_counter()
     if batch_size < 1:
-        raise InputError(f"batch_size must be a positive integer, got {batch_size}")
+        raise error(InputError, "errors.analysis_batch_size", value=batch_size)
     c = model.config
     H = c.n_heads
     layers = {"encoder": c.n_layers, "self": c.n_decoder_layers, "cross": c.n_decoder_layers}
@@ -172,7 +172,7 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
         if batch:
             run(batch)
     if counters["texts"] == 0:
-        raise InputError(f"corpus {str(corpus)!r} has no (source, target) pair to analyse")
+        raise error(InputError, "errors.analysis_no_pairs", corpus=repr(str(corpus)))
     means = {s: accs[s].means() for s in STACKS}
     return Seq2SeqAnalysis(model_name=model.name, family=model.family, corpus=str(corpus), n_heads=H, layers=layers,
                            means=means, counters=counters, window=window, seconds=time.perf_counter() - t0,

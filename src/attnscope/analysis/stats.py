@@ -49,6 +49,7 @@ from typing import Mapping, Optional
 import torch
 
 from ..errors import ShapeError, fmt_shape
+from ..i18n import error
 from .passes import NEAR, buffer, chunk_passes, kept_sum, unique_max_at, worker_pool
 
 Tensor = torch.Tensor
@@ -99,19 +100,19 @@ def check_inputs(weights: Tensor, attention_mask: Tensor, kinds: Mapping[str, Te
     """Raise ShapeError unless weights (B, H, L, L), attention_mask (B, L) and kinds (B, L) agree."""
     if not isinstance(weights, Tensor) or weights.dim() != 4 or not weights.is_floating_point():
         got = fmt_shape(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
-        raise ShapeError(f"weights must be a floating tensor of shape (B, H, L, L), got {got}")
+        raise error(ShapeError, "errors.analysis_weights_float", got=got)
     B, H, L, S = weights.shape
     if L != S:
-        raise ShapeError(f"weights must be self-attention weights (B, H, L, L), got {fmt_shape(weights.shape)}")
+        raise error(ShapeError, "errors.analysis_weights_self", got=fmt_shape(weights.shape))
     if not isinstance(attention_mask, Tensor) or tuple(attention_mask.shape) != (B, L):
         got = fmt_shape(attention_mask.shape) if isinstance(attention_mask, Tensor) else type(attention_mask).__name__
-        raise ShapeError(f"attention_mask must have shape (B, L) = ({B}, {L}), got {got}")
+        raise error(ShapeError, "errors.analysis_mask_bl", B=B, L=L, got=got)
     for name, m in kinds.items():
         if name not in KINDS:
-            raise ShapeError(f"unknown token kind {name!r}; kinds are {', '.join(KINDS)}")
+            raise error(ShapeError, "errors.analysis_unknown_kind", name=repr(name), kinds=", ".join(KINDS))
         if not isinstance(m, Tensor) or tuple(m.shape) != (B, L):
             got = fmt_shape(m.shape) if isinstance(m, Tensor) else type(m).__name__
-            raise ShapeError(f"kinds[{name!r}] must have shape (B, L) = ({B}, {L}), got {got}")
+            raise error(ShapeError, "errors.analysis_kind_shape", name=repr(name), B=B, L=L, got=got)
 
 
 @dataclass
@@ -212,14 +213,14 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     """
     if context is None:
         if attention_mask is None:
-            raise ShapeError("attention_sums needs attention_mask (or a batch context)")
+            raise error(ShapeError, "errors.analysis_sums_mask")
         check_inputs(weights, attention_mask, dict(kinds or {}))
         context = batch_context(attention_mask, kinds, options, dtype=weights.dtype, device=weights.device)
     ctx = context
     w = weights
     if not isinstance(w, Tensor) or w.dim() != 4 or tuple(w.shape[::2]) != (ctx.B, ctx.L) or w.shape[-1] != ctx.L:
         got = fmt_shape(w.shape) if isinstance(w, Tensor) else type(w).__name__
-        raise ShapeError(f"weights must have shape (B, H, L, L) = ({ctx.B}, H, {ctx.L}, {ctx.L}) for this batch, got {got}")
+        raise error(ShapeError, "errors.analysis_weights_batch", B=ctx.B, L=ctx.L, got=got)
     B, H, L, _ = w.shape
     w = w.contiguous()
     dt, dev = w.dtype, w.device
