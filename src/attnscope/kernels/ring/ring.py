@@ -211,7 +211,7 @@ def ring_forward(R: Ring, q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor
                 out, lse = merge_partials(out, lse, o, l, inplace=True)
             del o
         if pending is not None:
-            block = R.finish(*pending, q.device, Msg("errors.kernel_ring_step_receive", step=step + 1,
+            block = R.finish(*pending, q.device, Msg("errors.kernel_ring_step_receive", n=step + 1,
                                                                  rank=(R.rank - 1) % R.world))
     if out is None or lse is None:  # no key visible at all (an empty block of queries)
         lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -247,7 +247,7 @@ def ring_backward(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Tenso
         if acc_in is None:  # the first step: this rank starts its own block's accumulator
             grads = [torch.zeros_like(block[0], dtype=acc), torch.zeros_like(block[1], dtype=acc)]
         else:
-            grads = R.finish(*acc_in, q.device, Msg("errors.kernel_ring_step_backward_grads", step=step))
+            grads = R.finish(*acc_in, q.device, Msg("errors.kernel_ring_step_backward_grads", n=step))
         if shares is not None:
             n, dk_s, dv_s = shares
             grads[0][..., :n, :] += dk_s
@@ -255,7 +255,7 @@ def ring_backward(R: Ring, q, k, v, bias, out, lse, d_out, d_lse) -> tuple[Tenso
         acc_in = R.exchange(grads)  # on to the next rank; the previous one's comes in
         del grads, shares
         if pending is not None:
-            block = R.finish(*pending, q.device, Msg("errors.kernel_ring_step_backward", step=step + 1))
+            block = R.finish(*pending, q.device, Msg("errors.kernel_ring_step_backward", n=step + 1))
     assert acc_in is not None  # posted at every step, and there is at least one
     grads = R.finish(*acc_in, q.device, LAST_HOP)  # home
     n = R.k_lens[R.rank]
