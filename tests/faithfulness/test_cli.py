@@ -1,0 +1,43 @@
+"""attnscope evaluate-attribution end to end on a tiny GPT-2: the three files, the table's rows
+and the figure, a limited method on fewer texts, the report in Chinese, and an existing result kept
+unless --overwrite."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnscope.cli import main
+from attnscope.testing.tiny import FAMILIES
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory):
+    return str(FAMILIES["gpt2"].build(tmp_path_factory.mktemp("faith-cli") / "gpt2"))
+
+
+def test_a_small_run_writes_its_results(gpt2, tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["evaluate-attribution", "--model", gpt2, "--texts", "4", "--max-tokens", "12", "--methods",
+            "attention,rollout,leave_one_out,random", "--limit", "rollout=2", "--no-progress", "-o", str(out)]
+    assert main(argv) == 0
+    res = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert res["texts"] == 4 and res["methods"] == ["attention", "rollout", "leave_one_out", "random"]
+    assert res["summary"]["rollout"]["texts"] == 2 and res["summary"]["attention"]["texts"] == 4
+    assert all(n <= 12 for n in res["per_text"]["tokens"])
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "| `rollout` | 2 |" in report and "## What the data shows" in report
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert res["command"].startswith("attnscope evaluate-attribution ")
+    capsys.readouterr()
+    assert main(argv) == 2  # the results are there: kept
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(argv + ["--overwrite", "--lang", "zh"]) == 0
+    zh = (out / "report.md").read_text(encoding="utf-8")
+    assert "数据说明了什么" in zh and "| `rollout` | 2 |" in zh
+    again = json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+    def numbers(r):  # everything but the timings
+        return {m: {k: v for k, v in s.items() if k != "seconds_per_text"} for m, s in r["summary"].items()}
+    assert numbers(again) == numbers(res) and again["per_text"] == res["per_text"]  # the same seed: the same numbers
