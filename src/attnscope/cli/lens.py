@@ -1,0 +1,123 @@
+"""``attnscope lens``: what each layer already predicts (the logit lens), and who wrote the logit
+(direct logit attribution).
+
+    attnscope lens --text "The capital of France is" --model smollm2-135m
+    attnscope lens --text "When Mary and John went to the store, John gave a drink to" \\
+                   --dla --target " Mary" --versus " John" -o dla.png -o dla.json
+
+Reads the residual stream after the embedding and after every attention block and MLP through the
+model's own final norm and unembedding, and prints, at one position (default the last), each
+point's top tokens, the target's probability and rank, and the KL divergence from the final
+distribution. --dla splits the final logit of the target (or the difference target − versus) into
+the embedding, each head, each MLP and the biases: the parts sum to the model's logit. -o writes a
+figure (.png, .svg, .pdf) or the numbers (.json); --lang zh prints and draws in Chinese.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+
+from ..errors import InputError
+from ..i18n import error, text
+from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
+from .plot import MAX_DPI, MIN_DPI
+
+FIGURES = (".png", ".svg", ".pdf")
+
+
+def register(sub) -> None:
+    p = add_command(sub, "lens", "the logit lens and direct logit attribution of a language model", __doc__)
+    p.add_argument("--text", required=True, help="the prompt")
+    p.add_argument("--model", default="smollm2-135m", metavar="NAME_OR_PATH",
+                   help="a causal language model: smollm2-135m, gemma-3-270m, a folder or a .gguf file "
+                        "(default: %(default)s)")
+    p.add_argument("--position", type=IntRange(-MAX_INDEX, MAX_INDEX), default=-1, metavar="I",
+                   help="the position read, negative from the end (default: the last, -1)")
+    p.add_argument("--target", default=None, metavar="TOKEN",
+                   help="the token followed, a text that is one token such as ' Paris' (default: the model's "
+                        "final top prediction)")
+    p.add_argument("--versus", default=None, metavar="TOKEN",
+                   help="with --dla: attribute the difference logit(target) − logit(versus)")
+    p.add_argument("--top", type=IntRange(1, 50), default=3, metavar="K",
+                   help="top tokens shown per point, and with --dla the largest parts ×4 (default: %(default)s)")
+    p.add_argument("--dla", action="store_true", help="direct logit attribution instead of the lens")
+    p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
+                   help="resolution of a .png, 10..2400 (default: %(default)s)")
+    p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
+                   help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
+    add_lang_option(p, "language of the printed lines and the figure (default: en)")
+    add_overwrite_option(p)
+    p.set_defaults(func=run)
+
+
+def _outputs(paths, overwrite: bool) -> list[Path]:
+    outs = [Path(p) for p in paths]
+    for out in outs:
+        if out.suffix.lower() not in FIGURES + (".json",):
+            raise error(InputError, "errors.lens_suffix", name=repr(out.name))
+        if not out.parent.exists():
+            raise error(InputError, "errors.lens_no_folder", path=repr(str(out)), folder=repr(str(out.parent)))
+        check_new_file(out, overwrite)
+    return outs
+
+
+def _pad(words: str, width: int, right: bool = False) -> str:
+    """``words`` padded to ``width`` terminal columns (a Chinese character takes two)."""
+    cols = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in words)
+    fill = " " * max(0, width - cols)
+    return fill + words if right else words + fill
+
+
+def _header(lang: str) -> str:
+    """The lens table's column names, aligned with its rows (widths 26, 40, 9, 6, 10)."""
+    return (_pad(text("lens.col_point", lang), 27) + _pad(text("lens.col_top", lang), 41)
+            + _pad(text("lens.col_p", lang), 8, True) + _pad(text("lens.col_rank", lang), 7, True)
+            + _pad(text("lens.col_kl", lang), 11, True))
+
+
+def run(args) -> int:
+    outs = _outputs(args.output, args.overwrite)
+    if args.versus is not None and not args.dla:
+        raise error(InputError, "errors.lens_versus")
+    from ..lens import direct_logit_attribution, logit_lens
+    from ..lens.figures import dla_figure, lens_figure
+    from ..models import load
+
+    model = load(args.model)
+    lang = args.lang
+    if args.dla:
+        target = args.target if args.versus is None else (args.target, args.versus)
+        if args.versus is not None and args.target is None:
+            raise error(InputError, "errors.lens_versus_target")
+        d = direct_logit_attribution(model, args.text, target=target, position=args.position)
+        print(text("lens.dla_head", lang, target=d.words, position=d.position, sum=f"{float(d.parts.sum()):.4f}",
+                   logit=f"{d.logit:.4f}"))
+        print(text("lens.dla_top", lang, n=4 * args.top))
+        for i in d.parts.abs().argsort(descending=True)[:4 * args.top].tolist():
+            print(f"  {d.names[i]:>16}  {float(d.parts[i]):+.4f}")
+        result, figure = d.to_dict(), (lambda: dla_figure(d, model.config.n_layers, model.config.n_heads, lang))
+    else:
+        r = logit_lens(model, args.text, target=args.target, k=args.top)
+        L = len(r.tokens)
+        if not -L <= args.position < L:
+            raise error(InputError, "errors.lens_position", position=args.position, n=L, last=L - 1)
+        i = args.position % L
+        print(text("lens.head", lang, model=model.name, position=i, token=repr(r.tokens[i]),
+                   target=repr(r.decode(int(r.target_ids[i])))))
+        print(_header(lang))
+        for p, point in enumerate(r.points):
+            tops = ", ".join(f"{t!r} {float(q):.2f}" for t, q in zip(r.top_tokens(p, i), r.top_probs[p, i]))
+            print(f"{point.name:<26} {tops:<40} {float(r.target_prob[p, i]):8.4f} {int(r.target_rank[p, i]):6d}"
+                  f" {float(r.kl[p, i]):10.4f}")
+        first = r.first_point(i)
+        print(text("lens.first", lang, point=first.name) if first and first is not r.points[-1] else text("lens.never", lang))
+        result, figure = r.to_dict(), (lambda: lens_figure(r, lang))
+    for out in outs:
+        if out.suffix.lower() == ".json":
+            out.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+        else:
+            save_figure(figure(), out, args.dpi)
+        print(text("lens.wrote", lang, path=out))
+    return 0

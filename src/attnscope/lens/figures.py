@@ -1,0 +1,73 @@
+"""Pictures of the logit lens (points × positions, coloured by the probability of the token the
+model finally predicts there, each cell labelled with its top token) and of direct logit attribution (layers × heads, plus the
+embedding's and the MLPs' parts)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..fonts import matplotlib_rc
+from ..i18n import text
+from .dla import LogitAttribution
+from .logit_lens import LensResult
+
+
+def _printable(token: str) -> str:
+    """A token as a cell label: a newline as ⏎, other control characters (tab, …) as ·."""
+    return "".join("⏎" if c == "\n" else c if c.isprintable() else "·" for c in token)
+
+
+def lens_figure(r: LensResult, lang: str = "en", max_chars: int = 8):
+    """Rows: the points from ``embed`` (bottom) to the last layer's output (top); columns: positions."""
+    import matplotlib.pyplot as plt
+
+    P, L = r.kl.shape
+    labels = [[_printable(r.decode(int(r.top_ids[p, i, 0])))[:max_chars] for i in range(L)] for p in range(P)]
+    with plt.rc_context(matplotlib_rc()):  # CJK tokens and Chinese words drawn, not boxes
+        return _lens(plt, r, labels, lang, max_chars)
+
+
+def _lens(plt, r: LensResult, labels, lang: str, max_chars: int):
+    P, L = r.kl.shape
+    fig, ax = plt.subplots(figsize=(max(6.5, 2.5 + 0.9 * L), 1.2 + 0.2 * P))
+    im = ax.imshow(r.target_prob.numpy(), aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1)
+    for p in range(P):
+        for i in range(L):
+            ax.text(i, p, labels[p][i], ha="center", va="center", fontsize=6,
+                    color="black" if r.target_prob[p, i] > 0.5 else "white")
+    ax.set_xticks(range(L), [t[:max_chars] for t in r.tokens], rotation=60, fontsize=7)
+    ax.set_yticks(range(P), [pt.name.replace("layers.", "L") for pt in r.points], fontsize=6)
+    ax.set_xlabel(text("lens.axis_position", lang))
+    ax.set_title(text("lens.title", lang))
+    fig.colorbar(im, ax=ax, label=text("lens.colour_p", lang))
+    fig.tight_layout()
+    return fig
+
+
+def dla_figure(d: LogitAttribution, n_layers: int, n_heads: int, lang: str = "en"):
+    """Left: each head's part (layers × heads, diverging around 0); right: the embedding's, each
+    MLP's and the biases' parts."""
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(matplotlib_rc()):
+        return _dla(plt, d, n_layers, n_heads, lang)
+
+
+def _dla(plt, d: LogitAttribution, n_layers: int, n_heads: int, lang: str):
+    heads = d.heads(n_layers, n_heads).numpy()
+    bound = float(np.abs(heads).max()) or 1.0
+    others = [n for n in d.names if not (n.startswith("L") and "H" in n.split(" ")[0][1:])]
+    values = [float(d.parts[d.names.index(n)]) for n in others]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 0.8 + 0.3 * n_layers), width_ratios=(max(n_heads, 3), 4))
+    im = a.imshow(heads, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto", origin="lower")
+    a.set_xlabel(text("lens.axis_head", lang))
+    a.set_ylabel(text("lens.axis_layer", lang))
+    a.set_title(text("lens.dla_heads", lang))
+    fig.colorbar(im, ax=a)
+    b.barh(range(len(others)), values, color=["#2166ac" if v > 0 else "#b2182b" for v in values])
+    b.set_yticks(range(len(others)), others, fontsize=6)
+    b.axvline(0, color="black", lw=0.5)
+    b.set_title(text("lens.dla_rest", lang))
+    fig.suptitle(text("lens.dla_title", lang, target=d.words, position=d.position, logit=f"{d.logit:.4f}"))
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,89 @@
+"""The residual stream of a language model as a list of named points, and what reads it out.
+
+A *point* is a place in the stream that the final norm and the unembedding can read (issue 28):
+``embed`` (what enters layer 0), and per layer ``layers.{i}.attn_resid`` (after the attention
+block's residual sum) and ``layers.{i}.out`` (after the MLP's). Post-LN encoders have no such
+stream (their residual passes through a norm at every step) and no unembedding: refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import InputError
+from ..i18n import error
+from ..recipe import INPUT, get_layer_recipe
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True)
+class Point:
+    """One readable place: ``name`` (a trace name, or ``embed``), ``layer`` (−1 for ``embed``) and
+    ``after`` (``embed``, ``attn`` or ``mlp``)."""
+
+    name: str
+    layer: int
+    after: str
+
+
+def check_language_model(model, what: str) -> None:
+    """InputError unless ``model`` is a one-stack language model with a pre-norm residual stream."""
+    if hasattr(model, "target_batch") or not model.has_lm_head:
+        raise error(InputError, "errors.lens_needs_lm", what=what, model=model.name)
+    if model.config.norm == "post":
+        raise error(InputError, "errors.lens_post_norm", what=what, model=model.name)
+
+
+def recipe_of(model, index: int):
+    recipe = getattr(model.layers[index], "recipe", None)
+    return recipe if recipe is not None else get_layer_recipe(model.config.norm)
+
+
+def points(model) -> list[Point]:
+    """Every readable point, in forward order: ``embed``, then per layer after attention and after the MLP."""
+    out = [Point("embed", -1, "embed")]
+    for i in range(model.config.n_layers):
+        out += [Point(f"layers.{i}.attn_resid", i, "attn"), Point(f"layers.{i}.out", i, "mlp")]
+    return out
+
+
+def embed_value(tr, model) -> Tensor:
+    """What enters layer 0, (B, L, d): the residual sum that reads the layer's input minus its other
+    operand (the embedding is not one trace name in every family: Gemma scales it, BLOOM norms it)."""
+    recipe = recipe_of(model, 0)
+    add = next(s for s in recipe.steps if s.op == "add" and INPUT in s.args)
+    other = next(a for a in add.args if a != INPUT)
+    block = other in recipe.blocks
+    return tr[f"layers.0.{add.name}"] - tr[f"layers.0.{other}.out" if block else f"layers.0.{other}"]
+
+
+def stream_names(model) -> list[str]:
+    """What a trace must record to read every point."""
+    recipe = recipe_of(model, 0)
+    add = next(s for s in recipe.steps if s.op == "add" and INPUT in s.args)
+    other = next(a for a in add.args if a != INPUT)
+    first = [f"layers.0.{add.name}", f"layers.0.{other}.out" if other in recipe.blocks else f"layers.0.{other}"]
+    return sorted(set(first + [p.name for p in points(model)[1:]]))
+
+
+def read_out(model, hidden: Tensor) -> Tensor:
+    """The model's own reading of a residual point: the final norm, then the unembedding (and
+    Gemma's final soft-cap where set), ``(…, d)`` → ``(…, vocab)``."""
+    return model.lm_logits(model.ln_f(hidden))
+
+
+def one_token_id(model, text: str) -> int:
+    """The id of ``text`` when the tokenizer makes it one token (no special tokens added); else
+    InputError saying how many it makes."""
+    ids = model.tokenizer.backend.encode(text, add_special_tokens=False).ids
+    if len(ids) != 1:
+        raise error(InputError, "errors.lens_target_text", target=repr(text), n=len(ids))
+    return int(ids[0])
+
+
+def readable(model, tokens) -> list[str]:
+    """Token strings for people (byte-level pieces as the characters they form)."""
+    return list(model.tokenizer.readable(list(tokens)))

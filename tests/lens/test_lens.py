@@ -1,0 +1,177 @@
+"""The logit lens and direct logit attribution against float64 NumPy written from the formulas:
+the final norm and the unembedding applied by hand to the traced stream, each head's output as
+z_h · W_O^h, the post-norms and the final norm linearised with their frozen statistics; the DLA
+parts sum to the model's own logit (difference)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import attnscope
+import tests.models.decoders.tiny  # noqa: F401  (registers the decoder families)
+from attnscope.errors import InputError
+from attnscope.lens import direct_logit_attribution, logit_lens
+from attnscope.testing.tiny import FAMILIES
+
+TEXT = "the cat sat on the mat"
+FAMS = ("gpt2", "llama_gqa", "gemma3", "olmo2", "bloom", "qwen3")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-lens")
+    cache: dict = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = attnscope.load(FAMILIES[name].build(root / name))
+        return cache[name]
+    return get
+
+
+def f64(t) -> np.ndarray:
+    return t.detach().double().cpu().numpy()
+
+
+def final_norm_np(model, h: np.ndarray) -> np.ndarray:
+    """The model's final norm, by its formula in float64: LayerNorm or (offset + w)-scaled RMSNorm."""
+    ln = model.ln_f
+    if isinstance(ln, torch.nn.LayerNorm):
+        mu, var = h.mean(-1, keepdims=True), h.var(-1, keepdims=True)
+        return (h - mu) / np.sqrt(var + ln.eps) * f64(ln.weight) + f64(ln.bias)
+    return h / np.sqrt((h ** 2).mean(-1, keepdims=True) + ln.eps) * (ln.offset + f64(ln.weight))
+
+
+def W_U(model) -> np.ndarray:
+    W = model.lm_head_weight if model.lm_head_weight is not None else model.embed.token_embedding.weight
+    return f64(W)
+
+
+def log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize("name", FAMS)
+def test_the_lens_is_the_final_norm_and_unembedding_of_each_point(tiny, name):
+    m = tiny(name)
+    r = logit_lens(m, TEXT, k=3)
+    n = m.config.n_layers
+    names = [f"layers.{i}.{s}" for i in range(n) for s in ("attn_resid", "out")]
+    tr = m.trace([TEXT], names=names + ["embed.*", "layers.0.*"])
+    assert [p.name for p in r.points] == ["embed"] + names
+    final = log_softmax(final_norm_np(m, f64(tr[f"layers.{n - 1}.out"][0])) @ W_U(m).T)  # (L, V)
+    assert np.array_equal(r.target_ids.numpy(), final.argmax(-1))
+    for j, p in enumerate(r.points[1:], start=1):
+        lp = log_softmax(final_norm_np(m, f64(tr[p.name][0])) @ W_U(m).T)  # (L, V)
+        rows = np.arange(lp.shape[0])
+        np.testing.assert_allclose(r.target_prob[j].numpy(), np.exp(lp[rows, final.argmax(-1)]), atol=2e-6)
+        kl = (np.exp(final) * (final - lp)).sum(-1)
+        np.testing.assert_allclose(r.kl[j].numpy(), kl, atol=2e-5)
+        np.testing.assert_allclose(r.top_probs[j].numpy(), np.exp(np.sort(lp, -1)[:, ::-1][:, :3]), atol=2e-6)
+        rank = (lp > lp[rows, final.argmax(-1)][:, None]).sum(-1)
+        assert np.array_equal(r.target_rank[j].numpy(), rank)
+    assert float(r.kl[-1].abs().max()) == 0.0 and bool((r.target_rank[-1] == 0).all())
+    # the embedding point: what enters layer 0, the stream's first term
+    emb = f64(tr["layers.0.attn_resid"][0]) - f64(tr["layers.0.attn.out" if m.config.norm == "pre" else
+                                                      "layers.0.attn_post_norm"][0])
+    lp0 = log_softmax(final_norm_np(m, emb) @ W_U(m).T)
+    np.testing.assert_allclose(r.kl[0].numpy(), (np.exp(final) * (final - lp0)).sum(-1), atol=5e-5)
+
+
+def test_the_lens_of_a_float64_model_matches_to_1e_9(tiny):
+    import copy
+    m64 = copy.deepcopy(tiny("llama_gqa")).to(torch.float64)
+    r = logit_lens(m64, TEXT, keep_logits=True)
+    assert r.logits.dtype == torch.float64
+    tr = m64.trace([TEXT], names=["layers.*.out"])
+    want = final_norm_np(m64, f64(tr["layers.0.out"][0])) @ W_U(m64).T
+    got = r.logits[2].numpy()
+    assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max()
+
+
+def _components_np(m, tr, p: int) -> tuple[list[str], np.ndarray]:
+    """The stream at position p as a sum, by hand: the embedding, each head's z_h · W_O^h, W_O's
+    bias, each MLP's output — through the layer's post-norm where it has one (frozen rms)."""
+    n, H = m.config.n_layers, m.config.n_heads
+    post = m.config.norm in ("sandwich", "post_block")
+    first = "layers.0.attn_post_norm" if post else "layers.0.attn.out"
+    comps = [f64(tr["layers.0.attn_resid"][0, p]) - f64(tr[first][0, p])]
+    names = ["embed"]
+    for i in range(n):
+        layer = m.layers[i]
+        attn = layer.attn
+        z = f64(tr[f"layers.{i}.attn.z"][0, :, p])  # (H, dh)
+        W_O = f64(attn.W_O.weight).reshape(-1, H, attn.d_head)  # (d, H, dh)
+        heads = [W_O[:, h] @ z[h] for h in range(H)]
+        bias = f64(attn.W_O.bias) if attn.W_O.bias is not None else np.zeros_like(heads[0])
+        mlp = f64(tr[f"layers.{i}.ffn.out"][0, p])
+        if post:  # x / rms(x) · (offset + w), with rms of the whole block output
+            def scale(norm, total):
+                return (norm.offset + f64(norm.weight)) / np.sqrt((total ** 2).mean() + norm.eps)
+            s_a = scale(layer.ln_attn_post, sum(heads) + bias)
+            heads, bias = [h * s_a for h in heads], bias * s_a
+            mlp = mlp * scale(layer.ln_ffn_post, mlp)
+        comps += heads + [bias, mlp]
+        names += [f"L{i}H{h}" for h in range(H)] + [f"L{i} attn bias", f"L{i} mlp"]
+    return names, np.stack(comps)
+
+
+@pytest.mark.parametrize("name", ("gpt2", "llama_gqa", "gemma3", "olmo2"))
+def test_dla_parts_equal_the_components_projected_by_hand(tiny, name):
+    m = tiny(name)
+    d = direct_logit_attribution(m, TEXT, target=(3, 5), position=2)
+    n = m.config.n_layers
+    post = ["layers.*.attn_post_norm"] if m.config.norm in ("sandwich", "post_block") else []
+    tr = m.trace([TEXT], names=["layers.*.attn.z", "layers.*.attn.out", "layers.*.ffn.out", "layers.*.attn_resid",
+                                "layers.*.out"] + post)
+    names, C = _components_np(m, tr, 2)
+    total = f64(tr[f"layers.{n - 1}.out"][0, 2])
+    np.testing.assert_allclose(C.sum(0), total, atol=2e-5)  # the stream is the sum of its parts
+    ln = m.ln_f
+    if isinstance(ln, torch.nn.LayerNorm):  # centred parts over the whole's σ; β the bias part
+        sigma = np.sqrt(total.var() + ln.eps)
+        normed = (C - C.mean(-1, keepdims=True)) / sigma * f64(ln.weight)
+        bias = f64(ln.bias)
+    else:
+        normed = C / np.sqrt((total ** 2).mean() + ln.eps) * (ln.offset + f64(ln.weight))
+        bias = np.zeros(C.shape[1])
+    U = W_U(m)
+    direction = U[3] - U[5]
+    assert d.names == names + ["bias"]
+    np.testing.assert_allclose(d.parts[:-1].numpy(), normed @ direction, atol=2e-5, rtol=1e-5)
+    assert abs(float(d.parts[-1]) - bias @ direction) < 1e-5
+    with torch.no_grad():
+        logits = m.logits([TEXT])[0, 2]
+    assert abs(float(d.parts.sum()) - float(logits[3] - logits[5])) <= 1e-4 * max(1.0, abs(d.logit))
+    assert d.heads(n, m.config.n_heads).shape == (n, m.config.n_heads)
+
+
+def test_bad_input_is_one_sentence(tiny):
+    m = tiny("llama_gqa")
+    for kw, words in [({"k": 0}, "k 0 must be"), ({"target": 10 ** 9}, "is not a token id"),
+                      ({"target": "the cat sat"}, "tokens for this tokenizer")]:
+        with pytest.raises(InputError, match=words):
+            logit_lens(m, TEXT, **kw)
+    with pytest.raises(InputError, match="position 99 is out of range"):
+        direct_logit_attribution(m, TEXT, position=99)
+    with pytest.raises(InputError, match=r"give one token or a pair"):
+        direct_logit_attribution(m, TEXT, target=(1, 2, 3))
+    with pytest.raises(InputError, match="not a one-stack language model"):
+        logit_lens(tiny("bert") if "bert" in FAMILIES else attnscope.load(), TEXT)
+
+
+@pytest.mark.parametrize("package", ("smollm2-135m", "gemma-3-270m"))
+def test_dla_parts_sum_to_the_real_models_logit(package):
+    m = attnscope.load(package)
+    text = "When Mary and John went to the store, John gave a drink to"
+    d = direct_logit_attribution(m, text)
+    with torch.no_grad():
+        logits = torch.nn.functional.linear(m.run([text])[0, -1], m.lm_head_weight if m.lm_head_weight is not None
+                                            else m.embed.token_embedding.weight)
+    assert d.target == int(logits.argmax())
+    assert abs(float(d.parts.sum()) - float(logits[d.target])) <= 1e-4 * abs(float(logits[d.target]))
+    lens = logit_lens(m, text)
+    assert float(lens.kl[-1].abs().max()) == 0.0 and lens.kl[1:].mean(1)[0] > lens.kl[1:].mean(1)[-1]
