@@ -211,16 +211,23 @@ def test_recipe_scoring_hook_exercise_and_language():
     assert zh == "语言 'fr' 不是 en, zh 之一"
 
 
-def test_server_port_in_use():
+def test_server_port_in_use_through_the_command_line(capsys):
     held = socket.socket()
     held.bind(("127.0.0.1", 0))
     held.listen(1)
     port = held.getsockname()[1]
     try:
         e = raised(InputError, bind, "127.0.0.1", port)
+        argv = ["serve", "--host", "127.0.0.1", "--port", str(port)]
+        assert main(argv) == 2
+        english = capsys.readouterr().err.strip().splitlines()[-1]
+        assert main(argv + ["--lang", "zh"]) == 2
+        zh = capsys.readouterr().err.strip().splitlines()[-1]
     finally:
         held.close()
     both(e, f"port {port} is in use; choose another with --port", [str(port)])
+    assert english == f"attnscope serve: error: port {port} is in use; choose another with --port"
+    assert zh == f"attnscope serve：错误：端口 {port} 已被占用；请用 --port 换一个"
 
 
 def test_the_float64_reference_model(bert):
