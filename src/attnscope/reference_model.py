@@ -41,6 +41,7 @@ from .i18n import error
 from .positions import get_position, layer_mask_np
 from .reference_model_blocks import LayerRun, activation, layer_recipe, norm_of, run_layer  # noqa: F401  (this module's names)
 from .reference_model_blocks import linear_of as _lin
+from .scorings import get_scoring
 from .wording import phrase
 
 Array = np.ndarray
@@ -53,7 +54,6 @@ def check_supported(model, seq2seq: bool = False) -> None:
     kind = getattr(model.config, "kind", "")
     if kind == "seq2seq" and not seq2seq:
         raise error(InputError, "errors.core_ref_seq2seq", name=model.name, family=model.family)
-    from .scorings import get_scoring
     if get_scoring(model.config.scoring).learnable is not None:
         raise error(InputError, "errors.core_ref_scoring", name=model.name, scoring=repr(model.config.scoring))
 
