@@ -272,9 +272,9 @@ PY_PAGES = sorted({_rel(b) for b in BLOCKS if b.lang == "python" and _runs(b)})
 
 
 def _needs_a_model_package(code: str) -> bool:
-    """A block names a model package, or runs ``attnscope generate`` or ``patch``, whose model is
+    """A block names a model package, or runs ``attnscope generate``, ``patch`` or ``lens``, whose model is
     SmolLM2 unless ``--model`` says otherwise (tests/marks.py: the real_model mark)."""
-    return names_a_model_package(code) or re.search(r"\battnscope (generate|patch)\b", code) is not None
+    return names_a_model_package(code) or re.search(r"\battnscope (generate|patch|lens)\b", code) is not None
 
 
 def _page_param(page: str):
