@@ -96,6 +96,8 @@ def cli_cases(tmp):
         "analyze_threshold": (["analyze", str(tmp / "rows.yaml"), "--threshold", "wide=0.3", "--no-progress"],
                               ["--threshold", "NAME=VALUE", "NAME", "'wide=0.3'", THRESHOLDS],
                               f"--threshold expects NAME=VALUE with NAME one of {THRESHOLDS}, got 'wide=0.3'"),
+        "experiment_from_nothing": (["experiment", "training", "--from", str(tmp)], [repr(str(tmp)), "results.json"],
+                                    f"no results.json in {str(tmp)!r} to re-render"),
         "cli_experiment_option": (["experiment", "variance", "--rows", "4"], ["--rows", "'variance'", "saturation"],
                                   "option --rows does not apply to experiment 'variance' (it is for saturation)"),
     }
@@ -104,7 +106,8 @@ def cli_cases(tmp):
 CLI = ["check_rows", "check_row_len", "check_row_kind", "check_scalar", "check_word", "check_missing",
        "check_top_key", "check_problem_list", "check_alone", "check_answers_str", "check_mh_head",
        "check_mh_section", "check_mh_rows", "cli_explain_nothing", "cli_explain_positions", "cli_explain_scores",
-       "cli_patch_suffix", "cli_patch_folder", "cli_generate_view", "cli_experiment_option", "analyze_threshold"]
+       "cli_patch_suffix", "cli_patch_folder", "cli_generate_view", "cli_experiment_option", "analyze_threshold",
+       "experiment_from_nothing"]
 
 
 def write(tmp):
@@ -142,11 +145,14 @@ def api_cases(tmp):
     import torch
 
     import attnscope
+    from attnscope import experiments
     from attnscope.analysis.accumulate import StatsAccumulator
     from attnscope.analysis.corpus import CorpusReader
     from attnscope.analysis.seq2seq import split_pair
     from attnscope.analysis.stats import check_inputs
     from attnscope.check import classroom, report
+    from attnscope.experiments.base import check_int_list
+    from attnscope.viewer.data import MAX_DECIMALS, build
 
     (tmp / "a").mkdir()
     (tmp / "b").mkdir()
@@ -182,6 +188,16 @@ def api_cases(tmp):
                            "statistics", ["3", "4", "(2, 4)"]),
         "analysis_threshold_range": (lambda: Thresholds(broad=1.5), "threshold broad must be a number in [0, 1], "
                                      "got 1.5", ["broad", "[0, 1]", "1.5"]),
+        "viewer_decimals": (lambda: build([], decimals=99), f"decimals must be an integer in 0..{MAX_DECIMALS}, got 99",
+                            ["decimals", f"0..{MAX_DECIMALS}", "99"]),
+        "viewer_no_trace": (lambda: build([]), "no trace to show", ["trace"]),
+        "experiment_unknown": (lambda: experiments.get("nope"),
+                               "unknown experiment 'nope'; choose from " + ", ".join(experiments.EXPERIMENTS),
+                               ["'nope'", ", ".join(experiments.EXPERIMENTS)]),
+        "experiment_range": (lambda: check_int_list("d_ks", [0], high=4),
+                             "d_ks: 0 is out of range (at least 1, at most 4)", ["d_ks", "0", "1", "4"]),
+        "experiment_duplicates": (lambda: check_int_list("d_ks", [2, 2]), "d_ks has duplicates: [2, 2]",
+                                  ["d_ks", "[2, 2]"]),
         "analysis_unit": (lambda: CorpusReader(tmp, unit="page"), "unit must be one of line, paragraph, file, got "
                           "'page'", ["unit", "line, paragraph, file", "'page'"]),
     }
@@ -189,7 +205,8 @@ def api_cases(tmp):
 
 API = ["check_example_both", "check_unknown_example", "check_answers_type", "check_student_twice", "check_format",
        "check_dk", "analysis_pair_no_tab", "analysis_weights_self", "analysis_merge", "analysis_threshold_range",
-       "analysis_unit"]
+       "analysis_unit", "viewer_decimals", "viewer_no_trace", "experiment_unknown", "experiment_range",
+       "experiment_duplicates"]
 
 
 @pytest.mark.parametrize("name", API)
@@ -261,3 +278,17 @@ def test_patch_prompts_of_different_lengths_in_chinese(gpt2_dir):
     assert "\n  干净（12）：'I' | ' like' | ' cats'" in zh and "位置 2 开始不同（' cats' 对 ' dogs'）" in zh, zh
     tokens = [x for ln in english.splitlines()[1:3] for x in ln.split(": ", 1)[1].split(" | ")]
     assert english_words(zh, *tokens) == set(), zh
+
+
+def test_view_target_for_a_one_text_model_in_chinese(tmp_path, capsys):
+    from attnscope.testing import tiny
+    folder = tiny.BUILDERS["bert-chinese"](tmp_path / "bert")
+    argv = ["view", "我喜欢", "--target", "b", "--model", str(folder), "-o", str(tmp_path / "x.html")]
+    line = err(capsys, argv)
+    assert line.startswith("attnscope view: error: --target is the decoder's text of an encoder–decoder model (T5, "
+                           "BART); ") and line.endswith(" reads one text: leave --target out"), line
+    name = line.split("BART); ")[1].split(" (")[0]
+    zh = err(capsys, [*argv, "--lang", "zh"])
+    lead = "attnscope view：错误："
+    assert zh.startswith(lead) and "--target" in zh and name in zh and "T5、BART" in zh, zh
+    assert english_words(zh[len(lead):], name, "bert", "BART") == set(), zh

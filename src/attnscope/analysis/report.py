@@ -25,7 +25,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from ..errors import InputError
-from ..i18n import check_lang
+from ..i18n import check_lang, error
 from . import decoder_report, norm_report
 from .classify import FAMILY, LABELS, RULE_STAT
 from .stats import STAT_DOCS, STAT_NAMES
@@ -111,7 +111,7 @@ def report_folder(out_dir: Union[str, Path]) -> Path:
     try:
         (out / "heatmaps").mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise InputError(f"cannot create the output folder {str(out)!r}: {e}") from None
+        raise error(InputError, "errors.analysis_out_folder", path=repr(str(out)), why=e) from None
     return out
 
 

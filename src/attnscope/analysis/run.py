@@ -30,6 +30,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from ..errors import ConfigError, InputError
+from ..i18n import Msg, error
 from .accumulate import StatsAccumulator
 from .analyzer import BatchAnalyzer
 from .batching import TextEncoder, bucket, chunks
@@ -94,21 +95,19 @@ class AnalysisConfig:
     def validate(self) -> None:
         for name in ("batch_size", "chunk_size", "importance_batch"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+                raise error(ConfigError, "errors.analysis_positive_int", name=name, value=repr(getattr(self, name)))
         if self.chunk_size < self.batch_size:
-            raise ConfigError(f"chunk_size ({self.chunk_size}) must be at least batch_size ({self.batch_size})")
+            raise error(ConfigError, "errors.analysis_chunk_size", chunk=self.chunk_size, batch=self.batch_size)
         if self.importance_texts < 0 or self.norm_texts < 0:
-            raise ConfigError(f"importance_texts and norm_texts must be ≥ 0, got {self.importance_texts} "
-                              f"and {self.norm_texts}")
+            raise error(ConfigError, "errors.analysis_texts_counts", a=self.importance_texts, b=self.norm_texts)
         if self.induction_seqs < 0 or (self.induction_length is not None and self.induction_length < 2):
-            raise ConfigError(f"induction_seqs must be ≥ 0 and induction_length ≥ 2, got "
-                              f"{self.induction_seqs} and {self.induction_length}")
+            raise error(ConfigError, "errors.analysis_induction_options", a=self.induction_seqs, b=self.induction_length)
         if self.lanes is not None and (isinstance(self.lanes, bool) or not isinstance(self.lanes, int) or self.lanes < 1):
-            raise ConfigError(f"lanes must be a positive integer (or None: torch's thread count), got {self.lanes!r}")
+            raise error(ConfigError, "errors.analysis_lanes_none", value=repr(self.lanes))
         if self.window < 0:
-            raise ConfigError(f"window must be ≥ 0, got {self.window}")
+            raise error(ConfigError, "errors.analysis_window", value=self.window)
         if self.max_length is not None and self.max_length < 2:
-            raise ConfigError(f"max_length must be at least 2, got {self.max_length}")
+            raise error(ConfigError, "errors.analysis_max_length", value=self.max_length)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -209,7 +208,7 @@ def _sync_error(err: Optional[BaseException], world: int) -> None:
         if m is not None:
             if err is not None:
                 raise err
-            raise InputError(f"process {rank} of {world} failed: {m[1]}")
+            raise error(InputError, "errors.analysis_process_failed", rank=rank, world=world, message=m[1])
 
 
 class _Progress:
@@ -251,7 +250,8 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     """
     for k in overrides:
         if k not in AnalysisConfig.__dataclass_fields__:
-            raise ConfigError(f"unknown analysis option {k!r}; options: {', '.join(AnalysisConfig.__dataclass_fields__)}")
+            raise error(ConfigError, "errors.analysis_unknown_option", name=repr(k),
+                        names=", ".join(AnalysisConfig.__dataclass_fields__))
     cfg = dataclasses.replace(config or AnalysisConfig(), **overrides)  # the caller's config is not changed
     cfg.validate()
     rank, world = _distributed()
@@ -260,7 +260,8 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     # reads raw bytes only (no decoding); every process gets the same answer.
     n_total = CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error, max_texts=cfg.max_texts).count()
     if n_total == 0:
-        raise InputError(f"corpus {str(corpus)!r} is empty: it holds no non-blank {cfg.unit}")
+        raise error(InputError, "errors.analysis_corpus_empty", corpus=repr(str(corpus)),
+                    unit=Msg(f"errors.analysis_unit_{cfg.unit}") if cfg.unit in ("line", "paragraph", "file") else cfg.unit)
     model = _load_model(model, device)
     model.eval()
     c = model.config
@@ -272,7 +273,7 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     limit = model.tokenizer.max_length if model.tokenizer is not None else c.max_positions
     max_length = limit if cfg.max_length is None else cfg.max_length
     if max_length > limit:
-        raise ConfigError(f"max_length {max_length} is longer than the model's {limit} positions")
+        raise error(ConfigError, "errors.analysis_max_length_model", max_length=max_length, limit=limit)
     encoder = TextEncoder(model.tokenizer, max_length)
     acc = StatsAccumulator(c.n_layers, c.n_heads, NAMES + (DECODER_STATS if c.causal else ()))
     repeat = (repeat_settings(model, cfg.induction_seqs, cfg.induction_length, cfg.seed, max_length)
@@ -322,8 +323,8 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         examples = sorted(x for part in gathered for x in part)[:100]
     if acc.counters["texts"] == 0:
         n = acc.counters["skipped_decode"]
-        raise InputError(f"corpus {str(corpus)!r} has no text left to analyse: {n} line{'' if n == 1 else 's'} "
-                         f"skipped as undecodable, {acc.counters['empty']} empty")
+        raise error(InputError, "errors.analysis_nothing_left_one" if n == 1 else "errors.analysis_nothing_left",
+                    corpus=repr(str(corpus)), n=n, empty=acc.counters["empty"])
     means = acc.means()
     importance = means.pop("importance") if cfg.importance_texts > 0 else None
     baseline = float(means.pop("baseline_distance")[0, 0])

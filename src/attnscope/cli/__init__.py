@@ -187,14 +187,14 @@ def check_device(device: Optional[str], flag: str = "--device") -> Optional[str]
                         device=device)
         n = torch.cuda.device_count()
         if dev.index is not None and dev.index >= n:
-            raise InputError(f"{flag} {device}: there {'is' if n == 1 else 'are'} {n} CUDA "
-                             f"device{'' if n == 1 else 's'} (cuda:0..cuda:{n - 1})")
+            raise error(InputError, "errors.cli_cuda_index_one" if n == 1 else "errors.cli_cuda_index", flag=flag,
+                        device=device, n=n, last=n - 1)
         return device
     if dev.type == "mps":
         if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-            raise InputError(f"{flag} {device}: MPS is not available on this machine; use --device cpu")
+            raise error(InputError, "errors.cli_no_mps", flag=flag, device=device)
         return device
-    raise InputError(f"{flag} {device}: attnscope runs on cpu, cuda or mps, not {dev.type}")
+    raise error(InputError, "errors.cli_device_type", flag=flag, device=device, type=dev.type)
 
 
 class Parser(argparse.ArgumentParser):

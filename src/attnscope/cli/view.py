@@ -51,7 +51,7 @@ def run(args) -> int:
     if out.is_dir():
         raise error(InputError, "errors.output_folder", path=out, example=out / "attention.html")
     if not out.parent.is_dir():
-        raise InputError(f"cannot write {out}: the folder {out.parent} does not exist")
+        raise error(InputError, "errors.cli_patch_no_folder", path=out, folder=out.parent)
     check_new_file(out, args.overwrite)
     from ..models import load
     from ..viewer.html import render
@@ -67,6 +67,6 @@ def run(args) -> int:
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:
-        raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+        raise error(InputError, "errors.cli_cannot_write", path=out, why=e.strerror or e) from None
     print(f"wrote {out} ({len(page.encode('utf-8')) / 1024:.0f} KB); open it in a browser")
     return 0

@@ -19,6 +19,7 @@ import importlib
 from typing import Any
 
 from ..errors import ConfigError
+from ..i18n import error
 from .base import ExperimentResult
 
 #: name -> (module, one-line description)
@@ -32,7 +33,7 @@ EXPERIMENTS = {
 def get(name: str):
     """The module of experiment ``name`` (it has ``run(**options) -> ExperimentResult``)."""
     if name not in EXPERIMENTS:
-        raise ConfigError(f"unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
+        raise error(ConfigError, "errors.experiment_unknown", name=repr(name), names=", ".join(EXPERIMENTS))
     return importlib.import_module(f".{EXPERIMENTS[name][0]}", __name__)
 
 
@@ -50,9 +51,9 @@ def run(name: str, *, quick: bool = False, seed: int = 0, progress: bool = True,
     if not takes_any:
         extra = sorted(set(options) - accepted)
         if extra:
-            raise ConfigError(f"experiment {name!r} does not take {'option' if len(extra) == 1 else 'options'} "
-                              f"{', '.join(extra)}; "
-                              f"it takes {', '.join(sorted(accepted - {'quick', 'seed', 'progress'}))}")
+            raise error(ConfigError, "errors.experiment_option_one" if len(extra) == 1 else "errors.experiment_options",
+                        name=repr(name), extra=", ".join(extra),
+                        takes=", ".join(sorted(accepted - {"quick", "seed", "progress"})))
     return module.run(quick=quick, seed=seed, progress=progress, **options)
 
 

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Optional, Sequence
 import torch
 
 from ..errors import ConfigError
+from ..i18n import error
 from ..threads import torch_threads  # noqa: F401  (the experiments import it from here)
 
 
@@ -59,7 +60,7 @@ class ExperimentResult:
         """Write every output file into ``out`` (created if missing); return them by kind/name."""
         out = Path(out)
         if out.exists() and not out.is_dir():
-            raise ConfigError(f"output folder {str(out)!r} exists and is not a folder")
+            raise error(ConfigError, "errors.experiment_out_not_folder", path=repr(str(out)))
         out.mkdir(parents=True, exist_ok=True)
         files: dict[str, Path] = {}
         files["json"] = out / "results.json"
@@ -151,15 +152,15 @@ def progress_bar(iterable: Optional[Iterable] = None, *, total: Optional[int] = 
 def check_positive_int(name: str, value: Any, high: Optional[int] = None) -> int:
     """``value`` if it is an integer in [1, high] (``high`` bounds what memory or time allows)."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        raise error(ConfigError, "errors.experiment_positive_int", name=name, value=repr(value))
     if high is not None and value > high:
-        raise ConfigError(f"{name} must be at most {high:,}, got {value:,}")
+        raise error(ConfigError, "errors.experiment_at_most", name=name, high=f"{high:,}", value=f"{value:,}")
     return value
 
 
 def check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
-        raise ConfigError(f"seed must be an integer in [0, 2^31), got {seed!r}")
+        raise error(ConfigError, "errors.experiment_seed", value=repr(seed))
     return seed
 
 
@@ -170,17 +171,18 @@ def check_int_list(name: str, values: Any, *, low: int = 1, high: Optional[int] 
     try:
         vals = tuple(values)
     except TypeError:
-        raise ConfigError(f"{name} must be a list of integers, got {values!r}") from None
+        raise error(ConfigError, "errors.experiment_int_list", name=name, value=repr(values)) from None
     if not vals:
-        raise ConfigError(f"{name} must not be empty")
+        raise error(ConfigError, "errors.experiment_empty", name=name)
     for v in vals:
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ConfigError(f"{name} must contain integers, got {v!r}")
+            raise error(ConfigError, "errors.experiment_not_int", name=name, value=repr(v))
         if v < low or (high is not None and v > high):
-            hi = "" if high is None else f", at most {high}"
-            raise ConfigError(f"{name}: {v} is out of range (at least {low}{hi})")
+            if high is None:
+                raise error(ConfigError, "errors.experiment_range_low", name=name, value=v, low=low)
+            raise error(ConfigError, "errors.experiment_range", name=name, value=v, low=low, high=high)
     if len(set(vals)) != len(vals):
-        raise ConfigError(f"{name} has duplicates: {list(vals)}")
+        raise error(ConfigError, "errors.experiment_duplicates", name=name, values=list(vals))
     return tuple(sorted(vals))
 
 
@@ -190,10 +192,11 @@ def check_names(name: str, values: Any, allowed: Sequence[str]) -> tuple[str, ..
         values = (values,)
     vals = tuple(values)
     if not vals:
-        raise ConfigError(f"{name} must not be empty; choose from {', '.join(allowed)}")
+        raise error(ConfigError, "errors.experiment_empty_choose", name=name, allowed=", ".join(allowed))
     unknown = [v for v in vals if v not in allowed]
     if unknown:
-        raise ConfigError(f"unknown {name} {', '.join(map(repr, unknown))}; choose from {', '.join(allowed)}")
+        raise error(ConfigError, "errors.experiment_unknown_name", name=name, unknown=", ".join(map(repr, unknown)),
+                    allowed=", ".join(allowed))
     return tuple(a for a in allowed if a in vals)
 
 

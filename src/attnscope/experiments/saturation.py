@@ -34,6 +34,7 @@ import torch
 from .. import i18n
 from ..errors import ConfigError
 from ..functional import softmax
+from ..i18n import error
 from ..reference import score_factor
 from .base import ExperimentResult, check_int_list, check_positive_int, check_seed, figure_rc, fmt_num, md_table, progress_bar
 
@@ -87,7 +88,7 @@ def top_two_gap_density(S: int, n_grid: int = 200_001) -> float:
     S−2 lie below), by the trapezoidal rule on [−12, 12] in float64.
     """
     if S < 2:
-        raise ConfigError(f"the gap between the two largest scores needs S >= 2 keys, got {S}")
+        raise error(ConfigError, "errors.experiment_gap_keys", S=S)
     x = torch.linspace(-12.0, 12.0, n_grid, dtype=torch.float64)
     phi = torch.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
     Phi = 0.5 * (1 + torch.erf(x / math.sqrt(2.0)))
@@ -150,12 +151,12 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     d_ks = check_int_list("d_k", DEFAULT_D_KS if d_ks is None else d_ks, low=1, high=65536)
     S = check_positive_int("length", length, high=4096)
     if S < 2:
-        raise ConfigError(f"length (keys per row) must be at least 2 for softmax to choose, got {S}")
+        raise error(ConfigError, "errors.experiment_length", S=S)
     R = check_positive_int("rows", rows if rows is not None else (4000 if quick else 20000), high=10**6)
     if R * S > 2**25:  # each (rows, length) float64 array would pass 256 MiB
-        raise ConfigError(f"rows × length = {R:,} × {S:,} is too large (at most {2**25:,} scores per d_k)")
+        raise error(ConfigError, "errors.experiment_too_large", R=f"{R:,}", S=f"{S:,}", most=f"{2**25:,}")
     if R < 2:
-        raise ConfigError(f"rows must be at least 2 to estimate standard errors, got {R}")
+        raise error(ConfigError, "errors.experiment_rows", R=R)
     params = {"quick": quick, "seed": seed, "d_ks": list(d_ks), "length": S, "rows": R,
               "saturated_threshold": SATURATED}
 

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
+from ..i18n import error
 
 IGNORE = -100
 TASKS = ("recall", "lm")
@@ -59,14 +60,13 @@ class AssociativeRecall:
         for f in ("n_keys", "n_values", "n_pairs", "n_queries"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise ConfigError(f"recall task: {f} must be a positive integer, got {v!r}")
+                raise error(ConfigError, "errors.experiment_recall_positive", name=f, value=repr(v))
         if self.n_pairs > self.n_keys:
-            raise ConfigError(f"recall task: n_pairs ({self.n_pairs}) cannot exceed n_keys ({self.n_keys}): "
-                              "keys in a sequence are distinct")
+            raise error(ConfigError, "errors.experiment_recall_pairs", n_pairs=self.n_pairs, n_keys=self.n_keys)
         if self.n_queries > self.n_pairs:
-            raise ConfigError(f"recall task: n_queries ({self.n_queries}) cannot exceed n_pairs ({self.n_pairs})")
+            raise error(ConfigError, "errors.experiment_recall_queries", n_queries=self.n_queries, n_pairs=self.n_pairs)
         if self.n_values < 2:
-            raise ConfigError("recall task: n_values must be at least 2")
+            raise error(ConfigError, "errors.experiment_recall_values")
 
     @property
     def vocab_size(self) -> int:
@@ -113,10 +113,10 @@ class CharLM:
 
     def __post_init__(self) -> None:
         if isinstance(self.seq_len, bool) or not isinstance(self.seq_len, int) or self.seq_len < 2:
-            raise ConfigError(f"lm task: seq_len must be an integer >= 2, got {self.seq_len!r}")
+            raise error(ConfigError, "errors.experiment_lm_seq_len", value=repr(self.seq_len))
         c = corpus(self.min_count)
         if self.seq_len + 1 > len(c["heldout"]):
-            raise ConfigError(f"lm task: seq_len {self.seq_len} is longer than the held-out text")
+            raise error(ConfigError, "errors.experiment_lm_too_long", value=self.seq_len)
         self._c = c
 
     @property
@@ -163,7 +163,7 @@ def make_task(name: str, **options):
         return AssociativeRecall(**options)
     if name == "lm":
         return CharLM(**options)
-    raise ConfigError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
+    raise error(ConfigError, "errors.experiment_unknown_task", name=repr(name), names=", ".join(TASKS))
 
 
 def eval_set(task, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -187,8 +187,7 @@ def corpus_text() -> tuple[str, str]:
     try:
         from pydoc_data.topics import topics
     except ImportError:  # some distributions strip it
-        raise ConfigError("the lm task needs the standard-library module pydoc_data (the text of help()), "
-                          "which this Python does not have; run with --tasks recall") from None
+        raise error(ConfigError, "errors.experiment_lm_pydoc") from None
     return "\n".join(topics[k] for k in sorted(topics)), "pydoc_data.topics (Python Language Reference text)"
 
 
@@ -249,5 +248,5 @@ def task_options(task) -> dict:
                 "n_queries": task.n_queries, "threshold": task.threshold}
     if isinstance(task, CharLM):
         return {"name": "lm", "seq_len": task.seq_len, "min_count": task.min_count}
-    raise ConfigError(f"not a task: {task!r}")
+    raise error(ConfigError, "errors.experiment_not_task", task=repr(task))
 

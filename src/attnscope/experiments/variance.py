@@ -23,6 +23,7 @@ import torch
 
 from .. import i18n
 from ..errors import ConfigError
+from ..i18n import error
 from .base import (
     ExperimentResult,
     check_int_list,
@@ -96,7 +97,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     d_ks = check_int_list("d_k", DEFAULT_D_KS if d_ks is None else d_ks, low=1, high=65536)
     n = check_positive_int("samples", samples if samples is not None else (4000 if quick else 40000), high=MAX_SAMPLES)
     if n < 2:
-        raise ConfigError(f"samples must be at least 2 to estimate a variance, got {n}")
+        raise error(ConfigError, "errors.experiment_samples", n=n)
     dists = check_names("distribution", distributions or tuple(DISTRIBUTIONS), tuple(DISTRIBUTIONS))
     hist_n = check_positive_int("hist_n", hist_n if hist_n is not None else (300 if quick else 1000))
     params = {"quick": quick, "seed": seed, "d_ks": list(d_ks), "samples": n,

@@ -8,6 +8,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import InputError
+from ..i18n import error
 
 #: Tokens a comparison never picks by itself (the first token two texts share is compared).
 SPECIAL = {"[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>", "<|endoftext|>"}
@@ -23,8 +24,7 @@ def hidden_states(trace, text: int = 0) -> list[tuple[str, np.ndarray]]:
     out = []
     for name in ["embed.out"] + [f"layers.{i}.out" for i in range(trace.n_layers)]:
         if name not in trace:
-            raise InputError(f"the trace has no {name!r}; trace the text with names=None (everything) "
-                             f"or include {name!r}")
+            raise error(InputError, "errors.viewer_trace_lacks", name=repr(name))
         out.append((name, trace[name][text][:n].detach().cpu().double().numpy()))
     return out
 
@@ -44,13 +44,12 @@ def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]]
         match = find(Pieces(tuple(toks), tuple(shown)), token)
         if match.spans:
             return match.spans[0][1]
-        raise InputError(f"token {token!r} is not among the tokens {shown}")
+        raise error(InputError, "errors.viewer_token_not_among", token=repr(token), shown=shown)
     others = {norm(t) for t in (other or []) if t not in SPECIAL}
     for i, t in enumerate(toks):
         if t not in SPECIAL and norm(t) in others:
             return i
-    raise InputError(f"the two texts share no token (tokens {shown} and {other}); "
-                     "pick texts with a common word")
+    raise error(InputError, "errors.viewer_no_shared_token", shown=shown, other=other)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

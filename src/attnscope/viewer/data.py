@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import error
 from ..positions import causal_window_mask, get_position, layer_inv_freq, rotates
 from .context import context_comparison
 
@@ -98,8 +99,7 @@ def _check_weights(trace, layer: int, index: int, w: np.ndarray) -> None:
     for traced, ours in pairs:
         err = float(np.max(np.abs(traced.detach().cpu().double().numpy() - ours)))
         if not err <= REPRODUCE_TOL:
-            raise InputError(f"layer {layer}: softmax(factor·q·kᵀ) differs from the traced attention "
-                             f"weights by {err:.3g}; the viewer only shows plain dot-product attention")
+            raise error(InputError, "errors.viewer_not_dot_product", layer=layer, err=f"{err:.3g}")
 
 
 def operand_steps(config) -> tuple[str, str]:
@@ -149,8 +149,7 @@ def bias_rows(trace, n: int) -> Optional[dict]:
     if b is None:
         return None
     if not np.array_equal(b, np.broadcast_to(b[:, -1:, :], b.shape)):
-        raise InputError(f"the position scheme {trace.config.position!r} adds a score term that depends on the "
-                         f"query; the viewer's page only adds terms of the key (ALiBi's)")
+        raise error(InputError, "errors.viewer_position_query", scheme=repr(trace.config.position))
     return {"scheme": trace.config.position, "rows": b[:, -1, :].tolist()}
 
 
@@ -196,12 +195,12 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
     float32 rounding (~1e-6 relative).
     """
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= MAX_DECIMALS:
-        raise InputError(f"decimals must be an integer in 0..{MAX_DECIMALS}, got {decimals!r}")
+        raise error(InputError, "errors.viewer_decimals", most=MAX_DECIMALS, value=repr(decimals))
     if isinstance(trace, (list, tuple)):
         if not trace:
-            raise InputError("no trace to show")
+            raise error(InputError, "errors.viewer_no_trace")
         if texts is not None:
-            raise InputError("texts= selects texts of one trace; with a list of traces, pass only those to show")
+            raise error(InputError, "errors.viewer_texts_with_list")
         pairs = [(t, 0) for t in trace]
     else:
         idx = list(range(len(trace.tokens))) if texts is None else [trace.check_text(i) for i in texts]
@@ -211,7 +210,7 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
     data["texts"] = [_text_entry(t, i, check, rope) for t, i in pairs]
     if compare is True:
         if len(pairs) < 2:
-            raise InputError("a comparison needs two texts")
+            raise error(InputError, "errors.viewer_compare_two")
         (ta, ia), (tb, ib) = pairs[0], pairs[1]
         data["compare"] = context_comparison(ta, tb if tb is not ta else None, token=token, index_a=ia, index_b=ib)
     elif compare is not None:
@@ -231,10 +230,10 @@ def page_header(pairs: list, decimals: int) -> dict:
     rope = rope_tables(cfg, n_max)
     if rope is not None and cfg.rope_scaling and cfg.rope_scaling.get("rope_type") == "dynamic" and \
             len({t.length(i) for t, i in pairs}) > 1:
-        raise InputError("dynamic RoPE scaling depends on the text's length; show texts of one length per page")
+        raise error(InputError, "errors.viewer_dynamic_rope")
     for t, _ in pairs[1:]:
         if t.config != cfg or _model_name(t) != _model_name(first):
-            raise InputError("all traces of one page must come from the same model")
+            raise error(InputError, "errors.viewer_same_model")
     return {
         "format": FORMAT, "version": VERSION,
         "model": _model_name(first), "family": getattr(first, "family", None),
@@ -264,8 +263,7 @@ def layer_masks(config, n: int) -> Optional[list[str]]:
     names = [kind(i) for i in range(config.n_layers)]
     for i, name in enumerate(names):
         if not _draws_window(get_position(name), config.window(i), n):
-            raise InputError(f"layer {i}'s mask scheme {name!r} hides other keys than a causal window; the "
-                             f"viewer's page draws causal windows only")
+            raise error(InputError, "errors.viewer_mask_scheme", layer=i, name=repr(name))
     return names
 
 
@@ -288,8 +286,7 @@ def _require(trace, names: list[str]) -> None:
     """InputError naming the first of ``names`` the trace lacks (the page needs them all)."""
     for name in names:
         if name not in trace:
-            raise InputError(f"the trace has no {name!r}; trace the text with names=None (everything) "
-                             f"or include {name!r}")
+            raise error(InputError, "errors.viewer_trace_lacks", name=repr(name))
 
 
 def _model_name(trace) -> str:

@@ -14,6 +14,7 @@ model's: the page draws them as for any text (:mod:`attnscope.viewer.data`).
 from __future__ import annotations
 
 from ..errors import InputError
+from ..i18n import error
 from . import data as _data
 from .attribution_view import add_attribution, same_ids
 
@@ -29,7 +30,7 @@ def generation_data(model, gen, *, decimals: int = 4, attribution: bool = False)
 
     ids = gen.ids
     if not gen.new_ids:
-        raise InputError("the generation has no new tokens to show; generate at least one")
+        raise error(InputError, "errors.viewer_no_new_tokens")
     t = torch.tensor([ids])
     tokens = [model.tokenizer.id_to_token(i) for i in ids]
     batch = Batch(t, torch.ones_like(t), torch.zeros_like(t), [tokens], [gen.prompt + gen.text])

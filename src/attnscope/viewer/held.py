@@ -40,6 +40,7 @@ import torch
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import error
 from ..positions import get_position
 from ..threads import torch_threads
 from ..trace.read import check_index
@@ -228,7 +229,7 @@ class HeldText:
 
     def _check_rows(self, q0: int, q1: int) -> None:
         if not 0 <= q0 < q1 <= self.n:
-            raise InputError(f"query rows {q0}..{q1 - 1} are out of range: the text has {self.n} tokens (0..{self.n - 1})")
+            raise error(InputError, "errors.viewer_rows_range", first=q0, last=q1 - 1, n=self.n, top=self.n - 1)
 
     # ------------------------------------------------------------------------------------------
     @one_thread
@@ -239,8 +240,8 @@ class HeldText:
             self.check(layer, h)
         size = len(heads) * (q1 - q0) * self.n
         if size > MAX_ROW_VALUES:
-            raise InputError(f"{len(heads)} heads × {q1 - q0} rows × {self.n} keys = {size:,} weights; "
-                             f"ask for at most {MAX_ROW_VALUES:,} at once")
+            raise error(InputError, "errors.viewer_too_many_weights", heads=len(heads), rows=q1 - q0, keys=self.n,
+                        size=f"{size:,}", most=f"{MAX_ROW_VALUES:,}")
         return self._weights(layer, heads, q0, q1).numpy() if heads else np.zeros((0, q1 - q0, self.n))
 
     @one_thread
@@ -288,10 +289,10 @@ class HeldText:
         self.check(layer, head)
         self._check_rows(q0, q1)
         if not 0 <= k0 < k1 <= self.n:
-            raise InputError(f"keys {k0}..{k1 - 1} are out of range: the text has {self.n} tokens (0..{self.n - 1})")
+            raise error(InputError, "errors.viewer_keys_range", first=k0, last=k1 - 1, n=self.n, top=self.n - 1)
         for what, x in (("rows", rows), ("cols", cols)):
             if not 1 <= x <= MAX_CELLS:
-                raise InputError(f"{what} must be in 1..{MAX_CELLS}, got {x}")
+                raise error(InputError, "errors.viewer_cells", what=what, most=MAX_CELLS, value=x)
         R_, C_ = min(rows, q1 - q0), min(cols, k1 - k0)
         redges = q0 + (np.arange(R_ + 1) * (q1 - q0)) // R_
         cedges = k0 + (np.arange(C_ + 1) * (k1 - k0)) // C_

@@ -32,6 +32,7 @@ from pydantic import Field
 
 from ..errors import InputError
 from ..fonts import font_face_css
+from ..i18n import error
 from . import data as view_data_mod
 from .context import context_comparison
 from .held import THUMB, HeldText
@@ -84,7 +85,7 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
     if max(lengths) <= (ship_up_to(model.config) if ship is None else ship):
         return view_data(model, text, compare=compare, token=token, decimals=decimals)
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= view_data_mod.MAX_DECIMALS:
-        raise InputError(f"decimals must be an integer in 0..{view_data_mod.MAX_DECIMALS}, got {decimals!r}")
+        raise error(InputError, "errors.viewer_decimals", most=view_data_mod.MAX_DECIMALS, value=repr(decimals))
     qs, ks = view_data_mod.operand_steps(model.config)
     names = [f"layers.*.attn.{s}" for s in (qs, ks, "v")]
     if compare is not None:  # the context view's hidden states: read once, then dropped
@@ -172,9 +173,9 @@ def add_routes(app, model, worker, store: TextStore, base) -> None:
 
     def check_heads(heads: list) -> list:
         if not heads:
-            raise InputError("heads is empty; name at least one head")
+            raise error(InputError, "errors.viewer_heads_empty")
         if len(set(heads)) != len(heads):
-            raise InputError(f"heads {heads} repeats a head")
+            raise error(InputError, "errors.viewer_heads_repeat", heads=heads)
         return heads
 
     @app.post("/api/held/rows", summary="Weights of some query rows of a held text (float64)")
@@ -193,7 +194,7 @@ def add_routes(app, model, worker, store: TextStore, base) -> None:
     @app.post("/api/held/vectors", summary="q and k of a held text at some positions, before and after the rotation")
     async def vectors(req: VectorsRequest) -> dict:
         if not 1 <= len(req.positions) <= 64:
-            raise InputError(f"positions must name 1..64 tokens, got {len(req.positions)}")
+            raise error(InputError, "errors.viewer_positions_count", n=len(req.positions))
         h = held(req)
         v = await worker.run(h.vectors, req.layer, req.head, req.positions)
         return {"layer": req.layer, "head": req.head, "positions": req.positions, **{k: array(x) for k, x in v.items()}}

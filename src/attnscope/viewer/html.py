@@ -11,7 +11,7 @@ from typing import Optional, Union
 
 from ..errors import InputError
 from ..fonts import font_face_css
-from ..i18n import TABLES, check_lang
+from ..i18n import TABLES, check_lang, error
 from .data import all_text
 
 
@@ -126,5 +126,5 @@ def write_page(path: Union[str, Path], page: str) -> Path:
     try:
         path.write_text(page, encoding="utf-8")
     except OSError as e:
-        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+        raise error(InputError, "errors.cli_cannot_write", path=path, why=e.strerror or e) from None
     return path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..errors import InputError
-from ..i18n import error, word
+from ..i18n import Msg, error, word
 from . import data as _data
 from .attribution_view import add_attribution
 
@@ -59,7 +59,13 @@ def display_tokens(model, tokens: Sequence[str]) -> list:
 
 
 def unicode_problem(text: str) -> Optional[str]:
-    """Why ``text`` is not valid Unicode (a sentence), or None when it is.
+    """Why ``text`` is not valid Unicode (a sentence, in English), or None when it is."""
+    problem = unicode_problem_msg(text)
+    return None if problem is None else str(problem)
+
+
+def unicode_problem_msg(text: str) -> Optional[Msg]:
+    """Why ``text`` is not valid Unicode (a message to write in any language), or None when it is.
 
     Python strings can hold lone surrogates: from a JSON ``"\\ud800"`` escape without its pair,
     or from command-line bytes that are not UTF-8 (decoded with surrogateescape to U+DC80..DCFF).
@@ -68,10 +74,9 @@ def unicode_problem(text: str) -> Optional[str]:
     for i, c in enumerate(text):
         o = ord(c)
         if 0xDC80 <= o <= 0xDCFF:
-            return (f"is not valid UTF-8: byte 0x{o - 0xDC00:02X} at character {i} (is the terminal's "
-                    "or the file's encoding UTF-8?)")
+            return Msg("errors.viewer_not_utf8", byte=f"{o - 0xDC00:02X}", i=i)
         if 0xD800 <= o <= 0xDFFF:
-            return f"is not valid Unicode: a lone surrogate U+{o:04X} at character {i}"
+            return Msg("errors.viewer_surrogate", code=f"{o:04X}", i=i)
     return None
 
 
@@ -82,7 +87,7 @@ def check_text(text: str, what: str = "text", max_chars: Optional[int] = None) -
         raise error(InputError, "errors.empty_type", what=word(what))
     if max_chars is not None and len(text) > max_chars:
         raise error(InputError, "errors.text_chars", what=word(what), n=len(text), limit=max_chars)
-    problem = unicode_problem(text)
+    problem = unicode_problem_msg(text)
     if problem:
-        raise InputError(f"{what} {problem}")
+        raise error(InputError, "errors.viewer_text_problem", what=word(what), problem=problem)
     return text

@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
+from ..i18n import error
 from .data import FORMAT, MAX_DECIMALS, REPRODUCE_TOL, VERSION, encode
 
 #: The three attentions of an encoder–decoder model, in the order the page offers them.
@@ -112,7 +113,7 @@ def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> di
         if bias is not None and att in bias:
             b = buckets(bias, att, q.shape[2], k.shape[2])
             if b.max() > 255:
-                raise InputError(f"T5 buckets above 255 ({b.max()}) do not fit the page's uint8 table")
+                raise error(InputError, "errors.viewer_t5_buckets", most=b.max())
             part["buckets"] = encode(b.astype(np.uint8))  # (n_q, n_k)
         if check:
             for layer in range(n_layers):
@@ -120,8 +121,7 @@ def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> di
                 traced = R.as_f64(trace.step(layer, "weights", 0, text=0, attention=att))  # (n_q, n_k)
                 err = float(np.max(np.abs(traced - w[0])))
                 if not err <= REPRODUCE_TOL:
-                    raise InputError(f"{att} attention, layer {layer}: the page's softmax(factor·q·kᵀ + bias) differs "
-                                     f"from the model's weights by {err:.3g}")
+                    raise error(InputError, "errors.viewer_s2s_differs", att=att, layer=layer, err=f"{err:.3g}")
         entry[att] = part
     return entry
 
@@ -148,16 +148,16 @@ def seq2seq_view_data(model, source: str, target: str, *, decimals: int = 4, che
 def build_pairs(model, pairs: Sequence[tuple[str, str]], *, decimals: int = 4, check: bool = True) -> dict:
     """The page data of several (source, target) pairs, each traced on its own."""
     if not is_seq2seq(model):
-        raise InputError(f"{model.name} is not an encoder–decoder model; a target text is only for T5 and BART")
+        raise error(InputError, "errors.viewer_not_seq2seq", name=model.name)
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= MAX_DECIMALS:
-        raise InputError(f"decimals must be an integer in 0..{MAX_DECIMALS}, got {decimals!r}")
+        raise error(InputError, "errors.viewer_decimals", most=MAX_DECIMALS, value=repr(decimals))
     if not pairs:
-        raise InputError("no (source, target) pair to show")
+        raise error(InputError, "errors.viewer_no_pair")
     for source, target in pairs:
         if source is None or not str(source).strip():
-            raise InputError("the source text is empty: an encoder–decoder model reads the source first")
+            raise error(InputError, "errors.viewer_source_empty")
         if target is None:
-            raise InputError("an encoder–decoder page needs the decoder's text too: give a target")
+            raise error(InputError, "errors.viewer_needs_target")
     cfg = model.config
     factor = R.operand_factor(cfg.scoring, int(cfg.d_head))
     bias = bias_tables(model)

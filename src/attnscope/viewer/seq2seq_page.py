@@ -15,7 +15,7 @@ from typing import Optional, Union
 
 from ..errors import InputError
 from ..fonts import font_face_css
-from ..i18n import check_lang
+from ..i18n import check_lang, error
 from .html import asset, data_page, script, server_page, ui_text, write_page
 from .seq2seq import all_text, seq2seq_view_data
 
@@ -59,14 +59,11 @@ def cli_page(model, text: str, target: Optional[str], *, compare: Optional[str] 
 
     if not is_seq2seq(model):
         if target is not None:
-            raise InputError(f"--target is the decoder's text of an encoder–decoder model (T5, BART); {model.name} "
-                             f"({model.family}) reads one text: leave --target out")
+            raise error(InputError, "errors.viewer_target_one_text", name=model.name, family=model.family)
         return None
     if target is None:
         where = getattr(model, "path", None) or model.name
-        raise InputError(f"{model.name} is an encoder–decoder model: TEXT is its source; give the decoder's text with "
-                         f"--target (e.g. the model's own output: attnscope generate TEXT --model {where})")
+        raise error(InputError, "errors.viewer_give_target", name=model.name, where=where)
     if compare is not None:
-        raise InputError("--compare (the context view) is for one-text models; an encoder–decoder page shows "
-                         "encoder, decoder and cross-attention of TEXT and --target")
+        raise error(InputError, "errors.viewer_compare_seq2seq")
     return render(seq2seq_view_data(model, text, target, decimals=decimals), lang=lang)

@@ -20,6 +20,7 @@ from pydantic import Field
 
 from ..errors import InputError
 from ..fonts import font_face_css
+from ..i18n import error
 from .data import MAX_DECIMALS
 from .run import check_text
 from .seq2seq import all_text, is_seq2seq, seq2seq_view_data
@@ -51,16 +52,14 @@ def add_routes(app, model, worker, max_chars: int, base, lang: str = "en") -> bo
     @app.post("/api/view", summary="Page data for the encoder–decoder viewer (encoder, decoder and cross views)")
     async def seq2seq_view(req: Seq2SeqViewRequest) -> JSONResponse:
         if req.text is not None:
-            raise InputError(f"{model.name} is an encoder–decoder model: send the encoder's text as 'source' and "
-                             f"the decoder's as 'target', not 'text'")
+            raise error(InputError, "errors.viewer_send_not_text", name=model.name)
         if req.source is None and req.target is not None:
-            raise InputError("a target needs its source: an encoder–decoder model reads the source first; send "
-                             "'source' too")
+            raise error(InputError, "errors.viewer_target_needs_source")
         if req.source is None:
-            raise InputError("send the encoder's text as 'source' and the decoder's as 'target'")
+            raise error(InputError, "errors.viewer_send_source")
         check_text(req.source, "source", max_chars)
         if req.target is None:
-            raise InputError("an encoder–decoder model needs the decoder's text too: send 'target'")
+            raise error(InputError, "errors.viewer_send_target")
         check_text(req.target, "target", max_chars)
         source, target = str(req.source), str(req.target)
 

@@ -56,6 +56,7 @@ from typing import Any
 
 from ... import i18n
 from ...errors import ConfigError
+from ...i18n import error
 from ..base import ExperimentResult, check_seed
 from ..tasks import make_task
 from .grid import execute, run_label, run_specs
@@ -100,9 +101,8 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
     known = set(inspect.signature(make_settings).parameters) - {"quick"}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise ConfigError(f"experiment 'training' does not take {'option' if len(unknown) == 1 else 'options'} "
-                          f"{', '.join(unknown)}; "
-                          f"it takes {', '.join(sorted(known | {'jobs'}))}")
+        raise error(ConfigError, "errors.experiment_option_one" if len(unknown) == 1 else "errors.experiment_options",
+                    name="'training'", extra=", ".join(unknown), takes=", ".join(sorted(known | {"jobs"})))
     settings = make_settings(quick=quick, **options)
     task_objs = {t: make_task(t) for t in settings.tasks}
     specs = run_specs(settings, seed, task_objs)
@@ -162,15 +162,16 @@ def load(folder, lang: str = "en") -> ExperimentResult:
     folder = Path(folder)
     path = folder / "results.json"
     if not path.is_file():
-        raise ConfigError(f"no results.json in {str(folder)!r} to re-render")
+        raise error(ConfigError, "errors.experiment_no_results", folder=repr(str(folder)))
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ConfigError(f"cannot read {str(path)!r}: {e}") from None
+        raise error(ConfigError, "errors.experiment_cannot_read", path=repr(str(path)), why=e) from None
     if not isinstance(saved, dict) or not isinstance(saved.get("data"), dict):
-        raise ConfigError(f"{str(path)!r} is not an attnscope results file (expected an object with 'data')")
+        raise error(ConfigError, "errors.experiment_not_results", path=repr(str(path)))
     if saved.get("experiment") != "training":
-        raise ConfigError(f"{str(path)!r} holds experiment {saved.get('experiment')!r}, not 'training'")
+        raise error(ConfigError, "errors.experiment_not_training", path=repr(str(path)),
+                    name=repr(saved.get("experiment")))
     timing_path = folder / "timing.json"
     try:
         timing = json.loads(timing_path.read_text(encoding="utf-8")) if timing_path.is_file() else {}
@@ -178,16 +179,14 @@ def load(folder, lang: str = "en") -> ExperimentResult:
         timing = {}  # wall-clock times only: the report says "0 s" rather than refusing to re-render
     runs = saved["data"].get("runs")
     if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
-        raise ConfigError(f"{str(path)!r}: data.runs must be a list of runs")
+        raise error(ConfigError, "errors.experiment_runs_list", path=repr(str(path)))
     if not isinstance(saved.get("params"), dict) or not isinstance(saved["data"].get("tasks"), dict):
-        raise ConfigError(f"{str(path)!r} lacks params or data.tasks (written by another version of attnscope?); "
-                          "run the experiment again")
+        raise error(ConfigError, "errors.experiment_lacks_params", path=repr(str(path)))
     needed = {"task", "variant", "d_k", "seed", "seed_index", "curve", "steps_to_threshold", "final_loss",
               "init_entropy_norm", "init_grad_scores", "mean_grad_scores", "stalled", "diverged"}
     missing = sorted(needed - set(runs[0])) if runs else ["runs"]
     if missing:
-        raise ConfigError(f"{str(path)!r} lacks {', '.join(missing)} (written by another version of "
-                          "attnscope?); run the experiment again")
+        raise error(ConfigError, "errors.experiment_lacks", path=repr(str(path)), missing=", ".join(missing))
     for r in runs:  # JSON null back to NaN where the code expects floats
         for k, v in list(r.items()):
             if v is None and k not in ("steps_to_threshold",):

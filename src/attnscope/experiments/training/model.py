@@ -11,6 +11,7 @@ from torch import nn
 
 from ...config import TransformerConfig
 from ...errors import ConfigError
+from ...i18n import error
 from ...modules import TransformerEncoder
 from ...modules.encoder import EncoderLayer
 from .settings import VARIANTS, Settings
@@ -31,7 +32,7 @@ class TaskModel(nn.Module):
 def model_config(task, variant: str, d_k: int, settings: Settings) -> TransformerConfig:
     """The encoder config of one run; the "t5" variant uses unscaled scoring (see :func:`fold_scale`)."""
     if variant not in VARIANTS:
-        raise ConfigError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+        raise error(ConfigError, "errors.experiment_unknown_variant", name=repr(variant), names=", ".join(VARIANTS))
     return TransformerConfig(
         vocab_size=task.vocab_size, d_model=settings.d_model, n_heads=settings.d_model // d_k,
         n_layers=settings.n_layers, d_ff=settings.d_ff, max_positions=task.seq_len, type_vocab_size=0,

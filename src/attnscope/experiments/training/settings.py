@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ...errors import ConfigError
+from ...i18n import error
 from ..base import check_int_list, check_names, check_positive_int
 from ..tasks import TASKS
 
@@ -49,7 +50,8 @@ def _per_task(name: str, value, tasks: Sequence[str], check) -> dict:
     if isinstance(value, dict):
         missing = [t for t in tasks if t not in value]
         if missing:
-            raise ConfigError(f"{name} has no value for task{'' if len(missing) == 1 else 's'} {', '.join(missing)}")
+            raise error(ConfigError, "errors.experiment_no_value_task" + ("" if len(missing) == 1 else "s"), name=name,
+                        tasks=", ".join(missing))
         return {t: check(f"{name}[{t}]", value[t]) for t in tasks}
     return {t: check(name, value) for t in tasks}
 
@@ -65,9 +67,7 @@ def make_settings(*, quick: bool = False, tasks=None, variants=None, d_ks=None, 
     d_ks = check_int_list("d_k", d_ks if d_ks is not None else s.d_ks, low=1)
     for d in d_ks:
         if d > d_model or d_model % d:
-            raise ConfigError(f"d_k = {d} does not divide d_model = {d_model}: each of the n_heads = "
-                              f"d_model / d_k heads needs d_k dimensions (choose d_k from the divisors of "
-                              f"{d_model}, or change --d-model)")
+            raise error(ConfigError, "errors.experiment_dk_divides", d=d, d_model=d_model)
     at_most = lambda high: (lambda n, v: check_positive_int(n, v, high=high))  # noqa: E731
     seeds = _per_task("seeds", seeds if seeds is not None else s.seeds, tasks, at_most(100))
     steps = _per_task("steps", steps if steps is not None else s.steps, tasks, at_most(10**6))
@@ -76,14 +76,13 @@ def make_settings(*, quick: bool = False, tasks=None, variants=None, d_ks=None, 
     eval_every = check_positive_int("eval_every", eval_every if eval_every is not None else s.eval_every)
     for t in tasks:
         if eval_every > steps[t]:
-            raise ConfigError(f"eval_every ({eval_every}) is larger than the {steps[t]} steps of task {t!r}: "
-                              "the run would never be evaluated during training")
+            raise error(ConfigError, "errors.experiment_eval_every", eval_every=eval_every, steps=steps[t], task=repr(t))
     lr = s.lr if lr is None else lr
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (0 < lr < 10) or not math.isfinite(lr):
-        raise ConfigError(f"learning rate must be a number in (0, 10), got {lr!r}")
+        raise error(ConfigError, "errors.experiment_lr", value=repr(lr))
     init = s.init if init is None else init
     if init not in INITS:
-        raise ConfigError(f"unknown init {init!r}; choose from {', '.join(INITS)}")
+        raise error(ConfigError, "errors.experiment_unknown_init", name=repr(init), names=", ".join(INITS))
     return replace(s, tasks=tasks, variants=variants, d_ks=d_ks, seeds=seeds, steps=steps, batch=batch,
                    eval_size=eval_size, d_model=d_model,
                    n_layers=check_positive_int("n_layers", n_layers if n_layers is not None else s.n_layers, high=48),
