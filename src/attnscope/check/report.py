@@ -179,7 +179,7 @@ def render(r, format: str = "rich", lang: str = "en") -> str:
     if format not in FORMATS:
         raise error(ConfigError, "errors.check_unknown_format", format=repr(format), formats=", ".join(FORMATS))
     if lang not in i18n.LANGS:
-        raise error(ConfigError, "errors.check_unknown_lang", lang=repr(lang), langs=", ".join(i18n.LANGS))
+        raise error(ConfigError, "errors.check_unknown_lang", language=repr(lang), langs=", ".join(i18n.LANGS))
     if format == "json":
         return json.dumps(to_dict(r), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
     ctx = Ctx(lang, 4, "text")

@@ -101,7 +101,7 @@ def options_for(name: str, args) -> dict:
         opts[kw] = value
     if args.lang != "en":
         if name not in LANG_EXPERIMENTS:
-            raise error(ConfigError, "errors.cli_experiment_lang", lang=args.lang, name=repr(name),
+            raise error(ConfigError, "errors.cli_experiment_lang", language=args.lang, name=repr(name),
                         names=", ".join(LANG_EXPERIMENTS))
         opts["lang"] = args.lang
     if name == "training" and "jobs" not in opts:

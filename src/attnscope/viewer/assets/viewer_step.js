@@ -97,7 +97,7 @@
     var rope = cfg.rope[s.layer], inv = rope.inv_freq;
     var qp = t.vec(s.layer, 0, s.focus), qr = t.operand(s.layer, 0, s.focus), kp = t.vec(s.layer, 1, s.focus), kr = t.operand(s.layer, 1, s.focus);
     var box = el("div", { cls: "as-rot", "data-testid": "rotation" }, wrap);
-    el("div", { cls: "as-note", "data-testid": "rotation-note", text: tr("viewer.rot_note", { half: half, q: q, token: t.tokens[key], key: key,
+    el("div", { cls: "as-note", "data-testid": "rotation-note", text: tr("viewer.rot_note", { half: half, q: q, token: t.tokens[key], kpos: key,
       theta: rope.scaling ? tr("viewer.rot_scaled", { kind: rope.scaling }) : rope.base + "^(−2i/" + d + ")",
       qk_norm: cfg.qk_norm ? tr("viewer.rot_qk_norm") : "" }) }, box);
     var wrapT = el("div", { cls: "as-wrap as-rotwrap" }, box);
