@@ -26,6 +26,11 @@ def num(x: Optional[float]) -> str:
     return "—" if x is None or x != x else f"{x:.3f}"
 
 
+def percent(x: float) -> str:
+    """A share as a percentage to two significant digits, whole numbers from 100 % up."""
+    return f"{100 * x:.0f}" if 100 * x >= 100 else f"{100 * x:.2g}"
+
+
 def cell(b: dict) -> str:
     """A mean and its interval: ``0.386 [0.350, 0.420]``."""
     return f"{num(b['mean'])} [{num(b['low'])}, {num(b['high'])}]"
@@ -57,8 +62,11 @@ def measure_lines(res: dict, lang: str) -> list[str]:
 
 
 def verdict_lines(res: dict, lang: str) -> list[str]:
-    v = res["verdict"]
+    v, s = res["verdict"], res["summary"]
     lines = measure_lines(res, lang)
+    fewer = [f"`{m}` {s[m]['texts']}" for m in v["compared"] if s[m]["texts"] < res["texts"]]
+    if fewer:
+        lines.append("- " + say("v_subsets", lang, items=say("list_sep", lang).join(fewer)))
     lines.append("- " + (say("v_chance", lang, methods=names(v["chance_rho"], lang)) if v["chance_rho"]
                          else say("v_chance_none", lang)))
     if "not_above_random" in v:
@@ -105,8 +113,7 @@ def markdown(res: dict, lang: str = "en") -> str:
         base = o.get("baseline")
         notes.append(say("ig_note", lang, steps=o.get("steps", 50),
                          baseline=say("ig_zero", lang) if base is None else say("ig_token", lang, token=base),
-                         median=f"{100 * ig['completeness_gap']['median']:.2g}",
-                         p90=f"{100 * ig['completeness_gap']['p90']:.2g}"))
+                         median=percent(ig["completeness_gap"]["median"]), p90=percent(ig["completeness_gap"]["p90"])))
     if "flow" not in res["methods"]:
         notes.append(say("flow_note", lang))
     notes.append(say("reproduce", lang, command=res.get("command", ""), seconds=f"{res['seconds']:.0f}",
@@ -124,7 +131,7 @@ def figure(res: dict, lang: str = "en"):
 
     bins = res["bins"]
     with matplotlib.rc_context(figure_rc(lang)):
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
+        fig, axes = plt.subplots(1, 2, figsize=(11, 5.0), constrained_layout=True)
         for ax, key, title in ((axes[0], "comprehensiveness", "plot_deletion"), (axes[1], "sufficiency", "plot_insertion")):
             others = [m for m in res["methods"] if m not in (REFERENCE, RANDOM)]
             for m in res["methods"]:
@@ -141,7 +148,8 @@ def figure(res: dict, lang: str = "en"):
             ax.set_xlabel(say("plot_x", lang))
             ax.set_ylabel(say(f"plot_y_{key}", lang))
             ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=7, ncol=2, loc="upper left")  # deletion curves rise: their upper left is free
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=8, ncol=6, loc="outside lower center")  # below: no curve hidden
         fig.suptitle(say("plot_title", lang, model=res["model"], texts=res["texts"]))
     return fig
 
