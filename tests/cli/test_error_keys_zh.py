@@ -353,3 +353,12 @@ def test_a_saved_trace_not_found_in_chinese_names_the_file(tmp_path):
     f = tmp_path / "trace.json"
     assert str(e.value) == f"{f} not found; a saved trace is a folder with trace.json and tensors.safetensors"
     assert i18n.error_message(e.value, "zh") == f"找不到 {f}；保存的 trace 是一个含有 trace.json 和 tensors.safetensors 的文件夹"
+
+
+@pytest.mark.parametrize("what, zh", [("text", "文本是空的"), ("source", "源文本是空的"), ("target", "目标文本是空的")])
+def test_an_empty_text_source_or_target_of_the_viewer_in_chinese(what, zh):
+    from attnscope.viewer.run import check_text
+    with pytest.raises(InputError) as e:
+        check_text("  ", what)
+    assert str(e.value) == f"{what} is empty; type a sentence"
+    assert i18n.error_message(e.value, "zh") == f"{zh}；请输入一个句子"
