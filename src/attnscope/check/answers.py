@@ -10,9 +10,9 @@ import numpy as np
 from ..errors import InputError
 from ..explain import inputs
 from ..explain.numbers import Written, parse_written
+from ..explain.places import count, kind
 from ..i18n import Msg, error
 from .chain import Chain, Link
-from .wording import count, kind, place
 
 #: Spellings accepted for the answer keys.
 ALIASES = {
@@ -35,7 +35,7 @@ ALIASES = {
 
 def _written(x, where: Msg):
     """A Written (or None for a blank) from a parsed value."""
-    x = inputs.number(x, place(where), allow_none=True, allow_inf=True)
+    x = inputs.number(x, where, allow_none=True, allow_inf=True)
     if x is None or isinstance(x, Written):
         return x
     return parse_written(repr(float(x)))
@@ -72,13 +72,13 @@ def _parse_link(value, lk: Link, where: Msg) -> np.ndarray:
     if lk.vector == "row":
         if n_cols == 1 and not isinstance(value, (list, tuple)):
             value = [value]
-        cells = inputs.vector(value, place(where), allow_none=True, allow_inf=True, raw=True,
+        cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True,
                               size=None if lk.max_cols else n_cols, max_size=n_cols if lk.max_cols else None)
         arr = np.array([[_written(c, Msg("errors.check_where_entry", where=where, j=j)) for j, c in enumerate(cells)]],
                        dtype=object)
         return arr
     if lk.vector == "col":
-        cells = inputs.vector(value, place(where), allow_none=True, allow_inf=True, raw=True, size=n_rows)
+        cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
         return np.array([[_written(c, Msg("errors.check_where_row", where=where, i=i))] for i, c in enumerate(cells)],
                         dtype=object)
     if not isinstance(value, (list, tuple)):

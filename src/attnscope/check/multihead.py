@@ -30,10 +30,10 @@ from ..errors import InputError
 from ..explain import inputs
 from ..explain.multihead import compute_multihead, fused_slices
 from ..explain.multihead_input import MultiHeadProblem
+from ..explain.places import kind
 from ..i18n import Msg, error
 from .answers import ALIASES, parse_answers
 from .chain import Chain, Link, toy_chain
-from .wording import kind
 
 #: The steps of the whole problem (the rest belong to a head).
 TOP = ("QKV", "Q", "K", "V", "concat", "projected")

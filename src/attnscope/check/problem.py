@@ -9,13 +9,13 @@ from typing import Any, Optional
 from .. import exact as E
 from ..errors import AttnscopeError, InputError
 from ..explain import inputs
+from ..explain.places import kind
 from ..explain.toy_input import ToyProblem
 from ..i18n import Msg, error
 from .answers import parse_answers
 from .chain import row_chain, toy_chain
 from .judge import Report, run
 from .rollout import is_rollout, parse_rollout_answers, rollout_chain
-from .wording import kind, place
 
 #: Built-in answers files: the articles' own numbers.
 EXAMPLES = {
@@ -70,9 +70,9 @@ def problem_chain(spec: Any, source: str) -> tuple:
         extra = [k for k in spec if k not in allowed_keys]
         if extra:
             raise error(InputError, "errors.check_scores_unknown_key", where=where, name=repr(extra[0]))
-        raw = inputs.vector(spec["scores"], place(Msg("errors.check_where_sub", where=where, name="scores")))
+        raw = inputs.vector(spec["scores"], Msg("errors.check_where_sub", where=where, name="scores"))
         S = len(raw)
-        toks = inputs.labels(spec["tokens"], place(Msg("errors.check_where_sub", where=where, name="tokens")), S) \
+        toks = inputs.labels(spec["tokens"], Msg("errors.check_where_sub", where=where, name="tokens"), S) \
             if "tokens" in spec else [f"k{j}" for j in range(S)]
         dk = spec.get("d_k", spec.get("dk"))
         if dk is not None:
@@ -81,14 +81,14 @@ def problem_chain(spec: Any, source: str) -> tuple:
                             value=repr(dk))
             factor = E.score_factor("scaled", int(dk))  # exact: 1/8 at d_k = 64
         elif "factor" in spec:
-            factor = E.dec(float(inputs.number(spec["factor"], place(Msg("errors.check_where_sub", where=where,
-                                                                            name="factor")))))
+            factor = E.dec(float(inputs.number(spec["factor"], Msg("errors.check_where_sub", where=where,
+                                                                            name="factor"))))
         else:
             raise error(InputError, "errors.check_dk_or_factor", where=where)
         V = None
         vkey = "values" if "values" in spec else ("V" if "V" in spec else None)
         if vkey:
-            V = inputs.matrix(spec[vkey], place(Msg("errors.check_where_sub", where=where, name=vkey)), rows=S)
+            V = inputs.matrix(spec[vkey], Msg("errors.check_where_sub", where=where, name=vkey), rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
         return row_chain(raw, toks, factor, None, V, meta=desc, source=str(where), written=True), desc
     from ..explain.multihead_input import MultiHeadProblem, is_multihead
