@@ -112,6 +112,8 @@
       try { r = render.apply(this, arguments); } finally { s.heads = saved; this.cfg = cfg; }
       if (this.selAttr) this.selAttr.value = s.attr || "raw";
       if (single) this.headBar.style.display = "none";
+      var col = layerly && s.view === "model" ? this.body.querySelector(".as-mv > .as-lab") : null;
+      if (col) col.textContent = tr("viewer.attr_per_layer");  // the one column is no head
       this.attrNote(on);
       return r;
     };
