@@ -4,6 +4,8 @@
     attnscope plot "我喜欢人工智能" --kind grid -o grid.svg
     attnscope plot "我喜欢人工智能" --lang zh -o head.png      # title, axes and colour bar in Chinese
     attnscope plot --kind hist -o scores.pdf                 # the second article's experiment
+    attnscope plot "The cat sat on the mat." --attribution rollout --layer 5 -o rollout.png
+    attnscope plot "The cat sat on the mat." --attribution norm --kind grid -o norms.svg
     attnscope plot --kind softmax --scores 15.3,22.7,18.2,2.1,1.8 --temperatures 1,8 -o t.png
 """
 
@@ -23,6 +25,9 @@ MIN_DPI, MAX_DPI = 10, 2400
 #: The largest PNG written (pixels): 100 megapixels is 400 MB of RGBA while it is drawn.
 MAX_PIXELS = 100_000_000
 MAX_D_K = 16384  # the random experiment draws 2 × 1000 × d_k normals
+#: --attribution's choices: attnscope.attribution.shown.SHOWN, written out so that --help needs no torch (a test
+#: checks they agree)
+ATTRIBUTIONS = ("norm", "rollout", "alti", "value_zeroing")
 
 
 def register(sub) -> None:
@@ -42,6 +47,10 @@ def register(sub) -> None:
                         "text 1,√d_k,2√d_k)")
     p.add_argument("--d-k", type=IntRange(1, MAX_D_K), default=256,
                    help=f"d_k of the random experiment of --kind hist without text, 1..{MAX_D_K} (default 256)")
+    p.add_argument("--attribution", choices=ATTRIBUTIONS, default=None,
+                   help="--kind heatmap/grid: draw this attribution instead of the raw weights — norm: each head's "
+                   "‖α·f(x)‖, rows normalised; rollout, alti, value_zeroing: accumulated from layer 0 up to --layer "
+                   "(one matrix a layer); the viewer's switch shows the same")
     p.add_argument("--model", default=None, help="a local Hugging Face model folder (default: all-MiniLM-L6-v2)")
     p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
                    help=f"resolution of a .png in dots per inch, {MIN_DPI}..{MAX_DPI} (default 150; "
@@ -92,11 +101,14 @@ def run(args) -> int:
         raise error(InputError, "cli.needs_text", kind=args.kind)
     from .. import plot
 
+    fig = attribution_figure(args) if args.attribution is not None else None
     tr = None
-    if args.text and args.text.strip() and not (args.kind == "softmax" and args.scores is not None):
+    if fig is None and args.text and args.text.strip() and not (args.kind == "softmax" and args.scores is not None):
         from ..models import load
         tr = load(args.model).trace([args.text], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"])
-    if args.kind == "heatmap":
+    if fig is not None:  # --attribution
+        pass
+    elif args.kind == "heatmap":
         fig = plot.head_heatmap(tr, args.layer, args.head, labels=_labels(args), lang=args.lang)
     elif args.kind == "grid":
         fig = plot.heads_grid(tr, lang=args.lang)
@@ -118,8 +130,20 @@ def run(args) -> int:
         w, h = (float(v) * args.dpi for v in fig.get_size_inches())
         if w * h > MAX_PIXELS:
             most = int(math.sqrt(MAX_PIXELS / (w * h)) * args.dpi)
-            raise InputError(f"--dpi {args.dpi} would make a {w:,.0f} × {h:,.0f}-pixel PNG; the most is "
-                             f"{MAX_PIXELS // 10**6} megapixels: use --dpi {most} or less, or an .svg/.pdf file")
+            raise error(InputError, "errors.cli_plot_dpi", dpi=args.dpi, w=f"{w:,.0f}", h=f"{h:,.0f}",
+                        mp=MAX_PIXELS // 10**6, most=most)
     save_figure(fig, out, args.dpi)
     print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KB)")
     return 0
+
+
+def attribution_figure(args):
+    """The figure of ``--attribution`` (--kind heatmap or grid): the viewer switch's matrices."""
+    if args.kind not in ("heatmap", "grid"):
+        raise error(InputError, "errors.plot_attribution_kind", kind=args.kind)
+    from ..models import load
+    from ..plot.attribution import attribution_grid, attribution_heatmap
+    model = load(args.model)
+    if args.kind == "grid":
+        return attribution_grid(model, args.text, args.attribution, lang=args.lang)
+    return attribution_heatmap(model, args.text, args.attribution, args.layer, args.head, lang=args.lang)
