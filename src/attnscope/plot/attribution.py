@@ -25,7 +25,7 @@ from ..fonts import matplotlib_rc
 from ..i18n import check_lang, error
 from ..i18n import text as _t
 from ..pieces import labels_of
-from .figures import ANNOTATE_MAX_TOKENS, TICK_MIN_FONT, tick_step
+from .figures import ANNOTATE_MAX_TOKENS, square_heatmap
 
 NAMES = {"norm": "plot.attr_name_norm", "rollout": "plot.attr_name_rollout", "alti": "plot.attr_name_alti",
          "value_zeroing": "plot.attr_name_value_zeroing"}
@@ -66,28 +66,14 @@ def attribution_heatmap(model, text: str, method: str, layer: int = 0, head: int
     w, toks = attribution_matrix(model, text, method, layer, head)
     n = len(toks)
     annotate = n <= ANNOTATE_MAX_TOKENS if annotate is None else annotate
-    side = min(max(3.0 + 0.42 * n, 4.0), 24.0)
     name = _t(NAMES[method], lang)
     title = (_t("plot.attr_title_head", lang, model=model.name, method=name, layer=layer, head=head)
              if method in PER_HEAD else _t("plot.attr_title_layer", lang, model=model.name, method=name, layer=layer))
     with rc_context(matplotlib_rc()):
-        fig = Figure(figsize=(side + 1.2, side), layout="constrained")
-        ax = fig.add_subplot()
-        im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
-        fs = 10 if n <= 24 else max(TICK_MIN_FONT, 10 - n / 12)
-        every = tick_step(n, side, fs)
-        at = list(range(0, n, every))
-        names = toks if every == 1 else [f"{i}:{toks[i]}" for i in at]
-        ax.set_xticks(at, names, rotation=90, fontsize=fs)
-        ax.set_yticks(at, names, fontsize=fs)
+        fig, ax, im, _ = square_heatmap(w, toks, cmap=cmap, annotate=annotate, decimals=decimals)
         ax.set_xlabel(_t("plot.attr_col_axis", lang))
         ax.set_ylabel(_t("plot.attr_row_axis", lang))
         ax.set_title(title)
-        if annotate:
-            for i in range(n):
-                for j in range(n):
-                    ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
-                            fontsize=max(5.0, 9 - n / 4), color="black" if w[i, j] > 0.6 else "white")
         fig.colorbar(im, ax=ax, shrink=0.8, label=_t("plot.attr_colorbar_norm" if method in PER_HEAD else
                                                      "plot.attr_colorbar", lang))
     return fig

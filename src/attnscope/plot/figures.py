@@ -71,28 +71,37 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
     n = len(toks)
     if annotate is None:
         annotate = n <= ANNOTATE_MAX_TOKENS
-    side = min(max(3.0 + 0.42 * n, 4.0), 24.0)
     with rc_context(matplotlib_rc()):
-        fig = Figure(figsize=(side + 1.2, side), layout="constrained")
-        ax = fig.add_subplot()
-        im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
-        fs = 10 if n <= 24 else max(TICK_MIN_FONT, 10 - n / 12)
-        every = tick_step(n, side, fs)
-        at = list(range(0, n, every))
-        names = toks if every == 1 else [f"{i}:{toks[i]}" for i in at]  # positions, when some are skipped
-        ax.set_xticks(at, names, rotation=90, fontsize=fs)
-        ax.set_yticks(at, names, fontsize=fs)
+        fig, ax, im, every = square_heatmap(w, toks, cmap=cmap, annotate=annotate, decimals=decimals)
         note = "" if every == 1 else _t("plot.every", lang, ordinal=_ordinal(every) if lang == "en" else every)
         ax.set_xlabel(_t("plot.key_axis", lang, note=note))
         ax.set_ylabel(_t("plot.query_axis", lang, note=note))
         ax.set_title(_t("plot.heatmap_title", lang, model=_model_name(trace, lang), layer=int(layer), head=h))
-        if annotate:
-            for i in range(n):
-                for j in range(n):
-                    ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
-                            fontsize=max(5.0, 9 - n / 4), color="black" if w[i, j] > 0.6 else "white")
         fig.colorbar(im, ax=ax, shrink=0.8, label=_t("plot.weight", lang))
     return fig
+
+
+def square_heatmap(w, toks: list[str], *, cmap: str, annotate: bool, decimals: int):
+    """An (n, n) matrix of values in 0..1 as a square heatmap, the tokens on both axes (every k-th,
+    with its position, when they do not all fit) and, with ``annotate``, each value in its cell.
+    Called inside ``rc_context(matplotlib_rc())``; returns (figure, axes, image, k)."""
+    n = len(toks)
+    side = min(max(3.0 + 0.42 * n, 4.0), 24.0)
+    fig = Figure(figsize=(side + 1.2, side), layout="constrained")
+    ax = fig.add_subplot()
+    im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
+    fs = 10 if n <= 24 else max(TICK_MIN_FONT, 10 - n / 12)
+    every = tick_step(n, side, fs)
+    at = list(range(0, n, every))
+    names = toks if every == 1 else [f"{i}:{toks[i]}" for i in at]  # positions, when some are skipped
+    ax.set_xticks(at, names, rotation=90, fontsize=fs)
+    ax.set_yticks(at, names, fontsize=fs)
+    if annotate:
+        for i in range(n):
+            for j in range(n):
+                ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
+                        fontsize=max(5.0, 9 - n / 4), color="black" if w[i, j] > 0.6 else "white")
+    return fig, ax, im, every
 
 
 def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3, lang: str = "en") -> Figure:
