@@ -9,12 +9,12 @@ import pytest
 
 from attnscope.fonts import CJK_FAMILY
 from attnscope.i18n import TABLES
-
-EN, ZH = TABLES["viewer"]["en"], TABLES["viewer"]["zh"]
 from attnscope.viewer.html import render
 from attnscope.viewer.run import view_data
 from tests.browser.cjk_glyphs import cjk_fallbacks
 from tests.browser.conftest import wait_ready
+
+EN, ZH = TABLES["viewer"]["en"], TABLES["viewer"]["zh"]
 
 pytestmark = pytest.mark.browser
 
