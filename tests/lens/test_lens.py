@@ -14,6 +14,7 @@ import tests.models.decoders.tiny  # noqa: F401  (registers the decoder families
 from attnscope.errors import InputError
 from attnscope.lens import direct_logit_attribution, logit_lens
 from attnscope.testing.tiny import FAMILIES
+from tests.memory_report import release_memory
 
 TEXT = "the cat sat on the mat"
 FAMS = ("gpt2", "llama_gqa", "gemma3", "olmo2", "bloom", "qwen3")
@@ -163,9 +164,18 @@ def test_bad_input_is_one_sentence(tiny):
         logit_lens(tiny("bert") if "bert" in FAMILIES else attnscope.load(), TEXT)
 
 
-@pytest.mark.parametrize("package", ("smollm2-135m", "gemma-3-270m"))
-def test_dla_parts_sum_to_the_real_models_logit(package):
-    m = attnscope.load(package)
+@pytest.fixture(params=("smollm2-135m", "gemma-3-270m"))
+def real(request):
+    """One installed decoder at a time: the one before is let go first (tests/memory_report.py)."""
+    release_memory()
+    m = attnscope.load(request.param)
+    yield m
+    del m
+    release_memory()
+
+
+def test_dla_parts_sum_to_the_real_models_logit(real):
+    m = real
     text = "When Mary and John went to the store, John gave a drink to"
     d = direct_logit_attribution(m, text)
     with torch.no_grad():
