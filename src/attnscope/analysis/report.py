@@ -32,13 +32,30 @@ from .stats import STAT_DOCS, STAT_NAMES
 from .summary import CLAIM, LAYER_STATS, claim_with_layers, counted_in, say, verdict_reading
 
 
-def _num(x):
+def json_number(x):
     """JSON-safe float: NaN → None."""
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def _fmt(x, digits=3) -> str:
+def fmt_number(x, digits=3) -> str:
+    """A report table's number: ``digits`` decimals, "n/a" for None or NaN."""
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def csv_cell(x) -> str:
+    """A CSV cell: "" for None or NaN, a float to 6 significant digits, anything else as written."""
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else (f"{x:.6g}" if isinstance(x, float) else str(x))
+
+
+def write_csv(path: Path, cols: Sequence[str], rows) -> Path:
+    """``rows`` (dicts) under the header ``cols``, one :func:`csv_cell` a cell (a column a row lacks: NaN,
+    an empty cell); the single-stack and the encoder–decoder analyses write heads.csv with it."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([csv_cell(r.get(c, float("nan"))) for c in cols])
+    return path
 
 
 def to_json(result) -> dict:
@@ -48,14 +65,14 @@ def to_json(result) -> dict:
         "model": result.model_name, "family": result.family, "corpus": result.corpus,
         "n_layers": result.n_layers, "n_heads": result.n_heads, "processes": result.world_size,
         "seconds": result.seconds, "timings": result.timings, "max_length": result.max_length,
-        "baseline_distance": _num(result.baseline_distance),
+        "baseline_distance": json_number(result.baseline_distance),
         "settings": result.config.to_dict(),
         "counters": result.counters, "decode_errors": result.decode_examples,
         "statistics": {k: STAT_DOCS[k] for k in STAT_NAMES},
         "importance_metric": result.importance_metric,
-        "heads": [{k: _num(v) for k, v in row.items()} for row in result.heads()],
-        "layers": [{k: (_num(v) if not isinstance(v, dict) else v) for k, v in row.items()} for row in s["layers"]],
-        "trends": {k: {kk: _num(vv) if not isinstance(vv, str) else vv for kk, vv in t.items()}
+        "heads": [{k: json_number(v) for k, v in row.items()} for row in result.heads()],
+        "layers": [{k: (json_number(v) if not isinstance(v, dict) else v) for k, v in row.items()} for row in s["layers"]],
+        "trends": {k: {kk: json_number(vv) if not isinstance(vv, str) else vv for kk, vv in t.items()}
                    for k, t in s["trends"].items()},
         "claim": s["claim"],
         **({"decoder": decoder_report.to_json(result)} if decoder_report.has_decoder(result) else {}),
@@ -121,15 +138,8 @@ def write_report(result, out_dir: Union[str, Path], lang: str = "en") -> dict:
     lang = check_lang(lang)
     out = report_folder(out_dir)
     paths = {}
-    rows = result.heads()
     cols = ["layer", "head", "label", "importance", *STAT_NAMES, *decoder_report.head_columns(result)]
-    with open(out / "heads.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in rows:
-            w.writerow(["" if r[c] is None or (isinstance(r[c], float) and math.isnan(r[c]))
-                        else (f"{r[c]:.6g}" if isinstance(r[c], float) else r[c]) for c in cols])
-    paths["heads.csv"] = out / "heads.csv"
+    paths["heads.csv"] = write_csv(out / "heads.csv", cols, result.heads())
     layers = result.summary["layers"]
     lcols = ["layer", *LAYER_STATS, *(["importance"] if result.importance is not None else []), *LABELS]
     extra = decoder_report.layer_rows(result)  # causal models: sink and induction per layer
@@ -139,8 +149,8 @@ def write_report(result, out_dir: Union[str, Path], lang: str = "en") -> dict:
         w.writerow(lcols)
         cells: Sequence[Optional[dict]] = extra if extra else [None] * len(layers)  # None: no decoder cells
         for r, x in zip(layers, cells):
-            w.writerow([r["layer"], *[_fmt(r[s], 6) for s in LAYER_STATS],
-                        *([_fmt(r["importance"], 6)] if result.importance is not None else []),
+            w.writerow([r["layer"], *[fmt_number(r[s], 6) for s in LAYER_STATS],
+                        *([fmt_number(r["importance"], 6)] if result.importance is not None else []),
                         *[r["labels"].get(lab, 0) for lab in LABELS], *decoder_report.layer_cells(x)])
     paths["layers.csv"] = out / "layers.csv"
     (out / "analysis.json").write_text(json.dumps(to_json(result), indent=1, ensure_ascii=False), encoding="utf-8")
@@ -234,7 +244,7 @@ def markdown(result, lang: str = "en") -> str:
     L.append(_left_out(result, lang))
     L.append("")
     L.append(T("queries", which=T("queries_incl" if cfg.special_queries else "queries_excl"), window=cfg.window,
-               baseline=_fmt(result.baseline_distance, 2)))
+               baseline=fmt_number(result.baseline_distance, 2)))
 
     L.append(T("sec_layers"))
     show = ["distance", "distance_content", "entropy", "entropy_norm", "to_local", "to_cls", "to_sep", "to_punct",
@@ -243,9 +253,9 @@ def markdown(result, lang: str = "en") -> str:
     L.append("| " + " | ".join(head) + " |")
     L.append("|" + "---|" * len(head))
     for r in s["layers"]:
-        cells = [str(r["layer"])] + [_fmt(r[k], 2 if "distance" in k else 3) for k in show]
+        cells = [str(r["layer"])] + [fmt_number(r[k], 2 if "distance" in k else 3) for k in show]
         if result.importance is not None:
-            cells.append(_fmt(r["importance"], 4))
+            cells.append(fmt_number(r["importance"], 4))
         cells.append(T("list_sep").join(f"{k} {v}" for k, v in r["labels"].items()))
         L.append("| " + " | ".join(cells) + " |")
     L.append("")
@@ -255,8 +265,8 @@ def markdown(result, lang: str = "en") -> str:
     L.append(T("trends_head"))
     L.append("|---|---|---|---|---|---|---|")
     for k, t in s["trends"].items():
-        L.append(f"| {k} | {T('rises' if CLAIM[k] > 0 else 'falls')} | {_fmt(t['rho_heads'], 2)} | "
-                 f"{_fmt(t['p_heads'], 4)} | {_fmt(t['rho_layers'], 2)} | {_fmt(t['p_layers'], 4)} | "
+        L.append(f"| {k} | {T('rises' if CLAIM[k] > 0 else 'falls')} | {fmt_number(t['rho_heads'], 2)} | "
+                 f"{fmt_number(t['p_heads'], 4)} | {fmt_number(t['rho_layers'], 2)} | {fmt_number(t['p_layers'], 4)} | "
                  f"{verdict_reading(k, t, lang=lang)} |")
     L.append(T("verdict_line", claim=s["claim"] if lang == "en" else claim_with_layers(s["trends"], s["layers"], lang)))
 
@@ -280,8 +290,9 @@ def markdown(result, lang: str = "en") -> str:
         L.append("|---|---|---|---|---|")
         for flat in order:
             l, h = divmod(int(flat), result.n_heads)
-            L.append(f"| {l}.{h} | {_fmt(float(imp[l, h]), 4)} | {result.labels[l, h]} | "
-                     f"{_fmt(float(result.means['distance'][l, h]), 2)} | {_fmt(float(result.means['entropy_norm'][l, h]), 3)} |")
+            L.append(f"| {l}.{h} | {fmt_number(float(imp[l, h]), 4)} | {result.labels[l, h]} | "
+                     f"{fmt_number(float(result.means['distance'][l, h]), 2)} | "
+                     f"{fmt_number(float(result.means['entropy_norm'][l, h]), 3)} |")
         L.append("")
     if decoder_report.has_decoder(result):
         L.append(decoder_report.markdown(result, lang))

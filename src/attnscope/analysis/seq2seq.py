@@ -17,7 +17,6 @@ and the printed summary in English or Chinese, from attnscope.i18n's ``analysis`
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import sys
@@ -29,11 +28,12 @@ from typing import Optional, Union
 import numpy as np
 
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import check_lang, error
 from .accumulate import StatsAccumulator
 from .batching import is_punctuation
 from .corpus import CorpusReader
 from .cross_stats import CROSS_DOCS, CROSS_STATS, cross_sums, special_kinds
+from .report import fmt_number, heatmap, json_number, report_folder, write_csv
 from .stats import STAT_DOCS, STAT_NAMES, StatOptions, attention_sums
 from .summary import pad_left, say
 
@@ -184,37 +184,20 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
 # the report
 # ----------------------------------------------------------------------------------------------
 
-def _cell(x) -> str:
-    return "" if isinstance(x, float) and math.isnan(x) else (f"{x:.6g}" if isinstance(x, float) else str(x))
-
-
-def _num(x):
-    return None if isinstance(x, float) and math.isnan(x) else x
-
-
 def write_report(result: Seq2SeqAnalysis, out_dir, lang: str = "en") -> dict:
-    from ..i18n import check_lang
-    from .report import heatmap, report_folder
-
     lang = check_lang(lang)
     out = report_folder(out_dir)
     paths = {}
     every = list(dict.fromkeys(STAT_NAMES + CROSS_STATS))
     for name, rows in (("heads.csv", result.heads()), ("layers.csv", result.layer_rows())):
-        cols = ["stack", "layer"] + (["head"] if name == "heads.csv" else []) + every
-        with open(out / name, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(cols)
-            for r in rows:
-                w.writerow([_cell(r.get(c, float("nan"))) for c in cols])
-        paths[name] = out / name
+        paths[name] = write_csv(out / name, ["stack", "layer"] + (["head"] if name == "heads.csv" else []) + every, rows)
     doc = {"format": "attnscope.analysis", "version": 1, "kind": "seq2seq", "model": result.model_name,
            "family": result.family, "corpus": result.corpus, "n_heads": result.n_heads, "layers": result.layers,
            "settings": result.settings, "counters": result.counters, "seconds": result.seconds,
            "statistics": {"encoder": {k: STAT_DOCS[k] for k in STAT_NAMES}, "self": {k: STAT_DOCS[k] for k in STAT_NAMES},
                           "cross": dict(CROSS_DOCS)},
-           "heads": [{k: _num(v) for k, v in r.items()} for r in result.heads()],
-           "layer_means": [{k: _num(v) for k, v in r.items()} for r in result.layer_rows()]}
+           "heads": [{k: json_number(v) for k, v in r.items()} for r in result.heads()],
+           "layer_means": [{k: json_number(v) for k, v in r.items()} for r in result.layer_rows()]}
     (out / "analysis.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False), encoding="utf-8")
     paths["analysis.json"] = out / "analysis.json"
     for stack in STACKS:
@@ -242,8 +225,7 @@ def report_markdown(r: Seq2SeqAnalysis, lang: str = "en") -> str:
         lines += [f"## {title.capitalize() if lang == 'en' else title}", "", T("s2s_means"), "",
                   f"| {T('col_layer')} | " + " | ".join(stats) + " |", "|---:|" + "---:|" * len(stats)]
         for row in (x for x in r.layer_rows() if x["stack"] == stack):
-            lines.append(f"| {row['layer']} | " + " | ".join("n/a" if math.isnan(row[s]) else f"{row[s]:.3f}"
-                                                           for s in stats) + " |")
+            lines.append(f"| {row['layer']} | " + " | ".join(fmt_number(row[s]) for s in stats) + " |")
         lines += ["", " ".join(f"![{s}](heatmaps/{stack}_{s}.png)" for s in stats), ""]
         doc = (lambda s: T("cross_doc_" + s)) if stack == "cross" else (lambda s: T("doc_" + s))
         lines += [T("s2s_doc", stat=s, doc=doc(s)) for s in stats] + [""]
@@ -254,7 +236,7 @@ def report_markdown(r: Seq2SeqAnalysis, lang: str = "en") -> str:
               "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for x in best:
         lines.append(f"| {x['layer']} | {x['head']} | " + " | ".join(
-            "n/a" if math.isnan(x[s]) else f"{x[s]:.3f}" for s in ("argmax_diagonal", "to_diagonal", "diagonal_band",
-                                                                  "diagonal_offset", "monotonic", "entropy_norm")) + " |")
+            fmt_number(x[s]) for s in ("argmax_diagonal", "to_diagonal", "diagonal_band", "diagonal_offset",
+                                       "monotonic", "entropy_norm")) + " |")
     lines += ["", T("s2s_end"), ""]
     return "\n".join(lines)
