@@ -72,8 +72,11 @@ def _aliased_pairs(tr):
     """Pairs of recorded names whose tensors share memory (one tensor, or views of one buffer), or
     that are one derived step (``masked`` is ``scaled`` when nothing is masked)."""
     from attnscope.trace.derived import Derived
+    from attnscope.trace.replay import Replayed
     by_storage = {}
     for n, t in tr._tensors.items():
+        if isinstance(t, Replayed):  # a step of a layer run again on read: the tensor that read gives
+            t = t.value()
         at = ("derived", id(t)) if isinstance(t, Derived) else t.untyped_storage().data_ptr()
         by_storage.setdefault(at, []).append(n)
     return [(a, b) for group in by_storage.values() for i, a in enumerate(group) for b in group[i + 1:]]

@@ -147,12 +147,13 @@ class LoadedModel:
 
     # ------------------------------------------------------------------------------------------
     def trace(self, texts: Texts, names=None, hooks=None, *, truncate: bool = False, grad: bool = False,
-              bwd_hooks=None, max_memory=None):
+              bwd_hooks=None, max_memory=None, replay: Optional[bool] = None):
         """Run texts and record intermediates; see :func:`attnscope.trace.run_trace` (``max_memory``:
-        refuse a trace estimated to need more, with the estimate)."""
+        refuse a trace estimated to need more, with the estimate; ``replay``: keep the layers'
+        steps as calls run again on read, the default for a trace of every name)."""
         from ..trace import run_trace
         return run_trace(self, texts, names=names, hooks=hooks, truncate=truncate, grad=grad,
-                         bwd_hooks=bwd_hooks, max_memory=max_memory)
+                         bwd_hooks=bwd_hooks, max_memory=max_memory, replay=replay)
 
     def attribute(self, text: str, method: str = "rollout", *, layer: Optional[int] = None, target=None,
                   **options):

@@ -14,8 +14,17 @@ the loaded model is then
 
 The factor stands for the allocator: the temporaries that each layer frees (the fused q/k/v and
 the MLP's first product) leave holes between the kept tensors that the next layers do not fill.
-Measured in a fresh process (peak resident memory after the model is loaded, tests/trace/test_memory.py):
-MiniLM at 256/512 tokens and SmolLM2 at 128/256, the estimate is within 20 % of the peak.
+
+A trace of every name keeps its layers as replays (:mod:`attnscope.trace.replay`): what it keeps
+is then mostly the L×S scores and the residual stream, and the holes scale with the steps each
+layer computes and frees rather than with what is kept. Its estimate is
+
+    what the trace keeps  +  3 L×S matrices  +  0.2 × layers × the bytes of one layer's other steps
+
+(the bytes one replayed layer gives, fitted from the same probes). The 0.2 is measured, not
+derived: peak resident memory in a fresh process above the loaded model against the kept bytes,
+SmolLM2 at 128/256/512 tokens 49.6/161.8/460 MiB (estimate +12/−8/−2 %), MiniLM at 256/512
+35.6/119.9 MiB (+3/0 %); tests/trace/test_memory.py holds both formulas to 20 %.
 """
 
 from __future__ import annotations
@@ -35,6 +44,9 @@ PROBES = (4, 8, 12)
 ALLOCATOR = 1.2
 #: The L×S matrices one layer's explicit path holds besides what the trace keeps.
 TRANSIENT_MATRICES = 3
+#: The share of a replayed layer's other steps (q, k, v, the FFN's hidden, …) that each layer of
+#: a replayed trace leaves as holes (see the module docstring).
+HOLES = 0.2
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "k": 2**10, "m": 2**20, "g": 2**30}
@@ -72,21 +84,34 @@ def _probe_batch(model, B: int, L: int) -> Batch:
     return Batch(ids, torch.ones_like(ids), torch.zeros_like(ids), [[""] * L] * B, [""] * B)
 
 
-def kept_bytes(model, L: int, names=None, *, batch: int = 1, hooks: Optional[dict] = None) -> int:
-    """The bytes a trace of ``batch`` texts of ``L`` tokens keeps (:attr:`Trace.nbytes`), from three
-    probe traces (see the module docstring). ``hooks`` are attached as no-ops to the same names (a
-    hooked attention block keeps its steps as tensors)."""
+def _probes(model, names, batch: int, hooks: Optional[dict]) -> tuple[list[float], list[float]]:
+    """For each probe length: the bytes the trace keeps, and the bytes of the steps one layer
+    gives when it is replayed (0 when nothing is replayed: :mod:`attnscope.trace.replay`)."""
     idle = {n: (lambda t, name: None) for n in (hooks or {})}
-    sizes = []
+    kept, layer = [], []
     for n in PROBES:
         tr = model.trace(_probe_batch(model, batch, n), names=names, hooks=idle)
-        sizes.append(float(tr.nbytes))
+        kept.append(float(tr.nbytes))
+        replays = {id(r): r for r in tr.replays}
+        layer.append(max((float(sum(tr[s].numel() * tr[s].element_size() for s in r.steps)) for r in replays.values()),
+                         default=0.0))
         del tr
-    # the quadratic through the three points (Newton's divided differences), at L
+    return kept, layer
+
+
+def _at(sizes: list[float], L: int) -> int:
+    """The quadratic through the probes' three points (Newton's divided differences), at L."""
     (x0, x1, x2), (y0, y1, y2) = PROBES, sizes
     d1, d2 = (y1 - y0) / (x1 - x0), (y2 - y1) / (x2 - x1)
     a = (d2 - d1) / (x2 - x0)
     return max(0, int(round(y0 + d1 * (L - x0) + a * (L - x0) * (L - x1))))
+
+
+def kept_bytes(model, L: int, names=None, *, batch: int = 1, hooks: Optional[dict] = None) -> int:
+    """The bytes a trace of ``batch`` texts of ``L`` tokens keeps (:attr:`Trace.nbytes`), from three
+    probe traces (see the module docstring). ``hooks`` are attached as no-ops to the same names (a
+    hooked attention block keeps its steps as tensors)."""
+    return _at(_probes(model, names, batch, hooks)[0], L)
 
 
 def estimate_trace_memory(model, L: int, names=None, *, batch: int = 1, hooks: Optional[dict] = None) -> int:
@@ -96,10 +121,13 @@ def estimate_trace_memory(model, L: int, names=None, *, batch: int = 1, hooks: O
         raise error(InputError, "errors.trace_L", value=repr(L))
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise error(InputError, "errors.trace_batch", value=repr(batch))
-    kept = kept_bytes(model, L, names, batch=batch, hooks=hooks)
+    kept_sizes, layer_sizes = _probes(model, names, batch, hooks)
+    kept, layer = _at(kept_sizes, L), _at(layer_sizes, L)
     c = model.config
     size = next(model.parameters()).element_size()
     matrix = batch * int(c.n_heads) * L * L * size  # one layer's (B, H, L, L)
+    if layer:  # replayed: the layers' temporaries, not the kept tensors, leave the holes
+        return int(kept + TRANSIENT_MATRICES * matrix + HOLES * int(c.n_layers) * layer)
     return int(ALLOCATOR * kept + TRANSIENT_MATRICES * matrix)
 
 

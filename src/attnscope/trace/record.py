@@ -17,6 +17,7 @@ from ..i18n import error
 from ..tokenizer import TokenRows
 from .derived import Derived, Stored, storage_key, value_of
 from .read import TraceReader
+from .replay import LayerReplay, Replayed
 
 Tensor = torch.Tensor
 
@@ -63,6 +64,11 @@ class Trace(TraceReader, TokenRows):
     def derived(self) -> list[str]:
         """The names kept as the call that made them (computed again on each read)."""
         return [n for n, t in self._tensors.items() if isinstance(t, Derived)]
+
+    @property
+    def replays(self) -> list[LayerReplay]:
+        """The layers whose steps are kept as their call, run again on read (one entry per layer)."""
+        return list({id(t.replay): t.replay for t in self._tensors.values() if isinstance(t, Replayed)}.values())
 
     def __getitem__(self, name: str) -> Tensor:
         if name in self._tensors:

@@ -19,6 +19,7 @@ from ..kernels.derived import keeping
 from .derived import RECIPE_STEPS, Derived, Keeper
 from .names import key, resolve
 from .record import Trace
+from .replay import LayerReplay, ReplayCache, Replayed, kept_in_pass, layer_of, replayable
 from .seq2seq import Seq2SeqTrace
 
 Tensor = torch.Tensor
@@ -115,18 +116,25 @@ def attached_hooks(model, fwd: HookMap = None, bwd: HookMap = None) -> Iterator[
 
 
 def record_pass(model, wanted: list, targets: list, bwd_hooks: HookMap, grad: bool, batch_size: int,
-                forward: Callable[[], Tensor]) -> tuple[dict, Tensor]:
+                forward: Callable[[], Tensor], replay: bool = False) -> tuple[dict, Tensor]:
     """Run ``forward()`` under the model's lock with the forward hooks ``targets`` (of
     :func:`hook_targets`) and ``bwd_hooks`` attached and a recorder on each ``(name, head)`` of
     ``wanted``; the hooks go again however it ends. Returns the recorded tensors by trace key, each
     with the batch axis ``batch_size`` (what every position shares, ``(1, L, d)``, becomes a view
-    ``(B, L, d)``), and the output."""
+    ``(B, L, d)``), and the output. With ``replay`` the steps of a layer other than its attention
+    matrices and output are kept as :class:`~attnscope.trace.replay.Replayed` (the layer's
+    arguments captured, the layer run again on read)."""
+    replays, later = _replays(model, wanted, batch_size) if replay else ({}, set())
     with attached_hooks(model, bwd=bwd_hooks), model.lock:
         points = name_hook_points(model)
         handles = attach(points, targets, "fwd")  # before the recorders: they record the replacement
         sink = Sink(grad=grad, keeper=None if grad else Keeper(_foreign(points)))
         try:
+            for path, rep in replays.items():
+                handles.append(model.get_submodule(path).register_forward_pre_hook(rep.capture, with_kwargs=True))
             for n, h in wanted:
+                if (n, h) in later:
+                    continue
                 # One head of an L×S step is computed aside (about 1/H of the explicit path) unless
                 # its gradient is wanted: then it must be the slice the output was computed from.
                 handles.append(points[n].add_hook(Recorder(sink, grad=grad), head=h, read_only=not grad))
@@ -139,6 +147,12 @@ def record_pass(model, wanted: list, targets: list, bwd_hooks: HookMap, grad: bo
     tensors: dict = {}
     for n, h in wanted:
         k = key(n, h)
+        if (n, h) in later:
+            lay = layer_of(n)
+            assert lay is not None  # only steps inside a layer are replayed
+            tensors[k] = Replayed(replays[lay[0]], k)
+            replays[lay[0]].steps.append(k)
+            continue
         if k not in sink:  # cannot happen for names from model.hook_names; guard the invariant
             raise RuntimeError(f"internal: {k} was requested but not recorded")
         t = sink[k]
@@ -147,6 +161,23 @@ def record_pass(model, wanted: list, targets: list, bwd_hooks: HookMap, grad: bo
             t = t.expand(batch_size, *t.shape[1:])
         tensors[k] = t
     return tensors, output
+
+
+def _replays(model, wanted: list, batch_size: int) -> tuple[dict[str, LayerReplay], set]:
+    """One :class:`LayerReplay` per layer with a step to replay, by layer path, and the
+    ``(name, head)`` pairs left to the replays."""
+    cache = ReplayCache()
+    by_layer: dict[str, list] = {}
+    later = set()
+    for n, h in wanted:
+        lay = layer_of(n)
+        if lay is not None:
+            by_layer.setdefault(lay[0], []).append((n, h))
+            if not kept_in_pass(lay[1]):
+                later.add((n, h))
+    replays = {path: LayerReplay(model, path, steps, batch_size, cache) for path, steps in by_layer.items()
+               if any(s in later for s in steps)}
+    return replays, later
 
 
 def _foreign(points: dict[str, HookPoint]) -> frozenset:
@@ -161,7 +192,8 @@ def _foreign(points: dict[str, HookPoint]) -> frozenset:
 
 
 def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, truncate: bool = False,
-              grad: bool = False, bwd_hooks: HookMap = None, max_memory=None) -> Trace:
+              grad: bool = False, bwd_hooks: HookMap = None, max_memory=None,
+              replay: Optional[bool] = None) -> Trace:
     """Run ``texts`` through ``model`` recording ``names`` and applying ``hooks``; see :mod:`attnscope.trace`.
 
     Args:
@@ -182,6 +214,10 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
             trace estimated to need more (:func:`attnscope.trace.memory.estimate_trace_memory`).
     """
     wanted = resolve(names, model.hook_names, model.config.n_heads)
+    if replay is None:
+        replay = replayable(names, hooks, bwd_hooks, grad)
+    elif replay and not replayable(None, hooks, bwd_hooks, grad):
+        raise error(InputError, "errors.trace_replay_hooks")
     targets = hook_targets(model, hooks, "hooks")
     two = hasattr(model, "target_batch")  # two stacks: the encoder reads texts, the decoder target
     batch = model.source_batch(texts, truncate=truncate) if two else model.as_batch(texts, truncate=truncate)
@@ -199,7 +235,8 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
         from .memory import check_fits
         check_fits(model, batch, names, hooks, max_memory)
     tensors, output = record_pass(model, wanted, targets, bwd_hooks, grad, batch.input_ids.shape[0],
-                                  lambda: model(batch.input_ids, batch.attention_mask, **run))  # (B, L, d)
+                                  lambda: model(batch.input_ids, batch.attention_mask, **run),  # (B, L, d)
+                                  replay=replay)
     return (Seq2SeqTrace if two else Trace)(
         tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(), attention_mask=batch.attention_mask.cpu(),
         model_name=model.name, family=model.family, config=model.config, texts=batch.texts,
