@@ -109,6 +109,30 @@ def slope(xs: list[float], ys: list[float]) -> float:
     return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / den if den else float("nan")
 
 
+def draw(model: str, lengths: list[int], results: dict, path: str) -> None:
+    """Time (s) and peak memory (MiB) per L for each side, log-log, two panels, into ``path``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    for s, style in zip(SIDES, ("o-", "s--", "^:")):
+        good = [L for L in lengths if "error" not in results[s][L]]
+        if good:
+            ax_t.plot(good, [results[s][L]["seconds"] for L in good], style, label=LABELS[s])
+            ax_m.plot(good, [results[s][L]["peak"] / 2**20 for L in good], style, label=LABELS[s])
+    for ax, what in ((ax_t, "time of one call (s)"), (ax_m, "peak memory above the loaded model (MiB)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("tokens L")
+        ax.set_ylabel(what)
+        ax.set_xticks(lengths, [str(L) for L in lengths])
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"{model}: a full trace against transformers, one fresh process per point")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     print(bench_env.describe())
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -117,6 +141,7 @@ def main(argv=None) -> int:
                     help="token counts (default: 512 2048 4096 for decoders, 128 512 for MiniLM)")
     ap.add_argument("--repeat", type=int, default=3, help="timed calls per point after the first")
     ap.add_argument("--json", help="also write the points to this JSON file")
+    ap.add_argument("--plot", help="also draw time and peak memory per L (log-log) into this PNG/SVG")
     args = ap.parse_args(argv)
     lengths = args.lengths or ([128, 512] if args.model == "minilm" else [512, 2048, 4096])
     results: dict[str, dict[int, dict]] = {s: {} for s in SIDES}
@@ -146,6 +171,8 @@ def main(argv=None) -> int:
                       f"peak k = {slope(good, [max(results[s][L]['peak'], 1) for L in good]):.2f}")
     print("\nratios: attnscope full trace / transformers eager with attentions and hidden states "
           "(issue 26's targets: time ≤ 1.1, memory ≤ 1.2)")
+    if args.plot:
+        draw(args.model, lengths, results, args.plot)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": args.model, "env": bench_env.describe(),
