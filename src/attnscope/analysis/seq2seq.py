@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..i18n import check_lang, error
+from ..trace.seq2seq import BLOCKS
 from .accumulate import StatsAccumulator
 from .batching import is_punctuation
 from .corpus import CorpusReader
@@ -138,7 +139,7 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
     layers = {"encoder": c.n_layers, "self": c.n_decoder_layers, "cross": c.n_decoder_layers}
     accs = {s: StatsAccumulator(layers[s], H, STACK_STATS[s]) for s in STACKS}
     specials = {t.content for t in model.tokenizer.backend.get_added_tokens_decoder().values() if t.special}
-    names = ["encoder.layers.*.attn.weights", "decoder.layers.*.self_attn.weights", "decoder.layers.*.cross_attn.weights"]
+    names = [BLOCKS[stack][0].format("*") + ".weights" for stack in STACKS]  # every layer's weights
     reader = CorpusReader(corpus, unit=unit, on_decode_error=on_decode_error, max_texts=max_texts)
     counters = {"texts": 0, "source_tokens": 0, "target_tokens": 0, "batches": 0}
     opts = {"encoder": StatOptions(special_queries=special_queries, window=window, causal=False),

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 Tensor = torch.Tensor
 
 ATTENTIONS = ("encoder", "self", "cross")
+#: Each attention's block (its name), the sides of its queries and keys, and whether it is causal.
+BLOCKS = {"encoder": ("encoder.layers.{}.attn", "source", "source", False),
+          "self": ("decoder.layers.{}.self_attn", "target", "target", True),
+          "cross": ("decoder.layers.{}.cross_attn", "target", "source", False)}
 
 
 class Seq2SeqTrace(Trace):
@@ -63,19 +67,18 @@ class Seq2SeqTrace(Trace):
         if attention not in ATTENTIONS:
             raise error(InputError, "errors.trace_attention_choice", choices=", ".join(ATTENTIONS), value=repr(attention))
         n = self.config.n_layers if attention == "encoder" else self.config.n_decoder_layers
-        layer = check_index("layer", layer, n, "layer")
-        return {"encoder": f"encoder.layers.{layer}.attn", "self": f"decoder.layers.{layer}.self_attn",
-                "cross": f"decoder.layers.{layer}.cross_attn"}[attention]
+        return BLOCKS[attention][0].format(check_index("layer", layer, n, "layer"))
 
     def _lengths(self, attention: Optional[str]) -> tuple[list[int], list[int]]:
-        src, tgt = self.lengths, self.target_lengths
-        return {"encoder": (src, src), "self": (tgt, tgt), "cross": (tgt, src)}[attention or "encoder"]
+        side = {"source": self.lengths, "target": self.target_lengths}
+        _, queries, keys, _ = BLOCKS[attention or "encoder"]
+        return side[queries], side[keys]
 
     def _sides(self, layer: int, attention: Optional[str]) -> tuple[Tensor, Tensor, bool, Optional[int]]:
         assert self.decoder_attention_mask is not None  # every traced or loaded Seq2SeqTrace has it
-        src, tgt = self.attention_mask.bool(), self.decoder_attention_mask.bool()  # (B, S), (B, T)
-        return {"encoder": (src, src, False, None), "self": (tgt, tgt, True, None),
-                "cross": (tgt, src, False, None)}[attention or "encoder"]
+        side = {"source": self.attention_mask.bool(), "target": self.decoder_attention_mask.bool()}  # (B, S), (B, T)
+        _, queries, keys, causal = BLOCKS[attention or "encoder"]
+        return side[queries], side[keys], causal, None
 
     def __repr__(self) -> str:
         assert self.decoder_input_ids is not None  # every traced or loaded Seq2SeqTrace has it

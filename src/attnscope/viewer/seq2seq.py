@@ -35,10 +35,9 @@ import numpy as np
 from .. import reference as R
 from ..errors import InputError
 from ..i18n import error
+from ..trace.seq2seq import ATTENTIONS, BLOCKS  # the three attentions, in the order the page offers them
 from .data import FORMAT, MAX_DECIMALS, REPRODUCE_TOL, VERSION, encode
-
-#: The three attentions of an encoder–decoder model, in the order the page offers them.
-ATTENTIONS = ("encoder", "self", "cross")
+from .data import page_weights as stack_weights
 
 
 def is_seq2seq(model_or_config) -> bool:
@@ -50,10 +49,8 @@ def is_seq2seq(model_or_config) -> bool:
 def view_names(config) -> list[str]:
     """What a viewer trace records: q, k, v of every attention of every layer, and head 0's
     weights, against which the page's arithmetic is checked."""
-    out = []
-    for prefix in ("encoder.layers.*.attn", "decoder.layers.*.self_attn", "decoder.layers.*.cross_attn"):
-        out += [f"{prefix}.{s}" for s in ("q", "k", "v")] + [f"{prefix}.weights[0]"]
-    return out
+    prefixes = [BLOCKS[att][0].format("*") for att in ATTENTIONS]  # every layer of each attention
+    return [f"{prefix}.{s}" for prefix in prefixes for s in ("q", "k", "v", "weights[0]")]
 
 
 def bias_tables(model) -> Optional[dict]:
@@ -79,19 +76,19 @@ def buckets(bias: dict, attention: str, n_q: int, n_k: int) -> np.ndarray:
 
 def allowed(attention: str, n_q: int, n_k: int) -> np.ndarray:
     """Bool (n_q, n_k): keys a query may see (decoder self-attention: itself and earlier)."""
-    return R.causal_mask(n_q, n_k) if attention == "self" else np.ones((n_q, n_k), dtype=bool)
+    return R.causal_mask(n_q, n_k) if BLOCKS[attention][3] else np.ones((n_q, n_k), dtype=bool)
 
 
 def page_weights(q: np.ndarray, k: np.ndarray, factor: float, attention: str,
                  bias: Optional[dict] = None) -> np.ndarray:
-    """The page's arithmetic in float64: q (H, n_q, d), k (H, n_k, d) as stored → weights (H, n_q, n_k)."""
-    q, k = R.as_f64(q), R.as_f64(k)
+    """The page's arithmetic in float64 (:func:`.data.page_weights` with this attention's keys and
+    T5's term table[bucket(j − i), h]): q (H, n_q, d), k (H, n_k, d) as stored → weights (H, n_q, n_k)."""
     n_q, n_k = q.shape[1], k.shape[1]
-    add = np.where(allowed(attention, n_q, n_k), 0.0, -np.inf)[None]  # (1, n_q, n_k)
+    term = None
     if bias is not None and attention in bias:
         table = np.asarray(bias[attention]["table"], dtype=np.float64)  # (buckets, H)
-        add = add + np.moveaxis(table[buckets(bias, attention, n_q, n_k)], -1, 0)  # (H, n_q, n_k)
-    return R.attention_weights(q, k, factor, mask=add)
+        term = np.moveaxis(table[buckets(bias, attention, n_q, n_k)], -1, 0)  # (H, n_q, n_k)
+    return stack_weights(q, k, factor, allowed(attention, n_q, n_k), None, term)
 
 
 def _stack(trace, attention: str, layers: int, step: str) -> np.ndarray:

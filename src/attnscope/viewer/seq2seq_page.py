@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..fonts import font_face_css
 from ..i18n import check_lang, error
 from .html import asset, data_page, script, server_page, ui_text, write_page
-from .seq2seq import all_text, seq2seq_view_data
+from .seq2seq import all_text, is_seq2seq, seq2seq_view_data
 
 
 def seq2seq_script() -> str:
@@ -55,8 +55,6 @@ def cli_page(model, text: str, target: Optional[str], *, compare: Optional[str] 
     ``target``), or None for a model without a decoder over a source (the ordinary page).
     InputError when the two do not fit: a target for an encoder or decoder, a T5/BART model
     without a target, or ``--compare`` (the context view) with one."""
-    from .seq2seq import is_seq2seq
-
     if not is_seq2seq(model):
         if target is not None:
             raise error(InputError, "errors.viewer_target_one_text", name=model.name, family=model.family)
