@@ -201,6 +201,36 @@ def test_ig_from_a_token_baseline_is_complete_on_pre_norm_decoders(models, name)
         G.integrated_gradients(m, TEXT, baseline=10**6)
 
 
+@pytest.mark.parametrize("rule, power, steps", [("trapezoid", 1.0, 5), ("trapezoid", 3.0, 6), ("midpoint", 2.5, 4)])
+def test_ig_rules_and_powers_are_the_written_out_sums(models, rule, power, steps):
+    """IG_j = Σ_k w_k Σ_d δ_jd ∂f/∂x_jd(b + α_k δ) with the points and weights written out here
+    (trapezoid: u = k/S, weights 1/S halved at the ends; midpoint: u = (k + ½)/S; α = u^p, w·p·u^(p−1)),
+    each gradient by autograd of the target written in this file, in float64."""
+    m = models("gpt2", torch.float64)
+    x = embedding_out(m, TEXT)  # (L, d)
+    tgt = default_target(m, TEXT, x)
+    if rule == "trapezoid":
+        us = [k / steps for k in range(steps + 1)]
+        ws = [(0.5 if k in (0, steps) else 1.0) / steps for k in range(steps + 1)]
+    else:
+        us = [(k + 0.5) / steps for k in range(steps)]
+        ws = [1.0 / steps] * steps
+    want = torch.zeros(x.shape[0], dtype=torch.float64)
+    for u, w in zip(us, ws):
+        weight = w * power * u ** (power - 1)
+        if weight == 0:
+            continue
+        e = (u ** power * x).detach().requires_grad_(True)  # the zero baseline: b + α δ = α x
+        (g,) = torch.autograd.grad(f_at(m, TEXT, e, tgt), e)
+        want += weight * (x * g).sum(-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # so few steps: the completeness warning is expected
+        got = G.integrated_gradients(m, TEXT, steps=steps, rule=rule, power=power, batch_size=3)
+    assert rel(got.scores, want) <= 1e-10, rel(got.scores, want)
+    assert got.details["rule"] == rule and got.details["power"] == power
+    assert got.details["gradients"] == sum(1 for u, w in zip(us, ws) if w * power * u ** (power - 1) > 0)
+
+
 def test_ig_with_a_given_baseline_is_the_integral(models):
     """Batching changes no number, and a baseline equal to the input gives zero scores."""
     m = models("minilm", torch.float64)
@@ -284,7 +314,9 @@ def test_the_model_is_left_as_it_was_even_on_error(models, method, monkeypatch):
     (dict(target=10**6), "out of range"), (dict(target=-1), "out of range"), (dict(target=(2, 2)), "two different"),
     (dict(target=True), "integer"), (dict(target=(1, 2, 3)), "pair"), (dict(layer=0), "layer="),
     (dict(steps=0), "steps"), (dict(steps=2.5), "steps"), (dict(batch_size=0), "batch_size"),
-    (dict(baseline=torch.zeros(3)), "baseline"), (dict(rule="simpson"), "no option"),
+    (dict(baseline=torch.zeros(3)), "baseline"), (dict(spline=3), "no option"),
+    (dict(rule="simpson"), "rule='simpson' is not one of the rules"), (dict(power=0.5), "power must be a number"),
+    (dict(power=True), "power must be a number"),
 ])
 def test_bad_input_is_one_clear_error(models, kw, match):
     m = models("gpt2")

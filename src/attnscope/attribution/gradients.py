@@ -13,8 +13,10 @@ there: tiny Gemma 3 and Llama complete to 4e-5 and 3e-6 at 200 steps.
 
 * ``grad_input``: ``s_j = Σ_d x_jd · ∂f/∂x_jd`` (``details["l2"]``: ``‖x_j ⊙ ∂f/∂x_j‖₂``);
 * ``integrated_gradients`` (Sundararajan, Taly & Yan 2017, "Axiomatic attribution for deep
-  networks"): ``IG_j = Σ_d (x − b)_jd · ∫₀¹ ∂f/∂x_jd (b + α(x − b)) dα`` on the midpoint (Riemann)
-  rule with ``steps`` intervals (``steps`` gradients, in batches); completeness
+  networks"): ``IG_j = Σ_d (x − b)_jd · ∫₀¹ ∂f/∂x_jd (b + α(x − b)) dα`` with ``steps`` intervals of
+  the midpoint (default) or trapezoid rule, in batches; ``power`` p > 1 places the points as
+  ``α = u^p`` (u on the rule's grid, weights times ``p·u^(p−1)``: the same integral, with its points
+  crowded near the baseline, where a pre-norm model's target moves fastest); completeness
   ``Σ_j IG_j = f(x) − f(b)`` is checked (the gap in ``details``, a warning past 1 %);
 * ``attn_grad`` (Chefer, Gur & Wolf 2021, "Generic attention-model explainability for interpreting
   bi-modal and encoder-decoder transformers", ICCV 2021 — the self-attention rule, eqs. 5–6):
@@ -157,32 +159,62 @@ def baseline_rows(p: Prepared, baseline) -> Tensor:
     return baseline.to(device=x.device, dtype=x.dtype).expand_as(x)  # (L, d)
 
 
+#: the quadrature rules integrated gradients takes (``rule=``)
+IG_RULES = ("midpoint", "trapezoid")
+
+
+def ig_points(steps: int, rule: str = "midpoint", power: float = 1.0) -> tuple[Tensor, Tensor]:
+    """The points ``α (n,)`` on the path and their weights ``(n,)`` (float64, summing to 1):
+    ``steps`` intervals of ``rule`` on u ∈ [0, 1] — midpoint: ``u = (k + ½) / steps``, weight
+    ``1 / steps``; trapezoid: ``u = k / steps`` (k = 0..steps), weight ``1 / steps``, halved at both
+    ends — then ``α = u^power`` with the weights times ``power · u^(power − 1)``. A point of weight 0
+    (u = 0 when power > 1) is left out: no gradient is taken there."""
+    if rule not in IG_RULES:
+        raise error(InputError, "errors.attribution_ig_rule", rule=repr(rule), rules=", ".join(IG_RULES))
+    if isinstance(power, bool) or not isinstance(power, (int, float)) or not 1 <= power <= 16:
+        raise error(InputError, "errors.attribution_ig_power", power=repr(power))
+    if rule == "midpoint":
+        u = (torch.arange(steps, dtype=torch.float64) + 0.5) / steps  # (steps,)
+        w = torch.full((steps,), 1.0 / steps, dtype=torch.float64)
+    else:
+        u = torch.arange(steps + 1, dtype=torch.float64) / steps  # (steps + 1,)
+        w = torch.full((steps + 1,), 1.0 / steps, dtype=torch.float64)
+        w[0] = w[-1] = 0.5 / steps
+    w = w * power * u ** (power - 1)  # 0⁰ = 1: power 1 keeps the rule's own weights
+    keep = w > 0
+    return u[keep] ** power, w[keep]
+
+
 def integrated_gradients(model, text: str, *, layer: Optional[int] = None, target=None, steps: int = 50,
-                         baseline=None, batch_size: int = 16, progress: Optional[bool] = None,
-                         **options) -> Attribution:
+                         baseline=None, batch_size: int = 16, rule: str = "midpoint", power: float = 1.0,
+                         progress: Optional[bool] = None, **options) -> Attribution:
     """Integrated gradients from ``baseline`` (default: a zero embedding output) to the text.
 
-    Midpoint rule: ``α_k = (k + ½) / steps`` for k = 0..steps−1, weight ``1/steps`` each;
-    ``batch_size`` points per pass, then one pass for f(b) and f(x). ``details``: ``value`` f(x), ``baseline_value`` f(b),
-    ``completeness_gap`` Σ IG − (f(x) − f(b)), ``relative_gap`` its share of |f(x) − f(b)|, ``steps``.
-    ``progress``: a progress bar (None: only on a terminal and when more than one pass is needed).
+    ``steps`` intervals of ``rule`` (``"midpoint"``: ``α_k = (k + ½) / steps``, weight ``1/steps``
+    each; ``"trapezoid"``: ``k / steps``, the ends halved) with the points at ``u^power``
+    (:func:`ig_points`); ``batch_size`` points per pass, then one pass for f(b) and f(x).
+    ``details``: ``value`` f(x), ``baseline_value`` f(b), ``completeness_gap`` Σ IG − (f(x) − f(b)),
+    ``relative_gap`` its share of |f(x) − f(b)|, ``steps``, ``rule``, ``power``, ``gradients`` (the
+    points a gradient was taken at). ``progress``: a progress bar (None: only on a terminal and when
+    more than one pass is needed).
     """
     no_layer("integrated_gradients", layer)
     check_options("integrated_gradients", options, ())
     check_steps(steps, batch_size)
+    alphas, weights = ig_points(steps, rule, power)  # (n,) each
     p = Prepared(model, text, target, "integrated_gradients")
     b = baseline_rows(p, baseline)  # (L, d)
     delta = p.x - b  # (L, d)
-    # the midpoints (k + ½) / steps: the gradient is never taken at the baseline itself, where a zero
-    # embedding output meets the first RMSNorm of a pre-norm model at its singular point
-    alphas = (torch.arange(steps, dtype=torch.float64) + 0.5) / steps  # (steps,)
+    # the midpoint rule never takes the gradient at the baseline itself, where a zero embedding output
+    # meets the first RMSNorm of a pre-norm model at its singular point (nor does power > 1)
     mean_grad = torch.zeros_like(p.x)  # (L, d): ∫₀¹ ∂f/∂x dα
-    chunks = range(0, steps, batch_size)
+    chunks = range(0, alphas.shape[0], batch_size)
     show = None if progress is None and len(chunks) > 1 else bool(progress)
     for k in tqdm(chunks, desc="integrated gradients", unit="batch", disable=None if show is None else not show):
         a = alphas[k:k + batch_size].to(device=p.x.device, dtype=p.x.dtype)  # (n,)
+        w = weights[k:k + batch_size].to(device=p.x.device, dtype=p.x.dtype)  # (n,)
         _, grad = p.run(b + a[:, None, None] * delta)  # (n, L, d)
-        mean_grad += grad.sum(0) / steps  # (L, d)
+        mean_grad += (w[:, None, None] * grad).sum(0)  # (L, d)
     scores = (delta * mean_grad).sum(-1)  # (L,)
     f = p.values(torch.stack([b, p.x]))  # (2,): f(baseline), f(x)
     change = float(f[-1] - f[0])
@@ -190,14 +222,16 @@ def integrated_gradients(model, text: str, *, layer: Optional[int] = None, targe
     rel = abs(gap) / abs(change) if change != 0 else (0.0 if gap == 0 else float("inf"))
     if rel > COMPLETENESS_TOLERANCE:
         warnings.warn(f"integrated gradients: the scores sum to {float(scores.sum()):.6g} but f(x) − f(baseline) = "
-                      f"{change:.6g} (gap {100 * rel:.2g} % of it, steps={steps}); use more steps, or "
+                      f"{change:.6g} (gap {100 * rel:.2g} % of it, steps={steps}, rule={rule}, power={power}); use more "
+                      f"steps, power=3 (points crowded near the baseline), or "
                       f"baseline=<a token id> where the target jumps at a zero embedding (pre-norm models)", stacklevel=2)
     return output_attribution(
         "integrated_gradients", p, scores,
         "integrated gradients: the share of f(x) − f(baseline) that the position's embedding brings along the straight path "
         "from the baseline (the scores sum to that difference)",
         {"value": float(f[-1]), "baseline_value": float(f[0]), "completeness_gap": gap, "relative_gap": rel,
-         "steps": steps, "baseline": ("zero embedding output" if baseline is None or isinstance(baseline, str)
+         "steps": steps, "rule": rule, "power": power, "gradients": int(alphas.shape[0]),
+         "baseline": ("zero embedding output" if baseline is None or isinstance(baseline, str)
                                         else f"token {baseline} at every position" if isinstance(baseline, int) else "given")})
 
 
