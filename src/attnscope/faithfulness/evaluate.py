@@ -79,6 +79,18 @@ def output_row(model, a) -> Tensor:
     return a.scores[-1]  # (L,): the last position reads the next token
 
 
+#: token-to-token methods that take ``rows=`` (compute only those output rows): given the row read
+ROWS_METHODS = ("flow",)
+
+
+def rows_read(model) -> Optional[list[int]]:
+    """The rows :func:`output_row` reads: a decoder's last, row 0 under [CLS] pooling, all (None) under
+    mean pooling."""
+    if model_kind(model) == "encoder":
+        return [0] if getattr(model, "pooling", "mean") == "cls" else None
+    return [-1]
+
+
 def row_choice(model) -> str:
     """The words for :func:`output_row`'s choice on ``model`` (for the report)."""
     if model_kind(model) == "encoder":
@@ -156,7 +168,10 @@ def evaluate_text(model, index: int, where: str, text: str, methods: Sequence[st
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # integrated gradients' completeness warning: kept in details
-                a = model.attribute(text, method=name, **options.get(name, {}))
+                opts = dict(options.get(name, {}))
+                if name in ROWS_METHODS:  # attention flow: one max-flow problem per pair, only the rows read
+                    opts.setdefault("rows", rows_read(model))
+                a = model.attribute(text, method=name, **opts)
             s = output_row(model, a).detach().double().cpu().numpy()[sc.content]  # (n,)
             if "relative_gap" in a.details:
                 res.details[name] = {"relative_gap": float(a.details["relative_gap"])}
