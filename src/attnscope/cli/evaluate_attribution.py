@@ -14,6 +14,10 @@ or row 0 ([CLS] pooling). Writes results.json (every number, per text too), repo
 table and a verdict computed from the numbers) and curves.png into -o.
 
     attnscope evaluate-attribution --texts 500 --limit value_zeroing=150 -o faith-minilm
+
+--reuse DIR takes an earlier run's per-text numbers over (same model, texts, seed, --max-tokens)
+for the methods it ran with the same options, and computes only the rest: more texts for the
+costly methods, or a method added, without running the others again.
 """
 
 from __future__ import annotations
@@ -47,6 +51,14 @@ def register(sub) -> None:
     p.add_argument("--ig-baseline", default="zero", metavar="zero|ID",
                    help="integrated gradients: a zero embedding output, or a token id at every position "
                    "(default: %(default)s)")
+    p.add_argument("--ig-rule", default="midpoint", choices=("midpoint", "trapezoid"),
+                   help="integrated gradients: the quadrature rule (default: %(default)s)")
+    p.add_argument("--ig-power", type=float, default=1.0, metavar="P",
+                   help="integrated gradients: the points at alpha = u^P, crowded near the baseline for P > 1 "
+                   "(default: %(default)s)")
+    p.add_argument("--reuse", default=None, metavar="DIR",
+                   help="an earlier run (its folder or results.json) on the same model, texts and settings: "
+                   "its per-text numbers are taken over for the methods it ran with the same options")
     p.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0,
                    help="seed of the text order, the random ranking and the bootstrap (default: %(default)s)")
     p.add_argument("-o", "--out", default="evaluate-attribution", metavar="DIR",
@@ -75,8 +87,10 @@ def parse_limits(items: list[str]) -> dict[str, int]:
 def run(args) -> int:
     import torch
 
+    from ..attribution.gradients import ig_points
     from ..errors import InputError
     from ..faithfulness import report
+    from ..faithfulness.reuse import read_results
     from ..faithfulness.run import DEFAULT_METHODS, check_methods, evaluate
     from ..i18n import error, text
     from ..models import load
@@ -96,13 +110,20 @@ def run(args) -> int:
         if not args.ig_baseline.isdigit():
             raise error(InputError, "errors.faithfulness_baseline", value=repr(args.ig_baseline))
         baseline = int(args.ig_baseline)
+    ig_points(1, args.ig_rule, args.ig_power)  # a bad --ig-power: one sentence now, not every text failing later
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
     model = load(args.model, device=args.device)
-    options = {"integrated_gradients": {"steps": args.ig_steps, "baseline": baseline, "progress": False}}
+    ig = {"steps": args.ig_steps, "baseline": baseline, "progress": False}
+    if (args.ig_rule, args.ig_power) != ("midpoint", 1.0):  # the default points: options as runs before them wrote
+        ig.update(rule=args.ig_rule, power=args.ig_power)
+    options: dict = {"integrated_gradients": ig}
+    if "flow" in methods:  # flow refuses texts over 24 tokens by default (its time); the run's cut decides here
+        options["flow"] = {"max_tokens": args.max_tokens}
+    earlier = read_results(args.reuse) if args.reuse else None
     res = evaluate(model, n_texts=args.texts, methods=methods, max_tokens=args.max_tokens, seed=args.seed,
-                   limits=limits, options=options, progress=not args.no_progress)
+                   limits=limits, options=options, progress=not args.no_progress, reuse=earlier)
     res["command"] = "attnscope evaluate-attribution " + " ".join(
         shlex.quote(a) for a in sys.argv[2:] if a not in ("--overwrite", "--no-progress"))
     paths = report.write(res, out, args.lang)

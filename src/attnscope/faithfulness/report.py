@@ -114,8 +114,15 @@ def markdown(res: dict, lang: str = "en") -> str:
         notes.append(say("ig_note", lang, steps=o.get("steps", 50),
                          baseline=say("ig_zero", lang) if base is None else say("ig_token", lang, token=base),
                          median=percent(ig["completeness_gap"]["median"]), p90=percent(ig["completeness_gap"]["p90"])))
+        if "rule" in o or "power" in o:
+            notes.append(say("ig_points", lang, steps=o.get("steps", 50), rule=o.get("rule", "midpoint"),
+                             power=f"{o.get('power', 1.0):g}"))
     if "flow" not in res["methods"]:
         notes.append(say("flow_note", lang))
+    if res.get("reused"):
+        u = res["reused"]
+        notes.append(say("reused", lang, path=u["from"], command=u["command"],
+                         items=say("list_sep", lang).join(f"`{m}` {n}" for m, n in u["methods"].items())))
     notes.append(say("reproduce", lang, command=res.get("command", ""), seconds=f"{res['seconds']:.0f}",
                      threads=res["threads"], version=res["versions"]["attnscope"], torch=res["versions"]["torch"]))
     out += [say("notes_head", lang), ""] + [f"- {n}" for n in notes]

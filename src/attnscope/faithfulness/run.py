@@ -4,7 +4,9 @@ Texts (:func:`choose_texts`): the paragraphs of ``builtin:python-docs`` in a see
 each cut to its longest whole-word prefix of at most ``max_tokens`` tokens (special tokens
 included), skipping those with fewer than 4 tokens of their own; the first ``n_texts`` are used.
 A method given a ``limit`` runs on the first ``limit`` of them only (the costly ones: value zeroing
-reruns the model once per token and layer).
+reruns a layer once per token and layer, integrated gradients takes a gradient per step). A run may
+take over an earlier run's per-text numbers of the same texts (``reuse``, :mod:`.reuse`) and compute
+only the rest: more texts for the costly methods, or a method added.
 
 :func:`summarise` turns the per-text numbers into each method's means with bootstrap 95 %
 intervals (:mod:`.stats`: the texts resampled with one seed, so methods run on the same texts are
@@ -29,6 +31,7 @@ from ..errors import InputError
 from ..i18n import error
 from . import stats
 from .evaluate import RANDOM, REFERENCE, TextResult, evaluate_text, row_choice
+from .reuse import Earlier
 from .verdict import verdict
 
 CORPUS = "builtin:python-docs"
@@ -80,11 +83,16 @@ def choose_texts(seed: int) -> Iterator[tuple[int, str, str]]:
 
 def evaluate(model, *, n_texts: int, methods: Sequence[str], max_tokens: int, seed: int = 0,
              limits: Optional[dict] = None, options: Optional[dict] = None,
-             bins: Sequence[float] = stats.ERASER_BINS, progress: bool = True) -> dict:
-    """Run the evaluation (module docstring) and return everything as one JSON-ready dict."""
+             bins: Sequence[float] = stats.ERASER_BINS, progress: bool = True, reuse: Optional[dict] = None) -> dict:
+    """Run the evaluation (module docstring) and return everything as one JSON-ready dict.
+    ``reuse``: an earlier run's results (:func:`.reuse.read_results`) whose per-text numbers are taken
+    over where it ran a method on the same text with the same options (:class:`.reuse.Earlier`)."""
     methods = check_methods(methods)
     limits = dict(limits or {})
     options = dict(options or {})
+    earlier = None if reuse is None else Earlier(
+        reuse, {"model": model.name, "corpus": CORPUS, "seed": seed, "max_tokens": max_tokens, "bins": list(bins)},
+        methods, options)
     started = time.perf_counter()
     results: list[TextResult] = []
     skipped = 0
@@ -96,8 +104,12 @@ def evaluate(model, *, n_texts: int, methods: Sequence[str], max_tokens: int, se
             break
         text = cut(model, paragraph, max_tokens)
         now = [m for m in methods if len(results) < limits.get(m, n_texts)]
+        held = earlier.held(index) if earlier is not None and text else []
+        fresh = [m for m in now if m not in held]
         try:
-            r = evaluate_text(model, index, where, text, now, options, bins, seed) if text else None
+            r = evaluate_text(model, index, where, text, fresh, options, bins, seed) if text and fresh else None
+            if earlier is not None and held:
+                r = earlier.fill(index, where, r, [m for m in now if m in held])
         except InputError as e:  # a method that cannot explain this text: the text is left out for every method
             failed.append(f"{where}: {e}")
             continue
@@ -120,6 +132,14 @@ def evaluate(model, *, n_texts: int, methods: Sequence[str], max_tokens: int, se
         "threads": torch.get_num_threads(),
     }
     out["summary"] = summarise(results, methods, seed)
+    if earlier is not None:
+        out["reused"] = earlier.summary()
+        for m, x in out["summary"].items():  # a method no text ran now: the earlier run's time and gap
+            if x["seconds_per_text"] != x["seconds_per_text"]:
+                then = earlier.res["summary"].get(m, {})
+                x["seconds_per_text"] = then.get("seconds_per_text")
+                if "completeness_gap" in then and "completeness_gap" not in x:
+                    x["completeness_gap"] = then["completeness_gap"]
     out["verdict"] = verdict(results, out["summary"], seed)
     out["per_text"] = per_text(results, methods)
     return out
@@ -140,14 +160,19 @@ def summarise(results: Sequence[TextResult], methods: Sequence[str], seed: int) 
             "aopc_sufficiency": stats.bootstrap([x["aopc_sufficiency"] for x in e], seed),
             "comprehensiveness": [stats.bootstrap([x["comprehensiveness"][b] for x in e], seed) for b in range(n_bins)],
             "sufficiency": [stats.bootstrap([x["sufficiency"][b] for x in e], seed) for b in range(n_bins)],
-            "seconds_per_text": float(np.mean([r.seconds[m] for r in results if m in r.rho])),
+            "seconds_per_text": mean_or_nan([r.seconds[m] for r in results if m in r.seconds]),
         }
         gaps = [r.details[m]["relative_gap"] for r in results if m in r.details and "relative_gap" in r.details[m]]
         if gaps:
             s["completeness_gap"] = {"median": float(np.median(gaps)), "p90": float(np.percentile(gaps, 90))}
         out[m] = s
-    out[REFERENCE]["seconds_per_text"] = float(np.mean([r.seconds[REFERENCE] for r in results]))
+    out[REFERENCE]["seconds_per_text"] = mean_or_nan([r.seconds[REFERENCE] for r in results if REFERENCE in r.seconds])
     return out
+
+
+def mean_or_nan(xs: Sequence[float]) -> float:
+    """The mean, or NaN for no values (a method whose every text was taken over from an earlier run)."""
+    return float(np.mean(xs)) if xs else float("nan")
 
 
 def per_text(results: Sequence[TextResult], methods: Sequence[str]) -> dict:

@@ -1,0 +1,73 @@
+"""evaluate-attribution --reuse: numbers taken over from an earlier run of the same texts equal the
+ones a single run of every method computes (per text and in the summary; to float32 rounding: the
+variants are read in batches grouped by length, and which variants share a batch depends on the
+methods run), a method run with other options is computed again, and a run with other settings is
+refused in one sentence."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import attnscope
+from attnscope.cli import main
+from attnscope.errors import InputError
+from attnscope.faithfulness.reuse import read_results
+from attnscope.faithfulness.run import evaluate
+from attnscope.testing.tiny import FAMILIES
+
+ARGS = ["--texts", "5", "--max-tokens", "12", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory):
+    return str(FAMILIES["gpt2"].build(tmp_path_factory.mktemp("faith-reuse") / "gpt2"))
+
+
+def run(gpt2, out, methods, *extra) -> dict:
+    assert main(["evaluate-attribution", "--model", gpt2, *ARGS, "--methods", methods, "-o", str(out), *extra]) == 0
+    return json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+
+def same(a, b) -> bool:
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+
+
+def test_taken_over_numbers_are_the_ones_a_single_run_gives(gpt2, tmp_path):
+    whole = run(gpt2, tmp_path / "whole", "attention,rollout,norm,leave_one_out,random", "--limit", "norm=3")
+    run(gpt2, tmp_path / "first", "attention,rollout,leave_one_out,random", "--limit", "rollout=2")
+    merged = run(gpt2, tmp_path / "merged", "attention,rollout,norm,leave_one_out,random", "--limit", "norm=3",
+                 "--reuse", str(tmp_path / "first"))
+    assert merged["reused"]["methods"] == {"attention": 5, "rollout": 2, "leave_one_out": 5, "random": 5}
+    assert merged["per_text"]["index"] == whole["per_text"]["index"]
+    for m in whole["methods"]:
+        for key in ("rho", "deleted", "kept"):
+            assert same(merged["per_text"]["methods"][m][key], whole["per_text"]["methods"][m][key]), (m, key)
+        for key in ("rho", "aopc_comprehensiveness", "aopc_sufficiency"):
+            assert same([merged["summary"][m][key][k] for k in ("mean", "low", "high")],
+                        [whole["summary"][m][key][k] for k in ("mean", "low", "high")]), (m, key)
+    assert merged["verdict"]["rho"]["order"] == whole["verdict"]["rho"]["order"]
+    report = (tmp_path / "merged" / "report.md").read_text(encoding="utf-8")
+    assert "Taken over from an earlier run" in report and "`rollout` 2" in report
+
+
+def test_other_options_are_computed_again_and_other_settings_refused(gpt2, tmp_path):
+    run(gpt2, tmp_path / "first", "integrated_gradients,leave_one_out", "--ig-steps", "4")
+    again = run(gpt2, tmp_path / "again", "integrated_gradients,leave_one_out", "--ig-steps", "4", "--ig-power", "3",
+                "--reuse", str(tmp_path / "first"))
+    assert again["reused"]["methods"] == {"leave_one_out": 5}
+    assert again["options"]["integrated_gradients"]["power"] == 3.0
+    assert again["summary"]["integrated_gradients"]["texts"] == 5  # computed again, with its new points
+    earlier = read_results(tmp_path / "first")
+    model = attnscope.load(gpt2)
+    with pytest.raises(InputError, match="its max_tokens is 12, this run's is 13") as e:
+        evaluate(model, n_texts=5, methods=["leave_one_out"], max_tokens=13, reuse=earlier, progress=False)
+    assert "\n" not in str(e.value)
+    with pytest.raises(InputError, match="cannot take numbers over from"):
+        read_results(tmp_path / "nowhere")
