@@ -11,6 +11,7 @@ from ..errors import InputError
 from ..explain import inputs
 from ..explain.numbers import Written, parse_written
 from ..explain.places import count, kind
+from ..explain.toy_input import norm_key
 from ..i18n import Msg, error
 from .chain import Chain, Link
 
@@ -49,7 +50,7 @@ def parse_answers(raw: Any, chain: Chain, source: Union[str, Msg]) -> dict:
     names = chain.names()
     out = {}
     for key, value in raw.items():
-        canon = ALIASES.get(str(key).lower().replace("_", "").replace("-", "").replace(" ", ""), None)
+        canon = ALIASES.get(norm_key(key), None)
         if canon == "sums" and "sums" not in names and "sum" in names:
             canon = "sum"
         if canon == "sum" and "sum" not in names and "sums" in names:

@@ -31,6 +31,7 @@ from ..explain import inputs
 from ..explain.multihead import compute_multihead, fused_slices
 from ..explain.multihead_input import MultiHeadProblem
 from ..explain.places import kind
+from ..explain.toy_input import norm_key
 from ..i18n import Msg, error
 from .answers import ALIASES, parse_answers
 from .chain import Chain, Link, toy_chain
@@ -126,7 +127,7 @@ _BRACKET = re.compile(r"(.+?)\s*\[\s*(\d+)\s*\]")
 
 
 def _canon(key) -> str:
-    return ALIASES.get(str(key).lower().replace("_", "").replace("-", "").replace(" ", ""), str(key))
+    return ALIASES.get(norm_key(key), str(key))
 
 
 def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -162,11 +163,6 @@ def _ints_to_written(x):
     if isinstance(x, list):
         return [_ints_to_written(v) for v in x]
     return x
-
-
-def kind_of(x) -> str:
-    """What ``x`` is, in English (:func:`.places.kind` in any language)."""
-    return str(describe(x))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -328,6 +324,31 @@ def whole_number(value, where: Where, low: int = 1) -> int:
     if int(v) < low:
         raise error(InputError, "errors.explain_at_least", where=where, low=low, value=int(v))
     return int(v)
+
+
+def loaded(model):
+    """``model`` itself, or the model that a name or folder (None: the default model) names, loaded."""
+    if model is None or isinstance(model, (str, Path)):
+        from ..models import load  # torch and the model code only when a lesson reads a model
+        return load(model)
+    return model
+
+
+def model_layer(layer, n: int) -> int:
+    """``layer`` as an index into a model's ``n`` layers, or InputError naming it as written (one that is not
+    a whole number too)."""
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < n:
+        raise error(InputError, "errors.index_model", what=word("layer"), value=repr(layer), n=n, unit=word("layers"),
+                    last=n - 1)
+    return int(layer)
+
+
+def check_kv_heads(H: int, Hkv: int, where: Where) -> None:
+    """InputError naming ``where`` when ``Hkv`` key/value heads do not divide ``H`` query heads (the
+    error lists the numbers that do)."""
+    if H % Hkv:
+        raise error(InputError, "errors.explain_kv_divide", where=where, H=H, Hkv=Hkv,
+                    divisors=", ".join(str(k) for k in range(1, H + 1) if H % k == 0))
 
 
 def check_index(what: Where, value, n: int, unit: str) -> int:

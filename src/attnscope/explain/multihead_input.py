@@ -28,8 +28,8 @@ from .. import reference as R
 from ..errors import InputError, ShapeError
 from ..i18n import Msg, error
 from . import inputs
-from .places import INPUT, Where, at_key, count, kind
-from .toy_input import ToyProblem, norm_key
+from .places import INPUT, Where, at_key, count
+from .toy_input import ToyProblem, check_rows, norm_key, read_fields
 
 #: Keys of a multi-head input (normalised spelling → canonical).
 KEYS = {"x": "X", "wqkv": "W_QKV", "wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O", "nheads": "n_heads",
@@ -139,19 +139,7 @@ class MultiHeadProblem:
     # ------------------------------------------------------------------------------------------
     @classmethod
     def from_mapping(cls, d: dict, source: Where = INPUT) -> "MultiHeadProblem":
-        if not isinstance(d, dict):
-            raise error(InputError, "errors.explain_mh_not_mapping", source=source, kind=kind(d))
-        fields: dict = {}
-        for key, value in d.items():
-            nk = norm_key(key)
-            if nk in REFUSED:
-                raise error(InputError, "errors.explain_refused", where=at_key(source, key), why=Msg(REFUSED[nk]))
-            canon = KEYS.get(nk)
-            if canon is None:
-                raise error(InputError, "errors.explain_mh_unknown_key", source=source, name=repr(key))
-            if canon in fields:
-                raise error(InputError, "errors.explain_key_twice", source=source, name=repr(key), canon=canon)
-            fields[canon] = (key, inputs.plain(value))
+        fields = read_fields(d, source, KEYS, REFUSED, multihead=True)
         where = lambda k: at_key(source, fields[k][0])  # noqa: E731
         mats = {k: inputs.matrix(fields[k][1], where(k)) for k in ("X", "W_QKV", "W_Q", "W_K", "W_V", "W_O")
                 if k in fields}
@@ -161,9 +149,7 @@ class MultiHeadProblem:
             raise error(InputError, "errors.explain_missing_n_heads", source=source)
         H = inputs.whole_number(fields["n_heads"][1], where("n_heads"))
         Hkv = inputs.whole_number(fields["n_kv_heads"][1], where("n_kv_heads")) if "n_kv_heads" in fields else H
-        if H % Hkv:
-            divisors = ", ".join(str(k) for k in range(1, H + 1) if H % k == 0)
-            raise error(InputError, "errors.explain_kv_divide", where=where("n_kv_heads"), H=H, Hkv=Hkv, divisors=divisors)
+        inputs.check_kv_heads(H, Hkv, where("n_kv_heads") if "n_kv_heads" in fields else source)
         if "X" not in mats:
             raise error(InputError, "errors.explain_missing_x", source=source)
         X = mats["X"]
@@ -173,7 +159,7 @@ class MultiHeadProblem:
             if separate:
                 raise error(InputError, "errors.explain_qkv_both", source=source, got=", ".join(separate))
             W = mats["W_QKV"]
-            _rows(W, "W_QKV", dm, source)
+            check_rows(W, "W_QKV", dm, source)
             blocks = H + 2 * Hkv
             if W.shape[1] % blocks:
                 raise error(ShapeError, "errors.explain_qkv_cols", where=where("W_QKV"), count=count(W.shape[1], "column"),
@@ -185,7 +171,7 @@ class MultiHeadProblem:
                 raise error(InputError, "errors.explain_missing_projections", source=source, names=", ".join(missing))
             Wq, Wk, Wv = mats["W_Q"], mats["W_K"], mats["W_V"]
             for k, w in (("W_Q", Wq), ("W_K", Wk), ("W_V", Wv)):
-                _rows(w, k, dm, source)
+                check_rows(w, k, dm, source)
             if Wq.shape[1] % H:
                 raise error(ShapeError, "errors.explain_wq_cols", where=where("W_Q"), H=H, count=count(Wq.shape[1], "column"),
                             hint=_divides_hint(H, dm))
@@ -206,12 +192,6 @@ class MultiHeadProblem:
             else [f"x{i}" for i in range(p.L)]
         p._check_heads()
         return p
-
-
-def _rows(w: np.ndarray, key: str, d_model: int, source: Where) -> None:
-    if w.shape[0] != d_model:
-        raise error(ShapeError, "errors.explain_w_rows", where=at_key(source, key), name=key,
-                    count=count(w.shape[0], "row"), cols=count(d_model, "column"))
 
 
 def _divides_hint(H: int, d_model: int) -> Msg | str:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import ConfigError, InputError, ShapeError
-from ..i18n import error
+from ..i18n import Msg, error
 from ..scorings import DEFAULT_COSINE_TEMPERATURE, SCORINGS
 from . import inputs
 from .places import INPUT, Where, at_cell, at_key, count, kind
@@ -27,6 +27,36 @@ _KEYS = {"x": "X", "wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O", "q": "Q",
 
 def norm_key(key: str) -> str:
     return str(key).lower().replace("_", "").replace("-", "").replace(" ", "")
+
+
+def check_rows(w: np.ndarray, key: str, d_model: int, source: Where) -> None:
+    """ShapeError naming ``key`` when the weight ``w`` (d_model, n) has not one row per feature of X."""
+    if w.shape[0] != d_model:
+        raise error(ShapeError, "errors.explain_w_rows", where=at_key(source, key), name=key,
+                    count=count(w.shape[0], "row"), cols=count(d_model, "column"))
+
+
+def read_fields(d, source: Where, keys: dict, refused: Optional[dict] = None, multihead: bool = False) -> dict:
+    """``{canonical key: (key as written, plain value)}`` of a toy (or ``multihead``) problem mapping ``d``;
+    ``keys``: normalised spelling → canonical. InputError for a ``d`` that is not a mapping, an unknown key,
+    a key given twice in two spellings, and a key in ``refused`` (normalised spelling → the catalogue key
+    of the reason)."""
+    if not isinstance(d, dict):
+        raise error(InputError, "errors.explain_mh_not_mapping" if multihead else "errors.explain_toy_not_mapping",
+                    source=source, kind=kind(d))
+    fields: dict = {}
+    for key, value in d.items():
+        nk = norm_key(key)
+        if refused and nk in refused:
+            raise error(InputError, "errors.explain_refused", where=at_key(source, key), why=Msg(refused[nk]))
+        canon = keys.get(nk)
+        if canon is None:
+            raise error(InputError, "errors.explain_mh_unknown_key" if multihead else "errors.explain_toy_unknown_key",
+                        source=source, name=repr(key))
+        if canon in fields:
+            raise error(InputError, "errors.explain_key_twice", source=source, name=repr(key), canon=canon)
+        fields[canon] = (key, inputs.plain(value))
+    return fields
 
 
 @dataclass
@@ -85,16 +115,7 @@ class ToyProblem:
         Raises InputError (unknown/missing key, malformed matrix) or ShapeError (sizes that do not
         conform), each naming ``source`` and the key.
         """
-        if not isinstance(d, dict):
-            raise error(InputError, "errors.explain_toy_not_mapping", source=source, kind=kind(d))
-        fields = {}
-        for key, value in d.items():
-            canon = _KEYS.get(norm_key(key))
-            if canon is None:
-                raise error(InputError, "errors.explain_toy_unknown_key", source=source, name=repr(key))
-            if canon in fields:
-                raise error(InputError, "errors.explain_key_twice", source=source, name=repr(key), canon=canon)
-            fields[canon] = (key, inputs.plain(value))
+        fields = read_fields(d, source, _KEYS)
         p = cls(source=source)
         for canon in ("X", "W_Q", "W_K", "W_V", "W_O", "Q", "K", "V"):
             if canon in fields:
@@ -166,10 +187,7 @@ class ToyProblem:
             assert X is not None and W_Q is not None and W_K is not None and W_V is not None  # none is missing
             L, d_model = X.shape
             for k in ("W_Q", "W_K", "W_V"):
-                w = getattr(self, k)
-                if w.shape[0] != d_model:
-                    raise error(ShapeError, "errors.explain_w_rows", where=at_key(src, k), name=k,
-                                count=count(w.shape[0], "row"), cols=count(d_model, "column"))
+                check_rows(getattr(self, k), k, d_model, src)
             if W_K.shape[1] != W_Q.shape[1] and self.modern.n_heads == 1:
                 raise error(ShapeError, "errors.explain_toy_wk_cols", where=at_key(src, "W_K"),
                             count=count(W_K.shape[1], "column"), n=W_Q.shape[1])

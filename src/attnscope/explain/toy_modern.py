@@ -80,7 +80,7 @@ class Modern:
         assert self.rope_base is not None  # asked only with rotary positions
         return R.rope_inv_freq(d, self.rope_base)
 
-    # the steps, float64 (also run by the checker on a learner's own numbers) -------------------
+    # the worked head's columns (Decimal or float arrays; the checker runs them on a learner's numbers)
     def q_head(self, Q: np.ndarray) -> np.ndarray:
         """Query head ``head``'s columns of Q (L, n_heads·d) → (L, d)."""
         d = Q.shape[1] // self.n_heads
@@ -90,32 +90,6 @@ class Modern:
         """The columns of the shared k/v head in K or V (L, n_kv_heads·d) → (L, d)."""
         d = M.shape[1] // self.n_kv_heads
         return M[:, self.kv_head * d:(self.kv_head + 1) * d]
-
-    def rms(self, x: np.ndarray, which: str) -> np.ndarray:
-        """RMSNorm of each row of ``x`` with the q or k weight (``which`` "q" or "k")."""
-        w = self.q_weight if which == "q" else self.k_weight
-        if w is None and self.rms_offset:
-            w = np.zeros(x.shape[-1])  # Gemma's identity: 1 + 0
-        return R.rms_norm(x, w, self.rms_eps, self.rms_offset)
-
-    def rotate(self, x: np.ndarray) -> np.ndarray:
-        """Each row of ``x`` (L, d) turned at its position."""
-        return R.rotate(x, self.pos(x.shape[0]), self.inv_freq(x.shape[1]), self.pairing)
-
-    def operands(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> dict:
-        """Every step from the full Q, K, V to the dot product's operands: ``Qh``, ``Kh``, ``Vh``
-        (the worked head), ``Q_normed``/``K_normed`` (with QK-norm), ``Q_rot``/``K_rot`` (with
-        rotary positions), and ``q``/``k``, the operands."""
-        out = {"Qh": self.q_head(Q), "Kh": self.kv_slice(K), "Vh": self.kv_slice(V)}
-        q, k = out["Qh"], out["Kh"]
-        if self.qk_norm:
-            q = out["Q_normed"] = self.rms(q, "q")
-            k = out["K_normed"] = self.rms(k, "k")
-        if self.rope_base is not None:
-            q = out["Q_rot"] = self.rotate(q)
-            k = out["K_rot"] = self.rotate(k)
-        out.update(q=q, k=k)
-        return out
 
     def factor(self) -> Optional[float]:
         """query_pre_attn_scalar^(−½), or None (the scoring's own factor)."""
@@ -182,10 +156,7 @@ def parse_modern(fields: dict, source: Where) -> Modern:
         m.n_kv_heads = inputs.whole_number(value, at_key(source, key), 1)
         if "n_heads" not in fields:
             raise error(InputError, "errors.explain_kv_needs_heads", where=at_key(source, key), n=m.n_kv_heads)
-        if m.n_heads % m.n_kv_heads:
-            raise error(InputError, "errors.explain_kv_divide", where=at_key(source, key), H=m.n_heads,
-                        Hkv=m.n_kv_heads,
-                        divisors=", ".join(str(k) for k in range(1, m.n_heads + 1) if m.n_heads % k == 0))
+        inputs.check_kv_heads(m.n_heads, m.n_kv_heads, at_key(source, key))
     if "head" in fields:
         key, value = fields["head"]
         m.head = inputs.whole_number(value, at_key(source, key), 0)

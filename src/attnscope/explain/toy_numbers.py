@@ -93,7 +93,8 @@ def rotary_scores(m: Modern, q: np.ndarray, k: np.ndarray, scoring: str) -> np.n
 
 
 def _operands(m: Modern, Q, K, V) -> dict:
-    """The worked head's columns, QK-norm and the rotation (see :meth:`Modern.operands`), exact."""
+    """Every step from the full Q, K, V to the dot product's operands, exact: ``Qh``, ``Kh``, ``Vh``
+    (the worked head), ``Q_normed``/``K_normed`` (QK-norm), ``Q_rot``/``K_rot`` (rotary positions)."""
     out = {"Qh": m.q_head(Q), "Kh": m.kv_slice(K), "Vh": m.kv_slice(V)}
     q, k = out["Qh"], out["Kh"]
     if m.qk_norm:
