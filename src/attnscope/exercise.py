@@ -27,7 +27,7 @@ import numpy as np
 from . import reference as R
 from .errors import InputError
 from .explain.doc import Formula, Matrix, Para, Step, Sym, VecParam, Worked, t
-from .explain.numbers import fmt, short
+from .explain.numbers import percent, short
 from .explain.toy import compute, explain_toy
 from .explain.toy_input import ToyProblem
 from .i18n import error
@@ -128,7 +128,7 @@ class Exercise:
         # 3: whose information
         k = self._q3_row()
         order = np.argsort(-v["weights"][k], kind="stable")
-        shares = [t("toy.share", pct=fmt(100 * v["weights"][k, m], 1) + "%", tok=p.tokens[m]) for m in order]
+        shares = [t("toy.share", pct=percent(v["weights"][k, m]), tok=p.tokens[m]) for m in order]
         a3 = Para(t("ex.a3", tok=p.tokens[k], shares=shares, top=p.tokens[int(order[0])],
                     o=VecParam(list(v["output"][k])), v=VecParam(list(v["V"][k])),
                     x=VecParam(list(p.X[k]), exact=True)))

@@ -27,14 +27,10 @@ from . import inputs
 from .attribution_labels import lt
 from .attribution_values import check_method, lesson_values
 from .doc import Divide, Formula, Matrix, Para, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t
-from .numbers import fmt, sci
+from .numbers import percent, sci
 
 #: Rows of a weighted sum written out term by term while the row is this short (``expand="auto"``).
 EXPAND_MAX = 40
-
-
-def _pct(p: float) -> str:
-    return fmt(100 * p, 1) + "%"
 
 
 def _labels(v: dict) -> list:
@@ -80,11 +76,11 @@ def _result(v: dict, first: list, firsts: list, key_meaning: str, checks: Para) 
     """The last step: the row beside ``first`` (header, column) pairs, its sum and its largest shares."""
     names, row = _labels(v), v["row"]
     header = [t("col.pos"), lt("col_token")] + [h for h, _ in firsts] + [lt("col_score"), t("col.percent")]
-    body = [[j, v["labels"][j]] + [float(c[j]) for _, c in firsts] + [float(row[j]), _pct(row[j] / row.sum())
+    body = [[j, v["labels"][j]] + [float(c[j]) for _, c in firsts] + [float(row[j]), percent(row[j] / row.sum())
                                                                       if row.sum() > 0 else "-"]
             for j in range(len(row))]
     order = np.argsort(-row, kind="stable")[:4]
-    shares = [lt("share", pct=_pct(row[j] / row.sum()), tok=names[j]) for j in order] if row.sum() > 0 else ["-"]
+    shares = [lt("share", pct=percent(row[j] / row.sum()), tok=names[j]) for j in order] if row.sum() > 0 else ["-"]
     return Step("result", t("row.step_result"), first + [Table(header, body), Para(lt("total", total=float(row.sum()))),
                                                           Para(lt(key_meaning, tok=names[v["qpos"]], shares=shares)),
                                                           checks])

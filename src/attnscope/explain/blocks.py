@@ -77,6 +77,11 @@ class VecParam:
     exact: bool = False  # show as given (15.3, 1.5), not at the output's decimals
 
 
+def vec(x, exact: bool = False) -> VecParam:
+    """A vector (d,) as a text parameter, its entries as floats (``exact``: input numbers, shown as given)."""
+    return VecParam([float(a) for a in x], exact=exact)
+
+
 # ----------------------------------------------------------------------------------------------
 # blocks
 # ----------------------------------------------------------------------------------------------

@@ -31,11 +31,13 @@ from .blocks import (
     sub,
     t,
     t_or,
+    vec,
     words,
 )
 
 __all__ = ["Worked", "COUNTING", "INDEX_BASE", "Block", "Cell", "Divide", "DotRow", "Formula", "Matrix", "Para",
-           "ScaleLine", "Step", "SumLine", "Sym", "T", "Table", "VecParam", "WeightedSum", "sub", "t", "t_or", "words"]
+           "ScaleLine", "Step", "SumLine", "Sym", "T", "Table", "VecParam", "WeightedSum", "sub", "t", "t_or", "vec",
+           "words"]
 
 
 @dataclass

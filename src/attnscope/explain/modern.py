@@ -27,11 +27,6 @@ def _given(x: float) -> str:
     return str(int(x)) if x.is_integer() and abs(x) < 1e16 else short(x)
 
 
-def _x(name: str, i: int, prime: bool = False) -> Sym:
-    p = "'" if prime else ""
-    return Sym(f"{name}{p}[{i}]", rf"{name}{p}_{{{i}}}")
-
-
 # ----------------------------------------------------------------------------------------------
 # shared key/value heads
 # ----------------------------------------------------------------------------------------------
@@ -71,7 +66,7 @@ def rms_step(rows: Sequence[tuple], *, eps: float, offset: float, weights: dict,
             key = "rms.weight_gemma" if offset else "rms.weight"
             blocks.append(Para(t(key, x=which, n=n, w=VecParam([float(a) for a in np.asarray(w)[:n]]))))
     header = [t("col.vector"), Sym("mean(x²)", r"\overline{x^2}"), Sym("RMS", r"\mathrm{RMS}")]
-    header += [_x("x̂", i) for i in range(n)]
+    header += [Sym(f"x̂[{i}]", rf"x̂_{{{i}}}") for i in range(n)]
     body = []
     for label, _which, x, xn in rows:
         x = np.asarray(x, dtype=np.float64)

@@ -24,10 +24,10 @@ from .. import exact as E
 from .. import reference as R
 from ..errors import ConfigError
 from ..i18n import error
-from .doc import DotRow, Formula, Matrix, Para, Step, Sym, Table, Worked, sub, t
+from .doc import DotRow, Formula, Matrix, Para, Step, Sym, Table, Worked, sub, t, vec
 from .modern import heads_step
 from .multihead_input import MultiHeadProblem
-from .numbers import fmt
+from .numbers import percent
 from .toy import check_finite, compute, compute_exact, explain_toy
 
 __all__ = ["compute_multihead", "explain_multihead", "fused_slices"]
@@ -240,8 +240,8 @@ def _own_step(p, v, small) -> Step:
     blocks.append(Para(t("mh.own_same" if same else "mh.own_differs")))
     if p.d_model >= c.stop:
         xs = p.X[0, c]
-        blocks.append(Para(t("mh.not_a_slice", tok=p.tokens[0], h=h, cols=_span(c), x=_vec(xs, exact=True),
-                             q=_vec(v["Q"][0, c])), style="note"))
+        blocks.append(Para(t("mh.not_a_slice", tok=p.tokens[0], h=h, cols=_span(c), x=vec(xs, exact=True),
+                             q=vec(v["Q"][0, c])), style="note"))
     return Step("own", t("mh.step_own"), blocks)
 
 
@@ -250,11 +250,6 @@ _SUBS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 def _sub(n: int) -> str:
     return str(n).translate(_SUBS)
-
-
-def _vec(x, exact: bool = False):
-    from .doc import VecParam
-    return VecParam([float(a) for a in x], exact=exact)
 
 
 def _head_steps(p, v, h, expand: str) -> list:
@@ -308,10 +303,10 @@ def _meaning_step(p, v) -> Step:
             seen = [j for j in range(p.L) if A[i, j] > 0]
             top = [j for j in seen if A[i, j] >= A[i].max() * (1 - 1e-12)]
             if len(top) == len(seen) > 1:
-                rows.append(t("mh.meaning_even", tok=tok, pct=fmt(100 * A[i, top[0]], 1) + "%"))
+                rows.append(t("mh.meaning_even", tok=tok, pct=percent(A[i, top[0]])))
             else:
                 rows.append(t("mh.meaning_row", tok=tok, top=[p.tokens[j] for j in top],
-                              pct=fmt(100 * A[i, top[0]], 1) + "%"))
+                              pct=percent(A[i, top[0]])))
         blocks.append(Para(t("mh.meaning_head", h=h, rows=rows)))
     blocks.append(Para(t("mh.meaning", H=p.n_heads)))
     return Step("meaning", t("mh.step_meaning"), blocks)

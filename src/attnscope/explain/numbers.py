@@ -157,6 +157,11 @@ def fmt(x: float, decimals: int, as_int: Optional[bool] = None) -> str:
     return show(x, decimals, as_int).plain()
 
 
+def percent(p) -> str:
+    """A share as a percentage at one decimal: 0.4567 → ``45.7%``."""
+    return fmt(100 * p, 1) + "%"
+
+
 def matrix_is_int(values) -> bool:
     """True when every finite entry is an integer (then a matrix is shown without decimals)."""
     flat = [as_decimal(v) for v in np.asarray(values, dtype=object).ravel()]

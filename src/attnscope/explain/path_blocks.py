@@ -10,12 +10,12 @@ convention: column c of W is row c of the ``nn.Linear`` weight.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence
 
 import numpy as np
 
 from .. import reference as R
-from .blocks import Cell, Formula, Para, Step, Sym, Table, VecParam, t
+from .blocks import Cell, Formula, Para, Step, Sym, Table, t
 from .numbers import short
 
 #: Products written out in a projection table before "the other d − N".
@@ -27,21 +27,16 @@ def trace_para(*names: str) -> Para:
     return Para(t("path.trace", names=", ".join(names)), style="note")
 
 
-def vec(x: Union[Sequence[float], np.ndarray]) -> VecParam:
-    return VecParam([float(a) for a in x])
-
-
 def feats(n: int) -> list:
     return [Sym(str(c), str(c)) for c in range(n)]
 
 
-def vector_table(rows: Sequence[tuple], dims: int, caption_d: Optional[int] = None) -> Table:
+def vector_table(rows: Sequence[tuple], dims: int) -> Table:
     """``rows``: (label, vector (d,)) — one row each, the first ``dims`` features as columns."""
     d = len(rows[0][1])
     n = min(dims, d)
     body = [[label] + [float(a) for a in np.asarray(x)[:n]] for label, x in rows]
-    cap = t("path.first_features", n=n, d=caption_d or d) if n < (caption_d or d) else None
-    return Table([t("col.vector")] + feats(n), body, caption=cap)
+    return Table([t("col.vector")] + feats(n), body, caption=t("path.first_features", n=n, d=d) if n < d else None)
 
 
 # ----------------------------------------------------------------------------------------------

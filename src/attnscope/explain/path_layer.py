@@ -14,7 +14,7 @@ are data: :data:`WORDS` by op and step name, a recipe's own wording where the la
 from __future__ import annotations
 
 from ..recipe import BLOCK_OPS
-from .blocks import Formula, Matrix, Para, Step, Sym, T, t, t_or
+from .blocks import Formula, Matrix, Para, Step, Sym, T, t, t_or, vec
 from .path_blocks import (
     activation_blocks,
     concat_step,
@@ -23,7 +23,6 @@ from .path_blocks import (
     output_step,
     projection_table,
     trace_para,
-    vec,
     vector_table,
 )
 

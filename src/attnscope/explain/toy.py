@@ -44,7 +44,7 @@ from .doc import (
     words,
 )
 from .modern import distance_step, gemma_scale_para, heads_step, rms_step, rotation_step, window_paras
-from .numbers import fmt
+from .numbers import percent
 from .toy_input import ToyProblem
 from .toy_numbers import STEP_NAMES, by_offset, check_finite, compute, compute_exact
 
@@ -296,7 +296,7 @@ def _meaning_step(p: ToyProblem, x: dict, allowed: np.ndarray, blind: list) -> S
                 blocks.append(Para(t("toy.meaning_blind", tok=toks[i])))
                 continue
             order = sorted(range(p.L), key=lambda j: (-x["weights"][i, j], j))
-            shares = [t("toy.share", pct=fmt(100 * x["weights"][i, j], 1) + "%", tok=toks[j])
+            shares = [t("toy.share", pct=percent(x["weights"][i, j]), tok=toks[j])
                       for j in order if allowed[i, j]]
             blocks.append(Para(t("toy.meaning_row", tok=toks[i], shares=shares)))
     first = next((i for i in range(p.L) if i not in blind), None)

@@ -15,8 +15,8 @@ from typing import Callable, Optional
 from ...errors import ConfigError
 from ...i18n import error
 from .. import i18n
-from ..blocks import Sym, T, VecParam
-from ..numbers import Shown, show
+from ..blocks import Matrix, Sym, T, VecParam
+from ..numbers import Shown, matrix_is_int, show
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -98,6 +98,14 @@ def tex_escape(s: str) -> str:
 # ----------------------------------------------------------------------------------------------
 # the context every renderer carries
 # ----------------------------------------------------------------------------------------------
+
+def grid(m: Matrix) -> tuple:
+    """What every renderer draws of a matrix block: ``(as_int, values (m, n), row labels, column
+    labels)``; a vector is one row, and labels are 0, 1, … where the block has none."""
+    as_int = m.as_int if m.as_int is not None else matrix_is_int(m.values)
+    vals = m.values if m.values.ndim == 2 else m.values[None, :]
+    return as_int, vals, m.rows or [str(i) for i in range(vals.shape[0])], m.cols or [str(j) for j in range(vals.shape[1])]
+
 
 class Ctx:
     """Language, decimals and output flavour ("text" or "tex") of one rendering."""
@@ -231,15 +239,15 @@ def _is_zero(x) -> bool:
         return False
 
 
-def wrap_terms(head: str, terms: list, tail: str, width: int = 96, joiner: str = " + ") -> list:
+def wrap_terms(head: str, terms: list, tail: str, width: int = 96) -> list:
     """``head t1 + t2 + … tail`` as lines no wider than ``width`` (continuations indented)."""
     lines, cur = [], head
     indent = " " * min(len(head), 12)
     for n, term in enumerate(terms):
-        piece = term if n == 0 else joiner + term
+        piece = term if n == 0 else " + " + term
         if len(cur) + len(piece) > width and cur.strip() and n > 0:
             lines.append(cur.rstrip())
-            cur = indent + joiner.lstrip() + term
+            cur = indent + "+ " + term
         else:
             cur += piece
     cur += tail

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 
 from ..blocks import Matrix, Para, T, Table
-from ..numbers import matrix_is_int
-from .base import Ctx, tex_escape, text_blocks
+from .base import Ctx, grid, tex_escape, text_blocks
 from .lines import expansion
 
 TERMS_PER_LINE = 4
@@ -128,10 +127,7 @@ def _label(ctx: Ctx, s) -> str:
 
 
 def matrix(ctx: Ctx, m: Matrix) -> list:
-    as_int = m.as_int if m.as_int is not None else matrix_is_int(m.values)
-    vals = m.values if m.values.ndim == 2 else m.values[None, :]
-    rows = m.rows or [str(i) for i in range(vals.shape[0])]
-    cols = m.cols or [str(j) for j in range(vals.shape[1])]
+    as_int, vals, rows, cols = grid(m)
     lines = []
     if m.caption is not None:
         lines += [ctx.text(m.caption), ""]

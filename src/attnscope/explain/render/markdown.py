@@ -4,8 +4,7 @@ spans, the written-out arithmetic in code blocks (so columns stay aligned in any
 from __future__ import annotations
 
 from ..blocks import Matrix, Para, Table
-from ..numbers import matrix_is_int
-from .base import Ctx, text_blocks
+from .base import Ctx, grid, text_blocks
 from .lines import text_lines
 
 
@@ -44,10 +43,7 @@ def _blocks(ctx: Ctx, blocks) -> list:
 
 
 def matrix(ctx: Ctx, m: Matrix) -> list:
-    as_int = m.as_int if m.as_int is not None else matrix_is_int(m.values)
-    vals = m.values if m.values.ndim == 2 else m.values[None, :]
-    rows = m.rows or [str(i) for i in range(vals.shape[0])]
-    cols = m.cols or [str(j) for j in range(vals.shape[1])]
+    as_int, vals, rows, cols = grid(m)
     corner = f"**{m.sym.text}**" if m.sym is not None else ""
     lines = []
     if m.caption is not None:

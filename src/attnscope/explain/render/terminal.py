@@ -12,8 +12,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..blocks import Formula, Matrix, Para, T, Table
-from ..numbers import matrix_is_int
-from .base import Ctx
+from .base import Ctx, grid
 from .lines import text_lines
 
 
@@ -53,10 +52,7 @@ def _blocks(ctx: Ctx, blocks, width: int):
 
 
 def matrix(ctx: Ctx, m: Matrix) -> RichTable:
-    as_int = m.as_int if m.as_int is not None else matrix_is_int(m.values)
-    vals = m.values if m.values.ndim == 2 else m.values[None, :]
-    rows = m.rows or [str(i) for i in range(vals.shape[0])]
-    cols = m.cols or [str(j) for j in range(vals.shape[1])]
+    as_int, vals, rows, cols = grid(m)
     tab = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     tab.add_column(Text(m.sym.text if m.sym else "", style="bold"), justify="left")
     for c in cols:
