@@ -147,7 +147,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
             check_text(req.compare, "compare", max_chars)
 
         return JSONResponse(await worker.run(app.state.held_view, req.text, req.compare, req.token, req.decimals,
-                                             ship_up_to))
+                                             ship_up_to, req.attribution))
 
     @app.post("/api/attention", response_model=Attention, summary="One head's attention weights")
     async def attention(req: HeadRequest) -> Attention:

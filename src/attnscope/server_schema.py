@@ -39,6 +39,9 @@ class ViewRequest(StrictRequest):
                                    examples=["I deposited money at the bank."])
     token: Optional[str] = Field(None, description="The token the two texts share (default: the first shared one).")
     decimals: int = Field(4, ge=0, le=view_data_mod.MAX_DECIMALS, description="Decimals the page starts with.")
+    attribution: bool = Field(False, description="Also the matrices of the page's attribution switch (norm, rollout, "
+                              "ALTI, value zeroing: model.attribute's), for texts of up to 64 tokens; the served "
+                              "page asks for them.")
 
 
 class HeadRequest(StrictRequest):

@@ -60,13 +60,17 @@ def text_attribution(model, text: str, n_tokens: int, methods: Sequence[str] = M
     return out
 
 
+def header(methods: Sequence[str] = METHODS, max_tokens: int = MAX_TOKENS) -> dict:
+    """``data["attribution"]``: the methods the switch offers, those with one matrix a head, the limit."""
+    return {"methods": list(methods), "per_head": [m for m in methods if m in PER_HEAD], "max_tokens": max_tokens}
+
+
 def add_attribution(data: dict, model, texts: Sequence[Optional[str]], methods: Sequence[str] = METHODS,
                     max_tokens: int = MAX_TOKENS, max_zeroing: int = MAX_ZEROING_LAYER_PASSES) -> dict:
     """Add the switch's matrices to page ``data`` (one entry per text of ``texts``, in order).
     A text None (its ids are not what the text tokenizes to: a generation's, sometimes) gets
     ``{"left_out": "tokens"}``; one a method refuses, ``{"left_out": "error", "why": …}``."""
-    data["attribution"] = {"methods": list(methods), "per_head": [m for m in methods if m in PER_HEAD],
-                           "max_tokens": max_tokens}
+    data["attribution"] = header(methods, max_tokens)
     for entry, text in zip(data["texts"], texts):
         n = len(entry["tokens"])
         if text is None:

@@ -34,6 +34,8 @@ from ..errors import InputError
 from ..fonts import font_face_css
 from ..i18n import error
 from . import data as view_data_mod
+from .attribution_view import MAX_TOKENS as ATTRIBUTION_TOKENS
+from .attribution_view import header as attribution_header
 from .context import context_comparison
 from .held import THUMB, HeldText
 from .held_store import TextStore, text_id
@@ -75,15 +77,18 @@ def from_array(d: dict) -> np.ndarray:
 
 
 def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str] = None, token: Optional[str] = None,
-                   decimals: int = 4, ship: Optional[int] = None, api: str = "api/held/") -> dict:
+                   decimals: int = 4, ship: Optional[int] = None, api: str = "api/held/",
+                   attribution: bool = False) -> dict:
     """The page data of ``text`` (and ``compare``): shipped whole when every text has at most
     ``ship`` tokens (default :func:`ship_up_to`; :func:`attnscope.viewer.run.view_data`), else each text held in
     ``store`` and its entry marked ``remote``. The model's context length is checked by the trace
-    (InputError with the token count and the limit)."""
+    (InputError with the token count and the limit). ``attribution``: with the attribution switch's
+    matrices (:mod:`attnscope.viewer.attribution_view`) for shipped texts; a held text's entry says
+    why it has none (``too_long`` past the switch's limit, else ``held``)."""
     texts = [text] if compare is None else [text, compare]
     lengths = [len(model.encode(t).tokens[0]) for t in texts]
     if max(lengths) <= (ship_up_to(model.config) if ship is None else ship):
-        return view_data(model, text, compare=compare, token=token, decimals=decimals)
+        return view_data(model, text, compare=compare, token=token, decimals=decimals, attribution=attribution)
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= view_data_mod.MAX_DECIMALS:
         raise error(InputError, "errors.viewer_decimals", most=view_data_mod.MAX_DECIMALS, value=repr(decimals))
     qs, ks = view_data_mod.operand_steps(model.config)
@@ -106,6 +111,11 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
                               "remote": {"id": key, "n": h.n, "thumb": min(h.n, THUMB), "api": api}})
     if compare is not None:
         data["compare"] = context_comparison(traces[0], traces[1], token=token)
+    if attribution:
+        data["attribution"] = attribution_header()
+        for entry in data["texts"]:
+            n = entry["remote"]["n"]
+            entry["attribution"] = {"left_out": "too_long" if n > ATTRIBUTION_TOKENS else "held", "n": n}
     return data
 
 
@@ -219,8 +229,9 @@ def add_routes(app, model, worker, store: TextStore, base) -> None:
         t = await worker.run(h.thumbnails, req.layer)
         return {"layer": req.layer, "thumbs": array(t)}
 
-    def view(text, compare, token, decimals, ship):
-        d = held_view_data(model, store, text, compare=compare, token=token, decimals=decimals, ship=ship)
+    def view(text, compare, token, decimals, ship, attribution=False):
+        d = held_view_data(model, store, text, compare=compare, token=token, decimals=decimals, ship=ship,
+                           attribution=attribution)
         d["font_css"] = font_face_css(view_data_mod.all_text(d))
         return d
 

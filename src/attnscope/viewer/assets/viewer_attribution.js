@@ -10,6 +10,10 @@
  * numbers as they are stored. The step and context views always show the raw computation. A
  * method with one matrix a layer draws the head view once (the head toggles hide). A text past
  * the page's limit carries no matrices: the note says so and the raw weights are drawn.
+ *
+ * The page `attnscope serve` shows asks /api/view with "attribution": true (formBody): the server
+ * computes the same matrices for the typed text, with the same limits; the method chosen stays on
+ * for the next text typed. A text the server holds (too large to travel) carries none.
  */
 (function (A) {
   "use strict";
@@ -111,6 +115,7 @@
       if (layerly && s.view === "model") this.cfg = oneHead(cfg);  // the model view in one column
       try { r = render.apply(this, arguments); } finally { s.heads = saved; this.cfg = cfg; }
       if (this.selAttr) this.selAttr.value = s.attr || "raw";
+      this.lastAttr = s.attr;  // the served page keeps it for the next text typed
       if (single) this.headBar.style.display = "none";
       var col = layerly && s.view === "model" ? this.body.querySelector(".as-mv > .as-lab") : null;
       if (col) col.textContent = tr("viewer.attr_per_layer");  // the one column is no head
@@ -151,11 +156,18 @@
     if (on) text = tr(NOTE[on]);
     else if (a.left_out === "too_long") text = tr("viewer.attr_left_long", { n: a.n, max: this.data.attribution.max_tokens });
     else if (a.left_out === "tokens") text = tr("viewer.attr_left_tokens");
+    else if (a.left_out === "held") text = tr("viewer.attr_left_held");
+    else if (a.costly && a.costly[m] && this.opts.server) text = tr("viewer.attr_left_costly_served", { passes: a.costly[m], limit: a.costly.limit });
     else if (a.costly && a.costly[m]) text = tr("viewer.attr_left_costly", { passes: a.costly[m], limit: a.costly.limit });
     else text = tr("viewer.attr_left_error", { why: a.why || "" });
     var note = el("div", { cls: on ? "as-note as-attr" : "as-warn", "data-testid": "attr-note", "data-method": on || "raw", text: text });
     this.body.insertBefore(note, this.body.firstChild);
   };
+
+  // The served page asks for the matrices of the text typed (the encoder–decoder page has its own formBody).
+  V.formBody = (function (formBody) {
+    return function () { var b = formBody.call(this); b.attribution = true; return b; };
+  })(V.formBody);
 
   V.pending = (function (pending) {
     return function () {
@@ -176,6 +188,7 @@
       applyHash.call(this);
       var d = this.data, s = this.state;
       s.attr = "raw";
+      if (this.opts.server && d && d.attribution && d.attribution.methods.indexOf(this.lastAttr) >= 0) s.attr = this.lastAttr;
       if (this.opts.server || !window.location.hash || !d || !d.attribution) return;
       window.location.hash.slice(1).split("&").forEach(function (kv) {
         var v = kv.slice(5);
