@@ -3,6 +3,10 @@
     attnscope view "The bank of the river." -o attention.html
     attnscope view "The bank of the river." --compare "Money in the bank." --token bank -o bank.html
     attnscope view "translate English to German: The cat sat." --target "Die Katze sass." --model ./t5-small
+    attnscope view "The capital of France is" --model smollm2-135m -o lens.html   # with the lens view
+
+A language model's page (SmolLM2, Gemma, Llama, …) has a lens view too: what the residual stream
+predicts after each layer's attention and MLP, at every position (texts of up to 64 tokens).
 
 Open the file in any browser, offline: everything (script, styles, data, CJK glyphs) is inside.
 """
@@ -30,6 +34,9 @@ def register(sub) -> None:
                    help=f"decimals the page starts with, 0..{MAX_DECIMALS} (default 4; the page can change it)")
     p.add_argument("--no-attribution", action="store_true",
                    help="leave out the matrices of the page's attribution switch (norm, rollout, ALTI, value zeroing; "
+                   "computed for texts of up to 64 tokens)")
+    p.add_argument("--no-lens", action="store_true",
+                   help="leave out the lens view of a language model (the logit lens of every layer and position; "
                    "computed for texts of up to 64 tokens)")
     add_lang_option(p, "language of the page's tabs, toolbar and notes (default en; the page has a switch)")
     p.add_argument("-o", "--output", default="attention.html", help="output file (default attention.html)")
@@ -63,7 +70,7 @@ def run(args) -> int:
                     lang=args.lang)  # None: not seq2seq
     if page is None:
         page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals,
-                                attribution=not args.no_attribution), lang=args.lang)
+                                attribution=not args.no_attribution, lens=not args.no_lens), lang=args.lang)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:

@@ -301,4 +301,6 @@ def all_text(data: dict) -> str:
         parts.append(t.get("text") or "")
     if data.get("compare"):
         parts += data["compare"]["tokens_a"] + data["compare"]["tokens_b"]
+    for t in data["texts"]:  # the lens view's predicted tokens (attnscope.viewer.lens_view)
+        parts += (t.get("lens") or {}).get("words", {}).values()
     return "".join(parts)

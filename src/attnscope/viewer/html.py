@@ -24,9 +24,10 @@ def asset(name: str) -> str:
 
 #: The viewer's scripts, in the order the page runs them: the core (numbers, Text, kernels), the
 #: painters and helpers, the Viewer, its views, then the reading of texts the server holds and the Web Workers,
-#: and the attribution switch (it wraps the views' reading of weights).
+#: the attribution switch (it wraps the views' reading of weights) and the lens view (a tab of its own).
 SCRIPTS = ("viewer_core.js", "viewer_paint.js", "viewer.js", "viewer_form.js", "viewer_head.js", "viewer_step.js",
-           "viewer_generation.js", "viewer_matrix.js", "viewer_remote.js", "viewer_workers.js", "viewer_attribution.js")
+           "viewer_generation.js", "viewer_matrix.js", "viewer_remote.js", "viewer_workers.js", "viewer_attribution.js",
+           "viewer_lens.js")
 
 
 def ui_strings() -> dict[str, dict[str, str]]:
@@ -106,10 +107,11 @@ def server_page(model_name: str, scripts: str, options: dict, font_url: str) -> 
         f"  {json_for_script(options)});\n</script>"
     )
     # The served page's own words (examples, what a user types) may be any CJK text: the whole
-    # bundled font, fetched from the server only when such a character is on screen.
+    # bundled font, fetched from the server only when such a character is on screen. The views'
+    # notes and tables, and the tooltips, say the page's own words too (a Chinese note was tofu).
     ui_font = ("@font-face{font-family:'attnscope CJK UI';font-style:normal;font-weight:400;"
                f"unicode-range:{CJK_RANGES};src:url({font_url}) format('opentype');}}\n"
-               ".as-intro,.as-form,.as-form *,.as-top,.as-bar,.as-heads,.as-warn"
+               ".as-intro,.as-form,.as-form *,.as-top,.as-bar,.as-heads,.as-warn,.as-body,.as-tip"
                "{font-family:'attnscope CJK UI',system-ui,'DejaVu Sans',sans-serif}")
     return _page(f"attnscope · {model_name}", ui_font, body, str(options.get("lang", "en")))
 

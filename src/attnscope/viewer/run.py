@@ -8,6 +8,7 @@ from ..errors import InputError
 from ..i18n import Msg, error, word
 from . import data as _data
 from .attribution_view import add_attribution
+from .lens_view import add_lens
 
 #: q, k, v of every layer; the hidden states for the context view; head 0's weights of every
 #: layer, against which the page's recomputation is checked. A single head's weights are computed
@@ -37,15 +38,18 @@ def trace_each(model, texts: Sequence[str]) -> list:
 
 
 def view_data(model, text: str, *, compare: Optional[str] = None, token: Optional[str] = None,
-              decimals: int = 4, attribution: bool = False) -> dict:
+              decimals: int = 4, attribution: bool = False, lens: bool = False) -> dict:
     """Page data for ``text`` (and the context comparison with ``compare``); ``attribution``: with
-    the matrices of the page's attribution switch (:mod:`attnscope.viewer.attribution_view`)."""
+    the matrices of the page's attribution switch (:mod:`attnscope.viewer.attribution_view`);
+    ``lens``: with the lens view's grid, for a language model (:mod:`attnscope.viewer.lens_view`)."""
     traces = trace_each(model, [text] if compare is None else [text, compare])
     data = _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals)
     for entry, tr in zip(data["texts"], traces):
         entry["tokens"] = display_tokens(model, tr.text_tokens(0))
     if attribution:
         add_attribution(data, model, [text] if compare is None else [text, compare])
+    if lens:
+        add_lens(data, model, [text] if compare is None else [text, compare])
     return data
 
 
