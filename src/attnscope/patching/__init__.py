@@ -28,11 +28,27 @@ float rounding of batched matrix products; bit for bit at ``batch_size=1``). A c
 layer l starts there, from the corrupted run's stream (:mod:`attnscope.patching.prefix`):
 ``result.layer_evaluations`` counts the (copy, layer) pairs computed — 4,245 for SmolLM2's 270
 heads, 52 % of rerunning every layer.
+
+Beyond one head at a time (issue 28): :func:`path_patch` / :func:`path_sweep` patch a sender head
+only along its path into chosen receivers' q, k or v or into the logits (:mod:`.path`);
+:func:`ioi_prompts` makes a seeded IOI prompt set from the model's tokenizer (:mod:`.ioi`);
+:func:`head_means` and :func:`ablated_metric` mean-ablate heads (:mod:`.ablation`);
+:func:`circuit_metrics` gives Wang et al.'s faithfulness, completeness and minimality with bootstrap
+intervals (:mod:`.circuit`); ``attnscope circuit run FILE`` replays an experiment file
+(:mod:`.experiment_file`).
 """
 
+from .ablation import ablated_metric, head_means
+from .circuit import CircuitReport, bootstrap, circuit_metrics
 from .core import BATCH, SITES, patch, patch_heads, patch_residual, site_name
+from .ioi import PromptSet, ioi_prompts
 from .pair import PatchPair, encode_pair, logit_diff, single_token
+from .path import PathResult, path_patch, path_sweep
+from .prompts import pair_group
 from .result import PatchingResult
+from .runs import PromptGroup
 
 __all__ = ["patch", "patch_heads", "patch_residual", "PatchingResult", "SITES", "BATCH", "site_name",
-           "PatchPair", "encode_pair", "logit_diff", "single_token"]
+           "PatchPair", "encode_pair", "logit_diff", "single_token",
+           "path_patch", "path_sweep", "PathResult", "PromptGroup", "pair_group", "ioi_prompts", "PromptSet",
+           "head_means", "ablated_metric", "circuit_metrics", "CircuitReport", "bootstrap"]
