@@ -96,7 +96,7 @@ def name_int_options(parser: argparse.ArgumentParser) -> None:
 
 #: Subcommand modules, in the order ``attnscope --help`` lists them.
 COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", "experiment", "analyze", "evaluate-attribution",
-            "lens", "patch", "generate"]
+            "lens", "patch", "circuit", "generate"]
 
 
 def check_range(value, flag: str, low, high=None):
