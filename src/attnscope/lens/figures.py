@@ -30,6 +30,13 @@ def lens_figure(r: LensResult, lang: str = "en", max_chars: int = 8):
 def _lens(plt, r: LensResult, labels, lang: str, max_chars: int):
     P, L = r.kl.shape
     fig, ax = plt.subplots(figsize=(max(6.5, 2.5 + 0.9 * L), 1.2 + 0.2 * P))
+    _draw(fig, ax, r, labels, text("lens.title", lang), lang, max_chars)
+    fig.tight_layout()
+    return fig
+
+
+def _draw(fig, ax, r: LensResult, labels, title: str, lang: str, max_chars: int) -> None:
+    P, L = r.kl.shape
     im = ax.imshow(r.target_prob.numpy(), aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1)
     for p in range(P):
         for i in range(L):
@@ -38,10 +45,42 @@ def _lens(plt, r: LensResult, labels, lang: str, max_chars: int):
     ax.set_xticks(range(L), [t[:max_chars] for t in r.tokens], rotation=60, fontsize=7)
     ax.set_yticks(range(P), [pt.name.replace("layers.", "L") for pt in r.points], fontsize=6)
     ax.set_xlabel(text("lens.axis_position", lang))
-    ax.set_title(text("lens.title", lang))
+    ax.set_title(title)
     fig.colorbar(im, ax=ax, label=text("lens.colour_p", lang))
-    fig.tight_layout()
-    return fig
+
+
+def tuned_figure(r: LensResult, t: LensResult, lang: str = "en", max_chars: int = 8):
+    """The logit lens (left) and the tuned lens (right) of one text, drawn as :func:`lens_figure`."""
+    import matplotlib.pyplot as plt
+
+    P, L = r.kl.shape
+    with plt.rc_context(matplotlib_rc()):
+        fig, axes = plt.subplots(1, 2, figsize=(2 * max(6.5, 2.5 + 0.9 * L), 1.2 + 0.2 * P))
+        for ax, res, key in zip(axes, (r, t), ("lens.title", "tuned.title")):
+            labels = [[_printable(res.decode(int(res.top_ids[p, i, 0])))[:max_chars] for i in range(L)] for p in range(P)]
+            _draw(fig, ax, res, labels, text(key, lang), lang, max_chars)
+        fig.tight_layout()
+        return fig
+
+
+def kl_figure(points: list[str], logit: np.ndarray, tuned: np.ndarray, lang: str = "en"):
+    """Mean KL(final ‖ lens) per point, (P,) each, for the logit lens and the tuned lens (log scale)."""
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(matplotlib_rc()):
+        fig, ax = plt.subplots(figsize=(9, 4))
+        x = np.arange(len(points) - 1)  # the last point is 0 for both: not drawn on a log scale
+        ax.plot(x, logit[:-1], marker=".", label=text("tuned.col_logit", lang))
+        ax.plot(x, tuned[:-1], marker=".", label=text("tuned.col_tuned", lang))
+        ax.set_yscale("log")
+        step = max(1, len(x) // 15)
+        ax.set_xticks(x[::step], [points[i].replace("layers.", "L") for i in x[::step]], rotation=60, fontsize=7)
+        ax.set_xlabel(text("tuned.point_axis", lang))
+        ax.set_ylabel(text("tuned.kl_axis", lang))
+        ax.set_title(text("tuned.kl_title", lang))
+        ax.legend()
+        fig.tight_layout()
+        return fig
 
 
 def dla_figure(d: LogitAttribution, n_layers: int, n_heads: int, lang: str = "en"):

@@ -73,11 +73,13 @@ def _target_ids(model, target, final_logits: Tensor) -> Tensor:
 
 @torch.no_grad()
 def logit_lens(model, text: str, *, target: Union[None, int, str] = None, k: int = 5,
-               keep_logits: bool = False) -> LensResult:
+               keep_logits: bool = False, maps: Optional[Callable[[int, Tensor], Tensor]] = None) -> LensResult:
     """Read every point of ``text``'s residual stream through the final norm and the unembedding.
 
     ``target``: None (each position's final top-1), a token id, or a text that is one token;
-    ``k``: how many top tokens to keep; ``keep_logits``: also return all logits (P, L, V)."""
+    ``k``: how many top tokens to keep; ``keep_logits``: also return all logits (P, L, V);
+    ``maps``: ``maps(p, h)`` (L, d) → (L, d), applied to point p before the read-out (the tuned
+    lens, :mod:`attnscope.lens.tuned`); the final distribution the KL compares with stays the model's own."""
     check_language_model(model, "logit_lens")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise error(InputError, "errors.lens_k", k=repr(k))
@@ -91,9 +93,11 @@ def logit_lens(model, text: str, *, target: Union[None, int, str] = None, k: int
     final_logp = torch.log_softmax(final_logits.float(), -1)  # (L, V)
     rows = torch.arange(L, device=final_logits.device)
     tops, probs, t_prob, t_rank, kls, kept = [], [], [], [], [], []
-    for p in pts:
+    for j, p in enumerate(pts):
         h = embed_value(tr, model)[0, :L] if p.name == "embed" else tr[p.name][0, :L]  # (L, d)
-        logits = read_out(model, h) if p is not pts[-1] else final_logits  # (L, V)
+        if maps is not None:
+            h = maps(j, h)  # (L, d)
+        logits = read_out(model, h) if p is not pts[-1] or maps is not None else final_logits  # (L, V)
         logp = torch.log_softmax(logits.float(), -1)  # (L, V)
         top = logp.topk(k, dim=-1)
         tops.append(top.indices)
