@@ -4,6 +4,8 @@
     attnscope lens --text "The capital of France is" --model smollm2-135m
     attnscope lens --text "When Mary and John went to the store, John gave a drink to" \\
                    --dla --target " Mary" --versus " John" -o dla.png -o dla.json
+    attnscope lens --train-tuned smollm2-tuned.safetensors --texts 400 --steps 300 -o held-out.json
+    attnscope lens --text "The capital of France is" --tuned smollm2-tuned.safetensors -o both.png
 
 Reads the residual stream after the embedding and after every attention block and MLP through the
 model's own final norm and unembedding, and prints, at one position (default the last), each
@@ -11,25 +13,34 @@ point's top tokens, the target's probability and rank, and the KL divergence fro
 distribution. --dla splits the final logit of the target (or the difference target − versus) into
 the embedding, each head, each MLP and the biases: the parts sum to the model's logit. -o writes a
 figure (.png, .svg, .pdf) or the numbers (.json); --lang zh prints and draws in Chinese.
+
+--train-tuned FILE trains a tuned lens (one affine map per point, Belrose et al. 2023) on the
+built-in corpus builtin:python-docs (a seeded split: --held-out texts kept aside, --texts trained
+on, each cut to --length tokens; --steps steps of --batch texts at a peak --lr), writes it with its
+settings to FILE (.safetensors), then prints KL(final || lens) per point on the held-out texts for
+the logit lens and the tuned lens (-o: the per-text numbers as .json, a figure as .png). --tuned FILE
+reads --text through that lens too and prints both lenses side by side; a file made for another
+model is refused.
 """
 
 from __future__ import annotations
 
 import json
-import unicodedata
 from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
+from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, lens_tuned, save_figure
+from .lens_tuned import header
 from .plot import MAX_DPI, MIN_DPI
 
 FIGURES = (".png", ".svg", ".pdf")
 
 
 def register(sub) -> None:
-    p = add_command(sub, "lens", "the logit lens and direct logit attribution of a language model", __doc__)
-    p.add_argument("--text", required=True, help="the prompt")
+    p = add_command(sub, "lens", "the logit lens, the tuned lens and direct logit attribution of a language model",
+                    __doc__)
+    p.add_argument("--text", default=None, help="the prompt (needed unless --train-tuned)")
     p.add_argument("--model", default="smollm2-135m", metavar="NAME_OR_PATH",
                    help="a causal language model: smollm2-135m, gemma-3-270m, a folder or a .gguf file "
                         "(default: %(default)s)")
@@ -47,6 +58,7 @@ def register(sub) -> None:
                    help="resolution of a .png, 10..2400 (default: %(default)s)")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
+    lens_tuned.add_options(p)
     add_lang_option(p, "language of the printed lines and the figure (default: en)")
     add_overwrite_option(p)
     p.set_defaults(func=run)
@@ -63,30 +75,24 @@ def _outputs(paths, overwrite: bool) -> list[Path]:
     return outs
 
 
-def _pad(words: str, width: int, right: bool = False) -> str:
-    """``words`` padded to ``width`` terminal columns (a Chinese character takes two)."""
-    cols = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in words)
-    fill = " " * max(0, width - cols)
-    return fill + words if right else words + fill
-
-
-def _header(lang: str) -> str:
-    """The lens table's column names, aligned with its rows (widths 26, 40, 9, 6, 10)."""
-    return (_pad(text("lens.col_point", lang), 27) + _pad(text("lens.col_top", lang), 41)
-            + _pad(text("lens.col_p", lang), 8, True) + _pad(text("lens.col_rank", lang), 7, True)
-            + _pad(text("lens.col_kl", lang), 11, True))
-
-
 def run(args) -> int:
     outs = _outputs(args.output, args.overwrite)
     if args.versus is not None and not args.dla:
         raise error(InputError, "errors.lens_versus")
+    lens_tuned.check(args)
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
     from ..lens import direct_logit_attribution, logit_lens
     from ..lens.figures import dla_figure, lens_figure
     from ..models import load
 
     model = load(args.model)
     lang = args.lang
+    if args.train_tuned is not None:
+        return lens_tuned.train(args, model, outs)
+    if args.tuned is not None:
+        return lens_tuned.show(args, model, outs)
     if args.dla:
         target = args.target if args.versus is None else (args.target, args.versus)
         if args.versus is not None and args.target is None:
@@ -106,7 +112,7 @@ def run(args) -> int:
         i = args.position % L
         print(text("lens.head", lang, model=model.name, position=i, token=repr(r.tokens[i]),
                    target=repr(r.decode(int(r.target_ids[i])))))
-        print(_header(lang))
+        print(header(lang))
         for p, point in enumerate(r.points):
             tops = ", ".join(f"{t!r} {float(q):.2f}" for t, q in zip(r.top_tokens(p, i), r.top_probs[p, i]))
             print(f"{point.name:<26} {tops:<40} {float(r.target_prob[p, i]):8.4f} {int(r.target_rank[p, i]):6d}"

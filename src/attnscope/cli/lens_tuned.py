@@ -1,0 +1,171 @@
+"""The tuned-lens half of ``attnscope lens``: ``--train-tuned FILE`` (train on the built-in corpus,
+save, measure on the held-out texts) and ``--tuned FILE`` (one text through the logit lens and the
+tuned lens side by side). Options are declared in :mod:`attnscope.cli.lens`."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+import time
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..i18n import error, text
+from . import IntRange, check_new_file, save_figure
+
+#: Training options: (flag, default, low, high, help).
+TRAIN_OPTIONS = (
+    ("--texts", 400, 1, 100_000, "with --train-tuned: training texts of the built-in corpus"),
+    ("--held-out", 40, 1, 100_000, "with --train-tuned: held-out texts, measured after training"),
+    ("--length", 64, 2, 1_000_000, "with --train-tuned: each text cut to its first T tokens"),
+    ("--steps", 300, 1, 1_000_000, "with --train-tuned: Adam steps"),
+    ("--batch", 8, 1, 100_000, "with --train-tuned: texts per step"),
+    ("--seed", 0, 0, 2**32 - 1, "with --train-tuned: the seed of the split and of the order of the texts"),
+)
+
+
+def add_options(p) -> None:
+    """``--tuned``, ``--train-tuned`` and the training options."""
+    p.add_argument("--tuned", default=None, metavar="FILE",
+                   help="also read the text through this tuned lens (.safetensors), beside the logit lens")
+    p.add_argument("--train-tuned", default=None, metavar="FILE",
+                   help="train a tuned lens on builtin:python-docs, write it to FILE (.safetensors) and print "
+                        "its KL beside the logit lens's on the held-out texts (-o: .json numbers, .png figure)")
+    for flag, default, low, high, words in TRAIN_OPTIONS:
+        p.add_argument(flag, type=IntRange(low, high), default=default, metavar="N",
+                       help=f"{words} (default: %(default)s)")
+    p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam",
+                   help="with --train-tuned: Adam, or SGD with Nesterov momentum 0.9 (Belrose et al.'s) (default: %(default)s)")
+    p.add_argument("--lr", type=float, default=3e-4,
+                   help="with --train-tuned: the peak learning rate (default: %(default)s)")
+    p.add_argument("--threads", type=IntRange(1, 4096), default=None, metavar="N",
+                   help="torch CPU threads (default: torch's choice)")
+
+
+def check(args) -> None:
+    """The tuned-lens options' combinations, before any work."""
+    if args.tuned is not None and args.train_tuned is not None:
+        raise error(InputError, "errors.tuned_both")
+    if args.dla and (args.tuned is not None or args.train_tuned is not None):
+        raise error(InputError, "errors.tuned_not_dla")
+    if args.text is None and args.train_tuned is None:
+        raise error(InputError, "errors.tuned_needs_text")
+    if args.tuned is not None and not Path(args.tuned).is_file():
+        raise error(InputError, "errors.tuned_missing", path=repr(args.tuned))
+    if args.train_tuned is not None:
+        out = Path(args.train_tuned)
+        if out.suffix.lower() != ".safetensors":
+            raise error(InputError, "errors.tuned_suffix", name=repr(args.train_tuned))
+        if not out.parent.is_dir():
+            raise error(InputError, "errors.tuned_no_folder", path=repr(str(out)), folder=repr(str(out.parent)))
+        check_new_file(out, args.overwrite, "--train-tuned")
+    if not (math.isfinite(args.lr) and args.lr > 0):
+        raise error(InputError, "errors.tuned_lr", value=repr(args.lr))
+
+
+def train(args, model, outs: list[Path]) -> int:
+    """``--train-tuned``: train, save, measure on the held-out texts, print the table, write -o."""
+    from ..lens.figures import kl_figure
+    from ..lens.tuned_train import held_out_kl, train_tuned_lens
+
+    lang, steps = args.lang, args.steps
+
+    def progress(step: int, loss: float) -> None:
+        if step == 1 or step % 10 == 0 or step == steps:
+            print(text("tuned.step", lang, step=step, steps=steps, kl=f"{loss:.4f}"), file=sys.stderr, flush=True)
+
+    lens, losses = train_tuned_lens(model, texts=args.texts, held_out=args.held_out, length=args.length, steps=steps,
+                                    batch=args.batch, lr=args.lr, optimizer=args.optimizer, seed=args.seed,
+                                    progress=progress)
+    lens.settings["command"] = command_line(args)
+    lens.save(args.train_tuned)
+    print(text("tuned.trained", lang, points=len(lens.points) - 1, texts=args.texts,
+               seconds=lens.settings["train_seconds"], path=args.train_tuned))
+    started = time.perf_counter()
+    result = held_out_kl(model, lens)
+    result.update(settings={k: v for k, v in lens.settings.items() if k != "held_out_indices"}, losses=losses,
+                  eval_seconds=round(time.perf_counter() - started, 1))
+    logit = np.array([t["logit"] for t in result["texts"]]).mean(0)  # (P,)
+    tuned = np.array([t["tuned"] for t in result["texts"]]).mean(0)  # (P,)
+    print(text("tuned.held_head", lang, texts=len(result["texts"]), tokens=sum(t["tokens"] for t in result["texts"])))
+    print(f"{text('tuned.col_logit', lang):>38} {text('tuned.col_tuned', lang):>11}")
+    for name, a, b in zip(lens.points, logit, tuned):
+        print(f"{name:<26} {a:11.4f} {b:11.4f}")
+    print(text("tuned.lower", lang, n=int((tuned[:-1] < logit[:-1]).sum()), m=len(logit) - 1))
+    for out in outs:
+        if out.suffix.lower() == ".json":
+            out.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+        else:
+            save_figure(kl_figure(lens.points, logit, tuned, lang), out, args.dpi)
+        print(text("lens.wrote", lang, path=out))
+    return 0
+
+
+def command_line(args) -> str:
+    """The training command, every setting spelt out (what recreates the file)."""
+    words = ["attnscope", "lens", "--model", args.model, "--train-tuned", args.train_tuned]
+    for flag, *_ in TRAIN_OPTIONS:
+        words += [flag, str(getattr(args, flag[2:].replace("-", "_")))]
+    words += ["--optimizer", args.optimizer, "--lr", repr(args.lr)]
+    words += ["--threads", str(args.threads)] if args.threads else []
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def pad(words: str, width: int, right: bool = False) -> str:
+    """``words`` padded to ``width`` terminal columns (a Chinese character takes two)."""
+    cols = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in words)
+    fill = " " * max(0, width - cols)
+    return fill + words if right else words + fill
+
+
+def header(lang: str) -> str:
+    """The lens table's column names, aligned with its rows (widths 26, 40, 9, 6, 10)."""
+    return (pad(text("lens.col_point", lang), 27) + block_header(lang))
+
+
+def block_header(lang: str) -> str:
+    """One lens's columns: top tokens, target p, rank, KL (widths 40, 9, 6, 10)."""
+    return (pad(text("lens.col_top", lang), 41) + pad(text("lens.col_p", lang), 8, True)
+            + pad(text("lens.col_rank", lang), 7, True) + pad(text("lens.col_kl", lang), 11, True))
+
+
+def cells(r, p: int, i: int) -> str:
+    """One lens's cells at point p, position i: top tokens, target p, rank, KL."""
+    tops = ", ".join(f"{t!r} {float(q):.2f}" for t, q in zip(r.top_tokens(p, i), r.top_probs[p, i]))
+    return f"{tops:<40} {float(r.target_prob[p, i]):8.4f} {int(r.target_rank[p, i]):6d} {float(r.kl[p, i]):10.4f}"
+
+
+def show(args, model, outs: list[Path]) -> int:
+    """``--tuned FILE --text …``: the logit lens and the tuned lens at one position, side by side."""
+    from ..lens import logit_lens
+    from ..lens.figures import tuned_figure
+    from ..lens.tuned import load_tuned_lens, tuned_lens
+
+    lang = args.lang
+    lens = load_tuned_lens(args.tuned, model)
+    r = logit_lens(model, args.text, target=args.target, k=args.top)
+    t = tuned_lens(model, args.text, lens, target=args.target, k=args.top)
+    L = len(r.tokens)
+    if not -L <= args.position < L:
+        raise error(InputError, "errors.lens_position", position=args.position, n=L, last=L - 1)
+    i = args.position % L
+    print(text("tuned.head", lang, path=args.tuned, model=model.name, position=i, token=repr(r.tokens[i]),
+               target=repr(r.decode(int(r.target_ids[i])))))
+    print(pad("", 27) + pad(text("tuned.col_logit", lang), 68) + text("tuned.col_tuned", lang))
+    print(header(lang) + " " + block_header(lang))
+    for p, point in enumerate(r.points):
+        print(f"{point.name:<26} {cells(r, p, i)} {cells(t, p, i)}")
+    result = {"logit_lens": r.to_dict(), "tuned_lens": t.to_dict(), "tuned_file": str(args.tuned),
+              "tuned_settings": {k: v for k, v in lens.settings.items() if k != "held_out_indices"}}
+    for out in outs:
+        if out.suffix.lower() == ".json":
+            out.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+        else:
+            save_figure(tuned_figure(r, t, lang), out, args.dpi)
+        print(text("lens.wrote", lang, path=out))
+    return 0
