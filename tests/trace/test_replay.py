@@ -91,3 +91,24 @@ def test_replay_with_hooks_is_one_sentence(tiny_models):
         model.trace(TEXTS, hooks={"layers.0.attn.z": lambda t, n: None}, replay=True)
     with pytest.raises(InputError, match="grad=True"):
         model.trace(TEXTS, grad=True, replay=True)
+
+
+def test_hooks_attached_after_the_trace_do_not_change_what_it_reads(tiny_models):
+    model = tiny_models["gpt2"]
+    kept = model.trace(TEXTS, replay=False)
+    lazy = model.trace(TEXTS)
+    with model.hooks({"layers.*.attn.z": lambda t, n: t * 0}):
+        assert torch.equal(lazy["layers.1.ffn.out"], kept["layers.1.ffn.out"])
+        assert torch.equal(lazy["layers.0.attn.z"], kept["layers.0.attn.z"])
+    assert torch.equal(lazy["layers.0.attn.merged"], kept["layers.0.attn.merged"])
+
+
+def test_weights_changed_after_the_trace_are_one_sentence(tiny_dirs):
+    model = attnscope.load(tiny_dirs["gpt2"])
+    lazy = model.trace(TEXTS)
+    q0 = lazy["layers.0.attn.q"]
+    with torch.no_grad():
+        next(model.layers[1].parameters()).mul_(2)  # in place: its version counter moves
+    assert torch.equal(lazy["layers.0.attn.q"], q0)  # layer 0 is as it was
+    with pytest.raises(InputError, match="weights of layers.1 changed"):
+        lazy["layers.1.attn.q"]

@@ -29,7 +29,9 @@ from typing import Any, Iterator, Optional
 import torch
 from torch import nn
 
+from ..errors import InputError
 from ..hooks import HookPoint, Recorder
+from ..i18n import error
 from .derived import RECIPE_STEPS, Derived
 from .names import key
 
@@ -80,11 +82,14 @@ class LayerReplay:
         self.args: tuple = ()
         self.kwargs: dict = {}
         self.steps: list[str] = []  # the trace keys of the steps kept as this replay
+        self.weights: tuple = ()  # the layer's weights when it ran (see _fingerprint)
 
     def capture(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        """A ``register_forward_pre_hook(with_kwargs=True)`` hook: keep the call's arguments."""
+        """A ``register_forward_pre_hook(with_kwargs=True)`` hook: keep the call's arguments, and
+        the layer's weights as they are (where they live and their in-place version counters)."""
         self.args = tuple(_detached(a) for a in args)
         self.kwargs = {k: _detached(v) for k, v in kwargs.items()}
+        self.weights = _fingerprint(module)
 
     def roots(self) -> Iterator[Tensor]:
         """The tensors the replay is computed from (the input hidden states, masks, tables)."""
@@ -99,18 +104,24 @@ class LayerReplay:
             return self.cache.values
         self.cache.owner, self.cache.values = None, {}  # the previous layer's values go first
         layer = self.model.get_submodule(self.path)
-        points = {n: p for n, p in _points(layer, self.path)}
+        if _fingerprint(layer) != self.weights:
+            raise error(InputError, "errors.trace_replay_changed", layer=self.path)
+        points = dict(_points(layer, self.path))
         sink: dict[str, Tensor] = {}
-        handles = []
         with self.model.lock:
+            # The pass ran without other hooks (a replayed trace has none): hooks attached since
+            # (model.hooks, a patch) are set aside while the layer runs again.
+            aside = {n: p.hooks for n, p in points.items()}
             try:
+                for p in points.values():
+                    p.hooks = []
                 for n, h in self.wanted:
-                    handles.append(points[n].add_hook(Recorder(sink), head=h, read_only=True))
+                    points[n].add_hook(Recorder(sink), head=h, read_only=True)
                 with torch.no_grad():
                     layer(*self.args, **self.kwargs)
             finally:
-                for handle in handles:
-                    handle.remove()
+                for n, p in points.items():
+                    p.hooks = aside[n]
         values = {}
         for n, h in self.wanted:
             t = sink[key(n, h)]
@@ -148,6 +159,11 @@ def _points(layer: nn.Module, path: str) -> Iterator[tuple[str, HookPoint]]:
     for sub, module in layer.named_modules():
         if isinstance(module, HookPoint):
             yield f"{path}.{sub}", module
+
+
+def _fingerprint(layer: nn.Module) -> tuple:
+    """Where each weight of ``layer`` lives and how often it was changed in place."""
+    return tuple((p.device, p.data_ptr(), p._version) for p in layer.parameters())
 
 
 def _detached(a: Any) -> Any:
