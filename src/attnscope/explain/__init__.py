@@ -20,12 +20,12 @@ Kinds:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 from ..errors import InputError
 from ..i18n import Msg, error
 from .doc import Worked
+from .inputs import loaded
 from .places import INPUT, Where
 from .toy import compute, explain_toy
 from .toy_input import ToyProblem
@@ -130,19 +130,17 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
         raise error(InputError, "errors.explain_path_needs_text")
     if text is not None:
         # an empty text or target would reach the model loader or the tokenizer as "no input"
-        for what, value in (("text", text), ("target", target)):
-            if isinstance(value, str) and not value.strip() and what == "text":
-                raise error(InputError, "errors.text_empty")
-            if isinstance(value, str) and not value.strip():  # the target (an empty text is the line above)
-                raise error(InputError, "errors.explain_target_empty")
+        if isinstance(text, str) and not text.strip():
+            raise error(InputError, "errors.text_empty")
+        if isinstance(target, str) and not target.strip():
+            raise error(InputError, "errors.explain_target_empty")
         if path:
             from .path import explain_path
             return explain_path(text, model=model, layer=layer, head=head, token=token, position=position,
                                 dims=dims, expand=expand, target=target, attention=attention)
         from .row_relative import explain_relative_row, handles
-        if isinstance(text, str) and text.strip() and (model is None or isinstance(model, (str, Path))):
-            from ..models import load
-            model = load(model)  # once: its config says which row this is, and the row reads it
+        if isinstance(text, str) and text.strip():
+            model = loaded(model)  # once: its config says which row this is, and the row reads it
         if target is not None or attention is not None or handles(model):
             return explain_relative_row(text, model, target=target, attention=attention, layer=layer, head=head,
                                         token=token, position=position, dims=dims, expand=expand)

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
-
 from .. import reference_model as RM
 from ..errors import InputError
-from ..i18n import error, word
+from ..i18n import error
 from .doc import Worked
+from .inputs import loaded, model_layer
 from .path_relative import deberta_path, seq2seq_path
 from .path_steps import PathSteps, assemble
 from .row import model_row_data, row_worked
@@ -38,18 +37,13 @@ def explain_path(text: str, model=None, layer: int = 0, head: int = 0, token: Op
     layer, with it a target token's path through a decoder layer (self- and cross-attention:
     :mod:`.path_relative`). Raises InputError for an empty text, a layer/head out of range or a
     token not in the text."""
-    if model is None or isinstance(model, str):
-        from ..models import load
-        model = load(model)
+    model = loaded(model)
     if getattr(model.config, "kind", "") == "seq2seq":
         return seq2seq_path(text, model, target, attention, layer, head, token, position, dims, expand)
     if target is not None or attention is not None:
         raise error(InputError, "errors.explain_target_keywords", model=model.name, family=model.family)
     RM.check_supported(model)
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < model.config.n_layers:
-        n = model.config.n_layers
-        raise error(InputError, "errors.index_model", what=word("layer"), value=repr(layer), n=n, unit=word("layers"),
-                    last=n - 1)
+    layer = model_layer(layer, model.config.n_layers)
     if not isinstance(text, str) or not text.strip():
         raise error(InputError, "errors.explain_text_nonempty")
     f = RM.forward(model, text, upto=int(layer))

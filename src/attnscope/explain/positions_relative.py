@@ -21,21 +21,13 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
-from ..i18n import Msg, error, word
+from ..i18n import Msg, error
 from ..positions import layer_inv_freq
 from . import inputs
 from .doc import DotRow, Matrix, Para, Step, Sym, Table, Worked, t
 from .modern import distance_step, rotation_step
 from .numbers import short
 from .positions_worked import position_arg, positive, shown_pairs, whole
-
-
-def _load(model):
-    if isinstance(model, str):
-        from ..models import load
-        return load(model)
-    return model
-
 
 # ----------------------------------------------------------------------------------------------
 # rotary
@@ -64,14 +56,12 @@ def rotary_setup(model=None, layer: int = 0, d_k: Optional[int] = None, base: Op
     given = [k for k, v in (("d_k", d_k), ("base", base), ("pairing", pairing)) if v is not None]
     if given:
         raise error(InputError, "errors.explain_from_model", name=given[0])
-    m = _load(model)
+    m = inputs.loaded(model)
     cfg = m.config
     if getattr(cfg, "position", None) != "rotary":
         raise error(InputError, "errors.explain_not_rotary_model", model=m.name, kind=_scheme(cfg))
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < cfg.n_layers:
-        raise error(InputError, "errors.index_model", what=word("layer"), value=repr(layer), n=cfg.n_layers,
-                    unit=word("layers"), last=cfg.n_layers - 1)
-    inv, b, scaling = layer_inv_freq(cfg, int(layer), n)
+    layer = inputs.model_layer(layer, cfg.n_layers)
+    inv, b, scaling = layer_inv_freq(cfg, layer, n)
     return {"d": int(cfg.d_head), "inv_freq": np.asarray(inv, dtype=np.float64), "base": float(b), "scaling": scaling,
             "pairing": "half", "model": m.name, "layer": int(layer)}
 
@@ -168,7 +158,7 @@ def explain_t5(position: int, offset: int, model=None, buckets: Optional[int] = 
     if model is not None:
         if buckets is not None or max_distance is not None:
             raise error(InputError, "errors.explain_buckets_from_model")
-        m = _load(model)
+        m = inputs.loaded(model)
         if getattr(m.config, "position", None) != "t5_relative":
             raise error(InputError, "errors.explain_not_t5_model", model=m.name, kind=_scheme(m.config))
         buckets, max_distance, name = int(m.config.relative_buckets), int(m.config.relative_max_distance), m.name

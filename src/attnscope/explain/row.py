@@ -26,8 +26,8 @@ from ..i18n import Msg, error, word
 from ..positions import get_position, score_bias_np
 from ..reference import EXP_SHOW_LIMIT
 from . import inputs
-from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t, words
-from .numbers import sci
+from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t, vec, words
+from .numbers import percent, sci
 from .places import INPUT, Where, count
 from .row_error import float32_error  # noqa: F401  (check reads it here)
 from .row_numbers import row_values
@@ -150,7 +150,7 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
 
     blocks = [Formula("p_j = e_j / Σ", r"p_j = \frac{e_j}{\Sigma}"), Para(t("toy.weights_why"))]
     blocks.append(Table([t("col.pos"), t("col.key"), t("col.exp"), t("col.prob"), t("col.percent")],
-                        [[j, keys[j], v["exp"][j], v["weights"][j], _pct(v["weights"][j])] for j in range(S)]))
+                        [[j, keys[j], v["exp"][j], v["weights"][j], percent(v["weights"][j])] for j in range(S)]))
     blocks.append(Para(t("row.prob_sum", total=float(v["weights"].sum()))))
     steps.append(Step("weights", t("row.step_prob"), blocks))
 
@@ -175,10 +175,10 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
     blocks = [Table([t("col.pos"), t("col.key"), t("col.raw"), s_head, e_head, t("col.prob")],
                     [[j, keys[j], v["scores"][j], v["masked"][j], v["exp"][j], v["weights"][j]] for j in range(S)])]
     order = [j for j in np.argsort(-v["weights"], kind="stable") if ok[j]]
-    shares = [t("toy.share", pct=_pct(v["weights"][j]), tok=pos_keys[j]) for j in order[:4]]
+    shares = [t("toy.share", pct=percent(v["weights"][j]), tok=pos_keys[j]) for j in order[:4]]
     blocks.append(Para(t("row.meaning", tok=qlabel, shares=shares)))
     if V is not None:
-        blocks.append(Para(t("row.result", tok=qlabel, n=n, z=_vecp(v["output"][:n]))))
+        blocks.append(Para(t("row.result", tok=qlabel, n=n, z=vec(v["output"][:n]))))
     if trace_check:
         blocks.append(Para(t(trace_key, **trace_check), style="note"))
     steps.append(Step("result", t("row.step_result"), blocks))
@@ -195,16 +195,6 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
     meta = dict(meta, query_position=qpos if qpos >= 0 else None, query_token=qtok, keys=keys, factor=factor, d_k=d_k,
                 exp_shift=v["shift"])
     return Worked("row", title, intro, steps, values=values, meta=meta)
-
-
-def _pct(p: float):
-    from .numbers import fmt
-    return fmt(100 * p, 1) + "%"
-
-
-def _vecp(x):
-    from .doc import VecParam
-    return VecParam([float(a) for a in x])
 
 
 def explain_scores_row(scores, tokens=None, d_k: Optional[int] = None, values=None, query: Optional[int] = None,
@@ -269,9 +259,7 @@ def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: 
     if operands not in OPERANDS:
         raise error(InputError, "errors.explain_one_of", name="operands", choices=", ".join(OPERANDS),
                     value=repr(operands))
-    if model is None or isinstance(model, str):
-        from ..models import load
-        model = load(model)
+    model = inputs.loaded(model)
     cfg = model.config
     if getattr(cfg, "kind", "") == "deberta":
         raise error(InputError, "errors.explain_deberta_row", model=model.name)

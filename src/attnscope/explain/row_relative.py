@@ -23,7 +23,6 @@ terms, weights and output are compared at the end.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -50,9 +49,7 @@ def explain_relative_row(text: str, model, *, target: Optional[str] = None, atte
     """The row of an encoder–decoder model (``text`` is the source) or of DeBERTa."""
     if not isinstance(text, str) or not text.strip():
         raise error(InputError, "errors.explain_text_nonempty")
-    if model is None or isinstance(model, (str, Path)):
-        from ..models import load
-        model = load(model)
+    model = inputs.loaded(model)
     kind = getattr(model.config, "kind", "")
     if kind == "seq2seq":
         return _seq2seq_row(model, text, target, attention or "encoder", layer, head, token, position, dims, expand)
@@ -84,6 +81,12 @@ def _linear_head(module, x: np.ndarray, head: int, which: int) -> np.ndarray:
     d, H = module.d_head, module.n_heads
     rows = slice(which * H * d + head * d, which * H * d + (head + 1) * d)
     return R.linear(x, W[rows], None if b is None else b[rows])
+
+
+def _weights_check(module, x_q: np.ndarray, x_kv: np.ndarray, head: int, q, k, v) -> dict:
+    """``dq``, ``dk``, ``dv``: the largest |q − x_q W_Q|, |k − x_kv W_K|, |v − x_kv W_V| of the head, as shown."""
+    return {f"d{s}": sci(float(np.abs(_linear_head(module, x, head, which) - y).max()))
+            for which, (s, x, y) in enumerate((("q", x_q, q), ("k", x_kv, k), ("v", x_kv, v)))}
 
 
 def _replace_scores(w: Worked, blocks: list) -> None:
@@ -146,9 +149,7 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     module = getattr(block, module)
     x_in = R.as_f64(tr[prefix + "_in"][0, :len(qtoks)])
     x_kv = R.as_f64(tr[ctx][0, :n_k]) if attention == "cross" else x_in
-    w_check = {"dq": sci(float(np.abs(_linear_head(module, x_in, head, 0) - q).max())),
-               "dk": sci(float(np.abs(_linear_head(module, x_kv, head, 1) - k).max())),
-               "dv": sci(float(np.abs(_linear_head(module, x_kv, head, 2) - v).max()))}
+    w_check = _weights_check(module, x_in, x_kv, head, q, k, v)
 
     pre, bias, values = [], np.zeros(n_k), {"qk": raw}
     if has_bias:
@@ -253,9 +254,7 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     i, notes = resolve_query(tokens, token, position, text)
     attn = model.layers[layer].attn
     x = R.as_f64(tr[f"layers.{layer}.attn_in"][0, :n])
-    w_check = {"dq": sci(float(np.abs(_linear_head(attn, x, head, 0) - q).max())),
-               "dk": sci(float(np.abs(_linear_head(attn, x, head, 1) - k).max())),
-               "dv": sci(float(np.abs(_linear_head(attn, x, head, 2) - v).max()))}
+    w_check = _weights_check(attn, x, x, head, q, k, v)
     span, d = cfg.span, int(cfg.d_head)
     pre, terms = [], {"c2c": R.raw_scores(q[i], k), "c2p": np.zeros(n), "p2c": np.zeros(n)}
     meta_pos: dict = {}
