@@ -31,7 +31,7 @@ def head_means(model, prompts, source: str = "corrupted") -> list[Tensor]:
     """Per group, the mean of every head's z over the group's ``source`` prompts at each position,
     ``(n_layers, n_heads, L, d_head)`` (float32 or the model's dtype)."""
     if source not in SOURCES:
-        raise error(InputError, "errors.ablation_source", value=repr(source), sources=", ".join(SOURCES))
+        raise error(InputError, "errors.ablation_source", value=repr(source), choices=", ".join(SOURCES))
     n = model.config.n_layers
     names = [f"layers.{l}.attn.z" for l in range(n)]
     out = []
