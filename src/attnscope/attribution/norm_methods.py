@@ -15,7 +15,8 @@ layer's own matrix; row i = output position, column j = the layer's input token)
 * ``value_zeroing`` (Mohebbi et al. 2023): token j's value vectors in layer l set to 0 (every head,
   a hook on ``layers.{l}.attn.v``), the cosine distance of each token i's layer output to the
   original one; rows normalised, accumulated by rollout. Unlike the other three it runs the whole
-  layer, MLP included.
+  layer, MLP included — that layer only, from the stream the clean pass fed it (nothing below a
+  zeroed layer changes).
 
 The MLP is not linear: ``globenc`` and ``alti`` stop at the attention block's end (the residual stream
 the MLP's residual sum adds to, :func:`.decompose.block_end`), as their papers do; the MLP mixes
@@ -26,9 +27,10 @@ them is refused in one sentence).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import torch
+from torch import nn
 
 from ..errors import InputError
 from ..i18n import error
@@ -126,17 +128,68 @@ class _Stop(Exception):
     LM head — a 262k-word vocabulary in Gemma 3 — cost more than the layer itself)."""
 
 
-def zeroing_layer(model, stack: DC.Stack, text: str, index: int, original: Tensor, chunk: int = 16) -> Tensor:
+class _Skip(nn.Module):
+    """Stands in for a layer below the zeroed one during a zeroing pass: its input goes through
+    untouched (what really enters the zeroed layer is put back by a pre-hook on that layer). The
+    stack reads settings off its layers (a decoder: each layer's mask scheme and window), so any
+    attribute it lacks is the layer's own; the layer is held outside the module tree."""
+
+    def __init__(self, layer: nn.Module) -> None:
+        super().__init__()
+        self.__dict__["layer"] = layer  # not a submodule: no second copy of its parameters or hooks
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.__dict__["layer"], name)
+
+    def forward(self, x: Tensor, *args, **kwargs) -> Tensor:
+        return x
+
+
+def traced_inputs(model, stack: DC.Stack, text: str) -> tuple[Any, list[Tensor]]:
+    """The clean trace of ``text`` (every layer's ``out``) and what enters each layer ``(L, d)``,
+    taken by pre-hooks on the layer modules in the same pass (exactly the tensors the layers got)."""
+    inputs: dict[int, Tensor] = {}
+
+    def keep(i: int):
+        def hook(module, args) -> None:
+            inputs[i] = args[0][0].detach()  # (L, d): text 0 of a batch of one
+        return hook
+
+    with model.lock:
+        handles = [layer.register_forward_pre_hook(keep(i)) for i, layer in enumerate(stack.layers)]
+        try:
+            tr = trace_one(model, stack, text, [f"{stack.prefix}.*.out"])
+        finally:
+            for h in handles:
+                h.remove()
+    return tr, [inputs[i] for i in range(stack.n_layers)]
+
+
+def zeroing_layer(model, stack: DC.Stack, text: str, index: int, original: Tensor, entering: Tensor,
+                  chunk: int = 32) -> Tensor:
     """Value zeroing of layer ``index``: ``(L, L)``, [i, j] = cosine distance of token i's layer
-    output with token j's values zeroed to ``original (L, d)``, rows normalised. One batch row per
-    zeroed token (the same text repeated), ``chunk`` rows a pass; each pass stops at the layer's
-    output (a hook takes it and ends the pass; the trace's hooks go again however it ends)."""
+    output with token j's values zeroed to ``original (L, d)``, rows normalised.
+
+    Zeroing token j's values in layer l changes nothing below layer l, so the copies do not rerun
+    the layers below: ``entering (L, d)`` (what enters layer l in the clean pass, :func:`traced_inputs`)
+    is handed to layer l by a pre-hook, the layers below are skipped (:class:`_Skip`, put back
+    however the pass ends), and a hook on the layer's output takes it and ends the pass. One batch
+    row per zeroed token, ``chunk`` rows a pass: layer l runs once per chunk instead of the l + 1
+    layers a pass from the embedding costs (SmolLM2's 30 layers: 30 layer runs a text, not 465)."""
     L, p = original.shape[0], f"{stack.prefix}.{index}"
-    kw = {k: [v] * chunk for k, v in stack.trace_kw.items()}  # the encoder–decoder's target, one a text
     out = original.new_zeros(L, L, dtype=torch.float64)  # normalised in float64, returned in the trace's dtype
+    layers = stack.layers
     for start in range(0, L, chunk):
         js = list(range(start, min(L, start + chunk)))
         taken: dict[str, Tensor] = {}
+
+        rows = entering.unsqueeze(0).expand(len(js), -1, -1).contiguous()  # (B, L, d)
+
+        def enter(module, args, kwargs, rows=rows):
+            return (rows, *args[1:]), kwargs
 
         def zero(v: Tensor, name: str, js=js) -> Tensor:  # (B, H_kv, L, d_head)
             v = v.clone()
@@ -147,12 +200,21 @@ def zeroing_layer(model, stack: DC.Stack, text: str, index: int, original: Tenso
         def take(t: Tensor, name: str, taken=taken) -> None:  # (B, L, d)
             taken["out"] = t.detach()
             raise _Stop
-        try:
-            with torch.no_grad():
-                model.trace([text] * len(js), names=[], hooks={f"{p}.attn.v": zero, f"{p}.out": take},
-                            **{k: v[:len(js)] for k, v in kw.items()})
-        except _Stop:
-            pass
+        kw = {k: [v] * len(js) for k, v in stack.trace_kw.items()}  # the encoder–decoder's target, one a text
+        with model.lock:  # the model's layers are swapped for this pass only
+            below = [layers[k] for k in range(index)]
+            handle = layers[index].register_forward_pre_hook(enter, with_kwargs=True)
+            try:
+                for k in range(index):
+                    layers[k] = _Skip(below[k])
+                with torch.no_grad():
+                    model.trace([text] * len(js), names=[], hooks={f"{p}.attn.v": zero, f"{p}.out": take}, **kw)
+            except _Stop:
+                pass
+            finally:
+                handle.remove()
+                for k, m in enumerate(below):
+                    layers[k] = m
         new = taken["out"][:, :L]  # (B, L, d)
         out[:, start:start + len(js)] = cosine_distance(new, original[None]).T  # (L, B)
     return normalise_rows(out).to(original.dtype)
@@ -170,8 +232,8 @@ def compute_value_zeroing(model, text: str, *, layer=None, target=None, stack: O
                           **options) -> Attribution:
     DC.check_options("value_zeroing", options)
     st = DC.stack_of(model, "value_zeroing", target, stack)
-    tr = trace_one(model, st, text, [f"{st.prefix}.*.out"])
-    per_layer = torch.stack([zeroing_layer(model, st, text, i, DC.value(tr, f"{st.prefix}.{i}.out"))
+    tr, entering = traced_inputs(model, st, text)
+    per_layer = torch.stack([zeroing_layer(model, st, text, i, DC.value(tr, f"{st.prefix}.{i}.out"), entering[i])
                              for i in range(st.n_layers)])  # (n_layers, L, L)
     lay = last(layer, st)
     return Attribution("value_zeroing", "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay),
