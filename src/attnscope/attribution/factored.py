@@ -1,0 +1,292 @@
+"""GlobEnc's and ALTI's per-layer matrices without writing ``(L, L, d)`` out: the attention block's
+end kept as factors, its norms and L1 distances read in chunks of rows.
+
+:mod:`.decompose` writes every step of a layer's attention block as ``D (L, L + 1, d)`` (token j's
+part of token i's value, then the bias term). GlobEnc and ALTI read only two numbers per pair from
+the block's end: ``‖T_i(x_j)‖₂`` and ``‖y_i − T_i(x_j)‖₁``. When the attention reads a per-token
+value (the layer's input x or a norm of it — every registered recipe), every step of the walk has
+the form (a :class:`Factored`)::
+
+    v_{i←j} = δ_ij own_i + Σ_g W[g, i, j] · G[g, j]        v_{i←bias} = bias_i
+
+``own, bias (L, d)``, ``W (K, L, L)``, ``G (K, L, d)``; K terms, one per query head of each
+attention block summed in. Each step also carries its ``value`` (the parts summed): the step as
+the model computed it, read from the trace, not recomputed from the parts; a norm's statistics are
+read from its input's. The steps keep that form:
+
+* ``x``: own = x, bias = 0, K = 0 (what :func:`.decompose.identity` keeps compact);
+* ``same``: itself; ``add``: own and bias add, the terms stand side by side (K₁ + K₂);
+* a norm, linearised with row i's own statistics as in :func:`.decompose.norm_terms` — LayerNorm
+  ``v ↦ γ ⊙ (v − mean v) / σ_i``, RMSNorm ``v ↦ (offset + w) ⊙ v / rms_i``: the centring and γ act
+  on each vector alone (own, bias and every ``G[g, j]``), and ``1/σ_i`` is one number for row i,
+  which joins row i of W; β joins the bias;
+* attention with the traced weights α on a K = 0 input (own a, bias b): ``W = α`` and
+  ``G[h, j] = (a_j W_V^h) W_O^h`` (query head h reads k/v head h // group); ``Σ_h α^h (b W_V^h +
+  b_V^h) W_O^h + b_O`` joins the bias (a bias the same in every row — zero, or a LayerNorm's β —
+  as ``(Σ_k α^h_ik)·(b W_V^h + b_V^h) W_O^h``) — :func:`.decompose.attention_terms`' compact path,
+  the ``(L, L, d)`` product left unwritten.
+
+Attention on a value that already mixes tokens (no registered recipe has one) is not of this form:
+that layer is walked in full by :func:`.decompose.decompose_layer` (:class:`Written`).
+
+:func:`block_matrices` then takes ``T`` a chunk of rows at a time (about :data:`CHUNK_ELEMENTS`
+floats): one batched product over the columns that can be nonzero — the chunk's own tokens and those
+its rows of W reach (a causal or windowed layer's other tokens give ``T_i(x_j) = 0`` exactly, so
+GlobEnc's norm and ALTI's ``‖y_i‖₁ − ‖y_i − 0‖₁`` are 0 there) — and both norms are read while the
+chunk is in cache. Memory O(K·L² + K·L·d + CHUNK_ELEMENTS) instead of O(L²·d); float32 as the
+trace, the same formulas as :mod:`.decompose` (the tests compare both with a float64 loop).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import torch
+
+from ..errors import InputError
+from ..i18n import error
+from ..recipe import INPUT
+from . import decompose as DC
+from .base import Attribution, AttributionMethod, register_method
+from .norm_methods import last, normalise_rows, trace_one
+
+Tensor = torch.Tensor
+
+#: floats of ``T`` per chunk of rows (2 MiB in float32: a core's L2 cache on most CPUs).
+CHUNK_ELEMENTS = 1 << 19
+
+
+@dataclass(frozen=True)
+class Factored:
+    """One step as ``δ_ij own_i + Σ_g W[g, i, j] G[g, j]`` plus ``bias_i`` (module docstring), and its
+    ``value``: the parts summed — the step as the model computed it, read from the trace."""
+
+    own: Tensor    # (L, d)
+    bias: Tensor   # (L, d)
+    W: Tensor      # (K, L, L)
+    G: Tensor      # (K, L, d)
+    value: Tensor  # (L, d)
+
+    def total(self) -> Tensor:
+        """The step's value, every part summed: (L, d)."""
+        return self.value
+
+    def written(self) -> Tensor:
+        """The same step as :mod:`.decompose` writes it: (L, L + 1, d)."""
+        L, d = self.own.shape
+        D = self.own.new_zeros(L, L + 1, d)
+        D[:, :L] = torch.einsum("gij,gjd->ijd", self.W, self.G)  # (L, L, d)
+        idx = torch.arange(L, device=D.device)
+        D[idx, idx] += self.own
+        D[:, L] = self.bias
+        return D
+
+
+@dataclass(frozen=True)
+class Written:
+    """A block's end written in full, ``D (L, L + 1, d)`` (:func:`.decompose.decompose_layer`), read
+    through the same two calls as a :class:`Factored` by :func:`block_matrices`."""
+
+    D: Tensor  # (L, L + 1, d)
+
+    def total(self) -> Tensor:
+        return self.D.sum(1)  # (L, d)
+
+
+Block = Union[Factored, Written]
+
+
+def trace_names(stack: DC.Stack) -> list[str]:
+    """What :func:`walk` reads from a trace: every layer's weights and output (the next layer's
+    input) and the value of each step up to the block's end (layer 0's input is read from two of
+    them: :func:`.decompose.layer_input`)."""
+    p = stack.prefix
+    names = {f"{p}.*.attn.weights", f"{p}.*.out"}
+    for i in range(stack.n_layers):
+        recipe = DC.recipe_of(stack, i)
+        end = DC.block_end(recipe)
+        for s in recipe.steps:
+            names.add(f"{p}.{i}.{s.name}.out" if s.name in recipe.blocks else f"{p}.{i}.{s.name}")
+            if s.name == end:
+                break
+    return sorted(names)
+
+
+def no_terms(x: Tensor) -> tuple[Tensor, Tensor]:
+    """An empty ``W (0, L, L)`` and ``G (0, L, d)``: a step with its own part and bias only."""
+    L, d = x.shape
+    return x.new_zeros(0, L, L), x.new_zeros(0, L, d)
+
+
+def add(a: Factored, b: Factored, value: Tensor) -> Factored:
+    """Two steps summed (``value`` their traced sum): own and bias add, the terms of both kept (K_a + K_b)."""
+    if not a.W.shape[0]:
+        W, G = b.W, b.G
+    elif not b.W.shape[0]:
+        W, G = a.W, a.G
+    else:
+        W, G = torch.cat([a.W, b.W]), torch.cat([a.G, b.G])  # (K_a + K_b, L, ·)
+    return Factored(a.own + b.own, a.bias + b.bias, W, G, value)
+
+
+def norm(a: Factored, module, value: Tensor) -> Factored:
+    """``module`` linearised with each row's statistics of its input ``a.value`` (module docstring);
+    ``value`` its traced output."""
+    s = a.value  # (L, d): the norm's input
+    dt = s.dtype
+    if hasattr(module, "offset"):  # attnscope's RMSNorm: v / rms(s_i) · (offset + w)
+        g = module.offset + module.weight.to(dt)  # (d,)
+        r = torch.rsqrt(s.pow(2).mean(-1) + module.eps)  # (L,): 1 / rms_i
+        row = g * r[:, None]  # (L, d)
+        return Factored(a.own * row, a.bias * row, a.W * r[None, :, None], a.G * g, value)
+    if not isinstance(module, torch.nn.LayerNorm):
+        raise error(InputError, "errors.attribution_norm_kind", norm=type(module).__name__)
+    r = torch.rsqrt(s.var(-1, unbiased=False) + module.eps)  # (L,): 1 / σ_i
+    g = None if module.weight is None else module.weight.to(dt)  # (d,) γ
+
+    def centred(v: Tensor) -> Tensor:  # (…, d): each vector minus its mean, times γ
+        v = v - v.mean(-1, keepdim=True)
+        return v if g is None else v.mul_(g)
+    bias = centred(a.bias).mul_(r[:, None])  # (L, d)
+    if module.bias is not None:
+        bias += module.bias.to(dt)
+    return Factored(centred(a.own).mul_(r[:, None]), bias, a.W * r[None, :, None], centred(a.G), value)
+
+
+def attention(a: Factored, attn, weights: Tensor, value: Tensor) -> Factored:
+    """The attention block with fixed ``weights (H, L, L)`` on a K = 0 step ``a`` (module docstring);
+    ``value`` its traced output."""
+    H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
+    L, dt, group = a.own.shape[0], a.own.dtype, attn.n_heads // attn.n_kv_heads
+    W_V, b_V = DC.value_weights(attn)
+    W_V = W_V.to(dt)  # (H_kv·d_head, d)
+    W_Oh = attn.W_O.weight.to(dt).reshape(-1, H, dh)  # (d, H, d_head)
+    w = weights.to(dt)  # (H, L, L)
+
+    def heads(v: Tensor) -> Tensor:  # (N, H_kv·d_head) → (N, H, d_head): query head h reads k/v head h // group
+        return v.reshape(v.shape[0], Hkv, dh).repeat_interleave(group, dim=1)
+    G = torch.einsum("jhc,ehc->hje", heads(a.own @ W_V.T), W_Oh)  # (H, L, d): G[h, j] = (a_j W_V^h) W_O^h
+    b = a.bias[:1]  # (1, d)
+    if bool((a.bias == b).all()):  # one bias for every row (0, or a LayerNorm's β): Σ_k α_ik b = (Σ_k α_ik) b
+        vb = b @ W_V.T if b_V is None else b @ W_V.T + b_V.to(dt)  # (1, H_kv·d_head)
+        per_head = torch.einsum("hc,ehc->he", heads(vb)[0], W_Oh)  # (H, d): (b W_V^h + b_V^h) W_O^h
+        bias = w.sum(-1).T @ per_head  # (L, d)
+    else:
+        vb = a.bias @ W_V.T if b_V is None else a.bias @ W_V.T + b_V.to(dt)  # (L, H_kv·d_head)
+        z = torch.einsum("hik,khc->ihc", w, heads(vb))  # (L, H, d_head): Σ_k α^h_ik (b_k W_V^h + b_V^h)
+        bias = z.reshape(L, H * dh) @ attn.W_O.weight.to(dt).T  # (L, d)
+    if attn.W_O.bias is not None:
+        bias = bias + attn.W_O.bias.to(dt)
+    return Factored(torch.zeros_like(a.own), bias, w, G, value)
+
+
+@torch.no_grad()
+def walk(stack: DC.Stack, tr, index: int) -> Block:
+    """Layer ``index``'s attention block, up to :func:`.decompose.block_end`, from a trace recorded
+    with :func:`trace_names` (or more): a :class:`Factored`, or :class:`Written` for a recipe whose
+    attention reads a value that mixes tokens. ``.total()`` is the block's output either way."""
+    recipe = DC.recipe_of(stack, index)
+    layer, prefix, end = stack.layers[index], f"{stack.prefix}.{index}", DC.block_end(recipe)
+    x = DC.layer_input(tr, stack, recipe, index)  # (L, d)
+    V = {INPUT: Factored(x, torch.zeros_like(x), *no_terms(x), x)}
+    for s in recipe.steps:
+        a = V[s.args[0]]
+        if s.op not in ("same", "add", "norm", "attention"):
+            raise error(InputError, "errors.attribution_recipe_mlp_first", recipe=repr(recipe.name), op=s.op,
+                        step_name=repr(s.name), end=repr(end))
+        # the step as the model computed it, (L, d): the value every part sums to
+        value = a.value if s.op == "same" else DC.step_value(tr, prefix, recipe, s.name)
+        if s.op == "same":
+            V[s.name] = a
+        elif s.op == "add":
+            V[s.name] = add(a, V[s.args[1]], value)
+        elif s.op == "norm":
+            V[s.name] = norm(a, getattr(layer, str(s.module)), value)
+        elif a.W.shape[0]:  # an attention whose input mixes tokens already: the full walk
+            return Written(DC.decompose_layer(stack, tr, index)[end])
+        else:
+            V[s.name] = attention(a, getattr(layer, s.name), DC.value(tr, f"{prefix}.{s.name}.weights"), value)
+        if s.name == end:
+            return V[end]
+    raise error(InputError, "errors.attribution_recipe_end", recipe=repr(recipe.name), end=repr(end))
+
+
+def reach(W: Tensor) -> tuple[list[int], list[int]]:
+    """Per row i, the first and one past the last column j with any ``W[g, i, j] ≠ 0`` or j = i."""
+    L = W.shape[-1]
+    nz = (W != 0).any(0)  # (L, L)
+    nz.fill_diagonal_(True)
+    first = nz.int().argmax(-1)  # (L,)
+    stop = L - nz.flip(-1).int().argmax(-1)  # (L,)
+    return first.tolist(), stop.tolist()
+
+
+def block_matrices(block: Block, methods: tuple[str, ...], elements: int = CHUNK_ELEMENTS) -> dict[str, Tensor]:
+    """``{"globenc": ‖T_i(x_j)‖₂, "alti": max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)}`` (those in ``methods``),
+    (L, L) each, rows not normalised; y = ``block.total()`` (bias included). ``T`` is made about
+    ``elements`` floats at a time (a chunk of rows, at least one row) in one buffer, reused: a fresh
+    one a chunk costs its pages again."""
+    y = block.total()  # (L, d)
+    L, d = y.shape
+    out = {m: y.new_zeros(L, L) for m in methods}  # (L, L): 0 where T_i(x_j) = 0
+    y1 = y.abs().sum(-1)  # (L,) ‖y_i‖₁, summed as ‖y_i − T‖₁ is below: T = 0 gives 0, not rounding noise
+    rows = max(1, elements // (L * d))
+    buf = y.new_empty(L * rows * d)
+    if isinstance(block, Written):
+        first, stop = [0] * L, [L] * L
+        Wt = Gt = buf
+    else:
+        first, stop = reach(block.W)
+        Wt = block.W.permute(2, 1, 0).contiguous()  # (L_j, L_i, K): for each column j, a (rows × K) matrix
+        Gt = block.G.transpose(0, 1).contiguous()  # (L_j, K, d)
+    for lo in range(0, L, rows):
+        hi = min(L, lo + rows)
+        a, b = min(first[lo:hi] + [lo]), max(stop[lo:hi] + [hi])
+        T = buf[:(b - a) * (hi - lo) * d].view(b - a, hi - lo, d)  # (n, c, d): [j - a, i - lo] = T_i(x_j)
+        if isinstance(block, Written):
+            T.copy_(block.D[lo:hi, a:b].transpose(0, 1))
+        else:
+            torch.bmm(Wt[a:b, lo:hi], Gt[a:b], out=T)
+            i = torch.arange(lo, hi, device=T.device)
+            T[i - a, i - lo] += block.own[lo:hi]  # the residual's own part, on the diagonal
+        if "globenc" in out:
+            out["globenc"][lo:hi, a:b] = torch.linalg.vector_norm(T, 2, dim=-1).T  # (c, n)
+        if "alti" in out:
+            dist = T.sub_(y[lo:hi]).abs_().sum(-1).T  # (c, n): ‖y_i − T_i(x_j)‖₁ (the sign flipped: the same)
+            out["alti"][lo:hi, a:b] = (y1[lo:hi, None] - dist).clamp_(min=0)
+    return out
+
+
+# ---- the two methods ----------------------------------------------------------------------------
+
+def block_method(name: str, meaning: str):
+    """``globenc`` or ``alti`` (:func:`block_matrices`) of every layer, rows normalised, accumulated by
+    rollout up to ``layer`` (:func:`.decompose.rollout`)."""
+    def compute(model, text: str, *, layer=None, target=None, stack: Optional[str] = None,
+                **options) -> Attribution:
+        DC.check_options(name, options)
+        st = DC.stack_of(model, name, target, stack)
+        tr = trace_one(model, st, text, trace_names(st))
+        per_layer = torch.stack([normalise_rows(block_matrices(walk(st, tr, i), (name,))[name])
+                                 for i in range(st.n_layers)])  # (n_layers, L, L)
+        lay = last(layer, st)
+        return Attribution(name, "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay), meaning,
+                           per_layer=per_layer, layer=lay)
+    return compute
+
+
+# These replace the registrations of the same names in .norm_methods (imported above, so registered
+# first), which wrote every layer's (L, L + 1, d) out.
+register_method(AttributionMethod(
+    "globenc", "tokens", block_method(
+        "globenc", "the norm of token j's share of position i's output of the attention block "
+        "(residual and norm included), rows summing to 1, accumulated over layers by rollout; larger = more"),
+    "norms of the attention block's per-token parts (residual and LayerNorm included), rolled out over layers",
+    "Modarressi et al. 2022, GlobEnc"))
+register_method(AttributionMethod(
+    "alti", "tokens", block_method(
+        "alti", "how close token j's share brings position i's block output (max(0, ‖y‖₁ − ‖y − "
+        "T(x_j)‖₁)), rows summing to 1, accumulated over layers by rollout; larger = more"),
+    "ALTI: the L1 proximity of each token's share to the block's output, rolled out over layers",
+    "Ferrando et al. 2022, Measuring the Mixing of Contextual Information in the Transformer"))
