@@ -189,15 +189,19 @@
     for (j = 0; j < n; j++) out[j] /= sum;
     return m;
   }
-  // The first article's walk-through of one row: raw, scaled, exp, Σ, weights, weighted sum.
-  Text.prototype.steps = function (layer, head, i) {
-    var r = this.scaledRow(layer, head, i), n = this.n, d = this.d;
-    var w = new Float64Array(n), m = softmaxInto(r.scaled, w);
-    var shift = m > this.limit ? m : 0, e = new Float64Array(n), sum = 0, j;
-    for (j = 0; j < n; j++) { e[j] = Math.exp(r.scaled[j] - shift); sum += e[j]; }
-    var v = this.vec(layer, 2, head), out = new Float64Array(d);
+  // The first article's walk-through of one row from its raw and scaled scores (−∞ where hidden): weights,
+  // exp (shifted by the max past `limit`), Σ, the weighted sum of v (n × d); both viewers' steps().
+  function rowSteps(raw, scaled, v, d, limit) {
+    var n = scaled.length, w = new Float64Array(n), m = softmaxInto(scaled, w);
+    var shift = m > limit ? m : 0, e = new Float64Array(n), sum = 0, j;
+    for (j = 0; j < n; j++) { e[j] = Math.exp(scaled[j] - shift); sum += e[j]; }
+    var out = new Float64Array(d);
     for (j = 0; j < n; j++) for (var t = 0; t < d; t++) out[t] += w[j] * v[j * d + t];
-    return { raw: r.raw, scaled: r.scaled, shift: shift, exp: e, sum: sum, weights: w, out: out, max: m };
+    return { raw: raw, scaled: scaled, shift: shift, exp: e, sum: sum, weights: w, out: out, max: m };
+  }
+  Text.prototype.steps = function (layer, head, i) {
+    var r = this.scaledRow(layer, head, i);
+    return rowSteps(r.raw, r.scaled, this.vec(layer, 2, head), this.d, this.limit);
   };
   // All weights of one head (n × n, Float32Array for drawing), cached.
   Text.prototype.weights = function (layer, head) {
@@ -303,5 +307,6 @@
   window.attnscope = { show: show, version: 2, tr: tr, LANGS: LANGS, lang: "en",
     Text: Text,  // viewer_remote.js extends it
     // headWeights, headSummary: viewer_workers.js sends their source to Web Workers
-    util: { decodeArray: decodeArray, headWeights: headWeights, headSummary: headSummary, LINE_BUDGET: LINE_BUDGET } };
+    util: { decodeArray: decodeArray, headWeights: headWeights, headSummary: headSummary, rowSteps: rowSteps,
+      LINE_BUDGET: LINE_BUDGET } };
 })();

@@ -55,26 +55,21 @@
     return this.hasBias(att) ? this.cfg.bias[att].table[this.bucket(att, i, j)][head] : 0;
   };
   Pair.prototype.hidden = function (att, i, j) { return att === "self" && j > i; };
-  // One row worked out: raw q·k, bias, scaled s = factor·q·k + bias (−∞ where hidden), exp, Σ, weights, z.
+  // One row worked out: raw q·k, bias, scaled s = factor·q·k + bias (−∞ where hidden), then exp, Σ,
+  // weights and z as the one-text page's (U.rowSteps).
   Pair.prototype.steps = function (att, layer, head, i) {
-    var q = this.vec(att, layer, 0, head), k = this.vec(att, layer, 1, head), v = this.vec(att, layer, 2, head);
+    var q = this.vec(att, layer, 0, head), k = this.vec(att, layer, 1, head);
     var nk = this.nk(att), d = this.d, f = this.cfg.factor, j, t;
-    var raw = new Float64Array(nk), b = new Float64Array(nk), s = new Float64Array(nk), m = -Infinity;
+    var raw = new Float64Array(nk), b = new Float64Array(nk), s = new Float64Array(nk);
     for (j = 0; j < nk; j++) {
       var acc = 0;
       for (t = 0; t < d; t++) acc += q[i * d + t] * k[j * d + t];
       raw[j] = acc; b[j] = this.bias(att, head, i, j);
       s[j] = this.hidden(att, i, j) ? -Infinity : acc * f + b[j];
-      if (s[j] > m) m = s[j];
     }
-    var w = new Float64Array(nk), sumStable = 0;
-    for (j = 0; j < nk; j++) { w[j] = Math.exp(s[j] - m); sumStable += w[j]; }
-    for (j = 0; j < nk; j++) w[j] /= sumStable;
-    var shift = m > this.limit ? m : 0, e = new Float64Array(nk), sum = 0;
-    for (j = 0; j < nk; j++) { e[j] = Math.exp(s[j] - shift); sum += e[j]; }
-    var out = new Float64Array(d);
-    for (j = 0; j < nk; j++) for (t = 0; t < d; t++) out[t] += w[j] * v[j * d + t];
-    return { raw: raw, bias: b, scaled: s, shift: shift, exp: e, sum: sum, weights: w, out: out };
+    var st = U.rowSteps(raw, s, this.vec(att, layer, 2, head), d, this.limit);
+    st.bias = b;
+    return st;
   };
   // Every row of one head (n_q × n_k, Float32Array for drawing), cached.
   Pair.prototype.weights = function (att, layer, head) {
@@ -88,22 +83,14 @@
   };
 
   // ---- the viewer --------------------------------------------------------------------------------
-  function S2S(root, data, opts) {
-    this.root = root; this.opts = opts || {}; this.fontCss = this.opts.fontCss || "";
-    if (this.opts.lang && (A.strings || {})[this.opts.lang]) A.lang = this.opts.lang;
-    A.lang = A.lang || "en";
-    root.classList.add("as-root"); root.innerHTML = ""; root.__attnscope = this;
-    this.tip = el("div", { cls: "as-tip" }, root);
-    if (this.opts.server) this.buildForm();
-    this.main = el("div", {}, root);
-    this.ready = data ? this.setData(data) : Promise.resolve(this);
-  }
-  // what the two viewers share: the tooltip, the served page's font, the address, the heads, export
+  // The one-text viewer's constructor (language, root, tooltip, the served page's form, then
+  // setData), with this viewer's form and data; its resize rule reads headGeo, which this one lacks.
+  function S2S(root, data, opts) { A.Viewer.call(this, root, data, opts); }
+  // what the two viewers share: the tooltip, the served page's font, the address, the heads, the
+  // state's changes and the language switch, export
   var P = S2S.prototype, V = A.Viewer.prototype;
-  P.showTip = V.showTip;
-  P.hideTip = V.hideTip;
-  P.setFontCss = V.setFontCss;
-  P.buildToolbar = V.buildToolbar;
+  ["showTip", "hideTip", "setFontCss", "buildToolbar", "set", "setLang", "allHeads", "writeHash", "submit", "exportView"]
+    .forEach(function (name) { P[name] = V[name]; });
 
   P.buildForm = function () {
     var self = this, srv = this.opts.server, intro = el("div", { cls: "as-intro", "data-testid": "intro" }, this.root), w = this.formEls = {};
@@ -128,7 +115,9 @@
     this.formWords();
   };
   P.formWords = function () {
-    var w = this.formEls, srv = this.opts.server, lim = srv.maxChars ? tr("viewer.up_to", { n: srv.maxChars }) : "";
+    var w = this.formEls, srv = this.opts.server, lim;
+    if (!w) return;  // a page without the form (setLang asks every page)
+    lim = srv.maxChars ? tr("viewer.up_to", { n: srv.maxChars }) : "";
     w.intro.textContent = tr("viewer.s2s_intro"); w.api.textContent = tr("viewer.api"); w.docs.textContent = tr("viewer.api_docs");
     w.source.textContent = tr("viewer.s2s_source") + lim; w.target.textContent = tr("viewer.s2s_target") + lim;
     this.inSource.setAttribute("placeholder", tr("viewer.s2s_source_ph")); this.inTarget.setAttribute("placeholder", tr("viewer.s2s_target_ph"));
@@ -140,7 +129,6 @@
   // drawing but keeps the state (the language switch reads it)
   P.formBody = function () { return { source: this.inSource.value, target: this.inTarget.value }; };
   P.clear = function () { this.main.innerHTML = ""; this.data = null; this.root.removeAttribute("data-ready"); };
-  P.submit = V.submit;
 
   P.setData = function (data) {
     var self = this;
@@ -162,7 +150,6 @@
     });
   };
 
-  P.allHeads = V.allHeads;
   P.pair = function () { return this.pairs[this.state.text]; };
 
   P.hashOf = function () {
@@ -175,7 +162,6 @@
     if (s.lang !== (this.opts.lang || "en")) parts.push("lang=" + s.lang);
     return "#" + parts.join("&");
   };
-  P.writeHash = V.writeHash;
   P.applyHash = function () {
     var hash = this.opts.server || !window.location.hash ? "" : window.location.hash.slice(1), s = this.state, self = this, kv = {};
     hash.split("&").forEach(function (x) { var i = x.indexOf("="); if (i > 0) kv[x.slice(0, i)] = decodeURIComponent(x.slice(i + 1)); });
@@ -247,14 +233,6 @@
     var p = this.pair(), s = this.state;
     this.set({ att: att, layer: Math.min(s.layer, p.layers(att) - 1), query: s.query !== null && s.query < p.nq(att) && (att === "encoder") === (s.att === "encoder") ? s.query : null });
   };
-  P.set = function (patch) { for (var k in patch) this.state[k] = patch[k]; this.render(); };
-  P.setLang = function (lang) {
-    if (!(A.strings || {})[lang]) return;
-    A.lang = this.state.lang = lang;
-    this.root.setAttribute("lang", lang === "zh" ? "zh-CN" : "en");
-    if (this.formEls) this.formWords();
-    this.build(); this.render();
-  };
 
   P.render = function () {
     var s = this.state, p = this.pair(), self = this;
@@ -288,7 +266,7 @@
 
   // ---- export ------------------------------------------------------------------------------------
   P.viewSize = function () {
-    var s = this.state, p = this.pair(), g = this.geo || this.headGeo();
+    var s = this.state, p = this.pair(), g = this.geo || this.pairGeo();
     if (s.view === "head") return [2 * g.tokW + g.lineW, 60 + Math.max(p.nq(s.att), p.nk(s.att)) * ROW];
     if (s.view === "model") return [64 + this.cfg.n_heads * 72, 44 + p.layers(s.att) * 72];
     return [p.hasBias(s.att) ? 900 : 680, 60 + (p.nk(s.att) + 3) * ROW + Math.ceil(this.cfg.d_head / 8) * ROW + 20];
@@ -307,7 +285,6 @@
     var s = this.state;
     return "attnscope-" + s.att + "-" + s.view + "-layer" + s.layer + (s.view === "step" ? "-head" + s.focus + "-q" + s.query : "") + "." + kind;
   };
-  P.exportView = A.Viewer.prototype.exportView;
 
   var baseMount = A.mount;
   A.mount = function (root, data, opts) {

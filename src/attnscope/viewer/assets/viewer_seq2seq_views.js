@@ -16,7 +16,7 @@
     }
     return U.lineThreshold(bins, total, LINE_BUDGET);
   };
-  P.headGeo = function () {
+  P.pairGeo = function () {
     var p = this.pair(), s = this.state, c = document.createElement("canvas").getContext("2d"), widest = 0;
     c.font = "13px " + U.FONT;
     p.qTokens(s.att).concat(p.kTokens(s.att)).forEach(function (t) { widest = Math.max(widest, c.measureText(tokLabel(t)).width); });
@@ -45,7 +45,7 @@
     return keys.map(function (k) { return tr(k); });
   };
   P.renderHead = function () {
-    var self = this, p = this.pair(), s = this.state, qt = p.qTokens(s.att), kt = p.kTokens(s.att), g = this.geo = this.headGeo();
+    var self = this, p = this.pair(), s = this.state, qt = p.qTokens(s.att), kt = p.kTokens(s.att), g = this.geo = this.pairGeo();
     var note = el("div", { cls: "as-note", "data-testid": "head-note" }, this.body);
     var rows = Math.max(qt.length, kt.length), H = g.top + rows * ROW + 8;
     var scroll = el("div", { cls: "as-hv-scroll" }, this.body);
@@ -118,7 +118,7 @@
     return lines.join("\n");
   };
   P.paintHead = function (pn, w, h) {
-    var p = this.pair(), s = this.state, g = this.geo || this.headGeo(), qt = p.qTokens(s.att), kt = p.kTokens(s.att), top = 52, sides = this.sides();
+    var p = this.pair(), s = this.state, g = this.geo || this.pairGeo(), qt = p.qTokens(s.att), kt = p.kTokens(s.att), top = 52, sides = this.sides();
     pn.rect(0, 0, w, h, "#fff");
     pn.text(8, 14, tr("viewer.s2s_paint_head", { model: this.data.model, attention: TITLE_OF(s.att), layer: s.layer,
       heads: s.heads.length === this.cfg.n_heads ? tr("viewer.all_heads") : s.heads.length ? tr("viewer.some_heads", { heads: s.heads.join(",") }) : tr("viewer.no_heads") }), { bold: true });
