@@ -77,7 +77,7 @@ def train(args, model, outs: list[Path]) -> int:
 
     def progress(step: int, loss: float) -> None:
         if step == 1 or step % 10 == 0 or step == steps:
-            print(text("tuned.step", lang, step=step, steps=steps, kl=f"{loss:.4f}"), file=sys.stderr, flush=True)
+            print(text("tuned.step", lang, n=step, steps=steps, kl=f"{loss:.4f}"), file=sys.stderr, flush=True)
 
     lens, losses = train_tuned_lens(model, texts=args.texts, held_out=args.held_out, length=args.length, steps=steps,
                                     batch=args.batch, lr=args.lr, optimizer=args.optimizer, seed=args.seed,
