@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..i18n import Msg
 from .decoder_heads import DECODER_DOCS, DECODER_STATS, REPEAT_STATS, ROLE_STAT
 from .summary import counted_in, say
 
@@ -89,7 +90,30 @@ def to_json(result) -> dict:
         "thresholds": {stat: getattr(t, stat) for stat in ROLE_STAT.values()},
         "roles": {role: [f"{l}.{h}" for l, h, _ in heads_with(result, role)] for role in ROLE_STAT},
         "layers": [{k: num(v) for k, v in r.items()} for r in layer_rows(result)],
+        "copying": copying_json(result),
     }
+
+
+def copying_json(result) -> dict:
+    """The induction heads' OV copying scores (:mod:`.decoder_copying`): ``{"L.H": score}`` and why
+    they are missing (None when computed)."""
+    c = getattr(result, "copying", None) or {}
+    return {"definition": "sum(eig) / sum(|eig|) of W_E W_OV W_U, norm scales folded (attnscope.circuits)",
+            "scores": dict(c.get("scores", {})), "skipped": c.get("skipped")}
+
+
+def copying_line(result, lang: str = "en") -> str:
+    """report.md's sentence on the copying scores of the induction heads ('' when none is labelled)."""
+    c = getattr(result, "copying", None) or {}
+    found = heads_with(result, "induction")
+    if not found or not c:
+        return ""
+    if c.get("skipped"):
+        why = Msg(c["skipped_key"], **c.get("skipped_values", {})).render(lang) if c.get("skipped_key") else c["skipped"]
+        return say("dec_copying_none", lang, why=why)
+    scores = c.get("scores", {})
+    return say("dec_copying", lang, heads=say("list_sep", lang).join(
+        f"{l}.{h} {_fmt(scores.get(f'{l}.{h}'), 2)}" for l, h, _ in found[:SHOWN]))
 
 
 def title(stat: str, lang: str = "en") -> str:
@@ -151,6 +175,8 @@ def markdown(result, lang: str = "en") -> str:
             l, h = np.unravel_index(int(np.argmax(v)), v.shape)
             L.append(T("dec_none", role=name, stat=stat, value=getattr(t, stat), head=f"{l}.{h}",
                        score=_fmt(float(v[l, h]), 2)))
+    if _ran(result) and copying_line(result, lang):
+        L.append(copying_line(result, lang))
     L.append(T("dec_per_layer"))
     L.append(T("dec_table_head"))
     L.append("|---|---|---|---|---|---|---|---|")

@@ -36,6 +36,7 @@ from .analyzer import BatchAnalyzer
 from .batching import TextEncoder, bucket, chunks
 from .classify import Thresholds, classify_heads
 from .corpus import CorpusReader
+from .decoder_copying import induction_copying
 from .decoder_heads import DECODER_STATS, decoder_roles, repeat_settings, run_repeat_pass
 from .importance import Ladder, ablation_sums, metric_name
 from .norm_shares import norm_shares
@@ -140,6 +141,7 @@ class AnalysisResult:
     timings: dict = field(default_factory=dict)  # seconds of the "statistics" and "importance" passes
     repeat: dict = field(default_factory=dict)   # causal models: the random sequences of the induction pass
     norm_shares: dict = field(default_factory=dict)  # special-token shares, raw and with norms (.norm_shares)
+    copying: dict = field(default_factory=dict)  # causal models: the induction heads' OV copying scores (.decoder_copying)
 
     @property
     def roles(self) -> Optional[np.ndarray]:
@@ -329,13 +331,14 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     importance = means.pop("importance") if cfg.importance_texts > 0 else None
     baseline = float(means.pop("baseline_distance")[0, 0])
     labels = classify_heads(means, cfg.thresholds)
+    copying = induction_copying(model, means, cfg.thresholds) if c.causal else {}
     return AnalysisResult(
         model_name=model.name, family=model.family, corpus=str(corpus), n_layers=c.n_layers, n_heads=c.n_heads,
         means=means, labels=labels, importance=importance, importance_metric=metric_name(model),
         summary=layer_summary(means, labels, importance), counters=dict(acc.counters),
         decode_examples=examples, config=cfg, accumulator=acc, seconds=time.perf_counter() - t0,
         world_size=world, max_length=max_length, timings=timings, baseline_distance=baseline,
-        repeat=repeat.to_dict() if repeat is not None else {}, norm_shares=shares)
+        repeat=repeat.to_dict() if repeat is not None else {}, norm_shares=shares, copying=copying)
 
 
 def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, opt: StatOptions,
