@@ -12,6 +12,8 @@
 --token Hall
                      a T5 cross-attention row (one command line; T5 rows show their bias buckets too)
   attnscope explain --text "The cat sat." --token cat --attribution rollout   its rollout row, layer by layer
+  attnscope explain --model ./gpt2 --circuit qk --layer 1 --head 0 --entry 3,5   one entry of W_QK = W_Q W_Kᵀ
+  attnscope explain --model ./gpt2 --composition k --from 0.3 --to 1.0          a K-composition score by hand
   attnscope explain --scores 15.3,22.7,18.2,2.1,1.8 --dk 64 --labels 我,喜,歡,人,工
   attnscope explain scaling --dk 64                          why divide by √d_k
   attnscope explain positions --position 5 --dim 2 --offset 3 sinusoidal PE(5), and PE(8) as its rotation
@@ -33,6 +35,7 @@ from ..errors import InputError
 from ..i18n import error
 from ..scorings import SCORINGS
 from . import MAX_INDEX, MAX_SEED, OVERWRITE, IntRange, add_command, add_lang_option, check_new_file
+from .explain_circuit import add_circuit_options, build_circuit
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -114,6 +117,7 @@ def register(sub) -> None:
     pos.add_argument("--max-distance", dest="max_distance", type=IntRange(1, MAX_INDEX),
                      help="t5: the last log bucket's distance "
                                                                             "(default 128)")
+    add_circuit_options(p)
     add_output_options(p)
     p.set_defaults(func=run)
 
@@ -139,6 +143,8 @@ def build(args):
     from ..explain import explain
     from ..explain.inputs import parse_labels_arg, parse_matrix_arg, parse_vector_arg
 
+    if args.circuit is not None or args.composition is not None:
+        return build_circuit(args)
     if args.attribution is not None:
         from .explain_attribution import build_attribution
         return build_attribution(args)
