@@ -5,8 +5,8 @@ registered in :data:`METHODS` (one :func:`register_method` call each).
 """
 
 # each module registers its methods: weights (attention, rollout, flow), occlusion (leave_one_out),
-# norm_methods (norm, value_zeroing), factored (globenc, alti: it imports norm_methods and replaces the
-# registrations of the same names there), gradients (grad_input, integrated_gradients, attn_grad)
+# norm_methods (norm, value_zeroing), factored (globenc, alti, with norm_methods' helpers), gradients
+# (grad_input, integrated_gradients, attn_grad)
 from . import factored, gradients, norm_methods, occlusion, weights  # noqa: F401
 from .base import METHODS, Attribution, AttributionMethod, attribute, get_method, register_method
 

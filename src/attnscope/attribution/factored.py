@@ -277,8 +277,6 @@ def block_method(name: str, meaning: str):
     return compute
 
 
-# These replace the registrations of the same names in .norm_methods (imported above, so registered
-# first), which wrote every layer's (L, L + 1, d) out.
 register_method(AttributionMethod(
     "globenc", "tokens", block_method(
         "globenc", "the norm of token j's share of position i's output of the attention block "

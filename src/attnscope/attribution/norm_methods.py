@@ -9,9 +9,10 @@ layer's own matrix; row i = output position, column j = the layer's input token)
   (the value through the output projection); per head ``α^h_ij ‖f^h(x_j)‖`` in ``details["heads"]``
   ``(n_layers, H, L, L)``; ``scores`` = the matrix of ``layer`` (not accumulated: it has no residual);
 * ``globenc`` (Modarressi et al. 2022): ``‖T_i(x_j)‖₂`` of the attention block with its residual and
-  norm(s) (:mod:`.decompose`), rows normalised, accumulated by rollout (``M_layer · … · M_0``);
+  norm(s), rows normalised, accumulated by rollout (``M_layer · … · M_0``) — computed and registered
+  in :mod:`.factored` (with this module's helpers);
 * ``alti`` (Ferrando et al. 2022): ``c_ij = max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)`` with ``y_i`` the
-  block's output (bias included), rows normalised, accumulated by rollout;
+  block's output (bias included), rows normalised, accumulated by rollout — in :mod:`.factored`;
 * ``value_zeroing`` (Mohebbi et al. 2023): token j's value vectors in layer l set to 0 (every head,
   a hook on ``layers.{l}.attn.v``), the cosine distance of each token i's layer output to the
   original one; rows normalised, accumulated by rollout. Unlike the other three it runs the whole
@@ -87,40 +88,9 @@ def compute_norm(model, text: str, *, layer=None, target=None, stack: Optional[s
                        layer=lay, details={"heads": torch.stack([p[0] for p in parts])})
 
 
-def block_terms(stack: DC.Stack, tr, index: int) -> tuple[Tensor, Tensor]:
-    """The attention block's end of layer ``index``: ``T (L, L, d)`` (T_i(x_j)) and ``y (L, d)``
-    (the block's output, the bias term included)."""
-    D = DC.decompose_layer(stack, tr, index)[DC.block_end(DC.recipe_of(stack, index))]  # (L, L + 1, d)
-    return D[:, :-1], D.sum(1)
-
-
 def normalise_rows(m: Tensor) -> Tensor:
     s = m.sum(-1, keepdim=True)
     return m / torch.where(s > 0, s, torch.ones_like(s))  # a row of zeros stays zeros
-
-
-def globenc_layer(T: Tensor, y: Tensor) -> Tensor:
-    """GlobEnc's matrix of one layer: ``‖T_i(x_j)‖₂``, rows normalised, (L, L)."""
-    return normalise_rows(T.norm(dim=-1))
-
-
-def alti_layer(T: Tensor, y: Tensor) -> Tensor:
-    """ALTI's matrix of one layer: ``max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)``, rows normalised, (L, L)."""
-    c = y.abs().sum(-1)[:, None] - (y[:, None, :] - T).abs().sum(-1)  # (L, L)
-    return normalise_rows(c.clamp(min=0))
-
-
-def block_method(name: str, fn, meaning: str):
-    def compute(model, text: str, *, layer=None, target=None, stack: Optional[str] = None,
-                **options) -> Attribution:
-        DC.check_options(name, options)
-        st = DC.stack_of(model, name, target, stack)
-        tr = trace_one(model, st, text, DC.trace_names(st))
-        per_layer = torch.stack([fn(*block_terms(st, tr, i)) for i in range(st.n_layers)])  # (n_layers, L, L)
-        lay = last(layer, st)
-        return Attribution(name, "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay), meaning,
-                           per_layer=per_layer, layer=lay)
-    return compute
 
 
 class _Stop(Exception):
@@ -245,18 +215,6 @@ def compute_value_zeroing(model, text: str, *, layer=None, target=None, stack: O
 register_method(AttributionMethod(
     "norm", "tokens", compute_norm, "the norm of each weighted value vector through W_O, ‖α·f(x)‖, per head "
     "and for the layer", "Kobayashi et al. 2020, Attention is Not Only a Weight"))
-register_method(AttributionMethod(
-    "globenc", "tokens", block_method(
-        "globenc", globenc_layer, "the norm of token j's share of position i's output of the attention block "
-        "(residual and norm included), rows summing to 1, accumulated over layers by rollout; larger = more"),
-    "norms of the attention block's per-token parts (residual and LayerNorm included), rolled out over layers",
-    "Modarressi et al. 2022, GlobEnc"))
-register_method(AttributionMethod(
-    "alti", "tokens", block_method(
-        "alti", alti_layer, "how close token j's share brings position i's block output (max(0, ‖y‖₁ − ‖y − "
-        "T(x_j)‖₁)), rows summing to 1, accumulated over layers by rollout; larger = more"),
-    "ALTI: the L1 proximity of each token's share to the block's output, rolled out over layers",
-    "Ferrando et al. 2022, Measuring the Mixing of Contextual Information in the Transformer"))
 register_method(AttributionMethod(
     "value_zeroing", "tokens", compute_value_zeroing, "zero one token's value vectors and measure how much "
     "each output changes (cosine distance), rolled out over layers",
