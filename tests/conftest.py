@@ -91,3 +91,19 @@ def pre_attn_norm():
     name = "test_pre_attn_norm"
     yield register_layer_recipe(name, PRE_ATTN_NORM)
     LAYER_RECIPES.pop(name, None)
+
+
+@pytest.fixture(scope="module")
+def tiny_family(tmp_path_factory):
+    """``get(name)``: attnscope's model of the tiny checkpoint ``attnscope.testing.tiny.FAMILIES[name]``
+    writes, built and loaded on first use (one per module)."""
+    import attnscope
+    from attnscope.testing.tiny import FAMILIES
+    root = tmp_path_factory.mktemp("tiny-family")
+    cache: dict = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = attnscope.load(FAMILIES[name].build(root / name))
+        return cache[name]
+    return get

@@ -21,15 +21,8 @@ FAMS = ("gpt2", "llama_gqa", "gemma3", "olmo2", "bloom", "qwen3")
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny-lens")
-    cache: dict = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = attnscope.load(FAMILIES[name].build(root / name))
-        return cache[name]
-    return get
+def tiny(tiny_family):
+    return tiny_family
 
 
 def f64(t) -> np.ndarray:

@@ -19,20 +19,12 @@ from attnscope.errors import InputError
 from attnscope.lens import logit_lens
 from attnscope.lens.tuned import identity_lens, load_tuned_lens, model_fingerprint, tuned_lens
 from attnscope.lens.tuned_train import held_out_kl, train_tuned_lens
-from attnscope.testing.tiny import FAMILIES
 from tests.lens.test_lens import TEXT, W_U, f64, final_norm_np, log_softmax
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny-tuned")
-    cache: dict = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = attnscope.load(FAMILIES[name].build(root / name))
-        return cache[name]
-    return get
+def tiny(tiny_family):
+    return tiny_family
 
 
 def random_lens(model, seed: int = 0):
