@@ -152,6 +152,10 @@ class LoadedModel:
         refuse a trace estimated to need more, with the estimate; ``replay``: keep the layers'
         steps as calls run again on read, the default for a trace of every name)."""
         from ..trace import run_trace
+        if getattr(self, "layer_stream", None) is not None:  # models.streaming: a layer's weights live in its call
+            if grad or replay:
+                raise error(InputError, "errors.stream_grad" if grad else "errors.stream_replay", name=self.name)
+            replay = False
         return run_trace(self, texts, names=names, hooks=hooks, truncate=truncate, grad=grad,
                          bwd_hooks=bwd_hooks, max_memory=max_memory, replay=replay)
 

@@ -42,7 +42,8 @@ from .gguf_file import GGUFFile, TensorInfo
 if TYPE_CHECKING:
     from .gguf_tokenizer import GGUFTokenizer
 
-__all__ = ["GGUFCheckpoint", "load_gguf", "read_gguf_config", "gguf_state_dict", "hf_name", "unpermute_qk",
+__all__ = ["GGUFCheckpoint", "load_gguf", "read_gguf_config", "gguf_state_dict", "gguf_names", "hf_tensor", "hf_name",
+           "check_complete", "unpermute_qk",
            "DOCUMENTED_DEFAULTS", "SUPPORTED_ARCHITECTURES"]
 
 # GGUF name (after "blk.N.") → Hugging Face name (after "model.layers.N."), per architecture
@@ -132,32 +133,47 @@ def gguf_state_dict(f: GGUFFile, config: dict, *, dtype: torch.dtype = torch.flo
     ``progress`` is called after each tensor. Raises ModelLoadError for a tensor name the
     architecture does not have, a shape that disagrees with ``config``, or a missing weight.
     """
-    arch = f.architecture
-    gemma = arch == "gemma3"
-    n_heads, n_kv, hd = config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]
     sd: dict[str, torch.Tensor] = {}
     qtypes: dict[str, str] = {}
+    for name, info in gguf_names(f).items():
+        sd[name] = hf_tensor(f, info, config, dtype)
+        qtypes[name] = info.qtype.name
+        if progress is not None:
+            progress(info)
+    check_complete(sd, config, f.architecture, f.path)
+    return sd, qtypes
+
+
+def gguf_names(f: GGUFFile) -> dict[str, TensorInfo]:
+    """Hugging Face name → the file's tensor, for every weight of ``f``, in file order (the
+    tensors that carry no weight left out); ModelLoadError for a name the architecture lacks."""
+    arch = f.architecture
+    out = {}
     for info in f.iter_tensors():
         if info.name in _NOT_WEIGHTS:
             continue
         name = hf_name(info.name, arch)
         if name is None:
             raise error(ModelLoadError, "errors.gguf_foreign_tensor", path=f.path, name=repr(info.name), arch=arch)
-        w = f.dequantize(info, dtype)
-        if arch == "llama" and (".attn_q." in info.name or ".attn_k." in info.name):
-            heads = n_heads if ".attn_q." in info.name else n_kv
-            if w.shape[0] != heads * hd:
-                raise error(ModelLoadError, "errors.gguf_qk_rows", path=f.path, name=info.name, rows=w.shape[0],
-                            heads=heads, head_dim=hd)
-            w = unpermute_qk(w, heads)
-        if gemma and name.endswith("norm.weight"):
-            w -= 1.0  # stored as 1 + w (see the module docstring)
-        sd[name] = w
-        qtypes[name] = info.qtype.name
-        if progress is not None:
-            progress(info)
-    _check_complete(sd, config, arch, f.path)
-    return sd, qtypes
+        out[name] = info
+    return out
+
+
+def hf_tensor(f: GGUFFile, info: TensorInfo, config: dict, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """One tensor of ``f`` dequantized to ``dtype`` as Hugging Face holds it: llama's q/k rows put
+    back in order, Gemma's norms less 1 (see the module docstring); shape ``info.shape``."""
+    arch = f.architecture
+    w = f.dequantize(info, dtype)
+    if arch == "llama" and (".attn_q." in info.name or ".attn_k." in info.name):
+        heads = config["num_attention_heads"] if ".attn_q." in info.name else config["num_key_value_heads"]
+        hd = config["head_dim"]
+        if w.shape[0] != heads * hd:
+            raise error(ModelLoadError, "errors.gguf_qk_rows", path=f.path, name=info.name, rows=w.shape[0],
+                        heads=heads, head_dim=hd)
+        w = unpermute_qk(w, heads)
+    if arch == "gemma3" and (hf_name(info.name, arch) or "").endswith("norm.weight"):
+        w -= 1.0  # stored as 1 + w (see the module docstring)
+    return w
 
 
 def _expected_shapes(config: dict, arch: str) -> dict[str, tuple[int, ...]]:
@@ -182,7 +198,9 @@ def _expected_shapes(config: dict, arch: str) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def _check_complete(sd: dict, config: dict, arch: str, path) -> None:
+def check_complete(sd: dict, config: dict, arch: str, path) -> None:
+    """ModelLoadError unless ``sd`` (name → anything with a ``shape``: tensors, or meta tensors for a
+    check before reading) has every weight ``config`` needs, in its shape, and nothing foreign."""
     want = _expected_shapes(config, arch)
     for name, shape in want.items():
         if name not in sd:

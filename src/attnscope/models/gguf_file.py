@@ -229,6 +229,20 @@ class GGUFFile:
             flat[a:a + step].copy_(torch.from_numpy(_dequant(gguf, rows[a:a + step], info.qtype)))
         return out
 
+    def drop_pages(self, info: TensorInfo) -> None:
+        """Unmap the file pages that hold ``info``'s bytes from this process (``MADV_DONTNEED``; the
+        data stays in the page cache and comes back on the next read). A file kept open while its
+        tensors are read one layer at a time (:mod:`.streaming`) would otherwise keep every page it
+        ever read in the process's resident memory. Pages shared with a neighbouring tensor are
+        dropped too, harmlessly; a no-op where ``madvise`` is missing."""
+        advise = getattr(mmap, "MADV_DONTNEED", None)
+        if advise is None or info.nbytes == 0:
+            return
+        page = mmap.PAGESIZE
+        start = info.offset // page * page
+        end = min(len(self._mm), -(-(info.offset + info.nbytes) // page) * page)
+        self._mm.madvise(advise, start, end - start)
+
     def iter_tensors(self) -> Iterator[TensorInfo]:
         return iter(self.tensors.values())
 

@@ -20,7 +20,7 @@ from ..errors import ModelLoadError
 from ..i18n import error
 from ..tokenizer import Tokenizer
 from .base import finish_loading
-from .packages import find_package, is_package_source, license_notice, package_model_path
+from .packages import ModelPackage, find_package, is_package_source, license_notice, package_model_path
 from .registry import family_for
 from .weights import map_weights
 
@@ -56,6 +56,18 @@ def weights_not_initialised() -> Iterator[None]:
             setattr(torch.nn.init, n, f)
 
 
+def gguf_file_of(path: Union[str, Path]) -> tuple[Optional[ModelPackage], Path]:
+    """``(the model package or None, the .gguf file)`` that ``path`` (a file or a package name)
+    names; ModelLoadError for a folder or a missing file."""
+    package = find_package(str(path)) if not Path(str(path)).expanduser().exists() else None
+    file = package_model_path(str(path)) if package is not None else Path(path).expanduser()
+    if file.is_dir():
+        raise error(ModelLoadError, "errors.gguf_is_folder", path=file)
+    if not file.is_file():
+        raise error(ModelLoadError, "errors.gguf_not_found", path=file)
+    return package, file
+
+
 def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torch.dtype] = None,
                     tokenizer: bool = True, progress: Optional[bool] = None):
     """A :class:`~attnscope.models.DecoderModel` from a ``.gguf`` file or an installed package name.
@@ -66,12 +78,7 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
     """
     from .gguf import load_gguf
 
-    package = find_package(str(path)) if not Path(str(path)).expanduser().exists() else None
-    file = package_model_path(str(path)) if package is not None else Path(path).expanduser()
-    if file.is_dir():
-        raise error(ModelLoadError, "errors.gguf_is_folder", path=file)
-    if not file.is_file():
-        raise error(ModelLoadError, "errors.gguf_not_found", path=file)
+    package, file = gguf_file_of(path)
     read_dtype = torch.float64 if dtype == torch.float64 else torch.float32
     ckpt = load_gguf(file, dtype=read_dtype, tokenizer=tokenizer, progress=progress)
     source = str(file)
@@ -91,13 +98,19 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
                   "license": license_notice(package.name) if package is not None else None}
     del ckpt.state_dict
     if tokenizer:
-        t = ckpt.tokenizer
-        assert t is not None  # read because tokenizer=True
-        pad = t.pad_token_id if t.pad_token_id is not None else (t.eos_token_id or 0)
-        model.tokenizer = Tokenizer(t.backend, pad_token_id=pad, max_length=config.max_positions, source=source)
-        if model.tokenizer.vocab_size > config.vocab_size:
-            raise error(ModelLoadError, "errors.gguf_tokenizer_vocab", source=source, n=model.tokenizer.vocab_size,
-                        vocab=config.vocab_size)
-        model.chat_template = t.chat_template
-        model.special_tokens = dict(t.special_tokens)
+        assert ckpt.tokenizer is not None  # read because tokenizer=True
+        attach_tokenizer(model, ckpt.tokenizer, source)
     return finish_loading(model, device, None if dtype == read_dtype else dtype)
+
+
+def attach_tokenizer(model, t, source: str) -> None:
+    """Give ``model`` the GGUF file's tokenizer ``t`` (a :class:`~.gguf_tokenizer.GGUFTokenizer`),
+    chat template and special tokens; ModelLoadError when its vocabulary is larger than the model's."""
+    config = model.config
+    pad = t.pad_token_id if t.pad_token_id is not None else (t.eos_token_id or 0)
+    model.tokenizer = Tokenizer(t.backend, pad_token_id=pad, max_length=config.max_positions, source=source)
+    if model.tokenizer.vocab_size > config.vocab_size:
+        raise error(ModelLoadError, "errors.gguf_tokenizer_vocab", source=source, n=model.tokenizer.vocab_size,
+                    vocab=config.vocab_size)
+    model.chat_template = t.chat_template
+    model.special_tokens = dict(t.special_tokens)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Callable, Optional
+
 import torch
 
 from ..errors import ModelLoadError, fmt_shape
@@ -26,7 +28,7 @@ def normalise_keys(sd: dict[str, torch.Tensor], family: Family) -> dict[str, tor
 
 
 def map_weights(model: torch.nn.Module, family: Family, sd: dict[str, torch.Tensor],
-                source: str, *, assign: bool = False) -> list[str]:
+                source: str, *, assign: bool = False, only: Optional[Callable[[str], bool]] = None) -> list[str]:
     """Copy the checkpoint into ``model`` (any loaded model: its ``config`` and state dict) by the
     family's rules; return the unused checkpoint keys.
 
@@ -34,15 +36,18 @@ def map_weights(model: torch.nn.Module, family: Family, sd: dict[str, torch.Tens
     being copied into: with a model built without initialising its weights, the weights are then
     held once, not twice, while loading.
 
+    ``only``: map just the targets it accepts (the rest of the model is left as it is): the
+    streamed load (:mod:`.streaming`) puts one layer's weights in at a time, by these same rules.
+
     Raises ModelLoadError naming the missing key, or the key whose shape is wrong with both shapes.
     """
     sd = normalise_keys(sd, family)
     params = model.state_dict()
     used: set[str] = set()
     new_state = {}
-    rules = family.rules(model.config)
+    rules = [r for r in family.rules(model.config) if only is None or only(r.target)]
     covered = {r.target for r in rules}
-    missing_targets = [k for k in params if k not in covered]
+    missing_targets = [k for k in params if k not in covered and (only is None or only(k))]
     if missing_targets:  # a bug in a family's rules, not in the user's file
         raise error(ModelLoadError, "errors.models_no_weight_rule", names=missing_targets[:3])
     for rule in rules:
@@ -69,8 +74,8 @@ def map_weights(model: torch.nn.Module, family: Family, sd: dict[str, torch.Tens
             raise error(ModelLoadError, "errors.models_weight_shape", source=source, got=got, target=rule.target,
                         want=fmt_shape(want))
         new_state[rule.target] = value.contiguous() if assign else value
-    model.load_state_dict(new_state, strict=True, assign=assign)
-    if family.lm_head and "lm_head.weight" in sd:
+    model.load_state_dict(new_state, strict=only is None, assign=assign)
+    if family.lm_head and "lm_head.weight" in sd and "embed.token_embedding.weight" in new_state:
         # Usually the tied token embedding again; a checkpoint saved with
         # tie_word_embeddings=False has its own output matrix, which the logits must then use.
         W, wte = sd["lm_head.weight"], new_state["embed.token_embedding.weight"]
