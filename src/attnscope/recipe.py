@@ -211,29 +211,30 @@ def with_post_norms(recipe: LayerRecipe, *, pre_norms: bool = True) -> str:
 register_layer_recipe("sandwich", with_post_norms(LAYER_RECIPES["pre"]))
 register_layer_recipe("post_block", with_post_norms(LAYER_RECIPES["pre"], pre_norms=False))
 
+
+def with_cross_attention(recipe: LayerRecipe) -> str:
+    """The text of ``recipe`` (``pre`` or ``post``: a residual sum ends each block) as an encoder–decoder's
+    decoder layer: its attention steps named ``self_…``, then a cross-attention block written as
+    ``recipe`` writes its MLP block (the same norm before it and residual sum after it: where T5 and
+    BART place it), then the MLP block; the norm modules renumbered ``ln1``, ``ln2``, … in order."""
+    first, second = [i + 1 for i, s in enumerate(recipe.steps) if s.op == "add"][:2]
+    head, block, rest = recipe.steps[:first], recipe.steps[first:second], recipe.steps[second:]
+    names = {s.name: f"self_{s.name}" for s in head}
+    names.update({s.name: "cross_attn" + s.name.removeprefix(recipe.blocks[-1]) for s in block})
+
+    def renamed(s: Step, names: dict, op: Optional[str] = None) -> Step:
+        return Step(names.get(s.name, s.name), op or s.op, tuple(names.get(a, a) for a in s.args), s.module)
+
+    steps = [renamed(s, names) for s in head] + [renamed(s, names, "cross_attention" if s.op == "mlp" else None)
+                                                 for s in block]
+    steps += [renamed(s, {head[-1].name: names[block[-1].name]}) for s in block + rest]
+    n = iter(range(1, len(steps) + 1))
+    return recipe_text([Step(s.name, s.op, s.args, f"ln{next(n)}") if s.op == "norm" else s for s in steps])
+
+
 #: The decoder layer of an encoder–decoder (T5: "pre", BART: "post", by its ``config.norm``): the
 #: stack's recipe with cross-attention over the encoder's output, and its residual, after
-#: self-attention. Not in :data:`LAYER_RECIPES`: a single stack has nothing to cross-attend to.
-CROSS_RECIPES: dict[str, LayerRecipe] = {"pre": parse_recipe("pre_cross", """
-    self_attn_in     = ln1(x)
-    self_attn        = attention(self_attn_in)
-    self_attn_resid  = x + self_attn
-    cross_attn_in    = ln2(self_attn_resid)
-    cross_attn       = cross_attention(cross_attn_in)
-    cross_attn_resid = self_attn_resid + cross_attn
-    ffn_in           = ln3(cross_attn_resid)
-    ffn              = mlp(ffn_in)
-    ffn_resid        = cross_attn_resid + ffn
-    out              = ffn_resid
-"""), "post": parse_recipe("post_cross", """
-    self_attn_in     = x
-    self_attn        = attention(self_attn_in)
-    self_attn_resid  = x + self_attn
-    cross_attn_in    = ln1(self_attn_resid)
-    cross_attn       = cross_attention(cross_attn_in)
-    cross_attn_resid = cross_attn_in + cross_attn
-    ffn_in           = ln2(cross_attn_resid)
-    ffn              = mlp(ffn_in)
-    ffn_resid        = ffn_in + ffn
-    out              = ln3(ffn_resid)
-""")}
+#: self-attention (:func:`with_cross_attention`). Not in :data:`LAYER_RECIPES`: a single stack has
+#: nothing to cross-attend to.
+CROSS_RECIPES: dict[str, LayerRecipe] = {
+    norm: parse_recipe(f"{norm}_cross", with_cross_attention(LAYER_RECIPES[norm])) for norm in ("pre", "post")}
