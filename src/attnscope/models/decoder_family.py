@@ -34,7 +34,7 @@ from ..config import ROPE_TYPES, DecoderConfig
 from ..errors import ConfigError, ModelLoadError
 from ..i18n import error
 from .reasons import reason
-from .registry import WeightRule, fuse_rows, setting, token_ids
+from .registry import WeightRule, fuse_rows, hf_extra, setting, token_ids
 
 _MISSING = object()
 
@@ -132,8 +132,7 @@ def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act",
         tie_embeddings=bool(setting(hf, "tie_word_embeddings", source, tie_default, bool)),
         pad_token_id=pad, bos_token_id=hf.get("bos_token_id") if isinstance(hf.get("bos_token_id"), int) else None,
         eos_token_ids=eos,
-        extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
-               "name_or_path": hf.get("_name_or_path")},
+        extra=hf_extra(hf),
     )
     base.update(fields)
     try:

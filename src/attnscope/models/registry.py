@@ -176,6 +176,13 @@ def tokenizer_by_files(bpe_kind: str = "bpe-roberta") -> Callable[[Path], str]:
     return kind
 
 
+def hf_extra(hf: dict, **more) -> dict:
+    """A family's ``config.extra``: what the checkpoint calls itself (``model_type``,
+    ``architectures``, ``_name_or_path`` as ``name_or_path``), then the family's own ``more``."""
+    return {"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
+            "name_or_path": hf.get("_name_or_path"), **more}
+
+
 def hf_activation(name, source: str) -> str:
     """Hugging Face ``hidden_act`` / ``activation_function`` → attnscope's activation name."""
     table = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",

@@ -24,7 +24,7 @@ from typing import Callable, Optional, Union
 from ...config import TransformerConfig
 from ...errors import ModelLoadError
 from ...i18n import error
-from ..registry import Family, WeightRule, fuse_rows, hf_activation, register, setting
+from ..registry import Family, WeightRule, fuse_rows, hf_activation, hf_extra, register, setting
 
 
 def encoder_config(hf: dict, source: str, *, layer_norm_eps: float, type_vocab_size: int,
@@ -51,8 +51,7 @@ def encoder_config(hf: dict, source: str, *, layer_norm_eps: float, type_vocab_s
         dropout=float(setting(hf, "hidden_dropout_prob", source, 0.1, float)),
         attn_dropout=float(setting(hf, "attention_probs_dropout_prob", source, 0.1, float)),
         pad_token_id=setting(hf, "pad_token_id", source, 0),
-        extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
-               "name_or_path": hf.get("_name_or_path"), **extra},
+        extra=hf_extra(hf, **extra),
     )
 
 

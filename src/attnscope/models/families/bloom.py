@@ -33,7 +33,7 @@ import torch
 from ...config import TransformerConfig
 from ...errors import ModelLoadError
 from ...i18n import error
-from ..registry import Family, WeightRule, register, setting
+from ..registry import Family, WeightRule, hf_extra, register, setting
 
 Tensor = torch.Tensor
 
@@ -57,9 +57,7 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
         dropout=float(setting(hf, "hidden_dropout", source, 0.0, float)),
         attn_dropout=float(setting(hf, "attention_dropout", source, 0.0, float)),
         bias=True, causal=True, pad_token_id=pad,
-        extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
-               "name_or_path": hf.get("_name_or_path"), "eos_token_id": hf.get("eos_token_id"),
-               "bos_token_id": hf.get("bos_token_id")},
+        extra=hf_extra(hf, eos_token_id=hf.get("eos_token_id"), bos_token_id=hf.get("bos_token_id")),
     )
 
 

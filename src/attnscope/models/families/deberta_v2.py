@@ -35,7 +35,7 @@ from ...errors import ModelLoadError
 from ...i18n import error
 from ...modules.deberta import POS_ATT_TYPES, DebertaConfig
 from ..deberta_model import DebertaModel
-from ..registry import Family, WeightRule, hf_activation, register, setting, tokenizer_by_files
+from ..registry import Family, WeightRule, hf_activation, hf_extra, register, setting, tokenizer_by_files
 from .bert import LAYER_NAMES as BERT_LAYER_NAMES
 from .bert import LayerNames, encoder_rules
 
@@ -81,8 +81,7 @@ def config_from_hf(hf: dict, source: str) -> DebertaConfig:
         pos_att_type=_pos_att_type(hf, source),
         share_att_key=setting(hf, "share_att_key", source, False, bool),
         norm_rel_embed="layer_norm" in norm_rel,
-        extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
-               "name_or_path": hf.get("_name_or_path")},
+        extra=hf_extra(hf),
     )
 
 

@@ -21,7 +21,7 @@ Keys may carry the prefix ``distilbert.`` (DistilBertForMaskedLM, …); task hea
 from __future__ import annotations
 
 from ...config import TransformerConfig
-from ..registry import Family, WeightRule, hf_activation, register, setting
+from ..registry import Family, WeightRule, hf_activation, hf_extra, register, setting
 from .bert import LayerNames, encoder_rules
 
 
@@ -39,9 +39,7 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
         dropout=float(setting(hf, "dropout", source, 0.1, float)),
         attn_dropout=float(setting(hf, "attention_dropout", source, 0.1, float)),
         pad_token_id=setting(hf, "pad_token_id", source, 0),
-        extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
-               "name_or_path": hf.get("_name_or_path"),
-               "sinusoidal_pos_embds": bool(hf.get("sinusoidal_pos_embds", False))},
+        extra=hf_extra(hf, sinusoidal_pos_embds=bool(hf.get("sinusoidal_pos_embds", False))),
     )
 
 

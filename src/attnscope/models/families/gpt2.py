@@ -22,7 +22,7 @@ from __future__ import annotations
 from ...config import TransformerConfig
 from ...errors import ModelLoadError
 from ...i18n import error
-from ..registry import Family, WeightRule, hf_activation, register, setting, transpose
+from ..registry import Family, WeightRule, hf_activation, hf_extra, register, setting, transpose
 
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:
@@ -49,9 +49,7 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
         causal=True,
         # GPT-2 has no padding token; padded positions are masked, their id only has to exist.
         pad_token_id=setting(hf, "pad_token_id", source, eos),
-        extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
-               "name_or_path": hf.get("_name_or_path"), "eos_token_id": eos,
-               "bos_token_id": hf.get("bos_token_id")},
+        extra=hf_extra(hf, eos_token_id=eos, bos_token_id=hf.get("bos_token_id")),
     )
 
 

@@ -44,7 +44,7 @@ from ...errors import ConfigError, ModelLoadError
 from ...i18n import error
 from ...modules.seq2seq import Seq2SeqConfig
 from ..reasons import reason
-from ..registry import Family, WeightRule, fuse_rows, register, setting, tokenizer_by_files
+from ..registry import Family, WeightRule, fuse_rows, hf_extra, register, setting, tokenizer_by_files
 from ..seq2seq_generation import generation_settings
 from ..seq2seq_model import Seq2SeqModel
 
@@ -80,8 +80,7 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
             relative_max_distance=setting(hf, "relative_attention_max_distance", source, 128),
             tie_embeddings=tie, lm_scale=d ** -0.5 if scale else 1.0,
             pad_token_id=setting(hf, "pad_token_id", source, 0), **gen,
-            extra={"model_type": hf.get("model_type"), "architectures": hf.get("architectures"),
-                   "name_or_path": hf.get("_name_or_path"), "feed_forward_proj": proj},
+            extra=hf_extra(hf, feed_forward_proj=proj),
         )
     except ConfigError as e:
         raise error(ModelLoadError, "errors.models_source_why", source=source, why=reason(e)) from None
