@@ -29,7 +29,31 @@ def induction_copying(model, means: Mapping[str, np.ndarray], thresholds) -> dic
     heads = induction_heads(means, thresholds)
     try:
         scores = copying_scores(model, heads) if heads else {}
-    except InputError as e:  # the reason, and its key to write it in the report's language
-        return {"scores": {}, "skipped": str(e), "skipped_key": getattr(e, "key", None),
-                "skipped_values": {k: str(v) for k, v in getattr(e, "values", {}).items()}}
+    except InputError as e:
+        return skipped(e)
     return {"scores": {f"{l}.{h}": float(s) for (l, h), s in scores.items()}, "skipped": None}
+
+
+def every_copying(model) -> dict:
+    """:func:`induction_copying` of every head (what a shard keeps, so that merging needs no model):
+    each head's score is the one :func:`induction_copying` gives it (``copying_scores`` scores each
+    head alone)."""
+    try:
+        scores = copying_scores(model)
+    except InputError as e:
+        return skipped(e)
+    return {"scores": {f"{l}.{h}": float(s) for (l, h), s in scores.items()}, "skipped": None}
+
+
+def pick_copying(every: Mapping, means: Mapping[str, np.ndarray], thresholds) -> dict:
+    """:func:`induction_copying` from :func:`every_copying`'s scores."""
+    heads = induction_heads(means, thresholds)
+    if heads and every.get("skipped"):
+        return dict(every)
+    return {"scores": {f"{l}.{h}": every["scores"][f"{l}.{h}"] for l, h in heads}, "skipped": None}
+
+
+def skipped(e: InputError) -> dict:
+    """Why there is no copying score: the reason, and its key to write it in the report's language."""
+    return {"scores": {}, "skipped": str(e), "skipped_key": getattr(e, "key", None),
+            "skipped_values": {k: str(v) for k, v in getattr(e, "values", {}).items()}}

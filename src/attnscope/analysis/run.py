@@ -12,9 +12,10 @@ core (:mod:`.analyzer`); their sums are added in corpus order.
 
 Distributed: inside a ``torch.distributed`` job (``torchrun``), process r analyses the windows
 of ``chunk_size`` texts whose number k satisfies ``k % world_size == r`` and the importance
-batches ``k % world_size == r``; the sums are added with one all-reduce. Batches are formed per
-window, so every batch is the one a single process forms and the results agree to float64
-rounding.
+batches ``k % world_size == r``; the sums are added with one collective. Batches are formed per
+window, so every batch is the one a single process forms, and the sums are exact
+(:mod:`.exact`), so the result is the single process's, bit for bit. The same split without a
+collective is a shard (:mod:`.shards`): ``analyze --shard i/N`` now, ``--merge`` later.
 """
 
 from __future__ import annotations
@@ -23,181 +24,49 @@ import dataclasses
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
-
-import numpy as np
+from typing import Callable, Optional, Union
 
 from ..errors import ConfigError, InputError
 from ..i18n import Msg, error
 from .accumulate import StatsAccumulator
 from .analyzer import BatchAnalyzer
 from .batching import TextEncoder, bucket, chunks
-from .classify import Thresholds, classify_heads
+from .classify import classify_heads
 from .corpus import CorpusReader
 from .decoder_copying import induction_copying
-from .decoder_heads import DECODER_STATS, decoder_roles, repeat_settings, run_repeat_pass
+from .decoder_heads import DECODER_STATS, RepeatSettings, repeat_settings, run_repeat_pass
 from .importance import Ladder, ablation_sums, metric_name
 from .norm_shares import norm_shares
-from .stats import STAT_NAMES, StatOptions
+from .settings import NAMES, AnalysisConfig, AnalysisResult
+from .stats import StatOptions
 from .summary import layer_summary
 
-NAMES = STAT_NAMES + ("importance", "baseline_distance")
-
-
-@dataclass
-class AnalysisConfig:
-    """Settings of a corpus analysis (every field is a CLI option of ``attnscope analyze``).
-
-    Attributes:
-        batch_size: texts per forward pass.
-        chunk_size: texts per length-bucketing window (sorted by length, then cut into batches).
-        max_length: longest sequence in tokens (special tokens included); longer texts are
-            truncated and counted. None = the model's position limit.
-        max_texts: analyse only the first N texts.
-        unit: "line", "paragraph" or "file" (what one text is, see :mod:`.corpus`).
-        on_decode_error: "stop" or "skip" for bytes that are not UTF-8.
-        special_queries: count [CLS]/[SEP] rows as queries (see :mod:`.stats`).
-        window: half-width of the ``to_local`` window, in tokens.
-        importance_texts: texts (the first N of the corpus, at most ``max_texts``) for head
-            ablation; 0 = skip it.
-        importance_batch: texts per ablation batch (each runs H times over).
-        induction_seqs: causal models: repeated random token sequences for the previous-token,
-            duplicate and induction scores (:mod:`.decoder_heads`); 0 = skip them.
-        induction_length: tokens of one copy of those sequences (None: 50, or fewer to fit).
-        norm_texts: the first N texts, one at a time, for each head's share of attention to the
-            special tokens with raw weights and with norms (:mod:`.norm_shares`); 0 = skip it.
-        seed: the seed the sequences are drawn with.
-        lanes: CPU: batches analysed at once, each on one thread with its own replica of the
-            model (:mod:`.analyzer`); None = torch's thread count.
-        thresholds: classification thresholds, see :class:`.classify.Thresholds`.
-        progress: show a progress bar (on process 0).
-    """
-
-    batch_size: int = 32
-    chunk_size: int = 1024
-    max_length: Optional[int] = None
-    max_texts: Optional[int] = None
-    unit: str = "line"
-    on_decode_error: str = "stop"
-    special_queries: bool = True
-    window: int = 3
-    importance_texts: int = 128
-    importance_batch: int = 8
-    induction_seqs: int = 64
-    induction_length: Optional[int] = None
-    seed: int = 0
-    norm_texts: int = 64
-    lanes: Optional[int] = None
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    progress: bool = True
-
-    def validate(self) -> None:
-        for name in ("batch_size", "chunk_size", "importance_batch"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise error(ConfigError, "errors.analysis_positive_int", name=name, value=repr(getattr(self, name)))
-        if self.chunk_size < self.batch_size:
-            raise error(ConfigError, "errors.analysis_chunk_size", chunk=self.chunk_size, batch=self.batch_size)
-        if self.importance_texts < 0 or self.norm_texts < 0:
-            raise error(ConfigError, "errors.analysis_texts_counts", a=self.importance_texts, b=self.norm_texts)
-        if self.induction_seqs < 0 or (self.induction_length is not None and self.induction_length < 2):
-            raise error(ConfigError, "errors.analysis_induction_options", a=self.induction_seqs, b=self.induction_length)
-        if self.lanes is not None and (isinstance(self.lanes, bool) or not isinstance(self.lanes, int) or self.lanes < 1):
-            raise error(ConfigError, "errors.analysis_lanes_none", value=repr(self.lanes))
-        if self.window < 0:
-            raise error(ConfigError, "errors.analysis_window", value=self.window)
-        if self.max_length is not None and self.max_length < 2:
-            raise error(ConfigError, "errors.analysis_max_length", value=self.max_length)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["thresholds"] = self.thresholds.to_dict()
-        return d
-
-
-@dataclass
-class AnalysisResult:
-    """What :func:`analyze` returns: per-head means, labels, importance, layer summary, counters."""
-
-    model_name: str
-    family: str
-    corpus: str
-    n_layers: int
-    n_heads: int
-    means: dict
-    labels: np.ndarray
-    importance: Optional[np.ndarray]
-    importance_metric: str
-    summary: dict
-    counters: dict
-    decode_examples: list
-    config: AnalysisConfig
-    accumulator: StatsAccumulator
-    seconds: float = 0.0
-    world_size: int = 1
-    max_length: int = 0          # the token limit used (cfg.max_length, or the model's)
-    baseline_distance: float = float("nan")  # ``distance`` of attention spread evenly (tokens)
-    timings: dict = field(default_factory=dict)  # seconds of the "statistics" and "importance" passes
-    repeat: dict = field(default_factory=dict)   # causal models: the random sequences of the induction pass
-    norm_shares: dict = field(default_factory=dict)  # special-token shares, raw and with norms (.norm_shares)
-    copying: dict = field(default_factory=dict)  # causal models: the induction heads' OV copying scores (.decoder_copying)
-
-    @property
-    def roles(self) -> Optional[np.ndarray]:
-        """Causal models: ``(n_layers, n_heads)`` decoder roles (:func:`.decoder_heads.decoder_roles`)."""
-        return decoder_roles(self.means, self.config.thresholds) if "sink" in self.means else None
-
-    def reclassify(self, thresholds: Thresholds) -> "AnalysisResult":
-        """Labels and summary again with other thresholds (the statistics are not recomputed)."""
-        self.config.thresholds = thresholds
-        self.labels = classify_heads(self.means, thresholds)
-        self.summary = layer_summary(self.means, self.labels, self.importance)
-        return self
-
-    def heads(self) -> list[dict]:
-        """One row per head: layer, head, every statistic, importance, label."""
-        rows = []
-        for l in range(self.n_layers):
-            for h in range(self.n_heads):
-                row: dict[str, Any] = {"layer": l, "head": h}
-                row.update({s: float(self.means[s][l, h]) for s in STAT_NAMES})
-                row["importance"] = None if self.importance is None else float(self.importance[l, h])
-                row["label"] = str(self.labels[l, h])
-                if "sink" in self.means:  # a causal model's decoder scores and roles
-                    row.update({s: float(self.means[s][l, h]) for s in DECODER_STATS})
-                    roles = self.roles
-                    assert roles is not None  # there with the decoder statistics
-                    row["roles"] = str(roles[l, h])
-                rows.append(row)
-        return rows
-
-    def write(self, out_dir: Union[str, Path], lang: str = "en") -> dict:
-        """Write heads.csv, heads.json, layers.csv, heatmaps/*.png and report.md (its words and the
-        heatmaps' in ``lang``, "en" or "zh"); return their paths."""
-        from .report import write_report
-        return write_report(self, out_dir, lang)
-
+__all__ = ["NAMES", "AnalysisConfig", "AnalysisResult", "analyze"]
 
 # ----------------------------------------------------------------------------------------------
 
-def _load_model(model, device):
+def load_model(model, device):
+    """An :class:`attnscope.Model` (loaded when ``model`` is a path or None) on ``device``, in eval mode."""
     if model is None or isinstance(model, (str, Path)):
         from ..models import load
-        return load(model, device=device)
-    if device is not None:
+        model = load(model, device=device)
+    elif device is not None:
         model = model.to(device)
+    model.eval()
     return model
 
 
-def _distributed() -> tuple[int, int]:
+def distributed() -> tuple[int, int]:
+    """(rank, world size) of the ``torch.distributed`` job this process is in; (0, 1) outside one."""
     import torch.distributed as dist
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
 
 
-def _sync_error(err: Optional[BaseException], world: int) -> None:
+def sync_error(err: Optional[BaseException], world: int) -> None:
     """Re-raise on every process an error that any process hit (so that no process hangs)."""
     if world == 1:
         if err is not None:
@@ -213,7 +82,7 @@ def _sync_error(err: Optional[BaseException], world: int) -> None:
             raise error(InputError, "errors.analysis_process_failed", rank=rank, world=world, message=m[1])
 
 
-class _Progress:
+class Progress:
     """A tqdm bar in texts with tokens/s beside it, on process 0 only."""
 
     def __init__(self, total: Optional[int], enabled: bool, desc: str) -> None:
@@ -237,6 +106,60 @@ class _Progress:
             self.bar.close()
 
 
+def make_config(config: Optional[AnalysisConfig], overrides: dict) -> AnalysisConfig:
+    """``config`` (or the defaults) with the keyword ``overrides`` replacing fields, validated
+    (the caller's config is not changed)."""
+    for k in overrides:
+        if k not in AnalysisConfig.__dataclass_fields__:
+            raise error(ConfigError, "errors.analysis_unknown_option", name=repr(k),
+                        names=", ".join(AnalysisConfig.__dataclass_fields__))
+    cfg = dataclasses.replace(config or AnalysisConfig(), **overrides)
+    cfg.validate()
+    return cfg
+
+
+def count_texts(corpus, cfg: AnalysisConfig) -> int:
+    """The texts of ``corpus`` within ``max_texts``, from the raw bytes (no decoding: every
+    process gets the same answer); a missing or empty corpus fails here, before the model loads."""
+    n_total = CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error, max_texts=cfg.max_texts).count()
+    if n_total == 0:
+        raise error(InputError, "errors.analysis_corpus_empty", corpus=repr(str(corpus)),
+                    unit=Msg(f"errors.analysis_unit_{cfg.unit}") if cfg.unit in ("line", "paragraph", "file") else cfg.unit)
+    return n_total
+
+
+@dataclass
+class Passes:
+    """What the passes of an encoder's or a decoder's analysis share (:func:`prepare`)."""
+
+    max_length: int                    # the token limit used (cfg.max_length, or the model's)
+    encoder: TextEncoder
+    acc: StatsAccumulator
+    options: StatOptions
+    repeat: Optional[RepeatSettings]   # causal models: the induction pass's sequences
+    timings: dict = field(default_factory=dict)
+    shares: dict = field(default_factory=dict)
+
+
+def prepare(model, cfg: AnalysisConfig) -> Passes:
+    """The token limit, encoder, an empty accumulator and the options of ``model``'s passes."""
+    c = model.config
+    limit = model.tokenizer.max_length if model.tokenizer is not None else c.max_positions
+    max_length = limit if cfg.max_length is None else cfg.max_length
+    if max_length > limit:
+        raise error(ConfigError, "errors.analysis_max_length_model", max_length=max_length, limit=limit)
+    return Passes(max_length, TextEncoder(model.tokenizer, max_length),
+                  StatsAccumulator(c.n_layers, c.n_heads, NAMES + (DECODER_STATS if c.causal else ())),
+                  StatOptions(special_queries=cfg.special_queries, window=cfg.window, causal=c.causal),
+                  repeat_settings(model, cfg.induction_seqs, cfg.induction_length, cfg.seed, max_length)
+                  if c.causal and cfg.induction_seqs > 0 else None)
+
+
+def owned_texts(n_total: int, chunk_size: int, rank: int, world: int) -> int:
+    """How many of ``n_total`` texts fall in the windows of process ``rank`` (window k → k % world)."""
+    return sum(min(chunk_size, n_total - k * chunk_size) for k in range(rank, math.ceil(n_total / chunk_size), world))
+
+
 def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfig] = None, *,
             device=None, **overrides) -> AnalysisResult:
     """Analyse every head of ``model`` over ``corpus``.
@@ -248,72 +171,36 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
             (``analyze(path, max_texts=100)``).
         device: where to run the model (default: where it is).
     Returns:
-        :class:`AnalysisResult` (the same on every process of a distributed job).
+        :class:`AnalysisResult` (the same on every process of a distributed job). A part of the
+        corpus alone, to merge later: :func:`.shards.analyze_shard`.
     """
-    for k in overrides:
-        if k not in AnalysisConfig.__dataclass_fields__:
-            raise error(ConfigError, "errors.analysis_unknown_option", name=repr(k),
-                        names=", ".join(AnalysisConfig.__dataclass_fields__))
-    cfg = dataclasses.replace(config or AnalysisConfig(), **overrides)  # the caller's config is not changed
-    cfg.validate()
-    rank, world = _distributed()
+    cfg = make_config(config, overrides)
+    rank, world = distributed()
     t0 = time.perf_counter()
-    # Read-side checks first: a missing or empty corpus fails before the model loads. The count
-    # reads raw bytes only (no decoding); every process gets the same answer.
-    n_total = CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error, max_texts=cfg.max_texts).count()
-    if n_total == 0:
-        raise error(InputError, "errors.analysis_corpus_empty", corpus=repr(str(corpus)),
-                    unit=Msg(f"errors.analysis_unit_{cfg.unit}") if cfg.unit in ("line", "paragraph", "file") else cfg.unit)
-    model = _load_model(model, device)
-    model.eval()
-    c = model.config
-    if getattr(c, "kind", "") == "seq2seq":  # T5, BART: three attentions over a parallel corpus (.seq2seq)
+    n_total = count_texts(corpus, cfg)
+    model = load_model(model, device)
+    if getattr(model.config, "kind", "") == "seq2seq":  # T5, BART: three attentions over a parallel corpus (.seq2seq)
         from .seq2seq import analyze_seq2seq
         return analyze_seq2seq(corpus, model, batch_size=cfg.batch_size, max_texts=cfg.max_texts, unit=cfg.unit,  # type: ignore[return-value]
                                on_decode_error=cfg.on_decode_error, window=cfg.window,
                                special_queries=cfg.special_queries, progress=cfg.progress and rank == 0)
-    limit = model.tokenizer.max_length if model.tokenizer is not None else c.max_positions
-    max_length = limit if cfg.max_length is None else cfg.max_length
-    if max_length > limit:
-        raise error(ConfigError, "errors.analysis_max_length_model", max_length=max_length, limit=limit)
-    encoder = TextEncoder(model.tokenizer, max_length)
-    acc = StatsAccumulator(c.n_layers, c.n_heads, NAMES + (DECODER_STATS if c.causal else ()))
-    repeat = (repeat_settings(model, cfg.induction_seqs, cfg.induction_length, cfg.seed, max_length)
-              if c.causal and cfg.induction_seqs > 0 else None)
-    opt = StatOptions(special_queries=cfg.special_queries, window=cfg.window, causal=c.causal)
-
+    p = prepare(model, cfg)
+    acc = p.acc
     err: Optional[BaseException] = None
     reader = None
-    timings: dict = {}
-    shares: dict = {}
     try:
         reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error=cfg.on_decode_error,
                               owner=lambda i: (i // cfg.chunk_size) % world == rank, max_texts=cfg.max_texts)
-        mine = sum(min(cfg.chunk_size, n_total - k * cfg.chunk_size)
-                   for k in range(rank, math.ceil(n_total / cfg.chunk_size), world))
         t1 = time.perf_counter()
-        _run_statistics(model, reader, encoder, acc, opt, cfg,
-                        _Progress(mine, cfg.progress and rank == 0, "analyze"))
-        t2 = time.perf_counter()
-        if cfg.importance_texts > 0:
-            _run_importance(model, corpus, encoder, acc, cfg, rank, world)
-        t3 = time.perf_counter()
-        timings = {"statistics": t2 - t1, "importance": t3 - t2}
-        if repeat is not None:  # causal models: previous-token, duplicate and induction scores
-            run_repeat_pass(model, acc, repeat, cfg.batch_size, rank=rank, world=world,
-                            progress=cfg.progress and rank == 0)
-            timings["induction"] = time.perf_counter() - t3
-        if cfg.norm_texts > 0:  # small: every process computes the same shares on the first texts
-            t4 = time.perf_counter()
-            n = cfg.norm_texts if cfg.max_texts is None else min(cfg.norm_texts, cfg.max_texts)
-            shares = norm_shares(model, (t.text for t in CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip",
-                                                                       max_texts=n)), max_length)
-            timings["norm"] = time.perf_counter() - t4
+        run_statistics(model, reader, p, cfg, Progress(owned_texts(n_total, cfg.chunk_size, rank, world),
+                                                       cfg.progress and rank == 0, "analyze"))
+        p.timings["statistics"] = time.perf_counter() - t1
+        run_other_passes(model, corpus, p, cfg, rank, world)
     except Exception as e:  # every process must reach the collective below, or the others hang
         err = e
-    _sync_error(err, world)
+    sync_error(err, world)
 
-    assert reader is not None  # made, or _sync_error raised its error
+    assert reader is not None  # made, or sync_error raised its error
     log = reader.log
     acc.count(skipped_decode=log.skipped_decode, empty=(log.empty if rank == 0 else 0) + log.blank_owned)
     examples = list(log.decode_examples)
@@ -323,6 +210,47 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         gathered: list = [None] * world
         dist.all_gather_object(gathered, examples)
         examples = sorted(x for part in gathered for x in part)[:100]
+    return build_result(acc, cfg, model_facts(model), corpus=corpus, max_length=p.max_length, world=world,
+                        seconds=time.perf_counter() - t0, timings=p.timings, examples=examples,
+                        repeat=p.repeat.to_dict() if p.repeat is not None else {}, shares=p.shares,
+                        copying=lambda means: induction_copying(model, means, cfg.thresholds))
+
+
+def run_other_passes(model, corpus, p: Passes, cfg: AnalysisConfig, rank: int, world: int, *,
+                     importance_done: int = 0, on_importance: Optional[Callable[[int], None]] = None,
+                     norm: bool = True) -> None:
+    """The passes after the statistics: importance (process ``rank``'s batches, the first
+    ``importance_done`` of them skipped, ``on_importance(n done)`` after each), the causal
+    models' induction pass and (``norm``) the norm shares on the first texts."""
+    t2 = time.perf_counter()
+    if cfg.importance_texts > 0:
+        run_importance(model, corpus, p.encoder, p.acc, cfg, rank, world, done=importance_done, on_batch=on_importance)
+    t3 = time.perf_counter()
+    p.timings["importance"] = t3 - t2
+    if p.repeat is not None:  # causal models: previous-token, duplicate and induction scores
+        run_repeat_pass(model, p.acc, p.repeat, cfg.batch_size, rank=rank, world=world,
+                        progress=cfg.progress and rank == 0)
+        p.timings["induction"] = time.perf_counter() - t3
+    if cfg.norm_texts > 0 and norm:  # small: every process computes the same shares on the first texts
+        t4 = time.perf_counter()
+        n = cfg.norm_texts if cfg.max_texts is None else min(cfg.norm_texts, cfg.max_texts)
+        p.shares = norm_shares(model, (t.text for t in CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip",
+                                                                    max_texts=n)), p.max_length)
+        p.timings["norm"] = time.perf_counter() - t4
+
+
+def model_facts(model) -> dict:
+    """What a result says of its model (kept by a shard, so that merging needs no model)."""
+    c = model.config
+    return {"name": model.name, "family": model.family, "n_layers": c.n_layers, "n_heads": c.n_heads,
+            "causal": bool(c.causal), "importance_metric": metric_name(model)}
+
+
+def build_result(acc: StatsAccumulator, cfg: AnalysisConfig, facts: dict, *, corpus, max_length: int, world: int,
+                 seconds: float, timings: dict, examples: list, repeat: dict, shares: dict,
+                 copying: Callable[[dict], dict]) -> AnalysisResult:
+    """The :class:`AnalysisResult` of summed statistics (``copying(means)``: the induction heads'
+    copying scores, :mod:`.decoder_copying`)."""
     if acc.counters["texts"] == 0:
         n = acc.counters["skipped_decode"]
         raise error(InputError, "errors.analysis_nothing_left_one" if n == 1 else "errors.analysis_nothing_left",
@@ -331,48 +259,55 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     importance = means.pop("importance") if cfg.importance_texts > 0 else None
     baseline = float(means.pop("baseline_distance")[0, 0])
     labels = classify_heads(means, cfg.thresholds)
-    copying = induction_copying(model, means, cfg.thresholds) if c.causal else {}
     return AnalysisResult(
-        model_name=model.name, family=model.family, corpus=str(corpus), n_layers=c.n_layers, n_heads=c.n_heads,
-        means=means, labels=labels, importance=importance, importance_metric=metric_name(model),
-        summary=layer_summary(means, labels, importance), counters=dict(acc.counters),
-        decode_examples=examples, config=cfg, accumulator=acc, seconds=time.perf_counter() - t0,
-        world_size=world, max_length=max_length, timings=timings, baseline_distance=baseline,
-        repeat=repeat.to_dict() if repeat is not None else {}, norm_shares=shares, copying=copying)
+        model_name=facts["name"], family=facts["family"], corpus=str(corpus), n_layers=facts["n_layers"],
+        n_heads=facts["n_heads"], means=means, labels=labels, importance=importance,
+        importance_metric=facts["importance_metric"], summary=layer_summary(means, labels, importance),
+        counters=dict(acc.counters), decode_examples=examples, config=cfg, accumulator=acc, seconds=seconds,
+        world_size=world, max_length=max_length, timings=timings, baseline_distance=baseline, repeat=repeat,
+        norm_shares=shares, copying=copying(means) if facts["causal"] else {})
 
 
-def _run_statistics(model, reader, encoder: TextEncoder, acc: StatsAccumulator, opt: StatOptions,
-                    cfg: AnalysisConfig, progress: _Progress) -> None:
+def run_statistics(model, reader, p: Passes, cfg: AnalysisConfig, progress: Progress, *,
+                   on_window: Optional[Callable[[int], None]] = None) -> None:
+    """The statistics over the texts of ``reader``, window by window; ``on_window(k)`` (a shard's
+    checkpoint) is called once window k's sums are all added."""
     done = lambda tb: progress.update(len(tb), tb.n_tokens)  # noqa: E731
     try:
-        with BatchAnalyzer(model, acc, opt, lanes=cfg.lanes, on_done=done) as analyzer:
+        with BatchAnalyzer(model, p.acc, p.options, lanes=cfg.lanes, on_done=done) as analyzer:
             for group in chunks(reader, cfg.chunk_size):
-                encoded = encoder.encode(group)  # while the lanes run the previous chunk's batches
-                acc.count(empty=len(group) - len(encoded))  # texts that gave no tokens at all
+                encoded = p.encoder.encode(group)  # while the lanes run the previous chunk's batches
+                p.acc.count(empty=len(group) - len(encoded))  # texts that gave no tokens at all
                 for items in bucket(encoded, cfg.batch_size):
-                    analyzer.submit(encoder.pad(items))
+                    analyzer.submit(p.encoder.pad(items))
+                if on_window is not None:
+                    analyzer.flush()
+                    on_window(group[0].index // cfg.chunk_size)
             analyzer.flush()
     finally:
         progress.close()
 
 
-def _run_importance(model, corpus, encoder: TextEncoder, acc: StatsAccumulator, cfg: AnalysisConfig,
-                    rank: int, world: int) -> None:
-    """Ablate every head on the first ``importance_texts`` texts; batch k runs on process k % world."""
+def run_importance(model, corpus, encoder: TextEncoder, acc: StatsAccumulator, cfg: AnalysisConfig,
+                   rank: int, world: int, *, done: int = 0, on_batch: Optional[Callable[[int], None]] = None) -> None:
+    """Ablate every head on the first ``importance_texts`` texts; batch k runs on process k % world
+    (its first ``done`` skipped; ``on_batch(n)`` after the n-th)."""
     # --max-texts bounds this pass too: the ablation uses the first texts of those analysed.
     n = cfg.importance_texts if cfg.max_texts is None else min(cfg.importance_texts, cfg.max_texts)
     reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip", max_texts=n)
     sample = encoder.encode(list(reader))  # small by construction: every process tokenizes it all
     batches = bucket(sample, cfg.importance_batch)
     mine = batches[rank::world]
-    progress = _Progress(sum(len(b) for b in mine), cfg.progress and rank == 0, "importance")
+    progress = Progress(sum(len(b) for b in mine[done:]), cfg.progress and rank == 0, "importance")
     ladder = Ladder.for_model(model)  # one replica for every batch
     try:
-        for items in mine:
+        for j, items in enumerate(mine[done:], done + 1):
             tb = encoder.pad(items)
             for layer, sums in ablation_sums(model, tb, ladder=ladder).items():
                 acc.add(layer, {"importance": sums})
             acc.count(importance_texts=len(tb))
             progress.update(len(tb), tb.n_tokens)
+            if on_batch is not None:
+                on_batch(j)
     finally:
         progress.close()

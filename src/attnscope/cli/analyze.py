@@ -22,7 +22,11 @@ CORPUS is a text file (one text per line; .gz ok), a folder of .txt files, or
 builtin:python-docs (English prose of the Python Language Reference, shipped with CPython).
 
 Scale out: ``torchrun --nproc-per-node N $(which attnscope) analyze CORPUS ...`` shards the
-corpus over N processes (gloo on CPU, nccl on CUDA) and gives the single-process result.
+corpus over N processes (gloo on CPU, nccl on CUDA) and gives the single-process result. Or run
+the parts apart, on any machines, whenever: ``analyze CORPUS --shard I/N --out DIR_I`` for I = 0 …
+N-1 (each checkpoints after every window and, run again, goes on where it stopped), then
+``analyze --merge DIR_0 … DIR_N-1 --out OUT``: the single run's report, bit for bit (see
+docs/guide/scaling-out.md).
 """
 
 from __future__ import annotations
@@ -44,11 +48,13 @@ def register(sub) -> None:
     from ..analysis.classify import Thresholds
 
     p = add_command(sub, "analyze", "per-head attention statistics, head types and importance over a corpus", __doc__)
-    p.add_argument("corpus", metavar="CORPUS", help="text file, folder of .txt files, or builtin:python-docs")
+    p.add_argument("corpus", metavar="CORPUS", nargs="?", default=None,
+                   help="text file, folder of .txt files, or builtin:python-docs (none with --merge)")
     p.add_argument("--model", default=None, metavar="PATH",
                    help="a checkpoint folder, a .gguf file or an installed model (smollm2-135m, gemma-3-270m); "
                    "default: the packaged all-MiniLM-L6-v2")
-    p.add_argument("--out", default="analysis", metavar="DIR", help="output folder (default: %(default)s)")
+    p.add_argument("-o", "--out", default="analysis", metavar="DIR",
+                   help="output folder; with --shard the shard's folder (default: %(default)s)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu; under torchrun on "
                    "CUDA each process takes cuda:LOCAL_RANK)")
     g = p.add_argument_group("reading")
@@ -86,6 +92,13 @@ def register(sub) -> None:
                    help="distinct random tokens in one copy, each sequence being T tokens twice "
                    "(default: 50, or what the positions allow)")
     g.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0, help="seed of the random sequences (default: %(default)s)")
+    g = p.add_argument_group("shards (docs/guide/scaling-out.md)")
+    g.add_argument("--shard", default=None, metavar="I/N",
+                   help="analyse only shard I of N (windows of --chunk-size texts k with k %% N == I) and write "
+                   "its exact sums to --out/shard.json, checkpointed after every window; run again, it goes on "
+                   "from its last checkpoint (--overwrite: afresh)")
+    g.add_argument("--merge", nargs="+", default=None, metavar="DIR",
+                   help="merge the folders of shards 0 … N-1 into the report one run gives (no CORPUS, no model)")
     p.add_argument("--threads", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
                    help="torch CPU threads (default: torch's choice)")
     p.add_argument("--lanes", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
@@ -116,10 +129,23 @@ def run(args) -> int:
     import torch
 
     from ..analysis import AnalysisConfig, Thresholds, analyze
+    from ..analysis.shards import merge_shards
+    from ..errors import InputError
+    from ..i18n import error
     from . import check_device, check_new_results, check_out_dir
     check_device(args.device)
     check_out_dir(Path(args.out))  # fail before the work, not after it, when the results cannot be written
-    check_new_results(Path(args.out), RESULT_FILES, args.overwrite)
+    if args.merge:
+        if args.corpus is not None:
+            raise error(InputError, "errors.shard_merge_corpus")
+        check_new_results(Path(args.out), RESULT_FILES, args.overwrite)
+        merged = merge_shards(args.merge)
+        print_summary(merged, args.out, len(merged.write(args.out, args.lang)), args.lang)
+        return 0
+    if args.corpus is None:
+        raise error(InputError, "errors.shard_no_corpus")
+    if args.shard is None:
+        check_new_results(Path(args.out), RESULT_FILES, args.overwrite)
     if args.threads:
         torch.set_num_threads(args.threads)
     cfg = AnalysisConfig(batch_size=args.batch_size, chunk_size=max(args.chunk_size, args.batch_size),
@@ -130,6 +156,8 @@ def run(args) -> int:
                          induction_length=args.induction_length, seed=args.seed, lanes=args.lanes,
                          thresholds=Thresholds.parse(args.threshold),
                          progress=not args.no_progress and sys.stderr.isatty())
+    if args.shard is not None:
+        return run_shard(args, cfg)
     device, started = _init_distributed(args.device)
     try:
         result = analyze(args.corpus, args.model, cfg, device=device)
@@ -143,6 +171,23 @@ def run(args) -> int:
         if started:
             import torch.distributed as dist
             dist.destroy_process_group()
+    return 0
+
+
+def run_shard(args, cfg) -> int:
+    """``analyze CORPUS --shard I/N --out DIR``: one shard, one line printed."""
+    from ..analysis.shards import STATE, analyze_shard, parse_shard
+    from ..analysis.summary import counted_in, say
+    i, n = parse_shard(args.shard)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # every process would run the same shard into one folder
+        from ..errors import InputError
+        from ..i18n import error
+        raise error(InputError, "errors.shard_torchrun")
+    state = analyze_shard(args.corpus, (i, n), args.out, args.model, cfg, device=args.device, restart=args.overwrite)
+    c = state["accumulator"]["counters"]
+    print(say("out_shard", args.lang, i=i, n=n, texts=counted_in(c["texts"], "text", args.lang),
+              tokens=counted_in(c["tokens"], "token", args.lang), seconds=state["seconds"],
+              path=Path(args.out) / STATE))
     return 0
 
 
