@@ -14,6 +14,9 @@ from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 
+__all__ = ["COUNTING", "INDEX_BASE", "Block", "Cell", "Divide", "DotRow", "Formula", "Matrix", "Para", "ScaleLine", "Step",
+           "SumLine", "Sym", "T", "Table", "VecParam", "WeightedSum", "sub", "t", "t_or", "vec", "words"]
+
 #: The label of the line that states how everything is counted: from 0 (positions, rows, columns,
 #: dimensions, heads, layers), as the trace, the viewer and ``--position``/``--head``/``--layer`` do.
 #: :class:`~.doc.Worked` adds it to every intro; the check report states it too.
