@@ -26,8 +26,7 @@ from typing import Optional, Sequence
 
 from ..attribution import decompose as DC
 from ..attribution.shown import PER_HEAD, SHOWN, shown_matrices
-from ..errors import AttnscopeError
-from .data import encode
+from .data import add_per_text, encode
 
 #: What the switch offers besides the raw weights, in its order.
 METHODS = SHOWN
@@ -71,16 +70,8 @@ def add_attribution(data: dict, model, texts: Sequence[Optional[str]], methods: 
     A text None (its ids are not what the text tokenizes to: a generation's, sometimes) gets
     ``{"left_out": "tokens"}``; one a method refuses, ``{"left_out": "error", "why": …}``."""
     data["attribution"] = header(methods, max_tokens)
-    for entry, text in zip(data["texts"], texts):
-        n = len(entry["tokens"])
-        if text is None:
-            entry["attribution"] = {"left_out": "tokens", "n": n}
-            continue
-        try:
-            entry["attribution"] = text_attribution(model, text, n, methods, max_tokens, max_zeroing)
-        except AttnscopeError as e:  # the page still shows the raw weights, and says why not these
-            entry["attribution"] = {"left_out": "error", "n": n, "why": str(e)}
-    return data
+    return add_per_text(data, "attribution", texts,
+                        lambda text, n: text_attribution(model, text, n, methods, max_tokens, max_zeroing))
 
 
 def same_ids(model, text: str, ids: Sequence[int]) -> bool:

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import base64
 import zlib
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from .. import reference as R
-from ..errors import InputError
+from ..errors import AttnscopeError, InputError
 from ..i18n import error
 from ..positions import causal_window_mask, get_position, layer_inv_freq, rotates
 from .context import context_comparison
@@ -72,6 +72,23 @@ def decode(d: dict) -> np.ndarray:
         raw = np.frombuffer(raw, np.uint8).reshape(4, -1).T.tobytes()
         return np.frombuffer(raw, "<f4").reshape(d["shape"]).astype(np.float32)
     return np.frombuffer(raw, np.uint8).reshape(d["shape"]).copy()
+
+
+def add_per_text(data: dict, key: str, texts: Sequence[Optional[str]], view: Callable[[str, int], dict]) -> dict:
+    """Put ``view(text, n)`` (``n``: the entry's token count) under ``key`` of each text entry of page
+    ``data``, one per text of ``texts`` in order. A text None (its ids are not what the text tokenizes
+    to: a generation's, sometimes) gets ``{"left_out": "tokens", "n"}``, one the view refuses
+    ``{"left_out": "error", "n", "why"}``: the page's other views stand, and this one says why it is empty."""
+    for entry, text in zip(data["texts"], texts):
+        n = len(entry["tokens"])
+        if text is None:
+            entry[key] = {"left_out": "tokens", "n": n}
+            continue
+        try:
+            entry[key] = view(text, n)
+        except AttnscopeError as e:
+            entry[key] = {"left_out": "error", "n": n, "why": str(e)}
+    return data
 
 
 def thumbnails(w: np.ndarray, size: int = THUMB) -> np.ndarray:

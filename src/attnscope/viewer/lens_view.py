@@ -24,10 +24,10 @@ from typing import Optional, Sequence
 import numpy as np
 import torch
 
-from ..errors import AttnscopeError, InputError
+from ..errors import InputError
 from ..lens import logit_lens
 from ..lens.stream import check_language_model, points
-from .data import encode
+from .data import add_per_text, encode
 
 #: Top tokens kept per point and position (the tooltip lists them).
 K = 5
@@ -72,14 +72,5 @@ def add_lens(data: dict, model, texts: Sequence[Optional[str]], k: int = K, max_
     if not reads_lens(model):
         return data
     data["lens"] = {"points": [p.name for p in points(model)], "k": k, "max_tokens": max_tokens}
-    for entry, text in zip(data["texts"], texts):
-        n = len(entry["tokens"])
-        if text is None:
-            entry["lens"] = {"left_out": "tokens", "n": n}
-            continue
-        try:
-            entry["lens"] = text_lens(model, text, n, k, max_tokens)
-        except AttnscopeError as e:  # the other views stand; the lens view says why it is empty
-            entry["lens"] = {"left_out": "error", "n": n, "why": str(e)}
-    return data
+    return add_per_text(data, "lens", texts, lambda text, n: text_lens(model, text, n, k, max_tokens))
 
