@@ -151,6 +151,23 @@ def check_new_file(path: Path, overwrite: bool, flag: str = "-o") -> None:
         raise error(InputError, "cli.exists", flag=flag, path=repr(str(path)))
 
 
+#: The figure files a command writes (matplotlib picks the format by the suffix).
+FIGURES = (".png", ".svg", ".pdf")
+
+
+def check_output_file(out: Path, overwrite: bool, suffix_key: str, folder_key: str) -> Path:
+    """``out``, an ``-o`` file for a figure (:data:`FIGURES`) or the numbers (``.json``), checked
+    before any work: InputError by the command's own catalogue key ``suffix_key`` (``{name}``) for
+    another suffix, ``folder_key`` (``{path}``, ``{folder}``) when its folder does not exist, and
+    when the file exists without ``overwrite``."""
+    if out.suffix.lower() not in FIGURES + (".json",):
+        raise error(InputError, suffix_key, name=repr(out.name))
+    if not out.parent.exists():
+        raise error(InputError, folder_key, path=repr(str(out)), folder=repr(str(out.parent)))
+    check_new_file(out, overwrite)
+    return out
+
+
 def check_new_results(folder: Path, names: Sequence[str], overwrite: bool, flag: str = "--out") -> None:
     """InputError when the folder already holds one of ``names`` (an earlier run's results) and
     ``overwrite`` was not asked for."""
