@@ -30,11 +30,9 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, lens_tuned, save_figure
+from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, lens_tuned, save_figure
 from .lens_tuned import header
 from .plot import MAX_DPI, MIN_DPI
-
-FIGURES = (".png", ".svg", ".pdf")
 
 
 def register(sub) -> None:
@@ -64,19 +62,9 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _outputs(paths, overwrite: bool) -> list[Path]:
-    outs = [Path(p) for p in paths]
-    for out in outs:
-        if out.suffix.lower() not in FIGURES + (".json",):
-            raise error(InputError, "errors.lens_suffix", name=repr(out.name))
-        if not out.parent.exists():
-            raise error(InputError, "errors.lens_no_folder", path=repr(str(out)), folder=repr(str(out.parent)))
-        check_new_file(out, overwrite)
-    return outs
-
-
 def run(args) -> int:
-    outs = _outputs(args.output, args.overwrite)
+    outs = [check_output_file(Path(p), args.overwrite, "errors.lens_suffix", "errors.lens_no_folder")
+            for p in args.output]
     if args.versus is not None and not args.dla:
         raise error(InputError, "errors.lens_versus")
     lens_tuned.check(args)

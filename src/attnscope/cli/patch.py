@@ -25,10 +25,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, IntList, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
+from . import MAX_INDEX, IntList, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, save_figure
 from .plot import MAX_DPI, MIN_DPI
-
-FIGURES = (".png", ".svg", ".pdf")
 
 
 def say(key: str, lang: str, **fmt) -> str:
@@ -80,11 +78,7 @@ def _check_outputs(paths, overwrite: bool) -> list[Path]:
             raise error(InputError, "errors.o_empty_patch")
         if out.is_dir():  # "-o ." or "-o results/": a name is missing, not a format
             raise error(InputError, "cli.o_folder", path=repr(str(given)), example=repr(str(out / "patch.png")))
-        if out.suffix.lower() not in FIGURES + (".json",):
-            raise error(InputError, "errors.cli_patch_suffix", name=repr(out.name))
-        if not out.parent.exists():
-            raise error(InputError, "errors.cli_patch_no_folder", path=repr(str(out)), folder=repr(str(out.parent)))
-        check_new_file(out, overwrite)
+        check_output_file(out, overwrite, "errors.cli_patch_suffix", "errors.cli_patch_no_folder")
     return outs
 
 
