@@ -1,4 +1,5 @@
-"""``analyze --shard i/N`` and ``--merge``: four shards merged are the single run, bit for bit —
+"""``analyze --shard i/N`` and ``--merge`` (the tests' tiny BERT, with MiniLM's vocabulary, and tiny
+GPT-2): four shards merged are the single run, bit for bit —
 every statistic, the labels, the importance, the counters, the reports — also after a shard was
 killed (SIGKILL, in its own process, right after its first checkpoint) and resumed; shards of
 another run, missing or given twice are refused with one sentence.
@@ -40,8 +41,13 @@ VARYING = ("seconds", "timings", "processes")  # how long and on how many proces
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    return attnscope.load()
+def bert_path(tmp_path_factory):
+    return testing.tiny_bert(tmp_path_factory.mktemp("bert"))  # MiniLM's vocabulary, 2 layers × 4 heads
+
+
+@pytest.fixture(scope="module")
+def bert(bert_path):
+    return attnscope.load(bert_path)
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +59,15 @@ def corpus(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def single(minilm, corpus):
-    return analyze(corpus, minilm, **KW)
+def single(bert, corpus):
+    return analyze(corpus, bert, **KW)
 
 
 @pytest.fixture(scope="module")
-def shard_dirs(minilm, corpus, tmp_path_factory):
+def shard_dirs(bert, corpus, tmp_path_factory):
     root = tmp_path_factory.mktemp("four")
     for i in range(4):
-        analyze_shard(corpus, (i, 4), root / f"s{i}", minilm, **KW)
+        analyze_shard(corpus, (i, 4), root / f"s{i}", bert, **KW)
     return [root / f"s{i}" for i in range(4)]
 
 
@@ -95,7 +101,7 @@ def test_four_shards_merge_to_the_single_run(corpus, single, shard_dirs, tmp_pat
     assert sum(texts) == len(TEXTS) and all(t >= 1 for t in texts)
 
 
-def test_a_killed_shard_resumes_without_counting_twice(minilm, corpus, single, shard_dirs, tmp_path):
+def test_a_killed_shard_resumes_without_counting_twice(bert, bert_path, corpus, single, shard_dirs, tmp_path):
     dirs = [tmp_path / f"s{i}" for i in range(4)]
     for i in (0, 2, 3):
         shutil.copytree(shard_dirs[i], dirs[i])
@@ -109,7 +115,8 @@ def test_a_killed_shard_resumes_without_counting_twice(minilm, corpus, single, s
               "shards.write_state = write_then_die\n"
               "from attnscope.cli import main\n"
               "sys.exit(main(sys.argv[1:]))\n")
-    args = ["analyze", str(corpus), "--shard", "1/4", "--out", str(dirs[1]), "--batch-size", "2", "--chunk-size", "2",
+    args = ["analyze", str(corpus), "--model", str(bert_path), "--shard", "1/4", "--out", str(dirs[1]),
+            "--batch-size", "2", "--chunk-size", "2",
             "--importance-texts", "2", "--importance-batch", "1", "--norm-texts", "1", "--on-decode-error", "skip",
             "--threads", str(torch.get_num_threads()), "--lanes", "1", "--no-progress"]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
@@ -123,7 +130,7 @@ def test_a_killed_shard_resumes_without_counting_twice(minilm, corpus, single, s
     with pytest.raises(InputError, match=r"shard 1 of 4 in .* has not finished: run the same analyze --shard 1/4"):
         merge_shards(dirs)
     # resumed (here in this process, with the same model and settings): the remaining window and passes
-    done = analyze_shard(corpus, (1, 4), dirs[1], minilm, **KW)
+    done = analyze_shard(corpus, (1, 4), dirs[1], bert, **KW)
     assert done["progress"]["finished"] and done["progress"]["windows"] == 6
     assert done["accumulator"] == json.loads((shard_dirs[1] / STATE).read_text())["accumulator"]
     out = tmp_path / "merged"
@@ -136,7 +143,7 @@ def test_a_killed_shard_resumes_without_counting_twice(minilm, corpus, single, s
     assert a == b
 
 
-def test_refusals_are_one_sentence(minilm, corpus, shard_dirs, tmp_path):
+def test_refusals_are_one_sentence(bert, corpus, shard_dirs, tmp_path):
     with pytest.raises(InputError, match=r"shards 3 of 4 are missing"):
         merge_shards(shard_dirs[:3])
     with pytest.raises(InputError, match=r"shard 1 of 4 is given twice"):
@@ -154,7 +161,7 @@ def test_refusals_are_one_sentence(minilm, corpus, shard_dirs, tmp_path):
     assert "（语料不同）" in error_message(e.value, "zh")
     # the same folder for a shard of other settings: refused before any work
     with pytest.raises(InputError, match=r"holds shard 3/4 of another run \(the settings differ\)"):
-        analyze_shard(corpus, (3, 4), shard_dirs[3], minilm, **{**KW, "window": 2})
+        analyze_shard(corpus, (3, 4), shard_dirs[3], bert, **{**KW, "window": 2})
     with pytest.raises(InputError, match=r"--shard must be I/N with 0 ≤ I < N"):
         parse_shard("4/4")
     with pytest.raises(InputError, match="is not an attnscope shard"):
