@@ -35,12 +35,12 @@ from .analyzer import BatchAnalyzer
 from .batching import TextEncoder, bucket, chunks
 from .classify import classify_heads
 from .corpus import CorpusReader
-from .decoder_copying import induction_copying
 from .decoder_heads import DECODER_STATS, RepeatSettings, repeat_settings, run_repeat_pass
 from .importance import Ladder, ablation_sums, metric_name
 from .norm_shares import norm_shares
 from .settings import NAMES, AnalysisConfig, AnalysisResult
 from .stats import StatOptions
+from .streamed import check_streamed, copying_of, statistics_batching
 from .summary import layer_summary
 
 __all__ = ["NAMES", "AnalysisConfig", "AnalysisResult", "analyze"]
@@ -143,6 +143,7 @@ class Passes:
 
 def prepare(model, cfg: AnalysisConfig) -> Passes:
     """The token limit, encoder, an empty accumulator and the options of ``model``'s passes."""
+    check_streamed(model, cfg)  # a model loaded with stream_layers=True: what it cannot run, refused
     c = model.config
     limit = model.tokenizer.max_length if model.tokenizer is not None else c.max_positions
     max_length = limit if cfg.max_length is None else cfg.max_length
@@ -213,7 +214,7 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     return build_result(acc, cfg, model_facts(model), corpus=corpus, max_length=p.max_length, world=world,
                         seconds=time.perf_counter() - t0, timings=p.timings, examples=examples,
                         repeat=p.repeat.to_dict() if p.repeat is not None else {}, shares=p.shares,
-                        copying=lambda means: induction_copying(model, means, cfg.thresholds))
+                        copying=lambda means: copying_of(model, means, cfg.thresholds))
 
 
 def run_other_passes(model, corpus, p: Passes, cfg: AnalysisConfig, rank: int, world: int, *,
@@ -273,12 +274,13 @@ def run_statistics(model, reader, p: Passes, cfg: AnalysisConfig, progress: Prog
     """The statistics over the texts of ``reader``, window by window; ``on_window(k)`` (a shard's
     checkpoint) is called once window k's sums are all added."""
     done = lambda tb: progress.update(len(tb), tb.n_tokens)  # noqa: E731
+    batch_size, lanes = statistics_batching(model, cfg)  # streamed: a window per pass (.streamed)
     try:
-        with BatchAnalyzer(model, p.acc, p.options, lanes=cfg.lanes, on_done=done) as analyzer:
+        with BatchAnalyzer(model, p.acc, p.options, lanes=lanes, on_done=done) as analyzer:
             for group in chunks(reader, cfg.chunk_size):
                 encoded = p.encoder.encode(group)  # while the lanes run the previous chunk's batches
                 p.acc.count(empty=len(group) - len(encoded))  # texts that gave no tokens at all
-                for items in bucket(encoded, cfg.batch_size):
+                for items in bucket(encoded, batch_size):
                     analyzer.submit(p.encoder.pad(items))
                 if on_window is not None:
                     analyzer.flush()

@@ -99,6 +99,10 @@ def register(sub) -> None:
                    "from its last checkpoint (--overwrite: afresh)")
     g.add_argument("--merge", nargs="+", default=None, metavar="DIR",
                    help="merge the folders of shards 0 … N-1 into the report one run gives (no CORPUS, no model)")
+    p.add_argument("--stream", action="store_true",
+                   help="a model larger than memory: read one layer at a time from its safetensors or GGUF file, "
+                   "one forward pass per window of --chunk-size texts (head importance and the norm shares, "
+                   "which read layers outside a pass, are not computed)")
     p.add_argument("--threads", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
                    help="torch CPU threads (default: torch's choice)")
     p.add_argument("--lanes", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
@@ -151,16 +155,21 @@ def run(args) -> int:
     cfg = AnalysisConfig(batch_size=args.batch_size, chunk_size=max(args.chunk_size, args.batch_size),
                          max_length=args.max_length, max_texts=args.max_texts, unit=args.unit,
                          on_decode_error=args.on_decode_error, special_queries=not args.no_special_queries,
-                         window=args.window, importance_texts=args.importance_texts,
-                         importance_batch=args.importance_batch, norm_texts=args.norm_texts, induction_seqs=args.induction_seqs,
+                         window=args.window, importance_texts=0 if args.stream else args.importance_texts,
+                         importance_batch=args.importance_batch, norm_texts=0 if args.stream else args.norm_texts,
+                         induction_seqs=args.induction_seqs,
                          induction_length=args.induction_length, seed=args.seed, lanes=args.lanes,
                          thresholds=Thresholds.parse(args.threshold),
                          progress=not args.no_progress and sys.stderr.isatty())
+    model = args.model
+    if args.stream:  # loaded here, streamed (models/streaming.py): analyze then runs a window per pass
+        from ..models import load
+        model, args.device = load(args.model, device=args.device, stream_layers=True), None
     if args.shard is not None:
-        return run_shard(args, cfg)
+        return run_shard(args, cfg, model)
     device, started = _init_distributed(args.device)
     try:
-        result = analyze(args.corpus, args.model, cfg, device=device)
+        result = analyze(args.corpus, model, cfg, device=device)
         if result is not None and _rank() == 0:
             paths = result.write(args.out, args.lang)
             if hasattr(result, "print_summary"):  # an encoder–decoder analysis (analysis/seq2seq.py) prints its own
@@ -174,7 +183,7 @@ def run(args) -> int:
     return 0
 
 
-def run_shard(args, cfg) -> int:
+def run_shard(args, cfg, model) -> int:
     """``analyze CORPUS --shard I/N --out DIR``: one shard, one line printed."""
     from ..analysis.shards import STATE, analyze_shard, parse_shard
     from ..analysis.summary import counted_in, say
@@ -183,7 +192,7 @@ def run_shard(args, cfg) -> int:
         from ..errors import InputError
         from ..i18n import error
         raise error(InputError, "errors.shard_torchrun")
-    state = analyze_shard(args.corpus, (i, n), args.out, args.model, cfg, device=args.device, restart=args.overwrite)
+    state = analyze_shard(args.corpus, (i, n), args.out, model, cfg, device=args.device, restart=args.overwrite)
     c = state["accumulator"]["counters"]
     print(say("out_shard", args.lang, i=i, n=n, texts=counted_in(c["texts"], "text", args.lang),
               tokens=counted_in(c["tokens"], "token", args.lang), seconds=state["seconds"],

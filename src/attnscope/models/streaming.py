@@ -8,12 +8,13 @@ called, and a forward hook lets them go when it returns, so at any moment one la
 held, besides the activations.
 
 The weights are read by the same rules and the same dequantisation as the in-memory load (the
-family's :class:`~.registry.WeightRule` table through :func:`.weights.map_weights`, GGUF through
-:func:`.gguf.hf_tensor`), one rule at a time, so every parameter is bit for bit the one
-``load(…)`` gives and every kernel runs on the same numbers. Files are read as they are needed:
-safetensors through ``safetensors.safe_open`` (memory-mapped; the file is opened for each layer
-and closed after, so the pages read do not stay in this process's resident memory), GGUF through
-its mapped file (:class:`.gguf_file.GGUFFile`, whose pages are dropped after each tensor).
+family's :class:`~.registry.WeightRule` table, each parameter ``combine``-d from its source
+tensors as :func:`.weights.map_weights` does, GGUF through :func:`.gguf.hf_tensor`), one rule at a
+time, so every parameter is bit for bit the one ``load(…)`` gives and every kernel runs on the same
+numbers. Files are read as they are needed: safetensors through ``safetensors.safe_open``
+(memory-mapped; the file is opened for each read and closed after, so the pages read do not stay
+in this process's resident memory), GGUF through its mapped file (:class:`.gguf_file.GGUFFile`,
+whose pages are dropped after each tensor).
 
 Whatever runs a forward pass works unchanged: traces of chosen names, hooks, the statistics of
 ``analyze``, patching. Two things refuse, with one sentence each: a pass with gradients (the
@@ -178,15 +179,19 @@ class LayerStream:
     # ------------------------------------------------------------------------------------------
     def materialise(self, i: int) -> None:
         """Read layer ``i``'s weights from the file into its parameters, one rule at a time (so
-        that the peak is the layer plus one rule's source tensors)."""
+        that the peak is the layer plus one rule's source tensors and their combination)."""
         for rule in self.rules[i]:
-            sd = dict(zip(rule.sources, self._read(rule.sources)))
-            map_weights(self.model, self.family, sd, self.source, assign=True, only=rule.target.__eq__)
-            del sd
-        if self.move is not None:
-            for m in self.layers[i].modules():
-                for n, p in list(m.named_parameters(recurse=False)):
-                    setattr(m, n, nn.Parameter(self.move(p.data), requires_grad=False))
+            tensors = self._read(rule.sources)
+            for key, t in zip(rule.sources, tensors):
+                if not t.is_floating_point():  # map_weights' own check, worded the same
+                    raise error(ModelLoadError, "errors.models_weight_dtype", source=self.source, field=repr(key),
+                                dtype=t.dtype)
+            value = rule.combine(tensors).contiguous()  # shapes checked when the model was loaded
+            del tensors
+            if self.move is not None:
+                value = self.move(value)
+            owner, _, name = rule.target.rpartition(".")
+            setattr(self.model.get_submodule(owner), name, nn.Parameter(value, requires_grad=False))
         self.reads += 1
 
     def release(self, i: int) -> None:
@@ -241,7 +246,29 @@ def attach_stream(model: Any, family: Family, reader: TensorReader, source: str)
     is then never written before it is dropped."""
     stream = LayerStream(model, family, reader, source)
     model.layer_stream = stream
+    return_freed_blocks()
     return stream.unused
+
+
+#: glibc's ``M_MMAP_THRESHOLD`` (malloc.h), and the size it is fixed at for a streamed model.
+M_MMAP_THRESHOLD, MMAP_THRESHOLD = -3, 1 << 20
+
+
+def return_freed_blocks() -> None:
+    """Have glibc give blocks of 1 MB or more back to the system as soon as they are freed.
+
+    By default glibc raises its mmap threshold to the size of each large block freed (up to 32 MB),
+    so after the first layer is dropped the next layers' tensors come from its heap, whose pages it
+    keeps: the peak of a SmolLM2 pass in stream mode varied from 18 to 249 MB between identical
+    runs, and was 22–24 MB with the threshold fixed (benchmarks/streaming.py). Fixing the threshold
+    (``mallopt``) stops that adjustment for the process. Nothing happens where there is no glibc.
+    """
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    except (OSError, AttributeError):
+        pass
 
 
 def finish_streamed(model, device=None, dtype: Optional[torch.dtype] = None):
