@@ -171,6 +171,12 @@ class Recorder:
     def __call__(self, t: torch.Tensor, name: str) -> None:
         self.sink[name] = t if self.live else t.detach()
 
+    def releases(self, t: torch.Tensor) -> bool:
+        """Did the sink keep something other than ``t``'s memory (a trace keeps some steps as the
+        call that made them: :mod:`attnscope.trace.derived`), so that the kernel may write over t?"""
+        kept_as_call = getattr(self.sink, "kept_as_call", None)
+        return kept_as_call is not None and bool(kept_as_call(t))
+
 
 def _apply(fn: HookFn, t: torch.Tensor, name: str, point: str) -> torch.Tensor:
     out = fn(t, name)

@@ -16,7 +16,7 @@ from typing import Callable, Optional, Union
 import torch
 import torch.nn.functional as F
 
-from .derived import note
+from .derived import note, shared
 from .validate import Q_AND_FACTOR, broadcast_or_raise, broadcast_shapes, check_dim, require_float
 
 Tensor = torch.Tensor
@@ -46,7 +46,10 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     # torch.softmax subtracts the row max before exp (the stable form) in one fused kernel;
     # the only case it gets wrong for attention is a row with no finite entry: max = -inf,
     # x - max = NaN. Those rows are shifted to 0 first and zeroed after, so that neither the
-    # weights nor their gradients are NaN.
+    # weights nor their gradients are NaN. Such a row is -inf in its first entry too: only when
+    # some row starts with -inf is the row maximum read (a pass over x, ~10 % of an L×S step's time).
+    if not maybe_dead(x, dim):
+        return torch.softmax(x, dim=dim, dtype=torch.float32 if x.dtype in LOW_PRECISION else None).to(x.dtype)
     dead = torch.isneginf(x.amax(dim=dim, keepdim=True))  # rows where every entry is -inf
     any_dead = bool(dead.any())
     if any_dead:
@@ -55,6 +58,12 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     if any_dead:
         out = out.masked_fill(dead, 0.0)
     return out.to(x.dtype)
+
+
+def maybe_dead(x: Tensor, dim: int = -1) -> bool:
+    """Might some row of ``x`` along ``dim`` (not empty) be ``-inf`` throughout? False when every
+    row's first entry is something else: one read of a (…, L) slice, not of x."""
+    return bool(torch.isneginf(x.select(dim, 0)).any())
 
 
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -111,7 +120,16 @@ def combine_masks(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype
                   device: torch.device, bias: Optional[Tensor] = None, reuse: bool = False) -> Optional[Tensor]:
     """One additive float mask (0 = attend, -inf = blocked, plus any score ``bias``), or None if
     nothing is masked or added. With ``reuse`` a causal-only mask may be the shared one of
-    :func:`causal_additive` (read it, never modify it in place)."""
+    :func:`causal_additive` (read it, never modify it in place). In a trace's pass the layers
+    that hand the same mask (and no bias) share one result (:func:`~attnscope.kernels.derived.shared`)."""
+    if mask is not None and bias is None:
+        return shared(("combine_masks", id(mask), L, S, causal, dtype, str(device)), mask,
+                      lambda: _combined(mask, L, S, causal=causal, dtype=dtype, device=device, bias=None, reuse=reuse))
+    return _combined(mask, L, S, causal=causal, dtype=dtype, device=device, bias=bias, reuse=reuse)
+
+
+def _combined(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype: torch.dtype, device: torch.device,
+              bias: Optional[Tensor], reuse: bool) -> Optional[Tensor]:
     additive = None if bias is None else bias.to(dtype)
     if mask is not None:
         if mask.dtype == torch.bool:
@@ -144,13 +162,16 @@ def row_softmax(masked: Tensor) -> Tensor:
 
 
 def steps(q: Tensor, k: Tensor, v: Optional[Tensor], factor: Union[float, Tensor], add: Optional[Tensor], *,
-          hook: Hook = None, dropout_p: float = 0.0, check: Optional[Callable[[Tensor], None]] = None
-          ) -> dict[str, Tensor]:
+          hook: Hook = None, dropout_p: float = 0.0, check: Optional[Callable[[Tensor], None]] = None,
+          free: Optional[Callable[[str, Tensor], bool]] = None) -> dict[str, Tensor]:
     """Every step kept apart, each passed through ``hook(step, tensor)`` (which may replace it).
 
     ``q (..., L, d)``, ``k (..., S, d)`` prepared; ``add`` the additive mask (or None).
+    ``free(step, t)``: does nobody keep ``t``'s memory, what the hook of ``step`` gave back (no
+    hook on it, or only recorders that kept the call that made it)? Then the next step is written
+    over it (:func:`writable`), the same bits with one L×S matrix allocated where there were three.
     Returns ``scores``, ``scaled``, ``masked``, ``weights`` (..., L, S) and ``z`` (..., L, d_v)
-    (no ``z`` without v).
+    (no ``z`` without v); a step that was free holds the next one's numbers.
     """
     h = hook or (lambda name, t: t)
     # scaled, masked and weights carry the call that made them (kernels.derived): a trace keeps
@@ -159,13 +180,36 @@ def steps(q: Tensor, k: Tensor, v: Optional[Tensor], factor: Union[float, Tensor
     scaled = h("scaled", note(scale(scores, factor), scale, scores, factor))  # (..., L, S)
     if check is not None:
         check(scaled)
-    masked = h("masked", scaled if add is None else note(add_mask(scaled, add), add_mask, scaled, add))  # (..., L, S)
-    weights = h("weights", note(row_softmax(masked), row_softmax, masked))  # (..., L, S)
+    mine = free is not None and free("scaled", scaled)  # scaled's memory is ours to write over
+    if add is not None:
+        made = torch.add(scaled, add, out=scaled.view(scaled.shape)) if mine and writable(scaled, add) \
+            else add_mask(scaled, add)  # (..., L, S)
+        masked = h("masked", note(made, add_mask, scaled, add))
+        mine = free is not None and free("masked", masked)  # a fresh tensor, or scaled's memory
+    else:
+        masked = h("masked", scaled)  # (..., L, S)
+        mine = mine and free is not None and free("masked", masked)
+    made = torch.softmax(masked, -1, out=masked.view(masked.shape)) \
+        if mine and writable(masked) and not maybe_dead(masked) else row_softmax(masked)  # (..., L, S)
+    weights = h("weights", note(made, row_softmax, masked))  # (..., L, S)
     out = {"scores": scores, "scaled": scaled, "masked": masked, "weights": weights}
     if v is not None:
         dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights
         out["z"] = torch.matmul(dropped, v)  # (..., L, d_v)
     return out
+
+
+def writable(t: Tensor, other: Optional[Tensor] = None) -> bool:
+    """May an elementwise step on ``t`` (and ``other``), or a softmax over its rows, be written
+    into t's memory? On the CPU, outside autograd, in float32/float64, when the result has t's
+    shape and dtype. The result is then a view of t (``out=t.view(t.shape)``): a new tensor object,
+    so that what a trace notes on it (kernels.derived) stays its own. Elementwise kernels and the
+    CPU softmax read each element (row) before writing it, so the numbers are those of the call
+    without ``out`` (tests/trace/test_in_place.py compares bits)."""
+    if t.device.type != "cpu" or t.requires_grad or t.dtype in LOW_PRECISION or not t.shape[-1]:
+        return False
+    return other is None or (broadcast_shapes(t.shape, other.shape) == t.shape
+                             and torch.result_type(t, other) == t.dtype and not other.requires_grad)
 
 
 def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Optional[Tensor], *,

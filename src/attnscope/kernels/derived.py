@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import torch
 
@@ -29,6 +29,7 @@ Tensor = torch.Tensor
 ATTRIBUTE = "attnscope_recipe"
 
 _state = threading.local()
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,29 @@ class Recipe:
 
 @contextlib.contextmanager
 def keeping() -> Iterator[None]:
-    """Attach recipes to the steps computed in this thread while the block runs."""
-    before = getattr(_state, "on", False)
-    _state.on = True
+    """Attach recipes to the steps computed in this thread while the block runs (and let the
+    layers of that pass share what :func:`shared` makes)."""
+    before, memo = getattr(_state, "on", False), getattr(_state, "memo", None)
+    _state.on, _state.memo = True, {}
     try:
         yield
     finally:
-        _state.on = before
+        _state.on, _state.memo = before, memo
+
+
+def shared(key: tuple, pinned: Any, make: Callable[[], _T]) -> _T:
+    """``make()``, made once per ``key`` while :func:`keeping` is on in this thread (one trace's
+    pass), else every call. The layers of a pass that each build the same mask from the same
+    inputs share one tensor (read only): a decoder's 30 layers made 30 (L, S) masks, four passes
+    each. ``pinned`` (the inputs the key names by ``id``) is held with the result, so that no
+    other object takes their ids while the pass runs."""
+    memo = getattr(_state, "memo", None) if getattr(_state, "on", False) else None
+    if memo is None:
+        return make()
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = (pinned, make())
+    return hit[1]
 
 
 def on() -> bool:

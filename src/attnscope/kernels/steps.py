@@ -58,6 +58,10 @@ class StepHooks(Protocol):
         """``t (B, len(heads), …)``: ``step`` computed for ``heads`` only, beside a kernel that
         never formed it (read only: the output does not depend on it)."""
 
+    def free(self, step: str, t: Tensor) -> bool:
+        """Does no hook keep ``t``'s memory, the tensor ``step``'s hooks gave back (so that the next
+        step may be written over it)?"""
+
 
 class NoHooks:
     def active(self, step: str) -> bool:
@@ -71,6 +75,9 @@ class NoHooks:
 
     def heads_only(self, step: str, t: Tensor, heads: list[int]) -> None:
         pass
+
+    def free(self, step: str, t: Tensor) -> bool:
+        return True  # nobody saw it
 
 
 NO_HOOKS = NoHooks()
@@ -88,6 +95,9 @@ class RecordSteps(NoHooks):
     def __call__(self, step: str, t: Tensor) -> Tensor:
         self.steps[step] = t
         return t
+
+    def free(self, step: str, t: Tensor) -> bool:
+        return False  # kept
 
 
 class ModuleHooks:
@@ -114,6 +124,12 @@ class ModuleHooks:
 
     def heads_only(self, step: str, t: Tensor, heads: list[int]) -> None:
         getattr(self.m, step).forward_heads(t, heads)
+
+    def free(self, step: str, t: Tensor) -> bool:
+        """No hook on ``step``, or only whole-tensor recorders whose sink kept the call that made
+        ``t``, not its memory (a trace's: :meth:`attnscope.hooks.Recorder.releases`)."""
+        return all(h.head is None and callable(getattr(h.fn, "releases", None)) and h.fn.releases(t)
+                   for h in getattr(self.m, step).hooks)
 
 
 def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, causal: bool = False,
@@ -187,7 +203,7 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
             if hooked - {"weights"} or finite:
                 kk, vv = repeated()
                 st = dense.steps(q, kk, vv, p.factor, add, hook=hooks, dropout_p=dropout_p,
-                                 check=(lambda s: check_scaled(s, q.dtype)) if finite else None)
+                                 check=(lambda s: check_scaled(s, q.dtype)) if finite else None, free=hooks.free)
                 z, weights, formed = st["z"], st["weights"], frozenset(MATRIX_STEPS)
             else:  # only the weights: the lean form, k and v not repeated for grouped heads
                 same_lead = q.shape[:-3] == k.shape[:-3] == v.shape[:-3]

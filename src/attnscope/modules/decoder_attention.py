@@ -25,8 +25,9 @@ import torch
 
 from ..config import QK_NORM_SPANS
 from ..errors import ConfigError
-from ..hooks import HookPoint
+from ..hooks import HookPoint, Recorder
 from ..i18n import error
+from ..kernels.derived import shared
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..positions import Rotary
 from .attention import MultiHeadAttention, SharedHeadPoint
@@ -141,7 +142,13 @@ class DecoderAttention(MultiHeadAttention):
         if cache is not None:
             k, v = cache.update(self.layer_index, k, v)  # (B, H_kv, S, d)
         if self.mask.hooks:  # the mask as a tensor: recorded, or replaced by a hook
-            mask, causal = self.mask(full_mask(mask, causal, B, L, k.shape[-2], x.device)), False
+            S = k.shape[-2]
+            if all(isinstance(h.fn, Recorder) for h in self.mask.hooks):  # read only: one for the pass's layers
+                made = shared(("full_mask", id(mask), causal, B, L, S, str(x.device)), mask,
+                              lambda: full_mask(mask, causal, B, L, S, x.device))
+            else:  # a hook may change it in place: this layer's own
+                made = full_mask(mask, causal, B, L, S, x.device)
+            mask, causal = self.mask(made), False  # (B|1, 1, L, S)
         # idle hook points: the step function's lean path (no per-step bookkeeping)
         hooked = any(getattr(self, s).hooks for s in STEPS)
         z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, scale=self.scale,

@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..hooks import HookHandle, HookPoint, Recorder, name_hook_points
 from ..i18n import error
 from ..kernels.derived import keeping
-from .derived import RECIPE_STEPS, Derived, Keeper
+from .derived import KEPT, RECIPE_STEPS, Derived, Keeper
 from .names import key, resolve
 from .record import Trace
 from .replay import LayerReplay, ReplayCache, Replayed, kept_in_pass, layer_of, replayable
@@ -53,6 +53,10 @@ class Sink(dict):
         if self.keeper is not None:
             self.keeper.hold(t)
         super().__setitem__(name, t)
+
+    def kept_as_call(self, t: Tensor) -> bool:
+        """Is ``t`` kept as the call that made it (:class:`Derived`), not as its memory?"""
+        return self.keeper is not None and isinstance(t.__dict__.get(KEPT), Derived)
 
 
 def _checked(fn: Callable, pattern: str) -> Callable:
