@@ -32,7 +32,7 @@ from .decoder_heads import causal_attention_sums
 from .importance import as_model_batch
 from .passes import one_thread
 from .replica import replicate
-from .stats import BatchContext, StatOptions, attention_sums, batch_context, uniform_distance_sums
+from .stats import BatchContext, StatOptions, attention_sums, batch_context, stats_dtype, uniform_distance_sums
 
 Tensor = torch.Tensor
 
@@ -78,7 +78,7 @@ class _Lane:
         mask = tb.attention_mask.to(m.device)
         kinds = {k: v.to(m.device) for k, v in tb.kinds.items()}
         # masks, kinds and index tables once per batch, for all layers
-        self.context = batch_context(mask, kinds, options, dtype=m.dtype, device=m.device)
+        self.context = batch_context(mask, kinds, options, dtype=stats_dtype(m.dtype), device=m.device)
         self.sums = []
         try:
             batch = as_model_batch(tb, m.device)

@@ -84,6 +84,7 @@ def sink_sums(weights: Tensor, context: BatchContext) -> dict[str, tuple[Tensor,
 
 def causal_attention_sums(weights: Tensor, context: BatchContext) -> dict[str, tuple[Tensor, Tensor]]:
     """:func:`.stats.attention_sums` and :func:`sink_sums` of one batch (the corpus pass of a causal model)."""
+    context = context.on(weights.device)  # a layer on another device than the embeddings (device_map)
     out = attention_sums(weights, context=context)
     out.update(sink_sums(weights, context))
     return out
