@@ -14,6 +14,10 @@ Parity (each against float64 on the CPU, maths done another way where it can be)
               machine has at least 2 GPUs — otherwise skipped, and the table says so
   model       the packaged all-MiniLM-L6-v2 through ``attnscope.load(device="cuda")`` against
               ``transformers`` (eager attention) on CUDA: hidden states and attention weights
+  half        MiniLM in bfloat16 and float16 on CUDA against float64, within 2× transformers' error
+              in the same dtype; analyze's bfloat16 statistics (benchmarks/cuda_check_precision.py)
+  device_map  MiniLM and SmolLM2 with the embeddings on the CPU and the layers over the GPUs
+              (``load(device_map=…)``), float32 and bfloat16, against the model whole on one GPU
 Ratios: the fused kernel with lse (forward; forward + backward) against SDPA on CUDA, every
 scoring, L = ``--lengths`` (batch 1 × 12 heads × d_head 64, bfloat16 and float32), medians of
 ``--repeats`` CUDA-event timings after a warm-up, interleaved.
@@ -271,6 +275,9 @@ def main() -> int:
     guarded("ring (NCCL)", check_ring)
     if not args.skip_model:
         guarded("model", lambda: check_model(dev))
+        from cuda_check_precision import check_device_map, check_half  # issue 29: bf16/fp16, device_map
+        guarded("half", lambda: check_half(dev, record))
+        guarded("device_map", lambda: check_device_map(dev, record))
     rows = []
     if not args.skip_ratios:
         try:

@@ -229,9 +229,7 @@ def explain_attribution(text: Optional[str], method: str, model=None, token=None
         raise error(InputError, "errors.attribution_lesson_decoder")
     if path:
         raise error(InputError, "errors.attribution_lesson_other", option="--path")
-    if model is None or isinstance(model, str):
-        from ..models import load
-        model = load(model)
+    model = inputs.loaded(model)  # a half-precision model: its checkpoint again, in float32
     v = lesson_values(model, text, method, token=token, position=position, layer=layer)
     if v["method"] == "rollout":
         return rollout_worked(v, model, expand)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..i18n import TABLES
+from . import inputs
 from .blocks import T
 from .circuit_values import composition_values, qk_entry_values
 from .doc import Divide, DotRow, Formula, Para, Step, SumLine, Sym, Table, Worked
@@ -31,10 +32,7 @@ def _folded(folded) -> T:
 
 
 def _load(model):
-    if model is None or isinstance(model, str):
-        from ..models import load
-        return load(model)
-    return model
+    return inputs.loaded(model)  # a half-precision model: its checkpoint again, in float32
 
 
 # ----------------------------------------------------------------------------------------------

