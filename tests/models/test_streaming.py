@@ -122,6 +122,8 @@ def test_what_stream_mode_cannot_do_is_refused_in_one_sentence(folders, tmp_path
     torch.save(load_file(str(folders["llama_gqa"] / "model.safetensors")), pt / "pytorch_model.bin")
     with pytest.raises(ModelLoadError, match="reads one layer at a time from safetensors or GGUF"):
         attnscope.load(pt, stream_layers=True)
+    with pytest.raises(ModelLoadError, match="stream_layers=True and device_map cannot be combined"):
+        attnscope.load(folders["llama_gqa"], stream_layers=True, device_map=["cpu", "cpu"])
 
 
 def _corpus(tmp_path: Path) -> Path:
