@@ -57,17 +57,24 @@ def load(name: str):
 
 
 def text_of(model, n_tokens: int) -> str:
-    """The longest prefix of whole words of the built-in corpus with at most ``n_tokens`` tokens."""
+    """The longest prefix of whole words of the built-in corpus with at most ``n_tokens`` tokens
+    (``n_tokens`` up to the model's positions: MiniLM's 512 too)."""
     from attnscope.analysis import python_docs_paragraphs
+    from attnscope.errors import InputError
 
     words = " ".join(p for _, p in python_docs_paragraphs()).split()
     lo, hi = 1, min(len(words), 4 * n_tokens)  # a word is at least one token
+    limit = min(n_tokens, model.tokenizer.max_length)
 
-    def count(k: int) -> int:
-        return int(model.encode(" ".join(words[:k]), truncate=True, max_length=n_tokens + 1).input_ids.shape[1])
-    while lo < hi:  # the largest k with count(k) ≤ n_tokens (count grows with k)
+    def fits(k: int) -> bool:  # the first k words in at most n_tokens tokens (encode refuses a longer text)
+        try:
+            model.encode(" ".join(words[:k]), max_length=limit)
+        except InputError:
+            return False
+        return True
+    while lo < hi:  # the largest k that fits (a longer prefix never has fewer tokens)
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if count(mid) <= n_tokens else (lo, mid - 1)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
     return " ".join(words[:lo])
 
 

@@ -1,5 +1,5 @@
 """GlobEnc's and ALTI's per-layer matrices without writing ``(L, L, d)`` out: the attention block's
-end kept as factors, its norms and L1 distances read in chunks of rows.
+end kept as factors, its norms and L1 distances read in chunks of columns.
 
 :mod:`.decompose` writes every step of a layer's attention block as ``D (L, L + 1, d)`` (token j's
 part of token i's value, then the bias term). GlobEnc and ALTI read only two numbers per pair from
@@ -29,11 +29,12 @@ read from its input's. The steps keep that form:
 Attention on a value that already mixes tokens (no registered recipe has one) is not of this form:
 that layer is walked in full by :func:`.decompose.decompose_layer` (:class:`Written`).
 
-:func:`block_matrices` then takes ``T`` a chunk of rows at a time (about :data:`CHUNK_ELEMENTS`
-floats): one batched product over the columns that can be nonzero — the chunk's own tokens and those
-its rows of W reach (a causal or windowed layer's other tokens give ``T_i(x_j) = 0`` exactly, so
-GlobEnc's norm and ALTI's ``‖y_i‖₁ − ‖y_i − 0‖₁`` are 0 there) — and both norms are read while the
-chunk is in cache. Memory O(K·L² + K·L·d + CHUNK_ELEMENTS) instead of O(L²·d); float32 as the
+:func:`block_matrices` then takes ``T`` a chunk of columns (source tokens j) at a time (about
+:data:`CHUNK_ELEMENTS` floats): one batched product over the rows that can be nonzero — the chunk's
+own tokens and the rows whose W reaches them (a causal or windowed layer's other tokens give
+``T_i(x_j) = 0`` exactly, so GlobEnc's norm and ALTI's ``‖y_i‖₁ − ‖y_i − 0‖₁`` are 0 there) — and
+both norms are read while the chunk is in cache; the residual's own part (the diagonal) is added
+once a layer after the chunks. Memory O(K·L² + K·L·d + CHUNK_ELEMENTS) instead of O(L²·d); float32 as the
 trace, the same formulas as :mod:`.decompose` (the tests compare both with a float64 loop).
 """
 
@@ -53,9 +54,10 @@ from .norm_methods import last, normalise_rows, trace_one
 
 Tensor = torch.Tensor
 
-#: floats of ``T`` per chunk of rows (4 MiB in float32; on this project's 2-core test machine, MiniLM at
-#: 128 tokens: 2^20 ≈ 100 ms for ALTI's six layers, 2^19 and 2^18 ≈ 110–125 ms, 2^16 ≈ 260–350 ms, 2^22 ≈ 145 ms).
-CHUNK_ELEMENTS = 1 << 20
+#: floats of ``T`` per chunk of columns and torch thread (512 KiB in float32: a thread's share stays in
+#: its core's L2 cache, 2.5 MiB on the project's machine, while both norms read it); MiniLM at 128
+#: tokens, one thread, ALTI's six layers (CPU time, min of 7): 2^15 66 ms, 2^16 66, 2^17 56, 2^18 56, 2^19 63.
+CHUNK_ELEMENTS = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -101,16 +103,22 @@ Block = Union[Factored, Written]
 def trace_names(stack: DC.Stack) -> list[str]:
     """What :func:`walk` reads from a trace: every layer's weights and output (the next layer's
     input) and the value of each step up to the block's end (layer 0's input is read from two of
-    them: :func:`.decompose.layer_input`)."""
+    them: :func:`.decompose.layer_input`). A step every layer reads is one pattern ``prefix.*.step``:
+    the trace matches each pattern against every name, so 26 names (MiniLM) cost more than 6."""
     p = stack.prefix
-    names = {f"{p}.*.attn.weights", f"{p}.*.out"}
+    steps: list[set[str]] = []
     for i in range(stack.n_layers):
         recipe = DC.recipe_of(stack, i)
         end = DC.block_end(recipe)
+        mine = set()
         for s in recipe.steps:
-            names.add(f"{p}.{i}.{s.name}.out" if s.name in recipe.blocks else f"{p}.{i}.{s.name}")
+            mine.add(f"{s.name}.out" if s.name in recipe.blocks else s.name)
             if s.name == end:
                 break
+        steps.append(mine)
+    every = set.intersection(*steps) if steps else set()
+    names = {f"{p}.*.attn.weights", f"{p}.*.out"} | {f"{p}.*.{s}" for s in every}
+    names |= {f"{p}.{i}.{s}" for i, mine in enumerate(steps) for s in mine - every}
     return sorted(names)
 
 
@@ -143,7 +151,8 @@ def norm(a: Factored, module, value: Tensor) -> Factored:
         return Factored(a.own * row, a.bias * row, a.W * r[None, :, None], a.G * g, value)
     if not isinstance(module, torch.nn.LayerNorm):
         raise error(InputError, "errors.attribution_norm_kind", norm=type(module).__name__)
-    r = torch.rsqrt(s.var(-1, unbiased=False) + module.eps)  # (L,): 1 / σ_i
+    # (L,): 1 / σ_i; the variance in two passes (torch.var's kernel is ~8× slower on a (L, d) row block here)
+    r = torch.rsqrt((s - s.mean(-1, keepdim=True)).pow_(2).mean(-1) + module.eps)
     g = None if module.weight is None else module.weight.to(dt)  # (d,) γ
 
     def centred(v: Tensor) -> Tensor:  # (…, d): each vector minus its mean, times γ
@@ -166,7 +175,8 @@ def attention(a: Factored, attn, weights: Tensor, value: Tensor) -> Factored:
     w = weights.to(dt)  # (H, L, L)
 
     def heads(v: Tensor) -> Tensor:  # (N, H_kv·d_head) → (N, H, d_head): query head h reads k/v head h // group
-        return v.reshape(v.shape[0], Hkv, dh).repeat_interleave(group, dim=1)
+        v = v.reshape(v.shape[0], Hkv, dh)
+        return v if group == 1 else v.repeat_interleave(group, dim=1)
     G = torch.einsum("jhc,ehc->hje", heads(a.own @ W_V.T), W_Oh)  # (H, L, d): G[h, j] = (a_j W_V^h) W_O^h
     b = a.bias[:1]  # (1, d)
     if bool((a.bias == b).all()):  # one bias for every row (0, or a LayerNorm's β): Σ_k α_ik b = (Σ_k α_ik) b
@@ -214,48 +224,67 @@ def walk(stack: DC.Stack, tr, index: int) -> Block:
 
 
 def reach(W: Tensor) -> tuple[list[int], list[int]]:
-    """Per row i, the first and one past the last column j with any ``W[g, i, j] ≠ 0`` or j = i."""
+    """Per row i, the first and one past the last column j with any ``W[g, i, j] ≠ 0`` or j = i (per
+    column j the rows: ``reach(W.transpose(-1, -2))``)."""
     L = W.shape[-1]
-    nz = (W != 0).any(0)  # (L, L)
+    nz = W.abs().amax(0) != 0  # (L, L): a reduction over the outer axis, vectorised along the rows
+    if bool(nz.all()):  # every pair (a bidirectional encoder): no search
+        return [0] * L, [L] * L
     nz.fill_diagonal_(True)
     first = nz.int().argmax(-1)  # (L,)
     stop = L - nz.flip(-1).int().argmax(-1)  # (L,)
     return first.tolist(), stop.tolist()
 
 
-def block_matrices(block: Block, methods: tuple[str, ...], elements: int = CHUNK_ELEMENTS) -> dict[str, Tensor]:
+def block_matrices(block: Block, methods: tuple[str, ...], elements: Optional[int] = None) -> dict[str, Tensor]:
     """``{"globenc": ‖T_i(x_j)‖₂, "alti": max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)}`` (those in ``methods``),
-    (L, L) each, rows not normalised; y = ``block.total()`` (bias included). ``T`` is made about
-    ``elements`` floats at a time (a chunk of rows, at least one row) in one buffer, reused: a fresh
-    one a chunk costs its pages again."""
+    (L, L) each, rows not normalised; y = ``block.total()`` (bias included). ``T`` is made a chunk of
+    columns j at a time (about ``elements`` floats, default :data:`CHUNK_ELEMENTS` per torch thread —
+    each core has its own L2 — at least one column; only the rows those columns reach) in one buffer,
+    reused: a fresh one a chunk costs its pages again. Columns, not rows: each
+    column's ``G[:, j]`` is read by one small matrix product (L_i × K)·(K × d) a layer, and the chunk's
+    results land in whole rows of the column-major results."""
     y = block.total()  # (L, d)
     L, d = y.shape
-    out = {m: y.new_zeros(L, L) for m in methods}  # (L, L): 0 where T_i(x_j) = 0
     y1 = y.abs().sum(-1)  # (L,) ‖y_i‖₁, summed as ‖y_i − T‖₁ is below: T = 0 gives 0, not rounding noise
-    rows = max(1, elements // (L * d))
-    buf = y.new_empty(L * rows * d)
+    # column-major [j, i]; a pair no chunk reaches has T_i(x_j) = 0: norm 0, L1 distance ‖y_i‖₁
+    norms = y.new_zeros(L, L) if "globenc" in methods else None
+    dist = y1.expand(L, L).clone() if "alti" in methods else None
+    if elements is None:  # fewer, larger chunks with more threads: each small op wakes them all
+        elements = CHUNK_ELEMENTS * torch.get_num_threads()
+    cols = max(1, elements // (L * d))
+    buf = y.new_empty(cols * L * d)
     if isinstance(block, Written):
         first, stop = [0] * L, [L] * L
         Wt = Gt = buf
     else:
-        first, stop = reach(block.W)
+        first, stop = reach(block.W.transpose(-1, -2))  # per column j, the rows i it reaches
         Wt = block.W.permute(2, 1, 0).contiguous()  # (L_j, L_i, K): for each column j, a (rows × K) matrix
-        Gt = block.G.transpose(0, 1).contiguous()  # (L_j, K, d)
-    for lo in range(0, L, rows):
-        hi = min(L, lo + rows)
-        a, b = min(first[lo:hi] + [lo]), max(stop[lo:hi] + [hi])
-        T = buf[:(b - a) * (hi - lo) * d].view(b - a, hi - lo, d)  # (n, c, d): [j - a, i - lo] = T_i(x_j)
+        Gt = block.G.transpose(0, 1)  # (L_j, K, d), a view: each G[:, j] is a (K × d) matrix with rows of stride L·d
+    for a in range(0, L, cols):
+        b = min(L, a + cols)
+        lo, hi = min(first[a:b] + [a]), max(stop[a:b] + [b])
+        T = buf[:(b - a) * (hi - lo) * d].view(b - a, hi - lo, d)  # (c, n, d): [j - a, i - lo] = T_i(x_j)
         if isinstance(block, Written):
             T.copy_(block.D[lo:hi, a:b].transpose(0, 1))
-        else:
+        else:  # the residual's own part (j = i) is left out here: the diagonal is made below
             torch.bmm(Wt[a:b, lo:hi], Gt[a:b], out=T)
-            c = hi - lo  # T[i - a, i - lo] for i in lo..hi: rows (lo - a)·c + k·(c + 1) of T as (n·c, d)
-            T.view(-1, d)[(lo - a) * c::c + 1][:c] += block.own[lo:hi]  # the residual's own part, on the diagonal
-        if "globenc" in out:
-            out["globenc"][lo:hi, a:b] = torch.linalg.vector_norm(T, 2, dim=-1).T  # (c, n)
-        if "alti" in out:
-            dist = T.sub_(y[lo:hi]).abs_().sum(-1).T  # (c, n): ‖y_i − T_i(x_j)‖₁ (the sign flipped: the same)
-            out["alti"][lo:hi, a:b] = (y1[lo:hi, None] - dist).clamp_(min=0)
+        if norms is not None:
+            torch.linalg.vector_norm(T, 2, dim=-1, out=norms[a:b, lo:hi])  # (c, n)
+        if dist is not None:  # ‖y_i − T_i(x_j)‖₁ (the sign flipped: the same)
+            torch.sum(T.sub_(y[lo:hi]).abs_(), -1, out=dist[a:b, lo:hi])  # (c, n)
+    if isinstance(block, Factored):  # the diagonal with the residual's own part: T_i(x_i), (L, d)
+        Td = torch.einsum("gi,gid->id", block.W.diagonal(dim1=1, dim2=2), block.G) + block.own
+        idx = torch.arange(L, device=y.device)
+        if norms is not None:
+            norms[idx, idx] = torch.linalg.vector_norm(Td, 2, dim=-1)
+        if dist is not None:
+            dist[idx, idx] = (Td - y).abs().sum(-1)
+    out = {}
+    if norms is not None:
+        out["globenc"] = norms.T.contiguous()  # (L, L), row = i
+    if dist is not None:
+        out["alti"] = (y1[:, None] - dist.T).clamp_(min=0)  # (L, L), row = i
     return out
 
 
