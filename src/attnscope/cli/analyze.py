@@ -196,7 +196,7 @@ def run_shard(args, cfg, model) -> int:
     c = state["accumulator"]["counters"]
     print(say("out_shard", args.lang, i=i, n=n, texts=counted_in(c["texts"], "text", args.lang),
               tokens=counted_in(c["tokens"], "token", args.lang), seconds=state["seconds"],
-              path=Path(args.out) / STATE))
+              path=Path(args.out) / STATE, merge="attnscope analyze --merge DIR… --out OUT"))
     return 0
 
 
