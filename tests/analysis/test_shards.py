@@ -184,3 +184,14 @@ def test_causal_model_shards(tmp_path_factory, corpus):
     assert merged.copying == one.copying and merged.repeat == one.repeat
     assert len(one.copying["scores"]) == 2 * 4  # tiny GPT-2: 2 layers, 4 heads
     assert np.array_equal(merged.roles, one.roles)
+
+
+def test_streamed_model_shards(bert_path, corpus, tmp_path):
+    """A model streamed from its file (load(stream_layers=True): its layers are not in memory, so its
+    fingerprint reads the weight file): its shards merge to its single run."""
+    streamed = attnscope.load(bert_path, stream_layers=True)
+    kw = dict(KW, importance_texts=0, norm_texts=0)  # what a streamed model does not run
+    one = analyze(corpus, streamed, **kw)
+    for i in range(2):
+        analyze_shard(corpus, (i, 2), tmp_path / f"s{i}", streamed, **kw)
+    same_numbers(one, merge_shards([tmp_path / "s0", tmp_path / "s1"]))
