@@ -195,3 +195,18 @@ def test_streamed_model_shards(bert_path, corpus, tmp_path):
     for i in range(2):
         analyze_shard(corpus, (i, 2), tmp_path / f"s{i}", streamed, **kw)
     same_numbers(one, merge_shards([tmp_path / "s0", tmp_path / "s1"]))
+
+
+def test_examples_of_several_processes_back_in_reading_order(tmp_path):
+    """torchrun gathers each process's decode examples: sorted by example_order they are the single
+    reader's list (a string sort would put line 10 before line 9)."""
+    from attnscope.analysis.corpus import CorpusReader, example_order
+    (tmp_path / "a.txt").write_bytes(b"".join(b"bad \xff\n" if n in (9, 10) else b"ok %d\n" % n for n in range(1, 12)))
+    (tmp_path / "b.txt").write_bytes(b"fine\nbad \xfe\n")
+    reader = CorpusReader(tmp_path, on_decode_error="skip")
+    assert len(list(reader)) == 10
+    want = reader.log.decode_examples
+    assert [x.split(": ")[0] for x in want] == [f"{tmp_path}/a.txt:9", f"{tmp_path}/a.txt:10", f"{tmp_path}/b.txt:2"]
+    shuffled = [want[2], want[0], want[1]]
+    assert sorted(shuffled) != want
+    assert sorted(shuffled, key=example_order(tmp_path)) == want

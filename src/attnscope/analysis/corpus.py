@@ -28,6 +28,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,20 @@ def corpus_files(source: Union[str, Path]) -> list[Path]:
         if not os.access(f, os.R_OK):
             raise error(InputError, "errors.corpus_unreadable", path=repr(str(f)))
     return files
+
+
+def example_order(source: Union[str, Path]) -> Callable[[str], tuple]:
+    """A sort key that puts decode examples (``"file:line: …"``, :meth:`CorpusLog.note_decode`) of
+    several processes back in reading order: the files in the order a reader reads them, then the
+    line number (a plain string sort puts line 10 before line 9)."""
+    files = {} if str(source).startswith(BUILTIN_PREFIX) else {str(f): k for k, f in enumerate(corpus_files(source))}
+
+    def key(example: str) -> tuple:
+        m = re.match(r"(.*):(\d+): ", example)
+        if m is None or m.group(1) not in files:
+            return (len(files), 0, example)
+        return (files[m.group(1)], int(m.group(2)), "")
+    return key
 
 
 class CorpusReader:

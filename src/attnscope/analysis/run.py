@@ -34,7 +34,7 @@ from .accumulate import StatsAccumulator
 from .analyzer import BatchAnalyzer
 from .batching import TextEncoder, bucket, chunks
 from .classify import classify_heads
-from .corpus import CorpusReader
+from .corpus import CorpusReader, example_order
 from .decoder_heads import DECODER_STATS, RepeatSettings, repeat_settings, run_repeat_pass
 from .importance import Ladder, ablation_sums, metric_name
 from .norm_shares import norm_shares
@@ -210,7 +210,7 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         acc.all_reduce()
         gathered: list = [None] * world
         dist.all_gather_object(gathered, examples)
-        examples = sorted(x for part in gathered for x in part)[:100]
+        examples = sorted((x for part in gathered for x in part), key=example_order(corpus))[:100]
     return build_result(acc, cfg, model_facts(model), corpus=corpus, max_length=p.max_length, world=world,
                         seconds=time.perf_counter() - t0, timings=p.timings, examples=examples,
                         repeat=p.repeat.to_dict() if p.repeat is not None else {}, shares=p.shares,
