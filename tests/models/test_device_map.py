@@ -1,7 +1,7 @@
 """Layers across devices (issue 29 item 4): ``load(…, device_map=…)`` over two CPU "devices" (both
 "cpu": the move hooks run and move nothing) gives the model loaded whole exactly — logits, every
-trace name, greedy generation with a key/value cache, ``analyze`` — and its hooks ran once per part
-per pass (``model.placement.calls``); a bad map is one sentence naming what is wrong."""
+trace name, the loss or sentence embeddings, greedy generation with a key/value cache, ``analyze`` —
+and its hooks ran once per part per pass (``model.placement.calls``); a bad map is one sentence naming what is wrong."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from attnscope.models.placement import parse_device_map, split_layers
 TEXTS = ["The cat sat on the mat because it was tired.", "Hi there"]
 
 
-def _same_everywhere(whole, placed, texts=TEXTS):
+def _same_everywhere(whole, placed, texts=TEXTS, *, loss=True):
     """Every trace name and the output of a padded batch are the same bits; each part's hook ran once."""
     placed.placement.calls.clear()
     a, b = whole.trace(texts), placed.trace(texts)
@@ -29,6 +29,9 @@ def _same_everywhere(whole, placed, texts=TEXTS):
         assert torch.equal(a[n], b[n]), n
     if whole.has_lm_head:
         assert torch.equal(whole.logits(texts), placed.logits(texts))
+        assert not loss or torch.equal(whole.loss(texts), placed.loss(texts))
+    elif hasattr(whole, "sentence_embedding"):
+        assert torch.equal(whole.sentence_embedding(texts), placed.sentence_embedding(texts))
 
 
 @pytest.mark.parametrize("name", ["gpt2", "bert"])
@@ -48,7 +51,7 @@ def test_decoders_over_two_cpu_devices(name, decoder_dirs, tmp_path):
     whole = attnscope.load(folder)
     placed = attnscope.load(folder, device_map=["cpu", "cpu"])  # the layers split in two runs
     _same_everywhere(whole, placed)
-    assert placed.placement.calls["head"] == 2  # the final norm, once per pass (the trace, the logits)
+    assert placed.placement.calls["head"] == 3  # the final norm, once per pass (the trace, the logits, the loss)
     a, b = whole.generate("The cat", max_new_tokens=4), placed.generate("The cat", max_new_tokens=4)
     assert a.new_ids == b.new_ids and a.new_ids
     corpus = tmp_path / "c.txt"
@@ -101,4 +104,4 @@ def test_smollm2_over_two_cpu_devices(installed_model):
     whole = installed_model("smollm2-135m")
     placed = attnscope.load("smollm2-135m", device_map={"embed": "cpu", "layers.0-14": "cpu",
                                                         "layers.15-29": "cpu", "head": "cpu"})
-    _same_everywhere(whole, placed, ["The capital of France is Paris."])
+    _same_everywhere(whole, placed, ["The capital of France is Paris."], loss=False)

@@ -123,7 +123,8 @@ class LoadedModel:
         token embedding (or the checkpoint's own ``lm_head.weight`` when it is not tied)."""
         self._require_lm()
         W = self.lm_head_weight if self.lm_head_weight is not None else self.embed.token_embedding.weight
-        return F.linear(hidden, W)  # (B, L, V)
+        # with device_map a tied output matrix sits with the embeddings, the hidden states with the head
+        return F.linear(hidden.to(W.device), W)  # (B, L, V)
 
     def logits(self, texts: Texts, *, truncate: bool = False) -> Tensor:
         """Next-token logits ``(B, L, vocab)`` of texts; position t predicts token t + 1."""
@@ -192,7 +193,8 @@ def check_reduction(reduction: str) -> None:
 def label_loss(logits: Tensor, labels: Tensor, mask: Tensor, reduction: str) -> Tensor:
     """Cross-entropy (nats) of ``logits (B, T, V)`` at ``labels (B, T)`` where ``mask`` is 1: per
     label ``(B, T)`` (0 at masked ones) for "none", else their sum or mean."""
-    labels = labels.masked_fill(mask == 0, -100)  # (B, T)
+    # device_map: the ids stay with the embeddings, the logits come from the head
+    labels = labels.to(logits.device).masked_fill(mask.to(logits.device) == 0, -100)  # (B, T)
     flat = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100,
                            reduction="none").view_as(labels)  # (B, T)
     if reduction == "none":

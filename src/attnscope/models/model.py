@@ -81,7 +81,7 @@ class Model(LoadedModel, TransformerEncoder):
     # ------------------------------------------------------------------------------------------
     def pool(self, hidden: Tensor, attention_mask: Tensor) -> Tensor:
         """Pool ``hidden (B, L, d)`` over real tokens into ``(B, d)`` with :attr:`pooling`."""
-        m = attention_mask.to(hidden.dtype).unsqueeze(-1)  # (B, L, 1)
+        m = attention_mask.to(hidden.device, hidden.dtype).unsqueeze(-1)  # (B, L, 1); device_map: to the head's device
         if self.pooling == "cls":
             return hidden[:, 0]  # (B, d)
         if self.pooling == "max":
