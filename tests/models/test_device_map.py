@@ -105,3 +105,15 @@ def test_smollm2_over_two_cpu_devices(installed_model):
     placed = attnscope.load("smollm2-135m", device_map={"embed": "cpu", "layers.0-14": "cpu",
                                                         "layers.15-29": "cpu", "head": "cpu"})
     _same_everywhere(whole, placed, ["The capital of France is Paris."], loss=False)
+
+
+def test_models_that_cannot_be_cut_are_refused(tmp_path):
+    from tests.models.encoders.tiny import build
+    with pytest.raises(ModelLoadError, match=r"cannot cut .* not encoder–decoders or DeBERTa"):
+        attnscope.load(build("deberta_v3", tmp_path / "deberta"), device_map=["cpu"])
+    # ALBERT's layers are one set of weights: on one device they may be placed, across two not
+    albert = build("albert", tmp_path / "albert")
+    assert torch.equal(attnscope.load(albert, device_map=["cpu", "cpu"]).run("The cat sat."),
+                       attnscope.load(albert).run("The cat sat."))
+    with pytest.raises(ModelLoadError, match="puts layers 0 and 2 on different devices, but they share their weights"):
+        attnscope.load(albert, device_map=["cpu", "meta"])
