@@ -54,10 +54,11 @@ from .norm_methods import last, normalise_rows, trace_one
 
 Tensor = torch.Tensor
 
-#: floats of ``T`` per chunk of columns and torch thread (512 KiB in float32: a thread's share stays in
+#: floats of ``T`` per chunk of columns and torch thread (1 MiB in float32: a thread's share stays in
 #: its core's L2 cache, 2.5 MiB on the project's machine, while both norms read it); MiniLM at 128
-#: tokens, one thread, ALTI's six layers (CPU time, min of 7): 2^15 66 ms, 2^16 66, 2^17 56, 2^18 56, 2^19 63.
-CHUNK_ELEMENTS = 1 << 17
+#: tokens, one thread, ALTI's six layers (CPU time, min of 7, loaded machine): 2^15 66 ms, 2^16 66, 2^17 56,
+#: 2^18 56 (half the ops of 2^17), 2^19 63.
+CHUNK_ELEMENTS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,7 @@ def block_matrices(block: Block, methods: tuple[str, ...], elements: Optional[in
     else:
         first, stop = reach(block.W.transpose(-1, -2))  # per column j, the rows i it reaches
         Wt = block.W.permute(2, 1, 0).contiguous()  # (L_j, L_i, K): for each column j, a (rows × K) matrix
-        Gt = block.G.transpose(0, 1)  # (L_j, K, d), a view: each G[:, j] is a (K × d) matrix with rows of stride L·d
+        Gt = block.G.transpose(0, 1).contiguous()  # (L_j, K, d): copied once here, not by each chunk's bmm
     for a in range(0, L, cols):
         b = min(L, a + cols)
         lo, hi = min(first[a:b] + [a]), max(stop[a:b] + [b])
@@ -274,7 +275,8 @@ def block_matrices(block: Block, methods: tuple[str, ...], elements: Optional[in
         if dist is not None:  # ‖y_i − T_i(x_j)‖₁ (the sign flipped: the same)
             torch.sum(T.sub_(y[lo:hi]).abs_(), -1, out=dist[a:b, lo:hi])  # (c, n)
     if isinstance(block, Factored):  # the diagonal with the residual's own part: T_i(x_i), (L, d)
-        Td = torch.einsum("gi,gid->id", block.W.diagonal(dim1=1, dim2=2), block.G) + block.own
+        # (K, L, 1) · (K, L, d) summed over K: einsum("gi,gid->id") would be L one-row bmms, each copied
+        Td = (block.W.diagonal(dim1=1, dim2=2).unsqueeze(-1) * block.G).sum(0) + block.own
         idx = torch.arange(L, device=y.device)
         if norms is not None:
             norms[idx, idx] = torch.linalg.vector_norm(Td, 2, dim=-1)
