@@ -37,7 +37,7 @@ import torch
 from ..errors import ConfigError, ModelLoadError
 from ..i18n import error
 from .gguf_config import DOCUMENTED_DEFAULTS, SUPPORTED_ARCHITECTURES, config_from_gguf, llama3_from_factors
-from .gguf_file import GGUFFile, TensorInfo
+from .gguf_file import CHUNK_BYTES, GGUFFile, TensorInfo
 
 if TYPE_CHECKING:
     from .gguf_tokenizer import GGUFTokenizer
@@ -159,11 +159,13 @@ def gguf_names(f: GGUFFile) -> dict[str, TensorInfo]:
     return out
 
 
-def hf_tensor(f: GGUFFile, info: TensorInfo, config: dict, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def hf_tensor(f: GGUFFile, info: TensorInfo, config: dict, dtype: torch.dtype = torch.float32, *,
+              chunk_bytes: int = CHUNK_BYTES) -> torch.Tensor:
     """One tensor of ``f`` dequantized to ``dtype`` as Hugging Face holds it: llama's q/k rows put
-    back in order, Gemma's norms less 1 (see the module docstring); shape ``info.shape``."""
+    back in order, Gemma's norms less 1 (see the module docstring); shape ``info.shape``.
+    ``chunk_bytes``: see :meth:`.gguf_file.GGUFFile.dequantize`."""
     arch = f.architecture
-    w = f.dequantize(info, dtype)
+    w = f.dequantize(info, dtype, chunk_bytes=chunk_bytes)
     if arch == "llama" and (".attn_q." in info.name or ".attn_k." in info.name):
         heads = config["num_attention_heads"] if ".attn_q." in info.name else config["num_key_value_heads"]
         hd = config["head_dim"]

@@ -206,9 +206,12 @@ class GGUFFile:
         arr = np.frombuffer(self._mm, dtype=np.uint8, count=info.nbytes, offset=info.offset)
         return arr.reshape(gguf.quants.quant_shape_to_byte_shape(info.shape, info.qtype) if info.shape else (-1,))
 
-    def dequantize(self, info: TensorInfo, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        """A tensor as a new ``dtype`` tensor of ``info.shape``, dequantized a chunk of rows at a time
-        with ``gguf.quants.dequantize`` (float32; float64 is the float32 result widened, exactly).
+    def dequantize(self, info: TensorInfo, dtype: torch.dtype = torch.float32, *,
+                   chunk_bytes: int = CHUNK_BYTES) -> torch.Tensor:
+        """A tensor as a new ``dtype`` tensor of ``info.shape``, dequantized a chunk of rows (about
+        ``chunk_bytes`` stored bytes) at a time with ``gguf.quants.dequantize`` (float32; float64 is
+        the float32 result widened, exactly). The chunking does not change a value: each row is
+        dequantized on its own.
 
         Raises ModelLoadError for a type the ``gguf`` package cannot dequantize.
         """
@@ -224,7 +227,7 @@ class GGUFFile:
             return out
         rows = data.reshape(-1, data.shape[-1])
         flat = out.view(-1, info.shape[-1])
-        step = max(1, CHUNK_BYTES // max(1, rows.shape[1]))
+        step = max(1, chunk_bytes // max(1, rows.shape[1]))
         for a in range(0, rows.shape[0], step):
             flat[a:a + step].copy_(torch.from_numpy(_dequant(gguf, rows[a:a + step], info.qtype)))
         return out

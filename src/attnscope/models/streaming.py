@@ -107,10 +107,14 @@ class GGUFReader:
         self.infos = gguf_names(f)
         self.shapes = {k: tuple(i.shape) for k, i in self.infos.items()}
 
+    #: Stored bytes dequantized per call: the dequantizer's float32 temporaries are a few times
+    #: this, so that they stay small beside one of a small model's layers (SmolLM2's is 14 MB).
+    CHUNK_BYTES = 64 << 10
+
     def read(self, keys: Sequence[str]) -> dict[str, Tensor]:
         out = {}
         for k in keys:
-            out[k] = hf_tensor(self.f, self.infos[k], self.config, self.dtype)
+            out[k] = hf_tensor(self.f, self.infos[k], self.config, self.dtype, chunk_bytes=self.CHUNK_BYTES)
             self.f.drop_pages(self.infos[k])
         return out
 
