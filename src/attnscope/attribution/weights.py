@@ -37,7 +37,7 @@ from .base import Attribution, AttributionMethod, register_method
 Tensor = torch.Tensor
 
 #: attention flow solves L² maximum-flow problems on a graph of (layer + 2)·L nodes (MiniLM, 24 tokens:
-#: 15–25 s on one CPU core with preflow-push, growing ~L⁴; a causal model about half of that, its rows
+#: about 15 s of one CPU thread with :data:`FLOW_FUNC`, growing ~L⁴; a causal model about half of that, its rows
 #: reach only the earlier tokens); longer texts are refused (``max_tokens=`` raises the limit).
 FLOW_MAX_TOKENS = 24
 #: the networkx maximum-flow algorithm :func:`flow_values` uses, chosen by time on random capacities

@@ -36,7 +36,7 @@ from .verdict import verdict
 
 CORPUS = "builtin:python-docs"
 #: methods a run takes when none are named: every registered one but attention flow (one maximum-flow
-#: problem per pair of tokens: 15–25 s a text of 24 tokens on MiniLM), and the random control
+#: problem per pair of tokens: about 15 s of one CPU thread a text of 24 tokens on MiniLM), and the random control
 DEFAULT_METHODS = tuple(m for m in METHODS if m != "flow") + (RANDOM,)
 
 
