@@ -1,7 +1,8 @@
 """The worked calculations of a half-precision model (issue 29 item 3): ``explain`` given a model
 loaded in bfloat16 or float16 prints what it prints for the same checkpoint loaded in float32, every
-digit — its float64 numbers come from the checkpoint's weights read again, not from their rounding
-(which would move them: checked below) — while the half model itself keeps half the weight bytes."""
+digit, and so do ``check``'s rows of a real model — its float64 numbers come from the checkpoint's
+weights read again, not from their rounding (which would move them: checked below) — while the half
+model itself keeps half the weight bytes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 import attnscope
 from attnscope.errors import InputError
 from attnscope.explain import explain
+from attnscope.explain.row import model_row_data
 from attnscope.models.precision import full_precision
 from attnscope.reference_model import forward
 from attnscope.testing import tiny
@@ -22,6 +24,19 @@ TEXT = "The cat sat on the mat because it was tired."
 @pytest.fixture(scope="module")
 def gpt2_dir(tmp_path_factory):
     return tiny.tiny_gpt2(tmp_path_factory.mktemp("gpt2"))
+
+
+def _same(a, b) -> bool:
+    """Equal to the bit: arrays and tensors by their values, containers item by item."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return bool(a == b)
 
 
 def _nbytes(m) -> int:
@@ -41,6 +56,9 @@ def test_explain_of_a_half_model_prints_the_float32_models_numbers(dtype, gpt2_d
         b = explain(text=TEXT, model=half, **kw)
         for fmt in ("markdown", "json"):
             assert a.render(fmt) == b.render(fmt), (kw, fmt)
+    # check's rows of a real model are these numbers (check.problem reads model_row_data)
+    ra, rb = model_row_data(TEXT, full, 1, 0, "mat"), model_row_data(TEXT, half, 1, 0, "mat")
+    assert ra.keys() == rb.keys() and all(_same(ra[k], rb[k]) for k in ra if k != "model")
     assert full_precision(full) is full
     twin = full_precision(half)
     assert twin.dtype == torch.float32 and all(torch.equal(p, q) for p, q in zip(full.parameters(), twin.parameters()))
