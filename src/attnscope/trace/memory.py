@@ -19,12 +19,14 @@ A trace of every name keeps its layers as replays (:mod:`attnscope.trace.replay`
 is then mostly the L×S scores and the residual stream, and the holes scale with the steps each
 layer computes and frees rather than with what is kept. Its estimate is
 
-    what the trace keeps  +  3 L×S matrices  +  0.2 × layers × the bytes of one layer's other steps
+    what the trace keeps  +  1 L×S matrix  +  0.2 × layers × the bytes of one layer's other steps
 
-(the bytes one replayed layer gives, fitted from the same probes). The 0.2 is measured, not
-derived: peak resident memory in a fresh process above the loaded model against the kept bytes,
-SmolLM2 at 128/256/512 tokens 49.6/161.8/460 MiB (estimate +12/−8/−2 %), MiniLM at 256/512
-35.6/119.9 MiB (+3/0 %); tests/trace/test_memory.py holds both formulas to 20 %.
+(the bytes one replayed layer gives, fitted from the same probes; the one matrix is ``scaled``,
+over which such a trace writes ``masked`` and ``weights``: :func:`attnscope.kernels.dense.steps`).
+The 0.2 is measured, not derived: peak resident memory in a fresh process above the loaded model against the kept bytes,
+SmolLM2 at 128/256/512 tokens 49.9/150.0/403.8 MiB (estimate +5/−7/+4 %; the median of three
+runs, 256 moving from 128 to 162 MiB between them), MiniLM at 256/512 35.4/110.9 MiB (−6/−2 %);
+tests/trace/test_memory.py holds both formulas to 20 %.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ PROBES = (4, 8, 12)
 ALLOCATOR = 1.2
 #: The L×S matrices one layer's explicit path holds besides what the trace keeps.
 TRANSIENT_MATRICES = 3
+#: The same for a trace of every name (replayed): ``scaled`` only, masked and weights written over it.
+TRANSIENT_IN_PLACE = 1
 #: The share of a replayed layer's other steps (q, k, v, the FFN's hidden, …) that each layer of
 #: a replayed trace leaves as holes (see the module docstring).
 HOLES = 0.2
@@ -127,7 +131,7 @@ def estimate_trace_memory(model, L: int, names=None, *, batch: int = 1, hooks: O
     size = next(model.parameters()).element_size()
     matrix = batch * int(c.n_heads) * L * L * size  # one layer's (B, H, L, L)
     if layer:  # replayed: the layers' temporaries, not the kept tensors, leave the holes
-        return int(kept + TRANSIENT_MATRICES * matrix + HOLES * int(c.n_layers) * layer)
+        return int(kept + TRANSIENT_IN_PLACE * matrix + HOLES * int(c.n_layers) * layer)
     return int(ALLOCATOR * kept + TRANSIENT_MATRICES * matrix)
 
 

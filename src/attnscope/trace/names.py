@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import re
 from typing import Iterable, Optional, Sequence, Union
 
@@ -81,6 +82,7 @@ _VOCABULARY = re.compile("|".join(
     "(?:" + re.escape(t).replace(re.escape("{i}"), "(?:0|[1-9][0-9]*)") + ")" for t in (*TRACE_NAMES, *SEQ2SEQ_NAMES)))
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a trace asks for every name of the model, every call
 def in_vocabulary(name: str) -> bool:
     """Is ``name`` (``layers.3.attn.q``) a public trace name, an instance of a template of
     :data:`TRACE_NAMES` or :data:`SEQ2SEQ_NAMES`?"""

@@ -17,7 +17,7 @@ from ..hooks import HookHandle, HookPoint, Recorder, name_hook_points
 from ..i18n import error
 from ..kernels.derived import keeping
 from .derived import KEPT, RECIPE_STEPS, Derived, Keeper
-from .names import key, resolve
+from .names import in_vocabulary, key, resolve
 from .record import Trace
 from .replay import LayerReplay, ReplayCache, Replayed, kept_in_pass, layer_of, replayable
 from .seq2seq import Seq2SeqTrace
@@ -120,17 +120,19 @@ def attached_hooks(model, fwd: HookMap = None, bwd: HookMap = None) -> Iterator[
 
 
 def record_pass(model, wanted: list, targets: list, bwd_hooks: HookMap, grad: bool, batch_size: int,
-                forward: Callable[[], Tensor], replay: bool = False) -> tuple[dict, Tensor]:
+                forward: Callable[[], Tensor], replay: bool = False,
+                points: Optional[dict[str, HookPoint]] = None) -> tuple[dict, Tensor]:
     """Run ``forward()`` under the model's lock with the forward hooks ``targets`` (of
     :func:`hook_targets`) and ``bwd_hooks`` attached and a recorder on each ``(name, head)`` of
     ``wanted``; the hooks go again however it ends. Returns the recorded tensors by trace key, each
     with the batch axis ``batch_size`` (what every position shares, ``(1, L, d)``, becomes a view
     ``(B, L, d)``), and the output. With ``replay`` the steps of a layer other than its attention
     matrices and output are kept as :class:`~attnscope.trace.replay.Replayed` (the layer's
-    arguments captured, the layer run again on read)."""
+    arguments captured, the layer run again on read). ``points``: the model's hook points by name
+    (:func:`~attnscope.hooks.name_hook_points`), if the caller has them."""
     replays, later = _replays(model, wanted, batch_size) if replay else ({}, set())
     with attached_hooks(model, bwd=bwd_hooks), model.lock:
-        points = name_hook_points(model)
+        points = name_hook_points(model) if points is None else points
         handles = attach(points, targets, "fwd")  # before the recorders: they record the replacement
         sink = Sink(grad=grad, keeper=None if grad else Keeper(_foreign(points)))
         try:
@@ -217,7 +219,8 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
         max_memory: bytes, or a size like ``"2GB"``: refuse (InputError with the estimate) a
             trace estimated to need more (:func:`attnscope.trace.memory.estimate_trace_memory`).
     """
-    wanted = resolve(names, model.hook_names, model.config.n_heads)
+    points = name_hook_points(model)  # one walk over the module tree gives the names and the points
+    wanted = resolve(names, [n for n in points if in_vocabulary(n)], model.config.n_heads)  # model.hook_names
     if replay is None:
         replay = replayable(names, hooks, bwd_hooks, grad)
     elif replay and not replayable(None, hooks, bwd_hooks, grad):
@@ -240,7 +243,7 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
         check_fits(model, batch, names, hooks, max_memory)
     tensors, output = record_pass(model, wanted, targets, bwd_hooks, grad, batch.input_ids.shape[0],
                                   lambda: model(batch.input_ids, batch.attention_mask, **run),  # (B, L, d)
-                                  replay=replay)
+                                  replay=replay, points=points)
     return (Seq2SeqTrace if two else Trace)(
         tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(), attention_mask=batch.attention_mask.cpu(),
         model_name=model.name, family=model.family, config=model.config, texts=batch.texts,
