@@ -15,7 +15,7 @@ layers cut into as many runs of consecutive layers, as even as they go, the firs
 TransformerLens' ``n_devices`` split), or ``"balanced"``: that list over every CUDA device here.
 
 Activations follow: a forward pre-hook on each part moves the tensors it is called with (hidden
-states, masks, a decoder's rotary cos/sin, DeBERTa's relative embeddings) to the part's device, and
+states, masks, a decoder's rotary cos/sin, keyword arguments) to the part's device, and
 the model's output goes to the head's device. A tied output matrix is the token embedding, so
 logits come out on the embeddings' device. Hooks and traces work unchanged; a trace's tensors stay
 on the device where they were made (layer i's on layer i's device). ``model.placement`` keeps the
