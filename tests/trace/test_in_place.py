@@ -43,8 +43,8 @@ def same(model, *args, **kw):
     assert torch.equal(fast.output, slow.output)
 
 
-def test_every_encoder_family_reads_the_same_bits(tiny_models, minilm):
-    for model in (*tiny_models.values(), minilm):
+def test_every_encoder_family_reads_the_same_bits(tiny_models, minilm, encoders):
+    for model in (*tiny_models.values(), minilm, *encoders.values()):  # DeBERTa's relative terms, ALBERT, …
         same(model, TEXTS)
         same(model, TEXTS[0])
 
