@@ -12,9 +12,9 @@ family's :class:`~.registry.WeightRule` table, each parameter ``combine``-d from
 tensors as :func:`.weights.map_weights` does, GGUF through :func:`.gguf.hf_tensor`), one rule at a
 time, so every parameter is bit for bit the one ``load(…)`` gives and every kernel runs on the same
 numbers. Files are read as they are needed: safetensors through ``safetensors.safe_open``
-(memory-mapped; the file is opened for each read and closed after, so the pages read do not stay
-in this process's resident memory), GGUF through its mapped file (:class:`.gguf_file.GGUFFile`,
-whose pages are dropped after each tensor).
+(memory-mapped, opened for each read: whatever of the mapping a tensor keeps goes with the tensor,
+so a dropped layer's pages leave the process with it), GGUF through its mapped file
+(:class:`.gguf_file.GGUFFile`, whose pages are dropped after each tensor is dequantized).
 
 Whatever runs a forward pass works unchanged: traces of chosen names, hooks, the statistics of
 ``analyze``, patching. Two things refuse, with one sentence each: a pass with gradients (the
