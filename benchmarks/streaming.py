@@ -8,22 +8,26 @@ baseline), loads the model (*loaded*: what stays resident — the embeddings, th
 tokenizer; for a streamed model no layer), resets the kernel's high-water mark
 (``/proc/self/clear_refs``), runs ``analyze`` on ``--texts`` short texts in one window
 (``chunk_size = batch_size = texts``, no importance, norm shares or induction sequences), and reads
-``VmHWM`` (*cold*: the high-water mark above the memory before the call), then does the same
-again (*peak*). The first call also pays analyze's fixed costs, which are the tokenizer's and not
-the model's: two private copies of the tokenizer and a punctuation table built over the vocabulary
-in Python (for Gemma's 262 144 tokens some 400 MB of short-lived objects); the second call's
-allocations reuse those freed pages, so its peak is the pass: one layer's weights being read, the
-window's activations and the statistics. It is compared with one layer's
-weights (float32 bytes of the largest layer's parameters) plus the activations of the window:
-*measured* for the real models as the in-memory run's own peak above its loaded model (the same
-window through the same kernels, whose weights are all resident already), *estimated* with
-``analysis.analyzer.batch_bytes`` (the analyzer's generous estimate of a batch in flight) for the
-synthetic model, which cannot be loaded whole.
+``VmHWM``: *cold* is the call's high-water mark above the memory before it, which includes
+analyze's fixed costs — the tokenizer's, not the model's: two private copies of the tokenizer and a
+punctuation table built over the vocabulary in Python (for Gemma's 262 144 tokens some 400 MB of
+short-lived objects). Then it runs one forward pass over the window's padded batch alone (what
+analyze runs per window, less its per-layer statistics): its high-water mark is the *peak*, one
+layer's weights being read and the window's activations. The pass runs three times, each
+measured from the memory before it (the state in which a long analysis runs its second and
+later windows: what the allocator keeps of earlier passes is in that base, and a pass is measured
+by what it adds); the median is the *pass peak*. The *activations* are the same pass on the
+in-memory model (its peak: the window's activations, every weight resident already) or the
+analyzer's own estimate of a batch in flight
+(``analysis.analyzer.batch_bytes``: four B·H·L² matrices and eight B·L·max(d, d_ff) tensors),
+whichever is larger; the synthetic model, which cannot be loaded whole, has the estimate alone. The
+*ratio* is the pass's peak over one layer's weights (float32 bytes of the largest layer's
+parameters) plus the activations.
 
 The synthetic checkpoint is a Llama ``model.safetensors`` (hidden 4096, intermediate 11008, 32 heads,
 vocabulary 32 000, ``--layers`` layers, random N(0, 0.02²) weights, float32) written tensor by tensor,
-each in 64 MB pieces, so that the writer never holds more than a piece; with 16 layers it is 13.5 GB,
-more than half of a 24 GiB machine. It is deleted afterwards.
+each in 64 MB pieces, so that the writer never holds more than a piece; with 16 layers it is 13.5 GB
+(12.55 GiB), more than half of a 24 GiB machine. It is deleted afterwards.
 """
 
 from __future__ import annotations
@@ -74,21 +78,31 @@ layer = max(sum(p.numel() * p.element_size() for p in l.parameters()) for l in m
 texts = [t for t in open(corpus, encoding="utf-8").read().splitlines() if t.strip()][:n]
 estimate = batch_bytes(model, model.encode(texts))
 
-def call():
-    return analyze(corpus, model, chunk_size=n, batch_size=n, lanes=1, max_texts=n, importance_texts=0,
-                   norm_texts=0, induction_seqs=0, progress=False)
-
-peaks, seconds = [], []
-for _ in range(2):  # cold: analyze's first call; warm: the same again (its text encoder's pages reused)
+def reset():
+    import gc
+    gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # VmHWM := VmRSS: the call's own peak from here
-    base = rss()
-    t0 = time.perf_counter()
-    r = call()
-    seconds.append(time.perf_counter() - t0)
-    peaks.append(rss("VmHWM:") - base)
-print(json.dumps({"imports": imports, "loaded": loaded, "cold": peaks[0], "peak": peaks[1],
-                  "layer": layer, "estimate": estimate, "seconds": seconds[0], "load_seconds": load_s,
+        f.write("5")  # VmHWM := VmRSS: a call's own peak from here
+    return rss()
+
+# 1. the whole analyze call, cold
+base = reset()
+t0 = time.perf_counter()
+r = analyze(corpus, model, chunk_size=n, batch_size=n, lanes=1, max_texts=n, importance_texts=0, norm_texts=0,
+            induction_seqs=0, progress=False)
+seconds = time.perf_counter() - t0
+cold = rss("VmHWM:") - base
+# 2. one forward pass over the window alone (the pass analyze runs per window, without its setup)
+batch = model.encode(texts)
+passes = []
+with torch.no_grad():
+    for _ in range(3):  # the steady state of a long analysis: each window's pass after earlier ones
+        base = reset()
+        model(batch.input_ids, batch.attention_mask)
+        passes.append(rss("VmHWM:") - base)
+peak = sorted(passes)[1]
+print(json.dumps({"imports": imports, "loaded": loaded, "cold": cold, "peak": peak, "passes": passes,
+                  "layer": layer, "estimate": estimate, "seconds": seconds, "load_seconds": load_s,
                   "texts": r.counters["texts"], "tokens": r.counters["tokens"],
                   "entropy": r.means["entropy"].tolist()}))
 """
@@ -178,10 +192,10 @@ def row(label: str, stream: dict, memory: dict | None, size: int) -> str:
     if "error" in stream:
         return f"| {label} | error: {stream['error']} |"
     measured = memory is not None and "error" not in memory
-    act = memory["peak"] if measured else stream["estimate"]
+    act = max(stream["estimate"], memory["peak"]) if measured else stream["estimate"]
     bound = stream["layer"] + act
     return (f"| {label} | {mb(size)} | {mb(stream['loaded'] - stream['imports'])} | {mb(stream['layer'])} | "
-            f"{mb(act)} ({'measured' if measured else 'estimated'}) | {mb(stream['peak'])} | "
+            f"{mb(act)} | {mb(stream['peak'])} ({', '.join(mb(x) for x in stream['passes'])}) | "
             f"{stream['peak'] / bound:.2f} | {mb(stream['cold'])} | "
             f"{mb(memory['cold']) + ' / ' + mb(memory['peak']) if measured else '—'} | {stream['seconds']:.1f} |")
 
@@ -223,8 +237,8 @@ def main(argv=None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()
-    print("| model | file MB | resident after load MB | one layer MB | activations MB | peak MB | "
-          "peak / (layer + act.) | cold peak MB | in memory: cold / peak MB | analyze s (cold) |")
+    print("| model | file MB | resident after load MB | one layer MB | activations MB | pass peak MB (3 passes) | "
+          "peak / (layer + act.) | analyze call peak MB | in memory: call / pass peak MB | analyze s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(r)
