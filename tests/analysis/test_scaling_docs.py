@@ -205,3 +205,25 @@ def test_torchrun_two_machines(workspace, monkeypatch):
     for k in VARYING:
         got.pop(k)
     assert got == want
+
+
+def test_torchrun_one_machine(workspace, reference):
+    """The page's one-machine torchrun command as written, with 2 processes instead of 4 (this machine
+    has 2 cores): rank 0's report is the single run's, bit for bit."""
+    ws, model = workspace
+    cmd = block_after("## torchrun", containing="torchrun --nproc-per-node").strip()
+    assert "\n" not in cmd and cmd.startswith("torchrun --nproc-per-node 4 $(which attnscope) analyze corpus.txt.gz")
+    cmd = cmd.replace("--nproc-per-node 4", f"--nproc-per-node 2 --master-port {free_port()}")
+    cmd = cmd.replace("corpus.txt.gz", f"corpus.txt.gz --model {model} {SMALL} --threads 1")
+    here = ws / "torchrun-one"
+    here.mkdir()
+    (here / "corpus.txt.gz").write_bytes((ws / "corpus.txt.gz").read_bytes())
+    r = subprocess.run(["bash", "-e", "-c", cmd], cwd=here, env={**env(), "PYTHONUNBUFFERED": "1"},
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    got = json.loads((here / "analysis" / "analysis.json").read_text(encoding="utf-8"))
+    assert got["processes"] == 2
+    for k in VARYING:
+        got.pop(k)
+    assert got.pop("corpus") == "corpus.txt.gz"  # named as the command names it
+    assert got == {k: v for k, v in reference.items() if k != "corpus"}
