@@ -24,8 +24,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
-import sys
 
 import bench_env  # first: sets the thread wait policy before torch starts
 
@@ -97,12 +95,7 @@ LABELS = {"attnscope": "attnscope trace", "eager": "eager + attn + hidden", "sdp
 
 def point(side: str, model: str, L: int, repeat: int) -> dict:
     """One fresh process: {"seconds", "first", "peak"} (s, s, bytes above the loaded model)."""
-    out = subprocess.run([sys.executable, "-c", _POINT, side, model, str(L), str(repeat)],
-                         capture_output=True, text=True, env=dict(os.environ))
-    if out.returncode != 0:
-        tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
-        return {"error": " | ".join(tail)}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return bench_env.fresh_process(_POINT, side, model, str(L), str(repeat))
 
 
 def slope(xs: list[float], ys: list[float]) -> float:

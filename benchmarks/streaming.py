@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -110,12 +108,7 @@ print(json.dumps({"imports": imports, "loaded": loaded, "cold": cold, "peak": pe
 
 def point(name: str, side: str, corpus: Path, n: int) -> dict:
     """One fresh process: the numbers of ``_POINT`` (bytes, seconds), or {"error": …}."""
-    out = subprocess.run([sys.executable, "-c", _POINT, name, side, str(corpus), str(n)],
-                         capture_output=True, text=True, env=dict(os.environ))
-    if out.returncode != 0:
-        tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
-        return {"error": " | ".join(tail)}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return bench_env.fresh_process(_POINT, name, side, str(corpus), str(n))
 
 
 # ----------------------------------------------------------------------------------------------
