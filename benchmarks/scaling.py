@@ -1,11 +1,14 @@
 """Time and peak memory of a full trace against transformers, per sequence length, each point in a fresh process.
 
-    python benchmarks/scaling.py [--model smollm2-135m|minilm] [--lengths 512 2048 4096] [--repeat 3]
+    python benchmarks/scaling.py [--model smollm2-135m|minilm] [--lengths 512 2048 4096] [--repeat 5 3 1] [--rounds 3]
 
-For every length L and every side, a new Python process loads the model, builds one text of exactly
+For every length L, ``--rounds`` rounds; in each round every side runs in a new Python process
+(the sides' order rotates from round to round) that loads the model, builds one text of exactly
 L tokens, runs the call once (its peak resident memory above the memory after loading and encoding
-is the *peak* column: the high-water mark of that first call), then ``--repeat`` more times (the
-median is the *time* column). Sides:
+is that round's *peak*: the high-water mark of that first call), then ``--repeat`` more times (their
+median is that round's time). A point's time and peak are the medians over its rounds; its *time
+ratio* is the median over rounds of attnscope's time over eager's in the same round, so a drift of
+the machine's speed within minutes lands on both sides of a ratio rather than on one. Sides:
 
 * ``attnscope trace``: ``model.trace(ids)`` — every named intermediate of the pass;
 * ``eager + attn + hidden``: transformers eager attention with ``output_attentions=True`` and
@@ -13,7 +16,7 @@ median is the *time* column). Sides:
 * ``sdpa``: transformers with SDPA, the plain forward (a floor: it keeps nothing).
 
 A fresh process per point keeps one point's heap from shaping the next one's faults and peak.
-The ratios are attnscope / eager; the fitted exponent is the slope of log(time) and log(peak) over
+The ratios are attnscope / eager (memory: of the median peaks); the fitted exponent is the slope of log(time) and log(peak) over
 log(L) by least squares (2 would be the L×L tensors dominating). The printed header gives the
 thread wait policy (both sides: the same environment, inherited), the CPUs and the load.
 """
@@ -24,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 
 import bench_env  # first: sets the thread wait policy before torch starts
 
@@ -98,6 +102,31 @@ def point(side: str, model: str, L: int, repeat: int) -> dict:
     return bench_env.fresh_process(_POINT, side, model, str(L), str(repeat))
 
 
+def rounds_of(model: str, L: int, repeat: int, rounds: int) -> dict[str, dict]:
+    """Every side at one length, ``rounds`` times, the sides' order rotated each round; per side the
+    medians over the rounds ({"seconds", "first", "peak", "rounds": [...]}), and under ``"ratio"``
+    the median over rounds of attnscope's time / eager's in the same round (None when one failed)."""
+    per: dict[str, list[dict]] = {s: [] for s in SIDES}
+    paired: list[float] = []
+    for r in range(rounds):
+        order = SIDES[r % len(SIDES):] + SIDES[:r % len(SIDES)]
+        got = {s: point(s, model, L, repeat) for s in order}
+        for s in SIDES:
+            per[s].append(got[s])
+            shown = got[s].get("error") or f"{got[s]['seconds']:.3f} s, peak {got[s]['peak'] / 2**20:.0f} MiB"
+            print(f"  L={L:5d} round {r + 1} {LABELS[s]:24s} {shown}  (load {os.getloadavg()[0]:.2f})", flush=True)
+        if "error" not in got["attnscope"] and "error" not in got["eager"]:
+            paired.append(got["attnscope"]["seconds"] / got["eager"]["seconds"])
+    out: dict[str, dict] = {}
+    for s in SIDES:
+        ok = [x for x in per[s] if "error" not in x]
+        out[s] = ({k: statistics.median(x[k] for x in ok) for k in ("seconds", "first", "peak")} if ok
+                  else {"error": per[s][-1]["error"]})
+        out[s]["rounds"] = per[s]
+    out["ratio"] = {"time": statistics.median(paired) if paired else None, "paired": paired}
+    return out
+
+
 def slope(xs: list[float], ys: list[float]) -> float:
     """Least-squares slope of log y over log x (the exponent of y ∝ x^k)."""
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
@@ -136,27 +165,35 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="smollm2-135m", help="smollm2-135m, gemma-3-270m or minilm (the default model)")
     ap.add_argument("--lengths", type=int, nargs="+", default=None,
                     help="token counts (default: 512 2048 4096 for decoders, 128 512 for MiniLM)")
-    ap.add_argument("--repeat", type=int, default=3, help="timed calls per point after the first")
+    ap.add_argument("--repeat", type=int, nargs="+", default=[3],
+                    help="timed calls per process after the first: one number for every length, or one per length")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds per length; each runs every side in a fresh process, the order rotated")
     ap.add_argument("--json", help="also write the points to this JSON file")
     ap.add_argument("--plot", help="also draw time and peak memory per L (log-log) into this PNG/SVG")
     args = ap.parse_args(argv)
     lengths = args.lengths or ([128, 512] if args.model == "minilm" else [512, 2048, 4096])
+    if len(args.repeat) not in (1, len(lengths)):
+        ap.error(f"--repeat takes one number or one per length ({len(lengths)}), not {len(args.repeat)}")
+    repeats = dict(zip(lengths, args.repeat * len(lengths) if len(args.repeat) == 1 else args.repeat))
     results: dict[str, dict[int, dict]] = {s: {} for s in SIDES}
+    time_ratio: dict[int, dict] = {}
     for L in lengths:
+        point_rounds = rounds_of(args.model, L, repeats[L], args.rounds)
+        time_ratio[L] = point_rounds.pop("ratio")
         for s in SIDES:
-            results[s][L] = point(s, args.model, L, args.repeat)
-            r = results[s][L]
-            shown = r.get("error") or f"{r['seconds']:.3f} s, peak {r['peak'] / 2**20:.0f} MiB"
-            print(f"  L={L:5d} {LABELS[s]:24s} {shown}  (load {os.getloadavg()[0]:.2f})", flush=True)
-    print(f"\n{args.model}: time (s) and peak memory above the loaded model (MiB), one fresh process per point")
+            results[s][L] = point_rounds[s]
+    print(f"\n{args.model}: time (s) and peak memory above the loaded model (MiB), medians over "
+          f"{args.rounds} rounds of one fresh process per side; time ratio = median of the rounds' ratios")
     print(f"{'L':>6s} " + " ".join(f"{LABELS[s] + ' s':>26s} {'MiB':>7s}" for s in SIDES)
           + f" {'time ratio':>11s} {'memory ratio':>13s}")
     for L in lengths:
-        cells, ok = [], all("error" not in results[s][L] for s in SIDES)
+        cells = []
+        ok = all("error" not in results[s][L] for s in SIDES) and time_ratio[L]["time"] is not None
         for s in SIDES:
             r = results[s][L]
             cells.append(f"{'error':>26s} {'':>7s}" if "error" in r else f"{r['seconds']:26.3f} {r['peak'] / 2**20:7.0f}")
-        ratios = (f" {results['attnscope'][L]['seconds'] / results['eager'][L]['seconds']:11.3f}"
+        ratios = (f" {time_ratio[L]['time']:11.3f}"
                   f" {results['attnscope'][L]['peak'] / max(results['eager'][L]['peak'], 1):13.3f}") if ok else ""
         print(f"{L:6d} " + " ".join(cells) + ratios)
     if len(lengths) > 1:
@@ -172,7 +209,8 @@ def main(argv=None) -> int:
         draw(args.model, lengths, results, args.plot)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"model": args.model, "env": bench_env.describe(),
+            json.dump({"model": args.model, "env": bench_env.describe(), "rounds": args.rounds, "repeat": repeats,
+                       "time_ratio": {str(L): v for L, v in time_ratio.items()},
                        "points": {s: {str(L): r for L, r in v.items()} for s, v in results.items()}}, f, indent=1)
     return 0
 
