@@ -2,7 +2,8 @@
 ones a single run of every method computes (per text and in the summary; to float32 rounding: the
 variants are read in batches grouped by length, and which variants share a batch depends on the
 methods run), a method run with other options is computed again, and a run with other settings is
-refused in one sentence."""
+refused in one sentence; leave-one-out's scores are taken over rather than computed again for a
+text a method computes now (and computed again from a file that kept none)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import attnscope
 from attnscope.cli import main
 from attnscope.errors import InputError
+from attnscope.faithfulness import evaluate as ev
 from attnscope.faithfulness.reuse import read_results
 from attnscope.faithfulness.run import evaluate
 from attnscope.testing.tiny import FAMILIES
@@ -71,3 +73,27 @@ def test_other_options_are_computed_again_and_other_settings_refused(gpt2, tmp_p
     assert "\n" not in str(e.value)
     with pytest.raises(InputError, match="cannot take numbers over from"):
         read_results(tmp_path / "nowhere")
+
+
+def test_leave_one_out_scores_are_taken_over_not_computed_again(gpt2, tmp_path, monkeypatch):
+    whole = run(gpt2, tmp_path / "whole", "attention,norm,leave_one_out,random")
+    run(gpt2, tmp_path / "first", "attention,leave_one_out,random")
+    calls = []
+    real = ev.get_method
+
+    def counting(name):
+        calls.append(name)
+        return real(name)
+    monkeypatch.setattr(ev, "get_method", counting)
+    merged = run(gpt2, tmp_path / "merged", "attention,norm,leave_one_out,random", "--reuse", str(tmp_path / "first"))
+    assert calls.count("leave_one_out") == 0  # norm computed on all 5 texts, leave-one-out on none
+    assert merged["reused"]["reference_scores"] == 5 and merged["summary"]["norm"]["texts"] == 5
+    assert same(merged["per_text"]["reference_scores"], whole["per_text"]["reference_scores"])
+    assert same(merged["per_text"]["methods"]["norm"]["rho"], whole["per_text"]["methods"]["norm"]["rho"])
+    # a file from before the scores were kept: leave-one-out computed again for every text, same numbers
+    old = json.loads((tmp_path / "first" / "results.json").read_text(encoding="utf-8"))
+    del old["per_text"]["reference_scores"]
+    (tmp_path / "first" / "results.json").write_text(json.dumps(old), encoding="utf-8")
+    again = run(gpt2, tmp_path / "again", "attention,norm,leave_one_out,random", "--reuse", str(tmp_path / "first"))
+    assert calls.count("leave_one_out") == 5 and again["reused"]["reference_scores"] == 0
+    assert same(again["per_text"]["methods"]["norm"]["rho"], whole["per_text"]["methods"]["norm"]["rho"])

@@ -54,7 +54,8 @@ CHUNK = 32
 @dataclass
 class TextResult:
     """One text's numbers: per method ``rho`` (nan: a constant ranking), ``deleted``/``kept`` (the target
-    per bin) and ``seconds``; ``full`` the target of the whole text."""
+    per bin) and ``seconds``; ``full`` the target of the whole text; ``truth`` leave-one-out's scores
+    ``(n_content,)`` (empty when not known: a text every method took over from a run that kept none)."""
 
     index: int
     where: str
@@ -66,6 +67,7 @@ class TextResult:
     kept: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
+    truth: list = field(default_factory=list)
 
 
 def output_row(model, a) -> Tensor:
@@ -145,24 +147,31 @@ def ranking(scores: np.ndarray) -> list[int]:
 
 
 def evaluate_text(model, index: int, where: str, text: str, methods: Sequence[str], options: dict,
-                  bins: Sequence[float], seed: int) -> Optional[TextResult]:
+                  bins: Sequence[float], seed: int, truth: Optional[Sequence[float]] = None) -> Optional[TextResult]:
     """Every method of ``methods`` on one text (see the module docstring); None when the text has
-    fewer than 4 content tokens. ``options``: per method, keyword arguments for ``model.attribute``."""
+    fewer than 4 content tokens. ``options``: per method, keyword arguments for ``model.attribute``.
+    ``truth``: leave-one-out's scores of the content tokens ``(n,)`` from an earlier run of the same
+    text (``--reuse``), taken instead of computing them again (leave-one-out is deterministic; the
+    caller checks that the text's target still reads as then); ignored unless it has one per token."""
     sc = Scorer(model, text)
     n = len(sc.content)
     if n < 4:
         return None
     res = TextResult(index, where, len(sc.tokens), n, sc.full)
     counts = stats.removal_counts(n, bins)
-    t0 = time.perf_counter()
-    loo = get_method(REFERENCE).compute(model, text, layer=None, target=None)
-    truth = loo.scores.detach().double().cpu().numpy()[sc.content]  # (n,)
-    res.seconds[REFERENCE] = time.perf_counter() - t0
+    if truth is not None and len(truth) == n:
+        loo_scores = np.asarray(truth, dtype=np.float64)  # (n,)
+    else:
+        t0 = time.perf_counter()
+        loo = get_method(REFERENCE).compute(model, text, layer=None, target=None)
+        loo_scores = loo.scores.detach().double().cpu().numpy()[sc.content]  # (n,)
+        res.seconds[REFERENCE] = time.perf_counter() - t0
+    res.truth = [float(x) for x in loo_scores]
     orders: dict[str, list[int]] = {}
     for name in methods:
         t0 = time.perf_counter()
         if name == REFERENCE:
-            s = truth
+            s = loo_scores
         elif name == RANDOM:
             s = np.random.default_rng([seed, index]).permutation(n).astype(np.float64)
         else:
@@ -178,7 +187,7 @@ def evaluate_text(model, index: int, where: str, text: str, methods: Sequence[st
         if not np.isfinite(s).all():
             raise error(InputError, "errors.faithfulness_not_finite", method=name, where=where)
         res.seconds[name] = res.seconds.get(name, 0.0) + time.perf_counter() - t0
-        res.rho[name] = stats.spearman(s, truth)
+        res.rho[name] = stats.spearman(s, loo_scores)
         orders[name] = ranking(s)
     # every method's variants of this text in one list, read in batches of equal length
     t0 = time.perf_counter()

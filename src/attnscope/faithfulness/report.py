@@ -61,17 +61,27 @@ def measure_lines(res: dict, lang: str) -> list[str]:
     return lines
 
 
+def at_chance(v: dict, reaches: str, below: str, key: str, lang: str) -> list[str]:
+    """The lines naming the methods at chance (the interval reaches 0) and, apart, those below it
+    (wholly under 0); one line saying every interval is above 0 when there are none. A run written
+    before the two were told apart has no ``below`` list: its ``reaches`` list is said as it was."""
+    lines = []
+    if v[reaches]:
+        lines.append("- " + say(key, lang, methods=names(v[reaches], lang)))
+    if v.get(below):
+        lines.append("- " + say(f"{key}_below", lang, methods=names(v[below], lang)))
+    return lines or ["- " + say(f"{key}_none", lang)]
+
+
 def verdict_lines(res: dict, lang: str) -> list[str]:
     v, s = res["verdict"], res["summary"]
     lines = measure_lines(res, lang)
     fewer = [f"`{m}` {s[m]['texts']}" for m in v["compared"] if s[m]["texts"] < res["texts"]]
     if fewer:
         lines.append("- " + say("v_subsets", lang, items=say("list_sep", lang).join(fewer)))
-    lines.append("- " + (say("v_chance", lang, methods=names(v["chance_rho"], lang)) if v["chance_rho"]
-                         else say("v_chance_none", lang)))
+    lines += at_chance(v, "chance_rho", "below_chance_rho", "v_chance", lang)
     if "not_above_random" in v:
-        lines.append("- " + (say("v_random", lang, methods=names(v["not_above_random"], lang))
-                             if v["not_above_random"] else say("v_random_none", lang)))
+        lines += at_chance(v, "not_above_random", "below_random", "v_random", lang)
     if v.get("agreement") is not None:
         lines.append("- " + say("v_agree", lang, rho=num(v["agreement"]), n=len(v["compared"])))
     if "attention" in v["compared"]:

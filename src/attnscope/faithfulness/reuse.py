@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 
 from ..errors import InputError
 from ..i18n import error
-from .evaluate import TextResult
+from .evaluate import REFERENCE, TextResult
 
 #: |target now − target then| above this share (of max(1, |target|)) means the model or code changed
 SAME_TARGET = 1e-4
@@ -60,6 +60,9 @@ class Earlier:
         pt = res["per_text"]
         self.row = {int(i): k for k, i in enumerate(pt["index"])}
         self.used: dict[str, int] = {m: 0 for m in self.methods}
+        # leave-one-out's scores per text (None: not kept), when leave-one-out itself is taken over
+        self.scores = pt.get("reference_scores") if REFERENCE in self.methods else None
+        self.used_scores = 0
 
     def held(self, index: int) -> list[str]:
         """The methods whose numbers the earlier run holds for the text ``index``."""
@@ -69,13 +72,24 @@ class Earlier:
         ms = self.res["per_text"]["methods"]
         return [m for m in self.methods if ms[m]["deleted"][k] is not None]
 
+    def reference(self, index: int) -> Optional[list[float]]:
+        """Leave-one-out's scores of the text ``index`` ``(n_content,)`` as the earlier run computed
+        them, or None (not run on it, or a file from before they were kept)."""
+        k = self.row.get(index)
+        if k is None or self.scores is None or self.scores[k] is None:
+            return None
+        return [float(x) for x in self.scores[k]]
+
     def fill(self, index: int, where: str, r: Optional[TextResult], names: Sequence[str]) -> TextResult:
         """``r`` (this run's result of the text, None if no method ran on it now) with the earlier
         numbers of ``names`` added; InputError when the text's target no longer reads as it did."""
         pt, k = self.res["per_text"], self.row[index]
+        if r is not None and REFERENCE not in r.seconds:  # computed now with leave-one-out's scores of then
+            self.used_scores += 1
         if r is None:
             r = TextResult(index, where, pt["tokens"][k], pt["content_tokens"][k], pt["full"][k])
             r.details["counts"] = pt["counts"][k]
+            r.truth = self.reference(index) or []
         elif abs(r.full - pt["full"][k]) > SAME_TARGET * max(1.0, abs(r.full)) or r.details["counts"] != pt["counts"][k]:
             raise error(InputError, "errors.faithfulness_reuse_changed", path=self.path, where=where,
                         then=f"{pt['full'][k]:.6g}", now=f"{r.full:.6g}")
@@ -89,6 +103,6 @@ class Earlier:
 
     def summary(self) -> dict:
         """What was taken over, for results.json: the earlier run's file and command, and per method
-        the number of texts."""
+        the number of texts; ``reference_scores``: the texts whose leave-one-out scores were taken over."""
         return {"from": self.path, "command": self.res.get("command", ""),
-                "methods": {m: n for m, n in self.used.items() if n}}
+                "methods": {m: n for m, n in self.used.items() if n}, "reference_scores": self.used_scores}

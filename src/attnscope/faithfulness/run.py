@@ -107,7 +107,8 @@ def evaluate(model, *, n_texts: int, methods: Sequence[str], max_tokens: int, se
         held = earlier.held(index) if earlier is not None and text else []
         fresh = [m for m in now if m not in held]
         try:
-            r = evaluate_text(model, index, where, text, fresh, options, bins, seed) if text and fresh else None
+            truth = earlier.reference(index) if earlier is not None and REFERENCE in held else None
+            r = evaluate_text(model, index, where, text, fresh, options, bins, seed, truth) if text and fresh else None
             if earlier is not None and held:
                 r = earlier.fill(index, where, r, [m for m in now if m in held])
         except InputError as e:  # a method that cannot explain this text: the text is left out for every method
@@ -181,6 +182,7 @@ def per_text(results: Sequence[TextResult], methods: Sequence[str]) -> dict:
         "index": [r.index for r in results], "where": [r.where for r in results],
         "tokens": [r.n_tokens for r in results], "content_tokens": [r.n_content for r in results],
         "full": [r.full for r in results], "counts": [r.details["counts"] for r in results],
+        "reference_scores": [r.truth or None for r in results],
         "methods": {m: {"rho": [r.rho.get(m) for r in results],
                         "deleted": [r.deleted.get(m) for r in results],
                         "kept": [r.kept.get(m) for r in results]} for m in methods},

@@ -6,7 +6,9 @@ ranked first carry more of the output), AOPC sufficiency (lower: they suffice al
 each order whether the first method is ahead of the second by more than chance: the paired
 difference over the texts both ran on, with its bootstrap 95 % interval (ahead when it excludes 0).
 It also names the methods no better than chance (ρ's interval reaching 0; comprehensiveness not
-above the random ranking's on the same texts) and how well the two main measures agree (Spearman's
+above the random ranking's on the same texts), apart from those worse than chance (the interval
+wholly below 0: a ranking against leave-one-out's, or tokens that remove less than random ones), and
+how well the two main measures agree (Spearman's
 ρ between the methods' mean ρ and mean AOPC comprehensiveness). :mod:`.report` writes it in words.
 """
 
@@ -49,10 +51,22 @@ def order(summary: dict, names: Sequence[str], measure: str) -> list[str]:
     return sorted(names, key=key)
 
 
+def at_or_below(intervals: Sequence[dict], names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The names (in their order) whose interval reaches 0 — or has no bounds (nan) — and those
+    whose interval lies wholly below 0; a name above 0 is in neither."""
+    reaches, below = [], []
+    for m, b in zip(names, intervals):
+        if b["high"] < 0:
+            below.append(m)
+        elif not b["low"] > 0:
+            reaches.append(m)
+    return reaches, below
+
+
 def verdict(results: Sequence[TextResult], summary: dict, seed: int) -> dict:
     """The orders, the leaders' margins, the methods at chance and the measures' agreement (module
     docstring), as data: ``{"compared", "<measure>": {"order", "lead", "ahead"}, "chance_rho",
-    "not_above_random", "agreement", "reference_rank"}``."""
+    "below_chance_rho", "not_above_random", "below_random", "agreement", "reference_rank"}``."""
     compared = [m for m in summary if m not in (REFERENCE, RANDOM)]
     out: dict = {"compared": compared}
     for measure in MEASURES:
@@ -65,10 +79,10 @@ def verdict(results: Sequence[TextResult], summary: dict, seed: int) -> dict:
             entry["lead"] = lead
             entry["ahead"] = bool(lead["low"] > 0)
         out[measure] = entry
-    out["chance_rho"] = [m for m in compared if not summary[m]["rho"]["low"] > 0]
+    out["chance_rho"], out["below_chance_rho"] = at_or_below([summary[m]["rho"] for m in compared], compared)
     if RANDOM in summary:
-        out["not_above_random"] = [m for m in compared
-                                   if not paired(results, "aopc_comprehensiveness", m, RANDOM, seed)["low"] > 0]
+        vs_random = [paired(results, "aopc_comprehensiveness", m, RANDOM, seed) for m in compared]
+        out["not_above_random"], out["below_random"] = at_or_below(vs_random, compared)
     means = [(summary[m]["rho"]["mean"], summary[m]["aopc_comprehensiveness"]["mean"]) for m in compared]
     means = [p for p in means if all(math.isfinite(v) for v in p)]
     out["agreement"] = stats.spearman([p[0] for p in means], [p[1] for p in means]) if len(means) >= 3 else None
