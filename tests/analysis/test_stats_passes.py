@@ -47,6 +47,34 @@ def test_float32_weights_give_the_float64_loop_to_float32_precision(causal):
             np.testing.assert_allclose(got[name].numpy(), want[name], rtol=5e-7, atol=1e-8, err_msg=name)
 
 
+def test_without_masked_keys_the_entropy_skips_the_clamp(monkeypatch):
+    """A bidirectional batch without padding has no masked key: the entropy's log reads the
+    weights themselves (a pass fewer). Its rare zeros (underflows) and subnormals still give the
+    float64 loop's statistics, and a NaN in a row still shows."""
+    import attnscope.analysis.stats as S
+    w, am, kinds = float32_weights([20, 20, 20], H=3, seed=9)
+    w[0, 1, 4, 7] = 0.0  # an underflow to exactly 0
+    w[1, 2, 9, :3] = torch.tensor([0.0, 1e-40, 3e-39])  # subnormals (the smallest normal is 1.2e-38)
+    seen = []
+    real = S._chunk_passes
+
+    def spy(*args, **kw):
+        seen.append(kw["zeros"])
+        real(*args, **kw)
+    monkeypatch.setattr(S, "_chunk_passes", spy)
+    got = attention_means(w, am, kinds)
+    assert seen and not any(seen), "no key is masked: no clamp"
+    want = reference(w, am, kinds)
+    for name in STAT_NAMES:
+        np.testing.assert_allclose(got[name].numpy(), want[name], rtol=5e-7, atol=1e-8, err_msg=name)
+    w[2, 0, 5, 6] = float("nan")
+    got = attention_means(w, am, kinds)
+    assert np.isnan(got["entropy"][0].item()) and np.isfinite(got["entropy"][1].item())
+    seen.clear()
+    attention_means(w, am, kinds, StatOptions(causal=True))
+    assert seen and all(seen), "a causal batch has masked keys: the clamp stays"
+
+
 def test_a_nan_in_a_counted_row_is_not_hidden():
     """A real query's row holding NaN makes its head's statistics NaN (the entropy's nansum skips
     only 0·ln 0), and leaves the other head alone."""
@@ -121,8 +149,8 @@ def test_argmax_is_read_from_the_weights_not_from_the_products(monkeypatch):
     want = reference(w, am, kinds)
     real = S._chunk_passes
 
-    def rounded(w_, by_offset, key_rows, ent, row_max, offs, mass):
-        real(w_, by_offset, key_rows, ent, row_max, offs, mass)
+    def rounded(w_, by_offset, key_rows, ent, row_max, offs, mass, **kw):
+        real(w_, by_offset, key_rows, ent, row_max, offs, mass, **kw)
         offs.mul_(1 - 2.0**-9)  # every product a little low, as bfloat16 passes may be
     monkeypatch.setattr(S, "_chunk_passes", rounded)
     got = attention_means(w, am, kinds)

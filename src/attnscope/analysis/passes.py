@@ -2,7 +2,8 @@
 buffers kept per thread and single-threaded workers.
 
 :func:`chunk_passes` reads the weights of a few texts seven times (the entropy's clamp, log,
-multiply and nansum, the row maximum, two matrix products); the rest of the statistics is (B, H, L)-sized work
+multiply and nansum, the row maximum, two matrix products; six without masked keys, where the clamp
+is left out); the rest of the statistics is (B, H, L)-sized work
 in :func:`.stats.attention_sums`.
 """
 
@@ -127,13 +128,15 @@ def kept_sum(x: Tensor, keep: Tensor, dim: int) -> Tensor:
 
 
 def chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, row_max: Tensor, offs: Tensor,
-                  mass: Tensor) -> None:
+                 mass: Tensor, *, zeros: bool = True) -> None:
     """The full-size passes over the weights ``w (c, H, L, L)`` of a few texts, written into
     ``ent, row_max (c, H, L)``, ``offs (c, L, 5, H)`` and ``mass (c, R, H·L)``.
 
     Seven passes: four for the entropy (clamp, log, multiply, nansum: one scratch matrix, reused
     across calls), the row maximum, and two matrix products that read w once for all the rest (the
-    five columns of ``by_offset``, per query row i, and the rows of ``key_rows``). The forms are
+    five columns of ``by_offset``, per query row i, and the rows of ``key_rows``). Six when
+    ``zeros`` is False (no key is masked: a bidirectional batch without padding), where the
+    entropy's clamp is left out (see below). The forms are
     the fastest measured on CPU (benchmarks/analysis.py): clamp+log+nansum beats xlogy
     and entr; a product with a one-hot column is exactly the weight it picks (the other terms
     are exact zeros).
@@ -144,8 +147,14 @@ def chunk_passes(w: Tensor, by_offset: Tensor, key_rows: Tensor, ent: Tensor, ro
     # CPU log's slow path, 10× a normal entry, so zeros (and subnormals) become the smallest normal
     # first: 0 · ln(tiny) = 0 is exactly the 0 · ln 0 = 0 the entropy wants, and for
     # 0 < w < tiny, w · ln(tiny) differs from w · ln w by less than 1e-36.
-    torch.clamp_min(w, torch.finfo(w.dtype).tiny, out=scratch)
-    torch.log_(scratch)
+    # Without masked keys the zeros are the rare underflows of a sharp row: the log reads w itself
+    # (a pass fewer), its -inf times 0 is a NaN that the nansum skips, the same 0 the clamp gives
+    # (a subnormal w's w · ln w, not w · ln(tiny): closer to the float64 value, not further).
+    if zeros:
+        torch.clamp_min(w, torch.finfo(w.dtype).tiny, out=scratch)
+        torch.log_(scratch)
+    else:
+        torch.log(w, out=scratch)
     torch.nansum(scratch.mul_(w), -1, out=ent)  # (c, H, L): Σ_j w_ij ln w_ij (a NaN row: see the caller)
     torch.amax(w, -1, out=row_max)  # (c, H, L)
     rows = w.view(c * H, L, L).transpose(0, 1)  # (L, c·H, L): query i's rows of every head

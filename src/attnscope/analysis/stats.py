@@ -128,6 +128,8 @@ class BatchContext:
     counted: Tensor        # (B, L, K): which queries count for each per-query value (see _VALUES)
     log_n: Tensor          # (B, L) float64: ln(number of visible keys), ≥ ln 2
     options: StatOptions
+    #: some query may not see some key (a causal model, or padding): its weights hold exact zeros
+    masked_keys: bool = True
 
     def on(self, device) -> "BatchContext":
         """This context with its tensors on ``device`` (itself when they are there already): the
@@ -138,7 +140,7 @@ class BatchContext:
             return self
         return BatchContext(B=self.B, L=self.L, key_rows=self.key_rows.to(dev), by_offset=self.by_offset.to(dev),
                             special_dist=self.special_dist.to(dev), counted=self.counted.to(dev),
-                            log_n=self.log_n.to(dev), options=self.options)
+                            log_n=self.log_n.to(dev), options=self.options, masked_keys=self.masked_keys)
 
     def counted_queries(self, value: str) -> Tensor:
         """(B, L) bool: the queries that count for the per-query ``value`` ("entropy", "to_prev", …)."""
@@ -194,7 +196,7 @@ def batch_context(attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] 
         B=B, L=L, key_rows=torch.cat([torch.stack([cls, sep, punct, content], dim=1), sp_rows[:, :S]], dim=1).to(dtype),
         by_offset=by_offset.to(dtype), special_dist=sp_dist[:, :S],
         counted=torch.stack([ok[v] for v in _VALUES], dim=-1), log_n=torch.log(n_keys.clamp(min=2).double()),
-        options=opt)
+        options=opt, masked_keys=opt.causal or not bool(real.all()))
 
 
 #: Bytes of weights processed at once on a CPU: with the scratch matrix as large, about half of
@@ -262,7 +264,7 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
 
     def chunk(b: int) -> None:
         _chunk_passes(w[b:b + step], by_offset, key_rows[b:b + step], ent[b:b + step], row_max[b:b + step],
-                      offs[b:b + step], mass[b:b + step])
+                      offs[b:b + step], mass[b:b + step], zeros=ctx.masked_keys)
     pool = worker_pool(torch.get_num_threads()) if dev.type == "cpu" and len(starts) > 1 else None
     if pool is None:
         for b in starts:
