@@ -17,9 +17,10 @@ All three read each layer's attention weights ``(H, L, L)`` of one text (``model
 Rollout and flow follow Abnar & Zuidema 2020 ("Quantifying Attention Flow in Transformers"):
 Ã_l = ½·mean_h(A_l) + ½·I, rows renormalised; rollout R_l = Ã_l · R_{l−1}; flow = the maximum flow
 from each output node of ``layer`` to each input token through the layer graph with capacities Ã
-(networkx, :data:`FLOW_FUNC`; ``rows=`` computes only some output rows), each row normalised to
-sum 1. The float64 formulas are
-:mod:`attnscope.reference.attribution`.
+(SciPy's compiled Dinic on capacities floored to multiples of 2⁻³⁰, with a stated bound:
+:mod:`attnscope.attribution.maxflow`; ``rows=`` computes only some output rows), each row
+normalised to sum 1. The float64 formulas are :mod:`attnscope.reference.attribution` (its flow:
+networkx's preflow-push, an independent algorithm).
 """
 
 from __future__ import annotations
@@ -31,21 +32,17 @@ import torch
 
 from ..errors import InputError
 from ..i18n import error
-from ..reference.attribution import flow_graph
 from .base import Attribution, AttributionMethod, register_method
+from .maxflow import flow_bounds, normalise_rows
 
 Tensor = torch.Tensor
 
-#: attention flow solves L² maximum-flow problems on a graph of (layer + 2)·L nodes (MiniLM, 24 tokens:
-#: about 15 s of one CPU thread with :data:`FLOW_FUNC`, growing ~L⁴; a causal model about half of that, its rows
-#: reach only the earlier tokens); longer texts are refused (``max_tokens=`` raises the limit).
-FLOW_MAX_TOKENS = 24
-#: the networkx maximum-flow algorithm :func:`flow_values` uses, chosen by time on random capacities
-#: (one CPU thread, shared machine): the full matrix of 16 tokens × 6 layers 4.06 s with preflow-push,
-#: 2.71 s with this, 8.41 s Boykov–Kolmogorov, 23.9 s Edmonds–Karp; one row of 16 tokens × 30 causal
-#: layers (a decoder's next-token row) 4.34 s, 1.13 s, 2.66 s, 8.05 s; values equal to 1e-15
-#: (networkx's Dinitz fails on float capacities)
-FLOW_FUNC = "shortest_augmenting_path"
+#: attention flow solves L² maximum-flow problems on a graph of (layer + 2)·L nodes, growing ~L⁴. One
+#: CPU thread, :mod:`~attnscope.attribution.maxflow`, MiniLM's own Ã, the full matrix: 24 tokens 0.6 s
+#: (networkx's shortest augmenting paths, used before: 13.8 s), 45–50 tokens 3–6 s, 64 tokens ~7 s,
+#: 127 tokens ~4.6 min (one row: 2.2 s). Longer texts are refused (``max_tokens=`` raises the limit;
+#: ``rows=`` computes only some rows).
+FLOW_MAX_TOKENS = 64
 
 
 def text_ids(model, text: str) -> tuple[list[str], Tensor]:
@@ -70,32 +67,55 @@ def stack_prefix(model, stack: Optional[str]) -> str:
                 stack=repr(stack), model=model.name, family=model.family)
 
 
-def layer_weights(model, text: str, stack: Optional[str] = None) -> tuple[list[str], Tensor]:
-    """The tokens of ``text`` and every layer's attention weights ``(n_layers, H, L, L)`` (the
-    model's device and dtype) of the stack :func:`stack_prefix` names."""
+def traced_weights(model, text: str, stack: Optional[str] = None) -> tuple[list[str], list[Tensor]]:
+    """The tokens of ``text`` and every layer's attention weights, each ``(H, L, L)`` as the trace
+    holds them (the model's device and dtype, not copied), of the stack :func:`stack_prefix` names.
+    The text is tokenized once and the batch handed to the trace."""
     prefix = stack_prefix(model, stack)
-    tokens, _ = text_ids(model, text)
+    batch = model.encode(text)
+    if int(batch.attention_mask[0].sum()) == 0:
+        raise error(InputError, "errors.attribution_no_tokens", text=repr(text))
     names = [f"{prefix}layers.{i}.attn.weights" for i in range(model.config.n_layers)]
     with torch.no_grad():
-        t = model.trace(text, "", names=names) if prefix else model.trace(text, names=names)
-    return tokens, torch.stack([t[name][0] for name in names])  # (n_layers, H, L, L)
+        t = model.trace(batch, "", names=names) if prefix else model.trace(batch, names=names)
+    return list(batch.tokens[0]), [t[name][0] for name in names]
+
+
+def head_means(model, text: str, stack: Optional[str] = None) -> tuple[list[str], Tensor]:
+    """The tokens of ``text`` and every layer's attention weights averaged over the (query) heads,
+    ``(n_layers, L, L)`` (the model's device and dtype): each layer's mean written straight into its
+    slice, never stacking the (n_layers, H, L, L) weights (at 512 tokens on MiniLM a 75 MB copy)."""
+    tokens, weights = traced_weights(model, text, stack)
+    w = weights[0]  # (H, L, L)
+    out = torch.empty((len(weights),) + tuple(w.shape[-2:]), dtype=w.dtype, device=w.device)  # (n_layers, L, L)
+    for i, w in enumerate(weights):
+        torch.mean(w, dim=0, out=out[i])  # (L, L)
+    return tokens, out
 
 
 def residual_attention(A: Tensor) -> Tensor:
     """Ã = ½·A + ½·I, rows renormalised: ``A`` (…, L, L) → (…, L, L), in A's dtype and device."""
-    eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)  # (L, L)
-    t = 0.5 * A + 0.5 * eye  # (…, L, L)
-    return t / t.sum(dim=-1, keepdim=True)
+    return residual_attention_(A.clone())
+
+
+def residual_attention_(A: Tensor) -> Tensor:
+    """:func:`residual_attention` in place, in ``A`` itself (returned): ½·A, then + ½ on the
+    diagonal (the same numbers as ½·A + ½·I, which adds exact zeros elsewhere), then each row
+    divided by its sum — no identity matrix and no temporary of A's size."""
+    A.mul_(0.5)  # (…, L, L)
+    A.diagonal(dim1=-2, dim2=-1).add_(0.5)
+    return A.div_(A.sum(dim=-1, keepdim=True))
 
 
 def rollout_of(A_tilde: Tensor) -> Tensor:
-    """``(n_layers, L, L)``: R_0 = Ã_0, R_l = Ã_l · R_{l−1}, from Ã ``(n_layers, L, L)``."""
-    out = []
-    acc = torch.eye(A_tilde.shape[-1], dtype=A_tilde.dtype, device=A_tilde.device)  # (L, L)
-    for a in A_tilde:
-        acc = a @ acc  # (L, L)
-        out.append(acc)
-    return torch.stack(out)  # (n_layers, L, L)
+    """``(n_layers, L, L)``: R_0 = Ã_0, R_l = Ã_l · R_{l−1}, from Ã ``(n_layers, L, L)``; each
+    product written into its slice of the result (no list, no stack), R_0 copied rather than
+    multiplied by I (the same numbers: a product with I adds exact zeros)."""
+    out = torch.empty_like(A_tilde)  # (n_layers, L, L)
+    out[0].copy_(A_tilde[0])
+    for i in range(1, A_tilde.shape[0]):
+        torch.matmul(A_tilde[i], out[i - 1], out=out[i])  # (L, L)
+    return out
 
 
 def _last(model, layer: Optional[int]) -> int:
@@ -114,12 +134,12 @@ def attention(model, text: str, *, layer: Optional[int] = None, target=None, sta
     layer's (H, L, L)."""
     _no_target("attention", target)
     layer = _last(model, layer)
-    tokens, W = layer_weights(model, text, stack)  # (n_layers, H, L, L)
-    per_layer = W.mean(dim=1)  # (n_layers, L, L)
+    tokens, weights = traced_weights(model, text, stack)  # each (H, L, L)
+    per_layer = torch.stack([w.mean(dim=0) for w in weights])  # (n_layers, L, L)
     return Attribution("attention", "tokens", tokens, per_layer[layer], per_layer=per_layer, layer=layer,
                        meaning="the attention weight of output row i on input token j in this layer, averaged "
                                "over the heads (each row sums to 1)",
-                       details={"heads": W[layer]})
+                       details={"heads": weights[layer]})
 
 
 def rollout(model, text: str, *, layer: Optional[int] = None, target=None, stack: Optional[str] = None
@@ -128,8 +148,8 @@ def rollout(model, text: str, *, layer: Optional[int] = None, target=None, stack
     (n_layers, L, L), ``scores`` = R_layer = Ã_layer ··· Ã_0 (L, L); each row sums to 1."""
     _no_target("rollout", target)
     layer = _last(model, layer)
-    tokens, W = layer_weights(model, text, stack)  # (n_layers, H, L, L)
-    A_tilde = residual_attention(W.mean(dim=1))  # (n_layers, L, L)
+    tokens, means = head_means(model, text, stack)  # (n_layers, L, L)
+    A_tilde = residual_attention_(means)  # (n_layers, L, L), in place: the means are this call's own
     R = rollout_of(A_tilde[: layer + 1])  # (layer + 1, L, L)
     return Attribution("rollout", "tokens", tokens, R[-1], per_layer=A_tilde, layer=layer,
                        meaning="the share of output position i after this layer that comes from input token "
@@ -140,43 +160,27 @@ def rollout(model, text: str, *, layer: Optional[int] = None, target=None, stack
 
 def flow_values(A_tilde: np.ndarray, layer: int, rows: Optional[Sequence[int]] = None) -> np.ndarray:
     """``values (L, L)`` float64: the maximum flow from output node i of ``layer`` to input token j
-    through the layer graph of capacities ``A_tilde (n_layers, L, L)`` (:func:`~attnscope.reference.
-    attribution.flow_graph`), by networkx's :data:`FLOW_FUNC`; only the output nodes ``rows`` (default
-    all), the other rows NaN.
+    through the layer graph of capacities ``A_tilde (n_layers, L, L)``; only the output nodes
+    ``rows`` (default all), the other rows NaN.
 
     One maximum-flow problem per pair (i, j), as Abnar & Zuidema define flow (their code,
     ``compute_flows``): a super-source or super-sink would give only a row's total, not each input's
-    share. Per output node the graph is cut to the nodes it reaches (a causal or windowed mask leaves
-    out the later / farther tokens; an input it never reaches gets 0) and its residual network is
-    built once for the row's L problems (each call resets the flows). The maximum flow's value is
-    unique, so the algorithm changes the time only (the test compares with a hand-written
-    Edmonds–Karp and with the reference's preflow-push)."""
-    import networkx as nx  # type: ignore[import-untyped]  # loaded only when flow runs: it is slow to import
-    from networkx.algorithms import flow as nxflow  # type: ignore[import-untyped]
-
-    func = getattr(nxflow, FLOW_FUNC)
-    g = flow_graph(A_tilde, layer)
-    n = A_tilde.shape[-1]
-    values = np.zeros((n, n))
-    if rows is not None:
-        values[:] = np.nan
-    for i in (range(n) if rows is None else rows):
-        values[i] = 0.0
-        source = (layer + 1, i)
-        sub = g.subgraph(nx.descendants(g, source) | {source})
-        residual = nxflow.build_residual_network(sub, "capacity")
-        for j in range(n):
-            if (0, j) in sub:
-                values[i, j] = nx.maximum_flow_value(sub, source, (0, j), flow_func=func, residual=residual)
-    return values
+    share. Solved by :func:`~attnscope.attribution.maxflow.flow_bounds`; the value is the upper of
+    its two bounds (the float64 capacity of a minimum cut of the floored graph), at most
+    (edges in that cut)·2⁻³⁰ above the true maximum flow and in practice equal to it (the tests
+    compare with networkx's preflow-push and a hand-written Edmonds–Karp)."""
+    return flow_bounds(A_tilde, layer, rows)[1]
 
 
 def flow(model, text: str, *, layer: Optional[int] = None, target=None, stack: Optional[str] = None,
          max_tokens: int = FLOW_MAX_TOKENS, rows: Optional[Sequence[int]] = None) -> Attribution:
     """Attention flow up to ``layer`` (default the last): the maximum flow from each output node of
     ``layer`` to each input token through the layer graph with capacities Ã (:func:`flow_values`,
-    networkx's maximum flow in float64), each row normalised to sum 1. ``per_layer`` = the
-    capacities Ã (n_layers, L, L); ``details["values"]`` the unnormalised flows.
+    SciPy's maximum flow with a stated bound), each row normalised to sum 1. ``per_layer`` = the
+    capacities Ã (n_layers, L, L); ``details["values"]`` the unnormalised flows;
+    ``details["bound"]`` the largest distance, over the pairs computed, between the two bounds the
+    true maximum flow lies between (a float; values are the upper bound: see
+    :mod:`~attnscope.attribution.maxflow`).
 
     It is slow (L² max-flow problems): texts longer than ``max_tokens`` (default
     :data:`FLOW_MAX_TOKENS`) are refused. ``rows``: only these output positions (negative ones count
@@ -184,29 +188,26 @@ def flow(model, text: str, *, layer: Optional[int] = None, target=None, stack: O
     per token a row, where the full matrix takes L a row for every row."""
     _no_target("flow", target)
     layer = _last(model, layer)
-    tokens, W = layer_weights(model, text, stack)  # (n_layers, H, L, L)
+    tokens, means = head_means(model, text, stack)  # (n_layers, L, L)
     if len(tokens) > max_tokens:
         raise error(InputError, "errors.attribution_flow_long", n=len(tokens), max_tokens=max_tokens)
-    n = len(tokens)
-    if rows is not None:
-        if isinstance(rows, (str, bytes)) or not all(isinstance(r, int) and not isinstance(r, bool) and -n <= r < n
-                                                     for r in rows):
-            raise error(InputError, "errors.attribution_flow_rows", rows=repr(rows), n=n, last=n - 1)
-        rows = sorted({r % n for r in rows})
-    A_tilde = residual_attention(W.mean(dim=1))  # (n_layers, L, L)
-    values = flow_values(A_tilde.detach().to("cpu", torch.float64).numpy(), layer, rows)  # (L, L)
+    rows = normalise_rows(rows, len(tokens))
+    A_tilde = residual_attention_(means)  # (n_layers, L, L)
+    lower, values = flow_bounds(A_tilde.detach().to("cpu", torch.float64).numpy(), layer, rows)  # (L, L) each
+    done = ~np.isnan(values)
+    bound = float((values - lower)[done].max(initial=0.0))
     sums = values.sum(axis=-1, keepdims=True)  # (L, 1); NaN for a row not computed
     scores = np.divide(values, sums, out=np.where(np.isnan(sums), np.nan, 0.0) * np.ones_like(values),
                        where=sums > 0)  # a row of zeros stays zeros, a row not computed NaN
 
     def back(a: np.ndarray) -> Tensor:
-        return torch.from_numpy(a).to(device=W.device, dtype=W.dtype)  # (L, L)
+        return torch.from_numpy(a).to(device=A_tilde.device, dtype=A_tilde.dtype)  # (L, L)
 
     return Attribution("flow", "tokens", tokens, back(scores), per_layer=A_tilde, layer=layer,
                        meaning="the maximum flow from output position i after this layer to input token j "
                                "through the layer graph with capacities ½·A + ½·I, as a share of row i's "
                                "total flow (each row sums to 1)",
-                       details={"values": back(values), "rows": rows})
+                       details={"values": back(values), "rows": rows, "bound": bound})
 
 
 register_method(AttributionMethod(

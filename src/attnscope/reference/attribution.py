@@ -4,6 +4,11 @@ model's traced weights, here on plain arrays — feed them the float64 weights o
 :func:`attnscope.reference_model.forward` (:func:`mean_weights`) for the reference twin.
 
 Row i = the output position, column j = the input token, as everywhere in attnscope.
+
+Attention flow here is networkx's preflow-push on float64 capacities: an algorithm and a library
+independent of :mod:`attnscope.attribution.maxflow` (SciPy's Dinic on integers), which the tests
+compare it with. networkx is in attnscope's ``test`` extra only; without it :func:`flow_graph` and
+:func:`attention_flow` raise one InputError saying so.
 """
 
 from __future__ import annotations
@@ -42,14 +47,21 @@ def rollout(A_tilde: Array) -> Array:
     return out
 
 
+def _networkx():
+    """The networkx package, or one InputError saying how to install it."""
+    try:
+        import networkx  # type: ignore[import-untyped]  # no inline types; stubs are a separate package
+    except ImportError:
+        raise error(InputError, "errors.reference_flow_networkx") from None
+    return networkx
+
+
 def flow_graph(A_tilde: Array, layer: int):
     """The layer graph of attention flow as a ``networkx.DiGraph``: node ``(l, i)`` = token i
     entering layer l (``l = 0``: the input tokens), ``(l + 1, i)`` its output; edge
     ``(l + 1, i) → (l, j)`` with capacity Ã_l[i, j] for layers 0 … ``layer`` (zero capacities,
     e.g. a causal or windowed mask, have no edge)."""
-    import networkx as nx  # type: ignore[import-untyped]  # no inline types; stubs are a separate package
-
-    g = nx.DiGraph()
+    g = _networkx().DiGraph()
     n = A_tilde.shape[-1]
     for l in range(layer + 1):
         g.add_nodes_from((l, i) for i in range(n))
@@ -69,13 +81,12 @@ def attention_flow(A_tilde: Array, layer: int) -> tuple[Array, Array]:
     ``values`` divided by its sum, as the authors' code does (samiraabnar/attention_flow,
     ``compute_flows``, with the same graph; a row of zeros stays zeros). The maximum flow is unique,
     so the algorithm (theirs: Edmonds–Karp) changes only the time, not the values."""
+    nx = _networkx()
     from networkx.algorithms.flow import build_residual_network, maximum_flow_value, preflow_push  # type: ignore[import-untyped]
 
     A_tilde = np.asarray(A_tilde, dtype=np.float64)
     if not 0 <= layer < A_tilde.shape[0]:
         raise error(InputError, "errors.reference_flow_layer", layer=layer, n=A_tilde.shape[0])
-    import networkx as nx
-
     g = flow_graph(A_tilde, layer)
     n = A_tilde.shape[-1]
     values = np.zeros((n, n))
