@@ -108,10 +108,11 @@ def hf_forward(name: str, model, text: str) -> Optional[Callable[[], object]]:
     from attnscope.models.packages import package_model_path
 
     transformers.logging.set_verbosity_error()
-    if MODELS[name] is None:
+    package = MODELS[name]
+    if package is None:
         hf = transformers.AutoModel.from_pretrained(str(default_model_path()), attn_implementation="sdpa").eval()
     else:
-        path = package_model_path(MODELS[name])
+        path = package_model_path(package)
         hf = transformers.AutoModel.from_pretrained(str(path.parent), gguf_file=path.name,
                                                     attn_implementation="sdpa").eval()
     batch = model.encode(text)
