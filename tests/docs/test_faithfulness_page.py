@@ -88,3 +88,31 @@ def test_the_page_quotes_the_reports():
         assert res["command"] in page, f"the page does not give the command of {path.parent.name}"
         for line in ROW.finditer(report):
             assert line.group(0) in page, line.group(0)
+
+
+def named(report: str, start: str) -> list[str]:
+    """The methods of the verdict line that starts with ``start`` ([] when there is no such line)."""
+    line = re.search(rf"^- {re.escape(start)}.*?: (`.*)\.$", report, re.M)
+    return re.findall(r"`(\w+)`", line.group(1)) if line else []
+
+
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.parent.name)
+def test_verdict_names_the_methods_at_and_below_chance(path):
+    """ρ's interval reaching 0 is "no better than chance", wholly below 0 "worse than chance"; the
+    same against the random ranking's comprehensiveness (paired on the texts both ran on)."""
+    res = json.loads(path.read_text(encoding="utf-8"))
+    report = (path.parent / "report.md").read_text(encoding="utf-8")
+    compared = [m for m in res["methods"] if m not in ("leave_one_out", "random")]
+    seed, n = res["seed"], res["resamples"]
+    rho = {m: interval(per_method(res, m)["rho"], seed, n) for m in compared}
+    pt, full = res["per_text"], res["per_text"]["full"]
+
+    def comp(m: str, i: int) -> float:
+        return float(np.mean([full[i] - x for x in pt["methods"][m]["deleted"][i]]))
+    rand = pt["methods"]["random"]["deleted"]
+    vs_random = {m: interval([comp(m, i) - comp("random", i) for i, d in enumerate(pt["methods"][m]["deleted"])
+                              if d is not None and rand[i] is not None], seed, n) for m in compared}
+    for at, below, want in (("No better than chance by ρ", "Worse than chance by ρ", rho),
+                            ("Comprehensiveness not above the random", "Comprehensiveness below the random", vs_random)):
+        assert named(report, at) == [m for m in compared if want[m][1] <= 0 <= want[m][2]], at
+        assert named(report, below) == [m for m in compared if want[m][2] < 0], below
