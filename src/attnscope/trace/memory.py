@@ -23,10 +23,12 @@ layer computes and frees rather than with what is kept. Its estimate is
 
 (the bytes one replayed layer gives, fitted from the same probes; the one matrix is ``scaled``,
 over which such a trace writes ``masked`` and ``weights``: :func:`attnscope.kernels.dense.steps`).
-The 0.2 is measured, not derived: peak resident memory in a fresh process above the loaded model against the kept bytes,
-SmolLM2 at 128/256/512 tokens 49.9/150.0/403.8 MiB (estimate +5/−7/+4 %; the median of three
-runs, 256 moving from 128 to 162 MiB between them), MiniLM at 256/512 35.4/110.9 MiB (−6/−2 %);
-tests/trace/test_memory.py holds both formulas to 20 %.
+The 0.2 is measured, not derived: peak resident memory in a fresh process above the loaded model,
+after one plain forward of the same length (the matrix kernels' work space, about 2-6 MiB kept for
+the process's life, belongs to the model, not to the trace), the median of three runs:
+SmolLM2 at 128/256/512 tokens 47.4/152.9/402.9 MiB (estimate +11/−9/+4 %), MiniLM at
+200/256/384/512 23.3/34.2/65.8/108.0 MiB (−4/−3/0/+1 %); a single run moves by up to ±10 %
+(glibc's heap keeps the holes a trace leaves). tests/trace/test_memory.py holds both formulas to 20 %.
 """
 
 from __future__ import annotations
