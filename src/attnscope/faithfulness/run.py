@@ -36,7 +36,8 @@ from .verdict import verdict
 
 CORPUS = "builtin:python-docs"
 #: methods a run takes when none are named: every registered one but attention flow (one maximum-flow
-#: problem per pair of tokens: about 15 s of one CPU thread a text of 24 tokens on MiniLM), and the random control
+#: problem per pair of tokens: about 3-4 s of one CPU thread a text of 48 tokens on MiniLM, some 30 min
+#: more for a run of 500 texts), and the random control
 DEFAULT_METHODS = tuple(m for m in METHODS if m != "flow") + (RANDOM,)
 
 
