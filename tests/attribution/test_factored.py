@@ -1,7 +1,8 @@
 """The factored attention block (attnscope.attribution.factored) against the float64 loop of
 test_norm_alti (each layer's block rerun per source token from the weights): its written-out parts
-and output, and GlobEnc's and ALTI's matrices read in chunks of three columns (several chunks a
-layer; in Gemma 3's window-6 layers and the causal ones a chunk's rows start after 0 or end before L),
+and output, and GlobEnc's and ALTI's matrices read in chunks of three columns by five rows (several chunks a
+layer; in Gemma 3's window-6 layers and the causal ones a chunk's rows start after 0 or end before L,
+and a block of rows no column of a chunk reaches is skipped),
 and through the written-out path (a recipe whose attention reads mixed tokens would take it)."""
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def test_factored_blocks_in_chunks_are_the_definitions(models, name):
         assert np.abs(D.sum(1) - y).max() < 2e-5 * max(1.0, np.abs(y).max())
         assert np.abs(f64(block.total()) - y).max() < 2e-5 * max(1.0, np.abs(y).max())
         want = reference(T, y)
-        got = FA.block_matrices(block, ("globenc", "alti"), elements=3 * L * d)  # 3 columns a chunk
+        # 3 columns a chunk by blocks of 5 rows: several row blocks, some skipped in causal layers
+        got = FA.block_matrices(block, ("globenc", "alti"), elements=15 * d, rows=5)
         for m in ("globenc", "alti"):
             np.testing.assert_allclose(normalised(got[m]), want[m], atol=2e-5, err_msg=f"{name} layer {i} {m}")
 

@@ -18,8 +18,8 @@ read from its input's. The steps keep that form:
 * ``same``: itself; ``add``: own and bias add, the terms stand side by side (K₁ + K₂);
 * a norm, linearised with row i's own statistics as in :func:`.decompose.norm_terms` — LayerNorm
   ``v ↦ γ ⊙ (v − mean v) / σ_i``, RMSNorm ``v ↦ (offset + w) ⊙ v / rms_i``: the centring and γ act
-  on each vector alone (own, bias and every ``G[g, j]``), and ``1/σ_i`` is one number for row i,
-  which joins row i of W; β joins the bias;
+  on each vector alone (own, bias and every ``G[g, j]`` — through its factor ``O`` when it has
+  one), and ``1/σ_i`` is one number for row i, which joins the rows' scale of W; β joins the bias;
 * attention with the traced weights α on a K = 0 input (own a, bias b): ``W = α`` and
   ``G[h, j] = (a_j W_V^h) W_O^h`` (query head h reads k/v head h // group); ``Σ_h α^h (b W_V^h +
   b_V^h) W_O^h + b_O`` joins the bias (a bias the same in every row — zero, or a LayerNorm's β —
@@ -29,8 +29,9 @@ read from its input's. The steps keep that form:
 Attention on a value that already mixes tokens (no registered recipe has one) is not of this form:
 that layer is walked in full by :func:`.decompose.decompose_layer` (:class:`Written`).
 
-:func:`block_matrices` then takes ``T`` a chunk of columns (source tokens j) at a time (about
-:data:`CHUNK_ELEMENTS` floats): one batched product over the rows that can be nonzero — the chunk's
+:func:`block_matrices` then writes W and G once in the layout its products read (the factors
+applied: :func:`column_major`) and takes ``T`` a chunk of columns (source tokens j) by a block of
+rows at a time (about :data:`CHUNK_ELEMENTS` floats): one batched product over the rows that can be nonzero — the chunk's
 own tokens and the rows whose W reaches them (a causal or windowed layer's other tokens give
 ``T_i(x_j) = 0`` exactly, so GlobEnc's norm and ALTI's ``‖y_i‖₁ − ‖y_i − 0‖₁`` are 0 there) — and
 both norms are read while the chunk is in cache; the residual's own part (the diagonal) is added
@@ -60,27 +61,46 @@ Tensor = torch.Tensor
 #: 2^18 56 (half the ops of 2^17), 2^19 63.
 CHUNK_ELEMENTS = 1 << 18
 
+#: rows i per chunk: the ``y[rows]`` a chunk subtracts stays small beside ``T`` (MiniLM at 510
+#: tokens, one thread: ``T − y`` over a whole column 29 ms a layer, over 128-row blocks 17 ms).
+ROW_BLOCK = 128
+
 
 @dataclass(frozen=True)
 class Factored:
     """One step as ``δ_ij own_i + Σ_g W[g, i, j] G[g, j]`` plus ``bias_i`` (module docstring), and its
-    ``value``: the parts summed — the step as the model computed it, read from the trace."""
+    ``value``: the parts summed — the step as the model computed it, read from the trace.
+
+    Two factors are kept apart until :func:`block_matrices` writes them in the layout it reads (so
+    a norm costs O(L + K·r·d), not another pass over ``(K, L, L)`` and ``(K, L, d)``): ``rows``, a
+    scale of every W's row i (a norm's 1/σ_i), and ``O``: with it, ``G[g, j]`` is ``G[g, j] @ O[g]``
+    (the attention's value vectors through its W_O^h, with a later norm's centring and γ in O)."""
 
     own: Tensor    # (L, d)
     bias: Tensor   # (L, d)
     W: Tensor      # (K, L, L)
-    G: Tensor      # (K, L, d)
+    G: Tensor      # (K, L, d), or (K, L, r) with O
     value: Tensor  # (L, d)
+    rows: Optional[Tensor] = None  # (L,): W[g, i, j] is W[g, i, j]·rows[i]
+    O: Optional[Tensor] = None     # (K, r, d)
 
     def total(self) -> Tensor:
         """The step's value, every part summed: (L, d)."""
         return self.value
 
+    def weights(self) -> Tensor:
+        """W with its rows' scale: (K, L, L)."""
+        return self.W if self.rows is None else self.W * self.rows[None, :, None]
+
+    def vectors(self) -> Tensor:
+        """G with O applied: (K, L, d)."""
+        return self.G if self.O is None else torch.bmm(self.G, self.O)
+
     def written(self) -> Tensor:
         """The same step as :mod:`.decompose` writes it: (L, L + 1, d)."""
         L, d = self.own.shape
         D = self.own.new_zeros(L, L + 1, d)
-        D[:, :L] = torch.einsum("gij,gjd->ijd", self.W, self.G)  # (L, L, d)
+        D[:, :L] = torch.einsum("gij,gjd->ijd", self.weights(), self.vectors())  # (L, L, d)
         idx = torch.arange(L, device=D.device)
         D[idx, idx] += self.own
         D[:, L] = self.bias
@@ -131,25 +151,27 @@ def no_terms(x: Tensor) -> tuple[Tensor, Tensor]:
 
 def add(a: Factored, b: Factored, value: Tensor) -> Factored:
     """Two steps summed (``value`` their traced sum): own and bias add, the terms of both kept (K_a + K_b)."""
+    own, bias = a.own + b.own, a.bias + b.bias
     if not a.W.shape[0]:
-        W, G = b.W, b.G
-    elif not b.W.shape[0]:
-        W, G = a.W, a.G
-    else:
-        W, G = torch.cat([a.W, b.W]), torch.cat([a.G, b.G])  # (K_a + K_b, L, ·)
-    return Factored(a.own + b.own, a.bias + b.bias, W, G, value)
+        return Factored(own, bias, b.W, b.G, value, b.rows, b.O)
+    if not b.W.shape[0]:
+        return Factored(own, bias, a.W, a.G, value, a.rows, a.O)
+    W = torch.cat([a.weights(), b.weights()])  # (K_a + K_b, L, L)
+    return Factored(own, bias, W, torch.cat([a.vectors(), b.vectors()]), value)  # G (K_a + K_b, L, d)
 
 
 def norm(a: Factored, module, value: Tensor) -> Factored:
     """``module`` linearised with each row's statistics of its input ``a.value`` (module docstring);
-    ``value`` its traced output."""
+    ``value`` its traced output. The row scale joins ``rows`` and the per-vector map joins ``O``
+    (or G without one): ``(v O − mean(v O)) ⊙ γ = v ((O − mean O) ⊙ γ)``, each row of O a vector."""
     s = a.value  # (L, d): the norm's input
     dt = s.dtype
     if hasattr(module, "offset"):  # attnscope's RMSNorm: v / rms(s_i) · (offset + w)
         g = module.offset + module.weight.to(dt)  # (d,)
         r = torch.rsqrt(s.pow(2).mean(-1) + module.eps)  # (L,): 1 / rms_i
         row = g * r[:, None]  # (L, d)
-        return Factored(a.own * row, a.bias * row, a.W * r[None, :, None], a.G * g, value)
+        G, O = (a.G * g, None) if a.O is None else (a.G, a.O * g)
+        return Factored(a.own * row, a.bias * row, a.W, G, value, r if a.rows is None else a.rows * r, O)
     if not isinstance(module, torch.nn.LayerNorm):
         raise error(InputError, "errors.attribution_norm_kind", norm=type(module).__name__)
     # (L,): 1 / σ_i; the variance in two passes (torch.var's kernel is ~8× slower on a (L, d) row block here)
@@ -162,7 +184,8 @@ def norm(a: Factored, module, value: Tensor) -> Factored:
     bias = centred(a.bias).mul_(r[:, None])  # (L, d)
     if module.bias is not None:
         bias += module.bias.to(dt)
-    return Factored(centred(a.own).mul_(r[:, None]), bias, a.W * r[None, :, None], centred(a.G), value)
+    G, O = (centred(a.G), None) if a.O is None else (a.G, centred(a.O))
+    return Factored(centred(a.own).mul_(r[:, None]), bias, a.W, G, value, r if a.rows is None else a.rows * r, O)
 
 
 def attention(a: Factored, attn, weights: Tensor, value: Tensor) -> Factored:
@@ -178,7 +201,8 @@ def attention(a: Factored, attn, weights: Tensor, value: Tensor) -> Factored:
     def heads(v: Tensor) -> Tensor:  # (N, H_kv·d_head) → (N, H, d_head): query head h reads k/v head h // group
         v = v.reshape(v.shape[0], Hkv, dh)
         return v if group == 1 else v.repeat_interleave(group, dim=1)
-    G = torch.einsum("jhc,ehc->hje", heads(a.own @ W_V.T), W_Oh)  # (H, L, d): G[h, j] = (a_j W_V^h) W_O^h
+    # G[h, j] = (a_j W_V^h) W_O^h kept as two factors: (H, L, d_head) and O[h] = W_O^h (H, d_head, d)
+    G, O = heads(a.own @ W_V.T).transpose(0, 1), W_Oh.permute(1, 2, 0).detach()  # a view of W_O
     b = a.bias[:1]  # (1, d)
     if bool((a.bias == b).all()):  # one bias for every row (0, or a LayerNorm's β): Σ_k α_ik b = (Σ_k α_ik) b
         vb = b @ W_V.T if b_V is None else b @ W_V.T + b_V.to(dt)  # (1, H_kv·d_head)
@@ -190,7 +214,7 @@ def attention(a: Factored, attn, weights: Tensor, value: Tensor) -> Factored:
         bias = z.reshape(L, H * dh) @ attn.W_O.weight.to(dt).T  # (L, d)
     if attn.W_O.bias is not None:
         bias = bias + attn.W_O.bias.to(dt)
-    return Factored(torch.zeros_like(a.own), bias, w, G, value)
+    return Factored(torch.zeros_like(a.own), bias, w, G, value, None, O)
 
 
 @torch.no_grad()
@@ -237,14 +261,37 @@ def reach(W: Tensor) -> tuple[list[int], list[int]]:
     return first.tolist(), stop.tolist()
 
 
-def block_matrices(block: Block, methods: tuple[str, ...], elements: Optional[int] = None) -> dict[str, Tensor]:
+def column_major(block: Factored) -> tuple[Tensor, Tensor]:
+    """W and G in the layout each column j's product reads, the rows' scale and O applied on the way:
+    ``Wc (K, L_j, L_i)`` (its ``permute(1, 2, 0)[j]`` is column j's (L_i × K) matrix, strides (1, L²):
+    a transposed operand BLAS reads as it is) and ``Gt (L_j, K, d)``. One pass over each: transposing
+    W whole (K before the rows, a 2-D transpose per head) costs about half of moving K innermost."""
+    K, L, _ = block.W.shape
+    d = block.own.shape[1]
+    Wc = block.W.new_empty(K, L, L)
+    if block.rows is None:
+        Wc.copy_(block.W.transpose(1, 2))
+    else:
+        torch.mul(block.W.transpose(1, 2), block.rows, out=Wc)  # [g, j, i] = W[g, i, j]·rows[i]
+    if block.O is None:
+        return Wc, block.G.transpose(0, 1).contiguous()
+    Gt = block.G.new_empty(L, K, d)
+    for g in range(K):  # each head's (L, r)·(r, d) product written straight into its strided slot
+        torch.mm(block.G[g], block.O[g], out=Gt[:, g])
+    return Wc, Gt
+
+
+@torch.no_grad()
+def block_matrices(block: Block, methods: tuple[str, ...], elements: Optional[int] = None,
+                   rows: int = ROW_BLOCK) -> dict[str, Tensor]:
     """``{"globenc": ‖T_i(x_j)‖₂, "alti": max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)}`` (those in ``methods``),
-    (L, L) each, rows not normalised; y = ``block.total()`` (bias included). ``T`` is made a chunk of
-    columns j at a time (about ``elements`` floats, default :data:`CHUNK_ELEMENTS` per torch thread —
-    each core has its own L2 — at least one column; only the rows those columns reach) in one buffer,
-    reused: a fresh one a chunk costs its pages again. Columns, not rows: each
-    column's ``G[:, j]`` is read by one small matrix product (L_i × K)·(K × d) a layer, and the chunk's
-    results land in whole rows of the column-major results."""
+    (L, L) each, rows not normalised; y = ``block.total()`` (bias included). ``T`` is made a chunk at
+    a time in one buffer, reused (a fresh one a chunk costs its pages again): ``rows`` rows i (default
+    :data:`ROW_BLOCK`) by as many columns j as fit in about ``elements`` floats (default
+    :data:`CHUNK_ELEMENTS` per torch thread — each core has its own L2 — at least one column), and only
+    the rows those columns reach. Columns, not rows, batch the product: each column's ``G[:, j]`` is
+    read by one small matrix product (rows × K)·(K × d), and the chunk's results land in whole rows of
+    the column-major results; a block of rows keeps the ``y`` each chunk subtracts small."""
     y = block.total()  # (L, d)
     L, d = y.shape
     y1 = y.abs().sum(-1)  # (L,) ‖y_i‖₁, summed as ‖y_i − T‖₁ is below: T = 0 gives 0, not rounding noise
@@ -253,30 +300,35 @@ def block_matrices(block: Block, methods: tuple[str, ...], elements: Optional[in
     dist = y1.expand(L, L).clone() if "alti" in methods else None
     if elements is None:  # fewer, larger chunks with more threads: each small op wakes them all
         elements = CHUNK_ELEMENTS * torch.get_num_threads()
-    cols = max(1, elements // (L * d))
-    buf = y.new_empty(cols * L * d)
+    n = max(1, min(rows, L))
+    cols = max(1, elements // (n * d))
+    buf = y.new_empty(cols * n * d)
     if isinstance(block, Written):
         first, stop = [0] * L, [L] * L
-        Wt = Gt = buf
+        At = Gt = Wd = buf
     else:
-        first, stop = reach(block.W.transpose(-1, -2))  # per column j, the rows i it reaches
-        Wt = block.W.permute(2, 1, 0).contiguous()  # (L_j, L_i, K): for each column j, a (rows × K) matrix
-        Gt = block.G.transpose(0, 1).contiguous()  # (L_j, K, d): copied once here, not by each chunk's bmm
-    for a in range(0, L, cols):
-        b = min(L, a + cols)
-        lo, hi = min(first[a:b] + [a]), max(stop[a:b] + [b])
-        T = buf[:(b - a) * (hi - lo) * d].view(b - a, hi - lo, d)  # (c, n, d): [j - a, i - lo] = T_i(x_j)
-        if isinstance(block, Written):
-            T.copy_(block.D[lo:hi, a:b].transpose(0, 1))
-        else:  # the residual's own part (j = i) is left out here: the diagonal is made below
-            torch.bmm(Wt[a:b, lo:hi], Gt[a:b], out=T)
-        if norms is not None:
-            torch.linalg.vector_norm(T, 2, dim=-1, out=norms[a:b, lo:hi])  # (c, n)
-        if dist is not None:  # ‖y_i − T_i(x_j)‖₁ (the sign flipped: the same)
-            torch.sum(T.sub_(y[lo:hi]).abs_(), -1, out=dist[a:b, lo:hi])  # (c, n)
+        Wc, Gt = column_major(block)
+        first, stop = reach(Wc)  # per column j, the rows i it reaches
+        At = Wc.permute(1, 2, 0)  # (L_j, L_i, K)
+        Wd = Wc.diagonal(dim1=1, dim2=2).T.unsqueeze(1)  # (L, 1, K): the diagonal's weights Wc[:, i, i]
+    for r0 in range(0, L, n):
+        r1 = min(L, r0 + n)
+        for a in range(0, L, cols):
+            b = min(L, a + cols)
+            lo, hi = max(r0, min(first[a:b] + [a])), min(r1, max(stop[a:b] + [b]))
+            if lo >= hi:
+                continue
+            T = buf[:(b - a) * (hi - lo) * d].view(b - a, hi - lo, d)  # (c, m, d): [j - a, i - lo] = T_i(x_j)
+            if isinstance(block, Written):
+                T.copy_(block.D[lo:hi, a:b].transpose(0, 1))
+            else:  # the residual's own part (j = i) is left out here: the diagonal is made below
+                torch.bmm(At[a:b, lo:hi], Gt[a:b], out=T)
+            if norms is not None:
+                torch.linalg.vector_norm(T, 2, dim=-1, out=norms[a:b, lo:hi])  # (c, m)
+            if dist is not None:  # ‖y_i − T_i(x_j)‖₁ (the sign flipped: the same)
+                torch.sum(T.sub_(y[lo:hi]).abs_(), -1, out=dist[a:b, lo:hi])  # (c, m)
     if isinstance(block, Factored):  # the diagonal with the residual's own part: T_i(x_i), (L, d)
-        # (K, L, 1) · (K, L, d) summed over K: einsum("gi,gid->id") would be L one-row bmms, each copied
-        Td = (block.W.diagonal(dim1=1, dim2=2).unsqueeze(-1) * block.G).sum(0) + block.own
+        Td = torch.bmm(Wd, Gt)[:, 0] + block.own  # (L, 1, K)·(L, K, d): one batched product
         idx = torch.arange(L, device=y.device)
         if norms is not None:
             norms[idx, idx] = torch.linalg.vector_norm(Td, 2, dim=-1)
