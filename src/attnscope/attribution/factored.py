@@ -195,18 +195,19 @@ def attention(a: Factored, attn, weights: Tensor, value: Tensor) -> Factored:
     L, dt, group = a.own.shape[0], a.own.dtype, attn.n_heads // attn.n_kv_heads
     W_V, b_V = DC.value_weights(attn)
     W_V = W_V.to(dt)  # (H_kv·d_head, d)
-    W_Oh = attn.W_O.weight.to(dt).reshape(-1, H, dh)  # (d, H, d_head)
+    # O[h] = W_O^h (H, d_head, d), written contiguous: ops on the strided view of W_O (a permute of
+    # (d, H·d_head)) ran ~10× slower than on the copy (MiniLM/128: 6 ms a layer for a (12, 1, 32)·(12, 32, 384) bmm)
+    O = attn.W_O.weight.detach().to(dt).T.contiguous().view(H, dh, -1)
     w = weights.to(dt)  # (H, L, L)
 
     def heads(v: Tensor) -> Tensor:  # (N, H_kv·d_head) → (N, H, d_head): query head h reads k/v head h // group
         v = v.reshape(v.shape[0], Hkv, dh)
         return v if group == 1 else v.repeat_interleave(group, dim=1)
-    # G[h, j] = (a_j W_V^h) W_O^h kept as two factors: (H, L, d_head) and O[h] = W_O^h (H, d_head, d)
-    G, O = heads(a.own @ W_V.T).transpose(0, 1), W_Oh.permute(1, 2, 0).detach()  # a view of W_O
+    G = heads(a.own @ W_V.T).transpose(0, 1)  # (H, L, d_head): G[h, j] @ O[h] = (a_j W_V^h) W_O^h
     b = a.bias[:1]  # (1, d)
     if bool((a.bias == b).all()):  # one bias for every row (0, or a LayerNorm's β): Σ_k α_ik b = (Σ_k α_ik) b
         vb = b @ W_V.T if b_V is None else b @ W_V.T + b_V.to(dt)  # (1, H_kv·d_head)
-        per_head = torch.einsum("hc,ehc->he", heads(vb)[0], W_Oh)  # (H, d): (b W_V^h + b_V^h) W_O^h
+        per_head = torch.bmm(heads(vb)[0][:, None], O)[:, 0]  # (H, d): (b W_V^h + b_V^h) W_O^h
         bias = w.sum(-1).T @ per_head  # (L, d)
     else:
         vb = a.bias @ W_V.T if b_V is None else a.bias @ W_V.T + b_V.to(dt)  # (L, H_kv·d_head)
@@ -264,21 +265,16 @@ def reach(W: Tensor) -> tuple[list[int], list[int]]:
 def column_major(block: Factored) -> tuple[Tensor, Tensor]:
     """W and G in the layout each column j's product reads, the rows' scale and O applied on the way:
     ``Wc (K, L_j, L_i)`` (its ``permute(1, 2, 0)[j]`` is column j's (L_i × K) matrix, strides (1, L²):
-    a transposed operand BLAS reads as it is) and ``Gt (L_j, K, d)``. One pass over each: transposing
-    W whole (K before the rows, a 2-D transpose per head) costs about half of moving K innermost."""
+    a transposed operand BLAS reads as it is) and ``Gt (L_j, K, d)``, a view of G (K, L, d) (column
+    j's (K × d) matrix with row stride L·d, read as it is too). One pass over each: transposing W
+    whole (a 2-D transpose per head) costs about half of moving K innermost."""
     K, L, _ = block.W.shape
-    d = block.own.shape[1]
     Wc = block.W.new_empty(K, L, L)
     if block.rows is None:
         Wc.copy_(block.W.transpose(1, 2))
     else:
         torch.mul(block.W.transpose(1, 2), block.rows, out=Wc)  # [g, j, i] = W[g, i, j]·rows[i]
-    if block.O is None:
-        return Wc, block.G.transpose(0, 1).contiguous()
-    Gt = block.G.new_empty(L, K, d)
-    for g in range(K):  # each head's (L, r)·(r, d) product written straight into its strided slot
-        torch.mm(block.G[g], block.O[g], out=Gt[:, g])
-    return Wc, Gt
+    return Wc, block.vectors().transpose(0, 1)  # vectors(): one bmm (K, L, r)·(K, r, d) with O
 
 
 @torch.no_grad()
