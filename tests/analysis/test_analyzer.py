@@ -127,3 +127,38 @@ def test_the_callers_thread_count_is_kept(minilm, corpus):
     before = torch.get_num_threads()
     analyze(corpus, minilm, lanes=2, batch_size=4, importance_texts=0, progress=False)
     assert torch.get_num_threads() == before
+
+
+def test_an_unpadded_batch_runs_without_the_mask_and_the_same_bits(minilm):
+    """A batch without padding is run with no mask (its all-ones mask would only cost the
+    explicit kernel a pass over every layer's scores): the model is called with None, and the
+    sums are those of the weights of a forward given the mask, bit for bit. A padded batch still
+    hands its mask over."""
+    import attnscope.analysis.analyzer as A
+    from attnscope.analysis.stats import attention_sums, batch_context
+
+    enc = TextEncoder(minilm.tokenizer, 10)  # every text is longer: all cut to 10 tokens, no padding
+    tb = enc.pad(enc.encode([Text(i, t, "") for i, t in enumerate(TEXTS[:4])]))
+    padded = TextEncoder(minilm.tokenizer, 64)
+    tp = padded.pad(padded.encode([Text(i, t, "") for i, t in enumerate(TEXTS[:4])]))
+    assert bool(tb.attention_mask.all()) and not bool(tp.attention_mask.all())
+    masks: list = []
+    spy = minilm.register_forward_pre_hook(lambda mod, args: masks.append(args[1]))
+    lane = A._Lane(minilm, attention_sums)
+    opt = StatOptions()
+    try:
+        with torch.no_grad(), minilm.hooks({A.WEIGHTS: lane.on_weights}):
+            got, _ = lane.run(tb, opt)
+            lane.run(tp, opt)
+    finally:
+        spy.remove()
+    assert masks[0] is None and torch.equal(masks[1], tp.attention_mask)
+    weights: list = []
+    with torch.no_grad(), minilm.hooks({A.WEIGHTS: lambda w, name: weights.append(w.clone())}):
+        minilm(tb.input_ids, tb.attention_mask, torch.zeros_like(tb.input_ids))  # the mask given
+    ctx = batch_context(tb.attention_mask, tb.kinds, opt)
+    assert [layer for layer, _ in got] == list(range(6))
+    for (layer, sums), w in zip(got, weights):
+        want = attention_sums(w, context=ctx)
+        for stat, (s, c) in sums.items():
+            assert torch.equal(s, want[stat][0]) and torch.equal(c, want[stat][1]), (layer, stat)

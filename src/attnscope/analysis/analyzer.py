@@ -82,7 +82,11 @@ class _Lane:
         self.sums = []
         try:
             batch = as_model_batch(tb, m.device)
-            m(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # (B, L, d); the hooks reduce
+            # Without padding the mask changes nothing but the kernel's path: the explicit one adds
+            # it to every layer's scores (a pass over the L×L matrices; + 0 keeps every bit), the
+            # fused one takes a masked form. Left out, as transformers leaves out an all-ones mask.
+            model_mask = None if bool(mask.all()) else batch.attention_mask
+            m(batch.input_ids, model_mask, batch.token_type_ids)  # (B, L, d); the hooks reduce
             return self.sums, uniform_distance_sums(mask, kinds, options)  # the same for every head
         finally:
             self.context, self.sums = None, []
