@@ -1,6 +1,9 @@
 """Time and peak memory of a full trace against transformers, per sequence length, each point in a fresh process.
 
-    python benchmarks/scaling.py [--model smollm2-135m|minilm] [--lengths 512 2048 4096] [--repeat 5 3 1] [--rounds 3]
+    python benchmarks/scaling.py [--model smollm2-135m minilm] [--lengths 512 2048 4096] [--repeat 9 3 1] [--rounds 3]
+
+With no ``--model`` it runs SmolLM2-135M at 512, 2,048 and 4,096 tokens and MiniLM at 128 and 512 —
+every point of issue 26's time and memory targets — in one run, and prints whether each model met them.
 
 For every length L, ``--rounds`` rounds; in each round every side runs in a new Python process
 (the sides' order rotates from round to round) that loads the model, builds one text of exactly
@@ -159,42 +162,29 @@ def draw(model: str, lengths: list[int], results: dict, path: str) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> int:
-    print(bench_env.describe())
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="smollm2-135m", help="smollm2-135m, gemma-3-270m or minilm (the default model)")
-    ap.add_argument("--lengths", type=int, nargs="+", default=None,
-                    help="token counts (default: 512 2048 4096 for decoders, 128 512 for MiniLM)")
-    ap.add_argument("--repeat", type=int, nargs="+", default=[3],
-                    help="timed calls per process after the first: one number for every length, or one per length")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="rounds per length; each runs every side in a fresh process, the order rotated")
-    ap.add_argument("--json", help="also write the points to this JSON file")
-    ap.add_argument("--plot", help="also draw time and peak memory per L (log-log) into this PNG/SVG")
-    args = ap.parse_args(argv)
-    lengths = args.lengths or ([128, 512] if args.model == "minilm" else [512, 2048, 4096])
-    if len(args.repeat) not in (1, len(lengths)):
-        ap.error(f"--repeat takes one number or one per length ({len(lengths)}), not {len(args.repeat)}")
-    repeats = dict(zip(lengths, args.repeat * len(lengths) if len(args.repeat) == 1 else args.repeat))
-    results: dict[str, dict[int, dict]] = {s: {} for s in SIDES}
-    time_ratio: dict[int, dict] = {}
-    for L in lengths:
-        point_rounds = rounds_of(args.model, L, repeats[L], args.rounds)
-        time_ratio[L] = point_rounds.pop("ratio")
-        for s in SIDES:
-            results[s][L] = point_rounds[s]
-    print(f"\n{args.model}: time (s) and peak memory above the loaded model (MiB), medians over "
-          f"{args.rounds} rounds of one fresh process per side; time ratio = median of the rounds' ratios")
+DEFAULT_REPEAT = {"minilm": [30, 20]}  # short calls: more of them, so one process's median is steady
+TIME_TARGET, MEMORY_TARGET = 1.1, 1.2  # issue 26
+
+
+def report(model: str, lengths: list[int], rounds: int, results: dict, time_ratio: dict) -> bool:
+    """Print one model's table and exponents; True when every point meets both targets."""
+    print(f"\n{model}: time (s) and peak memory above the loaded model (MiB), medians over "
+          f"{rounds} rounds of one fresh process per side; time ratio = median of the rounds' ratios")
     print(f"{'L':>6s} " + " ".join(f"{LABELS[s] + ' s':>26s} {'MiB':>7s}" for s in SIDES)
           + f" {'time ratio':>11s} {'memory ratio':>13s}")
+    met = True
     for L in lengths:
         cells = []
         ok = all("error" not in results[s][L] for s in SIDES) and time_ratio[L]["time"] is not None
         for s in SIDES:
             r = results[s][L]
             cells.append(f"{'error':>26s} {'':>7s}" if "error" in r else f"{r['seconds']:26.3f} {r['peak'] / 2**20:7.0f}")
-        ratios = (f" {time_ratio[L]['time']:11.3f}"
-                  f" {results['attnscope'][L]['peak'] / max(results['eager'][L]['peak'], 1):13.3f}") if ok else ""
+        ratios = ""
+        if ok:
+            memory = results["attnscope"][L]["peak"] / max(results["eager"][L]["peak"], 1)
+            ratios = f" {time_ratio[L]['time']:11.3f} {memory:13.3f}"
+            met = met and time_ratio[L]["time"] <= TIME_TARGET and memory <= MEMORY_TARGET
+        met = met and ok
         print(f"{L:6d} " + " ".join(cells) + ratios)
     if len(lengths) > 1:
         print("\nfitted exponent (time ∝ L^k, peak ∝ L^k):")
@@ -203,15 +193,66 @@ def main(argv=None) -> int:
             if len(good) > 1:
                 print(f"  {LABELS[s]:24s} time k = {slope(good, [results[s][L]['seconds'] for L in good]):.2f}, "
                       f"peak k = {slope(good, [max(results[s][L]['peak'], 1) for L in good]):.2f}")
-    print("\nratios: attnscope full trace / transformers eager with attentions and hidden states "
-          "(issue 26's targets: time ≤ 1.1, memory ≤ 1.2)")
-    if args.plot:
-        draw(args.model, lengths, results, args.plot)
+    return met
+
+
+def per_model_path(path: str, model: str, several: bool) -> str:
+    """``path`` itself for one model; for several, the model's name before the suffix."""
+    if not several:
+        return path
+    stem, dot, suffix = path.rpartition(".")
+    return f"{stem}-{model}.{suffix}" if dot else f"{path}-{model}"
+
+
+def main(argv=None) -> int:
+    print(bench_env.describe())
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", nargs="+", default=["smollm2-135m", "minilm"],
+                    help="one or more of smollm2-135m, gemma-3-270m, minilm (default: smollm2-135m minilm, "
+                         "issue 26's points in one run)")
+    ap.add_argument("--lengths", type=int, nargs="+", default=None,
+                    help="token counts, one model only (default: 512 2048 4096 for decoders, 128 512 for MiniLM)")
+    ap.add_argument("--repeat", type=int, nargs="+", default=None,
+                    help="timed calls per process after the first: one number for every length, or one per "
+                         "length (default: 9 3 1 for decoders' default lengths, 30 20 for MiniLM's, else 3)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds per length; each runs every side in a fresh process, the order rotated")
+    ap.add_argument("--json", help="also write the points to this JSON file")
+    ap.add_argument("--plot", help="also draw time and peak memory per L (log-log) into this PNG/SVG "
+                                   "(with several models, one file each: the model's name before the suffix)")
+    args = ap.parse_args(argv)
+    if args.lengths and len(args.model) > 1:
+        ap.error("--lengths applies to one model; give one --model")
+    several = len(args.model) > 1
+    everything: dict[str, dict] = {}
+    verdicts: dict[str, bool] = {}
+    for model in args.model:
+        lengths = args.lengths or ([128, 512] if model == "minilm" else [512, 2048, 4096])
+        repeat = args.repeat or (DEFAULT_REPEAT.get(model, [9, 3, 1]) if not args.lengths else [3])
+        if len(repeat) not in (1, len(lengths)):
+            ap.error(f"--repeat takes one number or one per length ({len(lengths)}), not {len(repeat)}")
+        repeats = dict(zip(lengths, repeat * len(lengths) if len(repeat) == 1 else repeat))
+        results: dict[str, dict[int, dict]] = {s: {} for s in SIDES}
+        time_ratio: dict[int, dict] = {}
+        for L in lengths:
+            point_rounds = rounds_of(model, L, repeats[L], args.rounds)
+            time_ratio[L] = point_rounds.pop("ratio")
+            for s in SIDES:
+                results[s][L] = point_rounds[s]
+        verdicts[model] = report(model, lengths, args.rounds, results, time_ratio)
+        if args.plot:
+            draw(model, lengths, results, per_model_path(args.plot, model, several))
+        everything[model] = {"rounds": args.rounds, "repeat": repeats,
+                             "time_ratio": {str(L): v for L, v in time_ratio.items()},
+                             "points": {s: {str(L): r for L, r in v.items()} for s, v in results.items()}}
+    print(f"\nratios: attnscope full trace / transformers eager with attentions and hidden states "
+          f"(issue 26's targets: time ≤ {TIME_TARGET}, memory ≤ {MEMORY_TARGET})")
+    print("targets met at every point of this run: "
+          + ", ".join(f"{m} {'yes' if ok else 'NO'}" for m, ok in verdicts.items())
+          + f"; load average at the end {os.getloadavg()[0]:.2f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"model": args.model, "env": bench_env.describe(), "rounds": args.rounds, "repeat": repeats,
-                       "time_ratio": {str(L): v for L, v in time_ratio.items()},
-                       "points": {s: {str(L): r for L, r in v.items()} for s, v in results.items()}}, f, indent=1)
+            json.dump({"env": bench_env.describe(), "models": everything}, f, indent=1)
     return 0
 
 
