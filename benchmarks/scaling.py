@@ -163,13 +163,17 @@ def draw(model: str, lengths: list[int], results: dict, path: str) -> None:
 
 
 DEFAULT_REPEAT = {"minilm": [30, 20]}  # short calls: more of them, so one process's median is steady
+# SmolLM2's 512-token point is the cheapest and the noisiest: one side's median moved 1.0-2.7 s between
+# fresh processes while in one process trace and eager stayed within 1.0-1.2 s; more rounds there
+DEFAULT_ROUNDS = {"minilm": [5, 5]}
 TIME_TARGET, MEMORY_TARGET = 1.1, 1.2  # issue 26
 
 
-def report(model: str, lengths: list[int], rounds: int, results: dict, time_ratio: dict) -> bool:
+def report(model: str, lengths: list[int], rounds: dict[int, int], results: dict, time_ratio: dict) -> bool:
     """Print one model's table and exponents; True when every point meets both targets."""
     print(f"\n{model}: time (s) and peak memory above the loaded model (MiB), medians over "
-          f"{rounds} rounds of one fresh process per side; time ratio = median of the rounds' ratios")
+          f"{'/'.join(str(rounds[L]) for L in lengths)} rounds (per L) of one fresh process per side; "
+          "time ratio = median of the rounds' ratios")
     print(f"{'L':>6s} " + " ".join(f"{LABELS[s] + ' s':>26s} {'MiB':>7s}" for s in SIDES)
           + f" {'time ratio':>11s} {'memory ratio':>13s}")
     met = True
@@ -215,8 +219,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, nargs="+", default=None,
                     help="timed calls per process after the first: one number for every length, or one per "
                          "length (default: 9 3 1 for decoders' default lengths, 30 20 for MiniLM's, else 3)")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="rounds per length; each runs every side in a fresh process, the order rotated")
+    ap.add_argument("--rounds", type=int, nargs="+", default=None,
+                    help="rounds per length, one number or one per length; each runs every side in a fresh "
+                         "process, the order rotated (default: 7 3 3 for decoders' default lengths, 5 5 for "
+                         "MiniLM's, else 3)")
     ap.add_argument("--json", help="also write the points to this JSON file")
     ap.add_argument("--plot", help="also draw time and peak memory per L (log-log) into this PNG/SVG "
                                    "(with several models, one file each: the model's name before the suffix)")
@@ -229,20 +235,23 @@ def main(argv=None) -> int:
     for model in args.model:
         lengths = args.lengths or ([128, 512] if model == "minilm" else [512, 2048, 4096])
         repeat = args.repeat or (DEFAULT_REPEAT.get(model, [9, 3, 1]) if not args.lengths else [3])
-        if len(repeat) not in (1, len(lengths)):
-            ap.error(f"--repeat takes one number or one per length ({len(lengths)}), not {len(repeat)}")
+        rounds = args.rounds or (DEFAULT_ROUNDS.get(model, [7, 3, 3]) if not args.lengths else [3])
+        for name, given in (("--repeat", repeat), ("--rounds", rounds)):
+            if len(given) not in (1, len(lengths)):
+                ap.error(f"{name} takes one number or one per length ({len(lengths)}), not {len(given)}")
         repeats = dict(zip(lengths, repeat * len(lengths) if len(repeat) == 1 else repeat))
+        rounds_at = dict(zip(lengths, rounds * len(lengths) if len(rounds) == 1 else rounds))
         results: dict[str, dict[int, dict]] = {s: {} for s in SIDES}
         time_ratio: dict[int, dict] = {}
         for L in lengths:
-            point_rounds = rounds_of(model, L, repeats[L], args.rounds)
+            point_rounds = rounds_of(model, L, repeats[L], rounds_at[L])
             time_ratio[L] = point_rounds.pop("ratio")
             for s in SIDES:
                 results[s][L] = point_rounds[s]
-        verdicts[model] = report(model, lengths, args.rounds, results, time_ratio)
+        verdicts[model] = report(model, lengths, rounds_at, results, time_ratio)
         if args.plot:
             draw(model, lengths, results, per_model_path(args.plot, model, several))
-        everything[model] = {"rounds": args.rounds, "repeat": repeats,
+        everything[model] = {"rounds": rounds_at, "repeat": repeats,
                              "time_ratio": {str(L): v for L, v in time_ratio.items()},
                              "points": {s: {str(L): r for L, r in v.items()} for s, v in results.items()}}
     print(f"\nratios: attnscope full trace / transformers eager with attentions and hidden states "
