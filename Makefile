@@ -53,7 +53,7 @@ run: install
 	$(BIN)/attnscope explain --example three-tokens
 	$(BIN)/attnscope explain --text "我喜欢人工智能" --token 喜欢 --model multilingual-e5-small --lang zh
 	$(BIN)/attnscope explain --text "$(SENTENCE)" --layer 2 --head 3 --token cat
-	$(BIN)/attnscope view "$(SENTENCE)" -o attention.html
+	$(BIN)/attnscope view "$(SENTENCE)" -o attention.html --overwrite  # the main job rewrites its own page when run again
 	@echo "Open attention.html in a browser (it works offline)."
 
 # Chromium first (the browser tests need it): installed when it is missing and this user may (root,
