@@ -1,6 +1,6 @@
 """Time and peak memory of a full trace against transformers, per sequence length, each point in a fresh process.
 
-    python benchmarks/scaling.py [--model smollm2-135m minilm] [--lengths 512 2048 4096] [--repeat 9 3 1] [--rounds 3]
+    python benchmarks/scaling.py [--model smollm2-135m minilm] [--lengths 512 2048 4096] [--repeat 9 3 1] [--rounds 7 3 3]
 
 With no ``--model`` it runs SmolLM2-135M at 512, 2,048 and 4,096 tokens and MiniLM at 128 and 512 —
 every point of issue 26's time and memory targets — in one run, and prints whether each model met them.
@@ -162,10 +162,12 @@ def draw(model: str, lengths: list[int], results: dict, path: str) -> None:
     plt.close(fig)
 
 
-DEFAULT_REPEAT = {"minilm": [30, 20]}  # short calls: more of them, so one process's median is steady
-# SmolLM2's 512-token point is the cheapest and the noisiest: one side's median moved 1.0-2.7 s between
-# fresh processes while in one process trace and eager stayed within 1.0-1.2 s; more rounds there
-DEFAULT_ROUNDS = {"minilm": [5, 5]}
+# Per model with its default lengths: (lengths, calls per process, rounds). MiniLM's calls are short, so
+# more of them keep one process's median steady; a decoder's 512-token point is the cheapest and the
+# noisiest (one side's median moved 1.0-2.7 s between fresh processes while in one process trace and
+# eager stayed within 1.0-1.2 s), so it gets more rounds.
+DEFAULTS = {"minilm": ([128, 512], [30, 20], [5, 5])}
+DECODER_DEFAULTS = ([512, 2048, 4096], [9, 3, 1], [7, 3, 3])
 TIME_TARGET, MEMORY_TARGET = 1.1, 1.2  # issue 26
 
 
@@ -233,14 +235,15 @@ def main(argv=None) -> int:
     everything: dict[str, dict] = {}
     verdicts: dict[str, bool] = {}
     for model in args.model:
-        lengths = args.lengths or ([128, 512] if model == "minilm" else [512, 2048, 4096])
-        repeat = args.repeat or (DEFAULT_REPEAT.get(model, [9, 3, 1]) if not args.lengths else [3])
-        rounds = args.rounds or (DEFAULT_ROUNDS.get(model, [7, 3, 3]) if not args.lengths else [3])
-        for name, given in (("--repeat", repeat), ("--rounds", rounds)):
-            if len(given) not in (1, len(lengths)):
-                ap.error(f"{name} takes one number or one per length ({len(lengths)}), not {len(given)}")
-        repeats = dict(zip(lengths, repeat * len(lengths) if len(repeat) == 1 else repeat))
-        rounds_at = dict(zip(lengths, rounds * len(lengths) if len(rounds) == 1 else rounds))
+        default_lengths, default_repeat, default_rounds = DEFAULTS.get(model, DECODER_DEFAULTS)
+        lengths = args.lengths or default_lengths
+        per_length: dict[str, dict[int, int]] = {}
+        for name, given, default in (("--repeat", args.repeat, default_repeat), ("--rounds", args.rounds, default_rounds)):
+            values = given or (default if not args.lengths else [3])
+            if len(values) not in (1, len(lengths)):
+                ap.error(f"{name} takes one number or one per length ({len(lengths)}), not {len(values)}")
+            per_length[name] = dict(zip(lengths, values * len(lengths) if len(values) == 1 else values))
+        repeats, rounds_at = per_length["--repeat"], per_length["--rounds"]
         results: dict[str, dict[int, dict]] = {s: {} for s in SIDES}
         time_ratio: dict[int, dict] = {}
         for L in lengths:
