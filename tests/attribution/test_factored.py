@@ -7,9 +7,13 @@ and through the written-out path (a recipe whose attention reads mixed tokens wo
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
+import torch
 
+import attnscope.threads as threads
 from attnscope.attribution import decompose as DC
 from attnscope.attribution import factored as FA
 from tests.attribution.test_norm_alti import TEXT, forward_f64, parts_np, rows
@@ -86,3 +90,31 @@ def test_causal_rows_reach_only_earlier_columns(models):
         assert stop == list(range(1, L + 1))
         if window is not None:
             assert first == [max(0, i - window + 1) for i in range(L)]
+
+
+@pytest.mark.parametrize("name", ["minilm", "gemma3"])
+def test_the_layers_run_side_by_side_in_lanes_with_the_same_matrices(models, name, monkeypatch):
+    """With two torch threads ``model.attribute`` reads its layers in two lanes (one core each);
+    every layer's matrix is still the float64 definition's."""
+    model = models[name]
+    ran_in: list[str] = []
+    real = FA.block_matrices
+
+    def spy(*args, **kw):
+        ran_in.append(threading.current_thread().name)
+        return real(*args, **kw)
+    monkeypatch.setattr(FA, "block_matrices", spy)
+    f = forward_f64(model)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        got = {m: model.attribute(TEXT, m).per_layer for m in ("globenc", "alti")}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    n = len(got["alti"])
+    assert len(ran_in) == 2 * n and all(t.startswith(threads.LANE_PREFIX) for t in ran_in)
+    for i in range(n):
+        want = reference(*parts_np(model, i, f))
+        for m in ("globenc", "alti"):
+            np.testing.assert_allclose(f64(got[m][i]), want[m], atol=2e-5, err_msg=f"{name} layer {i} {m}")

@@ -18,8 +18,8 @@ def test_parallel_equals_sequential(monkeypatch):
     seq = [BW.blockwise_attention(q, k, v, mask, causal=c, scoring="cosine", return_lse=True) for c in (False, True)]
     seq_w = BW.attention_weights(q, k, mask, heads=[1, 0], queries=slice(0, 1500))
     used = []
-    real = tile_pools.tile_pool
-    monkeypatch.setattr(tile_pools, "tile_pool", lambda n: used.append(n) or real(n))
+    real = tile_pools.lane_pool
+    monkeypatch.setattr(tile_pools, "lane_pool", lambda n: used.append(n) or real(n))
     try:
         torch.set_num_threads(2)
         par = [BW.blockwise_attention(q, k, v, mask, causal=c, scoring="cosine", return_lse=True) for c in (False, True)]
@@ -34,21 +34,3 @@ def test_parallel_equals_sequential(monkeypatch):
         torch.testing.assert_close(o2, o1, rtol=0, atol=1e-6)
         torch.testing.assert_close(l2, l1, rtol=0, atol=1e-5)
     torch.testing.assert_close(par_w, seq_w, rtol=0, atol=1e-7)
-
-
-
-def test_a_forked_child_does_not_reuse_the_parents_workers(monkeypatch):
-    """After fork the child has the parent's pool objects but not their threads; a changed pid
-    makes it start its own (simulated: a real fork after OpenMP ran hangs inside libgomp itself,
-    plain matmuls included, before attnscope is involved)."""
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(2)
-        first = tile_pools.tile_pool(2)
-        assert tile_pools.tile_pool(2) is first
-        monkeypatch.setattr(tile_pools, "POOL_PID", -1)
-        second = tile_pools.tile_pool(2)
-        assert second is not first and tile_pools.POOL_PID > 0
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)

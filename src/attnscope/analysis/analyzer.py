@@ -27,10 +27,10 @@ import torch
 
 from ..errors import ConfigError
 from ..i18n import error
+from ..threads import one_thread
 from .accumulate import StatsAccumulator
 from .decoder_heads import causal_attention_sums
 from .importance import as_model_batch
-from .passes import one_thread
 from .replica import replicate
 from .stats import BatchContext, StatOptions, attention_sums, batch_context, stats_dtype, uniform_distance_sums
 

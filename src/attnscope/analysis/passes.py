@@ -1,5 +1,5 @@
 """The passes of :mod:`.stats` over each layer's weights, and what makes them cheap on a CPU:
-buffers kept per thread and single-threaded workers.
+buffers kept per thread (the single-threaded workers are :func:`attnscope.threads.lane_pool`'s).
 
 :func:`chunk_passes` reads the weights of a few texts seven times (the entropy's clamp, log,
 multiply and nansum, the row maximum, two matrix products; six without masked keys, where the clamp
@@ -10,10 +10,7 @@ in :func:`.stats.attention_sums`.
 from __future__ import annotations
 
 import math
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Optional
 
 import torch
 
@@ -44,48 +41,6 @@ NEAR = 2.0**-6
 
 #: Largest buffer kept per name and thread for the next call.
 KEEP_BYTES = 64 * 2**20
-
-
-_POOLS: dict = {}
-_POOL_LOCK = threading.Lock()
-
-
-def one_thread() -> None:
-    """Make the calling thread's torch ops run on one thread, whatever the process's setting.
-
-    torch sets a thread's OpenMP thread count from the process's setting lazily, at the thread's
-    first op; asking for the count first does that now, so that the 1 set after it sticks (a set
-    before it would be undone once the process's setting is restored)."""
-    torch.get_num_threads()
-    torch.set_num_threads(1)
-
-
-def worker_pool(n: int) -> Optional[ThreadPoolExecutor]:
-    """n threads whose torch ops each run on one thread (None for n = 1, or without OpenMP).
-
-    The statistics are many small ops; split over torch's own threads, each op ends in an OpenMP
-    barrier, which on a shared machine costs more than the arithmetic. OpenMP keeps its thread
-    count per thread, so workers set theirs to 1 and the caller's stays as it was (restored once
-    every worker has started, since the first set also moves the process default).
-    """
-    if n <= 1 or "OpenMP" not in torch.__config__.parallel_info():
-        return None
-    with _POOL_LOCK:
-        key = (os.getpid(), n)  # a forked child has the dict but not the threads
-        if key not in _POOLS:
-            before = torch.get_num_threads()
-            started = threading.Barrier(n + 1)
-
-            def init() -> None:
-                one_thread()
-                started.wait()
-            pool = ThreadPoolExecutor(n, thread_name_prefix="attnscope-stats", initializer=init)
-            for _ in range(n):  # start all n now, so that the barrier is reached
-                pool.submit(lambda: None)
-            started.wait()
-            torch.set_num_threads(before)
-            _POOLS[key] = pool
-        return _POOLS[key]
 
 
 def unique_max_at(w: Tensor, row_max: Tensor, near_prev: Tensor, near_next: Tensor) -> tuple[Tensor, Tensor]:

@@ -50,7 +50,8 @@ import torch
 
 from ..errors import ShapeError, fmt_shape
 from ..i18n import error
-from .passes import NEAR, buffer, chunk_passes, kept_sum, unique_max_at, worker_pool
+from ..threads import lane_pool
+from .passes import NEAR, buffer, chunk_passes, kept_sum, unique_max_at
 
 Tensor = torch.Tensor
 
@@ -265,7 +266,7 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     def chunk(b: int) -> None:
         _chunk_passes(w[b:b + step], by_offset, key_rows[b:b + step], ent[b:b + step], row_max[b:b + step],
                       offs[b:b + step], mass[b:b + step], zeros=ctx.masked_keys)
-    pool = worker_pool(torch.get_num_threads()) if dev.type == "cpu" and len(starts) > 1 else None
+    pool = lane_pool(torch.get_num_threads()) if dev.type == "cpu" and len(starts) > 1 else None
     if pool is None:
         for b in starts:
             chunk(b)
