@@ -15,8 +15,9 @@ round each side of a group runs once, back to back, the first one rotating (benc
 a ratio is the median over rounds of the two sides' times in the same round, printed for the wall
 clock and for the process's CPU time (all threads; it moves less with a shared machine's load). Groups:
 
-* rollout vs ``weights trace``: ``model.trace(text, names=[every layer's attn.weights])`` — what
-  rollout traces; target rollout / weights trace ≤ 1.1;
+* rollout vs ``weights trace``: ``model.trace(text, names=[every layer's attn.weights])`` — the
+  pass that gives the weights rollout reads (rollout averages them over the heads in a hook as the
+  pass runs, keeping nothing); target rollout / weights trace ≤ 1.1;
 * ``forward`` (``model.run(text)``: tokenizer and attnscope's forward, hidden states) vs ALTI and
   GlobEnc (``model.attribute(text, "alti"|"globenc")``); target alti / forward ≤ 3.0; with
   transformers installed, its SDPA forward of the same ids is printed beside (``--no-hf``: not);

@@ -172,3 +172,18 @@ def test_bad_text_is_one_clear_error(minilm):
 def test_a_text_without_tokens_is_one_clear_error(tiny):
     with pytest.raises(InputError, match="no tokens"):
         tiny("gpt2").attribute("", "rollout")
+
+
+def test_layers_whose_weights_never_reach_the_hook_are_named(tiny, monkeypatch):
+    """Rollout averages each layer's weights in a hook as the pass runs; a model whose layers never
+    hand their weights to it gets one error naming those layers, never uninitialised numbers."""
+    model = tiny("gpt2")
+    real = type(model).trace
+
+    def hooks_for_layer_0_only(self, texts, *args, hooks=None, **kw):
+        fn = next(iter(hooks.values()))
+        return real(self, texts, *args, hooks={"layers.0.attn.weights": fn}, **kw)
+    monkeypatch.setattr(type(model), "trace", hooks_for_layer_0_only)
+    n = model.config.n_layers
+    with pytest.raises(InputError, match=f"layers {', '.join(map(str, range(1, n)))} passed no attention weights"):
+        model.attribute(TEXT, "rollout")
