@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test test-fast chromium install install-test install-test-deps clean
+.PHONY: run test test-fast chromium cc install install-test install-test-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -66,19 +66,23 @@ run: install
 # DIR/real-models and DIR/rest (tests/memory_report.py; docs/guide/architecture.md gives the numbers).
 PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile
 MEMORY_REPORT = $(if $(ATTNSCOPE_MEMORY_REPORT),ATTNSCOPE_MEMORY_REPORT=$(ATTNSCOPE_MEMORY_REPORT)/$(1),)
-test: chromium install-test
+test: chromium cc install-test
 	$(call MEMORY_REPORT,real-models) $(PYTEST) -m real_model; first=$$?; \
 	$(call MEMORY_REPORT,rest) $(PYTEST) -m "not real_model"; rest=$$?; \
 	test $$first -eq 0 -a $$rest -eq 0
 
 # The inner loop: every test but those that load a model package (SmolLM2, Gemma, …) or drive
-# Chromium (the marks are put on by rule: tests/marks.py); needs neither, only `.[test]` and the
+# Chromium (the marks are put on by rule: tests/marks.py); needs neither, only a C compiler, `.[test]` and the
 # default model that `make install` brings.
-test-fast: install-test-deps
+test-fast: cc install-test-deps
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not real_model and not browser"
 
 chromium:
 	@bash tools/ensure_chromium.sh
+
+# A C compiler (the compiled-loop tests build attnscope's pair loop with it), installed likewise.
+cc:
+	@bash tools/ensure_cc.sh
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

@@ -132,6 +132,9 @@ class Guard:
 
     def __init__(self, prefixes: tuple[str, ...] | None = None):
         self.prefixes = _package_prefixes() if prefixes is None else prefixes
+        from attnscope.cache import kernels_dir
+
+        self.exempt = str(kernels_dir()) + os.sep  # compiled loops (attribution), not model files
         self.names = set(_package_words()[0])
         self.item = None
         self.hits: dict[str, str] = {}
@@ -145,13 +148,13 @@ class Guard:
             if isinstance(path, int):
                 return
             p = os.path.abspath(os.fsdecode(path))
-            if p.startswith(self.prefixes) and "real_model" not in self.hits:
+            if p.startswith(self.prefixes) and not p.startswith(self.exempt) and "real_model" not in self.hits:
                 self.hits["real_model"] = f"opens {p}"
             return
         argv = [os.fsdecode(a) for a in (args[1] if isinstance(args[1], (list, tuple)) else [args[1]])
                 if isinstance(a, (str, bytes, os.PathLike))]
         words = {w for a in argv for w in a.replace("=", " ").split()}
-        if words & self.names or any(a.startswith(self.prefixes) for a in argv):
+        if words & self.names or any(a.startswith(self.prefixes) and not a.startswith(self.exempt) for a in argv):
             self.hits.setdefault("real_model", f"runs {' '.join(argv)[:200]}")
         if any("playwright" in a and "driver" in a for a in argv[:2]):
             self.hits.setdefault("browser", "starts Playwright (Chromium)")

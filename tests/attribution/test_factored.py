@@ -1,9 +1,9 @@
 """The factored attention block (attnscope.attribution.factored) against the float64 loop of
 test_norm_alti (each layer's block rerun per source token from the weights): its written-out parts
-and output, and GlobEnc's and ALTI's matrices read in chunks of three columns by five rows (several chunks a
-layer; in Gemma 3's window-6 layers and the causal ones a chunk's rows start after 0 or end before L,
-and a block of rows no column of a chunk reaches is skipped),
-and through the written-out path (a recipe whose attention reads mixed tokens would take it)."""
+and output, and GlobEnc's and ALTI's matrices (attnscope.attribution.pairs) by the compiled loop and by torch ops
+in chunks of three columns by five rows (several chunks a layer; in Gemma 3's window-6 layers and
+the causal ones a chunk's rows start after 0 or end before L, and a block of rows no column of a
+chunk reaches is skipped), and through the written-out path (a recipe whose attention reads mixed tokens would take it)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import torch
 import attnscope.threads as threads
 from attnscope.attribution import decompose as DC
 from attnscope.attribution import factored as FA
+from attnscope.attribution import pair_norms as PN
+from attnscope.attribution import pairs as PA
 from tests.attribution.test_norm_alti import TEXT, forward_f64, parts_np, rows
 
 NAMES = ["minilm", "llama_gqa", "gemma3", "olmo2", "t5", "gpt2"]
@@ -40,8 +42,9 @@ def normalised(m) -> np.ndarray:
     return rows(f64(m))
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["torch", "compiled"])
 @pytest.mark.parametrize("name", NAMES)
-def test_factored_blocks_in_chunks_are_the_definitions(models, name):
+def test_factored_blocks_in_chunks_are_the_definitions(models, name, compiled):
     model = models[name]
     stack = DC.stack_of(model, "the test")
     tr = model.trace(TEXT, names=FA.trace_names(stack), **stack.trace_kw)  # only what the walk reads
@@ -57,8 +60,12 @@ def test_factored_blocks_in_chunks_are_the_definitions(models, name):
         assert np.abs(D.sum(1) - y).max() < 2e-5 * max(1.0, np.abs(y).max())
         assert np.abs(f64(block.total()) - y).max() < 2e-5 * max(1.0, np.abs(y).max())
         want = reference(T, y)
-        # 3 columns a chunk by blocks of 5 rows: several row blocks, some skipped in causal layers
-        got = FA.block_matrices(block, ("globenc", "alti"), elements=15 * d, rows=5)
+        if compiled:  # the compiled loop (built here: the tests need a C compiler, as users of it do)
+            assert PN.compiler() is not None, "no C compiler: install cc/gcc (or set CC) to test the compiled loop"
+            assert PN.library(block.W.shape[0]) is not None, PN.last_failure
+            got = PA.block_matrices(block, ("globenc", "alti"))
+        else:  # 3 columns a chunk by blocks of 5 rows: several row blocks, some skipped in causal layers
+            got = PA.block_matrices(block, ("globenc", "alti"), elements=15 * d, rows=5, compiled=False)
         for m in ("globenc", "alti"):
             np.testing.assert_allclose(normalised(got[m]), want[m], atol=2e-5, err_msg=f"{name} layer {i} {m}")
 
@@ -73,7 +80,7 @@ def test_the_written_out_path_is_the_definitions(models, name):
         T, y = parts_np(model, i, f)
         L, d = y.shape
         D = DC.decompose_layer(stack, tr, i)[DC.block_end(DC.recipe_of(stack, i))]
-        got = FA.block_matrices(FA.Written(D), ("globenc", "alti"), elements=2 * L * d)
+        got = PA.block_matrices(FA.Written(D), ("globenc", "alti"), elements=2 * L * d)
         for m, ref in reference(T, y).items():
             np.testing.assert_allclose(normalised(got[m]), ref, atol=2e-5, err_msg=f"{name} layer {i} {m}")
 
@@ -85,7 +92,7 @@ def test_causal_rows_reach_only_earlier_columns(models):
         model = models[name]
         stack = DC.stack_of(model, "the test")
         tr = model.trace(TEXT, names=FA.trace_names(stack))
-        first, stop = FA.reach(FA.walk(stack, tr, 0).W)
+        first, stop = PA.reach(FA.walk(stack, tr, 0).W)
         L = len(first)
         assert stop == list(range(1, L + 1))
         if window is not None:
@@ -98,12 +105,12 @@ def test_the_layers_run_side_by_side_in_lanes_with_the_same_matrices(models, nam
     every layer's matrix is still the float64 definition's."""
     model = models[name]
     ran_in: list[str] = []
-    real = FA.block_matrices
+    real = PA.block_matrices
 
     def spy(*args, **kw):
         ran_in.append(threading.current_thread().name)
         return real(*args, **kw)
-    monkeypatch.setattr(FA, "block_matrices", spy)
+    monkeypatch.setattr(PA, "block_matrices", spy)
     f = forward_f64(model)
     before = torch.get_num_threads()
     torch.set_num_threads(2)

@@ -29,14 +29,7 @@ read from its input's. The steps keep that form:
 Attention on a value that already mixes tokens (no registered recipe has one) is not of this form:
 that layer is walked in full by :func:`.decompose.decompose_layer` (:class:`Written`).
 
-:func:`block_matrices` then writes W and G once in the layout its products read (the factors
-applied: :func:`column_major`) and takes ``T`` a chunk of columns (source tokens j) by a block of
-rows at a time (about :data:`CHUNK_ELEMENTS` floats): one batched product over the rows that can be nonzero — the chunk's
-own tokens and the rows whose W reaches them (a causal or windowed layer's other tokens give
-``T_i(x_j) = 0`` exactly, so GlobEnc's norm and ALTI's ``‖y_i‖₁ − ‖y_i − 0‖₁`` are 0 there) — and
-both norms are read while the chunk is in cache; the residual's own part (the diagonal) is added
-once a layer after the chunks. Memory O(K·L² + K·L·d + CHUNK_ELEMENTS) instead of O(L²·d); float32 as the
-trace, the same formulas as :mod:`.decompose` (the tests compare both with a float64 loop).
+GlobEnc's and ALTI's numbers are read off a walked block by :mod:`.pairs`.
 """
 
 from __future__ import annotations
@@ -49,30 +42,16 @@ import torch
 from ..errors import InputError
 from ..i18n import error
 from ..recipe import INPUT
-from ..threads import map_lanes
 from . import decompose as DC
-from .base import Attribution, AttributionMethod, register_method
-from .norm_methods import last, normalise_rows, trace_one
 
 Tensor = torch.Tensor
-
-#: floats of ``T`` per chunk of columns and torch thread (1 MiB in float32: a thread's share stays in
-#: its core's L2 cache, 2.5 MiB on the project's machine, while both norms read it); MiniLM at 128
-#: tokens, one thread, ALTI's six layers (CPU time, min of 7, loaded machine): 2^15 66 ms, 2^16 66, 2^17 56,
-#: 2^18 56 (half the ops of 2^17), 2^19 63.
-CHUNK_ELEMENTS = 1 << 18
-
-#: rows i per chunk: the ``y[rows]`` a chunk subtracts stays small beside ``T`` (MiniLM at 510
-#: tokens, one thread: ``T − y`` over a whole column 29 ms a layer, over 128-row blocks 17 ms).
-ROW_BLOCK = 128
-
 
 @dataclass(frozen=True)
 class Factored:
     """One step as ``δ_ij own_i + Σ_g W[g, i, j] G[g, j]`` plus ``bias_i`` (module docstring), and its
     ``value``: the parts summed — the step as the model computed it, read from the trace.
 
-    Two factors are kept apart until :func:`block_matrices` writes them in the layout it reads (so
+    Two factors are kept apart until :func:`.pairs.block_matrices` writes them in the layout it reads (so
     a norm costs O(L + K·r·d), not another pass over ``(K, L, L)`` and ``(K, L, d)``): ``rows``, a
     scale of every W's row i (a norm's 1/σ_i), and ``O``: with it, ``G[g, j]`` is ``G[g, j] @ O[g]``
     (the attention's value vectors through its W_O^h, with a later norm's centring and γ in O)."""
@@ -111,7 +90,7 @@ class Factored:
 @dataclass(frozen=True)
 class Written:
     """A block's end written in full, ``D (L, L + 1, d)`` (:func:`.decompose.decompose_layer`), read
-    through the same two calls as a :class:`Factored` by :func:`block_matrices`."""
+    through the same two calls as a :class:`Factored` by :func:`.pairs.block_matrices`."""
 
     D: Tensor  # (L, L + 1, d)
 
@@ -248,128 +227,3 @@ def walk(stack: DC.Stack, tr, index: int) -> Block:
         if s.name == end:
             return V[end]
     raise error(InputError, "errors.attribution_recipe_end", recipe=repr(recipe.name), end=repr(end))
-
-
-def reach(W: Tensor) -> tuple[list[int], list[int]]:
-    """Per row i, the first and one past the last column j with any ``W[g, i, j] ≠ 0`` or j = i (per
-    column j the rows: ``reach(W.transpose(-1, -2))``)."""
-    L = W.shape[-1]
-    nz = W.abs().amax(0) != 0  # (L, L): a reduction over the outer axis, vectorised along the rows
-    if bool(nz.all()):  # every pair (a bidirectional encoder): no search
-        return [0] * L, [L] * L
-    nz.fill_diagonal_(True)
-    first = nz.int().argmax(-1)  # (L,)
-    stop = L - nz.flip(-1).int().argmax(-1)  # (L,)
-    return first.tolist(), stop.tolist()
-
-
-def column_major(block: Factored) -> tuple[Tensor, Tensor]:
-    """W and G in the layout each column j's product reads, the rows' scale and O applied on the way:
-    ``Wc (K, L_j, L_i)`` (its ``permute(1, 2, 0)[j]`` is column j's (L_i × K) matrix, strides (1, L²):
-    a transposed operand BLAS reads as it is) and ``Gt (L_j, K, d)``, a view of G (K, L, d) (column
-    j's (K × d) matrix with row stride L·d, read as it is too). One pass over each: transposing W
-    whole (a 2-D transpose per head) costs about half of moving K innermost."""
-    K, L, _ = block.W.shape
-    Wc = block.W.new_empty(K, L, L)
-    if block.rows is None:
-        Wc.copy_(block.W.transpose(1, 2))
-    else:
-        torch.mul(block.W.transpose(1, 2), block.rows, out=Wc)  # [g, j, i] = W[g, i, j]·rows[i]
-    return Wc, block.vectors().transpose(0, 1)  # vectors(): one bmm (K, L, r)·(K, r, d) with O
-
-
-@torch.no_grad()
-def block_matrices(block: Block, methods: tuple[str, ...], elements: Optional[int] = None,
-                   rows: int = ROW_BLOCK) -> dict[str, Tensor]:
-    """``{"globenc": ‖T_i(x_j)‖₂, "alti": max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)}`` (those in ``methods``),
-    (L, L) each, rows not normalised; y = ``block.total()`` (bias included). ``T`` is made a chunk at
-    a time in one buffer, reused (a fresh one a chunk costs its pages again): ``rows`` rows i (default
-    :data:`ROW_BLOCK`) by as many columns j as fit in about ``elements`` floats (default
-    :data:`CHUNK_ELEMENTS` per torch thread — each core has its own L2 — at least one column), and only
-    the rows those columns reach. Columns, not rows, batch the product: each column's ``G[:, j]`` is
-    read by one small matrix product (rows × K)·(K × d), and the chunk's results land in whole rows of
-    the column-major results; a block of rows keeps the ``y`` each chunk subtracts small."""
-    y = block.total()  # (L, d)
-    L, d = y.shape
-    y1 = y.abs().sum(-1)  # (L,) ‖y_i‖₁, summed as ‖y_i − T‖₁ is below: T = 0 gives 0, not rounding noise
-    # column-major [j, i]; a pair no chunk reaches has T_i(x_j) = 0: norm 0, L1 distance ‖y_i‖₁
-    norms = y.new_zeros(L, L) if "globenc" in methods else None
-    dist = y1.expand(L, L).clone() if "alti" in methods else None
-    if elements is None:  # fewer, larger chunks with more threads: each small op wakes them all
-        elements = CHUNK_ELEMENTS * torch.get_num_threads()
-    n = max(1, min(rows, L))
-    cols = max(1, elements // (n * d))
-    buf = y.new_empty(cols * n * d)
-    if isinstance(block, Written):
-        first, stop = [0] * L, [L] * L
-        At = Gt = Wd = buf
-    else:
-        Wc, Gt = column_major(block)
-        first, stop = reach(Wc)  # per column j, the rows i it reaches
-        At = Wc.permute(1, 2, 0)  # (L_j, L_i, K)
-        Wd = Wc.diagonal(dim1=1, dim2=2).T.unsqueeze(1)  # (L, 1, K): the diagonal's weights Wc[:, i, i]
-    for r0 in range(0, L, n):
-        r1 = min(L, r0 + n)
-        for a in range(0, L, cols):
-            b = min(L, a + cols)
-            lo, hi = max(r0, min(first[a:b] + [a])), min(r1, max(stop[a:b] + [b]))
-            if lo >= hi:
-                continue
-            T = buf[:(b - a) * (hi - lo) * d].view(b - a, hi - lo, d)  # (c, m, d): [j - a, i - lo] = T_i(x_j)
-            if isinstance(block, Written):
-                T.copy_(block.D[lo:hi, a:b].transpose(0, 1))
-            else:  # the residual's own part (j = i) is left out here: the diagonal is made below
-                torch.bmm(At[a:b, lo:hi], Gt[a:b], out=T)
-            if norms is not None:
-                torch.linalg.vector_norm(T, 2, dim=-1, out=norms[a:b, lo:hi])  # (c, m)
-            if dist is not None:  # ‖y_i − T_i(x_j)‖₁ (the sign flipped: the same)
-                torch.sum(T.sub_(y[lo:hi]).abs_(), -1, out=dist[a:b, lo:hi])  # (c, m)
-    if isinstance(block, Factored):  # the diagonal with the residual's own part: T_i(x_i), (L, d)
-        Td = torch.bmm(Wd, Gt)[:, 0] + block.own  # (L, 1, K)·(L, K, d): one batched product
-        idx = torch.arange(L, device=y.device)
-        if norms is not None:
-            norms[idx, idx] = torch.linalg.vector_norm(Td, 2, dim=-1)
-        if dist is not None:
-            dist[idx, idx] = (Td - y).abs().sum(-1)
-    out = {}
-    if norms is not None:
-        out["globenc"] = norms.T.contiguous()  # (L, L), row = i
-    if dist is not None:
-        out["alti"] = (y1[:, None] - dist.T).clamp_(min=0)  # (L, L), row = i
-    return out
-
-
-# ---- the two methods ----------------------------------------------------------------------------
-
-def block_method(name: str, meaning: str):
-    """``globenc`` or ``alti`` (:func:`block_matrices`) of every layer, rows normalised, accumulated by
-    rollout up to ``layer`` (:func:`.decompose.rollout`)."""
-    def compute(model, text: str, *, layer=None, target=None, stack: Optional[str] = None,
-                **options) -> Attribution:
-        DC.check_options(name, options)
-        st = DC.stack_of(model, name, target, stack)
-        tr = trace_one(model, st, text, trace_names(st))
-
-        def layer_matrix(i: int) -> Tensor:  # (L, L)
-            return normalise_rows(block_matrices(walk(st, tr, i), (name,))[name])
-        # the layers side by side, one core each: their ops are small, and split over threads each
-        # waits on a barrier (MiniLM at 510 tokens: slower at 2 threads than at 1)
-        per_layer = torch.stack(map_lanes(layer_matrix, range(st.n_layers), tr[f"{st.prefix}.0.out"].device))
-        lay = last(layer, st)
-        return Attribution(name, "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay), meaning,
-                           per_layer=per_layer, layer=lay)
-    return compute
-
-
-register_method(AttributionMethod(
-    "globenc", "tokens", block_method(
-        "globenc", "the norm of token j's share of position i's output of the attention block "
-        "(residual and norm included), rows summing to 1, accumulated over layers by rollout; larger = more"),
-    "norms of the attention block's per-token parts (residual and LayerNorm included), rolled out over layers",
-    "Modarressi et al. 2022, GlobEnc"))
-register_method(AttributionMethod(
-    "alti", "tokens", block_method(
-        "alti", "how close token j's share brings position i's block output (max(0, ‖y‖₁ − ‖y − "
-        "T(x_j)‖₁)), rows summing to 1, accumulated over layers by rollout; larger = more"),
-    "ALTI: the L1 proximity of each token's share to the block's output, rolled out over layers",
-    "Ferrando et al. 2022, Measuring the Mixing of Contextual Information in the Transformer"))

@@ -10,9 +10,9 @@ layer's own matrix; row i = output position, column j = the layer's input token)
   ``(n_layers, H, L, L)``; ``scores`` = the matrix of ``layer`` (not accumulated: it has no residual);
 * ``globenc`` (Modarressi et al. 2022): ``‖T_i(x_j)‖₂`` of the attention block with its residual and
   norm(s), rows normalised, accumulated by rollout (``M_layer · … · M_0``) — computed and registered
-  in :mod:`.factored` (with this module's helpers);
+  in :mod:`.pairs` (with this module's helpers);
 * ``alti`` (Ferrando et al. 2022): ``c_ij = max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)`` with ``y_i`` the
-  block's output (bias included), rows normalised, accumulated by rollout — in :mod:`.factored`;
+  block's output (bias included), rows normalised, accumulated by rollout — in :mod:`.pairs`;
 * ``value_zeroing`` (Mohebbi et al. 2023): token j's value vectors in layer l set to 0 (every head,
   a hook on ``layers.{l}.attn.v``), the cosine distance of each token i's layer output to the
   original one; rows normalised, accumulated by rollout. Unlike the other three it runs the whole

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from ..cache import cache_dir
 from ..errors import ModelLoadError
 from ..i18n import Msg, error
 
@@ -125,15 +126,6 @@ def model_names() -> list[str]:
 def installed_names() -> list[str]:
     """The names of the model packages whose (first) package is installed here."""
     return [p.name for p in PACKAGES if _package_dir(p.module) is not None]
-
-
-def cache_dir() -> Path:
-    """Where attnscope writes files it derives (Gemma's assembled GGUF)."""
-    env = os.environ.get("ATTNSCOPE_CACHE")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "attnscope"
 
 
 def _package_dir(module: str) -> Optional[Path]:
