@@ -69,11 +69,13 @@ def column_major(block: Factored) -> tuple[Tensor, Tensor]:
     return Wc, block.vectors().transpose(0, 1)  # vectors(): one bmm (K, L, r)·(K, r, d) with O
 
 
-def own_diagonal(block: Factored, Wd: Tensor, Gt: Tensor, y: Tensor, norms: Optional[Tensor],
-                 dist: Optional[Tensor]) -> None:
-    """The diagonal with the residual's own part, ``T_i(x_i)`` (L, d), written into ``norms`` and
-    ``dist`` (column-major, [j, i]): ``Wd (L, 1, K)`` its weights, ``Gt (L, K, d)`` its vectors."""
-    write_diagonal(torch.bmm(Wd, Gt)[:, 0] + block.own, y, norms, dist)  # (L, 1, K)·(L, K, d): one batched product
+def own_share(block: Factored, V: Tensor) -> Tensor:
+    """``T_i(x_i)`` (L, d): the diagonal's share with the residual's own part, from W's diagonal
+    (the rows' scale applied) and ``V = block.vectors()`` (K, L, d) — the same for both paths."""
+    Wd = block.W.diagonal(dim1=1, dim2=2)  # (K, L): W[g, i, i]
+    if block.rows is not None:
+        Wd = Wd * block.rows
+    return (Wd.unsqueeze(-1) * V).sum(0) + block.own  # (L, d)
 
 
 def write_diagonal(Td: Tensor, y: Tensor, norms: Optional[Tensor], dist: Optional[Tensor]) -> None:
@@ -89,7 +91,7 @@ def compiled_pairs(block: Factored, y: Tensor, norms: Optional[Tensor], dist: Op
     """Both results by the compiled loops (:mod:`.pair_norms`: W transposed with each column's reach,
     then the pairs), the diagonal included; False (nothing trusted) where they are not available.
     The rows' scale is applied inside the pair loop, so W is only transposed."""
-    cols = PN.columns(block.W) if PN.usable(y) else None
+    cols = PN.columns(block.W)
     if cols is None:
         return False
     Wc, first, stop = cols  # (K, L_j, L_i), (L_j,), (L_j,)
@@ -97,11 +99,7 @@ def compiled_pairs(block: Factored, y: Tensor, norms: Optional[Tensor], dist: Op
     for out, l1 in ((norms, False), (dist, True)):
         if out is not None and not PN.pair_norms(Wc, V, y, block.rows, first, stop, l1, out):
             return False
-    Wd = Wc.diagonal(dim1=1, dim2=2)  # (K, L): W[g, i, i]
-    if block.rows is not None:
-        Wd = Wd * block.rows
-    Td = (Wd.unsqueeze(-1) * V).sum(0) + block.own  # (L, d): T_i(x_i), the residual's own part with it
-    write_diagonal(Td, y, norms, dist)
+    write_diagonal(own_share(block, V), y, norms, dist)
     return True
 
 
@@ -147,12 +145,11 @@ def torch_pairs(block: Block, y: Tensor, norms: Optional[Tensor], dist: Optional
     buf = y.new_empty(cols * n * d)
     if isinstance(block, Written):
         first, stop = [0] * L, [L] * L
-        At = Gt = Wd = buf
+        At = Gt = buf
     else:
         Wc, Gt = column_major(block)
         first, stop = reach(Wc)  # per column j, the rows i it reaches
         At = Wc.permute(1, 2, 0)  # (L_j, L_i, K)
-        Wd = Wc.diagonal(dim1=1, dim2=2).T.unsqueeze(1)  # (L, 1, K): the diagonal's weights Wc[:, i, i]
     for r0 in range(0, L, n):
         r1 = min(L, r0 + n)
         for a in range(0, L, cols):
@@ -169,8 +166,8 @@ def torch_pairs(block: Block, y: Tensor, norms: Optional[Tensor], dist: Optional
                 torch.linalg.vector_norm(T, 2, dim=-1, out=norms[a:b, lo:hi])  # (c, m)
             if dist is not None:  # ‖y_i − T_i(x_j)‖₁ (the sign flipped: the same)
                 torch.sum(T.sub_(y[lo:hi]).abs_(), -1, out=dist[a:b, lo:hi])  # (c, m)
-    if isinstance(block, Factored):
-        own_diagonal(block, Wd, Gt, y, norms, dist)
+    if isinstance(block, Factored):  # the residual's own part is on the diagonal: made apart
+        write_diagonal(own_share(block, Gt.transpose(0, 1)), y, norms, dist)
 
 
 # ---- the two methods ----------------------------------------------------------------------------

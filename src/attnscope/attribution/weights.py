@@ -96,21 +96,22 @@ def head_means(model, text: str, stack: Optional[str] = None) -> tuple[list[str]
     if int(batch.attention_mask[0].sum()) == 0:
         raise error(InputError, "errors.attribution_no_tokens", text=repr(text))
     n_layers = model.config.n_layers
-    means: list[Optional[Tensor]] = [None] * n_layers
+    seen: set[int] = set()  # the layers whose weights reached the hook
     out: list[Tensor] = []  # the (n_layers, L, L) result, made at the first layer (its L, dtype, device)
 
     def keep(w: Tensor, name: str) -> None:  # w (1, H, L, L), name "[encoder.]layers.{i}.attn.weights"
         if not out:
             out.append(w.new_empty((n_layers,) + tuple(w.shape[-2:])))
         i = int(name[len(prefix):].split(".")[1])
-        means[i] = torch.mean(w[0], dim=0, out=out[0][i])  # (L, L)
+        torch.mean(w[0], dim=0, out=out[0][i])  # (L, L)
+        seen.add(i)
     hooks = {f"{prefix}layers.*.attn.weights": keep}
     with torch.no_grad():
         if prefix:
             model.trace(batch, "", names=[], hooks=hooks)
         else:
             model.trace(batch, names=[], hooks=hooks)
-    missing = [i for i, m in enumerate(means) if m is None]
+    missing = [i for i in range(n_layers) if i not in seen]
     if missing:  # every layer's weights pass the hook in every family; a new one that skips them must say so
         raise error(InputError, "errors.attribution_no_head_means", layers=", ".join(map(str, missing)), model=model.name)
     return list(batch.tokens[0]), out[0]
