@@ -69,13 +69,19 @@ def column_major(block: Factored) -> tuple[Tensor, Tensor]:
     return Wc, block.vectors().transpose(0, 1)  # vectors(): one bmm (K, L, r)·(K, r, d) with O
 
 
-def own_share(block: Factored, V: Tensor) -> Tensor:
+def own_share(block: Factored) -> Tensor:
     """``T_i(x_i)`` (L, d): the diagonal's share with the residual's own part, from W's diagonal
-    (the rows' scale applied) and ``V = block.vectors()`` (K, L, d) — the same for both paths."""
+    (the rows' scale applied), G and O — the same for both paths. With O, one product
+    ``(L, K·r)·(K·r, d)`` of the scaled G and the stacked O: MiniLM at 510 tokens, one thread,
+    about 0.5 ms against 4 ms for scaling ``vectors()`` (K, L, d) and summing over K."""
     Wd = block.W.diagonal(dim1=1, dim2=2)  # (K, L): W[g, i, i]
     if block.rows is not None:
         Wd = Wd * block.rows
-    return (Wd.unsqueeze(-1) * V).sum(0) + block.own  # (L, d)
+    scaled = Wd.unsqueeze(-1) * block.G  # (K, L, r)
+    if block.O is None:
+        return scaled.sum(0) + block.own  # (L, d)
+    K, L, r = scaled.shape
+    return scaled.transpose(0, 1).reshape(L, K * r) @ block.O.reshape(K * r, -1) + block.own  # (L, d)
 
 
 def write_diagonal(Td: Tensor, y: Tensor, norms: Optional[Tensor], dist: Optional[Tensor]) -> None:
@@ -99,7 +105,7 @@ def compiled_pairs(block: Factored, y: Tensor, norms: Optional[Tensor], dist: Op
     for out, l1 in ((norms, False), (dist, True)):
         if out is not None and not PN.pair_norms(Wc, V, y, block.rows, first, stop, l1, out):
             return False
-    write_diagonal(own_share(block, V), y, norms, dist)
+    write_diagonal(own_share(block), y, norms, dist)
     return True
 
 
@@ -167,7 +173,7 @@ def torch_pairs(block: Block, y: Tensor, norms: Optional[Tensor], dist: Optional
             if dist is not None:  # ‖y_i − T_i(x_j)‖₁ (the sign flipped: the same)
                 torch.sum(T.sub_(y[lo:hi]).abs_(), -1, out=dist[a:b, lo:hi])  # (c, m)
     if isinstance(block, Factored):  # the residual's own part is on the diagonal: made apart
-        write_diagonal(own_share(block, Gt.transpose(0, 1)), y, norms, dist)
+        write_diagonal(own_share(block), y, norms, dist)
 
 
 # ---- the two methods ----------------------------------------------------------------------------

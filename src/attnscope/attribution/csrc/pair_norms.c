@@ -14,8 +14,8 @@
    over d: a tile of ROWS rows by NV * LANES features is kept in vector registers (GCC/Clang vector types,
    lowered to whatever the CPU has: AVX-512, AVX2, NEON) while the K terms are added into it, then
    the tile is subtracted from y and reduced, never written to memory. Measured on this project's
-   AVX-512 machine, one thread, MiniLM's K = 12 at 510 tokens, random data, one process: 35-38 ms a
-   layer against 84 ms for the batched-product-then-reduce torch path. No -ffast-math: the sums run
+   AVX-512 machine, one thread, MiniLM's K = 12 at 510 tokens, random data, one process: 21-23 ms a
+   layer (tiles below) against 84 ms for the batched-product-then-reduce torch path. No -ffast-math: the sums run
    in the order written (IEEE float32, fused multiply-adds where the CPU has them).
 
    Built by attnscope.attribution.pair_norms on first use with the machine's C compiler, once per K
@@ -29,16 +29,34 @@
 #error "compile with -DPAIRS_K=<the number of terms K>"
 #endif
 
+/* Tiles of ROWS rows by NV vectors of LANES floats. Measured on this project's machine (MiniLM's K = 12,
+   510 tokens, one thread), AVX-512: 4 x 4 x 16, 21-23 ms a layer, against 24-25 ms for 2 x 2 x 16
+   and 26-27 for 2 x 4 or 4 x 2; built for AVX2 only (-march=x86-64-v3): 4 x 2 x 8, 33-39 ms, against
+   58-70 for 2 x 2 x 8 and 118-132 for 16-float vectors split in halves; SSE only (-march=x86-64, no
+   FMA): 4 x 2 x 4, 176-178 ms. A vector wider than the registers is split by the compiler into
+   pieces that spill: 16 floats on SSE took 1.1 s a layer. */
+#ifdef __AVX512F__  /* 32 registers of 16 floats: 16 sums, 4 vectors of V, the broadcast weight */
+#define LANES 16
 #ifndef ROWS
-#define ROWS 2   /* rows of a tile (-DROWS=…, -DNV=… to try others): 2 rows of 2 vectors measured best,
-                    38 ms beside 39-42 ms for 3 or 4 rows or 3 or 4 vectors (MiniLM's K, 510 tokens) */
-#endif
-#ifndef LANES
-#define LANES 16 /* floats of one vector value */
+#define ROWS 4
 #endif
 #ifndef NV
-#define NV 2     /* vector values of features a tile holds per row */
+#define NV 4
 #endif
+#else               /* AVX: 16 registers of 8 floats; others (SSE, NEON): registers of 4 floats */
+#ifdef __AVX__
+#define LANES 8
+#else
+#define LANES 4
+#endif
+#ifndef ROWS
+#define ROWS 4
+#endif
+#ifndef NV
+#define NV 2
+#endif
+#endif
+#define CHUNK (NV * LANES)  /* features of a tile */
 
 typedef float vf __attribute__((vector_size(LANES * sizeof(float))));
 typedef int vi __attribute__((vector_size(LANES * sizeof(int))));
@@ -47,7 +65,7 @@ static inline vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v;
 static inline vf vabs(vf x) { return (vf)((vi)x & 0x7fffffff); }
 static inline float total(vf x) { float s = 0.0f; for (int l = 0; l < LANES; l++) s += x[l]; return s; }
 
-/* One pair, plainly: the rows a tile does not cover and the features past the last whole 32. */
+/* One pair's features past the last whole chunk, plainly. */
 static inline float one_pair(int l1, const float *const *w, const float *const *v, const float *yi, float r,
                              int i, int c0, int d)
 {
@@ -61,91 +79,96 @@ static inline float one_pair(int l1, const float *const *w, const float *const *
     return acc;
 }
 
+/* Rows i .. i + R - 1 of column j: R x CHUNK features at a time in registers while the K terms are
+   added, then subtracted from y (ALTI) or squared (GlobEnc) and summed. R is a constant where this
+   is inlined (ROWS for the whole tiles, 1 for the rows left), so the loops unroll into registers. */
+static inline __attribute__((always_inline)) void tile(
+    const int R, const int l1, const float *const *w, const float *const *v, const float *restrict y,
+    const float *restrict rows, float *restrict o, const int i, const int d)
+{
+    const int dt = d - d % CHUNK;  /* features in whole chunks */
+    vf red[ROWS];
+    float r[ROWS], tail[ROWS];
+#pragma GCC unroll 8
+    for (int q = 0; q < R; q++) {
+        red[q] = (vf){0};
+        r[q] = rows ? rows[i + q] : 1.0f;
+        tail[q] = one_pair(l1, w, v, y + (size_t)(i + q) * d, r[q], i + q, dt, d);
+    }
+    for (int c = 0; c < dt; c += CHUNK) {
+        /* The weights are read again for every chunk: left to itself the compiler keeps all R x K
+           broadcasts in registers across the chunks, and with R = 4 they spill. */
+        const float *const *wl = w;
+        __asm__("" : "+r"(wl));
+        vf acc[ROWS][NV];
+#pragma GCC unroll 8
+        for (int q = 0; q < R; q++)
+#pragma GCC unroll 8
+            for (int n = 0; n < NV; n++) acc[q][n] = (vf){0};
+#pragma GCC unroll 64
+        for (int h = 0; h < PAIRS_K; h++) {
+            vf vv[NV];
+#pragma GCC unroll 8
+            for (int n = 0; n < NV; n++) vv[n] = load(v[h] + c + n * LANES);
+#pragma GCC unroll 8
+            for (int q = 0; q < R; q++) {
+                const float wq = wl[h][i + q];
+#pragma GCC unroll 8
+                for (int n = 0; n < NV; n++) acc[q][n] += wq * vv[n];
+            }
+        }
+#pragma GCC unroll 8
+        for (int q = 0; q < R; q++) {
+            const float *yq = y + (size_t)(i + q) * d + c;
+#pragma GCC unroll 8
+            for (int n = 0; n < NV; n++) {
+                if (l1) {
+                    red[q] += vabs(load(yq + n * LANES) - r[q] * acc[q][n]);
+                } else {
+                    const vf t = r[q] * acc[q][n];
+                    red[q] += t * t;
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int q = 0; q < R; q++) {
+        const float sum = total(red[q]) + tail[q];
+        o[i + q] = l1 ? sum : sqrtf(sum);
+    }
+}
+
 static inline __attribute__((always_inline)) void pairs(
     const int l1, const float *restrict W, const float *restrict V, const float *restrict y,
     const float *restrict rows, float *restrict out, const int *restrict first, const int *restrict stop,
     const int Lj, const int Li, const int d)
 {
-    const int dt = d - d % (NV * LANES);  /* features in whole tiles */
     for (int j = 0; j < Lj; j++) {
-        const int i0 = first[j], i1 = stop[j];
         const float *w[PAIRS_K], *v[PAIRS_K];  /* head h's weights (L_i,) and vector (d,) of column j */
         for (int h = 0; h < PAIRS_K; h++) {
             w[h] = W + ((size_t)h * Lj + j) * Li;
             v[h] = V + ((size_t)h * Lj + j) * d;
         }
         float *o = out + (size_t)j * Li;
-        int i = i0;
-        for (; i + ROWS <= i1; i += ROWS) {
-            vf red[ROWS];
-            float r[ROWS], tail[ROWS];
-#pragma GCC unroll 8
-            for (int q = 0; q < ROWS; q++) {
-                red[q] = (vf){0};
-                r[q] = rows ? rows[i + q] : 1.0f;
-                tail[q] = one_pair(l1, w, v, y + (size_t)(i + q) * d, r[q], i + q, dt, d);
-            }
-            for (int c = 0; c < dt; c += NV * LANES) {
-                vf acc[ROWS][NV];
-#pragma GCC unroll 8
-                for (int q = 0; q < ROWS; q++)
-#pragma GCC unroll 8
-                    for (int n = 0; n < NV; n++) acc[q][n] = (vf){0};
-#pragma GCC unroll 64
-                for (int h = 0; h < PAIRS_K; h++) {
-                    vf vv[NV];
-#pragma GCC unroll 8
-                    for (int n = 0; n < NV; n++) vv[n] = load(v[h] + c + n * LANES);
-#pragma GCC unroll 8
-                    for (int q = 0; q < ROWS; q++) {
-                        const float wq = w[h][i + q];
-#pragma GCC unroll 8
-                        for (int n = 0; n < NV; n++) acc[q][n] += wq * vv[n];
-                    }
-                }
-#pragma GCC unroll 8
-                for (int q = 0; q < ROWS; q++) {
-                    const float *yq = y + (size_t)(i + q) * d + c;
-#pragma GCC unroll 8
-                    for (int n = 0; n < NV; n++) {
-                        if (l1) {
-                            red[q] += vabs(load(yq + n * LANES) - r[q] * acc[q][n]);
-                        } else {
-                            const vf t = r[q] * acc[q][n];
-                            red[q] += t * t;
-                        }
-                    }
-                }
-            }
-#pragma GCC unroll 8
-            for (int q = 0; q < ROWS; q++) {
-                const float sum = total(red[q]) + tail[q];
-                o[i + q] = l1 ? sum : sqrtf(sum);
-            }
-        }
-        for (; i < i1; i++) {
-            const float sum = one_pair(l1, w, v, y + (size_t)i * d, rows ? rows[i] : 1.0f, i, 0, d);
-            o[i] = l1 ? sum : sqrtf(sum);
-        }
+        int i = first[j];
+        for (; i + ROWS <= stop[j]; i += ROWS) tile(ROWS, l1, w, v, y, rows, o, i, d);
+        for (; i < stop[j]; i++) tile(1, l1, w, v, y, rows, o, i, d);
     }
 }
 
-/* W (K, L_i, L_j) as the walk holds it, written transposed into Wc (K, L_j, L_i) in tiles of 32 x 32
-   (a torch copy of the transposed view took 13 ms at 510 tokens, K = 12, this 2-3 ms), and per
-   column j the rows it reaches: first[j], stop[j] bound every i with some W[h, i, j] != 0, and i = j
-   (the rows outside get t = 0 exactly: GlobEnc's 0 and ALTI's |y_i|_1 - |y_i - 0|_1 = 0). */
+/* W (K, L_i, L_j) as the walk holds it, written transposed into Wc (K, L_j, L_i) a column at a time:
+   strided reads, each column written in order. Measured on this project's machine (one thread, 510
+   tokens, K = 12): 4.8 ms, against 13.8 ms for tiles of 32 x 32 read row by row and 8.6-13.6 for
+   other tile shapes - there the scattered stores cost more than the strided loads here. Per column
+   j, the rows it reaches: first[j], stop[j] bound every i with some W[h, i, j] != 0, and i = j (the
+   rows outside get t = 0 exactly: GlobEnc's 0 and ALTI's |y_i|_1 - |y_i - 0|_1 = 0). */
 void attnscope_columns(int K, const float *W, float *Wc, int *first, int *stop, int Li, int Lj)
 {
-    enum { T = 32 };
     for (int h = 0; h < K; h++) {
         const float *src = W + (size_t)h * Li * Lj;
         float *dst = Wc + (size_t)h * Lj * Li;
-        for (int i0 = 0; i0 < Li; i0 += T)
-            for (int j0 = 0; j0 < Lj; j0 += T) {
-                const int i1 = i0 + T < Li ? i0 + T : Li, j1 = j0 + T < Lj ? j0 + T : Lj;
-                for (int i = i0; i < i1; i++)
-                    for (int j = j0; j < j1; j++) dst[(size_t)j * Li + i] = src[(size_t)i * Lj + j];
-            }
+        for (int j = 0; j < Lj; j++)
+            for (int i = 0; i < Li; i++) dst[(size_t)j * Li + i] = src[(size_t)i * Lj + j];
     }
     for (int j = 0; j < Lj; j++) {
         int f = j < Li ? j : Li, e = j < Li ? j + 1 : Li;  /* the diagonal is always reached */
