@@ -36,7 +36,8 @@ def reference(W, G, y, rows, l1: bool) -> np.ndarray:
 @pytest.mark.parametrize("K,d", [(1, 7), (4, 16), (9, 33), (12, 384), (3, 70)])
 @pytest.mark.parametrize("l1", [True, False], ids=["alti", "globenc"])
 def test_the_loop_is_the_definition_inside_each_reach_and_leaves_the_rest(K, d, l1, scaled):
-    """Features in whole tiles of 32 and past them (7, 33, 70), rows in tiles and one left over."""
+    """Features in whole tiles (64 with AVX-512, 16 with AVX, 8 otherwise) and past them (7, 33, 70),
+    rows in tiles of 4 and the ones left over."""
     assert PN.compiler() is not None, "no C compiler: install cc/gcc (or set CC) to test the compiled loop"
     W, G, y, rows, first, stop = case(K, 11, 9, d)
     rows = rows if scaled else None
@@ -47,6 +48,36 @@ def test_the_loop_is_the_definition_inside_each_reach_and_leaves_the_rest(K, d, 
         a, b = int(first[j]), int(stop[j])
         np.testing.assert_allclose(out[j, a:b].double().numpy(), want[j, a:b], rtol=2e-6, atol=2e-5 * np.sqrt(d))
         assert (out[j, :a] == -7).all() and (out[j, b:] == -7).all()
+
+
+def cpu_has(*features: str) -> bool:
+    return set(features) <= set(PN.cpu_features().split())
+
+
+@pytest.mark.parametrize("march,needs", [("x86-64-v3", ("avx2", "fma")), ("x86-64", ())], ids=["avx2", "sse"])
+def test_the_narrower_vector_builds_are_the_definition_too(march, needs, monkeypatch, tmp_path):
+    """The loop as a machine without AVX-512 compiles it (vectors of 8 floats with AVX, 4 without:
+    the other branch of its tile sizes), against the same float64 product, rows and features left
+    over included."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64") or not cpu_has(*needs):
+        pytest.skip(f"-march={march} builds run on x86-64 CPUs with {needs or 'SSE2'} only")  # not this machine
+    monkeypatch.setenv("ATTNSCOPE_CACHE", str(tmp_path))
+    monkeypatch.setattr(PN, "LIBRARIES", {})
+    monkeypatch.setattr(PN, "flags", lambda: PN.FLAGS + [f"-march={march}"])
+    for K, d in [(12, 384), (3, 70), (5, 9)]:
+        W, G, y, rows, first, stop = case(K, 11, 10, d, seed=K)
+        for l1 in (True, False):
+            out = torch.full((11, 10), -7.0)
+            assert PN.pair_norms(W, G, y, rows, first, stop, l1, out), PN.last_failure
+            want = reference(W, G, y, rows, l1)
+            for j in range(11):
+                a, b = int(first[j]), int(stop[j])
+                np.testing.assert_allclose(out[j, a:b].double().numpy(), want[j, a:b], rtol=2e-6,
+                                           atol=2e-5 * np.sqrt(d))
+                assert (out[j, :a] == -7).all() and (out[j, b:] == -7).all()
+    assert list((tmp_path / "kernels").glob("pair_norms-k12-*.so"))
 
 
 def test_switched_off_or_other_tensors_fall_back(monkeypatch):
@@ -87,7 +118,7 @@ def test_the_library_is_cached_by_source_compiler_and_cpu(monkeypatch, tmp_path)
 def test_columns_transpose_and_reach_as_the_torch_rule_does(pattern):
     """The compiled transpose equals W.transpose(1, 2) bit for bit, and each column's reach equals
     attnscope.attribution.pairs.reach's (some weight nonzero, or the diagonal) on masks of each kind,
-    sizes that are not multiples of its 32 × 32 tiles included."""
+    sizes of every kind (45 × 45 by 5 heads)."""
     from attnscope.attribution.pairs import reach
 
     g = torch.Generator().manual_seed(1)
