@@ -13,7 +13,9 @@ longest prefix of whole words with at most L tokens (the printed L is its token 
 Time: every side is called once to warm up, then ``--repeat`` rounds (≥ 5 for the targets); in a
 round each side of a group runs once, back to back, the first one rotating (benchmarks/timing.py);
 a ratio is the median over rounds of the two sides' times in the same round, printed for the wall
-clock and for the process's CPU time (all threads; it moves less with a shared machine's load). Groups:
+clock and for the process's CPU time (all threads; it moves less with a shared machine's load), the
+wall clock's with a distribution-free 95 % interval of that median (``timing.median_interval``).
+A target is *met* when the interval lies under it, *at the line* when only the median does. Groups:
 
 * rollout vs ``weights trace``: ``model.trace(text, names=[every layer's attn.weights])`` — the
   pass that gives the weights rollout reads (rollout averages them over the heads in a hook as the
@@ -45,7 +47,7 @@ from typing import Callable, Optional
 
 import bench_env  # first: sets the thread wait policy before torch starts
 import torch
-from timing import ratio  # benchmarks/timing.py (its rounds, with CPU time: cpu_rounds)
+from timing import median_interval, per_round, ratio  # benchmarks/timing.py (its rounds, with CPU time: cpu_rounds)
 
 MODELS = {"minilm": None, "smollm2-135m": "smollm2-135m"}  # the name given to attnscope.load
 DEFAULT_LENGTHS = {"minilm": [128, 512], "smollm2-135m": [128]}
@@ -191,7 +193,7 @@ def point(name: str, model, n_tokens: int, args) -> dict:
     L = int(model.encode(text).input_ids.shape[1])
     calls = side_calls(model, text)
     res: dict = {"model": name, "tokens": L, "times": {}, "ratios": {}, "cpu": {}, "cpu_ratios": {},
-                 "load": os.getloadavg()[0]}
+                 "intervals": {}, "cpu_intervals": {}, "load": os.getloadavg()[0]}
 
     def group(sides: dict[str, Callable[[], object]], n: int, against: str) -> None:
         wall, cpu = cpu_rounds(sides, n)
@@ -201,6 +203,8 @@ def point(name: str, model, n_tokens: int, args) -> dict:
             if s != against:
                 res["ratios"][f"{s} / {against}"] = ratio(wall, s, against)
                 res["cpu_ratios"][f"{s} / {against}"] = ratio(cpu, s, against)
+                res["intervals"][f"{s} / {against}"] = median_interval(per_round(wall, s, against))
+                res["cpu_intervals"][f"{s} / {against}"] = median_interval(per_round(cpu, s, against))
 
     group({"weights trace": calls["weights trace"], "rollout": calls["rollout"]}, args.repeat, "weights trace")
     block = {"forward": calls["forward"], "alti": calls["alti"], "globenc": calls["globenc"]}
@@ -216,6 +220,11 @@ def point(name: str, model, n_tokens: int, args) -> dict:
     return res
 
 
+def judged(median: float, high: float, target: float) -> str:
+    """'met' when the median's interval is under the target, 'at the line' when only the median is."""
+    return "met" if high <= target else ("at the line (median met, interval not)" if median <= target else "NOT met")
+
+
 def show(res: dict) -> None:
     print(f"\n{res['model']}, {res['tokens']} tokens (load average at the start {res['load']:.2f})")
     print(f"  {'side':20s} {'median s':>10s} {'CPU s':>8s} {'peak MiB':>9s}")
@@ -227,9 +236,10 @@ def show(res: dict) -> None:
         a, b = key.split(" / ")
         target = TARGETS.get((a, b))
         rc = res["cpu_ratios"][key]
-        verdict = "" if target is None else (f"   target ≤ {target}: wall {'met' if r <= target else 'NOT met'}, "
-                                             f"CPU {'met' if rc <= target else 'NOT met'}")
-        print(f"  {key:36s} time ratio {r:7.3f}  CPU-time ratio {rc:7.3f}{verdict}")
+        lo, hi, cover = res["intervals"][key]
+        verdict = "" if target is None else (f"   target ≤ {target}: wall {judged(r, hi, target)}, "
+                                             f"CPU {judged(rc, res['cpu_intervals'][key][1], target)}")
+        print(f"  {key:36s} time ratio {r:7.3f} [{lo:.3f}, {hi:.3f}]  CPU-time ratio {rc:7.3f}{verdict}")
     peaks = res.get("peak", {})
     for a, b in TARGETS:
         if all(s in peaks and "error" not in peaks[s] for s in (a, b)):
@@ -246,7 +256,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     ap.add_argument("--lengths", type=int, nargs="+", help="token counts for every model "
                     "(default: 128 and 512 for MiniLM, 128 for SmolLM2)")
-    ap.add_argument("--repeat", type=int, default=7, help="timed rounds per group (≥ 5 for the targets)")
+    ap.add_argument("--repeat", type=int, default=7, help="timed rounds per group (≥ 5 for the targets; ≥ 9 for an interval narrower than the "
+                    "lowest-to-highest round)")
     ap.add_argument("--vz-repeat", type=int, default=3, help="timed rounds of value zeroing")
     ap.add_argument("--vz-max-tokens", type=int, default=128, help="value zeroing only up to this length")
     ap.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's own)")
@@ -276,7 +287,9 @@ def main(argv=None) -> int:
             show(res)
             results.append(res)
         del model
-    print(f"\nratios: median over rounds of the two sides' times in one round; targets (issue 27): "
+    print(f"\nratios: median over rounds of the two sides' times in one round, in brackets a 95 % interval of "
+          f"that median (order statistics: with 7 rounds or fewer, the lowest and highest round); a target "
+          f"is met when the interval is under it; targets (issue 27): "
           f"rollout / weights trace ≤ {TARGETS[('rollout', 'weights trace')]}, alti / forward ≤ "
           f"{TARGETS[('alti', 'forward')]}. {bench_env.describe()} at the end.")
     if args.json:

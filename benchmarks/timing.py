@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from math import comb
 from typing import Callable, Mapping
 
 
@@ -46,3 +47,26 @@ def median_time(times: list[float]) -> float:
 def ratio(times: Mapping[str, list[float]], a: str, b: str) -> float:
     """Median over rounds of a's time / b's time in the same round."""
     return statistics.median(x / y for x, y in zip(times[a], times[b]))
+
+
+def per_round(times: Mapping[str, list[float]], a: str, b: str) -> list[float]:
+    """a's time / b's time in each round."""
+    return [x / y for x, y in zip(times[a], times[b])]
+
+
+def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """A distribution-free interval for the median of ``values``: the k-th smallest and the k-th
+    largest, k the largest with P(k ≤ B ≤ n − k) ≥ ``level`` for B ~ Binomial(n, ½) (the order
+    statistics' coverage, whatever the distribution). Returns (low, high, its coverage); with too
+    few values for ``level`` (fewer than 6 at 95 %), the whole range and the coverage it has."""
+    x = sorted(values)
+    n = len(x)
+    if n == 0:
+        raise ValueError("no values")
+
+    def coverage(k: int) -> float:
+        return sum(comb(n, i) for i in range(k, n - k + 1)) / 2 ** n
+    k = 1
+    while k + 1 <= n - k and coverage(k + 1) >= level:
+        k += 1
+    return x[k - 1], x[n - k], coverage(k)
