@@ -256,8 +256,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     ap.add_argument("--lengths", type=int, nargs="+", help="token counts for every model "
                     "(default: 128 and 512 for MiniLM, 128 for SmolLM2)")
-    ap.add_argument("--repeat", type=int, default=7, help="timed rounds per group (≥ 5 for the targets; ≥ 9 for an interval narrower than the "
-                    "lowest-to-highest round)")
+    ap.add_argument("--repeat", type=int, default=7, help="timed rounds per group (≥ 5 for the targets; ≥ 9 "
+                    "for an interval narrower than the lowest-to-highest round)")
     ap.add_argument("--vz-repeat", type=int, default=3, help="timed rounds of value zeroing")
     ap.add_argument("--vz-max-tokens", type=int, default=128, help="value zeroing only up to this length")
     ap.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's own)")
