@@ -236,7 +236,7 @@ def show(res: dict) -> None:
         a, b = key.split(" / ")
         target = TARGETS.get((a, b))
         rc = res["cpu_ratios"][key]
-        lo, hi, cover = res["intervals"][key]
+        lo, hi, _ = res["intervals"][key]
         verdict = "" if target is None else (f"   target ≤ {target}: wall {judged(r, hi, target)}, "
                                              f"CPU {judged(rc, res['cpu_intervals'][key][1], target)}")
         print(f"  {key:36s} time ratio {r:7.3f} [{lo:.3f}, {hi:.3f}]  CPU-time ratio {rc:7.3f}{verdict}")

@@ -44,14 +44,14 @@ def median_time(times: list[float]) -> float:
     return statistics.median(times)
 
 
-def ratio(times: Mapping[str, list[float]], a: str, b: str) -> float:
-    """Median over rounds of a's time / b's time in the same round."""
-    return statistics.median(x / y for x, y in zip(times[a], times[b]))
-
-
 def per_round(times: Mapping[str, list[float]], a: str, b: str) -> list[float]:
     """a's time / b's time in each round."""
     return [x / y for x, y in zip(times[a], times[b])]
+
+
+def ratio(times: Mapping[str, list[float]], a: str, b: str) -> float:
+    """Median over rounds of a's time / b's time in the same round."""
+    return statistics.median(per_round(times, a, b))
 
 
 def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
