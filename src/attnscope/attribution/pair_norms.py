@@ -7,8 +7,8 @@ pair's share ``T_i(x_j) = Σ_g W[g, i, j] G[g, j]`` must be made. With torch ops
 with an inner size of K (12 on MiniLM) that BLAS runs at a fraction of its speed, then the
 difference, the absolute value and the sum, each a pass over L²·d floats: on one thread at 510
 tokens about 84–120 ms a layer, against 32 ms for a whole forward layer. The loop here keeps a tile
-of pairs in vector registers while its K terms are added and reduces it there (24–38 ms a layer;
-docs/guide/performance.md has the benchmark).
+of pairs in vector registers while its K terms are added and reduces it there (21–23 ms a layer on
+AVX-512; docs/guide/performance.md has the benchmark).
 
 The library is compiled on first use by the machine's C compiler (``$CC``, else ``cc`` or ``gcc``)
 for its own CPU (``-march=native``), once per K, into the ``kernels`` folder of attnscope's cache
@@ -41,7 +41,8 @@ Tensor = torch.Tensor
 SOURCE = Path(__file__).with_name("csrc") / "pair_norms.c"
 
 #: GNU C (its vector types); no -ffast-math (the sums keep their written order); -Wno-psabi: a note
-#: about passing 64-byte vectors on CPUs without AVX-512, where the static functions are inlined anyway.
+#: about passing vector values wider than the target's registers, where the static functions are inlined
+#: anyway (the source picks its vector width from the target: 16 floats with AVX-512, 8 with AVX, else 4).
 FLAGS = ["-O3", "-std=gnu99", "-fPIC", "-shared", "-fno-math-errno", "-Wno-psabi"]
 #: x86-64: the native CPU, with 512-bit vectors where it has them (gcc otherwise splits the 16-float
 #: values into 256-bit halves on AVX-512 CPUs too).

@@ -15,8 +15,8 @@
    lowered to whatever the CPU has: AVX-512, AVX2, NEON) while the K terms are added into it, then
    the tile is subtracted from y and reduced, never written to memory. Measured on this project's
    AVX-512 machine, one thread, MiniLM's K = 12 at 510 tokens, random data, one process: 21-23 ms a
-   layer (tiles below) against 84 ms for the batched-product-then-reduce torch path. No -ffast-math: the sums run
-   in the order written (IEEE float32, fused multiply-adds where the CPU has them).
+   layer (tiles below) against 84 ms for the batched-product-then-reduce torch path. No -ffast-math:
+   the sums run in the order written (IEEE float32, fused multiply-adds where the CPU has them).
 
    Built by attnscope.attribution.pair_norms on first use with the machine's C compiler, once per K
    (-DPAIRS_K=K: the K loop unrolled; a library of every K would take half a minute to compile). */
