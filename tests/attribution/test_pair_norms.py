@@ -50,6 +50,25 @@ def test_the_loop_is_the_definition_inside_each_reach_and_leaves_the_rest(K, d, 
         assert (out[j, :a] == -7).all() and (out[j, b:] == -7).all()
 
 
+@pytest.mark.parametrize("l1", [True, False], ids=["alti", "globenc"])
+def test_subnormal_weights_count_as_zero_and_the_thread_keeps_its_float_mode(l1):
+    """Weights below 2^-126 (a peaked softmax's, MiniLM's first layer at 510 tokens) are read as 0
+    while the loop runs (the mode that spares each multiply-add a microcode assist), which moves no
+    result beyond float32 rounding; afterwards this thread makes subnormals again."""
+    W, G, y, rows, first, stop = case(12, 11, 9, 40, seed=3)
+    tiny = torch.finfo(torch.float32).tiny
+    W[:, ::2] = torch.rand(W[:, ::2].shape) * tiny  # half the columns: subnormal (or zero) weights only
+    assert ((W != 0) & (W.abs() < tiny)).any()
+    out = torch.full((11, 9), -7.0)
+    assert PN.pair_norms(W, G, y, rows, first, stop, l1, out), PN.last_failure
+    want = reference(W, G, y, rows, l1)
+    for j in range(11):
+        a, b = int(first[j]), int(stop[j])
+        np.testing.assert_allclose(out[j, a:b].double().numpy(), want[j, a:b], rtol=2e-6, atol=1e-4)
+    half = torch.tensor([tiny], dtype=torch.float32) / 2  # made after the call, on the same thread
+    assert float(half) != 0.0 and float(half * 1.0) == float(half)
+
+
 def cpu_has(*features: str) -> bool:
     return set(features) <= set(PN.cpu_features().split())
 

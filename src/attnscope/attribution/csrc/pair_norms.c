@@ -24,6 +24,9 @@
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #ifndef PAIRS_K
 #error "compile with -DPAIRS_K=<the number of terms K>"
@@ -184,12 +187,39 @@ void attnscope_columns(int K, const float *W, float *Wc, int *first, int *stop, 
     }
 }
 
+/* Subnormal floats read and made as zero while the pairs run (x86's DAZ and FTZ, AArch64's FZ), on
+   this thread only, restored after. Why: a softmax weight below 2^-126 (0.5 % of MiniLM's first layer
+   at 510 tokens reaches 1e-45) sends every multiply-add that reads it through a microcode assist;
+   that layer took 36 ms against 19 for the others. What it changes: a term w * v with |w| < 1.2e-38,
+   and a squared share under that, count as 0 - far below a float32 ulp of any sum they join. */
+#if defined(__SSE__)
+typedef unsigned int fpmode;
+static inline fpmode flush_subnormals(void) { const fpmode old = _mm_getcsr(); _mm_setcsr(old | 0x8040); return old; }
+static inline void restore_mode(fpmode old) { _mm_setcsr(old); }
+#elif defined(__aarch64__)
+typedef unsigned long fpmode;
+static inline fpmode flush_subnormals(void)
+{
+    fpmode old;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(old));
+    __asm__ volatile("msr fpcr, %0" : : "r"(old | (1UL << 24)));
+    return old;
+}
+static inline void restore_mode(fpmode old) { __asm__ volatile("msr fpcr, %0" : : "r"(old)); }
+#else
+typedef int fpmode;
+static inline fpmode flush_subnormals(void) { return 0; }
+static inline void restore_mode(fpmode old) { (void)old; }
+#endif
+
 /* 0 on success; -1: another K than this library's (the caller builds that one). rows may be NULL (1). */
 int attnscope_pairs(int K, int l1, const float *W, const float *V, const float *y, const float *rows, float *out,
                     const int *first, const int *stop, int Lj, int Li, int d)
 {
     if (K != PAIRS_K) return -1;
+    const fpmode mode = flush_subnormals();
     if (l1) pairs(1, W, V, y, rows, out, first, stop, Lj, Li, d);
     else pairs(0, W, V, y, rows, out, first, stop, Lj, Li, d);
+    restore_mode(mode);
     return 0;
 }
