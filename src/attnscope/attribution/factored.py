@@ -10,9 +10,9 @@ the form (a :class:`Factored`)::
     v_{i←j} = δ_ij own_i + Σ_g W[g, i, j] · G[g, j]        v_{i←bias} = bias_i
 
 ``own, bias (L, d)``, ``W (K, L, L)``, ``G (K, L, d)``; K terms, one per query head of each
-attention block summed in. Each step also carries its ``value`` (the parts summed): the step as
-the model computed it, read from the trace, not recomputed from the parts; a norm's statistics are
-read from its input's. The steps keep that form:
+attention block summed in. A step whose value a later step reads (:func:`values_read`: the block's
+end, a norm's input) also carries that ``value`` (the parts summed): the step as the model computed
+it, read from the trace, not recomputed from the parts; a norm's statistics are read from its input's. The steps keep that form:
 
 * ``x``: own = x, bias = 0, K = 0 (what :func:`.decompose.identity` keeps compact);
 * ``same``: itself; ``add``: own and bias add, the terms stand side by side (K₁ + K₂);
@@ -60,12 +60,14 @@ class Factored:
     bias: Tensor   # (L, d)
     W: Tensor      # (K, L, L)
     G: Tensor      # (K, L, d), or (K, L, r) with O
-    value: Tensor  # (L, d)
+    value: Optional[Tensor]  # (L, d); None where no later step reads it (values_read)
     rows: Optional[Tensor] = None  # (L,): W[g, i, j] is W[g, i, j]·rows[i]
     O: Optional[Tensor] = None     # (K, r, d)
 
     def total(self) -> Tensor:
         """The step's value, every part summed: (L, d)."""
+        if self.value is None:
+            raise ValueError("this step's value was not read from the trace (factored.values_read)")
         return self.value
 
     def weights(self) -> Tensor:
@@ -101,28 +103,41 @@ class Written:
 Block = Union[Factored, Written]
 
 
+def values_read(recipe, first_layer: bool) -> set[str]:
+    """The steps whose traced value :func:`walk` reads, up to :func:`.decompose.block_end`: the
+    block's end (the output the shares are measured against) and the input of each norm (its
+    statistics), each passed back through ``same`` steps to the step that made it; in the first
+    layer also the operands of the sum that reads ``x``, by their own names
+    (:func:`.decompose.layer_input`). No other step's value is read: a sum's or an attention's
+    output is rebuilt from its parts, never compared with them."""
+    end = DC.block_end(recipe)
+    steps = {}
+    for s in recipe.steps:
+        steps[s.name] = s
+        if s.name == end:
+            break
+
+    def made_by(name: str) -> str:  # through "same" steps to the one that computed the value
+        while name in steps and steps[name].op == "same":
+            name = steps[name].args[0]
+        return name
+    read = {made_by(end)} | {made_by(s.args[0]) for s in steps.values() if s.op == "norm"}
+    if first_layer:
+        read |= {a for s in steps.values() if s.op == "add" and INPUT in s.args for a in s.args}
+    return read - {INPUT}
+
+
 def trace_names(stack: DC.Stack) -> list[str]:
     """What :func:`walk` reads from a trace: every layer's weights and output (the next layer's
-    input) and the value of each step up to the block's end but those that only pass their
-    argument on (op ``same``; layer 0's input is read from two of the others:
-    :func:`.decompose.layer_input`). Each recorded (L, d) value costs 2–8 % of a forward
-    (MiniLM at 510 tokens, 2 threads: the weights alone 1.30×, with one such name 1.34–1.38×, with
-    five 1.41×). A step every layer reads is one pattern ``prefix.*.step``:
-    the trace matches each pattern against every name, so 26 names (MiniLM) cost more than 6."""
+    input) and the values of :func:`values_read`. Each recorded (L, d) value costs 2–8 % of a
+    forward (MiniLM at 510 tokens, 2 threads: the weights alone 1.30×, with one such name
+    1.34–1.38×, with five 1.41×). A step every layer reads is one pattern ``prefix.*.step``: the
+    trace matches each pattern against every name, so 26 names (MiniLM) cost more than 6."""
     p = stack.prefix
     steps: list[set[str]] = []
     for i in range(stack.n_layers):
         recipe = DC.recipe_of(stack, i)
-        end = DC.block_end(recipe)
-        mine = set()
-        # layer 0's input: the operands of the sum that reads it (decompose.layer_input)
-        reads_input = {a for s in recipe.steps if s.op == "add" and INPUT in s.args for a in s.args}
-        for s in recipe.steps:
-            if s.op != "same" or s.name in reads_input:  # a "same" step's value is its argument's
-                mine.add(f"{s.name}.out" if s.name in recipe.blocks else s.name)
-            if s.name == end:
-                break
-        steps.append(mine)
+        steps.append({f"{s}.out" if s in recipe.blocks else s for s in values_read(recipe, i == 0)})
     every = set.intersection(*steps) if steps else set()
     names = {f"{p}.*.attn.weights", f"{p}.*.out"} | {f"{p}.*.{s}" for s in every}
     names |= {f"{p}.{i}.{s}" for i, mine in enumerate(steps) for s in mine - every}
@@ -135,7 +150,7 @@ def no_terms(x: Tensor) -> tuple[Tensor, Tensor]:
     return x.new_zeros(0, L, L), x.new_zeros(0, L, d)
 
 
-def add(a: Factored, b: Factored, value: Tensor) -> Factored:
+def add(a: Factored, b: Factored, value: Optional[Tensor]) -> Factored:
     """Two steps summed (``value`` their traced sum): own and bias add, the terms of both kept (K_a + K_b)."""
     own, bias = a.own + b.own, a.bias + b.bias
     if not a.W.shape[0]:
@@ -146,11 +161,11 @@ def add(a: Factored, b: Factored, value: Tensor) -> Factored:
     return Factored(own, bias, W, torch.cat([a.vectors(), b.vectors()]), value)  # G (K_a + K_b, L, d)
 
 
-def norm(a: Factored, module, value: Tensor) -> Factored:
+def norm(a: Factored, module, value: Optional[Tensor]) -> Factored:
     """``module`` linearised with each row's statistics of its input ``a.value`` (module docstring);
     ``value`` its traced output. The row scale joins ``rows`` and the per-vector map joins ``O``
     (or G without one): ``(v O − mean(v O)) ⊙ γ = v ((O − mean O) ⊙ γ)``, each row of O a vector."""
-    s = a.value  # (L, d): the norm's input
+    s = a.total()  # (L, d): the norm's input
     dt = s.dtype
     if hasattr(module, "offset"):  # attnscope's RMSNorm: v / rms(s_i) · (offset + w)
         g = module.offset + module.weight.to(dt)  # (d,)
@@ -174,7 +189,7 @@ def norm(a: Factored, module, value: Tensor) -> Factored:
     return Factored(centred(a.own).mul_(r[:, None]), bias, a.W, G, value, r if a.rows is None else a.rows * r, O)
 
 
-def attention(a: Factored, attn, weights: Tensor, value: Tensor) -> Factored:
+def attention(a: Factored, attn, weights: Tensor, value: Optional[Tensor]) -> Factored:
     """The attention block with fixed ``weights (H, L, L)`` on a K = 0 step ``a`` (module docstring);
     ``value`` its traced output."""
     H, Hkv, dh = attn.n_heads, attn.n_kv_heads, attn.d_head
@@ -213,13 +228,14 @@ def walk(stack: DC.Stack, tr, index: int) -> Block:
     layer, prefix, end = stack.layers[index], f"{stack.prefix}.{index}", DC.block_end(recipe)
     x = DC.layer_input(tr, stack, recipe, index)  # (L, d)
     V = {INPUT: Factored(x, torch.zeros_like(x), *no_terms(x), x)}
+    read = values_read(recipe, index == 0)
     for s in recipe.steps:
         a = V[s.args[0]]
         if s.op not in ("same", "add", "norm", "attention"):
             raise error(InputError, "errors.attribution_recipe_mlp_first", recipe=repr(recipe.name), op=s.op,
                         step_name=repr(s.name), end=repr(end))
-        # the step as the model computed it, (L, d): the value every part sums to
-        value = a.value if s.op == "same" else DC.step_value(tr, prefix, recipe, s.name)
+        # the step as the model computed it, (L, d): the value every part sums to, where a later step reads it
+        value = DC.step_value(tr, prefix, recipe, s.name) if s.op != "same" and s.name in read else None
         if s.op == "same":
             V[s.name] = a
         elif s.op == "add":
