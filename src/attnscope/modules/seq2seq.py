@@ -27,9 +27,10 @@ from ..errors import ConfigError, InputError
 from ..hooks import HookPoint
 from ..i18n import error
 from ..kernels.validate import check_token_ids, check_vocabulary
-from ..positions import causal_window_mask, get_position
+from ..positions import get_position
 from . import t5_bias  # noqa: F401  (registers t5_relative)
 from .cross_decoder import DecoderBlock, EncoderBlock, Seq2SeqCache, make_norm
+from .decoder import TransformerDecoder
 
 Tensor = torch.Tensor
 
@@ -172,17 +173,10 @@ class Seq2SeqDecoder(Seq2SeqStack):
         x = self.embed(input_ids, past)  # (B, T, d)
         S = past + T
         bias = self.rel_bias(T, S, past) if self.config.score_bias else None  # (1, H, T, S)
-        mask, causal = None, past == 0 and T > 1
-        if attention_mask is not None and not bool(attention_mask.bool().all()):
-            if cache is not None:
-                raise error(InputError, "errors.kernel_seq2seq_padded_step")
-            pos = torch.arange(T, device=x.device)
-            real = attention_mask.to(x.device).bool()[:, None, None, :]  # (B, 1, 1, T)
-            mask = (causal_window_mask(pos, pos)[None, None] & real) | torch.eye(T, dtype=torch.bool, device=x.device)
-            causal = False
-        elif past > 0 and T > 1:  # several new tokens after a cache: causal from their positions on
-            mask, causal = causal_window_mask(torch.arange(past, S, device=x.device),
-                                              torch.arange(S, device=x.device))[None, None], False
+        if cache is not None and attention_mask is not None and not bool(attention_mask.bool().all()):
+            raise error(InputError, "errors.kernel_seq2seq_padded_step")
+        # causal, padded target keys hidden (a padded query still sees itself), as the decoders' stacks
+        mask, causal = TransformerDecoder.mask_for(None, B, T, past, attention_mask, x.device)
         smask = key_mask(source_mask)
         ws, wc = [], []
         for layer in self.layers:
