@@ -31,6 +31,7 @@ from ..positions import get_position
 from . import t5_bias  # noqa: F401  (registers t5_relative)
 from .cross_decoder import DecoderBlock, EncoderBlock, Seq2SeqCache, make_norm
 from .decoder import TransformerDecoder
+from .embeddings import TermHooks
 
 Tensor = torch.Tensor
 
@@ -79,7 +80,7 @@ class Seq2SeqConfig(TransformerConfig):
         return self.bias
 
 
-class Seq2SeqEmbeddings(nn.Module):
+class Seq2SeqEmbeddings(TermHooks):
     """ids ``(B, L)`` → ``(B, L, d)``: ``tokens`` (the shared rows), ``positions`` (BART: the learned
     rows of positions ``past … past + L − 1``, read at + 2), ``out`` = norm(tokens · scale + positions)
     (BART's layernorm_embedding; T5: the rows themselves)."""
@@ -88,14 +89,12 @@ class Seq2SeqEmbeddings(nn.Module):
         super().__init__()
         c = self.config = config
         self.token_embedding = token_embedding
+        self.segment_embedding = None  # no segments
         learned = c.position == "learned"
         self.position_embedding = nn.Embedding(c.max_positions + c.position_offset, c.d_model) if learned else None
         self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps) if c.embed_norm else None
         self.drop = nn.Dropout(c.dropout)
-        self.tokens = HookPoint()
-        if learned:
-            self.positions = HookPoint()
-        self.out = HookPoint()
+        self.add_term_hooks()  # tokens, positions (BART), out
 
     def forward(self, input_ids: Tensor, past: int = 0) -> Tensor:
         c = self.config
