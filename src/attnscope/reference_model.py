@@ -94,30 +94,33 @@ def position_kind(model) -> str:
     return c.position
 
 
-def embeddings(model, ids: Array, segments: Optional[Array], positions: Array) -> dict:
+def embeddings(model, ids: Array, segments: Optional[Array], positions: Array, stack: Optional[str] = None) -> dict:
     """The embedding steps of one text: ``embed.tokens`` (the rows of the ids), ``embed.segments``,
     ``embed.positions``, ``embed.sum``, ``embed.out`` (after the LayerNorm, or × Gemma's scale)
-    and ``embed.projected`` (ALBERT, ELECTRA: E → d_model), each (L, ·) float64."""
-    e = model.embed
-    out = {"embed.tokens": R.as_f64(e.token_embedding.weight[ids])}  # (L, E)
+    and ``embed.projected`` (ALBERT, ELECTRA: E → d_model), each (L, ·) float64. ``stack``: an
+    encoder–decoder model's ("encoder", "decoder"): its names are ``{stack}.embed.*`` and its token
+    rows × ``embed_scale`` (BART's scale_embedding: √d) before the position rows are added."""
+    e, p = (model.embed, "embed") if stack is None else (getattr(model, stack).embed, f"{stack}.embed")
+    out = {f"{p}.tokens": R.as_f64(e.token_embedding.weight[ids])}  # (L, E)
     if getattr(model.config, "kind", "") == "decoder":
         scale = float(np.float32(model.config.embed_scale))  # the model multiplies by it in float32
         out["embed.sum"] = out["embed.tokens"]
         out["embed.out"] = out["embed.tokens"] * scale if scale != 1.0 else out["embed.tokens"]
         return out
-    x = out["embed.tokens"].copy()
-    if e.segment_embedding is not None:
+    scale = model.config.embed_scale if stack is not None else 1.0
+    x = out[f"{p}.tokens"] * scale if scale != 1.0 else out[f"{p}.tokens"].copy()
+    if getattr(e, "segment_embedding", None) is not None:
         out["embed.segments"] = R.as_f64(e.segment_embedding.weight[segments])
         x = x + out["embed.segments"]
     if e.position_embedding is not None:
         d = x.shape[-1]
         if position_kind(model) == "sinusoidal" or not hasattr(e.position_embedding, "weight"):
-            out["embed.positions"] = sinusoid_rows(positions, d)
+            out[f"{p}.positions"] = sinusoid_rows(positions, d)
         else:
-            out["embed.positions"] = R.as_f64(e.position_embedding.weight[positions])
-        x = x + out["embed.positions"]
-    out["embed.sum"] = x
-    out["embed.out"] = norm_of(x, e.norm) if e.norm is not None else x
+            out[f"{p}.positions"] = R.as_f64(e.position_embedding.weight[positions])
+        x = x + out[f"{p}.positions"]
+    out[f"{p}.sum"] = x
+    out[f"{p}.out"] = norm_of(x, e.norm) if e.norm is not None else x
     if hasattr(e, "proj"):
         out["embed.projected"] = _lin(out["embed.out"], e.proj)
     return out

@@ -29,27 +29,10 @@ from . import reference as R
 from .errors import InputError
 from .i18n import error
 from .recipe import CROSS_RECIPES, get_layer_recipe
-from .reference_model import check_supported, last_layer
+from .reference_model import check_supported, embeddings, last_layer
 from .reference_model_blocks import LayerRun, norm_of, run_layer
 
 Array = np.ndarray
-
-
-def stack_embeddings(model, stack: str, ids: Array) -> dict:
-    """``{stack}.embed.tokens``, ``.positions`` (BART), ``.sum``, ``.out`` of the ids (L,) of one stack."""
-    c, e = model.config, getattr(model, stack).embed
-    p = f"{stack}.embed"
-    out = {f"{p}.tokens": R.as_f64(e.token_embedding.weight[ids])}  # (L, d)
-    x = out[f"{p}.tokens"] * c.embed_scale if c.embed_scale != 1.0 else out[f"{p}.tokens"]
-    n = len(ids)
-    positions = np.arange(n, dtype=np.int64) + int(c.position_offset or 0)
-    out[f"{stack}.positions"] = positions
-    if e.position_embedding is not None:
-        out[f"{p}.positions"] = R.as_f64(e.position_embedding.weight[positions])
-        x = x + out[f"{p}.positions"]
-    out[f"{p}.sum"] = x
-    out[f"{p}.out"] = norm_of(x, e.norm) if e.norm is not None else x
-    return out
 
 
 def t5_bias(model, stack: str, n_q: int, n_k: int) -> tuple[Optional[Array], Optional[dict]]:
@@ -108,8 +91,9 @@ def run_stack(model, stack: str, ids: Array, tokens: list, last: int, whole: boo
     cross-attention over the encoder's output ``source (S, d)``) and, when ``whole``, its final
     norm. Returns the steps and the stack's output ``(n, d)``."""
     n, c, decoder = len(ids), model.config, stack == "decoder"
-    f: dict = {f"{stack}.ids": ids, f"{stack}.tokens": tokens}
-    f.update(stack_embeddings(model, stack, ids))
+    positions = np.arange(n, dtype=np.int64) + int(c.position_offset or 0)  # BART's rows are read at + 2
+    f: dict = {f"{stack}.ids": ids, f"{stack}.tokens": tokens, f"{stack}.positions": positions}
+    f.update(embeddings(model, ids, None, positions, stack))
     bias, steps = t5_bias(model, stack, n, n)
     if steps is not None:
         f[f"{stack}.buckets"] = steps

@@ -57,6 +57,7 @@ from .viewer.held_api import add_routes as add_held_routes
 from .viewer.held_store import TextStore
 from .viewer.html import render_server_page
 from .viewer.run import check_text
+from .viewer.seq2seq import is_seq2seq
 
 __all__ = ["create_app", "serve", "bind", "is_loopback", "Busy", "Limits", "ModelWorker", "ViewRequest", "MAX_BODY",
            "MAX_WAITING", "MAX_ACTIVE", "BODY_TIMEOUT", "CHARS_PER_TOKEN", "MAX_MATRIX_TOKENS", "uvicorn_config"]
@@ -132,7 +133,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> str:
-        return render_server_page(model.name, max_chars=max_chars, lang=lang)
+        return render_server_page(model.name, max_chars=max_chars, lang=lang, seq2seq=is_seq2seq(model))
 
     @app.get("/api/model", response_model=ModelInfo, summary="The loaded model and the input limits")
     def info() -> ModelInfo:
@@ -195,7 +196,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
         return {"ok": True}
 
     from .viewer.seq2seq_server import add_routes
-    add_routes(app, model, worker, max_chars, StrictRequest, lang)  # T5, BART: their own page and /api/view
+    add_routes(app, model, worker, max_chars, StrictRequest)  # T5, BART: their own /api/view
     app.add_middleware(Limits, max_body=max_body, body_timeout=body_timeout)
     return app
 

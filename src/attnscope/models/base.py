@@ -79,12 +79,17 @@ class LoadedModel:
         return tree_names(cast(torch.nn.Module, self))
 
     @property
+    def input_embedding(self) -> torch.nn.Embedding:
+        """The token embedding the model reads its ids with (the output matrix too, when tied)."""
+        return self.embed.token_embedding
+
+    @property
     def device(self) -> torch.device:
-        return self.embed.token_embedding.weight.device
+        return self.input_embedding.weight.device
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.embed.token_embedding.weight.dtype
+        return self.input_embedding.weight.dtype
 
     def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False,
                max_length: Optional[int] = None) -> Batch:
@@ -122,7 +127,7 @@ class LoadedModel:
         """Next-token logits ``(B, L, vocab)`` from last hidden states: ``hidden @ W_Eᵀ`` with the tied
         token embedding (or the checkpoint's own ``lm_head.weight`` when it is not tied)."""
         self._require_lm()
-        W = self.lm_head_weight if self.lm_head_weight is not None else self.embed.token_embedding.weight
+        W = self.lm_head_weight if self.lm_head_weight is not None else self.input_embedding.weight
         # with device_map a tied output matrix sits with the embeddings, the hidden states with the head
         return F.linear(hidden.to(W.device), W)  # (B, L, V)
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..errors import InputError
@@ -57,12 +56,8 @@ class Seq2SeqModel(LoadedModel, nn.Module):
             self.register_buffer("final_logits_bias", torch.zeros(1, c.vocab_size))
 
     @property
-    def device(self) -> torch.device:
-        return self.shared.weight.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.shared.weight.dtype
+    def input_embedding(self) -> nn.Embedding:
+        return self.shared  # both stacks read it
 
     @property
     def has_lm_head(self) -> bool:
@@ -96,13 +91,8 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         """Next-token logits ``(…, vocab)`` from decoder hidden states (T5 tied: × d_model^-½ first;
         BART: + final_logits_bias)."""
         c = self.config
-        if c.lm_scale != 1.0:
-            hidden = hidden * c.lm_scale
-        W = self.lm_head_weight if self.lm_head_weight is not None else self.shared.weight
-        logits = F.linear(hidden, W)  # (…, V)
-        if c.final_logits_bias:
-            logits = logits + self.final_logits_bias[0]
-        return logits
+        logits = super().lm_logits(hidden * c.lm_scale if c.lm_scale != 1.0 else hidden)  # (…, V)
+        return logits + self.final_logits_bias[0] if c.final_logits_bias else logits
 
     # ------------------------------------------------------------------------------------------
     def source_batch(self, source: Texts, *, truncate: bool = False) -> Batch:

@@ -100,6 +100,8 @@ class MultiHeadAttention(nn.Module):
             ``"bias"`` with a fixed term (ALiBi) is added here to the scaled scores of
             self-attention, at the hook point ``bias`` (B, H, L, S), with positions that count
             real tokens (padding from ``key_padding_mask``); other schemes act elsewhere.
+        score_bias: a ``bias`` hook point for a score term a subclass adds itself (T5's learned
+            relative bias, :class:`~attnscope.modules.cross_decoder.Seq2SeqAttention`).
 
     Hook points (names relative to this module): ``q`` (B, H, L, d_head), ``k``, ``v``
     (B, H_kv, S, d_head; H_kv = n_kv_heads) — q and
@@ -119,7 +121,7 @@ class MultiHeadAttention(nn.Module):
     masked: HookPoint
     weights: HookPoint
     z: HookPoint
-    bias: HookPoint  # only with a position scheme that acts on the scores (ALiBi)
+    bias: HookPoint  # only with a position scheme that acts on the scores (ALiBi), or score_bias
     merged: HookPoint
     out: HookPoint
 
@@ -127,7 +129,7 @@ class MultiHeadAttention(nn.Module):
                  head_dim: Optional[int] = None, bias: bool = True, out_bias: Optional[bool] = None,
                  scale: Optional[float] = None, scoring: str = "scaled", dropout: float = 0.0,
                  cosine_temperature: float = DEFAULT_COSINE_TEMPERATURE, layer_norm_eps: float = 1e-6,
-                 position: Optional[str] = None) -> None:
+                 position: Optional[str] = None, score_bias: bool = False) -> None:
         super().__init__()
         d_model = check_positive_int("d_model", d_model)
         n_heads = check_positive_int("n_heads", n_heads)
@@ -156,7 +158,7 @@ class MultiHeadAttention(nn.Module):
         #: ``bias(n_heads, q_pos, k_pos, dtype, device)`` of a bias scheme, else None.
         self.position_bias = scheme.bias if scheme is not None and scheme.acts_on == "bias" else None
         self.position = position
-        steps = (*STEPS[:3], "bias", *STEPS[3:]) if self.position_bias is not None else STEPS
+        steps = (*STEPS[:3], "bias", *STEPS[3:]) if self.position_bias is not None or score_bias else STEPS
         for name in (*steps, "merged", "out"):
             setattr(self, name, SharedHeadPoint(self.group) if name in ("k", "v") else HookPoint())
         #: NaN/±inf checks naming the step (None: follow attnscope.kernels.checking_finite).

@@ -30,7 +30,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..hooks import HookPoint
 from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..recipe import CROSS_RECIPES
 from .attention import MultiHeadAttention
@@ -65,16 +64,10 @@ class Seq2SeqAttention(MultiHeadAttention):
     ``has_bias`` (T5's self-attention: its relative position bias is added to the scores).
     """
 
-    bias: HookPoint  # made in __init__ when has_bias
-
     def __init__(self, d_model: int, n_heads: int, *, layer_index: int = 0, has_bias: bool = False, **kw) -> None:
-        super().__init__(d_model, n_heads, **kw)
+        super().__init__(d_model, n_heads, score_bias=has_bias, **kw)  # the hook point bias before the scores
         self.layer_index = layer_index
         self.has_bias = has_bias
-        if has_bias:  # the hook points again, in forward order, with bias before the scores
-            for name in (*STEPS[:3], "bias", *STEPS[3:], "merged", "out"):
-                self._modules.pop(name, None)
-                setattr(self, name, HookPoint())
 
     # Takes a score bias, one mask and a cache where the base takes padding and attention masks.
     def forward(self, x: Tensor, context: Optional[Tensor] = None, *,  # type: ignore[override]

@@ -27,9 +27,11 @@ from ..errors import ConfigError, InputError
 from ..hooks import HookPoint
 from ..i18n import error
 from ..kernels.validate import check_token_ids, check_vocabulary
-from ..positions import causal_window_mask, get_position
+from ..positions import get_position
 from . import t5_bias  # noqa: F401  (registers t5_relative)
 from .cross_decoder import DecoderBlock, EncoderBlock, Seq2SeqCache, make_norm
+from .decoder import TransformerDecoder
+from .embeddings import TermHooks
 
 Tensor = torch.Tensor
 
@@ -78,7 +80,7 @@ class Seq2SeqConfig(TransformerConfig):
         return self.bias
 
 
-class Seq2SeqEmbeddings(nn.Module):
+class Seq2SeqEmbeddings(TermHooks):
     """ids ``(B, L)`` → ``(B, L, d)``: ``tokens`` (the shared rows), ``positions`` (BART: the learned
     rows of positions ``past … past + L − 1``, read at + 2), ``out`` = norm(tokens · scale + positions)
     (BART's layernorm_embedding; T5: the rows themselves)."""
@@ -87,14 +89,12 @@ class Seq2SeqEmbeddings(nn.Module):
         super().__init__()
         c = self.config = config
         self.token_embedding = token_embedding
+        self.segment_embedding = None  # no segments
         learned = c.position == "learned"
         self.position_embedding = nn.Embedding(c.max_positions + c.position_offset, c.d_model) if learned else None
         self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps) if c.embed_norm else None
         self.drop = nn.Dropout(c.dropout)
-        self.tokens = HookPoint()
-        if learned:
-            self.positions = HookPoint()
-        self.out = HookPoint()
+        self.add_term_hooks()  # tokens, positions (BART), out
 
     def forward(self, input_ids: Tensor, past: int = 0) -> Tensor:
         c = self.config
@@ -172,17 +172,10 @@ class Seq2SeqDecoder(Seq2SeqStack):
         x = self.embed(input_ids, past)  # (B, T, d)
         S = past + T
         bias = self.rel_bias(T, S, past) if self.config.score_bias else None  # (1, H, T, S)
-        mask, causal = None, past == 0 and T > 1
-        if attention_mask is not None and not bool(attention_mask.bool().all()):
-            if cache is not None:
-                raise error(InputError, "errors.kernel_seq2seq_padded_step")
-            pos = torch.arange(T, device=x.device)
-            real = attention_mask.to(x.device).bool()[:, None, None, :]  # (B, 1, 1, T)
-            mask = (causal_window_mask(pos, pos)[None, None] & real) | torch.eye(T, dtype=torch.bool, device=x.device)
-            causal = False
-        elif past > 0 and T > 1:  # several new tokens after a cache: causal from their positions on
-            mask, causal = causal_window_mask(torch.arange(past, S, device=x.device),
-                                              torch.arange(S, device=x.device))[None, None], False
+        if cache is not None and attention_mask is not None and not bool(attention_mask.bool().all()):
+            raise error(InputError, "errors.kernel_seq2seq_padded_step")
+        # causal, padded target keys hidden (a padded query still sees itself), as the decoders' stacks
+        mask, causal = TransformerDecoder.mask_for(None, B, T, past, attention_mask, x.device)
         smask = key_mask(source_mask)
         ws, wc = [], []
         for layer in self.layers:

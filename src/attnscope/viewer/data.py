@@ -313,9 +313,10 @@ def _model_name(trace) -> str:
 def all_text(data: dict) -> str:
     """Every string the page shows from the data (for the font subset)."""
     parts = [data.get("model") or ""]
-    for t in data["texts"]:
-        parts += t["tokens"]
-        parts.append(t.get("text") or "")
+    for t in data["texts"]:  # an encoder–decoder page's texts are pairs (attnscope.viewer.seq2seq)
+        for key in ("tokens", "source_tokens", "target_tokens", "source_pieces", "target_pieces"):
+            parts += t.get(key, [])
+        parts += [t.get(key) or "" for key in ("text", "source", "target")]
     if data.get("compare"):
         parts += data["compare"]["tokens_a"] + data["compare"]["tokens_b"]
     for t in data["texts"]:  # the lens view's predicted tokens (attnscope.viewer.lens_view)

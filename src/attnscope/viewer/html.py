@@ -41,11 +41,13 @@ def ui_text() -> str:
     return "".join(s for table in ui_strings().values() for s in table.values())
 
 
-def script() -> str:
+def script(seq2seq: bool = False) -> str:
     """The viewer's JavaScript: the core views, then the views that extend them (generation,
-    matrix) and the reading of texts the server holds; the page's words after the core, for tr()."""
+    matrix) and the reading of texts the server holds; the page's words after the core, for tr().
+    ``seq2seq``: the encoder–decoder views last (they extend ``attnscope.mount``)."""
     words = f"window.attnscope.strings = {json_for_script(ui_strings())};"
-    return "\n".join([asset(SCRIPTS[0]), words] + [asset(name) for name in SCRIPTS[1:]])
+    names = SCRIPTS[1:] + (("viewer_seq2seq.js", "viewer_seq2seq_views.js") if seq2seq else ())
+    return "\n".join([asset(SCRIPTS[0]), words] + [asset(name) for name in names])
 
 
 def json_for_script(obj) -> str:
@@ -62,10 +64,17 @@ def _page(title: str, head_css: str, body: str, lang: str = "en") -> str:
 
 
 def render(data: dict, *, title: Optional[str] = None, lang: str = "en") -> str:
-    """The self-contained page for ``data`` (from :func:`attnscope.viewer.data.build`), its own
-    words in ``lang`` (en, zh; the page can switch)."""
-    first = " ".join(data["texts"][0]["tokens"]) if data["texts"] else ""
-    return data_page(title or f"attnscope · {data['model']} · {first[:60]}", script(), data,
+    """The self-contained page for ``data`` (from :func:`attnscope.viewer.data.build`, or an
+    encoder–decoder pair's from :func:`attnscope.viewer.seq2seq.seq2seq_view_data`), its own
+    words in ``lang`` (en, zh; the page can switch; the embedded font draws both)."""
+    first, seq2seq = (data["texts"][0] if data["texts"] else None), bool(data.get("seq2seq"))
+    if first is None:
+        shown = ""
+    elif seq2seq:
+        shown = " ".join(first["source_tokens"])[:40] + " → " + " ".join(first["target_tokens"])[:30]
+    else:
+        shown = " ".join(first["tokens"])[:60]
+    return data_page(title or f"attnscope · {data['model']} · {shown}", script(seq2seq), data,
                      font_face_css(all_text(data) + ui_text()), lang=lang)
 
 
@@ -90,11 +99,12 @@ CJK_RANGES = "U+2E80-9FFF,U+AC00-D7AF,U+F900-FAFF,U+FE30-FE4F,U+FF00-FFEF"
 
 
 def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Optional[int] = None,
-                       font_url: str = "assets/attnscope-cjk.otf", lang: str = "en") -> str:
+                       font_url: str = "assets/attnscope-cjk.otf", lang: str = "en", seq2seq: bool = False) -> str:
     """The page of ``attnscope serve``: a short introduction with examples, a text box that asks
-    the JSON API, and the same viewer under it (its toolbar's words in ``lang``)."""
-    return server_page(model_name, script(), {"server": {"endpoint": api, "model": model_name, "maxChars": max_chars},
-                                               "lang": check_lang(lang)}, font_url)
+    the JSON API, and the same viewer under it (its toolbar's words in ``lang``); ``seq2seq``: for
+    an encoder–decoder model, source and target boxes and the encoder / decoder / cross views."""
+    server = {"endpoint": api, "model": model_name, "maxChars": max_chars, **({"seq2seq": True} if seq2seq else {})}
+    return server_page(model_name, script(seq2seq), {"server": server, "lang": check_lang(lang)}, font_url)
 
 
 def server_page(model_name: str, scripts: str, options: dict, font_url: str) -> str:

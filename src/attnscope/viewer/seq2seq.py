@@ -36,7 +36,7 @@ from .. import reference as R
 from ..errors import InputError
 from ..i18n import error
 from ..trace.seq2seq import ATTENTIONS, BLOCKS  # the three attentions, in the order the page offers them
-from .data import FORMAT, MAX_DECIMALS, REPRODUCE_TOL, VERSION, encode
+from .data import FORMAT, MAX_DECIMALS, REPRODUCE_TOL, VERSION, all_text, encode  # noqa: F401  (all_text: read here too)
 from .data import page_weights as stack_weights
 
 
@@ -168,12 +168,3 @@ def build_pairs(model, pairs: Sequence[tuple[str, str]], *, decimals: int = 4, c
         "exp_show_limit": R.EXP_SHOW_LIMIT, "decimals": decimals, "max_decimals": MAX_DECIMALS,
         "texts": texts, "compare": None,
     }
-
-
-def all_text(data: dict) -> str:
-    """Every string the page shows from the data (for the font subset)."""
-    parts = [data.get("model") or ""]
-    for t in data["texts"]:
-        parts += t["source_tokens"] + t["target_tokens"] + t.get("source_pieces", []) + t.get("target_pieces", [])
-        parts += [t.get("source") or "", t.get("target") or ""]
-    return "".join(parts)

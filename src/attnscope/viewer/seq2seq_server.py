@@ -1,4 +1,4 @@
-"""``attnscope serve`` for an encoder–decoder model (T5, BART): its page and its ``/api/view``.
+"""``attnscope serve`` for an encoder–decoder model (T5, BART): its ``/api/view``.
 
 The served page has a source box and a target box; ``POST /api/view`` takes
 ``{"source": …, "target": …, "decimals": 4}`` and answers the page data of
@@ -7,33 +7,33 @@ text is one 422 sentence: a target without its source, a source without a target
 one-text field ``text`` sent to this model.
 
 :func:`add_routes` is called at the end of :func:`attnscope.server.create_app`: for such a model it
-replaces the one-text routes (``/``, ``/api/view``, and ``/api/attention``, ``/api/steps``, which
-read one text) with these; nothing changes for other models.
+replaces the one-text routes (``/api/view``, and ``/api/attention``, ``/api/steps``, which read one
+text) with this one; nothing changes for other models. Its page is the server's own
+(:func:`attnscope.viewer.html.render_server_page` with ``seq2seq=True``).
 """
 
 # no "from __future__ import annotations": FastAPI reads the local request class from the signature
 
 from typing import Optional
 
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from ..errors import InputError
 from ..fonts import font_face_css
 from ..i18n import error
-from .data import MAX_DECIMALS
+from .data import MAX_DECIMALS, all_text
 from .run import check_text
-from .seq2seq import all_text, is_seq2seq, seq2seq_view_data
-from .seq2seq_page import render_server_page
+from .seq2seq import is_seq2seq, seq2seq_view_data
 
 
-def add_routes(app, model, worker, max_chars: int, base, lang: str = "en") -> bool:
-    """Register ``/`` and ``/api/view`` of an encoder–decoder ``model`` on ``app`` (``worker``:
-    the server's model thread; ``base``: its strict pydantic request class; ``lang``: the page's
-    words start in that language). False, and nothing registered, for other models."""
+def add_routes(app, model, worker, max_chars: int, base) -> bool:
+    """Register ``/api/view`` of an encoder–decoder ``model`` on ``app`` (``worker``: the server's
+    model thread; ``base``: its strict pydantic request class). False, and nothing registered, for
+    other models."""
     if not is_seq2seq(model):
         return False
-    one_text = ("/", "/api/view", "/api/attention", "/api/steps")
+    one_text = ("/api/view", "/api/attention", "/api/steps")
     app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in one_text]
 
     class Seq2SeqViewRequest(base):
@@ -44,10 +44,6 @@ def add_routes(app, model, worker, max_chars: int, base, lang: str = "en") -> bo
         text: Optional[str] = Field(None, description="Not for this model: an encoder–decoder model reads a source "
                                     "and a target.")
         decimals: int = Field(4, ge=0, le=MAX_DECIMALS, description="Decimals the page starts with.")
-
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> str:
-        return render_server_page(model.name, max_chars=max_chars, lang=lang)
 
     @app.post("/api/view", summary="Page data for the encoder–decoder viewer (encoder, decoder and cross views)")
     async def seq2seq_view(req: Seq2SeqViewRequest) -> JSONResponse:
