@@ -41,12 +41,13 @@ from .base import Attribution, AttributionMethod, register_method
 Tensor = torch.Tensor
 
 
-def trace_one(model, stack: DC.Stack, text: str, names: list[str]):
-    """The trace of one text (no truncation: a text past the context is refused by the trace)."""
+def trace_one(model, stack: DC.Stack, text: str, names: list[str], hooks=None):
+    """The trace of one text (no truncation: a text past the context is refused by the trace), with
+    ``hooks`` (``{name_or_glob: fn}``, as ``model.trace`` takes them) during the pass."""
     if not isinstance(text, str) or not text.strip():
         raise error(InputError, "errors.attribution_empty_text")
     with torch.no_grad():
-        return model.trace(text, names=names, **stack.trace_kw)
+        return model.trace(text, names=names, hooks=hooks, **stack.trace_kw)
 
 
 def last(layer: Optional[int], stack: DC.Stack) -> int:

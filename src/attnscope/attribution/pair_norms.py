@@ -117,8 +117,10 @@ def build(K: int) -> Optional[ctypes.CDLL]:
     except OSError as e:
         last_failure = f"loading {target}: {e}"
         return None
-    lib.attnscope_columns.restype = None
-    lib.attnscope_columns.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_int] * 2
+    lib.attnscope_transpose.restype = None
+    lib.attnscope_transpose.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 2 + [ctypes.c_int] * 2
+    lib.attnscope_reach.restype = None
+    lib.attnscope_reach.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 2
     lib.attnscope_pairs.restype = ctypes.c_int
     lib.attnscope_pairs.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 7 + [ctypes.c_int] * 3
     return lib
@@ -136,18 +138,42 @@ def usable(y: Tensor) -> bool:
     return enabled() and y.device.type == "cpu" and y.dtype == torch.float32
 
 
+def column_major(W: Tensor) -> bool:
+    """Whether ``W (K, L_i, L_j)`` is a transposed view of a contiguous ``(K, L_j, L_i)`` (as
+    :func:`transpose_into` leaves it): its columns are then read in place."""
+    return W.transpose(1, 2).is_contiguous()
+
+
+def transpose_into(W: Tensor, out: Tensor) -> bool:
+    """``out (K, L_j, L_i)`` (contiguous) ← ``W (K, L_i, L_j)`` transposed, by the compiled pass;
+    False (``out`` untouched) where the compiled loop is not available."""
+    K, Li, Lj = W.shape
+    lib = library(K) if usable(W) else None
+    if lib is None:
+        return False
+    if not (out.is_contiguous() and out.shape == (K, Lj, Li) and out.dtype == W.dtype):
+        raise ValueError(f"transpose_into: W {tuple(W.shape)} does not fit out {tuple(out.shape)}")  # a caller's bug
+    W = W.contiguous()
+    lib.attnscope_transpose(K, W.data_ptr(), out.data_ptr(), Li, Lj)
+    return True
+
+
 def columns(W: Tensor) -> Optional[tuple[Tensor, Tensor, Tensor]]:
-    """``W (K, L_i, L_j)`` transposed, ``Wc (K, L_j, L_i)``, and per column j the rows it reaches,
+    """``W (K, L_i, L_j)`` transposed, ``Wc (K, L_j, L_i)`` — W's own memory where it is a
+    :func:`column_major` view, else a compiled copy — and per column j the rows it reaches,
     ``first``/``stop`` int32 ``(L_j,)`` (some ``W[g, i, j] ≠ 0``, or i = j; :func:`.pairs.reach`'s
-    rule), in one compiled pass; None where the compiled loop is not available."""
+    rule); None where the compiled loop is not available."""
     K, Li, Lj = W.shape
     lib = library(K) if usable(W) else None
     if lib is None:
         return None
-    W = W.contiguous()
-    Wc = W.new_empty(K, Lj, Li)
+    if column_major(W):
+        Wc = W.transpose(1, 2)
+    else:
+        Wc = W.new_empty(K, Lj, Li)
+        transpose_into(W, Wc)
     first, stop = (torch.empty(Lj, dtype=torch.int32) for _ in range(2))
-    lib.attnscope_columns(K, W.data_ptr(), Wc.data_ptr(), first.data_ptr(), stop.data_ptr(), Li, Lj)
+    lib.attnscope_reach(K, Wc.data_ptr(), first.data_ptr(), stop.data_ptr(), Li, Lj)
     return Wc, first, stop
 
 

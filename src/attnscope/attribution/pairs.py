@@ -26,6 +26,7 @@ from . import decompose as DC
 from . import pair_norms as PN
 from .base import Attribution, AttributionMethod, register_method
 from .factored import Block, Factored, Written, trace_names, walk
+from .kept_weights import KeptWeights
 from .norm_methods import last, normalise_rows, trace_one
 
 Tensor = torch.Tensor
@@ -186,7 +187,9 @@ def block_method(name: str, meaning: str):
                 **options) -> Attribution:
         DC.check_options(name, options)
         st = DC.stack_of(model, name, target, stack)
-        tr = trace_one(model, st, text, trace_names(st))
+        kept = KeptWeights(st.prefix, st.n_layers)  # the weights, by a hook: freed layer by layer, kept transposed
+        tr = kept.trace(trace_one(model, st, text, [n for n in trace_names(st) if n != kept.pattern],
+                                  hooks={kept.pattern: kept.keep}))
 
         def layer_matrix(i: int) -> Tensor:  # (L, L)
             return normalise_rows(block_matrices(walk(st, tr, i), (name,))[name])

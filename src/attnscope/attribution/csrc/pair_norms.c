@@ -159,13 +159,11 @@ static inline __attribute__((always_inline)) void pairs(
     }
 }
 
-/* W (K, L_i, L_j) as the walk holds it, written transposed into Wc (K, L_j, L_i) a column at a time:
-   strided reads, each column written in order. Measured on this project's machine (one thread, 510
-   tokens, K = 12): 4.8 ms, against 13.8 ms for tiles of 32 x 32 read row by row and 8.6-13.6 for
-   other tile shapes - there the scattered stores cost more than the strided loads here. Per column
-   j, the rows it reaches: first[j], stop[j] bound every i with some W[h, i, j] != 0, and i = j (the
-   rows outside get t = 0 exactly: GlobEnc's 0 and ALTI's |y_i|_1 - |y_i - 0|_1 = 0). */
-void attnscope_columns(int K, const float *W, float *Wc, int *first, int *stop, int Li, int Lj)
+/* W (K, L_i, L_j) as the trace holds it, written transposed into Wc (K, L_j, L_i) a column at a
+   time: strided reads, each column written in order. Measured on this project's machine (one thread,
+   510 tokens, K = 12): 4.8 ms, against 13.8 ms for tiles of 32 x 32 read row by row and 8.6-13.6 for
+   other tile shapes - there the scattered stores cost more than the strided loads here. */
+void attnscope_transpose(int K, const float *W, float *Wc, int Li, int Lj)
 {
     for (int h = 0; h < K; h++) {
         const float *src = W + (size_t)h * Li * Lj;
@@ -173,6 +171,14 @@ void attnscope_columns(int K, const float *W, float *Wc, int *first, int *stop, 
         for (int j = 0; j < Lj; j++)
             for (int i = 0; i < Li; i++) dst[(size_t)j * Li + i] = src[(size_t)i * Lj + j];
     }
+}
+
+/* Per column j of Wc (K, L_j, L_i), the rows it reaches: first[j], stop[j] bound every i with some
+   Wc[h, j, i] != 0, and i = j (the rows outside get t = 0 exactly: GlobEnc's 0 and ALTI's
+   |y_i|_1 - |y_i - 0|_1 = 0). Each scan stops at its first nonzero weight: a dense column costs K
+   reads at each end. */
+void attnscope_reach(int K, const float *Wc, int *first, int *stop, int Li, int Lj)
+{
     for (int j = 0; j < Lj; j++) {
         int f = j < Li ? j : Li, e = j < Li ? j + 1 : Li;  /* the diagonal is always reached */
         for (int h = 0; h < K; h++) {

@@ -1,0 +1,69 @@
+"""GlobEnc's and ALTI's weights kept by a hook (attnscope.attribution.kept_weights): the same
+matrices, bit for bit, as when the trace records the weights; the buffer is column-major, so the
+pair loop reads it in place; huge pages are asked for where the machine has them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnscope.attribution import decompose as DC
+from attnscope.attribution import kept_weights as KW
+from attnscope.attribution import norm_methods as NM
+from attnscope.attribution import pair_norms as PN
+from attnscope.attribution import pairs as PA
+from attnscope.attribution.factored import trace_names, walk
+from attnscope.threads import map_lanes
+
+TEXT = "The quick brown fox jumps over the lazy dog near the river bank."
+
+
+def recorded(model, method: str) -> torch.Tensor:
+    """The method's accumulated matrix with the weights recorded by the trace (as before the hook)."""
+    st = DC.stack_of(model, method)
+    tr = NM.trace_one(model, st, TEXT, trace_names(st))
+
+    def layer_matrix(i: int) -> torch.Tensor:
+        return NM.normalise_rows(PA.block_matrices(walk(st, tr, i), (method,))[method])
+    per_layer = torch.stack(map_lanes(layer_matrix, range(st.n_layers), "cpu"))
+    return DC.rollout(per_layer, st.n_layers - 1)
+
+
+@pytest.mark.parametrize("method", ["alti", "globenc"])
+def test_kept_weights_give_the_recorded_traces_matrices_bit_for_bit(model, method):
+    """Every model the methods run on: MiniLM, GPT-2, Gemma 3 (windows, grouped queries), DeBERTa v3,
+    T5 and BART (their encoder stacks)."""
+    got = model.attribute(TEXT, method=method)
+    assert torch.equal(got.scores, recorded(model, method))
+
+
+def test_the_hook_keeps_column_major_views_the_pair_loop_reads_in_place(minilm):
+    st = DC.stack_of(minilm, "alti")
+    kept = KW.KeptWeights(st.prefix, st.n_layers)
+    names = [n for n in trace_names(st) if n != kept.pattern]
+    tr = kept.trace(NM.trace_one(minilm, st, TEXT, names, hooks={kept.pattern: kept.keep}))
+    plain = minilm.trace(TEXT, names=[kept.pattern])
+    assert sorted(kept.kept) == [f"layers.{i}.attn.weights" for i in range(st.n_layers)]
+    for i in range(st.n_layers):
+        name = f"layers.{i}.attn.weights"
+        w = tr[name]  # (1, H, L, L)
+        assert torch.equal(w, plain[name]) and PN.column_major(w[0])
+        assert w[0].transpose(1, 2).data_ptr() == kept.buffer[i].data_ptr()  # a view of the buffer, no copy
+        Wc, first, stop = PN.columns(w[0])
+        assert Wc.data_ptr() == kept.buffer[i].data_ptr()  # read in place by the pair loop
+        assert first.tolist() == [0] * w.shape[-1] and stop.tolist() == [w.shape[-1]] * w.shape[-1]
+    assert tr.lengths == plain.lengths and tr.text_tokens(0) == plain.text_tokens(0)  # the rest is the trace's
+
+
+def test_huge_pages_are_asked_for_only_over_whole_huge_pages_of_cpu_memory():
+    small = torch.zeros(1000)
+    assert not KW.advise_huge_pages(small)  # not one whole 2 MiB page inside
+    big = torch.empty(3 * KW.HUGE_PAGE // 4)  # 6 MiB of float32: at least two whole huge pages
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if sys.platform.startswith("linux") and thp.exists():
+        assert KW.advise_huge_pages(big)  # a kernel with transparent huge pages takes the advice
+    big.fill_(1.5)
+    assert float(big.sum()) == 1.5 * big.numel()  # the memory is the tensor's as before
