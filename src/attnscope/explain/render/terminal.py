@@ -51,24 +51,24 @@ def _blocks(ctx: Ctx, blocks, width: int):
         yield Text("\n".join(pending))
 
 
+def _grid(header: list, rows: list) -> RichTable:
+    """A rich table of cells already written (Text): the first column left-aligned, the others right."""
+    tab = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for i, h in enumerate(header):
+        tab.add_column(h, justify="left" if i == 0 else "right")
+    for row in rows:
+        tab.add_row(*row)
+    return tab
+
+
 def matrix(ctx: Ctx, m: Matrix) -> RichTable:
     as_int, vals, rows, cols = grid(m)
-    tab = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    tab.add_column(Text(m.sym.text if m.sym else "", style="bold"), justify="left")
-    for c in cols:
-        tab.add_column(Text(str(c)), justify="right")
-    for r, row in zip(rows, vals):
-        tab.add_row(Text(str(r)), *(Text(ctx.cell(x, as_int, m.exact)) for x in row))
-    return tab
+    return _grid([Text(m.sym.text if m.sym else "", style="bold")] + [Text(str(c)) for c in cols],
+                 [[Text(str(r))] + [Text(ctx.cell(x, as_int, m.exact)) for x in row] for r, row in zip(rows, vals)])
 
 
 def table(ctx: Ctx, t: Table) -> RichTable:
-    tab = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for i, h in enumerate(t.header):
-        tab.add_column(Text(ctx.text(h)), justify="left" if i == 0 else "right")
-    for row in t.rows:
-        tab.add_row(*(Text(ctx.text(c)) for c in row))
-    return tab
+    return _grid([Text(ctx.text(h)) for h in t.header], [[Text(ctx.text(c)) for c in row] for row in t.rows])
 
 
 def print_rich(w, lang: str = "en", decimals: int = 4, file=None, console: Optional[Console] = None) -> None:
