@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..explain import i18n
 from ..explain.attribution_labels import lt
 from ..explain.doc import COUNTING, INDEX_BASE, T
-from ..explain.numbers import as_decimal, fmt, round_half_up
+from ..explain.numbers import as_decimal, fixed, fmt, round_half_up
 from ..explain.render.base import Ctx
 from ..i18n import error, step_name
 
@@ -61,7 +61,7 @@ def _right(x: Decimal, w) -> str:
     if w.scientific:
         q = round_half_up(x, w.decimals)
         return "0" if q == 0 else _sci(x, min(_digits(q, w), SHOWN_DECIMALS + 1), trim=False)
-    return _clean(f"{round_half_up(x, min(max(w.decimals, 0), SHOWN_DECIMALS)):f}")
+    return fixed(round_half_up(x, min(max(w.decimals, 0), SHOWN_DECIMALS)))
 
 
 def _more(x: Decimal, w) -> str:
@@ -77,11 +77,7 @@ def _more(x: Decimal, w) -> str:
     q = round_half_up(x, d)
     if q == 0 or q.adjusted() + d + 1 < 3:  # fewer than 3 significant digits at these places
         return _sci(x, 4)
-    return _clean(f"{_trim(q, x):f}")
-
-
-def _clean(s: str) -> str:
-    return s[1:] if s.startswith("-") and set(s[1:]) <= set("0.") else s
+    return fixed(_trim(q, x))
 
 
 def _digits(q: Decimal, w) -> int:
@@ -115,7 +111,7 @@ def _convention_lines(ctx: Ctx, r) -> list:
     for c in r.conventions:
         row = c["row_label"] if c["row_label"] != "-" else "0"
         out.append(ctx.text(T(f"check.conv_{c['convention']}", {"step": step_name(c["step"], ctx.lang), "row": row,
-                                                                 "m": _clean(f"{_trim(round_half_up(c['m'], 4), c['m']):f}")})))
+                                                                 "m": fixed(_trim(round_half_up(c['m'], 4), c['m']))})))
     return out
 
 

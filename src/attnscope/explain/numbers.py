@@ -133,11 +133,12 @@ def show(x, decimals: int, as_int: Optional[bool] = None, in_group: bool = False
         if abs(mant) >= 10:  # 9.99996 -> 10.0000: renormalise
             exp += 1
             mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
-        return Shown(_clean(mant), exp=exp)
-    return Shown(_clean(round_half_up(d, decimals)))
+        return Shown(fixed(mant), exp=exp)
+    return Shown(fixed(round_half_up(d, decimals)))
 
 
-def _clean(d: Decimal) -> str:
+def fixed(d: Decimal) -> str:
+    """``d`` in fixed notation, as many places as it has (no exponent), never "-0.0000"."""
     s = f"{d:f}"
     if s.startswith("-") and set(s[1:]) <= set("0."):
         s = s[1:]  # no "-0.0000"

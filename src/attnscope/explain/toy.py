@@ -293,11 +293,11 @@ def _meaning_step(p: ToyProblem, x: dict, allowed: np.ndarray, blind: list) -> S
     first = next((i for i in range(p.L) if i not in blind), None)
     if first is not None:
         if p.X is not None and "projected" in x and x["projected"].shape[1] == p.X.shape[1]:  # p.projected
-            blocks.append(Para(t("toy.meaning_first_xy", tok=toks[first], x=_vec_text(p.X[first], exact=True),
-                                 y=_vec_text(x["projected"][first]))))
+            blocks.append(Para(t("toy.meaning_first_xy", tok=toks[first], x=VecParam(list(p.X[first]), exact=True),
+                                 y=VecParam(list(x["projected"][first])))))
         else:
-            blocks.append(Para(t("toy.meaning_first_vo", tok=toks[first], v=_vec_text(x["Vh"][first]),
-                                 o=_vec_text(x["output"][first]), vs=sub("v", "v", first),
+            blocks.append(Para(t("toy.meaning_first_vo", tok=toks[first], v=VecParam(list(x["Vh"][first])),
+                                 o=VecParam(list(x["output"][first])), vs=sub("v", "v", first),
                                  os=sub("o", "o", first))))
     blocks.append(Para(t("toy.meaning")))
     return Step("meaning", t("step.meaning"), blocks)
@@ -337,8 +337,3 @@ def _modern_steps(p: ToyProblem, x: dict, v: dict) -> list:
                                           klabel=ksym(j))
         steps.append(st)
     return steps
-
-
-def _vec_text(x, exact: bool = False) -> VecParam:
-    """A vector as a text parameter: its exact Decimals, or (``exact``) input floats shown as given."""
-    return VecParam(list(x), exact=exact)
