@@ -57,8 +57,8 @@ def problem_chain(spec: Any, source: str) -> tuple:
         chain = row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc, source=str(where),
                           operands=d.get("decoder"), qpos=d["qpos"])
         # the exact values are float64 from the weights; an answer from the float32 model is correct
-        # within that model's float32 error (explain.row.float32_error)
-        from ..explain.row import float32_error
+        # within that model's float32 error (explain.row_error.float32_error)
+        from ..explain.row_error import float32_error
         err = float32_error(d)
         for lk in chain.links:
             lk.slack = err.get(lk.name, lk.slack)

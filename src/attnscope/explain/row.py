@@ -29,7 +29,6 @@ from . import inputs
 from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t, vec, words
 from .numbers import percent, sci
 from .places import INPUT, Where, count
-from .row_error import float32_error  # noqa: F401  (check reads it here)
 from .row_numbers import row_values
 from .toy import divides_by_root
 

@@ -32,7 +32,7 @@ from ..errors import InputError
 from ..i18n import error
 from ..pieces import word_labels, word_pieces
 from . import inputs
-from .doc import Formula, Para, Table, Worked, t
+from .doc import Formula, Para, Step, Table, Worked, t
 from .inputs import check_index
 from .numbers import sci
 from .row import build_row, resolve_query
@@ -205,7 +205,6 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
 
 
 def _bias_step(steps: dict, table, bias, ktoks, i, qtoks, head, layer, attention, rb, diff: float):
-    from .doc import Step
     n = int(steps["half"].flat[0])
     exact = int(steps["exact"].flat[0])
     rule = "rel.bias_rule_bi" if rb.bidirectional else "rel.bias_rule_causal"
@@ -238,7 +237,6 @@ def _bias_step(steps: dict, table, bias, ktoks, i, qtoks, head, layer, attention
 # ----------------------------------------------------------------------------------------------
 
 def _deberta_row(model, text, layer, head, token, position, dims, expand, forward: Optional[dict] = None) -> Worked:
-    from .doc import Step
     cfg = model.config
     layer = check_index("layer", layer, cfg.n_layers, "layers")
     head = check_index("head", head, cfg.n_heads, "heads")
@@ -272,7 +270,7 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
         bs = R.deberta_bucket_steps(r, cfg.position_buckets, cfg.max_relative_positions)
         full = R.deberta_terms(q, k, pos_q, pos_k, bs["bucket"], span, types)
         terms = {x: full[x][i] for x in ("c2c", "c2p", "p2c")}
-        pre.append(_positions_step(bs, full, i, tokens, cfg, types, Step))
+        pre.append(_positions_step(bs, full, i, tokens, cfg, types))
         meta_pos = {"c2p_index": full["c2p_index"][i], "p2c_index": full["p2c_index"][i], "rel_bucket": bs["bucket"][i]}
     raw = terms["c2c"] + terms["c2p"] + terms["p2c"]
     factor = float(cfg.query_scale)
@@ -301,7 +299,7 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     return w
 
 
-def _positions_step(bs: dict, full: dict, i: int, tokens, cfg, types, Step):
+def _positions_step(bs: dict, full: dict, i: int, tokens, cfg, types):
     span = cfg.span
     mid = int(bs["mid"].flat[0])
     blocks: list = [Formula("r = i − j,   δ = bucket(r),   c2p index = clip(δ(i, j) + k),   p2c index = clip(−δ(j, i) + k)",
