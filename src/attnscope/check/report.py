@@ -133,13 +133,12 @@ def _problem(ctx: Ctx, r) -> str:
 
 
 def _sections(ctx: Ctx, r):
-    """(heading, [lines]) for the wrong / carried / rounding lists."""
+    """(verdict, heading, [lines]) for the wrong / carried / rounding lists."""
     out = []
-    for verdict, key in (("wrong", "check.sec_wrong"), ("carried", "check.sec_carried"),
-                         ("rounding", "check.sec_rounding")):
+    for verdict in ("wrong", "carried", "rounding"):
         es = r.by_verdict(verdict)
         if es:
-            out.append((ctx.label(key), [_line(ctx, e) for e in es]))
+            out.append((verdict, ctx.label(f"check.sec_{verdict}"), [_line(ctx, e) for e in es]))
     return out
 
 
@@ -189,7 +188,7 @@ def render(r, format: str = "rich", lang: str = "en") -> str:
         out.append("|---|" + "---:|" * (len(header) - 1))
         out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
         out.append("")
-        for head, lines in _sections(ctx, r):
+        for _, head, lines in _sections(ctx, r):
             out += [f"## {head}", ""] + [f"- {ln}" for ln in lines] + [""]
         if r.conventions:
             out += [f"## {ctx.label('check.sec_conventions')}", ""] + [f"- {ln}" for ln in _convention_lines(ctx, r)] + [""]
@@ -220,11 +219,10 @@ def print_rich(r, lang: str = "en", file=None, width=None, color: bool = True) -
         style = "red" if row[5] else ("yellow" if row[4] else "")
         tab.add_row(*(Text(str(c)) for c in row), style=style)
     console.print(tab)
-    marks = {0: ("✗ ", "red"), 1: ("↪ ", "yellow"), 2: ("~ ", "cyan")}
-    for n, (head, lines) in enumerate(_sections(ctx, r)):
+    marks = {"wrong": ("✗ ", "red"), "carried": ("↪ ", "yellow"), "rounding": ("~ ", "cyan")}
+    for verdict, head, lines in _sections(ctx, r):
         console.print(Text(head, style="bold"))
-        verdict = [v for v in ("wrong", "carried", "rounding") if r.by_verdict(v)][n]
-        mark, style = {"wrong": marks[0], "carried": marks[1], "rounding": marks[2]}[verdict]
+        mark, style = marks[verdict]
         for ln in lines:
             console.print(Text(mark + ln, style=style), soft_wrap=True)  # one line each: the terminal wraps
         console.print(Text(""))
