@@ -40,21 +40,13 @@ class Shown:
 
     def plain(self) -> str:
         """Unicode form for terminals and Markdown: ``1.5``, ``3.0590e-7``, ``−∞``."""
-        if self.special == "inf":
-            return "∞"
-        if self.special == "-inf":
-            return "−∞"
-        if self.special == "nan":
-            return "NaN"
+        if self.special is not None:
+            return {"inf": "∞", "-inf": "−∞", "nan": "NaN"}[self.special]
         return self.digits if self.exp is None else f"{self.digits}e{self.exp}"
 
     def tex(self) -> str:
-        if self.special == "inf":
-            return r"\infty"
-        if self.special == "-inf":
-            return r"-\infty"
-        if self.special == "nan":
-            return r"\mathrm{NaN}"
+        if self.special is not None:
+            return {"inf": r"\infty", "-inf": r"-\infty", "nan": r"\mathrm{NaN}"}[self.special]
         return self.digits if self.exp is None else rf"{self.digits}\times10^{{{self.exp}}}"
 
 
