@@ -144,9 +144,7 @@ def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
     steps.append(_meaning_step(p, v))
     values = {k: v[k] for k in ("Q", "K", "V", "scores", "scaled", "weights", "output", "concat")}
     values.update(q_heads=R.split_heads(v["Q"], H), k_heads=R.split_heads(v["K"], Hkv), v_heads=R.split_heads(v["V"], Hkv))
-    for k in ("QKV", "projected", "shares"):
-        if k in v:
-            values[k] = v[k]
+    values.update({k: v[k] for k in ("QKV", "projected", "shares") if k in v})
     values["exp"] = np.stack([hv["exp"] for hv in v["heads"]])
     values["sums"] = np.stack([hv["sums"] for hv in v["heads"]])
     masked = np.stack([hv["masked"] for hv in v["heads"]])  # (H, L, L): −∞ where a key is hidden

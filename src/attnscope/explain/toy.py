@@ -265,11 +265,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
         values["projected"] = v["projected"]
     if not allowed.all():
         values["masked"] = v["masked"]
-    for name in ("Q_normed", "K_normed", "Q_rot", "K_rot"):
-        if name in v:
-            values[name] = v[name]
-    if "distance" in v:
-        values["distance"] = v["distance"]
+    values.update({k: v[k] for k in ("Q_normed", "K_normed", "Q_rot", "K_rot", "distance") if k in v})
     meta = {"name": p.name, "tokens": list(toks), "L": L, "d_k": d_k, "d_v": d_v, "scoring": p.scoring,
             "factor": float(f), "causal": p.causal, "masked": bool(not allowed.all()), **m.to_meta()}
     title = t("toy.title_named", name=p.name) if p.name else t("toy.title")
