@@ -5,13 +5,13 @@ from __future__ import annotations
 import io
 import json
 import math
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import Decimal
 
 from ..errors import ConfigError
 from ..explain import i18n
 from ..explain.attribution_labels import lt
 from ..explain.doc import COUNTING, INDEX_BASE, T
-from ..explain.numbers import as_decimal, fixed, fmt, round_half_up
+from ..explain.numbers import as_decimal, fixed, fmt, mantissa, round_half_up
 from ..explain.render.base import Ctx
 from ..i18n import error, step_name
 
@@ -38,13 +38,7 @@ def _sci(x: Decimal, sig: int, trim: bool = True) -> str:
     """``x`` with ``sig`` significant digits times a power of ten: 1.7705e44 (digits computed, never padded)."""
     if x == 0:
         return "0"
-    e = x.adjusted()
-    q = Decimal(1).scaleb(-(sig - 1))
-    ctx = Context(prec=sig + 10)
-    m = x.scaleb(-e).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
-    if abs(m) >= 10:
-        e += 1
-        m = x.scaleb(-e).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+    m, e = mantissa(x, sig - 1)
     return f"{_trim(m, x.scaleb(-e)) if trim else m:f}e{e}"
 
 

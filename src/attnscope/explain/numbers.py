@@ -118,15 +118,21 @@ def show(x, decimals: int, as_int: Optional[bool] = None, in_group: bool = False
     if tiny and in_group and size >= Decimal(1).scaleb(-decimals - 2):
         tiny = False
     if size >= BIG or tiny:
-        exp = d.adjusted()
-        q = Decimal(1).scaleb(-decimals)
-        ctx = _context(Decimal(1), decimals)
-        mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
-        if abs(mant) >= 10:  # 9.99996 -> 10.0000: renormalise
-            exp += 1
-            mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+        mant, exp = mantissa(d, decimals)
         return Shown(fixed(mant), exp=exp)
     return Shown(fixed(round_half_up(d, decimals)))
+
+
+def mantissa(d: Decimal, decimals: int) -> tuple[Decimal, int]:
+    """``d`` (finite, non-zero) as m × 10^e with m rounded half-up at ``decimals`` places, 1 ≤ |m| < 10."""
+    exp = d.adjusted()
+    q = Decimal(1).scaleb(-decimals)
+    ctx = _context(Decimal(1), decimals)
+    mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+    if abs(mant) >= 10:  # 9.99996 -> 10.0000: renormalise
+        exp += 1
+        mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+    return mant, exp
 
 
 def fixed(d: Decimal) -> str:
