@@ -51,10 +51,8 @@ def parse_answers(raw: Any, chain: Chain, source: Union[str, Msg]) -> dict:
     out = {}
     for key, value in raw.items():
         canon = ALIASES.get(norm_key(key), None)
-        if canon == "sums" and "sums" not in names and "sum" in names:
-            canon = "sum"
-        if canon == "sum" and "sum" not in names and "sums" in names:
-            canon = "sums"
+        if canon in ("sum", "sums") and canon not in names:  # a row has one sum, a toy a sum per row: either spelling
+            canon = "sums" if canon == "sum" else "sum"
         if canon is None or canon not in names:
             raise error(InputError, "errors.answers_unknown_key", source=source, name=repr(key), names=", ".join(names))
         if canon in out:
@@ -75,9 +73,8 @@ def _parse_link(value, lk: Link, where: Msg) -> np.ndarray:
             value = [value]
         cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True,
                               size=None if lk.max_cols else n_cols, max_size=n_cols if lk.max_cols else None)
-        arr = np.array([[_written(c, Msg("errors.check_where_entry", where=where, j=j)) for j, c in enumerate(cells)]],
-                       dtype=object)
-        return arr
+        return np.array([[_written(c, Msg("errors.check_where_entry", where=where, j=j)) for j, c in enumerate(cells)]],
+                        dtype=object)
     if lk.vector == "col":
         cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
         return np.array([[_written(c, Msg("errors.check_where_row", where=where, i=i))] for i, c in enumerate(cells)],

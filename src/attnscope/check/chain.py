@@ -76,11 +76,6 @@ class Chain:
 # the recomputations, on Decimal worlds
 # ----------------------------------------------------------------------------------------------
 
-def _f(a) -> np.ndarray:
-    """float64 of a world array, −∞ kept."""
-    return E.floats(a)
-
-
 def _D(a) -> np.ndarray:
     """A world array as Decimals (a link of another chain may hold float64: read by shortest form)."""
     a = np.asarray(a)
@@ -91,11 +86,6 @@ def _mask_scale(scores: np.ndarray, factor, ok: np.ndarray) -> np.ndarray:
     with localcontext(E.CTX):
         scaled = scores * factor
     return np.where(ok, scaled, np.array(E.NEG_INF, dtype=object))  # Decimals
-
-
-def _exp(scaled: np.ndarray) -> np.ndarray:
-    """e^(s' − m) with m each row's own shift (from these numbers: the learner's largest score)."""
-    return E.softmax_parts(scaled)["exp"]
 
 
 def _sums(e: np.ndarray) -> np.ndarray:
@@ -121,8 +111,9 @@ def _softmax_links(rows: list, keys: list, ok: np.ndarray, factor, exact: dict, 
     return [
         Link("scaled", exact["masked"], lambda w: _mask_scale(w["scores"], factor, ok),
              lambda T: {"scores": T["scores"]}, rows, keys, vector=vector),
-        Link("exp", exact["exp"], lambda w: _exp(w["scaled"]), lambda T: {"scaled": T["scaled"]}, rows, keys,
-             vector=vector, by_shift=True),
+        # e^(s' − m) with m each row's own shift (from these numbers: the learner's largest score)
+        Link("exp", exact["exp"], lambda w: E.softmax_parts(w["scaled"])["exp"], lambda T: {"scaled": T["scaled"]}, rows,
+             keys, vector=vector, by_shift=True),
         Link(total, exact["sums"], lambda w: _sums(w["exp"]), lambda T: {"exp": T["exp"].any(1, keepdims=True)},
              rows, ["Σ"], vector=sums_vec, by_shift=True),
         Link("weights", exact["weights"], lambda w: _divide(w["exp"], w[total]),
@@ -247,7 +238,7 @@ def _rotation_links(o: dict, qpos: int, labels: list) -> list:
     for name, exact, prev, where, rows, vec in (("Q_rot", o["q_rot"][None, :], q_prev, [qpos], ["-"], "row"),
                                                 ("K_rot", o["k_rot"], k_prev, pos, labels, None)):
         turn = lambda a, where=where: R.rotate(a, where, inv, "half")  # noqa: E731
-        links.append(Link(name, bx(exact), lambda w, prev=prev, turn=turn: bx(turn(_f(prev[1](w)))),
+        links.append(Link(name, bx(exact), lambda w, prev=prev, turn=turn: bx(turn(E.floats(prev[1](w)))),
                           lambda T, prev=prev: {} if prev[0] is None else {prev[0]: _reach(T[prev[0]], "pair", "half")},
                           rows, feats, vector=vec))
     links.append(Link("scores", bx(o["raw"][None, :]), lambda w: E.matmul(w["Q_rot"], w["K_rot"].T),

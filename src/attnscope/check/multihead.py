@@ -80,10 +80,6 @@ def _columns_taint(src: str, c: slice):
     return lambda T: {src: T[src][:, c]}
 
 
-def _given(value: np.ndarray):
-    return lambda w: value
-
-
 def multihead_chain(p: MultiHeadProblem) -> Chain:
     """The chain of every step of ``p`` (see the module doc)."""
     v = compute_multihead(p)
@@ -98,7 +94,7 @@ def multihead_chain(p: MultiHeadProblem) -> Chain:
             links.append(Link(name, ex[name], _columns("QKV", c), _columns_taint("QKV", c), rows, dims(c.stop - c.start)))
     else:
         for name in "QKV":
-            links.append(Link(name, ex[name], _given(ex[name]), lambda T: {}, rows, dims(ex[name].shape[1])))
+            links.append(Link(name, ex[name], lambda w, name=name: ex[name], lambda T: {}, rows, dims(ex[name].shape[1])))
     for h in range(H):
         c = p.columns(h)
         cols = {"Q": c["Q"], "K": c["K"], "V": c["V"]}

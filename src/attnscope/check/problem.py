@@ -57,8 +57,8 @@ def problem_chain(spec: Any, source: str) -> tuple:
         chain = row_chain(d["raw"], d["tokens"], d["factor"], d["allowed"], d["V"], meta=desc, source=str(where),
                           operands=d.get("decoder"), qpos=d["qpos"])
         # the exact values are float64 from the weights; an answer from the float32 model is correct
-        # within that model's float32 error (explain.row.float32_error)
-        from ..explain.row import float32_error
+        # within that model's float32 error (explain.row_error.float32_error)
+        from ..explain.row_error import float32_error
         err = float32_error(d)
         for lk in chain.links:
             lk.slack = err.get(lk.name, lk.slack)
@@ -70,25 +70,23 @@ def problem_chain(spec: Any, source: str) -> tuple:
         extra = [k for k in spec if k not in allowed_keys]
         if extra:
             raise error(InputError, "errors.check_scores_unknown_key", where=where, name=repr(extra[0]))
-        raw = inputs.vector(spec["scores"], Msg("errors.check_where_sub", where=where, name="scores"))
+        at = lambda name: Msg("errors.check_where_sub", where=where, name=name)  # noqa: E731  (a key of the problem)
+        raw = inputs.vector(spec["scores"], at("scores"))
         S = len(raw)
-        toks = inputs.labels(spec["tokens"], Msg("errors.check_where_sub", where=where, name="tokens"), S) \
-            if "tokens" in spec else [f"k{j}" for j in range(S)]
+        toks = inputs.labels(spec["tokens"], at("tokens"), S) if "tokens" in spec else [f"k{j}" for j in range(S)]
         dk = spec.get("d_k", spec.get("dk"))
         if dk is not None:
             if isinstance(dk, bool) or not isinstance(dk, (int, float)) or dk <= 0 or float(dk) != int(dk):
-                raise error(InputError, "errors.check_dk", where=Msg("errors.check_where_sub", where=where, name="d_k"),
-                            value=repr(dk))
+                raise error(InputError, "errors.check_dk", where=at("d_k"), value=repr(dk))
             factor = E.score_factor("scaled", int(dk))  # exact: 1/8 at d_k = 64
         elif "factor" in spec:
-            factor = E.dec(float(inputs.number(spec["factor"], Msg("errors.check_where_sub", where=where,
-                                                                            name="factor"))))
+            factor = E.dec(float(inputs.number(spec["factor"], at("factor"))))
         else:
             raise error(InputError, "errors.check_dk_or_factor", where=where)
         V = None
         vkey = "values" if "values" in spec else ("V" if "V" in spec else None)
         if vkey:
-            V = inputs.matrix(spec[vkey], Msg("errors.check_where_sub", where=where, name=vkey), rows=S)
+            V = inputs.matrix(spec[vkey], at(vkey), rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
         return row_chain(raw, toks, factor, None, V, meta=desc, source=str(where), written=True), desc
     from ..explain.multihead_input import MultiHeadProblem, is_multihead

@@ -5,13 +5,13 @@ from __future__ import annotations
 import io
 import json
 import math
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import Decimal
 
 from ..errors import ConfigError
 from ..explain import i18n
 from ..explain.attribution_labels import lt
 from ..explain.doc import COUNTING, INDEX_BASE, T
-from ..explain.numbers import as_decimal, fmt, round_half_up
+from ..explain.numbers import as_decimal, fixed, fmt, mantissa, round_half_up
 from ..explain.render.base import Ctx
 from ..i18n import error, step_name
 
@@ -38,13 +38,7 @@ def _sci(x: Decimal, sig: int, trim: bool = True) -> str:
     """``x`` with ``sig`` significant digits times a power of ten: 1.7705e44 (digits computed, never padded)."""
     if x == 0:
         return "0"
-    e = x.adjusted()
-    q = Decimal(1).scaleb(-(sig - 1))
-    ctx = Context(prec=sig + 10)
-    m = x.scaleb(-e).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
-    if abs(m) >= 10:
-        e += 1
-        m = x.scaleb(-e).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+    m, e = mantissa(x, sig - 1)
     return f"{_trim(m, x.scaleb(-e)) if trim else m:f}e{e}"
 
 
@@ -61,7 +55,7 @@ def _right(x: Decimal, w) -> str:
     if w.scientific:
         q = round_half_up(x, w.decimals)
         return "0" if q == 0 else _sci(x, min(_digits(q, w), SHOWN_DECIMALS + 1), trim=False)
-    return _clean(f"{round_half_up(x, min(max(w.decimals, 0), SHOWN_DECIMALS)):f}")
+    return fixed(round_half_up(x, min(max(w.decimals, 0), SHOWN_DECIMALS)))
 
 
 def _more(x: Decimal, w) -> str:
@@ -77,11 +71,7 @@ def _more(x: Decimal, w) -> str:
     q = round_half_up(x, d)
     if q == 0 or q.adjusted() + d + 1 < 3:  # fewer than 3 significant digits at these places
         return _sci(x, 4)
-    return _clean(f"{_trim(q, x):f}")
-
-
-def _clean(s: str) -> str:
-    return s[1:] if s.startswith("-") and set(s[1:]) <= set("0.") else s
+    return fixed(_trim(q, x))
 
 
 def _digits(q: Decimal, w) -> int:
@@ -115,7 +105,7 @@ def _convention_lines(ctx: Ctx, r) -> list:
     for c in r.conventions:
         row = c["row_label"] if c["row_label"] != "-" else "0"
         out.append(ctx.text(T(f"check.conv_{c['convention']}", {"step": step_name(c["step"], ctx.lang), "row": row,
-                                                                 "m": _clean(f"{_trim(round_half_up(c['m'], 4), c['m']):f}")})))
+                                                                 "m": fixed(_trim(round_half_up(c['m'], 4), c['m']))})))
     return out
 
 
@@ -137,13 +127,12 @@ def _problem(ctx: Ctx, r) -> str:
 
 
 def _sections(ctx: Ctx, r):
-    """(heading, [lines]) for the wrong / carried / rounding lists."""
+    """(verdict, heading, [lines]) for the wrong / carried / rounding lists."""
     out = []
-    for verdict, key in (("wrong", "check.sec_wrong"), ("carried", "check.sec_carried"),
-                         ("rounding", "check.sec_rounding")):
+    for verdict in ("wrong", "carried", "rounding"):
         es = r.by_verdict(verdict)
         if es:
-            out.append((ctx.label(key), [_line(ctx, e) for e in es]))
+            out.append((verdict, ctx.label(f"check.sec_{verdict}"), [_line(ctx, e) for e in es]))
     return out
 
 
@@ -193,7 +182,7 @@ def render(r, format: str = "rich", lang: str = "en") -> str:
         out.append("|---|" + "---:|" * (len(header) - 1))
         out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
         out.append("")
-        for head, lines in _sections(ctx, r):
+        for _, head, lines in _sections(ctx, r):
             out += [f"## {head}", ""] + [f"- {ln}" for ln in lines] + [""]
         if r.conventions:
             out += [f"## {ctx.label('check.sec_conventions')}", ""] + [f"- {ln}" for ln in _convention_lines(ctx, r)] + [""]
@@ -224,11 +213,10 @@ def print_rich(r, lang: str = "en", file=None, width=None, color: bool = True) -
         style = "red" if row[5] else ("yellow" if row[4] else "")
         tab.add_row(*(Text(str(c)) for c in row), style=style)
     console.print(tab)
-    marks = {0: ("✗ ", "red"), 1: ("↪ ", "yellow"), 2: ("~ ", "cyan")}
-    for n, (head, lines) in enumerate(_sections(ctx, r)):
+    marks = {"wrong": ("✗ ", "red"), "carried": ("↪ ", "yellow"), "rounding": ("~ ", "cyan")}
+    for verdict, head, lines in _sections(ctx, r):
         console.print(Text(head, style="bold"))
-        verdict = [v for v in ("wrong", "carried", "rounding") if r.by_verdict(v)][n]
-        mark, style = {"wrong": marks[0], "carried": marks[1], "rounding": marks[2]}[verdict]
+        mark, style = marks[verdict]
         for ln in lines:
             console.print(Text(mark + ln, style=style), soft_wrap=True)  # one line each: the terminal wraps
         console.print(Text(""))

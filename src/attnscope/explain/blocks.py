@@ -14,8 +14,9 @@ from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 
-__all__ = ["COUNTING", "INDEX_BASE", "Block", "Cell", "Divide", "DotRow", "Formula", "Matrix", "Para", "ScaleLine", "Step",
-           "SumLine", "Sym", "T", "Table", "VecParam", "WeightedSum", "sub", "t", "t_or", "vec", "words"]
+__all__ = ["COUNTING", "INDEX_BASE", "SUBSCRIPTS", "SUPERSCRIPTS", "Block", "Cell", "Divide", "DotRow", "Formula", "Matrix",
+           "Para", "ScaleLine", "Step", "SumLine", "Sym", "T", "Table", "VecParam", "WeightedSum", "dot_rows", "sub", "t",
+           "t_or", "vec", "words"]
 
 #: The label of the line that states how everything is counted: from 0 (positions, rows, columns,
 #: dimensions, heads, layers), as the trace, the viewer and ``--position``/``--head``/``--layer`` do.
@@ -33,12 +34,14 @@ class Sym:
     tex: str
 
 
-_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+#: Digits as Unicode subscripts and superscripts (o₂; W_Q⁽¹⁾, 10⁻³), for symbols and the renderers' TeX → Unicode.
+SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+SUPERSCRIPTS = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
 
 
 def sub(name: str, tex: str, *idx: int) -> Sym:
     """``sub("o", "o", 2)`` → o₂ / o_{2}; several indices are joined (a₂₃ / a_{2,3})."""
-    text = name + "".join(str(i) for i in idx).translate(_SUB) if all(0 <= i < 10 for i in idx) \
+    text = name + "".join(str(i) for i in idx).translate(SUBSCRIPTS) if all(0 <= i < 10 for i in idx) \
         else name + "_" + ",".join(str(i) for i in idx)
     return Sym(text, f"{tex}_{{{','.join(str(i) for i in idx)}}}")
 
@@ -144,6 +147,12 @@ class DotRow:
     lhs: Sym
     entries: list
     values: list
+
+
+def dot_rows(lhs, A, B, out) -> list:
+    """Every row of ``A (m, n) · B (n, p)`` written out: ``lhs(i) = [A[i, 0]·B[0, j] + …, …] = out[i]``."""
+    return [DotRow(lhs(i), [[(A[i, c], B[c, j]) for c in range(B.shape[0])] for j in range(B.shape[1])], list(out[i]))
+            for i in range(A.shape[0])]
 
 
 @dataclass

@@ -54,14 +54,10 @@ def load_mapping(path: str, keep_text: bool = False) -> dict:
 
 def loads(text: str, kind: str, name: str = "<input>", keep_text: bool = False) -> dict:
     """Parse ``text`` as ``kind`` ("yaml", "json", "toml"); see :func:`load_mapping`."""
-    if kind == "yaml":
-        data = _load_yaml(text, name, keep_text)
-    elif kind == "json":
-        data = _load_json(text, name, keep_text)
-    elif kind == "toml":
-        data = _load_toml(text, name, keep_text)
-    else:
+    load = {"yaml": _load_yaml, "json": _load_json, "toml": _load_toml}.get(kind)
+    if load is None:
         raise error(InputError, "errors.explain_unknown_format", name=name, kind=repr(kind))
+    data = load(text, name, keep_text)
     if not isinstance(data, dict):
         raise error(InputError, "errors.explain_top_level", name=name, kind=describe(data))
     loop = _cycle_path(data)
@@ -270,8 +266,7 @@ def parse_matrix_arg(text: str, where: Where) -> np.ndarray:
         if isinstance(value, list) and value and not isinstance(value[0], list):
             value = [value]
         return matrix(value, where)
-    rows = [r for r in t.split(";")]
-    return matrix([_split_numbers(r) for r in rows], where)
+    return matrix([_split_numbers(r) for r in t.split(";")], where)
 
 
 def parse_vector_arg(text: str, where: Where) -> np.ndarray:
@@ -289,8 +284,7 @@ def parse_labels_arg(text: str) -> list[str]:
 
 
 def _split_numbers(text: str) -> list[str]:
-    parts = [p for p in text.replace(",", " ").split()]
-    return parts
+    return text.replace(",", " ").split()
 
 
 def labels(x: Any, where: Where, n: int) -> list[str]:

@@ -24,7 +24,7 @@ from .. import exact as E
 from .. import reference as R
 from ..errors import ConfigError
 from ..i18n import error
-from .doc import DotRow, Formula, Matrix, Para, Step, Sym, Table, Worked, sub, t, vec
+from .doc import SUBSCRIPTS, SUPERSCRIPTS, Formula, Matrix, Para, Step, Sym, Table, Worked, dot_rows, sub, t, vec
 from .modern import heads_step
 from .multihead_input import MultiHeadProblem
 from .numbers import percent
@@ -34,11 +34,6 @@ __all__ = ["compute_multihead", "explain_multihead", "fused_slices"]
 
 #: Steps of a head's single-head calculation that the multi-head one replaces with its own.
 _SKIP = ("given_qkv", "meaning")
-
-
-def _exact(M) -> np.ndarray:
-    """A matrix of given numbers (or float64 results) as exact decimals (:mod:`attnscope.exact`)."""
-    return E.array(M)
 
 
 def _parts(p: MultiHeadProblem) -> list:
@@ -54,16 +49,16 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
     V, concat, projected as Decimal arrays (:mod:`attnscope.exact`)."""
     src = p.source
     v: dict = {"X": p.X}
-    X = _exact(p.X)
+    X = E.array(p.X)
     fused = None
     if p.W_QKV is not None:
-        fused = E.matmul(X, _exact(p.W_QKV))  # (L, (H + 2·H_kv)·d), exact
+        fused = E.matmul(X, E.array(p.W_QKV))  # (L, (H + 2·H_kv)·d), exact
         v["QKV"] = E.floats(fused)
         check_finite("QKV", v["QKV"], src)
         v["Q"], v["K"], v["V"] = R.split_qkv(v["QKV"], p.n_heads, p.n_kv_heads)
         exact = {name: fused[:, c] for name, c in zip("QKV", fused_slices(p))}
     else:
-        exact = {name: E.matmul(X, _exact(W)) for name, W, _, _ in _parts(p)}  # (L, heads·d) each
+        exact = {name: E.matmul(X, E.array(W)) for name, W, _, _ in _parts(p)}  # (L, heads·d) each
         for name in "QKV":
             v[name] = E.floats(exact[name])
             check_finite(name, v[name], src)
@@ -71,7 +66,7 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
     for name, W, width, n in _parts(p):
         for h in range(n):
             cols = R.head_columns(h, width)
-            alone = E.matmul(X, _exact(W[:, cols]))  # head h computed on its own
+            alone = E.matmul(X, E.array(W[:, cols]))  # head h computed on its own
             with localcontext(E.CTX):
                 diff = max(abs(float(a - b)) for a, b in zip(alone.ravel(), exact[name][:, cols].ravel()))
             own.append({"part": name, "head": h, "columns": (cols.start, cols.stop - 1), "max_abs_diff": diff})
@@ -86,7 +81,7 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
     v["concat"] = E.floats(C)
     v["exact"]["concat"] = C
     if p.W_O is not None:
-        WO = _exact(p.W_O)
+        WO = E.array(p.W_O)
         Y = E.matmul(C, WO)  # (L, d_out)
         v["projected"] = E.floats(Y)
         v["exact"]["projected"] = Y
@@ -149,9 +144,7 @@ def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
     steps.append(_meaning_step(p, v))
     values = {k: v[k] for k in ("Q", "K", "V", "scores", "scaled", "weights", "output", "concat")}
     values.update(q_heads=R.split_heads(v["Q"], H), k_heads=R.split_heads(v["K"], Hkv), v_heads=R.split_heads(v["V"], Hkv))
-    for k in ("QKV", "projected", "shares"):
-        if k in v:
-            values[k] = v[k]
+    values.update({k: v[k] for k in ("QKV", "projected", "shares") if k in v})
     values["exp"] = np.stack([hv["exp"] for hv in v["heads"]])
     values["sums"] = np.stack([hv["sums"] for hv in v["heads"]])
     masked = np.stack([hv["masked"] for hv in v["heads"]])  # (H, L, L): −∞ where a key is hidden
@@ -177,9 +170,7 @@ def _projection_step(p, v, labels, small) -> Step:
     if small:
         for name, W, _, _ in _parts(p):
             low = name.lower()
-            for i in range(p.L):
-                blocks.append(DotRow(sub(low, low, i), [[(p.X[i, m], W[m, j]) for m in range(p.d_model)]
-                                                           for j in range(W.shape[1])], list(v[name][i])))
+            blocks += dot_rows(lambda i, low=low: sub(low, low, i), p.X, W, v[name])
     if p.fused:
         blocks.append(Matrix(Sym("X·W_QKV", r"X W_{QKV}"), v["QKV"], rows=toks,
                              cols=labels["Q"] + labels["K"] + labels["V"], caption=t("mh.cols_caption")))
@@ -209,11 +200,8 @@ def _split_step(p, v, labels) -> Step:
     return Step("split", t("mh.step_split"), blocks)
 
 
-_SUPS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
 def _sup(h: int) -> str:
-    return str(h).translate(_SUPS)
+    return str(h).translate(SUPERSCRIPTS)
 
 
 def _own_step(p, v, small) -> Step:
@@ -224,14 +212,12 @@ def _own_step(p, v, small) -> Step:
     h = max([i for i in range(p.n_heads) if (i + 1) * d <= p.d_model] or [p.n_heads - 1])
     c = R.head_columns(h, d)
     Wh = p.W_Q[:, c]
-    alone = E.floats(E.matmul(_exact(p.X), _exact(Wh)))  # (L, d_head)
+    alone = E.floats(E.matmul(E.array(p.X), E.array(Wh)))  # (L, d_head)
     blocks.append(Para(t("mh.own_why", h=h, cols=_span(c), d=p.d_model,
                          wq=Sym(f"W_Q⁽{_sup(h)}⁾", rf"W_Q^{{({h})}}"))))
     blocks.append(Matrix(Sym(f"W_Q⁽{_sup(h)}⁾", rf"W_Q^{{({h})}}"), Wh, cols=[f"{f}" for f in range(d)], exact=True))
     if small:
-        for i in range(p.L):
-            blocks.append(DotRow(Sym(f"q{_sub(i)}⁽{_sup(h)}⁾", rf"q^{{({h})}}_{{{i}}}"),
-                                 [[(p.X[i, m], Wh[m, j]) for m in range(p.d_model)] for j in range(d)], list(alone[i])))
+        blocks += dot_rows(lambda i: Sym(f"q{str(i).translate(SUBSCRIPTS)}⁽{_sup(h)}⁾", rf"q^{{({h})}}_{{{i}}}"), p.X, Wh, alone)
     blocks.append(Matrix(Sym(f"X·W_Q⁽{_sup(h)}⁾", rf"X W_Q^{{({h})}}"), alone, rows=p.tokens))
     blocks.append(Table([t("mh.col_part"), t("mh.col_head"), t("mh.col_wcols"), t("mh.col_diff")],
                         [[o["part"], o["head"], f"{o['columns'][0]}–{o['columns'][1]}", o["max_abs_diff"]]
@@ -243,13 +229,6 @@ def _own_step(p, v, small) -> Step:
         blocks.append(Para(t("mh.not_a_slice", tok=p.tokens[0], h=h, cols=_span(c), x=vec(xs, exact=True),
                              q=vec(v["Q"][0, c])), style="note"))
     return Step("own", t("mh.step_own"), blocks)
-
-
-_SUBS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-
-
-def _sub(n: int) -> str:
-    return str(n).translate(_SUBS)
 
 
 def _head_steps(p, v, h, expand: str) -> list:
@@ -283,9 +262,7 @@ def _wo_step(p, v, small) -> Step:
     blocks = [Formula("Y = Concat·W_O = Σᵢ z⁽ⁱ⁾·W_O⁽ⁱ⁾", r"Y = \mathrm{Concat}\,W_O = \sum_i z^{(i)} W_O^{(i)}"),
               Para(t("mh.wo_why", r=W.shape[0], c=W.shape[1], dv=dv))]
     if small and W.shape[1] <= 4:
-        for i in range(p.L):
-            blocks.append(DotRow(sub("y", "y", i), [[(v["concat"][i, m], W[m, j]) for m in range(W.shape[0])]
-                                                        for j in range(W.shape[1])], list(v["projected"][i])))
+        blocks += dot_rows(lambda i: sub("y", "y", i), v["concat"], W, v["projected"])
     blocks.append(Matrix(Sym("Y", "Y"), v["projected"], rows=p.tokens))
     for h in range(H):
         blocks.append(Matrix(Sym(f"z⁽{_sup(h)}⁾·W_O⁽{_sup(h)}⁾", rf"z^{{({h})}} W_O^{{({h})}}"), v["shares"][h],

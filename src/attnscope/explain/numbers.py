@@ -40,21 +40,13 @@ class Shown:
 
     def plain(self) -> str:
         """Unicode form for terminals and Markdown: ``1.5``, ``3.0590e-7``, ``−∞``."""
-        if self.special == "inf":
-            return "∞"
-        if self.special == "-inf":
-            return "−∞"
-        if self.special == "nan":
-            return "NaN"
+        if self.special is not None:
+            return {"inf": "∞", "-inf": "−∞", "nan": "NaN"}[self.special]
         return self.digits if self.exp is None else f"{self.digits}e{self.exp}"
 
     def tex(self) -> str:
-        if self.special == "inf":
-            return r"\infty"
-        if self.special == "-inf":
-            return r"-\infty"
-        if self.special == "nan":
-            return r"\mathrm{NaN}"
+        if self.special is not None:
+            return {"inf": r"\infty", "-inf": r"-\infty", "nan": r"\mathrm{NaN}"}[self.special]
         return self.digits if self.exp is None else rf"{self.digits}\times10^{{{self.exp}}}"
 
 
@@ -126,18 +118,25 @@ def show(x, decimals: int, as_int: Optional[bool] = None, in_group: bool = False
     if tiny and in_group and size >= Decimal(1).scaleb(-decimals - 2):
         tiny = False
     if size >= BIG or tiny:
-        exp = d.adjusted()
-        q = Decimal(1).scaleb(-decimals)
-        ctx = _context(Decimal(1), decimals)
+        mant, exp = mantissa(d, decimals)
+        return Shown(fixed(mant), exp=exp)
+    return Shown(fixed(round_half_up(d, decimals)))
+
+
+def mantissa(d: Decimal, decimals: int) -> tuple[Decimal, int]:
+    """``d`` (finite, non-zero) as m × 10^e with m rounded half-up at ``decimals`` places, 1 ≤ |m| < 10."""
+    exp = d.adjusted()
+    q = Decimal(1).scaleb(-decimals)
+    ctx = _context(Decimal(1), decimals)
+    mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+    if abs(mant) >= 10:  # 9.99996 -> 10.0000: renormalise
+        exp += 1
         mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
-        if abs(mant) >= 10:  # 9.99996 -> 10.0000: renormalise
-            exp += 1
-            mant = d.scaleb(-exp).quantize(q, rounding=ROUND_HALF_UP, context=ctx)
-        return Shown(_clean(mant), exp=exp)
-    return Shown(_clean(round_half_up(d, decimals)))
+    return mant, exp
 
 
-def _clean(d: Decimal) -> str:
+def fixed(d: Decimal) -> str:
+    """``d`` in fixed notation, as many places as it has (no exponent), never "-0.0000"."""
     s = f"{d:f}"
     if s.startswith("-") and set(s[1:]) <= set("0."):
         s = s[1:]  # no "-0.0000"

@@ -54,29 +54,26 @@ def _key(name: str) -> str:
 
 
 def _words(P, step, **params) -> tuple[T, T]:
-    """The title and the why of a ``norm`` or ``same`` step (see :data:`WORDS`)."""
+    """The title and the why of a ``norm`` or ``same`` step (see :data:`WORDS`); ``{s}``: the trace name of its input."""
     table = WORDS[step.op]
+    params["s"] = step.args[0] if step.args[0] == "x" else P.name(step.args[0])
     side = "post" if any(o.op == "add" and o.args[0] == step.name for o in P.recipe.steps) else "pre"
     keys = (k.format(side=side, kind=params.get("kind", "")) for k in table.get(_key(step.name), table[""]))
     return tuple(t_or(f"{k}.{P.recipe.name}", k, **params) for k in keys)  # type: ignore[return-value]
-
-
-def _arg(P, step: str) -> str:
-    return step if step == "x" else P.name(step)
 
 
 def norm(P, s) -> list:
     module = getattr(P.layer, s.module)
     key = _key(s.name)
     k = P.note(key, P.name(s.name))
-    title, why = _words(P, s, kind=norm_kind(module), name=k, module=s.module, s=_arg(P, s.args[0]))
+    title, why = _words(P, s, kind=norm_kind(module), name=k, module=s.module)
     return [Step(key, title, [Para(why)] + norm_blocks(P.vec(s.args[0]), module, P.x(k), P.dims) + [trace_para(k)])]
 
 
 def same(P, s) -> list:
     key = _key(s.name)
     k = P.note(key, P.name(s.name))
-    title, why = _words(P, s, name=k, s=_arg(P, s.args[0]))
+    title, why = _words(P, s, name=k)
     return [Step(key, title, [Para(why), vector_table([(k, P.x(k))], P.dims), trace_para(k)])]
 
 

@@ -29,7 +29,6 @@ from . import inputs
 from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t, vec, words
 from .numbers import percent, sci
 from .places import INPUT, Where, count
-from .row_error import float32_error  # noqa: F401  (check reads it here)
 from .row_numbers import row_values
 from .toy import divides_by_root
 
@@ -92,27 +91,30 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
               meta: dict, expand: str = "auto", trace_check: Optional[dict] = None,
               source_key: str = "row.raw_why", source: Where = INPUT, pre_steps: Sequence[Step] = (),
               scale_para: Optional[Para] = None, mask_paras: Optional[list] = None,
-              trace_key: str = "row.trace_check", bias=None, bias_paras: Sequence = ()) -> Worked:
+              trace_key: str = "row.trace_check", bias=None, bias_paras: Sequence = (), scores: Optional[Step] = None,
+              query_label: Optional[str] = None) -> Worked:
     """The steps of one row (see the module doc); ``trace_check`` adds the comparison with the model.
 
     ``pre_steps`` come before the raw scores (a decoder's heads, QK-norm, rotation); ``scale_para``
     explains a factor that is not 1/√d_k (Gemma's); ``mask_paras`` say why keys are hidden (else
     one sentence lists them); ``bias (S,)``: a position scheme's term added after the scaling
-    (ALiBi), its own step with ``bias_paras`` saying where it comes from."""
+    (ALiBi), its own step with ``bias_paras`` saying where it comes from. ``scores``: a family's own
+    raw-score step in place of q·k alone (T5's bias, DeBERTa's three terms); ``query_label``: the
+    query's label where it is not one of the keys (cross-attention, ``qpos`` −1)."""
     if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or dims < 1:
         raise error(InputError, "errors.explain_positive_integer", name="dims", value=repr(dims))
     v = row_values(raw, factor, allowed, V, source, bias=bias)
     S = len(keys)
     keys = [str(k) for k in keys]
     qtok = keys[qpos] if 0 <= qpos < S else "q"
-    qlabel = f"{qpos}:{qtok}" if 0 <= qpos < S else qtok
+    qlabel = query_label or (f"{qpos}:{qtok}" if 0 <= qpos < S else qtok)
     pos_keys = [f"{j}:{k}" for j, k in enumerate(keys)]
     ok = np.isfinite(v["masked"])
     steps = list(pre_steps)
 
-    tab = Table([t("col.pos"), t("col.key"), t("col.raw")], [[j, keys[j], v["scores"][j]] for j in range(S)])
-    steps.append(Step("scores", t("row.step_raw"),
-                      [Formula("s_j = q · k_j", r"s_j = q\cdot k_j"), Para(t(source_key, tok=qlabel)), tab]))
+    steps.append(scores or Step("scores", t("row.step_raw"), [
+        Formula("s_j = q · k_j", r"s_j = q\cdot k_j"), Para(t(source_key, tok=qlabel)),
+        Table([t("col.pos"), t("col.key"), t("col.raw")], [[j, keys[j], v["scores"][j]] for j in range(S)])]))
 
     if scale_kind == "scaled":
         blocks = [Formula("s'_j = s_j / √d_k", r"s'_j = \frac{s_j}{\sqrt{d_k}}"),

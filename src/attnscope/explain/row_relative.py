@@ -32,7 +32,7 @@ from ..errors import InputError
 from ..i18n import error
 from ..pieces import word_labels, word_pieces
 from . import inputs
-from .doc import Formula, Para, Table, Worked, t
+from .doc import Formula, Para, Step, Table, Worked, t
 from .inputs import check_index
 from .numbers import sci
 from .row import build_row, resolve_query
@@ -87,22 +87,6 @@ def _weights_check(module, x_q: np.ndarray, x_kv: np.ndarray, head: int, q, k, v
     """``dq``, ``dk``, ``dv``: the largest |q − x_q W_Q|, |k − x_kv W_K|, |v − x_kv W_V| of the head, as shown."""
     return {f"d{s}": sci(float(np.abs(_linear_head(module, x, head, which) - y).max()))
             for which, (s, x, y) in enumerate((("q", x_q, q), ("k", x_kv, k), ("v", x_kv, v)))}
-
-
-def _replace_scores(w: Worked, blocks: list) -> None:
-    """Put ``blocks`` in place of :func:`build_row`'s raw-score step (its formula is q·k alone)."""
-    for step in w.steps:
-        if step.key == "scores":
-            step.blocks = blocks
-            step.title = t("rel.step_scores")
-
-
-def _fix_query_label(w: Worked, label: str) -> None:
-    """Cross-attention: the query is not among the keys; its label replaces build_row's "q"."""
-    for step in w.steps:
-        for b in step.blocks:
-            if isinstance(b, Para) and b.text.params.get("tok") == "q":
-                b.text.params["tok"] = label
 
 
 # ----------------------------------------------------------------------------------------------
@@ -179,21 +163,22 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     unscaled = cfg.scoring == "unscaled"
     scale_para = Para(t("rel.scale_t5", root=math.sqrt(cfg.d_head), dk=int(cfg.d_head))) if unscaled else None
     trace_w, trace_z, trace_s = get("weights")[i], get("z")[i], get("scores")[i]
-    qkey = i if attention != "cross" else -1
+    cols = [t("col.pos"), t("col.key"), t("rel.col_qk")] + ([t("rel.col_bias"), t("col.raw")] if has_bias else [])
+    rows = [[j, klabs[j], raw[j]] + ([bias[j], total[j]] if has_bias else []) for j in range(n_k)]
+    formula = Formula("s_j = q · k_j + b_j", r"s_j = q\cdot k_j + b_j") if has_bias else \
+        Formula("s_j = q · k_j", r"s_j = q\cdot k_j")
+    qkey = i if attention != "cross" else -1  # cross-attention: the query is not one of the keys
     w = build_row(total, klabs, qkey, factor=factor, d_k=int(cfg.d_head), scale_kind="factor" if unscaled else "scaled",
                   allowed=allowed, V=v, dims=dims, expand=expand, pre_steps=pre, scale_para=scale_para,
                   mask_paras=mask_paras, title=t("rel.title_seq2seq", what=what, layer=layer, head=head, tok=qlabel),
                   intro=intro, meta={"source": "model", "model": model.name, "family": model.family, "text": source,
                                      "target": target, "attention": attention, "layer": layer, "head": head,
                                      "query_tokens": qtoks, "query_labels": qlabs, "key_tokens": ktoks,
-                                     "key_labels": klabs, "query_piece": qtoks[i]}, trace_check=None)
-    cols = [t("col.pos"), t("col.key"), t("rel.col_qk")] + ([t("rel.col_bias"), t("col.raw")] if has_bias else [])
-    rows = [[j, klabs[j], raw[j]] + ([bias[j], total[j]] if has_bias else []) for j in range(n_k)]
-    formula = Formula("s_j = q · k_j + b_j", r"s_j = q\cdot k_j + b_j") if has_bias else \
-        Formula("s_j = q · k_j", r"s_j = q\cdot k_j")
-    _replace_scores(w, [formula, Para(t(f"rel.raw_{attention}", tok=qlabel)), Table(cols, rows)])
+                                     "key_labels": klabs, "query_piece": qtoks[i]}, trace_check=None,
+                  scores=Step("scores", t("rel.step_scores"),
+                              [formula, Para(t(f"rel.raw_{attention}", tok=qlabel)), Table(cols, rows)]),
+                  query_label=qlabel)
     if attention == "cross":
-        _fix_query_label(w, qlabel)
         w.meta.update(query_position=i, query_token=qlabs[i])
     vals = w.values
     check = {"ds": sci(float(np.abs(raw - trace_s).max())), "dw": sci(float(np.abs(vals["weights"] - trace_w).max())),
@@ -205,7 +190,6 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
 
 
 def _bias_step(steps: dict, table, bias, ktoks, i, qtoks, head, layer, attention, rb, diff: float):
-    from .doc import Step
     n = int(steps["half"].flat[0])
     exact = int(steps["exact"].flat[0])
     rule = "rel.bias_rule_bi" if rb.bidirectional else "rel.bias_rule_causal"
@@ -238,7 +222,6 @@ def _bias_step(steps: dict, table, bias, ktoks, i, qtoks, head, layer, attention
 # ----------------------------------------------------------------------------------------------
 
 def _deberta_row(model, text, layer, head, token, position, dims, expand, forward: Optional[dict] = None) -> Worked:
-    from .doc import Step
     cfg = model.config
     layer = check_index("layer", layer, cfg.n_layers, "layers")
     head = check_index("head", head, cfg.n_heads, "heads")
@@ -272,7 +255,7 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
         bs = R.deberta_bucket_steps(r, cfg.position_buckets, cfg.max_relative_positions)
         full = R.deberta_terms(q, k, pos_q, pos_k, bs["bucket"], span, types)
         terms = {x: full[x][i] for x in ("c2c", "c2p", "p2c")}
-        pre.append(_positions_step(bs, full, i, tokens, cfg, types, Step))
+        pre.append(_positions_step(bs, full, i, tokens, cfg, types))
         meta_pos = {"c2p_index": full["c2p_index"][i], "p2c_index": full["p2c_index"][i], "rel_bucket": bs["bucket"][i]}
     raw = terms["c2c"] + terms["c2p"] + terms["p2c"]
     factor = float(cfg.query_scale)
@@ -282,14 +265,15 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
                     tokens=inputs.ordinal_list(tokens), tok=qlabel, dk=d))]
     intro += [Para(x, style="note") for x in notes] + [Para(t("rel.weights_check", **w_check), style="note")]
     scale_para = Para(t("rel.scale_deberta", m=m, md=m * d, root=math.sqrt(m * d), c=factor))
+    cols = [t("col.pos"), t("col.key"), t("rel.col_c2c"), t("rel.col_c2p"), t("rel.col_p2c"), t("col.raw")]
+    rows = [[j, tokens[j], terms["c2c"][j], terms["c2p"][j], terms["p2c"][j], raw[j]] for j in range(n)]
     w = build_row(raw, tokens, i, factor=factor, d_k=d, scale_kind="factor", V=v, dims=dims, expand=expand,
                   pre_steps=pre, scale_para=scale_para, title=t("rel.title_deberta", layer=layer, head=head, tok=qlabel),
                   intro=intro, meta={"source": "model", "model": model.name, "family": model.family, "text": text,
-                                     "layer": layer, "head": head, "pos_att_type": list(types), "span": span})
-    cols = [t("col.pos"), t("col.key"), t("rel.col_c2c"), t("rel.col_c2p"), t("rel.col_p2c"), t("col.raw")]
-    rows = [[j, tokens[j], terms["c2c"][j], terms["c2p"][j], terms["p2c"][j], raw[j]] for j in range(n)]
-    _replace_scores(w, [Formula("s_j = c2c_j + c2p_j + p2c_j", r"s_j = c2c_j + c2p_j + p2c_j"),
-                        Para(t("rel.scores_deberta", tok=qlabel)), Table(cols, rows)])
+                                     "layer": layer, "head": head, "pos_att_type": list(types), "span": span},
+                  scores=Step("scores", t("rel.step_scores"), [
+                      Formula("s_j = c2c_j + c2p_j + p2c_j", r"s_j = c2c_j + c2p_j + p2c_j"),
+                      Para(t("rel.scores_deberta", tok=qlabel)), Table(cols, rows)]))
     diffs = {"d1": sci(float(np.abs(terms["c2c"] - get("scores_c2c")[i]).max()))}
     for key, term in (("d2", "c2p"), ("d3", "p2c")):
         diffs[key] = sci(float(np.abs(terms[term] - get(f"scores_{term}")[i]).max())) if term in types else "—"
@@ -301,7 +285,7 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     return w
 
 
-def _positions_step(bs: dict, full: dict, i: int, tokens, cfg, types, Step):
+def _positions_step(bs: dict, full: dict, i: int, tokens, cfg, types):
     span = cfg.span
     mid = int(bs["mid"].flat[0])
     blocks: list = [Formula("r = i − j,   δ = bucket(r),   c2p index = clip(δ(i, j) + k),   p2c index = clip(−δ(j, i) + k)",

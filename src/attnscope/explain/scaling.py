@@ -92,10 +92,8 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
         raise error(InputError, "errors.explain_no_vectors")
     if len(vectors) and not isinstance(vectors[0], (list, tuple, np.ndarray)):
         vectors = [vectors]
-    vecs = []
-    for i, vec in enumerate(vectors):
-        from .inputs import vector
-        vecs.append(vector(vec, Msg("errors.explain_scores_vector", i=i)))
+    from .inputs import vector
+    vecs = [vector(vec, Msg("errors.explain_scores_vector", i=i)) for i, vec in enumerate(vectors)]
     root = math.sqrt(d_k)
     steps = []
     root_shown = short(root) if float(root).is_integer() else root
@@ -174,7 +172,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
               Para(t("sc.jac_why")),
               Matrix(Sym("J", "J"), J_raw, rows=names, cols=names, caption=t("sc.jac_raw", v=_lit(vec))),
               Matrix(Sym("J", "J"), J_scaled, rows=names, cols=names,
-                     caption=t("sc.jac_scaled", v=_lit(vec), root=short(root) if float(root).is_integer() else root)),
+                     caption=t("sc.jac_scaled", v=_lit(vec), root=root_shown)),
               Para(t("sc.jac_norms", a=float(np.abs(J_raw).max()), b=float(np.abs(J_scaled).max()),
                      fa=float(np.linalg.norm(J_raw)), fb=float(np.linalg.norm(J_scaled)),
                      ratio=fmt(float(np.linalg.norm(J_scaled) / max(np.linalg.norm(J_raw), 1e-300)), 0))),

@@ -27,7 +27,6 @@ from ..reference import EXP_SHOW_LIMIT
 from ..scorings import Scoring, get_scoring
 from .doc import (
     Divide,
-    DotRow,
     Formula,
     Matrix,
     Para,
@@ -38,6 +37,7 @@ from .doc import (
     VecParam,
     WeightedSum,
     Worked,
+    dot_rows,
     sub,
     t,
     t_or,
@@ -142,10 +142,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
                       Para(t(f"toy.{name.lower()}_why"))]
             if small_dot:
                 low = name.lower()
-                for i in range(L):
-                    blocks.append(DotRow(sub(low, low, i),
-                                         [[(X[i, c], W[c, j]) for c in range(W.shape[0])] for j in range(W.shape[1])],
-                                         list(x[name][i])))
+                blocks += dot_rows(lambda i, low=low: sub(low, low, i), X, W, x[name])
             blocks.append(Matrix(Sym(name, name), x[name], rows=toks))
             steps.append(Step(f"project_{name.lower()}", t(f"step.{name.lower()}"), blocks))
     else:
@@ -169,10 +166,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
         blocks = [Formula("S = Q·Kᵀ,   S_ij = q_i · k_j", r"S = QK^{\top},\quad S_{ij} = q_i\cdot k_j")]
     blocks.append(Para(t("toy.scores_why")))
     if small_dot:
-        for i in range(L):
-            blocks.append(DotRow(sub("s", "s", i),
-                                 [[(qs[i, c], ks[j, c]) for c in range(d_k)] for j in range(L)],
-                                 list(x["scores"][i])))
+        blocks += dot_rows(lambda i: sub("s", "s", i), qs, ks.T, x["scores"])
     blocks.append(Matrix(S_SYM, x["scores"], rows=toks, cols=toks, caption=t("toy.rows_cols")))
     if by_offset(m, p.scoring):  # the turns cancel on the diagonal: exact (toy_numbers.rotary_scores)
         hat = prepares(p.scoring)  # cosine: of the unit vectors q̂, k̂ (a turn keeps lengths)
@@ -260,10 +254,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
         blocks = [Formula("Y = O·W_O", r"Y = O W_O")]
         W_O = E.array(p.W_O)
         if expand == "always" or (expand == "auto" and L <= 6 and d_v <= 4 and p.W_O.shape[1] <= 4):
-            for i in range(L):
-                blocks.append(DotRow(sub("y", "y", i),
-                                     [[(x["output"][i, c], W_O[c, j]) for c in range(d_v)]
-                                      for j in range(p.W_O.shape[1])], list(x["projected"][i])))
+            blocks += dot_rows(lambda i: sub("y", "y", i), x["output"], W_O, x["projected"])
         blocks.append(Matrix(Sym("Y", "Y"), x["projected"], rows=toks))
         steps.append(Step("projected", t("step.projected"), blocks))
 
@@ -274,11 +265,7 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
         values["projected"] = v["projected"]
     if not allowed.all():
         values["masked"] = v["masked"]
-    for name in ("Q_normed", "K_normed", "Q_rot", "K_rot"):
-        if name in v:
-            values[name] = v[name]
-    if "distance" in v:
-        values["distance"] = v["distance"]
+    values.update({k: v[k] for k in ("Q_normed", "K_normed", "Q_rot", "K_rot", "distance") if k in v})
     meta = {"name": p.name, "tokens": list(toks), "L": L, "d_k": d_k, "d_v": d_v, "scoring": p.scoring,
             "factor": float(f), "causal": p.causal, "masked": bool(not allowed.all()), **m.to_meta()}
     title = t("toy.title_named", name=p.name) if p.name else t("toy.title")
@@ -302,11 +289,11 @@ def _meaning_step(p: ToyProblem, x: dict, allowed: np.ndarray, blind: list) -> S
     first = next((i for i in range(p.L) if i not in blind), None)
     if first is not None:
         if p.X is not None and "projected" in x and x["projected"].shape[1] == p.X.shape[1]:  # p.projected
-            blocks.append(Para(t("toy.meaning_first_xy", tok=toks[first], x=_vec_text(p.X[first], exact=True),
-                                 y=_vec_text(x["projected"][first]))))
+            blocks.append(Para(t("toy.meaning_first_xy", tok=toks[first], x=VecParam(list(p.X[first]), exact=True),
+                                 y=VecParam(list(x["projected"][first])))))
         else:
-            blocks.append(Para(t("toy.meaning_first_vo", tok=toks[first], v=_vec_text(x["Vh"][first]),
-                                 o=_vec_text(x["output"][first]), vs=sub("v", "v", first),
+            blocks.append(Para(t("toy.meaning_first_vo", tok=toks[first], v=VecParam(list(x["Vh"][first])),
+                                 o=VecParam(list(x["output"][first])), vs=sub("v", "v", first),
                                  os=sub("o", "o", first))))
     blocks.append(Para(t("toy.meaning")))
     return Step("meaning", t("step.meaning"), blocks)
@@ -346,8 +333,3 @@ def _modern_steps(p: ToyProblem, x: dict, v: dict) -> list:
                                           klabel=ksym(j))
         steps.append(st)
     return steps
-
-
-def _vec_text(x, exact: bool = False) -> VecParam:
-    """A vector as a text parameter: its exact Decimals, or (``exact``) input floats shown as given."""
-    return VecParam(list(x), exact=exact)

@@ -193,11 +193,9 @@ class ToyProblem:
                             count=count(W_K.shape[1], "column"), n=W_Q.shape[1])
             d_v = W_V.shape[1]
         if self.modern.any:
-            src_keys = ("W_Q", "W_K", "W_V") if not direct else ("Q", "K", "V")
-            mats = [getattr(self, k) for k in (("W_Q", "W_K", "W_V") if not direct else ("Q", "K", "V"))]
-            check_sizes(self.modern, L=L, q_cols=mats[0].shape[1], k_cols=mats[1].shape[1], v_cols=mats[2].shape[1],
-                        scoring=self.scoring, causal=self.causal, source=src, q_key=src_keys[0], k_key=src_keys[1],
-                        v_key=src_keys[2])
+            keys = ("Q", "K", "V") if direct else ("W_Q", "W_K", "W_V")
+            check_sizes(self.modern, L=L, cols={k: getattr(self, k).shape[1] for k in keys}, scoring=self.scoring,
+                        causal=self.causal, source=src)
             d_v = d_v // self.modern.n_kv_heads
             if self.W_O is not None and self.modern.n_heads > 1:
                 raise error(InputError, "errors.explain_toy_wo_heads", where=at_key(src, "W_O"), head=self.modern.head,

@@ -198,9 +198,10 @@ def parse_modern(fields: dict, source: Where) -> Modern:
     return m
 
 
-def check_sizes(m: Modern, *, L: int, q_cols: int, k_cols: int, v_cols: int, scoring: str, causal: bool,
-                source: Where, q_key: str = "W_Q", k_key: str = "W_K", v_key: str = "W_V") -> int:
-    """Check the matrices against the heads, the rotation and the norm; return d_head."""
+def check_sizes(m: Modern, *, L: int, cols: dict, scoring: str, causal: bool, source: Where) -> int:
+    """Check the matrices against the heads, the rotation and the norm; return d_head. ``cols``: the
+    number of columns of the q, k and v matrices by their keys, in that order (W_Q, W_K, W_V or Q, K, V)."""
+    (q_key, q_cols), (k_key, k_cols), (v_key, v_cols) = cols.items()
     if q_cols % m.n_heads:
         raise error(InputError, "errors.explain_q_cols", where=at_key(source, q_key), name=q_key, cols=q_cols,
                     H=m.n_heads)

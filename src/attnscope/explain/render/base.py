@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from ...errors import ConfigError
 from ...i18n import error
 from .. import i18n
-from ..blocks import Matrix, Sym, T, VecParam
+from ..blocks import SUBSCRIPTS, SUPERSCRIPTS, Matrix, Sym, T, VecParam
 from ..numbers import Shown, matrix_is_int, show
 
 FORMATS = ("rich", "markdown", "latex", "json")
@@ -38,8 +38,6 @@ def check_options(format: str, lang: str, decimals: int) -> None:
 # TeX → Unicode for the handful of commands the labels use
 # ----------------------------------------------------------------------------------------------
 
-_SUPER = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
-_SUBS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 _SUPER_IDX = str.maketrans("0123456789ighjkn", "⁰¹²³⁴⁵⁶⁷⁸⁹ⁱᵍʰʲᵏⁿ")  # a head index: W_Q^{(i)} → W_Q⁽ⁱ⁾
 _WORDS = {
     r"\cdot": "·", r"\times": "×", r"\approx": "≈", r"\sum": "Σ", r"\Sigma": "Σ", r"\leq": "≤",
@@ -71,8 +69,8 @@ def tex_to_text(s: str) -> str:
         s = re.sub(r"\\[td]?frac" + _ARG + _ARG, lambda m: _wrap(m.group(1)) + "/" + _wrap(m.group(2)), s)
         s = re.sub(r"\^\{\\top\}|\^\\top", "ᵀ", s)
         s = re.sub(r"\^\{\(([0-9a-z])\)\}", lambda m: "⁽" + m.group(1).translate(_SUPER_IDX) + "⁾", s)  # W_Q^{(i)}
-        s = re.sub(r"\^\{([0-9+-]+)\}|\^([0-9])", lambda m: (m.group(1) or m.group(2)).translate(_SUPER), s)
-        s = re.sub(r"_\{([0-9]+)\}", lambda m: m.group(1).translate(_SUBS), s)
+        s = re.sub(r"\^\{([0-9+-]+)\}|\^([0-9])", lambda m: (m.group(1) or m.group(2)).translate(SUPERSCRIPTS), s)
+        s = re.sub(r"_\{([0-9]+)\}", lambda m: m.group(1).translate(SUBSCRIPTS), s)
     for word in sorted(_WORDS, key=len, reverse=True):
         guard = r"(?![A-Za-z])" if word[-1].isalpha() else ""
         def spelled(m: re.Match, w: str = word) -> str:

@@ -126,27 +126,23 @@ def _label(ctx: Ctx, s) -> str:
     return rf"\text{{{tex_escape(s)}}}"
 
 
+def _grid_lines(ctx: Ctx, caption, begin: list, header: list, rows: list, end: list) -> list:
+    """A LaTeX grid of cells already written: the caption, ``begin``, the header ruled off, the rows, ``end``."""
+    lines = [ctx.text(caption), ""] if caption is not None else []
+    lines += begin + [" & ".join(header) + r" \\ \hline"]
+    return lines + [" & ".join(row) + r" \\" for row in rows] + end
+
+
 def matrix(ctx: Ctx, m: Matrix) -> list:
     as_int, vals, rows, cols = grid(m)
-    lines = []
-    if m.caption is not None:
-        lines += [ctx.text(m.caption), ""]
     lhs = (m.sym.tex + " = ") if m.sym is not None else ""
-    lines += [r"\[", lhs + r"\begin{array}{l|" + "r" * len(cols) + "}",
-              " & " + " & ".join(_label(ctx, c) for c in cols) + r" \\ \hline"]
-    for r, row in zip(rows, vals):
-        lines.append(_label(ctx, r) + " & " + " & ".join(ctx.cell(x, as_int, m.exact) for x in row) + r" \\")
-    lines += [r"\end{array}", r"\]"]
-    return lines
+    return _grid_lines(ctx, m.caption, [r"\[", lhs + r"\begin{array}{l|" + "r" * len(cols) + "}"],
+                       [""] + [_label(ctx, c) for c in cols],
+                       [[_label(ctx, r)] + [ctx.cell(x, as_int, m.exact) for x in row] for r, row in zip(rows, vals)],
+                       [r"\end{array}", r"\]"])
 
 
 def table(ctx: Ctx, t: Table) -> list:
-    lines = []
-    if t.caption is not None:
-        lines += [ctx.text(t.caption), ""]
-    lines += [r"\begin{center}", r"\begin{tabular}{l" + "r" * (len(t.header) - 1) + "}",
-              " & ".join(ctx.text(h) for h in t.header) + r" \\ \hline"]
-    for row in t.rows:
-        lines.append(" & ".join(ctx.text(c) for c in row) + r" \\")
-    lines += [r"\end{tabular}", r"\end{center}"]
-    return lines
+    return _grid_lines(ctx, t.caption, [r"\begin{center}", r"\begin{tabular}{l" + "r" * (len(t.header) - 1) + "}"],
+                       [ctx.text(h) for h in t.header], [[ctx.text(c) for c in row] for row in t.rows],
+                       [r"\end{tabular}", r"\end{center}"])

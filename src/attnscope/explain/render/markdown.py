@@ -42,25 +42,21 @@ def _blocks(ctx: Ctx, blocks) -> list:
                        group=lambda lines: ["```text", *lines, "```"])
 
 
+def _grid_lines(ctx: Ctx, caption, header: list, rows: list) -> list:
+    """A Markdown table of cells already written: the caption, the header, the first column left-aligned."""
+    lines = [f"*{ctx.text(caption)}*", ""] if caption is not None else []
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" + "---:|" * (len(header) - 1))
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
 def matrix(ctx: Ctx, m: Matrix) -> list:
     as_int, vals, rows, cols = grid(m)
     corner = f"**{m.sym.text}**" if m.sym is not None else ""
-    lines = []
-    if m.caption is not None:
-        lines += [f"*{ctx.text(m.caption)}*", ""]
-    lines.append("| " + " | ".join([corner] + [_cell(c) for c in cols]) + " |")
-    lines.append("|" + "---|" + "---:|" * len(cols))
-    for r, row in zip(rows, vals):
-        lines.append("| " + " | ".join([_cell(r)] + [ctx.cell(x, as_int, m.exact) for x in row]) + " |")
-    return lines
+    return _grid_lines(ctx, m.caption, [corner] + [_cell(c) for c in cols],
+                       [[_cell(r)] + [ctx.cell(x, as_int, m.exact) for x in row] for r, row in zip(rows, vals)])
 
 
 def table(ctx: Ctx, t: Table) -> list:
-    lines = []
-    if t.caption is not None:
-        lines += [f"*{ctx.text(t.caption)}*", ""]
-    lines.append("| " + " | ".join(_cell(ctx.text(h)) for h in t.header) + " |")
-    lines.append("|" + "".join("---|" if i == 0 else "---:|" for i in range(len(t.header))))
-    for row in t.rows:
-        lines.append("| " + " | ".join(_cell(ctx.text(c)) for c in row) + " |")
-    return lines
+    return _grid_lines(ctx, t.caption, [_cell(ctx.text(h)) for h in t.header],
+                       [[_cell(ctx.text(c)) for c in row] for row in t.rows])

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..blocks import Formula, Matrix, Para, T, Table
-from .base import Ctx, grid
+from ..blocks import Matrix, Para, T, Table
+from .base import Ctx, grid, text_blocks
 from .lines import text_lines
 
 
@@ -25,50 +25,44 @@ def _renderables(w, ctx: Ctx, width: int):
         yield from _blocks(ctx, step.blocks, width)
 
 
-def _blocks(ctx: Ctx, blocks, width: int):
-    pending: list = []  # consecutive expansions print as one group
-    for b in blocks:
-        if not isinstance(b, (Para, Formula, Matrix, Table)):
-            pending.extend("  " + line for line in text_lines(ctx, b, width=width - 4))
-            continue
-        if pending:
-            yield Text("")
-            yield Text("\n".join(pending))
-            pending = []
-        yield Text("")
-        if isinstance(b, Para):
-            style = {"note": "italic", "warn": "bold yellow"}.get(b.style, "")
-            prefix = "※ " if b.style == "note" else ("! " if b.style == "warn" else "")
-            yield Text(prefix + ctx.text(b.text), style=style)
-        elif isinstance(b, Formula):
-            yield Text("  " + b.text, style="green")
-        else:
-            if b.caption is not None:
-                yield Text(ctx.text(b.caption), style="italic")
-            yield matrix(ctx, b) if isinstance(b, Matrix) else table(ctx, b)
-    if pending:
-        yield Text("")
-        yield Text("\n".join(pending))
+def _para(ctx: Ctx, b: Para) -> list:
+    style = {"note": "italic", "warn": "bold yellow"}.get(b.style, "")
+    prefix = "※ " if b.style == "note" else ("! " if b.style == "warn" else "")
+    return [Text(prefix + ctx.text(b.text), style=style)]
+
+
+def _captioned(draw):
+    return lambda ctx, b: ([Text(ctx.text(b.caption), style="italic")] if b.caption is not None else []) + [draw(ctx, b)]
+
+
+def _blocks(ctx: Ctx, blocks, width: int) -> list:
+    """The step's renderables, a blank line before each block and each group of consecutive expansions
+    (:func:`.base.text_blocks` puts its blank lines after them)."""
+    out = text_blocks(ctx, blocks, para=_para, formula=lambda ctx, b: [Text("  " + b.text, style="green")],
+                      matrix=_captioned(matrix), table=_captioned(table),
+                      expansion=lambda ctx, b: ["  " + line for line in text_lines(ctx, b, width=width - 4)],
+                      group=lambda lines: [Text("\n".join(lines))])
+    return [Text("") if isinstance(x, str) else x for x in [""] + out[:-1]] if out else []
+
+
+def _grid(header: list, rows: list) -> RichTable:
+    """A rich table of cells already written (Text): the first column left-aligned, the others right."""
+    tab = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for i, h in enumerate(header):
+        tab.add_column(h, justify="left" if i == 0 else "right")
+    for row in rows:
+        tab.add_row(*row)
+    return tab
 
 
 def matrix(ctx: Ctx, m: Matrix) -> RichTable:
     as_int, vals, rows, cols = grid(m)
-    tab = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    tab.add_column(Text(m.sym.text if m.sym else "", style="bold"), justify="left")
-    for c in cols:
-        tab.add_column(Text(str(c)), justify="right")
-    for r, row in zip(rows, vals):
-        tab.add_row(Text(str(r)), *(Text(ctx.cell(x, as_int, m.exact)) for x in row))
-    return tab
+    return _grid([Text(m.sym.text if m.sym else "", style="bold")] + [Text(str(c)) for c in cols],
+                 [[Text(str(r))] + [Text(ctx.cell(x, as_int, m.exact)) for x in row] for r, row in zip(rows, vals)])
 
 
 def table(ctx: Ctx, t: Table) -> RichTable:
-    tab = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for i, h in enumerate(t.header):
-        tab.add_column(Text(ctx.text(h)), justify="left" if i == 0 else "right")
-    for row in t.rows:
-        tab.add_row(*(Text(ctx.text(c)) for c in row))
-    return tab
+    return _grid([Text(ctx.text(h)) for h in t.header], [[Text(ctx.text(c)) for c in row] for row in t.rows])
 
 
 def print_rich(w, lang: str = "en", decimals: int = 4, file=None, console: Optional[Console] = None) -> None:
