@@ -209,7 +209,7 @@ def figure_rc(lang: str) -> dict:
     return matplotlib_rc() if lang == "zh" else {}
 
 
-def with_figure_rc(make):
+def in_figure_rc(make):
     """Decorate ``make(..., lang)``, a figure maker, to run inside :func:`figure_rc` of its ``lang``
     (text made there keeps the font family)."""
     @functools.wraps(make)

@@ -36,16 +36,7 @@ from ..errors import ConfigError
 from ..functional import softmax
 from ..i18n import error
 from ..reference import score_factor
-from .base import (
-    ExperimentResult,
-    check_int_list,
-    check_positive_int,
-    check_seed,
-    fmt_num,
-    md_table,
-    progress_bar,
-    with_figure_rc,
-)
+from .base import ExperimentResult, check_int_list, check_positive_int, check_seed, fmt_num, in_figure_rc, md_table, progress_bar
 
 DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))
 DEFAULT_LENGTH = 16
@@ -222,7 +213,7 @@ def summary(table: list[dict]) -> dict:
             "saturated_frac_unscaled": u["saturated_frac"], "saturated_frac_scaled": s["saturated_frac"]}
 
 
-@with_figure_rc
+@in_figure_rc
 def figure(table: list[dict], uni: dict, S: int, lang: str = "en"):
     """Largest weight, entropy and Jacobian norm against d_k, scaled and unscaled, in ``lang``."""
     from matplotlib.figure import Figure

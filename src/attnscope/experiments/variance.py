@@ -31,9 +31,9 @@ from .base import (
     check_positive_int,
     check_seed,
     fmt_num,
+    in_figure_rc,
     md_table,
     progress_bar,
-    with_figure_rc,
 )
 
 #: d_k = 2, 4, …, 1024.
@@ -142,7 +142,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     return result
 
 
-@with_figure_rc
+@in_figure_rc
 def variance_figure(rows: list[dict], lang: str = "en"):
     """Sampled Var(q·k) (log-log) against d_k, with the lines d_k and 1."""
     from matplotlib.figure import Figure
@@ -170,7 +170,7 @@ def variance_figure(rows: list[dict], lang: str = "en"):
     return fig
 
 
-@with_figure_rc
+@in_figure_rc
 def histogram_figure(unscaled: torch.Tensor, scaled: torch.Tensor, lang: str = "en"):
     """The article's two histograms (d_k = 256): unscaled and scaled scores, variance in the title."""
     from matplotlib.figure import Figure

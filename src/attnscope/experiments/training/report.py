@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ... import i18n
-from ..base import ExperimentResult, fmt_num, md_table, with_figure_rc
+from ..base import ExperimentResult, fmt_num, in_figure_rc, md_table
 from .settings import VARIANTS, Settings
 from .verdicts import STALL_FRACTION, claim_sentences, counted_in, mean_finite
 
@@ -26,7 +26,7 @@ def _T(lang: str):
     return lambda key, **kw: i18n.text("experiments.train." + key, lang, **kw)
 
 
-@with_figure_rc
+@in_figure_rc
 def curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: dict, lang: str = "en"):
     """Rows: held-out loss, normalised attention entropy, gradient norm at the scores; columns: d_k."""
     from matplotlib.figure import Figure
@@ -59,7 +59,7 @@ def curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: di
     return fig
 
 
-@with_figure_rc
+@in_figure_rc
 def summary_figure(summary: list[dict], settings: Settings, lang: str = "en"):
     """Per task: final loss and steps to threshold against d_k, one line per variant."""
     from matplotlib.figure import Figure
