@@ -98,12 +98,7 @@ def _fraction(f: Fraction) -> Decimal:
 def array(a, binary: bool = False) -> np.ndarray:
     """An object array of Decimals from any array-like (inputs by :func:`dec`; ``binary``: float64
     results by :func:`dec_binary`)."""
-    conv = dec_binary if binary else dec
-    a = np.asarray(a, dtype=object)
-    out = np.empty(a.shape, dtype=object)
-    for idx, x in np.ndenumerate(a):
-        out[idx] = conv(x)
-    return out
+    return _map(dec_binary if binary else dec, np.asarray(a, dtype=object))
 
 
 def floats(a) -> np.ndarray:

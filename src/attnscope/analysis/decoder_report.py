@@ -15,7 +15,7 @@ import numpy as np
 
 from ..i18n import Msg
 from .decoder_heads import DECODER_DOCS, DECODER_STATS, REPEAT_STATS, ROLE_STAT
-from .summary import counted_in, say
+from .summary import counted_in, fmt_number, say
 
 #: Per-layer columns (layers.csv, the JSON's ``decoder.layers``, the Markdown table).
 LAYER_COLUMNS = ("sink", "sink_max", "sink_heads", "prev_token_max", "duplicate_max", "induction_max",
@@ -68,7 +68,7 @@ def layer_cells(row) -> list:
     columns write it (n/a)."""
     if row is None:
         return []
-    return [_fmt(v, 6) if isinstance(v, float) else v for v in (row[c] for c in LAYER_COLUMNS)]
+    return [fmt_number(v, 6) if isinstance(v, float) else v for v in (row[c] for c in LAYER_COLUMNS)]
 
 
 def heads_with(result, role: str) -> list[tuple[int, int, float]]:
@@ -113,7 +113,7 @@ def copying_line(result, lang: str = "en") -> str:
         return say("dec_copying_none", lang, why=why)
     scores = c.get("scores", {})
     return say("dec_copying", lang, heads=say("list_sep", lang).join(
-        f"{l}.{h} {_fmt(scores.get(f'{l}.{h}'), 2)}" for l, h, _ in found[:SHOWN]))
+        f"{l}.{h} {fmt_number(scores.get(f'{l}.{h}'), 2)}" for l, h, _ in found[:SHOWN]))
 
 
 def title(stat: str, lang: str = "en") -> str:
@@ -137,10 +137,6 @@ def write_heatmaps(result, folder: Path, heatmap, lang: str = "en") -> dict:
                 cmap="cividis", vmin=0.0, vmax=1.0, lang=lang)
         paths[f"heatmaps/{stat}.png"] = p
     return paths
-
-
-def _fmt(x, digits=3) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
 def markdown(result, lang: str = "en") -> str:
@@ -174,15 +170,15 @@ def markdown(result, lang: str = "en") -> str:
             v = np.nan_to_num(np.asarray(result.means[stat], dtype=float), nan=-np.inf)
             l, h = np.unravel_index(int(np.argmax(v)), v.shape)
             L.append(T("dec_none", role=name, stat=stat, value=getattr(t, stat), head=f"{l}.{h}",
-                       score=_fmt(float(v[l, h]), 2)))
+                       score=fmt_number(float(v[l, h]), 2)))
     if _ran(result) and copying_line(result, lang):
         L.append(copying_line(result, lang))
     L.append(T("dec_per_layer"))
     L.append(T("dec_table_head"))
     L.append("|---|---|---|---|---|---|---|---|")
     for r in layer_rows(result):
-        L.append(f"| {r['layer']} | {_fmt(r['sink'])} | {_fmt(r['sink_max'])} | {r['sink_heads']} | "
-                 f"{_fmt(r['prev_token_max'])} | {_fmt(r['duplicate_max'])} | {_fmt(r['induction_max'])} | "
+        L.append(f"| {r['layer']} | {fmt_number(r['sink'])} | {fmt_number(r['sink_max'])} | {r['sink_heads']} | "
+                 f"{fmt_number(r['prev_token_max'])} | {fmt_number(r['duplicate_max'])} | {fmt_number(r['induction_max'])} | "
                  f"{r['induction_heads']} |")
     L.append("")
     L.extend(f"![{s}](heatmaps/{s}.png)\n" for s in heatmap_names(result) if s in ("sink", "induction"))
@@ -195,7 +191,7 @@ def summary_lines(result, lang: str = "en") -> list[str]:
         return []
     t = result.config.thresholds
     rows = layer_rows(result)
-    out = [say("out_sink", lang, layers=" ".join(f"{r['layer']}:{_fmt(r['sink'], 2)}" for r in rows))]
+    out = [say("out_sink", lang, layers=" ".join(f"{r['layer']}:{fmt_number(r['sink'], 2)}" for r in rows))]
     for role, stat in ROLE_STAT.items():
         if stat in REPEAT_STATS and not _ran(result):
             continue

@@ -29,17 +29,12 @@ from ..i18n import check_lang, error
 from . import decoder_report, norm_report
 from .classify import FAMILY, LABELS, RULE_STAT
 from .stats import STAT_DOCS, STAT_NAMES
-from .summary import CLAIM, LAYER_STATS, claim_with_layers, counted_in, say, verdict_reading
+from .summary import CLAIM, LAYER_STATS, claim_with_layers, counted_in, fmt_number, say, verdict_reading
 
 
 def json_number(x):
     """JSON-safe float: NaN → None."""
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
-
-
-def fmt_number(x, digits=3) -> str:
-    """A report table's number: ``digits`` decimals, "n/a" for None or NaN."""
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
 def csv_cell(x) -> str:
@@ -82,7 +77,8 @@ def to_json(result) -> dict:
 
 def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", cmap: str = "viridis",
             labels: Optional[np.ndarray] = None, vmin=None, vmax=None, lang: str = "en") -> None:
-    """A layer (rows) × head (columns) heatmap with the values (or ``labels``) written in the cells."""
+    """A layer (rows) × head (columns) heatmap of ``values (n_layers, n_heads)`` with the values (or ``labels``)
+    written in the cells."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -90,36 +86,31 @@ def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", 
     from ..fonts import matplotlib_rc
 
     with plt.rc_context(matplotlib_rc() if lang == "zh" else {}):  # CJK glyphs behind DejaVu Sans
-        _heatmap(plt, values, title, path, fmt, cmap, labels, vmin, vmax, lang)
-
-
-def _heatmap(plt, values, title, path, fmt, cmap, labels, vmin, vmax, lang) -> None:
-    """:func:`heatmap`'s drawing, inside the rc context of ``lang``; values (n_layers, n_heads)."""
-    n_layers, n_heads = values.shape
-    w_in, h_in = 1.6 + 0.62 * n_heads, 1.0 + 0.5 * n_layers
-    fig, ax = plt.subplots(figsize=(w_in, h_in), dpi=100)
-    # fixed margins in inches (tight_layout would lay the text out a second time)
-    fig.subplots_adjust(left=0.6 / w_in, right=1 - (1.0 if labels is None else 0.2) / w_in,
-                        bottom=0.5 / h_in, top=1 - 0.35 / h_in)
-    im = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
-    ax.set_xticks(range(n_heads))
-    ax.set_yticks(range(n_layers))
-    ax.set_xlabel(say("col_head", lang))
-    ax.set_ylabel(say("col_layer", lang))
-    ax.set_title(title, fontsize=10)
-    if n_layers * n_heads <= 400:
-        lo, hi = np.nanmin(values) if np.isfinite(values).any() else 0, np.nanmax(values) if np.isfinite(values).any() else 1
-        for i in range(n_layers):
-            for j in range(n_heads):
-                v = values[i, j]
-                text = labels[i, j] if labels is not None else ("–" if not np.isfinite(v) else fmt.format(v))
-                dark = labels is None and np.isfinite(v) and hi > lo and (v - lo) / (hi - lo) < 0.6
-                ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
-                        color="white" if dark else "black")
-    if labels is None:
-        fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
-    fig.savefig(path)
-    plt.close(fig)
+        n_layers, n_heads = values.shape
+        w_in, h_in = 1.6 + 0.62 * n_heads, 1.0 + 0.5 * n_layers
+        fig, ax = plt.subplots(figsize=(w_in, h_in), dpi=100)
+        # fixed margins in inches (tight_layout would lay the text out a second time)
+        fig.subplots_adjust(left=0.6 / w_in, right=1 - (1.0 if labels is None else 0.2) / w_in,
+                            bottom=0.5 / h_in, top=1 - 0.35 / h_in)
+        im = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
+        ax.set_xticks(range(n_heads))
+        ax.set_yticks(range(n_layers))
+        ax.set_xlabel(say("col_head", lang))
+        ax.set_ylabel(say("col_layer", lang))
+        ax.set_title(title, fontsize=10)
+        if n_layers * n_heads <= 400:
+            lo, hi = np.nanmin(values) if np.isfinite(values).any() else 0, np.nanmax(values) if np.isfinite(values).any() else 1
+            for i in range(n_layers):
+                for j in range(n_heads):
+                    v = values[i, j]
+                    text = labels[i, j] if labels is not None else ("–" if not np.isfinite(v) else fmt.format(v))
+                    dark = labels is None and np.isfinite(v) and hi > lo and (v - lo) / (hi - lo) < 0.6
+                    ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
+                            color="white" if dark else "black")
+        if labels is None:
+            fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
+        fig.savefig(path)
+        plt.close(fig)
 
 
 def report_folder(out_dir: Union[str, Path]) -> Path:

@@ -47,6 +47,11 @@ def counted_in(n: int, unit: str, lang: str = "en") -> str:
     return f"{n:,} {noun}"
 
 
+def fmt_number(x, digits=3) -> str:
+    """A report table's number: ``digits`` decimals, "n/a" for None or NaN."""
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
 def pad_left(s: str, width: int) -> str:
     """``s`` right-aligned in ``width`` terminal columns (a CJK character takes two)."""
     import unicodedata

@@ -133,6 +133,7 @@ def run(args) -> int:
     import torch
 
     from ..analysis import AnalysisConfig, Thresholds, analyze
+    from ..analysis.run import distributed
     from ..analysis.shards import merge_shards
     from ..errors import InputError
     from ..i18n import error
@@ -170,7 +171,7 @@ def run(args) -> int:
     device, started = _init_distributed(args.device)
     try:
         result = analyze(args.corpus, model, cfg, device=device)
-        if result is not None and _rank() == 0:
+        if result is not None and distributed()[0] == 0:
             paths = result.write(args.out, args.lang)
             if hasattr(result, "print_summary"):  # an encoder–decoder analysis (analysis/seq2seq.py) prints its own
                 result.print_summary(args.out, len(paths), args.lang)
@@ -198,11 +199,6 @@ def run_shard(args, cfg, model) -> int:
               tokens=counted_in(c["tokens"], "token", args.lang), seconds=state["seconds"],
               path=Path(args.out) / STATE, merge="attnscope analyze --merge DIR… --out OUT"))
     return 0
-
-
-def _rank() -> int:
-    import torch.distributed as dist
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
 def print_summary(result, out, n_files, lang: str = "en") -> None:

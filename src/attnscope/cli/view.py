@@ -61,7 +61,7 @@ def run(args) -> int:
         raise error(InputError, "errors.cli_patch_no_folder", path=out, folder=out.parent)
     check_new_file(out, args.overwrite)
     from ..models import load
-    from ..viewer.html import render
+    from ..viewer.html import render, write_page
     from ..viewer.run import view_data
 
     model = load(args.model)
@@ -71,9 +71,6 @@ def run(args) -> int:
     if page is None:
         page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals,
                                 attribution=not args.no_attribution, lens=not args.no_lens), lang=args.lang)
-    try:
-        out.write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise error(InputError, "errors.cli_cannot_write", path=out, why=e.strerror or e) from None
+    write_page(out, page)
     print(f"wrote {out} ({len(page.encode('utf-8')) / 1024:.0f} KB); open it in a browser")
     return 0

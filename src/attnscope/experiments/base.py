@@ -14,6 +14,8 @@ report; :meth:`ExperimentResult.write` puts them into a folder::
 from __future__ import annotations
 
 import csv
+import functools
+import inspect
 import json
 import math
 import platform
@@ -205,6 +207,20 @@ def figure_rc(lang: str) -> dict:
     needs the bundled CJK font behind DejaVu Sans (text objects keep the family they were made with)."""
     from ..fonts import matplotlib_rc
     return matplotlib_rc() if lang == "zh" else {}
+
+
+def in_figure_rc(make):
+    """Decorate ``make(..., lang)``, a figure maker, to run inside :func:`figure_rc` of its ``lang``
+    (text made there keeps the font family)."""
+    @functools.wraps(make)
+    def run(*args, **kwargs):
+        from matplotlib import rc_context
+
+        bound = inspect.signature(make).bind(*args, **kwargs)
+        bound.apply_defaults()
+        with rc_context(figure_rc(bound.arguments["lang"])):
+            return make(*args, **kwargs)
+    return run
 
 
 def fmt_num(x: Optional[float], digits: int = 3) -> str:

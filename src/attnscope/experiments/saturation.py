@@ -36,7 +36,7 @@ from ..errors import ConfigError
 from ..functional import softmax
 from ..i18n import error
 from ..reference import score_factor
-from .base import ExperimentResult, check_int_list, check_positive_int, check_seed, figure_rc, fmt_num, md_table, progress_bar
+from .base import ExperimentResult, check_int_list, check_positive_int, check_seed, fmt_num, in_figure_rc, md_table, progress_bar
 
 DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))
 DEFAULT_LENGTH = 16
@@ -213,15 +213,9 @@ def summary(table: list[dict]) -> dict:
             "saturated_frac_unscaled": u["saturated_frac"], "saturated_frac_scaled": s["saturated_frac"]}
 
 
+@in_figure_rc
 def figure(table: list[dict], uni: dict, S: int, lang: str = "en"):
     """Largest weight, entropy and Jacobian norm against d_k, scaled and unscaled, in ``lang``."""
-    from matplotlib import rc_context
-
-    with rc_context(figure_rc(lang)):  # text made here keeps the font family
-        return _figure(table, uni, S, lang)
-
-
-def _figure(table: list[dict], uni: dict, S: int, lang: str):
     from matplotlib.figure import Figure
 
     T = lambda key, **kw: i18n.text("experiments." + key, lang, **kw)  # noqa: E731

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -243,10 +243,7 @@ def task_from_spec(spec: dict):
 
 def task_options(task) -> dict:
     """The constructor options of a task, to send to a worker process."""
-    if isinstance(task, AssociativeRecall):
-        return {"name": "recall", "n_keys": task.n_keys, "n_values": task.n_values, "n_pairs": task.n_pairs,
-                "n_queries": task.n_queries, "threshold": task.threshold}
-    if isinstance(task, CharLM):
-        return {"name": "lm", "seq_len": task.seq_len, "min_count": task.min_count}
+    if isinstance(task, (AssociativeRecall, CharLM)):
+        return {"name": task.name, **asdict(task)}  # the dataclass fields are the options
     raise error(ConfigError, "errors.experiment_not_task", task=repr(task))
 

@@ -30,8 +30,8 @@ from .base import (
     check_names,
     check_positive_int,
     check_seed,
-    figure_rc,
     fmt_num,
+    in_figure_rc,
     md_table,
     progress_bar,
 )
@@ -142,15 +142,9 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     return result
 
 
+@in_figure_rc
 def variance_figure(rows: list[dict], lang: str = "en"):
     """Sampled Var(q·k) (log-log) against d_k, with the lines d_k and 1."""
-    from matplotlib import rc_context
-
-    with rc_context(figure_rc(lang)):  # text made here keeps the font family
-        return _variance_figure(rows, lang)
-
-
-def _variance_figure(rows: list[dict], lang: str):
     from matplotlib.figure import Figure
 
     T = lambda key, **kw: i18n.text("experiments.var." + key, lang, **kw)  # noqa: E731
@@ -176,22 +170,21 @@ def _variance_figure(rows: list[dict], lang: str):
     return fig
 
 
+@in_figure_rc
 def histogram_figure(unscaled: torch.Tensor, scaled: torch.Tensor, lang: str = "en"):
     """The article's two histograms (d_k = 256): unscaled and scaled scores, variance in the title."""
-    from matplotlib import rc_context
     from matplotlib.figure import Figure
 
     T = lambda key, **kw: i18n.text("experiments.var." + key, lang, **kw)  # noqa: E731
-    with rc_context(figure_rc(lang)):
-        fig = Figure(figsize=(10, 4), layout="constrained")
-        ax1, ax2 = fig.subplots(1, 2)
-        ax1.hist(unscaled.flatten().numpy(), bins=50, color="tab:red", alpha=0.8)
-        ax1.set_title(T("hist_unscaled", d_k=HIST_D_K, var=float(unscaled.var())))
-        ax2.hist(scaled.flatten().numpy(), bins=50, color="tab:blue", alpha=0.8)
-        ax2.set_title(T("hist_scaled", var=float(scaled.var())))
-        for ax in (ax1, ax2):
-            ax.set_xlabel(T("score"))
-            ax.set_ylabel(T("count"))
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2)
+    ax1.hist(unscaled.flatten().numpy(), bins=50, color="tab:red", alpha=0.8)
+    ax1.set_title(T("hist_unscaled", d_k=HIST_D_K, var=float(unscaled.var())))
+    ax2.hist(scaled.flatten().numpy(), bins=50, color="tab:blue", alpha=0.8)
+    ax2.set_title(T("hist_scaled", var=float(scaled.var())))
+    for ax in (ax1, ax2):
+        ax.set_xlabel(T("score"))
+        ax.set_ylabel(T("count"))
     return fig
 
 

@@ -33,8 +33,9 @@ from typing import Optional
 from ..config import ROPE_TYPES, DecoderConfig
 from ..errors import ConfigError, ModelLoadError
 from ..i18n import error
+from .decoder_model import DecoderModel
 from .reasons import reason
-from .registry import WeightRule, fuse_rows, hf_extra, setting, token_ids
+from .registry import Family, WeightRule, fuse_rows, hf_extra, register, setting, token_ids
 
 _MISSING = object()
 
@@ -193,3 +194,12 @@ def rules(config: DecoderConfig) -> list[WeightRule]:
                                   fuse_rows))
             out.append(WeightRule(f"{dst}ffn.W_2.bias", (src + "mlp.down_proj.bias",)))
     return out
+
+
+def register_decoder(name: str, config_from_hf, *, model_types: Optional[tuple[str, ...]] = None,
+                     prefixes: tuple[str, ...] = ()) -> Family:
+    """Register a decoder family (``model_types`` default ``(name,)``): the weight table of
+    :func:`rules`, a byte-level BPE tokenizer, a :class:`~attnscope.models.DecoderModel`."""
+    return register(Family(name=name, model_types=model_types or (name,), prefixes=prefixes,
+                           config_from_hf=config_from_hf, rules=rules, tokenizer_kind="bpe-gpt2", lm_head=False,
+                           model_class=DecoderModel))

@@ -16,6 +16,7 @@ reference ones. ``tests/models/test_gguf_file.py`` checks the header against ``g
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import struct
@@ -63,10 +64,7 @@ class TensorInfo:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
 
 class _Cursor:
@@ -180,10 +178,7 @@ class GGUFFile:
             if shape and shape[-1] % block:
                 raise error(ModelLoadError, "errors.gguf_blocks", path=self.path, name=name, row=shape[-1],
                             qtype=qtype.name, block=block)
-            n = 1
-            for s in shape:
-                n *= s
-            nbytes = n // block * type_size
+            nbytes = math.prod(shape) // block * type_size
             start = data_start + offset
             if start + nbytes > len(buf):
                 raise error(ModelLoadError, "errors.gguf_past_end", path=self.path, name=name, end=start + nbytes,

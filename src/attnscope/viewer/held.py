@@ -119,21 +119,28 @@ class HeldText:
         """q′ of query head ``head`` and k′ of the k/v head it reads, (n, d_head) float64 each:
         as stored, turned at positions 0 … n − 1 on rotary layers (kept for the last few heads)."""
         self.check(layer, head)
-        key = (layer, head)
+
+        def make():
+            q, k = R.as_f64(self.q[layer][head]), R.as_f64(self.k[layer][head // self.group])
+            if self.rope is not None:
+                rope, pos = self.rope[layer], np.arange(self.n)
+                q, k = (R.rotate(x, pos, rope["inv_freq"], rope["pairing"]) for x in (q, k))
+            return q, k
+        return self._cached(self._ops, (layer, head), 2 * self.n_heads, make)
+
+    def _cached(self, cache: OrderedDict, key, most: int, make):
+        """``cache[key]``, made by ``make()`` when missing; the ``most`` last used are kept."""
         with self._lock:
-            hit = self._ops.get(key)
+            hit = cache.get(key)
             if hit is not None:
-                self._ops.move_to_end(key)
+                cache.move_to_end(key)
                 return hit
-        q, k = R.as_f64(self.q[layer][head]), R.as_f64(self.k[layer][head // self.group])
-        if self.rope is not None:
-            rope, pos = self.rope[layer], np.arange(self.n)
-            q, k = (R.rotate(x, pos, rope["inv_freq"], rope["pairing"]) for x in (q, k))
+        hit = make()
         with self._lock:
-            self._ops[key] = (q, k)
-            while len(self._ops) > 2 * self.n_heads:
-                self._ops.popitem(last=False)
-        return q, k
+            cache[key] = hit
+            while len(cache) > most:
+                cache.popitem(last=False)
+        return hit
 
     def allowed(self, layer: int, q0: int, q1: int) -> np.ndarray:
         """(q1 − q0, n) bool: True where query i may see key j (causal, sliding window)."""
@@ -150,20 +157,12 @@ class HeldText:
     def _layer_f32(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """q′ (H, n, d) and k′ (H_kv, n, d) of every head of ``layer`` in float32 (colours): turned
         in float64 as :meth:`operands` turns them, all heads at once; kept for the last two layers."""
-        with self._lock:
-            hit = self._f32.get(layer)
-            if hit is not None:
-                self._f32.move_to_end(layer)
-                return hit
-        q, k = self.q[layer], self.k[layer]  # (H, n, d), (H_kv, n, d) float32
-        if self.rope is not None:
-            q, k = (_turn(x, self.rope[layer]).float() for x in (q, k))
-        hit = (q, k)
-        with self._lock:
-            self._f32[layer] = hit
-            while len(self._f32) > 2:
-                self._f32.popitem(last=False)
-        return hit
+        def make():
+            q, k = self.q[layer], self.k[layer]  # (H, n, d), (H_kv, n, d) float32
+            if self.rope is not None:
+                q, k = (_turn(x, self.rope[layer]).float() for x in (q, k))
+            return q, k
+        return self._cached(self._f32, layer, 2, make)
 
     def _stacked(self, layer: int, heads: Sequence[int], dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """q′ (h, n, d) of ``heads`` and k′ (h, n, d) of the k/v head each reads, in ``dtype``."""
@@ -269,10 +268,11 @@ class HeldText:
         return {"q_pre": R.as_f64(self.q[layer][head][pos]), "k_pre": R.as_f64(self.k[layer][head // self.group][pos]),
                 "q_rot": q[pos], "k_rot": k[pos]}
 
-    def _row_blocks(self, q0: int, q1: int, edges: np.ndarray):
-        """Runs of whole bins (bin b = rows edges[b] … edges[b + 1] − 1) of about :meth:`block_rows`
-        rows: yields (first bin, last bin + 1, first row, last row + 1)."""
-        b, nb, most = 0, len(edges) - 1, self.block_rows
+    @staticmethod
+    def _row_blocks(edges: np.ndarray, most: int):
+        """Runs of whole bins (bin b = rows edges[b] … edges[b + 1] − 1) of about ``most`` rows:
+        yields (first bin, last bin + 1, first row, last row + 1)."""
+        b, nb = 0, len(edges) - 1
         while b < nb:
             e = b + 1
             while e < nb and edges[e + 1] - edges[b] <= most:
@@ -297,7 +297,7 @@ class HeldText:
         redges = q0 + (np.arange(R_ + 1) * (q1 - q0)) // R_
         cedges = k0 + (np.arange(C_ + 1) * (k1 - k0)) // C_
         grid = np.empty((R_, C_), dtype=np.float32)
-        for b0, b1, r0, r1 in self._row_blocks(q0, q1, redges):
+        for b0, b1, r0, r1 in self._row_blocks(redges, self.block_rows):
             w = self._block(layer, head, r0, r1, torch.float32).numpy()[:, k0:k1]  # (rows, keys)
             w = np.maximum.reduceat(w, cedges[:-1] - k0, axis=1)  # (rows, C)
             grid[b0:b1] = np.maximum.reduceat(w, redges[b0:b1] - r0, axis=0)
@@ -346,17 +346,10 @@ class HeldText:
         pooled = np.zeros((self.n_heads, T, T))
         heads = list(range(self.n_heads))
         stacked = self._stacked(layer, heads, torch.float32)
-        most = max(16, BLOCK // (n * self.n_heads))
-        b = 0
-        while b < T:  # runs of whole cells of about `most` rows
-            e = b + 1
-            while e < T and edges[e + 1] - edges[b] <= most:
-                e += 1
-            r0, r1 = int(edges[b]), int(edges[e])
+        for b, e, r0, r1 in self._row_blocks(edges, max(16, BLOCK // (n * self.n_heads))):
             w = self._weights(layer, heads, r0, r1, torch.float32, stacked).numpy()  # (H, rows, n)
             w = np.add.reduceat(w, edges[:-1], axis=2, dtype=np.float64)  # (H, rows, T)
             pooled[:, b:e] = np.add.reduceat(w, edges[b:e] - r0, axis=1)
-            b = e
         pooled /= counts[None, :, None] * counts[None, None, :]
         top = pooled.reshape(self.n_heads, -1).max(-1)[:, None, None]
         return np.rint(255.0 * pooled / np.where(top > 0, top, 1.0)).astype(np.uint8)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ... import i18n
-from ..base import ExperimentResult, figure_rc, fmt_num, md_table
+from ..base import ExperimentResult, fmt_num, in_figure_rc, md_table
 from .settings import VARIANTS, Settings
 from .verdicts import STALL_FRACTION, claim_sentences, counted_in, mean_finite
 
@@ -26,15 +26,9 @@ def _T(lang: str):
     return lambda key, **kw: i18n.text("experiments.train." + key, lang, **kw)
 
 
+@in_figure_rc
 def curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: dict, lang: str = "en"):
     """Rows: held-out loss, normalised attention entropy, gradient norm at the scores; columns: d_k."""
-    from matplotlib import rc_context
-
-    with rc_context(figure_rc(lang)):  # text made here keeps the font family
-        return _curves_figure(runs, settings, task, task_desc, lang)
-
-
-def _curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: dict, lang: str):
     from matplotlib.figure import Figure
 
     T = _T(lang)
@@ -65,15 +59,9 @@ def _curves_figure(runs: list[dict], settings: Settings, task: str, task_desc: d
     return fig
 
 
+@in_figure_rc
 def summary_figure(summary: list[dict], settings: Settings, lang: str = "en"):
     """Per task: final loss and steps to threshold against d_k, one line per variant."""
-    from matplotlib import rc_context
-
-    with rc_context(figure_rc(lang)):  # text made here keeps the font family
-        return _summary_figure(summary, settings, lang)
-
-
-def _summary_figure(summary: list[dict], settings: Settings, lang: str):
     from matplotlib.figure import Figure
 
     T = _T(lang)

@@ -74,14 +74,10 @@ def summarise(runs: list[dict]) -> list[dict]:
             "reached": sum(r["reached"] for r in rs),
             "final_loss_mean": mean_finite([r["final_loss"] for r in rs]),
             "final_loss_sd": sd_finite([r["final_loss"] for r in rs]),
-            "final_acc_mean": mean_finite([r["final_acc"] for r in rs]),
-            "init_loss_mean": mean_finite([r["init_loss"] for r in rs]),
-            "init_entropy_norm": mean_finite([r["init_entropy_norm"] for r in rs]),
-            "final_entropy_norm": mean_finite([r["final_entropy_norm"] for r in rs]),
-            "init_max_weight": mean_finite([r["init_max_weight"] for r in rs]),
-            "init_grad_scores": mean_finite([r["init_grad_scores"] for r in rs]),
-            "mean_grad_scores": mean_finite([r["mean_grad_scores"] for r in rs]),
-            "init_grad_qk": mean_finite([r["init_grad_qk"] for r in rs]),
+            **{k + "_mean": mean_finite([r[k] for r in rs]) for k in ("final_acc", "init_loss")},
+            # the seeds' means of these under the runs' own names
+            **{k: mean_finite([r[k] for r in rs]) for k in ("init_entropy_norm", "final_entropy_norm", "init_max_weight",
+                                                           "init_grad_scores", "mean_grad_scores", "init_grad_qk")},
             "stalled": sum(r["stalled"] for r in rs), "diverged": sum(r["diverged"] for r in rs),
         })
     return rows

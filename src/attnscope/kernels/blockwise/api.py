@@ -139,11 +139,7 @@ def weights_of(p: Prepared, mask: Optional[Tensor], *, causal: bool, block_size:
 
         def fill(ti: int) -> None:  # query tiles write disjoint rows: safe side by side
             i0, i1 = T.q_tiles[ti]
-            for tj, (j0, j1) in enumerate(T.k_tiles):
-                rel = T.relation(ti, tj)
-                if rel == "skip":
-                    continue
-                s = T.scores(ti, tj, rel)
+            for j0, j1, s in T.visible(ti):
                 w[..., i0:i1, j0:j1] = torch.exp2(s.sub_(lse_fix[..., i0:i1, None]), out=s)
         map_query_tiles(fill, T, parallel=True)
     return w

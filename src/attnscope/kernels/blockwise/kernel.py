@@ -67,11 +67,7 @@ def forward_tile(T: Tiles, ti: int, dropout_p: float) -> tuple[Optional[Tensor],
     m = torch.full((*lead, n), NEG_INF, dtype=dtype, device=dev)  # running max (*lead, bq), base 2
     l = torch.zeros((*lead, n), dtype=dtype, device=dev)  # running Σ 2^(s − m)
     acc = None if T.v is None else torch.zeros((*lead, n, T.v.shape[-1]), dtype=dtype, device=dev)
-    for tj, (j0, j1) in enumerate(T.k_tiles):
-        rel = T.relation(ti, tj)
-        if rel == "skip":
-            continue
-        s = T.scores(ti, tj, rel)  # (*lead, bq, bk)
+    for j0, j1, s in T.visible(ti):  # s: (*lead, bq, bk)
         grad = s.requires_grad
         # The max only keeps exp in range; the result does not depend on it, so no gradient.
         m_new = torch.maximum(m, s.detach().amax(dim=-1))  # (*lead, bq)
@@ -111,11 +107,7 @@ def backward(T: Tiles, out: Tensor, lse: Tensor, d_out: Optional[Tensor],
     lse_fix = torch.where(torch.isneginf(lse), float("inf"), lse * LOG2E)  # (*lead, L), base 2
     for ti, (i0, i1) in enumerate(T.q_tiles):
         do_i = d_out[..., i0:i1, :]  # (*lead, bq, d_v)
-        for tj, (j0, j1) in enumerate(T.k_tiles):
-            rel = T.relation(ti, tj)
-            if rel == "skip":
-                continue
-            s = T.scores(ti, tj, rel)
+        for j0, j1, s in T.visible(ti):
             p = torch.exp2(s.sub_(lse_fix[..., i0:i1, None]), out=s)  # (*lead, bq, bk)
             dv[..., j0:j1, :] += torch.matmul(p.transpose(-2, -1), do_i)
             dp = torch.matmul(do_i, v[..., j0:j1, :].transpose(-2, -1))  # (*lead, bq, bk)

@@ -8,7 +8,7 @@ where the factor varies over keys, plus ``bias``, with ``blocked`` and causal po
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Iterator, Optional
 
 import torch
 
@@ -68,6 +68,13 @@ class Tiles:
         if self._k_hi[tj] <= self._q_lo[ti]:
             return "full"
         return "part"
+
+    def visible(self, ti: int) -> Iterator[tuple[int, int, Tensor]]:
+        """``(j0, j1, scores)`` of every key tile that some query of tile ti sees (:meth:`scores`)."""
+        for tj, (j0, j1) in enumerate(self.k_tiles):
+            rel = self.relation(ti, tj)
+            if rel != "skip":
+                yield j0, j1, self.scores(ti, tj, rel)
 
     def scores(self, ti: int, tj: int, rel: str) -> Tensor:
         """The tile of masked, scaled scores × log₂e ``(*lead, bq, bk)``; fresh memory."""

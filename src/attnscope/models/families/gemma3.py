@@ -27,8 +27,7 @@ from ...config import DecoderConfig
 from ...errors import ModelLoadError
 from ...i18n import error
 from .. import decoder_family as D
-from ..decoder_model import DecoderModel
-from ..registry import Family, register, setting
+from ..registry import setting
 
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:
@@ -63,8 +62,4 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
         query_scale=float(scalar) ** -0.5, final_logit_softcap=float(cap) if cap is not None else None)
 
 
-FAMILY = register(Family(
-    name="gemma3", model_types=("gemma3_text", "gemma3"), prefixes=("language_model.",), config_from_hf=config_from_hf,
-    rules=D.rules,
-    tokenizer_kind="bpe-gpt2", lm_head=False, model_class=DecoderModel,
-))
+FAMILY = D.register_decoder("gemma3", config_from_hf, model_types=("gemma3_text", "gemma3"), prefixes=("language_model.",))

@@ -14,8 +14,7 @@ from ...config import DecoderConfig
 from ...errors import ModelLoadError
 from ...i18n import error
 from .. import decoder_family as D
-from ..decoder_model import DecoderModel
-from ..registry import Family, register, setting
+from ..registry import setting
 
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:
@@ -27,7 +26,4 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
                             mlp_bias=bool(setting(hf, "mlp_bias", source, False, bool)))
 
 
-FAMILY = register(Family(
-    name="llama", model_types=("llama",), prefixes=(), config_from_hf=config_from_hf, rules=D.rules,
-    tokenizer_kind="bpe-gpt2", lm_head=False, model_class=DecoderModel,
-))
+FAMILY = D.register_decoder("llama", config_from_hf)

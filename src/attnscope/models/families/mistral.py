@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from ...config import DecoderConfig
 from .. import decoder_family as D
-from ..decoder_model import DecoderModel
-from ..registry import Family, register, setting
+from ..registry import setting
 
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:
@@ -21,7 +20,4 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
                             layer_types=D.window_layer_types(n_layers, window, hf.get("layer_types"), source))
 
 
-FAMILY = register(Family(
-    name="mistral", model_types=("mistral",), prefixes=(), config_from_hf=config_from_hf, rules=D.rules,
-    tokenizer_kind="bpe-gpt2", lm_head=False, model_class=DecoderModel,
-))
+FAMILY = D.register_decoder("mistral", config_from_hf)

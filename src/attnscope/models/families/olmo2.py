@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from ...config import DecoderConfig
 from .. import decoder_family as D
-from ..decoder_model import DecoderModel
-from ..registry import Family, register, setting
+from ..registry import setting
 
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:
@@ -36,7 +35,4 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
                             max_positions=setting(hf, "max_position_embeddings", source, 2048))
 
 
-FAMILY = register(Family(
-    name="olmo2", model_types=("olmo2",), prefixes=(), config_from_hf=config_from_hf, rules=D.rules,
-    tokenizer_kind="bpe-gpt2", lm_head=False, model_class=DecoderModel,
-))
+FAMILY = D.register_decoder("olmo2", config_from_hf)

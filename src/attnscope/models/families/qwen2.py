@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from ...config import DecoderConfig
 from .. import decoder_family as D
-from ..decoder_model import DecoderModel
-from ..registry import Family, register, setting
+from ..registry import setting
 
 
 def config_from_hf(hf: dict, source: str) -> DecoderConfig:
@@ -32,7 +31,4 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
                             sliding_window=window, layer_types=types)
 
 
-FAMILY = register(Family(
-    name="qwen2", model_types=("qwen2",), prefixes=(), config_from_hf=config_from_hf, rules=D.rules,
-    tokenizer_kind="bpe-gpt2", lm_head=False, model_class=DecoderModel,
-))
+FAMILY = D.register_decoder("qwen2", config_from_hf)

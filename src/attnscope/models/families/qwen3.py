@@ -17,8 +17,7 @@ import dataclasses
 
 from ...config import DecoderConfig
 from .. import decoder_family as D
-from ..decoder_model import DecoderModel
-from ..registry import Family, register, setting
+from ..registry import setting
 from . import qwen2
 
 
@@ -29,7 +28,4 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
     return dataclasses.replace(base, bias=bias, out_bias=bias, qk_norm=True, qk_norm_span="head")
 
 
-FAMILY = register(Family(
-    name="qwen3", model_types=("qwen3",), prefixes=(), config_from_hf=config_from_hf, rules=D.rules,
-    tokenizer_kind="bpe-gpt2", lm_head=False, model_class=DecoderModel,
-))
+FAMILY = D.register_decoder("qwen3", config_from_hf)
