@@ -50,7 +50,7 @@ def test_the_hook_keeps_column_major_views_the_pair_loop_reads_in_place(minilm):
     for i in range(st.n_layers):
         name = f"layers.{i}.attn.weights"
         w = tr[name]  # (1, H, L, L)
-        assert torch.equal(w, plain[name]) and PN.column_major(w[0])
+        assert torch.equal(w, plain[name]) and PN.is_column_major(w[0])
         assert w[0].transpose(1, 2).data_ptr() == kept.buffer[i].data_ptr()  # a view of the buffer, no copy
         Wc, first, stop = PN.columns(w[0])
         assert Wc.data_ptr() == kept.buffer[i].data_ptr()  # read in place by the pair loop

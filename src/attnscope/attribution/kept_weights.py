@@ -49,7 +49,7 @@ def advise_huge_pages(t: Tensor) -> bool:
 class KeptWeights:
     """The hook ``{pattern: self.keep}`` for a trace of one text, and the trace it then reads
     (:meth:`trace`): the weights of every ``{prefix}.{i}.attn.weights`` as ``(1, H, L, L)`` views of
-    a column-major buffer (:func:`.pair_norms.column_major`), the model's device and dtype."""
+    a column-major buffer (:func:`.pair_norms.is_column_major`), the model's device and dtype."""
 
     def __init__(self, prefix: str, n_layers: int):
         self.prefix, self.n_layers = prefix, n_layers

@@ -138,7 +138,7 @@ def usable(y: Tensor) -> bool:
     return enabled() and y.device.type == "cpu" and y.dtype == torch.float32
 
 
-def column_major(W: Tensor) -> bool:
+def is_column_major(W: Tensor) -> bool:
     """Whether ``W (K, L_i, L_j)`` is a transposed view of a contiguous ``(K, L_j, L_i)`` (as
     :func:`transpose_into` leaves it): its columns are then read in place."""
     return W.transpose(1, 2).is_contiguous()
@@ -160,14 +160,14 @@ def transpose_into(W: Tensor, out: Tensor) -> bool:
 
 def columns(W: Tensor) -> Optional[tuple[Tensor, Tensor, Tensor]]:
     """``W (K, L_i, L_j)`` transposed, ``Wc (K, L_j, L_i)`` — W's own memory where it is a
-    :func:`column_major` view, else a compiled copy — and per column j the rows it reaches,
+    :func:`is_column_major` view, else a compiled copy — and per column j the rows it reaches,
     ``first``/``stop`` int32 ``(L_j,)`` (some ``W[g, i, j] ≠ 0``, or i = j; :func:`.pairs.reach`'s
     rule); None where the compiled loop is not available."""
     K, Li, Lj = W.shape
     lib = library(K) if usable(W) else None
     if lib is None:
         return None
-    if column_major(W):
+    if is_column_major(W):
         Wc = W.transpose(1, 2)
     else:
         Wc = W.new_empty(K, Lj, Li)
