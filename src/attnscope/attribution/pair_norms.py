@@ -144,17 +144,19 @@ def is_column_major(W: Tensor) -> bool:
     return W.transpose(1, 2).is_contiguous()
 
 
-def transpose_into(W: Tensor, out: Tensor) -> bool:
-    """``out (K, L_j, L_i)`` (contiguous) ← ``W (K, L_i, L_j)`` transposed, by the compiled pass;
-    False (``out`` untouched) where the compiled loop is not available."""
+def transpose_into(W: Tensor, out: Tensor, heads: Optional[range] = None) -> bool:
+    """``out (K, L_j, L_i)`` (contiguous) ← ``W (K, L_i, L_j)`` transposed by the compiled pass,
+    the ``heads`` given (default all: two lanes can share one W); False (``out`` untouched) where
+    the compiled loop is not available."""
     K, Li, Lj = W.shape
     lib = library(K) if usable(W) else None
     if lib is None:
         return False
-    if not (out.is_contiguous() and out.shape == (K, Lj, Li) and out.dtype == W.dtype):
+    if not (W.is_contiguous() and out.is_contiguous() and out.shape == (K, Lj, Li) and out.dtype == W.dtype):
         raise ValueError(f"transpose_into: W {tuple(W.shape)} does not fit out {tuple(out.shape)}")  # a caller's bug
-    W = W.contiguous()
-    lib.attnscope_transpose(K, W.data_ptr(), out.data_ptr(), Li, Lj)
+    h = range(K) if heads is None else heads
+    offset = h.start * Li * Lj * W.element_size()  # bytes to head h.start, the same in W and out
+    lib.attnscope_transpose(len(h), W.data_ptr() + offset, out.data_ptr() + offset, Li, Lj)
     return True
 
 
@@ -171,7 +173,7 @@ def columns(W: Tensor) -> Optional[tuple[Tensor, Tensor, Tensor]]:
         Wc = W.transpose(1, 2)
     else:
         Wc = W.new_empty(K, Lj, Li)
-        transpose_into(W, Wc)
+        transpose_into(W.contiguous(), Wc)
     first, stop = (torch.empty(Lj, dtype=torch.int32) for _ in range(2))
     lib.attnscope_reach(K, Wc.data_ptr(), first.data_ptr(), stop.data_ptr(), Li, Lj)
     return Wc, first, stop
