@@ -108,10 +108,6 @@ class HookPoint(nn.Module):
         """The heads that read-only hooks want alone, sorted (empty when none)."""
         return sorted({h.head for h in self.hooks if h.read_only})  # type: ignore[misc]
 
-    @property
-    def wanted(self) -> bool:
-        return bool(self.hooks)
-
     # ------------------------------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.hooks:
