@@ -41,9 +41,9 @@ from .kernels.validate import (
     check_dropout,
     check_mask,
     check_qkv,
-    check_scoring,
 )
 from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, get_scoring
+from .scorings import get_scoring as check_scoring  # public here as check_scoring
 
 Tensor = torch.Tensor
 
