@@ -33,7 +33,6 @@ from typing import Optional, Union, cast
 
 import torch
 
-from .kernels import memory
 from .kernels.dense import combine_masks, log_softmax, raw_scores, softmax
 from .kernels.steps import RecordSteps, attend
 from .kernels.validate import (
@@ -42,20 +41,15 @@ from .kernels.validate import (
     check_dropout,
     check_mask,
     check_qkv,
-    check_scoring,
 )
 from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, get_scoring
+from .scorings import get_scoring as check_scoring  # public here as check_scoring
 
 Tensor = torch.Tensor
 
 __all__ = ["SCORINGS", "DEFAULT_COSINE_TEMPERATURE", "softmax", "log_softmax", "attention", "attention_steps",
            "score_factor", "prepare_qk", "raw_scores", "combine_masks", "check_qkv", "check_mask", "check_scoring",
            "broadcast_shapes"]
-
-def __getattr__(name: str):
-    if name == "DENSE_MEMORY_LIMIT":  # the setting lives in attnscope.kernels.memory
-        return memory.DENSE_MEMORY_LIMIT
-    raise AttributeError(f"module 'attnscope.functional' has no attribute {name!r}")
 
 
 def score_factor(scoring: str, d_k: int, scale: Optional[float] = None,

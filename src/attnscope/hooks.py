@@ -108,10 +108,6 @@ class HookPoint(nn.Module):
         """The heads that read-only hooks want alone, sorted (empty when none)."""
         return sorted({h.head for h in self.hooks if h.read_only})  # type: ignore[misc]
 
-    @property
-    def wanted(self) -> bool:
-        return bool(self.hooks)
-
     # ------------------------------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.hooks:
@@ -137,19 +133,11 @@ class HookPoint(nn.Module):
         for hook in self.hooks:
             if hook.dir != "fwd" or (only is not None and hook.head not in only):
                 continue
-            if hook.head is None:
-                x = _apply(hook.fn, x, self.name, self.name)
-            else:
-                if only is None:
-                    _check_head(x, hook.head, self.name)
-                j = where(hook.head)
-                part = x[:, j]
-                out = _apply(hook.fn, part, f"{self.name}[{hook.head}]", self.name)
-                # Written back when replaced, and under autograd also when not, so that what the
-                # hook saw is what later steps are computed from (its gradient exists).
-                if out is not part or (part.requires_grad and not hook.read_only):
-                    x = x.clone()
-                    x[:, j] = out
+            if hook.head is not None and only is None:
+                _check_head(x, hook.head, self.name)
+            # A head's slice is written back under autograd also when not replaced, so that what
+            # the hook saw is what later steps are computed from (its gradient exists).
+            x = _through(hook, x, self.name, where, write_back=not hook.read_only)
         bwd = [h for h in self.hooks if h.dir == "bwd" and (only is None or h.head in only)]
         if bwd and x.requires_grad:
             x.register_hook(_backward(bwd, self.name, where))
@@ -194,19 +182,26 @@ def _check_head(x: torch.Tensor, head: int, name: str) -> None:
                     last=x.shape[1] - 1 if x.dim() > 1 else 0)
 
 
+def _through(hook: Hook, t: torch.Tensor, name: str, where: Callable[[int], int], *,
+             write_back: bool = False) -> torch.Tensor:
+    """``t`` through one hook: all of it, or for a head hook its slice ``t[:, where(head)]``, written
+    back into a copy of ``t`` when the hook replaced it (with ``write_back``, when it requires grad too)."""
+    if hook.head is None:
+        return _apply(hook.fn, t, name, name)
+    j = where(hook.head)
+    part = t[:, j]
+    out = _apply(hook.fn, part, f"{name}[{hook.head}]", name)
+    if out is not part or (write_back and part.requires_grad):
+        t = t.clone()
+        t[:, j] = out
+    return t
+
+
 def _backward(hooks: list[Hook], name: str, where: Callable[[int], int]):
     """A tensor hook that runs ``hooks`` on the gradient, in order, like forward hooks."""
     def on_grad(g: torch.Tensor) -> torch.Tensor:
         for hook in hooks:
-            if hook.head is None:
-                g = _apply(hook.fn, g, name, name)
-            else:
-                j = where(hook.head)
-                part = g[:, j]
-                out = _apply(hook.fn, part, f"{name}[{hook.head}]", name)
-                if out is not part:
-                    g = g.clone()
-                    g[:, j] = out
+            g = _through(hook, g, name, where)
         return g
     return on_grad
 

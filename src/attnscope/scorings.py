@@ -187,12 +187,9 @@ SCORINGS = ScoringNames()
 # the built-in scorings
 # ----------------------------------------------------------------------------------------------
 
-def _unit(q: Tensor, k: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-    return unit_rows(q, eps), unit_rows(k, eps)  # (..., L|S, d_k), as F.normalize(·, dim=-1)
-
-
-def _unit_np(q: np.ndarray, k: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    return _unit_rows(q, eps), _unit_rows(k, eps)
+def _both(rows: Callable) -> Callable:
+    """The preparation that applies ``rows(x, eps)`` over the last axis to q and k alike: (..., L|S, d_k) each."""
+    return lambda q, k, eps: (rows(q, eps), rows(k, eps))
 
 
 #: float64 rows with an entry above this are divided by their largest |entry| before a norm or a
@@ -216,14 +213,6 @@ def _unit_rows(x: np.ndarray, eps: float) -> np.ndarray:
         return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), eps)
     y = x / s
     return y / np.maximum(np.linalg.norm(y, axis=-1, keepdims=True), eps / s)
-
-
-def _layer_norm(q: Tensor, k: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-    return layer_norm_rows(q, eps), layer_norm_rows(k, eps)  # (..., L|S, d_k), as F.layer_norm, no affine
-
-
-def _layer_norm_np(q: np.ndarray, k: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    return _layer_norm_rows(q, eps), _layer_norm_rows(k, eps)
 
 
 def _layer_norm_rows(x: np.ndarray, eps: float) -> np.ndarray:
@@ -277,14 +266,15 @@ register_scoring(Scoring(
            "zh": "打分方式：除以 $d_k$ 而不是 $\\sqrt{d_k}$。"}))
 register_scoring(Scoring(
     name="cosine", factor=lambda d_k, tau: 1.0 / tau, uses_temperature=True,
-    default_temperature=DEFAULT_COSINE_TEMPERATURE, prepare=_unit, prepare_np=_unit_np,
+    default_temperature=DEFAULT_COSINE_TEMPERATURE,
+    prepare=_both(unit_rows), prepare_np=_both(_unit_rows),  # as F.normalize(·, dim=-1)
     title="cos(q, k) / τ", latex=r"\frac{\cos(q, k)}{\tau}", source="Swin Transformer V2",
     learnable=Learnable(create=_cosine_parameters, temperature=_cosine_temperature),
     words={"en": "Scoring: cosine similarity of $q$ and $k$ divided by a temperature $\\tau$.",
            "zh": "打分方式：$q$ 与 $k$ 的余弦相似度除以温度 $\\tau$。"}))
 register_scoring(Scoring(
     name="qknorm", factor=lambda d_k, tau=None: 1.0 / math.sqrt(d_k),
-    prepare=_layer_norm, prepare_np=_layer_norm_np,
+    prepare=_both(layer_norm_rows), prepare_np=_both(_layer_norm_rows),  # as F.layer_norm, no affine
     title="LN(q)·LN(k) / √d_k", latex=r"\frac{\mathrm{LN}(q) \cdot \mathrm{LN}(k)}{\sqrt{d_k}}", source="ViT-22B",
     learnable=Learnable(create=_qknorm_parameters, prepare=_qknorm_module_prepare),
     words={"en": "Scoring: $q$ and $k$ are layer-normalised first, then divided by $\\sqrt{d_k}$.",

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from .dense import combine_masks
+from .validate import broadcast_shapes
 
 Tensor = torch.Tensor
 
@@ -88,11 +89,7 @@ def flash_lse_ok(q: Tensor, k: Tensor, v: Optional[Tensor], dropout_p: float = 0
     L, S, d = q.shape[-2], k.shape[-2], q.shape[-1]
     if min(L, S, d) == 0 or k.shape[-1] != d or (v is not None and (v.dim() < 2 or v.shape[-2] != S or v.shape[-1] == 0)):
         return False
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], *([] if v is None else [v.shape[:-2]]))
-    except RuntimeError:
-        return False
-    return True
+    return broadcast_shapes(q.shape[:-2], k.shape[:-2], *([] if v is None else [v.shape[:-2]])) is not None
 
 
 def no_key_visible(add: Tensor, causal: bool, L: int) -> Tensor:

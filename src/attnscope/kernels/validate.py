@@ -149,11 +149,6 @@ def check_mask(mask: Optional[Tensor], L: int, S: int, lead: torch.Size, name: s
                     target=fmt_shape(target), L=L, S=S)
 
 
-def check_scoring(scoring) -> Scoring:
-    """The registered :class:`~attnscope.scorings.Scoring`; ConfigError listing the choices."""
-    return get_scoring(scoring)
-
-
 def check_scale(scale) -> Optional[float]:
     """``scale`` must be None or a finite real number (not a bool, string or tensor)."""
     if scale is None:
@@ -197,7 +192,7 @@ def check_attention_args(mask: Optional[Tensor], L: int, S: int, lead: torch.Siz
     """What every attention entry point checks besides q, k, v (``lead``: their broadcast leading
     dims), in this order: the scoring, the mask against ``(*lead, L, S)``, the temperature for that
     scoring, the scale. Returns the scoring and the scale."""
-    sc = check_scoring(scoring)
+    sc = get_scoring(scoring)  # ConfigError listing the choices
     check_mask(mask, L, S, lead)
     check_temperature(temperature, sc)
     return sc, check_scale(scale)

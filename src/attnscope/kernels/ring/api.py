@@ -12,12 +12,13 @@ import torch.distributed as dist
 
 from ...errors import AttnscopeError, ConfigError, ShapeError, fmt_shape
 from ...i18n import error
+from ...scorings import get_scoring
 from .. import fused
 from ..blockwise.api import check_kernel
 from ..blockwise.prepare import block_sizes, compute_dtype
 from ..blockwise.tiles import LOG2E
 from ..qk import as_2d, prepare
-from ..validate import LEAD_KEY_MASK, broadcast_or_raise, check_qkv, check_scale, check_scoring
+from ..validate import LEAD_KEY_MASK, broadcast_or_raise, check_qkv, check_scale
 from .protocol import (
     DTYPES,
     GATHER,
@@ -84,7 +85,7 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
     local_error: Optional[Exception] = None
     try:
         check_qkv(q, k, v)
-        check_scoring(scoring)
+        get_scoring(scoring)  # ConfigError listing the choices
         check_scale(scale)
         if q.dim() > META_DIMS or k.dim() > META_DIMS or v.dim() > META_DIMS:
             raise error(ShapeError, "errors.kernel_ring_dims", n=META_DIMS)
