@@ -41,9 +41,6 @@ class IntRange:
     def __repr__(self) -> str:  # what argparse's own messages would call it
         return "integer"
 
-    def describe(self) -> str:
-        return f"from {self.low} to {self.high}"
-
     def parse(self, part: str, not_int: str, **values) -> int:
         """``part`` as an integer in range; OptionError ``not_int`` (a ``cli`` key, with ``values``)
         when it is not an integer."""
@@ -68,9 +65,6 @@ class IntList(IntRange):
     def __init__(self, low: int, high: int, unique: bool = False):
         super().__init__(low, high)
         self.unique = unique
-
-    def describe(self) -> str:
-        return f"comma-separated integers, each from {self.low} to {self.high}"
 
     out_of_range = "cli.int_list"
 

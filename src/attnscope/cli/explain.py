@@ -164,15 +164,11 @@ def build(args):
     labels = parse_labels_arg(args.labels) if args.labels else None
     if args.text is None and (args.target is not None or args.attention is not None):
         raise error(InputError, "errors.cli_explain_target_text")
-    if args.path:
-        if args.text is None:
-            raise error(InputError, "errors.cli_explain_path_text")
+    if args.path and args.text is None:
+        raise error(InputError, "errors.cli_explain_path_text")
+    if args.text is not None:  # one row of a real model, or with --path the token's whole path
         return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
-                       position=args.position, dims=args.dims, expand=args.expand, path=True, target=args.target,
-                       attention=args.attention)
-    if args.text is not None:
-        return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
-                       position=args.position, dims=args.dims, expand=args.expand, target=args.target,
+                       position=args.position, dims=args.dims, expand=args.expand, path=args.path, target=args.target,
                        attention=args.attention)
     if args.scores:
         if len(args.scores) > 1:
