@@ -18,6 +18,7 @@ numbers.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -86,7 +87,7 @@ class Exercise:
                  f"# {_plain(t('ex.file_comment2'), self.lang)}",
                  "problem:",
                  f"  name: exercise-{self.seed}",
-                 f"  tokens: [{', '.join(_yaml_str(s) for s in p.tokens)}]"]
+                 f"  tokens: [{', '.join(json.dumps(s, ensure_ascii=False) for s in p.tokens)}]"]  # JSON strings are YAML
         for k in ("X", "W_Q", "W_K", "W_V"):
             lines.append(f"  {k}: {_flow(getattr(p, k))}")
         lines.append("answers:")
@@ -138,11 +139,6 @@ class Exercise:
 def _plain(x, lang: str) -> str:
     from .explain.render.base import Ctx
     return Ctx(lang).text(x)
-
-
-def _yaml_str(s: str) -> str:
-    import json
-    return json.dumps(s, ensure_ascii=False)
 
 
 def _flow(m: np.ndarray) -> str:

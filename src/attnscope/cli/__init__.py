@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import AttnscopeError, InputError
-from ..i18n import LANGS, error
+from ..i18n import LANGS, error, error_message, text, translate
 
 #: The largest --seed every command takes (the experiments' generators take seeds below 2**31).
 MAX_SEED = 2**31 - 1
@@ -41,9 +41,6 @@ class IntRange:
     def __repr__(self) -> str:  # what argparse's own messages would call it
         return "integer"
 
-    def describe(self) -> str:
-        return f"from {self.low} to {self.high}"
-
     def parse(self, part: str, not_int: str, **values) -> int:
         """``part`` as an integer in range; OptionError ``not_int`` (a ``cli`` key, with ``values``)
         when it is not an integer."""
@@ -68,9 +65,6 @@ class IntList(IntRange):
     def __init__(self, low: int, high: int, unique: bool = False):
         super().__init__(low, high)
         self.unique = unique
-
-    def describe(self) -> str:
-        return f"comma-separated integers, each from {self.low} to {self.high}"
 
     out_of_range = "cli.int_list"
 
@@ -225,7 +219,6 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         if self.lang == "en":
             super().error(message)
-        from ..i18n import translate
         self.print_usage(sys.stderr)
         command = self.prog.split(" ", 1)[1] if " " in self.prog else None
         self.exit(2, error_line(command, translate(message, self.lang) or message, self.lang) + "\n")
@@ -262,7 +255,6 @@ def plain_text(doc: Optional[str]) -> Optional[str]:
 def lang_of(words: Sequence[str]) -> str:
     """The language ``--lang`` asks for among the command-line ``words`` ("en" without one), read
     before argparse so that an option's own error can be in it too."""
-    from ..i18n import LANGS
     lang = "en"
     for i, w in enumerate(words):
         if w == "--lang" and i + 1 < len(words):
@@ -275,7 +267,6 @@ def lang_of(words: Sequence[str]) -> str:
 def error_line(command: Optional[str], message: str, lang: str = "en") -> str:
     """The one line an error prints: ``attnscope COMMAND: error: MESSAGE``, its lead-in in
     ``lang``; ``message`` is already in ``lang`` where it can be (:func:`attnscope.i18n.error_message`)."""
-    from ..i18n import text
     return text("cli.error", lang, command=command, message=message) if command else \
         text("cli.error_top", lang, message=message)
 
@@ -287,7 +278,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = parser.parse_args(argv)
     except OptionError as e:  # an option out of its range: one sentence, as the commands' own errors
-        from ..i18n import error_message
         command = next((w for w in words if w in COMMANDS), None)
         print(error_line(command, error_message(e, lang), lang), file=sys.stderr)
         return 2
@@ -297,17 +287,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(args.func(args) or 0)
     except AttnscopeError as e:
-        from ..i18n import error_message
         print(error_line(args.command, error_message(e, lang), lang), file=sys.stderr)
         return 2
     except FileNotFoundError as e:
-        from ..i18n import text
         print(error_line(args.command, text("cli.file_not_found", lang, name=e.filename), lang), file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM where a command turns it into this
         import signal
-
-        from ..i18n import text
         signum = getattr(e, "signum", signal.SIGINT)
         print(text("cli.interrupted", lang) if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}",
               file=sys.stderr)

@@ -16,6 +16,7 @@ Exit status: 0 all correct, 1 something wrong or missing, 2 the file itself is m
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error
@@ -39,8 +40,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     from ..check import check
     from ..check.report import print_rich
     files = list(args.answers)
@@ -62,8 +61,6 @@ def run(args) -> int:
 
 def run_class(args, files: list) -> int:
     """Several files or a folder: the class table on stdout, the CSV with --summary."""
-    from pathlib import Path
-
     from ..check.classroom import answer_files, check_class
     if args.format == "json":
         raise error(InputError, "errors.json_class")

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from ..examples import EXAMPLES
 from . import add_command
+from .explain import add_output_options, check_output, emit
 
 
 def register(sub) -> None:
-    from .explain import add_output_options
     p = add_command(sub, "example", "a built-in worked example (= explain --example NAME)", __doc__)
     p.add_argument("name", nargs="?", default="three-tokens", choices=sorted(EXAMPLES),
                    help="which example (default: three-tokens)")
@@ -23,7 +23,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..explain import explain
-    from .explain import check_output, emit
     check_output(args)
     emit(explain(example=args.name), args)
     return 0

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ..errors import InputError
+from ..i18n import error
 from . import MAX_SEED, IntRange, add_command
 from .explain import add_output_options, check_output, emit
 
@@ -41,11 +43,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..errors import InputError
     from ..exercise import make_exercise
     from ..explain.doc import t
     from ..explain.render.base import Ctx
-    from ..i18n import error
     check_output(args)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") % 100000
     labels = exercise_labels(args)
@@ -72,9 +72,7 @@ def run(args) -> int:
 
 def exercise_labels(args):
     """The labels of --labels or --text (None without either); InputError when --tokens disagrees."""
-    from ..errors import InputError
     from ..exercise import labels_from_text
-    from ..i18n import error
     if args.labels is None and args.text is None:
         return None
     if args.labels is not None:

@@ -127,17 +127,6 @@ _POSITION_OPTS = {"scheme": "--scheme", "dim": "--dim", "offset": "--offset", "d
                   "pairing": "--pairing", "vector": "--vector", "buckets": "--buckets", "max_distance": "--max-distance"}
 
 
-def build_positions(args):
-    """``explain positions``: the lesson the options ask for."""
-    from ..explain import explain
-    from ..explain.inputs import parse_vector_arg
-    vector = parse_vector_arg(args.vector, "--vector") if args.vector is not None else None
-    return explain(lesson="positions", scheme=args.scheme or "sinusoidal", position=args.position, dim=args.dim,
-                   offset=args.offset, d_model=args.d_model, base=args.base, model=args.model, layer=args.layer,
-                   d_k=args.dk, pairing=args.pairing, vector=vector, buckets=args.buckets,
-                   max_distance=args.max_distance, causal=args.causal)
-
-
 def build(args):
     """The Worked object the arguments ask for (raises AttnscopeError subclasses on bad input)."""
     from ..explain import explain
@@ -152,8 +141,12 @@ def build(args):
         args.layer = 0
     if args.head is None:
         args.head = 0
-    if args.source == "positions":
-        return build_positions(args)
+    if args.source == "positions":  # the positions lesson the options ask for
+        vector = parse_vector_arg(args.vector, "--vector") if args.vector is not None else None
+        return explain(lesson="positions", scheme=args.scheme or "sinusoidal", position=args.position, dim=args.dim,
+                       offset=args.offset, d_model=args.d_model, base=args.base, model=args.model, layer=args.layer,
+                       d_k=args.dk, pairing=args.pairing, vector=vector, buckets=args.buckets,
+                       max_distance=args.max_distance, causal=args.causal)
     given = [flag for key, flag in _POSITION_OPTS.items() if getattr(args, key, None) is not None]
     if given:
         raise error(InputError, "errors.cli_explain_positions_option", flag=given[0])
@@ -164,15 +157,11 @@ def build(args):
     labels = parse_labels_arg(args.labels) if args.labels else None
     if args.text is None and (args.target is not None or args.attention is not None):
         raise error(InputError, "errors.cli_explain_target_text")
-    if args.path:
-        if args.text is None:
-            raise error(InputError, "errors.cli_explain_path_text")
+    if args.path and args.text is None:
+        raise error(InputError, "errors.cli_explain_path_text")
+    if args.text is not None:  # one row of a real model, or with --path the token's whole path
         return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
-                       position=args.position, dims=args.dims, expand=args.expand, path=True, target=args.target,
-                       attention=args.attention)
-    if args.text is not None:
-        return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
-                       position=args.position, dims=args.dims, expand=args.expand, target=args.target,
+                       position=args.position, dims=args.dims, expand=args.expand, path=args.path, target=args.target,
                        attention=args.attention)
     if args.scores:
         if len(args.scores) > 1:

@@ -70,9 +70,9 @@ def run(args) -> int:
     from ..models.seq2seq_model import Seq2SeqModel
 
     model = load(args.model, device=device)
-    seq2seq = isinstance(model, Seq2SeqModel)
-    if not seq2seq and not isinstance(model, DecoderModel):
+    if not isinstance(model, (Seq2SeqModel, DecoderModel)):
         raise error(InputError, "errors.cli_generate_not_decoder", model=args.model, family=model.family)
+    seq2seq = isinstance(model, Seq2SeqModel)
     if seq2seq and (args.chat or args.system is not None or view is not None):
         flag = "--chat" if args.chat else "--system" if args.system is not None else "--view"
         raise error(InputError, "errors.cli_generate_seq2seq_flag", flag=flag, name=model.name)
@@ -83,11 +83,9 @@ def run(args) -> int:
 
     settings: dict[str, Any] = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                                     top_k=args.top_k, top_p=args.top_p, seed=args.seed, stream=show)
-    if isinstance(model, Seq2SeqModel):
-        gen = model.generate(args.prompt, **settings)
-    else:
-        assert isinstance(model, DecoderModel)  # checked above
-        gen = model.generate(args.prompt, chat=args.chat, system=args.system, **settings)
+    if not seq2seq:  # an encoder-decoder's generate takes no chat template
+        settings.update(chat=args.chat, system=args.system)
+    gen = model.generate(args.prompt, **settings)
     sys.stdout.write("\n")
     sys.stdout.flush()
     if gen.partial_character:

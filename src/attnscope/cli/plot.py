@@ -17,10 +17,9 @@ from typing import Sequence
 
 from ..errors import InputError
 from ..i18n import error
-from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
+from . import FIGURES, MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
-FORMATS = (".png", ".svg", ".pdf")
 MIN_DPI, MAX_DPI = 10, 2400
 #: The largest PNG written (pixels): 100 megapixels is 400 MB of RGBA while it is drawn.
 MAX_PIXELS = 100_000_000
@@ -92,7 +91,7 @@ def run(args) -> int:
         raise error(InputError, "cli.o_empty")
     if out.is_dir():  # "-o ." or "-o figures/": a name is missing, not a format
         raise error(InputError, "cli.o_folder", path=repr(args.output), example=repr(str(out / "scores.png")))
-    if out.suffix.lower() not in FORMATS:
+    if out.suffix.lower() not in FIGURES:
         raise error(InputError, "cli.format", name=repr(out.name))
     check_new_file(out, args.overwrite)
     _labels(args)  # a bad --labels stops before the model loads
@@ -101,13 +100,12 @@ def run(args) -> int:
         raise error(InputError, "cli.needs_text", kind=args.kind)
     from .. import plot
 
-    fig = attribution_figure(args) if args.attribution is not None else None
     tr = None
-    if fig is None and args.text and args.text.strip() and not (args.kind == "softmax" and args.scores is not None):
+    if args.attribution is None and args.text and args.text.strip() and not (args.kind == "softmax" and args.scores is not None):
         from ..models import load
         tr = load(args.model).trace([args.text], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"])
-    if fig is not None:  # --attribution
-        pass
+    if args.attribution is not None:
+        fig = attribution_figure(args)
     elif args.kind == "heatmap":
         fig = plot.head_heatmap(tr, args.layer, args.head, labels=_labels(args), lang=args.lang)
     elif args.kind == "grid":

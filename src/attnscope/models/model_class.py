@@ -26,11 +26,6 @@ def model_class(family: Family) -> type:
     return family.model_class or Model
 
 
-def declared_config_class(cls: type) -> type:
-    """The config class that model class ``cls`` declares (its ``config:`` annotation)."""
-    return typing.get_type_hints(cls)["config"]
-
-
 def class_for_config(config: TransformerConfig) -> tuple[type, Family]:
     """``(model class, a family that builds it)`` for ``config``: of the families' classes, the one
     whose declared config class is nearest to ``type(config)`` in its hierarchy; ConfigError when
@@ -39,7 +34,7 @@ def class_for_config(config: TransformerConfig) -> tuple[type, Family]:
     best: typing.Optional[tuple[int, type, Family]] = None
     for family in FAMILIES.values():
         cls = model_class(family)
-        want = declared_config_class(cls)
+        want = typing.get_type_hints(cls)["config"]  # the config class it declares (its ``config:`` annotation)
         if want in mro and (best is None or mro.index(want) < best[0]):
             best = (mro.index(want), cls, family)
     if best is None:

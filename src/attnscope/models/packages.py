@@ -199,8 +199,6 @@ def gemma_path() -> Path:
     with _lock(root / (p.filename + ".lock")):
         if _verified(target, stamp, size):
             return target
-        import importlib
-
         assembler = importlib.import_module(p.module)
         fd, tmp = tempfile.mkstemp(dir=root, prefix=p.filename + ".", suffix=".partial")
         os.close(fd)

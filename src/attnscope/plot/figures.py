@@ -37,7 +37,8 @@ def _model_name(trace, lang: str = "en") -> str:
     return str(getattr(trace, "model_name", "") or _t("plot.model", lang))
 
 
-def _labels(toks: Sequence[str]) -> list[str]:
+def axis_labels(toks: Sequence[str]) -> list[str]:
+    """Tokens as an axis shows them: a blank one (a space, a newline) as its repr."""
     return [t if t.strip() else repr(t) for t in toks]
 
 
@@ -67,7 +68,7 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
     check_lang(lang)
     h = trace.check_head(head)
     w = R.trace_weights(trace, layer, text)[h]  # (n, n) float64
-    toks = _labels(trace.text_labels(text) if labels is None else _own_labels(labels, trace.length(text)))
+    toks = axis_labels(trace.text_labels(text) if labels is None else _own_labels(labels, trace.length(text)))
     n = len(toks)
     if annotate is None:
         annotate = n <= ANNOTATE_MAX_TOKENS
@@ -212,7 +213,7 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
                 raise error(InputError, "errors.plot_overflow", t=f"{t:g}", largest=f"{np.abs(x).max():g}")
             p = R.softmax(z)
             ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=_t("plot.temperature", lang, t=f"{t:g}"))
-        ax.set_xticks(pos, _labels(list(labels)))
+        ax.set_xticks(pos, axis_labels(list(labels)))
         ax.set_ylim(0, 1)
         ax.set_ylabel("softmax(x / T)")
         ax.set_title(_t("plot.softmax_title", lang))

@@ -10,13 +10,10 @@ from matplotlib.figure import Figure
 
 from ..fonts import matplotlib_rc
 from ..i18n import text
+from .figures import axis_labels
 
 #: Cells of at most this many are annotated with their value.
 ANNOTATE_MAX_CELLS = 600
-
-
-def _label(t: str) -> str:
-    return t if t.strip() else repr(t)
 
 
 def patching_heatmap(result, *, normalized: Optional[bool] = None, annotate: Optional[bool] = None,
@@ -47,7 +44,7 @@ def patching_heatmap(result, *, normalized: Optional[bool] = None, annotate: Opt
     if annotate is None:
         annotate = n_layers * width <= ANNOTATE_MAX_CELLS
     heads = result.what == "heads"
-    cols = [str(i) for i in range(width)] if heads else [f"{_label(t)} ({i})" for i, t in enumerate(result.cols)]
+    cols = [str(i) for i in range(width)] if heads else [f"{t} ({i})" for i, t in enumerate(axis_labels(result.cols))]
     cw = 0.55 if heads else 0.62
     w_in = min(max(4.5, 2.2 + cw * width), 40.0)
     h_in = min(max(3.2, 1.9 + 0.34 * n_layers + (0.9 if not heads else 0.0)), 40.0)
