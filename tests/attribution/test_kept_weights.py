@@ -1,11 +1,8 @@
 """GlobEnc's and ALTI's weights kept by a hook (attnscope.attribution.kept_weights): the same
 matrices, bit for bit, as when the trace records the weights; the buffer is column-major, so the
-pair loop reads it in place; huge pages are asked for where the machine has them."""
+pair loop reads it in place, and the next call reuses it."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -58,12 +55,24 @@ def test_the_hook_keeps_column_major_views_the_pair_loop_reads_in_place(minilm):
     assert tr.lengths == plain.lengths and tr.text_tokens(0) == plain.text_tokens(0)  # the rest is the trace's
 
 
-def test_huge_pages_are_asked_for_only_over_whole_huge_pages_of_cpu_memory():
-    small = torch.zeros(1000)
-    assert not KW.advise_huge_pages(small)  # not one whole 2 MiB page inside
-    big = torch.empty(3 * KW.HUGE_PAGE // 4)  # 6 MiB of float32: at least two whole huge pages
-    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-    if sys.platform.startswith("linux") and thp.exists():
-        assert KW.advise_huge_pages(big)  # a kernel with transparent huge pages takes the advice
-    big.fill_(1.5)
-    assert float(big.sum()) == 1.5 * big.numel()  # the memory is the tensor's as before
+def test_the_buffer_is_handed_on_to_the_next_call_and_released_on_demand(minilm, monkeypatch):
+    """A second call reuses the first call's memory (no first touch again), texts of other lengths
+    included, with the same numbers as the recorded path; a buffer over SPARE_BYTES is not kept."""
+    KW.release()
+    short, long_ = "A short one.", TEXT + " And a second sentence makes it longer."
+    first = minilm.attribute(long_, method="alti")
+    spare = KW.SPARE[torch.float32]
+    assert spare.numel() >= 6 * 12 * first.scores.shape[0] ** 2  # layers × heads × L²
+    for text in (short, long_):  # a shorter text takes the front of the same buffer
+        got = minilm.attribute(text, method="alti")
+        assert KW.SPARE[torch.float32].data_ptr() == spare.data_ptr()
+        st = DC.stack_of(minilm, "alti")
+        tr = NM.trace_one(minilm, st, text, trace_names(st))
+        want = DC.rollout(torch.stack([NM.normalise_rows(PA.block_matrices(walk(st, tr, i), ("alti",))["alti"])
+                                       for i in range(st.n_layers)]), st.n_layers - 1)
+        assert torch.equal(got.scores, want)
+    KW.release()
+    assert not KW.SPARE
+    monkeypatch.setattr(KW, "SPARE_BYTES", 1000)  # smaller than any buffer: nothing is kept
+    minilm.attribute(short, method="alti")
+    assert not KW.SPARE

@@ -1,23 +1,23 @@
 """Each layer's attention weights kept by a hook while the pass runs, written at once in the layout
 GlobEnc's and ALTI's pair loop reads (:func:`.pair_norms.transpose_into`: ``(H, L_j, L_i)``), all
-layers in one buffer that the kernel is asked to back with huge pages.
+layers in one buffer that the next call reuses.
 
-Why: recorded by the trace, each layer's weights ``(H, L, L)`` are made in fresh memory and held
-to the end of the pass — at 510 tokens on MiniLM 75 MB in 4 KiB pages, about 19,000 page faults a
-call, each paging in a zeroed page. Kept by the hook, a layer's softmax output is freed when the
-layer ends (the next layer's reuses its memory), and its transpose lands in a buffer given 2 MiB
-pages (``madvise(MADV_HUGEPAGE)``; Linux only, and only where transparent huge pages are not off —
-elsewhere plain pages, the same numbers). The lanes then read each layer's columns in place
-instead of transposing them. MiniLM at 510 tokens, 2 threads, one process, alternating rounds on
-a loaded machine: ALTI / forward 2.91 → 2.75 (first touch of 75 MB, one thread: 32 ms in 4 KiB
-pages, 15 ms in 2 MiB pages). A library advising on memory it allocated itself leaves the
-process's allocator as it was.
+Why: recorded by the trace, each layer's weights ``(H, L, L)`` are made in fresh memory and held to
+the end of the pass — at 510 tokens on MiniLM 75 MB, about 18,000 page faults a call, each paging
+in a zeroed page — and the lanes then transpose each layer into fresh memory again. Kept by the
+hook, a layer's softmax output is freed when the layer ends (the next layer's reuses its memory),
+its transpose lands in the buffer, and the lanes read each layer's columns in place. The buffer is
+handed on to the next call (CPU, at most :data:`SPARE_BYTES`; :func:`release` frees it), so a
+second call pays no first touch. MiniLM at 510 tokens, 2 threads, one process, alternating rounds,
+quiet machine: ALTI / forward 3.19 with the weights recorded, 2.86 kept. Asking for huge pages
+(``madvise(MADV_HUGEPAGE)``) for the buffer was tried: no difference once it is reused, and a first
+call that may wait on the kernel compacting memory.
 """
 
 from __future__ import annotations
 
-import ctypes
-import sys
+import math
+import threading
 from typing import Optional
 
 import torch
@@ -27,24 +27,30 @@ from . import pair_norms as PN
 
 Tensor = torch.Tensor
 
-HUGE_PAGE = 2 << 20  # bytes: x86-64's and AArch64's (4 KiB granule) transparent huge page
-MADV_HUGEPAGE = 14  # <sys/mman.h> on Linux
+#: The largest CPU buffer kept between calls (:func:`take_buffer`, :func:`release`).
+SPARE_BYTES = 256 << 20
+SPARE: dict[torch.dtype, Tensor] = {}  # dtype → the flat CPU buffer the last call gave back
+SPARE_LOCK = threading.Lock()
 
 
-def advise_huge_pages(t: Tensor) -> bool:
-    """Ask the kernel to back the whole huge pages inside ``t``'s memory with huge pages (Linux,
-    CPU tensors; before they are first written, so that they are made so). True where it agreed."""
-    if t.device.type != "cpu" or not sys.platform.startswith("linux"):
-        return False
-    start = (t.data_ptr() + HUGE_PAGE - 1) // HUGE_PAGE * HUGE_PAGE
-    end = (t.data_ptr() + t.nbytes) // HUGE_PAGE * HUGE_PAGE
-    if end <= start:
-        return False
-    madvise = getattr(ctypes.CDLL(None), "madvise", None)
-    if madvise is None:
-        return False
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return madvise(start, end - start, MADV_HUGEPAGE) == 0
+def take_buffer(n: int, like: Tensor) -> Tensor:
+    """A flat buffer of at least ``n`` elements on ``like``'s device and dtype: on the CPU the one
+    the last call gave back (:meth:`KeptWeights.give_back`) where that is large enough, else a fresh
+    one. A fresh buffer costs its first touch again: at 510 tokens on MiniLM 75 MB, about 18,000
+    page faults, 20–30 ms of a 240 ms call."""
+    flat = None
+    if like.device.type == "cpu":
+        with SPARE_LOCK:
+            flat = SPARE.pop(like.dtype, None)  # taken: two calls at once never share it
+    if flat is None or flat.numel() < n:
+        flat = like.new_empty(n)
+    return flat
+
+
+def release() -> None:
+    """Free the buffers kept between calls (at most :data:`SPARE_BYTES` of CPU memory per dtype)."""
+    with SPARE_LOCK:
+        SPARE.clear()
 
 
 class KeptWeights:
@@ -55,15 +61,17 @@ class KeptWeights:
     def __init__(self, prefix: str, n_layers: int):
         self.prefix, self.n_layers = prefix, n_layers
         self.pattern = f"{prefix}.*.attn.weights"
-        self.buffer: Optional[Tensor] = None  # (n_layers, H, L_j, L_i), made at the first layer
+        self.flat: Optional[Tensor] = None  # the memory of the buffer (take_buffer), taken at the first layer
+        self.buffer: Optional[Tensor] = None  # (n_layers, H, L_j, L_i), its start
         self.kept: dict[str, Tensor] = {}  # trace name → (1, H, L_i, L_j), a view of the buffer
 
     def keep(self, w: Tensor, name: str) -> None:  # w (1, H, L, S) as the layer made it
         i = int(name[len(self.prefix) + 1:].split(".")[0])
         H, L, S = w.shape[1:]
         if self.buffer is None:
-            self.buffer = w.new_empty(self.n_layers, H, S, L)
-            advise_huge_pages(self.buffer)
+            shape = (self.n_layers, H, S, L)
+            self.flat = take_buffer(math.prod(shape), w)
+            self.buffer = self.flat[:math.prod(shape)].view(shape)
         out, w0 = self.buffer[i], w[0].contiguous()  # (H, S, L), (H, L, S)
         # the heads in two halves side by side: the pass's other thread would wait anyway (1.6 ms a
         # layer on one thread at 510 tokens on MiniLM; torch's strided copy takes 3-8 ms on two)
@@ -71,6 +79,16 @@ class KeptWeights:
         if not all(map_lanes(lambda h: PN.transpose_into(w0, out, h), halves, w.device)):
             out.copy_(w0.transpose(1, 2))  # another device or dtype, or no compiler
         self.kept[name] = out.transpose(1, 2).unsqueeze(0)  # (1, H, L, S)
+
+    def give_back(self) -> None:
+        """Hand the buffer on to the next call (CPU, at most :data:`SPARE_BYTES`); the views
+        :meth:`trace` served must not be used after."""
+        flat, self.flat, self.buffer, self.kept = self.flat, None, None, {}
+        if flat is not None and flat.device.type == "cpu" and flat.nbytes <= SPARE_BYTES:
+            with SPARE_LOCK:
+                old = SPARE.get(flat.dtype)
+                if old is None or old.numel() < flat.numel():
+                    SPARE[flat.dtype] = flat
 
     def trace(self, tr) -> "WithKept":
         return WithKept(tr, self.kept)

@@ -196,6 +196,7 @@ def block_method(name: str, meaning: str):
         # the layers side by side, one core each: their ops are small, and split over threads each
         # waits on a barrier (MiniLM at 510 tokens: slower at 2 threads than at 1)
         per_layer = torch.stack(map_lanes(layer_matrix, range(st.n_layers), tr[f"{st.prefix}.0.out"].device))
+        kept.give_back()  # the blocks that read it are gone
         lay = last(layer, st)
         return Attribution(name, "tokens", tr.text_tokens(0), DC.rollout(per_layer, lay), meaning,
                            per_layer=per_layer, layer=lay)
