@@ -73,7 +73,7 @@ class KeptWeights:
             self.flat = take_buffer(math.prod(shape), w)
             self.buffer = self.flat[:math.prod(shape)].view(shape)
         out, w0 = self.buffer[i], w[0].contiguous()  # (H, S, L), (H, L, S)
-        # the heads in two halves side by side: the pass's other thread would wait anyway (1.6 ms a
+        # the heads in two halves side by side: the pass's other thread would wait anyway (1.6-3 ms a
         # layer on one thread at 510 tokens on MiniLM; torch's strided copy takes 3-8 ms on two)
         halves = [range(0, H // 2), range(H // 2, H)] if H > 1 else [range(H)]
         if not all(map_lanes(lambda h: PN.transpose_into(w0, out, h), halves, w.device)):
