@@ -96,9 +96,10 @@ def write_diagonal(Td: Tensor, y: Tensor, norms: Optional[Tensor], dist: Optiona
 
 
 def compiled_pairs(block: Factored, y: Tensor, norms: Optional[Tensor], dist: Optional[Tensor]) -> bool:
-    """Both results by the compiled loops (:mod:`.pair_norms`: W transposed with each column's reach,
+    """Both results by the compiled loops (:mod:`.pair_norms`: W's columns — read in place when the
+    hook of :mod:`.kept_weights` already wrote them so, else transposed — with each column's reach,
     then the pairs), the diagonal included; False (nothing trusted) where they are not available.
-    The rows' scale is applied inside the pair loop, so W is only transposed."""
+    The rows' scale is applied inside the pair loop, so W is at most transposed."""
     cols = PN.columns(block.W)
     if cols is None:
         return False
