@@ -147,10 +147,6 @@ def exp(a: np.ndarray) -> np.ndarray:
     return _map(lambda x: ZERO if x == NEG_INF else CTX.exp(x), np.asarray(a, dtype=object))
 
 
-def _sqrt(x: Decimal) -> Decimal:
-    return CTX.sqrt(x)
-
-
 # ----------------------------------------------------------------------------------------------
 # scorings
 # ----------------------------------------------------------------------------------------------
@@ -162,9 +158,9 @@ def score_factor(scoring: str, d_k: int, temperature=None, query_pre_attn_scalar
     from .scorings import DEFAULT_COSINE_TEMPERATURE, get_scoring
     d = max(int(d_k), 1)
     if query_pre_attn_scalar is not None:
-        return CTX.divide(ONE, _sqrt(dec(query_pre_attn_scalar)))
+        return CTX.divide(ONE, CTX.sqrt(dec(query_pre_attn_scalar)))
     if scoring in ("scaled", "qknorm"):
-        return CTX.divide(ONE, _sqrt(Decimal(d)))
+        return CTX.divide(ONE, CTX.sqrt(Decimal(d)))
     if scoring == "unscaled":
         return ONE
     if scoring == "inv_d":
@@ -194,7 +190,7 @@ def _unit_rows(x: np.ndarray, eps: Decimal) -> np.ndarray:
     out = np.empty(x.shape, dtype=object)
     with localcontext(CTX):
         for i, row in enumerate(x):
-            norm = _sqrt(sum((a * a for a in row), ZERO))
+            norm = CTX.sqrt(sum((a * a for a in row), ZERO))
             out[i] = [a / max(norm, eps) for a in row]
     return out
 
@@ -206,7 +202,7 @@ def _layer_norm_rows(x: np.ndarray, eps: Decimal) -> np.ndarray:
         for i, row in enumerate(x):
             mean = sum(row, ZERO) / n
             var = sum(((a - mean) ** 2 for a in row), ZERO) / n
-            spread = _sqrt(var + eps)
+            spread = CTX.sqrt(var + eps)
             out[i] = [(a - mean) / spread for a in row]
     return out
 
@@ -281,7 +277,7 @@ def rms_norm(x: np.ndarray, weight=None, eps: float = 1e-6, offset: float = 0.0)
     out = np.empty(x.shape, dtype=object)
     with localcontext(CTX):
         for i, row in enumerate(x):
-            r = _sqrt(sum((a * a for a in row), ZERO) / n + dec(eps))
+            r = CTX.sqrt(sum((a * a for a in row), ZERO) / n + dec(eps))
             scale = [off + (w[c] if w is not None else (ZERO if off else ONE)) for c in range(len(row))]
             out[i] = [a / r * s for a, s in zip(row, scale)]
     return out

@@ -166,7 +166,7 @@ class Recorder:
         return kept_as_call is not None and bool(kept_as_call(t))
 
 
-def _apply(fn: HookFn, t: torch.Tensor, name: str, point: str) -> torch.Tensor:
+def _apply(fn: HookFn, t: torch.Tensor, name: str) -> torch.Tensor:
     out = fn(t, name)
     if out is None:
         return t
@@ -187,10 +187,10 @@ def _through(hook: Hook, t: torch.Tensor, name: str, where: Callable[[int], int]
     """``t`` through one hook: all of it, or for a head hook its slice ``t[:, where(head)]``, written
     back into a copy of ``t`` when the hook replaced it (with ``write_back``, when it requires grad too)."""
     if hook.head is None:
-        return _apply(hook.fn, t, name, name)
+        return _apply(hook.fn, t, name)
     j = where(hook.head)
     part = t[:, j]
-    out = _apply(hook.fn, part, f"{name}[{hook.head}]", name)
+    out = _apply(hook.fn, part, f"{name}[{hook.head}]")
     if out is not part or (write_back and part.requires_grad):
         t = t.clone()
         t[:, j] = out

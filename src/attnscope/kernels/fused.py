@@ -52,11 +52,9 @@ def sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], *, causal: boo
     have H/groups heads (grouped-query attention, SDPA's ``enable_gqa``)."""
     attn_mask, is_causal = sdpa_mask(mask, bias, q.shape[-2], k.shape[-2], causal=causal, dtype=q.dtype,
                                       device=q.device)
-    if groups > 1:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
-                                              is_causal=is_causal, scale=scale, enable_gqa=True)
+    gqa = {"enable_gqa": True} if groups > 1 else {}  # torch before 2.5 has no such argument
     return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
-                                          is_causal=is_causal, scale=scale)
+                                          is_causal=is_causal, scale=scale, **gqa)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -103,9 +103,7 @@ def config_from_gguf(meta: dict, tensor_names, path="GGUF file") -> tuple[dict, 
     elif not isinstance(n_kv, int) or n_kv <= 0 or n_heads % n_kv:
         raise error(ModelLoadError, "errors.gguf_kv_divide", path=path, kv_key=k("attention.head_count_kv"),
                     n_kv=repr(n_kv), field=k("attention.head_count"), n_heads=n_heads)
-    if k("attention.key_length") in meta:
-        head_dim = _need(meta, k("attention.key_length"), path, int)
-    elif arch == "gemma3":
+    if k("attention.key_length") in meta or arch == "gemma3":  # required for gemma3: no documented default
         head_dim = _need(meta, k("attention.key_length"), path, int)
     else:
         if hidden % n_heads:
@@ -128,9 +126,7 @@ def config_from_gguf(meta: dict, tensor_names, path="GGUF file") -> tuple[dict, 
         if not isinstance(tokens, list):
             raise error(ModelLoadError, "errors.gguf_no_vocab", path=path, field=repr(k("vocab_size")))
         vocab = len(tokens)
-    if arch == "gemma3":
-        theta = float(_need(meta, k("rope.freq_base"), path, (int, float)))
-    elif k("rope.freq_base") in meta:
+    if k("rope.freq_base") in meta or arch == "gemma3":  # required for gemma3: no documented default
         theta = float(_need(meta, k("rope.freq_base"), path, (int, float)))
     else:
         theta = default("rope_theta", 10000.0)

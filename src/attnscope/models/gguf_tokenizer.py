@@ -244,14 +244,13 @@ def gemma_merges(tokens: list) -> list[tuple[str, str]]:
     """BPE merges implied by a SentencePiece vocabulary: every split of a token into two tokens,
     ordered by the token's position in the file (earlier first), then longer left part first —
     the order transformers' ``generate_merges`` gives with the file position as the score."""
-    vocab = {t: i for i, t in enumerate(tokens)}
     rank = {t: i for i, t in enumerate(tokens)}  # a repeated token keeps its last position, as dicts do
     found = []
     for tok, r in rank.items():
         n = len(tok)
         for k in range(n - 1, 0, -1):  # longer left part first
             left, right = tok[:k], tok[k:]
-            if left in vocab and right in vocab:
+            if left in rank and right in rank:
                 found.append((r, k, left, right))
     found.sort(key=lambda x: (x[0], -x[1]))
     return [(a, b) for _, _, a, b in found]

@@ -32,6 +32,8 @@ import importlib.util
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -226,20 +228,13 @@ def _verified(target: Path, stamp: Path, size: int) -> bool:
     return st.st_size == size == info.get("size") and st.st_mtime_ns == info.get("mtime_ns")
 
 
-class _lock:
-    """An exclusive advisory lock on a file (no-op where fcntl is unavailable)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __enter__(self):
-        self.fh = open(self.path, "a+")
+@contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on a file (no-op where fcntl is unavailable), released when the file closes."""
+    with open(path, "a+") as fh:
         try:
             import fcntl
-            fcntl.flock(self.fh, fcntl.LOCK_EX)
+            fcntl.flock(fh, fcntl.LOCK_EX)
         except ImportError:  # pragma: no cover - Windows
             pass
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.fh.close()
+        yield

@@ -24,7 +24,6 @@ from ..validate import (
     check_dropout,
     check_qkv,
     kv_groups,
-    require_float,
 )
 from .kernel import BlockwiseFn, forward
 from .pool import map_query_tiles
@@ -218,8 +217,6 @@ def attention_lse(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, causal
     """log Σ_j exp(score_ij) of every query ``(..., L)`` in O(L·d) memory (no values needed); −∞
     for a query that may see no key. Not differentiable (a statistic for inspection).
     ``kernel`` as in :func:`blockwise_attention`."""
-    require_float("q", q)
-    require_float("k", k)
     check_qk(q, k)
     _check_common(q, k, mask, scoring, scale, temperature)
     block_sizes(block_size)
@@ -255,8 +252,6 @@ def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, he
         ``(..., h, l, S)`` weights in q's dtype; each row sums to 1, or is all 0 for a query that
         may see no key. Equal to ``attention(..., return_weights=True)[1]`` at those indices.
     """
-    require_float("q", q)
-    require_float("k", k)
     check_qk(q, k)
     sc, scale = _check_common(q, k, mask, scoring, scale, temperature)
     block_sizes(block_size)

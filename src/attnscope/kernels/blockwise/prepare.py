@@ -10,7 +10,7 @@ import torch
 from ...errors import ConfigError, InputError, ShapeError, fmt_shape
 from ...i18n import error
 from ..qk import Prepared, as_2d
-from ..validate import LEAD_QKV_MASK_BIAS, LEAD_QKV_SHORT, broadcast_or_raise, broadcast_shapes
+from ..validate import LEAD_QKV_MASK_BIAS, LEAD_QKV_SHORT, broadcast_or_raise, broadcast_shapes, require_float
 from .tiles import DEFAULT_BLOCK, LOG2E
 
 Tensor = torch.Tensor
@@ -89,6 +89,8 @@ def tile_operands(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, b
 
 
 def check_qk(q: Tensor, k: Tensor) -> None:
+    for name, t in (("q", q), ("k", k)):
+        require_float(name, t)
     for name, t in (("q", q), ("k", k)):
         if t.dim() < 2:
             raise error(ShapeError, "errors.kernel_min_dims", name=name, shape=fmt_shape(t.shape))

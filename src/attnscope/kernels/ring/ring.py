@@ -157,13 +157,13 @@ class Ring:
             return p.grads(*d4)
         return backward(self.tiles(q, k, v, bias, src, False), out, lse, d_out, d_lse)
 
-    def exchange(self, send: list[Tensor], recv_like: Optional[list[Tensor]] = None) -> tuple[list[Tensor], list]:
+    def exchange(self, send: list[Tensor]) -> tuple[list[Tensor], list]:
         """Post sends of ``send`` to the next rank and receives from the previous one.
 
         Returns ``(received, works)``: the receive buffers (on the tensors' device once
         :meth:`finish` ran) and the pending works.
         """
-        out_bufs = [torch.empty_like(t, device=self.comm) for t in (recv_like or send)]
+        out_bufs = [torch.empty_like(t, device=self.comm) for t in send]
         ops = [dist.P2POp(dist.isend, t.to(self.comm).contiguous(), self.next, self.group) for t in send]
         ops += [dist.P2POp(dist.irecv, b, self.prev, self.group) for b in out_bufs]
         return out_bufs, dist.batch_isend_irecv(ops)
