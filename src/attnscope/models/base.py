@@ -190,6 +190,19 @@ class LoadedModel:
                 f"d_model={c.d_model}")
 
 
+def shape_or_type(x) -> object:
+    """A wrong argument as an error message shows it: its shape when a tensor, else its type's name."""
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def check_mask(input_ids: Tensor, attention_mask: Optional[Tensor]) -> None:
+    """InputError unless ``attention_mask`` is None or a tensor of ``input_ids``' shape ``(B, L)``."""
+    if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor)
+                                       or attention_mask.shape != input_ids.shape):
+        raise error(InputError, "errors.models_mask_shape", shape=tuple(input_ids.shape),
+                    got=shape_or_type(attention_mask))
+
+
 def check_reduction(reduction: str) -> None:
     if reduction not in ("mean", "sum", "none"):
         raise error(InputError, "errors.models_reduction", got=repr(reduction))

@@ -20,7 +20,7 @@ from ..i18n import error
 from ..modules.decoder import TransformerDecoder
 from ..modules.decoder_attention import KVCache
 from ..tokenizer import Tokenizer
-from .base import LoadedModel
+from .base import LoadedModel, shape_or_type
 from .registry import Family
 
 Tensor = torch.Tensor
@@ -66,8 +66,7 @@ class DecoderModel(LoadedModel, TransformerDecoder):
         be None or zeros (decoders have no segments).
         """
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-            raise error(InputError, "errors.models_decoder_ids",
-                        got=tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__)
+            raise error(InputError, "errors.models_decoder_ids", got=shape_or_type(input_ids))
         past = cache.length if cache is not None else 0
         if past + input_ids.shape[1] > self.config.max_positions:
             raise error(InputError, "errors.models_context", n=past + input_ids.shape[1], limit=self.config.max_positions)
@@ -76,8 +75,7 @@ class DecoderModel(LoadedModel, TransformerDecoder):
         if attention_mask is not None:
             want = (input_ids.shape[0], past + input_ids.shape[1])
             if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != want:
-                got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
-                raise error(InputError, "errors.models_cache_mask", want=want, got=got)
+                raise error(InputError, "errors.models_cache_mask", want=want, got=shape_or_type(attention_mask))
         with self.lock:
             return self.decode(input_ids, attention_mask=attention_mask, position_ids=position_ids, cache=cache)
 

@@ -24,7 +24,7 @@ from ..i18n import error
 from ..modules.cross_decoder import Seq2SeqCache
 from ..modules.seq2seq import Seq2SeqConfig, Seq2SeqDecoder, Seq2SeqEncoder
 from ..tokenizer import Batch, Tokenizer
-from .base import LoadedModel, check_reduction, label_loss
+from .base import LoadedModel, check_reduction, label_loss, shape_or_type
 from .registry import Family
 
 Tensor = torch.Tensor
@@ -173,8 +173,6 @@ class Seq2SeqModel(LoadedModel, nn.Module):
 
 def _check_ids(name: str, ids, mask) -> None:
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.is_floating_point():
-        got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise error(InputError, "errors.models_ids_tensor", name=name, got=got)
+        raise error(InputError, "errors.models_ids_tensor", name=name, got=shape_or_type(ids))
     if mask is not None and (not isinstance(mask, torch.Tensor) or mask.shape != ids.shape):
-        got = tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise error(InputError, "errors.models_mask_of", name=name, shape=tuple(ids.shape), got=got)
+        raise error(InputError, "errors.models_mask_of", name=name, shape=tuple(ids.shape), got=shape_or_type(mask))
