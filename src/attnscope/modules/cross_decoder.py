@@ -41,18 +41,14 @@ from .rmsnorm import RMSNorm
 Tensor = torch.Tensor
 
 
-class Seq2SeqCache:
+class Seq2SeqCache(KVCache):
     """Everything a decoder reuses from earlier steps: the self-attention keys/values of every layer
-    (growing by one position per step) and the cross-attention keys/values (computed once)."""
+    (the :class:`KVCache`, growing by one position per step; :attr:`length` target positions) and
+    the cross-attention keys/values (``cross``, computed once)."""
 
     def __init__(self, n_layers: int) -> None:
-        self.self_attn = KVCache(n_layers)
+        super().__init__(n_layers)
         self.cross: list[Optional[tuple[Tensor, Tensor]]] = [None] * n_layers
-
-    @property
-    def length(self) -> int:
-        """Target positions seen so far."""
-        return self.self_attn.length
 
 
 class Seq2SeqAttention(MultiHeadAttention):
@@ -86,7 +82,7 @@ class Seq2SeqAttention(MultiHeadAttention):
         else:
             q, k, v = (self.split_heads(t) for t in self.project(x, context))  # (B, H, L|S, d) × 3
             if cache is not None and context is None:
-                k, v = cache.self_attn.update(self.layer_index, k, v)  # (B, H, S, d)
+                k, v = cache.update(self.layer_index, k, v)  # (B, H, S, d)
             elif cache is not None:
                 cache.cross[self.layer_index] = (k, v)
         if bias is not None and self.has_bias and self.bias.hooks:
