@@ -47,7 +47,7 @@ class LoadedModel:
     embed: Any
 
     def _setup(self, family: Family, *, name: str = "", tokenizer: Optional[Tokenizer] = None,
-               path: Optional[Path] = None) -> None:
+               path: Optional[Path] = None, own_head: bool = False) -> None:
         self._family = family
         self.family = family.name
         self.name = name or family.name
@@ -55,6 +55,9 @@ class LoadedModel:
         self.path = path
         self.unused_weights: list[str] = []
         self.lm_head_weight: Optional[torch.nn.Parameter] = None  # set only for an untied output layer
+        if own_head:  # the checkpoint's own output matrix (rule: lm_head.weight)
+            c = self.config
+            self.lm_head_weight = torch.nn.Parameter(torch.empty(c.vocab_size, c.d_model), requires_grad=False)
         # Hooks live on the shared modules while a trace runs: one forward pass at a time, so
         # that a server answering from several threads never mixes one request's hooks into another.
         self.lock = threading.RLock()

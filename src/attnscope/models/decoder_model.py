@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 import torch
-from torch import nn
 
 from ..config import DecoderConfig
 from ..errors import InputError, ModelLoadError
@@ -42,18 +41,14 @@ class DecoderModel(LoadedModel, TransformerDecoder):
     def __init__(self, config: DecoderConfig, family: Family, *, name: str = "",
                  tokenizer: Optional[Tokenizer] = None, path: Optional[Path] = None) -> None:
         super().__init__(config)
-        self._setup(family, name=name, tokenizer=tokenizer, path=path)
-        if not config.tie_embeddings:  # the checkpoint's own output matrix (rule: lm_head.weight)
-            self.lm_head_weight = nn.Parameter(torch.empty(config.vocab_size, config.d_model), requires_grad=False)
+        self._setup(family, name=name, tokenizer=tokenizer, path=path, own_head=not config.tie_embeddings)
         self.chat_template: Optional[str] = None
         self.special_tokens: dict = {}
         self.gguf: Optional[dict] = None
         if path is not None and Path(path).is_dir():
             self.chat_template, self.special_tokens = folder_chat_template(Path(path))
 
-    @property
-    def has_lm_head(self) -> bool:
-        return True
+    has_lm_head = True  # every decoder predicts next tokens
 
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,
                 token_type_ids: Optional[Tensor] = None, position_ids: Optional[Tensor] = None,

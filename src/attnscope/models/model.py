@@ -28,16 +28,11 @@ Tensor = torch.Tensor
 class Model(LoadedModel, TransformerEncoder):
     """A loaded checkpoint. Build it with :func:`attnscope.load`.
 
-    Attributes:
-        config: the :class:`TransformerConfig` translated from ``config.json``.
-        name: a display name (the folder's name, or the packaged model's Hub id).
-        family: "bert", "roberta" or "gpt2".
-        tokenizer: the :class:`attnscope.tokenizer.Tokenizer`.
-        path: the checkpoint folder.
+    Attributes (besides :class:`~attnscope.models.base.LoadedModel`'s; ``family`` "bert", "roberta",
+    "gpt2", …; ``unused_weights`` here: the pooler, task heads, buffers):
         pooling: how :meth:`sentence_embedding` pools tokens ("mean", "cls" or "max").
         normalize: whether :meth:`sentence_embedding` L2-normalises (sentence-transformers'
             ``Normalize`` module is in the folder's ``modules.json``).
-        unused_weights: checkpoint keys that attnscope does not use (pooler, task heads, buffers).
     """
 
     def __init__(self, config: TransformerConfig, family: Family, *, name: str = "",

@@ -49,9 +49,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         self.shared = nn.Embedding(c.vocab_size, c.d_model)
         self.encoder = Seq2SeqEncoder(c, self.shared)
         self.decoder = Seq2SeqDecoder(c, self.shared)
-        self._setup(family, name=name, tokenizer=tokenizer, path=path)
-        if not c.tie_embeddings:  # the checkpoint's own output matrix (rule: lm_head.weight)
-            self.lm_head_weight = nn.Parameter(torch.empty(c.vocab_size, c.d_model), requires_grad=False)
+        self._setup(family, name=name, tokenizer=tokenizer, path=path, own_head=not c.tie_embeddings)
         if c.final_logits_bias:
             self.register_buffer("final_logits_bias", torch.zeros(1, c.vocab_size))
 
@@ -59,9 +57,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
     def input_embedding(self) -> nn.Embedding:
         return self.shared  # both stacks read it
 
-    @property
-    def has_lm_head(self) -> bool:
-        return True
+    has_lm_head = True  # the decoder predicts next tokens
 
     @property
     def position_limited(self) -> bool:
