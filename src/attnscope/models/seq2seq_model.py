@@ -24,11 +24,10 @@ from ..i18n import error
 from ..modules.cross_decoder import Seq2SeqCache
 from ..modules.seq2seq import Seq2SeqConfig, Seq2SeqDecoder, Seq2SeqEncoder
 from ..tokenizer import Batch, Tokenizer
-from .base import LoadedModel, check_reduction, label_loss, shape_or_type
+from .base import LoadedModel, Texts, check_reduction, label_loss, shape_or_type
 from .registry import Family
 
 Tensor = torch.Tensor
-Texts = Union[str, Sequence[str], Batch]
 
 
 class Seq2SeqModel(LoadedModel, nn.Module):
