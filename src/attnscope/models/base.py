@@ -47,7 +47,7 @@ class LoadedModel:
     embed: Any
 
     def _setup(self, family: Family, *, name: str = "", tokenizer: Optional[Tokenizer] = None,
-               path: Optional[Path] = None) -> None:
+               path: Optional[Path] = None, own_head: bool = False) -> None:
         self._family = family
         self.family = family.name
         self.name = name or family.name
@@ -55,6 +55,9 @@ class LoadedModel:
         self.path = path
         self.unused_weights: list[str] = []
         self.lm_head_weight: Optional[torch.nn.Parameter] = None  # set only for an untied output layer
+        if own_head:  # the checkpoint's own output matrix (rule: lm_head.weight)
+            c = self.config
+            self.lm_head_weight = torch.nn.Parameter(torch.empty(c.vocab_size, c.d_model), requires_grad=False)
         # Hooks live on the shared modules while a trace runs: one forward pass at a time, so
         # that a server answering from several threads never mixes one request's hooks into another.
         self.lock = threading.RLock()
@@ -188,6 +191,19 @@ class LoadedModel:
         heads = f"{c.n_heads}" if c.kv_heads == c.n_heads else f"{c.n_heads} (k/v {c.kv_heads})"
         return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={heads}, "
                 f"d_model={c.d_model}")
+
+
+def shape_or_type(x) -> object:
+    """A wrong argument as an error message shows it: its shape when a tensor, else its type's name."""
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def check_mask(input_ids: Tensor, attention_mask: Optional[Tensor]) -> None:
+    """InputError unless ``attention_mask`` is None or a tensor of ``input_ids``' shape ``(B, L)``."""
+    if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor)
+                                       or attention_mask.shape != input_ids.shape):
+        raise error(InputError, "errors.models_mask_shape", shape=tuple(input_ids.shape),
+                    got=shape_or_type(attention_mask))
 
 
 def check_reduction(reduction: str) -> None:

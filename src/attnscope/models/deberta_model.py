@@ -6,9 +6,8 @@ from typing import Optional
 
 import torch
 
-from ..errors import InputError
-from ..i18n import error
 from ..modules.deberta import DebertaConfig, DebertaEncoder
+from .base import check_mask
 from .model import Model
 
 Tensor = torch.Tensor
@@ -24,9 +23,6 @@ class DebertaModel(Model, DebertaEncoder):
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,  # type: ignore[override]
                 token_type_ids: Optional[Tensor] = None, position_ids: Optional[Tensor] = None) -> Tensor:
         """Token ids ``(B, L)`` → last hidden states ``(B, L, d_model)``; ``attention_mask`` 1 = real token."""
-        if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor)
-                                           or attention_mask.shape != input_ids.shape):
-            got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
-            raise error(InputError, "errors.models_mask_shape", shape=tuple(input_ids.shape), got=got)
+        check_mask(input_ids, attention_mask)
         with self.lock:
             return self.forward_stack(input_ids, attention_mask, token_type_ids, position_ids)  # (B, L, d)

@@ -117,9 +117,9 @@ def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act",
         head_dim = d // n_heads
     if n_kv <= 0 or n_heads % n_kv:
         raise error(ModelLoadError, "errors.config_kv_heads", source=source, n_heads=n_heads, n_kv=n_kv)
-    for key in ("partial_rotary_factor",):
-        if hf.get(key) not in (None, 1, 1.0):
-            raise error(ModelLoadError, "errors.config_partial_rotary", source=source, field=key, value=hf[key])
+    if hf.get("partial_rotary_factor") not in (None, 1, 1.0):
+        raise error(ModelLoadError, "errors.config_partial_rotary", source=source, field="partial_rotary_factor",
+                    value=hf["partial_rotary_factor"])
     act = hf.get(activation_key) or hf.get("hidden_act") or default_activation
     eos = token_ids(hf.get("eos_token_id"), "eos_token_id", source)
     pad = hf.get("pad_token_id")

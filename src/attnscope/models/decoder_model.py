@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 import torch
-from torch import nn
 
 from ..config import DecoderConfig
 from ..errors import InputError, ModelLoadError
@@ -20,7 +19,7 @@ from ..i18n import error
 from ..modules.decoder import TransformerDecoder
 from ..modules.decoder_attention import KVCache
 from ..tokenizer import Tokenizer
-from .base import LoadedModel
+from .base import LoadedModel, shape_or_type
 from .registry import Family
 
 Tensor = torch.Tensor
@@ -42,18 +41,14 @@ class DecoderModel(LoadedModel, TransformerDecoder):
     def __init__(self, config: DecoderConfig, family: Family, *, name: str = "",
                  tokenizer: Optional[Tokenizer] = None, path: Optional[Path] = None) -> None:
         super().__init__(config)
-        self._setup(family, name=name, tokenizer=tokenizer, path=path)
-        if not config.tie_embeddings:  # the checkpoint's own output matrix (rule: lm_head.weight)
-            self.lm_head_weight = nn.Parameter(torch.empty(config.vocab_size, config.d_model), requires_grad=False)
+        self._setup(family, name=name, tokenizer=tokenizer, path=path, own_head=not config.tie_embeddings)
         self.chat_template: Optional[str] = None
         self.special_tokens: dict = {}
         self.gguf: Optional[dict] = None
         if path is not None and Path(path).is_dir():
             self.chat_template, self.special_tokens = folder_chat_template(Path(path))
 
-    @property
-    def has_lm_head(self) -> bool:
-        return True
+    has_lm_head = True  # every decoder predicts next tokens
 
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None,
                 token_type_ids: Optional[Tensor] = None, position_ids: Optional[Tensor] = None,
@@ -66,8 +61,7 @@ class DecoderModel(LoadedModel, TransformerDecoder):
         be None or zeros (decoders have no segments).
         """
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-            raise error(InputError, "errors.models_decoder_ids",
-                        got=tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__)
+            raise error(InputError, "errors.models_decoder_ids", got=shape_or_type(input_ids))
         past = cache.length if cache is not None else 0
         if past + input_ids.shape[1] > self.config.max_positions:
             raise error(InputError, "errors.models_context", n=past + input_ids.shape[1], limit=self.config.max_positions)
@@ -76,8 +70,7 @@ class DecoderModel(LoadedModel, TransformerDecoder):
         if attention_mask is not None:
             want = (input_ids.shape[0], past + input_ids.shape[1])
             if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != want:
-                got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
-                raise error(InputError, "errors.models_cache_mask", want=want, got=got)
+                raise error(InputError, "errors.models_cache_mask", want=want, got=shape_or_type(attention_mask))
         with self.lock:
             return self.decode(input_ids, attention_mask=attention_mask, position_ids=position_ids, cache=cache)
 

@@ -17,11 +17,9 @@ import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
-from ..errors import InputError
-from ..i18n import error
 from ..modules import TransformerEncoder
 from ..tokenizer import Tokenizer
-from .base import LoadedModel, Texts
+from .base import LoadedModel, Texts, check_mask
 from .registry import Family
 
 Tensor = torch.Tensor
@@ -30,16 +28,11 @@ Tensor = torch.Tensor
 class Model(LoadedModel, TransformerEncoder):
     """A loaded checkpoint. Build it with :func:`attnscope.load`.
 
-    Attributes:
-        config: the :class:`TransformerConfig` translated from ``config.json``.
-        name: a display name (the folder's name, or the packaged model's Hub id).
-        family: "bert", "roberta" or "gpt2".
-        tokenizer: the :class:`attnscope.tokenizer.Tokenizer`.
-        path: the checkpoint folder.
+    Attributes (besides :class:`~attnscope.models.base.LoadedModel`'s; ``family`` "bert", "roberta",
+    "gpt2", …; ``unused_weights`` here: the pooler, task heads, buffers):
         pooling: how :meth:`sentence_embedding` pools tokens ("mean", "cls" or "max").
         normalize: whether :meth:`sentence_embedding` L2-normalises (sentence-transformers'
             ``Normalize`` module is in the folder's ``modules.json``).
-        unused_weights: checkpoint keys that attnscope does not use (pooler, task heads, buffers).
     """
 
     def __init__(self, config: TransformerConfig, family: Family, *, name: str = "",
@@ -67,13 +60,10 @@ class Model(LoadedModel, TransformerEncoder):
         """
         if position_ids is None:
             position_ids = self.position_ids(input_ids)
+        check_mask(input_ids, attention_mask)
         kpm = None
-        if attention_mask is not None:
-            if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
-                got = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
-                raise error(InputError, "errors.models_mask_shape", shape=tuple(input_ids.shape), got=got)
-            if not bool(attention_mask.bool().all()):  # no padding: no mask, the fastest kernels
-                kpm = ~attention_mask.bool()  # (B, L), True = padding
+        if attention_mask is not None and not bool(attention_mask.bool().all()):  # no padding: no mask, the fastest kernels
+            kpm = ~attention_mask.bool()  # (B, L), True = padding
         with self.lock:
             x = self.embed(input_ids, token_type_ids, position_ids)  # (B, L, d)
             return super(TransformerEncoder, self).forward(x, key_padding_mask=kpm)  # (B, L, d)

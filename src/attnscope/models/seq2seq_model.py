@@ -24,11 +24,10 @@ from ..i18n import error
 from ..modules.cross_decoder import Seq2SeqCache
 from ..modules.seq2seq import Seq2SeqConfig, Seq2SeqDecoder, Seq2SeqEncoder
 from ..tokenizer import Batch, Tokenizer
-from .base import LoadedModel, check_reduction, label_loss
+from .base import LoadedModel, Texts, check_reduction, label_loss, shape_or_type
 from .registry import Family
 
 Tensor = torch.Tensor
-Texts = Union[str, Sequence[str], Batch]
 
 
 class Seq2SeqModel(LoadedModel, nn.Module):
@@ -49,9 +48,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         self.shared = nn.Embedding(c.vocab_size, c.d_model)
         self.encoder = Seq2SeqEncoder(c, self.shared)
         self.decoder = Seq2SeqDecoder(c, self.shared)
-        self._setup(family, name=name, tokenizer=tokenizer, path=path)
-        if not c.tie_embeddings:  # the checkpoint's own output matrix (rule: lm_head.weight)
-            self.lm_head_weight = nn.Parameter(torch.empty(c.vocab_size, c.d_model), requires_grad=False)
+        self._setup(family, name=name, tokenizer=tokenizer, path=path, own_head=not c.tie_embeddings)
         if c.final_logits_bias:
             self.register_buffer("final_logits_bias", torch.zeros(1, c.vocab_size))
 
@@ -59,9 +56,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
     def input_embedding(self) -> nn.Embedding:
         return self.shared  # both stacks read it
 
-    @property
-    def has_lm_head(self) -> bool:
-        return True
+    has_lm_head = True  # the decoder predicts next tokens
 
     @property
     def position_limited(self) -> bool:
@@ -173,8 +168,6 @@ class Seq2SeqModel(LoadedModel, nn.Module):
 
 def _check_ids(name: str, ids, mask) -> None:
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.is_floating_point():
-        got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise error(InputError, "errors.models_ids_tensor", name=name, got=got)
+        raise error(InputError, "errors.models_ids_tensor", name=name, got=shape_or_type(ids))
     if mask is not None and (not isinstance(mask, torch.Tensor) or mask.shape != ids.shape):
-        got = tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise error(InputError, "errors.models_mask_of", name=name, shape=tuple(ids.shape), got=got)
+        raise error(InputError, "errors.models_mask_of", name=name, shape=tuple(ids.shape), got=shape_or_type(mask))

@@ -314,9 +314,23 @@ class MultiHeadAttention(nn.Module):
         bias = None
         if self.position_bias is not None and context is None:
             bias = self.score_bias(B, L, S, key_padding_mask, q)  # (B|1, H, L, S)
-        z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, scale=self.scale, params=self,
+        return self.attend_heads(q, k, v, mask, causal=causal, bias=bias, need_weights=need_weights, params=self,
+                                 hooks=ModuleHooks(self))
+
+    def active_hooks(self) -> Optional[ModuleHooks]:
+        """The steps' hook points while one of them has a hook, else None: the step function's lean
+        path (no per-step bookkeeping)."""
+        return ModuleHooks(self) if any(getattr(self, s).hooks for s in STEPS) else None
+
+    def attend_heads(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], *, hooks: Optional[ModuleHooks],
+                     need_weights: bool, causal: bool = False, bias: Optional[Tensor] = None,
+                     params: Optional[nn.Module] = None):
+        """The steps after the heads' q ``(B, H, L, d_head)``, k, v ``(B, H_kv, S, d_head)``: attention
+        (:func:`~attnscope.kernels.steps.attend`; ``params``: the scoring's learnable parts), ``merged``,
+        ``out`` → ``(B, L, d_model)``, and the weights ``(B, H, L, S)`` with ``need_weights``."""
+        z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, scale=self.scale, params=params,
                             bias=bias, dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
-                            hooks=ModuleHooks(self), check_finite=self.check_finite)  # (B, H, L, d_head)
+                            hooks=hooks, check_finite=self.check_finite)  # (B, H, L, d_head)
         merged = self.merged(self.merge_heads(z))  # (B, L, H·d_head)
         out = self.out(self.W_O(merged))  # (B, L, d_model)
         return (out, weights) if need_weights else out

@@ -30,7 +30,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..recipe import CROSS_RECIPES
 from .attention import MultiHeadAttention
 from .decoder import GatedFeedForward
@@ -42,18 +41,14 @@ from .rmsnorm import RMSNorm
 Tensor = torch.Tensor
 
 
-class Seq2SeqCache:
+class Seq2SeqCache(KVCache):
     """Everything a decoder reuses from earlier steps: the self-attention keys/values of every layer
-    (growing by one position per step) and the cross-attention keys/values (computed once)."""
+    (the :class:`KVCache`, growing by one position per step; :attr:`length` target positions) and
+    the cross-attention keys/values (``cross``, computed once)."""
 
     def __init__(self, n_layers: int) -> None:
-        self.self_attn = KVCache(n_layers)
+        super().__init__(n_layers)
         self.cross: list[Optional[tuple[Tensor, Tensor]]] = [None] * n_layers
-
-    @property
-    def length(self) -> int:
-        """Target positions seen so far."""
-        return self.self_attn.length
 
 
 class Seq2SeqAttention(MultiHeadAttention):
@@ -79,32 +74,21 @@ class Seq2SeqAttention(MultiHeadAttention):
         (B, H, L, S); ``mask`` bool broadcastable to (B, H, L, S), True = may attend; ``causal``:
         top-left causality when ``mask`` is None.
         """
-        dq = self.n_heads * self.d_head
-        if context is None:
-            q, k, v = self.project(x)
-            q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, H, L, d) × 3
-            if cache is not None:
-                k, v = cache.self_attn.update(self.layer_index, k, v)  # (B, H, S, d)
+        done = cache.cross[self.layer_index] if cache is not None and context is not None else None
+        if done is not None:  # cross-attention: the source's keys and values, from the first step
+            dq, W, b = self.n_heads * self.d_head, self.W_qkv.weight, self.W_qkv.bias
+            q = self.split_heads(F.linear(x, W[:dq], None if b is None else b[:dq]))  # (B, H, L, d)
+            k, v = done
         else:
-            done = cache.cross[self.layer_index] if cache is not None else None
-            if done is not None:  # the source's keys and values, from the first step
-                W, b = self.W_qkv.weight, self.W_qkv.bias
-                q = self.split_heads(F.linear(x, W[:dq], None if b is None else b[:dq]))  # (B, H, L, d)
-                k, v = done
-            else:
-                q, k, v = self.project(x, context)
-                q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, H, L|S, d)
-                if cache is not None:
-                    cache.cross[self.layer_index] = (k, v)
+            q, k, v = (self.split_heads(t) for t in self.project(x, context))  # (B, H, L|S, d) × 3
+            if cache is not None and context is None:
+                k, v = cache.update(self.layer_index, k, v)  # (B, H, S, d)
+            elif cache is not None:
+                cache.cross[self.layer_index] = (k, v)
         if bias is not None and self.has_bias and self.bias.hooks:
             bias = self.bias(bias.expand(x.shape[0], -1, -1, -1))  # recorded per text, as every step
-        hooked = any(getattr(self, s).hooks for s in STEPS)
-        z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, scale=self.scale, bias=bias,
-                            dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
-                            hooks=ModuleHooks(self) if hooked else None, check_finite=self.check_finite)  # (B, H, L, d)
-        merged = self.merged(self.merge_heads(z))  # (B, L, H·d)
-        out = self.out(self.W_O(merged))  # (B, L, d)
-        return (out, weights) if need_weights else out
+        return self.attend_heads(q, k, v, mask, causal=causal, bias=bias, need_weights=need_weights,
+                                 hooks=self.active_hooks())  # (B, L, d)
 
 
 def make_norm(config) -> nn.Module:

@@ -34,7 +34,7 @@ from torch import nn
 from ..errors import ConfigError
 from ..hooks import HookPoint
 from ..i18n import error
-from ..kernels.steps import STEPS, ModuleHooks, attend
+from ..kernels.steps import STEPS, ModuleHooks
 from ..kernels.validate import check_token_ids, check_vocabulary
 from .attention import MultiHeadAttention
 from .embeddings import TermHooks
@@ -226,12 +226,8 @@ class DisentangledAttention(MultiHeadAttention):
             bias = self.bias(score * self.scale)  # (B, H, L, L)
         hooked = any(getattr(self, s).hooks for s in STEPS) or bool(getattr(self, "scores_c2c", None) and
                                                                      self.scores_c2c.hooks)
-        z, weights = attend(q, k, v, mask, scale=self.scale, bias=bias,
-                            dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
-                            hooks=_Hooks(self) if hooked else None, check_finite=self.check_finite)  # (B, H, L, d)
-        merged = self.merged(self.merge_heads(z))  # (B, L, d)
-        out = self.out(self.W_O(merged))  # (B, L, d)
-        return (out, weights) if need_weights else out
+        return self.attend_heads(q, k, v, mask, bias=bias, need_weights=need_weights,
+                                 hooks=_Hooks(self) if hooked else None)  # (B, L, d)
 
 
 class DebertaLayer(RecipeLayer):

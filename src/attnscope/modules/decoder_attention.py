@@ -28,7 +28,7 @@ from ..errors import ConfigError
 from ..hooks import HookPoint, Recorder
 from ..i18n import error
 from ..kernels.derived import shared
-from ..kernels.steps import STEPS, ModuleHooks, attend
+from ..kernels.steps import STEPS
 from ..positions import Rotary
 from .attention import MultiHeadAttention, SharedHeadPoint
 from .rmsnorm import RMSNorm
@@ -149,14 +149,8 @@ class DecoderAttention(MultiHeadAttention):
             else:  # a hook may change it in place: this layer's own
                 made = full_mask(mask, causal, B, L, S, x.device)
             mask, causal = self.mask(made), False  # (B|1, 1, L, S)
-        # idle hook points: the step function's lean path (no per-step bookkeeping)
-        hooked = any(getattr(self, s).hooks for s in STEPS)
-        z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, scale=self.scale,
-                            dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
-                            hooks=ModuleHooks(self) if hooked else None, check_finite=self.check_finite)  # (B, H, L, d)
-        merged = self.merged(self.merge_heads(z))  # (B, L, H·d)
-        out = self.out(self.W_O(merged))  # (B, L, d_model)
-        return (out, weights) if need_weights else out
+        return self.attend_heads(q, k, v, mask, causal=causal, need_weights=need_weights,
+                                 hooks=self.active_hooks())  # (B, L, d_model)
 
 
 def full_mask(mask: Optional[Tensor], causal: bool, B: int, L: int, S: int, device) -> Tensor:

@@ -21,6 +21,7 @@ Each name above is a hook point of the layer, so the names mean the same role in
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Optional
 
 import torch
@@ -36,14 +37,12 @@ from .layer import RecipeLayer
 Tensor = torch.Tensor
 
 
+ACTIVATIONS = {"gelu": F.gelu, "gelu_tanh": partial(F.gelu, approximate="tanh"), "silu": F.silu}
+
+
 def activation_fn(name: str):
-    if name == "gelu":
-        return F.gelu
-    if name == "gelu_tanh":
-        return lambda x: F.gelu(x, approximate="tanh")
-    if name == "silu":
-        return F.silu
-    return F.relu
+    """The activation a config names (relu for any other name)."""
+    return ACTIVATIONS.get(name, F.relu)
 
 
 class FeedForward(nn.Module):

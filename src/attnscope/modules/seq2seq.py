@@ -116,18 +116,21 @@ class Seq2SeqEmbeddings(TermHooks):
 
 class Seq2SeqStack(nn.Module):
     """One stack's modules in forward order: embeddings, blocks, the position scheme's learned score
-    bias (T5's; ``rel_bias``), the final norm (T5)."""
+    bias (T5's; ``rel_bias``), the final norm (T5). A subclass names its ``block`` class and whether
+    it is the (causal) decoder."""
 
     rel_bias: nn.Module  # made in __init__ when the position scheme is a learned bias
+    block: type
+    causal: bool
 
-    def __init__(self, config: Seq2SeqConfig, token_embedding: nn.Embedding, n_layers: int, block, *,
-                 bidirectional: bool) -> None:
+    def __init__(self, config: Seq2SeqConfig, token_embedding: nn.Embedding) -> None:
         super().__init__()
         c = self.config = config
         self.embed = Seq2SeqEmbeddings(c, token_embedding)
-        self.layers = nn.ModuleList(block(c, i) for i in range(n_layers))
+        n_layers = c.n_decoder_layers if self.causal else c.n_layers
+        self.layers = nn.ModuleList(self.block(c, i) for i in range(n_layers))
         if c.score_bias:  # a learned bias scheme: build(config, causal=) → this stack's table
-            self.rel_bias = get_position(c.position).build(c, causal=not bidirectional)  # type: ignore[call-arg,assignment]
+            self.rel_bias = get_position(c.position).build(c, causal=self.causal)  # type: ignore[call-arg,assignment]
         self.ln_f = make_norm(c) if c.final_norm else None
         if self.ln_f is not None:
             self.final_norm = HookPoint()
@@ -139,8 +142,7 @@ class Seq2SeqStack(nn.Module):
 class Seq2SeqEncoder(Seq2SeqStack):
     """The encoder stack: source ids ``(B, S)`` → ``(B, S, d)`` (after ``final_norm`` in T5)."""
 
-    def __init__(self, config: Seq2SeqConfig, token_embedding: nn.Embedding) -> None:
-        super().__init__(config, token_embedding, config.n_layers, EncoderBlock, bidirectional=True)
+    block, causal = EncoderBlock, False
 
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
         x = self.embed(input_ids)  # (B, S, d)
@@ -155,8 +157,7 @@ class Seq2SeqEncoder(Seq2SeqStack):
 class Seq2SeqDecoder(Seq2SeqStack):
     """The decoder stack: target ids ``(B, T)`` over the encoder output → ``(B, T, d)``."""
 
-    def __init__(self, config: Seq2SeqConfig, token_embedding: nn.Embedding) -> None:
-        super().__init__(config, token_embedding, config.n_decoder_layers, DecoderBlock, bidirectional=False)
+    block, causal = DecoderBlock, True
 
     def forward(self, input_ids: Tensor, source: Tensor, *, source_mask: Optional[Tensor] = None,
                 attention_mask: Optional[Tensor] = None, cache: Optional[Seq2SeqCache] = None,
@@ -186,7 +187,7 @@ class Seq2SeqDecoder(Seq2SeqStack):
                 ws.append(a)
                 wc.append(b)
         if cache is not None:
-            cache.self_attn.advance(T)
+            cache.advance(T)
         x = self.finish(x)
         return (x, ws, wc) if need_weights else x
 

@@ -52,13 +52,12 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
     scalar = setting(hf, "query_pre_attn_scalar", source, head_dim, float)
     d = setting(hf, "hidden_size", source)
     cap = setting(hf, "final_logit_softcapping", source, None, float)
+    bias = bool(setting(hf, "attention_bias", source, False, bool))
     return D.decoder_config(
         dict(hf, head_dim=head_dim), source, activation_key="hidden_activation", default_activation="gelu_pytorch_tanh",
         tie_default=True, rope_theta=theta, rope_scaling=scaling, rope_local_theta=local,
         sliding_window=window if "sliding" in types else None, layer_types=types if "sliding" in types else None,
-        bias=bool(setting(hf, "attention_bias", source, False, bool)),
-        out_bias=bool(setting(hf, "attention_bias", source, False, bool)),
-        norm_offset=1.0, norm="sandwich", qk_norm=True, embed_scale=math.sqrt(d),
+        bias=bias, out_bias=bias, norm_offset=1.0, norm="sandwich", qk_norm=True, embed_scale=math.sqrt(d),
         query_scale=float(scalar) ** -0.5, final_logit_softcap=float(cap) if cap is not None else None)
 
 
