@@ -150,11 +150,9 @@ def markdown(result, lang: str = "en") -> str:
         L.append(copying_line(result, lang))
     L.append(T("dec_per_layer"))
     L.append(T("dec_table_head"))
-    L.append("|---|---|---|---|---|---|---|---|")
-    for r in layer_rows(result):
-        L.append(f"| {r['layer']} | {fmt_number(r['sink'])} | {fmt_number(r['sink_max'])} | {r['sink_heads']} | "
-                 f"{fmt_number(r['prev_token_max'])} | {fmt_number(r['duplicate_max'])} | {fmt_number(r['induction_max'])} | "
-                 f"{r['induction_heads']} |")
+    L.append("|---|" + "---|" * len(LAYER_COLUMNS))
+    for r in layer_rows(result):  # the layer, then LAYER_COLUMNS: scores to 3 decimals, counts as they are
+        L.append("| " + " | ".join(fmt_number(v) if isinstance(v, float) else str(v) for v in r.values()) + " |")
     L.append("")
     L.extend(f"![{s}](heatmaps/{s}.png)\n" for s in heatmap_names(result) if s in ("sink", "induction"))
     return "\n".join(L)
