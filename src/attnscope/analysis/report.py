@@ -20,7 +20,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -144,7 +144,8 @@ def write_report(result, out_dir: Union[str, Path], lang: str = "en") -> dict:
     paths["analysis.json"] = out / "analysis.json"
 
     # (name, values, title, heatmap options), in the order the files are listed
-    maps = [(s, result.means[s], say("map_title", lang, name=s, doc=say("doc_" + s, lang)), {}) for s in STAT_NAMES]
+    maps: list[tuple[str, Any, str, dict]] = [
+        (s, result.means[s], say("map_title", lang, name=s, doc=say("doc_" + s, lang)), {}) for s in STAT_NAMES]
     if result.importance is not None:
         maps.append(("importance", result.importance, say("map_title", lang, name="importance", doc=say(
             "map_importance", lang, metric=result.importance_metric)), {"cmap": "magma"}))
