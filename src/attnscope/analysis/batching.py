@@ -12,9 +12,10 @@ kept, as the tokenizer's truncation keeps them) and counted.
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import torch
 
@@ -143,17 +144,8 @@ def chunks(texts: Iterable[Text], size: int) -> Iterator[list[Text]]:
     Grouping is by ``index // size`` (not by count), so a process that owns only some windows
     forms exactly the groups a single process forms.
     """
-    group: list[Text] = []
-    current: Optional[int] = None
-    for t in texts:
-        k = t.index // size
-        if current is not None and k != current and group:
-            yield group
-            group = []
-        current = k
-        group.append(t)
-    if group:
-        yield group
+    for _, group in itertools.groupby(texts, key=lambda t: t.index // size):
+        yield list(group)
 
 
 def bucket(items: Sequence[Encoded], batch_size: int) -> list[list[Encoded]]:

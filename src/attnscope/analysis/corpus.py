@@ -31,6 +31,7 @@ import os
 import re
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
@@ -227,9 +228,6 @@ class CorpusReader:
 # the built-in corpus
 # ----------------------------------------------------------------------------------------------
 
-_PY_DOCS: Optional[list[tuple[str, str]]] = None
-
-
 def _is_prose(s: str) -> bool:
     """A paragraph of running English text, not code, grammar, a table or a heading."""
     if len(s.split()) < 8 or "::=" in s or ">>>" in s or s.startswith(("*", "+", "|", "=")):
@@ -238,6 +236,7 @@ def _is_prose(s: str) -> bool:
     return letters > 0.8 and s[-1] in ".:;)\"'"
 
 
+@lru_cache(maxsize=1)  # made once per process; every caller shares the list
 def python_docs_paragraphs() -> list[tuple[str, str]]:
     """``[(where, paragraph)]``: the prose paragraphs of CPython's ``pydoc_data.topics``.
 
@@ -247,25 +246,22 @@ def python_docs_paragraphs() -> list[tuple[str, str]]:
     ≥ 8 words, ≥ 80 % letters and spaces, ending like a sentence, no grammar rules or examples):
     about 1,300 paragraphs, 48,000 words on Python 3.11, in topic order.
     """
-    global _PY_DOCS
-    if _PY_DOCS is None:
-        try:
-            from pydoc_data.topics import topics
-        except ImportError:
-            raise error(InputError, "errors.analysis_no_pydoc_data") from None
-        out = []
-        for name, text in topics.items():
-            block: list[str] = []
-            k = 0
-            for line in text.splitlines() + [""]:
-                if line.strip():
-                    block.append(line.strip())
-                    continue
-                if block:
-                    s = " ".join(block)
-                    if _is_prose(s):
-                        out.append((f"{BUILTIN_PREFIX}python-docs:{name}#{k}", s))
-                    k += 1
-                    block = []
-        _PY_DOCS = out
-    return _PY_DOCS
+    try:
+        from pydoc_data.topics import topics
+    except ImportError:
+        raise error(InputError, "errors.analysis_no_pydoc_data") from None
+    out = []
+    for name, text in topics.items():
+        block: list[str] = []
+        k = 0
+        for line in text.splitlines() + [""]:
+            if line.strip():
+                block.append(line.strip())
+                continue
+            if block:
+                s = " ".join(block)
+                if _is_prose(s):
+                    out.append((f"{BUILTIN_PREFIX}python-docs:{name}#{k}", s))
+                k += 1
+                block = []
+    return out

@@ -36,8 +36,9 @@ from typing import Callable, Optional
 
 import torch
 
-from ..errors import ShapeError, fmt_shape
+from ..errors import ShapeError
 from ..i18n import error
+from .stats import shape_or_type
 
 Tensor = torch.Tensor
 
@@ -71,13 +72,11 @@ def cross_sums(weights: Tensor, target_mask: Tensor, source_mask: Tensor, *, win
                ) -> dict[str, tuple[Tensor, Tensor]]:
     """``{stat: (sum (H,), count (H,))}`` float64 of one batch of cross-attention weights (B, H, T, S)."""
     if not isinstance(weights, Tensor) or weights.dim() != 4 or not weights.is_floating_point():
-        got = fmt_shape(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
-        raise error(ShapeError, "errors.analysis_cross_weights", got=got)
+        raise error(ShapeError, "errors.analysis_cross_weights", got=shape_or_type(weights))
     B, H, T, S = weights.shape
     for name, m, n in (("target_mask", target_mask, T), ("source_mask", source_mask, S)):
         if not isinstance(m, Tensor) or tuple(m.shape) != (B, n):
-            got = fmt_shape(m.shape) if isinstance(m, Tensor) else type(m).__name__
-            raise error(ShapeError, "errors.analysis_mask_shape", name=name, B=B, n=n, got=got)
+            raise error(ShapeError, "errors.analysis_mask_shape", name=name, B=B, n=n, got=shape_or_type(m))
     if window < 0:
         raise error(ShapeError, "errors.analysis_window", value=window)
     w = weights.to(torch.float64)

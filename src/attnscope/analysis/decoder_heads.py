@@ -43,7 +43,7 @@ import torch
 
 from ..errors import ConfigError, InputError, ShapeError, fmt_shape
 from ..i18n import Msg, error
-from .stats import BatchContext, attention_sums
+from .stats import BatchContext, attention_sums, shape_or_type
 
 Tensor = torch.Tensor
 
@@ -104,8 +104,7 @@ def repeat_sums(weights: Tensor, period: int, prefix: int = 0) -> dict[str, tupl
         ``B·T`` for the other two.
     """
     if not isinstance(weights, Tensor) or weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
-        got = fmt_shape(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
-        raise error(ShapeError, "errors.analysis_weights_self", got=got)
+        raise error(ShapeError, "errors.analysis_weights_self", got=shape_or_type(weights))
     T, P = int(period), int(prefix)
     if T < 2 or P < 0:
         raise error(ConfigError, "errors.analysis_repeat_period", period=T, prefix=P)

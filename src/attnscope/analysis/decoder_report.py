@@ -1,5 +1,5 @@
 """The decoder part of an analysis report (causal models): sink, previous-token, duplicate and
-induction scores per head and per layer, in CSV columns, JSON, heatmaps and a Markdown section.
+induction scores per head and per layer, in CSV columns, JSON, the heatmaps' list and a Markdown section.
 
 Everything here reads an :class:`.run.AnalysisResult` whose means hold the :data:`.decoder_heads.DECODER_STATS`
 (``result.roles`` is not None); for other models every function returns nothing. ``lang`` picks
@@ -9,7 +9,6 @@ the language of the words (attnscope.i18n's ``analysis`` table); the numbers are
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -63,14 +62,6 @@ def layer_rows(result) -> list[dict]:
     return rows
 
 
-def layer_cells(row) -> list:
-    """layers.csv cells of one :func:`layer_rows` row (``[]`` for None), NaN written as the file's other
-    columns write it (n/a)."""
-    if row is None:
-        return []
-    return [fmt_number(v, 6) if isinstance(v, float) else v for v in (row[c] for c in LAYER_COLUMNS)]
-
-
 def heads_with(result, role: str) -> list[tuple[int, int, float]]:
     """``[(layer, head, score)]`` of the heads with ``role``, strongest first."""
     stat = ROLE_STAT[role]
@@ -116,27 +107,11 @@ def copying_line(result, lang: str = "en") -> str:
         f"{l}.{h} {fmt_number(scores.get(f'{l}.{h}'), 2)}" for l, h, _ in found[:SHOWN]))
 
 
-def title(stat: str, lang: str = "en") -> str:
-    """A score's heatmap title (short: the figure is as wide as the heads)."""
-    return say("dec_title_" + stat, lang)
-
-
 def heatmap_names(result) -> list:
     """The decoder scores that were measured (each has a heatmap)."""
     if not has_decoder(result):
         return []
     return [s for s in DECODER_STATS if s not in REPEAT_STATS or _ran(result)]
-
-
-def write_heatmaps(result, folder: Path, heatmap, lang: str = "en") -> dict:
-    """heatmaps/{sink,prev_token,duplicate,induction}.png (the scores that were measured)."""
-    paths = {}
-    for stat in heatmap_names(result):
-        p = folder / f"{stat}.png"
-        heatmap(np.asarray(result.means[stat], dtype=float), title(stat, lang), p,
-                cmap="cividis", vmin=0.0, vmax=1.0, lang=lang)
-        paths[f"heatmaps/{stat}.png"] = p
-    return paths
 
 
 def markdown(result, lang: str = "en") -> str:
@@ -175,11 +150,9 @@ def markdown(result, lang: str = "en") -> str:
         L.append(copying_line(result, lang))
     L.append(T("dec_per_layer"))
     L.append(T("dec_table_head"))
-    L.append("|---|---|---|---|---|---|---|---|")
-    for r in layer_rows(result):
-        L.append(f"| {r['layer']} | {fmt_number(r['sink'])} | {fmt_number(r['sink_max'])} | {r['sink_heads']} | "
-                 f"{fmt_number(r['prev_token_max'])} | {fmt_number(r['duplicate_max'])} | {fmt_number(r['induction_max'])} | "
-                 f"{r['induction_heads']} |")
+    L.append("|---|" + "---|" * len(LAYER_COLUMNS))
+    for r in layer_rows(result):  # the layer, then LAYER_COLUMNS: scores to 3 decimals, counts as they are
+        L.append("| " + " | ".join(fmt_number(v) if isinstance(v, float) else str(v) for v in r.values()) + " |")
     L.append("")
     L.extend(f"![{s}](heatmaps/{s}.png)\n" for s in heatmap_names(result) if s in ("sink", "induction"))
     return "\n".join(L)

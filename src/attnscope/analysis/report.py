@@ -20,7 +20,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def csv_cell(x) -> str:
 
 def write_csv(path: Path, cols: Sequence[str], rows) -> Path:
     """``rows`` (dicts) under the header ``cols``, one :func:`csv_cell` a cell (a column a row lacks: NaN,
-    an empty cell); the single-stack and the encoder–decoder analyses write heads.csv with it."""
+    an empty cell); the single-stack and the encoder–decoder analyses write their CSV files with it."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -132,43 +132,38 @@ def write_report(result, out_dir: Union[str, Path], lang: str = "en") -> dict:
     cols = ["layer", "head", "label", "importance", *STAT_NAMES, *decoder_report.head_columns(result)]
     paths["heads.csv"] = write_csv(out / "heads.csv", cols, result.heads())
     layers = result.summary["layers"]
-    lcols = ["layer", *LAYER_STATS, *(["importance"] if result.importance is not None else []), *LABELS]
     extra = decoder_report.layer_rows(result)  # causal models: sink and induction per layer
-    lcols += list(decoder_report.LAYER_COLUMNS) if extra else []
-    with open(out / "layers.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(lcols)
-        cells: Sequence[Optional[dict]] = extra if extra else [None] * len(layers)  # None: no decoder cells
-        for r, x in zip(layers, cells):
-            w.writerow([r["layer"], *[fmt_number(r[s], 6) for s in LAYER_STATS],
-                        *([fmt_number(r["importance"], 6)] if result.importance is not None else []),
-                        *[r["labels"].get(lab, 0) for lab in LABELS], *decoder_report.layer_cells(x)])
-    paths["layers.csv"] = out / "layers.csv"
+    lcols = ["layer", *LAYER_STATS, *(["importance"] if result.importance is not None else []), *LABELS,
+             *(decoder_report.LAYER_COLUMNS if extra else ())]
+    rows = ({**r, **{lab: r["labels"].get(lab, 0) for lab in LABELS}, **x}
+            for r, x in zip(layers, extra or [{}] * len(layers)))
+    # every float to 6 decimals ("n/a" for NaN), the counts as they are
+    paths["layers.csv"] = write_csv(out / "layers.csv", lcols, ({k: fmt_number(v, 6) if isinstance(v, float) else v
+                                                                  for k, v in r.items()} for r in rows))
     (out / "analysis.json").write_text(json.dumps(to_json(result), indent=1, ensure_ascii=False), encoding="utf-8")
     paths["analysis.json"] = out / "analysis.json"
 
-    maps = {s: result.means[s] for s in STAT_NAMES}
+    # (name, values, title, heatmap options), in the order the files are listed
+    maps: list[tuple[str, Any, str, dict]] = [
+        (s, result.means[s], say("map_title", lang, name=s, doc=say("doc_" + s, lang)), {}) for s in STAT_NAMES]
     if result.importance is not None:
-        maps["importance"] = result.importance
-    for name, values in maps.items():
-        p = out / "heatmaps" / f"{name}.png"
-        doc = say("doc_" + name, lang) if name in STAT_DOCS else say("map_importance", lang,
-                                                                          metric=result.importance_metric)
-        heatmap(np.asarray(values, dtype=float), say("map_title", lang, name=name, doc=doc), p,
-                fmt="{:.2f}" if name not in ("distance", "distance_content") else "{:.1f}",
-                cmap="magma" if name == "importance" else "viridis", lang=lang)
-        paths[f"heatmaps/{name}.png"] = p
-    paths.update(decoder_report.write_heatmaps(result, out / "heatmaps", heatmap, lang))
+        maps.append(("importance", result.importance, say("map_title", lang, name="importance", doc=say(
+            "map_importance", lang, metric=result.importance_metric)), {"cmap": "magma"}))
+    maps += [(s, result.means[s], say("dec_title_" + s, lang), {"cmap": "cividis", "vmin": 0.0, "vmax": 1.0})
+             for s in decoder_report.heatmap_names(result)]  # short titles: the figure is as wide as the heads
     codes = {lab: i for i, lab in enumerate(LABELS)}
     short = {"previous": "prev", "next": "next", "self": "self", "cls": "CLS", "sep": "SEP", "punct": "punc",
              "local": "loc", "broad": "brd", "other": "·"}
-    p = out / "heatmaps" / "labels.png"
     # Pastel1 has 9 colours, one per label, fixed by vmin/vmax so a label keeps its colour
     legend = say("list_sep", lang).join(f"{short[lab]} = {lab}" for lab in LABELS if short[lab] != lab)
-    heatmap(np.vectorize(codes.get)(result.labels).astype(float), say("map_labels", lang, legend=legend), p,
-            cmap="Pastel1", labels=np.vectorize(short.get)(result.labels), vmin=-0.5, vmax=len(LABELS) - 0.5,
-            lang=lang)
-    paths["heatmaps/labels.png"] = p
+    maps.append(("labels", np.vectorize(codes.get)(result.labels), say("map_labels", lang, legend=legend),
+                 {"cmap": "Pastel1", "labels": np.vectorize(short.get)(result.labels), "vmin": -0.5,
+                  "vmax": len(LABELS) - 0.5}))
+    for name, values, title, options in maps:
+        p = out / "heatmaps" / f"{name}.png"
+        heatmap(np.asarray(values, dtype=float), title, p, fmt="{:.1f}" if name in ("distance", "distance_content")
+                else "{:.2f}", lang=lang, **options)
+        paths[f"heatmaps/{name}.png"] = p
     (out / "report.md").write_text(markdown(result, lang), encoding="utf-8")
     paths["report.md"] = out / "report.md"
     return paths

@@ -230,14 +230,10 @@ def report_markdown(r: Seq2SeqAnalysis, lang: str = "en") -> str:
         lines += ["", " ".join(f"![{s}](heatmaps/{stack}_{s}.png)" for s in stats), ""]
         doc = (lambda s: T("cross_doc_" + s)) if stack == "cross" else (lambda s: T("doc_" + s))
         lines += [T("s2s_doc", stat=s, doc=doc(s)) for s in stats] + [""]
-    best = r.best_aligned()
+    cols = ("argmax_diagonal", "to_diagonal", "diagonal_band", "diagonal_offset", "monotonic", "entropy_norm")
     lines += [T("s2s_sec_alignment"), "", T("s2s_alignment", window=r.window), "",
-              f"| {T('col_layer')} | {T('col_head')} | argmax_diagonal | to_diagonal | diagonal_band | diagonal_offset | "
-              "monotonic | entropy_norm |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for x in best:
-        lines.append(f"| {x['layer']} | {x['head']} | " + " | ".join(
-            fmt_number(x[s]) for s in ("argmax_diagonal", "to_diagonal", "diagonal_band", "diagonal_offset",
-                                       "monotonic", "entropy_norm")) + " |")
+              f"| {T('col_layer')} | {T('col_head')} | " + " | ".join(cols) + " |", "|---:|---:|" + "---:|" * len(cols)]
+    for x in r.best_aligned():
+        lines.append(f"| {x['layer']} | {x['head']} | " + " | ".join(fmt_number(x[s]) for s in cols) + " |")
     lines += ["", T("s2s_end"), ""]
     return "\n".join(lines)

@@ -97,23 +97,25 @@ class StatOptions:
     causal: bool = False
 
 
+def shape_or_type(x) -> str:
+    """What a ShapeError says was given: a tensor's shape, or the type of anything else."""
+    return fmt_shape(x.shape) if isinstance(x, Tensor) else type(x).__name__
+
+
 def check_inputs(weights: Tensor, attention_mask: Tensor, kinds: Mapping[str, Tensor]) -> None:
     """Raise ShapeError unless weights (B, H, L, L), attention_mask (B, L) and kinds (B, L) agree."""
     if not isinstance(weights, Tensor) or weights.dim() != 4 or not weights.is_floating_point():
-        got = fmt_shape(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
-        raise error(ShapeError, "errors.analysis_weights_float", got=got)
+        raise error(ShapeError, "errors.analysis_weights_float", got=shape_or_type(weights))
     B, H, L, S = weights.shape
     if L != S:
         raise error(ShapeError, "errors.analysis_weights_self", got=fmt_shape(weights.shape))
     if not isinstance(attention_mask, Tensor) or tuple(attention_mask.shape) != (B, L):
-        got = fmt_shape(attention_mask.shape) if isinstance(attention_mask, Tensor) else type(attention_mask).__name__
-        raise error(ShapeError, "errors.analysis_mask_bl", B=B, L=L, got=got)
+        raise error(ShapeError, "errors.analysis_mask_bl", B=B, L=L, got=shape_or_type(attention_mask))
     for name, m in kinds.items():
         if name not in KINDS:
             raise error(ShapeError, "errors.analysis_unknown_kind", name=repr(name), kinds=", ".join(KINDS))
         if not isinstance(m, Tensor) or tuple(m.shape) != (B, L):
-            got = fmt_shape(m.shape) if isinstance(m, Tensor) else type(m).__name__
-            raise error(ShapeError, "errors.analysis_kind_shape", name=repr(name), B=B, L=L, got=got)
+            raise error(ShapeError, "errors.analysis_kind_shape", name=repr(name), B=B, L=L, got=shape_or_type(m))
 
 
 @dataclass
@@ -247,8 +249,7 @@ def attention_sums(weights: Tensor, attention_mask: Optional[Tensor] = None,
     ctx = context.on(weights.device) if isinstance(weights, Tensor) else context
     w = weights
     if not isinstance(w, Tensor) or w.dim() != 4 or tuple(w.shape[::2]) != (ctx.B, ctx.L) or w.shape[-1] != ctx.L:
-        got = fmt_shape(w.shape) if isinstance(w, Tensor) else type(w).__name__
-        raise error(ShapeError, "errors.analysis_weights_batch", B=ctx.B, L=ctx.L, got=got)
+        raise error(ShapeError, "errors.analysis_weights_batch", B=ctx.B, L=ctx.L, got=shape_or_type(w))
     B, H, L, _ = w.shape
     w = w.contiguous() if w.dtype not in HALF else w.float()  # (B, H, L, L); float32: see stats_dtype
     dt, dev = w.dtype, w.device

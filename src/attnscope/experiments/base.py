@@ -13,7 +13,6 @@ report; :meth:`ExperimentResult.write` puts them into a folder::
 
 from __future__ import annotations
 
-import csv
 import functools
 import inspect
 import json
@@ -114,24 +113,11 @@ def jsonable(x: Any) -> Any:
 
 
 def write_csv(path: Path, rows: Sequence[dict]) -> None:
-    """Rows of dicts as CSV; the header is the union of keys in first-seen order."""
-    keys: list[str] = []
-    for row in rows:
-        keys.extend(k for k in row if k not in keys)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        for row in rows:
-            w.writerow({k: _csv_value(row.get(k)) for k in keys})
+    """Rows of dicts as CSV; the header is the union of keys in first-seen order, the cells as the
+    analysis writes them (floats to 6 significant digits; NaN, inf and missing cells empty)."""
+    from ..analysis.report import write_csv as write_cells
 
-
-def _csv_value(v: Any) -> Any:
-    v = jsonable(v)
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return v
+    write_cells(path, list(dict.fromkeys(k for row in rows for k in row)), [jsonable(row) for row in rows])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -172,10 +172,8 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
             p = softmax(scores * factor, dim=-1)  # (R, S)
             row = {"d_k": d, "mode": mode, "score_var": float((scores * factor).var())}
             row.update(row_stats(p))
-            asym = saturated_asymptotes(S, d, 1.0 / factor) if d > 1 else None
-            row["asym_one_minus_max"] = asym["one_minus_max"] if asym else None
-            row["asym_entropy"] = asym["entropy"] if asym else None
-            row["asym_jacobian"] = asym["jacobian"] if asym else None
+            asym = saturated_asymptotes(S, d, 1.0 / factor) if d > 1 else {}  # none for d_k = 1
+            row.update({"asym_" + k: asym.get(k) for k in ("one_minus_max", "entropy", "jacobian")})
             table.append(row)
         bar.update(1)
     bar.close()

@@ -158,7 +158,8 @@ class CharLM:
 
 
 def make_task(name: str, **options):
-    """A task by name (:data:`TASKS`); options go to its dataclass."""
+    """A task by name (:data:`TASKS`); options go to its dataclass (``make_task(**task_options(t))``
+    rebuilds ``t``, as the worker processes do)."""
     if name == "recall":
         return AssociativeRecall(**options)
     if name == "lm":
@@ -232,13 +233,6 @@ def ngram_loss(train: torch.Tensor, heldout: torch.Tensor, V: int, n: int, alpha
 
     p = (count(full_tr, full_te) + alpha) / (count(ctx_tr, ctx_te) + alpha * V)
     return float(-p.log().mean())
-
-
-def task_from_spec(spec: dict):
-    """Rebuild a task from ``describe()``-style options (used inside worker processes)."""
-    opts = dict(spec)
-    name = opts.pop("name")
-    return make_task(name, **opts)
 
 
 def task_options(task) -> dict:

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ..base import torch_threads
-from ..tasks import IGNORE, eval_set, task_from_spec
+from ..tasks import IGNORE, eval_set, make_task
 from .model import Probe, build_model, encoder_layers
 from .settings import Settings
 from .verdicts import mean_finite, run_flags
@@ -47,7 +47,7 @@ def train_one(spec: dict) -> dict:
 
 def _train_one(spec: dict) -> dict:
     t0 = time.perf_counter()
-    task = task_from_spec(spec["task"])
+    task = make_task(**spec["task"])
     s = Settings(**{**spec["settings"], "tasks": (task.name,)})
     variant, d_k, seed = spec["variant"], spec["d_k"], spec["seed"]
     steps, B = spec["steps"], spec["batch"]

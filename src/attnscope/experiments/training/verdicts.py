@@ -39,15 +39,11 @@ def run_flags(steps: Sequence[int], losses: Sequence[float], threshold: float, b
             "stalled": (not diverged) and not (final < stall_line), "diverged": diverged}
 
 
-def counted(n: int, noun: str) -> str:
-    """``1 seed``, ``3 seeds``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def counted_in(n: int, unit: str, lang: str = "en") -> str:
-    """``n`` of ``unit`` (``seed``, ``step``, … of attnscope.i18n's ``experiments.train.unit_*``) in ``lang``."""
+    """``n`` of ``unit`` (``seed``, ``step``, … of attnscope.i18n's ``experiments.train.unit_*``) in
+    ``lang``: ``1 seed``, ``3 seeds`` (no thousands separator), ``3 个种子``."""
     noun = i18n.text("experiments.train.unit_" + unit, lang)
-    return counted(n, noun) if lang == "en" else f"{n} {noun}"
+    return f"{n} {noun}{'s' if lang == 'en' and n != 1 else ''}"
 
 
 def mean_finite(xs) -> float:
