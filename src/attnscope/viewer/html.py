@@ -102,17 +102,13 @@ def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Opt
                        font_url: str = "assets/attnscope-cjk.otf", lang: str = "en", seq2seq: bool = False) -> str:
     """The page of ``attnscope serve``: a short introduction with examples, a text box that asks
     the JSON API, and the same viewer under it (its toolbar's words in ``lang``); ``seq2seq``: for
-    an encoder–decoder model, source and target boxes and the encoder / decoder / cross views."""
+    an encoder–decoder model, source and target boxes and the encoder / decoder / cross views. The
+    viewer is mounted without data; the bundled CJK font is read from ``font_url``."""
     server = {"endpoint": api, "model": model_name, "maxChars": max_chars, **({"seq2seq": True} if seq2seq else {})}
-    return server_page(model_name, script(seq2seq), {"server": server, "lang": check_lang(lang)}, font_url)
-
-
-def server_page(model_name: str, scripts: str, options: dict, font_url: str) -> str:
-    """A page of ``attnscope serve``: ``scripts`` and the viewer mounted without data, with
-    ``options`` (the API it asks, the model's name), and the bundled CJK font at ``font_url``."""
+    options = {"server": server, "lang": check_lang(lang)}
     body = (
         "<div id=\"attnscope-root\"></div>\n"
-        f"<script>\n{scripts}</script>\n"
+        f"<script>\n{script(seq2seq)}</script>\n"
         "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'), null,\n"
         f"  {json_for_script(options)});\n</script>"
     )
@@ -123,7 +119,7 @@ def server_page(model_name: str, scripts: str, options: dict, font_url: str) -> 
                f"unicode-range:{CJK_RANGES};src:url({font_url}) format('opentype');}}\n"
                ".as-intro,.as-form,.as-form *,.as-top,.as-bar,.as-heads,.as-warn,.as-body,.as-tip"
                "{font-family:'attnscope CJK UI',system-ui,'DejaVu Sans',sans-serif}")
-    return _page(f"attnscope · {model_name}", ui_font, body, str(options.get("lang", "en")))
+    return _page(f"attnscope · {model_name}", ui_font, body, lang)
 
 
 def iframe(page: str, *, height: int = 640) -> str:

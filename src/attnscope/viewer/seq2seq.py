@@ -98,10 +98,15 @@ def _stack(trace, attention: str, layers: int, step: str) -> np.ndarray:
 
 
 def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> dict:
+    from ..pieces import word_labels
+
     cfg = trace.config
     src, tgt = list(trace.text_tokens(0)), list(trace.target_tokens[0])
+    # what the page shows for each piece: T5's ``▁the`` and BART's ``Ġthe`` both as `` the``; the
+    # pieces themselves stay in the data and in each token's tooltip
+    tok = getattr(model, "tokenizer", None)
     entry = {"source": (trace.texts or [None])[0], "target": (trace.target_texts or [None])[0],
-             "source_tokens": readable_tokens(model, src), "target_tokens": readable_tokens(model, tgt),
+             "source_tokens": word_labels(src, tok), "target_tokens": word_labels(tgt, tok),
              "source_pieces": src, "target_pieces": tgt}
     for att in ATTENTIONS:
         n_layers = cfg.n_layers if att == "encoder" else cfg.n_decoder_layers
@@ -121,15 +126,6 @@ def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> di
                     raise error(InputError, "errors.viewer_s2s_differs", att=att, layer=layer, err=f"{err:.3g}")
         entry[att] = part
     return entry
-
-
-def readable_tokens(model, tokens: Sequence[str]) -> list[str]:
-    """What the page shows for each piece (:func:`attnscope.pieces.word_labels`): T5's ``▁the`` and
-    BART's ``Ġthe`` both as `` the``; the pieces themselves stay in the data (``source_pieces``,
-    ``target_pieces``) and in each token's tooltip."""
-    from ..pieces import word_labels
-
-    return word_labels(tokens, getattr(model, "tokenizer", None))
 
 
 def trace_pair(model, source: str, target: str):
