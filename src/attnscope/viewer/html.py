@@ -30,22 +30,18 @@ SCRIPTS = ("viewer_core.js", "viewer_paint.js", "viewer.js", "viewer_form.js", "
            "viewer_lens.js")
 
 
-def ui_strings() -> dict[str, dict[str, str]]:
-    """The page's own words, language -> key -> string (attnscope.i18n's catalogue, viewer*.toml)."""
-    return TABLES["viewer"]
-
-
 def ui_text() -> str:
     """Every character of the page's own words in every language: the embedded font must draw
     them (the page can switch to Chinese on a machine without CJK fonts)."""
-    return "".join(s for table in ui_strings().values() for s in table.values())
+    return "".join(s for table in TABLES["viewer"].values() for s in table.values())
 
 
 def script(seq2seq: bool = False) -> str:
     """The viewer's JavaScript: the core views, then the views that extend them (generation,
     matrix) and the reading of texts the server holds; the page's words after the core, for tr().
     ``seq2seq``: the encoder–decoder views last (they extend ``attnscope.mount``)."""
-    words = f"window.attnscope.strings = {json_for_script(ui_strings())};"
+    # the page's own words, language -> key -> string (attnscope.i18n's catalogue, viewer*.toml)
+    words = f"window.attnscope.strings = {json_for_script(TABLES['viewer'])};"
     names = SCRIPTS[1:] + (("viewer_seq2seq.js", "viewer_seq2seq_views.js") if seq2seq else ())
     return "\n".join([asset(SCRIPTS[0]), words] + [asset(name) for name in names])
 

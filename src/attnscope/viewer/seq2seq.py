@@ -36,7 +36,7 @@ from .. import reference as R
 from ..errors import InputError
 from ..i18n import error
 from ..trace.seq2seq import ATTENTIONS, BLOCKS  # the three attentions, in the order the page offers them
-from .data import FORMAT, MAX_DECIMALS, REPRODUCE_TOL, VERSION, all_text, encode  # noqa: F401  (all_text: read here too)
+from .data import MAX_DECIMALS, REPRODUCE_TOL, all_text, encode, page_frame  # noqa: F401  (all_text: read here too)
 from .data import page_weights as stack_weights
 
 
@@ -155,12 +155,6 @@ def build_pairs(model, pairs: Sequence[tuple[str, str]], *, decimals: int = 4, c
     factor = R.operand_factor(cfg.scoring, int(cfg.d_head))
     bias = bias_tables(model)
     texts = [_entry(trace_pair(model, s, t), model, factor, bias, check) for s, t in pairs]
-    return {
-        "format": FORMAT, "version": VERSION, "seq2seq": True,
-        "model": model.name, "family": model.family,
-        "config": {"n_layers": cfg.n_layers, "n_decoder_layers": cfg.n_decoder_layers, "n_heads": cfg.n_heads,
-                   "d_model": cfg.d_model, "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
-                   "bias": bias},
-        "exp_show_limit": R.EXP_SHOW_LIMIT, "decimals": decimals, "max_decimals": MAX_DECIMALS,
-        "texts": texts, "compare": None,
-    }
+    config = {"n_layers": cfg.n_layers, "n_decoder_layers": cfg.n_decoder_layers, "n_heads": cfg.n_heads,
+              "d_model": cfg.d_model, "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor, "bias": bias}
+    return page_frame(model.name, model.family, config, decimals, texts, seq2seq=True)
