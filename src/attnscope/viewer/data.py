@@ -37,7 +37,7 @@ from .. import reference as R
 from ..errors import AttnscopeError, InputError
 from ..i18n import error
 from ..positions import causal_window_mask, get_position, layer_inv_freq, rotates
-from .context import context_comparison
+from .context import context_comparison, require_names
 
 FORMAT = "attnscope.view"
 VERSION = 2
@@ -173,7 +173,7 @@ def bias_rows(trace, n: int) -> Optional[dict]:
 def _text_entry(trace, index: int, check: bool, rope: Optional[list] = None) -> dict:
     toks = trace.text_labels(index)  # as a person reads them (attnscope.pieces)
     qs, ks = operand_steps(trace.config)
-    _require(trace, [f"layers.{i}.attn.{s}" for i in range(trace.n_layers) for s in (qs, ks, "v")])
+    require_names(trace, [f"layers.{i}.attn.{s}" for i in range(trace.n_layers) for s in (qs, ks, "v")])
     factor = R.trace_factor(trace)
     arrays: dict = {"q": [], "k": [], "v": []}
     thumbs = []
@@ -299,13 +299,6 @@ def _draws_window(scheme, window: Optional[int], n: int, rows: int = 256) -> boo
         if not np.array_equal(scheme.mask_np(pos[q0:q0 + rows], pos, window), page):
             return False
     return True
-
-
-def _require(trace, names: list[str]) -> None:
-    """InputError naming the first of ``names`` the trace lacks (the page needs them all)."""
-    for name in names:
-        if name not in trace:
-            raise error(InputError, "errors.viewer_trace_lacks", name=repr(name))
 
 
 def _model_name(trace) -> str:

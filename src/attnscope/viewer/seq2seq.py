@@ -74,11 +74,6 @@ def buckets(bias: dict, attention: str, n_q: int, n_k: int) -> np.ndarray:
                        max_distance=bias["max_distance"])
 
 
-def allowed(attention: str, n_q: int, n_k: int) -> np.ndarray:
-    """Bool (n_q, n_k): keys a query may see (decoder self-attention: itself and earlier)."""
-    return R.causal_mask(n_q, n_k) if BLOCKS[attention][3] else np.ones((n_q, n_k), dtype=bool)
-
-
 def page_weights(q: np.ndarray, k: np.ndarray, factor: float, attention: str,
                  bias: Optional[dict] = None) -> np.ndarray:
     """The page's arithmetic in float64 (:func:`.data.page_weights` with this attention's keys and
@@ -88,7 +83,9 @@ def page_weights(q: np.ndarray, k: np.ndarray, factor: float, attention: str,
     if bias is not None and attention in bias:
         table = np.asarray(bias[attention]["table"], dtype=np.float64)  # (buckets, H)
         term = np.moveaxis(table[buckets(bias, attention, n_q, n_k)], -1, 0)  # (H, n_q, n_k)
-    return stack_weights(q, k, factor, allowed(attention, n_q, n_k), None, term)
+    # bool (n_q, n_k): keys a query may see (decoder self-attention: itself and earlier)
+    allowed = R.causal_mask(n_q, n_k) if BLOCKS[attention][3] else np.ones((n_q, n_k), dtype=bool)
+    return stack_weights(q, k, factor, allowed, None, term)
 
 
 def _stack(trace, attention: str, layers: int, step: str) -> np.ndarray:
