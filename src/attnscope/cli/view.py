@@ -45,7 +45,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..viewer.run import check_text
+    from ..viewer.run import check_text, view_data
 
     for value, what in ((args.text, "text"), (args.compare, "--compare"), (args.token, "--token"),
                         (args.target, "--target")):
@@ -59,7 +59,6 @@ def run(args) -> int:
     check_new_file(out, args.overwrite)
     from ..models import load
     from ..viewer.html import render, write_page
-    from ..viewer.run import view_data
 
     model = load(args.model)
     from ..viewer.seq2seq_page import cli_page
