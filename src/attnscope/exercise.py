@@ -147,16 +147,15 @@ def _flow(m: np.ndarray) -> str:
 
 # ----------------------------------------------------------------------------------------------
 
-def _draw(rng: np.random.Generator, shape, style: str) -> np.ndarray:
-    if style == "int":
-        return rng.choice(np.array([-1.0, 0.0, 1.0, 2.0]), size=shape, p=[0.15, 0.3, 0.35, 0.2])
-    return rng.choice(np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 1.5]), size=shape)
+#: (what, style) -> the values drawn for X or a weight matrix W and their probabilities (None: uniform)
+DRAWS = {("X", "int"): ([0.0, 1.0, 2.0], [0.35, 0.45, 0.2]), ("X", "decimal"): ([0.0, 0.5, 1.0, 1.5, 2.0], None),
+         ("W", "int"): ([-1.0, 0.0, 1.0, 2.0], [0.15, 0.3, 0.35, 0.2]),
+         ("W", "decimal"): ([-1.0, -0.5, 0.0, 0.5, 1.0, 1.5], None)}
 
 
-def _draw_x(rng: np.random.Generator, shape, style: str) -> np.ndarray:
-    if style == "int":
-        return rng.choice(np.array([0.0, 1.0, 2.0]), size=shape, p=[0.35, 0.45, 0.2])
-    return rng.choice(np.array([0.0, 0.5, 1.0, 1.5, 2.0]), size=shape)
+def _draw(rng: np.random.Generator, shape, style: str, what: str = "W") -> np.ndarray:
+    values, p = DRAWS[what, style]
+    return rng.choice(np.array(values), size=shape, p=p)
 
 
 def _humane(p: ToyProblem) -> bool:
@@ -206,7 +205,7 @@ def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "in
     if labels is None:
         labels = TOKENS[lang][:tokens]
     for _ in range(MAX_TRIES):
-        X = _draw_x(rng, (tokens, dim), style)
+        X = _draw(rng, (tokens, dim), style, "X")
         W = [_draw(rng, (dim, dim), style) for _ in range(3)]
         p = ToyProblem(X=X, W_Q=W[0], W_K=W[1], W_V=W[2], tokens=list(labels), name=f"exercise-{seed}",
                        source=f"exercise seed {seed}")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from .viewer import data as view_data_mod
-from .viewer.run import unicode_problem
+from .viewer.run import unicode_problem_msg
 
 
 class StrictRequest(BaseModel):
@@ -27,9 +27,9 @@ class StrictRequest(BaseModel):
     @classmethod
     def _valid_unicode(cls, v, info):
         if isinstance(v, str):
-            problem = unicode_problem(v)
-            if problem:
-                raise PydanticCustomError("invalid_unicode", "{what} " + problem, {"what": info.field_name})
+            problem = unicode_problem_msg(v)
+            if problem:  # the sentence in English
+                raise PydanticCustomError("invalid_unicode", "{what} " + str(problem), {"what": info.field_name})
         return v
 
 

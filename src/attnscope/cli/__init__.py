@@ -93,18 +93,6 @@ COMMANDS = ["example", "explain", "check", "exercise", "plot", "view", "serve", 
             "lens", "patch", "circuit", "generate"]
 
 
-def check_range(value, flag: str, low, high=None):
-    """``value`` unless it lies outside ``[low, high]`` (``high`` None: no upper end): InputError
-    naming the option, so that every numeric option fails the same way, in one line."""
-    if value is None:
-        return value
-    if value < low or (high is not None and value > high):
-        if high is None:
-            raise error(InputError, "cli.at_least", flag=flag, low=low, value=value)
-        raise error(InputError, "cli.range", flag=flag, low=low, high=high, value=value)
-    return value
-
-
 def check_out_dir(out: Path) -> None:
     """Check (creating nothing) that --out can be made, so that it fails before the work, not after."""
     if out.exists() and not out.is_dir():

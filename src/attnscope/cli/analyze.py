@@ -35,6 +35,8 @@ import os
 import sys
 from pathlib import Path
 
+from ..errors import InputError
+from ..i18n import error
 from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_overwrite_option
 
 #: What `analyze` writes into --out; one of them there means an earlier run is replaced.
@@ -135,8 +137,6 @@ def run(args) -> int:
     from ..analysis import AnalysisConfig, Thresholds, analyze
     from ..analysis.run import distributed
     from ..analysis.shards import merge_shards
-    from ..errors import InputError
-    from ..i18n import error
     from . import check_device, check_new_results, check_out_dir
     check_device(args.device)
     check_out_dir(Path(args.out))  # fail before the work, not after it, when the results cannot be written
@@ -190,8 +190,6 @@ def run_shard(args, cfg, model) -> int:
     from ..analysis.summary import counted_in, say
     i, n = parse_shard(args.shard)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # every process would run the same shard into one folder
-        from ..errors import InputError
-        from ..i18n import error
         raise error(InputError, "errors.shard_torchrun")
     state = analyze_shard(args.corpus, (i, n), args.out, model, cfg, device=args.device, restart=args.overwrite)
     c = state["accumulator"]["counters"]

@@ -61,24 +61,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-# CLI option -> (library keyword, experiments that take it)
+# CLI option -> (library keyword, experiments that take it); training's options keep their names but --layers
 _OPTIONS = {
     "d_k": ("d_ks", ("variance", "saturation", "training")),
     "samples": ("samples", ("variance",)),
     "distributions": ("distributions", ("variance",)),
     "rows": ("rows", ("saturation",)),
     "length": ("length", ("saturation",)),
-    "tasks": ("tasks", ("training",)),
-    "variants": ("variants", ("training",)),
-    "seeds": ("seeds", ("training",)),
-    "steps": ("steps", ("training",)),
-    "batch": ("batch", ("training",)),
-    "d_model": ("d_model", ("training",)),
-    "layers": ("n_layers", ("training",)),
-    "lr": ("lr", ("training",)),
-    "eval_every": ("eval_every", ("training",)),
-    "init": ("init", ("training",)),
-    "jobs": ("jobs", ("training",)),
+    **{cli: ("n_layers" if cli == "layers" else cli, ("training",))
+       for cli in ("tasks", "variants", "seeds", "steps", "batch", "d_model", "layers", "lr", "eval_every", "init", "jobs")},
 }
 
 

@@ -21,17 +21,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import (
-    MAX_INDEX,
-    MAX_SEED,
-    IntRange,
-    add_command,
-    add_lang_option,
-    add_overwrite_option,
-    check_device,
-    check_new_file,
-    check_range,
-)
+from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_overwrite_option, check_device, check_new_file
 
 
 def register(sub) -> None:
@@ -57,7 +47,8 @@ def run(args) -> int:
     from ..viewer.run import check_text
 
     check_text(args.prompt, "the prompt")
-    check_range(args.temperature, "--temperature", 0.0)
+    if args.temperature < 0.0:  # the float options' one-line error, as IntRange's for the integer ones
+        raise error(InputError, "cli.at_least", flag="--temperature", low=0.0, value=args.temperature)
     if args.top_p is not None and not 0.0 < args.top_p <= 1.0:
         raise error(InputError, "errors.top_p", value=args.top_p)
     device = check_device(args.device)

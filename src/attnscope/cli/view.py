@@ -45,15 +45,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..viewer.run import check_text
+    from ..viewer.run import check_text, view_data
 
-    check_text(args.text, "text")
-    if args.compare is not None:
-        check_text(args.compare, "--compare")
-    if args.token is not None:
-        check_text(args.token, "--token")
-    if args.target is not None:
-        check_text(args.target, "--target")
+    for value, what in ((args.text, "text"), (args.compare, "--compare"), (args.token, "--token"),
+                        (args.target, "--target")):
+        if value is not None:
+            check_text(value, what)
     out = Path(args.output)
     if out.is_dir():
         raise error(InputError, "errors.output_folder", path=out, example=out / "attention.html")
@@ -62,7 +59,6 @@ def run(args) -> int:
     check_new_file(out, args.overwrite)
     from ..models import load
     from ..viewer.html import render, write_page
-    from ..viewer.run import view_data
 
     model = load(args.model)
     from ..viewer.seq2seq_page import cli_page

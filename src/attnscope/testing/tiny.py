@@ -80,8 +80,11 @@ def _folder(folder) -> Path:
     return path
 
 
-def _save(model, folder: Path, seed: int) -> Path:
-    """``model`` with random parameters (:func:`_randomise`), saved in ``folder``."""
+def _save(model_class, cfg, folder: Path, seed: int, **kw) -> Path:
+    """``model_class(cfg, **kw)`` made under ``torch.manual_seed(seed)``, with random parameters
+    (:func:`_randomise`), saved in ``folder``."""
+    torch.manual_seed(seed)
+    model = model_class(cfg, **kw)
     _randomise(model, seed)
     model.eval()
     model.save_pretrained(str(folder))
@@ -98,11 +101,9 @@ def tiny_bert_chinese(folder, *, seed: int = 0) -> Path:
     (folder / "vocab.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps(
         {"do_lower_case": False, "tokenize_chinese_chars": True, "tokenizer_class": "BertTokenizer"}), encoding="utf-8")
-    torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=BERT_BASE_CHINESE_VOCAB_SIZE, hidden_size=32, num_hidden_layers=2,
                      num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
-    model = BertForMaskedLM(cfg)
-    return _save(model, folder, seed)
+    return _save(BertForMaskedLM, cfg, folder, seed)
 
 
 def tiny_bert(folder, *, seed: int = 1) -> Path:
@@ -113,14 +114,13 @@ def tiny_bert(folder, *, seed: int = 1) -> Path:
     folder = _folder(folder)
     shutil.copy(default_model_path() / "vocab.txt", folder / "vocab.txt")
     (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}), encoding="utf-8")
-    torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=64, max_position_embeddings=64)
-    model = BertModel(cfg, add_pooling_layer=True)
-    return _save(model, folder, seed)
+    return _save(BertModel, cfg, folder, seed, add_pooling_layer=True)
 
 
-def _train_bpe(folder: Path, special: list[str], vocab_size: int = 400) -> dict:
+def _bpe(special: list[str], vocab_size: int = 400):
+    """A byte-level BPE ``tokenizers.Tokenizer`` trained on :data:`CORPUS`, ``special`` first."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -129,6 +129,11 @@ def _train_bpe(folder: Path, special: list[str], vocab_size: int = 400) -> dict:
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(CORPUS, trainer=trainer)
+    return tok
+
+
+def _train_bpe(folder: Path, special: list[str], vocab_size: int = 400) -> dict:
+    tok = _bpe(special, vocab_size)
     tok.model.save(str(folder))  # vocab.json + merges.txt
     return tok.get_vocab()
 
@@ -138,12 +143,10 @@ def tiny_roberta(folder, *, seed: int = 2) -> Path:
 
     folder = _folder(folder)
     vocab = _train_bpe(folder, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-    torch.manual_seed(seed)
     cfg = RobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=66, pad_token_id=1, bos_token_id=0,
                         eos_token_id=2, type_vocab_size=1, layer_norm_eps=1e-5)
-    model = RobertaForMaskedLM(cfg)
-    return _save(model, folder, seed)
+    return _save(RobertaForMaskedLM, cfg, folder, seed)
 
 
 def tiny_gpt2(folder, *, seed: int = 3) -> Path:
@@ -152,11 +155,9 @@ def tiny_gpt2(folder, *, seed: int = 3) -> Path:
     folder = _folder(folder)
     vocab = _train_bpe(folder, ["<|endoftext|>"])
     eos = vocab["<|endoftext|>"]
-    torch.manual_seed(seed)
     cfg = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=32, n_layer=2, n_head=4,
                      bos_token_id=eos, eos_token_id=eos)
-    model = GPT2LMHeadModel(cfg)
-    return _save(model, folder, seed)
+    return _save(GPT2LMHeadModel, cfg, folder, seed)
 
 
 def tiny_bloom(folder, *, seed: int = 4, n_heads: int = 4, d_model: int = 32) -> Path:
@@ -164,21 +165,14 @@ def tiny_bloom(folder, *, seed: int = 4, n_heads: int = 4, d_model: int = 32) ->
     per-head fused ``query_key_value``; a byte-level BPE ``tokenizer.json`` (<unk> <s> </s> <pad> =
     0–3, no <s> added, as BLOOM's). ``n_heads=6, d_model=48``: slopes of a head count that is not
     a power of two."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import BloomConfig, BloomForCausalLM
 
     folder = _folder(folder)
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
-        vocab_size=400, special_tokens=["<unk>", "<s>", "</s>", "<pad>"], show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = _bpe(["<unk>", "<s>", "</s>", "<pad>"])
     tok.save(str(folder / "tokenizer.json"))
-    torch.manual_seed(seed)
     cfg = BloomConfig(vocab_size=tok.get_vocab_size(), hidden_size=d_model, n_layer=2, n_head=n_heads,
                       bos_token_id=1, eos_token_id=2, pad_token_id=3, layer_norm_epsilon=1e-5)
-    return _save(BloomForCausalLM(cfg), folder, seed)
+    return _save(BloomForCausalLM, cfg, folder, seed)
 
 
 def tiny_bloom_6heads(folder, *, seed: int = 5) -> Path:

@@ -21,12 +21,16 @@ def hidden_states(trace, text: int = 0) -> list[tuple[str, np.ndarray]]:
     """
     text = trace.check_text(text)
     n = trace.length(text)
-    out = []
-    for name in ["embed.out"] + [f"layers.{i}.out" for i in range(trace.n_layers)]:
+    names = ["embed.out"] + [f"layers.{i}.out" for i in range(trace.n_layers)]
+    require_names(trace, names)
+    return [(name, trace[name][text][:n].detach().cpu().double().numpy()) for name in names]
+
+
+def require_names(trace, names: list[str]) -> None:
+    """InputError naming the first of ``names`` the trace lacks (the page needs them all)."""
+    for name in names:
         if name not in trace:
             raise error(InputError, "errors.viewer_trace_lacks", name=repr(name))
-        out.append((name, trace[name][text][:n].detach().cpu().double().numpy()))
-    return out
 
 
 def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]] = None,

@@ -37,7 +37,7 @@ from .. import reference as R
 from ..errors import AttnscopeError, InputError
 from ..i18n import error
 from ..positions import causal_window_mask, get_position, layer_inv_freq, rotates
-from .context import context_comparison
+from .context import context_comparison, require_names
 
 FORMAT = "attnscope.view"
 VERSION = 2
@@ -173,7 +173,7 @@ def bias_rows(trace, n: int) -> Optional[dict]:
 def _text_entry(trace, index: int, check: bool, rope: Optional[list] = None) -> dict:
     toks = trace.text_labels(index)  # as a person reads them (attnscope.pieces)
     qs, ks = operand_steps(trace.config)
-    _require(trace, [f"layers.{i}.attn.{s}" for i in range(trace.n_layers) for s in (qs, ks, "v")])
+    require_names(trace, [f"layers.{i}.attn.{s}" for i in range(trace.n_layers) for s in (qs, ks, "v")])
     factor = R.trace_factor(trace)
     arrays: dict = {"q": [], "k": [], "v": []}
     thumbs = []
@@ -251,22 +251,24 @@ def page_header(pairs: list, decimals: int) -> dict:
     for t, _ in pairs[1:]:
         if t.config != cfg or _model_name(t) != _model_name(first):
             raise error(InputError, "errors.viewer_same_model")
-    return {
-        "format": FORMAT, "version": VERSION,
-        "model": _model_name(first), "family": getattr(first, "family", None),
-        "config": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "d_model": cfg.d_model,
-                   "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
-                   "causal": bool(cfg.causal), "n_kv_heads": int(getattr(cfg, "kv_heads", cfg.n_heads)),
-                   "query_scale": getattr(cfg, "query_scale", None),
-                   "windows": [first.window(i) for i in range(cfg.n_layers)], "masks": layer_masks(cfg, n_max),
-                   "rope": rope, "qk_norm": bool(getattr(cfg, "qk_norm", False)),
-                   "bias": bias_rows(first, n_max),
-                   "operands": list(operand_steps(cfg))},
-        "exp_show_limit": R.EXP_SHOW_LIMIT,
-        "decimals": decimals, "max_decimals": MAX_DECIMALS,
-        "texts": [],
-        "compare": None,
-    }
+    config = {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "d_model": cfg.d_model,
+              "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
+              "causal": bool(cfg.causal), "n_kv_heads": int(getattr(cfg, "kv_heads", cfg.n_heads)),
+              "query_scale": getattr(cfg, "query_scale", None),
+              "windows": [first.window(i) for i in range(cfg.n_layers)], "masks": layer_masks(cfg, n_max),
+              "rope": rope, "qk_norm": bool(getattr(cfg, "qk_norm", False)),
+              "bias": bias_rows(first, n_max),
+              "operands": list(operand_steps(cfg))}
+    return page_frame(_model_name(first), getattr(first, "family", None), config, decimals, [])
+
+
+def page_frame(model: str, family: Optional[str], config: dict, decimals: int, texts: list, **marks) -> dict:
+    """The page data of every model kind around its ``texts``: format and version, then ``marks``
+    (an encoder–decoder page's ``seq2seq=True``), the model, the ``config`` the page computes with,
+    the decimals it starts with; no comparison yet."""
+    return {"format": FORMAT, "version": VERSION, **marks, "model": model, "family": family, "config": config,
+            "exp_show_limit": R.EXP_SHOW_LIMIT, "decimals": decimals, "max_decimals": MAX_DECIMALS,
+            "texts": texts, "compare": None}
 
 
 def layer_masks(config, n: int) -> Optional[list[str]]:
@@ -297,13 +299,6 @@ def _draws_window(scheme, window: Optional[int], n: int, rows: int = 256) -> boo
         if not np.array_equal(scheme.mask_np(pos[q0:q0 + rows], pos, window), page):
             return False
     return True
-
-
-def _require(trace, names: list[str]) -> None:
-    """InputError naming the first of ``names`` the trace lacks (the page needs them all)."""
-    for name in names:
-        if name not in trace:
-            raise error(InputError, "errors.viewer_trace_lacks", name=repr(name))
 
 
 def _model_name(trace) -> str:

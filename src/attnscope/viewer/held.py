@@ -88,9 +88,8 @@ class HeldText:
         self.group = self.n_heads // self.n_kv
         qs, ks = operand_steps(cfg)
         # (H | H_kv, n, d_head) float32 per layer, on the CPU
-        self.q = [trace.step(i, qs, text=0).detach().float().cpu().contiguous() for i in range(self.n_layers)]
-        self.k = [trace.step(i, ks, text=0).detach().float().cpu().contiguous() for i in range(self.n_layers)]
-        self.v = [trace.step(i, "v", text=0).detach().float().cpu().contiguous() for i in range(self.n_layers)]
+        self.q, self.k, self.v = ([trace.step(i, s, text=0).detach().float().cpu().contiguous() for i in range(self.n_layers)]
+                                  for s in (qs, ks, "v"))
         self.factor = R.trace_factor(trace)
         self.causal = bool(cfg.causal)
         self.windows = [trace.window(i) for i in range(self.n_layers)]
@@ -222,10 +221,6 @@ class HeldText:
         out[..., k0:k0 + part.shape[-1]] = part
         return out
 
-    def _block(self, layer: int, head: int, q0: int, q1: int, dtype=torch.float64) -> torch.Tensor:
-        """:meth:`_weights` of one head: (q1 − q0, n)."""
-        return self._weights(layer, [head], q0, q1, dtype)[0]
-
     def _check_rows(self, q0: int, q1: int) -> None:
         if not 0 <= q0 < q1 <= self.n:
             raise error(InputError, "errors.viewer_rows_range", first=q0, last=q1 - 1, n=self.n, top=self.n - 1)
@@ -298,7 +293,7 @@ class HeldText:
         cedges = k0 + (np.arange(C_ + 1) * (k1 - k0)) // C_
         grid = np.empty((R_, C_), dtype=np.float32)
         for b0, b1, r0, r1 in self._row_blocks(redges, self.block_rows):
-            w = self._block(layer, head, r0, r1, torch.float32).numpy()[:, k0:k1]  # (rows, keys)
+            w = self._weights(layer, [head], r0, r1, torch.float32)[0].numpy()[:, k0:k1]  # (rows, keys)
             w = np.maximum.reduceat(w, cedges[:-1] - k0, axis=1)  # (rows, C)
             grid[b0:b1] = np.maximum.reduceat(w, redges[b0:b1] - r0, axis=0)
         return {"grid": grid, "row_edges": redges.tolist(), "col_edges": cedges.tolist()}

@@ -30,22 +30,18 @@ SCRIPTS = ("viewer_core.js", "viewer_paint.js", "viewer.js", "viewer_form.js", "
            "viewer_lens.js")
 
 
-def ui_strings() -> dict[str, dict[str, str]]:
-    """The page's own words, language -> key -> string (attnscope.i18n's catalogue, viewer*.toml)."""
-    return TABLES["viewer"]
-
-
 def ui_text() -> str:
     """Every character of the page's own words in every language: the embedded font must draw
     them (the page can switch to Chinese on a machine without CJK fonts)."""
-    return "".join(s for table in ui_strings().values() for s in table.values())
+    return "".join(s for table in TABLES["viewer"].values() for s in table.values())
 
 
 def script(seq2seq: bool = False) -> str:
     """The viewer's JavaScript: the core views, then the views that extend them (generation,
     matrix) and the reading of texts the server holds; the page's words after the core, for tr().
     ``seq2seq``: the encoder–decoder views last (they extend ``attnscope.mount``)."""
-    words = f"window.attnscope.strings = {json_for_script(ui_strings())};"
+    # the page's own words, language -> key -> string (attnscope.i18n's catalogue, viewer*.toml)
+    words = f"window.attnscope.strings = {json_for_script(TABLES['viewer'])};"
     names = SCRIPTS[1:] + (("viewer_seq2seq.js", "viewer_seq2seq_views.js") if seq2seq else ())
     return "\n".join([asset(SCRIPTS[0]), words] + [asset(name) for name in names])
 
@@ -102,17 +98,13 @@ def render_server_page(model_name: str, *, api: str = "api/view", max_chars: Opt
                        font_url: str = "assets/attnscope-cjk.otf", lang: str = "en", seq2seq: bool = False) -> str:
     """The page of ``attnscope serve``: a short introduction with examples, a text box that asks
     the JSON API, and the same viewer under it (its toolbar's words in ``lang``); ``seq2seq``: for
-    an encoder–decoder model, source and target boxes and the encoder / decoder / cross views."""
+    an encoder–decoder model, source and target boxes and the encoder / decoder / cross views. The
+    viewer is mounted without data; the bundled CJK font is read from ``font_url``."""
     server = {"endpoint": api, "model": model_name, "maxChars": max_chars, **({"seq2seq": True} if seq2seq else {})}
-    return server_page(model_name, script(seq2seq), {"server": server, "lang": check_lang(lang)}, font_url)
-
-
-def server_page(model_name: str, scripts: str, options: dict, font_url: str) -> str:
-    """A page of ``attnscope serve``: ``scripts`` and the viewer mounted without data, with
-    ``options`` (the API it asks, the model's name), and the bundled CJK font at ``font_url``."""
+    options = {"server": server, "lang": check_lang(lang)}
     body = (
         "<div id=\"attnscope-root\"></div>\n"
-        f"<script>\n{scripts}</script>\n"
+        f"<script>\n{script(seq2seq)}</script>\n"
         "<script>\nwindow.attnscopeViewer = attnscope.mount(document.getElementById('attnscope-root'), null,\n"
         f"  {json_for_script(options)});\n</script>"
     )
@@ -123,7 +115,7 @@ def server_page(model_name: str, scripts: str, options: dict, font_url: str) -> 
                f"unicode-range:{CJK_RANGES};src:url({font_url}) format('opentype');}}\n"
                ".as-intro,.as-form,.as-form *,.as-top,.as-bar,.as-heads,.as-warn,.as-body,.as-tip"
                "{font-family:'attnscope CJK UI',system-ui,'DejaVu Sans',sans-serif}")
-    return _page(f"attnscope · {model_name}", ui_font, body, str(options.get("lang", "en")))
+    return _page(f"attnscope · {model_name}", ui_font, body, lang)
 
 
 def iframe(page: str, *, height: int = 640) -> str:

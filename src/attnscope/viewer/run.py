@@ -62,12 +62,6 @@ def display_tokens(model, tokens: Sequence[str]) -> list:
     return labels_of(tokens, getattr(model, "tokenizer", None))
 
 
-def unicode_problem(text: str) -> Optional[str]:
-    """Why ``text`` is not valid Unicode (a sentence, in English), or None when it is."""
-    problem = unicode_problem_msg(text)
-    return None if problem is None else str(problem)
-
-
 def unicode_problem_msg(text: str) -> Optional[Msg]:
     """Why ``text`` is not valid Unicode (a message to write in any language), or None when it is.
 

@@ -36,7 +36,7 @@ from .. import reference as R
 from ..errors import InputError
 from ..i18n import error
 from ..trace.seq2seq import ATTENTIONS, BLOCKS  # the three attentions, in the order the page offers them
-from .data import FORMAT, MAX_DECIMALS, REPRODUCE_TOL, VERSION, all_text, encode  # noqa: F401  (all_text: read here too)
+from .data import MAX_DECIMALS, REPRODUCE_TOL, all_text, encode, page_frame  # noqa: F401  (all_text: read here too)
 from .data import page_weights as stack_weights
 
 
@@ -74,11 +74,6 @@ def buckets(bias: dict, attention: str, n_q: int, n_k: int) -> np.ndarray:
                        max_distance=bias["max_distance"])
 
 
-def allowed(attention: str, n_q: int, n_k: int) -> np.ndarray:
-    """Bool (n_q, n_k): keys a query may see (decoder self-attention: itself and earlier)."""
-    return R.causal_mask(n_q, n_k) if BLOCKS[attention][3] else np.ones((n_q, n_k), dtype=bool)
-
-
 def page_weights(q: np.ndarray, k: np.ndarray, factor: float, attention: str,
                  bias: Optional[dict] = None) -> np.ndarray:
     """The page's arithmetic in float64 (:func:`.data.page_weights` with this attention's keys and
@@ -88,7 +83,9 @@ def page_weights(q: np.ndarray, k: np.ndarray, factor: float, attention: str,
     if bias is not None and attention in bias:
         table = np.asarray(bias[attention]["table"], dtype=np.float64)  # (buckets, H)
         term = np.moveaxis(table[buckets(bias, attention, n_q, n_k)], -1, 0)  # (H, n_q, n_k)
-    return stack_weights(q, k, factor, allowed(attention, n_q, n_k), None, term)
+    # bool (n_q, n_k): keys a query may see (decoder self-attention: itself and earlier)
+    allowed = R.causal_mask(n_q, n_k) if BLOCKS[attention][3] else np.ones((n_q, n_k), dtype=bool)
+    return stack_weights(q, k, factor, allowed, None, term)
 
 
 def _stack(trace, attention: str, layers: int, step: str) -> np.ndarray:
@@ -98,10 +95,15 @@ def _stack(trace, attention: str, layers: int, step: str) -> np.ndarray:
 
 
 def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> dict:
+    from ..pieces import word_labels
+
     cfg = trace.config
     src, tgt = list(trace.text_tokens(0)), list(trace.target_tokens[0])
+    # what the page shows for each piece: T5's ``▁the`` and BART's ``Ġthe`` both as `` the``; the
+    # pieces themselves stay in the data and in each token's tooltip
+    tok = getattr(model, "tokenizer", None)
     entry = {"source": (trace.texts or [None])[0], "target": (trace.target_texts or [None])[0],
-             "source_tokens": readable_tokens(model, src), "target_tokens": readable_tokens(model, tgt),
+             "source_tokens": word_labels(src, tok), "target_tokens": word_labels(tgt, tok),
              "source_pieces": src, "target_pieces": tgt}
     for att in ATTENTIONS:
         n_layers = cfg.n_layers if att == "encoder" else cfg.n_decoder_layers
@@ -121,15 +123,6 @@ def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> di
                     raise error(InputError, "errors.viewer_s2s_differs", att=att, layer=layer, err=f"{err:.3g}")
         entry[att] = part
     return entry
-
-
-def readable_tokens(model, tokens: Sequence[str]) -> list[str]:
-    """What the page shows for each piece (:func:`attnscope.pieces.word_labels`): T5's ``▁the`` and
-    BART's ``Ġthe`` both as `` the``; the pieces themselves stay in the data (``source_pieces``,
-    ``target_pieces``) and in each token's tooltip."""
-    from ..pieces import word_labels
-
-    return word_labels(tokens, getattr(model, "tokenizer", None))
 
 
 def trace_pair(model, source: str, target: str):
@@ -159,12 +152,6 @@ def build_pairs(model, pairs: Sequence[tuple[str, str]], *, decimals: int = 4, c
     factor = R.operand_factor(cfg.scoring, int(cfg.d_head))
     bias = bias_tables(model)
     texts = [_entry(trace_pair(model, s, t), model, factor, bias, check) for s, t in pairs]
-    return {
-        "format": FORMAT, "version": VERSION, "seq2seq": True,
-        "model": model.name, "family": model.family,
-        "config": {"n_layers": cfg.n_layers, "n_decoder_layers": cfg.n_decoder_layers, "n_heads": cfg.n_heads,
-                   "d_model": cfg.d_model, "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor,
-                   "bias": bias},
-        "exp_show_limit": R.EXP_SHOW_LIMIT, "decimals": decimals, "max_decimals": MAX_DECIMALS,
-        "texts": texts, "compare": None,
-    }
+    config = {"n_layers": cfg.n_layers, "n_decoder_layers": cfg.n_decoder_layers, "n_heads": cfg.n_heads,
+              "d_model": cfg.d_model, "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor, "bias": bias}
+    return page_frame(model.name, model.family, config, decimals, texts, seq2seq=True)
