@@ -45,30 +45,24 @@ def handles(model) -> bool:
 
 def explain_relative_row(text: str, model, *, target: Optional[str] = None, attention: Optional[str] = None,
                          layer: int = 0, head: int = 0, token: Optional[str] = None, position: Optional[int] = None,
-                         dims: int = 3, expand: str = "auto") -> Worked:
-    """The row of an encoder–decoder model (``text`` is the source) or of DeBERTa."""
+                         dims: int = 3, expand: str = "auto", forward: Optional[dict] = None) -> Worked:
+    """The row of an encoder–decoder model (``text`` is the source) or of DeBERTa.
+
+    ``forward``: a float64 pass from the weights (:func:`attnscope.reference_model.forward` for
+    DeBERTa, :func:`.reference_model_seq2seq.forward_seq2seq` for T5 and BART), whose q, k and v the
+    row then shows, as the whole path does; the model's float32 trace is still compared at the end."""
     if not isinstance(text, str) or not text.strip():
         raise error(InputError, "errors.explain_text_nonempty")
     model = inputs.loaded(model)
     kind = getattr(model.config, "kind", "")
     if kind == "seq2seq":
-        return _seq2seq_row(model, text, target, attention or "encoder", layer, head, token, position, dims, expand)
+        return _seq2seq_row(model, text, target, attention or "encoder", layer, head, token, position, dims, expand,
+                            forward)
     if target is not None or attention is not None:
         raise error(InputError, "errors.explain_target_options", model=model.name, family=model.family)
     if kind == "deberta":
-        return _deberta_row(model, text, layer, head, token, position, dims, expand)
+        return _deberta_row(model, text, layer, head, token, position, dims, expand, forward)
     raise error(InputError, "errors.explain_no_relative_terms", model=model.name, family=model.family)
-
-
-def row_from_forward(model, text: str, f: dict, *, target: Optional[str] = None, attention: Optional[str] = None,
-                     layer: int = 0, head: int = 0, position: int = 0, dims: int = 3, expand: str = "auto") -> Worked:
-    """The same row with q, k and v from a float64 pass from the weights ``f``
-    (:func:`attnscope.reference_model.forward` for DeBERTa, :func:`.reference_model_seq2seq.forward_seq2seq`
-    for T5 and BART), as the whole path shows it; the model's float32 trace is still compared at the end."""
-    if getattr(model.config, "kind", "") == "seq2seq":
-        return _seq2seq_row(model, text, target, attention or "encoder", layer, head, None, position, dims, expand,
-                            forward=f)
-    return _deberta_row(model, text, layer, head, None, position, dims, expand, forward=f)
 
 
 def _label(tokens, j: int) -> str:
