@@ -77,10 +77,11 @@ def _linear_head(module, x: np.ndarray, head: int, which: int) -> np.ndarray:
     return R.linear(x, W[rows], None if b is None else b[rows])
 
 
-def _weights_check(module, x_q: np.ndarray, x_kv: np.ndarray, head: int, q, k, v) -> dict:
-    """``dq``, ``dk``, ``dv``: the largest |q − x_q W_Q|, |k − x_kv W_K|, |v − x_kv W_V| of the head, as shown."""
-    return {f"d{s}": sci(float(np.abs(_linear_head(module, x, head, which) - y).max()))
-            for which, (s, x, y) in enumerate((("q", x_q, q), ("k", x_kv, k), ("v", x_kv, v)))}
+def _weights_check(module, x_q: np.ndarray, x_kv: np.ndarray, head: int, q, k, v) -> Para:
+    """The intro's note of the largest |q − x_q W_Q|, |k − x_kv W_K|, |v − x_kv W_V| of the head."""
+    diffs = {f"d{s}": sci(float(np.abs(_linear_head(module, x, head, which) - y).max()))
+             for which, (s, x, y) in enumerate((("q", x_q, q), ("k", x_kv, k), ("v", x_kv, v)))}
+    return Para(t("rel.weights_check", **diffs), style="note")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -127,7 +128,6 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     module = getattr(block, module)
     x_in = R.as_f64(tr[prefix + "_in"][0, :len(qtoks)])
     x_kv = R.as_f64(tr[ctx][0, :n_k]) if attention == "cross" else x_in
-    w_check = _weights_check(module, x_in, x_kv, head, q, k, v)
 
     pre, bias, values = [], np.zeros(n_k), {"qk": raw}
     if has_bias:
@@ -148,8 +148,7 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     intro = [Para(t("rel.intro_seq2seq", model=model.name, family=model.family, what=what, layer=layer, head=head,
                     H=cfg.n_heads, qtokens=inputs.ordinal_list(qlabs), ktokens=inputs.ordinal_list(klabs), tok=qlabel,
                     dk=int(cfg.d_head)))]
-    intro += [Para(n, style="note") for n in notes]
-    intro.append(Para(t("rel.weights_check", **w_check), style="note"))
+    intro += [Para(n, style="note") for n in notes] + [_weights_check(module, x_in, x_kv, head, q, k, v)]
     mask_paras = None
     if not allowed.all():
         mask_paras = [Para(t("row.masked_causal", keys=", ".join(_label(klabs, j) for j in range(i + 1, n_k)),
@@ -231,7 +230,6 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     i, notes = resolve_query(tokens, token, position, text)
     attn = model.layers[layer].attn
     x = R.as_f64(tr[f"layers.{layer}.attn_in"][0, :n])
-    w_check = _weights_check(attn, x, x, head, q, k, v)
     span, d = cfg.span, int(cfg.d_head)
     pre, terms = [], {"c2c": R.raw_scores(q[i], k), "c2p": np.zeros(n), "p2c": np.zeros(n)}
     meta_pos: dict = {}
@@ -257,7 +255,7 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     qlabel = _label(tokens, i)
     intro = [Para(t("rel.intro_deberta", model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n,
                     tokens=inputs.ordinal_list(tokens), tok=qlabel, dk=d))]
-    intro += [Para(x, style="note") for x in notes] + [Para(t("rel.weights_check", **w_check), style="note")]
+    intro += [Para(note, style="note") for note in notes] + [_weights_check(attn, x, x, head, q, k, v)]
     scale_para = Para(t("rel.scale_deberta", m=m, md=m * d, root=math.sqrt(m * d), c=factor))
     cols = [t("col.pos"), t("col.key"), t("rel.col_c2c"), t("rel.col_c2p"), t("rel.col_p2c"), t("col.raw")]
     rows = [[j, tokens[j], terms["c2c"][j], terms["c2p"][j], terms["p2c"][j], raw[j]] for j in range(n)]
