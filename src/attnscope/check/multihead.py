@@ -72,14 +72,6 @@ def _head_link(lk: Link, h: int, cols: dict, shift) -> Link:
     return dataclasses.replace(lk, name=name(lk.name), recompute=recompute, depends=depends, **extra)
 
 
-def _columns(src: str, c: slice):
-    return lambda w: w[src][:, c]  # re-indexing: the learner's own fused numbers, no arithmetic
-
-
-def _columns_taint(src: str, c: slice):
-    return lambda T: {src: T[src][:, c]}
-
-
 def multihead_chain(p: MultiHeadProblem) -> Chain:
     """The chain of every step of ``p`` (see the module doc)."""
     v = compute_multihead(p)
@@ -90,8 +82,9 @@ def multihead_chain(p: MultiHeadProblem) -> Chain:
     links = []
     if p.fused:
         links.append(Link("QKV", ex["QKV"], lambda w: ex["QKV"], lambda T: {}, rows, dims(ex["QKV"].shape[1])))
-        for name, c in zip("QKV", fused_slices(p)):
-            links.append(Link(name, ex[name], _columns("QKV", c), _columns_taint("QKV", c), rows, dims(c.stop - c.start)))
+        for name, c in zip("QKV", fused_slices(p)):  # re-indexing: the learner's own fused numbers, no arithmetic
+            links.append(Link(name, ex[name], lambda w, c=c: w["QKV"][:, c], lambda T, c=c: {"QKV": T["QKV"][:, c]},
+                              rows, dims(c.stop - c.start)))
     else:
         for name in "QKV":
             links.append(Link(name, ex[name], lambda w, name=name: ex[name], lambda T: {}, rows, dims(ex[name].shape[1])))

@@ -16,6 +16,9 @@ from ..explain.render.base import Ctx
 from ..i18n import error, step_name
 
 FORMATS = ("rich", "markdown", "json")
+#: The label keys of the summary table's columns (one row per answered step).
+COLUMNS = ("check.col_step", "check.col_n", "check.col_correct", "check.col_rounding", "check.col_carried",
+           "check.col_wrong", "check.col_blank")
 
 
 def _rule(ctx: Ctx) -> str:
@@ -172,8 +175,7 @@ def render(r, format: str = "rich", lang: str = "en") -> str:
     if format == "json":
         return json.dumps(to_dict(r), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
     ctx = Ctx(lang, 4, "text")
-    header = [ctx.label(k) for k in ("check.col_step", "check.col_n", "check.col_correct", "check.col_rounding",
-                                     "check.col_carried", "check.col_wrong", "check.col_blank")]
+    header = [ctx.label(k) for k in COLUMNS]
     rows = _summary_rows(ctx, r)
     title = ctx.text(T("check.title", {"source": r.source}))
     if format == "markdown":
@@ -206,8 +208,7 @@ def print_rich(r, lang: str = "en", file=None, width=None, color: bool = True) -
     console.print(Text(_problem(ctx, r)))
     console.print(Text(_rule(ctx), style="italic"))
     tab = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for i, k in enumerate(("check.col_step", "check.col_n", "check.col_correct", "check.col_rounding",
-                           "check.col_carried", "check.col_wrong", "check.col_blank")):
+    for i, k in enumerate(COLUMNS):
         tab.add_column(Text(ctx.label(k)), justify="left" if i == 0 else "right")
     for row in _summary_rows(ctx, r):
         style = "red" if row[5] else ("yellow" if row[4] else "")

@@ -43,10 +43,10 @@ def _parts(p: MultiHeadProblem) -> list:
 
 def compute_multihead(p: MultiHeadProblem) -> dict:
     """Every number: ``QKV`` (fused), ``Q``, ``K``, ``V``, per head ``heads[i]`` (the single-head
-    values of :func:`.toy.compute`) and stacked ``scores``, ``scaled``, ``weights``, ``output``
-    (H, …), ``concat``, ``projected`` and each head's share ``shares`` (with W_O), ``own``: the
-    largest |X·W⁽ⁱ⁾ − block i| of each projection and head (0: identical), and ``exact``: QKV, Q, K,
-    V, concat, projected as Decimal arrays (:mod:`attnscope.exact`)."""
+    values of :func:`.toy.compute`) and stacked ``scores``, ``scaled``, ``masked``, ``exp``, ``sums``,
+    ``weights``, ``output`` (H, …), ``concat``, ``projected`` and each head's share ``shares`` (with
+    W_O), ``own``: the largest |X·W⁽ⁱ⁾ − block i| of each projection and head (0: identical), and
+    ``exact``: QKV, Q, K, V, concat, projected as Decimal arrays (:mod:`attnscope.exact`)."""
     src = p.source
     v: dict = {"X": p.X}
     X = E.array(p.X)
@@ -75,8 +75,8 @@ def compute_multihead(p: MultiHeadProblem) -> dict:
     problems = [p.head_problem(h, v["Q"], v["K"], v["V"]) for h in range(p.n_heads)]
     exact_heads = [compute_exact(hp) for hp in problems]  # Decimal: what each head's steps show
     v["heads"] = [compute(hp, exact=ex) for hp, ex in zip(problems, exact_heads)]
-    for name in ("scores", "scaled", "weights", "output"):
-        v[name] = np.stack([hv[name] for hv in v["heads"]])  # (H, L, L) or (H, L, d_v)
+    for name in ("scores", "scaled", "masked", "exp", "sums", "weights", "output"):
+        v[name] = np.stack([hv[name] for hv in v["heads"]])  # (H, L, L), (H, L) or (H, L, d_v)
     C = np.concatenate([ex["output"] for ex in exact_heads], axis=1)  # (L, H·d_v): the heads side by side
     v["concat"] = E.floats(C)
     v["exact"]["concat"] = C
@@ -145,11 +145,9 @@ def explain_multihead(p: MultiHeadProblem, expand: str = "auto") -> Worked:
     values = {k: v[k] for k in ("Q", "K", "V", "scores", "scaled", "weights", "output", "concat")}
     values.update(q_heads=R.split_heads(v["Q"], H), k_heads=R.split_heads(v["K"], Hkv), v_heads=R.split_heads(v["V"], Hkv))
     values.update({k: v[k] for k in ("QKV", "projected", "shares") if k in v})
-    values["exp"] = np.stack([hv["exp"] for hv in v["heads"]])
-    values["sums"] = np.stack([hv["sums"] for hv in v["heads"]])
-    masked = np.stack([hv["masked"] for hv in v["heads"]])  # (H, L, L): −∞ where a key is hidden
-    if np.isneginf(masked).any():
-        values["masked"] = masked
+    values.update(exp=v["exp"], sums=v["sums"])
+    if np.isneginf(v["masked"]).any():  # −∞ where a key is hidden
+        values["masked"] = v["masked"]
     meta = {"name": p.name, "tokens": list(toks), "L": L, "d_model": dm, "n_heads": H, "n_kv_heads": Hkv, "d_head": d,
             "d_v": dv, "fused": p.fused, "kv_heads": [p.kv_head(h) for h in range(H)],
             "factor": float(p.head_problem(0, v["Q"], v["K"], v["V"]).factor()), "own": v["own"],

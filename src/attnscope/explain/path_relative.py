@@ -29,7 +29,7 @@ from .inputs import check_index
 from .path_blocks import norm_blocks, projection_table, trace_para, vector_table
 from .path_steps import PathSteps, assemble
 from .row import resolve_query
-from .row_relative import ATTENTIONS, row_from_forward
+from .row_relative import ATTENTIONS, explain_relative_row
 
 # ----------------------------------------------------------------------------------------------
 # DeBERTa
@@ -80,7 +80,7 @@ def deberta_path(text: str, model, f: dict, layer: int, head: int, token, positi
     c = model.config
     head = check_index("head", head, c.n_heads, "heads")
     qpos, notes = resolve_query(f["tokens"], token, position, text)
-    row = row_from_forward(model, text, f, layer=layer, head=head, position=qpos, dims=dims, expand=expand)
+    row = explain_relative_row(text, model, layer=layer, head=head, position=qpos, dims=dims, expand=expand, forward=f)
     p = f"layers.{layer}.attn"
     d = {"layer": layer, "head": head, "qpos": qpos, "tokens": f["tokens"], "text": text, "notes": notes,
          "extra_names": [f"{p}.{k}" for k in ("scores_c2c", "scores_c2p", "scores_p2c", "weights")
@@ -155,8 +155,8 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
                     inner=inner) from None
     view = dict(f, tokens=tokens, ids=f[f"{stack}.ids"], positions=f[f"{stack}.positions"], segments=None)
     kinds = {"self_attn": "self", "cross_attn": "cross"} if decoder else {"attn": "encoder"}  # step: row
-    rows = {k: row_from_forward(model, source, f, target=target, attention=a, layer=layer, head=head, position=qpos,
-                                dims=dims, expand=expand) for k, a in kinds.items()}
+    rows = {k: explain_relative_row(source, model, target=target, attention=a, layer=layer, head=head, position=qpos,
+                                    dims=dims, expand=expand, forward=f) for k, a in kinds.items()}
     lp = f"{stack}.layers.{layer}"
     prefix = f"{lp}.self_attn" if decoder else f"{lp}.attn"
     enc_out = encoder_output_name(model)

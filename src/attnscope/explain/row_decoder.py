@@ -110,13 +110,10 @@ def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:
     ok = np.isfinite(vals["masked"])
     top = int(max(np.flatnonzero(ok), key=lambda j: vals["weights"][j]))
     qsym, ksym = Sym(f"q ({label(qpos)})", "q"), Sym(f"k ({label(top)})", "k")
-    if d.get("operands") == "weights":
-        intro = [Para(t("row.intro_decoder_weights", model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n,
-                        tokens=inputs.ordinal_list(tokens), tok=label(qpos), dk=d["d_k"]))]
-    else:
-        intro = [Para(t("row.intro_decoder", model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n,
-                        tokens=inputs.ordinal_list(tokens), tok=label(qpos), dk=d["d_k"],
-                        operands=T("row.operands_normed" if cfg.qk_norm else "row.operands", {})))]
+    # from the weights, or the trace's operands (which the intro names: before or after QK-norm)
+    intro = [Para(t("row.intro_decoder_weights" if d.get("operands") == "weights" else "row.intro_decoder",
+                    model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n, tokens=inputs.ordinal_list(tokens),
+                    tok=label(qpos), dk=d["d_k"], operands=T("row.operands_normed" if cfg.qk_norm else "row.operands", {})))]
     steps = []
     if cfg.kv_heads != cfg.n_heads:
         steps.append(heads_step(cfg.n_heads, cfg.kv_heads, head))

@@ -45,30 +45,24 @@ def handles(model) -> bool:
 
 def explain_relative_row(text: str, model, *, target: Optional[str] = None, attention: Optional[str] = None,
                          layer: int = 0, head: int = 0, token: Optional[str] = None, position: Optional[int] = None,
-                         dims: int = 3, expand: str = "auto") -> Worked:
-    """The row of an encoder–decoder model (``text`` is the source) or of DeBERTa."""
+                         dims: int = 3, expand: str = "auto", forward: Optional[dict] = None) -> Worked:
+    """The row of an encoder–decoder model (``text`` is the source) or of DeBERTa.
+
+    ``forward``: a float64 pass from the weights (:func:`attnscope.reference_model.forward` for
+    DeBERTa, :func:`.reference_model_seq2seq.forward_seq2seq` for T5 and BART), whose q, k and v the
+    row then shows, as the whole path does; the model's float32 trace is still compared at the end."""
     if not isinstance(text, str) or not text.strip():
         raise error(InputError, "errors.explain_text_nonempty")
     model = inputs.loaded(model)
     kind = getattr(model.config, "kind", "")
     if kind == "seq2seq":
-        return _seq2seq_row(model, text, target, attention or "encoder", layer, head, token, position, dims, expand)
+        return _seq2seq_row(model, text, target, attention or "encoder", layer, head, token, position, dims, expand,
+                            forward)
     if target is not None or attention is not None:
         raise error(InputError, "errors.explain_target_options", model=model.name, family=model.family)
     if kind == "deberta":
-        return _deberta_row(model, text, layer, head, token, position, dims, expand)
+        return _deberta_row(model, text, layer, head, token, position, dims, expand, forward)
     raise error(InputError, "errors.explain_no_relative_terms", model=model.name, family=model.family)
-
-
-def row_from_forward(model, text: str, f: dict, *, target: Optional[str] = None, attention: Optional[str] = None,
-                     layer: int = 0, head: int = 0, position: int = 0, dims: int = 3, expand: str = "auto") -> Worked:
-    """The same row with q, k and v from a float64 pass from the weights ``f``
-    (:func:`attnscope.reference_model.forward` for DeBERTa, :func:`.reference_model_seq2seq.forward_seq2seq`
-    for T5 and BART), as the whole path shows it; the model's float32 trace is still compared at the end."""
-    if getattr(model.config, "kind", "") == "seq2seq":
-        return _seq2seq_row(model, text, target, attention or "encoder", layer, head, None, position, dims, expand,
-                            forward=f)
-    return _deberta_row(model, text, layer, head, None, position, dims, expand, forward=f)
 
 
 def _label(tokens, j: int) -> str:
@@ -83,10 +77,11 @@ def _linear_head(module, x: np.ndarray, head: int, which: int) -> np.ndarray:
     return R.linear(x, W[rows], None if b is None else b[rows])
 
 
-def _weights_check(module, x_q: np.ndarray, x_kv: np.ndarray, head: int, q, k, v) -> dict:
-    """``dq``, ``dk``, ``dv``: the largest |q − x_q W_Q|, |k − x_kv W_K|, |v − x_kv W_V| of the head, as shown."""
-    return {f"d{s}": sci(float(np.abs(_linear_head(module, x, head, which) - y).max()))
-            for which, (s, x, y) in enumerate((("q", x_q, q), ("k", x_kv, k), ("v", x_kv, v)))}
+def _weights_check(module, x_q: np.ndarray, x_kv: np.ndarray, head: int, q, k, v) -> Para:
+    """The intro's note of the largest |q − x_q W_Q|, |k − x_kv W_K|, |v − x_kv W_V| of the head."""
+    diffs = {f"d{s}": sci(float(np.abs(_linear_head(module, x, head, which) - y).max()))
+             for which, (s, x, y) in enumerate((("q", x_q, q), ("k", x_kv, k), ("v", x_kv, v)))}
+    return Para(t("rel.weights_check", **diffs), style="note")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -133,7 +128,6 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     module = getattr(block, module)
     x_in = R.as_f64(tr[prefix + "_in"][0, :len(qtoks)])
     x_kv = R.as_f64(tr[ctx][0, :n_k]) if attention == "cross" else x_in
-    w_check = _weights_check(module, x_in, x_kv, head, q, k, v)
 
     pre, bias, values = [], np.zeros(n_k), {"qk": raw}
     if has_bias:
@@ -154,8 +148,7 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     intro = [Para(t("rel.intro_seq2seq", model=model.name, family=model.family, what=what, layer=layer, head=head,
                     H=cfg.n_heads, qtokens=inputs.ordinal_list(qlabs), ktokens=inputs.ordinal_list(klabs), tok=qlabel,
                     dk=int(cfg.d_head)))]
-    intro += [Para(n, style="note") for n in notes]
-    intro.append(Para(t("rel.weights_check", **w_check), style="note"))
+    intro += [Para(n, style="note") for n in notes] + [_weights_check(module, x_in, x_kv, head, q, k, v)]
     mask_paras = None
     if not allowed.all():
         mask_paras = [Para(t("row.masked_causal", keys=", ".join(_label(klabs, j) for j in range(i + 1, n_k)),
@@ -237,7 +230,6 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     i, notes = resolve_query(tokens, token, position, text)
     attn = model.layers[layer].attn
     x = R.as_f64(tr[f"layers.{layer}.attn_in"][0, :n])
-    w_check = _weights_check(attn, x, x, head, q, k, v)
     span, d = cfg.span, int(cfg.d_head)
     pre, terms = [], {"c2c": R.raw_scores(q[i], k), "c2p": np.zeros(n), "p2c": np.zeros(n)}
     meta_pos: dict = {}
@@ -263,7 +255,7 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     qlabel = _label(tokens, i)
     intro = [Para(t("rel.intro_deberta", model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n,
                     tokens=inputs.ordinal_list(tokens), tok=qlabel, dk=d))]
-    intro += [Para(x, style="note") for x in notes] + [Para(t("rel.weights_check", **w_check), style="note")]
+    intro += [Para(note, style="note") for note in notes] + [_weights_check(attn, x, x, head, q, k, v)]
     scale_para = Para(t("rel.scale_deberta", m=m, md=m * d, root=math.sqrt(m * d), c=factor))
     cols = [t("col.pos"), t("col.key"), t("rel.col_c2c"), t("rel.col_c2p"), t("rel.col_p2c"), t("col.raw")]
     rows = [[j, tokens[j], terms["c2c"][j], terms["c2p"][j], terms["p2c"][j], raw[j]] for j in range(n)]

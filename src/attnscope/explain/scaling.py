@@ -131,11 +131,10 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
 
     # 3. softmax with and without the scale
     blocks: list[Block] = [Para(t("sc.softmax_intro", dk=d_k, root=root_shown))]
-    jac_vec = None
+    soft = []  # (scores, softmax, softmax scaled) of each vector: the values, and the first one's Jacobian
     for vec in vecs:
         p_raw, p_scaled = softmax(vec), softmax(vec / root)
-        if jac_vec is None:
-            jac_vec = (vec, p_raw, p_scaled)
+        soft.append((vec, p_raw, p_scaled))
         # the shown probabilities: exact (attnscope.exact), so that every digit is the true one
         s_x = E.array(vec)[None, :]  # (1, n)
         with localcontext(E.CTX):
@@ -160,8 +159,7 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
     steps.append(Step("softmax", t("sc.step_softmax"), blocks))
 
     # 4. Jacobian
-    assert jac_vec is not None  # there is at least one vector (checked above)
-    vec, p_raw, p_scaled = jac_vec
+    vec, p_raw, p_scaled = soft[0]  # there is at least one vector (checked above)
     J_raw, J_scaled = jacobian(p_raw), jacobian(p_scaled)
     names = [str(j) for j in range(len(vec))]
     target = int(np.argmax(vec))
@@ -185,8 +183,8 @@ def explain_scaling(d_k: int = 64, seed: int = 0, samples: int = 10000,
 
     values = {"variance": {d: {"theory": float(d), "sampled": sampled[d][0], "sampled_scaled": sampled[d][1]}
                            for d in ladder},
-              "softmax": [{"scores": list(map(float, v)), "unscaled": softmax(v).tolist(),
-                           "scaled": softmax(v / root).tolist()} for v in vecs],
+              "softmax": [{"scores": list(map(float, v)), "unscaled": a.tolist(), "scaled": b.tolist()}
+                          for v, a, b in soft],
               "jacobian_unscaled": J_raw, "jacobian_scaled": J_scaled}
     meta = {"d_k": d_k, "sqrt_d_k": root, "seed": seed, "samples": samples}
     return Worked("scaling", t("sc.title", dk=d_k), intro, steps, values=values, meta=meta)

@@ -42,15 +42,11 @@ UNICODE_TEX = {
 _NATIVE = re.compile(r"[\u00a0-\u00ff\u2013\u2014\u2018\u2019\u201c\u201d\u2026\u2022]")
 
 
-def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None
-
-
 def preamble_lines(text: str, lang: str = "en", beamer: bool = False) -> list:
     """The preamble for ``text``: pdflatex-ready unless the text has CJK (then xeCJK, xelatex), or a
     character that neither pdflatex's utf8 input nor :data:`UNICODE_TEX` sets (then xelatex)."""
     ctx = Ctx(lang, 4, "tex")
-    cjk = has_cjk(text)
+    cjk = _CJK.search(text) is not None
     others = sorted({c for c in text if ord(c) > 127 and not _CJK.match(c) and not _NATIVE.match(c)
                      and c not in UNICODE_TEX})
     if cjk:

@@ -3,7 +3,7 @@ spans, the written-out arithmetic in code blocks (so columns stay aligned in any
 
 from __future__ import annotations
 
-from ..blocks import Matrix, Para, Table
+from ..blocks import Matrix, Para, T, Table
 from .base import Ctx, grid, text_blocks
 from .lines import text_lines
 
@@ -13,14 +13,9 @@ def render(w, lang: str = "en", decimals: int = 4) -> str:
     out = [f"# {ctx.text(w.title)}", ""]
     out += _blocks(ctx, w.intro)
     for n, step in enumerate(w.steps, 1):
-        out += [f"## {ctx.text(_step_title(n, step))}", ""]
+        out += [f"## {ctx.text(T('step_n', {'n': n, 'title': step.title}))}", ""]
         out += _blocks(ctx, step.blocks)
     return "\n".join(out).rstrip() + "\n"
-
-
-def _step_title(n, step):
-    from ..blocks import T
-    return T("step_n", {"n": n, "title": step.title})
 
 
 def _cell(s: str) -> str:
