@@ -48,3 +48,10 @@ class NonFiniteError(InputError):
 def fmt_shape(shape: Sequence[int]) -> str:
     """``(2, 3, 4)`` for a torch.Size or tuple, so messages read the same everywhere."""
     return "(" + ", ".join(str(int(s)) for s in shape) + ")"
+
+
+def shape_or_type(x: object) -> str:
+    """A wrong argument as an error message shows it: a tensor's shape (:func:`fmt_shape`), or the
+    name of anything else's type."""
+    import torch  # here, so that the error classes load without torch
+    return fmt_shape(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__

@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Literal, Optional
 import torch
 from torch import nn
 
-from .errors import InputError
+from .errors import InputError, fmt_shape, shape_or_type
 from .i18n import error
 
 #: ``fn(tensor, name)`` returns a replacement tensor, or None to leave it unchanged.
@@ -171,8 +171,8 @@ def _apply(fn: HookFn, t: torch.Tensor, name: str) -> torch.Tensor:
     if out is None:
         return t
     if not isinstance(out, torch.Tensor) or out.shape != t.shape:
-        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise error(InputError, "errors.core_hook_return", name=repr(name), shape=tuple(t.shape), got=got)
+        raise error(InputError, "errors.core_hook_return", name=repr(name), shape=fmt_shape(t.shape),
+                    got=shape_or_type(out))
     return out
 
 

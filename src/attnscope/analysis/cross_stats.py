@@ -36,9 +36,8 @@ from typing import Callable, Optional
 
 import torch
 
-from ..errors import ShapeError
+from ..errors import ShapeError, shape_or_type
 from ..i18n import error
-from .stats import shape_or_type
 
 Tensor = torch.Tensor
 

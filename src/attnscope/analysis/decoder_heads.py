@@ -41,9 +41,9 @@ from typing import Iterator, Mapping, Optional
 import numpy as np
 import torch
 
-from ..errors import ConfigError, InputError, ShapeError, fmt_shape
+from ..errors import ConfigError, InputError, ShapeError, fmt_shape, shape_or_type
 from ..i18n import Msg, error
-from .stats import BatchContext, attention_sums, shape_or_type
+from .stats import BatchContext, attention_sums
 
 Tensor = torch.Tensor
 

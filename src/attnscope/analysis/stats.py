@@ -48,7 +48,7 @@ from typing import Mapping, Optional
 
 import torch
 
-from ..errors import ShapeError, fmt_shape
+from ..errors import ShapeError, fmt_shape, shape_or_type
 from ..i18n import error
 from ..threads import lane_pool
 from .passes import NEAR, buffer, chunk_passes, kept_sum, unique_max_at
@@ -95,11 +95,6 @@ class StatOptions:
     special_queries: bool = True
     window: int = 3
     causal: bool = False
-
-
-def shape_or_type(x) -> str:
-    """What a ShapeError says was given: a tensor's shape, or the type of anything else."""
-    return fmt_shape(x.shape) if isinstance(x, Tensor) else type(x).__name__
 
 
 def check_inputs(weights: Tensor, attention_mask: Tensor, kinds: Mapping[str, Tensor]) -> None:

@@ -11,7 +11,7 @@ from typing import Optional, cast
 
 import torch
 
-from ..errors import ConfigError, InputError, ShapeError, fmt_shape
+from ..errors import ConfigError, InputError, ShapeError, fmt_shape, shape_or_type
 from ..i18n import Msg, error
 from ..scorings import Scoring, get_scoring
 from ..wording import joined
@@ -30,8 +30,7 @@ def check_token_ids(input_ids, name: str = "input_ids", max_positions: Optional[
     """ShapeError unless ``input_ids`` is an integer tensor ``(B, L)`` (``name`` names it);
     InputError when L is more than ``max_positions``."""
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
-        got = fmt_shape(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-        raise error(ShapeError, "errors.kernel_token_ids", name=name, got=got)
+        raise error(ShapeError, "errors.kernel_token_ids", name=name, got=shape_or_type(input_ids))
     L = input_ids.shape[1]
     if max_positions is not None and L > max_positions:
         raise error(InputError, "errors.too_long", n=L, limit=max_positions)

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
-from ..errors import InputError, ModelLoadError
+from ..errors import InputError, ModelLoadError, shape_or_type
 from ..hooks import name_hook_points
 from ..i18n import error
 from ..tokenizer import Batch, Tokenizer
@@ -191,11 +191,6 @@ class LoadedModel:
         heads = f"{c.n_heads}" if c.kv_heads == c.n_heads else f"{c.n_heads} (k/v {c.kv_heads})"
         return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={heads}, "
                 f"d_model={c.d_model}")
-
-
-def shape_or_type(x) -> object:
-    """A wrong argument as an error message shows it: its shape when a tensor, else its type's name."""
-    return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 def check_mask(input_ids: Tensor, attention_mask: Optional[Tensor]) -> None:

@@ -14,12 +14,12 @@ from typing import Optional, Sequence, Union
 import torch
 
 from ..config import DecoderConfig
-from ..errors import InputError, ModelLoadError
+from ..errors import InputError, ModelLoadError, shape_or_type
 from ..i18n import error
 from ..modules.decoder import TransformerDecoder
 from ..modules.decoder_attention import KVCache
 from ..tokenizer import Tokenizer
-from .base import LoadedModel, shape_or_type
+from .base import LoadedModel
 from .registry import Family
 
 Tensor = torch.Tensor

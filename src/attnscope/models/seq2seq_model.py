@@ -19,12 +19,12 @@ from typing import Optional, Sequence, Union
 import torch
 from torch import nn
 
-from ..errors import InputError
+from ..errors import InputError, shape_or_type
 from ..i18n import error
 from ..modules.cross_decoder import Seq2SeqCache
 from ..modules.seq2seq import Seq2SeqConfig, Seq2SeqDecoder, Seq2SeqEncoder
 from ..tokenizer import Batch, Tokenizer
-from .base import LoadedModel, Texts, check_reduction, label_loss, shape_or_type
+from .base import LoadedModel, Texts, check_reduction, label_loss
 from .registry import Family
 
 Tensor = torch.Tensor

@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ..errors import InputError
+from ..errors import InputError, shape_or_type
 from ..i18n import error
 from ..tokenizer import Batch
 from .pair import Metric, PatchPair, checked_metric, encode_pair, require_lm
@@ -121,8 +121,7 @@ def _metric_of(model, metric, ids, tokens, names=None):
     tr = model.trace(_batch(ids, 1, tokens).to(model.device), names=names if names is not None else [])
     m = metric(_last_logits(model, tr.output))
     if not isinstance(m, Tensor) or m.shape != (1,):
-        raise error(InputError, "errors.patch_metric_shape",
-                    got=tuple(m.shape) if isinstance(m, Tensor) else type(m).__name__)
+        raise error(InputError, "errors.patch_metric_shape", got=shape_or_type(m))
     return tr, float(m.double())
 
 
