@@ -76,3 +76,22 @@ def test_the_buffer_is_handed_on_to_the_next_call_and_released_on_demand(minilm,
     monkeypatch.setattr(KW, "SPARE_BYTES", 1000)  # smaller than any buffer: nothing is kept
     minilm.attribute(short, method="alti")
     assert not KW.SPARE
+
+
+@pytest.mark.parametrize("mode", ["torch", "compiled"])
+def test_a_call_in_inference_mode_leaves_a_buffer_the_next_plain_call_can_write(minilm, monkeypatch, mode):
+    """A buffer made under ``torch.inference_mode()`` is an inference tensor, which torch refuses to
+    write in place outside that mode: handed on, it must not break the next call (the torch copy of
+    the weights: another dtype, no compiler, ``ATTNSCOPE_COMPILED=0``)."""
+    if mode == "torch":
+        monkeypatch.setenv("ATTNSCOPE_COMPILED", "0")
+    KW.release()
+    with torch.inference_mode():
+        inside = minilm.attribute(TEXT, method="alti")
+    outside = minilm.attribute(TEXT, method="alti")
+    assert torch.equal(inside.scores, outside.scores)
+    assert not any(t.is_inference() for t in KW.SPARE.values())
+    with torch.inference_mode():  # and back: a plain buffer is written in inference mode too
+        again = minilm.attribute(TEXT, method="alti")
+    assert torch.equal(again.scores, outside.scores)
+    KW.release()
