@@ -95,3 +95,25 @@ def test_a_call_in_inference_mode_leaves_a_buffer_the_next_plain_call_can_write(
         again = minilm.attribute(TEXT, method="alti")
     assert torch.equal(again.scores, outside.scores)
     KW.release()
+
+
+def test_a_layer_on_the_cpu_is_not_transposed_by_c_into_a_buffer_on_another_device(monkeypatch):
+    """device_map: layer 0 on a GPU gives the buffer its device; a later layer on the CPU in float32
+    passes the compiled loop's check on its weights, but the buffer is not CPU memory: the C
+    transpose must not write into it (it would write through a device pointer), the torch copy does.
+    The meta device stands in for the GPU; a spy stands in for the library."""
+    calls = []
+
+    class Spy:
+        def attnscope_transpose(self, *args):
+            calls.append(args)
+    monkeypatch.setattr(PN, "library", lambda K: Spy())
+    kept = KW.KeptWeights("layers", 2)
+    kept.keep(torch.rand(1, 3, 5, 5, device="meta"), "layers.0.attn.weights")  # the buffer: on layer 0's device
+    assert kept.buffer.device.type == "meta"
+    w = torch.rand(1, 3, 5, 5)  # layer 1: float32 on the CPU
+    kept.keep(w, "layers.1.attn.weights")
+    assert calls == []  # no C call on memory that is not the CPU's
+    assert kept.kept["layers.1.attn.weights"].shape == w.shape
+    out = torch.empty(3, 5, 5)
+    assert PN.transpose_into(w[0], out) and len(calls) == 1  # both on the CPU: the compiled pass
