@@ -76,3 +76,44 @@ def test_the_buffer_is_handed_on_to_the_next_call_and_released_on_demand(minilm,
     monkeypatch.setattr(KW, "SPARE_BYTES", 1000)  # smaller than any buffer: nothing is kept
     minilm.attribute(short, method="alti")
     assert not KW.SPARE
+
+
+@pytest.mark.parametrize("mode", ["torch", "compiled"])
+def test_a_call_in_inference_mode_leaves_a_buffer_the_next_plain_call_can_write(minilm, monkeypatch, mode):
+    """A buffer made under ``torch.inference_mode()`` is an inference tensor, which torch refuses to
+    write in place outside that mode: handed on, it must not break the next call (the torch copy of
+    the weights: another dtype, no compiler, ``ATTNSCOPE_COMPILED=0``)."""
+    if mode == "torch":
+        monkeypatch.setenv("ATTNSCOPE_COMPILED", "0")
+    KW.release()
+    with torch.inference_mode():
+        inside = minilm.attribute(TEXT, method="alti")
+    outside = minilm.attribute(TEXT, method="alti")
+    assert torch.equal(inside.scores, outside.scores)
+    assert not any(t.is_inference() for t in KW.SPARE.values())
+    with torch.inference_mode():  # and back: a plain buffer is written in inference mode too
+        again = minilm.attribute(TEXT, method="alti")
+    assert torch.equal(again.scores, outside.scores)
+    KW.release()
+
+
+def test_a_layer_on_the_cpu_is_not_transposed_by_c_into_a_buffer_on_another_device(monkeypatch):
+    """device_map: layer 0 on a GPU gives the buffer its device; a later layer on the CPU in float32
+    passes the compiled loop's check on its weights, but the buffer is not CPU memory: the C
+    transpose must not write into it (it would write through a device pointer), the torch copy does.
+    The meta device stands in for the GPU; a spy stands in for the library."""
+    calls = []
+
+    class Spy:
+        def attnscope_transpose(self, *args):
+            calls.append(args)
+    monkeypatch.setattr(PN, "library", lambda K: Spy())
+    kept = KW.KeptWeights("layers", 2)
+    kept.keep(torch.rand(1, 3, 5, 5, device="meta"), "layers.0.attn.weights")  # the buffer: on layer 0's device
+    assert kept.buffer.device.type == "meta"
+    w = torch.rand(1, 3, 5, 5)  # layer 1: float32 on the CPU
+    kept.keep(w, "layers.1.attn.weights")
+    assert calls == []  # no C call on memory that is not the CPU's
+    assert kept.kept["layers.1.attn.weights"].shape == w.shape
+    out = torch.empty(3, 5, 5)
+    assert PN.transpose_into(w[0], out) and len(calls) == 1  # both on the CPU: the compiled pass

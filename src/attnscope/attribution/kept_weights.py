@@ -43,7 +43,10 @@ def take_buffer(n: int, like: Tensor) -> Tensor:
         with SPARE_LOCK:
             flat = SPARE.pop(like.dtype, None)  # taken: two calls at once never share it
     if flat is None or flat.numel() < n:
-        flat = like.new_empty(n)
+        # a plain tensor even under torch.inference_mode(): an inference tensor, handed on, could
+        # not be written in place by a later call outside that mode (RuntimeError in out.copy_)
+        with torch.inference_mode(False):
+            flat = like.new_empty(n)
     return flat
 
 

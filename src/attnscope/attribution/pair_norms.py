@@ -147,9 +147,9 @@ def is_column_major(W: Tensor) -> bool:
 def transpose_into(W: Tensor, out: Tensor, heads: Optional[range] = None) -> bool:
     """``out (K, L_j, L_i)`` (contiguous) ← ``W (K, L_i, L_j)`` transposed by the compiled pass,
     the ``heads`` given (default all: two lanes can share one W); False (``out`` untouched) where
-    the compiled loop is not available."""
+    the compiled loop is not available, or ``out`` is not CPU memory (a buffer on another device)."""
     K, Li, Lj = W.shape
-    lib = library(K) if usable(W) else None
+    lib = library(K) if usable(W) and out.device.type == "cpu" else None
     if lib is None:
         return False
     if not (W.is_contiguous() and out.is_contiguous() and out.shape == (K, Lj, Li) and out.dtype == W.dtype):
