@@ -36,8 +36,6 @@ from ..i18n import error
 from .decoder_model import DecoderModel
 from .registry import Family, WeightRule, fuse_rows, hf_activation, hf_extra, make_config, register, setting, token_ids
 
-_MISSING = object()
-
 
 def _rope_dict(d, source: str, what: str) -> tuple[Optional[float], Optional[dict]]:
     """``(theta, scaling or None)`` of one RoPE parameter dict (either spelling)."""

@@ -38,9 +38,10 @@ from pathlib import Path
 from ...errors import ModelLoadError
 from ...i18n import error
 from ...modules.seq2seq import Seq2SeqConfig
-from ..registry import Family, WeightRule, fuse_rows, hf_activation, make_config, register, setting, tokenizer_by_files
+from ..registry import Family, WeightRule, hf_activation, make_config, register, setting, tokenizer_by_files
 from ..seq2seq_generation import generation_settings
 from ..seq2seq_model import Seq2SeqModel
+from .bert import layer_rules
 
 
 def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
@@ -75,13 +76,11 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
 
 
 def _attention(src: str, dst: str) -> list[WeightRule]:
-    return [r for p in ("weight", "bias") for r in (
-        WeightRule(f"{dst}.W_qkv.{p}", tuple(f"{src}.{n}_proj.{p}" for n in "qkv"), fuse_rows),
-        WeightRule(f"{dst}.W_O.{p}", (f"{src}.out_proj.{p}",)))]
+    return layer_rules({"W_qkv": ("q_proj", "k_proj", "v_proj"), "W_O": "out_proj"}, src + ".", dst + ".")
 
 
 def _pair(src: str, dst: str) -> list[WeightRule]:
-    return [WeightRule(f"{dst}.{p}", (f"{src}.{p}",)) for p in ("weight", "bias")]
+    return layer_rules({dst: src}, "", "")  # weight, then bias
 
 
 def rules(config: Seq2SeqConfig) -> list[WeightRule]:
