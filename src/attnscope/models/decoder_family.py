@@ -31,13 +31,10 @@ import math
 from typing import Optional
 
 from ..config import ROPE_TYPES, DecoderConfig
-from ..errors import ConfigError, ModelLoadError
+from ..errors import ModelLoadError
 from ..i18n import error
 from .decoder_model import DecoderModel
-from .reasons import reason
-from .registry import Family, WeightRule, fuse_rows, hf_extra, register, setting, token_ids
-
-_MISSING = object()
+from .registry import Family, WeightRule, fuse_rows, hf_activation, hf_extra, make_config, register, setting, token_ids
 
 
 def _rope_dict(d, source: str, what: str) -> tuple[Optional[float], Optional[dict]]:
@@ -94,16 +91,6 @@ def rope_settings(hf: dict, source: str, *, default_theta: float = 10000.0,
     return float(theta if theta is not None else default_theta), scaling, local_theta
 
 
-def decoder_activation(name, source: str) -> str:
-    """The gate's activation: silu (SwiGLU: Llama, Qwen2, Mistral) or gelu_tanh (GeGLU: Gemma)."""
-    table = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
-             "gelu_fast": "gelu_tanh", "gelu": "gelu"}
-    if name not in table:
-        raise error(ModelLoadError, "errors.config_gated_activation", source=source, name=repr(name),
-                    supported=", ".join(sorted(table)))
-    return table[name]
-
-
 def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act", default_activation: str = "silu",
                    tie_default: bool = False, **fields) -> DecoderConfig:
     """The settings every decoder family shares, read from ``hf``; ``fields`` are the family's own."""
@@ -129,17 +116,16 @@ def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act",
         n_layers=setting(hf, "num_hidden_layers", source), d_ff=setting(hf, "intermediate_size", source),
         max_positions=setting(hf, "max_position_embeddings", source, 4096),
         layer_norm_eps=float(setting(hf, "rms_norm_eps", source, 1e-6, float)),
-        activation=decoder_activation(act, source), attn_dropout=0.0, dropout=0.0,
+        # the gate's activation: silu (SwiGLU: Llama, Qwen2, Mistral) or gelu_tanh (GeGLU: Gemma)
+        activation=hf_activation(act, source, ("silu", "gelu_tanh", "gelu"), "errors.config_gated_activation"),
+        attn_dropout=0.0, dropout=0.0,
         tie_embeddings=bool(setting(hf, "tie_word_embeddings", source, tie_default, bool)),
         pad_token_id=pad, bos_token_id=hf.get("bos_token_id") if isinstance(hf.get("bos_token_id"), int) else None,
         eos_token_ids=eos,
         extra=hf_extra(hf),
     )
     base.update(fields)
-    try:
-        return DecoderConfig(**base)
-    except ConfigError as e:
-        raise error(ModelLoadError, "errors.models_source_why", source=source, why=reason(e)) from None
+    return make_config(DecoderConfig, source, **base)
 
 
 def window_layer_types(n_layers: int, window: Optional[int], layer_types, source: str) -> Optional[list]:

@@ -9,10 +9,8 @@ goes through the same family translation and weight table as a Hugging Face fold
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import Optional, Union
 
 import torch
 
@@ -20,12 +18,9 @@ from ..errors import ModelLoadError
 from ..i18n import error
 from ..tokenizer import Tokenizer
 from .base import finish_loading
+from .model_class import build_model
 from .packages import ModelPackage, find_package, is_package_source, license_notice, package_model_path
-from .registry import family_for
 from .weights import map_weights
-
-if TYPE_CHECKING:
-    from .decoder_model import DecoderModel
 
 GGUF_MAGIC = b"GGUF"
 
@@ -33,27 +28,6 @@ GGUF_MAGIC = b"GGUF"
 def is_gguf_source(path) -> bool:
     """True for a model package name (when no folder of that name exists) or a GGUF file."""
     return is_package_source(path, "gguf", GGUF_MAGIC, ".gguf")
-
-
-@contextmanager
-def weights_not_initialised() -> Iterator[None]:
-    """Build modules without drawing random weights (``torch.nn.init``'s random fills do nothing).
-
-    The file's weights replace them right away (``map_weights(..., assign=True)``); drawing them
-    would only write every page of a second copy of the weights while the dequantized one is held
-    (Gemma 3 270M: 2.6 GB at the peak of loading, 1.9 GB without). Not thread-safe: it patches
-    ``torch.nn.init`` for the duration of the block.
-    """
-    names = ("kaiming_uniform_", "kaiming_normal_", "uniform_", "normal_", "trunc_normal_", "xavier_uniform_",
-             "xavier_normal_")
-    saved = {n: getattr(torch.nn.init, n) for n in names}
-    for n in names:
-        setattr(torch.nn.init, n, lambda tensor, *args, **kwargs: tensor)
-    try:
-        yield
-    finally:
-        for n, f in saved.items():
-            setattr(torch.nn.init, n, f)
 
 
 def gguf_file_of(path: Union[str, Path]) -> tuple[Optional[ModelPackage], Path]:
@@ -82,14 +56,8 @@ def load_gguf_model(path: Union[str, Path], *, device=None, dtype: Optional[torc
     read_dtype = torch.float64 if dtype == torch.float64 else torch.float32
     ckpt = load_gguf(file, dtype=read_dtype, tokenizer=tokenizer, progress=progress)
     source = str(file)
-    family = family_for(ckpt.config.get("model_type"), source)
-    config = family.config_from_hf(ckpt.config, source)
-    config.extra["source"] = source
     name = package.name if package is not None else (ckpt.config.get("_name_or_path") or file.stem)
-    cls = family.model_class
-    assert cls is not None  # GGUF's architectures are decoders, whose families build DecoderModel
-    with weights_not_initialised():
-        model: DecoderModel = cls(config, family, name=str(name), path=file)
+    model, family = build_model(ckpt.config, file, str(name), file, empty=True)  # a DecoderModel
     # the weights become the file's tensors (read_dtype already); .to() before would convert, and so
     # write, every uninitialised weight (a float64 load held its weights twice)
     model.unused_weights = map_weights(model, family, ckpt.state_dict, source, assign=True)

@@ -13,22 +13,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Optional, Union
 
 import torch
 
-from ..errors import AttnscopeError, ConfigError, ModelLoadError
+from ..errors import AttnscopeError, ModelLoadError
 from ..i18n import Msg, error
 from ..tokenizer import load_tokenizer
 from .base import finish_loading
-from .gguf_model import weights_not_initialised
 from .model import Model
-from .model_class import model_class
+from .model_class import build_model
 from .placement import place
-from .reasons import reason
-from .registry import family_for
 from .streaming import SafetensorsReader, attach_stream, finish_streamed, load_streamed_gguf
 from .weights import map_weights
 
@@ -265,16 +261,9 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
         name = folder.resolve().name
     cfg_file = folder / "config.json"
     hf = read_json(cfg_file)
-    family = family_for(hf.get("model_type"), str(cfg_file))
-    try:
-        config = family.config_from_hf(hf, str(cfg_file))
-    except ConfigError as e:
-        raise error(ModelLoadError, "errors.models_source_why", source=cfg_file, why=reason(e)) from None
-    config.extra["source"] = str(folder)
-
     # streamed: the layers' weights are never drawn (they become meta tensors at once)
-    with weights_not_initialised() if stream_layers else nullcontext():
-        model = model_class(family)(config, family, name=name, path=folder)
+    model, family = build_model(hf, cfg_file, name, folder, where=str(folder), empty=stream_layers)
+    config = model.config
     if isinstance(model, Model):
         model.pooling, model.normalize = pooling_settings(folder)
     files = weight_files(folder)

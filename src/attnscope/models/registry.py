@@ -24,8 +24,9 @@ from typing import Any, Callable, Optional, Sequence, Union
 import torch
 
 from ..config import TransformerConfig
-from ..errors import ModelLoadError
+from ..errors import ConfigError, ModelLoadError
 from ..i18n import error
+from .reasons import reason
 
 Tensor = torch.Tensor
 
@@ -183,13 +184,26 @@ def hf_extra(hf: dict, **more) -> dict:
             "name_or_path": hf.get("_name_or_path"), **more}
 
 
-def hf_activation(name, source: str) -> str:
-    """Hugging Face ``hidden_act`` / ``activation_function`` → attnscope's activation name."""
-    table = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-             "gelu_fast": "gelu_tanh", "relu": "relu"}
+def make_config(build: Callable[..., Any], source, *args, **fields):
+    """``build(*args, **fields)`` (a config class, or a family's ``config_from_hf``), its
+    ConfigError as a ModelLoadError naming ``source``."""
+    try:
+        return build(*args, **fields)
+    except ConfigError as e:
+        raise error(ModelLoadError, "errors.models_source_why", source=source, why=reason(e)) from None
+
+
+#: Hugging Face ``hidden_act`` / ``activation_function`` names → attnscope's activation names.
+HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
+                  "relu": "relu", "silu": "silu", "swish": "silu"}
+
+
+def hf_activation(name, source: str, runs=("gelu", "gelu_tanh", "relu"), key="errors.config_activation") -> str:
+    """:data:`HF_ACTIVATIONS` of ``name`` where the caller's layers run it (``runs``: attnscope
+    names; a gated MLP runs silu, gelu_tanh and gelu), else the ModelLoadError ``key``."""
+    table = {hf: ours for hf, ours in HF_ACTIVATIONS.items() if ours in runs}
     if name not in table:
-        raise error(ModelLoadError, "errors.config_activation", source=source, name=repr(name),
-                    supported=", ".join(sorted(table)))
+        raise error(ModelLoadError, key, source=source, name=repr(name), supported=", ".join(sorted(table)))
     return table[name]
 
 

@@ -38,9 +38,10 @@ from ..errors import InputError, ModelLoadError, fmt_shape
 from ..i18n import error
 from .gguf import check_complete, gguf_names, hf_tensor, read_gguf_config
 from .gguf_file import GGUFFile
-from .gguf_model import attach_tokenizer, gguf_file_of, weights_not_initialised
+from .gguf_model import attach_tokenizer, gguf_file_of
+from .model_class import build_model
 from .packages import license_notice
-from .registry import Family, WeightRule, family_for
+from .registry import Family, WeightRule
 from .weights import map_weights, normalise_keys
 
 Tensor = torch.Tensor
@@ -246,7 +247,7 @@ def layer_stream(model) -> Optional[LayerStream]:
 def attach_stream(model: Any, family: Family, reader: TensorReader, source: str) -> list[str]:
     """Stream ``model``'s layers from ``reader`` (see the module docstring) and load the rest;
     return the checkpoint keys it does not use. The model must have been built without
-    initialising its weights (:func:`.gguf_model.weights_not_initialised`): its layers' storage
+    initialising its weights (:func:`.model_class.weights_not_initialised`): its layers' storage
     is then never written before it is dropped."""
     stream = LayerStream(model, family, reader, source)
     model.layer_stream = stream
@@ -313,14 +314,8 @@ def load_streamed_gguf(path, *, device=None, dtype: Optional[torch.dtype] = None
     reader = GGUFReader(f, config_hf, read_dtype)
     check_complete({k: torch.empty(s, device="meta") for k, s in reader.shapes.items()}, config_hf,
                    f.architecture, f.path)
-    family = family_for(config_hf.get("model_type"), source)
-    config = family.config_from_hf(config_hf, source)
-    config.extra["source"] = source
     name = package.name if package is not None else (config_hf.get("_name_or_path") or file.stem)
-    cls = family.model_class
-    assert cls is not None  # GGUF's architectures are decoders
-    with weights_not_initialised():
-        model = cls(config, family, name=str(name), path=file)
+    model, family = build_model(config_hf, file, str(name), file, empty=True)
     model.unused_weights = attach_stream(model, family, reader, source)
     model.to(read_dtype)  # after the layers became meta tensors: no uninitialised weight is converted
     model.gguf = {"architecture": f.architecture, "qtypes": {k: i.qtype.name for k, i in reader.infos.items()},

@@ -35,13 +35,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...errors import ConfigError, ModelLoadError
+from ...errors import ModelLoadError
 from ...i18n import error
 from ...modules.seq2seq import Seq2SeqConfig
-from ..reasons import reason
-from ..registry import Family, WeightRule, fuse_rows, hf_activation, register, setting, tokenizer_by_files
+from ..registry import Family, WeightRule, hf_activation, make_config, register, setting, tokenizer_by_files
 from ..seq2seq_generation import generation_settings
 from ..seq2seq_model import Seq2SeqModel
+from .bert import layer_rules
 
 
 def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
@@ -55,36 +55,32 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
     n_pos = setting(hf, "max_position_embeddings", source, 1024)
     archs = hf.get("architectures") or []
     gen = generation_settings(hf, Path(source).parent, source)
-    try:
-        return Seq2SeqConfig(
-            vocab_size=setting(hf, "vocab_size", source), d_model=d,
-            n_heads=setting(hf, "encoder_attention_heads", source, 16),
-            n_layers=setting(hf, "encoder_layers", source, 12),
-            n_decoder_layers=setting(hf, "decoder_layers", source, 12),
-            d_ff=setting(hf, "encoder_ffn_dim", source, 4096), max_positions=n_pos, position_offset=2,
-            type_vocab_size=0, position="learned", norm="post", norm_kind="layer", embed_norm=True,
-            final_norm=False, activation=hf_activation(setting(hf, "activation_function", source, "gelu", str), source),
-            bias=True, scoring="scaled", layer_norm_eps=1e-5,
-            dropout=float(setting(hf, "dropout", source, 0.1, float)),
-            attn_dropout=float(setting(hf, "attention_dropout", source, 0.0, float)),
-            embed_scale=math.sqrt(d) if setting(hf, "scale_embedding", source, False, bool) else 1.0,
-            tie_embeddings=setting(hf, "tie_word_embeddings", source, True, bool),
-            final_logits_bias=any(isinstance(a, str) and a.endswith("ForConditionalGeneration") for a in archs),
-            pad_token_id=setting(hf, "pad_token_id", source, 1), **gen,
-            extra={"model_type": hf.get("model_type"), "architectures": archs, "name_or_path": hf.get("_name_or_path")},
-        )
-    except ConfigError as e:
-        raise error(ModelLoadError, "errors.models_source_why", source=source, why=reason(e)) from None
+    return make_config(
+        Seq2SeqConfig, source,
+        vocab_size=setting(hf, "vocab_size", source), d_model=d,
+        n_heads=setting(hf, "encoder_attention_heads", source, 16),
+        n_layers=setting(hf, "encoder_layers", source, 12),
+        n_decoder_layers=setting(hf, "decoder_layers", source, 12),
+        d_ff=setting(hf, "encoder_ffn_dim", source, 4096), max_positions=n_pos, position_offset=2,
+        type_vocab_size=0, position="learned", norm="post", norm_kind="layer", embed_norm=True,
+        final_norm=False, activation=hf_activation(setting(hf, "activation_function", source, "gelu", str), source),
+        bias=True, scoring="scaled", layer_norm_eps=1e-5,
+        dropout=float(setting(hf, "dropout", source, 0.1, float)),
+        attn_dropout=float(setting(hf, "attention_dropout", source, 0.0, float)),
+        embed_scale=math.sqrt(d) if setting(hf, "scale_embedding", source, False, bool) else 1.0,
+        tie_embeddings=setting(hf, "tie_word_embeddings", source, True, bool),
+        final_logits_bias=any(isinstance(a, str) and a.endswith("ForConditionalGeneration") for a in archs),
+        pad_token_id=setting(hf, "pad_token_id", source, 1), **gen,
+        extra={"model_type": hf.get("model_type"), "architectures": archs, "name_or_path": hf.get("_name_or_path")},
+    )
 
 
 def _attention(src: str, dst: str) -> list[WeightRule]:
-    return [r for p in ("weight", "bias") for r in (
-        WeightRule(f"{dst}.W_qkv.{p}", tuple(f"{src}.{n}_proj.{p}" for n in "qkv"), fuse_rows),
-        WeightRule(f"{dst}.W_O.{p}", (f"{src}.out_proj.{p}",)))]
+    return layer_rules({"W_qkv": ("q_proj", "k_proj", "v_proj"), "W_O": "out_proj"}, src + ".", dst + ".")
 
 
 def _pair(src: str, dst: str) -> list[WeightRule]:
-    return [WeightRule(f"{dst}.{p}", (f"{src}.{p}",)) for p in ("weight", "bias")]
+    return layer_rules({dst: src}, "", "")  # weight, then bias
 
 
 def rules(config: Seq2SeqConfig) -> list[WeightRule]:

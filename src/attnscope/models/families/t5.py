@@ -40,15 +40,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import ConfigError, ModelLoadError
+from ...errors import ModelLoadError
 from ...i18n import error
 from ...modules.seq2seq import Seq2SeqConfig
-from ..reasons import reason
-from ..registry import Family, WeightRule, fuse_rows, hf_extra, register, setting, tokenizer_by_files
+from ..registry import HF_ACTIVATIONS, Family, WeightRule, fuse_rows, hf_extra, make_config, register, setting, tokenizer_by_files
 from ..seq2seq_generation import generation_settings
 from ..seq2seq_model import Seq2SeqModel
 
-ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "silu": "silu", "swish": "silu"}
+ACTIVATIONS = {k: HF_ACTIVATIONS[k] for k in ("relu", "gelu", "gelu_new", "silu", "swish")}
 
 
 def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
@@ -66,24 +65,22 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
         scale = False  # mT5 never rescales (transformers' MT5ForConditionalGeneration has no such step)
     n_layers = setting(hf, "num_layers", source, 6)
     gen = generation_settings(hf, Path(source).parent, source)
-    try:
-        return Seq2SeqConfig(
-            vocab_size=setting(hf, "vocab_size", source), d_model=d, n_heads=setting(hf, "num_heads", source, 8),
-            head_dim=setting(hf, "d_kv", source, 64), n_layers=n_layers,
-            n_decoder_layers=setting(hf, "num_decoder_layers", source, n_layers),
-            d_ff=setting(hf, "d_ff", source, 2048), max_positions=setting(hf, "n_positions", source, 512),
-            type_vocab_size=0, position="t5_relative", norm="pre", norm_kind="rms", embed_norm=False,
-            final_norm=True, activation=ACTIVATIONS[act], gated_ffn=gated, bias=False, scoring="unscaled",
-            layer_norm_eps=float(setting(hf, "layer_norm_epsilon", source, 1e-6, float)),
-            dropout=float(setting(hf, "dropout_rate", source, 0.1, float)), attn_dropout=0.0,
-            relative_buckets=setting(hf, "relative_attention_num_buckets", source, 32),
-            relative_max_distance=setting(hf, "relative_attention_max_distance", source, 128),
-            tie_embeddings=tie, lm_scale=d ** -0.5 if scale else 1.0,
-            pad_token_id=setting(hf, "pad_token_id", source, 0), **gen,
-            extra=hf_extra(hf, feed_forward_proj=proj),
-        )
-    except ConfigError as e:
-        raise error(ModelLoadError, "errors.models_source_why", source=source, why=reason(e)) from None
+    return make_config(
+        Seq2SeqConfig, source,
+        vocab_size=setting(hf, "vocab_size", source), d_model=d, n_heads=setting(hf, "num_heads", source, 8),
+        head_dim=setting(hf, "d_kv", source, 64), n_layers=n_layers,
+        n_decoder_layers=setting(hf, "num_decoder_layers", source, n_layers),
+        d_ff=setting(hf, "d_ff", source, 2048), max_positions=setting(hf, "n_positions", source, 512),
+        type_vocab_size=0, position="t5_relative", norm="pre", norm_kind="rms", embed_norm=False,
+        final_norm=True, activation=ACTIVATIONS[act], gated_ffn=gated, bias=False, scoring="unscaled",
+        layer_norm_eps=float(setting(hf, "layer_norm_epsilon", source, 1e-6, float)),
+        dropout=float(setting(hf, "dropout_rate", source, 0.1, float)), attn_dropout=0.0,
+        relative_buckets=setting(hf, "relative_attention_num_buckets", source, 32),
+        relative_max_distance=setting(hf, "relative_attention_max_distance", source, 128),
+        tie_embeddings=tie, lm_scale=d ** -0.5 if scale else 1.0,
+        pad_token_id=setting(hf, "pad_token_id", source, 0), **gen,
+        extra=hf_extra(hf, feed_forward_proj=proj),
+    )
 
 
 def _attention(src: str, dst: str) -> list[WeightRule]:
