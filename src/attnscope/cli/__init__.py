@@ -1,8 +1,8 @@
 """The ``attnscope`` command line.
 
 Each subcommand lives in its own module of this package with a ``register(subparsers)`` function
-that adds its parser and sets ``func``. Errors that attnscope raises on purpose become one line on
-stderr and exit code 2; nothing else is caught.
+that adds its parser and a ``run(args)`` function, the parser's ``func``. Errors that attnscope
+raises on purpose become one line on stderr and exit code 2; nothing else is caught.
 """
 
 from __future__ import annotations
@@ -222,7 +222,9 @@ def build_parser(lang: str = "en") -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"attnscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f".{name.replace('-', '_')}", __name__).register(sub)
+        command = importlib.import_module(f".{name.replace('-', '_')}", __name__)
+        command.register(sub)
+        sub.choices[name].set_defaults(func=command.run)
     for p in sub.choices.values():  # the module docstrings are reST; --help is plain text
         p.description = plain_text(p.description)
         name_int_options(p)

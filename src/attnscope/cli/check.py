@@ -36,7 +36,6 @@ def register(sub) -> None:
                         "csv: a class's summary on stdout (default: rich)")
     add_lang_option(p, "language of the report (default: en)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

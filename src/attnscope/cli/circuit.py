@@ -37,7 +37,6 @@ def register(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_lang_option(p, "language of the printed lines (default: en; report.md and report.zh.md are both written)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

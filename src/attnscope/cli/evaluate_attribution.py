@@ -69,7 +69,6 @@ def register(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_lang_option(p, "language of report.md and the figure (default: en)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def parse_limits(items: list[str]) -> dict[str, int]:

@@ -58,7 +58,6 @@ def register(sub) -> None:
                         "(written to --out, default DIR itself)")
     t.add_argument("--jobs", type=IntRange(1, 1024), default=None,
                    help="worker processes (default: 1 with --quick, else min(2, CPUs))")
-    p.set_defaults(func=run)
 
 
 # CLI option -> (library keyword, experiments that take it); training's options keep their names but --layers

@@ -119,7 +119,6 @@ def register(sub) -> None:
                                                                             "(default 128)")
     add_circuit_options(p)
     add_output_options(p)
-    p.set_defaults(func=run)
 
 
 POSITION_SCHEMES = ("sinusoidal", "rotary", "t5")

@@ -59,7 +59,6 @@ def register(sub) -> None:
     lens_tuned.add_options(p)
     add_lang_option(p, "language of the printed lines and the figure (default: en)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:
