@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from ..i18n import text
-from . import add_command, add_lang_option, add_overwrite_option, check_new_results, check_out_dir
+from . import add_command, add_shared, check_new_results, check_out_dir
 
 RESULTS = ("results.json", "report.md", "report.zh.md")
 
@@ -33,10 +33,8 @@ def register(sub) -> None:
     p.add_argument("file", type=Path, help="the experiment file (.toml)")
     p.add_argument("-o", "--out", type=Path, required=True, metavar="FOLDER",
                    help="folder for results.json, report.md and report.zh.md")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_lang_option(p, "language of the printed lines (default: en; report.md and report.zh.md are both written)")
-    add_overwrite_option(p)
+    add_shared(p, "device", "progress",
+               lang="language of the printed lines (default: en; report.md and report.zh.md are both written)")
 
 
 def run(args) -> int:
