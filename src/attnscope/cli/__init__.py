@@ -179,8 +179,9 @@ def check_output_file(out: Path, overwrite: bool, suffix_key: str, folder_key: s
 
 
 def check_new_results(folder: Path, names: Sequence[str], overwrite: bool, flag: str = "--out") -> None:
-    """InputError when the folder already holds one of ``names`` (an earlier run's results) and
-    ``overwrite`` was not asked for."""
+    """InputError when the folder cannot be made (:func:`check_out_dir`), or already holds one of
+    ``names`` (an earlier run's results) and ``overwrite`` was not asked for."""
+    check_out_dir(folder)
     if overwrite or not folder.is_dir():
         return
     there = [n for n in names if (folder / n).exists()]

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from ..i18n import text
-from . import add_command, add_shared, check_new_results, check_out_dir
+from . import add_command, add_shared, check_new_results
 
 RESULTS = ("results.json", "report.md", "report.zh.md")
 
@@ -45,7 +45,6 @@ def run(args) -> int:
     from ..patching.report import report
 
     exp = read_experiment(args.file)  # before the model loads: a bad file fails at once
-    check_out_dir(args.out)
     check_new_results(args.out, RESULTS, args.overwrite, flag="-o")
 
     from ..models import load

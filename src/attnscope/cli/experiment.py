@@ -124,7 +124,6 @@ def _run(args) -> int:
 
     if args.from_dir is None:  # every folder checked before the first experiment runs
         for name in names:
-            check_out_dir(out_of(name))
             check_new_results(out_of(name), ("results.json", "report.md"), args.overwrite)
     for name in names:
         opts = options_for(name, args)
