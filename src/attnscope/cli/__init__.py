@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ..errors import AttnscopeError, InputError
 from ..i18n import LANGS, error, error_message, text, translate
@@ -133,7 +133,7 @@ def add_shared(p, *names: str, lang: Optional[str] = None) -> None:
     files end."""
     from .plot import MAX_DPI, MIN_DPI  # plot's --dpi has the same range
 
-    shared = {
+    shared: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         "model": (("--model",), dict(default=None, metavar="PATH", help="a checkpoint folder, a .gguf file or an "
                                      "installed model (smollm2-135m, gemma-3-270m); default: the packaged all-MiniLM-L6-v2")),
         "causal_model": (("--model",), dict(default="smollm2-135m", metavar="NAME_OR_PATH", help="a causal language model: "
