@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 from ..errors import AttnscopeError, InputError
 from ..i18n import LANGS, error, error_message, text, translate
@@ -125,34 +125,6 @@ def add_lang_option(p, help: str) -> None:
 def add_overwrite_option(p) -> None:
     p.add_argument(OVERWRITE, action="store_true", help="replace output files that already exist "
                    "(without it an existing file is kept and the command stops before any work)")
-
-
-def add_shared(p, *names: str, lang: Optional[str] = None) -> None:
-    """The options several commands take with one meaning and one help text, in the order of
-    ``names``; then, with ``lang`` (its help), --lang and --overwrite, as the commands that write
-    files end."""
-    from .plot import MAX_DPI, MIN_DPI  # plot's --dpi has the same range
-
-    shared: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
-        "model": (("--model",), dict(default=None, metavar="PATH", help="a checkpoint folder, a .gguf file or an "
-                                     "installed model (smollm2-135m, gemma-3-270m); default: the packaged all-MiniLM-L6-v2")),
-        "causal_model": (("--model",), dict(default="smollm2-135m", metavar="NAME_OR_PATH", help="a causal language model: "
-                                            "smollm2-135m, gemma-3-270m, a folder or a .gguf file (default: %(default)s)")),
-        "device": (("--device",), dict(default=None, help="cpu, cuda, cuda:1 … (default: cpu)")),
-        "threads": (("--threads",), dict(type=IntRange(1, 4096), default=None, metavar="N",
-                                         help="torch CPU threads (default: torch's choice)")),
-        "dpi": (("--dpi",), dict(type=IntRange(MIN_DPI, MAX_DPI), default=150,
-                                 help="resolution of a .png, 10..2400 (default: %(default)s)")),
-        "outputs": (("-o", "--output"), dict(action="append", default=[], metavar="FILE", help="write the figure "
-                                             "(.png, .svg, .pdf) or the numbers (.json); repeatable")),
-        "progress": (("--no-progress",), dict(action="store_true", help="no progress bar")),
-    }
-    for name in names:
-        flags, options = shared[name]
-        p.add_argument(*flags, **options)
-    if lang is not None:
-        add_lang_option(p, lang)
-        add_overwrite_option(p)
 
 
 def check_new_file(path: Path, overwrite: bool, flag: str = "-o") -> None:

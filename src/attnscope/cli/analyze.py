@@ -37,7 +37,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error
-from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_shared
+from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_overwrite_option
 
 #: What `analyze` writes into --out; one of them there means an earlier run is replaced.
 RESULT_FILES = ("analysis.json", "report.md", "heads.csv", "layers.csv")
@@ -52,7 +52,9 @@ def register(sub) -> None:
     p = add_command(sub, "analyze", "per-head attention statistics, head types and importance over a corpus", __doc__)
     p.add_argument("corpus", metavar="CORPUS", nargs="?", default=None,
                    help="text file, folder of .txt files, or builtin:python-docs (none with --merge)")
-    add_shared(p, "model")
+    p.add_argument("--model", default=None, metavar="PATH",
+                   help="a checkpoint folder, a .gguf file or an installed model (smollm2-135m, gemma-3-270m); "
+                   "default: the packaged all-MiniLM-L6-v2")
     p.add_argument("-o", "--out", default="analysis", metavar="DIR",
                    help="output folder; with --shard the shard's folder (default: %(default)s)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu; under torchrun on "
@@ -103,10 +105,13 @@ def register(sub) -> None:
                    help="a model larger than memory: read one layer at a time from its safetensors or GGUF file, "
                    "one forward pass per window of --chunk-size texts (head importance and the norm shares, "
                    "which read layers outside a pass, are not computed)")
-    add_shared(p, "threads")
+    p.add_argument("--threads", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
+                   help="torch CPU threads (default: torch's choice)")
     p.add_argument("--lanes", type=IntRange(1, MAX_THREADS), default=None, metavar="N",
                    help="CPU: batches analysed at once, each on one thread (default: the number of threads)")
-    add_shared(p, "progress", lang="language of report.md, the heatmaps' titles and the printed summary (default: en)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_lang_option(p, "language of report.md, the heatmaps' titles and the printed summary (default: en)")
+    add_overwrite_option(p)
 
 
 def _init_distributed(device_arg):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error
-from . import add_command, add_shared, check_new_file
+from . import add_command, add_lang_option, add_overwrite_option, check_new_file
 
 
 def register(sub) -> None:
@@ -34,7 +34,8 @@ def register(sub) -> None:
     p.add_argument("--format", "-f", choices=("rich", "markdown", "json", "csv"), default="rich",
                    help="rich: coloured terminal tables; markdown; json: every entry with its verdict; "
                         "csv: a class's summary on stdout (default: rich)")
-    add_shared(p, lang="language of the report (default: en)")
+    add_lang_option(p, "language of the report (default: en)")
+    add_overwrite_option(p)
 
 
 def run(args) -> int:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from ..i18n import text
-from . import add_command, add_shared, check_new_results
+from . import add_command, add_lang_option, add_overwrite_option, check_new_results
 
 RESULTS = ("results.json", "report.md", "report.zh.md")
 
@@ -33,8 +33,10 @@ def register(sub) -> None:
     p.add_argument("file", type=Path, help="the experiment file (.toml)")
     p.add_argument("-o", "--out", type=Path, required=True, metavar="FOLDER",
                    help="folder for results.json, report.md and report.zh.md")
-    add_shared(p, "device", "progress",
-               lang="language of the printed lines (default: en; report.md and report.zh.md are both written)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_lang_option(p, "language of the printed lines (default: en; report.md and report.zh.md are both written)")
+    add_overwrite_option(p)
 
 
 def run(args) -> int:

@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_shared
+from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_overwrite_option
 
 MAX_TEXTS = 100_000
 
@@ -35,7 +35,9 @@ MAX_TEXTS = 100_000
 def register(sub) -> None:
     p = add_command(sub, "evaluate-attribution", "measure attribution methods against leave-one-out and "
                     "deletion/insertion (ERASER) on the built-in corpus", __doc__)
-    add_shared(p, "model")
+    p.add_argument("--model", default=None, metavar="PATH",
+                   help="a checkpoint folder, a .gguf file or an installed model (smollm2-135m, gemma-3-270m); "
+                   "default: the packaged all-MiniLM-L6-v2")
     p.add_argument("--texts", type=IntRange(1, MAX_TEXTS), default=500, metavar="N",
                    help="how many texts (default: %(default)s)")
     p.add_argument("--methods", default=None, metavar="M,M,…",
@@ -61,7 +63,12 @@ def register(sub) -> None:
                    help="seed of the text order, the random ranking and the bootstrap (default: %(default)s)")
     p.add_argument("-o", "--out", default="evaluate-attribution", metavar="DIR",
                    help="output folder (default: %(default)s)")
-    add_shared(p, "device", "threads", "progress", lang="language of report.md and the figure (default: en)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu)")
+    p.add_argument("--threads", type=IntRange(1, 4096), default=None, metavar="N",
+                   help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_lang_option(p, "language of report.md and the figure (default: en)")
+    add_overwrite_option(p)
 
 
 def parse_limits(items: list[str]) -> dict[str, int]:

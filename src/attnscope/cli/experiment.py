@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..i18n import error
-from . import MAX_SEED, IntList, IntRange, add_command, add_shared, check_new_results, check_out_dir
+from . import MAX_SEED, IntList, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_results, check_out_dir
 
 
 def _names(text: str) -> list[str]:
@@ -32,7 +32,9 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="the small CI version (seconds to a minute)")
     p.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0, help="base seed (default 0)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default out/experiments/NAME)")
-    add_shared(p, "progress", lang="language of report.md and the figures' titles and axes (default: en)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_lang_option(p, "language of report.md and the figures' titles and axes (default: en)")
+    add_overwrite_option(p)
     p.add_argument("--d-k", type=IntList(1, 65536), default=None,
                    help="comma-separated d_k values (variance/saturation default 2,4,…,1024; training 16,64,256,512)")
     g = p.add_argument_group("variance and saturation")

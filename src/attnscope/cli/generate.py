@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_shared, check_device, check_new_file
+from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_overwrite_option, check_device, check_new_file
 
 
 def register(sub) -> None:
@@ -38,7 +38,8 @@ def register(sub) -> None:
     p.add_argument("--system", default=None, help="a system message (with --chat)")
     p.add_argument("--view", default=None, metavar="OUT.html", help="also write the viewer of the generation")
     p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N or mps")
-    add_shared(p, lang="language of the notes around the generated text and of the --view page (default: en)")
+    add_lang_option(p, "language of the notes around the generated text and of the --view page (default: en)")
+    add_overwrite_option(p)
 
 
 def run(args) -> int:

@@ -29,15 +29,18 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, IntRange, add_command, add_shared, check_output_file, lens_tuned
+from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, lens_tuned
 from .lens_tuned import cells, header, write_outputs
+from .plot import MAX_DPI, MIN_DPI
 
 
 def register(sub) -> None:
     p = add_command(sub, "lens", "the logit lens, the tuned lens and direct logit attribution of a language model",
                     __doc__)
     p.add_argument("--text", default=None, help="the prompt (needed unless --train-tuned)")
-    add_shared(p, "causal_model")
+    p.add_argument("--model", default="smollm2-135m", metavar="NAME_OR_PATH",
+                   help="a causal language model: smollm2-135m, gemma-3-270m, a folder or a .gguf file "
+                        "(default: %(default)s)")
     p.add_argument("--position", type=IntRange(-MAX_INDEX, MAX_INDEX), default=-1, metavar="I",
                    help="the position read, negative from the end (default: the last, -1)")
     p.add_argument("--target", default=None, metavar="TOKEN",
@@ -48,9 +51,13 @@ def register(sub) -> None:
     p.add_argument("--top", type=IntRange(1, 50), default=3, metavar="K",
                    help="top tokens shown per point, and with --dla the largest parts ×4 (default: %(default)s)")
     p.add_argument("--dla", action="store_true", help="direct logit attribution instead of the lens")
-    add_shared(p, "dpi", "outputs")
+    p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
+                   help="resolution of a .png, 10..2400 (default: %(default)s)")
+    p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
+                   help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     lens_tuned.add_options(p)
-    add_shared(p, lang="language of the printed lines and the figure (default: en)")
+    add_lang_option(p, "language of the printed lines and the figure (default: en)")
+    add_overwrite_option(p)
 
 
 def run(args) -> int:

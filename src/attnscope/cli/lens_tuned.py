@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import IntRange, add_shared, check_new_file, save_figure
+from . import IntRange, check_new_file, save_figure
 
 #: Training options: (flag, default, low, high, help).
 TRAIN_OPTIONS = (
@@ -43,7 +43,8 @@ def add_options(p) -> None:
                    help="with --train-tuned: Adam, or SGD with Nesterov momentum 0.9 (Belrose et al.'s) (default: %(default)s)")
     p.add_argument("--lr", type=float, default=3e-4,
                    help="with --train-tuned: the peak learning rate (default: %(default)s)")
-    add_shared(p, "threads")
+    p.add_argument("--threads", type=IntRange(1, 4096), default=None, metavar="N",
+                   help="torch CPU threads (default: torch's choice)")
 
 
 def check(args) -> None:

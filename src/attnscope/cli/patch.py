@@ -25,7 +25,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, IntList, IntRange, add_command, add_shared, check_output_file, save_figure
+from . import MAX_INDEX, IntList, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, save_figure
+from .plot import MAX_DPI, MIN_DPI
 
 
 def say(key: str, lang: str, **fmt) -> str:
@@ -42,7 +43,9 @@ def register(sub) -> None:
                    help="the prompt they are copied into (the same number of tokens)")
     p.add_argument("--answer", required=True, metavar="TOKEN", help="the clean prompt's answer token, e.g. ' Mary'")
     p.add_argument("--wrong", required=True, metavar="TOKEN", help="the token it is compared with, e.g. ' John'")
-    add_shared(p, "causal_model")
+    p.add_argument("--model", default="smollm2-135m", metavar="NAME_OR_PATH",
+                   help="a causal language model: smollm2-135m, gemma-3-270m, a folder or a .gguf file "
+                        "(default: %(default)s)")
     p.add_argument("--what", choices=("heads", "residual"), default="heads",
                    help="heads: each head's output z; residual: the residual stream at one position "
                         "(default: %(default)s)")
@@ -57,7 +60,14 @@ def register(sub) -> None:
     p.add_argument("--raw", action="store_true", help="colour the figure by the raw metric, not the normalised one")
     p.add_argument("--top", type=IntRange(0, MAX_INDEX), default=10, metavar="N",
                    help="print the N strongest cells (default: %(default)s)")
-    add_shared(p, "device", "dpi", "outputs", "progress", lang="language of the printed lines and the figure (default: en)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu)")
+    p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
+                   help="resolution of a .png, 10..2400 (default: %(default)s)")
+    p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
+                   help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_lang_option(p, "language of the printed lines and the figure (default: en)")
+    add_overwrite_option(p)
 
 
 def _check_outputs(paths, overwrite: bool) -> list[Path]:
