@@ -106,11 +106,6 @@ def check_out_dir(out: Path) -> None:
         raise error(InputError, "errors.out_dir_not_writable", path=repr(str(out)), parent=repr(str(parent)))
 
 
-#: The switch every command that writes files takes to replace what is there (``overwrite=True``
-#: of :meth:`attnscope.trace.Trace.save` is its Python spelling).
-OVERWRITE = "--overwrite"
-
-
 def add_command(sub, name: str, help: str, description: str) -> argparse.ArgumentParser:
     """The subcommand ``name`` on ``sub``; its --help prints ``description`` (the command module's
     docstring) with the line breaks as written."""
@@ -123,7 +118,9 @@ def add_lang_option(p, help: str) -> None:
 
 
 def add_overwrite_option(p) -> None:
-    p.add_argument(OVERWRITE, action="store_true", help="replace output files that already exist "
+    """``--overwrite``, the switch every command that writes files takes to replace what is there
+    (``overwrite=True`` of :meth:`attnscope.trace.Trace.save` is its Python spelling)."""
+    p.add_argument("--overwrite", action="store_true", help="replace output files that already exist "
                    "(without it an existing file is kept and the command stops before any work)")
 
 
