@@ -1,8 +1,8 @@
 """The ``attnscope`` command line.
 
 Each subcommand lives in its own module of this package with a ``register(subparsers)`` function
-that adds its parser and sets ``func``. Errors that attnscope raises on purpose become one line on
-stderr and exit code 2; nothing else is caught.
+that adds its parser and a ``run(args)`` function, the parser's ``func``. Errors that attnscope
+raises on purpose become one line on stderr and exit code 2; nothing else is caught.
 """
 
 from __future__ import annotations
@@ -106,11 +106,6 @@ def check_out_dir(out: Path) -> None:
         raise error(InputError, "errors.out_dir_not_writable", path=repr(str(out)), parent=repr(str(parent)))
 
 
-#: The switch every command that writes files takes to replace what is there (``overwrite=True``
-#: of :meth:`attnscope.trace.Trace.save` is its Python spelling).
-OVERWRITE = "--overwrite"
-
-
 def add_command(sub, name: str, help: str, description: str) -> argparse.ArgumentParser:
     """The subcommand ``name`` on ``sub``; its --help prints ``description`` (the command module's
     docstring) with the line breaks as written."""
@@ -123,7 +118,9 @@ def add_lang_option(p, help: str) -> None:
 
 
 def add_overwrite_option(p) -> None:
-    p.add_argument(OVERWRITE, action="store_true", help="replace output files that already exist "
+    """``--overwrite``, the switch every command that writes files takes to replace what is there
+    (``overwrite=True`` of :meth:`attnscope.trace.Trace.save` is its Python spelling)."""
+    p.add_argument("--overwrite", action="store_true", help="replace output files that already exist "
                    "(without it an existing file is kept and the command stops before any work)")
 
 
@@ -151,8 +148,9 @@ def check_output_file(out: Path, overwrite: bool, suffix_key: str, folder_key: s
 
 
 def check_new_results(folder: Path, names: Sequence[str], overwrite: bool, flag: str = "--out") -> None:
-    """InputError when the folder already holds one of ``names`` (an earlier run's results) and
-    ``overwrite`` was not asked for."""
+    """InputError when the folder cannot be made (:func:`check_out_dir`), or already holds one of
+    ``names`` (an earlier run's results) and ``overwrite`` was not asked for."""
+    check_out_dir(folder)
     if overwrite or not folder.is_dir():
         return
     there = [n for n in names if (folder / n).exists()]
@@ -222,7 +220,9 @@ def build_parser(lang: str = "en") -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"attnscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f".{name.replace('-', '_')}", __name__).register(sub)
+        command = importlib.import_module(f".{name.replace('-', '_')}", __name__)
+        command.register(sub)
+        sub.choices[name].set_defaults(func=command.run)
     for p in sub.choices.values():  # the module docstrings are reST; --help is plain text
         p.description = plain_text(p.description)
         name_int_options(p)

@@ -112,7 +112,6 @@ def register(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_lang_option(p, "language of report.md, the heatmaps' titles and the printed summary (default: en)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def _init_distributed(device_arg):

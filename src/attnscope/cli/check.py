@@ -36,7 +36,6 @@ def register(sub) -> None:
                         "csv: a class's summary on stdout (default: rich)")
     add_lang_option(p, "language of the report (default: en)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:
@@ -72,8 +71,7 @@ def run_class(args, files: list) -> int:
             raise error(InputError, "errors.summary_no_folder", path=repr(args.summary), folder=repr(str(out.parent)))
         check_new_file(out, args.overwrite, "--summary")
     result = check_class(files)
-    sys.stdout.write(result.render("markdown" if args.format == "markdown" else
-                                   "csv" if args.format == "csv" else "text", lang=args.lang))
+    sys.stdout.write(result.render(args.format if args.format in ("markdown", "csv") else "text", lang=args.lang))
     if args.summary is not None:
         try:
             Path(args.summary).write_text(result.to_csv(args.lang), encoding="utf-8")

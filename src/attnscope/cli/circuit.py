@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from ..i18n import text
-from . import add_command, add_lang_option, add_overwrite_option, check_new_results, check_out_dir
+from . import add_command, add_lang_option, add_overwrite_option, check_new_results
 
 RESULTS = ("results.json", "report.md", "report.zh.md")
 
@@ -37,7 +37,6 @@ def register(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_lang_option(p, "language of the printed lines (default: en; report.md and report.zh.md are both written)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:
@@ -48,7 +47,6 @@ def run(args) -> int:
     from ..patching.report import report
 
     exp = read_experiment(args.file)  # before the model loads: a bad file fails at once
-    check_out_dir(args.out)
     check_new_results(args.out, RESULTS, args.overwrite, flag="-o")
 
     from ..models import load

@@ -69,7 +69,6 @@ def register(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_lang_option(p, "language of report.md and the figure (default: en)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def parse_limits(items: list[str]) -> dict[str, int]:
@@ -94,11 +93,10 @@ def run(args) -> int:
     from ..faithfulness.run import DEFAULT_METHODS, check_methods, evaluate
     from ..i18n import error, text
     from ..models import load
-    from . import check_device, check_new_results, check_out_dir
+    from . import check_device, check_new_results
 
     check_device(args.device)
     out = Path(args.out)
-    check_out_dir(out)
     check_new_results(out, report.FILES, args.overwrite)
     methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()] if args.methods
                             else list(DEFAULT_METHODS))

@@ -18,7 +18,6 @@ def register(sub) -> None:
     p.add_argument("name", nargs="?", default="three-tokens", choices=sorted(EXAMPLES),
                    help="which example (default: three-tokens)")
     add_output_options(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

@@ -39,7 +39,6 @@ def register(sub) -> None:
                                                      "(default exercise-SEED-answers.yaml)")
     p.add_argument("--no-answers", action="store_true", help="do not write an answers file")
     add_output_options(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

@@ -58,7 +58,6 @@ def register(sub) -> None:
                         "(written to --out, default DIR itself)")
     t.add_argument("--jobs", type=IntRange(1, 1024), default=None,
                    help="worker processes (default: 1 with --quick, else min(2, CPUs))")
-    p.set_defaults(func=run)
 
 
 # CLI option -> (library keyword, experiments that take it); training's options keep their names but --layers
@@ -127,7 +126,6 @@ def _run(args) -> int:
 
     if args.from_dir is None:  # every folder checked before the first experiment runs
         for name in names:
-            check_out_dir(out_of(name))
             check_new_results(out_of(name), ("results.json", "report.md"), args.overwrite)
     for name in names:
         opts = options_for(name, args)

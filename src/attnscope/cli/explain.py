@@ -34,7 +34,7 @@ from typing import Any
 from ..errors import InputError
 from ..i18n import error
 from ..scorings import SCORINGS
-from . import MAX_INDEX, MAX_SEED, OVERWRITE, IntRange, add_command, add_lang_option, check_new_file
+from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, check_new_file
 from .explain_circuit import add_circuit_options, build_circuit
 
 FORMATS = ("rich", "markdown", "latex", "json")
@@ -50,7 +50,7 @@ def add_output_options(p, default_decimals: int = 4) -> None:
     g.add_argument("--latex-mode", choices=("document", "fragment", "beamer"), default="document",
                    help="with --format latex: a whole document (default), a fragment to paste into your own, or "
                         "beamer frames (one per step); pdflatex when the text has no CJK, else xelatex")
-    g.add_argument(OVERWRITE, action="store_true", help="replace FILE if it exists (else the command stops)")
+    g.add_argument("--overwrite", action="store_true", help="replace FILE if it exists (else the command stops)")
 
 
 def register(sub) -> None:
@@ -119,7 +119,6 @@ def register(sub) -> None:
                                                                             "(default 128)")
     add_circuit_options(p)
     add_output_options(p)
-    p.set_defaults(func=run)
 
 
 POSITION_SCHEMES = ("sinusoidal", "rotary", "t5")
@@ -170,11 +169,10 @@ def build(args):
         return explain(scores=parse_vector_arg(args.scores[0], "--scores"), tokens=labels, d_k=args.dk,
                        values=values, query=args.query, dims=args.dims, expand=args.expand)
     matrices: dict[str, Any] = {}
-    for key, flag in (("X", "X"), ("W_Q", "wq"), ("W_K", "wk"), ("W_V", "wv"), ("W_O", "wo")):
-        value = getattr(args, flag)
+    for key, flag in (("X", "-X"), ("W_Q", "--wq"), ("W_K", "--wk"), ("W_V", "--wv"), ("W_O", "--wo")):
+        value = getattr(args, flag.lstrip("-"))
         if value is not None:
-            opt = "-X" if flag == "X" else f"--{flag}"
-            matrices[key] = parse_matrix_arg(value, opt)
+            matrices[key] = parse_matrix_arg(value, flag)
     extra = {}
     if args.scoring:
         extra["scoring"] = args.scoring

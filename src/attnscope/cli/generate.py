@@ -40,7 +40,6 @@ def register(sub) -> None:
     p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N or mps")
     add_lang_option(p, "language of the notes around the generated text and of the --view page (default: en)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

@@ -25,13 +25,12 @@ model is refused.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, lens_tuned, save_figure
-from .lens_tuned import header
+from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, lens_tuned
+from .lens_tuned import cells, header, write_outputs
 from .plot import MAX_DPI, MIN_DPI
 
 
@@ -59,7 +58,6 @@ def register(sub) -> None:
     lens_tuned.add_options(p)
     add_lang_option(p, "language of the printed lines and the figure (default: en)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:
@@ -102,16 +100,9 @@ def run(args) -> int:
                    target=repr(r.decode(int(r.target_ids[i])))))
         print(header(lang))
         for p, point in enumerate(r.points):
-            tops = ", ".join(f"{t!r} {float(q):.2f}" for t, q in zip(r.top_tokens(p, i), r.top_probs[p, i]))
-            print(f"{point.name:<26} {tops:<40} {float(r.target_prob[p, i]):8.4f} {int(r.target_rank[p, i]):6d}"
-                  f" {float(r.kl[p, i]):10.4f}")
+            print(f"{point.name:<26} {cells(r, p, i)}")
         first = r.first_point(i)
         print(text("lens.first", lang, point=first.name) if first and first is not r.points[-1] else text("lens.never", lang))
         result, figure = r.to_dict(), (lambda: lens_figure(r, lang))
-    for out in outs:
-        if out.suffix.lower() == ".json":
-            out.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
-        else:
-            save_figure(figure(), out, args.dpi)
-        print(text("lens.wrote", lang, path=out))
+    write_outputs(outs, result, figure, args.dpi, lang)
     return 0

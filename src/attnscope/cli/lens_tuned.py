@@ -97,13 +97,18 @@ def train(args, model, outs: list[Path]) -> int:
     for name, a, b in zip(lens.points, logit, tuned):
         print(f"{name:<26} {a:11.4f} {b:11.4f}")
     print(text("tuned.lower", lang, n=int((tuned[:-1] < logit[:-1]).sum()), m=len(logit) - 1))
+    write_outputs(outs, result, lambda: kl_figure(lens.points, logit, tuned, lang), args.dpi, lang)
+    return 0
+
+
+def write_outputs(outs: list[Path], result: dict, figure, dpi: int, lang: str) -> None:
+    """Each -o file: the numbers ``result`` as .json, else ``figure()`` drawn at ``dpi``; one line each."""
     for out in outs:
         if out.suffix.lower() == ".json":
             out.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
         else:
-            save_figure(kl_figure(lens.points, logit, tuned, lang), out, args.dpi)
+            save_figure(figure(), out, dpi)
         print(text("lens.wrote", lang, path=out))
-    return 0
 
 
 def command_line(args) -> str:
@@ -162,10 +167,5 @@ def show(args, model, outs: list[Path]) -> int:
         print(f"{point.name:<26} {cells(r, p, i)} {cells(t, p, i)}")
     result = {"logit_lens": r.to_dict(), "tuned_lens": t.to_dict(), "tuned_file": str(args.tuned),
               "tuned_settings": {k: v for k, v in lens.settings.items() if k != "held_out_indices"}}
-    for out in outs:
-        if out.suffix.lower() == ".json":
-            out.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
-        else:
-            save_figure(tuned_figure(r, t, lang), out, args.dpi)
-        print(text("lens.wrote", lang, path=out))
+    write_outputs(outs, result, lambda: tuned_figure(r, t, lang), args.dpi, lang)
     return 0

@@ -68,7 +68,6 @@ def register(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_lang_option(p, "language of the printed lines and the figure (default: en)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def _check_outputs(paths, overwrite: bool) -> list[Path]:

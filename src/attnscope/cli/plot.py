@@ -57,7 +57,6 @@ def register(sub) -> None:
     add_lang_option(p, "language of the title, axes and colour bar (default: en)")
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg or .pdf")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def _floats(s: str, what: str) -> list[float]:

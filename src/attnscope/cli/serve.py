@@ -38,7 +38,6 @@ def register(sub) -> None:
     add_lang_option(p, "language of the page's tabs, toolbar and notes (default en; the page has a switch)")
     p.add_argument("--log-level", default="warning", choices=LOG_LEVELS,
                    help="uvicorn's log level; info also logs every request (default warning)")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

@@ -41,7 +41,6 @@ def register(sub) -> None:
     add_lang_option(p, "language of the page's tabs, toolbar and notes (default en; the page has a switch)")
     p.add_argument("-o", "--output", default="attention.html", help="output file (default attention.html)")
     add_overwrite_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:
