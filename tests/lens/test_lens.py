@@ -155,6 +155,9 @@ def test_bad_input_is_one_sentence(tiny):
         direct_logit_attribution(m, TEXT, target=(1, 2, 3))
     with pytest.raises(InputError, match="not a one-stack language model"):
         logit_lens(tiny("bert") if "bert" in FAMILIES else attnscope.load(), TEXT)
+    for f in (logit_lens, direct_logit_attribution):  # not the start token alone, read as if it were the text
+        with pytest.raises(InputError, match="the text is empty"):
+            f(m, "")
 
 
 @pytest.fixture(params=("smollm2-135m", "gemma-3-270m"))

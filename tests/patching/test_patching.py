@@ -273,3 +273,19 @@ def test_a_metric_of_the_wrong_shape(gpt2):
         patch(gpt2, CLEAN, CORRUPTED, metric=lambda logits: logits)
     assert isinstance(patch(gpt2, CLEAN, CORRUPTED, " cats", " dogs", layers=[0]), PatchingResult)
     assert math.isfinite(patch(gpt2, CLEAN, CORRUPTED, " cats", " dogs", layers=[0]).clean)
+
+
+def test_an_encoder_decoder_model_is_refused_in_one_sentence(tmp_path):
+    """T5/BART have a language-model head but their stack is not one stack of layers: patch gave an
+    error about trace names and path_patch an AttributeError ('Seq2SeqModel' has no 'layers')."""
+    import tests.models.seq2seq.tiny  # noqa: F401  (registers the encoder–decoder families)
+    from attnscope.patching import ablated_metric, head_means, pair_group, path_patch
+    from attnscope.testing.tiny import FAMILIES
+    t5 = attnscope.load(FAMILIES["t5"].build(tmp_path / "t5"))
+    text = "the cat sat on the mat"
+    group = pair_group(t5, text, text, 3, 5)
+    for run in (lambda: patch(t5, text, text, 3, 5), lambda: path_patch(t5, text, text, sender=(0, 0), answer=3, wrong=5),
+                lambda: head_means(t5, group), lambda: ablated_metric(t5, group, [(0, 0)], [torch.zeros(1)])):
+        with pytest.raises(InputError, match="is an encoder–decoder model") as e:
+            run()
+        assert "\n" not in str(e.value)

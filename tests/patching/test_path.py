@@ -164,3 +164,38 @@ def test_bad_input_is_one_clear_sentence(gpt2, kw, words):
     g = group_of(gpt2, CLEANS[:1], CORRUPTS[:1], 1, 2)
     with pytest.raises(InputError, match=words):
         path_patch(gpt2, [g], **kw)
+
+
+def test_gemma3_receivers_in_a_layer_of_another_rope_base(tmp_path):
+    """Gemma 3's layers 0, 1 are sliding (RoPE base 10⁴), layer 2 full (10⁶): the second run starts
+    at the receiver's layer, which must keep its own rotary table (it got layer 0's: 0.0056 off here).
+    The reference: two full runs with hooks — every head but the sender frozen at clean, the receiver's
+    q/k recorded; then the clean run with that q/k written in."""
+    from tests.models.decoders.tiny import gemma3
+    m = attnscope.load(gemma3(tmp_path / "gemma3"), dtype=torch.float64)
+    n = m.config.n_layers
+    g = group_of(m, *FOX, 3, 5)
+
+    def run(ids, hooks, names=()):
+        b = attnscope.tokenizer.Batch(ids, torch.ones_like(ids), torch.zeros_like(ids), [[""] * ids.shape[1]], [""])
+        return m.trace(b, names=list(names), hooks=hooks)
+    zs = [f"layers.{i}.attn.z" for i in range(n)]
+    clean, corr = run(g.clean, {}, zs), run(g.corrupted, {}, zs)
+    for kind in ("q", "k"):
+        hooks = {f"layers.{i}.attn.z": (lambda t, _n, i=i: clean[f"layers.{i}.attn.z"]) for i in range(1, n)}
+
+        def sender(t, _n):
+            z = clean["layers.0.attn.z"].clone()
+            z[:, 1] = corr["layers.0.attn.z"][:, 1]
+            return z
+        hooks["layers.0.attn.z"] = sender
+        j = 2 if kind == "q" else 2 // (m.config.n_heads // m.config.kv_heads)
+        got = run(g.clean, hooks, [f"layers.2.attn.{kind}"])[f"layers.2.attn.{kind}"][:, j]
+
+        def put(t, _n, got=got, j=j):
+            t = t.clone()
+            t[:, j] = got
+            return t
+        want = ld(m, run(g.clean, {f"layers.2.attn.{kind}": put}).output, g)
+        r = path_patch(m, [g], sender=(0, 1), receivers=[(2, 2, kind)])
+        np.testing.assert_allclose(r.per_prompt[(0, 1)].numpy(), want, atol=1e-9, rtol=0)

@@ -124,3 +124,15 @@ def test_smollm2_heads_take_at_most_55_percent_of_a_full_rerun():
     assert r.layer_evaluations == seen == 9 * sum(30 - l for l in range(30)) + 2 * 30 == 4245
     assert r.layer_evaluations_full == 272 * 30
     assert r.layer_evaluations / r.layer_evaluations_full <= 0.55
+
+
+@pytest.mark.parametrize("start", [1, 2])
+def test_a_run_that_starts_at_a_later_layer_keeps_each_layers_own_rope_tables(tmp_path, start):
+    """Gemma 3's layers differ in RoPE base (sliding 10⁴, full 10⁶): a stack cut to start at layer
+    ``start`` must still give each layer its own table, so a prompt patched with its own activations
+    gives its own metric at every layer (it gave 0.0035 off from layer 1 on: layer 2 got layer 0's)."""
+    from tests.models.decoders.tiny import gemma3
+    model = attnscope.load(gemma3(tmp_path / "gemma3"))
+    text = "The quick brown fox jumps over the lazy dog."
+    r = patch(model, text, text, 3, 5, what="residual", site="resid_pre", layers=[start], batch_size=4)
+    torch.testing.assert_close(r.values[start], torch.full_like(r.values[start], r.clean), rtol=0, atol=1e-5)

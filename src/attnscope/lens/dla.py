@@ -28,7 +28,7 @@ from ..attribution.decompose import norm_terms
 from ..errors import InputError
 from ..i18n import error
 from ..recipe import INPUT
-from .stream import check_language_model, embed_value, one_token_id, readable, recipe_of
+from .stream import check_language_model, check_text, embed_value, one_token_id, readable, recipe_of
 
 Tensor = torch.Tensor
 
@@ -89,6 +89,7 @@ def direct_logit_attribution(model, text: str, *, target=None, position: int = -
     ``target``: None (the model's top prediction there), a token id, a text that is one token, or a
     pair (a, b) for the difference ``logit[a] − logit[b]``."""
     check_language_model(model, "direct_logit_attribution")
+    check_text(text, "direct_logit_attribution")
     n, H = model.config.n_layers, model.config.n_heads
     names = ["layers.*.attn.z", "layers.*.attn.out", "layers.*.ffn.out", f"layers.{n - 1}.out"]
     for i in range(n):

@@ -18,7 +18,7 @@ import torch
 
 from ..errors import InputError
 from ..i18n import error
-from .stream import Point, check_language_model, embed_value, one_token_id, points, read_out, readable, stream_names
+from .stream import Point, check_language_model, check_text, embed_value, one_token_id, points, read_out, readable, stream_names
 
 Tensor = torch.Tensor
 
@@ -81,6 +81,7 @@ def logit_lens(model, text: str, *, target: Union[None, int, str] = None, k: int
     ``maps``: ``maps(p, h)`` (L, d) → (L, d), applied to point p before the read-out (the tuned
     lens, :mod:`attnscope.lens.tuned`); the final distribution the KL compares with stays the model's own."""
     check_language_model(model, "logit_lens")
+    check_text(text, "logit_lens")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise error(InputError, "errors.lens_k", k=repr(k))
     tr = model.trace([text], names=stream_names(model))

@@ -37,6 +37,12 @@ def check_language_model(model, what: str) -> None:
         raise error(InputError, "errors.lens_post_norm", what=what, model=model.name)
 
 
+def check_text(text, what: str) -> None:
+    """InputError for an empty text (a tokenizer that adds a start token would give that token alone)."""
+    if isinstance(text, str) and not text:
+        raise error(InputError, "errors.lens_empty_text", what=what)
+
+
 def recipe_of(model, index: int):
     recipe = getattr(model.layers[index], "recipe", None)
     return recipe if recipe is not None else get_layer_recipe(model.config.norm)

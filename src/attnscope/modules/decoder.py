@@ -157,7 +157,8 @@ class TransformerDecoder(nn.Module):
         masks = {name: self.mask_for(l.window, B, L, past, attention_mask, x.device, mask=l.mask_scheme.mask)
                  for name, l in kinds.items()}
         weights = []
-        for layer, (cos, sin) in zip(layers, tables):
+        for layer in layers:
+            cos, sin = tables[layer.index]  # by the layer's own index: the stack may run from a later layer
             mask, causal = masks[layer.mask_scheme.name]
             x = layer(x, cos, sin, mask=mask, causal=causal, cache=cache, need_weights=need_weights)  # (B, L, d)
             if need_weights:

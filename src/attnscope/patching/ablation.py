@@ -17,6 +17,7 @@ import torch
 
 from ..errors import InputError
 from ..i18n import error
+from .pair import require_lm
 from .path import Head, check_head
 from .prompts import groups_of
 from .runs import forward, logit_diffs, record
@@ -30,6 +31,7 @@ SOURCES = ("corrupted", "clean")
 def head_means(model, prompts, source: str = "corrupted") -> list[Tensor]:
     """Per group, the mean of every head's z over the group's ``source`` prompts at each position,
     ``(n_layers, n_heads, L, d_head)`` (float32 or the model's dtype)."""
+    require_lm(model)
     if source not in SOURCES:
         raise error(InputError, "errors.ablation_source", value=repr(source), choices=", ".join(SOURCES))
     n = model.config.n_layers
@@ -54,6 +56,7 @@ def checked_heads(model, heads: Iterable) -> set[Head]:
 def ablated_metric(model, prompts, ablate: Iterable[Head], means: list[Tensor]) -> Tensor:
     """Each clean prompt's metric, float64 ``(N,)`` (groups concatenated), with every head of
     ``ablate`` mean-ablated (``means`` from :func:`head_means` of the same prompts)."""
+    require_lm(model)
     groups = groups_of(prompts)
     if len(means) != len(groups):
         raise error(InputError, "errors.ablation_means", groups=len(groups), means=len(means))

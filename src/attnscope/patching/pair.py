@@ -38,10 +38,13 @@ class PatchPair:
 
 
 def require_lm(model) -> None:
-    """InputError unless ``model`` has a language-model head (the metric reads next-token logits)."""
+    """InputError unless ``model`` is a one-stack model with a language-model head (the metric reads
+    next-token logits; the patches are written into its one stack of layers)."""
     if not getattr(model, "has_lm_head", False):
         raise error(InputError, "errors.patch_no_lm_head", name=repr(getattr(model, "name", "?")),
                     family=getattr(model, "family", "?"))
+    if hasattr(model, "target_batch"):  # an encoder–decoder: no single stack of layers to patch
+        raise error(InputError, "errors.patch_seq2seq", name=repr(getattr(model, "name", "?")))
 
 
 def _shown(tokenizer, tokens) -> list:
