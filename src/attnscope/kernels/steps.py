@@ -203,7 +203,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
             if hooked - {"weights"} or finite:
                 kk, vv = repeated()
                 st = dense.steps(q, kk, vv, p.factor, add, hook=hooks, dropout_p=dropout_p,
-                                 check=(lambda s: check_scaled(s, q.dtype)) if finite else None, free=hooks.free)
+                                 check=(lambda s: check_scaled(s, q.dtype)) if finite or q.dtype in dense.LOW_PRECISION
+                                 else None, free=hooks.free)  # half precision: q·k may overflow, say so, not NaN
                 z, weights, formed = st["z"], st["weights"], frozenset(MATRIX_STEPS)
             else:  # only the weights: the lean form, k and v not repeated for grouped heads
                 same_lead = q.shape[:-3] == k.shape[:-3] == v.shape[:-3]
