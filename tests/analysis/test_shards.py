@@ -237,3 +237,15 @@ def test_a_damaged_shard_file_is_one_sentence(bert, corpus, shard_dirs, tmp_path
     assert main(["analyze", "--merge", *map(str, dirs), "--out", str(tmp_path / "out")]) == 2
     with pytest.raises(InputError, match=rf"is a damaged attnscope shard \(its {field} field\)"):
         analyze_shard(corpus, (1, 4), dirs[1], bert, **KW)
+
+
+def test_shards_of_another_attnscope_version_are_refused(bert, corpus, shard_dirs, tmp_path, monkeypatch):
+    """A shard written by another attnscope version (whose statistics may be defined or computed
+    otherwise) is not merged with this version's shards, nor resumed by this version: one sentence."""
+    monkeypatch.setattr(attnscope, "__version__", "0.0.9")
+    analyze_shard(corpus, (3, 4), tmp_path / "s3", bert, **KW)
+    monkeypatch.undo()
+    with pytest.raises(InputError, match=r"are shards of different runs \(the attnscope version differ\)"):
+        merge_shards([*shard_dirs[:3], tmp_path / "s3"])
+    with pytest.raises(InputError, match=r"holds shard 3/4 of another run \(the attnscope version differ\)"):
+        analyze_shard(corpus, (3, 4), tmp_path / "s3", bert, **KW)

@@ -4,10 +4,10 @@ Shard i of N is process i of an N-process ``torchrun`` job without the collectiv
 (:mod:`.run`): the windows of ``chunk_size`` texts numbered k with ``k % N == i`` and the
 importance batches likewise; batches are formed per window, so each is the batch a single run
 forms. A shard writes its exact sums (:mod:`.exact`), counters, what reading skipped and the
-fingerprints of the model, the settings and the corpus (:mod:`.fingerprint`) to ``DIR/shard.json``
-— after every window and every importance batch (a temporary file, then ``os.replace``: a kill
-leaves the last whole checkpoint). Run again on the same folder, a shard goes on after its last
-checkpoint, counting no text twice. Shard 0 also keeps what every process of a single run computes
+fingerprints of the model, the settings and the corpus (:mod:`.fingerprint`) and the attnscope
+version to ``DIR/shard.json`` — after every window and every importance batch (a temporary file,
+then ``os.replace``: a kill leaves the last whole checkpoint). Run again on the same folder, a
+shard goes on after its last checkpoint, counting no text twice. Shard 0 also keeps what every process of a single run computes
 alike: the norm shares of the first texts and (causal models) every head's copying score.
 
 :func:`merge_shards` adds the sums of shards 0 … N−1 of one fingerprint and builds the result a
@@ -50,7 +50,7 @@ from .settings import AnalysisConfig, AnalysisResult
 
 STATE = "shard.json"
 FORMAT = "attnscope.analysis-shard"
-PARTS = ("model", "settings", "corpus")
+PARTS = ("model", "settings", "corpus", "version")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -135,8 +135,9 @@ def analyze_shard(corpus: Union[str, Path], shard: Sequence[int], out: Union[str
     if getattr(model.config, "kind", "") == "seq2seq":
         raise error(InputError, "errors.shard_seq2seq", model=model.name)
     p = prepare(model, cfg)
+    import attnscope  # (its version: shards of another version may define or compute a statistic otherwise)
     parts = {"model": model_fingerprint(model), "settings": settings_fingerprint(cfg.to_dict(), p.max_length),
-             "corpus": corpus_fingerprint(corpus)}
+             "corpus": corpus_fingerprint(corpus), "version": attnscope.__version__}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     state = None if restart or not (out / STATE).exists() else read_state(out)
@@ -268,6 +269,7 @@ def check_state(state: dict, path: Path) -> None:
     need(isinstance(log, dict) and _count(log.get("skipped_decode")) and _count(log.get("blank_owned"))
          and isinstance(log.get("examples"), list)
          and all(isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) for e in log["examples"]), "log")
+    ok = False
     try:
         config_of(state)
         acc = StatsAccumulator.from_state_dict(state["accumulator"])
@@ -276,7 +278,7 @@ def check_state(state: dict, path: Path) -> None:
     except _ConfigBroken:
         need(False, "config")
     except (KeyError, TypeError, ValueError, AttributeError):
-        ok = False
+        pass
     need(ok, "accumulator")
 
 
