@@ -42,7 +42,7 @@ class NonFiniteError(InputError):
 
     Raised only where finite checks were asked for (``check_finite=True`` or
     :func:`attnscope.kernels.finite.checking_finite`), because looking costs a pass over the data
-    — and for the scaled scores of float16/bfloat16 steps, where q·k overflows the dtype.
+    — and for float16/bfloat16 q·k in the explicit steps, where it may overflow the dtype.
     """
 
 

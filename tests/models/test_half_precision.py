@@ -126,5 +126,15 @@ def test_a_float16_trace_whose_q_k_overflows_says_so_instead_of_nan(tmp_path):
     text = "hello world how are you"
     assert bool(torch.isfinite(m.logits([text])).all())
     assert bool(torch.isfinite(m.trace(text, names=["layers.*.attn.weights", "layers.*.out"])["layers.1.out"]).all())
-    with pytest.raises(NonFiniteError, match=r"q·k overflowed torch.float16"):
+    with pytest.raises(NonFiniteError, match=r"q·k has non-finite values .*: q·k overflowed torch.float16"):
         m.trace(text)
+    # a hook may still write -inf into the scores of a float16 model that does not overflow
+    ok = attnscope.load(folder, dtype=torch.float16)
+
+    def knock_out_key_0(t, name):
+        t = t.clone()
+        t[..., 1:, 0] = -torch.inf
+        return t
+    tr = ok.trace(text, hooks={"layers.0.attn.scaled": knock_out_key_0})
+    w = tr["layers.0.attn.weights"]
+    assert bool(torch.isfinite(w).all()) and bool((w[..., 1:, 0] == 0).all())

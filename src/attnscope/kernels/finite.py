@@ -90,6 +90,13 @@ def check_scaled(scaled: Tensor, dtype: torch.dtype) -> None:
     check_tensor(SCALED, scaled, hint=Msg("errors.kernel_hint_overflow", dtype=dtype, largest=torch.finfo(dtype).max))
 
 
+def check_overflow(scores: Tensor) -> None:
+    """float16/bfloat16 ``q·k`` as computed, before any hook: ±inf or NaN here is an overflow of the
+    dtype (checked always in half precision: the explicit steps would turn it into NaN weights)."""
+    check_tensor("q·k", scores, hint=Msg("errors.kernel_hint_overflow", dtype=scores.dtype,
+                                          largest=torch.finfo(scores.dtype).max))
+
+
 def check_output(name: Msg, t: Optional[Tensor]) -> None:
     """``name``: ATTENTION_OUTPUT or WEIGHTS."""
     check_tensor(name, t, hint=OUTPUT_HINT)
