@@ -41,7 +41,8 @@ class NonFiniteError(InputError):
     """A NaN or ±inf where a finite number is needed, with the step where it appeared.
 
     Raised only where finite checks were asked for (``check_finite=True`` or
-    :func:`attnscope.kernels.finite.checking_finite`), because looking costs a pass over the data.
+    :func:`attnscope.kernels.finite.checking_finite`), because looking costs a pass over the data
+    — and for float16/bfloat16 q·k in the explicit steps, where it may overflow the dtype.
     """
 
 

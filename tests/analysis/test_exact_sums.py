@@ -65,3 +65,30 @@ def test_accumulator_state_is_exact():
     assert back.exact_sums.ints == acc.exact_sums.ints
     assert acc.sums[0, 0, 0].item() == math.fsum(numbers(4, 50))
     assert acc.sums[0, 0, 1].item() == math.fsum([0.1] * 56)
+
+
+def test_a_finite_sum_past_the_largest_float_reads_as_inf():
+    """Finite addends whose exact sum rounds past the largest float64 read as ±inf (the module's
+    promise; ``math.fsum`` raises OverflowError there, float addition and Fraction say inf), not an
+    OverflowError; and merging inf into −inf makes NaN without a RuntimeWarning, as add does."""
+    import warnings
+
+    big = 1.7976931348623157e308
+    for sign in (1, -1):
+        xs = [sign * big, sign * big, sign * 1e300]
+        want = float(sign * big) + float(sign * big)
+        assert want == sign * math.inf
+        a = ExactArray(1)
+        for x in xs:
+            a.add(0, [x])
+        assert a.values()[0] == want
+    a = ExactArray(1)
+    for x in (big, big, -big):  # exact: back under the largest float
+        a.add(0, [x])
+    assert a.values()[0] == big == float(Fraction(big) * 2 - Fraction(big))
+    a, b = ExactArray(1), ExactArray(1)
+    a.add(0, [math.inf])
+    b.add(0, [-math.inf])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(a.merge(b).values()[0])

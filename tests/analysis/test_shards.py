@@ -210,3 +210,42 @@ def test_examples_of_several_processes_back_in_reading_order(tmp_path):
     shuffled = [want[2], want[0], want[1]]
     assert sorted(shuffled) != want
     assert sorted(shuffled, key=example_order(tmp_path)) == want
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda s: s["accumulator"].__setitem__("sums", s["accumulator"]["sums"][:-1]), "accumulator"),
+    (lambda s: s["accumulator"]["sums"].__setitem__(0, "zz"), "accumulator"),
+    (lambda s: s["accumulator"]["counters"].__setitem__("texts", "x"), "accumulator"),
+    (lambda s: s.pop("accumulator"), "accumulator"),
+    (lambda s: s.pop("progress"), "progress"),
+    (lambda s: s.__setitem__("shard", "1/4"), "shard"),
+    (lambda s: s["log"].__setitem__("examples", "none"), "log"),
+    (lambda s: s["config"].__setitem__("no_such_setting", 1), "config"),
+])
+def test_a_damaged_shard_file_is_one_sentence(bert, corpus, shard_dirs, tmp_path, edit, field):
+    """A shard file that is JSON of the right format but hand-edited or damaged (a field missing,
+    a sum cut short or not a number) is refused in one sentence naming the file and the field, by
+    --merge and by a resumed shard, not with a KeyError, ValueError or TypeError from inside."""
+    dirs = [tmp_path / f"s{i}" for i in range(4)]
+    for i in range(4):
+        shutil.copytree(shard_dirs[i], dirs[i])
+    state = json.loads((dirs[1] / STATE).read_text())
+    edit(state)
+    (dirs[1] / STATE).write_text(json.dumps(state))
+    with pytest.raises(InputError, match=rf"s1/{STATE}' is a damaged attnscope shard \(its {field} field\)"):
+        merge_shards(dirs)
+    assert main(["analyze", "--merge", *map(str, dirs), "--out", str(tmp_path / "out")]) == 2
+    with pytest.raises(InputError, match=rf"is a damaged attnscope shard \(its {field} field\)"):
+        analyze_shard(corpus, (1, 4), dirs[1], bert, **KW)
+
+
+def test_shards_of_another_attnscope_version_are_refused(bert, corpus, shard_dirs, tmp_path, monkeypatch):
+    """A shard written by another attnscope version (whose statistics may be defined or computed
+    otherwise) is not merged with this version's shards, nor resumed by this version: one sentence."""
+    monkeypatch.setattr(attnscope, "__version__", "0.0.9")
+    analyze_shard(corpus, (3, 4), tmp_path / "s3", bert, **KW)
+    monkeypatch.undo()
+    with pytest.raises(InputError, match=r"are shards of different runs \(the attnscope version differ\)"):
+        merge_shards([*shard_dirs[:3], tmp_path / "s3"])
+    with pytest.raises(InputError, match=r"holds shard 3/4 of another run \(the attnscope version differ\)"):
+        analyze_shard(corpus, (3, 4), tmp_path / "s3", bert, **KW)

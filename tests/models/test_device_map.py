@@ -116,3 +116,16 @@ def test_shared_layers_stay_together(tmp_path):
                        attnscope.load(albert).run("The cat sat."))
     with pytest.raises(ModelLoadError, match="puts layers 0 and 2 on different devices, but they share their weights"):
         attnscope.load(albert, device_map=["cpu", "meta"])
+
+
+@pytest.mark.parametrize("spec, part", [({"layers.0": "cpu", "layers.1": "meta"}, "layers.1"),
+                                        ({"layers.0-1": "cpu", "embed": "meta"}, "embed"),
+                                        (["cpu", "meta"], "layers.1")])
+def test_the_meta_device_is_refused_when_loading(spec, part, tiny_dirs):
+    """The meta device holds shapes, no numbers: a model placed on it lost those weights, and its
+    first pass failed deep in torch ("Tensor.item() cannot be called on meta tensors"). Refused at
+    load in one sentence naming the part (parse_device_map itself still takes meta, for tests)."""
+    with pytest.raises(ModelLoadError) as e:
+        attnscope.load(tiny_dirs["gpt2"], device_map=spec)
+    assert str(e.value).startswith(f"device_map: '{part}' is the meta device") and "\n" not in str(e.value)
+    assert error_message(e.value, "zh").startswith("device_map")

@@ -107,3 +107,34 @@ def test_encoders_in_half_precision_are_as_close_to_float64_as_transformers(name
     scale = max(float(x.abs().max()) for x in h64)
     assert e_w <= 2 * t_w + _step(dtype, 1.0), (e_w, t_w)
     assert e_h <= 2 * t_h + _step(dtype, scale), (e_h, t_h)
+
+
+def test_a_float16_trace_whose_q_k_overflows_says_so_instead_of_nan(tmp_path):
+    """A float16 model whose scaled scores fit (|q·k| · 1/√d ≈ 3e4) but whose raw q·k does not
+    (≈ 8e4 > 65504): its forward pass (the factor goes on q) and a trace of the weights alone are
+    finite, and a trace of every step must not quietly turn the overflowed scores into NaN weights
+    and NaN hidden states downstream: it is one sentence naming the overflow and the dtype."""
+    from attnscope.errors import NonFiniteError
+    from attnscope.testing import tiny as testing
+    folder = testing.tiny_gpt2(tmp_path / "gpt2")
+    m = attnscope.load(folder, dtype=torch.float16)
+    W, b = m.layers[0].attn.W_qkv.weight, m.layers[0].attn.W_qkv.bias
+    d = W.shape[0] // 3  # the query rows
+    with torch.no_grad():
+        W[:d] *= 10000
+        b[:d] *= 10000
+    text = "hello world how are you"
+    assert bool(torch.isfinite(m.logits([text])).all())
+    assert bool(torch.isfinite(m.trace(text, names=["layers.*.attn.weights", "layers.*.out"])["layers.1.out"]).all())
+    with pytest.raises(NonFiniteError, match=r"q·k has non-finite values .*: q·k overflowed torch.float16"):
+        m.trace(text)
+    # a hook may still write -inf into the scores of a float16 model that does not overflow
+    ok = attnscope.load(folder, dtype=torch.float16)
+
+    def knock_out_key_0(t, name):
+        t = t.clone()
+        t[..., 1:, 0] = -torch.inf
+        return t
+    tr = ok.trace(text, hooks={"layers.0.attn.scaled": knock_out_key_0})
+    w = tr["layers.0.attn.weights"]
+    assert bool(torch.isfinite(w).all()) and bool((w[..., 1:, 0] == 0).all())

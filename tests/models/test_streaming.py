@@ -163,3 +163,39 @@ def test_analyze_stream_on_the_command_line(folders, tmp_path):
     for r in rows:  # --stream: one window per pass, importance and norm shares off
         assert r["importance"] is None
         assert r["entropy"] == float(want.means["entropy"][r["layer"], r["head"]])
+
+
+def test_a_file_changed_after_loading_is_one_sentence(tmp_path):
+    """A streamed model reads its layers from the file at each pass: when the file is rewritten or
+    cut short after loading, the next pass is refused in one sentence naming the file (before: the
+    rewritten bytes gave other numbers silently, and a cut file killed the process with SIGBUS on
+    the memory-mapped read). Each case in its own process, so that a SIGBUS is seen as such."""
+    import subprocess
+    import sys
+    sd = hf_weights("llama", heads=4, kv=2, head_dim=8, tied=False)
+    path = write_gguf(tmp_path / "tiny.gguf", "llama", sd, heads=4, kv=2, head_dim=8, qtype="Q8_0")
+    st_folder = tmp_path / "st"
+    FAMILIES["bert"].build(st_folder)
+    script = ("import os, sys, torch, attnscope\n"
+              "path, how = sys.argv[1], sys.argv[2]\n"
+              "m = attnscope.load(path, stream_layers=True)\n"
+              "ids = torch.tensor([[1, 5, 9, 22, 40, 3]])\n"
+              "with torch.no_grad(): m(ids)\n"
+              "f = path if path.endswith('.gguf') else os.path.join(path, 'model.safetensors')\n"
+              "n = os.path.getsize(f)\n"
+              "with open(f, 'r+b') as h:\n"
+              "    h.truncate(n - 64) if how == 'cut' else (h.seek(n - 64), h.write(bytes(64)))\n"
+              "try:\n"
+              "    with torch.no_grad(): m(ids)\n"
+              "except attnscope.errors.ModelLoadError as e:\n"
+              "    print('REFUSED', e)\n")
+    import shutil
+    for source in (path, st_folder):
+        for how in ("cut", "rewrite"):
+            where = tmp_path / how / source.name  # a fresh copy for each case
+            where.parent.mkdir(exist_ok=True)
+            (shutil.copytree if source.is_dir() else shutil.copy)(source, where)
+            proc = subprocess.run([sys.executable, "-c", script, str(where), how], capture_output=True, text=True,
+                                  timeout=240)
+            assert proc.returncode == 0, (where, how, proc.returncode, proc.stderr[-2000:])
+            assert "REFUSED" in proc.stdout and "changed since the model was loaded" in proc.stdout, (where, how, proc.stdout)

@@ -33,8 +33,8 @@ def from_scaled_int(n: int) -> float:
     """``n / 2**1074`` rounded once to the nearest float64 (±inf past the largest)."""
     try:
         return n / _ONE
-    except OverflowError:
-        return math.copysign(math.inf, n)
+    except OverflowError:  # (n is too large for math.copysign, which converts it to a float)
+        return math.inf if n > 0 else -math.inf
 
 
 def encode(n: int) -> str:
@@ -80,7 +80,8 @@ class ExactArray:
     def merge(self, other: "ExactArray") -> "ExactArray":
         """Add every cell of ``other`` (the same size) into this one; returns self."""
         self.ints = [a + b for a, b in zip(self.ints, other.ints)]
-        self.special = self.special + other.special
+        with np.errstate(invalid="ignore"):  # inf + (-inf) is NaN, on purpose (as in add)
+            self.special = self.special + other.special
         return self
 
     def values(self) -> np.ndarray:

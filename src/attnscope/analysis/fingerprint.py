@@ -1,6 +1,7 @@
 """Fingerprints of what decides an analysis's numbers: the model, the settings, the corpus.
 
-Shards (:mod:`.shards`) carry them, and only shards with the same three merge. Each is a SHA-256:
+Shards (:mod:`.shards`) carry them (and the attnscope version), and only shards with the same
+three merge. Each is a SHA-256:
 
 * the model: every tensor of ``state_dict()`` (name, dtype, shape, bytes, in name order; a model
   streamed from its file: the weight files' bytes), the config and the tokenizer's JSON (so a

@@ -4,10 +4,10 @@ Shard i of N is process i of an N-process ``torchrun`` job without the collectiv
 (:mod:`.run`): the windows of ``chunk_size`` texts numbered k with ``k % N == i`` and the
 importance batches likewise; batches are formed per window, so each is the batch a single run
 forms. A shard writes its exact sums (:mod:`.exact`), counters, what reading skipped and the
-fingerprints of the model, the settings and the corpus (:mod:`.fingerprint`) to ``DIR/shard.json``
-— after every window and every importance batch (a temporary file, then ``os.replace``: a kill
-leaves the last whole checkpoint). Run again on the same folder, a shard goes on after its last
-checkpoint, counting no text twice. Shard 0 also keeps what every process of a single run computes
+fingerprints of the model, the settings and the corpus (:mod:`.fingerprint`) and the attnscope
+version to ``DIR/shard.json`` — after every window and every importance batch (a temporary file,
+then ``os.replace``: a kill leaves the last whole checkpoint). Run again on the same folder, a
+shard goes on after its last checkpoint, counting no text twice. Shard 0 also keeps what every process of a single run computes
 alike: the norm shares of the first texts and (causal models) every head's copying score.
 
 :func:`merge_shards` adds the sums of shards 0 … N−1 of one fingerprint and builds the result a
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..i18n import Msg, error
-from .accumulate import StatsAccumulator
+from .accumulate import COUNTERS, StatsAccumulator
 from .classify import Thresholds
 from .corpus import MAX_EXAMPLES, CorpusReader
 from .decoder_copying import every_copying, pick_copying
@@ -50,7 +50,7 @@ from .settings import AnalysisConfig, AnalysisResult
 
 STATE = "shard.json"
 FORMAT = "attnscope.analysis-shard"
-PARTS = ("model", "settings", "corpus")
+PARTS = ("model", "settings", "corpus", "version")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -135,8 +135,9 @@ def analyze_shard(corpus: Union[str, Path], shard: Sequence[int], out: Union[str
     if getattr(model.config, "kind", "") == "seq2seq":
         raise error(InputError, "errors.shard_seq2seq", model=model.name)
     p = prepare(model, cfg)
+    import attnscope  # (its version: shards of another version may define or compute a statistic otherwise)
     parts = {"model": model_fingerprint(model), "settings": settings_fingerprint(cfg.to_dict(), p.max_length),
-             "corpus": corpus_fingerprint(corpus)}
+             "corpus": corpus_fingerprint(corpus), "version": attnscope.__version__}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     state = None if restart or not (out / STATE).exists() else read_state(out)
@@ -239,7 +240,59 @@ def read_state(folder: Union[str, Path]) -> dict:
         raise error(InputError, "errors.shard_unreadable", path=repr(str(path))) from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise error(InputError, "errors.shard_unreadable", path=repr(str(path)))
+    check_state(state, path)
     return state
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def check_state(state: dict, path: Path) -> None:
+    """InputError naming ``path`` and the field when a field that resuming or merging reads is
+    missing or not of its kind (a hand-edited or damaged file), before anything reads it."""
+    def need(ok: bool, field: str) -> None:
+        if not ok:
+            raise error(InputError, "errors.shard_damaged", path=repr(str(path)), field=field)
+    shard = state.get("shard")
+    need(isinstance(shard, list) and len(shard) == 2 and all(map(_count, shard)) and shard[0] < shard[1], "shard")
+    for k, kind in (("fingerprint", str), ("parts", dict), ("facts", dict), ("repeat", dict), ("shares", dict),
+                    ("copying", dict), ("timings", dict), ("corpus", str)):
+        need(isinstance(state.get(k), kind), k)
+    need(_count(state.get("max_length")), "max_length")
+    need(isinstance(state.get("seconds"), (int, float)) and not isinstance(state["seconds"], bool), "seconds")
+    need(all(isinstance(v, (int, float)) for v in state["timings"].values()), "timings")
+    p = state.get("progress")
+    need(isinstance(p, dict) and _count(p.get("windows")) and _count(p.get("importance"))
+         and isinstance(p.get("statistics"), bool) and isinstance(p.get("finished"), bool), "progress")
+    log = state.get("log")
+    need(isinstance(log, dict) and _count(log.get("skipped_decode")) and _count(log.get("blank_owned"))
+         and isinstance(log.get("examples"), list)
+         and all(isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) for e in log["examples"]), "log")
+    ok = False
+    try:
+        config_of(state)
+        acc = StatsAccumulator.from_state_dict(state["accumulator"])
+        ok = (len(acc.exact_sums) == len(acc.exact_counts) == int(np.prod(acc.shape))
+              and set(acc.counters) == set(COUNTERS) and all(map(_count, acc.counters.values())))
+    except _ConfigBroken:
+        need(False, "config")
+    except (KeyError, TypeError, ValueError, AttributeError):
+        pass
+    need(ok, "accumulator")
+
+
+class _ConfigBroken(Exception):
+    pass
+
+
+def config_of(state: dict) -> AnalysisConfig:
+    """The :class:`AnalysisConfig` a shard ran with (its ``config`` field)."""
+    try:
+        d = dict(state["config"])
+        return AnalysisConfig(**{**d, "thresholds": Thresholds(**d["thresholds"])})
+    except (KeyError, TypeError, ValueError) as e:
+        raise _ConfigBroken from e
 
 
 def to_jsonable(x: Any) -> Any:
@@ -297,8 +350,7 @@ def merge_shards(folders: Sequence[Union[str, Path]]) -> AnalysisResult:
         acc.merge(StatsAccumulator.from_state_dict(s["accumulator"]))
     # a single run keeps the first examples in reading order: sort by text number (stable within one)
     examples = [x for _, x in sorted((e for _, s in states for e in s["log"]["examples"]), key=lambda e: e[0])]
-    d = dict(s0["config"])
-    cfg = AnalysisConfig(**{**d, "thresholds": Thresholds(**d["thresholds"])})
+    cfg = config_of(s0)
     timings: dict = {}
     for _, s in states:
         for k, v in s["timings"].items():

@@ -163,10 +163,12 @@ def row_softmax(masked: Tensor) -> Tensor:
 
 def steps(q: Tensor, k: Tensor, v: Optional[Tensor], factor: Union[float, Tensor], add: Optional[Tensor], *,
           hook: Hook = None, dropout_p: float = 0.0, check: Optional[Callable[[Tensor], None]] = None,
-          free: Optional[Callable[[str, Tensor], bool]] = None) -> dict[str, Tensor]:
+          free: Optional[Callable[[str, Tensor], bool]] = None,
+          check_scores: Optional[Callable[[Tensor], None]] = None) -> dict[str, Tensor]:
     """Every step kept apart, each passed through ``hook(step, tensor)`` (which may replace it).
 
     ``q (..., L, d)``, ``k (..., S, d)`` prepared; ``add`` the additive mask (or None).
+    ``check_scores(t)``: called on q·k as computed, before its hook (half precision: its overflow).
     ``free(step, t)``: does nobody keep ``t``'s memory, what the hook of ``step`` gave back (no
     hook on it, or only recorders that kept the call that made it)? Then the next step is written
     over it (:func:`writable`), the same bits with one L×S matrix allocated where there were three.
@@ -176,7 +178,10 @@ def steps(q: Tensor, k: Tensor, v: Optional[Tensor], factor: Union[float, Tensor
     h = hook or (lambda name, t: t)
     # scaled, masked and weights carry the call that made them (kernels.derived): a trace keeps
     # the scores and calls these functions again on read, for the same bits
-    scores = h("scores", raw_scores(q, k))  # (..., L, S)
+    raw = raw_scores(q, k)  # (..., L, S)
+    if check_scores is not None:  # q·k itself, before a hook may write -inf into it
+        check_scores(raw)
+    scores = h("scores", raw)  # (..., L, S)
     scaled = h("scaled", note(scale(scores, factor), scale, scores, factor))  # (..., L, S)
     if check is not None:
         check(scaled)

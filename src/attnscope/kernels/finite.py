@@ -18,6 +18,7 @@ device sync. Asked for — ``check_finite=True`` on a call, or every call inside
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from typing import Iterator, Optional, Union
 
@@ -88,6 +89,16 @@ def check_inputs(q: Tensor, k: Tensor, v: Optional[Tensor], mask: Optional[Tenso
 def check_scaled(scaled: Tensor, dtype: torch.dtype) -> None:
     """The scaled scores before the mask: ±inf here with finite inputs is an overflow of q·k."""
     check_tensor(SCALED, scaled, hint=Msg("errors.kernel_hint_overflow", dtype=dtype, largest=torch.finfo(dtype).max))
+
+
+def check_overflow(scores: Tensor) -> None:
+    """float16/bfloat16 ``q·k`` as computed, before any hook: ±inf or NaN here is an overflow of the
+    dtype (checked always in half precision: the explicit steps would turn it into NaN weights).
+    Two reductions, no L×S temporary, unless something is wrong (NaN propagates through both)."""
+    if scores.numel() == 0 or all(map(math.isfinite, (float(x) for x in torch.aminmax(scores)))):
+        return
+    check_tensor("q·k", scores, hint=Msg("errors.kernel_hint_overflow", dtype=scores.dtype,
+                                          largest=torch.finfo(scores.dtype).max))
 
 
 def check_output(name: Msg, t: Optional[Tensor]) -> None:

@@ -29,7 +29,7 @@ from torch import nn
 from ..scorings import DEFAULT_EPS
 from . import blockwise, dense, fused, memory
 from .backend import BLOCKWISE, FUSED, MATRIX_STEPS, WEIGHTS_ON_DEMAND, Facts, choose_backend
-from .finite import ATTENTION_OUTPUT, WEIGHTS, check_inputs, check_output, check_scaled, finite_checks_on
+from .finite import ATTENTION_OUTPUT, WEIGHTS, check_inputs, check_output, check_overflow, check_scaled, finite_checks_on
 from .qk import Prepared, check_factor, fold_factor, prepare
 from .validate import broadcast_shapes, kv_groups
 
@@ -203,7 +203,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
             if hooked - {"weights"} or finite:
                 kk, vv = repeated()
                 st = dense.steps(q, kk, vv, p.factor, add, hook=hooks, dropout_p=dropout_p,
-                                 check=(lambda s: check_scaled(s, q.dtype)) if finite else None, free=hooks.free)
+                                 check=(lambda s: check_scaled(s, q.dtype)) if finite else None, free=hooks.free,
+                                 check_scores=check_overflow if q.dtype in dense.LOW_PRECISION else None)
                 z, weights, formed = st["z"], st["weights"], frozenset(MATRIX_STEPS)
             else:  # only the weights: the lean form, k and v not repeated for grouped heads
                 same_lead = q.shape[:-3] == k.shape[:-3] == v.shape[:-3]

@@ -198,6 +198,9 @@ def place(model, spec: Any):
             if owner.setdefault(id(t), i) != i and p.layers[owner[id(t)]] != p.layers[i]:
                 # ALBERT's layers share one set of weights: they can only sit together
                 raise error(ModelLoadError, "errors.h3_device_map_shared", a=owner[id(t)], b=i)
+    on_meta = [part for part, dev in p.as_dict().items() if dev == "meta"]
+    if on_meta:  # shapes without numbers: the weights moved there would be lost
+        raise error(ModelLoadError, "errors.h3_device_map_meta", part=repr(on_meta[0]))
     try:
         model.to(p.head)  # the head and anything else outside the layers and embeddings
         model.embed.to(p.embed)

@@ -59,6 +59,7 @@ class TensorReader(Protocol):
     """Where a streamed model's weights come from: the file's keys, their shapes, and the tensors."""
 
     shapes: dict[str, tuple[int, ...]]  # the file's key → shape
+    paths: list[Path]  # the files read
 
     def read(self, keys: Sequence[str]) -> dict[str, Tensor]: ...
 
@@ -74,6 +75,7 @@ class SafetensorsReader:
         from safetensors import safe_open
 
         self.open, self.dtype = safe_open, dtype
+        self.paths = list(files)
         self.where: dict[str, Path] = {}
         self.shapes: dict[str, tuple[int, ...]] = {}
         for f in files:
@@ -105,6 +107,7 @@ class GGUFReader:
 
     def __init__(self, f: GGUFFile, config: dict, dtype: torch.dtype) -> None:
         self.f, self.config, self.dtype = f, config, dtype
+        self.paths = [Path(f.path)]
         self.infos = gguf_names(f)
         self.shapes = {k: tuple(i.shape) for k, i in self.infos.items()}
 
@@ -139,6 +142,7 @@ class LayerStream:
         self.reads = 0
         self.move: Optional[Callable[[Tensor], Tensor]] = None  # to the device and dtype asked for
         self.depth = [0] * self.n_layers
+        self.stamps = {f: file_stamp(f) for f in getattr(reader, "paths", ())}  # the files as loaded
         metas = {k: torch.empty(s, device="meta") for k, s in reader.shapes.items()}  # (shape only)
         normal = normalise_keys(metas, family)
         self.raw = dict(zip(normal, reader.shapes)) if len(normal) == len(metas) else \
@@ -185,6 +189,7 @@ class LayerStream:
     def materialise(self, i: int) -> None:
         """Read layer ``i``'s weights from the file into its parameters, one rule at a time (so
         that the peak is the layer plus one rule's source tensors and their combination)."""
+        self.check_files()
         for rule in self.rules[i]:
             tensors = self._read(rule.sources)
             for key, t in zip(rule.sources, tensors):
@@ -198,6 +203,14 @@ class LayerStream:
             owner, _, name = rule.target.rpartition(".")
             setattr(self.model.get_submodule(owner), name, nn.Parameter(value, requires_grad=False))
         self.reads += 1
+
+    def check_files(self) -> None:
+        """ModelLoadError when a file the layers are read from is not the one loaded (its size,
+        modification time or inode changed): a rewritten file would give other numbers silently,
+        and reading a memory-mapped file cut short kills the process (SIGBUS)."""
+        for f, stamp in self.stamps.items():
+            if file_stamp(f) != stamp:
+                raise error(ModelLoadError, "errors.stream_file_changed", path=f, name=self.model.name)
 
     def release(self, i: int) -> None:
         """Layer ``i``'s parameters back to storage-less ``meta`` tensors of the same shape and dtype."""
@@ -236,6 +249,15 @@ class LayerStream:
 
     def _leave(self, i: int, module: nn.Module, args: tuple, output: Any) -> None:
         self._drop(i)
+
+
+def file_stamp(f: Path) -> Optional[tuple[int, int, int]]:
+    """(size, modification time in ns, inode) of ``f``; None when it is gone."""
+    try:
+        st = f.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def layer_stream(model) -> Optional[LayerStream]:

@@ -29,6 +29,12 @@ the process's life, belongs to the model, not to the trace), the median of three
 SmolLM2 at 128/256/512 tokens 47.4/152.9/402.9 MiB (estimate +11/−9/+4 %), MiniLM at
 200/256/384/512 23.3/34.2/65.8/108.0 MiB (−4/−3/0/+1 %); a single run moves by up to ±10 %
 (glibc's heap keeps the holes a trace leaves). tests/trace/test_memory.py holds both formulas to 20 %.
+
+In float16 and bfloat16 a trace of every name holds more: its steps are not written over each
+other (:func:`attnscope.kernels.dense.writable`) and the softmax works in float32 (a float32 copy of
+its input and its float32 result), so a layer holds besides what is kept 2 more L×S matrices of the
+dtype and 2 of float32: MiniLM in float16 at 256/512 tokens 22.2/87.4 MiB (estimate +15/+3 % with
+them, −25/−38 % without), in bfloat16 at 512 80.5 MiB (+12 %), single runs.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ ALLOCATOR = 1.2
 TRANSIENT_MATRICES = 3
 #: The same for a trace of every name (replayed): ``scaled`` only, masked and weights written over it.
 TRANSIENT_IN_PLACE = 1
+#: What half precision adds (see the module docstring): L×S matrices of the dtype, and of float32.
+HALF_MATRICES, HALF_FLOAT32_MATRICES = 2, 2
 #: The share of a replayed layer's other steps (q, k, v, the FFN's hidden, …) that each layer of
 #: a replayed trace leaves as holes (see the module docstring).
 HOLES = 0.2
@@ -132,8 +140,10 @@ def estimate_trace_memory(model, L: int, names=None, *, batch: int = 1, hooks: O
     c = model.config
     size = next(model.parameters()).element_size()
     matrix = batch * int(c.n_heads) * L * L * size  # one layer's (B, H, L, L)
+    half = HALF_MATRICES * matrix + HALF_FLOAT32_MATRICES * (matrix // size) * 4 \
+        if next(model.parameters()).dtype in (torch.float16, torch.bfloat16) else 0
     if layer:  # replayed: the layers' temporaries, not the kept tensors, leave the holes
-        return int(kept + TRANSIENT_IN_PLACE * matrix + HOLES * int(c.n_layers) * layer)
+        return int(kept + TRANSIENT_IN_PLACE * matrix + HOLES * int(c.n_layers) * layer + half)
     return int(ALLOCATOR * kept + TRANSIENT_MATRICES * matrix)
 
 
