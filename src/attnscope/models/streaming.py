@@ -142,7 +142,7 @@ class LayerStream:
         self.reads = 0
         self.move: Optional[Callable[[Tensor], Tensor]] = None  # to the device and dtype asked for
         self.depth = [0] * self.n_layers
-        self.stamps = {f: file_stamp(f) for f in getattr(reader, "paths", ())}  # the files as loaded
+        self.stamps = {f: file_stamp(f) for f in reader.paths}  # the files as loaded
         metas = {k: torch.empty(s, device="meta") for k, s in reader.shapes.items()}  # (shape only)
         normal = normalise_keys(metas, family)
         self.raw = dict(zip(normal, reader.shapes)) if len(normal) == len(metas) else \
