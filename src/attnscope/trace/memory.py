@@ -46,6 +46,7 @@ import torch
 
 from ..errors import InputError
 from ..i18n import Msg, error
+from ..kernels.dense import LOW_PRECISION
 from ..tokenizer import Batch
 
 #: The lengths of the probe traces.
@@ -138,10 +139,10 @@ def estimate_trace_memory(model, L: int, names=None, *, batch: int = 1, hooks: O
     kept_sizes, layer_sizes = _probes(model, names, batch, hooks)
     kept, layer = _at(kept_sizes, L), _at(layer_sizes, L)
     c = model.config
-    size = next(model.parameters()).element_size()
-    matrix = batch * int(c.n_heads) * L * L * size  # one layer's (B, H, L, L)
-    half = HALF_MATRICES * matrix + HALF_FLOAT32_MATRICES * (matrix // size) * 4 \
-        if next(model.parameters()).dtype in (torch.float16, torch.bfloat16) else 0
+    dtype = next(model.parameters()).dtype
+    matrix = batch * int(c.n_heads) * L * L * dtype.itemsize  # one layer's (B, H, L, L)
+    half = HALF_MATRICES * matrix + HALF_FLOAT32_MATRICES * (matrix // dtype.itemsize) * 4 \
+        if dtype in LOW_PRECISION else 0
     if layer:  # replayed: the layers' temporaries, not the kept tensors, leave the holes
         return int(kept + TRANSIENT_IN_PLACE * matrix + HOLES * int(c.n_layers) * layer + half)
     return int(ALLOCATOR * kept + TRANSIENT_MATRICES * matrix)
