@@ -153,6 +153,8 @@ def test_bad_input_is_one_sentence(tiny):
         direct_logit_attribution(m, TEXT, position=99)
     with pytest.raises(InputError, match=r"give one token or a pair"):
         direct_logit_attribution(m, TEXT, target=(1, 2, 3))
+    with pytest.raises(InputError, match="both sides are token 3"):
+        direct_logit_attribution(m, TEXT, target=(3, 3))
     with pytest.raises(InputError, match="not a one-stack language model"):
         logit_lens(tiny("bert") if "bert" in FAMILIES else attnscope.load(), TEXT)
     for f in (logit_lens, direct_logit_attribution):  # not the start token alone, read as if it were the text

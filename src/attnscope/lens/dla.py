@@ -72,7 +72,10 @@ def _target(model, target, logits: Tensor) -> Union[int, tuple[int, int]]:
     if isinstance(target, (tuple, list)):
         if len(target) != 2:
             raise error(InputError, "errors.lens_target_pair", target=repr(target))
-        return (tid(target[0]), tid(target[1]))
+        a, b = tid(target[0]), tid(target[1])
+        if a == b:  # logit[a] − logit[a] is 0 whatever the model does: every part would read 0
+            raise error(InputError, "errors.lens_target_same", target=repr(target), id=a)
+        return (a, b)
     return tid(target)
 
 
