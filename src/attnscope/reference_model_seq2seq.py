@@ -35,13 +35,6 @@ from .reference_model_blocks import LayerRun, norm_of, run_layer
 Array = np.ndarray
 
 
-def t5_bias(model, stack: str, n_q: int, n_k: int) -> tuple[Optional[Array], Optional[dict]]:
-    """``(bias (H, n_q, n_k), bucket steps)`` of a stack's learned score bias (T5's, the scheme's
-    float64 ``bias_np``), or (None, None)."""
-    rb = getattr(getattr(model, stack), "rel_bias", None)
-    return (None, None) if rb is None else rb.bias_np(n_q, n_k)
-
-
 #: The decoder's layer (``config.norm``: "pre", T5; "post", BART): the stack's recipe with
 #: cross-attention, and its residual, after self-attention — the torch layer's own recipes.
 DECODER_RECIPES = CROSS_RECIPES
@@ -90,21 +83,21 @@ def run_stack(model, stack: str, ids: Array, tokens: list, last: int, whole: boo
     buckets, layers 0 … ``last`` (the recipe ``config.norm`` names; the decoder's, causal, with
     cross-attention over the encoder's output ``source (S, d)``) and, when ``whole``, its final
     norm. Returns the steps and the stack's output ``(n, d)``."""
-    n, c, decoder = len(ids), model.config, stack == "decoder"
+    n, c, decoder, modules = len(ids), model.config, stack == "decoder", getattr(model, stack)
     positions = np.arange(n, dtype=np.int64) + int(c.position_offset or 0)  # BART's rows are read at + 2
     f: dict = {f"{stack}.ids": ids, f"{stack}.tokens": tokens, f"{stack}.positions": positions}
     f.update(embeddings(model, ids, None, positions, stack))
-    bias, steps = t5_bias(model, stack, n, n)
-    if steps is not None:
-        f[f"{stack}.buckets"] = steps
+    # T5's learned score bias (H, n, n), float64 from its scheme, and its bucket steps; BART has none
+    bias = None
+    if getattr(modules, "rel_bias", None) is not None:
+        bias, f[f"{stack}.buckets"] = modules.rel_bias.bias_np(n, n)
     x = f[f"{stack}.embed.out"]
     recipe = DECODER_RECIPES[c.norm] if decoder else get_layer_recipe(c.norm)
     allowed = R.causal_mask(n, n) if decoder else np.ones((n, n), dtype=bool)
     for i in range(last + 1):
-        layer = getattr(model, stack).layers[i]
-        f.update(run_layer(recipe, LayerRun(model, i, layer, f"{stack}.layers.{i}", allowed, bias=bias, context=source), x))
+        run = LayerRun(model, i, modules.layers[i], f"{stack}.layers.{i}", allowed, bias=bias, context=source)
+        f.update(run_layer(recipe, run, x))
         x = f[f"{stack}.layers.{i}.out"]
-    ln_f = getattr(model, stack).ln_f
-    if whole and ln_f is not None:
-        x = f[f"{stack}.final_norm"] = norm_of(x, ln_f)
+    if whole and modules.ln_f is not None:
+        x = f[f"{stack}.final_norm"] = norm_of(x, modules.ln_f)
     return f, x

@@ -137,7 +137,7 @@ class Trace(TraceReader, TokenRows):
                 "format": FORMAT, "version": FORMAT_VERSION, "names": self.names, "aliases": aliases,
                 "model_name": self.model_name, "family": self.family, "config": self.config.to_dict(),
                 "texts": self.texts, "tokens": self.tokens, "labels": self.labels, "input_ids": self.input_ids.tolist(),
-                "attention_mask": self.attention_mask.tolist(),
+                "attention_mask": self.attention_mask.tolist(), **self._meta_extra(),
             }
             (folder / "trace.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
         except OSError as e:
@@ -148,8 +148,7 @@ class Trace(TraceReader, TokenRows):
     def load(cls: type[_T], folder: Union[str, Path]) -> _T:
         """Read a trace written by :meth:`save`."""
         from safetensors.torch import load_file
-        folder = Path(folder)
-        meta_file, tensor_file = folder / "trace.json", folder / "tensors.safetensors"
+        meta_file, tensor_file = Path(folder, "trace.json"), Path(folder, "tensors.safetensors")
         for f in (meta_file, tensor_file):
             if not f.is_file():
                 raise error(InputError, "errors.trace_missing", path=f)
@@ -181,7 +180,16 @@ class Trace(TraceReader, TokenRows):
                    attention_mask=torch.tensor(meta["attention_mask"], dtype=torch.long),
                    model_name=meta["model_name"], family=meta["family"],
                    config=TransformerConfig.from_dict(meta["config"]), texts=meta.get("texts"),
-                   output=tensors.get("__output__"), labels=meta.get("labels"))
+                   output=tensors.get("__output__"), labels=meta.get("labels"), **cls._meta_kw(meta, folder))
+
+    # What a subclass keeps in trace.json besides this class's fields (an encoder–decoder trace:
+    # its target side), and the keywords of its constructor read back from there.
+    def _meta_extra(self) -> dict:
+        return {}
+
+    @classmethod
+    def _meta_kw(cls, meta: dict, folder: Union[str, Path]) -> dict:
+        return {}
 
     def __repr__(self) -> str:
         return (f"Trace(model={self.model_name!r}, texts={len(self.tokens)}, length={self.input_ids.shape[-1]}, "

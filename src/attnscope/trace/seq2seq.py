@@ -17,7 +17,6 @@ target rows, source columns). T5 records its relative position bias as ``…attn
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
@@ -96,25 +95,17 @@ class Seq2SeqTrace(Trace):
                 "weights with <code>trace.weights(layer, attention='encoder'|'self'|'cross')</code>.</p>")
 
     # ------------------------------------------------------------------------------------------
-    def save(self, folder: Union[str, Path], *, overwrite: bool = False) -> Path:
-        folder = super().save(folder, overwrite=overwrite)
-        meta_file = Path(folder) / "trace.json"
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    def _meta_extra(self) -> dict:  # saved under "seq2seq" in trace.json
         assert self.decoder_input_ids is not None and self.decoder_attention_mask is not None  # as in mask()
-        meta["seq2seq"] = {"target_tokens": self.target_tokens, "target_texts": self.target_texts,
-                           "decoder_input_ids": self.decoder_input_ids.tolist(),
-                           "decoder_attention_mask": self.decoder_attention_mask.tolist()}
-        meta_file.write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
-        return folder
+        return {"seq2seq": {"target_tokens": self.target_tokens, "target_texts": self.target_texts,
+                            "decoder_input_ids": self.decoder_input_ids.tolist(),
+                            "decoder_attention_mask": self.decoder_attention_mask.tolist()}}
 
     @classmethod
-    def load(cls, folder: Union[str, Path]) -> "Seq2SeqTrace":
-        tr = super().load(folder)
-        meta = json.loads((Path(folder) / "trace.json").read_text(encoding="utf-8"))
+    def _meta_kw(cls, meta: dict, folder: Union[str, Path]) -> dict:
         s = meta.get("seq2seq")
         if not isinstance(s, dict):
             raise error(InputError, "errors.trace_not_seq2seq", folder=folder)
-        tr.target_tokens, tr.target_texts = s["target_tokens"], s.get("target_texts") or []
-        tr.decoder_input_ids = torch.tensor(s["decoder_input_ids"], dtype=torch.long)
-        tr.decoder_attention_mask = torch.tensor(s["decoder_attention_mask"], dtype=torch.long)
-        return tr
+        return {"target_tokens": s["target_tokens"], "target_texts": s.get("target_texts"),
+                "decoder_input_ids": torch.tensor(s["decoder_input_ids"], dtype=torch.long),
+                "decoder_attention_mask": torch.tensor(s["decoder_attention_mask"], dtype=torch.long)}
