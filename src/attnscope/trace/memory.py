@@ -28,7 +28,22 @@ after one plain forward of the same length (the matrix kernels' work space, abou
 the process's life, belongs to the model, not to the trace), the median of three runs:
 SmolLM2 at 128/256/512 tokens 47.4/152.9/402.9 MiB (estimate +11/−9/+4 %), MiniLM at
 200/256/384/512 23.3/34.2/65.8/108.0 MiB (−4/−3/0/+1 %); a single run moves by up to ±10 %
-(glibc's heap keeps the holes a trace leaves). tests/trace/test_memory.py holds both formulas to 20 %.
+(glibc's heap keeps the holes a trace leaves). tests/trace/test_memory.py holds this formula to 20 %.
+
+The first formula, for chosen names, is rougher and no test holds it to a bound. Estimate ÷ peak,
+measured the same way (MiniLM the median of three runs, SmolLM2 one run), float32:
+
+    names                  MiniLM 256 / 512 tokens    SmolLM2 256 / 1024 tokens
+    layers.*.attn.scores   1.05 / 1.01                0.95 / 1.16
+    layers.*.attn.weights  1.15 / 1.38                0.80 / 1.15
+    layers.*.out           1.03 / 1.54                0.72 / 1.38
+    three single names     1.00 / 2.18                0.47 / 1.39
+
+It counts three L×S matrices for every trace, but the path a layer takes holds fewer: none when
+no attention step is recorded (the fused kernel) and none beyond the kept weights when only the
+weights are. What it leaves out is one layer's own temporaries (q, k, v, the FFN's hidden: linear
+in L) and, in many-layer models at short lengths, the holes between small kept tensors. So it is
+low for short texts (by tens of MB) and high for long ones, where a refusal matters.
 
 In float16 and bfloat16 a trace of every name holds more: its steps are not written over each
 other (:func:`attnscope.kernels.dense.writable`) and the softmax works in float32 (a float32 copy of
