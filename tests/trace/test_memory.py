@@ -32,7 +32,7 @@ PEAK = textwrap.dedent('''
     import ctypes, gc, json, sys, torch, attnscope
     from attnscope.tokenizer import Batch
     from attnscope.trace import estimate_trace_memory
-    name, lengths = sys.argv[1], [int(x) for x in sys.argv[2:]]
+    name, names, lengths = sys.argv[1], json.loads(sys.argv[2]), [int(x) for x in sys.argv[3:]]
     name, _, dtype = name.partition(":")  # "minilm:float16": loaded in that dtype
     model = attnscope.load(None if name == "minilm" else name, **({"dtype": getattr(torch, dtype)} if dtype else {}))
     def batch(n):
@@ -44,18 +44,18 @@ PEAK = textwrap.dedent('''
         return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith(key))
     out = []
     for L in lengths:
-        est = estimate_trace_memory(model, L)
+        est = estimate_trace_memory(model, L, names)
         gc.collect(); ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed memory back to the system
         open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM, ru_maxrss) from here
         base = rss("VmRSS")
-        tr = model.trace(batch(L))
+        tr = model.trace(batch(L), names=names)
         out.append((L, est, rss("VmHWM") - base))
         del tr
     print(json.dumps(out))
 ''')
 
 
-def measured(name, lengths, runs=3):
+def measured(name, lengths, runs=3, names=None):
     """``[(L, estimate, peak above the loaded model)]``, the peak the median of ``runs`` fresh
     processes: the allocator's holes move a single peak by ±10 % between runs (MiniLM at 256 tokens
     37-41 MiB in five runs), which is the allocator, not the trace."""
@@ -63,16 +63,16 @@ def measured(name, lengths, runs=3):
     import statistics
     rows = []
     for _ in range(runs):
-        r = subprocess.run([sys.executable, "-c", PEAK, name, *map(str, lengths)], capture_output=True, text=True,
-                           timeout=600)
+        r = subprocess.run([sys.executable, "-c", PEAK, name, json.dumps(names), *map(str, lengths)],
+                           capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-2000:]
         rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
     return [(L, est, statistics.median(run[i][2] for run in rows)) for i, (L, est, _) in enumerate(rows[0])]
 
 
-def check_within(rows):
+def check_within(rows, share=0.2):
     for L, est, peak in rows:
-        assert peak > 0 and abs(est - peak) <= 0.2 * peak, (L, est / 2**20, peak / 2**20)
+        assert peak > 0 and abs(est - peak) <= share * peak, (L, est / 2**20, peak / 2**20)
 
 
 def test_the_estimate_is_within_20_percent_of_the_peak_minilm():
@@ -84,6 +84,15 @@ def test_the_estimate_is_within_20_percent_of_the_peak_in_half_precision():
     softmax works in float32: without counting that the estimate was 0.6 of the peak."""
     check_within(measured("minilm:float16", [256, 512]))
     check_within(measured("minilm:bfloat16", [512]))
+
+
+@pytest.mark.parametrize("names", ["layers.*.attn.scores", "layers.*.out",
+                                   ["embed.out", "layers.1.attn.q", "layers.0.attn.weights[2]"]])
+def test_the_estimate_for_chosen_names_is_within_30_percent_of_the_peak(names):
+    """The explicit path (scores recorded) holds an L×S matrix besides the kept ones; the fused
+    kernel (no attention step recorded) none. Counting three for every trace was 1.5-2.2× the
+    peak at 512 tokens; leaving out the running layer's own steps was 0.5× on SmolLM2."""
+    check_within(measured("minilm", [256, 512], names=names), share=0.3)
 
 
 @pytest.mark.real_model

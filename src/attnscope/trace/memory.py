@@ -9,11 +9,17 @@ one repeated id, the same batch size) and fitting ``a·L² + b·L + c`` to the b
 kept as their recipe count as the tensors they are computed from). The estimate of the peak above
 the loaded model is then
 
-    1.2 × what the trace keeps  +  3 L×S matrices of one layer (the explicit path's scaled,
-                                   masked and weights while a layer runs)
+    1.2 × what the trace keeps  +  1.5 × one layer's own steps  +  1 L×S matrix of one layer
+                                                                   (only where a layer forms its
+                                                                   scores, scaled or masked)
 
 The factor stands for the allocator: the temporaries that each layer frees (the fused q/k/v and
 the MLP's first product) leave holes between the kept tensors that the next layers do not fill.
+One layer's own steps (the bytes one replayed layer of a trace of every name gives: q, k, v, the
+FFN's hidden, … — linear in L) are what the layer running at the peak holds besides. A layer
+forms an L×S matrix besides the kept ones only on the explicit path
+(:func:`attnscope.kernels.dense.steps`), which recording (or hooking) ``scores``, ``scaled`` or
+``masked`` asks for; the fused kernel and the weights-only path hold none beyond what is kept.
 
 A trace of every name keeps its layers as replays (:mod:`attnscope.trace.replay`): what it keeps
 is then mostly the L×S scores and the residual stream, and the holes scale with the steps each
@@ -30,20 +36,22 @@ SmolLM2 at 128/256/512 tokens 47.4/152.9/402.9 MiB (estimate +11/−9/+4 %), Min
 200/256/384/512 23.3/34.2/65.8/108.0 MiB (−4/−3/0/+1 %); a single run moves by up to ±10 %
 (glibc's heap keeps the holes a trace leaves). tests/trace/test_memory.py holds this formula to 20 %.
 
-The first formula, for chosen names, is rougher and no test holds it to a bound. Estimate ÷ peak,
-measured the same way (MiniLM the median of three runs, SmolLM2 one run), float32:
+The first formula against the peak, estimate ÷ peak measured the same way (MiniLM the median of
+three runs, SmolLM2 two), float32 — before the layer's own steps were counted and the matrices
+made to depend on the path, the same cases ranged 0.47–2.18:
 
-    names                  MiniLM 256 / 512 tokens    SmolLM2 256 / 1024 tokens
-    layers.*.attn.scores   1.05 / 1.01                0.95 / 1.16
-    layers.*.attn.weights  1.15 / 1.38                0.80 / 1.15
-    layers.*.out           1.03 / 1.54                0.72 / 1.38
-    three single names     1.00 / 2.18                0.47 / 1.39
+    names                  MiniLM 256 / 512 tokens    SmolLM2 256 / 1024 tokens (two runs)
+    layers.*.attn.scores   1.14 / 1.12                0.75–1.10 / 1.10–1.15
+    layers.*.attn.weights  1.05 / 1.15                0.83–0.86 / 1.09–1.11
+    layers.*.out           0.99 / 1.00                0.78–0.82 / 0.56–0.58 (1.16 in a third)
+    three single names     0.81 / 1.00                0.74–0.75 / 0.80–0.89
 
-It counts three L×S matrices for every trace, but the path a layer takes holds fewer: none when
-no attention step is recorded (the fused kernel) and none beyond the kept weights when only the
-weights are. What it leaves out is one layer's own temporaries (q, k, v, the FFN's hidden: linear
-in L) and, in many-layer models at short lengths, the holes between small kept tensors. So it is
-low for short texts (by tens of MB) and high for long ones, where a refusal matters.
+It is low where one layer's temporaries and the holes of 30 layers' small kept tensors outweigh
+what is kept (SmolLM2 at 256 tokens: by 5 to 20 MiB).
+
+A single peak of these traces moves by up to ±30 % between runs, more than for a trace of every
+name (SmolLM2's layers.*.out at 1024 tokens: 267 to 548 MB with the same code). The test holds
+MiniLM's medians to 30 %.
 
 In float16 and bfloat16 a trace of every name holds more: its steps are not written over each
 other (:func:`attnscope.kernels.dense.writable`) and the softmax works in float32 (a float32 copy of
@@ -61,6 +69,7 @@ import torch
 
 from ..errors import InputError
 from ..i18n import Msg, error
+from ..kernels.backend import MATRIX_STEPS
 from ..kernels.dense import LOW_PRECISION
 from ..tokenizer import Batch
 
@@ -69,7 +78,11 @@ PROBES = (4, 8, 12)
 #: What the allocator adds to the kept bytes (see the module docstring).
 ALLOCATOR = 1.2
 #: The L×S matrices one layer's explicit path holds besides what the trace keeps.
-TRANSIENT_MATRICES = 3
+TRANSIENT_MATRICES = 1
+#: How many times one layer's own steps the running layer holds besides what the trace keeps.
+LAYER_STEPS = 1.5
+#: The steps that make a layer take the explicit path, which forms the L×S matrices.
+EXPLICIT_STEPS = frozenset(MATRIX_STEPS) - {"weights"}
 #: The same for a trace of every name (replayed): ``scaled`` only, masked and weights written over it.
 TRANSIENT_IN_PLACE = 1
 #: What half precision adds (see the module docstring): L×S matrices of the dtype, and of float32.
@@ -114,19 +127,27 @@ def _probe_batch(model, B: int, L: int) -> Batch:
     return Batch(ids, torch.ones_like(ids), torch.zeros_like(ids), [[""] * L] * B, [""] * B)
 
 
-def _probes(model, names, batch: int, hooks: Optional[dict]) -> tuple[list[float], list[float]]:
+def _probes(model, names, batch: int, hooks: Optional[dict]) -> tuple[list[float], list[float], bool]:
     """For each probe length: the bytes the trace keeps, and the bytes of the steps one layer
-    gives when it is replayed (0 when nothing is replayed: :mod:`attnscope.trace.replay`)."""
+    gives when it is replayed (0 when nothing is replayed: :mod:`attnscope.trace.replay`); and
+    whether a layer takes the explicit path (a step of EXPLICIT_STEPS recorded or hooked)."""
     idle = {n: (lambda t, name: None) for n in (hooks or {})}
     kept, layer = [], []
+    explicit = any(_step(p) in EXPLICIT_STEPS for p in idle)
     for n in PROBES:
         tr = model.trace(_probe_batch(model, batch, n), names=names, hooks=idle)
         kept.append(float(tr.nbytes))
         replays = {id(r): r for r in tr.replays}
         layer.append(max((float(sum(tr[s].numel() * tr[s].element_size() for s in r.steps)) for r in replays.values()),
                          default=0.0))
+        explicit = explicit or any(_step(name) in EXPLICIT_STEPS for name in tr.names)
         del tr
-    return kept, layer
+    return kept, layer, explicit
+
+
+def _step(name: str) -> str:
+    """``scores`` of ``layers.3.attn.scores[2]`` (a name or a pattern)."""
+    return name.rsplit(".", 1)[-1].split("[", 1)[0]
 
 
 def _at(sizes: list[float], L: int) -> int:
@@ -151,7 +172,7 @@ def estimate_trace_memory(model, L: int, names=None, *, batch: int = 1, hooks: O
         raise error(InputError, "errors.trace_L", value=repr(L))
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise error(InputError, "errors.trace_batch", value=repr(batch))
-    kept_sizes, layer_sizes = _probes(model, names, batch, hooks)
+    kept_sizes, layer_sizes, explicit = _probes(model, names, batch, hooks)
     kept, layer = _at(kept_sizes, L), _at(layer_sizes, L)
     c = model.config
     dtype = next(model.parameters()).dtype
@@ -160,7 +181,8 @@ def estimate_trace_memory(model, L: int, names=None, *, batch: int = 1, hooks: O
         if dtype in LOW_PRECISION else 0
     if layer:  # replayed: the layers' temporaries, not the kept tensors, leave the holes
         return int(kept + TRANSIENT_IN_PLACE * matrix + HOLES * int(c.n_layers) * layer + half)
-    return int(ALLOCATOR * kept + TRANSIENT_MATRICES * matrix)
+    own = _at(_probes(model, None, batch, None)[1], L)  # one layer's steps (0 where nothing can be replayed)
+    return int(ALLOCATOR * kept + LAYER_STEPS * own + (TRANSIENT_MATRICES * matrix if explicit else 0))
 
 
 def check_fits(model, batch: Batch, names, hooks, max_memory) -> None:
