@@ -167,6 +167,15 @@ def save_figure(fig, out: Path, dpi: int) -> None:
         raise error(InputError, "cli.cannot_write", path=out, why=e.strerror or e) from None
 
 
+def write_text(file, text: str, key: str, /, **values) -> None:
+    """Write ``text`` to ``file`` (UTF-8); InputError by the catalogue key ``key`` (with ``values``, and
+    ``why``: the system's reason) when it cannot be written."""
+    try:
+        Path(file).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise error(InputError, key, why=e.strerror or e, **values) from None
+
+
 def check_device(device: Optional[str], flag: str = "--device") -> Optional[str]:
     """``device`` if torch can use it here (cpu, cuda, cuda:N, mps), else InputError saying why."""
     if device is None:
@@ -263,22 +272,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     lang = lang_of(words)
     parser = build_parser(lang)
+    command = next((w for w in words if w in COMMANDS), None)  # the subcommand: no top-level option takes a value
     try:
-        args = parser.parse_args(argv)
-    except OptionError as e:  # an option out of its range: one sentence, as the commands' own errors
-        command = next((w for w in words if w in COMMANDS), None)
-        print(error_line(command, error_message(e, lang), lang), file=sys.stderr)
-        return 2
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
-    try:
+        args = parser.parse_args(argv)  # an option out of its range: OptionError, one sentence as the commands' own
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
         return int(args.func(args) or 0)
     except AttnscopeError as e:
-        print(error_line(args.command, error_message(e, lang), lang), file=sys.stderr)
+        print(error_line(command, error_message(e, lang), lang), file=sys.stderr)
         return 2
     except FileNotFoundError as e:
-        print(error_line(args.command, text("cli.file_not_found", lang, name=e.filename), lang), file=sys.stderr)
+        print(error_line(command, text("cli.file_not_found", lang, name=e.filename), lang), file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM where a command turns it into this
         import signal

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error
-from . import add_command, add_lang_option, add_overwrite_option, check_new_file
+from . import add_command, add_lang_option, add_overwrite_option, check_new_file, write_text
 
 
 def register(sub) -> None:
@@ -73,10 +73,7 @@ def run_class(args, files: list) -> int:
     result = check_class(files)
     sys.stdout.write(result.render(args.format if args.format in ("markdown", "csv") else "text", lang=args.lang))
     if args.summary is not None:
-        try:
-            Path(args.summary).write_text(result.to_csv(args.lang), encoding="utf-8")
-        except OSError as e:
-            raise error(InputError, "errors.summary_unwritable", path=repr(args.summary), why=e.strerror or e) from None
+        write_text(args.summary, result.to_csv(args.lang), "errors.summary_unwritable", path=repr(args.summary))
         print(f"wrote {args.summary}", file=sys.stderr)
     if any(s.report is None for s in result.students):
         return 2

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from ..i18n import text
-from . import add_command, add_lang_option, add_overwrite_option, check_new_results
+from . import add_command, add_lang_option, add_overwrite_option, check_device, check_new_results
 
 RESULTS = ("results.json", "report.md", "report.zh.md")
 
@@ -40,8 +40,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from . import check_device
-
     check_device(args.device)
     from ..patching.experiment_file import read_experiment, run_experiment
     from ..patching.report import report

@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_overwrite_option
+from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_overwrite_option, check_device, check_new_results
 
 MAX_TEXTS = 100_000
 
@@ -93,7 +93,6 @@ def run(args) -> int:
     from ..faithfulness.run import DEFAULT_METHODS, check_methods, evaluate
     from ..i18n import error, text
     from ..models import load
-    from . import check_device, check_new_results
 
     check_device(args.device)
     out = Path(args.out)

@@ -18,7 +18,7 @@ import sys
 
 from ..errors import InputError
 from ..i18n import error
-from . import MAX_SEED, IntRange, add_command
+from . import MAX_SEED, IntRange, add_command, write_text
 from .explain import add_output_options, check_output, emit
 
 
@@ -60,11 +60,7 @@ def run(args) -> int:
         if os.path.exists(path):
             print(ctx.text(t("ex.kept", path=path)), file=sys.stderr)
         else:
-            try:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(ex.answers_file())
-            except OSError as e:
-                raise error(InputError, "errors.answers_unwritable", path=path, why=e.strerror) from None
+            write_text(path, ex.answers_file(), "errors.answers_unwritable", path=path)
             print(ctx.text(t("ex.wrote", path=path)), file=sys.stderr)
     return 0
 

@@ -34,7 +34,7 @@ from typing import Any
 from ..errors import InputError
 from ..i18n import error
 from ..scorings import SCORINGS
-from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, check_new_file
+from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, check_new_file, write_text
 from .explain_circuit import add_circuit_options, build_circuit
 
 FORMATS = ("rich", "markdown", "latex", "json")
@@ -215,11 +215,7 @@ def check_output(args) -> None:
 def emit(w, args) -> None:
     if args.output:
         text = w.render(args.format, lang=args.lang, decimals=args.decimals, latex_mode=args.latex_mode)
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise error(InputError, "errors.cli_cannot_write", path=args.output, why=e.strerror) from None
+        write_text(args.output, text, "errors.cli_cannot_write", path=args.output)
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         w.print(args.format, lang=args.lang, decimals=args.decimals, latex_mode=args.latex_mode)

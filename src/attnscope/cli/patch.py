@@ -24,14 +24,9 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..i18n import error, text
+from ..i18n import error
 from . import MAX_INDEX, IntList, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, save_figure
 from .plot import MAX_DPI, MIN_DPI
-
-
-def say(key: str, lang: str, **fmt) -> str:
-    """``analysis.KEY`` of attnscope.i18n's catalogue (analysis*.toml) in ``lang`` (patch's lines are there)."""
-    return text("analysis." + key, lang, **fmt)
 
 
 def register(sub) -> None:
@@ -87,6 +82,7 @@ def run(args) -> int:
     check_device(args.device)
     outs = _check_outputs(args.output, args.overwrite)  # before the work, not after it
 
+    from ..analysis.summary import say  # patch's lines are in the analysis catalogue (analysis*.toml)
     from ..models import load
     from ..patching import patch
 
@@ -107,6 +103,7 @@ def run(args) -> int:
 def summary(r, top: int, lang: str = "en") -> list[str]:
     """The lines ``patch`` prints of a result ``r``: the prompts, the metric, the cost, and the
     ``top`` strongest cells, in ``lang``."""
+    from ..analysis.summary import say
     out = [say("patch_head", lang, model=r.model_name, n=len(r.clean_tokens), metric=r.metric)]
     diff = [i for i, (a, b) in enumerate(zip(r.clean_tokens, r.corrupted_tokens)) if a != b]
     where = say("list_sep", lang).join(f"{i} ({r.clean_tokens[i]!r} → {r.corrupted_tokens[i]!r})" for i in diff)

@@ -119,21 +119,20 @@ def attached_hooks(model, fwd: HookMap = None, bwd: HookMap = None) -> Iterator[
                 handle.remove()
 
 
-def record_pass(model, wanted: list, targets: list, bwd_hooks: HookMap, grad: bool, batch_size: int,
-                forward: Callable[[], Tensor], replay: bool = False,
-                points: Optional[dict[str, HookPoint]] = None) -> tuple[dict, Tensor]:
+def record_pass(model, points: dict[str, HookPoint], wanted: list, targets: list, bwd_hooks: HookMap, grad: bool,
+                batch_size: int, forward: Callable[[], Tensor], replay: bool = False) -> tuple[dict, Tensor]:
     """Run ``forward()`` under the model's lock with the forward hooks ``targets`` (of
-    :func:`hook_targets`) and ``bwd_hooks`` attached and a recorder on each ``(name, head)`` of
+    :func:`hook_targets`) and ``bwd_hooks`` attached to the model's hook points ``points`` (by
+    name, :func:`~attnscope.hooks.name_hook_points`) and a recorder on each ``(name, head)`` of
     ``wanted``; the hooks go again however it ends. Returns the recorded tensors by trace key, each
     with the batch axis ``batch_size`` (what every position shares, ``(1, L, d)``, becomes a view
     ``(B, L, d)``), and the output. With ``replay`` the steps of a layer other than its attention
     matrices and output are kept as :class:`~attnscope.trace.replay.Replayed` (the layer's
-    arguments captured, the layer run again on read). ``points``: the model's hook points by name
-    (:func:`~attnscope.hooks.name_hook_points`), if the caller has them."""
+    arguments captured, the layer run again on read)."""
     replays, later = _replays(model, wanted, batch_size) if replay else ({}, set())
-    with attached_hooks(model, bwd=bwd_hooks), model.lock:
-        points = name_hook_points(model) if points is None else points
-        handles = attach(points, targets, "fwd")  # before the recorders: they record the replacement
+    bwd = hook_targets(model, bwd_hooks, "bwd hooks")
+    with model.lock:
+        handles = attach(points, bwd, "bwd") + attach(points, targets, "fwd")  # first: recorders record the replacement
         sink = Sink(grad=grad, keeper=None if grad else Keeper(_foreign(points)))
         try:
             for path, rep in replays.items():
@@ -241,9 +240,9 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
     if max_memory is not None:
         from .memory import check_fits
         check_fits(model, batch, names, hooks, max_memory)
-    tensors, output = record_pass(model, wanted, targets, bwd_hooks, grad, batch.input_ids.shape[0],
+    tensors, output = record_pass(model, points, wanted, targets, bwd_hooks, grad, batch.input_ids.shape[0],
                                   lambda: model(batch.input_ids, batch.attention_mask, **run),  # (B, L, d)
-                                  replay=replay, points=points)
+                                  replay=replay)
     return (Seq2SeqTrace if two else Trace)(
         tensors, tokens=batch.tokens, input_ids=batch.input_ids.cpu(), attention_mask=batch.attention_mask.cpu(),
         model_name=model.name, family=model.family, config=model.config, texts=batch.texts,

@@ -42,14 +42,15 @@ def view_data(model, text: str, *, compare: Optional[str] = None, token: Optiona
     """Page data for ``text`` (and the context comparison with ``compare``); ``attribution``: with
     the matrices of the page's attribution switch (:mod:`attnscope.viewer.attribution_view`);
     ``lens``: with the lens view's grid, for a language model (:mod:`attnscope.viewer.lens_view`)."""
-    traces = trace_each(model, [text] if compare is None else [text, compare])
+    texts = [text] if compare is None else [text, compare]
+    traces = trace_each(model, texts)
     data = _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals)
     for entry, tr in zip(data["texts"], traces):
         entry["tokens"] = display_tokens(model, tr.text_tokens(0))
     if attribution:
-        add_attribution(data, model, [text] if compare is None else [text, compare])
+        add_attribution(data, model, texts)
     if lens:
-        add_lens(data, model, [text] if compare is None else [text, compare])
+        add_lens(data, model, texts)
     return data
 
 
