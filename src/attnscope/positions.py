@@ -44,7 +44,6 @@ right padding or none these are 0 … S − 1.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
@@ -167,14 +166,9 @@ def sinusoidal_table_np(n_positions: int, d_model: int) -> np.ndarray:
 
 
 def sinusoidal_positions(n_positions: int, d_model: int, *, dtype=torch.float32, device=None) -> Tensor:
-    """The fixed encoding ``(n_positions, d_model)`` (sin on even, cos on odd features)."""
-    pos = torch.arange(n_positions, dtype=torch.float64, device=device)[:, None]  # (P, 1)
-    inv_freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64, device=device) / d_model)  # (d/2,)
-    angles = pos * inv_freq  # (P, d/2)
-    pe = torch.empty(n_positions, d_model, dtype=torch.float64, device=device)
-    pe[:, 0::2] = torch.sin(angles)
-    pe[:, 1::2] = torch.cos(angles)
-    return pe.to(dtype)
+    """The fixed encoding ``(n_positions, d_model)`` (sin on even, cos on odd features): the float64
+    :func:`sinusoidal_table_np` in ``dtype``."""
+    return torch.tensor(sinusoidal_table_np(n_positions, d_model), dtype=dtype, device=device)
 
 
 class SinusoidalTable(nn.Module):

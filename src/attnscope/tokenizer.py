@@ -349,10 +349,8 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
     vf, mf = folder / "vocab.json", folder / "merges.txt"
     if not (vf.is_file() and mf.is_file()):
         raise error(ModelLoadError, "errors.core_no_tokenizer_bpe", folder=folder)
-    if kind == "bpe-roberta":
-        backend = bytelevel_bpe_from_files(vf, mf, bos=settings.get("bos_token", "<s>"),
-                                           eos=settings.get("eos_token", "</s>"),
-                                           add_prefix_space=bool(settings.get("add_prefix_space", False)))
-    else:
-        backend = bytelevel_bpe_from_files(vf, mf, add_prefix_space=bool(settings.get("add_prefix_space", False)))
+    roberta = kind == "bpe-roberta"  # <s> … </s> around each text; GPT-2 adds nothing
+    backend = bytelevel_bpe_from_files(vf, mf, bos=settings.get("bos_token", "<s>") if roberta else None,
+                                       eos=settings.get("eos_token", "</s>") if roberta else None,
+                                       add_prefix_space=bool(settings.get("add_prefix_space", False)))
     return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=f"{vf} + {mf}")

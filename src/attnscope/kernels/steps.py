@@ -14,13 +14,13 @@ arguments: k and v may have fewer heads than q (grouped-query attention: one k/v
 ``H / H_kv`` query heads), and ``bias`` is an additive score term broadcastable to
 ``(..., L, S)`` (relative position bias, ALiBi), added after scaling, before the mask.
 
-Hooks are an object with four methods (see :class:`StepHooks`); :class:`ModuleHooks` reads an
+Hooks are a :class:`StepHooks` (its five methods); :class:`ModuleHooks` reads an
 attention module's :class:`~attnscope.hooks.HookPoint` s and its per-head taps.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Protocol, Union
+from typing import Optional, Union
 
 import torch
 import torch.nn.functional as F
@@ -42,17 +42,20 @@ STEPS = ("q", "k", "v", "scores", "scaled", "masked", "weights", "z")
 PLAIN = Facts()
 
 
-class StepHooks(Protocol):
-    """What :func:`attend` asks of its hooks."""
+class StepHooks:
+    """What :func:`attend` asks of its hooks; this base is a call without any (:data:`NO_HOOKS`)."""
 
     def active(self, step: str) -> bool:
         """Does a hook want the whole tensor of ``step`` (so that it must exist in full)?"""
+        return False
 
     def heads(self, step: str) -> list[int]:
         """Heads (dim 1) whose slice of ``step`` is wanted alone."""
+        return []
 
     def __call__(self, step: str, t: Tensor) -> Tensor:
         """The whole tensor through its hooks (the result replaces it)."""
+        return t
 
     def heads_only(self, step: str, t: Tensor, heads: list[int]) -> None:
         """``t (B, len(heads), …)``: ``step`` computed for ``heads`` only, beside a kernel that
@@ -61,29 +64,13 @@ class StepHooks(Protocol):
     def free(self, step: str, t: Tensor) -> bool:
         """Does no hook keep ``t``'s memory, the tensor ``step``'s hooks gave back (so that the next
         step may be written over it)?"""
-
-
-class NoHooks:
-    def active(self, step: str) -> bool:
-        return False
-
-    def heads(self, step: str) -> list[int]:
-        return []
-
-    def __call__(self, step: str, t: Tensor) -> Tensor:
-        return t
-
-    def heads_only(self, step: str, t: Tensor, heads: list[int]) -> None:
-        pass
-
-    def free(self, step: str, t: Tensor) -> bool:
         return True  # nobody saw it
 
 
-NO_HOOKS = NoHooks()
+NO_HOOKS = StepHooks()
 
 
-class RecordSteps(NoHooks):
+class RecordSteps(StepHooks):
     """Wants every L×S step in full and keeps each one: ``attention_steps``' hooks."""
 
     def __init__(self) -> None:
@@ -100,7 +87,7 @@ class RecordSteps(NoHooks):
         return False  # kept
 
 
-class ModuleHooks:
+class ModuleHooks(StepHooks):
     """The hook points of an attention module (attributes named after :data:`STEPS`).
 
     A step's whole tensor goes through its hook point when any hook is attached (head hooks see

@@ -46,16 +46,14 @@ __all__ = ["GGUFCheckpoint", "load_gguf", "read_gguf_config", "gguf_state_dict",
            "check_complete", "unpermute_qk",
            "DOCUMENTED_DEFAULTS", "SUPPORTED_ARCHITECTURES"]
 
-# GGUF name (after "blk.N.") → Hugging Face name (after "model.layers.N."), per architecture
+# GGUF name (after "blk.N.") → Hugging Face name (after "model.layers.N."), and an architecture's own
 _BLOCK = {
     "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
     "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
     "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
-    "attn_norm": "input_layernorm",
+    "attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
 }
 _BLOCK_ARCH = {
-    "llama": {"ffn_norm": "post_attention_layernorm"},
-    "qwen2": {"ffn_norm": "post_attention_layernorm"},
     # Gemma 3 has four norms per block (sandwich norms around attention and MLP)
     "gemma3": {"post_attention_norm": "post_attention_layernorm", "ffn_norm": "pre_feedforward_layernorm",
                "post_ffw_norm": "post_feedforward_layernorm"},
@@ -71,7 +69,7 @@ def hf_name(gguf_name: str, arch: str) -> Optional[str]:
     ``model.layers.3.self_attn.q_proj.weight``), or None for a name this architecture lacks."""
     m = _BLK.fullmatch(gguf_name)
     if m:
-        part = _BLOCK_ARCH[arch].get(m[2], _BLOCK.get(m[2]))
+        part = _BLOCK_ARCH.get(arch, {}).get(m[2], _BLOCK.get(m[2]))
         if part is None or (m[2] in ("attn_q_norm", "attn_k_norm") and arch != "gemma3"):
             return None
         return f"model.layers.{m[1]}.{part}.{m[3]}"

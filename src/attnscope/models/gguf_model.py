@@ -18,11 +18,10 @@ from ..errors import ModelLoadError
 from ..i18n import error
 from ..tokenizer import Tokenizer
 from .base import finish_loading
+from .gguf_file import GGUF_MAGIC
 from .model_class import build_model
 from .packages import ModelPackage, find_package, is_package_source, license_notice, package_model_path
 from .weights import map_weights
-
-GGUF_MAGIC = b"GGUF"
 
 
 def is_gguf_source(path) -> bool:
