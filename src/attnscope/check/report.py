@@ -27,9 +27,8 @@ def _rule(ctx: Ctx) -> str:
 
 
 def _where(ctx: Ctx, e) -> str:
-    if e.row_label == "-":
-        return ctx.text(T("check.where_entry", {"step": step_name(e.step, ctx.lang), "col": e.col_label}))
-    return ctx.text(T("check.where", {"step": step_name(e.step, ctx.lang), "row": e.row_label, "col": e.col_label}))
+    key = "check.where_entry" if e.row_label == "-" else "check.where"  # "-": a step of one row names no row
+    return ctx.text(T(key, {"step": step_name(e.step, ctx.lang), "row": e.row_label, "col": e.col_label}))
 
 
 #: The report writes a correct value with at most this many decimals (a 29-decimal answer is judged
