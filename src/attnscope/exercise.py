@@ -91,12 +91,9 @@ class Exercise:
         for k in ("X", "W_Q", "W_K", "W_V"):
             lines.append(f"  {k}: {_flow(getattr(p, k))}")
         lines.append("answers:")
-        for name in STEPS:
-            if name == "sums":
-                lines.append(f"  sums: [{', '.join('~' for _ in range(p.L))}]")
-                continue
-            shape = v[name].shape
-            blank = "[" + ", ".join("[" + ", ".join("~" for _ in range(shape[1])) + "]" for _ in range(shape[0])) + "]"
+        for name in STEPS:  # every step (L, n), but the sums (L,)
+            row = "[" + ", ".join("~" for _ in range(v[name].shape[-1])) + "]"
+            blank = row if v[name].ndim == 1 else "[" + ", ".join(row for _ in range(v[name].shape[0])) + "]"
             lines.append(f"  {name}: {blank}")
         return "\n".join(lines) + "\n"
 

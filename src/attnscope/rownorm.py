@@ -52,14 +52,13 @@ class _UnitRows(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> tuple[Tensor, None]:
         x, y = ctx.saved_tensors
+        r, kept = _inverse_norm(x, ctx.eps)
         if torch.is_grad_enabled():
             # create_graph: the same formula, every factor recomputed from x by differentiable
             # ops, so that a second derivative is right.
-            r, kept = _inverse_norm(x, ctx.eps)
             y = x * r
             dot = torch.linalg.vecdot(g, y).unsqueeze(-1) * kept
             return (g - y * dot) * r, None
-        r, kept = _inverse_norm(x, ctx.eps)
         dot = torch.linalg.vecdot(g, y).unsqueeze(-1).mul_(kept).mul_(r)  # (..., 1)
         return torch.addcmul(g * r, y, dot, value=-1), None  # (..., n, d)
 

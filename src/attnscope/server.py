@@ -3,13 +3,10 @@
     attnscope serve --port 8000        # then open http://127.0.0.1:8000/
 
 The model is loaded once, when the app is created, and runs on one worker thread (a trace attaches
-recorders to the model's hook points, so two traces must not overlap): requests wait for it in a
-queue of at most ``max_waiting``; when that is full the answer is 503 at once, with Retry-After,
-rather than an unbounded pile of waiting requests. Bodies over :data:`MAX_BODY` bytes are refused
-with 413 before they are read whole (by Content-Length, and by counting while they stream), and a
-body that has not arrived whole :data:`BODY_TIMEOUT` seconds (10) after the headers gets 408 and its
-connection closed; only requests whose body was read count against the :data:`MAX_ACTIVE` in progress,
-and ``/healthz`` always answers. The queue and these limits are :mod:`attnscope.server_limits`, the request and answer types
+recorders to the model's hook points, so two traces must not overlap). What bounds the work (a
+queue of at most ``max_waiting`` for the model, then 503 at once with Retry-After; 413 for a body
+over :data:`MAX_BODY`, 408 for one that stalls; at most :data:`MAX_ACTIVE` requests in progress;
+``/healthz`` always answers) is :mod:`attnscope.server_limits`, the request and answer types
 :mod:`attnscope.server_schema`. The OpenAPI schema is at ``/openapi.json`` and browsable offline at
 ``/docs`` (Swagger UI, from files that ship in a Python package, fastapi-offline; never from a
 CDN. No ReDoc page: its sidebar loads a logo from the network).

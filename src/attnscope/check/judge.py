@@ -91,11 +91,6 @@ class Report:
         return to_dict(self)
 
 
-def _dec(x) -> Decimal:
-    """An exact value: a Decimal as it is, a float by its shortest form (a test's 0.3057)."""
-    return x if isinstance(x, Decimal) else E.dec(float(x))
-
-
 def judge(w: Written, exact, recomputed, tainted: bool, slack: float = 0.0) -> str:
     """The verdict on one written number (see the module doc of :mod:`attnscope.check`).
 
@@ -106,7 +101,7 @@ def judge(w: Written, exact, recomputed, tainted: bool, slack: float = 0.0) -> s
     else is rounded in the learner's favour — a carried value too must be what their own numbers
     give, to half a unit.
     """
-    v, x, r = w.exact, _dec(exact), _dec(recomputed)
+    v, x, r = w.exact, E.dec(exact), E.dec(recomputed)
     if not (v.is_finite() and x.is_finite()):
         if v == x:
             return "correct"
@@ -149,7 +144,7 @@ def _row_verdicts(lk: Link, i: int, given: np.ndarray, r: np.ndarray, tin: np.nd
     with localcontext(E.CTX):
         for j, w in enumerate(given[i]):
             if w is not None:
-                x, rr = _dec(lk.exact[i, j]) * factor[0], _dec(r[i, j]) * factor[1]
+                x, rr = E.dec(lk.exact[i, j]) * factor[0], E.dec(r[i, j]) * factor[1]
                 out.append((j, judge(w, x, rr, bool(tin[i, j]), float(slack[i, j]) * float(factor[0])), x, rr))
     return out
 

@@ -142,6 +142,12 @@ def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
             raise error(InputError, "errors.check_head_step_twice", where=where, canon=step, head=h)
         heads[h][key] = value
 
+    def add_section(h: int, section, where: Msg) -> None:
+        if not isinstance(section, dict):
+            raise error(InputError, "errors.check_head_section_kind", where=where, kind=kind(section))
+        for step, answer in section.items():
+            add(h, step, answer, where)
+
     for key, value in raw.items():
         k = str(key).strip()
         where = Msg("errors.check_where_key", source=source, name=k)
@@ -154,13 +160,9 @@ def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
                 hk = inputs.plain(hk)
                 m = _HEAD.fullmatch(str(hk).strip())
                 at = Msg("errors.check_where_head", where=where, head=hk)
-                h = head_index(m.group(1) if m else hk, at)
-                for sk, sv in _section(sec, at).items():
-                    add(h, sk, sv, at)
+                add_section(head_index(m.group(1) if m else hk, at), sec, at)
         elif m_head:
-            h = head_index(m_head.group(1), where)
-            for sk, sv in _section(value, where).items():
-                add(h, sk, sv, where)
+            add_section(head_index(m_head.group(1), where), value, where)
         elif m_br:
             add(head_index(m_br.group(2), where), m_br.group(1), value, where)
         else:
@@ -179,9 +181,3 @@ def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
     if not out:
         raise error(InputError, "errors.answers_empty", source=source, names=", ".join(chain.names()))
     return out
-
-
-def _section(value, where: Msg) -> dict:
-    if not isinstance(value, dict):
-        raise error(InputError, "errors.check_head_section_kind", where=where, kind=kind(value))
-    return value

@@ -9,12 +9,14 @@ from typing import Any, Optional
 from .. import exact as E
 from ..errors import AttnscopeError, InputError
 from ..explain import inputs
+from ..explain.multihead_input import MultiHeadProblem, is_multihead
 from ..explain.places import kind
 from ..explain.toy_input import ToyProblem
 from ..i18n import Msg, error
 from .answers import parse_answers
 from .chain import row_chain, toy_chain
 from .judge import Report, run
+from .multihead import multihead_chain, parse_multihead_answers
 from .rollout import is_rollout, parse_rollout_answers, rollout_chain
 
 #: Built-in answers files: the articles' own numbers.
@@ -89,18 +91,17 @@ def problem_chain(spec: Any, source: str) -> tuple:
             V = inputs.matrix(spec[vkey], at(vkey), rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
         return row_chain(raw, toks, factor, None, V, meta=desc, source=str(where), written=True), desc
-    from ..explain.multihead_input import MultiHeadProblem, is_multihead
     p = (MultiHeadProblem if is_multihead(spec) else ToyProblem).from_mapping(spec, source=f"{source}, problem")
     return _toy_chain(p), {"kind": "toy", "tokens": p.tokens, "name": p.name}
 
 
 def _toy_chain(p):
     """toy_chain, or the multi-head chain (check/multihead.py) for a problem with every head."""
-    from ..explain.multihead_input import MultiHeadProblem
-    if isinstance(p, MultiHeadProblem):
-        from .multihead import multihead_chain
-        return multihead_chain(p)
-    return toy_chain(p)
+    return multihead_chain(p) if isinstance(p, MultiHeadProblem) else toy_chain(p)
+
+
+#: The answers' reader of each chain kind that reads its own (the rest: :func:`parse_answers`).
+PARSERS = {"multihead": parse_multihead_answers, "rollout": parse_rollout_answers}
 
 
 def check(answers: Any = None, problem: Any = None, *, example: Optional[str] = None) -> Report:
@@ -138,13 +139,7 @@ def check(answers: Any = None, problem: Any = None, *, example: Optional[str] = 
     if extra:
         raise error(InputError, "errors.check_unknown_top_key", source=source, name=repr(extra[0]))
     chain, desc = problem_chain(data["problem"], source)
-    if chain.kind == "multihead":
-        from .multihead import parse_multihead_answers as parse
-    elif chain.kind == "rollout":
-        parse = parse_rollout_answers
-    else:
-        parse = parse_answers
-    given = parse(data["answers"], chain, source)
+    given = PARSERS.get(chain.kind, parse_answers)(data["answers"], chain, source)
     return run(chain, given, source=source if example is None else f"example {example}", problem=desc)
 
 

@@ -27,9 +27,8 @@ def _rule(ctx: Ctx) -> str:
 
 
 def _where(ctx: Ctx, e) -> str:
-    if e.row_label == "-":
-        return ctx.text(T("check.where_entry", {"step": step_name(e.step, ctx.lang), "col": e.col_label}))
-    return ctx.text(T("check.where", {"step": step_name(e.step, ctx.lang), "row": e.row_label, "col": e.col_label}))
+    key = "check.where_entry" if e.row_label == "-" else "check.where"  # "-": a step of one row names no row
+    return ctx.text(T(key, {"step": step_name(e.step, ctx.lang), "row": e.row_label, "col": e.col_label}))
 
 
 #: The report writes a correct value with at most this many decimals (a 29-decimal answer is judged
@@ -130,12 +129,15 @@ def _problem(ctx: Ctx, r) -> str:
 
 
 def _sections(ctx: Ctx, r):
-    """(verdict, heading, [lines]) for the wrong / carried / rounding lists."""
+    """(kind, heading, [lines]) for the wrong / carried / rounding lists, then the rows whose
+    exponentials could be written two ways ("conventions")."""
     out = []
     for verdict in ("wrong", "carried", "rounding"):
         es = r.by_verdict(verdict)
         if es:
             out.append((verdict, ctx.label(f"check.sec_{verdict}"), [_line(ctx, e) for e in es]))
+    if r.conventions:
+        out.append(("conventions", ctx.label("check.sec_conventions"), _convention_lines(ctx, r)))
     return out
 
 
@@ -186,8 +188,6 @@ def render(r, format: str = "rich", lang: str = "en") -> str:
         out.append("")
         for _, head, lines in _sections(ctx, r):
             out += [f"## {head}", ""] + [f"- {ln}" for ln in lines] + [""]
-        if r.conventions:
-            out += [f"## {ctx.label('check.sec_conventions')}", ""] + [f"- {ln}" for ln in _convention_lines(ctx, r)] + [""]
         out += [f"**{ln}**" if i == 0 else ln for i, ln in enumerate(_verdict(ctx, r))]
         return "\n".join(out).rstrip() + "\n"
     buf = io.StringIO()
@@ -214,17 +214,12 @@ def print_rich(r, lang: str = "en", file=None, width=None, color: bool = True) -
         style = "red" if row[5] else ("yellow" if row[4] else "")
         tab.add_row(*(Text(str(c)) for c in row), style=style)
     console.print(tab)
-    marks = {"wrong": ("✗ ", "red"), "carried": ("↪ ", "yellow"), "rounding": ("~ ", "cyan")}
-    for verdict, head, lines in _sections(ctx, r):
+    marks = {"wrong": ("✗ ", "red"), "carried": ("↪ ", "yellow"), "rounding": ("~ ", "cyan"), "conventions": ("· ", "")}
+    for kind, head, lines in _sections(ctx, r):
         console.print(Text(head, style="bold"))
-        mark, style = marks[verdict]
+        mark, style = marks[kind]
         for ln in lines:
             console.print(Text(mark + ln, style=style), soft_wrap=True)  # one line each: the terminal wraps
-        console.print(Text(""))
-    if r.conventions:
-        console.print(Text(ctx.label("check.sec_conventions"), style="bold"))
-        for ln in _convention_lines(ctx, r):
-            console.print(Text("· " + ln), soft_wrap=True)
         console.print(Text(""))
     for i, ln in enumerate(_verdict(ctx, r)):
         console.print(Text(ln, style="bold green" if r.ok else ("bold red" if i == 0 else "bold")))

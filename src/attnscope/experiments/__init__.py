@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..i18n import error
-from .base import ExperimentResult
+from .base import ExperimentResult, check_options
 
 #: name -> (module, one-line description)
 EXPERIMENTS = {
@@ -46,14 +46,9 @@ def run(name: str, *, quick: bool = False, seed: int = 0, progress: bool = True,
     module = get(name)
     import inspect
 
-    accepted = set(inspect.signature(module.run).parameters)
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(module.run).parameters.values())
-    if not takes_any:
-        extra = sorted(set(options) - accepted)
-        if extra:
-            raise error(ConfigError, "errors.experiment_option_one" if len(extra) == 1 else "errors.experiment_options",
-                        name=repr(name), extra=", ".join(extra),
-                        takes=", ".join(sorted(accepted - {"quick", "seed", "progress"})))
+    accepted = inspect.signature(module.run).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):  # else it checks them itself
+        check_options(name, options, set(accepted) - {"quick", "seed", "progress"})
     return module.run(quick=quick, seed=seed, progress=progress, **options)
 
 

@@ -146,6 +146,15 @@ def check_positive_int(name: str, value: Any, high: Optional[int] = None) -> int
     return value
 
 
+def check_options(experiment: str, options: dict, known: set, takes: Optional[set] = None) -> None:
+    """ConfigError naming the ``options`` that ``experiment`` does not know and what it takes
+    (``takes``: ``known`` unless given)."""
+    extra = sorted(set(options) - known)
+    if extra:
+        raise error(ConfigError, "errors.experiment_option_one" if len(extra) == 1 else "errors.experiment_options",
+                    name=repr(experiment), extra=", ".join(extra), takes=", ".join(sorted(known if takes is None else takes)))
+
+
 def check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise error(ConfigError, "errors.experiment_seed", value=repr(seed))

@@ -99,6 +99,8 @@ class AssociativeRecall:
         targets = torch.cat([torch.full((B, P), IGNORE), values.gather(1, which)], dim=1)  # (B, P + Qn)
         return ids, targets
 
+    eval_batch = batch  # held-out sequences: fresh samples
+
 
 @dataclass
 class CharLM:
@@ -157,22 +159,20 @@ class CharLM:
         return self._windows(self._c["heldout"], B, generator)
 
 
+TASK_CLASSES = {"recall": AssociativeRecall, "lm": CharLM}  # the classes of TASKS
+
+
 def make_task(name: str, **options):
     """A task by name (:data:`TASKS`); options go to its dataclass (``make_task(**task_options(t))``
     rebuilds ``t``, as the worker processes do)."""
-    if name == "recall":
-        return AssociativeRecall(**options)
-    if name == "lm":
-        return CharLM(**options)
-    raise error(ConfigError, "errors.experiment_unknown_task", name=repr(name), names=", ".join(TASKS))
+    if name not in TASK_CLASSES:
+        raise error(ConfigError, "errors.experiment_unknown_task", name=repr(name), names=", ".join(TASKS))
+    return TASK_CLASSES[name](**options)
 
 
 def eval_set(task, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """A fixed held-out set of n sequences (fresh samples for recall, held-out text for lm)."""
-    g = torch.Generator().manual_seed(seed)
-    if hasattr(task, "eval_batch"):
-        return task.eval_batch(n, g)
-    return task.batch(n, g)
+    return task.eval_batch(n, torch.Generator().manual_seed(seed))
 
 
 # ----------------------------------------------------------------------------------------------

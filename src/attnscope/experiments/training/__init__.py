@@ -57,7 +57,7 @@ from typing import Any
 from ... import i18n
 from ...errors import ConfigError
 from ...i18n import error
-from ..base import ExperimentResult, check_seed
+from ..base import ExperimentResult, check_options, check_seed
 from ..tasks import make_task
 from .grid import execute, run_label, run_specs
 from .loop import loss_fn, lr_factor, train_one
@@ -99,10 +99,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, jobs: int 
     import inspect
 
     known = set(inspect.signature(make_settings).parameters) - {"quick"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise error(ConfigError, "errors.experiment_option_one" if len(unknown) == 1 else "errors.experiment_options",
-                    name="'training'", extra=", ".join(unknown), takes=", ".join(sorted(known | {"jobs"})))
+    check_options("training", options, known, known | {"jobs"})
     settings = make_settings(quick=quick, **options)
     task_objs = {t: make_task(t) for t in settings.tasks}
     specs = run_specs(settings, seed, task_objs)

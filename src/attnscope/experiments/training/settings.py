@@ -41,8 +41,7 @@ class Settings:
     def quick(cls) -> "Settings":
         """The CI version: width 64, d_k 16 and 64, one seed, 60 steps."""
         return cls(d_ks=(16, 64), seeds={"recall": 1, "lm": 1}, steps={"recall": 60, "lm": 60},
-                   batch={"recall": 16, "lm": 16}, eval_size={"recall": 32, "lm": 16},
-                   d_model=64, d_ff=128)
+                   eval_size={"recall": 32, "lm": 16}, d_model=64, d_ff=128)  # the default batches
 
 
 def _per_task(name: str, value, tasks: Sequence[str], check) -> dict:

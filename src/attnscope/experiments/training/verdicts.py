@@ -21,6 +21,11 @@ def median_steps(xs: list[Optional[int]]) -> Optional[float]:
     return None if math.isinf(m) else float(m)
 
 
+def first_step_at_or_below(steps: Sequence[int], losses: Sequence[float], loss: float) -> Optional[int]:
+    """The first of ``steps`` whose loss is a number at most ``loss`` (None: never)."""
+    return next((st for st, l in zip(steps, losses) if l is not None and math.isfinite(l) and l <= loss), None)
+
+
 def run_flags(steps: Sequence[int], losses: Sequence[float], threshold: float, baseline: float, *,
               crashed: bool = False) -> dict:
     """Steps to threshold and the reached/stalled/diverged flags of one run (see the module doc).
@@ -28,8 +33,7 @@ def run_flags(steps: Sequence[int], losses: Sequence[float], threshold: float, b
     ``crashed``: the training loss became NaN/inf (the run was stopped there).
     """
     finite = [l for l in losses if l is not None and math.isfinite(l)]
-    reached_at = next((st for st, l in zip(steps, losses) if l is not None and math.isfinite(l) and l <= threshold),
-                      None)
+    reached_at = first_step_at_or_below(steps, losses, threshold)
     final = losses[-1] if losses and not crashed else math.nan
     init_loss = losses[0] if losses else math.nan
     diverged = crashed or not math.isfinite(final) or (math.isfinite(init_loss) and final > init_loss)
@@ -79,11 +83,6 @@ def summarise(runs: list[dict]) -> list[dict]:
     return rows
 
 
-def first_step_at_or_below(run: dict, loss: float) -> Optional[int]:
-    return next((st for st, l in zip(run["curve"]["step"], run["curve"]["eval_loss"])
-                 if l is not None and math.isfinite(l) and l <= loss), None)
-
-
 def speedups(summary: list[dict], runs: list[dict], fast: str = "scaled", slow: str = "unscaled") -> list[dict]:
     """How many times the steps ``slow`` needed compared with ``fast``, per task and d_k, two ways.
 
@@ -115,9 +114,9 @@ def speedups(summary: list[dict], runs: list[dict], fast: str = "scaled", slow: 
             target = rs["final_loss"]
             if target is None or not math.isfinite(target):
                 continue
-            s_slow = first_step_at_or_below(rs, target)
+            s_slow = first_step_at_or_below(rs["curve"]["step"], rs["curve"]["eval_loss"], target)
             assert s_slow is not None  # slow's own curve reaches the final loss it ended with
-            s_fast = first_step_at_or_below(rf, target)
+            s_fast = first_step_at_or_below(rf["curve"]["step"], rf["curve"]["eval_loss"], target)
             losses.append(target)
             if s_fast is None:  # fast never got as low as slow's end: slow was faster
                 matched.append(s_slow / rf["steps"])
