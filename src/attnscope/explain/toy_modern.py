@@ -66,10 +66,6 @@ class Modern:
                 or self.query_pre_attn_scalar is not None)
 
     @property
-    def group(self) -> int:
-        return self.n_heads // self.n_kv_heads
-
-    @property
     def kv_head(self) -> int:
         return R.kv_head(self.head, self.n_heads, self.n_kv_heads)
 
