@@ -13,7 +13,7 @@ are data: :data:`WORDS` by op and step name, a recipe's own wording where the la
 from __future__ import annotations
 
 from ..recipe import BLOCK_OPS
-from .blocks import Formula, Matrix, Para, Step, Sym, T, t, t_or, vec
+from .blocks import Block, Formula, Matrix, Para, Step, Sym, T, t, t_or, vec
 from .path_blocks import (
     activation_blocks,
     concat_step,
@@ -83,7 +83,7 @@ def add(P, s) -> list:
         block = P.recipe.step(block.args[0])
     if block.op == "mlp":
         key, title, sfx, label = "ffn_resid", "path.step_resid2", "", t("path.x_in") if base == "x" else P.name(base)
-        lead = [Para(t("path.resid2_post" if base == block.args[0] else "path.resid2_pre", base=label))]
+        lead: list[Block] = [Para(t("path.resid2_post" if base == block.args[0] else "path.resid2_pre", base=label))]
     else:
         sfx = "_cross" if block.op == "cross_attention" else ""
         key, title, label = "attn_resid", "path.step_resid1" + sfx, t("path.x_in")
