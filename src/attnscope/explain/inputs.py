@@ -144,21 +144,21 @@ def _load_toml(text: str, name: str, keep_text: bool):
         data = tomllib.loads(text, parse_float=parse_written if keep_text else float)
     except tomllib.TOMLDecodeError as e:
         raise error(InputError, "errors.explain_bad_toml", name=name, problem=str(e)) from None
-    if keep_text:
-        data = _ints_to_written(data)
-    return data
+    return _each(data, _int_written) if keep_text else data
 
 
-def _ints_to_written(x):
-    if isinstance(x, bool):
-        return x
-    if isinstance(x, int):
-        return Written(float(x), 0, str(x))
+def _int_written(x):
+    """A TOML int (not a bool) as the Written it was."""
+    return Written(float(x), 0, str(x)) if isinstance(x, int) and not isinstance(x, bool) else x
+
+
+def _each(x, leaf):
+    """``leaf`` of every value in nested dicts and lists (the containers rebuilt)."""
     if isinstance(x, dict):
-        return {k: _ints_to_written(v) for k, v in x.items()}
+        return {k: _each(v, leaf) for k, v in x.items()}
     if isinstance(x, list):
-        return [_ints_to_written(v) for v in x]
-    return x
+        return [_each(v, leaf) for v in x]
+    return leaf(x)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -193,12 +193,12 @@ def number(x: Any, where: Where, allow_none: bool = False, allow_inf: bool = Fal
     return x if isinstance(x, Written) else value
 
 
-def matrix(x: Any, where: Where, *, rows: Optional[int] = None, cols: Optional[int] = None,
-           allow_none: bool = False, allow_inf: bool = False, raw: bool = False):
-    """A rectangular matrix (list of rows) → float64 array (L, d), or the entries as given (raw).
+def matrix(x: Any, where: Where, *, rows: Optional[int] = None) -> np.ndarray:
+    """A rectangular matrix (list of rows) of finite numbers → float64 array (L, d).
 
     ``where`` is e.g. "answers.yaml, key weights"; errors add "row r, column c (from 0)".
-    ``rows``/``cols`` require a size.
+    ``rows`` requires that many rows (a checker's answers with blanks or ∞ are read row by row,
+    :func:`vector`).
     """
     if isinstance(x, np.ndarray):
         x = x.tolist()
@@ -213,16 +213,11 @@ def matrix(x: Any, where: Where, *, rows: Optional[int] = None, cols: Optional[i
         if len(r) != width:
             raise error(InputError, "errors.explain_not_rectangular", where=at_row(where, i),
                         count=count(len(r), "entry"), width=width)
-        out.append([number(v, at_cell(where, i, j), allow_none, allow_inf)
-                    for j, v in enumerate(r)])
+        out.append([number(v, at_cell(where, i, j)) for j, v in enumerate(r)])
     if width == 0:
         raise error(InputError, "errors.explain_rows_empty", where=where)
     if rows is not None and len(out) != rows:
         raise error(InputError, "errors.explain_expected_count", where=where, count=count(rows, "row"), got=len(out))
-    if cols is not None and width != cols:
-        raise error(InputError, "errors.explain_expected_count", where=where, count=count(cols, "column"), got=width)
-    if raw:
-        return out
     return np.array([[_value(v) for v in r] for r in out], dtype=np.float64)
 
 
@@ -297,16 +292,12 @@ def labels(x: Any, where: Where, n: int) -> list[str]:
 
 
 def plain(x):
-    """Undo keep_text: Written → float (int when written as an integer), recursively."""
-    if isinstance(x, Written):
-        if x.decimals == 0 and x.value.is_integer() and not any(c in x.text for c in ".eE"):
-            return int(x.value)
-        return x.value
-    if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [plain(v) for v in x]
-    return x
+    """Undo keep_text: Written → float (int when written as an integer), in nested dicts and lists too."""
+    if not isinstance(x, Written):
+        return _each(x, plain) if isinstance(x, (dict, list)) else x
+    if x.decimals == 0 and x.value.is_integer() and not any(c in x.text for c in ".eE"):
+        return int(x.value)
+    return x.value
 
 
 def whole_number(value, where: Where, low: int = 1) -> int:

@@ -1,8 +1,7 @@
 """The layer part of one token's whole path (:mod:`.path`), written from the layer's recipe
-(:mod:`attnscope.recipe`): one writer per kind of step — ``norm``, ``same``, ``add``,
+(:mod:`attnscope.recipe`): a writer for each op — ``norm`` and ``same`` (one writer), ``add``,
 ``attention`` and ``cross_attention`` (the head's query, its row, the heads side by side and
-``W_O``) and ``mlp`` — so a
-layer variant registered as a recipe gets its worked path with no code here.
+``W_O``) and ``mlp`` — so a layer variant registered as a recipe gets its worked path with no code here.
 
 A writer takes the path (:class:`.path_steps.PathSteps`: the numbers of
 :class:`.path_values.PathValues` and ``note``, which records each vector shown beside the model's
@@ -14,7 +13,7 @@ are data: :data:`WORDS` by op and step name, a recipe's own wording where the la
 from __future__ import annotations
 
 from ..recipe import BLOCK_OPS
-from .blocks import Formula, Matrix, Para, Step, Sym, T, t, t_or, vec
+from .blocks import Block, Formula, Matrix, Para, Step, Sym, T, t, t_or, vec
 from .path_blocks import (
     activation_blocks,
     concat_step,
@@ -63,18 +62,17 @@ def _words(P, step, **params) -> tuple[T, T]:
 
 
 def norm(P, s) -> list:
-    module = getattr(P.layer, s.module)
+    """A ``norm`` step written out, or a ``same`` step's vector (its input under the step's name)."""
     key = _key(s.name)
     k = P.note(key, P.name(s.name))
-    title, why = _words(P, s, kind=norm_kind(module), name=k, module=s.module)
-    return [Step(key, title, [Para(why)] + norm_blocks(P.vec(s.args[0]), module, P.x(k), P.dims) + [trace_para(k)])]
-
-
-def same(P, s) -> list:
-    key = _key(s.name)
-    k = P.note(key, P.name(s.name))
-    title, why = _words(P, s, name=k)
-    return [Step(key, title, [Para(why), vector_table([(k, P.x(k))], P.dims), trace_para(k)])]
+    if s.op == "same":
+        title, why = _words(P, s, name=k)
+        body = [vector_table([(k, P.x(k))], P.dims)]
+    else:
+        module = getattr(P.layer, s.module)
+        title, why = _words(P, s, kind=norm_kind(module), name=k, module=s.module)
+        body = norm_blocks(P.vec(s.args[0]), module, P.x(k), P.dims)
+    return [Step(key, title, [Para(why)] + body + [trace_para(k)])]
 
 
 def add(P, s) -> list:
@@ -83,18 +81,16 @@ def add(P, s) -> list:
     block = P.recipe.step(added)
     while block.op not in BLOCK_OPS:
         block = P.recipe.step(block.args[0])
-    rows = [(P.name(added), P.vec(added))]
-    if block.op != "mlp":
+    if block.op == "mlp":
+        key, title, sfx, label = "ffn_resid", "path.step_resid2", "", t("path.x_in") if base == "x" else P.name(base)
+        lead: list[Block] = [Para(t("path.resid2_post" if base == block.args[0] else "path.resid2_pre", base=label))]
+    else:
         sfx = "_cross" if block.op == "cross_attention" else ""
-        k = P.note("attn_resid", P.name(s.name))
-        return [Step("attn_resid" + sfx, t("path.step_resid1" + sfx),
-                     [Formula("x + attention(x)", r"x+\mathrm{attention}(x)"), Para(t("path.resid_why", tok=P.tok)),
-                      vector_table([(t("path.x_in"), P.vec(base))] + rows + [(k, P.x(k))], P.dims), trace_para(k)])]
-    k = P.note("ffn_resid", P.name(s.name))
-    label = t("path.x_in") if base == "x" else P.name(base)
-    para = t("path.resid2_post" if base == block.args[0] else "path.resid2_pre", base=label)
-    return [Step("ffn_resid", t("path.step_resid2"), [Para(para), vector_table([(label, P.vec(base))] + rows + [(k, P.x(k))],
-                                                                               P.dims), trace_para(k)])]
+        key, title, label = "attn_resid", "path.step_resid1" + sfx, t("path.x_in")
+        lead = [Formula("x + attention(x)", r"x+\mathrm{attention}(x)"), Para(t("path.resid_why", tok=P.tok))]
+    k = P.note(key, P.name(s.name))
+    rows = [(label, P.vec(base)), (P.name(added), P.vec(added)), (k, P.x(k))]
+    return [Step(key + sfx, t(title), lead + [vector_table(rows, P.dims), trace_para(k)])]
 
 
 def attention(P, s) -> list:
@@ -177,4 +173,4 @@ def mlp(P, s) -> list:
 
 
 #: The writer of each op of a recipe (:data:`attnscope.recipe.OPS`).
-WRITERS = {"norm": norm, "same": same, "add": add, "attention": attention, "cross_attention": attention, "mlp": mlp}
+WRITERS = {"norm": norm, "same": norm, "add": add, "attention": attention, "cross_attention": attention, "mlp": mlp}

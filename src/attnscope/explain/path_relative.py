@@ -24,12 +24,13 @@ from .. import reference as R
 from ..errors import InputError
 from ..i18n import Msg, error
 from ..pieces import word_labels, word_pieces
+from ..trace.seq2seq import ATTENTIONS
 from .blocks import Matrix, Para, Step, Sym, t
 from .inputs import check_index
 from .path_blocks import norm_blocks, projection_table, trace_para, vector_table
 from .path_steps import PathSteps, assemble
 from .row import resolve_query
-from .row_relative import ATTENTIONS, explain_relative_row
+from .row_relative import explain_relative_row
 
 # ----------------------------------------------------------------------------------------------
 # DeBERTa
@@ -68,9 +69,7 @@ class _DebertaPath(PathSteps):
             name = f"{p}.{key}[{h}]"
             self.values[name] = y
             if f"{p}.{key}" in self.tr:
-                diff = float(np.abs(R.as_f64(self.tr[f"{p}.{key}"])[0][h] - y).max())
-                self.diffs[name] = diff
-                self.meta.append({"step": "relative", "trace": name, "max_abs_diff": diff})
+                self.record("relative", name, float(np.abs(R.as_f64(self.tr[f"{p}.{key}"])[0][h] - y).max()))
             names.append(name)
         blocks.append(trace_para(*names))
         return [Step("relative", t("path.step_relative"), blocks)]
@@ -97,8 +96,6 @@ def deberta_path(text: str, model, f: dict, layer: int, head: int, token, positi
 class _DecoderPath(PathSteps):
     """A target token through a decoder layer: self-attention, cross-attention, feed-forward."""
 
-    row_names = {"bias": ["bias"]}
-
     def before(self) -> list:
         src = self.d["source_labels"]
         return [Step("source_tokens", t("path.step_source_tokens"),
@@ -117,10 +114,6 @@ class _DecoderPath(PathSteps):
                       Matrix(Sym("enc", r"\mathrm{enc}"), enc[:, :n], rows=[f"{j}:{x}" for j, x in enumerate(src)],
                              cols=[str(j) for j in range(n)], caption=t("path.first_features", n=n, d=enc.shape[1])),
                       trace_para(name)])]
-
-
-class _EncoderPath(PathSteps):
-    row_names = {"bias": ["bias"]}
 
 
 def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[str], layer: int, head: int,
@@ -167,13 +160,11 @@ def seq2seq_path(source: str, model, target: Optional[str], attention: Optional[
         d["extra_names"] += [f"{lp}.cross_attn.{k}" for k in ("scores", "weights")] + [enc_out]
         d.update(source_tokens=f["encoder.tokens"], source_labels=word_labels(f["encoder.tokens"], model.tokenizer),
                  encoder_out=enc_out)
-    P = (_DecoderPath if decoder else _EncoderPath)(model, view, d, dims, stack=stack)
+    P = (_DecoderPath if decoder else PathSteps)(model, view, d, dims, stack=stack)
     P.rows = {k: (w, P.row_diffs(k, ("bias", "scores", "weights"))) for k, w in rows.items()}
     if decoder:
         if enc_out in P.tr:  # the encoder's output, every source token: the cross-attention's keys and values
-            diff = float(np.abs(R.as_f64(P.tr[enc_out])[0] - f[enc_out]).max())
-            P.diffs[enc_out] = diff
-            P.meta.append({"step": "source", "trace": enc_out, "max_abs_diff": diff})
+            P.record("source", enc_out, float(np.abs(R.as_f64(P.tr[enc_out])[0] - f[enc_out]).max()))
     w = assemble(P, next(iter(rows.values())), notes, intro_key="path.intro_" + stack)
     if decoder:  # the cross-attention row's own values beside the self-attention row's
         w.values.update({f"cross_{k}": v for k, v in rows["cross_attn"].values.items()})

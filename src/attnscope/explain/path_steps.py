@@ -43,6 +43,9 @@ class PathSteps(PathValues):
     token's vector it shows beside the model's trace. ``rows``: the attention row of each
     attention step (``{"attn": (Worked, its trace differences)}``), built before the writing."""
 
+    #: A family's own trace names of a row's steps, beside the ones every row has (:meth:`mark_row`).
+    row_names: dict = {}
+
     def __init__(self, model, f: dict, d: dict, dims: int, stack: str = "") -> None:
         super().__init__(model, f, d, stack)
         self.dims = dims
@@ -55,11 +58,14 @@ class PathSteps(PathValues):
         """Record the token's float64 vector at ``name`` and its largest difference from the trace."""
         key = name if head is None else f"{name}[{head}]"
         self.values[key] = self.x(name, head)
-        diff = self.diff(name, head)
+        self.record(step, key, self.diff(name, head))
+        return key
+
+    def record(self, step: str, key: str, diff: Optional[float]) -> None:
+        """Set ``key``'s largest |float32 − float64| (None: not traced) among the summary's rows."""
         if diff is not None:
             self.diffs[key] = diff
         self.meta.append({"step": step, "trace": key, "max_abs_diff": diff})
-        return key
 
     def row_diffs(self, att: str, keys) -> dict:
         """Largest |float32 − float64| of the head's row of the query in attention ``att``, per
@@ -130,7 +136,7 @@ class PathSteps(PathValues):
                         + ([int(seg[j])] if seg is not None else []))
         blocks = [Para(t("path.tokens_why", L=self.n, V=self.c.vocab_size, tok=self.tok, id=int(f["ids"][self.p]))),
                   Table(header, body)]
-        if tz is not None and (tz.byte_level or spaced):
+        if reads:
             blocks.append(Para(t("path.byte_level" if tz.byte_level else "path.metaspace"), style="note"))
         self.values["ids"] = f["ids"]
         return Step("tokens", t("path.step_tokens"), blocks)
@@ -209,7 +215,9 @@ class PathSteps(PathValues):
         names = {"scores": [f"{p}.scores[{h}]"], "scaled": [f"{p}.scaled[{h}]"], "exp": [f"{p}.masked[{h}]"],
                  "weights": [f"{p}.weights[{h}]"], "output": [f"{p}.z[{h}]"],
                  "qk_norm": [f"{p}.q_normed[{h}]", f"{p}.k_normed[{h}]"], "rotation": [f"{p}.q[{h}]", f"{p}.k[{h}]"]}
-        names.update({k: [f"{p}.{x}[{h}]" for x in v] for k, v in getattr(self, "row_names", {}).items()})
+        if self.seq2seq:  # T5's bias buckets (BART's rows have no bias step)
+            names["bias"] = [f"{p}.bias[{h}]"]
+        names.update({k: [f"{p}.{x}[{h}]" for x in v] for k, v in self.row_names.items()})
         for s in steps:
             if s.key in names:
                 s.blocks.append(trace_para(*names[s.key]))

@@ -31,13 +31,14 @@ from .. import reference as R
 from ..errors import InputError
 from ..i18n import error
 from ..pieces import word_labels, word_pieces
+from ..trace.seq2seq import ATTENTIONS, BLOCKS
 from . import inputs
 from .doc import Formula, Para, Step, Table, Worked, t
 from .inputs import check_index
 from .numbers import sci
 from .row import build_row, resolve_query
 
-ATTENTIONS = ("encoder", "self", "cross")
+
 def handles(model) -> bool:
     """Whether a loaded ``model`` (or None, the default model) is T5, BART or DeBERTa: its config's kind."""
     return model is not None and getattr(model.config, "kind", "") in ("seq2seq", "deberta")
@@ -97,11 +98,11 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     if attention != "encoder" and target is None:
         raise error(InputError, "errors.explain_cross_needs_target" if attention == "cross" else
                     "errors.explain_self_needs_target")
-    layers = cfg.n_layers if attention == "encoder" else cfg.n_decoder_layers
-    layer = check_index("layer", layer, layers, "layers")
+    block, q_side, k_side, causal = BLOCKS[attention]  # its module, the sides of its queries and keys
+    side, _, _, att = block.split(".")  # e.g. "decoder", "layers", "{}", "cross_attn"
+    layer = check_index("layer", layer, cfg.n_layers if side == "encoder" else cfg.n_decoder_layers, "layers")
     head = check_index("head", head, cfg.n_heads, "heads")
-    prefix = {"encoder": f"encoder.layers.{layer}.attn", "self": f"decoder.layers.{layer}.self_attn",
-              "cross": f"decoder.layers.{layer}.cross_attn"}[attention]
+    prefix = block.format(layer)
     has_bias = attention != "cross" and cfg.score_bias
     ctx = f"encoder.layers.{cfg.n_layers - 1}.out" if cfg.norm == "post" else "encoder.final_norm"
     names = [f"{prefix}.{s}[{head}]" for s in ("q", "k", "v", "scores", "weights", "z")] + [prefix + "_in"]
@@ -112,8 +113,8 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     q, k, v = get("q"), get("k"), get("v")  # (n_q, d), (n_k, d), (n_k, d)
     if forward is not None:  # float64 from the weights through every earlier layer
         q, k, v = (forward[f"{prefix}.{s}"][head] for s in ("q", "k", "v"))
-    src_t, tgt_t = tr.text_tokens(0), tr.target_tokens[0]
-    qtoks, ktoks = (src_t, src_t) if attention == "encoder" else (tgt_t, tgt_t if attention == "self" else src_t)
+    sides = {"source": tr.text_tokens(0), "target": tr.target_tokens[0]}
+    qtoks, ktoks = sides[q_side], sides[k_side]
     # shown as a person reads them (T5's ▁the and BART's Ġthe as " the"); --token finds either form
     qpieces = word_pieces(qtoks, getattr(model, "tokenizer", None))
     i, notes = resolve_query(qtoks, token, position, source if attention == "encoder" else target, qpieces)
@@ -123,15 +124,13 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     raw = R.raw_scores(q[i], k)  # (n_k,)
 
     # q, k, v again, from the weights, on the traced input of this attention (float64)
-    block = (model.encoder if attention == "encoder" else model.decoder).layers[layer]
-    module = {"encoder": "attn", "self": "self_attn", "cross": "cross_attn"}[attention]
-    module = getattr(block, module)
+    stack = getattr(model, side)
+    module = getattr(stack.layers[layer], att)
     x_in = R.as_f64(tr[prefix + "_in"][0, :len(qtoks)])
     x_kv = R.as_f64(tr[ctx][0, :n_k]) if attention == "cross" else x_in
 
     pre, bias, values = [], np.zeros(n_k), {"qk": raw}
     if has_bias:
-        stack = model.encoder if attention == "encoder" else model.decoder
         rb = stack.rel_bias
         steps = rb.steps_np(np.arange(n_k) - i)  # the stack's table's buckets, every step
         table = R.as_f64(rb.embedding.weight)[:, head]  # (buckets,)
@@ -141,7 +140,7 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
                               float(np.abs(traced - bias).max())))
         values.update(bias=bias, bucket=steps["bucket"], delta=steps["delta"])
     total = raw + bias
-    allowed = np.arange(n_k) <= i if attention == "self" else np.ones(n_k, dtype=bool)
+    allowed = np.arange(n_k) <= i if causal else np.ones(n_k, dtype=bool)
     factor = R.operand_factor(cfg.scoring, int(cfg.d_head))
     qlabel = _label(qlabs, i)
     what = t(f"rel.what_{attention}")

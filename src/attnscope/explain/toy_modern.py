@@ -66,10 +66,6 @@ class Modern:
                 or self.query_pre_attn_scalar is not None)
 
     @property
-    def group(self) -> int:
-        return self.n_heads // self.n_kv_heads
-
-    @property
     def kv_head(self) -> int:
         return R.kv_head(self.head, self.n_heads, self.n_kv_heads)
 
@@ -124,9 +120,10 @@ def _positive(value, where: Where) -> float:
 def parse_modern(fields: dict, source: Where) -> Modern:
     """``fields``: {canonical key: (key as written, plain value)} of the keys in :data:`KEYS`."""
     m = Modern()
+    at = {name: at_key(source, key) for name, (key, _) in fields.items()}  # where each key is written
+    val = {name: value for name, (_, value) in fields.items()}
     if "rope" in fields:
-        key, value = fields["rope"]
-        where = at_key(source, key)
+        value, where = val["rope"], at["rope"]
         if not isinstance(value, dict):
             raise error(InputError, "errors.explain_rope_not_mapping", where=where, kind=kind(value))
         norm = {str(k).lower(): (k, v) for k, v in value.items()}
@@ -148,30 +145,25 @@ def parse_modern(fields: dict, source: Where) -> Modern:
                             value=pos.tolist())
             m.positions = [int(p) for p in pos]
     if "n_heads" in fields:
-        key, value = fields["n_heads"]
-        m.n_heads = inputs.whole_number(value, at_key(source, key), 1)
+        m.n_heads = inputs.whole_number(val["n_heads"], at["n_heads"], 1)
         m.n_kv_heads = m.n_heads
     if "n_kv_heads" in fields:
-        key, value = fields["n_kv_heads"]
-        m.n_kv_heads = inputs.whole_number(value, at_key(source, key), 1)
+        m.n_kv_heads = inputs.whole_number(val["n_kv_heads"], at["n_kv_heads"], 1)
         if "n_heads" not in fields:
-            raise error(InputError, "errors.explain_kv_needs_heads", where=at_key(source, key), n=m.n_kv_heads)
-        inputs.check_kv_heads(m.n_heads, m.n_kv_heads, at_key(source, key))
+            raise error(InputError, "errors.explain_kv_needs_heads", where=at["n_kv_heads"], n=m.n_kv_heads)
+        inputs.check_kv_heads(m.n_heads, m.n_kv_heads, at["n_kv_heads"])
     if "head" in fields:
-        key, value = fields["head"]
-        m.head = inputs.whole_number(value, at_key(source, key), 0)
+        m.head = inputs.whole_number(val["head"], at["head"], 0)
         if m.head >= m.n_heads:
-            raise error(InputError, "errors.explain_head_range", where=at_key(source, key), head=m.head, n=m.n_heads,
+            raise error(InputError, "errors.explain_head_range", where=at["head"], head=m.head, n=m.n_heads,
                         last=m.n_heads - 1)
     if "window" in fields:
-        key, value = fields["window"]
-        v = inputs.plain(value)
+        v = inputs.plain(val["window"])
         if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v) or int(v) <= 0:
-            raise error(InputError, "errors.explain_window", where=at_key(source, key), value=repr(v))
+            raise error(InputError, "errors.explain_window", where=at["window"], value=repr(v))
         m.window = int(v)
     if "qk_norm" in fields:
-        key, value = fields["qk_norm"]
-        where = at_key(source, key)
+        value, where = val["qk_norm"], at["qk_norm"]
         if isinstance(value, bool):
             m.qk_norm = value
         elif isinstance(value, dict):
@@ -193,8 +185,7 @@ def parse_modern(fields: dict, source: Where) -> Modern:
         else:
             raise error(InputError, "errors.explain_qk_norm_kind", where=where, kind=kind(value))
     if "query_pre_attn_scalar" in fields:
-        key, value = fields["query_pre_attn_scalar"]
-        m.query_pre_attn_scalar = _positive(value, at_key(source, key))
+        m.query_pre_attn_scalar = _positive(val["query_pre_attn_scalar"], at["query_pre_attn_scalar"])
     return m
 
 

@@ -7,6 +7,7 @@ keeps it; the others turn it into Unicode with :func:`tex_to_text` (``\\sqrt{d_k
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from decimal import Decimal
@@ -16,7 +17,7 @@ from ...errors import ConfigError
 from ...i18n import error
 from .. import i18n
 from ..blocks import SUBSCRIPTS, SUPERSCRIPTS, Matrix, Sym, T, VecParam
-from ..numbers import Shown, matrix_is_int, show
+from ..numbers import Shown, matrix_is_int, short, show
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -130,13 +131,9 @@ class Ctx:
 
     def cell(self, x, as_int: Optional[bool] = None, exact: bool = False) -> str:
         """A matrix entry: at the decimals, or as given (``exact``, for inputs)."""
-        if exact:
-            import math as _math
-
-            from ..numbers import short
-            if _math.isfinite(float(x)):
-                s = short(x)
-                return s.replace("e", r"\times10^{") + "}" if (self.flavour == "tex" and "e" in s) else s
+        if exact and math.isfinite(float(x)):
+            s = short(x)
+            return s.replace("e", r"\times10^{") + "}" if (self.flavour == "tex" and "e" in s) else s
         if _is_zero(x):
             return "0"  # an exact zero is 0; 0.0000 would be a value that merely rounds to zero
         return self.num(x, as_int, in_group=True)
