@@ -175,6 +175,31 @@ def test_bad_input_is_one_sentence(args, words, capsys):
     assert words in err and "\n" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("args,flag", [
+    (["--causal"], "--causal"), (["--scoring", "unscaled"], "--scoring"), (["--labels", "a,b"], "--labels"),
+    (["--query", "0"], "--query"), (["--dk", "8"], "--dk"), (["--scheme", "rotary"], "--scheme"),
+    (["--offset", "0"], "--offset"), (["--entry", "1,2"], "--entry"),
+])
+def test_an_option_of_another_lesson_is_refused_not_ignored(args, flag, capsys):
+    """The lesson works the model's own attention: a causal mask, another scoring, labels, a d_k or a
+    position scheme asked for beside it would not change a number, so they are refused, as the row
+    lesson refuses --scheme (each was silently dropped: the rollout of a bidirectional BERT came out
+    under --causal)."""
+    assert main(["explain", "--text", "The cat sat.", "--token", "cat", "--attribution", "rollout"] + args) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"without {flag}" in err and "\n" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("extra", [{"causal": True}, {"scoring": "unscaled"}, {"d_k": 8}, {"query": 0},
+                                   {"scores": [1.0, 2.0]}, {"tokens": ["a", "b"]}])
+def test_the_python_api_refuses_another_lessons_argument(minilm, extra):
+    """attnscope.explain(attribution=…) with an argument only another lesson reads: one InputError
+    naming it (it was dropped, the same row coming back as without it)."""
+    name = next(iter(extra))
+    with pytest.raises(InputError, match=f"without {name}"):
+        attnscope.explain(text="The cat sat.", token="cat", model=minilm, attribution="rollout", layer=0, **extra)
+
+
 def test_bad_input_in_chinese(capsys):
     assert main(["explain", "--text", "The cat sat.", "--token", "cat", "--attribution", "gradient", "--lang", "zh"]) == 2
     assert "不是逐步讲解支持的方法" in capsys.readouterr().err

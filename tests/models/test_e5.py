@@ -168,6 +168,24 @@ def test_unknown_characters_are_one_unk_per_run(e5, engine):
     assert engine.tokenize(text) == [6, 3, 3, 425]
 
 
+def test_a_letter_and_its_combining_mark_are_one_character(e5):
+    """Text in decomposed form (NFD: a letter, then its combining accent, as macOS writes file names)
+    is composed as SentencePiece's nmt_nfkc rules for sequences of code points compose it, rules the
+    file's single-code-point map lacks. Expected tokens from the reference built outside attnscope:
+    ``tokenizers``' Precompiled normaliser on nmt_nfkc's charsmap from google/sentencepiece
+    (``src/normalization_rule.h``) — the normaliser of Hugging Face's XLMRobertaTokenizerFast — with
+    the same pieces: cafe + U+0301 is ▁café, not ▁cafe and a lone accent."""
+    def tokens(text):
+        return e5.tokenizer.backend.encode(text, add_special_tokens=False).tokens
+    assert tokens("cafe\u0301") == ["▁café"]
+    assert tokens("nai\u0308ve") == ["▁na", "ï", "ve"]
+    assert tokens("\u03c9\u0301") == ["▁", "ώ"]
+    # several marks, jamo, kana: SentencePiece's longest rule gives the composed character (its NFC)
+    import unicodedata
+    for text in ("Tiếng Việt", "한국어 텍스트", "がぎぐ パピプ", "Dvořák"):
+        assert tokens(unicodedata.normalize("NFD", text)) == tokens(text), text
+
+
 # --- parity ------------------------------------------------------------------------------------------
 
 def _hf_run(hf, batch):

@@ -112,6 +112,11 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
     """
     if attribution is not None:
         from .attribution_doc import explain_attribution
+        other = {"source": source, "example": example, "lesson": lesson, "scores": scores, "values": values,
+                 "tokens": tokens, "d_k": d_k, "query": query, **matrices}
+        given = [k for k, v in other.items() if v is not None and v is not False]
+        if given:  # read only by another lesson: refused rather than dropped
+            raise error(InputError, "errors.attribution_lesson_other", option=given[0])
         return explain_attribution(text, attribution, model=model, token=token, position=position, layer=layer,
                                    dims=dims, expand=expand, target=target, attention=attention, path=path)
     layer = 0 if layer is None else layer

