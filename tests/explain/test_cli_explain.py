@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from attnscope.cli import main
 
@@ -38,3 +39,21 @@ def test_causal_and_scoring_flags_on_an_example(capsys):
 def test_example_command_still_works(capsys):
     assert main(["example"]) == 0
     assert "[0.3057, 0.0743, 0.6200]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("option", [["--causal"], ["--dk", "4"], ["--query", "1"], ["--labels", "a,b,c"],
+                                    ["--scoring", "unscaled"], ["--example", "three-tokens"], ["--scores", "1,2"]])
+def test_a_toy_option_with_a_models_row_is_refused_not_ignored(option, capsys):
+    """The model's own attention sets these: the row came out unchanged whatever they said."""
+    assert main(["explain", "--text", "The cat sat.", "--token", "cat", *option]) == 2
+    err = capsys.readouterr().err
+    assert f"{option[0]} does not apply to a model's row (--text)" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("option", [{"causal": True}, {"scoring": "unscaled"}, {"d_k": 4}, {"query": 1},
+                                    {"tokens": ["a", "b"]}, {"example": "three-tokens"}, {"scores": [1.0, 2.0]}])
+def test_the_python_api_refuses_a_toy_argument_with_a_models_text(option):
+    import attnscope
+    from attnscope.errors import InputError
+    with pytest.raises(InputError, match=f"without {next(iter(option))}="):
+        attnscope.explain(text="The cat sat.", token="cat", **option)

@@ -125,6 +125,11 @@ POSITION_SCHEMES = ("sinusoidal", "rotary", "t5")
 _POSITION_OPTS = {"scheme": "--scheme", "dim": "--dim", "offset": "--offset", "d_model": "--d-model", "base": "--base",
                   "pairing": "--pairing", "vector": "--vector", "buckets": "--buckets", "max_distance": "--max-distance"}
 
+#: The toy's and the --scores row's options, which a model's row (--text) has no use for.
+_TOY_OPTS = {"source": "INPUT", "example": "--example", "X": "-X", "wq": "--wq", "wk": "--wk", "wv": "--wv",
+             "wo": "--wo", "labels": "--labels", "scoring": "--scoring", "causal": "--causal", "scores": "--scores",
+             "values": "--values", "query": "--query", "dk": "--dk"}
+
 
 def build(args):
     """The Worked object the arguments ask for (raises AttnscopeError subclasses on bad input)."""
@@ -159,6 +164,9 @@ def build(args):
     if args.path and args.text is None:
         raise error(InputError, "errors.cli_explain_path_text")
     if args.text is not None:  # one row of a real model, or with --path the token's whole path
+        given = [flag for key, flag in _TOY_OPTS.items() if getattr(args, key, None) not in (None, False, [])]
+        if given:  # the model's own scoring, mask, d_k and tokens decide: refused rather than dropped
+            raise error(InputError, "errors.cli_explain_text_option", flag=given[0])
         return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,
                        position=args.position, dims=args.dims, expand=args.expand, path=args.path, target=args.target,
                        attention=args.attention)

@@ -110,12 +110,13 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
     Returns:
         :class:`Worked`; ``.render(format, lang, decimals)`` formats it.
     """
+    # read only by another lesson: with a model's text they are refused rather than dropped
+    other = {"source": source, "example": example, "lesson": lesson, "scores": scores, "values": values,
+             "tokens": tokens, "d_k": d_k, "query": query, **matrices}
+    given = [k for k, v in other.items() if v is not None and v is not False]
     if attribution is not None:
         from .attribution_doc import explain_attribution
-        other = {"source": source, "example": example, "lesson": lesson, "scores": scores, "values": values,
-                 "tokens": tokens, "d_k": d_k, "query": query, **matrices}
-        given = [k for k, v in other.items() if v is not None and v is not False]
-        if given:  # read only by another lesson: refused rather than dropped
+        if given:
             raise error(InputError, "errors.attribution_lesson_other", option=given[0])
         return explain_attribution(text, attribution, model=model, token=token, position=position, layer=layer,
                                    dims=dims, expand=expand, target=target, attention=attention, path=path)
@@ -134,6 +135,8 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
     if path and text is None:
         raise error(InputError, "errors.explain_path_needs_text")
     if text is not None:
+        if given:
+            raise error(InputError, "errors.explain_text_other", option=given[0])
         # an empty text or target would reach the model loader or the tokenizer as "no input"
         if isinstance(text, str) and not text.strip():
             raise error(InputError, "errors.text_empty")
