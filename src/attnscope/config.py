@@ -145,6 +145,11 @@ QK_NORM_SPANS = ("head", "all")
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
 
 
+def is_seq2seq(model_or_config) -> bool:
+    """True for an encoder–decoder model (T5, BART) or its config."""
+    return getattr(getattr(model_or_config, "config", model_or_config), "kind", "") == "seq2seq"
+
+
 @dataclass
 class DecoderConfig(TransformerConfig):
     """A decoder of the Llama kind (Llama, Qwen2, Qwen3, Mistral, Gemma 3, OLMo 2), one ``pre`` layer::

@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import __version__
 from . import reference as R
+from .config import is_seq2seq
 from .errors import AttnscopeError, InputError
 from .i18n import check_lang, error
 from .server_limits import BODY_TIMEOUT, MAX_ACTIVE, MAX_BODY, MAX_WAITING, Busy, Limits, ModelWorker
@@ -54,7 +55,6 @@ from .viewer.held_api import add_routes as add_held_routes
 from .viewer.held_store import TextStore
 from .viewer.html import render_server_page
 from .viewer.run import check_text
-from .viewer.seq2seq import is_seq2seq
 
 __all__ = ["create_app", "serve", "bind", "is_loopback", "Busy", "Limits", "ModelWorker", "ViewRequest", "MAX_BODY",
            "MAX_WAITING", "MAX_ACTIVE", "BODY_TIMEOUT", "CHARS_PER_TOKEN", "MAX_MATRIX_TOKENS", "uvicorn_config"]

@@ -37,10 +37,11 @@ from typing import Optional
 import torch
 from tqdm.auto import tqdm
 
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..i18n import error
 from .base import Attribution, AttributionMethod, check_grad, register_method
-from .target import Target, is_seq2seq, resolve_target, target_values
+from .target import Target, resolve_target, target_values
 
 Tensor = torch.Tensor
 

@@ -26,14 +26,11 @@ from typing import Optional
 
 import torch
 
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..i18n import Msg, error
 
 Tensor = torch.Tensor
-
-
-def is_seq2seq(model) -> bool:
-    return hasattr(model, "target_batch")
 
 
 def model_kind(model) -> str:

@@ -25,6 +25,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..i18n import error
 from ..reference import attribution as RA
@@ -41,10 +42,6 @@ def check_method(method) -> str:
     if method not in METHODS:
         raise error(InputError, "errors.attribution_lesson_method", method=repr(method), choices=", ".join(METHODS))
     return str(method)
-
-
-def is_seq2seq(model) -> bool:
-    return getattr(model.config, "kind", "") == "seq2seq"
 
 
 def stack_layers(model) -> int:

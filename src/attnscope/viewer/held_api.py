@@ -30,6 +30,7 @@ import numpy as np
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..fonts import font_face_css
 from ..i18n import error
@@ -137,7 +138,6 @@ def add_routes(app, model, worker, store: TextStore, base) -> None:
     """Register the ``/api/held/*`` endpoints on ``app`` (``worker``: the server's model thread;
     ``base``: its strict pydantic request class); none for an encoder–decoder model, whose page
     reads two texts (:mod:`attnscope.viewer.seq2seq_server`)."""
-    from .seq2seq import is_seq2seq
     if is_seq2seq(model):
         return
 

@@ -33,17 +33,12 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import reference as R
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..i18n import error
 from ..trace.seq2seq import ATTENTIONS, BLOCKS  # the three attentions, in the order the page offers them
 from .data import MAX_DECIMALS, REPRODUCE_TOL, all_text, encode, page_frame  # noqa: F401  (all_text: read here too)
 from .data import page_weights as stack_weights
-
-
-def is_seq2seq(model_or_config) -> bool:
-    """True for an encoder–decoder model (or its config)."""
-    cfg = getattr(model_or_config, "config", model_or_config)
-    return getattr(cfg, "kind", "") == "seq2seq"
 
 
 def view_names(config) -> list[str]:

@@ -14,10 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Union
 
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..i18n import error
 from .html import render, write_page
-from .seq2seq import is_seq2seq, seq2seq_view_data
+from .seq2seq import seq2seq_view_data
 
 
 def save_html(model, source: str, target: str, path: Union[str, Path], *, decimals: int = 4,

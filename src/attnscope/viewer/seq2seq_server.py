@@ -19,12 +19,13 @@ from typing import Optional
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..fonts import font_face_css
 from ..i18n import error
 from .data import MAX_DECIMALS, all_text
 from .run import check_text
-from .seq2seq import is_seq2seq, seq2seq_view_data
+from .seq2seq import seq2seq_view_data
 
 
 def add_routes(app, model, worker, max_chars: int, base) -> bool:
