@@ -121,6 +121,8 @@ def evaluate(model, *, n_texts: int, methods: Sequence[str], max_tokens: int, se
         results.append(r)
         bar.update(1)
     bar.close()
+    if len(results) < n_texts and failed:  # the texts were there: say why they were left out
+        raise error(InputError, "errors.faithfulness_failed", n=len(results), failed=len(failed), first=failed[0])
     if len(results) < n_texts:
         raise error(InputError, "errors.faithfulness_too_few", n=len(results), max_tokens=max_tokens)
     out = {
