@@ -63,3 +63,16 @@ def test_an_ig_baseline_past_the_vocabulary_is_one_error_before_any_text(gpt2, t
     err = capsys.readouterr().err
     assert "99999999" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_an_encoder_decoder_model_is_refused_in_one_sentence(tmp_path, capsys):
+    # its target is the decoder's first prediction, which no encoder row is: the report would call the
+    # last source row "the position that predicts the next token"
+    import tests.models.seq2seq.tiny  # noqa: F401  (registers t5)
+    t5 = str(FAMILIES["t5"].build(tmp_path / "t5"))
+    out = tmp_path / "run"
+    argv = ["evaluate-attribution", "--model", t5, "--texts", "2", "--max-tokens", "12", "--methods",
+            "attention,random", "--no-progress", "-o", str(out)]
+    assert main(argv) == 2
+    assert "does not take an encoder–decoder model" in capsys.readouterr().err
+    assert not out.exists()

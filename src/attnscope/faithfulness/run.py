@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from .. import __version__
 from ..analysis.corpus import python_docs_paragraphs
 from ..attribution import METHODS
+from ..attribution.target import model_kind
 from ..errors import InputError
 from ..i18n import error
 from . import stats
@@ -89,6 +90,8 @@ def evaluate(model, *, n_texts: int, methods: Sequence[str], max_tokens: int, se
     ``reuse``: an earlier run's results (:func:`.reuse.read_results`) whose per-text numbers are taken
     over where it ran a method on the same text with the same options (:class:`.reuse.Earlier`)."""
     methods = check_methods(methods)
+    if model_kind(model) == "seq2seq":  # its output reads every source row through cross-attention: no row to read
+        raise error(InputError, "errors.faithfulness_seq2seq", model=model.name)
     limits = dict(limits or {})
     options = dict(options or {})
     earlier = None if reuse is None else Earlier(
