@@ -119,7 +119,7 @@ def run(args) -> int:
     if (args.ig_rule, args.ig_power) != ("midpoint", 1.0):  # the default points: options as runs before them wrote
         ig.update(rule=args.ig_rule, power=args.ig_power)
     options: dict = {"integrated_gradients": ig}
-    if "flow" in methods:  # flow refuses texts over 24 tokens by default (its time); the run's cut decides here
+    if "flow" in methods:  # flow refuses texts over FLOW_MAX_TOKENS (64) by default (its time); the run's cut decides here
         options["flow"] = {"max_tokens": args.max_tokens}
     earlier = read_results(args.reuse) if args.reuse else None
     res = evaluate(model, n_texts=args.texts, methods=methods, max_tokens=args.max_tokens, seed=args.seed,
