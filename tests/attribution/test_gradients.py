@@ -368,3 +368,16 @@ def test_model_attribute_dispatches_to_the_gradient_methods(models, name):
         assert a.method == method and torch.allclose(a.scores, b.scores, rtol=1e-6, atol=1e-9)
     ig = m.attribute(TEXT, "integrated_gradients", steps=4)
     assert ig.details["steps"] == 4 and ig.scores.shape == (len(ig.tokens),)
+
+
+def test_ig_takes_a_numpy_integer_as_a_token_baseline(models):
+    """A token id read from NumPy (np.int64, as ``target=`` takes it) is the same baseline as the int."""
+    import numpy as np
+    m = models("minilm", torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = G.integrated_gradients(m, TEXT, steps=4, baseline=0)
+        b = G.integrated_gradients(m, TEXT, steps=4, baseline=np.int64(0))
+    assert torch.equal(a.scores, b.scores) and b.details["baseline"] == a.details["baseline"] == "token 0 at every position"
+    with pytest.raises(InputError, match="baseline must be"):
+        G.integrated_gradients(m, TEXT, steps=4, baseline=np.bool_(True))

@@ -4,6 +4,8 @@ float64 forward from the weights (attnscope.reference_model) through the NumPy t
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -187,3 +189,9 @@ def test_layers_whose_weights_never_reach_the_hook_are_named(tiny, monkeypatch):
     n = model.config.n_layers
     with pytest.raises(InputError, match=f"layers {', '.join(map(str, range(1, n)))} passed no attention weights"):
         model.attribute(TEXT, "rollout")
+
+
+@pytest.mark.parametrize("max_tokens", ["64", None, 0, -1, True, 2.5])
+def test_flow_max_tokens_that_is_no_positive_integer_is_one_clear_error(minilm, max_tokens):
+    with pytest.raises(InputError, match=f"max_tokens must be a positive integer, got {re.escape(repr(max_tokens))}"):
+        minilm.attribute(TEXT, "flow", max_tokens=max_tokens)

@@ -41,3 +41,38 @@ def test_a_small_run_writes_its_results(gpt2, tmp_path, capsys):
     def numbers(r):  # everything but the timings
         return {m: {k: v for k, v in s.items() if k != "seconds_per_text"} for m, s in r["summary"].items()}
     assert numbers(again) == numbers(res) and again["per_text"] == res["per_text"]  # the same seed: the same numbers
+
+
+def test_a_run_without_leave_one_out_among_its_methods(gpt2, tmp_path):
+    # leave-one-out is always computed (the reference of ρ) but need not be a row of the table
+    out = tmp_path / "no-loo"
+    argv = ["evaluate-attribution", "--model", gpt2, "--texts", "2", "--max-tokens", "12", "--methods",
+            "attention,random", "--no-progress", "-o", str(out)]
+    assert main(argv) == 0
+    res = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert list(res["summary"]) == ["attention", "random"] and res["texts"] == 2
+    assert "| `attention` | 2 |" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_an_ig_baseline_past_the_vocabulary_is_one_error_before_any_text(gpt2, tmp_path, capsys):
+    out = tmp_path / "bad-baseline"
+    argv = ["evaluate-attribution", "--model", gpt2, "--texts", "2", "--max-tokens", "12", "--methods",
+            "integrated_gradients,random", "--ig-baseline", "99999999", "--ig-steps", "2", "--no-progress",
+            "-o", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "99999999" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_an_encoder_decoder_model_is_refused_in_one_sentence(tmp_path, capsys):
+    # its target is the decoder's first prediction, which no encoder row is: the report would call the
+    # last source row "the position that predicts the next token"
+    import tests.models.seq2seq.tiny  # noqa: F401  (registers t5)
+    t5 = str(FAMILIES["t5"].build(tmp_path / "t5"))
+    out = tmp_path / "run"
+    argv = ["evaluate-attribution", "--model", t5, "--texts", "2", "--max-tokens", "12", "--methods",
+            "attention,random", "--no-progress", "-o", str(out)]
+    assert main(argv) == 2
+    assert "does not take an encoder–decoder model" in capsys.readouterr().err
+    assert not out.exists()

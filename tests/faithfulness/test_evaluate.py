@@ -106,3 +106,13 @@ def test_the_random_control_is_seeded(gpt2):
 
 def test_a_text_of_fewer_than_four_tokens_is_skipped(minilm):
     assert evaluate_text(minilm, 0, "here", "a cat", ["attention"], {}, (10,), seed=0) is None
+
+
+def test_texts_that_all_fail_are_one_error_with_the_first_reason(gpt2):
+    # a method that fails on every text: the run says why, not that the corpus is too short
+    from attnscope.errors import InputError
+    from attnscope.faithfulness.run import evaluate
+    opts = {"integrated_gradients": {"baseline": 10**8, "steps": 2}}
+    with pytest.raises(InputError, match=r"only 0 texts could be evaluated: \d+ failed, the first with: .*"
+                                         r"baseline token 100000000 is out of range"):
+        evaluate(gpt2, n_texts=2, methods=["integrated_gradients"], max_tokens=12, options=opts, progress=False)

@@ -31,6 +31,7 @@ never accumulated into ``.grad``) and every hook goes however the call ends.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Optional
 
@@ -204,6 +205,8 @@ def integrated_gradients(model, text: str, *, layer: Optional[int] = None, targe
     check_steps(steps, batch_size)
     alphas, weights = ig_points(steps, rule, power)  # (n,) each
     p = Prepared(model, text, target, "integrated_gradients")
+    if isinstance(baseline, numbers.Integral) and not isinstance(baseline, bool):
+        baseline = int(baseline)  # a token id from NumPy (np.int64) as the int it is
     b = baseline_rows(p, baseline)  # (L, d)
     delta = p.x - b  # (L, d)
     # the midpoint rule never takes the gradient at the baseline itself, where a zero embedding output

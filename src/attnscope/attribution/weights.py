@@ -211,6 +211,8 @@ def flow(model, text: str, *, layer: Optional[int] = None, target=None, stack: O
     from the end; a decoder's next-token row is ``[-1]``), the other rows NaN — one max-flow problem
     per token a row, where the full matrix takes L a row for every row."""
     _no_target("flow", target)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise error(InputError, "errors.attribution_positive_int", name="max_tokens", value=repr(max_tokens))
     layer = _last(model, layer)
     tokens, means = head_means(model, text, stack)  # (n_layers, L, L)
     if len(tokens) > max_tokens:

@@ -112,11 +112,13 @@ def run(args) -> int:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
     model = load(args.model, device=args.device)
+    if baseline is not None and baseline >= model.config.vocab_size:  # else every text fails, one by one
+        raise error(InputError, "errors.attribution_baseline_token", token=baseline, last=model.config.vocab_size - 1)
     ig = {"steps": args.ig_steps, "baseline": baseline, "progress": False}
     if (args.ig_rule, args.ig_power) != ("midpoint", 1.0):  # the default points: options as runs before them wrote
         ig.update(rule=args.ig_rule, power=args.ig_power)
     options: dict = {"integrated_gradients": ig}
-    if "flow" in methods:  # flow refuses texts over 24 tokens by default (its time); the run's cut decides here
+    if "flow" in methods:  # flow refuses texts over FLOW_MAX_TOKENS (64) by default (its time); the run's cut decides here
         options["flow"] = {"max_tokens": args.max_tokens}
     earlier = read_results(args.reuse) if args.reuse else None
     res = evaluate(model, n_texts=args.texts, methods=methods, max_tokens=args.max_tokens, seed=args.seed,

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from .. import __version__
 from ..analysis.corpus import python_docs_paragraphs
 from ..attribution import METHODS
+from ..attribution.target import model_kind
 from ..errors import InputError
 from ..i18n import error
 from . import stats
@@ -89,6 +90,8 @@ def evaluate(model, *, n_texts: int, methods: Sequence[str], max_tokens: int, se
     ``reuse``: an earlier run's results (:func:`.reuse.read_results`) whose per-text numbers are taken
     over where it ran a method on the same text with the same options (:class:`.reuse.Earlier`)."""
     methods = check_methods(methods)
+    if model_kind(model) == "seq2seq":  # its output reads every source row through cross-attention: no row to read
+        raise error(InputError, "errors.faithfulness_seq2seq", model=model.name)
     limits = dict(limits or {})
     options = dict(options or {})
     earlier = None if reuse is None else Earlier(
@@ -121,6 +124,8 @@ def evaluate(model, *, n_texts: int, methods: Sequence[str], max_tokens: int, se
         results.append(r)
         bar.update(1)
     bar.close()
+    if len(results) < n_texts and failed:  # the texts were there: say why they were left out
+        raise error(InputError, "errors.faithfulness_failed", n=len(results), failed=len(failed), first=failed[0])
     if len(results) < n_texts:
         raise error(InputError, "errors.faithfulness_too_few", n=len(results), max_tokens=max_tokens)
     out = {
@@ -168,7 +173,9 @@ def summarise(results: Sequence[TextResult], methods: Sequence[str], seed: int) 
         if gaps:
             s["completeness_gap"] = {"median": float(np.median(gaps)), "p90": float(np.percentile(gaps, 90))}
         out[m] = s
-    out[REFERENCE]["seconds_per_text"] = mean_or_nan([r.seconds[REFERENCE] for r in results if REFERENCE in r.seconds])
+    if REFERENCE in out:  # leave-one-out runs on every text (ρ's reference), a row only when asked for
+        out[REFERENCE]["seconds_per_text"] = mean_or_nan([r.seconds[REFERENCE] for r in results
+                                                          if REFERENCE in r.seconds])
     return out
 
 
