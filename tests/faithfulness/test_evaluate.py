@@ -116,3 +116,16 @@ def test_texts_that_all_fail_are_one_error_with_the_first_reason(gpt2):
     with pytest.raises(InputError, match=r"only 0 texts could be evaluated: \d+ failed, the first with: .*"
                                          r"baseline token 100000000 is out of range"):
         evaluate(gpt2, n_texts=2, methods=["integrated_gradients"], max_tokens=12, options=opts, progress=False)
+
+
+@pytest.mark.parametrize("pooling, en, zh", [("mean", "mean of every position", "取平均"),
+                                             ("max", "each feature's maximum", "最大值"), ("cls", "[CLS]", "[CLS]")])
+def test_the_report_says_which_row_each_pooling_reads(pooling, en, zh):
+    """Max pooling takes each feature from its own position: the report called the mean of the
+    rows it reads there "mean pooling"."""
+    from types import SimpleNamespace
+
+    from attnscope.faithfulness.evaluate import row_choice
+    from attnscope.faithfulness.report import row_words
+    res = {"kind": "encoder", "row": row_choice(SimpleNamespace(pooling=pooling, has_lm_head=False, config=None))}
+    assert en in row_words(res, "en") and zh in row_words(res, "zh")

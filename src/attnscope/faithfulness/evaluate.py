@@ -96,7 +96,11 @@ def rows_read(model) -> Optional[list[int]]:
 def row_choice(model) -> str:
     """The words for :func:`output_row`'s choice on ``model`` (for the report)."""
     if model_kind(model) == "encoder":
-        return "row 0 ([CLS] pooling)" if getattr(model, "pooling", "mean") == "cls" else \
+        pooling = getattr(model, "pooling", "mean")
+        if pooling == "cls":
+            return "row 0 ([CLS] pooling)"
+        # max pooling takes each feature from its own position: no row of the matrix is its output
+        return "the mean of all rows (an approximation of max pooling)" if pooling == "max" else \
             "the mean of all rows (mean pooling)"
     return "the last row (the position that predicts the next token)"
 

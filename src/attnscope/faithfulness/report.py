@@ -95,14 +95,21 @@ def verdict_lines(res: dict, lang: str) -> list[str]:
     return lines
 
 
+def row_words(res: dict, lang: str) -> str:
+    """Which row of a token-to-token matrix the run read as the output's, in ``lang``."""
+    if res["kind"] == "decoder":
+        return say("row_last", lang)
+    return say("row_cls" if res["row"].startswith("row 0") else "row_max" if "max pooling" in res["row"] else "row_mean",
+               lang)
+
+
 def markdown(res: dict, lang: str = "en") -> str:
     """The report page of one run (module docstring)."""
     s = res["summary"]
     kind = res["kind"]
-    row = "row_last" if kind == "decoder" else ("row_cls" if res["row"].startswith("row 0") else "row_mean")
     out = [say("title", lang, model=res["model"]), "",
            say("setup", lang, texts=res["texts"], corpus=res["corpus"], seed=res["seed"], max_tokens=res["max_tokens"],
-               skipped=res["skipped_short"], target=say(f"target_{kind}", lang), row=say(row, lang),
+               skipped=res["skipped_short"], target=say(f"target_{kind}", lang), row=row_words(res, lang),
                bins=", ".join(f"{b:g}" for b in res["bins"]), resamples=res["resamples"]), ""]
     header = [say(f"col_{c}", lang) for c in ("method", "texts", "rho", "comp", "suff", "seconds")]
     rows = []
