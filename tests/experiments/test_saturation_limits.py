@@ -85,3 +85,16 @@ def test_unscaled_gradient_first_grows_then_shrinks(quick):
     s = quick.data["summary"]
     assert s["jacobian_larger_upto"] == 8 and s["jacobian_smaller_from"] == 16
     assert _at(quick, 4, "unscaled")["jacobian"] > _at(quick, 4, "scaled")["jacobian"] + 0.01
+
+
+def test_saturated_limits_of_the_scaled_rows_use_the_scaled_scores(quick):
+    # Scaled scores are (|q|/√d_k)·z, so the limit is f·E[√d_k/|q|] = f·√d_k·Γ((d_k−1)/2)/(√2 Γ(d_k/2)),
+    # the unscaled limit times √d_k (it was divided by √d_k instead: off by a factor d_k).
+    f = saturation.top_two_gap_density(quick.params["length"])
+    for d in (2, 64, 1024):
+        inv = math.exp(math.lgamma((d - 1) / 2) - math.lgamma(d / 2)) / math.sqrt(2)
+        s, u = _at(quick, d, "scaled"), _at(quick, d, "unscaled")
+        assert s["asym_jacobian"] == pytest.approx(f * inv * math.sqrt(d), rel=1e-9)
+        assert u["asym_jacobian"] == pytest.approx(f * inv, rel=1e-9)
+        assert s["asym_one_minus_max"] == pytest.approx(math.log(2) * f * inv * math.sqrt(d), rel=1e-9)
+        assert s["asym_entropy"] == pytest.approx(math.pi ** 2 / 6 * f * inv * math.sqrt(d), rel=1e-9)

@@ -172,7 +172,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
             p = softmax(scores * factor, dim=-1)  # (R, S)
             row = {"d_k": d, "mode": mode, "score_var": float((scores * factor).var())}
             row.update(row_stats(p))
-            asym = saturated_asymptotes(S, d, 1.0 / factor) if d > 1 else {}  # none for d_k = 1
+            asym = saturated_asymptotes(S, d, factor) if d > 1 else {}  # scores factor·q·k; none for d_k = 1
             row.update({"asym_" + k: asym.get(k) for k in ("one_minus_max", "entropy", "jacobian")})
             table.append(row)
         bar.update(1)
