@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from attnscope.errors import ConfigError
 from attnscope.experiments import variance
 
 
@@ -60,3 +61,15 @@ def test_standard_error_is_the_exact_one_for_n_samples():
     # Var(s²) = μ₄/N − σ⁴(N−3)/(N(N−1)) for the unbiased s² of N iid values (σ² = d_k, μ₄ = E[(q·k)⁴]);
     # at N = 5, d_k = 1, normal: μ₄ = E[q⁴]E[k⁴] = 3·3 = 9, so Var(s²) = 9/5 − 2/20 = 1.7 (first order: 1.6).
     assert variance.relative_standard_error(1, 5, 3.0) == pytest.approx(math.sqrt(1.7), rel=1e-12)
+
+
+def test_one_histogram_row_is_a_clear_error_not_a_nan_variance():
+    # Q, K of 1 × 256 give one score, whose sample variance is undefined (torch gave NaN).
+    with pytest.raises(ConfigError, match="hist_n must be at least 2"):
+        variance.run(hist_n=1, d_ks=[4], samples=100, progress=False)
+
+
+def test_a_histogram_too_large_for_memory_is_refused_before_any_work():
+    # hist_n = 10⁵ would be two 10⁵ × 10⁵ float64 matrices, 80 GB each.
+    with pytest.raises(ConfigError, match="hist_n must be at most"):
+        variance.run(hist_n=10**5, d_ks=[4], samples=100, progress=False)

@@ -44,6 +44,7 @@ DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))
 DISTRIBUTIONS = {"normal": 3.0, "uniform": 9.0 / 5.0, "rademacher": 1.0}
 HIST_D_K = 256  # the article's histogram
 MAX_SAMPLES = 10**7  # dot products per (distribution, d_k): 80 MB of float64 each
+MAX_HIST_N = 5000  # the histograms' n × n scores, unscaled and scaled: 200 MB of float64 each
 
 
 def sample_entries(dist: str, shape: Sequence[int], generator: torch.Generator,
@@ -101,7 +102,10 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     if n < 2:
         raise error(ConfigError, "errors.experiment_samples", n=n)
     dists = check_names("distribution", distributions or tuple(DISTRIBUTIONS), tuple(DISTRIBUTIONS))
-    hist_n = check_positive_int("hist_n", hist_n if hist_n is not None else (300 if quick else 1000))
+    hist_n = check_positive_int("hist_n", hist_n if hist_n is not None else (300 if quick else 1000),
+                                high=MAX_HIST_N)
+    if hist_n < 2:
+        raise error(ConfigError, "errors.experiment_hist_n", n=hist_n)
     params = {"quick": quick, "seed": seed, "d_ks": list(d_ks), "samples": n,
               "distributions": list(dists), "hist_n": hist_n, "hist_d_k": HIST_D_K}
 
