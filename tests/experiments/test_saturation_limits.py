@@ -98,3 +98,21 @@ def test_saturated_limits_of_the_scaled_rows_use_the_scaled_scores(quick):
         assert u["asym_jacobian"] == pytest.approx(f * inv, rel=1e-9)
         assert s["asym_one_minus_max"] == pytest.approx(math.log(2) * f * inv * math.sqrt(d), rel=1e-9)
         assert s["asym_entropy"] == pytest.approx(math.pi ** 2 / 6 * f * inv * math.sqrt(d), rel=1e-9)
+
+
+def test_report_sentence_on_the_jacobian_reads_right_without_the_small_d_k_part():
+    # d_k = 16 and 1024 only: the unscaled Jacobian is smaller at both (0.28 vs 0.30 at 16, see
+    # the default table), so the report has no "larger" clause and its next sentence must start
+    # with a capital, not "…the scaled one. from d_k = 16 on".
+    res = saturation.run(d_ks=[16, 1024], rows=2000, seed=0, progress=False)
+    jac = {(r["d_k"], r["mode"]): r["jacobian"] for r in res.data["rows"]}
+    assert all(jac[(d, "unscaled")] < jac[(d, "scaled")] for d in (16, 1024))
+    assert "From d_k = 16 on the unscaled Jacobian is smaller" in res.report
+    assert ". from d_k" not in res.report
+    res.close_figures()
+    # d_k = 2 and 4: larger at both, never smaller — the clause after "— " must not be a new sentence.
+    res = saturation.run(d_ks=[2, 4], rows=2000, seed=0, progress=False)
+    jac = {(r["d_k"], r["mode"]): r["jacobian"] for r in res.data["rows"]}
+    assert all(jac[(d, "unscaled")] > jac[(d, "scaled")] for d in (2, 4))
+    assert "— The scaled" not in res.report
+    res.close_figures()
