@@ -127,7 +127,10 @@ class Exercise:
         k = self._q3_row()
         order = np.argsort(-v["weights"][k], kind="stable")
         shares = [t("toy.share", pct=percent(v["weights"][k, m]), tok=p.tokens[m]) for m in order]
-        a3 = Para(t("ex.a3", tok=p.tokens[k], shares=shares, top=p.tokens[int(order[0])],
+        # every key whose score equals the row's largest has the largest weight, exactly
+        top = [p.tokens[m] for m in order if v["scores"][k, m] == v["scores"][k].max()]
+        a3 = Para(t("ex.a3" if len(top) == 1 else "ex.a3_tie", tok=p.tokens[k], shares=shares,
+                    top=top[0] if len(top) == 1 else top,
                     o=VecParam(list(v["output"][k])), v=VecParam(list(v["V"][k])),
                     x=VecParam(list(p.X[k]), exact=True)))
         return [Para(t("ex.q1")), a1, Para(t("ex.q2")), a2, Para(t("ex.q3", tok=p.tokens[k])), a3]

@@ -141,3 +141,13 @@ def test_howto_row_format_and_class_summary_are_what_the_files_give():
     shown = page.split("## A whole class", 1)[1].split("```text\n", 1)[1].split("```", 1)[0].splitlines()
     csv_text = check_class([root / "docs" / "examples" / "class"]).to_csv().splitlines()
     assert shown == csv_text[:len(shown)] and len(shown) >= 4
+
+
+def test_class_table_names_no_row_for_a_one_row_step(tmp_path):
+    # One row of given scores [20, −10, 5] at d_k = 64: softmax([2.5, −1.25, 0.625]) =
+    # [0.850, 0.020, 0.130] (by hand: e^2.5 = 12.18, e^−1.25 = 0.287, e^0.625 = 1.868); 0.76 is a slip.
+    (tmp_path / "bob.yaml").write_text("problem: {scores: [20, -10, 5], d_k: 64}\n"
+                                       "answers:\n  weights: [0.76, 0.02, 0.13]\n", encoding="utf-8")
+    header, body = check_class([tmp_path]).table("en")
+    where = body[0][header.index("first mistake")]
+    assert where == "weights", where  # was "weights, row -"

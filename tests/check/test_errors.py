@@ -83,3 +83,12 @@ def test_numbers_with_many_decimals_or_tiny_are_judged(tmp_path, capsys, written
     out = capsys.readouterr().out
     if verdict == "wrong":
         assert "1.00000000000000000" in out and "1.000000000000000000" not in out  # 17 decimals shown at most
+
+
+def test_scores_with_both_d_k_and_factor_is_an_error_not_a_silent_choice(tmp_path, capsys):
+    # d_k = 64 means ÷8 (factor 1/8); factor 0.5 says ÷2: the two disagree, and d_k used to win silently.
+    f = tmp_path / "a.yaml"
+    f.write_text("problem:\n  scores: [20, -10, 5]\n  d_k: 64\n  factor: 0.5\nanswers:\n  scaled: [10, -5, 2.5]\n",
+                 encoding="utf-8")
+    assert main(["check", str(f)]) == 2
+    assert "give d_k or factor, not both" in capsys.readouterr().err

@@ -94,3 +94,18 @@ def test_bad_options(kw, msg, capsys):
         make_exercise(**kw)
     assert main(["exercise", "--no-answers", "--tokens", "1"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_answer_3_names_every_token_tied_for_the_largest_weight():
+    # Seed 27 (3 tokens, 2 dims): the row asked about has two equal raw scores, so two keys share
+    # the largest weight (49.3 % each); "mostly the value of I" named only one of them.
+    ex = make_exercise(3, 2, 27)
+    p = ex.problem_input
+    q, k = p.X @ p.W_Q, p.X @ p.W_K  # float64 by hand, independent of attnscope's compute
+    text = ex.solution().render("markdown")
+    ans = text[text.index("Answer 3."):].split("\n")[0]
+    row = next(i for i, tok in enumerate(p.tokens) if f"new vector of {tok} contain" in text)
+    s = q[row] @ k.T
+    top = [p.tokens[j] for j in range(len(s)) if s[j] == s.max()]
+    assert len(top) == 2, s
+    assert all(tok in ans.split("mostly")[1] for tok in top), ans

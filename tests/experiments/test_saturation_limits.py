@@ -85,3 +85,34 @@ def test_unscaled_gradient_first_grows_then_shrinks(quick):
     s = quick.data["summary"]
     assert s["jacobian_larger_upto"] == 8 and s["jacobian_smaller_from"] == 16
     assert _at(quick, 4, "unscaled")["jacobian"] > _at(quick, 4, "scaled")["jacobian"] + 0.01
+
+
+def test_saturated_limits_of_the_scaled_rows_use_the_scaled_scores(quick):
+    # Scaled scores are (|q|/√d_k)·z, so the limit is f·E[√d_k/|q|] = f·√d_k·Γ((d_k−1)/2)/(√2 Γ(d_k/2)),
+    # the unscaled limit times √d_k (it was divided by √d_k instead: off by a factor d_k).
+    f = saturation.top_two_gap_density(quick.params["length"])
+    for d in (2, 64, 1024):
+        inv = math.exp(math.lgamma((d - 1) / 2) - math.lgamma(d / 2)) / math.sqrt(2)
+        s, u = _at(quick, d, "scaled"), _at(quick, d, "unscaled")
+        assert s["asym_jacobian"] == pytest.approx(f * inv * math.sqrt(d), rel=1e-9)
+        assert u["asym_jacobian"] == pytest.approx(f * inv, rel=1e-9)
+        assert s["asym_one_minus_max"] == pytest.approx(math.log(2) * f * inv * math.sqrt(d), rel=1e-9)
+        assert s["asym_entropy"] == pytest.approx(math.pi ** 2 / 6 * f * inv * math.sqrt(d), rel=1e-9)
+
+
+def test_report_sentence_on_the_jacobian_reads_right_without_the_small_d_k_part():
+    # d_k = 16 and 1024 only: the unscaled Jacobian is smaller at both (0.28 vs 0.30 at 16, see
+    # the default table), so the report has no "larger" clause and its next sentence must start
+    # with a capital, not "…the scaled one. from d_k = 16 on".
+    res = saturation.run(d_ks=[16, 1024], rows=2000, seed=0, progress=False)
+    jac = {(r["d_k"], r["mode"]): r["jacobian"] for r in res.data["rows"]}
+    assert all(jac[(d, "unscaled")] < jac[(d, "scaled")] for d in (16, 1024))
+    assert "From d_k = 16 on the unscaled Jacobian is smaller" in res.report
+    assert ". from d_k" not in res.report
+    res.close_figures()
+    # d_k = 2 and 4: larger at both, never smaller — the clause after "— " must not be a new sentence.
+    res = saturation.run(d_ks=[2, 4], rows=2000, seed=0, progress=False)
+    jac = {(r["d_k"], r["mode"]): r["jacobian"] for r in res.data["rows"]}
+    assert all(jac[(d, "unscaled")] > jac[(d, "scaled")] for d in (2, 4))
+    assert "— The scaled" not in res.report
+    res.close_figures()

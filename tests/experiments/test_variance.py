@@ -2,8 +2,10 @@
 
 import math
 
+import pytest
 import torch
 
+from attnscope.errors import ConfigError
 from attnscope.experiments import variance
 
 
@@ -41,3 +43,33 @@ def test_quick_run_agrees_with_theory_within_five_standard_errors():
     assert abs(h["var_unscaled"] / 256 - 1) < 0.1 and abs(h["var_scaled"] - 1) < 0.1
     assert set(res.figures) == {"variance", "histograms"}
     res.close_figures()
+
+
+def test_rademacher_at_d_k_1_has_a_standard_error_and_a_finite_z():
+    # q·k = ±1 exactly: s² = N/(N−1)·(1 − m²) with m the mean of N signs, E m² = 1/N,
+    # E m⁴ = (3N² − 2N)/N⁴, so Var(s²) = 2/(N(N−1)) exactly (the first-order formula gave 0 and
+    # the run stopped with ZeroDivisionError).
+    n = 1000
+    res = variance.run(d_ks=[1, 2], distributions=["rademacher"], samples=n, hist_n=4, seed=0, progress=False)
+    r = res.data["rows"][0]
+    assert r["rel_se"] == pytest.approx(math.sqrt(2 / (n * (n - 1))), rel=1e-12)
+    assert math.isfinite(r["z"]) and abs(r["z"]) < 5
+    res.close_figures()
+
+
+def test_standard_error_is_the_exact_one_for_n_samples():
+    # Var(s²) = μ₄/N − σ⁴(N−3)/(N(N−1)) for the unbiased s² of N iid values (σ² = d_k, μ₄ = E[(q·k)⁴]);
+    # at N = 5, d_k = 1, normal: μ₄ = E[q⁴]E[k⁴] = 3·3 = 9, so Var(s²) = 9/5 − 2/20 = 1.7 (first order: 1.6).
+    assert variance.relative_standard_error(1, 5, 3.0) == pytest.approx(math.sqrt(1.7), rel=1e-12)
+
+
+def test_one_histogram_row_is_a_clear_error_not_a_nan_variance():
+    # Q, K of 1 × 256 give one score, whose sample variance is undefined (torch gave NaN).
+    with pytest.raises(ConfigError, match="hist_n must be at least 2"):
+        variance.run(hist_n=1, d_ks=[4], samples=100, progress=False)
+
+
+def test_a_histogram_too_large_for_memory_is_refused_before_any_work():
+    # hist_n = 10⁵ would be two 10⁵ × 10⁵ float64 matrices, 80 GB each.
+    with pytest.raises(ConfigError, match="hist_n must be at most"):
+        variance.run(hist_n=10**5, d_ks=[4], samples=100, progress=False)

@@ -147,7 +147,8 @@ class ClassReport:
                          f"∅{blank}" if blank else ""]
                 cells.append(" ".join(m for m in marks if m) or "✓")
             first = r.first_wrong
-            where = ctx.text(T("check.class_row", {"step": step_name(first[0], lang), "row": first[1]})) if first else ""
+            where = ("" if not first else step_name(first[0], lang) if first[1] == "-"  # "-": a step of one row
+                     else ctx.text(T("check.class_row", {"step": step_name(first[0], lang), "row": first[1]})))
             body.append([s.name] + cells + [where, ctx.label(f"check.status_{status[s.status]}")])
         return header, body
 

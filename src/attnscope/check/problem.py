@@ -77,6 +77,8 @@ def problem_chain(spec: Any, source: str) -> tuple:
         S = len(raw)
         toks = inputs.labels(spec["tokens"], at("tokens"), S) if "tokens" in spec else [f"k{j}" for j in range(S)]
         dk = spec.get("d_k", spec.get("dk"))
+        if dk is not None and "factor" in spec:
+            raise error(InputError, "errors.check_dk_and_factor", where=where, dk=dk, factor=spec["factor"])
         if dk is not None:
             if isinstance(dk, bool) or not isinstance(dk, (int, float)) or dk <= 0 or float(dk) != int(dk):
                 raise error(InputError, "errors.check_dk", where=at("d_k"), value=repr(dk))

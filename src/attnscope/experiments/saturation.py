@@ -172,7 +172,7 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
             p = softmax(scores * factor, dim=-1)  # (R, S)
             row = {"d_k": d, "mode": mode, "score_var": float((scores * factor).var())}
             row.update(row_stats(p))
-            asym = saturated_asymptotes(S, d, 1.0 / factor) if d > 1 else {}  # none for d_k = 1
+            asym = saturated_asymptotes(S, d, factor) if d > 1 else {}  # scores factor·q·k; none for d_k = 1
             row.update({"asym_" + k: asym.get(k) for k in ("one_minus_max", "entropy", "jacobian")})
             table.append(row)
         bar.update(1)
@@ -242,6 +242,14 @@ def figure(table: list[dict], uni: dict, S: int, lang: str = "en"):
     return fig
 
 
+def jacobian_sentence(sm: dict, T) -> str:
+    """Where the unscaled Jacobian is larger and from where it is smaller (either may be absent)."""
+    larger, smaller = sm["jacobian_larger_upto"], sm["jacobian_smaller_from"]
+    if larger:  # "For small d_k (up to …) … — " continues into the next clause
+        return T("sat.larger", d_k=larger) + (T("sat.smaller", d_k=smaller) if smaller else T("sat.larger_still"))
+    return T("sat.smaller_alone", d_k=smaller) if smaller else T("sat.still")
+
+
 def report(result: ExperimentResult, lang: str = "en") -> str:
     """The Markdown report in ``lang``; the numbers are the same in every language."""
     d, p = result.data, result.params
@@ -273,8 +281,7 @@ def report(result: ExperimentResult, lang: str = "en") -> str:
         "",
         T("sat.summary", d_k=sm["d_k"], max_u=sm["max_weight_unscaled"], sat_pct=100 * sm["saturated_frac_unscaled"],
           threshold=SATURATED, h_u=sm["entropy_unscaled"], h_s=sm["entropy_scaled"], ratio=fmt_num(sm["jacobian_ratio"]))
-        + (T("sat.larger", d_k=sm["jacobian_larger_upto"]) if sm["jacobian_larger_upto"] else "")
-        + (T("sat.smaller", d_k=sm["jacobian_smaller_from"]) if sm["jacobian_smaller_from"] else T("sat.still")),
+        + jacobian_sentence(sm, T),
         "",
         T("sat.example", w1=w1, j1=ex["1,2,3"]["jacobian"], w2=w2, j2=ex["10,20,30"]["jacobian"]),
         "",

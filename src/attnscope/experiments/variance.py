@@ -4,12 +4,14 @@ The second article's argument: if the entries of q and k are independent with me
 variance 1, each product q_i k_i has variance 1, so the sum q·k over d_k terms has variance d_k;
 dividing by √d_k brings it back to 1. This experiment samples q and k for d_k = 2 … 1024 and three
 entry distributions with unit variance (normal, uniform on [-√3, √3], random signs ±1), and
-compares the sampled variance with d_k, with the standard error that the theory also gives:
+compares the sampled variance with d_k, with the standard error that the theory also gives
+(exact for the unbiased s² of N independent q·k):
 
-    Var(s²) ≈ (μ₄ − d_k²) / N,   μ₄ = E[(q·k)⁴] = d_k m₄² + 3 d_k (d_k − 1)
+    Var(s²) = (μ₄ − d_k² (N − 3)/(N − 1)) / N,   μ₄ = E[(q·k)⁴] = d_k m₄² + 3 d_k (d_k − 1)
 
 where m₄ = E[q_i⁴] (3, 9/5, 1 for the three distributions), so the relative standard error of
-s²/d_k is √((2 + (m₄² − 3)/d_k) / N). It also repeats the article's own experiment: Q and K of
+s²/d_k is √((2 + (m₄² − 3)/d_k + 2/(N − 1)) / N); the last term keeps it above 0 for random
+signs at d_k = 1, where q·k = ±1. It also repeats the article's own experiment: Q and K of
 shape (n, 256), the n² scores of Q Kᵀ unscaled and scaled, as two histograms.
 """
 
@@ -42,6 +44,7 @@ DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))
 DISTRIBUTIONS = {"normal": 3.0, "uniform": 9.0 / 5.0, "rademacher": 1.0}
 HIST_D_K = 256  # the article's histogram
 MAX_SAMPLES = 10**7  # dot products per (distribution, d_k): 80 MB of float64 each
+MAX_HIST_N = 5000  # the histograms' n × n scores, unscaled and scaled: 200 MB of float64 each
 
 
 def sample_entries(dist: str, shape: Sequence[int], generator: torch.Generator,
@@ -58,7 +61,7 @@ def sample_entries(dist: str, shape: Sequence[int], generator: torch.Generator,
 
 def relative_standard_error(d_k: int, n: int, m4: float = 3.0) -> float:
     """Standard error of s²/d_k when s² is the variance of n sampled dot products (see module doc)."""
-    return math.sqrt((2.0 + (m4 * m4 - 3.0) / d_k) / n)
+    return math.sqrt((2.0 + (m4 * m4 - 3.0) / d_k + 2.0 / (n - 1)) / n)
 
 
 def sample_dot_products(dist: str, d_k: int, n: int, generator: torch.Generator,
@@ -99,7 +102,10 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     if n < 2:
         raise error(ConfigError, "errors.experiment_samples", n=n)
     dists = check_names("distribution", distributions or tuple(DISTRIBUTIONS), tuple(DISTRIBUTIONS))
-    hist_n = check_positive_int("hist_n", hist_n if hist_n is not None else (300 if quick else 1000))
+    hist_n = check_positive_int("hist_n", hist_n if hist_n is not None else (300 if quick else 1000),
+                                high=MAX_HIST_N)
+    if hist_n < 2:
+        raise error(ConfigError, "errors.experiment_hist_n", n=hist_n)
     params = {"quick": quick, "seed": seed, "d_ks": list(d_ks), "samples": n,
               "distributions": list(dists), "hist_n": hist_n, "hist_d_k": HIST_D_K}
 
