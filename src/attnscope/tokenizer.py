@@ -179,6 +179,10 @@ class Tokenizer:
                     truncated[i] = True
             finally:
                 self.backend.no_truncation()
+            if any(len(encs[i].ids) > limit for i in too_long):  # the limit is below the added special tokens
+                added = [t for t, s in zip(encs[too_long[0]].tokens, encs[too_long[0]].special_tokens_mask) if s]
+                raise error(InputError, "errors.core_max_length_specials", value=limit, n=len(added),
+                            tokens=" ".join(added))
         for i, e in enumerate(encs):
             if not e.ids:
                 which = Msg("errors.the_text") if len(texts) == 1 else Msg("errors.text_i", i=i)

@@ -119,3 +119,13 @@ def test_text_that_is_not_valid_unicode_is_an_input_error(minilm, texts, what, w
     with pytest.raises(attnscope.InputError, match="not valid Unicode"):
         minilm.trace(texts)
     assert minilm.encode("café bank").tokens[0][1] == "cafe"  # real accents are fine
+
+
+@pytest.mark.parametrize("limit", [1])
+def test_truncation_below_the_added_special_tokens_is_an_input_error(minilm, limit):
+    """MiniLM adds [CLS] and [SEP] to every text: truncating to 1 token cannot be done, and used to
+    hand back all 5 tokens of the text, over the limit asked for."""
+    with pytest.raises(attnscope.InputError, match=r"max_length=1 .* 2 special tokens .*\[CLS\] \[SEP\]"):
+        minilm.encode("hello world there", truncate=True, max_length=limit)
+    batch = minilm.encode("hello world there", truncate=True, max_length=2)
+    assert batch.tokens == [["[CLS]", "[SEP]"]] and batch.truncated == [True]
