@@ -179,6 +179,10 @@ class Tokenizer:
                     truncated[i] = True
             finally:
                 self.backend.no_truncation()
+            if any(len(encs[i].ids) > limit for i in too_long):  # the limit is below the added special tokens
+                added = [t for t, s in zip(encs[too_long[0]].tokens, encs[too_long[0]].special_tokens_mask) if s]
+                raise error(InputError, "errors.core_max_length_specials", value=limit, n=len(added),
+                            tokens=" ".join(added))
         for i, e in enumerate(encs):
             if not e.ids:
                 which = Msg("errors.the_text") if len(texts) == 1 else Msg("errors.text_i", i=i)
@@ -247,13 +251,14 @@ def tokenizer_settings(folder: Path) -> dict:
 
 def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_chars: bool = True,
                          strip_accents: Optional[bool] = None, unk: str = "[UNK]", cls: str = "[CLS]",
-                         sep: str = "[SEP]"):
+                         sep: str = "[SEP]", pad: str = "[PAD]", mask: str = "[MASK]"):
     """BERT's tokenizer from ``vocab.txt`` (token on line n has id n), as ``BertTokenizer`` does it.
 
     Basic tokenization (clean text, split CJK characters into single tokens when
     ``chinese_chars``, lowercase + strip accents when ``lowercase``, split on spaces and
     punctuation), then greedy longest-match WordPiece with ``##`` continuations, then
-    ``[CLS] … [SEP]``.
+    ``[CLS] … [SEP]``. The special tokens of the vocabulary are never split: ``[MASK]`` written in
+    a text is the one token ``[MASK]``, as in ``BertTokenizer``.
     """
     from tokenizers import Tokenizer as HFTokenizer
     from tokenizers import decoders, normalizers, pre_tokenizers, processors
@@ -280,15 +285,18 @@ def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_ch
         single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
         special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
     tok.decoder = decoders.WordPiece(prefix="##")
+    tok.add_special_tokens([t for t in dict.fromkeys((unk, sep, pad, cls, mask)) if t in vocab])
     return tok
 
 
 def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Optional[str] = None,
-                             eos: Optional[str] = None, add_prefix_space: bool = False):
+                             eos: Optional[str] = None, add_prefix_space: bool = False,
+                             specials: Sequence[str] = ()):
     """GPT-2 / RoBERTa byte-level BPE from ``vocab.json`` + ``merges.txt``.
 
     With ``bos`` and ``eos`` (RoBERTa) each text becomes ``<s> … </s>``; without (GPT-2) nothing
-    is added.
+    is added. ``specials`` (and ``bos``, ``eos``) that the vocabulary has are never split:
+    ``<|endoftext|>`` written in a text is that one token, as in ``GPT2Tokenizer``.
     """
     from tokenizers import Tokenizer as HFTokenizer
     from tokenizers import decoders, pre_tokenizers, processors
@@ -315,7 +323,15 @@ def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Option
                                                           add_prefix_space=add_prefix_space)
     else:
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.add_special_tokens([t for t in dict.fromkeys([bos, eos, *specials]) if t is not None and t in vocab])
     return tok
+
+
+def _bpe_specials(settings: dict, roberta: bool) -> list[str]:
+    """The special tokens of a byte-level BPE folder, with transformers' defaults (GPT-2: ``<|endoftext|>``)."""
+    names = {"unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"} if roberta else \
+        {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
+    return [v for v in (settings.get(k, d) for k, d in names.items()) if isinstance(v, str)]
 
 
 def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: int) -> Tokenizer:
@@ -344,7 +360,8 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
             chinese_chars=bool(settings.get("tokenize_chinese_chars", True)),
             strip_accents=settings.get("strip_accents"),
             unk=settings.get("unk_token", "[UNK]"), cls=settings.get("cls_token", "[CLS]"),
-            sep=settings.get("sep_token", "[SEP]"))
+            sep=settings.get("sep_token", "[SEP]"), pad=settings.get("pad_token", "[PAD]"),
+            mask=settings.get("mask_token", "[MASK]"))
         return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=str(vf))
     vf, mf = folder / "vocab.json", folder / "merges.txt"
     if not (vf.is_file() and mf.is_file()):
@@ -352,5 +369,6 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
     roberta = kind == "bpe-roberta"  # <s> … </s> around each text; GPT-2 adds nothing
     backend = bytelevel_bpe_from_files(vf, mf, bos=settings.get("bos_token", "<s>") if roberta else None,
                                        eos=settings.get("eos_token", "</s>") if roberta else None,
-                                       add_prefix_space=bool(settings.get("add_prefix_space", False)))
+                                       add_prefix_space=bool(settings.get("add_prefix_space", False)),
+                                       specials=_bpe_specials(settings, roberta))
     return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=f"{vf} + {mf}")

@@ -59,3 +59,54 @@ def test_chunks_follow_index_windows():
                                        ("a", False), ("'s", False), ("$", False), ("##", False), ("[SEP]", False)])
 def test_is_punctuation(tok, want):
     assert is_punctuation(tok) is want
+
+
+def _byte_spelling(text: str) -> str:
+    """How a byte-level BPE vocabulary spells ``text``: transformers' GPT-2 byte table."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+    table = bytes_to_unicode()
+    return "".join(table[b] for b in text.encode("utf-8"))
+
+
+@pytest.mark.parametrize("text, want", [(" —", True), ("。", True), ("、", True), (" «", True), ("…", True),
+                                        ("”)", True), ("·", True), (" !", True), (" a", False), ("é", False),
+                                        ("—a", False)])
+def test_byte_level_pieces_are_read_as_the_text_they_spell(text, want):
+    assert is_punctuation(_byte_spelling(text), byte_level=True) is want, (text, _byte_spelling(text))
+
+
+@pytest.mark.parametrize("data", [b"\xb7", b"\xbf", b"\xa1", b"\xe2\x80"])
+def test_byte_level_piece_that_is_part_of_a_character_is_not_punctuation(data):
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+    table = bytes_to_unicode()
+    assert not is_punctuation("".join(table[b] for b in data), byte_level=True)
+
+
+def test_byte_level_punctuation_of_a_real_vocabulary():
+    """SmolLM2's byte-level vocabulary: a token is punctuation when the text its bytes spell is
+    (read with transformers' byte decoder), e.g. ``—`` « » 。 and not the lone byte ``·``."""
+    import unicodedata
+
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    from attnscope.models.gguf_tokenizer import tokenizer_from_gguf
+    from attnscope.models.packages import package_model_path
+
+    tok = tokenizer_from_gguf(package_model_path("smollm2-135m"))
+    enc = TextEncoder(tok, 64)
+    back = {c: b for b, c in bytes_to_unicode().items()}
+    specials = {i for i, t in tok.backend.get_added_tokens_decoder().items() if t.special}
+    wrong = []
+    for piece, i in tok.backend.get_vocab().items():
+        try:
+            s = bytes(back[c] for c in piece).decode("utf-8").lstrip(" \n")
+        except (KeyError, UnicodeDecodeError):
+            s = ""
+        want = i not in specials and bool(s) and all(unicodedata.category(c).startswith("P") for c in s)
+        if bool(enc.punct_table[i]) != want:
+            wrong.append(piece)
+    assert wrong == []
+    e = enc.encode([T(0, "Il dit — « oui » … 。")])
+    tb = enc.pad(e)
+    got = [tok.backend.decode([int(i)]) for i in tb.input_ids[0][tb.kinds["punct"][0]]]
+    assert [g.strip() for g in got] == ["—", "«", "»", "…", "。"], tb.tokens[0]

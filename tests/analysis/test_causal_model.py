@@ -54,3 +54,26 @@ def test_causal_statistics_equal_texts_traced_alone(gpt2, tmp_path):
     assert row["to_next"] == "" and row["to_cls"] == "" and row["to_prev"] != ""
     head = json.loads(out["analysis.json"].read_text())["heads"][0]
     assert head["to_next"] is None and isinstance(head["importance"], float)
+
+
+def test_sliding_window_layers_normalise_entropy_by_the_keys_in_their_window(tmp_path):
+    """Gemma 3's local layers see the last 512 keys (i - j < 512): on a text longer than that,
+    entropy_norm divides by ln min(i+1, 512) there, ln(i+1) in the global layers; reference: the
+    traced weights in float64, n_i counted from the window's definition (the weights outside it
+    checked to be 0)."""
+    model = attnscope.load("gemma-3-270m")
+    text = ("the quick brown fox jumps over the lazy dog and " * 60).strip()
+    f = tmp_path / "c.txt"
+    f.write_text(text + "\n", encoding="utf-8")
+    r = analyze(f, model, importance_texts=0, norm_texts=0, induction_seqs=0, progress=False)
+    full = model.config.layer_types.index("full")
+    tr = model.trace(text, names=["layers.0.attn.weights", f"layers.{full}.attn.weights"])
+    n = len(tr.tokens[0])
+    assert n > 512 + 64
+    for layer, W in ((0, 512), (full, None)):
+        w = tr[f"layers.{layer}.attn.weights"][0].double().numpy()  # (H, n, n)
+        keys = np.array([min(i + 1, W or n) for i in range(n)])
+        assert all((w[:, i, :i + 1 - k] == 0).all() for i, k in enumerate(keys))  # nothing outside the window
+        ent = -np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0).sum(-1)  # (H, n)
+        want = (ent[:, 1:] / np.log(keys[1:])).mean(-1)
+        np.testing.assert_allclose(r.means["entropy_norm"][layer], want, rtol=1e-5, err_msg=f"layer {layer}")

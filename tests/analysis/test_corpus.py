@@ -116,3 +116,17 @@ def test_builtin_python_docs_is_real_english():
     assert sum(p.count(" the ") for _, p in paras) > 1000  # English prose, not code
     r = CorpusReader("builtin:python-docs", max_texts=3)
     assert [t.index for t in r] == [0, 1, 2] and r.count() == 3
+
+
+@pytest.mark.parametrize("unit, want", [("line", ["Hello world.", "Second line."]),
+                                        ("file", ["Hello world. Second line."])])
+def test_utf8_byte_order_mark_is_not_text(tmp_path, unit, want):
+    """A file saved as "UTF-8 with BOM" (Windows editors): the mark is not part of the first text,
+    which is read as Python's utf-8-sig codec reads it."""
+    f = tmp_path / "c.txt"
+    f.write_bytes("Hello world.\nSecond line.\n".encode("utf-8-sig"))
+    assert [t.text for t in CorpusReader(f, unit=unit)] == want
+    g = tmp_path / "bom_only.txt"
+    g.write_bytes(b"\xef\xbb\xbf\nfirst\n")
+    r = CorpusReader(g)
+    assert texts(r) == [(0, "first")] and r.count() == 1 and r.log.empty == 1

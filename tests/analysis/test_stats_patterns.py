@@ -124,3 +124,25 @@ def test_uniform_distance_baseline_is_the_distance_of_uniform_attention(causal):
     np.testing.assert_allclose(s.item() / c.item(), m["distance"], rtol=1e-12)
     if not causal:
         assert s.item() / c.item() == pytest.approx(sum((n * n - 1) / 3 for n in LENGTHS) / N, rel=1e-12)
+
+
+@pytest.mark.parametrize("W", [2, 3])
+def test_causal_uniform_over_a_sliding_window(W):
+    """A sliding-window layer (Gemma 3's local layers: query i sees keys j with i - j < W): row i
+    uniform over its min(i+1, W) visible keys spreads its attention evenly over what it can see, so
+    entropy_norm is 1; the layer without a window divides by ln(i+1) and gets less."""
+    from attnscope.analysis.stats import attention_sums, batch_context
+
+    def row(i, n):
+        k = min(i + 1, W)
+        return np.r_[np.zeros(i + 1 - k), np.full(k, 1 / k), np.zeros(n - i - 1)]
+    am, kinds = batch(LENGTHS)
+    w = fill(LENGTHS, row)
+    ctx = batch_context(am, kinds, StatOptions(causal=True, key_windows=(W, None)), dtype=torch.float64)
+    n_keys = [min(i + 1, W) for n in LENGTHS for i in range(n)]
+    for layer, want in ((0, 1.0), (1, sum(math.log(k) / math.log(i + 1) for n in LENGTHS for i in range(1, n)
+                                         for k in [min(i + 1, W)]) / sum(n - 1 for n in LENGTHS))):
+        s, c = attention_sums(w, context=ctx.for_layer(layer))["entropy_norm"]
+        np.testing.assert_allclose((s / c).numpy(), want, rtol=1e-12, err_msg=f"layer {layer}")
+    s, c = attention_sums(w, context=ctx.for_layer(0))["entropy"]
+    np.testing.assert_allclose((s / c).numpy(), sum(math.log(k) for k in n_keys) / N, rtol=1e-12)

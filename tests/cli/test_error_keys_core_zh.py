@@ -190,6 +190,14 @@ def test_tokenizer_max_length_out_of_range(bert):
          [f"[1, {tok.max_length}]", "0"], "max_length")
 
 
+def test_tokenizer_max_length_below_the_special_tokens(bert):
+    tok = attnscope.load(bert).tokenizer
+    e = raised(InputError, tok.encode, "我喜欢", truncate=True, max_length=1)
+    both(e, "max_length=1 is shorter than the 2 special tokens the tokenizer adds to every text "
+            "([CLS] [SEP]), so truncation cannot reach it; give max_length ≥ 2",
+         ["max_length=1", "2", "[CLS] [SEP]"], "max_length")
+
+
 # --- recipes, scorings, hooks, exercises, the server, the language --------------------------------
 
 def test_recipe_scoring_hook_exercise_and_language():

@@ -119,3 +119,45 @@ def test_text_that_is_not_valid_unicode_is_an_input_error(minilm, texts, what, w
     with pytest.raises(attnscope.InputError, match="not valid Unicode"):
         minilm.trace(texts)
     assert minilm.encode("café bank").tokens[0][1] == "cafe"  # real accents are fine
+
+
+@pytest.mark.parametrize("limit", [1])
+def test_truncation_below_the_added_special_tokens_is_an_input_error(minilm, limit):
+    """MiniLM adds [CLS] and [SEP] to every text: truncating to 1 token cannot be done, and used to
+    hand back all 5 tokens of the text, over the limit asked for."""
+    with pytest.raises(attnscope.InputError, match=r"max_length=1 .* 2 special tokens .*\[CLS\] \[SEP\]"):
+        minilm.encode("hello world there", truncate=True, max_length=limit)
+    batch = minilm.encode("hello world there", truncate=True, max_length=2)
+    assert batch.tokens == [["[CLS]", "[SEP]"]] and batch.truncated == [True]
+
+
+SPECIAL_IN_TEXT = ["a [MASK] b [SEP] c [UNK] d [PAD] [CLS]", "x[MASK]y", "hi <|endoftext|> there",
+                   "a <s> b </s> <pad> <mask> <unk>", "<|endoftext|><|endoftext|>"]
+
+
+def test_special_tokens_written_in_the_text_stay_whole_from_vocab_txt(tiny_dirs, tiny_models, minilm):
+    """A vocab.txt tokenizer keeps [MASK], [SEP] … written in a text as one token each, as BertTokenizer
+    does (and MiniLM's tokenizer.json); they were split into '[', 'mask', ']'."""
+    from transformers.models.bert import BertTokenizerLegacy  # the pure-Python reference
+
+    folder = attnscope.models.default_model_path()
+    from_vocab = Tokenizer(wordpiece_from_vocab(folder / "vocab.txt", lowercase=True), pad_token_id=0, max_length=512)
+    for tok, vocab, lower in ((tiny_models["bert"].tokenizer, tiny_dirs["bert"] / "vocab.txt", True),
+                              (from_vocab, folder / "vocab.txt", True)):
+        ref = BertTokenizerLegacy(str(vocab), do_lower_case=lower)
+        for text in SPECIAL_IN_TEXT:
+            assert tok.encode(text).ids[0] == ref(text)["input_ids"], (vocab, text, tok.tokenize(text))
+    assert from_vocab.encode(SPECIAL_IN_TEXT).ids == minilm.encode(SPECIAL_IN_TEXT).ids
+
+
+@pytest.mark.parametrize("name,cls", [("gpt2", "GPT2Tokenizer"), ("roberta", "RobertaTokenizer")])
+def test_special_tokens_written_in_the_text_stay_whole_from_vocab_json(name, cls, tiny_dirs, tiny_models):
+    """<|endoftext|> (GPT-2) and <s> </s> <pad> <mask> <unk> (RoBERTa) in a text are one token each, as
+    transformers' tokenizers of the same vocab.json + merges.txt make them."""
+    import transformers
+
+    ref = getattr(transformers, cls).from_pretrained(str(tiny_dirs[name]))
+    for text in SPECIAL_IN_TEXT:
+        want = ref(text)["input_ids"]
+        got = tiny_models[name].encode(text)
+        assert got.ids[0] == want, (text, got.tokens[0], ref.convert_ids_to_tokens(want))

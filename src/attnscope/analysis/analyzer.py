@@ -69,7 +69,9 @@ class _Lane:
         self.sums: list = []
 
     def on_weights(self, w: Tensor, name: str) -> None:
-        self.sums.append((int(name.split(".")[1]), self.reduce(w, context=self.context)))
+        layer = int(name.split(".")[1])
+        context = self.context.for_layer(layer) if self.context is not None else None
+        self.sums.append((layer, self.reduce(w, context=context)))
         return None  # observe only
 
     def run(self, tb, options: StatOptions) -> tuple[list, tuple]:

@@ -21,6 +21,7 @@ import torch
 
 from ..errors import InputError
 from ..i18n import error
+from ..pieces import piece_bytes
 from .corpus import Text
 
 Tensor = torch.Tensor
@@ -64,8 +65,21 @@ def _surface(token: str) -> str:
     return token.lstrip("Ġ▁Ċ")
 
 
-def is_punctuation(token: str) -> bool:
-    """True for a token made only of Unicode punctuation (categories P*): ``.`` ``,`` ``"`` ``'s`` is not."""
+def is_punctuation(token: str, byte_level: bool = False) -> bool:
+    """True for a token made only of Unicode punctuation (categories P*): ``.`` ``,`` ``"`` ``'s`` is not.
+
+    ``byte_level``: ``token`` is a byte-level BPE piece (GPT-2, SmolLM2, BART), whose characters
+    stand for bytes: it is read as the text its bytes spell (``âĢĶ`` is ``—``, punctuation), and a
+    piece that is not whole UTF-8 characters (``·`` alone is the byte 0xB7, part of a character)
+    is not punctuation."""
+    if byte_level:
+        data = piece_bytes(token)
+        if data is not None:
+            try:
+                token = data.decode("utf-8").lstrip(" \n")
+            except UnicodeDecodeError:
+                return False
+            return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
     s = _surface(token)
     return bool(s) and all(unicodedata.category(c).startswith("P") for c in s)
 
@@ -96,9 +110,10 @@ class TextEncoder:
         self.pad_id = int(tokenizer.pad_token_id)
         vocab = backend.get_vocab(with_added_tokens=True)
         specials = {i for i, t in backend.get_added_tokens_decoder().items() if t.special}
+        byte_level = type(backend.decoder).__name__ == "ByteLevel"  # as Tokenizer.byte_level
         table = torch.zeros(max(vocab.values()) + 1, dtype=torch.bool)
         for tok, i in vocab.items():
-            if i not in specials and is_punctuation(tok):
+            if i not in specials and is_punctuation(tok, byte_level):
                 table[i] = True
         self.punct_table = table  # (V,) bool: id -> is punctuation
 

@@ -114,6 +114,12 @@ def example_order(source: Union[str, Path]) -> Callable[[str], tuple]:
     return key
 
 
+def _no_bom(data: bytes) -> bytes:
+    """A file's first bytes without the UTF-8 byte order mark that Windows editors write (it is
+    not text: kept, it would become tokens of the first text)."""
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
 class CorpusReader:
     """Iterate the texts of a corpus, streaming (one line in memory at a time for ``line``).
 
@@ -155,10 +161,11 @@ class CorpusReader:
             try:
                 with _open_bytes(path) as f:
                     if self.unit == "file":
-                        yield list(enumerate(f.read().splitlines(), start=1)), path
+                        yield list(enumerate(_no_bom(f.read()).splitlines(), start=1)), path
                         continue
                     block: list[tuple[int, bytes]] = []
                     for n, line in enumerate(f, start=1):
+                        line = _no_bom(line) if n == 1 else line
                         if self.unit == "line":
                             yield [(n, line)], path
                         elif line.strip():

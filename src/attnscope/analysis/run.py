@@ -141,6 +141,14 @@ class Passes:
     shares: dict = field(default_factory=dict)
 
 
+def key_windows(config) -> tuple:
+    """Per layer, the sliding window of a causal model's layer (Gemma 3's local layers) or None."""
+    window = getattr(config, "window", None)
+    if not config.causal or not callable(window):
+        return ()
+    return tuple(window(i) for i in range(config.n_layers))
+
+
 def prepare(model, cfg: AnalysisConfig) -> Passes:
     """The token limit, encoder, an empty accumulator and the options of ``model``'s passes."""
     check_streamed(model, cfg)  # a model loaded with stream_layers=True: what it cannot run, refused
@@ -151,7 +159,8 @@ def prepare(model, cfg: AnalysisConfig) -> Passes:
         raise error(ConfigError, "errors.analysis_max_length_model", max_length=max_length, limit=limit)
     return Passes(max_length, TextEncoder(model.tokenizer, max_length),
                   StatsAccumulator(c.n_layers, c.n_heads, NAMES + (DECODER_STATS if c.causal else ())),
-                  StatOptions(special_queries=cfg.special_queries, window=cfg.window, causal=c.causal),
+                  StatOptions(special_queries=cfg.special_queries, window=cfg.window, causal=c.causal,
+                              key_windows=key_windows(c)),
                   repeat_settings(model, cfg.induction_seqs, cfg.induction_length, cfg.seed, max_length)
                   if c.causal and cfg.induction_seqs > 0 else None)
 

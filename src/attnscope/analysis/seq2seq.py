@@ -145,12 +145,17 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
     opts = {"encoder": StatOptions(special_queries=special_queries, window=window, causal=False),
             "self": StatOptions(special_queries=special_queries, window=window, causal=True)}
 
+    byte_level = type(model.tokenizer.backend.decoder).__name__ == "ByteLevel"  # BART: pieces spell bytes
+
+    def punct(tok: str) -> bool:
+        return is_punctuation(tok, byte_level)
+
     def run(pairs):
         tr = model.trace([p[0] for p in pairs], [p[1] for p in pairs], names=names)
         src, tgt = tr.attention_mask, tr.decoder_attention_mask  # (B, S), (B, T)
         masks = {"encoder": src, "self": tgt}
-        kinds = {"encoder": special_kinds(tr.tokens, specials, src.shape[1], is_punctuation),
-                 "self": special_kinds(tr.target_tokens, specials, tgt.shape[1], is_punctuation)}
+        kinds = {"encoder": special_kinds(tr.tokens, specials, src.shape[1], punct),
+                 "self": special_kinds(tr.target_tokens, specials, tgt.shape[1], punct)}
         for stack in STACKS:  # the stack names are the trace's attention blocks
             for l in range(layers[stack]):
                 w = tr.weights(l, attention=stack)  # (B, H, L, S)

@@ -43,7 +43,7 @@ i.e. every counted query of the corpus weighs the same (long texts weigh more th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
 import torch
@@ -90,11 +90,14 @@ class StatOptions:
         special_queries: count the rows of [CLS]/[SEP]-like tokens as queries (default True).
         window: half-width of the window of ``to_local`` (|i - j| ≤ window), in tokens.
         causal: the model is causal (each query sees keys 0..i); decides n_i and ``to_next``.
+        key_windows: per layer of a causal model, its sliding window W (query i sees only keys
+            j with i - j < W, Gemma 3's local layers) or None; decides n_i of that layer.
     """
 
     special_queries: bool = True
     window: int = 3
     causal: bool = False
+    key_windows: tuple = ()
 
 
 def check_inputs(weights: Tensor, attention_mask: Tensor, kinds: Mapping[str, Tensor]) -> None:
@@ -128,6 +131,20 @@ class BatchContext:
     options: StatOptions
     #: some query may not see some key (a causal model, or padding): its weights hold exact zeros
     masked_keys: bool = True
+    real: Optional[Tensor] = None  # (B, L) bool: the real tokens (for the sliding windows' n_i)
+    windowed: dict = field(default_factory=dict)  # W -> this context with the n_i of window W
+
+    def for_layer(self, layer: int) -> "BatchContext":
+        """This context for ``layer``: ``log_n`` counts the keys of its sliding window, if it has one."""
+        wins, real = self.options.key_windows, self.real
+        W = wins[layer] if self.options.causal and 0 <= layer < len(wins) else None
+        if W is None or W >= self.L or real is None:
+            return self
+        if W not in self.windowed:
+            seen = real.long().cumsum(-1)  # (B, L): real keys j ≤ i
+            before = torch.nn.functional.pad(seen, (W, 0))[:, :self.L]  # (B, L): real keys j ≤ i - W
+            self.windowed[W] = replace(self, log_n=torch.log((seen - before).clamp(min=2).double()), windowed={})
+        return self.windowed[W]
 
     def on(self, device) -> "BatchContext":
         """This context with its tensors on ``device`` (itself when they are there already): the
@@ -138,7 +155,8 @@ class BatchContext:
             return self
         return BatchContext(B=self.B, L=self.L, key_rows=self.key_rows.to(dev), by_offset=self.by_offset.to(dev),
                             special_dist=self.special_dist.to(dev), counted=self.counted.to(dev),
-                            log_n=self.log_n.to(dev), options=self.options, masked_keys=self.masked_keys)
+                            log_n=self.log_n.to(dev), options=self.options, masked_keys=self.masked_keys,
+                            real=None if self.real is None else self.real.to(dev))
 
     def counted_queries(self, value: str) -> Tensor:
         """(B, L) bool: the queries that count for the per-query ``value`` ("entropy", "to_prev", …)."""
@@ -194,7 +212,7 @@ def batch_context(attention_mask: Tensor, kinds: Optional[Mapping[str, Tensor]] 
         B=B, L=L, key_rows=torch.cat([torch.stack([cls, sep, punct, content], dim=1), sp_rows[:, :S]], dim=1).to(dtype),
         by_offset=by_offset.to(dtype), special_dist=sp_dist[:, :S],
         counted=torch.stack([ok[v] for v in _VALUES], dim=-1), log_n=torch.log(n_keys.clamp(min=2).double()),
-        options=opt, masked_keys=opt.causal or not bool(real.all()))
+        options=opt, masked_keys=opt.causal or not bool(real.all()), real=real)
 
 
 #: Bytes of weights processed at once on a CPU: with the scratch matrix as large, about half of
