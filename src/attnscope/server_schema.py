@@ -106,13 +106,17 @@ def validation_message(exc: RequestValidationError, content_type: Optional[str] 
         return 415, (f"request content type must be application/json, got {content_type.split(';')[0].strip()!r}; "
                      "send the JSON object with the header content-type: application/json")
     errors = exc.errors()
+    if not content_type and any(e.get("type") in _NOT_OBJECT and not _field(e) for e in errors):
+        # FastAPI reads a body without a content type as bytes, never as JSON: say so, not "must be a JSON object"
+        return 415, ("request has no content type; send the JSON object with the header content-type: "
+                     "application/json")
     for e in errors:
         if e.get("type") == "json_invalid":
             ctx = e.get("ctx") or {}
             return 400, f"request body is not valid JSON: {ctx.get('error', e.get('msg'))}"
     parts = []
     for e in errors:
-        loc = [str(x) for x in e.get("loc", ()) if x != "body"]
+        loc = _field(e)
         where = ".".join(loc) or "body"
         kind = e.get("type")
         if kind == "extra_forbidden":
@@ -121,7 +125,7 @@ def validation_message(exc: RequestValidationError, content_type: Optional[str] 
             return 422, 'request body is empty; send a JSON object such as {"text": "The bank of the river."}'
         elif kind == "missing":
             parts.append(f"missing field {where!r}")
-        elif kind in ("model_attributes_type", "model_type", "dict_type") and not loc:
+        elif kind in _NOT_OBJECT and not loc:
             parts.append("request body must be a JSON object")
         elif kind == "invalid_unicode":
             parts.append(e.get("msg"))
@@ -130,6 +134,14 @@ def validation_message(exc: RequestValidationError, content_type: Optional[str] 
         else:
             parts.append(f"{where}: {e.get('msg')}")
     return 422, "; ".join(parts) or "invalid request"
+
+
+_NOT_OBJECT = ("model_attributes_type", "model_type", "dict_type")
+
+
+def _field(e: dict) -> list[str]:
+    """The path of the field a validation error is about ([] for the body itself)."""
+    return [str(x) for x in e.get("loc", ()) if x != "body"]
 
 
 def is_json_type(content_type: str) -> bool:

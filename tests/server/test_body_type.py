@@ -44,3 +44,17 @@ def test_other_http_errors_are_as_before(client):
     assert r.status_code == 404 and r.json() == {"detail": "Not Found"}
     r = client.get("/api/view")
     assert r.status_code == 405
+
+
+def test_a_json_body_without_a_content_type_is_told_to_send_one(client):
+    """requests.post(url, data=json.dumps(...)) sends no content type: FastAPI then reads the body
+    as bytes, and the answer was "request body must be a JSON object" for a body that is one."""
+    r = client.post("/api/view", content=b'{"text": "The bank of the river."}')
+    assert "content-type" not in r.request.headers
+    assert r.status_code == 415
+    assert r.json()["detail"] == ("request has no content type; send the JSON object with the header content-type: "
+                                  "application/json")
+    r = client.post("/api/view", content=b"")  # nothing sent at all: as before
+    assert r.status_code == 422 and "request body is empty" in r.json()["detail"]
+    r = client.post("/api/view", content=b'{"text": "hi"}', headers={"content-type": "application/json"})
+    assert r.status_code == 200
