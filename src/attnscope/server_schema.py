@@ -27,7 +27,7 @@ class StrictRequest(BaseModel):
     @classmethod
     def _valid_unicode(cls, v, info):
         if isinstance(v, str):
-            problem = unicode_problem_msg(v)
+            problem = unicode_problem_msg(v, from_bytes=False)  # JSON: "\udc80" is an escape, not a byte
             if problem:  # the sentence in English
                 raise PydanticCustomError("invalid_unicode", "{what} " + str(problem), {"what": info.field_name})
         return v

@@ -158,3 +158,14 @@ def test_the_docs_are_served_from_packaged_files(client):
         assert urls and not [u for u in urls if "//" in u], (page, urls)
         for u in urls:
             assert client.get(u).status_code == 200, u
+
+
+@pytest.mark.parametrize("escape", ["\\udc80", "\\udcff", "\\udce9"])
+def test_a_lone_low_surrogate_escape_is_named_as_one(client, escape):
+    """A JSON body's "\\udc80" is an escape of a lone surrogate, not an undecodable byte (the body is
+    valid UTF-8): the answer named "byte 0x80" and asked about the terminal's encoding."""
+    body = ('{"text": "a' + escape + 'b"}').encode("ascii")
+    r = client.post("/api/view", content=body, headers={"content-type": "application/json"})
+    code = escape[2:].upper()
+    assert r.status_code == 422
+    assert r.json()["detail"] == f"text is not valid Unicode: a lone surrogate U+{code} at character 1"
