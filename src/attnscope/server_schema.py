@@ -152,8 +152,12 @@ def is_json_type(content_type: str) -> bool:
 
 def body_error_message(exc: BaseException) -> Optional[tuple[int, str]]:
     """(status, one sentence) for FastAPI's "There was an error parsing the body" when its cause is
-    known: a body that is not UTF-8 (JSON must be; a Latin-1 "é" is the byte 0xe9). None otherwise."""
+    known: a body that is not UTF-8 (JSON must be; a Latin-1 "é" is the byte 0xe9), or one nested
+    deeper than Python's JSON reader goes (about 1,000 levels of [ or {). None otherwise."""
     cause = exc.__cause__
+    if isinstance(cause, RecursionError):
+        return 400, ("request body nests arrays or objects too deeply to read; send a flat JSON object such as "
+                     '{"text": "The bank of the river."}')
     if isinstance(cause, UnicodeDecodeError):
         byte = cause.object[cause.start:cause.start + 1].hex()
         return 400, (f"request body is not UTF-8 text (byte 0x{byte} at position {cause.start}); "

@@ -58,3 +58,13 @@ def test_a_json_body_without_a_content_type_is_told_to_send_one(client):
     assert r.status_code == 422 and "request body is empty" in r.json()["detail"]
     r = client.post("/api/view", content=b'{"text": "hi"}', headers={"content-type": "application/json"})
     assert r.status_code == 200
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"a": ' * 5000 + b"1" + b"}" * 5000])
+def test_a_body_nested_too_deeply_says_so(client, body):
+    """Python's JSON reader stops at about 1,000 levels (RecursionError): the answer was FastAPI's
+    "There was an error parsing the body", which names nothing."""
+    r = client.post("/api/view", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["detail"].startswith("request body nests arrays or objects too deeply to read; send a flat JSON object")
+    assert client.post("/api/attention", json={"text": "ok"}).status_code == 200
