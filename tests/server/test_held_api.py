@@ -121,3 +121,12 @@ def test_the_whole_matrix_endpoint_is_bounded(minilm, monkeypatch):  # noqa: F81
     r = c.post("/api/attention", json={"text": TEXT, "layer": 1, "head": 2})
     assert r.status_code == 422 and "answers the whole matrix, for at most 10 tokens" in r.json()["detail"]
     assert "/api/held/rows" in r.json()["detail"]
+
+
+def test_a_repeated_head_is_named_not_the_whole_list(client, held):
+    """A body of 100,000 heads that repeat one: the answer echoed the whole list (300 KB)."""
+    rid = held["texts"][0]["remote"]["id"]
+    for path, extra in (("rows", {"q0": 0, "q1": 1}), ("lines", {})):
+        r = client.post("/api/held/" + path, json={"id": rid, "layer": 0, "heads": [3, 1] + [0] * 100_000, **extra})
+        assert r.status_code == 422
+        assert r.json()["detail"] == "heads repeats a head: head 0 is named 100000 times; name each head once"

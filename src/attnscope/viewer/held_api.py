@@ -184,8 +184,9 @@ def add_routes(app, model, worker, store: TextStore, base) -> None:
     def check_heads(heads: list) -> list:
         if not heads:
             raise error(InputError, "errors.viewer_heads_empty")
-        if len(set(heads)) != len(heads):
-            raise error(InputError, "errors.viewer_heads_repeat", heads=heads)
+        if len(set(heads)) != len(heads):  # the head, not the list: a body may hold 100,000 of them
+            head = next(h for i, h in enumerate(heads) if h in heads[:i])
+            raise error(InputError, "errors.viewer_heads_repeat", head=head, k=heads.count(head))
         return heads
 
     @app.post("/api/held/rows", summary="Weights of some query rows of a held text (float64)")
