@@ -25,6 +25,7 @@ import socket
 import sys
 from typing import Callable, Optional
 
+import numpy as np
 from fastapi import Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -158,6 +159,9 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
             tr = trace_layer(req.text, req.layer)
             q, k, _ = tr.qkv(req.layer, req.head, text=0)  # (n, d_head): the head and the k/v head it reads
             allowed = tr.mask(req.layer, text=0)[0].cpu().numpy()  # (n, n)
+            bias = R.position_bias(tr, req.layer)  # (H, n, n): ALiBi's slope · key position, or None
+            if bias is not None:  # added to the scaled scores where the query may look, as /api/steps does
+                allowed = np.where(allowed, bias[req.head], -np.inf)  # (n, n) additive
             w = R.attention_weights(q, k, R.trace_factor(tr), mask=allowed)  # (n, n) float64
             return Attention(tokens=tr.text_labels(0), layer=req.layer, head=req.head, weights=w.tolist())
         return await worker.run(work)

@@ -169,3 +169,28 @@ def test_a_lone_low_surrogate_escape_is_named_as_one(client, escape):
     code = escape[2:].upper()
     assert r.status_code == 422
     assert r.json()["detail"] == f"text is not valid Unicode: a lone surrogate U+{code} at character 1"
+
+
+def test_attention_of_an_alibi_model_adds_the_slope_term(tmp_path):
+    """Tiny BLOOM (ALiBi, 6 heads): /api/attention's matrix is softmax(q·k/√d + slope_h · j) over the
+    keys j ≤ i, written out here in NumPy with BLOOM's slopes for 6 heads, and the model's own
+    weights. It left the slope term out (off by up to 0.49 on this text) while /api/steps had it."""
+    import attnscope
+    from attnscope.testing.tiny import tiny_bloom_6heads
+
+    model = attnscope.load(tiny_bloom_6heads(tmp_path / "bloom"))
+    text, layer = "The quick brown fox jumps over the lazy dog.", 1
+    c = TestClient(create_app(model))
+    tr = model.trace(text, names=[f"layers.{layer}.attn.{s}" for s in ("q", "k", "weights")])
+    slopes = np.array([2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8, 2.0 ** -1, 2.0 ** -3])  # BLOOM's rule, H = 6
+    for head in (0, 4, 5):
+        q, k = (tr[f"layers.{layer}.attn.{s}"][0, head].double().numpy() for s in ("q", "k"))
+        n, d = k.shape
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        s = np.where(j <= i, q @ k.T / np.sqrt(d) + slopes[head] * j, -np.inf)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        r = c.post("/api/attention", json={"text": text, "layer": layer, "head": head})
+        assert r.status_code == 200
+        got = np.array(r.json()["weights"])
+        np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(got, tr[f"layers.{layer}.attn.weights"][0, head].double().numpy(), atol=1e-6)
