@@ -55,7 +55,7 @@ from .viewer.held_api import HELD_BYTES
 from .viewer.held_api import add_routes as add_held_routes
 from .viewer.held_store import TextStore
 from .viewer.html import render_server_page
-from .viewer.run import check_text
+from .viewer.run import check_dot_product, check_text
 
 __all__ = ["create_app", "serve", "bind", "is_loopback", "Busy", "Limits", "ModelWorker", "ViewRequest", "MAX_BODY",
            "MAX_WAITING", "MAX_ACTIVE", "BODY_TIMEOUT", "CHARS_PER_TOKEN", "MAX_MATRIX_TOKENS", "uvicorn_config"]
@@ -120,6 +120,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
     add_held_routes(app, model, worker, TextStore(held_bytes), StrictRequest)  # long texts, read on demand
 
     def check_head(req: HeadRequest) -> None:
+        check_dot_product(model)  # these answers are softmax(factor·q·kᵀ) of the traced q, k
         check_text(req.text, max_chars=max_chars)
         check_index("layer", req.layer, cfg.n_layers, "layer")
         check_index("head", req.head, cfg.n_heads, "head")

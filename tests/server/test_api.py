@@ -194,3 +194,26 @@ def test_attention_of_an_alibi_model_adds_the_slope_term(tmp_path):
         got = np.array(r.json()["weights"])
         np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=0, atol=1e-14)
         np.testing.assert_allclose(got, tr[f"layers.{layer}.attn.weights"][0, head].double().numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["deberta_v2", "deberta_v3"])
+def test_a_deberta_model_is_refused_not_answered_wrong(tmp_path, name):
+    """DeBERTa's scores add relative-position terms (c2p, p2c) that softmax(factor·q·kᵀ) of the traced
+    q, k leaves out: /api/attention, /api/steps and a held text's rows answered weights that differed
+    from the model's recorded ones by up to 0.18 (tiny deberta_v3). Each is now one sentence, as the
+    written page's refusal."""
+    import attnscope
+    from tests.models.fixtures import tiny_families
+
+    model = attnscope.load(tiny_families()[name].build(tmp_path / name))
+    text = "The bank of the river."
+    want = (f"{model.name} is DeBERTa: its scores add relative-position terms (c2p, p2c) that softmax(factor·q·kᵀ) "
+            "leaves out; the viewer and its API only show plain dot-product attention")
+    c = TestClient(create_app(model, ship_up_to=0))
+    for path, body in (("/api/attention", {"text": text, "layer": 0, "head": 0}),
+                       ("/api/steps", {"text": text, "layer": 1, "head": 1, "query": 2}),
+                       ("/api/view", {"text": text})):  # held: no page compares it with the recorded weights
+        r = c.post(path, json=body)
+        assert r.status_code == 422 and r.json()["detail"].startswith(want), (path, r.json())
+    r = TestClient(create_app(model)).post("/api/view", json={"text": text})  # shipped: the page's own check
+    assert r.status_code == 422 and "the viewer only shows plain dot-product attention" in r.json()["detail"]

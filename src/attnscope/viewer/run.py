@@ -80,6 +80,15 @@ def unicode_problem_msg(text: str, from_bytes: bool = True) -> Optional[Msg]:
     return None
 
 
+def check_dot_product(model) -> None:
+    """InputError for a model whose weights are not softmax(factor·q·kᵀ) (+ a mask, ALiBi's term):
+    DeBERTa, whose scores add relative-position terms. What reads q and k without the recorded
+    weights (the server's /api/attention, /api/steps, its held texts) asks this first; a page
+    compares with the recorded weights itself (:mod:`attnscope.viewer.data`)."""
+    if getattr(model.config, "kind", "") == "deberta":
+        raise error(InputError, "errors.viewer_deberta", model=model.name)
+
+
 def check_text(text: str, what: str = "text", max_chars: Optional[int] = None) -> str:
     """``text`` when the viewer can show it, else InputError naming ``what`` and the problem:
     empty, longer than ``max_chars`` characters, or not valid Unicode."""
