@@ -81,7 +81,8 @@ class Steps(BaseModel):
     d_k: int
     factor: float = Field(description="Raw scores are multiplied by this (1/√d_k).")
     raw: list[float] = Field(description="q·k for every key.")
-    scaled: list[Optional[float]] = Field(description="raw × factor; null where masked (causal models).")
+    scaled: list[Optional[float]] = Field(description="raw × factor, plus the position scheme's score term where it "
+                                          "has one (ALiBi: slope · key position); null where masked (causal models).")
     shift: float = Field(description="Subtracted before exp when the row maximum exceeds 50, else 0.")
     exp: list[float]
     sum: float

@@ -194,6 +194,10 @@ def test_attention_of_an_alibi_model_adds_the_slope_term(tmp_path):
         got = np.array(r.json()["weights"])
         np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=0, atol=1e-14)
         np.testing.assert_allclose(got, tr[f"layers.{layer}.attn.weights"][0, head].double().numpy(), atol=1e-6)
+        st = c.post("/api/steps", json={"text": text, "layer": layer, "head": head, "query": 7}).json()
+        want = [None if x == -np.inf else x for x in s[7]]  # scaled: with the slope term, null past the query
+        assert [x is None for x in st["scaled"]] == [x is None for x in want]
+        np.testing.assert_allclose([x for x in st["scaled"] if x is not None], s[7, :8], rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["deberta_v2", "deberta_v3"])
@@ -217,3 +221,10 @@ def test_a_deberta_model_is_refused_not_answered_wrong(tmp_path, name):
         assert r.status_code == 422 and r.json()["detail"].startswith(want), (path, r.json())
     r = TestClient(create_app(model)).post("/api/view", json={"text": text})  # shipped: the page's own check
     assert r.status_code == 422 and "the viewer only shows plain dot-product attention" in r.json()["detail"]
+
+
+def test_the_steps_schema_says_scaled_carries_alibis_term(client):
+    """/api/steps' scaled is row_steps' "masked": raw × factor plus ALiBi's slope · key position
+    (test_attention_of_an_alibi_model_adds_the_slope_term's model); its description said raw × factor."""
+    spec = client.get("/openapi.json").json()
+    assert "ALiBi: slope · key position" in spec["components"]["schemas"]["Steps"]["properties"]["scaled"]["description"]
