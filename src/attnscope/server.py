@@ -39,6 +39,8 @@ from .errors import AttnscopeError, InputError
 from .i18n import check_lang, error
 from .server_limits import BODY_TIMEOUT, MAX_ACTIVE, MAX_BODY, MAX_WAITING, Busy, Limits, ModelWorker
 from .server_schema import (
+    EXAMPLE_BODY,
+    EXAMPLE_PAIR,
     Attention,
     HeadRequest,
     ModelInfo,
@@ -100,7 +102,9 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
 
     @app.exception_handler(RequestValidationError)
     async def _on_validation(request: Request, exc: RequestValidationError):
-        status, msg = validation_message(exc, request.headers.get("content-type"))
+        path = request.url.path
+        example = (None if path.startswith("/api/held/") else EXAMPLE_PAIR if is_seq2seq(model) else EXAMPLE_BODY)
+        status, msg = validation_message(exc, request.headers.get("content-type"), example)
         return error_response(status, msg)
 
     @app.exception_handler(StarletteHTTPException)

@@ -99,10 +99,17 @@ _TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "tru
           "float_type": "a number"}
 
 
-def validation_message(exc: RequestValidationError, content_type: Optional[str] = None) -> tuple[int, str]:
+#: What an empty body is told to send, by the model's kind (an encoder–decoder's /api/view reads two texts).
+EXAMPLE_BODY = '{"text": "The bank of the river."}'
+EXAMPLE_PAIR = '{"source": "translate English to German: The house is wonderful.", "target": "Das Haus ist wunderbar."}'
+
+
+def validation_message(exc: RequestValidationError, content_type: Optional[str] = None,
+                       example: Optional[str] = EXAMPLE_BODY) -> tuple[int, str]:
     """(status, one sentence) for a request body FastAPI could not validate: 415 for a body sent
     with another content type than JSON (FastAPI then never parses it: every field would look
-    wrong), 400 for broken JSON, else 422 naming each field and what it must be."""
+    wrong), 400 for broken JSON, else 422 naming each field and what it must be. ``example``: the
+    body an empty request is told to send (None: the endpoint's fields are at /docs)."""
     if content_type and not is_json_type(content_type):
         return 415, (f"request content type must be application/json, got {content_type.split(';')[0].strip()!r}; "
                      "send the JSON object with the header content-type: application/json")
@@ -123,7 +130,8 @@ def validation_message(exc: RequestValidationError, content_type: Optional[str] 
         if kind == "extra_forbidden":
             parts.append(f"unknown field {where!r}")
         elif kind == "missing" and not loc:
-            return 422, 'request body is empty; send a JSON object such as {"text": "The bank of the river."}'
+            return 422, ("request body is empty; send a JSON object " +
+                         (f"such as {example}" if example else "with the fields /docs lists for this endpoint"))
         elif kind == "missing":
             parts.append(f"missing field {where!r}")
         elif kind in _NOT_OBJECT and not loc:

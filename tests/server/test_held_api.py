@@ -130,3 +130,10 @@ def test_a_repeated_head_is_named_not_the_whole_list(client, held):
         r = client.post("/api/held/" + path, json={"id": rid, "layer": 0, "heads": [3, 1] + [0] * 100_000, **extra})
         assert r.status_code == 422
         assert r.json()["detail"] == "heads repeats a head: head 0 is named 100000 times; name each head once"
+
+
+def test_an_empty_body_at_a_held_endpoint_is_not_told_to_send_a_text(client):
+    """/api/held/* read an id, not a text: the empty body's example {"text": …} was wrong there."""
+    r = client.post("/api/held/rows", content=b"", headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["detail"] == "request body is empty; send a JSON object with the fields /docs lists for this endpoint"

@@ -156,3 +156,21 @@ def test_server_page_and_api(seq2seq):  # noqa: F811
                       ({"source": "a" * 5000, "target": "b"}, "the limit is 4096")):
         r = client.post("/api/view", json=body)
         assert r.status_code == 422 and msg in r.json()["detail"], (body, r.json())
+
+
+def test_the_served_empty_body_names_source_and_target(seq2seq):  # noqa: F811
+    """An empty body at an encoder–decoder's /api/view was told to send {"text": …}, which this
+    model then refuses ("not 'text'"); the example is a source and a target, and it is answered."""
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from attnscope.server import create_app
+    client = TestClient(create_app(seq2seq["t5"]))
+    r = client.post("/api/view", content=b"", headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    detail = r.json()["detail"]
+    assert detail.startswith("request body is empty; send a JSON object such as {\"source\": ")
+    example = json.loads(detail.split("such as ", 1)[1])
+    assert set(example) == {"source", "target"}
+    assert client.post("/api/view", json=example).status_code == 200
