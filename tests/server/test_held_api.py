@@ -137,3 +137,24 @@ def test_an_empty_body_at_a_held_endpoint_is_not_told_to_send_a_text(client):
     r = client.post("/api/held/rows", content=b"", headers={"content-type": "application/json"})
     assert r.status_code == 422
     assert r.json()["detail"] == "request body is empty; send a JSON object with the fields /docs lists for this endpoint"
+
+
+def test_a_small_budget_keeps_both_texts_of_the_page_it_answers(minilm):  # noqa: F811
+    """Two held texts (text and compare) over a 1 MB budget: putting the second dropped the first
+    before the page arrived, so every request for it was 410 "show it again", and showing it again
+    did the same. Both are now answered; the next page's texts drop them as before."""
+    c = TestClient(create_app(minilm, ship_up_to=0, held_bytes=1 << 20))
+    a, b = "the bank of the river " * 20, "money in the bank " * 20
+
+    def page(text, compare):
+        d = c.post("/api/view", json={"text": text, "compare": compare, "token": "bank"}).json()
+        return [e["remote"] for e in d["texts"]]
+
+    first = page(a, b)
+    assert sum(c.app.state.held.get(r["id"]).nbytes for r in first) > 1 << 20  # over the budget together
+    for r in first:
+        got = c.post("/api/held/rows", json={"id": r["id"], "layer": 0, "heads": [0], "q0": 0, "q1": r["n"]})
+        assert got.status_code == 200, got.json()
+    second = page("a bank " * 60, "the bank " * 60)
+    assert c.post("/api/held/thumbs", json={"id": first[0]["id"], "layer": 0}).status_code == 410
+    assert all(c.post("/api/held/thumbs", json={"id": r["id"], "layer": 0}).status_code == 200 for r in second)

@@ -108,7 +108,7 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
     assert len(ready) == len(held)  # each text was held already or traced just now
     data = view_data_mod.page_header([(_Lengths(h, model), 0) for h in ready], decimals)
     for t, key, h in zip(texts, ids, ready):
-        store.put(key, h)
+        store.put(key, h, keep=ids)  # a small budget must not drop the page's other text before it arrives
         data["texts"].append({"text": t, "tokens": h.tokens,
                               "remote": {"id": key, "n": h.n, "thumb": min(h.n, THUMB), "api": api}})
     if compare is not None:
