@@ -25,6 +25,7 @@ import socket
 import sys
 from typing import Callable, Optional
 
+import numpy as np
 from fastapi import Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -38,6 +39,8 @@ from .errors import AttnscopeError, InputError
 from .i18n import check_lang, error
 from .server_limits import BODY_TIMEOUT, MAX_ACTIVE, MAX_BODY, MAX_WAITING, Busy, Limits, ModelWorker
 from .server_schema import (
+    EXAMPLE_BODY,
+    EXAMPLE_PAIR,
     Attention,
     HeadRequest,
     ModelInfo,
@@ -54,7 +57,7 @@ from .viewer.held_api import HELD_BYTES
 from .viewer.held_api import add_routes as add_held_routes
 from .viewer.held_store import TextStore
 from .viewer.html import render_server_page
-from .viewer.run import check_text
+from .viewer.run import check_dot_product, check_text
 
 __all__ = ["create_app", "serve", "bind", "is_loopback", "Busy", "Limits", "ModelWorker", "ViewRequest", "MAX_BODY",
            "MAX_WAITING", "MAX_ACTIVE", "BODY_TIMEOUT", "CHARS_PER_TOKEN", "MAX_MATRIX_TOKENS", "uvicorn_config"]
@@ -99,7 +102,9 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
 
     @app.exception_handler(RequestValidationError)
     async def _on_validation(request: Request, exc: RequestValidationError):
-        status, msg = validation_message(exc, request.headers.get("content-type"))
+        path = request.url.path
+        example = (None if path.startswith("/api/held/") else EXAMPLE_PAIR if is_seq2seq(model) else EXAMPLE_BODY)
+        status, msg = validation_message(exc, request.headers.get("content-type"), example)
         return error_response(status, msg)
 
     @app.exception_handler(StarletteHTTPException)
@@ -119,6 +124,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
     add_held_routes(app, model, worker, TextStore(held_bytes), StrictRequest)  # long texts, read on demand
 
     def check_head(req: HeadRequest) -> None:
+        check_dot_product(model)  # these answers are softmax(factor·q·kᵀ) of the traced q, k
         check_text(req.text, max_chars=max_chars)
         check_index("layer", req.layer, cfg.n_layers, "layer")
         check_index("head", req.head, cfg.n_heads, "head")
@@ -158,6 +164,9 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
             tr = trace_layer(req.text, req.layer)
             q, k, _ = tr.qkv(req.layer, req.head, text=0)  # (n, d_head): the head and the k/v head it reads
             allowed = tr.mask(req.layer, text=0)[0].cpu().numpy()  # (n, n)
+            bias = R.position_bias(tr, req.layer)  # (H, n, n): ALiBi's slope · key position, or None
+            if bias is not None:  # added to the scaled scores where the query may look, as /api/steps does
+                allowed = np.where(allowed, bias[req.head], -np.inf)  # (n, n) additive
             w = R.attention_weights(q, k, R.trace_factor(tr), mask=allowed)  # (n, n) float64
             return Attention(tokens=tr.text_labels(0), layer=req.layer, head=req.head, weights=w.tolist())
         return await worker.run(work)

@@ -27,7 +27,7 @@ class StrictRequest(BaseModel):
     @classmethod
     def _valid_unicode(cls, v, info):
         if isinstance(v, str):
-            problem = unicode_problem_msg(v)
+            problem = unicode_problem_msg(v, from_bytes=False)  # JSON: "\udc80" is an escape, not a byte
             if problem:  # the sentence in English
                 raise PydanticCustomError("invalid_unicode", "{what} " + str(problem), {"what": info.field_name})
         return v
@@ -81,7 +81,8 @@ class Steps(BaseModel):
     d_k: int
     factor: float = Field(description="Raw scores are multiplied by this (1/√d_k).")
     raw: list[float] = Field(description="q·k for every key.")
-    scaled: list[Optional[float]] = Field(description="raw × factor; null where masked (causal models).")
+    scaled: list[Optional[float]] = Field(description="raw × factor, plus the position scheme's score term where it "
+                                          "has one (ALiBi: slope · key position); null where masked (causal models).")
     shift: float = Field(description="Subtracted before exp when the row maximum exceeds 50, else 0.")
     exp: list[float]
     sum: float
@@ -98,30 +99,42 @@ _TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "tru
           "float_type": "a number"}
 
 
-def validation_message(exc: RequestValidationError, content_type: Optional[str] = None) -> tuple[int, str]:
+#: What an empty body is told to send, by the model's kind (an encoder–decoder's /api/view reads two texts).
+EXAMPLE_BODY = '{"text": "The bank of the river."}'
+EXAMPLE_PAIR = '{"source": "translate English to German: The house is wonderful.", "target": "Das Haus ist wunderbar."}'
+
+
+def validation_message(exc: RequestValidationError, content_type: Optional[str] = None,
+                       example: Optional[str] = EXAMPLE_BODY) -> tuple[int, str]:
     """(status, one sentence) for a request body FastAPI could not validate: 415 for a body sent
     with another content type than JSON (FastAPI then never parses it: every field would look
-    wrong), 400 for broken JSON, else 422 naming each field and what it must be."""
+    wrong), 400 for broken JSON, else 422 naming each field and what it must be. ``example``: the
+    body an empty request is told to send (None: the endpoint's fields are at /docs)."""
     if content_type and not is_json_type(content_type):
         return 415, (f"request content type must be application/json, got {content_type.split(';')[0].strip()!r}; "
                      "send the JSON object with the header content-type: application/json")
     errors = exc.errors()
+    if not content_type and any(e.get("type") in _NOT_OBJECT and not _field(e) for e in errors):
+        # FastAPI reads a body without a content type as bytes, never as JSON: say so, not "must be a JSON object"
+        return 415, ("request has no content type; send the JSON object with the header content-type: "
+                     "application/json")
     for e in errors:
         if e.get("type") == "json_invalid":
             ctx = e.get("ctx") or {}
             return 400, f"request body is not valid JSON: {ctx.get('error', e.get('msg'))}"
     parts = []
     for e in errors:
-        loc = [str(x) for x in e.get("loc", ()) if x != "body"]
+        loc = _field(e)
         where = ".".join(loc) or "body"
         kind = e.get("type")
         if kind == "extra_forbidden":
             parts.append(f"unknown field {where!r}")
         elif kind == "missing" and not loc:
-            return 422, 'request body is empty; send a JSON object such as {"text": "The bank of the river."}'
+            return 422, ("request body is empty; send a JSON object " +
+                         (f"such as {example}" if example else "with the fields /docs lists for this endpoint"))
         elif kind == "missing":
             parts.append(f"missing field {where!r}")
-        elif kind in ("model_attributes_type", "model_type", "dict_type") and not loc:
+        elif kind in _NOT_OBJECT and not loc:
             parts.append("request body must be a JSON object")
         elif kind == "invalid_unicode":
             parts.append(e.get("msg"))
@@ -132,6 +145,14 @@ def validation_message(exc: RequestValidationError, content_type: Optional[str] 
     return 422, "; ".join(parts) or "invalid request"
 
 
+_NOT_OBJECT = ("model_attributes_type", "model_type", "dict_type")
+
+
+def _field(e: dict) -> list[str]:
+    """The path of the field a validation error is about ([] for the body itself)."""
+    return [str(x) for x in e.get("loc", ()) if x != "body"]
+
+
 def is_json_type(content_type: str) -> bool:
     """application/json or any application/…+json, parameters aside (what FastAPI parses as JSON)."""
     main = content_type.split(";")[0].strip().lower()
@@ -140,8 +161,12 @@ def is_json_type(content_type: str) -> bool:
 
 def body_error_message(exc: BaseException) -> Optional[tuple[int, str]]:
     """(status, one sentence) for FastAPI's "There was an error parsing the body" when its cause is
-    known: a body that is not UTF-8 (JSON must be; a Latin-1 "é" is the byte 0xe9). None otherwise."""
+    known: a body that is not UTF-8 (JSON must be; a Latin-1 "é" is the byte 0xe9), or one nested
+    deeper than Python's JSON reader goes (about 1,000 levels of [ or {). None otherwise."""
     cause = exc.__cause__
+    if isinstance(cause, RecursionError):
+        return 400, ("request body nests arrays or objects too deeply to read; send a flat JSON object such as "
+                     '{"text": "The bank of the river."}')
     if isinstance(cause, UnicodeDecodeError):
         byte = cause.object[cause.start:cause.start + 1].hex()
         return 400, (f"request body is not UTF-8 text (byte 0x{byte} at position {cause.start}); "

@@ -158,3 +158,73 @@ def test_the_docs_are_served_from_packaged_files(client):
         assert urls and not [u for u in urls if "//" in u], (page, urls)
         for u in urls:
             assert client.get(u).status_code == 200, u
+
+
+@pytest.mark.parametrize("escape", ["\\udc80", "\\udcff", "\\udce9"])
+def test_a_lone_low_surrogate_escape_is_named_as_one(client, escape):
+    """A JSON body's "\\udc80" is an escape of a lone surrogate, not an undecodable byte (the body is
+    valid UTF-8): the answer named "byte 0x80" and asked about the terminal's encoding."""
+    body = ('{"text": "a' + escape + 'b"}').encode("ascii")
+    r = client.post("/api/view", content=body, headers={"content-type": "application/json"})
+    code = escape[2:].upper()
+    assert r.status_code == 422
+    assert r.json()["detail"] == f"text is not valid Unicode: a lone surrogate U+{code} at character 1"
+
+
+def test_attention_of_an_alibi_model_adds_the_slope_term(tmp_path):
+    """Tiny BLOOM (ALiBi, 6 heads): /api/attention's matrix is softmax(q·k/√d + slope_h · j) over the
+    keys j ≤ i, written out here in NumPy with BLOOM's slopes for 6 heads, and the model's own
+    weights. It left the slope term out (off by up to 0.49 on this text) while /api/steps had it."""
+    import attnscope
+    from attnscope.testing.tiny import tiny_bloom_6heads
+
+    model = attnscope.load(tiny_bloom_6heads(tmp_path / "bloom"))
+    text, layer = "The quick brown fox jumps over the lazy dog.", 1
+    c = TestClient(create_app(model))
+    tr = model.trace(text, names=[f"layers.{layer}.attn.{s}" for s in ("q", "k", "weights")])
+    slopes = np.array([2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8, 2.0 ** -1, 2.0 ** -3])  # BLOOM's rule, H = 6
+    for head in (0, 4, 5):
+        q, k = (tr[f"layers.{layer}.attn.{s}"][0, head].double().numpy() for s in ("q", "k"))
+        n, d = k.shape
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        s = np.where(j <= i, q @ k.T / np.sqrt(d) + slopes[head] * j, -np.inf)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        r = c.post("/api/attention", json={"text": text, "layer": layer, "head": head})
+        assert r.status_code == 200
+        got = np.array(r.json()["weights"])
+        np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(got, tr[f"layers.{layer}.attn.weights"][0, head].double().numpy(), atol=1e-6)
+        st = c.post("/api/steps", json={"text": text, "layer": layer, "head": head, "query": 7}).json()
+        want = [None if x == -np.inf else x for x in s[7]]  # scaled: with the slope term, null past the query
+        assert [x is None for x in st["scaled"]] == [x is None for x in want]
+        np.testing.assert_allclose([x for x in st["scaled"] if x is not None], s[7, :8], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["deberta_v2", "deberta_v3"])
+def test_a_deberta_model_is_refused_not_answered_wrong(tmp_path, name):
+    """DeBERTa's scores add relative-position terms (c2p, p2c) that softmax(factor·q·kᵀ) of the traced
+    q, k leaves out: /api/attention, /api/steps and a held text's rows answered weights that differed
+    from the model's recorded ones by up to 0.18 (tiny deberta_v3). Each is now one sentence, as the
+    written page's refusal."""
+    import attnscope
+    from tests.models.fixtures import tiny_families
+
+    model = attnscope.load(tiny_families()[name].build(tmp_path / name))
+    text = "The bank of the river."
+    want = (f"{model.name} is DeBERTa: its scores add relative-position terms (c2p, p2c) that softmax(factor·q·kᵀ) "
+            "leaves out; the viewer and its API only show plain dot-product attention")
+    c = TestClient(create_app(model, ship_up_to=0))
+    for path, body in (("/api/attention", {"text": text, "layer": 0, "head": 0}),
+                       ("/api/steps", {"text": text, "layer": 1, "head": 1, "query": 2}),
+                       ("/api/view", {"text": text})):  # held: no page compares it with the recorded weights
+        r = c.post(path, json=body)
+        assert r.status_code == 422 and r.json()["detail"].startswith(want), (path, r.json())
+    r = TestClient(create_app(model)).post("/api/view", json={"text": text})  # shipped: the page's own check
+    assert r.status_code == 422 and "the viewer only shows plain dot-product attention" in r.json()["detail"]
+
+
+def test_the_steps_schema_says_scaled_carries_alibis_term(client):
+    """/api/steps' scaled is row_steps' "masked": raw × factor plus ALiBi's slope · key position
+    (test_attention_of_an_alibi_model_adds_the_slope_term's model); its description said raw × factor."""
+    spec = client.get("/openapi.json").json()
+    assert "ALiBi: slope · key position" in spec["components"]["schemas"]["Steps"]["properties"]["scaled"]["description"]

@@ -44,3 +44,27 @@ def test_other_http_errors_are_as_before(client):
     assert r.status_code == 404 and r.json() == {"detail": "Not Found"}
     r = client.get("/api/view")
     assert r.status_code == 405
+
+
+def test_a_json_body_without_a_content_type_is_told_to_send_one(client):
+    """requests.post(url, data=json.dumps(...)) sends no content type: FastAPI then reads the body
+    as bytes, and the answer was "request body must be a JSON object" for a body that is one."""
+    r = client.post("/api/view", content=b'{"text": "The bank of the river."}')
+    assert "content-type" not in r.request.headers
+    assert r.status_code == 415
+    assert r.json()["detail"] == ("request has no content type; send the JSON object with the header content-type: "
+                                  "application/json")
+    r = client.post("/api/view", content=b"")  # nothing sent at all: as before
+    assert r.status_code == 422 and "request body is empty" in r.json()["detail"]
+    r = client.post("/api/view", content=b'{"text": "hi"}', headers={"content-type": "application/json"})
+    assert r.status_code == 200
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"a": ' * 5000 + b"1" + b"}" * 5000])
+def test_a_body_nested_too_deeply_says_so(client, body):
+    """Python's JSON reader stops at about 1,000 levels (RecursionError): the answer was FastAPI's
+    "There was an error parsing the body", which names nothing."""
+    r = client.post("/api/view", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["detail"].startswith("request body nests arrays or objects too deeply to read; send a flat JSON object")
+    assert client.post("/api/attention", json={"text": "ok"}).status_code == 200

@@ -121,3 +121,40 @@ def test_the_whole_matrix_endpoint_is_bounded(minilm, monkeypatch):  # noqa: F81
     r = c.post("/api/attention", json={"text": TEXT, "layer": 1, "head": 2})
     assert r.status_code == 422 and "answers the whole matrix, for at most 10 tokens" in r.json()["detail"]
     assert "/api/held/rows" in r.json()["detail"]
+
+
+def test_a_repeated_head_is_named_not_the_whole_list(client, held):
+    """A body of 100,000 heads that repeat one: the answer echoed the whole list (300 KB)."""
+    rid = held["texts"][0]["remote"]["id"]
+    for path, extra in (("rows", {"q0": 0, "q1": 1}), ("lines", {})):
+        r = client.post("/api/held/" + path, json={"id": rid, "layer": 0, "heads": [3, 1] + [0] * 100_000, **extra})
+        assert r.status_code == 422
+        assert r.json()["detail"] == "heads repeats a head: head 0 is named 100000 times; name each head once"
+
+
+def test_an_empty_body_at_a_held_endpoint_is_not_told_to_send_a_text(client):
+    """/api/held/* read an id, not a text: the empty body's example {"text": …} was wrong there."""
+    r = client.post("/api/held/rows", content=b"", headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["detail"] == "request body is empty; send a JSON object with the fields /docs lists for this endpoint"
+
+
+def test_a_small_budget_keeps_both_texts_of_the_page_it_answers(minilm):  # noqa: F811
+    """Two held texts (text and compare) over a 1 MB budget: putting the second dropped the first
+    before the page arrived, so every request for it was 410 "show it again", and showing it again
+    did the same. Both are now answered; the next page's texts drop them as before."""
+    c = TestClient(create_app(minilm, ship_up_to=0, held_bytes=1 << 20))
+    a, b = "the bank of the river " * 20, "money in the bank " * 20
+
+    def page(text, compare):
+        d = c.post("/api/view", json={"text": text, "compare": compare, "token": "bank"}).json()
+        return [e["remote"] for e in d["texts"]]
+
+    first = page(a, b)
+    assert sum(c.app.state.held.get(r["id"]).nbytes for r in first) > 1 << 20  # over the budget together
+    for r in first:
+        got = c.post("/api/held/rows", json={"id": r["id"], "layer": 0, "heads": [0], "q0": 0, "q1": r["n"]})
+        assert got.status_code == 200, got.json()
+    second = page("a bank " * 60, "the bank " * 60)
+    assert c.post("/api/held/thumbs", json={"id": first[0]["id"], "layer": 0}).status_code == 410
+    assert all(c.post("/api/held/thumbs", json={"id": r["id"], "layer": 0}).status_code == 200 for r in second)

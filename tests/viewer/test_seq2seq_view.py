@@ -156,3 +156,47 @@ def test_server_page_and_api(seq2seq):  # noqa: F811
                       ({"source": "a" * 5000, "target": "b"}, "the limit is 4096")):
         r = client.post("/api/view", json=body)
         assert r.status_code == 422 and msg in r.json()["detail"], (body, r.json())
+
+
+def test_the_served_empty_body_names_source_and_target(seq2seq):  # noqa: F811
+    """An empty body at an encoder–decoder's /api/view was told to send {"text": …}, which this
+    model then refuses ("not 'text'"); the example is a source and a target, and it is answered."""
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from attnscope.server import create_app
+    client = TestClient(create_app(seq2seq["t5"]))
+    r = client.post("/api/view", content=b"", headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    detail = r.json()["detail"]
+    assert detail.startswith("request body is empty; send a JSON object such as {\"source\": ")
+    example = json.loads(detail.split("such as ", 1)[1])
+    assert set(example) == {"source", "target"}
+    assert client.post("/api/view", json=example).status_code == 200
+
+
+def test_the_served_too_long_text_is_named_source_or_target(seq2seq):  # noqa: F811
+    """The served page has two boxes; a text too long for its stack said "the text has … tokens,
+    longer than max_length = 511 positions", naming neither box and a max_length nobody set. The
+    counts here are the model's own encode() of each text (truncate=False raises past the limit)."""
+    from fastapi.testclient import TestClient
+
+    from attnscope.server import create_app
+    model = seq2seq["t5"]
+    client = TestClient(create_app(model, max_chars=100_000))
+    long = "b " * 600
+    n = len(model.encode(long, max_length=model.tokenizer.max_length, truncate=True).tokens[0])  # at the limit
+    full = len(model.tokenizer.backend.encode(long).ids)
+    assert full > n
+    decoder = model.config.max_positions - 1
+    r = client.post("/api/view", json={"source": "hello", "target": long})
+    assert r.status_code == 422
+    assert r.json()["detail"] == (f"target has {full} tokens, longer than the decoder's limit of {decoder} positions "
+                                  "(one more is its start token); shorten it")
+    r = client.post("/api/view", json={"source": long, "target": "b"})
+    assert r.status_code == 422
+    assert r.json()["detail"] == (f"source has {full} tokens, longer than the encoder's limit of "
+                                  f"{model.tokenizer.max_length} positions; shorten it")
+    ok = client.post("/api/view", json={"source": "hello", "target": "b " * 10})
+    assert ok.status_code == 200, ok.json()

@@ -40,7 +40,7 @@ from .attribution_view import header as attribution_header
 from .context import context_comparison
 from .held import THUMB, HeldText
 from .held_store import TextStore, text_id
-from .run import display_tokens, view_data, view_names
+from .run import check_dot_product, display_tokens, view_data, view_names
 
 #: Texts whose q, k, v take at most this many bytes (float32) travel whole in the page; longer
 #: ones are held: all-MiniLM-L6-v2 ships up to its 512 tokens (14 MB), SmolLM2-135M (30 layers ×
@@ -90,6 +90,7 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
     lengths = [len(model.encode(t).tokens[0]) for t in texts]
     if max(lengths) <= (ship_up_to(model.config) if ship is None else ship):
         return view_data(model, text, compare=compare, token=token, decimals=decimals, attribution=attribution)
+    check_dot_product(model)  # a held text's weights are softmax(factor·q′·k′ᵀ), as a page's
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= view_data_mod.MAX_DECIMALS:
         raise error(InputError, "errors.viewer_decimals", most=view_data_mod.MAX_DECIMALS, value=repr(decimals))
     qs, ks = view_data_mod.operand_steps(model.config)
@@ -107,7 +108,7 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
     assert len(ready) == len(held)  # each text was held already or traced just now
     data = view_data_mod.page_header([(_Lengths(h, model), 0) for h in ready], decimals)
     for t, key, h in zip(texts, ids, ready):
-        store.put(key, h)
+        store.put(key, h, keep=ids)  # a small budget must not drop the page's other text before it arrives
         data["texts"].append({"text": t, "tokens": h.tokens,
                               "remote": {"id": key, "n": h.n, "thumb": min(h.n, THUMB), "api": api}})
     if compare is not None:
@@ -184,8 +185,9 @@ def add_routes(app, model, worker, store: TextStore, base) -> None:
     def check_heads(heads: list) -> list:
         if not heads:
             raise error(InputError, "errors.viewer_heads_empty")
-        if len(set(heads)) != len(heads):
-            raise error(InputError, "errors.viewer_heads_repeat", heads=heads)
+        if len(set(heads)) != len(heads):  # the head, not the list: a body may hold 100,000 of them
+            head = next(h for i, h in enumerate(heads) if h in heads[:i])
+            raise error(InputError, "errors.viewer_heads_repeat", head=head, k=heads.count(head))
         return heads
 
     @app.post("/api/held/rows", summary="Weights of some query rows of a held text (float64)")

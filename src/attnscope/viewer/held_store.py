@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from typing import Optional
+from typing import Optional, Sequence
 
 from .held import HeldText
 
@@ -18,7 +18,7 @@ def text_id(model_name: str, text: str) -> str:
 
 class TextStore:
     """Held texts by id, least recently used dropped first once their bytes pass ``max_bytes``
-    (the newest is always kept)."""
+    (the newest is always kept, and what :meth:`put` is told to keep)."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = int(max_bytes)
@@ -32,12 +32,18 @@ class TextStore:
                 self._items.move_to_end(key)
             return item
 
-    def put(self, key: str, held: HeldText) -> None:
+    def put(self, key: str, held: HeldText, keep: Sequence[str] = ()) -> None:
+        """Hold ``held`` as ``key``; drop the least recent others while over the budget, never
+        ``key`` nor those in ``keep`` (the other text of the page that is being answered)."""
         with self._lock:
             self._items[key] = held
             self._items.move_to_end(key)
-            while len(self._items) > 1 and sum(h.nbytes for h in self._items.values()) > self.max_bytes:
-                self._items.popitem(last=False)
+            kept = {key, *keep}
+            while sum(h.nbytes for h in self._items.values()) > self.max_bytes:
+                old = next((k for k in self._items if k not in kept), None)
+                if old is None:
+                    break
+                del self._items[old]
 
     def __len__(self) -> int:
         return len(self._items)

@@ -63,20 +63,30 @@ def display_tokens(model, tokens: Sequence[str]) -> list:
     return labels_of(tokens, getattr(model, "tokenizer", None))
 
 
-def unicode_problem_msg(text: str) -> Optional[Msg]:
+def unicode_problem_msg(text: str, from_bytes: bool = True) -> Optional[Msg]:
     """Why ``text`` is not valid Unicode (a message to write in any language), or None when it is.
 
     Python strings can hold lone surrogates: from a JSON ``"\\ud800"`` escape without its pair,
     or from command-line bytes that are not UTF-8 (decoded with surrogateescape to U+DC80..DCFF).
-    No tokenizer can read them.
+    No tokenizer can read them. ``from_bytes=False`` for a string that never went through
+    surrogateescape (a JSON request's: its U+DC80..DCFF are escapes too, not bytes).
     """
     for i, c in enumerate(text):
         o = ord(c)
-        if 0xDC80 <= o <= 0xDCFF:
+        if from_bytes and 0xDC80 <= o <= 0xDCFF:
             return Msg("errors.viewer_not_utf8", byte=f"{o - 0xDC00:02X}", i=i)
         if 0xD800 <= o <= 0xDFFF:
             return Msg("errors.viewer_surrogate", code=f"{o:04X}", i=i)
     return None
+
+
+def check_dot_product(model) -> None:
+    """InputError for a model whose weights are not softmax(factor·q·kᵀ) (+ a mask, ALiBi's term):
+    DeBERTa, whose scores add relative-position terms. What reads q and k without the recorded
+    weights (the server's /api/attention, /api/steps, its held texts) asks this first; a page
+    compares with the recorded weights itself (:mod:`attnscope.viewer.data`)."""
+    if getattr(model.config, "kind", "") == "deberta":
+        raise error(InputError, "errors.viewer_deberta", model=model.name)
 
 
 def check_text(text: str, what: str = "text", max_chars: Optional[int] = None) -> str:
