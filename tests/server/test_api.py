@@ -73,6 +73,7 @@ BAD = [
     ("/api/view", {"text": "x" * 201}, 422, "text has 201 characters; the limit is 200"),
     ("/api/view", {"text": "hi", "compare": ""}, 422, "compare is empty"),
     ("/api/view", {"text": "a b", "compare": "c d"}, 422, "share no token"),
+    ("/api/view", {"text": "a b", "token": "a"}, 422, "give the second text too"),  # was dropped silently
     ("/api/view", {"text": "hi", "colour": "red"}, 422, "unknown field 'colour'"),
     ("/api/view", {}, 422, "missing field 'text'"),
     ("/api/view", [1, 2], 422, "request body must be a JSON object"),

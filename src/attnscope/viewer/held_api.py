@@ -40,7 +40,7 @@ from .attribution_view import header as attribution_header
 from .context import context_comparison
 from .held import THUMB, HeldText
 from .held_store import TextStore, text_id
-from .run import check_dot_product, display_tokens, view_data, view_names
+from .run import check_dot_product, check_token_compare, display_tokens, view_data, view_names
 
 #: Texts whose q, k, v take at most this many bytes (float32) travel whole in the page; longer
 #: ones are held: all-MiniLM-L6-v2 ships up to its 512 tokens (14 MB), SmolLM2-135M (30 layers ×
@@ -86,6 +86,7 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
     (InputError with the token count and the limit). ``attribution``: with the attribution switch's
     matrices (:mod:`attnscope.viewer.attribution_view`) for shipped texts; a held text's entry says
     why it has none (``too_long`` past the switch's limit, else ``held``)."""
+    check_token_compare(token, compare)
     texts = [text] if compare is None else [text, compare]
     lengths = [len(model.encode(t).tokens[0]) for t in texts]
     if max(lengths) <= (ship_up_to(model.config) if ship is None else ship):

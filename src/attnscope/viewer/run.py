@@ -37,11 +37,18 @@ def trace_each(model, texts: Sequence[str]) -> list:
     return [model.trace([t], names=view_names(model.config)) for t in texts]
 
 
+def check_token_compare(token: Optional[str], compare: Optional[str]) -> None:
+    """InputError for a ``token`` without ``compare``: it picks the token the two texts share."""
+    if token is not None and compare is None:
+        raise error(InputError, "errors.viewer_token_needs_compare", token=repr(token))
+
+
 def view_data(model, text: str, *, compare: Optional[str] = None, token: Optional[str] = None,
               decimals: int = 4, attribution: bool = False, lens: bool = False) -> dict:
     """Page data for ``text`` (and the context comparison with ``compare``); ``attribution``: with
     the matrices of the page's attribution switch (:mod:`attnscope.viewer.attribution_view`);
     ``lens``: with the lens view's grid, for a language model (:mod:`attnscope.viewer.lens_view`)."""
+    check_token_compare(token, compare)
     texts = [text] if compare is None else [text, compare]
     traces = trace_each(model, texts)
     data = _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals)
