@@ -155,3 +155,17 @@ def test_generate_reports_a_cut_character(decoders, monkeypatch):
     g = model.generate(PROMPT, max_new_tokens=3, eos_token_ids=[], stream=pieces.append)
     assert g.new_ids == ids[:3] and g.partial_character and g.text == "hi\ufffd"
     assert "".join(pieces) == "hi"
+
+
+def test_a_tiny_temperature_samples_the_most_likely_token(decoders):
+    """logits / 1e-40 overflowed float32 (the largest to inf, its softmax NaN): torch.multinomial
+    raised "probability tensor contains either inf, nan or element < 0". As T → 0 the tempered
+    softmax goes to the argmax (hand limit), which is then the only token drawn."""
+    logits = torch.tensor([3.0, 2.0, 2.9999, 0.0, -1.0])
+    g = torch.Generator().manual_seed(0)
+    for t in (1e-6, 1e-40, 1e-300, 5e-324):  # 1e-6: the runner-up is e^-100 times less likely
+        assert {choose(logits, t, None, None, g) for _ in range(50)} == {0}
+        assert {choose(logits, t, 2, 0.9, g) for _ in range(50)} == {0}
+    model = decoders["llama_gqa"]
+    greedy = model.generate(PROMPT, max_new_tokens=6, eos_token_ids=[]).new_ids
+    assert model.generate(PROMPT, max_new_tokens=6, eos_token_ids=[], temperature=1e-40, seed=0).new_ids == greedy

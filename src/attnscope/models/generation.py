@@ -108,7 +108,10 @@ def choose(logits: Tensor, temperature: float, top_k: Optional[int], top_p: Opti
     """The next token from ``logits (V,)``: argmax when ``temperature == 0``, else a sample."""
     if temperature == 0.0:
         return int(logits.argmax())
-    scores = logits.float() / temperature
+    # shifted by the largest logit (softmax, top-k and top-p are unchanged) and divided in float64:
+    # a tiny temperature then sends the others to −inf, never the largest to inf (inf − inf = NaN)
+    full = logits.double()
+    scores = ((full - full.max()) / temperature).float()  # (V,)
     if top_k is not None and top_k < scores.shape[-1]:
         kth = torch.topk(scores, top_k).values[-1]
         scores = scores.masked_fill(scores < kth, float("-inf"))
