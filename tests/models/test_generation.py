@@ -169,3 +169,13 @@ def test_a_tiny_temperature_samples_the_most_likely_token(decoders):
     model = decoders["llama_gqa"]
     greedy = model.generate(PROMPT, max_new_tokens=6, eos_token_ids=[]).new_ids
     assert model.generate(PROMPT, max_new_tokens=6, eos_token_ids=[], temperature=1e-40, seed=0).new_ids == greedy
+
+
+@pytest.mark.parametrize("prompt", [None, 3, ["two", "texts"], b"bytes"])
+def test_a_prompt_that_is_not_one_text_is_one_clear_error(decoders, prompt):
+    """None raised TypeError ('NoneType' object is not iterable) from list(prompt); a list of texts
+    (a batch, which generate does not take) on a model without a chat template was told to drop a
+    chat=True it never passed."""
+    model = decoders["llama_gqa"]  # no chat template
+    with pytest.raises(InputError, match="generate takes one prompt: a text, or a list of chat messages"):
+        model.generate(prompt, max_new_tokens=2)

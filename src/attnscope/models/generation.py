@@ -131,6 +131,9 @@ def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = Non
     tokenized without adding special tokens again (as transformers' ``apply_chat_template``)."""
     if model.tokenizer is None:
         raise error(InputError, "errors.models_no_tokenizer_generate", name=repr(model.name))
+    if not isinstance(prompt, str) and not (isinstance(prompt, (list, tuple)) and all(isinstance(m, dict) for m in prompt)):
+        got = repr(prompt) if len(repr(prompt)) <= 80 else type(prompt).__name__
+        raise error(InputError, "errors.models_one_prompt", got=got)
     if chat or not isinstance(prompt, str):
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         if system is not None:
