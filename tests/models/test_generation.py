@@ -179,3 +179,17 @@ def test_a_prompt_that_is_not_one_text_is_one_clear_error(decoders, prompt):
     model = decoders["llama_gqa"]  # no chat template
     with pytest.raises(InputError, match="generate takes one prompt: a text, or a list of chat messages"):
         model.generate(prompt, max_new_tokens=2)
+
+
+def test_sampling_without_a_seed_leaves_the_global_random_state_alone(decoders):
+    """torch.seed() reseeded torch's global generator: after torch.manual_seed(0), a sampled
+    generation without a seed changed what torch.rand drew next in the caller's own code."""
+    model = decoders["llama_gqa"]
+    torch.manual_seed(0)
+    expected = torch.rand(4)
+    torch.manual_seed(0)
+    a = model.generate(PROMPT, max_new_tokens=4, temperature=1.0, eos_token_ids=[])
+    assert torch.equal(torch.rand(4), expected)
+    b = model.generate(PROMPT, max_new_tokens=24, temperature=5.0, eos_token_ids=[])
+    c = model.generate(PROMPT, max_new_tokens=24, temperature=5.0, eos_token_ids=[])
+    assert len(a.new_ids) == 4 and b.new_ids != c.new_ids  # still a fresh seed each time

@@ -216,7 +216,10 @@ def sample_loop(model, advance: Callable[[list, int], tuple[Tensor, object]], ma
     gen = None  # greedy (temperature 0) draws nothing
     if sampling[0] != 0.0:
         gen = torch.Generator(device="cpu")
-        gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
+        if seed is not None:
+            gen.manual_seed(int(seed))
+        else:  # its own fresh seed (torch.seed() would reseed the caller's global generator)
+            gen.seed()
     new = NewTokens(model, stream, eos)
     atts: Optional[list] = [] if attentions else None
     kept: Optional[list] = [] if logits else None
