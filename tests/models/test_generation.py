@@ -193,3 +193,20 @@ def test_sampling_without_a_seed_leaves_the_global_random_state_alone(decoders):
     b = model.generate(PROMPT, max_new_tokens=24, temperature=5.0, eos_token_ids=[])
     c = model.generate(PROMPT, max_new_tokens=24, temperature=5.0, eos_token_ids=[])
     assert len(a.new_ids) == 4 and b.new_ids != c.new_ids  # still a fresh seed each time
+
+
+def test_numpy_numbers_are_taken_as_the_numbers_they_are(decoders):
+    """np.int64(6) was refused with "max_new_tokens must be a positive integer, got np.int64(6)" and
+    np.float32(0.5) with "temperature must be a number ≥ 0" (both are), as attnscope's other
+    integer settings take NumPy's; they now give what the Python numbers give."""
+    import numpy as np
+
+    model = decoders["llama_gqa"]
+    want = model.generate(PROMPT, max_new_tokens=6, temperature=0.5, top_k=20, top_p=0.75, seed=11, eos_token_ids=[])
+    got = model.generate(PROMPT, max_new_tokens=np.int64(6), temperature=np.float32(0.5), top_k=np.int32(20),
+                         top_p=np.float64(0.75), seed=np.uint64(11), eos_token_ids=[])
+    assert got.new_ids == want.new_ids and got.settings == want.settings
+    assert type(got.settings["seed"]) is int and type(got.settings["max_new_tokens"]) is int
+    for bad in (np.int64(0), np.float64(2.0)):
+        with pytest.raises(ConfigError, match="max_new_tokens must be a positive integer"):
+            model.generate(PROMPT, max_new_tokens=bad)

@@ -21,6 +21,7 @@ summing to 1 — the same numbers as that row of a full forward pass over the wh
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Union
 
@@ -82,25 +83,27 @@ class Generation:
 
 
 def positive_int(name: str, v) -> int:
-    """``v`` if it is an int > 0 (not a bool), else ConfigError naming the setting ``name``."""
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+    """``int(v)`` if it is an integer > 0 (not a bool; NumPy's too), else ConfigError naming the setting ``name``."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
         raise error(ConfigError, "errors.models_positive_int", name=name, got=repr(v))
-    return v
+    return int(v)
 
 
-def check_request(max_new_tokens, temperature, top_k, top_p, seed) -> tuple[int, Sampling]:
-    """``(max_new_tokens, (temperature, top_k, top_p))`` of a generation, checked; ConfigError names a bad one."""
+def check_request(max_new_tokens, temperature, top_k, top_p, seed) -> tuple[int, Sampling, Optional[int]]:
+    """``(max_new_tokens, (temperature, top_k, top_p), seed)`` of a generation, checked (NumPy numbers
+    as Python's); ConfigError names a bad one."""
     n = positive_int("max_new_tokens", max_new_tokens)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0 \
-            or temperature == float("inf"):
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not float(temperature) >= 0 \
+            or float(temperature) == float("inf"):
         raise error(ConfigError, "errors.models_temperature", got=repr(temperature))
     if top_k is not None:
         top_k = positive_int("top_k", top_k)
-    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real) or not 0 < float(top_p) <= 1):
         raise error(ConfigError, "errors.models_top_p", got=repr(top_p))
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**64):
         raise error(ConfigError, "errors.models_seed", got=repr(seed))
-    return n, (float(temperature), top_k, (float(top_p) if top_p is not None else None))
+    seed = None if seed is None else int(seed)
+    return n, (float(temperature), top_k, (float(top_p) if top_p is not None else None)), seed
 
 
 def choose(logits: Tensor, temperature: float, top_k: Optional[int], top_p: Optional[float],
@@ -257,7 +260,7 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
         eos_token_ids: tokens that end the generation (default: the model's end-of-sequence ids).
         stream: ``fn(text_piece)``, called as the text grows (for printing as it comes).
     """
-    max_new_tokens, sampling = check_request(max_new_tokens, temperature, top_k, top_p, seed)
+    max_new_tokens, sampling, seed = check_request(max_new_tokens, temperature, top_k, top_p, seed)
     text, ids = prompt_ids(model, prompt, chat=chat, system=system)
     limit = model.config.max_positions
     if len(ids) + max_new_tokens > limit:
