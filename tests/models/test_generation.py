@@ -210,3 +210,19 @@ def test_numpy_numbers_are_taken_as_the_numbers_they_are(decoders):
     for bad in (np.int64(0), np.float64(2.0)):
         with pytest.raises(ConfigError, match="max_new_tokens must be a positive integer"):
             model.generate(PROMPT, max_new_tokens=bad)
+
+
+def test_eos_token_ids_is_an_id_or_ids_of_the_vocabulary(decoders):
+    """eos_token_ids=5 raised TypeError ('int' object is not iterable; transformers takes an int);
+    "x", [-1] or an id past the vocabulary never matched a token, so the generation silently ran
+    to max_new_tokens."""
+    model = decoders["llama_gqa"]
+    free = model.generate(PROMPT, max_new_tokens=10, eos_token_ids=[])
+    stop = free.new_ids[3]
+    one = model.generate(PROMPT, max_new_tokens=10, eos_token_ids=stop)
+    assert one.new_ids == model.generate(PROMPT, max_new_tokens=10, eos_token_ids=[stop]).new_ids
+    assert one.finish_reason == "eos" and one.new_ids[-1] == stop
+    V = model.config.vocab_size
+    for bad in ("x", [-1], [V], [1.0], None.__class__, [stop, "x"]):
+        with pytest.raises(ConfigError, match=f"eos_token_ids must be a token id or a list of token ids, each from 0 to {V - 1}"):
+            model.generate(PROMPT, max_new_tokens=2, eos_token_ids=bad)

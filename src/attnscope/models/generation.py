@@ -106,6 +106,15 @@ def check_request(max_new_tokens, temperature, top_k, top_p, seed) -> tuple[int,
     return n, (float(temperature), top_k, (float(top_p) if top_p is not None else None)), seed
 
 
+def stop_ids(v, vocab: int) -> list[int]:
+    """``eos_token_ids`` given to :func:`generate`: a token id or ids (NumPy's too) → the list;
+    ConfigError unless each is an integer from 0 to ``vocab`` − 1 (a text, say, would never stop it)."""
+    ids = list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v]
+    if not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) and 0 <= int(i) < vocab for i in ids):
+        raise error(ConfigError, "errors.models_eos_token_ids", high=vocab - 1, got=repr(v))
+    return [int(i) for i in ids]
+
+
 def choose(logits: Tensor, temperature: float, top_k: Optional[int], top_p: Optional[float],
            generator: Optional[torch.Generator]) -> int:
     """The next token from ``logits (V,)``: argmax when ``temperature == 0``, else a sample."""
@@ -257,7 +266,8 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
         chat: apply the model's chat template to a user message ``prompt`` (and ``system``).
         attentions: keep each new token's attention (per layer and query head).
         logits: keep the logits each token was chosen from.
-        eos_token_ids: tokens that end the generation (default: the model's end-of-sequence ids).
+        eos_token_ids: the token id or ids that end the generation (default: the model's
+            end-of-sequence ids; ``[]``: none, it runs to ``max_new_tokens``).
         stream: ``fn(text_piece)``, called as the text grows (for printing as it comes).
     """
     max_new_tokens, sampling, seed = check_request(max_new_tokens, temperature, top_k, top_p, seed)
@@ -266,6 +276,7 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
     if len(ids) + max_new_tokens > limit:
         raise error(ConfigError, "errors.models_new_tokens_fit", n=max_new_tokens, prompt=len(ids), limit=limit,
                     fit=limit - len(ids))
+    eos = model.config.eos_token_ids if eos_token_ids is None else stop_ids(eos_token_ids, model.config.vocab_size)
     device = model.device
     cache = KVCache(model.config.n_layers)
 
@@ -280,6 +291,6 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
         return model.lm_logits(h[0, -1]), w  # (V,), (n_layers, H, S)
 
     return sample_loop(model, advance, max_new_tokens, sampling, seed, stream,
-                       model.config.eos_token_ids if eos_token_ids is None else eos_token_ids, attentions=attentions,
+                       eos, attentions=attentions,
                        logits=logits, prompt=text, prompt_ids=ids, before=ids,
                        settings={"chat": bool(chat or not isinstance(prompt, str))})
