@@ -54,6 +54,8 @@ def test_view_draws_a_window(tmp_path, capsys):
     (["--top-p", "1.5"], r"--top-p must be in (0, 1], got 1.5"),
     (["--top-k", "0"], "--top-k must be from 1 to 1000000"),
     (["--chat"], "has no chat template"),
+    # said "system= needs chat=True", the Python API's words, after loading the model
+    (["--system", "Be brief."], "--system needs --chat: the system message is part of the chat template"),
     (["--view", "/nonexistent/dir/g.html"], "give a file name in an existing folder"),
 ])
 def test_errors_are_one_line(folder, capsys, extra, message):

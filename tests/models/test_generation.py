@@ -155,3 +155,74 @@ def test_generate_reports_a_cut_character(decoders, monkeypatch):
     g = model.generate(PROMPT, max_new_tokens=3, eos_token_ids=[], stream=pieces.append)
     assert g.new_ids == ids[:3] and g.partial_character and g.text == "hi\ufffd"
     assert "".join(pieces) == "hi"
+
+
+def test_a_tiny_temperature_samples_the_most_likely_token(decoders):
+    """logits / 1e-40 overflowed float32 (the largest to inf, its softmax NaN): torch.multinomial
+    raised "probability tensor contains either inf, nan or element < 0". As T → 0 the tempered
+    softmax goes to the argmax (hand limit), which is then the only token drawn."""
+    logits = torch.tensor([3.0, 2.0, 2.9999, 0.0, -1.0])
+    g = torch.Generator().manual_seed(0)
+    for t in (1e-6, 1e-40, 1e-300, 5e-324):  # 1e-6: the runner-up is e^-100 times less likely
+        assert {choose(logits, t, None, None, g) for _ in range(50)} == {0}
+        assert {choose(logits, t, 2, 0.9, g) for _ in range(50)} == {0}
+    model = decoders["llama_gqa"]
+    greedy = model.generate(PROMPT, max_new_tokens=6, eos_token_ids=[]).new_ids
+    assert model.generate(PROMPT, max_new_tokens=6, eos_token_ids=[], temperature=1e-40, seed=0).new_ids == greedy
+
+
+@pytest.mark.parametrize("prompt", [None, 3, ["two", "texts"], b"bytes"])
+def test_a_prompt_that_is_not_one_text_is_one_clear_error(decoders, prompt):
+    """None raised TypeError ('NoneType' object is not iterable) from list(prompt); a list of texts
+    (a batch, which generate does not take) on a model without a chat template was told to drop a
+    chat=True it never passed."""
+    model = decoders["llama_gqa"]  # no chat template
+    with pytest.raises(InputError, match="generate takes one prompt: a text, or a list of chat messages"):
+        model.generate(prompt, max_new_tokens=2)
+
+
+def test_sampling_without_a_seed_leaves_the_global_random_state_alone(decoders):
+    """torch.seed() reseeded torch's global generator: after torch.manual_seed(0), a sampled
+    generation without a seed changed what torch.rand drew next in the caller's own code."""
+    model = decoders["llama_gqa"]
+    torch.manual_seed(0)
+    expected = torch.rand(4)
+    torch.manual_seed(0)
+    a = model.generate(PROMPT, max_new_tokens=4, temperature=1.0, eos_token_ids=[])
+    assert torch.equal(torch.rand(4), expected)
+    b = model.generate(PROMPT, max_new_tokens=24, temperature=5.0, eos_token_ids=[])
+    c = model.generate(PROMPT, max_new_tokens=24, temperature=5.0, eos_token_ids=[])
+    assert len(a.new_ids) == 4 and b.new_ids != c.new_ids  # still a fresh seed each time
+
+
+def test_numpy_numbers_are_taken_as_the_numbers_they_are(decoders):
+    """np.int64(6) was refused with "max_new_tokens must be a positive integer, got np.int64(6)" and
+    np.float32(0.5) with "temperature must be a number ≥ 0" (both are), as attnscope's other
+    integer settings take NumPy's; they now give what the Python numbers give."""
+    import numpy as np
+
+    model = decoders["llama_gqa"]
+    want = model.generate(PROMPT, max_new_tokens=6, temperature=0.5, top_k=20, top_p=0.75, seed=11, eos_token_ids=[])
+    got = model.generate(PROMPT, max_new_tokens=np.int64(6), temperature=np.float32(0.5), top_k=np.int32(20),
+                         top_p=np.float64(0.75), seed=np.uint64(11), eos_token_ids=[])
+    assert got.new_ids == want.new_ids and got.settings == want.settings
+    assert type(got.settings["seed"]) is int and type(got.settings["max_new_tokens"]) is int
+    for bad in (np.int64(0), np.float64(2.0)):
+        with pytest.raises(ConfigError, match="max_new_tokens must be a positive integer"):
+            model.generate(PROMPT, max_new_tokens=bad)
+
+
+def test_eos_token_ids_is_an_id_or_ids_of_the_vocabulary(decoders):
+    """eos_token_ids=5 raised TypeError ('int' object is not iterable; transformers takes an int);
+    "x", [-1] or an id past the vocabulary never matched a token, so the generation silently ran
+    to max_new_tokens."""
+    model = decoders["llama_gqa"]
+    free = model.generate(PROMPT, max_new_tokens=10, eos_token_ids=[])
+    stop = free.new_ids[3]
+    one = model.generate(PROMPT, max_new_tokens=10, eos_token_ids=stop)
+    assert one.new_ids == model.generate(PROMPT, max_new_tokens=10, eos_token_ids=[stop]).new_ids
+    assert one.finish_reason == "eos" and one.new_ids[-1] == stop
+    V = model.config.vocab_size
+    for bad in ("x", [-1], [V], [1.0], None.__class__, [stop, "x"]):
+        with pytest.raises(ConfigError, match=f"eos_token_ids must be a token id or a list of token ids, each from 0 to {V - 1}"):
+            model.generate(PROMPT, max_new_tokens=2, eos_token_ids=bad)

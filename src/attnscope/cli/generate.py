@@ -50,6 +50,8 @@ def run(args) -> int:
         raise error(InputError, "cli.at_least", flag="--temperature", low=0.0, value=args.temperature)
     if args.top_p is not None and not 0.0 < args.top_p <= 1.0:
         raise error(InputError, "errors.top_p", value=args.top_p)
+    if args.system is not None and not args.chat:  # before the model loads, in the command's words
+        raise error(InputError, "errors.cli_generate_system")
     device = check_device(args.device)
     view = Path(args.view) if args.view else None
     if view is not None and (view.is_dir() or not view.parent.is_dir()):

@@ -21,6 +21,7 @@ summing to 1 — the same numbers as that row of a full forward pass over the wh
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Union
 
@@ -82,25 +83,36 @@ class Generation:
 
 
 def positive_int(name: str, v) -> int:
-    """``v`` if it is an int > 0 (not a bool), else ConfigError naming the setting ``name``."""
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+    """``int(v)`` if it is an integer > 0 (not a bool; NumPy's too), else ConfigError naming the setting ``name``."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
         raise error(ConfigError, "errors.models_positive_int", name=name, got=repr(v))
-    return v
+    return int(v)
 
 
-def check_request(max_new_tokens, temperature, top_k, top_p, seed) -> tuple[int, Sampling]:
-    """``(max_new_tokens, (temperature, top_k, top_p))`` of a generation, checked; ConfigError names a bad one."""
+def check_request(max_new_tokens, temperature, top_k, top_p, seed) -> tuple[int, Sampling, Optional[int]]:
+    """``(max_new_tokens, (temperature, top_k, top_p), seed)`` of a generation, checked (NumPy numbers
+    as Python's); ConfigError names a bad one."""
     n = positive_int("max_new_tokens", max_new_tokens)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0 \
-            or temperature == float("inf"):
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not float(temperature) >= 0 \
+            or float(temperature) == float("inf"):
         raise error(ConfigError, "errors.models_temperature", got=repr(temperature))
     if top_k is not None:
         top_k = positive_int("top_k", top_k)
-    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real) or not 0 < float(top_p) <= 1):
         raise error(ConfigError, "errors.models_top_p", got=repr(top_p))
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**64):
         raise error(ConfigError, "errors.models_seed", got=repr(seed))
-    return n, (float(temperature), top_k, (float(top_p) if top_p is not None else None))
+    seed = None if seed is None else int(seed)
+    return n, (float(temperature), top_k, (float(top_p) if top_p is not None else None)), seed
+
+
+def stop_ids(v, vocab: int) -> list[int]:
+    """``eos_token_ids`` given to :func:`generate`: a token id or ids (NumPy's too) → the list;
+    ConfigError unless each is an integer from 0 to ``vocab`` − 1 (a text, say, would never stop it)."""
+    ids = list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v]
+    if not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) and 0 <= int(i) < vocab for i in ids):
+        raise error(ConfigError, "errors.models_eos_token_ids", high=vocab - 1, got=repr(v))
+    return [int(i) for i in ids]
 
 
 def choose(logits: Tensor, temperature: float, top_k: Optional[int], top_p: Optional[float],
@@ -108,7 +120,10 @@ def choose(logits: Tensor, temperature: float, top_k: Optional[int], top_p: Opti
     """The next token from ``logits (V,)``: argmax when ``temperature == 0``, else a sample."""
     if temperature == 0.0:
         return int(logits.argmax())
-    scores = logits.float() / temperature
+    # shifted by the largest logit (softmax, top-k and top-p are unchanged) and divided in float64:
+    # a tiny temperature then sends the others to −inf, never the largest to inf (inf − inf = NaN)
+    full = logits.double()
+    scores = ((full - full.max()) / temperature).float()  # (V,)
     if top_k is not None and top_k < scores.shape[-1]:
         kth = torch.topk(scores, top_k).values[-1]
         scores = scores.masked_fill(scores < kth, float("-inf"))
@@ -128,6 +143,9 @@ def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = Non
     tokenized without adding special tokens again (as transformers' ``apply_chat_template``)."""
     if model.tokenizer is None:
         raise error(InputError, "errors.models_no_tokenizer_generate", name=repr(model.name))
+    if not isinstance(prompt, str) and not (isinstance(prompt, (list, tuple)) and all(isinstance(m, dict) for m in prompt)):
+        got = repr(prompt) if len(repr(prompt)) <= 80 else type(prompt).__name__
+        raise error(InputError, "errors.models_one_prompt", got=got)
     if chat or not isinstance(prompt, str):
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         if system is not None:
@@ -210,7 +228,10 @@ def sample_loop(model, advance: Callable[[list, int], tuple[Tensor, object]], ma
     gen = None  # greedy (temperature 0) draws nothing
     if sampling[0] != 0.0:
         gen = torch.Generator(device="cpu")
-        gen.manual_seed(int(seed) if seed is not None else int(torch.seed()))
+        if seed is not None:
+            gen.manual_seed(int(seed))
+        else:  # its own fresh seed (torch.seed() would reseed the caller's global generator)
+            gen.seed()
     new = NewTokens(model, stream, eos)
     atts: Optional[list] = [] if attentions else None
     kept: Optional[list] = [] if logits else None
@@ -245,15 +266,17 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
         chat: apply the model's chat template to a user message ``prompt`` (and ``system``).
         attentions: keep each new token's attention (per layer and query head).
         logits: keep the logits each token was chosen from.
-        eos_token_ids: tokens that end the generation (default: the model's end-of-sequence ids).
+        eos_token_ids: the token id or ids that end the generation (default: the model's
+            end-of-sequence ids; ``[]``: none, it runs to ``max_new_tokens``).
         stream: ``fn(text_piece)``, called as the text grows (for printing as it comes).
     """
-    max_new_tokens, sampling = check_request(max_new_tokens, temperature, top_k, top_p, seed)
+    max_new_tokens, sampling, seed = check_request(max_new_tokens, temperature, top_k, top_p, seed)
     text, ids = prompt_ids(model, prompt, chat=chat, system=system)
     limit = model.config.max_positions
     if len(ids) + max_new_tokens > limit:
         raise error(ConfigError, "errors.models_new_tokens_fit", n=max_new_tokens, prompt=len(ids), limit=limit,
                     fit=limit - len(ids))
+    eos = model.config.eos_token_ids if eos_token_ids is None else stop_ids(eos_token_ids, model.config.vocab_size)
     device = model.device
     cache = KVCache(model.config.n_layers)
 
@@ -268,6 +291,6 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
         return model.lm_logits(h[0, -1]), w  # (V,), (n_layers, H, S)
 
     return sample_loop(model, advance, max_new_tokens, sampling, seed, stream,
-                       model.config.eos_token_ids if eos_token_ids is None else eos_token_ids, attentions=attentions,
+                       eos, attentions=attentions,
                        logits=logits, prompt=text, prompt_ids=ids, before=ids,
                        settings={"chat": bool(chat or not isinstance(prompt, str))})

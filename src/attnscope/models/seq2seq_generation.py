@@ -142,7 +142,7 @@ def generate(model, source: str, *, max_new_tokens: int = 32, temperature: float
         ``new_ids`` the generated tokens (the stopping EOS included), ``tokens`` the decoder tokens
         (start token first), ``text`` the decoded new tokens.
     """
-    max_new_tokens, sampling = check_request(max_new_tokens, temperature, top_k, top_p, seed)
+    max_new_tokens, sampling, seed = check_request(max_new_tokens, temperature, top_k, top_p, seed)
     if not isinstance(source, str):
         raise error(InputError, "errors.models_one_source", got=type(source).__name__)
     c = model.config
