@@ -57,6 +57,9 @@ def test_view_draws_a_window(tmp_path, capsys):
     # said "system= needs chat=True", the Python API's words, after loading the model
     (["--system", "Be brief."], "--system needs --chat: the system message is part of the chat template"),
     (["--view", "/nonexistent/dir/g.html"], "give a file name in an existing folder"),
+    # greedy (the default temperature) took the argmax and dropped them without a word
+    (["--top-k", "5"], "at --temperature 0 (greedy, the default) the most likely token is taken"),
+    (["--top-p", "0.5"], "leave --top-p out"),
 ])
 def test_errors_are_one_line(folder, capsys, extra, message):
     assert main(["generate", "hello", "--model", str(folder)] + extra) == 2

@@ -52,6 +52,9 @@ def run(args) -> int:
         raise error(InputError, "errors.top_p", value=args.top_p)
     if args.system is not None and not args.chat:  # before the model loads, in the command's words
         raise error(InputError, "errors.cli_generate_system")
+    if args.temperature == 0.0 and (args.top_k is not None or args.top_p is not None):
+        raise error(InputError, "errors.models_greedy_filter", name="--top-k" if args.top_k is not None else "--top-p",
+                    temperature="--temperature")
     device = check_device(args.device)
     view = Path(args.view) if args.view else None
     if view is not None and (view.is_dir() or not view.parent.is_dir()):

@@ -102,6 +102,9 @@ def check_request(max_new_tokens, temperature, top_k, top_p, seed) -> tuple[int,
         raise error(ConfigError, "errors.models_top_p", got=repr(top_p))
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**64):
         raise error(ConfigError, "errors.models_seed", got=repr(seed))
+    if float(temperature) == 0.0 and (top_k is not None or top_p is not None):  # greedy takes the argmax
+        raise error(ConfigError, "errors.models_greedy_filter", name="top_k" if top_k is not None else "top_p",
+                    temperature="temperature")
     seed = None if seed is None else int(seed)
     return n, (float(temperature), top_k, (float(top_p) if top_p is not None else None)), seed
 
