@@ -119,6 +119,8 @@ def test_bad_settings_are_one_clear_error(decoders):
             model.generate(PROMPT, temperature=1, seed=seed)
     with pytest.raises(InputError, match="no chat template"):
         model.generate(PROMPT, chat=True)
+    with pytest.raises(InputError, match=r"generate takes one prompt.*; got \[\]"):  # generated from nothing
+        model.generate([])
     for kw in ({"top_k": 5}, {"top_p": 0.5}):  # greedy takes the argmax: they were dropped without a word
         with pytest.raises(ConfigError, match=f"at temperature 0 .* leave {next(iter(kw))} out"):
             model.generate(PROMPT, **kw)

@@ -146,7 +146,8 @@ def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = Non
     tokenized without adding special tokens again (as transformers' ``apply_chat_template``)."""
     if model.tokenizer is None:
         raise error(InputError, "errors.models_no_tokenizer_generate", name=repr(model.name))
-    if not isinstance(prompt, str) and not (isinstance(prompt, (list, tuple)) and all(isinstance(m, dict) for m in prompt)):
+    if not isinstance(prompt, str) and not (isinstance(prompt, (list, tuple)) and prompt
+                                            and all(isinstance(m, dict) for m in prompt)):  # [] is no chat
         got = repr(prompt) if len(repr(prompt)) <= 80 else type(prompt).__name__
         raise error(InputError, "errors.models_one_prompt", got=got)
     if chat or not isinstance(prompt, str):
