@@ -110,6 +110,8 @@ def test_bad_settings_are_one_clear_error(decoders):
         model.generate("a b c d " * 100, max_new_tokens=1)
     with pytest.raises(ConfigError, match="temperature"):
         model.generate(PROMPT, temperature=-1)
+    with pytest.raises(ConfigError, match="temperature must be a finite number .*, got inf"):  # said "≥ 0"
+        model.generate(PROMPT, temperature=float("inf"))
     with pytest.raises(ConfigError, match="top_p"):
         model.generate(PROMPT, temperature=1, top_p=0)
     with pytest.raises(ConfigError, match="top_k"):

@@ -93,9 +93,10 @@ def check_request(max_new_tokens, temperature, top_k, top_p, seed) -> tuple[int,
     """``(max_new_tokens, (temperature, top_k, top_p), seed)`` of a generation, checked (NumPy numbers
     as Python's); ConfigError names a bad one."""
     n = positive_int("max_new_tokens", max_new_tokens)
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not float(temperature) >= 0 \
-            or float(temperature) == float("inf"):
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not float(temperature) >= 0:
         raise error(ConfigError, "errors.models_temperature", got=repr(temperature))
+    if float(temperature) == float("inf"):  # ≥ 0, but no number: logits / inf are all 0 (a uniform draw)
+        raise error(ConfigError, "errors.models_temperature_finite", got=repr(temperature))
     if top_k is not None:
         top_k = positive_int("top_k", top_k)
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real) or not 0 < float(top_p) <= 1):
