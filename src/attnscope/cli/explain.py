@@ -35,6 +35,7 @@ from ..errors import InputError
 from ..i18n import error
 from ..scorings import SCORINGS
 from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, check_new_file, write_text
+from .explain_attribution import POSITION_OPTIONS, TOY_OPTIONS, build_attribution, given_flags
 from .explain_circuit import add_circuit_options, build_circuit
 
 FORMATS = ("rich", "markdown", "latex", "json")
@@ -122,13 +123,6 @@ def register(sub) -> None:
 
 
 POSITION_SCHEMES = ("sinusoidal", "rotary", "t5")
-_POSITION_OPTS = {"scheme": "--scheme", "dim": "--dim", "offset": "--offset", "d_model": "--d-model", "base": "--base",
-                  "pairing": "--pairing", "vector": "--vector", "buckets": "--buckets", "max_distance": "--max-distance"}
-
-#: The toy's and the --scores row's options, which a model's row (--text) has no use for.
-_TOY_OPTS = {"source": "INPUT", "example": "--example", "X": "-X", "wq": "--wq", "wk": "--wk", "wv": "--wv",
-             "wo": "--wo", "labels": "--labels", "scoring": "--scoring", "causal": "--causal", "scores": "--scores",
-             "values": "--values", "query": "--query", "dk": "--dk"}
 
 
 def build(args):
@@ -139,7 +133,6 @@ def build(args):
     if args.circuit is not None or args.composition is not None:
         return build_circuit(args)
     if args.attribution is not None:
-        from .explain_attribution import build_attribution
         return build_attribution(args)
     if args.layer is None:
         args.layer = 0
@@ -151,7 +144,7 @@ def build(args):
                        offset=args.offset, d_model=args.d_model, base=args.base, model=args.model, layer=args.layer,
                        d_k=args.dk, pairing=args.pairing, vector=vector, buckets=args.buckets,
                        max_distance=args.max_distance, causal=args.causal)
-    given = [flag for key, flag in _POSITION_OPTS.items() if getattr(args, key, None) is not None]
+    given = given_flags(args, POSITION_OPTIONS)
     if given:
         raise error(InputError, "errors.cli_explain_positions_option", flag=given[0])
     if args.source == "scaling":
@@ -164,7 +157,7 @@ def build(args):
     if args.path and args.text is None:
         raise error(InputError, "errors.cli_explain_path_text")
     if args.text is not None:  # one row of a real model, or with --path the token's whole path
-        given = [flag for key, flag in _TOY_OPTS.items() if getattr(args, key, None) not in (None, False, [])]
+        given = given_flags(args, TOY_OPTIONS)
         if given:  # the model's own scoring, mask, d_k and tokens decide: refused rather than dropped
             raise error(InputError, "errors.cli_explain_text_option", flag=given[0])
         return explain(text=args.text, model=args.model, layer=args.layer, head=args.head, token=args.token,

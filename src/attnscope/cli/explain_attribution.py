@@ -6,15 +6,22 @@ from __future__ import annotations
 from ..errors import InputError
 from ..i18n import error
 
-#: Options of ``explain`` that ask for another lesson, by argparse destination.
-#: The toy's, the row's and the positions lesson's options too: the lesson works the model's own
-#: attention, so a mask, scoring, labels, d_k or position scheme given with it would change nothing.
-OTHER = (("path", "--path"), ("scores", "--scores"), ("source", "an input file"), ("example", "--example"),
-         ("X", "-X"), ("wq", "--wq"), ("wk", "--wk"), ("wv", "--wv"), ("wo", "--wo"), ("values", "--values"),
-         ("labels", "--labels"), ("scoring", "--scoring"), ("causal", "--causal"), ("query", "--query"),
-         ("dk", "--dk"), ("scheme", "--scheme"), ("dim", "--dim"), ("offset", "--offset"), ("d_model", "--d-model"),
-         ("base", "--base"), ("pairing", "--pairing"), ("vector", "--vector"), ("buckets", "--buckets"),
-         ("max_distance", "--max-distance"), ("entry", "--entry"))
+#: ``explain``'s options that belong to one lesson, by argparse destination: the flag as written.
+FLAGS = {"path": "--path", "scores": "--scores", "source": "an input file", "example": "--example", "X": "-X",
+         "wq": "--wq", "wk": "--wk", "wv": "--wv", "wo": "--wo", "values": "--values", "labels": "--labels",
+         "scoring": "--scoring", "causal": "--causal", "query": "--query", "dk": "--dk", "entry": "--entry",
+         "scheme": "--scheme", "dim": "--dim", "offset": "--offset", "d_model": "--d-model", "base": "--base",
+         "pairing": "--pairing", "vector": "--vector", "buckets": "--buckets", "max_distance": "--max-distance"}
+#: The positions lesson's, and the toy's and the --scores row's (which a model's row has no use for).
+POSITION_OPTIONS = ("scheme", "dim", "offset", "d_model", "base", "pairing", "vector", "buckets", "max_distance")
+TOY_OPTIONS = ("source", "example", "X", "wq", "wk", "wv", "wo", "labels", "scoring", "causal", "scores", "values",
+               "query", "dk")
+
+
+def given_flags(args, dests) -> list[str]:
+    """The flags of ``dests`` that ``args`` holds a value for (``--query 0``, ``--offset 0`` too)."""
+    values = ((d, getattr(args, d, None)) for d in dests)
+    return [FLAGS[d] for d, v in values if v is not None and v is not False and v != []]  # 0 == False: not `in`
 
 
 def build_attribution(args):
@@ -27,10 +34,10 @@ def build_attribution(args):
         raise error(InputError, "errors.attribution_lesson_decoder")
     if args.head is not None:  # --head 0 too: the lessons take every head
         raise error(InputError, "errors.attribution_lesson_head")
-    for dest, flag in OTHER:
-        value = getattr(args, dest, None)
-        if value is not None and value is not False and value != []:  # --query 0, --offset 0 are given too
-            raise error(InputError, "errors.attribution_lesson_other", option=flag)
+    # the lesson works the model's own attention: every other lesson's option would change nothing
+    given = given_flags(args, FLAGS)
+    if given:
+        raise error(InputError, "errors.attribution_lesson_other", option=given[0])
     if args.text is None:
         raise error(InputError, "errors.attribution_lesson_text")
     return explain_attribution(args.text, args.attribution, model=args.model, token=args.token,
