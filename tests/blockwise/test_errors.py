@@ -32,3 +32,10 @@ def test_shapes_and_options():
         attention_lse(q, torch.ones(1, 2, 10, 4, dtype=torch.long))
     with pytest.raises(ShapeError, match=r"heads= needs q with a head dim"):
         attention_weights(q[0, 0], k[0, 0], heads=0)
+
+
+def test_causal_must_be_true_or_false():
+    # taken for its truth value here, while attention() handed it to SDPA (a TypeError)
+    for fn, args in ((blockwise_attention, (q, k, v)), (attention_lse, (q, k)), (attention_weights, (q, k))):
+        with pytest.raises(ConfigError, match="causal must be True or False, got int 1"):
+            fn(*args, causal=1)

@@ -54,3 +54,10 @@ def test_other_scorings_run_and_learn(scoring):
     extra = {"cosine": "logit_scale", "qknorm": "q_norm.weight"}.get(scoring)
     if extra:
         assert dict(m.named_parameters())[extra].grad is not None
+
+
+def test_causal_must_be_true_or_false():
+    # it reached SDPA as is_causal and came back as torch's TypeError
+    m = MultiHeadAttention(8, 2)
+    with pytest.raises(ConfigError, match="causal must be True or False, got str 'no'"):
+        m(torch.randn(1, 3, 8), causal="no")

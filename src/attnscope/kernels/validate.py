@@ -9,6 +9,7 @@ import math
 import numbers
 from typing import Optional, cast
 
+import numpy as np
 import torch
 
 from ..errors import ConfigError, InputError, ShapeError, fmt_shape, shape_or_type
@@ -160,6 +161,16 @@ def check_scale(scale) -> Optional[float]:
     if not math.isfinite(scale):
         raise error(ConfigError, "errors.kernel_scale_finite", value=scale)
     return scale
+
+
+def check_flag(value, name: str = "causal") -> bool:
+    """A yes/no argument: a bool (NumPy's included), else ConfigError naming it. SDPA takes
+    ``is_causal`` as a bool only, so that ``causal=1`` must not mean one thing here, another there."""
+    if value.__class__ is bool:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise error(ConfigError, "errors.kernel_flag", name=name, type=type(value).__name__, value=repr(value))
 
 
 def check_dropout(p, name: str = "dropout_p") -> float:

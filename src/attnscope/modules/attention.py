@@ -30,7 +30,7 @@ from ..hooks import HookPoint
 from ..i18n import error
 from ..kernels.memory import BLOCKWISE_MIN_SCORES  # noqa: F401  (kept importable from here)
 from ..kernels.steps import STEPS, ModuleHooks, attend
-from ..kernels.validate import check_dropout, check_positive_int
+from ..kernels.validate import check_dropout, check_flag, check_positive_int
 from ..positions import get_position, real_positions
 from ..scorings import DEFAULT_COSINE_TEMPERATURE, get_scoring
 
@@ -303,6 +303,7 @@ class MultiHeadAttention(nn.Module):
             if context.shape[0] != x.shape[0]:
                 raise error(ShapeError, "errors.kernel_context_batch", context_batch=context.shape[0], x_batch=x.shape[0],
                             x=fmt_shape(x.shape), context=fmt_shape(context.shape))
+        causal = check_flag(causal)
         B, L, _ = x.shape
         S = L if context is None else context.shape[1]
         mask = self.build_mask(B, L, S, key_padding_mask, attn_mask, x.device)

@@ -18,7 +18,7 @@ from ..blockwise.api import check_kernel
 from ..blockwise.prepare import block_sizes, compute_dtype
 from ..blockwise.tiles import LOG2E
 from ..qk import as_2d, prepare
-from ..validate import LEAD_KEY_MASK, broadcast_or_raise, check_qkv, check_scale
+from ..validate import LEAD_KEY_MASK, broadcast_or_raise, check_flag, check_qkv, check_scale
 from .protocol import (
     DTYPES,
     GATHER,
@@ -87,6 +87,7 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
         check_qkv(q, k, v)
         get_scoring(scoring)  # ConfigError listing the choices
         check_scale(scale)
+        causal = check_flag(causal)
         if q.dim() > META_DIMS or k.dim() > META_DIMS or v.dim() > META_DIMS:
             raise error(ShapeError, "errors.kernel_ring_dims", n=META_DIMS)
         if q.dtype not in DTYPES:
