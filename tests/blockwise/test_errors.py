@@ -39,3 +39,9 @@ def test_causal_must_be_true_or_false():
     for fn, args in ((blockwise_attention, (q, k, v)), (attention_lse, (q, k)), (attention_weights, (q, k))):
         with pytest.raises(ConfigError, match="causal must be True or False, got int 1"):
             fn(*args, causal=1)
+
+
+def test_a_temperature_for_a_scoring_without_one_is_refused():
+    for fn, args in ((blockwise_attention, (q, k, v)), (attention_lse, (q, k)), (attention_weights, (q, k))):
+        with pytest.raises(ConfigError, match="temperature is τ of cosine scoring; scoring 'scaled' has none"):
+            fn(*args, temperature=0.5)

@@ -14,7 +14,7 @@ import torch
 
 from ..errors import ConfigError, InputError, ShapeError, fmt_shape, shape_or_type
 from ..i18n import Msg, error
-from ..scorings import Scoring, get_scoring
+from ..scorings import SCORINGS, Scoring, get_scoring
 from ..wording import joined
 
 Tensor = torch.Tensor
@@ -183,9 +183,13 @@ def check_dropout(p, name: str = "dropout_p") -> float:
 
 
 def check_temperature(temperature, scoring: Scoring) -> None:
-    """A float τ must be finite and positive; a tensor τ must be floating point."""
+    """A float τ must be finite and positive; a tensor τ must be floating point; either only for a
+    scoring that uses one (else it would be dropped without a word)."""
     if temperature is None:
         return
+    if not scoring.uses_temperature:
+        names = ", ".join(n for n in SCORINGS if get_scoring(n).uses_temperature)
+        raise error(ConfigError, "errors.kernel_temperature_unused", names=names, scoring=repr(scoring.name))
     if isinstance(temperature, torch.Tensor):
         if not temperature.is_floating_point():
             raise error(ShapeError, "errors.kernel_not_float", name="temperature", dtype=temperature.dtype)

@@ -18,7 +18,7 @@ from ..blockwise.api import check_kernel
 from ..blockwise.prepare import block_sizes, compute_dtype
 from ..blockwise.tiles import LOG2E
 from ..qk import as_2d, prepare
-from ..validate import LEAD_KEY_MASK, broadcast_or_raise, check_flag, check_qkv, check_scale
+from ..validate import LEAD_KEY_MASK, broadcast_or_raise, check_flag, check_qkv, check_scale, check_temperature
 from .protocol import (
     DTYPES,
     GATHER,
@@ -85,7 +85,7 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
     local_error: Optional[Exception] = None
     try:
         check_qkv(q, k, v)
-        get_scoring(scoring)  # ConfigError listing the choices
+        check_temperature(temperature, get_scoring(scoring))  # ConfigError listing the choices first
         check_scale(scale)
         causal = check_flag(causal)
         if q.dim() > META_DIMS or k.dim() > META_DIMS or v.dim() > META_DIMS:
