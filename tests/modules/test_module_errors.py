@@ -61,3 +61,10 @@ def test_causal_must_be_true_or_false():
     m = MultiHeadAttention(8, 2)
     with pytest.raises(ConfigError, match="causal must be True or False, got str 'no'"):
         m(torch.randn(1, 3, 8), causal="no")
+
+
+@pytest.mark.parametrize("tau", [0, -1.0, float("nan"), float("inf"), "0.1", True])
+def test_cosine_temperature_must_be_a_positive_finite_number(tau):
+    # 0 was a ZeroDivisionError, −1 'math domain error', NaN a NaN logit scale (NaN weights later)
+    with pytest.raises(ConfigError, match=r"cosine_temperature must be a positive finite number, got "):
+        MultiHeadAttention(8, 2, scoring="cosine", cosine_temperature=tau)
