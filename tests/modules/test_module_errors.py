@@ -68,3 +68,17 @@ def test_cosine_temperature_must_be_a_positive_finite_number(tau):
     # 0 was a ZeroDivisionError, −1 'math domain error', NaN a NaN logit scale (NaN weights later)
     with pytest.raises(ConfigError, match=r"cosine_temperature must be a positive finite number, got "):
         MultiHeadAttention(8, 2, scoring="cosine", cosine_temperature=tau)
+
+
+@pytest.mark.parametrize("buckets, max_distance", [(2, 128), (3, 128), (32, 16), (32, 8), (32.0, 128)])
+def test_t5_buckets_that_cannot_be_formed_are_refused(buckets, max_distance):
+    # T5's buckets: below n/2 one per distance, then log-spaced up to max_distance. With fewer than
+    # 4 buckets the encoder's half has no exact bucket (a ZeroDivisionError in the forward); with
+    # max_distance ≤ buckets/2 the log span is ≤ 0 and the buckets came out negative (e.g. -2, or
+    # -9223372036854775800), which nn.Embedding rejects deep inside torch
+    from attnscope.modules.seq2seq import Seq2SeqConfig
+    with pytest.raises(ConfigError, match=r"config.relative_buckets .* config.relative_max_distance"):
+        Seq2SeqConfig(vocab_size=40, d_model=16, n_heads=4, n_layers=1, n_decoder_layers=1, d_ff=24,
+                      position="t5_relative", relative_buckets=buckets, relative_max_distance=max_distance)
+    Seq2SeqConfig(vocab_size=40, d_model=16, n_heads=4, n_layers=1, n_decoder_layers=1, d_ff=24,
+                  position="t5_relative", relative_buckets=4, relative_max_distance=3)  # the smallest that works
