@@ -232,8 +232,8 @@ def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Option
     ``check_scaled(t)``: called on the scaled scores before the mask (half precision: their overflow).
     """
     per_key = isinstance(factor, Tensor) and factor.shape[-1] != 1
-    if groups > 1 and not per_key:
-        att = grouped(scaled_q(q, factor), groups) @ k.transpose(-2, -1)  # (..., H_kv, g·L, S)
+    if groups > 1:  # a factor that varies over keys goes on the scores below, not on q
+        att = grouped(q if per_key else scaled_q(q, factor), groups) @ k.transpose(-2, -1)  # (..., H_kv, g·L, S)
         att = att.view(*q.shape[:-1], k.shape[-2])  # (..., H, L, S)
     else:
         att = torch.matmul(q if per_key else q * factor, k.transpose(-2, -1))  # (..., L, S)
