@@ -167,7 +167,8 @@ class MultiHeadAttention(nn.Module):
     # ------------------------------------------------------------------------------------------
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring)."""
+        """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring). Its
+        inputs are ``(B, L, d_model)`` like every attnscope module, whatever ``m.batch_first`` says."""
         if not isinstance(m, nn.MultiheadAttention):
             raise error(ConfigError, "errors.kernel_from_torch_type", type=type(m).__name__)
         if not m._qkv_same_embed_dim:
