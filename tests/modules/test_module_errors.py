@@ -82,3 +82,10 @@ def test_t5_buckets_that_cannot_be_formed_are_refused(buckets, max_distance):
                       position="t5_relative", relative_buckets=buckets, relative_max_distance=max_distance)
     Seq2SeqConfig(vocab_size=40, d_model=16, n_heads=4, n_layers=1, n_decoder_layers=1, d_ff=24,
                   position="t5_relative", relative_buckets=4, relative_max_distance=3)  # the smallest that works
+
+
+@pytest.mark.parametrize("i", [True, 1.5, "1"])
+def test_head_weights_wants_an_integer_head(i):
+    # True gave head 1's matrices, 1.5 and "1" a TypeError from deep in slicing or comparing
+    with pytest.raises(ConfigError, match=f"head index must be an integer, got {i!r}"):
+        MultiHeadAttention(8, 2).head_weights(i)

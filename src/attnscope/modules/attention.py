@@ -18,6 +18,7 @@ has ``(n_heads + 2·n_kv_heads)·d_head`` rows, and ``d_head`` may differ from `
 
 from __future__ import annotations
 
+import numbers
 from typing import Optional
 
 import torch
@@ -194,8 +195,11 @@ class MultiHeadAttention(nn.Module):
         output is multiplied with (the output is Σ_i z_i @ W_O^(i) + b_O). With grouped-query
         heads, W_K and W_V are those of the shared k/v head ``i // group``.
         """
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise error(ConfigError, "errors.not_integer", what="head index", value=repr(i))
         if not 0 <= i < self.n_heads:
             raise error(ConfigError, "errors.kernel_head_index", i=i, n=self.n_heads, last=self.n_heads - 1)
+        i = int(i)
         dh, H, j = self.d_head, self.n_heads, i // self.group
         W, b = self.W_qkv.weight, self.W_qkv.bias  # ((H + 2 H_kv)·d_head, d), (…,)
         k0, v0 = H * dh, (H + self.n_kv_heads) * dh  # first rows of W_K and W_V
