@@ -181,3 +181,17 @@ def bad_options(rank, world):
         except Exception as e:  # noqa: BLE001  (any exception is reported: a bare ZeroDivisionError is the defect)
             errors[name] = f"{type(e).__name__}: {e}"
     return errors
+
+
+def grouped_heads(rank, world, lens, kernel):
+    """Grouped-query heads (q 4 heads, k and v 2): this rank's out and the gradients of its block."""
+    g = torch.Generator().manual_seed(11)
+    L = sum(lens)
+    q = torch.randn(2, 4, L, 8, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(2, 2, L, 8, generator=g, dtype=torch.float64) for _ in range(2))
+    lo = sum(lens[:rank])
+    part = slice(lo, lo + lens[rank])
+    ql, kl, vl = (t[..., part, :].clone().requires_grad_() for t in (q, k, v))
+    out = D.ring_attention(ql, kl, vl, causal=True, block_size=(3, 2), timeout=30, kernel=kernel)
+    out.sum().backward()
+    return {"out": out.detach(), "dq": ql.grad, "dk": kl.grad, "dv": vl.grad}
