@@ -89,3 +89,14 @@ def test_head_weights_wants_an_integer_head(i):
     # True gave head 1's matrices, 1.5 and "1" a TypeError from deep in slicing or comparing
     with pytest.raises(ConfigError, match=f"head index must be an integer, got {i!r}"):
         MultiHeadAttention(8, 2).head_weights(i)
+
+
+def test_input_dtype_must_be_the_modules():
+    # F.linear's "mat1 and mat2 must have the same dtype, but got Half and Float" named no argument
+    m = MultiHeadAttention(8, 2)
+    with pytest.raises(ShapeError, match=r"x is torch.float16 on cpu but the module's weights are torch.float32 on cpu"):
+        m(torch.randn(1, 3, 8).half())
+    with pytest.raises(ShapeError, match=r"context is torch.float64 on cpu but the module's weights are torch.float32"):
+        m(torch.randn(1, 3, 8), torch.randn(1, 4, 8, dtype=torch.float64))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts for F.linear: still served
+        assert m(torch.randn(1, 3, 8).bfloat16()).shape == (1, 3, 8)

@@ -187,6 +187,18 @@ class MultiHeadAttention(nn.Module):
                 new.W_O.bias.copy_(m.out_proj.bias)
         return new
 
+    def check_like_weights(self, x: Tensor, context: Optional[Tensor] = None) -> None:
+        """ShapeError unless ``x`` (and ``context``) have the dtype and device of the module's
+        weights (under autocast, which casts for the projections, any dtype)."""
+        w = self.W_qkv.weight
+        for name, t in (("x", x), ("context", context)):
+            if t is None or (t.dtype == w.dtype and t.device == w.device):
+                continue
+            if t.device == w.device and torch.is_autocast_enabled(t.device.type):
+                continue
+            raise error(ShapeError, "errors.kernel_module_dtype", name=name, got=f"{t.dtype} on {t.device}",
+                        want=f"{w.dtype} on {w.device}")
+
     def head_weights(self, i: int) -> dict[str, Optional[Tensor]]:
         """Head i's own matrices in ``x @ W`` convention.
 
@@ -309,6 +321,7 @@ class MultiHeadAttention(nn.Module):
                 raise error(ShapeError, "errors.kernel_context_batch", context_batch=context.shape[0], x_batch=x.shape[0],
                             x=fmt_shape(x.shape), context=fmt_shape(context.shape))
         causal = check_flag(causal)
+        self.check_like_weights(x, context)
         B, L, _ = x.shape
         S = L if context is None else context.shape[1]
         mask = self.build_mask(B, L, S, key_padding_mask, attn_mask, x.device)
