@@ -36,3 +36,26 @@ def test_a_dict_saved_with_the_sandwich_flag_reads_as_the_sandwich_recipe():
     assert llama.norm == "pre"
     again = TransformerConfig.from_dict(gemma.to_dict())
     assert again == gemma and "sandwich_norm" not in gemma.to_dict()
+
+
+@pytest.mark.parametrize("scaling, field", [
+    ({"rope_type": "linear"}, "factor"),
+    ({"rope_type": "dynamic", "factor": 0}, "factor"),
+    ({"rope_type": "linear", "factor": "2"}, "factor"),
+    ({"rope_type": "llama3", "factor": 8.0}, "low_freq_factor"),
+    ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": float("inf"),
+      "original_max_position_embeddings": 64}, "high_freq_factor"),
+])
+def test_rope_scaling_needs_its_numbers(scaling, field):
+    # a model loaded from the Hub is checked field by field (models.decoder_family); a DecoderConfig
+    # built by hand was not: a KeyError from deep in the rotary tables, or factor 0 → inf speeds
+    with pytest.raises(ConfigError, match=rf"config.rope_scaling\['{field}'\] must be a positive finite number"):
+        DecoderConfig(**SMALL, rope_scaling=scaling)
+
+
+def test_llama3_scaling_needs_high_above_low():
+    bad = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 4.0,
+           "original_max_position_embeddings": 64}  # no band to blend over: refused as a loaded config is
+    with pytest.raises(ConfigError, match="llama3 needs high_freq_factor > low_freq_factor, got 4.0 and 4.0"):
+        DecoderConfig(**SMALL, rope_scaling=bad)
+    DecoderConfig(**SMALL, rope_scaling=dict(bad, high_freq_factor=4.5))

@@ -143,6 +143,9 @@ def _kinds(root: type[TransformerConfig] = TransformerConfig) -> dict[Optional[s
 #: What a QK-norm normalises over: each head's d_head features ("head"), or all heads' features at once ("all").
 QK_NORM_SPANS = ("head", "all")
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
+#: The numbers each scaling kind reads from ``rope_scaling`` (each a positive finite number).
+ROPE_FIELDS = {"linear": ("factor",), "dynamic": ("factor",),
+               "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}
 
 
 def is_seq2seq(model_or_config) -> bool:
@@ -243,6 +246,14 @@ class DecoderConfig(TransformerConfig):
             kind = self.rope_scaling.get("rope_type") if isinstance(self.rope_scaling, dict) else None
             if kind not in ROPE_TYPES:
                 raise error(ConfigError, "errors.core_rope_scaling", kind=repr(kind), kinds=", ".join(ROPE_TYPES))
+            for key in ROPE_FIELDS.get(kind, ()):  # as models.decoder_family checks a loaded config
+                v = self.rope_scaling.get(key)
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                    raise error(ConfigError, "errors.core_positive_finite", name=f"config.rope_scaling[{key!r}]",
+                                value=repr(v))
+            if kind == "llama3" and not self.rope_scaling["high_freq_factor"] > self.rope_scaling["low_freq_factor"]:
+                raise error(ConfigError, "errors.core_llama3_factors", high=self.rope_scaling["high_freq_factor"],
+                            low=self.rope_scaling["low_freq_factor"])
 
     def layer_type(self, i: int) -> str:
         """"full" or "sliding" for layer ``i``."""

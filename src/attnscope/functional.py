@@ -39,6 +39,7 @@ from .kernels.validate import (
     broadcast_shapes,
     check_attention_args,
     check_dropout,
+    check_flag,
     check_mask,
     check_qkv,
 )
@@ -74,10 +75,10 @@ def prepare_qk(q: Tensor, k: Tensor, scoring: str, eps: float = DEFAULT_EPS) -> 
     return get_scoring(scoring).prepare_qk(q, k, eps)
 
 
-def _validate(q, k, v, mask, scoring, scale, temperature, dropout_p):
+def _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p):
     lead = check_qkv(q, k, v)
     sc, scale = check_attention_args(mask, q.shape[-2], k.shape[-2], lead, scoring, scale, temperature)
-    return sc, scale, check_dropout(dropout_p)
+    return sc, scale, check_dropout(dropout_p), check_flag(causal)
 
 
 def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
@@ -89,7 +90,7 @@ def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = No
     Returns a dict with ``scores`` (raw q'·k', (..., L, S)), ``scaled``, ``masked``, ``weights``
     (..., L, S) and ``out`` (..., L, d_v); arguments as :func:`attention`.
     """
-    sc, scale, _ = _validate(q, k, v, mask, scoring, scale, temperature, 0.0)
+    sc, scale, _, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, 0.0)
     rec = RecordSteps()
     out, _ = attend(q, k, v, mask, causal=causal, scoring=sc, scale=scale, temperature=temperature, hooks=rec,
                     check_finite=check_finite)
@@ -122,7 +123,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
         ``out (..., L, d_v)``, or ``(out, weights)`` with ``return_weights=True``.
         A query whose keys are all masked gets weights 0 and output 0, never NaN.
     """
-    sc, scale, dropout_p = _validate(q, k, v, mask, scoring, scale, temperature, dropout_p)
+    sc, scale, dropout_p, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p)
     out, weights = attend(q, k, v, mask, causal=causal, scoring=sc, scale=scale, temperature=temperature,
                           dropout_p=dropout_p, need_weights=return_weights, check_finite=check_finite)
     return (out, weights) if return_weights else out

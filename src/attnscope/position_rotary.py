@@ -6,7 +6,7 @@ one float64 definition of a layer's speeds, which the float64 forward, ``explain
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional, cast
+from typing import Mapping, Optional, Union, cast
 
 import numpy as np
 import torch
@@ -20,7 +20,7 @@ Tensor = torch.Tensor
 
 
 def rope_inv_freq(head_dim: int, theta: float, scaling: Optional[Mapping] = None, *,
-                  seq_len: Optional[int] = None, max_positions: Optional[int] = None,
+                  seq_len: Union[None, int, Tensor] = None, max_positions: Optional[int] = None,
                   dtype: torch.dtype = torch.float32) -> Tensor:
     """The rotation speed of each feature pair, ``inv_freq[i] = θ^(−2i/d)`` (head_dim/2,).
 
@@ -30,20 +30,26 @@ def rope_inv_freq(head_dim: int, theta: float, scaling: Optional[Mapping] = None
 
     * ``linear``: every frequency ÷ factor (positions interpolated);
     * ``dynamic``: NTK scaling; once the text is longer than ``max_positions`` the base grows to
-      ``θ·(factor·len/max − (factor − 1))^(d/(d−2))`` (``seq_len`` = largest position + 1);
+      ``θ·(factor·len/max − (factor − 1))^(d/(d−2))`` (``seq_len`` = largest position + 1; a
+      tensor, as a model's pass gives it, makes the base in float32 tensor arithmetic as transformers does);
     * ``llama3``: long wavelengths (> original/low_freq_factor) ÷ factor, short ones
       (< original/high_freq_factor) kept, a smooth blend between.
     """
     sc: Mapping = scaling or {}
     kind = sc.get("rope_type", "default")
     fdt = torch.float64 if dtype == torch.float64 else torch.float32
+    base: Union[float, Tensor] = theta
     if kind == "dynamic":
         if max_positions is None:
             raise error(ConfigError, "errors.core_rope_dynamic")
         factor = float(sc["factor"])
-        n = max(int(seq_len or 0), int(max_positions))
-        theta = theta * ((factor * n / max_positions) - (factor - 1)) ** (head_dim / (head_dim - 2))
-    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(dtype=fdt) / head_dim))
+        if isinstance(seq_len, Tensor):  # a model's pass (transformers: max(position_ids) + 1): float32 tensor arithmetic
+            n_t = torch.clamp(seq_len.to(torch.int64), min=int(max_positions))
+            base = theta * ((factor * n_t / max_positions) - (factor - 1)) ** (head_dim / (head_dim - 2))
+        else:
+            n = max(int(seq_len or 0), int(max_positions))
+            base = theta * ((factor * n / max_positions) - (factor - 1)) ** (head_dim / (head_dim - 2))
+    inv = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(dtype=fdt) / head_dim))
     if kind == "linear":
         inv = inv / float(sc["factor"])
     elif kind == "llama3":
@@ -96,11 +102,12 @@ class Rotary(nn.Module):
     def frequencies(self, position_ids: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
         """``inv_freq`` for a pass over ``position_ids`` (dynamic scaling depends on the length),
         float32, or float64 for ``dtype`` float64."""
-        n = None
+        n: Union[None, int, Tensor] = None
         if self.dynamic:
             assert self.max_positions is not None  # dynamic scaling has it (rope_inv_freq in __init__ checks)
-            n = int(position_ids.max()) + 1 if position_ids.numel() else 0
-            n = n if n > self.max_positions else None
+            last = int(position_ids.max()) + 1 if position_ids.numel() else 0
+            # float32: the length as a tensor, as transformers' rotary module has it (its base in float32)
+            n = None if last <= self.max_positions else last if dtype == torch.float64 else torch.tensor(last)
         if n is None and dtype != torch.float64:
             if self.inv_freq.device != position_ids.device:
                 self.inv_freq = self.inv_freq.to(position_ids.device)

@@ -24,6 +24,7 @@ the place of the functional preparation or temperature.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Union, cast
@@ -227,9 +228,11 @@ def _layer_norm_rows(x: np.ndarray, eps: float) -> np.ndarray:
 
 
 def _cosine_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) -> dict:
-    tau = float(options.get("cosine_temperature", DEFAULT_COSINE_TEMPERATURE))
+    tau = options.get("cosine_temperature", DEFAULT_COSINE_TEMPERATURE)
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not (math.isfinite(tau) and float(tau) > 0):
+        raise error(ConfigError, "errors.core_positive_finite", name="cosine_temperature", value=repr(tau))
     # Learnable log(1/τ) per head, clamped at 1/τ ≤ 100 as Swin V2 does.
-    return {"logit_scale": nn.Parameter(torch.full((n_heads, 1, 1), math.log(1.0 / tau)))}
+    return {"logit_scale": nn.Parameter(torch.full((n_heads, 1, 1), math.log(1.0 / float(tau))))}
 
 
 def _cosine_temperature(m: nn.Module) -> Tensor:

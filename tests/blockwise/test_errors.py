@@ -1,5 +1,6 @@
 """Bad arguments to the blockwise functions raise attnscope errors that name the problem."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -32,3 +33,34 @@ def test_shapes_and_options():
         attention_lse(q, torch.ones(1, 2, 10, 4, dtype=torch.long))
     with pytest.raises(ShapeError, match=r"heads= needs q with a head dim"):
         attention_weights(q[0, 0], k[0, 0], heads=0)
+
+
+def test_causal_must_be_true_or_false():
+    # taken for its truth value here, while attention() handed it to SDPA (a TypeError)
+    for fn, args in ((blockwise_attention, (q, k, v)), (attention_lse, (q, k)), (attention_weights, (q, k))):
+        with pytest.raises(ConfigError, match="causal must be True or False, got int 1"):
+            fn(*args, causal=1)
+
+
+def test_a_temperature_for_a_scoring_without_one_is_refused():
+    for fn, args in ((blockwise_attention, (q, k, v)), (attention_lse, (q, k)), (attention_weights, (q, k))):
+        with pytest.raises(ConfigError, match="temperature is τ of cosine scoring; scoring 'scaled' has none"):
+            fn(*args, temperature=0.5)
+
+
+@pytest.mark.parametrize("sel", [[True, False], (False, True, True), np.array([True, False, True])])
+def test_a_list_of_booleans_is_not_a_list_of_indices(sel):
+    # [True, False] selected rows 1 and 0 (True == 1), not the rows where it is True; a bool tensor
+    # was already refused
+    from attnscope.errors import InputError
+    with pytest.raises(InputError, match="queries must be an int, a slice, a range, a list of ints"):
+        attention_weights(q, k, queries=sel)
+    with pytest.raises(InputError, match="heads must be an int"):
+        attention_weights(q, k, heads=sel[:2])
+
+
+def test_numpy_integers_select_like_ints():
+    want = attention_weights(q, k, heads=1, queries=[2, 7])
+    torch.testing.assert_close(attention_weights(q, k, heads=np.int64(1), queries=np.array([2, 7])), want,
+                               rtol=0, atol=0)
+    assert attention_weights(q, k, queries=np.int64(3)).shape == (1, 2, 10)  # an int: the dim is dropped

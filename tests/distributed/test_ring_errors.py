@@ -30,3 +30,13 @@ def test_missing_rank_times_out():
     r0 = D.run_local(workers.missing_rank, 2, timeout=60)[0]
     assert r0["error"] is not None and "did not complete within 1.5 s" in r0["error"]
     assert r0["seconds"] < 10
+
+
+def test_bad_options_are_named_on_the_rank_that_gave_them():
+    # temperature=0 was a ZeroDivisionError on that rank after the others had started the ring
+    r0, r1 = D.run_local(workers.bad_options, 2, timeout=120)
+    assert r1["tau0"] == "ConfigError: temperature must be finite and positive, got 0.0"
+    assert r1["causal"] == "ConfigError: causal must be True or False, got int 1"
+    assert r1["unused"].startswith("ConfigError: temperature is τ of cosine scoring; scoring 'scaled' has none")
+    for name in ("tau0", "causal", "unused"):
+        assert "rank(s) 1 rejected their inputs" in r0[name], (name, r0[name])

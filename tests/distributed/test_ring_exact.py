@@ -122,3 +122,23 @@ def test_bfloat16_ring(kernel):
     assert (got["out"].double() - ref).abs().max().item() < 2e-2
     for name, r in zip(("dq", "dk", "dv"), grads):
         assert (got[name].double() - r).abs().max().item() < 3e-2 * max(1.0, r.abs().max().item()), name
+
+
+@pytest.mark.parametrize("kernel", ["fused", "online"])
+def test_grouped_query_heads(kernel):
+    # k and v with fewer heads than q pass attention()'s checks; the ring then failed with torch's
+    # "Attempting to broadcast a dimension of length 2" instead of serving them as attention() does
+    lens = [5, 4]
+    results = D.run_local(workers.grouped_heads, 2, (lens, kernel), timeout=150)
+    g = torch.Generator().manual_seed(11)
+    q = torch.randn(2, 4, 9, 8, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(2, 2, 9, 8, generator=g, dtype=torch.float64) for _ in range(2))
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    # the reference: k and v repeated by hand for the query heads they serve, float64 dense steps
+    kk, vv = (t.repeat_interleave(2, dim=1) for t in leaves[1:])
+    ref = AF.attention_steps(leaves[0], kk, vv, causal=True)["out"]
+    ref.sum().backward()
+    got = {name: torch.cat([r[name] for r in results], dim=-2) for name in ("out", "dq", "dk", "dv")}
+    np.testing.assert_allclose(got["out"].numpy(), ref.detach().numpy(), atol=1e-12, rtol=0)
+    for name, leaf in zip(("dq", "dk", "dv"), leaves):
+        np.testing.assert_allclose(got[name].numpy(), leaf.grad.numpy(), atol=1e-11, rtol=0, err_msg=name)

@@ -165,3 +165,33 @@ def half_ring(rank, world, n, seed, kernel):
                                 kernel=kernel, timeout=30)
     (out.float() * g_out[..., part, :].float()).sum().backward()
     return {"out": out, "lse": lse, "dq": ql.grad, "dk": kl.grad, "dv": vl.grad}
+
+
+def bad_options(rank, world):
+    """Options one rank gets wrong (a zero temperature, causal=1, a temperature for a scoring without
+    one): that rank names its own error, the others learn that it rejected its inputs."""
+    errors = {}
+    good = torch.randn(1, 2, 6, 8)
+    for name, kw in (("tau0", dict(scoring="cosine", temperature=0.0 if rank == 1 else 0.1)),
+                     ("causal", dict(causal=1 if rank == 1 else False)),
+                     ("unused", dict(temperature=0.5 if rank == 1 else None))):
+        try:
+            D.ring_attention(good, good, good, timeout=20, **kw)
+            errors[name] = None
+        except Exception as e:  # noqa: BLE001  (any exception is reported: a bare ZeroDivisionError is the defect)
+            errors[name] = f"{type(e).__name__}: {e}"
+    return errors
+
+
+def grouped_heads(rank, world, lens, kernel):
+    """Grouped-query heads (q 4 heads, k and v 2): this rank's out and the gradients of its block."""
+    g = torch.Generator().manual_seed(11)
+    L = sum(lens)
+    q = torch.randn(2, 4, L, 8, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(2, 2, L, 8, generator=g, dtype=torch.float64) for _ in range(2))
+    lo = sum(lens[:rank])
+    part = slice(lo, lo + lens[rank])
+    ql, kl, vl = (t[..., part, :].clone().requires_grad_() for t in (q, k, v))
+    out = D.ring_attention(ql, kl, vl, causal=True, block_size=(3, 2), timeout=30, kernel=kernel)
+    out.sum().backward()
+    return {"out": out.detach(), "dq": ql.grad, "dk": kl.grad, "dv": vl.grad}

@@ -57,3 +57,28 @@ def test_broadcast_shapes_agrees_with_torch(shapes):
     except RuntimeError:
         expected = None
     assert broadcast_shapes(*shapes) == expected
+
+
+@pytest.mark.parametrize("causal", [1, "yes", None])
+@pytest.mark.parametrize("weights", [False, True])
+def test_causal_must_be_true_or_false(causal, weights):
+    # it reached SDPA as is_causal=1 (a TypeError from torch) without weights, and was taken for
+    # its truth value with them
+    with pytest.raises(ConfigError, match=f"causal must be True or False, got {type(causal).__name__} "):
+        attention(q, k, v, causal=causal, return_weights=weights)
+
+
+def test_numpy_bool_causal_is_a_bool():
+    np = pytest.importorskip("numpy")
+    torch.testing.assert_close(attention(q, k, v, causal=np.bool_(True)), attention(q, k, v, causal=True),
+                               rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("scoring", ["scaled", "unscaled", "inv_d", "qknorm"])
+@pytest.mark.parametrize("weights", [False, True])
+def test_a_temperature_for_a_scoring_without_one_is_refused(scoring, weights):
+    # it was dropped without a word: the weights were those of no temperature at all
+    with pytest.raises(ConfigError, match=f"temperature is τ of cosine scoring; scoring '{scoring}' has none"):
+        attention(q, k, v, scoring=scoring, temperature=0.01, return_weights=weights)
+    with pytest.raises(ConfigError, match="has none"):
+        attention(q, k, v, scoring=scoring, temperature=torch.tensor(0.01), return_weights=weights)

@@ -81,3 +81,23 @@ def test_bad_temperature():
         attention(q, k, v, scoring="cosine", temperature=float("nan"))
     with pytest.raises(NonFiniteError, match="^temperature has non-finite"):
         attention(q, k, v, scoring="cosine", temperature=torch.tensor([float("nan")]), check_finite=True)
+
+
+@pytest.mark.parametrize("scoring", ["scaled", "unscaled"])
+def test_half_overflow_of_the_scores_is_named_when_only_the_weights_are_wanted(scoring):
+    # float16 scores beyond 65504: the explicit steps always name the overflow in half precision;
+    # the lean path (weights only) returned NaN weights and a NaN output without a word.
+    g16 = torch.Generator().manual_seed(5)
+    qh, kh = ((torch.randn(1, 2, 4, 64, generator=g16) * 300).half() for _ in range(2))
+    vh = torch.randn(1, 2, 4, 8, generator=g16).half()
+    biggest = float((qh.double() @ kh.double().transpose(-1, -2)).abs().max()) / (8 if scoring == "scaled" else 1)
+    assert biggest > torch.finfo(torch.float16).max  # float64: the scaled scores do not fit float16
+    with pytest.raises(NonFiniteError, match=r"^scaled scores \(q·k × factor\) has non-finite.*overflowed torch.float16"):
+        attention(qh, kh, vh, scoring=scoring, return_weights=True)
+    m = MultiHeadAttention(8, 2, scoring=scoring).half()
+    with torch.no_grad():
+        m.W_qkv.weight.fill_(1.0)
+        m.W_qkv.bias.zero_()
+    x = torch.full((1, 3, 8), 600.0).half()  # every q and k feature 4,800: q·k = 4 · 4800² ≈ 9.2e7
+    with pytest.raises(NonFiniteError, match="overflowed torch.float16"):
+        m(x, need_weights=True)

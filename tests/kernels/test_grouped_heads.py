@@ -59,3 +59,21 @@ def test_grouped_lean_weights_with_per_head_temperature():
     w = dense.lean_weights(q, k, factor, None, groups=2)
     w_ref = torch.softmax(q.double() @ k.double().repeat_interleave(2, dim=1).transpose(-2, -1) * factor.double(), -1)
     torch.testing.assert_close(w.double(), w_ref, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_heads_with_a_temperature_that_varies_over_keys(weights, causal):
+    # a factor per key cannot go on q: the explicit path multiplied q (4 heads) by the unrepeated
+    # k (2 heads), a RuntimeError from torch.matmul, with or without weights
+    import attnscope
+    g = torch.Generator().manual_seed(4)
+    q, k, v = torch.randn(2, 4, 7, 6, generator=g), torch.randn(2, 2, 7, 6, generator=g), torch.randn(2, 2, 7, 5, generator=g)
+    tau = torch.rand(7, generator=g) + 0.05  # one τ per key
+    qn, kn = q.double() / q.double().norm(dim=-1, keepdim=True), k.double() / k.double().norm(dim=-1, keepdim=True)
+    w_ref, z_ref = _reference(qn, kn, v, causal, 1 / tau.double())
+    got = attnscope.attention(q, k, v, causal=causal, scoring="cosine", temperature=tau, return_weights=weights)
+    z = got[0] if weights else got
+    torch.testing.assert_close(z.double(), z_ref, atol=1e-5, rtol=0)
+    if weights:
+        torch.testing.assert_close(got[1].double(), w_ref, atol=1e-6, rtol=0)

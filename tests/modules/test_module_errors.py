@@ -54,3 +54,49 @@ def test_other_scorings_run_and_learn(scoring):
     extra = {"cosine": "logit_scale", "qknorm": "q_norm.weight"}.get(scoring)
     if extra:
         assert dict(m.named_parameters())[extra].grad is not None
+
+
+def test_causal_must_be_true_or_false():
+    # it reached SDPA as is_causal and came back as torch's TypeError
+    m = MultiHeadAttention(8, 2)
+    with pytest.raises(ConfigError, match="causal must be True or False, got str 'no'"):
+        m(torch.randn(1, 3, 8), causal="no")
+
+
+@pytest.mark.parametrize("tau", [0, -1.0, float("nan"), float("inf"), "0.1", True])
+def test_cosine_temperature_must_be_a_positive_finite_number(tau):
+    # 0 was a ZeroDivisionError, −1 'math domain error', NaN a NaN logit scale (NaN weights later)
+    with pytest.raises(ConfigError, match=r"cosine_temperature must be a positive finite number, got "):
+        MultiHeadAttention(8, 2, scoring="cosine", cosine_temperature=tau)
+
+
+@pytest.mark.parametrize("buckets, max_distance", [(2, 128), (3, 128), (32, 16), (32, 8), (32.0, 128)])
+def test_t5_buckets_that_cannot_be_formed_are_refused(buckets, max_distance):
+    # T5's buckets: below n/2 one per distance, then log-spaced up to max_distance. With fewer than
+    # 4 buckets the encoder's half has no exact bucket (a ZeroDivisionError in the forward); with
+    # max_distance ≤ buckets/2 the log span is ≤ 0 and the buckets came out negative (e.g. -2, or
+    # -9223372036854775800), which nn.Embedding rejects deep inside torch
+    from attnscope.modules.seq2seq import Seq2SeqConfig
+    with pytest.raises(ConfigError, match=r"config.relative_buckets .* config.relative_max_distance"):
+        Seq2SeqConfig(vocab_size=40, d_model=16, n_heads=4, n_layers=1, n_decoder_layers=1, d_ff=24,
+                      position="t5_relative", relative_buckets=buckets, relative_max_distance=max_distance)
+    Seq2SeqConfig(vocab_size=40, d_model=16, n_heads=4, n_layers=1, n_decoder_layers=1, d_ff=24,
+                  position="t5_relative", relative_buckets=4, relative_max_distance=3)  # the smallest that works
+
+
+@pytest.mark.parametrize("i", [True, 1.5, "1"])
+def test_head_weights_wants_an_integer_head(i):
+    # True gave head 1's matrices, 1.5 and "1" a TypeError from deep in slicing or comparing
+    with pytest.raises(ConfigError, match=f"head index must be an integer, got {i!r}"):
+        MultiHeadAttention(8, 2).head_weights(i)
+
+
+def test_input_dtype_must_be_the_modules():
+    # F.linear's "mat1 and mat2 must have the same dtype, but got Half and Float" named no argument
+    m = MultiHeadAttention(8, 2)
+    with pytest.raises(ShapeError, match=r"x is torch.float16 on cpu but the module's weights are torch.float32 on cpu"):
+        m(torch.randn(1, 3, 8).half())
+    with pytest.raises(ShapeError, match=r"context is torch.float64 on cpu but the module's weights are torch.float32"):
+        m(torch.randn(1, 3, 8), torch.randn(1, 4, 8, dtype=torch.float64))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts for F.linear: still served
+        assert m(torch.randn(1, 3, 8).bfloat16()).shape == (1, 3, 8)

@@ -218,7 +218,7 @@ def writable(t: Tensor, other: Optional[Tensor] = None) -> bool:
 
 
 def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Optional[Tensor], *,
-                 groups: int = 1) -> Tensor:
+                 groups: int = 1, check_scaled: Optional[Callable[[Tensor], None]] = None) -> Tensor:
     """``softmax(q kᵀ · factor + add)`` in as few passes as eager BERT takes, when no step but the
     weights is wanted: a factor constant over keys goes on q (L·d multiplies, not L·S), the mask
     is added in place, and torch's fused softmax is used unless some row is fully masked (then
@@ -229,15 +229,18 @@ def lean_weights(q: Tensor, k: Tensor, factor: Union[float, Tensor], add: Option
     ``q (..., H, L, d)``, ``k (..., H/groups, S, d)``: with ``groups`` > 1 (grouped-query heads)
     the query heads that share a k head are stacked along L (:func:`grouped`) and multiplied by
     that k head once, instead of repeating k for each of them (a copy of H·S·d numbers per layer).
+    ``check_scaled(t)``: called on the scaled scores before the mask (half precision: their overflow).
     """
     per_key = isinstance(factor, Tensor) and factor.shape[-1] != 1
-    if groups > 1 and not per_key:
-        att = grouped(scaled_q(q, factor), groups) @ k.transpose(-2, -1)  # (..., H_kv, g·L, S)
+    if groups > 1:  # a factor that varies over keys goes on the scores below, not on q
+        att = grouped(q if per_key else scaled_q(q, factor), groups) @ k.transpose(-2, -1)  # (..., H_kv, g·L, S)
         att = att.view(*q.shape[:-1], k.shape[-2])  # (..., H, L, S)
     else:
         att = torch.matmul(q if per_key else q * factor, k.transpose(-2, -1))  # (..., L, S)
     if per_key:
         att = att * factor
+    if check_scaled is not None:
+        check_scaled(att)
     if add is None:
         return _softmax_over(att) if att.shape[-1] else att
     same = broadcast_shapes(att.shape, add.shape) == att.shape

@@ -91,13 +91,14 @@ def check_scaled(scaled: Tensor, dtype: torch.dtype) -> None:
     check_tensor(SCALED, scaled, hint=Msg("errors.kernel_hint_overflow", dtype=dtype, largest=torch.finfo(dtype).max))
 
 
-def check_overflow(scores: Tensor) -> None:
+def check_overflow(scores: Tensor, name: Union[str, Msg] = "q·k") -> None:
     """float16/bfloat16 ``q·k`` as computed, before any hook: ±inf or NaN here is an overflow of the
     dtype (checked always in half precision: the explicit steps would turn it into NaN weights).
-    Two reductions, no L×S temporary, unless something is wrong (NaN propagates through both)."""
-    if scores.numel() == 0 or all(map(math.isfinite, (float(x) for x in torch.aminmax(scores)))):
+    Two reductions, no L×S temporary, unless something is wrong (NaN propagates through both).
+    ``name``: what ``scores`` is (:data:`SCALED` where the factor is already on them)."""
+    if scores.numel() == 0 or all(map(math.isfinite, (float(x) for x in torch.aminmax(scores.detach())))):
         return
-    check_tensor("q·k", scores, hint=Msg("errors.kernel_hint_overflow", dtype=scores.dtype,
+    check_tensor(name, scores, hint=Msg("errors.kernel_hint_overflow", dtype=scores.dtype,
                                           largest=torch.finfo(scores.dtype).max))
 
 

@@ -29,7 +29,16 @@ from torch import nn
 from ..scorings import DEFAULT_EPS
 from . import blockwise, dense, fused, memory
 from .backend import BLOCKWISE, FUSED, MATRIX_STEPS, WEIGHTS_ON_DEMAND, Facts, choose_backend
-from .finite import ATTENTION_OUTPUT, WEIGHTS, check_inputs, check_output, check_overflow, check_scaled, finite_checks_on
+from .finite import (
+    ATTENTION_OUTPUT,
+    SCALED,
+    WEIGHTS,
+    check_inputs,
+    check_output,
+    check_overflow,
+    check_scaled,
+    finite_checks_on,
+)
 from .qk import Prepared, check_factor, fold_factor, prepare
 from .validate import broadcast_shapes, kv_groups
 
@@ -197,7 +206,10 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *, ca
                 same_lead = q.shape[:-3] == k.shape[:-3] == v.shape[:-3]
                 gl = g if same_lead else 1
                 kl, vl = (k, v) if gl > 1 else repeated()
-                weights = hooks("weights", dense.lean_weights(q, kl, p.factor, add, groups=gl))  # (…, H, L, S)
+                # half precision: an overflow of the scaled scores is named, as the steps name it
+                half = (lambda s: check_overflow(s, SCALED)) if q.dtype in dense.LOW_PRECISION else None
+                weights = hooks("weights", dense.lean_weights(q, kl, p.factor, add, groups=gl,
+                                                              check_scaled=half))  # (…, H, L, S)
                 formed = frozenset({"weights"})
                 z = dense.grouped_mix(F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights, vl, gl)
     pending = {s: hooks.heads(s) for s in MATRIX_STEPS if s not in formed}

@@ -9,11 +9,12 @@ import math
 import numbers
 from typing import Optional, cast
 
+import numpy as np
 import torch
 
 from ..errors import ConfigError, InputError, ShapeError, fmt_shape, shape_or_type
 from ..i18n import Msg, error
-from ..scorings import Scoring, get_scoring
+from ..scorings import SCORINGS, Scoring, get_scoring
 from ..wording import joined
 
 Tensor = torch.Tensor
@@ -162,6 +163,16 @@ def check_scale(scale) -> Optional[float]:
     return scale
 
 
+def check_flag(value, name: str = "causal") -> bool:
+    """A yes/no argument: a bool (NumPy's included), else ConfigError naming it. SDPA takes
+    ``is_causal`` as a bool only, so that ``causal=1`` must not mean one thing here, another there."""
+    if value.__class__ is bool:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise error(ConfigError, "errors.kernel_flag", name=name, type=type(value).__name__, value=repr(value))
+
+
 def check_dropout(p, name: str = "dropout_p") -> float:
     if p.__class__ is float and 0.0 <= p < 1.0:  # the common case, without the ABC checks below
         return p
@@ -172,9 +183,13 @@ def check_dropout(p, name: str = "dropout_p") -> float:
 
 
 def check_temperature(temperature, scoring: Scoring) -> None:
-    """A float τ must be finite and positive; a tensor τ must be floating point."""
+    """A float τ must be finite and positive; a tensor τ must be floating point; either only for a
+    scoring that uses one (else it would be dropped without a word)."""
     if temperature is None:
         return
+    if not scoring.uses_temperature:
+        names = ", ".join(n for n in SCORINGS if get_scoring(n).uses_temperature)
+        raise error(ConfigError, "errors.kernel_temperature_unused", names=names, scoring=repr(scoring.name))
     if isinstance(temperature, torch.Tensor):
         if not temperature.is_floating_point():
             raise error(ShapeError, "errors.kernel_not_float", name="temperature", dtype=temperature.dtype)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from ..config import ROPE_TYPES, DecoderConfig
+from ..config import ROPE_FIELDS, ROPE_TYPES, DecoderConfig
 from ..errors import ModelLoadError
 from ..i18n import error
 from .decoder_model import DecoderModel
@@ -52,8 +52,7 @@ def _rope_dict(d, source: str, what: str) -> tuple[Optional[float], Optional[dic
     if kind not in ROPE_TYPES:
         raise error(ModelLoadError, "errors.config_rope_type", source=source, what=what, kind=repr(kind),
                     supported=", ".join(ROPE_TYPES))
-    need = {"linear": ("factor",), "dynamic": ("factor",),
-            "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}[kind]
+    need = ROPE_FIELDS[kind]
     scaling = {"rope_type": kind}
     for key in need:
         v = d.get(key)

@@ -18,6 +18,7 @@ has ``(n_heads + 2·n_kv_heads)·d_head`` rows, and ``d_head`` may differ from `
 
 from __future__ import annotations
 
+import numbers
 from typing import Optional
 
 import torch
@@ -30,7 +31,7 @@ from ..hooks import HookPoint
 from ..i18n import error
 from ..kernels.memory import BLOCKWISE_MIN_SCORES  # noqa: F401  (kept importable from here)
 from ..kernels.steps import STEPS, ModuleHooks, attend
-from ..kernels.validate import check_dropout, check_positive_int
+from ..kernels.validate import check_dropout, check_flag, check_positive_int
 from ..positions import get_position, real_positions
 from ..scorings import DEFAULT_COSINE_TEMPERATURE, get_scoring
 
@@ -167,7 +168,8 @@ class MultiHeadAttention(nn.Module):
     # ------------------------------------------------------------------------------------------
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring)."""
+        """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring). Its
+        inputs are ``(B, L, d_model)`` like every attnscope module, whatever ``m.batch_first`` says."""
         if not isinstance(m, nn.MultiheadAttention):
             raise error(ConfigError, "errors.kernel_from_torch_type", type=type(m).__name__)
         if not m._qkv_same_embed_dim:
@@ -185,6 +187,18 @@ class MultiHeadAttention(nn.Module):
                 new.W_O.bias.copy_(m.out_proj.bias)
         return new
 
+    def check_like_weights(self, x: Tensor, context: Optional[Tensor] = None) -> None:
+        """ShapeError unless ``x`` (and ``context``) have the dtype and device of the module's
+        weights (under autocast, which casts for the projections, any dtype)."""
+        w = self.W_qkv.weight
+        for name, t in (("x", x), ("context", context)):
+            if t is None or (t.dtype == w.dtype and t.device == w.device):
+                continue
+            if t.device == w.device and torch.is_autocast_enabled(t.device.type):
+                continue
+            raise error(ShapeError, "errors.kernel_module_dtype", name=name, got=f"{t.dtype} on {t.device}",
+                        want=f"{w.dtype} on {w.device}")
+
     def head_weights(self, i: int) -> dict[str, Optional[Tensor]]:
         """Head i's own matrices in ``x @ W`` convention.
 
@@ -193,8 +207,11 @@ class MultiHeadAttention(nn.Module):
         output is multiplied with (the output is Σ_i z_i @ W_O^(i) + b_O). With grouped-query
         heads, W_K and W_V are those of the shared k/v head ``i // group``.
         """
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise error(ConfigError, "errors.not_integer", what="head index", value=repr(i))
         if not 0 <= i < self.n_heads:
             raise error(ConfigError, "errors.kernel_head_index", i=i, n=self.n_heads, last=self.n_heads - 1)
+        i = int(i)
         dh, H, j = self.d_head, self.n_heads, i // self.group
         W, b = self.W_qkv.weight, self.W_qkv.bias  # ((H + 2 H_kv)·d_head, d), (…,)
         k0, v0 = H * dh, (H + self.n_kv_heads) * dh  # first rows of W_K and W_V
@@ -303,6 +320,8 @@ class MultiHeadAttention(nn.Module):
             if context.shape[0] != x.shape[0]:
                 raise error(ShapeError, "errors.kernel_context_batch", context_batch=context.shape[0], x_batch=x.shape[0],
                             x=fmt_shape(x.shape), context=fmt_shape(context.shape))
+        causal = check_flag(causal)
+        self.check_like_weights(x, context)
         B, L, _ = x.shape
         S = L if context is None else context.shape[1]
         mask = self.build_mask(B, L, S, key_padding_mask, attn_mask, x.device)

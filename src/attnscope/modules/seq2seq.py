@@ -74,6 +74,10 @@ class Seq2SeqConfig(TransformerConfig):
                         value=repr(self.n_decoder_layers))
         if self.norm_kind not in NORM_KINDS:
             raise error(ConfigError, "errors.kernel_norm_kind", choices=", ".join(NORM_KINDS), value=repr(self.norm_kind))
+        n, far = self.relative_buckets, self.relative_max_distance
+        if self.position == "t5_relative" and not (isinstance(n, int) and isinstance(far, int) and n >= 4 and far > n // 2):
+            # the encoder's half of the buckets needs an exact one (n ≥ 4), the log span a positive length
+            raise error(ConfigError, "errors.kernel_t5_buckets", buckets=repr(n), max_distance=repr(far))
 
     @property
     def mlp_bias(self) -> bool:  # what GatedFeedForward reads

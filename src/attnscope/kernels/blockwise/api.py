@@ -22,6 +22,7 @@ from ..validate import (
     broadcast_or_raise,
     check_attention_args,
     check_dropout,
+    check_flag,
     check_qkv,
     kv_groups,
 )
@@ -185,6 +186,7 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
     """
     check_qkv(q, k, v)
     _check_common(q, k, mask, scoring, scale, temperature)
+    causal = check_flag(causal)
     dropout_p = check_dropout(dropout_p)
     block_sizes(block_size)
     check_kernel(kernel)
@@ -219,6 +221,7 @@ def attention_lse(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, causal
     ``kernel`` as in :func:`blockwise_attention`."""
     check_qk(q, k)
     _check_common(q, k, mask, scoring, scale, temperature)
+    causal = check_flag(causal)
     block_sizes(block_size)
     check_kernel(kernel)
     k = repeat_kv(k, kv_groups(q, k))
@@ -254,6 +257,7 @@ def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, he
     """
     check_qk(q, k)
     sc, scale = _check_common(q, k, mask, scoring, scale, temperature)
+    causal = check_flag(causal)
     block_sizes(block_size)
     L = q.shape[-2]
     if heads is not None and q.dim() < 3:

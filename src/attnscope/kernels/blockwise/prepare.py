@@ -3,8 +3,10 @@ the factor and mask split into what a tile needs, selections of heads and querie
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+import numbers
+from typing import Optional, Sequence, Union, cast
 
+import numpy as np
 import torch
 
 from ...errors import ConfigError, InputError, ShapeError, fmt_shape
@@ -104,9 +106,10 @@ def index(name: str, sel: Index, n: int, device: torch.device) -> tuple[Optional
     """A selection → (1-D long index tensor or None for all, whether the dim is dropped)."""
     if sel is None:
         return None, False
-    if isinstance(sel, bool):
+    if isinstance(sel, (bool, np.bool_)):
         raise bad_index(name, sel)
-    if isinstance(sel, int):
+    if isinstance(sel, numbers.Integral):  # NumPy's integers too
+        sel = int(sel)
         if not -n <= sel < n:
             raise error(InputError, "errors.kernel_index_range", name=name, index=sel, n=n, last=n - 1)
         return torch.tensor([sel % n], device=device), True
@@ -117,9 +120,12 @@ def index(name: str, sel: Index, n: int, device: torch.device) -> tuple[Optional
             raise bad_index(name, sel)
         sel = sel.tolist()
     try:
-        idx = [int(i) for i in sel]
-    except (TypeError, ValueError):
+        items = list(cast("Sequence[int]", sel))  # an int was handled above
+    except TypeError:
         raise bad_index(name, sel) from None
+    if not all(isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_)) for i in items):
+        raise bad_index(name, sel)  # [True, False] would select rows 1 and 0, not where it is True
+    idx = [int(i) for i in items]
     if not idx:
         raise error(InputError, "errors.kernel_empty_selection", name=name)
     bad = [i for i in idx if not -n <= i < n]

@@ -14,11 +14,19 @@ from ...errors import AttnscopeError, ConfigError, ShapeError, fmt_shape
 from ...i18n import error
 from ...scorings import get_scoring
 from .. import fused
-from ..blockwise.api import check_kernel
+from ..blockwise.api import check_kernel, repeat_kv
 from ..blockwise.prepare import block_sizes, compute_dtype
 from ..blockwise.tiles import LOG2E
 from ..qk import as_2d, prepare
-from ..validate import LEAD_KEY_MASK, broadcast_or_raise, check_qkv, check_scale
+from ..validate import (
+    LEAD_KEY_MASK,
+    broadcast_or_raise,
+    check_flag,
+    check_qkv,
+    check_scale,
+    check_temperature,
+    kv_groups,
+)
 from .protocol import (
     DTYPES,
     GATHER,
@@ -85,8 +93,9 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
     local_error: Optional[Exception] = None
     try:
         check_qkv(q, k, v)
-        get_scoring(scoring)  # ConfigError listing the choices
+        check_temperature(temperature, get_scoring(scoring))  # ConfigError listing the choices first
         check_scale(scale)
+        causal = check_flag(causal)
         if q.dim() > META_DIMS or k.dim() > META_DIMS or v.dim() > META_DIMS:
             raise error(ShapeError, "errors.kernel_ring_dims", n=META_DIMS)
         if q.dtype not in DTYPES:
@@ -105,7 +114,7 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
         if head_chunks is not None and (not isinstance(head_chunks, int) or isinstance(head_chunks, bool)
                                         or head_chunks < 1):
             raise error(ConfigError, "errors.kernel_ring_head_chunks", value=repr(head_chunks))
-        if kernel == "fused" and not fused.flash_lse_ok(q, k, v):
+        if kernel == "fused" and not fused.flash_lse_ok(q, repeat_kv(k, kv_groups(q, k)), repeat_kv(v, kv_groups(q, k))):
             raise error(ConfigError, "errors.kernel_ring_fused", dtype=q.dtype, device=q.device.type,
                         q=fmt_shape(q.shape), k=fmt_shape(k.shape), v=fmt_shape(v.shape))
     except AttnscopeError as e:
@@ -121,6 +130,8 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
 
     q_lens = [seg(row, 0)[-2] for row in rows]  # every rank's L_r (dim −2 of q)
     k_lens = [seg(row, 1)[-2] for row in rows]  # every rank's S_r
+    g = kv_groups(q, k)  # grouped-query heads: each k/v head repeated for the query heads it serves,
+    k, v = repeat_kv(k, g), repeat_kv(v, g)  # as blockwise_attention does (autograd sums dK, dV back)
     cdt = compute_dtype(q.dtype)
     p = prepare(q.to(cdt), k.to(cdt), scoring, scale=scale, temperature=temperature)
     vn = v.to(cdt)
