@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -92,3 +93,36 @@ def test_the_options_each_lesson_reads_still_work(capsys):
     capsys.readouterr()
     assert main(["explain", "--text", "The cat sat.", "--token", "cat", "--seed", "2"]) == 2
     assert "--seed does not apply to a model's row (--text)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kwargs, option, lesson", [
+    ({"scores": [1, 2, 3], "d_k": 4, "scoring": "unscaled"}, "scoring", "the row of given raw scores"),
+    ({"scores": [1, 2, 3], "d_k": 4, "causal": True}, "causal", "the row of given raw scores"),
+    ({"scores": [1, 2, 3], "d_k": 4, "example": "three-tokens"}, "example", "the row of given raw scores"),
+    ({"scores": [1, 2, 3], "d_k": 4, "layer": 2}, "layer", "the row of given raw scores"),
+    ({"example": "three-tokens", "layer": 2}, "layer", "a toy input"),
+    ({"example": "three-tokens", "d_k": 4}, "d_k", "a toy input"),
+    ({"example": "three-tokens", "token": "我"}, "token", "a toy input"),
+    ({"example": "three-tokens", "dims": 2}, "dims", "a toy input"),
+    ({"example": "three-tokens", "head": 0}, "head", "a toy input"),
+    ({"lesson": "scaling", "causal": True}, "causal", "the scaling lesson"),
+    ({"lesson": "scaling", "example": "three-tokens"}, "example", "the scaling lesson"),
+    ({"lesson": "positions", "head": 0}, "head", "the positions lesson"),
+])
+def test_the_python_api_refuses_an_argument_the_lesson_does_not_read(kwargs, option, lesson):
+    """Each was dropped: the same row, toy or lesson came back whatever it said."""
+    import attnscope
+    from attnscope.errors import InputError
+    with pytest.raises(InputError, match=re.escape(f"{option}= does not apply to {lesson}")):
+        attnscope.explain(**kwargs)
+
+
+def test_a_keyword_toys_head_is_the_head_shown():
+    """head= with keyword matrices (n_heads = 2) was dropped: head 0 was shown; a mapping's head key worked."""
+    import attnscope
+    eye = np.eye(4).tolist()
+    toy = {"X": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]], "W_Q": eye, "W_K": eye, "W_V": eye, "n_heads": 2}
+    w = attnscope.explain(**toy, head=1)
+    assert w.meta["head"] == 1
+    x = np.array(toy["X"], dtype=float)[:, 2:]  # head 1: features 2, 3 of q and k (W = I)
+    np.testing.assert_allclose(w.values["scores"], x @ x.T, rtol=0, atol=1e-15)
