@@ -48,7 +48,7 @@ def add_output_options(p, default_decimals: int = 4) -> None:
     g.add_argument("--decimals", type=IntRange(0, 12), default=default_decimals,
                    help=f"decimals shown (default {default_decimals}); the arithmetic is never rounded")
     g.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of the terminal")
-    g.add_argument("--latex-mode", choices=("document", "fragment", "beamer"), default="document",
+    g.add_argument("--latex-mode", choices=("document", "fragment", "beamer"),
                    help="with --format latex: a whole document (default), a fragment to paste into your own, or "
                         "beamer frames (one per step); pdflatex when the text has no CJK, else xelatex")
     g.add_argument("--overwrite", action="store_true", help="replace FILE if it exists (else the command stops)")
