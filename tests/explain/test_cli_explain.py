@@ -76,6 +76,8 @@ SCORES = ["--scores", "1,2,3", "--dk", "4"]
     (["scaling"], "the scaling lesson", ["--causal"]), (["scaling"], "the scaling lesson", ["--text", "hi"]),
     (["scaling"], "the scaling lesson", ["--labels", "a"]), (["scaling"], "the scaling lesson", ["--dims", "2"]),
     (["positions"], "the positions lesson", ["--dims", "3"]), (["positions"], "the positions lesson", ["--labels", "a"]),
+    (["scaling"], "the scaling lesson", ["--expand", "never"]),
+    (["positions"], "the positions lesson", ["--expand", "always"]),
 ])
 def test_an_option_the_lesson_does_not_read_is_refused_not_dropped(capsys, lesson, name, option):
     """Each came out as the same calculation whatever it said: --scoring unscaled still divided the
@@ -88,6 +90,7 @@ def test_an_option_the_lesson_does_not_read_is_refused_not_dropped(capsys, lesso
 def test_the_options_each_lesson_reads_still_work(capsys):
     assert main(["explain", *TOY, "--causal", "--scoring", "unscaled", "--labels", "a,b,c", "-f", "json"]) == 0
     assert main(["explain", *SCORES, "--dims", "1", "--query", "0", "--labels", "a,b,c", "--values", "1;2;3"]) == 0
+    assert main(["explain", *TOY, "--expand", "never"]) == 0 and main(["explain", *SCORES, "--expand", "always"]) == 0
     assert main(["explain", "scaling", "--seed", "1", "--samples", "100", "--scores", "1,2"]) == 0
     assert main(["explain", "positions", "--position", "5", "--dim", "2", "--offset", "3"]) == 0
     capsys.readouterr()

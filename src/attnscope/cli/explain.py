@@ -71,7 +71,7 @@ def register(sub) -> None:
     toy.add_argument("--scoring", choices=tuple(SCORINGS),
                      help="how scores are formed (default: scaled)")
     toy.add_argument("--causal", action="store_true", help="each token sees only itself and earlier tokens")
-    toy.add_argument("--expand", choices=("auto", "always", "never"), default="auto",
+    toy.add_argument("--expand", choices=("auto", "always", "never"),
                      help="write out row·column products and weighted sums (default: while small)")
     real = p.add_argument_group("one row of a real model")
     real.add_argument("--text", help="the text to run through the model")
@@ -143,6 +143,7 @@ def build(args):
     args.layer = 0 if args.layer is None else args.layer
     args.head = 0 if args.head is None else args.head
     args.dims = 3 if args.dims is None else args.dims
+    args.expand = args.expand or "auto"
     if args.source == "positions":  # the positions lesson the options ask for
         vector = parse_vector_arg(args.vector, "--vector") if args.vector is not None else None
         return explain(lesson="positions", scheme=args.scheme or "sinusoidal", position=args.position, dim=args.dim,

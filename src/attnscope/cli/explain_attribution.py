@@ -16,9 +16,10 @@ FLAGS = {"path": "--path", "scores": "--scores", "source": "an input file", "exa
 #: A model's row's options (the attribution lesson reads them too), and the destinations each other lesson
 #: reads: any other of FLAGS or ROW_FLAGS given to it would change nothing, so it is refused (lesson_flags).
 ROW_FLAGS = {"text": "--text", "model": "--model", "layer": "--layer", "head": "--head", "token": "--token",
-             "position": "--position", "dims": "--dims", "target": "--target", "attention": "--attention"}
-READS = {"toy": ("source", "example", "X", "wq", "wk", "wv", "wo", "labels", "scoring", "causal"),
-         "scores": ("scores", "values", "labels", "query", "dk", "dims"),
+             "position": "--position", "dims": "--dims", "target": "--target", "attention": "--attention",
+             "expand": "--expand"}
+READS = {"toy": ("source", "example", "X", "wq", "wk", "wv", "wo", "labels", "scoring", "causal", "expand"),
+         "scores": ("scores", "values", "labels", "query", "dk", "dims", "expand"),
          "scaling": ("source", "dk", "seed", "samples", "scores"),
          "positions": ("source", "scheme", "dim", "offset", "d_model", "base", "pairing", "vector", "buckets",
                        "max_distance", "position", "model", "layer", "dk", "causal")}
@@ -62,4 +63,5 @@ def build_attribution(args):
         raise error(InputError, "errors.attribution_lesson_text")
     return explain_attribution(args.text, args.attribution, model=args.model, token=args.token,
                                position=args.position, layer=args.layer,
-                               dims=3 if args.dims is None else args.dims, expand=args.expand)
+                               dims=3 if args.dims is None else args.dims,
+                               expand=args.expand or "auto")
