@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -57,3 +58,74 @@ def test_the_python_api_refuses_a_toy_argument_with_a_models_text(option):
     from attnscope.errors import InputError
     with pytest.raises(InputError, match=f"without {next(iter(option))}="):
         attnscope.explain(text="The cat sat.", token="cat", **option)
+
+
+TOY = ["--example", "three-tokens"]
+SCORES = ["--scores", "1,2,3", "--dk", "4"]
+
+
+@pytest.mark.parametrize("lesson, name, option", [
+    (TOY, "a toy input", ["--layer", "3"]), (TOY, "a toy input", ["--head", "0"]),
+    (TOY, "a toy input", ["--token", "我"]), (TOY, "a toy input", ["--position", "1"]),
+    (TOY, "a toy input", ["--dims", "2"]), (TOY, "a toy input", ["--dk", "4"]),
+    (TOY, "a toy input", ["--query", "0"]), (TOY, "a toy input", ["--seed", "3"]),
+    (TOY, "a toy input", ["--model", "x"]), (TOY, "a toy input", ["--values", "1;2;3"]),
+    (SCORES, "the row of given raw scores", ["--causal"]), (SCORES, "the row of given raw scores", ["--scoring", "unscaled"]),
+    (SCORES, "the row of given raw scores", ["--example", "three-tokens"]),
+    (SCORES, "the row of given raw scores", ["--layer", "0"]), (SCORES, "the row of given raw scores", ["--wq", "1"]),
+    (["scaling"], "the scaling lesson", ["--causal"]), (["scaling"], "the scaling lesson", ["--text", "hi"]),
+    (["scaling"], "the scaling lesson", ["--labels", "a"]), (["scaling"], "the scaling lesson", ["--dims", "2"]),
+    (["positions"], "the positions lesson", ["--dims", "3"]), (["positions"], "the positions lesson", ["--labels", "a"]),
+    (["scaling"], "the scaling lesson", ["--expand", "never"]),
+    (["positions"], "the positions lesson", ["--expand", "always"]),
+])
+def test_an_option_the_lesson_does_not_read_is_refused_not_dropped(capsys, lesson, name, option):
+    """Each came out as the same calculation whatever it said: --scoring unscaled still divided the
+    --scores row by √d_k, --layer 3 gave the same toy, --example beside --scores was not worked."""
+    assert main(["explain", *lesson, *option]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnscope explain: error: {option[0]} does not apply to {name}") and err.count("\n") == 1
+
+
+def test_the_options_each_lesson_reads_still_work(capsys):
+    assert main(["explain", *TOY, "--causal", "--scoring", "unscaled", "--labels", "a,b,c", "-f", "json"]) == 0
+    assert main(["explain", *SCORES, "--dims", "1", "--query", "0", "--labels", "a,b,c", "--values", "1;2;3"]) == 0
+    assert main(["explain", *TOY, "--expand", "never"]) == 0 and main(["explain", *SCORES, "--expand", "always"]) == 0
+    assert main(["explain", "scaling", "--seed", "1", "--samples", "100", "--scores", "1,2"]) == 0
+    assert main(["explain", "positions", "--position", "5", "--dim", "2", "--offset", "3"]) == 0
+    capsys.readouterr()
+    assert main(["explain", "--text", "The cat sat.", "--token", "cat", "--seed", "2"]) == 2
+    assert "--seed does not apply to a model's row (--text)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kwargs, option, lesson", [
+    ({"scores": [1, 2, 3], "d_k": 4, "scoring": "unscaled"}, "scoring", "the row of given raw scores"),
+    ({"scores": [1, 2, 3], "d_k": 4, "causal": True}, "causal", "the row of given raw scores"),
+    ({"scores": [1, 2, 3], "d_k": 4, "example": "three-tokens"}, "example", "the row of given raw scores"),
+    ({"scores": [1, 2, 3], "d_k": 4, "layer": 2}, "layer", "the row of given raw scores"),
+    ({"example": "three-tokens", "layer": 2}, "layer", "a toy input"),
+    ({"example": "three-tokens", "d_k": 4}, "d_k", "a toy input"),
+    ({"example": "three-tokens", "token": "我"}, "token", "a toy input"),
+    ({"example": "three-tokens", "dims": 2}, "dims", "a toy input"),
+    ({"example": "three-tokens", "head": 0}, "head", "a toy input"),
+    ({"lesson": "scaling", "causal": True}, "causal", "the scaling lesson"),
+    ({"lesson": "scaling", "example": "three-tokens"}, "example", "the scaling lesson"),
+    ({"lesson": "positions", "head": 0}, "head", "the positions lesson"),
+])
+def test_the_python_api_refuses_an_argument_the_lesson_does_not_read(kwargs, option, lesson):
+    """Each was dropped: the same row, toy or lesson came back whatever it said."""
+    import attnscope
+    from attnscope.errors import InputError
+    with pytest.raises(InputError, match=re.escape(f"{option}= does not apply to {lesson}")):
+        attnscope.explain(**kwargs)
+
+
+def test_a_keyword_toys_head_is_the_head_shown():
+    """head= with keyword matrices (n_heads = 2) was dropped: head 0 was shown; a mapping's head key worked."""
+    import attnscope
+    eye = np.eye(4).tolist()
+    toy = {"X": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]], "W_Q": eye, "W_K": eye, "W_V": eye, "n_heads": 2}
+    w = attnscope.explain(**toy, head=1)
+    assert w.meta["head"] == 1
+    x = np.array(toy["X"], dtype=float)[:, 2:]  # head 1: features 2, 3 of q and k (W = I)
+    np.testing.assert_allclose(w.values["scores"], x @ x.T, rtol=0, atol=1e-15)

@@ -126,3 +126,15 @@ def test_normalised_scorings_of_huge_vectors_are_not_zero(scoring):
     got = explain(X=(small * 1e194).tolist(), **kw).values
     np.testing.assert_allclose(got["weights"], ref["weights"], rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(np.asarray(got["output"]), np.asarray(ref["output"]) * 1e194, rtol=1e-12)
+
+
+@pytest.mark.parametrize("argv, where", [
+    (["--scores", "1,,3", "--dk", "4"], "--scores, entry 1 (from 0)"),
+    (["--scores", "1,2,3,", "--dk", "4"], "--scores, entry 3 (from 0)"),
+    (["-X", "1,,0,1; 0,1,1", "--wq", "1;1;1", "--wk", "1;1;1", "--wv", "1;1;1"], "-X, row 0, column 1 (from 0)"),
+])
+def test_an_empty_entry_on_the_command_line_is_named_not_dropped(capsys, argv, where):
+    # "1,,3" read as [1, 3]: a row of 2 keys worked out instead of the 3 given (and "1,,0,1" as a 3-wide X row)
+    assert main(["explain", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"attnscope explain: error: {where}: an entry is empty"

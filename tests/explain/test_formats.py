@@ -1,6 +1,7 @@
 """The three-token example in every format and both languages prints the correct numbers."""
 
 import json
+import math
 import re
 
 import numpy as np
@@ -93,3 +94,39 @@ def test_bad_render_options():
     for kw in ({"format": "html"}, {"lang": "fr"}, {"decimals": -1}, {"decimals": 13}):
         with pytest.raises(ConfigError):
             w.render(**{"format": "markdown", **kw})
+
+
+
+def _sums(md: str):
+    """Each scalar sum 'lhs = t₁ + t₂ + …' / '= v' of a text output, with the note under its group:
+    (lhs, terms, value, note)."""
+    lines = md.splitlines()
+    for k, (a, b) in enumerate(zip(lines, lines[1:])):
+        m, n = re.match(r"^(\S+) = ([-0-9.e+ ]+)$", a.strip()), re.match(r"^= ([-0-9.e]+)$", b.strip())
+        if m and n and "+" in m.group(2):
+            end = lines.index("```", k)
+            note = lines[end + 2] if lines[end + 2].startswith("> Each number is the exact value") else ""
+            yield m.group(1), m.group(2).split(" + "), n.group(1), note
+
+
+@pytest.mark.parametrize("kwargs", [{"example": "three-tokens"}, {"example": "multi-head"},
+                                    {"scores": [15.3, 22.7, 18.2, 2.1, 1.8, 3.2, 2.9, 5.6, 4.1], "d_k": 64}])
+def test_a_sum_whose_shown_terms_do_not_give_it_is_named(kwargs):
+    """Σ₂ = 16.9188 + 2.0281 + 34.3133 = 53.2603 was printed as it stands, where the terms add up to
+    53.2602: each number is the exact one rounded on its own. A note under the lines now names
+    each such line; a line whose shown terms do add up is not named."""
+    from decimal import Decimal
+
+    import attnscope
+    md = attnscope.explain(**kwargs).render("markdown")
+    sums = list(_sums(md))
+    assert sums
+    for lhs, terms, value, note in sums:
+        adds_up = sum(Decimal(t) for t in terms) == Decimal(value)
+        named = re.search(rf"for (\S+, )*{re.escape(lhs)}[, ]", note) is not None
+        assert named != adds_up, (lhs, terms, value, note)
+    if kwargs.get("example") == "three-tokens":
+        e = [math.exp(s / math.sqrt(2)) for s in (4, 1, 5)]  # row 2's exponentials, by hand
+        shown = [f"{x:.4f}" for x in e]
+        assert sum(Decimal(s) for s in shown) != Decimal(f"{sum(e):.4f}")  # the case above
+        assert "Σ₂ = " + " + ".join(shown) + "\n   = " + f"{sum(e):.4f}" in md

@@ -76,3 +76,13 @@ def test_cli_latex_mode(tmp_path, capsys):
     assert main(["explain", "--example", "three-tokens", "-f", "latex", "--latex-mode", "fragment"]) == 0
     out = capsys.readouterr().out
     assert r"\begin{document}" not in out and r"%   \usepackage{xeCJK}" in out
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "rich", "json"])
+def test_a_latex_mode_with_another_format_is_refused_not_dropped(fmt, capsys):
+    """--latex-mode beamer --format markdown printed the Markdown as if it had not been given."""
+    assert main(["explain", "--example", "three-tokens", "-f", fmt, "--latex-mode", "beamer"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"attnscope explain: error: the LaTeX mode 'beamer' is for the latex format only; the format is '{fmt}'\n"
+    with pytest.raises(ConfigError, match="for the latex format only"):
+        explain(example="three-tokens").render(fmt, latex_mode="fragment")

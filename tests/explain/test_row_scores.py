@@ -45,3 +45,12 @@ def test_large_scores_are_shown_shifted():
     np.testing.assert_allclose(w.values["weights"][:2], [1 / (1 + math.exp(-10)), math.exp(-10) / (1 + math.exp(-10))])
     md = w.render("markdown")
     assert "m = 800" in md and "e^(s' - m)" in md
+
+
+def test_the_probabilities_table_names_the_shifted_exponentials_it_shows():
+    """Above 50 the row shows e^(s' − m); the probabilities' table headed that column e^s' and
+    showed 1 for e^400 (the exponentials step and the summary said e^(s' − m))."""
+    md = explain(scores=[400, 390, 100], d_k=1).render("markdown")
+    step = md.split("## Step 5", 1)[1].split("## Step 6", 1)[0]
+    assert "| position | key token | e^(s' - m) | probability p | share |" in step
+    assert f"| 1 | k1 | {math.exp(390 - 400):.4e} |".replace("e-05", "e-5") in step  # e^(390 − 400), by hand

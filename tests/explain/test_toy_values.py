@@ -67,3 +67,26 @@ def test_large_scores_show_shifted_exponentials_with_a_note():
     assert np.isfinite(w.values["weights"]).all()
     both = explain({"Q": [[30.0], [31.0]], "K": [[30.0], [2.0]], "V": [[1.0], [0.0]], "scoring": "unscaled"})
     assert "In rows 0, 1 the largest score is above 50" in both.render("markdown")
+
+
+@pytest.mark.parametrize("scoring, how", [("qknorm", "x̂ = (x − mean(x)) / √(var(x) + ε)"),
+                                          ("cosine", "x̂ = x / max(‖x‖, ε)")])
+def test_the_normalising_step_states_its_formula_and_epsilon(scoring, how):
+    """The step showed Q̂ = [1.0000, -1.0000] for q = [1, 0] with no formula and no ε, so a learner
+    got exactly 1 (LN) and could not reproduce 0.999998 at 6 decimals. Now it says both; the shown
+    entries follow from them (NumPy, here)."""
+    import re
+
+    w = explain(X=[[1, 0], [0, 1], [1, 1]], W_Q=[[1, 0], [1, 1]], W_K=[[1, 2], [0, 1]], W_V=[[2, 0], [0, 1]],
+                scoring=scoring)
+    md = w.render("markdown", decimals=6)
+    step = md.split("## Step 4", 1)[1].split("## Step 5", 1)[0]
+    assert f"`{how}`" in step
+    n = re.search(r"ε = 10([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)", step).group(1)
+    eps = 10.0 ** int(n.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")))
+    q = np.array([[1.0, 0.0], [1.0, 1.0], [2.0, 1.0]])  # Q = X W_Q
+    if scoring == "qknorm":
+        qh = (q - q.mean(1, keepdims=True)) / np.sqrt(q.var(1, keepdims=True) + eps)
+    else:
+        qh = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), eps)
+    assert "| x2 | " + " | ".join(f"{v:.6f}" for v in qh[2]) + " |" in step

@@ -35,7 +35,7 @@ from ..errors import InputError
 from ..i18n import error
 from ..scorings import SCORINGS
 from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, check_new_file, write_text
-from .explain_attribution import POSITION_OPTIONS, TOY_OPTIONS, build_attribution, given_flags
+from .explain_attribution import POSITION_OPTIONS, TOY_OPTIONS, build_attribution, given_flags, refuse_others
 from .explain_circuit import add_circuit_options, build_circuit
 
 FORMATS = ("rich", "markdown", "latex", "json")
@@ -48,7 +48,7 @@ def add_output_options(p, default_decimals: int = 4) -> None:
     g.add_argument("--decimals", type=IntRange(0, 12), default=default_decimals,
                    help=f"decimals shown (default {default_decimals}); the arithmetic is never rounded")
     g.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of the terminal")
-    g.add_argument("--latex-mode", choices=("document", "fragment", "beamer"), default="document",
+    g.add_argument("--latex-mode", choices=("document", "fragment", "beamer"),
                    help="with --format latex: a whole document (default), a fragment to paste into your own, or "
                         "beamer frames (one per step); pdflatex when the text has no CJK, else xelatex")
     g.add_argument("--overwrite", action="store_true", help="replace FILE if it exists (else the command stops)")
@@ -71,7 +71,7 @@ def register(sub) -> None:
     toy.add_argument("--scoring", choices=tuple(SCORINGS),
                      help="how scores are formed (default: scaled)")
     toy.add_argument("--causal", action="store_true", help="each token sees only itself and earlier tokens")
-    toy.add_argument("--expand", choices=("auto", "always", "never"), default="auto",
+    toy.add_argument("--expand", choices=("auto", "always", "never"),
                      help="write out row·column products and weighted sums (default: while small)")
     real = p.add_argument_group("one row of a real model")
     real.add_argument("--text", help="the text to run through the model")
@@ -80,7 +80,7 @@ def register(sub) -> None:
     real.add_argument("--head", type=IntRange(0, MAX_INDEX), help="head, from 0 (default 0)")
     real.add_argument("--token", help="the query token, e.g. 喜 (the first one if it occurs twice)")
     real.add_argument("--position", type=IntRange(0, MAX_INDEX), help="the query's position, from 0 ([CLS] is 0)")
-    real.add_argument("--dims", type=IntRange(1, MAX_INDEX), default=3, help="dimensions of V written out (default 3)")
+    real.add_argument("--dims", type=IntRange(1, MAX_INDEX), help="dimensions of V written out (default 3)")
     real.add_argument("--path", "--whole-path", dest="path", action="store_true",
                       help="the token's whole path through the layer: tokens and ids, embedding rows, norms, "
                            "q = x W_Q + b, the row, heads and W_O, residuals, feed-forward, the layer's output")
@@ -98,8 +98,8 @@ def register(sub) -> None:
     row.add_argument("--values", metavar="M", help="the V rows for --scores, one per score")
     row.add_argument("--query", type=IntRange(0, MAX_INDEX), help="position of the query among the --scores keys (for labels)")
     row.add_argument("--dk", type=IntRange(1, 65536), help="d_k: scores are divided by √d_k (scaling: default 64)")
-    row.add_argument("--seed", type=IntRange(0, MAX_SEED), default=0, help="scaling: seed of the sampled variance (default 0)")
-    row.add_argument("--samples", type=IntRange(2, 10**7), default=10000, help="scaling: sampled pairs per d_k (default 10000)")
+    row.add_argument("--seed", type=IntRange(0, MAX_SEED), help="scaling: seed of the sampled variance (default 0)")
+    row.add_argument("--samples", type=IntRange(2, 10**7), help="scaling: sampled pairs per d_k (default 10000)")
     pos = p.add_argument_group("explain positions (also: --position, --model, --layer, --dk, --causal)")
     pos.add_argument("--scheme", choices=POSITION_SCHEMES,
                      help="positions: sinusoidal (default; PE added to the embeddings), rotary (q and k turned), "
@@ -134,10 +134,16 @@ def build(args):
         return build_circuit(args)
     if args.attribution is not None:
         return build_attribution(args)
-    if args.layer is None:
-        args.layer = 0
-    if args.head is None:
-        args.head = 0
+    lesson = args.source if args.source in ("positions", "scaling") else None
+    if lesson is None and args.text is None:  # a model's row refuses the others' options itself (below)
+        toy = args.source is not None or args.example is not None or given_flags(args, ("X", "wq", "wk", "wv", "wo"))
+        lesson = "scores" if args.scores else "toy" if toy else None
+    if lesson is not None and (lesson == "positions" or not given_flags(args, POSITION_OPTIONS)):
+        refuse_others(args, lesson)  # an option the lesson does not read is refused, not dropped
+    args.layer = 0 if args.layer is None else args.layer
+    args.head = 0 if args.head is None else args.head
+    args.dims = 3 if args.dims is None else args.dims
+    args.expand = args.expand or "auto"
     if args.source == "positions":  # the positions lesson the options ask for
         vector = parse_vector_arg(args.vector, "--vector") if args.vector is not None else None
         return explain(lesson="positions", scheme=args.scheme or "sinusoidal", position=args.position, dim=args.dim,
@@ -149,8 +155,8 @@ def build(args):
         raise error(InputError, "errors.cli_explain_positions_option", flag=given[0])
     if args.source == "scaling":
         vectors = [parse_vector_arg(s, f"--scores {s!r}") for s in args.scores] if args.scores else None
-        return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed,
-                       samples=args.samples, scores=vectors)
+        return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed or 0,
+                       samples=args.samples or 10000, scores=vectors)
     labels = parse_labels_arg(args.labels) if args.labels else None
     if args.text is None and (args.target is not None or args.attention is not None):
         raise error(InputError, "errors.cli_explain_target_text")

@@ -73,11 +73,11 @@ def explain_problem(p, expand: str = "auto") -> Worked:
 
 
 def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str] = None,
-            text: Optional[str] = None, model=None, layer: Optional[int] = None, head: int = 0,
-            token: Optional[str] = None, position: Optional[int] = None, dims: int = 3,
+            text: Optional[str] = None, model=None, layer: Optional[int] = None, head: Optional[int] = None,
+            token: Optional[str] = None, position: Optional[int] = None, dims: Optional[int] = None,
             scores=None, values=None, tokens=None, d_k: Optional[int] = None, query: Optional[int] = None,
             target: Optional[str] = None, attention: Optional[str] = None,
-            expand: str = "auto", seed: int = 0, samples: int = 10000, path: bool = False,
+            expand: str = "auto", seed: Optional[int] = None, samples: Optional[int] = None, path: bool = False,
             attribution: Optional[str] = None, **matrices) -> Worked:
     """A worked calculation.
 
@@ -107,20 +107,29 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
             attribution row worked out (:mod:`.attribution_doc`); ``layer`` is the top layer (rollout,
             ALTI) or the layer (norm), default the last (every other lesson: layer 0).
         **matrices: X, W_Q, W_K, W_V, W_O, mask, causal, scoring, tokens for a toy input.
+    An argument the chosen lesson does not read is an InputError naming it (it would change nothing).
     Returns:
         :class:`Worked`; ``.render(format, lang, decimals)`` formats it.
     """
     # read only by another lesson: with a model's text they are refused rather than dropped
     other = {"source": source, "example": example, "lesson": lesson, "scores": scores, "values": values,
-             "tokens": tokens, "d_k": d_k, "query": query, **matrices}
+             "tokens": tokens, "d_k": d_k, "query": query, "seed": seed, "samples": samples, **matrices}
     given = [k for k, v in other.items() if v is not None and v is not False]
     if attribution is not None:
         from .attribution_doc import explain_attribution
         if given:
             raise error(InputError, "errors.attribution_lesson_other", option=given[0])
         return explain_attribution(text, attribution, model=model, token=token, position=position, layer=layer,
-                                   dims=dims, expand=expand, target=target, attention=attention, path=path)
-    layer = 0 if layer is None else layer
+                                   dims=3 if dims is None else dims, expand=expand, target=target,
+                                   attention=attention, path=path)
+    if matrices and head is not None and text is None and scores is None and lesson is None:
+        matrices["head"], head = head, None  # a toy's shown head (n_heads): a key of its mapping
+    row = {"text": text, "model": model, "layer": layer, "head": head, "token": token, "position": position,
+           "dims": dims, "target": target, "attention": attention, "path": path}
+    if lesson is not None or (target is None and attention is None and not path):  # else: their sentences below
+        _refuse_unread({**other, **row}, lesson, text, scores, matrices)
+    layer, head, dims = 0 if layer is None else layer, 0 if head is None else head, 3 if dims is None else dims
+    seed, samples = 0 if seed is None else seed, 10000 if samples is None else samples
     if lesson is not None:
         if lesson == "positions":
             from .positions_lesson import explain_positions
@@ -162,6 +171,25 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
     if tokens is not None:
         matrices["tokens"] = tokens
     return explain_problem(toy_problem(source, example=example, **matrices), expand=expand)
+
+
+#: What each lesson reads of explain()'s arguments (a toy and the positions lesson: their **matrices too).
+_READS = {"toy": ("source", "example", "tokens"), "scores": ("scores", "values", "tokens", "d_k", "query", "dims"),
+          "scaling": ("lesson", "d_k", "seed", "samples", "scores"),
+          "positions": ("lesson", "position", "model", "layer", "d_k")}
+
+
+def _refuse_unread(passed: dict, lesson, text, scores, matrices: dict) -> None:
+    """InputError naming the first argument given that the lesson chosen does not read (a model's
+    row checks its own, in explain)."""
+    kind = lesson if lesson in ("scaling", "positions") else None if (text is not None or lesson is not None) \
+        else "scores" if scores is not None else "toy"
+    if kind is None:
+        return
+    reads = set(_READS[kind]) | (set(matrices) if kind in ("toy", "positions") else set())
+    given = [k for k, v in passed.items() if k not in reads and v is not None and v is not False]
+    if given:
+        raise error(InputError, "errors.explain_lesson_other", option=given[0], lesson=Msg(f"errors.explain_lesson_{kind}"))
 
 
 __all__ = ["explain", "explain_toy", "explain_problem", "toy_problem", "ToyProblem", "compute", "Worked"]

@@ -9,6 +9,7 @@ they read the blocks and never this module, so that nothing imports back.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 from . import blocks
 from .blocks import *  # noqa: F403  (every block, re-exported: the lessons import them from here)
@@ -44,7 +45,7 @@ class Worked:
         return render(self, format=format, lang=lang, decimals=decimals, **kw)
 
     def print(self, format: str = "rich", lang: str = "en", decimals: int = 4, file=None,
-              latex_mode: str = "document") -> None:
+              latex_mode: Optional[str] = None) -> None:
         """Print to the terminal (rich, with colours when the terminal has them) or ``file``."""
         from .render import print_worked
         print_worked(self, format=format, lang=lang, decimals=decimals, file=file, latex_mode=latex_mode)

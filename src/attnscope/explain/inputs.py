@@ -278,8 +278,11 @@ def parse_labels_arg(text: str) -> list[str]:
     return [s.strip() for s in check_unicode(text, "--labels").split(",")]
 
 
-def _split_numbers(text: str) -> list[str]:
-    return text.replace(",", " ").split()
+def _split_numbers(text: str) -> list[Optional[str]]:
+    """The numbers of ``text``, by commas or spaces; an empty place between commas ("1,,3", "1,2,")
+    is None (the entry is named as empty, not dropped); only commas and spaces: nothing."""
+    pieces: list[list[Optional[str]]] = [list(p.split()) or [None] for p in text.split(",")]
+    return [] if all(p == [None] for p in pieces) else [w for p in pieces for w in p]
 
 
 def labels(x: Any, where: Where, n: int) -> list[str]:

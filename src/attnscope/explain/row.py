@@ -151,7 +151,7 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
                       [Formula("Σ = Σ_j e_j", r"\Sigma = \sum_j e_j"), SumLine(Sym("Σ", r"\Sigma"), list(v["exp"]), v["sum"])]))
 
     blocks = [Formula("p_j = e_j / Σ", r"p_j = \frac{e_j}{\Sigma}"), Para(t("toy.weights_why"))]
-    blocks.append(Table([t("col.pos"), t("col.key"), t("col.exp"), t("col.prob"), t("col.percent")],
+    blocks.append(Table([t("col.pos"), t("col.key"), e_head, t("col.prob"), t("col.percent")],
                         [[j, keys[j], v["exp"][j], v["weights"][j], percent(v["weights"][j])] for j in range(S)]))
     blocks.append(Para(t("row.prob_sum", total=float(v["weights"].sum()))))
     steps.append(Step("weights", t("row.step_prob"), blocks))

@@ -24,8 +24,9 @@ from .. import exact as E
 from ..errors import ConfigError
 from ..i18n import error
 from ..reference import EXP_SHOW_LIMIT
-from ..scorings import Scoring, get_scoring
+from ..scorings import DEFAULT_EPS, Scoring, get_scoring
 from .doc import (
+    SUPERSCRIPTS,
     Divide,
     Formula,
     Matrix,
@@ -75,6 +76,10 @@ def scoring_note(scoring: str):
 # the worked calculation
 # ----------------------------------------------------------------------------------------------
 
+#: How cosine and qknorm prepare each row x of Q and K (exact.prepare_qk, with scorings.DEFAULT_EPS).
+NORMALISE = {"cosine": ("x̂ = x / max(‖x‖, ε)", r"\hat{x} = \frac{x}{\max(\lVert x\rVert,\ \varepsilon)}"),
+             "qknorm": ("x̂ = (x − mean(x)) / √(var(x) + ε)",
+                        r"\hat{x} = \frac{x - \mathrm{mean}(x)}{\sqrt{\mathrm{var}(x) + \varepsilon}}")}
 S_SYM = Sym("S", "S")
 S2_SYM = Sym("S'", "S'")
 
@@ -152,7 +157,10 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
     steps += _modern_steps(p, x, v)
 
     if prepares(p.scoring):
+        how = NORMALISE.get(p.scoring)  # the formula and its ε, so that every entry can be recomputed
         steps.append(Step("normalise", t_or(f"step.normalise_{p.scoring}", "step.normalise", name=p.scoring),
+                          ([Formula(*how), Para(t(f"toy.normalise_{p.scoring}_how", eps=_power_of_ten(DEFAULT_EPS)))]
+                           if how else []) +
                           [Matrix(Sym("Q̂", r"\hat{Q}"), x["Qn"], rows=toks),
                            Matrix(Sym("K̂", r"\hat{K}"), x["Kn"], rows=toks)]))
         qs, ks = x["Qn"], x["Kn"]
@@ -270,6 +278,12 @@ def explain_toy(p: ToyProblem, expand: str = "auto") -> Worked:
             "factor": float(f), "causal": p.causal, "masked": bool(not allowed.all()), **m.to_meta()}
     title = t("toy.title_named", name=p.name) if p.name else t("toy.title")
     return Worked("toy", title, intro, steps, values=values, meta=meta)
+
+
+def _power_of_ten(x: float):
+    """``x`` as 10ⁿ (a Sym) when it is one (ε = 1e-6 → 10⁻⁶), else the number."""
+    n = round(math.log10(x))
+    return Sym(f"10{str(n).translate(SUPERSCRIPTS)}", f"10^{{{n}}}") if x == 10.0 ** n else x
 
 
 def _meaning_step(p: ToyProblem, x: dict, allowed: np.ndarray, blind: list) -> Step:

@@ -18,6 +18,7 @@ from ...i18n import error
 from .. import i18n
 from ..blocks import SUBSCRIPTS, SUPERSCRIPTS, Matrix, Sym, T, VecParam
 from ..numbers import Shown, matrix_is_int, short, show
+from .rounding import relations
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -257,23 +258,30 @@ def text_blocks(ctx: "Ctx", blocks, *, para: Callable, formula: Callable, matrix
     A Para, Formula, Matrix or Table becomes the lines its function returns, then a blank line;
     consecutive expansion blocks (row·column products, sums, …) are gathered, as the lines
     ``expansion(ctx, block)`` returns, into one group that ``group(lines)`` wraps (a code block,
-    an ``align*``).
+    an ``align*``); under it a note names the lines whose shown numbers do not give their shown
+    result exactly (:func:`.rounding.relations`: each number is rounded on its own).
     """
     from ..blocks import Formula, Matrix, Para, Table
 
     kinds = ((Para, para), (Formula, formula), (Matrix, matrix), (Table, table))
     out: list = []
     pending: list = []
+    off: list = []  # the lines whose shown numbers do not give their shown result exactly
 
     def flush():
         if pending:
             out.extend(group(list(pending)) + [""])
             pending.clear()
+        if off:  # every number is the exact one rounded on its own: say where the shown ones do not add up
+            out.extend(para(ctx, Para(T("rounded_lines", {"lines": list(off)}), style="note")) + [""])
+            off.clear()
 
     for b in blocks:
         render = next((fn for cls, fn in kinds if isinstance(b, cls)), None)
         if render is None:
             pending.extend(expansion(ctx, b))
+            if "≈" in relations(ctx, b):
+                off.append(b.lhs)
             continue
         flush()
         out += render(ctx, b) + [""]
