@@ -266,6 +266,14 @@ def setting(hf: dict, key: str, source: str, default=_MISSING, kind=int):
     return value
 
 
+def setting_of(hf: dict, keys: Sequence[str], source: str, default=_MISSING, kind=int):
+    """:func:`setting` of the first of ``keys`` that ``hf`` sets (not None): one setting that
+    config.json files spell more than one way, as transformers' ``attribute_map`` reads them
+    (BLOOM's ``n_head`` or ``num_attention_heads``); ``default`` when none is set."""
+    key = next((k for k in keys if hf.get(k) is not None), keys[0])
+    return setting(hf, key, source, default, kind)
+
+
 def token_ids(v, key: str, source: str) -> list[int]:
     """A setting that names tokens (``eos_token_id``, ``forced_bos_token_id``): an id or a list
     of ids → the list ([] for None); ModelLoadError naming the file and key otherwise."""
