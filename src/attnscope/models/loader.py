@@ -161,6 +161,16 @@ def _pickle_reason(e: BaseException) -> str:
     return f"not a PyTorch checkpoint ({type(e).__name__}: {_first_line(e)})"
 
 
+def padding_id(config) -> int:
+    """The id written into padded positions: the config's ``pad_token_id`` when it is a row of the
+    token table, else 0. Padded positions are masked (and a padded query's row is never read), so
+    any row gives every real token the same numbers; an id past the table (``-1`` in some Llama
+    configs, GPT-2's default ``eos_token_id`` 50256 kept in the config of a smaller vocabulary)
+    made every padded batch of real texts fail with "token ids must be in [0, V)"."""
+    pad = config.pad_token_id
+    return pad if 0 <= pad < config.vocab_size else 0
+
+
 # ----------------------------------------------------------------------------------------------
 # sentence-transformers pooling (modules.json) — read as data, never imported
 # ----------------------------------------------------------------------------------------------
@@ -280,7 +290,7 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
     if tokenizer:
         kind = family.tokenizer_kind(folder) if callable(family.tokenizer_kind) else family.tokenizer_kind
         model.tokenizer = load_tokenizer(folder, kind=kind, max_length=config.max_positions,
-                                         pad_token_id=config.pad_token_id)
+                                         pad_token_id=padding_id(config))
         if model.tokenizer.vocab_size > config.vocab_size:
             # ids past the embedding table would fail inside torch; say it here instead
             raise error(ModelLoadError, "errors.models_tokenizer_vocab", source=model.tokenizer.source,
