@@ -68,3 +68,33 @@ def test_refused_settings(hf, change, message):
 
 def test_unscaled_gpt2_is_run_unscaled():
     assert _config({**GPT2, "scale_attn_weights": False}).scoring == "unscaled"
+
+
+ALIASED = {  # a config.json spelled with transformers' attribute_map names only (its canonical keys left out)
+    "bloom": {"model_type": "bloom", "vocab_size": 64, "n_embed": 48, "num_attention_heads": 6, "num_hidden_layers": 3},
+    "gpt2": {"model_type": "gpt2", "vocab_size": 64, "hidden_size": 48, "num_attention_heads": 6,
+             "num_hidden_layers": 3, "max_position_embeddings": 40},
+    "distilbert": {"model_type": "distilbert", "vocab_size": 64, "hidden_size": 48, "num_attention_heads": 6,
+                   "num_hidden_layers": 3},
+    "t5": {"model_type": "t5", "vocab_size": 64, "hidden_size": 48, "num_attention_heads": 6, "num_hidden_layers": 3,
+           "head_dim": 10},
+    "bart": {"model_type": "bart", "vocab_size": 64, "hidden_size": 48, "num_attention_heads": 16,
+             "num_hidden_layers": 3},
+}
+
+
+@pytest.mark.parametrize("name", list(ALIASED))
+def test_sizes_spelled_with_transformers_aliases(name):
+    """transformers reads ``num_attention_heads`` as GPT-2's n_head, T5's num_heads, … (each config
+    class's attribute_map; BLOOM's Hub configs are spelled so); they were ignored and the model built
+    with the default sizes (BLOOM: 8 heads, 2 layers) — a head count whose weights have the same shape."""
+    import transformers
+
+    hf = ALIASED[name]
+    ref = transformers.AutoConfig.for_model(**hf)
+    c = _config(hf)
+    assert (c.n_heads, c.n_layers, c.d_model) == (ref.num_attention_heads, ref.num_hidden_layers, ref.hidden_size)
+    if name == "gpt2":
+        assert c.max_positions == ref.max_position_embeddings == 40
+    if name == "t5":
+        assert c.d_head == ref.d_kv == 10

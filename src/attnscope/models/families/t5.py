@@ -43,7 +43,18 @@ from pathlib import Path
 from ...errors import ModelLoadError
 from ...i18n import error
 from ...modules.seq2seq import Seq2SeqConfig
-from ..registry import HF_ACTIVATIONS, Family, WeightRule, fuse_rows, hf_extra, make_config, register, setting, tokenizer_by_files
+from ..registry import (
+    HF_ACTIVATIONS,
+    Family,
+    WeightRule,
+    fuse_rows,
+    hf_extra,
+    make_config,
+    register,
+    setting,
+    setting_of,
+    tokenizer_by_files,
+)
 from ..seq2seq_generation import generation_settings
 from ..seq2seq_model import Seq2SeqModel
 
@@ -57,18 +68,19 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
     act = "gelu_new" if proj == "gated-gelu" else parts[-1]
     if len(parts) > 2 or (len(parts) == 2 and not gated) or act not in ACTIVATIONS:
         raise error(ModelLoadError, "errors.config_t5_ffn", source=source, proj=repr(proj))
-    d = setting(hf, "d_model", source, 512)
+    d = setting_of(hf, ("d_model", "hidden_size"), source, 512)
     tie = setting(hf, "tie_word_embeddings", source, True, bool)
     scale = hf.get("scale_decoder_outputs")
     scale = tie if not isinstance(scale, bool) else scale
     if hf.get("model_type") == "mt5":
         scale = False  # mT5 never rescales (transformers' MT5ForConditionalGeneration has no such step)
-    n_layers = setting(hf, "num_layers", source, 6)
+    n_layers = setting_of(hf, ("num_layers", "num_hidden_layers"), source, 6)
     gen = generation_settings(hf, Path(source).parent, source)
     return make_config(
         Seq2SeqConfig, source,
-        vocab_size=setting(hf, "vocab_size", source), d_model=d, n_heads=setting(hf, "num_heads", source, 8),
-        head_dim=setting(hf, "d_kv", source, 64), n_layers=n_layers,
+        vocab_size=setting(hf, "vocab_size", source), d_model=d,
+        n_heads=setting_of(hf, ("num_heads", "num_attention_heads"), source, 8),
+        head_dim=setting_of(hf, ("d_kv", "head_dim"), source, 64), n_layers=n_layers,
         n_decoder_layers=setting(hf, "num_decoder_layers", source, n_layers),
         d_ff=setting(hf, "d_ff", source, 2048), max_positions=setting(hf, "n_positions", source, 512),
         type_vocab_size=0, position="t5_relative", norm="pre", norm_kind="rms", embed_norm=False,
