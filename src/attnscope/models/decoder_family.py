@@ -183,9 +183,9 @@ def rules(config: DecoderConfig) -> list[WeightRule]:
 
 
 def register_decoder(name: str, config_from_hf, *, model_types: Optional[tuple[str, ...]] = None,
-                     prefixes: tuple[str, ...] = ()) -> Family:
+                     prefixes: tuple[str, ...] = (), moved: tuple[tuple[str, str], ...] = ()) -> Family:
     """Register a decoder family (``model_types`` default ``(name,)``): the weight table of
     :func:`rules`, a byte-level BPE tokenizer, a :class:`~attnscope.models.DecoderModel`."""
     return register(Family(name=name, model_types=model_types or (name,), prefixes=prefixes,
                            config_from_hf=config_from_hf, rules=rules, tokenizer_kind="bpe-gpt2", lm_head=False,
-                           model_class=DecoderModel))
+                           model_class=DecoderModel, moved=moved))

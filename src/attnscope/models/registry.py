@@ -72,6 +72,8 @@ class Family:
             positions after the padding index and gives padding the padding index).
         lm_head: the model predicts next tokens with the tied token embedding (GPT-2).
         renames: old → new key fragments applied first (``LayerNorm.gamma`` → ``LayerNorm.weight``).
+        moved: old → new leading parts of keys, replaced before the prefixes are stripped (a layout
+            that other versions of transformers saved: Gemma 3's ``model.language_model.`` → ``model.``).
         model_class: the class the loader builds (default :class:`~attnscope.models.Model`; the
             decoder families build :class:`~attnscope.models.DecoderModel`).
     """
@@ -85,6 +87,7 @@ class Family:
     position_ids: Optional[Callable[[Tensor, TransformerConfig], Tensor]] = None
     lm_head: bool = False
     renames: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    moved: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     model_class: Optional[type] = None
 
 

@@ -12,7 +12,8 @@ What differs from Llama:
   full; the two kinds use different RoPE bases (local 10 000, global 1 000 000 with the global
   scaling, if any);
 * a multimodal ``gemma3`` checkpoint loads its text model (``text_config``, weights under
-  ``language_model.``; the vision tower is left unused);
+  ``language_model.model.``, or ``model.language_model.`` as transformers 4.52–4.57 saved them; the
+  vision tower is left unused);
 * optional ``final_logit_softcapping`` (logits = cap·tanh(logits/cap)); attention softcapping
   (Gemma 2) is refused.
 
@@ -61,4 +62,7 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
         query_scale=float(scalar) ** -0.5, final_logit_softcap=float(cap) if cap is not None else None)
 
 
-FAMILY = D.register_decoder("gemma3", config_from_hf, model_types=("gemma3_text", "gemma3"), prefixes=("language_model.",))
+# a multimodal checkpoint's text model: language_model.model.* (transformers < 4.52 and ≥ 5 write this), or
+# model.language_model.* (4.52 – 4.57)
+FAMILY = D.register_decoder("gemma3", config_from_hf, model_types=("gemma3_text", "gemma3"), prefixes=("language_model.",),
+                            moved=(("model.language_model.", "model."),))
