@@ -98,3 +98,17 @@ def test_sizes_spelled_with_transformers_aliases(name):
         assert c.max_positions == ref.max_position_embeddings == 40
     if name == "t5":
         assert c.d_head == ref.d_kv == 10
+
+
+def test_gemma3_pattern_is_read_from_sliding_window_pattern():
+    """Without layer_types, transformers' Gemma3TextConfig takes the pattern from
+    ``sliding_window_pattern`` and ignores the ``_sliding_window_pattern`` it writes itself (6 here,
+    its default); the latter won, making every layer of this 4-layer config sliding."""
+    import transformers
+
+    hf = {"model_type": "gemma3_text", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
+          "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+          "sliding_window": 5, "sliding_window_pattern": 2, "_sliding_window_pattern": 6}
+    want = transformers.AutoConfig.for_model(**hf).layer_types
+    assert want == ["sliding_attention", "full_attention"] * 2
+    assert _config(hf).layer_types == [t.split("_")[0] for t in want]

@@ -8,7 +8,7 @@ What differs from Llama:
 * QK-norm: RMSNorm of each head's q and k (over head_dim) before the rotation;
 * scores × ``query_pre_attn_scalar^-½`` (256 in 270M = head_dim; not always head_dim);
 * sliding-window layers (``sliding_window``, 512 in 270M) and full layers: ``layer_types`` when
-  given, else every ``_sliding_window_pattern``-th layer (default 6: layers 5, 11, 17 of 18) is
+  given, else every ``sliding_window_pattern``-th layer (default 6: layers 5, 11, 17 of 18) is
   full; the two kinds use different RoPE bases (local 10 000, global 1 000 000 with the global
   scaling, if any);
 * a multimodal ``gemma3`` checkpoint loads its text model (``text_config``, weights under
@@ -43,7 +43,9 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
     window = setting(hf, "sliding_window", source, 4096)
     types = hf.get("layer_types")
     if types is None:
-        pattern = hf.get("_sliding_window_pattern", hf.get("sliding_window_pattern", 6))
+        # transformers reads sliding_window_pattern (the Hub's older configs); the _sliding_window_pattern it
+        # writes beside layer_types only echoes it
+        pattern = hf.get("sliding_window_pattern", hf.get("_sliding_window_pattern", 6))
         if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern <= 0:
             raise error(ModelLoadError, "errors.config_gemma_pattern", source=source, got=repr(pattern))
         types = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n_layers)]
