@@ -112,3 +112,39 @@ def test_gemma3_pattern_is_read_from_sliding_window_pattern():
     want = transformers.AutoConfig.for_model(**hf).layer_types
     assert want == ["sliding_attention", "full_attention"] * 2
     assert _config(hf).layer_types == [t.split("_")[0] for t in want]
+
+
+LLAMA = {"model_type": "llama", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2}
+GEMMA3 = {"model_type": "gemma3_text", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
+          "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+          "sliding_window": 5, "layer_types": ["sliding_attention", "full_attention"]}
+
+
+@pytest.mark.parametrize("hf", [
+    # a dict without its own rope_theta takes the top-level one (it took the default, 10 000)
+    {**LLAMA, "rope_parameters": {"rope_type": "default"}, "rope_theta": 500.0},
+    # rope_scaling wins over rope_parameters (it was ignored)
+    {**LLAMA, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4},
+     "rope_scaling": {"rope_type": "linear", "factor": 4.0}, "rope_theta": 500.0},
+    # the dict's own rope_theta wins over the top-level one (the top-level one won)
+    {**LLAMA, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "rope_theta": 2000.0}, "rope_theta": 500.0},
+    # Gemma 3: rope_scaling and the top-level rope_theta fill the full layers' dict
+    {**GEMMA3, "rope_parameters": {"full_attention": {"rope_type": "default"},
+                                   "sliding_attention": {"rope_type": "default"}},
+     "rope_theta": 5e5, "rope_local_base_freq": 2e3, "rope_scaling": {"rope_type": "linear", "factor": 8.0}},
+])
+def test_rope_settings_take_transformers_precedence(hf):
+    """Where a config spells RoPE twice, the values are the ones transformers' config class settles on."""
+    import copy
+
+    import transformers
+
+    ref = transformers.AutoConfig.for_model(**copy.deepcopy(hf)).rope_parameters
+    full = ref.get("full_attention", ref)
+    c = _config(hf)
+    assert c.rope_theta == full["rope_theta"]
+    assert (c.rope_scaling or {}).get("rope_type", "default") == full["rope_type"]
+    assert (c.rope_scaling or {}).get("factor") == full.get("factor")
+    if "sliding_attention" in ref:
+        assert c.rope_local_theta == ref["sliding_attention"]["rope_theta"]

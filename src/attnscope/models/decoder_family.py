@@ -70,22 +70,27 @@ def _rope_dict(d, source: str, what: str) -> tuple[Optional[float], Optional[dic
 def rope_settings(hf: dict, source: str, *, default_theta: float = 10000.0,
                   local: bool = False) -> tuple[float, Optional[dict], Optional[float]]:
     """``(theta, scaling, local_theta)`` from a config dict in either spelling (see the module
-    docstring). ``local``: the family has sliding layers with their own base (Gemma 3)."""
-    params = hf.get("rope_parameters")
+    docstring), with transformers' precedence: a ``rope_scaling`` wins over ``rope_parameters``
+    (Gemma 3: over its full layers' dict), and a dict's own ``rope_theta`` over the top-level
+    ``rope_theta``, which wins over the family's default. ``local``: the family has sliding layers
+    with their own base (Gemma 3)."""
+    params, old = hf.get("rope_parameters"), hf.get("rope_scaling")
     local_theta: Optional[float] = None
     if isinstance(params, dict) and ("full_attention" in params or "sliding_attention" in params):
-        theta, scaling = _rope_dict(params.get("full_attention"), source, "rope_parameters.full_attention")
+        full = params.get("full_attention")
+        if old and isinstance(full, dict) and isinstance(old, dict):
+            full = {**full, **old}
+        theta, scaling = _rope_dict(old if old and not isinstance(full, dict) else full, source,
+                                    "rope_scaling" if old else "rope_parameters.full_attention")
         local_theta, local_scaling = _rope_dict(params.get("sliding_attention"), source,
                                                 "rope_parameters.sliding_attention")
         if local_scaling is not None:
             raise error(ModelLoadError, "errors.config_local_rope_scaling", source=source,
                         kind=repr(local_scaling["rope_type"]))
-    elif params is not None:
-        theta, scaling = _rope_dict(params, source, "rope_parameters")
     else:
-        theta, scaling = _rope_dict(hf.get("rope_scaling") or {}, source, "rope_scaling")
-        if hf.get("rope_theta") is not None:
-            theta, _ = _rope_dict({"rope_theta": hf["rope_theta"]}, source, "config")
+        theta, scaling = _rope_dict(old or params or {}, source, "rope_scaling" if old else "rope_parameters")
+    if theta is None and hf.get("rope_theta") is not None:
+        theta, _ = _rope_dict({"rope_theta": hf["rope_theta"]}, source, "config")
     if local and local_theta is None:
         local_theta = float(setting(hf, "rope_local_base_freq", source, 10000.0, float))
     return float(theta if theta is not None else default_theta), scaling, local_theta
