@@ -148,3 +148,13 @@ def test_rope_settings_take_transformers_precedence(hf):
     assert (c.rope_scaling or {}).get("factor") == full.get("factor")
     if "sliding_attention" in ref:
         assert c.rope_local_theta == ref["sliding_attention"]["rope_theta"]
+
+
+def test_gemma3_query_scale_defaults_as_transformers():
+    """A Gemma 3 config without query_pre_attn_scalar scales scores by 256^(−1/2), transformers'
+    default, whatever head_dim is (it took head_dim: 8^(−1/2) here, scores 5.7 times too large)."""
+    import transformers
+
+    hf = {k: v for k, v in GEMMA3.items()}
+    ref = transformers.AutoConfig.for_model(**hf)
+    assert _config(hf).query_scale == ref.query_pre_attn_scalar ** -0.5 == 256 ** -0.5

@@ -6,7 +6,8 @@ What differs from Llama:
 * RMSNorm scales by ``(1 + w)`` (the stored w is near 0), four per layer: before and after
   attention, before and after the MLP (sandwich norms); GeGLU MLP (``gelu_pytorch_tanh``);
 * QK-norm: RMSNorm of each head's q and k (over head_dim) before the rotation;
-* scores × ``query_pre_attn_scalar^-½`` (256 in 270M = head_dim; not always head_dim);
+* scores × ``query_pre_attn_scalar^-½`` (256 in 270M = head_dim; not always head_dim; 256 when the
+  config leaves it out, as transformers' Gemma3TextConfig);
 * sliding-window layers (``sliding_window``, 512 in 270M) and full layers: ``layer_types`` when
   given, else every ``sliding_window_pattern``-th layer (default 6: layers 5, 11, 17 of 18) is
   full; the two kinds use different RoPE bases (local 10 000, global 1 000 000 with the global
@@ -52,7 +53,7 @@ def config_from_hf(hf: dict, source: str) -> DecoderConfig:
     types = D.window_layer_types(n_layers, window, types, source)
     assert types is not None  # given layer types come back as a list
     head_dim = setting(hf, "head_dim", source, 256)
-    scalar = setting(hf, "query_pre_attn_scalar", source, head_dim, float)
+    scalar = setting(hf, "query_pre_attn_scalar", source, 256, float)  # transformers' default, whatever head_dim is
     d = setting(hf, "hidden_size", source)
     cap = setting(hf, "final_logit_softcapping", source, None, float)
     bias = bool(setting(hf, "attention_bias", source, False, bool))
