@@ -158,3 +158,18 @@ def test_gemma3_query_scale_defaults_as_transformers():
     hf = {k: v for k, v in GEMMA3.items()}
     ref = transformers.AutoConfig.for_model(**hf)
     assert _config(hf).query_scale == ref.query_pre_attn_scalar ** -0.5 == 256 ** -0.5
+
+
+@pytest.mark.parametrize("window", ["absent", None, 7])
+def test_mistral_window_defaults_as_transformers(window):
+    """A Mistral config without sliding_window windows every layer at 4096, transformers' default (it
+    ran with no window); ``null`` turns the window off."""
+    import transformers
+
+    hf = {**LLAMA, "model_type": "mistral", "max_position_embeddings": 8192}
+    if window != "absent":
+        hf["sliding_window"] = window
+    ref = transformers.AutoConfig.for_model(**hf)
+    c = _config(hf)
+    assert c.sliding_window == ref.sliding_window
+    assert c.layer_types == (None if ref.sliding_window is None else ["sliding"] * 2)
