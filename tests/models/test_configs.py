@@ -173,3 +173,46 @@ def test_mistral_window_defaults_as_transformers(window):
     c = _config(hf)
     assert c.sliding_window == ref.sliding_window
     assert c.layer_types == (None if ref.sliding_window is None else ["sliding"] * 2)
+
+
+SIZES = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 64}
+MINIMAL = {t: {"model_type": t, "vocab_size": 1000} for t in (
+    "bert", "roberta", "xlm-roberta", "albert", "electra", "distilbert", "deberta-v2", "gpt2", "bloom", "t5", "mt5",
+    "bart")}
+MINIMAL.update({t: {"model_type": t, "vocab_size": 1000, **SIZES} for t in (
+    "llama", "qwen2", "qwen3", "mistral", "olmo2", "gemma3_text")})
+
+
+@pytest.mark.parametrize("model_type", list(MINIMAL))
+def test_what_a_config_leaves_out_is_transformers_default(model_type):
+    """Sizes, activation and ε that a config.json leaves out take the defaults of transformers' config
+    class of that model_type. ALBERT took BERT's (12 heads for AlbertConfig's 64, gelu for gelu_new),
+    ELECTRA too (12 heads for 4), mT5 T5's (8 heads, 6 layers, relu for 6, 8, gated-gelu) and RoBERTa
+    ε 1e-5 for 1e-12 — a head count or an activation that no weight shape contradicts."""
+    import transformers
+
+    from attnscope.models.registry import HF_ACTIVATIONS
+
+    hf = MINIMAL[model_type]
+    ref = transformers.AutoConfig.for_model(**dict(hf))
+    c = _config(dict(hf))
+
+    def first(*names):
+        return next(getattr(ref, n) for n in names if getattr(ref, n, None) is not None)
+
+    assert (c.d_model, c.n_heads, c.n_layers) == (ref.hidden_size, ref.num_attention_heads, ref.num_hidden_layers)
+    d_ff = 4 * ref.hidden_size if model_type == "bloom" else \
+        first("intermediate_size", "n_inner", "hidden_dim", "d_ff", "encoder_ffn_dim") if model_type != "gpt2" \
+        else (ref.n_inner or 4 * ref.hidden_size)
+    assert c.d_ff == d_ff
+    if model_type in ("t5", "mt5"):
+        assert (c.activation, c.gated_ffn) == (HF_ACTIVATIONS[ref.dense_act_fn], ref.is_gated_act)
+    elif model_type == "bloom":  # BloomGelu: the tanh GELU, whatever the config says
+        assert c.activation == "gelu_tanh"
+    else:
+        act = first("hidden_activation", "hidden_act", "activation_function", "activation")
+        assert c.activation == HF_ACTIVATIONS[act]
+    if model_type not in ("distilbert", "bart"):  # their LayerNorms do not read the config
+        assert c.layer_norm_eps == first("layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps")
+    if model_type in ("albert", "electra"):
+        assert (c.embedding_size or c.d_model) == ref.embedding_size
