@@ -57,6 +57,26 @@ def test_sharded_safetensors(tiny_dirs, tiny_models, tmp_path):
     assert _same_output(attnscope.load(folder), tiny_models["gpt2"])
 
 
+def test_sharded_pytorch_model_bin(tiny_dirs, tiny_models, tmp_path):
+    """pytorch_model.bin in shards listed by pytorch_model.bin.index.json (older large checkpoints;
+    transformers loads them): it was refused as "has no weights"."""
+    folder = _copy(tiny_dirs["gpt2"], tmp_path / "sharded-bin")
+    sd = load_file(str(folder / "model.safetensors"))
+    keys = sorted(sd)
+    shards = {"pytorch_model-00001-of-00002.bin": keys[: len(keys) // 2],
+              "pytorch_model-00002-of-00002.bin": keys[len(keys) // 2:]}
+    for fname, ks in shards.items():
+        torch.save({k: sd[k] for k in ks}, str(folder / fname))
+    (folder / "model.safetensors").unlink()
+    index = {"metadata": {}, "weight_map": {k: f for f, ks in shards.items() for k in ks}}
+    (folder / "pytorch_model.bin.index.json").write_text(json.dumps(index))
+    assert _same_output(attnscope.load(folder), tiny_models["gpt2"])
+    (folder / "pytorch_model-00002-of-00002.bin").unlink()
+    with pytest.raises(attnscope.ModelLoadError, match=r"pytorch_model-00002-of-00002\.bin not found \(listed in "
+                                                       r"pytorch_model\.bin\.index\.json\)"):
+        attnscope.load(folder)
+
+
 def test_unused_weights_are_listed(tiny_models, minilm):
     assert minilm.unused_weights == ["embeddings.position_ids", "pooler.dense.bias", "pooler.dense.weight"]
     assert any(k.startswith("cls.predictions") for k in tiny_models["bert-chinese"].unused_weights)
