@@ -216,3 +216,15 @@ def test_what_a_config_leaves_out_is_transformers_default(model_type):
         assert c.layer_norm_eps == first("layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps")
     if model_type in ("albert", "electra"):
         assert (c.embedding_size or c.d_model) == ref.embedding_size
+
+
+def test_gemma3_activation_is_hidden_activation_only():
+    """Gemma 3 runs ``hidden_activation`` (default gelu_pytorch_tanh) and never reads ``hidden_act``
+    (Gemma 1's key, exact GELU); a config carrying only hidden_act ran exact GELU instead of tanh's."""
+    import transformers
+
+    from attnscope.models.registry import HF_ACTIVATIONS
+
+    hf = {**GEMMA3, "hidden_act": "gelu"}
+    ref = transformers.AutoConfig.for_model(**hf)
+    assert _config(hf).activation == HF_ACTIVATIONS[ref.hidden_activation] == "gelu_tanh"

@@ -112,7 +112,8 @@ def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act",
     if hf.get("partial_rotary_factor") not in (None, 1, 1.0):
         raise error(ModelLoadError, "errors.config_partial_rotary", source=source, field="partial_rotary_factor",
                     value=hf["partial_rotary_factor"])
-    act = hf.get(activation_key) or hf.get("hidden_act") or default_activation
+    # transformers reads one key per family (Gemma 3: hidden_activation; a hidden_act beside it is not read)
+    act = hf.get(activation_key) or default_activation
     eos = token_ids(hf.get("eos_token_id"), "eos_token_id", source)
     pad = hf.get("pad_token_id")
     pad = pad if isinstance(pad, int) and not isinstance(pad, bool) else (eos[0] if eos else 0)
