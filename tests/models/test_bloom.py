@@ -170,6 +170,29 @@ def test_the_fused_projection_is_split_per_head(blooms):
             assert torch.equal(mine[name].T, W[h, j])
 
 
+def test_the_hubs_spelling_of_the_sizes_is_read_as_transformers_reads_it(tmp_path):
+    """bigscience's own configs (bloom-560m: ``n_embed``, ``num_attention_heads``, ``num_hidden_layers``,
+    no ``n_head``/``n_layer``/``hidden_size``) are BloomConfig's aliases; they were ignored, and the
+    model built with the defaults (8 heads, 2 layers): wrong slopes and head split, layers dropped."""
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    folder = tiny_bloom(tmp_path / "hub-spelling", seed=7, n_heads=6, d_model=48, n_layers=3)
+    cfg = json.loads((folder / "config.json").read_text())
+    for hub, ours in (("n_embed", "hidden_size"), ("num_attention_heads", "n_head"), ("num_hidden_layers", "n_layer")):
+        cfg[hub] = cfg.pop(ours)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(folder), attn_implementation="eager",
+                                                           dtype=torch.float32).eval()
+    assert (hf.config.n_head, hf.config.n_layer, hf.config.hidden_size) == (6, 3, 48)
+    model = attnscope.load(folder)
+    assert (model.config.n_heads, model.config.n_layers, model.config.d_model) == (6, 3, 48)
+    batch = model.encode(TEXTS[0])
+    dh, dw, dl = _diffs(_ours(model, batch.input_ids, batch.attention_mask),
+                        _hf(hf, batch.input_ids, batch.attention_mask), [(0, torch.arange(batch.lengths[0]))])
+    assert dh <= TOL and dw <= TOL and dl <= LOGITS_TOL, (dh, dw, dl)
+
+
 def test_unsupported_config_is_one_sentence(blooms, tmp_path):
     import shutil
 

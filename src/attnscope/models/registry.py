@@ -72,6 +72,8 @@ class Family:
             positions after the padding index and gives padding the padding index).
         lm_head: the model predicts next tokens with the tied token embedding (GPT-2).
         renames: old → new key fragments applied first (``LayerNorm.gamma`` → ``LayerNorm.weight``).
+        moved: old → new leading parts of keys, replaced before the prefixes are stripped (a layout
+            that other versions of transformers saved: Gemma 3's ``model.language_model.`` → ``model.``).
         model_class: the class the loader builds (default :class:`~attnscope.models.Model`; the
             decoder families build :class:`~attnscope.models.DecoderModel`).
     """
@@ -85,6 +87,7 @@ class Family:
     position_ids: Optional[Callable[[Tensor, TransformerConfig], Tensor]] = None
     lm_head: bool = False
     renames: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    moved: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     model_class: Optional[type] = None
 
 
@@ -264,6 +267,14 @@ def setting(hf: dict, key: str, source: str, default=_MISSING, kind=int):
     if kind in (int, float):
         check_number(key, value, source)
     return value
+
+
+def setting_of(hf: dict, keys: Sequence[str], source: str, default=_MISSING, kind=int):
+    """:func:`setting` of the first of ``keys`` that ``hf`` sets (not None): one setting that
+    config.json files spell more than one way, as transformers' ``attribute_map`` reads them
+    (BLOOM's ``n_head`` or ``num_attention_heads``); ``default`` when none is set."""
+    key = next((k for k in keys if hf.get(k) is not None), keys[0])
+    return setting(hf, key, source, default, kind)
 
 
 def token_ids(v, key: str, source: str) -> list[int]:

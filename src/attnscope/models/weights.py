@@ -13,9 +13,14 @@ from .registry import Family
 
 
 def normalise_keys(sd: dict[str, torch.Tensor], family: Family) -> dict[str, torch.Tensor]:
-    """Strip the task-head prefix ("bert.", "transformer.", …) and apply the family's renames."""
+    """Move the family's moved key parts, strip the task-head prefix ("bert.", "transformer.", …) and
+    apply the family's renames."""
     out = {}
     for key, value in sd.items():
+        for old, new in family.moved:
+            if key.startswith(old):
+                key = new + key[len(old):]
+                break
         for prefix in family.prefixes:
             if key.startswith(prefix):
                 key = key[len(prefix):]

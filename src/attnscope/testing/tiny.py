@@ -160,7 +160,7 @@ def tiny_gpt2(folder, *, seed: int = 3) -> Path:
     return _save(GPT2LMHeadModel, cfg, folder, seed)
 
 
-def tiny_bloom(folder, *, seed: int = 4, n_heads: int = 4, d_model: int = 32) -> Path:
+def tiny_bloom(folder, *, seed: int = 4, n_heads: int = 4, d_model: int = 32, n_layers: int = 2) -> Path:
     """BloomForCausalLM (``transformer.``, tied ``lm_head``): ALiBi, the embedding LayerNorm, the
     per-head fused ``query_key_value``; a byte-level BPE ``tokenizer.json`` (<unk> <s> </s> <pad> =
     0–3, no <s> added, as BLOOM's). ``n_heads=6, d_model=48``: slopes of a head count that is not
@@ -170,7 +170,7 @@ def tiny_bloom(folder, *, seed: int = 4, n_heads: int = 4, d_model: int = 32) ->
     folder = _folder(folder)
     tok = _bpe(["<unk>", "<s>", "</s>", "<pad>"])
     tok.save(str(folder / "tokenizer.json"))
-    cfg = BloomConfig(vocab_size=tok.get_vocab_size(), hidden_size=d_model, n_layer=2, n_head=n_heads,
+    cfg = BloomConfig(vocab_size=tok.get_vocab_size(), hidden_size=d_model, n_layer=n_layers, n_head=n_heads,
                       bos_token_id=1, eos_token_id=2, pad_token_id=3, layer_norm_epsilon=1e-5)
     return _save(BloomForCausalLM, cfg, folder, seed)
 

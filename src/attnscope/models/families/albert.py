@@ -39,12 +39,15 @@ from ..encoder_model import EncoderModel, with_encoder_options
 from ..registry import Family, WeightRule, register, setting, tokenizer_by_files
 from .bert import LAYERNORM_RENAMES, LayerNames, encoder_config, encoder_rules
 
+#: transformers' AlbertConfig defaults (albert-xxlarge's sizes) where they are not BERT's
+ALBERT_DEFAULTS = {"hidden_size": 4096, "num_attention_heads": 64, "intermediate_size": 16384, "hidden_act": "gelu_new"}
+
 
 def config_from_hf(hf: dict, source: str) -> EncoderConfig:
     inner = setting(hf, "inner_group_num", source, 1)
     if inner != 1:
         raise error(ModelLoadError, "errors.config_albert_inner_group", source=source, inner=inner)
-    base = encoder_config(hf, source, layer_norm_eps=1e-12, type_vocab_size=2)
+    base = encoder_config(hf, source, layer_norm_eps=1e-12, type_vocab_size=2, defaults=ALBERT_DEFAULTS)
     n_layers = base.n_layers
     groups = setting(hf, "num_hidden_groups", source, 1)
     if not 1 <= groups <= n_layers:

@@ -38,28 +38,29 @@ from pathlib import Path
 from ...errors import ModelLoadError
 from ...i18n import error
 from ...modules.seq2seq import Seq2SeqConfig
-from ..registry import Family, WeightRule, hf_activation, make_config, register, setting, tokenizer_by_files
+from ..registry import Family, WeightRule, hf_activation, make_config, register, setting, setting_of, tokenizer_by_files
 from ..seq2seq_generation import generation_settings
 from ..seq2seq_model import Seq2SeqModel
 from .bert import layer_rules
 
 
 def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
+    heads = setting_of(hf, ("encoder_attention_heads", "num_attention_heads"), source, 16)
     for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
-        if setting(hf, a, source, 16) != setting(hf, b, source, 16):
+        if (heads if a == "encoder_attention_heads" else setting(hf, a, source, 16)) != setting(hf, b, source, 16):
             raise error(ModelLoadError, "errors.config_bart_sizes", source=source, a=a, a_value=hf.get(a), b=b,
                         b_value=hf.get(b))
     if setting(hf, "add_final_layer_norm", source, False, bool) or setting(hf, "normalize_before", source, False, bool):
         raise error(ModelLoadError, "errors.config_bart_pre_ln", source=source)
-    d = setting(hf, "d_model", source, 1024)
+    d = setting_of(hf, ("d_model", "hidden_size"), source, 1024)
     n_pos = setting(hf, "max_position_embeddings", source, 1024)
     archs = hf.get("architectures") or []
     gen = generation_settings(hf, Path(source).parent, source)
     return make_config(
         Seq2SeqConfig, source,
         vocab_size=setting(hf, "vocab_size", source), d_model=d,
-        n_heads=setting(hf, "encoder_attention_heads", source, 16),
-        n_layers=setting(hf, "encoder_layers", source, 12),
+        n_heads=heads,
+        n_layers=setting_of(hf, ("encoder_layers", "num_hidden_layers"), source, 12),
         n_decoder_layers=setting(hf, "decoder_layers", source, 12),
         d_ff=setting(hf, "encoder_ffn_dim", source, 4096), max_positions=n_pos, position_offset=2,
         type_vocab_size=0, position="learned", norm="post", norm_kind="layer", embed_norm=True,

@@ -26,10 +26,17 @@ from ...errors import ModelLoadError
 from ...i18n import error
 from ..registry import Family, WeightRule, fuse_rows, hf_activation, hf_extra, register, setting
 
+#: BertConfig's defaults of the sizes and the activation; a relative's config class has its own
+#: (ALBERT's xxlarge-like 4096 / 64 heads / gelu_new, ELECTRA's small 256 / 4 heads), given as ``defaults``.
+BERT_DEFAULTS = {"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072, "hidden_act": "gelu"}
+
 
 def encoder_config(hf: dict, source: str, *, layer_norm_eps: float, type_vocab_size: int,
-                   max_positions_offset: int = 0, **extra) -> TransformerConfig:
-    """The fields that BERT and RoBERTa share (HF's BertConfig/RobertaConfig key names)."""
+                   max_positions_offset: int = 0, defaults: Optional[dict] = None, **extra) -> TransformerConfig:
+    """The fields that BERT and RoBERTa share (HF's BertConfig/RobertaConfig key names); a key the
+    config leaves out takes transformers' default of the family's config class (``defaults`` over
+    :data:`BERT_DEFAULTS`, ``layer_norm_eps``, ``type_vocab_size``)."""
+    dflt = {**BERT_DEFAULTS, **(defaults or {})}
     pe = setting(hf, "position_embedding_type", source, "absolute", str)
     if pe != "absolute":
         raise error(ModelLoadError, "errors.config_bert_positions", source=source, kind=repr(pe))
@@ -38,15 +45,15 @@ def encoder_config(hf: dict, source: str, *, layer_norm_eps: float, type_vocab_s
     n_positions = setting(hf, "max_position_embeddings", source, 512)
     return TransformerConfig(
         vocab_size=setting(hf, "vocab_size", source),
-        d_model=setting(hf, "hidden_size", source, 768),
-        n_heads=setting(hf, "num_attention_heads", source, 12),
+        d_model=setting(hf, "hidden_size", source, dflt["hidden_size"]),
+        n_heads=setting(hf, "num_attention_heads", source, dflt["num_attention_heads"]),
         n_layers=setting(hf, "num_hidden_layers", source, 12),
-        d_ff=setting(hf, "intermediate_size", source, 3072),
+        d_ff=setting(hf, "intermediate_size", source, dflt["intermediate_size"]),
         max_positions=n_positions - max_positions_offset,
         type_vocab_size=setting(hf, "type_vocab_size", source, type_vocab_size),
         position="learned", position_offset=max_positions_offset,
         norm="post", embed_norm=True, final_norm=False,
-        activation=hf_activation(setting(hf, "hidden_act", source, "gelu", str), source),
+        activation=hf_activation(setting(hf, "hidden_act", source, dflt["hidden_act"], str), source),
         layer_norm_eps=float(setting(hf, "layer_norm_eps", source, layer_norm_eps, float)),
         dropout=float(setting(hf, "hidden_dropout_prob", source, 0.1, float)),
         attn_dropout=float(setting(hf, "attention_probs_dropout_prob", source, 0.1, float)),

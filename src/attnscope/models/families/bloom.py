@@ -33,7 +33,7 @@ import torch
 from ...config import TransformerConfig
 from ...errors import ModelLoadError
 from ...i18n import error
-from ..registry import Family, WeightRule, hf_extra, register, setting
+from ..registry import Family, WeightRule, hf_extra, register, setting, setting_of
 
 Tensor = torch.Tensor
 
@@ -41,13 +41,15 @@ Tensor = torch.Tensor
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:
     if setting(hf, "apply_residual_connection_post_layernorm", source, False, bool):
         raise error(ModelLoadError, "errors.config_bloom_residual", source=source)
-    d = setting(hf, "hidden_size", source, None) or setting(hf, "n_embed", source, 64)
+    # the Hub's own BLOOM configs spell n_embed / num_attention_heads / num_hidden_layers (bloom-560m):
+    # transformers reads them as hidden_size (n_embed first), n_head and n_layer
+    d = setting_of(hf, ("n_embed", "hidden_size"), source, 64)
     pad = setting(hf, "pad_token_id", source, 3)
     return TransformerConfig(
         vocab_size=setting(hf, "vocab_size", source, 250880),
         d_model=d,
-        n_heads=setting(hf, "n_head", source, 8),
-        n_layers=setting(hf, "n_layer", source, 2),
+        n_heads=setting_of(hf, ("n_head", "num_attention_heads"), source, 8),
+        n_layers=setting_of(hf, ("n_layer", "num_hidden_layers"), source, 2),
         d_ff=4 * d,
         # ALiBi has no table of positions; BLOOM was trained on 2,048 tokens
         max_positions=setting(hf, "seq_length", source, 2048),

@@ -21,16 +21,16 @@ Keys may carry the prefix ``distilbert.`` (DistilBertForMaskedLM, …); task hea
 from __future__ import annotations
 
 from ...config import TransformerConfig
-from ..registry import Family, WeightRule, hf_activation, hf_extra, register, setting
+from ..registry import Family, WeightRule, hf_activation, hf_extra, register, setting, setting_of
 from .bert import LayerNames, encoder_rules
 
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:
     return TransformerConfig(
         vocab_size=setting(hf, "vocab_size", source),
-        d_model=setting(hf, "dim", source, 768),
-        n_heads=setting(hf, "n_heads", source, 12),
-        n_layers=setting(hf, "n_layers", source, 6),
+        d_model=setting_of(hf, ("dim", "hidden_size"), source, 768),
+        n_heads=setting_of(hf, ("n_heads", "num_attention_heads"), source, 12),
+        n_layers=setting_of(hf, ("n_layers", "num_hidden_layers"), source, 6),
         d_ff=setting(hf, "hidden_dim", source, 3072),
         max_positions=setting(hf, "max_position_embeddings", source, 512),
         type_vocab_size=0, position="learned", norm="post", embed_norm=True, final_norm=False,

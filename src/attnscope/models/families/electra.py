@@ -19,10 +19,13 @@ from ..encoder_model import EncoderModel, with_encoder_options
 from ..registry import Family, WeightRule, register, setting
 from .bert import LAYERNORM_RENAMES, encoder_config, encoder_rules
 
+#: transformers' ElectraConfig defaults (electra-small's sizes, embedding_size 128) where they are not BERT's
+ELECTRA_DEFAULTS = {"hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024}
+
 
 def config_from_hf(hf: dict, source: str) -> EncoderConfig:
-    base = encoder_config(hf, source, layer_norm_eps=1e-12, type_vocab_size=2)
-    return with_encoder_options(base, embedding_size=setting(hf, "embedding_size", source, base.d_model))
+    base = encoder_config(hf, source, layer_norm_eps=1e-12, type_vocab_size=2, defaults=ELECTRA_DEFAULTS)
+    return with_encoder_options(base, embedding_size=setting(hf, "embedding_size", source, 128))
 
 
 def rules(config: EncoderConfig) -> list[WeightRule]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from ...config import TransformerConfig
 from ...errors import ModelLoadError
 from ...i18n import error
-from ..registry import Family, WeightRule, hf_activation, hf_extra, register, setting, transpose
+from ..registry import Family, WeightRule, hf_activation, hf_extra, register, setting, setting_of, transpose
 
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:
@@ -30,15 +30,15 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
         raise error(ModelLoadError, "errors.config_gpt2_layer_scale", source=source)
     if setting(hf, "add_cross_attention", source, False, bool):
         raise error(ModelLoadError, "errors.config_gpt2_cross", source=source)
-    d = setting(hf, "n_embd", source, 768)
+    d = setting_of(hf, ("n_embd", "hidden_size"), source, 768)
     eos = setting(hf, "eos_token_id", source, 50256)
     return TransformerConfig(
         vocab_size=setting(hf, "vocab_size", source, 50257),
         d_model=d,
-        n_heads=setting(hf, "n_head", source, 12),
-        n_layers=setting(hf, "n_layer", source, 12),
+        n_heads=setting_of(hf, ("n_head", "num_attention_heads"), source, 12),
+        n_layers=setting_of(hf, ("n_layer", "num_hidden_layers"), source, 12),
         d_ff=setting(hf, "n_inner", source, 4 * d),
-        max_positions=setting(hf, "n_positions", source, 1024),
+        max_positions=setting_of(hf, ("n_positions", "max_position_embeddings"), source, 1024),
         type_vocab_size=0, position="learned", norm="pre", embed_norm=False, final_norm=True,
         activation=hf_activation(setting(hf, "activation_function", source, "gelu_new", str), source),
         layer_norm_eps=float(setting(hf, "layer_norm_epsilon", source, 1e-5, float)),

@@ -20,7 +20,8 @@ from .bert import LAYERNORM_RENAMES, encoder_config, encoder_rules
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:
     pad = setting(hf, "pad_token_id", source, 1)
-    return encoder_config(hf, source, layer_norm_eps=1e-5, type_vocab_size=1, max_positions_offset=pad + 1)
+    # layer_norm_eps: transformers' RobertaConfig default is BERT's 1e-12 (roberta-base's config says 1e-5)
+    return encoder_config(hf, source, layer_norm_eps=1e-12, type_vocab_size=1, max_positions_offset=pad + 1)
 
 
 def position_ids(input_ids: torch.Tensor, config: TransformerConfig) -> torch.Tensor:

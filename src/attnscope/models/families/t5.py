@@ -43,34 +43,52 @@ from pathlib import Path
 from ...errors import ModelLoadError
 from ...i18n import error
 from ...modules.seq2seq import Seq2SeqConfig
-from ..registry import HF_ACTIVATIONS, Family, WeightRule, fuse_rows, hf_extra, make_config, register, setting, tokenizer_by_files
+from ..registry import (
+    HF_ACTIVATIONS,
+    Family,
+    WeightRule,
+    fuse_rows,
+    hf_extra,
+    make_config,
+    register,
+    setting,
+    setting_of,
+    tokenizer_by_files,
+)
 from ..seq2seq_generation import generation_settings
 from ..seq2seq_model import Seq2SeqModel
 
 ACTIVATIONS = {k: HF_ACTIVATIONS[k] for k in ("relu", "gelu", "gelu_new", "silu", "swish")}
 
 
+#: What a config leaves out, as transformers' T5Config and MT5Config default it (mT5: mt5-small's sizes)
+DEFAULTS = {"t5": {"feed_forward_proj": "relu", "d_ff": 2048, "num_layers": 6, "num_heads": 8},
+            "mt5": {"feed_forward_proj": "gated-gelu", "d_ff": 1024, "num_layers": 8, "num_heads": 6}}
+
+
 def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
-    proj = setting(hf, "feed_forward_proj", source, "relu", str)
+    dflt = DEFAULTS["mt5" if hf.get("model_type") == "mt5" else "t5"]
+    proj = setting(hf, "feed_forward_proj", source, dflt["feed_forward_proj"], str)
     parts = proj.split("-")
     gated = len(parts) == 2 and parts[0] == "gated"
     act = "gelu_new" if proj == "gated-gelu" else parts[-1]
     if len(parts) > 2 or (len(parts) == 2 and not gated) or act not in ACTIVATIONS:
         raise error(ModelLoadError, "errors.config_t5_ffn", source=source, proj=repr(proj))
-    d = setting(hf, "d_model", source, 512)
+    d = setting_of(hf, ("d_model", "hidden_size"), source, 512)
     tie = setting(hf, "tie_word_embeddings", source, True, bool)
     scale = hf.get("scale_decoder_outputs")
     scale = tie if not isinstance(scale, bool) else scale
     if hf.get("model_type") == "mt5":
         scale = False  # mT5 never rescales (transformers' MT5ForConditionalGeneration has no such step)
-    n_layers = setting(hf, "num_layers", source, 6)
+    n_layers = setting_of(hf, ("num_layers", "num_hidden_layers"), source, dflt["num_layers"])
     gen = generation_settings(hf, Path(source).parent, source)
     return make_config(
         Seq2SeqConfig, source,
-        vocab_size=setting(hf, "vocab_size", source), d_model=d, n_heads=setting(hf, "num_heads", source, 8),
-        head_dim=setting(hf, "d_kv", source, 64), n_layers=n_layers,
+        vocab_size=setting(hf, "vocab_size", source), d_model=d,
+        n_heads=setting_of(hf, ("num_heads", "num_attention_heads"), source, dflt["num_heads"]),
+        head_dim=setting_of(hf, ("d_kv", "head_dim"), source, 64), n_layers=n_layers,
         n_decoder_layers=setting(hf, "num_decoder_layers", source, n_layers),
-        d_ff=setting(hf, "d_ff", source, 2048), max_positions=setting(hf, "n_positions", source, 512),
+        d_ff=setting(hf, "d_ff", source, dflt["d_ff"]), max_positions=setting(hf, "n_positions", source, 512),
         type_vocab_size=0, position="t5_relative", norm="pre", norm_kind="rms", embed_norm=False,
         final_norm=True, activation=ACTIVATIONS[act], gated_ffn=gated, bias=False, scoring="unscaled",
         layer_norm_eps=float(setting(hf, "layer_norm_epsilon", source, 1e-6, float)),
