@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import attnscope
 from attnscope import plot
 from attnscope.errors import InputError
 
@@ -134,3 +135,20 @@ def test_a_415_token_heatmap_labels_every_kth_token_legibly(minilm):
     assert "every" in ax.get_xlabel() and "labelled" in ax.get_ylabel()
     # the weights are still every token's, computed from q and k
     np.testing.assert_allclose(_image(ax).sum(-1), np.ones(n), atol=1e-12)
+
+
+def test_histograms_of_a_grouped_query_trace(tmp_path):
+    """8 query heads share 2 k/v heads: each query head's scores are its own q · the k it reads (it
+    crashed with a NumPy broadcast error); the reference is the model's own per-query-head scores."""
+    from tests.models.decoders.tiny import BUILDERS
+    model = attnscope.load(BUILDERS["llama_gqa"](tmp_path / "gqa"))
+    assert model.config.n_heads // model.config.kv_heads == 4
+    tr = model.trace("the cat sat on the mat", names=["layers.0.attn.q", "layers.0.attn.k", "layers.0.attn.v",
+                                                       "layers.0.attn.scores"])
+    fig = plot.score_histograms(tr, layer=0)
+    n = tr.length(0)
+    seen = torch.ones(n, n, dtype=torch.bool).tril()  # causal: the keys each query sees
+    raw = tr["layers.0.attn.scores"][0].double()[:, seen]  # (H, n(n+1)/2)
+    a, _ = fig.axes[:2]
+    assert sum(p.get_height() for p in a.patches) == raw.numel()
+    assert a.get_title() == f"unscaled q·k (var = {raw.var(unbiased=False).item():.1f})"

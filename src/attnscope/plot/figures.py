@@ -156,7 +156,8 @@ def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, 
         layers = range(trace.n_layers) if layer is None else [layer]
         parts = []
         for i in layers:
-            q, k, _ = trace.qkv(i, text=text)  # (H, n, d_head)
+            q, k, _ = trace.qkv(i, text=text)  # (H, n, d_head), (H_kv, n, d_head)
+            k = np.repeat(R.as_f64(k), q.shape[0] // k.shape[0], axis=0)  # (H, n, d_head): head h reads h // group
             s = R.raw_scores(q, k)  # (H, n, n)
             parts.append(s[:, trace.mask(i, text=text)[0].cpu().numpy()].ravel())  # the keys each query sees
         raw = np.concatenate(parts)
