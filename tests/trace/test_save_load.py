@@ -1,6 +1,7 @@
 """A trace saves to a folder (safetensors + JSON) and loads back identical; converts to NumPy."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -128,3 +129,27 @@ def test_saving_over_a_trace_is_refused_unless_asked(tiny_models, tmp_path):
     (tmp_path / "other" / "notes.txt").write_text("mine")
     first.save(tmp_path / "other")  # a folder without a trace is fine, and its other files stay
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("names", None, 'lacks the field "names"'), ("tokens", None, 'lacks the field "tokens"'),
+    ("input_ids", None, 'lacks the field "input_ids"'), ("config", None, 'lacks the field "config"'),
+    ("model_name", None, 'lacks the field "model_name"'), ("attention_mask", None, 'lacks the field "attention_mask"'),
+    ("names", "embed.out", 'the field "names" holds a str'), ("tokens", "hi", 'the field "tokens" holds a str'),
+    ("tokens", [["hi"]], 'the field "input_ids" holds a list'),  # one text where input_ids has two rows
+    ("input_ids", [[101, 102]], 'the field "input_ids" holds a list'),  # one row for two texts
+    ("attention_mask", "x", 'the field "attention_mask" holds a str'),
+])
+def test_a_damaged_trace_json_is_named_field_by_field(minilm, tmp_path, field, value, says):
+    """A trace.json without a field that load needs, or with one of the wrong kind, is refused
+    with the field's name (it raised a bare KeyError('names') or a torch TypeError, or loaded)."""
+    minilm.trace(["hi", "a b"], names="embed.out").save(tmp_path / "t")
+    meta = json.loads((tmp_path / "t" / "trace.json").read_text(encoding="utf-8"))
+    if value is None:
+        del meta[field]
+    else:
+        meta[field] = value
+    (tmp_path / "t" / "trace.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(says)) as e:
+        Trace.load(tmp_path / "t")
+    assert str(tmp_path / "t" / "trace.json") in str(e.value)

@@ -162,6 +162,7 @@ class Trace(TraceReader, TokenRows):
         if meta.get("version") != FORMAT_VERSION:
             raise error(InputError, "errors.trace_version", path=meta_file, found=repr(meta.get("version")),
                         version=FORMAT_VERSION)
+        _check_meta(meta, meta_file)
         try:
             tensors = load_file(str(tensor_file))
         except Exception as e:  # safetensors raises its own error types
@@ -199,6 +200,31 @@ class Trace(TraceReader, TokenRows):
         """Jupyter shows the interactive viewer (:mod:`attnscope.viewer`); it needs q, k, v."""
         from ..viewer import repr_html
         return repr_html(self)
+
+
+def _is_rows(x, item: type, length: Optional[int] = None) -> bool:
+    """Is ``x`` a list of lists of ``item`` (all of one length when ``length`` is given)?"""
+    return isinstance(x, list) and all(
+        isinstance(r, list) and all(isinstance(v, item) and not isinstance(v, bool) for v in r)
+        and (length is None or len(r) == length) for r in x)
+
+
+def _check_meta(meta: dict, path: Path) -> None:
+    """InputError naming the first field of trace.json that :meth:`Trace.load` cannot use."""
+    ids, tokens = meta.get("input_ids"), meta.get("tokens")
+    width = len(ids[0]) if isinstance(ids, list) and ids and isinstance(ids[0], list) else None
+    texts = len(tokens) if isinstance(tokens, list) else -1
+    ok = {"names": isinstance(meta.get("names"), list) and all(isinstance(n, str) for n in meta["names"]),
+          "tokens": _is_rows(tokens, str), "model_name": isinstance(meta.get("model_name"), str),
+          "family": isinstance(meta.get("family"), str), "config": isinstance(meta.get("config"), dict),
+          "input_ids": _is_rows(ids, int, width) and texts >= 0 and len(ids or ()) == texts
+          and all(len(t) <= (width or 0) for t in tokens or ()),  # (B, L): B texts of at most L tokens
+          "attention_mask": _is_rows(meta.get("attention_mask"), int, width) and len(meta["attention_mask"]) == texts}
+    for field, fine in ok.items():
+        if field not in meta:
+            raise error(InputError, "errors.trace_meta_missing", path=path, field=field)
+        if not fine:
+            raise error(InputError, "errors.trace_meta_field", path=path, field=field, type=type(meta[field]).__name__)
 
 
 def _distinct_tensors(named: dict[str, Stored]) -> tuple[dict[str, Tensor], dict[str, str]]:
