@@ -34,3 +34,38 @@ def test_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, msg):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_softmax_of_a_causal_models_row_has_only_the_keys_it_sees(tmp_path, monkeypatch):
+    """--kind softmax with a text draws softmax(q·k / T) over the keys the query may see: at
+    T = √d_k the bars are the model's weights (transformers' eager GPT-2 is the reference). It
+    drew every key of the text, later ones included, so that a decoder's query 1 gave most of
+    its weight to tokens it cannot see."""
+    import math
+
+    import numpy as np
+    import torch
+    import transformers
+
+    from attnscope import plot
+    from attnscope.testing import tiny
+
+    folder = tiny.BUILDERS["gpt2"](tmp_path / "gpt2")
+    figures = []
+    drawn = plot.softmax_temperatures
+    monkeypatch.setattr(plot, "softmax_temperatures", lambda *a, **k: figures.append(drawn(*a, **k)) or figures[-1])
+    text, layer, head, query = "the cat sat on the mat", 1, 1, 2
+    assert main(["plot", text, "--kind", "softmax", "--model", str(folder), "--layer", str(layer), "--head", str(head),
+                 "--query", str(query), "-o", str(tmp_path / "s.png")]) == 0
+    hf = transformers.GPT2Model.from_pretrained(str(folder), attn_implementation="eager").eval().double()
+    import attnscope
+    ids = attnscope.load(folder).as_batch(text).input_ids
+    with torch.no_grad():
+        want = hf(input_ids=ids, output_attentions=True).attentions[layer][0, head, query].numpy()  # (n,)
+    assert np.all(want[query + 1:] == 0)
+    ax = figures[0].axes[0]
+    bars = np.array([p.get_height() for p in ax.patches]).reshape(3, -1)  # T = 1, √d_k, 2√d_k
+    assert bars.shape[1] == query + 1 and len(ax.get_xticklabels()) == query + 1
+    np.testing.assert_allclose(bars[1], want[:query + 1], rtol=1e-5, atol=1e-7)
+    d_k = hf.config.n_embd // hf.config.n_head
+    assert ax.get_legend().get_texts()[1].get_text() == f"T = {math.sqrt(d_k):g}"

@@ -119,7 +119,12 @@ def run(args) -> int:
         else:
             from ..reference import trace_row
             s = trace_row(tr, args.layer, args.head, args.query)
-            x, labels = s["raw"], _labels(args) or s["tokens"]
+            labels = _labels(args) or s["tokens"]
+            if len(labels) != len(s["tokens"]):
+                raise error(InputError, "cli.labels_count_one" if len(labels) == 1 else "cli.labels_count",
+                            n=len(labels), m=len(s["tokens"]))
+            seen = s["allowed"]  # (n,) the keys the query sees: not a causal model's later ones, nor a window's older
+            x, labels = s["raw"][seen], [t for t, ok in zip(labels, seen) if ok]
             r = math.sqrt(s["d_k"])
             temps = _floats(args.temperatures, "--temperatures") if args.temperatures else (1.0, r, 2 * r)
         fig = plot.softmax_temperatures(x, temps, labels=labels, lang=args.lang)
