@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import attnscope
 from attnscope import InputError, Trace
 
 
@@ -153,3 +154,24 @@ def test_a_damaged_trace_json_is_named_field_by_field(minilm, tmp_path, field, v
     with pytest.raises(InputError, match=re.escape(says)) as e:
         Trace.load(tmp_path / "t")
     assert str(tmp_path / "t" / "trace.json") in str(e.value)
+
+
+def test_trace_load_of_an_encoder_decoder_trace_gives_its_target_side(tmp_path):
+    """Trace.load of a saved T5 trace made a plain Trace: the target side was dropped and every
+    read said "trace with names=None (everything)" of a trace that had everything. It now makes the
+    Seq2SeqTrace that was saved; its cross-attention equals transformers' eager T5 (the reference)."""
+    from attnscope.trace.seq2seq import Seq2SeqTrace
+    from tests.models.seq2seq.tiny import hf_seq2seq, t5
+
+    folder = t5(tmp_path / "t5")
+    model = attnscope.load(folder)
+    tr = model.trace("the cat sat", "le chat")
+    back = Trace.load(tr.save(tmp_path / "t"))
+    assert type(back) is Seq2SeqTrace and back.target_tokens == tr.target_tokens
+    assert torch.equal(back.decoder_input_ids, tr.decoder_input_ids) and back.target_texts == ["le chat"]
+    with torch.no_grad():
+        ref = hf_seq2seq(folder)(input_ids=tr.input_ids, decoder_input_ids=tr.decoder_input_ids,
+                                 output_attentions=True)
+    for layer, w in enumerate(ref.cross_attentions):  # (1, H, T, S)
+        got = back.weights(layer, attention="cross", text=0)  # (H, T, S)
+        assert (got - w[0]).abs().max() < 1e-5, layer

@@ -41,6 +41,10 @@ class Trace(TraceReader, TokenRows):
     :mod:`attnscope.trace.derived`).
     """
 
+    #: The key of trace.json that marks a trace of this class (an encoder–decoder trace's
+    #: "seq2seq"): ``Trace.load`` of such a folder makes this class.
+    META_KEY: Optional[str] = None
+
     def __init__(self, tensors: dict[str, Stored], *, tokens: list[list[str]], input_ids: Tensor,
                  attention_mask: Tensor, model_name: str, family: str, config: TransformerConfig,
                  texts: Optional[list[str]] = None, output: Optional[Tensor] = None,
@@ -146,7 +150,8 @@ class Trace(TraceReader, TokenRows):
 
     @classmethod
     def load(cls: type[_T], folder: Union[str, Path]) -> _T:
-        """Read a trace written by :meth:`save`."""
+        """Read a trace written by :meth:`save`: ``Trace.load`` gives the class that saved it (an
+        encoder–decoder model's :class:`~attnscope.trace.seq2seq.Seq2SeqTrace`, target side included)."""
         from safetensors.torch import load_file
         meta_file, tensor_file = Path(folder, "trace.json"), Path(folder, "tensors.safetensors")
         for f in (meta_file, tensor_file):
@@ -163,6 +168,7 @@ class Trace(TraceReader, TokenRows):
             raise error(InputError, "errors.trace_version", path=meta_file, found=repr(meta.get("version")),
                         version=FORMAT_VERSION)
         _check_meta(meta, meta_file)
+        kind = next((c for c in cls.__subclasses__() if c.META_KEY is not None and c.META_KEY in meta), cls)
         try:
             tensors = load_file(str(tensor_file))
         except Exception as e:  # safetensors raises its own error types
@@ -176,12 +182,12 @@ class Trace(TraceReader, TokenRows):
         missing = [n for n in meta["names"] if n not in tensors]
         if missing:
             raise error(InputError, "errors.trace_lacks", path=tensor_file, missing=missing[:3], meta=meta_file.name)
-        return cls({n: tensors[n] for n in meta["names"]}, tokens=meta["tokens"],
+        return kind({n: tensors[n] for n in meta["names"]}, tokens=meta["tokens"],
                    input_ids=torch.tensor(meta["input_ids"], dtype=torch.long),
                    attention_mask=torch.tensor(meta["attention_mask"], dtype=torch.long),
                    model_name=meta["model_name"], family=meta["family"],
                    config=TransformerConfig.from_dict(meta["config"]), texts=meta.get("texts"),
-                   output=tensors.get("__output__"), labels=meta.get("labels"), **cls._meta_kw(meta, folder))
+                   output=tensors.get("__output__"), labels=meta.get("labels"), **kind._meta_kw(meta, folder))
 
     # What a subclass keeps in trace.json besides this class's fields (an encoder–decoder trace:
     # its target side), and the keywords of its constructor read back from there.

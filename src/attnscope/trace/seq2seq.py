@@ -43,6 +43,7 @@ class Seq2SeqTrace(Trace):
     """A :class:`Trace` with the target side too (see the module docstring)."""
 
     config: Seq2SeqConfig
+    META_KEY = "seq2seq"  # what _meta_extra saves: Trace.load of its folder makes a Seq2SeqTrace
 
     def __init__(self, tensors, *, target_tokens: Optional[list] = None, decoder_input_ids: Optional[Tensor] = None,
                  decoder_attention_mask: Optional[Tensor] = None, target_texts: Optional[list] = None, **kw) -> None:
