@@ -175,3 +175,16 @@ def test_trace_load_of_an_encoder_decoder_trace_gives_its_target_side(tmp_path):
     for layer, w in enumerate(ref.cross_attentions):  # (1, H, T, S)
         got = back.weights(layer, attention="cross", text=0)  # (H, T, S)
         assert (got - w[0]).abs().max() < 1e-5, layer
+
+
+def test_numpy_of_a_bfloat16_trace():
+    """NumPy has no bfloat16: Trace.numpy() raised torch's "Got unsupported ScalarType BFloat16".
+    It gives float32 arrays holding the same values: a bfloat16 is the top 16 bits of a float32,
+    so the reference shifts the raw bits into place."""
+    model = attnscope.load(dtype=torch.bfloat16)
+    tr = model.trace("hello world", names=["layers.1.attn.weights", "layers.1.out"])
+    arrays = tr.numpy()
+    for n in tr.names:
+        bits = tr[n].view(torch.int16).numpy().astype(np.int32) << 16  # the bfloat16's bits, as a float32's
+        assert arrays[n].dtype == np.float32
+        np.testing.assert_array_equal(arrays[n].view(np.int32), bits)

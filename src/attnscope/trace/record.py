@@ -114,8 +114,12 @@ class Trace(TraceReader, TokenRows):
         return sum(storages.values())
 
     def numpy(self) -> dict[str, np.ndarray]:
-        """Every tensor as a NumPy array (copied to the CPU), by name."""
-        return {n: value_of(t).detach().cpu().numpy() for n, t in self._tensors.items()}
+        """Every tensor as a NumPy array (copied to the CPU), by name. NumPy has no bfloat16: a
+        bfloat16 tensor comes as float32, which holds each of its values exactly."""
+        def array(t: Tensor) -> np.ndarray:
+            t = t.detach().cpu()
+            return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+        return {n: array(value_of(t)) for n, t in self._tensors.items()}
 
     # ------------------------------------------------------------------------------------------
     def save(self, folder: Union[str, Path], *, overwrite: bool = False) -> Path:
