@@ -139,3 +139,13 @@ def test_a_half_precision_trace_that_is_not_dot_product_attention_is_still_refus
         bad = model.trace([TEXT], names=tr.names)
     with pytest.raises(InputError, match="layer 2: softmax.* differs from the traced attention weights"):
         data.build(bad)
+
+
+def test_texts_selects_one_index_or_says_an_empty_selection_is_empty(trace):
+    """texts=[] raised a bare IndexError and texts=1 "TypeError: 'int' object is not iterable"."""
+    one = data.build(trace, texts=1)
+    assert [t["text"] for t in one["texts"]] == [OTHER]
+    assert one["texts"][0]["q"] == data.build(trace, texts=[1])["texts"][0]["q"]
+    with pytest.raises(InputError, match=r"texts=\[\] selects no text to show; give the indices of some of the "
+                                         r"trace's 2 texts"):
+        data.build(trace, texts=[])
