@@ -188,3 +188,25 @@ def test_numpy_of_a_bfloat16_trace():
         bits = tr[n].view(torch.int16).numpy().astype(np.int32) << 16  # the bfloat16's bits, as a float32's
         assert arrays[n].dtype == np.float32
         np.testing.assert_array_equal(arrays[n].view(np.int32), bits)
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("decoder_input_ids", None, 'lacks the field "seq2seq.decoder_input_ids"'),
+    ("target_tokens", None, 'lacks the field "seq2seq.target_tokens"'),
+    ("decoder_attention_mask", "x", 'the field "seq2seq.decoder_attention_mask" holds a str'),
+    ("decoder_input_ids", [[0, "a"]], 'the field "seq2seq.decoder_input_ids" holds a list'),
+])
+def test_a_damaged_target_side_is_named(tmp_path, field, value, says):
+    """The target side of a saved encoder–decoder trace: a missing field was a bare KeyError, a
+    wrong one a torch error."""
+    from tests.models.seq2seq.tiny import t5
+
+    attnscope.load(t5(tmp_path / "t5")).trace("the cat sat", "le chat").save(tmp_path / "t")
+    meta = json.loads((tmp_path / "t" / "trace.json").read_text(encoding="utf-8"))
+    if value is None:
+        del meta["seq2seq"][field]
+    else:
+        meta["seq2seq"][field] = value
+    (tmp_path / "t" / "trace.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(says)):
+        Trace.load(tmp_path / "t")
