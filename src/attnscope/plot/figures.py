@@ -95,8 +95,8 @@ def square_heatmap(w, toks: list[str], *, cmap: str, annotate: bool, decimals: i
     every = tick_step(n, side, fs)
     at = list(range(0, n, every))
     names = toks if every == 1 else [f"{i}:{toks[i]}" for i in at]  # positions, when some are skipped
-    ax.set_xticks(at, names, rotation=90, fontsize=fs)
-    ax.set_yticks(at, names, fontsize=fs)
+    ax.set_xticks(at, names, rotation=90, fontsize=fs, parse_math=False)  # tokens as written: "$$" is no TeX
+    ax.set_yticks(at, names, fontsize=fs, parse_math=False)
     if annotate:
         for i in range(n):
             for j in range(n):
@@ -214,7 +214,7 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
                 raise error(InputError, "errors.plot_overflow", t=f"{t:g}", largest=f"{np.abs(x).max():g}")
             p = R.softmax(z)
             ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=_t("plot.temperature", lang, t=f"{t:g}"))
-        ax.set_xticks(pos, axis_labels(list(labels)))
+        ax.set_xticks(pos, axis_labels(list(labels)), parse_math=False)
         ax.set_ylim(0, 1)
         ax.set_ylabel("softmax(x / T)")
         ax.set_title(_t("plot.softmax_title", lang))
