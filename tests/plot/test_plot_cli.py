@@ -69,3 +69,29 @@ def test_softmax_of_a_causal_models_row_has_only_the_keys_it_sees(tmp_path, monk
     np.testing.assert_allclose(bars[1], want[:query + 1], rtol=1e-5, atol=1e-7)
     d_k = hf.config.n_embd // hf.config.n_head
     assert ax.get_legend().get_texts()[1].get_text() == f"T = {math.sqrt(d_k):g}"
+
+
+def test_heatmap_of_a_deberta_model_draws_its_weights(tmp_path, monkeypatch):
+    """DeBERTa adds relative-position terms to q·k: `plot` traced q, k, v only and drew
+    softmax(factor·q·kᵀ), 0.40 off the model's weights (tiny deberta_v3). It traces the score term
+    too and draws the model's weights (transformers' eager DeBERTa is the reference)."""
+    import numpy as np
+    import torch
+    import transformers
+
+    import attnscope
+    from attnscope import plot
+    from tests.models.fixtures import tiny_families
+
+    folder = tiny_families()["deberta_v3"].build(tmp_path / "deberta")
+    figures = []
+    drawn = plot.head_heatmap
+    monkeypatch.setattr(plot, "head_heatmap", lambda *a, **k: figures.append(drawn(*a, **k)) or figures[-1])
+    text = "the cat sat on the mat"
+    assert main(["plot", text, "--model", str(folder), "--layer", "1", "--head", "2", "-o", str(tmp_path / "h.png")]) == 0
+    hf = transformers.AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+    batch = attnscope.load(folder).encode(text)
+    with torch.no_grad():
+        want = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_attentions=True).attentions[1][0, 2]
+    (im,) = figures[0].axes[0].get_images()
+    np.testing.assert_allclose(np.asarray(im.get_array(), dtype=np.float64), want.double().numpy(), atol=2e-6)

@@ -102,7 +102,11 @@ def run(args) -> int:
     tr = None
     if args.attribution is None and args.text and args.text.strip() and not (args.kind == "softmax" and args.scores is not None):
         from ..models import load
-        tr = load(args.model).trace([args.text], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"])
+        model = load(args.model)
+        names = ["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"]
+        if "layers.0.attn.bias" in model.hook_names:  # a score term (DeBERTa's, ALiBi's): the weights need it
+            names.append("layers.*.attn.bias")
+        tr = model.trace([args.text], names=names)
     if args.attribution is not None:
         fig = attribution_figure(args)
     elif args.kind == "heatmap":
