@@ -95,3 +95,17 @@ def test_heatmap_of_a_deberta_model_draws_its_weights(tmp_path, monkeypatch):
         want = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_attentions=True).attentions[1][0, 2]
     (im,) = figures[0].axes[0].get_images()
     np.testing.assert_allclose(np.asarray(im.get_array(), dtype=np.float64), want.double().numpy(), atol=2e-6)
+
+
+def test_an_encoder_decoder_model_is_sent_to_view_in_one_line(tmp_path, capsys):
+    """`plot TEXT --model <a T5 folder>` said "names: 'layers.*.attn.q' matches no trace name; did you
+    mean encoder.layers.1.attn.q, …", names the user never wrote."""
+    from tests.models.seq2seq.tiny import t5
+
+    folder = t5(tmp_path / "t5")
+    capsys.readouterr()  # the writer's progress bar
+    assert main(["plot", "the cat", "--model", str(folder), "-o", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"attnscope plot: error: t5 is an encoder–decoder model: attnscope plot draws one-stack models; "
+                   f"see its encoder, decoder and cross-attention with attnscope view SOURCE --target TARGET "
+                   f"--model {folder}\n")

@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..i18n import error
 from . import FIGURES, MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
@@ -103,6 +104,8 @@ def run(args) -> int:
     if args.attribution is None and args.text and args.text.strip() and not (args.kind == "softmax" and args.scores is not None):
         from ..models import load
         model = load(args.model)
+        if is_seq2seq(model.config):  # its stacks' names are encoder.*, decoder.*: the figures read one stack
+            raise error(InputError, "errors.cli_plot_seq2seq", name=model.name, where=args.model)
         names = ["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"]
         if "layers.0.attn.bias" in model.hook_names:  # a score term (DeBERTa's, ALiBi's): the weights need it
             names.append("layers.*.attn.bias")
