@@ -140,6 +140,7 @@ def test_saving_over_a_trace_is_refused_unless_asked(tiny_models, tmp_path):
     ("tokens", [["hi"]], 'the field "input_ids" holds a list'),  # one text where input_ids has two rows
     ("input_ids", [[101, 102]], 'the field "input_ids" holds a list'),  # one row for two texts
     ("attention_mask", "x", 'the field "attention_mask" holds a str'),
+    ("labels", "hi", 'the field "labels" holds a str'), ("texts", [1], 'the field "texts" holds a list'),
 ])
 def test_a_damaged_trace_json_is_named_field_by_field(minilm, tmp_path, field, value, says):
     """A trace.json without a field that load needs, or with one of the wrong kind, is refused

@@ -229,9 +229,13 @@ def _check_meta(meta: dict, path: Path) -> None:
           "family": isinstance(meta.get("family"), str), "config": isinstance(meta.get("config"), dict),
           "input_ids": _is_rows(ids, int, width) and texts >= 0 and len(ids or ()) == texts
           and all(len(t) <= (width or 0) for t in tokens or ()),  # (B, L): B texts of at most L tokens
-          "attention_mask": _is_rows(meta.get("attention_mask"), int, width) and len(meta["attention_mask"]) == texts}
+          "attention_mask": _is_rows(meta.get("attention_mask"), int, width) and len(meta["attention_mask"]) == texts,
+          # optional (None or absent: the tokens as they are, no texts): one list per text when present
+          "labels": meta.get("labels") is None or (_is_rows(meta["labels"], str) and len(meta["labels"]) == texts),
+          "texts": meta.get("texts") is None or (isinstance(meta["texts"], list)
+                                                 and all(isinstance(t, str) for t in meta["texts"]))}
     for field, fine in ok.items():
-        if field not in meta:
+        if field not in meta and field not in ("labels", "texts"):
             raise error(InputError, "errors.trace_meta_missing", path=path, field=field)
         if not fine:
             raise error(InputError, "errors.trace_meta_field", path=path, field=field, type=type(meta[field]).__name__)
