@@ -141,6 +141,7 @@ def test_saving_over_a_trace_is_refused_unless_asked(tiny_models, tmp_path):
     ("input_ids", [[101, 102]], 'the field "input_ids" holds a list'),  # one row for two texts
     ("attention_mask", "x", 'the field "attention_mask" holds a str'),
     ("labels", "hi", 'the field "labels" holds a str'), ("texts", [1], 'the field "texts" holds a list'),
+    ("config", {}, 'the field "config" holds a dict'),  # loaded with the default sizes of a config
 ])
 def test_a_damaged_trace_json_is_named_field_by_field(minilm, tmp_path, field, value, says):
     """A trace.json without a field that load needs, or with one of the wrong kind, is refused

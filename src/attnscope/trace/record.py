@@ -226,7 +226,8 @@ def _check_meta(meta: dict, path: Path) -> None:
     texts = len(tokens) if isinstance(tokens, list) else -1
     ok = {"names": isinstance(meta.get("names"), list) and all(isinstance(n, str) for n in meta["names"]),
           "tokens": _is_rows(tokens, str), "model_name": isinstance(meta.get("model_name"), str),
-          "family": isinstance(meta.get("family"), str), "config": isinstance(meta.get("config"), dict),
+          "family": isinstance(meta.get("family"), str), "config": isinstance(meta.get("config"), dict)
+          and all(k in meta["config"] for k in ("n_layers", "n_heads", "d_model")),  # no silent defaults
           "input_ids": _is_rows(ids, int, width) and texts >= 0 and len(ids or ()) == texts
           and all(len(t) <= (width or 0) for t in tokens or ()),  # (B, L): B texts of at most L tokens
           "attention_mask": _is_rows(meta.get("attention_mask"), int, width) and len(meta["attention_mask"]) == texts,
