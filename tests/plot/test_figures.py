@@ -2,6 +2,7 @@
 softmax bars — each compared with a reference computed another way."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -184,3 +185,11 @@ def test_heatmaps_of_a_model_whose_scores_add_a_learned_term(tmp_path, name):
     grid = plot.heads_grid(tr)
     cells = [ax for ax in grid.axes if ax.get_images() and ax.get_label() != "<colorbar>"]
     np.testing.assert_allclose(_image(cells[-1]), want[-1][0, -1].double().numpy(), atol=2e-6)
+
+
+@pytest.mark.parametrize("decimals", [-1, True, 2.5, "2", 9])
+def test_annotation_decimals_are_checked(full_trace, decimals):
+    """decimals=-1 or True died in "ValueError: Format specifier missing precision", 2.5 in
+    "Invalid format specifier", all when the cells were written."""
+    with pytest.raises(InputError, match=rf"decimals must be an integer in 0..8, got {re.escape(repr(decimals))}"):
+        plot.head_heatmap(full_trace, 0, 0, decimals=decimals)

@@ -22,6 +22,17 @@ ANNOTATE_MAX_TOKENS = 16
 TICK_MIN_FONT = 6.0
 
 
+#: Most decimals an annotation may have (as the viewer's; float32 weights say no more).
+MAX_DECIMALS = 8
+
+
+def check_decimals(decimals) -> int:
+    """``decimals`` when it is an integer in 0..:data:`MAX_DECIMALS`, else InputError."""
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= MAX_DECIMALS:
+        raise error(InputError, "errors.viewer_decimals", most=MAX_DECIMALS, value=repr(decimals))
+    return decimals
+
+
 def tick_step(n: int, side: float, fontsize: float) -> int:
     """Label every k-th of ``n`` tokens along an axis of a ``side``-inch figure so that labels of
     ``fontsize`` points are at least 1.3 font sizes apart (the axis takes ~80 % of the side)."""
@@ -76,6 +87,7 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         lang: the language of the title, axes and colour bar (``"en"`` or ``"zh"``).
     """
     check_lang(lang)
+    check_decimals(decimals)
     h = trace.check_head(head)
     w = layer_weights(trace, layer, text)[h]  # (n, n) float64
     toks = axis_labels(trace.text_labels(text) if labels is None else _own_labels(labels, trace.length(text)))
