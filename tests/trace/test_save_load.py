@@ -142,6 +142,7 @@ def test_saving_over_a_trace_is_refused_unless_asked(tiny_models, tmp_path):
     ("attention_mask", "x", 'the field "attention_mask" holds a str'),
     ("labels", "hi", 'the field "labels" holds a str'), ("texts", [1], 'the field "texts" holds a list'),
     ("config", {}, 'the field "config" holds a dict'),  # loaded with the default sizes of a config
+    ("labels", [["hi"], ["a"]], 'the field "labels" holds a list'),  # one label for a text of 3 tokens
 ])
 def test_a_damaged_trace_json_is_named_field_by_field(minilm, tmp_path, field, value, says):
     """A trace.json without a field that load needs, or with one of the wrong kind, is refused

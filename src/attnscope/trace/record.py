@@ -232,7 +232,8 @@ def _check_meta(meta: dict, path: Path) -> None:
           and all(len(t) <= (width or 0) for t in tokens or ()),  # (B, L): B texts of at most L tokens
           "attention_mask": _is_rows(meta.get("attention_mask"), int, width) and len(meta["attention_mask"]) == texts,
           # optional (None or absent: the tokens as they are, no texts): one list per text when present
-          "labels": meta.get("labels") is None or (_is_rows(meta["labels"], str) and len(meta["labels"]) == texts),
+          "labels": meta.get("labels") is None or (_is_rows(meta["labels"], str) and len(meta["labels"]) == texts
+                                                   and all(len(a) == len(b) for a, b in zip(meta["labels"], tokens or ()))),
           "texts": meta.get("texts") is None or (isinstance(meta["texts"], list)
                                                  and all(isinstance(t, str) for t in meta["texts"]))}
     for field, fine in ok.items():
