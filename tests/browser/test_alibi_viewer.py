@@ -50,3 +50,26 @@ def test_bloom_step_view_adds_the_alibi_term(page, tmp_path):
                      / np.sqrt(d), -np.inf)
     plain = np.exp(plain - plain.max(-1, keepdims=True))
     assert np.abs(plain / plain.sum(-1, keepdims=True) - model_w).max() > 0.05
+
+
+def test_bloom_step_view_says_its_scaled_column_holds_the_alibi_term(page, tmp_path):
+    """The scaled column holds q·k/√d + m·j, but its heading said "scaled s = q·k ÷ √8" and
+    nothing on the page named the term: 1.7813 ÷ √8 read 1.6298. The heading adds "+ m·j" and the
+    caption gives the head's slope m (BLOOM's rule, SLOPES6), with which the column is the sum."""
+    import re
+
+    model = attnscope.load(tiny_bloom_6heads(tmp_path / "bloom"))
+    path = tmp_path / "bloom.html"
+    path.write_text(render(view_data(model, TEXT)), encoding="utf-8")
+    layer, head, qpos = 1, 4, 7
+    page.goto(path.as_uri() + f"#view=step&layer={layer}&head={head}&query={qpos}")
+    wait_ready(page, 90_000)
+    heads = page.eval_on_selector_all("[data-testid=step-table] th", "els => els.map(e => e.textContent)")
+    d = model.config.d_head
+    assert heads[3] == f"scaled s = q·k ÷ √{d} + m·j"
+    caption = page.text_content("[data-testid=step-caption]")
+    m = float(re.search(r"ALiBi: head 4 adds m·j to the scaled score of key j, m = ([0-9.e-]+)\. Hover", caption).group(1))
+    assert m == SLOPES6[head]
+    raw, scaled = (_values(page, f"[data-testid=step-table] td[data-col={c}]") for c in ("raw", "scaled"))
+    j = np.arange(qpos + 1)
+    np.testing.assert_allclose(scaled[:qpos + 1], raw[:qpos + 1] / np.sqrt(d) + m * j, rtol=1e-14)

@@ -2,11 +2,13 @@
 softmax bars — each compared with a reference computed another way."""
 
 import math
+import re
 
 import numpy as np
 import pytest
 import torch
 
+import attnscope
 from attnscope import plot
 from attnscope.errors import InputError
 
@@ -134,3 +136,60 @@ def test_a_415_token_heatmap_labels_every_kth_token_legibly(minilm):
     assert "every" in ax.get_xlabel() and "labelled" in ax.get_ylabel()
     # the weights are still every token's, computed from q and k
     np.testing.assert_allclose(_image(ax).sum(-1), np.ones(n), atol=1e-12)
+
+
+def test_histograms_of_a_grouped_query_trace(tmp_path):
+    """8 query heads share 2 k/v heads: each query head's scores are its own q · the k it reads (it
+    crashed with a NumPy broadcast error); the reference is the model's own per-query-head scores."""
+    from tests.models.decoders.tiny import BUILDERS
+    model = attnscope.load(BUILDERS["llama_gqa"](tmp_path / "gqa"))
+    assert model.config.n_heads // model.config.kv_heads == 4
+    tr = model.trace("the cat sat on the mat", names=["layers.0.attn.q", "layers.0.attn.k", "layers.0.attn.v",
+                                                       "layers.0.attn.scores"])
+    fig = plot.score_histograms(tr, layer=0)
+    n = tr.length(0)
+    seen = torch.ones(n, n, dtype=torch.bool).tril()  # causal: the keys each query sees
+    raw = tr["layers.0.attn.scores"][0].double()[:, seen]  # (H, n(n+1)/2)
+    a, _ = fig.axes[:2]
+    assert sum(p.get_height() for p in a.patches) == raw.numel()
+    assert a.get_title() == f"unscaled q·k (var = {raw.var(unbiased=False).item():.1f})"
+
+
+@pytest.mark.parametrize("name", ["t5", "deberta_v3"])
+def test_heatmaps_of_a_model_whose_scores_add_a_learned_term(tmp_path, name):
+    """T5 adds a relative position bias to q·k, DeBERTa its relative terms: the heatmap and the grid
+    drew softmax(factor·q·kᵀ) without them (tiny T5: 0.068 off transformers' weights in layer 0,
+    head 1). They now draw the model's weights; transformers' eager model is the reference."""
+    import transformers
+
+    from tests.models.fixtures import tiny_families
+
+    folder = tiny_families()[name].build(tmp_path / name)
+    model = attnscope.load(folder)
+    text = "the cat sat on the mat"
+    if name == "t5":  # everything recorded: the encoder's names are encoder.layers.{i}.attn.*
+        tr = model.trace(text, "le chat")
+        hf = transformers.AutoModelForSeq2SeqLM.from_pretrained(str(folder), attn_implementation="eager").eval()
+        with torch.no_grad():
+            want = hf(input_ids=tr.input_ids, decoder_input_ids=tr.decoder_input_ids,
+                      output_attentions=True).encoder_attentions
+    else:  # the weights computed from q, k and the recorded term
+        tr = model.trace(text, names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.bias"])
+        hf = transformers.AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+        with torch.no_grad():
+            want = hf(input_ids=tr.input_ids, attention_mask=tr.attention_mask, output_attentions=True).attentions
+    for layer in range(tr.n_layers):
+        for head in range(tr.n_heads):
+            fig = plot.head_heatmap(tr, layer, head, annotate=False)
+            np.testing.assert_allclose(_image(fig.axes[0]), want[layer][0, head].double().numpy(), atol=2e-6)
+    grid = plot.heads_grid(tr)
+    cells = [ax for ax in grid.axes if ax.get_images() and ax.get_label() != "<colorbar>"]
+    np.testing.assert_allclose(_image(cells[-1]), want[-1][0, -1].double().numpy(), atol=2e-6)
+
+
+@pytest.mark.parametrize("decimals", [-1, True, 2.5, "2", 9])
+def test_annotation_decimals_are_checked(full_trace, decimals):
+    """decimals=-1 or True died in "ValueError: Format specifier missing precision", 2.5 in
+    "Invalid format specifier", all when the cells were written."""
+    with pytest.raises(InputError, match=rf"decimals must be an integer in 0..8, got {re.escape(repr(decimals))}"):
+        plot.head_heatmap(full_trace, 0, 0, decimals=decimals)

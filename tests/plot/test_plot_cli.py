@@ -34,3 +34,78 @@ def test_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, msg):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_softmax_of_a_causal_models_row_has_only_the_keys_it_sees(tmp_path, monkeypatch):
+    """--kind softmax with a text draws softmax(q·k / T) over the keys the query may see: at
+    T = √d_k the bars are the model's weights (transformers' eager GPT-2 is the reference). It
+    drew every key of the text, later ones included, so that a decoder's query 1 gave most of
+    its weight to tokens it cannot see."""
+    import math
+
+    import numpy as np
+    import torch
+    import transformers
+
+    from attnscope import plot
+    from attnscope.testing import tiny
+
+    folder = tiny.BUILDERS["gpt2"](tmp_path / "gpt2")
+    figures = []
+    drawn = plot.softmax_temperatures
+    monkeypatch.setattr(plot, "softmax_temperatures", lambda *a, **k: figures.append(drawn(*a, **k)) or figures[-1])
+    text, layer, head, query = "the cat sat on the mat", 1, 1, 2
+    assert main(["plot", text, "--kind", "softmax", "--model", str(folder), "--layer", str(layer), "--head", str(head),
+                 "--query", str(query), "-o", str(tmp_path / "s.png")]) == 0
+    hf = transformers.GPT2Model.from_pretrained(str(folder), attn_implementation="eager").eval().double()
+    import attnscope
+    ids = attnscope.load(folder).as_batch(text).input_ids
+    with torch.no_grad():
+        want = hf(input_ids=ids, output_attentions=True).attentions[layer][0, head, query].numpy()  # (n,)
+    assert np.all(want[query + 1:] == 0)
+    ax = figures[0].axes[0]
+    bars = np.array([p.get_height() for p in ax.patches]).reshape(3, -1)  # T = 1, √d_k, 2√d_k
+    assert bars.shape[1] == query + 1 and len(ax.get_xticklabels()) == query + 1
+    np.testing.assert_allclose(bars[1], want[:query + 1], rtol=1e-5, atol=1e-7)
+    d_k = hf.config.n_embd // hf.config.n_head
+    assert ax.get_legend().get_texts()[1].get_text() == f"T = {math.sqrt(d_k):g}"
+
+
+def test_heatmap_of_a_deberta_model_draws_its_weights(tmp_path, monkeypatch):
+    """DeBERTa adds relative-position terms to q·k: `plot` traced q, k, v only and drew
+    softmax(factor·q·kᵀ), 0.40 off the model's weights (tiny deberta_v3). It traces the score term
+    too and draws the model's weights (transformers' eager DeBERTa is the reference)."""
+    import numpy as np
+    import torch
+    import transformers
+
+    import attnscope
+    from attnscope import plot
+    from tests.models.fixtures import tiny_families
+
+    folder = tiny_families()["deberta_v3"].build(tmp_path / "deberta")
+    figures = []
+    drawn = plot.head_heatmap
+    monkeypatch.setattr(plot, "head_heatmap", lambda *a, **k: figures.append(drawn(*a, **k)) or figures[-1])
+    text = "the cat sat on the mat"
+    assert main(["plot", text, "--model", str(folder), "--layer", "1", "--head", "2", "-o", str(tmp_path / "h.png")]) == 0
+    hf = transformers.AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+    batch = attnscope.load(folder).encode(text)
+    with torch.no_grad():
+        want = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_attentions=True).attentions[1][0, 2]
+    (im,) = figures[0].axes[0].get_images()
+    np.testing.assert_allclose(np.asarray(im.get_array(), dtype=np.float64), want.double().numpy(), atol=2e-6)
+
+
+def test_an_encoder_decoder_model_is_sent_to_view_in_one_line(tmp_path, capsys):
+    """`plot TEXT --model <a T5 folder>` said "names: 'layers.*.attn.q' matches no trace name; did you
+    mean encoder.layers.1.attn.q, …", names the user never wrote."""
+    from tests.models.seq2seq.tiny import t5
+
+    folder = t5(tmp_path / "t5")
+    capsys.readouterr()  # the writer's progress bar
+    assert main(["plot", "the cat", "--model", str(folder), "-o", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"attnscope plot: error: t5 is an encoder–decoder model: attnscope plot draws one-stack models; "
+                   f"see its encoder, decoder and cross-attention with attnscope view SOURCE --target TARGET "
+                   f"--model {folder}\n")

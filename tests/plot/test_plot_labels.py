@@ -32,3 +32,28 @@ def test_cli_labels(tmp_path, capsys):
 def test_softmax_figure_labels():
     fig = plot.softmax_temperatures([15.3, 22.7, 18.2], [1.0, 8.0], labels=["我", "喜", "欢"])
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["我", "喜", "欢"]
+
+
+
+def test_dollar_signs_in_tokens_are_drawn_as_written(minilm, tmp_path):
+    """A token "$$" (SmolLM2 has one: "the formula $$x^2$$") made matplotlib read the label as TeX
+    and saving the figure died in a ParseException traceback; "$x_1$" was drawn as a subscript.
+    Tokens are drawn as written: each tick label is as wide as its characters set as plain text."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    tr = minilm.trace("a b c d", names=["layers.0.attn.q", "layers.0.attn.k"])
+    labels = ["$$", "$x_1$", "b", "$", "[SEP]", "$$"][:tr.length(0)]
+    assert len(labels) == tr.length(0)
+    figs = [plot.head_heatmap(tr, 0, 0, labels=labels, annotate=False),
+            plot.softmax_temperatures([1.0, 2.0, 3.0], [1.0], labels=["$$", "$x_1$", "b"])]
+    for i, fig in enumerate(figs):
+        fig.savefig(tmp_path / f"{i}.png")  # raised ParseException
+        ax = fig.axes[0]
+        ticks = ax.get_xticklabels()
+        assert [t.get_text() for t in ticks] == (labels if i == 0 else ["$$", "$x_1$", "b"])
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        for t in ticks:  # the width of the characters as plain text (ismath=False), not as TeX
+            w, _, _ = renderer.get_text_width_height_descent(t.get_text(), t.get_fontproperties(), ismath=False)
+            extent = t.get_window_extent(renderer)
+            along = extent.height if t.get_rotation() == 90 else extent.width  # the extent along the text
+            assert along == pytest.approx(w, rel=0.02), t.get_text()

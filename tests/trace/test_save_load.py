@@ -1,11 +1,13 @@
 """A trace saves to a folder (safetensors + JSON) and loads back identical; converts to NumPy."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 import torch
 
+import attnscope
 from attnscope import InputError, Trace
 
 
@@ -128,3 +130,86 @@ def test_saving_over_a_trace_is_refused_unless_asked(tiny_models, tmp_path):
     (tmp_path / "other" / "notes.txt").write_text("mine")
     first.save(tmp_path / "other")  # a folder without a trace is fine, and its other files stay
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("names", None, 'lacks the field "names"'), ("tokens", None, 'lacks the field "tokens"'),
+    ("input_ids", None, 'lacks the field "input_ids"'), ("config", None, 'lacks the field "config"'),
+    ("model_name", None, 'lacks the field "model_name"'), ("attention_mask", None, 'lacks the field "attention_mask"'),
+    ("names", "embed.out", 'the field "names" holds a str'), ("tokens", "hi", 'the field "tokens" holds a str'),
+    ("tokens", [["hi"]], 'the field "input_ids" holds a list'),  # one text where input_ids has two rows
+    ("input_ids", [[101, 102]], 'the field "input_ids" holds a list'),  # one row for two texts
+    ("attention_mask", "x", 'the field "attention_mask" holds a str'),
+    ("labels", "hi", 'the field "labels" holds a str'), ("texts", [1], 'the field "texts" holds a list'),
+    ("config", {}, 'the field "config" holds a dict'),  # loaded with the default sizes of a config
+    ("labels", [["hi"], ["a"]], 'the field "labels" holds a list'),  # one label for a text of 3 tokens
+])
+def test_a_damaged_trace_json_is_named_field_by_field(minilm, tmp_path, field, value, says):
+    """A trace.json without a field that load needs, or with one of the wrong kind, is refused
+    with the field's name (it raised a bare KeyError('names') or a torch TypeError, or loaded)."""
+    minilm.trace(["hi", "a b"], names="embed.out").save(tmp_path / "t")
+    meta = json.loads((tmp_path / "t" / "trace.json").read_text(encoding="utf-8"))
+    if value is None:
+        del meta[field]
+    else:
+        meta[field] = value
+    (tmp_path / "t" / "trace.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(says)) as e:
+        Trace.load(tmp_path / "t")
+    assert str(tmp_path / "t" / "trace.json") in str(e.value)
+
+
+def test_trace_load_of_an_encoder_decoder_trace_gives_its_target_side(tmp_path):
+    """Trace.load of a saved T5 trace made a plain Trace: the target side was dropped and every
+    read said "trace with names=None (everything)" of a trace that had everything. It now makes the
+    Seq2SeqTrace that was saved; its cross-attention equals transformers' eager T5 (the reference)."""
+    from attnscope.trace.seq2seq import Seq2SeqTrace
+    from tests.models.seq2seq.tiny import hf_seq2seq, t5
+
+    folder = t5(tmp_path / "t5")
+    model = attnscope.load(folder)
+    tr = model.trace("the cat sat", "le chat")
+    back = Trace.load(tr.save(tmp_path / "t"))
+    assert type(back) is Seq2SeqTrace and back.target_tokens == tr.target_tokens
+    assert torch.equal(back.decoder_input_ids, tr.decoder_input_ids) and back.target_texts == ["le chat"]
+    with torch.no_grad():
+        ref = hf_seq2seq(folder)(input_ids=tr.input_ids, decoder_input_ids=tr.decoder_input_ids,
+                                 output_attentions=True)
+    for layer, w in enumerate(ref.cross_attentions):  # (1, H, T, S)
+        got = back.weights(layer, attention="cross", text=0)  # (H, T, S)
+        assert (got - w[0]).abs().max() < 1e-5, layer
+
+
+def test_numpy_of_a_bfloat16_trace():
+    """NumPy has no bfloat16: Trace.numpy() raised torch's "Got unsupported ScalarType BFloat16".
+    It gives float32 arrays holding the same values: a bfloat16 is the top 16 bits of a float32,
+    so the reference shifts the raw bits into place."""
+    model = attnscope.load(dtype=torch.bfloat16)
+    tr = model.trace("hello world", names=["layers.1.attn.weights", "layers.1.out"])
+    arrays = tr.numpy()
+    for n in tr.names:
+        bits = tr[n].view(torch.int16).numpy().astype(np.int32) << 16  # the bfloat16's bits, as a float32's
+        assert arrays[n].dtype == np.float32
+        np.testing.assert_array_equal(arrays[n].view(np.int32), bits)
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("decoder_input_ids", None, 'lacks the field "seq2seq.decoder_input_ids"'),
+    ("target_tokens", None, 'lacks the field "seq2seq.target_tokens"'),
+    ("decoder_attention_mask", "x", 'the field "seq2seq.decoder_attention_mask" holds a str'),
+    ("decoder_input_ids", [[0, "a"]], 'the field "seq2seq.decoder_input_ids" holds a list'),
+])
+def test_a_damaged_target_side_is_named(tmp_path, field, value, says):
+    """The target side of a saved encoder–decoder trace: a missing field was a bare KeyError, a
+    wrong one a torch error."""
+    from tests.models.seq2seq.tiny import t5
+
+    attnscope.load(t5(tmp_path / "t5")).trace("the cat sat", "le chat").save(tmp_path / "t")
+    meta = json.loads((tmp_path / "t" / "trace.json").read_text(encoding="utf-8"))
+    if value is None:
+        del meta["seq2seq"][field]
+    else:
+        meta["seq2seq"][field] = value
+    (tmp_path / "t" / "trace.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(says)):
+        Trace.load(tmp_path / "t")

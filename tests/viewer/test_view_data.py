@@ -98,3 +98,54 @@ def test_default_shared_token_and_errors(trace):
         data.build(trace, decimals=20)
     with pytest.raises(InputError, match="query token 99 is out of range"):
         R.trace_row(trace, 0, 0, 99)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_half_precision_trace_has_a_page(dtype):
+    """A model run in bfloat16 / float16 records its weights in that type: the page's float64
+    recomputation from the (exact) q and k differs from them by the type's round-off (MiniLM
+    bfloat16: 0.0026 in layer 0), which is not "not dot-product attention" — the page was refused
+    with that sentence. The page's weights are the model's to within that round-off
+    (transformers' eager float64 MiniLM is the reference)."""
+    import transformers
+
+    import attnscope
+    from attnscope.models import default_model_path
+    from attnscope.viewer.run import trace_texts
+
+    model = attnscope.load(dtype=dtype)
+    tr = trace_texts(model, [TEXT])
+    d = data.build(tr)
+    hf = transformers.BertModel.from_pretrained(str(default_model_path()), attn_implementation="eager").eval().double()
+    with torch.no_grad():
+        want = hf(input_ids=tr.input_ids, output_attentions=True).attentions  # (1, H, n, n) a layer
+    cfg, entry = d["config"], d["texts"][0]
+    q, k = data.decode(entry["q"]), data.decode(entry["k"])
+    n = len(entry["tokens"])
+    for layer in range(cfg["n_layers"]):
+        page = data.page_weights(q[layer], k[layer], cfg["factor"], np.ones((1, n, n), bool), None)
+        assert np.abs(page - want[layer][0].numpy()).max() < 4 * torch.finfo(dtype).eps, layer  # seen: ≤ 1.9
+
+
+def test_a_half_precision_trace_that_is_not_dot_product_attention_is_still_refused():
+    """The tolerance is the type's round-off, not a pass: bfloat16 weights replaced by uniform rows."""
+    import attnscope
+    from attnscope.viewer.run import trace_texts
+
+    model = attnscope.load(dtype=torch.bfloat16)
+    tr = trace_texts(model, [TEXT])
+    n = tr.length(0)
+    with model.hooks({"layers.2.attn.weights[0]": lambda w, name: torch.full_like(w, 1.0 / n)}):
+        bad = model.trace([TEXT], names=tr.names)
+    with pytest.raises(InputError, match="layer 2: softmax.* differs from the traced attention weights"):
+        data.build(bad)
+
+
+def test_texts_selects_one_index_or_says_an_empty_selection_is_empty(trace):
+    """texts=[] raised a bare IndexError and texts=1 "TypeError: 'int' object is not iterable"."""
+    one = data.build(trace, texts=1)
+    assert [t["text"] for t in one["texts"]] == [OTHER]
+    assert one["texts"][0]["q"] == data.build(trace, texts=[1])["texts"][0]["q"]
+    with pytest.raises(InputError, match=r"texts=\[\] selects no text to show; give the indices of some of the "
+                                         r"trace's 2 texts"):
+        data.build(trace, texts=[])

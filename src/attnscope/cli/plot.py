@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..i18n import error
 from . import FIGURES, MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
@@ -102,7 +103,13 @@ def run(args) -> int:
     tr = None
     if args.attribution is None and args.text and args.text.strip() and not (args.kind == "softmax" and args.scores is not None):
         from ..models import load
-        tr = load(args.model).trace([args.text], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"])
+        model = load(args.model)
+        if is_seq2seq(model.config):  # its stacks' names are encoder.*, decoder.*: the figures read one stack
+            raise error(InputError, "errors.cli_plot_seq2seq", name=model.name, where=args.model)
+        names = ["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"]
+        if "layers.0.attn.bias" in model.hook_names:  # a score term (DeBERTa's, ALiBi's): the weights need it
+            names.append("layers.*.attn.bias")
+        tr = model.trace([args.text], names=names)
     if args.attribution is not None:
         fig = attribution_figure(args)
     elif args.kind == "heatmap":
@@ -119,7 +126,12 @@ def run(args) -> int:
         else:
             from ..reference import trace_row
             s = trace_row(tr, args.layer, args.head, args.query)
-            x, labels = s["raw"], _labels(args) or s["tokens"]
+            labels = _labels(args) or s["tokens"]
+            if len(labels) != len(s["tokens"]):
+                raise error(InputError, "cli.labels_count_one" if len(labels) == 1 else "cli.labels_count",
+                            n=len(labels), m=len(s["tokens"]))
+            seen = s["allowed"]  # (n,) the keys the query sees: not a causal model's later ones, nor a window's older
+            x, labels = s["raw"][seen], [t for t, ok in zip(labels, seen) if ok]
             r = math.sqrt(s["d_k"])
             temps = _floats(args.temperatures, "--temperatures") if args.temperatures else (1.0, r, 2 * r)
         fig = plot.softmax_temperatures(x, temps, labels=labels, lang=args.lang)

@@ -25,7 +25,7 @@ from ..fonts import matplotlib_rc
 from ..i18n import check_lang, error
 from ..i18n import text as _t
 from ..pieces import labels_of
-from .figures import ANNOTATE_MAX_TOKENS, square_heatmap
+from .figures import ANNOTATE_MAX_TOKENS, check_decimals, square_heatmap
 
 NAMES = {"norm": "plot.attr_name_norm", "rollout": "plot.attr_name_rollout", "alti": "plot.attr_name_alti",
          "value_zeroing": "plot.attr_name_value_zeroing"}
@@ -63,6 +63,7 @@ def attribution_heatmap(model, text: str, method: str, layer: int = 0, head: int
     """``method``'s matrix of ``layer`` (and ``head``, for ``norm``) as a heatmap: output positions
     down, input tokens across; title, axes and colour bar in ``lang``."""
     check_lang(lang)
+    check_decimals(decimals)
     w, toks = attribution_matrix(model, text, method, layer, head)
     n = len(toks)
     annotate = n <= ANNOTATE_MAX_TOKENS if annotate is None else annotate

@@ -22,6 +22,17 @@ ANNOTATE_MAX_TOKENS = 16
 TICK_MIN_FONT = 6.0
 
 
+#: Most decimals an annotation may have (as the viewer's; float32 weights say no more).
+MAX_DECIMALS = 8
+
+
+def check_decimals(decimals) -> int:
+    """``decimals`` when it is an integer in 0..:data:`MAX_DECIMALS`, else InputError."""
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= MAX_DECIMALS:
+        raise error(InputError, "errors.viewer_decimals", most=MAX_DECIMALS, value=repr(decimals))
+    return decimals
+
+
 def tick_step(n: int, side: float, fontsize: float) -> int:
     """Label every k-th of ``n`` tokens along an axis of a ``side``-inch figure so that labels of
     ``fontsize`` points are at least 1.3 font sizes apart (the axis takes ~80 % of the side)."""
@@ -40,6 +51,16 @@ def _model_name(trace, lang: str = "en") -> str:
 def axis_labels(toks: Sequence[str]) -> list[str]:
     """Tokens as an axis shows them: a blank one (a space, a newline) as its repr."""
     return [t if t.strip() else repr(t) for t in toks]
+
+
+def layer_weights(trace, layer: int, text: int = 0) -> np.ndarray:
+    """Every head's weights of ``layer`` for text ``text``, float64 (H, n, n): the float64
+    recomputation from q and k (:func:`attnscope.reference.trace_weights`), or, for a model whose
+    scores add a learned term (T5's relative position bias, DeBERTa's relative terms), the trace's
+    own weights (:meth:`~attnscope.trace.Trace.weights`: recorded, or from q, k and the recorded term)."""
+    if getattr(trace.config, "score_bias", False) and R.position_bias(trace, layer, text) is None:
+        return R.as_f64(trace.weights(layer, text=text))  # (H, n, n)
+    return R.trace_weights(trace, layer, text)
 
 
 def _own_labels(labels: Sequence[str], n: int) -> list[str]:
@@ -66,8 +87,9 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         lang: the language of the title, axes and colour bar (``"en"`` or ``"zh"``).
     """
     check_lang(lang)
+    check_decimals(decimals)
     h = trace.check_head(head)
-    w = R.trace_weights(trace, layer, text)[h]  # (n, n) float64
+    w = layer_weights(trace, layer, text)[h]  # (n, n) float64
     toks = axis_labels(trace.text_labels(text) if labels is None else _own_labels(labels, trace.length(text)))
     n = len(toks)
     if annotate is None:
@@ -95,8 +117,8 @@ def square_heatmap(w, toks: list[str], *, cmap: str, annotate: bool, decimals: i
     every = tick_step(n, side, fs)
     at = list(range(0, n, every))
     names = toks if every == 1 else [f"{i}:{toks[i]}" for i in at]  # positions, when some are skipped
-    ax.set_xticks(at, names, rotation=90, fontsize=fs)
-    ax.set_yticks(at, names, fontsize=fs)
+    ax.set_xticks(at, names, rotation=90, fontsize=fs, parse_math=False)  # tokens as written: "$$" is no TeX
+    ax.set_yticks(at, names, fontsize=fs, parse_math=False)
     if annotate:
         for i in range(n):
             for j in range(n):
@@ -115,7 +137,7 @@ def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3
         axes = fig.subplots(L, H, squeeze=False)
         im = None
         for layer in range(L):
-            w = R.trace_weights(trace, layer, text)  # (H, n, n)
+            w = layer_weights(trace, layer, text)  # (H, n, n)
             for h in range(H):
                 ax = axes[layer, h]
                 im = ax.imshow(w[h], cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
@@ -156,7 +178,8 @@ def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, 
         layers = range(trace.n_layers) if layer is None else [layer]
         parts = []
         for i in layers:
-            q, k, _ = trace.qkv(i, text=text)  # (H, n, d_head)
+            q, k, _ = trace.qkv(i, text=text)  # (H, n, d_head), (H_kv, n, d_head)
+            k = np.repeat(R.as_f64(k), q.shape[0] // k.shape[0], axis=0)  # (H, n, d_head): head h reads h // group
             s = R.raw_scores(q, k)  # (H, n, n)
             parts.append(s[:, trace.mask(i, text=text)[0].cpu().numpy()].ravel())  # the keys each query sees
         raw = np.concatenate(parts)
@@ -213,7 +236,7 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
                 raise error(InputError, "errors.plot_overflow", t=f"{t:g}", largest=f"{np.abs(x).max():g}")
             p = R.softmax(z)
             ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=_t("plot.temperature", lang, t=f"{t:g}"))
-        ax.set_xticks(pos, axis_labels(list(labels)))
+        ax.set_xticks(pos, axis_labels(list(labels)), parse_math=False)
         ax.set_ylim(0, 1)
         ax.set_ylabel("softmax(x / T)")
         ax.set_title(_t("plot.softmax_title", lang))

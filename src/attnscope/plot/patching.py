@@ -54,13 +54,13 @@ def patching_heatmap(result, *, normalized: Optional[bool] = None, annotate: Opt
         im = ax.imshow(np.ma.masked_invalid(v), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
                        interpolation="nearest")
         ax.set_xticks(range(width), cols, rotation=0 if heads else 60, ha="center" if heads else "right",
-                      fontsize=8 if width <= 30 else 6)
+                      fontsize=8 if width <= 30 else 6, parse_math=False)  # tokens as written
         ax.set_yticks(range(n_layers), [str(l) for l in range(n_layers)], fontsize=8 if n_layers <= 32 else 6)
         ax.set_xlabel(T("patch_fig_x_heads" if heads else "patch_fig_x_positions"))
         ax.set_ylabel(T("col_layer"))
         what = T("patch_fig_heads") if heads else T("patch_fig_residual", site=result.site)
         ax.set_title(T("patch_fig_title", model=result.model_name, what=what, clean=result.clean_text,
-                       corrupted=result.corrupted_text), fontsize=9, loc="left")
+                       corrupted=result.corrupted_text), fontsize=9, loc="left", parse_math=False)
         if annotate:
             fs = max(5.5, min(7.5, 150.0 / max(width, n_layers)))
             for i in range(n_layers):

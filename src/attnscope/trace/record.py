@@ -41,6 +41,10 @@ class Trace(TraceReader, TokenRows):
     :mod:`attnscope.trace.derived`).
     """
 
+    #: The key of trace.json that marks a trace of this class (an encoder–decoder trace's
+    #: "seq2seq"): ``Trace.load`` of such a folder makes this class.
+    META_KEY: Optional[str] = None
+
     def __init__(self, tensors: dict[str, Stored], *, tokens: list[list[str]], input_ids: Tensor,
                  attention_mask: Tensor, model_name: str, family: str, config: TransformerConfig,
                  texts: Optional[list[str]] = None, output: Optional[Tensor] = None,
@@ -110,8 +114,12 @@ class Trace(TraceReader, TokenRows):
         return sum(storages.values())
 
     def numpy(self) -> dict[str, np.ndarray]:
-        """Every tensor as a NumPy array (copied to the CPU), by name."""
-        return {n: value_of(t).detach().cpu().numpy() for n, t in self._tensors.items()}
+        """Every tensor as a NumPy array (copied to the CPU), by name. NumPy has no bfloat16: a
+        bfloat16 tensor comes as float32, which holds each of its values exactly."""
+        def array(t: Tensor) -> np.ndarray:
+            t = t.detach().cpu()
+            return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+        return {n: array(value_of(t)) for n, t in self._tensors.items()}
 
     # ------------------------------------------------------------------------------------------
     def save(self, folder: Union[str, Path], *, overwrite: bool = False) -> Path:
@@ -146,7 +154,8 @@ class Trace(TraceReader, TokenRows):
 
     @classmethod
     def load(cls: type[_T], folder: Union[str, Path]) -> _T:
-        """Read a trace written by :meth:`save`."""
+        """Read a trace written by :meth:`save`: ``Trace.load`` gives the class that saved it (an
+        encoder–decoder model's :class:`~attnscope.trace.seq2seq.Seq2SeqTrace`, target side included)."""
         from safetensors.torch import load_file
         meta_file, tensor_file = Path(folder, "trace.json"), Path(folder, "tensors.safetensors")
         for f in (meta_file, tensor_file):
@@ -162,6 +171,8 @@ class Trace(TraceReader, TokenRows):
         if meta.get("version") != FORMAT_VERSION:
             raise error(InputError, "errors.trace_version", path=meta_file, found=repr(meta.get("version")),
                         version=FORMAT_VERSION)
+        _check_meta(meta, meta_file)
+        kind = next((c for c in cls.__subclasses__() if c.META_KEY is not None and c.META_KEY in meta), cls)
         try:
             tensors = load_file(str(tensor_file))
         except Exception as e:  # safetensors raises its own error types
@@ -175,12 +186,12 @@ class Trace(TraceReader, TokenRows):
         missing = [n for n in meta["names"] if n not in tensors]
         if missing:
             raise error(InputError, "errors.trace_lacks", path=tensor_file, missing=missing[:3], meta=meta_file.name)
-        return cls({n: tensors[n] for n in meta["names"]}, tokens=meta["tokens"],
+        return kind({n: tensors[n] for n in meta["names"]}, tokens=meta["tokens"],
                    input_ids=torch.tensor(meta["input_ids"], dtype=torch.long),
                    attention_mask=torch.tensor(meta["attention_mask"], dtype=torch.long),
                    model_name=meta["model_name"], family=meta["family"],
                    config=TransformerConfig.from_dict(meta["config"]), texts=meta.get("texts"),
-                   output=tensors.get("__output__"), labels=meta.get("labels"), **cls._meta_kw(meta, folder))
+                   output=tensors.get("__output__"), labels=meta.get("labels"), **kind._meta_kw(meta, folder))
 
     # What a subclass keeps in trace.json besides this class's fields (an encoder–decoder trace:
     # its target side), and the keywords of its constructor read back from there.
@@ -199,6 +210,37 @@ class Trace(TraceReader, TokenRows):
         """Jupyter shows the interactive viewer (:mod:`attnscope.viewer`); it needs q, k, v."""
         from ..viewer import repr_html
         return repr_html(self)
+
+
+def _is_rows(x, item: type, length: Optional[int] = None) -> bool:
+    """Is ``x`` a list of lists of ``item`` (all of one length when ``length`` is given)?"""
+    return isinstance(x, list) and all(
+        isinstance(r, list) and all(isinstance(v, item) and not isinstance(v, bool) for v in r)
+        and (length is None or len(r) == length) for r in x)
+
+
+def _check_meta(meta: dict, path: Path) -> None:
+    """InputError naming the first field of trace.json that :meth:`Trace.load` cannot use."""
+    ids, tokens = meta.get("input_ids"), meta.get("tokens")
+    width = len(ids[0]) if isinstance(ids, list) and ids and isinstance(ids[0], list) else None
+    texts = len(tokens) if isinstance(tokens, list) else -1
+    ok = {"names": isinstance(meta.get("names"), list) and all(isinstance(n, str) for n in meta["names"]),
+          "tokens": _is_rows(tokens, str), "model_name": isinstance(meta.get("model_name"), str),
+          "family": isinstance(meta.get("family"), str), "config": isinstance(meta.get("config"), dict)
+          and all(k in meta["config"] for k in ("n_layers", "n_heads", "d_model")),  # no silent defaults
+          "input_ids": _is_rows(ids, int, width) and texts >= 0 and len(ids or ()) == texts
+          and all(len(t) <= (width or 0) for t in tokens or ()),  # (B, L): B texts of at most L tokens
+          "attention_mask": _is_rows(meta.get("attention_mask"), int, width) and len(meta["attention_mask"]) == texts,
+          # optional (None or absent: the tokens as they are, no texts): one list per text when present
+          "labels": meta.get("labels") is None or (_is_rows(meta["labels"], str) and len(meta["labels"]) == texts
+                                                   and all(len(a) == len(b) for a, b in zip(meta["labels"], tokens or ()))),
+          "texts": meta.get("texts") is None or (isinstance(meta["texts"], list)
+                                                 and all(isinstance(t, str) for t in meta["texts"]))}
+    for field, fine in ok.items():
+        if field not in meta and field not in ("labels", "texts"):
+            raise error(InputError, "errors.trace_meta_missing", path=path, field=field)
+        if not fine:
+            raise error(InputError, "errors.trace_meta_field", path=path, field=field, type=type(meta[field]).__name__)
 
 
 def _distinct_tensors(named: dict[str, Stored]) -> tuple[dict[str, Tensor], dict[str, str]]:

@@ -43,6 +43,7 @@ class Seq2SeqTrace(Trace):
     """A :class:`Trace` with the target side too (see the module docstring)."""
 
     config: Seq2SeqConfig
+    META_KEY = "seq2seq"  # what _meta_extra saves: Trace.load of its folder makes a Seq2SeqTrace
 
     def __init__(self, tensors, *, target_tokens: Optional[list] = None, decoder_input_ids: Optional[Tensor] = None,
                  decoder_attention_mask: Optional[Tensor] = None, target_texts: Optional[list] = None, **kw) -> None:
@@ -106,6 +107,19 @@ class Seq2SeqTrace(Trace):
         s = meta.get("seq2seq")
         if not isinstance(s, dict):
             raise error(InputError, "errors.trace_not_seq2seq", folder=folder)
-        return {"target_tokens": s["target_tokens"], "target_texts": s.get("target_texts"),
-                "decoder_input_ids": torch.tensor(s["decoder_input_ids"], dtype=torch.long),
-                "decoder_attention_mask": torch.tensor(s["decoder_attention_mask"], dtype=torch.long)}
+        path = Path(folder, "trace.json")
+        out = {"target_texts": s.get("target_texts")}
+        for field in ("target_tokens", "decoder_input_ids", "decoder_attention_mask"):
+            if field not in s:
+                raise error(InputError, "errors.trace_meta_missing", path=path, field=f"seq2seq.{field}")
+            value = s[field]
+            try:  # (B, T) ids and mask: one row of equal length per text
+                fine = isinstance(value, list) and len(value) == len(meta["tokens"]) and all(
+                    isinstance(r, list) and (field == "target_tokens" or len(r) == len(value[0])) for r in value)
+                out[field] = value if field == "target_tokens" else torch.tensor(value, dtype=torch.long)
+            except (TypeError, ValueError, RuntimeError, OverflowError):
+                fine = False
+            if not fine:
+                raise error(InputError, "errors.trace_meta_field", path=path, field=f"seq2seq.{field}",
+                            type=type(value).__name__)
+        return out

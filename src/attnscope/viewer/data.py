@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import base64
 import zlib
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -48,6 +48,15 @@ THUMB = 64
 MAX_DECIMALS = 8
 #: Largest |weights from q, k − traced weights| accepted (float32 round-off is ~1e-7).
 REPRODUCE_TOL = 1e-4
+
+
+def reproduce_tol(dtype) -> float:
+    """The largest |weights from q, k − traced weights| accepted for weights traced in ``dtype``:
+    :data:`REPRODUCE_TOL`, or 8 units of a half-precision type's round-off (a bfloat16 model's own
+    weights are 8-bit numbers: 0.014 from the float64 recomputation is SmolLM2's, float16's 0.002)."""
+    import torch
+
+    return max(REPRODUCE_TOL, 8 * torch.finfo(dtype).eps)
 
 
 def encode(a: np.ndarray) -> dict:
@@ -115,7 +124,7 @@ def _check_weights(trace, layer: int, index: int, w: np.ndarray) -> None:
             pairs.append((trace.step(layer, "weights", h, text=index), w[h]))
     for traced, ours in pairs:
         err = float(np.max(np.abs(traced.detach().cpu().double().numpy() - ours)))
-        if not err <= REPRODUCE_TOL:
+        if not err <= reproduce_tol(traced.dtype):
             raise error(InputError, "errors.viewer_not_dot_product", layer=layer, err=f"{err:.3g}")
 
 
@@ -194,14 +203,14 @@ def _text_entry(trace, index: int, check: bool, rope: Optional[list] = None) -> 
     return entry
 
 
-def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Optional[str] = None,
+def build(trace, *, texts: Union[None, int, Sequence[int]] = None, compare=None, token: Optional[str] = None,
           decimals: int = 4, check: bool = True) -> dict:
     """The page data for ``trace``.
 
     Args:
         trace: a Trace holding q, k, v of every layer (and embed.out/layers.*.out for a
             comparison), or a list of Traces (their first texts; see below).
-        texts: which texts of a single trace to include (default: all).
+        texts: which texts of a single trace to include, a list of indices or one (default: all).
         compare: True compares the first two texts in the "context awareness" view of ``token``
             (default: the first token they share); a Trace compares the first text with its first.
         decimals: decimals the page starts with (explain's default is 4).
@@ -220,7 +229,10 @@ def build(trace, *, texts: Optional[list[int]] = None, compare=None, token: Opti
             raise error(InputError, "errors.viewer_texts_with_list")
         pairs = [(t, 0) for t in trace]
     else:
-        idx = list(range(len(trace.tokens))) if texts is None else [trace.check_text(i) for i in texts]
+        chosen = [texts] if isinstance(texts, int) or hasattr(texts, "__index__") else texts  # one index, or some
+        idx = list(range(len(trace.tokens))) if chosen is None else [trace.check_text(i) for i in chosen]
+        if not idx:
+            raise error(InputError, "errors.viewer_no_texts", n=len(trace.tokens))
         pairs = [(trace, i) for i in idx]
     data = page_header(pairs, decimals)
     rope = data["config"]["rope"]

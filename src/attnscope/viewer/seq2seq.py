@@ -37,7 +37,7 @@ from ..config import is_seq2seq
 from ..errors import InputError
 from ..i18n import error
 from ..trace.seq2seq import ATTENTIONS, BLOCKS  # the three attentions, in the order the page offers them
-from .data import MAX_DECIMALS, REPRODUCE_TOL, all_text, encode, page_frame  # noqa: F401  (all_text: read here too)
+from .data import MAX_DECIMALS, all_text, encode, page_frame, reproduce_tol  # noqa: F401  (all_text: read here too)
 from .data import page_weights as stack_weights
 
 
@@ -112,9 +112,9 @@ def _entry(trace, model, factor: float, bias: Optional[dict], check: bool) -> di
         if check:
             for layer in range(n_layers):
                 w = page_weights(q[layer], k[layer], factor, att, bias)
-                traced = R.as_f64(trace.step(layer, "weights", 0, text=0, attention=att))  # (n_q, n_k)
-                err = float(np.max(np.abs(traced - w[0])))
-                if not err <= REPRODUCE_TOL:
+                traced = trace.step(layer, "weights", 0, text=0, attention=att)  # (n_q, n_k)
+                err = float(np.max(np.abs(R.as_f64(traced) - w[0])))
+                if not err <= reproduce_tol(traced.dtype):
                     raise error(InputError, "errors.viewer_s2s_differs", att=att, layer=layer, err=f"{err:.3g}")
         entry[att] = part
     return entry

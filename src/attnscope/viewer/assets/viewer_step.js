@@ -36,12 +36,14 @@
     var scaleText = plainRoot ? "÷ √" + cfg.d_head : cfg.scoring === "unscaled" ? "× 1" : "× " + show(f, dec);
     var expText = st.shift ? "exp(s − " + show(st.shift, dec) + ")" : "exp(s)";
     var g = t.kvHead(s.focus), Hkv = cfg.n_kv_heads || cfg.n_heads, rope = cfg.rope ? cfg.rope[s.layer] : null;
+    var brow = t.biasRow(s.focus), biasText = brow ? " + m·j" : "";  // ALiBi: the scaled column holds + slope · key position
     var facts = ["d_k = " + cfg.d_head + (plainRoot ? ", √d_k = " + show(Math.sqrt(cfg.d_head), dec) : "")];
     if (cfg.query_scale !== null && cfg.query_scale !== undefined)
       facts.push(tr("viewer.step_gemma", { f: show(f, dec), s: String(Math.round(1 / (f * f) * 1e6) / 1e6) }));
     if (Hkv < cfg.n_heads) facts.push(tr("viewer.step_kv", { head: s.focus, kv: g, first: g * t.group, last: g * t.group + t.group - 1 }));
     if (rope) facts.push(tr("viewer.step_rope", { base: rope.base, scaling: rope.scaling ? tr("viewer.step_rope_scaling", { kind: rope.scaling }) : "", half: cfg.d_head / 2 }));
     if (win !== null) facts.push(tr("viewer.step_window", { w: win }));
+    if (brow) facts.push(tr("viewer.step_bias", { head: s.focus, m: String(brow.length > 1 ? brow[1] : 0) }));
     el("div", { cls: "as-note", "data-testid": "step-caption", text: tr("viewer.step_caption", { q: q, token: t.tokens[q], layer: s.layer, head: s.focus, facts: facts.join("; ") }) +
       tr("viewer.step_hover", { rotation: rope ? tr("viewer.step_rotation") : "" }) +
       (st.shift ? tr("viewer.step_shift", { limit: this.data.exp_show_limit }) : "") }, wrap);
@@ -49,7 +51,7 @@
     var table = el("table", { "data-testid": "step-table" }, box), thead = el("thead", {}, table), hr = el("tr", {}, thead);
     var masks = false;
     for (var jj = 0; jj < t.n; jj++) if (t.hidden(s.layer, q, jj)) { masks = true; break; }
-    ["#", tr("viewer.col_key"), tr("viewer.col_raw") + (rope ? "q′·k′" : "q·k"), tr("viewer.col_scaled") + (rope ? "q′·k′ " : "q·k ") + scaleText, expText,
+    ["#", tr("viewer.col_key"), tr("viewer.col_raw") + (rope ? "q′·k′" : "q·k"), tr("viewer.col_scaled") + (rope ? "q′·k′ " : "q·k ") + scaleText + biasText, expText,
       tr("viewer.col_weight")].concat(masks ? [tr("viewer.col_hidden")] : []).forEach(function (x, i) {
       el("th", { text: x, cls: i === 1 ? "tok" : "" }, hr);
     });
