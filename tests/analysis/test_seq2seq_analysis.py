@@ -6,6 +6,7 @@ weights; the report's files and the corpus's bad lines."""
 import csv
 import json
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -40,6 +41,21 @@ def test_diagonal_pattern():
     assert m["to_diagonal"].item() == 1 and m["argmax_diagonal"].item() == 1 and m["diagonal_band"].item() == 1
     assert m["diagonal_offset"].item() == 0 and m["monotonic"].item() == 1 and m["entropy"].item() == 0
     assert m["to_source_end"].item() == pytest.approx(1 / T)  # only the last row is on </s>
+
+
+def test_aligned_positions_round_exact_halves_up():
+    """a(t) = t·(S − 1)/(T − 1) rounded half up, against exact fractions: 7 · 45/10 = 31.5 → 32 (in
+    floats 7/10 · 45 = 31.4999…, which rounded down), and every pair of lengths up to 40 × 120."""
+    def exact(t, T, S):
+        return 0 if T == 1 else math.floor(Fraction(t * (S - 1), T - 1) + Fraction(1, 2))
+    assert aligned_positions(torch.tensor([11]), torch.tensor([46]), 11)[0, 7].item() == 32
+    m = cross_means(one_hot_rows(11, 46, [exact(t, 11, 46) for t in range(11)]), torch.ones(1, 11), torch.ones(1, 46),
+                    window=0)
+    assert m["to_diagonal"].item() == 1 and m["argmax_diagonal"].item() == 1
+    Ts, Ss = zip(*[(T, S) for T in range(1, 41) for S in range(1, 121)])
+    got = aligned_positions(torch.tensor(Ts), torch.tensor(Ss), 40)  # (pairs, 40)
+    for b, (T, S) in enumerate(zip(Ts, Ss)):
+        assert got[b, :T].tolist() == [exact(t, T, S) for t in range(T)], (T, S)
 
 
 def test_even_spread_and_reversed_alignment():
