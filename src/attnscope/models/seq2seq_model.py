@@ -100,6 +100,8 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         decoder-start token, then each text tokenized as a label sequence; right-padded."""
         if target is None:
             raise error(InputError, "errors.models_needs_target")
+        if not isinstance(target, (str, list, tuple)):
+            raise error(InputError, "errors.models_target_type", got=shape_or_type(target))
         targets = [target] if isinstance(target, str) else list(target)
         if len(targets) != n:
             raise error(InputError, "errors.models_source_texts_targets", n=n, targets=len(targets))

@@ -32,6 +32,15 @@ def test_sources_and_targets_must_pair(seq2seq):
         seq2seq["bart"].trace(["a", "b"], ["c"])
 
 
+@pytest.mark.parametrize("target", [5, 2.5, b"Die Katze", {"a": 1}])
+def test_a_target_of_another_type(seq2seq, target):
+    """A target that is neither a string nor a list of strings is named, not a TypeError from list()."""
+    for call in (seq2seq["t5"].trace, seq2seq["bart"].logits, seq2seq["bart"].loss):
+        with pytest.raises(InputError, match=r"the target must be a string or a list of strings .*, got "
+                           + type(target).__name__):
+            call("The cat", target)
+
+
 def test_a_source_past_the_positions(seq2seq):
     with pytest.raises(InputError, match=r"longer than the model's limit of 64 positions"):
         seq2seq["bart"].generate("the cat " * 60)
