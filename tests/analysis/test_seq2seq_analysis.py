@@ -178,6 +178,20 @@ def test_corpus_bad_lines(tmp_path, seq2seq):  # noqa: F811
         analyze(p, seq2seq["bart"], progress=False)
 
 
+def test_a_pair_past_the_limit_names_its_line(tmp_path, seq2seq):  # noqa: F811
+    """A source or target longer than its stack reads is named by its corpus line and side (the
+    trace's own sentence said "text 2", its index in the batch, whatever the line)."""
+    model = seq2seq["bart"]  # 64 positions: the source reads 64 tokens, the target 63 after the start token
+    long = " ".join(["word"] * 70)
+    n = len(model.tokenizer.backend.encode(long).ids)
+    p = tmp_path / "long.tsv"
+    lines = [f"{s}\t{t}" for s, t in PAIRS] * 2  # eight good pairs: the bad one is in the second batch of 4
+    for bad, side, limit in ((f"{long}\tshort", "source", 64), (f"short\t{long}", "target", 63)):
+        p.write_text("\n".join(lines[:6] + [bad] + lines[6:]) + "\n", encoding="utf-8")
+        with pytest.raises(InputError, match=rf"long.tsv:7: the {side} has {n} tokens, more than the {limit} "):
+            analyze_seq2seq(p, model, batch_size=4)
+
+
 def test_progress_bar_counts_pairs_and_changes_nothing(tmp_path, seq2seq, capsys):  # noqa: F811
     p = tmp_path / "pairs.tsv"
     p.write_text("".join(f"{s}\t{t}\n" for s, t in PAIRS), encoding="utf-8")
