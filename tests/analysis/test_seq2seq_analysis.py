@@ -192,6 +192,17 @@ def test_a_pair_past_the_limit_names_its_line(tmp_path, seq2seq):  # noqa: F811
             analyze_seq2seq(p, model, batch_size=4)
 
 
+def test_max_length_is_refused_not_ignored(corpus, seq2seq, seq2seq_dirs, tmp_path, capsys):  # noqa: F811
+    """--max-length truncates one-stack models' texts; the pairs are read whole, so it is refused
+    (it was silently ignored: the report said nothing of it)."""
+    with pytest.raises(InputError, match=r"max_length = 8 truncates .* leave out --max-length"):
+        analyze(corpus, seq2seq["t5"], max_length=8, progress=False)
+    assert main(["analyze", str(corpus), "--model", str(seq2seq_dirs["bart"]), "--out", str(tmp_path / "an"),
+                 "--max-length", "8", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "max_length = 8" in err[0] and not (tmp_path / "an" / "heads.csv").exists()
+
+
 def test_progress_bar_counts_pairs_and_changes_nothing(tmp_path, seq2seq, capsys):  # noqa: F811
     p = tmp_path / "pairs.tsv"
     p.write_text("".join(f"{s}\t{t}\n" for s, t in PAIRS), encoding="utf-8")
