@@ -114,8 +114,8 @@ def apply_rules(scores: Tensor, ids: list[int], step: int, max_new_tokens: int, 
     forced = None
     if rules.get("forced_bos_token_id") is not None and len(ids) == 1:
         forced = rules["forced_bos_token_id"]
-    elif rules.get("forced_eos_token_id") is not None and step == max_new_tokens - 1:
-        forced = rules["forced_eos_token_id"]
+    if rules.get("forced_eos_token_id") is not None and step == max_new_tokens - 1:
+        forced = rules["forced_eos_token_id"]  # after the BOS rule, as transformers: one new token is EOS
     if forced is not None:
         keep = forced if isinstance(forced, list) else [forced]
         out = torch.full_like(scores, float("-inf"))

@@ -45,6 +45,17 @@ def test_bart_rules_are_applied_and_reported(seq2seq, hf_seq2seq_models):
     assert [2] + plain.new_ids == want[:1 + len(plain.new_ids)]
 
 
+def test_one_new_token_with_forced_bos_and_eos_is_eos(seq2seq, hf_seq2seq_models):
+    """The first new token is also the last: transformers applies the forced EOS after the forced
+    BOS, so BART's one new token is </s> (attnscope gave <s>)."""
+    model, hf = seq2seq["bart"], hf_seq2seq_models("bart")
+    source = PAIRS["en"][0][0]
+    for n in (1, 2):
+        g = model.generate(source, max_new_tokens=n)
+        assert [2] + g.new_ids == hf_greedy(hf, model, source, n=n)
+        assert g.new_ids[-1] == 2  # reaching max_new_tokens ends with </s>
+
+
 def test_cached_steps_equal_a_full_recompute(seq2seq):
     for name in ("t5", "bart_zh"):
         model = seq2seq[name]
