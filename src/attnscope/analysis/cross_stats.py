@@ -47,7 +47,7 @@ CROSS_STATS = ("entropy", "entropy_norm", "to_diagonal", "diagonal_band", "argma
 CROSS_DOCS = {
     "entropy": "entropy -Σ w ln w of a target token's row over the source, in nats",
     "entropy_norm": "entropy / ln(source length): 1 = spread evenly, 0 = one source token",
-    "to_diagonal": "weight on the source token at the same relative position, a(t) = round(t·(S−1)/(T−1))",
+    "to_diagonal": "weight on the source token at the same relative position, a(t) = round(t·(S−1)/(T−1)), halves up",
     "diagonal_band": "weight within ±window source tokens of a(t)",
     "argmax_diagonal": "fraction of target tokens whose most attended source token is within ±window of a(t)",
     "diagonal_offset": "mean |j/(S−1) − t/(T−1)| under the weights: distance from the diagonal, as a fraction",
