@@ -5,6 +5,7 @@ import re
 import shutil
 
 import pytest
+import torch
 from safetensors.torch import load_file, save_file
 
 import attnscope
@@ -46,6 +47,22 @@ def test_a_source_past_the_positions(seq2seq):
         seq2seq["bart"].generate("the cat " * 60)
     with pytest.raises(InputError, match=r"longer than the model's limit of 512 positions"):
         seq2seq["t5"].trace("the cat " * 400, "x")
+
+
+def test_truncate_reaches_the_target(seq2seq):
+    """The sentence about a target past the decoder's positions says truncate=True keeps its first
+    tokens: it does, for trace, logits and loss (it raised the same sentence again)."""
+    model = seq2seq["bart"]  # 64 positions: the start token and 63 labels
+    long = " ".join(["word"] * 70)
+    full = model.tokenizer.backend.encode(long).ids  # <s> … </s>
+    assert len(full) > 63
+    with pytest.raises(InputError, match=r"longer than max_length = 63 positions"):
+        model.trace("the cat", long)
+    tr = model.trace("the cat", long, truncate=True, names=[])
+    want = [model.config.decoder_start_token_id] + full[:62] + [full[-1]]  # the first labels, then </s>
+    assert tr.decoder_input_ids[0].tolist() == want
+    assert model.logits("the cat", long, truncate=True).shape[1] == 64
+    assert torch.isfinite(model.loss("the cat", long, truncate=True))
 
 
 def test_too_many_new_tokens_for_learned_positions(seq2seq):
