@@ -3,6 +3,7 @@
 import pytest
 
 from attnscope.cli import main
+from tests.models.seq2seq.fixtures import seq2seq_dirs  # noqa: F401
 
 MAGIC = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF-", ".svg": b"<?xml"}
 
@@ -34,3 +35,17 @@ def test_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, msg):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ["heatmap", "grid", "hist", "softmax"])
+def test_an_encoder_decoder_model_is_sent_to_the_viewer(kind, seq2seq_dirs, tmp_path, capsys):  # noqa: F811
+    """T5's attentions are named per stack: plot said "names: 'layers.*.attn.q' matches no trace
+    name"; it now says in one line what draws them. --attribution (the encoder's) still plots."""
+    out = tmp_path / "f.png"
+    assert main(["plot", "hello there", "--kind", kind, "--model", str(seq2seq_dirs["t5"]), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "encoder–decoder model" in err[0] and "attnscope view SOURCE --target TARGET" in err[0]
+    assert not out.exists()
+    if kind == "heatmap":
+        assert main(["plot", "hello there", "--attribution", "rollout", "--model", str(seq2seq_dirs["t5"]),
+                     "-o", str(out)]) == 0

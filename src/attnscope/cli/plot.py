@@ -101,8 +101,12 @@ def run(args) -> int:
 
     tr = None
     if args.attribution is None and args.text and args.text.strip() and not (args.kind == "softmax" and args.scores is not None):
+        from ..config import is_seq2seq
         from ..models import load
-        tr = load(args.model).trace([args.text], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"])
+        model = load(args.model)
+        if is_seq2seq(model):  # its attentions are named per stack (encoder., decoder.): the viewer draws them
+            raise error(InputError, "errors.cli_plot_seq2seq", kind=args.kind, name=model.name)
+        tr = model.trace([args.text], names=["layers.*.attn.q", "layers.*.attn.k", "layers.*.attn.v"])
     if args.attribution is not None:
         fig = attribution_figure(args)
     elif args.kind == "heatmap":
