@@ -133,3 +133,26 @@ def test_a_trace_shows_a_summary_in_jupyter(seq2seq):
     tr = seq2seq["t5"].trace("the cat", "die Katze", names=["decoder.layers.0.cross_attn.weights"])
     html = tr._repr_html_()
     assert "source length" in html and "attention='encoder'|'self'|'cross'" in html
+
+
+@pytest.mark.parametrize("buckets,distance", [(8, 1), (8, 4), (2, 20), (32, 16)])
+def test_t5_buckets_without_a_log_range(buckets, distance, seq2seq_dirs, tmp_path):
+    """A max_distance at or below the decoder's exact buckets (half of them) makes ln(D/e) ≤ 0, and
+    fewer than 4 buckets leave the encoder none: the buckets come out negative or past the table
+    (an IndexError from the embedding before); one sentence at load instead."""
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    rel = torch.arange(-40, 41)
+    try:  # transformers' own buckets: out of the table, or a ZeroDivisionError (no exact bucket at all)
+        out = [T5Attention._relative_position_bucket(rel, bidirectional=bi, num_buckets=buckets, max_distance=distance)
+               for bi in (False, True)]
+        assert any(bool((b < 0).any() or (b >= buckets).any()) for b in out)
+    except ZeroDivisionError:
+        pass
+    folder = _copy(seq2seq_dirs, "t5", tmp_path)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(relative_attention_num_buckets=buckets, relative_attention_max_distance=distance)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ModelLoadError, match=rf"relative_attention_num_buckets = {buckets} with "
+                                             rf"relative_attention_max_distance = {distance} leaves"):
+        attnscope.load(folder)

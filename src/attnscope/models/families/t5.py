@@ -66,6 +66,11 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
     if hf.get("model_type") == "mt5":
         scale = False  # mT5 never rescales (transformers' MT5ForConditionalGeneration has no such step)
     n_layers = setting(hf, "num_layers", source, 6)
+    buckets = setting(hf, "relative_attention_num_buckets", source, 32)
+    distance = setting(hf, "relative_attention_max_distance", source, 128)
+    if buckets < 4 or distance <= buckets // 2:  # the decoder's exact buckets are the first half: log(D / e) ≤ 0
+        raise error(ModelLoadError, "errors.config_t5_buckets", source=source, buckets=buckets, distance=distance,
+                    half=buckets // 2)
     gen = generation_settings(hf, Path(source).parent, source)
     return make_config(
         Seq2SeqConfig, source,
@@ -77,8 +82,7 @@ def config_from_hf(hf: dict, source: str) -> Seq2SeqConfig:
         final_norm=True, activation=ACTIVATIONS[act], gated_ffn=gated, bias=False, scoring="unscaled",
         layer_norm_eps=float(setting(hf, "layer_norm_epsilon", source, 1e-6, float)),
         dropout=float(setting(hf, "dropout_rate", source, 0.1, float)), attn_dropout=0.0,
-        relative_buckets=setting(hf, "relative_attention_num_buckets", source, 32),
-        relative_max_distance=setting(hf, "relative_attention_max_distance", source, 128),
+        relative_buckets=buckets, relative_max_distance=distance,
         tie_embeddings=tie, lm_scale=d ** -0.5 if scale else 1.0,
         pad_token_id=setting(hf, "pad_token_id", source, 0), **gen,
         extra=hf_extra(hf, feed_forward_proj=proj),
