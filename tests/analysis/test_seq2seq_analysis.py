@@ -6,6 +6,7 @@ weights; the report's files and the corpus's bad lines."""
 import csv
 import json
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -40,6 +41,21 @@ def test_diagonal_pattern():
     assert m["to_diagonal"].item() == 1 and m["argmax_diagonal"].item() == 1 and m["diagonal_band"].item() == 1
     assert m["diagonal_offset"].item() == 0 and m["monotonic"].item() == 1 and m["entropy"].item() == 0
     assert m["to_source_end"].item() == pytest.approx(1 / T)  # only the last row is on </s>
+
+
+def test_aligned_positions_round_exact_halves_up():
+    """a(t) = t·(S − 1)/(T − 1) rounded half up, against exact fractions: 7 · 45/10 = 31.5 → 32 (in
+    floats 7/10 · 45 = 31.4999…, which rounded down), and every pair of lengths up to 40 × 120."""
+    def exact(t, T, S):
+        return 0 if T == 1 else math.floor(Fraction(t * (S - 1), T - 1) + Fraction(1, 2))
+    assert aligned_positions(torch.tensor([11]), torch.tensor([46]), 11)[0, 7].item() == 32
+    m = cross_means(one_hot_rows(11, 46, [exact(t, 11, 46) for t in range(11)]), torch.ones(1, 11), torch.ones(1, 46),
+                    window=0)
+    assert m["to_diagonal"].item() == 1 and m["argmax_diagonal"].item() == 1
+    Ts, Ss = zip(*[(T, S) for T in range(1, 41) for S in range(1, 121)])
+    got = aligned_positions(torch.tensor(Ts), torch.tensor(Ss), 40)  # (pairs, 40)
+    for b, (T, S) in enumerate(zip(Ts, Ss)):
+        assert got[b, :T].tolist() == [exact(t, T, S) for t in range(T)], (T, S)
 
 
 def test_even_spread_and_reversed_alignment():
@@ -160,6 +176,31 @@ def test_corpus_bad_lines(tmp_path, seq2seq):  # noqa: F811
     p.write_text("\ta target without its source\n", encoding="utf-8")
     with pytest.raises(InputError, match="a target without its source"):  # the reader strips the line's tab
         analyze(p, seq2seq["bart"], progress=False)
+
+
+def test_a_pair_past_the_limit_names_its_line(tmp_path, seq2seq):  # noqa: F811
+    """A source or target longer than its stack reads is named by its corpus line and side (the
+    trace's own sentence said "text 2", its index in the batch, whatever the line)."""
+    model = seq2seq["bart"]  # 64 positions: the source reads 64 tokens, the target 63 after the start token
+    long = " ".join(["word"] * 70)
+    n = len(model.tokenizer.backend.encode(long).ids)
+    p = tmp_path / "long.tsv"
+    lines = [f"{s}\t{t}" for s, t in PAIRS] * 2  # eight good pairs: the bad one is in the second batch of 4
+    for bad, side, limit in ((f"{long}\tshort", "source", 64), (f"short\t{long}", "target", 63)):
+        p.write_text("\n".join(lines[:6] + [bad] + lines[6:]) + "\n", encoding="utf-8")
+        with pytest.raises(InputError, match=rf"long.tsv:7: the {side} has {n} tokens, more than the {limit} "):
+            analyze_seq2seq(p, model, batch_size=4)
+
+
+def test_max_length_is_refused_not_ignored(corpus, seq2seq, seq2seq_dirs, tmp_path, capsys):  # noqa: F811
+    """--max-length truncates one-stack models' texts; the pairs are read whole, so it is refused
+    (it was silently ignored: the report said nothing of it)."""
+    with pytest.raises(InputError, match=r"max_length = 8 truncates .* leave out --max-length"):
+        analyze(corpus, seq2seq["t5"], max_length=8, progress=False)
+    assert main(["analyze", str(corpus), "--model", str(seq2seq_dirs["bart"]), "--out", str(tmp_path / "an"),
+                 "--max-length", "8", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "max_length = 8" in err[0] and not (tmp_path / "an" / "heads.csv").exists()
 
 
 def test_progress_bar_counts_pairs_and_changes_nothing(tmp_path, seq2seq, capsys):  # noqa: F811

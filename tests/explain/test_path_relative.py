@@ -207,3 +207,25 @@ def test_seq2seq_path_errors_and_cli(seq2seq, seq2seq_dirs, capsys, tmp_path):  
     assert main(["explain", "--model", str(seq2seq_dirs["t5"]), "--target", TARGET, "--path"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "need --text" in err[0]
+
+
+@pytest.mark.parametrize("name, ln", [("t5", "RMSNorm"), ("bart", "LayerNorm")])
+def test_seq2seq_decoder_path_counts_its_three_norms_and_residuals(name, ln, seq2seq):  # noqa: F811
+    """A decoder layer has three sublayers: T5's feed-forward reads its third RMSNorm (ln3, pre-norm;
+    BART's reads its second, post-norm) and adds the third residual; an encoder layer has two of each."""
+    model = seq2seq[name]
+
+    def titles(**kw):
+        md = explain(text=SOURCE, model=model, layer=1, position=3, path=True, **kw).render("markdown")
+        return {line.split(": ", 1)[1] for line in md.splitlines() if line.startswith("## Step ")}, md
+    dec, md = titles(target=TARGET)
+    enc, _ = titles()
+    ffn_in = "third" if name == "t5" else "second"  # T5: ln1 self, ln2 cross, ln3 FFN; BART: ln2 after cross
+    assert f"the {ffn_in} {ln}" in dec and "the third residual connection" in dec
+    assert "the second residual connection" not in dec
+    assert "the second residual connection" in enc and "the third residual connection" not in enc
+    if name == "t5":
+        assert "the second RMSNorm" in enc and "the second RMSNorm" not in dec
+        ln3 = model.decoder.layers[1].ln3.weight.detach().double().numpy()
+        step = md.split("the third RMSNorm")[1].split("Trace name: decoder.layers.1.ffn_in")[0]
+        assert f"{ln3[0]:.4f}" in step  # the weights shown are ln3's

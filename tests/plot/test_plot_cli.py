@@ -3,6 +3,7 @@
 import pytest
 
 from attnscope.cli import main
+from tests.models.seq2seq.fixtures import seq2seq_dirs  # noqa: F401
 
 MAGIC = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF-", ".svg": b"<?xml"}
 
@@ -109,3 +110,17 @@ def test_an_encoder_decoder_model_is_sent_to_view_in_one_line(tmp_path, capsys):
     assert err == (f"attnscope plot: error: t5 is an encoder–decoder model: attnscope plot draws one-stack models; "
                    f"see its encoder, decoder and cross-attention with attnscope view SOURCE --target TARGET "
                    f"--model {folder}\n")
+
+
+@pytest.mark.parametrize("kind", ["heatmap", "grid", "hist", "softmax"])
+def test_an_encoder_decoder_model_is_sent_to_the_viewer(kind, seq2seq_dirs, tmp_path, capsys):  # noqa: F811
+    """T5's attentions are named per stack: plot said "names: 'layers.*.attn.q' matches no trace
+    name"; it now says in one line what draws them. --attribution (the encoder's) still plots."""
+    out = tmp_path / "f.png"
+    assert main(["plot", "hello there", "--kind", kind, "--model", str(seq2seq_dirs["t5"]), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "encoder–decoder model" in err[0] and "attnscope view SOURCE --target TARGET" in err[0]
+    assert not out.exists()
+    if kind == "heatmap":
+        assert main(["plot", "hello there", "--attribution", "rollout", "--model", str(seq2seq_dirs["t5"]),
+                     "-o", str(out)]) == 0

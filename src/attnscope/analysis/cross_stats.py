@@ -5,7 +5,7 @@ source token (an encoder key). Only real tokens count (``target_mask (B, T)``, `
 (B, S)``). For text b with T_b target and S_b source tokens, the source token "at the same
 relative position" as target token t is
 
-    a(t) = round(t · (S_b − 1) / (T_b − 1))         (a(t) = 0 when T_b = 1)
+    a(t) = ⌊t · (S_b − 1) / (T_b − 1) + ½⌋          (halves rounded up; a(t) = 0 when T_b = 1)
 
 so that the first target token maps to the first source token and the last to the last (the
 decoder's start token to the source's first token, its last input to the source's ``</s>``). A
@@ -47,7 +47,7 @@ CROSS_STATS = ("entropy", "entropy_norm", "to_diagonal", "diagonal_band", "argma
 CROSS_DOCS = {
     "entropy": "entropy -Σ w ln w of a target token's row over the source, in nats",
     "entropy_norm": "entropy / ln(source length): 1 = spread evenly, 0 = one source token",
-    "to_diagonal": "weight on the source token at the same relative position, a(t) = round(t·(S−1)/(T−1))",
+    "to_diagonal": "weight on the source token at the same relative position, a(t) = round(t·(S−1)/(T−1)), halves up",
     "diagonal_band": "weight within ±window source tokens of a(t)",
     "argmax_diagonal": "fraction of target tokens whose most attended source token is within ±window of a(t)",
     "diagonal_offset": "mean |j/(S−1) − t/(T−1)| under the weights: distance from the diagonal, as a fraction",
@@ -58,12 +58,14 @@ CROSS_DOCS = {
 
 def aligned_positions(target_len: Tensor, source_len: Tensor, T: int) -> Tensor:
     """a(t) (B, T) int64 for texts of ``target_len``, ``source_len`` (B,) real tokens (see the module)."""
-    t = torch.arange(T, device=target_len.device, dtype=torch.float64)[None, :]  # (1, T)
-    Tb = target_len.to(torch.float64)[:, None]
-    Sb = source_len.to(torch.float64)[:, None]
-    frac = torch.where(Tb > 1, t / (Tb - 1).clamp(min=1), torch.zeros_like(t))  # (B, T)
-    # round half up (t·(S−1)/(T−1) is exact in float64 for these sizes)
-    return torch.floor(frac * (Sb - 1) + 0.5).to(torch.long).clamp(min=0)
+    t = torch.arange(T, device=target_len.device, dtype=torch.long)[None, :]  # (1, T)
+    Tb = target_len.to(torch.long)[:, None]  # (B, 1)
+    Sb = source_len.to(torch.long)[:, None]
+    # round half up in integers: ⌊(2t(S − 1) + (T − 1)) / (2(T − 1))⌋ (in floats, t/(T − 1)·(S − 1) can
+    # land just below a half, e.g. 7/10·45 = 31.4999…, and round down)
+    den = (Tb - 1).clamp(min=1)  # (B, 1)
+    a = torch.div(2 * t * (Sb - 1).clamp(min=0) + den, 2 * den, rounding_mode="floor")  # (B, T)
+    return torch.where(Tb > 1, a, torch.zeros_like(a))
 
 
 @torch.no_grad()

@@ -191,6 +191,8 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
     model = load_model(model, device)
     if getattr(model.config, "kind", "") == "seq2seq":  # T5, BART: three attentions over a parallel corpus (.seq2seq)
         from .seq2seq import analyze_seq2seq
+        if cfg.max_length is not None:  # not a truncation it would silently skip
+            raise error(InputError, "errors.analysis_seq2seq_max_length", value=cfg.max_length, name=model.name)
         return analyze_seq2seq(corpus, model, batch_size=cfg.batch_size, max_texts=cfg.max_texts, unit=cfg.unit,  # type: ignore[return-value]
                                on_decode_error=cfg.on_decode_error, window=cfg.window,
                                special_queries=cfg.special_queries, progress=cfg.progress and rank == 0)

@@ -60,6 +60,18 @@ def split_pair(text: str, where: str) -> tuple[str, str]:
     return source, target
 
 
+def check_pair_lengths(model, source: str, target: str, where: str) -> None:
+    """InputError naming the corpus line when the source or the target has more tokens than its stack
+    reads (the encoder: the tokenizer's limit; the decoder: one fewer than its positions, after its
+    start token, as :meth:`~attnscope.models.seq2seq_model.Seq2SeqModel.target_batch`)."""
+    tok = model.tokenizer
+    decoder = min(int(model.config.max_positions) - 1, tok.max_length)
+    for side, text, limit in (("source", source, tok.max_length), ("target", target, decoder)):
+        n = len(tok.backend.encode(text).ids)  # the tokens encode() counts, special ones included
+        if n > limit:
+            raise error(InputError, f"errors.analysis_pair_{side}_too_long", where=where, n=n, limit=limit)
+
+
 @dataclass
 class Seq2SeqAnalysis:
     """Per stack ``means[stack][stat]`` (n_layers of that stack, n_heads); counters; settings."""
@@ -171,7 +183,9 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
     with torch.no_grad(), tqdm(unit="pair", desc="analyze", file=sys.stderr, dynamic_ncols=True,
                                disable=not progress) as bar:
         for text in reader:
-            batch.append(split_pair(text.text, text.where))  # where: "file:line"
+            pair = split_pair(text.text, text.where)  # where: "file:line"
+            check_pair_lengths(model, *pair, text.where)
+            batch.append(pair)
             if len(batch) == batch_size:
                 run(batch)
                 batch = []

@@ -82,15 +82,17 @@ def add(P, s) -> list:
     while block.op not in BLOCK_OPS:
         block = P.recipe.step(block.args[0])
     if block.op == "mlp":
-        key, title, sfx, label = "ffn_resid", "path.step_resid2", "", t("path.x_in") if base == "x" else P.name(base)
+        # the decoder of an encoder–decoder: the third (after self- and cross-attention's)
+        title = t_or(f"path.step_resid2.{P.recipe.name}", "path.step_resid2")
+        key, sfx, label = "ffn_resid", "", t("path.x_in") if base == "x" else P.name(base)
         lead: list[Block] = [Para(t("path.resid2_post" if base == block.args[0] else "path.resid2_pre", base=label))]
     else:
         sfx = "_cross" if block.op == "cross_attention" else ""
-        key, title, label = "attn_resid", "path.step_resid1" + sfx, t("path.x_in")
+        key, title, label = "attn_resid", t("path.step_resid1" + sfx), t("path.x_in")
         lead = [Formula("x + attention(x)", r"x+\mathrm{attention}(x)"), Para(t("path.resid_why", tok=P.tok))]
     k = P.note(key, P.name(s.name))
     rows = [(label, P.vec(base)), (P.name(added), P.vec(added)), (k, P.x(k))]
-    return [Step(key + sfx, t(title), lead + [vector_table(rows, P.dims), trace_para(k)])]
+    return [Step(key + sfx, title, lead + [vector_table(rows, P.dims), trace_para(k)])]
 
 
 def attention(P, s) -> list:

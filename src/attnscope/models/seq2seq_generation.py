@@ -14,7 +14,8 @@ max_new_tokens=n)``: these are applied, in transformers' order, to each step's l
 ``repetition_penalty``     logits of tokens already in the decoder ids ÷ p (if > 0) or × p
 ``no_repeat_ngram_size``   a token that would repeat an n-gram of the decoder ids is banned
 ``min_length``             EOS banned while the decoder ids (start token included) are shorter
-``min_new_tokens``         EOS banned before that many new tokens
+``min_new_tokens``         EOS banned before that many new tokens (where it is set, transformers
+                           replaces ``min_length`` by it: ``min_length`` is then not applied)
 ``forced_bos_token_id``    the first new token is this one (BART-large: ``<s>``)
 ``forced_eos_token_id``    the last token allowed by ``max_new_tokens`` is EOS (BART's default:
                            a generation that reaches the length limit ends with ``</s>``)
@@ -79,6 +80,8 @@ def generation_settings(hf: dict, folder: Path, source: str) -> dict:
                 (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             raise error(ModelLoadError, "errors.models_non_negative_int", where=where, name=key, got=repr(v))
         rules[key] = v
+    if g.get("min_new_tokens") is not None:  # transformers: min_new_tokens takes precedence, min_length is replaced
+        rules.pop("min_length", None)
     return {"decoder_start_token_id": start, "bos_token_id": bos if isinstance(bos, int) else None,
             "eos_token_ids": eos, "generation": rules}
 
@@ -111,8 +114,8 @@ def apply_rules(scores: Tensor, ids: list[int], step: int, max_new_tokens: int, 
     forced = None
     if rules.get("forced_bos_token_id") is not None and len(ids) == 1:
         forced = rules["forced_bos_token_id"]
-    elif rules.get("forced_eos_token_id") is not None and step == max_new_tokens - 1:
-        forced = rules["forced_eos_token_id"]
+    if rules.get("forced_eos_token_id") is not None and step == max_new_tokens - 1:
+        forced = rules["forced_eos_token_id"]  # after the BOS rule, as transformers: one new token is EOS
     if forced is not None:
         keep = forced if isinstance(forced, list) else [forced]
         out = torch.full_like(scores, float("-inf"))

@@ -95,11 +95,15 @@ class Seq2SeqModel(LoadedModel, nn.Module):
             raise error(InputError, "errors.models_target_needs_source")
         return self.as_batch(source, truncate=truncate)
 
-    def target_batch(self, target: Union[str, Sequence[str]], n: int) -> tuple[Tensor, Tensor, list[list[Optional[str]]]]:
+    def target_batch(self, target: Union[str, Sequence[str]], n: int, *, truncate: bool = False
+                     ) -> tuple[Tensor, Tensor, list[list[Optional[str]]]]:
         """``(decoder_input_ids (B, T), decoder_attention_mask (B, T), tokens)`` of target texts: the
-        decoder-start token, then each text tokenized as a label sequence; right-padded."""
+        decoder-start token, then each text tokenized as a label sequence; right-padded. ``truncate``:
+        a target past the decoder's positions keeps its first labels (and its closing token)."""
         if target is None:
             raise error(InputError, "errors.models_needs_target")
+        if not isinstance(target, (str, list, tuple)):
+            raise error(InputError, "errors.models_target_type", got=shape_or_type(target))
         targets = [target] if isinstance(target, str) else list(target)
         if len(targets) != n:
             raise error(InputError, "errors.models_source_texts_targets", n=n, targets=len(targets))
@@ -107,7 +111,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         if tok is None:  # a Batch for the source needs no tokenizer; a target text does
             raise error(InputError, "errors.models_no_tokenizer_target", name=repr(self.name))
         limit = self.config.max_positions - 1  # the start token takes one decoder position
-        labels = self.encode(targets, max_length=min(limit, tok.max_length))
+        labels = self.encode(targets, max_length=min(limit, tok.max_length), truncate=truncate)
         start = self.config.decoder_start_token_id
         B, T = labels.input_ids.shape
         ids = torch.cat([torch.full((B, 1), start, dtype=torch.long), labels.input_ids], dim=1)  # (B, T + 1)
@@ -118,7 +122,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
     def run(self, source: Texts, target=None, *, truncate: bool = False) -> Tensor:
         """The decoder's last hidden states ``(B, T, d)`` of source and target texts."""
         src = self.source_batch(source, truncate=truncate)
-        ids, mask, _ = self.target_batch(target, len(src))
+        ids, mask, _ = self.target_batch(target, len(src), truncate=truncate)
         return self(src.input_ids, src.attention_mask, decoder_input_ids=ids.to(self.device),
                     decoder_attention_mask=mask.to(self.device))
 
@@ -137,7 +141,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         ``…ForConditionalGeneration(labels=…)``; padded labels are ignored."""
         check_reduction(reduction)
         src = self.source_batch(source, truncate=truncate)
-        ids, mask, _ = self.target_batch(target, len(src))
+        ids, mask, _ = self.target_batch(target, len(src), truncate=truncate)
         ids, mask = ids.to(self.device), mask.to(self.device)
         h = self(src.input_ids, src.attention_mask, decoder_input_ids=ids[:, :-1], decoder_attention_mask=mask[:, :-1])
         return label_loss(self.lm_logits(h), ids[:, 1:], mask[:, 1:], reduction)  # logits (B, T, V)

@@ -80,10 +80,12 @@ def map_weights(model: torch.nn.Module, family: Family, sd: dict[str, torch.Tens
                         want=fmt_shape(want))
         new_state[rule.target] = value.contiguous() if assign else value
     model.load_state_dict(new_state, strict=only is None, assign=assign)
-    if family.lm_head and "lm_head.weight" in sd and "embed.token_embedding.weight" in new_state:
-        # Usually the tied token embedding again; a checkpoint saved with
-        # tie_word_embeddings=False has its own output matrix, which the logits must then use.
-        W, wte = sd["lm_head.weight"], new_state["embed.token_embedding.weight"]
+    embedding = "shared.weight" if "shared.weight" in new_state else "embed.token_embedding.weight"  # T5, BART: shared
+    if family.lm_head and "lm_head.weight" in sd and embedding in new_state:
+        # Usually the tied token embedding again; a checkpoint saved with tie_word_embeddings=False
+        # (or by transformers 5, whose T5 config says tied whatever the weights) has its own output
+        # matrix, which the logits must then use (transformers does not tie two different tensors).
+        W, wte = sd["lm_head.weight"], new_state[embedding]
         if W.shape != wte.shape:
             raise error(ModelLoadError, "errors.models_lm_head_shape", source=source, got=fmt_shape(W.shape),
                         want=fmt_shape(wte.shape))

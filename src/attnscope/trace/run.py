@@ -229,7 +229,7 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
     batch = model.source_batch(texts, truncate=truncate) if two else model.as_batch(texts, truncate=truncate)
     kw: dict = {}
     if two:
-        dec_ids, dec_mask, kw["target_tokens"] = model.target_batch(target, len(batch))
+        dec_ids, dec_mask, kw["target_tokens"] = model.target_batch(target, len(batch), truncate=truncate)
         kw.update(decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask,
                   target_texts=[target] if isinstance(target, str) else list(target))
         run = {"decoder_input_ids": dec_ids.to(model.device), "decoder_attention_mask": dec_mask.to(model.device)}

@@ -45,6 +45,17 @@ def test_bart_rules_are_applied_and_reported(seq2seq, hf_seq2seq_models):
     assert [2] + plain.new_ids == want[:1 + len(plain.new_ids)]
 
 
+def test_one_new_token_with_forced_bos_and_eos_is_eos(seq2seq, hf_seq2seq_models):
+    """The first new token is also the last: transformers applies the forced EOS after the forced
+    BOS, so BART's one new token is </s> (attnscope gave <s>)."""
+    model, hf = seq2seq["bart"], hf_seq2seq_models("bart")
+    source = PAIRS["en"][0][0]
+    for n in (1, 2):
+        g = model.generate(source, max_new_tokens=n)
+        assert [2] + g.new_ids == hf_greedy(hf, model, source, n=n)
+        assert g.new_ids[-1] == 2  # reaching max_new_tokens ends with </s>
+
+
 def test_cached_steps_equal_a_full_recompute(seq2seq):
     for name in ("t5", "bart_zh"):
         model = seq2seq[name]
@@ -81,3 +92,33 @@ def test_cross_attention_keys_are_computed_once(seq2seq, monkeypatch):
     monkeypatch.setattr(att, "project", counted)
     g = model.generate(PAIRS["en"][0][1], max_new_tokens=6)
     assert len(g.new_ids) > 1 and sorted(calls) == list(range(model.config.n_decoder_layers))  # once per layer
+
+
+def test_min_new_tokens_takes_precedence_over_min_length(seq2seq_dirs, tmp_path):
+    """With both set, transformers replaces min_length by min_new_tokens + 1 (the start token): a
+    BART whose logits favour </s> stops after min_new_tokens, not at min_length."""
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    import attnscope
+    from tests.models.seq2seq.tiny import hf_seq2seq
+
+    folder = tmp_path / "bart-eos"
+    shutil.copytree(seq2seq_dirs["bart"], folder)
+    sd = load_file(str(folder / "model.safetensors"))
+    sd["final_logits_bias"][0, 2] += 50.0  # </s> wins every step it is not banned
+    save_file(sd, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    gen = json.loads((folder / "generation_config.json").read_text())
+    for key in ("forced_bos_token_id", "forced_eos_token_id", "no_repeat_ngram_size"):
+        gen.pop(key, None)
+    gen.update(min_length=9, min_new_tokens=3)
+    (folder / "generation_config.json").write_text(json.dumps(gen))
+    model, hf = attnscope.load(folder), hf_seq2seq(folder)
+    source = PAIRS["en"][0][0]
+    g = model.generate(source, max_new_tokens=N)
+    want = hf_greedy(hf, model, source)
+    assert len(want) == 1 + 3 + 1 and want[-1] == 2  # three new tokens, then </s>
+    assert [model.config.decoder_start_token_id] + g.new_ids == want
+    assert "min_length" not in g.settings["applied"] and g.settings["applied"]["min_new_tokens"] == 3

@@ -110,5 +110,5 @@ def rules(config: Seq2SeqConfig) -> list[WeightRule]:
 
 FAMILY = register(Family(
     name="bart", model_types=("bart",), prefixes=("model.",), config_from_hf=config_from_hf, rules=rules,
-    tokenizer_kind=tokenizer_by_files("bpe-roberta"), model_class=Seq2SeqModel,
+    tokenizer_kind=tokenizer_by_files("bpe-roberta"), model_class=Seq2SeqModel, lm_head=True,
 ))

@@ -13,7 +13,9 @@ position bias, RMS LayerNorm and no score scaling.
 * **Logits**: with the output layer tied to the shared embedding (T5 v1.0) the last hidden state is
   multiplied by d_model^-½ first; v1.1/flan/mT5 checkpoints have their own ``lm_head.weight`` and no
   rescale. (Checkpoints written by transformers 5 say ``tie_word_embeddings: true`` with
-  ``scale_decoder_outputs: false``: tied, not rescaled; mT5 is never rescaled.)
+  ``scale_decoder_outputs: false``: tied, not rescaled — unless the file holds an ``lm_head.weight``
+  other than ``shared.weight``, a v1.1 checkpoint re-saved, whose matrix the logits use, as
+  transformers does; mT5 is never rescaled.)
 
 Hugging Face names → attnscope names (``{i}`` = layer)::
 
@@ -137,5 +139,5 @@ def rules(config: Seq2SeqConfig) -> list[WeightRule]:
 
 FAMILY = register(Family(
     name="t5", model_types=("t5", "mt5"), prefixes=(), config_from_hf=config_from_hf, rules=rules,
-    tokenizer_kind=tokenizer_by_files("bpe-roberta"), model_class=Seq2SeqModel,
+    tokenizer_kind=tokenizer_by_files("bpe-roberta"), model_class=Seq2SeqModel, lm_head=True,
 ))
