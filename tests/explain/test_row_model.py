@@ -81,3 +81,24 @@ def test_errors_name_the_problem(model, kw, msg):
 def test_unknown_character_says_it_became_unk(model):
     with pytest.raises(InputError, match=re.escape("'喜' is in the text, but the model's vocabulary does not have it")):
         explain(text="我喜欢人工智能", model=model, token="喜")
+
+
+def test_trace_check_of_q_is_the_rows_query(model):
+    """"largest difference … in q" is of the query this row uses (as the whole path's step table and a
+    decoder row say), not of every token's query: against transformers' float64 query of token 8."""
+    import torch
+    import transformers
+    transformers.logging.set_verbosity_error()
+    hf = transformers.BertModel.from_pretrained(str(attnscope.models.default_model_path()),
+                                                attn_implementation="eager").eval().double()
+    b = model.encode(TEXT)
+    with torch.no_grad():
+        x = hf(input_ids=b.input_ids, attention_mask=b.attention_mask, token_type_ids=b.token_type_ids,
+               output_hidden_states=True).hidden_states[0][0]  # (13, 384): layer 0's input
+        q64 = hf.encoder.layer[0].attention.self.query(x)[:, 3 * 32:4 * 32].numpy()  # (13, 32): head 3
+    q32 = model.trace(TEXT, names=["layers.0.attn.q[3]"])["layers.0.attn.q[3]"][0].double().numpy()  # (13, 32)
+    row = float(np.abs(q32[8] - q64[8]).max())
+    assert float(np.abs(q32 - q64).max()) > 1.2 * row  # every token's: larger here, so the two are told apart
+    w = explain(text=TEXT, model=model, layer=0, head=3, token="it")
+    assert w.meta["trace_max_abs_diff"]["q"] == pytest.approx(row, rel=1e-6)
+    assert f"largest difference {row:.1e} in q," in w.render("markdown")

@@ -297,8 +297,9 @@ def model_row_data(text: str, model=None, layer: int = 0, head: int = 0, token: 
     g = R.kv_head(head, cfg.n_heads, cfg.kv_heads)
     p = f"layers.{layer}.attn"
     q, k, v = f[f"{p}.q"][head], f[f"{p}.k"][g], f[f"{p}.v"][g]  # (n, d_head) each
-    diff = {s: float(np.abs(R.as_f64(tr.step(layer, s, head, text=0)) - x).max()) for s, x in (("q", q), ("k", k),
-                                                                                               ("v", v))}
+    # q: the row's own query (as a decoder row and the whole path's table compare it); k, v: every key's
+    diff = {s: float(np.abs(R.as_f64(tr.step(layer, s, head, text=0))[rows] - x[rows]).max())
+            for s, x, rows in (("q", q, [qpos]), ("k", k, slice(None)), ("v", v, slice(None)))}
     factor = R.score_factor(cfg.scoring, int(cfg.d_head), model.layers[layer].attn.scale)
     return dict(base, raw=R.raw_scores(q[qpos], k), allowed=f[f"{p}.allowed"][qpos], V=v, factor=float(factor),
                 q=q[qpos], K=k, operand_diff=diff, **trace)
