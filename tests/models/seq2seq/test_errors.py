@@ -153,5 +153,6 @@ def test_t5_buckets_without_a_log_range(buckets, distance, seq2seq_dirs, tmp_pat
     cfg = json.loads((folder / "config.json").read_text())
     cfg.update(relative_attention_num_buckets=buckets, relative_attention_max_distance=distance)
     (folder / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(ModelLoadError, match=rf"config.json.*relative_buckets must be an integer ≥ 4 .* got {buckets} and {distance}"):
+    with pytest.raises(ModelLoadError,
+                       match=rf"config.json.*relative_buckets must be an integer ≥ 4 .* got {buckets} and {distance}"):
         attnscope.load(folder)
