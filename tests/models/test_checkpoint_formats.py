@@ -43,17 +43,23 @@ def test_layernorm_gamma_beta_names(tiny_dirs, tiny_models, tmp_path):
     assert _same_output(attnscope.load(folder), tiny_models["bert"])
 
 
-def test_sharded_safetensors(tiny_dirs, tiny_models, tmp_path):
-    folder = _copy(tiny_dirs["gpt2"], tmp_path / "sharded")
+def _shard(folder, stem: str, save) -> None:
+    """Split the folder's model.safetensors into two shards ``{stem}-0000i-of-00002.{ext}`` written by
+    ``save(tensors, path)``, listed in ``{stem}.{ext}.index.json`` as checkpoints ship them."""
     sd = load_file(str(folder / "model.safetensors"))
     keys = sorted(sd)
-    shards = {"model-00001-of-00002.safetensors": keys[: len(keys) // 2],
-              "model-00002-of-00002.safetensors": keys[len(keys) // 2:]}
+    name, ext = stem.split(".")
+    shards = {f"{name}-00001-of-00002.{ext}": keys[: len(keys) // 2], f"{name}-00002-of-00002.{ext}": keys[len(keys) // 2:]}
     for fname, ks in shards.items():
-        save_file({k: sd[k] for k in ks}, str(folder / fname))
+        save({k: sd[k] for k in ks}, str(folder / fname))
     (folder / "model.safetensors").unlink()
     index = {"metadata": {}, "weight_map": {k: f for f, ks in shards.items() for k in ks}}
-    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    (folder / f"{stem}.index.json").write_text(json.dumps(index))
+
+
+def test_sharded_safetensors(tiny_dirs, tiny_models, tmp_path):
+    folder = _copy(tiny_dirs["gpt2"], tmp_path / "sharded")
+    _shard(folder, "model.safetensors", save_file)
     assert _same_output(attnscope.load(folder), tiny_models["gpt2"])
 
 
@@ -61,15 +67,7 @@ def test_sharded_pytorch_model_bin(tiny_dirs, tiny_models, tmp_path):
     """pytorch_model.bin in shards listed by pytorch_model.bin.index.json (older large checkpoints;
     transformers loads them): it was refused as "has no weights"."""
     folder = _copy(tiny_dirs["gpt2"], tmp_path / "sharded-bin")
-    sd = load_file(str(folder / "model.safetensors"))
-    keys = sorted(sd)
-    shards = {"pytorch_model-00001-of-00002.bin": keys[: len(keys) // 2],
-              "pytorch_model-00002-of-00002.bin": keys[len(keys) // 2:]}
-    for fname, ks in shards.items():
-        torch.save({k: sd[k] for k in ks}, str(folder / fname))
-    (folder / "model.safetensors").unlink()
-    index = {"metadata": {}, "weight_map": {k: f for f, ks in shards.items() for k in ks}}
-    (folder / "pytorch_model.bin.index.json").write_text(json.dumps(index))
+    _shard(folder, "pytorch_model.bin", torch.save)
     assert _same_output(attnscope.load(folder), tiny_models["gpt2"])
     (folder / "pytorch_model-00002-of-00002.bin").unlink()
     with pytest.raises(attnscope.ModelLoadError, match=r"pytorch_model-00002-of-00002\.bin not found \(listed in "
