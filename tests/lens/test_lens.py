@@ -183,3 +183,31 @@ def test_dla_parts_sum_to_the_real_models_logit(real):
     assert abs(float(d.parts.sum()) - float(logits[d.target])) <= 1e-4 * abs(float(logits[d.target]))
     lens = logit_lens(m, text)
     assert float(lens.kl[-1].abs().max()) == 0.0 and lens.kl[1:].mean(1)[0] > lens.kl[1:].mean(1)[-1]
+
+
+def test_dollar_signs_in_tokens_are_drawn_as_written(tmp_path):
+    """A token "$$" (SmolLM2 has one) made matplotlib read a lens label as TeX: saving the figure
+    died in a ParseException, and "$x_1$" was drawn as a subscript. Cell labels, position ticks and
+    the DLA title's target are drawn as written (the plots' own labels were fixed the same way)."""
+    import torch
+
+    from attnscope.lens.dla import LogitAttribution
+    from attnscope.lens.figures import dla_figure, lens_figure
+    from attnscope.lens.logit_lens import LensResult
+    from attnscope.lens.stream import Point
+
+    words = {0: "$$", 1: "$x_1$"}
+    tokens = ["$$", "$x_1$", "b"]
+    ids = torch.tensor([[[0], [1], [0]], [[1], [0], [1]]])  # (P, L, 1)
+    r = LensResult(tokens=tokens, points=[Point("embed", -1, "embed"), Point("layers.0.out", 0, "mlp")], top_ids=ids,
+                   top_probs=torch.full((2, 3, 1), 0.5), target_ids=torch.tensor([0, 1, 0]),
+                   target_prob=torch.full((2, 3), 0.5), target_rank=torch.zeros(2, 3, dtype=torch.long),
+                   kl=torch.zeros(2, 3), decode=lambda i: words[i])
+    d = LogitAttribution(tokens=tokens, position=2, target=0, names=["embed", "L0H0", "L0 mlp", "bias"],
+                         parts=torch.tensor([0.5, 1.0, -0.25, 0.0]), logit=1.25, words="$$")
+    for i, fig in enumerate((lens_figure(r), dla_figure(d, 1, 1))):
+        fig.savefig(tmp_path / f"{i}.png")  # raised ParseException
+    ax = lens_figure(r).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == tokens
+    assert all(not t.get_parse_math() for t in ax.texts + ax.get_xticklabels())
+    assert not dla_figure(d, 1, 1)._suptitle.get_parse_math()

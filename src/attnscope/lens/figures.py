@@ -40,9 +40,9 @@ def _draw(fig, ax, r: LensResult, labels, title: str, lang: str, max_chars: int)
     im = ax.imshow(r.target_prob.numpy(), aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1)
     for p in range(P):
         for i in range(L):
-            ax.text(i, p, labels[p][i], ha="center", va="center", fontsize=6,
+            ax.text(i, p, labels[p][i], ha="center", va="center", fontsize=6, parse_math=False,  # tokens as written
                     color="black" if r.target_prob[p, i] > 0.5 else "white")
-    ax.set_xticks(range(L), [t[:max_chars] for t in r.tokens], rotation=60, fontsize=7)
+    ax.set_xticks(range(L), [t[:max_chars] for t in r.tokens], rotation=60, fontsize=7, parse_math=False)
     ax.set_yticks(range(P), [pt.name.replace("layers.", "L") for pt in r.points], fontsize=6)
     ax.set_xlabel(text("lens.axis_position", lang))
     ax.set_title(title)
@@ -107,6 +107,7 @@ def _dla(plt, d: LogitAttribution, n_layers: int, n_heads: int, lang: str):
     b.set_yticks(range(len(others)), others, fontsize=6)
     b.axvline(0, color="black", lw=0.5)
     b.set_title(text("lens.dla_rest", lang))
-    fig.suptitle(text("lens.dla_title", lang, target=d.words, position=d.position, logit=f"{d.logit:.4f}"))
+    fig.suptitle(text("lens.dla_title", lang, target=d.words, position=d.position, logit=f"{d.logit:.4f}"),
+                 parse_math=False)  # the target's words as written: "$$" is no TeX
     fig.tight_layout()
     return fig
