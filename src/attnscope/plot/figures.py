@@ -53,16 +53,6 @@ def axis_labels(toks: Sequence[str]) -> list[str]:
     return [t if t.strip() else repr(t) for t in toks]
 
 
-def layer_weights(trace, layer: int, text: int = 0) -> np.ndarray:
-    """Every head's weights of ``layer`` for text ``text``, float64 (H, n, n): the float64
-    recomputation from q and k (:func:`attnscope.reference.trace_weights`), or, for a model whose
-    scores add a learned term (T5's relative position bias, DeBERTa's relative terms), the trace's
-    own weights (:meth:`~attnscope.trace.Trace.weights`: recorded, or from q, k and the recorded term)."""
-    if getattr(trace.config, "score_bias", False) and R.position_bias(trace, layer, text) is None:
-        return R.as_f64(trace.weights(layer, text=text))  # (H, n, n)
-    return R.trace_weights(trace, layer, text)
-
-
 def _own_labels(labels: Sequence[str], n: int) -> list[str]:
     labels = [str(x) for x in labels]
     if len(labels) != n:
@@ -89,7 +79,7 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
     check_lang(lang)
     check_decimals(decimals)
     h = trace.check_head(head)
-    w = layer_weights(trace, layer, text)[h]  # (n, n) float64
+    w = R.trace_weights(trace, layer, text)[h]  # (n, n) float64
     toks = axis_labels(trace.text_labels(text) if labels is None else _own_labels(labels, trace.length(text)))
     n = len(toks)
     if annotate is None:
@@ -137,7 +127,7 @@ def heads_grid(trace, *, text: int = 0, cmap: str = "viridis", cell: float = 1.3
         axes = fig.subplots(L, H, squeeze=False)
         im = None
         for layer in range(L):
-            w = layer_weights(trace, layer, text)  # (H, n, n)
+            w = R.trace_weights(trace, layer, text)  # (H, n, n)
             for h in range(H):
                 ax = axes[layer, h]
                 im = ax.imshow(w[h], cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
