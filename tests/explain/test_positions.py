@@ -178,6 +178,19 @@ def test_t5_worked_numbers_are_t5s_float32_logs():
     assert "Query 20, key 7: δ = -13 is bucket 9." in w.render("markdown")
 
 
+@pytest.mark.parametrize("position", [0, 5, 12, 13, 20])
+def test_t5_default_offset_stays_in_the_text(position, capsys):
+    """Without --offset the T5 lesson took δ = −13 whatever the query: `--position 5` was refused
+    with "offset -13 from query position 5 gives key position -8", an offset the user never gave.
+    The default is 13 keys back, or back to key 0 for a query nearer the start."""
+    want = -min(13, position)
+    w = explain(lesson="positions", scheme="t5", position=position)
+    assert w.meta["bucket"] == int(t5_ref(want, True, 32, 128))
+    assert f"Query {position}, key {position + want}: δ = {want} is bucket" in w.render("markdown")
+    assert main(["explain", "positions", "--scheme", "t5", "--position", str(position)]) == 0
+    assert f"distance {want}" in capsys.readouterr().out
+
+
 def test_t5_from_a_model(tmp_path):
     import attnscope
     from tests.models.seq2seq.tiny import t5

@@ -108,7 +108,7 @@ def register(sub) -> None:
                      help="positions: the dimension worked out, from 0 (sinusoidal: of PE; rotary: "
                                              "a feature of q/k, its pair is worked out)")
     pos.add_argument("--offset", "-k", type=IntRange(-MAX_INDEX, MAX_INDEX),
-                     help="positions: k, the shift from p to p + k (t5: δ = key − query)")
+                     help="positions: k, the shift from p to p + k (t5: δ = key − query, default −13 or back to key 0)")
     pos.add_argument("--d-model", dest="d_model", type=IntRange(2, 65536), help="sinusoidal: the width of PE (default 8)")
     pos.add_argument("--base", type=float, help="sinusoidal, rotary: the base of the frequencies (default 10000)")
     pos.add_argument("--pairing", choices=("half", "adjacent"),

@@ -45,5 +45,5 @@ def explain_positions(scheme: str = "sinusoidal", *, position: Optional[int] = N
                           "vector": vector}.items() if v is not None]
     if bad:
         raise error(InputError, "errors.explain_not_t5_option", name=bad[0])
-    return explain_t5(position=20 if position is None else position, offset=-13 if offset is None else offset,
+    return explain_t5(position=20 if position is None else position, offset=offset,
                       model=model, buckets=buckets, max_distance=max_distance, causal=causal)

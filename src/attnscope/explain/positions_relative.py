@@ -147,10 +147,11 @@ def explain_rotary(position: int, dim: Optional[int], offset: int, model=None, l
 # T5 relative buckets
 # ----------------------------------------------------------------------------------------------
 
-def explain_t5(position: int, offset: int, model=None, buckets: Optional[int] = None,
+def explain_t5(position: int, offset: Optional[int] = None, model=None, buckets: Optional[int] = None,
                max_distance: Optional[int] = None, causal: bool = False) -> Worked:
     i = position_arg(position, Msg("errors.explain_query_position"))
-    delta = whole(offset, "offset")
+    # by default 13 keys back (a far bucket), or the first key for a query nearer the start
+    delta = -min(13, i) if offset is None else whole(offset, "offset")
     j = i + delta
     if j < 0:
         raise error(InputError, "errors.explain_offset_key", k=delta, p=i, at=j)
