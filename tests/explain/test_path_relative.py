@@ -229,3 +229,21 @@ def test_seq2seq_decoder_path_counts_its_three_norms_and_residuals(name, ln, seq
         ln3 = model.decoder.layers[1].ln3.weight.detach().double().numpy()
         step = md.split("the third RMSNorm")[1].split("Trace name: decoder.layers.1.ffn_in")[0]
         assert f"{ln3[0]:.4f}" in step  # the weights shown are ln3's
+
+
+@pytest.mark.parametrize("name", ["t5", "bart"])
+def test_the_path_writes_a_bias_only_where_the_model_has_one(name, seq2seq):  # noqa: F811
+    """T5 has no biases, BART has them: T5's path said "q = x W_Q + b", "plus the bias" and a
+    feed-forward "with W_1 and a bias" although there is none (the numbers were right)."""
+    model = seq2seq[name]
+    attn, ffn = model.encoder.layers[1].attn, model.encoder.layers[1].ffn
+    biased = attn.W_qkv.bias is not None
+    assert biased == (ffn.W_1.bias is not None) == (name == "bart")  # the models' own weights
+    for lang, plus in (("en", "plus the bias"), ("zh", "再加偏置")):
+        for target in (None, TARGET):
+            md = explain(text=SOURCE, model=model, layer=1, position=3, path=True, target=target).render(
+                "markdown", lang=lang)
+            titles = [line for line in md.splitlines() if line.startswith("## ") and "x W_Q" in line]
+            assert titles and all(line.endswith("x W_Q + b" if biased else "x W_Q") for line in titles)
+            assert ("b_Q" in md) == (plus in md) == biased, (lang, target)
+            assert ("act(x W_1 + b_1)" in md or "x W_1+b_1" in md) == biased

@@ -129,15 +129,18 @@ def query_step(P, att: str, attn, in_name: str, cross: bool) -> Step:
     cols = [str(j) for j in range(n)]
     names = [qk, f"{lp}.{att}.{kpre}[{h}]", f"{lp}.{att}.v[{h}]"]
     P.values[names[1]], P.values[names[2]] = K, Vm
-    blocks = [Formula("q = x W_Q⁽ʰ⁾ + b_Q⁽ʰ⁾", r"q=x\,W_Q^{(h)}+b_Q^{(h)}"),
+    biased = attn.W_qkv.bias is not None  # T5 and the Llama kind have none: no "+ b" in the words
+    blocks = [Formula("q = x W_Q⁽ʰ⁾ + b_Q⁽ʰ⁾", r"q=x\,W_Q^{(h)}+b_Q^{(h)}") if biased else
+              Formula("q = x W_Q⁽ʰ⁾", r"q=x\,W_Q^{(h)}"),
               Para(t("path.q_why", h=h, dh=dh, d=a_in.shape[0], first=h * dh, last=(h + 1) * dh - 1,
-                     rows=(H + 2 * Hkv) * dh, tok=P.tok)), tab,
+                     rows=(H + 2 * Hkv) * dh, tok=P.tok, bias=t("path.plus_bias") if biased else "")), tab,
               Para(t("path.q_rest", n=n, dh=dh, q=vec(P.x(f"{lp}.{att}.{pre}", h)[:n]))),
               Para(t("path.kv_why", g=g, k0=(H + g) * dh, v0=(H + Hkv + g) * dh, dh=dh)),
               Matrix(Sym("K", "K"), K[:, :n], rows=labels, cols=cols, caption=t("path.k_caption", n=n, d=dh)),
               Matrix(Sym("V", "V"), Vm[:, :n], rows=labels, cols=cols, caption=t("path.v_caption", n=n, d=dh)),
               trace_para(*names)]
     key = "path.step_q_proj" if P.decoder else ("path.step_q_cross" if cross else "path.step_q")
+    key += "" if biased or P.decoder else "_nobias"
     return Step("cross_q" if cross else "q", t(key, h=h), blocks)
 
 
@@ -161,8 +164,10 @@ def mlp(P, s) -> list:
         steps = [Step("ffn", t("path.step_ffn_gated"), blocks + [trace_para(gate, hidden)])]
     else:
         pre = P.values[f"{p}.pre"] = P.x(f"{p}.pre")
-        blocks = [Formula("hidden = act(x W_1 + b_1)", r"\mathrm{hidden}=\mathrm{act}(x W_1+b_1)"),
-                  Para(t("path.ffn_why", dff=d_ff, d=len(x), act=c.activation)),
+        biased = ffn.W_1.bias is not None
+        blocks = [Formula("hidden = act(x W_1 + b_1)", r"\mathrm{hidden}=\mathrm{act}(x W_1+b_1)") if biased else
+                  Formula("hidden = act(x W_1)", r"\mathrm{hidden}=\mathrm{act}(x W_1)"),
+                  Para(t("path.ffn_why", dff=d_ff, d=len(x), act=c.activation, bias=t("path.and_bias") if biased else "")),
                   projection_table(x, ffn.W_1.weight, range(d_ff), ffn.W_1.bias, pre, dims=P.dims, wname="W_1")]
         blocks += activation_blocks(c.activation, pre, P.x(hidden), P.dims)
         blocks += [Para(t("path.ffn_positive", k=int((pre > 0).sum()), dff=d_ff)), trace_para(hidden)]
