@@ -55,6 +55,17 @@ def test_unknown_model_type(bert_copy):
         attnscope.load(bert_copy)
 
 
+def test_a_config_without_model_type_says_the_key_is_missing(bert_copy):
+    """It said "model_type None is not supported", a value nobody wrote."""
+    cfg = json.loads((bert_copy / "config.json").read_text())
+    del cfg["model_type"]
+    (bert_copy / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ModelLoadError, match=r"config\.json has no model_type, the key that names the kind of model; "
+                                             r"attnscope loads (.+, )?bert, ") as e:
+        attnscope.load(bert_copy)
+    assert "None" not in str(e.value)
+
+
 def test_unsupported_setting(bert_copy):
     _edit_config(bert_copy, position_embedding_type="relative_key")
     with pytest.raises(ModelLoadError, match=r"position_embedding_type 'relative_key' is not supported"):

@@ -7,8 +7,9 @@ The API has no authentication: it listens on this machine only (127.0.0.1) unles
 otherwise, and then warns. Requests are bounded: texts up to --max-chars characters (and the
 model's context length in tokens), bodies to what such a text needs and to 10 seconds to arrive
 (408 after), and a short queue for the model (503 when it is full; /healthz always answers).
-Longer texts (over 512 tokens of all-MiniLM-L6-v2, 145 of SmolLM2) are held by the server (within
---held-mb) and the page reads their weights one layer and head at a time.
+Texts whose q, k, v pass 16 MB (over 145 tokens of SmolLM2; all-MiniLM-L6-v2's 512 always fit; see
+--ship-up-to) are held by the server (within --held-mb) and the page reads their weights one layer
+and head at a time.
 """
 
 from __future__ import annotations

@@ -139,7 +139,8 @@ def family_for(model_type, source: str = "config.json") -> Family:
     _ensure_registered()
     fam = _BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
     if fam is None:
-        raise error(ModelLoadError, "errors.config_model_type", source=source, model_type=repr(model_type),
+        raise error(ModelLoadError, "errors.config_model_type" if model_type is not None else "errors.config_no_model_type",
+                    source=source, model_type=repr(model_type),
                     supported=", ".join(supported_model_types()))
     return fam
 
