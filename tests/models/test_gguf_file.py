@@ -65,3 +65,16 @@ def test_synthetic_files(tmp_path, qtype, monkeypatch):
 @pytest.mark.parametrize("name", ["smollm2-135m", "gemma-3-270m"])
 def test_real_files(name):
     _compare(package_model_path(name), all_tensors=False)
+
+
+@pytest.mark.parametrize("qtype", ["F32", "F16", "Q8_0"])
+def test_a_nan_weight_is_named_at_load(tmp_path, qtype):
+    """A damaged file's NaN weight loaded silently: the traced forward then showed NaN and the plain
+    forward (CPU fused attention) finite numbers. Each dequantized chunk is checked as it is read."""
+    import attnscope
+
+    sd = hf_weights("llama", hidden=64, head_dim=16, heads=4, kv=2, ff=64, vocab=300)
+    sd["model.layers.1.mlp.down_proj.weight"][3, 5] = float("nan")
+    p = write_gguf(tmp_path / f"{qtype}.gguf", "llama", sd, heads=4, kv=2, head_dim=16, qtype=qtype)
+    with pytest.raises(attnscope.ModelLoadError, match=r"tensor blk\.1\.ffn_down\.weight holds a NaN or infinite value"):
+        attnscope.load(p)

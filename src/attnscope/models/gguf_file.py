@@ -208,24 +208,36 @@ class GGUFFile:
         the float32 result widened, exactly). The chunking does not change a value: each row is
         dequantized on its own.
 
-        Raises ModelLoadError for a type the ``gguf`` package cannot dequantize.
+        Raises ModelLoadError for a type the ``gguf`` package cannot dequantize, and for a NaN or
+        infinite value (a damaged file: its NaN would otherwise surface far away, or be hidden).
         """
-        import gguf
-
         if not is_supported_qtype(info.qtype):
             raise error(ModelLoadError, "errors.gguf_qtype", path=self.path, name=info.name, qtype=info.qtype.name,
                         supported=", ".join(supported_qtype_names()))
         out = torch.empty(info.shape, dtype=dtype)
+        if not self._dequantize_into(out, info, chunk_bytes):
+            raise error(ModelLoadError, "errors.gguf_non_finite", path=self.path, name=info.name)
+        return out
+
+    def _dequantize_into(self, out: torch.Tensor, info: TensorInfo, chunk_bytes: int) -> bool:
+        """Fill ``out`` (``info.shape``) chunk by chunk; False at the first chunk holding a NaN or
+        ±inf. Its views of the file's memory map end with this call, so that the map can close."""
+        import gguf
+
         data = self.raw(info)
         if data.ndim == 1 or info.numel == 0:
-            out.reshape(-1).copy_(torch.from_numpy(_dequant(gguf, data, info.qtype).reshape(-1)))
-            return out
+            values = _dequant(gguf, data, info.qtype).reshape(-1)
+            out.reshape(-1).copy_(torch.from_numpy(values))
+            return bool(np.isfinite(values).all())
         rows = data.reshape(-1, data.shape[-1])
         flat = out.view(-1, info.shape[-1])
         step = max(1, chunk_bytes // max(1, rows.shape[1]))
         for a in range(0, rows.shape[0], step):
-            flat[a:a + step].copy_(torch.from_numpy(_dequant(gguf, rows[a:a + step], info.qtype)))
-        return out
+            values = _dequant(gguf, rows[a:a + step], info.qtype)
+            if not np.isfinite(values).all():
+                return False
+            flat[a:a + step].copy_(torch.from_numpy(values))
+        return True
 
     def drop_pages(self, info: TensorInfo) -> None:
         """Unmap the file pages that hold ``info``'s bytes from this process (``MADV_DONTNEED``; the
