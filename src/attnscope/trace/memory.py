@@ -34,7 +34,8 @@ after one plain forward of the same length (the matrix kernels' work space, abou
 the process's life, belongs to the model, not to the trace), the median of three runs:
 SmolLM2 at 128/256/512 tokens 47.4/152.9/402.9 MiB (estimate +11/−9/+4 %), MiniLM at
 200/256/384/512 23.3/34.2/65.8/108.0 MiB (−4/−3/0/+1 %); a single run moves by up to ±10 %
-(glibc's heap keeps the holes a trace leaves). tests/trace/test_memory.py holds this formula to 20 %.
+(glibc's heap keeps the holes a trace leaves). tests/trace/test_memory.py holds this formula to 20 %,
+or 10 MiB on small traces: SmolLM2 at 128 tokens once peaked at 43.5 MiB (estimate +20.3 %).
 
 The first formula against the peak, estimate ÷ peak measured the same way (MiniLM the median of
 three runs, SmolLM2 two), float32 — before the layer's own steps were counted and the matrices
