@@ -266,3 +266,18 @@ def test_a_padding_id_past_the_token_table_still_pads(tiny_dirs, tmp_path, name,
         with torch.no_grad():
             want = hf(input_ids=alone).logits[0]
         assert float((logits[b, :batch.lengths[b]] - want).abs().max()) <= 1e-4
+
+
+def test_a_checkpoint_deeper_than_its_config_is_named(bert_copy):
+    layers = json.loads((bert_copy / "config.json").read_text())["num_hidden_layers"]
+    assert layers >= 2
+    _edit_config(bert_copy, num_hidden_layers=1)
+    with pytest.warns(UserWarning, match=rf"holds {layers - 1} more layers \(indices 1–{layers - 1}\)"):
+        model = attnscope.load(bert_copy)
+    assert model.config.n_layers == 1
+    assert any(".1." in k for k in model.unused_weights)
+
+
+def test_a_checkpoint_as_deep_as_its_config_loads_without_a_warning(bert_copy, recwarn):
+    attnscope.load(bert_copy)
+    assert not [w for w in recwarn if "more layers" in str(w.message)]

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import re
+import warnings
 from typing import Callable, Optional
 
 import torch
 
 from ..errors import ModelLoadError, fmt_shape
-from ..i18n import Msg, error
+from ..i18n import Msg, error, text
 from .registry import Family
 
 
@@ -92,4 +94,22 @@ def map_weights(model: torch.nn.Module, family: Family, sd: dict[str, torch.Tens
         if not torch.equal(W, wte):
             model.lm_head_weight = torch.nn.Parameter(W.to(wte.dtype), requires_grad=False)
         used.add("lm_head.weight")
-    return sorted(k for k in sd if k not in used)
+    unused = sorted(k for k in sd if k not in used)
+    if only is None:
+        warn_extra_layers(unused, used, source)
+    return unused
+
+
+def warn_extra_layers(unused: list[str], used: set[str], source: str) -> None:
+    """A UserWarning when the checkpoint holds layers past the config's count (like transformers,
+    which warns of unused weights: reading the first layers of a deeper checkpoint is a real use,
+    but it must not pass unnoticed). A layer's key is an unused key whose layer index, set to 0,
+    names a weight the model used."""
+    extra = set()
+    for key in unused:
+        for m in re.finditer(r"(?<=\.)\d+(?=\.)", key):
+            if key[:m.start()] + "0" + key[m.end():] in used:
+                extra.add(int(m.group()))
+    if extra:
+        warnings.warn(text("errors.models_extra_layers", source=source, first=min(extra), last=max(extra),
+                           n=len(extra)), UserWarning, stacklevel=4)
