@@ -124,3 +124,37 @@ def test_an_encoder_decoder_model_is_sent_to_the_viewer(kind, seq2seq_dirs, tmp_
     if kind == "heatmap":
         assert main(["plot", "hello there", "--attribution", "rollout", "--model", str(seq2seq_dirs["t5"]),
                      "-o", str(out)]) == 0
+
+
+def test_softmax_of_an_alibi_models_row_has_a_bar_of_its_weights(tmp_path, monkeypatch):
+    """BLOOM adds ALiBi's slope · key position to the scaled scores: `plot --kind softmax TEXT` drew
+    softmax(q·k / T) alone, so that no bar was the model's weights (the T = √d_k bars were up to
+    0.035 off on a tiny BLOOM). x is now q·k plus the term × √d_k, and the title says so
+    (transformers' eager BLOOM is the reference)."""
+    import math
+
+    import numpy as np
+    import torch
+    import transformers
+
+    import attnscope
+    from attnscope import plot
+    from tests.models.fixtures import tiny_families
+
+    folder = tiny_families()["bloom"].build(tmp_path / "bloom")
+    figures = []
+    drawn = plot.softmax_temperatures
+    monkeypatch.setattr(plot, "softmax_temperatures", lambda *a, **k: figures.append(drawn(*a, **k)) or figures[-1])
+    text, layer, head, query = "the cat sat on the mat", 1, 1, 4
+    assert main(["plot", text, "--kind", "softmax", "--model", str(folder), "--layer", str(layer), "--head", str(head),
+                 "--query", str(query), "-o", str(tmp_path / "s.png")]) == 0
+    hf = transformers.BloomModel.from_pretrained(str(folder), attn_implementation="eager").eval().double()
+    ids = attnscope.load(folder).as_batch(text).input_ids
+    with torch.no_grad():
+        want = hf(input_ids=ids, output_attentions=True).attentions[layer][0, head, query].numpy()  # (n,)
+    ax = figures[0].axes[0]
+    bars = np.array([p.get_height() for p in ax.patches]).reshape(3, -1)  # T = 1, √d_k, 2√d_k
+    np.testing.assert_allclose(bars[1], want[:query + 1], rtol=1e-5, atol=1e-7)
+    d_k = hf.config.hidden_size // hf.config.n_head
+    assert ax.get_title().endswith(f"x = q·k + the model's position term × {math.sqrt(d_k):g}; "
+                                   f"T = {math.sqrt(d_k):g} gives the model's weights")

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from ..config import is_seq2seq
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import error, text
 from . import FIGURES, MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
@@ -120,21 +120,26 @@ def run(args) -> int:
         fig = plot.score_histograms(tr, layer=None, d_k=args.d_k, lang=args.lang) if tr is not None else \
             plot.score_histograms(d_k=args.d_k, lang=args.lang)
     else:
+        note = None
         if args.scores is not None:
             x, labels = _floats(args.scores, "--scores"), _labels(args)
             temps: Sequence[float] = _floats(args.temperatures, "--temperatures") if args.temperatures else (0.5, 1.0, 2.0, 8.0)
         else:
-            from ..reference import trace_row
+            from ..reference.traced import score_term, trace_row
             s = trace_row(tr, args.layer, args.head, args.query)
             labels = _labels(args) or s["tokens"]
             if len(labels) != len(s["tokens"]):
                 raise error(InputError, "cli.labels_count_one" if len(labels) == 1 else "cli.labels_count",
                             n=len(labels), m=len(s["tokens"]))
             seen = s["allowed"]  # (n,) the keys the query sees: not a causal model's later ones, nor a window's older
-            x, labels = s["raw"][seen], [t for t, ok in zip(labels, seen) if ok]
-            r = math.sqrt(s["d_k"])
+            r = 1 / s["factor"]  # the model's own T: √d_k, or e.g. Gemma 3's √query_pre_attn_scalar
+            # on q·k's scale, with the model's score term (ALiBi, DeBERTa) if any, so that T = r gives its weights
+            has_term = score_term(tr, args.layer, 0) is not None
+            x = s["scaled"][seen] * r if has_term else s["raw"][seen]  # (n_seen,)
+            labels = [t for t, ok in zip(labels, seen) if ok]
             temps = _floats(args.temperatures, "--temperatures") if args.temperatures else (1.0, r, 2 * r)
-        fig = plot.softmax_temperatures(x, temps, labels=labels, lang=args.lang)
+            note = text("plot.softmax_note_term" if has_term else "plot.softmax_note", args.lang, t=f"{r:g}")
+        fig = plot.softmax_temperatures(x, temps, labels=labels, lang=args.lang, note=note)
     if out.suffix.lower() == ".png":
         w, h = (float(v) * args.dpi for v in fig.get_size_inches())
         if w * h > MAX_PIXELS:

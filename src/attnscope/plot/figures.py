@@ -193,11 +193,12 @@ def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, 
 
 
 def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0), *,
-                         labels: Optional[Sequence[str]] = None, lang: str = "en") -> Figure:
+                         labels: Optional[Sequence[str]] = None, lang: str = "en", note: Optional[str] = None) -> Figure:
     """softmax(x / T) as bars for each temperature T: low T approaches argmax, high T uniform.
 
     ``x`` is a 1-d sequence of scores (e.g. one row of raw scores); ``labels`` name its entries
-    (tokens). T = √d_k is the Transformer's own scaling. Title and legend in ``lang``.
+    (tokens). T = √d_k is the Transformer's own scaling. Title and legend in ``lang``; ``note``, a
+    second title line (what x is, which T is the model's).
     """
     check_lang(lang)
     x = np.asarray(x, dtype=np.float64)
@@ -229,6 +230,6 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
         ax.set_xticks(pos, axis_labels(list(labels)), parse_math=False)
         ax.set_ylim(0, 1)
         ax.set_ylabel("softmax(x / T)")
-        ax.set_title(_t("plot.softmax_title", lang))
+        ax.set_title(_t("plot.softmax_title", lang) + ("" if note is None else "\n" + note))
         ax.legend()
     return fig
