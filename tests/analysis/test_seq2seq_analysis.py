@@ -215,3 +215,29 @@ def test_progress_bar_counts_pairs_and_changes_nothing(tmp_path, seq2seq, capsys
     for stack in ("encoder", "self", "cross"):
         for s, v in quiet.means[stack].items():
             np.testing.assert_array_equal(shown.means[stack][s], v)
+
+
+@pytest.mark.parametrize("name", ["t5", "bart"])
+def test_no_special_queries_leaves_the_cross_rows_of_special_tokens_out(name, corpus, seq2seq, hf_seq2seq_models):  # noqa: F811
+    """special_queries=False (``analyze --no-special-queries``) left out the decoder's start token
+    and </s> in the self-attention rows but counted them in the cross rows, which the report
+    said were left out too. Reference: transformers' cross weights, pair by pair, over the rows
+    of non-special target tokens."""
+    model, hf = seq2seq[name], hf_seq2seq_models(name)
+    r = analyze_seq2seq(corpus, model, batch_size=3, window=1, special_queries=False)
+    specials = {t.content for t in model.tokenizer.backend.get_added_tokens_decoder().values() if t.special}
+    parts: dict = {}
+    for s, t in PAIRS:
+        tr = model.trace(s, t, names=["encoder.layers.0.attn.q"])
+        with torch.no_grad():
+            out = hf(input_ids=tr.input_ids, attention_mask=tr.attention_mask, decoder_input_ids=tr.decoder_input_ids,
+                     output_attentions=True)
+        rows = [i for i, x in enumerate(tr.target_tokens[0]) if x not in specials]
+        assert len(rows) < len(tr.target_tokens[0])  # the start token at least is special
+        for l, w in enumerate(out.cross_attentions):
+            w = w[0].double().numpy()[:, rows]  # (H, rows, S)
+            entropy = -(w * np.log(w)).sum(-1)  # (H, rows)
+            parts.setdefault(l, []).append((entropy.sum(-1), len(rows)))
+    for l, per in parts.items():
+        want = sum(v for v, _ in per) / sum(c for _, c in per)
+        np.testing.assert_allclose(r.means["cross"]["entropy"][l], want, atol=1e-5, err_msg=f"cross {l} entropy")

@@ -15,7 +15,7 @@ translation, puts its weight near a(t).
 =====================  =============================================================  ==================
 statistic              value of one target query t                                    queries counted
 =====================  =============================================================  ==================
-``entropy``            ``-Σ_j w_tj ln w_tj`` over the source (nats)                   all
+``entropy``            ``-Σ_j w_tj ln w_tj`` over the source (nats)                   all (see below)
 ``entropy_norm``       ``entropy / ln S_b``: 1 = even over the source, 0 = one token  S_b ≥ 2
 ``to_diagonal``        ``w_{t, a(t)}``                                                all
 ``diagonal_band``      ``Σ_{|j − a(t)| ≤ window} w_tj``                               all
@@ -26,8 +26,10 @@ statistic              value of one target query t                              
 ``monotonic``          1 if argmax of row t ≥ argmax of row t − 1                      t ≥ 1
 =====================  =============================================================  ==================
 
-Per head the mean is ``Σ value / Σ count`` over the counted queries of the corpus, as in
-:mod:`.stats`. Ties in an argmax go to the first (lowest) source position.
+"all" is every real target token, or those of ``queries`` where given (``analyze
+--no-special-queries`` leaves out the decoder's start token and other special tokens; a(t) still
+counts every real token). Per head the mean is ``Σ value / Σ count`` over the counted queries of
+the corpus, as in :mod:`.stats`. Ties in an argmax go to the first (lowest) source position.
 """
 
 from __future__ import annotations
@@ -69,13 +71,15 @@ def aligned_positions(target_len: Tensor, source_len: Tensor, T: int) -> Tensor:
 
 
 @torch.no_grad()
-def cross_sums(weights: Tensor, target_mask: Tensor, source_mask: Tensor, *, window: int = 1
-               ) -> dict[str, tuple[Tensor, Tensor]]:
-    """``{stat: (sum (H,), count (H,))}`` float64 of one batch of cross-attention weights (B, H, T, S)."""
+def cross_sums(weights: Tensor, target_mask: Tensor, source_mask: Tensor, *, window: int = 1,
+               queries: Optional[Tensor] = None) -> dict[str, tuple[Tensor, Tensor]]:
+    """``{stat: (sum (H,), count (H,))}`` float64 of one batch of cross-attention weights (B, H, T, S);
+    ``queries`` (B, T) bool: the target rows to count (default every real one)."""
     if not isinstance(weights, Tensor) or weights.dim() != 4 or not weights.is_floating_point():
         raise error(ShapeError, "errors.analysis_cross_weights", got=shape_or_type(weights))
     B, H, T, S = weights.shape
-    for name, m, n in (("target_mask", target_mask, T), ("source_mask", source_mask, S)):
+    for name, m, n in (("target_mask", target_mask, T), ("source_mask", source_mask, S),
+                       ("queries", target_mask if queries is None else queries, T)):
         if not isinstance(m, Tensor) or tuple(m.shape) != (B, n):
             raise error(ShapeError, "errors.analysis_mask_shape", name=name, B=B, n=n, got=shape_or_type(m))
     if window < 0:
@@ -101,7 +105,7 @@ def cross_sums(weights: Tensor, target_mask: Tensor, source_mask: Tensor, *, win
     end = w.gather(-1, last[:, None, None, None].expand(B, H, T, 1)).squeeze(-1)
     mono = torch.zeros(B, H, T, dtype=w.dtype, device=w.device)
     mono[..., 1:] = (top[..., 1:] >= top[..., :-1]).to(w.dtype)
-    every = tgt  # (B, T)
+    every = tgt if queries is None else tgt & queries.bool()  # (B, T)
     counted = {"entropy": every, "entropy_norm": every & (Sb >= 2)[:, None], "to_diagonal": every,
                "diagonal_band": every, "argmax_diagonal": every,
                "diagonal_offset": every & ((Sb >= 2) & (Tb >= 2))[:, None], "to_source_end": every,
@@ -116,10 +120,11 @@ def cross_sums(weights: Tensor, target_mask: Tensor, source_mask: Tensor, *, win
     return out
 
 
-def cross_means(weights: Tensor, target_mask: Tensor, source_mask: Tensor, *, window: int = 1
-                ) -> dict[str, Tensor]:
+def cross_means(weights: Tensor, target_mask: Tensor, source_mask: Tensor, *, window: int = 1,
+                queries: Optional[Tensor] = None) -> dict[str, Tensor]:
     """``{stat: mean (H,)}`` of one batch (NaN where nothing counts)."""
-    return {k: s / c for k, (s, c) in cross_sums(weights, target_mask, source_mask, window=window).items()}
+    return {k: s / c for k, (s, c) in cross_sums(weights, target_mask, source_mask, window=window,
+                                                  queries=queries).items()}
 
 
 def special_kinds(tokens: list[list[str]], specials: set, L: int, punct: Optional[Callable[[str], bool]] = None) -> dict:

@@ -168,10 +168,12 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
         masks = {"encoder": src, "self": tgt}
         kinds = {"encoder": special_kinds(tr.tokens, specials, src.shape[1], punct),
                  "self": special_kinds(tr.target_tokens, specials, tgt.shape[1], punct)}
+        # the cross rows are the decoder's queries: --no-special-queries leaves out the same rows as in "self"
+        cross_queries = None if special_queries else ~kinds["self"]["special"].to(tgt.device)  # (B, T)
         for stack in STACKS:  # the stack names are the trace's attention blocks
             for l in range(layers[stack]):
                 w = tr.weights(l, attention=stack)  # (B, H, L, S)
-                accs[stack].add(l, cross_sums(w, tgt, src, window=window) if stack == "cross" else
+                accs[stack].add(l, cross_sums(w, tgt, src, window=window, queries=cross_queries) if stack == "cross" else
                                 attention_sums(w, masks[stack], kinds[stack], opts[stack]))
         counters["texts"] += len(pairs)
         counters["source_tokens"] += int(src.sum())
