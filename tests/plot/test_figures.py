@@ -193,3 +193,15 @@ def test_annotation_decimals_are_checked(full_trace, decimals):
     "Invalid format specifier", all when the cells were written."""
     with pytest.raises(InputError, match=rf"decimals must be an integer in 0..8, got {re.escape(repr(decimals))}"):
         plot.head_heatmap(full_trace, 0, 0, decimals=decimals)
+
+
+
+def test_the_figures_of_an_encoder_decoder_trace_name_its_encoder(tmp_path):
+    """The figures read ``layers.*``, which on a T5 trace are its encoder's: they drew it titled
+    "t5 · layer 0 · head 0", as if it were the whole model (or its decoder)."""
+    from tests.models.seq2seq.tiny import t5
+
+    trace = attnscope.load(t5(tmp_path / "t5")).trace("the cat", "die katze")
+    assert plot.head_heatmap(trace, 0, 1).axes[0].get_title().startswith("t5's encoder · layer 0 · head 1")
+    assert plot.heads_grid(trace)._suptitle.get_text().startswith("t5's encoder")
+    assert plot.score_histograms(trace, lang="zh")._suptitle.get_text().startswith("t5 的编码器")

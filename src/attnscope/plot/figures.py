@@ -10,6 +10,7 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from .. import reference as R
+from ..config import is_seq2seq
 from ..errors import InputError
 from ..fonts import matplotlib_rc
 from ..i18n import check_lang, error
@@ -45,7 +46,10 @@ def _ordinal(k: int) -> str:
 
 
 def _model_name(trace, lang: str = "en") -> str:
-    return str(getattr(trace, "model_name", "") or _t("plot.model", lang))
+    """The model's name as a title shows it; an encoder–decoder trace's figures read its encoder
+    (``layers.*`` of a :class:`~attnscope.trace.seq2seq.Seq2SeqTrace`), and the title says so."""
+    name = str(getattr(trace, "model_name", "") or _t("plot.model", lang))
+    return _t("plot.encoder_of", lang, model=name) if is_seq2seq(trace.config) else name
 
 
 def axis_labels(toks: Sequence[str]) -> list[str]:
