@@ -138,9 +138,11 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
     def index() -> str:
         return render_server_page(model.name, max_chars=max_chars, lang=lang, seq2seq=is_seq2seq(model))
 
-    @app.get("/api/model", response_model=ModelInfo, summary="The loaded model and the input limits")
+    @app.get("/api/model", response_model=ModelInfo, response_model_exclude_none=True,
+             summary="The loaded model and the input limits")
     def info() -> ModelInfo:
         return ModelInfo(name=model.name, family=getattr(model, "family", None), n_layers=cfg.n_layers,
+                         n_decoder_layers=cfg.n_decoder_layers if is_seq2seq(model) else None,
                          n_heads=cfg.n_heads, d_model=cfg.d_model, d_head=cfg.d_head,
                          max_tokens=cfg.max_positions, max_chars=max_chars, version=__version__)
 

@@ -57,7 +57,9 @@ class StepRequest(HeadRequest):
 class ModelInfo(BaseModel):
     name: str
     family: Optional[str]
-    n_layers: int
+    n_layers: int = Field(description="Layers of the model; of its encoder for an encoder–decoder model.")
+    n_decoder_layers: Optional[int] = Field(None, description="An encoder–decoder model's decoder layers; "
+                                            "absent for one-stack models.")
     n_heads: int
     d_model: int
     d_head: int

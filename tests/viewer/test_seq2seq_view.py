@@ -150,6 +150,10 @@ def test_server_page_and_api(seq2seq):  # noqa: F811
         for x in ("q", "k", "v"):
             assert np.array_equal(D.decode(got["texts"][0][att][x]), D.decode(want["texts"][0][att][x]))
     assert sorted(client.get("/openapi.json").json()["paths"]) == ["/api/model", "/api/view"]
+    # /api/model said n_layers, the encoder's, and nothing of the decoder's (tiny T5: 2 and 3)
+    info = client.get("/api/model").json()
+    assert (info["n_layers"], info["n_decoder_layers"]) == (model.config.n_layers, model.config.n_decoder_layers)
+    assert info["n_layers"] != info["n_decoder_layers"]
     for body, msg in (({"target": "x"}, "a target needs its source"), ({"source": "x"}, "send 'target'"),
                       ({"text": "x"}, "not 'text'"), ({"source": "", "target": "x"}, "source is empty"),
                       ({"source": "a", "target": "b", "layer": 1}, "unknown field 'layer'"),
