@@ -133,7 +133,10 @@ class LseProblem:
 
     def operand(self, t: Tensor, n: int) -> Tensor:
         """``(…, n, d)`` → ``(B, H, n, D)``: broadcast, flattened (a copy only where flattening
-        broadcast dims needs one), zero-padded."""
+        broadcast dims needs one), zero-padded; rows contiguous (the CPU kernel reads a row with
+        stride 1 whatever the tensor's stride says, as SDPA's own check presumes)."""
+        if t.shape[-1] > 1 and t.stride(-1) != 1:
+            t = t.contiguous()
         t = t.expand(*self.lead, n, t.shape[-1])
         if len(self.lead) != 2:
             t = t.reshape(*self.bh, n, t.shape[-1])
