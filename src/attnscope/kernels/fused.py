@@ -38,7 +38,10 @@ Tensor = torch.Tensor
 def sdpa_mask(mask: Optional[Tensor], bias: Optional[Tensor], L: int, S: int, *, causal: bool,
               dtype: torch.dtype, device: torch.device) -> tuple[Optional[Tensor], bool]:
     """``(attn_mask, is_causal)`` for SDPA. SDPA refuses ``is_causal`` together with a mask, and
-    wants a float mask in q's dtype: fold and convert only then."""
+    wants a float mask in q's dtype: fold and convert only then. A mask of fewer than 2 dims
+    (``(S,)``: one key mask for every query) gets leading 1s, which SDPA needs (it indexes dim −2)."""
+    if mask is not None and mask.dim() < 2:
+        mask = mask.reshape((1,) * (2 - mask.dim()) + tuple(mask.shape))  # (1|…, S|1)
     if bias is not None or (causal and mask is not None):
         return combine_masks(mask, L, S, causal=causal, dtype=dtype, device=device, bias=bias), False
     if mask is not None and mask.dtype != torch.bool and mask.dtype != dtype:
