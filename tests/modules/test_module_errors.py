@@ -100,3 +100,17 @@ def test_input_dtype_must_be_the_modules():
         m(torch.randn(1, 3, 8), torch.randn(1, 4, 8, dtype=torch.float64))
     with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts for F.linear: still served
         assert m(torch.randn(1, 3, 8).bfloat16()).shape == (1, 3, 8)
+
+
+def test_three_dim_attn_mask_names_the_shape_given():
+    # nn.MultiheadAttention's (B·H, L, S) mask was refused naming "(8, 1, 5, 5)", a shape the
+    # user never gave (the module's own unsqueeze); the message now names theirs and the layouts
+    m = MultiHeadAttention(8, 4)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ShapeError, match=r"3-D attn_mask .* \(B, L, S\) = \(2, 5, 5\) .*got \(8, 5, 5\) "
+                                         r".*\(B, H, L, S\) = \(2, 4, 5, 5\)"):
+        m(x, attn_mask=torch.ones(8, 5, 5, dtype=torch.bool))
+    ok = torch.rand(1, 5, 5) > 0.5
+    ok[..., 0] = True
+    out = m(x, attn_mask=ok)  # (1, L, S) broadcasts over the batch, as before
+    torch.testing.assert_close(out, m(x, attn_mask=ok[0]))

@@ -253,6 +253,10 @@ class MultiHeadAttention(nn.Module):
             if not isinstance(attn_mask, torch.Tensor):
                 raise error(ShapeError, "errors.kernel_attn_mask_type", type=type(attn_mask).__name__)
             if attn_mask.dim() == 3:
+                out = AF.broadcast_shapes(attn_mask.shape, (B, L, S))
+                if out is None or tuple(out) != (B, L, S):
+                    raise error(ShapeError, "errors.kernel_attn_mask_3d", B=B, H=self.n_heads, L=L, S=S,
+                                got=fmt_shape(attn_mask.shape))
                 attn_mask = attn_mask.unsqueeze(1)  # (B, 1, L, S): one mask per sample, all heads
             AF.check_mask(attn_mask, L, S, torch.Size((B, self.n_heads)), name="attn_mask")
             mask = attn_mask
