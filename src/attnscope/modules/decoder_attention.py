@@ -122,7 +122,8 @@ class DecoderAttention(MultiHeadAttention):
         """``x (B, L, d_model)`` at the positions of ``cos, sin (B|1, 1, L, d_head)`` → ``(B, L, d_model)``.
 
         ``mask``: bool, broadcastable to (B, 1, L, S), True = may attend (it carries causality and
-        the window when given); ``causal``: SDPA's top-left causality when ``mask`` is None.
+        the window when given); ``causal``: query i, at position ``past + i``, sees keys
+        ``0 … past + i`` (SDPA's ``is_causal`` when nothing is cached).
         With ``cache``, the new keys and values are appended and attention runs over all S.
         Returns ``out`` or ``(out, weights (B, H, L, S))`` with ``need_weights``.
         """
@@ -141,6 +142,10 @@ class DecoderAttention(MultiHeadAttention):
         q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)  # (B, H, L, d), (B, H_kv, L, d)
         if cache is not None:
             k, v = cache.update(self.layer_index, k, v)  # (B, H_kv, S, d)
+            S = k.shape[-2]
+            if causal and S > L:  # the queries are the last L of S positions: SDPA's is_causal is top-left
+                after = torch.ones(L, S, dtype=torch.bool, device=x.device).tril(S - L)[None, None]  # (1, 1, L, S)
+                mask, causal = (after if mask is None else mask.to(torch.bool) & after), False
         if self.mask.hooks:  # the mask as a tensor: recorded, or replaced by a hook
             S = k.shape[-2]
             if all(isinstance(h.fn, Recorder) for h in self.mask.hooks):  # read only: one for the pass's layers
