@@ -142,10 +142,7 @@ class DecoderAttention(MultiHeadAttention):
         q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)  # (B, H, L, d), (B, H_kv, L, d)
         if cache is not None:
             k, v = cache.update(self.layer_index, k, v)  # (B, H_kv, S, d)
-            S = k.shape[-2]
-            if causal and S > L:  # the queries are the last L of S positions: SDPA's is_causal is top-left
-                after = torch.ones(L, S, dtype=torch.bool, device=x.device).tril(S - L)[None, None]  # (1, 1, L, S)
-                mask, causal = (after if mask is None else mask.to(torch.bool) & after), False
+            mask, causal = cached_causal(mask, causal, L, k.shape[-2], x.device)
         if self.mask.hooks:  # the mask as a tensor: recorded, or replaced by a hook
             S = k.shape[-2]
             if all(isinstance(h.fn, Recorder) for h in self.mask.hooks):  # read only: one for the pass's layers
@@ -156,6 +153,16 @@ class DecoderAttention(MultiHeadAttention):
             mask, causal = self.mask(made), False  # (B|1, 1, L, S)
         return self.attend_heads(q, k, v, mask, causal=causal, need_weights=need_weights,
                                  hooks=self.active_hooks())  # (B, L, d_model)
+
+
+def cached_causal(mask: Optional[Tensor], causal: bool, L: int, S: int, device) -> tuple[Optional[Tensor], bool]:
+    """``(mask, causal)`` for L new queries after ``S − L`` cached positions: with ``causal``, query i
+    (at ``S − L + i``) sees keys ``0 … S − L + i`` — a bottom-right mask ``(1, 1, L, S)``, and'ed with
+    ``mask`` — where SDPA's ``is_causal`` is top-left; unchanged when nothing is cached."""
+    if not causal or S <= L:
+        return mask, causal
+    after = torch.ones(L, S, dtype=torch.bool, device=device).tril(S - L)[None, None]  # (1, 1, L, S)
+    return (after if mask is None else mask.to(torch.bool) & after), False
 
 
 def full_mask(mask: Optional[Tensor], causal: bool, B: int, L: int, S: int, device) -> Tensor:
