@@ -114,3 +114,26 @@ def test_three_dim_attn_mask_names_the_shape_given():
     ok[..., 0] = True
     out = m(x, attn_mask=ok)  # (1, L, S) broadcasts over the batch, as before
     torch.testing.assert_close(out, m(x, attn_mask=ok[0]))
+
+
+@pytest.mark.parametrize("scale, pattern", [
+    (float("nan"), "scale must be finite, got nan"),
+    (float("inf"), "scale must be finite, got inf"),
+    ("0.5", "scale must be"),
+])
+def test_scale_must_be_a_finite_number(scale, pattern):
+    # MultiHeadAttention took any scale: NaN gave finite outputs without weights and NaN weights
+    # with them, a string a TypeError from inside SDPA at the first forward; attention() refuses both
+    with pytest.raises(ConfigError, match=pattern):
+        MultiHeadAttention(8, 2, scale=scale)
+
+
+def test_scale_given_as_an_integer_or_numpy_number_is_the_factor():
+    import numpy as np
+    x = torch.randn(1, 3, 8, dtype=torch.float64)
+    for scale in (1, np.float32(0.25)):
+        m = MultiHeadAttention(8, 2, scale=scale, bias=False).double()
+        q, k, _ = (x @ m.W_qkv.weight.T).split(8, dim=-1)
+        q, k = (t.view(1, 3, 2, 4).transpose(1, 2) for t in (q, k))
+        ref = torch.softmax(q @ k.transpose(-1, -2) * float(scale), dim=-1)  # by hand
+        torch.testing.assert_close(m(x, need_weights=True)[1], ref, atol=1e-12, rtol=0)

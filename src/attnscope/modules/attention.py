@@ -31,7 +31,7 @@ from ..hooks import HookPoint
 from ..i18n import error
 from ..kernels.memory import BLOCKWISE_MIN_SCORES  # noqa: F401  (kept importable from here)
 from ..kernels.steps import STEPS, ModuleHooks, attend
-from ..kernels.validate import check_dropout, check_flag, check_positive_int
+from ..kernels.validate import check_dropout, check_flag, check_positive_int, check_scale
 from ..positions import get_position, real_positions
 from ..scorings import DEFAULT_COSINE_TEMPERATURE, get_scoring
 
@@ -144,7 +144,7 @@ class MultiHeadAttention(nn.Module):
         dh = d_model // n_heads if head_dim is None else check_positive_int("head_dim", head_dim)
         self.d_model, self.n_heads, self.n_kv_heads, self.d_head = d_model, n_heads, n_kv, dh
         self.group = n_heads // n_kv  # query heads per k/v head
-        self.scale = scale
+        self.scale = check_scale(scale)  # a finite number, as attention() requires: NaN went by the fused path
         self.scoring, self.dropout = scoring, check_dropout(dropout, "dropout")
         # rows: [W_Q (H·d_head); W_K (H_kv·d_head); W_V (H_kv·d_head)]
         self.W_qkv = nn.Linear(d_model, (n_heads + 2 * n_kv) * dh, bias=bias)
