@@ -137,3 +137,20 @@ def test_scale_given_as_an_integer_or_numpy_number_is_the_factor():
         q, k = (t.view(1, 3, 2, 4).transpose(1, 2) for t in (q, k))
         ref = torch.softmax(q @ k.transpose(-1, -2) * float(scale), dim=-1)  # by hand
         torch.testing.assert_close(m(x, need_weights=True)[1], ref, atol=1e-12, rtol=0)
+
+
+def test_decoder_attention_and_rmsnorm_name_a_wrong_input():
+    # DecoderAttention had no input check (torch's "mat1 and mat2 shapes cannot be multiplied",
+    # "not enough values to unpack"), RMSNorm none ("The size of tensor a (16) must match …")
+    from attnscope.modules import DecoderAttention, RMSNorm
+    from attnscope.position_rotary import Rotary
+    a = DecoderAttention(32, 4)
+    cos, sin = Rotary(8, 10000.0).cos_sin(torch.arange(5)[None], torch.float32)
+    with pytest.raises(ShapeError, match=r"x must have shape \(B, L, d_model=32\), got \(2, 5, 30\)"):
+        a(torch.randn(2, 5, 30), cos, sin)
+    with pytest.raises(ShapeError, match=r"x must have shape \(B, L, d_model=32\), got \(5, 32\)"):
+        a(torch.randn(5, 32), cos, sin)
+    with pytest.raises(ShapeError, match="x must be floating point"):
+        a(torch.ones(2, 5, 32, dtype=torch.long), cos, sin)
+    with pytest.raises(ShapeError, match=r"RMSNorm\(16\) must have last dim 16, got shape \(2, 15\)"):
+        RMSNorm(16)(torch.randn(2, 15))

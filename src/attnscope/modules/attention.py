@@ -53,7 +53,7 @@ class SingleHeadAttention(nn.Module):
         self.d_k = hidden_size
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
-        _check_input("x", x, self.d_k)
+        check_input("x", x, self.d_k)
         q = self.W_Q(x)  # (B, L, d)
         k = self.W_K(x)  # (B, L, d)
         v = self.W_V(x)  # (B, L, d)
@@ -318,9 +318,9 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``out (B, L, d_model)``, or ``(out, weights)``.
         """
-        _check_input("x", x, self.d_model)
+        check_input("x", x, self.d_model)
         if context is not None:
-            _check_input("context", context, self.d_model)
+            check_input("context", context, self.d_model)
             if context.shape[0] != x.shape[0]:
                 raise error(ShapeError, "errors.kernel_context_batch", context_batch=context.shape[0], x_batch=x.shape[0],
                             x=fmt_shape(x.shape), context=fmt_shape(context.shape))
@@ -359,7 +359,8 @@ class MultiHeadAttention(nn.Module):
         return (out, weights) if need_weights else out
 
 
-def _check_input(name: str, x: Tensor, d_model: int) -> None:
+def check_input(name: str, x: Tensor, d_model: int) -> None:
+    """ShapeError unless ``x`` is a floating tensor of shape ``(B, L, d_model)``."""
     if not isinstance(x, torch.Tensor):
         raise error(ShapeError, "errors.kernel_not_tensor", name=name, type=type(x).__name__)
     if not x.is_floating_point():

@@ -30,7 +30,7 @@ from ..i18n import error
 from ..kernels.derived import shared
 from ..kernels.steps import STEPS
 from ..positions import Rotary
-from .attention import MultiHeadAttention, SharedHeadPoint
+from .attention import MultiHeadAttention, SharedHeadPoint, check_input
 from .rmsnorm import RMSNorm
 
 Tensor = torch.Tensor
@@ -127,6 +127,7 @@ class DecoderAttention(MultiHeadAttention):
         With ``cache``, the new keys and values are appended and attention runs over all S.
         Returns ``out`` or ``(out, weights (B, H, L, S))`` with ``need_weights``.
         """
+        check_input("x", x, self.d_model)
         B, L, _ = x.shape
         q, k, v = self.project(x)
         q = self.q_proj(self.split_heads(q))  # (B, H, L, d)
