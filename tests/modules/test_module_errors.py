@@ -154,3 +154,31 @@ def test_decoder_attention_and_rmsnorm_name_a_wrong_input():
         a(torch.ones(2, 5, 32, dtype=torch.long), cos, sin)
     with pytest.raises(ShapeError, match=r"RMSNorm\(16\) must have last dim 16, got shape \(2, 15\)"):
         RMSNorm(16)(torch.randn(2, 15))
+
+
+def test_embeddings_name_bad_segment_and_position_ids():
+    # token_type_ids and position_ids went to nn.Embedding unchecked: "index out of range in self",
+    # "The size of tensor a (5) must match the size of tensor b (4)", torch's dtype complaint
+    from attnscope import Embeddings, InputError
+    cfg = TransformerConfig(vocab_size=10, d_model=16, n_heads=4, n_layers=1, d_ff=32, max_positions=8,
+                            type_vocab_size=2)
+    e = Embeddings(cfg)
+    ids = torch.randint(0, 10, (2, 5))
+    with pytest.raises(InputError, match=r"token_type_ids must be in \[0, 2\) .*got min 2, max 2"):
+        e(ids, token_type_ids=torch.full((2, 5), 2))
+    with pytest.raises(InputError, match=r"token_type_ids must be in \[0, 2\) .*got min -1"):
+        e(ids, token_type_ids=torch.full((2, 5), -1))
+    with pytest.raises(ShapeError, match=r"token_type_ids must be an integer tensor of shape \(B, L\) = \(2, 5\).*got \(2, 4\)"):
+        e(ids, token_type_ids=torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(ShapeError, match="token_type_ids must be an integer tensor"):
+        e(ids, token_type_ids=torch.zeros(2, 5))
+    with pytest.raises(InputError, match=r"position_ids must be in \[0, 8\) .*got min 6, max 10"):
+        e(ids, position_ids=torch.arange(5)[None] + 6)
+    with pytest.raises(ShapeError, match=r"position_ids must be an integer tensor .*got \(1, 4\)"):
+        e(ids, position_ids=torch.arange(4)[None])
+    # ids that are rows, given (B, L) or (1, L), are what the tables hold at those rows
+    seg, pos = torch.tensor([[0, 1, 1, 0, 1]]), torch.tensor([[7, 0, 3, 3, 1]])
+    e.eval()
+    want = e.token_embedding(ids) + e.segment_embedding.weight[seg] + e.position_embedding.weight[pos]
+    want = torch.nn.functional.layer_norm(want, (16,), e.norm.weight, e.norm.bias, cfg.layer_norm_eps)
+    torch.testing.assert_close(e(ids, token_type_ids=seg, position_ids=pos.expand(2, 5)), want)
