@@ -182,3 +182,15 @@ def test_embeddings_name_bad_segment_and_position_ids():
     want = e.token_embedding(ids) + e.segment_embedding.weight[seg] + e.position_embedding.weight[pos]
     want = torch.nn.functional.layer_norm(want, (16,), e.norm.weight, e.norm.bias, cfg.layer_norm_eps)
     torch.testing.assert_close(e(ids, token_type_ids=seg, position_ids=pos.expand(2, 5)), want)
+
+
+def test_encoder_names_its_own_attention_mask():
+    # a wrong attention_mask was refused as "key_padding_mask must have shape (B, S) = (2, 5)",
+    # an argument TransformerEncoder does not have
+    from attnscope import TransformerEncoder
+    enc = TransformerEncoder(TransformerConfig(vocab_size=10, d_model=16, n_heads=4, n_layers=1, d_ff=32))
+    ids = torch.randint(0, 10, (2, 5))
+    with pytest.raises(ShapeError, match=r"attention_mask must have the shape of input_ids, \(B, L\) = \(2, 5\).*got \(2, 4\)"):
+        enc(ids, attention_mask=torch.ones(2, 4))
+    with pytest.raises(ShapeError, match=r"attention_mask must have the shape of input_ids.*got list"):
+        enc(ids, attention_mask=[[1] * 5] * 2)
