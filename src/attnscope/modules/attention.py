@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import functional as AF
-from ..errors import ConfigError, ShapeError, fmt_shape
+from ..errors import ConfigError, InputError, ShapeError, fmt_shape
 from ..hooks import HookPoint
 from ..i18n import error
 from ..kernels.memory import BLOCKWISE_MIN_SCORES  # noqa: F401  (kept importable from here)
@@ -65,14 +65,17 @@ class SharedHeadPoint(HookPoint):
     *query* head h and hooks the k/v head it reads, ``h // group``; fn still sees the name with h
     (``layers.0.attn.k[5]``). A replacement changes the shared head, for every query head of its group."""
 
-    def __init__(self, group: int) -> None:
+    def __init__(self, group: int, n_heads: Optional[int] = None) -> None:
         super().__init__()
-        self.group = group
+        self.group, self.n_heads = group, n_heads
 
     def add_hook(self, fn, dir="fwd", *, head: Optional[int] = None, read_only: bool = False):
         if head is None or self.group == 1 or not callable(fn) or isinstance(head, bool) or not isinstance(head, int) \
                 or head < 0:
             return super().add_hook(fn, dir, head=head, read_only=read_only)
+        if self.n_heads is not None and head >= self.n_heads:  # else named at the forward as k/v head head // group
+            raise error(InputError, "errors.core_hook_query_head", head=head, name=repr(self.name), n=self.n_heads,
+                        last=self.n_heads - 1, group=self.group)
         point, asked = self, head
 
         def named(t: Tensor, name: str):
@@ -161,7 +164,7 @@ class MultiHeadAttention(nn.Module):
         self.position = position
         steps = (*STEPS[:3], "bias", *STEPS[3:]) if self.position_bias is not None or score_bias else STEPS
         for name in (*steps, "merged", "out"):
-            setattr(self, name, SharedHeadPoint(self.group) if name in ("k", "v") else HookPoint())
+            setattr(self, name, SharedHeadPoint(self.group, n_heads) if name in ("k", "v") else HookPoint())
         #: NaN/±inf checks naming the step (None: follow attnscope.kernels.checking_finite).
         self.check_finite: Optional[bool] = None
 

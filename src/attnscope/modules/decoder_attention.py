@@ -114,7 +114,7 @@ class DecoderAttention(MultiHeadAttention):
         for name in (*points, *STEPS[:3], "mask", *STEPS[3:], "merged", "out"):
             self._modules.pop(name, None)
             shared = name in ("k_proj", "k_normed", "k", "v")
-            setattr(self, name, SharedHeadPoint(self.group) if shared else HookPoint())
+            setattr(self, name, SharedHeadPoint(self.group, n_heads) if shared else HookPoint())
 
     # Takes the rotary tables and a cache where the base takes a context and padding masks.
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, *, mask: Optional[Tensor] = None,  # type: ignore[override]
