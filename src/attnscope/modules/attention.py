@@ -171,8 +171,9 @@ class MultiHeadAttention(nn.Module):
     # ------------------------------------------------------------------------------------------
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring). Its
-        inputs are ``(B, L, d_model)`` like every attnscope module, whatever ``m.batch_first`` says."""
+        """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring), in its
+        training or eval mode (dropout acts as in ``m``). Its inputs are ``(B, L, d_model)`` like
+        every attnscope module, whatever ``m.batch_first`` says."""
         if not isinstance(m, nn.MultiheadAttention):
             raise error(ConfigError, "errors.kernel_from_torch_type", type=type(m).__name__)
         if not m._qkv_same_embed_dim:
@@ -181,7 +182,7 @@ class MultiHeadAttention(nn.Module):
             raise error(ConfigError, "errors.kernel_from_torch_bias_kv")
         has_bias = m.in_proj_bias is not None
         new = cls(m.embed_dim, m.num_heads, bias=has_bias, dropout=m.dropout)
-        new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype)
+        new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype).train(m.training)
         with torch.no_grad():
             new.W_qkv.weight.copy_(m.in_proj_weight)
             new.W_O.weight.copy_(m.out_proj.weight)
@@ -317,7 +318,8 @@ class MultiHeadAttention(nn.Module):
                 (B, H, L, S) — the semantics of ``attnscope.attention`` / SDPA. Note that
                 ``nn.MultiheadAttention``'s boolean ``attn_mask`` means the opposite.
             causal: query i attends to keys 0..i only.
-            need_weights: also return the weights ``(B, H, L, S)``.
+            need_weights: also return the weights ``(B, H, L, S)``, before dropout (per head;
+                ``nn.MultiheadAttention`` returns them after dropout, averaged over heads by default).
         Returns:
             ``out (B, L, d_model)``, or ``(out, weights)``.
         """
