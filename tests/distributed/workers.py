@@ -195,3 +195,12 @@ def grouped_heads(rank, world, lens, kernel):
     out = D.ring_attention(ql, kl, vl, causal=True, block_size=(3, 2), timeout=30, kernel=kernel)
     out.sum().backward()
     return {"out": out.detach(), "dq": ql.grad, "dk": kl.grad, "dv": vl.grad}
+
+
+def rows_not_contiguous(rank, world, lens):
+    """q, k, v of this rank's block whose last dim has stride 12 (a transpose): its out."""
+    g = torch.Generator().manual_seed(13)
+    q, k, v = (torch.randn(1, 3, 12, sum(lens), generator=g, dtype=torch.float64).transpose(-1, -2) for _ in range(3))
+    lo = sum(lens[:rank])
+    part = slice(lo, lo + lens[rank])
+    return D.ring_attention(q[..., part, :], k[..., part, :], v[..., part, :], causal=True, timeout=30, kernel="fused")

@@ -128,3 +128,26 @@ def test_fully_masked_query_gives_zero_output_and_finite_gradients(return_weight
     for t in (q, k, v):
         assert torch.isfinite(t.grad).all()
     assert torch.equal(q.grad[..., 2, :], torch.zeros(1, 2, 8, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("shape", [(6,), (), (1,)], ids=["(S,)", "0-D", "(1,)"])
+@pytest.mark.parametrize("kind", ["bool", "float"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_mask_of_fewer_than_two_dims(shape, kind, causal):
+    # a key mask (S,) broadcasts to (..., L, S) and passed the checks, but the fast path handed it
+    # to SDPA as it was: IndexError "Dimension out of range" from inside torch (with weights it worked)
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 3, n, 8, generator=g, dtype=torch.float64) for n in (5, 6, 6))
+    if kind == "bool":  # key 0 visible: no row without a key
+        mask = torch.tensor([True, False, True, True, False, True][:shape[0]] if shape else True)
+    else:
+        mask = torch.randn(shape, generator=g, dtype=torch.float64)
+    s = q @ k.transpose(-1, -2) / 8 ** 0.5  # float64 by hand, every row sees key 0
+    s = s.masked_fill(~mask, float("-inf")) if kind == "bool" else s + mask
+    if causal:
+        s = s.masked_fill(~torch.ones(5, 6, dtype=torch.bool).tril(), float("-inf"))
+    ref = torch.softmax(s, -1) @ v
+    for return_weights in (False, True):
+        out = attention(q, k, v, mask, causal=causal, return_weights=return_weights)
+        out = out[0] if return_weights else out
+        torch.testing.assert_close(out, ref, atol=1e-12, rtol=0)

@@ -13,6 +13,7 @@ import attnscope.kernels.fused as fused
 from attnscope import ConfigError
 from attnscope.blockwise import attention_lse, blockwise_attention
 from attnscope.scorings import SCORINGS
+from tests.blockwise.reference import np_attention
 
 CASES = {  # name: (q shape, k shape, d_v)
     "4-D": ((2, 3, 37, 8), (2, 3, 45, 8), 8),
@@ -124,3 +125,29 @@ def test_kernel_fused_says_why_it_cannot_serve():
     out = blockwise_attention(q.double(), k.double(), v.double(), bias.double())
     (g,) = torch.autograd.grad(out.sum(), bias)
     assert g.abs().sum() > 0
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_rows_not_contiguous(causal):
+    # q, k, v whose last dim has a stride other than 1 (a transpose, a permute) went to the CPU
+    # kernel as they were: it reads each row with stride 1, so k or v gave outputs off by ~2.6 and
+    # lse and gradients likewise (q transposed in its leading dims was, and is, fine)
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 16, 3, 7, generator=g, dtype=torch.float64).permute(0, 2, 3, 1)  # (2, 3, 7, 16)
+    k = torch.randn(2, 3, 16, 9, generator=g, dtype=torch.float64).transpose(-1, -2)  # (2, 3, 9, 16)
+    v = torch.randn(2, 3, 5, 9, generator=g, dtype=torch.float64).transpose(-1, -2)  # (2, 3, 9, 5)
+    assert min(t.stride(-1) for t in (q, k, v)) > 1
+    ref_out, _, ref_lse = np_attention(q, k, v, causal=causal)  # float64 NumPy from the formula
+    leaves = [t.requires_grad_() for t in (q, k, v)]
+    out, lse = blockwise_attention(*leaves, causal=causal, return_lse=True, kernel="fused")
+    torch.testing.assert_close(out.detach(), torch.from_numpy(ref_out), atol=1e-12, rtol=0)
+    torch.testing.assert_close(lse.detach(), torch.from_numpy(ref_lse), atol=1e-12, rtol=0)
+    go = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    grads = torch.autograd.grad((out * go).sum(), leaves)
+    dense_leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]  # dense steps, autograd
+    s = dense_leaves[0] @ dense_leaves[1].transpose(-1, -2) / 4.0
+    if causal:
+        s = s.masked_fill(~torch.ones(7, 9, dtype=torch.bool).tril(), float("-inf"))
+    ref_grads = torch.autograd.grad((torch.softmax(s, -1) @ dense_leaves[2] * go).sum(), dense_leaves)
+    for name, got, want in zip("qkv", grads, ref_grads):
+        torch.testing.assert_close(got, want, atol=1e-10, rtol=0, msg=name)

@@ -83,3 +83,18 @@ def test_hook_returning_wrong_shape_is_a_clear_error():
     points["layers.0.attn.weights"].add_hook(lambda w, n: w[:, :1])
     with pytest.raises(ValueError, match="hook on 'layers.0.attn.weights' must return None or a tensor of shape"):
         m(torch.randint(0, 30, (1, 5)))
+
+
+def test_a_kv_hook_names_the_query_head_given():
+    # with grouped-query heads a k/v hook takes a query head h and hooks k/v head h // group; a
+    # head past the query heads was refused only at the forward, as "head 2 is out of range for
+    # '' of shape (1, 2, 3, 4)" — a head the user never gave
+    from attnscope import InputError, MultiHeadAttention
+    m = MultiHeadAttention(32, 8, n_kv_heads=2)
+    name_hook_points(m)
+    with pytest.raises(InputError, match=r"head 9 is out of range for 'k': .* there are 8 \(0\.\.7\), 4 on each k/v head"):
+        m.k.add_hook(lambda t, name: None, head=9)
+    seen = []
+    m.v.add_hook(lambda t, name: seen.append((name, tuple(t.shape))), head=7)  # the last query head: k/v head 1
+    m(torch.randn(1, 3, 32))
+    assert seen == [("v[7]", (1, 3, 4))]

@@ -78,3 +78,16 @@ def test_from_torch_rejects_unsupported(bad):
     m = nn.MultiheadAttention(8, 2, kdim=4, vdim=4) if bad == "kdim" else nn.MultiheadAttention(8, 2, add_bias_kv=True)
     with pytest.raises(ValueError, match="from_torch"):
         MultiHeadAttention.from_torch(m)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_from_torch_keeps_the_mode(training):
+    # the copy of an eval() module with dropout was always in training mode: its outputs were
+    # dropped at random (0.47 away from torch's) until the user called .eval() again
+    torch.manual_seed(0)
+    ref = nn.MultiheadAttention(16, 4, dropout=0.5, batch_first=True).double().train(training)
+    ours = MultiHeadAttention.from_torch(ref)
+    assert ours.training == training
+    if not training:
+        x = torch.randn(2, 5, 16, dtype=torch.float64)
+        torch.testing.assert_close(ours(x), ref(x, x, x, need_weights=False)[0], atol=1e-12, rtol=0)

@@ -100,3 +100,97 @@ def test_input_dtype_must_be_the_modules():
         m(torch.randn(1, 3, 8), torch.randn(1, 4, 8, dtype=torch.float64))
     with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts for F.linear: still served
         assert m(torch.randn(1, 3, 8).bfloat16()).shape == (1, 3, 8)
+
+
+def test_three_dim_attn_mask_names_the_shape_given():
+    # nn.MultiheadAttention's (B·H, L, S) mask was refused naming "(8, 1, 5, 5)", a shape the
+    # user never gave (the module's own unsqueeze); the message now names theirs and the layouts
+    m = MultiHeadAttention(8, 4)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ShapeError, match=r"3-D attn_mask .* \(B, L, S\) = \(2, 5, 5\) .*got \(8, 5, 5\) "
+                                         r".*\(B, H, L, S\) = \(2, 4, 5, 5\)"):
+        m(x, attn_mask=torch.ones(8, 5, 5, dtype=torch.bool))
+    ok = torch.rand(1, 5, 5) > 0.5
+    ok[..., 0] = True
+    out = m(x, attn_mask=ok)  # (1, L, S) broadcasts over the batch, as before
+    torch.testing.assert_close(out, m(x, attn_mask=ok[0]))
+
+
+@pytest.mark.parametrize("scale, pattern", [
+    (float("nan"), "scale must be finite, got nan"),
+    (float("inf"), "scale must be finite, got inf"),
+    ("0.5", "scale must be"),
+])
+def test_scale_must_be_a_finite_number(scale, pattern):
+    # MultiHeadAttention took any scale: NaN gave finite outputs without weights and NaN weights
+    # with them, a string a TypeError from inside SDPA at the first forward; attention() refuses both
+    with pytest.raises(ConfigError, match=pattern):
+        MultiHeadAttention(8, 2, scale=scale)
+
+
+def test_scale_given_as_an_integer_or_numpy_number_is_the_factor():
+    import numpy as np
+    x = torch.randn(1, 3, 8, dtype=torch.float64)
+    for scale in (1, np.float32(0.25)):
+        m = MultiHeadAttention(8, 2, scale=scale, bias=False).double()
+        q, k, _ = (x @ m.W_qkv.weight.T).split(8, dim=-1)
+        q, k = (t.view(1, 3, 2, 4).transpose(1, 2) for t in (q, k))
+        ref = torch.softmax(q @ k.transpose(-1, -2) * float(scale), dim=-1)  # by hand
+        torch.testing.assert_close(m(x, need_weights=True)[1], ref, atol=1e-12, rtol=0)
+
+
+def test_decoder_attention_and_rmsnorm_name_a_wrong_input():
+    # DecoderAttention had no input check (torch's "mat1 and mat2 shapes cannot be multiplied",
+    # "not enough values to unpack"), RMSNorm none ("The size of tensor a (16) must match …")
+    from attnscope.modules import DecoderAttention, RMSNorm
+    from attnscope.position_rotary import Rotary
+    a = DecoderAttention(32, 4)
+    cos, sin = Rotary(8, 10000.0).cos_sin(torch.arange(5)[None], torch.float32)
+    with pytest.raises(ShapeError, match=r"x must have shape \(B, L, d_model=32\), got \(2, 5, 30\)"):
+        a(torch.randn(2, 5, 30), cos, sin)
+    with pytest.raises(ShapeError, match=r"x must have shape \(B, L, d_model=32\), got \(5, 32\)"):
+        a(torch.randn(5, 32), cos, sin)
+    with pytest.raises(ShapeError, match="x must be floating point"):
+        a(torch.ones(2, 5, 32, dtype=torch.long), cos, sin)
+    with pytest.raises(ShapeError, match=r"RMSNorm\(16\) must have last dim 16, got shape \(2, 15\)"):
+        RMSNorm(16)(torch.randn(2, 15))
+
+
+def test_embeddings_name_bad_segment_and_position_ids():
+    # token_type_ids and position_ids went to nn.Embedding unchecked: "index out of range in self",
+    # "The size of tensor a (5) must match the size of tensor b (4)", torch's dtype complaint
+    from attnscope import Embeddings, InputError
+    cfg = TransformerConfig(vocab_size=10, d_model=16, n_heads=4, n_layers=1, d_ff=32, max_positions=8,
+                            type_vocab_size=2)
+    e = Embeddings(cfg)
+    ids = torch.randint(0, 10, (2, 5))
+    with pytest.raises(InputError, match=r"token_type_ids must be in \[0, 2\) .*got min 2, max 2"):
+        e(ids, token_type_ids=torch.full((2, 5), 2))
+    with pytest.raises(InputError, match=r"token_type_ids must be in \[0, 2\) .*got min -1"):
+        e(ids, token_type_ids=torch.full((2, 5), -1))
+    with pytest.raises(ShapeError, match=r"token_type_ids must be an integer tensor of shape \(B, L\) = \(2, 5\).*got \(2, 4\)"):
+        e(ids, token_type_ids=torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(ShapeError, match="token_type_ids must be an integer tensor"):
+        e(ids, token_type_ids=torch.zeros(2, 5))
+    with pytest.raises(InputError, match=r"position_ids must be in \[0, 8\) .*got min 6, max 10"):
+        e(ids, position_ids=torch.arange(5)[None] + 6)
+    with pytest.raises(ShapeError, match=r"position_ids must be an integer tensor .*got \(1, 4\)"):
+        e(ids, position_ids=torch.arange(4)[None])
+    # ids that are rows, given (B, L) or (1, L), are what the tables hold at those rows
+    seg, pos = torch.tensor([[0, 1, 1, 0, 1]]), torch.tensor([[7, 0, 3, 3, 1]])
+    e.eval()
+    want = e.token_embedding(ids) + e.segment_embedding.weight[seg] + e.position_embedding.weight[pos]
+    want = torch.nn.functional.layer_norm(want, (16,), e.norm.weight, e.norm.bias, cfg.layer_norm_eps)
+    torch.testing.assert_close(e(ids, token_type_ids=seg, position_ids=pos.expand(2, 5)), want)
+
+
+def test_encoder_names_its_own_attention_mask():
+    # a wrong attention_mask was refused as "key_padding_mask must have shape (B, S) = (2, 5)",
+    # an argument TransformerEncoder does not have
+    from attnscope import TransformerEncoder
+    enc = TransformerEncoder(TransformerConfig(vocab_size=10, d_model=16, n_heads=4, n_layers=1, d_ff=32))
+    ids = torch.randint(0, 10, (2, 5))
+    with pytest.raises(ShapeError, match=r"attention_mask must have the shape of input_ids, \(B, L\) = \(2, 5\).*got \(2, 4\)"):
+        enc(ids, attention_mask=torch.ones(2, 4))
+    with pytest.raises(ShapeError, match=r"attention_mask must have the shape of input_ids.*got list"):
+        enc(ids, attention_mask=[[1] * 5] * 2)

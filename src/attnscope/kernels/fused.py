@@ -38,7 +38,10 @@ Tensor = torch.Tensor
 def sdpa_mask(mask: Optional[Tensor], bias: Optional[Tensor], L: int, S: int, *, causal: bool,
               dtype: torch.dtype, device: torch.device) -> tuple[Optional[Tensor], bool]:
     """``(attn_mask, is_causal)`` for SDPA. SDPA refuses ``is_causal`` together with a mask, and
-    wants a float mask in q's dtype: fold and convert only then."""
+    wants a float mask in q's dtype: fold and convert only then. A mask of fewer than 2 dims
+    (``(S,)``: one key mask for every query) gets leading 1s, which SDPA needs (it indexes dim −2)."""
+    if mask is not None and mask.dim() < 2:
+        mask = mask.reshape((1,) * (2 - mask.dim()) + tuple(mask.shape))  # (1|…, S|1)
     if bias is not None or (causal and mask is not None):
         return combine_masks(mask, L, S, causal=causal, dtype=dtype, device=device, bias=bias), False
     if mask is not None and mask.dtype != torch.bool and mask.dtype != dtype:
@@ -133,7 +136,10 @@ class LseProblem:
 
     def operand(self, t: Tensor, n: int) -> Tensor:
         """``(…, n, d)`` → ``(B, H, n, D)``: broadcast, flattened (a copy only where flattening
-        broadcast dims needs one), zero-padded."""
+        broadcast dims needs one), zero-padded; rows contiguous (the CPU kernel reads a row with
+        stride 1 whatever the tensor's stride says, as SDPA's own check presumes)."""
+        if t.shape[-1] > 1 and t.stride(-1) != 1:
+            t = t.contiguous()
         t = t.expand(*self.lead, n, t.shape[-1])
         if len(self.lead) != 2:
             t = t.reshape(*self.bh, n, t.shape[-1])

@@ -44,6 +44,16 @@ def check_vocabulary(input_ids: Tensor, vocab_size: int) -> None:
                     high=int(input_ids.max()))
 
 
+def check_row_ids(ids, name: str, B: int, L: int, rows: int) -> None:
+    """ShapeError unless ``ids`` (segment or position ids beside ``input_ids (B, L)``) is an integer
+    tensor ``(B|1, L)``; InputError unless every id is a row of its table, in [0, rows)."""
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.is_floating_point() or ids.is_complex() \
+            or ids.dtype == torch.bool or ids.shape[1] != L or ids.shape[0] not in (1, B):
+        raise error(ShapeError, "errors.kernel_ids_shape", name=name, B=B, L=L, got=shape_or_type(ids))
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= rows):
+        raise error(InputError, "errors.kernel_ids_range", name=name, n=rows, low=int(ids.min()), high=int(ids.max()))
+
+
 def check_dim(name: str, t: Tensor, dim) -> int:
     """``dim`` as a non-negative index into ``t``'s dims; ShapeError naming the valid range."""
     if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):

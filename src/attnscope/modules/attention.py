@@ -26,12 +26,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import functional as AF
-from ..errors import ConfigError, ShapeError, fmt_shape
+from ..errors import ConfigError, InputError, ShapeError, fmt_shape
 from ..hooks import HookPoint
 from ..i18n import error
 from ..kernels.memory import BLOCKWISE_MIN_SCORES  # noqa: F401  (kept importable from here)
 from ..kernels.steps import STEPS, ModuleHooks, attend
-from ..kernels.validate import check_dropout, check_flag, check_positive_int
+from ..kernels.validate import check_dropout, check_flag, check_positive_int, check_scale
 from ..positions import get_position, real_positions
 from ..scorings import DEFAULT_COSINE_TEMPERATURE, get_scoring
 
@@ -53,7 +53,7 @@ class SingleHeadAttention(nn.Module):
         self.d_k = hidden_size
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
-        _check_input("x", x, self.d_k)
+        check_input("x", x, self.d_k)
         q = self.W_Q(x)  # (B, L, d)
         k = self.W_K(x)  # (B, L, d)
         v = self.W_V(x)  # (B, L, d)
@@ -65,14 +65,17 @@ class SharedHeadPoint(HookPoint):
     *query* head h and hooks the k/v head it reads, ``h // group``; fn still sees the name with h
     (``layers.0.attn.k[5]``). A replacement changes the shared head, for every query head of its group."""
 
-    def __init__(self, group: int) -> None:
+    def __init__(self, group: int, n_heads: Optional[int] = None) -> None:
         super().__init__()
-        self.group = group
+        self.group, self.n_heads = group, n_heads
 
     def add_hook(self, fn, dir="fwd", *, head: Optional[int] = None, read_only: bool = False):
         if head is None or self.group == 1 or not callable(fn) or isinstance(head, bool) or not isinstance(head, int) \
                 or head < 0:
             return super().add_hook(fn, dir, head=head, read_only=read_only)
+        if self.n_heads is not None and head >= self.n_heads:  # else named at the forward as k/v head head // group
+            raise error(InputError, "errors.core_hook_query_head", head=head, name=repr(self.name), n=self.n_heads,
+                        last=self.n_heads - 1, group=self.group)
         point, asked = self, head
 
         def named(t: Tensor, name: str):
@@ -144,7 +147,7 @@ class MultiHeadAttention(nn.Module):
         dh = d_model // n_heads if head_dim is None else check_positive_int("head_dim", head_dim)
         self.d_model, self.n_heads, self.n_kv_heads, self.d_head = d_model, n_heads, n_kv, dh
         self.group = n_heads // n_kv  # query heads per k/v head
-        self.scale = scale
+        self.scale = check_scale(scale)  # a finite number, as attention() requires: NaN went by the fused path
         self.scoring, self.dropout = scoring, check_dropout(dropout, "dropout")
         # rows: [W_Q (H·d_head); W_K (H_kv·d_head); W_V (H_kv·d_head)]
         self.W_qkv = nn.Linear(d_model, (n_heads + 2 * n_kv) * dh, bias=bias)
@@ -161,15 +164,16 @@ class MultiHeadAttention(nn.Module):
         self.position = position
         steps = (*STEPS[:3], "bias", *STEPS[3:]) if self.position_bias is not None or score_bias else STEPS
         for name in (*steps, "merged", "out"):
-            setattr(self, name, SharedHeadPoint(self.group) if name in ("k", "v") else HookPoint())
+            setattr(self, name, SharedHeadPoint(self.group, n_heads) if name in ("k", "v") else HookPoint())
         #: NaN/±inf checks naming the step (None: follow attnscope.kernels.checking_finite).
         self.check_finite: Optional[bool] = None
 
     # ------------------------------------------------------------------------------------------
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring). Its
-        inputs are ``(B, L, d_model)`` like every attnscope module, whatever ``m.batch_first`` says."""
+        """Copy of a ``torch.nn.MultiheadAttention`` with the same weights (scaled scoring), in its
+        training or eval mode (dropout acts as in ``m``). Its inputs are ``(B, L, d_model)`` like
+        every attnscope module, whatever ``m.batch_first`` says."""
         if not isinstance(m, nn.MultiheadAttention):
             raise error(ConfigError, "errors.kernel_from_torch_type", type=type(m).__name__)
         if not m._qkv_same_embed_dim:
@@ -178,7 +182,7 @@ class MultiHeadAttention(nn.Module):
             raise error(ConfigError, "errors.kernel_from_torch_bias_kv")
         has_bias = m.in_proj_bias is not None
         new = cls(m.embed_dim, m.num_heads, bias=has_bias, dropout=m.dropout)
-        new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype)
+        new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype).train(m.training)
         with torch.no_grad():
             new.W_qkv.weight.copy_(m.in_proj_weight)
             new.W_O.weight.copy_(m.out_proj.weight)
@@ -253,6 +257,10 @@ class MultiHeadAttention(nn.Module):
             if not isinstance(attn_mask, torch.Tensor):
                 raise error(ShapeError, "errors.kernel_attn_mask_type", type=type(attn_mask).__name__)
             if attn_mask.dim() == 3:
+                out = AF.broadcast_shapes(attn_mask.shape, (B, L, S))
+                if out is None or tuple(out) != (B, L, S):
+                    raise error(ShapeError, "errors.kernel_attn_mask_3d", B=B, H=self.n_heads, L=L, S=S,
+                                got=fmt_shape(attn_mask.shape))
                 attn_mask = attn_mask.unsqueeze(1)  # (B, 1, L, S): one mask per sample, all heads
             AF.check_mask(attn_mask, L, S, torch.Size((B, self.n_heads)), name="attn_mask")
             mask = attn_mask
@@ -310,13 +318,14 @@ class MultiHeadAttention(nn.Module):
                 (B, H, L, S) — the semantics of ``attnscope.attention`` / SDPA. Note that
                 ``nn.MultiheadAttention``'s boolean ``attn_mask`` means the opposite.
             causal: query i attends to keys 0..i only.
-            need_weights: also return the weights ``(B, H, L, S)``.
+            need_weights: also return the weights ``(B, H, L, S)``, before dropout (per head;
+                ``nn.MultiheadAttention`` returns them after dropout, averaged over heads by default).
         Returns:
             ``out (B, L, d_model)``, or ``(out, weights)``.
         """
-        _check_input("x", x, self.d_model)
+        check_input("x", x, self.d_model)
         if context is not None:
-            _check_input("context", context, self.d_model)
+            check_input("context", context, self.d_model)
             if context.shape[0] != x.shape[0]:
                 raise error(ShapeError, "errors.kernel_context_batch", context_batch=context.shape[0], x_batch=x.shape[0],
                             x=fmt_shape(x.shape), context=fmt_shape(context.shape))
@@ -355,7 +364,8 @@ class MultiHeadAttention(nn.Module):
         return (out, weights) if need_weights else out
 
 
-def _check_input(name: str, x: Tensor, d_model: int) -> None:
+def check_input(name: str, x: Tensor, d_model: int) -> None:
+    """ShapeError unless ``x`` is a floating tensor of shape ``(B, L, d_model)``."""
     if not isinstance(x, torch.Tensor):
         raise error(ShapeError, "errors.kernel_not_tensor", name=name, type=type(x).__name__)
     if not x.is_floating_point():

@@ -33,7 +33,7 @@ from torch import nn
 from ..recipe import CROSS_RECIPES
 from .attention import MultiHeadAttention
 from .decoder import GatedFeedForward
-from .decoder_attention import KVCache
+from .decoder_attention import KVCache, cached_causal
 from .encoder import FeedForward
 from .layer import RecipeLayer
 from .rmsnorm import RMSNorm
@@ -72,7 +72,7 @@ class Seq2SeqAttention(MultiHeadAttention):
 
         ``context (B, S, d)``: the encoder output (cross-attention); ``bias`` broadcastable to
         (B, H, L, S); ``mask`` bool broadcastable to (B, H, L, S), True = may attend; ``causal``:
-        top-left causality when ``mask`` is None.
+        query i sees keys 0 … i, or 0 … past + i after ``past`` cached positions.
         """
         done = cache.cross[self.layer_index] if cache is not None and context is not None else None
         if done is not None:  # cross-attention: the source's keys and values, from the first step
@@ -83,6 +83,7 @@ class Seq2SeqAttention(MultiHeadAttention):
             q, k, v = (self.split_heads(t) for t in self.project(x, context))  # (B, H, L|S, d) × 3
             if cache is not None and context is None:
                 k, v = cache.update(self.layer_index, k, v)  # (B, H, S, d)
+                mask, causal = cached_causal(mask, causal, x.shape[1], k.shape[-2], x.device)
             elif cache is not None:
                 cache.cross[self.layer_index] = (k, v)
         if bias is not None and self.has_bias and self.bias.hooks:

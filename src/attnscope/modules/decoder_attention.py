@@ -30,7 +30,7 @@ from ..i18n import error
 from ..kernels.derived import shared
 from ..kernels.steps import STEPS
 from ..positions import Rotary
-from .attention import MultiHeadAttention, SharedHeadPoint
+from .attention import MultiHeadAttention, SharedHeadPoint, check_input
 from .rmsnorm import RMSNorm
 
 Tensor = torch.Tensor
@@ -114,7 +114,7 @@ class DecoderAttention(MultiHeadAttention):
         for name in (*points, *STEPS[:3], "mask", *STEPS[3:], "merged", "out"):
             self._modules.pop(name, None)
             shared = name in ("k_proj", "k_normed", "k", "v")
-            setattr(self, name, SharedHeadPoint(self.group) if shared else HookPoint())
+            setattr(self, name, SharedHeadPoint(self.group, n_heads) if shared else HookPoint())
 
     # Takes the rotary tables and a cache where the base takes a context and padding masks.
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, *, mask: Optional[Tensor] = None,  # type: ignore[override]
@@ -122,10 +122,12 @@ class DecoderAttention(MultiHeadAttention):
         """``x (B, L, d_model)`` at the positions of ``cos, sin (B|1, 1, L, d_head)`` → ``(B, L, d_model)``.
 
         ``mask``: bool, broadcastable to (B, 1, L, S), True = may attend (it carries causality and
-        the window when given); ``causal``: SDPA's top-left causality when ``mask`` is None.
+        the window when given); ``causal``: query i, at position ``past + i``, sees keys
+        ``0 … past + i`` (SDPA's ``is_causal`` when nothing is cached).
         With ``cache``, the new keys and values are appended and attention runs over all S.
         Returns ``out`` or ``(out, weights (B, H, L, S))`` with ``need_weights``.
         """
+        check_input("x", x, self.d_model)
         B, L, _ = x.shape
         q, k, v = self.project(x)
         q = self.q_proj(self.split_heads(q))  # (B, H, L, d)
@@ -141,6 +143,7 @@ class DecoderAttention(MultiHeadAttention):
         q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)  # (B, H, L, d), (B, H_kv, L, d)
         if cache is not None:
             k, v = cache.update(self.layer_index, k, v)  # (B, H_kv, S, d)
+            mask, causal = cached_causal(mask, causal, L, k.shape[-2], x.device)
         if self.mask.hooks:  # the mask as a tensor: recorded, or replaced by a hook
             S = k.shape[-2]
             if all(isinstance(h.fn, Recorder) for h in self.mask.hooks):  # read only: one for the pass's layers
@@ -151,6 +154,16 @@ class DecoderAttention(MultiHeadAttention):
             mask, causal = self.mask(made), False  # (B|1, 1, L, S)
         return self.attend_heads(q, k, v, mask, causal=causal, need_weights=need_weights,
                                  hooks=self.active_hooks())  # (B, L, d_model)
+
+
+def cached_causal(mask: Optional[Tensor], causal: bool, L: int, S: int, device) -> tuple[Optional[Tensor], bool]:
+    """``(mask, causal)`` for L new queries after ``S − L`` cached positions: with ``causal``, query i
+    (at ``S − L + i``) sees keys ``0 … S − L + i`` — a bottom-right mask ``(1, 1, L, S)``, and'ed with
+    ``mask`` — where SDPA's ``is_causal`` is top-left; unchanged when nothing is cached."""
+    if not causal or S <= L:
+        return mask, causal
+    after = torch.ones(L, S, dtype=torch.bool, device=device).tril(S - L)[None, None]  # (1, 1, L, S)
+    return (after if mask is None else mask.to(torch.bool) & after), False
 
 
 def full_mask(mask: Optional[Tensor], causal: bool, B: int, L: int, S: int, device) -> Tensor:

@@ -16,7 +16,7 @@ from ..config import TransformerConfig
 from ..errors import ConfigError
 from ..hooks import HookPoint
 from ..i18n import error
-from ..kernels.validate import check_token_ids, check_vocabulary
+from ..kernels.validate import check_row_ids, check_token_ids, check_vocabulary
 from ..positions import get_position, sinusoidal_positions  # noqa: F401  (sinusoidal_positions: public here too)
 
 Tensor = torch.Tensor
@@ -76,10 +76,14 @@ class Embeddings(TermHooks):
         if self.segment_embedding is not None:
             if token_type_ids is None:
                 token_type_ids = torch.zeros_like(input_ids)
+            else:
+                check_row_ids(token_type_ids, "token_type_ids", B, L, c.type_vocab_size)
             x = x + self.segments(self.segment_embedding(token_type_ids))  # (B, L, d)
         if self.position_embedding is not None:
             if position_ids is None:
                 position_ids = (torch.arange(L, device=input_ids.device) + c.position_offset)[None]  # (1, L)
+            else:
+                check_row_ids(position_ids, "position_ids", B, L, c.max_positions + c.position_offset)
             pos = self.position_embedding(position_ids).to(x.dtype)  # (B|1, L, d)
             x = x + self.positions(pos)
         if self.norm is not None:

@@ -29,7 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import TransformerConfig
+from ..errors import ShapeError, shape_or_type
 from ..hooks import HookPoint
+from ..i18n import error
 from .attention import MultiHeadAttention
 from .embeddings import Embeddings
 from .layer import RecipeLayer
@@ -125,5 +127,8 @@ class TransformerEncoder(Encoder):
                 token_type_ids: Optional[Tensor] = None, causal: Optional[bool] = None) -> Tensor:
         """``attention_mask (B, L)``: 1/True = real token, 0/False = padding (Hugging Face's meaning)."""
         x = self.embed(input_ids, token_type_ids)  # (B, L, d)
+        if attention_mask is not None and (not isinstance(attention_mask, Tensor) or attention_mask.shape != input_ids.shape):
+            raise error(ShapeError, "errors.kernel_attention_mask_shape", B=input_ids.shape[0], L=input_ids.shape[1],
+                        got=shape_or_type(attention_mask))
         kpm = None if attention_mask is None else ~attention_mask.bool()  # (B, L), True = padding
         return super().forward(x, key_padding_mask=kpm, causal=causal)  # (B, L, d)

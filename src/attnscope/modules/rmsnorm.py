@@ -13,6 +13,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import ShapeError, fmt_shape
+from ..i18n import error
+
 Tensor = torch.Tensor
 
 
@@ -28,6 +31,9 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.full((d,), 1.0 - offset))  # the identity scale either way
 
     def forward(self, x: Tensor) -> Tensor:
+        d = self.weight.shape[0]
+        if x.dim() == 0 or x.shape[-1] != d:
+            raise error(ShapeError, "errors.kernel_norm_input", d=d, shape=fmt_shape(x.shape))
         h = x.to(torch.promote_types(x.dtype, torch.float32))
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # (…, d)
         if self.weight_first:
