@@ -112,3 +112,23 @@ def test_weights_changed_after_the_trace_are_one_sentence(tiny_dirs):
     assert torch.equal(lazy["layers.0.attn.q"], q0)  # layer 0 is as it was
     with pytest.raises(InputError, match="weights of layers.1 changed"):
         lazy["layers.1.attn.q"]
+
+
+def test_a_full_trace_inside_a_hooks_block_reads_what_the_hooked_pass_computed(tiny_models):
+    """A hook attached outside the call (``model.hooks``) changes the pass, so the layers cannot be
+    run again on read without it: a full trace inside the block keeps its tensors. The replay ran
+    the layer with the block's hooks set aside, so z showed the unhooked head (and every later step
+    of that layer the unhooked values), while the output had the hook."""
+    model = tiny_models["gpt2"]
+
+    def zero(t, n):
+        return torch.zeros_like(t)
+    expected = model.trace(TEXTS, hooks={"layers.0.attn.z[1]": zero})  # the hooks given to the call
+    with model.hooks({"layers.0.attn.z[1]": zero}):
+        inside = model.trace(TEXTS)
+        assert not any(isinstance(t, Replayed) for t in inside._tensors.values())
+        with pytest.raises(InputError, match="replay=True .* cannot be combined with hooks"):
+            model.trace(TEXTS, replay=True)
+    assert torch.count_nonzero(inside["layers.0.attn.z"][:, 1]) == 0
+    for n in expected.names:
+        assert torch.equal(inside[n], expected[n]), n

@@ -220,9 +220,12 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
     """
     points = name_hook_points(model)  # one walk over the module tree gives the names and the points
     wanted = resolve(names, [n for n in points if in_vocabulary(n)], model.config.n_heads)  # model.hook_names
+    # hooks attached outside this call (model.hooks, a patch) change the pass as the call's own do:
+    # a layer run again on read would run without them
+    attached = any(p.hooks for p in points.values())
     if replay is None:
-        replay = replayable(names, hooks, bwd_hooks, grad)
-    elif replay and not replayable(None, hooks, bwd_hooks, grad):
+        replay = not attached and replayable(names, hooks, bwd_hooks, grad)
+    elif replay and (attached or not replayable(None, hooks, bwd_hooks, grad)):
         raise error(InputError, "errors.trace_replay_hooks")
     targets = hook_targets(model, hooks, "hooks")
     two = hasattr(model, "target_batch")  # two stacks: the encoder reads texts, the decoder target
