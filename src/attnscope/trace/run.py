@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional
 import torch
 
 from ..errors import InputError
-from ..hooks import HookHandle, HookPoint, Recorder, name_hook_points
+from ..hooks import HookHandle, HookPoint, Recorder, check_like, name_hook_points
 from ..i18n import error
 from ..kernels.derived import keeping
 from .derived import KEPT, RECIPE_STEPS, Derived, Keeper
@@ -70,6 +70,7 @@ def _checked(fn: Callable, pattern: str) -> Callable:
         if out.shape != t.shape:
             raise error(InputError, "errors.trace_hook_shape", pattern=repr(pattern), name=name, shape=tuple(t.shape),
                         got=tuple(out.shape))
+        check_like(out, t, "errors.trace_hook_dtype", pattern=repr(pattern), name=name)
         return out
     return hook
 
