@@ -132,3 +132,21 @@ def test_a_full_trace_inside_a_hooks_block_reads_what_the_hooked_pass_computed(t
     assert torch.count_nonzero(inside["layers.0.attn.z"][:, 1]) == 0
     for n in expected.names:
         assert torch.equal(inside[n], expected[n]), n
+
+
+def test_a_torch_hook_inside_a_layer_keeps_the_tensors(minilm):
+    """A torch forward hook on a module inside a layer (nnsight's way, ``layers.2.attn``) changes
+    the pass as a hook point's hook does: a full trace that replayed layer 2 on read showed, once the
+    hook was removed, the unhooked layer (MiniLM's attn_resid off by 1.17, ffn.out by 2.28)."""
+    handle = minilm.layers[2].attn.register_forward_hook(lambda module, args, out: out * 0)
+    try:
+        tr = minilm.trace(TEXTS)
+        kept = minilm.trace(TEXTS, replay=False)
+        with pytest.raises(InputError, match="replay=True .* cannot be combined with hooks"):
+            minilm.trace(TEXTS, replay=True)
+    finally:
+        handle.remove()
+    assert not any(isinstance(t, Replayed) for t in tr._tensors.values())
+    for n in ("layers.2.attn.out", "layers.2.attn_resid", "layers.2.ffn.out"):
+        assert torch.equal(tr[n], kept[n]), n
+    assert minilm.trace(TEXTS).replays  # without the hook: replayed again

@@ -197,6 +197,13 @@ def _foreign(points: dict[str, HookPoint]) -> frozenset:
     return frozenset(out)
 
 
+def torch_hooked_in_layers(model) -> bool:
+    """Has a module inside a layer a torch forward (pre-)hook (nnsight's way of changing a step)?
+    The layers' own hooks (placement, streaming) move inputs and weights and change no value."""
+    return any(m._forward_hooks or m._forward_pre_hooks for path, m in model.named_modules()
+               if layer_of(path) is not None)
+
+
 def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, truncate: bool = False,
               grad: bool = False, bwd_hooks: HookMap = None, max_memory=None,
               replay: Optional[bool] = None) -> Trace:
@@ -221,9 +228,9 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
     """
     points = name_hook_points(model)  # one walk over the module tree gives the names and the points
     wanted = resolve(names, [n for n in points if in_vocabulary(n)], model.config.n_heads)  # model.hook_names
-    # hooks attached outside this call (model.hooks, a patch) change the pass as the call's own do:
-    # a layer run again on read would run without them
-    attached = any(p.hooks for p in points.values())
+    # hooks attached outside this call (model.hooks, a patch, a torch hook inside a layer) change the
+    # pass as the call's own do: a layer run again on read would run without them
+    attached = any(p.hooks for p in points.values()) or torch_hooked_in_layers(model)
     if replay is None:
         replay = not attached and replayable(names, hooks, bwd_hooks, grad)
     elif replay and (attached or not replayable(None, hooks, bwd_hooks, grad)):
