@@ -153,3 +153,12 @@ def test_add_hook_names_a_replacement_of_another_dtype(minilm):
                                              r"torch\.float32 on cpu \(as it was given\), got torch\.float64 on cpu"):
             minilm.run(TEXT)
     assert not hp.hooks
+
+
+def test_backward_hooks_without_grad_are_one_sentence(minilm):
+    """Without grad=True the pass runs under no_grad: the backward hooks were accepted and never
+    called, and the output's backward() failed in torch ('does not require grad')."""
+    seen = []
+    with pytest.raises(InputError, match=r"bwd_hooks .* pass grad=True"):
+        minilm.trace(TEXT, names=[], bwd_hooks={f"layers.{LAYER}.attn.weights": lambda g, n: seen.append(n)})
+    assert not seen and all(not m.hooks for m in minilm.modules() if hasattr(m, "add_hook"))

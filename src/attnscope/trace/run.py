@@ -222,7 +222,7 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
         grad: run with autograd on: the recorded tensors and ``trace.output`` stay in the graph,
             so that ``torch.autograd.grad(loss(trace.output), trace[name])`` works.
         bwd_hooks: ``{name_or_glob: fn(grad, name) -> grad | None}``, called during a later
-            ``backward()`` of the output (so only useful with ``grad=True``).
+            ``backward()`` of the output (so they need ``grad=True``: InputError without it).
         max_memory: bytes, or a size like ``"2GB"``: refuse (InputError with the estimate) a
             trace estimated to need more (:func:`attnscope.trace.memory.estimate_trace_memory`).
     """
@@ -236,6 +236,8 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
     elif replay and (attached or not replayable(None, hooks, bwd_hooks, grad)):
         raise error(InputError, "errors.trace_replay_hooks")
     targets = hook_targets(model, hooks, "hooks")
+    if bwd_hooks and not grad:  # the pass runs without autograd: the hooks would never be called
+        raise error(InputError, "errors.trace_bwd_needs_grad")
     two = hasattr(model, "target_batch")  # two stacks: the encoder reads texts, the decoder target
     batch = model.source_batch(texts, truncate=truncate) if two else model.as_batch(texts, truncate=truncate)
     kw: dict = {}
