@@ -173,7 +173,17 @@ def _apply(fn: HookFn, t: torch.Tensor, name: str) -> torch.Tensor:
     if not isinstance(out, torch.Tensor) or out.shape != t.shape:
         raise error(InputError, "errors.core_hook_return", name=repr(name), shape=fmt_shape(t.shape),
                     got=shape_or_type(out))
+    check_like(out, t, name=repr(name))
     return out
+
+
+def check_like(out: torch.Tensor, t: torch.Tensor, key: str = "errors.core_hook_dtype", **where) -> None:
+    """InputError ``key`` (with ``where``: the hook's name) unless ``out``, a hook's replacement of
+    ``t``, has ``t``'s dtype and device: the next step would fail deep in torch (or a head's slice
+    be cast silently)."""
+    if out.dtype != t.dtype or out.device != t.device:
+        raise error(InputError, key, dtype=t.dtype, device=t.device, got_dtype=out.dtype, got_device=out.device,
+                    **where)
 
 
 def _check_head(x: torch.Tensor, head: int, name: str) -> None:

@@ -142,3 +142,23 @@ def test_gradient_with_respect_to_q_a_view_of_the_fused_projection(minilm):
     with torch.no_grad(), minilm.hooks({name: lambda t, n: t - eps * probe}):
         down = minilm.run(TEXT).double().pow(2).sum()
     assert float((up - down) / (2 * eps)) == pytest.approx(float(g_all.norm()), rel=2e-2)
+
+
+def test_add_hook_names_a_replacement_of_another_dtype(minilm):
+    """HookPoint.add_hook itself (no trace): float64 for a float32 step is named, not a torch
+    RuntimeError from the next matmul."""
+    hp = _points(minilm)[f"layers.{LAYER}.attn.q"]
+    with hp.add_hook(lambda t, name: t.double()):
+        with pytest.raises(InputError, match=rf"hook on 'layers\.{LAYER}\.attn\.q' must return a tensor of dtype "
+                                             r"torch\.float32 on cpu \(as it was given\), got torch\.float64 on cpu"):
+            minilm.run(TEXT)
+    assert not hp.hooks
+
+
+def test_backward_hooks_without_grad_are_one_sentence(minilm):
+    """Without grad=True the pass runs under no_grad: the backward hooks were accepted and never
+    called, and the output's backward() failed in torch ('does not require grad')."""
+    seen = []
+    with pytest.raises(InputError, match=r"bwd_hooks .* pass grad=True"):
+        minilm.trace(TEXT, names=[], bwd_hooks={f"layers.{LAYER}.attn.weights": lambda g, n: seen.append(n)})
+    assert not seen and all(not m.hooks for m in minilm.modules() if hasattr(m, "add_hook"))

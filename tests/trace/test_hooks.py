@@ -2,6 +2,7 @@
 Zeroing one head's attention weights equals removing that head from W_O in transformers' model."""
 
 import copy
+import re
 
 import pytest
 import torch
@@ -84,5 +85,25 @@ def test_bad_hook_results_are_clear_errors_and_leave_the_model_clean(minilm):
     with pytest.raises(InputError, match=r"hooks: 'nowhere' matches no trace name"):
         minilm.trace(TEXTS, hooks={"nowhere": lambda t, n: None})
     assert all(not m.active for m in minilm.modules() if hasattr(m, "active"))
+    assert all(not m.hooks for m in minilm.modules() if hasattr(m, "add_hook"))
+    assert torch.equal(minilm.run(TEXTS), before)
+
+
+@pytest.mark.parametrize("pattern", ["layers.0.attn.z", "layers.0.attn.z[3]", "layers.0.attn.weights", "embed.out"])
+@pytest.mark.parametrize("what", ["dtype", "device"])
+def test_a_replacement_of_another_dtype_or_device_is_a_clear_error(pattern, what, minilm):
+    """A replacement must be what it replaces but for its values: float64 or a tensor on another
+    device went into the next matmul (a torch RuntimeError 'mat1 and mat2 must have the same
+    dtype' from deep in the layer), and a head's slice was cast silently."""
+    before = minilm.run(TEXTS)
+
+    def other(t, name):
+        return t.double() if what == "dtype" else t.to("meta")
+    got = "torch.float64 on cpu" if what == "dtype" else "torch.float32 on meta"
+    with pytest.raises(InputError, match=re.escape(f"hook '{pattern}' on ") + ".*" + re.escape(
+            f" must return a tensor of dtype torch.float32 on cpu (as it was given), got {got}")):
+        minilm.trace(TEXTS, names=[], hooks={pattern: other})
+    with pytest.raises(InputError, match=r"must return a tensor of dtype torch\.float32 on cpu"):  # bwd: the gradient
+        minilm.trace(TEXTS, names=[], grad=True, bwd_hooks={pattern: other}).output.sum().backward()
     assert all(not m.hooks for m in minilm.modules() if hasattr(m, "add_hook"))
     assert torch.equal(minilm.run(TEXTS), before)

@@ -70,3 +70,24 @@ def test_indices_are_checked(minilm):
         tr.qkv("0")
     with pytest.raises(InputError, match=r"the trace has no layers\.3\.attn\.q"):
         tr.weights(3)
+
+
+@pytest.mark.parametrize("kind", ["decoder", "seq2seq"])
+def test_mask_and_weights_on_demand_are_the_models_at_every_padded_position(kind, decoders, seq2seq):
+    """The decoders' stacks (and an encoder–decoder's causal self-attention) let a padded query see
+    itself, so that no row is empty: trace.mask(layer) left that diagonal out, and the weights
+    computed from q and k spread such a row over the real keys only, where the model put part of it
+    on the query's own key (tiny Llama: up to 0.27 of a row). Checked against the mask and weights
+    the model recorded, every position of a padded batch."""
+    if kind == "decoder":
+        model, args, att = decoders["llama_gqa"], (TEXTS,), None
+    else:
+        model, att = seq2seq["t5"], "self"
+        args = (["The quick brown fox jumps over the lazy dog.", "Hi"], ["A fox jumped.", "Hello there, friend"])
+    block = "layers.1.attn" if kind == "decoder" else "decoder.layers.1.self_attn"
+    full = model.trace(*args, names=[f"{block}.masked", f"{block}.weights"])
+    qk = model.trace(*args, names=[f"{block}.q", f"{block}.k"] + ([f"{block}.bias"] if kind == "seq2seq" else []))
+    used = ~torch.isneginf(full[f"{block}.masked"])  # (B, H, L, S): where the model let a query see a key
+    assert not used.all()  # padded, so the mask matters
+    assert torch.equal(full.mask(1, attention=att).expand_as(used), used)
+    torch.testing.assert_close(qk.weights(1, attention=att), full[f"{block}.weights"], rtol=0, atol=2e-6)

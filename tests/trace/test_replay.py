@@ -112,3 +112,41 @@ def test_weights_changed_after_the_trace_are_one_sentence(tiny_dirs):
     assert torch.equal(lazy["layers.0.attn.q"], q0)  # layer 0 is as it was
     with pytest.raises(InputError, match="weights of layers.1 changed"):
         lazy["layers.1.attn.q"]
+
+
+def test_a_full_trace_inside_a_hooks_block_reads_what_the_hooked_pass_computed(tiny_models):
+    """A hook attached outside the call (``model.hooks``) changes the pass, so the layers cannot be
+    run again on read without it: a full trace inside the block keeps its tensors. The replay ran
+    the layer with the block's hooks set aside, so z showed the unhooked head (and every later step
+    of that layer the unhooked values), while the output had the hook."""
+    model = tiny_models["gpt2"]
+
+    def zero(t, n):
+        return torch.zeros_like(t)
+    expected = model.trace(TEXTS, hooks={"layers.0.attn.z[1]": zero})  # the hooks given to the call
+    with model.hooks({"layers.0.attn.z[1]": zero}):
+        inside = model.trace(TEXTS)
+        assert not any(isinstance(t, Replayed) for t in inside._tensors.values())
+        with pytest.raises(InputError, match="replay=True .* cannot be combined with hooks"):
+            model.trace(TEXTS, replay=True)
+    assert torch.count_nonzero(inside["layers.0.attn.z"][:, 1]) == 0
+    for n in expected.names:
+        assert torch.equal(inside[n], expected[n]), n
+
+
+def test_a_torch_hook_inside_a_layer_keeps_the_tensors(minilm):
+    """A torch forward hook on a module inside a layer (nnsight's way, ``layers.2.attn``) changes
+    the pass as a hook point's hook does: a full trace that replayed layer 2 on read showed, once the
+    hook was removed, the unhooked layer (MiniLM's attn_resid off by 1.17, ffn.out by 2.28)."""
+    handle = minilm.layers[2].attn.register_forward_hook(lambda module, args, out: out * 0)
+    try:
+        tr = minilm.trace(TEXTS)
+        kept = minilm.trace(TEXTS, replay=False)
+        with pytest.raises(InputError, match="replay=True .* cannot be combined with hooks"):
+            minilm.trace(TEXTS, replay=True)
+    finally:
+        handle.remove()
+    assert not any(isinstance(t, Replayed) for t in tr._tensors.values())
+    for n in ("layers.2.attn.out", "layers.2.attn_resid", "layers.2.ffn.out"):
+        assert torch.equal(tr[n], kept[n]), n
+    assert minilm.trace(TEXTS).replays  # without the hook: replayed again

@@ -8,7 +8,7 @@ One layer's attention, with the hook point of each step (names relative to the m
                                                     over all heads' features, then split (OLMo 2)
     q, k = rotate(·, positions)                     rotary; k joins the cache: (B, H_kv, S, d)
     v                                               (B, H_kv, S, d)
-    mask                                            bool (B|1, 1, L, S): causal ∧ window ∧ real keys
+    mask                                            bool (B|1, 1, L, S): causal ∧ window ∧ real keys (∨ a padded query itself)
     scores … weights, z, merged, out                as in every family (kernels.steps.attend)
 
 ``q`` and ``k`` are the operands of the dot product in every family (``scores = q @ kᵀ``, so

@@ -30,7 +30,8 @@ name                               shape                 what
 ``layers.{i}.attn.scores_p2c``     (B, H, L, L)          DeBERTa: position→content k_j·pos_q[−δ(j,i)]
 ``layers.{i}.attn.bias``           (B, H, L, L)          score term added to ``scaled``: DeBERTa (c2p+p2c)/√(3d),
                                                          ALiBi (BLOOM) slope_h · key position
-``layers.{i}.attn.mask``           (B|1, 1, L, S) bool   decoders: True = may attend (causal ∧ window ∧ real key)
+``layers.{i}.attn.mask``           (B|1, 1, L, S) bool   decoders: True = may attend (causal ∧ window ∧ real key;
+                                                         a padded query also sees itself)
 ``layers.{i}.attn.scores``         (B, H, L, L)          raw q·kᵀ (per query head)
 ``layers.{i}.attn.scaled``         (B, H, L, L)          scores / √d_head (DeBERTa: / √(3·d_head))
 ``layers.{i}.attn.masked``         (B, H, L, L)          + bias + mask (-inf at padding / future keys)

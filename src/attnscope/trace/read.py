@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 import torch
 
-from ..config import TransformerConfig
+from ..config import DecoderConfig, TransformerConfig
 from ..errors import InputError
 from ..i18n import error, word
 from ..positions import causal_window_mask, get_position, real_positions, score_bias_np
@@ -162,7 +162,8 @@ class TraceReader:
     def mask(self, layer: int, *, text: Optional[int] = None, attention: Optional[str] = None) -> Tensor:
         """The boolean mask ``layer`` used, True = the query may see the key: (B, 1, L, S) —
         padded keys, in causal models later keys, and on sliding-window layers keys ``window`` or
-        more positions back are False. (1, n, n) for one text."""
+        more positions back are False; in the decoders' stacks a padded query sees its own key
+        too, as the model lets it. (1, n, n) for one text."""
         self.prefix(layer, attention)
         queries, keys, causal, window = self._sides(layer, attention)  # (B, L), (B, S)
         Lq, S = queries.shape[-1], keys.shape[-1]
@@ -170,11 +171,19 @@ class TraceReader:
         if causal:
             pos = torch.arange(S, device=keys.device)
             allowed = allowed & self._window_mask(layer)(pos[:Lq], pos, window)
+            if self._sees_itself(attention):  # a padded query sees its own key (no row is empty)
+                allowed = allowed | (pos[:Lq, None] == pos[None, :])
         if text is None:
             return allowed
         text = self.check_text(text)
         nq, nk = (x[text] for x in self._lengths(attention))
         return allowed[text, :, :nq, :nk]
+
+    def _sees_itself(self, attention: Optional[str]) -> bool:
+        """Does a padded query of this causal block see its own key besides the real ones? The
+        decoders' stacks let it (:meth:`attnscope.modules.decoder.TransformerDecoder.mask_for`);
+        GPT-2's masks padded keys only."""
+        return isinstance(self.config, DecoderConfig)
 
     def position_bias(self, layer: int, *, text: int = 0):
         """The float64 term ``(H, n, n)`` that the model's position scheme adds to the scaled scores
@@ -276,7 +285,11 @@ class TraceReader:
             mask = None if bias is None else bias[t:t + 1, :, :nq, :nk]
         else:
             am = keys.to(q.device)  # (B, S)
-            mask = None if bool(am.all()) else am[:, None, None, :]  # (B, 1, 1, S)
+            if causal and not bool(am.all()) and self._sees_itself(attention):
+                # the mask the model used, a padded query seeing itself besides the real keys (with causality and window)
+                mask, causal, window = self.mask(layer, attention=attention).to(q.device), False, None  # (B, 1, L, S)
+            else:
+                mask = None if bool(am.all()) else am[:, None, None, :]  # (B, 1, 1, S)
             if bias is not None:
                 mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))  # (B, h, L, S)
         L = q.shape[-2]

@@ -17,8 +17,9 @@ a layer's names one after another runs it once.
 The first pass takes the explicit attention path (a hook on ``scores`` asks for it), the path the
 replay takes and a trace of every name took before, so the hidden states it hands on are the same.
 Only a trace of every name, with no hook of the user's and no gradient, is kept this way
-(:func:`replayable`): a hook could change what a layer computes, and gradients need the tensors in
-the graph.
+(:func:`replayable`, and no hook attached to the model outside the call: ``model.hooks``, a torch
+hook on a module inside a layer): a hook
+could change what a layer computes, and gradients need the tensors in the graph.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional
 import torch
 
 from ..errors import InputError
-from ..hooks import HookHandle, HookPoint, Recorder, name_hook_points
+from ..hooks import HookHandle, HookPoint, Recorder, check_like, name_hook_points
 from ..i18n import error
 from ..kernels.derived import keeping
 from .derived import KEPT, RECIPE_STEPS, Derived, Keeper
@@ -70,6 +70,7 @@ def _checked(fn: Callable, pattern: str) -> Callable:
         if out.shape != t.shape:
             raise error(InputError, "errors.trace_hook_shape", pattern=repr(pattern), name=name, shape=tuple(t.shape),
                         got=tuple(out.shape))
+        check_like(out, t, "errors.trace_hook_dtype", pattern=repr(pattern), name=name)
         return out
     return hook
 
@@ -196,6 +197,13 @@ def _foreign(points: dict[str, HookPoint]) -> frozenset:
     return frozenset(out)
 
 
+def torch_hooked_in_layers(model) -> bool:
+    """Has a module inside a layer a torch forward (pre-)hook (nnsight's way of changing a step)?
+    The layers' own hooks (placement, streaming) move inputs and weights and change no value."""
+    return any(m._forward_hooks or m._forward_pre_hooks for path, m in model.named_modules()
+               if layer_of(path) is not None)
+
+
 def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, truncate: bool = False,
               grad: bool = False, bwd_hooks: HookMap = None, max_memory=None,
               replay: Optional[bool] = None) -> Trace:
@@ -214,17 +222,22 @@ def run_trace(model, texts, names=None, hooks: HookMap = None, *, target=None, t
         grad: run with autograd on: the recorded tensors and ``trace.output`` stay in the graph,
             so that ``torch.autograd.grad(loss(trace.output), trace[name])`` works.
         bwd_hooks: ``{name_or_glob: fn(grad, name) -> grad | None}``, called during a later
-            ``backward()`` of the output (so only useful with ``grad=True``).
+            ``backward()`` of the output (so they need ``grad=True``: InputError without it).
         max_memory: bytes, or a size like ``"2GB"``: refuse (InputError with the estimate) a
             trace estimated to need more (:func:`attnscope.trace.memory.estimate_trace_memory`).
     """
     points = name_hook_points(model)  # one walk over the module tree gives the names and the points
     wanted = resolve(names, [n for n in points if in_vocabulary(n)], model.config.n_heads)  # model.hook_names
+    # hooks attached outside this call (model.hooks, a patch, a torch hook inside a layer) change the
+    # pass as the call's own do: a layer run again on read would run without them
+    attached = any(p.hooks for p in points.values()) or torch_hooked_in_layers(model)
     if replay is None:
-        replay = replayable(names, hooks, bwd_hooks, grad)
-    elif replay and not replayable(None, hooks, bwd_hooks, grad):
+        replay = not attached and replayable(names, hooks, bwd_hooks, grad)
+    elif replay and (attached or not replayable(None, hooks, bwd_hooks, grad)):
         raise error(InputError, "errors.trace_replay_hooks")
     targets = hook_targets(model, hooks, "hooks")
+    if bwd_hooks and not grad:  # the pass runs without autograd: the hooks would never be called
+        raise error(InputError, "errors.trace_bwd_needs_grad")
     two = hasattr(model, "target_batch")  # two stacks: the encoder reads texts, the decoder target
     batch = model.source_batch(texts, truncate=truncate) if two else model.as_batch(texts, truncate=truncate)
     kw: dict = {}

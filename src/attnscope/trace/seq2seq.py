@@ -12,7 +12,7 @@ target rows, source columns). T5 records its relative position bias as ``…attn
 "encoder" (default), "self" or "cross"::
 
     tr.weights(0, heads=2, attention="cross", text=0)     # (T, S) of text 0's real tokens
-    tr.mask(1, attention="self")                          # (B, 1, T, T) causal ∧ real target keys
+    tr.mask(1, attention="self")                          # (B, 1, T, T) causal ∧ real target keys (a padded query: itself too)
 """
 
 from __future__ import annotations
@@ -79,6 +79,9 @@ class Seq2SeqTrace(Trace):
         side = {"source": self.attention_mask.bool(), "target": self.decoder_attention_mask.bool()}  # (B, S), (B, T)
         _, queries, keys, causal = BLOCKS[attention or "encoder"]
         return side[queries], side[keys], causal, None
+
+    def _sees_itself(self, attention: Optional[str]) -> bool:
+        return attention == "self"  # the decoder's causal mask is the decoders' (a padded query sees itself)
 
     def __repr__(self) -> str:
         assert self.decoder_input_ids is not None  # every traced or loaded Seq2SeqTrace has it
