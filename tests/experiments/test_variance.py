@@ -73,3 +73,10 @@ def test_a_histogram_too_large_for_memory_is_refused_before_any_work():
     # hist_n = 10⁵ would be two 10⁵ × 10⁵ float64 matrices, 80 GB each.
     with pytest.raises(ConfigError, match="hist_n must be at most"):
         variance.run(hist_n=10**5, d_ks=[4], samples=100, progress=False)
+
+
+def test_an_empty_list_of_distributions_is_refused_not_read_as_all_of_them():
+    # distributions=[] (the CLI's '--distributions ,') ran all three, as if none had been given;
+    # an empty --tasks or --variants of the training experiment is refused with this message
+    with pytest.raises(ConfigError, match="distribution must not be empty; choose from normal, uniform, rademacher"):
+        variance.run(quick=True, progress=False, d_ks=[2], samples=10, hist_n=2, distributions=[])

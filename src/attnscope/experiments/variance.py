@@ -101,7 +101,8 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     n = check_positive_int("samples", samples if samples is not None else (4000 if quick else 40000), high=MAX_SAMPLES)
     if n < 2:
         raise error(ConfigError, "errors.experiment_samples", n=n)
-    dists = check_names("distribution", distributions or tuple(DISTRIBUTIONS), tuple(DISTRIBUTIONS))
+    dists = check_names("distribution", tuple(DISTRIBUTIONS) if distributions is None else distributions,
+                        tuple(DISTRIBUTIONS))
     hist_n = check_positive_int("hist_n", hist_n if hist_n is not None else (300 if quick else 1000),
                                 high=MAX_HIST_N)
     if hist_n < 2:
