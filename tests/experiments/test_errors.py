@@ -80,3 +80,22 @@ def test_re_rendering_a_results_file_that_lacks_a_run_field_names_it(small_train
     (tmp_path / "results.json").write_text(json.dumps(saved), encoding="utf-8")
     with pytest.raises(ConfigError, match=f"results.json' lacks {key} "):
         training.load(tmp_path)
+
+
+@pytest.mark.parametrize("damage,named", [
+    (lambda saved: saved["params"].pop("tasks"), "params.tasks"),
+    (lambda saved: saved["data"]["tasks"].pop("recall"), "data.tasks.recall"),
+    (lambda saved: saved["params"].update(tasks=["recall", "lm"]), "data.tasks.lm, runs of lm"),
+])
+def test_re_rendering_a_results_file_whose_tasks_do_not_match_names_them(small_training, tmp_path, damage, named):
+    # params without tasks re-rendered the default tasks (recall and lm) and died in StopIteration
+    # looking for lm's runs; data.tasks without the task of the runs died in KeyError: 'recall'
+    import json
+
+    from attnscope.experiments import training
+
+    saved = json.loads((small_training / "results.json").read_text(encoding="utf-8"))
+    damage(saved)
+    (tmp_path / "results.json").write_text(json.dumps(saved), encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"results.json' lacks {named} "):
+        training.load(tmp_path)

@@ -191,6 +191,12 @@ def load(folder, lang: str = "en") -> ExperimentResult:
                      | {"curve." + k for r in runs if isinstance(r.get("curve"), dict) for k in CURVE_FIELDS
                         if k not in r["curve"]}
                      | {"curve" for r in runs if not isinstance(r.get("curve"), dict)}) if runs else ["runs"]
+    tasks = saved["params"].get("tasks")  # the report and figures are made per task of params
+    if not isinstance(tasks, list) or not tasks:
+        missing.append("params.tasks")
+    else:
+        missing += [f"data.tasks.{t}" for t in tasks if t not in saved["data"]["tasks"]]
+        missing += [f"runs of {t}" for t in tasks if not any(r.get("task") == t for r in runs)]
     if missing:
         raise error(ConfigError, "errors.experiment_lacks", path=repr(str(path)), missing=", ".join(missing))
     for r in runs:  # JSON null back to NaN where the code expects floats
