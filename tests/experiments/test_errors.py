@@ -50,3 +50,52 @@ def test_list(capsys):
     assert main(["experiment", "list"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in ("variance", "saturation", "training"))
+
+
+@pytest.fixture(scope="module")
+def small_training(tmp_path_factory):
+    res = experiments.run("training", quick=True, progress=False, tasks=["recall"], variants=["scaled", "unscaled"],
+                          d_ks=[16], steps=10)
+    out = tmp_path_factory.mktemp("training")
+    res.write(out)
+    res.close_figures()
+    return out
+
+
+@pytest.mark.parametrize("key,run", [("init_grad_qk", 0), ("n_heads", 0), ("threshold", 0), ("reached", 0),
+                                     ("final_loss", 1), ("curve.entropy_norm", 1)])
+def test_re_rendering_a_results_file_that_lacks_a_run_field_names_it(small_training, tmp_path, key, run):
+    # --from checked a few fields of the first run only: a results.json without one of the others
+    # (or with a later run damaged) died in KeyError: 'init_grad_qk' and the like
+    import json
+
+    from attnscope.experiments import training
+
+    saved = json.loads((small_training / "results.json").read_text(encoding="utf-8"))
+    r = saved["data"]["runs"][run]
+    if key.startswith("curve."):
+        r["curve"].pop(key.split(".")[1])
+    else:
+        r.pop(key)
+    (tmp_path / "results.json").write_text(json.dumps(saved), encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"results.json' lacks {key} "):
+        training.load(tmp_path)
+
+
+@pytest.mark.parametrize("damage,named", [
+    (lambda saved: saved["params"].pop("tasks"), "params.tasks"),
+    (lambda saved: saved["data"]["tasks"].pop("recall"), "data.tasks.recall"),
+    (lambda saved: saved["params"].update(tasks=["recall", "lm"]), "data.tasks.lm, runs of lm"),
+])
+def test_re_rendering_a_results_file_whose_tasks_do_not_match_names_them(small_training, tmp_path, damage, named):
+    # params without tasks re-rendered the default tasks (recall and lm) and died in StopIteration
+    # looking for lm's runs; data.tasks without the task of the runs died in KeyError: 'recall'
+    import json
+
+    from attnscope.experiments import training
+
+    saved = json.loads((small_training / "results.json").read_text(encoding="utf-8"))
+    damage(saved)
+    (tmp_path / "results.json").write_text(json.dumps(saved), encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"results.json' lacks {named} "):
+        training.load(tmp_path)

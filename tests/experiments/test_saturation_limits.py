@@ -39,6 +39,29 @@ def test_sampled_scores_have_variance_d_k():
         assert float(s.var()) == pytest.approx(d, rel=0.03)
 
 
+def test_the_queries_are_drawn_in_bounded_pieces(monkeypatch):
+    # rows × d_k query entries were drawn at once: --rows 1000000 with the default d_k = 1024 asked
+    # for one 8 GB array (the check on rows × length promised 256 MiB per array), --d-k 65536 for
+    # 524 GB (torch's allocator error). No draw may pass MAX_DRAW entries, and the scores keep the
+    # variance d_k (each row's |q| from its own d_k entries).
+    monkeypatch.setattr(saturation, "MAX_DRAW", 1000, raising=False)
+    randn = torch.randn
+    sizes = []
+
+    def spy(*shape, **kw):
+        if shape[-1] == 64:  # the queries (rows × length of z is bounded by run's own check)
+            sizes.append(math.prod(shape))
+        return randn(*shape, **kw)
+
+    monkeypatch.setattr(torch, "randn", spy)
+    s = saturation.sample_scores(64, 5_000, 2, torch.Generator().manual_seed(6))  # (5000, 2)
+    assert s.shape == (5_000, 2)
+    assert max(sizes) <= 1000, max(sizes)
+    assert float(s.var()) == pytest.approx(64, rel=0.06)
+    # E|q|² = d_k row by row: no piece is left out or repeated
+    assert float((s * s).sum(-1).mean() / 2) == pytest.approx(64, rel=0.06)
+
+
 @pytest.fixture(scope="module")
 def quick():
     res = saturation.run(quick=True, seed=0, progress=False)

@@ -63,3 +63,22 @@ def test_speedup_when_unscaled_is_the_faster_one():
     assert sp["steps_scaled"] is None and sp["ratio"] is None
     # scaled never got down to unscaled's 0.2: ratio < 30 / 40
     assert sp["ratio_matched"] == pytest.approx(30 / 40) and sp["bound_matched"] == "<"
+
+
+def test_the_report_says_that_its_plus_minus_is_the_seeds_standard_deviation():
+    # The final-loss cells read 'mean ± x' with nothing saying what x is; elsewhere in the
+    # experiments' pages '±' is one standard error. Here it is the standard deviation over seeds:
+    # two seeds ending at 0.3 and 0.5 give √((0.1² + 0.1²)/1) = 0.1414 (the standard error would be 0.1).
+    runs = [_run("scaled", 0, [3.0, 1.0, 0.3], task="recall"), _run("scaled", 1, [3.0, 1.0, 0.5], task="recall")]
+    for r in runs:
+        r["seed"] = r["seed_index"]
+        r["curve"].update({k: [math.nan] * 3 for k in ("entropy_norm", "grad_scores")})
+    params = {"tasks": ["recall"], "variants": ["scaled"], "d_ks": [8], "seeds": {"recall": 2},
+              "steps": {"recall": 40}, "batch": {"recall": 16}, "d_model": 8}
+    desc = {"recall": {"n_pairs": 8, "n_queries": 8, "n_keys": 16, "n_values": 16, "baseline": 3.0, "threshold": 0.5}}
+    for lang, header in (("en", "final loss (mean ± SD over seeds)"), ("zh", "最终损失（各种子的均值 ± 标准差）")):
+        res = training.assemble(runs, params, desc, {}, lang)
+        res.close_figures()
+        table = res.report.split("| variant |" if lang == "en" else "| 变体 |")[1]
+        assert f"| {header} |" in table.splitlines()[0]
+        assert "| 0.4 ± 0.14 |" in table

@@ -73,3 +73,26 @@ def test_a_histogram_too_large_for_memory_is_refused_before_any_work():
     # hist_n = 10⁵ would be two 10⁵ × 10⁵ float64 matrices, 80 GB each.
     with pytest.raises(ConfigError, match="hist_n must be at most"):
         variance.run(hist_n=10**5, d_ks=[4], samples=100, progress=False)
+
+
+def test_an_empty_list_of_distributions_is_refused_not_read_as_all_of_them():
+    # distributions=[] (the CLI's '--distributions ,') ran all three, as if none had been given;
+    # an empty --tasks or --variants of the training experiment is refused with this message
+    with pytest.raises(ConfigError, match="distribution must not be empty; choose from normal, uniform, rademacher"):
+        variance.run(quick=True, progress=False, d_ks=[2], samples=10, hist_n=2, distributions=[])
+
+
+def test_the_report_has_one_table_per_distribution_under_its_own_name():
+    # Without normal entries the report put every distribution's rows in one table headed by the
+    # first: the rademacher rows of d_k = 2, 4 read as a second pair of uniform rows. The how-to
+    # (docs/howto/run-an-experiment.md) says the report has the table for each distribution.
+    res = variance.run(progress=False, d_ks=[2, 4], samples=100, hist_n=2, distributions=["uniform", "rademacher"])
+    res.close_figures()
+    sections = res.report.split("## Entries ~ ")[1:]
+    assert [s.split("\n")[0] for s in sections] == ["uniform", "rademacher"]
+    for section, dist in zip(sections, ("uniform", "rademacher")):
+        cells = [line.split(" | ") for line in section.split("\n\n")[1].splitlines()[2:]]
+        want = [r for r in res.data["rows"] if r["distribution"] == dist]
+        assert [int(c[0].strip("| ")) for c in cells] == [2, 4]
+        # the sampled Var(q·k) of this distribution, as printed (4 significant digits)
+        assert [c[1] for c in cells] == [f"{r['var_unscaled']:.4g}" for r in want]

@@ -42,6 +42,7 @@ DEFAULT_D_KS = tuple(2 ** i for i in range(1, 11))
 DEFAULT_LENGTH = 16
 MODES = ("scaled", "unscaled")
 SATURATED = 0.99  # a row counts as one-hot when its largest weight exceeds this
+MAX_DRAW = 2**25  # query entries drawn at once: 256 MiB of float64, the bound on each (rows, length) array
 
 
 # ----------------------------------------------------------------------------------------------
@@ -109,8 +110,13 @@ def saturated_asymptotes(S: int, d_k: int, factor: float = 1.0) -> dict[str, flo
 
 
 def sample_scores(d_k: int, rows: int, S: int, generator: torch.Generator) -> torch.Tensor:
-    """``rows`` independent rows of q·k_j (j < S), q, k_j ~ N(0, I_{d_k}): ``|q| z`` → (rows, S)."""
-    q_norm = torch.randn(rows, d_k, generator=generator, dtype=torch.float64).norm(dim=-1, keepdim=True)  # (R, 1)
+    """``rows`` independent rows of q·k_j (j < S), q, k_j ~ N(0, I_{d_k}): ``|q| z`` → (rows, S).
+
+    The queries are drawn in pieces of at most :data:`MAX_DRAW` entries (one piece, the same
+    numbers, whenever rows × d_k fits, as for every default run)."""
+    chunk = max(1, MAX_DRAW // d_k)
+    q_norm = torch.cat([torch.randn(min(chunk, rows - i), d_k, generator=generator, dtype=torch.float64)
+                        .norm(dim=-1, keepdim=True) for i in range(0, rows, chunk)])  # (R, 1)
     z = torch.randn(rows, S, generator=generator, dtype=torch.float64)  # (R, S)
     return q_norm * z  # (R, S)
 

@@ -101,7 +101,8 @@ def run(*, quick: bool = False, seed: int = 0, progress: bool = True, d_ks: Opti
     n = check_positive_int("samples", samples if samples is not None else (4000 if quick else 40000), high=MAX_SAMPLES)
     if n < 2:
         raise error(ConfigError, "errors.experiment_samples", n=n)
-    dists = check_names("distribution", distributions or tuple(DISTRIBUTIONS), tuple(DISTRIBUTIONS))
+    dists = check_names("distribution", tuple(DISTRIBUTIONS) if distributions is None else distributions,
+                        tuple(DISTRIBUTIONS))
     hist_n = check_positive_int("hist_n", hist_n if hist_n is not None else (300 if quick else 1000),
                                 high=MAX_HIST_N)
     if hist_n < 2:
@@ -198,20 +199,15 @@ def report(result: ExperimentResult, lang: str = "en") -> str:
     """The Markdown report in ``lang``; the numbers are the same in every language."""
     d, p = result.data, result.params
     T = lambda key, **kw: i18n.text("experiments." + key, lang, **kw)  # noqa: E731
-    rows = [r for r in d["rows"] if r["distribution"] == "normal"] or d["rows"]
     h = d["histogram"]
-    lines = [
-        T("var.title"),
-        "",
-        T("var.setup", samples=p["samples"], seed=p["seed"]),
-        T("var.theory"),
-        "",
-        T("var.entries", dist=rows[0]["distribution"]),
-        "",
-        md_table(["d_k", "Var(q·k)", T("var.col_theory"), "Var(q·k/√d_k)", "SE", "z"],
-                 [[r["d_k"], fmt_num(r["var_unscaled"], 4), r["d_k"], fmt_num(r["var_scaled"], 4),
-                   fmt_num(r["rel_se"], 2), f"{r['z']:+.2f}"] for r in rows]),
-        "",
+    lines = [T("var.title"), "", T("var.setup", samples=p["samples"], seed=p["seed"]), T("var.theory"), ""]
+    for dist in dict.fromkeys(r["distribution"] for r in d["rows"]):  # one table per distribution
+        lines += [T("var.entries", dist=dist), "",
+                  md_table(["d_k", "Var(q·k)", T("var.col_theory"), "Var(q·k/√d_k)", "SE", "z"],
+                           [[r["d_k"], fmt_num(r["var_unscaled"], 4), r["d_k"], fmt_num(r["var_scaled"], 4),
+                             fmt_num(r["rel_se"], 2), f"{r['z']:+.2f}"] for r in d["rows"] if r["distribution"] == dist]),
+                  ""]
+    lines += [
         T("var.overall", cells=len(d["rows"]), max_abs_z=d["max_abs_z"], max_rel=d["max_rel_error_scaled"]),
         "",
         T("var.hist_head", d_k=h["d_k"], n=h["n"]),

@@ -147,6 +147,14 @@ def assemble(runs: list[dict], params: dict, tasks_desc: dict, timing: dict, lan
     return result
 
 
+#: What :func:`assemble` reads of every stored run, and of its curve.
+RUN_FIELDS = ("task", "variant", "d_k", "n_heads", "seed", "seed_index", "steps", "threshold", "curve",
+              "steps_to_threshold", "reached", "final_loss", "final_acc", "init_loss", "init_entropy_norm",
+              "final_entropy_norm", "init_max_weight", "init_grad_scores", "mean_grad_scores", "init_grad_qk",
+              "stalled", "diverged")
+CURVE_FIELDS = ("step", "eval_loss", "entropy_norm", "grad_scores")
+
+
 def load(folder, lang: str = "en") -> ExperimentResult:
     """Rebuild a training result from a folder it was written to (``results.json``, ``timing.json``).
 
@@ -179,9 +187,16 @@ def load(folder, lang: str = "en") -> ExperimentResult:
         raise error(ConfigError, "errors.experiment_runs_list", path=repr(str(path)))
     if not isinstance(saved.get("params"), dict) or not isinstance(saved["data"].get("tasks"), dict):
         raise error(ConfigError, "errors.experiment_lacks_params", path=repr(str(path)))
-    needed = {"task", "variant", "d_k", "seed", "seed_index", "curve", "steps_to_threshold", "final_loss",
-              "init_entropy_norm", "init_grad_scores", "mean_grad_scores", "stalled", "diverged"}
-    missing = sorted(needed - set(runs[0])) if runs else ["runs"]
+    missing = sorted({k for r in runs for k in RUN_FIELDS if k not in r}
+                     | {"curve." + k for r in runs if isinstance(r.get("curve"), dict) for k in CURVE_FIELDS
+                        if k not in r["curve"]}
+                     | {"curve" for r in runs if not isinstance(r.get("curve"), dict)}) if runs else ["runs"]
+    tasks = saved["params"].get("tasks")  # the report and figures are made per task of params
+    if not isinstance(tasks, list) or not tasks:
+        missing.append("params.tasks")
+    else:
+        missing += [f"data.tasks.{t}" for t in tasks if t not in saved["data"]["tasks"]]
+        missing += [f"runs of {t}" for t in tasks if not any(r.get("task") == t for r in runs)]
     if missing:
         raise error(ConfigError, "errors.experiment_lacks", path=repr(str(path)), missing=", ".join(missing))
     for r in runs:  # JSON null back to NaN where the code expects floats
