@@ -86,8 +86,10 @@ def summarise(runs: list[dict]) -> list[dict]:
 def speedups(summary: list[dict], runs: list[dict], fast: str = "scaled", slow: str = "unscaled") -> list[dict]:
     """How many times the steps ``slow`` needed compared with ``fast``, per task and d_k, two ways.
 
-    * ``ratio``: median steps to the task's threshold, slow ÷ fast. When ``slow`` never got there
-      it is a lower bound (``bound`` = ">"): total steps ÷ fast's steps.
+    * ``ratio``: median steps to the task's threshold, slow ÷ fast. When ``slow``'s median run never
+      got there it is a lower bound (``bound`` = ">"): the median with each run that never got
+      there counted at the total steps (it would have needed more), ÷ fast's steps. With an even
+      number of seeds of which half got there, that median is (the slower one's steps + total) / 2.
     * ``ratio_matched``: for each seed, the loss ``slow`` ended with (its final held-out loss), and
       the first evaluation step at which each run was at or below it; slow ÷ fast, median over
       seeds. Defined whenever ``fast`` gets down to that loss, so it also measures cells where
@@ -104,8 +106,10 @@ def speedups(summary: list[dict], runs: list[dict], fast: str = "scaled", slow: 
         item = {"task": task, "d_k": d_k, "steps_" + fast: sf, "steps_" + slow: su, "ratio": None, "bound": None}
         if sf is not None and sf > 0 and su is not None:
             item["ratio"], item["bound"] = su / sf, "="
-        elif sf is not None and sf > 0:  # slow never got there within its steps: a lower bound
-            item["ratio"], item["bound"] = u["steps"] / sf, ">"
+        elif sf is not None and sf > 0:  # slow's median run never got there within its steps: a lower bound
+            slow_steps = [u["steps"] if x["steps_to_threshold"] is None else x["steps_to_threshold"]
+                          for key, x in by_run.items() if key[:3] == (task, slow, d_k)]
+            item["ratio"], item["bound"] = statistics.median(slow_steps) / sf, ">"
         matched, bounds, losses = [], [], []
         for key, rs in by_run.items():
             if key[:3] != (task, slow, d_k) or (task, fast, d_k, key[3]) not in by_run:
