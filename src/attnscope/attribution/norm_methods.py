@@ -10,7 +10,11 @@ layer's own matrix; row i = output position, column j = the layer's input token)
   ``(n_layers, H, L, L)``; ``scores`` = the matrix of ``layer`` (not accumulated: it has no residual);
 * ``globenc`` (Modarressi et al. 2022): ``‖T_i(x_j)‖₂`` of the attention block with its residual and
   norm(s), rows normalised, accumulated by rollout (``M_layer · … · M_0``) — computed and registered
-  in :mod:`.pairs` (with this module's helpers);
+  in :mod:`.pairs` (with this module's helpers). It stops at the attention block's end, as ALTI
+  does: the authors' code (``modeling_bert.py``, ``output_globenc``) also puts each part through the
+  layer's second LayerNorm, linearised with the statistics of its real input (the FFN's output
+  included, the FFN itself left out), which this does not — on MiniLM the rolled-out scores differ
+  from theirs by up to ~0.07 (rows summing to 1), each layer's matrix by up to ~0.18;
 * ``alti`` (Ferrando et al. 2022): ``c_ij = max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁)`` with ``y_i`` the
   block's output (bias included), rows normalised, accumulated by rollout — in :mod:`.pairs`;
 * ``value_zeroing`` (Mohebbi et al. 2023): token j's value vectors in layer l set to 0 (every head,
