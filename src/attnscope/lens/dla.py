@@ -94,7 +94,7 @@ def direct_logit_attribution(model, text: str, *, target=None, position: int = -
     check_language_model(model, "direct_logit_attribution")
     check_text(text, "direct_logit_attribution")
     n, H = model.config.n_layers, model.config.n_heads
-    names = ["layers.*.attn.z", "layers.*.attn.out", "layers.*.ffn.out", f"layers.{n - 1}.out"]
+    names = ["embed.out", "layers.*.attn.z", "layers.*.attn.out", "layers.*.ffn.out", f"layers.{n - 1}.out"]
     for i in range(n):
         names += [f"layers.{i}.{s.name}" for s in recipe_of(model, i).steps if s.op in ("add", "norm", "same")]
     tr = model.trace([text], names=sorted(set(names)))
