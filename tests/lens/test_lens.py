@@ -242,3 +242,22 @@ def test_the_embed_point_is_what_enters_layer_0_in_bfloat16(tiny, name):
         part = f64(x0[-1]) / np.sqrt((h ** 2).mean() + ln.eps) * (ln.offset + f64(ln.weight))
     want_part = part @ W_U(m)[d.target]
     assert abs(float(d.parts[0]) - want_part) <= 0.01 * abs(want_part) + 1e-3
+
+
+def test_dla_of_a_float16_model_with_large_activations_sums_to_its_logit(tiny):
+    """The final norm was linearised in the model's dtype: in float16 a residual stream with values
+    of a few hundred (SmolLM2 has them) squares past 65504, rms = inf, and every part and the logit
+    read 0.0 (SmolLM2 in float16: 0.0 where the model's logit is 6.11). The model's own RMSNorm
+    computes in float32; DLA now does its sums in at least float32 too."""
+    import copy
+    m = copy.deepcopy(tiny("llama_gqa")).to(torch.float16)
+    with torch.no_grad():
+        E = m.embed.token_embedding.weight
+        E.mul_(400.0 / float(E.float().pow(2).mean().sqrt()))  # rms(x) ~ 400 at the embed point: x² overflows float16
+    d = direct_logit_attribution(m, TEXT)
+    with torch.no_grad():
+        h = m.run([TEXT])[0, -1]  # (d,): after the model's own final norm
+    want = f64(h) @ W_U(m)[d.target]
+    assert np.isfinite(float(d.parts.sum())) and want != 0
+    assert abs(float(d.parts.double().sum()) - want) <= 1e-2 * abs(want)
+    assert abs(d.logit - want) <= 1e-2 * abs(want)
