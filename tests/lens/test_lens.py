@@ -261,3 +261,16 @@ def test_dla_of_a_float16_model_with_large_activations_sums_to_its_logit(tiny):
     assert np.isfinite(float(d.parts.sum())) and want != 0
     assert abs(float(d.parts.double().sum()) - want) <= 1e-2 * abs(want)
     assert abs(d.logit - want) <= 1e-2 * abs(want)
+
+
+def test_a_run_that_overflows_is_one_sentence_not_nan(tiny):
+    """Gemma 3 270M in float16 overflows in its own run: the lens and DLA returned NaN in every
+    cell and part without a word. Now one sentence names the first point that is not finite."""
+    import copy
+    m = copy.deepcopy(tiny("gemma3")).to(torch.float16)
+    ids = m.encode([TEXT]).input_ids[0]
+    with torch.no_grad():
+        m.embed.token_embedding.weight[int(ids[1]), 0] = float("inf")  # the second token's row overflows
+    for f in (logit_lens, direct_logit_attribution):
+        with pytest.raises(InputError, match=r"not finite \(inf or NaN\) at the point embed, in torch.float16"):
+            f(m, TEXT)

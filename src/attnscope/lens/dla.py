@@ -28,7 +28,7 @@ from ..attribution.decompose import norm_terms
 from ..errors import InputError
 from ..i18n import error
 from ..recipe import INPUT
-from .stream import check_language_model, check_text, embed_value, one_token_id, readable, recipe_of
+from .stream import check_finite, check_language_model, check_text, embed_value, one_token_id, readable, recipe_of
 
 Tensor = torch.Tensor
 
@@ -98,6 +98,7 @@ def direct_logit_attribution(model, text: str, *, target=None, position: int = -
     for i in range(n):
         names += [f"layers.{i}.{s.name}" for s in recipe_of(model, i).steps if s.op in ("add", "norm", "same")]
     tr = model.trace([text], names=sorted(set(names)))
+    check_finite(tr, model, "direct_logit_attribution")
     L = tr.lengths[0]
     if isinstance(position, bool) or not isinstance(position, int) or not -L <= position < L:
         raise error(InputError, "errors.lens_position", position=repr(position), n=L, last=L - 1)

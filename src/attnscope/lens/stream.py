@@ -68,6 +68,15 @@ def stream_names(model) -> list[str]:
     return ["embed.out"] + [p.name for p in points(model)[1:]]
 
 
+def check_finite(tr, model, what: str) -> None:
+    """InputError naming the first point whose stream (in ``tr``) has an inf or NaN: the model's own
+    run overflowed (Gemma 3 in float16 does), and every number read from it would be NaN."""
+    for p in points(model):
+        name = "embed.out" if p.name == "embed" else p.name
+        if name in tr and not bool(torch.isfinite(tr[name]).all()):
+            raise error(InputError, "errors.lens_not_finite", what=what, point=p.name, dtype=str(tr[name].dtype))
+
+
 def read_out(model, hidden: Tensor) -> Tensor:
     """The model's own reading of a residual point: the final norm, then the unembedding (and
     Gemma's final soft-cap where set), ``(…, d)`` → ``(…, vocab)``."""
