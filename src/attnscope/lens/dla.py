@@ -14,7 +14,8 @@ layer's own recipe (:mod:`attnscope.recipe`) at one position keeps that sum term
 
 Each term after the final norm is projected on a logit direction ``W_U[a]`` (or ``W_U[a] − W_U[b]``
 for a difference): the parts sum to the model's logit (difference) before any soft-cap. Only the
-decomposition at the chosen position is kept: (components + 1, d).
+decomposition at the chosen position is kept: (components + 1, d), in at least float32 (a float16 or
+bfloat16 model's traced values are widened, as its own norms compute in float32).
 """
 
 from __future__ import annotations
