@@ -127,3 +127,18 @@ def test_analyze_reports_the_copying_score_of_induction_heads(folders, refs, tmp
         assert f"1.0 {scores['1.0']:.2f}" in line
         data = json.loads((out / "analysis.json").read_text(encoding="utf-8"))
         assert data["decoder"]["copying"]["scores"] == pytest.approx(scores)
+
+
+def test_rotary_angles_are_offset_times_frequency_not_wrapped(folders):
+    """The rotate step's column is 'angle θ_k = δ·ω_k', but the angles were read back from the rotation
+    matrix with arctan2, so they were wrapped into (−π, π]: at δ = 10 feature 0 (ω_0 = 1) showed
+    10 − 4π = −2.566. The angles are δ·ω_k, ω_k = θ^(−2k/d_head) from the checkpoint's rope_theta."""
+    from attnscope.explain.circuit_values import qk_entry_values
+    m = attnscope.load(folders["llama_gqa"])
+    c = m.config
+    v = qk_entry_values(m, 0, 5, 2, 9, offset=10)
+    dh = int(v["d_head"])
+    want = 10 * float(c.rope_theta) ** (-np.arange(0, dh, 2) / dh)  # (d_head/2,)
+    np.testing.assert_allclose(v["angles"], want, rtol=1e-12)
+    np.testing.assert_allclose(v["cos"], np.cos(want), rtol=1e-12)
+    np.testing.assert_allclose(v["sin"], np.sin(want), rtol=1e-12, atol=1e-15)

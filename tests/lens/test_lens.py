@@ -211,3 +211,66 @@ def test_dollar_signs_in_tokens_are_drawn_as_written(tmp_path):
     assert [t.get_text() for t in ax.get_xticklabels()] == tokens
     assert all(not t.get_parse_math() for t in ax.texts + ax.get_xticklabels())
     assert not dla_figure(d, 1, 1)._suptitle.get_parse_math()
+
+
+@pytest.mark.parametrize("name", FAMS)
+def test_the_embed_point_is_what_enters_layer_0_in_bfloat16(tiny, name):
+    """The ``embed`` point was read back as layer 0's residual sum minus its other operand,
+    (x + a) − a: in bfloat16 that is x only to bf16 rounding of the sum (Gemma 3 270M: 1.7 %
+    relative, its KL 389.3 nats where the true point gives 393.0). The point is what a forward
+    pre-hook on layer 0 receives — the lens reads it exactly, and DLA's embedding part is it
+    through the frozen final norm, projected on W_U[target]."""
+    import copy
+    m = copy.deepcopy(tiny(name)).to(torch.bfloat16)
+    seen = {}
+    handle = m.layers[0].register_forward_pre_hook(lambda mod, args: seen.__setitem__("x", args[0].detach()))
+    try:
+        r = logit_lens(m, TEXT, keep_logits=True)
+    finally:
+        handle.remove()
+    x0 = seen["x"][0]  # (L, d)
+    with torch.no_grad():
+        want = m.lm_logits(m.ln_f(x0))  # (L, V)
+    assert torch.equal(r.logits[0], want)
+    d = direct_logit_attribution(m, TEXT)
+    tr = m.trace([TEXT], names=[f"layers.{m.config.n_layers - 1}.out"])
+    h = f64(tr[f"layers.{m.config.n_layers - 1}.out"][0, -1])  # (d,)
+    ln = m.ln_f
+    if isinstance(ln, torch.nn.LayerNorm):
+        part = (f64(x0[-1]) - f64(x0[-1]).mean()) / np.sqrt(h.var() + ln.eps) * f64(ln.weight)
+    else:
+        part = f64(x0[-1]) / np.sqrt((h ** 2).mean() + ln.eps) * (ln.offset + f64(ln.weight))
+    want_part = part @ W_U(m)[d.target]
+    assert abs(float(d.parts[0]) - want_part) <= 0.01 * abs(want_part) + 1e-3
+
+
+def test_dla_of_a_float16_model_with_large_activations_sums_to_its_logit(tiny):
+    """The final norm was linearised in the model's dtype: in float16 a residual stream with values
+    of a few hundred (SmolLM2 has them) squares past 65504, rms = inf, and every part and the logit
+    read 0.0 (SmolLM2 in float16: 0.0 where the model's logit is 6.11). The model's own RMSNorm
+    computes in float32; DLA now does its sums in at least float32 too."""
+    import copy
+    m = copy.deepcopy(tiny("llama_gqa")).to(torch.float16)
+    with torch.no_grad():
+        E = m.embed.token_embedding.weight
+        E.mul_(400.0 / float(E.float().pow(2).mean().sqrt()))  # rms(x) ~ 400 at the embed point: x² overflows float16
+    d = direct_logit_attribution(m, TEXT)
+    with torch.no_grad():
+        h = m.run([TEXT])[0, -1]  # (d,): after the model's own final norm
+    want = f64(h) @ W_U(m)[d.target]
+    assert np.isfinite(float(d.parts.sum())) and want != 0
+    assert abs(float(d.parts.double().sum()) - want) <= 1e-2 * abs(want)
+    assert abs(d.logit - want) <= 1e-2 * abs(want)
+
+
+def test_a_run_that_overflows_is_one_sentence_not_nan(tiny):
+    """Gemma 3 270M in float16 overflows in its own run: the lens and DLA returned NaN in every
+    cell and part without a word. Now one sentence names the first point that is not finite."""
+    import copy
+    m = copy.deepcopy(tiny("gemma3")).to(torch.float16)
+    ids = m.encode([TEXT]).input_ids[0]
+    with torch.no_grad():
+        m.embed.token_embedding.weight[int(ids[1]), 0] = float("inf")  # the second token's row overflows
+    for f in (logit_lens, direct_logit_attribution):
+        with pytest.raises(InputError, match=r"not finite \(inf or NaN\) at the point embed, in torch.float16"):
+            f(m, TEXT)

@@ -289,3 +289,13 @@ def test_an_encoder_decoder_model_is_refused_in_one_sentence(tmp_path):
         with pytest.raises(InputError, match="is an encoder–decoder model") as e:
             run()
         assert "\n" not in str(e.value)
+
+
+def test_numpy_integers_are_layers_and_token_ids(gpt2):
+    """layers=[np.int64(1)] was refused as 'np.int64(1) is not a layer; the model has 2 (0..1)' and an
+    answer id np.int64(5) as 'must be a non-empty text or a token id'. They are what Python ints are."""
+    text = "the cat sat"
+    want = patch(gpt2, text, text, 5, 7, layers=[1])
+    got = patch(gpt2, text, text, np.int64(5), np.int32(7), layers=[np.int64(1)])
+    assert np.array_equal(got.values.numpy(), want.values.numpy(), equal_nan=True)
+    assert got.layers == [1] and got.tokens["answer"]["id"] == 5

@@ -199,3 +199,13 @@ def test_gemma3_receivers_in_a_layer_of_another_rope_base(tmp_path):
         want = ld(m, run(g.clean, {f"layers.2.attn.{kind}": put}).output, g)
         r = path_patch(m, [g], sender=(0, 1), receivers=[(2, 2, kind)])
         np.testing.assert_allclose(r.per_prompt[(0, 1)].numpy(), want, atol=1e-9, rtol=0)
+
+
+def test_numpy_integers_name_heads_as_python_ints_do(gpt2):
+    """Heads from np.argwhere / argmax are numpy integers: (np.int64(0), np.int64(1)) was refused as
+    'is not a head: give (layer, head), two integers' (the circuits' functions take them)."""
+    a, w = token_id(gpt2, " cats"), token_id(gpt2, " dogs")
+    g = group_of(gpt2, CLEANS, CORRUPTS, a, w)
+    want = path_patch(gpt2, [g], sender=(0, 2), receivers=[(2, 1, "q")])
+    got = path_patch(gpt2, [g], sender=(np.int64(0), np.int64(2)), receivers=[(np.int64(2), np.int32(1), "q")])
+    assert np.array_equal(got.values.numpy(), want.values.numpy(), equal_nan=True) and got.receivers == [(2, 1, "q")]

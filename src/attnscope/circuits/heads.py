@@ -131,17 +131,23 @@ def head_weights(model, layer: int, head: int, *, fold_norm: bool = True,
                        gamma, scale, tuple(folded), rotates(model.config))
 
 
-def rotation(model, layer: int, offset: int, dtype: torch.dtype = torch.float64, device=None) -> Tensor:
-    """R_δ (d_head, d_head) for δ = ``offset`` (query position − key position): rotary turns a row
-    vector at position p into x R_p, and R_m R_nᵀ = R_{m−n}. Pair (i, i + d_head/2) turns by δ·ω_i:
-    R[i, i] = R[i+h, i+h] = cos, R[i, i+h] = sin, R[i+h, i] = −sin (h = d_head/2)."""
+def rotation_angles(model, layer: int, offset: int) -> np.ndarray:
+    """θ_k = δ·ω_k (d_head/2,) float64, not wrapped: the angle pair (k, k + d_head/2) turns by for
+    δ = ``offset``, with the layer's own frequencies ω_k (those of a text of |δ| + 1 tokens)."""
     c = model.config
     if not rotates(c):
         raise error(InputError, "errors.qkov_no_rotary", model=model.name, position=repr(c.position))
     if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
         raise error(InputError, "errors.qkov_offset", offset=repr(offset))
     inv, _, _ = layer_inv_freq(c, layer, abs(int(offset)) + 1)  # (h,) float64
-    angle = torch.as_tensor(np.asarray(inv, dtype=np.float64) * int(offset), dtype=torch.float64)  # (h,)
+    return np.asarray(inv, dtype=np.float64) * int(offset)  # (h,)
+
+
+def rotation(model, layer: int, offset: int, dtype: torch.dtype = torch.float64, device=None) -> Tensor:
+    """R_δ (d_head, d_head) for δ = ``offset`` (query position − key position): rotary turns a row
+    vector at position p into x R_p, and R_m R_nᵀ = R_{m−n}. Pair (i, i + d_head/2) turns by δ·ω_i:
+    R[i, i] = R[i+h, i+h] = cos, R[i, i+h] = sin, R[i+h, i] = −sin (h = d_head/2)."""
+    angle = torch.as_tensor(rotation_angles(model, layer, offset), dtype=torch.float64)  # (h,)
     h = angle.shape[0]
     cos, sin = angle.cos(), angle.sin()
     R = torch.zeros(2 * h, 2 * h, dtype=torch.float64)

@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ..circuits.heads import check_layer_head, head_weights, rotation
+from ..circuits.heads import check_layer_head, head_weights, rotation, rotation_angles
 from ..circuits.model_parts import norm_scale_shift
 from ..circuits.scores import check_kind, composition_parts
 from ..errors import InputError
@@ -77,7 +77,7 @@ def qk_entry_values(model, layer: int, head: int, i: int, j: int, *, offset: Opt
         R = _np(rotation(model, layer, offset))  # (d_head, d_head)
         h = dh // 2
         out["cos"], out["sin"] = np.diag(R)[:h].copy(), R[np.arange(h), np.arange(h) + h].copy()
-        out["angles"] = np.arctan2(out["sin"], out["cos"])
+        out["angles"] = rotation_angles(model, layer, offset)  # δ·ω_k as the column says, not wrapped into (−π, π]
         out["q_rot"] = q @ R  # (d_head,)
     left = out["q_rot"] if offset is not None else q
     out["products"] = left * out["k"]  # (d_head,)

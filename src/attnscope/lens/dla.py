@@ -14,7 +14,8 @@ layer's own recipe (:mod:`attnscope.recipe`) at one position keeps that sum term
 
 Each term after the final norm is projected on a logit direction ``W_U[a]`` (or ``W_U[a] − W_U[b]``
 for a difference): the parts sum to the model's logit (difference) before any soft-cap. Only the
-decomposition at the chosen position is kept: (components + 1, d).
+decomposition at the chosen position is kept: (components + 1, d), in at least float32 (a float16 or
+bfloat16 model's traced values are widened, as its own norms compute in float32).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..attribution.decompose import norm_terms
 from ..errors import InputError
 from ..i18n import error
 from ..recipe import INPUT
-from .stream import check_language_model, check_text, embed_value, one_token_id, readable, recipe_of
+from .stream import check_finite, check_language_model, check_text, embed_value, one_token_id, readable, recipe_of
 
 Tensor = torch.Tensor
 
@@ -94,10 +95,11 @@ def direct_logit_attribution(model, text: str, *, target=None, position: int = -
     check_language_model(model, "direct_logit_attribution")
     check_text(text, "direct_logit_attribution")
     n, H = model.config.n_layers, model.config.n_heads
-    names = ["layers.*.attn.z", "layers.*.attn.out", "layers.*.ffn.out", f"layers.{n - 1}.out"]
+    names = ["embed.out", "layers.*.attn.z", "layers.*.attn.out", "layers.*.ffn.out", f"layers.{n - 1}.out"]
     for i in range(n):
         names += [f"layers.{i}.{s.name}" for s in recipe_of(model, i).steps if s.op in ("add", "norm", "same")]
     tr = model.trace([text], names=sorted(set(names)))
+    check_finite(tr, model, "direct_logit_attribution")
     L = tr.lengths[0]
     if isinstance(position, bool) or not isinstance(position, int) or not -L <= position < L:
         raise error(InputError, "errors.lens_position", position=repr(position), n=L, last=L - 1)
@@ -105,17 +107,18 @@ def direct_logit_attribution(model, text: str, *, target=None, position: int = -
     labels = ["embed"] + [x for i in range(n) for x in ([f"L{i}H{h}" for h in range(H)] + [f"L{i} attn bias", f"L{i} mlp"])]
     C = len(labels)
     x0 = embed_value(tr, model)[0, p]  # (d,)
+    # the sums in at least float32, as the model's own norms compute: in float16 x² overflows at |x| > 256
+    x0 = x0.to(torch.promote_types(x0.dtype, torch.float32))
     D = x0.new_zeros(C + 1, x0.shape[-1])  # (C + 1, d): one row per component, the bias term last
     D[0] = x0
     for i in range(n):
         D = _layer(model, tr, i, p, D, 1 + i * (H + 2))
     final = norm_terms(D[None], model.ln_f)[0]  # (C + 1, d)
-    logits = model.lm_logits(final.sum(0))
-    logits_pre = torch.nn.functional.linear(final.sum(0), unembed_rows(model))  # (V,)
-    what = _target(model, target, logits)
-    W_U = unembed_rows(model)
+    W_U = unembed_rows(model).to(device=final.device, dtype=final.dtype)  # (V, d)
+    logits_pre = torch.nn.functional.linear(final.sum(0), W_U)  # (V,)
+    what = _target(model, target, logits_pre)  # a soft-cap is monotonic: the same top token
     direction = W_U[what[0]] - W_U[what[1]] if isinstance(what, tuple) else W_U[what]  # (d,)
-    parts = final @ direction.to(final.dtype)  # (C + 1,)
+    parts = final @ direction  # (C + 1,)
     value = logits_pre[what[0]] - logits_pre[what[1]] if isinstance(what, tuple) else logits_pre[what]
     return LogitAttribution(tokens=readable(model, tr.tokens[0]), position=p, target=what, names=labels + ["bias"],
                             parts=parts, logit=float(value), words=_words(model, what))
@@ -143,9 +146,9 @@ def _layer(model, tr, i: int, p: int, x: Tensor, first: int) -> Tensor:
         elif s.op == "attention":
             attn = getattr(layer, s.name)
             z = tr[f"layers.{i}.{s.name}.z"][0, :, p]  # (H, d_head)
-            W_O = attn.W_O.weight.reshape(-1, H, attn.d_head)  # (d, H, d_head)
+            W_O = attn.W_O.weight.to(x.dtype).reshape(-1, H, attn.d_head)  # (d, H, d_head)
             out = x.new_zeros(x.shape)
-            out[first:first + H] = torch.einsum("hk,dhk->hd", z.to(W_O.dtype), W_O)  # (H, d)
+            out[first:first + H] = torch.einsum("hk,dhk->hd", z.to(x.dtype), W_O)  # (H, d)
             if attn.W_O.bias is not None:
                 out[first + H] = attn.W_O.bias
             D[s.name] = out

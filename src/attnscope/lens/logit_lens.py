@@ -18,7 +18,18 @@ import torch
 
 from ..errors import InputError
 from ..i18n import error
-from .stream import Point, check_language_model, check_text, embed_value, one_token_id, points, read_out, readable, stream_names
+from .stream import (
+    Point,
+    check_finite,
+    check_language_model,
+    check_text,
+    embed_value,
+    one_token_id,
+    points,
+    read_out,
+    readable,
+    stream_names,
+)
 
 Tensor = torch.Tensor
 
@@ -85,6 +96,7 @@ def logit_lens(model, text: str, *, target: Union[None, int, str] = None, k: int
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise error(InputError, "errors.lens_k", k=repr(k))
     tr = model.trace([text], names=stream_names(model))
+    check_finite(tr, model, "logit_lens")
     L = tr.lengths[0]
     pts = points(model)
     final_logits = read_out(model, tr[pts[-1].name][0, :L])  # (L, V)

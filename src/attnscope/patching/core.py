@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence, Union
 
+import numpy as np
 import torch
 
 from ..errors import InputError, shape_or_type
@@ -59,11 +60,11 @@ def _layers(model, layers) -> list[int]:
     out: list[int] = []
     for l in layers:
         # no Python-style negatives: layers count from 0 here as in every other option (-1 is not "the last")
-        if isinstance(l, bool) or not isinstance(l, int) or not 0 <= l < n:
+        if isinstance(l, bool) or not isinstance(l, (int, np.integer)) or not 0 <= l < n:
             raise error(InputError, "errors.patch_not_a_layer", value=repr(l), n=n, last=n - 1)
         if l in out:
-            raise error(InputError, "errors.patch_layer_twice", layer=l)
-        out.append(l)
+            raise error(InputError, "errors.patch_layer_twice", layer=int(l))
+        out.append(int(l))
     if not out:
         raise error(InputError, "errors.patch_layers_empty")
     return sorted(out)

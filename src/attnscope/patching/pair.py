@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
+import numpy as np
 import torch
 
 from ..errors import InputError
@@ -75,7 +76,8 @@ def single_token(model, token: Union[str, int], what: Msg) -> tuple[int, str]:
     V = int(model.config.vocab_size)
     if isinstance(token, bool):
         raise error(InputError, "errors.patch_token_kind", what=what, token=repr(token))
-    if isinstance(token, int):
+    if isinstance(token, (int, np.integer)):  # an id (numpy's too: argmax gives them)
+        token = int(token)
         if not 0 <= token < V:
             raise error(InputError, "errors.patch_token_id", what=what, token=token, n=V, last=V - 1)
         return token, _shown(tok, [tok.id_to_token(token)])[0] if tok is not None else str(token)

@@ -30,6 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
+import numpy as np
 import torch
 
 from ..errors import InputError
@@ -54,7 +55,7 @@ def check_head(model, head, what: str = "sender") -> Head:
     """``(layer, head)`` as ints, or InputError naming the model's ranges."""
     c = model.config
     if (not isinstance(head, (tuple, list)) or len(head) != 2
-            or any(isinstance(x, bool) or not isinstance(x, int) for x in head)):
+            or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in head)):
         raise error(InputError, "errors.path_head_form", what=what, value=repr(head))
     l, h = int(head[0]), int(head[1])
     if not 0 <= l < c.n_layers or not 0 <= h < c.n_heads:
