@@ -113,6 +113,12 @@ class Tokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         return self.backend.decode([int(i) for i in ids])
 
+    def normalize(self, text: str) -> str:
+        """``text`` as the tokenizer's normaliser writes it before cutting it into pieces (unchanged
+        where it has none): multilingual-e5's full-width ``，？Ａ`` become ``,?A``."""
+        normalizer = self.backend.normalizer
+        return normalizer.normalize_str(text) if normalizer is not None else text
+
     @property
     def byte_level(self) -> bool:
         """True for GPT-2/RoBERTa byte-level BPE, whose token strings spell bytes (``Ġ`` = space)."""
