@@ -168,6 +168,24 @@ def test_unknown_characters_are_one_unk_per_run(e5, engine):
     assert engine.tokenize(text) == [6, 3, 3, 425]
 
 
+def test_an_unknown_run_is_shown_as_the_unk_piece(e5):
+    """``tokenizers`` gives a position its Unigram model reads as <unk> the text it covers as its token
+    string: explain's path listed the piece 𠀀𪚥 with id 3 (the file's piece 3 is <unk>), the viewer's
+    note on unknown tokens never came, and --token 𠀀 was just 'not in the text'. Every token is now
+    the file's piece of its id."""
+    from attnscope.explain import explain
+    from attnscope.viewer.run import view_data
+    pieces = read_e5(e5.path, weights=False).pieces
+    for text in ("𠀀𪚥好", "\U0001F9FF\U0001FAE8x 我喜欢人工智能", "我喜欢人工智能"):
+        b = e5.encode(text)
+        assert b.tokens[0] == [pieces[i] for i in b.ids[0]], text
+    assert e5.tokenizer.tokenize("𠀀𪚥好") == ["<s>", "▁", "<unk>", "好", "</s>"] and pieces[3] == "<unk>"
+    assert view_data(e5, "𠀀𪚥好")["texts"][0]["tokens"][2] == "<unk>"
+    with pytest.raises(InputError, match=r"token '𠀀' is not in the text \('𠀀' is in the text, but the model's "
+                                         r"vocabulary does not have it: it became <unk>\)"):
+        explain(text="𠀀𪚥好", model=e5, token="𠀀")
+
+
 def test_a_letter_and_its_combining_mark_are_one_character(e5):
     """Text in decomposed form (NFD: a letter, then its combining accent, as macOS writes file names)
     is composed as SentencePiece's nmt_nfkc rules for sequences of code points compose it, rules the
