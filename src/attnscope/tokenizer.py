@@ -99,7 +99,8 @@ class Tokenizer:
         self.pad_token_id = int(pad_token_id)
         self.max_length = int(max_length)
         self.source = source
-        self.unknown = unigram_unknown(backend)
+        #: (id, piece) shown as the piece, not as the text it covers (e5: :func:`unigram_unknown`); None: as given
+        self.unknown: Optional[tuple[int, str]] = None
 
     @property
     def vocab_size(self) -> int:

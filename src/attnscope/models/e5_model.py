@@ -31,7 +31,7 @@ import torch
 
 from ..errors import InputError, ModelLoadError
 from ..i18n import error
-from ..tokenizer import Tokenizer
+from ..tokenizer import Tokenizer, unigram_unknown
 from .base import Texts, finish_loading
 from .e5_file import MAGIC, read_e5
 from .e5_tokenizer import e5_tokenizer
@@ -105,6 +105,7 @@ def load_e5_model(path: Union[str, Path], *, device=None, dtype: Optional[torch.
         backend = e5_tokenizer(f.pieces, f.scores, f.norm_map, f.special, source)
         model.tokenizer = Tokenizer(backend, pad_token_id=f.special["pad"], max_length=config.max_positions,
                                     source=source)
+        model.tokenizer.unknown = unigram_unknown(backend)  # <unk>, not the text it covers (𠀀𪚥)
         if model.tokenizer.vocab_size > config.vocab_size:
             raise error(ModelLoadError, "errors.models_e5_vocab", source=source, n=model.tokenizer.vocab_size,
                         rows=config.vocab_size)
