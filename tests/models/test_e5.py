@@ -204,6 +204,21 @@ def test_a_letter_and_its_combining_mark_are_one_character(e5):
         assert tokens(unicodedata.normalize("NFD", text)) == tokens(text), text
 
 
+def test_what_the_map_writes_is_composed(e5):
+    """Half-width katakana with a voiced mark (ﾃﾞｰﾀ, what older Japanese systems write) went through
+    the map to テ and a lone combining mark: ▁ テ ゙ ー タ, not ▁データ. SentencePiece's nmt_nfkc
+    composes what its rules write (its nmt_nfkc.tsv: ``AA 300`` → ``E0``, ª + grave is à; ``FFBE 3163``
+    → ``D788``, half-width ﾾ + ㅣ is 히); for the kana the reference is Python's own NFKC."""
+    import unicodedata
+
+    def tokens(text):
+        return e5.tokenizer.backend.encode(text, add_special_tokens=False).tokens
+    for text in ("ﾃﾞｰﾀ", "ﾊﾟｿｺﾝとｶﾞｲﾄﾞ", "ﾎﾟｹｯﾄﾓﾝｽﾀｰ"):
+        assert tokens(text) == tokens(unicodedata.normalize("NFKC", text)), text
+    assert tokens("ﾃﾞｰﾀ") == ["▁", "データ"]
+    assert e5.tokenizer.normalize("\u00aa\u0300") == "\u00e0" and e5.tokenizer.normalize("\uffbe\u3163") == "\ud788"
+
+
 # --- parity ------------------------------------------------------------------------------------------
 
 def _hf_run(hf, batch):
