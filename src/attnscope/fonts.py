@@ -2,9 +2,10 @@
 
 matplotlib's default font (DejaVu Sans) has no Chinese, Japanese or Korean glyphs: a token such as
 ``我`` would be drawn as an empty box with a "Glyph … missing" warning. attnscope bundles
-``assets/fonts/attnscope-cjk.otf``, a 2.9 MB subset of Noto Sans CJK SC (SIL OFL 1.1, see
+``assets/fonts/attnscope-cjk.otf``, a 3.0 MB subset of Noto Sans CJK SC (SIL OFL 1.1, see
 ``assets/fonts/OFL.txt``; built by ``tools/make_cjk_font.py``) covering GB 2312, Big5 level 1,
-JIS X 0208 and KS X 1001 (about 14,000 characters). Figures use DejaVu Sans first and fall back to
+JIS X 0208, KS X 1001 and every CJK character of the vocabularies of all-MiniLM-L6-v2 and
+multilingual-e5-small (about 14,300 characters). Figures use DejaVu Sans first and fall back to
 it per glyph, so Latin text looks as usual. Installed CJK fonts are not needed.
 
 The viewer embeds only the glyphs of the tokens it shows (a few KB), so that an exported HTML file

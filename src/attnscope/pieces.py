@@ -21,9 +21,9 @@ the pieces of other tokenizers (WordPiece ``##ing``, SentencePiece ``▁cat``) a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Collection, Optional, Sequence
+from typing import Callable, Collection, Optional, Sequence
 
 #: Ends the label of a piece holding the first bytes of a character that a later piece completes.
 CONTINUED = "…"
@@ -65,11 +65,15 @@ class Pieces:
         labels: what a person reads at each position (`` cat``; see the module doc).
         chars: the characters formed by byte-level pieces, in order, with their positions
             (empty for other tokenizers).
+        normal: the tokenizer's normaliser (text → the text its pieces spell: multilingual-e5's
+            full-width ，？Ａ → ,?A), so that :func:`find` finds a token as it is typed in the text;
+            None when unknown.
     """
 
     tokens: tuple[str, ...]
     labels: tuple[str, ...]
     chars: tuple[CharSpan, ...] = ()
+    normal: Optional[Callable[[str], str]] = field(default=None, compare=False, repr=False)
 
     def spans_of(self, text: str) -> list[tuple[int, int]]:
         """``[(first, last)]`` positions of every occurrence of ``text`` (one or more whole characters)
@@ -151,8 +155,8 @@ def pieces_of(tokens: Sequence[str], tokenizer=None) -> Pieces:
     made them: decoded for byte-level BPE, unchanged otherwise (or with no tokenizer)."""
     tokens = [str(t) for t in tokens]
     if tokenizer is None or not getattr(tokenizer, "byte_level", False):
-        return Pieces(tuple(tokens), tuple(tokens))
-    return byte_level_pieces(tokens, tokenizer.special_tokens())
+        return Pieces(tuple(tokens), tuple(tokens), normal=getattr(tokenizer, "normalize", None))
+    return replace(byte_level_pieces(tokens, tokenizer.special_tokens()), normal=tokenizer.normalize)
 
 
 def labels_of(tokens: Sequence[str], tokenizer=None) -> list[str]:
@@ -183,7 +187,8 @@ def word_pieces(tokens: Sequence[str], tokenizer=None) -> Pieces:
     SentencePiece as :func:`metaspace_labels` (``▁the`` → `` the``); other tokens unchanged."""
     if is_metaspace(tokenizer):
         tokens = [str(t) for t in tokens]
-        return Pieces(tuple(tokens), tuple(metaspace_labels(tokens, tokenizer.special_tokens())))
+        return Pieces(tuple(tokens), tuple(metaspace_labels(tokens, tokenizer.special_tokens())),
+                      normal=getattr(tokenizer, "normalize", None))
     return pieces_of(tokens, tokenizer)
 
 
@@ -216,7 +221,11 @@ def find(pieces: Pieces, token: str) -> Match:
     or more whole characters formed by several byte pieces (``喜``, ``喜欢``). Empty when nowhere.
 
     A piece whose label completes a character begun in earlier pieces matches as that character's
-    whole span (``我`` of SmolLM2 is positions 0–1), and then ``by_chars`` is True."""
+    whole span (``我`` of SmolLM2 is positions 0–1), and then ``by_chars`` is True.
+
+    A token found nowhere is looked for once more as the tokenizer normalises it (``pieces.normal``):
+    multilingual-e5 reads the text's full-width ``，`` as the piece ``,``, and ``，`` is what the
+    user sees in the text and types."""
     toks, labels = pieces.tokens, pieces.labels
     want = token.strip()
     tests = [lambda i: toks[i] == token, lambda i: labels[i] == token,
@@ -228,4 +237,7 @@ def find(pieces: Pieces, token: str) -> Match:
             found = tuple((min([c.first for c in pieces.chars if c.last == i] + [i]), i) for i in hits)
             return Match(found, by_chars=any(a < b for a, b in found))
     spans = [s for s in pieces.spans_of(want) if s[0] < s[1]]  # one piece would have matched above
-    return Match(tuple(spans), by_chars=True) if spans else Match(())
+    if spans:
+        return Match(tuple(spans), by_chars=True)
+    normal = pieces.normal(token).strip() if pieces.normal is not None else want
+    return find(replace(pieces, normal=None), normal) if normal not in ("", want) else Match(())

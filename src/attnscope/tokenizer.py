@@ -99,6 +99,8 @@ class Tokenizer:
         self.pad_token_id = int(pad_token_id)
         self.max_length = int(max_length)
         self.source = source
+        #: (id, piece) shown as the piece, not as the text it covers (e5: :func:`unigram_unknown`); None: as given
+        self.unknown: Optional[tuple[int, str]] = None
 
     @property
     def vocab_size(self) -> int:
@@ -112,6 +114,12 @@ class Tokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.backend.decode([int(i) for i in ids])
+
+    def normalize(self, text: str) -> str:
+        """``text`` as the tokenizer's normaliser writes it before cutting it into pieces (unchanged
+        where it has none): multilingual-e5's full-width ``，？Ａ`` become ``,?A``."""
+        normalizer = self.backend.normalizer
+        return normalizer.normalize_str(text) if normalizer is not None else text
 
     @property
     def byte_level(self) -> bool:
@@ -197,11 +205,30 @@ class Tokenizer:
             input_ids[b, :n] = torch.tensor(e.ids, dtype=torch.long)
             mask[b, :n] = 1
             types[b, :n] = torch.tensor(e.type_ids, dtype=torch.long)
-        tokens = [list(e.tokens) for e in encs]
+        tokens = [self.vocabulary_tokens(e) for e in encs]
         return Batch(input_ids, mask, types, tokens, list(texts), truncated, [self.readable(t) for t in tokens])
+
+    def vocabulary_tokens(self, encoding) -> list[str]:
+        """An Encoding's token strings as the vocabulary spells its ids: ``<unk>`` for a unigram
+        model's unknown piece, where ``tokenizers`` gives the text it covers (``𠀀𪚥``, e5's id 3)."""
+        unk_id, unk = self.unknown or (None, "")
+        return [unk if i == unk_id else t for i, t in zip(encoding.ids, encoding.tokens)]
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size}, max_length={self.max_length}, source={self.source!r})"
+
+
+def unigram_unknown(backend) -> Optional[tuple[int, str]]:
+    """``(id, piece)`` of a unigram model's unknown piece (``<unk>``); None for other models."""
+    model = getattr(backend, "model", None)
+    if model is None or type(model).__name__ != "Unigram":
+        return None
+    try:
+        unk_id = json.loads(model.__getstate__()).get("unk_id")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    piece = backend.id_to_token(unk_id) if isinstance(unk_id, int) else None
+    return (unk_id, piece) if piece is not None else None
 
 
 def check_unicode(text: str, what: str = "the text") -> str:

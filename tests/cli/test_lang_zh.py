@@ -102,3 +102,40 @@ def test_generate_lang_zh(tmp_path_factory):
     assert re.fullmatch(r"（生成停在一个字符中间：这个字符的前几个字节没有显示）\n已写入 PAGE（\d+ KB）；请在浏览器中打开\n",
                         out["zh"][1])
     assert numbers(out["zh"][1]) == numbers(out["en"][1])
+
+
+def test_the_wrote_line_of_each_command_in_chinese(tmp_path):
+    """plot, view, explain -o, check --summary and experiment said 'wrote …' in English under --lang zh
+    (the catalogue has 已写入 for the same words: generate, lens and patch say it); English unchanged."""
+    from tests.cli.test_error_keys_zh import testing
+    bert = str(testing.tiny_bert_chinese(tmp_path / "bert"))
+    answers = tmp_path / "class"
+    answers.mkdir()
+    for name in ("a", "b"):
+        (answers / f"{name}.yaml").write_text("problem:\n  example: three-tokens\nanswers:\n  Q: [[1, 0], [1, 1], [2, 1]]\n",
+                                              encoding="utf-8")
+    lines = {}
+    for lang in ("en", "zh"):
+        o = tmp_path / lang
+        o.mkdir()
+        cmds = {"plot": ["plot", "--kind", "softmax", "--scores", "1,2,3", "-o", str(o / "t.png")],
+                "view": ["view", "我喜欢", "--model", bert, "-o", str(o / "v.html")],
+                "explain": ["explain", "--example", "three-tokens", "-o", str(o / "e.txt")],
+                "check": ["check", str(answers), "--summary", str(o / "s.csv")],
+                "experiment": ["experiment", "variance", "--quick", "--no-progress", "--out", str(o / "var")]}
+        for name, argv in cmds.items():
+            rc, out, err = run(argv + ["--lang", lang])
+            assert rc == 0, (name, lang, err)
+            lines[lang, name] = (out + err).replace(str(o), "OUT")
+    assert re.search(r"^wrote OUT/t\.png \(\d+ KB\)$", lines["en", "plot"], re.M)
+    assert re.search(r"^已写入 OUT/t\.png（\d+ KB）$", lines["zh", "plot"], re.M)
+    assert re.search(r"^wrote OUT/v\.html \(\d+ KB\); open it in a browser$", lines["en", "view"], re.M)
+    assert re.search(r"^已写入 OUT/v\.html（\d+ KB）；请在浏览器中打开$", lines["zh", "view"], re.M)
+    for name, file in (("explain", "e.txt"), ("check", "s.csv")):
+        assert f"wrote OUT/{file}\n" in lines["en", name] and f"已写入 OUT/{file}\n" in lines["zh", name]
+    assert re.search(r"^variance: \d+\.\d s; wrote 6 files to OUT/var/ \(report: OUT/var/report\.md\)$",
+                     lines["en", "experiment"], re.M)
+    assert re.search(r"^variance：\d+\.\d 秒；已把 6 个文件写入 OUT/var/（报告：OUT/var/report\.md）$",
+                     lines["zh", "experiment"], re.M)
+    for name in ("plot", "view", "explain", "check", "experiment"):
+        assert "wrote" not in lines["zh", name], name

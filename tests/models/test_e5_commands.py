@@ -85,6 +85,20 @@ def test_token_matches_a_piece_without_its_word_mark(e5):
         explain(text=TEXT, model=e5, token="喜")
 
 
+def test_full_width_punctuation_is_found_as_typed(e5, cli, tmp_path, capsys):
+    """A Chinese text's ，？ are the pieces , and ? (the file's nmt_nfkc map, as e5.c and SentencePiece
+    read them); ``--token ，``, what the text shows and the user types, was 'not in the text'."""
+    text, other = "我喜欢人工智能，你呢？", "他喜欢音乐，对吧？"
+    assert e5.encode(text).tokens[0] == ["<s>", "▁我", "喜欢", "人工智能", ",", "你", "呢", "?", "</s>"]
+    assert explain(text=text, model=e5, token="，").meta["query_position"] == 4
+    assert explain(text=text, model=e5, token="？").meta["query_position"] == 7
+    c = context_comparison(e5.trace(text), e5.trace(other), token="，", normal=e5.tokenizer.normalize)
+    assert (c["pos_a"], c["pos_b"], c["token"]) == (4, 4, ",")
+    assert cli(["explain", "--text", text, "--token", "？", "--path", *MODEL, "--lang", "zh"]) == 0
+    assert "的文本中的 7:? 从它的词表 id" in capsys.readouterr().out.replace("\n", "")
+    assert cli(["view", text, "--compare", other, "--token", "，", *MODEL, "-o", str(tmp_path / "v.html")]) == 0
+
+
 def test_path_in_chinese(cli, ref, capsys):
     assert cli(["explain", "--text", TEXT, "--token", "喜欢", *MODEL, "--lang", "zh", "--path", "--format",
                 "markdown"]) == 0

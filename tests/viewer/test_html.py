@@ -100,3 +100,49 @@ def test_one_decimals_range_everywhere(trace):
         with pytest.raises(InputError, match="decimals must be an integer in 0..8"):
             data.build(trace, decimals=bad)
     assert ViewRequest.model_json_schema()["properties"]["decimals"]["maximum"] == 8
+
+
+NOTE_JS = """
+const fs = require("fs"), vm = require("vm");
+const ctx = {window: {}};
+ctx.window.window = ctx.window;
+vm.createContext(ctx);
+for (const f of ["viewer_core.js", "viewer.js"]) vm.runInContext(fs.readFileSync(process.argv[2] + "/" + f, "utf8"), ctx);
+const A = ctx.window.attnscope;
+A.strings = JSON.parse(fs.readFileSync(0, "utf8"));
+const out = [];
+for (const lang of ["en", "zh"]) {
+  A.lang = lang;
+  out.push(A.unknownNote(["<s>", "▁", "<unk>", "好", "</s>"], "multilingual-e5-small"),
+           A.unknownNote(["[CLS]", "我", "[UNK]", "[UNK]", "[SEP]"], "all-MiniLM-L6-v2"));
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_the_unknown_token_note_names_another_model_only_on_another_models_page(tmp_path):
+    """multilingual-e5-small shows <unk> for what its vocabulary lacks (a rare emoji, 𠀀); the
+    viewer's note then told its reader to try multilingual-e5-small. Its own page says the first
+    sentence only; MiniLM's page still names e5. Run with node on the page's own scripts."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    from attnscope.i18n import TABLES
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the viewer's script cannot run outside a browser")
+    script = tmp_path / "note.js"
+    script.write_text(NOTE_JS, encoding="utf-8")
+    assets = Path(viewer.__file__).parent / "assets"
+    r = subprocess.run([node, str(script), str(assets)], input=json.dumps(TABLES["viewer"]), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    e5_en, minilm_en, e5_zh, minilm_zh = json.loads(r.stdout)
+    assert e5_en.startswith("1 of the 3 tokens of this text is <unk>: this model's vocabulary does not know")
+    assert "multilingual-e5-small" not in e5_en and "multilingual-e5-small" not in e5_zh
+    assert e5_zh.startswith("这段文本的 3 个 token 中有 1 个是 <unk>")
+    assert minilm_en.startswith("2 of the 3 tokens of this text are [UNK]") and "--model multilingual-e5-small" in minilm_en
+    assert "--model multilingual-e5-small" in minilm_zh

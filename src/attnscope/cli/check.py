@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error
+from ..i18n import text as i18n_text
 from . import add_command, add_lang_option, add_overwrite_option, check_new_file, write_text
 
 
@@ -74,7 +75,7 @@ def run_class(args, files: list) -> int:
     sys.stdout.write(result.render(args.format if args.format in ("markdown", "csv") else "text", lang=args.lang))
     if args.summary is not None:
         write_text(args.summary, result.to_csv(args.lang), "errors.summary_unwritable", path=repr(args.summary))
-        print(f"wrote {args.summary}", file=sys.stderr)
+        print(i18n_text("analysis.wrote", args.lang, path=args.summary), file=sys.stderr)
     if any(s.report is None for s in result.students):
         return 2
     return 0 if result.ok else 1

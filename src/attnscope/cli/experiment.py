@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..i18n import error
+from ..i18n import error, text
 from . import MAX_SEED, IntList, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_results, check_out_dir
 
 
@@ -155,9 +155,10 @@ def _run(args) -> int:
             if store is not None:
                 store.clear()
         result.close_figures()
-        what = (f"re-rendered from {args.from_dir}/results.json" if args.from_dir is not None
-                else f"{result.timing.get('total_s', 0.0):.1f} s")
-        print(f"{name}: {what}; wrote {len(files)} files to {out}/ (report: {files['report']})")
+        what = (text("experiments.cli_rerendered", args.lang, path=args.from_dir) if args.from_dir is not None
+                else text("experiments.cli_seconds", args.lang, seconds=result.timing.get("total_s", 0.0)))
+        print(text("experiments.cli_wrote", args.lang, name=name, what=what, n=len(files), out=out,
+                   report=files["report"]))
         summary = _one_line(result, args.lang)
         if summary:
             print(summary)

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..i18n import error
+from ..i18n import text as i18n_text
 from ..scorings import SCORINGS
 from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, check_new_file, write_text
 from .explain_attribution import POSITION_OPTIONS, TOY_OPTIONS, build_attribution, given_flags, refuse_others
@@ -223,7 +224,7 @@ def emit(w, args) -> None:
     if args.output:
         text = w.render(args.format, lang=args.lang, decimals=args.decimals, latex_mode=args.latex_mode)
         write_text(args.output, text, "errors.cli_cannot_write", path=args.output)
-        print(f"wrote {args.output}", file=sys.stderr)
+        print(i18n_text("analysis.wrote", args.lang, path=args.output), file=sys.stderr)
     else:
         w.print(args.format, lang=args.lang, decimals=args.decimals, latex_mode=args.latex_mode)
 

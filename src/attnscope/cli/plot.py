@@ -147,7 +147,7 @@ def run(args) -> int:
             raise error(InputError, "errors.cli_plot_dpi", dpi=args.dpi, w=f"{w:,.0f}", h=f"{h:,.0f}",
                         mp=MAX_PIXELS // 10**6, most=most)
     save_figure(fig, out, args.dpi)
-    print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KB)")
+    print(text("plot.cli_wrote", args.lang, path=out, kb=out.stat().st_size / 1024))
     return 0
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import error, text
 from . import IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file
 
 
@@ -67,5 +67,5 @@ def run(args) -> int:
         page = render(view_data(model, args.text, compare=args.compare, token=args.token, decimals=args.decimals,
                                 attribution=not args.no_attribution, lens=not args.no_lens), lang=args.lang)
     write_page(out, page)
-    print(f"wrote {out} ({len(page.encode('utf-8')) / 1024:.0f} KB); open it in a browser")
+    print(text("analysis.gen_wrote", args.lang, path=out, kb=len(page.encode("utf-8")) / 1024))
     return 0

@@ -69,9 +69,10 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
     if token is None or match is None:
         raise error(InputError, "errors.choose_query", listing=listing)
     if not match.spans:
-        unk = text is not None and token in text and any("UNK" in tk.upper() for tk in tokens)
-        raise error(InputError, "errors.token_unk" if unk else "errors.token_missing", token=repr(token),
-                    listing=listing)
+        unk = next((tk for tk in tokens if "UNK" in tk.upper()), None) if text is not None and token in text else None
+        if unk is not None:
+            raise error(InputError, "errors.token_unk", token=repr(token), unk=unk, listing=listing)
+        raise error(InputError, "errors.token_missing", token=repr(token), listing=listing)
     first, last = match.spans[0]
     if len(match.spans) > 1:
         notes.append(t("row.ambiguous", tok=token, positions=", ".join(str(b) for _, b in match.spans), pos=last))

@@ -30,8 +30,8 @@ from typing import Optional, Union
 import torch
 
 from ..errors import InputError, ModelLoadError
-from ..i18n import error
-from ..tokenizer import Tokenizer
+from ..i18n import Msg, error
+from ..tokenizer import Tokenizer, unigram_unknown
 from .base import Texts, finish_loading
 from .e5_file import MAGIC, read_e5
 from .e5_tokenizer import e5_tokenizer
@@ -72,7 +72,14 @@ class E5Model(Model):
             if bad:
                 raise error(InputError, "errors.models_e5_text_type", i=bad[0], got=type(texts[bad[0]]).__name__)
             texts = [PREFIXES[prefix] + t for t in texts]
-        return super().sentence_embedding(texts, normalize=normalize, truncate=truncate)  # (B, d)
+        try:
+            return super().sentence_embedding(texts, normalize=normalize, truncate=truncate)  # (B, d)
+        except InputError as e:  # a text of 510 tokens is 513 with "query: ": say where the 3 come from
+            key = getattr(e, "key", None)
+            if not PREFIXES[prefix] or key not in ("errors.text_too_long", "errors.too_long_which"):
+                raise
+            raise error(InputError, "errors.models_e5_too_long", message=Msg(str(key), **e.values),
+                        prefix=repr(PREFIXES[prefix])) from None
 
 
 def is_e5_source(path) -> bool:
@@ -105,6 +112,7 @@ def load_e5_model(path: Union[str, Path], *, device=None, dtype: Optional[torch.
         backend = e5_tokenizer(f.pieces, f.scores, f.norm_map, f.special, source)
         model.tokenizer = Tokenizer(backend, pad_token_id=f.special["pad"], max_length=config.max_positions,
                                     source=source)
+        model.tokenizer.unknown = unigram_unknown(backend)  # <unk>, not the text it covers (𠀀𪚥)
         if model.tokenizer.vocab_size > config.vocab_size:
             raise error(ModelLoadError, "errors.models_e5_vocab", source=source, n=model.tokenizer.vocab_size,
                         rows=config.vocab_size)

@@ -7,6 +7,7 @@ The pipeline is the one Hugging Face's XLMRobertaTokenizerFast runs, and ``nanoe
     normalise   NFC (a letter and its combining marks → one character: cafe + U+0301 → café),
                 then each code point through the file's map (SentencePiece's nmt_nfkc rules for single
                 code points: full-width ，！Ａ０ → ,!A0, U+3000 → space, 30 control characters deleted)
+                then NFC again (what the map wrote composed: half-width ﾃﾞ → テ + U+3099 → デ)
                 then runs of spaces → one space
     pre-split   Metaspace: a ▁ before the text, every space → ▁, split before each ▁
     model       Unigram: the segmentation with the highest sum of piece scores (Viterbi); a character
@@ -22,8 +23,11 @@ text as applying them all at once, as e5.c does. The file holds only the single-
 SentencePiece's normaliser; its rules for sequences of code points map the decomposed forms of a
 character (e + U+0301, ᄒ ᅡ ᆫ, か + U+3099) to the composed one, which NFC does here: for every single
 code point the map gives the same text with or without NFC before it, so NFC changes only such
-sequences. Two known differences from e5.c: it leaves a decomposed character in pieces (cafe + U+0301
-is ▁cafe and a lone accent there, ▁café here and in Hugging Face's XLMRobertaTokenizerFast); and
+sequences. The map's own output can be such a sequence: half-width ﾃﾞ is テ and a combining voiced
+mark, ª + U+0300 is a + U+0300, which SentencePiece's rules compose (``AA 300`` → à, ``FFBE 3163`` →
+히 in its nmt_nfkc.tsv; its NFKC makes ﾃﾞ デ) and the second NFC composes here. Two known differences from e5.c: it leaves a
+decomposed character in pieces (cafe + U+0301 is ▁cafe and a lone accent there, ▁café here and in
+Hugging Face's XLMRobertaTokenizerFast; half-width ﾃﾞｰﾀ is ▁ テ ゙ ー タ there, ▁データ here); and
 ``tokenizers`` fuses a run of characters the vocabulary cannot spell into one ``<unk>`` (as the
 Hugging Face tokenizer does) where e5.c writes one ``<unk>`` per character. Hugging Face's fast
 normaliser itself departs from SentencePiece on a character with several combining marks written
@@ -70,7 +74,8 @@ def e5_tokenizer(pieces: Sequence[str], scores: Iterable[float], norm_map: dict,
     model = Unigram([(p, float(s)) for p, s in zip(pieces, scores)], unk_id=int(special["unk"]), byte_fallback=False)
     tok = HFTokenizer(model)
     steps = [normalizers.Replace(chr(cp), "".join(chr(c) for c in outs)) for cp, outs in sorted(norm_map.items())]
-    tok.normalizer = normalizers.Sequence([normalizers.NFC()] + steps + [normalizers.Replace(Regex(" {2,}"), " ")])
+    tok.normalizer = normalizers.Sequence([normalizers.NFC()] + steps + [normalizers.NFC(),
+                                                                         normalizers.Replace(Regex(" {2,}"), " ")])
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always", split=True)
     tok.decoder = decoders.Metaspace(replacement=META, prepend_scheme="always", split=True)
     bos, eos = names["bos"], names["eos"]

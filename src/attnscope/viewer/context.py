@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -34,10 +34,11 @@ def require_names(trace, names: list[str]) -> None:
 
 
 def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]] = None,
-               labels: Optional[list[str]] = None) -> int:
+               labels: Optional[list[str]] = None, normal: Optional[Callable[[str], str]] = None) -> int:
     """Position of ``token`` in ``toks`` (first match; "##" and "Ġ" ignored, and a piece's label
     matches too: `` cat`` or ``cat`` for ``Ġcat``, ``喜`` for the byte piece that completes it), or
-    of the first non-special token also in ``other`` when ``token`` is None. InputError when there is none."""
+    of the first non-special token also in ``other`` when ``token`` is None. InputError when there is none.
+    ``normal``: the tokenizer's normaliser, to find ``token`` as it is typed (``，`` for the piece ``,``)."""
     from ..pieces import Pieces, find
 
     def norm(s: str) -> str:
@@ -45,7 +46,7 @@ def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]]
 
     shown = list(labels) if labels is not None else list(toks)
     if token is not None:
-        match = find(Pieces(tuple(toks), tuple(shown)), token)
+        match = find(Pieces(tuple(toks), tuple(shown), normal=normal), token)
         if match.spans:
             return match.spans[0][1]
         raise error(InputError, "errors.viewer_token_not_among", token=repr(token), shown=shown)
@@ -65,13 +66,15 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def context_comparison(trace_a, trace_b=None, *, token: Optional[str] = None, index_a: int = 0,
-                       index_b: int = 1) -> dict:
+                       index_b: int = 1, normal: Optional[Callable[[str], str]] = None) -> dict:
     """How one token's vector changes from layer to layer in two texts.
 
     Text A is ``trace_a`` text ``index_a``; text B is ``trace_b`` text 0, or ``trace_a`` text
     ``index_b`` when ``trace_b`` is None. Returns per layer (embedding output, then each layer's
     output) the cosine similarity of the token's vector in A and in B (``across``), and of each
-    vector with its own embedding-layer vector (``drift_a``, ``drift_b``).
+    vector with its own embedding-layer vector (``drift_a``, ``drift_b``). ``normal``: the
+    tokenizer's normaliser (:meth:`attnscope.tokenizer.Tokenizer.normalize`), so that ``token`` is
+    found as it is typed in the text.
     """
     if trace_b is None:
         trace_b, ib = trace_a, index_b
@@ -79,8 +82,8 @@ def context_comparison(trace_a, trace_b=None, *, token: Optional[str] = None, in
         ib = 0
     ta, tb = trace_a.text_tokens(index_a), trace_b.text_tokens(ib)
     la, lb = trace_a.text_labels(index_a), trace_b.text_labels(ib)  # as shown (byte-level pieces decoded)
-    pa = find_token(ta, token, tb, la)
-    pb = find_token(tb, token if token is not None else ta[pa], labels=lb)
+    pa = find_token(ta, token, tb, la, normal)
+    pb = find_token(tb, token if token is not None else ta[pa], labels=lb, normal=normal)
     ha, hb = hidden_states(trace_a, index_a), hidden_states(trace_b, ib)
     layers = [name for name, _ in ha]
     across = [cosine(x[pa], y[pb]) for (_, x), (_, y) in zip(ha, hb)]

@@ -113,7 +113,8 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
         data["texts"].append({"text": t, "tokens": h.tokens,
                               "remote": {"id": key, "n": h.n, "thumb": min(h.n, THUMB), "api": api}})
     if compare is not None:
-        data["compare"] = context_comparison(traces[0], traces[1], token=token)
+        data["compare"] = context_comparison(traces[0], traces[1], token=token,
+                                             normal=getattr(getattr(model, "tokenizer", None), "normalize", None))
     if attribution:
         data["attribution"] = attribution_header()
         for entry in data["texts"]:

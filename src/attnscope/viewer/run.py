@@ -51,7 +51,9 @@ def view_data(model, text: str, *, compare: Optional[str] = None, token: Optiona
     check_token_compare(token, compare)
     texts = [text] if compare is None else [text, compare]
     traces = trace_each(model, texts)
-    data = _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals)
+    normal = getattr(getattr(model, "tokenizer", None), "normalize", None)
+    data = _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals,
+                       normal=normal)
     for entry, tr in zip(data["texts"], traces):
         entry["tokens"] = display_tokens(model, tr.text_tokens(0))
     if attribution:

@@ -227,9 +227,10 @@
   };
 
   // Tokens the vocabulary does not know are all one placeholder ([UNK], <unk>): the model reads
-  // none of those characters, so say how many there are and which installed model reads them (#23).
+  // none of those characters, so say how many there are and which installed model reads them (#23);
+  // multilingual-e5-small's own page says the first part only (it is the model the note names).
   var UNKNOWN = { "[UNK]": 1, "<unk>": 1 }, SPECIAL = { "[CLS]": 1, "[SEP]": 1, "[PAD]": 1, "<s>": 1, "</s>": 1, "<pad>": 1 };
-  function unknownNote(tokens) {
+  function unknownNote(tokens, model) {
     var unk = 0, all = 0;
     for (var i = 0; i < tokens.length; i++) {
       if (SPECIAL[tokens[i]]) continue;
@@ -238,7 +239,9 @@
     }
     if (!unk) return "";
     var piece = tokens.filter(function (t) { return UNKNOWN[t]; })[0];
-    return unk === 1 ? tr("viewer.unk_one", { all: all, piece: piece }) : tr("viewer.unk_many", { unk: unk, all: all, piece: piece });
+    var self = /multilingual-e5/.test(model || "") ? "_self" : "";
+    return unk === 1 ? tr("viewer.unk_one" + self, { all: all, piece: piece })
+      : tr("viewer.unk_many" + self, { unk: unk, all: all, piece: piece });
   }
   A.unknownNote = unknownNote;
 
@@ -272,7 +275,7 @@
     this.selDec.value = String(s.dec);
     if (this.selText) this.selText.value = String(s.text);
     this.headBar.style.display = s.view === "head" ? "" : "none";
-    var note = unknownNote(this.text().tokens);
+    var note = unknownNote(this.text().tokens, this.data.model);
     this.unkNote.textContent = note; this.unkNote.style.display = note ? "" : "none";
     this.layerLabel.style.display = s.view === "head" || s.view === "step" || s.view === "matrix" ? "" : "none";  // the others show every layer
     if (s.view === "generation" && !this.data.generation) s.view = "head";

@@ -149,7 +149,7 @@
       if (this.selText) this.selText.value = String(s.text);
       this.headBar.style.display = "none";
       this.layerLabel.style.display = "none";  // every layer is in the grid
-      var note = A.unknownNote ? A.unknownNote(this.text().tokens) : "";
+      var note = A.unknownNote ? A.unknownNote(this.text().tokens, this.data.model) : "";
       this.unkNote.textContent = note; this.unkNote.style.display = note ? "" : "none";
       this.body.innerHTML = ""; this.hv = null;
       this.hideTip();
