@@ -61,7 +61,7 @@ def check(args) -> None:
         raise error(InputError, "errors.tuned_not_dla")
     if args.text is None and args.train_tuned is None:
         raise error(InputError, "errors.tuned_needs_text")
-    training = {f[2:].replace("-", "_"): (f, default) for f, default, *_ in TRAIN_OPTIONS}
+    training: dict[str, tuple[str, object]] = {f[2:].replace("-", "_"): (f, default) for f, default, *_ in TRAIN_OPTIONS}
     training.update(optimizer=("--optimizer", "adam"), lr=("--lr", LR))
     for dest, (flag, default) in training.items():  # each would be dropped without --train-tuned
         if args.train_tuned is None and getattr(args, dest) is not None:
