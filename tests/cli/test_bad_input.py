@@ -148,3 +148,22 @@ def test_exercise_answers_into_a_folder(capsys, tmp_path):
     assert err == (f"attnscope exercise: error: --answers {tmp_path} is a folder; give the answers file's name, "
                    f"e.g. {tmp_path / 'exercise-3-answers.yaml'}")
     assert capsys.readouterr().out == "" and not list(tmp_path.iterdir())
+
+
+def test_exercise_answers_into_a_missing_folder_stops_before_the_problem(capsys, tmp_path):
+    """It printed the whole problem, then failed to write the answers file (exit 2 after the work)."""
+    path = tmp_path / "missing" / "a.yaml"
+    code = main(["exercise", "--seed", "3", "--answers", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", out
+    assert err.strip() == (f"attnscope exercise: error: cannot write the answers file {path}: the folder "
+                           f"{tmp_path / 'missing'} does not exist")
+
+
+def test_exercise_answers_with_no_answers_is_refused(capsys, tmp_path, monkeypatch):
+    """--no-answers dropped --answers in silence (no file, no word said)."""
+    monkeypatch.chdir(tmp_path)
+    err = one_line(capsys, ["exercise", "--seed", "3", "--no-answers", "--answers", "a.yaml"])
+    assert err == ("attnscope exercise: error: --answers a.yaml says where to write the answers file and "
+                   "--no-answers writes none: give one of them")
+    assert capsys.readouterr().out == "" and not list(tmp_path.iterdir())
