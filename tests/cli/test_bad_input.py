@@ -143,6 +143,16 @@ def test_experiment_from_a_broken_results_file(capsys, tmp_path, content):
     assert str(tmp_path / "results.json") in err
 
 
+@pytest.mark.parametrize("extra", [["--steps", "5"], ["--quick"], ["--seed", "4"], ["--lr", "0.01"], ["--jobs", "2"],
+                                   ["--d-k", "16"], ["--variants", "scaled"]])
+def test_experiment_from_refuses_a_training_option(capsys, tmp_path, extra):
+    """'training --from DIR' re-renders DIR's runs and trains nothing: '--steps 5', '--quick', '--seed 4' …
+    were dropped and the report re-rendered as without them; one sentence before DIR is read."""
+    err = one_line(capsys, ["experiment", "training", "--from", str(tmp_path), "--out", str(tmp_path / "o"), *extra])
+    assert f"{extra[0]} does not apply with --from: it re-renders the runs in DIR/results.json" in err, err
+    assert not (tmp_path / "o").exists()
+
+
 def test_exercise_answers_into_a_folder(capsys, tmp_path):
     err = one_line(capsys, ["exercise", "--seed", "3", "--answers", str(tmp_path)])
     assert err == (f"attnscope exercise: error: --answers {tmp_path} is a folder; give the answers file's name, "

@@ -72,6 +72,9 @@ _OPTIONS = {
 }
 
 
+#: The options ``training --from DIR`` reads (the others were read when DIR's runs were trained).
+FROM_READS = ("--from", "--out", "--lang", "--overwrite", "--no-progress")
+
 #: The experiments whose report and figures come in every language of attnscope.i18n.
 LANG_EXPERIMENTS = ("variance", "saturation", "training")
 
@@ -118,6 +121,11 @@ def _run(args) -> int:
         experiments.get(name)  # unknown name -> ConfigError before any work
     if args.from_dir is not None and names != ["training"]:
         raise error(ConfigError, "errors.cli_experiment_from")
+    if args.from_dir is not None:  # re-rendering trains nothing: a training option would be dropped
+        from . import given_options
+        given = [f for f in given_options(args, "experiment") if f not in FROM_READS]
+        if given:
+            raise error(ConfigError, "errors.cli_experiment_from_option", flag=given[0])
 
     def out_of(name: str) -> Path:
         if args.out is None:
