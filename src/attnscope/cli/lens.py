@@ -67,6 +67,9 @@ def run(args) -> int:
     if args.versus is not None and not args.dla:
         raise error(InputError, "errors.lens_versus")
     lens_tuned.check(args)
+    if args.text is not None:  # '   ' too, as generate's and patch's prompts: a whitespace-only text is no prompt
+        from ..viewer.run import check_text
+        check_text(args.text)
     if args.threads:
         import torch
         torch.set_num_threads(args.threads)
