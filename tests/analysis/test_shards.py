@@ -164,6 +164,8 @@ def test_refusals_are_one_sentence(bert, corpus, shard_dirs, tmp_path):
         analyze_shard(corpus, (3, 4), shard_dirs[3], bert, **{**KW, "window": 2})
     with pytest.raises(InputError, match=r"--shard must be I/N with 0 ≤ I < N"):
         parse_shard("4/4")
+    with pytest.raises(InputError, match=r"--shard must be I/N with 0 ≤ I < N"):  # was a ValueError: isdigit('²')
+        parse_shard("²/4")
     with pytest.raises(InputError, match="is not an attnscope shard"):
         merge_shards([tmp_path])
 

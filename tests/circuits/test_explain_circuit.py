@@ -122,6 +122,7 @@ COMPOSITION = ["--composition", "k", "--from", "0.1", "--to", "1.1"]
     (COMPOSITION + ["--head", "2"], "--head does not apply to a composition score"),
     (COMPOSITION + ["--layer", "1"], "--layer does not apply to a composition score"),
     (["--circuit", "qk", "--layer", "0", "--head", "0", "--entry", "²,1"], "--entry '²,1': give two whole numbers"),
+    (["--composition", "k", "--from", "².1", "--to", "1.1"], "--from '².1'"),
 ])
 def test_cli_an_option_the_circuit_lesson_does_not_read_is_refused(folders, args, words, capsys):
     """Each worked the same entry or score as without the option (dropped in silence); '²,1' ended in a
