@@ -88,6 +88,7 @@ def test_an_encoder_decoder_model_is_refused_in_one_sentence(tmp_path, capsys):
     (["--methods", "attention", "--ig-power", "2"], "--ig-power sets integrated gradients"),
     (["--limit", "attention=²"], "--limit takes METHOD=N with N a positive integer, got 'attention=²'"),
     (["--ig-baseline", "²"], "--ig-baseline takes zero or a token id, got '²'"),
+    (["--limit", "attention=3", "--limit", "attention=5"], "--limit attention=… is given twice"),  # the first was dropped
 ])
 def test_an_option_that_would_be_dropped_or_a_bad_number_is_one_error(tmp_path, capsys, monkeypatch, extra, msg):
     """--methods "" ran every default method; a --limit for a method not evaluated and the --ig-*

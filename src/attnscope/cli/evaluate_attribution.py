@@ -85,6 +85,8 @@ def parse_limits(items: list[str]) -> dict[str, int]:
         name, sep, n = item.partition("=")
         if not sep or not n.strip().isdecimal() or int(n) < 1:  # isdigit() passes '²', which int() refuses
             raise error(InputError, "errors.faithfulness_limit", item=repr(item))
+        if name.strip() in out:  # the first limit would be dropped
+            raise error(InputError, "errors.faithfulness_limit_twice", name=name.strip())
         out[name.strip()] = int(n)
     return out
 
