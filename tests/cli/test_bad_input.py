@@ -153,6 +153,13 @@ def test_experiment_from_refuses_a_training_option(capsys, tmp_path, extra):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("extra", [["--quick"], ["--steps", "5"], ["--out", "x"], ["--lang", "zh"]])
+def test_experiment_list_refuses_an_option(capsys, extra):
+    """'experiment list' names the experiments and runs nothing: '--quick', '--steps 5' … were dropped."""
+    err = one_line(capsys, ["experiment", "list", *extra])
+    assert f"{extra[0]} does not apply to 'experiment list'" in err or "不适用于 'experiment list'" in err, err
+
+
 def test_exercise_answers_into_a_folder(capsys, tmp_path):
     err = one_line(capsys, ["exercise", "--seed", "3", "--answers", str(tmp_path)])
     assert err == (f"attnscope exercise: error: --answers {tmp_path} is a folder; give the answers file's name, "

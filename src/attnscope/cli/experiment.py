@@ -113,6 +113,10 @@ def _run(args) -> int:
     from .. import experiments
 
     if args.name == "list":
+        from . import given_options
+        given = given_options(args, "experiment")
+        if given:  # 'list' runs nothing: the option would be dropped
+            raise error(ConfigError, "errors.cli_experiment_list_option", flag=given[0])
         for name, (_, desc) in experiments.EXPERIMENTS.items():
             print(f"{name:11s} {desc}")
         return 0
