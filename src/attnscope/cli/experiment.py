@@ -114,8 +114,8 @@ def _run(args) -> int:
 
     if args.name == "list":
         from . import given_options
-        given = given_options(args, "experiment")
-        if given:  # 'list' runs nothing: the option would be dropped
+        given = [f for f in given_options(args, "experiment") if f not in ("--overwrite", "--no-progress")]
+        if given:  # 'list' runs nothing: the option would be dropped (the two switches of writing ones say nothing)
             raise error(ConfigError, "errors.cli_experiment_list_option", flag=given[0])
         for name, (_, desc) in experiments.EXPERIMENTS.items():
             print(f"{name:11s} {desc}")
