@@ -46,6 +46,8 @@ def test_thresholds_are_settable():
 @pytest.mark.parametrize("items, message", [
     (["previous"], "NAME=VALUE"), (["prev=0.3"], "NAME=VALUE"), (["cls=high"], "'high' is not a number"),
     (["sep=1.5"], r"threshold sep must be a number in \[0, 1\], got 1.5"),
+    # the first value was dropped in silence: --threshold local=0.3 --threshold local=0.4 classified at 0.4
+    (["local=0.3", "previous=0.4", "local = 0.4"], r"--threshold local=… is given twice"),
 ])
 def test_bad_thresholds(items, message):
     with pytest.raises(ConfigError, match=message):

@@ -164,6 +164,8 @@ def test_refusals_are_one_sentence(bert, corpus, shard_dirs, tmp_path):
         analyze_shard(corpus, (3, 4), shard_dirs[3], bert, **{**KW, "window": 2})
     with pytest.raises(InputError, match=r"--shard must be I/N with 0 ≤ I < N"):
         parse_shard("4/4")
+    with pytest.raises(InputError, match=r"--shard must be I/N with 0 ≤ I < N"):  # was a ValueError: isdigit('²')
+        parse_shard("²/4")
     with pytest.raises(InputError, match="is not an attnscope shard"):
         merge_shards([tmp_path])
 
@@ -249,3 +251,16 @@ def test_shards_of_another_attnscope_version_are_refused(bert, corpus, shard_dir
         merge_shards([*shard_dirs[:3], tmp_path / "s3"])
     with pytest.raises(InputError, match=r"holds shard 3/4 of another run \(the attnscope version differ\)"):
         analyze_shard(corpus, (3, 4), tmp_path / "s3", bert, **KW)
+
+
+@pytest.mark.parametrize("extra", [["--model", "smollm2-135m"], ["--threshold", "local=0.3"], ["--max-texts", "5"],
+                                   ["--window", "5"], ["--batch-size", "4"], ["--stream"], ["--seed", "1"]])
+def test_merge_refuses_an_option_the_shards_decided(tmp_path, capsys, extra):
+    """--merge reads the shards' own settings: '--threshold local=0.3', '--model …', '--max-texts 5'
+    and the rest were dropped in silence and the report came out as without them; each is one
+    sentence before any shard is read (the folder named here holds none)."""
+    out = tmp_path / "out"
+    assert main(["analyze", "--merge", str(tmp_path / "no-shard"), "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert f"{extra[0]} does not apply to analyze --merge" in err and err.count("\n") == 1, err
+    assert not out.exists()

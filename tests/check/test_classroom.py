@@ -27,6 +27,18 @@ def _scaled(q):
 PROBLEM = "problem:\n  example: three-tokens\n"
 
 
+def test_a_summary_that_is_a_folder_stops_before_the_class_is_checked(tmp_path, capsys):
+    """--summary FOLDER checked every file, printed the class table, then failed at the write
+    ('cannot write --summary …: Is a directory'); now one sentence and nothing printed."""
+    cls = tmp_path / "class"
+    cls.mkdir()
+    _file(cls, "a.yaml", "  Q: ~\n")
+    assert main(["check", str(cls), "--summary", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, (out, err)
+    assert f"--summary {str(tmp_path)!r} is a folder; give the CSV file's name" in err
+
+
 def _file(folder, name, answers: str):
     p = folder / name
     p.write_text(PROBLEM + "answers:\n" + answers, encoding="utf-8")

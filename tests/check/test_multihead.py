@@ -98,6 +98,7 @@ def test_grouped_query_right_answers():
     ({"head 0": {"bogus": 1}}, "head 0, answers: unknown key 'bogus'"),
     ({"head 0": {"weights": [[0.1]]}, "weights[0]": [[0.1]]}, "weights of head 0 given twice"),
     ({"Q": [[1, 2]]}, "expected 3 rows"),
+    ({"heads": {"²": {"weights": [[0.1]]}}}, "'²' is not a head number (0..1)"),  # was a ValueError: isdigit('²')
 ])
 def test_bad_answers_one_clear_error_each(answers, msg):
     with pytest.raises(InputError) as e:

@@ -108,6 +108,39 @@ def test_cli_errors_are_one_line(folders, args, words, capsys):
     assert words in err and len(err.splitlines()) == 1, err
 
 
+QK = ["--circuit", "qk", "--layer", "0", "--head", "0", "--entry", "1,1"]
+COMPOSITION = ["--composition", "k", "--from", "0.1", "--to", "1.1"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (QK + ["--from", "0.1"], "--from does not apply to one entry of W_QK"),
+    (QK + ["--dk", "4"], "--dk does not apply to one entry of W_QK"),
+    (QK + ["--causal"], "--causal does not apply"),
+    (QK + ["--dims", "2"], "--dims does not apply"),
+    (QK + ["--scheme", "rotary"], "--scheme does not apply"),
+    (COMPOSITION + ["--entry", "1,1"], "--entry does not apply to a composition score"),
+    (COMPOSITION + ["--head", "2"], "--head does not apply to a composition score"),
+    (COMPOSITION + ["--layer", "1"], "--layer does not apply to a composition score"),
+    (["--circuit", "qk", "--layer", "0", "--head", "0", "--entry", "²,1"], "--entry '²,1': give two whole numbers"),
+    (["--composition", "k", "--from", "².1", "--to", "1.1"], "--from '².1'"),
+])
+def test_cli_an_option_the_circuit_lesson_does_not_read_is_refused(folders, args, words, capsys):
+    """Each worked the same entry or score as without the option (dropped in silence); '²,1' ended in a
+    ValueError traceback (str.isdigit() passes '²', int() refuses it)."""
+    assert main(["explain", "--model", str(folders["gpt2"]), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("args", [["--example", "three-tokens", "--no-fold"], ["--text", "hi", "--from", "0.1"],
+                                  ["scaling", "--to", "1.0"]])
+def test_cli_a_circuit_option_without_the_circuit_lesson_is_refused(args, capsys):
+    """--from, --to and --no-fold were dropped by every other lesson."""
+    assert main(["explain", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is an option of the circuit lessons" in err and len(err.splitlines()) == 1, err
+
+
 def test_analyze_reports_the_copying_score_of_induction_heads(folders, refs, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("The cat sat on the mat.\nI like cats.\n", encoding="utf-8")

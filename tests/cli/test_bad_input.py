@@ -143,8 +143,44 @@ def test_experiment_from_a_broken_results_file(capsys, tmp_path, content):
     assert str(tmp_path / "results.json") in err
 
 
+@pytest.mark.parametrize("extra", [["--steps", "5"], ["--quick"], ["--seed", "4"], ["--lr", "0.01"], ["--jobs", "2"],
+                                   ["--d-k", "16"], ["--variants", "scaled"]])
+def test_experiment_from_refuses_a_training_option(capsys, tmp_path, extra):
+    """'training --from DIR' re-renders DIR's runs and trains nothing: '--steps 5', '--quick', '--seed 4' …
+    were dropped and the report re-rendered as without them; one sentence before DIR is read."""
+    err = one_line(capsys, ["experiment", "training", "--from", str(tmp_path), "--out", str(tmp_path / "o"), *extra])
+    assert f"{extra[0]} does not apply with --from: it re-renders the runs in DIR/results.json" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("extra", [["--quick"], ["--steps", "5"], ["--out", "x"], ["--lang", "zh"]])
+def test_experiment_list_refuses_an_option(capsys, extra):
+    """'experiment list' names the experiments and runs nothing: '--quick', '--steps 5' … were dropped."""
+    err = one_line(capsys, ["experiment", "list", *extra])
+    assert f"{extra[0]} does not apply to 'experiment list'" in err or "不适用于 'experiment list'" in err, err
+
+
 def test_exercise_answers_into_a_folder(capsys, tmp_path):
     err = one_line(capsys, ["exercise", "--seed", "3", "--answers", str(tmp_path)])
     assert err == (f"attnscope exercise: error: --answers {tmp_path} is a folder; give the answers file's name, "
                    f"e.g. {tmp_path / 'exercise-3-answers.yaml'}")
+    assert capsys.readouterr().out == "" and not list(tmp_path.iterdir())
+
+
+def test_exercise_answers_into_a_missing_folder_stops_before_the_problem(capsys, tmp_path):
+    """It printed the whole problem, then failed to write the answers file (exit 2 after the work)."""
+    path = tmp_path / "missing" / "a.yaml"
+    code = main(["exercise", "--seed", "3", "--answers", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", out
+    assert err.strip() == (f"attnscope exercise: error: cannot write the answers file {path}: the folder "
+                           f"{tmp_path / 'missing'} does not exist")
+
+
+def test_exercise_answers_with_no_answers_is_refused(capsys, tmp_path, monkeypatch):
+    """--no-answers dropped --answers in silence (no file, no word said)."""
+    monkeypatch.chdir(tmp_path)
+    err = one_line(capsys, ["exercise", "--seed", "3", "--no-answers", "--answers", "a.yaml"])
+    assert err == ("attnscope exercise: error: --answers a.yaml says where to write the answers file and "
+                   "--no-answers writes none: give one of them")
     assert capsys.readouterr().out == "" and not list(tmp_path.iterdir())

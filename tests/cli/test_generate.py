@@ -60,6 +60,9 @@ def test_view_draws_a_window(tmp_path, capsys):
     # greedy (the default temperature) took the argmax and dropped them without a word
     (["--top-k", "5"], "at --temperature 0 (greedy, the default) the most likely token is taken"),
     (["--top-p", "0.5"], "leave --top-p out"),
+    # --seed at temperature 0 printed the greedy text, the seed dropped without a word
+    (["--seed", "3"], "at --temperature 0 (greedy, the default) no token is drawn at random"),
+    (["--temperature", "0", "--seed", "0"], "leave --seed out"),
 ])
 def test_errors_are_one_line(folder, capsys, extra, message):
     assert main(["generate", "hello", "--model", str(folder)] + extra) == 2

@@ -76,3 +76,27 @@ def test_an_encoder_decoder_model_is_refused_in_one_sentence(tmp_path, capsys):
     assert main(argv) == 2
     assert "does not take an encoder–decoder model" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--methods", ""], "name at least one method to evaluate"),
+    (["--methods", " , "], "name at least one method to evaluate"),
+    (["--methods", "attention", "--limit", "rollout=1"], "--limit rollout=… limits a method this run does not evaluate"),
+    (["--methods", "attention", "--ig-steps", "4"], "--ig-steps sets integrated gradients, which this run does not"),
+    (["--methods", "attention", "--ig-baseline", "zero"], "--ig-baseline sets integrated gradients"),
+    (["--methods", "attention", "--ig-rule", "trapezoid"], "--ig-rule sets integrated gradients"),
+    (["--methods", "attention", "--ig-power", "2"], "--ig-power sets integrated gradients"),
+    (["--limit", "attention=²"], "--limit takes METHOD=N with N a positive integer, got 'attention=²'"),
+    (["--ig-baseline", "²"], "--ig-baseline takes zero or a token id, got '²'"),
+    (["--limit", "attention=3", "--limit", "attention=5"], "--limit attention=… is given twice"),  # the first was dropped
+])
+def test_an_option_that_would_be_dropped_or_a_bad_number_is_one_error(tmp_path, capsys, monkeypatch, extra, msg):
+    """--methods "" ran every default method; a --limit for a method not evaluated and the --ig-*
+    options without integrated_gradients were dropped in silence; '²' (str.isdigit() but not int())
+    ended in a ValueError traceback. Each is one line before the model loads (no-such-model is never read)."""
+    out = tmp_path / "run"
+    argv = ["evaluate-attribution", "--model", "no-such-model", "--texts", "2", "--no-progress", "-o", str(out), *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not out.exists()

@@ -52,3 +52,12 @@ def test_dla_lines_in_chinese_sum_to_the_logit(folder, capsys):
 def test_bad_options_are_one_sentence(folder, capsys, argv, words):
     assert main(["lens", "--text", TEXT, "--model", folder] + argv) == 2
     assert words in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [[], ["--dla"]])
+def test_a_whitespace_only_text_is_refused_as_generate_and_patch_refuse_it(capsys, extra):
+    """'lens --text "   "' read three spaces as a prompt and printed a table (generate and patch refuse
+    such a prompt); one sentence now, before the model loads (no-such-model is never read)."""
+    assert main(["lens", "--text", "   ", "--model", "no-such-model", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "text is empty; type a sentence" in err and err.count("\n") == 1, err

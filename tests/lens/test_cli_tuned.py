@@ -106,3 +106,25 @@ def test_an_existing_lens_file_is_kept_unless_overwrite(folders, tmp_path, capsy
     assert main(["lens", "--model", folders["llama_gqa"], "--train-tuned", str(out)]) == 2
     assert f"--train-tuned {str(out)!r} already exists; add --overwrite" in capsys.readouterr().err
     assert out.read_bytes() == b"an earlier lens"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--text", TEXT, "--steps", "5"], "--steps is a training option: it applies with --train-tuned FILE only"),
+    (["--text", TEXT, "--seed", "1"], "--seed is a training option"),
+    (["--text", TEXT, "--optimizer", "sgd"], "--optimizer is a training option"),
+    (["--text", TEXT, "--lr", "0.1"], "--lr is a training option"),
+    (["--text", TEXT, "--tuned", "a.safetensors", "--held-out", "3"], "--held-out is a training option"),
+    (["--train-tuned", "l.safetensors", "--text", TEXT], "--text reads one text's lens; --train-tuned measures"),
+    (["--train-tuned", "l.safetensors", "--position", "0"], "--position reads one text's lens"),
+    (["--train-tuned", "l.safetensors", "--target", " the"], "--target reads one text's lens"),
+    (["--train-tuned", "l.safetensors", "--top", "5"], "--top reads one text's lens"),
+])
+def test_an_option_the_run_does_not_read_is_refused_not_dropped(folders, capsys, tmp_path, monkeypatch, argv, words):
+    """The training options without --train-tuned, and one text's options with it, changed nothing
+    (the logit lens ran as without '--steps 5', training ran as without '--text …'); each is one
+    sentence before the model loads and before any file is written."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["lens", "--model", "no-such-model"] + argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "l.safetensors").exists()

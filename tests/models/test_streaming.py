@@ -165,6 +165,20 @@ def test_analyze_stream_on_the_command_line(folders, tmp_path):
         assert r["entropy"] == float(want.means["entropy"][r["layer"], r["head"]])
 
 
+@pytest.mark.parametrize("extra", [["--importance-texts", "5"], ["--norm-texts", "3"], ["--importance-batch", "2"]])
+def test_analyze_stream_refuses_what_it_does_not_compute(tmp_path, capsys, extra):
+    """--stream computes neither head importance nor the norm shares: '--importance-texts 5' and the
+    rest were dropped in silence (the report's importance column empty); one sentence before any work
+    ('--importance-texts 0', what --stream does anyway, stays accepted)."""
+    from attnscope.cli import main
+
+    corpus, out = _corpus(tmp_path), tmp_path / "out"
+    assert main(["analyze", str(corpus), "--model", "no-such-model", "--stream", "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert f"{extra[0]} does not apply with --stream" in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
 def test_a_file_changed_after_loading_is_one_sentence(tmp_path):
     """A streamed model reads its layers from the file at each pass: when the file is rewritten or
     cut short after loading, the next pass is refused in one sentence naming the file (before: the

@@ -236,3 +236,11 @@ def test_help_and_a_missing_file(tmp_path, capsys):
     assert "experiment.toml" in capsys.readouterr().out
     assert main(["circuit", "run", str(tmp_path / "none.toml"), "-o", str(tmp_path / "o")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_folder_for_the_experiment_file_is_named_a_folder(tmp_path, capsys):
+    """'circuit run FOLDER' said the experiment file 'does not exist' about a folder that does."""
+    assert main(["circuit", "run", str(tmp_path), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"experiment file {str(tmp_path)!r} is a folder; give the experiment's .toml file" in err, err
+    assert err.count("\n") == 1 and "does not exist" not in err

@@ -90,3 +90,20 @@ def test_a_model_without_a_language_model_head(capsys):
     err = error(capsys, ["patch", "--clean", "a b", "--corrupted", "a c", "--answer", "a", "--wrong", "b",
                          "--model", str(attnscope.models.default_model_path())])
     assert len(err.splitlines()) == 1 and "has no language-model head" in err, err
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--site", "attn_in"], "--site attn_in is where --what residual patches"),
+    (["--what", "heads", "--site", "resid_pre"], "--site resid_pre is where --what residual patches"),
+    (["--raw"], "--raw colours the figure by the raw metric, and no figure is written"),
+    (["--raw", "-o", "x.json"], "--raw colours the figure"),
+])
+def test_an_option_the_run_does_not_read_is_refused_not_dropped(capsys, tmp_path, monkeypatch, extra, msg):
+    """--site with --what heads patched the heads' z as without it (the site dropped), --raw without a
+    figure changed nothing; both are refused before the model loads (no-such-model is never read)."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["patch", "--clean", CLEAN, "--corrupted", CORRUPTED, "--answer", " cats", "--wrong", " dogs",
+            "--model", "no-such-model", "--no-progress", *extra]
+    err = error(capsys, argv)
+    assert len(err.splitlines()) == 1 and msg in err, err
+    assert not (tmp_path / "x.json").exists()

@@ -37,6 +37,47 @@ def test_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, msg):
     assert msg in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize("argv, msg", [
+    (["the cat", "--kind", "grid", "--layer", "3"], "--layer does not apply to --kind grid"),
+    (["the cat", "--kind", "grid", "--head", "0"], "--head does not apply to --kind grid"),
+    (["the cat", "--query", "1"], "--query does not apply to --kind heatmap"),
+    (["the cat", "--temperatures", "1,2"], "--temperatures does not apply to --kind heatmap"),
+    (["the cat", "--d-k", "8"], "--d-k does not apply to --kind heatmap"),
+    (["--kind", "hist", "--layer", "2"], "--layer does not apply to --kind hist"),
+    (["--kind", "hist", "--model", "no-such-model"], "--model does not apply to --kind hist"),
+    (["the cat", "--kind", "hist", "--d-k", "8"], "--d-k does not apply to --kind hist TEXT"),
+    (["--kind", "softmax", "--scores", "1,2", "--layer", "2"], "--layer does not apply to --kind softmax --scores"),
+    (["--kind", "softmax", "--scores", "1,2", "--model", "no-such-model"], "--model does not apply"),
+    (["the cat", "--kind", "softmax", "--scores", "1,2"], "give the text or --scores, not both"),
+    (["the cat", "--kind", "softmax", "--d-k", "8"], "--d-k does not apply to --kind softmax TEXT"),
+    (["the cat", "--attribution", "rollout", "--head", "1"], "--head does not apply to --kind heatmap --attribution rollout"),
+    (["the cat", "--attribution", "alti", "--labels", "a,b"], "--labels does not apply"),
+    (["the cat", "--attribution", "norm", "--kind", "grid", "--layer", "1"], "--layer does not apply to --kind grid"),
+])
+def test_an_option_the_figure_does_not_read_is_refused_not_dropped(tmp_path, monkeypatch, capsys, argv, msg):
+    """Each of these drew the same figure as without the option (--layer with --kind grid, --model
+    and --layer with --scores, --d-k with a text, --head of rollout's one matrix a layer, …), the
+    option dropped in silence; they are refused before any model loads (no-such-model is never read)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["plot", *argv, "-o", "x.png"]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_a_missing_output_folder_stops_before_the_trace(tmp_path, capsys, monkeypatch):
+    """-o in a folder that does not exist: one line before the model loads (it loaded, traced and
+    drew the figure first, then failed to save it)."""
+    import attnscope.models
+
+    def no_load(*a, **k):
+        raise AssertionError("the model was loaded")
+    monkeypatch.setattr(attnscope.models, "load", no_load)
+    assert main(["plot", "the cat", "-o", str(tmp_path / "missing" / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert "the folder" in err and "does not exist" in err and err.count("\n") == 1
+
+
 def test_softmax_of_a_causal_models_row_has_only_the_keys_it_sees(tmp_path, monkeypatch):
     """--kind softmax with a text draws softmax(q·k / T) over the keys the query may see: at
     T = √d_k the bars are the model's weights (transformers' eager GPT-2 is the reference). It

@@ -87,3 +87,12 @@ def test_view_writes_the_lens_into_a_decoders_page(gpt2_dir, tmp_path, capsys):
         data = json.loads(re.search(r'<script type="application/json" id="attnscope-data">(.*?)</script>', page, re.S)
                           .group(1))
         assert ("lens" in data) is has and ("lens" in data["texts"][0]) is has
+
+
+def test_view_no_lens_for_an_encoder_is_refused(tmp_path, capsys):
+    """An encoder's page has no lens view: --no-lens wrote the same page as without it (dropped)."""
+    out = tmp_path / "page.html"
+    assert main(["view", TEXT, "--no-lens", "-o", str(out)]) == 2  # the default all-MiniLM-L6-v2
+    err = capsys.readouterr().err
+    assert "--no-lens leaves out the lens view of a language model; the page of" in err and err.count("\n") == 1
+    assert not out.exists()

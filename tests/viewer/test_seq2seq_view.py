@@ -126,6 +126,17 @@ def test_cli_view(seq2seq_dirs, tmp_path, capsys):  # noqa: F811
         assert msg in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("extra", [["--token", "a"], ["--no-attribution"], ["--no-lens"]])
+def test_cli_an_option_the_seq2seq_page_does_not_read_is_refused(seq2seq_dirs, tmp_path, capsys, extra):  # noqa: F811
+    """The encoder–decoder page has no context view, attribution switch or lens: these options wrote
+    the same page as without them (dropped in silence); now one sentence, and no file."""
+    out = tmp_path / "x.html"
+    assert main(["view", "a b", "--target", "c", "--model", str(seq2seq_dirs["t5"]), "-o", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert f"{extra[0]} does not apply to the page of" in err and "encoder–decoder" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
 def test_cli_target_for_a_one_text_model(tmp_path, capsys):
     from attnscope.testing import tiny
     folder = tiny.BUILDERS["bert-chinese"](tmp_path / "bert")

@@ -90,6 +90,8 @@ class Thresholds:
             name = name.strip()
             if not eq or name not in names:
                 raise error(ConfigError, "errors.analysis_threshold_form", names=", ".join(names), item=repr(item))
+            if name in values:  # the first value would be dropped
+                raise error(ConfigError, "errors.analysis_threshold_twice", name=name)
             try:
                 values[name] = float(value)
             except ValueError:

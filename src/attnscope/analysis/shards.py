@@ -56,7 +56,7 @@ PARTS = ("model", "settings", "corpus", "version")
 def parse_shard(text: str) -> tuple[int, int]:
     """``"i/N"`` → (i, N), 0 ≤ i < N (InputError otherwise)."""
     i, sep, n = str(text).partition("/")
-    if sep and i.strip().isdigit() and n.strip().isdigit():
+    if sep and i.strip().isdecimal() and n.strip().isdecimal():  # isdigit() passes "²", int() refuses it
         return check_shard((int(i), int(n)))
     raise error(InputError, "errors.shard_spec", value=repr(str(text)))
 

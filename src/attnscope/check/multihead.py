@@ -129,7 +129,7 @@ def parse_multihead_answers(raw: Any, chain: Chain, source: str) -> dict:
 
     def head_index(text, where) -> int:
         text = str(inputs.plain(text)).strip()
-        if not text.isdigit():
+        if not text.isdecimal():  # isdigit() passes "²", int() refuses it
             raise error(InputError, "errors.check_head_not_number", where=where, text=repr(text), last=H - 1)
         h = int(text)
         if not 0 <= h < H:

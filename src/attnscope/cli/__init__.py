@@ -241,6 +241,14 @@ def build_parser(lang: str = "en") -> argparse.ArgumentParser:
     return parser
 
 
+def given_options(args: argparse.Namespace, command: str) -> list[str]:
+    """The options of ``command`` (their longest spelling, in the parser's order) that ``args`` holds a
+    value other than the default for: what the user gave, for a mode that reads only some of them."""
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [max(a.option_strings, key=len) for a in subs.choices[command]._actions
+            if a.option_strings and a.dest != "help" and getattr(args, a.dest, a.default) != a.default]
+
+
 def plain_text(doc: Optional[str]) -> Optional[str]:
     """A docstring for --help: reST literals ``x`` and `x` written as plain x."""
     import re

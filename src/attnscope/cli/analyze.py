@@ -41,6 +41,10 @@ from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_o
 
 #: What `analyze` writes into --out; one of them there means an earlier run is replaced.
 RESULT_FILES = ("analysis.json", "report.md", "heads.csv", "layers.csv")
+#: The options --merge reads (every other one was read when the shards were analysed).
+MERGE_READS = ("--merge", "--out", "--lang", "--overwrite", "--no-progress")
+#: The options of what --stream does not compute.
+STREAM_SKIPS = ("--importance-texts", "--importance-batch", "--norm-texts")
 MAX_COUNT = 10**9
 MAX_BATCH = 65536
 MAX_THREADS = 4096
@@ -142,12 +146,22 @@ def run(args) -> int:
     if args.merge:
         if args.corpus is not None:
             raise error(InputError, "errors.shard_merge_corpus")
+        from . import given_options
+        given = [f for f in given_options(args, "analyze") if f not in MERGE_READS]
+        if given:  # the shards' own settings decide the merged report: the option would be dropped
+            raise error(InputError, "errors.shard_merge_option", flag=given[0])
         check_new_results(Path(args.out), RESULT_FILES, args.overwrite)
         merged = merge_shards(args.merge)
         print_summary(merged, args.out, len(merged.write(args.out, args.lang)), args.lang)
         return 0
     if args.corpus is None:
         raise error(InputError, "errors.shard_no_corpus")
+    if args.stream:  # a streamed model computes neither head importance nor the norm shares (they read layers outside a pass)
+        from . import given_options
+        given = [f for f in given_options(args, "analyze") if f in STREAM_SKIPS  # 0 (skip it) is what --stream does
+                 and getattr(args, f[2:].replace("-", "_")) != 0]
+        if given:
+            raise error(InputError, "errors.analyze_stream_option", flag=given[0])
     if args.shard is None:
         check_new_results(Path(args.out), RESULT_FILES, args.overwrite)
     if args.threads:

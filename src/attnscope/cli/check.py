@@ -68,6 +68,9 @@ def run_class(args, files: list) -> int:
         out = Path(args.summary)
         if out.resolve() in {f.resolve() for f in answer_files(files)}:
             raise error(InputError, "errors.summary_is_answers", path=repr(args.summary))
+        if out.is_dir():  # before the class is checked, not at the write after it
+            raise error(InputError, "errors.summary_folder", path=repr(args.summary),
+                        example=repr(str(out / "summary.csv")))
         if not out.parent.is_dir():
             raise error(InputError, "errors.summary_no_folder", path=repr(args.summary), folder=repr(str(out.parent)))
         check_new_file(out, args.overwrite, "--summary")

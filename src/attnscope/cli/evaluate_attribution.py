@@ -46,16 +46,17 @@ def register(sub) -> None:
                    help="run METHOD on the first N texts only (repeatable; for the costly ones)")
     p.add_argument("--max-tokens", type=IntRange(6, MAX_INDEX), default=48, metavar="T",
                    help="cut each text to its longest whole-word prefix of at most T tokens (default: %(default)s)")
-    p.add_argument("--ig-steps", type=IntRange(1, 10_000), default=32, metavar="S",
-                   help="integrated gradients: steps (default: %(default)s)")
-    p.add_argument("--ig-baseline", default="zero", metavar="zero|ID",
+    # the --ig-* options default to None so that one given without integrated_gradients is seen (IG_DEFAULTS after)
+    p.add_argument("--ig-steps", type=IntRange(1, 10_000), default=None, metavar="S",
+                   help="integrated gradients: steps (default: 32)")
+    p.add_argument("--ig-baseline", default=None, metavar="zero|ID",
                    help="integrated gradients: a zero embedding output, or a token id at every position "
-                   "(default: %(default)s)")
-    p.add_argument("--ig-rule", default="midpoint", choices=("midpoint", "trapezoid"),
-                   help="integrated gradients: the quadrature rule (default: %(default)s)")
-    p.add_argument("--ig-power", type=float, default=1.0, metavar="P",
+                   "(default: zero)")
+    p.add_argument("--ig-rule", default=None, choices=("midpoint", "trapezoid"),
+                   help="integrated gradients: the quadrature rule (default: midpoint)")
+    p.add_argument("--ig-power", type=float, default=None, metavar="P",
                    help="integrated gradients: the points at alpha = u^P, crowded near the baseline for P > 1 "
-                   "(default: %(default)s)")
+                   "(default: 1.0)")
     p.add_argument("--reuse", default=None, metavar="DIR",
                    help="an earlier run (its folder or results.json) on the same model, texts and settings: "
                    "its per-text numbers are taken over for the methods it ran with the same options")
@@ -71,14 +72,21 @@ def register(sub) -> None:
     add_overwrite_option(p)
 
 
+#: The --ig-* options' defaults: argparse's name → (value, flag).
+IG_DEFAULTS = {"ig_steps": (32, "--ig-steps"), "ig_baseline": ("zero", "--ig-baseline"), "ig_rule": ("midpoint", "--ig-rule"),
+               "ig_power": (1.0, "--ig-power")}
+
+
 def parse_limits(items: list[str]) -> dict[str, int]:
     from ..errors import InputError
     from ..i18n import error
     out: dict[str, int] = {}
     for item in items:
         name, sep, n = item.partition("=")
-        if not sep or not n.strip().isdigit() or int(n) < 1:
+        if not sep or not n.strip().isdecimal() or int(n) < 1:  # isdigit() passes '²', which int() refuses
             raise error(InputError, "errors.faithfulness_limit", item=repr(item))
+        if name.strip() in out:  # the first limit would be dropped
+            raise error(InputError, "errors.faithfulness_limit_twice", name=name.strip())
         out[name.strip()] = int(n)
     return out
 
@@ -97,14 +105,22 @@ def run(args) -> int:
     check_device(args.device)
     out = Path(args.out)
     check_new_results(out, report.FILES, args.overwrite)
-    methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()] if args.methods
-                            else list(DEFAULT_METHODS))
+    methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()] if args.methods is not None
+                            else list(DEFAULT_METHODS))  # --methods "": none named, not the defaults
     limits = parse_limits(args.limit)
     if limits:
         check_methods(list(limits))
+        unused = [m for m in limits if m not in methods]
+        if unused:  # its limit would be dropped
+            raise error(InputError, "errors.faithfulness_limit_unused", name=unused[0], methods=", ".join(methods))
+    for dest, (default, flag) in IG_DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+        elif "integrated_gradients" not in methods:  # it would be dropped
+            raise error(InputError, "errors.faithfulness_ig_unused", flag=flag)
     baseline = None
     if args.ig_baseline != "zero":
-        if not args.ig_baseline.isdigit():
+        if not args.ig_baseline.isdecimal():
             raise error(InputError, "errors.faithfulness_baseline", value=repr(args.ig_baseline))
         baseline = int(args.ig_baseline)
     ig_points(1, args.ig_rule, args.ig_power)  # a bad --ig-power: one sentence now, not every text failing later

@@ -50,9 +50,14 @@ def run(args) -> int:
     labels = exercise_labels(args)
     ex = make_exercise(tokens=args.tokens if args.tokens is not None else 3, dim=args.dim, seed=seed,
                        style=args.style, lang=args.lang, labels=labels)
+    if args.no_answers and args.answers is not None:  # one of them would be dropped
+        raise error(InputError, "errors.answers_and_no_answers", path=args.answers)
     if not args.no_answers and args.answers and os.path.isdir(args.answers):
         raise error(InputError, "errors.answers_folder", path=args.answers,
                     example=os.path.join(args.answers, f"exercise-{seed}-answers.yaml"))
+    folder = os.path.dirname(args.answers or "") or "."
+    if not args.no_answers and not os.path.isdir(folder):  # before the problem is printed, not after
+        raise error(InputError, "errors.answers_no_folder", path=args.answers, folder=folder)
     emit(ex.solution() if args.solution else ex.problem(), args)
     if not args.no_answers:
         path = args.answers or f"exercise-{seed}-answers.yaml"

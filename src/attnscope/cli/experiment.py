@@ -72,6 +72,9 @@ _OPTIONS = {
 }
 
 
+#: The options ``training --from DIR`` reads (the others were read when DIR's runs were trained).
+FROM_READS = ("--from", "--out", "--lang", "--overwrite", "--no-progress")
+
 #: The experiments whose report and figures come in every language of attnscope.i18n.
 LANG_EXPERIMENTS = ("variance", "saturation", "training")
 
@@ -110,6 +113,10 @@ def _run(args) -> int:
     from .. import experiments
 
     if args.name == "list":
+        from . import given_options
+        given = [f for f in given_options(args, "experiment") if f not in ("--overwrite", "--no-progress")]
+        if given:  # 'list' runs nothing: the option would be dropped (the two switches of writing ones say nothing)
+            raise error(ConfigError, "errors.cli_experiment_list_option", flag=given[0])
         for name, (_, desc) in experiments.EXPERIMENTS.items():
             print(f"{name:11s} {desc}")
         return 0
@@ -118,6 +125,11 @@ def _run(args) -> int:
         experiments.get(name)  # unknown name -> ConfigError before any work
     if args.from_dir is not None and names != ["training"]:
         raise error(ConfigError, "errors.cli_experiment_from")
+    if args.from_dir is not None:  # re-rendering trains nothing: a training option would be dropped
+        from . import given_options
+        given = [f for f in given_options(args, "experiment") if f not in FROM_READS]
+        if given:
+            raise error(ConfigError, "errors.cli_experiment_from_option", flag=given[0])
 
     def out_of(name: str) -> Path:
         if args.out is None:

@@ -37,7 +37,7 @@ from ..i18n import text as i18n_text
 from ..scorings import SCORINGS
 from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, check_new_file, write_text
 from .explain_attribution import POSITION_OPTIONS, TOY_OPTIONS, build_attribution, given_flags, refuse_others
-from .explain_circuit import add_circuit_options, build_circuit
+from .explain_circuit import add_circuit_options, build_circuit, refuse_circuit_options
 
 FORMATS = ("rich", "markdown", "latex", "json")
 
@@ -133,6 +133,7 @@ def build(args):
 
     if args.circuit is not None or args.composition is not None:
         return build_circuit(args)
+    refuse_circuit_options(args)
     if args.attribution is not None:
         return build_attribution(args)
     lesson = args.source if args.source in ("positions", "scaling") else None

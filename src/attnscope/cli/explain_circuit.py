@@ -10,13 +10,16 @@ are refused, one sentence each.
 from __future__ import annotations
 
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import Msg, error
+from .explain_attribution import FLAGS, ROW_FLAGS, given_flags
 
 #: Options of ``explain`` that belong to another lesson, by argparse destination.
 OTHER = (("text", "--text"), ("token", "--token"), ("position", "--position"), ("path", "--path"),
          ("attribution", "--attribution"), ("scores", "--scores"), ("source", "an input file"),
          ("example", "--example"), ("X", "-X"), ("wq", "--wq"), ("wk", "--wk"), ("wv", "--wv"), ("wo", "--wo"),
          ("values", "--values"), ("target", "--target"), ("attention", "--attention"))
+#: What each lesson reads of explain_attribution's FLAGS and ROW_FLAGS; any other given is refused (not dropped).
+READS = {"qk": ("model", "layer", "head", "entry", "offset"), "composition": ("model", "offset")}
 
 CIRCUITS = ("qk",)
 COMPOSITIONS = ("q", "k", "v")
@@ -38,7 +41,7 @@ def add_circuit_options(p) -> None:
 
 def _entry(value) -> tuple[int, int]:
     parts = str(value).split(",")
-    if len(parts) != 2 or not all(x.strip().isdigit() for x in parts):
+    if len(parts) != 2 or not all(x.strip().isdecimal() for x in parts):  # isdigit() passes '²', int() refuses it
         raise error(InputError, "errors.qkov_cli_entry_form", value=repr(value))
     return int(parts[0]), int(parts[1])
 
@@ -52,6 +55,13 @@ def build_circuit(args):
     for dest, flag in OTHER:
         if getattr(args, dest, None):
             raise error(InputError, "errors.qkov_cli_other", option=flag)
+    lesson = "qk" if args.circuit is not None else "composition"
+    given = given_flags(args, [d for d in (*FLAGS, *ROW_FLAGS) if d not in READS[lesson]])
+    if lesson == "qk" and (args.from_head is not None or args.to_head is not None):
+        given.insert(0, "--from" if args.from_head is not None else "--to")
+    if given:  # it would change nothing: --dk, --causal, --dims …, --entry of a composition, --from of W_QK
+        raise error(InputError, "errors.cli_explain_lesson_option", flag=given[0],
+                    lesson=Msg(f"errors.cli_explain_lesson_{lesson}"))
     fold = not args.no_fold
     if args.circuit is not None:
         if args.circuit not in CIRCUITS:
@@ -68,3 +78,11 @@ def build_circuit(args):
     check_kind(args.composition)
     return explain_composition(args.model, args.composition, args.from_head, args.to_head, offset=args.offset,
                                fold_norm=fold)
+
+
+def refuse_circuit_options(args) -> None:
+    """InputError for --from, --to or --no-fold without --circuit or --composition (they would be dropped)."""
+    for flag, given in (("--from", args.from_head is not None), ("--to", args.to_head is not None),
+                        ("--no-fold", args.no_fold)):
+        if given:
+            raise error(InputError, "errors.qkov_cli_alone", flag=flag)

@@ -55,6 +55,8 @@ def run(args) -> int:
     if args.temperature == 0.0 and (args.top_k is not None or args.top_p is not None):
         raise error(InputError, "errors.models_greedy_filter", name="--top-k" if args.top_k is not None else "--top-p",
                     temperature="--temperature")
+    if args.temperature == 0.0 and args.seed is not None:  # greedy draws nothing at random: the seed would be dropped
+        raise error(InputError, "errors.cli_generate_greedy_seed")
     device = check_device(args.device)
     view = Path(args.view) if args.view else None
     if view is not None and (view.is_dir() or not view.parent.is_dir()):

@@ -41,15 +41,16 @@ def register(sub) -> None:
     p.add_argument("--model", default="smollm2-135m", metavar="NAME_OR_PATH",
                    help="a causal language model: smollm2-135m, gemma-3-270m, a folder or a .gguf file "
                         "(default: %(default)s)")
-    p.add_argument("--position", type=IntRange(-MAX_INDEX, MAX_INDEX), default=-1, metavar="I",
+    # --position and --top default to None so that one given with --train-tuned is seen (lens_tuned.check: -1, 3)
+    p.add_argument("--position", type=IntRange(-MAX_INDEX, MAX_INDEX), default=None, metavar="I",
                    help="the position read, negative from the end (default: the last, -1)")
     p.add_argument("--target", default=None, metavar="TOKEN",
                    help="the token followed, a text that is one token such as ' Paris' (default: the model's "
                         "final top prediction)")
     p.add_argument("--versus", default=None, metavar="TOKEN",
                    help="with --dla: attribute the difference logit(target) − logit(versus)")
-    p.add_argument("--top", type=IntRange(1, 50), default=3, metavar="K",
-                   help="top tokens shown per point, and with --dla the largest parts ×4 (default: %(default)s)")
+    p.add_argument("--top", type=IntRange(1, 50), default=None, metavar="K",
+                   help="top tokens shown per point, and with --dla the largest parts ×4 (default: 3)")
     p.add_argument("--dla", action="store_true", help="direct logit attribution instead of the lens")
     p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
                    help="resolution of a .png, 10..2400 (default: %(default)s)")
@@ -66,6 +67,9 @@ def run(args) -> int:
     if args.versus is not None and not args.dla:
         raise error(InputError, "errors.lens_versus")
     lens_tuned.check(args)
+    if args.text is not None:  # '   ' too, as generate's and patch's prompts: a whitespace-only text is no prompt
+        from ..viewer.run import check_text
+        check_text(args.text)
     if args.threads:
         import torch
         torch.set_num_threads(args.threads)

@@ -29,6 +29,12 @@ TRAIN_OPTIONS = (
 )
 
 
+#: --lr's default
+LR = 3e-4
+#: The options of one text's lens (declared in attnscope.cli.lens), which --train-tuned does not read: name → flag.
+TEXT_OPTIONS = {"text": "--text", "position": "--position", "target": "--target", "top": "--top"}
+
+
 def add_options(p) -> None:
     """``--tuned``, ``--train-tuned`` and the training options."""
     p.add_argument("--tuned", default=None, metavar="FILE",
@@ -36,13 +42,13 @@ def add_options(p) -> None:
     p.add_argument("--train-tuned", default=None, metavar="FILE",
                    help="train a tuned lens on builtin:python-docs, write it to FILE (.safetensors) and print "
                         "its KL beside the logit lens's on the held-out texts (-o: .json numbers, .png figure)")
+    # the training options default to None so that one given without --train-tuned is seen (check() fills them in)
     for flag, default, low, high, words in TRAIN_OPTIONS:
-        p.add_argument(flag, type=IntRange(low, high), default=default, metavar="N",
-                       help=f"{words} (default: %(default)s)")
-    p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam",
-                   help="with --train-tuned: Adam, or SGD with Nesterov momentum 0.9 (Belrose et al.'s) (default: %(default)s)")
-    p.add_argument("--lr", type=float, default=3e-4,
-                   help="with --train-tuned: the peak learning rate (default: %(default)s)")
+        p.add_argument(flag, type=IntRange(low, high), default=None, metavar="N", help=f"{words} (default: {default})")
+    p.add_argument("--optimizer", choices=("adam", "sgd"), default=None,
+                   help="with --train-tuned: Adam, or SGD with Nesterov momentum 0.9 (Belrose et al.'s) (default: adam)")
+    p.add_argument("--lr", type=float, default=None,
+                   help=f"with --train-tuned: the peak learning rate (default: {LR})")
     p.add_argument("--threads", type=IntRange(1, 4096), default=None, metavar="N",
                    help="torch CPU threads (default: torch's choice)")
 
@@ -55,6 +61,17 @@ def check(args) -> None:
         raise error(InputError, "errors.tuned_not_dla")
     if args.text is None and args.train_tuned is None:
         raise error(InputError, "errors.tuned_needs_text")
+    training: dict[str, tuple[str, object]] = {f[2:].replace("-", "_"): (f, default) for f, default, *_ in TRAIN_OPTIONS}
+    training.update(optimizer=("--optimizer", "adam"), lr=("--lr", LR))
+    for dest, (flag, default) in training.items():  # each would be dropped without --train-tuned
+        if args.train_tuned is None and getattr(args, dest) is not None:
+            raise error(InputError, "errors.tuned_train_option", flag=flag)
+        setattr(args, dest, default if getattr(args, dest) is None else getattr(args, dest))
+    if args.train_tuned is not None:  # it reads the held-out texts, not a text at one position
+        given = [flag for dest, flag in TEXT_OPTIONS.items() if getattr(args, dest) is not None]
+        if given:
+            raise error(InputError, "errors.tuned_train_text_option", flag=given[0])
+    args.position, args.top = -1 if args.position is None else args.position, args.top or 3
     if args.tuned is not None and not Path(args.tuned).is_file():
         raise error(InputError, "errors.tuned_missing", path=repr(args.tuned))
     if args.train_tuned is not None:

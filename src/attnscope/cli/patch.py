@@ -44,10 +44,10 @@ def register(sub) -> None:
     p.add_argument("--what", choices=("heads", "residual"), default="heads",
                    help="heads: each head's output z; residual: the residual stream at one position "
                         "(default: %(default)s)")
-    p.add_argument("--site", choices=tuple(SITES), default="resid_pre",
+    p.add_argument("--site", choices=tuple(SITES), default=None,  # None: a --site given with --what heads is seen
                    help="where --what residual patches: resid_pre (what enters the layer), attn_in (the "
                         "attention's normalised input), resid_mid (after the attention), resid_post (after "
-                        "the layer) (default: %(default)s)")
+                        "the layer) (default: resid_pre)")
     p.add_argument("--layers", type=IntList(0, MAX_INDEX, unique=True), default=None, metavar="LIST",
                    help="comma-separated layers to patch, each once and counted from 0, e.g. 0,5,10 (default: all)")
     p.add_argument("--batch-size", type=IntRange(1, 65536), default=BATCH, metavar="K",
@@ -77,17 +77,21 @@ def _check_outputs(paths, overwrite: bool) -> list[Path]:
 
 
 def run(args) -> int:
-    from . import check_device
+    from . import FIGURES, check_device
 
     check_device(args.device)
     outs = _check_outputs(args.output, args.overwrite)  # before the work, not after it
+    if args.site is not None and args.what == "heads":  # heads patch each head's z: the site would be dropped
+        raise error(InputError, "errors.cli_patch_site_heads", site=args.site)
+    if args.raw and not any(out.suffix.lower() in FIGURES for out in outs):  # it colours a figure only
+        raise error(InputError, "errors.cli_patch_raw_figure")
 
     from ..analysis.summary import say  # patch's lines are in the analysis catalogue (analysis*.toml)
     from ..models import load
     from ..patching import patch
 
     model = load(args.model, device=args.device)
-    r = patch(model, args.clean, args.corrupted, args.answer, args.wrong, what=args.what, site=args.site,
+    r = patch(model, args.clean, args.corrupted, args.answer, args.wrong, what=args.what, site=args.site or "resid_pre",
               layers=args.layers, batch_size=args.batch_size, progress=not args.no_progress and sys.stderr.isatty())
     for line in summary(r, args.top, args.lang):
         print(line)

@@ -36,16 +36,17 @@ def register(sub) -> None:
     p.add_argument("--kind", choices=KINDS, default="heatmap",
                    help="heatmap: one head; grid: every layer × head; hist: scaled vs unscaled scores; "
                         "softmax: a row's softmax at several temperatures (default: heatmap)")
-    p.add_argument("--layer", type=IntRange(0, MAX_INDEX), default=0, help="layer, 0-based (default 0)")
-    p.add_argument("--head", type=IntRange(0, MAX_INDEX), default=0, help="head, 0-based (default 0)")
-    p.add_argument("--query", type=IntRange(0, MAX_INDEX), default=0, help="query position for --kind softmax (default 0)")
+    # --layer, --head, --query and --d-k default to None so that a given one is seen (refuse_unread); defaults in run
+    p.add_argument("--layer", type=IntRange(0, MAX_INDEX), default=None, help="layer, 0-based (default 0)")
+    p.add_argument("--head", type=IntRange(0, MAX_INDEX), default=None, help="head, 0-based (default 0)")
+    p.add_argument("--query", type=IntRange(0, MAX_INDEX), default=None, help="query position for --kind softmax (default 0)")
     p.add_argument("--scores", help="comma-separated scores for --kind softmax instead of a text")
     p.add_argument("--labels", metavar="A,B,C", help="comma-separated labels: one per score of --scores, or one per "
                    "token of the text (--kind heatmap, softmax), e.g. 我,喜,欢")
     p.add_argument("--temperatures", default=None,
                    help="comma-separated temperatures for --kind softmax (default 0.5,1,2,8; with a "
                         "text 1,√d_k,2√d_k)")
-    p.add_argument("--d-k", type=IntRange(1, MAX_D_K), default=256,
+    p.add_argument("--d-k", type=IntRange(1, MAX_D_K), default=None,
                    help=f"d_k of the random experiment of --kind hist without text, 1..{MAX_D_K} (default 256)")
     p.add_argument("--attribution", choices=ATTRIBUTIONS, default=None,
                    help="--kind heatmap/grid: draw this attribution instead of the raw weights — norm: each head's "
@@ -93,11 +94,18 @@ def run(args) -> int:
         raise error(InputError, "cli.o_folder", path=repr(args.output), example=repr(str(out / "scores.png")))
     if out.suffix.lower() not in FIGURES:
         raise error(InputError, "cli.format", name=repr(out.name))
+    if not out.parent.is_dir():  # before the model loads and traces, not after
+        raise error(InputError, "errors.cli_patch_no_folder", path=out, folder=out.parent)
     check_new_file(out, args.overwrite)
     _labels(args)  # a bad --labels stops before the model loads
     needs_text = args.kind in ("heatmap", "grid") or (args.kind == "softmax" and args.scores is None)
     if needs_text and not (args.text and args.text.strip()):
         raise error(InputError, "cli.needs_text", kind=args.kind)
+    if args.attribution is not None and args.kind not in ("heatmap", "grid"):
+        raise error(InputError, "errors.plot_attribution_kind", kind=args.kind)
+    refuse_unread(args)
+    args.layer, args.head, args.query = args.layer or 0, args.head or 0, args.query or 0
+    args.d_k = args.d_k or 256
     from .. import plot
 
     tr = None
@@ -151,10 +159,37 @@ def run(args) -> int:
     return 0
 
 
+def refuse_unread(args) -> None:
+    """InputError naming the first option given that the figure asked for does not read: it would be
+    dropped, and the same figure drawn (--layer with --kind grid, --model with --scores, …)."""
+    from ..attribution.shown import PER_HEAD
+
+    has_text = bool(args.text and args.text.strip())
+    if args.attribution is not None:
+        what = f"--kind {args.kind} --attribution {args.attribution}"
+        reads = {"model"} if args.kind == "grid" else {"model", "layer"} | ({"head"} if args.attribution in PER_HEAD else set())
+    elif args.kind in ("heatmap", "grid"):
+        what, reads = f"--kind {args.kind}", {"model", "layer", "head", "labels"} if args.kind == "heatmap" else {"model"}
+    elif args.kind == "hist":
+        what, reads = ("--kind hist TEXT", {"model"}) if has_text else ("--kind hist", {"d_k"})
+    elif args.scores is not None:
+        if has_text:
+            raise error(InputError, "errors.cli_plot_text_unread")
+        what, reads = "--kind softmax --scores", {"scores", "labels", "temperatures"}
+    else:
+        what, reads = "--kind softmax TEXT", {"model", "layer", "head", "query", "labels", "temperatures"}
+    for dest, flag in UNREAD_FLAGS.items():
+        if dest not in reads and getattr(args, dest) is not None:
+            raise error(InputError, "errors.cli_plot_unread", flag=flag, what=what)
+
+
+#: The options refuse_unread checks: argparse's name → the flag.
+UNREAD_FLAGS = {"layer": "--layer", "head": "--head", "query": "--query", "scores": "--scores", "labels": "--labels",
+                "temperatures": "--temperatures", "d_k": "--d-k", "model": "--model"}
+
+
 def attribution_figure(args):
     """The figure of ``--attribution`` (--kind heatmap or grid): the viewer switch's matrices."""
-    if args.kind not in ("heatmap", "grid"):
-        raise error(InputError, "errors.plot_attribution_kind", kind=args.kind)
     from ..models import load
     from ..plot.attribution import attribution_grid, attribution_heatmap
     model = load(args.model)

@@ -60,6 +60,7 @@ def run(args) -> int:
     from ..viewer.html import render, write_page
 
     model = load(args.model)
+    refuse_unread(args, model)
     from ..viewer.seq2seq_page import cli_page
     page = cli_page(model, args.text, args.target, compare=args.compare, decimals=args.decimals,
                     lang=args.lang)  # None: not seq2seq
@@ -69,3 +70,19 @@ def run(args) -> int:
     write_page(out, page)
     print(text("analysis.gen_wrote", args.lang, path=out, kb=len(page.encode("utf-8")) / 1024))
     return 0
+
+
+def refuse_unread(args, model) -> None:
+    """InputError naming an option the page of ``model`` would drop: --token, --no-attribution and
+    --no-lens on an encoder–decoder's page (it has no context view, attribution switch or lens), and
+    --no-lens where the lens does not read the model (an encoder)."""
+    from ..config import is_seq2seq
+    from ..viewer.lens_view import reads_lens
+
+    if is_seq2seq(model) and args.target is not None:  # without --target the page's own error comes first
+        given = [flag for flag, on in (("--token", args.token is not None), ("--no-attribution", args.no_attribution),
+                                       ("--no-lens", args.no_lens)) if on]
+        if given:
+            raise error(InputError, "errors.cli_view_seq2seq_option", flag=given[0], name=model.name)
+    elif args.no_lens and not is_seq2seq(model) and not reads_lens(model):
+        raise error(InputError, "errors.cli_view_no_lens", name=model.name)

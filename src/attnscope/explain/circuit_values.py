@@ -93,7 +93,7 @@ def parse_head(text, flag: str) -> tuple[int, int]:
     if isinstance(text, (tuple, list)) and len(text) == 2:
         return text[0], text[1]
     parts = str(text).split(".")
-    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+    if len(parts) != 2 or not all(p.strip().isdecimal() for p in parts):  # isdigit() passes "²", int() refuses it
         raise error(InputError, "errors.qkov_head_form", flag=flag, value=repr(text))
     return int(parts[0]), int(parts[1])
 

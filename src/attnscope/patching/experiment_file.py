@@ -77,6 +77,8 @@ def read_experiment(path) -> dict:
     """The experiment file at ``path``, parsed and checked (shapes and keys; the heads are checked
     against the model when it runs)."""
     p = Path(path)
+    if p.is_dir():  # not "does not exist": it does, as a folder
+        raise error(InputError, "errors.circuit_file_folder", path=repr(str(p)))
     if not p.is_file():
         raise error(InputError, "errors.circuit_file_missing", path=repr(str(p)))
     try:
