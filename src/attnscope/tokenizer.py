@@ -228,7 +228,7 @@ def unigram_unknown(backend) -> Optional[tuple[int, str]]:
     except (AttributeError, TypeError, ValueError):
         return None
     piece = backend.id_to_token(unk_id) if isinstance(unk_id, int) else None
-    return (unk_id, piece) if piece is not None else None
+    return None if piece is None else (unk_id, piece)
 
 
 def check_unicode(text: str, what: str = "the text") -> str:
@@ -297,13 +297,11 @@ def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_ch
         raise error(ModelLoadError, "errors.core_cannot_read", path=vocab_file, why=str(e)) from None
     if lines and lines[-1] == "":
         lines.pop()
-    vocab: dict[str, int] = {}
-    for i, entry in enumerate(lines):
-        vocab[entry] = i  # a repeated line: the last one wins, as in BertTokenizer's load_vocab
+    vocab = {entry: i for i, entry in enumerate(lines)}  # a repeated line: the last one wins, as in BertTokenizer
     for special in (unk, cls, sep):
         if special not in vocab:
-            raise error(ModelLoadError, "errors.core_vocab_special", path=vocab_file, special=special, unk=unk, cls_token=cls,
-                        sep=sep)
+            raise error(ModelLoadError, "errors.core_vocab_special", path=vocab_file, special=special,
+                        unk=unk, cls_token=cls, sep=sep)
     tok = HFTokenizer(WordPiece(vocab, unk_token=unk, max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=chinese_chars,
                                                 strip_accents=strip_accents, lowercase=lowercase)
