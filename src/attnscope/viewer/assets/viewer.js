@@ -239,9 +239,9 @@
     }
     if (!unk) return "";
     var piece = tokens.filter(function (t) { return UNKNOWN[t]; })[0];
-    var self = /multilingual-e5/.test(model || "") ? "_self" : "";
-    return unk === 1 ? tr("viewer.unk_one" + self, { all: all, piece: piece })
-      : tr("viewer.unk_many" + self, { unk: unk, all: all, piece: piece });
+    var own = /multilingual-e5/.test(model || "");  // e5's own page does not send its reader to e5
+    if (unk === 1) return tr(own ? "viewer.unk_one_self" : "viewer.unk_one", { all: all, piece: piece });
+    return tr(own ? "viewer.unk_many_self" : "viewer.unk_many", { unk: unk, all: all, piece: piece });
   }
   A.unknownNote = unknownNote;
 
