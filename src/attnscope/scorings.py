@@ -259,7 +259,7 @@ register_scoring(Scoring(
            "zh": "打分方式：$q$ 与 $k$ 的点积除以 $\\sqrt{d_k}$。"}))
 register_scoring(Scoring(
     name="unscaled", factor=lambda d_k, tau=None: 1.0,
-    title="q·k", latex=r"q \cdot k", source="what the second article warns of",
+    title="q·k", latex=r"q \cdot k", source="what the third article warns of",
     words={"en": "Scoring: unscaled ($S' = S$, no division by $\\sqrt{d_k}$).",
            "zh": "打分方式：不缩放（$S' = S$，不除以 $\\sqrt{d_k}$）。"}))
 register_scoring(Scoring(

@@ -153,3 +153,22 @@ def test_entries_and_rows_are_counted_from_zero():
     (w,) = toy.by_verdict("wrong")
     assert (w.row, w.col, w.row_label, w.col_label) == (1, 1, "1 (爱)", "1")
     assert "Q, row 1 (爱), column 1: you wrote 2" in toy.render("markdown")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_stable_softmax_of_a_small_row_is_right_and_named(lang):
+    """e^(s' − m) on a row whose scores are small (explain shows e^s' there): the article's "numerically
+    stable" NumPy softmax, which the tutorial and the how-to say check accepts. It was judged wrong."""
+    problem = {"scores": [2, 1, 0.5, -1], "d_k": 4}
+    ref = ref_row(problem["scores"], 4)
+    assert ref["m"] == 1 and dec(ref["shifted"][1], 4) == "0.6065"
+    r = _report({"scaled": [dec(x, 2) for x in ref["scaled"]], "exp": [dec(x, 4) for x in ref["shifted"]],
+                 "sum": dec(ref["sum_shifted"], 4), "weights": [dec(x, 4) for x in ref["weights"]]}, problem)
+    assert r.ok and r.counts() == {"correct": 13, "rounding": 0, "carried": 0, "wrong": 0}, r.render("markdown")
+    assert [(c["step"], c["convention"], c["m"]) for c in r.conventions] == [("exp", "stable", 1)]
+    md = r.render("markdown", lang=lang)
+    assert ("you wrote e^(s' - m) with m = 1, the row's largest score" if lang == "en"
+            else "你写的是 e^(s' - m)，m = 1 是这一行最大的分数") in md
+    # e^s' itself, as explain shows it, stays right and names no convention
+    r = _report({"exp": [dec(x.exp(), 4) for x in ref["scaled"]], "sum": dec(ref["sum_plain"], 4)}, problem)
+    assert r.ok and r.conventions == [] and {e.convention for e in r.entries} == {None}

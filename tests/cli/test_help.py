@@ -33,3 +33,18 @@ def test_example_help_says_what_it_is(capsys):
     out = capsys.readouterr().out
     assert "attnscope example: a built-in worked example" in out and "attnscope explain --example NAME" in out
     assert "which example (default: three-tokens)" in out
+
+
+def test_explain_help_says_toy_problems_are_exact(capsys):
+    """explain --help said "All arithmetic is float64"; a toy problem is exact: 0.1 + 0.2 is 0.3,
+    where float64 gives 0.30000000000000004 (checked here on the JSON of the worked problem)."""
+    import json
+
+    assert 0.1 + 0.2 != 0.3  # what float64 arithmetic would show
+    main(["explain", "-X", "0.1,0.2;1,0", "--wq", "1;1", "--wk", "1;1", "--wv", "1;1", "--format", "json"])
+    assert json.loads(capsys.readouterr().out)["values"]["Q"][0][0] == 0.3
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "All arithmetic is float64" not in out
+    assert "Toy problems are exact" in out and "a real model's row in float64" in out

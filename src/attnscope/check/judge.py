@@ -118,22 +118,37 @@ def judge(w: Written, exact, recomputed, tainted: bool, slack: float = 0.0) -> s
     return "rounding" if follows else "wrong"
 
 
-#: The two ways of writing a row's exponentials (and their sum) when its largest score m is large:
-#: e^(s' − m) (what explain shows) and e^s' itself.
-CONVENTIONS = ("shifted", "plain")
+#: The ways of writing a row's exponentials (and their sum), the one explain shows first: when the
+#: row's largest score m is large, e^(s' − m) ("shifted") and e^s' itself ("plain"); else e^s'
+#: ("plain") and the stable softmax's e^(s' − m) ("stable").
+CONVENTIONS = {"large": ("shifted", "plain"), "small": ("plain", "stable")}
+
+
+def _largest(row) -> Decimal:
+    finite = [E.dec(x) for x in row if E.dec(x).is_finite()]
+    return max(finite) if finite else E.ZERO
 
 
 def _row_factors(chain: Chain, world: dict, lk: Optional[Link] = None) -> dict:
-    """row → (e^m, e^m_own, m) for the rows whose exponentials can be written two ways: the factors
-    from e^(s' − m) to e^s' of the exact values (m the row's largest score) and of the learner's own
-    (m_own their largest scaled score, when they wrote the scaled scores). A link of one head of a
-    multi-head chain brings its own shift and scaled link (``Link.shift``, ``Link.scaled``)."""
+    """row → (kind, f, f_own, m) for the rows whose exponentials can be written two ways: the factors
+    from explain's way to the other of the exact values (m the row's largest score) and of the
+    learner's own (m_own their largest scaled score, when they wrote the scaled scores): e^m for a
+    "large" row (shown as e^(s' − m)), e^(−m) for a "small" one (shown as e^s'; none when m = 0). A
+    link of one head of a multi-head chain brings its own shift and scaled link (``Link.shift``,
+    ``Link.scaled``)."""
     shift = chain.shift if lk is None or lk.shift is None else lk.shift
     if shift is None:
         return {}
-    scaled = world.get("scaled" if lk is None else lk.scaled)
+    name = "scaled" if lk is None else lk.scaled
+    scaled = world.get(name)
     own = E.exp_shift(scaled) if scaled is not None else shift
-    return {i: (E.CTX.exp(m), E.CTX.exp(mw), m) for i, (m, mw) in enumerate(zip(shift, own)) if m != 0 or mw != 0}
+    out = {i: ("large", E.CTX.exp(m), E.CTX.exp(mw), m) for i, (m, mw) in enumerate(zip(shift, own)) if m != 0 or mw != 0}
+    exact, mine = chain.link(name).exact, scaled if scaled is not None else chain.link(name).exact
+    for i in set(range(len(shift))) - set(out):
+        m, mw = _largest(exact[i]), _largest(mine[i])
+        if m != 0 or mw != 0:
+            out[i] = ("small", E.CTX.exp(-m), E.CTX.exp(-mw), m)
+    return out
 
 
 def _row_verdicts(lk: Link, i: int, given: np.ndarray, r: np.ndarray, tin: np.ndarray, factor) -> list:
@@ -179,13 +194,14 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
         factors = _row_factors(chain, world, lk) if lk.by_shift else {}
         for i in range(given.shape[0]):
             unit = (E.ONE, E.ONE)
-            factor = {"shifted": unit, "plain": factors[i][:2]} if i in factors else {"shifted": unit}
-            c = "shifted"
+            ways = CONVENTIONS[factors[i][0]] if i in factors else ("shifted",)
+            factor = dict(zip(ways, (unit, factors[i][1:3]))) if i in factors else {"shifted": unit}
+            c = ways[0]
             if i in factors and any(w is not None for w in given[i]):
                 if (lk.scaled, i) not in conv:  # the way under which more of the row holds up (a tie: explain's)
                     held = {k: sum(v in ("correct", "rounding") for _, v, _, _ in _row_verdicts(lk, i, given, r, tin, f))
                             for k, f in factor.items()}
-                    conv[(lk.scaled, i)] = (max(CONVENTIONS, key=lambda k: held[k]), lk.name, factors[i][2])
+                    conv[(lk.scaled, i)] = (max(ways, key=lambda k: held[k]), lk.name, factors[i][3], factors[i][0])
                 c = conv[(lk.scaled, i)][0]
             for j, verdict, x, rr in _row_verdicts(lk, i, given, r, tin, factor[c]):
                 w = given[i, j]
@@ -196,7 +212,8 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
                     srcs = sorted(fed, key=nearest_first(chain))
                 entries.append(Entry(lk.name, i, j, lk.rows[i], lk.cols[j], w.text, w.decimals, w.value, float(x),
                                      float(rr), verdict, srcs, exact_value=x, number=w,
-                                     convention=c if i in factors else None))
+                                     convention=None if i not in factors or (c, factors[i][0]) == ("plain", "small")
+                                     else c))
                 with localcontext(E.CTX):
                     own = w.exact / factor[c][1]  # kept as e^(s' − m_own), as the chain recomputes it
                 wv[i, j] = own if exact_link else float(own)
@@ -207,7 +224,7 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
     if not entries:
         raise error(InputError, "errors.answers_blank", source=source)
     conventions = [{"step": step, "row": i, "row_label": chain.link(step).rows[i], "convention": c, "m": m}
-                   for (_, i), (c, step, m) in sorted(conv.items())]
+                   for (_, i), (c, step, m, kind) in sorted(conv.items()) if (c, kind) != ("plain", "small")]
     return Report(source, chain.kind, entries, answered, blanks, problem=problem or {}, conventions=conventions)
 
 

@@ -20,8 +20,9 @@
   attnscope explain positions --scheme rotary --model ./SmolLM2-135M --position 5   the model's RoPE pairs
   attnscope explain positions --scheme t5 --position 20 --offset -13               δ = −13 → T5's bucket
 
-Formats: rich (terminal, default), markdown, latex, json. All arithmetic is float64; numbers are
-rounded only for display (--decimals, half-up). Positions, rows, columns, dimensions, heads and
+Formats: rich (terminal, default), markdown, latex, json. Toy problems are exact (the given numbers'
+sums and products exact; √d_k, exp and softmax to 100 digits); given --scores and a real model's row in
+float64; numbers are rounded only for display (--decimals, half-up). Positions, rows, columns, dimensions, heads and
 layers count from 0 in every output, as --position, --head and --layer do.
 """
 

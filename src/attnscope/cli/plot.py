@@ -3,7 +3,7 @@
     attnscope plot "The cat sat on the mat." --layer 0 --head 3 -o head.png
     attnscope plot "我喜欢人工智能" --kind grid -o grid.svg
     attnscope plot "我喜欢人工智能" --lang zh -o head.png      # title, axes and colour bar in Chinese
-    attnscope plot --kind hist -o scores.pdf                 # the second article's experiment
+    attnscope plot --kind hist -o scores.pdf                 # the third article's experiment
     attnscope plot "The cat sat on the mat." --attribution rollout --layer 5 -o rollout.png
     attnscope plot "The cat sat on the mat." --attribution norm --kind grid -o norms.svg
     attnscope plot --kind softmax --scores 15.3,22.7,18.2,2.1,1.8 --temperatures 1,8 -o t.png

@@ -1,4 +1,4 @@
-"""Experiments that measure the second article's claims about the 1/√d_k factor.
+"""Experiments that measure the third article's claims about the 1/√d_k factor.
 
     >>> from attnscope import experiments
     >>> res = experiments.run("variance", quick=True, seed=0)

@@ -1,6 +1,6 @@
 """Experiment "variance": Var(q·k) = d_k for unit-variance entries, and 1 after ÷√d_k.
 
-The second article's argument: if the entries of q and k are independent with mean 0 and
+The third article's argument: if the entries of q and k are independent with mean 0 and
 variance 1, each product q_i k_i has variance 1, so the sum q·k over d_k terms has variance d_k;
 dividing by √d_k brings it back to 1. This experiment samples q and k for d_k = 2 … 1024 and three
 entry distributions with unit variance (normal, uniform on [-√3, √3], random signs ±1), and

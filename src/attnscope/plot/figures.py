@@ -152,7 +152,7 @@ def score_histograms(trace=None, *, layer: Optional[int] = None, text: int = 0, 
     """Histograms of unscaled and scaled scores side by side, each titled with its variance.
 
     With a trace: the raw scores q·k of every head of ``layer`` (all layers when None) of text
-    ``text``, and the same × 1/√d_k. Without one, the second article's experiment: q and k drawn
+    ``text``, and the same × 1/√d_k. Without one, the third article's experiment: q and k drawn
     from N(0, 1) with ``d_k`` dimensions, ``n`` of each (variance ≈ d_k unscaled, ≈ 1 scaled).
     Titles and axes in ``lang``.
     """

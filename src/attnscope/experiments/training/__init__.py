@@ -1,6 +1,6 @@
 """Experiment "training": train small Transformers with each way of scaling the scores, side by side.
 
-The second article claims that with the 1/√d_k factor "training was over 3× faster", and that
+The third article claims that with the 1/√d_k factor "training was over 3× faster", and that
 without it, at d_k = 512, "the training loss got stuck". This experiment measures both.
 
 Models are attnscope's own :class:`~attnscope.modules.TransformerEncoder` (pre-LN, a final

@@ -4,7 +4,7 @@ position bias, RMS LayerNorm and no score scaling.
 * **No 1/√d_k.** Scores are q·kᵀ plus the relative bias (scoring ``unscaled``): T5 folds the
   scaling into the initialisation of W_Q (standard deviation (d_model·d_kv)^-½ where W_K gets
   d_model^-½, as Mesh TensorFlow and transformers' ``_init_weights`` do), the "T5-style"
-  alternative of the second article in a real model.
+  alternative of the third article in a real model.
 * **Relative position bias** (:mod:`attnscope.modules.t5_bias`): 32 log buckets up to distance 128,
   bidirectional in the encoder, causal in the decoder, learned in the first layer of each stack and
   shared by all its layers. Cross-attention has none.
