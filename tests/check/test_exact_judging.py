@@ -4,11 +4,13 @@ reported with true digits, entries counted from 0. References: ``decimal`` at 60
 here, never attnscope's code; reports read in Markdown (en, zh) and JSON."""
 
 import json
+import math
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 import pytest
 
 from attnscope.check import check, judge
+from attnscope.cli import main
 from attnscope.explain.numbers import parse_written as W
 
 BIG_ROW = {"scores": [815.08, 800, 790], "d_k": 64}  # scaled 101.885, 100, 98.75: shown as e^(s' − m)
@@ -153,3 +155,17 @@ def test_entries_and_rows_are_counted_from_zero():
     (w,) = toy.by_verdict("wrong")
     assert (w.row, w.col, w.row_label, w.col_label) == (1, 1, "1 (爱)", "1")
     assert "Q, row 1 (爱), column 1: you wrote 2" in toy.render("markdown")
+
+
+def test_scores_beyond_float64_exp_are_judged_not_a_traceback(tmp_path):
+    # e^1000 overflows float64: the plain way's factor (e^m) times a zero float slack was inf · 0 = NaN, and
+    # judging the exponentials ended in "ValueError: NaN has no decimal value". Reference: math on e^-1.
+    f = tmp_path / "big.yaml"
+    w = 1 / (1 + math.exp(-1))  # e^1000 / (e^1000 + e^999)
+    f.write_text("problem: {scores: [1000, 999], d_k: 1}\nanswers:\n"
+                 f"  exp: [1, {math.exp(-1):.4f}]\n  sum: {1 + math.exp(-1):.4f}\n"
+                 f"  weights: [{w:.4f}, {1 - w:.4f}]\n  scaled: [1000, 998]\n", encoding="utf-8")
+    r = check(str(f))
+    assert [(e.step, e.verdict) for e in r.entries if e.verdict != "correct"] == [("scaled", "wrong")]
+    assert r.conventions[0]["convention"] == "shifted" and r.conventions[0]["m"] == 1000
+    assert main(["check", str(f)]) == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -91,7 +91,7 @@ class Report:
         return to_dict(self)
 
 
-def judge(w: Written, exact, recomputed, tainted: bool, slack: float = 0.0) -> str:
+def judge(w: Written, exact, recomputed, tainted: bool, slack: Union[float, Decimal] = 0.0) -> str:
     """The verdict on one written number (see the module doc of :mod:`attnscope.check`).
 
     ``exact``: the true value; ``recomputed``: what follows from the learner's own earlier numbers;
@@ -145,7 +145,8 @@ def _row_verdicts(lk: Link, i: int, given: np.ndarray, r: np.ndarray, tin: np.nd
         for j, w in enumerate(given[i]):
             if w is not None:
                 x, rr = E.dec(lk.exact[i, j]) * factor[0], E.dec(r[i, j]) * factor[1]
-                out.append((j, judge(w, x, rr, bool(tin[i, j]), float(slack[i, j]) * float(factor[0])), x, rr))
+                room = E.dec_binary(float(slack[i, j])) * factor[0]  # Decimal: e^1000 is no float64
+                out.append((j, judge(w, x, rr, bool(tin[i, j]), room), x, rr))
     return out
 
 
