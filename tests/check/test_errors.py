@@ -92,3 +92,24 @@ def test_scores_with_both_d_k_and_factor_is_an_error_not_a_silent_choice(tmp_pat
                  encoding="utf-8")
     assert main(["check", str(f)]) == 2
     assert "give d_k or factor, not both" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, text, msg", [
+    # JSON's NaN and TOML's nan were read as a blank (an answer "missing", exit 0 with the rest right; in the
+    # problem "an entry is empty"): they are numbers that are not finite
+    ("a.json", '{"problem": {"scores": [1, 2, 3], "d_k": 1}, "answers": {"weights": [NaN, 0.2447, 0.6652]}}',
+     "key weights, entry 0 (from 0): nan is not a finite number"),
+    ("a.toml", "[problem]\nscores = [1, 2, 3]\nd_k = 1\n[answers]\nweights = [0.09, nan, 0.6652]\n",
+     "key weights, entry 1 (from 0): nan is not a finite number"),
+    ("a.json", '{"problem": {"scores": [1, NaN, 3], "d_k": 1}, "answers": {"weights": [0.09, 0.2447, 0.6652]}}',
+     "key problem.scores, entry 1 (from 0): nan is not a finite number"),
+    ("a.toml", "[problem]\nscores = [1, 2, -nan]\nd_k = 1\n[answers]\nweights = [0.09, 0.2447, 0.6652]\n",
+     "key problem.scores, entry 2 (from 0): nan is not a finite number"),
+])
+def test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, name, text, msg):
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(AttnscopeError, match=re.escape(msg)):
+        check(str(f))
+    assert main(["check", str(f)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -125,8 +125,7 @@ def _load_yaml(text: str, name: str, keep_text: bool):
 def _load_json(text: str, name: str, keep_text: bool):
     kw: dict[str, Any] = {}
     if keep_text:
-        kw = dict(parse_float=parse_written, parse_int=parse_written,
-                  parse_constant=lambda s: parse_written(s.replace("Infinity", "inf")))
+        kw = dict(parse_float=_number_text, parse_int=_number_text, parse_constant=_number_text)
     try:
         return json.loads(text, **kw)
     except RecursionError:
@@ -141,10 +140,17 @@ def _load_toml(text: str, name: str, keep_text: bool):
     else:  # Python 3.10
         import tomli as tomllib
     try:
-        data = tomllib.loads(text, parse_float=parse_written if keep_text else float)
+        data = tomllib.loads(text, parse_float=_number_text if keep_text else float)
     except tomllib.TOMLDecodeError as e:
         raise error(InputError, "errors.explain_bad_toml", name=name, problem=str(e)) from None
     return _each(data, _int_written) if keep_text else data
+
+
+def _number_text(text: str) -> Written:
+    """A JSON or TOML number's text as the Written it was; NaN too (``NaN``, ``nan``), which
+    :func:`number` then refuses as not finite — parse_written has no NaN, and None would read as a blank."""
+    w = parse_written(text)
+    return w if w is not None else Written(float(text), 0, text)
 
 
 def _int_written(x):
