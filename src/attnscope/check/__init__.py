@@ -49,8 +49,9 @@ Rows, columns and entries are counted from 0, as in ``explain``'s tables, the tr
 indices: its rows are lists in order; a problem's ``position`` counts from 0.
 
 Numbers are read with the decimals as written in the file (``0.710`` has 3). Python floats passed
-to :func:`check` are read by their shortest form (``0.40`` is the float 0.4: 1 decimal); pass
-strings (``"0.40"``) to keep trailing zeros.
+to :func:`check` are read by their shortest form (``0.40`` is the float 0.4: 1 decimal), ints as
+integers (``1``: 0 decimals), NumPy arrays as the lists they hold; pass strings (``"0.40"``) to keep
+trailing zeros.
 
 Exit status of ``attnscope check``: 0 when nothing is wrong, carried or missing, 1 otherwise (2 for
 a malformed file, as every attnscope error).

@@ -184,7 +184,10 @@ def number(x: Any, where: Where, allow_none: bool = False, allow_inf: bool = Fal
             raise error(InputError, "errors.explain_overflow", where=where, value=x.text)
         value = x.value
     elif isinstance(x, (int, float, np.floating, np.integer)):
-        value = float(x)
+        try:
+            value = float(x)
+        except OverflowError:  # an int beyond float64 (10**400)
+            raise error(InputError, "errors.explain_overflow", where=where, value=str(x)) from None
     elif isinstance(x, str):
         w = parse_written(x)
         if w is None:
