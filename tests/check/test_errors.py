@@ -113,3 +113,20 @@ def test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, name, text,
         check(str(f))
     assert main(["check", str(f)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name, text, msg", [
+    # PyYAML and json keep the last of a key given twice in silence: the first weights (with a wrong 0.5) was
+    # dropped and the file reported "All correct"; a second d_k replaced the first
+    ("a.yaml", "problem: {scores: [1, 2, 3], d_k: 1}\nanswers:\n  weights: [0.5, 0.2447, 0.6652]\n"
+     "  weights: [0.09, 0.2447, 0.6652]\n", "key 'weights' is given twice, line 4, column 3"),
+    ("a.json", '{"problem": {"scores": [1, 2, 3], "d_k": 1, "d_k": 4}, "answers": {"weights": [0.09, 0.24, 0.67]}}',
+     "key 'd_k' is given twice; only one of them would be read"),
+])
+def test_a_key_given_twice_is_refused(tmp_path, capsys, name, text, msg):
+    test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, name, text, msg)
+
+
+def test_a_yaml_merge_key_still_overrides_what_it_merges():
+    from attnscope.explain.inputs import loads
+    assert loads("b: &b {d_k: 4, x: 1}\np: {<<: *b, d_k: 1}\n", "yaml")["p"] == {"d_k": 1, "x": 1}

@@ -98,7 +98,10 @@ def _load_yaml(text: str, name: str, keep_text: bool):
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        def construct_mapping(self, node, deep=False):
+            _no_key_twice(name, [(k.value, k.start_mark) for k, _ in node.value
+                                 if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge"])
+            return super().construct_mapping(node, deep=deep)
 
     if keep_text:
         def number(loader, node):
@@ -122,10 +125,25 @@ def _load_yaml(text: str, name: str, keep_text: bool):
         raise error(InputError, "errors.explain_bad_yaml", name=name, problem=str(e)) from None
 
 
+def _no_key_twice(name: str, keys: list) -> None:
+    """InputError for a key given twice in one mapping ``keys`` [(key, YAML mark or None)]: YAML and JSON
+    readers keep the last in silence (a second ``weights:`` dropped the first)."""
+    seen = set()
+    for key, mark in keys:
+        if key in seen:
+            where = Msg("errors.line_column", line=mark.line + 1, column=mark.column + 1) if mark else ""
+            raise error(InputError, "errors.file_key_twice", name=name, field=repr(key), where=where)
+        seen.add(key)
+
+
 def _load_json(text: str, name: str, keep_text: bool):
-    kw: dict[str, Any] = {}
+    def pairs(items: list) -> dict:
+        _no_key_twice(name, [(k, None) for k, _ in items])
+        return dict(items)
+
+    kw: dict[str, Any] = {"object_pairs_hook": pairs}
     if keep_text:
-        kw = dict(parse_float=_number_text, parse_int=_number_text, parse_constant=_number_text)
+        kw.update(parse_float=_number_text, parse_int=_number_text, parse_constant=_number_text)
     try:
         return json.loads(text, **kw)
     except RecursionError:
