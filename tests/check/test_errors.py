@@ -130,3 +130,17 @@ def test_a_key_given_twice_is_refused(tmp_path, capsys, name, text, msg):
 def test_a_yaml_merge_key_still_overrides_what_it_merges():
     from attnscope.explain.inputs import loads
     assert loads("b: &b {d_k: 4, x: 1}\np: {<<: *b, d_k: 1}\n", "yaml")["p"] == {"d_k": 1, "x": 1}
+
+
+@pytest.mark.parametrize("query, msg", [(4, "key problem.query 4 is out of range: there are 4 keys (0..3)"),
+                                        ("喜", "key problem.query must be an integer, got '喜'"),
+                                        (1.5, "key problem.query must be an integer, got 1.5")])
+def test_a_row_problems_query_is_read(tmp_path, capsys, query, msg):
+    # query was accepted and never read: 4 (of 4 keys), '喜' or 1.5 passed, and the report did not name the row
+    text = f"problem: {{scores: [2, 1, 0.5, -1], tokens: [我, 喜, 欢, 人], d_k: 4, query: {query}}}\n" \
+           "answers: {scaled: [1, 0.5, 0.25, -0.5]}\n"
+    test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, "a.yaml", text, msg)
+    f = tmp_path / "ok.yaml"
+    f.write_text(text.replace(f"query: {query}", "query: 1"), encoding="utf-8")
+    assert "Problem: the row of query 喜 (position 1), 4 given scores" in check(str(f)).render("markdown")
+    assert "题目：查询 喜（位置 1）的一行" in check(str(f)).render("markdown", lang="zh")

@@ -125,7 +125,9 @@ def _problem(ctx: Ctx, r) -> str:
         return ctx.text(T("check.problem_model", {"model": p["model"], "layer": p["layer"], "head": p["head"],
                                                    "tok": p["token"], "pos": p["position"],
                                                    "text": p["text"]}))
-    return ctx.text(T("check.problem_scores", {"S": len(p.get("tokens", [])), "dk": p.get("d_k") or "-"}))
+    toks, q = p.get("tokens", []), p.get("query")
+    return ctx.text(T("check.problem_scores" if q is None else "check.problem_scores_query",
+                      {"S": len(toks), "dk": p.get("d_k") or "-", "pos": q, "tok": None if q is None else toks[q]}))
 
 
 def _sections(ctx: Ctx, r):
