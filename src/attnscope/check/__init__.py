@@ -40,7 +40,8 @@ from the learner's numbers is recomputed the same way. A number beyond float64's
 is an error; ``inf``/``-inf`` stand for masked scores.
 
 Exponentials: where a row's largest scaled score m is above 50, the worked calculation shows
-e^(s' − m); e^s' itself (1.7705e44 for e^101.885) is right as well. Each such row is judged in the
+e^(s' − m); e^s' itself (1.7705e44 for e^101.885) is right as well. Elsewhere it shows e^s', and
+e^(s' − m) (the stable softmax, m ≠ 0) is right as well. Each such row is judged in the
 way the learner wrote it (the one under which more of the row holds up, from the first of exp or
 the sums they wrote), and the report says which it was.
 

@@ -118,22 +118,35 @@ def judge(w: Written, exact, recomputed, tainted: bool, slack: Union[float, Deci
     return "rounding" if follows else "wrong"
 
 
-#: The two ways of writing a row's exponentials (and their sum) when its largest score m is large:
-#: e^(s' − m) (what explain shows) and e^s' itself.
+#: The ways of writing a row's exponentials (and their sum): e^(s' − m) (m the row's largest score;
+#: what explain shows when m is large, the stable softmax elsewhere) and e^s' itself.
 CONVENTIONS = ("shifted", "plain")
 
 
 def _row_factors(chain: Chain, world: dict, lk: Optional[Link] = None) -> dict:
-    """row → (e^m, e^m_own, m) for the rows whose exponentials can be written two ways: the factors
-    from e^(s' − m) to e^s' of the exact values (m the row's largest score) and of the learner's own
-    (m_own their largest scaled score, when they wrote the scaled scores). A link of one head of a
-    multi-head chain brings its own shift and scaled link (``Link.shift``, ``Link.scaled``)."""
+    """row → ({way: (factor of the exact values, of the learner's own)}, m), the way explain shows
+    first: the factors from the chain's exponentials to each way. A row whose largest score m is
+    large is shown as e^(s' − m) ("shifted"; "plain" is e^s' = e^m · e^(s' − m)); any other row as
+    e^s' ("plain"; "shifted" is e^(s' − m) = e^-m · e^s', the stable softmax). m_own is the learner's
+    largest scaled score, when they wrote the scaled scores. A link of one head of a multi-head
+    chain brings its own shift and scaled link (``Link.shift``, ``Link.scaled``)."""
     shift = chain.shift if lk is None or lk.shift is None else lk.shift
     if shift is None:
         return {}
-    scaled = world.get("scaled" if lk is None else lk.scaled)
+    name = "scaled" if lk is None else lk.scaled
+    scaled = world.get(name)
     own = E.exp_shift(scaled) if scaled is not None else shift
-    return {i: (E.CTX.exp(m), E.CTX.exp(mw), m) for i, (m, mw) in enumerate(zip(shift, own)) if m != 0 or mw != 0}
+    one = (E.ONE, E.ONE)
+    out = {}
+    for i, (m, mw) in enumerate(zip(shift, own)):
+        if m != 0 or mw != 0:
+            out[i] = ({"shifted": one, "plain": (E.CTX.exp(m), E.CTX.exp(mw))}, m)
+            continue
+        top, top_own = (max((x for x in r[i] if x.is_finite()), default=E.ZERO)
+                        for r in (chain.link(name).exact, scaled if scaled is not None else chain.link(name).exact))
+        if top != 0 or top_own != 0:
+            out[i] = ({"plain": one, "shifted": (E.CTX.exp(-top), E.CTX.exp(-top_own))}, top)
+    return out
 
 
 def _row_verdicts(lk: Link, i: int, given: np.ndarray, r: np.ndarray, tin: np.ndarray, factor) -> list:
@@ -179,15 +192,16 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
         blanks[lk.name] = int(sum(w is None for w in given.ravel()))
         factors = _row_factors(chain, world, lk) if lk.by_shift else {}
         for i in range(given.shape[0]):
-            unit = (E.ONE, E.ONE)
-            factor = {"shifted": unit, "plain": factors[i][:2]} if i in factors else {"shifted": unit}
-            c = "shifted"
+            factor, m = factors.get(i, ({"shifted": (E.ONE, E.ONE)}, None))
+            shown = next(iter(factor))  # the way explain shows this row
+            c = shown
             if i in factors and any(w is not None for w in given[i]):
                 if (lk.scaled, i) not in conv:  # the way under which more of the row holds up (a tie: explain's)
                     held = {k: sum(v in ("correct", "rounding") for _, v, _, _ in _row_verdicts(lk, i, given, r, tin, f))
                             for k, f in factor.items()}
-                    conv[(lk.scaled, i)] = (max(CONVENTIONS, key=lambda k: held[k]), lk.name, factors[i][2])
+                    conv[(lk.scaled, i)] = (max(factor, key=lambda k: held[k]), lk.name, m, shown)
                 c = conv[(lk.scaled, i)][0]
+            named = i in factors and (shown == "shifted" or c != shown)  # a small row's e^s' goes without saying
             for j, verdict, x, rr in _row_verdicts(lk, i, given, r, tin, factor[c]):
                 w = given[i, j]
                 srcs: list = []
@@ -197,9 +211,9 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
                     srcs = sorted(fed, key=nearest_first(chain))
                 entries.append(Entry(lk.name, i, j, lk.rows[i], lk.cols[j], w.text, w.decimals, w.value, float(x),
                                      float(rr), verdict, srcs, exact_value=x, number=w,
-                                     convention=c if i in factors else None))
+                                     convention=c if named else None))
                 with localcontext(E.CTX):
-                    own = w.exact / factor[c][1]  # kept as e^(s' − m_own), as the chain recomputes it
+                    own = w.exact / factor[c][1]  # kept the way the chain recomputes it
                 wv[i, j] = own if exact_link else float(own)
                 tv[i, j] = verdict in ("wrong", "carried")
                 bad_here |= verdict in ("wrong", "carried")
@@ -207,8 +221,8 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
         origins[lk.name] = {lk.name} if bad_here else set().union(*(origins[d] for d, a in deps.items() if a.any()))
     if not entries:
         raise error(InputError, "errors.answers_blank", source=source)
-    conventions = [{"step": step, "row": i, "row_label": chain.link(step).rows[i], "convention": c, "m": m}
-                   for (_, i), (c, step, m) in sorted(conv.items())]
+    conventions = [{"step": step, "row": i, "row_label": chain.link(step).rows[i], "convention": c, "m": m, "shown": shown}
+                   for (_, i), (c, step, m, shown) in sorted(conv.items()) if shown == "shifted" or c != shown]
     return Report(source, chain.kind, entries, answered, blanks, problem=problem or {}, conventions=conventions)
 
 

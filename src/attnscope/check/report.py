@@ -106,7 +106,8 @@ def _convention_lines(ctx: Ctx, r) -> list:
     out = []
     for c in r.conventions:
         row = c["row_label"] if c["row_label"] != "-" else "0"
-        out.append(ctx.text(T(f"check.conv_{c['convention']}", {"step": step_name(c["step"], ctx.lang), "row": row,
+        key = "check.conv_stable" if c.get("shown") == "plain" else f"check.conv_{c['convention']}"
+        out.append(ctx.text(T(key, {"step": step_name(c["step"], ctx.lang), "row": row,
                                                                  "m": fixed(_trim(round_half_up(c['m'], 4), c['m']))})))
     return out
 
