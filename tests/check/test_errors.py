@@ -142,5 +142,16 @@ def test_a_row_problems_query_is_read(tmp_path, capsys, query, msg):
     test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, "a.yaml", text, msg)
     f = tmp_path / "ok.yaml"
     f.write_text(text.replace(f"query: {query}", "query: 1"), encoding="utf-8")
-    assert "Problem: the row of query 喜 (position 1), 4 given scores" in check(str(f)).render("markdown")
-    assert "题目：查询 喜（位置 1）的一行" in check(str(f)).render("markdown", lang="zh")
+    assert "Problem: one row of 4 given scores, d_k = 4. It is the row of query 喜 (position 1)." in \
+        check(str(f)).render("markdown")
+    assert "这是查询 喜（位置 1）的一行。" in check(str(f)).render("markdown", lang="zh")
+
+
+def test_a_row_problem_with_a_factor_names_it(tmp_path):
+    # the report said "Problem: one row of 3 given scores, d_k = -." for a factor of 0.125
+    f = tmp_path / "a.yaml"
+    f.write_text("problem: {scores: [20, -10, 5], factor: 0.125}\nanswers: {scaled: [2.5, -1.25, 0.625]}\n",
+                 encoding="utf-8")
+    r = check(str(f))
+    assert "Problem: one row of 3 given scores, each multiplied by 0.125." in r.render("markdown")
+    assert "每个乘以 0.125" in r.render("markdown", lang="zh") and "d_k = -" not in r.render("markdown")

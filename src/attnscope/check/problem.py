@@ -92,6 +92,8 @@ def problem_chain(spec: Any, source: str) -> tuple:
         if vkey:
             V = inputs.matrix(spec[vkey], at(vkey), rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
+        if dk is None:
+            desc["factor"] = float(factor)
         if "query" in spec:  # the row's own position, for the report
             desc["query"] = inputs.check_index(at("query"), spec["query"], S, "keys")
         return row_chain(raw, toks, factor, None, V, meta=desc, source=str(where), written=True), desc

@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..explain import i18n
 from ..explain.attribution_labels import lt
 from ..explain.doc import COUNTING, INDEX_BASE, T
-from ..explain.numbers import as_decimal, fixed, fmt, mantissa, round_half_up
+from ..explain.numbers import as_decimal, fixed, fmt, mantissa, round_half_up, short
 from ..explain.render.base import Ctx
 from ..i18n import error, step_name
 
@@ -127,8 +127,9 @@ def _problem(ctx: Ctx, r) -> str:
                                                    "tok": p["token"], "pos": p["position"],
                                                    "text": p["text"]}))
     toks, q = p.get("tokens", []), p.get("query")
-    return ctx.text(T("check.problem_scores" if q is None else "check.problem_scores_query",
-                      {"S": len(toks), "dk": p.get("d_k") or "-", "pos": q, "tok": None if q is None else toks[q]}))
+    line = ctx.text(T("check.problem_scores" if p.get("d_k") else "check.problem_scores_factor",
+                      {"S": len(toks), "dk": p.get("d_k"), "factor": short(p.get("factor") or 0)}))
+    return line if q is None else line + " " + ctx.text(T("check.problem_scores_query", {"pos": q, "tok": toks[q]}))
 
 
 def _sections(ctx: Ctx, r):
