@@ -155,3 +155,11 @@ def test_a_row_problem_with_a_factor_names_it(tmp_path):
     r = check(str(f))
     assert "Problem: one row of 3 given scores, each multiplied by 0.125." in r.render("markdown")
     assert "每个乘以 0.125" in r.render("markdown", lang="zh") and "d_k = -" not in r.render("markdown")
+
+
+@pytest.mark.parametrize("dk, shown", [(".nan", "nan"), (".inf", "inf"), ("-.inf", "-inf"), ("0", "0"), ("2.5", "2.5")])
+def test_a_d_k_that_is_not_a_positive_integer_is_one_sentence(tmp_path, capsys, dk, shown):
+    # d_k: .nan ended in "ValueError: cannot convert float NaN to integer", .inf in an OverflowError traceback
+    text = f"problem: {{scores: [1, 2], d_k: {dk}}}\nanswers: {{weights: [0.27, 0.73]}}\n"
+    test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, "a.yaml", text,
+                                                   f"key problem.d_k: expected a positive integer, got {shown}")
