@@ -330,11 +330,19 @@ def plain(x):
     return x.value
 
 
+def is_whole(v) -> bool:
+    """True for an int or an integer-valued finite float (3.0), never a bool (nan and inf are not
+    whole: int() of them would raise)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return isinstance(v, int) or (math.isfinite(v) and v == int(v))
+
+
 def whole_number(value, where: Where, low: int = 1) -> int:
     """A whole number from a file (a :class:`~.numbers.Written` or plain; 3.0 is 3) that is at least
     ``low``, or InputError naming ``where``."""
     v = plain(value)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
+    if not is_whole(v):
         raise error(InputError, "errors.explain_expected_whole", where=where, value=repr(v))
     if int(v) < low:
         raise error(InputError, "errors.explain_at_least", where=where, low=low, value=int(v))
