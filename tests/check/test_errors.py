@@ -163,3 +163,18 @@ def test_a_d_k_that_is_not_a_positive_integer_is_one_sentence(tmp_path, capsys, 
     text = f"problem: {{scores: [1, 2], d_k: {dk}}}\nanswers: {{weights: [0.27, 0.73]}}\n"
     test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, "a.yaml", text,
                                                    f"key problem.d_k: expected a positive integer, got {shown}")
+
+
+@pytest.mark.parametrize("entry", ["-.inf", ".inf"])
+def test_an_infinite_answer_where_a_number_follows_is_judged(tmp_path, entry):
+    # a weight written -.inf (or a scaled score .inf) made the recomputation from the learner's numbers
+    # -inf·0 or inf/inf: decimal.InvalidOperation out of an object matmul, and the CLI crashed (a segfault here)
+    f = tmp_path / "a.yaml"
+    for step, row in (("weights", f"[{entry}, 0.198, 0.401]"), ("scaled", f"[{entry}, 0, 0.71]")):
+        f.write_text(f"problem: {{example: three-tokens}}\nanswers:\n  {step}: [{row}, ~, ~]\n  output: ~\n",
+                     encoding="utf-8")
+        r = check(str(f))
+        assert [(e.step, e.col, e.verdict) for e in r.entries] == [(step, 0, "wrong"), (step, 1, "correct"),
+                                                                   (step, 2, "correct")]
+        assert main(["check", str(f)]) == 1
+

@@ -7,7 +7,7 @@ The rules are in :mod:`attnscope.check`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal, localcontext
+from decimal import Decimal, DivisionByZero, InvalidOperation, localcontext
 from typing import Optional, Union
 
 import numpy as np
@@ -172,7 +172,10 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
     conv: dict = {}      # (scaled link, row) -> (convention, the step it was read from, m)
     entries, answered, blanks = [], [], {}
     for lk in chain.links:
-        r = lk.recompute(world)
+        try:
+            r = lk.recompute(world)
+        except (InvalidOperation, DivisionByZero):  # from a learner's ±∞ (∞/∞): nothing follows from their numbers
+            r = np.full(lk.exact.shape, Decimal("NaN"), dtype=object)
         deps = lk.depends(taint)
         tin = np.zeros(lk.exact.shape, dtype=bool)
         for arr in deps.values():
