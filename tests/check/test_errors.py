@@ -178,3 +178,9 @@ def test_an_infinite_answer_where_a_number_follows_is_judged(tmp_path, entry):
                                                                    (step, 2, "correct")]
         assert main(["check", str(f)]) == 1
 
+
+def test_an_example_that_is_not_a_name(tmp_path, capsys):
+    # example: [] ended in "TypeError: unhashable type: 'list'"
+    test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, "a.yaml",
+                                                   "problem: {example: []}\nanswers: {Q: ~}\n",
+                                                   "unknown example []; choose one of")
