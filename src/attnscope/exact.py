@@ -118,7 +118,11 @@ def _map(fn, a: np.ndarray) -> np.ndarray:
 #: get there (hand inputs have ≤ ~17 digits, so an exact sum is 0 or ≥ 10^-70 of its terms).
 NOISE_DIGITS = PREC - 10
 
-_ROUGH = Context(prec=6, Emax=CTX.Emax, Emin=CTX.Emin, traps=[InvalidOperation])
+_ROUGH = Context(prec=6, Emax=CTX.Emax, Emin=CTX.Emin, traps=[])
+
+#: CTX without the InvalidOperation trap, for products inside NumPy: a learner's −∞ times 0 is NaN
+#: there (nothing follows from it), not an exception raised through an object matmul.
+_QUIET = Context(prec=PREC, Emax=CTX.Emax, Emin=CTX.Emin, traps=[DivisionByZero])
 
 
 def _denoise(out: np.ndarray, bound: np.ndarray) -> np.ndarray:
@@ -135,7 +139,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
     if a.shape[-1] == 0:
         return np.full(a.shape[:-1] + b.shape[-1:], ZERO, dtype=object)
-    with localcontext(CTX):
+    with localcontext(_QUIET):
         out = a @ b
     with localcontext(_ROUGH):
         bound = np.abs(a) @ np.abs(b)

@@ -201,6 +201,9 @@ def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "in
         raise error(InputError, "errors.core_exercise_style", value=repr(style))
     if lang not in TOKENS:
         raise error(InputError, "errors.core_exercise_lang", code=repr(lang), choices=", ".join(TOKENS))
+    rows = len(DRAWS["X", style][0]) ** dim - 1  # the different non-zero rows X can have: one per token
+    if tokens > rows:
+        raise error(InputError, "errors.core_exercise_few_rows", tokens=tokens, dim=dim, style=style, rows=rows)
     rng = np.random.default_rng(seed)
     if labels is None:
         labels = TOKENS[lang][:tokens]

@@ -163,3 +163,17 @@ def test_class_table_names_no_row_for_a_one_row_step(tmp_path):
     header, body = check_class([tmp_path]).table("en")
     where = body[0][header.index("first mistake")]
     assert where == "weights", where  # was "weights, row -"
+
+
+def test_a_students_error_is_in_the_tables_language(tmp_path, capsys):
+    # with --lang zh the table said "无法评判: …, key Q, row 0, column 1 (from 0): 'x' is not a number" (English)
+    cls = tmp_path / "class"
+    cls.mkdir()
+    _file(cls, "li_lei.yaml", f"  Q: {Q}\n")
+    _file(cls, "wang_fang.yaml", "  Q: [[1, x], [1, 1], [2, 1]]\n")
+    assert main(["check", str(cls), "--lang", "zh"]) == 2
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("wang_fang"))
+    assert "无法评判" in line and "'x' 不是数" in line and "is not a number" not in line, line
+    assert main(["check", str(cls), "-f", "csv", "--lang", "zh"]) == 2  # the CSV's status stays English
+    assert "error: " in capsys.readouterr().out

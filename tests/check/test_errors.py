@@ -92,3 +92,95 @@ def test_scores_with_both_d_k_and_factor_is_an_error_not_a_silent_choice(tmp_pat
                  encoding="utf-8")
     assert main(["check", str(f)]) == 2
     assert "give d_k or factor, not both" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, text, msg", [
+    # JSON's NaN and TOML's nan were read as a blank (an answer "missing", exit 0 with the rest right; in the
+    # problem "an entry is empty"): they are numbers that are not finite
+    ("a.json", '{"problem": {"scores": [1, 2, 3], "d_k": 1}, "answers": {"weights": [NaN, 0.2447, 0.6652]}}',
+     "key weights, entry 0 (from 0): nan is not a finite number"),
+    ("a.toml", "[problem]\nscores = [1, 2, 3]\nd_k = 1\n[answers]\nweights = [0.09, nan, 0.6652]\n",
+     "key weights, entry 1 (from 0): nan is not a finite number"),
+    ("a.json", '{"problem": {"scores": [1, NaN, 3], "d_k": 1}, "answers": {"weights": [0.09, 0.2447, 0.6652]}}',
+     "key problem.scores, entry 1 (from 0): nan is not a finite number"),
+    ("a.toml", "[problem]\nscores = [1, 2, -nan]\nd_k = 1\n[answers]\nweights = [0.09, 0.2447, 0.6652]\n",
+     "key problem.scores, entry 2 (from 0): nan is not a finite number"),
+])
+def test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, name, text, msg):
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(AttnscopeError, match=re.escape(msg)):
+        check(str(f))
+    assert main(["check", str(f)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name, text, msg", [
+    # PyYAML and json keep the last of a key given twice in silence: the first weights (with a wrong 0.5) was
+    # dropped and the file reported "All correct"; a second d_k replaced the first
+    ("a.yaml", "problem: {scores: [1, 2, 3], d_k: 1}\nanswers:\n  weights: [0.5, 0.2447, 0.6652]\n"
+     "  weights: [0.09, 0.2447, 0.6652]\n", "key 'weights' is given twice, line 4, column 3"),
+    ("a.json", '{"problem": {"scores": [1, 2, 3], "d_k": 1, "d_k": 4}, "answers": {"weights": [0.09, 0.24, 0.67]}}',
+     "key 'd_k' is given twice; only one of them would be read"),
+])
+def test_a_key_given_twice_is_refused(tmp_path, capsys, name, text, msg):
+    test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, name, text, msg)
+
+
+def test_a_yaml_merge_key_still_overrides_what_it_merges():
+    from attnscope.explain.inputs import loads
+    assert loads("b: &b {d_k: 4, x: 1}\np: {<<: *b, d_k: 1}\n", "yaml")["p"] == {"d_k": 1, "x": 1}
+
+
+@pytest.mark.parametrize("query, msg", [(4, "key problem.query 4 is out of range: there are 4 keys (0..3)"),
+                                        ("喜", "key problem.query must be an integer, got '喜'"),
+                                        (1.5, "key problem.query must be an integer, got 1.5")])
+def test_a_row_problems_query_is_read(tmp_path, capsys, query, msg):
+    # query was accepted and never read: 4 (of 4 keys), '喜' or 1.5 passed, and the report did not name the row
+    text = f"problem: {{scores: [2, 1, 0.5, -1], tokens: [我, 喜, 欢, 人], d_k: 4, query: {query}}}\n" \
+           "answers: {scaled: [1, 0.5, 0.25, -0.5]}\n"
+    test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, "a.yaml", text, msg)
+    f = tmp_path / "ok.yaml"
+    f.write_text(text.replace(f"query: {query}", "query: 1"), encoding="utf-8")
+    assert "Problem: one row of 4 given scores, d_k = 4. It is the row of query 喜 (position 1)." in \
+        check(str(f)).render("markdown")
+    assert "这是查询 喜（位置 1）的一行。" in check(str(f)).render("markdown", lang="zh")
+
+
+def test_a_row_problem_with_a_factor_names_it(tmp_path):
+    # the report said "Problem: one row of 3 given scores, d_k = -." for a factor of 0.125
+    f = tmp_path / "a.yaml"
+    f.write_text("problem: {scores: [20, -10, 5], factor: 0.125}\nanswers: {scaled: [2.5, -1.25, 0.625]}\n",
+                 encoding="utf-8")
+    r = check(str(f))
+    assert "Problem: one row of 3 given scores, each multiplied by 0.125." in r.render("markdown")
+    assert "每个乘以 0.125" in r.render("markdown", lang="zh") and "d_k = -" not in r.render("markdown")
+
+
+@pytest.mark.parametrize("dk, shown", [(".nan", "nan"), (".inf", "inf"), ("-.inf", "-inf"), ("0", "0"), ("2.5", "2.5")])
+def test_a_d_k_that_is_not_a_positive_integer_is_one_sentence(tmp_path, capsys, dk, shown):
+    # d_k: .nan ended in "ValueError: cannot convert float NaN to integer", .inf in an OverflowError traceback
+    text = f"problem: {{scores: [1, 2], d_k: {dk}}}\nanswers: {{weights: [0.27, 0.73]}}\n"
+    test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, "a.yaml", text,
+                                                   f"key problem.d_k: expected a positive integer, got {shown}")
+
+
+@pytest.mark.parametrize("entry", ["-.inf", ".inf"])
+def test_an_infinite_answer_where_a_number_follows_is_judged(tmp_path, entry):
+    # a weight written -.inf (or a scaled score .inf) made the recomputation from the learner's numbers
+    # -inf·0 or inf/inf: decimal.InvalidOperation out of an object matmul, and the CLI crashed (a segfault here)
+    f = tmp_path / "a.yaml"
+    for step, row in (("weights", f"[{entry}, 0.198, 0.401]"), ("scaled", f"[{entry}, 0, 0.71]")):
+        f.write_text(f"problem: {{example: three-tokens}}\nanswers:\n  {step}: [{row}, ~, ~]\n  output: ~\n",
+                     encoding="utf-8")
+        r = check(str(f))
+        assert [(e.step, e.col, e.verdict) for e in r.entries] == [(step, 0, "wrong"), (step, 1, "correct"),
+                                                                   (step, 2, "correct")]
+        assert main(["check", str(f)]) == 1
+
+
+def test_an_example_that_is_not_a_name(tmp_path, capsys):
+    # example: [] ended in "TypeError: unhashable type: 'list'"
+    test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, "a.yaml",
+                                                   "problem: {example: []}\nanswers: {Q: ~}\n",
+                                                   "unknown example []; choose one of")

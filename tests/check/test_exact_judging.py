@@ -4,11 +4,13 @@ reported with true digits, entries counted from 0. References: ``decimal`` at 60
 here, never attnscope's code; reports read in Markdown (en, zh) and JSON."""
 
 import json
+import math
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 import pytest
 
 from attnscope.check import check, judge
+from attnscope.cli import main
 from attnscope.explain.numbers import parse_written as W
 
 BIG_ROW = {"scores": [815.08, 800, 790], "d_k": 64}  # scaled 101.885, 100, 98.75: shown as e^(s' − m)
@@ -165,10 +167,44 @@ def test_the_stable_softmax_of_a_small_row_is_right_and_named(lang):
     r = _report({"scaled": [dec(x, 2) for x in ref["scaled"]], "exp": [dec(x, 4) for x in ref["shifted"]],
                  "sum": dec(ref["sum_shifted"], 4), "weights": [dec(x, 4) for x in ref["weights"]]}, problem)
     assert r.ok and r.counts() == {"correct": 13, "rounding": 0, "carried": 0, "wrong": 0}, r.render("markdown")
-    assert [(c["step"], c["convention"], c["m"]) for c in r.conventions] == [("exp", "stable", 1)]
+    assert [(c["step"], c["convention"], c["m"]) for c in r.conventions] == [("exp", "shifted", 1)]
     md = r.render("markdown", lang=lang)
     assert ("you wrote e^(s' - m) with m = 1, the row's largest score" if lang == "en"
             else "你写的是 e^(s' - m)，m = 1 是这一行最大的分数") in md
     # e^s' itself, as explain shows it, stays right and names no convention
     r = _report({"exp": [dec(x.exp(), 4) for x in ref["scaled"]], "sum": dec(ref["sum_plain"], 4)}, problem)
     assert r.ok and r.conventions == [] and {e.convention for e in r.entries} == {None}
+
+
+def test_scores_beyond_float64_exp_are_judged_not_a_traceback(tmp_path):
+    # e^1000 overflows float64: the plain way's factor (e^m) times a zero float slack was inf · 0 = NaN, and
+    # judging the exponentials ended in "ValueError: NaN has no decimal value". Reference: math on e^-1.
+    f = tmp_path / "big.yaml"
+    w = 1 / (1 + math.exp(-1))  # e^1000 / (e^1000 + e^999)
+    f.write_text("problem: {scores: [1000, 999], d_k: 1}\nanswers:\n"
+                 f"  exp: [1, {math.exp(-1):.4f}]\n  sum: {1 + math.exp(-1):.4f}\n"
+                 f"  weights: [{w:.4f}, {1 - w:.4f}]\n  scaled: [1000, 998]\n", encoding="utf-8")
+    r = check(str(f))
+    assert [(e.step, e.verdict) for e in r.entries if e.verdict != "correct"] == [("scaled", "wrong")]
+    assert r.conventions[0]["convention"] == "shifted" and r.conventions[0]["m"] == 1000
+    assert main(["check", str(f)]) == 1
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_stable_softmax_exponentials_are_right_in_every_row(lang):
+    # docs/howto/check-a-calculation.md: "e^(s' − max) instead of e^s' (the stable softmax) is accepted and named".
+    # It was only where the row's largest score is above 50: softmax([1, 2, 3]) by e^(s − 3) (as np.exp(x - x.max())
+    # in the first article) was 3 wrong exponentials and a carried sum. Reference: decimal at 60 digits.
+    ref = ref_row([1, 2, 3], 1)
+    r = _report({"exp": [dec(x, 4) for x in ref["shifted"]], "sum": dec(ref["sum_shifted"], 4),
+                 "weights": [dec(x, 4) for x in ref["weights"]]}, problem={"scores": [1, 2, 3], "d_k": 1})
+    assert r.ok and r.counts() == {"correct": 7, "rounding": 0, "carried": 0, "wrong": 0}, r.render("markdown")
+    assert [(c["step"], c["convention"], c["m"]) for c in r.conventions] == [("exp", "shifted", 3)]
+    md = r.render("markdown", lang=lang)
+    assert ("you wrote e^(s' - m) with m = 3, the row's largest score (the stable softmax); the worked calculation "
+            "shows e^s' itself" if lang == "en" else "（数值稳定的 softmax）；逐步计算里写的是 e^s' 本身") in md
+    # e^s' itself, as explain shows it, goes without a note; a slip in one is still a new mistake
+    r = _report({"exp": [dec(x, 4) for x in ref["plain"]]}, problem={"scores": [1, 2, 3], "d_k": 1})
+    assert r.ok and r.conventions == [] and {e.convention for e in r.entries} == {None}
+    r = _report({"exp": ["0.1353", "0.3697", "1"]}, problem={"scores": [1, 2, 3], "d_k": 1})
+    assert [(e.col, e.verdict) for e in r.entries] == [(0, "correct"), (1, "wrong"), (2, "correct")]

@@ -1,9 +1,12 @@
 """The judging rules: decimals as written, rounding, carried errors, blanks, masked entries."""
 
 import math
+import re
 
+import numpy as np
 import pytest
 
+from attnscope import AttnscopeError
 from attnscope.check import check, judge
 from attnscope.explain.numbers import parse_written as W
 
@@ -103,3 +106,20 @@ def test_aliases_and_library_floats():
     r = check({"softmax": [[0.4011, 0.1978, 0.4011], None, None], "o": [[1.6044, 0.5989], None, None]},
               problem={"example": "three-tokens"})
     assert r.counts()["correct"] == 5 and r.missing == 6 + 4 and r.answered == ["weights", "output"]
+
+
+def test_python_ints_are_written_without_decimals():
+    # softmax([1, 2, 3]) = [0.0900, 0.2447, 0.6652] (e^k / Σ, math): 0, 0, 1 are right to a whole number.
+    # The ints were read as the floats 0.0, 0.0, 1.0 (1 decimal) and all three judged wrong.
+    e = [math.exp(k) for k in (1, 2, 3)]
+    assert [round(x / sum(e)) for x in e] == [0, 0, 1]
+    for ints in ([0, 0, 1], np.array([0, 0, 1])):
+        r = check({"problem": {"scores": [1, 2, 3], "d_k": 1}, "answers": {"weights": ints}})
+        assert [(x.written, x.decimals, x.verdict) for x in r.entries] == [("0", 0, "correct"), ("0", 0, "correct"),
+                                                                            ("1", 0, "correct")]
+    # a NumPy matrix is read like a list of rows (it was refused: 'expected 3 rows of 2 numbers, got ndarray')
+    r = check({"problem": {"example": "three-tokens"}, "answers": {"Q": np.array([[1, 0], [1, 1], [2, 1]])}})
+    assert r.ok and {(x.written, x.decimals) for x in r.entries} == {("0", 0), ("1", 0), ("2", 0)}
+    # an int beyond float64 is refused in one sentence, as 1e400 written in a file (it was an OverflowError)
+    with pytest.raises(AttnscopeError, match=re.escape("key weights, entry 2 (from 0): 1" + "0" * 400 + " is beyond")):
+        check({"problem": {"scores": [1, 2, 3], "d_k": 1}, "answers": {"weights": [0, 0, 10 ** 400]}})

@@ -79,3 +79,14 @@ def test_every_command_that_writes_takes_the_same_switch():
     for name in writers:
         assert "--overwrite" in sub[name]._option_string_actions, name
     assert not any("--force" in p._option_string_actions for p in sub.values())
+
+
+@pytest.mark.parametrize("argv", [["check", "--example", "xi-row-article", "--overwrite"],
+                                  ["check", "docs/examples/class", "--overwrite"]])
+def test_check_refuses_overwrite_without_a_summary(capsys, argv):
+    # check writes a file only with --summary: --overwrite alone was dropped (exit 0 / 1, as without it)
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().endswith("--overwrite replaces an existing --summary CSV; without "
+                                                    "--summary check writes no file")
+    assert main(argv[:-1]) in (0, 1)
+    capsys.readouterr()

@@ -109,3 +109,17 @@ def test_answer_3_names_every_token_tied_for_the_largest_weight():
     top = [p.tokens[j] for j in range(len(s)) if s[j] == s.max()]
     assert len(top) == 2, s
     assert all(tok in ans.split("mostly")[1] for tok in top), ans
+
+
+@pytest.mark.parametrize("tokens, dim, style, rows", [(3, 1, "int", 2), (5, 1, "decimal", 4)])
+def test_more_tokens_than_different_rows_is_refused_at_once(tokens, dim, style, rows, capsys):
+    # With dim 1 an int X entry is 1 or 2 (0 would be a row of zeros): 3 tokens cannot have 3 different rows.
+    # It searched 10000 draws (6-10 s) and said "try another seed", which no seed could help.
+    values = {"int": {1, 2}, "decimal": {0.5, 1, 1.5, 2}}[style]
+    assert len(values) == rows
+    with pytest.raises(InputError, match=re.escape(f"{tokens} tokens need {tokens} different rows of X, but dim={dim} "
+                                                   f"in the {style} style has only {rows}")):
+        make_exercise(tokens, dim, 0, style=style)
+    assert main(["exercise", "--no-answers", "--tokens", str(tokens), "--dim", str(dim), "--style", style]) == 2
+    assert "try another seed" not in capsys.readouterr().err
+    make_exercise(rows, dim, 0, style=style)  # as many tokens as rows: found

@@ -75,3 +75,17 @@ def test_check_reports_the_same_errors(tmp_path):
     p.write_text(text, encoding="utf-8")
     with pytest.raises(InputError, match="key window: the window must be a whole number ≥ 1"):
         attnscope.check(str(p))
+
+
+@pytest.mark.parametrize("extra, msg", [
+    # a whole-number key given .nan or .inf ended in "ValueError: cannot convert float NaN to integer" or an
+    # OverflowError traceback (explain and check)
+    ("window: .nan\n", "key window: the window must be a whole number ≥ 1"),
+    ("window: .inf\n", "key window: the window must be a whole number ≥ 1"),
+    ("n_heads: .nan\n", "key n_heads: "), ("n_heads: .inf\n", "key n_heads: "),
+    ("n_heads: 2\nn_kv_heads: .inf\n", "key n_kv_heads: "), ("head: .nan\n", "key head: "),
+])
+def test_a_whole_number_that_is_nan_or_inf_is_one_error(tmp_path, capsys, extra, msg):
+    test_one_clear_error_each(tmp_path, extra, msg)
+    assert main(["explain", _write(tmp_path, GOOD + extra)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -40,7 +40,8 @@ from the learner's numbers is recomputed the same way. A number beyond float64's
 is an error; ``inf``/``-inf`` stand for masked scores.
 
 Exponentials: where a row's largest scaled score m is above 50, the worked calculation shows
-e^(s' − m); e^s' itself (1.7705e44 for e^101.885) is right as well. Each such row is judged in the
+e^(s' − m); e^s' itself (1.7705e44 for e^101.885) is right as well. Elsewhere it shows e^s', and
+e^(s' − m) (the stable softmax, m ≠ 0) is right as well. Each such row is judged in the
 way the learner wrote it (the one under which more of the row holds up, from the first of exp or
 the sums they wrote), and the report says which it was.
 
@@ -49,8 +50,9 @@ Rows, columns and entries are counted from 0, as in ``explain``'s tables, the tr
 indices: its rows are lists in order; a problem's ``position`` counts from 0.
 
 Numbers are read with the decimals as written in the file (``0.710`` has 3). Python floats passed
-to :func:`check` are read by their shortest form (``0.40`` is the float 0.4: 1 decimal); pass
-strings (``"0.40"``) to keep trailing zeros.
+to :func:`check` are read by their shortest form (``0.40`` is the float 0.4: 1 decimal), ints as
+integers (``1``: 0 decimals), NumPy arrays as the lists they hold; pass strings (``"0.40"``) to keep
+trailing zeros.
 
 Exit status of ``attnscope check``: 0 when nothing is wrong, carried or missing, 1 otherwise (2 for
 a malformed file, as every attnscope error).

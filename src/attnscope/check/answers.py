@@ -36,10 +36,12 @@ ALIASES = {
 
 def _written(x, where: Msg):
     """A Written (or None for a blank) from a parsed value."""
-    x = inputs.number(x, where, allow_none=True, allow_inf=True)
-    if x is None or isinstance(x, Written):
-        return x
-    return parse_written(repr(float(x)))
+    value = inputs.number(x, where, allow_none=True, allow_inf=True)
+    if value is None or isinstance(value, Written):
+        return value
+    if isinstance(x, (int, np.integer)):  # written without decimals: 1, not the float's 1.0
+        return parse_written(str(int(x)))
+    return parse_written(repr(float(value)))
 
 
 def parse_answers(raw: Any, chain: Chain, source: Union[str, Msg]) -> dict:
@@ -66,18 +68,20 @@ def parse_answers(raw: Any, chain: Chain, source: Union[str, Msg]) -> dict:
 
 def _parse_link(value, lk: Link, where: Msg) -> np.ndarray:
     n_rows, n_cols = lk.exact.shape
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
     if value is None:
         return np.full((n_rows, n_cols), None, dtype=object)
     if lk.vector == "row":
         if n_cols == 1 and not isinstance(value, (list, tuple)):
             value = [value]
-        cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True,
-                              size=None if lk.max_cols else n_cols, max_size=n_cols if lk.max_cols else None)
-        return np.array([[_written(c, Msg("errors.check_where_entry", where=where, j=j)) for j, c in enumerate(cells)]],
-                        dtype=object)
+        inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True,
+                      size=None if lk.max_cols else n_cols, max_size=n_cols if lk.max_cols else None)
+        return np.array([[_written(c, Msg("errors.check_where_entry", where=where, j=j)) for j, c in enumerate(value)]],
+                        dtype=object)  # the entries as given (checked above): an int stays one
     if lk.vector == "col":
-        cells = inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
-        return np.array([[_written(c, Msg("errors.check_where_row", where=where, i=i))] for i, c in enumerate(cells)],
+        inputs.vector(value, where, allow_none=True, allow_inf=True, raw=True, size=n_rows)
+        return np.array([[_written(c, Msg("errors.check_where_row", where=where, i=i))] for i, c in enumerate(value)],
                         dtype=object)
     if not isinstance(value, (list, tuple)):
         raise error(InputError, "errors.check_matrix_kind", where=where, rows=count(n_rows, "row"),

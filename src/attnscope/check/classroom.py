@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from ..errors import AttnscopeError, InputError
-from ..i18n import error
+from ..i18n import error, error_message
 from .judge import Report
 
 #: The file types an answers folder is searched for.
@@ -48,7 +48,8 @@ class Student:
     name: str
     path: Path
     report: Optional[Report] = None
-    error: Optional[str] = None
+    error: Optional[str] = None        # in English (the CSV's status)
+    exc: Optional[AttnscopeError] = None  # the error itself, for the table in the reader's language
 
     @property
     def status(self) -> str:
@@ -135,7 +136,8 @@ class ClassReport:
         for s in self.students:
             r = s.report
             if r is None:
-                body.append([s.name] + [""] * len(steps) + ["", f"{ctx.label('check.status_error')}: {s.error}"])
+                why = s.error if s.exc is None else error_message(s.exc, lang)
+                body.append([s.name] + [""] * len(steps) + ["", f"{ctx.label('check.status_error')}: {why}"])
                 continue
             cells = []
             for step in steps:
@@ -207,5 +209,5 @@ def check_class(paths: Sequence[Union[str, Path]]) -> ClassReport:
         try:
             out.students.append(Student(f.stem, f, report=check(str(f))))
         except AttnscopeError as e:
-            out.students.append(Student(f.stem, f, error=str(e)))
+            out.students.append(Student(f.stem, f, error=str(e), exc=e))
     return out

@@ -7,8 +7,8 @@ The rules are in :mod:`attnscope.check`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal, localcontext
-from typing import Optional
+from decimal import Decimal, DivisionByZero, InvalidOperation, localcontext
+from typing import Optional, Union
 
 import numpy as np
 
@@ -91,7 +91,7 @@ class Report:
         return to_dict(self)
 
 
-def judge(w: Written, exact, recomputed, tainted: bool, slack: float = 0.0) -> str:
+def judge(w: Written, exact, recomputed, tainted: bool, slack: Union[float, Decimal] = 0.0) -> str:
     """The verdict on one written number (see the module doc of :mod:`attnscope.check`).
 
     ``exact``: the true value; ``recomputed``: what follows from the learner's own earlier numbers;
@@ -118,36 +118,34 @@ def judge(w: Written, exact, recomputed, tainted: bool, slack: float = 0.0) -> s
     return "rounding" if follows else "wrong"
 
 
-#: The ways of writing a row's exponentials (and their sum), the one explain shows first: when the
-#: row's largest score m is large, e^(s' − m) ("shifted") and e^s' itself ("plain"); else e^s'
-#: ("plain") and the stable softmax's e^(s' − m) ("stable").
-CONVENTIONS = {"large": ("shifted", "plain"), "small": ("plain", "stable")}
-
-
-def _largest(row) -> Decimal:
-    finite = [E.dec(x) for x in row if E.dec(x).is_finite()]
-    return max(finite) if finite else E.ZERO
+#: The ways of writing a row's exponentials (and their sum): e^(s' − m) (m the row's largest score;
+#: what explain shows when m is large, the stable softmax elsewhere) and e^s' itself.
+CONVENTIONS = ("shifted", "plain")
 
 
 def _row_factors(chain: Chain, world: dict, lk: Optional[Link] = None) -> dict:
-    """row → (kind, f, f_own, m) for the rows whose exponentials can be written two ways: the factors
-    from explain's way to the other of the exact values (m the row's largest score) and of the
-    learner's own (m_own their largest scaled score, when they wrote the scaled scores): e^m for a
-    "large" row (shown as e^(s' − m)), e^(−m) for a "small" one (shown as e^s'; none when m = 0). A
-    link of one head of a multi-head chain brings its own shift and scaled link (``Link.shift``,
-    ``Link.scaled``)."""
+    """row → ({way: (factor of the exact values, of the learner's own)}, m), the way explain shows
+    first: the factors from the chain's exponentials to each way. A row whose largest score m is
+    large is shown as e^(s' − m) ("shifted"; "plain" is e^s' = e^m · e^(s' − m)); any other row as
+    e^s' ("plain"; "shifted" is e^(s' − m) = e^-m · e^s', the stable softmax). m_own is the learner's
+    largest scaled score, when they wrote the scaled scores. A link of one head of a multi-head
+    chain brings its own shift and scaled link (``Link.shift``, ``Link.scaled``)."""
     shift = chain.shift if lk is None or lk.shift is None else lk.shift
     if shift is None:
         return {}
     name = "scaled" if lk is None else lk.scaled
     scaled = world.get(name)
     own = E.exp_shift(scaled) if scaled is not None else shift
-    out = {i: ("large", E.CTX.exp(m), E.CTX.exp(mw), m) for i, (m, mw) in enumerate(zip(shift, own)) if m != 0 or mw != 0}
-    exact, mine = chain.link(name).exact, scaled if scaled is not None else chain.link(name).exact
-    for i in set(range(len(shift))) - set(out):
-        m, mw = _largest(exact[i]), _largest(mine[i])
+    one = (E.ONE, E.ONE)
+    out = {}
+    for i, (m, mw) in enumerate(zip(shift, own)):
         if m != 0 or mw != 0:
-            out[i] = ("small", E.CTX.exp(-m), E.CTX.exp(-mw), m)
+            out[i] = ({"shifted": one, "plain": (E.CTX.exp(m), E.CTX.exp(mw))}, m)
+            continue
+        top, top_own = (max((x for x in r[i] if x.is_finite()), default=E.ZERO)
+                        for r in (chain.link(name).exact, scaled if scaled is not None else chain.link(name).exact))
+        if top != 0 or top_own != 0:
+            out[i] = ({"plain": one, "shifted": (E.CTX.exp(-top), E.CTX.exp(-top_own))}, top)
     return out
 
 
@@ -160,7 +158,8 @@ def _row_verdicts(lk: Link, i: int, given: np.ndarray, r: np.ndarray, tin: np.nd
         for j, w in enumerate(given[i]):
             if w is not None:
                 x, rr = E.dec(lk.exact[i, j]) * factor[0], E.dec(r[i, j]) * factor[1]
-                out.append((j, judge(w, x, rr, bool(tin[i, j]), float(slack[i, j]) * float(factor[0])), x, rr))
+                room = E.dec_binary(float(slack[i, j])) * factor[0]  # Decimal: e^1000 is no float64
+                out.append((j, judge(w, x, rr, bool(tin[i, j]), room), x, rr))
     return out
 
 
@@ -173,7 +172,10 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
     conv: dict = {}      # (scaled link, row) -> (convention, the step it was read from, m)
     entries, answered, blanks = [], [], {}
     for lk in chain.links:
-        r = lk.recompute(world)
+        try:
+            r = lk.recompute(world)
+        except (InvalidOperation, DivisionByZero):  # from a learner's ±∞ (∞/∞): nothing follows from their numbers
+            r = np.full(lk.exact.shape, Decimal("NaN"), dtype=object)
         deps = lk.depends(taint)
         tin = np.zeros(lk.exact.shape, dtype=bool)
         for arr in deps.values():
@@ -193,16 +195,16 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
         blanks[lk.name] = int(sum(w is None for w in given.ravel()))
         factors = _row_factors(chain, world, lk) if lk.by_shift else {}
         for i in range(given.shape[0]):
-            unit = (E.ONE, E.ONE)
-            ways = CONVENTIONS[factors[i][0]] if i in factors else ("shifted",)
-            factor = dict(zip(ways, (unit, factors[i][1:3]))) if i in factors else {"shifted": unit}
-            c = ways[0]
+            factor, m = factors.get(i, ({"shifted": (E.ONE, E.ONE)}, None))
+            shown = next(iter(factor))  # the way explain shows this row
+            c = shown
             if i in factors and any(w is not None for w in given[i]):
                 if (lk.scaled, i) not in conv:  # the way under which more of the row holds up (a tie: explain's)
                     held = {k: sum(v in ("correct", "rounding") for _, v, _, _ in _row_verdicts(lk, i, given, r, tin, f))
                             for k, f in factor.items()}
-                    conv[(lk.scaled, i)] = (max(ways, key=lambda k: held[k]), lk.name, factors[i][3], factors[i][0])
+                    conv[(lk.scaled, i)] = (max(factor, key=lambda k: held[k]), lk.name, m, shown)
                 c = conv[(lk.scaled, i)][0]
+            named = i in factors and (shown == "shifted" or c != shown)  # a small row's e^s' goes without saying
             for j, verdict, x, rr in _row_verdicts(lk, i, given, r, tin, factor[c]):
                 w = given[i, j]
                 srcs: list = []
@@ -212,10 +214,9 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
                     srcs = sorted(fed, key=nearest_first(chain))
                 entries.append(Entry(lk.name, i, j, lk.rows[i], lk.cols[j], w.text, w.decimals, w.value, float(x),
                                      float(rr), verdict, srcs, exact_value=x, number=w,
-                                     convention=None if i not in factors or (c, factors[i][0]) == ("plain", "small")
-                                     else c))
+                                     convention=c if named else None))
                 with localcontext(E.CTX):
-                    own = w.exact / factor[c][1]  # kept as e^(s' − m_own), as the chain recomputes it
+                    own = w.exact / factor[c][1]  # kept the way the chain recomputes it
                 wv[i, j] = own if exact_link else float(own)
                 tv[i, j] = verdict in ("wrong", "carried")
                 bad_here |= verdict in ("wrong", "carried")
@@ -223,8 +224,8 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
         origins[lk.name] = {lk.name} if bad_here else set().union(*(origins[d] for d, a in deps.items() if a.any()))
     if not entries:
         raise error(InputError, "errors.answers_blank", source=source)
-    conventions = [{"step": step, "row": i, "row_label": chain.link(step).rows[i], "convention": c, "m": m}
-                   for (_, i), (c, step, m, kind) in sorted(conv.items()) if (c, kind) != ("plain", "small")]
+    conventions = [{"step": step, "row": i, "row_label": chain.link(step).rows[i], "convention": c, "m": m, "shown": shown}
+                   for (_, i), (c, step, m, shown) in sorted(conv.items()) if shown == "shifted" or c != shown]
     return Report(source, chain.kind, entries, answered, blanks, problem=problem or {}, conventions=conventions)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from importlib import resources
 from typing import Any, Optional
@@ -80,7 +81,7 @@ def problem_chain(spec: Any, source: str) -> tuple:
         if dk is not None and "factor" in spec:
             raise error(InputError, "errors.check_dk_and_factor", where=where, dk=dk, factor=spec["factor"])
         if dk is not None:
-            if isinstance(dk, bool) or not isinstance(dk, (int, float)) or dk <= 0 or float(dk) != int(dk):
+            if isinstance(dk, bool) or not isinstance(dk, (int, float)) or not 0 < dk < math.inf or dk != int(dk):
                 raise error(InputError, "errors.check_dk", where=at("d_k"), value=repr(dk))
             factor = E.score_factor("scaled", int(dk))  # exact: 1/8 at d_k = 64
         elif "factor" in spec:
@@ -92,6 +93,10 @@ def problem_chain(spec: Any, source: str) -> tuple:
         if vkey:
             V = inputs.matrix(spec[vkey], at(vkey), rows=S)
         desc = {"kind": "scores", "tokens": toks, "d_k": dk, "scores": raw.tolist()}
+        if dk is None:
+            desc["factor"] = float(factor)
+        if "query" in spec:  # the row's own position, for the report
+            desc["query"] = inputs.check_index(at("query"), spec["query"], S, "keys")
         return row_chain(raw, toks, factor, None, V, meta=desc, source=str(where), written=True), desc
     p = (MultiHeadProblem if is_multihead(spec) else ToyProblem).from_mapping(spec, source=f"{source}, problem")
     return _toy_chain(p), {"kind": "toy", "tokens": p.tokens, "name": p.name}

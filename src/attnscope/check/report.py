@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..explain import i18n
 from ..explain.attribution_labels import lt
 from ..explain.doc import COUNTING, INDEX_BASE, T
-from ..explain.numbers import as_decimal, fixed, fmt, mantissa, round_half_up
+from ..explain.numbers import as_decimal, fixed, fmt, mantissa, round_half_up, short
 from ..explain.render.base import Ctx
 from ..i18n import error, step_name
 
@@ -106,7 +106,8 @@ def _convention_lines(ctx: Ctx, r) -> list:
     out = []
     for c in r.conventions:
         row = c["row_label"] if c["row_label"] != "-" else "0"
-        out.append(ctx.text(T(f"check.conv_{c['convention']}", {"step": step_name(c["step"], ctx.lang), "row": row,
+        key = "check.conv_stable" if c.get("shown") == "plain" else f"check.conv_{c['convention']}"
+        out.append(ctx.text(T(key, {"step": step_name(c["step"], ctx.lang), "row": row,
                                                                  "m": fixed(_trim(round_half_up(c['m'], 4), c['m']))})))
     return out
 
@@ -125,7 +126,10 @@ def _problem(ctx: Ctx, r) -> str:
         return ctx.text(T("check.problem_model", {"model": p["model"], "layer": p["layer"], "head": p["head"],
                                                    "tok": p["token"], "pos": p["position"],
                                                    "text": p["text"]}))
-    return ctx.text(T("check.problem_scores", {"S": len(p.get("tokens", [])), "dk": p.get("d_k") or "-"}))
+    toks, q = p.get("tokens", []), p.get("query")
+    line = ctx.text(T("check.problem_scores" if p.get("d_k") else "check.problem_scores_factor",
+                      {"S": len(toks), "dk": p.get("d_k"), "factor": short(p.get("factor") or 0)}))
+    return line if q is None else line + " " + ctx.text(T("check.problem_scores_query", {"pos": q, "tok": toks[q]}))
 
 
 def _sections(ctx: Ctx, r):

@@ -43,6 +43,8 @@ def run(args) -> int:
     from ..check import check
     from ..check.report import print_rich
     files = list(args.answers)
+    if args.overwrite and args.summary is None:  # the one file check writes
+        raise error(InputError, "errors.check_overwrite_alone")
     if not files and args.example is None:
         raise error(InputError, "errors.check_nothing")
     if files and args.example is not None:

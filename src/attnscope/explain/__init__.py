@@ -40,7 +40,7 @@ def toy_problem(source=None, *, example: Optional[str] = None, **matrices):
     if len(given) > 1:
         raise error(InputError, "errors.explain_give_one")
     if example is not None:
-        if example not in EXAMPLES:
+        if not isinstance(example, str) or example not in EXAMPLES:  # ([] is no name; it cannot be looked up)
             raise error(InputError, "errors.explain_unknown_example", name=repr(example),
                         choices=", ".join(sorted(EXAMPLES)))
         return _problem(dict(EXAMPLES[example]), Msg("errors.explain_source_example", example=example))

@@ -98,7 +98,10 @@ def _load_yaml(text: str, name: str, keep_text: bool):
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        def construct_mapping(self, node, deep=False):
+            _no_key_twice(name, [(k.value, k.start_mark) for k, _ in node.value
+                                 if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge"])
+            return super().construct_mapping(node, deep=deep)
 
     if keep_text:
         def number(loader, node):
@@ -122,11 +125,25 @@ def _load_yaml(text: str, name: str, keep_text: bool):
         raise error(InputError, "errors.explain_bad_yaml", name=name, problem=str(e)) from None
 
 
+def _no_key_twice(name: str, keys: list) -> None:
+    """InputError for a key given twice in one mapping ``keys`` [(key, YAML mark or None)]: YAML and JSON
+    readers keep the last in silence (a second ``weights:`` dropped the first)."""
+    seen = set()
+    for key, mark in keys:
+        if key in seen:
+            where = Msg("errors.line_column", line=mark.line + 1, column=mark.column + 1) if mark else ""
+            raise error(InputError, "errors.file_key_twice", name=name, field=repr(key), where=where)
+        seen.add(key)
+
+
 def _load_json(text: str, name: str, keep_text: bool):
-    kw: dict[str, Any] = {}
+    def pairs(items: list) -> dict:
+        _no_key_twice(name, [(k, None) for k, _ in items])
+        return dict(items)
+
+    kw: dict[str, Any] = {"object_pairs_hook": pairs}
     if keep_text:
-        kw = dict(parse_float=parse_written, parse_int=parse_written,
-                  parse_constant=lambda s: parse_written(s.replace("Infinity", "inf")))
+        kw.update(parse_float=_number_text, parse_int=_number_text, parse_constant=_number_text)
     try:
         return json.loads(text, **kw)
     except RecursionError:
@@ -141,10 +158,17 @@ def _load_toml(text: str, name: str, keep_text: bool):
     else:  # Python 3.10
         import tomli as tomllib
     try:
-        data = tomllib.loads(text, parse_float=parse_written if keep_text else float)
+        data = tomllib.loads(text, parse_float=_number_text if keep_text else float)
     except tomllib.TOMLDecodeError as e:
         raise error(InputError, "errors.explain_bad_toml", name=name, problem=str(e)) from None
     return _each(data, _int_written) if keep_text else data
+
+
+def _number_text(text: str) -> Written:
+    """A JSON or TOML number's text as the Written it was; NaN too (``NaN``, ``nan``), which
+    :func:`number` then refuses as not finite — parse_written has no NaN, and None would read as a blank."""
+    w = parse_written(text)
+    return w if w is not None else Written(float(text), 0, text)
 
 
 def _int_written(x):
@@ -178,7 +202,10 @@ def number(x: Any, where: Where, allow_none: bool = False, allow_inf: bool = Fal
             raise error(InputError, "errors.explain_overflow", where=where, value=x.text)
         value = x.value
     elif isinstance(x, (int, float, np.floating, np.integer)):
-        value = float(x)
+        try:
+            value = float(x)
+        except OverflowError:  # an int beyond float64 (10**400)
+            raise error(InputError, "errors.explain_overflow", where=where, value=str(x)) from None
     elif isinstance(x, str):
         w = parse_written(x)
         if w is None:
@@ -303,11 +330,19 @@ def plain(x):
     return x.value
 
 
+def is_whole(v) -> bool:
+    """True for an int or an integer-valued finite float (3.0), never a bool (nan and inf are not
+    whole: int() of them would raise)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return isinstance(v, int) or (math.isfinite(v) and v == int(v))
+
+
 def whole_number(value, where: Where, low: int = 1) -> int:
     """A whole number from a file (a :class:`~.numbers.Written` or plain; 3.0 is 3) that is at least
     ``low``, or InputError naming ``where``."""
     v = plain(value)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
+    if not is_whole(v):
         raise error(InputError, "errors.explain_expected_whole", where=where, value=repr(v))
     if int(v) < low:
         raise error(InputError, "errors.explain_at_least", where=where, low=low, value=int(v))

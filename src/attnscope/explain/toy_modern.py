@@ -159,7 +159,7 @@ def parse_modern(fields: dict, source: Where) -> Modern:
                         last=m.n_heads - 1)
     if "window" in fields:
         v = inputs.plain(val["window"])
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v) or int(v) <= 0:
+        if not inputs.is_whole(v) or int(v) <= 0:
             raise error(InputError, "errors.explain_window", where=at["window"], value=repr(v))
         m.window = int(v)
     if "qk_norm" in fields:
