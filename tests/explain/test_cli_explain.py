@@ -57,7 +57,7 @@ def test_entry_with_a_models_row_is_refused_not_ignored(lesson, capsys):
     """--entry is read by --circuit qk alone: a row or path came out unchanged whatever it said."""
     assert main(["explain", *lesson, "--entry", "1,2"]) == 2
     err = capsys.readouterr().err
-    assert "--entry is an option of the circuit lessons" in err and len(err.splitlines()) == 1, err
+    assert "--entry does not apply to a model's row (--text)" in err and len(err.splitlines()) == 1, err
 
 
 @pytest.mark.parametrize("option", [{"causal": True}, {"scoring": "unscaled"}, {"d_k": 4}, {"query": 1},

@@ -81,8 +81,8 @@ def build_circuit(args):
 
 
 def refuse_circuit_options(args) -> None:
-    """InputError for --entry, --from, --to or --no-fold without --circuit or --composition (they would be dropped)."""
-    for flag, given in (("--entry", args.entry is not None), ("--from", args.from_head is not None),
-                        ("--to", args.to_head is not None), ("--no-fold", args.no_fold)):
+    """InputError for --from, --to or --no-fold without --circuit or --composition (they would be dropped)."""
+    for flag, given in (("--from", args.from_head is not None), ("--to", args.to_head is not None),
+                        ("--no-fold", args.no_fold)):
         if given:
             raise error(InputError, "errors.qkov_cli_alone", flag=flag)
