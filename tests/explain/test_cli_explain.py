@@ -51,6 +51,15 @@ def test_a_toy_option_with_a_models_row_is_refused_not_ignored(option, capsys):
     assert f"{option[0]} does not apply to a model's row (--text)" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("lesson", [["--text", "The cat sat.", "--token", "cat"],
+                                    ["--text", "The cat sat.", "--token", "cat", "--path"]])
+def test_entry_with_a_models_row_is_refused_not_ignored(lesson, capsys):
+    """--entry is read by --circuit qk alone: a row or path came out unchanged whatever it said."""
+    assert main(["explain", *lesson, "--entry", "1,2"]) == 2
+    err = capsys.readouterr().err
+    assert "--entry does not apply to a model's row (--text)" in err and len(err.splitlines()) == 1, err
+
+
 @pytest.mark.parametrize("option", [{"causal": True}, {"scoring": "unscaled"}, {"d_k": 4}, {"query": 1},
                                     {"tokens": ["a", "b"]}, {"example": "three-tokens"}, {"scores": [1.0, 2.0]}])
 def test_the_python_api_refuses_a_toy_argument_with_a_models_text(option):

@@ -202,3 +202,14 @@ def test_the_scaling_lesson_quotes_the_articles_digits(lang):
     else:
         assert f"按原文自己的精度，计算结果是 {computed}：第 2 项是 0.269，不是 0.270。" in md
     assert re.search(r"\| 2 \| 18\.2 \| [0-9.]+ \| 2\.2750 \| " + re.escape(half_up(p[2], 4)) + r" \|", md)
+
+
+@pytest.mark.parametrize("lang, plain, qualified", [("en", "*each row sums to 1*", "*each row sums to 1 before rounding*"),
+                                                    ("zh", "*每行之和为 1*", "*舍入前每行之和为 1*")])
+def test_the_weights_caption_does_not_say_the_shown_rows_sum_to_1(lang, plain, qualified):
+    """The three tokens' row 2 shows 0.3177, 0.0381, 0.6443 (1.0001) under "each row sums to 1"."""
+    from .reference import THREE, attention_by_hand, half_up
+    rows = attention_by_hand(**THREE)["weights"]
+    assert any(sum(Decimal(half_up(x, 4)) for x in r) != 1 for r in rows)  # a shown row misses 1
+    md = explain(**THREE).render("markdown", lang=lang)
+    assert plain not in md and qualified in md

@@ -265,3 +265,20 @@ def test_smollm2_path_equals_its_float64_torch_model():
     assert checked >= 12
     md = w.render("markdown")
     assert "Query head 4 reads key/value head 1" in md and "SiLU(a)" in md and "100000^(-2i/d)" in md
+
+
+def test_the_embedding_layernorm_says_when_its_shown_numbers_do_not_divide_out(minilm):
+    """"x − μ = 0.0311, √(σ² + ε) = 0.0745, x̂ = 0.4176": 0.0311 / 0.0745 is 0.4174, and the step
+    said nothing (the sum and division lines elsewhere carry the rounding note)."""
+    from decimal import Decimal
+    w = explain(text="The cat sat on the cat.", model=minilm, layer=1, token="cat", path=True)
+    x = np.asarray(w.values["embed.sum"], dtype=np.float64)  # (384,) the LayerNorm's input, float64
+    mu = math.fsum(x) / len(x)
+    root = math.sqrt(math.fsum((v - mu) ** 2 for v in x) / len(x) + 1e-12)
+    shown = [(Decimal(half_up(v - mu, 4)), Decimal(half_up((v - mu) / root, 4))) for v in x[:3]]
+    den = Decimal(half_up(root, 4))
+    off = any((a / den).quantize(Decimal("0.0001"), rounding="ROUND_HALF_UP") != b for a, b in shown)
+    assert off  # 0.0311 / 0.0745 = 0.4174…, shown 0.4176
+    md = w.render("markdown")
+    step = next(s for s in md.split("\n## ") if s.split("\n")[0].endswith("LayerNorm of the embedding sum"))
+    assert "Each number is the exact value rounded on its own, so for x̂_i" in step, step

@@ -54,3 +54,20 @@ def test_the_probabilities_table_names_the_shifted_exponentials_it_shows():
     step = md.split("## Step 5", 1)[1].split("## Step 6", 1)[0]
     assert "| position | key token | e^(s' - m) | probability p | share |" in step
     assert f"| 1 | k1 | {math.exp(390 - 400):.4e} |".replace("e-05", "e-5") in step  # e^(390 − 400), by hand
+
+
+@pytest.mark.parametrize("scores, d_k, decimals", [([4, 1, 5], 2, 4), ([1, 0, 1], 2, 4), (SCORES, 64, 2),
+                                                   (SCORES, 64, 4), ([3, 1, 4], 2, 4)])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_probabilities_step_says_when_its_shown_numbers_do_not_add_up_to_1(scores, d_k, decimals, lang):
+    """"Together: 1.0000" under 0.3177 + 0.0381 + 0.6443 (= 1.0001): the step said nothing, where
+    every other line whose shown numbers miss their shown result carries the rounding note."""
+    from decimal import Decimal
+
+    from .reference import half_up
+    e = [math.exp(s / math.sqrt(d_k)) for s in scores]
+    shown = sum(Decimal(half_up(x / sum(e), decimals)) for x in e)  # what a learner adds up
+    md = explain(scores=scores, d_k=d_k).render("markdown", lang=lang, decimals=decimals)
+    step = next(s for s in md.split("\n## ") if s.split("\n")[0].endswith("p_j = e_j / Σ"))  # the step's heading
+    note = "do not give the result shown" if lang == "en" else "得不到显示的结果"
+    assert (note in step) == (shown != 1), (shown, step)

@@ -23,10 +23,10 @@ READS = {"toy": ("source", "example", "X", "wq", "wk", "wv", "wo", "labels", "sc
          "scaling": ("source", "dk", "seed", "samples", "scores"),
          "positions": ("source", "scheme", "dim", "offset", "d_model", "base", "pairing", "vector", "buckets",
                        "max_distance", "position", "model", "layer", "dk", "causal")}
-#: The positions lesson's, and the toy's and the --scores row's (which a model's row has no use for).
+#: The positions lesson's, and the toy's, the --scores row's and --circuit qk's --entry (which a model's row has no use for).
 POSITION_OPTIONS = ("scheme", "dim", "offset", "d_model", "base", "pairing", "vector", "buckets", "max_distance")
 TOY_OPTIONS = ("source", "example", "X", "wq", "wk", "wv", "wo", "labels", "scoring", "causal", "scores", "values",
-               "query", "dk", "seed", "samples")
+               "query", "dk", "seed", "samples", "entry")
 
 
 def given_flags(args, dests) -> list[str]:

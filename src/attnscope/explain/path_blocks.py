@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import reference as R
-from .blocks import Cell, Formula, Para, Step, Sym, Table, t
+from .blocks import Cell, Divide, Formula, Para, Step, Sym, Table, t
 from .numbers import short
 
 #: Products written out in a projection table before "the other d − N".
@@ -57,7 +57,9 @@ def norm_blocks(x, norm, y, dims: int) -> list:
         blocks = [Formula("RMS = √((1/d) Σ_i x_i² + ε),   y_i = x_i / RMS · " + ("(1 + w_i)" if offset else "w_i"),
                           r"\mathrm{RMS}=\sqrt{\tfrac{1}{d}\textstyle\sum_i x_i^2+\varepsilon},\quad "
                           r"y_i=\frac{x_i}{\mathrm{RMS}}\," + (r"(1+w_i)" if offset else r"w_i")),
-                  Para(t("path.rms_stats_gemma" if offset else "path.rms_stats", d=d, ms=ms, eps=short(eps), rms=rms))]
+                  Para(t("path.rms_stats_gemma" if offset else "path.rms_stats", d=d, ms=ms, eps=short(eps), rms=rms)),
+                  # the division worked out: the rounding note names it where the shown numbers miss
+                  Divide(Sym("x_i / RMS", r"x_i/\mathrm{RMS}"), [x[c] for c in range(n)], rms, [x[c] / rms for c in range(n)])]
         header = [t("col.feature"), Sym("x_i", "x_i"), Sym("x_i / RMS", r"x_i/\mathrm{RMS}"),
                   Sym("1 + w_i", "1+w_i") if offset else Sym("w_i", "w_i"), Sym("y_i", "y_i")]
         return blocks + [Table(header, [[c, x[c], x[c] / rms, float(offset + w[c]), float(y[c])] for c in range(n)],
@@ -72,6 +74,7 @@ def norm_blocks(x, norm, y, dims: int) -> list:
                     r"\mu=\tfrac{1}{d}\textstyle\sum_i x_i,\quad \sigma^2=\tfrac{1}{d}\sum_i (x_i-\mu)^2,\quad "
                     r"y_i=\gamma_i\,\frac{x_i-\mu}{\sqrt{\sigma^2+\varepsilon}}+\beta_i"),
             Para(t("path.ln_stats", d=d, mu=mu, var=var, eps=short(eps), root=root)),
+            Divide(Sym("x̂_i", r"\hat{x}_i"), [x[c] - mu for c in range(n)], root, [(x[c] - mu) / root for c in range(n)]),
             Table(header, [[c, x[c], x[c] - mu, (x[c] - mu) / root, w[c], b[c], float(y[c])] for c in range(n)],
                   caption=cap)]
 

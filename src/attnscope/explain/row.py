@@ -154,7 +154,8 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
     blocks = [Formula("p_j = e_j / Σ", r"p_j = \frac{e_j}{\Sigma}"), Para(t("toy.weights_why"))]
     blocks.append(Table([t("col.pos"), t("col.key"), e_head, t("col.prob"), t("col.percent")],
                         [[j, keys[j], v["exp"][j], v["weights"][j], percent(v["weights"][j])] for j in range(S)]))
-    blocks.append(Para(t("row.prob_sum", total=float(v["weights"].sum()))))
+    # the shown p_j added up: the rounding note says where they miss the shown total (1.0001, 0.9999)
+    blocks.append(SumLine(Sym("Σ_j p_j", r"\sum_j p_j"), list(v["weights"]), float(v["weights"].sum())))
     steps.append(Step("weights", t("row.step_prob"), blocks))
 
     n = 0  # the features of V shown (with a V)

@@ -31,6 +31,8 @@ def _gives(ctx, computed: Optional[Decimal], result) -> bool:
     place = Decimal(shown.digits).as_tuple().exponent
     assert isinstance(place, int)  # a finite number's
     place += shown.exp or 0
+    if place == 0 and not shown.exp:  # an integer shown as one (Σ_j p_j = 1): 1.0001 does not give it
+        place = -ctx.decimals
     with localcontext() as c:
         c.prec, c.Emin, c.Emax = 80, -999999, 999999
         return computed.quantize(Decimal(1).scaleb(place), rounding=ROUND_HALF_UP) == \
