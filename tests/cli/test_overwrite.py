@@ -86,7 +86,28 @@ def test_every_command_that_writes_takes_the_same_switch():
 def test_check_refuses_overwrite_without_a_summary(capsys, argv):
     # check writes a file only with --summary: --overwrite alone was dropped (exit 0 / 1, as without it)
     assert main(argv) == 2
-    assert capsys.readouterr().err.strip().endswith("--overwrite replaces an existing --summary CSV; without "
-                                                    "--summary check writes no file")
+    assert capsys.readouterr().err.strip().endswith("--overwrite replaces an existing output file, and check writes "
+                                                    "none without --summary")
     assert main(argv[:-1]) in (0, 1)
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv, outputs", [
+    (["explain", "--scores", "1,2,3", "--dk", "1"], "-o"),
+    (["example", "three-tokens"], "-o"),
+    (["exercise", "--seed", "7", "--no-answers"], "-o"),
+    (["generate", "Hello", "--max-new-tokens", "2"], "--view"),
+    (["lens", "--text", "Hello there"], "-o/--train-tuned"),
+    (["patch", "--clean", "a b", "--corrupted", "a c", "--answer", " b", "--wrong", " c"], "-o")])
+def test_overwrite_without_an_output_is_refused_before_any_work(capsys, argv, outputs):
+    # each wrote nothing to replace: --overwrite was dropped in silence (explain printed the row as without it)
+    assert main([*argv, "--overwrite"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"--overwrite replaces an existing output file, and {argv[0]} "
+                                                    f"writes none without {outputs}")
+
+
+def test_overwrite_with_an_output_replaces_it(tmp_path, capsys):
+    out = tmp_path / "row.json"
+    out.write_text("old", encoding="utf-8")
+    assert main(["explain", "--scores", "1,2,3", "--dk", "1", "-f", "json", "-o", str(out), "--overwrite"]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))  # the worked row, not "old"

@@ -363,9 +363,20 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
 OVERWRITING = {"explain", "example", "exercise", "plot", "view", "patch", "generate", "analyze", "experiment"}
 
 
+def _writes(argv: list[str]) -> bool:
+    """Whether the command writes a file: not explain without -o, say, which refuses --overwrite."""
+    from attnscope.cli import build_parser
+    try:
+        args = build_parser().parse_args(argv)
+    except (SystemExit, Exception):  # a bad option: main says so below
+        return True
+    outputs = getattr(args, "overwrite_outputs", None)
+    return not outputs or any(getattr(args, dest) for dest in outputs)
+
+
 def _run_cli(argv: list[str]) -> tuple[int, str]:
     from attnscope.cli import main
-    if argv and argv[0] in OVERWRITING and "--help" not in argv:
+    if argv and argv[0] in OVERWRITING and "--help" not in argv and _writes(argv):
         # every page's commands share one workspace, where a reader's folder holds only their own
         # outputs: what another page wrote there (attention.html, analysis/) is replaced
         argv = argv + ["--overwrite"]

@@ -117,11 +117,22 @@ def add_lang_option(p, help: str) -> None:
     p.add_argument("--lang", choices=LANGS, default="en", help=help)
 
 
-def add_overwrite_option(p) -> None:
+def add_overwrite_option(p, outputs: Optional[dict[str, str]] = None) -> None:
     """``--overwrite``, the switch every command that writes files takes to replace what is there
-    (``overwrite=True`` of :meth:`attnscope.trace.Trace.save` is its Python spelling)."""
+    (``overwrite=True`` of :meth:`attnscope.trace.Trace.save` is its Python spelling). ``outputs``
+    ({dest: flag}) are the options without which the command writes no file (see :func:`main`)."""
     p.add_argument("--overwrite", action="store_true", help="replace output files that already exist "
                    "(without it an existing file is kept and the command stops before any work)")
+    if outputs:
+        p.set_defaults(overwrite_outputs=outputs)
+
+
+def refuse_overwrite_alone(args, command: Optional[str]) -> None:
+    """InputError when ``--overwrite`` is given but none of the command's optional outputs: it would
+    replace nothing, and dropping it in silence would hide a forgotten ``-o``."""
+    outputs = getattr(args, "overwrite_outputs", None)
+    if outputs and args.overwrite and not any(getattr(args, dest) for dest in outputs):
+        raise error(InputError, "cli.overwrite_alone", command=command, outputs="/".join(outputs.values()))
 
 
 def check_new_file(path: Path, overwrite: bool, flag: str = "-o") -> None:
@@ -286,6 +297,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
+        refuse_overwrite_alone(args, command)
         return int(args.func(args) or 0)
     except AttnscopeError as e:
         print(error_line(command, error_message(e, lang), lang), file=sys.stderr)

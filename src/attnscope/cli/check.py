@@ -36,15 +36,13 @@ def register(sub) -> None:
                    help="rich: coloured terminal tables; markdown; json: every entry with its verdict; "
                         "csv: a class's summary on stdout (default: rich)")
     add_lang_option(p, "language of the report (default: en)")
-    add_overwrite_option(p)
+    add_overwrite_option(p, {"summary": "--summary"})  # the one file check writes
 
 
 def run(args) -> int:
     from ..check import check
     from ..check.report import print_rich
     files = list(args.answers)
-    if args.overwrite and args.summary is None:  # the one file check writes
-        raise error(InputError, "errors.check_overwrite_alone")
     if not files and args.example is None:
         raise error(InputError, "errors.check_nothing")
     if files and args.example is not None:

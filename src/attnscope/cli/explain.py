@@ -54,6 +54,7 @@ def add_output_options(p, default_decimals: int = 4) -> None:
                    help="with --format latex: a whole document (default), a fragment to paste into your own, or "
                         "beamer frames (one per step); pdflatex when the text has no CJK, else xelatex")
     g.add_argument("--overwrite", action="store_true", help="replace FILE if it exists (else the command stops)")
+    p.set_defaults(overwrite_outputs={"output": "-o"})  # cli.refuse_overwrite_alone: nothing to replace without -o
 
 
 def register(sub) -> None:

@@ -39,7 +39,7 @@ def register(sub) -> None:
     p.add_argument("--view", default=None, metavar="OUT.html", help="also write the viewer of the generation")
     p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N or mps")
     add_lang_option(p, "language of the notes around the generated text and of the --view page (default: en)")
-    add_overwrite_option(p)
+    add_overwrite_option(p, {"view": "--view"})
 
 
 def run(args) -> int:

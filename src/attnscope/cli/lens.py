@@ -58,7 +58,7 @@ def register(sub) -> None:
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     lens_tuned.add_options(p)
     add_lang_option(p, "language of the printed lines and the figure (default: en)")
-    add_overwrite_option(p)
+    add_overwrite_option(p, {"output": "-o", "train_tuned": "--train-tuned"})
 
 
 def run(args) -> int:

@@ -62,7 +62,7 @@ def register(sub) -> None:
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_lang_option(p, "language of the printed lines and the figure (default: en)")
-    add_overwrite_option(p)
+    add_overwrite_option(p, {"output": "-o"})
 
 
 def _check_outputs(paths, overwrite: bool) -> list[Path]:
