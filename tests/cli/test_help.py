@@ -48,3 +48,12 @@ def test_explain_help_says_toy_problems_are_exact(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "All arithmetic is float64" not in out
     assert "Toy problems are exact" in out and "a real model's row in float64" in out
+
+
+def test_example_help_says_the_examples_are_exact(capsys):
+    """example --help said "step by step in float64"; its examples are toy problems, worked exactly
+    as test_explain_help_says_toy_problems_are_exact shows on the same code path."""
+    with pytest.raises(SystemExit):
+        main(["example", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "float64" not in out and "computed exactly" in out

@@ -1,4 +1,4 @@
-"""``attnscope example``: a built-in worked example, step by step in float64.
+"""``attnscope example``: a built-in worked example, step by step, computed exactly (a toy problem).
 
 The short form of ``attnscope explain --example NAME``, with the same output options:
 
