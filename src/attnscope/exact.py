@@ -217,12 +217,12 @@ def _layer_norm_rows(x: np.ndarray, eps: Decimal) -> np.ndarray:
 
 def exp_shift(masked: np.ndarray) -> np.ndarray:
     """(L,) what a worked calculation subtracts before exp in each row: its largest finite score
-    when that is above :data:`~.reference.EXP_SHOW_LIMIT`, else 0 (see :func:`.reference.exp_shift`)."""
+    when that is beyond ±:data:`~.reference.EXP_SHOW_LIMIT`, else 0 (see :func:`.reference.exp_shift`)."""
     out = np.empty(masked.shape[0], dtype=object)
     for i, row in enumerate(masked):
         finite = [x for x in row if x.is_finite()]
         m = max(finite) if finite else ZERO
-        out[i] = m if m > EXP_SHOW_LIMIT else ZERO
+        out[i] = m if abs(m) > EXP_SHOW_LIMIT else ZERO
     return out
 
 

@@ -85,7 +85,7 @@ class Steps(BaseModel):
     raw: list[float] = Field(description="q·k for every key.")
     scaled: list[Optional[float]] = Field(description="raw × factor, plus the position scheme's score term where it "
                                           "has one (ALiBi: slope · key position); null where masked (causal models).")
-    shift: float = Field(description="Subtracted before exp when the row maximum exceeds 50, else 0.")
+    shift: float = Field(description="Subtracted before exp when the row maximum is beyond ±50, else 0.")
     exp: list[float]
     sum: float
     weights: list[float]

@@ -47,6 +47,18 @@ def test_large_scores_are_shown_shifted():
     assert "m = 800" in md and "e^(s' - m)" in md
 
 
+def test_very_negative_scores_are_shown_shifted_too():
+    # e^-1000 underflows: the row showed e^s' = 0, 0 and Σ = 0, then p = 0.7311, 0.2689 — numbers that
+    # do not follow from what is shown. Shifted by m = -1000 they do: e^0 = 1, e^-1 and 1 / (1 + e^-1).
+    w = explain(scores=[-1000.0, -1001.0], d_k=1)
+    assert w.meta["exp_shift"] == -1000.0
+    np.testing.assert_allclose(w.values["exp"], [1.0, math.exp(-1)], rtol=1e-15)
+    np.testing.assert_allclose(w.values["weights"], [1 / (1 + math.exp(-1)), math.exp(-1) / (1 + math.exp(-1))])
+    md = w.render("markdown")
+    assert "m = -1000" in md and "e^(s' - m)" in md and "beyond ±50" in md
+    assert explain(scores=[-50.0, -51.0], d_k=1).meta["exp_shift"] == 0.0  # within ±50: e^s' as is
+
+
 def test_the_probabilities_table_names_the_shifted_exponentials_it_shows():
     """Above 50 the row shows e^(s' − m); the probabilities' table headed that column e^s' and
     showed 1 for e^400 (the exponentials step and the summary said e^(s' − m))."""

@@ -63,10 +63,10 @@ def test_large_scores_show_shifted_exponentials_with_a_note():
     np.testing.assert_allclose(w.values["exp"][1], [math.exp(30.0), math.exp(2.0)])  # shown as is
     np.testing.assert_allclose(w.values["weights"][1], [1 / (1 + math.exp(-28)), math.exp(-28) / (1 + math.exp(-28))])
     md = w.render("markdown")
-    assert "In row 0 the largest score is above 50" in md and "this row shows" in md
+    assert "In row 0 the largest score is beyond ±50" in md and "this row shows" in md
     assert np.isfinite(w.values["weights"]).all()
     both = explain({"Q": [[30.0], [31.0]], "K": [[30.0], [2.0]], "V": [[1.0], [0.0]], "scoring": "unscaled"})
-    assert "In rows 0, 1 the largest score is above 50" in both.render("markdown")
+    assert "In rows 0, 1 the largest score is beyond ±50" in both.render("markdown")
 
 
 @pytest.mark.parametrize("scoring, how", [("qknorm", "x̂ = (x − mean(x)) / √(var(x) + ε)"),

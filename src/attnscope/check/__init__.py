@@ -39,7 +39,7 @@ exp and the softmax to 100 digits), a written number is read as the decimal it i
 from the learner's numbers is recomputed the same way. A number beyond float64's range (``1e400``)
 is an error; ``inf``/``-inf`` stand for masked scores.
 
-Exponentials: where a row's largest scaled score m is above 50, the worked calculation shows
+Exponentials: where a row's largest scaled score m is beyond ±50, the worked calculation shows
 e^(s' − m); e^s' itself (1.7705e44 for e^101.885) is right as well. Elsewhere it shows e^s', and
 e^(s' − m) (the stable softmax, m ≠ 0) is right as well. Each such row is judged in the
 way the learner wrote it (the one under which more of the row holds up, from the first of exp or

@@ -16,14 +16,14 @@ EXP_SHOW_LIMIT = 50.0
 
 def exp_shift(masked, axis: int = -1) -> Array:
     """What a worked calculation subtracts before exp, with ``axis`` kept (size 1): 0 while the
-    row's largest finite score is at most :data:`EXP_SHOW_LIMIT` (exp(s) shown as is), else that
-    maximum. A row with no finite score gets 0."""
+    row's largest finite score m is within ±:data:`EXP_SHOW_LIMIT` (exp(s) shown as is), else m.
+    A row with no finite score gets 0."""
     x = as_f64(masked)
     if x.shape[axis] == 0:
         return np.zeros(x.shape[:axis % x.ndim] + (1,) + x.shape[axis % x.ndim + 1:])
     m = np.where(np.isfinite(x), x, -np.inf).max(axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
-    return np.where(m > EXP_SHOW_LIMIT, m, 0.0)
+    return np.where(np.abs(m) > EXP_SHOW_LIMIT, m, 0.0)  # e^s' past ±limit: huge, or shown as 0 (Σ = 0 too)
 
 
 def softmax_parts(masked, axis: int = -1) -> dict[str, Array]:

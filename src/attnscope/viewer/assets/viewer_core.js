@@ -190,10 +190,10 @@
     return m;
   }
   // The first article's walk-through of one row from its raw and scaled scores (−∞ where hidden): weights,
-  // exp (shifted by the max past `limit`), Σ, the weighted sum of v (n × d); both viewers' steps().
+  // exp (shifted by the max past ±`limit`), Σ, the weighted sum of v (n × d); both viewers' steps().
   function rowSteps(raw, scaled, v, d, limit) {
     var n = scaled.length, w = new Float64Array(n), m = softmaxInto(scaled, w);
-    var shift = m > limit ? m : 0, e = new Float64Array(n), sum = 0, j;
+    var shift = isFinite(m) && Math.abs(m) > limit ? m : 0, e = new Float64Array(n), sum = 0, j;
     for (j = 0; j < n; j++) { e[j] = Math.exp(scaled[j] - shift); sum += e[j]; }
     var out = new Float64Array(d);
     for (j = 0; j < n; j++) for (var t = 0; t < d; t++) out[t] += w[j] * v[j * d + t];
