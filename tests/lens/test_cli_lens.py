@@ -61,3 +61,13 @@ def test_a_whitespace_only_text_is_refused_as_generate_and_patch_refuse_it(capsy
     assert main(["lens", "--text", "   ", "--model", "no-such-model", *extra]) == 2
     err = capsys.readouterr().err
     assert "text is empty; type a sentence" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("extra", [["--dpi", "300"], ["--dpi", "300", "-o", "lens.json"], ["--dla", "--dpi", "300"]])
+def test_dpi_without_a_figure_is_refused_not_dropped(capsys, tmp_path, monkeypatch, extra):
+    """--dpi sets a figure's resolution: with no figure among -o (the printed table, .json numbers) it
+    was dropped in silence. One sentence now, before the model loads (no-such-model is never read)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["lens", "--text", "Hi there", "--model", "no-such-model", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "--dpi 300 sets a figure's resolution, and no -o file is a figure" in err and err.count("\n") == 1, err

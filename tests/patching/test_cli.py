@@ -97,6 +97,8 @@ def test_a_model_without_a_language_model_head(capsys):
     (["--what", "heads", "--site", "resid_pre"], "--site resid_pre is where --what residual patches"),
     (["--raw"], "--raw colours the figure by the raw metric, and no figure is written"),
     (["--raw", "-o", "x.json"], "--raw colours the figure"),
+    (["--dpi", "300"], "--dpi 300 sets a figure's resolution, and no -o file is a figure"),
+    (["--dpi", "300", "-o", "x.json"], "--dpi 300 sets a figure's resolution, and no -o file is a figure"),
 ])
 def test_an_option_the_run_does_not_read_is_refused_not_dropped(capsys, tmp_path, monkeypatch, extra, msg):
     """--site with --what heads patched the heads' z as without it (the site dropped), --raw without a

@@ -169,6 +169,14 @@ def check_new_results(folder: Path, names: Sequence[str], overwrite: bool, flag:
         raise error(InputError, "cli.results_there", flag=flag, path=repr(str(folder)), names=", ".join(there))
 
 
+def figure_dpi(args, outs: Sequence[Path]) -> int:
+    """``--dpi`` (150 when not given), refused when no file of ``outs`` is a figure: it would be
+    dropped, as lens's and patch's .json numbers and printed table have no resolution."""
+    if args.dpi is not None and not any(out.suffix.lower() in FIGURES for out in outs):
+        raise error(InputError, "cli.dpi_no_figure", dpi=args.dpi)
+    return 150 if args.dpi is None else args.dpi
+
+
 def save_figure(fig, out: Path, dpi: int) -> None:
     """Write a matplotlib figure to ``out`` (its suffix picks PNG, SVG or PDF); InputError naming
     the file when it cannot be written."""

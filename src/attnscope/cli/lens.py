@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..i18n import error, text
-from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, lens_tuned
+from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, figure_dpi, lens_tuned
 from .lens_tuned import cells, header, write_outputs
 from .plot import MAX_DPI, MIN_DPI
 
@@ -52,8 +52,8 @@ def register(sub) -> None:
     p.add_argument("--top", type=IntRange(1, 50), default=None, metavar="K",
                    help="top tokens shown per point, and with --dla the largest parts ×4 (default: 3)")
     p.add_argument("--dla", action="store_true", help="direct logit attribution instead of the lens")
-    p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
-                   help="resolution of a .png, 10..2400 (default: %(default)s)")
+    p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=None,  # None: a given one is seen (figure_dpi)
+                   help="resolution of a .png, 10..2400 (default: 150)")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     lens_tuned.add_options(p)
@@ -66,6 +66,7 @@ def run(args) -> int:
             for p in args.output]
     if args.versus is not None and not args.dla:
         raise error(InputError, "errors.lens_versus")
+    args.dpi = figure_dpi(args, outs)
     lens_tuned.check(args)
     if args.text is not None:  # '   ' too, as generate's and patch's prompts: a whitespace-only text is no prompt
         from ..viewer.run import check_text

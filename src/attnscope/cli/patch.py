@@ -56,8 +56,8 @@ def register(sub) -> None:
     p.add_argument("--top", type=IntRange(0, MAX_INDEX), default=10, metavar="N",
                    help="print the N strongest cells (default: %(default)s)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: cpu)")
-    p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=150,
-                   help="resolution of a .png, 10..2400 (default: %(default)s)")
+    p.add_argument("--dpi", type=IntRange(MIN_DPI, MAX_DPI), default=None,  # None: a given one is seen (figure_dpi)
+                   help="resolution of a .png, 10..2400 (default: 150)")
     p.add_argument("-o", "--output", action="append", default=[], metavar="FILE",
                    help="write the figure (.png, .svg, .pdf) or the numbers (.json); repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -77,7 +77,7 @@ def _check_outputs(paths, overwrite: bool) -> list[Path]:
 
 
 def run(args) -> int:
-    from . import FIGURES, check_device
+    from . import FIGURES, check_device, figure_dpi
 
     check_device(args.device)
     outs = _check_outputs(args.output, args.overwrite)  # before the work, not after it
@@ -85,6 +85,7 @@ def run(args) -> int:
         raise error(InputError, "errors.cli_patch_site_heads", site=args.site)
     if args.raw and not any(out.suffix.lower() in FIGURES for out in outs):  # it colours a figure only
         raise error(InputError, "errors.cli_patch_raw_figure")
+    args.dpi = figure_dpi(args, outs)
 
     from ..analysis.summary import say  # patch's lines are in the analysis catalogue (analysis*.toml)
     from ..models import load
