@@ -1,7 +1,8 @@
+import numpy as np
 import pytest
 import torch
 
-from attnscope import ConfigError, MultiHeadAttention, ShapeError, TransformerConfig
+from attnscope import ConfigError, MultiHeadAttention, ShapeError, TransformerConfig, TransformerEncoder
 
 
 def test_d_model_not_divisible():
@@ -61,6 +62,19 @@ def test_causal_must_be_true_or_false():
     m = MultiHeadAttention(8, 2)
     with pytest.raises(ConfigError, match="causal must be True or False, got str 'no'"):
         m(torch.randn(1, 3, 8), causal="no")
+
+
+def test_need_weights_must_be_true_or_false():
+    # 'no' is truthy: the weights came back as if asked for (a tuple where a tensor was expected)
+    m = MultiHeadAttention(8, 2)
+    x = torch.randn(1, 3, 8)
+    with pytest.raises(ConfigError, match="need_weights must be True or False, got str 'no'"):
+        m(x, need_weights="no")
+    out, w = m(x, need_weights=np.bool_(True))  # NumPy's bool is a bool
+    torch.testing.assert_close(w, m(x, need_weights=True)[1], rtol=0, atol=0)
+    layer = TransformerEncoder(TransformerConfig(d_model=8, n_heads=2, n_layers=1, vocab_size=5)).layers[0]
+    with pytest.raises(ConfigError, match="need_weights must be True or False, got str 'no'"):
+        layer(x, need_weights="no")
 
 
 @pytest.mark.parametrize("tau", [0, -1.0, float("nan"), float("inf"), "0.1", True])

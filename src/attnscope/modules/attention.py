@@ -356,6 +356,7 @@ class MultiHeadAttention(nn.Module):
         """The steps after the heads' q ``(B, H, L, d_head)``, k, v ``(B, H_kv, S, d_head)``: attention
         (:func:`~attnscope.kernels.steps.attend`; ``params``: the scoring's learnable parts), ``merged``,
         ``out`` → ``(B, L, d_model)``, and the weights ``(B, H, L, S)`` with ``need_weights``."""
+        need_weights = check_flag(need_weights, "need_weights")  # 'no' would be truthy: the weights asked for
         z, weights = attend(q, k, v, mask, causal=causal, scoring=self.scoring, scale=self.scale, params=params,
                             bias=bias, dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights,
                             hooks=hooks, check_finite=self.check_finite)  # (B, H, L, d_head)

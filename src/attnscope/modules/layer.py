@@ -31,6 +31,7 @@ from torch import nn
 from ..errors import ConfigError
 from ..hooks import HookPoint
 from ..i18n import error
+from ..kernels.validate import check_flag
 from ..recipe import BLOCK_OPS, INPUT, LayerRecipe, get_layer_recipe
 
 Tensor = torch.Tensor
@@ -68,6 +69,7 @@ class RecipeLayer(nn.Module):
         """``x (B, L, d)`` → ``(B, L, d)``; ``args``/``kwargs`` go to the attention block, ``cross``
         (keywords: ``context``, the encoder's output, …) to the cross-attention block. With
         ``need_weights``: ``(out, weights (B, H, L, S), …)``, one per attention block in order."""
+        need_weights = check_flag(need_weights, "need_weights")  # 'no' would be truthy
         values: dict[str, Tensor] = {INPUT: x}
         modules = cast("dict[str, nn.Module]", self._modules)
         drop = self.training and self.drop.p > 0.0
