@@ -155,3 +155,21 @@ def test_bad_settings_are_one_line(gpt2_dir, corpus, tmp_path, capsys, argv, msg
                  "--no-progress", "--importance-texts", "0", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and msg in err, err
+
+
+@pytest.mark.parametrize("argv, name", [(["--induction-seqs", "8"], "induction_seqs = 8 (--induction-seqs)"),
+                                        (["--induction-length", "10"], "induction_length = 10 (--induction-length)"),
+                                        (["--seed", "3"], "seed = 3 (--seed)")])
+def test_repeat_settings_on_an_encoder_are_refused_not_dropped(corpus, tmp_path, capsys, argv, name):
+    """An encoder runs no repeated random sequences (causal models only): '--induction-seqs 8 --seed 3'
+    wrote the same report as without them. One sentence now; --induction-seqs 0 (none) still passes."""
+    bert = testing.tiny_bert(tmp_path / "bert")
+    capsys.readouterr()  # transformers' own lines as it saves the checkpoint
+    base = ["analyze", str(corpus), "--model", str(bert), "--no-progress", "--importance-texts", "0", "--norm-texts", "0"]
+    assert main([*base, "--out", str(tmp_path / "x"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and name in err and "this model is not causal: it would be dropped" in err, err
+    assert main([*base, "--out", str(tmp_path / "y"), "--induction-seqs", "0"]) == 0
+    from attnscope.analysis import AnalysisConfig
+    with pytest.raises(attnscope.ConfigError, match="induction_seqs = 8"):
+        analyze(str(corpus), attnscope.load(bert), AnalysisConfig(induction_seqs=8, importance_texts=0, progress=False))

@@ -153,6 +153,7 @@ def prepare(model, cfg: AnalysisConfig) -> Passes:
     """The token limit, encoder, an empty accumulator and the options of ``model``'s passes."""
     check_streamed(model, cfg)  # a model loaded with stream_layers=True: what it cannot run, refused
     c = model.config
+    check_repeat_settings(c.causal, cfg)
     limit = model.tokenizer.max_length if model.tokenizer is not None else c.max_positions
     max_length = limit if cfg.max_length is None else cfg.max_length
     if max_length > limit:
@@ -163,6 +164,18 @@ def prepare(model, cfg: AnalysisConfig) -> Passes:
                               key_windows=key_windows(c)),
                   repeat_settings(model, cfg.induction_seqs, cfg.induction_length, cfg.seed, max_length)
                   if c.causal and cfg.induction_seqs > 0 else None)
+
+
+def check_repeat_settings(causal: bool, cfg: AnalysisConfig) -> None:
+    """ConfigError when a model that is not causal is given settings of the repeated random sequences
+    (previous-token, duplicate and induction scores: causal models only), which it would drop.
+    ``induction_seqs=0`` (none) says the same as the model, so it passes."""
+    given = [(name, getattr(cfg, name)) for name in ("induction_seqs", "induction_length", "seed")
+             if getattr(cfg, name) not in (getattr(AnalysisConfig, name), 0)]
+    if not causal and given:
+        name, value = given[0]
+        raise error(ConfigError, "errors.analysis_repeat_not_causal", name=name, flag="--" + name.replace("_", "-"),
+                    value=value)
 
 
 def owned_texts(n_total: int, chunk_size: int, rank: int, world: int) -> int:
