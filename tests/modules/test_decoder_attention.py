@@ -54,3 +54,19 @@ def test_cached_chunks_with_default_causal(chunks):
         cache.advance(n)
         at += n
     torch.testing.assert_close(torch.cat(outs, dim=1), by_hand(a, x), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_cache_continued_with_another_batch_is_named(batch):
+    # a cache of 2 texts continued with 1 text copied the first text's keys in by broadcasting (the new
+    # text attended someone else's past, no error); with 3 texts torch's 'expanded size' error came
+    from attnscope.errors import InputError
+    torch.manual_seed(0)
+    a = DecoderAttention(32, 4, n_kv_heads=2)
+    cos, sin = Rotary(a.d_head, 10000.0).cos_sin(torch.arange(4)[None], torch.float32)
+    cache = KVCache(1)
+    a(torch.randn(2, 3, 32), cos[..., :3, :], sin[..., :3, :], cache=cache)
+    cache.advance(3)
+    with pytest.raises(InputError, match=r"the cache holds layer 0's keys of 3 positions, \(B, H_kv, S, d_head\) = "
+                                         rf"\(2, 2, 3, 8\), and the new keys are \({batch}, 2, 1, 8\)"):
+        a(torch.randn(batch, 1, 32), cos[..., 3:, :], sin[..., 3:, :], cache=cache)

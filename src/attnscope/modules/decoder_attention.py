@@ -24,7 +24,7 @@ from typing import Callable, Optional
 import torch
 
 from ..config import QK_NORM_SPANS
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError, fmt_shape
 from ..hooks import HookPoint, Recorder
 from ..i18n import error
 from ..kernels.derived import shared
@@ -53,6 +53,10 @@ class KVCache:
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         end = self.length + k.shape[-2]
         buf = self.k[layer]
+        held = None if buf is None or not self.length else (buf.shape[0], buf.shape[1], buf.shape[-1])
+        if held is not None and held != (k.shape[0], k.shape[1], k.shape[-1]):  # another batch, or another model's keys
+            raise error(InputError, "errors.kernel_cache_continued", layer=layer, n=self.length,
+                        held=f"({held[0]}, {held[1]}, {self.length}, {held[2]})", got=fmt_shape(k.shape))
         if buf is None or buf.shape[-2] < end or buf.shape[0] != k.shape[0]:
             size = max(end, 2 * (buf.shape[-2] if buf is not None else 0), 64)
             for store, t in ((self.k, k), (self.v, v)):
