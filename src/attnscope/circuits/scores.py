@@ -65,7 +65,8 @@ def ov_eigenvalues(model, layer: int, head: int, *, fold_norm: bool = True, dtyp
 
 
 def copying_from_eigenvalues(lam: Tensor) -> float:
-    """Σ λ / Σ |λ| (the real part: the imaginary parts cancel in conjugate pairs)."""
+    """Σ λ / Σ |λ| (the real part: the imaginary parts cancel in conjugate pairs); NaN for a circuit
+    with no non-zero eigenvalue (a zeroed W_O or W_V), whose copying is undefined, not 0."""
     total = lam.abs().sum()
     return float((lam.sum().real / total) if total > 0 else float("nan"))
 
