@@ -241,3 +241,20 @@ def test_no_special_queries_leaves_the_cross_rows_of_special_tokens_out(name, co
     for l, per in parts.items():
         want = sum(v for v, _ in per) / sum(c for _, c in per)
         np.testing.assert_allclose(r.means["cross"]["entropy"][l], want, atol=1e-5, err_msg=f"cross {l} entropy")
+
+
+@pytest.mark.parametrize("extra, said", [(["--importance-texts", "5"], "importance_texts = 5 (--importance-texts)"),
+                                         (["--norm-texts", "3"], "norm_texts = 3 (--norm-texts)"),
+                                         (["--induction-seqs", "8"], "induction_seqs = 8 (--induction-seqs)"),
+                                         (["--seed", "2"], "seed = 2 (--seed)"),
+                                         (["--threshold", "local=0.3"], "thresholds = local=0.3 (--threshold)")])
+def test_one_stack_settings_are_refused_not_dropped(corpus, seq2seq_dirs, tmp_path, capsys, extra, said):  # noqa: F811
+    """An encoder–decoder analysis runs its three attentions' statistics only: head importance, norm
+    shares, repeated sequences and label thresholds were taken and dropped (the same report as without
+    them). One sentence now; 0 (none) still passes, as the CLI's defaults do."""
+    argv = ["analyze", str(corpus), "--model", str(seq2seq_dirs["t5"]), "--out", str(tmp_path / "an"), "--no-progress"]
+    assert main([*argv, *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and said in err[0] and "it would be dropped" in err[0], err
+    assert not (tmp_path / "an" / "heads.csv").exists()
+    assert main([*argv, "--importance-texts", "0", "--norm-texts", "0", "--induction-seqs", "0"]) == 0

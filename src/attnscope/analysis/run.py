@@ -166,6 +166,25 @@ def prepare(model, cfg: AnalysisConfig) -> Passes:
                   if c.causal and cfg.induction_seqs > 0 else None)
 
 
+#: The settings of one-stack passes that an encoder–decoder analysis does not run; 0 (none) passes.
+ONE_STACK_ONLY = {"importance_texts": "--importance-texts", "importance_batch": "--importance-batch",
+                  "norm_texts": "--norm-texts", "induction_seqs": "--induction-seqs",
+                  "induction_length": "--induction-length", "seed": "--seed", "lanes": "--lanes", "thresholds": "--threshold"}
+
+
+def check_seq2seq_settings(cfg: AnalysisConfig, name: str) -> None:
+    """InputError naming the first setting an encoder–decoder analysis would drop (head importance,
+    norm shares, repeated sequences, lanes, label thresholds: one-stack passes only)."""
+    default = AnalysisConfig()
+    for field_name, flag in ONE_STACK_ONLY.items():
+        value = getattr(cfg, field_name)
+        if value != getattr(default, field_name) and not (isinstance(value, int) and value == 0):
+            if field_name == "thresholds":  # the labels' own thresholds: the changed ones
+                value = ", ".join(f"{k}={v}" for k, v in vars(value).items() if v != getattr(default.thresholds, k))
+            raise error(InputError, "errors.analysis_seq2seq_setting", setting=field_name, value=value, name=name,
+                        flag=flag)
+
+
 def check_repeat_settings(causal: bool, cfg: AnalysisConfig) -> None:
     """ConfigError when a model that is not causal is given settings of the repeated random sequences
     (previous-token, duplicate and induction scores: causal models only), which it would drop.
@@ -206,6 +225,7 @@ def analyze(corpus: Union[str, Path], model=None, config: Optional[AnalysisConfi
         from .seq2seq import analyze_seq2seq
         if cfg.max_length is not None:  # not a truncation it would silently skip
             raise error(InputError, "errors.analysis_seq2seq_max_length", value=cfg.max_length, name=model.name)
+        check_seq2seq_settings(cfg, model.name)
         return analyze_seq2seq(corpus, model, batch_size=cfg.batch_size, max_texts=cfg.max_texts, unit=cfg.unit,  # type: ignore[return-value]
                                on_decode_error=cfg.on_decode_error, window=cfg.window,
                                special_queries=cfg.special_queries, progress=cfg.progress and rank == 0)
