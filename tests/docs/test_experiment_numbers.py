@@ -221,7 +221,7 @@ def test_tutorial_training_claims(lang):
     assert f"> {lo}{times}到 > {hi}{times}" in page if lang == "zh" else f"(> {lo}× to > {hi}×)" in page
     assert ("these runs cannot tell" if lang == "en" else "这些运行无法判断") in page
     assert ("not on language modelling" if lang == "en" else "在语言建模上不成立") not in page
-    # stalled: 2 of 5 runs, 2 of 3 on recall, 0 of 2 on lm
+    # stalled: the runs, the recall seeds and the lm seeds that stalled, as the report counts them
     s, r, lm = c["stalled"], c["recall_stalled"], c["lm_stalled"]
     if lang == "en":
         assert f"held in {s[0]} of {s[1]} runs ({r[0]} of {r[1]} on recall, {lm[0]} of {lm[1]} on language modelling)" in page
