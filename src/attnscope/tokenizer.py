@@ -150,9 +150,9 @@ class Tokenizer:
         """Tokenize ``texts`` (a string or a list of strings) into one right-padded :class:`Batch`.
 
         ``max_length`` lowers the limit below the model's (default: the model's positions).
-        Raises InputError for a non-string, an empty list, a text that gives no tokens, or a text
-        longer than the limit (unless ``truncate=True``, which keeps the first tokens up to the
-        limit, the closing special tokens kept by the post-processor).
+        Raises InputError for a non-string, an empty list, a text that gives no tokens but special
+        ones (``"\u200b"`` → [CLS] [SEP]), or a text longer than the limit (unless ``truncate=True``,
+        which keeps the first tokens up to the limit, the closing special tokens kept).
         """
         limit = self.max_length
         if max_length is not None:
@@ -192,9 +192,10 @@ class Tokenizer:
                 raise error(InputError, "errors.core_max_length_specials", value=limit, n=len(added),
                             tokens=" ".join(added))
         for i, e in enumerate(encs):
-            if not e.ids:
+            if not e.ids or (all(e.special_tokens_mask) and texts[i] and not truncated[i]):  # "\u200b"
                 which = Msg("errors.the_text") if len(texts) == 1 else Msg("errors.text_i", i=i)
-                raise error(InputError, "errors.no_tokens", which=which, text=repr(texts[i]))
+                key = "errors.only_special_tokens" if e.ids else "errors.no_tokens"
+                raise error(InputError, key, which=which, text=repr(texts[i]), tokens=" ".join(e.tokens))
         L = max(len(e.ids) for e in encs)
         B = len(encs)
         input_ids = torch.full((B, L), self.pad_token_id, dtype=torch.long)

@@ -121,6 +121,19 @@ def test_text_that_is_not_valid_unicode_is_an_input_error(minilm, texts, what, w
     assert minilm.encode("café bank").tokens[0][1] == "cafe"  # real accents are fine
 
 
+def test_a_text_that_gives_only_special_tokens_is_an_input_error(minilm, tiny_models):
+    """A zero-width space or a lone blank gave [CLS] [SEP] on MiniLM, and explain worked [CLS] over
+    [CLS], [SEP] as if that were the text; a special token written in the text is the text's own."""
+    for text in ["\u200b", " ", "\t\n"]:
+        with pytest.raises(attnscope.InputError, match=r"gives no tokens of its own, only the special ones "
+                                                       r"\(\[CLS\] \[SEP\]\)"):
+            minilm.encode(text)
+    with pytest.raises(attnscope.InputError, match=r"text 1 \(' '\) gives no tokens of its own"):
+        minilm.trace(["fine", " "])
+    assert minilm.encode("[SEP]").tokens == [["[CLS]", "[SEP]", "[SEP]"]]
+    assert tiny_models["gpt2"].encode(" ").tokens == [["Ġ"]]  # a byte-level BPE keeps the blank as a token
+
+
 @pytest.mark.parametrize("limit", [1])
 def test_truncation_below_the_added_special_tokens_is_an_input_error(minilm, limit):
     """MiniLM adds [CLS] and [SEP] to every text: truncating to 1 token cannot be done, and used to
