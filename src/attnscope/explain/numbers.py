@@ -92,7 +92,7 @@ def is_int(x) -> bool:
     return d.is_finite() and abs(d) < BIG and d == d.to_integral_value()
 
 
-def show(x, decimals: int, as_int: Optional[bool] = None, in_group: bool = False) -> Shown:
+def show(x, decimals: int, as_int: Optional[bool] = None, in_group: bool = False, alone: bool = False) -> Shown:
     """The displayed form of ``x`` (a float, or an exact Decimal/Fraction) with ``decimals`` places.
 
     ``as_int``: True shows an integer-valued x without decimals, False always with them, None
@@ -103,6 +103,9 @@ def show(x, decimals: int, as_int: Optional[bool] = None, in_group: bool = False
     There a value that is merely below the last place (|x| ≥ 10^-(decimals+2)) is written 0.0000
     like its neighbours instead of ``-2.2839e-5``; far smaller ones (a saturated softmax's
     9.3576e-14) keep their power of ten, which is the point of showing them.
+
+    ``alone``: the number stands by itself in a sentence. There a value that the places would
+    leave with one digit (θ = 1.0746e-4 as 0.0001; below 9.5·10^-decimals) keeps its power of ten.
     """
     d = as_decimal(x)
     if d.is_nan():
@@ -117,6 +120,8 @@ def show(x, decimals: int, as_int: Optional[bool] = None, in_group: bool = False
     tiny = d != 0 and size < Decimal(5).scaleb(-decimals - 1)
     if tiny and in_group and size >= Decimal(1).scaleb(-decimals - 2):
         tiny = False
+    if alone and d != 0 and size < Decimal("9.5").scaleb(-decimals):
+        tiny = True
     if size >= BIG or tiny:
         mant, exp = mantissa(d, decimals)
         return Shown(fixed(mant), exp=exp)

@@ -115,12 +115,12 @@ class Ctx:
         self.labels = i18n.LABELS[lang]
 
     # numbers ----------------------------------------------------------------------------------
-    def shown(self, x, as_int: Optional[bool] = None, in_group: bool = False) -> Shown:
-        return show(x, self.decimals, as_int, in_group)
+    def shown(self, x, as_int: Optional[bool] = None, in_group: bool = False, alone: bool = False) -> Shown:
+        return show(x, self.decimals, as_int, in_group, alone)
 
-    def num(self, x, as_int: Optional[bool] = None, in_group: bool = False) -> str:
-        """A number in this flavour (TeX math for "tex"); ``in_group``: see :func:`show`."""
-        s = self.shown(x, as_int, in_group)
+    def num(self, x, as_int: Optional[bool] = None, in_group: bool = False, alone: bool = False) -> str:
+        """A number in this flavour (TeX math for "tex"); ``in_group``, ``alone``: see :func:`show`."""
+        s = self.shown(x, as_int, in_group, alone)
         return s.tex() if self.flavour == "tex" else s.plain()
 
     def vec(self, xs, as_int: Optional[bool] = None, more: bool = False, exact: bool = False) -> str:
@@ -207,7 +207,7 @@ class Ctx:
         if isinstance(v, bool):
             return str(v)
         if isinstance(v, (int, float, Decimal)):
-            s = self.num(v)
+            s = self.num(v, alone=True)
             return s if (math or not tex) else f"${s}$"
         s = str(v)
         if not tex:
