@@ -130,3 +130,21 @@ def test_a_sum_whose_shown_terms_do_not_give_it_is_named(kwargs):
         shown = [f"{x:.4f}" for x in e]
         assert sum(Decimal(s) for s in shown) != Decimal(f"{sum(e):.4f}")  # the case above
         assert "Σ₂ = " + " + ".join(shown) + "\n   = " + f"{sum(e):.4f}" in md
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_a_matrix_wider_than_the_terminal_is_split_never_cut(width):
+    """At 80 columns rich cut a 12-wide matrix's cells to "-0.03…"; now its columns come in blocks
+    that fit, each led by the row labels, and every entry is printed whole."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3, 12)).round(4)
+    W = rng.normal(size=(12, 12)).round(4)
+    text = explain(X=X, W_Q=W, W_K=W, W_V=W).render("rich", width=width)
+    assert "…" not in text
+    assert all(len(line) <= width for line in text.splitlines() if "│" not in line and "─" in line)
+    printed = re.findall(r"-?\d+(?:\.\d+)?", text)
+    for x in X.ravel():  # every input entry, shown as given, is there whole
+        assert repr(float(x)).removesuffix(".0") in printed, x
+    blocks = [ln for ln in text.splitlines() if re.match(r"^X\s+\d", ln)]  # the header line of each block of X
+    assert sorted(int(c) for ln in blocks for c in ln.split()[1:]) == list(range(12))
+    assert len(blocks) > 1 or width >= 120

@@ -166,7 +166,8 @@ def _verdict(ctx: Ctx, r) -> list:
         lines.append(ctx.label("check.only_carried"))
     if r.missing:
         where = ", ".join(f"{step_name(step, ctx.lang)} {n}" for step, n in r.blanks.items() if n)
-        lines.append(ctx.text(T("check.missing", {"missing": r.missing, "where": where})))
+        lines.append(ctx.text(T("check.missing_one" if r.missing == 1 else "check.missing",
+                                {"missing": r.missing, "where": where})))
     key = "check.result_ok" if r.ok else "check.result_bad"
     lines.append(ctx.text(T(key, {"correct": c["correct"], "rounding": c["rounding"], "carried": c["carried"],
                                   "wrong": c["wrong"]})))
@@ -213,7 +214,7 @@ def print_rich(r, lang: str = "en", file=None, width=None, color: bool = True) -
     console.print(Text(_rule(ctx), style="italic"))
     tab = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for i, k in enumerate(COLUMNS):
-        tab.add_column(Text(ctx.label(k)), justify="left" if i == 0 else "right")
+        tab.add_column(Text(ctx.label(k)), justify="left" if i == 0 else "right", overflow="fold")
     for row in _summary_rows(ctx, r):
         style = "red" if row[5] else ("yellow" if row[4] else "")
         tab.add_row(*(Text(str(c)) for c in row), style=style)

@@ -7,6 +7,7 @@ import io
 from typing import Optional
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -31,38 +32,54 @@ def _para(ctx: Ctx, b: Para) -> list:
     return [Text(prefix + ctx.text(b.text), style=style)]
 
 
-def _captioned(draw):
-    return lambda ctx, b: ([Text(ctx.text(b.caption), style="italic")] if b.caption is not None else []) + [draw(ctx, b)]
+def _captioned(draw, width: int):
+    return lambda ctx, b: ([Text(ctx.text(b.caption), style="italic")] if b.caption is not None else []) + \
+        draw(ctx, b, width)
 
 
 def _blocks(ctx: Ctx, blocks, width: int) -> list:
     """The step's renderables, a blank line before each block and each group of consecutive expansions
     (:func:`.base.text_blocks` puts its blank lines after them)."""
     out = text_blocks(ctx, blocks, para=_para, formula=lambda ctx, b: [Text("  " + b.text, style="green")],
-                      matrix=_captioned(matrix), table=_captioned(table),
+                      matrix=_captioned(matrix, width), table=_captioned(table, width),
                       expansion=lambda ctx, b: ["  " + line for line in text_lines(ctx, b, width=width - 4)],
                       group=lambda lines: [Text("\n".join(lines))])
     return [Text("") if isinstance(x, str) else x for x in [""] + out[:-1]] if out else []
 
 
-def _grid(header: list, rows: list) -> RichTable:
-    """A rich table of cells already written (Text): the first column left-aligned, the others right."""
-    tab = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for i, h in enumerate(header):
-        tab.add_column(h, justify="left" if i == 0 else "right")
-    for row in rows:
-        tab.add_row(*row)
-    return tab
+def _grid(header: list, rows: list, width: int) -> list:
+    """Rich tables of cells already written (Text): the first column left-aligned, the others right.
+    One table, or, when it is wider than ``width`` characters, its columns in blocks that fit, each
+    block led by the first column: rich would otherwise cut the numbers to "-0.03…"."""
+    widths = [max(cell_len(line) for c in column for line in c.plain.split("\n")) for column in zip(header, *rows)]
+    blocks: list = [[]]
+    used = widths[0]
+    for i in range(1, len(widths)):
+        if blocks[-1] and used + 3 + widths[i] > width:  # padding, the box's blank divider, padding
+            blocks.append([])
+            used = widths[0]
+        blocks[-1].append(i)
+        used += 3 + widths[i]
+    tables: list = []
+    for block in blocks:
+        tab = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for i in [0, *block]:
+            tab.add_column(header[i], justify="left" if i == 0 else "right")
+        for row in rows:
+            tab.add_row(*[row[i] for i in [0, *block]])
+        tables += [Text(""), tab] if tables else [tab]
+    return tables
 
 
-def matrix(ctx: Ctx, m: Matrix) -> RichTable:
+def matrix(ctx: Ctx, m: Matrix, width: int) -> list:
     as_int, vals, rows, cols = grid(m)
     return _grid([Text(m.sym.text if m.sym else "", style="bold")] + [Text(str(c)) for c in cols],
-                 [[Text(str(r))] + [Text(ctx.cell(x, as_int, m.exact)) for x in row] for r, row in zip(rows, vals)])
+                 [[Text(str(r))] + [Text(ctx.cell(x, as_int, m.exact)) for x in row] for r, row in zip(rows, vals)],
+                 width)
 
 
-def table(ctx: Ctx, t: Table) -> RichTable:
-    return _grid([Text(ctx.text(h)) for h in t.header], [[Text(ctx.text(c)) for c in row] for row in t.rows])
+def table(ctx: Ctx, t: Table, width: int) -> list:
+    return _grid([Text(ctx.text(h)) for h in t.header], [[Text(ctx.text(c)) for c in row] for row in t.rows], width)
 
 
 def print_rich(w, lang: str = "en", decimals: int = 4, file=None, console: Optional[Console] = None) -> None:
