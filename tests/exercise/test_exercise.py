@@ -27,6 +27,22 @@ def test_inputs_are_humane_for_many_seeds(tokens, dim, style):
         assert len({tuple(r) for r in p.X}) == tokens
 
 
+@pytest.mark.parametrize("tokens, dim, style", [(8, 2, "int"), (7, 2, "int"), (8, 2, "decimal")])
+def test_as_many_tokens_as_x_has_rows_are_found(tokens, dim, style):
+    """8 tokens in dim 2 need 8 of the 8 non-zero rows {0,1,2}²: drawing entries one by one found
+    none in 10,000 tries for any seed, and the error said to try another seed."""
+    values = {"int": [0, 1, 2], "decimal": [0, 0.5, 1, 1.5, 2]}[style]
+    for seed in range(5):
+        ex = make_exercise(tokens, dim, seed, style=style)
+        p, v = ex.problem_input, compute(ex.problem_input)
+        assert len({tuple(r) for r in p.X}) == tokens and (np.abs(p.X).sum(1) > 0).all()
+        assert set(p.X.ravel()) <= set(values)
+        assert np.abs(v["scores"]).max() <= 9 and (np.ptp(v["scores"], axis=1) > 0).all()
+        assert np.abs(np.concatenate([v["Q"], v["K"], v["V"]], 1)).max() <= 6
+    again = make_exercise(tokens, dim, 4, style=style).problem_input  # the same seed, the same numbers
+    assert (again.X == ex.problem_input.X).all() and (again.W_V == ex.problem_input.W_V).all()
+
+
 def test_same_seed_same_numbers_in_both_languages():
     a, b = make_exercise(3, 2, 7, lang="en"), make_exercise(3, 2, 7, lang="zh")
     assert (a.problem_input.X == b.problem_input.X).all() and (a.problem_input.W_V == b.problem_input.W_V).all()
