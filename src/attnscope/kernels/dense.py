@@ -128,6 +128,16 @@ def combine_masks(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype
     return _combined(mask, L, S, causal=causal, dtype=dtype, device=device, bias=bias, reuse=reuse)
 
 
+def additive_as(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """A float mask in ``dtype``, its finite values held within half the dtype's range (±inf stay):
+    a float32 −1e9 "blocked" became −inf in float16, emptying a row that float32 averages, and
+    +1e9 became +inf, whose softmax is NaN. Half the range leaves room to add the scores."""
+    if mask.dtype == dtype or torch.finfo(mask.dtype).max <= torch.finfo(dtype).max:
+        return mask.to(dtype)
+    room = torch.finfo(dtype).max / 2
+    return torch.where(mask.isinf(), mask, mask.clamp(-room, room)).to(dtype)
+
+
 def _combined(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype: torch.dtype, device: torch.device,
               bias: Optional[Tensor], reuse: bool) -> Optional[Tensor]:
     additive = None if bias is None else bias.to(dtype)
@@ -135,7 +145,7 @@ def _combined(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype: to
         if mask.dtype == torch.bool:
             m = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, float("-inf"))
         else:
-            m = mask.to(dtype)
+            m = additive_as(mask, dtype)
         additive = m if additive is None else additive + m
     if causal:
         causal_add = causal_additive(L, S, dtype, device, reuse=reuse and additive is None)

@@ -29,7 +29,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from .dense import combine_masks
+from .dense import additive_as, combine_masks
 from .validate import broadcast_shapes
 
 Tensor = torch.Tensor
@@ -45,7 +45,7 @@ def sdpa_mask(mask: Optional[Tensor], bias: Optional[Tensor], L: int, S: int, *,
     if bias is not None or (causal and mask is not None):
         return combine_masks(mask, L, S, causal=causal, dtype=dtype, device=device, bias=bias), False
     if mask is not None and mask.dtype != torch.bool and mask.dtype != dtype:
-        mask = mask.to(dtype)
+        mask = additive_as(mask, dtype)
     return mask, causal
 
 
