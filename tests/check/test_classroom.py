@@ -52,10 +52,12 @@ def test_a_partly_blank_answer_file_is_missing_not_correct(tmp_path, capsys):
     assert r.missing == 1 and not r.ok and r.to_dict()["missing"] == 1
     assert main(["check", str(f), "-f", "markdown"]) == 1
     out = capsys.readouterr().out
-    assert "1 entries are empty (Q 1)" in out and "All correct" not in out
+    assert "1 entry is empty (Q 1)" in out and "All correct" not in out
     # a whole step left blank is missing too; a step left out is not asked for
     g = _file(tmp_path, "b.yaml", "  Q: [[1, 0], [1, 1], [2, 1]]\n  K: ~\n")
     assert check(str(g)).missing == 6 and not check(str(g)).ok
+    assert main(["check", str(g), "-f", "markdown"]) == 1
+    assert "6 entries are empty (K 6)" in capsys.readouterr().out
     h = _file(tmp_path, "c.yaml", "  Q: [[1, 0], [1, 1], [2, 1]]\n")
     assert check(str(h)).ok and check(str(h)).missing == 0
 
