@@ -41,3 +41,15 @@ def test_causal_row_masks_the_later_keys(gpt2):
     assert np.isneginf(w.values["masked"][q + 1:]).all() and len(tokens) > q + 1
     md = w.render("markdown")
     assert "are masked (−∞)" in md and "| −∞ | 0 |" in md
+
+
+def test_a_one_token_text_needs_no_query_chosen(gpt2):
+    """A text of one token ('a' on GPT-2, 'Hi' on SmolLM2) has one query; explain asked the user to
+    choose it ('choose the query token: ... the tokens are 0:a'), with or without --attribution."""
+    assert gpt2.encode("a").tokens == [["a"]]
+    w = explain(text="a", model=gpt2, layer=0, head=1)
+    tr = gpt2.trace("a", names=["layers.0.attn.weights[1]"])
+    assert w.meta["query_position"] == 0 and w.values["weights"].tolist() == [1.0]
+    assert tr["layers.0.attn.weights[1]"][0, 0].tolist() == [1.0]
+    assert explain(text="a", model=gpt2, attribution="rollout").meta is not None
+    assert explain(text="a", model=gpt2, path=True).meta["query_position"] == 0

@@ -66,6 +66,8 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
             raise error(InputError, "errors.token_not_at", token=repr(token), position=position,
                         label=repr(pieces.labels[position]), listing=listing)
         return int(position), notes
+    if token is None and n == 1:  # one token: the only query there is
+        return 0, notes
     if token is None or match is None:
         raise error(InputError, "errors.choose_query", listing=listing)
     if not match.spans:
