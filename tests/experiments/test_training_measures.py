@@ -58,6 +58,23 @@ def test_speedups_at_the_threshold_and_at_the_matched_loss():
     assert sp["loss_matched"] == pytest.approx(0.75)
 
 
+def test_a_matched_loss_median_that_a_bound_can_move_is_a_bound():
+    """Three seeds: 2 and 4 exactly, and one whose scaled run never got down to unscaled's end (its
+    ratio is only < 40 / 5 = 8). The median 4 was reported as exact ("=": the bounds were not a
+    majority), but the third seed's true ratio may be below 2, and the median then 2."""
+    runs = [
+        _run("scaled", 0, [3.0, 0.4, 0.2, 0.1, 0.1]), _run("unscaled", 0, [3.0, 2.0, 1.5, 0.45, 0.3]),  # 40 / 20
+        _run("scaled", 1, [3.0, 1.0, 0.3, 0.2, 0.2]), _run("unscaled", 1, [3.0, 2.5, 2.0, 1.5, 1.2]),   # 40 / 10
+        _run("scaled", 2, [3.0, 2.9], steps=5), _run("unscaled", 2, [3.0, 2.8, 2.0, 1.0, 0.5]),        # < 40 / 5
+    ]
+    (sp,) = training.speedups(training.summarise(runs), runs)
+    assert sp["ratio_matched"] == pytest.approx(4.0) and sp["bound_matched"] == "<"
+    # the same seed's bound below the exact ones cannot move the median: it stays exact
+    runs[4] = _run("scaled", 2, [3.0, 2.9], steps=80)  # < 40 / 80
+    (sp,) = training.speedups(training.summarise(runs), runs)
+    assert sp["ratio_matched"] == pytest.approx(2.0) and sp["bound_matched"] == "="
+
+
 def test_speedup_when_unscaled_is_the_faster_one():
     runs = [_run("scaled", 0, [3.0, 2.0, 1.0, 0.6, 0.6]), _run("unscaled", 0, [3.0, 0.4, 0.3, 0.2, 0.2])]
     (sp,) = training.speedups(training.summarise(runs), runs)

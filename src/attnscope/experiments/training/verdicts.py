@@ -93,7 +93,9 @@ def speedups(summary: list[dict], runs: list[dict], fast: str = "scaled", slow: 
     * ``ratio_matched``: for each seed, the loss ``slow`` ended with (its final held-out loss), and
       the first evaluation step at which each run was at or below it; slow ÷ fast, median over
       seeds. Defined whenever ``fast`` gets down to that loss, so it also measures cells where
-      ``slow`` never reaches the threshold. ``bound_matched`` = "<" when ``fast`` never got there.
+      ``slow`` never reaches the threshold. A seed whose ``fast`` run never got there gives only an
+      upper bound (slow's steps ÷ fast's total); ``bound_matched`` = "<" when such a bound could
+      move the median (the median with those seeds at 0 differs), else "=".
     """
     out = []
     idx = {(r["task"], r["variant"], r["d_k"]): r for r in summary}
@@ -132,7 +134,8 @@ def speedups(summary: list[dict], runs: list[dict], fast: str = "scaled", slow: 
             m = statistics.median(matched)
             item["loss_matched"] = statistics.median(losses)
             item["ratio_matched"] = m
-            item["bound_matched"] = "<" if bounds.count("<") * 2 > len(bounds) else "="
+            lowest = statistics.median([0.0 if b == "<" else x for x, b in zip(matched, bounds)])
+            item["bound_matched"] = "=" if lowest == m else "<"
         else:
             item["loss_matched"] = item["ratio_matched"] = item["bound_matched"] = None
         out.append(item)
