@@ -75,9 +75,11 @@ def prepare_qk(q: Tensor, k: Tensor, scoring: str, eps: float = DEFAULT_EPS) -> 
     return get_scoring(scoring).prepare_qk(q, k, eps)
 
 
-def _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p):
+def _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p, check_finite):
     lead = check_qkv(q, k, v)
     sc, scale = check_attention_args(mask, q.shape[-2], k.shape[-2], lead, scoring, scale, temperature)
+    if check_finite is not None:  # 'no' would be truthy: the checks asked for
+        check_flag(check_finite, "check_finite")
     return sc, scale, check_dropout(dropout_p), check_flag(causal)
 
 
@@ -90,7 +92,7 @@ def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = No
     Returns a dict with ``scores`` (raw q'·k', (..., L, S)), ``scaled``, ``masked``, ``weights``
     (..., L, S) and ``out`` (..., L, d_v); arguments as :func:`attention`.
     """
-    sc, scale, _, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, 0.0)
+    sc, scale, _, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, 0.0, check_finite)
     rec = RecordSteps()
     out, _ = attend(q, k, v, mask, causal=causal, scoring=sc, scale=scale, temperature=temperature, hooks=rec,
                     check_finite=check_finite)
@@ -123,7 +125,9 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
         ``out (..., L, d_v)``, or ``(out, weights)`` with ``return_weights=True``.
         A query whose keys are all masked gets weights 0 and output 0, never NaN.
     """
-    sc, scale, dropout_p, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p)
+    sc, scale, dropout_p, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p,
+                                             check_finite)
+    return_weights = check_flag(return_weights, "return_weights")  # 'no' would be truthy: the weights returned
     out, weights = attend(q, k, v, mask, causal=causal, scoring=sc, scale=scale, temperature=temperature,
                           dropout_p=dropout_p, need_weights=return_weights, check_finite=check_finite)
     return (out, weights) if return_weights else out

@@ -82,3 +82,20 @@ def test_a_temperature_for_a_scoring_without_one_is_refused(scoring, weights):
         attention(q, k, v, scoring=scoring, temperature=0.01, return_weights=weights)
     with pytest.raises(ConfigError, match="has none"):
         attention(q, k, v, scoring=scoring, temperature=torch.tensor(0.01), return_weights=weights)
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, "False"])
+def test_yes_no_arguments_must_be_true_or_false(value):
+    # attention(return_weights="no") returned (out, weights) and check_finite="no" turned the
+    # checks on: any truthy value was taken for True, as causal= was before
+    from attnscope.blockwise import blockwise_attention
+    from attnscope.functional import attention_steps
+    with pytest.raises(ConfigError, match=f"return_weights must be True or False, got {type(value).__name__} "):
+        attention(q, k, v, return_weights=value)
+    for call in (attention, attention_steps):
+        with pytest.raises(ConfigError, match=f"check_finite must be True or False, got {type(value).__name__} "):
+            call(q, k, v, check_finite=value)
+    with pytest.raises(ConfigError, match=f"return_lse must be True or False, got {type(value).__name__} "):
+        blockwise_attention(q, k, v, return_lse=value)
+    out = attention(q, k, v, check_finite=None)  # None: the context's setting
+    torch.testing.assert_close(out, attention(q, k, v), rtol=0, atol=0)

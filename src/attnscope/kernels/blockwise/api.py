@@ -186,7 +186,7 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
     """
     check_qkv(q, k, v)
     _check_common(q, k, mask, scoring, scale, temperature)
-    causal = check_flag(causal)
+    causal, return_lse = check_flag(causal), check_flag(return_lse, "return_lse")
     dropout_p = check_dropout(dropout_p)
     block_sizes(block_size)
     check_kernel(kernel)
