@@ -99,3 +99,22 @@ def test_yes_no_arguments_must_be_true_or_false(value):
         blockwise_attention(q, k, v, return_lse=value)
     out = attention(q, k, v, check_finite=None)  # None: the context's setting
     torch.testing.assert_close(out, attention(q, k, v), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("tau", [torch.tensor(-0.1), torch.tensor(0.0), torch.tensor(float("-inf")),
+                                 torch.tensor([0.1, -0.1]).view(2, 1, 1)])
+def test_a_tensor_temperature_must_be_positive(tau):
+    # a float τ ≤ 0 was refused, the same τ as a tensor was not: τ = −0.1 gave the weight 0.994 to
+    # the key that τ = 0.1 weighs 7.5e-5 (attention turned around), τ = 0 gave NaN weights
+    from attnscope.blockwise import attention_weights, blockwise_attention
+    from attnscope.functional import attention_steps
+    qh, kh, vh = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
+    for call in (attention, attention_steps, blockwise_attention):
+        with pytest.raises(ConfigError, match=r"temperature must be positive in every entry, got -?0?.*at index"):
+            call(qh, kh, vh, scoring="cosine", temperature=tau)
+    with pytest.raises(ConfigError, match=r"temperature must be positive in every entry"):
+        attention_weights(qh, kh, scoring="cosine", temperature=tau)
+    good = torch.tensor([0.5, 2.0]).view(2, 1, 1)  # a valid tensor τ: each head as its float τ
+    out = attention(qh, kh, vh, scoring="cosine", temperature=good, return_weights=True)[0]
+    for h, t in enumerate((0.5, 2.0)):
+        torch.testing.assert_close(out[:, h], attention(qh[:, h], kh[:, h], vh[:, h], scoring="cosine", temperature=t))

@@ -1,6 +1,7 @@
 """Argument checks shared by every kernel: each raises an attnscope error that names the argument.
 
-Checks cost microseconds (plain Python on shapes, no device work): they run on every call.
+Checks cost microseconds (plain Python on shapes, no device work but one reduction over a tensor
+temperature): they run on every call.
 """
 
 from __future__ import annotations
@@ -193,8 +194,9 @@ def check_dropout(p, name: str = "dropout_p") -> float:
 
 
 def check_temperature(temperature, scoring: Scoring) -> None:
-    """A float τ must be finite and positive; a tensor τ must be floating point; either only for a
-    scoring that uses one (else it would be dropped without a word)."""
+    """A float τ must be finite and positive; a tensor τ floating point and positive in every entry
+    (NaN/±inf: :mod:`.finite`); either only for a scoring that uses one (else it would be dropped
+    without a word)."""
     if temperature is None:
         return
     if not scoring.uses_temperature:
@@ -203,6 +205,14 @@ def check_temperature(temperature, scoring: Scoring) -> None:
     if isinstance(temperature, torch.Tensor):
         if not temperature.is_floating_point():
             raise error(ShapeError, "errors.kernel_not_float", name="temperature", dtype=temperature.dtype)
+        t = temperature.detach()
+        # a τ ≤ 0 turns attention around (or 0/0 = NaN), refused as a float τ is; NaN and +inf are
+        # left to the opt-in finite checks (check_finite names them), as in q, k, v
+        bad = t <= 0
+        if t.numel() and bool(bad.any()):
+            first = tuple(int(i) for i in bad.nonzero()[0].tolist())
+            raise error(ConfigError, "errors.kernel_temperature_entry", value=float(t[first]), first=first,
+                        shape=fmt_shape(t.shape))
         return
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         raise error(ConfigError, "errors.kernel_temperature_type", type=type(temperature).__name__,
