@@ -42,6 +42,9 @@ from .kernels.validate import (
     check_flag,
     check_mask,
     check_qkv,
+    check_scale,
+    check_temperature,
+    check_width,
 )
 from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, get_scoring
 from .scorings import get_scoring as check_scoring  # public here as check_scoring
@@ -57,10 +60,14 @@ def score_factor(scoring: str, d_k: int, scale: Optional[float] = None,
                  temperature: Union[None, float, Tensor] = None) -> Union[float, Tensor]:
     """The factor that multiplies the raw scores: 1/√d_k, 1, 1/d_k, or 1/τ (the scoring's own).
 
-    ``scale`` overrides it for every scoring. For "cosine", ``temperature`` may be a tensor
-    (e.g. a learnable one per head, shape broadcastable to the scores).
+    ``d_k``: an integer ≥ 0. ``scale`` overrides it for every scoring (a finite number). For
+    "cosine", ``temperature`` may be a tensor (e.g. a learnable one per head, shape broadcastable
+    to the scores). Arguments are checked as :func:`attention` checks them.
     """
     sc = get_scoring(scoring)
+    check_temperature(temperature, sc)  # refused for a scoring without one, as by attention()
+    scale = check_scale(scale)
+    check_width("d_k", d_k)
     if scale is not None:
         return scale
     return cast("Union[float, Tensor]", sc.factor_for(d_k, temperature))  # an array only for an array τ

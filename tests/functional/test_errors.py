@@ -118,3 +118,27 @@ def test_a_tensor_temperature_must_be_positive(tau):
     out = attention(qh, kh, vh, scoring="cosine", temperature=good, return_weights=True)[0]
     for h, t in enumerate((0.5, 2.0)):
         torch.testing.assert_close(out[:, h], attention(qh[:, h], kh[:, h], vh[:, h], scoring="cosine", temperature=t))
+
+
+@pytest.mark.parametrize("args, kwargs, pattern", [
+    (("scaled", 64), {"temperature": 0.5}, r"temperature is τ of cosine scoring; scoring 'scaled' has none"),
+    (("cosine", 64), {"temperature": -0.1}, r"temperature must be finite and positive, got -0.1"),
+    (("scaled", 64), {"scale": float("nan")}, r"scale must be finite, got nan"),
+    (("scaled", 64), {"scale": "x"}, r"scale must be a real number or None, got str 'x'"),
+    (("scaled", 2.5), {}, r"d_k must be an integer, got float 2.5"),
+    (("scaled", -4), {}, r"d_k must be 0 or more, got -4"),
+    (("scaled", True), {}, r"d_k must be an integer, got bool True"),
+])
+def test_score_factor_checks_its_arguments(args, kwargs, pattern):
+    # score_factor('scaled', 64, temperature=0.5) dropped τ (0.125), ('cosine', 64, temperature=-0.1)
+    # gave −10, scale='x' came back as 'x', d_k = 2.5 gave 1/√2 and d_k = −4 gave 1
+    from attnscope.functional import score_factor
+    with pytest.raises(ConfigError, match=pattern):
+        score_factor(*args, **kwargs)
+
+
+def test_score_factor_values():
+    from attnscope.functional import score_factor
+    assert score_factor("scaled", 64) == 0.125 and score_factor("inv_d", 64) == 1 / 64
+    assert score_factor("cosine", 8, temperature=0.5) == 2.0 and score_factor("inv_d", 64, scale=0.3) == 0.3
+    assert score_factor("scaled", 0) == 1.0  # an empty dot product: any factor, 1 by convention

@@ -232,6 +232,16 @@ def check_attention_args(mask: Optional[Tensor], L: int, S: int, lead: torch.Siz
     return sc, check_scale(scale)
 
 
+def check_width(name: str, value) -> int:
+    """A width that may be 0 (d_k: an empty dot product): an int ≥ 0, else ConfigError saying which
+    (2.5 would be cut to 2, −4 taken as 1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise error(ConfigError, "errors.kernel_int_type", name=name, type=type(value).__name__, value=repr(value))
+    if value < 0:
+        raise error(ConfigError, "errors.kernel_non_negative", name=name, value=value)
+    return int(value)
+
+
 def check_positive_int(name: str, value) -> int:
     """A module size (d_model, n_heads, …): an int > 0, else ConfigError saying which."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
