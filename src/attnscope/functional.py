@@ -29,13 +29,21 @@ naming the step; ``scale`` must always be a finite number.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Optional, Union, cast
 
 import torch
 
-from .kernels.dense import combine_masks, log_softmax, raw_scores, softmax
+from .errors import ConfigError
+from .i18n import error
+from .kernels import dense
+from .kernels.blockwise.prepare import check_qk
+from .kernels.dense import log_softmax, softmax
 from .kernels.steps import RecordSteps, attend
 from .kernels.validate import (
+    LEAD_QK,
+    broadcast_or_raise,
     broadcast_shapes,
     check_attention_args,
     check_dropout,
@@ -45,6 +53,7 @@ from .kernels.validate import (
     check_scale,
     check_temperature,
     check_width,
+    require_float,
 )
 from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, get_scoring
 from .scorings import get_scoring as check_scoring  # public here as check_scoring
@@ -77,9 +86,36 @@ def prepare_qk(q: Tensor, k: Tensor, scoring: str, eps: float = DEFAULT_EPS) -> 
     """Normalise q and k as the scoring requires before the dot product.
 
     "cosine": unit L2 norm (so q·k = cos(q, k)); "qknorm": LayerNorm without affine over d_k
-    (modules use their learnable affine instead). Others: unchanged.
+    (modules use their learnable affine instead). Others: unchanged. ``eps``: a positive finite
+    number (the floor of the norm, the LayerNorm's ε).
     """
-    return get_scoring(scoring).prepare_qk(q, k, eps)
+    sc = get_scoring(scoring)
+    require_float("q", q)
+    require_float("k", k)
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and eps > 0):
+        raise error(ConfigError, "errors.core_positive_finite", name="eps", value=repr(eps))
+    return sc.prepare_qk(q, k, float(eps))
+
+
+def raw_scores(q: Tensor, k: Tensor) -> Tensor:
+    """``q @ kᵀ``: (..., L, d) × (..., S, d) → (..., L, S); ShapeError naming what does not fit."""
+    check_qk(q, k)
+    broadcast_or_raise(LEAD_QK, q.shape[:-2], k.shape[:-2])
+    return dense.raw_scores(q, k)  # (..., L, S)
+
+
+def combine_masks(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype: torch.dtype,
+                  device: torch.device, bias: Optional[Tensor] = None) -> Optional[Tensor]:
+    """One additive float mask (0 = attend, −inf = blocked, plus any score ``bias``) broadcastable
+    to ``(..., L, S)``, or None if nothing is masked or added; ``mask`` as in :func:`attention`."""
+    L, S, causal = check_width("L", L), check_width("S", S), check_flag(causal)
+    if mask is not None:
+        check_mask(mask, L, S, mask.shape[:-2] if isinstance(mask, Tensor) else torch.Size())
+    if bias is not None:
+        require_float("bias", bias)
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise error(ConfigError, "errors.kernel_mask_out_dtype", dtype=repr(dtype))
+    return dense.combine_masks(mask, L, S, causal=causal, dtype=dtype, device=device, bias=bias)
 
 
 def _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p, check_finite):

@@ -142,3 +142,36 @@ def test_score_factor_values():
     assert score_factor("scaled", 64) == 0.125 and score_factor("inv_d", 64) == 1 / 64
     assert score_factor("cosine", 8, temperature=0.5) == 2.0 and score_factor("inv_d", 64, scale=0.3) == 0.3
     assert score_factor("scaled", 0) == 1.0  # an empty dot product: any factor, 1 by convention
+
+
+def test_the_step_functions_check_their_arguments():
+    # prepare_qk(eps=nan) gave NaN everywhere and eps=-1 NaN for a zero row, eps='x' and an int q
+    # were torch's TypeError/NotImplementedError; raw_scores with d_k 4 against 3 was torch's
+    # "Expected size for first two dimensions of batch2"; combine_masks took an int mask to
+    # torch.finfo's TypeError
+    from attnscope.functional import combine_masks, prepare_qk, raw_scores
+    qs, ks = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    for eps in (float("nan"), -1.0, 0.0, "x", True):
+        with pytest.raises(ConfigError, match=r"eps must be a positive finite number, got"):
+            prepare_qk(qs, ks, "cosine", eps=eps)
+    with pytest.raises(ShapeError, match=r"q must be a floating-point tensor, got dtype torch.int64"):
+        prepare_qk(qs.long(), ks.long(), "qknorm")
+    with pytest.raises(ShapeError, match=r"q and k must have the same last dim d_k, got q \(2, 3, 4\) and k \(2, 5, 3\)"):
+        raw_scores(qs, torch.randn(2, 5, 3))
+    with pytest.raises(ShapeError, match=r"leading dims of q, k"):
+        raw_scores(qs, torch.randn(3, 5, 4))
+    with pytest.raises(ShapeError, match=r"k must be a torch.Tensor, got list"):
+        raw_scores(qs, [[1.0]])
+    with pytest.raises(ShapeError, match=r"mask must be boolean .* got dtype torch.int64"):
+        combine_masks(torch.tensor([1, 0]), 1, 2, causal=False, dtype=torch.float32, device="cpu")
+    with pytest.raises(ShapeError, match=r"mask of shape \(3\) does not broadcast"):
+        combine_masks(torch.tensor([True, False, True]), 1, 2, causal=False, dtype=torch.float32, device="cpu")
+    with pytest.raises(ConfigError, match=r"dtype must be a floating-point torch.dtype"):
+        combine_masks(None, 2, 2, causal=True, dtype=torch.int64, device="cpu")
+    with pytest.raises(ConfigError, match=r"causal must be True or False"):
+        combine_masks(None, 2, 2, causal="yes", dtype=torch.float32, device="cpu")
+    # the values: q @ kᵀ by hand, F.normalize, the causal mask written out
+    torch.testing.assert_close(raw_scores(qs, ks), torch.einsum("bld,bsd->bls", qs, ks))
+    torch.testing.assert_close(prepare_qk(qs, ks, "cosine")[0], torch.nn.functional.normalize(qs, dim=-1, eps=1e-6))
+    inf = float("-inf")
+    assert combine_masks(None, 2, 3, causal=True, dtype=torch.float32, device="cpu").tolist() == [[0, inf, inf], [0, 0, inf]]
