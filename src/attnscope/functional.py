@@ -74,7 +74,7 @@ def score_factor(scoring: str, d_k: int, scale: Optional[float] = None,
     to the scores). Arguments are checked as :func:`attention` checks them.
     """
     sc = get_scoring(scoring)
-    check_temperature(temperature, sc)  # refused for a scoring without one, as by attention()
+    check_temperature(temperature, sc, scale)  # refused for a scoring without one, or beside a scale
     scale = check_scale(scale)
     check_width("d_k", d_k)
     if scale is not None:

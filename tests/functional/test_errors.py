@@ -175,3 +175,21 @@ def test_the_step_functions_check_their_arguments():
     torch.testing.assert_close(prepare_qk(qs, ks, "cosine")[0], torch.nn.functional.normalize(qs, dim=-1, eps=1e-6))
     inf = float("-inf")
     assert combine_masks(None, 2, 3, causal=True, dtype=torch.float32, device="cpu").tolist() == [[0, inf, inf], [0, 0, inf]]
+
+
+@pytest.mark.parametrize("tau", [0.5, torch.tensor(0.5)])
+def test_a_temperature_beside_a_scale_is_refused(tau):
+    # scale replaces 1/τ: attention(scoring='cosine', temperature=0.5, scale=2.0) used 2.0 and
+    # dropped τ without a word (the weights of τ = 0.5 and of τ = 0.05 were the same)
+    from attnscope.blockwise import blockwise_attention
+    from attnscope.functional import attention_steps, score_factor
+    for call in (attention, attention_steps, blockwise_attention):
+        with pytest.raises(ConfigError, match=r"scale replaces the factor 1/τ of 'cosine' scoring"):
+            call(q, k, v, scoring="cosine", temperature=tau, scale=2.0)
+    with pytest.raises(ConfigError, match=r"scale replaces the factor 1/τ"):
+        score_factor("cosine", 8, scale=2.0, temperature=tau)
+    # scale alone still replaces the default 1/τ: softmax(cos(q, k) · 2) by hand
+    cos = torch.nn.functional.normalize(q.double(), dim=-1, eps=1e-6) @ \
+        torch.nn.functional.normalize(k.double(), dim=-1, eps=1e-6).transpose(-1, -2)
+    torch.testing.assert_close(attention(q, k, v, scoring="cosine", scale=2.0).double(),
+                               torch.softmax(cos * 2.0, -1) @ v.double(), rtol=1e-5, atol=1e-6)

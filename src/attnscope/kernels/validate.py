@@ -193,15 +193,17 @@ def check_dropout(p, name: str = "dropout_p") -> float:
     return float(p)
 
 
-def check_temperature(temperature, scoring: Scoring) -> None:
+def check_temperature(temperature, scoring: Scoring, scale=None) -> None:
     """A float τ must be finite and positive; a tensor τ floating point and positive in every entry
-    (NaN/±inf: :mod:`.finite`); either only for a scoring that uses one (else it would be dropped
-    without a word)."""
+    (NaN/±inf: :mod:`.finite`); either only for a scoring that uses one and without a ``scale``,
+    which replaces the factor 1/τ (else it would be dropped without a word)."""
     if temperature is None:
         return
     if not scoring.uses_temperature:
         names = ", ".join(n for n in SCORINGS if get_scoring(n).uses_temperature)
         raise error(ConfigError, "errors.kernel_temperature_unused", names=names, scoring=repr(scoring.name))
+    if scale is not None:
+        raise error(ConfigError, "errors.kernel_temperature_and_scale", scoring=repr(scoring.name))
     if isinstance(temperature, torch.Tensor):
         if not temperature.is_floating_point():
             raise error(ShapeError, "errors.kernel_not_float", name="temperature", dtype=temperature.dtype)
@@ -225,10 +227,10 @@ def check_attention_args(mask: Optional[Tensor], L: int, S: int, lead: torch.Siz
                          temperature) -> tuple[Scoring, Optional[float]]:
     """What every attention entry point checks besides q, k, v (``lead``: their broadcast leading
     dims), in this order: the scoring, the mask against ``(*lead, L, S)``, the temperature for that
-    scoring, the scale. Returns the scoring and the scale."""
+    scoring (and not beside a scale), the scale. Returns the scoring and the scale."""
     sc = get_scoring(scoring)  # ConfigError listing the choices
     check_mask(mask, L, S, lead)
-    check_temperature(temperature, sc)
+    check_temperature(temperature, sc, scale)
     return sc, check_scale(scale)
 
 
