@@ -2,8 +2,8 @@
 and the public functions with attention()'s arguments.
 
 :func:`attention_weights` returns selected softmax rows (some heads, some queries) of a long
-input without building the others: one pass for their log-sum-exp, one that writes
-``exp(score − lse)``.
+input without building the others: one pass for their row max, one that writes
+``exp(score − max)`` and divides by the row's sum.
 """
 
 from __future__ import annotations
@@ -251,8 +251,9 @@ def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, he
     """Selected rows of the softmax weights, without building the others.
 
     For a long input the full weights ``(B, H, L, S)`` may not fit; this returns only the heads
-    and queries asked for, computed from q and k in two passes over key tiles: the log-sum-exp of
-    the selected rows, then ``exp(score − lse)`` written tile by tile into the result. Peak memory
+    and queries asked for, computed from q and k in two passes over key tiles: the max of
+    the selected rows, then ``exp(score − max)`` written tile by tile into the result and divided
+    by the row's sum. Peak memory
     is the result plus one tile.
 
     Args:
