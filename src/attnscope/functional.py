@@ -29,19 +29,31 @@ naming the step; ``scale`` must always be a finite number.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Optional, Union, cast
 
 import torch
 
-from .kernels.dense import combine_masks, log_softmax, raw_scores, softmax
+from .errors import ConfigError
+from .i18n import error
+from .kernels import dense
+from .kernels.blockwise.prepare import check_qk
+from .kernels.dense import log_softmax, softmax
 from .kernels.steps import RecordSteps, attend
 from .kernels.validate import (
+    LEAD_QK,
+    broadcast_or_raise,
     broadcast_shapes,
     check_attention_args,
     check_dropout,
     check_flag,
     check_mask,
     check_qkv,
+    check_scale,
+    check_temperature,
+    check_width,
+    require_float,
 )
 from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, get_scoring
 from .scorings import get_scoring as check_scoring  # public here as check_scoring
@@ -57,10 +69,14 @@ def score_factor(scoring: str, d_k: int, scale: Optional[float] = None,
                  temperature: Union[None, float, Tensor] = None) -> Union[float, Tensor]:
     """The factor that multiplies the raw scores: 1/√d_k, 1, 1/d_k, or 1/τ (the scoring's own).
 
-    ``scale`` overrides it for every scoring. For "cosine", ``temperature`` may be a tensor
-    (e.g. a learnable one per head, shape broadcastable to the scores).
+    ``d_k``: an integer ≥ 0. ``scale`` overrides it for every scoring (a finite number). For
+    "cosine", ``temperature`` may be a tensor (e.g. a learnable one per head, shape broadcastable
+    to the scores). Arguments are checked as :func:`attention` checks them.
     """
     sc = get_scoring(scoring)
+    check_temperature(temperature, sc, scale)  # refused for a scoring without one, or beside a scale
+    scale = check_scale(scale)
+    check_width("d_k", d_k)
     if scale is not None:
         return scale
     return cast("Union[float, Tensor]", sc.factor_for(d_k, temperature))  # an array only for an array τ
@@ -70,14 +86,43 @@ def prepare_qk(q: Tensor, k: Tensor, scoring: str, eps: float = DEFAULT_EPS) -> 
     """Normalise q and k as the scoring requires before the dot product.
 
     "cosine": unit L2 norm (so q·k = cos(q, k)); "qknorm": LayerNorm without affine over d_k
-    (modules use their learnable affine instead). Others: unchanged.
+    (modules use their learnable affine instead). Others: unchanged. ``eps``: a positive finite
+    number (the floor of the norm, the LayerNorm's ε).
     """
-    return get_scoring(scoring).prepare_qk(q, k, eps)
+    sc = get_scoring(scoring)
+    require_float("q", q)
+    require_float("k", k)
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and eps > 0):
+        raise error(ConfigError, "errors.core_positive_finite", name="eps", value=repr(eps))
+    return sc.prepare_qk(q, k, float(eps))
 
 
-def _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p):
+def raw_scores(q: Tensor, k: Tensor) -> Tensor:
+    """``q @ kᵀ``: (..., L, d) × (..., S, d) → (..., L, S); ShapeError naming what does not fit."""
+    check_qk(q, k)
+    broadcast_or_raise(LEAD_QK, q.shape[:-2], k.shape[:-2])
+    return dense.raw_scores(q, k)  # (..., L, S)
+
+
+def combine_masks(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype: torch.dtype,
+                  device: torch.device, bias: Optional[Tensor] = None) -> Optional[Tensor]:
+    """One additive float mask (0 = attend, −inf = blocked, plus any score ``bias``) broadcastable
+    to ``(..., L, S)``, or None if nothing is masked or added; ``mask`` as in :func:`attention`."""
+    L, S, causal = check_width("L", L), check_width("S", S), check_flag(causal)
+    if mask is not None:
+        check_mask(mask, L, S, mask.shape[:-2] if isinstance(mask, Tensor) else torch.Size())
+    if bias is not None:
+        require_float("bias", bias)
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise error(ConfigError, "errors.kernel_mask_out_dtype", dtype=repr(dtype))
+    return dense.combine_masks(mask, L, S, causal=causal, dtype=dtype, device=device, bias=bias)
+
+
+def _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p, check_finite):
     lead = check_qkv(q, k, v)
     sc, scale = check_attention_args(mask, q.shape[-2], k.shape[-2], lead, scoring, scale, temperature)
+    if check_finite is not None:  # 'no' would be truthy: the checks asked for
+        check_flag(check_finite, "check_finite")
     return sc, scale, check_dropout(dropout_p), check_flag(causal)
 
 
@@ -90,7 +135,7 @@ def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = No
     Returns a dict with ``scores`` (raw q'·k', (..., L, S)), ``scaled``, ``masked``, ``weights``
     (..., L, S) and ``out`` (..., L, d_v); arguments as :func:`attention`.
     """
-    sc, scale, _, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, 0.0)
+    sc, scale, _, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, 0.0, check_finite)
     rec = RecordSteps()
     out, _ = attend(q, k, v, mask, causal=causal, scoring=sc, scale=scale, temperature=temperature, hooks=rec,
                     check_finite=check_finite)
@@ -123,7 +168,9 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None, *,
         ``out (..., L, d_v)``, or ``(out, weights)`` with ``return_weights=True``.
         A query whose keys are all masked gets weights 0 and output 0, never NaN.
     """
-    sc, scale, dropout_p, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p)
+    sc, scale, dropout_p, causal = _validate(q, k, v, mask, causal, scoring, scale, temperature, dropout_p,
+                                             check_finite)
+    return_weights = check_flag(return_weights, "return_weights")  # 'no' would be truthy: the weights returned
     out, weights = attend(q, k, v, mask, causal=causal, scoring=sc, scale=scale, temperature=temperature,
                           dropout_p=dropout_p, need_weights=return_weights, check_finite=check_finite)
     return (out, weights) if return_weights else out

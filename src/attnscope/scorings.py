@@ -227,10 +227,16 @@ def _layer_norm_rows(x: np.ndarray, eps: float) -> np.ndarray:
     return np.divide(centred, spread, out=np.zeros_like(centred), where=centred != 0)
 
 
+def _positive_option(options: Mapping[str, Any], name: str, default: float) -> float:
+    """``options[name]`` (else ``default``): a positive finite number, else ConfigError naming it."""
+    x = options.get(name, default)
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not (math.isfinite(x) and float(x) > 0):
+        raise error(ConfigError, "errors.core_positive_finite", name=name, value=repr(x))
+    return float(x)
+
+
 def _cosine_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) -> dict:
-    tau = options.get("cosine_temperature", DEFAULT_COSINE_TEMPERATURE)
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not (math.isfinite(tau) and float(tau) > 0):
-        raise error(ConfigError, "errors.core_positive_finite", name="cosine_temperature", value=repr(tau))
+    tau = _positive_option(options, "cosine_temperature", DEFAULT_COSINE_TEMPERATURE)
     # Learnable log(1/τ) per head, clamped at 1/τ ≤ 100 as Swin V2 does.
     return {"logit_scale": nn.Parameter(torch.full((n_heads, 1, 1), math.log(1.0 / float(tau))))}
 
@@ -241,7 +247,8 @@ def _cosine_temperature(m: nn.Module) -> Tensor:
 
 
 def _qknorm_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) -> dict:
-    eps = float(options.get("layer_norm_eps", DEFAULT_EPS))
+    # NaN or ε ≤ 0 made the LayerNorms NaN: NaN weights, and an output of W_O's bias alone by SDPA
+    eps = _positive_option(options, "layer_norm_eps", DEFAULT_EPS)
     return {"q_norm": nn.LayerNorm(d_head, eps=eps), "k_norm": nn.LayerNorm(d_head, eps=eps)}
 
 

@@ -47,3 +47,25 @@ def test_float_mask_of_minus_inf_and_causal_with_more_queries_than_keys(kernel):
     ref = torch.nn.functional.scaled_dot_product_attention(q[:, 1:], k, v, attn_mask=add[:, 1:] + torch.zeros(29, 10).masked_fill(
         torch.ones(29, 10, dtype=torch.bool).triu(2), float("-inf")))
     torch.testing.assert_close(out[:, 1:], ref, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_row_blocked_by_the_dtypes_lowest_value_is_averaged_as_softmax_does(dtype):
+    # transformers' masks block with finfo.min; the online kernel adds mask × log₂e, which made
+    # finfo.min −inf: such a row (every key alike) became a dead row, output 0 and weights 0,
+    # where softmax (and the fused and explicit paths) average it. Reference: the masked scores
+    # as the dtype holds them, softmax in float64.
+    from attnscope.blockwise import attention_weights
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, 2, 6, 8, generator=g, dtype=dtype) for _ in range(3))
+    low = torch.finfo(dtype).min
+    add = torch.zeros(6, 6, dtype=dtype)
+    add[1] = low  # every key alike: the softmax of equal scores
+    add[2, :4] = low
+    s = (q @ k.transpose(-1, -2)) * 8 ** -0.5 + add  # (1, 2, 6, 6) as the dtype holds them
+    ref_w = torch.softmax(s.double(), dim=-1)
+    ref = ref_w @ v.double()
+    tol = dict(rtol=0, atol=1e-5 if dtype == torch.float32 else 1e-12)
+    out = blockwise_attention(q, k, v, add, kernel="online", block_size=4)
+    torch.testing.assert_close(out.double(), ref, **tol)
+    torch.testing.assert_close(attention_weights(q, k, add, block_size=4).double(), ref_w, **tol)

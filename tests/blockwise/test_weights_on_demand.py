@@ -55,3 +55,25 @@ def test_selection_errors():
         attention_weights(q, k, queries=slice(5, 5))
     with pytest.raises(InputError, match="heads must be an int, a slice"):
         attention_weights(q, k, heads=1.5)
+
+
+@pytest.mark.parametrize("big", [1e9, 1e12])
+def test_a_row_masked_by_a_large_finite_value_sums_to_one(big, monkeypatch):
+    # weights were exp(score − lse): with every score of a row near −1e9, lse = max + log Σ lost
+    # its log Σ to float32 rounding, and the row's 90 weights were 1 each (the row summed to 90);
+    # attention(return_weights=True) on an input too long for the steps wrote the same weights
+    # and an output off by up to 2.4. Reference: the masked float32 scores, softmax in float64.
+    import attnscope.kernels.memory as memory
+    from attnscope import attention
+    qf, kf, vf = q.float(), k.float(), torch.randn(B, H, S, 3, generator=g, dtype=torch.float64).float()
+    add = torch.zeros(L, S)
+    add[5] = -big  # row 5 blocked everywhere by a finite value (every key alike)
+    add[7, :10] = -big
+    s32 = (qf @ kf.transpose(-1, -2)) * D ** -0.5 + add  # the masked scores as float32 holds them
+    ref = torch.softmax(s32.double(), dim=-1)  # (B, H, L, S)
+    got = attention_weights(qf, kf, add, block_size=16)
+    np.testing.assert_allclose(got.double().numpy(), ref.numpy(), atol=1e-6, rtol=0)
+    monkeypatch.setattr(memory, "dense_fits", lambda n_bytes, device: False)  # the weights on demand
+    out, w = attention(qf, kf, vf, add, return_weights=True)
+    np.testing.assert_allclose(w.double().numpy(), ref.numpy(), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(out.double().numpy(), (ref @ vf.double()).numpy(), atol=1e-5, rtol=0)

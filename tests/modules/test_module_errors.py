@@ -84,6 +84,25 @@ def test_cosine_temperature_must_be_a_positive_finite_number(tau):
         MultiHeadAttention(8, 2, scoring="cosine", cosine_temperature=tau)
 
 
+@pytest.mark.parametrize("eps", [float("nan"), -1.0, 0.0, "x", True])
+def test_layer_norm_eps_must_be_a_positive_finite_number(eps):
+    # qknorm with layer_norm_eps=nan or -1 built, and its LayerNorms were NaN: NaN weights with
+    # need_weights, and without them an output of W_O's bias alone (SDPA's CPU kernel zeroes a NaN
+    # row); 'x' was float()'s ValueError
+    with pytest.raises(ConfigError, match=r"layer_norm_eps must be a positive finite number, got "):
+        MultiHeadAttention(8, 2, scoring="qknorm", layer_norm_eps=eps)
+    m = MultiHeadAttention(8, 2, scoring="qknorm", layer_norm_eps=1e-3)
+    assert m.q_norm.eps == m.k_norm.eps == 1e-3
+
+
+def test_a_scale_beside_a_learnable_temperature_is_refused():
+    # MultiHeadAttention(scoring='cosine', scale=2.0) made a logit_scale that no forward read (its
+    # gradient None after backward): the scale replaced 1/τ
+    with pytest.raises(ConfigError, match=r"scale replaces the factor 1/τ of 'cosine' scoring, so the module's"):
+        MultiHeadAttention(8, 2, scoring="cosine", scale=2.0)
+    MultiHeadAttention(8, 2, scoring="qknorm", scale=2.0)  # its LayerNorms are still read
+
+
 @pytest.mark.parametrize("buckets, max_distance", [(2, 128), (3, 128), (32, 16), (32, 8), (32.0, 128)])
 def test_t5_buckets_that_cannot_be_formed_are_refused(buckets, max_distance):
     # T5's buckets: below n/2 one per distance, then log-spaced up to max_distance. With fewer than

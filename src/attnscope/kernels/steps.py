@@ -251,7 +251,7 @@ def _heads_aside(p: Prepared, g: int, mask: Optional[Tensor], bias: Optional[Ten
     ph = Prepared(qh, kh, factor, p.per_key)
     n_bytes = 4 * memory.matrix_bytes((B, len(heads)), L, S, q.element_size())  # the 4 steps
     if set(pending) == {"weights"} and not memory.dense_fits(n_bytes, q.device):
-        # A text too long for the steps: two blockwise passes (row lse, then exp(score − lse))
+        # A text too long for the steps: two blockwise passes (row max, then exp(score − max) / row sum)
         # write the weights into the one (B, h, L, S) matrix held.
         cdt = blockwise.compute_dtype(q.dtype)
         w = blockwise.weights_of(Prepared(qh.to(cdt), kh.to(cdt), factor, p.per_key), add, causal=causal)

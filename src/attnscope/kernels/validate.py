@@ -1,6 +1,7 @@
 """Argument checks shared by every kernel: each raises an attnscope error that names the argument.
 
-Checks cost microseconds (plain Python on shapes, no device work): they run on every call.
+Checks cost microseconds (plain Python on shapes, no device work but one reduction over a tensor
+temperature): they run on every call.
 """
 
 from __future__ import annotations
@@ -192,17 +193,28 @@ def check_dropout(p, name: str = "dropout_p") -> float:
     return float(p)
 
 
-def check_temperature(temperature, scoring: Scoring) -> None:
-    """A float τ must be finite and positive; a tensor τ must be floating point; either only for a
-    scoring that uses one (else it would be dropped without a word)."""
+def check_temperature(temperature, scoring: Scoring, scale=None) -> None:
+    """A float τ must be finite and positive; a tensor τ floating point and positive in every entry
+    (NaN/±inf: :mod:`.finite`); either only for a scoring that uses one and without a ``scale``,
+    which replaces the factor 1/τ (else it would be dropped without a word)."""
     if temperature is None:
         return
     if not scoring.uses_temperature:
         names = ", ".join(n for n in SCORINGS if get_scoring(n).uses_temperature)
         raise error(ConfigError, "errors.kernel_temperature_unused", names=names, scoring=repr(scoring.name))
+    if scale is not None:
+        raise error(ConfigError, "errors.kernel_temperature_and_scale", scoring=repr(scoring.name))
     if isinstance(temperature, torch.Tensor):
         if not temperature.is_floating_point():
             raise error(ShapeError, "errors.kernel_not_float", name="temperature", dtype=temperature.dtype)
+        t = temperature.detach()
+        # a τ ≤ 0 turns attention around (or 0/0 = NaN), refused as a float τ is; NaN and +inf are
+        # left to the opt-in finite checks (check_finite names them), as in q, k, v
+        bad = t <= 0
+        if t.numel() and bool(bad.any()):
+            first = tuple(int(i) for i in bad.nonzero()[0].tolist())
+            raise error(ConfigError, "errors.kernel_temperature_entry", value=float(t[first]), first=first,
+                        shape=fmt_shape(t.shape))
         return
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         raise error(ConfigError, "errors.kernel_temperature_type", type=type(temperature).__name__,
@@ -215,11 +227,21 @@ def check_attention_args(mask: Optional[Tensor], L: int, S: int, lead: torch.Siz
                          temperature) -> tuple[Scoring, Optional[float]]:
     """What every attention entry point checks besides q, k, v (``lead``: their broadcast leading
     dims), in this order: the scoring, the mask against ``(*lead, L, S)``, the temperature for that
-    scoring, the scale. Returns the scoring and the scale."""
+    scoring (and not beside a scale), the scale. Returns the scoring and the scale."""
     sc = get_scoring(scoring)  # ConfigError listing the choices
     check_mask(mask, L, S, lead)
-    check_temperature(temperature, sc)
+    check_temperature(temperature, sc, scale)
     return sc, check_scale(scale)
+
+
+def check_width(name: str, value) -> int:
+    """A width that may be 0 (d_k: an empty dot product): an int ≥ 0, else ConfigError saying which
+    (2.5 would be cut to 2, −4 taken as 1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise error(ConfigError, "errors.kernel_int_type", name=name, type=type(value).__name__, value=repr(value))
+    if value < 0:
+        raise error(ConfigError, "errors.kernel_non_negative", name=name, value=value)
+    return int(value)
 
 
 def check_positive_int(name: str, value) -> int:

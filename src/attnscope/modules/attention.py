@@ -148,6 +148,9 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.n_kv_heads, self.d_head = d_model, n_heads, n_kv, dh
         self.group = n_heads // n_kv  # query heads per k/v head
         self.scale = check_scale(scale)  # a finite number, as attention() requires: NaN went by the fused path
+        if self.scale is not None and sc.learnable is not None and sc.learnable.temperature is not None:
+            # scale replaces the factor 1/τ: the learnable temperature would be made and never read
+            raise error(ConfigError, "errors.kernel_module_scale_temperature", scoring=repr(scoring))
         self.scoring, self.dropout = scoring, check_dropout(dropout, "dropout")
         # rows: [W_Q (H·d_head); W_K (H_kv·d_head); W_V (H_kv·d_head)]
         self.W_qkv = nn.Linear(d_model, (n_heads + 2 * n_kv) * dh, bias=bias)

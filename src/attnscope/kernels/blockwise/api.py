@@ -2,8 +2,8 @@
 and the public functions with attention()'s arguments.
 
 :func:`attention_weights` returns selected softmax rows (some heads, some queries) of a long
-input without building the others: one pass for their log-sum-exp, one that writes
-``exp(score − lse)``.
+input without building the others: one pass for their row max, one that writes
+``exp(score − max)`` and divides by the row's sum.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..validate import (
 from .kernel import BlockwiseFn, forward
 from .pool import map_query_tiles
 from .prepare import BlockSize, Index, block_sizes, check_qk, compute_dtype, index, tile_operands
-from .tiles import LOG2E, Tiles
+from .tiles import Tiles
 
 Tensor = torch.Tensor
 
@@ -127,20 +127,33 @@ def lse_of(p: Prepared, mask: Optional[Tensor], *, causal: bool, block_size: Blo
 def weights_of(p: Prepared, mask: Optional[Tensor], *, causal: bool, block_size: BlockSize = None,
                bias: Optional[Tensor] = None, q_pos: Optional[Tensor] = None) -> Tensor:
     """The softmax weights ``(*lead, L, S)`` of prepared q', k', written tile by tile into the one
-    result (no gradient): the lse of every row first, then ``exp(score − lse)``. Peak memory is
-    the result plus one tile."""
+    result (no gradient): the max of every row first, then ``exp(score − max)`` and the division
+    by the row's sum, as a softmax does. (Not ``exp(score − lse)``: where a large mask puts every
+    score of a row near −1e9, lse = max + log Σ loses its log Σ to rounding, and float32 rows
+    of n such keys summed to n.) Peak memory is the result plus one tile."""
     bq, bk = block_sizes(block_size)
     with torch.no_grad():
-        lse = lse_of(p, mask, causal=causal, block_size=block_size, bias=bias, q_pos=q_pos)  # (*lead, L)
         qs, ks, _, parts, lead = tile_operands(p, None, mask, bias=bias, base2=True)
         T = Tiles(qs, ks, None, causal=causal, q_pos=q_pos, block_q=bq, block_k=bk, base2=True, **parts)
-        lse_fix = torch.where(torch.isneginf(lse), float("inf"), lse * LOG2E).expand(*lead, T.L)  # rows seeing nothing → 0
         w = torch.zeros((*lead, T.L, T.S), dtype=qs.dtype, device=qs.device)  # (*lead, L, S)
+        m = torch.full((*lead, T.L, 1), float("-inf"), dtype=qs.dtype, device=qs.device)  # row max (*lead, L, 1)
 
-        def fill(ti: int) -> None:  # query tiles write disjoint rows: safe side by side
+        def row_max(ti: int) -> None:  # query tiles write disjoint rows: safe side by side
             i0, i1 = T.q_tiles[ti]
+            for _, _, s in T.visible(ti):
+                m[..., i0:i1, :] = torch.maximum(m[..., i0:i1, :], s.amax(dim=-1, keepdim=True))
+
+        def fill(ti: int) -> None:
+            i0, i1 = T.q_tiles[ti]
+            mi = m[..., i0:i1, :]
+            shift = torch.where(torch.isneginf(mi), float("inf"), mi)  # rows seeing nothing → 0
+            total = torch.zeros_like(shift)  # (*lead, bq, 1)
             for j0, j1, s in T.visible(ti):
-                w[..., i0:i1, j0:j1] = torch.exp2(s.sub_(lse_fix[..., i0:i1, None]), out=s)
+                e = torch.exp2(s.sub_(shift), out=s)  # (*lead, bq, bk), ≤ 1
+                total += e.sum(dim=-1, keepdim=True)
+                w[..., i0:i1, j0:j1] = e
+            w[..., i0:i1, :] /= torch.where(total == 0, 1.0, total)
+        map_query_tiles(row_max, T, parallel=True)
         map_query_tiles(fill, T, parallel=True)
     return w
 
@@ -186,7 +199,7 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] 
     """
     check_qkv(q, k, v)
     _check_common(q, k, mask, scoring, scale, temperature)
-    causal = check_flag(causal)
+    causal, return_lse = check_flag(causal), check_flag(return_lse, "return_lse")
     dropout_p = check_dropout(dropout_p)
     block_sizes(block_size)
     check_kernel(kernel)
@@ -238,8 +251,9 @@ def attention_weights(q: Tensor, k: Tensor, mask: Optional[Tensor] = None, *, he
     """Selected rows of the softmax weights, without building the others.
 
     For a long input the full weights ``(B, H, L, S)`` may not fit; this returns only the heads
-    and queries asked for, computed from q and k in two passes over key tiles: the log-sum-exp of
-    the selected rows, then ``exp(score − lse)`` written tile by tile into the result. Peak memory
+    and queries asked for, computed from q and k in two passes over key tiles: the max of
+    the selected rows, then ``exp(score − max)`` written tile by tile into the result and divided
+    by the row's sum. Peak memory
     is the result plus one tile.
 
     Args:

@@ -82,6 +82,11 @@ def tile_operands(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, b
         bias = as_2d(bias.to(device=q.device, dtype=cdt))
         shapes.append(bias.shape[:-2])
         add = bias if add is None else add + bias
+    if add is not None and add.is_floating_point():
+        # the tiles add add·log₂e: a finite value beyond max/log₂e (finfo.min, the "blocked" of
+        # transformers' masks) became −inf there and emptied a row that softmax averages
+        room = torch.finfo(cdt).max / (2 * LOG2E)
+        add = torch.where(add.isinf(), add, add.clamp(-room, room))
     lead = broadcast_or_raise(LEAD_QKV_MASK_BIAS, *shapes)
     q = q.expand(*lead, L, q.shape[-1])
     k = k.expand(*lead, S, k.shape[-1])

@@ -93,9 +93,9 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
     local_error: Optional[Exception] = None
     try:
         check_qkv(q, k, v)
-        check_temperature(temperature, get_scoring(scoring))  # ConfigError listing the choices first
+        check_temperature(temperature, get_scoring(scoring), scale)  # ConfigError listing the choices first
         check_scale(scale)
-        causal = check_flag(causal)
+        causal, return_lse = check_flag(causal), check_flag(return_lse, "return_lse")
         if q.dim() > META_DIMS or k.dim() > META_DIMS or v.dim() > META_DIMS:
             raise error(ShapeError, "errors.kernel_ring_dims", n=META_DIMS)
         if q.dtype not in DTYPES:
