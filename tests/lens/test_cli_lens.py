@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import attnscope
@@ -71,3 +72,44 @@ def test_dpi_without_a_figure_is_refused_not_dropped(capsys, tmp_path, monkeypat
     assert main(["lens", "--text", "Hi there", "--model", "no-such-model", *extra]) == 2
     err = capsys.readouterr().err
     assert "--dpi 300 sets a figure's resolution, and no -o file is a figure" in err and err.count("\n") == 1, err
+
+
+def hand_ranks(model, text: str):
+    """(points, L) the final top token's rank at every point, in float64 from the traced stream (the
+    final norm and W_U written out, tests/lens/test_lens.py), and the point names."""
+    from tests.lens.test_lens import W_U, f64, final_norm_np
+    n = model.config.n_layers
+    names = [f"layers.{i}.{s}" for i in range(n) for s in ("attn_resid", "out")]
+    tr = model.trace([text], names=names + ["embed.out"])
+    logits = [final_norm_np(model, f64(tr[p][0])) @ W_U(model).T for p in ["embed.out"] + names]  # (L, V) each
+    t = logits[-1].argmax(-1)  # (L,)
+    rows = np.arange(len(t))
+    return np.stack([(lp > lp[rows, t][:, None]).sum(-1) for lp in logits]), ["embed"] + names
+
+
+def test_the_point_the_target_is_top_from_is_where_it_stays_top(folder, capsys):
+    """'The target is the top token from P on' named the first point where the target was top, even
+    when it fell out again after it (on this model at position 10 it is top at embed, rank 9 at
+    layers.0.attn_resid, top again from layers.0.out); and a --target that is not top even at the
+    end (rank 1) read 'becomes the top token only at the end'. Ranks by hand in float64."""
+    m = attnscope.load(folder)
+    ranks, names = hand_ranks(m, TEXT)
+    lost = [i for i in range(ranks.shape[1]) if ranks[0, i] == 0 and (ranks[:, i] > 0).any()]
+    assert lost, "the text has no position where the target is top, falls out and comes back"
+    i = lost[0]
+    settled = names[int(np.nonzero(ranks[:, i])[0][-1]) + 1]
+    assert main(["lens", "--text", TEXT, "--model", folder, "--position", str(i)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"The target is the top token from {settled} on (it was already at embed, then lost the place)."
+    second = int(np.argsort(-hand_final(m))[1])  # the last position's second token, by hand
+    word = m.tokenizer.decode([second])
+    assert m.tokenizer.backend.encode(word, add_special_tokens=False).ids == [second]
+    assert main(["lens", "--text", TEXT, "--model", folder, "--target", word, "--lang", "zh"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "目标直到最后也不是最高的 token（最后的名次：1）。"
+
+
+def hand_final(model) -> np.ndarray:
+    """The last position's final logits (V,) in float64: the last layer's output through the final norm and W_U."""
+    from tests.lens.test_lens import W_U, f64, final_norm_np
+    tr = model.trace([TEXT], names=[f"layers.{model.config.n_layers - 1}.out"])
+    return final_norm_np(model, f64(tr[f"layers.{model.config.n_layers - 1}.out"][0, -1])) @ W_U(model).T

@@ -106,8 +106,20 @@ def run(args) -> int:
         print(header(lang))
         for p, point in enumerate(r.points):
             print(f"{point.name:<26} {cells(r, p, i)}")
-        first = r.first_point(i)
-        print(text("lens.first", lang, point=first.name) if first and first is not r.points[-1] else text("lens.never", lang))
+        print(settled_line(r, i, lang))
         result, figure = r.to_dict(), (lambda: lens_figure(r, lang))
     write_outputs(outs, result, figure, args.dpi, lang)
     return 0
+
+
+def settled_line(r, i: int, lang: str) -> str:
+    """Where the target became the top token at position ``i`` and stayed there (the first time it
+    was top too, when it fell out again), or that it is not top even at the end."""
+    settled, first = r.settled_point(i), r.first_point(i)
+    if settled is None:
+        return text("lens.not_top", lang, rank=int(r.target_rank[-1, i]))
+    if settled is r.points[-1]:
+        return text("lens.never", lang)
+    if first is not settled:
+        return text("lens.first_lost", lang, point=settled.name, first=first.name)
+    return text("lens.first", lang, point=settled.name)

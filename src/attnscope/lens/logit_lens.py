@@ -62,6 +62,13 @@ class LensResult:
         hits = (self.target_rank[:, position] < top).nonzero()
         return self.points[int(hits[0])] if len(hits) else None
 
+    def settled_point(self, position: int, top: int = 1) -> Optional[Point]:
+        """The point from which the target stays within the top ``top`` at ``position`` to the end (None
+        if it is not even at the last point); later than :meth:`first_point` when it was in and fell out."""
+        out = (self.target_rank[:, position] >= top).nonzero()
+        last = int(out[-1]) if len(out) else -1
+        return self.points[last + 1] if last + 1 < len(self.points) else None
+
     def to_dict(self) -> dict:
         """Plain numbers for JSON: per point, per position."""
         return {"tokens": self.tokens, "points": [p.name for p in self.points],
