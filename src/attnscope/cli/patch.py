@@ -92,7 +92,7 @@ def run(args) -> int:
     from ..patching import patch
 
     model = load(args.model, device=args.device)
-    r = patch(model, args.clean, args.corrupted, args.answer, args.wrong, what=args.what, site=args.site or "resid_pre",
+    r = patch(model, args.clean, args.corrupted, args.answer, args.wrong, what=args.what, site=args.site,
               layers=args.layers, batch_size=args.batch_size, progress=not args.no_progress and sys.stderr.isatty())
     for line in summary(r, args.top, args.lang):
         print(line)
