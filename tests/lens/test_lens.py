@@ -274,3 +274,36 @@ def test_a_run_that_overflows_is_one_sentence_not_nan(tiny):
     for f in (logit_lens, direct_logit_attribution):
         with pytest.raises(InputError, match=r"not finite \(inf or NaN\) at the point embed, in torch.float16"):
             f(m, TEXT)
+
+
+def gpt2_bytes(piece: str) -> bytes:
+    """The bytes a byte-level BPE piece spells, by GPT-2's published table (bytes_to_unicode):
+    the printable Latin-1 bytes stand for themselves, the other 68 for chr(256 + n) in byte order."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    table, n = {chr(b): b for b in keep}, 0
+    for b in range(256):
+        if b not in keep:
+            table[chr(256 + n)] = b
+            n += 1
+    return bytes(table[c] for c in piece)
+
+
+def test_a_piece_of_a_character_reads_as_its_bytes_not_as_a_replacement_mark(tiny):
+    """The lens showed every byte-level piece that holds part of a character as '\\ufffd' (SmolLM2's
+    '北京是中国的首' has 8 such pieces: the embed point's top token read '�' 1.00 at each), so
+    that different tokens looked alike; DLA's target words too. Now the bytes in hex, as every
+    token display shows them (‹e5›‹8c›); whole characters and words as they decode."""
+    m = tiny("gpt2")
+    text = "北京 cat"
+    ids = m.tokenizer.backend.encode(text, add_special_tokens=False).ids
+    r = logit_lens(m, text, k=2)
+    want = []
+    for i in ids:
+        raw = gpt2_bytes(m.tokenizer.id_to_token(i))
+        try:
+            want.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            want.append("".join(f"‹{b:02x}›" for b in raw))
+    assert sum(w.startswith("‹") for w in want) >= 2 and want[-1] == "at"  # ... " c", "at"
+    assert [r.decode(i) for i in ids] == want
+    assert direct_logit_attribution(m, text, target=ids[0]).words == repr(want[0])

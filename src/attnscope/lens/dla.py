@@ -29,7 +29,7 @@ from ..attribution.decompose import norm_terms
 from ..errors import InputError
 from ..i18n import error
 from ..recipe import INPUT
-from .stream import check_finite, check_language_model, check_text, embed_value, one_token_id, readable, recipe_of
+from .stream import check_finite, check_language_model, check_text, embed_value, one_token_id, readable, recipe_of, token_text
 
 Tensor = torch.Tensor
 
@@ -126,7 +126,7 @@ def direct_logit_attribution(model, text: str, *, target=None, position: int = -
 
 def _words(model, what) -> str:
     def one(i):
-        return repr(model.tokenizer.decode([i]))
+        return repr(token_text(model, i))
     return f"{one(what[0])} − {one(what[1])}" if isinstance(what, tuple) else one(what)
 
 

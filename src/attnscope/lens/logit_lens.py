@@ -29,6 +29,7 @@ from .stream import (
     read_out,
     readable,
     stream_names,
+    token_text,
 )
 
 Tensor = torch.Tensor
@@ -130,5 +131,5 @@ def logit_lens(model, text: str, *, target: Union[None, int, str] = None, k: int
             kept.append(logits)
     return LensResult(tokens=readable(model, tr.tokens[0]), points=pts, top_ids=torch.stack(tops), top_probs=torch.stack(probs),
                       target_ids=targets, target_prob=torch.stack(t_prob), target_rank=torch.stack(t_rank),
-                      kl=torch.stack(kls), decode=lambda i: model.tokenizer.decode([i]),
+                      kl=torch.stack(kls), decode=lambda i: token_text(model, i),
                       logits=torch.stack(kept) if keep_logits else None)
