@@ -124,6 +124,15 @@ def test_held_out_kl_of_a_lens_without_held_out_texts_or_for_another_model_is_re
         held_out_kl(other, lens)
 
 
+def test_a_length_past_the_models_positions_is_refused_naming_length(tiny):
+    """train_tuned_lens(length=129) on a 128-position model (the CLI's --length) stopped with the
+    tokenizer's 'max_length must be an integer in [1, 128]', an option nobody gave."""
+    m = tiny("llama_gqa")
+    assert m.config.max_positions == 128
+    with pytest.raises(InputError, match=r"^length 129 is more than .* reads: .* at most the model's 128 positions$"):
+        train_tuned_lens(m, texts=1, held_out=1, length=129, steps=1, batch=1)
+
+
 def test_the_split_is_seeded_and_disjoint():
     from attnscope.lens.tuned_train import split_builtin
     train, held = split_builtin(50, 10, seed=4)

@@ -106,6 +106,8 @@ def train_tuned_lens(model, *, texts: int = 400, held_out: int = 40, length: int
             raise error(InputError, "errors.tuned_setting", name=name, value=repr(value), low=low)
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
         raise error(InputError, "errors.tuned_lr", value=repr(lr))
+    if length > model.tokenizer.max_length:  # else the tokenizer's 'max_length must be …' names no option given
+        raise error(InputError, "errors.tuned_length", value=length, model=model.name, n=model.tokenizer.max_length)
     if optimizer not in OPTIMIZERS:
         raise error(InputError, "errors.tuned_optimizer", value=repr(optimizer), known=", ".join(OPTIMIZERS))
     train_ids, held_ids = split_builtin(texts, held_out, seed)
