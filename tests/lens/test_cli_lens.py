@@ -44,6 +44,19 @@ def test_dla_lines_in_chinese_sum_to_the_logit(folder, capsys):
     assert f"模型的 logit：{d.logit:.4f}" in first
 
 
+def test_dla_says_how_many_parts_it_prints(folder, capsys):
+    """--top 10 printed 'The 40 largest parts:' above the 22 parts a 2-layer, 8-head Llama has
+    (the embedding, 2 × (8 heads, attention bias, MLP), the biases)."""
+    m = attnscope.load(folder)
+    assert (m.config.n_layers, m.config.n_heads) == (2, 8)
+    assert main(["lens", "--text", TEXT, "--model", folder, "--dla", "--top", "10"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "The 22 largest parts:" and len(lines) == 2 + 22
+    assert main(["lens", "--text", TEXT, "--model", folder, "--dla", "--top", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "The 8 largest parts:" and len(lines) == 2 + 8
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--versus", "x"], "--versus is for --dla"),
     (["--dla", "--versus", "x"], "--versus needs --target"),

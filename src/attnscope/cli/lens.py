@@ -91,8 +91,9 @@ def run(args) -> int:
         d = direct_logit_attribution(model, args.text, target=target, position=args.position)
         print(text("lens.dla_head", lang, target=d.words, position=d.position, sum=f"{float(d.parts.sum()):.4f}",
                    logit=f"{d.logit:.4f}"))
-        print(text("lens.dla_top", lang, n=4 * args.top))
-        for i in d.parts.abs().argsort(descending=True)[:4 * args.top].tolist():
+        shown = d.parts.abs().argsort(descending=True)[:4 * args.top].tolist()  # all of them when fewer
+        print(text("lens.dla_top", lang, n=len(shown)))
+        for i in shown:
             print(f"  {d.names[i]:>16}  {float(d.parts[i]):+.4f}")
         result, figure = d.to_dict(), (lambda: dla_figure(d, model.config.n_layers, model.config.n_heads, lang))
     else:
