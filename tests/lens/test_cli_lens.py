@@ -126,3 +126,26 @@ def hand_final(model) -> np.ndarray:
     from tests.lens.test_lens import W_U, f64, final_norm_np
     tr = model.trace([TEXT], names=[f"layers.{model.config.n_layers - 1}.out"])
     return final_norm_np(model, f64(tr[f"layers.{model.config.n_layers - 1}.out"][0, -1])) @ W_U(model).T
+
+
+def columns(line: str) -> int:
+    """Terminal columns of ``line``: East Asian wide and fullwidth characters take two (UAX #11)."""
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+def test_chinese_top_tokens_keep_the_columns_aligned():
+    """The top-token cell was padded to 40 characters, not 40 columns: a row whose top tokens were
+    '的' and '，' (SmolLM2 on '北京是中国的首') pushed its target p, rank and KL two columns right."""
+    import torch
+
+    from attnscope.cli.lens_tuned import cells
+    from attnscope.lens.logit_lens import LensResult
+    from attnscope.lens.stream import Point
+    words = {0: "的", 1: "，", 2: " the", 3: ","}
+    r = LensResult(tokens=["x"], points=[Point("embed", -1, "embed"), Point("layers.0.out", 0, "mlp")],
+                   top_ids=torch.tensor([[[2, 3]], [[0, 1]]]), top_probs=torch.tensor([[[0.5, 0.25]], [[0.06, 0.05]]]),
+                   target_ids=torch.tensor([0]), target_prob=torch.tensor([[0.1], [0.06]]),
+                   target_rank=torch.tensor([[3], [0]]), kl=torch.tensor([[1.5], [0.0]]), decode=words.__getitem__)
+    latin, chinese = cells(r, 0, 0), cells(r, 1, 0)
+    assert "的" in chinese and columns(latin) == columns(chinese)
