@@ -307,3 +307,17 @@ def test_a_piece_of_a_character_reads_as_its_bytes_not_as_a_replacement_mark(tin
     assert sum(w.startswith("‹") for w in want) >= 2 and want[-1] == "at"  # ... " c", "at"
     assert [r.decode(i) for i in ids] == want
     assert direct_logit_attribution(m, text, target=ids[0]).words == repr(want[0])
+
+
+def test_a_numpy_integer_target_is_a_token_id(tiny):
+    """target=np.int64(i) (what np.argmax gives) was refused with 'target np.int64(i) is not a token
+    id of this model', though it is one (patching takes them). The target's probability at the last
+    point and its logit are the final norm and W_U by hand in float64."""
+    m = tiny("llama_gqa")
+    tr = m.trace([TEXT], names=[f"layers.{m.config.n_layers - 1}.out"])
+    logits = final_norm_np(m, f64(tr[f"layers.{m.config.n_layers - 1}.out"][0])) @ W_U(m).T  # (L, V)
+    t = np.argsort(logits[-1])[-2]  # np.int64: the last position's second token
+    r = logit_lens(m, TEXT, target=t, k=1)
+    np.testing.assert_allclose(r.target_prob[-1].numpy(), np.exp(log_softmax(logits)[:, t]), atol=2e-6)
+    d = direct_logit_attribution(m, TEXT, target=t)
+    assert d.target == int(t) and d.logit == pytest.approx(logits[-1, t], rel=1e-5)

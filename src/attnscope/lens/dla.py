@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+import numpy as np
 import torch
 
 from ..attribution.decompose import norm_terms
@@ -65,9 +66,9 @@ def _target(model, target, logits: Tensor) -> Union[int, tuple[int, int]]:
 
     def tid(t):
         t = one_token_id(model, t) if isinstance(t, str) else t
-        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < V:
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < V:  # numpy's: argmax gives them
             raise error(InputError, "errors.lens_target_id", target=repr(t), last=V - 1)
-        return t
+        return int(t)
     if target is None:
         return int(logits.argmax())
     if isinstance(target, (tuple, list)):

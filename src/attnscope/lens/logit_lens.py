@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
+import numpy as np
 import torch
 
 from ..errors import InputError
@@ -85,9 +86,9 @@ def _target_ids(model, target, final_logits: Tensor) -> Tensor:
         return final_logits.argmax(-1)
     if isinstance(target, str):
         target = one_token_id(model, target)
-    if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < V:
+    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < V:
         raise error(InputError, "errors.lens_target_id", target=repr(target), last=V - 1)
-    return torch.full((L,), target, dtype=torch.long, device=final_logits.device)
+    return torch.full((L,), int(target), dtype=torch.long, device=final_logits.device)
 
 
 @torch.no_grad()
