@@ -149,3 +149,15 @@ def test_chinese_top_tokens_keep_the_columns_aligned():
                    target_rank=torch.tensor([[3], [0]]), kl=torch.tensor([[1.5], [0.0]]), decode=words.__getitem__)
     latin, chinese = cells(r, 0, 0), cells(r, 1, 0)
     assert "的" in chinese and columns(latin) == columns(chinese)
+
+
+def test_the_figure_names_a_given_target_as_what_it_colours(folder):
+    """With --target, the grid is coloured by the target's probability, but the colour bar read
+    'probability of the final prediction'. The target chosen is the last position's second token,
+    by hand in float64, so it is not the final prediction."""
+    from attnscope.lens.figures import lens_figure
+    m = attnscope.load(folder)
+    second = int(np.argsort(-hand_final(m))[1])
+    r = logit_lens(m, TEXT, target=second, k=1)
+    assert lens_figure(r).axes[1].get_ylabel() == f"probability of the target {m.tokenizer.decode([second])!r}"
+    assert lens_figure(logit_lens(m, TEXT, k=1), "zh").axes[1].get_ylabel() == "最终预测的概率"
