@@ -321,3 +321,14 @@ def test_a_numpy_integer_target_is_a_token_id(tiny):
     np.testing.assert_allclose(r.target_prob[-1].numpy(), np.exp(log_softmax(logits)[:, t]), atol=2e-6)
     d = direct_logit_attribution(m, TEXT, target=t)
     assert d.target == int(t) and d.logit == pytest.approx(logits[-1, t], rel=1e-5)
+
+
+def test_a_numpy_integer_position_is_a_position(tiny):
+    """direct_logit_attribution(position=np.int64(2)) was refused with 'position np.int64(2) is out of
+    range: the text has 17 tokens'. The logit at position 2 is the final norm and W_U by hand."""
+    m = tiny("llama_gqa")
+    tr = m.trace([TEXT], names=[f"layers.{m.config.n_layers - 1}.out"])
+    logits = final_norm_np(m, f64(tr[f"layers.{m.config.n_layers - 1}.out"][0])) @ W_U(m).T  # (L, V)
+    d = direct_logit_attribution(m, TEXT, position=np.int64(2))
+    assert d.position == 2 and d.target == int(logits[2].argmax())
+    assert d.logit == pytest.approx(logits[2].max(), rel=1e-5) and float(d.parts.sum()) == pytest.approx(d.logit, rel=1e-5)

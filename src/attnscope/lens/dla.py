@@ -102,9 +102,9 @@ def direct_logit_attribution(model, text: str, *, target=None, position: int = -
     tr = model.trace([text], names=sorted(set(names)))
     check_finite(tr, model, "direct_logit_attribution")
     L = tr.lengths[0]
-    if isinstance(position, bool) or not isinstance(position, int) or not -L <= position < L:
+    if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not -L <= position < L:
         raise error(InputError, "errors.lens_position", position=repr(position), n=L, last=L - 1)
-    p = position % L
+    p = int(position) % L
     labels = ["embed"] + [x for i in range(n) for x in ([f"L{i}H{h}" for h in range(H)] + [f"L{i} attn bias", f"L{i} mlp"])]
     C = len(labels)
     x0 = embed_value(tr, model)[0, p]  # (d,)
