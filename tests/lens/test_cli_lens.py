@@ -161,3 +161,25 @@ def test_the_figure_names_a_given_target_as_what_it_colours(folder):
     r = logit_lens(m, TEXT, target=second, k=1)
     assert lens_figure(r).axes[1].get_ylabel() == f"probability of the target {m.tokenizer.decode([second])!r}"
     assert lens_figure(logit_lens(m, TEXT, k=1), "zh").axes[1].get_ylabel() == "最终预测的概率"
+
+
+def test_dla_says_which_logit_of_a_soft_capped_model_the_parts_sum_to(tmp_path, capsys):
+    """On a model with a final soft-cap the parts sum to the logit before the cap, but the line
+    called that 'the model's logit', which is the capped one. Both now, the capped one from
+    transformers' eager Gemma 3 (final_logit_softcapping 2.0 set in the tiny checkpoint's config)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    folder = FAMILIES["gemma3"].build(tmp_path / "gemma")
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.get("text_config", cfg)["final_logit_softcapping"] = 2.0
+    (folder / "config.json").write_text(json.dumps(cfg))
+    m = attnscope.load(folder)
+    assert m.config.final_logit_softcap == 2.0
+    d = direct_logit_attribution(m, TEXT)
+    hf = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        capped = float(hf(m.encode([TEXT]).input_ids).logits[0, -1, d.target])
+    assert abs(capped - d.logit) > 0.01  # the cap changes it
+    assert main(["lens", "--text", TEXT, "--model", str(folder), "--dla"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(f"(the model's logit before its final soft-cap: {d.logit:.4f}; after it: {capped:.4f})")

@@ -89,8 +89,7 @@ def run(args) -> int:
         if args.versus is not None and args.target is None:
             raise error(InputError, "errors.lens_versus_target")
         d = direct_logit_attribution(model, args.text, target=target, position=args.position)
-        print(text("lens.dla_head", lang, target=d.words, position=d.position, sum=f"{float(d.parts.sum()):.4f}",
-                   logit=f"{d.logit:.4f}"))
+        print(dla_head(model, args.text, d, lang))
         shown = d.parts.abs().argsort(descending=True)[:4 * args.top].tolist()  # all of them when fewer
         print(text("lens.dla_top", lang, n=len(shown)))
         for i in shown:
@@ -124,3 +123,16 @@ def settled_line(r, i: int, lang: str) -> str:
     if first is not settled:
         return text("lens.first_lost", lang, point=settled.name, first=first.name)
     return text("lens.first", lang, point=settled.name)
+
+
+def dla_head(model, words: str, d, lang: str) -> str:
+    """The DLA's first line: the parts' sum and the model's logit (difference) they sum to, which is
+    the logit before a final soft-cap (Gemma's ``final_logit_softcapping``): then the capped one too."""
+    fmt = dict(target=d.words, position=d.position, sum=f"{float(d.parts.sum()):.4f}", logit=f"{d.logit:.4f}")
+    if model.config.final_logit_softcap is None:
+        return text("lens.dla_head", lang, **fmt)
+    import torch
+    with torch.no_grad():
+        out = model.logits(model.encode([words]))[0, d.position]  # (V,): the model's own, capped
+    capped = out[d.target[0]] - out[d.target[1]] if isinstance(d.target, tuple) else out[d.target]
+    return text("lens.dla_head_capped", lang, capped=f"{float(capped):.4f}", **fmt)
