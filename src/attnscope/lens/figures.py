@@ -49,7 +49,7 @@ def _draw(fig, ax, r: LensResult, labels, title: str, lang: str, max_chars: int)
     final = bool((r.target_ids == r.top_ids[-1, :, 0]).all())  # else a target given that is not the final top
     target = repr(r.decode(int(r.target_ids[0])))
     label = text("lens.colour_p", lang) if final else text("lens.colour_target", lang, target=target)
-    fig.colorbar(im, ax=ax, label=label)
+    fig.colorbar(im, ax=ax).set_label(label, parse_math=False)  # a target such as '$$' as written
 
 
 def tuned_figure(r: LensResult, t: LensResult, lang: str = "en", max_chars: int = 8):
