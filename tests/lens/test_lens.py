@@ -274,3 +274,61 @@ def test_a_run_that_overflows_is_one_sentence_not_nan(tiny):
     for f in (logit_lens, direct_logit_attribution):
         with pytest.raises(InputError, match=r"not finite \(inf or NaN\) at the point embed, in torch.float16"):
             f(m, TEXT)
+
+
+def gpt2_bytes(piece: str) -> bytes:
+    """The bytes a byte-level BPE piece spells, by GPT-2's published table (bytes_to_unicode):
+    the printable Latin-1 bytes stand for themselves, the other 68 for chr(256 + n) in byte order."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    table, n = {chr(b): b for b in keep}, 0
+    for b in range(256):
+        if b not in keep:
+            table[chr(256 + n)] = b
+            n += 1
+    return bytes(table[c] for c in piece)
+
+
+def test_a_piece_of_a_character_reads_as_its_bytes_not_as_a_replacement_mark(tiny):
+    """The lens showed every byte-level piece that holds part of a character as '\\ufffd' (SmolLM2's
+    '北京是中国的首' has 8 such pieces: the embed point's top token read '�' 1.00 at each), so
+    that different tokens looked alike; DLA's target words too. Now the bytes in hex, as every
+    token display shows them (‹e5›‹8c›); whole characters and words as they decode."""
+    m = tiny("gpt2")
+    text = "北京 cat"
+    ids = m.tokenizer.backend.encode(text, add_special_tokens=False).ids
+    r = logit_lens(m, text, k=2)
+    want = []
+    for i in ids:
+        raw = gpt2_bytes(m.tokenizer.id_to_token(i))
+        try:
+            want.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            want.append("".join(f"‹{b:02x}›" for b in raw))
+    assert sum(w.startswith("‹") for w in want) >= 2 and want[-1] == "at"  # ... " c", "at"
+    assert [r.decode(i) for i in ids] == want
+    assert direct_logit_attribution(m, text, target=ids[0]).words == repr(want[0])
+
+
+def test_a_numpy_integer_target_is_a_token_id(tiny):
+    """target=np.int64(i) (what np.argmax gives) was refused with 'target np.int64(i) is not a token
+    id of this model', though it is one (patching takes them). The target's probability at the last
+    point and its logit are the final norm and W_U by hand in float64."""
+    m = tiny("llama_gqa")
+    tr = m.trace([TEXT], names=[f"layers.{m.config.n_layers - 1}.out"])
+    logits = final_norm_np(m, f64(tr[f"layers.{m.config.n_layers - 1}.out"][0])) @ W_U(m).T  # (L, V)
+    t = np.argsort(logits[-1])[-2]  # np.int64: the last position's second token
+    r = logit_lens(m, TEXT, target=t, k=1)
+    np.testing.assert_allclose(r.target_prob[-1].numpy(), np.exp(log_softmax(logits)[:, t]), atol=2e-6)
+    d = direct_logit_attribution(m, TEXT, target=t)
+    assert d.target == int(t) and d.logit == pytest.approx(logits[-1, t], rel=1e-5)
+
+
+def test_a_numpy_integer_position_is_a_position(tiny):
+    """direct_logit_attribution(position=np.int64(2)) was refused with 'position np.int64(2) is out of
+    range: the text has 17 tokens'. The logit at position 2 is the final norm and W_U by hand."""
+    m = tiny("llama_gqa")
+    tr = m.trace([TEXT], names=[f"layers.{m.config.n_layers - 1}.out"])
+    logits = final_norm_np(m, f64(tr[f"layers.{m.config.n_layers - 1}.out"][0])) @ W_U(m).T  # (L, V)
+    d = direct_logit_attribution(m, TEXT, position=np.int64(2))
+    assert d.position == 2 and d.target == int(logits[2].argmax())
+    assert d.logit == pytest.approx(logits[2].max(), rel=1e-5) and float(d.parts.sum()) == pytest.approx(d.logit, rel=1e-5)

@@ -110,6 +110,29 @@ def test_held_out_kl_is_the_formula_on_the_cut_texts(tiny):
                 assert row[key][j] == pytest.approx((np.exp(final) * (final - lp)).sum(-1).mean(), rel=1e-4, abs=1e-6)
 
 
+def test_held_out_kl_of_a_lens_without_held_out_texts_or_for_another_model_is_refused(tiny):
+    """held_out_kl(model, identity_lens(model)) stopped with KeyError: 'held_out_indices'; a lens of
+    another model's weights (same shapes) was measured as if it were this one's. One sentence each."""
+    m = tiny("llama_gqa")
+    with pytest.raises(InputError, match="this lens's settings name none"):
+        held_out_kl(m, identity_lens(m))
+    lens, _ = train_tuned_lens(m, texts=1, held_out=1, length=4, steps=1, batch=1)
+    other = copy.deepcopy(m)
+    with torch.no_grad():
+        other.ln_f.weight.add_(0.01)  # other weights, same shapes
+    with pytest.raises(InputError, match="not on these weights"):
+        held_out_kl(other, lens)
+
+
+def test_a_length_past_the_models_positions_is_refused_naming_length(tiny):
+    """train_tuned_lens(length=129) on a 128-position model (the CLI's --length) stopped with the
+    tokenizer's 'max_length must be an integer in [1, 128]', an option nobody gave."""
+    m = tiny("llama_gqa")
+    assert m.config.max_positions == 128
+    with pytest.raises(InputError, match=r"^length 129 is more than .* reads: .* at most the model's 128 positions$"):
+        train_tuned_lens(m, texts=1, held_out=1, length=129, steps=1, batch=1)
+
+
 def test_the_split_is_seeded_and_disjoint():
     from attnscope.lens.tuned_train import split_builtin
     train, held = split_builtin(50, 10, seed=4)

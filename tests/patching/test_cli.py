@@ -50,6 +50,17 @@ def test_heads_png_and_json(gpt2_dir, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"wrote {png}" in out
 
 
+def test_one_token_prompts_say_1_token(gpt2_dir):
+    """'1 tokens per prompt' for prompts of one token; the count the tokenizer gives, in en and zh."""
+    tok = attnscope.load(gpt2_dir).tokenizer.backend
+    assert len(tok.encode("I").ids) == len(tok.encode("a").ids) == 1
+    argv = ["patch", "--clean", "I", "--corrupted", "a", "--answer", " cats", "--wrong", " dogs",
+            "--model", str(gpt2_dir), "--no-progress"]
+    assert run(argv)[1].splitlines()[0].startswith(f"{gpt2_dir.name}: 1 token per prompt; metric")
+    assert "每个提示 1 个 token" in run(argv + ["--lang", "zh"])[1].splitlines()[0]
+    assert ": 12 tokens per prompt;" in run(base(gpt2_dir))[1].splitlines()[0]
+
+
 def test_residual_svg(gpt2_dir, tmp_path):
     svg = tmp_path / "r.svg"
     rc, out = run(base(gpt2_dir) + ["--what", "residual", "--site", "resid_post", "--layers", "1", "-o", str(svg),

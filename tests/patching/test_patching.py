@@ -255,6 +255,15 @@ def test_bad_input(gpt2, kw, msg):
     assert msg in str(e.value), str(e.value)
 
 
+@pytest.mark.parametrize("call", [lambda m: patch(m, CLEAN, CORRUPTED, " cats", " dogs", site="resid_mid"),
+                                  lambda m: patch_heads(m, CLEAN, CORRUPTED, " cats", " dogs", site="attn_in")])
+def test_a_site_with_heads_is_refused_not_dropped(gpt2, call):
+    """patch(what="heads", site="resid_mid") ran the heads and dropped the site (the CLI refuses
+    --site with --what heads); and an unknown site passed unseen. One sentence now."""
+    with pytest.raises(InputError, match="what='heads' patches each head's output z, so the site would change nothing"):
+        call(gpt2)
+
+
 def test_different_lengths_show_both_token_lists_and_the_fix(gpt2):
     with pytest.raises(InputError) as e:
         patch(gpt2, CLEAN, "I like dogs. Cats and dogs like", " cats", " dogs")

@@ -166,6 +166,14 @@ def test_bad_input_is_one_clear_sentence(gpt2, kw, words):
         path_patch(gpt2, [g], **kw)
 
 
+def test_an_empty_list_of_senders_is_refused(gpt2):
+    """path_sweep(senders=[]) ran the clean and corrupted prompts and returned a grid of NaN (every
+    head 'not a sender here'), as if the sweep had been done. One sentence now."""
+    g = group_of(gpt2, CLEANS[:1], CORRUPTS[:1], 1, 2)
+    with pytest.raises(InputError, match="the list of senders is empty"):
+        path_sweep(gpt2, [g], senders=[])
+
+
 def test_gemma3_receivers_in_a_layer_of_another_rope_base(tmp_path):
     """Gemma 3's layers 0, 1 are sliding (RoPE base 10⁴), layer 2 full (10⁶): the second run starts
     at the receiver's layer, which must keep its own rotary table (it got layer 0's: 0.0056 off here).

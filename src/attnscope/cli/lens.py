@@ -89,10 +89,10 @@ def run(args) -> int:
         if args.versus is not None and args.target is None:
             raise error(InputError, "errors.lens_versus_target")
         d = direct_logit_attribution(model, args.text, target=target, position=args.position)
-        print(text("lens.dla_head", lang, target=d.words, position=d.position, sum=f"{float(d.parts.sum()):.4f}",
-                   logit=f"{d.logit:.4f}"))
-        print(text("lens.dla_top", lang, n=4 * args.top))
-        for i in d.parts.abs().argsort(descending=True)[:4 * args.top].tolist():
+        print(dla_head(model, args.text, d, lang))
+        shown = d.parts.abs().argsort(descending=True)[:4 * args.top].tolist()  # all of them when fewer
+        print(text("lens.dla_top", lang, n=len(shown)))
+        for i in shown:
             print(f"  {d.names[i]:>16}  {float(d.parts[i]):+.4f}")
         result, figure = d.to_dict(), (lambda: dla_figure(d, model.config.n_layers, model.config.n_heads, lang))
     else:
@@ -106,8 +106,33 @@ def run(args) -> int:
         print(header(lang))
         for p, point in enumerate(r.points):
             print(f"{point.name:<26} {cells(r, p, i)}")
-        first = r.first_point(i)
-        print(text("lens.first", lang, point=first.name) if first and first is not r.points[-1] else text("lens.never", lang))
+        print(settled_line(r, i, lang))
         result, figure = r.to_dict(), (lambda: lens_figure(r, lang))
     write_outputs(outs, result, figure, args.dpi, lang)
     return 0
+
+
+def settled_line(r, i: int, lang: str) -> str:
+    """Where the target became the top token at position ``i`` and stayed there (the first time it
+    was top too, when it fell out again), or that it is not top even at the end."""
+    settled, first = r.settled_point(i), r.first_point(i)
+    if settled is None:
+        return text("lens.not_top", lang, rank=int(r.target_rank[-1, i]))
+    if settled is r.points[-1]:
+        return text("lens.never", lang)
+    if first is not settled:
+        return text("lens.first_lost", lang, point=settled.name, first=first.name)
+    return text("lens.first", lang, point=settled.name)
+
+
+def dla_head(model, words: str, d, lang: str) -> str:
+    """The DLA's first line: the parts' sum and the model's logit (difference) they sum to, which is
+    the logit before a final soft-cap (Gemma's ``final_logit_softcapping``): then the capped one too."""
+    fmt = dict(target=d.words, position=d.position, sum=f"{float(d.parts.sum()):.4f}", logit=f"{d.logit:.4f}")
+    if model.config.final_logit_softcap is None:
+        return text("lens.dla_head", lang, **fmt)
+    import torch
+    with torch.no_grad():
+        out = model.logits(model.encode([words]))[0, d.position]  # (V,): the model's own, capped
+    capped = out[d.target[0]] - out[d.target[1]] if isinstance(d.target, tuple) else out[d.target]
+    return text("lens.dla_head_capped", lang, capped=f"{float(capped):.4f}", **fmt)

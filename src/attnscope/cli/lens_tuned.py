@@ -157,9 +157,10 @@ def block_header(lang: str) -> str:
 
 
 def cells(r, p: int, i: int) -> str:
-    """One lens's cells at point p, position i: top tokens, target p, rank, KL."""
+    """One lens's cells at point p, position i: top tokens (padded in terminal columns: a Chinese
+    character takes two), target p, rank, KL."""
     tops = ", ".join(f"{t!r} {float(q):.2f}" for t, q in zip(r.top_tokens(p, i), r.top_probs[p, i]))
-    return f"{tops:<40} {float(r.target_prob[p, i]):8.4f} {int(r.target_rank[p, i]):6d} {float(r.kl[p, i]):10.4f}"
+    return f"{pad(tops, 40)} {float(r.target_prob[p, i]):8.4f} {int(r.target_rank[p, i]):6d} {float(r.kl[p, i]):10.4f}"
 
 
 def show(args, model, outs: list[Path]) -> int:

@@ -92,7 +92,7 @@ def run(args) -> int:
     from ..patching import patch
 
     model = load(args.model, device=args.device)
-    r = patch(model, args.clean, args.corrupted, args.answer, args.wrong, what=args.what, site=args.site or "resid_pre",
+    r = patch(model, args.clean, args.corrupted, args.answer, args.wrong, what=args.what, site=args.site,
               layers=args.layers, batch_size=args.batch_size, progress=not args.no_progress and sys.stderr.isatty())
     for line in summary(r, args.top, args.lang):
         print(line)
@@ -109,7 +109,8 @@ def summary(r, top: int, lang: str = "en") -> list[str]:
     """The lines ``patch`` prints of a result ``r``: the prompts, the metric, the cost, and the
     ``top`` strongest cells, in ``lang``."""
     from ..analysis.summary import say
-    out = [say("patch_head", lang, model=r.model_name, n=len(r.clean_tokens), metric=r.metric)]
+    n = len(r.clean_tokens)
+    out = [say("patch_head_1" if n == 1 else "patch_head", lang, model=r.model_name, n=n, metric=r.metric)]
     diff = [i for i, (a, b) in enumerate(zip(r.clean_tokens, r.corrupted_tokens)) if a != b]
     where = say("list_sep", lang).join(f"{i} ({r.clean_tokens[i]!r} → {r.corrupted_tokens[i]!r})" for i in diff)
     out.append(say("patch_differ_1" if len(diff) == 1 else "patch_differ_n", lang, where=where) if diff

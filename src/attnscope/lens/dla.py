@@ -23,13 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+import numpy as np
 import torch
 
 from ..attribution.decompose import norm_terms
 from ..errors import InputError
 from ..i18n import error
 from ..recipe import INPUT
-from .stream import check_finite, check_language_model, check_text, embed_value, one_token_id, readable, recipe_of
+from .stream import check_finite, check_language_model, check_text, embed_value, one_token_id, readable, recipe_of, token_text
 
 Tensor = torch.Tensor
 
@@ -65,9 +66,9 @@ def _target(model, target, logits: Tensor) -> Union[int, tuple[int, int]]:
 
     def tid(t):
         t = one_token_id(model, t) if isinstance(t, str) else t
-        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < V:
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < V:  # numpy's: argmax gives them
             raise error(InputError, "errors.lens_target_id", target=repr(t), last=V - 1)
-        return t
+        return int(t)
     if target is None:
         return int(logits.argmax())
     if isinstance(target, (tuple, list)):
@@ -101,9 +102,9 @@ def direct_logit_attribution(model, text: str, *, target=None, position: int = -
     tr = model.trace([text], names=sorted(set(names)))
     check_finite(tr, model, "direct_logit_attribution")
     L = tr.lengths[0]
-    if isinstance(position, bool) or not isinstance(position, int) or not -L <= position < L:
+    if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not -L <= position < L:
         raise error(InputError, "errors.lens_position", position=repr(position), n=L, last=L - 1)
-    p = position % L
+    p = int(position) % L
     labels = ["embed"] + [x for i in range(n) for x in ([f"L{i}H{h}" for h in range(H)] + [f"L{i} attn bias", f"L{i} mlp"])]
     C = len(labels)
     x0 = embed_value(tr, model)[0, p]  # (d,)
@@ -126,7 +127,7 @@ def direct_logit_attribution(model, text: str, *, target=None, position: int = -
 
 def _words(model, what) -> str:
     def one(i):
-        return repr(model.tokenizer.decode([i]))
+        return repr(token_text(model, i))
     return f"{one(what[0])} − {one(what[1])}" if isinstance(what, tuple) else one(what)
 
 

@@ -46,7 +46,10 @@ def _draw(fig, ax, r: LensResult, labels, title: str, lang: str, max_chars: int)
     ax.set_yticks(range(P), [pt.name.replace("layers.", "L") for pt in r.points], fontsize=6)
     ax.set_xlabel(text("lens.axis_position", lang))
     ax.set_title(title)
-    fig.colorbar(im, ax=ax, label=text("lens.colour_p", lang))
+    final = bool((r.target_ids == r.top_ids[-1, :, 0]).all())  # else a target given that is not the final top
+    target = repr(r.decode(int(r.target_ids[0])))
+    label = text("lens.colour_p", lang) if final else text("lens.colour_target", lang, target=target)
+    fig.colorbar(im, ax=ax).set_label(label, parse_math=False)  # a target such as '$$' as written
 
 
 def tuned_figure(r: LensResult, t: LensResult, lang: str = "en", max_chars: int = 8):

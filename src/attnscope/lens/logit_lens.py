@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
+import numpy as np
 import torch
 
 from ..errors import InputError
@@ -29,6 +30,7 @@ from .stream import (
     read_out,
     readable,
     stream_names,
+    token_text,
 )
 
 Tensor = torch.Tensor
@@ -62,6 +64,13 @@ class LensResult:
         hits = (self.target_rank[:, position] < top).nonzero()
         return self.points[int(hits[0])] if len(hits) else None
 
+    def settled_point(self, position: int, top: int = 1) -> Optional[Point]:
+        """The point from which the target stays within the top ``top`` at ``position`` to the end (None
+        if it is not even at the last point); later than :meth:`first_point` when it was in and fell out."""
+        out = (self.target_rank[:, position] >= top).nonzero()
+        last = int(out[-1]) if len(out) else -1
+        return self.points[last + 1] if last + 1 < len(self.points) else None
+
     def to_dict(self) -> dict:
         """Plain numbers for JSON: per point, per position."""
         return {"tokens": self.tokens, "points": [p.name for p in self.points],
@@ -77,9 +86,9 @@ def _target_ids(model, target, final_logits: Tensor) -> Tensor:
         return final_logits.argmax(-1)
     if isinstance(target, str):
         target = one_token_id(model, target)
-    if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < V:
+    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < V:
         raise error(InputError, "errors.lens_target_id", target=repr(target), last=V - 1)
-    return torch.full((L,), target, dtype=torch.long, device=final_logits.device)
+    return torch.full((L,), int(target), dtype=torch.long, device=final_logits.device)
 
 
 @torch.no_grad()
@@ -123,5 +132,5 @@ def logit_lens(model, text: str, *, target: Union[None, int, str] = None, k: int
             kept.append(logits)
     return LensResult(tokens=readable(model, tr.tokens[0]), points=pts, top_ids=torch.stack(tops), top_probs=torch.stack(probs),
                       target_ids=targets, target_prob=torch.stack(t_prob), target_rank=torch.stack(t_rank),
-                      kl=torch.stack(kls), decode=lambda i: model.tokenizer.decode([i]),
+                      kl=torch.stack(kls), decode=lambda i: token_text(model, i),
                       logits=torch.stack(kept) if keep_logits else None)

@@ -14,6 +14,7 @@ import torch
 
 from ..errors import InputError
 from ..i18n import error
+from ..pieces import word_labels
 from ..recipe import get_layer_recipe
 
 Tensor = torch.Tensor
@@ -90,6 +91,15 @@ def one_token_id(model, text: str) -> int:
     if len(ids) != 1:
         raise error(InputError, "errors.lens_target_text", target=repr(text), n=len(ids))
     return int(ids[0])
+
+
+def token_text(model, token_id: int) -> str:
+    """One vocabulary entry as text for people: what it decodes to, or, where that is not whole
+    characters (a byte-level piece holding part of a character decodes to '\ufffd'), its label in
+    every token display (:mod:`attnscope.pieces`: the bytes in hex, ``‹e5›‹8c›``)."""
+    tok = model.tokenizer
+    words = tok.decode([token_id])
+    return words if "\ufffd" not in words else word_labels([tok.id_to_token(token_id)], tok)[0]
 
 
 def readable(model, tokens) -> list[str]:

@@ -35,7 +35,7 @@ from ..analysis.corpus import python_docs_paragraphs
 from ..errors import InputError
 from ..i18n import error
 from .stream import check_language_model, embed_value, points, read_out, stream_names
-from .tuned import TunedLens, identity_lens
+from .tuned import TunedLens, check_made_for, identity_lens
 
 Tensor = torch.Tensor
 CORPUS = "builtin:python-docs"
@@ -106,6 +106,8 @@ def train_tuned_lens(model, *, texts: int = 400, held_out: int = 40, length: int
             raise error(InputError, "errors.tuned_setting", name=name, value=repr(value), low=low)
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
         raise error(InputError, "errors.tuned_lr", value=repr(lr))
+    if length > model.tokenizer.max_length:  # else the tokenizer's 'max_length must be …' names no option given
+        raise error(InputError, "errors.tuned_length", value=length, model=model.name, n=model.tokenizer.max_length)
     if optimizer not in OPTIMIZERS:
         raise error(InputError, "errors.tuned_optimizer", value=repr(optimizer), known=", ".join(OPTIMIZERS))
     train_ids, held_ids = split_builtin(texts, held_out, seed)
@@ -164,6 +166,9 @@ def held_out_kl(model, lens: TunedLens, *, batch: int = 8, chunk: int = 256) -> 
     """Per held-out text (the lens's own ``held_out_indices``, cut to its ``length``) and point: the
     mean over the text's tokens of KL(P_final ‖ P_lens), nats, for the logit lens (``logit``) and
     the tuned lens (``tuned``). Returns ``{"points", "texts": [{index, where, tokens, logit, tuned}]}``."""
+    check_made_for(lens, model)
+    if "held_out_indices" not in lens.settings or "length" not in lens.settings:  # identity_lens, or a hand-made one
+        raise error(InputError, "errors.tuned_no_held_out")
     paragraphs = python_docs_paragraphs()
     ids, length = lens.settings["held_out_indices"], int(lens.settings["length"])
     out = []

@@ -128,7 +128,7 @@ def _metric_of(model, metric, ids, tokens, names=None):
 
 @torch.no_grad()
 def patch(model, clean: str, corrupted: str, answer: Union[str, int, None] = None,
-          wrong: Union[str, int, None] = None, *, what: str = "heads", site: str = "resid_pre",
+          wrong: Union[str, int, None] = None, *, what: str = "heads", site: Optional[str] = None,
           metric: Optional[Metric] = None, layers: Optional[Sequence[int]] = None,
           batch_size: int = BATCH, progress: bool = False) -> PatchingResult:
     """Patch activations of the clean run into the corrupted run and measure the metric each time.
@@ -141,7 +141,8 @@ def patch(model, clean: str, corrupted: str, answer: Union[str, int, None] = Non
         what: ``"heads"``: one head's output ``layers.{i}.attn.z[h]`` at every position, for every
             layer × head; ``"residual"``: the residual stream at ``site`` at one position, for
             every layer × position.
-        site: for ``what="residual"``: one of :data:`SITES` (``resid_pre``: what enters the layer).
+        site: for ``what="residual"``: one of :data:`SITES` (default ``resid_pre``: what enters the
+            layer); refused with ``what="heads"``, which patches each head's z wherever the site says.
         metric: instead of answer/wrong, ``metric(logits (B, V)) -> (B,)`` on the last position.
         layers: the layers to patch (default: all).
         batch_size: patched copies per forward pass.
@@ -152,6 +153,9 @@ def patch(model, clean: str, corrupted: str, answer: Union[str, int, None] = Non
     """
     if what not in ("heads", "residual"):
         raise error(InputError, "errors.patch_what", value=repr(what))
+    if what == "heads" and site is not None:  # it would be dropped: heads patch each head's z
+        raise error(InputError, "errors.patch_site_heads", site=repr(site))
+    site = site or "resid_pre"
     model, pair, fn, name, tokens = _prepare(model, clean, corrupted, answer, wrong, metric, batch_size)
     chosen = _layers(model, layers)
     c = model.config

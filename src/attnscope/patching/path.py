@@ -228,6 +228,8 @@ def path_sweep(model, prompts, corrupted: Optional[str] = None, *, receivers="lo
             raise error(InputError, "errors.path_no_senders", layer=limit)
     else:
         chosen = [check_head(model, s) for s in senders]
+        if not chosen:  # else a grid of NaN, every sender 'not a sender here'
+            raise error(InputError, "errors.path_senders_empty")
         if recv != "logits":
             for s in chosen:
                 check_receivers(model, recv, s[0])
