@@ -53,8 +53,8 @@ def text_lens(model, text: str, n_tokens: int, k: int = K, max_tokens: int = MAX
         raise RuntimeError(f"the lens read {len(r.tokens)} tokens, the page has {n_tokens}")
     ids = r.top_ids.cpu()  # (P, L, k)
     shown = sorted(set(ids.flatten().tolist()) | set(r.target_ids.cpu().tolist()))
-    # the page's words: the tokenizer's decoding, as tests/viewer/test_lens_view.py pins it ('\ufffd' for part of a character)
-    return {"ids": ids.tolist(), "words": {str(i): model.tokenizer.decode([i]) for i in shown},
+    # the words of the lens table and figure: part of a character as its bytes (‹e5›), not '\ufffd'
+    return {"ids": ids.tolist(), "words": {str(i): r.decode(i) for i in shown},
             "top_probs": encode(f32(r.top_probs)),  # (P, L, k)
             "target_ids": r.target_ids.cpu().tolist(),  # (L,)
             "target_prob": encode(f32(r.target_prob)),  # (P, L)
