@@ -29,8 +29,6 @@ naming the step; ``scale`` must always be a finite number.
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Optional, Union, cast
 
 import torch
@@ -55,7 +53,7 @@ from .kernels.validate import (
     check_width,
     require_float,
 )
-from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, get_scoring
+from .scorings import DEFAULT_COSINE_TEMPERATURE, DEFAULT_EPS, SCORINGS, check_positive, get_scoring
 from .scorings import get_scoring as check_scoring  # public here as check_scoring
 
 Tensor = torch.Tensor
@@ -92,9 +90,7 @@ def prepare_qk(q: Tensor, k: Tensor, scoring: str, eps: float = DEFAULT_EPS) -> 
     sc = get_scoring(scoring)
     require_float("q", q)
     require_float("k", k)
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and eps > 0):
-        raise error(ConfigError, "errors.core_positive_finite", name="eps", value=repr(eps))
-    return sc.prepare_qk(q, k, float(eps))
+    return sc.prepare_qk(q, k, check_positive("eps", eps))
 
 
 def raw_scores(q: Tensor, k: Tensor) -> Tensor:

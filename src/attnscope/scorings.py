@@ -227,12 +227,16 @@ def _layer_norm_rows(x: np.ndarray, eps: float) -> np.ndarray:
     return np.divide(centred, spread, out=np.zeros_like(centred), where=centred != 0)
 
 
-def _positive_option(options: Mapping[str, Any], name: str, default: float) -> float:
-    """``options[name]`` (else ``default``): a positive finite number, else ConfigError naming it."""
-    x = options.get(name, default)
+def check_positive(name: str, x) -> float:
+    """``x`` as a float if it is a positive finite number, else ConfigError naming ``name``."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real) or not (math.isfinite(x) and float(x) > 0):
         raise error(ConfigError, "errors.core_positive_finite", name=name, value=repr(x))
     return float(x)
+
+
+def _positive_option(options: Mapping[str, Any], name: str, default: float) -> float:
+    """``options[name]`` (else ``default``): a positive finite number, else ConfigError naming it."""
+    return check_positive(name, options.get(name, default))
 
 
 def _cosine_parameters(n_heads: int, d_head: int, options: Mapping[str, Any]) -> dict:

@@ -128,14 +128,18 @@ def combine_masks(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype
     return _combined(mask, L, S, causal=causal, dtype=dtype, device=device, bias=bias, reuse=reuse)
 
 
+def held_within(x: Tensor, room: float) -> Tensor:
+    """``x`` with its finite values clamped to ±``room`` (±inf stay: they mean "blocked")."""
+    return torch.where(x.isinf(), x, x.clamp(-room, room))
+
+
 def additive_as(mask: Tensor, dtype: torch.dtype) -> Tensor:
     """A float mask in ``dtype``, its finite values held within half the dtype's range (±inf stay):
     a float32 −1e9 "blocked" became −inf in float16, emptying a row that float32 averages, and
     +1e9 became +inf, whose softmax is NaN. Half the range leaves room to add the scores."""
     if mask.dtype == dtype or torch.finfo(mask.dtype).max <= torch.finfo(dtype).max:
         return mask.to(dtype)
-    room = torch.finfo(dtype).max / 2
-    return torch.where(mask.isinf(), mask, mask.clamp(-room, room)).to(dtype)
+    return held_within(mask, torch.finfo(dtype).max / 2).to(dtype)
 
 
 def _combined(mask: Optional[Tensor], L: int, S: int, *, causal: bool, dtype: torch.dtype, device: torch.device,

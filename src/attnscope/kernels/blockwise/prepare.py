@@ -11,6 +11,7 @@ import torch
 
 from ...errors import ConfigError, InputError, ShapeError, fmt_shape
 from ...i18n import error
+from ..dense import held_within
 from ..qk import Prepared, as_2d
 from ..validate import LEAD_QKV_MASK_BIAS, LEAD_QKV_SHORT, broadcast_or_raise, broadcast_shapes, require_float
 from .tiles import DEFAULT_BLOCK, LOG2E
@@ -85,8 +86,7 @@ def tile_operands(p: Prepared, v: Optional[Tensor], mask: Optional[Tensor], *, b
     if add is not None and add.is_floating_point():
         # the tiles add add·log₂e: a finite value beyond max/log₂e (finfo.min, the "blocked" of
         # transformers' masks) became −inf there and emptied a row that softmax averages
-        room = torch.finfo(cdt).max / (2 * LOG2E)
-        add = torch.where(add.isinf(), add, add.clamp(-room, room))
+        add = held_within(add, torch.finfo(cdt).max / (2 * LOG2E))
     lead = broadcast_or_raise(LEAD_QKV_MASK_BIAS, *shapes)
     q = q.expand(*lead, L, q.shape[-1])
     k = k.expand(*lead, S, k.shape[-1])
