@@ -12,9 +12,13 @@ device   forward (out, lse)                                          backward fr
 CPU      ``aten._scaled_dot_product_flash_attention_for_cpu``         ``…_for_cpu_backward``
 CUDA     ``aten._scaled_dot_product_efficient_attention`` (a bias     ``…_efficient_attention_
          and float32 lse; float64 is not served)                     backward``
+CUDA,    ``aten._scaled_dot_product_flash_attention`` (no mask or     ``…_flash_attention_
+half     bias; causal only for L = S; head size ≤ 256)                backward``
 =======  ==========================================================  ===========================
 
-Both are what SDPA itself runs on those devices, so a log-sum-exp costs SDPA's time. Both want
+Each is what SDPA itself runs there, so a log-sum-exp costs SDPA's time: with the memory-efficient
+kernel alone, half-precision inputs took 2.5–3.7× SDPA's time on an H200 (benchmarks/cuda_check.py),
+because SDPA runs the flash kernel for them. The kernels want
 4-D inputs of one head size: other leading shapes are flattened, unequal ``d_k``/``d_v`` are
 zero-padded (zero columns change neither the scores nor the kept output columns). The backward
 takes no gradient of the lse, so one is folded in by one more column (see :func:`lse_backward`).
@@ -70,6 +74,9 @@ LSE_DTYPES = {"cpu": (torch.float16, torch.bfloat16, torch.float32, torch.float6
 LSE_OPS = {"cpu": "_scaled_dot_product_flash_attention_for_cpu", "cuda": "_scaled_dot_product_efficient_attention"}
 #: CUDA's memory-efficient kernel wants head sizes and bias rows aligned (as SDPA pads them).
 CUDA_HEAD_ALIGN, CUDA_BIAS_ALIGN, CUDA_LSE_ALIGN = 8, 16, 32
+#: CUDA's flash kernel: the dtypes and the largest head size it takes.
+CUDA_FLASH_DTYPES, CUDA_FLASH_MAX_HEAD = (torch.float16, torch.bfloat16), 256
+CUDA_FLASH_OP = "_scaled_dot_product_flash_attention"
 
 
 def flash_lse_ok(q: Tensor, k: Tensor, v: Optional[Tensor], dropout_p: float = 0.0) -> bool:
@@ -133,6 +140,10 @@ class LseProblem:
         self.dead = None if add is None else self._dead(add)
         self.add = None if add is None else self._mask(add)
         self.q, self.k, self.v = self.operand(q, self.L), self.operand(k, self.S), self.operand(v, self.S)
+        # flash's causal mask is aligned to the bottom right where L ≠ S, SDPA's to the top left
+        self.flash = (self.cuda and self.add is None and q.dtype in CUDA_FLASH_DTYPES and self.D <= CUDA_FLASH_MAX_HEAD
+                      and (not causal or self.L == self.S) and hasattr(torch.ops.aten, CUDA_FLASH_OP))
+        self.flash_saved: Optional[list] = None  # what the flash forward hands its backward
 
     def operand(self, t: Tensor, n: int) -> Tensor:
         """``(…, n, d)`` → ``(B, H, n, D)``: broadcast, flattened (a copy only where flattening
@@ -171,7 +182,11 @@ class LseProblem:
     def forward(self) -> tuple[Tensor, Tensor]:
         """``out (B, H, L, D)``, ``lse (B, H, L)`` (no autograd); out 0, lse −∞ where dead."""
         q, k, v, add = self.q, self.k, self.v, self.add
-        if self.cuda:
+        if self.flash:
+            # (out, lse, cum_seq_q, cum_seq_k, max_q, max_k, philox seed, philox offset, debug mask)
+            out, lse, *rest = getattr(torch.ops.aten, CUDA_FLASH_OP)(q, k, v, 0.0, self.causal, False, scale=self.scale)
+            self.flash_saved = rest[:6]
+        elif self.cuda:
             out, lse, _, _ = torch.ops.aten._scaled_dot_product_efficient_attention(
                 q, k, v, add, True, 0.0, self.causal, scale=self.scale)
             lse = lse[..., :self.L]  # the kernel pads its rows to a multiple of 32
@@ -203,7 +218,12 @@ class LseProblem:
             do_col = torch.zeros_like(out_col, dtype=d_out.dtype)
             do_col[..., 0] = 1.0
             out, d_out = torch.cat([out, out_col], dim=-1), torch.cat([d_out, do_col], dim=-1)
-        if self.cuda:
+        if self.flash_saved is not None and q.shape[-1] <= CUDA_FLASH_MAX_HEAD:
+            # the ring's backward builds a fresh problem, which falls through to the kernel below
+            dq, dk, dv = getattr(torch.ops.aten, CUDA_FLASH_OP + "_backward")(
+                d_out.contiguous(), q, k, v, out.contiguous(), lse.float().contiguous(), *self.flash_saved[:4], 0.0,
+                self.causal, *self.flash_saved[4:], scale=self.scale)
+        elif self.cuda:
             lse_p = F.pad(lse.float(), (0, (-self.L) % CUDA_LSE_ALIGN)).contiguous()
             seed = torch.zeros((), dtype=torch.int64)  # unused without dropout
             dq, dk, dv, _ = torch.ops.aten._scaled_dot_product_efficient_attention_backward(
