@@ -10,7 +10,7 @@ Parity (each against float64 on the CPU, maths done another way where it can be)
               efficient kernel with its lse) and the online softmax, out, lse and the gradients
               of q, k, v (float32; bfloat16 forward); float64, which the fused kernel does not
               take on CUDA, on the online softmax
-  half, no mask  the same in bfloat16 and float16 with nothing masked (CUDA's flash kernel there):
+  half, no mask  the same in bfloat16 and float16 with nothing masked (SDPA's kernel there):
               out, lse and gradients within 2 x SDPA's own error in that dtype
   ring        ``ring_attention`` on 2 GPUs over NCCL (fused and online, with gradients), when the
               machine has at least 2 GPUs — otherwise skipped, and the table says so
@@ -151,8 +151,8 @@ def check_blockwise(dev) -> None:
 
 
 def check_half_unmasked(dev) -> None:
-    """Half precision with nothing masked, where the fused kernel is CUDA's flash kernel (SDPA's own
-    choice there): out, lse and the gradients of q, k, v against float64 of the rounded inputs,
+    """Half precision with nothing masked, where the fused kernel is SDPA's own choice (flash or
+    cuDNN): out, lse and the gradients of q, k, v against float64 of the rounded inputs,
     within 2 x the error of SDPA in the same dtype (and at least 4 steps of the dtype)."""
     from attnscope.blockwise import blockwise_attention
     from attnscope.kernels.fused import LseProblem
@@ -160,8 +160,8 @@ def check_half_unmasked(dev) -> None:
     for dtype in (torch.bfloat16, torch.float16):
         name = str(dtype).replace("torch.", "")
         x = [randn(2, 4, 333, 64, seed=40 + i).to(dtype) for i in range(3)]
-        chosen = LseProblem(*[t.to(dev) for t in x], None, causal=False, scale=0.125).flash
-        record("half, no mask", f"{name}: the flash kernel is chosen (1 = not)", 0.0 if chosen else 1.0, 0.0)
+        chosen = LseProblem(*[t.to(dev) for t in x], None, causal=False, scale=0.125).half
+        record("half, no mask", f"{name}: SDPA's kernel is chosen, {chosen} (1 = none)", 0.0 if chosen else 1.0, 0.0)
         for causal in (False, True):
             leaves = [t.double().requires_grad_() for t in x]
             ref, ref_lse = blockwise_attention(*leaves, causal=causal, return_lse=True, kernel="online")

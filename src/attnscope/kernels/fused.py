@@ -12,13 +12,14 @@ device   forward (out, lse)                                          backward fr
 CPU      ``aten._scaled_dot_product_flash_attention_for_cpu``         ``…_for_cpu_backward``
 CUDA     ``aten._scaled_dot_product_efficient_attention`` (a bias     ``…_efficient_attention_
          and float32 lse; float64 is not served)                     backward``
-CUDA,    ``aten._scaled_dot_product_flash_attention`` (no mask or     ``…_flash_attention_
-half     bias; causal only for L = S; head size ≤ 256)                backward``
+CUDA,    SDPA's own choice (``torch._fused_sdp_choice``): ``aten.     ``…_backward`` of the same
+half     _scaled_dot_product_cudnn_attention`` or ``…_flash_            kernel
+         attention`` (no mask or bias; causal only for L = S)
 =======  ==========================================================  ===========================
 
 Each is what SDPA itself runs there, so a log-sum-exp costs SDPA's time: with the memory-efficient
 kernel alone, half-precision inputs took 2.5–3.7× SDPA's time on an H200 (benchmarks/cuda_check.py),
-because SDPA runs the flash kernel for them. The kernels want
+because SDPA runs another kernel for them. The kernels want
 4-D inputs of one head size: other leading shapes are flattened, unequal ``d_k``/``d_v`` are
 zero-padded (zero columns change neither the scores nor the kept output columns). The backward
 takes no gradient of the lse, so one is folded in by one more column (see :func:`lse_backward`).
@@ -74,9 +75,21 @@ LSE_DTYPES = {"cpu": (torch.float16, torch.bfloat16, torch.float32, torch.float6
 LSE_OPS = {"cpu": "_scaled_dot_product_flash_attention_for_cpu", "cuda": "_scaled_dot_product_efficient_attention"}
 #: CUDA's memory-efficient kernel wants head sizes and bias rows aligned (as SDPA pads them).
 CUDA_HEAD_ALIGN, CUDA_BIAS_ALIGN, CUDA_LSE_ALIGN = 8, 16, 32
-#: CUDA's flash kernel: the dtypes and the largest head size it takes.
-CUDA_FLASH_DTYPES, CUDA_FLASH_MAX_HEAD = (torch.float16, torch.bfloat16), 256
-CUDA_FLASH_OP = "_scaled_dot_product_flash_attention"
+#: CUDA's half-precision kernels: the dtypes, the largest head size, and SDPA's numbers for them
+#: (torch.nn.attention.SDPBackend: FLASH_ATTENTION 1, CUDNN_ATTENTION 3).
+CUDA_HALF_DTYPES, CUDA_HALF_MAX_HEAD = (torch.float16, torch.bfloat16), 256
+CUDA_HALF_KERNELS = {1: "flash", 3: "cudnn"}
+
+
+def half_kernel(q: Tensor, k: Tensor, v: Tensor, *, causal: bool, scale: float) -> Optional[str]:
+    """``"flash"`` or ``"cudnn"`` where SDPA itself runs that kernel on these CUDA half-precision
+    ``(B, H, ·, D)`` operands with nothing masked, else None (the memory-efficient kernel then).
+    Causal only for L = S: flash aligns its causal mask to the bottom right where L ≠ S."""
+    if not (q.device.type == "cuda" and q.dtype in CUDA_HALF_DTYPES and q.shape[-1] <= CUDA_HALF_MAX_HEAD
+            and (not causal or q.shape[-2] == k.shape[-2]) and hasattr(torch, "_fused_sdp_choice")):
+        return None
+    name = CUDA_HALF_KERNELS.get(int(torch._fused_sdp_choice(q, k, v, None, 0.0, causal, scale=scale)))
+    return name if name and hasattr(torch.ops.aten, f"_scaled_dot_product_{name}_attention_backward") else None
 
 
 def flash_lse_ok(q: Tensor, k: Tensor, v: Optional[Tensor], dropout_p: float = 0.0) -> bool:
@@ -140,10 +153,8 @@ class LseProblem:
         self.dead = None if add is None else self._dead(add)
         self.add = None if add is None else self._mask(add)
         self.q, self.k, self.v = self.operand(q, self.L), self.operand(k, self.S), self.operand(v, self.S)
-        # flash's causal mask is aligned to the bottom right where L ≠ S, SDPA's to the top left
-        self.flash = (self.cuda and self.add is None and q.dtype in CUDA_FLASH_DTYPES and self.D <= CUDA_FLASH_MAX_HEAD
-                      and (not causal or self.L == self.S) and hasattr(torch.ops.aten, CUDA_FLASH_OP))
-        self.flash_saved: Optional[list] = None  # what the flash forward hands its backward
+        self.half = None if add is not None else half_kernel(self.q, self.k, self.v, causal=causal, scale=scale)
+        self.half_saved: Optional[list] = None  # what that kernel's forward hands its backward
 
     def operand(self, t: Tensor, n: int) -> Tensor:
         """``(…, n, d)`` → ``(B, H, n, D)``: broadcast, flattened (a copy only where flattening
@@ -182,10 +193,16 @@ class LseProblem:
     def forward(self) -> tuple[Tensor, Tensor]:
         """``out (B, H, L, D)``, ``lse (B, H, L)`` (no autograd); out 0, lse −∞ where dead."""
         q, k, v, add = self.q, self.k, self.v, self.add
-        if self.flash:
+        if self.half == "flash":
             # (out, lse, cum_seq_q, cum_seq_k, max_q, max_k, philox seed, philox offset, debug mask)
-            out, lse, *rest = getattr(torch.ops.aten, CUDA_FLASH_OP)(q, k, v, 0.0, self.causal, False, scale=self.scale)
-            self.flash_saved = rest[:6]
+            out, lse, *rest = torch.ops.aten._scaled_dot_product_flash_attention(
+                q, k, v, 0.0, self.causal, False, scale=self.scale)
+            self.half_saved = [*rest[:6], lse.shape]
+        elif self.half == "cudnn":  # the same outputs; lse may carry a trailing 1
+            out, lse, *rest = torch.ops.aten._scaled_dot_product_cudnn_attention(
+                q, k, v, None, True, 0.0, self.causal, False, scale=self.scale)
+            self.half_saved = [*rest[:6], lse.shape]
+            lse = lse.reshape(*q.shape[:2], self.L)
         elif self.cuda:
             out, lse, _, _ = torch.ops.aten._scaled_dot_product_efficient_attention(
                 q, k, v, add, True, 0.0, self.causal, scale=self.scale)
@@ -218,11 +235,18 @@ class LseProblem:
             do_col = torch.zeros_like(out_col, dtype=d_out.dtype)
             do_col[..., 0] = 1.0
             out, d_out = torch.cat([out, out_col], dim=-1), torch.cat([d_out, do_col], dim=-1)
-        if self.flash_saved is not None and q.shape[-1] <= CUDA_FLASH_MAX_HEAD:
-            # the ring's backward builds a fresh problem, which falls through to the kernel below
-            dq, dk, dv = getattr(torch.ops.aten, CUDA_FLASH_OP + "_backward")(
-                d_out.contiguous(), q, k, v, out.contiguous(), lse.float().contiguous(), *self.flash_saved[:4], 0.0,
-                self.causal, *self.flash_saved[4:], scale=self.scale)
+        if self.half_saved is not None and q.shape[-1] <= CUDA_HALF_MAX_HEAD:
+            # (the ring's backward builds a fresh problem, which falls through to the kernel below)
+            cum_q, cum_k, max_q, max_k, seed, offset, lse_shape = self.half_saved
+            lse = lse.float().reshape(lse_shape).contiguous()
+            if self.half == "flash":
+                dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+                    d_out.contiguous(), q, k, v, out.contiguous(), lse, cum_q, cum_k, max_q, max_k, 0.0, self.causal,
+                    seed, offset, scale=self.scale)
+            else:
+                dq, dk, dv = torch.ops.aten._scaled_dot_product_cudnn_attention_backward(
+                    d_out.contiguous(), q, k, v, out.contiguous(), lse, seed, offset, None, cum_q, cum_k, max_q, max_k,
+                    0.0, self.causal, scale=self.scale)
         elif self.cuda:
             lse_p = F.pad(lse.float(), (0, (-self.L) % CUDA_LSE_ALIGN)).contiguous()
             seed = torch.zeros((), dtype=torch.int64)  # unused without dropout
