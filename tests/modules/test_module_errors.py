@@ -2,7 +2,14 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope import ConfigError, MultiHeadAttention, ShapeError, TransformerConfig, TransformerEncoder
+from attnscope import (
+    ConfigError,
+    MultiHeadAttention,
+    ShapeError,
+    SingleHeadAttention,
+    TransformerConfig,
+    TransformerEncoder,
+)
 
 
 def test_d_model_not_divisible():
@@ -75,6 +82,17 @@ def test_need_weights_must_be_true_or_false():
     layer = TransformerEncoder(TransformerConfig(d_model=8, n_heads=2, n_layers=1, vocab_size=5)).layers[0]
     with pytest.raises(ConfigError, match="need_weights must be True or False, got str 'no'"):
         layer(x, need_weights="no")
+
+
+@pytest.mark.parametrize("make, name", [(lambda: MultiHeadAttention(8, 2, bias="no"), "bias"),
+                                        (lambda: MultiHeadAttention(8, 2, out_bias="no"), "out_bias"),
+                                        (lambda: MultiHeadAttention(8, 2, score_bias=1), "score_bias"),
+                                        (lambda: SingleHeadAttention(8, bias="no"), "bias")])
+def test_bias_flags_must_be_true_or_false(make, name):
+    # "no" is truthy: the module was built with the biases it was told not to have
+    with pytest.raises(ConfigError, match=f"{name} must be True or False"):
+        make()
+    assert MultiHeadAttention(8, 2, bias=np.bool_(False)).W_qkv.bias is None  # NumPy's bool is a bool
 
 
 @pytest.mark.parametrize("tau", [0, -1.0, float("nan"), float("inf"), "0.1", True])

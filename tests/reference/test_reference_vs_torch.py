@@ -164,3 +164,19 @@ def test_operand_factor_and_a_models_prepared_q_k():
     m(torch.randn(2, 7, 16, generator=g, dtype=torch.float64), need_weights=True)
     np.testing.assert_allclose(R.attention_weights(seen["q"], seen["k"], R.operand_factor("qknorm", 8)),
                                seen["weights"].numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kw", [dict(scale=float("nan")), dict(scale="x"), dict(scoring="cosine", temperature=0.0),
+                                dict(scoring="cosine", temperature=-1.0), dict(scoring="cosine", temperature=np.array([-0.1])),
+                                dict(scoring="cosine", temperature=0.1, scale=0.5), dict(temperature=0.1)])
+def test_reference_refuses_the_arguments_the_torch_attention_refuses(kw):
+    """The float64 reference took a NaN scale (weights 0/0 → zeros), a τ of 0 (ZeroDivisionError)
+    or below, and a τ beside a scale or for a scoring without one (dropped without a word)."""
+    from attnscope import ConfigError, attention
+    q = np.random.default_rng(0).standard_normal((3, 4))
+    with pytest.raises(ConfigError) as torch_error:
+        t = torch.from_numpy(q)
+        attention(t, t, t, **{k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()})
+    with pytest.raises(ConfigError) as ours:
+        R.attention(q, q, q, **kw)
+    assert str(ours.value) == str(torch_error.value)

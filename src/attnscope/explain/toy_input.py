@@ -13,7 +13,7 @@ import numpy as np
 from .. import reference as R
 from ..errors import ConfigError, InputError, ShapeError
 from ..i18n import Msg, error
-from ..scorings import DEFAULT_COSINE_TEMPERATURE, SCORINGS
+from ..scorings import DEFAULT_COSINE_TEMPERATURE, SCORINGS, get_scoring
 from . import inputs
 from .places import INPUT, Where, at_cell, at_key, count, kind
 from .toy_modern import KEYS as MODERN_KEYS
@@ -231,7 +231,8 @@ class ToyProblem:
         f = self.modern.factor()
         if f is not None:
             return f
-        return float(R.score_factor(self.scoring, self.d_k, temperature=self.temperature))
+        tau = self.temperature if get_scoring(self.scoring).uses_temperature else None  # a default τ: only cosine's
+        return float(R.score_factor(self.scoring, self.d_k, temperature=tau))
 
 
 def _bool01(v, where: Where):

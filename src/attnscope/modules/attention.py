@@ -47,6 +47,7 @@ class SingleHeadAttention(nn.Module):
     def __init__(self, hidden_size: int = 768, *, bias: bool = True) -> None:
         super().__init__()
         hidden_size = check_positive_int("hidden_size", hidden_size)
+        bias = check_flag(bias, "bias")  # bias="no" would be truthy
         self.W_Q = nn.Linear(hidden_size, hidden_size, bias=bias)
         self.W_K = nn.Linear(hidden_size, hidden_size, bias=bias)
         self.W_V = nn.Linear(hidden_size, hidden_size, bias=bias)
@@ -138,6 +139,8 @@ class MultiHeadAttention(nn.Module):
         d_model = check_positive_int("d_model", d_model)
         n_heads = check_positive_int("n_heads", n_heads)
         n_kv = n_heads if n_kv_heads is None else check_positive_int("n_kv_heads", n_kv_heads)
+        bias, score_bias = check_flag(bias, "bias"), check_flag(score_bias, "score_bias")  # "no" would be truthy
+        out_bias = None if out_bias is None else check_flag(out_bias, "out_bias")
         if head_dim is None and d_model % n_heads != 0:
             raise error(ConfigError, "errors.core_heads_divide", p="", d_model=d_model, n_heads=n_heads,
                         rest=d_model % n_heads)

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Optional, Union
 
 import numpy as np
+import torch
 
 from ..errors import ConfigError
 from ..i18n import error
+from ..kernels.validate import check_scale, check_temperature, check_width
 from ..scorings import DEFAULT_EPS, SCORINGS, get_scoring
 from .arrays import Array, as_f64
 from .masks import combine_masks
@@ -21,11 +23,17 @@ def prepare_qk(q, k, scoring: str = "scaled", eps: float = DEFAULT_EPS) -> tuple
 
 def score_factor(scoring: str, d_k: int, scale: Optional[float] = None,
                  temperature: Union[None, float, Array] = None) -> Union[float, Array]:
-    """The factor on q'·k': 1/√d_k for "scaled", 1/τ for "cosine", …; ``scale`` overrides."""
+    """The factor on q'·k': 1/√d_k for "scaled", 1/τ for "cosine", …; ``scale`` overrides. The
+    arguments are refused as the torch functions refuse them (a τ ≤ 0, a τ beside a scale or for a
+    scoring without one, a scale that is not a finite number, a d_k < 0)."""
+    sc = get_scoring(scoring)
+    check_temperature(torch.from_numpy(temperature) if isinstance(temperature, np.ndarray) else temperature, sc, scale)
+    scale = check_scale(scale)
+    check_width("d_k", d_k)
     if scale is not None:
-        return float(scale)
+        return scale
     t = None if temperature is None else as_f64(temperature)
-    f = get_scoring(scoring).factor_for(d_k, t if t is None or t.ndim else float(t))
+    f = sc.factor_for(d_k, t if t is None or t.ndim else float(t))
     return f if isinstance(f, np.ndarray) else float(f)
 
 
