@@ -53,7 +53,7 @@ def view_data(model, text: str, *, compare: Optional[str] = None, token: Optiona
     traces = trace_each(model, texts)
     normal = getattr(getattr(model, "tokenizer", None), "normalize", None)
     data = _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals,
-                       normal=normal)
+                       normal=normal, special=special_tokens(model))
     for entry, tr in zip(data["texts"], traces):
         entry["tokens"] = display_tokens(model, tr.text_tokens(0))
     if attribution:
@@ -61,6 +61,13 @@ def view_data(model, text: str, *, compare: Optional[str] = None, token: Optiona
     if lens:
         add_lens(data, model, texts)
     return data
+
+
+def special_tokens(model) -> set:
+    """The special tokens of ``model``'s tokenizer (none without one): the context view's default
+    token is never one of them."""
+    specials = getattr(getattr(model, "tokenizer", None), "special_tokens", None)
+    return set(specials()) if callable(specials) else set()
 
 
 def display_tokens(model, tokens: Sequence[str]) -> list:
