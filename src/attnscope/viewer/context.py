@@ -38,12 +38,13 @@ def require_names(trace, names: list[str]) -> None:
 
 def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]] = None,
                labels: Optional[list[str]] = None, normal: Optional[Callable[[str], str]] = None,
-               special: Collection[str] = ()) -> int:
+               special: Collection[str] = (), other_labels: Optional[list[str]] = None) -> int:
     """Position of ``token`` in ``toks`` (first match; "##" and "Ġ" ignored, and a piece's label
     matches too: `` cat`` or ``cat`` for ``Ġcat``, ``喜`` for the byte piece that completes it), or
     of the first non-special token also in ``other`` when ``token`` is None. InputError when there is none.
     ``normal``: the tokenizer's normaliser, to find ``token`` as it is typed (``，`` for the piece ``,``);
-    ``special``: the tokenizer's special tokens, never picked by themselves (nor :data:`SPECIAL`)."""
+    ``special``: the tokenizer's special tokens, never picked by themselves (nor :data:`SPECIAL`);
+    ``other_labels``: ``other`` as shown, for the error (``我``, not the byte pieces ``æĪ ĳ``)."""
     from ..pieces import Pieces, find
 
     def norm(s: str) -> str:
@@ -60,7 +61,8 @@ def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]]
     for i, t in enumerate(toks):
         if t not in skip and norm(t) in others:
             return i
-    raise error(InputError, "errors.viewer_no_shared_token", shown=shown, other=other)
+    raise error(InputError, "errors.viewer_no_shared_token", shown=shown,
+                other=other if other_labels is None else list(other_labels))
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -89,7 +91,7 @@ def context_comparison(trace_a, trace_b=None, *, token: Optional[str] = None, in
         ib = 0
     ta, tb = trace_a.text_tokens(index_a), trace_b.text_tokens(ib)
     la, lb = trace_a.text_labels(index_a), trace_b.text_labels(ib)  # as shown (byte-level pieces decoded)
-    pa = find_token(ta, token, tb, la, normal, special)
+    pa = find_token(ta, token, tb, la, normal, special, lb)
     pb = find_token(tb, token if token is not None else ta[pa], labels=lb, normal=normal)
     ha, hb = hidden_states(trace_a, index_a), hidden_states(trace_b, ib)
     layers = [name for name, _ in ha]
