@@ -14,7 +14,10 @@ pytestmark = pytest.mark.browser
 TRICKY = [0.0, -0.0, 1.0, -3.0, 0.5, 0.0825, 0.00045, 0.99995, 9.99996e-7, -4e-5, 2.5e-7, 1e-12, 1e-300,
           999999.5, 1e6, 123456789.123, 1.7976931348623157e308, 22.7 / 8, 15.3 / 8, 0.125, 0.0625,
           1 / 3, -2 / 3, 2.675, 1.005, 0.045, 1e21, 1.5e-7, 6.77, 42.73, math.pi, -math.e, math.inf,
-          -math.inf, math.nan, 0.1 + 0.2, 12345.678949999, 7.00005, -0.00005, 0.00004999]
+          -math.inf, math.nan, 0.1 + 0.2, 12345.678949999, 7.00005, -0.00005, 0.00004999,
+          # mantissa ties (0 decimals: -3.5e-5; 3: 5.9345e-10, 7.0495e21; 8: 2.233690875e-9) the page
+          # rounded the wrong way from x / 10^e in float64, and a subnormal it wrote as NaN digits
+          -3.5e-05, 5.9345e-10, 7.0495e21, 2.233690875e-09, 5e-324]
 
 
 def test_js_show_equals_python_fmt(page, exported):

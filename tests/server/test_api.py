@@ -121,6 +121,24 @@ def test_too_many_tokens_for_the_model(minilm):
     assert r.status_code == 422 and "512" in r.json()["detail"]
 
 
+def test_a_compare_text_too_long_is_named_compare(minilm, tmp_path, capsys):
+    """A second text past the model's 512 positions said "the text has 602 tokens", as if the first
+    one were too long; now "compare has 602 tokens" (served, shipped and held, and the CLI), and a
+    first text too long still says "the text"."""
+    from attnscope.cli import main
+
+    long, n = "word " * 600, 602  # [CLS] + 600 + [SEP]
+    want = f"compare has {n} tokens, longer than the model's limit of 512 positions; shorten it"
+    for ship in (None, 1):  # the page ships q, k, v, or the server holds the texts
+        c = TestClient(create_app(minilm, max_chars=10_000, ship_up_to=ship))
+        r = c.post("/api/view", json={"text": "The bank.", "compare": long})
+        assert r.status_code == 422 and r.json()["detail"] == want
+        r = c.post("/api/view", json={"text": long, "compare": "The bank."})
+        assert r.status_code == 422 and r.json()["detail"].startswith(f"the text has {n} tokens")
+    assert main(["view", "The bank.", "--compare", long, "-o", str(tmp_path / "x.html")]) == 2
+    assert want in capsys.readouterr().err
+
+
 def test_openapi_documents_the_api(client):
     spec = client.get("/openapi.json").json()
     assert {"/api/model", "/api/view", "/api/attention", "/api/steps"} <= set(spec["paths"])

@@ -90,3 +90,22 @@ def test_tokens_are_shown_as_text():
     toks = m.encode("我 the bank\n").tokens[0]
     assert toks == ["æĪ", "ĳ", "Ġthe", "Ġbank", "Ċ"]  # byte-level BPE: 我 (e6 88 91) split in two tokens
     assert display_tokens(m, toks) == ["…", "我", " the", " bank", "\n"]  # 我 on the piece that completes it
+
+
+def test_the_context_views_default_token_is_never_a_start_token(tiny):
+    """Gemma's texts both start with <bos>, which a causal model's token sees alone: it was the
+    default token of the context view, cosine 1 at every layer (a view with nothing to show)."""
+    from attnscope.server import create_app
+    from attnscope.viewer.context import find_token
+
+    m = tiny["gemma3"]
+    a, b = "A cat sat on the mat.", "My dog ran to the mat."
+    c = view_data(m, a, compare=b)["compare"]
+    ta, tb = m.encode(a).tokens[0], m.encode(b).tokens[0]
+    assert ta[0] == tb[0] == "<bos>" and c["token"] != "<bos>" and c["pos_a"] > 0 and c["pos_b"] > 0
+    assert ta[c["pos_a"]].lower() == tb[c["pos_b"]].lower() and min(c["across"]) < 1 - 1e-3
+    held = create_app(m, ship_up_to=1).state.held_view(a, b, None, 4, 1)["compare"]  # a held page: the same token
+    assert (held["token"], held["pos_a"], held["pos_b"]) == (c["token"], c["pos_a"], c["pos_b"])
+    # any special token of the tokenizer, not only those SPECIAL names
+    assert find_token(["<x>", "a"], None, ["<x>", "a"]) == 0
+    assert find_token(["<x>", "a"], None, ["<x>", "a"], special={"<x>"}) == 1

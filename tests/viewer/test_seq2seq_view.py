@@ -109,7 +109,7 @@ def test_bad_input_one_error_each(seq2seq, tiny_models):  # noqa: F811
         S.seq2seq_view_data(t5, "a", None)
     with pytest.raises(InputError, match="decimals"):
         S.seq2seq_view_data(t5, "a", "b", decimals=11)
-    with pytest.raises(InputError, match="longer than the model's limit of 64"):  # a source past BART's 64 learned positions
+    with pytest.raises(InputError, match="^source has .* longer than the encoder's limit of 64 "):  # BART's 64 positions
         S.seq2seq_view_data(seq2seq["bart"], "word " * 80, "b")
 
 
@@ -124,6 +124,22 @@ def test_cli_view(seq2seq_dirs, tmp_path, capsys):  # noqa: F811
                       (["view", "a", "--target", ""], "--target is empty")):
         assert main(argv + ["-o", str(tmp_path / "x.html")]) == 2
         assert msg in capsys.readouterr().err
+
+
+def test_cli_a_too_long_text_is_named_source_or_target(seq2seq_dirs, tmp_path, capsys):  # noqa: F811
+    """``attnscope view SOURCE --target TARGET`` with a long target said "the text has … tokens,
+    longer than max_length = 63 positions" (the trace's sentence), naming neither text; the served
+    page already named them. The count is the tokenizer's own."""
+    import attnscope
+    model = attnscope.load(str(seq2seq_dirs["bart"]))
+    long = "word " * 80
+    full = len(model.tokenizer.backend.encode(long).ids)
+    for argv, msg in ((["a", "--target", long], f"target has {full} tokens, longer than the decoder's limit of 63 "),
+                      ([long, "--target", "b"], f"source has {full} tokens, longer than the encoder's limit of 64 ")):
+        out = tmp_path / "x.html"
+        assert main(["view", *argv, "--model", str(seq2seq_dirs["bart"]), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1 and not out.exists()
 
 
 @pytest.mark.parametrize("extra", [["--token", "a"], ["--no-attribution"], ["--no-lens"]])

@@ -149,3 +149,16 @@ def test_texts_selects_one_index_or_says_an_empty_selection_is_empty(trace):
     with pytest.raises(InputError, match=r"texts=\[\] selects no text to show; give the indices of some of the "
                                          r"trace's 2 texts"):
         data.build(trace, texts=[])
+
+
+def test_no_shared_token_lists_both_texts_as_shown(tiny_models):
+    """The second text's tokens were listed as byte-level pieces ('æĪ', 'ĳ' for 我), the first as
+    read; both are now as the page shows them."""
+    from attnscope.viewer.run import trace_each
+
+    a, b = trace_each(tiny_models["gpt2"], ["the quick fox", "我喜欢"])
+    assert b.text_tokens(0) != b.text_labels(0) and "我" in b.text_labels(0)  # byte pieces, shown as characters
+    with pytest.raises(InputError) as e:
+        context_comparison(a, b)
+    assert str(e.value) == (f"the two texts share no token (tokens {a.text_labels(0)} and {b.text_labels(0)}); "
+                            "pick texts with a common word")

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import base64
 import zlib
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Collection, Optional, Sequence, Union
 
 import numpy as np
 
@@ -204,7 +204,8 @@ def _text_entry(trace, index: int, check: bool, rope: Optional[list] = None) -> 
 
 
 def build(trace, *, texts: Union[None, int, Sequence[int]] = None, compare=None, token: Optional[str] = None,
-          decimals: int = 4, check: bool = True, normal: Optional[Callable[[str], str]] = None) -> dict:
+          decimals: int = 4, check: bool = True, normal: Optional[Callable[[str], str]] = None,
+          special: Collection[str] = ()) -> dict:
     """The page data for ``trace``.
 
     Args:
@@ -216,6 +217,7 @@ def build(trace, *, texts: Union[None, int, Sequence[int]] = None, compare=None,
         decimals: decimals the page starts with (explain's default is 4).
         check: verify that q and k reproduce the traced weights (when any were recorded).
         normal: the tokenizer's normaliser, so that ``token`` is found as it is typed (``，`` for ``,``).
+        special: the tokenizer's special tokens, which the default ``token`` never is.
 
     For numbers bit for bit equal to ``attnscope explain``, trace each text on its own (a list of
     Traces, as ``attnscope view`` does): a padded batch computes the same model with different
@@ -243,10 +245,10 @@ def build(trace, *, texts: Union[None, int, Sequence[int]] = None, compare=None,
             raise error(InputError, "errors.viewer_compare_two")
         (ta, ia), (tb, ib) = pairs[0], pairs[1]
         data["compare"] = context_comparison(ta, tb if tb is not ta else None, token=token, index_a=ia, index_b=ib,
-                                             normal=normal)
+                                             normal=normal, special=special)
     elif compare is not None:
         data["compare"] = context_comparison(pairs[0][0], compare, token=token, index_a=pairs[0][1],
-                                             normal=normal)
+                                             normal=normal, special=special)
     return data
 
 

@@ -40,7 +40,7 @@ from .attribution_view import header as attribution_header
 from .context import context_comparison
 from .held import THUMB, HeldText
 from .held_store import TextStore, text_id
-from .run import check_dot_product, check_token_compare, display_tokens, view_data, view_names
+from .run import check_dot_product, check_token_compare, compare_named, display_tokens, special_tokens, view_data, view_names
 
 #: Texts whose q, k, v take at most this many bytes (float32) travel whole in the page; longer
 #: ones are held: all-MiniLM-L6-v2 ships up to its 512 tokens (14 MB), SmolLM2-135M (30 layers ×
@@ -88,7 +88,10 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
     why it has none (``too_long`` past the switch's limit, else ``held``)."""
     check_token_compare(token, compare)
     texts = [text] if compare is None else [text, compare]
-    lengths = [len(model.encode(t).tokens[0]) for t in texts]
+    lengths = []
+    for i, t in enumerate(texts):
+        with compare_named(i):
+            lengths.append(len(model.encode(t).tokens[0]))
     if max(lengths) <= (ship_up_to(model.config) if ship is None else ship):
         return view_data(model, text, compare=compare, token=token, decimals=decimals, attribution=attribution)
     check_dot_product(model)  # a held text's weights are softmax(factor·q′·k′ᵀ), as a page's
@@ -114,7 +117,8 @@ def held_view_data(model, store: TextStore, text: str, *, compare: Optional[str]
                               "remote": {"id": key, "n": h.n, "thumb": min(h.n, THUMB), "api": api}})
     if compare is not None:
         data["compare"] = context_comparison(traces[0], traces[1], token=token,
-                                             normal=getattr(getattr(model, "tokenizer", None), "normalize", None))
+                                             normal=getattr(getattr(model, "tokenizer", None), "normalize", None),
+                                             special=special_tokens(model))
     if attribution:
         data["attribution"] = attribution_header()
         for entry in data["texts"]:

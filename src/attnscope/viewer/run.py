@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from contextlib import contextmanager
+from typing import Iterator, Optional, Sequence
 
 from ..errors import InputError
 from ..i18n import Msg, error, word
@@ -33,8 +34,25 @@ def trace_texts(model, texts: Sequence[str]):
 
 def trace_each(model, texts: Sequence[str]) -> list:
     """One trace per text, so that every number equals what ``attnscope explain`` computes for
-    that text (a padded batch rounds differently in float32)."""
-    return [model.trace([t], names=view_names(model.config)) for t in texts]
+    that text (a padded batch rounds differently in float32); a second text too long is named
+    ``compare`` (:func:`compare_named`)."""
+    traces = []
+    for i, t in enumerate(texts):
+        with compare_named(i):
+            traces.append(model.trace([t], names=view_names(model.config)))
+    return traces
+
+
+@contextmanager
+def compare_named(index: int) -> Iterator[None]:
+    """Around the tokenizing of a page's text ``index``: past the model's limit, the second text
+    (the context view's ``compare``) is named, not "the text" of the tokenizer's sentence."""
+    try:
+        yield
+    except InputError as e:
+        if index == 0 or getattr(e, "key", None) != "errors.text_too_long":
+            raise
+        raise error(InputError, "errors.viewer_compare_too_long", **e.values) from None
 
 
 def check_token_compare(token: Optional[str], compare: Optional[str]) -> None:
@@ -53,7 +71,7 @@ def view_data(model, text: str, *, compare: Optional[str] = None, token: Optiona
     traces = trace_each(model, texts)
     normal = getattr(getattr(model, "tokenizer", None), "normalize", None)
     data = _data.build(traces, compare=True if compare is not None else None, token=token, decimals=decimals,
-                       normal=normal)
+                       normal=normal, special=special_tokens(model))
     for entry, tr in zip(data["texts"], traces):
         entry["tokens"] = display_tokens(model, tr.text_tokens(0))
     if attribution:
@@ -61,6 +79,13 @@ def view_data(model, text: str, *, compare: Optional[str] = None, token: Optiona
     if lens:
         add_lens(data, model, texts)
     return data
+
+
+def special_tokens(model) -> set:
+    """The special tokens of ``model``'s tokenizer (none without one): the context view's default
+    token is never one of them."""
+    specials = getattr(getattr(model, "tokenizer", None), "special_tokens", None)
+    return set(specials()) if callable(specials) else set()
 
 
 def display_tokens(model, tokens: Sequence[str]) -> list:

@@ -143,6 +143,7 @@ def build_pairs(model, pairs: Sequence[tuple[str, str]], *, decimals: int = 4, c
             raise error(InputError, "errors.viewer_source_empty")
         if target is None:
             raise error(InputError, "errors.viewer_needs_target")
+        check_lengths(model, str(source), str(target))
     cfg = model.config
     factor = R.operand_factor(cfg.scoring, int(cfg.d_head))
     bias = bias_tables(model)
@@ -150,3 +151,19 @@ def build_pairs(model, pairs: Sequence[tuple[str, str]], *, decimals: int = 4, c
     config = {"n_layers": cfg.n_layers, "n_decoder_layers": cfg.n_decoder_layers, "n_heads": cfg.n_heads,
               "d_model": cfg.d_model, "d_head": cfg.d_head, "scoring": cfg.scoring, "factor": factor, "bias": bias}
     return page_frame(model.name, model.family, config, decimals, texts, seq2seq=True)
+
+
+def check_lengths(model, source: str, target: str) -> None:
+    """InputError naming ``source`` or ``target`` when it has more tokens than its stack reads: the
+    encoder the tokenizer's limit, the decoder one fewer than its positions (its start token comes
+    first, :meth:`attnscope.models.seq2seq_model.Seq2SeqModel.target_batch`). The trace's own
+    sentence says "the text" and "max_length", which neither the page's two boxes nor ``attnscope view
+    TEXT --target`` name."""
+    tok = model.tokenizer
+    if tok is None:  # the trace says in one sentence that a target text needs one
+        return
+    decoder = min(int(model.config.max_positions) - 1, tok.max_length)
+    for what, text, limit in (("source", source, tok.max_length), ("target", target, decoder)):
+        n = len(tok.backend.encode(text).ids)  # the tokens encode() counts, special ones included
+        if n > limit:
+            raise error(InputError, f"errors.viewer_{what}_too_long", n=n, limit=limit)

@@ -61,25 +61,9 @@ def add_routes(app, model, worker, max_chars: int, base) -> bool:
         source, target = str(req.source), str(req.target)
 
         def work():
-            check_lengths(model, source, target)
             d = seq2seq_view_data(model, source, target, decimals=req.decimals)
             d["font_css"] = font_face_css(all_text(d))
             return d
         return JSONResponse(await worker.run(work))
 
     return True
-
-
-def check_lengths(model, source: str, target: str) -> None:
-    """InputError naming ``source`` or ``target`` when it has more tokens than its stack reads: the
-    encoder the tokenizer's limit, the decoder one fewer than its positions (its start token comes
-    first, :meth:`attnscope.models.seq2seq_model.Seq2SeqModel.target_batch`). The trace's own
-    sentence says "the text" and "max_length", which the page's two boxes do not name."""
-    tok = model.tokenizer
-    if tok is None:  # the trace says in one sentence that a target text needs one
-        return
-    decoder = min(int(model.config.max_positions) - 1, tok.max_length)
-    for what, text, limit in (("source", source, tok.max_length), ("target", target, decoder)):
-        n = len(tok.backend.encode(text).ids)  # the tokens encode() counts, special ones included
-        if n > limit:
-            raise error(InputError, f"errors.viewer_{what}_too_long", n=n, limit=limit)

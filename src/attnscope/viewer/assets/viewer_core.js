@@ -39,8 +39,10 @@
 
   // Round half-up (away from zero on a tie, like Decimal ROUND_HALF_UP) at `dec` decimals and write
   // with exactly `dec` decimals, as Python's f"{Decimal.quantize(...):f}".
-  function roundHalfUp(x, dec) {
-    var p = decimalParts(x), digits = p.digits, point = p.point;
+  function roundHalfUp(x, dec) { return roundParts(decimalParts(x), dec); }
+  // The same for a decimalParts() value (show() moves its point to round a mantissa).
+  function roundParts(p, dec) {
+    var digits = p.digits, point = p.point;
     if (digits === "0") return (p.neg ? "-" : "") + (dec > 0 ? "0." + "0".repeat(dec) : "0");
     var keep = point + dec;  // digits at places 10^(point-1) .. 10^-dec; < 0: all of x is below
     var kept = [];
@@ -80,9 +82,11 @@
     if (asInt && isInt(x)) return String(Math.trunc(x) === 0 ? 0 : Math.trunc(x));
     var tiny = x !== 0 && Math.abs(x) < 0.5 * pow10(-dec);
     if (Math.abs(x) >= BIG || tiny) {
-      var e = Math.floor(Math.log10(Math.abs(x)));
-      var mant = roundHalfUp(x / pow10(e), dec);
-      if (Math.abs(parseFloat(mant)) >= 10) { e += 1; mant = roundHalfUp(x / pow10(e), dec); }
+      // the mantissa is x's own digits with the point moved, as explain's Decimal.scaleb: never
+      // x / 10^e, whose float64 rounding turned ties (5.9345e-10 → 5.934e-10 at 3 decimals)
+      var p = decimalParts(x), e = p.point - 1;
+      var mant = roundParts({ neg: p.neg, digits: p.digits, point: 1 }, dec);
+      if (Math.abs(parseFloat(mant)) >= 10) { e += 1; mant = roundParts({ neg: p.neg, digits: p.digits, point: 0 }, dec); }
       return clean(mant) + "e" + e;
     }
     return clean(roundHalfUp(x, dec));
