@@ -33,7 +33,6 @@
     var l1 = el("label", {}, f);
     w.text = el("span", {}, l1);
     this.inText = el("textarea", { name: "text", "data-testid": "text-input" }, l1);
-    if (srv.maxChars) this.inText.setAttribute("maxlength", String(srv.maxChars));
     this.inText.addEventListener("keydown", function (ev) {  // Enter shows, Shift+Enter breaks the line
       if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); self.submit(); }
     });

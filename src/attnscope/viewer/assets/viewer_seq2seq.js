@@ -105,7 +105,6 @@
     var l2 = el("label", {}, f);
     w.target = el("span", {}, l2);
     this.inTarget = el("textarea", { name: "target", "data-testid": "target-input" }, l2);
-    if (srv.maxChars) { this.inSource.setAttribute("maxlength", String(srv.maxChars)); this.inTarget.setAttribute("maxlength", String(srv.maxChars)); }
     [this.inSource, this.inTarget].forEach(function (box) {
       box.addEventListener("keydown", function (ev) { if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); self.submit(); } });
     });
