@@ -229,7 +229,10 @@
   // Tokens the vocabulary does not know are all one placeholder ([UNK], <unk>): the model reads
   // none of those characters, so say how many there are and which installed model reads them (#23);
   // multilingual-e5-small's own page says the first part only (it is the model the note names).
-  var UNKNOWN = { "[UNK]": 1, "<unk>": 1 }, SPECIAL = { "[CLS]": 1, "[SEP]": 1, "[PAD]": 1, "<s>": 1, "</s>": 1, "<pad>": 1 };
+  // SPECIAL: attnscope.viewer.context.SPECIAL (a test holds the two the same)
+  var UNKNOWN = { "[UNK]": 1, "<unk>": 1 }, SPECIAL = { "[CLS]": 1, "[SEP]": 1, "[PAD]": 1, "<s>": 1, "</s>": 1,
+    "<pad>": 1, "<|endoftext|>": 1, "<bos>": 1, "<eos>": 1, "<|begin_of_text|>": 1 };
+  A.SPECIAL = SPECIAL;
   function unknownNote(tokens, model) {
     var unk = 0, all = 0;
     for (var i = 0; i < tokens.length; i++) {
