@@ -162,3 +162,16 @@ def test_an_unpadded_batch_runs_without_the_mask_and_the_same_bits(minilm):
         want = attention_sums(w, context=ctx)
         for stat, (s, c) in sums.items():
             assert torch.equal(s, want[stat][0]) and torch.equal(c, want[stat][1]), (layer, stat)
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("max_texts", 1.5, "max_texts must be a whole number"),  # read 2 texts
+    ("window", 2.5, "window must be a whole number"),        # was window 2, reported as ±2.5
+    ("batch_size", True, "batch_size must be a whole number"),
+    ("max_length", 3.5, "max_length must be a whole number"),  # a TypeError from range()
+    ("special_queries", "no", "special_queries must be True or False"),  # a truthy string: True
+    ("thresholds", {"local": 0.3}, "thresholds must be an attnscope.analysis.Thresholds"),  # AttributeError
+])
+def test_settings_of_the_wrong_type_are_refused(corpus, option, value, says):
+    with pytest.raises(ConfigError, match=says):
+        analyze(corpus, "no model is loaded before the settings are checked", progress=False, **{option: value})
