@@ -91,9 +91,9 @@ def test_padding_is_not_counted():
 
 
 def test_split_pair_errors():
-    assert split_pair("a b\tc\td", "x") == ("a b", "c\td")
-    for line, msg in (("no tab here", "has no tab"), ("\tonly a target", "the target has no source"),
-                      ("only a source\t ", "the source has no target")):
+    assert split_pair("a b\tc d", "x") == ("a b", "c d")
+    for line, msg in (("no tab here", "has no tab"), ("a b\tc\td", "this one has 2"),
+                      ("\tonly a target", "the target has no source"), ("only a source\t ", "the source has no target")):
         with pytest.raises(InputError, match=msg):
             split_pair(line, "corpus.tsv: text 3")
 
@@ -176,6 +176,18 @@ def test_corpus_bad_lines(tmp_path, seq2seq):  # noqa: F811
     p.write_text("\ta target without its source\n", encoding="utf-8")
     with pytest.raises(InputError, match="a target without its source"):  # the reader strips the line's tab
         analyze(p, seq2seq["bart"], progress=False)
+
+
+def test_a_text_with_more_than_one_tab_is_refused(tmp_path, seq2seq):  # noqa: F811
+    """Split at its first tab, a text of three columns (or, with --unit file, every pair of the
+    file joined into one text) became one pair whose target held the rest, tabs included."""
+    p = tmp_path / "pairs.tsv"
+    p.write_text("a b c\td e f\ng h\ti j\n", encoding="utf-8")
+    with pytest.raises(InputError, match="pairs.tsv:1: .* with one tab; this one has 2"):
+        analyze(p, seq2seq["t5"], unit="file", progress=False)
+    p.write_text("a b\tc d\te f\n", encoding="utf-8")
+    with pytest.raises(InputError, match="with one tab; this one has 2"):
+        analyze(p, seq2seq["t5"], progress=False)
 
 
 def test_a_pair_past_the_limit_names_its_line(tmp_path, seq2seq):  # noqa: F811

@@ -52,6 +52,8 @@ def split_pair(text: str, where: str) -> tuple[str, str]:
     """``source<TAB>target`` → the two texts; InputError naming the line when either is missing."""
     if "\t" not in text:
         raise error(InputError, "errors.analysis_pair_no_tab", where=where)
+    if text.count("\t") > 1:  # split at the first, the rest (other columns, other lines) would join the target
+        raise error(InputError, "errors.analysis_pair_tabs", where=where, n=text.count("\t"))
     source, target = text.split("\t", 1)
     if not source.strip():
         raise error(InputError, "errors.analysis_pair_no_source", where=where)
