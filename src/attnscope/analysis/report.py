@@ -107,7 +107,8 @@ def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", 
                     dark = labels is None and np.isfinite(v) and hi > lo and (v - lo) / (hi - lo) < 0.6
                     ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
                             color="white" if dark else "black")
-        if labels is None:
+        # an all-NaN statistic (to_cls of a model without [CLS]) has no scale: matplotlib's -0.1 … 0.1 would be made up
+        if labels is None and np.isfinite(values).any():
             fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
         fig.savefig(path)
         plt.close(fig)
