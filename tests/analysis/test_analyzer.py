@@ -175,3 +175,16 @@ def test_an_unpadded_batch_runs_without_the_mask_and_the_same_bits(minilm):
 def test_settings_of_the_wrong_type_are_refused(corpus, option, value, says):
     with pytest.raises(ConfigError, match=says):
         analyze(corpus, "no model is loaded before the settings are checked", progress=False, **{option: value})
+
+
+def test_importance_and_norm_texts_are_the_first_that_decode(minilm, tmp_path):
+    """--importance-texts 2 on a corpus whose second line is not UTF-8 (skipped) ablated 1 text, and
+    the norm shares read 1: the undecodable line took a place among "the first N texts"."""
+    bad, clean = tmp_path / "bad.txt", tmp_path / "clean.txt"
+    bad.write_bytes(b"A first sentence, plain.\nnot \xff utf-8\nThe second good one here.\nA third.\n")
+    clean.write_bytes(b"A first sentence, plain.\nThe second good one here.\n")
+    got = analyze(bad, minilm, on_decode_error="skip", importance_texts=2, norm_texts=2, progress=False)
+    want = analyze(clean, minilm, importance_texts=2, norm_texts=2, progress=False)
+    assert got.counters["importance_texts"] == 2 and got.norm_shares["texts"] == 2
+    np.testing.assert_allclose(got.importance, want.importance, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(got.norm_shares["cls"]["norm"], want.norm_shares["cls"]["norm"], rtol=1e-6, atol=1e-9)
