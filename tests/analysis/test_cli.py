@@ -91,6 +91,8 @@ def test_nothing_decodable_left(tmp_path, capsys):
     (["--threshold", "wide=0.3"], "--threshold expects NAME=VALUE"),
     (["--batch-size", "0"], "--batch-size must be from 1 to 65536, got 0"),
     (["--max-length", "600"], "max_length 600 is longer than the model's 512 positions"),
+    # was raised to 8 in silence (the window of a --shard too); the default 1024 still grows with --batch-size
+    (["--chunk-size", "4", "--batch-size", "8"], "chunk_size (4) must be at least batch_size (8)"),
 ])
 def test_bad_options(tmp_path, capsys, extra, message):
     f = tmp_path / "c.txt"
