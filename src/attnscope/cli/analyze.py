@@ -247,8 +247,11 @@ def print_summary(result, out, n_files, lang: str = "en") -> None:
     print(say("out_even", lang, distance=result.baseline_distance))
     s = result.summary
     trend = s["trends"]["distance"]
-    print(say("out_claim", lang, claim=s["claim"] if lang == "en" else claim_with_layers(s["trends"], s["layers"], lang),
-              rho=trend["rho_heads"], p=trend["p_heads"]))
+    claim = s["claim"] if lang == "en" else claim_with_layers(s["trends"], s["layers"], lang)
+    if trend["rho_heads"] != trend["rho_heads"]:  # NaN (one layer): no ρ = +nan to print
+        print(say("out_claim_untested", lang, claim=claim))
+    else:
+        print(say("out_claim", lang, claim=claim, rho=trend["rho_heads"], p=trend["p_heads"]))
     for line in summary_lines(result, lang):  # nothing for an encoder
         print(line)
     print(say("out_wrote", lang, n=n_files, out=out))
