@@ -188,3 +188,16 @@ def test_importance_and_norm_texts_are_the_first_that_decode(minilm, tmp_path):
     assert got.counters["importance_texts"] == 2 and got.norm_shares["texts"] == 2
     np.testing.assert_allclose(got.importance, want.importance, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(got.norm_shares["cls"]["norm"], want.norm_shares["cls"]["norm"], rtol=1e-6, atol=1e-9)
+
+
+def test_reclassify_refuses_a_dict_and_keeps_the_result(minilm, corpus):
+    """reclassify({"local": 0.2}) stored the dict in the config, then failed with an AttributeError
+    inside classify_heads: the result was left holding thresholds that break its report."""
+    from attnscope.analysis import Thresholds
+    r = analyze(corpus, minilm, importance_texts=0, norm_texts=0, progress=False)
+    before = r.labels.copy()
+    with pytest.raises(ConfigError, match="thresholds must be an attnscope.analysis.Thresholds"):
+        r.reclassify({"local": 0.2})
+    assert isinstance(r.config.thresholds, Thresholds) and (r.labels == before).all()
+    r.reclassify(Thresholds(broad=0.0, local=1.0, previous=1.0, next=1.0, self=1.0, cls=1.0, sep=1.0, punct=1.0))
+    assert set(r.labels.ravel()) == {"broad"}  # every head's normalised entropy is ≥ 0

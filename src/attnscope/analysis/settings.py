@@ -142,6 +142,8 @@ class AnalysisResult:
 
     def reclassify(self, thresholds: Thresholds) -> "AnalysisResult":
         """Labels and summary again with other thresholds (the statistics are not recomputed)."""
+        if not isinstance(thresholds, Thresholds):  # a dict failed inside classify_heads, after being stored
+            raise error(ConfigError, "errors.analysis_thresholds_type", got=type(thresholds).__name__)
         self.config.thresholds = thresholds
         self.labels = classify_heads(self.means, thresholds)
         self.summary = layer_summary(self.means, self.labels, self.importance)
