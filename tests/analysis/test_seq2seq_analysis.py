@@ -190,6 +190,21 @@ def test_a_text_with_more_than_one_tab_is_refused(tmp_path, seq2seq):  # noqa: F
         analyze(p, seq2seq["t5"], progress=False)
 
 
+def test_skipped_and_empty_lines_are_counted_and_said(tmp_path, seq2seq, capsys):  # noqa: F811
+    """--on-decode-error skip dropped a line that was not UTF-8 (and empty lines) without a count:
+    the counters, the printed summary and report.md said nothing of them."""
+    p = tmp_path / "pairs.tsv"
+    p.write_bytes(b"one two\tdrei vier\n\n\xff bad\tline\nfive\tsix\n")
+    r = analyze(p, seq2seq["t5"], on_decode_error="skip", progress=False)
+    assert r.counters["texts"] == 2 and r.counters["skipped_decode"] == 1 and r.counters["empty"] == 1
+    r.print_summary(tmp_path / "out", 1)
+    assert "left out: 1 undecodable line skipped; 1 empty text" in capsys.readouterr().out
+    r.write(tmp_path / "out")
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "Left out: 1 line was not valid UTF-8 and skipped (listed at the end); 1 empty text was skipped." in report
+    assert f"- {p}:3: byte ff at byte 0 is not valid utf-8" in report
+
+
 def test_a_pair_past_the_limit_names_its_line(tmp_path, seq2seq):  # noqa: F811
     """A source or target longer than its stack reads is named by its corpus line and side (the
     trace's own sentence said "text 2", its index in the batch, whatever the line)."""
@@ -223,7 +238,8 @@ def test_progress_bar_counts_pairs_and_changes_nothing(tmp_path, seq2seq, capsys
     shown = analyze_seq2seq(p, seq2seq["bart"], batch_size=3, progress=True)
     assert f"{len(PAIRS)}pair" in capsys.readouterr().err.replace(" ", "").replace("/", "")
     assert shown.counters == quiet.counters == {"texts": 4, "source_tokens": quiet.counters["source_tokens"],
-                                                 "target_tokens": quiet.counters["target_tokens"], "batches": 2}
+                                                 "target_tokens": quiet.counters["target_tokens"], "batches": 2,
+                                                 "skipped_decode": 0, "empty": 0}
     for stack in ("encoder", "self", "cross"):
         for s, v in quiet.means[stack].items():
             np.testing.assert_array_equal(shown.means[stack][s], v)
