@@ -162,3 +162,42 @@ def test_an_unpadded_batch_runs_without_the_mask_and_the_same_bits(minilm):
         want = attention_sums(w, context=ctx)
         for stat, (s, c) in sums.items():
             assert torch.equal(s, want[stat][0]) and torch.equal(c, want[stat][1]), (layer, stat)
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("max_texts", 1.5, "max_texts must be a whole number"),  # read 2 texts
+    ("window", 2.5, "window must be a whole number"),        # was window 2, reported as ±2.5
+    ("batch_size", True, "batch_size must be a whole number"),
+    ("max_length", 3.5, "max_length must be a whole number"),  # a TypeError from range()
+    ("special_queries", "no", "special_queries must be True or False"),  # a truthy string: True
+    ("thresholds", {"local": 0.3}, "thresholds must be an attnscope.analysis.Thresholds"),  # AttributeError
+])
+def test_settings_of_the_wrong_type_are_refused(corpus, option, value, says):
+    with pytest.raises(ConfigError, match=says):
+        analyze(corpus, "no model is loaded before the settings are checked", progress=False, **{option: value})
+
+
+def test_importance_and_norm_texts_are_the_first_that_decode(minilm, tmp_path):
+    """--importance-texts 2 on a corpus whose second line is not UTF-8 (skipped) ablated 1 text, and
+    the norm shares read 1: the undecodable line took a place among "the first N texts"."""
+    bad, clean = tmp_path / "bad.txt", tmp_path / "clean.txt"
+    bad.write_bytes(b"A first sentence, plain.\nnot \xff utf-8\nThe second good one here.\nA third.\n")
+    clean.write_bytes(b"A first sentence, plain.\nThe second good one here.\n")
+    got = analyze(bad, minilm, on_decode_error="skip", importance_texts=2, norm_texts=2, progress=False)
+    want = analyze(clean, minilm, importance_texts=2, norm_texts=2, progress=False)
+    assert got.counters["importance_texts"] == 2 and got.norm_shares["texts"] == 2
+    np.testing.assert_allclose(got.importance, want.importance, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(got.norm_shares["cls"]["norm"], want.norm_shares["cls"]["norm"], rtol=1e-6, atol=1e-9)
+
+
+def test_reclassify_refuses_a_dict_and_keeps_the_result(minilm, corpus):
+    """reclassify({"local": 0.2}) stored the dict in the config, then failed with an AttributeError
+    inside classify_heads: the result was left holding thresholds that break its report."""
+    from attnscope.analysis import Thresholds
+    r = analyze(corpus, minilm, importance_texts=0, norm_texts=0, progress=False)
+    before = r.labels.copy()
+    with pytest.raises(ConfigError, match="thresholds must be an attnscope.analysis.Thresholds"):
+        r.reclassify({"local": 0.2})
+    assert isinstance(r.config.thresholds, Thresholds) and (r.labels == before).all()
+    r.reclassify(Thresholds(broad=0.0, local=1.0, previous=1.0, next=1.0, self=1.0, cls=1.0, sep=1.0, punct=1.0))
+    assert set(r.labels.ravel()) == {"broad"}  # every head's normalised entropy is ≥ 0

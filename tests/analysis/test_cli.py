@@ -91,8 +91,27 @@ def test_nothing_decodable_left(tmp_path, capsys):
     (["--threshold", "wide=0.3"], "--threshold expects NAME=VALUE"),
     (["--batch-size", "0"], "--batch-size must be from 1 to 65536, got 0"),
     (["--max-length", "600"], "max_length 600 is longer than the model's 512 positions"),
+    # was raised to 8 in silence (the window of a --shard too); the default 1024 still grows with --batch-size
+    (["--chunk-size", "4", "--batch-size", "8"], "chunk_size (4) must be at least batch_size (8)"),
 ])
 def test_bad_options(tmp_path, capsys, extra, message):
     f = tmp_path / "c.txt"
     f.write_text("a text\n", encoding="utf-8")
     assert message in error_line(capsys, ["analyze", str(f), "--importance-texts", "0", "--no-progress", *extra])
+
+
+def test_a_statistic_that_is_nan_everywhere_gets_no_made_up_scale(tmp_path, monkeypatch):
+    """A causal model's to_cls is NaN in every head: its heatmap had a colorbar from -0.1 to 0.1,
+    matplotlib's default for no data, numbers that no head has."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from attnscope.analysis.report import heatmap
+    bars = []
+    real = Figure.colorbar
+    monkeypatch.setattr(Figure, "colorbar", lambda self, *a, **k: bars.append(1) or real(self, *a, **k))
+    heatmap(np.full((2, 3), np.nan), "to_cls", tmp_path / "nan.png")
+    assert bars == [] and (tmp_path / "nan.png").stat().st_size > 0
+    heatmap(np.array([[0.1, np.nan, 0.3], [0.2, 0.5, 0.4]]), "to_cls", tmp_path / "some.png")
+    assert bars == [1]

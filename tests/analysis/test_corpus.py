@@ -130,3 +130,10 @@ def test_utf8_byte_order_mark_is_not_text(tmp_path, unit, want):
     g.write_bytes(b"\xef\xbb\xbf\nfirst\n")
     r = CorpusReader(g)
     assert texts(r) == [(0, "first")] and r.count() == 1 and r.log.empty == 1
+
+
+@pytest.mark.parametrize("source", [["a text", "another"], None, 5])
+def test_a_corpus_that_is_not_a_path_is_named(source):
+    """A list of texts or None is not a corpus: one sentence, not a TypeError from pathlib."""
+    with pytest.raises(InputError, match="corpus must be a path"):
+        CorpusReader(source)

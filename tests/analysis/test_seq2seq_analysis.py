@@ -91,9 +91,9 @@ def test_padding_is_not_counted():
 
 
 def test_split_pair_errors():
-    assert split_pair("a b\tc\td", "x") == ("a b", "c\td")
-    for line, msg in (("no tab here", "has no tab"), ("\tonly a target", "the target has no source"),
-                      ("only a source\t ", "the source has no target")):
+    assert split_pair("a b\tc d", "x") == ("a b", "c d")
+    for line, msg in (("no tab here", "has no tab"), ("a b\tc\td", "this one has 2"),
+                      ("\tonly a target", "the target has no source"), ("only a source\t ", "the source has no target")):
         with pytest.raises(InputError, match=msg):
             split_pair(line, "corpus.tsv: text 3")
 
@@ -178,6 +178,33 @@ def test_corpus_bad_lines(tmp_path, seq2seq):  # noqa: F811
         analyze(p, seq2seq["bart"], progress=False)
 
 
+def test_a_text_with_more_than_one_tab_is_refused(tmp_path, seq2seq):  # noqa: F811
+    """Split at its first tab, a text of three columns (or, with --unit file, every pair of the
+    file joined into one text) became one pair whose target held the rest, tabs included."""
+    p = tmp_path / "pairs.tsv"
+    p.write_text("a b c\td e f\ng h\ti j\n", encoding="utf-8")
+    with pytest.raises(InputError, match="pairs.tsv:1: .* with one tab; this one has 2"):
+        analyze(p, seq2seq["t5"], unit="file", progress=False)
+    p.write_text("a b\tc d\te f\n", encoding="utf-8")
+    with pytest.raises(InputError, match="with one tab; this one has 2"):
+        analyze(p, seq2seq["t5"], progress=False)
+
+
+def test_skipped_and_empty_lines_are_counted_and_said(tmp_path, seq2seq, capsys):  # noqa: F811
+    """--on-decode-error skip dropped a line that was not UTF-8 (and empty lines) without a count:
+    the counters, the printed summary and report.md said nothing of them."""
+    p = tmp_path / "pairs.tsv"
+    p.write_bytes(b"one two\tdrei vier\n\n\xff bad\tline\nfive\tsix\n")
+    r = analyze(p, seq2seq["t5"], on_decode_error="skip", progress=False)
+    assert r.counters["texts"] == 2 and r.counters["skipped_decode"] == 1 and r.counters["empty"] == 1
+    r.print_summary(tmp_path / "out", 1)
+    assert "left out: 1 undecodable line skipped; 1 empty text" in capsys.readouterr().out
+    r.write(tmp_path / "out")
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "Left out: 1 line was not valid UTF-8 and skipped (listed at the end); 1 empty text was skipped." in report
+    assert f"- {p}:3: byte ff at byte 0 is not valid utf-8" in report
+
+
 def test_a_pair_past_the_limit_names_its_line(tmp_path, seq2seq):  # noqa: F811
     """A source or target longer than its stack reads is named by its corpus line and side (the
     trace's own sentence said "text 2", its index in the batch, whatever the line)."""
@@ -211,7 +238,8 @@ def test_progress_bar_counts_pairs_and_changes_nothing(tmp_path, seq2seq, capsys
     shown = analyze_seq2seq(p, seq2seq["bart"], batch_size=3, progress=True)
     assert f"{len(PAIRS)}pair" in capsys.readouterr().err.replace(" ", "").replace("/", "")
     assert shown.counters == quiet.counters == {"texts": 4, "source_tokens": quiet.counters["source_tokens"],
-                                                 "target_tokens": quiet.counters["target_tokens"], "batches": 2}
+                                                 "target_tokens": quiet.counters["target_tokens"], "batches": 2,
+                                                 "skipped_decode": 0, "empty": 0}
     for stack in ("encoder", "self", "cross"):
         for s, v in quiet.means[stack].items():
             np.testing.assert_array_equal(shown.means[stack][s], v)

@@ -94,3 +94,23 @@ def test_claim_notes_when_the_first_layer_is_not_the_most_local():
     assert s["claim"].startswith("supported")
     assert s["claim"].endswith("the most local layer is layer 1 (content distance 1.8 tokens against 5.8 in "
                                "layer 0, whose normalised entropy is 0.50)")
+
+
+def test_one_layer_cannot_test_the_claim(capsys):
+    """A one-layer model has no trend with depth: the verdict said "not supported: no significant
+    trend" (a negative finding it never tested) and the CLI printed "ρ = +nan, p = nan"."""
+    from types import SimpleNamespace
+
+    from attnscope.cli.analyze import print_summary
+    rng = np.random.default_rng(0)
+    means = {s: rng.uniform(0.1, 0.9, size=(1, 4)) for s in STAT_NAMES}
+    labels = classify_heads(means)
+    s = layer_summary(means, labels, n_perm=100)
+    assert s["claim"].startswith("cannot be tested") and "not supported" not in s["claim"]
+    result = SimpleNamespace(counters={"texts": 2, "tokens": 20, "truncated": 0, "skipped_decode": 0, "empty": 0,
+                                       "importance_texts": 0, "repeat_texts": 0},
+                             timings={}, seconds=1.0, model_name="m", corpus="c", world_size=1, summary=s,
+                             baseline_distance=1.5, importance=None, means=means, config=None)
+    print_summary(result, "out", 5)
+    said = capsys.readouterr().out
+    assert "cannot be tested" in said and "nan" not in said

@@ -133,6 +133,9 @@ class CorpusReader:
 
     def __init__(self, source: Union[str, Path], *, unit: str = "line", on_decode_error: str = "stop",
                  owner: Optional[Callable[[int], bool]] = None, max_texts: Optional[int] = None) -> None:
+        if not isinstance(source, (str, os.PathLike)):  # a list of texts, None: not a corpus
+            raise error(InputError, "errors.analysis_corpus_type", got=type(source).__name__,
+                        builtins=", ".join(BUILTIN_PREFIX + b for b in BUILTINS))
         if unit not in UNITS:
             raise error(InputError, "errors.analysis_unit", units=", ".join(UNITS), value=repr(unit))
         if on_decode_error not in DECODE_POLICIES:

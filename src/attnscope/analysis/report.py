@@ -107,7 +107,8 @@ def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", 
                     dark = labels is None and np.isfinite(v) and hi > lo and (v - lo) / (hi - lo) < 0.6
                     ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
                             color="white" if dark else "black")
-        if labels is None:
+        # an all-NaN statistic (to_cls of a model without [CLS]) has no scale: matplotlib's -0.1 … 0.1 would be made up
+        if labels is None and np.isfinite(values).any():
             fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
         fig.savefig(path)
         plt.close(fig)
@@ -185,17 +186,18 @@ def pass_sentence(result, lang: str = "en") -> str:
     return say("passes", lang, stats=stats, importance=imp)
 
 
-def _left_out(result, lang: str) -> str:
-    """The report's sentence on what was left out of the corpus."""
-    c, notes = result.counters, []
+def left_out(c: dict, lang: str, max_length: int = 0) -> str:
+    """The report's sentence on what was left out of the corpus (``c``: the counters; an
+    encoder–decoder analysis truncates nothing)."""
+    notes: list[str] = []
     n = lambda k: "1" if c[k] == 1 else "n"  # noqa: E731 (English: was / were)
-    if c["truncated"]:
+    if c.get("truncated"):
         notes.append(say("note_truncated_" + n("truncated"), lang, texts=counted_in(c["truncated"], "text", lang),
-                         max_length=result.max_length, tokens=counted_in(c["truncated_tokens"], "token", lang)))
-    if c["skipped_decode"]:
+                         max_length=max_length, tokens=counted_in(c["truncated_tokens"], "token", lang)))
+    if c.get("skipped_decode"):
         notes.append(say("note_decode_" + n("skipped_decode"), lang,
                          lines=counted_in(c["skipped_decode"], "line", lang)))
-    if c["empty"]:
+    if c.get("empty"):
         notes.append(say("note_empty_" + n("empty"), lang, texts=counted_in(c["empty"], "empty", lang)))
     return say("left_out", lang, notes=say("sep", lang).join(notes)) if notes else say("nothing_left_out", lang)
 
@@ -227,7 +229,7 @@ def markdown(result, lang: str = "en") -> str:
                layers=n(result.n_layers, "layer"), heads=n(result.n_heads, "head"),
                processes=n(result.world_size, "process"), seconds=result.seconds))
     L.append(pass_sentence(result, lang) + "\n")
-    L.append(_left_out(result, lang))
+    L.append(left_out(result.counters, lang, result.max_length))
     L.append("")
     L.append(T("queries", which=T("queries_incl" if cfg.special_queries else "queries_excl"), window=cfg.window,
                baseline=fmt_number(result.baseline_distance, 2)))

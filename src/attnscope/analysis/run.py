@@ -21,6 +21,7 @@ collective is a shard (:mod:`.shards`): ``analyze --shard i/N`` now, ``--merge``
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import sys
 import time
@@ -278,9 +279,7 @@ def run_other_passes(model, corpus, p: Passes, cfg: AnalysisConfig, rank: int, w
         p.timings["induction"] = time.perf_counter() - t3
     if cfg.norm_texts > 0 and norm:  # small: every process computes the same shares on the first texts
         t4 = time.perf_counter()
-        n = cfg.norm_texts if cfg.max_texts is None else min(cfg.norm_texts, cfg.max_texts)
-        p.shares = norm_shares(model, (t.text for t in CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip",
-                                                                    max_texts=n)), p.max_length)
+        p.shares = norm_shares(model, (t.text for t in first_texts(corpus, cfg, cfg.norm_texts)), p.max_length)
         p.timings["norm"] = time.perf_counter() - t4
 
 
@@ -334,14 +333,18 @@ def run_statistics(model, reader, p: Passes, cfg: AnalysisConfig, progress: Prog
         progress.close()
 
 
+def first_texts(corpus, cfg: AnalysisConfig, n: int) -> list:
+    """The first ``n`` texts of those analysed (--max-texts bounds these passes too) that decode to
+    something: a skipped undecodable line or a blank text takes no place (counted by number, the
+    first 2 of a corpus whose second line is not UTF-8 were 1 text)."""
+    return list(itertools.islice(CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip", max_texts=cfg.max_texts), n))
+
+
 def run_importance(model, corpus, encoder: TextEncoder, acc: StatsAccumulator, cfg: AnalysisConfig,
                    rank: int, world: int, *, done: int = 0, on_batch: Optional[Callable[[int], None]] = None) -> None:
     """Ablate every head on the first ``importance_texts`` texts; batch k runs on process k % world
     (its first ``done`` skipped; ``on_batch(n)`` after the n-th)."""
-    # --max-texts bounds this pass too: the ablation uses the first texts of those analysed.
-    n = cfg.importance_texts if cfg.max_texts is None else min(cfg.importance_texts, cfg.max_texts)
-    reader = CorpusReader(corpus, unit=cfg.unit, on_decode_error="skip", max_texts=n)
-    sample = encoder.encode(list(reader))  # small by construction: every process tokenizes it all
+    sample = encoder.encode(first_texts(corpus, cfg, cfg.importance_texts))  # small: every process tokenizes it all
     batches = bucket(sample, cfg.importance_batch)
     mine = batches[rank::world]
     progress = Progress(sum(len(b) for b in mine[done:]), cfg.progress and rank == 0, "importance")

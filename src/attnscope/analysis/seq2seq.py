@@ -34,9 +34,9 @@ from .accumulate import StatsAccumulator
 from .batching import is_punctuation
 from .corpus import CorpusReader
 from .cross_stats import CROSS_DOCS, CROSS_STATS, cross_sums, special_kinds
-from .report import fmt_number, heatmap, json_number, report_folder, write_csv
+from .report import decode_line, fmt_number, heatmap, json_number, left_out, report_folder, write_csv
 from .stats import STAT_DOCS, STAT_NAMES, StatOptions, attention_sums
-from .summary import pad_left, say
+from .summary import counted_in, pad_left, say
 
 STACKS = ("encoder", "self", "cross")
 #: The statistics each stack reports.
@@ -52,6 +52,8 @@ def split_pair(text: str, where: str) -> tuple[str, str]:
     """``source<TAB>target`` → the two texts; InputError naming the line when either is missing."""
     if "\t" not in text:
         raise error(InputError, "errors.analysis_pair_no_tab", where=where)
+    if text.count("\t") > 1:  # split at the first, the rest (other columns, other lines) would join the target
+        raise error(InputError, "errors.analysis_pair_tabs", where=where, n=text.count("\t"))
     source, target = text.split("\t", 1)
     if not source.strip():
         raise error(InputError, "errors.analysis_pair_no_source", where=where)
@@ -87,6 +89,7 @@ class Seq2SeqAnalysis:
     seconds: float = 0.0
     kind: str = "seq2seq"
     settings: dict = field(default_factory=dict)
+    decode_examples: list = field(default_factory=list)  # the first lines skipped as not UTF-8 ("file:line: …")
 
     def heads(self) -> list[dict]:
         rows = []
@@ -122,6 +125,10 @@ class Seq2SeqAnalysis:
         c = self.counters
         print(say("s2s_out_head", lang, model=self.model_name, pairs=c["texts"], source=c["source_tokens"],
                   target=c["target_tokens"], corpus=self.corpus, seconds=self.seconds))
+        left = ([say("out_skipped", lang, lines=counted_in(c["skipped_decode"], "undecodable", lang))]
+                if c.get("skipped_decode") else []) + ([counted_in(c["empty"], "empty", lang)] if c.get("empty") else [])
+        if left:
+            print(say("out_left_out", lang, items=say("sep", lang).join(left)))
         for stack in STACKS:
             print(say("s2s_out_stack", lang, stack=say("s2s_stack_" + stack, lang)))
             stats = SHOWN[stack]
@@ -193,13 +200,16 @@ def analyze_seq2seq(corpus, model, *, batch_size: int = 16, max_texts: Optional[
                 batch = []
         if batch:
             run(batch)
+    # what reading left out, counted as the one-stack analysis counts it (the report and the summary say it)
+    counters.update(skipped_decode=reader.log.skipped_decode, empty=reader.log.empty + reader.log.blank_owned)
     if counters["texts"] == 0:
         raise error(InputError, "errors.analysis_no_pairs", corpus=repr(str(corpus)))
     means = {s: accs[s].means() for s in STACKS}
     return Seq2SeqAnalysis(model_name=model.name, family=model.family, corpus=str(corpus), n_heads=H, layers=layers,
                            means=means, counters=counters, window=window, seconds=time.perf_counter() - t0,
                            settings={"batch_size": batch_size, "max_texts": max_texts, "unit": unit,
-                                     "window": window, "special_queries": special_queries})
+                                     "window": window, "special_queries": special_queries},
+                           decode_examples=list(reader.log.decode_examples))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -240,7 +250,7 @@ def report_markdown(r: Seq2SeqAnalysis, lang: str = "en") -> str:
     T = lambda key, **kw: say(key, lang, **kw)  # noqa: E731
     lines = [T("s2s_title", model=r.model_name, corpus=r.corpus), "",
              T("s2s_intro", pairs=c["texts"], source=c["source_tokens"], target=c["target_tokens"],
-               batches=c["batches"], seconds=r.seconds), ""]
+               batches=c["batches"], seconds=r.seconds), "", left_out(c, lang), ""]
     for stack in STACKS:
         stats = SHOWN[stack]
         title = T("s2s_stack_" + stack)
@@ -257,4 +267,9 @@ def report_markdown(r: Seq2SeqAnalysis, lang: str = "en") -> str:
     for x in r.best_aligned():
         lines.append(f"| {x['layer']} | {x['head']} | " + " | ".join(fmt_number(x[s]) for s in cols) + " |")
     lines += ["", T("s2s_end"), ""]
+    if r.decode_examples:  # what left_out's sentence promises at the end
+        lines += [T("sec_skipped")] + [f"- {decode_line(x, lang)}" for x in r.decode_examples]
+        if c["skipped_decode"] > len(r.decode_examples):
+            lines.append(T("skipped_more", n=c["skipped_decode"] - len(r.decode_examples)))
+        lines.append("")
     return "\n".join(lines)

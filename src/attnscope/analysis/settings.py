@@ -7,6 +7,7 @@ reports can all read them.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -21,6 +22,11 @@ from .stats import STAT_NAMES
 from .summary import layer_summary
 
 NAMES = STAT_NAMES + ("importance", "baseline_distance")
+#: Whole-number settings (None allowed for the second group): a float or a bool there would be
+#: used silently (max_texts=1.5 read two texts, window=2.5 is window 2 reported as ±2.5).
+INT_FIELDS = ("batch_size", "chunk_size", "importance_batch", "importance_texts", "norm_texts", "induction_seqs",
+              "window", "seed")
+OPTIONAL_INT_FIELDS = ("max_length", "max_texts", "induction_length", "lanes")
 
 
 @dataclass
@@ -71,6 +77,15 @@ class AnalysisConfig:
     progress: bool = True
 
     def validate(self) -> None:
+        for name in INT_FIELDS + OPTIONAL_INT_FIELDS:
+            v = getattr(self, name)
+            if (v is not None or name in INT_FIELDS) and (isinstance(v, bool) or not isinstance(v, Integral)):
+                raise error(ConfigError, "errors.analysis_int_option", name=name, value=repr(v))
+        for name in ("special_queries", "progress"):  # a truthy string ("no") would pass as True
+            if not isinstance(getattr(self, name), bool):
+                raise error(ConfigError, "errors.analysis_bool_option", name=name, value=repr(getattr(self, name)))
+        if not isinstance(self.thresholds, Thresholds):
+            raise error(ConfigError, "errors.analysis_thresholds_type", got=type(self.thresholds).__name__)
         for name in ("batch_size", "chunk_size", "importance_batch"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise error(ConfigError, "errors.analysis_positive_int", name=name, value=repr(getattr(self, name)))
@@ -127,6 +142,8 @@ class AnalysisResult:
 
     def reclassify(self, thresholds: Thresholds) -> "AnalysisResult":
         """Labels and summary again with other thresholds (the statistics are not recomputed)."""
+        if not isinstance(thresholds, Thresholds):  # a dict failed inside classify_heads, after being stored
+            raise error(ConfigError, "errors.analysis_thresholds_type", got=type(thresholds).__name__)
         self.config.thresholds = thresholds
         self.labels = classify_heads(self.means, thresholds)
         self.summary = layer_summary(self.means, self.labels, self.importance)

@@ -190,6 +190,8 @@ def claim_with_layers(trends: Mapping[str, Mapping], layers: list, lang: str = "
 def claim_sentence(trends: Mapping[str, Mapping], alpha: float = 0.05, lang: str = "en") -> str:
     """Overall reading of "local in low layers, global in high layers" from the trend tests."""
     d, dc = trends["distance"], trends["distance_content"]
+    if math.isnan(d["rho_heads"]) and math.isnan(dc["rho_heads"]):  # one layer: no test, not a negative one
+        return say("claim_untestable", lang)
     sig = lambda t, sign: not math.isnan(t["rho_heads"]) and t["p_heads"] < alpha and np.sign(t["rho_heads"]) == sign
     if sig(d, +1) and sig(dc, +1):
         return say("claim_supported", lang)

@@ -166,7 +166,10 @@ def run(args) -> int:
         check_new_results(Path(args.out), RESULT_FILES, args.overwrite)
     if args.threads:
         torch.set_num_threads(args.threads)
-    cfg = AnalysisConfig(batch_size=args.batch_size, chunk_size=max(args.chunk_size, args.batch_size),
+    from . import given_options
+    # the default window grows with a larger --batch-size; a --chunk-size given below it is refused by validate()
+    chunk = args.chunk_size if "--chunk-size" in given_options(args, "analyze") else max(args.chunk_size, args.batch_size)
+    cfg = AnalysisConfig(batch_size=args.batch_size, chunk_size=chunk,
                          max_length=args.max_length, max_texts=args.max_texts, unit=args.unit,
                          on_decode_error=args.on_decode_error, special_queries=not args.no_special_queries,
                          window=args.window, importance_texts=0 if args.stream else args.importance_texts,
@@ -244,8 +247,11 @@ def print_summary(result, out, n_files, lang: str = "en") -> None:
     print(say("out_even", lang, distance=result.baseline_distance))
     s = result.summary
     trend = s["trends"]["distance"]
-    print(say("out_claim", lang, claim=s["claim"] if lang == "en" else claim_with_layers(s["trends"], s["layers"], lang),
-              rho=trend["rho_heads"], p=trend["p_heads"]))
+    claim = s["claim"] if lang == "en" else claim_with_layers(s["trends"], s["layers"], lang)
+    if trend["rho_heads"] != trend["rho_heads"]:  # NaN (one layer): no ρ = +nan to print
+        print(say("out_claim_untested", lang, claim=claim))
+    else:
+        print(say("out_claim", lang, claim=claim, rho=trend["rho_heads"], p=trend["p_heads"]))
     for line in summary_lines(result, lang):  # nothing for an encoder
         print(line)
     print(say("out_wrote", lang, n=n_files, out=out))
