@@ -281,3 +281,22 @@ def test_a_checkpoint_deeper_than_its_config_is_named(bert_copy):
 def test_a_checkpoint_as_deep_as_its_config_loads_without_a_warning(bert_copy, recwarn):
     attnscope.load(bert_copy)
     assert not [w for w in recwarn if "more layers" in str(w.message)]
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(dtype="float16"), r"^dtype must be a floating torch dtype .*got 'float16'$"),
+    (dict(dtype=torch.int32), r"^dtype must be a floating torch dtype .*got torch\.int32$"),
+    (dict(dtype=torch.int32, stream_layers=True), r"^dtype must be a floating torch dtype .*got torch\.int32$"),
+    (dict(device="gpu"), r"^device='gpu' cannot be used here: "),
+])
+def test_a_wrong_dtype_or_device_is_one_sentence_before_loading(tiny_dirs, kw, message):
+    # a string dtype reached Module.to (a page of overloads); torch.int32 streamed loaded, its weights cast to integers
+    with pytest.raises(ModelLoadError, match=message):
+        attnscope.load(tiny_dirs["gpt2"], **kw)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_on_a_machine_without_it_is_a_model_load_error(tiny_dirs):
+    # was a bare AssertionError from inside torch.cuda, after the whole checkpoint had been read
+    with pytest.raises(ModelLoadError, match=r"^device='cuda' cannot be used here: "):
+        attnscope.load(tiny_dirs["gpt2"], device="cuda")

@@ -21,7 +21,7 @@ import torch
 from ..errors import AttnscopeError, ModelLoadError
 from ..i18n import Msg, error
 from ..tokenizer import load_tokenizer
-from .base import finish_loading
+from .base import check_target, finish_loading
 from .model import Model
 from .model_class import build_model
 from .placement import place
@@ -242,6 +242,7 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
 def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.device] = None,
                dtype: Optional[torch.dtype] = None, tokenizer: bool = True, stream_layers: bool = False) -> Model:
     """:func:`load` without ``device_map`` (the model on one device)."""
+    check_target(device, dtype)
     if isinstance(path, str) and not path.strip():
         raise error(ModelLoadError, "errors.models_name_empty", names=_names_listing())
     if is_default_name(path):
