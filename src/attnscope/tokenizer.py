@@ -159,8 +159,7 @@ class Tokenizer:
             if isinstance(max_length, bool) or not isinstance(max_length, int) or not 1 <= max_length <= self.max_length:
                 raise error(InputError, "errors.core_max_length", limit=self.max_length, value=repr(max_length))
             limit = max_length
-        if isinstance(texts, str):
-            texts = [texts]
+        texts = [texts] if isinstance(texts, str) else texts
         if not isinstance(texts, (list, tuple)) or not texts:
             raise error(InputError, "errors.core_texts_type", value=repr(texts))
         for i, t in enumerate(texts):
@@ -196,8 +195,7 @@ class Tokenizer:
                 which = Msg("errors.the_text") if len(texts) == 1 else Msg("errors.text_i", i=i)
                 key = "errors.only_special_tokens" if e.ids else "errors.no_tokens"
                 raise error(InputError, key, which=which, text=repr(texts[i]), tokens=" ".join(e.tokens))
-        L = max(len(e.ids) for e in encs)
-        B = len(encs)
+        L, B = max(len(e.ids) for e in encs), len(encs)
         input_ids = torch.full((B, L), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((B, L), dtype=torch.long)
         types = torch.zeros((B, L), dtype=torch.long)
@@ -259,9 +257,12 @@ def check_unicode(text: str, what: str = "the text") -> str:
 def _read_json(path: Path) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            data = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise error(ModelLoadError, "errors.core_cannot_read", path=path, why=str(e)) from None
+    if not isinstance(data, dict):  # a list here failed as an AttributeError or inside the tokenizers library
+        raise error(ModelLoadError, "errors.models_json_object", path=path, got=type(data).__name__)
+    return data
 
 
 def tokenizer_settings(folder: Path) -> dict:
@@ -329,15 +330,14 @@ def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Option
     from tokenizers.models import BPE
 
     vocab = _read_json(vocab_file)
+    bad = next((k for k, v in vocab.items() if isinstance(v, bool) or not isinstance(v, int) or v < 0), None)
+    if bad is not None:  # else a TypeError from inside the tokenizers library
+        raise error(ModelLoadError, "errors.core_vocab_id", path=vocab_file, token=repr(bad), got=repr(vocab[bad]))
     try:
-        merges = []
-        for line in merges_file.read_text(encoding="utf-8").split("\n"):
-            if not line or line.startswith("#version"):
-                continue
-            a, _, b = line.partition(" ")
-            merges.append((a, b))
+        lines = merges_file.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as e:
         raise error(ModelLoadError, "errors.core_cannot_read", path=merges_file, why=str(e)) from None
+    merges = [(a, b) for a, _, b in (line.partition(" ") for line in lines if line and not line.startswith("#version"))]
     tok = HFTokenizer(BPE(vocab, merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
     tok.decoder = decoders.ByteLevel()
@@ -345,8 +345,7 @@ def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Option
         for t in (bos, eos):
             if t not in vocab:
                 raise error(ModelLoadError, "errors.core_vocab_missing", path=vocab_file, token=t)
-        tok.post_processor = processors.RobertaProcessing((eos, vocab[eos]), (bos, vocab[bos]),
-                                                          add_prefix_space=add_prefix_space)
+        tok.post_processor = processors.RobertaProcessing((eos, vocab[eos]), (bos, vocab[bos]), add_prefix_space=add_prefix_space)
     else:
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
     tok.add_special_tokens([t for t in dict.fromkeys([bos, eos, *specials]) if t is not None and t in vocab])

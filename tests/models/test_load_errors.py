@@ -224,6 +224,10 @@ def test_a_readable_pytorch_model_bin_loads(bert_copy, tiny_models):
     ("tokenizer.json", lambda p: p.write_text("garbage"), "cannot read {p}: "),
     ("modules.json", lambda p: p.write_text("{oops"), "cannot read {p}: "),
     ("model.safetensors.index.json", lambda p: p.write_text("{oops"), "cannot read {p}: "),
+    # a shard named by a number was a TypeError from pathlib; a list in tokenizer_config.json an AttributeError
+    ("model.safetensors.index.json", lambda p: p.write_text('{"weight_map": {"a": 3}}'),
+     "{p}: every value of 'weight_map' must be a shard's file name, got 3"),
+    ("tokenizer_config.json", lambda p: p.write_text("[1]"), "{p} must hold a JSON object, got list"),
 ])
 def test_every_broken_file_is_named(bert_copy, name, write, message):
     p = bert_copy / name
@@ -300,3 +304,17 @@ def test_cuda_on_a_machine_without_it_is_a_model_load_error(tiny_dirs):
     # was a bare AssertionError from inside torch.cuda, after the whole checkpoint had been read
     with pytest.raises(ModelLoadError, match=r"^device='cuda' cannot be used here: "):
         attnscope.load(tiny_dirs["gpt2"], device="cuda")
+
+
+@pytest.mark.parametrize("vocab, message", [
+    ("[]", "{p} must hold a JSON object, got list"),
+    ('{"a": "x"}', "{p} must map each token to a non-negative integer id; 'a' has 'x'"),
+])
+def test_a_broken_vocab_json_is_named(tiny_dirs, tmp_path, vocab, message):
+    # both were a TypeError from inside the tokenizers library ("failed to extract enum PyVocab")
+    folder = tmp_path / "gpt2"
+    shutil.copytree(tiny_dirs["gpt2"], folder)
+    (folder / "vocab.json").write_text(vocab)
+    with pytest.raises(ModelLoadError) as e:
+        attnscope.load(folder)
+    assert str(e.value) == message.format(p=folder / "vocab.json")

@@ -109,6 +109,9 @@ def weight_files(folder: Path) -> list[Path]:
             wm = read_json(index).get("weight_map")
             if not isinstance(wm, dict) or not wm:
                 raise error(ModelLoadError, "errors.models_no_weight_map", path=index)
+            bad = next((v for v in wm.values() if not isinstance(v, str) or not v), None)
+            if bad is not None:  # a number or null here failed as a TypeError from pathlib
+                raise error(ModelLoadError, "errors.models_weight_map_value", path=index, got=repr(bad))
             files = [folder / f for f in dict.fromkeys(wm.values())]
             for f in files:
                 if not f.is_file():
