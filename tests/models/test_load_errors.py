@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import attnscope
-from attnscope import AttnscopeError, ModelLoadError
+from attnscope import AttnscopeError, ConfigError, ModelLoadError
 from attnscope.models import loader
 
 
@@ -318,3 +318,10 @@ def test_a_broken_vocab_json_is_named(tiny_dirs, tmp_path, vocab, message):
     with pytest.raises(ModelLoadError) as e:
         attnscope.load(folder)
     assert str(e.value) == message.format(p=folder / "vocab.json")
+
+
+@pytest.mark.parametrize("flag", ["tokenizer", "stream_layers"])
+def test_a_yes_no_option_takes_a_bool_only(tiny_dirs, flag):
+    # tokenizer="no" loaded the tokenizer and stream_layers="no" streamed: any non-empty string is truthy
+    with pytest.raises(ConfigError, match=rf"^{flag} must be True or False, got str 'no'$"):
+        attnscope.load(tiny_dirs["gpt2"], **{flag: "no"})

@@ -20,6 +20,7 @@ import torch
 
 from ..errors import AttnscopeError, ModelLoadError
 from ..i18n import Msg, error
+from ..kernels.validate import check_flag
 from ..tokenizer import load_tokenizer
 from .base import check_target, finish_loading
 from .model import Model
@@ -232,6 +233,8 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
     Raises:
         ModelLoadError naming the file, key or setting that is missing, unreadable or unsupported.
     """
+    # "no" would be truthy: tokenizer="no" loaded the tokenizer, stream_layers="no" streamed
+    tokenizer, stream_layers = check_flag(tokenizer, "tokenizer"), check_flag(stream_layers, "stream_layers")
     if device_map is not None and device is not None:
         raise error(ModelLoadError, "errors.h3_device_map_with_device")
     if device_map is not None and stream_layers:
