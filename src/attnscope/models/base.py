@@ -232,6 +232,8 @@ def check_target(device, dtype) -> None:
         except (RuntimeError, AssertionError, TypeError, ValueError) as e:
             why = next((x.strip() for x in str(e).splitlines() if x.strip()), type(e).__name__)
             raise error(ModelLoadError, "errors.models_device", device=repr(device), why=why) from None
+        if torch.device(device).type == "meta":  # loaded, then every pass failed deep inside torch
+            raise error(ModelLoadError, "errors.models_device_meta", device=repr(device))
 
 
 def finish_loading(model, device=None, dtype: Optional[torch.dtype] = None):
