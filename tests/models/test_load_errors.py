@@ -326,3 +326,11 @@ def test_a_yes_no_option_takes_a_bool_only(tiny_dirs, flag):
     # tokenizer="no" loaded the tokenizer and stream_layers="no" streamed: any non-empty string is truthy
     with pytest.raises(ConfigError, match=rf"^{flag} must be True or False, got str 'no'$"):
         attnscope.load(tiny_dirs["gpt2"], **{flag: "no"})
+
+
+@pytest.mark.parametrize("field", ["vocab_size", "intermediate_size", "max_position_embeddings"])
+def test_a_config_too_large_to_build_names_the_file(bert_copy, field):
+    # a size past memory (10**12 rows) was a RuntimeError from torch's allocator inside nn.Embedding / nn.Linear
+    _edit_config(bert_copy, **{field: 10**12})
+    with pytest.raises(ModelLoadError, match=r"config\.json describes a model that cannot be built here \("):
+        attnscope.load(bert_copy)
