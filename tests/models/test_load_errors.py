@@ -334,3 +334,13 @@ def test_a_config_too_large_to_build_names_the_file(bert_copy, field):
     _edit_config(bert_copy, **{field: 10**12})
     with pytest.raises(ModelLoadError, match=r"config\.json describes a model that cannot be built here \("):
         attnscope.load(bert_copy)
+
+
+@pytest.mark.parametrize("pad", [10**6, 65, -3])
+def test_a_roberta_pad_id_past_the_positions_is_named(tiny_dirs, tmp_path, pad):
+    # was "config.max_positions must be a positive integer, got -999935": a field the file does not have
+    folder = tmp_path / "roberta"
+    shutil.copytree(tiny_dirs["roberta"], folder)
+    _edit_config(folder, pad_token_id=pad)
+    with pytest.raises(ModelLoadError, match=rf"config\.json: pad_token_id {pad} leaves no position: "):
+        attnscope.load(folder)
