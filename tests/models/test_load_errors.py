@@ -344,3 +344,17 @@ def test_a_roberta_pad_id_past_the_positions_is_named(tiny_dirs, tmp_path, pad):
     _edit_config(folder, pad_token_id=pad)
     with pytest.raises(ModelLoadError, match=rf"config\.json: pad_token_id {pad} leaves no position: "):
         attnscope.load(folder)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("key", ["h.1.mlp.c_proj.weight", "wte.weight"])
+def test_a_nan_weight_in_safetensors_is_named_at_load(tiny_dirs, tmp_path, stream, key):
+    # as a GGUF file's is: it loaded silently, and traces then showed NaN where fused kernels gave numbers
+    folder = tmp_path / "gpt2"
+    shutil.copytree(tiny_dirs["gpt2"], folder)
+    sd = load_file(str(folder / "model.safetensors"))
+    sd["transformer." + key][3, 5] = float("nan")
+    save_file(sd, str(folder / "model.safetensors"))
+    with pytest.raises(ModelLoadError, match=rf"model\.safetensors: tensor '{key}' holds a NaN or infinite value"):
+        m = attnscope.load(folder, stream_layers=stream)
+        m.run(["a b c"])  # a streamed model reads its layers when they run

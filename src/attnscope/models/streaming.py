@@ -203,6 +203,8 @@ class LayerStream:
                 if not t.is_floating_point():  # map_weights' own check, worded the same
                     raise error(ModelLoadError, "errors.models_weight_dtype", source=self.source, field=repr(key),
                                 dtype=t.dtype)
+                if not torch.isfinite(t).all():  # map_weights' own check
+                    raise error(ModelLoadError, "errors.gguf_non_finite", path=self.source, name=repr(key))
             value = rule.combine(tensors).contiguous()  # shapes checked when the model was loaded
             del tensors
             if self.move is not None:
