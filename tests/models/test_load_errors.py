@@ -358,3 +358,12 @@ def test_a_nan_weight_in_safetensors_is_named_at_load(tiny_dirs, tmp_path, strea
     with pytest.raises(ModelLoadError, match=rf"model\.safetensors: tensor '{key}' holds a NaN or infinite value"):
         m = attnscope.load(folder, stream_layers=stream)
         m.run(["a b c"])  # a streamed model reads its layers when they run
+
+
+def test_a_pooling_module_without_its_config_is_named(tmp_path):
+    # the missing 1_Pooling/config.json was skipped: the model got mean pooling whatever its own was
+    folder = tmp_path / "minilm"
+    shutil.copytree(loader.default_model_path(), folder)
+    shutil.rmtree(folder / "1_Pooling")
+    with pytest.raises(ModelLoadError, match=r"1_Pooling/config\.json not found$"):
+        attnscope.load(folder)

@@ -193,10 +193,8 @@ def pooling_settings(folder: Path) -> tuple[str, bool]:
         if kind.endswith(".Normalize"):
             normalize = True
         elif kind.endswith(".Pooling"):
-            cfg = folder / str(entry.get("path", "")) / "config.json"
-            if not cfg.is_file():
-                continue
-            pc = read_json(cfg)
+            # read_json names a missing file: skipping it gave mean pooling to a CLS-pooling model
+            pc = read_json(folder / str(entry.get("path", "")) / "config.json")
             if pc.get("pooling_mode_cls_token"):
                 mode = "cls"
             elif pc.get("pooling_mode_max_tokens"):
