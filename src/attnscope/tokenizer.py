@@ -145,8 +145,7 @@ class Tokenizer:
         """Token strings of one text, special tokens included."""
         return self.encode(text).tokens[0]
 
-    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False,
-               max_length: Optional[int] = None) -> Batch:
+    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False, max_length: Optional[int] = None) -> Batch:
         """Tokenize ``texts`` (a string or a list of strings) into one right-padded :class:`Batch`.
 
         ``max_length`` lowers the limit below the model's (default: the model's positions).
@@ -188,8 +187,7 @@ class Tokenizer:
                 self.backend.no_truncation()
             if any(len(encs[i].ids) > limit for i in too_long):  # the limit is below the added special tokens
                 added = [t for t, s in zip(encs[too_long[0]].tokens, encs[too_long[0]].special_tokens_mask) if s]
-                raise error(InputError, "errors.core_max_length_specials", value=limit, n=len(added),
-                            tokens=" ".join(added))
+                raise error(InputError, "errors.core_max_length_specials", value=limit, n=len(added), tokens=" ".join(added))
         for i, e in enumerate(encs):
             if not e.ids or (all(e.special_tokens_mask) and texts[i] and not truncated[i]):  # "\u200b"
                 which = Msg("errors.the_text") if len(texts) == 1 else Msg("errors.text_i", i=i)
@@ -308,17 +306,15 @@ def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_ch
     tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=chinese_chars,
                                                 strip_accents=strip_accents, lowercase=lowercase)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
-        special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
+    tok.post_processor = processors.TemplateProcessing(single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+                                                       special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
     tok.decoder = decoders.WordPiece(prefix="##")
     tok.add_special_tokens([t for t in dict.fromkeys((unk, sep, pad, cls, mask)) if t in vocab])
     return tok
 
 
 def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Optional[str] = None,
-                             eos: Optional[str] = None, add_prefix_space: bool = False,
-                             specials: Sequence[str] = ()):
+                             eos: Optional[str] = None, add_prefix_space: bool = False, specials: Sequence[str] = ()):
     """GPT-2 / RoBERTa byte-level BPE from ``vocab.json`` + ``merges.txt``.
 
     With ``bos`` and ``eos`` (RoBERTa) each text becomes ``<s> … </s>``; without (GPT-2) nothing
@@ -368,7 +364,6 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
     from tokenizers import Tokenizer as HFTokenizer
 
     folder = Path(folder)
-    settings = tokenizer_settings(folder)
     tj = folder / "tokenizer.json"
     if tj.is_file():
         try:
@@ -376,14 +371,19 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
         except Exception as e:  # the Rust library raises plain Exception subclasses
             raise error(ModelLoadError, "errors.core_cannot_read", path=tj, why=str(e)) from None
         return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=str(tj))
+    settings = tokenizer_settings(folder)  # what the vocab-file tokenizers below are built with
+    for k, v in settings.items():  # a wrong type was a TypeError from tokenizers ("false") or from hashing (a list)
+        want = str if k in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token", "bos_token", "eos_token") \
+            else bool if k in ("do_lower_case", "tokenize_chinese_chars", "strip_accents", "add_prefix_space") else object
+        if v is not None and not isinstance(v, want):
+            raise error(ModelLoadError, "errors.core_tokenizer_setting", folder=folder, field=k, want=want.__name__, got=repr(v))
     if kind == "wordpiece":
         vf = folder / "vocab.txt"
         if not vf.is_file():
             raise error(ModelLoadError, "errors.core_no_tokenizer", folder=folder)
         backend = wordpiece_from_vocab(
             vf, lowercase=bool(settings.get("do_lower_case", True)),
-            chinese_chars=bool(settings.get("tokenize_chinese_chars", True)),
-            strip_accents=settings.get("strip_accents"),
+            chinese_chars=bool(settings.get("tokenize_chinese_chars", True)), strip_accents=settings.get("strip_accents"),
             unk=settings.get("unk_token", "[UNK]"), cls=settings.get("cls_token", "[CLS]"),
             sep=settings.get("sep_token", "[SEP]"), pad=settings.get("pad_token", "[PAD]"),
             mask=settings.get("mask_token", "[MASK]"))

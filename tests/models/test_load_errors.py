@@ -367,3 +367,19 @@ def test_a_pooling_module_without_its_config_is_named(tmp_path):
     shutil.rmtree(folder / "1_Pooling")
     with pytest.raises(ModelLoadError, match=r"1_Pooling/config\.json not found$"):
         attnscope.load(folder)
+
+
+@pytest.mark.parametrize("name, setting, want", [
+    ("bert", {"strip_accents": "false"}, "bool"),  # a TypeError from inside tokenizers' BertNormalizer
+    ("bert", {"cls_token": ["[CLS]"]}, "str"),  # a TypeError: unhashable type: 'list'
+    ("gpt2", {"add_prefix_space": "no"}, "bool"),  # read as true
+])
+def test_a_wrong_typed_tokenizer_setting_is_named(tiny_dirs, tmp_path, name, setting, want):
+    folder = tmp_path / name
+    shutil.copytree(tiny_dirs[name], folder)
+    (folder / "tokenizer_config.json").write_text(json.dumps(setting))
+    (key, value), = setting.items()
+    with pytest.raises(ModelLoadError) as e:
+        attnscope.load(folder)
+    assert str(e.value) == (f"{folder}: the tokenizer setting '{key}' (tokenizer_config.json or special_tokens_map.json) "
+                            f"must be a {want} or null, got {value!r}")
