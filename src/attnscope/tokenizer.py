@@ -145,8 +145,7 @@ class Tokenizer:
         """Token strings of one text, special tokens included."""
         return self.encode(text).tokens[0]
 
-    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False,
-               max_length: Optional[int] = None) -> Batch:
+    def encode(self, texts: Union[str, Sequence[str]], *, truncate: bool = False, max_length: Optional[int] = None) -> Batch:
         """Tokenize ``texts`` (a string or a list of strings) into one right-padded :class:`Batch`.
 
         ``max_length`` lowers the limit below the model's (default: the model's positions).
@@ -159,8 +158,7 @@ class Tokenizer:
             if isinstance(max_length, bool) or not isinstance(max_length, int) or not 1 <= max_length <= self.max_length:
                 raise error(InputError, "errors.core_max_length", limit=self.max_length, value=repr(max_length))
             limit = max_length
-        if isinstance(texts, str):
-            texts = [texts]
+        texts = [texts] if isinstance(texts, str) else texts
         if not isinstance(texts, (list, tuple)) or not texts:
             raise error(InputError, "errors.core_texts_type", value=repr(texts))
         for i, t in enumerate(texts):
@@ -189,15 +187,13 @@ class Tokenizer:
                 self.backend.no_truncation()
             if any(len(encs[i].ids) > limit for i in too_long):  # the limit is below the added special tokens
                 added = [t for t, s in zip(encs[too_long[0]].tokens, encs[too_long[0]].special_tokens_mask) if s]
-                raise error(InputError, "errors.core_max_length_specials", value=limit, n=len(added),
-                            tokens=" ".join(added))
+                raise error(InputError, "errors.core_max_length_specials", value=limit, n=len(added), tokens=" ".join(added))
         for i, e in enumerate(encs):
             if not e.ids or (all(e.special_tokens_mask) and texts[i] and not truncated[i]):  # "\u200b"
                 which = Msg("errors.the_text") if len(texts) == 1 else Msg("errors.text_i", i=i)
                 key = "errors.only_special_tokens" if e.ids else "errors.no_tokens"
                 raise error(InputError, key, which=which, text=repr(texts[i]), tokens=" ".join(e.tokens))
-        L = max(len(e.ids) for e in encs)
-        B = len(encs)
+        L, B = max(len(e.ids) for e in encs), len(encs)
         input_ids = torch.full((B, L), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((B, L), dtype=torch.long)
         types = torch.zeros((B, L), dtype=torch.long)
@@ -259,9 +255,12 @@ def check_unicode(text: str, what: str = "the text") -> str:
 def _read_json(path: Path) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            data = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise error(ModelLoadError, "errors.core_cannot_read", path=path, why=str(e)) from None
+    if not isinstance(data, dict):  # a list here failed as an AttributeError or inside the tokenizers library
+        raise error(ModelLoadError, "errors.models_json_object", path=path, got=type(data).__name__)
+    return data
 
 
 def tokenizer_settings(folder: Path) -> dict:
@@ -307,17 +306,15 @@ def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_ch
     tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=chinese_chars,
                                                 strip_accents=strip_accents, lowercase=lowercase)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
-        special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
+    tok.post_processor = processors.TemplateProcessing(single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+                                                       special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
     tok.decoder = decoders.WordPiece(prefix="##")
     tok.add_special_tokens([t for t in dict.fromkeys((unk, sep, pad, cls, mask)) if t in vocab])
     return tok
 
 
 def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Optional[str] = None,
-                             eos: Optional[str] = None, add_prefix_space: bool = False,
-                             specials: Sequence[str] = ()):
+                             eos: Optional[str] = None, add_prefix_space: bool = False, specials: Sequence[str] = ()):
     """GPT-2 / RoBERTa byte-level BPE from ``vocab.json`` + ``merges.txt``.
 
     With ``bos`` and ``eos`` (RoBERTa) each text becomes ``<s> … </s>``; without (GPT-2) nothing
@@ -329,15 +326,14 @@ def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Option
     from tokenizers.models import BPE
 
     vocab = _read_json(vocab_file)
+    bad = next((k for k, v in vocab.items() if isinstance(v, bool) or not isinstance(v, int) or v < 0), None)
+    if bad is not None:  # else a TypeError from inside the tokenizers library
+        raise error(ModelLoadError, "errors.core_vocab_id", path=vocab_file, token=repr(bad), got=repr(vocab[bad]))
     try:
-        merges = []
-        for line in merges_file.read_text(encoding="utf-8").split("\n"):
-            if not line or line.startswith("#version"):
-                continue
-            a, _, b = line.partition(" ")
-            merges.append((a, b))
+        lines = merges_file.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as e:
         raise error(ModelLoadError, "errors.core_cannot_read", path=merges_file, why=str(e)) from None
+    merges = [(a, b) for a, _, b in (line.partition(" ") for line in lines if line and not line.startswith("#version"))]
     tok = HFTokenizer(BPE(vocab, merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
     tok.decoder = decoders.ByteLevel()
@@ -345,8 +341,7 @@ def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Option
         for t in (bos, eos):
             if t not in vocab:
                 raise error(ModelLoadError, "errors.core_vocab_missing", path=vocab_file, token=t)
-        tok.post_processor = processors.RobertaProcessing((eos, vocab[eos]), (bos, vocab[bos]),
-                                                          add_prefix_space=add_prefix_space)
+        tok.post_processor = processors.RobertaProcessing((eos, vocab[eos]), (bos, vocab[bos]), add_prefix_space=add_prefix_space)
     else:
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
     tok.add_special_tokens([t for t in dict.fromkeys([bos, eos, *specials]) if t is not None and t in vocab])
@@ -369,7 +364,6 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
     from tokenizers import Tokenizer as HFTokenizer
 
     folder = Path(folder)
-    settings = tokenizer_settings(folder)
     tj = folder / "tokenizer.json"
     if tj.is_file():
         try:
@@ -377,14 +371,19 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
         except Exception as e:  # the Rust library raises plain Exception subclasses
             raise error(ModelLoadError, "errors.core_cannot_read", path=tj, why=str(e)) from None
         return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=str(tj))
+    settings = tokenizer_settings(folder)  # what the vocab-file tokenizers below are built with
+    for k, v in settings.items():  # a wrong type was a TypeError from tokenizers ("false") or from hashing (a list)
+        want = str if k in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token", "bos_token", "eos_token") \
+            else bool if k in ("do_lower_case", "tokenize_chinese_chars", "strip_accents", "add_prefix_space") else object
+        if v is not None and not isinstance(v, want):
+            raise error(ModelLoadError, "errors.core_tokenizer_setting", folder=folder, field=k, want=want.__name__, got=repr(v))
     if kind == "wordpiece":
         vf = folder / "vocab.txt"
         if not vf.is_file():
             raise error(ModelLoadError, "errors.core_no_tokenizer", folder=folder)
         backend = wordpiece_from_vocab(
             vf, lowercase=bool(settings.get("do_lower_case", True)),
-            chinese_chars=bool(settings.get("tokenize_chinese_chars", True)),
-            strip_accents=settings.get("strip_accents"),
+            chinese_chars=bool(settings.get("tokenize_chinese_chars", True)), strip_accents=settings.get("strip_accents"),
             unk=settings.get("unk_token", "[UNK]"), cls=settings.get("cls_token", "[CLS]"),
             sep=settings.get("sep_token", "[SEP]"), pad=settings.get("pad_token", "[PAD]"),
             mask=settings.get("mask_token", "[MASK]"))

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import attnscope
-from attnscope import AttnscopeError, ModelLoadError
+from attnscope import AttnscopeError, ConfigError, ModelLoadError
 from attnscope.models import loader
 
 
@@ -224,6 +224,10 @@ def test_a_readable_pytorch_model_bin_loads(bert_copy, tiny_models):
     ("tokenizer.json", lambda p: p.write_text("garbage"), "cannot read {p}: "),
     ("modules.json", lambda p: p.write_text("{oops"), "cannot read {p}: "),
     ("model.safetensors.index.json", lambda p: p.write_text("{oops"), "cannot read {p}: "),
+    # a shard named by a number was a TypeError from pathlib; a list in tokenizer_config.json an AttributeError
+    ("model.safetensors.index.json", lambda p: p.write_text('{"weight_map": {"a": 3}}'),
+     "{p}: every value of 'weight_map' must be a shard's file name, got 3"),
+    ("tokenizer_config.json", lambda p: p.write_text("[1]"), "{p} must hold a JSON object, got list"),
 ])
 def test_every_broken_file_is_named(bert_copy, name, write, message):
     p = bert_copy / name
@@ -281,3 +285,101 @@ def test_a_checkpoint_deeper_than_its_config_is_named(bert_copy):
 def test_a_checkpoint_as_deep_as_its_config_loads_without_a_warning(bert_copy, recwarn):
     attnscope.load(bert_copy)
     assert not [w for w in recwarn if "more layers" in str(w.message)]
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(dtype="float16"), r"^dtype must be a floating torch dtype .*got 'float16'$"),
+    (dict(dtype=torch.int32), r"^dtype must be a floating torch dtype .*got torch\.int32$"),
+    (dict(dtype=torch.int32, stream_layers=True), r"^dtype must be a floating torch dtype .*got torch\.int32$"),
+    (dict(device="gpu"), r"^device='gpu' cannot be used here: "),
+    (dict(device="meta"), r"^device='meta' keeps shapes but no numbers"),  # loaded; every pass then failed in torch
+])
+def test_a_wrong_dtype_or_device_is_one_sentence_before_loading(tiny_dirs, kw, message):
+    # a string dtype reached Module.to (a page of overloads); torch.int32 streamed loaded, its weights cast to integers
+    with pytest.raises(ModelLoadError, match=message):
+        attnscope.load(tiny_dirs["gpt2"], **kw)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_on_a_machine_without_it_is_a_model_load_error(tiny_dirs):
+    # was a bare AssertionError from inside torch.cuda, after the whole checkpoint had been read
+    with pytest.raises(ModelLoadError, match=r"^device='cuda' cannot be used here: "):
+        attnscope.load(tiny_dirs["gpt2"], device="cuda")
+
+
+@pytest.mark.parametrize("vocab, message", [
+    ("[]", "{p} must hold a JSON object, got list"),
+    ('{"a": "x"}', "{p} must map each token to a non-negative integer id; 'a' has 'x'"),
+])
+def test_a_broken_vocab_json_is_named(tiny_dirs, tmp_path, vocab, message):
+    # both were a TypeError from inside the tokenizers library ("failed to extract enum PyVocab")
+    folder = tmp_path / "gpt2"
+    shutil.copytree(tiny_dirs["gpt2"], folder)
+    (folder / "vocab.json").write_text(vocab)
+    with pytest.raises(ModelLoadError) as e:
+        attnscope.load(folder)
+    assert str(e.value) == message.format(p=folder / "vocab.json")
+
+
+@pytest.mark.parametrize("flag", ["tokenizer", "stream_layers"])
+def test_a_yes_no_option_takes_a_bool_only(tiny_dirs, flag):
+    # tokenizer="no" loaded the tokenizer and stream_layers="no" streamed: any non-empty string is truthy
+    with pytest.raises(ConfigError, match=rf"^{flag} must be True or False, got str 'no'$"):
+        attnscope.load(tiny_dirs["gpt2"], **{flag: "no"})
+
+
+@pytest.mark.parametrize("field", ["vocab_size", "intermediate_size", "max_position_embeddings"])
+def test_a_config_too_large_to_build_names_the_file(bert_copy, field):
+    # a size past memory (10**12 rows) was a RuntimeError from torch's allocator inside nn.Embedding / nn.Linear
+    _edit_config(bert_copy, **{field: 10**12})
+    with pytest.raises(ModelLoadError, match=r"config\.json describes a model that cannot be built here \("):
+        attnscope.load(bert_copy)
+
+
+@pytest.mark.parametrize("pad", [10**6, 65, -3])
+def test_a_roberta_pad_id_past_the_positions_is_named(tiny_dirs, tmp_path, pad):
+    # was "config.max_positions must be a positive integer, got -999935": a field the file does not have
+    folder = tmp_path / "roberta"
+    shutil.copytree(tiny_dirs["roberta"], folder)
+    _edit_config(folder, pad_token_id=pad)
+    with pytest.raises(ModelLoadError, match=rf"config\.json: pad_token_id {pad} leaves no position: "):
+        attnscope.load(folder)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("key", ["h.1.mlp.c_proj.weight", "wte.weight"])
+def test_a_nan_weight_in_safetensors_is_named_at_load(tiny_dirs, tmp_path, stream, key):
+    # as a GGUF file's is: it loaded silently, and traces then showed NaN where fused kernels gave numbers
+    folder = tmp_path / "gpt2"
+    shutil.copytree(tiny_dirs["gpt2"], folder)
+    sd = load_file(str(folder / "model.safetensors"))
+    sd["transformer." + key][3, 5] = float("nan")
+    save_file(sd, str(folder / "model.safetensors"))
+    with pytest.raises(ModelLoadError, match=rf"model\.safetensors: tensor '{key}' holds a NaN or infinite value"):
+        m = attnscope.load(folder, stream_layers=stream)
+        m.run(["a b c"])  # a streamed model reads its layers when they run
+
+
+def test_a_pooling_module_without_its_config_is_named(tmp_path):
+    # the missing 1_Pooling/config.json was skipped: the model got mean pooling whatever its own was
+    folder = tmp_path / "minilm"
+    shutil.copytree(loader.default_model_path(), folder)
+    shutil.rmtree(folder / "1_Pooling")
+    with pytest.raises(ModelLoadError, match=r"1_Pooling/config\.json not found$"):
+        attnscope.load(folder)
+
+
+@pytest.mark.parametrize("name, setting, want", [
+    ("bert", {"strip_accents": "false"}, "bool"),  # a TypeError from inside tokenizers' BertNormalizer
+    ("bert", {"cls_token": ["[CLS]"]}, "str"),  # a TypeError: unhashable type: 'list'
+    ("gpt2", {"add_prefix_space": "no"}, "bool"),  # read as true
+])
+def test_a_wrong_typed_tokenizer_setting_is_named(tiny_dirs, tmp_path, name, setting, want):
+    folder = tmp_path / name
+    shutil.copytree(tiny_dirs[name], folder)
+    (folder / "tokenizer_config.json").write_text(json.dumps(setting))
+    (key, value), = setting.items()
+    with pytest.raises(ModelLoadError) as e:
+        attnscope.load(folder)
+    assert str(e.value) == (f"{folder}: the tokenizer setting '{key}' (tokenizer_config.json or special_tokens_map.json) "
+                            f"must be a {want} or null, got {value!r}")

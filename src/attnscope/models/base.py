@@ -219,6 +219,23 @@ def label_loss(logits: Tensor, labels: Tensor, mask: Tensor, reduction: str) -> 
     return total if reduction == "sum" else total / (labels != -100).sum().clamp(min=1)
 
 
+def check_target(device, dtype) -> None:
+    """ModelLoadError, before anything is read, for a ``dtype`` that is not a floating torch dtype
+    (the string "float16" reached ``Module.to`` as a page of overloads; an integer dtype truncated a
+    streamed model's weights to whole numbers) or a ``device`` torch cannot put a tensor on here
+    ("cuda" on a CPU build escaped as a bare AssertionError from inside torch)."""
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise error(ModelLoadError, "errors.models_dtype", dtype=repr(dtype))
+    if device is not None:
+        try:
+            torch.empty(0, device=device)
+        except (RuntimeError, AssertionError, TypeError, ValueError) as e:
+            why = next((x.strip() for x in str(e).splitlines() if x.strip()), type(e).__name__)
+            raise error(ModelLoadError, "errors.models_device", device=repr(device), why=why) from None
+        if torch.device(device).type == "meta":  # loaded, then every pass failed deep inside torch
+            raise error(ModelLoadError, "errors.models_device_meta", device=repr(device))
+
+
 def finish_loading(model, device=None, dtype: Optional[torch.dtype] = None):
     """A freshly loaded ``model`` in eval mode, moved to ``device`` and ``dtype`` where given;
     ModelLoadError saying why when it cannot be moved."""

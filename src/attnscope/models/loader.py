@@ -20,8 +20,9 @@ import torch
 
 from ..errors import AttnscopeError, ModelLoadError
 from ..i18n import Msg, error
+from ..kernels.validate import check_flag
 from ..tokenizer import load_tokenizer
-from .base import finish_loading
+from .base import check_target, finish_loading
 from .model import Model
 from .model_class import build_model
 from .placement import place
@@ -109,6 +110,9 @@ def weight_files(folder: Path) -> list[Path]:
             wm = read_json(index).get("weight_map")
             if not isinstance(wm, dict) or not wm:
                 raise error(ModelLoadError, "errors.models_no_weight_map", path=index)
+            bad = next((v for v in wm.values() if not isinstance(v, str) or not v), None)
+            if bad is not None:  # a number or null here failed as a TypeError from pathlib
+                raise error(ModelLoadError, "errors.models_weight_map_value", path=index, got=repr(bad))
             files = [folder / f for f in dict.fromkeys(wm.values())]
             for f in files:
                 if not f.is_file():
@@ -189,10 +193,8 @@ def pooling_settings(folder: Path) -> tuple[str, bool]:
         if kind.endswith(".Normalize"):
             normalize = True
         elif kind.endswith(".Pooling"):
-            cfg = folder / str(entry.get("path", "")) / "config.json"
-            if not cfg.is_file():
-                continue
-            pc = read_json(cfg)
+            # read_json names a missing file: skipping it gave mean pooling to a CLS-pooling model
+            pc = read_json(folder / str(entry.get("path", "")) / "config.json")
             if pc.get("pooling_mode_cls_token"):
                 mode = "cls"
             elif pc.get("pooling_mode_max_tokens"):
@@ -229,6 +231,8 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
     Raises:
         ModelLoadError naming the file, key or setting that is missing, unreadable or unsupported.
     """
+    # "no" would be truthy: tokenizer="no" loaded the tokenizer, stream_layers="no" streamed
+    tokenizer, stream_layers = check_flag(tokenizer, "tokenizer"), check_flag(stream_layers, "stream_layers")
     if device_map is not None and device is not None:
         raise error(ModelLoadError, "errors.h3_device_map_with_device")
     if device_map is not None and stream_layers:
@@ -242,6 +246,7 @@ def load(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.
 def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, torch.device] = None,
                dtype: Optional[torch.dtype] = None, tokenizer: bool = True, stream_layers: bool = False) -> Model:
     """:func:`load` without ``device_map`` (the model on one device)."""
+    check_target(device, dtype)
     if isinstance(path, str) and not path.strip():
         raise error(ModelLoadError, "errors.models_name_empty", names=_names_listing())
     if is_default_name(path):

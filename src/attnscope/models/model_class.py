@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from ..config import TransformerConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, ModelLoadError
 from ..i18n import error
 from .model import Model
 from .registry import FAMILIES, Family, family_for, make_config
@@ -58,8 +58,12 @@ def build_model(hf: dict, source: Path, name: str, path: Path, *, where: str = "
     family = family_for(hf.get("model_type"), str(source))
     config = make_config(family.config_from_hf, source, hf, str(source))
     config.extra["source"] = where or str(source)
-    with weights_not_initialised() if empty else nullcontext():
-        return model_class(family)(config, family, name=name, path=path), family
+    try:
+        with weights_not_initialised() if empty else nullcontext():
+            return model_class(family)(config, family, name=name, path=path), family
+    except (RuntimeError, MemoryError) as e:  # sizes past memory: torch's allocator failed inside nn.Linear
+        why = next((x.strip() for x in str(e).splitlines() if x.strip()), type(e).__name__)
+        raise error(ModelLoadError, "errors.models_cannot_build", source=source, why=why) from None
 
 
 def class_for_config(config: TransformerConfig) -> tuple[type, Family]:

@@ -225,7 +225,8 @@ def _verified(target: Path, stamp: Path, size: int) -> bool:
         info = json.loads(stamp.read_text())
     except (OSError, ValueError):
         return False
-    return st.st_size == size == info.get("size") and st.st_mtime_ns == info.get("mtime_ns")
+    # a stamp that is no object (a list written over it) vouches for nothing; it was an AttributeError
+    return isinstance(info, dict) and st.st_size == size == info.get("size") and st.st_mtime_ns == info.get("mtime_ns")
 
 
 @contextmanager

@@ -60,6 +60,7 @@ class TensorReader(Protocol):
 
     shapes: dict[str, tuple[int, ...]]  # the file's key → shape
     paths: list[Path]  # the files read
+    mapped: bool  # its tensors can be views of the file's memory mapping
 
     def read(self, keys: Sequence[str]) -> dict[str, Tensor]: ...
 
@@ -70,6 +71,8 @@ class SafetensorsReader:
     Floating tensors come back as ``dtype`` (float32: the in-memory load copies them into float32
     parameters, the same exact conversion); others as stored, for :func:`.weights.map_weights` to refuse.
     """
+
+    mapped = True  # a float32 tensor is returned as a view of the mapping
 
     def __init__(self, files: Sequence[Path], dtype: torch.dtype = torch.float32) -> None:
         from safetensors import safe_open
@@ -104,6 +107,8 @@ class SafetensorsReader:
 class GGUFReader:
     """Tensors of an open GGUF file under their Hugging Face names, dequantized by
     :func:`.gguf.hf_tensor` to ``dtype`` (float32, or float64), the file's pages dropped after."""
+
+    mapped = False  # dequantized into new tensors
 
     def __init__(self, f: GGUFFile, config: dict, dtype: torch.dtype) -> None:
         self.f, self.config, self.dtype = f, config, dtype
@@ -159,8 +164,10 @@ class LayerStream:
         for i in range(self.n_layers):
             self.release(i)
         keys = [s for r in resident for s in r.sources] + (["lm_head.weight"] if "lm_head.weight" in normal else [])
-        map_weights(model, family, {k: v for k, v in zip(keys, self._read(keys))}, source, assign=True,
-                    only=lambda t: layer_index(t) is None)
+        # copies of views of the mapping, which the model keeps for its life: the file cut short after
+        # loading killed the process (SIGBUS) at the embeddings, before check_files could say so
+        tensors = [v.clone() if reader.mapped else v for v in self._read(keys)]
+        map_weights(model, family, dict(zip(keys, tensors)), source, assign=True, only=lambda t: layer_index(t) is None)
         for i, layer in enumerate(layers):
             layer.register_forward_pre_hook(partial(self._enter, i), with_kwargs=True)
             layer.register_forward_hook(partial(self._leave, i), always_call=True)
@@ -196,6 +203,8 @@ class LayerStream:
                 if not t.is_floating_point():  # map_weights' own check, worded the same
                     raise error(ModelLoadError, "errors.models_weight_dtype", source=self.source, field=repr(key),
                                 dtype=t.dtype)
+                if not torch.isfinite(t).all():  # map_weights' own check
+                    raise error(ModelLoadError, "errors.gguf_non_finite", path=self.source, name=repr(key))
             value = rule.combine(tensors).contiguous()  # shapes checked when the model was loaded
             del tensors
             if self.move is not None:

@@ -72,6 +72,8 @@ def map_weights(model: torch.nn.Module, family: Family, sd: dict[str, torch.Tens
         for key, t in zip(rule.sources, tensors):
             if not t.is_floating_point():
                 raise error(ModelLoadError, "errors.models_weight_dtype", source=source, field=repr(key), dtype=t.dtype)
+            if not torch.isfinite(t).all():  # loaded silently: NaN in traces, finite numbers from fused kernels
+                raise error(ModelLoadError, "errors.gguf_non_finite", path=source, name=repr(key))
         try:
             value = rule.combine(tensors)
         except RuntimeError:

@@ -14,12 +14,17 @@ from __future__ import annotations
 import torch
 
 from ...config import TransformerConfig
+from ...errors import ModelLoadError
+from ...i18n import error
 from ..registry import Family, register, setting
 from .bert import LAYERNORM_RENAMES, encoder_config, encoder_rules
 
 
 def config_from_hf(hf: dict, source: str) -> TransformerConfig:
     pad = setting(hf, "pad_token_id", source, 1)
+    n_positions = setting(hf, "max_position_embeddings", source, 512)
+    if not 0 <= pad < n_positions - 1:  # positions start after the pad id; else "config.max_positions" was blamed
+        raise error(ModelLoadError, "errors.config_roberta_pad", source=source, pad=pad, n=n_positions)
     # layer_norm_eps: transformers' RobertaConfig default is BERT's 1e-12 (roberta-base's config says 1e-5)
     return encoder_config(hf, source, layer_norm_eps=1e-12, type_vocab_size=1, max_positions_offset=pad + 1)
 
