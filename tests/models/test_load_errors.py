@@ -42,6 +42,13 @@ def test_missing_config(bert_copy):
         attnscope.load(bert_copy)
 
 
+def test_a_folder_of_gguf_files_names_the_file_to_pass(tmp_path):
+    # it said only "config.json not found", the folder a downloaded .gguf sits in being a natural guess
+    (tmp_path / "model-q4.gguf").write_bytes(b"GGUF")
+    with pytest.raises(ModelLoadError, match=r"has no config\.json but holds model-q4\.gguf: pass the \.gguf file itself"):
+        attnscope.load(tmp_path)
+
+
 def test_unreadable_config(bert_copy):
     (bert_copy / "config.json").write_text("{not json")
     with pytest.raises(ModelLoadError, match=r"cannot read .*config\.json"):

@@ -273,6 +273,10 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
             raise error(ModelLoadError, "errors.models_not_folder", path=folder)
         name = folder.resolve().name
     cfg_file = folder / "config.json"
+    ggufs = sorted(folder.glob("*.gguf")) if not cfg_file.exists() else []
+    if ggufs:  # the folder a downloaded GGUF file sits in, given for the file
+        raise error(ModelLoadError, "errors.models_folder_gguf", folder=folder, first=ggufs[0],
+                    files=", ".join(p.name for p in ggufs[:3]) + (" …" if len(ggufs) > 3 else ""))
     hf = read_json(cfg_file)
     # streamed: the layers' weights are never drawn (they become meta tensors at once)
     model, family = build_model(hf, cfg_file, name, folder, where=str(folder), empty=stream_layers)
