@@ -49,6 +49,14 @@ def test_a_folder_of_gguf_files_names_the_file_to_pass(tmp_path):
         attnscope.load(tmp_path)
 
 
+def test_a_segment_table_the_config_does_not_have_is_refused(bert_copy):
+    # type_vocab_size 0 loaded without the checkpoint's segment table: every embedding lost its row 0
+    _edit_config(bert_copy, type_vocab_size=0)
+    with pytest.raises(ModelLoadError, match=r"type_vocab_size is 0, but the checkpoint has a segment table "
+                                             r"\(embeddings\.token_type_embeddings\.weight\)"):
+        attnscope.load(bert_copy)
+
+
 def test_unreadable_config(bert_copy):
     (bert_copy / "config.json").write_text("{not json")
     with pytest.raises(ModelLoadError, match=r"cannot read .*config\.json"):

@@ -294,6 +294,9 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
             sd.update(read_weights(f))
         model.unused_weights = map_weights(model, family, sd, source)
         del sd
+    segments = [n for n in model.unused_weights if n.endswith("token_type_embeddings.weight")]
+    if segments and getattr(config, "type_vocab_size", None) == 0:  # transformers refuses it too
+        raise error(ModelLoadError, "errors.models_unused_segments", path=cfg_file, name=segments[0])
 
     if tokenizer:
         kind = family.tokenizer_kind(folder) if callable(family.tokenizer_kind) else family.tokenizer_kind
