@@ -56,3 +56,8 @@ def shape_or_type(x: object) -> str:
     name of anything else's type."""
     import torch  # here, so that the error classes load without torch
     return fmt_shape(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def first_line(e: BaseException) -> str:
+    """The first non-blank line of an exception's message (torch's run on for pages), else its class name."""
+    return next((x.strip() for x in str(e).splitlines() if x.strip()), type(e).__name__)

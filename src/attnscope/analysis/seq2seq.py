@@ -36,7 +36,7 @@ from .corpus import CorpusReader
 from .cross_stats import CROSS_DOCS, CROSS_STATS, cross_sums, special_kinds
 from .report import decode_line, fmt_number, heatmap, json_number, left_out, report_folder, write_csv
 from .stats import STAT_DOCS, STAT_NAMES, StatOptions, attention_sums
-from .summary import counted_in, pad_left, say
+from .summary import left_out_line, pad_left, say
 
 STACKS = ("encoder", "self", "cross")
 #: The statistics each stack reports.
@@ -125,10 +125,9 @@ class Seq2SeqAnalysis:
         c = self.counters
         print(say("s2s_out_head", lang, model=self.model_name, pairs=c["texts"], source=c["source_tokens"],
                   target=c["target_tokens"], corpus=self.corpus, seconds=self.seconds))
-        left = ([say("out_skipped", lang, lines=counted_in(c["skipped_decode"], "undecodable", lang))]
-                if c.get("skipped_decode") else []) + ([counted_in(c["empty"], "empty", lang)] if c.get("empty") else [])
+        left = left_out_line(c, lang)
         if left:
-            print(say("out_left_out", lang, items=say("sep", lang).join(left)))
+            print(left)
         for stack in STACKS:
             print(say("s2s_out_stack", lang, stack=say("s2s_stack_" + stack, lang)))
             stats = SHOWN[stack]

@@ -29,6 +29,12 @@ INT_FIELDS = ("batch_size", "chunk_size", "importance_batch", "importance_texts"
 OPTIONAL_INT_FIELDS = ("max_length", "max_texts", "induction_length", "lanes")
 
 
+def check_thresholds(thresholds) -> None:
+    """ConfigError unless ``thresholds`` is a :class:`Thresholds` (a dict would fail inside the labelling)."""
+    if not isinstance(thresholds, Thresholds):
+        raise error(ConfigError, "errors.analysis_thresholds_type", got=type(thresholds).__name__)
+
+
 @dataclass
 class AnalysisConfig:
     """Settings of a corpus analysis (every field is a CLI option of ``attnscope analyze``).
@@ -84,8 +90,7 @@ class AnalysisConfig:
         for name in ("special_queries", "progress"):  # a truthy string ("no") would pass as True
             if not isinstance(getattr(self, name), bool):
                 raise error(ConfigError, "errors.analysis_bool_option", name=name, value=repr(getattr(self, name)))
-        if not isinstance(self.thresholds, Thresholds):
-            raise error(ConfigError, "errors.analysis_thresholds_type", got=type(self.thresholds).__name__)
+        check_thresholds(self.thresholds)
         for name in ("batch_size", "chunk_size", "importance_batch"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise error(ConfigError, "errors.analysis_positive_int", name=name, value=repr(getattr(self, name)))
@@ -142,8 +147,7 @@ class AnalysisResult:
 
     def reclassify(self, thresholds: Thresholds) -> "AnalysisResult":
         """Labels and summary again with other thresholds (the statistics are not recomputed)."""
-        if not isinstance(thresholds, Thresholds):  # a dict failed inside classify_heads, after being stored
-            raise error(ConfigError, "errors.analysis_thresholds_type", got=type(thresholds).__name__)
+        check_thresholds(thresholds)  # a dict failed inside classify_heads, after being stored
         self.config.thresholds = thresholds
         self.labels = classify_heads(self.means, thresholds)
         self.summary = layer_summary(self.means, self.labels, self.importance)

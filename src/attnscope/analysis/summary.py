@@ -38,6 +38,20 @@ def say(key: str, lang: str = "en", **fmt) -> str:
     return text("analysis." + key, lang, **fmt)
 
 
+def left_out_line(c: dict, lang: str = "en") -> Optional[str]:
+    """The console line on what reading left out (``c``: the counters; a seq2seq analysis truncates
+    nothing), or None when nothing was."""
+    left = []
+    if c.get("truncated"):
+        left.append(say("out_truncated", lang, texts=counted_in(c["truncated"], "text", lang),
+                        tokens=counted_in(c["truncated_tokens"], "token", lang)))
+    if c.get("skipped_decode"):
+        left.append(say("out_skipped", lang, lines=counted_in(c["skipped_decode"], "undecodable", lang)))
+    if c.get("empty"):
+        left.append(counted_in(c["empty"], "empty", lang))
+    return say("out_left_out", lang, items=say("sep", lang).join(left)) if left else None
+
+
 def counted_in(n: int, unit: str, lang: str = "en") -> str:
     """``n`` of ``unit`` (``analysis.unit_*``) in ``lang``: ``3 texts``, ``1,024 个 token``."""
     noun = say("unit_" + unit, lang)

@@ -219,7 +219,7 @@ def print_summary(result, out, n_files, lang: str = "en") -> None:
     """What ``analyze`` prints of an encoder's or a decoder's analysis, in ``lang``."""
     from ..analysis.decoder_report import summary_lines
     from ..analysis.report import pass_sentence
-    from ..analysis.summary import claim_with_layers, counted_in, pad_left, say
+    from ..analysis.summary import claim_with_layers, counted_in, left_out_line, pad_left, say
     c = result.counters
     n = lambda count, unit: counted_in(count, unit, lang)  # noqa: E731
     t = max(result.timings.get("statistics", result.seconds), 1e-9)
@@ -228,15 +228,9 @@ def print_summary(result, out, n_files, lang: str = "en") -> None:
               processes=say("out_processes", lang, n=result.world_size) if result.world_size > 1 else "",
               texts_per_s=c["texts"] / t, tokens_per_s=c["tokens"] / t))
     print(pass_sentence(result, lang))
-    left = []
-    if c["truncated"]:
-        left.append(say("out_truncated", lang, texts=n(c["truncated"], "text"), tokens=n(c["truncated_tokens"], "token")))
-    if c["skipped_decode"]:
-        left.append(say("out_skipped", lang, lines=n(c["skipped_decode"], "undecodable")))
-    if c["empty"]:
-        left.append(n(c["empty"], "empty"))
+    left = left_out_line(c, lang)
     if left:
-        print(say("out_left_out", lang, items=say("sep", lang).join(left)))
+        print(left)
     col = lambda key, width: pad_left(say("out_col_" + key, lang), width)  # noqa: E731
     print(f"{col('layer', 5)} {col('distance', 9)} {col('content', 8)} {col('entropy', 8)} {col('entropy_norm', 8)} "
           f"{col('local', 6)} {'[CLS]':>6} {'[SEP]':>6}  {say('out_col_labels', lang)}")

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
-from ..errors import InputError, ModelLoadError, shape_or_type
+from ..errors import InputError, ModelLoadError, first_line, shape_or_type
 from ..hooks import name_hook_points
 from ..i18n import error
 from ..tokenizer import Batch, Tokenizer
@@ -230,8 +230,7 @@ def check_target(device, dtype) -> None:
         try:
             torch.empty(0, device=device)
         except (RuntimeError, AssertionError, TypeError, ValueError) as e:
-            why = next((x.strip() for x in str(e).splitlines() if x.strip()), type(e).__name__)
-            raise error(ModelLoadError, "errors.models_device", device=repr(device), why=why) from None
+            raise error(ModelLoadError, "errors.models_device", device=repr(device), why=first_line(e)) from None
         if torch.device(device).type == "meta":  # loaded, then every pass failed deep inside torch
             raise error(ModelLoadError, "errors.models_device_meta", device=repr(device))
 

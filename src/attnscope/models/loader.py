@@ -18,7 +18,7 @@ from typing import Optional, Union
 
 import torch
 
-from ..errors import AttnscopeError, ModelLoadError
+from ..errors import AttnscopeError, ModelLoadError, first_line
 from ..i18n import Msg, error
 from ..kernels.validate import check_flag
 from ..tokenizer import load_tokenizer
@@ -130,18 +130,13 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         else:
             sd = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as e:  # safetensors/pickle/zip raise many unrelated types; name the file
-        why = _pickle_reason(e) if path.suffix != ".safetensors" else f"{type(e).__name__}: {_first_line(e)}"
+        why = _pickle_reason(e) if path.suffix != ".safetensors" else f"{type(e).__name__}: {first_line(e)}"
         raise error(ModelLoadError, "errors.weights_unreadable", path=path, why=why) from None
     if isinstance(sd, dict) and "state_dict" in sd and isinstance(sd["state_dict"], dict):
         sd = sd["state_dict"]
     if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
         raise error(ModelLoadError, "errors.models_not_state_dict", path=path)
     return sd
-
-
-def _first_line(e: BaseException) -> str:
-    lines = [x.strip() for x in str(e).splitlines() if x.strip()]
-    return lines[0] if lines else type(e).__name__
 
 
 def _pickle_reason(e: BaseException) -> str:
@@ -160,7 +155,7 @@ def _pickle_reason(e: BaseException) -> str:
     if "weights_only" in text:  # PyTorch's advice to load it unsafely: never relayed
         return ("it is a pickle that weights-only loading refuses; attnscope loads only plain tensors and never runs "
                 "a pickle's code. Convert the checkpoint to model.safetensors with a tool you trust")
-    return f"not a PyTorch checkpoint ({type(e).__name__}: {_first_line(e)})"
+    return f"not a PyTorch checkpoint ({type(e).__name__}: {first_line(e)})"
 
 
 def padding_id(config) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from ..config import TransformerConfig
-from ..errors import ConfigError, ModelLoadError
+from ..errors import ConfigError, ModelLoadError, first_line
 from ..i18n import error
 from .model import Model
 from .registry import FAMILIES, Family, family_for, make_config
@@ -62,8 +62,7 @@ def build_model(hf: dict, source: Path, name: str, path: Path, *, where: str = "
         with weights_not_initialised() if empty else nullcontext():
             return model_class(family)(config, family, name=name, path=path), family
     except (RuntimeError, MemoryError) as e:  # sizes past memory: torch's allocator failed inside nn.Linear
-        why = next((x.strip() for x in str(e).splitlines() if x.strip()), type(e).__name__)
-        raise error(ModelLoadError, "errors.models_cannot_build", source=source, why=why) from None
+        raise error(ModelLoadError, "errors.models_cannot_build", source=source, why=first_line(e)) from None
 
 
 def class_for_config(config: TransformerConfig) -> tuple[type, Family]:
