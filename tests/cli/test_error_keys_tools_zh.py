@@ -74,6 +74,9 @@ def cli_cases(tmp):
                              "(scores: …, weights: …), got the number 3"),
         "check_mh_rows": (["check", f["mh_rows.yaml"]], [f["mh_rows.yaml"], "weights", "3", "1"],
                           f"{f['mh_rows.yaml']}, head 1, key weights: expected 3 rows (one per token), got 1"),
+        "cli_explain_not_a_file": (["explain", "我喜欢人工智能"], ["'我喜欢人工智能'", "attnscope explain --text"],
+                                   "there is no file '我喜欢人工智能'; to explain a text, give it with --text: "
+                                   "attnscope explain --text '我喜欢人工智能'"),
         "cli_explain_nothing": (["explain"], ["--example three-tokens", "-X/--wq/--wk/--wv", "--text", "--scores",
                                               "'scaling'"],
                                 "nothing to explain: give an input file, --example three-tokens, -X/--wq/--wk/--wv, "
@@ -105,7 +108,8 @@ def cli_cases(tmp):
 
 CLI = ["check_rows", "check_row_len", "check_row_kind", "check_scalar", "check_word", "check_missing",
        "check_top_key", "check_problem_list", "check_alone", "check_answers_str", "check_mh_head",
-       "check_mh_section", "check_mh_rows", "cli_explain_nothing", "cli_explain_positions", "cli_explain_scores",
+       "check_mh_section", "check_mh_rows", "cli_explain_not_a_file",
+       "cli_explain_nothing", "cli_explain_positions", "cli_explain_scores",
        "cli_patch_suffix", "cli_patch_folder", "cli_generate_view", "cli_experiment_option", "analyze_threshold",
        "experiment_from_nothing"]
 

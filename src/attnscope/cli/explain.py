@@ -133,6 +133,9 @@ def build(args):
     from ..explain import explain
     from ..explain.inputs import parse_labels_arg, parse_matrix_arg, parse_vector_arg
 
+    src = args.source
+    if src not in (None, "positions", "scaling") and not Path(src).exists() and not Path(src).suffix:
+        raise error(InputError, "errors.cli_explain_not_a_file", source=repr(src))  # a text typed as INPUT
     if args.circuit is not None or args.composition is not None:
         return build_circuit(args)
     refuse_circuit_options(args)
