@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..blocks import Matrix, Para, T, Table
 from .base import Ctx, grid, text_blocks
+from .breaks import break_lines, has_wide
 from .lines import text_lines
 
 
@@ -29,7 +30,19 @@ def _renderables(w, ctx: Ctx, width: int):
 def _para(ctx: Ctx, b: Para) -> list:
     style = {"note": "italic", "warn": "bold yellow"}.get(b.style, "")
     prefix = "※ " if b.style == "note" else ("! " if b.style == "warn" else "")
-    return [Text(prefix + ctx.text(b.text), style=style)]
+    text = prefix + ctx.text(b.text)
+    return [Wrapped(text, style) if has_wide(text) else Text(text, style=style)]
+
+
+class Wrapped:
+    """A paragraph with Chinese in it, broken by :func:`.breaks.break_lines` at the console's width
+    (rich alone breaks only at spaces)."""
+
+    def __init__(self, text: str, style: str) -> None:
+        self.text, self.style = text, style
+
+    def __rich_console__(self, console, options):
+        yield Text("\n".join(break_lines(self.text, options.max_width)), style=self.style)
 
 
 def _captioned(draw, width: int):
