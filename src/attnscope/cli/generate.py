@@ -6,8 +6,8 @@
     attnscope generate "translate English to German: The cat sat." --model ./t5-small
 
 --model takes an installed model package (smollm2-135m, gemma-3-270m), a .gguf file or a Hugging
-Face folder of a llama, qwen2, mistral or gemma3 model, or of an encoder–decoder model (T5,
-BART): then the prompt is the source and the output its target, which attnscope view SOURCE
+Face folder of a llama, qwen2, mistral, gemma3, gpt2 or bloom model, or of an encoder–decoder
+model (T5, BART): then the prompt is the source and the output its target, which attnscope view SOURCE
 --target TARGET shows. --temperature 0 (the default) is greedy decoding. --view writes the viewer
 page of a decoder's prompt and generated tokens (one HTML file). --lang zh says the notes around
 the generated text (on stderr) and the --view page in Chinese.
@@ -63,11 +63,12 @@ def run(args) -> int:
         raise error(InputError, "errors.cli_generate_view", path=view)
     if view is not None:
         check_new_file(view, args.overwrite, "--view")
-    from ..models import DecoderModel, load
+    from ..models import DecoderModel, Model, load
     from ..models.seq2seq_model import Seq2SeqModel
 
     model = load(args.model, device=device)
-    if not isinstance(model, (Seq2SeqModel, DecoderModel)):
+    causal_lm = isinstance(model, Model) and model.config.causal and model.has_lm_head  # GPT-2, BLOOM
+    if not (causal_lm or isinstance(model, (Seq2SeqModel, DecoderModel))):
         raise error(InputError, "errors.cli_generate_not_decoder", model=args.model, family=model.family)
     seq2seq = isinstance(model, Seq2SeqModel)
     if seq2seq and (args.chat or args.system is not None or view is not None):

@@ -17,7 +17,7 @@ from ..config import DecoderConfig
 from ..errors import InputError, ModelLoadError, shape_or_type
 from ..i18n import error
 from ..modules.decoder import TransformerDecoder
-from ..modules.decoder_attention import KVCache
+from ..modules.kv_cache import KVCache
 from ..tokenizer import Tokenizer
 from .base import LoadedModel
 from .registry import Family

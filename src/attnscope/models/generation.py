@@ -7,8 +7,10 @@
     >>> g.attentions[0].shape                   # (n_layers, n_heads, n_prompt): what produced token 0
 
 The prompt runs once; each new token then runs alone against the cached keys and values of
-everything before it (:class:`~attnscope.modules.decoder_attention.KVCache`), so a step costs one
-token's work. ``temperature=0`` (the default) is greedy: the most likely token, as transformers'
+everything before it (:class:`~attnscope.modules.kv_cache.KVCache`), so a step costs one token's
+work — in the decoders of the Llama kind and in the causal single stacks (GPT-2: learned positions
+go on from the cache; BLOOM: ALiBi counts keys from the first prompt token) alike.
+``temperature=0`` (the default) is greedy: the most likely token, as transformers'
 ``generate(do_sample=False)``. Otherwise logits are divided by the temperature, cut to the
 ``top_k`` most likely and to the smallest set whose probability reaches ``top_p`` (in that order,
 as transformers), and sampled with a ``torch.Generator`` seeded by ``seed``.
@@ -29,7 +31,7 @@ import torch
 
 from ..errors import ConfigError, InputError
 from ..i18n import error
-from ..modules.decoder_attention import KVCache
+from ..modules.kv_cache import KVCache
 from ..tokenizer import check_unicode
 
 Tensor = torch.Tensor
@@ -119,6 +121,17 @@ def stop_ids(v, vocab: int) -> list[int]:
     return [int(i) for i in ids]
 
 
+def end_ids(config) -> list[int]:
+    """The ids that end a generation by default: a decoder config's ``eos_token_ids``; for a causal
+    single stack (GPT-2, BLOOM) the checkpoint's ``eos_token_id`` (an id or a list, checked when it
+    loaded) that its family keeps in ``config.extra``."""
+    ids = getattr(config, "eos_token_ids", None)
+    if ids is None:
+        eos = config.extra.get("eos_token_id")
+        ids = [] if eos is None else eos if isinstance(eos, list) else [eos]
+    return [int(i) for i in ids]
+
+
 def choose(logits: Tensor, temperature: float, top_k: Optional[int], top_p: Optional[float],
            generator: Optional[torch.Generator]) -> int:
     """The next token from ``logits (V,)``: argmax when ``temperature == 0``, else a sample."""
@@ -152,6 +165,8 @@ def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = Non
         got = repr(prompt) if len(repr(prompt)) <= 80 else type(prompt).__name__
         raise error(InputError, "errors.models_one_prompt", got=got)
     if chat or not isinstance(prompt, str):
+        if getattr(model, "chat_template", None) is None:  # GPT-2 and BLOOM have none, nor the attribute
+            raise error(InputError, "errors.models_no_chat_template", name=repr(model.name))
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         if system is not None:
             messages = [{"role": "system", "content": system}] + messages
@@ -263,7 +278,9 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
     """Continue ``prompt`` with up to ``max_new_tokens`` tokens (see the module docstring).
 
     Args:
-        model: a :class:`~attnscope.models.DecoderModel`.
+        model: a :class:`~attnscope.models.DecoderModel`, or a causal :class:`~attnscope.models.Model`
+            with a language-model head (GPT-2, BLOOM): anything with ``decode(ids, cache=…,
+            need_weights=…)`` and ``lm_logits``.
         prompt: the text, or chat messages ``[{"role": …, "content": …}]`` (then ``chat`` is implied).
         max_new_tokens: at most this many new tokens; ConfigError when ≤ 0 or when prompt + new
             tokens would pass the model's context.
@@ -281,7 +298,7 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
     if len(ids) + max_new_tokens > limit:
         raise error(ConfigError, "errors.models_new_tokens_fit", n=max_new_tokens, prompt=len(ids), limit=limit,
                     fit=limit - len(ids))
-    eos = model.config.eos_token_ids if eos_token_ids is None else stop_ids(eos_token_ids, model.config.vocab_size)
+    eos = end_ids(model.config) if eos_token_ids is None else stop_ids(eos_token_ids, model.config.vocab_size)
     device = model.device
     cache = KVCache(model.config.n_layers)
 

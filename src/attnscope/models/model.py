@@ -4,8 +4,9 @@
 module paths: ``embed.out``, ``layers.3.attn.weights``, …) plus what a checkpoint brings
 (:class:`~attnscope.models.base.LoadedModel`: the tokenizer, tracing, the language-model head of
 GPT-2) and what only these families have: the family's position numbering (RoBERTa) and the
-sentence-embedding pooling of sentence-transformers models. The decoders of the Llama kind are
-:class:`~attnscope.models.DecoderModel`.
+sentence-embedding pooling of sentence-transformers models. The causal language models among them
+(GPT-2, BLOOM) :meth:`Model.generate` with a key/value cache, as the decoders of the Llama kind
+(:class:`~attnscope.models.DecoderModel`) do.
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
+from ..errors import InputError
+from ..i18n import error
 from ..modules import TransformerEncoder
+from ..modules.kv_cache import KVCache
 from ..tokenizer import Tokenizer
 from .base import LoadedModel, Texts, check_mask
+from .generation import Generation, generate
 from .registry import Family
 
 Tensor = torch.Tensor
@@ -67,6 +72,33 @@ class Model(LoadedModel, TransformerEncoder):
         with self.lock:
             x = self.embed(input_ids, token_type_ids, position_ids)  # (B, L, d)
             return super(TransformerEncoder, self).forward(x, key_padding_mask=kpm)  # (B, L, d)
+
+    # ------------------------------------------------------------------------------------------
+    def decode(self, input_ids: Tensor, *, cache: Optional[KVCache] = None, need_weights: bool = False):
+        """The causal stack (GPT-2, BLOOM) on ``input_ids (B, L)`` that follow ``cache.length`` cached
+        positions, as :func:`~attnscope.models.generation.generate` runs it: the hidden states after
+        the final norm ``(B, L, d)``, and with ``need_weights`` the list of every layer's weights
+        ``(B, H, L, S)``. Learned positions (GPT-2) go on from the cache; ALiBi (BLOOM) counts the
+        keys from the cache's start. No padding: every position is a real token."""
+        past = cache.length if cache is not None else 0
+        B, L = input_ids.shape
+        if past + L > self.config.max_positions:
+            raise error(InputError, "errors.models_context", n=past + L, limit=self.config.max_positions)
+        position_ids = None
+        if self.embed.position_embedding is not None:
+            offset = past + self.config.position_offset
+            position_ids = torch.arange(offset, offset + L, device=input_ids.device)[None]  # (1, L)
+        with self.lock:
+            x = self.embed(input_ids, None, position_ids)  # (B, L, d)
+            return super(TransformerEncoder, self).forward(x, cache=cache, need_weights=need_weights)  # (B, L, d)
+
+    def generate(self, prompt, max_new_tokens: int = 32, **kw) -> Generation:
+        """Continue ``prompt`` (a causal language model: GPT-2, BLOOM) with a key/value cache; see
+        :func:`attnscope.models.generation.generate` for the options. InputError for the other
+        families (BERT, RoBERTa, …), which predict no next token."""
+        if not (self.config.causal and self.has_lm_head):
+            raise error(InputError, "errors.models_cannot_generate", name=repr(self.name), family=self.family)
+        return generate(self, prompt, max_new_tokens=max_new_tokens, **kw)
 
     # ------------------------------------------------------------------------------------------
     def pool(self, hidden: Tensor, attention_mask: Tensor) -> Tensor:

@@ -34,6 +34,7 @@ from ..kernels.steps import STEPS, ModuleHooks, attend
 from ..kernels.validate import check_dropout, check_flag, check_positive_int, check_scale
 from ..positions import get_position, real_positions
 from ..scorings import DEFAULT_COSINE_TEMPERATURE, get_scoring
+from .kv_cache import KVCache, cached_causal
 
 Tensor = torch.Tensor
 
@@ -107,6 +108,7 @@ class MultiHeadAttention(nn.Module):
             real tokens (padding from ``key_padding_mask``); other schemes act elsewhere.
         score_bias: a ``bias`` hook point for a score term a subclass adds itself (T5's learned
             relative bias, :class:`~attnscope.modules.cross_decoder.Seq2SeqAttention`).
+        layer_index: the layer's place in its stack: where its keys go in a :class:`KVCache`.
 
     Hook points (names relative to this module): ``q`` (B, H, L, d_head), ``k``, ``v``
     (B, H_kv, S, d_head; H_kv = n_kv_heads) — q and
@@ -134,8 +136,9 @@ class MultiHeadAttention(nn.Module):
                  head_dim: Optional[int] = None, bias: bool = True, out_bias: Optional[bool] = None,
                  scale: Optional[float] = None, scoring: str = "scaled", dropout: float = 0.0,
                  cosine_temperature: float = DEFAULT_COSINE_TEMPERATURE, layer_norm_eps: float = 1e-6,
-                 position: Optional[str] = None, score_bias: bool = False) -> None:
+                 position: Optional[str] = None, score_bias: bool = False, layer_index: int = 0) -> None:
         super().__init__()
+        self.layer_index = layer_index
         d_model = check_positive_int("d_model", d_model)
         n_heads = check_positive_int("n_heads", n_heads)
         n_kv = n_heads if n_kv_heads is None else check_positive_int("n_kv_heads", n_kv_heads)
@@ -315,7 +318,7 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: Tensor, context: Optional[Tensor] = None, *,
                 key_padding_mask: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
-                causal: bool = False, need_weights: bool = False):
+                causal: bool = False, need_weights: bool = False, cache: Optional[KVCache] = None):
         """Self-attention over ``x (B, L, d_model)``, or cross-attention over ``context (B, S, d_model)``.
 
         Args:
@@ -326,6 +329,9 @@ class MultiHeadAttention(nn.Module):
             causal: query i attends to keys 0..i only.
             need_weights: also return the weights ``(B, H, L, S)``, before dropout (per head;
                 ``nn.MultiheadAttention`` returns them after dropout, averaged over heads by default).
+            cache: self-attention after ``cache.length`` earlier positions (generation): x's keys and
+                values join the cache, the queries (at the last L positions) attend all S, and
+                ``causal`` and ALiBi count from the cache's start; the masks then span S keys.
         Returns:
             ``out (B, L, d_model)``, or ``(out, weights)``.
         """
@@ -338,13 +344,16 @@ class MultiHeadAttention(nn.Module):
         causal = check_flag(causal)
         self.check_like_weights(x, context)
         B, L, _ = x.shape
-        S = L if context is None else context.shape[1]
-        mask = self.build_mask(B, L, S, key_padding_mask, attn_mask, x.device)
-
         q, k, v = self.project(x, context)
         q = self.split_heads(q)  # (B, H, L, d_head)
         k = self.split_heads(k, self.n_kv_heads)  # (B, H_kv, S, d_head)
         v = self.split_heads(v, self.n_kv_heads)  # (B, H_kv, S, d_head)
+        if cache is not None and context is None:  # the keys so far, then x's
+            k, v = cache.update(self.layer_index, k, v)  # (B, H_kv, S, d_head)
+        S = k.shape[-2]
+        mask = self.build_mask(B, L, S, key_padding_mask, attn_mask, x.device)
+        if cache is not None and context is None:  # SDPA's is_causal is top-left: queries at S − L … S − 1
+            mask, causal = cached_causal(mask, causal, L, S, x.device)
         bias = None
         if self.position_bias is not None and context is None:
             bias = self.score_bias(B, L, S, key_padding_mask, q)  # (B|1, H, L, S)

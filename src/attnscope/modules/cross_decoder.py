@@ -33,8 +33,8 @@ from torch import nn
 from ..recipe import CROSS_RECIPES
 from .attention import MultiHeadAttention
 from .decoder import GatedFeedForward
-from .decoder_attention import KVCache, cached_causal
 from .encoder import FeedForward
+from .kv_cache import KVCache, cached_causal
 from .layer import RecipeLayer
 from .rmsnorm import RMSNorm
 
@@ -60,8 +60,7 @@ class Seq2SeqAttention(MultiHeadAttention):
     """
 
     def __init__(self, d_model: int, n_heads: int, *, layer_index: int = 0, has_bias: bool = False, **kw) -> None:
-        super().__init__(d_model, n_heads, score_bias=has_bias, **kw)  # the hook point bias before the scores
-        self.layer_index = layer_index
+        super().__init__(d_model, n_heads, score_bias=has_bias, layer_index=layer_index, **kw)  # bias before the scores
         self.has_bias = has_bias
 
     # Takes a score bias, one mask and a cache where the base takes padding and attention masks.

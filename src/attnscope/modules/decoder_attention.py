@@ -24,55 +24,17 @@ from typing import Callable, Optional
 import torch
 
 from ..config import QK_NORM_SPANS
-from ..errors import ConfigError, InputError, fmt_shape
+from ..errors import ConfigError
 from ..hooks import HookPoint, Recorder
 from ..i18n import error
 from ..kernels.derived import shared
 from ..kernels.steps import STEPS
 from ..positions import Rotary
 from .attention import MultiHeadAttention, SharedHeadPoint, check_input
+from .kv_cache import KVCache, cached_causal
 from .rmsnorm import RMSNorm
 
 Tensor = torch.Tensor
-
-
-class KVCache:
-    """Keys and values of every layer for the positions seen so far, in buffers that grow by doubling.
-
-    ``cache.update(layer, k_new, v_new)`` appends ``(B, H_kv, L, d)`` at position :attr:`length`
-    and returns every key and value so far, ``(B, H_kv, length + L, d)`` views. After all layers
-    have run, :meth:`advance` moves :attr:`length` on by L. Keys are stored rotated (each at its
-    own position), so a new query attends them without recomputing anything.
-    """
-
-    def __init__(self, n_layers: int) -> None:
-        self.k: list[Optional[Tensor]] = [None] * n_layers
-        self.v: list[Optional[Tensor]] = [None] * n_layers
-        self.length = 0
-
-    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        end = self.length + k.shape[-2]
-        buf = self.k[layer]
-        held = None if buf is None or not self.length else (buf.shape[0], buf.shape[1], buf.shape[-1])
-        if held is not None and held != (k.shape[0], k.shape[1], k.shape[-1]):  # another batch, or another model's keys
-            raise error(InputError, "errors.kernel_cache_continued", layer=layer, n=self.length,
-                        held=f"({held[0]}, {held[1]}, {self.length}, {held[2]})", got=fmt_shape(k.shape))
-        if buf is None or buf.shape[-2] < end or buf.shape[0] != k.shape[0]:
-            size = max(end, 2 * (buf.shape[-2] if buf is not None else 0), 64)
-            for store, t in ((self.k, k), (self.v, v)):
-                new = t.new_empty((*t.shape[:-2], size, t.shape[-1]))  # (B, H_kv, size, d)
-                old = store[layer]
-                if old is not None and self.length:
-                    new[..., :self.length, :] = old[..., :self.length, :]
-                store[layer] = new
-        kb, vb = self.k[layer], self.v[layer]
-        assert kb is not None and vb is not None  # both made just above when missing
-        kb[..., self.length:end, :] = k
-        vb[..., self.length:end, :] = v
-        return kb[..., :end, :], vb[..., :end, :]  # (B, H_kv, S, d)
-
-    def advance(self, n: int) -> None:
-        self.length += n
 
 
 class DecoderAttention(MultiHeadAttention):
@@ -100,8 +62,7 @@ class DecoderAttention(MultiHeadAttention):
     def __init__(self, d_model: int, n_heads: int, *, layer_index: int = 0, qk_norm_eps: Optional[float] = None,
                  qk_norm_span: str = "head", norm_offset: float = 0.0, norm_weight_first: bool = False,
                  **kw) -> None:
-        super().__init__(d_model, n_heads, **kw)
-        self.layer_index = layer_index
+        super().__init__(d_model, n_heads, layer_index=layer_index, **kw)
         if qk_norm_span not in QK_NORM_SPANS:
             raise error(ConfigError, "errors.core_unknown_choice", name="qk_norm_span", value=repr(qk_norm_span),
                         choices=", ".join(QK_NORM_SPANS))
@@ -158,16 +119,6 @@ class DecoderAttention(MultiHeadAttention):
             mask, causal = self.mask(made), False  # (B|1, 1, L, S)
         return self.attend_heads(q, k, v, mask, causal=causal, need_weights=need_weights,
                                  hooks=self.active_hooks())  # (B, L, d_model)
-
-
-def cached_causal(mask: Optional[Tensor], causal: bool, L: int, S: int, device) -> tuple[Optional[Tensor], bool]:
-    """``(mask, causal)`` for L new queries after ``S − L`` cached positions: with ``causal``, query i
-    (at ``S − L + i``) sees keys ``0 … S − L + i`` — a bottom-right mask ``(1, 1, L, S)``, and'ed with
-    ``mask`` — where SDPA's ``is_causal`` is top-left; unchanged when nothing is cached."""
-    if not causal or S <= L:
-        return mask, causal
-    after = torch.ones(L, S, dtype=torch.bool, device=device).tril(S - L)[None, None]  # (1, 1, L, S)
-    return (after if mask is None else mask.to(torch.bool) & after), False
 
 
 def full_mask(mask: Optional[Tensor], causal: bool, B: int, L: int, S: int, device) -> Tensor:

@@ -34,6 +34,7 @@ from ..hooks import HookPoint
 from ..i18n import error
 from .attention import MultiHeadAttention
 from .embeddings import Embeddings
+from .kv_cache import KVCache
 from .layer import RecipeLayer
 
 Tensor = torch.Tensor
@@ -67,7 +68,8 @@ class EncoderLayer(RecipeLayer):
     names (``post``: BERT, ``pre``: GPT-2; see the module docstring and :mod:`attnscope.recipe`).
 
     ``forward(x (B, L, d_model), *, key_padding_mask=None, attn_mask=None, causal=False)`` →
-    ``(B, L, d_model)``; the masks go to :meth:`MultiHeadAttention.forward`.
+    ``(B, L, d_model)``; the masks go to :meth:`MultiHeadAttention.forward`. ``index``: the layer's
+    place in the stack (its slot in a key/value cache).
     """
 
     # the modules the recipe registers by name (ln1/ln2 where the recipe has them), for a type checker
@@ -76,10 +78,11 @@ class EncoderLayer(RecipeLayer):
     ln1: nn.LayerNorm
     ln2: nn.LayerNorm
 
-    def __init__(self, config: TransformerConfig) -> None:
+    def __init__(self, config: TransformerConfig, index: int = 0) -> None:
         c = config
         attn = MultiHeadAttention(c.d_model, c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
-                                  bias=c.bias, scoring=c.scoring, dropout=c.attn_dropout, position=c.position)
+                                  bias=c.bias, scoring=c.scoring, dropout=c.attn_dropout, position=c.position,
+                                  layer_index=index)
         super().__init__(c.norm, attn=attn, ffn=FeedForward(c), dropout=c.dropout,
                          norm=lambda: nn.LayerNorm(c.d_model, eps=c.layer_norm_eps))
 
@@ -87,7 +90,9 @@ class EncoderLayer(RecipeLayer):
 class Encoder(nn.Module):
     """A stack of ``n_layers`` :class:`EncoderLayer` s (and the final LayerNorm of pre-LN stacks).
 
-    ``causal=True`` in the config (or per call) makes it a decoder-only stack.
+    ``causal=True`` in the config (or per call) makes it a decoder-only stack; with ``cache`` (a
+    :class:`~attnscope.modules.kv_cache.KVCache`) x follows the cached positions (generation),
+    and with ``need_weights`` every layer's weights ``(B, H, L, S)`` come back too: ``(x, weights)``.
     Hook point ``final_norm`` holds the output after the final LayerNorm, when there is one.
     """
 
@@ -96,19 +101,28 @@ class Encoder(nn.Module):
         self.config = config
         if embeddings:  # registered first, so that named_modules() lists names in forward order
             self.embed = Embeddings(config)
-        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
+        self.layers = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_layers))
         self.ln_f = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.final_norm else None
         if config.final_norm:  # its hook point only where there is a final norm: the trace names are the hook points
             self.final_norm = HookPoint()
 
     def forward(self, x: Tensor, *, key_padding_mask: Optional[Tensor] = None,
-                attn_mask: Optional[Tensor] = None, causal: Optional[bool] = None) -> Tensor:
+                attn_mask: Optional[Tensor] = None, causal: Optional[bool] = None,
+                cache: Optional[KVCache] = None, need_weights: bool = False):
         causal = self.config.causal if causal is None else causal
+        more = {} if cache is None else {"cache": cache}  # a keyword only when used: DeBERTa's attention takes none
+        weights = []
         for layer in self.layers:
-            x = layer(x, key_padding_mask=key_padding_mask, attn_mask=attn_mask, causal=causal)  # (B, L, d)
+            x = layer(x, key_padding_mask=key_padding_mask, attn_mask=attn_mask, causal=causal,
+                      need_weights=need_weights, **more)  # (B, L, d), or with the weights (B, H, L, S)
+            if need_weights:
+                x, w = x
+                weights.append(w)
+        if cache is not None:
+            cache.advance(x.shape[1])
         if self.ln_f is not None:
             x = self.final_norm(self.ln_f(x))
-        return x
+        return (x, weights) if need_weights else x
 
 
 class TransformerEncoder(Encoder):

@@ -33,7 +33,7 @@ import torch
 from ...config import TransformerConfig
 from ...errors import ModelLoadError
 from ...i18n import error
-from ..registry import Family, WeightRule, hf_extra, register, setting, setting_of
+from ..registry import Family, WeightRule, hf_extra, register, setting, setting_of, token_ids
 
 Tensor = torch.Tensor
 
@@ -59,7 +59,9 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
         dropout=float(setting(hf, "hidden_dropout", source, 0.0, float)),
         attn_dropout=float(setting(hf, "attention_dropout", source, 0.0, float)),
         bias=True, causal=True, pad_token_id=pad,
-        extra=hf_extra(hf, eos_token_id=hf.get("eos_token_id"), bos_token_id=hf.get("bos_token_id")),
+        # generation stops there: BloomConfig's default is 2 (</s>), as transformers' generate reads it
+        extra=hf_extra(hf, eos_token_id=token_ids(hf.get("eos_token_id", 2), "eos_token_id", source),
+                       bos_token_id=hf.get("bos_token_id")),
     )
 
 
