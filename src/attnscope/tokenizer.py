@@ -313,12 +313,12 @@ def wordpiece_from_vocab(vocab_file: Path, *, lowercase: bool = True, chinese_ch
     return tok
 
 
-def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Optional[str] = None,
-                             eos: Optional[str] = None, add_prefix_space: bool = False, specials: Sequence[str] = ()):
+def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, cls: Optional[str] = None,
+                             sep: Optional[str] = None, add_prefix_space: bool = False, specials: Sequence[str] = ()):
     """GPT-2 / RoBERTa byte-level BPE from ``vocab.json`` + ``merges.txt``.
 
-    With ``bos`` and ``eos`` (RoBERTa) each text becomes ``<s> … </s>``; without (GPT-2) nothing
-    is added. ``specials`` (and ``bos``, ``eos``) that the vocabulary has are never split:
+    With ``cls`` and ``sep`` (RoBERTa: ``<s> … </s>``, a pair ``<s> a </s></s> b </s>``) around each
+    text; without (GPT-2) nothing is added. ``specials`` (and ``cls``, ``sep``) that the vocabulary has are never split:
     ``<|endoftext|>`` written in a text is that one token, as in ``GPT2Tokenizer``.
     """
     from tokenizers import Tokenizer as HFTokenizer
@@ -337,21 +337,21 @@ def bytelevel_bpe_from_files(vocab_file: Path, merges_file: Path, *, bos: Option
     tok = HFTokenizer(BPE(vocab, merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
     tok.decoder = decoders.ByteLevel()
-    if bos is not None and eos is not None:
-        for t in (bos, eos):
+    if cls is not None and sep is not None:
+        for t in (cls, sep):
             if t not in vocab:
                 raise error(ModelLoadError, "errors.core_vocab_missing", path=vocab_file, token=t)
-        tok.post_processor = processors.RobertaProcessing((eos, vocab[eos]), (bos, vocab[bos]), add_prefix_space=add_prefix_space)
+        tok.post_processor = processors.RobertaProcessing((sep, vocab[sep]), (cls, vocab[cls]), add_prefix_space=add_prefix_space)
     else:
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    tok.add_special_tokens([t for t in dict.fromkeys([bos, eos, *specials]) if t is not None and t in vocab])
+    tok.add_special_tokens([t for t in dict.fromkeys([cls, sep, *specials]) if t is not None and t in vocab])
     return tok
 
 
 def _bpe_specials(settings: dict, roberta: bool) -> list[str]:
     """The special tokens of a byte-level BPE folder, with transformers' defaults (GPT-2: ``<|endoftext|>``)."""
-    names = {"unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"} if roberta else \
-        {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
+    names = {"unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>", "bos_token": "<s>", "eos_token": "</s>"} \
+        if roberta else {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
     return [v for v in (settings.get(k, d) for k, d in names.items()) if isinstance(v, str)]
 
 
@@ -391,9 +391,9 @@ def load_tokenizer(folder: Path, *, kind: str, max_length: int, pad_token_id: in
     vf, mf = folder / "vocab.json", folder / "merges.txt"
     if not (vf.is_file() and mf.is_file()):
         raise error(ModelLoadError, "errors.core_no_tokenizer_bpe", folder=folder)
-    roberta = kind == "bpe-roberta"  # <s> … </s> around each text; GPT-2 adds nothing
-    backend = bytelevel_bpe_from_files(vf, mf, bos=settings.get("bos_token", "<s>") if roberta else None,
-                                       eos=settings.get("eos_token", "</s>") if roberta else None,
+    roberta = kind == "bpe-roberta"  # cls … sep around each text, as RobertaTokenizer (not bos/eos); GPT-2 adds nothing
+    backend = bytelevel_bpe_from_files(vf, mf, cls=settings.get("cls_token", "<s>") if roberta else None,
+                                       sep=settings.get("sep_token", "</s>") if roberta else None,
                                        add_prefix_space=bool(settings.get("add_prefix_space", False)),
                                        specials=_bpe_specials(settings, roberta))
     return Tokenizer(backend, pad_token_id=pad_token_id, max_length=max_length, source=f"{vf} + {mf}")

@@ -139,3 +139,37 @@ def test_report_sentence_on_the_jacobian_reads_right_without_the_small_d_k_part(
     assert all(jac[(d, "unscaled")] > jac[(d, "scaled")] for d in (2, 4))
     assert "— The scaled" not in res.report
     res.close_figures()
+
+
+def _two_key_means(d_k):
+    """S = 2 by quadrature (scipy, no sampling): E[1 − p_max], E[H], E‖J‖_F of softmax(|q|·z), q ~ N(0, I_d_k).
+    Given σ = |q|, t = σ|z₁ − z₂| has density exp(−(t/σ)²/4)/(σ√π) and the three are
+    σ(−t), ln(1 + e^−t) + t·σ(−t) and 2σ(t)σ(−t); then |q| ~ χ_d_k."""
+    from scipy import integrate, special, stats
+
+    given = [lambda t: special.expit(-t), lambda t: math.log1p(math.exp(-t)) + t * special.expit(-t),
+             lambda t: 2 * special.expit(t) * special.expit(-t)]
+
+    def at(sigma, g):
+        return integrate.quad(lambda t: g(t) * math.exp(-(t / sigma) ** 2 / 4) / (sigma * math.sqrt(math.pi)), 0, math.inf)[0]
+
+    lo, hi = max(0.0, math.sqrt(d_k) - 12), math.sqrt(d_k) + 12  # χ_d_k is within ±12 of √d_k
+    return [integrate.quad(lambda r, g=g: at(r, g) * stats.chi.pdf(r, d_k), lo, hi, limit=200)[0] for g in given]
+
+
+def test_the_asym_columns_are_large_d_k_approximations_not_bounded_values():
+    # Not limits of the bounded means: the leading term in 1/|q|, close to the mean only once the
+    # unscaled scores spread widely, and past the largest possible value at d_k = 2.
+    res = saturation.run(d_ks=[2, 256], length=2, rows=20_000, seed=1, progress=False)
+    keys = [("max_weight", "asym_one_minus_max"), ("entropy", "asym_entropy"), ("jacobian", "asym_jacobian")]
+    for d in (2, 256):
+        ref = _two_key_means(d)
+        r = _at(res, d, "unscaled")
+        for (k, a), want in zip(keys, ref):
+            got = 1 - r[k] if k == "max_weight" else r[k]
+            assert abs(got - want) < 4 * r[k + "_se"] + 1e-9, (d, k, got, want)  # the sampled means
+            ratio = want / r[a]
+            assert (ratio == pytest.approx(1, abs=0.006)) if d == 256 else ratio < 0.6, (d, k, ratio)
+    low = _at(res, 2, "unscaled")
+    assert low["asym_entropy"] > math.log(2) and low["asym_jacobian"] > 0.5  # beyond ln S and ½
+    res.close_figures()

@@ -174,3 +174,29 @@ def test_special_tokens_written_in_the_text_stay_whole_from_vocab_json(name, cls
         want = ref(text)["input_ids"]
         got = tiny_models[name].encode(text)
         assert got.ids[0] == want, (text, got.tokens[0], ref.convert_ids_to_tokens(want))
+
+
+def test_roberta_from_vocab_json_opens_and_closes_with_cls_and_sep(tiny_dirs, tmp_path):
+    """RobertaTokenizer writes cls_token … sep_token (a pair: cls a sep sep b sep), not bos/eos: a
+    folder whose cls/sep are not <s> </s> got <s> … </s> from vocab.json + merges.txt."""
+    import transformers
+
+    from attnscope.tokenizer import load_tokenizer
+
+    folder = tmp_path / "roberta-cls-sep"
+    shutil.copytree(tiny_dirs["roberta"], folder)
+    vocab = json.loads((folder / "vocab.json").read_text())
+    vocab.update({"<cls>": len(vocab), "<sep>": len(vocab) + 1})
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "special_tokens_map.json").write_text(json.dumps({"cls_token": "<cls>"}))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"sep_token": "<sep>"}))
+    ref = transformers.RobertaTokenizer.from_pretrained(str(folder))
+    tok = load_tokenizer(folder, kind="bpe-roberta", max_length=64, pad_token_id=1)
+    texts = EN + ["<s> and </s> stay whole", "<cls>x<sep>"]
+    assert tok.encode(texts).ids == [ref(t)["input_ids"] for t in texts]
+    assert tok.tokenize("a b")[0] == "<cls>" and tok.tokenize("a b")[-1] == "<sep>"
+    for a, b in zip(texts, ZH):
+        assert tok.backend.encode(a, b).ids == ref(a, b)["input_ids"], (a, b)
+    plain = load_tokenizer(tiny_dirs["roberta"], kind="bpe-roberta", max_length=64, pad_token_id=1)
+    ref = transformers.RobertaTokenizer.from_pretrained(str(tiny_dirs["roberta"]))  # the defaults <s> </s>
+    assert [plain.backend.encode(a, b).ids for a, b in zip(EN, ZH)] == [ref(a, b)["input_ids"] for a, b in zip(EN, ZH)]

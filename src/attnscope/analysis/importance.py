@@ -40,6 +40,9 @@ from .replica import replicate
 
 Tensor = torch.Tensor
 
+#: Logits computed at once by the loss measure (64 MiB in float32).
+LOGIT_CHUNK = 1 << 24
+
 
 def is_language_model(model) -> bool:
     """True when the model has a language-model head (GPT-2), so importance is a loss change."""
@@ -183,11 +186,16 @@ def ablation_sums(model, tb: TokenBatch, layers: Optional[list[int]] = None, *,
     if lm:
         ce0, ok = _token_losses(model, clean, batch.input_ids, batch.attention_mask)  # (B, L-1)
 
+        # copies whose logits (k·B·L·V floats) are taken at once: one matrix product per copy reads the
+        # whole output matrix for a few rows each time, which made this pass several times slower
+        per = max(1, LOGIT_CHUNK // (B * batch.input_ids.shape[1] * model.config.vocab_size))
+
         def measure(hidden: Tensor) -> tuple[Tensor, Tensor]:
-            """(Σ loss increase, predicted tokens) per copy; copy by copy: the logits of all H·B rows
-            at once would be H·B·L·V floats."""
-            s = torch.stack([(_token_losses(model, hidden[c * B:(c + 1) * B], batch.input_ids, batch.attention_mask)[0]
-                              - ce0).double().sum() for c in range(H)])  # (H,)
+            """(Σ loss increase, predicted tokens) per copy, ``per`` copies at a time."""
+            ce = torch.cat([_token_losses(model, hidden[c * B:(c + per) * B], rep.input_ids[c * B:(c + per) * B],
+                                          rep.attention_mask[c * B:(c + per) * B])[0]
+                            for c in range(0, H, per)])  # (H·B, L-1)
+            s = (ce.view(H, B, -1) - ce0).double().sum(dim=(1, 2))  # (H,)
             return s, ok.sum().double().expand(H)
     else:
         e0 = model.pool(clean, batch.attention_mask)  # (B, d)
