@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from .i18n import text
 from .viewer import data as view_data_mod
 from .viewer.run import unicode_problem_msg
 
@@ -100,6 +101,10 @@ def error_response(status: int, detail: str, headers: Optional[dict] = None) -> 
 _TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "true or false",
           "float_type": "a number"}
 
+#: pydantic's error types said in attnscope's words (key, the bound's name in the error's ctx)
+_KEYED = {"greater_than_equal": ("errors.core_server_at_least", "ge"),
+          "less_than_equal": ("errors.core_server_at_most", "le"), "list_type": ("errors.core_server_list", "")}
+
 
 #: What an empty body is told to send, by the model's kind (an encoder–decoder's /api/view reads two texts).
 EXAMPLE_BODY = '{"text": "The bank of the river."}'
@@ -142,6 +147,10 @@ def validation_message(exc: RequestValidationError, content_type: Optional[str] 
             parts.append(e.get("msg"))
         elif kind in _TYPES:
             parts.append(f"{where} must be {_TYPES[kind]}, got {json.dumps(e.get('input'))[:40]}")
+        elif kind in _KEYED:
+            key, bound = _KEYED[kind]
+            parts.append(text(key, field=where, bound=(e.get("ctx") or {}).get(bound),
+                              value=json.dumps(e.get("input"))[:40]))
         else:
             parts.append(f"{where}: {e.get('msg')}")
     return 422, "; ".join(parts) or "invalid request"

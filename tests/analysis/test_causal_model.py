@@ -52,6 +52,8 @@ def test_causal_statistics_equal_texts_traced_alone(gpt2, tmp_path):
     out = r.write(tmp_path / "out")
     row = next(csv.DictReader(open(out["heads.csv"], encoding="utf-8")))
     assert row["to_next"] == "" and row["to_cls"] == "" and row["to_prev"] != ""
+    layer = next(csv.DictReader(open(out["layers.csv"], encoding="utf-8")))  # the same empty cells ("n/a" there)
+    assert layer["to_next"] == "" and layer["to_cls"] == "" and float(layer["to_prev"]) >= 0
     head = json.loads(out["analysis.json"].read_text())["heads"][0]
     assert head["to_next"] is None and isinstance(head["importance"], float)
 

@@ -144,8 +144,11 @@ def test_skipped_pass_is_said(gpt2_dir, corpus, tmp_path):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["--induction-length", "40"], "the repeated sequence has 0+2×40 = 80 tokens, more than the 64 positions "
-                                   "analysed; use at most 32"),
+    (["--induction-length", "40"], "the repeated sequence has 0+2×40 = 80 tokens, more than the model's 64 "
+                                   "positions; use at most 32"),
+    # the user's --max-length is what limits these (the sentence blamed the model's positions)
+    (["--max-length", "20", "--induction-length", "12"], "= 24 tokens, more than --max-length 20; use at most 10"),
+    (["--max-length", "3"], "at least 2 tokens, got 1 (within --max-length 3, a copy has room for 1)"),
     (["--induction-length", "1"], "--induction-length must be from 2 to 1000000, got 1"),
     (["--induction-seqs", "-1"], "--induction-seqs must be from 0 to 1000000000, got -1"),
     (["--threshold", "induction=2"], "threshold induction must be a number in [0, 1], got 2.0"),

@@ -15,7 +15,7 @@ import torch
 from attnscope import InputError
 from attnscope.analysis import analyze
 from attnscope.analysis.cross_stats import aligned_positions, cross_means
-from attnscope.analysis.seq2seq import analyze_seq2seq, split_pair
+from attnscope.analysis.seq2seq import analyze_seq2seq, report_markdown, split_pair
 from attnscope.analysis.stats import StatOptions, attention_means
 from attnscope.cli import main
 from tests.models.seq2seq.fixtures import hf_seq2seq_models, seq2seq, seq2seq_dirs  # noqa: F401
@@ -286,3 +286,20 @@ def test_one_stack_settings_are_refused_not_dropped(corpus, seq2seq_dirs, tmp_pa
     assert len(err) == 1 and said in err[0] and "it would be dropped" in err[0], err
     assert not (tmp_path / "an" / "heads.csv").exists()
     assert main([*argv, "--importance-texts", "0", "--norm-texts", "0", "--induction-seqs", "0"]) == 0
+
+
+def test_one_pair_in_one_batch_is_said_in_the_singular(tmp_path, seq2seq, capsys):  # noqa: F811
+    """The summary and report.md said "1 pairs" and "1 batches" of a one-pair corpus."""
+    p = tmp_path / "pairs.tsv"
+    p.write_text("one two\tdrei vier\n", encoding="utf-8")
+    r = analyze_seq2seq(p, seq2seq["t5"], batch_size=4)
+    r.print_summary(tmp_path / "out", 1)
+    assert ": 1 pair (" in capsys.readouterr().out
+    r.write(tmp_path / "out")
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "1 (source, target) pair: " in report and " tokens (the decoder's start token included), 1 batch, " in report
+    p.write_text("one two\tdrei vier\nfive\tsix\n", encoding="utf-8")
+    r = analyze_seq2seq(p, seq2seq["t5"], batch_size=1)
+    r.print_summary(tmp_path / "out", 1)
+    assert ": 2 pairs (" in capsys.readouterr().out and "2 (source, target) pairs: " in report_markdown(r)
+    assert ", 2 batches, " in report_markdown(r) and "2 个（源，目标）文本对：" in report_markdown(r, "zh")

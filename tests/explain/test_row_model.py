@@ -102,3 +102,19 @@ def test_trace_check_of_q_is_the_rows_query(model):
     w = explain(text=TEXT, model=model, layer=0, head=3, token="it")
     assert w.meta["trace_max_abs_diff"]["q"] == pytest.approx(row, rel=1e-6)
     assert f"largest difference {row:.1e} in q," in w.render("markdown")
+
+
+def test_a_long_texts_tokens_are_listed_up_to_20(model):
+    """Every error naming a text's tokens listed all of them: 2,800 characters for 381 tokens. The
+    first 20 now, then how many more (i18n.listing), in English and Chinese."""
+    from attnscope.i18n import error_message
+    text = " ".join(f"w{i}" for i in range(150))  # 381 WordPiece tokens with [CLS] and [SEP]
+    for kw in (dict(token="dog"), dict(position=5000), dict()):
+        with pytest.raises(InputError) as e:
+            explain(text=text, model=model, **kw)
+        said = str(e.value)
+        assert said.endswith(" 18:##8 19:w … and 361 more") and "20:" not in said and len(said) < 250, said
+        assert error_message(e.value, "zh").endswith(" 19:w … 另有 361 个")
+    with pytest.raises(InputError, match=re.escape("the tokens are 0:[CLS] 1:the 2:cat 3:sat")) as e:
+        explain(text=TEXT, model=model, token="dog")  # 13 tokens: all of them
+    assert str(e.value).endswith("12:[SEP]")

@@ -95,3 +95,23 @@ def test_the_config_classes_refuse_an_impossible_epsilon(eps):
             cls(layer_norm_eps=eps)
     with pytest.raises(ConfigError, match="config.rope_theta must be a positive finite number, got inf"):
         DecoderConfig(rope_theta=math.inf)
+
+
+@pytest.mark.parametrize("name, key", [("bert", "num_hidden_layers"), ("gpt2", "n_layer")])
+@pytest.mark.parametrize("stream", [False, True])
+def test_more_layers_than_the_weights_hold_are_refused_before_building(tiny_dirs, tmp_path, name, key, stream):
+    """num_hidden_layers: 10**9 built layer after layer (days; the test's timeout stops it). Each layer
+    holds at least d_model weights: 10**9 × 32 bytes is more than the folder's weight files hold."""
+    import signal
+    folder = _copy_with(tiny_dirs[name], tmp_path, **{key: 10**9})
+    held = sum(f.stat().st_size for f in folder.iterdir() if f.suffix in (".safetensors", ".bin"))
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("still building after 20 s"))
+    signal.alarm(20)
+    try:
+        with pytest.raises(ModelLoadError) as e:
+            attnscope.load(folder, stream_layers=stream)
+    finally:
+        signal.alarm(0)
+    assert str(e.value) == (f"{folder / 'config.json'} describes 1,000,000,000 layers of width 32, more than its "
+                            f"weights ({held:,} bytes) can hold; check its number of layers (num_hidden_layers, "
+                            "n_layer, num_layers)")

@@ -89,7 +89,11 @@ BAD = [
     ("/api/attention", {"text": "hi", "layer": 1.0}, 422, "layer must be an integer, got 1.0"),
     ("/api/steps", {"text": "hi", "query": "1"}, 422, 'query must be an integer, got "1"'),
     ("/api/view", {"text": "hi", "decimals": "4"}, 422, 'decimals must be an integer, got "4"'),
-    ("/api/view", {"text": "hi", "decimals": 9}, 422, "decimals: Input should be less than or equal to 8"),
+    # a range or a list: attnscope's sentence, not pydantic's ("decimals: Input should be less than or equal to 8")
+    ("/api/view", {"text": "hi", "decimals": 9}, 422, "decimals must be at most 8, got 9"),
+    ("/api/view", {"text": "hi", "decimals": -1}, 422, "decimals must be at least 0, got -1"),
+    ("/api/held/rows", {"id": "x", "heads": "1", "q0": 0, "q1": 1}, 422, 'heads must be a list of integers, got "1"'),
+    ("/api/held/lines", {"id": "x", "heads": 3}, 422, "heads must be a list of integers, got 3"),
     ("/api/view", {"text": ["hi"]}, 422, 'text must be a string, got ["hi"]'),
     ("/api/view", {"text": "hi", "token": 3}, 422, "token must be a string, got 3"),
     # empty and null bodies

@@ -2,6 +2,7 @@
 model's attention (checked against the traced weights and against torch's own attention)."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -162,3 +163,18 @@ def test_no_shared_token_lists_both_texts_as_shown(tiny_models):
         context_comparison(a, b)
     assert str(e.value) == (f"the two texts share no token (tokens {a.text_labels(0)} and {b.text_labels(0)}); "
                             "pick texts with a common word")
+
+
+def test_no_shared_token_lists_20_tokens_of_a_long_text(tiny_models):
+    """A long text's tokens were listed whole in the context view's errors (all of them, past 20)."""
+    from attnscope.viewer.run import trace_each
+
+    long = " ".join(["fox"] * 25)  # about 50 pieces: the tiny GPT-2 reads 64 positions
+    a, b = trace_each(tiny_models["gpt2"], [long, "the cat"])
+    with pytest.raises(InputError) as e:
+        context_comparison(b, a)
+    n = len(a.text_labels(0))
+    want = ", ".join(repr(t) for t in a.text_labels(0)[:20]) + f" … and {n - 20} more]"
+    assert f"and [{want}); pick texts" in str(e.value) and n > 20
+    with pytest.raises(InputError, match=re.escape(f"… and {n - 20} more]")):
+        context_comparison(a, b, token="dog")

@@ -175,9 +175,11 @@ class RepeatSettings:
         return dict(self.__dict__)
 
 
-def repeat_settings(model, sequences: int, length: Optional[int], seed: int, max_length: int) -> RepeatSettings:
+def repeat_settings(model, sequences: int, length: Optional[int], seed: int, max_length: int,
+                    flag: bool = False) -> RepeatSettings:
     """Check and complete the settings: ``length`` None = :data:`DEFAULT_LENGTH`, lowered to fit
-    ``max_length`` positions (and said so); an explicit length that does not fit is a ConfigError."""
+    ``max_length`` positions (and said so); an explicit length that does not fit is a ConfigError
+    naming the limit (``flag``: the user's --max-length, else the model's positions)."""
     tok = model.tokenizer
     if tok is None:
         raise error(InputError, "errors.analysis_induction_tokenizer")
@@ -185,14 +187,15 @@ def repeat_settings(model, sequences: int, length: Optional[int], seed: int, max
     P = len(prefix)
     room = (max_length - P) // 2
     capped = False
+    limit = Msg("errors.analysis_induction_limit_" + ("flag" if flag else "model"), max_length=max_length)
     if length is None:
         length, capped = min(DEFAULT_LENGTH, room), room < DEFAULT_LENGTH
     if length < 2:
         raise error(ConfigError, "errors.analysis_induction_short", length=length,
-                    room=Msg("errors.analysis_induction_room", max_length=max_length, room=room) if capped else "")
+                    room=Msg("errors.analysis_induction_room", limit=limit, room=room) if capped else "")
     if P + 2 * length > max_length:
         raise error(ConfigError, "errors.analysis_induction_long", length=length, P=P, total=P + 2 * length,
-                    max_length=max_length, room=room)
+                    limit=limit, room=room)
     cand = candidate_ids(tok, model.config)
     if len(cand) < length:
         raise error(ConfigError, "errors.analysis_induction_vocab", length=length, n=len(cand))

@@ -163,7 +163,8 @@ def prepare(model, cfg: AnalysisConfig) -> Passes:
                   StatsAccumulator(c.n_layers, c.n_heads, NAMES + (DECODER_STATS if c.causal else ())),
                   StatOptions(special_queries=cfg.special_queries, window=cfg.window, causal=c.causal,
                               key_windows=key_windows(c)),
-                  repeat_settings(model, cfg.induction_seqs, cfg.induction_length, cfg.seed, max_length)
+                  repeat_settings(model, cfg.induction_seqs, cfg.induction_length, cfg.seed, max_length,
+                                  flag=cfg.max_length is not None)
                   if c.causal and cfg.induction_seqs > 0 else None)
 
 

@@ -36,7 +36,7 @@ from .corpus import CorpusReader
 from .cross_stats import CROSS_DOCS, CROSS_STATS, cross_sums, special_kinds
 from .report import decode_line, fmt_number, heatmap, json_number, left_out, report_folder, write_csv
 from .stats import STAT_DOCS, STAT_NAMES, StatOptions, attention_sums
-from .summary import left_out_line, pad_left, say
+from .summary import counted_in, left_out_line, pad_left, say
 
 STACKS = ("encoder", "self", "cross")
 #: The statistics each stack reports.
@@ -123,8 +123,8 @@ class Seq2SeqAnalysis:
 
     def print_summary(self, out, n_files: int, lang: str = "en") -> None:
         c = self.counters
-        print(say("s2s_out_head", lang, model=self.model_name, pairs=c["texts"], source=c["source_tokens"],
-                  target=c["target_tokens"], corpus=self.corpus, seconds=self.seconds))
+        print(say("s2s_out_head", lang, model=self.model_name, pairs=counted_in(c["texts"], "pair", lang),
+                  source=c["source_tokens"], target=c["target_tokens"], corpus=self.corpus, seconds=self.seconds))
         left = left_out_line(c, lang)
         if left:
             print(left)
@@ -248,8 +248,9 @@ def report_markdown(r: Seq2SeqAnalysis, lang: str = "en") -> str:
     c = r.counters
     T = lambda key, **kw: say(key, lang, **kw)  # noqa: E731
     lines = [T("s2s_title", model=r.model_name, corpus=r.corpus), "",
-             T("s2s_intro", pairs=c["texts"], source=c["source_tokens"], target=c["target_tokens"],
-               batches=c["batches"], seconds=r.seconds), "", left_out(c, lang), ""]
+             T("s2s_intro", pairs=counted_in(c["texts"], "source_target_pair", lang), source=c["source_tokens"],
+               target=c["target_tokens"], batches=counted_in(c["batches"], "batch", lang), seconds=r.seconds),
+             "", left_out(c, lang), ""]
     for stack in STACKS:
         stats = SHOWN[stack]
         title = T("s2s_stack_" + stack)

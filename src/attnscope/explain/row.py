@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import reference as R
 from ..errors import InputError
-from ..i18n import Msg, error, word
+from ..i18n import Msg, error, listing, word
 from ..positions import get_position, score_bias_np
 from ..reference import EXP_SHOW_LIMIT
 from . import inputs
@@ -53,7 +53,7 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
         check_unicode(str(token), "the query token")
     if pieces is None:
         pieces = Pieces(tuple(tokens), tuple(tokens))
-    listing = inputs.ordinal_list(pieces.labels)
+    shown = listing(pieces.labels, numbered=True)  # a long text: its first tokens
     n = len(tokens)
     notes: list = []
     match = find(pieces, token) if token is not None else None
@@ -61,20 +61,20 @@ def resolve_query(tokens: Sequence[str], token: Optional[str] = None, position: 
         if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
             raise error(InputError, "errors.not_integer", what=word("position"), value=repr(position))
         if not 0 <= position < n:
-            raise error(InputError, "errors.position_range", position=position, n=n, last=n - 1, listing=listing)
+            raise error(InputError, "errors.position_range", position=position, n=n, last=n - 1, listing=shown)
         if match is not None and not any(a <= position <= b for a, b in match.spans):
             raise error(InputError, "errors.token_not_at", token=repr(token), position=position,
-                        label=repr(pieces.labels[position]), listing=listing)
+                        label=repr(pieces.labels[position]), listing=shown)
         return int(position), notes
     if token is None and n == 1:  # one token: the only query there is
         return 0, notes
     if token is None or match is None:
-        raise error(InputError, "errors.choose_query", listing=listing)
+        raise error(InputError, "errors.choose_query", listing=shown)
     if not match.spans:
         unk = next((tk for tk in tokens if "UNK" in tk.upper()), None) if text is not None and token in text else None
         if unk is not None:
-            raise error(InputError, "errors.token_unk", token=repr(token), unk=unk, listing=listing)
-        raise error(InputError, "errors.token_missing", token=repr(token), listing=listing)
+            raise error(InputError, "errors.token_unk", token=repr(token), unk=unk, listing=shown)
+        raise error(InputError, "errors.token_missing", token=repr(token), listing=shown)
     first, last = match.spans[0]
     if len(match.spans) > 1:
         notes.append(t("row.ambiguous", tok=token, positions=", ".join(str(b) for _, b in match.spans), pos=last))

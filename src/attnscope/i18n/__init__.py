@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Mapping, Optional, Type, TypeVar
+from typing import Mapping, Optional, Sequence, Type, TypeVar, Union
 
 from ..errors import AttnscopeError, InputError
 from . import catalog
@@ -90,6 +90,20 @@ def word(name: str):
     """The word ``name`` ("layer", "heads", …) as a :class:`Msg` where the ``errors`` table has
     it (``errors.word.NAME``), else ``name`` as written."""
     return Msg(f"errors.word.{name}") if f"errors.word.{name}" in TABLES["errors"]["en"] else name
+
+
+#: An error lists at most this many of a text's tokens: hundreds would bury its one sentence.
+LISTED = 20
+
+
+def listing(items: Sequence[str], sep: str = " ", numbered: bool = False) -> Union[str, Msg]:
+    """``items`` (a text's tokens) for an error, joined by ``sep`` (``numbered``: ``0:[CLS] 1:the``):
+    all of them up to :data:`LISTED`, else the first LISTED and "… and N more" (a :class:`Msg`:
+    written in the error's language)."""
+    shown = [f"{i}:{x}" if numbered else x for i, x in enumerate(items[:LISTED])]
+    if len(items) <= LISTED:
+        return sep.join(shown)
+    return Msg("errors.listing_more", listing=sep.join(shown), n=len(items) - LISTED)
 
 
 def error_message(e: BaseException, lang: str) -> str:

@@ -273,20 +273,23 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
         raise error(ModelLoadError, "errors.models_folder_gguf", folder=folder, first=ggufs[0],
                     files=", ".join(p.name for p in ggufs[:3]) + (" …" if len(ggufs) > 3 else ""))
     hf = read_json(cfg_file)
+    # the weights read (or their headers) before building: an unreadable file is named as such, not
+    # as a config.json with more layers than the file holds (build_model's check of its size)
+    files = weight_files(folder)
+    reader = SafetensorsReader(files) if stream_layers else None
+    sd: dict[str, torch.Tensor] = {}
+    for f in files if reader is None else ():
+        sd.update(read_weights(f))
     # streamed: the layers' weights are never drawn (they become meta tensors at once)
     model, family = build_model(hf, cfg_file, name, folder, where=str(folder), empty=stream_layers)
     config = model.config
     if isinstance(model, Model):
         model.pooling, model.normalize = pooling_settings(folder)
-    files = weight_files(folder)
     shards = "safetensors" if files[0].suffix == ".safetensors" else "pytorch_model.bin"
     source = str(files[0]) if len(files) == 1 else f"{folder} (sharded {shards})"
-    if stream_layers:
-        model.unused_weights = attach_stream(model, family, SafetensorsReader(files), source)
+    if reader is not None:
+        model.unused_weights = attach_stream(model, family, reader, source)
     else:
-        sd: dict[str, torch.Tensor] = {}
-        for f in files:
-            sd.update(read_weights(f))
         model.unused_weights = map_weights(model, family, sd, source)
         del sd
     segments = [n for n in model.unused_weights if n.endswith("token_type_embeddings.weight")]

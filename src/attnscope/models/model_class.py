@@ -58,11 +58,25 @@ def build_model(hf: dict, source: Path, name: str, path: Path, *, where: str = "
     family = family_for(hf.get("model_type"), str(source))
     config = make_config(family.config_from_hf, source, hf, str(source))
     config.extra["source"] = where or str(source)
+    # a layer holds at least d_model weights of a byte or more: more layers than the weight files can
+    # hold is a config.json typo (num_hidden_layers: 10**9 built layer after layer for days)
+    layers, held = config.n_layers + getattr(config, "n_decoder_layers", 0), weight_bytes(path)
+    if held and layers * config.d_model > held:
+        raise error(ModelLoadError, "errors.models_layers_past_weights", source=source, n=f"{layers:,}",
+                    d=config.d_model, size=f"{held:,}")
     try:
         with weights_not_initialised() if empty else nullcontext():
             return model_class(family)(config, family, name=name, path=path), family
     except (RuntimeError, MemoryError) as e:  # sizes past memory: torch's allocator failed inside nn.Linear
         raise error(ModelLoadError, "errors.models_cannot_build", source=source, why=first_line(e)) from None
+
+
+def weight_bytes(path: Path) -> int:
+    """The bytes of a checkpoint's weights: the file ``path``, or a folder's .safetensors and .bin
+    files (0 when it has none: the loader names what is missing)."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.glob("*") if f.suffix in (".safetensors", ".bin") and f.is_file())
 
 
 def class_for_config(config: TransformerConfig) -> tuple[type, Family]:

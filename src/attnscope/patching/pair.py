@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..i18n import Msg, error
+from ..i18n import Msg, error, listing
 
 Tensor = torch.Tensor
 #: ``metric(logits (B, V)) -> (B,)``: what is measured on the logits of the last position.
@@ -94,7 +94,7 @@ def single_token(model, token: Union[str, int], what: Msg) -> tuple[int, str]:
             if len(alone.ids) == 1:
                 hint = Msg("errors.patch_hint_space", word=repr(" " + token))
         raise error(InputError, "errors.patch_not_one_token", what=what, token=repr(token), n=len(enc.ids),
-                    pieces=" | ".join(map(repr, shown)), hint=hint)
+                    pieces=listing([repr(s) for s in shown], " | "), hint=hint)
     return int(enc.ids[0]), shown[0]
 
 

@@ -8,7 +8,7 @@ from typing import Callable, Collection, Optional
 import numpy as np
 
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import error, listing
 
 #: Tokens a comparison never picks by itself (the first token two texts share is compared), with
 #: the tokenizer's own special tokens when it is known: a start token (Gemma's ``<bos>``) is in
@@ -55,14 +55,15 @@ def find_token(toks: list[str], token: Optional[str], other: Optional[list[str]]
         match = find(Pieces(tuple(toks), tuple(shown), normal=normal), token)
         if match.spans:
             return match.spans[0][1]
-        raise error(InputError, "errors.viewer_token_not_among", token=repr(token), shown=shown)
+        raise error(InputError, "errors.viewer_token_not_among", token=repr(token),
+                    shown=listing([repr(t) for t in shown], ", "))
     skip = SPECIAL.union(special)
     others = {norm(t) for t in (other or []) if t not in skip}
     for i, t in enumerate(toks):
         if t not in skip and norm(t) in others:
             return i
-    raise error(InputError, "errors.viewer_no_shared_token", shown=shown,
-                other=other if other_labels is None else list(other_labels))
+    raise error(InputError, "errors.viewer_no_shared_token", shown=listing([repr(t) for t in shown], ", "),
+                other=listing([repr(t) for t in ((other or []) if other_labels is None else other_labels)], ", "))
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
