@@ -49,6 +49,9 @@ class TransformerConfig:
     causal: bool = False              # decoder-style stack: each token sees only its past
     pad_token_id: int = 0
     extra: dict = field(default_factory=dict)  # family-specific facts kept for the record
+    # the ids that end a generation: config.json's eos_token_id, replaced by a folder's
+    # generation_config.json as transformers' generate replaces it
+    eos_token_ids: list = field(default_factory=list)
     n_kv_heads: Optional[int] = None  # key/value heads (grouped-query attention); None = n_heads
     head_dim: Optional[int] = None    # width of one head; None = d_model // n_heads
 
@@ -204,7 +207,6 @@ class DecoderConfig(TransformerConfig):
     tie_embeddings: bool = True       # logits use the token embedding (else the loader sets lm_head_weight)
     final_logit_softcap: Optional[float] = None  # logits = cap · tanh(logits / cap)
     bos_token_id: Optional[int] = None
-    eos_token_ids: list = field(default_factory=list)
 
     kind = "decoder"
 

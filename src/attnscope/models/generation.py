@@ -122,14 +122,8 @@ def stop_ids(v, vocab: int) -> list[int]:
 
 
 def end_ids(config) -> list[int]:
-    """The ids that end a generation by default: a decoder config's ``eos_token_ids``; for a causal
-    single stack (GPT-2, BLOOM) the checkpoint's ``eos_token_id`` (an id or a list, checked when it
-    loaded) that its family keeps in ``config.extra``."""
-    ids = getattr(config, "eos_token_ids", None)
-    if ids is None:
-        eos = config.extra.get("eos_token_id")
-        ids = [] if eos is None else eos if isinstance(eos, list) else [eos]
-    return [int(i) for i in ids]
+    """The ids that end a generation by default: the config's ``eos_token_ids``."""
+    return [int(i) for i in config.eos_token_ids]
 
 
 def choose(logits: Tensor, temperature: float, top_k: Optional[int], top_p: Optional[float],

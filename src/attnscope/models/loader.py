@@ -26,6 +26,7 @@ from .base import check_target, finish_loading
 from .model import Model
 from .model_class import build_model
 from .placement import place
+from .registry import token_ids
 from .streaming import SafetensorsReader, attach_stream, finish_streamed, load_streamed_gguf
 from .weights import map_weights
 
@@ -283,6 +284,11 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
     # streamed: the layers' weights are never drawn (they become meta tensors at once)
     model, family = build_model(hf, cfg_file, name, folder, where=str(folder), empty=stream_layers)
     config = model.config
+    gen_file = folder / "generation_config.json"
+    if gen_file.is_file():  # what ends a generation, as transformers' generate reads it (Qwen2.5: two ids)
+        eos = read_json(gen_file).get("eos_token_id")
+        if eos is not None:
+            config.eos_token_ids = token_ids(eos, "eos_token_id", str(gen_file))
     if isinstance(model, Model):
         model.pooling, model.normalize = pooling_settings(folder)
     shards = "safetensors" if files[0].suffix == ".safetensors" else "pytorch_model.bin"

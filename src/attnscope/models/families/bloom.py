@@ -60,8 +60,8 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
         attn_dropout=float(setting(hf, "attention_dropout", source, 0.0, float)),
         bias=True, causal=True, pad_token_id=pad,
         # generation stops there: BloomConfig's default is 2 (</s>), as transformers' generate reads it
-        extra=hf_extra(hf, eos_token_id=token_ids(hf.get("eos_token_id", 2), "eos_token_id", source),
-                       bos_token_id=hf.get("bos_token_id")),
+        eos_token_ids=token_ids(hf.get("eos_token_id", 2), "eos_token_id", source),
+        extra=hf_extra(hf, bos_token_id=hf.get("bos_token_id")),
     )
 
 

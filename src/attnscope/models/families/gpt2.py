@@ -49,7 +49,7 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
         causal=True,
         # GPT-2 has no padding token; padded positions are masked, their id only has to exist.
         pad_token_id=setting(hf, "pad_token_id", source, eos),
-        extra=hf_extra(hf, eos_token_id=eos, bos_token_id=hf.get("bos_token_id")),
+        eos_token_ids=[eos], extra=hf_extra(hf, bos_token_id=hf.get("bos_token_id")),
     )
 
 
