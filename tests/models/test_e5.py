@@ -102,6 +102,17 @@ def test_corrupt_or_truncated_file_is_one_clear_error(tmp_path, monkeypatch):
         attnscope.load(tmp_path / "copy.bin")
 
 
+def test_more_layers_than_the_file_can_hold(tmp_path):
+    """A header of 2**31 - 1 layers listed every layer's weight names for hours; more layers than the
+    file's bytes can hold is refused at once (200 000 here: the old code's error was another)."""
+    data = bytearray(package_model_path("multilingual-e5-small").read_bytes())
+    data[12:16] = struct.pack("<i", 200_000)  # the header's layer count, after magic, version and width
+    (tmp_path / "e5.bin").write_bytes(bytes(data))
+    with pytest.raises(ModelLoadError, match=rf"e5\.bin describes 200,000 layers of width 384, more than its "
+                                             rf"weights \({len(data):,} bytes\) can hold"):
+        attnscope.load(tmp_path / "e5.bin")
+
+
 # --- the file ---------------------------------------------------------------------------------------
 
 def test_header_vocabulary_and_storage(e5):

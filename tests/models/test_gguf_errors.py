@@ -72,6 +72,17 @@ def test_wrong_value_type(tmp_path):
     _raises(_file(tmp_path, extra_keys={"llama.block_count": "two"}), r"llama\.block_count' must be an integer")
 
 
+@pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])
+def test_more_layers_than_the_file_can_hold(tmp_path, model_type):
+    """block_count 10**9 listed every layer's weight names (Gemma 3: its layer types) for hours; more
+    layers than the file's bytes can hold is refused at once (10**5 here: the old code's error was another)."""
+    kv, hd = (1, 16) if model_type == "gemma3_text" else (2, 8)
+    sd = hf_weights(model_type, heads=4, kv=kv, head_dim=hd)
+    arch = "gemma3" if model_type == "gemma3_text" else "llama"
+    p = write_gguf(tmp_path / "m.gguf", model_type, sd, kv=kv, head_dim=hd, extra_keys={f"{arch}.block_count": 10**5})
+    _raises(p, rf"m\.gguf describes 100,000 layers of width 32, more than its weights \({p.stat().st_size:,} bytes\)")
+
+
 def test_bad_head_counts_and_partial_rotary(tmp_path):
     _raises(_file(tmp_path, extra_keys={"llama.attention.head_count_kv": 3}), r"head_count_kv = 3 must divide")
     _raises(_file(tmp_path, name="r.gguf", extra_keys={"llama.rope.dimension_count": 4}), r"partial rotary")

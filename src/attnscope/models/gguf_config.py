@@ -15,10 +15,12 @@ here are ``llama`` (Llama 1–3, SmolLM, and Mistral, which llama.cpp converts a
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import ModelLoadError
 from ..i18n import Msg, error
+from .model_class import check_layers_fit, weight_bytes
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "gemma3")
 
@@ -151,6 +153,8 @@ def config_from_gguf(meta: dict, tensor_names, path="GGUF file") -> tuple[dict, 
         "unk_token_id": meta.get("tokenizer.ggml.unknown_token_id"),
         "_name_or_path": meta.get("general.name"),
     }
+    # before the per-layer lists below (Gemma 3's layer types) and the per-layer weight names
+    check_layers_fit(config["num_hidden_layers"], hidden, weight_bytes(Path(path)), path)
     if arch == "llama":
         config.update(_llama(meta, names, path, default))
     elif arch == "qwen2":

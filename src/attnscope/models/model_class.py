@@ -58,17 +58,22 @@ def build_model(hf: dict, source: Path, name: str, path: Path, *, where: str = "
     family = family_for(hf.get("model_type"), str(source))
     config = make_config(family.config_from_hf, source, hf, str(source))
     config.extra["source"] = where or str(source)
-    # a layer holds at least d_model weights of a byte or more: more layers than the weight files can
-    # hold is a config.json typo (num_hidden_layers: 10**9 built layer after layer for days)
-    layers, held = config.n_layers + getattr(config, "n_decoder_layers", 0), weight_bytes(path)
-    if held and layers * config.d_model > held:
-        raise error(ModelLoadError, "errors.models_layers_past_weights", source=source, n=f"{layers:,}",
-                    d=config.d_model, size=f"{held:,}")
+    check_layers_fit(config.n_layers + getattr(config, "n_decoder_layers", 0), config.d_model,
+                     weight_bytes(path), source)
     try:
         with weights_not_initialised() if empty else nullcontext():
             return model_class(family)(config, family, name=name, path=path), family
     except (RuntimeError, MemoryError) as e:  # sizes past memory: torch's allocator failed inside nn.Linear
         raise error(ModelLoadError, "errors.models_cannot_build", source=source, why=first_line(e)) from None
+
+
+def check_layers_fit(layers: int, d_model: int, held: int, source) -> None:
+    """ModelLoadError when ``layers`` layers of width ``d_model`` cannot fit in ``held`` bytes of
+    weights (0: not known, no check): a layer holds at least d_model weights of a byte or more, so
+    more is a typo in the layer count (10**9 layers built, or their names listed, for days)."""
+    if held and layers * d_model > held:
+        raise error(ModelLoadError, "errors.models_layers_past_weights", source=source, n=f"{layers:,}",
+                    d=d_model, size=f"{held:,}")
 
 
 def weight_bytes(path: Path) -> int:
