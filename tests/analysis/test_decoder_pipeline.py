@@ -148,7 +148,8 @@ def test_skipped_pass_is_said(gpt2_dir, corpus, tmp_path):
                                    "positions; use at most 32"),
     # the user's --max-length is what limits these (the sentence blamed the model's positions)
     (["--max-length", "20", "--induction-length", "12"], "= 24 tokens, more than --max-length 20; use at most 10"),
-    (["--max-length", "3"], "at least 2 tokens, got 1 (within --max-length 3, a copy has room for 1)"),
+    (["--max-length", "3"], "the induction pass needs at least 4 tokens (0 leading special tokens, then 2 tokens "
+                            "written twice), more than --max-length 3"),
     (["--induction-length", "1"], "--induction-length must be from 2 to 1000000, got 1"),
     (["--induction-seqs", "-1"], "--induction-seqs must be from 0 to 1000000000, got -1"),
     (["--threshold", "induction=2"], "threshold induction must be a number in [0, 1], got 2.0"),
@@ -158,6 +159,24 @@ def test_bad_settings_are_one_line(gpt2_dir, corpus, tmp_path, capsys, argv, msg
                  "--no-progress", "--importance-texts", "0", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and msg in err, err
+
+
+@pytest.mark.parametrize("kw", [{}, {"induction_length": 2}])
+def test_max_length_shorter_than_the_prefix(gpt2_dir, corpus, kw):
+    """Three leading special tokens and --max-length 2: 'a copy has room for -1' (and 'use at most -1'
+    with --induction-length 2); one sentence naming the tokens the pass needs now."""
+    from tokenizers.processors import TemplateProcessing
+
+    model = attnscope.load(gpt2_dir)
+    eot = model.tokenizer.backend.token_to_id("<|endoftext|>")
+    model.tokenizer.backend.post_processor = TemplateProcessing(
+        single="<|endoftext|> <|endoftext|> <|endoftext|> $A", special_tokens=[("<|endoftext|>", eot)])
+    assert leading_specials(model.tokenizer) == [eot] * 3
+    for max_length in (2, 6):
+        with pytest.raises(attnscope.ConfigError) as e:
+            analyze(str(corpus), model, importance_texts=0, progress=False, max_length=max_length, **kw)
+        assert str(e.value) == (f"the induction pass needs at least 7 tokens (3 leading special tokens, then 2 tokens "
+                                f"written twice), more than --max-length {max_length} (--induction-seqs 0 skips it)")
 
 
 @pytest.mark.parametrize("argv, name", [(["--induction-seqs", "8"], "induction_seqs = 8 (--induction-seqs)"),

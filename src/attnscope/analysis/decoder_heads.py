@@ -188,11 +188,10 @@ def repeat_settings(model, sequences: int, length: Optional[int], seed: int, max
     room = (max_length - P) // 2
     capped = False
     limit = Msg("errors.analysis_induction_limit_" + ("flag" if flag else "model"), max_length=max_length)
+    if room < 2:  # not even 2 tokens twice after the prefix (a room of -1 was reported past a long prefix)
+        raise error(ConfigError, "errors.analysis_induction_no_room", need=P + 4, P=P, limit=limit)
     if length is None:
         length, capped = min(DEFAULT_LENGTH, room), room < DEFAULT_LENGTH
-    if length < 2:
-        raise error(ConfigError, "errors.analysis_induction_short", length=length,
-                    room=Msg("errors.analysis_induction_room", limit=limit, room=room) if capped else "")
     if P + 2 * length > max_length:
         raise error(ConfigError, "errors.analysis_induction_long", length=length, P=P, total=P + 2 * length,
                     limit=limit, room=room)
