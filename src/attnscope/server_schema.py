@@ -98,12 +98,11 @@ def error_response(status: int, detail: str, headers: Optional[dict] = None) -> 
     return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
 
 
-_TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "true or false",
-          "float_type": "a number"}
-
 #: pydantic's error types said in attnscope's words (key, the bound's name in the error's ctx)
 _KEYED = {"greater_than_equal": ("errors.core_server_at_least", "ge"),
-          "less_than_equal": ("errors.core_server_at_most", "le"), "list_type": ("errors.core_server_list", "")}
+          "less_than_equal": ("errors.core_server_at_most", "le"), "list_type": ("errors.core_server_list", ""),
+          "int_type": ("errors.core_server_int", ""), "string_type": ("errors.core_server_str", ""),
+          "bool_type": ("errors.core_server_bool", "")}
 
 
 #: What an empty body is told to send, by the model's kind (an encoder–decoder's /api/view reads two texts).
@@ -145,8 +144,6 @@ def validation_message(exc: RequestValidationError, content_type: Optional[str] 
             parts.append("request body must be a JSON object")
         elif kind == "invalid_unicode":
             parts.append(e.get("msg"))
-        elif kind in _TYPES:
-            parts.append(f"{where} must be {_TYPES[kind]}, got {json.dumps(e.get('input'))[:40]}")
         elif kind in _KEYED:
             key, bound = _KEYED[kind]
             parts.append(text(key, field=where, bound=(e.get("ctx") or {}).get(bound),

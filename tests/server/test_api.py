@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from attnscope.i18n import text
 from attnscope.server import create_app
 from attnscope.viewer.context import context_comparison
 from attnscope.viewer.run import trace_each
@@ -96,6 +97,7 @@ BAD = [
     ("/api/held/lines", {"id": "x", "heads": 3}, 422, "heads must be a list of integers, got 3"),
     ("/api/view", {"text": ["hi"]}, 422, 'text must be a string, got ["hi"]'),
     ("/api/view", {"text": "hi", "token": 3}, 422, "token must be a string, got 3"),
+    ("/api/view", {"text": "hi", "attribution": 1}, 422, "attribution must be true or false, got 1"),
     # empty and null bodies
     ("/api/view", b"", 422, "request body is empty"),
     ("/api/steps", b"", 422, "request body is empty"),
@@ -117,6 +119,20 @@ def test_bad_requests_get_a_clear_4xx_and_the_server_goes_on(client, path, body,
     assert r.status_code == status
     assert msg in r.json()["detail"]
     assert client.post("/api/attention", json={"text": "ok", "layer": 0, "head": 0}).status_code == 200
+
+
+@pytest.mark.parametrize("path, body, key, field, value, zh", [
+    ("/api/view", {"text": 5}, "str", "text", "5", "text 必须是字符串，收到的是 5"),
+    ("/api/attention", {"text": "hi", "layer": "two"}, "int", "layer", '"two"', 'layer 必须是整数，收到的是 "two"'),
+    ("/api/view", {"text": "hi", "attribution": 1}, "bool", "attribution", "1",
+     "attribution 必须是 true 或 false，收到的是 1"),
+])
+def test_type_sentences_are_catalogue_keys(client, path, body, key, field, value, zh):
+    """"must be an integer / a string / true or false" were English words in code, the one kind of
+    server sentence without a zh string; each is now an errors key, the answer its English string."""
+    key = f"errors.core_server_{key}"
+    assert client.post(path, json=body).json()["detail"] == text(key, field=field, value=value)
+    assert text(key, "zh", field=field, value=value) == zh
 
 
 def test_too_many_tokens_for_the_model(minilm):
