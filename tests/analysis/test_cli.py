@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from attnscope.analysis.stats import STAT_NAMES
+from attnscope.analysis.summary import LAYER_STATS
 from attnscope.cli import main
 
 TEXTS = ["The cat sat on the mat.", "Heads attend to the previous token, or to [SEP].",
@@ -43,9 +44,12 @@ def test_outputs_agree(run):
             assert float(row[s]) == pytest.approx(head[s], rel=1e-5, abs=1e-9)
     layers = list(csv.DictReader(open(out / "layers.csv", encoding="utf-8")))
     assert len(layers) == 6
+    # every mean to 6 significant digits as in heads.csv: layers.csv wrote 6 decimals (importance 0.003499)
+    means = [*LAYER_STATS, "importance"]
     for l, row in enumerate(layers):
-        mean = np.mean([h["distance"] for h in data["heads"] if h["layer"] == l])
-        assert float(row["distance"]) == pytest.approx(mean, rel=1e-5)
+        for s in means:
+            mean = np.mean([h[s] for h in data["heads"] if h["layer"] == l])
+            assert float(row[s]) == pytest.approx(mean, rel=1e-5, abs=1e-9), (l, s, row[s], mean)
         assert sum(int(row[lab]) for lab in ("previous", "next", "self", "cls", "sep", "punct", "local", "broad",
                                              "other")) == 12
     report = (out / "report.md").read_text(encoding="utf-8")

@@ -138,10 +138,8 @@ def write_report(result, out_dir: Union[str, Path], lang: str = "en") -> dict:
              *(decoder_report.LAYER_COLUMNS if extra else ())]
     rows = ({**r, **{lab: r["labels"].get(lab, 0) for lab in LABELS}, **x}
             for r, x in zip(layers, extra or [{}] * len(layers)))
-    # every float to 6 decimals, NaN an empty cell as in heads.csv (csv_cell), the counts as they are
-    paths["layers.csv"] = write_csv(out / "layers.csv", lcols, ({k: fmt_number(v, 6) if isinstance(v, float) and
-                                                                  not math.isnan(v) else v for k, v in r.items()}
-                                                                 for r in rows))
+    # every cell as in heads.csv (csv_cell: 6 significant digits; 6 decimals wrote 1e-7 as 0.000000)
+    paths["layers.csv"] = write_csv(out / "layers.csv", lcols, rows)
     (out / "analysis.json").write_text(json.dumps(to_json(result), indent=1, ensure_ascii=False), encoding="utf-8")
     paths["analysis.json"] = out / "analysis.json"
 
