@@ -57,6 +57,11 @@ def axis_labels(toks: Sequence[str]) -> list[str]:
     return [t if t.strip() else repr(t) for t in toks]
 
 
+def every_note(every: int, lang: str) -> str:
+    """What an axis label adds when only every ``every``-th token has a label ("" when all have)."""
+    return "" if every == 1 else _t("plot.every", lang, ordinal=_ordinal(every) if lang == "en" else every)
+
+
 def _own_labels(labels: Sequence[str], n: int) -> list[str]:
     labels = [str(x) for x in labels]
     if len(labels) != n:
@@ -90,7 +95,7 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         annotate = n <= ANNOTATE_MAX_TOKENS
     with rc_context(matplotlib_rc()):
         fig, ax, im, every = square_heatmap(w, toks, cmap=cmap, annotate=annotate, decimals=decimals)
-        note = "" if every == 1 else _t("plot.every", lang, ordinal=_ordinal(every) if lang == "en" else every)
+        note = every_note(every, lang)
         ax.set_xlabel(_t("plot.key_axis", lang, note=note))
         ax.set_ylabel(_t("plot.query_axis", lang, note=note))
         ax.set_title(_t("plot.heatmap_title", lang, model=_model_name(trace, lang), layer=int(layer), head=h))
