@@ -6,6 +6,8 @@ axes and colour bars in en and zh; the command line writes the file and refuses 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -76,3 +78,19 @@ def test_command_line(tmp_path, capsys, monkeypatch):
         assert main(["plot", TEXT, "--attribution", "norm", *argv, "-o", "x.png"]) == 2
         err = capsys.readouterr().err
         assert msg in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_long_texts_attribution_axes_say_which_tokens_are_labelled(monkeypatch, lang):
+    """A 200-token text labels every 2nd token of `plot TEXT --attribution rollout`; head_heatmap's
+    axes said so and the attribution heatmap's did not ("input token (column)" over 100 labels of
+    200 columns). Its axes now end with the same note (the matrix stubbed: only the labels count)."""
+    import attnscope.plot.attribution as pa
+
+    n = 200
+    monkeypatch.setattr(pa, "attribution_matrix", lambda *a, **k: (np.full((n, n), 1 / n), [f"t{i}" for i in range(n)]))
+    ax = attribution_heatmap(SimpleNamespace(name="m"), "x", "rollout", layer=0, lang=lang).axes[0]
+    note = text("plot.every", lang, ordinal="2nd" if lang == "en" else 2)
+    assert ax.get_xlabel() == text("plot.attr_col_axis", lang) + note
+    assert ax.get_ylabel() == text("plot.attr_row_axis", lang) + note
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"{i}:t{i}" for i in range(0, n, 2)]

@@ -57,3 +57,27 @@ def test_dollar_signs_in_tokens_are_drawn_as_written(minilm, tmp_path):
             extent = t.get_window_extent(renderer)
             along = extent.height if t.get_rotation() == 90 else extent.width  # the extent along the text
             assert along == pytest.approx(w, rel=0.02), t.get_text()
+
+
+@pytest.mark.parametrize("lang, note", [("en", "every 2nd entry labelled"), ("zh", "每 2 个标注一个")])
+def test_a_long_softmax_row_stays_a_readable_figure(lang, note):
+    """A 280-key row (`plot TEXT --kind softmax --query 100` of a long text) was a 198-inch-wide
+    figure, 29,910 px at 150 dpi, with 280 labels side by side. It is as wide as the heatmap at most
+    (24 in), labels every k-th bar without overlaps, says so, and still draws every bar."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    x = [float(i % 7) for i in range(280)]
+    labels = [f"tok{i}" for i in range(280)]
+    fig = plot.softmax_temperatures(x, [1.0, 8.0], labels=labels, lang=lang)
+    assert fig.get_size_inches()[0] <= 24.0
+    ax = fig.axes[0]
+    assert len(ax.patches) == 2 * 280
+    ticks = ax.get_xticklabels()
+    assert [t.get_text() for t in ticks] == labels[::2]
+    assert [round(p) for p in ax.get_xticks()] == list(range(0, 280, 2))
+    assert ax.get_xlabel() == note
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ticks]
+    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:]))  # no label runs into the next
+    short = plot.softmax_temperatures([1.0, 2.0, 3.0], [1.0], labels=["a", "b", "c"])
+    assert short.axes[0].get_xlabel() == "" and [t.get_text() for t in short.axes[0].get_xticklabels()] == ["a", "b", "c"]

@@ -25,7 +25,7 @@ from ..fonts import matplotlib_rc
 from ..i18n import check_lang, error
 from ..i18n import text as _t
 from ..pieces import labels_of
-from .figures import ANNOTATE_MAX_TOKENS, check_decimals, square_heatmap
+from .figures import ANNOTATE_MAX_TOKENS, check_decimals, every_note, square_heatmap
 
 NAMES = {"norm": "plot.attr_name_norm", "rollout": "plot.attr_name_rollout", "alti": "plot.attr_name_alti",
          "value_zeroing": "plot.attr_name_value_zeroing"}
@@ -71,9 +71,9 @@ def attribution_heatmap(model, text: str, method: str, layer: int = 0, head: int
     title = (_t("plot.attr_title_head", lang, model=model.name, method=name, layer=layer, head=head)
              if method in PER_HEAD else _t("plot.attr_title_layer", lang, model=model.name, method=name, layer=layer))
     with rc_context(matplotlib_rc()):
-        fig, ax, im, _ = square_heatmap(w, toks, cmap=cmap, annotate=annotate, decimals=decimals)
-        ax.set_xlabel(_t("plot.attr_col_axis", lang))
-        ax.set_ylabel(_t("plot.attr_row_axis", lang))
+        fig, ax, im, every = square_heatmap(w, toks, cmap=cmap, annotate=annotate, decimals=decimals)
+        ax.set_xlabel(_t("plot.attr_col_axis", lang) + every_note(every, lang))  # as head_heatmap's axes say it
+        ax.set_ylabel(_t("plot.attr_row_axis", lang) + every_note(every, lang))
         ax.set_title(title)
         fig.colorbar(im, ax=ax, shrink=0.8, label=_t("plot.attr_colorbar_norm" if method in PER_HEAD else
                                                      "plot.attr_colorbar", lang))

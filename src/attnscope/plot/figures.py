@@ -57,6 +57,11 @@ def axis_labels(toks: Sequence[str]) -> list[str]:
     return [t if t.strip() else repr(t) for t in toks]
 
 
+def every_note(every: int, lang: str) -> str:
+    """What an axis label adds when only every ``every``-th token has a label ("" when all have)."""
+    return "" if every == 1 else _t("plot.every", lang, ordinal=_ordinal(every) if lang == "en" else every)
+
+
 def _own_labels(labels: Sequence[str], n: int) -> list[str]:
     labels = [str(x) for x in labels]
     if len(labels) != n:
@@ -90,7 +95,7 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         annotate = n <= ANNOTATE_MAX_TOKENS
     with rc_context(matplotlib_rc()):
         fig, ax, im, every = square_heatmap(w, toks, cmap=cmap, annotate=annotate, decimals=decimals)
-        note = "" if every == 1 else _t("plot.every", lang, ordinal=_ordinal(every) if lang == "en" else every)
+        note = every_note(every, lang)
         ax.set_xlabel(_t("plot.key_axis", lang, note=note))
         ax.set_ylabel(_t("plot.query_axis", lang, note=note))
         ax.set_title(_t("plot.heatmap_title", lang, model=_model_name(trace, lang), layer=int(layer), head=h))
@@ -221,8 +226,12 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
                     size=x.size)
     width = 0.8 / len(temps)
     pos = np.arange(x.size)
+    # as wide as the heatmap at most (a 280-key row was a 200-inch figure); a long row labels every k-th bar
+    fig_w = min(max(6.0, 0.7 * x.size + 2), 24.0)
+    fs = 10 if x.size <= 24 else max(TICK_MIN_FONT, 10 - x.size / 12)
+    every = tick_step(x.size, fig_w, fs)
     with rc_context(matplotlib_rc()):
-        fig = Figure(figsize=(max(6.0, 0.7 * x.size + 2), 4.5), layout="constrained")
+        fig = Figure(figsize=(fig_w, 4.5), layout="constrained")
         ax = fig.add_subplot()
         for i, t in enumerate(temps):
             with np.errstate(over="ignore"):
@@ -231,7 +240,10 @@ def softmax_temperatures(x, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 8.0)
                 raise error(InputError, "errors.plot_overflow", t=f"{t:g}", largest=f"{np.abs(x).max():g}")
             p = R.softmax(z)
             ax.bar(pos + (i - (len(temps) - 1) / 2) * width, p, width, label=_t("plot.temperature", lang, t=f"{t:g}"))
-        ax.set_xticks(pos, axis_labels(list(labels)), parse_math=False)
+        ax.set_xticks(pos[::every], axis_labels(list(labels))[::every], parse_math=False, fontsize=fs,
+                      rotation=0 if x.size <= 24 else 90)
+        if every > 1:
+            ax.set_xlabel(_t("plot.every_entry", lang, ordinal=_ordinal(every) if lang == "en" else every))
         ax.set_ylim(0, 1)
         ax.set_ylabel("softmax(x / T)")
         ax.set_title(_t("plot.softmax_title", lang) + ("" if note is None else "\n" + note))
