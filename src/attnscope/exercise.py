@@ -114,7 +114,9 @@ class Exercise:
         i = int(np.argmax(np.abs(raw_soft - v["weights"]).max(1)))
         from .explain.scaling import sampled_variance
         var64, _ = sampled_variance(64, 10000, np.random.default_rng(0))
-        a1 = Para(t("ex.a1", tok=p.tokens[i], s=VecParam(list(v["scores"][i])), p=VecParam(list(raw_soft[i])),
+        # with d_k = 1 the division by √1 leaves the row as it was: there is no "softer row" to show
+        a1 = Para(t("ex.a1" if d > 1 else "ex.a1_one", tok=p.tokens[i], s=VecParam(list(v["scores"][i])),
+                    p=VecParam(list(raw_soft[i])),
                     root=short(math.sqrt(d)) if math.sqrt(d).is_integer() else math.sqrt(d), dk=d,
                     ps=VecParam(list(v["weights"][i])), var=var64))
         # 2: exp and normalisation, on the row with the widest spread

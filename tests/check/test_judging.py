@@ -2,6 +2,7 @@
 
 import math
 import re
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -123,3 +124,18 @@ def test_python_ints_are_written_without_decimals():
     # an int beyond float64 is refused in one sentence, as 1e400 written in a file (it was an OverflowError)
     with pytest.raises(AttnscopeError, match=re.escape("key weights, entry 2 (from 0): 1" + "0" * 400 + " is beyond")):
         check({"problem": {"scores": [1, 2, 3], "d_k": 1}, "answers": {"weights": [0, 0, 10 ** 400]}})
+
+
+def test_full_width_numbers_from_a_chinese_input_method(tmp_path):
+    # a Chinese input method in full-width mode types the point, the minus and the exponent full width
+    # too: －２．１２ must read as -2.12 with 2 decimals, as ０.７１ (full-width digits) already did
+    f = tmp_path / "a.yaml"
+    f.write_text("problem:\n  example: three-tokens\nanswers:\n"
+                 "  scaled: [[０．７１, ０, ７．０７１ｅ－１], ~, ~]\n  scores: [[1, 0, 1], [3, 1, 4], [4, 1, －５]]\n",
+                 encoding="utf-8")
+    r = check(str(f))
+    row = [e for e in r.entries if e.step == "scaled"]
+    assert [(e.decimals, e.verdict) for e in row] == [(2, "correct"), (0, "correct"), (4, "correct")]
+    assert row[2].number.scientific and W("－２．１２").exact == Decimal("-2.12")
+    bad = r.by_verdict("wrong")
+    assert [(e.step, e.row, e.col, e.value) for e in bad] == [("scores", 2, 2, -5.0)]  # the exact score is 5

@@ -133,3 +133,11 @@ def test_large_scores_e_to_the_s_or_shifted_per_head():
     assert r.ok and r.counts()["wrong"] == 0, [(e.step, e.row, e.col, e.verdict) for e in r.entries]
     conv = {(c["step"], c["row"]): c["convention"] for c in r.to_dict()["conventions"]}
     assert conv == {("exp[0]", 0): "plain", ("exp[1]", 1): "shifted"}
+
+
+def test_a_head_section_named_as_the_chinese_report_names_it():
+    # the Chinese report says "头 1" for head 1; a learner's section "头 1:" was an unknown key
+    weights = [[half_up(x, 3) for x in row] for row in W[1]]
+    for key in ("头 1", "头1", "head 1"):
+        r = attnscope.check({"problem": {"example": "multi-head"}, "answers": {key: {"weights": weights}}})
+        assert r.ok and r.answered == ["weights[1]"], key

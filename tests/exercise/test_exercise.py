@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from attnscope import InputError
+from attnscope import reference as R
 from attnscope.check import check
 from attnscope.cli import main
 from attnscope.exercise import STEPS, make_exercise
@@ -139,3 +140,15 @@ def test_more_tokens_than_different_rows_is_refused_at_once(tokens, dim, style, 
     assert main(["exercise", "--no-answers", "--tokens", str(tokens), "--dim", str(dim), "--style", style]) == 2
     assert "try another seed" not in capsys.readouterr().err
     make_exercise(rows, dim, 0, style=style)  # as many tokens as rows: found
+
+
+def test_answer_1_at_d_k_1_does_not_claim_a_softer_row():
+    # √1 = 1: the scaled row is the unscaled one, so "a softer row" (分布更柔和) was false at --dim 1
+    ex = make_exercise(2, 1, 5)
+    v = compute(ex.problem_input)
+    assert np.array_equal(v["scaled"], v["scores"]) and np.allclose(v["weights"], R.softmax(v["scores"]))
+    en = ex.solution().render("markdown")
+    zh = make_exercise(2, 1, 5, lang="zh").solution().render("markdown", lang="zh")
+    assert "softer" not in en and "changes nothing" in en
+    assert "更柔和" not in zh and "什么也不改变" in zh
+    assert "a softer row" in make_exercise(3, 2, 7).solution().render("markdown")  # d_k = 2 still says it

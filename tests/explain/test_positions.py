@@ -287,3 +287,17 @@ def test_the_meaning_of_a_shift_says_which_way(capsys, k, lang, says, never):
     meaning = capsys.readouterr().out.split("\n\n")[-2:]
     text = " ".join(" ".join(meaning).split())
     assert says in text and never not in text, text
+
+
+def test_one_pair_says_so_instead_of_a_falling_frequency():
+    # d_model = 2 (the articles' 2-d tokens) or d_k = 2 has one pair only: the lessons said the frequencies
+    # "fall geometrically from ω_0 = 1 … to 1 for the last pair, i = 0" and "the last of the 1 pairs by only 1"
+    for lang, gone, said in (("en", "fall geometrically", "one pair only"), ("zh", "几何级数", "只有一对")):
+        md = explain(lesson="positions", position=5, dim=1, d_model=2).render("markdown", lang=lang)
+        assert gone not in md and said in md, md
+    md = explain(lesson="positions", scheme="rotary", position=5, d_k=2).render("markdown")
+    assert "the last of the 1 pairs" not in md and "The one pair turns by θ_0 = 1 radians" in md
+    md = explain(lesson="positions", scheme="rotary", position=5, d_k=4).render("markdown")
+    assert "the last of the 2 pairs by only 0.0100" in md  # two pairs: 10000^(-2/4) = 0.01
+    md = explain(lesson="positions", position=5, dim=1, d_model=4).render("markdown")
+    assert "to 0.0100 for the last pair, i = 1" in md

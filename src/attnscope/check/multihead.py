@@ -10,7 +10,7 @@ Answers name a head's steps in a section or with the head in brackets::
 
     answers:
       Q: [[…], …]                 # every head side by side (L × n_heads·d_head)
-      head 0: {scores: …, weights: …, output: …}
+      head 0: {scores: …, weights: …, output: …}   # or 头 0 (as the Chinese report writes it)
       weights[1]: [[…], …]
       concat: [[…], …]
       projected: [[…], …]
@@ -111,7 +111,8 @@ def multihead_chain(p: MultiHeadProblem) -> Chain:
     return Chain("multihead", links, meta={"tokens": list(p.tokens), "name": p.name, "L": L, "n_heads": H})
 
 
-_HEAD = re.compile(r"head\s*[_ -]?\s*(\d+)", re.IGNORECASE)
+#: A head's section: "head 1", "head_1", or "头 1" as the Chinese report names it.
+_HEAD = re.compile(r"(?:head|头)\s*[_ -]?\s*(\d+)", re.IGNORECASE)
 _BRACKET = re.compile(r"(.+?)\s*\[\s*(\d+)\s*\]")
 
 

@@ -102,7 +102,7 @@ def rotation_step(rows: Sequence[tuple], *, inv_freq: np.ndarray, pairing: str, 
     if scaling:
         blocks.append(Para(t("rope.scaled", kind=scaling, base=_given(base)), style="note"))
     else:
-        blocks.append(Para(t("rope.freq", base=_given(base), d=d,
+        blocks.append(Para(t("rope.freq" if d > 2 else "rope.freq_one", base=_given(base), d=d,  # one pair: no "last"
                              last=float(inv_freq[-1]), n=d // 2)))
     blocks.append(Table([t("col.pair"), t("col.features"), Sym("θ_i", r"\theta_i")],
                         [[i, f"{a[i]}, {b[i]}", float(inv_freq[i])] for i in range(n)],

@@ -192,7 +192,7 @@ class Written:
     @property
     def exact(self) -> Decimal:
         """The written value exactly (``0.710`` is 0.710; ``1.7705e44`` is 1.7705×10^44); ±Infinity."""
-        t = self.text.strip().replace("−", "-").replace("_", "")
+        t = _ascii(self.text)
         low = t.lower()
         if low in _INF_WORDS:
             return Decimal("Infinity") if _INF_WORDS[low] > 0 else Decimal("-Infinity")
@@ -207,7 +207,7 @@ class Written:
     @property
     def scientific(self) -> bool:
         """Written with a power of ten (``1.7705e44``): then judged and reported by significant digits."""
-        t = self.text.strip().lower()
+        t = _ascii(self.text).lower()
         return "e" in t and t not in _INF_WORDS and not t.startswith("0x")
 
     @property
@@ -224,21 +224,30 @@ class Written:
     @property
     def overflows(self) -> bool:
         """True for a number too large for float64 (``1e400``), as opposed to a written infinity."""
-        return math.isinf(self.value) and self.text.strip().replace("−", "-").lower() not in _INF_WORDS
+        return math.isinf(self.value) and _ascii(self.text).lower() not in _INF_WORDS
 
 
 _INF_WORDS = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "∞": math.inf, "-∞": -math.inf,
               "−∞": -math.inf, "infinity": math.inf, "-infinity": -math.inf, ".inf": math.inf,
               "-.inf": -math.inf, "+.inf": math.inf}
 
+#: A Chinese input method's full-width signs, point and exponent: Decimal reads full-width digits
+#: (０.５) but not these (０．５, －1), which look the same as ASCII in an error message.
+_FULL_WIDTH = str.maketrans({"−": "-", "－": "-", "＋": "+", "．": ".", "ｅ": "e", "Ｅ": "E"})
+
+
+def _ascii(text) -> str:
+    """``text`` stripped, with a Unicode minus and full-width signs as ASCII and no ``_``."""
+    return str(text).strip().translate(_FULL_WIDTH).replace("_", "")
+
 
 def parse_written(text: str) -> Optional[Written]:
     """Read ``text`` as a written number, keeping its precision; None if it is not a number.
 
-    Accepts plain decimals, scientific notation, a Unicode minus sign and infinities
-    (``-inf``, ``−∞``), which stand for masked scores.
+    Accepts plain decimals, scientific notation, a Unicode minus sign, full-width digits and signs
+    (``－０．５``) and infinities (``-inf``, ``−∞``), which stand for masked scores.
     """
-    t = str(text).strip().replace("−", "-").replace("_", "")
+    t = _ascii(text)
     low = t.lower()
     if low in _INF_WORDS:
         return Written(_INF_WORDS[low], 0, str(text).strip())

@@ -103,7 +103,9 @@ def explain_sinusoidal(position: int, dim: Optional[int], offset: int, d_model: 
     intro = [Para(t("pos.sin_intro", p=p, d=d, k=k, pk=p + k)),
              Formula("PE(p, 2i) = sin(p · ω_i),   PE(p, 2i + 1) = cos(p · ω_i),   ω_i = base^(−2i/d_model)",
                      r"PE(p,2i)=\sin(p\,\omega_i),\quad PE(p,2i+1)=\cos(p\,\omega_i),\quad \omega_i=\mathrm{base}^{-2i/d}"),
-             Para(t("pos.sin_why", n=d // 2 - 1, slow=float(v["freq"][-1]), longest=2 * math.pi / float(v["freq"][-1]))),
+             # one pair (d_model = 2): no frequencies "falling" to a slower last pair
+             Para(t("pos.sin_why" if d > 2 else "pos.sin_why_one", n=d // 2 - 1, slow=float(v["freq"][-1]),
+                    longest=2 * math.pi / float(v["freq"][-1]))),
              Para(t("counting"), style="note")]
     steps = []
 
