@@ -15,6 +15,7 @@ TEXTS = [
     "所以每一位都是公式的结果；最后与模型自己的 float32 结果比较。",
     "除以 √d_k = √32 ≈ 5.6569。原因：若 q 和 k 的各分量均值为 0、方差为 1，q · k 是 d_k 个这样的乘积之和，方差为 d_k。",
     "模型 multilingual-e5-small，第 0 层，第 0 个头；文本共 5 个 token：0:<s> 1:▁我 2:喜欢 3:人工智能 4:</s>。",
+    "The query is 4:喜 (the characters 喜欢 at positions 2–4), as in “喜欢”: float64从模型 and 人工智能float64.",
     "一个很长的词 " + "x" * 70 + " 之后还有中文。",
 ]
 
@@ -25,15 +26,18 @@ def cells(s: str) -> int:  # counted here without rich
 
 def may_break(a: str, b: str) -> bool:
     """Chinese rules, written out: a break between characters a and b is allowed at a space, or
-    beside a wide character, unless b is closing or a is opening punctuation."""
+    between two wide characters, or between a wide one and a letter or digit, unless b is closing or
+    a is opening punctuation."""
     if a.isspace() or b.isspace():
         return True
-    wide = cells(a) == 2 or cells(b) == 2
-    return wide and b not in NO_LINE_START and a not in NO_LINE_END
+    if b in NO_LINE_START or a in NO_LINE_END:
+        return False
+    wa, wb = cells(a) == 2, cells(b) == 2
+    return (wa and wb) or (wa and b.isalnum()) or (wb and a.isalnum())
 
 
 @pytest.mark.parametrize("width", [20, 33, 48, 80])
-@pytest.mark.parametrize("text", TEXTS[:3])
+@pytest.mark.parametrize("text", TEXTS[:-1])
 def test_lines_fit_keep_the_text_and_break_greedily_where_chinese_may(text, width):
     lines = break_lines(text, width)
     assert all(cells(line) <= width for line in lines)
@@ -56,9 +60,9 @@ def test_lines_fit_keep_the_text_and_break_greedily_where_chinese_may(text, widt
 
 
 def test_a_word_longer_than_the_line_is_cut_and_nothing_is_lost():
-    lines = break_lines(TEXTS[3], 20)
+    lines = break_lines(TEXTS[-1], 20)
     assert all(cells(line) <= 20 for line in lines) and "x" * 20 in lines
-    assert re.sub(r"\s", "", "".join(lines)) == re.sub(r"\s", "", TEXTS[3])
+    assert re.sub(r"\s", "", "".join(lines)) == re.sub(r"\s", "", TEXTS[-1])
 
 
 def test_chinese_lesson_lines_are_filled():

@@ -4,7 +4,8 @@ rich breaks a line only at spaces, so to it a Chinese sentence is one long word:
 sentence to the next line, leaving a lone "float64" on the line before, and then cuts the sentence
 wherever the width runs out. Chinese may break between any two characters, except before closing
 punctuation (，。) and after opening punctuation (（《), the rule Japanese typesetting calls kinsoku
-(here with its common characters only). Latin words and numbers still break only at spaces.
+(here with its common characters only). Latin words and numbers still break only at spaces, and
+beside a Chinese character only where they end or begin (a label such as ``4:喜`` stays whole).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def units(text: str) -> list[str]:
         glue = bool(out) and (
             (c.isspace() and last.isspace())
             or (not c.isspace() and not last.isspace()
-                and ((not wide(c) and not wide(last)) or c in NO_LINE_START or last in NO_LINE_END)))
+                and ((not wide(c) and not wide(last)) or c in NO_LINE_START or last in NO_LINE_END
+                     or (wide(c) and not wide(last) and not last.isalnum())
+                     or (wide(last) and not wide(c) and not c.isalnum()))))
         if glue:
             out[-1] += c
         else:
