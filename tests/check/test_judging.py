@@ -139,3 +139,23 @@ def test_full_width_numbers_from_a_chinese_input_method(tmp_path):
     assert row[2].number.scientific and W("－２．１２").exact == Decimal("-2.12")
     bad = r.by_verdict("wrong")
     assert [(e.step, e.row, e.col, e.value) for e in bad] == [("scores", 2, 2, -5.0)]  # the exact score is 5
+
+
+@pytest.mark.parametrize("row, sep", [("[0.3057，0.7506, 0.1]", "，"), ("[0.3、0.3、0.4]", "、"), ("[0.1, '0.2；0.7']", "；")])
+def test_a_full_width_comma_is_named_not_counted(tmp_path, row, sep):
+    # YAML reads "0.3057，0.7506" as one text: the row was "expected 3 numbers, got 2"
+    f = tmp_path / "a.yaml"
+    f.write_text(f"problem:\n  example: three-tokens\nanswers:\n  weights: [{row}, ~, ~]\n", encoding="utf-8")
+    from attnscope.i18n import error_message
+    with pytest.raises(AttnscopeError) as e:
+        check(str(f))
+    assert f"holds the full-width '{sep}'" in error_message(e.value, "en")
+    assert f"全角“{sep}”" in error_message(e.value, "zh")
+
+
+def test_a_full_width_comma_on_the_command_line_is_named(capsys):
+    from attnscope.cli import main
+    assert main(["explain", "-X", "1，0;0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1"]) == 2
+    assert "'1，0' holds the full-width '，'" in capsys.readouterr().err
+    assert main(["explain", "--scores", "1,2；3", "--dk", "4"]) == 2
+    assert "'2；3' holds the full-width '；'" in capsys.readouterr().err

@@ -28,6 +28,7 @@ from .attribution_labels import lt
 from .attribution_values import check_method, lesson_values
 from .doc import Divide, Formula, Matrix, Para, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t
 from .numbers import percent, sci
+from .places import ordinal_list
 
 #: Rows of a weighted sum written out term by term while the row is this short (``expand="auto"``).
 EXPAND_MAX = 40
@@ -40,7 +41,7 @@ def _labels(v: dict) -> list:
 def _intro(v: dict, model, key: str, **extra) -> list:
     labels = v["labels"]
     q = v["qpos"]
-    paras = [Para(lt(key, model=model.name, L=len(labels), tokens=inputs.ordinal_list(labels), tok=f"{q}:{labels[q]}",
+    paras = [Para(lt(key, model=model.name, L=len(labels), tokens=ordinal_list(labels), tok=f"{q}:{labels[q]}",
                      layer=v["layer"], **extra))]
     if model is not None and getattr(model.config, "kind", "") == "seq2seq":
         paras.append(Para(lt("encoder_note"), style="note"))

@@ -189,6 +189,13 @@ def _each(x, leaf):
 # matrices
 # ----------------------------------------------------------------------------------------------
 
+def no_full_width_separator(cells: Sequence, where: Where) -> None:
+    """InputError for a text entry holding '，', '、' or '；' (a Chinese input method's ',' and ';':
+    YAML reads ``[0.3，0.7]`` as one text, once counted as one entry or named "not a number")."""
+    for c, sep in ((c, s) for c in cells if isinstance(c, str) for s in "，、；" if s in c):
+        raise error(InputError, "errors.explain_full_width_comma", where=where, value=repr(c), sep=sep)
+
+
 def number(x: Any, where: Where, allow_none: bool = False, allow_inf: bool = False) -> Any:
     """One entry as float (or Written kept as is); ``where`` names its place for the error."""
     if x is None:
@@ -209,6 +216,7 @@ def number(x: Any, where: Where, allow_none: bool = False, allow_inf: bool = Fal
     elif isinstance(x, str):
         w = parse_written(x)
         if w is None:
+            no_full_width_separator([x], where)
             raise error(InputError, "errors.explain_not_a_number", where=where, value=repr(x))
         if w.overflows:
             raise error(InputError, "errors.explain_overflow", where=where, value=x)
@@ -238,6 +246,7 @@ def matrix(x: Any, where: Where, *, rows: Optional[int] = None) -> np.ndarray:
     out = []
     for i, r in enumerate(x):
         if len(r) != width:
+            no_full_width_separator(r, at_row(where, i))
             raise error(InputError, "errors.explain_not_rectangular", where=at_row(where, i),
                         count=count(len(r), "entry"), width=width)
         out.append([number(v, at_cell(where, i, j)) for j, v in enumerate(r)])
@@ -388,8 +397,3 @@ def check_index(what: Where, value, n: int, unit: str) -> int:
         raise error(InputError, "errors.index_there" if unit == "keys" else "errors.index_model", what=name,
                     value=value, n=n, unit=word(unit), last=n - 1)
     return int(value)
-
-
-def ordinal_list(items: Sequence[str]) -> str:
-    """``0:[CLS] 1:我 2:喜`` — tokens with their positions, for error messages."""
-    return " ".join(f"{i}:{t}" for i, t in enumerate(items))

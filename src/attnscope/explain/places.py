@@ -64,3 +64,8 @@ def kind(x: Any) -> Union[Msg, str]:
 
 #: Where a problem given as a mapping (not a file, not an example) came from.
 INPUT = Msg("errors.explain_source_input")
+
+
+def ordinal_list(items) -> str:
+    """``0:[CLS] 1:我 2:喜`` — tokens with their positions, for a row's introduction and its errors."""
+    return " ".join(f"{i}:{t}" for i, t in enumerate(items))

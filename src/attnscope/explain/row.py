@@ -28,7 +28,7 @@ from ..reference import EXP_SHOW_LIMIT
 from . import inputs
 from .doc import Formula, Matrix, Para, ScaleLine, Step, SumLine, Sym, Table, WeightedSum, Worked, sub, t, vec, words
 from .numbers import percent, sci
-from .places import INPUT, Where, count
+from .places import INPUT, Where, count, ordinal_list
 from .row_numbers import row_values
 from .toy import divides_by_root
 
@@ -353,7 +353,7 @@ def row_worked(d: dict, dims: int = 3, expand: str = "auto") -> Worked:
     else:
         key = "row.intro_model_weights" if weights else "row.intro_model"
         intro = [Para(t(key, model=model.name, layer=d["layer"], head=d["head"], L=len(tokens),
-                        tokens=inputs.ordinal_list(tokens), tok=f"{qpos}:{tokens[qpos]}", dk=d_k))]
+                        tokens=ordinal_list(tokens), tok=f"{qpos}:{tokens[qpos]}", dk=d_k))]
         if weights:
             trace_check.update(dq=sci(check["q"]), dk=sci(check["k"]), dv=sci(check["v"]))
             extra["trace_key"] = "row.trace_check_weights"

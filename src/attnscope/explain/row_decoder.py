@@ -99,9 +99,9 @@ def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:
     """What a decoder row adds to :func:`~.row.build_row`: the intro, the steps before the scores
     (shared heads, QK-norm, rotation, distance proof), Gemma's scale, why keys are hidden, the
     comparison with the model's rotated q and k, and their values/meta."""
-    from . import inputs
     from .blocks import Para, Sym, T, Table, t
     from .modern import distance_step, gemma_scale_para, heads_step, rms_step, rotation_step, split_hidden
+    from .places import ordinal_list
 
     cfg, dec = model.config, d["decoder"]
     tokens, qpos, head, layer = d.get("labels") or d["tokens"], d["qpos"], d["head"], d["layer"]
@@ -112,7 +112,7 @@ def decoder_parts(model, d: dict, vals: dict, dims: int) -> dict:
     qsym, ksym = Sym(f"q ({label(qpos)})", "q"), Sym(f"k ({label(top)})", "k")
     # from the weights, or the trace's operands (which the intro names: before or after QK-norm)
     intro = [Para(t("row.intro_decoder_weights" if d.get("operands") == "weights" else "row.intro_decoder",
-                    model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n, tokens=inputs.ordinal_list(tokens),
+                    model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n, tokens=ordinal_list(tokens),
                     tok=label(qpos), dk=d["d_k"], operands=T("row.operands_normed" if cfg.qk_norm else "row.operands", {})))]
     steps = []
     if cfg.kv_heads != cfg.n_heads:

@@ -36,6 +36,7 @@ from . import inputs
 from .doc import Formula, Para, Step, Table, Worked, t
 from .inputs import check_index
 from .numbers import sci
+from .places import ordinal_list
 from .row import build_row, resolve_query
 
 
@@ -145,7 +146,7 @@ def _seq2seq_row(model, source, target, attention, layer, head, token, position,
     qlabel = _label(qlabs, i)
     what = t(f"rel.what_{attention}")
     intro = [Para(t("rel.intro_seq2seq", model=model.name, family=model.family, what=what, layer=layer, head=head,
-                    H=cfg.n_heads, qtokens=inputs.ordinal_list(qlabs), ktokens=inputs.ordinal_list(klabs), tok=qlabel,
+                    H=cfg.n_heads, qtokens=ordinal_list(qlabs), ktokens=ordinal_list(klabs), tok=qlabel,
                     dk=int(cfg.d_head)))]
     intro += [Para(n, style="note") for n in notes] + [_weights_check(module, x_in, x_kv, head, q, k, v)]
     mask_paras = None
@@ -253,7 +254,7 @@ def _deberta_row(model, text, layer, head, token, position, dims, expand, forwar
     m = 1 + len(types)
     qlabel = _label(tokens, i)
     intro = [Para(t("rel.intro_deberta", model=model.name, layer=layer, head=head, H=cfg.n_heads, L=n,
-                    tokens=inputs.ordinal_list(tokens), tok=qlabel, dk=d))]
+                    tokens=ordinal_list(tokens), tok=qlabel, dk=d))]
     intro += [Para(note, style="note") for note in notes] + [_weights_check(attn, x, x, head, q, k, v)]
     scale_para = Para(t("rel.scale_deberta", m=m, md=m * d, root=math.sqrt(m * d), c=factor))
     cols = [t("col.pos"), t("col.key"), t("rel.col_c2c"), t("rel.col_c2p"), t("rel.col_p2c"), t("col.raw")]
