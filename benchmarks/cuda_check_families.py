@@ -248,7 +248,7 @@ def _text_methods(record: Record, part: str, fam, cpu, gpu, root: Path) -> None:
         for what in ("heads", "residual"):
             _same(record, part, f"patching ({what})", lambda m, what=what: patch(m, text, other, what=what),
                   cpu, gpu, _tensors("values"), 1e-4)
-        if hasattr(cpu, "generate") and getattr(cpu.config, "causal", True):  # BERT's generate refuses
+        if cpu.can_generate:
             _same(record, part, "greedy generation (same tokens: 0 = same)",
                   lambda m: m.generate(text, max_new_tokens=8), cpu, gpu,
                   lambda a, b: 0.0 if str(a) == str(b) else 1.0, 0.0)

@@ -63,12 +63,11 @@ def run(args) -> int:
         raise error(InputError, "errors.cli_generate_view", path=view)
     if view is not None:
         check_new_file(view, args.overwrite, "--view")
-    from ..models import DecoderModel, Model, load
+    from ..models import load
     from ..models.seq2seq_model import Seq2SeqModel
 
     model = load(args.model, device=device)
-    causal_lm = isinstance(model, Model) and model.config.causal and model.has_lm_head  # GPT-2, BLOOM
-    if not (causal_lm or isinstance(model, (Seq2SeqModel, DecoderModel))):
+    if not model.can_generate:
         raise error(InputError, "errors.cli_generate_not_decoder", model=args.model, family=model.family)
     seq2seq = isinstance(model, Seq2SeqModel)
     if seq2seq and (args.chat or args.system is not None or view is not None):

@@ -122,6 +122,12 @@ class LoadedModel:
         """True for language models: :meth:`logits` and :meth:`loss` are available."""
         return bool(self._family.lm_head)
 
+    @property
+    def can_generate(self) -> bool:
+        """True where :meth:`generate` continues a prompt: a language model with causal attention
+        (GPT-2, BLOOM, the decoders); an encoder–decoder says so itself."""
+        return self.has_lm_head and bool(self.config.causal)
+
     def _require_lm(self) -> None:
         if not self.has_lm_head:
             raise error(InputError, "errors.models_no_lm_head", name=repr(self.name), family=self.family)

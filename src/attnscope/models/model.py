@@ -96,7 +96,7 @@ class Model(LoadedModel, TransformerEncoder):
         """Continue ``prompt`` (a causal language model: GPT-2, BLOOM) with a key/value cache; see
         :func:`attnscope.models.generation.generate` for the options. InputError for the other
         families (BERT, RoBERTa, …), which predict no next token."""
-        if not (self.config.causal and self.has_lm_head):
+        if not self.can_generate:
             raise error(InputError, "errors.models_cannot_generate", name=repr(self.name), family=self.family)
         return generate(self, prompt, max_new_tokens=max_new_tokens, **kw)
 

@@ -57,6 +57,7 @@ class Seq2SeqModel(LoadedModel, nn.Module):
         return self.shared  # both stacks read it
 
     has_lm_head = True  # the decoder predicts next tokens
+    can_generate = True  # a target for a source
 
     @property
     def position_limited(self) -> bool:
