@@ -141,6 +141,18 @@ def test_context_view_shows_the_cosines(page, exported, minilm, artifacts):
         cells = f"[data-testid=compare-table] td[data-col={series}]"
         shown = page.eval_on_selector_all(cells, "tds => tds.map(t => t.textContent)")
         assert shown == [fmt(x, 4, as_int=False) for x in ref[series]]  # 1.0000, never 1, among 0.9876
+    # the chart's value axis: round ticks (0.2, 0.4, …; it read 0.33 and 0.78 from quarters of 1 - min),
+    # evenly spaced up to 1.00, the lowest at or below the lowest cosine
+    ticks = page.eval_on_selector_all("[data-testid=context-view] svg text[text-anchor=end]",
+                                      "ts => ts.map(t => [t.textContent, +t.getAttribute('y')])")
+    values = [float(t) for t, _ in ticks]
+    step = round(values[1] - values[0], 6)
+    lowest = min(min(ref[s]) for s in ("across", "drift_a", "drift_b"))
+    assert step in (0.02, 0.05, 0.1, 0.2, 0.25, 0.5) and 2 <= len(values) <= 6, ticks
+    assert all(abs(round(v / step) * step - v) < 1e-9 for v in values) and values[-1] == 1.0
+    assert values[0] <= lowest < values[0] + step
+    ys = [y for _, y in ticks]
+    assert all(abs((ys[i + 1] - ys[i]) - (ys[1] - ys[0])) < 0.01 for i in range(len(ys) - 1))
 
 
 def test_a_link_opens_a_given_state(page, exported, minilm):

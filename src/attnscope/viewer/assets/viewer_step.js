@@ -187,9 +187,14 @@
   Viewer.prototype.compareGeometry = function (W, H) {
     var c = this.data.compare, lo = 1, all = c.across.concat(c.drift_a, c.drift_b);
     all.forEach(function (v) { if (v < lo) lo = v; });
-    lo = Math.floor(Math.min(lo, 0.9) * 10) / 10;
+    // a round step giving at most 5 intervals up to 1, the axis starting on a multiple of it at or
+    // below the lowest cosine: ticks read 0.2, 0.4, … (not 0.33 and 0.78 from quarters of 1 - lo)
+    var span = 1 - Math.min(lo, 0.9), steps = [0.02, 0.05, 0.1, 0.2, 0.25, 0.5], step = 0.5;
+    for (var s = steps.length - 1; s >= 0; s--) if (span / steps[s] <= 5 + 1e-9) step = steps[s];
+    var intervals = Math.ceil(span / step - 1e-9);
+    lo = 1 - intervals * step;
     var L = 60, R = W - 20, T = 30, B = H - 72, n = c.layers.length;
-    return { L: L, R: R, T: T, B: B, lo: lo, x: function (i) { return L + (n > 1 ? i * (R - L) / (n - 1) : 0); }, y: function (v) { return B - (v - lo) / (1 - lo) * (B - T); } };
+    return { L: L, R: R, T: T, B: B, lo: lo, step: step, intervals: intervals, x: function (i) { return L + (n > 1 ? i * (R - L) / (n - 1) : 0); }, y: function (v) { return B - (v - lo) / (1 - lo) * (B - T); } };
   };
 
   Viewer.prototype.paintCompare = function (p, W, H) {
@@ -197,8 +202,8 @@
     p.rect(0, 0, W, H, "#fff");
     p.text(10, 14, tr("viewer.cmp_title", { token: c.token }), { bold: true });
     p.lines([g.L, g.B, g.R, g.B, g.L, g.T, g.L, g.B], "#667085", 1, 1);
-    for (var k = 0; k <= 4; k++) {
-      var v = g.lo + k * (1 - g.lo) / 4;
+    for (var k = 0; k <= g.intervals; k++) {
+      var v = 1 - (g.intervals - k) * g.step;
       p.text(g.L - 6, g.y(v), v.toFixed(2), { size: 11, anchor: "end", fill: "#667085" });
       p.lines([g.L, g.y(v), g.R, g.y(v)], "#d0d5dd", 0.6, 1);
     }
