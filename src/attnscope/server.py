@@ -266,16 +266,16 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str
     """Check the address, load the model, then run the app with uvicorn until interrupted.
 
     The socket is bound first, so a port in use is one sentence before the model loads; ``say``
-    gets "serving http://…" only once uvicorn accepts requests.
+    gets "serving http://…" only once uvicorn accepts requests. What it says and the API's errors
+    are in ``lang``.
     """
     import uvicorn
 
     sock = bind(host, port)
     port = sock.getsockname()[1]  # the real one when port is 0
     if not is_loopback(host):
-        print(f"attnscope serve: warning: listening on {host} opens the API to other machines on the "
-              "network, without authentication; use --host 127.0.0.1 to keep it local", file=sys.stderr, flush=True)
-    say("attnscope: loading the model…")
+        print(text("cli.serve_open", lang, host=host), file=sys.stderr, flush=True)
+    say(text("cli.serve_loading", lang))
     try:
         app = create_app(model_path=model_path, max_chars=max_chars, held_bytes=held_bytes, ship_up_to=ship_up_to,
                          lang=lang)
@@ -289,7 +289,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str
         async def startup(self, sockets=None):
             await super().startup(sockets=sockets)
             if not self.should_exit:
-                say(f"attnscope: serving {url} (API docs at {url}docs); press Ctrl+C to stop")
+                say(text("cli.serve_serving", lang, url=url))
 
     try:
         Server(uvicorn_config(app, log_level)).run(sockets=[sock])
