@@ -52,6 +52,7 @@ from .server_schema import (
     body_error_message,
     error_response,
     validation_message,
+    with_error_schema,
 )
 from .trace.read import check_index
 from .viewer.held_api import HELD_BYTES
@@ -102,6 +103,8 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
     app.state.model = model
     app.state.worker = worker
     app.state.lang = lang  # every error the API answers is in this language
+    fastapi_openapi = app.openapi
+    app.openapi = lambda: with_error_schema(fastapi_openapi())  # type: ignore[method-assign]  # 422: {"detail": "…"}
 
     @app.exception_handler(RequestValidationError)
     async def _on_validation(request: Request, exc: RequestValidationError):

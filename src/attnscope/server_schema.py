@@ -99,6 +99,23 @@ def error_response(status: int, detail: str, headers: Optional[dict] = None) -> 
     return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
 
 
+#: The schema of that answer: what /openapi.json says a 422 is, in place of FastAPI's default
+#: (``detail``: a list of pydantic errors, which this API never answers)
+ERROR_SCHEMA = {"title": "Error", "type": "object", "required": ["detail"],
+                "properties": {"detail": {"title": "Detail", "type": "string",
+                                          "description": "One sentence naming the problem, in serve's --lang."}}}
+
+
+def with_error_schema(spec: dict) -> dict:
+    """``spec`` (an OpenAPI document from FastAPI) with its 422 answers described as they are:
+    HTTPValidationError is :data:`ERROR_SCHEMA`, and pydantic's ValidationError, used by it only, goes."""
+    schemas = spec.get("components", {}).get("schemas", {})
+    if "HTTPValidationError" in schemas:
+        schemas["HTTPValidationError"] = ERROR_SCHEMA
+        schemas.pop("ValidationError", None)
+    return spec
+
+
 #: pydantic's error types said in attnscope's words (key, the bound's name in the error's ctx)
 _KEYED = {"greater_than_equal": ("errors.core_server_at_least", "ge"),
           "less_than_equal": ("errors.core_server_at_most", "le"), "list_type": ("errors.core_server_list", ""),

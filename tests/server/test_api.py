@@ -267,3 +267,20 @@ def test_the_steps_schema_says_scaled_carries_alibis_term(client):
     (test_attention_of_an_alibi_model_adds_the_slope_term's model); its description said raw × factor."""
     spec = client.get("/openapi.json").json()
     assert "ALiBi: slope · key position" in spec["components"]["schemas"]["Steps"]["properties"]["scaled"]["description"]
+
+
+def test_openapi_says_what_a_422_answer_is(client):
+    """/openapi.json (and /docs) described a 422 as FastAPI's {"detail": [{"loc", "msg", "type"}, …]}
+    while every error of the API answers {"detail": "<one sentence>"}: a client generated from the
+    schema expected a list. Each 422 now points at an object whose detail is a string, and a real
+    422 answer has that shape."""
+    spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    for path in ("/api/view", "/api/attention", "/api/steps", "/api/held/rows"):
+        ref = spec["paths"][path]["post"]["responses"]["422"]["content"]["application/json"]["schema"]["$ref"]
+        err = schemas[ref.rsplit("/", 1)[1]]
+        assert err["required"] == ["detail"] and err["properties"]["detail"]["type"] == "string", (path, err)
+    assert "ValidationError" not in schemas  # pydantic's error list, used by nothing else
+    r = client.post("/api/steps", json={"text": "hi", "layer": "two"})
+    assert r.status_code == 422 and set(r.json()) == {"detail"} and isinstance(r.json()["detail"], str)
+    assert client.get("/openapi.json").json() == spec  # the same document each time
