@@ -166,7 +166,7 @@ def validation_message(exc: RequestValidationError, content_type: Optional[str] 
         elif kind in _KEYED:
             key, bound = _KEYED[kind]
             parts.append(text(key, lang, field=where, bound=(e.get("ctx") or {}).get(bound),
-                              value=json.dumps(e.get("input"))[:40]))
+                              value=shown(e.get("input"))))
         else:  # not reached by the request types above; pydantic's own words, in English
             parts.append(text("errors.core_server_invalid", lang, field=where, why=e.get("msg")))
     if not parts:
@@ -185,6 +185,14 @@ JSON_WHY = {"Expecting value": "errors.core_server_json_value", "Expecting ',' d
 
 
 _NOT_OBJECT = ("model_attributes_type", "model_type", "dict_type")
+
+
+def shown(value, most: int = 40) -> str:
+    """A request's value as an error names it: JSON with its characters as sent (not \\uXXXX;
+    a lone surrogate stays an escape, which no answer can carry), at most ``most`` characters, "…"
+    marking a cut."""
+    s = json.dumps(value, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
+    return s if len(s) <= most else s[:most - 1] + "…"
 
 
 def _field(e: dict) -> list[str]:
