@@ -59,7 +59,7 @@ class ModelWorker:
 
 
 async def _send_json(send, status: int, detail: str, headers: tuple = ()) -> None:
-    body = json.dumps({"detail": detail}).encode()
+    body = json.dumps({"detail": detail}, ensure_ascii=False).encode()  # readable as sent, as the app's own answers
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             *headers]})

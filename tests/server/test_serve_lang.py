@@ -113,6 +113,7 @@ def test_busy_and_body_limits_are_in_the_servers_language(minilm):  # noqa: F811
     big = TestClient(create_app(minilm, max_body=10, lang="zh")).post("/api/view", content=b'{"text": "The bank."}',
                                                                       headers={"content-type": "application/json"})
     assert (big.status_code, big.json()["detail"]) == (413, "请求体有 21 字节；上限是 10 字节（最长的有效文本也用不了这么多）")
+    assert "请求体".encode() in big.content  # UTF-8 as the app's own answers, not \\u8bf7 escapes that curl shows as is
 
     sent = []
 
