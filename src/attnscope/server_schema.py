@@ -181,7 +181,10 @@ JSON_WHY = {"Expecting value": "errors.core_server_json_value", "Expecting ',' d
             "Unterminated string starting at": "errors.core_server_json_unterminated",
             "Invalid control character at": "errors.core_server_json_control",
             "Invalid \\escape": "errors.core_server_json_escape",
-            "Invalid \\uXXXX escape": "errors.core_server_json_u_escape", "Extra data": "errors.core_server_json_extra"}
+            "Invalid \\uXXXX escape": "errors.core_server_json_u_escape", "Extra data": "errors.core_server_json_extra",
+            # newer Pythons (3.13/3.14 on) for a comma before } or ], where older ones expect a name or a value
+            "Illegal trailing comma before end of object": "errors.core_server_json_comma_object",
+            "Illegal trailing comma before end of array": "errors.core_server_json_comma_array"}
 
 
 _NOT_OBJECT = ("model_attributes_type", "model_type", "dict_type")

@@ -125,3 +125,32 @@ def test_busy_and_body_limits_are_in_the_servers_language(minilm):  # noqa: F811
     run_async(Limits(None, body_timeout=0.01, lang="zh")({"type": "http", "path": "/api/view", "headers": []}, stall, send))
     assert sent[0]["status"] == 408
     assert json.loads(sent[1]["body"])["detail"] == "请求体没有在 0.01 秒内完整到达（收到了 0 字节）；请一次发送完"
+
+
+BROKEN = ['{"text": "hi"', "not json", '{"text" "hi"}', "{text: 1}", '{"text": "hi', '{"text": "a\x01"}', '{"text": "\\x"}',
+          '{"text": "\\u12"}', "{} x", '{"text": "hi",}', "[1,]"]
+
+
+@pytest.mark.parametrize("body", BROKEN)
+def test_json_readers_reasons_are_all_in_the_catalogue(body):
+    """A body that is not JSON is told why in --lang: each reason Python's json reader gives here
+    (the trailing commas' differ between versions) has a catalogue key, so none stays English."""
+    from attnscope.server_schema import JSON_WHY
+
+    with pytest.raises(json.JSONDecodeError) as e:
+        json.loads(body)
+    assert e.value.msg in JSON_WHY
+
+
+@pytest.mark.parametrize("why, zh", [("Illegal trailing comma before end of object", "对象结束前有多余的逗号"),
+                                     ("Illegal trailing comma before end of array", "数组结束前有多余的逗号")])
+def test_newer_pythons_trailing_comma_is_said_in_chinese(why, zh):
+    """Python 3.13+ names a trailing comma itself; FastAPI passes that reason on as ctx.error."""
+    from fastapi.exceptions import RequestValidationError
+
+    from attnscope.server_schema import validation_message
+
+    exc = RequestValidationError([{"type": "json_invalid", "loc": ("body", 14), "msg": "JSON decode error", "input": {},
+                                   "ctx": {"error": why}}])
+    assert validation_message(exc, "application/json", lang="zh") == (400, f"请求体不是有效的 JSON：第 14 个字符处{zh}")
+    assert validation_message(exc, "application/json") == (400, f"request body is not valid JSON: {why} at character 14")
