@@ -11,10 +11,11 @@ over :data:`MAX_BODY`, 408 for one that stalls; at most :data:`MAX_ACTIVE` reque
 ``/docs`` (Swagger UI, from files that ship in a Python package, fastapi-offline; never from a
 CDN. No ReDoc page: its sidebar loads a logo from the network).
 
-Errors are JSON ``{"detail": "<one clear sentence>"}``: 400 for a body that is not JSON, 413 for
-a body over the limit, 408 for a body that stalls, 422 for a request that is JSON but wrong (empty, over-long or invalid-Unicode
-text, a value of the wrong type, a layer, head or query token out of range, an unknown field),
-404 for an unknown path, 503 when busy. Types are strict: ``"head": true``, ``"layer": 1.0`` and
+Errors are JSON ``{"detail": "<one clear sentence>"}``, in the language ``serve --lang`` names:
+400 for a body that is not JSON, 413 for a body over the limit, 408 for a body that stalls, 422
+for a request that is JSON but wrong (empty, over-long or invalid-Unicode text, a value of the
+wrong type, a layer, head or query token out of range, an unknown field), 404 for an unknown path,
+405 for a wrong method, 503 when busy. Types are strict: ``"head": true``, ``"layer": 1.0`` and
 ``"decimals": "4"`` are 422, not coerced. The server keeps serving after any of them.
 """
 
@@ -36,7 +37,7 @@ from . import __version__
 from . import reference as R
 from .config import is_seq2seq
 from .errors import AttnscopeError, InputError
-from .i18n import check_lang, error
+from .i18n import check_lang, error, error_message, text
 from .server_limits import BODY_TIMEOUT, MAX_ACTIVE, MAX_BODY, MAX_WAITING, Busy, Limits, ModelWorker
 from .server_schema import (
     EXAMPLE_BODY,
@@ -51,6 +52,7 @@ from .server_schema import (
     body_error_message,
     error_response,
     validation_message,
+    with_error_schema,
 )
 from .trace.read import check_index
 from .viewer.held_api import HELD_BYTES
@@ -78,7 +80,8 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
     ``ship_up_to``: texts of at most this many tokens travel whole in the page (default: those
     whose q, k, v fit in 16 MB), longer ones are held and read on demand within ``held_bytes``
     (:mod:`attnscope.viewer.held_api`); ``body_timeout``: seconds a request has to send its body (408 after);
-    ``lang``: the language the page's own words start in (en, zh; the page has a switch).
+    ``lang``: the language the page's own words start in (en, zh; the page has a switch) and that
+    of every error the API answers.
     Returns a FastAPI app (``app.state.model``, ``app.state.worker``, ``app.state.held``) wrapped
     in the body limit.
     """
@@ -99,27 +102,35 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
                                      "interactive viewer; these endpoints return the same numbers as JSON.")
     app.state.model = model
     app.state.worker = worker
+    app.state.lang = lang  # every error the API answers is in this language
+    fastapi_openapi = app.openapi
+    app.openapi = lambda: with_error_schema(fastapi_openapi())  # type: ignore[method-assign]  # 422: {"detail": "…"}
 
     @app.exception_handler(RequestValidationError)
     async def _on_validation(request: Request, exc: RequestValidationError):
         path = request.url.path
         example = (None if path.startswith("/api/held/") else EXAMPLE_PAIR if is_seq2seq(model) else EXAMPLE_BODY)
-        status, msg = validation_message(exc, request.headers.get("content-type"), example)
+        status, msg = validation_message(exc, request.headers.get("content-type"), example, lang)
         return error_response(status, msg)
 
     @app.exception_handler(StarletteHTTPException)
     async def _on_http(request: Request, exc: StarletteHTTPException):
-        known = body_error_message(exc)  # "error parsing the body": say why (a body that is not UTF-8)
-        return error_response(*known) if known else await http_exception_handler(request, exc)
+        known = body_error_message(exc, lang)  # "error parsing the body": say why (a body that is not UTF-8)
+        path = repr(request.url.path)
+        if exc.status_code == 404:  # Starlette's "Not Found", "Method Not Allowed": one sentence in --lang
+            known = 404, text("errors.core_server_not_found", lang, path=path)
+        elif exc.status_code == 405:
+            allowed = (exc.headers or {}).get("Allow", "")
+            known = 405, text("errors.core_server_method", lang, method=request.method, path=path, allowed=allowed)
+        return error_response(*known, headers=dict(exc.headers or {})) if known else await http_exception_handler(request, exc)
 
     @app.exception_handler(AttnscopeError)
     async def _on_attnscope(request: Request, exc: AttnscopeError):
-        return error_response(422, str(exc))
+        return error_response(422, error_message(exc, lang))
 
     @app.exception_handler(Busy)
     async def _on_busy(request: Request, exc: Busy):
-        return error_response(503, f"the server is busy ({worker.pending} requests are running or waiting for the "
-                           "model); try again in a moment", headers={"Retry-After": "1"})
+        return error_response(503, text("errors.core_server_busy", lang, n=worker.pending), headers={"Retry-After": "1"})
 
     add_held_routes(app, model, worker, TextStore(held_bytes), StrictRequest)  # long texts, read on demand
 
@@ -205,7 +216,7 @@ def create_app(model=None, *, model_path: Optional[str] = None, max_chars: Optio
 
     from .viewer.seq2seq_server import add_routes
     add_routes(app, model, worker, max_chars, StrictRequest)  # T5, BART: their own /api/view
-    app.add_middleware(Limits, max_body=max_body, body_timeout=body_timeout)
+    app.add_middleware(Limits, max_body=max_body, body_timeout=body_timeout, lang=lang)
     return app
 
 
@@ -258,16 +269,16 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str
     """Check the address, load the model, then run the app with uvicorn until interrupted.
 
     The socket is bound first, so a port in use is one sentence before the model loads; ``say``
-    gets "serving http://…" only once uvicorn accepts requests.
+    gets "serving http://…" only once uvicorn accepts requests. What it says and the API's errors
+    are in ``lang``.
     """
     import uvicorn
 
     sock = bind(host, port)
     port = sock.getsockname()[1]  # the real one when port is 0
     if not is_loopback(host):
-        print(f"attnscope serve: warning: listening on {host} opens the API to other machines on the "
-              "network, without authentication; use --host 127.0.0.1 to keep it local", file=sys.stderr, flush=True)
-    say("attnscope: loading the model…")
+        print(text("cli.serve_open", lang, host=host), file=sys.stderr, flush=True)
+    say(text("cli.serve_loading", lang))
     try:
         app = create_app(model_path=model_path, max_chars=max_chars, held_bytes=held_bytes, ship_up_to=ship_up_to,
                          lang=lang)
@@ -281,7 +292,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, model_path: Optional[str
         async def startup(self, sockets=None):
             await super().startup(sockets=sockets)
             if not self.should_exit:
-                say(f"attnscope: serving {url} (API docs at {url}docs); press Ctrl+C to stop")
+                say(text("cli.serve_serving", lang, url=url))
 
     try:
         Server(uvicorn_config(app, log_level)).run(sockets=[sock])

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Callable, Optional
+
+from .i18n import text
 
 #: Largest request body in bytes by default, or 12 bytes a character of the limit (\\uXXXX
 #: escapes of astral characters) plus 64 KB when that is more: room for anything valid.
@@ -57,7 +59,7 @@ class ModelWorker:
 
 
 async def _send_json(send, status: int, detail: str, headers: tuple = ()) -> None:
-    body = json.dumps({"detail": detail}).encode()
+    body = json.dumps({"detail": detail}, ensure_ascii=False).encode()  # readable as sent, as the app's own answers
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             *headers]})
@@ -75,13 +77,17 @@ class Limits:
     """
 
     def __init__(self, app, max_body: int = MAX_BODY, max_active: int = MAX_ACTIVE,
-                 body_timeout: float = BODY_TIMEOUT):
+                 body_timeout: float = BODY_TIMEOUT, lang: str = "en"):
         self.app, self.limit, self.max_active, self.body_timeout = app, max_body, max_active, body_timeout
+        self.lang = lang  # of the refusals' sentences (serve --lang)
         self.active = 0
 
-    async def _refuse(self, send, size: str) -> None:
-        await _send_json(send, 413, f"request body is {size}; the limit is {self.limit:,} bytes "
-                                    "(the longest valid text needs less)", ((b"connection", b"close"),))
+    async def _refuse(self, send, size: Optional[int] = None) -> None:
+        """413 for a body of ``size`` bytes (None: over the limit, counted while it streamed)."""
+        limit = f"{self.limit:,}"
+        msg = text("errors.core_server_body_over", self.lang, limit=limit) if size is None else \
+            text("errors.core_server_body_size", self.lang, size=f"{size:,}", limit=limit)
+        await _send_json(send, 413, msg, ((b"connection", b"close"),))
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("path") in ALWAYS_ANSWERED:
@@ -90,8 +96,8 @@ class Limits:
         if body is None:  # refused (413, 408) or the client left
             return
         if self.active >= self.max_active:
-            return await _send_json(send, 503, f"the server is busy ({self.active} requests in progress); "
-                                               "try again in a moment", ((b"retry-after", b"1"),))
+            return await _send_json(send, 503, text("errors.core_server_busy_active", self.lang, n=self.active),
+                                    ((b"retry-after", b"1"),))
         replay = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def receive_again():
@@ -107,7 +113,7 @@ class Limits:
         """The whole body, or None once a refusal is sent (or the client left)."""
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
-            return await self._refuse(send, f"{int(length):,} bytes")
+            return await self._refuse(send, int(length))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.body_timeout
         chunks, size = [], 0
@@ -115,15 +121,15 @@ class Limits:
             try:
                 msg = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0.0))
             except asyncio.TimeoutError:
-                await _send_json(send, 408, f"the request body did not arrive whole within {self.body_timeout:g} "
-                                            f"seconds ({size:,} bytes came); send it at once", ((b"connection", b"close"),))
+                await _send_json(send, 408, text("errors.core_server_body_slow", self.lang, seconds=f"{self.body_timeout:g}",
+                                                 size=f"{size:,}"), ((b"connection", b"close"),))
                 return None
             if msg["type"] == "http.disconnect":
                 return None
             chunk = msg.get("body", b"")
             size += len(chunk)
             if size > self.limit:
-                return await self._refuse(send, f"over {self.limit:,} bytes")
+                return await self._refuse(send)
             chunks.append(chunk)
             if not msg.get("more_body"):
                 return b"".join(chunks)

@@ -267,3 +267,44 @@ def test_the_steps_schema_says_scaled_carries_alibis_term(client):
     (test_attention_of_an_alibi_model_adds_the_slope_term's model); its description said raw × factor."""
     spec = client.get("/openapi.json").json()
     assert "ALiBi: slope · key position" in spec["components"]["schemas"]["Steps"]["properties"]["scaled"]["description"]
+
+
+def test_openapi_says_what_a_422_answer_is(client):
+    """/openapi.json (and /docs) described a 422 as FastAPI's {"detail": [{"loc", "msg", "type"}, …]}
+    while every error of the API answers {"detail": "<one sentence>"}: a client generated from the
+    schema expected a list. Each 422 now points at an object whose detail is a string, and a real
+    422 answer has that shape."""
+    spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    for path in ("/api/view", "/api/attention", "/api/steps", "/api/held/rows"):
+        ref = spec["paths"][path]["post"]["responses"]["422"]["content"]["application/json"]["schema"]["$ref"]
+        err = schemas[ref.rsplit("/", 1)[1]]
+        assert err["required"] == ["detail"] and err["properties"]["detail"]["type"] == "string", (path, err)
+    assert "ValidationError" not in schemas  # pydantic's error list, used by nothing else
+    r = client.post("/api/steps", json={"text": "hi", "layer": "two"})
+    assert r.status_code == 422 and set(r.json()) == {"detail"} and isinstance(r.json()["detail"], str)
+    assert client.get("/openapi.json").json() == spec  # the same document each time
+
+
+@pytest.mark.parametrize("body, field, kind, value", [
+    ({"text": "hi", "layer": "二"}, "layer", "int", '"二"'),
+    ({"text": ["我喜欢"]}, "text", "str", '["我喜欢"]'),
+    ({"text": "hi", "head": {"a": "😀"}}, "head", "int", '{"a": "😀"}'),
+    ({"text": "hi", "head": list(range(1, 16))}, "head", "int", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,…"),  # 39 + "…"
+    ({"text": "hi", "layer": "x" * 60}, "layer", "int", '"' + "x" * 38 + "…"),
+])
+def test_a_wrong_value_is_named_as_sent(client, body, field, kind, value):
+    """The value a type error names was json.dumps(...)[:40]: "二" came back as "\\u4e8c" and a long
+    value was cut with no mark ('[1, 2, …, 12, ' ended the sentence). Now its characters as sent,
+    "…" where it is cut."""
+    r = client.post("/api/attention", json=body)
+    assert (r.status_code, r.json()["detail"]) == (422, text(f"errors.core_server_{kind}", field=field, value=value))
+    assert r.json()["detail"].endswith(value)
+
+
+def test_a_lone_surrogate_value_is_named_as_its_escape(client):
+    """A value with a lone surrogate (not a text field, so no Unicode check) is named by its escape:
+    the character itself cannot travel in a UTF-8 answer."""
+    r = client.post("/api/attention", content=b'{"text": "hi", "layer": ["\\udc80x"]}',
+                    headers={"content-type": "application/json"})
+    assert (r.status_code, r.json()["detail"]) == (422, 'layer must be an integer, got ["\\udc80x"]')

@@ -39,11 +39,15 @@ def test_a_latin1_body_is_said_to_be_not_utf8(client):
                                   "encoded as UTF-8")
 
 
-def test_other_http_errors_are_as_before(client):
+def test_other_http_errors_are_one_sentence_too(client):
+    """Starlette's "Not Found" and "Method Not Allowed" name the path (and the method to use), in
+    serve's language (tests/server/test_serve_lang.py)."""
     r = client.get("/no/such/page")
-    assert r.status_code == 404 and r.json() == {"detail": "Not Found"}
+    assert r.status_code == 404
+    assert r.json() == {"detail": "no page or endpoint at '/no/such/page'; the API's endpoints are listed at /docs"}
     r = client.get("/api/view")
-    assert r.status_code == 405
+    assert r.status_code == 405 and r.headers["allow"] == "POST"
+    assert r.json() == {"detail": "GET is not allowed for '/api/view'; use POST"}
 
 
 def test_a_json_body_without_a_content_type_is_told_to_send_one(client):

@@ -75,7 +75,12 @@ def test_rows_and_steps_equal_the_shipped_pages_arithmetic(client, held, minilm)
     ("rows", {"layer": 6, "heads": [0], "q0": 0, "q1": 1}, 422, "layer 6 is out of range: there are 6 layers (0..5)"),
     ("rows", {"layer": 0, "heads": [], "q0": 0, "q1": 1}, 422, "heads is empty"),
     ("rows", {"layer": 0, "heads": [1, 1], "q0": 0, "q1": 1}, 422, "repeats a head"),
-    ("rows", {"layer": 0, "heads": [0], "q0": 3, "q1": 3}, 422, "query rows 3..2 are out of range"),
+    # an empty span named its rows backwards ("query rows 3..2 are out of range") for a text that has them
+    ("rows", {"layer": 0, "heads": [0], "q0": 3, "q1": 3}, 422,
+     "q0 = 3, q1 = 3 name no query rows: they are q0 … q1 − 1, so q1 must be greater than q0"),
+    ("heatmap", {"layer": 0, "head": 0, "q0": 0, "q1": 5, "k0": 4, "k1": 1, "rows": 5, "cols": 5}, 422,
+     "k0 = 4, k1 = 1 name no keys: they are k0 … k1 − 1, so k1 must be greater than k0"),
+    ("rows", {"layer": 0, "heads": [0], "q0": 0, "q1": 9999}, 422, "query rows 0..9998 are out of range"),
     ("rows", {"layer": 0, "heads": [0], "q0": 0, "q1": 1, "extra": 1}, 422, "unknown field 'extra'"),
     ("rows", {"layer": 0, "heads": [True], "q0": 0, "q1": 1}, 422, "must be an integer"),
     ("steps", {"layer": 0, "head": 12, "query": 0}, 422, "head 12 is out of range"),

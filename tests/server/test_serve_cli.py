@@ -43,6 +43,7 @@ def test_bad_host(capsys, host, msg):
 def _serve_until_serving(*args):
     """Run `attnscope serve ARGS --port 0` until it says it serves; return (stdout lines, stderr)."""
     import os
+    import re
     import subprocess
     import sys
     proc = subprocess.Popen([sys.executable, "-m", "attnscope", "serve", "--port", "0", *args],
@@ -52,9 +53,9 @@ def _serve_until_serving(*args):
         lines = []
         for line in proc.stdout:
             lines.append(line.rstrip("\n"))
-            if "serving" in line:
+            if "http://" in line:  # "serving http://…", in any language
                 break
-        url = lines[-1].split("serving ")[1].split(" ")[0]
+        url = re.search(r"http://\S+/", lines[-1]).group(0)
         import urllib.request
         with urllib.request.urlopen(url + "healthz", timeout=10) as r:  # it serves once it says so
             assert r.status == 200
@@ -75,6 +76,16 @@ def test_a_non_loopback_host_is_warned_about():
     lines, err = _serve_until_serving("--host", "0.0.0.0")
     assert ("attnscope serve: warning: listening on 0.0.0.0 opens the API to other machines on the network, "
             "without authentication; use --host 127.0.0.1 to keep it local") in err
+
+
+def test_what_serve_says_is_in_its_language():
+    """serve --lang zh started the page and the API in Chinese but said "loading the model…",
+    "serving …" and the warning about a public address in English."""
+    lines, err = _serve_until_serving("--lang", "zh", "--host", "0.0.0.0")
+    assert lines[0] == "attnscope：正在加载模型…" and len(lines) == 2
+    assert lines[-1].startswith("attnscope：正在服务 http://0.0.0.0:") and lines[-1].endswith("docs）；按 Ctrl+C 停止")
+    assert ("attnscope serve：警告：在 0.0.0.0 上监听会把 API 开放给网络上的其他机器，且没有身份验证；"
+            "用 --host 127.0.0.1 只在本机提供") in err
 
 
 @pytest.mark.parametrize("command", ["serve", "view"])

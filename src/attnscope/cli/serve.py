@@ -36,7 +36,8 @@ def register(sub) -> None:
                    "the page (q, k, v; it computes everything itself); longer ones are held by the server and read "
                    "one layer and head at a time (default: texts whose q, k, v fit in 16 MB, e.g. 512 tokens of "
                    "all-MiniLM-L6-v2, 145 of SmolLM2-135M; 0 holds every text)")
-    add_lang_option(p, "language of the page's tabs, toolbar and notes (default en; the page has a switch)")
+    add_lang_option(p, "language of the page's tabs, toolbar and notes (the page has a switch) and of the API's "
+                       "error messages (default en)")
     p.add_argument("--log-level", default="warning", choices=LOG_LEVELS,
                    help="uvicorn's log level; info also logs every request (default warning)")
 

@@ -40,7 +40,7 @@ import torch
 
 from .. import reference as R
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import error, word
 from ..positions import get_position
 from ..threads import torch_threads
 from ..trace.read import check_index
@@ -222,6 +222,8 @@ class HeldText:
         return out
 
     def _check_rows(self, q0: int, q1: int) -> None:
+        if q1 <= q0:  # no row at all: "rows 3..2 are out of range" named no problem
+            raise error(InputError, "errors.viewer_span_empty", what=word("query rows"), first="q0", last="q1", a=q0, b=q1)
         if not 0 <= q0 < q1 <= self.n:
             raise error(InputError, "errors.viewer_rows_range", first=q0, last=q1 - 1, n=self.n, top=self.n - 1)
 
@@ -283,6 +285,8 @@ class HeldText:
         row_edges[r] … row_edges[r + 1] − 1 (edge r = q0 + ⌊r·(q1 − q0)/R⌋), keys likewise."""
         self.check(layer, head)
         self._check_rows(q0, q1)
+        if k1 <= k0:
+            raise error(InputError, "errors.viewer_span_empty", what=word("keys"), first="k0", last="k1", a=k0, b=k1)
         if not 0 <= k0 < k1 <= self.n:
             raise error(InputError, "errors.viewer_keys_range", first=k0, last=k1 - 1, n=self.n, top=self.n - 1)
         for what, x in (("rows", rows), ("cols", cols)):

@@ -33,7 +33,7 @@ from pydantic import Field
 from ..config import is_seq2seq
 from ..errors import InputError
 from ..fonts import font_face_css
-from ..i18n import error
+from ..i18n import error, text
 from . import data as view_data_mod
 from .attribution_view import MAX_TOKENS as ATTRIBUTION_TOKENS
 from .attribution_view import header as attribution_header
@@ -185,8 +185,8 @@ def add_routes(app, model, worker, store: TextStore, base) -> None:
 
     @app.exception_handler(Gone)
     async def _on_gone(request, exc):
-        return JSONResponse(status_code=410, content={"detail": "the server no longer holds this text (it keeps the "
-                                                                "most recent ones within its memory budget); show it again"})
+        return JSONResponse(status_code=410, content={"detail": text("errors.core_server_gone",
+                                                                     getattr(app.state, "lang", "en"))})
 
     def check_heads(heads: list) -> list:
         if not heads:
