@@ -9,6 +9,7 @@ import torch
 
 from attnscope.errors import ConfigError, InputError
 from attnscope.models.generation import choose
+from attnscope.modules.kv_cache import KVCache
 
 PROMPT = "Queries and keys are rotated by"
 FAMILIES = ["llama_gqa", "llama_mqa", "llama3_scaled", "qwen2_window", "mistral_window", "gemma3", "qwen3", "olmo2"]
@@ -72,6 +73,25 @@ def test_streaming_pieces_add_up_to_the_text(decoders):
     pieces = []
     g = model.generate("我喜欢", max_new_tokens=12, eos_token_ids=[], stream=pieces.append)
     assert "".join(pieces) == g.text and len(pieces) >= 2
+
+
+def test_decode_and_decoder_forward_check_the_context_in_one_place(decoders, tiny_models, monkeypatch):
+    """GPT-2's Model.decode and a decoder's forward refuse positions past the context with one rule,
+    LoadedModel.check_context (each had its own copy of the two lines)."""
+    from attnscope.models.base import LoadedModel
+
+    gpt2, llama = tiny_models["gpt2"], decoders["llama_mqa"]  # 64 learned positions; 128 rotary ones
+    for model, limit in ((gpt2, 64), (llama, 128)):
+        model.check_context(limit - 4, 4)  # the last position that fits
+        with pytest.raises(InputError, match=f"^{limit + 1} positions are more than the model's context of {limit}$"):
+            model.check_context(limit - 4, 5)
+    seen: list = []
+    monkeypatch.setattr(LoadedModel, "check_context", lambda self, past, L: seen.append((self.family, past, L)))
+    cache = KVCache(gpt2.config.n_layers)
+    gpt2.decode(torch.zeros(1, 3, dtype=torch.long), cache=cache)
+    gpt2.decode(torch.zeros(1, 2, dtype=torch.long), cache=cache)
+    llama(torch.zeros(1, 3, dtype=torch.long))
+    assert seen == [("gpt2", 0, 3), ("gpt2", 3, 2), ("llama", 0, 3)]
 
 
 def test_sampling_settings():

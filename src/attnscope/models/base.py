@@ -116,6 +116,12 @@ class LoadedModel:
         batch = self.as_batch(texts, truncate=truncate)
         return self(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # type: ignore[operator]
 
+    def check_context(self, past: int, L: int) -> None:
+        """InputError when ``L`` new positions after ``past`` cached ones pass the model's context."""
+        limit = self.config.max_positions
+        if past + L > limit:
+            raise error(InputError, "errors.models_context", n=past + L, limit=limit)
+
     # ------------------------------------------------------------------------------------------
     @property
     def has_lm_head(self) -> bool:

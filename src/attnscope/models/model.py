@@ -82,8 +82,7 @@ class Model(LoadedModel, TransformerEncoder):
         keys from the cache's start. No padding: every position is a real token."""
         past = cache.length if cache is not None else 0
         B, L = input_ids.shape
-        if past + L > self.config.max_positions:
-            raise error(InputError, "errors.models_context", n=past + L, limit=self.config.max_positions)
+        self.check_context(past, L)
         position_ids = None
         if self.embed.position_embedding is not None:
             offset = past + self.config.position_offset
