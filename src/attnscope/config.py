@@ -77,6 +77,13 @@ class TransformerConfig:
         """Attention adds a score term (``attn.bias``): the position scheme acts on the scores (ALiBi)."""
         return get_position(self.position).acts_on == "bias"
 
+    @property
+    def context_limit(self) -> Optional[int]:
+        """The most positions a sequence may have: ``max_positions``, or None where a fixed score
+        term is computed from the positions, for any distance (ALiBi: transformers sets BLOOM no
+        limit; its ``seq_length`` is the training length, not a table's end)."""
+        return None if get_position(self.position).bias is not None else self.max_positions
+
     def validate(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_positions"):
             value = getattr(self, name)

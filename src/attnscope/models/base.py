@@ -117,9 +117,10 @@ class LoadedModel:
         return self(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # type: ignore[operator]
 
     def check_context(self, past: int, L: int) -> None:
-        """InputError when ``L`` new positions after ``past`` cached ones pass the model's context."""
-        limit = self.config.max_positions
-        if past + L > limit:
+        """InputError when ``L`` new positions after ``past`` cached ones pass the model's context
+        (``config.context_limit``; None: no limit, ALiBi)."""
+        limit = self.config.context_limit
+        if limit is not None and past + L > limit:
             raise error(InputError, "errors.models_context", n=past + L, limit=limit)
 
     # ------------------------------------------------------------------------------------------

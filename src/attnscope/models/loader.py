@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from typing import Optional, Union
 
@@ -304,7 +305,9 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
 
     if tokenizer:
         kind = family.tokenizer_kind(folder) if callable(family.tokenizer_kind) else family.tokenizer_kind
-        model.tokenizer = load_tokenizer(folder, kind=kind, max_length=config.max_positions,
+        # no context limit (ALiBi): the tokenizer refuses no length either
+        limit = config.context_limit if config.context_limit is not None else sys.maxsize
+        model.tokenizer = load_tokenizer(folder, kind=kind, max_length=limit,
                                          pad_token_id=padding_id(config))
         if model.tokenizer.vocab_size > config.vocab_size:
             # ids past the embedding table would fail inside torch; say it here instead
