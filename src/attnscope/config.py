@@ -215,6 +215,14 @@ class DecoderConfig(TransformerConfig):
     final_logit_softcap: Optional[float] = None  # logits = cap · tanh(logits / cap)
     bos_token_id: Optional[int] = None
 
+    @property
+    def context_limit(self) -> Optional[int]:
+        """Dynamic NTK scaling exists for texts past ``max_positions`` (its base grows there), and
+        transformers runs them: no limit then; other rotary positions end at ``max_positions``."""
+        if isinstance(self.rope_scaling, dict) and self.rope_scaling.get("rope_type") == "dynamic":
+            return None
+        return super().context_limit
+
     kind = "decoder"
 
     @classmethod

@@ -94,6 +94,29 @@ def test_decode_and_decoder_forward_check_the_context_in_one_place(decoders, tin
     assert seen == [("gpt2", 0, 3), ("gpt2", 3, 2), ("llama", 0, 3)]
 
 
+def test_dynamic_rope_runs_past_max_positions_as_transformers(decoders, hf_decoders):
+    """Dynamic NTK scaling grows RoPE's base once a text is longer than max_position_embeddings
+    (128 here), and transformers runs such texts; attnscope refused them ("more than the model's
+    context of 128"), so the scaling never acted in a loaded model. Logits of a 600-token text and
+    greedy tokens after a 376-token prompt equal transformers' eager Llama."""
+    model, hf = decoders["llama_dynamic"], hf_decoders("llama_dynamic")
+    assert model.config.max_positions == 128
+    batch = model.encode("Queries and keys are rotated by angles that grow with position. " * 14)
+    assert batch.input_ids.shape[1] > 4 * 128
+    with torch.no_grad():
+        ours = model.lm_logits(model(batch.input_ids, batch.attention_mask))  # (1, L, V)
+        theirs = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (1, L, V)
+    assert float((ours - theirs).abs().max()) <= 1e-4
+    g = model.generate("Queries and keys are rotated by angles " * 15, max_new_tokens=20, eos_token_ids=[])
+    ids = torch.tensor([g.prompt_ids])
+    with torch.no_grad():
+        out = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=20,
+                          min_new_tokens=20, eos_token_id=None, pad_token_id=0)
+    assert len(g.prompt_ids) > 128 and g.new_ids == out[0, ids.shape[1]:].tolist()
+    assert model.config.context_limit is None
+    assert decoders["llama_linear"].config.context_limit == 128  # other scalings keep the limit
+
+
 def test_sampling_settings():
     logits = torch.tensor([3.0, 2.0, 1.0, 0.0, -1.0])
     g = torch.Generator().manual_seed(0)

@@ -10,6 +10,7 @@ trace names, tracing and hooks, and (for language models) logits and the loss.
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union, cast
@@ -204,6 +205,12 @@ class LoadedModel:
         heads = f"{c.n_heads}" if c.kv_heads == c.n_heads else f"{c.n_heads} (k/v {c.kv_heads})"
         return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={heads}, "
                 f"d_model={c.d_model}")
+
+
+def tokenizer_limit(config: TransformerConfig) -> int:
+    """The loaded tokenizer's ``max_length``: the model's context limit; with none (ALiBi, dynamic
+    RoPE) the tokenizer refuses no length either."""
+    return config.context_limit if config.context_limit is not None else sys.maxsize
 
 
 def check_mask(input_ids: Tensor, attention_mask: Optional[Tensor]) -> None:

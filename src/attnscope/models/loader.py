@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Optional, Union
 
@@ -23,7 +22,7 @@ from ..errors import AttnscopeError, ModelLoadError, first_line
 from ..i18n import Msg, error
 from ..kernels.validate import check_flag
 from ..tokenizer import load_tokenizer, unigram_unknown
-from .base import check_target, finish_loading
+from .base import check_target, finish_loading, tokenizer_limit
 from .model import Model
 from .model_class import build_model
 from .placement import place
@@ -305,9 +304,7 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
 
     if tokenizer:
         kind = family.tokenizer_kind(folder) if callable(family.tokenizer_kind) else family.tokenizer_kind
-        # no context limit (ALiBi): the tokenizer refuses no length either
-        limit = config.context_limit if config.context_limit is not None else sys.maxsize
-        model.tokenizer = load_tokenizer(folder, kind=kind, max_length=limit,
+        model.tokenizer = load_tokenizer(folder, kind=kind, max_length=tokenizer_limit(config),
                                          pad_token_id=padding_id(config))
         # a unigram model's unknown id is its piece (<unk>), as transformers' tokens, not the text it covers
         model.tokenizer.unknown = unigram_unknown(model.tokenizer.backend)
