@@ -82,16 +82,27 @@ def test_decode_and_decoder_forward_check_the_context_in_one_place(decoders, tin
 
     gpt2, llama = tiny_models["gpt2"], decoders["llama_mqa"]  # 64 learned positions; 128 rotary ones
     for model, limit in ((gpt2, 64), (llama, 128)):
-        model.check_context(limit - 4, 4)  # the last position that fits
+        model.check_context(torch.zeros(1, 4, dtype=torch.long), limit - 4)  # the last position that fits
         with pytest.raises(InputError, match=f"^{limit + 1} positions are more than the model's context of {limit}$"):
-            model.check_context(limit - 4, 5)
+            model.check_context(torch.zeros(1, 5, dtype=torch.long), limit - 4)
     seen: list = []
-    monkeypatch.setattr(LoadedModel, "check_context", lambda self, past, L: seen.append((self.family, past, L)))
+    monkeypatch.setattr(LoadedModel, "check_context",
+                        lambda self, ids, past=0: seen.append((self.family, past, ids.shape[1])))
     cache = KVCache(gpt2.config.n_layers)
     gpt2.decode(torch.zeros(1, 3, dtype=torch.long), cache=cache)
     gpt2.decode(torch.zeros(1, 2, dtype=torch.long), cache=cache)
     llama(torch.zeros(1, 3, dtype=torch.long))
     assert seen == [("gpt2", 0, 3), ("gpt2", 3, 2), ("llama", 0, 3)]
+
+
+@pytest.mark.parametrize("ids", [torch.zeros(3, dtype=torch.long), [[1, 2]], torch.zeros(1, 2, 3, dtype=torch.long)])
+def test_decode_of_ids_that_are_not_a_batch_is_one_sentence(tiny_models, decoders, ids):
+    """Model.decode (GPT-2, BLOOM) of a 1-D tensor or a list failed inside it ('not enough values to
+    unpack', "'list' object has no attribute 'shape'"); it is the sentence a decoder's forward gives."""
+    for model in (tiny_models["gpt2"], decoders["llama_mqa"]):
+        run = model.decode if model.family == "gpt2" else model
+        with pytest.raises(InputError, match=r"^input_ids must be an integer tensor \(B, L\), got "):
+            run(ids)
 
 
 def test_dynamic_rope_runs_past_max_positions_as_transformers(decoders, hf_decoders):

@@ -117,12 +117,14 @@ class LoadedModel:
         batch = self.as_batch(texts, truncate=truncate)
         return self(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # type: ignore[operator]
 
-    def check_context(self, past: int, L: int) -> None:
-        """InputError when ``L`` new positions after ``past`` cached ones pass the model's context
-        (``config.context_limit``; None: no limit, ALiBi)."""
-        limit = self.config.context_limit
-        if limit is not None and past + L > limit:
-            raise error(InputError, "errors.models_context", n=past + L, limit=limit)
+    def check_context(self, input_ids, past: int = 0) -> None:
+        """InputError unless ``input_ids`` is a ``(B, L)`` tensor whose L positions after ``past``
+        cached ones fit the model's context (``config.context_limit``; None: no limit, ALiBi)."""
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+            raise error(InputError, "errors.models_decoder_ids", got=shape_or_type(input_ids))
+        limit, n = self.config.context_limit, past + input_ids.shape[1]
+        if limit is not None and n > limit:
+            raise error(InputError, "errors.models_context", n=n, limit=limit)
 
     # ------------------------------------------------------------------------------------------
     @property

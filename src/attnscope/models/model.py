@@ -81,8 +81,8 @@ class Model(LoadedModel, TransformerEncoder):
         ``(B, H, L, S)``. Learned positions (GPT-2) go on from the cache; ALiBi (BLOOM) counts the
         keys from the cache's start. No padding: every position is a real token."""
         past = cache.length if cache is not None else 0
-        B, L = input_ids.shape
-        self.check_context(past, L)
+        self.check_context(input_ids, past)
+        L = input_ids.shape[1]
         position_ids = None
         if self.embed.position_embedding is not None:
             offset = past + self.config.position_offset
