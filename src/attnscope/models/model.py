@@ -102,6 +102,9 @@ class Model(LoadedModel, TransformerEncoder):
     # ------------------------------------------------------------------------------------------
     def pool(self, hidden: Tensor, attention_mask: Tensor) -> Tensor:
         """Pool ``hidden (B, L, d)`` over real tokens into ``(B, d)`` with :attr:`pooling`."""
+        if attention_mask is None:  # the mask says which tokens are real: required here
+            raise error(InputError, "errors.models_mask_shape", shape=tuple(hidden.shape[:2]), got="None")
+        check_mask(hidden[..., 0], attention_mask)  # (B, L) both, else torch's broadcasting error
         m = attention_mask.to(hidden.device, hidden.dtype).unsqueeze(-1)  # (B, L, 1); device_map: to the head's device
         if self.pooling == "cls":
             return hidden[:, 0]  # (B, d)
