@@ -77,6 +77,13 @@ class TransformerConfig:
         """Attention adds a score term (``attn.bias``): the position scheme acts on the scores (ALiBi)."""
         return get_position(self.position).acts_on == "bias"
 
+    @property
+    def context_limit(self) -> Optional[int]:
+        """The most positions a sequence may have: ``max_positions``, or None where a fixed score
+        term is computed from the positions, for any distance (ALiBi: transformers sets BLOOM no
+        limit; its ``seq_length`` is the training length, not a table's end)."""
+        return None if get_position(self.position).bias is not None else self.max_positions
+
     def validate(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_positions"):
             value = getattr(self, name)
@@ -207,6 +214,14 @@ class DecoderConfig(TransformerConfig):
     tie_embeddings: bool = True       # logits use the token embedding (else the loader sets lm_head_weight)
     final_logit_softcap: Optional[float] = None  # logits = cap · tanh(logits / cap)
     bos_token_id: Optional[int] = None
+
+    @property
+    def context_limit(self) -> Optional[int]:
+        """Dynamic NTK scaling exists for texts past ``max_positions`` (its base grows there), and
+        transformers runs them: no limit then; other rotary positions end at ``max_positions``."""
+        if isinstance(self.rope_scaling, dict) and self.rope_scaling.get("rope_type") == "dynamic":
+            return None
+        return super().context_limit
 
     kind = "decoder"
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 import attnscope
-from attnscope.errors import ModelLoadError
-from attnscope.testing.tiny import tiny_bloom, tiny_bloom_6heads
+from attnscope.errors import InputError, ModelLoadError
+from attnscope.testing.tiny import tiny_bloom, tiny_bloom_6heads, tiny_gpt2
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Attention is all you need!",
          "Queries, keys and values are three projections of the same input."]
@@ -191,6 +191,51 @@ def test_the_hubs_spelling_of_the_sizes_is_read_as_transformers_reads_it(tmp_pat
     dh, dw, dl = _diffs(_ours(model, batch.input_ids, batch.attention_mask),
                         _hf(hf, batch.input_ids, batch.attention_mask), [(0, torch.arange(batch.lengths[0]))])
     assert dh <= TOL and dw <= TOL and dl <= LOGITS_TOL, (dh, dw, dl)
+
+
+def test_no_context_limit_past_seq_length_as_transformers(blooms, tmp_path):
+    """ALiBi has no table of positions: transformers' BLOOM runs any length (config.json's
+    ``seq_length``, 2,048 in the released checkpoints, is the training length). attnscope refused
+    longer texts ("more than the model's 2048 positions"); with seq_length 8 here, a longer text, a
+    cached continuation past it and greedy generation agree with transformers' eager BLOOM."""
+    import shutil
+
+    import transformers
+
+    folder = tmp_path / "short-seq-length"
+    shutil.copytree(blooms["bloom"][0], folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["seq_length"] = 8
+    (folder / "config.json").write_text(json.dumps(cfg))
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(folder), attn_implementation="eager",
+                                                           dtype=torch.float32).eval()
+    model = attnscope.load(folder)
+    assert model.config.max_positions == 8  # the training length, recorded
+    batch = model.encode(TEXTS[2])
+    n = batch.lengths[0]
+    assert n > 2 * 8
+    dh, dw, dl = _diffs(_ours(model, batch.input_ids, batch.attention_mask),
+                        _hf(hf, batch.input_ids, batch.attention_mask), [(0, torch.arange(n))])
+    assert dh <= TOL and dw <= TOL and dl <= LOGITS_TOL, (dh, dw, dl)
+    g = model.generate(TEXTS[0], max_new_tokens=12, eos_token_ids=[])
+    ids = torch.tensor([g.prompt_ids])
+    with torch.no_grad():
+        theirs = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12,
+                             min_new_tokens=12, eos_token_id=None, pad_token_id=3)
+    assert len(g.prompt_ids) + 12 > 8 and g.new_ids == theirs[0, ids.shape[1]:].tolist()
+    assert model.config.context_limit is None
+    # analyze cuts texts at the trained length unless told more (the tokenizer no longer says it)
+    from attnscope.analysis import analyze
+
+    f = tmp_path / "c.txt"
+    f.write_text(TEXTS[2] + "\n", encoding="utf-8")
+    assert analyze(f, model, progress=False).max_length == 8
+    assert analyze(f, model, max_length=n, progress=False).max_length == n
+    # GPT-2's learned positions do end: its n_positions stays a refusal
+    gpt2 = attnscope.load(tiny_gpt2(tmp_path / "gpt2"))
+    assert gpt2.config.context_limit == gpt2.config.max_positions == 64
+    with pytest.raises(InputError, match="more than the model's context of 64"):
+        gpt2.decode(torch.zeros(1, 65, dtype=torch.long))
 
 
 def test_unsupported_config_is_one_sentence(blooms, tmp_path):

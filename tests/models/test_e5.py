@@ -109,8 +109,13 @@ def test_more_layers_than_the_file_can_hold(tmp_path):
     data[12:16] = struct.pack("<i", 200_000)  # the header's layer count, after magic, version and width
     (tmp_path / "e5.bin").write_bytes(bytes(data))
     with pytest.raises(ModelLoadError, match=rf"e5\.bin describes 200,000 layers of width 384, more than its "
-                                             rf"weights \({len(data):,} bytes\) can hold"):
+                                             rf"weights \({len(data):,} bytes\) can hold") as e:
         attnscope.load(tmp_path / "e5.bin")
+    # the count came from the file's header, not from a config.json: the message says so
+    from attnscope.i18n import error_message
+    en, zh = error_message(e.value, "en"), error_message(e.value, "zh")
+    assert "the header's layers field" in en and "文件头中 hidden 之后的 layers 字段" in zh
+    assert "num_hidden_layers" not in en + zh
 
 
 # --- the file ---------------------------------------------------------------------------------------

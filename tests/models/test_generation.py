@@ -9,6 +9,7 @@ import torch
 
 from attnscope.errors import ConfigError, InputError
 from attnscope.models.generation import choose
+from attnscope.modules.kv_cache import KVCache
 
 PROMPT = "Queries and keys are rotated by"
 FAMILIES = ["llama_gqa", "llama_mqa", "llama3_scaled", "qwen2_window", "mistral_window", "gemma3", "qwen3", "olmo2"]
@@ -72,6 +73,59 @@ def test_streaming_pieces_add_up_to_the_text(decoders):
     pieces = []
     g = model.generate("我喜欢", max_new_tokens=12, eos_token_ids=[], stream=pieces.append)
     assert "".join(pieces) == g.text and len(pieces) >= 2
+
+
+def test_decode_and_decoder_forward_check_the_context_in_one_place(decoders, tiny_models, monkeypatch):
+    """GPT-2's Model.decode and a decoder's forward refuse positions past the context with one rule,
+    LoadedModel.check_context (each had its own copy of the two lines)."""
+    from attnscope.models.base import LoadedModel
+
+    gpt2, llama = tiny_models["gpt2"], decoders["llama_mqa"]  # 64 learned positions; 128 rotary ones
+    for model, limit in ((gpt2, 64), (llama, 128)):
+        model.check_context(torch.zeros(1, 4, dtype=torch.long), limit - 4)  # the last position that fits
+        with pytest.raises(InputError, match=f"^{limit + 1} positions are more than the model's context of {limit}$"):
+            model.check_context(torch.zeros(1, 5, dtype=torch.long), limit - 4)
+    seen: list = []
+    monkeypatch.setattr(LoadedModel, "check_context",
+                        lambda self, ids, past=0: seen.append((self.family, past, ids.shape[1])))
+    cache = KVCache(gpt2.config.n_layers)
+    gpt2.decode(torch.zeros(1, 3, dtype=torch.long), cache=cache)
+    gpt2.decode(torch.zeros(1, 2, dtype=torch.long), cache=cache)
+    llama(torch.zeros(1, 3, dtype=torch.long))
+    assert seen == [("gpt2", 0, 3), ("gpt2", 3, 2), ("llama", 0, 3)]
+
+
+@pytest.mark.parametrize("ids", [torch.zeros(3, dtype=torch.long), [[1, 2]], torch.zeros(1, 2, 3, dtype=torch.long)])
+def test_decode_of_ids_that_are_not_a_batch_is_one_sentence(tiny_models, decoders, ids):
+    """Model.decode (GPT-2, BLOOM) of a 1-D tensor or a list failed inside it ('not enough values to
+    unpack', "'list' object has no attribute 'shape'"); it is the sentence a decoder's forward gives."""
+    for model in (tiny_models["gpt2"], decoders["llama_mqa"]):
+        run = model.decode if model.family == "gpt2" else model
+        with pytest.raises(InputError, match=r"^input_ids must be an integer tensor \(B, L\), got "):
+            run(ids)
+
+
+def test_dynamic_rope_runs_past_max_positions_as_transformers(decoders, hf_decoders):
+    """Dynamic NTK scaling grows RoPE's base once a text is longer than max_position_embeddings
+    (128 here), and transformers runs such texts; attnscope refused them ("more than the model's
+    context of 128"), so the scaling never acted in a loaded model. Logits of a 600-token text and
+    greedy tokens after a 376-token prompt equal transformers' eager Llama."""
+    model, hf = decoders["llama_dynamic"], hf_decoders("llama_dynamic")
+    assert model.config.max_positions == 128
+    batch = model.encode("Queries and keys are rotated by angles that grow with position. " * 14)
+    assert batch.input_ids.shape[1] > 4 * 128
+    with torch.no_grad():
+        ours = model.lm_logits(model(batch.input_ids, batch.attention_mask))  # (1, L, V)
+        theirs = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (1, L, V)
+    assert float((ours - theirs).abs().max()) <= 1e-4
+    g = model.generate("Queries and keys are rotated by angles " * 15, max_new_tokens=20, eos_token_ids=[])
+    ids = torch.tensor([g.prompt_ids])
+    with torch.no_grad():
+        out = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=20,
+                          min_new_tokens=20, eos_token_id=None, pad_token_id=0)
+    assert len(g.prompt_ids) > 128 and g.new_ids == out[0, ids.shape[1]:].tolist()
+    assert model.config.context_limit is None
+    assert decoders["llama_linear"].config.context_limit == 128  # other scalings keep the limit
 
 
 def test_sampling_settings():

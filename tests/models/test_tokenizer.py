@@ -200,3 +200,24 @@ def test_roberta_from_vocab_json_opens_and_closes_with_cls_and_sep(tiny_dirs, tm
     plain = load_tokenizer(tiny_dirs["roberta"], kind="bpe-roberta", max_length=64, pad_token_id=1)
     ref = transformers.RobertaTokenizer.from_pretrained(str(tiny_dirs["roberta"]))  # the defaults <s> </s>
     assert [plain.backend.encode(a, b).ids for a, b in zip(EN, ZH)] == [ref(a, b)["input_ids"] for a, b in zip(EN, ZH)]
+
+
+def test_t5_unknown_characters_are_the_unk_token_as_transformers_shows_them(tmp_path):
+    """T5's SentencePiece (unigram) tokenizer reads a character outside its vocabulary ('Ω', '☃',
+    '𠀀') as id 2, ``<unk>``. The tokens showed the character itself, a token the model never had
+    (transformers' convert_ids_to_tokens: ``<unk>``); the decoded text is transformers' decode
+    without the special tokens (``<unk>`` and ``</s>`` are special in T5's tokenizer)."""
+    import transformers
+
+    from tests.models.seq2seq.tiny import t5
+
+    transformers.logging.set_verbosity_error()
+    folder = t5(tmp_path / "t5")
+    model, hf = attnscope.load(folder), transformers.AutoTokenizer.from_pretrained(str(folder))
+    for text in ("Ωmega ☃ x", "the cat 𠀀 sat", "the cat sat"):
+        batch = model.encode(text)
+        ids = batch.input_ids[0].tolist()
+        assert ids == hf(text).input_ids
+        assert batch.tokens[0] == hf.convert_ids_to_tokens(ids)
+        assert model.tokenizer.decode(ids) == hf.decode(ids, skip_special_tokens=True)
+    assert model.encode("Ωmega").tokens[0][1] == "<unk>" == hf.unk_token

@@ -36,3 +36,25 @@ def test_cached_steps_equal_one_causal_pass(position, additive):
         assert torch.allclose(r, w_full[:, :, b - 1, :b], atol=1e-12)
     if additive:
         assert float(w_full[:, :, 2:, 1].abs().max()) == 0.0  # the mask did hide that key
+
+
+@torch.no_grad()
+def test_a_cache_of_another_model_is_one_sentence():
+    """A cache with fewer layers than the model failed as an IndexError inside KVCache.update; one
+    continued after the model was cast (float64 → float32) took the new keys into its float64 buffer
+    silently, and attention then failed inside torch on the mixed dtypes. Both are one sentence."""
+    from attnscope.errors import InputError
+    from attnscope.i18n import error_message
+
+    m = MultiHeadAttention(16, 4, layer_index=1).double().eval()
+    x = torch.randn(1, 3, 16, dtype=torch.float64)
+    with pytest.raises(InputError, match=r"^the cache has room for 1 layers, and layer 1 was run with it") as e:
+        m(x, causal=True, cache=KVCache(1))
+    assert "KVCache(model.config.n_layers)" in error_message(e.value, "zh")
+    cache = KVCache(2)
+    m(x, causal=True, cache=cache)
+    cache.advance(3)
+    with pytest.raises(InputError, match=r"^the cache holds layer 1's keys as torch.float64 on cpu, and the new keys "
+                                         r"are torch.float32 on cpu") as e:
+        m.float()(x[:, :1].float(), causal=True, cache=cache)
+    assert "torch.float64 on cpu" in error_message(e.value, "zh")

@@ -156,7 +156,8 @@ def prepare(model, cfg: AnalysisConfig) -> Passes:
     c = model.config
     check_repeat_settings(c.causal, cfg)
     limit = model.tokenizer.max_length if model.tokenizer is not None else c.max_positions
-    max_length = limit if cfg.max_length is None else cfg.max_length
+    # by default no text past the trained positions (BLOOM's seq_length: ALiBi sets no limit, see context_limit)
+    max_length = min(limit, c.max_positions) if cfg.max_length is None else cfg.max_length
     if max_length > limit:
         raise error(ConfigError, "errors.analysis_max_length_model", max_length=max_length, limit=limit)
     return Passes(max_length, TextEncoder(model.tokenizer, max_length),

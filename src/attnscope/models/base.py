@@ -10,6 +10,7 @@ trace names, tracing and hooks, and (for language models) logits and the loss.
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union, cast
@@ -116,6 +117,15 @@ class LoadedModel:
         batch = self.as_batch(texts, truncate=truncate)
         return self(batch.input_ids, batch.attention_mask, batch.token_type_ids)  # type: ignore[operator]
 
+    def check_context(self, input_ids, past: int = 0) -> None:
+        """InputError unless ``input_ids`` is a ``(B, L)`` tensor whose L positions after ``past``
+        cached ones fit the model's context (``config.context_limit``; None: no limit, ALiBi)."""
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+            raise error(InputError, "errors.models_decoder_ids", got=shape_or_type(input_ids))
+        limit, n = self.config.context_limit, past + input_ids.shape[1]
+        if limit is not None and n > limit:
+            raise error(InputError, "errors.models_context", n=n, limit=limit)
+
     # ------------------------------------------------------------------------------------------
     @property
     def has_lm_head(self) -> bool:
@@ -197,6 +207,12 @@ class LoadedModel:
         heads = f"{c.n_heads}" if c.kv_heads == c.n_heads else f"{c.n_heads} (k/v {c.kv_heads})"
         return (f"name={self.name!r}, family={self.family}, layers={c.n_layers}, heads={heads}, "
                 f"d_model={c.d_model}")
+
+
+def tokenizer_limit(config: TransformerConfig) -> int:
+    """The loaded tokenizer's ``max_length``: the model's context limit; with none (ALiBi, dynamic
+    RoPE) the tokenizer refuses no length either."""
+    return config.context_limit if config.context_limit is not None else sys.maxsize
 
 
 def check_mask(input_ids: Tensor, attention_mask: Optional[Tensor]) -> None:

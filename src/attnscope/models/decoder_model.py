@@ -60,11 +60,8 @@ class DecoderModel(LoadedModel, TransformerDecoder):
         real keys: each text of a padded batch gets what it gets alone. ``token_type_ids`` must
         be None or zeros (decoders have no segments).
         """
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-            raise error(InputError, "errors.models_decoder_ids", got=shape_or_type(input_ids))
         past = cache.length if cache is not None else 0
-        if past + input_ids.shape[1] > self.config.max_positions:
-            raise error(InputError, "errors.models_context", n=past + input_ids.shape[1], limit=self.config.max_positions)
+        self.check_context(input_ids, past)
         if token_type_ids is not None and bool(token_type_ids.ne(0).any()):
             raise error(InputError, "errors.models_no_segments")
         if attention_mask is not None:

@@ -162,7 +162,7 @@ def read_e5(path: Union[str, Path], *, weights: bool = True) -> E5File:
     if qk != QK or min(H, NL, NH, FF, V, P, T) <= 0 or H % NH or H % QK or FF % QK or not np.isfinite(eps) \
             or not 0 < eps < 1:
         raise r.fail("header", H=H, NL=NL, NH=NH, FF=FF, V=V, P=P, T=T, eps=eps, qk=qk)
-    check_layers_fit(NL, H, len(buf), path)  # before the per-layer weight names are listed
+    check_layers_fit(NL, H, len(buf), path, Msg("errors.models_e5_layers_field"))  # before the per-layer weight names are listed
     n, bos, eos, pad, unk = r.take("5i", "tokenizer header")
     blob_len = r.take("Q", "tokenizer header")
     if not 0 < n <= V or not all(0 <= i < n for i in (bos, eos, pad, unk)):

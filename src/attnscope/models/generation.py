@@ -174,8 +174,8 @@ def prompt_ids(model, prompt: Prompt, *, chat: bool, system: Optional[str] = Non
         ids = model.tokenizer.backend.encode(text).ids
     if not ids:
         raise error(InputError, "errors.models_prompt_no_tokens")
-    limit = model.config.max_positions
-    if len(ids) > limit:
+    limit = model.config.context_limit
+    if limit is not None and len(ids) > limit:
         raise error(InputError, "errors.models_prompt_too_long", n=len(ids), limit=limit)
     return text, list(ids)
 
@@ -288,8 +288,8 @@ def generate(model, prompt: Prompt, *, max_new_tokens: int = 32, temperature: fl
     """
     max_new_tokens, sampling, seed = check_request(max_new_tokens, temperature, top_k, top_p, seed)
     text, ids = prompt_ids(model, prompt, chat=chat, system=system)
-    limit = model.config.max_positions
-    if len(ids) + max_new_tokens > limit:
+    limit = model.config.context_limit
+    if limit is not None and len(ids) + max_new_tokens > limit:
         raise error(ConfigError, "errors.models_new_tokens_fit", n=max_new_tokens, prompt=len(ids), limit=limit,
                     fit=limit - len(ids))
     eos = end_ids(model.config) if eos_token_ids is None else stop_ids(eos_token_ids, model.config.vocab_size)

@@ -154,7 +154,7 @@ def config_from_gguf(meta: dict, tensor_names, path="GGUF file") -> tuple[dict, 
         "_name_or_path": meta.get("general.name"),
     }
     # before the per-layer lists below (Gemma 3's layer types) and the per-layer weight names
-    check_layers_fit(config["num_hidden_layers"], hidden, weight_bytes(Path(path)), path)
+    check_layers_fit(config["num_hidden_layers"], hidden, weight_bytes(Path(path)), path, repr(k("block_count")))
     if arch == "llama":
         config.update(_llama(meta, names, path, default))
     elif arch == "qwen2":

@@ -17,7 +17,7 @@ import torch
 from ..errors import ModelLoadError
 from ..i18n import error
 from ..tokenizer import Tokenizer
-from .base import finish_loading
+from .base import finish_loading, tokenizer_limit
 from .gguf_file import GGUF_MAGIC
 from .model_class import build_model
 from .packages import ModelPackage, find_package, is_package_source, license_notice, package_model_path
@@ -75,7 +75,7 @@ def attach_tokenizer(model, t, source: str) -> None:
     chat template and special tokens; ModelLoadError when its vocabulary is larger than the model's."""
     config = model.config
     pad = t.pad_token_id if t.pad_token_id is not None else (t.eos_token_id or 0)
-    model.tokenizer = Tokenizer(t.backend, pad_token_id=pad, max_length=config.max_positions, source=source)
+    model.tokenizer = Tokenizer(t.backend, pad_token_id=pad, max_length=tokenizer_limit(config), source=source)
     if model.tokenizer.vocab_size > config.vocab_size:
         raise error(ModelLoadError, "errors.gguf_tokenizer_vocab", source=source, n=model.tokenizer.vocab_size,
                     vocab=config.vocab_size)

@@ -21,8 +21,8 @@ import torch
 from ..errors import AttnscopeError, ModelLoadError, first_line
 from ..i18n import Msg, error
 from ..kernels.validate import check_flag
-from ..tokenizer import load_tokenizer
-from .base import check_target, finish_loading
+from ..tokenizer import load_tokenizer, unigram_unknown
+from .base import check_target, finish_loading, tokenizer_limit
 from .model import Model
 from .model_class import build_model
 from .placement import place
@@ -304,8 +304,10 @@ def read_model(path: Union[None, str, Path] = None, *, device: Union[None, str, 
 
     if tokenizer:
         kind = family.tokenizer_kind(folder) if callable(family.tokenizer_kind) else family.tokenizer_kind
-        model.tokenizer = load_tokenizer(folder, kind=kind, max_length=config.max_positions,
+        model.tokenizer = load_tokenizer(folder, kind=kind, max_length=tokenizer_limit(config),
                                          pad_token_id=padding_id(config))
+        # a unigram model's unknown id is its piece (<unk>), as transformers' tokens, not the text it covers
+        model.tokenizer.unknown = unigram_unknown(model.tokenizer.backend)
         if model.tokenizer.vocab_size > config.vocab_size:
             # ids past the embedding table would fail inside torch; say it here instead
             raise error(ModelLoadError, "errors.models_tokenizer_vocab", source=model.tokenizer.source,

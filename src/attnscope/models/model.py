@@ -81,9 +81,8 @@ class Model(LoadedModel, TransformerEncoder):
         ``(B, H, L, S)``. Learned positions (GPT-2) go on from the cache; ALiBi (BLOOM) counts the
         keys from the cache's start. No padding: every position is a real token."""
         past = cache.length if cache is not None else 0
-        B, L = input_ids.shape
-        if past + L > self.config.max_positions:
-            raise error(InputError, "errors.models_context", n=past + L, limit=self.config.max_positions)
+        self.check_context(input_ids, past)
+        L = input_ids.shape[1]
         position_ids = None
         if self.embed.position_embedding is not None:
             offset = past + self.config.position_offset
@@ -103,6 +102,9 @@ class Model(LoadedModel, TransformerEncoder):
     # ------------------------------------------------------------------------------------------
     def pool(self, hidden: Tensor, attention_mask: Tensor) -> Tensor:
         """Pool ``hidden (B, L, d)`` over real tokens into ``(B, d)`` with :attr:`pooling`."""
+        if attention_mask is None:  # the mask says which tokens are real: required here
+            raise error(InputError, "errors.models_mask_shape", shape=tuple(hidden.shape[:2]), got="None")
+        check_mask(hidden[..., 0], attention_mask)  # (B, L) both, else torch's broadcasting error
         m = attention_mask.to(hidden.device, hidden.dtype).unsqueeze(-1)  # (B, L, 1); device_map: to the head's device
         if self.pooling == "cls":
             return hidden[:, 0]  # (B, d)

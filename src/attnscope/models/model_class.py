@@ -67,13 +67,14 @@ def build_model(hf: dict, source: Path, name: str, path: Path, *, where: str = "
         raise error(ModelLoadError, "errors.models_cannot_build", source=source, why=first_line(e)) from None
 
 
-def check_layers_fit(layers: int, d_model: int, held: int, source) -> None:
+def check_layers_fit(layers: int, d_model: int, held: int, source, field=None) -> None:
     """ModelLoadError when ``layers`` layers of width ``d_model`` cannot fit in ``held`` bytes of
     weights (0: not known, no check): a layer holds at least d_model weights of a byte or more, so
-    more is a typo in the layer count (10**9 layers built, or their names listed, for days)."""
+    more is a typo in the layer count (10**9 layers built, or their names listed, for days).
+    ``field``: where the count was read, as the message names it (default: config.json's keys)."""
     if held and layers * d_model > held:
         raise error(ModelLoadError, "errors.models_layers_past_weights", source=source, n=f"{layers:,}",
-                    d=d_model, size=f"{held:,}")
+                    d=d_model, size=f"{held:,}", field=field or "num_hidden_layers, n_layer, num_layers")
 
 
 def weight_bytes(path: Path) -> int:

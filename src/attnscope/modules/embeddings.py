@@ -69,7 +69,7 @@ class Embeddings(TermHooks):
     def forward(self, input_ids: Tensor, token_type_ids: Optional[Tensor] = None,
                 position_ids: Optional[Tensor] = None) -> Tensor:
         c = self.config
-        check_token_ids(input_ids, max_positions=c.max_positions)
+        check_token_ids(input_ids, max_positions=c.context_limit)
         B, L = input_ids.shape
         check_vocabulary(input_ids, c.vocab_size)
         x = self.tokens(self.token_embedding(input_ids))  # (B, L, d)

@@ -32,12 +32,18 @@ class KVCache:
         self.length = 0
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        if not 0 <= layer < len(self.k):  # a cache made for a model with fewer layers
+            raise error(InputError, "errors.kernel_cache_layers", n=len(self.k), layer=layer)
         end = self.length + k.shape[-2]
         buf = self.k[layer]
         held = None if buf is None or not self.length else (buf.shape[0], buf.shape[1], buf.shape[-1])
         if held is not None and held != (k.shape[0], k.shape[1], k.shape[-1]):  # another batch, or another model's keys
             raise error(InputError, "errors.kernel_cache_continued", layer=layer, n=self.length,
                         held=f"({held[0]}, {held[1]}, {self.length}, {held[2]})", got=fmt_shape(k.shape))
+        if buf is not None and self.length and (buf.dtype, buf.device) != (k.dtype, k.device):
+            # the new keys would be cast into the buffer silently, and attention then fail on mixed dtypes
+            raise error(InputError, "errors.kernel_cache_dtype", layer=layer, held=f"{buf.dtype} on {buf.device}",
+                        got=f"{k.dtype} on {k.device}")
         if buf is None or buf.shape[-2] < end or buf.shape[0] != k.shape[0]:
             size = max(end, 2 * (buf.shape[-2] if buf is not None else 0), 64)
             for store, t in ((self.k, k), (self.v, v)):

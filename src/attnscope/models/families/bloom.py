@@ -51,7 +51,8 @@ def config_from_hf(hf: dict, source: str) -> TransformerConfig:
         n_heads=setting_of(hf, ("n_head", "num_attention_heads"), source, 8),
         n_layers=setting_of(hf, ("n_layer", "num_hidden_layers"), source, 2),
         d_ff=4 * d,
-        # ALiBi has no table of positions; BLOOM was trained on 2,048 tokens
+        # ALiBi has no table of positions, so no context limit (config.context_limit, as transformers);
+        # BLOOM was trained on 2,048 tokens
         max_positions=setting(hf, "seq_length", source, 2048),
         type_vocab_size=0, position="alibi", norm="pre", embed_norm=True, final_norm=True,
         activation="gelu_tanh",  # bloom_gelu_forward: tanh GELU with 0.79788456 ≈ √(2/π)
