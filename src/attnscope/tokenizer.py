@@ -16,6 +16,7 @@ asks for truncation.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -127,10 +128,9 @@ class Tokenizer:
         return type(self.backend.decoder).__name__ == "ByteLevel"
 
     def readable(self, tokens: Sequence[str]) -> list[str]:
-        """Token strings for people (:func:`attnscope.pieces.labels_of`): byte-level BPE pieces as the
-        characters they form (``Ġcat`` → `` cat``; a character cut into several pieces is shown on the
-        piece that completes it, the earlier pieces end with ``…``). WordPiece tokens (``[CLS]``,
-        ``##ing``) are already readable and come back unchanged."""
+        """Token strings for people (:func:`attnscope.pieces.labels_of`): byte-level BPE pieces as the characters
+        they form (``Ġcat`` → `` cat``; a character cut into pieces is shown on the piece that completes it, the
+        earlier ones end with ``…``). WordPiece tokens (``[CLS]``, ``##ing``) are readable and stay as they are."""
         return labels_of(tokens, self)
 
     def pieces(self, tokens: Sequence[str]) -> Pieces:
@@ -156,7 +156,8 @@ class Tokenizer:
         limit = self.max_length
         if max_length is not None:
             if isinstance(max_length, bool) or not isinstance(max_length, int) or not 1 <= max_length <= self.max_length:
-                raise error(InputError, "errors.core_max_length", limit=self.max_length, value=repr(max_length))
+                key = "errors.core_max_length" if self.max_length < sys.maxsize else "errors.core_max_length_any"  # ALiBi
+                raise error(InputError, key, limit=self.max_length, value=repr(max_length))
             limit = max_length
         texts = [texts] if isinstance(texts, str) else texts
         if not isinstance(texts, (list, tuple)) or not texts:

@@ -310,3 +310,16 @@ def test_the_served_viewers_held_text_adds_the_term(blooms):
         st = held.steps(layer, 4, n - 1)
         assert np.abs(st["weights"] - w[4, n - 1]).max() <= 1e-6
         assert st["scaled"][3] - st["raw"][3] * model.config.d_head ** -0.5 == pytest.approx(0.5 * 3)  # slope 2^-1
+
+
+@pytest.mark.parametrize("lang,want", [("en", "max_length must be a positive integer (the model sets no limit), got 0"),
+                                       ("zh", "max_length 必须是正整数（模型没有长度上限），收到的是 0")])
+def test_a_bad_max_length_without_a_limit_names_no_limit(blooms, lang, want):
+    """With no context limit (ALiBi) the tokenizer's bound is sys.maxsize, and a bad max_length read
+    'must be an integer in [1, 9223372036854775807] (the model's positions)'."""
+    from attnscope.i18n import error_message
+
+    model = attnscope.load(blooms["bloom"][0])
+    with pytest.raises(InputError) as e:
+        model.encode(TEXTS[0], max_length=0)
+    assert error_message(e.value, lang) == want
