@@ -59,8 +59,10 @@ def test_blank_answers_file_round_trips_through_check(tmp_path):
     assert list(data["answers"]) == list(STEPS) and all(x is None for x in data["answers"]["sums"])
     f = tmp_path / "a.yaml"
     f.write_text(text, encoding="utf-8")
-    with pytest.raises(InputError, match="every answer is empty"):
-        check(str(f))
+    # left as written, it is judged: every entry missing, none right (not an error)
+    blank = check(str(f))
+    total = 6 * 3 + 9 * 4 + 3 + 6
+    assert not blank.ok and blank.entries == [] and blank.missing == total and blank.answered == list(STEPS)
     # a learner who writes every value to 4 decimals passes
     v = compute(ex.problem_input)
     filled = text
@@ -71,7 +73,7 @@ def test_blank_answers_file_round_trips_through_check(tmp_path):
         filled = re.sub(rf"^  {name}: .*$", f"  {name}: {body}", filled, flags=re.M)
     f.write_text(filled, encoding="utf-8")
     r = check(str(f))
-    assert r.ok and r.counts()["wrong"] == 0 and sum(r.counts().values()) == 6 * 3 + 9 * 4 + 3 + 6
+    assert r.ok and r.counts()["wrong"] == 0 and sum(r.counts().values()) == total
 
 
 def test_solution_and_answers_quote_the_exercise_numbers():
