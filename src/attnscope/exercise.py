@@ -205,7 +205,8 @@ def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "in
                   labels: Optional[Sequence[str]] = None) -> Exercise:
     """A fresh exercise; see the module doc. ``tokens`` 2..8, ``dim`` 1..4. ``labels`` names the
     tokens (their number is then the number of tokens; the numbers depend only on the seed, the
-    count and ``dim``, so the same seed with other labels gives the same arithmetic)."""
+    count and ``dim``, so the same seed with other labels gives the same arithmetic). Where a label
+    comes twice (我, 爱, 我) every label takes its position (0:我, 1:爱, 2:我): each names one row."""
     if labels is not None:
         labels = _check_labels(labels)
         tokens = len(labels)
@@ -242,9 +243,8 @@ def _check_labels(labels) -> list[str]:
         raise error(InputError, "errors.labels_count", n=len(out))
     if any(not x for x in out):
         raise error(InputError, "errors.label_empty", labels=", ".join(repr(x) for x in out))
-    twice = sorted({x for x in out if out.count(x) > 1})
-    if twice:
-        raise error(InputError, "errors.labels_twice", labels=", ".join(twice))
+    if len(set(out)) < len(out):  # a token that comes twice (我爱我): every row named by its position too,
+        out = [f"{i}:{x}" for i, x in enumerate(out)]  # as explain names a model's keys (0:我 1:爱 2:我)
     return out
 
 
