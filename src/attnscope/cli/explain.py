@@ -162,8 +162,8 @@ def build(args):
         raise error(InputError, "errors.cli_explain_positions_option", flag=given[0])
     if args.source == "scaling":
         vectors = [parse_vector_arg(s, f"--scores {s!r}") for s in args.scores] if args.scores else None
-        return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed or 0,
-                       samples=args.samples or 10000, scores=vectors)
+        return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed,
+                       samples=args.samples, scores=vectors)  # None: the lesson's own sample
     labels = parse_labels_arg(args.labels) if args.labels else None
     if args.text is None and (args.target is not None or args.attention is not None):
         raise error(InputError, "errors.cli_explain_target_text")
