@@ -76,3 +76,21 @@ def test_a_repeated_token_is_named_by_its_position_and_checks(tmp_path, capsys, 
     r = check(str(f))
     assert r.counts()["correct"] == 5 and r.first_wrong == ("Q", "2 (2:我)")
     assert main(["check", str(f), "--lang", lang]) == 1
+
+
+@pytest.mark.parametrize("argv", [["exercise", "--no-answers"], ["explain", "--scores", "1,2,3", "--dk", "4"]])
+@pytest.mark.parametrize("sep", ["，", "、"])
+def test_labels_typed_with_a_chinese_comma_are_named(capsys, argv, sep):
+    """--labels 我，爱，你 (a Chinese input method's comma) was one label: 'an exercise has 2 to 8
+    tokens; these labels give 1' or '3 scores but 1 label'. The sentence now names the '，'."""
+    labels = sep.join("我爱你")
+    assert main([*argv, "--labels", labels]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"--labels {labels!r} holds the full-width '{sep}' of a Chinese input method; separate the labels with ',' "
+        "(half-width)")
+    assert main([*argv, "--labels", labels, "--lang", "zh"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        f"attnscope {argv[0]}：错误：--labels {labels!r} 里有中文输入法的全角“{sep}”；标签之间请用半角 ','"
+    # a '，' among half-width commas is a token's label (the text's own punctuation)
+    assert main(["explain", "--scores", "1,2,3", "--dk", "4", "--labels", "我,，,你", "-f", "markdown"]) == 0
+    assert "| 1 | ， |" in capsys.readouterr().out

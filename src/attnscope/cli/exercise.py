@@ -19,7 +19,7 @@ import sys
 from ..errors import InputError
 from ..i18n import error
 from . import MAX_SEED, IntRange, add_command, write_text
-from .explain import add_output_options, check_output, emit
+from .explain import add_output_options, check_output, emit, labels_arg
 
 
 def register(sub) -> None:
@@ -76,7 +76,7 @@ def exercise_labels(args):
     if args.labels is None and args.text is None:
         return None
     if args.labels is not None:
-        labels, flag = [x.strip() for x in args.labels.split(",")], "--labels"
+        labels, flag = labels_arg(args.labels), "--labels"
     else:
         labels, flag = labels_from_text(args.text), "--text"
     if args.tokens is not None and args.tokens != len(labels):

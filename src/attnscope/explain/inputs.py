@@ -308,12 +308,6 @@ def parse_vector_arg(text: str, where: Where) -> np.ndarray:
     return vector(_split_numbers(t), where)
 
 
-def parse_labels_arg(text: str) -> list[str]:
-    """Token labels from the command line: comma separated (``我,爱,你``)."""
-    from ..tokenizer import check_unicode
-    return [s.strip() for s in check_unicode(text, "--labels").split(",")]
-
-
 def _split_numbers(text: str) -> list[Optional[str]]:
     """The numbers of ``text``, by commas or spaces; an empty place between commas ("1,,3", "1,2,")
     is None (the entry is named as empty, not dropped); only commas and spaces: nothing."""
