@@ -199,3 +199,22 @@ def test_answers_all_left_blank_are_judged_missing_not_refused(tmp_path, capsys,
     assert not r.ok and r.entries == [] and r.blanks == {"Q": 6, "K": 6} and r.missing == 12
     assert main(["check", str(f), "--lang", lang, "-f", "markdown"]) == 1
     assert line in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("lang, line", [
+    ("en", "line 5: the key K is followed by the full-width '：' of a Chinese input method; write 'K: ' (a half-width "
+           "':' and a space)"),
+    ("zh", "第 5 行：键 K 后面是中文输入法的全角“：”；请写成 'K: '（半角 ':' 加一个空格）"),
+])
+def test_a_key_typed_with_a_chinese_colon_is_named(tmp_path, capsys, lang, line):
+    """'K：[[…]]' (a Chinese input method's colon) broke the YAML, and the error named the next line in
+    YAML's words ('line 6, column 4: mapping values are not allowed here'). The sentence now names the
+    key and its line; a '：' inside a value or a comment is left to YAML."""
+    f = tmp_path / "answers.yaml"
+    f.write_text(HEAD + "  Q: [[1, 0], [1, 1], [2, 1]]  # 注意：\n  K：[[1, 2], [0, 1], [1, 3]]\n  V: [[2, 0], [0, 1], [2, 1]]\n",
+                 encoding="utf-8")
+    assert main(["check", str(f), "--lang", lang]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"answers.yaml{'，' if lang == 'zh' else ', '}{line}")
+    f.write_text("title: 练习：第一题\n" + HEAD + "  Q: [[1, 0], [1, 1], [2, 1]\n", encoding="utf-8")
+    with pytest.raises(AttnscopeError, match="not valid YAML"):
+        check(str(f))
