@@ -188,7 +188,7 @@ def test_an_example_that_is_not_a_name(tmp_path, capsys):
 
 @pytest.mark.parametrize("lang, line", [
     ("en", "12 entries are empty (Q 6, K 6): an empty answer counts as missing, not as right."),
-    ("zh", "有 12 项空白（查询（Q） 6, 键（K） 6）：空白算作缺答，不算正确。"),
+    ("zh", "有 12 项空白（查询（Q） 6、键（K） 6）：空白算作缺答，不算正确。"),  # steps joined by 、
 ])
 def test_answers_all_left_blank_are_judged_missing_not_refused(tmp_path, capsys, lang, line):
     """Answers all left blank (the file `exercise` writes, checked as it is) are judged: every

@@ -165,7 +165,7 @@ def _verdict(ctx: Ctx, r) -> list:
     elif c["carried"]:  # cannot happen: a carried entry needs a wrong one upstream
         lines.append(ctx.label("check.only_carried"))
     if r.missing:
-        where = ", ".join(f"{step_name(step, ctx.lang)} {n}" for step, n in r.blanks.items() if n)
+        where = ctx.label("list_sep").join(f"{step_name(step, ctx.lang)} {n}" for step, n in r.blanks.items() if n)
         lines.append(ctx.text(T("check.missing_one" if r.missing == 1 else "check.missing",
                                 {"missing": r.missing, "where": where})))
     key = "check.result_ok" if r.ok else "check.result_bad"
