@@ -127,7 +127,25 @@ def test_answer_3_names_every_token_tied_for_the_largest_weight():
     s = q[row] @ k.T
     top = [p.tokens[j] for j in range(len(s)) if s[j] == s.max()]
     assert len(top) == 2, s
-    assert all(tok in ans.split("mostly")[1] for tok in top), ans
+    assert all(tok in ans.split("largest shares from")[1] for tok in top), ans
+
+
+@pytest.mark.parametrize("lang, phrase", [("en", "takes its largest share from the value of"), ("zh", "里占比最大的是")])
+def test_answer_3_does_not_call_a_minority_share_most(lang, phrase):
+    """Seed 8 (4 tokens, 2 dims, decimals): the largest weight of the row asked about is 39.6 %, so
+    the new vector is not "mostly" that token's value ("主要是 X 的值": the others give more); it
+    takes the largest share."""
+    ex = make_exercise(4, 2, 8, style="decimal", lang=lang)
+    p = ex.problem_input
+    q, k = p.X @ p.W_Q, p.X @ p.W_K  # float64 by hand, independent of attnscope's compute
+    text = ex.solution().render("markdown", lang=lang)
+    row = next(i for i, tok in enumerate(p.tokens) if (f"new vector of {tok} contain" if lang == "en" else
+                                                         f"{tok} 的新向量里包含了谁的信息") in text)
+    w = np.exp(q[row] @ k.T / np.sqrt(2))
+    w /= w.sum()
+    assert w.max() < 0.5 and np.sum(np.isclose(w, w.max())) == 1, w  # one largest weight, under one half
+    ans = text[text.index("Answer 3." if lang == "en" else "答 3："):].split("\n\n")[0].replace("\n", "")  # one paragraph
+    assert f"{phrase} {p.tokens[int(np.argmax(w))]}" in ans and "mostly" not in ans and "主要是" not in ans, ans
 
 
 @pytest.mark.parametrize("tokens, dim, style, rows", [(3, 1, "int", 2), (5, 1, "decimal", 4)])
