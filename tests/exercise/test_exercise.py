@@ -172,3 +172,20 @@ def test_answer_1_at_d_k_1_does_not_claim_a_softer_row():
     assert "softer" not in en and "changes nothing" in en
     assert "更柔和" not in zh and "什么也不改变" in zh
     assert "a softer row" in make_exercise(3, 2, 7).solution().render("markdown")  # d_k = 2 still says it
+
+
+@pytest.mark.parametrize("name", ["答案.json", "answers.toml", "answers.txt"])
+def test_an_answers_file_not_named_yaml_is_refused_before_anything_is_written(tmp_path, capsys, name):
+    """--answers 答案.json wrote YAML under a .json name and said 'run: attnscope check 答案.json', which
+    then failed ('not valid JSON, line 1, column 1'): check reads a file by its extension."""
+    f = tmp_path / name
+    assert main(["exercise", "--seed", "3", "--answers", str(f)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and not f.exists()
+    example = str(f.with_suffix(".yaml"))
+    assert out.err.strip().endswith(f"--answers {f}: the answers file is YAML, and check reads a file by its extension; "
+                                    f"give a name ending in .yaml or .yml, e.g. {example}")
+    assert main(["exercise", "--seed", "3", "--answers", str(f), "--lang", "zh"]) == 2
+    assert f"请给出以 .yaml 或 .yml 结尾的名字，例如 {example}" in capsys.readouterr().err
+    yml = tmp_path / "A.YML"  # the answers file check reads, whatever the case of its extension
+    assert main(["exercise", "--seed", "3", "--answers", str(yml)]) == 0 and main(["check", str(yml)]) == 1

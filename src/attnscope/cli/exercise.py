@@ -55,6 +55,10 @@ def run(args) -> int:
     if not args.no_answers and args.answers and os.path.isdir(args.answers):
         raise error(InputError, "errors.answers_folder", path=args.answers,
                     example=os.path.join(args.answers, f"exercise-{seed}-answers.yaml"))
+    if not args.no_answers and args.answers and not args.answers.lower().endswith((".yaml", ".yml")):
+        # the file is YAML: under another name check would read it as JSON or TOML, or not at all
+        raise error(InputError, "errors.answers_suffix", path=args.answers,
+                    example=os.path.splitext(args.answers)[0] + ".yaml")
     folder = os.path.dirname(args.answers or "") or "."
     if not args.no_answers and not os.path.isdir(folder):  # before the problem is printed, not after
         raise error(InputError, "errors.answers_no_folder", path=args.answers, folder=folder)
