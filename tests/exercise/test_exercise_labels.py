@@ -94,3 +94,14 @@ def test_labels_typed_with_a_chinese_comma_are_named(capsys, argv, sep):
     # a '，' among half-width commas is a token's label (the text's own punctuation)
     assert main(["explain", "--scores", "1,2,3", "--dk", "4", "--labels", "我,，,你", "-f", "markdown"]) == 0
     assert "| 1 | ， |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text, n, listed", [("我喜欢人工智能很好", 9, "我, 喜, 欢, 人, 工, 智, 能, 很, 好"), ("我", 1, "我")])
+def test_a_text_of_too_many_or_too_few_tokens_is_said_of_the_text(capsys, text, n, listed):
+    """--text 我喜欢人工智能很好 was refused with 'the labels name 9' though no labels were given."""
+    assert main(["exercise", "--text", text, "--no-answers"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"attnscope exercise: error: an exercise has 2 to 8 tokens (a hand calculation); --text gives {n} ({listed}): "
+        "one per character, or per word when it has spaces")
+    assert main(["exercise", "--text", text, "--no-answers", "--lang", "zh"]) == 2
+    assert f"--text 给出了 {n} 个（{listed}）：每个字一个，有空格时每个词一个" in capsys.readouterr().err

@@ -83,6 +83,8 @@ def exercise_labels(args):
         labels, flag = labels_arg(args.labels), "--labels"
     else:
         labels, flag = labels_from_text(args.text), "--text"
+        if not 2 <= len(labels) <= 8:  # said of the text, which names no labels
+            raise error(InputError, "errors.text_tokens_count", n=len(labels), labels=", ".join(labels))
     if args.tokens is not None and args.tokens != len(labels):
         raise error(InputError, "errors.labels_tokens", tokens=args.tokens, flag=flag, n=len(labels),
                     labels=", ".join(labels))
