@@ -189,3 +189,19 @@ def test_an_answers_file_not_named_yaml_is_refused_before_anything_is_written(tm
     assert f"请给出以 .yaml 或 .yml 结尾的名字，例如 {example}" in capsys.readouterr().err
     yml = tmp_path / "A.YML"  # the answers file check reads, whatever the case of its extension
     assert main(["exercise", "--seed", "3", "--answers", str(yml)]) == 0 and main(["check", str(yml)]) == 1
+
+
+def test_the_problem_is_not_written_over_the_answers_file(tmp_path, capsys, monkeypatch):
+    """-o naming the answers file (given, or the default exercise-SEED-answers.yaml) wrote the problem
+    there, then said the file 'was left as it is (it may hold your answers); check it', which failed;
+    with --overwrite it replaced the learner's answers."""
+    monkeypatch.chdir(tmp_path)
+    answers = tmp_path / "exercise-3-answers.yaml"
+    answers.write_text("mine\n", encoding="utf-8")
+    for argv in (["-o", "exercise-3-answers.yaml", "--overwrite"], ["-o", "ex.yaml", "--answers", "ex.yaml"]):
+        assert main(["exercise", "--seed", "3", *argv]) == 2
+        assert capsys.readouterr().err.strip().endswith(
+            f"-o {argv[1]} is also the answers file; write the problem to another file, e.g. -o {argv[1][:-5]}.txt")
+    assert answers.read_text(encoding="utf-8") == "mine\n" and not (tmp_path / "ex.yaml").exists()
+    assert main(["exercise", "--seed", "3", "-o", "ex.yaml", "--answers", "ex.yaml", "--lang", "zh"]) == 2
+    assert "-o ex.yaml 同时也是答案文件；请把题目写到另一个文件，例如 -o ex.txt" in capsys.readouterr().err

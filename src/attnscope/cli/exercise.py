@@ -62,9 +62,13 @@ def run(args) -> int:
     folder = os.path.dirname(args.answers or "") or "."
     if not args.no_answers and not os.path.isdir(folder):  # before the problem is printed, not after
         raise error(InputError, "errors.answers_no_folder", path=args.answers, folder=folder)
+    path = args.answers or f"exercise-{seed}-answers.yaml"
+    if not args.no_answers and args.output and os.path.abspath(args.output) == os.path.abspath(path):
+        # the problem would take the answers file's place (or replace the learner's answers with --overwrite)
+        raise error(InputError, "errors.answers_is_output", path=args.output,
+                    example=os.path.splitext(args.output)[0] + ".txt")
     emit(ex.solution() if args.solution else ex.problem(), args)
     if not args.no_answers:
-        path = args.answers or f"exercise-{seed}-answers.yaml"
         ctx = Ctx(args.lang)
         if os.path.exists(path):
             print(ctx.text(t("ex.kept", path=path)), file=sys.stderr)
