@@ -129,7 +129,8 @@ def _problem(ctx: Ctx, r) -> str:
     toks, q = p.get("tokens", []), p.get("query")
     line = ctx.text(T("check.problem_scores" if p.get("d_k") else "check.problem_scores_factor",
                       {"S": len(toks), "dk": p.get("d_k"), "factor": short(p.get("factor") or 0)}))
-    return line if q is None else line + " " + ctx.text(T("check.problem_scores_query", {"pos": q, "tok": toks[q]}))
+    gap = "" if ctx.lang == "zh" else " "  # no space after a Chinese full stop
+    return line if q is None else line + gap + ctx.text(T("check.problem_scores_query", {"pos": q, "tok": toks[q]}))
 
 
 def _sections(ctx: Ctx, r):
