@@ -113,7 +113,7 @@ class Exercise:
         raw_soft = R.softmax(v["scores"])  # each row unscaled
         i = int(np.argmax(np.abs(raw_soft - v["weights"]).max(1)))
         from .explain.scaling import sampled_variance
-        var64, _ = sampled_variance(64, 10000, np.random.default_rng(0))
+        var64, _ = sampled_variance(64)  # the scaling lesson's sample: the same number
         # with d_k = 1 the division by √1 leaves the row as it was: there is no "softer row" to show
         a1 = Para(t("ex.a1" if d > 1 else "ex.a1_one", tok=p.tokens[i], s=VecParam(list(v["scores"][i])),
                     p=VecParam(list(raw_soft[i])),
@@ -205,7 +205,8 @@ def make_exercise(tokens: int = 3, dim: int = 2, seed: int = 0, style: str = "in
                   labels: Optional[Sequence[str]] = None) -> Exercise:
     """A fresh exercise; see the module doc. ``tokens`` 2..8, ``dim`` 1..4. ``labels`` names the
     tokens (their number is then the number of tokens; the numbers depend only on the seed, the
-    count and ``dim``, so the same seed with other labels gives the same arithmetic)."""
+    count and ``dim``, so the same seed with other labels gives the same arithmetic). Where a label
+    comes twice (我, 爱, 我) every label takes its position (0:我, 1:爱, 2:我): each names one row."""
     if labels is not None:
         labels = _check_labels(labels)
         tokens = len(labels)
@@ -242,9 +243,8 @@ def _check_labels(labels) -> list[str]:
         raise error(InputError, "errors.labels_count", n=len(out))
     if any(not x for x in out):
         raise error(InputError, "errors.label_empty", labels=", ".join(repr(x) for x in out))
-    twice = sorted({x for x in out if out.count(x) > 1})
-    if twice:
-        raise error(InputError, "errors.labels_twice", labels=", ".join(twice))
+    if len(set(out)) < len(out):  # a token that comes twice (我爱我): every row named by its position too,
+        out = [f"{i}:{x}" for i, x in enumerate(out)]  # as explain names a model's keys (0:我 1:爱 2:我)
     return out
 
 

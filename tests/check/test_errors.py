@@ -17,7 +17,6 @@ HEAD = "problem:\n  example: three-tokens\nanswers:\n"
     (HEAD + "  output: [[1.6, x], [1, 1], [1, 1]]\n", "key output, row 0, column 1 (from 0): 'x' is not a number"),
     (HEAD + "  softmx: [[1]]\n", "answers: unknown key 'softmx'; this problem's steps are Q, K, V, scores"),
     (HEAD + "  sums: [1, 2]\n", "key sums: expected 3 numbers, got 2"),
-    (HEAD + "  Q: ~\n", "no numbers to check: every answer is empty"),
     ("answers:\n  Q: [[1, 0]]\n", "missing key 'problem'"),
     (HEAD.replace("example: three-tokens", "example: four-tokens") + "  Q: [[1, 0], [1, 1], [2, 1]]\n",
      "unknown example 'four-tokens'"),
@@ -184,3 +183,38 @@ def test_an_example_that_is_not_a_name(tmp_path, capsys):
     test_nan_in_json_and_toml_is_refused_not_blank(tmp_path, capsys, "a.yaml",
                                                    "problem: {example: []}\nanswers: {Q: ~}\n",
                                                    "unknown example []; choose one of")
+
+
+
+@pytest.mark.parametrize("lang, line", [
+    ("en", "12 entries are empty (Q 6, K 6): an empty answer counts as missing, not as right."),
+    ("zh", "有 12 项空白（查询（Q） 6、键（K） 6）：空白算作缺答，不算正确。"),  # steps joined by 、
+])
+def test_answers_all_left_blank_are_judged_missing_not_refused(tmp_path, capsys, lang, line):
+    """Answers all left blank (the file `exercise` writes, checked as it is) are judged: every
+    entry missing, exit 1, in en and zh, as when some are left blank; it was an error (exit 2)."""
+    f = tmp_path / "answers.yaml"
+    f.write_text(HEAD + "  Q: ~\n  K: [[~, ~], ~, [null, null]]\n", encoding="utf-8")
+    r = check(str(f))
+    assert not r.ok and r.entries == [] and r.blanks == {"Q": 6, "K": 6} and r.missing == 12
+    assert main(["check", str(f), "--lang", lang, "-f", "markdown"]) == 1
+    assert line in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("lang, line", [
+    ("en", "line 5: the key K is followed by the full-width '：' of a Chinese input method; write 'K: ' (a half-width "
+           "':' and a space)"),
+    ("zh", "第 5 行：键 K 后面是中文输入法的全角“：”；请写成 'K: '（半角 ':' 加一个空格）"),
+])
+def test_a_key_typed_with_a_chinese_colon_is_named(tmp_path, capsys, lang, line):
+    """'K：[[…]]' (a Chinese input method's colon) broke the YAML, and the error named the next line in
+    YAML's words ('line 6, column 4: mapping values are not allowed here'). The sentence now names the
+    key and its line; a '：' inside a value or a comment is left to YAML."""
+    f = tmp_path / "answers.yaml"
+    f.write_text(HEAD + "  Q: [[1, 0], [1, 1], [2, 1]]  # 注意：\n  K：[[1, 2], [0, 1], [1, 3]]\n  V: [[2, 0], [0, 1], [2, 1]]\n",
+                 encoding="utf-8")
+    assert main(["check", str(f), "--lang", lang]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"answers.yaml{'，' if lang == 'zh' else ', '}{line}")
+    f.write_text("title: 练习：第一题\n" + HEAD + "  Q: [[1, 0], [1, 1], [2, 1]\n", encoding="utf-8")
+    with pytest.raises(AttnscopeError, match="not valid YAML"):
+        check(str(f))

@@ -34,3 +34,11 @@ def test_english_and_json_keep_the_keys():
     r = check("docs/examples/row-answers.yaml")
     assert "| weights | 4 | 3 |" in r.render("markdown")
     assert json.loads(r.render("json", lang="zh"))["first_wrong"]["step"] == "weights"
+
+
+def test_the_problem_line_has_no_space_after_a_chinese_full_stop(capsys):
+    """'题目：给定的一行 9 个分数，d_k = 64。 这是查询 喜（位置 1）的一行。' had an English space after '。'."""
+    assert main(["check", "--example", "xi-row-article", "--format", "markdown", "--lang", "zh"]) == 0
+    assert "题目：给定的一行 9 个分数，d_k = 64。这是查询 喜（位置 1）的一行。" in capsys.readouterr().out.splitlines()
+    assert main(["check", "--example", "xi-row-article", "--format", "markdown"]) == 0
+    assert "d_k = 64. It is the row of query 喜 (position 1)." in capsys.readouterr().out

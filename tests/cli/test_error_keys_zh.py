@@ -122,8 +122,6 @@ def cases(bert, tmp):
                      [str(tmp / "bad.yaml"), "3", "1", "expected ',' or ']', but got '<stream end>'"],
                      f"{tmp / 'bad.yaml'}: not valid YAML, line 3, column 1: expected ',' or ']', but got "
                      "'<stream end>'"),
-        "blank_answers": (["check", str(tmp / "blank.yaml")], [str(tmp / "blank.yaml")],
-                          f"{tmp / 'blank.yaml'}: no numbers to check: every answer is empty"),
         "corpus_no_txt": (["analyze", str(tmp / "empty_corpus")], [repr(str(tmp / "empty_corpus")), ".txt.gz"],
                           f"corpus folder {str(tmp / 'empty_corpus')!r} has no .txt or .txt.gz files"),
         "corpus_decode": (["analyze", str(tmp / "latin1.txt"), "--model", bert],
@@ -145,8 +143,6 @@ def cases(bert, tmp):
                             f"{tmp / 'exercise-3-answers.yaml'}"),
         "label_empty": (["exercise", "--labels", "我,,欢", "--no-answers"], ["'我', '', '欢'"],
                         "a label is empty: '我', '', '欢'"),
-        "labels_twice": (["exercise", "--labels", "我,我,欢", "--no-answers"], ["我"],
-                         "the labels must differ (each names one row); 我 comes more than once"),
         "ex_labels_count": (["exercise", "--labels", "我", "--no-answers"], ["1"],
                          "an exercise has 2 to 8 tokens (a hand calculation); the labels name 1"),
         "labels_tokens": (["exercise", "--tokens", "4", "--labels", "我,喜,欢", "--no-answers"],
@@ -187,9 +183,9 @@ def cases(bert, tmp):
 
 NAMES = ["token", "unk", "layer", "head", "path_layer", "position", "plot_layer", "model", "corpus", "too_long",
          "labels_count", "o_folder", "no_query", "not_at", "explain_empty", "view_empty", "view_folder",
-         "generate_empty", "patch_o_empty", "out_not_folder", "bad_yaml", "blank_answers", "corpus_no_txt",
+         "generate_empty", "patch_o_empty", "out_not_folder", "bad_yaml", "corpus_no_txt",
          "corpus_decode", "check_nothing", "check_both", "class_folder", "class_missing", "exercise_folder", "label_empty",
-         "labels_twice", "ex_labels_count", "labels_tokens", "answers_unknown_key",
+         "ex_labels_count", "labels_tokens", "answers_unknown_key",
          "answers_key_twice", "summary_one_file", "json_class", "summary_is_answers", "summary_no_folder",
          "builtin_corpus", "top_p", "choice",
          "required", "invalid_float", "unrecognized"]

@@ -59,8 +59,10 @@ def test_blank_answers_file_round_trips_through_check(tmp_path):
     assert list(data["answers"]) == list(STEPS) and all(x is None for x in data["answers"]["sums"])
     f = tmp_path / "a.yaml"
     f.write_text(text, encoding="utf-8")
-    with pytest.raises(InputError, match="every answer is empty"):
-        check(str(f))
+    # left as written, it is judged: every entry missing, none right (not an error)
+    blank = check(str(f))
+    total = 6 * 3 + 9 * 4 + 3 + 6
+    assert not blank.ok and blank.entries == [] and blank.missing == total and blank.answered == list(STEPS)
     # a learner who writes every value to 4 decimals passes
     v = compute(ex.problem_input)
     filled = text
@@ -71,7 +73,7 @@ def test_blank_answers_file_round_trips_through_check(tmp_path):
         filled = re.sub(rf"^  {name}: .*$", f"  {name}: {body}", filled, flags=re.M)
     f.write_text(filled, encoding="utf-8")
     r = check(str(f))
-    assert r.ok and r.counts()["wrong"] == 0 and sum(r.counts().values()) == 6 * 3 + 9 * 4 + 3 + 6
+    assert r.ok and r.counts()["wrong"] == 0 and sum(r.counts().values()) == total
 
 
 def test_solution_and_answers_quote_the_exercise_numbers():
@@ -125,7 +127,25 @@ def test_answer_3_names_every_token_tied_for_the_largest_weight():
     s = q[row] @ k.T
     top = [p.tokens[j] for j in range(len(s)) if s[j] == s.max()]
     assert len(top) == 2, s
-    assert all(tok in ans.split("mostly")[1] for tok in top), ans
+    assert all(tok in ans.split("largest shares from")[1] for tok in top), ans
+
+
+@pytest.mark.parametrize("lang, phrase", [("en", "takes its largest share from the value of"), ("zh", "里占比最大的是")])
+def test_answer_3_does_not_call_a_minority_share_most(lang, phrase):
+    """Seed 8 (4 tokens, 2 dims, decimals): the largest weight of the row asked about is 39.6 %, so
+    the new vector is not "mostly" that token's value ("主要是 X 的值": the others give more); it
+    takes the largest share."""
+    ex = make_exercise(4, 2, 8, style="decimal", lang=lang)
+    p = ex.problem_input
+    q, k = p.X @ p.W_Q, p.X @ p.W_K  # float64 by hand, independent of attnscope's compute
+    text = ex.solution().render("markdown", lang=lang)
+    row = next(i for i, tok in enumerate(p.tokens) if (f"new vector of {tok} contain" if lang == "en" else
+                                                         f"{tok} 的新向量里包含了谁的信息") in text)
+    w = np.exp(q[row] @ k.T / np.sqrt(2))
+    w /= w.sum()
+    assert w.max() < 0.5 and np.sum(np.isclose(w, w.max())) == 1, w  # one largest weight, under one half
+    ans = text[text.index("Answer 3." if lang == "en" else "答 3："):].split("\n\n")[0].replace("\n", "")  # one paragraph
+    assert f"{phrase} {p.tokens[int(np.argmax(w))]}" in ans and "mostly" not in ans and "主要是" not in ans, ans
 
 
 @pytest.mark.parametrize("tokens, dim, style, rows", [(3, 1, "int", 2), (5, 1, "decimal", 4)])
@@ -152,3 +172,36 @@ def test_answer_1_at_d_k_1_does_not_claim_a_softer_row():
     assert "softer" not in en and "changes nothing" in en
     assert "更柔和" not in zh and "什么也不改变" in zh
     assert "a softer row" in make_exercise(3, 2, 7).solution().render("markdown")  # d_k = 2 still says it
+
+
+@pytest.mark.parametrize("name", ["答案.json", "answers.toml", "answers.txt"])
+def test_an_answers_file_not_named_yaml_is_refused_before_anything_is_written(tmp_path, capsys, name):
+    """--answers 答案.json wrote YAML under a .json name and said 'run: attnscope check 答案.json', which
+    then failed ('not valid JSON, line 1, column 1'): check reads a file by its extension."""
+    f = tmp_path / name
+    assert main(["exercise", "--seed", "3", "--answers", str(f)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and not f.exists()
+    example = str(f.with_suffix(".yaml"))
+    assert out.err.strip().endswith(f"--answers {f}: the answers file is YAML, and check reads a file by its extension; "
+                                    f"give a name ending in .yaml or .yml, e.g. {example}")
+    assert main(["exercise", "--seed", "3", "--answers", str(f), "--lang", "zh"]) == 2
+    assert f"请给出以 .yaml 或 .yml 结尾的名字，例如 {example}" in capsys.readouterr().err
+    yml = tmp_path / "A.YML"  # the answers file check reads, whatever the case of its extension
+    assert main(["exercise", "--seed", "3", "--answers", str(yml)]) == 0 and main(["check", str(yml)]) == 1
+
+
+def test_the_problem_is_not_written_over_the_answers_file(tmp_path, capsys, monkeypatch):
+    """-o naming the answers file (given, or the default exercise-SEED-answers.yaml) wrote the problem
+    there, then said the file 'was left as it is (it may hold your answers); check it', which failed;
+    with --overwrite it replaced the learner's answers."""
+    monkeypatch.chdir(tmp_path)
+    answers = tmp_path / "exercise-3-answers.yaml"
+    answers.write_text("mine\n", encoding="utf-8")
+    for argv in (["-o", "exercise-3-answers.yaml", "--overwrite"], ["-o", "ex.yaml", "--answers", "ex.yaml"]):
+        assert main(["exercise", "--seed", "3", *argv]) == 2
+        assert capsys.readouterr().err.strip().endswith(
+            f"-o {argv[1]} is also the answers file; write the problem to another file, e.g. -o {argv[1][:-5]}.txt")
+    assert answers.read_text(encoding="utf-8") == "mine\n" and not (tmp_path / "ex.yaml").exists()
+    assert main(["exercise", "--seed", "3", "-o", "ex.yaml", "--answers", "ex.yaml", "--lang", "zh"]) == 2
+    assert "-o ex.yaml 同时也是答案文件；请把题目写到另一个文件，例如 -o ex.txt" in capsys.readouterr().err

@@ -234,3 +234,23 @@ def test_relative_positions_and_sliding_windows(family, tmp_path):
         v = lesson_values(model, TEXT, method, position=3)
         scale = np.abs(v["row"]).max() if method == "norm" else 1.0
         assert np.abs(v["row"] - v["torch"]).max() <= bound * scale, method
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_rollout_summary_says_what_the_tokens_beyond_its_four_share(minilm, lang):
+    """The last line named the four largest shares of a 9-token row as if they were all of it (68.5%,
+    11.0%, 4.3%, 3.9%: 87.7%); it now adds the rest's share. Shares from the float64 twin's rollout."""
+    f = reference_model.forward(minilm, TEXT)
+    row = RA.rollout(RA.residual_attention(RA.mean_weights(f, 6)))[5, 2]  # 2:cat after layer 5
+    order = np.argsort(-row, kind="stable")
+    labels = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
+    pct = lambda x: f"{100 * x / row.sum():.1f}%"  # noqa: E731
+    rest = pct(row[order[4:]].sum())
+    if lang == "en":
+        line = ("Where the vector of 2:cat comes from, by rollout: " + ", ".join(
+            f"{pct(row[j])} from {j}:{labels[j]}" for j in order[:4]) + f", {rest} from the other tokens (5).")
+    else:
+        line = ("按 rollout，2:cat 的向量的来源：" + "、".join(f"{pct(row[j])} 来自 {j}:{labels[j]}" for j in order[:4])
+                + f"、{rest} 来自其余 5 个 token。")
+    md = explain_attribution(TEXT, "rollout", model=minilm, token="cat").render("markdown", lang=lang)
+    assert line in md.splitlines(), [ln for ln in md.splitlines() if "rollout" in ln][-1]

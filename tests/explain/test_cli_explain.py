@@ -138,3 +138,18 @@ def test_a_keyword_toys_head_is_the_head_shown():
     assert w.meta["head"] == 1
     x = np.array(toy["X"], dtype=float)[:, 2:]  # head 1: features 2, 3 of q and k (W = I)
     np.testing.assert_allclose(w.values["scores"], x @ x.T, rtol=0, atol=1e-15)
+
+
+def test_a_value_that_starts_with_a_negative_number_is_a_value(capsys):
+    """--scores -1.5,2,3 and -X "-1,0;0,1" (a first raw score or entry below 0, as learners' rows
+    have) were taken for unknown options: 'argument --scores: expected one argument'."""
+    assert main(["explain", "--scores", "-1.5,2,3", "--dk", "4", "-f", "json"]) == 0
+    e = np.exp(np.array([-1.5, 2, 3]) / 2)  # float64 by hand
+    np.testing.assert_allclose(json.loads(capsys.readouterr().out)["values"]["weights"], e / e.sum(), rtol=1e-14)
+    assert main(["explain", "-X", "-1,0;0,-2", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1", "-f", "json"]) == 0
+    s = np.array([[1, 0], [0, 4]]) / np.sqrt(2)  # X Xᵀ / √2 with W = I
+    w = np.exp(s) / np.exp(s).sum(1, keepdims=True)
+    np.testing.assert_allclose(json.loads(capsys.readouterr().out)["values"]["weights"], w, rtol=1e-14)
+    with pytest.raises(SystemExit):  # an unknown option stays one (argparse's own exit)
+        main(["explain", "--scores", "1,2", "--dk", "4", "--nope"])
+    assert "unrecognized arguments: --nope" in capsys.readouterr().err

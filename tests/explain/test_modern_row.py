@@ -203,7 +203,8 @@ def test_readme_and_docs_row_is_current(smollm2):
     md = explain(text=REAL, model=smollm2, layer=23, head=3, position=13).render("markdown")
     strip = lambda s: [ln for ln in s.splitlines() if "float32" not in ln and "float64 rounding" not in ln]  # noqa: E731
     assert strip(md) == strip(doc)
-    for line in ("13: to puts its attention on 74.0% from 9: John, 14.9% from 0:When, 4.8% from 1: Mary, 4.2% from 3: John.",
+    for line in ("13: to puts its attention on 74.0% from 9: John, 14.9% from 0:When, 4.8% from 1: Mary, 4.2% from 3: John "
+                 "(its four largest weights), and 2.1% on the other 10 keys.",
                  "| 0 | 0, 32 | 13 | 0.9074 | 0.4202 | -0.3836 | 0.4130 | -0.5216 | 0.2136 |",
                  "| 7 | 5 | 2 | 30.3169 | 30.3169 |", "| 3 | 0 | 3 | 29.6383 | 29.6383 |"):
         assert line in md

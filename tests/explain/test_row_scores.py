@@ -83,3 +83,27 @@ def test_the_probabilities_step_says_when_its_shown_numbers_do_not_add_up_to_1(s
     step = next(s for s in md.split("\n## ") if s.split("\n")[0].endswith("p_j = e_j / Σ"))  # the step's heading
     note = "do not give the result shown" if lang == "en" else "得不到显示的结果"
     assert (note in step) == (shown != 1), (shown, step)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("n", [4, 5, 9])
+def test_the_summary_says_when_it_names_only_the_four_largest_weights(lang, n):
+    """The result's line named the four largest weights of a longer row as if they were the whole
+    row (zh '1:喜 的注意力分配：…' adding up to 89%); it now says they are the four largest and what
+    the other keys share. Shares from an independent float64 softmax."""
+    w = explain(scores=SCORES[:n], tokens=TOKENS[:n], d_k=64, query=1)
+    e = [math.exp(s / 8) for s in SCORES[:n]]
+    p = [x / sum(e) for x in e]
+    top = sorted(range(n), key=lambda j: -p[j])[:4]
+    pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
+    rest = pct(1 - sum(p[j] for j in top))
+    if lang == "en":
+        shares = ", ".join(f"{pct(p[j])} from {j}:{TOKENS[j]}" for j in top)
+        tail = {4: ".", 5: f" (its four largest weights), and {rest} on the fifth key.",
+                9: f" (its four largest weights), and {rest} on the other 5 keys."}[n]
+        line = f"1:喜 puts its attention on {shares}{tail}"
+    else:
+        shares = "、".join(f"{j}:{TOKENS[j]} {pct(p[j])}" for j in top)
+        line = {4: f"1:喜 的注意力分配：{shares}。", 5: f"1:喜 的注意力分配，最大的四项：{shares}；剩下的 1 个键占 {rest}。",
+                9: f"1:喜 的注意力分配，最大的四项：{shares}；其余 5 个键共占 {rest}。"}[n]
+    assert line in w.render("markdown", lang=lang).splitlines()

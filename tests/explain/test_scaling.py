@@ -53,3 +53,17 @@ def test_other_dk_and_vectors_in_chinese():
     want = torch.softmax(torch.tensor([0.25, 0.5, 0.75]), 0).numpy()
     np.testing.assert_allclose(w.values["softmax"][0]["scaled"], want, rtol=1e-6)
     assert 16 in w.values["variance"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_exercise_quotes_the_lessons_d_k_64_variance(lang):
+    """One claim, one number: the exercise's answer 1 quotes the sampled variance at d_k = 64, which
+    drew its own 10,000 pairs (64.9809) while the lesson showed 64.9858, and 64.9994 under --dk 8 (its
+    row of 64 drew after the row of 8). Now every row of d draws from its own generator."""
+    from attnscope.exercise import make_exercise
+    from attnscope.explain.numbers import fmt
+    rows = [explain(lesson="scaling", d_k=dk).values["variance"][64]["sampled"] for dk in (64, 8, 1024)]
+    assert rows[0] == rows[1] == rows[2] and abs(rows[0] / 64 - 1) < 0.1  # sd of a 10,000-pair variance ≈ 1.4%
+    answer = make_exercise(3, 2, 7, lang=lang).solution().render("markdown", lang=lang)
+    assert (f"sample gives {fmt(rows[0], 4)})" if lang == "en" else f"抽样得到 {fmt(rows[0], 4)}）") in answer
+    assert f"| 64 | 64 | {fmt(rows[0], 4)} |" in explain(lesson="scaling").render("markdown", lang=lang)

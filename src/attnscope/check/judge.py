@@ -13,9 +13,7 @@ from typing import Optional, Union
 import numpy as np
 
 from .. import exact as E
-from ..errors import InputError
 from ..explain.numbers import Written
-from ..i18n import error
 from .chain import Chain, Link
 
 VERDICTS = ("correct", "rounding", "carried", "wrong")
@@ -222,8 +220,6 @@ def run(chain: Chain, answers: dict, source: str = "answers", problem: Optional[
                 bad_here |= verdict in ("wrong", "carried")
         world[lk.name], taint[lk.name] = wv, tv
         origins[lk.name] = {lk.name} if bad_here else set().union(*(origins[d] for d, a in deps.items() if a.any()))
-    if not entries:
-        raise error(InputError, "errors.answers_blank", source=source)
     conventions = [{"step": step, "row": i, "row_label": chain.link(step).rows[i], "convention": c, "m": m, "shown": shown}
                    for (_, i), (c, step, m, shown) in sorted(conv.items()) if shown == "shifted" or c != shown]
     return Report(source, chain.kind, entries, answered, blanks, problem=problem or {}, conventions=conventions)

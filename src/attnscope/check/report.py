@@ -129,7 +129,8 @@ def _problem(ctx: Ctx, r) -> str:
     toks, q = p.get("tokens", []), p.get("query")
     line = ctx.text(T("check.problem_scores" if p.get("d_k") else "check.problem_scores_factor",
                       {"S": len(toks), "dk": p.get("d_k"), "factor": short(p.get("factor") or 0)}))
-    return line if q is None else line + " " + ctx.text(T("check.problem_scores_query", {"pos": q, "tok": toks[q]}))
+    gap = "" if ctx.lang == "zh" else " "  # no space after a Chinese full stop
+    return line if q is None else line + gap + ctx.text(T("check.problem_scores_query", {"pos": q, "tok": toks[q]}))
 
 
 def _sections(ctx: Ctx, r):
@@ -165,7 +166,7 @@ def _verdict(ctx: Ctx, r) -> list:
     elif c["carried"]:  # cannot happen: a carried entry needs a wrong one upstream
         lines.append(ctx.label("check.only_carried"))
     if r.missing:
-        where = ", ".join(f"{step_name(step, ctx.lang)} {n}" for step, n in r.blanks.items() if n)
+        where = ctx.label("list_sep").join(f"{step_name(step, ctx.lang)} {n}" for step, n in r.blanks.items() if n)
         lines.append(ctx.text(T("check.missing_one" if r.missing == 1 else "check.missing",
                                 {"missing": r.missing, "where": where})))
     key = "check.result_ok" if r.ok else "check.result_bad"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -230,6 +231,12 @@ class Parser(argparse.ArgumentParser):
 
     lang = "en"
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # a value that starts with a negative number ('--scores -1.5,2,3', '-X "-1,0;0,1"') is a value,
+        # not an unknown option ('expected one argument'): argparse's own pattern takes a lone number only
+        self._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf\b)")
+
     def error(self, message: str):
         if self.lang == "en":
             super().error(message)
@@ -270,7 +277,6 @@ def given_options(args: argparse.Namespace, command: str) -> list[str]:
 
 def plain_text(doc: Optional[str]) -> Optional[str]:
     """A docstring for --help: reST literals ``x`` and `x` written as plain x."""
-    import re
     if not doc:
         return doc
     return re.sub(r"`{1,2}([^`\n]+?)`{1,2}", r"\1", doc)

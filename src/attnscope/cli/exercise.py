@@ -19,7 +19,7 @@ import sys
 from ..errors import InputError
 from ..i18n import error
 from . import MAX_SEED, IntRange, add_command, write_text
-from .explain import add_output_options, check_output, emit
+from .explain import add_output_options, check_output, emit, labels_arg
 
 
 def register(sub) -> None:
@@ -55,12 +55,20 @@ def run(args) -> int:
     if not args.no_answers and args.answers and os.path.isdir(args.answers):
         raise error(InputError, "errors.answers_folder", path=args.answers,
                     example=os.path.join(args.answers, f"exercise-{seed}-answers.yaml"))
+    if not args.no_answers and args.answers and not args.answers.lower().endswith((".yaml", ".yml")):
+        # the file is YAML: under another name check would read it as JSON or TOML, or not at all
+        raise error(InputError, "errors.answers_suffix", path=args.answers,
+                    example=os.path.splitext(args.answers)[0] + ".yaml")
     folder = os.path.dirname(args.answers or "") or "."
     if not args.no_answers and not os.path.isdir(folder):  # before the problem is printed, not after
         raise error(InputError, "errors.answers_no_folder", path=args.answers, folder=folder)
+    path = args.answers or f"exercise-{seed}-answers.yaml"
+    if not args.no_answers and args.output and os.path.abspath(args.output) == os.path.abspath(path):
+        # the problem would take the answers file's place (or replace the learner's answers with --overwrite)
+        raise error(InputError, "errors.answers_is_output", path=args.output,
+                    example=os.path.splitext(args.output)[0] + ".txt")
     emit(ex.solution() if args.solution else ex.problem(), args)
     if not args.no_answers:
-        path = args.answers or f"exercise-{seed}-answers.yaml"
         ctx = Ctx(args.lang)
         if os.path.exists(path):
             print(ctx.text(t("ex.kept", path=path)), file=sys.stderr)
@@ -76,9 +84,11 @@ def exercise_labels(args):
     if args.labels is None and args.text is None:
         return None
     if args.labels is not None:
-        labels, flag = [x.strip() for x in args.labels.split(",")], "--labels"
+        labels, flag = labels_arg(args.labels), "--labels"
     else:
         labels, flag = labels_from_text(args.text), "--text"
+        if not 2 <= len(labels) <= 8:  # said of the text, which names no labels
+            raise error(InputError, "errors.text_tokens_count", n=len(labels), labels=", ".join(labels))
     if args.tokens is not None and args.tokens != len(labels):
         raise error(InputError, "errors.labels_tokens", tokens=args.tokens, flag=flag, n=len(labels),
                     labels=", ".join(labels))

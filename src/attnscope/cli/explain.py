@@ -131,7 +131,7 @@ POSITION_SCHEMES = ("sinusoidal", "rotary", "t5")
 def build(args):
     """The Worked object the arguments ask for (raises AttnscopeError subclasses on bad input)."""
     from ..explain import explain
-    from ..explain.inputs import parse_labels_arg, parse_matrix_arg, parse_vector_arg
+    from ..explain.inputs import parse_matrix_arg, parse_vector_arg
 
     src = args.source
     if src not in (None, "positions", "scaling") and not Path(src).exists() and not Path(src).suffix:
@@ -162,9 +162,9 @@ def build(args):
         raise error(InputError, "errors.cli_explain_positions_option", flag=given[0])
     if args.source == "scaling":
         vectors = [parse_vector_arg(s, f"--scores {s!r}") for s in args.scores] if args.scores else None
-        return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed or 0,
-                       samples=args.samples or 10000, scores=vectors)
-    labels = parse_labels_arg(args.labels) if args.labels else None
+        return explain(lesson="scaling", d_k=args.dk if args.dk is not None else 64, seed=args.seed,
+                       samples=args.samples, scores=vectors)  # None: the lesson's own sample
+    labels = labels_arg(args.labels) if args.labels else None
     if args.text is None and (args.target is not None or args.attention is not None):
         raise error(InputError, "errors.cli_explain_target_text")
     if args.path and args.text is None:
@@ -215,6 +215,16 @@ def build(args):
             p.tokens = check_labels(labels, "--labels", p.L)
         return explain_toy(p, expand=args.expand)
     return explain(args.source, example=args.example, expand=args.expand)
+
+
+def labels_arg(text: str) -> list[str]:
+    """Token labels of --labels (explain, exercise): comma separated (``我,爱,你``). A Chinese input
+    method's '，' or '、' where no ',' is given is named, not read as one label ('我，爱，你')."""
+    from ..tokenizer import check_unicode
+    sep = next((c for c in "，、" if c in text and "," not in text), None)
+    if sep is not None:
+        raise error(InputError, "errors.labels_full_width", value=repr(text), sep=sep)
+    return [s.strip() for s in check_unicode(text, "--labels").split(",")]
 
 
 def check_output(args) -> None:

@@ -129,15 +129,15 @@ def explain(source=None, *, example: Optional[str] = None, lesson: Optional[str]
     if lesson is not None or (target is None and attention is None and not path):  # else: their sentences below
         _refuse_unread({**other, **row}, lesson, text, scores, matrices)
     layer, head, dims = 0 if layer is None else layer, 0 if head is None else head, 3 if dims is None else dims
-    seed, samples = 0 if seed is None else seed, 10000 if samples is None else samples
     if lesson is not None:
         if lesson == "positions":
             from .positions_lesson import explain_positions
             return explain_positions(position=position, model=model, layer=layer, d_k=d_k, **matrices)
         if lesson != "scaling":
             raise error(InputError, "errors.explain_unknown_lesson", lesson=repr(lesson))
-        from .scaling import explain_scaling
-        return explain_scaling(d_k=64 if d_k is None else d_k, seed=seed, samples=samples,
+        from .scaling import SAMPLES, SEED, explain_scaling
+        return explain_scaling(d_k=64 if d_k is None else d_k, seed=SEED if seed is None else seed,
+                               samples=SAMPLES if samples is None else samples,
                                vectors=scores if scores is not None else None)
     if text is None and (target is not None or attention is not None):
         raise error(InputError, "errors.explain_target_needs_text")

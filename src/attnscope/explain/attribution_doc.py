@@ -80,8 +80,11 @@ def _result(v: dict, first: list, firsts: list, key_meaning: str, checks: Para) 
     body = [[j, v["labels"][j]] + [float(c[j]) for _, c in firsts] + [float(row[j]), percent(row[j] / row.sum())
                                                                       if row.sum() > 0 else "-"]
             for j in range(len(row))]
-    order = np.argsort(-row, kind="stable")[:4]
-    shares = [lt("share", pct=percent(row[j] / row.sum()), tok=names[j]) for j in order] if row.sum() > 0 else ["-"]
+    order = np.argsort(-row, kind="stable")
+    shares: list = [lt("share", pct=percent(row[j] / row.sum()), tok=names[j]) for j in order[:4]] if row.sum() > 0 \
+        else ["-"]
+    if row.sum() > 0 and len(row) > 4:  # the four largest, then the rest's share: the line is the whole row
+        shares.append(lt("share_rest", pct=percent(row[order[4:]].sum() / row.sum()), n=len(row) - 4))
     return Step("result", t("row.step_result"), first + [Table(header, body), Para(lt("total", total=float(row.sum()))),
                                                           Para(lt(key_meaning, tok=names[v["qpos"]], shares=shares)),
                                                           checks])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -118,6 +119,11 @@ def _load_yaml(text: str, name: str, keep_text: bool):
     except RecursionError:
         raise error(InputError, "errors.explain_too_deep", name=name) from None
     except yaml.MarkedYAMLError as e:
+        # a key typed with a Chinese input method's '：' (YAML names a later line, in its own words)
+        key = re.search(r"^[ \t]*([^\s:：#'\"\[{,-][^\s:：#]*)[ \t]*：", text, re.M)
+        if key:
+            raise error(InputError, "errors.yaml_full_width_colon", name=name, field=key[1],
+                        line=text.count("\n", 0, key.start()) + 1) from None
         mark = e.problem_mark or e.context_mark
         where = Msg("errors.line_column", line=mark.line + 1, column=mark.column + 1) if mark else ""
         raise error(InputError, "errors.bad_yaml", name=name, where=where, problem=e.problem or e.context) from None
@@ -306,12 +312,6 @@ def parse_vector_arg(text: str, where: Where) -> np.ndarray:
     if t.startswith("[") and t.endswith("]"):
         t = t[1:-1]
     return vector(_split_numbers(t), where)
-
-
-def parse_labels_arg(text: str) -> list[str]:
-    """Token labels from the command line: comma separated (``我,爱,你``)."""
-    from ..tokenizer import check_unicode
-    return [s.strip() for s in check_unicode(text, "--labels").split(",")]
 
 
 def _split_numbers(text: str) -> list[Optional[str]]:

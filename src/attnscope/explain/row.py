@@ -182,7 +182,9 @@ def build_row(raw: np.ndarray, keys: Sequence[str], qpos: int, *, factor: float,
                     [[j, keys[j], v["scores"][j], v["masked"][j], v["exp"][j], v["weights"][j]] for j in range(S)])]
     order = [j for j in np.argsort(-v["weights"], kind="stable") if ok[j]]
     shares = [t("toy.share", pct=percent(v["weights"][j]), tok=pos_keys[j]) for j in order[:4]]
-    blocks.append(Para(t("row.meaning", tok=qlabel, shares=shares)))
+    rest = order[4:]  # beyond four keys the line names the four largest and says what the others share
+    blocks.append(Para(t("row.meaning" if not rest else "row.meaning_top" + ("_one" if len(rest) == 1 else ""),
+                         tok=qlabel, shares=shares, n=len(rest), rest=percent(float(np.sum(v["weights"][rest]))))))
     if V is not None:
         blocks.append(Para(t("row.result", tok=qlabel, n=n, z=vec(v["output"][:n]))))
     if trace_check:
