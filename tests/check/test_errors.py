@@ -218,3 +218,15 @@ def test_a_key_typed_with_a_chinese_colon_is_named(tmp_path, capsys, lang, line)
     f.write_text("title: 练习：第一题\n" + HEAD + "  Q: [[1, 0], [1, 1], [2, 1]\n", encoding="utf-8")
     with pytest.raises(AttnscopeError, match="not valid YAML"):
         check(str(f))
+
+
+@pytest.mark.parametrize("encoding", ["gbk", "utf-16"])
+@pytest.mark.parametrize("lang, advice", [("en", "save the file as UTF-8 (an editor may have saved it as GBK or UTF-16)"),
+                                          ("zh", "请把文件另存为 UTF-8（编辑器可能把它存成了 GBK 或 UTF-16）")])
+def test_a_file_saved_as_gbk_or_utf16_is_told_to_be_saved_as_utf8(tmp_path, capsys, encoding, lang, advice):
+    """A Chinese Windows editor saves GBK (or UTF-16, 'Unicode'); the error named the byte and no remedy."""
+    f = tmp_path / "answers.yaml"
+    f.write_bytes((HEAD.replace("three-tokens", "three-tokens  # 我的答案") + "  sums: [1, 2, 3]\n").encode(encoding))
+    assert main(["check", str(f), "--lang", lang]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "UTF-8" in err and err.rstrip().endswith(advice), err
