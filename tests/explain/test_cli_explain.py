@@ -153,3 +153,17 @@ def test_a_value_that_starts_with_a_negative_number_is_a_value(capsys):
     with pytest.raises(SystemExit):  # an unknown option stays one (argparse's own exit)
         main(["explain", "--scores", "1,2", "--dk", "4", "--nope"])
     assert "unrecognized arguments: --nope" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lang, want", [
+    ("en", "{f} is an answers file (problem: and answers:), which attnscope check judges: run attnscope check {f}"),
+    ("zh", "{f} 是答案文件（含 problem: 和 answers:），由 attnscope check 批改：请运行 attnscope check {f}")])
+def test_an_answers_file_is_sent_to_check(tmp_path, capsys, monkeypatch, lang, want):
+    """explain of the file exercise writes said "unknown key 'problem'; expected X, W_Q, …"."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["exercise", "--seed", "7"]) == 0
+    capsys.readouterr()
+    f = "exercise-7-answers.yaml"
+    assert main(["explain", f, "--lang", lang]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and want.format(f=f) in err and "unknown key" not in err, err

@@ -50,7 +50,10 @@ def toy_problem(source=None, *, example: Optional[str] = None, **matrices):
         return source
     if isinstance(source, str):
         from .inputs import load_mapping
-        return _problem(load_mapping(source), source)
+        mapping = load_mapping(source)
+        if "problem" in mapping and "answers" in mapping:  # what exercise writes and check reads
+            raise error(InputError, "errors.explain_answers_file", path=source)
+        return _problem(mapping, source)
     if matrices:
         clean = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in matrices.items() if v is not None}
         return _problem(clean, Msg("errors.explain_source_matrices"))
