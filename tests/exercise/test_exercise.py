@@ -205,3 +205,12 @@ def test_the_problem_is_not_written_over_the_answers_file(tmp_path, capsys, monk
     assert answers.read_text(encoding="utf-8") == "mine\n" and not (tmp_path / "ex.yaml").exists()
     assert main(["exercise", "--seed", "3", "-o", "ex.yaml", "--answers", "ex.yaml", "--lang", "zh"]) == 2
     assert "-o ex.yaml 同时也是答案文件；请把题目写到另一个文件，例如 -o ex.txt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_exponential_task_names_the_scaled_scores_of_the_task_before(capsys, lang):
+    """Task 3 defines S' = S / √d_k; task 4 said 'take e^s', a symbol defined nowhere."""
+    assert main(["exercise", "--seed", "7", "--no-answers", "--format", "markdown", "--lang", lang]) == 0
+    out = capsys.readouterr().out
+    task4 = next(line for line in out.splitlines() if "e^" in line)
+    assert "S' = S /" in out and "e^s'" in task4 and ("S')" in task4 or "S' 的" in task4), task4
