@@ -230,3 +230,21 @@ def test_a_file_saved_as_gbk_or_utf16_is_told_to_be_saved_as_utf8(tmp_path, caps
     assert main(["check", str(f), "--lang", lang]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "UTF-8" in err and err.rstrip().endswith(advice), err
+
+
+@pytest.mark.parametrize("lang, indent, point", [
+    ("en", "answers.yaml, line 4: the line is indented with the full-width space '　' (U+3000) of a Chinese input "
+           "method; indent with half-width spaces",
+     "answers.yaml, key sums, entry 1 (from 0): '2。5' holds the Chinese full stop '。' where a decimal point "
+     "belongs; write '.' (half-width)"),
+    ("zh", "answers.yaml，第 4 行：这一行用中文输入法的全角空格“　”（U+3000）缩进；请用半角空格缩进",
+     "answers.yaml，键 sums，第 1 个元素（从 0 数起）：'2。5' 里用了中文句号“。”作小数点；请写半角 '.'")])
+def test_an_ideographic_indent_and_a_chinese_full_stop_are_named(tmp_path, capsys, monkeypatch, lang, indent, point):
+    """A Chinese input method's '　' indentation was read as part of a top-level key ("unknown top-level
+    key '\\u3000\\u3000sums'") and '2。5' was only "not a number"."""
+    monkeypatch.chdir(tmp_path)
+    for body, want in ((HEAD + "\u3000\u3000sums: [1, 2, 3]\n", indent), (HEAD + "  sums: [1, 2。5, 3]\n", point)):
+        (tmp_path / "answers.yaml").write_text(body, encoding="utf-8")
+        assert main(["check", "answers.yaml", "--lang", lang]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.rstrip().endswith(want), err

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..explain import inputs
+from ..explain.full_width import no_full_width_separator
 from ..explain.numbers import Written, parse_written
 from ..explain.places import count, kind
 from ..explain.toy_input import norm_key
@@ -94,7 +95,7 @@ def _parse_link(value, lk: Link, where: Msg) -> np.ndarray:
         if not isinstance(r, (list, tuple)):
             raise error(InputError, "errors.check_row_kind", where=at, cols=count(n_cols, "number"), kind=kind(r))
         if len(r) != n_cols:
-            inputs.no_full_width_separator(r, at)
+            no_full_width_separator(r, at)
             raise error(InputError, "errors.check_row_len", where=at, cols=count(n_cols, "number"), n=len(r))
     return np.array([[_written(c, Msg("errors.check_where_cell", where=where, i=i, j=j)) for j, c in enumerate(r)]
                      for i, r in enumerate(rows)], dtype=object)

@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
 from ..errors import InputError
 from ..i18n import Msg, error, word
+from .full_width import full_width_colon_key, no_full_width_indent, no_full_width_point, no_full_width_separator
 from .numbers import Written, parse_written
 from .places import Where, at_cell, at_entry, at_row, count
 from .places import kind as describe
@@ -114,16 +114,15 @@ def _load_yaml(text: str, name: str, keep_text: bool):
             return w
         Loader.add_constructor("tag:yaml.org,2002:float", number)
         Loader.add_constructor("tag:yaml.org,2002:int", number)
+    no_full_width_indent(text, name)
     try:
         return yaml.load(text, Loader=Loader)
     except RecursionError:
         raise error(InputError, "errors.explain_too_deep", name=name) from None
     except yaml.MarkedYAMLError as e:
-        # a key typed with a Chinese input method's '：' (YAML names a later line, in its own words)
-        key = re.search(r"^[ \t]*([^\s:：#'\"\[{,-][^\s:：#]*)[ \t]*：", text, re.M)
+        key = full_width_colon_key(text)
         if key:
-            raise error(InputError, "errors.yaml_full_width_colon", name=name, field=key[1],
-                        line=text.count("\n", 0, key.start()) + 1) from None
+            raise error(InputError, "errors.yaml_full_width_colon", name=name, field=key[0], line=key[1]) from None
         mark = e.problem_mark or e.context_mark
         where = Msg("errors.line_column", line=mark.line + 1, column=mark.column + 1) if mark else ""
         raise error(InputError, "errors.bad_yaml", name=name, where=where, problem=e.problem or e.context) from None
@@ -195,13 +194,6 @@ def _each(x, leaf):
 # matrices
 # ----------------------------------------------------------------------------------------------
 
-def no_full_width_separator(cells: Sequence, where: Where) -> None:
-    """InputError for a text entry holding '，', '、' or '；' (a Chinese input method's ',' and ';':
-    YAML reads ``[0.3，0.7]`` as one text, once counted as one entry or named "not a number")."""
-    for c, sep in ((c, s) for c in cells if isinstance(c, str) for s in "，、；" if s in c):
-        raise error(InputError, "errors.explain_full_width_comma", where=where, value=repr(c), sep=sep)
-
-
 def number(x: Any, where: Where, allow_none: bool = False, allow_inf: bool = False) -> Any:
     """One entry as float (or Written kept as is); ``where`` names its place for the error."""
     if x is None:
@@ -223,6 +215,7 @@ def number(x: Any, where: Where, allow_none: bool = False, allow_inf: bool = Fal
         w = parse_written(x)
         if w is None:
             no_full_width_separator([x], where)
+            no_full_width_point(x, where)
             raise error(InputError, "errors.explain_not_a_number", where=where, value=repr(x))
         if w.overflows:
             raise error(InputError, "errors.explain_overflow", where=where, value=x)
