@@ -30,6 +30,7 @@ from . import reference as R
 from .errors import InputError
 from .explain.doc import Formula, Matrix, Para, Step, Sym, VecParam, Worked, t
 from .explain.numbers import percent, short
+from .explain.places import distinct_labels
 from .explain.toy import compute, explain_toy
 from .explain.toy_input import ToyProblem
 from .i18n import error
@@ -243,9 +244,7 @@ def _check_labels(labels) -> list[str]:
         raise error(InputError, "errors.labels_count", n=len(out))
     if any(not x for x in out):
         raise error(InputError, "errors.label_empty", labels=", ".join(repr(x) for x in out))
-    if len(set(out)) < len(out):  # a token that comes twice (我爱我): every row named by its position too,
-        out = [f"{i}:{x}" for i, x in enumerate(out)]  # as explain names a model's keys (0:我 1:爱 2:我)
-    return out
+    return distinct_labels(out)  # a token that comes twice (我爱我): every row named by its position
 
 
 __all__ = ["Exercise", "make_exercise", "labels_from_text", "STEPS", "TOKENS"]

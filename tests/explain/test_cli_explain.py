@@ -167,3 +167,16 @@ def test_an_answers_file_is_sent_to_check(tmp_path, capsys, monkeypatch, lang, w
     assert main(["explain", f, "--lang", lang]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and want.format(f=f) in err and "unknown key" not in err, err
+
+
+def test_repeated_labels_each_name_one_row(capsys):
+    """--labels 我,爱,我 gave two rows called 我 in every table (exercise numbers them: 0:我 1:爱 2:我)."""
+    assert main(["explain", "--example", "three-tokens", "--labels", "我,爱,我", "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "3 tokens (0:我 1:爱 2:我)" in out
+    lines = out.splitlines()
+    top = lines.index("| **X** | 0 | 1 |")
+    assert [line.split(" | ")[0] for line in lines[top + 2:top + 5]] == ["| 0:我", "| 1:爱", "| 2:我"]
+    assert "| 我 |" not in out
+    assert main(["explain", "--example", "three-tokens", "--labels", "我,爱,你", "--format", "markdown"]) == 0
+    assert "3 tokens (我 爱 你)" in capsys.readouterr().out  # distinct labels stay as typed

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..i18n import Msg, error, word
 from .full_width import full_width_colon_key, no_full_width_indent, no_full_width_point, no_full_width_separator
 from .numbers import Written, parse_written
-from .places import Where, at_cell, at_entry, at_row, count
+from .places import Where, at_cell, at_entry, at_row, count, distinct_labels
 from .places import kind as describe
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
@@ -315,12 +315,13 @@ def _split_numbers(text: str) -> list[Optional[str]]:
 
 
 def labels(x: Any, where: Where, n: int) -> list[str]:
-    """``n`` token labels (strings); numbers are accepted and turned into text."""
+    """``n`` token labels (strings; numbers are accepted and turned into text), each naming one row:
+    repeated ones are numbered (:func:`~.places.distinct_labels`)."""
     if not isinstance(x, (list, tuple)):
         raise error(InputError, "errors.explain_expected_labels", where=where, n=n, kind=describe(x))
     if len(x) != n:
         raise error(InputError, "errors.explain_labels_count", where=where, n=n, got=len(x))
-    return [v.text if isinstance(v, Written) else str(v) for v in x]
+    return distinct_labels([v.text if isinstance(v, Written) else str(v) for v in x])
 
 
 def plain(x):

@@ -9,7 +9,7 @@ helpers replaced (``str(at_key("a.yaml", "X")) == "a.yaml, key X"``).
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, Sequence, Union
 
 from ..i18n import Msg
 from .numbers import Written
@@ -69,3 +69,11 @@ INPUT = Msg("errors.explain_source_input")
 def ordinal_list(items) -> str:
     """``0:[CLS] 1:我 2:喜`` — tokens with their positions, for a row's introduction and its errors."""
     return " ".join(f"{i}:{t}" for i, t in enumerate(items))
+
+
+def distinct_labels(labels: Sequence[str]) -> list[str]:
+    """Labels that each name one row: where one comes twice (我, 爱, 我) every label takes its position
+    (0:我, 1:爱, 2:我), as :func:`ordinal_list` and explain name a model's keys; all of them, so that no
+    label typed as ``1:我`` can meet a numbered one."""
+    labels = list(labels)
+    return [f"{i}:{x}" for i, x in enumerate(labels)] if len(set(labels)) < len(labels) else labels
