@@ -34,11 +34,17 @@ def test_tokens_read_as_text_and_the_pieces_stay(seq2seq, name, mark):  # noqa: 
     for shown, raw in ((entry["source_tokens"], raw_src), (entry["target_tokens"], raw_tgt)):
         assert len(shown) == len(raw) and not any(mark in t for t in shown)
     specials = model.tokenizer.special_tokens() | {"<s>", "</s>", "<pad>"}  # BART's vocab.json folder names none
-    # the labels spell the text: the pieces of each word, a space where the word mark was
+    # the labels spell the text: the pieces of each word, a space where the word mark was; a character
+    # the tiny vocabulary lacks (T5's G and :) is the piece <unk>, as transformers shows it
+    unk = model.tokenizer.token_to_id("<unk>")
+
+    def known(text: str) -> str:
+        return "".join(c for c in text if c.isspace() or unk is None or unk not in model.encode(c).input_ids[0].tolist())
+
     text = "".join(t for t in entry["source_tokens"] if t not in specials)
-    assert " ".join(text.split()) == SOURCE
+    assert " ".join(text.split()) == " ".join(known(SOURCE).split())
     text = "".join(t for t in entry["target_tokens"] if t not in specials)
-    assert " ".join(text.split()) == TARGET
+    assert " ".join(text.split()) == " ".join(known(TARGET).split())
 
 
 def test_metaspace_labels_by_hand():
