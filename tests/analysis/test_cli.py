@@ -119,3 +119,36 @@ def test_a_statistic_that_is_nan_everywhere_gets_no_made_up_scale(tmp_path, monk
     assert bars == [] and (tmp_path / "nan.png").stat().st_size > 0
     heatmap(np.array([[0.1, np.nan, 0.3], [0.2, 0.5, 0.4]]), "to_cls", tmp_path / "some.png")
     assert bars == [1]
+
+
+def drawn_figures(monkeypatch):
+    """The figures ``heatmap`` saves, each as (every text's extent in pixels, figure width, the cells' texts)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    seen = []
+    real = Figure.savefig
+
+    def save(self, *a, **k):
+        real(self, *a, **k)
+        r = self.canvas.get_renderer()
+        texts = [t for t in [*self.texts, *(ax.title for ax in self.axes)] if t.get_text()]
+        seen.append(([t.get_window_extent(r) for t in texts], self.bbox.width,
+                     [(t.get_text(), t.get_color()) for t in self.axes[0].texts]))
+    monkeypatch.setattr(Figure, "savefig", save)
+    return seen
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_statistics_title_is_not_cut_on_a_model_of_few_heads(tmp_path, monkeypatch, lang):
+    """Gemma 3 270M has 4 heads: the heatmaps' titles (a statistic's doc) were wider than its
+    figure, cut at both sides ('ropy: 注意力熵 …', 'argmax_prev: fraction of queries whose uniq')."""
+    from attnscope.analysis.report import heatmap
+    from attnscope.analysis.summary import say
+    seen = drawn_figures(monkeypatch)
+    for name in STAT_NAMES:
+        heatmap(np.random.default_rng(0).random((18, 4)), say("map_title", lang, name=name, doc=say("doc_" + name, lang)),
+                tmp_path / f"{name}.png", lang=lang)
+    for name, (boxes, width, _) in zip(STAT_NAMES, seen):
+        assert all(0 <= b.x0 and b.x1 <= width for b in boxes), name
+
