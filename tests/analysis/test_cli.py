@@ -152,3 +152,14 @@ def test_a_statistics_title_is_not_cut_on_a_model_of_few_heads(tmp_path, monkeyp
     for name, (boxes, width, _) in zip(STAT_NAMES, seen):
         assert all(0 <= b.x0 and b.x1 <= width for b in boxes), name
 
+
+def test_a_cells_text_is_light_on_a_dark_colour_of_a_fixed_scale(tmp_path, monkeypatch):
+    """The decoder scores are drawn on a fixed 0..1 scale: a layer of scores ≤ 0.3 is dark blue
+    throughout, but the numbers' colour was judged on the values' own range (0.25 of at most 0.3:
+    'light', black), black on dark blue."""
+    from attnscope.analysis.report import heatmap
+    seen = drawn_figures(monkeypatch)
+    heatmap(np.array([[0.05, 0.25], [0.3, 0.1]]), "induction", tmp_path / "i.png", cmap="cividis", vmin=0.0, vmax=1.0)
+    heatmap(np.array([[0.05, 0.25], [0.3, 0.1]]), "to_prev", tmp_path / "p.png")  # its own range: 0.3 is the top
+    assert seen[0][2] == [("0.05", "white"), ("0.25", "white"), ("0.30", "white"), ("0.10", "white")]
+    assert dict(seen[1][2])["0.30"] == "black" and dict(seen[1][2])["0.05"] == "white"

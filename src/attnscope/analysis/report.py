@@ -103,6 +103,8 @@ def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", 
         ax.set_ylabel(say("col_layer", lang))
         if n_layers * n_heads <= 400:
             lo, hi = np.nanmin(values) if np.isfinite(values).any() else 0, np.nanmax(values) if np.isfinite(values).any() else 1
+            # the colour's place on the scale drawn: a fixed 0..1 (the decoder scores) is not the values' own range
+            lo, hi = lo if vmin is None else vmin, hi if vmax is None else vmax
             for i in range(n_layers):
                 for j in range(n_heads):
                     v = values[i, j]
