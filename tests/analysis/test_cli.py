@@ -84,6 +84,20 @@ def test_decode_error_stops_with_the_line(tmp_path, capsys):
     assert f"{f}:3: byte 80 at byte 4 is not valid utf-8" in err and "--on-decode-error skip" in err
 
 
+
+@pytest.mark.parametrize("lang, says", [
+    ("en", ": byte ce at byte 0 is not valid utf-8 (column 1); save the file as UTF-8 (an editor may have saved it as GBK"),
+    ("zh", "：字节 ce（第 0 个字节处）不是有效的 utf-8（第 1 列）；请把文件另存为 UTF-8（编辑器可能把它存成了 GBK"),
+])
+def test_a_corpus_saved_as_gbk_is_named_in_the_users_language(tmp_path, capsys, lang, says):
+    """A Chinese Windows editor's GBK file: --lang zh said 'gbk.txt:1：byte ce at byte 0 is not valid utf-8
+    （第 1 列）；请修正文件' (English inside the sentence), and neither language said to save it as UTF-8
+    (--on-decode-error skip, the other remedy offered, skips every line of such a file)."""
+    f = tmp_path / "gbk.txt"
+    f.write_bytes("我喜欢人工智能。\n今天天气很好。\n".encode("gbk"))
+    err = error_line(capsys, ["analyze", str(f), "--lang", lang, "--importance-texts", "0", "--no-progress"])
+    assert f"{f}:1{says}" in err and "--on-decode-error skip" in err
+
 def test_nothing_decodable_left(tmp_path, capsys):
     f = tmp_path / "c.txt"
     f.write_bytes(b"\x80\x81\n\xfe\n")
