@@ -36,6 +36,9 @@ def test_other_kinds(tmp_path):
     (["plot", "--kind", "softmax", "--scores", "1,2,3", "--labels", "我，喜，欢", "-o", "x.png"],
      "--labels '我，喜，欢' holds the full-width '，' of a Chinese input method"),
     (["plot", "我喜欢", "--labels", "[CLS]，我，喜，欢，[SEP]", "-o", "x.png"], "holds the full-width '，'"),
+    # was 'labels has 2 entries but x has 3': the figure function's arguments, not the options given
+    (["plot", "--kind", "softmax", "--scores", "1,2,3", "--labels", "我,喜", "-o", "x.png"],
+     "--labels has 2 entries but --scores has 3; give one label per score"),
 ])
 def test_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, msg):
     monkeypatch.chdir(tmp_path)

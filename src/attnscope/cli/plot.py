@@ -134,6 +134,9 @@ def run(args) -> int:
         note = None
         if args.scores is not None:
             x, labels = _floats(args.scores, "--scores"), _labels(args)
+            if labels is not None and len(labels) != len(x):  # the figure's own error names its arguments, labels and x
+                raise error(InputError, "cli.labels_count_scores_one" if len(labels) == 1 else "cli.labels_count_scores",
+                            n=len(labels), m=len(x))
             temps: Sequence[float] = _floats(args.temperatures, "--temperatures") if args.temperatures else (0.5, 1.0, 2.0, 8.0)
         else:
             from ..reference.traced import score_term, trace_row
