@@ -84,6 +84,20 @@ def test_decode_error_stops_with_the_line(tmp_path, capsys):
     assert f"{f}:3: byte 80 at byte 4 is not valid utf-8" in err and "--on-decode-error skip" in err
 
 
+
+@pytest.mark.parametrize("lang, says", [
+    ("en", ": byte ce at byte 0 is not valid utf-8 (column 1); save the file as UTF-8 (an editor may have saved it as GBK"),
+    ("zh", "：字节 ce（第 0 个字节处）不是有效的 utf-8（第 1 列）；请把文件另存为 UTF-8（编辑器可能把它存成了 GBK"),
+])
+def test_a_corpus_saved_as_gbk_is_named_in_the_users_language(tmp_path, capsys, lang, says):
+    """A Chinese Windows editor's GBK file: --lang zh said 'gbk.txt:1：byte ce at byte 0 is not valid utf-8
+    （第 1 列）；请修正文件' (English inside the sentence), and neither language said to save it as UTF-8
+    (--on-decode-error skip, the other remedy offered, skips every line of such a file)."""
+    f = tmp_path / "gbk.txt"
+    f.write_bytes("我喜欢人工智能。\n今天天气很好。\n".encode("gbk"))
+    err = error_line(capsys, ["analyze", str(f), "--lang", lang, "--importance-texts", "0", "--no-progress"])
+    assert f"{f}:1{says}" in err and "--on-decode-error skip" in err
+
 def test_nothing_decodable_left(tmp_path, capsys):
     f = tmp_path / "c.txt"
     f.write_bytes(b"\x80\x81\n\xfe\n")
@@ -119,3 +133,47 @@ def test_a_statistic_that_is_nan_everywhere_gets_no_made_up_scale(tmp_path, monk
     assert bars == [] and (tmp_path / "nan.png").stat().st_size > 0
     heatmap(np.array([[0.1, np.nan, 0.3], [0.2, 0.5, 0.4]]), "to_cls", tmp_path / "some.png")
     assert bars == [1]
+
+
+def drawn_figures(monkeypatch):
+    """The figures ``heatmap`` saves, each as (every text's extent in pixels, figure width, the cells' texts)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    seen = []
+    real = Figure.savefig
+
+    def save(self, *a, **k):
+        real(self, *a, **k)
+        r = self.canvas.get_renderer()
+        texts = [t for t in [*self.texts, *(ax.title for ax in self.axes)] if t.get_text()]
+        seen.append(([t.get_window_extent(r) for t in texts], self.bbox.width,
+                     [(t.get_text(), t.get_color()) for t in self.axes[0].texts]))
+    monkeypatch.setattr(Figure, "savefig", save)
+    return seen
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_statistics_title_is_not_cut_on_a_model_of_few_heads(tmp_path, monkeypatch, lang):
+    """Gemma 3 270M has 4 heads: the heatmaps' titles (a statistic's doc) were wider than its
+    figure, cut at both sides ('ropy: 注意力熵 …', 'argmax_prev: fraction of queries whose uniq')."""
+    from attnscope.analysis.report import heatmap
+    from attnscope.analysis.summary import say
+    seen = drawn_figures(monkeypatch)
+    for name in STAT_NAMES:
+        heatmap(np.random.default_rng(0).random((18, 4)), say("map_title", lang, name=name, doc=say("doc_" + name, lang)),
+                tmp_path / f"{name}.png", lang=lang)
+    for name, (boxes, width, _) in zip(STAT_NAMES, seen):
+        assert all(0 <= b.x0 and b.x1 <= width for b in boxes), name
+
+
+def test_a_cells_text_is_light_on_a_dark_colour_of_a_fixed_scale(tmp_path, monkeypatch):
+    """The decoder scores are drawn on a fixed 0..1 scale: a layer of scores ≤ 0.3 is dark blue
+    throughout, but the numbers' colour was judged on the values' own range (0.25 of at most 0.3:
+    'light', black), black on dark blue."""
+    from attnscope.analysis.report import heatmap
+    seen = drawn_figures(monkeypatch)
+    heatmap(np.array([[0.05, 0.25], [0.3, 0.1]]), "induction", tmp_path / "i.png", cmap="cividis", vmin=0.0, vmax=1.0)
+    heatmap(np.array([[0.05, 0.25], [0.3, 0.1]]), "to_prev", tmp_path / "p.png")  # its own range: 0.3 is the top
+    assert seen[0][2] == [("0.05", "white"), ("0.25", "white"), ("0.30", "white"), ("0.10", "white")]
+    assert dict(seen[1][2])["0.30"] == "black" and dict(seen[1][2])["0.05"] == "white"

@@ -19,7 +19,7 @@ STEPS = "Q, K, V, scores, scaled, exp, sums, weights, output"
 #: Words that stay as they are in Chinese output: "token" (docs/zh/tutorial/tokens.md), code in
 #: the hints (truncate=True, Python), the tokenizer's own pieces and the built-in corpus's name.
 KEEP = {"token", "Python", "truncate", "True", "UNK", "CLS", "SEP", "builtin", "python", "docs", "txt", "png",
-        "YAML", "JSON", "TOML", "UTF"}  # file formats' names
+        "YAML", "JSON", "TOML", "UTF", "GBK"}  # file formats' and encodings' names
 
 
 def english_words(line: str, *also: str) -> set:
@@ -125,10 +125,10 @@ def cases(bert, tmp):
         "corpus_no_txt": (["analyze", str(tmp / "empty_corpus")], [repr(str(tmp / "empty_corpus")), ".txt.gz"],
                           f"corpus folder {str(tmp / 'empty_corpus')!r} has no .txt or .txt.gz files"),
         "corpus_decode": (["analyze", str(tmp / "latin1.txt"), "--model", bert],
-                          [f"{tmp / 'latin1.txt'}:1", "byte e9 at byte 3 is not valid utf-8", "--on-decode-error skip",
-                           "4"],
-                          f"{tmp / 'latin1.txt'}:1: byte e9 at byte 3 is not valid utf-8 (column 4); fix the file, or "
-                          "pass --on-decode-error skip to skip such lines"),
+                          [f"{tmp / 'latin1.txt'}:1", "e9", "utf-8", "--on-decode-error skip", "4"],
+                          f"{tmp / 'latin1.txt'}:1: byte e9 at byte 3 is not valid utf-8 (column 4); save the file as "
+                          "UTF-8 (an editor may have saved it as GBK or UTF-16), or pass --on-decode-error skip to skip "
+                          "such lines"),
         "check_nothing": (["check"], ["--example", "three-tokens-article"],
                           "give an answers file or --example (e.g. three-tokens-article)"),
         "check_both": (["check", str(tmp / "blank.yaml"), "--example", "three-tokens-article"], ["--example"],

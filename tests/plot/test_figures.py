@@ -205,3 +205,17 @@ def test_the_figures_of_an_encoder_decoder_trace_name_its_encoder(tmp_path):
     assert plot.head_heatmap(trace, 0, 1).axes[0].get_title().startswith("t5's encoder · layer 0 · head 1")
     assert plot.heads_grid(trace)._suptitle.get_text().startswith("t5's encoder")
     assert plot.score_histograms(trace, lang="zh")._suptitle.get_text().startswith("t5 的编码器")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_short_texts_heatmap_title_is_not_cut(minilm, lang):
+    """A one-character text's heatmap is 5.5 in wide: a longer model name than the packaged one's
+    (sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2, as its folder may be named)
+    with layer and head was drawn cut at both sides. Now smaller, whole."""
+    import io
+    tr = minilm.trace(["好"])
+    tr.model_name = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+    fig = plot.head_heatmap(tr, 5, 11, lang=lang)
+    fig.savefig(io.BytesIO(), format="png")  # lays the figure out
+    box = fig.axes[0].title.get_window_extent()
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height

@@ -64,6 +64,19 @@ def test_words_in_both_languages(minilm, lang):  # noqa: F811
     assert fig.axes[-1].get_ylabel() == text("plot.attr_colorbar_norm", lang)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_short_texts_title_is_not_cut(minilm, lang):  # noqa: F811
+    """'我喜欢你' is 6 tokens: the figure (6.9 in) was narrower than the accumulated methods'
+    titles ('sentence-transformers/all-MiniLM-L6-v2 · rollout up to layer 5 (from layer 0; no
+    heads)'), drawn cut at both sides; the norm's too on a one-character text. Now smaller, whole."""
+    import io
+    for method, text_ in [(m, "我喜欢你") for m in SHOWN] + [("norm", "好")]:
+        fig = attribution_heatmap(minilm, text_, method, layer=5, head=3, lang=lang)
+        fig.savefig(io.BytesIO(), format="png")  # lays the figure out
+        box = fig.axes[0].title.get_window_extent()
+        assert 0 <= box.x0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, (method, text_)
+
+
 def test_command_line(tmp_path, capsys, monkeypatch):
     assert ATTRIBUTIONS == SHOWN
     out = tmp_path / "r.png"

@@ -29,6 +29,16 @@ def test_other_kinds(tmp_path):
     (["plot", "hi", "--head", "12", "-o", "x.png"], "head 12 is out of range"),
     (["plot", "--kind", "grid", "-o", "x.png"], "--kind grid needs a text"),
     (["plot", "--kind", "softmax", "--scores", "1,a", "-o", "x.png"], "--scores must be comma-separated numbers"),
+    # a Chinese input method's comma: was 'must be comma-separated numbers' and 'labels has 1 entry but x has 3'
+    (["plot", "--kind", "softmax", "--scores", "1，2，3", "-o", "x.png"], "holds the full-width '，' of a Chinese input"),
+    (["plot", "--kind", "softmax", "--scores", "1,2", "--temperatures", "1、2", "-o", "x.png"],
+     "--temperatures: '1、2' holds the full-width '、'"),
+    (["plot", "--kind", "softmax", "--scores", "1,2,3", "--labels", "我，喜，欢", "-o", "x.png"],
+     "--labels '我，喜，欢' holds the full-width '，' of a Chinese input method"),
+    (["plot", "我喜欢", "--labels", "[CLS]，我，喜，欢，[SEP]", "-o", "x.png"], "holds the full-width '，'"),
+    # was 'labels has 2 entries but x has 3': the figure function's arguments, not the options given
+    (["plot", "--kind", "softmax", "--scores", "1,2,3", "--labels", "我,喜", "-o", "x.png"],
+     "--labels has 2 entries but --scores has 3; give one label per score"),
 ])
 def test_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, msg):
     monkeypatch.chdir(tmp_path)

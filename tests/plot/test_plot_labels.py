@@ -24,7 +24,7 @@ def test_cli_labels(tmp_path, capsys):
     assert out.is_file()
     assert main(["plot", "--kind", "softmax", "--scores", "15.3,22.7", "--labels", "我,喜,欢",
                  "-o", str(tmp_path / "t.svg")]) == 2
-    assert "labels has 3 entries but x has 2" in capsys.readouterr().err
+    assert "--labels has 3 entries but --scores has 2" in capsys.readouterr().err
     assert main(["plot", "--kind", "hist", "--labels", "a,b", "-o", str(tmp_path / "h.svg")]) == 2
     assert "not of --kind hist" in capsys.readouterr().err
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import Msg, error
 
 UNITS = ("line", "paragraph", "file")
 DECODE_POLICIES = ("stop", "skip")
@@ -190,9 +190,11 @@ class CorpusReader:
                 parts.append(raw.decode("utf-8").strip())
             except UnicodeDecodeError as e:
                 where = f"{path}:{n}"
-                if self.on_decode_error == "stop":
-                    raise error(InputError, "errors.corpus_decode", where=where, problem=describe_decode_error(e),
-                                column=e.start + 1) from None
+                if self.on_decode_error == "stop":  # in the error's language (the report's decode_line), not English
+                    bad = e.object[e.start:e.end]
+                    problem = Msg("analysis.decode_line", where=where, pos=e.start, encoding=e.encoding,
+                                  bytes=Msg("analysis.bytes" if len(bad) > 1 else "analysis.byte", hex=bad.hex(" ")))
+                    raise error(InputError, "errors.corpus_decode", problem=problem, column=e.start + 1) from None
                 self.log.note_decode(where, e)
                 skipped += 1
         return " ".join(p for p in parts if p), skipped

@@ -89,6 +89,10 @@ def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", 
         n_layers, n_heads = values.shape
         w_in, h_in = 1.6 + 0.62 * n_heads, 1.0 + 0.5 * n_layers
         fig, ax = plt.subplots(figsize=(w_in, h_in), dpi=100)
+        # over the figure, which grows to hold it: a statistic's doc is wider than a model of few heads (4 in Gemma 3 270M)
+        head = fig.suptitle(title, fontsize=10, y=1 - 0.06 / h_in)
+        w_in = max(w_in, head.get_window_extent().width / fig.dpi + 0.2)
+        fig.set_figwidth(w_in)
         # fixed margins in inches (tight_layout would lay the text out a second time)
         fig.subplots_adjust(left=0.6 / w_in, right=1 - (1.0 if labels is None else 0.2) / w_in,
                             bottom=0.5 / h_in, top=1 - 0.35 / h_in)
@@ -97,9 +101,10 @@ def heatmap(values: np.ndarray, title: str, path: Path, *, fmt: str = "{:.2f}", 
         ax.set_yticks(range(n_layers))
         ax.set_xlabel(say("col_head", lang))
         ax.set_ylabel(say("col_layer", lang))
-        ax.set_title(title, fontsize=10)
         if n_layers * n_heads <= 400:
             lo, hi = np.nanmin(values) if np.isfinite(values).any() else 0, np.nanmax(values) if np.isfinite(values).any() else 1
+            # the colour's place on the scale drawn: a fixed 0..1 (the decoder scores) is not the values' own range
+            lo, hi = lo if vmin is None else vmin, hi if vmax is None else vmax
             for i in range(n_layers):
                 for j in range(n_heads):
                     v = values[i, j]

@@ -19,6 +19,7 @@ from ..config import is_seq2seq
 from ..errors import InputError
 from ..i18n import error, text
 from . import FIGURES, MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_new_file, save_figure
+from .explain import labels_arg
 
 KINDS = ("heatmap", "grid", "hist", "softmax")
 MIN_DPI, MAX_DPI = 10, 2400
@@ -65,6 +66,8 @@ def _floats(s: str, what: str) -> list[float]:
     try:
         xs = [float(x) for x in s.replace(" ", "").split(",") if x]
     except ValueError:
+        from ..explain.full_width import no_full_width_separator  # on this path only: explain loads torch
+        no_full_width_separator([s], what)  # '1，2，3': a Chinese input method's comma, named as explain names it
         raise error(InputError, "cli.numbers", what=what, value=repr(s)) from None
     if not xs:
         raise error(InputError, "cli.numbers_empty", what=what)
@@ -80,7 +83,7 @@ def _labels(args):
         return None
     if args.kind in ("grid", "hist"):
         raise error(InputError, "cli.labels_kind", kind=args.kind)
-    labels = [x.strip() for x in args.labels.split(",")]
+    labels = labels_arg(args.labels)  # '我，喜，欢' is named, as explain's --labels does, not counted as one label
     if any(not x for x in labels):
         raise error(InputError, "cli.labels_empty", value=repr(args.labels))
     return labels
@@ -131,6 +134,9 @@ def run(args) -> int:
         note = None
         if args.scores is not None:
             x, labels = _floats(args.scores, "--scores"), _labels(args)
+            if labels is not None and len(labels) != len(x):  # the figure's own error names its arguments, labels and x
+                raise error(InputError, "cli.labels_count_scores_one" if len(labels) == 1 else "cli.labels_count_scores",
+                            n=len(labels), m=len(x))
             temps: Sequence[float] = _floats(args.temperatures, "--temperatures") if args.temperatures else (0.5, 1.0, 2.0, 8.0)
         else:
             from ..reference.traced import score_term, trace_row

@@ -25,7 +25,7 @@ from ..fonts import matplotlib_rc
 from ..i18n import check_lang, error
 from ..i18n import text as _t
 from ..pieces import labels_of
-from .figures import ANNOTATE_MAX_TOKENS, check_decimals, every_note, square_heatmap
+from .figures import ANNOTATE_MAX_TOKENS, check_decimals, every_note, fit_title, square_heatmap
 
 NAMES = {"norm": "plot.attr_name_norm", "rollout": "plot.attr_name_rollout", "alti": "plot.attr_name_alti",
          "value_zeroing": "plot.attr_name_value_zeroing"}
@@ -77,6 +77,7 @@ def attribution_heatmap(model, text: str, method: str, layer: int = 0, head: int
         ax.set_title(title)
         fig.colorbar(im, ax=ax, shrink=0.8, label=_t("plot.attr_colorbar_norm" if method in PER_HEAD else
                                                      "plot.attr_colorbar", lang))
+        fit_title(fig, ax)
     return fig
 
 

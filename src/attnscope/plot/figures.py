@@ -100,7 +100,20 @@ def head_heatmap(trace, layer: int = 0, head: int = 0, *, text: int = 0,
         ax.set_ylabel(_t("plot.query_axis", lang, note=note))
         ax.set_title(_t("plot.heatmap_title", lang, model=_model_name(trace, lang), layer=int(layer), head=h))
         fig.colorbar(im, ax=ax, shrink=0.8, label=_t("plot.weight", lang))
+        fit_title(fig, ax)
     return fig
+
+
+def fit_title(fig: Figure, ax) -> None:
+    """Make ``ax``'s title small enough to fit in ``fig``: constrained layout makes room for a
+    title's height, never for its width (a method's title or a long model name over a short
+    text's heatmap was cut at both sides). Called inside ``rc_context(matplotlib_rc())``, last."""
+    fig.draw_without_rendering()
+    box = ax.title.get_window_extent()  # centred on the axes, which the layout does not move for it
+    centre = (box.x0 + box.x1) / 2
+    room = 2 * min(centre, fig.bbox.width - centre) - 8  # pixels
+    if box.width > room:
+        ax.title.set_fontsize(ax.title.get_fontsize() * room / box.width)
 
 
 def square_heatmap(w, toks: list[str], *, cmap: str, annotate: bool, decimals: int):
