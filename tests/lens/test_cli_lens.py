@@ -68,6 +68,17 @@ def test_bad_options_are_one_sentence(folder, capsys, argv, words):
     assert words in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("lang, words", [("en", "give a text that is one token"), ("zh", "请给一个恰为一个 token 的文本")])
+def test_a_target_of_several_tokens_does_not_offer_a_token_id_the_cli_cannot_take(folder, capsys, lang, words):
+    """'--target 我' (several tokens) said 'give a text that is one token, or a token id'; --target is
+    always read as text, so '--target 1234' came back as '1234' is 4 tokens, with the same advice."""
+    m = attnscope.load(folder)
+    several = next(t for t in ("1234", "the cat", "我") if len(m.tokenizer.backend.encode(t, add_special_tokens=False).ids) > 1)
+    assert main(["lens", "--text", TEXT, "--model", folder, "--target", several, "--lang", lang]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "token id" not in err and err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize("extra", [[], ["--dla"]])
 def test_a_whitespace_only_text_is_refused_as_generate_and_patch_refuse_it(capsys, extra):
     """'lens --text "   "' read three spaces as a prompt and printed a table (generate and patch refuse
