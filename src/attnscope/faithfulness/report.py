@@ -54,8 +54,9 @@ def measure_lines(res: dict, lang: str) -> list[str]:
                    order=say("order_sep", lang).join(f"`{m}` {num(s[m][measure]['mean'])}" for m in o))
         if "lead" in e:
             lead = e["lead"]
+            key = "v_ahead" if e["ahead"] else "v_one_text" if lead["n"] == 1 else "v_tied"  # one text: no interval
             head += say("sentence_sep", lang) + say(
-                "v_ahead" if e["ahead"] else "v_tied", lang, first=f"`{o[0]}`", second=f"`{o[1]}`",
+                key, lang, first=f"`{o[0]}`", second=f"`{o[1]}`",
                 lead=num(lead["mean"]), low=num(lead["low"]), high=num(lead["high"]), n=lead["n"])
         lines.append("- " + head)
     return lines
