@@ -161,6 +161,16 @@ def test_circuit_refuses_bad_circuits(gpt2, words):
         circuit_metrics(gpt2, ps, [], n_boot=20)
 
 
+def test_circuit_metrics_of_one_prompt_are_refused_not_a_zero_width_interval(gpt2, words):
+    """One IOI prompt ([prompts] n = 1) gave 'faithfulness 0.382 (95 % interval 0.382 … 0.382)' and every
+    table cell [x, x]: each bootstrap resample of one prompt is that prompt."""
+    with pytest.raises(InputError, match="at least 2 prompts for their bootstrap intervals, got 1"):
+        circuit_metrics(gpt2, make(gpt2, words, n=1), [(1, 0)], n_boot=20)
+    with pytest.raises(InputError, match="got 1"):  # a list of groups: the prompts counted, not the groups
+        circuit_metrics(gpt2, list(make(gpt2, words, n=1).groups), [(1, 0)], n_boot=20)
+    assert circuit_metrics(gpt2, list(make(gpt2, words, n=2).groups), [(1, 0)], n_boot=20).n_prompts == 2
+
+
 EXPERIMENT = """model = "{folder}"
 mlp = "recompute"
 
