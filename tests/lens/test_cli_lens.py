@@ -162,6 +162,18 @@ def test_chinese_top_tokens_keep_the_columns_aligned():
     assert "的" in chinese and columns(latin) == columns(chinese)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_large_top_keeps_every_row_in_its_columns(folder, capsys, lang):
+    """The top-token cell was padded to 40 columns; a longer one (--top 5 on SmolLM2 already) pushed its
+    row's target p, rank and KL right, so each row's numbers sat in a different column. Every line of
+    the table now ends in the same column as the header."""
+    assert main(["lens", "--text", TEXT, "--model", folder, "--top", "20", "--lang", lang]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table = lines[1:-1]  # the header and one row per point, between the title and the closing line
+    assert len(table) == 1 + 2 * 2 + 1 and max(map(columns, table)) > 1 + 26 + 1 + 40 + 1 + 8 + 1 + 6 + 1 + 10
+    assert len({columns(line) for line in table}) == 1, [columns(line) for line in table]
+
+
 def test_the_figure_names_a_given_target_as_what_it_colours(folder):
     """With --target, the grid is coloured by the target's probability, but the colour bar read
     'probability of the final prediction'. The target chosen is the last position's second token,
