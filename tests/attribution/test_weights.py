@@ -172,8 +172,18 @@ def test_bad_text_is_one_clear_error(minilm):
 
 
 def test_a_text_without_tokens_is_one_clear_error(tiny):
-    with pytest.raises(InputError, match="no tokens"):
+    with pytest.raises(InputError, match="one non-empty text"):
         tiny("gpt2").attribute("", "rollout")
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_an_empty_text_is_refused_by_every_method(minilm, text):
+    """norm and value_zeroing refused '' but rollout, attention, alti … read MiniLM's [CLS] [SEP]
+    alone as the text and returned a 2 × 2 (or 2-long) row of numbers about nothing."""
+    from attnscope.attribution import METHODS
+    for method in METHODS:
+        with pytest.raises(InputError, match="one non-empty text"):
+            minilm.attribute(text, method)
 
 
 def test_layers_whose_weights_never_reach_the_hook_are_named(tiny, monkeypatch):

@@ -30,6 +30,23 @@ def test_output_file_scaling_and_scores(tmp_path, capsys):
     assert "# The row of 喜 worked out" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("name, fmt, lang, words", [
+    ("row.json", [], "en", "-o {path} is a json file name, but the format is rich; add --format json"),
+    ("row.md", ["-f", "latex"], "en", "-o {path} is a markdown file name, but the format is latex; add --format markdown"),
+    ("行.tex", [], "zh", "-o {path} 是 latex 文件名，但输出格式是 rich；请加上 --format latex"),
+])
+def test_an_output_name_of_another_format_is_refused(tmp_path, capsys, name, fmt, lang, words):
+    """'explain … -o row.json' without --format json wrote the terminal text into row.json (and .tex,
+    .md alike), which nothing reading JSON or LaTeX could open; refused before any work now."""
+    out = tmp_path / name
+    assert main(["explain", "--example", "three-tokens", *fmt, "--lang", lang, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert words.format(path=repr(str(out))) in err and err.count("\n") == 1, err
+    assert not out.exists()
+    assert main(["explain", "--example", "three-tokens", "-f", "json", "-o", str(tmp_path / "row.JSON")]) == 0
+    assert json.loads((tmp_path / "row.JSON").read_text(encoding="utf-8"))["kind"]
+
+
 def test_causal_and_scoring_flags_on_an_example(capsys):
     assert main(["explain", "--example", "three-tokens", "--causal", "--scoring", "unscaled", "-f", "json"]) == 0
     d = json.loads(capsys.readouterr().out)

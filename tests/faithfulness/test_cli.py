@@ -100,3 +100,17 @@ def test_an_option_that_would_be_dropped_or_a_bad_number_is_one_error(tmp_path, 
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1 and "Traceback" not in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value, sep, lang, words", [
+    ("rollout，norm", "，", "zh", "--methods 'rollout，norm' 里有中文输入法的全角“，”；方法之间请用半角 ','"),
+    ("rollout、norm", "、", "en", "--methods 'rollout、norm' holds the full-width '、' of a Chinese input method"),
+])
+def test_a_full_width_comma_in_methods_is_named(tmp_path, capsys, value, sep, lang, words):
+    """--methods rollout，norm (a Chinese input method's comma) said "no attribution method
+    'rollout，norm'" and listed every method, as if the names were wrong."""
+    assert main(["evaluate-attribution", "--texts", "1", "--methods", value, "--lang", lang, "--no-progress",
+                 "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+

@@ -97,3 +97,20 @@ def test_leave_one_out_scores_are_taken_over_not_computed_again(gpt2, tmp_path, 
     again = run(gpt2, tmp_path / "again", "attention,norm,leave_one_out,random", "--reuse", str(tmp_path / "first"))
     assert calls.count("leave_one_out") == 5 and again["reused"]["reference_scores"] == 0
     assert same(again["per_text"]["methods"]["norm"]["rho"], whole["per_text"]["methods"]["norm"]["rho"])
+
+
+@pytest.mark.parametrize("lang, words", [
+    ("en", ["there is no such file", "it is not JSON (line 1, column 1)", "it holds no per-text numbers"]),
+    ("zh", ["没有这个文件", "它不是 JSON（第 1 行，第 1 列）", "其中没有逐文本的数值"])])
+def test_a_reuse_file_that_cannot_be_read_is_said_in_the_runs_language(tmp_path, capsys, lang, words):
+    """--reuse of a missing file said "[Errno 2] No such file or directory: 'nope'", and of a JSON file
+    that no run wrote "no per-text numbers", in English under --lang zh too."""
+    from attnscope.cli import main
+    (tmp_path / "bad.json").write_text("oops", encoding="utf-8")
+    (tmp_path / "other.json").write_text("{}", encoding="utf-8")
+    for name, want in zip(("nope", "bad.json", "other.json"), words):
+        assert main(["evaluate-attribution", "--texts", "1", "--methods", "rollout", "--lang", lang, "--no-progress",
+                     "-o", str(tmp_path / "out"), "--reuse", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert want in err and "Errno" not in err and err.count("\n") == 1, err
+

@@ -67,3 +67,26 @@ def test_none_at_or_below_chance_says_so():
     assert "- Every method's ρ interval lies above 0." in en
     assert "- Every method's comprehensiveness is above the random ranking's (paired intervals above 0)." in en
     assert not any("chance by ρ" in line for line in en)
+
+
+def test_one_text_gives_no_interval_and_no_lead():
+    """A run on one text (--texts 1, or --limit METHOD=1) printed '95 % interval [0.219, 0.219]',
+    called the first method ahead of the second by it and said every ρ interval lies above 0: a
+    bootstrap of one value is that value every time. One text now has no interval (nan, '—'), and
+    its methods are said to be unjudged, not above, at or below chance."""
+    rs = results()[:1]
+    summary = summarise(rs, ["up", "zero"], 0)
+    assert summary["up"]["rho"]["n"] == 1 and summary["up"]["rho"]["mean"] == pytest.approx(0.6)
+    assert all(summary[m]["rho"][b] != summary[m]["rho"][b] for m in ("up", "zero") for b in ("low", "high"))
+    v = verdict(rs, summary, 0)
+    assert not v["rho"]["ahead"] and v["rho"]["lead"]["n"] == 1
+    res = {"verdict": v, "summary": summary, "texts": 1}
+    en = "\n".join(verdict_lines(res, "en"))
+    assert "`up` is not shown to be ahead of `zero`: their difference 0.900 comes from 1 text only" in en, en
+    assert "lies above 0" not in en and "is ahead of" not in en, en
+    zh = "\n".join(verdict_lines(res, "zh"))
+    assert "不能说 `up` 领先 `zero`：二者之差 0.900 只来自 1 段文本" in zh and "都在 0 以上" not in zh, zh
+    # nor at chance: 'no better than chance (the interval reaches 0)' named an interval there is not
+    assert v["chance_rho"] == [] and v["one_text_rho"] == ["up", "zero"]
+    assert "- Measured on one text only, so with no interval and not judged against chance: `up`, `zero`." in en
+    assert "better than chance" not in en and "不比随机好" not in zh and "只在 1 段文本上测得" in zh, zh

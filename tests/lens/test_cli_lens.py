@@ -68,6 +68,17 @@ def test_bad_options_are_one_sentence(folder, capsys, argv, words):
     assert words in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("lang, words", [("en", "give a text that is one token"), ("zh", "请给一个恰为一个 token 的文本")])
+def test_a_target_of_several_tokens_does_not_offer_a_token_id_the_cli_cannot_take(folder, capsys, lang, words):
+    """'--target 我' (several tokens) said 'give a text that is one token, or a token id'; --target is
+    always read as text, so '--target 1234' came back as '1234' is 4 tokens, with the same advice."""
+    m = attnscope.load(folder)
+    several = next(t for t in ("1234", "the cat", "我") if len(m.tokenizer.backend.encode(t, add_special_tokens=False).ids) > 1)
+    assert main(["lens", "--text", TEXT, "--model", folder, "--target", several, "--lang", lang]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "token id" not in err and err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize("extra", [[], ["--dla"]])
 def test_a_whitespace_only_text_is_refused_as_generate_and_patch_refuse_it(capsys, extra):
     """'lens --text "   "' read three spaces as a prompt and printed a table (generate and patch refuse
@@ -149,6 +160,18 @@ def test_chinese_top_tokens_keep_the_columns_aligned():
                    target_rank=torch.tensor([[3], [0]]), kl=torch.tensor([[1.5], [0.0]]), decode=words.__getitem__)
     latin, chinese = cells(r, 0, 0), cells(r, 1, 0)
     assert "的" in chinese and columns(latin) == columns(chinese)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_large_top_keeps_every_row_in_its_columns(folder, capsys, lang):
+    """The top-token cell was padded to 40 columns; a longer one (--top 5 on SmolLM2 already) pushed its
+    row's target p, rank and KL right, so each row's numbers sat in a different column. Every line of
+    the table now ends in the same column as the header."""
+    assert main(["lens", "--text", TEXT, "--model", folder, "--top", "20", "--lang", lang]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table = lines[1:-1]  # the header and one row per point, between the title and the closing line
+    assert len(table) == 1 + 2 * 2 + 1 and max(map(columns, table)) > 1 + 26 + 1 + 40 + 1 + 8 + 1 + 6 + 1 + 10
+    assert len({columns(line) for line in table}) == 1, [columns(line) for line in table]
 
 
 def test_the_figure_names_a_given_target_as_what_it_colours(folder):

@@ -213,6 +213,27 @@ def test_dollar_signs_in_tokens_are_drawn_as_written(tmp_path):
     assert not dla_figure(d, 1, 1)._suptitle.get_parse_math()
 
 
+def test_the_dla_figure_ticks_whole_heads_and_layers():
+    """The heads' grid of a 4-head model had ticks at head −0.5, 0.0, 0.5 … 3.5 (matplotlib's own
+    choice on an image axis); a head or a layer is a count, so every tick is now a whole number."""
+    import torch
+
+    from attnscope.lens.dla import LogitAttribution
+    from attnscope.lens.figures import dla_figure
+
+    n_layers, n_heads = 2, 4
+    names = ["embed"] + [x for i in range(n_layers)
+                         for x in [f"L{i}H{h}" for h in range(n_heads)] + [f"L{i} attn bias", f"L{i} mlp"]] + ["bias"]
+    d = LogitAttribution(tokens=["a"], position=0, target=0, names=names,
+                         parts=torch.linspace(-1, 1, len(names)), logit=0.0, words="'a'")
+    fig = dla_figure(d, n_layers, n_heads)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    for ticks, n in ((ax.get_xticks(), n_heads), (ax.get_yticks(), n_layers)):
+        shown = [t for t in ticks if -0.5 <= t <= n - 0.5]
+        assert shown and all(float(t).is_integer() for t in shown), ticks
+
+
 @pytest.mark.parametrize("name", FAMS)
 def test_the_embed_point_is_what_enters_layer_0_in_bfloat16(tiny, name):
     """The ``embed`` point was read back as layer 0's residual sum minus its other operand,

@@ -161,6 +161,16 @@ def test_circuit_refuses_bad_circuits(gpt2, words):
         circuit_metrics(gpt2, ps, [], n_boot=20)
 
 
+def test_circuit_metrics_of_one_prompt_are_refused_not_a_zero_width_interval(gpt2, words):
+    """One IOI prompt ([prompts] n = 1) gave 'faithfulness 0.382 (95 % interval 0.382 … 0.382)' and every
+    table cell [x, x]: each bootstrap resample of one prompt is that prompt."""
+    with pytest.raises(InputError, match="at least 2 prompts for their bootstrap intervals, got 1"):
+        circuit_metrics(gpt2, make(gpt2, words, n=1), [(1, 0)], n_boot=20)
+    with pytest.raises(InputError, match="got 1"):  # a list of groups: the prompts counted, not the groups
+        circuit_metrics(gpt2, list(make(gpt2, words, n=1).groups), [(1, 0)], n_boot=20)
+    assert circuit_metrics(gpt2, list(make(gpt2, words, n=2).groups), [(1, 0)], n_boot=20).n_prompts == 2
+
+
 EXPERIMENT = """model = "{folder}"
 mlp = "recompute"
 
@@ -244,3 +254,20 @@ def test_a_folder_for_the_experiment_file_is_named_a_folder(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"experiment file {str(tmp_path)!r} is a folder; give the experiment's .toml file" in err, err
     assert err.count("\n") == 1 and "does not exist" not in err
+
+
+def test_the_chinese_report_names_its_columns_and_subsets_in_chinese():
+    """report.zh.md of a circuit run had the columns 'heads' and 'class' and the subsets 'class name
+    movers', 'random 1', 'rest of S-inhibition' in English; report.md keeps them (docs/results/ioi)."""
+    from pathlib import Path
+
+    from attnscope.patching.report import report
+    folder = Path(__file__).resolve().parents[2] / "docs" / "results" / "ioi"
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    zh = report(results, "zh")
+    assert "| K | 头 | F(C∖K)" in zh and "| v | 类别 | K |" in zh
+    assert "| 类别 name movers |" in zh and "| 随机 1 |" in zh and "| S-inhibition 中其余的头 |" in zh
+    for words in ("| heads |", "| class |", "| class ", "| random ", "rest of "):
+        assert words not in zh, words
+    assert report(results, "en") == (folder / "report.md").read_text(encoding="utf-8")
+

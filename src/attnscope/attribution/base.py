@@ -108,6 +108,8 @@ def attribute(model, text: str, method: str = "rollout", *, layer: Optional[int]
     m = get_method(method)
     if not isinstance(text, str):
         raise error(InputError, "errors.attribution_not_text", got=type(text).__name__)
+    if not text.strip():  # every method, not norm's alone: rollout of '' read [CLS] [SEP] as the text
+        raise error(InputError, "errors.attribution_empty_text")
     n_layers = model.config.n_layers
     if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int) or not -n_layers <= layer < n_layers):
         raise error(InputError, "errors.attribution_layer", layer=repr(layer), n=n_layers, last=n_layers - 1)

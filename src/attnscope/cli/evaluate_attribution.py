@@ -105,6 +105,9 @@ def run(args) -> int:
     check_device(args.device)
     out = Path(args.out)
     check_new_results(out, report.FILES, args.overwrite)
+    sep = next((c for c in "，、" if c in (args.methods or "")), None)  # a Chinese input method's ','
+    if sep is not None:
+        raise error(InputError, "errors.faithfulness_methods_full_width", value=repr(args.methods), sep=sep)
     methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()] if args.methods is not None
                             else list(DEFAULT_METHODS))  # --methods "": none named, not the defaults
     limits = parse_limits(args.limit)

@@ -227,11 +227,19 @@ def labels_arg(text: str) -> list[str]:
     return [s.strip() for s in check_unicode(text, "--labels").split(",")]
 
 
+#: -o suffixes that name a --format: another format written under one is refused (rich text in "row.json")
+SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".tex": "latex"}
+
+
 def check_output(args) -> None:
-    """Refuse a folder, or an existing -o file without --overwrite, before any work."""
+    """Refuse a folder, a name whose suffix is another format's, or an existing -o file without
+    --overwrite, before any work."""
     if args.output is not None and Path(args.output).is_dir():  # "-o ." or "-o ''": a name is missing
         example = {"markdown": "explain.md", "latex": "explain.tex", "json": "explain.json"}.get(args.format, "explain.txt")
         raise error(InputError, "cli.o_folder", path=repr(args.output), example=repr(str(Path(args.output) / example)))
+    named = SUFFIX_FORMATS.get(Path(args.output).suffix.lower()) if args.output else None
+    if named is not None and named != args.format:
+        raise error(InputError, "cli.o_format", path=repr(args.output), named=named, format=args.format)
     if args.output:
         check_new_file(Path(args.output), args.overwrite)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..i18n import error, text
 from . import MAX_INDEX, IntRange, add_command, add_lang_option, add_overwrite_option, check_output_file, figure_dpi, lens_tuned
-from .lens_tuned import cells, header, write_outputs
+from .lens_tuned import cells, header, tops_width, write_outputs
 from .plot import MAX_DPI, MIN_DPI
 
 
@@ -103,9 +103,10 @@ def run(args) -> int:
         i = args.position % L
         print(text("lens.head", lang, model=model.name, position=i, token=repr(r.tokens[i]),
                    target=repr(r.decode(int(r.target_ids[i])))))
-        print(header(lang))
+        w = tops_width([r], i)
+        print(header(lang, w))
         for p, point in enumerate(r.points):
-            print(f"{point.name:<26} {cells(r, p, i)}")
+            print(f"{point.name:<26} {cells(r, p, i, w)}")
         print(settled_line(r, i, lang))
         result, figure = r.to_dict(), (lambda: lens_figure(r, lang))
     write_outputs(outs, result, figure, args.dpi, lang)

@@ -138,29 +138,48 @@ def command_line(args) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
+def columns(words: str) -> int:
+    """The terminal columns ``words`` takes (a Chinese character takes two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in words)
+
+
 def pad(words: str, width: int, right: bool = False) -> str:
     """``words`` padded to ``width`` terminal columns (a Chinese character takes two)."""
-    cols = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in words)
-    fill = " " * max(0, width - cols)
+    fill = " " * max(0, width - columns(words))
     return fill + words if right else words + fill
 
 
-def header(lang: str) -> str:
-    """The lens table's column names, aligned with its rows (widths 26, 40, 9, 6, 10)."""
-    return (pad(text("lens.col_point", lang), 27) + block_header(lang))
+#: the top-token column's least width, in terminal columns
+TOPS = 40
 
 
-def block_header(lang: str) -> str:
-    """One lens's columns: top tokens, target p, rank, KL (widths 40, 9, 6, 10)."""
-    return (pad(text("lens.col_top", lang), 41) + pad(text("lens.col_p", lang), 8, True)
+def header(lang: str, width: int = TOPS) -> str:
+    """The lens table's column names, aligned with its rows (widths 26, ``width``, 9, 6, 10)."""
+    return (pad(text("lens.col_point", lang), 27) + block_header(lang, width))
+
+
+def block_header(lang: str, width: int = TOPS) -> str:
+    """One lens's columns: top tokens, target p, rank, KL (widths ``width``, 9, 6, 10)."""
+    return (pad(text("lens.col_top", lang), width + 1) + pad(text("lens.col_p", lang), 8, True)
             + pad(text("lens.col_rank", lang), 7, True) + pad(text("lens.col_kl", lang), 11, True))
 
 
-def cells(r, p: int, i: int) -> str:
+def tops(r, p: int, i: int) -> str:
+    """The top tokens and their probabilities at point p, position i."""
+    return ", ".join(f"{t!r} {float(q):.2f}" for t, q in zip(r.top_tokens(p, i), r.top_probs[p, i]))
+
+
+def tops_width(results, i: int) -> int:
+    """The top-token column's width at position i: TOPS, or the widest cell of ``results`` (else a
+    row past it, as --top 5 gives, pushed its numbers right of their column)."""
+    return max([TOPS] + [columns(tops(r, p, i)) for r in results for p in range(len(r.points))])
+
+
+def cells(r, p: int, i: int, width: int = TOPS) -> str:
     """One lens's cells at point p, position i: top tokens (padded in terminal columns: a Chinese
     character takes two), target p, rank, KL."""
-    tops = ", ".join(f"{t!r} {float(q):.2f}" for t, q in zip(r.top_tokens(p, i), r.top_probs[p, i]))
-    return f"{pad(tops, 40)} {float(r.target_prob[p, i]):8.4f} {int(r.target_rank[p, i]):6d} {float(r.kl[p, i]):10.4f}"
+    numbers = f"{float(r.target_prob[p, i]):8.4f} {int(r.target_rank[p, i]):6d} {float(r.kl[p, i]):10.4f}"
+    return f"{pad(tops(r, p, i), width)} {numbers}"
 
 
 def show(args, model, outs: list[Path]) -> int:
@@ -179,10 +198,11 @@ def show(args, model, outs: list[Path]) -> int:
     i = args.position % L
     print(text("tuned.head", lang, path=args.tuned, model=model.name, position=i, token=repr(r.tokens[i]),
                target=repr(r.decode(int(r.target_ids[i])))))
-    print(pad("", 27) + pad(text("tuned.col_logit", lang), 68) + text("tuned.col_tuned", lang))
-    print(header(lang) + " " + block_header(lang))
+    w = tops_width([r, t], i)
+    print(pad("", 27) + pad(text("tuned.col_logit", lang), w + 28) + text("tuned.col_tuned", lang))
+    print(header(lang, w) + " " + block_header(lang, w))
     for p, point in enumerate(r.points):
-        print(f"{point.name:<26} {cells(r, p, i)} {cells(t, p, i)}")
+        print(f"{point.name:<26} {cells(r, p, i, w)} {cells(t, p, i, w)}")
     result = {"logit_lens": r.to_dict(), "tuned_lens": t.to_dict(), "tuned_file": str(args.tuned),
               "tuned_settings": {k: v for k, v in lens.settings.items() if k != "held_out_indices"}}
     write_outputs(outs, result, lambda: tuned_figure(r, t, lang), args.dpi, lang)

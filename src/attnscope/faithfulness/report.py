@@ -54,22 +54,26 @@ def measure_lines(res: dict, lang: str) -> list[str]:
                    order=say("order_sep", lang).join(f"`{m}` {num(s[m][measure]['mean'])}" for m in o))
         if "lead" in e:
             lead = e["lead"]
+            key = "v_ahead" if e["ahead"] else "v_one_text" if lead["n"] == 1 else "v_tied"  # one text: no interval
             head += say("sentence_sep", lang) + say(
-                "v_ahead" if e["ahead"] else "v_tied", lang, first=f"`{o[0]}`", second=f"`{o[1]}`",
+                key, lang, first=f"`{o[0]}`", second=f"`{o[1]}`",
                 lead=num(lead["mean"]), low=num(lead["low"]), high=num(lead["high"]), n=lead["n"])
         lines.append("- " + head)
     return lines
 
 
-def at_chance(v: dict, reaches: str, below: str, key: str, lang: str) -> list[str]:
+def at_chance(v: dict, reaches: str, below: str, key: str, lang: str, one: str = "") -> list[str]:
     """The lines naming the methods at chance (the interval reaches 0) and, apart, those below it
-    (wholly under 0); one line saying every interval is above 0 when there are none. A run written
-    before the two were told apart has no ``below`` list: its ``reaches`` list is said as it was."""
+    (wholly under 0) and those of one text (no interval: ``one``); one line saying every interval
+    is above 0 when there are none. A run written before the two were told apart has no ``below``
+    list: its ``reaches`` list is said as it was."""
     lines = []
     if v[reaches]:
         lines.append("- " + say(key, lang, methods=names(v[reaches], lang)))
     if v.get(below):
         lines.append("- " + say(f"{key}_below", lang, methods=names(v[below], lang)))
+    if v.get(one):
+        lines.append("- " + say("v_one_text_methods", lang, methods=names(v[one], lang)))
     return lines or ["- " + say(f"{key}_none", lang)]
 
 
@@ -79,9 +83,9 @@ def verdict_lines(res: dict, lang: str) -> list[str]:
     fewer = [f"`{m}` {s[m]['texts']}" for m in v["compared"] if s[m]["texts"] < res["texts"]]
     if fewer:
         lines.append("- " + say("v_subsets", lang, items=say("list_sep", lang).join(fewer)))
-    lines += at_chance(v, "chance_rho", "below_chance_rho", "v_chance", lang)
+    lines += at_chance(v, "chance_rho", "below_chance_rho", "v_chance", lang, "one_text_rho")
     if "not_above_random" in v:
-        lines += at_chance(v, "not_above_random", "below_random", "v_random", lang)
+        lines += at_chance(v, "not_above_random", "below_random", "v_random", lang, "one_text_random")
     if v.get("agreement") is not None:
         lines.append("- " + say("v_agree", lang, rho=num(v["agreement"]), n=len(v["compared"])))
     if "attention" in v["compared"]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import InputError
-from ..i18n import error
+from ..i18n import Msg, error
 from .evaluate import REFERENCE, TextResult
 
 #: |target now − target then| above this share (of max(1, |target|)) means the model or code changed
@@ -29,12 +29,20 @@ def read_results(path) -> dict:
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
+    # the reason in the message's language: an OSError's or a JSON error's own words are English
     try:
         res = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except FileNotFoundError:
+        raise error(InputError, "errors.faithfulness_reuse_read", path=str(p),
+                    reason=Msg("errors.faithfulness_reuse_missing")) from None
+    except json.JSONDecodeError as e:
+        raise error(InputError, "errors.faithfulness_reuse_read", path=str(p),
+                    reason=Msg("errors.faithfulness_reuse_not_json", line=e.lineno, column=e.colno)) from None
+    except (OSError, UnicodeDecodeError) as e:
         raise error(InputError, "errors.faithfulness_reuse_read", path=str(p), reason=str(e)) from None
     if not isinstance(res, dict) or "per_text" not in res or "methods" not in res:
-        raise error(InputError, "errors.faithfulness_reuse_read", path=str(p), reason="no per-text numbers")
+        raise error(InputError, "errors.faithfulness_reuse_read", path=str(p),
+                    reason=Msg("errors.faithfulness_reuse_no_numbers"))
     res["_path"] = str(p)
     return res
 

@@ -86,7 +86,8 @@ def bootstrap(values: ArrayLike, seed: int = 0, resamples: int = RESAMPLES, leve
               indices: Optional[np.ndarray] = None) -> dict:
     """``{"mean", "low", "high", "n"}``: the mean of ``values`` (nan ones left out) and its percentile
     interval at ``level`` over ``resamples`` resamples (``indices (resamples, n)`` if given, else drawn
-    from ``seed``). Fewer than two values: the interval is the mean itself."""
+    from ``seed``). Fewer than two values: no interval (``low`` and ``high`` nan), as one text has no
+    spread to resample and a zero-width "95 % interval" would read as certainty."""
     v = np.asarray(values, dtype=np.float64)
     if indices is not None and indices.shape[1] != len(v):
         raise ValueError(f"bootstrap: indices for {indices.shape[1]} values, got {len(v)}")
@@ -96,7 +97,7 @@ def bootstrap(values: ArrayLike, seed: int = 0, resamples: int = RESAMPLES, leve
         return {"mean": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0}
     mean = float(v.mean())
     if len(v) < 2:
-        return {"mean": mean, "low": mean, "high": mean, "n": 1}
+        return {"mean": mean, "low": float("nan"), "high": float("nan"), "n": 1}
     if indices is None or not ok.all():
         idx = resample_indices(len(v), seed, resamples) if indices is None else \
             np.random.default_rng(seed).integers(0, len(v), size=(indices.shape[0], len(v)))

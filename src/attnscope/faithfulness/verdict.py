@@ -53,14 +53,22 @@ def order(summary: dict, names: Sequence[str], measure: str) -> list[str]:
 
 def at_or_below(intervals: Sequence[dict], names: Sequence[str]) -> tuple[list[str], list[str]]:
     """The names (in their order) whose interval reaches 0 — or has no bounds (nan) — and those
-    whose interval lies wholly below 0; a name above 0 is in neither."""
+    whose interval lies wholly below 0; a name above 0 is in neither, nor one of a single text
+    (no interval to judge: :func:`one_text`)."""
     reaches, below = [], []
     for m, b in zip(names, intervals):
+        if b["n"] == 1:
+            continue
         if b["high"] < 0:
             below.append(m)
         elif not b["low"] > 0:
             reaches.append(m)
     return reaches, below
+
+
+def one_text(intervals: Sequence[dict], names: Sequence[str]) -> list[str]:
+    """The names whose numbers come from one text: no interval, so neither above nor at chance."""
+    return [m for m, b in zip(names, intervals) if b["n"] == 1]
 
 
 def verdict(results: Sequence[TextResult], summary: dict, seed: int) -> dict:
@@ -79,10 +87,13 @@ def verdict(results: Sequence[TextResult], summary: dict, seed: int) -> dict:
             entry["lead"] = lead
             entry["ahead"] = bool(lead["low"] > 0)
         out[measure] = entry
-    out["chance_rho"], out["below_chance_rho"] = at_or_below([summary[m]["rho"] for m in compared], compared)
+    rho = [summary[m]["rho"] for m in compared]
+    out["chance_rho"], out["below_chance_rho"] = at_or_below(rho, compared)
+    out["one_text_rho"] = one_text(rho, compared)
     if RANDOM in summary:
         vs_random = [paired(results, "aopc_comprehensiveness", m, RANDOM, seed) for m in compared]
         out["not_above_random"], out["below_random"] = at_or_below(vs_random, compared)
+        out["one_text_random"] = one_text(vs_random, compared)
     means = [(summary[m]["rho"]["mean"], summary[m]["aopc_comprehensiveness"]["mean"]) for m in compared]
     means = [p for p in means if all(math.isfinite(v) for v in p)]
     out["agreement"] = stats.spearman([p[0] for p in means], [p[1] for p in means]) if len(means) >= 3 else None

@@ -96,12 +96,15 @@ def dla_figure(d: LogitAttribution, n_layers: int, n_heads: int, lang: str = "en
 
 
 def _dla(plt, d: LogitAttribution, n_layers: int, n_heads: int, lang: str):
+    from matplotlib.ticker import MaxNLocator
     heads = d.heads(n_layers, n_heads).numpy()
     bound = float(np.abs(heads).max()) or 1.0
     others = [n for n in d.names if not (n.startswith("L") and "H" in n.split(" ")[0][1:])]
     values = [float(d.parts[d.names.index(n)]) for n in others]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 0.8 + 0.3 * n_layers), width_ratios=(max(n_heads, 3), 4))
     im = a.imshow(heads, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto", origin="lower")
+    for axis in (a.xaxis, a.yaxis):  # heads and layers are counted: no tick at head 0.5
+        axis.set_major_locator(MaxNLocator(integer=True))
     a.set_xlabel(text("lens.axis_head", lang))
     a.set_ylabel(text("lens.axis_layer", lang))
     a.set_title(text("lens.dla_heads", lang))

@@ -32,6 +32,7 @@ from ..i18n import error
 from .ablation import ablated_metric, all_heads, checked_heads, head_means
 from .pair import require_lm
 from .path import Head
+from .prompts import groups_of
 
 Tensor = torch.Tensor
 
@@ -105,6 +106,9 @@ def circuit_metrics(model, prompts, circuit: Union[dict, Sequence[Head]], *, mea
         if isinstance(count, bool) or not isinstance(count, int) or count < low:
             raise error(InputError, "errors.circuit_count", what=what, value=repr(count), low=low)
     require_lm(model)
+    n = sum(int(g.clean.shape[0]) for g in groups_of(prompts))
+    if n < 2:  # one prompt resamples to itself: a zero-width "95 % interval"
+        raise error(InputError, "errors.circuit_one_prompt", n=n)
     classes = check_classes(model, circuit)
     C = {h for hs in classes.values() for h in hs}
     everything = all_heads(model)

@@ -19,6 +19,14 @@ def _receivers(r, lang: str) -> str:
     return ", ".join(f"{l}.{h} {kind}" for l, h, kind in r)
 
 
+def _subset(name: str, lang: str) -> str:
+    """A subset K as results.json names it ('∅', 'C', 'class X', 'random 2', 'rest of X'), in ``lang``."""
+    for prefix, key, field in (("class ", "k_class", "name"), ("random ", "k_random", "i"), ("rest of ", "k_rest", "name")):
+        if name.startswith(prefix):
+            return _say(key, lang, **{field: name[len(prefix):]})
+    return name
+
+
 def report(results: dict, lang: str = "en") -> str:
     """The markdown report of ``results`` (what :func:`~attnscope.patching.experiment_file.run_experiment`
     returns) in ``lang``: the prompts, each sweep's strongest senders, the circuit's three metrics."""
@@ -43,11 +51,12 @@ def report(results: dict, lang: str = "en") -> str:
                   f"| {_say('faithfulness', lang)} F(C)/F(M) | {_iv(c['faithfulness'])} |",
                   f"| F(M) − F(C) | {_iv(c['gap'])} |", "",
                   f"### {_say('completeness', lang)}", "",
-                  "| K | heads | F(C∖K) | F(M∖K) | \\|F(C∖K) − F(M∖K)\\| | / F(M) |", "|---|---|---:|---:|---|---|"]
-        lines += [f"| {k['K']} | {k['heads']} | {k['F(C∖K)']:.3f} | {k['F(M∖K)']:.3f} | {_iv(k['score'])} | "
+                  f"| K | {_say('col_heads', lang)} | F(C∖K) | F(M∖K) | \\|F(C∖K) − F(M∖K)\\| | / F(M) |",
+                  "|---|---|---:|---:|---|---|"]
+        lines += [f"| {_subset(k['K'], lang)} | {k['heads']} | {k['F(C∖K)']:.3f} | {k['F(M∖K)']:.3f} | {_iv(k['score'])} | "
                   f"{_iv(k['relative'])} |" for k in c["completeness"]]
         lines += ["", f"### {_say('minimality', lang)}", "",
-                  "| v | class | K | \\|F(C∖(K∪{v})) − F(C∖K)\\| | / F(C) |", "|---|---|---|---|---|"]
-        lines += [f"| {m['head']} | {m['class']} | {m['K']} | {_iv(m['score'])} | {_iv(m['relative'])} |"
+                  f"| v | {_say('col_class', lang)} | K | \\|F(C∖(K∪{{v}})) − F(C∖K)\\| | / F(C) |", "|---|---|---|---|---|"]
+        lines += [f"| {m['head']} | {m['class']} | {_subset(m['K'], lang)} | {_iv(m['score'])} | {_iv(m['relative'])} |"
                   for m in c["minimality"]]
     return "\n".join(lines) + "\n"
