@@ -70,3 +70,17 @@ def test_a_list_option_checks_each_item(capsys):
     assert err == "attnscope experiment: error: --d-k must be comma-separated integers, each from 1 to 65536, got 0"
     assert _one_line(capsys, ["experiment", "variance", "--d-k", ","]).endswith("--d-k is empty: give comma-separated "
                                                                                 "integers, each from 1 to 65536")
+
+
+LISTS = [(c, f) for c, f, kind in RANGED if isinstance(kind, IntList)]
+
+
+@pytest.mark.parametrize("command, flag", LISTS, ids=[f"{c}{f}" for c, f in LISTS])
+@pytest.mark.parametrize("sep", ["，", "、"])
+def test_a_list_typed_with_a_chinese_comma_is_named(capsys, command, flag, sep):
+    """'patch --layers "0，5"' said only 'must be comma-separated integers'."""
+    err = _one_line(capsys, [command, flag, f"1{sep}2"])
+    assert err == (f"attnscope {command}: error: {flag}: '1{sep}2' holds the full-width '{sep}' of a Chinese input "
+                   f"method; separate the integers with ',' (half-width)")
+    err = _one_line(capsys, [command, flag, f"1{sep}2", "--lang", "zh"])
+    assert err.endswith(f"{flag}：'1{sep}2' 里有中文输入法的全角“{sep}”；整数之间请用半角 ','"), err

@@ -70,6 +70,8 @@ class IntList(IntRange):
     out_of_range = "cli.int_list"
 
     def __call__(self, text: str) -> list[int]:  # type: ignore[override]
+        for sep in (s for s in "，、" if s in text):  # a Chinese input method's comma: one 'integer' '0，5'
+            raise error(OptionError, "cli.int_list_full_width", flag=self.flag, value=repr(text), sep=sep)
         parts = [x.strip() for x in text.split(",") if x.strip()]
         if not parts:
             raise error(OptionError, "cli.int_list_empty", flag=self.flag, low=self.low, high=self.high)
