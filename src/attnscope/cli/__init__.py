@@ -60,6 +60,12 @@ class IntRange:
         return self.parse(text, "cli.int_range", value=repr(text))
 
 
+def full_width_comma(text: Optional[str]) -> Optional[str]:
+    """The first '，' or '、' in an option's value (a Chinese input method's ',': the list would be read
+    as one item), or None; the option names it in its own sentence."""
+    return next((c for c in "，、" if c in (text or "")), None)
+
+
 class IntList(IntRange):
     """An argparse ``type`` for comma-separated integers, each from ``low`` to ``high``."""
 
@@ -70,7 +76,8 @@ class IntList(IntRange):
     out_of_range = "cli.int_list"
 
     def __call__(self, text: str) -> list[int]:  # type: ignore[override]
-        for sep in (s for s in "，、" if s in text):  # a Chinese input method's comma: one 'integer' '0，5'
+        sep = full_width_comma(text)  # '0，5' would be one 'integer'
+        if sep is not None:
             raise error(OptionError, "cli.int_list_full_width", flag=self.flag, value=repr(text), sep=sep)
         parts = [x.strip() for x in text.split(",") if x.strip()]
         if not parts:

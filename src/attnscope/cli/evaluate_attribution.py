@@ -27,7 +27,17 @@ import sys
 import time
 from pathlib import Path
 
-from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, add_overwrite_option, check_device, check_new_results
+from . import (
+    MAX_INDEX,
+    MAX_SEED,
+    IntRange,
+    add_command,
+    add_lang_option,
+    add_overwrite_option,
+    check_device,
+    check_new_results,
+    full_width_comma,
+)
 
 MAX_TEXTS = 100_000
 
@@ -105,7 +115,7 @@ def run(args) -> int:
     check_device(args.device)
     out = Path(args.out)
     check_new_results(out, report.FILES, args.overwrite)
-    sep = next((c for c in "，、" if c in (args.methods or "")), None)  # a Chinese input method's ','
+    sep = full_width_comma(args.methods)
     if sep is not None:
         raise error(InputError, "errors.faithfulness_methods_full_width", value=repr(args.methods), sep=sep)
     methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()] if args.methods is not None

@@ -36,7 +36,7 @@ from ..errors import InputError
 from ..i18n import error
 from ..i18n import text as i18n_text
 from ..scorings import SCORINGS
-from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, check_new_file, write_text
+from . import MAX_INDEX, MAX_SEED, IntRange, add_command, add_lang_option, check_new_file, full_width_comma, write_text
 from .explain_attribution import POSITION_OPTIONS, TOY_OPTIONS, build_attribution, given_flags, refuse_others
 from .explain_circuit import add_circuit_options, build_circuit, refuse_circuit_options
 
@@ -221,7 +221,7 @@ def labels_arg(text: str) -> list[str]:
     """Token labels of --labels (explain, exercise): comma separated (``我,爱,你``). A Chinese input
     method's '，' or '、' where no ',' is given is named, not read as one label ('我，爱，你')."""
     from ..tokenizer import check_unicode
-    sep = next((c for c in "，、" if c in text and "," not in text), None)
+    sep = full_width_comma(text) if "," not in text else None  # a '，' among ',' is a token's label
     if sep is not None:
         raise error(InputError, "errors.labels_full_width", value=repr(text), sep=sep)
     return [s.strip() for s in check_unicode(text, "--labels").split(",")]
