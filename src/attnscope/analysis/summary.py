@@ -20,6 +20,7 @@ import math
 from typing import Any, Mapping, Optional
 
 import numpy as np
+from rich.cells import cell_len
 
 from ..explain.numbers import counted
 from ..i18n import text
@@ -68,8 +69,7 @@ def fmt_number(x, digits=3) -> str:
 
 def pad_left(s: str, width: int) -> str:
     """``s`` right-aligned in ``width`` terminal columns (a CJK character takes two)."""
-    import unicodedata
-    return " " * max(0, width - sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)) + s
+    return " " * max(0, width - cell_len(s)) + s
 
 
 def rankdata(x: np.ndarray) -> np.ndarray:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
+from rich.cells import cell_len
+
 from ..errors import AttnscopeError, InputError
 from ..i18n import error, error_message
 from .judge import Report
@@ -165,16 +167,10 @@ class ClassReport:
             lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
         else:
-            width = [max(_width(str(x)) for x in col) for col in zip(header, *body)]
-            lines = ["  ".join(str(x) + " " * (w - _width(str(x))) for x, w in zip(row, width)).rstrip()
+            width = [max(cell_len(str(x)) for x in col) for col in zip(header, *body)]
+            lines = ["  ".join(str(x) + " " * (w - cell_len(str(x))) for x, w in zip(row, width)).rstrip()
                      for row in [header] + body]
         return "\n".join(lines + ["", Ctx(lang, 4, "text").label("check.class_key")]) + "\n"
-
-
-def _width(s: str) -> int:
-    """Columns ``s`` takes in a terminal: CJK characters two."""
-    import unicodedata
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
 
 
 def answer_files(paths: Sequence[Union[str, Path]]) -> list[Path]:

@@ -9,10 +9,10 @@ import math
 import shlex
 import sys
 import time
-import unicodedata
 from pathlib import Path
 
 import numpy as np
+from rich.cells import cell_len
 
 from ..errors import InputError
 from ..i18n import error, text
@@ -138,14 +138,9 @@ def command_line(args) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def columns(words: str) -> int:
-    """The terminal columns ``words`` takes (a Chinese character takes two)."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in words)
-
-
 def pad(words: str, width: int, right: bool = False) -> str:
     """``words`` padded to ``width`` terminal columns (a Chinese character takes two)."""
-    fill = " " * max(0, width - columns(words))
+    fill = " " * max(0, width - cell_len(words))
     return fill + words if right else words + fill
 
 
@@ -172,7 +167,7 @@ def tops(r, p: int, i: int) -> str:
 def tops_width(results, i: int) -> int:
     """The top-token column's width at position i: TOPS, or the widest cell of ``results`` (else a
     row past it, as --top 5 gives, pushed its numbers right of their column)."""
-    return max([TOPS] + [columns(tops(r, p, i)) for r in results for p in range(len(r.points))])
+    return max([TOPS] + [cell_len(tops(r, p, i)) for r in results for p in range(len(r.points))])
 
 
 def cells(r, p: int, i: int, width: int = TOPS) -> str:
